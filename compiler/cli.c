@@ -1,0 +1,307 @@
+/*
+ * cli.c — option parsing (getopt_long) and validation for colossal-compile.
+ * Every flag is documented here in the help text and in docs/cli.md.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+#include "version.h"
+
+static const char usage_text[] =
+    "usage: colossal-compile [options] MODEL.c|MODEL.cir\n"
+    "       colossal-compile report FILE.plan.json [options]\n"
+    "\n"
+    "Compiles a model description into a parallel training program and a plan.\n"
+    "\n"
+    "Input:\n"
+    "  --model NAME          the MODEL(NAME) to compile (default: the only one)\n"
+    "  -D NAME[=VALUE]       define a macro for the model description\n"
+    "  -I DIR                add an include directory\n"
+    "  --graph KIND          forward | training (default: forward for --emit ir)\n"
+    "\n"
+    "Cluster and plan:\n"
+    "  --batch N             global batch size (sequences per step)\n"
+    "  --micro-batches N     gradient-accumulation steps (default: chosen)\n"
+    "  --cluster C           preset (h100:8x8, a100-80gb:1x8, ...) or FILE.json\n"
+    "  --mesh AxB[xC]        logical device mesh (default: tried)\n"
+    "  --mem BYTES           per-device memory limit, e.g. 70GB (default: the device's)\n"
+    "  --dtype T             f32 | bf16 | f16 compute dtype\n"
+    "  --strategy S          auto | dp | zero1 | zero2 | zero3 | megatron (+ -recompute)\n"
+    "  --recompute P         auto | none | selective | full\n"
+    "  --zero Z              auto | 0 | 1 | 2 | 3\n"
+    "  --time-limit SEC      ILP time limit (default 60)\n"
+    "  --mip-gap G           ILP relative gap (default 1e-4)\n"
+    "  --dump-ilp FILE.lp    write the ILP in CPLEX LP format\n"
+    "\n"
+    "Output:\n"
+    "  --emit WHAT           summary | ir | plan | code | report | all (default: summary)\n"
+    "  --target T            cpu | cuda | both (default: both)\n"
+    "  -o PATH               output file (ir) or directory (plan, code); '-' is stdout\n"
+    "  --dump-after PASS     print the IR after PASS (or 'all') to stderr\n"
+    "  --verify-each         run the IR verifier after every pass\n"
+    "  -q, --quiet           print nothing but errors\n"
+    "  -h, --help            this text\n"
+    "  --version             the version\n"
+    "\n"
+    "Exit codes: 0 ok, 1 error in the input, 2 usage error, 3 internal error.\n";
+
+enum {
+    OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
+    OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
+    OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_VERSION,
+};
+
+static const struct option long_opts[] = {
+    {"model", required_argument, 0, OPT_MODEL},
+    {"graph", required_argument, 0, OPT_GRAPH},
+    {"batch", required_argument, 0, OPT_BATCH},
+    {"micro-batches", required_argument, 0, OPT_MICRO},
+    {"cluster", required_argument, 0, OPT_CLUSTER},
+    {"mesh", required_argument, 0, OPT_MESH},
+    {"mem", required_argument, 0, OPT_MEM},
+    {"dtype", required_argument, 0, OPT_DTYPE},
+    {"strategy", required_argument, 0, OPT_STRATEGY},
+    {"recompute", required_argument, 0, OPT_RECOMPUTE},
+    {"zero", required_argument, 0, OPT_ZERO},
+    {"time-limit", required_argument, 0, OPT_TIME_LIMIT},
+    {"mip-gap", required_argument, 0, OPT_MIP_GAP},
+    {"dump-ilp", required_argument, 0, OPT_DUMP_ILP},
+    {"emit", required_argument, 0, OPT_EMIT},
+    {"target", required_argument, 0, OPT_TARGET},
+    {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
+    {"verify-each", no_argument, 0, OPT_VERIFY_EACH},
+    {"quiet", no_argument, 0, 'q'},
+    {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, OPT_VERSION},
+    {0, 0, 0, 0},
+};
+
+static bool one_of(const char *v, const char *const *choices) {
+    for (; *choices; choices++)
+        if (!strcmp(v, *choices)) return true;
+    return false;
+}
+
+static bool bad_choice(const char *flag, const char *v, const char *const *choices) {
+    StrBuf h;
+    sb_init(&h);
+    sb_puts(&h, "choose one of:");
+    for (; *choices; choices++) sb_printf(&h, " %s", *choices);
+    diag_plain(sb_cstr(&h), "invalid value '%s' for %s", v, flag);
+    sb_free(&h);
+    return false;
+}
+
+static bool parse_pos_int(const char *flag, const char *v, int64_t max, int64_t *out) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x <= 0 || x > max) {
+        diag_plain("give a positive whole number", "invalid value '%s' for %s", v, flag);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+static bool parse_pos_double(const char *flag, const char *v, double *out, bool allow_zero) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x < 0 || (!allow_zero && x == 0)) {
+        diag_plain(allow_zero ? "give a non-negative number" : "give a positive number",
+                   "invalid value '%s' for %s", v, flag);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+bool cli_parse_bytes(const char *s, int64_t *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (errno || end == s || !isfinite(x) || x <= 0) return false;
+    while (*end == ' ') end++;
+    char unit[8] = {0};
+    for (int i = 0; *end && i < 7; i++) unit[i] = (char)toupper((unsigned char)*end++);
+    if (*end) return false;
+    double m = 1;
+    if (!*unit || !strcmp(unit, "B")) m = 1;
+    else if (!strcmp(unit, "K") || !strcmp(unit, "KB")) m = 1e3;
+    else if (!strcmp(unit, "M") || !strcmp(unit, "MB")) m = 1e6;
+    else if (!strcmp(unit, "G") || !strcmp(unit, "GB")) m = 1e9;
+    else if (!strcmp(unit, "T") || !strcmp(unit, "TB")) m = 1e12;
+    else if (!strcmp(unit, "KIB")) m = 1024.0;
+    else if (!strcmp(unit, "MIB")) m = 1024.0 * 1024;
+    else if (!strcmp(unit, "GIB")) m = 1024.0 * 1024 * 1024;
+    else if (!strcmp(unit, "TIB")) m = 1024.0 * 1024 * 1024 * 1024;
+    else return false;
+    x *= m;
+    if (x < 1 || x > 9e18) return false;
+    *out = (int64_t)x;
+    return true;
+}
+
+static bool valid_mesh(const char *m) {
+    int axes = 0;
+    const char *p = m;
+    for (;;) {
+        if (!isdigit((unsigned char)*p)) return false;
+        long v = strtol(p, (char **)&p, 10);
+        if (v <= 0) return false;
+        axes++;
+        if (!*p) break;
+        if (*p != 'x' || axes == 3) return false;
+        p++;
+    }
+    return axes >= 1 && axes <= 3;
+}
+
+void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
+    static const char *const emits[] = {"summary", "ir", "plan", "code", "report", "all", 0};
+    static const char *const graphs[] = {"forward", "training", 0};
+    static const char *const dtypes[] = {"f32", "bf16", "f16", 0};
+    static const char *const recomputes[] = {"auto", "none", "selective", "full", 0};
+    static const char *const zeros[] = {"auto", "0", "1", "2", "3", 0};
+    static const char *const targets[] = {"cpu", "cuda", "both", 0};
+    memset(o, 0, sizeof *o);
+    o->emit = EMIT_SUMMARY;
+    o->graph = GRAPH_FORWARD;
+    o->time_limit_s = 60;
+    o->mip_gap = 1e-4;
+    o->target = "both";
+    *exit_now = -1;
+    opterr = 0;
+    optind = 1;
+    int c;
+    bool ok = true;
+    while (ok && (c = getopt_long(argc, argv, ":o:D:I:qh", long_opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->output = optarg; break;
+        case 'D':
+            if (o->n_defines == CLI_MAX_DEFINES) {
+                diag_plain(NULL, "too many -D options (at most %d)", CLI_MAX_DEFINES);
+                ok = false;
+            } else if (!*optarg || *optarg == '=') {
+                diag_plain("write -D NAME or -D NAME=VALUE", "-D needs a macro name");
+                ok = false;
+            } else o->defines[o->n_defines++] = optarg;
+            break;
+        case 'I':
+            if (o->n_includes == CLI_MAX_INCLUDES) {
+                diag_plain(NULL, "too many -I options (at most %d)", CLI_MAX_INCLUDES);
+                ok = false;
+            } else o->includes[o->n_includes++] = optarg;
+            break;
+        case 'q': o->quiet = true; break;
+        case 'h':
+            fputs(usage_text, stdout);
+            *exit_now = EXIT_OK;
+            return;
+        case OPT_VERSION:
+            printf("colossal-compile %s\n", COLOSSAL_VERSION);
+            *exit_now = EXIT_OK;
+            return;
+        case OPT_MODEL: o->model = optarg; break;
+        case OPT_GRAPH:
+            ok = one_of(optarg, graphs) || bad_choice("--graph", optarg, graphs);
+            o->graph = !strcmp(optarg, "training") ? GRAPH_TRAINING : GRAPH_FORWARD;
+            break;
+        case OPT_BATCH: ok = parse_pos_int("--batch", optarg, 1LL << 40, &o->batch); break;
+        case OPT_MICRO: {
+            int64_t v = 0;
+            ok = parse_pos_int("--micro-batches", optarg, 1 << 20, &v);
+            o->micro_batches = (int)v;
+            break;
+        }
+        case OPT_CLUSTER: o->cluster = optarg; break;
+        case OPT_MESH:
+            o->mesh = optarg;
+            if (!valid_mesh(optarg)) {
+                diag_plain("write 1 to 3 positive sizes joined by 'x', e.g. 8 or 8x8 or 2x4x8",
+                           "invalid mesh '%s'", optarg);
+                ok = false;
+            }
+            break;
+        case OPT_MEM:
+            if (!cli_parse_bytes(optarg, &o->mem_bytes)) {
+                diag_plain("write a size like 80GB, 40GiB, 512MB or 1e10", "invalid memory size '%s'",
+                           optarg);
+                ok = false;
+            }
+            break;
+        case OPT_DTYPE: o->dtype = optarg; ok = one_of(optarg, dtypes) || bad_choice("--dtype", optarg, dtypes); break;
+        case OPT_STRATEGY: o->strategy = optarg; break;
+        case OPT_RECOMPUTE:
+            o->recompute = optarg;
+            ok = one_of(optarg, recomputes) || bad_choice("--recompute", optarg, recomputes);
+            break;
+        case OPT_ZERO: o->zero = optarg; ok = one_of(optarg, zeros) || bad_choice("--zero", optarg, zeros); break;
+        case OPT_TIME_LIMIT: ok = parse_pos_double("--time-limit", optarg, &o->time_limit_s, false); break;
+        case OPT_MIP_GAP: ok = parse_pos_double("--mip-gap", optarg, &o->mip_gap, true); break;
+        case OPT_DUMP_ILP: o->dump_ilp = optarg; break;
+        case OPT_EMIT:
+            ok = one_of(optarg, emits) || bad_choice("--emit", optarg, emits);
+            for (int i = 0; ok && emits[i]; i++)
+                if (!strcmp(optarg, emits[i])) o->emit = (EmitKind)i;
+            break;
+        case OPT_TARGET: o->target = optarg; ok = one_of(optarg, targets) || bad_choice("--target", optarg, targets); break;
+        case OPT_DUMP_AFTER: o->dump_after = optarg; break;
+        case OPT_VERIFY_EACH: o->verify_each = true; break;
+        case ':':
+            diag_plain("see colossal-compile --help", "option '%s' needs a value", argv[optind - 1]);
+            ok = false;
+            break;
+        default:
+            if (optopt) diag_plain("see colossal-compile --help", "unknown option '-%c'", optopt);
+            else diag_plain("see colossal-compile --help", "unknown option '%s'", argv[optind - 1]);
+            ok = false;
+            break;
+        }
+    }
+    if (ok && optind >= argc) {
+        diag_plain("usage: colossal-compile [options] MODEL.c|MODEL.cir (see --help)", "no input file");
+        ok = false;
+    } else if (ok && optind + 1 < argc) {
+        diag_plain("give exactly one input file", "unexpected argument '%s'", argv[optind + 1]);
+        ok = false;
+    }
+    if (ok) o->input = argv[optind];
+    if (!ok) *exit_now = EXIT_USAGE;
+}
+
+void cli_fmt_count(char *buf, int n, int64_t v) {
+    char tmp[32];
+    int len = snprintf(tmp, sizeof tmp, "%lld", (long long)(v < 0 ? -v : v));
+    int j = 0;
+    if (v < 0 && j < n - 1) buf[j++] = '-';
+    for (int i = 0; i < len && j < n - 1; i++) {
+        buf[j++] = tmp[i];
+        if ((len - i - 1) % 3 == 0 && i != len - 1 && j < n - 1) buf[j++] = ',';
+    }
+    buf[j] = 0;
+}
+
+void cli_fmt_bytes(char *buf, int n, double b) {
+    const char *u[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+    int i = 0;
+    while (b >= 1000 && i < 5) b /= 1000, i++;
+    snprintf(buf, (size_t)n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+void cli_fmt_flops(char *buf, int n, double f) {
+    const char *u[] = {"FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP"};
+    int i = 0;
+    while (f >= 1000 && i < 6) f /= 1000, i++;
+    snprintf(buf, (size_t)n, i ? "%.2f %s" : "%.0f %s", f, u[i]);
+}

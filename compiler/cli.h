@@ -1,0 +1,64 @@
+/*
+ * cli.h — the command line of colossal-compile: every option, parsed and
+ * validated into CliOptions. Stages read their settings from here.
+ *
+ * Exit codes (docs/cli.md): 0 success, 1 user error (bad input file, shape
+ * mismatch, impossible memory limit), 2 usage error (bad flag or value),
+ * 3 internal error (a compiler bug).
+ */
+#ifndef COLOSSAL_CLI_H
+#define COLOSSAL_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+#define CLI_MAX_DEFINES 64
+#define CLI_MAX_INCLUDES 32
+
+typedef enum { EMIT_SUMMARY, EMIT_IR, EMIT_PLAN, EMIT_CODE, EMIT_REPORT, EMIT_ALL } EmitKind;
+typedef enum { GRAPH_FORWARD, GRAPH_TRAINING } GraphKind;
+
+typedef struct CliOptions {
+    const char *input;            /* model file: .c (model description) or .cir (IR text) */
+    const char *output;           /* -o: file or directory; "-" is stdout */
+    const char *model;            /* --model NAME */
+    EmitKind emit;
+    GraphKind graph;              /* --graph forward|training */
+    int64_t batch;                /* --batch, 0 = not given */
+    int micro_batches;            /* --micro-batches, 0 = let the planner choose */
+    const char *cluster;          /* --cluster PRESET|FILE.json */
+    const char *mesh;             /* --mesh 8x8 */
+    int64_t mem_bytes;            /* --mem, 0 = the device's memory */
+    const char *dtype;            /* --dtype f32|bf16|f16 */
+    const char *strategy;         /* --strategy auto|dp|zero1|zero2|zero3|megatron|... */
+    const char *recompute;        /* --recompute auto|none|selective|full */
+    const char *zero;             /* --zero auto|0|1|2|3 */
+    const char *target;           /* --target cpu|cuda|both */
+    double time_limit_s;          /* --time-limit */
+    double mip_gap;               /* --mip-gap */
+    const char *dump_ilp;         /* --dump-ilp FILE.lp */
+    const char *dump_after;       /* --dump-after PASS ("all" for every pass) */
+    bool verify_each;             /* --verify-each */
+    bool quiet;                   /* -q */
+    int n_defines;
+    const char *defines[CLI_MAX_DEFINES];   /* -D NAME[=VALUE] */
+    int n_includes;
+    const char *includes[CLI_MAX_INCLUDES]; /* -I DIR */
+} CliOptions;
+
+/* Parses argv. On --help/--version prints and sets *exit_now = EXIT_OK; on a
+ * usage error prints a message and sets *exit_now = EXIT_USAGE. Otherwise
+ * *exit_now = -1. */
+void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now);
+
+/* Parses a byte size like "80GB", "80GiB", "512M", "1e9" into bytes; false on junk. */
+bool cli_parse_bytes(const char *s, int64_t *out);
+
+/* Formats numbers for people: 124,439,808; 497.8 MB; 1.23 TFLOP. */
+void cli_fmt_count(char *buf, int n, int64_t v);
+void cli_fmt_bytes(char *buf, int n, double bytes);
+void cli_fmt_flops(char *buf, int n, double flops);
+
+#endif

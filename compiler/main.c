@@ -1,0 +1,134 @@
+/*
+ * main.c — colossal-compile: runs the pipeline as a list of stages.
+ *
+ *   load (IR text or model description) -> verify -> [later stages] -> emit
+ *
+ * Every stage can dump the IR after it (--dump-after=STAGE). User errors are
+ * reported where they are found and end the run with exit code 1.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ir.h"
+#include "text.h"
+#include "verify.h"
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* After a stage: dump the IR when asked, and verify when asked. */
+static void after_stage(const CliOptions *o, const char *stage, const Graph *g) {
+    if (o->dump_after && (!strcmp(o->dump_after, stage) || !strcmp(o->dump_after, "all"))) {
+        StrBuf b;
+        sb_init(&b);
+        ir_print(g, &b);
+        fprintf(stderr, "; ---- IR after %s ----\n%s", stage, sb_cstr(&b));
+        sb_free(&b);
+    }
+    if (o->verify_each) ir_verify_or_die(g, stage);
+}
+
+static Graph *load_ir(const CliOptions *o) {
+    size_t len;
+    char *text = ir_read_file(o->input, &len);
+    if (!text) {
+        diag_plain("check the path", "cannot read '%s': %s", o->input, strerror(errno));
+        return NULL;
+    }
+    Graph *g = ir_parse(o->input, text, len);
+    ir_free(text);
+    return g;
+}
+
+static Graph *load(const CliOptions *o) {
+    if (ends_with(o->input, ".cir")) return load_ir(o);
+    if (ends_with(o->input, ".c")) {
+        diag_plain("this build reads IR text (.cir); the C front end is not part of it yet",
+                   "cannot compile '%s': no model-description front end", o->input);
+        return NULL;
+    }
+    diag_plain("give a model description (.c) or IR text (.cir)",
+               "'%s': unknown input kind", o->input);
+    return NULL;
+}
+
+static void print_summary(FILE *f, const Graph *g) {
+    GraphStats s = ir_stats(g);
+    char np[32], pb[32], ff[32];
+    cli_fmt_count(np, sizeof np, s.n_params);
+    cli_fmt_bytes(pb, sizeof pb, (double)s.param_bytes);
+    cli_fmt_flops(ff, sizeof ff, s.fwd_flops);
+    fprintf(f, "model %s: %d nodes, %d values", g->name, s.n_nodes, s.n_values);
+    for (int i = 0; i < g->n_blocks; i++)
+        fprintf(f, "%s%s x%d", i ? ", " : "; blocks ", g->blocks[i].name, g->blocks[i].n_instances);
+    fprintf(f, "\n  parameters:    %s (%s)\n", np, pb);
+    fprintf(f, "  forward FLOPs: %s per step\n", ff);
+    if (s.total_flops != s.fwd_flops) {
+        cli_fmt_flops(ff, sizeof ff, s.total_flops);
+        fprintf(f, "  total FLOPs:   %s per step (forward, backward, update)\n", ff);
+    }
+}
+
+static int emit_ir(const CliOptions *o, const Graph *g) {
+    StrBuf b;
+    sb_init(&b);
+    ir_print(g, &b);
+    const char *path = o->output ? o->output : "-";
+    int rc = EXIT_OK;
+    if (!strcmp(path, "-")) {
+        fputs(sb_cstr(&b), stdout);
+    } else {
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(b.data, 1, b.len, f) != b.len || fclose(f) != 0) {
+            diag_plain("check that the directory exists and is writable", "cannot write '%s': %s",
+                       path, strerror(errno));
+            rc = EXIT_USER;
+        }
+    }
+    sb_free(&b);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    diag_color = isatty(2) && !getenv("NO_COLOR");
+    CliOptions o;
+    int exit_now;
+    cli_parse(argc, argv, &o, &exit_now);
+    if (exit_now >= 0) return exit_now;
+    if (o.emit != EMIT_SUMMARY && o.emit != EMIT_IR) {
+        static const char *const names[] = {"summary", "ir", "plan", "code", "report", "all"};
+        diag_plain("this build can emit: summary, ir", "--emit %s is not available in this build",
+                   names[o.emit]);
+        return EXIT_USAGE;
+    }
+
+    Graph *g = load(&o);
+    if (!g) return EXIT_USER;
+    after_stage(&o, "load", g);
+
+    StrBuf err;
+    sb_init(&err);
+    if (!ir_verify(g, &err, 20)) {
+        SrcLoc none = {g->src, 0, 0};
+        diag_error(none, "run with --dump-after=load to see the graph",
+                   "the graph is not well formed:\n%s", sb_cstr(&err));
+        sb_free(&err);
+        ir_graph_free(g);
+        return EXIT_USER;
+    }
+    sb_free(&err);
+
+    int rc = EXIT_OK;
+    bool ir_to_stdout = o.emit == EMIT_IR && (!o.output || !strcmp(o.output, "-"));
+    if (o.emit == EMIT_IR) rc = emit_ir(&o, g);
+    if (rc == EXIT_OK && !o.quiet) print_summary(ir_to_stdout ? stderr : stdout, g);
+    ir_graph_free(g);
+    return rc;
+}

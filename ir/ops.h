@@ -1,0 +1,140 @@
+/*
+ * ops.h — the op table and iteration spaces.
+ *
+ * Every op is a loop nest over named iterators. Each operand and result dim is
+ * indexed by an ordered list of iterators (outermost first; the dim's size is
+ * the product of their sizes), or by none (a broadcast dim of size 1, or a dim
+ * the op reads whole). An iterator that indexes a result is parallel; one that
+ * indexes no result reduces (sum or max); an iterator the op cannot split
+ * (the normalized dim of softmax or layer norm, attention's key dim) is
+ * NOSPLIT. This one description gives shape checks, FLOP counts, and the
+ * sharding strategies of later stages, for forward and backward ops alike.
+ *
+ * The table itself is ops.def (an X-macro); each op's rule is a function in
+ * ops.c that validates operands and attributes and fills an IterSpace.
+ */
+#ifndef COLOSSAL_OPS_H
+#define COLOSSAL_OPS_H
+
+#include "ir.h"
+
+#define IR_MAX_ITERS 12
+#define IR_MAX_DIM_ITERS 4
+
+typedef enum {
+    IT_PARALLEL, /* indexes a result: splitting it splits the result */
+    IT_SUM,      /* summed over: splitting it leaves results partial sums */
+    IT_MAX,      /* max-reduced: splitting it leaves results partial maxima */
+    IT_NOSPLIT,  /* must stay whole on one device */
+} IterKind;
+
+const char *ir_iter_kind_name(IterKind k);
+
+typedef struct Iter {
+    char name[8];
+    int64_t size;
+    IterKind kind;
+} Iter;
+
+typedef struct DimMap {
+    int n;                         /* 0: not indexed by an iterator */
+    int8_t it[IR_MAX_DIM_ITERS];   /* outermost first */
+} DimMap;
+
+typedef struct IterSpace {
+    int n_iters;
+    Iter iters[IR_MAX_ITERS];
+    int n_in, n_out;
+    int in_rank[IR_MAX_IN];
+    DimMap in[IR_MAX_IN][IR_MAX_DIMS];
+    int out_rank[IR_MAX_OUT];
+    DimMap out[IR_MAX_OUT][IR_MAX_DIMS];
+    Shape out_shape[IR_MAX_OUT];
+    DType out_dtype[IR_MAX_OUT];
+    double flops;                  /* FLOPs of one execution */
+} IterSpace;
+
+/* Cost classes: the cost model gives each its own efficiency factor. */
+typedef enum {
+    OPC_MATMUL,
+    OPC_ELEMWISE,
+    OPC_NORM,
+    OPC_SOFTMAX,
+    OPC_ATTENTION,
+    OPC_GATHER,
+    OPC_LOSS,
+    OPC_LAYOUT,
+    OPC_REDUCE,
+    OPC_OPTIMIZER,
+} OpClass;
+
+/* Input to an op's rule: the operands' types and the node's attributes. */
+typedef struct OpArgs {
+    int op;                    /* OpKind: rules shared by several ops look at it */
+    int n_in;
+    DType dt[IR_MAX_IN];
+    Shape sh[IR_MAX_IN];
+    const Attr *attr;
+} OpArgs;
+
+/* An op rule fills is (iterators, dim maps, result shapes and dtypes, flops)
+ * or writes a message to err and returns false. */
+typedef bool (*OpRuleFn)(const OpArgs *a, IterSpace *is, StrBuf *err);
+
+/* Backward rule (filled in by autodiff): builds ordinary IR nodes computing
+ * the gradients of node's operands from the gradients of its results.
+ * grad_out[i] is IR_NONE where result i has no gradient; the rule sets
+ * grad_in[i] (IR_NONE where operand i gets none). Returns false with err set. */
+typedef bool (*OpBackwardFn)(Graph *g, NodeId node, const ValueId *grad_out, ValueId *grad_in,
+                             StrBuf *err);
+
+typedef struct AttrSpec {
+    const char *name;
+    AttrKind kind;
+    bool required;             /* no default */
+    Attr def;                  /* default when not required */
+} AttrSpec;
+
+struct OpInfo {
+    const char *name;
+    int min_in, max_in;        /* operand count range */
+    int n_out;                 /* results; -1: given by the "parts" attribute */
+    const char *attr_spec;     /* e.g. "ta:i=0,tb:i=0", "eps:f=1e-5", "perm:ints" */
+    double flops_per_point;    /* FLOPs per point of the iteration space */
+    OpClass cls;
+    OpRuleFn rule;
+    OpBackwardFn backward;     /* NULL until autodiff provides one */
+    /* parsed from attr_spec on first use */
+    int n_attrs;
+    AttrSpec attrs[IR_MAX_ATTRS];
+};
+
+typedef enum {
+#define OP(id, name, min_in, max_in, n_out, attrs, fpp, cls, rule) id,
+#include "ops.def"
+#undef OP
+    OP__COUNT
+} OpKind;
+
+const OpInfo *ir_op(int op);
+int ir_op_find(const char *name, size_t n);      /* OpKind or -1 */
+int ir_attr_slot(int op, const char *name);      /* -1 when the op has no such attribute */
+void ir_attrs_default(int op, Attr *attrs);      /* fills defaults (required ones zeroed) */
+void ir_op_set_backward(int op, OpBackwardFn fn);
+
+/* Runs the op's rule on operand types and attributes. */
+bool ir_op_infer(int op, const OpArgs *a, IterSpace *is, StrBuf *err);
+
+/* Checks operand count and runs the op's rule for operands in and attrs,
+ * as ir_build() would, without adding anything. */
+bool ir_check(const Graph *g, int op, const ValueId *in, int n_in, const Attr *attrs,
+              IterSpace *is, StrBuf *err);
+
+/* The iteration space of an existing node (asserts that its rule holds). */
+void ir_itspace(const Graph *g, NodeId n, IterSpace *is);
+
+/* Bytes an op reads and writes at least once: operands plus results. */
+double ir_node_bytes(const Graph *g, NodeId n);
+double ir_node_flops(const Graph *g, NodeId n);
+
+#endif

@@ -1,0 +1,3 @@
+#include "check.h"
+#include "ir.h"
+int main(void) { CHECK(1); return check_done("ir_ops"); }
