@@ -178,8 +178,7 @@ int ir_set_block(Graph *g, const char *name, int instance) {
     return b;
 }
 
-bool ir_check(const Graph *g, int op, const ValueId *in, int n_in, const Attr *attrs,
-              IterSpace *is, StrBuf *err) {
+bool ir_check_arity(int op, int n_in, StrBuf *err) {
     const OpInfo *o = ir_op(op);
     if (n_in < o->min_in || n_in > o->max_in) {
         if (o->min_in == o->max_in)
@@ -190,6 +189,12 @@ bool ir_check(const Graph *g, int op, const ValueId *in, int n_in, const Attr *a
                       n_in);
         return false;
     }
+    return true;
+}
+
+bool ir_check(const Graph *g, int op, const ValueId *in, int n_in, const Attr *attrs,
+              IterSpace *is, StrBuf *err) {
+    if (!ir_check_arity(op, n_in, err)) return false;
     OpArgs a = {.op = op, .n_in = n_in, .attr = attrs};
     for (int i = 0; i < n_in; i++) {
         IR_ASSERT(in[i] >= 0 && in[i] < g->n_values);

@@ -127,6 +127,7 @@ bool ir_op_infer(int op, const OpArgs *a, IterSpace *is, StrBuf *err);
 
 /* Checks operand count and runs the op's rule for operands in and attrs,
  * as ir_build() would, without adding anything. */
+bool ir_check_arity(int op, int n_in, StrBuf *err);
 bool ir_check(const Graph *g, int op, const ValueId *in, int n_in, const Attr *attrs,
               IterSpace *is, StrBuf *err);
 

@@ -150,6 +150,19 @@ static bool expect(Parser *ps, const char *punct) {
     return false;
 }
 
+/* Inside a list closed by `close`: accepts ',' (consumed) or the closer (left). */
+static bool list_sep(Parser *ps, const char *close) {
+    if (tok_is(ps, close)) return true;
+    if (tok_is(ps, ",")) {
+        next(ps);
+        return true;
+    }
+    char what[16];
+    snprintf(what, sizeof what, "',' or '%s'", close);
+    unexpected(ps, what, NULL);
+    return false;
+}
+
 static bool parse_int(Parser *ps, int64_t *out) {
     if (ps->tok.kind != TK_INT) {
         unexpected(ps, "an integer", NULL);
@@ -213,7 +226,7 @@ static bool parse_type(Parser *ps, DType *dt, Shape *sh) {
             return false;
         }
         sh->d[sh->rank++] = d;
-        if (!tok_is(ps, "]") && !expect(ps, ",")) return false;
+        if (!list_sep(ps, "]")) return false;
     }
     next(ps);
     return true;
@@ -310,7 +323,13 @@ static bool parse_leaf(Parser *ps, Role role) {
     uint32_t flags = 0;
     ValueId upd = IR_NONE;
     if (!expect(ps, ":") || !parse_type(ps, &dt, &sh)) return false;
-    if (tok_word(ps, "init") && !parse_init(ps, &in)) return false;
+    if (tok_word(ps, "init")) {
+        if (!parse_init(ps, &in)) return false;
+    } else if (role == ROLE_PARAM || role == ROLE_STATE) {
+        perr(ps, nt, "add init=normal(STD), init=zeros, init=ones or init=uniform(LO, HI)",
+             "%s %%%.*s needs an initializer", ir_role_name(role), (int)nt.n, nt.s);
+        return false;
+    }
     if (!parse_flags(ps, &flags, &upd)) return false;
     if (upd != IR_NONE) {
         perr(ps, rt, NULL, "a leaf cannot update another value; only node results can");
@@ -350,7 +369,7 @@ static bool parse_attr_value(Parser *ps, int op, const AttrSpec *s, Attr *a) {
                 return false;
             }
             if (!parse_int(ps, &a->v[a->n++])) return false;
-            if (!tok_is(ps, "]") && !expect(ps, ",")) return false;
+            if (!list_sep(ps, "]")) return false;
         }
         next(ps);
         return true;
@@ -464,9 +483,16 @@ static bool parse_node(Parser *ps) {
         if (in[n_in] == IR_NONE) return false;
         n_in++;
         next(ps);
-        if (!tok_is(ps, ")") && !expect(ps, ",")) return false;
+        if (!list_sep(ps, ")")) return false;
     }
     next(ps);
+    StrBuf err;
+    sb_init(&err);
+    if (!ir_check_arity(op, n_in, &err)) {
+        perr(ps, opt, NULL, "%s", sb_cstr(&err));
+        sb_free(&err);
+        return false;
+    }
     Attr attrs[IR_MAX_ATTRS];
     ir_attrs_default(op, attrs);
     bool given[IR_MAX_ATTRS] = {0};
@@ -500,7 +526,7 @@ static bool parse_node(Parser *ps) {
             given[slot] = true;
             next(ps);
             if (!expect(ps, "=") || !parse_attr_value(ps, op, &o->attrs[slot], &attrs[slot])) return false;
-            if (!tok_is(ps, "}") && !expect(ps, ",")) return false;
+            if (!list_sep(ps, "}")) return false;
         }
         next(ps);
     }
@@ -539,10 +565,9 @@ static bool parse_node(Parser *ps) {
     }
     if (ps->tok.kind != TK_NEWLINE && ps->tok.kind != TK_EOF) {
         unexpected(ps, "end of line after the node", NULL);
+        sb_free(&err);
         return false;
     }
-    StrBuf err;
-    sb_init(&err);
     const char *names[IR_MAX_OUT];
     char namebuf[IR_MAX_OUT][256];
     for (int k = 0; k < n_res; k++) {
@@ -577,6 +602,17 @@ static bool parse_node(Parser *ps) {
                  sb_cstr(&want));
             sb_free(&want);
             sb_free(&got);
+            sb_free(&err);
+            return false;
+        }
+    }
+    for (int k = 0; k < n_res; k++) {
+        ValueId u = res[k].updates;
+        if (u == IR_NONE) continue;
+        const Value *t = &ps->g->values[u];
+        if (t->def != IR_NONE || t->dtype != res[k].dt || !ir_shape_eq(t->shape, res[k].sh)) {
+            perr(ps, res[k].name, "updates= names a leaf (param, state, ...) of the same type",
+                 "%%%s cannot update %%%s", names[k], t->name);
             sb_free(&err);
             return false;
         }

@@ -13,6 +13,11 @@ void ir_print_float(StrBuf *b, double x) {
     char buf[40];
     if (isnan(x)) { sb_puts(b, "nan"); return; }
     if (isinf(x)) { sb_puts(b, x < 0 ? "-inf" : "inf"); return; }
+    if (x == floor(x) && fabs(x) < 1e15) {
+        snprintf(buf, sizeof buf, "%.1f", x);
+        sb_puts(b, buf);
+        return;
+    }
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*g", prec, x);
         if (strtod(buf, NULL) == x) break;

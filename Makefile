@@ -1,0 +1,37 @@
+# Thin wrapper over CMake: `make demo` runs the main job, `make test` the test suite.
+# Both install the Debian packages the project needs first (scripts/install-deps.sh).
+BUILD ?= build
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 30
+CMAKE_FLAGS ?=
+
+.PHONY: deps build demo test asan fuzz clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	scripts/demo.sh $(BUILD)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCOLOSSAL_SANITIZE=ON -DCOLOSSAL_CUDA=OFF >/dev/null
+	cmake --build build-asan -j$(JOBS)
+	ctest --test-dir build-asan --output-on-failure -j$(JOBS)
+
+# libFuzzer targets, run for FUZZ_SECONDS each.
+fuzz: deps
+	CC=clang-19 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCOLOSSAL_FUZZ=ON -DCOLOSSAL_SANITIZE=ON \
+	  -DCOLOSSAL_CUDA=OFF -DCOLOSSAL_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
+	cmake --build build-fuzz -j$(JOBS) --target fuzz_ir_parse
+	ctest --test-dir build-fuzz -R '^fuzz_' --output-on-failure
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# test_cli.sh — colossal-compile as a user runs it: help and version, every
+# exit code, IR round trip through files and stdout, the summary, and the
+# messages for bad flags and bad files.
+# usage: test_cli.sh PATH/TO/colossal-compile SOURCE_DIR
+set -u
+cc=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+# expect CODE NEEDLE -- ARGS...: runs the compiler, checks the exit code and
+# that NEEDLE occurs in stdout+stderr (NEEDLE may be empty).
+expect() {
+  local code=$1 needle=$2
+  shift 3
+  local out
+  out=$(NO_COLOR=1 "$cc" "$@" 2>&1)
+  local rc=$?
+  if [ "$rc" -ne "$code" ] || [[ "$out" != *"$needle"* ]]; then
+    echo "FAIL: colossal-compile $*"
+    echo "  exit $rc (want $code); output:"
+    echo "$out" | sed 's/^/    /'
+    echo "  wanted to find: $needle"
+    fail=$((fail + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+
+expect 0 "usage: colossal-compile" -- --help
+expect 0 "colossal-compile 0." -- --version
+expect 2 "no input file" --
+expect 2 "unknown option '--frobnicate'" -- --frobnicate x.cir
+expect 2 "option '--batch' needs a value" -- x.cir --batch
+expect 2 "invalid value 'zero' for --batch" -- --batch zero x.cir
+expect 2 "invalid value '-3' for --batch" -- --batch -3 x.cir
+expect 2 "invalid mesh '8x'" -- --mesh 8x x.cir
+expect 2 "invalid mesh '2x2x2x2'" -- --mesh 2x2x2x2 x.cir
+expect 2 "invalid memory size '80 gigs'" -- --mem "80 gigs" x.cir
+expect 2 "choose one of: summary ir plan code report all" -- --emit everything x.cir
+expect 2 "invalid value 'fp8' for --dtype" -- --dtype fp8 x.cir
+expect 2 "invalid value 'some' for --recompute" -- --recompute some x.cir
+expect 2 "invalid value '4' for --zero" -- --zero 4 x.cir
+expect 2 "invalid value 'tpu' for --target" -- --target tpu x.cir
+expect 2 "invalid value '-1' for --time-limit" -- --time-limit -1 x.cir
+expect 2 "unexpected argument 'b.cir'" -- a.cir b.cir
+expect 1 "cannot read 'missing.cir'" -- missing.cir
+expect 1 "unknown input kind" -- "$src/README.md"
+
+# The summary of the examples.
+expect 0 "parameters:    19,210 (76.8 KB)" -- "$src/examples/ir/mlp.cir"
+expect 0 "parameters:    53,561,088 (214.2 MB)" -- "$src/examples/ir/gpt2-2layer.cir"
+expect 0 "blocks h x2" -- "$src/examples/ir/gpt2-2layer.cir"
+
+# IR to a file, then byte-identical with the example; -o - goes to stdout.
+for ex in mlp gpt2-2layer; do
+  "$cc" -q "$src/examples/ir/$ex.cir" --emit ir -o "$tmp/$ex.cir"
+  if cmp -s "$tmp/$ex.cir" "$src/examples/ir/$ex.cir"; then pass=$((pass + 1)); else echo "FAIL: $ex round trip"; fail=$((fail + 1)); fi
+  "$cc" "$src/examples/ir/$ex.cir" --emit ir -o - 2>/dev/null > "$tmp/$ex.stdout.cir"
+  if cmp -s "$tmp/$ex.stdout.cir" "$src/examples/ir/$ex.cir"; then pass=$((pass + 1)); else echo "FAIL: $ex to stdout"; fail=$((fail + 1)); fi
+done
+expect 1 "cannot write '$tmp/no/such/dir/x.cir'" -- "$src/examples/ir/mlp.cir" --emit ir -o "$tmp/no/such/dir/x.cir"
+
+# A bad file: location, caret, hint; exit 1.
+printf 'graph t\ninput %%x : f32[4,8]\n%%y : f32[4,8] = relux(%%x)\n' > "$tmp/bad.cir"
+expect 1 "bad.cir:3:17: error: unknown op 'relux'" -- "$tmp/bad.cir"
+expect 1 "hint: did you mean 'relu'?" -- "$tmp/bad.cir"
+# --dump-after prints the IR after a stage.
+expect 0 "; ---- IR after load ----" -- "$src/examples/ir/mlp.cir" --dump-after load --verify-each
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
