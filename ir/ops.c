@@ -100,10 +100,18 @@ void ir_op_set_backward(int op, OpBackwardFn fn) {
 static int add_iter(IterSpace *is, const char *name, int64_t size, IterKind k) {
     IR_ASSERT(is->n_iters < IR_MAX_ITERS);
     Iter *it = &is->iters[is->n_iters];
-    snprintf(it->name, sizeof it->name, "%s", name);
+    size_t n = strlen(name);
+    if (n > sizeof it->name - 1) n = sizeof it->name - 1;
+    memcpy(it->name, name, n);
+    it->name[n] = 0;
     it->size = size;
     it->kind = k;
     return is->n_iters++;
+}
+
+/* "i3", "b0", "k1": a letter and a small index. */
+static void iter_name(char nm[8], char letter, int idx) {
+    snprintf(nm, 8, "%c%u", letter, (unsigned)(idx & 0xff));
 }
 
 static void map1(DimMap *m, int it) {
@@ -139,7 +147,7 @@ static void shape_str(char *buf, size_t n, Shape s) {
 static void identity_space(IterSpace *is, Shape s, int n_in) {
     for (int d = 0; d < s.rank; d++) {
         char nm[8];
-        snprintf(nm, sizeof nm, "i%d", d);
+        iter_name(nm, 'i', d);
         add_iter(is, nm, s.d[d], IT_PARALLEL);
     }
     for (int i = 0; i < n_in; i++) {
@@ -190,7 +198,7 @@ static bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     for (int d = 0; d < o.rank; d++) {
         char nm[8];
-        snprintf(nm, sizeof nm, "i%d", d);
+        iter_name(nm, 'i', d);
         add_iter(is, nm, o.d[d], IT_PARALLEL);
     }
     for (int i = 0; i < 2; i++) {
@@ -243,7 +251,7 @@ static bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
         }
         o.d[d] = sx > sy ? sx : sy;
         char nm[8];
-        snprintf(nm, sizeof nm, "b%d", d);
+        iter_name(nm, 'b', d);
         add_iter(is, nm, o.d[d], IT_PARALLEL);
     }
     int im = add_iter(is, "m", M, IT_PARALLEL);
@@ -304,21 +312,21 @@ static bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
     is->in_rank[1] = w.rank;
     is->out_rank[0] = o.rank;
     for (int d = 0; d < lead; d++) {
-        snprintf(nm, sizeof nm, "i%d", d);
+        iter_name(nm, 'i', d);
         int it = add_iter(is, nm, x.d[d], IT_PARALLEL);
         map1(&is->in[0][d], it);
         map1(&is->out[0][d], it);
         o.d[d] = x.d[d];
     }
     for (int j = 0; j < nout; j++) {
-        snprintf(nm, sizeof nm, "n%d", j);
+        iter_name(nm, 'n', j);
         int it = add_iter(is, nm, w.d[k + j], IT_PARALLEL);
         map1(&is->in[1][k + j], it);
         map1(&is->out[0][lead + j], it);
         o.d[lead + j] = w.d[k + j];
     }
     for (int j = 0; j < k; j++) {
-        snprintf(nm, sizeof nm, "k%d", j);
+        iter_name(nm, 'k', j);
         int it = add_iter(is, nm, w.d[j], IT_SUM);
         map1(&is->in[0][lead + j], it);
         map1(&is->in[1][j], it);
@@ -394,7 +402,7 @@ static bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     is->in_rank[0] = idx.rank;
     for (int d = 0; d < idx.rank; d++) {
         char nm[8];
-        snprintf(nm, sizeof nm, "i%d", d);
+        iter_name(nm, 'i', d);
         map1(&is->in[0][d], add_iter(is, nm, idx.d[d], IT_PARALLEL));
     }
     int id = add_iter(is, "d", t.d[1], IT_PARALLEL);
@@ -457,7 +465,7 @@ static bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
      * divides by the global count), the class dim is normalized whole. */
     for (int d = 0; d < t.rank; d++) {
         char nm[8];
-        snprintf(nm, sizeof nm, "i%d", d);
+        iter_name(nm, 'i', d);
         add_iter(is, nm, t.d[d], IT_SUM);
     }
     int iv = add_iter(is, "v", l.d[l.rank - 1], IT_NOSPLIT);
@@ -545,7 +553,7 @@ static bool rule_rope(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     identity_space(is, s, 1);
     is->iters[3].kind = IT_NOSPLIT; /* rotates pairs across the head dim */
-    snprintf(is->iters[1].name, sizeof is->iters[1].name, "t");
+    memcpy(is->iters[1].name, "t", 2);
     is->out_dtype[0] = a->dt[0];
     return true;
 }
@@ -602,7 +610,7 @@ static bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
         int ni = i - i0, nj = j - j0;
         char nm[8];
         if (ni == 1 && nj == 1) {
-            snprintf(nm, sizeof nm, "i%d", is->n_iters);
+            iter_name(nm, 'i', is->n_iters);
             int it = add_iter(is, nm, x.d[i0], IT_PARALLEL);
             map1(&is->in[0][i0], it);
             map1(&is->out[0][j0], it);
@@ -614,7 +622,7 @@ static bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
             DimMap *big = split ? &is->in[0][one] : &is->out[0][one];
             big->n = many;
             for (int k = 0; k < many; k++) {
-                snprintf(nm, sizeof nm, "i%d", is->n_iters);
+                iter_name(nm, 'i', is->n_iters);
                 int64_t sz = split ? o.d[first + k] : x.d[first + k];
                 int it = add_iter(is, nm, sz, IT_PARALLEL);
                 big->it[k] = (int8_t)it;
