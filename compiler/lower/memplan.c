@@ -1,0 +1,157 @@
+/*
+ * memplan.c — static offsets for a schedule's buffers (see memplan.h).
+ *
+ * In-place reuse first merges a buffer with the one it may take over when the
+ * latter dies exactly where the former is born and is no smaller; the merged
+ * group is placed as one buffer over the union of their intervals. Then
+ * groups are placed by decreasing size (ties: earlier first step, then
+ * index, so the plan is deterministic); each takes the smallest gap among the
+ * already placed groups that overlap it in time and fits (best fit), else the
+ * top of those groups.
+ */
+#include "memplan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+
+typedef struct Group {
+    int64_t size;
+    int first, last;
+    int64_t offset;
+    int root;        /* the buffer whose memory the group uses */
+} Group;
+
+typedef struct Span {
+    int64_t lo, hi;  /* [lo, hi) */
+} Span;
+
+static int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) & ~(a - 1); }
+
+static const Group *sort_groups_base;
+static int cmp_group(const void *a, const void *b) {
+    const Group *x = &sort_groups_base[*(const int *)a], *y = &sort_groups_base[*(const int *)b];
+    if (x->size != y->size) return x->size > y->size ? -1 : 1;
+    if (x->first != y->first) return x->first < y->first ? -1 : 1;
+    return *(const int *)a < *(const int *)b ? -1 : 1;
+}
+
+static int cmp_span(const void *a, const void *b) {
+    const Span *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo ? 1 : 0;
+}
+
+MemPlanStats mem_plan(MemBuffer *bufs, int n, int64_t alignment) {
+    IR_ASSERT(alignment > 0 && (alignment & (alignment - 1)) == 0);
+    MemPlanStats st = {0};
+    /* 1. in-place groups: follow reuse chains to their root */
+    int *group_of = ir_alloc(sizeof(int) * (size_t)(n ? n : 1));
+    Group *gs = ir_alloc(sizeof(Group) * (size_t)(n ? n : 1));
+    int ng = 0;
+    for (int i = 0; i < n; i++) {
+        MemBuffer *b = &bufs[i];
+        IR_ASSERT(b->size > 0 && b->first <= b->last);
+        b->alias = -1;
+        int r = b->reuse;
+        if (r >= 0 && r < i) {
+            Group *g = &gs[group_of[r]];
+            /* the donor's group must end exactly where this buffer starts and be big enough */
+            if (g->last == b->first && align_up(b->size, alignment) <= g->size &&
+                bufs[r].last == b->first) {
+                group_of[i] = group_of[r];
+                g->last = b->last;
+                b->alias = g->root;
+                st.n_in_place++;
+                continue;
+            }
+        }
+        group_of[i] = ng;
+        gs[ng] = (Group){align_up(b->size, alignment), b->first, b->last, 0, i};
+        ng++;
+    }
+    /* 2. best fit by decreasing size */
+    int *order = ir_alloc(sizeof(int) * (size_t)(ng ? ng : 1));
+    for (int i = 0; i < ng; i++) order[i] = i;
+    sort_groups_base = gs;
+    qsort(order, (size_t)ng, sizeof(int), cmp_group);
+    Span *spans = ir_alloc(sizeof(Span) * (size_t)(ng ? ng : 1));
+    bool *placed = ir_alloc(sizeof(bool) * (size_t)(ng ? ng : 1));
+    int64_t arena = 0;
+    for (int k = 0; k < ng; k++) {
+        Group *g = &gs[order[k]];
+        int ns = 0;
+        for (int j = 0; j < ng; j++) {
+            if (!placed[j]) continue;
+            const Group *h = &gs[j];
+            if (h->last < g->first || h->first > g->last) continue;
+            spans[ns++] = (Span){h->offset, h->offset + h->size};
+        }
+        qsort(spans, (size_t)ns, sizeof(Span), cmp_span);
+        int64_t best = -1, best_gap = INT64_MAX, cursor = 0;
+        for (int s = 0; s < ns; s++) {
+            if (spans[s].lo > cursor) {
+                int64_t gap = spans[s].lo - cursor;
+                if (gap >= g->size && gap < best_gap) best = cursor, best_gap = gap;
+            }
+            if (spans[s].hi > cursor) cursor = spans[s].hi;
+        }
+        g->offset = best >= 0 ? best : cursor;
+        placed[order[k]] = true;
+        if (g->offset + g->size > arena) arena = g->offset + g->size;
+    }
+    for (int i = 0; i < n; i++) bufs[i].offset = gs[group_of[i]].offset;
+    st.arena_bytes = arena;
+    /* 3. lower bound: a sweep over steps of the groups' live bytes */
+    int max_step = 0;
+    for (int i = 0; i < ng; i++)
+        if (gs[i].last > max_step) max_step = gs[i].last;
+    int64_t *delta = ir_alloc(sizeof(int64_t) * (size_t)(max_step + 2));
+    for (int i = 0; i < ng; i++) {
+        delta[gs[i].first] += gs[i].size;
+        delta[gs[i].last + 1] -= gs[i].size;
+    }
+    int64_t live = 0;
+    for (int s = 0; s <= max_step; s++) {
+        live += delta[s];
+        if (live > st.lower_bound_bytes) st.lower_bound_bytes = live, st.peak_step = s;
+    }
+    ir_free(delta);
+    ir_free(placed);
+    ir_free(spans);
+    ir_free(order);
+    ir_free(gs);
+    ir_free(group_of);
+    return st;
+}
+
+bool mem_plan_check(const MemBuffer *bufs, int n, int64_t arena_bytes, int64_t alignment,
+                    char *why, int why_len) {
+    for (int i = 0; i < n; i++) {
+        const MemBuffer *a = &bufs[i];
+        if (a->offset < 0 || a->offset % alignment || a->offset + a->size > arena_bytes) {
+            if (why) snprintf(why, (size_t)why_len, "buffer %d at %lld+%lld is outside the arena of %lld or unaligned",
+                              i, (long long)a->offset, (long long)a->size, (long long)arena_bytes);
+            return false;
+        }
+        for (int j = 0; j < i; j++) {
+            const MemBuffer *b = &bufs[j];
+            if (a->alias == j || b->alias == i || (a->alias >= 0 && a->alias == b->alias)) {
+                /* in place: they may share memory, but must not be live together beyond the hand-over step */
+                if (a->first < b->last && b->first < a->last) {
+                    if (why) snprintf(why, (size_t)why_len, "in-place buffers %d and %d overlap in time", j, i);
+                    return false;
+                }
+                continue;
+            }
+            bool time = a->first <= b->last && b->first <= a->last;
+            bool space = a->offset < b->offset + b->size && b->offset < a->offset + a->size;
+            if (time && space) {
+                if (why) snprintf(why, (size_t)why_len, "buffers %d and %d are live together and overlap in memory", j, i);
+                return false;
+            }
+        }
+    }
+    return true;
+}
