@@ -12,8 +12,6 @@
 
 #include "fe.h"
 
-#define FE_MAX_STEPS 100000000LL
-
 typedef enum { FL_NORMAL, FL_BREAK, FL_CONTINUE, FL_RETURN } Flow;
 
 const char *fe_type_name(FeType t) {
@@ -204,9 +202,10 @@ FeVal fe_eval(Fe *fe, const Expr *e) {
 }
 
 static void step(Fe *fe, const Stmt *s) {
-    if (++fe->steps > FE_MAX_STEPS)
+    if (++fe->steps > fe->max_steps)
         fe_fail(fe, s->loc, "a model's loops must end; check the loop condition",
-                "the model ran more than %lld statements without finishing", FE_MAX_STEPS);
+                "the model ran more than %lld statements without finishing",
+                (long long)fe->max_steps);
 }
 
 static Flow exec(Fe *fe, const Stmt *s, FeVal *ret) {
@@ -261,8 +260,7 @@ FeVal fe_call(Fe *fe, int fn, const FeVal *args, int n, SrcLoc loc) {
     Func *f = fe->funcs[fn];
     if (fe->depth >= fe->max_depth)
         fe_fail(fe, loc,
-                "calls nest at most this deep; end the recursion sooner or use a loop "
-                "(raise the limit with FeOptions.max_depth)",
+                "end the recursion sooner, or use a loop",
                 "call depth limit (%d) exceeded calling '%s'", fe->max_depth, f->name);
     IR_ASSERT(n == f->n_params);
     while (fe->sp + f->n_slots > fe->cap_stack) {

@@ -115,7 +115,7 @@ typedef struct Fe {
     FeVal *stack;
     int sp, cap_stack, base; /* base: slot 0 of the running function */
     int depth, max_depth;
-    int64_t steps;
+    int64_t steps, max_steps;
     StrBuf prefix;       /* parameter scope, "h.3." */
     const char *hint;    /* name for the next builtin result */
     SplitMemo *splits;

@@ -197,6 +197,7 @@ static Graph *load(const char *path, const char *text, size_t len, const FeOptio
     sb_puts(&fe->prefix, "");
     fe->opt = o ? o : &none;
     fe->max_depth = fe->opt->max_depth > 0 ? fe->opt->max_depth : FE_DEFAULT_MAX_DEPTH;
+    fe->max_steps = fe->opt->max_steps > 0 ? fe->opt->max_steps : FE_DEFAULT_MAX_STEPS;
     Graph *g = lower(fe, path, text, len);
     ir_free(fe->files);
     ir_free(fe->cxfiles);

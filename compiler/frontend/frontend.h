@@ -16,6 +16,7 @@
 #include "ir.h"
 
 #define FE_DEFAULT_MAX_DEPTH 64
+#define FE_DEFAULT_MAX_STEPS 100000000LL
 
 typedef struct FeOptions {
     const char *model;              /* MODEL to lower; NULL: the only one in the file */
@@ -25,6 +26,7 @@ typedef struct FeOptions {
     int n_includes;
     const char *const *includes;    /* directories, as for -I */
     int max_depth;                  /* call depth limit; 0: FE_DEFAULT_MAX_DEPTH */
+    int64_t max_steps;              /* statements run before giving up; 0: FE_DEFAULT_MAX_STEPS */
 } FeOptions;
 
 /* Lowers the model in the file at path. Returns the graph (owned by the
