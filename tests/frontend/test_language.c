@@ -195,8 +195,26 @@ static void recursion_within_the_limit(void) {
     CHECK(g == NULL);
 }
 
+/* Standard headers work: clang finds its own builtin headers (stddef.h, ...). */
+static void standard_headers(void) {
+    const char *src =
+        "#include <stddef.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <limits.h>\n"
+        "#include <colossal/model.h>\n"
+        "MODEL(m) {\n"
+        "    bool wide = sizeof(size_t) == sizeof(int64_t);\n"
+        "    int64_t n = INT_MAX > 5 ? 4 : 2;\n"
+        "    return input(\"x\", F32, n, wide ? 2 : 1);\n"
+        "}\n";
+    Graph *g = lower(src, NULL);
+    if (g) {
+        check_dims(g, "x", 2, (int64_t[]){4, 2});
+        ir_graph_free(g);
+    }
+}
+
 int main(void) {
     diag_color = 0;
+    standard_headers();
     c_arithmetic_and_control_flow();
     scopes_groups_and_names();
     builtins_build_their_ops();

@@ -142,7 +142,28 @@ static void lowering_is_deterministic(void) {
     ir_graph_free(b);
 }
 
+/* docs/model-language.md's worked example is a working model. */
+static void the_documented_example_lowers(void) {
+    size_t len;
+    char *doc = ir_read_file(COLOSSAL_SOURCE_DIR "/docs/model-language.md", &len);
+    CHECK(doc != NULL);
+    if (!doc) return;
+    char *a = strstr(doc, "```c\n"), *b = a ? strstr(a + 5, "```") : NULL;
+    CHECK(a && b);
+    if (a && b) {
+        *b = 0;
+        Graph *g = fe_load_text("model-language.md", a + 5, NULL);
+        CHECK(g != NULL);
+        if (g) {
+            CHECK_INT(ir_stats(g).n_params, 124439808);
+            ir_graph_free(g);
+        }
+    }
+    ir_free(doc);
+}
+
 int main(void) {
+    the_documented_example_lowers();
     parameter_counts_are_exact();
     gpt2_matches_the_golden_graph();
     batch_comes_from_the_options();
