@@ -268,7 +268,7 @@ FeVal fe_call(Fe *fe, int fn, const FeVal *args, int n, SrcLoc loc) {
         fe->stack = ir_realloc(fe->stack, sizeof(FeVal) * (size_t)fe->cap_stack);
     }
     int saved_base = fe->base, base = fe->sp;
-    memset(&fe->stack[base], 0, sizeof(FeVal) * (size_t)f->n_slots);
+    if (f->n_slots) memset(&fe->stack[base], 0, sizeof(FeVal) * (size_t)f->n_slots);
     for (int i = 0; i < n; i++) {
         fe->stack[base + i] = args[i];
         fe->stack[base + i].set = true;
