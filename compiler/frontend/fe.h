@@ -5,6 +5,7 @@
  *               rejecting everything outside the subset with a located error;
  *   eval.c      runs that AST symbolically (values: int, float, string, tensor);
  *   builtins.c  the builtins of <colossal/model.h>: each builds IR nodes;
+ *   blocks.c    checks that the instances of each repeated block agree;
  *   frontend.c  options, the translation unit, clang's diagnostics, model choice.
  *
  * Errors: fe_fail() reports and unwinds to fe_load() (longjmp); all AST memory
@@ -137,6 +138,9 @@ int fe_func(Fe *fe, CXCursor def);
 FeVal fe_call(Fe *fe, int fn, const FeVal *args, int n, SrcLoc loc);
 FeVal fe_eval(Fe *fe, const Expr *e);
 const char *fe_type_name(FeType t);
+
+/* blocks.c: every instance of each repeated block built the same nodes. */
+void fe_check_blocks(Fe *fe);
 
 /* builtins.c */
 typedef FeVal (*FeBuiltinFn)(Fe *fe, const Expr *call, const FeVal *args);

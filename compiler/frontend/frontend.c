@@ -169,6 +169,7 @@ static Graph *lower(Fe *fe, const char *path, const char *text, size_t len) {
                     "parameters and returns a tensor");
         FeVal r = fe_call(fe, fn, NULL, 0, loc);
         ir_add_output(fe->g, r.v);
+        fe_check_blocks(fe);
         StrBuf err;
         sb_init(&err);
         if (!ir_verify(fe->g, &err, 20)) {
