@@ -402,14 +402,22 @@ static FeVal bi_split(Fe *fe, const Expr *call, const FeVal *args) {
     sb_init(&err);
     IterSpace is;
     if (!ir_check(fe->g, OP_SPLIT, &args[0].v, 1, at, &is, &err)) op_failed(fe, call, &args[0].v, 1, &err);
+    /* parts are named <stem>_<k> for a stem none of whose names is taken */
     const char *names[IR_MAX_OUT];
-    for (int k = 0; k < is.n_out; k++) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s%s", sb_cstr(&fe->prefix), "split");
-        names[k] = ir_fresh_name(fe->g, buf);
-        /* fresh names count from the number of values: make them distinct */
-        snprintf(buf, sizeof buf, "%s_%d", names[k], k);
-        names[k] = arena_strdup(&fe->g->arena, buf);
+    char stem[256], buf[300];
+    snprintf(stem, sizeof stem, "%ssplit", sb_cstr(&fe->prefix));
+    for (int tries = fe->g->n_values;; tries++) {
+        bool free_ = true;
+        for (int k = 0; k < is.n_out && free_; k++) {
+            snprintf(buf, sizeof buf, "%s%d_%d", stem, tries, k);
+            free_ = ir_find(fe->g, buf) == IR_NONE;
+        }
+        if (!free_) continue;
+        for (int k = 0; k < is.n_out; k++) {
+            snprintf(buf, sizeof buf, "%s%d_%d", stem, tries, k);
+            names[k] = arena_strdup(&fe->arena, buf);
+        }
+        break;
     }
     ValueId out[IR_MAX_OUT];
     NodeId id = ir_build(fe->g, OP_SPLIT, &args[0].v, 1, at, names, out, call->loc, &err);
