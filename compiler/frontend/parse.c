@@ -109,8 +109,8 @@ static bool classify(CXType t, FeType *out, const char **what, const char **hint
         *hint = hint_array;
         return false;
     case CXType_Record: {
-        CXString s = clang_getTypeSpelling(c);
-        bool is_tensor = !strcmp(clang_getCString(s), "struct colossal_tensor");
+        CXString s = clang_getCursorSpelling(clang_getTypeDeclaration(c)); /* const-proof */
+        bool is_tensor = !strcmp(clang_getCString(s), "colossal_tensor");
         clang_disposeString(s);
         if (is_tensor) {
             *out = TY_TENSOR;
