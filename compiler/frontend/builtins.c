@@ -32,6 +32,9 @@ int fe_builtin_find(const char *name) {
 }
 
 const FeBuiltin *fe_builtin(int i) { return &builtins[i]; }
+int fe_builtin_count(void) { return N_BUILTINS; }
+const char *fe_builtin_name(int i) { return builtins[i].name; }
+int fe_builtin_op(int i) { return builtins[i].op; }
 
 /* ---- math.h on scalars ---------------------------------------------------- */
 

@@ -37,4 +37,11 @@ Graph *fe_load(const char *path, const FeOptions *o);
  * diagnostics show, text its contents. */
 Graph *fe_load_text(const char *name, const char *text, const FeOptions *o);
 
+/* The builtins of <colossal/model.h>, for tools and tests: their count, each
+ * one's name, and the IR op it builds directly (-1 for layers, leaves,
+ * scopes and queries). */
+int fe_builtin_count(void);
+const char *fe_builtin_name(int i);
+int fe_builtin_op(int i);
+
 #endif

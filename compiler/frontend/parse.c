@@ -652,7 +652,17 @@ static Stmt *conv_stmt(Fe *fe, Func *f, CXCursor c) {
     case CXCursor_ReturnStmt: {
         Kids kk = kids_of(fe, c);
         Stmt *s = new_stmt(fe, ST_RETURN, loc);
-        if (kk.n == 1) s->e = convert_to(fe, conv_expr(fe, f, kk.c[0]), f->ret, loc);
+        if (kk.n == 1) {
+            s->e = convert_to(fe, conv_expr(fe, f, kk.c[0]), f->ret, loc);
+            /* name what a function returns after it: h.3.mlp; a model's result is its loss */
+            if (s->e->kind == EX_BUILTIN && !s->e->hint) {
+                bool model = !strncmp(f->name, "colossal_model_", 15);
+                const char *b = fe_builtin(s->e->fn)->name;
+                s->e->hint = !model ? f->name
+                             : !strcmp(b, "cross_entropy") || !strncmp(b, "reduce_", 7) ? "loss"
+                                                                                        : "output";
+            }
+        }
         else if (f->ret != TY_VOID)
             fe_fail(fe, loc, NULL, "'%s' must return a %s", f->name, fe_type_name(f->ret));
         return s;

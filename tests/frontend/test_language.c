@@ -214,8 +214,37 @@ static void standard_headers(void) {
     }
 }
 
+/* model.h declares exactly the builtins the front end knows, and every IR op
+ * has a builtin that builds it. */
+static void every_op_has_a_builtin_and_model_h_declares_them(void) {
+    size_t len;
+    char *h = ir_read_file(COLOSSAL_SOURCE_DIR "/include/colossal/model.h", &len);
+    CHECK(h != NULL);
+    if (!h) return;
+    for (int op = 0; op < OP__COUNT; op++) {
+        int found = 0;
+        for (int i = 0; i < fe_builtin_count(); i++) found += fe_builtin_op(i) == op;
+        if (!found) fprintf(stderr, "no builtin for op %s\n", ir_op(op)->name);
+        CHECK(found > 0);
+    }
+    int declared = 0;
+    for (char *line = h; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        char name[64];
+        if (sscanf(line, "tensor %63[a-z_0-9](", name) != 1 && sscanf(line, "int %63[a-z_0-9](", name) != 1)
+            continue;
+        declared++;
+        int known = 0;
+        for (int i = 0; i < fe_builtin_count(); i++) known += !strcmp(fe_builtin_name(i), name);
+        if (!known) fprintf(stderr, "model.h declares %s, which is no builtin\n", name);
+        CHECK(known == 1);
+    }
+    CHECK_INT(declared, fe_builtin_count());
+    ir_free(h);
+}
+
 int main(void) {
     diag_color = 0;
+    every_op_has_a_builtin_and_model_h_declares_them();
     standard_headers();
     c_arithmetic_and_control_flow();
     scopes_groups_and_names();
