@@ -4,6 +4,8 @@
  * enums, macros, constants, math.h, strings; scopes, groups and naming;
  * the builtins' shapes; -D, --model and BATCH.
  */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -242,8 +244,34 @@ static void every_op_has_a_builtin_and_model_h_declares_them(void) {
     ir_free(h);
 }
 
+/* Helpers can live in a header found through -I; errors point into it. */
+static void user_headers_through_include_dirs(void) {
+    const char *inc[] = {COLOSSAL_SOURCE_DIR "/tests/frontend/include"};
+    FeOptions o = {.n_includes = 1, .includes = inc};
+    Graph *g = lower("#include \"layers.h\"\n"
+                     "MODEL(m) { return mlp_block(input(\"x\", F32, 2, 4), 8); }\n", &o);
+    if (g) {
+        check_dims(g, "up.weight", 2, (int64_t[]){4, 8});
+        check_dims(g, "down.weight", 2, (int64_t[]){8, 4});
+        ir_graph_free(g);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    diag_stream = f;
+    g = fe_load_text("t.c", "#include \"layers.h\"\n"
+                            "MODEL(m) { return broken_block(input(\"x\", F32, 2, 4)); }\n", &o);
+    diag_stream = NULL;
+    fclose(f);
+    CHECK(g == NULL);
+    CHECK_CONTAINS(buf, "tests/frontend/include/layers.h:10:12: error: matmul of [2,4] by [2,4]");
+    CHECK_CONTAINS(buf, "    return matmul(x, x);");
+    free(buf);
+}
+
 int main(void) {
     diag_color = 0;
+    user_headers_through_include_dirs();
     every_op_has_a_builtin_and_model_h_declares_them();
     standard_headers();
     c_arithmetic_and_control_flow();
