@@ -179,7 +179,10 @@ static Graph *lower(Fe *fe, const char *path, const char *text, size_t len) {
             longjmp(fe->fail, 1);
         }
         sb_free(&err);
-        fe->g->src = fe->n_files ? fe->files[0] : NULL;
+        CXFile main_file = clang_getFile(fe->tu, path);
+        SrcLoc ml = main_file ? fe_loc(fe, clang_getLocation(fe->tu, main_file, 1, 1)) : (SrcLoc){0};
+        for (int i = 0; i < fe->n_files; i++)
+            if (fe->files[i] == ml.file) fe->g->src = fe->files[i];
         result = fe->g;
     } else {
         ir_graph_free(fe->g);

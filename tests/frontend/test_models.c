@@ -77,6 +77,16 @@ static void gpt2_matches_the_golden_graph(void) {
         CHECK_INT(a->instance, b->instance);
         CHECK_INT(a->block == IR_NONE, b->block == IR_NONE);
     }
+    /* locations point into the model file, which the graph keeps */
+    CHECK(got->src != NULL);
+    if (got->src) CHECK(strstr(got->src->name, "examples/gpt2/gpt2.c") != NULL);
+    const Node *last = &got->nodes[got->n_nodes - 1];
+    CHECK(last->loc.file == got->src && last->loc.line > 0);
+    if (last->loc.file && last->loc.line > 0) {
+        const char *p = last->loc.file->text;
+        for (int l = 1; l < last->loc.line; l++) p = strchr(p, '\n') + 1;
+        CHECK(strncmp(p + last->loc.col - 1, "cross_entropy(", 14) == 0);
+    }
     CHECK_INT(got->n_blocks, 1);
     CHECK_STR(got->blocks[0].name, "h");
     CHECK_INT(got->blocks[0].n_instances, 2);
