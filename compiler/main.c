@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "frontend.h"
 #include "ir.h"
 #include "text.h"
 #include "verify.h"
@@ -50,9 +51,10 @@ static Graph *load_ir(const CliOptions *o) {
 static Graph *load(const CliOptions *o) {
     if (ends_with(o->input, ".cir")) return load_ir(o);
     if (ends_with(o->input, ".c")) {
-        diag_plain("this build reads IR text (.cir); the C front end is not part of it yet",
-                   "cannot compile '%s': no model-description front end", o->input);
-        return NULL;
+        FeOptions fo = {.model = o->model, .batch = o->batch,
+                        .n_defines = o->n_defines, .defines = o->defines,
+                        .n_includes = o->n_includes, .includes = o->includes};
+        return fe_load(o->input, &fo);
     }
     diag_plain("give a model description (.c) or IR text (.cir)",
                "'%s': unknown input kind", o->input);
