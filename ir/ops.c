@@ -3,15 +3,11 @@
  * result shapes and dtypes, and the iteration space. See ops.h.
  */
 #include "ops.h"
+#include "ops_rules.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define OP(id, name, min_in, max_in, n_out, attrs, fpp, cls, rule) \
-    static bool rule(const OpArgs *a, IterSpace *is, StrBuf *err);
-#include "ops.def"
-#undef OP
 
 static OpInfo op_table[OP__COUNT] = {
 #define OP(id, name, min_in, max_in, n_out, attrs, fpp, cls, rule) \
@@ -153,14 +149,14 @@ static void identity_space(IterSpace *is, Shape s, int n_in) {
 
 /* ---- rules ---------------------------------------------------------------- */
 
-static bool rule_unary(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_unary(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "the operand")) return false;
     identity_space(is, a->sh[0], 1);
     is->out_dtype[0] = a->dt[0];
     return true;
 }
 
-static bool rule_cast(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_cast(const OpArgs *a, IterSpace *is, StrBuf *err) {
     int64_t to = a->attr[0].i;
     if (to < 0 || to >= DT__COUNT) {
         sb_printf(err, "cast target dtype is invalid");
@@ -171,7 +167,7 @@ static bool rule_cast(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!same_dtype(a, 0, 1, err)) return false;
     Shape x = a->sh[0], y = a->sh[1], o;
     o.rank = x.rank > y.rank ? x.rank : y.rank;
@@ -208,7 +204,7 @@ static bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "matmul's first operand") || !same_dtype(a, 0, 1, err)) return false;
     Shape x = a->sh[0], y = a->sh[1];
     bool ta = a->attr[0].i != 0, tb = a->attr[1].i != 0;
@@ -272,7 +268,7 @@ static bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
  * Contracts the last `k` dims of x with the first `k` dims of w, so weights
  * keep their structure ([D, 3, H, Dh] for a fused QKV projection, [H, Dh, D]
  * for the attention output) and heads stay an iterator of their own. */
-static bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "dense's input") || !same_dtype(a, 0, 1, err)) return false;
     Shape x = a->sh[0], w = a->sh[1];
     int64_t k = a->attr[0].i;
@@ -328,7 +324,7 @@ static bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_softmax(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_softmax(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "softmax's operand")) return false;
     Shape s = a->sh[0];
     if (s.rank < 1 || (a->attr[0].i && s.rank < 2)) {
@@ -370,14 +366,14 @@ static bool norm_common(const OpArgs *a, IterSpace *is, StrBuf *err, const char 
     return true;
 }
 
-static bool rule_layer_norm(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_layer_norm(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return norm_common(a, is, err, "layer_norm");
 }
-static bool rule_rms_norm(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_rms_norm(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return norm_common(a, is, err, "rms_norm");
 }
 
-static bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (a->dt[0] != DT_I32) {
         sb_printf(err, "embedding indices must be i32, got %s", ir_dtype_name(a->dt[0]));
         return false;
@@ -411,7 +407,7 @@ static bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_pos_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_pos_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "the position table")) return false;
     Shape t = a->sh[0];
     int64_t len = a->attr[0].i;
@@ -436,7 +432,7 @@ static bool rule_pos_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "cross_entropy's logits")) return false;
     if (a->dt[1] != DT_I32) {
         sb_printf(err, "cross_entropy targets must be i32, got %s", ir_dtype_name(a->dt[1]));
@@ -474,7 +470,7 @@ static bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "attention's q") || !same_dtype(a, 0, 1, err) ||
         !same_dtype(a, 0, 2, err))
         return false;
@@ -536,7 +532,7 @@ static bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_rope(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_rope(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "rope's operand")) return false;
     Shape s = a->sh[0];
     if (s.rank != 4 || s.d[3] % 2 != 0) {
@@ -550,7 +546,7 @@ static bool rule_rope(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
     Shape x = a->sh[0], o;
     const Attr *at = &a->attr[0];
     int64_t known = 1;
@@ -627,7 +623,7 @@ static bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_permute(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_permute(const OpArgs *a, IterSpace *is, StrBuf *err) {
     Shape x = a->sh[0], o;
     const Attr *p = &a->attr[0];
     bool seen[IR_MAX_DIMS] = {0};
@@ -654,7 +650,7 @@ static bool rule_permute(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_split(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_split(const OpArgs *a, IterSpace *is, StrBuf *err) {
     Shape x = a->sh[0];
     int ax = norm_axis(a->attr[0].i, x.rank);
     int64_t parts = a->attr[1].i;
@@ -684,7 +680,7 @@ static bool rule_split(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_concat(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_concat(const OpArgs *a, IterSpace *is, StrBuf *err) {
     Shape x = a->sh[0];
     int ax = norm_axis(a->attr[0].i, x.rank);
     if (ax < 0 || ax >= x.rank) {
@@ -715,7 +711,7 @@ static bool rule_concat(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_reduce(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_reduce(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "the reduced operand")) return false;
     Shape x = a->sh[0], o = {0, {0}};
     int ax = norm_axis(a->attr[0].i, x.rank);
