@@ -22,11 +22,12 @@ void fd_fill(Interp *it, const Graph *g, uint64_t seed, int int_bound) {
         if (x->role == ROLE_INPUT) {
             for (int64_t i = 0; i < n; i++) {
                 s = s * 6364136223846793005ull + 1442695040888963407ull;
-                p[i] = x->dtype == DT_I32 ? (double)((i * 7 + 3) % int_bound)
+                p[i] = x->dtype == DT_I32 ? (double)((i * 7 + 3 + v * 5) % int_bound)
                                           : (double)(s >> 11) / 4503599627370496.0 - 1.0;
             }
         }
-        if (x->role == ROLE_HYPER && !strcmp(x->name, "loss_scale")) p[0] = 1;
+        if (x->role == ROLE_HYPER && (!strcmp(x->name, "loss_scale") || !strcmp(x->name, "step"))) p[0] = 1;
+        if (x->role == ROLE_HYPER && !strcmp(x->name, "lr")) p[0] = 1e-3;
     }
 }
 

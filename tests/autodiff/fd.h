@@ -14,7 +14,7 @@
 Graph *fd_parse(const char *name, const char *text);
 
 /* Fills params (their init, seeded), float inputs (uniform in [-1, 1)),
- * i32 inputs (i * 7 + 3 mod int_bound), hyper %loss_scale = 1. */
+ * i32 inputs ((i * 7 + 3 + 5 * value id) mod int_bound), hypers %loss_scale = %step = 1, %lr = 1e-3. */
 void fd_fill(Interp *it, const Graph *g, uint64_t seed, int int_bound);
 
 /* Copies every leaf's data from one interpreter to another, by name. */
