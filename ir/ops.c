@@ -134,7 +134,7 @@ static void shape_str(char *buf, size_t n, Shape s) {
  * map dim d to iterator d. */
 static void identity_space(IterSpace *is, Shape s, int n_in) {
     for (int d = 0; d < s.rank; d++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "i%d", d);
         add_iter(is, nm, s.d[d], IT_PARALLEL);
     }
@@ -185,7 +185,7 @@ bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
         o.d[d] = sx > sy ? sx : sy;
     }
     for (int d = 0; d < o.rank; d++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "i%d", d);
         add_iter(is, nm, o.d[d], IT_PARALLEL);
     }
@@ -238,7 +238,7 @@ bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
             return false;
         }
         o.d[d] = sx > sy ? sx : sy;
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "b%d", d);
         add_iter(is, nm, o.d[d], IT_PARALLEL);
     }
@@ -295,7 +295,7 @@ bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
             return false;
         }
     Shape o = {lead + nout, {0}};
-    char nm[8];
+    char nm[16];
     is->in_rank[0] = x.rank;
     is->in_rank[1] = w.rank;
     is->out_rank[0] = o.rank;
@@ -389,7 +389,7 @@ bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     o.d[idx.rank] = t.d[1];
     is->in_rank[0] = idx.rank;
     for (int d = 0; d < idx.rank; d++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "i%d", d);
         map1(&is->in[0][d], add_iter(is, nm, idx.d[d], IT_PARALLEL));
     }
@@ -452,7 +452,7 @@ bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
     /* The loss is the mean over tokens: token iterators are sums (each rank
      * divides by the global count), the class dim is normalized whole. */
     for (int d = 0; d < t.rank; d++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "i%d", d);
         add_iter(is, nm, t.d[d], IT_SUM);
     }
@@ -596,7 +596,7 @@ bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
             else po *= o.d[j++];
         }
         int ni = i - i0, nj = j - j0;
-        char nm[8];
+        char nm[16];
         if (ni == 1 && nj == 1) {
             snprintf(nm, sizeof nm, "i%d", is->n_iters);
             int it = add_iter(is, nm, x.d[i0], IT_PARALLEL);

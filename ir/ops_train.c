@@ -28,7 +28,7 @@ static void map1(DimMap *m, int it) {
 
 static void identity_space(IterSpace *is, Shape s, int n_in) {
     for (int d = 0; d < s.rank; d++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "i%d", d);
         add_iter(is, nm, s.d[d], IT_PARALLEL);
     }
@@ -87,7 +87,7 @@ bool rule_sum_to(const OpArgs *a, IterSpace *is, StrBuf *err) {
     is->out_rank[0] = t.rank;
     for (int d = 0; d < x.rank; d++) {
         int od = d - (x.rank - t.rank);
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "i%d", d);
         bool keep = od >= 0 && t.d[od] == x.d[d];
         if (od >= 0 && !keep && t.d[od] != 1) {
@@ -116,7 +116,7 @@ bool rule_expand(const OpArgs *a, IterSpace *is, StrBuf *err) {
             sb_printf(err, "expand target dim %d is %lld", d, (long long)t.d[d]);
             return false;
         }
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "i%d", d);
         add_iter(is, nm, t.d[d], IT_PARALLEL);
     }
@@ -176,7 +176,7 @@ bool rule_dense_dx(const OpArgs *a, IterSpace *is, StrBuf *err) {
                   (long long)k);
         return false;
     }
-    char nm[8];
+    char nm[16];
     Shape o = {lead + (int)k, {0}};
     is->in_rank[0] = dy.rank;
     is->in_rank[1] = w.rank;
@@ -221,7 +221,7 @@ bool rule_dense_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
                   (long long)k);
         return false;
     }
-    char nm[8];
+    char nm[16];
     Shape o = {(int)k + nout, {0}};
     is->in_rank[0] = x.rank;
     is->in_rank[1] = dy.rank;
@@ -327,7 +327,7 @@ bool rule_embedding_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
     is->in_rank[1] = dy.rank;
     double n = 1;
     for (int d = 0; d < idx.rank; d++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "i%d", d);
         int it = add_iter(is, nm, idx.d[d], IT_SUM);
         map1(&is->in[0][d], it);
