@@ -312,7 +312,8 @@ Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err) {
         /* Global norm: overflow check, clipping and loss-scale division in one coefficient. */
         ValueId total = IR_NONE;
         for (int i = 0; i < np; i++) {
-            ValueId s = build1(g, OP_SUMSQ, &grads[i], 1, NULL, np == 1 ? "grad_norm_sq" : NULL);
+            ValueId s = build1(g, OP_SUMSQ, &grads[i], 1, NULL,
+                               np == 1 ? "grad_norm_sq" : nm(g, ir_val(g, params[i])->name, ".grad_sq"));
             total = total == IR_NONE ? s : build1(g, OP_ADD, (ValueId[]){total, s}, 2, NULL, i == np - 1 ? "grad_norm_sq" : NULL);
         }
         Attr ca[IR_MAX_ATTRS];
