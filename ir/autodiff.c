@@ -47,14 +47,17 @@ typedef struct Ad {
  * graph at a time, so the state it needs is this one pointer. */
 static Ad *cur_ad;
 
+/* base + suffix, or a fresh variant of it when the forward graph already
+ * uses that name. */
+static const char *nm(Graph *g, const char *base, const char *suffix) {
+    const char *s = arena_printf(&g->arena, "%s%s", base, suffix);
+    return ir_find(g, s) == IR_NONE ? s : ir_fresh_name(g, arena_printf(&g->arena, "%s.", s));
+}
+
 const char *bw_grad_name(Graph *g, ValueId x) {
     IR_ASSERT(cur_ad && cur_ad->g == g && x < cur_ad->n_fwd_values);
     if (cur_ad->gr[x].n_contrib != 1) return NULL;
-    return arena_printf(&g->arena, "%s.grad", ir_val(g, x)->name);
-}
-
-static const char *nm(Graph *g, const char *base, const char *suffix) {
-    return arena_printf(&g->arena, "%s%s", base, suffix);
+    return nm(g, ir_val(g, x)->name, ".grad");
 }
 
 /* ---- copying the forward graph ------------------------------------------------ */
@@ -221,6 +224,28 @@ static bool unique_names_free(const Graph *g, const char *const *names, int n, S
     return true;
 }
 
+/* %x.grad, %x.adam_m, ... name what the training graph adds for %x; a
+ * forward graph that already has such a name would make them ambiguous. */
+static bool suffixes_free(const Graph *f, StrBuf *err) {
+    static const char *const sfx[] = {".grad", ".grad32", ".grad_sq", ".grad_acc", ".master", ".adam_m",
+                                      ".adam_v", ".momentum", ".next"};
+    for (ValueId v = 0; v < f->n_values; v++) {
+        const char *name = f->values[v].name;
+        for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+            const char *dot = strstr(name, sfx[i]);
+            if (!dot || (dot[strlen(sfx[i])] != '.' && dot[strlen(sfx[i])] != 0)) continue;
+            char stem[512];
+            snprintf(stem, sizeof stem, "%.*s", (int)(dot - name), name);
+            if (ir_find(f, stem) != IR_NONE) {
+                sb_printf(err, "the forward graph has a value named %%%s, a name the training graph uses "
+                               "for what it derives from %%%s; rename it", name, stem);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err) {
     bw_register();
     if (fwd->n_outputs != 1) {
@@ -238,6 +263,7 @@ Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err) {
     }
     static const char *const reserved[] = {"lr", "step", "loss_scale", "loss_scale.good_steps", "grad_norm_sq", "grad_coef"};
     if (!unique_names_free(fwd, reserved, 6, err)) return NULL;
+    if (!suffixes_free(fwd, err)) return NULL;
 
     Graph *g = ir_graph_new(fwd->name);
     if (!copy_forward(g, fwd, o, err)) {
@@ -276,8 +302,9 @@ Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err) {
             grads[np] = ad.gr[v].sum;
             /* A gradient passed through unchanged (x + y with x of y's shape)
              * is another value's; name the parameter's own %p.grad. */
-            const char *want = nm(g, g->values[v].name, ".grad");
+            const char *want = arena_printf(&g->arena, "%s.grad", g->values[v].name);
             if (strcmp(g->values[grads[np]].name, want)) {
+                want = nm(g, g->values[v].name, ".grad");
                 Attr at[IR_MAX_ATTRS];
                 ir_attrs_default(OP_RESHAPE, at);
                 at[0].n = g->values[v].shape.rank;

@@ -45,7 +45,9 @@ void ad_options_default(AdOptions *o);
 Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err);
 
 /* The gradient of the value named `name` in a training graph (its %name.grad),
- * or IR_NONE. */
+ * or IR_NONE. Every parameter's gradient has that name; an activation whose
+ * gradient is another value's, passed through unchanged (the x of x + y), has
+ * none of its own. */
 ValueId ad_grad_of(const Graph *train, const char *name);
 
 /* Micro-batching splits a step in two: nodes [0, k) run once per micro-batch

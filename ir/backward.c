@@ -268,9 +268,13 @@ RULE(bw_permute) {
 RULE(bw_split) {
     BEGIN;
     if (!WANT(0)) END;
-    ValueId parts[IR_MAX_OUT];
+    /* The parts have one shape, so zeros come from a part's gradient: the
+     * forward results need not be kept for this. */
+    ValueId parts[IR_MAX_OUT], some = IR_NONE;
     for (int k = 0; k < b->n.n_out; k++)
-        parts[k] = go[k] != IR_NONE ? go[k] : mk(b, OP_ZEROS_LIKE, &b->n.out[k], 1, NULL);
+        if (go[k] != IR_NONE) some = go[k];
+    for (int k = 0; k < b->n.n_out; k++)
+        parts[k] = go[k] != IR_NONE ? go[k] : mk(b, OP_ZEROS_LIKE, &some, 1, NULL);
     Attr at[IR_MAX_ATTRS];
     attrs(OP_CONCAT, at);
     at[0].i = b->n.attr[0].i;

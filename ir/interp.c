@@ -103,13 +103,15 @@ void interp_init_leaves(Interp *it, uint64_t seed) {
     }
 }
 
-void interp_commit(Interp *it) {
+void interp_commit_nodes(Interp *it, int first, int last) {
     for (ValueId v = 0; v < it->g->n_values; v++) {
         const Value *x = &it->g->values[v];
-        if (x->updates != IR_NONE)
+        if (x->updates != IR_NONE && x->def >= first && x->def < last)
             memcpy(it->buf[x->updates], it->buf[v], sizeof(double) * (size_t)numel(x));
     }
 }
+
+void interp_commit(Interp *it) { interp_commit_nodes(it, 0, it->g->n_nodes); }
 
 /* ---- indexing helpers -------------------------------------------------------- */
 

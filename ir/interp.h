@@ -42,6 +42,11 @@ bool interp_run(Interp *it, StrBuf *err);
 /* Copies each value with `updates` set into the leaf it updates. */
 void interp_commit(Interp *it);
 
+/* The same for the values defined by nodes [first, last) only: with
+ * micro-batches, [0, ad_step_begin) commits the gradient accumulators after
+ * each micro-batch, the rest once per step (see autodiff.h). */
+void interp_commit_nodes(Interp *it, int first, int last);
+
 /* Rounds x to a dtype's precision (identity for f32 and f64-kept values). */
 double interp_round(DType t, double x);
 

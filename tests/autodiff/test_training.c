@@ -254,13 +254,7 @@ static void micro_batches(void) {
             memcpy(val(b, t2, "x"), val(a, t4, "x") + mb * 6, 6 * sizeof(double));
             memcpy(val(b, t2, "y"), val(a, t4, "y") + mb * 2, 2 * sizeof(double));
             CHECK(interp_run_range(b, 0, k, &err));
-            if (mb == 0) { /* commit the accumulators only */
-                for (ValueId v = 0; v < t2->n_values; v++)
-                    if (t2->values[v].updates != IR_NONE && t2->values[v].def != IR_NONE &&
-                        t2->nodes[t2->values[v].def].op == OP_GRAD_ACCUM)
-                        memcpy(interp_data(b, t2->values[v].updates), interp_data(b, v),
-                               sizeof(double) * (size_t)ir_shape_numel(t2->values[v].shape));
-            }
+            if (mb == 0) interp_commit_nodes(b, 0, k); /* the accumulators */
         }
         CHECK(interp_run_range(b, k, t2->n_nodes, &err));
         sb_free(&err);
@@ -411,6 +405,12 @@ static void errors(void) {
                         "output %y\noutput %z\n");
     CHECK(ad_build(f, &o, &err) == NULL);
     CHECK_CONTAINS(sb_cstr(&err), "exactly one output");
+    ir_graph_free(f);
+    err.len = 0;
+    f = fd_parse("suffix", "# colossal-ir 1\ngraph g\nparam %w : f32[3] init=zeros\nparam %w.grad : f32[3] init=zeros\n"
+                           "%s : f32[3] = add(%w, %w.grad)\n%y : f32[] = sum_to(%s) {shape=[]}\noutput %y\n");
+    CHECK(ad_build(f, &o, &err) == NULL);
+    CHECK_CONTAINS(sb_cstr(&err), "value named %w.grad");
     ir_graph_free(f);
     sb_free(&err);
 }
