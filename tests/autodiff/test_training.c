@@ -5,6 +5,7 @@
  * clipping, micro-batch accumulation, mixed precision and dynamic loss
  * scaling, and the errors autodiff reports.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,6 +366,79 @@ static void loss_scaling(void) {
     ir_graph_free(f);
 }
 
+/* The kinds of the backward ops' iterators: what they sum over is what a
+ * sharding leaves partial. */
+static const char *node_kinds(const Graph *g, NodeId id) {
+    static char buf[128];
+    CHECK(id >= 0 && id < g->n_nodes);
+    if (id < 0 || id >= g->n_nodes) return "(no node)";
+    IterSpace is;
+    ir_itspace(g, id, &is);
+    buf[0] = 0;
+    for (int i = 0; i < is.n_iters; i++) {
+        size_t n = strlen(buf);
+        snprintf(buf + n, sizeof buf - n, "%s%s:%c", i ? " " : "", is.iters[i].name,
+                 "psmn"[is.iters[i].kind]);
+    }
+    return buf;
+}
+
+static const char *kinds(const Graph *g, ValueId v) {
+    CHECK(v != IR_NONE);
+    return v == IR_NONE ? "(no value)" : node_kinds(g, g->values[v].def);
+}
+
+static NodeId first_node(const Graph *g, int op) {
+    for (NodeId i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == op) return i;
+    return IR_NONE;
+}
+
+static void iteration_spaces(void) {
+    Graph *f = load("examples/ir/gpt2-tiny.cir");
+    if (!f) return;
+    AdOptions o;
+    ad_options_default(&o);
+    Graph *t = train(f, &o);
+    if (t) {
+        /* dense_dw of the [D,3,H,Dh] QKV weight: batch and time summed */
+        CHECK_STR(kinds(t, ad_grad_of(t, "h.0.attn.c_attn.weight")), "k0:p n0:p n1:p n2:p i0:s i1:s");
+        /* dense_dx through the [H,Dh,D] output projection: heads stay a parallel iterator */
+        CHECK_STR(kinds(t, ir_find(t, "h.0.att.grad")), "i0:p i1:p k0:p k1:p n0:s");
+        /* attention: dq parallel over t, dk/dv over s with t and r summed */
+        CHECK_STR(kinds(t, ir_find(t, "h.0.q.grad")), "b:p t:p g:p r:p d:n s:n");
+        CHECK_STR(kinds(t, ir_find(t, "h.0.k.grad")), "b:p t:s g:p r:s d:n s:p");
+        CHECK_STR(kinds(t, ad_grad_of(t, "h.0.ln_1.weight")), "i0:s i1:s i2:p");
+        CHECK_STR(node_kinds(t, first_node(t, OP_LAYER_NORM_DX)), "i0:p i1:p i2:n");
+        /* embedding_dw: scatter-add over the tokens, vocabulary rows parallel */
+        CHECK_STR(node_kinds(t, first_node(t, OP_EMBEDDING_DW)), "i0:s i1:s d:p v:p");
+        CHECK_STR(node_kinds(t, first_node(t, OP_CROSS_ENTROPY_BWD)), "i0:p i1:p i2:n");
+        CHECK_STR(node_kinds(t, first_node(t, OP_ADAMW)), "i0:p i1:p");
+        CHECK_STR(node_kinds(t, first_node(t, OP_SUMSQ)), "i0:s i1:s");
+        ir_graph_free(t);
+    }
+    ir_graph_free(f);
+}
+
+/* Training ops check their operands like forward ops: a bad one in IR text
+ * is a parse error with the rule's message. */
+static void bad_training_ops(void) {
+    char *msg = NULL;
+    size_t msg_len = 0;
+    diag_stream = open_memstream(&msg, &msg_len);
+    Graph *g = fd_parse("bad", "# colossal-ir 1\ngraph b\ninput %dy : f32[2,5]\nparam %w : f32[4,3] init=zeros\n"
+                               "%dx : f32[2,4] = dense_dx(%dy, %w) {k=1}\n");
+    CHECK(g == NULL);
+    g = fd_parse("bad2", "# colossal-ir 1\ngraph b\ninput %x : f32[2,5]\n"
+                         "%s : f32[3] = sum_to(%x) {shape=[3]}\n");
+    CHECK(g == NULL);
+    fclose(diag_stream);
+    diag_stream = NULL;
+    CHECK_CONTAINS(msg, "bad:5:18: error: dense_dx: dy's last dims must equal w's last 1 dims");
+    CHECK_CONTAINS(msg, "sum_to: dim 1 of size 5 cannot sum to 3");
+    free(msg);
+}
+
 /* The tiny models are stored in canonical form: printing them gives the file. */
 static void canonical(const char *rel) {
     char path[512];
@@ -427,5 +501,7 @@ int main(void) {
     mixed_precision();
     loss_scaling();
     errors();
+    iteration_spaces();
+    bad_training_ops();
     return check_done("autodiff_training");
 }
