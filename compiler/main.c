@@ -77,7 +77,7 @@ static Graph *autodiff(const CliOptions *o, Graph *fwd) {
     Graph *g = ad_build(fwd, &ao, &err);
     if (!g) {
         SrcLoc none = {fwd->src, 0, 0};
-        diag_error(none, "the training graph needs one scalar f32 loss as the graph's output",
+        diag_error(none, "docs/training-graph.md says what the training graph needs",
                    "cannot build the training graph: %s", sb_cstr(&err));
     }
     sb_free(&err);
