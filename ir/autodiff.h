@@ -15,6 +15,9 @@
  *     unless dynamic loss scaling updates it), and ROLE_STATE leaves for the
  *     optimizer moments, master weights and micro-batch accumulators;
  *   - update nodes whose results carry `updates` = the leaf they replace.
+ *
+ * ad_build is not reentrant: the backward rules reach autodiff's state for
+ * the graph being built through one static pointer (backward.h).
  */
 #ifndef COLOSSAL_AUTODIFF_H
 #define COLOSSAL_AUTODIFF_H
