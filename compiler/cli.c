@@ -27,6 +27,8 @@ static const char usage_text[] =
     "  -D NAME[=VALUE]       define a macro for the model description\n"
     "  -I DIR                add an include directory\n"
     "  --graph KIND          forward | training (default: forward for --emit ir)\n"
+    "  --optimizer O         adamw | sgd | none: the training graph's update (default adamw)\n"
+    "  --grad-clip NORM      clip gradients to this global norm (default: no clipping)\n"
     "\n"
     "Cluster and plan:\n"
     "  --batch N             global batch size (sequences per step)\n"
@@ -57,12 +59,14 @@ static const char usage_text[] =
 enum {
     OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
     OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
-    OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_VERSION,
+    OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
 };
 
 static const struct option long_opts[] = {
     {"model", required_argument, 0, OPT_MODEL},
     {"graph", required_argument, 0, OPT_GRAPH},
+    {"optimizer", required_argument, 0, OPT_OPTIMIZER},
+    {"grad-clip", required_argument, 0, OPT_GRAD_CLIP},
     {"batch", required_argument, 0, OPT_BATCH},
     {"micro-batches", required_argument, 0, OPT_MICRO},
     {"cluster", required_argument, 0, OPT_CLUSTER},
@@ -171,12 +175,14 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
     static const char *const emits[] = {"summary", "ir", "plan", "code", "report", "all", 0};
     static const char *const graphs[] = {"forward", "training", 0};
     static const char *const dtypes[] = {"f32", "bf16", "f16", 0};
+    static const char *const optimizers[] = {"adamw", "sgd", "none", 0};
     static const char *const recomputes[] = {"auto", "none", "selective", "full", 0};
     static const char *const zeros[] = {"auto", "0", "1", "2", "3", 0};
     static const char *const targets[] = {"cpu", "cuda", "both", 0};
     memset(o, 0, sizeof *o);
     o->emit = EMIT_SUMMARY;
     o->graph = GRAPH_FORWARD;
+    o->optimizer = "adamw";
     o->time_limit_s = 60;
     o->mip_gap = 1e-4;
     o->target = "both";
@@ -217,6 +223,11 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             ok = one_of(optarg, graphs) || bad_choice("--graph", optarg, graphs);
             o->graph = !strcmp(optarg, "training") ? GRAPH_TRAINING : GRAPH_FORWARD;
             break;
+        case OPT_OPTIMIZER:
+            o->optimizer = optarg;
+            ok = one_of(optarg, optimizers) || bad_choice("--optimizer", optarg, optimizers);
+            break;
+        case OPT_GRAD_CLIP: ok = parse_pos_double("--grad-clip", optarg, &o->grad_clip, false); break;
         case OPT_BATCH: ok = parse_pos_int("--batch", optarg, 1LL << 40, &o->batch); break;
         case OPT_MICRO: {
             int64_t v = 0;

@@ -26,6 +26,8 @@ typedef struct CliOptions {
     const char *model;            /* --model NAME */
     EmitKind emit;
     GraphKind graph;              /* --graph forward|training */
+    const char *optimizer;        /* --optimizer adamw|sgd|none (training graph; default adamw) */
+    double grad_clip;             /* --grad-clip NORM, 0 = no clipping */
     int64_t batch;                /* --batch, 0 = not given */
     int micro_batches;            /* --micro-batches, 0 = let the planner choose */
     const char *cluster;          /* --cluster PRESET|FILE.json */

@@ -1,7 +1,8 @@
 /*
  * main.c — colossal-compile: runs the pipeline as a list of stages.
  *
- *   load (IR text or model description) -> verify -> [later stages] -> emit
+ *   load (IR text or model description) -> verify -> autodiff (--graph training)
+ *   -> [later stages] -> emit
  *
  * Every stage can dump the IR after it (--dump-after=STAGE). User errors are
  * reported where they are found and end the run with exit code 1.
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "autodiff.h"
 #include "cli.h"
 #include "frontend.h"
 #include "ir.h"
@@ -59,6 +61,29 @@ static Graph *load(const CliOptions *o) {
     diag_plain("give a model description (.c) or IR text (.cir)",
                "'%s': unknown input kind", o->input);
     return NULL;
+}
+
+/* --graph training: the forward graph becomes the training graph. */
+static Graph *autodiff(const CliOptions *o, Graph *fwd) {
+    AdOptions ao;
+    ad_options_default(&ao);
+    ao.optimizer = !strcmp(o->optimizer, "sgd") ? AD_OPT_SGD
+                   : !strcmp(o->optimizer, "none") ? AD_OPT_NONE : AD_OPT_ADAMW;
+    if (!strcmp(o->optimizer, "sgd")) ao.weight_decay = 0;
+    ao.grad_clip = o->grad_clip;
+    if (o->dtype) ir_dtype_parse(o->dtype, strlen(o->dtype), &ao.compute);
+    ao.loss_scaling = ao.compute == DT_F16;
+    ao.micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
+    StrBuf err;
+    sb_init(&err);
+    Graph *g = ad_build(fwd, &ao, &err);
+    if (!g) {
+        SrcLoc none = {fwd->src, 0, 0};
+        diag_error(none, "docs/training-graph.md says what the training graph needs",
+                   "cannot build the training graph: %s", sb_cstr(&err));
+    }
+    sb_free(&err);
+    return g;
 }
 
 static void print_summary(FILE *f, const Graph *g) {
@@ -126,6 +151,14 @@ int main(int argc, char **argv) {
         return EXIT_USER;
     }
     sb_free(&err);
+
+    if (o.graph == GRAPH_TRAINING) {
+        Graph *t = autodiff(&o, g);
+        ir_graph_free(g);
+        if (!t) return EXIT_USER;
+        g = t;
+        after_stage(&o, "autodiff", g);
+    }
 
     int rc = EXIT_OK;
     bool ir_to_stdout = o.emit == EMIT_IR && (!o.output || !strcmp(o.output, "-"));

@@ -3,15 +3,11 @@
  * result shapes and dtypes, and the iteration space. See ops.h.
  */
 #include "ops.h"
+#include "ops_rules.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define OP(id, name, min_in, max_in, n_out, attrs, fpp, cls, rule) \
-    static bool rule(const OpArgs *a, IterSpace *is, StrBuf *err);
-#include "ops.def"
-#undef OP
 
 static OpInfo op_table[OP__COUNT] = {
 #define OP(id, name, min_in, max_in, n_out, attrs, fpp, cls, rule) \
@@ -161,14 +157,14 @@ static void identity_space(IterSpace *is, Shape s, int n_in) {
 
 /* ---- rules ---------------------------------------------------------------- */
 
-static bool rule_unary(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_unary(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "the operand")) return false;
     identity_space(is, a->sh[0], 1);
     is->out_dtype[0] = a->dt[0];
     return true;
 }
 
-static bool rule_cast(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_cast(const OpArgs *a, IterSpace *is, StrBuf *err) {
     int64_t to = a->attr[0].i;
     if (to < 0 || to >= DT__COUNT) {
         sb_printf(err, "cast target dtype is invalid");
@@ -179,7 +175,7 @@ static bool rule_cast(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!same_dtype(a, 0, 1, err)) return false;
     Shape x = a->sh[0], y = a->sh[1], o;
     o.rank = x.rank > y.rank ? x.rank : y.rank;
@@ -216,7 +212,7 @@ static bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "matmul's first operand") || !same_dtype(a, 0, 1, err)) return false;
     Shape x = a->sh[0], y = a->sh[1];
     bool ta = a->attr[0].i != 0, tb = a->attr[1].i != 0;
@@ -280,7 +276,7 @@ static bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
  * Contracts the last `k` dims of x with the first `k` dims of w, so weights
  * keep their structure ([D, 3, H, Dh] for a fused QKV projection, [H, Dh, D]
  * for the attention output) and heads stay an iterator of their own. */
-static bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "dense's input") || !same_dtype(a, 0, 1, err)) return false;
     Shape x = a->sh[0], w = a->sh[1];
     int64_t k = a->attr[0].i;
@@ -307,7 +303,7 @@ static bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
             return false;
         }
     Shape o = {lead + nout, {0}};
-    char nm[8];
+    char nm[16];
     is->in_rank[0] = x.rank;
     is->in_rank[1] = w.rank;
     is->out_rank[0] = o.rank;
@@ -336,7 +332,7 @@ static bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_softmax(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_softmax(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "softmax's operand")) return false;
     Shape s = a->sh[0];
     if (s.rank < 1 || (a->attr[0].i && s.rank < 2)) {
@@ -378,14 +374,14 @@ static bool norm_common(const OpArgs *a, IterSpace *is, StrBuf *err, const char 
     return true;
 }
 
-static bool rule_layer_norm(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_layer_norm(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return norm_common(a, is, err, "layer_norm");
 }
-static bool rule_rms_norm(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_rms_norm(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return norm_common(a, is, err, "rms_norm");
 }
 
-static bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (a->dt[0] != DT_I32) {
         sb_printf(err, "embedding indices must be i32, got %s", ir_dtype_name(a->dt[0]));
         return false;
@@ -419,7 +415,7 @@ static bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_pos_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_pos_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "the position table")) return false;
     Shape t = a->sh[0];
     int64_t len = a->attr[0].i;
@@ -444,7 +440,7 @@ static bool rule_pos_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "cross_entropy's logits")) return false;
     if (a->dt[1] != DT_I32) {
         sb_printf(err, "cross_entropy targets must be i32, got %s", ir_dtype_name(a->dt[1]));
@@ -482,7 +478,7 @@ static bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "attention's q") || !same_dtype(a, 0, 1, err) ||
         !same_dtype(a, 0, 2, err))
         return false;
@@ -544,7 +540,7 @@ static bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_rope(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_rope(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "rope's operand")) return false;
     Shape s = a->sh[0];
     if (s.rank != 4 || s.d[3] % 2 != 0) {
@@ -558,7 +554,7 @@ static bool rule_rope(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
     Shape x = a->sh[0], o;
     const Attr *at = &a->attr[0];
     int64_t known = 1;
@@ -608,7 +604,7 @@ static bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
             else po *= o.d[j++];
         }
         int ni = i - i0, nj = j - j0;
-        char nm[8];
+        char nm[16];
         if (ni == 1 && nj == 1) {
             iter_name(nm, 'i', is->n_iters);
             int it = add_iter(is, nm, x.d[i0], IT_PARALLEL);
@@ -635,7 +631,7 @@ static bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_permute(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_permute(const OpArgs *a, IterSpace *is, StrBuf *err) {
     Shape x = a->sh[0], o;
     const Attr *p = &a->attr[0];
     bool seen[IR_MAX_DIMS] = {0};
@@ -662,7 +658,7 @@ static bool rule_permute(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_split(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_split(const OpArgs *a, IterSpace *is, StrBuf *err) {
     Shape x = a->sh[0];
     int ax = norm_axis(a->attr[0].i, x.rank);
     int64_t parts = a->attr[1].i;
@@ -692,7 +688,7 @@ static bool rule_split(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_concat(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_concat(const OpArgs *a, IterSpace *is, StrBuf *err) {
     Shape x = a->sh[0];
     int ax = norm_axis(a->attr[0].i, x.rank);
     if (ax < 0 || ax >= x.rank) {
@@ -723,7 +719,7 @@ static bool rule_concat(const OpArgs *a, IterSpace *is, StrBuf *err) {
     return true;
 }
 
-static bool rule_reduce(const OpArgs *a, IterSpace *is, StrBuf *err) {
+bool rule_reduce(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!need_float(a, 0, err, "the reduced operand")) return false;
     Shape x = a->sh[0], o = {0, {0}};
     int ax = norm_axis(a->attr[0].i, x.rank);
