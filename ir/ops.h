@@ -117,6 +117,10 @@ typedef enum {
 } OpKind;
 
 const OpInfo *ir_op(int op);
+/* Forward ops are what a model is written with; the rest (backward rules'
+ * ops, optimizer updates) are built by autodiff. ops.def lists forward ops
+ * first, up to and including cast. */
+static inline bool ir_op_is_forward(int op) { return op >= 0 && op <= OP_CAST; }
 int ir_op_find(const char *name, size_t n);      /* OpKind or -1 */
 int ir_attr_slot(int op, const char *name);      /* -1 when the op has no such attribute */
 void ir_attrs_default(int op, Attr *attrs);      /* fills defaults (required ones zeroed) */
