@@ -139,38 +139,41 @@ int64_t shard_spec_split(const ShardSpec *s, const ShardMesh *m, int d) {
     return p;
 }
 
+#define WHY(...) (why ? sb_printf(why, __VA_ARGS__) : (void)0)
+
 bool shard_spec_valid(const ShardSpec *s, const ShardMesh *m, Shape sh, StrBuf *why) {
     if (s->rank != sh.rank) {
-        sb_printf(why, "spec has %d dims but the tensor has %d", s->rank, sh.rank);
+        WHY( "spec has %d dims but the tensor has %d", s->rank, sh.rank);
         return false;
     }
     unsigned used = s->partial | s->pmax;
     if (s->partial && s->pmax) {
-        sb_printf(why, "spec mixes pending sums and maxima");
+        WHY( "spec mixes pending sums and maxima");
         return false;
     }
     if (used >> m->n_axes) {
-        sb_printf(why, "a pending axis is not in the %d-axis mesh", m->n_axes);
+        WHY( "a pending axis is not in the %d-axis mesh", m->n_axes);
         return false;
     }
     for (int d = 0; d < s->rank; d++) {
         for (int k = 0; k < s->n[d]; k++) {
             int a = s->ax[d][k];
             if (a < 0 || a >= m->n_axes || (used & (1u << a))) {
-                sb_printf(why, "axis %d of dim %d is not in the mesh or is used twice", a, d);
+                WHY( "axis %d of dim %d is not in the mesh or is used twice", a, d);
                 return false;
             }
             used |= 1u << a;
         }
         int64_t p = shard_spec_split(s, m, d);
         if (sh.d[d] % p) {
-            sb_printf(why, "dim %d of size %lld does not split into %lld equal parts", d,
+            WHY( "dim %d of size %lld does not split into %lld equal parts", d,
                       (long long)sh.d[d], (long long)p);
             return false;
         }
     }
     return true;
 }
+#undef WHY
 
 Shape shard_spec_local(const ShardSpec *s, const ShardMesh *m, Shape g) {
     Shape l = g;
