@@ -78,6 +78,7 @@ typedef struct Model {
     int **bits;     /* per block: [p * nbits + j] */
     int *nbits;
     int mem_row, M_col;
+    double ts;      /* seconds -> model time units */
 } Model;
 
 static bool allowed(const IlpProblem *p, const IlpFix *f, int g, int s) {
@@ -104,7 +105,27 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     Lp *lp = &m->lp;
     glp_set_obj_dir(lp->P, GLP_MIN);
     char nm[64];
-    double tscale = min_mem ? 0 : 1;
+    /* Units: GLPK's tolerances are absolute (1e-7 on reduced costs), so time
+     * is measured in units of a reference step (the least compute) and memory
+     * in units of the limit (or of a reference footprint). */
+    double tref = 0, mref = 0;
+    for (int g = 0; g < p->n_groups; g++) {
+        const IlpGroup *G = &p->groups[g];
+        double tmin = INFINITY, mmax = 0;
+        for (int s = 0; s < G->n_strats; s++) {
+            const IlpStrat *S = &G->strats[s];
+            tmin = fmin(tmin, S->fwd_s + S->bwd_s + S->opt_s[0]);
+            mmax = fmax(mmax, S->mem_static[0] + S->act[RC_NONE]);
+        }
+        tref += G->mult * (isfinite(tmin) ? tmin : 0);
+        mref += G->mult * mmax;
+    }
+    double ts = tref > 0 ? 1 / tref : 1;
+    double ms = isfinite(set->mem_limit) && set->mem_limit > 0 ? 1 / set->mem_limit
+                : mref > 0                                   ? 1 / mref
+                                                             : 1;
+    m->ts = ts;
+    double tscale = min_mem ? 0 : ts, on = min_mem ? 0 : 1;
     int fixed_rc = f ? f->recompute : -1;
 
     /* strategy x zero columns and one-hot rows */
@@ -209,12 +230,15 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     }
 
     /* memory row, transient, exposed sync */
-    m->mem_row = add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit, "memory");
+    if (min_mem || isfinite(set->mem_limit))
+        m->mem_row = add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, "memory");
+    else
+        m->mem_row = add_row(lp, GLP_FR, 0, 0, "memory");
     if (min_mem) m->M_col = add_col(lp, GLP_CV, 0, INFINITY, 1, "peak");
     if (min_mem) put(lp, m->mem_row, m->M_col, -1);
     int T = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient");
     put(lp, m->mem_row, T, 1);
-    int ecol = add_col(lp, GLP_CV, 0, INFINITY, tscale, "sync_exposed");
+    int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
     put(lp, erow1, ecol, 1);
@@ -232,10 +256,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 double mem = G->mult * S->mem_static[z];
                 if (G->block < 0) mem += S->act[RC_NONE];
                 else if (fixed_rc >= 0) mem += p->blocks[G->block].instances * S->act[fixed_rc];
-                put(lp, m->mem_row, c, mem);
-                put(lp, trow, c, -maxd(S->transient, z == 3 ? S->param_local : 0));
-                put(lp, erow1, c, -G->mult * S->sync_s[z] + G->mult * S->bwd_s);
-                if (p->n_layers) put(lp, erow2, c, -G->mult * S->sync_s[z] / p->n_layers);
+                put(lp, m->mem_row, c, mem * ms);
+                put(lp, trow, c, -maxd(S->transient, z == 3 ? S->param_local : 0) * ms);
+                put(lp, erow1, c, (-G->mult * S->sync_s[z] + G->mult * S->bwd_s) * ts);
+                if (p->n_layers) put(lp, erow2, c, -G->mult * S->sync_s[z] / p->n_layers * ts);
             }
     }
 
@@ -256,7 +280,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 r[RC_FULL] = maxd(r[RC_FULL], S->fwd_s);
                 for (int q = 0; q < RC__COUNT; q++) a[q] = maxd(a[q], S->act[q]);
             }
-            for (int q = 0; q < RC__COUNT; q++) Rmax[q] += r[q], Amax[q] += a[q];
+            for (int q = 0; q < RC__COUNT; q++) Rmax[q] += r[q] * ts, Amax[q] += a[q] * ms;
         }
         if (fixed_rc >= 0) {
             if (fixed_rc != RC_NONE) { /* the block's activations are a transient */
@@ -267,7 +291,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     for (int s = 0; p->groups[g].block == k && s < p->groups[g].n_strats; s++)
                         for (int z = 0; z < ZERO_STAGES; z++)
                             if (m->x[g][s * ZERO_STAGES + z])
-                                put(lp, row, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].act[RC_NONE]);
+                                put(lp, row, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].act[RC_NONE] * ms);
             }
             continue;
         }
@@ -297,7 +321,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     put(lp, drow, bc, -1);
                     /* recompute time of 2^j instances */
                     snprintf(nm, sizeof nm, "wt_%d_%d_%d", k, pol, j);
-                    int wt = add_col(lp, GLP_CV, 0, INFINITY, tscale * (double)(1 << j), nm);
+                    int wt = add_col(lp, GLP_CV, 0, INFINITY, on * (double)(1 << j), nm);
                     snprintf(nm, sizeof nm, "rt_%d_%d_%d", k, pol, j);
                     int row = add_row(lp, GLP_LO, -Rmax[pol], 0, nm);
                     glp_set_row_bnds(lp->P, row, GLP_LO, -Rmax[pol], 0);
@@ -308,7 +332,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                             const IlpStrat *S = &p->groups[g].strats[s];
                             double r = pol == RC_SELECTIVE ? S->rec_sel_s : S->fwd_s;
                             for (int z = 0; z < ZERO_STAGES; z++)
-                                if (m->x[g][s * ZERO_STAGES + z]) put(lp, row, m->x[g][s * ZERO_STAGES + z], -r);
+                                if (m->x[g][s * ZERO_STAGES + z]) put(lp, row, m->x[g][s * ZERO_STAGES + z], -r * ts);
                         }
                 }
                 /* saved bytes of 2^j instances */
@@ -324,7 +348,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     for (int s = 0; p->groups[g].block == k && s < p->groups[g].n_strats; s++) {
                         const IlpStrat *S = &p->groups[g].strats[s];
                         for (int z = 0; z < ZERO_STAGES; z++)
-                            if (m->x[g][s * ZERO_STAGES + z]) put(lp, row, m->x[g][s * ZERO_STAGES + z], -S->act[pol]);
+                            if (m->x[g][s * ZERO_STAGES + z]) put(lp, row, m->x[g][s * ZERO_STAGES + z], -S->act[pol] * ms);
                     }
                 /* transient when recomputing: T >= A_none(x) - Amax (1 - d) */
                 if (pol == RC_NONE)
@@ -332,7 +356,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         for (int s = 0; j == 0 && p->groups[g].block == k && s < p->groups[g].n_strats; s++)
                             for (int z = 0; z < ZERO_STAGES; z++)
                                 if (m->x[g][s * ZERO_STAGES + z])
-                                    put(lp, trow, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].act[RC_NONE]);
+                                    put(lp, trow, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].act[RC_NONE] * ms);
             }
     }
     glp_load_matrix(lp->P, lp->nz, lp->ia, lp->ja, lp->ar);
@@ -448,7 +472,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     if (st == GLP_OPT || st == GLP_FEAS) {
         r.status = st == GLP_OPT ? ILP_OPTIMAL : ILP_FEASIBLE;
         r.choice = extract(p, &m, s->fix);
-        r.objective = glp_mip_obj_val(m.lp.P);
+        r.objective = glp_mip_obj_val(m.lp.P) / m.ts;
         r.price = ilp_evaluate(p, &r.choice);
     } else {
         r.status = st == GLP_NOFEAS ? ILP_INFEASIBLE : ILP_ERROR;

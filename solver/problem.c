@@ -81,8 +81,9 @@ static bool same_structure(const Graph *g, const int *nodes0, const int *nodesk,
         if (memcmp(a->attr, b->attr, sizeof a->attr)) return false;
         for (int j = 0; j < a->n_in; j++) {
             const Value *va = ir_val(g, a->in[j]), *vb = ir_val(g, b->in[j]);
+            /* a data input and an activation are alike: neither is a parameter */
             if (!ir_shape_eq(va->shape, vb->shape) || va->dtype != vb->dtype ||
-                va->role != vb->role)
+                (va->role == ROLE_PARAM) != (vb->role == ROLE_PARAM))
                 return false;
         }
     }
