@@ -10,10 +10,12 @@
  *             of the resharding matrix). Transportation constraints tie y to
  *             x; with one-hot x, y picks exactly the pair's cost (a tighter
  *             form of Alpa's pair linearization, with fewer variables).
- *   b[k,p,j]  binary: bit j of the number of instances of block k under
- *             recompute policy p (sum over p of the counts = instances).
- *   wt, wm    >= 0: products (bit x per-instance recompute time / saved
- *             bytes), exact by w >= f(x) - fmax (1 - bit), w >= 0.
+ *   n[k,p]    integer: instances of block k under recompute policy p
+ *             (sum over p = instances).
+ *   u[g,s,p]  >= 0: n[k,p] x[g,s] for the groups of block k, by
+ *             disaggregation (sum_p u = N x[g,s], sum_s u = n[k,p]): exact
+ *             for one-hot x, and far tighter than big-M products. Recompute
+ *             time and saved bytes are linear in u.
  *   d[k]      binary: block k recomputes somewhere (its activations become
  *             a transient).
  *   T         >= 0: the largest transient; e >= 0: exposed gradient sync.
@@ -295,69 +297,62 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             }
             continue;
         }
-        int nb = 1;
-        while ((1 << nb) <= N) nb++;
-        m->nbits[k] = nb;
-        m->bits[k] = ir_alloc(sizeof(int) * (size_t)(RC__COUNT * nb));
+        /* n[p]: instances under policy p (integers summing to N); u[g,s,p] =
+         * n[p] x[g,s] (disaggregated: sum_p u = N x, sum_s u = n[p]), so the
+         * recompute time and the saved bytes are linear in u. */
+        m->nbits[k] = 1;
+        m->bits[k] = ir_alloc(sizeof(int) * RC__COUNT);
         snprintf(nm, sizeof nm, "count_%d", k);
         int crow = add_row(lp, GLP_FX, N, N, nm);
         snprintf(nm, sizeof nm, "any_%d", k);
         int dcol = add_col(lp, GLP_BV, 0, 1, 0, nm);
+        snprintf(nm, sizeof nm, "anyr_%d", k);
+        int drow = add_row(lp, GLP_LO, 0, 0, nm); /* N d >= n_sel + n_full */
+        put(lp, drow, dcol, N);
+        for (int pol = 0; pol < RC__COUNT; pol++) {
+            snprintf(nm, sizeof nm, "n_%d_%d", k, pol);
+            int nc = add_col(lp, GLP_IV, 0, N, 0, nm);
+            m->bits[k][pol] = nc;
+            put(lp, crow, nc, 1);
+            if (pol != RC_NONE) put(lp, drow, nc, -1);
+        }
+        /* transient when recomputing: T >= A_none(x) - Amax (1 - d) */
         snprintf(nm, sizeof nm, "rtrans_%d", k);
         int trow = add_row(lp, GLP_LO, -Amax[RC_NONE], 0, nm);
-        glp_set_row_bnds(lp->P, trow, GLP_LO, -Amax[RC_NONE], 0);
         put(lp, trow, T, 1);
         put(lp, trow, dcol, -Amax[RC_NONE]);
-        for (int pol = 0; pol < RC__COUNT; pol++)
-            for (int j = 0; j < nb; j++) {
-                snprintf(nm, sizeof nm, "b_%d_%d_%d", k, pol, j);
-                int bc = add_col(lp, GLP_BV, 0, 1, 0, nm);
-                m->bits[k][pol * nb + j] = bc;
-                put(lp, crow, bc, (double)(1 << j));
-                if (pol != RC_NONE) {
-                    snprintf(nm, sizeof nm, "any_%d_%d_%d", k, pol, j);
-                    int drow = add_row(lp, GLP_LO, 0, 0, nm);
-                    put(lp, drow, dcol, 1);
-                    put(lp, drow, bc, -1);
-                    /* recompute time of 2^j instances */
-                    snprintf(nm, sizeof nm, "wt_%d_%d_%d", k, pol, j);
-                    int wt = add_col(lp, GLP_CV, 0, INFINITY, on * (double)(1 << j), nm);
-                    snprintf(nm, sizeof nm, "rt_%d_%d_%d", k, pol, j);
-                    int row = add_row(lp, GLP_LO, -Rmax[pol], 0, nm);
-                    glp_set_row_bnds(lp->P, row, GLP_LO, -Rmax[pol], 0);
-                    put(lp, row, wt, 1);
-                    put(lp, row, bc, -Rmax[pol]);
-                    for (int g = 0; g < p->n_groups; g++)
-                        for (int s = 0; p->groups[g].block == k && s < p->groups[g].n_strats; s++) {
-                            const IlpStrat *S = &p->groups[g].strats[s];
-                            double r = pol == RC_SELECTIVE ? S->rec_sel_s : S->fwd_s;
-                            for (int z = 0; z < ZERO_STAGES; z++)
-                                if (m->x[g][s * ZERO_STAGES + z]) put(lp, row, m->x[g][s * ZERO_STAGES + z], -r * ts);
-                        }
-                }
-                /* saved bytes of 2^j instances */
-                snprintf(nm, sizeof nm, "wm_%d_%d_%d", k, pol, j);
-                int wm = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
-                put(lp, m->mem_row, wm, (double)(1 << j));
-                snprintf(nm, sizeof nm, "rm_%d_%d_%d", k, pol, j);
-                int row = add_row(lp, GLP_LO, -Amax[pol], 0, nm);
-                glp_set_row_bnds(lp->P, row, GLP_LO, -Amax[pol], 0);
-                put(lp, row, wm, 1);
-                put(lp, row, bc, -Amax[pol]);
-                for (int g = 0; g < p->n_groups; g++)
-                    for (int s = 0; p->groups[g].block == k && s < p->groups[g].n_strats; s++) {
-                        const IlpStrat *S = &p->groups[g].strats[s];
-                        for (int z = 0; z < ZERO_STAGES; z++)
-                            if (m->x[g][s * ZERO_STAGES + z]) put(lp, row, m->x[g][s * ZERO_STAGES + z], -S->act[pol] * ms);
-                    }
-                /* transient when recomputing: T >= A_none(x) - Amax (1 - d) */
-                if (pol == RC_NONE)
-                    for (int g = 0; g < p->n_groups; g++)
-                        for (int s = 0; j == 0 && p->groups[g].block == k && s < p->groups[g].n_strats; s++)
-                            for (int z = 0; z < ZERO_STAGES; z++)
-                                if (m->x[g][s * ZERO_STAGES + z])
-                                    put(lp, trow, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].act[RC_NONE] * ms);
+        for (int g = 0; g < p->n_groups; g++) {
+            const IlpGroup *G = &p->groups[g];
+            if (G->block != k) continue;
+            int prow[RC__COUNT];
+            for (int pol = 0; pol < RC__COUNT; pol++) {
+                snprintf(nm, sizeof nm, "un_%d_%d", g, pol);
+                prow[pol] = add_row(lp, GLP_FX, 0, 0, nm);
+                put(lp, prow[pol], m->bits[k][pol], -1);
             }
+            for (int s = 0; s < G->n_strats; s++) {
+                const IlpStrat *S = &G->strats[s];
+                int any = 0;
+                for (int z = 0; z < ZERO_STAGES; z++) any |= m->x[g][s * ZERO_STAGES + z];
+                if (!any) continue;
+                snprintf(nm, sizeof nm, "ux_%d_%d", g, s);
+                int xrow = add_row(lp, GLP_FX, 0, 0, nm);
+                for (int z = 0; z < ZERO_STAGES; z++) {
+                    int c = m->x[g][s * ZERO_STAGES + z];
+                    if (!c) continue;
+                    put(lp, xrow, c, -N);
+                    put(lp, trow, c, -S->act[RC_NONE] * ms);
+                }
+                for (int pol = 0; pol < RC__COUNT; pol++) {
+                    double t = pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0;
+                    snprintf(nm, sizeof nm, "u_%d_%d_%d", g, s, pol);
+                    int u = add_col(lp, GLP_CV, 0, N, tscale * t, nm);
+                    put(lp, xrow, u, 1);
+                    put(lp, prow[pol], u, 1);
+                    put(lp, m->mem_row, u, S->act[pol] * ms);
+                }
+            }
+        }
     }
     glp_load_matrix(lp->P, lp->nz, lp->ia, lp->ja, lp->ar);
 }
@@ -412,9 +407,7 @@ static IlpChoice extract(const IlpProblem *p, const Model *m, const IlpFix *f) {
         if (!m->bits[k]) continue;
         for (int pol = 0; pol < RC__COUNT; pol++) {
             c.count[k][pol] = 0;
-            for (int j = 0; j < m->nbits[k]; j++)
-                if (glp_mip_col_val(m->lp.P, m->bits[k][pol * m->nbits[k] + j]) > 0.5)
-                    c.count[k][pol] += 1 << j;
+            c.count[k][pol] = (int)lround(glp_mip_col_val(m->lp.P, m->bits[k][pol]));
         }
     }
     return c;
