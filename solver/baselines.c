@@ -90,7 +90,7 @@ int ilp_baselines(const IlpProblem *p, const IlpSettings *s, IlpBaseline *out) {
                 ss.mem_limit = INFINITY;
                 r = ilp_solve(p, &ss);
             }
-            if (r.status == ILP_OPTIMAL || r.status == ILP_FEASIBLE) {
+            if (ilp_has_plan(r.status)) {
                 b->applicable = true;
                 b->price = r.price;
                 b->fits = r.price.peak_bytes <= s->mem_limit;

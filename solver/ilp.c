@@ -31,7 +31,8 @@
 
 #include "solver.h"
 
-static const char *const status_names[] = {"optimal", "feasible", "infeasible", "error"};
+static const char *const status_names[] = {"optimal", "optimal within gap", "feasible (time limit)",
+                                           "infeasible", "error"};
 const char *ilp_status_name(IlpStatus s) { return status_names[s]; }
 
 typedef struct Lp {
@@ -451,6 +452,7 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     int rc = glp_intopt(m->lp.P, &parm);
     int st = glp_mip_status(m->lp.P);
     if (rc == GLP_ENOPFS) st = GLP_NOFEAS;
+    r->gap_stop = rc == GLP_EMIPGAP;
     return st;
 }
 
@@ -463,7 +465,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     Model m;
     int st = run(p, s, &m, false, &pr, &r);
     if (st == GLP_OPT || st == GLP_FEAS) {
-        r.status = st == GLP_OPT ? ILP_OPTIMAL : ILP_FEASIBLE;
+        r.status = st == GLP_OPT ? ILP_OPTIMAL : r.gap_stop ? ILP_GAP : ILP_FEASIBLE;
         r.choice = extract(p, &m, s->fix);
         r.objective = glp_mip_obj_val(m.lp.P) / m.ts;
         r.price = ilp_evaluate(p, &r.choice);

@@ -64,7 +64,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->n_base = ilp_baselines(r->prob, &s, r->base);
     r->solve_s = now_s() - t0;
     r->chosen = "ilp";
-    if (!forced && (r->res.status == ILP_OPTIMAL || r->res.status == ILP_FEASIBLE)) {
+    if (!forced && (ilp_has_plan(r->res.status))) {
         r->choice = r->res.choice;
         r->price = r->res.price;
     } else r->chosen = NULL;

@@ -135,8 +135,11 @@ typedef struct IlpSettings {
     const IlpFix *fix;
 } IlpSettings;
 
-typedef enum { ILP_OPTIMAL, ILP_FEASIBLE, ILP_INFEASIBLE, ILP_ERROR } IlpStatus;
+/* OPTIMAL: proven; GAP: within --mip-gap of the bound; FEASIBLE: stopped by
+ * the time limit with a plan. */
+typedef enum { ILP_OPTIMAL, ILP_GAP, ILP_FEASIBLE, ILP_INFEASIBLE, ILP_ERROR } IlpStatus;
 const char *ilp_status_name(IlpStatus s);
+static inline bool ilp_has_plan(IlpStatus s) { return s <= ILP_FEASIBLE; }
 
 typedef struct IlpResult {
     IlpStatus status;
@@ -145,6 +148,7 @@ typedef struct IlpResult {
     double objective;           /* the ILP's objective */
     double time_s;
     int variables, constraints, integers;
+    bool gap_stop;              /* GLPK stopped at the relative gap */
     double min_mem;             /* when infeasible: the smallest limit that fits */
     IlpPrice min_mem_price;     /* and the breakdown at that point */
 } IlpResult;
