@@ -75,18 +75,37 @@ double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_
     return t;
 }
 
+/* The latency part of one step of a plan (its time less its bandwidth part). */
+static double step_latency(const ShardMesh *m, const ShardStep *st) {
+    return st->time - st->sent * m->beta[st->axis];
+}
+
+double cost_fused(const ShardMesh *m, ShardColl k, int axis, double bytes, double msg) {
+    double t = shard_coll_time(m, k, axis, bytes);
+    if (m->size[axis] <= 1 || k == COLL_SLICE || k == COLL_ZERO) return t;
+    double lat = t - shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
+    double share = msg / COST_BUCKET_BYTES;
+    return t - lat * (share < 1 ? 1 - share : 0);
+}
+
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec,
                       int zero_stage) {
     const ShardMesh *m = cm->mesh;
     DType d = cost_dtype(cm, dt);
+    double bytes = shard_spec_bytes(grad_spec, m, sh, d), t = 0;
+    double share = bytes / COST_BUCKET_BYTES;
+    if (share > 1) share = 1;
     if (zero_stage < 2) {
         ShardSpec want = shard_spec_unpartial(grad_spec);
-        return shard_reshard_time(m, sh, d, grad_spec, &want);
+        ShardReshard r;
+        if (!shard_reshard(m, sh, d, grad_spec, &want, &r, NULL)) return INFINITY;
+        for (int i = 0; i < r.n; i++) t += r.step[i].time - (1 - share) * step_latency(m, &r.step[i]);
+        return t;
     }
     /* ZeRO-2/3: reduce-scatter the flattened gradient over the pending axes,
      * fastest link first so the slow links carry the smallest pieces */
-    double bytes = shard_spec_bytes(grad_spec, m, sh, d), t = 0;
     bool done[SHARD_MAX_AXES] = {0};
+    double msg = bytes;
     for (;;) {
         int best = -1;
         for (int a = 0; a < m->n_axes; a++)
@@ -95,7 +114,7 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
                 best = a;
         if (best < 0) break;
         done[best] = true;
-        t += shard_coll_time(m, COLL_REDUCE_SCATTER, best, bytes);
+        t += cost_fused(m, COLL_REDUCE_SCATTER, best, bytes, msg);
         bytes /= m->size[best];
     }
     return t;

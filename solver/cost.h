@@ -53,6 +53,15 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId n, const IterSpace *is,
 double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,
                  const ShardSpec *cons_in, const ShardSpec *cons_grad);
 
+/* Gradients and ZeRO gathers are fused into buckets of this size (PyTorch
+ * DDP's default): each tensor pays the bandwidth term of its collectives and
+ * its share (bytes / bucket, at most 1) of their latency term. */
+#define COST_BUCKET_BYTES 25e6
+
+/* A collective of `bytes` (as shard_coll_time) belonging to a tensor of
+ * `msg` bytes that is fused into buckets. */
+double cost_fused(const ShardMesh *m, ShardColl k, int axis, double bytes, double msg);
+
 /* Gradient synchronization of a parameter whose gradient arrives as
  * grad_spec: reduce its pending axes, by all-reduce (ZeRO 0 and 1) or
  * reduce-scatter over the replicated axes (ZeRO 2 and 3). */

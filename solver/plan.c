@@ -71,8 +71,10 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     for (int i = 0; i < r->n_base; i++) {
         IlpBaseline *b = &r->base[i];
         if (!b->applicable) continue;
+        /* a baseline lies in the ILP's space: if the solver stopped (gap, time
+         * limit) above one that fits, or found nothing, the baseline is the plan */
         if (forced ? !strcmp(b->name, o->strategy)
-                   : b->fits && r->chosen && b->price.step_s < r->price.step_s) {
+                   : b->fits && (!r->chosen || b->price.step_s < r->price.step_s)) {
             r->chosen = b->name;
             r->choice = b->choice;
             r->price = b->price;

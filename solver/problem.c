@@ -263,7 +263,7 @@ static double gather_time(const ShardMesh *m, double bytes, unsigned axes) {
             if ((axes & (1u << a)) && !done[a] && (w < 0 || m->beta[a] > m->beta[w])) w = a;
         if (w < 0) break;
         done[w] = true;
-        t += shard_coll_time(m, COLL_ALL_GATHER, w, piece);
+        t += cost_fused(m, COLL_ALL_GATHER, w, piece, bytes);
         piece *= m->size[w];
     }
     return t;
