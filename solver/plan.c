@@ -300,6 +300,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
     }
     cJSON *ops = cJSON_AddArrayToObject(root, "ops");
     for (int n = 0; n < g->n_nodes; n++) {
+        if (p->group_of_node[n] < 0) continue; /* backward and optimizer nodes */
         const Node *nd = ir_node(g, n);
         const IlpMember *mem_;
         const ShardStrategy *st = node_strategy(r, n, &mem_);
@@ -322,7 +323,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
         double comm = 0;
         for (int i = 0; i < nd->n_in; i++) {
             const Value *v = ir_val(g, nd->in[i]);
-            if (v->def < 0) continue;
+            if (v->def < 0 || p->group_of_node[v->def] < 0) continue;
             const IlpMember *pm;
             const ShardStrategy *ps = node_strategy(r, v->def, &pm);
             ShardSpec gsp = shard_grad_spec(&mem_->is, st, i);

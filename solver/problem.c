@@ -71,6 +71,15 @@ typedef struct Builder {
     int *param_owner;  /* value -> owning node (first use) or -1 */
 } Builder;
 
+/* The planner prices the training step from the forward ops (cost.h); the
+ * backward and optimizer nodes of a training graph are skipped here. */
+static bool is_forward(const Graph *g, NodeId n) {
+    const Node *nd = ir_node(g, n);
+    for (int r = 0; r < nd->n_out; r++)
+        if (ir_val(g, nd->out[r])->role != ROLE_ACT) return false;
+    return true;
+}
+
 static int key_of(const Node *n) { return n->block < 0 ? -1 : n->block * 65536 + n->instance; }
 
 /* Do instance k of block b and instance 0 have the same structure? */
@@ -118,6 +127,7 @@ static void find_representatives(Builder *b) {
 static void mark_values(Builder *b) {
     const Graph *g = b->g;
     for (int n = 0; n < g->n_nodes; n++) {
+        if (!is_forward(g, n)) continue;
         const Node *nd = ir_node(g, n);
         unsigned m = saved_mask(nd->op);
         for (int i = 0; i < nd->n_in; i++) {
@@ -146,8 +156,9 @@ static void form_groups(Builder *b) {
     IlpProblem *p = b->p;
     p->groups = ir_alloc(sizeof *p->groups * (size_t)(g->n_nodes + 1));
     int *caps = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    for (int n = 0; n < g->n_nodes; n++) p->group_of_node[n] = -1;
     for (int n = 0; n < g->n_nodes; n++) {
-        if (b->rep[n] != n) continue;
+        if (b->rep[n] != n || !is_forward(g, n)) continue;
         const Node *nd = ir_node(g, n);
         int join = -1;
         if (is_follower_op(nd->op))
@@ -362,13 +373,14 @@ static void build_edges(Builder *b) {
     int cap = 16;
     p->edges = ir_alloc(sizeof *p->edges * (size_t)cap);
     for (int n = 0; n < g->n_nodes; n++) {
+        if (p->group_of_node[n] < 0) continue;
         const Node *nd = ir_node(g, n);
         int gd = p->group_of_node[n], md = p->member_of_node[n];
         IlpGroup *D = &p->groups[gd];
         for (int i = 0; i < nd->n_in; i++) {
             const Value *v = ir_val(g, nd->in[i]);
             int src_node, out_idx = -1, in_idx = -1;
-            if (v->role == ROLE_ACT && v->def >= 0) {
+            if (v->role == ROLE_ACT && v->def >= 0 && p->group_of_node[v->def] >= 0) {
                 src_node = v->def;
                 out_idx = v->def_out;
                 if (key_of(ir_node(g, src_node)) == key_of(nd) && p->group_of_node[src_node] == gd)
