@@ -115,6 +115,7 @@ static int run_planner(const CliOptions *o, const Graph *g) {
     po.mip_gap = o->mip_gap;
     po.dump_ilp = o->dump_ilp;
     po.micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
+    po.batch = o->batch;
     po.progress = !o->quiet;
     PlanResult *r = plan_solve(g, &po);
     if (!r) return EXIT_USER;

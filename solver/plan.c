@@ -187,6 +187,10 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
                    lim, mn, dom, pa, ac, tr);
         return NULL;
     }
+    if (o->batch && o->batch != best->batch)
+        diag_warning((SrcLoc){0}, "the batch is set where the model is built (BATCH for a .c model)",
+                     "--batch %lld differs from the model's batch %lld; planning for %lld",
+                     (long long)o->batch, (long long)best->batch, (long long)best->batch);
     best->meshes_tried = nm;
     best->solve_s = solve_s;
     return best;

@@ -23,6 +23,7 @@ typedef struct PlanOptions {
     double mip_gap;
     const char *dump_ilp;
     int micro_batches;
+    int64_t batch;              /* --batch (0: the model's); IR text fixes it */
     bool tie;                   /* tie repeated blocks (true unless testing) */
     bool three_axes;            /* also try 3-axis default meshes */
     bool progress;
