@@ -115,7 +115,7 @@ static bool step_result(const ShardSpec *from, const ShardStep *st, ShardSpec *t
     switch (st->kind) {
     case COLL_ALL_GATHER:
     case COLL_ALL_TO_ALL:
-        if (d != st->dim || pos != from->n[d] - 1) return false;
+        if (d < 0 || d != st->dim || pos != from->n[d] - 1) return false;
         to->n[d]--;
         if (st->kind == COLL_ALL_TO_ALL) to->ax[st->dim2][to->n[st->dim2]++] = st->axis;
         return true;

@@ -134,8 +134,9 @@ static void tensor_parallel_inside_nodes(void) {
         }
     }
     CHECK(tp > 0);
-    printf("tensor parallel: %s | %s (%d weight splits)\n", name_of(r, g, "h.0.a"),
-           name_of(r, g, "h.0.d"), tp);
+    char first[64];
+    snprintf(first, sizeof first, "%s", name_of(r, g, "h.0.a"));
+    printf("tensor parallel: %s | %s (%d weight splits)\n", first, name_of(r, g, "h.0.d"), tp);
     plan_free(r);
     ir_graph_free(g);
 }
