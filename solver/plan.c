@@ -176,11 +176,14 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
                               ? "parameters, gradients and optimizer state"
                           : min_price.mem_acts >= min_price.mem_transient ? "saved activations"
                                                                           : "the largest transient";
+        bool params_dominate = min_price.mem_params >= min_price.mem_acts;
         const char *fixhint =
-            min_price.mem_params >= min_price.mem_acts
-                ? "use more devices (a larger --cluster), or allow ZeRO (--zero auto)"
-                : "use a smaller --batch or more --micro-batches, or allow recompute "
-                  "(--recompute auto)";
+            params_dominate ? (fix.zero >= 0 && fix.zero < 3
+                                   ? "allow ZeRO (--zero auto), or use more devices"
+                                   : "use more devices (a larger --cluster)")
+            : fix.recompute >= 0 && fix.recompute != RC_FULL
+                ? "allow recompute (--recompute auto), or use a smaller --batch"
+                : "use a smaller --batch or more --micro-batches, or more devices";
         diag_plain(fixhint,
                    "no plan fits in %s per device: the smallest that fits is %s, dominated by %s "
                    "(parameters/gradients/optimizer %s, activations %s, transient %s)",

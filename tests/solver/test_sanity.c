@@ -191,7 +191,7 @@ static void errors(void) {
         {"/nonexistent.json", NULL, NULL, 0, {"cannot read cluster file", NULL}},
         {"h100:1x2", "2", NULL, 2000000,
          {"no plan fits in 2.0 MB per device: the smallest that fits is",
-          "dominated by parameters, gradients and optimizer state", "hint: use more devices"}},
+          "dominated by parameters, gradients and optimizer state", "hint: use more devices (a larger --cluster)"}},
     };
     for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *buf;
