@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "autodiff.h"
 #include "cli.h"
 #include "frontend.h"
 #include "ir.h"
+#include "plan.h"
 #include "text.h"
 #include "verify.h"
 
@@ -123,16 +125,45 @@ static int emit_ir(const CliOptions *o, const Graph *g) {
     return rc;
 }
 
+/* The planner: sharding, recompute and ZeRO (solver/), written to OUT/<model>.plan.json. */
+static int run_planner(const CliOptions *o, const Graph *g) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    PlanOptions po;
+    plan_options_default(&po);
+    po.cluster = o->cluster;
+    po.mesh = o->mesh;
+    po.mem_bytes = o->mem_bytes;
+    po.dtype = o->dtype;
+    po.strategy = o->strategy;
+    po.recompute = o->recompute;
+    po.zero = o->zero;
+    po.time_limit_s = o->time_limit_s;
+    po.mip_gap = o->mip_gap;
+    po.dump_ilp = o->dump_ilp;
+    po.micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
+    po.batch = o->batch;
+    po.progress = !o->quiet;
+    PlanResult *r = plan_solve(g, &po);
+    if (!r) return EXIT_USER;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    bool ok = plan_write(g, r, o->output ? o->output : ".", secs);
+    if (ok && !o->quiet) plan_summary(stdout, g, r);
+    plan_free(r);
+    return ok ? EXIT_OK : EXIT_USER;
+}
+
 int main(int argc, char **argv) {
     diag_color = isatty(2) && !getenv("NO_COLOR");
     CliOptions o;
     int exit_now;
     cli_parse(argc, argv, &o, &exit_now);
     if (exit_now >= 0) return exit_now;
-    if (o.emit != EMIT_SUMMARY && o.emit != EMIT_IR) {
+    if (o.emit != EMIT_SUMMARY && o.emit != EMIT_IR && o.emit != EMIT_PLAN) {
         static const char *const names[] = {"summary", "ir", "plan", "code", "report", "all"};
-        diag_plain("this build can emit: summary, ir", "--emit %s is not available in this build",
-                   names[o.emit]);
+        diag_plain("this build can emit: summary, ir, plan",
+                   "--emit %s is not available in this build", names[o.emit]);
         return EXIT_USAGE;
     }
 
@@ -163,6 +194,7 @@ int main(int argc, char **argv) {
     int rc = EXIT_OK;
     bool ir_to_stdout = o.emit == EMIT_IR && (!o.output || !strcmp(o.output, "-"));
     if (o.emit == EMIT_IR) rc = emit_ir(&o, g);
+    if (o.emit == EMIT_PLAN) rc = run_planner(&o, g);
     if (rc == EXIT_OK && !o.quiet) print_summary(ir_to_stdout ? stderr : stdout, g);
     ir_graph_free(g);
     return rc;

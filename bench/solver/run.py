@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""run.py — the solver benchmark: for GPT-2 124M and 1.5B, LLaMA-7B and 70B,
+GPT-3 175B on 8 (1x8), 64 (8x8) and 1024 (128x8) H100-80GB, generate the model
+(global batch = one sequence per device, bf16), run
+`colossal-compile MODEL.cir --emit plan --cluster h100:NxG --dtype bf16`, and
+print a Markdown table: compile time (parse to plan, wall), ILP size, predicted
+step time, the best baseline that fits, and the ratio.
+
+    run.py --compiler build/compiler/colossal-compile --work /tmp/bench [--models ...] [--sizes 8,64]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import gen_models  # noqa: E402
+
+CLUSTERS = {8: "h100:1x8", 64: "h100:8x8", 1024: "h100:128x8"}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compiler", required=True)
+    ap.add_argument("--work", default="/tmp/colossal-bench-solver")
+    ap.add_argument("--models", default=",".join(gen_models.MODELS))
+    ap.add_argument("--sizes", default="8,64,1024")
+    ap.add_argument("--time-limit", default="60")
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    print("| model | devices | compile s | ILP vars | ILP rows | mesh | step s | peak GB | best baseline (s) | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for m in a.models.split(","):
+        for n in [int(x) for x in a.sizes.split(",")]:
+            cir = gen_models.write(a.work, m, n)
+            out = os.path.join(a.work, f"{m}-{n}")
+            cmd = [a.compiler, cir, "--emit", "plan", "--cluster", CLUSTERS[n], "--dtype", "bf16",
+                   "--time-limit", a.time_limit, "-q", "-o", out]
+            t0 = time.monotonic()
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            wall = time.monotonic() - t0
+            if p.returncode != 0:
+                msg = p.stderr.strip().splitlines()[0] if p.stderr.strip() else f"exit {p.returncode}"
+                msg = msg.replace("colossal-compile: error: ", "")
+                print(f"| {m} | {n} | {wall:.2f} | | | | no plan | | | {msg} |")
+                continue
+            name = m.replace("-", "_").replace(".", "_")
+            d = json.load(open(os.path.join(out, f"{name}.plan.json")))
+            fits = [b for b in d["baselines"] if b["applicable"] and b["fits"]]
+            best = min(fits, key=lambda b: b["step_time_s"]) if fits else None
+            sv = d["solver"]
+            mesh = "x".join(str(x) for x in d["mesh"])
+            bb = f"{best['name']} ({best['step_time_s']:.4g})" if best else "none fits"
+            ratio = f"{d['step_time_s'] / best['step_time_s']:.3f}" if best else "-"
+            print(f"| {m} | {n} | {wall:.2f} | {sv['variables']} | {sv['constraints']} | {mesh} | "
+                  f"{d['step_time_s']:.4g} | {d['memory']['predicted_peak_bytes'] / 1e9:.1f} | {bb} | {ratio} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

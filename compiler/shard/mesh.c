@@ -1,0 +1,133 @@
+/*
+ * mesh.c — the logical device mesh over a cluster: axis sizes, each axis's
+ * α (latency, s) and β (s/byte) from the links its groups cross, the default
+ * factorizations to try, and the α–β ring cost of every collective.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shard.h"
+
+static const char *const coll_names[] = {
+#define X(id, name) name,
+    SHARD_COLLS(X)
+#undef X
+};
+
+const char *shard_coll_name(ShardColl k) { return coll_names[k]; }
+
+bool shard_mesh_make(const ShardCluster *c, int n_axes, const int *sizes, ShardMesh *m,
+                     StrBuf *err) {
+    memset(m, 0, sizeof *m);
+    if (n_axes < 1 || n_axes > SHARD_MAX_AXES) {
+        sb_printf(err, "a mesh has 1 to %d axes, got %d", SHARD_MAX_AXES, n_axes);
+        return false;
+    }
+    int64_t prod = 1;
+    for (int a = 0; a < n_axes; a++) {
+        if (sizes[a] < 1) {
+            sb_printf(err, "mesh axis %d has size %d; sizes must be positive", a, sizes[a]);
+            return false;
+        }
+        prod *= sizes[a];
+    }
+    int devices = shard_cluster_devices(c);
+    if (prod != devices) {
+        sb_printf(err, "the mesh has %lld devices but the cluster has %d (%d nodes x %d)",
+                  (long long)prod, devices, c->nodes, c->per_node);
+        return false;
+    }
+    m->n_axes = n_axes;
+    m->n_devices = devices;
+    m->mem_bw = c->mem_bw;
+    int64_t stride = 1;
+    for (int a = n_axes - 1; a >= 0; a--) {
+        m->size[a] = sizes[a];
+        int64_t span = stride * sizes[a];
+        /* a group of axis a covers devices base + k*stride, k < size: it stays
+         * inside a node when its whole span fits in (and tiles) one node */
+        m->inter[a] = sizes[a] > 1 && !(span <= c->per_node && c->per_node % span == 0);
+        m->alpha[a] = m->inter[a] ? c->inter_lat : c->intra_lat;
+        m->beta[a] = 1.0 / (m->inter[a] ? c->inter_bw : c->intra_bw);
+        stride = span;
+    }
+    return true;
+}
+
+bool shard_mesh_parse(const ShardCluster *c, const char *s, ShardMesh *m, StrBuf *err) {
+    int sizes[SHARD_MAX_AXES], n = 0;
+    const char *p = s;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (errno || end == p || v <= 0 || v > 1 << 20 || n == SHARD_MAX_AXES) {
+            sb_printf(err, "invalid mesh '%s': write 1 to 3 positive sizes joined by 'x'", s);
+            return false;
+        }
+        sizes[n++] = (int)v;
+        p = end;
+        if (!*p) break;
+        if (*p != 'x') {
+            sb_printf(err, "invalid mesh '%s': write 1 to 3 positive sizes joined by 'x'", s);
+            return false;
+        }
+        p++;
+    }
+    return shard_mesh_make(c, n, sizes, m, err);
+}
+
+int shard_mesh_defaults(const ShardCluster *c, ShardMesh *out, int cap) {
+    int n = 0, N = shard_cluster_devices(c), g = c->per_node;
+    StrBuf e;
+    sb_init(&e);
+    int one[1] = {N};
+    if (n < cap && shard_mesh_make(c, 1, one, &out[n], &e)) n++;
+    for (int inner = 2; inner <= g && inner < N; inner++) {
+        if (g % inner || N % inner) continue;
+        int two[2] = {N / inner, inner};
+        if (n < cap && shard_mesh_make(c, 2, two, &out[n], &e)) n++;
+    }
+    if (c->nodes > 1)
+        for (int a = 2; a < g; a++) {
+            if (g % a) continue;
+            int three[3] = {c->nodes, a, g / a};
+            if (n < cap && shard_mesh_make(c, 3, three, &out[n], &e)) n++;
+        }
+    sb_free(&e);
+    return n;
+}
+
+void shard_mesh_print(StrBuf *b, const ShardMesh *m) {
+    for (int a = 0; a < m->n_axes; a++) sb_printf(b, "%s%d", a ? "x" : "", m->size[a]);
+}
+
+/* Ring algorithms (Thakur, Rabenseifner & Gropp 2005; NCCL's ring):
+ *   all-gather     (n-1) α + (n-1) s β          s = shard bytes in
+ *   reduce-scatter (n-1) α + (n-1)/n S β        S = local bytes in
+ *   all-reduce    2(n-1) α + 2(n-1)/n S β
+ *   all-to-all     (n-1) α + (n-1)/n S β        (pairwise exchange) */
+double shard_coll_sent(const ShardMesh *m, ShardColl k, int axis, double bytes) {
+    double n = m->size[axis];
+    switch (k) {
+    case COLL_ALL_GATHER: return (n - 1) * bytes;
+    case COLL_REDUCE_SCATTER: return (n - 1) / n * bytes;
+    case COLL_ALL_REDUCE: return 2 * (n - 1) / n * bytes;
+    case COLL_ALL_TO_ALL: return (n - 1) / n * bytes;
+    default: return 0;
+    }
+}
+
+double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) {
+    double n = m->size[axis];
+    if (n <= 1) return 0;
+    switch (k) {
+    case COLL_SLICE: return bytes / n / m->mem_bw;
+    case COLL_ZERO: return bytes / m->mem_bw;
+    default: break;
+    }
+    double steps = k == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
+    return steps * m->alpha[axis] + shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
+}

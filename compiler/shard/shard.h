@@ -1,0 +1,190 @@
+/*
+ * shard.h — the vocabulary of parallelism: the cluster, the logical device
+ * mesh, sharding specs, strategies derived from iteration spaces, and
+ * resharding plans. One header with a section per file of compiler/shard/.
+ *
+ * Everything here is in seconds and bytes; see docs/sharding.md for the
+ * notation and the formulas, with their sources.
+ */
+#ifndef COLOSSAL_SHARD_H
+#define COLOSSAL_SHARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir.h"
+#include "ops.h"
+
+#define SHARD_MAX_AXES 3
+
+/* ---- cluster.c: devices and links ---------------------------------------- */
+
+typedef struct ShardCluster {
+    char device[32];            /* "H100-SXM" */
+    int nodes, per_node;        /* nodes x devices per node */
+    double mem_bytes;           /* memory per device */
+    double peak_flops[DT__COUNT]; /* dense peak per dtype (f32, bf16, f16; i32 unused) */
+    double mem_bw;              /* bytes/s of device memory */
+    double intra_lat, intra_bw; /* inside a node (NVLink): s, bytes/s per direction per device */
+    double inter_lat, inter_bw; /* between nodes (InfiniBand): s, bytes/s per device */
+} ShardCluster;
+
+/* Reads `--cluster`: a preset (`h100`, `a100-40gb`, `a100-80gb`, `h200`,
+ * `h100-sxm`), optionally with `:NODESxPER_NODE` (`h100:8x8`), or a JSON file
+ * (docs/sharding.md). On a bad value writes a message naming the field to err
+ * (and a hint to hint, when not NULL) and returns false. */
+bool shard_cluster_load(const char *arg, ShardCluster *c, StrBuf *err, StrBuf *hint);
+bool shard_cluster_preset(const char *name, ShardCluster *c, StrBuf *err);
+bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *c, StrBuf *err);
+int shard_cluster_devices(const ShardCluster *c);
+
+/* ---- mesh.c: the logical mesh and collective costs ----------------------- */
+
+/* Devices are numbered node-major; the mesh is row-major over them, so the
+ * last axis varies fastest. Axis a's groups are contiguous runs of stride(a)
+ * spacing; an axis whose groups stay inside a node uses the intra-node link. */
+typedef struct ShardMesh {
+    int n_axes;
+    int size[SHARD_MAX_AXES];
+    double alpha[SHARD_MAX_AXES]; /* seconds per message step */
+    double beta[SHARD_MAX_AXES];  /* seconds per byte */
+    bool inter[SHARD_MAX_AXES];   /* crosses nodes */
+    int n_devices;
+    double mem_bw;                /* for local copies (slices) */
+} ShardMesh;
+
+bool shard_mesh_make(const ShardCluster *c, int n_axes, const int *sizes, ShardMesh *m,
+                     StrBuf *err);
+/* Parses "8x8" against the cluster (product must equal the device count). */
+bool shard_mesh_parse(const ShardCluster *c, const char *s, ShardMesh *m, StrBuf *err);
+/* The default candidates: [N], and the 2-axis factorizations [N/g, g] whose
+ * inner axis g stays inside a node (g divides the devices per node), and
+ * [nodes, a, b] with a*b = per_node when there are several nodes. */
+int shard_mesh_defaults(const ShardCluster *c, ShardMesh *out, int cap);
+void shard_mesh_print(StrBuf *b, const ShardMesh *m);  /* "8x8" */
+
+#define SHARD_COLLS(X)                                      \
+    X(COLL_ALL_GATHER, "all-gather")                        \
+    X(COLL_REDUCE_SCATTER, "reduce-scatter")                \
+    X(COLL_ALL_REDUCE, "all-reduce")                        \
+    X(COLL_ALL_TO_ALL, "all-to-all")                        \
+    X(COLL_SLICE, "slice")                                  \
+    X(COLL_ZERO, "mask")
+
+typedef enum {
+#define X(id, name) id,
+    SHARD_COLLS(X)
+#undef X
+    COLL__COUNT
+} ShardColl;
+
+const char *shard_coll_name(ShardColl k);
+
+/* Time of one collective over mesh axis `axis` (ring algorithms, α–β model),
+ * where `bytes` is each rank's local buffer going in (the shard for an
+ * all-gather, the whole local tensor for the others). Local ops (slice, mask)
+ * cost their output bytes over the memory bandwidth. */
+double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes);
+/* Bytes each rank sends over the link for that collective. */
+double shard_coll_sent(const ShardMesh *m, ShardColl k, int axis, double bytes);
+
+/* ---- spec.c: sharding specs ----------------------------------------------- */
+
+/* Per dim, the ordered mesh axes splitting it (outermost first), plus the axes
+ * over which the tensor is a pending partial sum (P) or max (M). Printed
+ * `[S0,R,S01]P1`. A spec never mixes P and M. */
+typedef struct ShardSpec {
+    int8_t rank;
+    int8_t n[IR_MAX_DIMS];
+    int8_t ax[IR_MAX_DIMS][SHARD_MAX_AXES];
+    uint8_t partial; /* bitmask of axes: pending sum */
+    uint8_t pmax;    /* bitmask of axes: pending max */
+} ShardSpec;
+
+ShardSpec shard_spec_replicated(int rank);
+void shard_spec_print(StrBuf *b, const ShardSpec *s);
+/* Parses the notation; false with a message in err. */
+bool shard_spec_parse(const char *s, ShardSpec *out, StrBuf *err);
+bool shard_spec_eq(const ShardSpec *a, const ShardSpec *b);
+/* Which dim splits axis a (and at which position), or -1 (replicated/partial). */
+int shard_spec_axis_dim(const ShardSpec *s, int axis, int *pos);
+/* Checks the spec against a mesh and a shape: axes exist and are used once,
+ * the splits divide the dims. Writes the reason on failure. */
+bool shard_spec_valid(const ShardSpec *s, const ShardMesh *m, Shape sh, StrBuf *why);
+/* Number of pieces dim d is split into; the local shape; local bytes. */
+int64_t shard_spec_split(const ShardSpec *s, const ShardMesh *m, int d);
+Shape shard_spec_local(const ShardSpec *s, const ShardMesh *m, Shape global);
+double shard_spec_bytes(const ShardSpec *s, const ShardMesh *m, Shape global, DType dt);
+/* Product of the sizes of the axes that split no dim and are not partial:
+ * the tensor is replicated over them. */
+int shard_spec_replicas(const ShardSpec *s, const ShardMesh *m);
+/* Offset of the local shard of device coords[] in dim d (global index). */
+int64_t shard_spec_offset(const ShardSpec *s, const ShardMesh *m, Shape global, int d,
+                          const int *coords);
+
+/* ---- strategy.c: strategies from iteration spaces ------------------------- */
+
+/* An assignment of each mesh axis to at most one iterator (several axes may
+ * go to one iterator; axes on one iterator split in axis order). The operand
+ * and result specs follow from the iteration space. */
+typedef struct ShardStrategy {
+    int8_t iter_of_axis[SHARD_MAX_AXES]; /* -1: replicated work over that axis */
+    int n_in, n_out;
+    ShardSpec in[IR_MAX_IN];
+    ShardSpec out[IR_MAX_OUT];
+    double split;                        /* how many ways the work is divided */
+} ShardStrategy;
+
+/* Derives the specs of one assignment. false (with the reason) when it is not
+ * a legal strategy: a NOSPLIT iterator, a size that does not divide, a split
+ * of an inner iterator of a dim (strided shard), a parallel iterator that
+ * indexes no result. */
+bool shard_strategy_from(const IterSpace *is, const ShardMesh *m, const int8_t *iter_of_axis,
+                         ShardStrategy *st, StrBuf *why);
+/* Every legal, non-duplicate strategy. Returns the count; *out is ir_alloc'ed. */
+int shard_strategies(const IterSpace *is, const ShardMesh *m, ShardStrategy **out);
+/* "b:0,n:1" (iterator:axes), or "replicated". */
+void shard_strategy_name(StrBuf *b, const IterSpace *is, const ShardStrategy *st);
+/* The spec of operand i's gradient in the backward of this strategy: the
+ * operand's spec, partial over the axes on iterators that do not index it. */
+ShardSpec shard_grad_spec(const IterSpace *is, const ShardStrategy *st, int operand);
+/* The spec in which a result's gradient must arrive: the result's spec with
+ * its pending axes replaced by replication. */
+ShardSpec shard_spec_unpartial(const ShardSpec *s);
+
+/* ---- reshard.c: spec A -> spec B ------------------------------------------ */
+
+#define SHARD_MAX_STEPS 12
+
+typedef struct ShardStep {
+    ShardColl kind;
+    int8_t axis;
+    int8_t dim;       /* gathered / scattered / sliced dim; for all-to-all the source dim */
+    int8_t dim2;      /* all-to-all: the dim that becomes split; else -1 */
+    double bytes_in;  /* each rank's local bytes going in */
+    double sent;      /* bytes each rank sends */
+    double time;
+    ShardSpec after;
+} ShardStep;
+
+typedef struct ShardReshard {
+    int n;
+    ShardStep step[SHARD_MAX_STEPS];
+    double time;      /* seconds, sum of the steps */
+    double sent;      /* bytes each rank sends, sum of the steps */
+} ShardReshard;
+
+/* The cheapest sequence (under the α–β model, see docs/sharding.md) of
+ * collectives and local ops turning a tensor of shape sh and dtype dt held as
+ * spec a into spec b. false with the reason when either spec is not valid for
+ * the shape (no sequence exists then). This is the sequence the lowering emits. */
+bool shard_reshard(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *a, const ShardSpec *b,
+                   ShardReshard *out, StrBuf *why);
+/* Only the time (memoized; the planner calls it for many pairs); +inf when
+ * impossible. */
+double shard_reshard_time(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *a,
+                          const ShardSpec *b);
+void shard_reshard_print(StrBuf *b, const ShardReshard *r);
+void shard_reshard_cache_clear(void);
+
+#endif

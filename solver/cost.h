@@ -1,0 +1,71 @@
+/*
+ * cost.h — the cost model, in seconds. Compute is a roofline over the local
+ * shard with an efficiency factor per op class; communication is the α–β ring
+ * model of compiler/shard (shard_coll_time). The factors and formulas are
+ * documented in docs/sharding.md.
+ *
+ * The training step is priced from the forward graph: the backward of an op
+ * under the same axis assignment has the same iteration space; each operand's
+ * gradient is partial over the axes on iterators that do not index it
+ * (shard_grad_spec), and backward compute is `bwd` times the forward (per op
+ * class, below). When the training graph exists, its backward nodes can be
+ * priced directly with cost_op().
+ */
+#ifndef COLOSSAL_COST_H
+#define COLOSSAL_COST_H
+
+#include "shard.h"
+
+typedef struct CostModel {
+    const ShardCluster *cl;
+    const ShardMesh *mesh;
+    DType dtype;              /* compute dtype: activations and parameters as used */
+} CostModel;
+
+typedef struct CostClass {
+    double flop_eff;          /* fraction of peak FLOP/s reached */
+    double bw_eff;            /* fraction of memory bandwidth reached */
+    double bwd;               /* backward time / forward time */
+} CostClass;
+
+const CostClass *cost_class(OpClass c);
+
+/* The dtype a value takes under the model (floats become the compute dtype). */
+DType cost_dtype(const CostModel *cm, DType value_dtype);
+
+/* Roofline time of local work: max(flops / (peak * flop_eff), bytes / (bw * bw_eff)). */
+double cost_roofline(const CostModel *cm, OpClass cls, double flops, double bytes);
+
+/* One op under one strategy. */
+typedef struct CostOp {
+    double flops;                 /* local forward FLOPs */
+    double fwd_s, bwd_s;          /* local compute, forward and backward */
+    double in_bytes[IR_MAX_IN];   /* local bytes of each operand */
+    double out_bytes[IR_MAX_OUT]; /* and of each result */
+} CostOp;
+
+void cost_op(const CostModel *cm, const Graph *g, NodeId n, const IterSpace *is,
+             const ShardStrategy *st, CostOp *out);
+
+/* Resharding time of one edge, forward and backward: the producer's result
+ * spec to the consumer's operand spec, and the consumer's operand gradient
+ * (partial) back to the producer's result spec without pending axes. */
+double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,
+                 const ShardSpec *cons_in, const ShardSpec *cons_grad);
+
+/* Gradients and ZeRO gathers are fused into buckets of this size (PyTorch
+ * DDP's default): each tensor pays the bandwidth term of its collectives and
+ * its share (bytes / bucket, at most 1) of their latency term. */
+#define COST_BUCKET_BYTES 25e6
+
+/* A collective of `bytes` (as shard_coll_time) belonging to a tensor of
+ * `msg` bytes that is fused into buckets. */
+double cost_fused(const ShardMesh *m, ShardColl k, int axis, double bytes, double msg);
+
+/* Gradient synchronization of a parameter whose gradient arrives as
+ * grad_spec: reduce its pending axes, by all-reduce (ZeRO 0 and 1) or
+ * reduce-scatter over the replicated axes (ZeRO 2 and 3). */
+double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec,
+                      int zero_stage);
+
+#endif

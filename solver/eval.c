@@ -1,0 +1,82 @@
+/*
+ * eval.c — prices one choice (a strategy and a ZeRO stage per group, a count
+ * of instances per recompute policy per block) directly from the problem's
+ * tables. This is the model the ILP linearizes; tests check that the ILP's
+ * optimum is the best choice under this function (brute force).
+ *
+ *   step = compute + resharding + recompute + exposed gradient sync
+ *          + optimizer + ZeRO gathers
+ *   exposed sync = max(sync - backward compute, sync / buckets, 0)
+ *   peak = parameters/gradients/optimizer state + saved activations
+ *          + the largest transient
+ */
+#include <math.h>
+#include <string.h>
+
+#include "solver.h"
+
+IlpChoice ilp_choice_new(const IlpProblem *p) {
+    IlpChoice c;
+    c.strat = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
+    c.zero = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
+    c.count = ir_alloc(sizeof *c.count * (size_t)(p->n_blocks + 1));
+    for (int b = 0; b < p->n_blocks; b++) c.count[b][RC_NONE] = p->blocks[b].instances;
+    return c;
+}
+
+void ilp_choice_free(IlpChoice *c) {
+    ir_free(c->strat);
+    ir_free(c->zero);
+    ir_free(c->count);
+    memset(c, 0, sizeof *c);
+}
+
+void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src) {
+    memcpy(dst->strat, src->strat, sizeof(int) * (size_t)p->n_groups);
+    memcpy(dst->zero, src->zero, sizeof(int) * (size_t)p->n_groups);
+    memcpy(dst->count, src->count, sizeof *src->count * (size_t)p->n_blocks);
+}
+
+static double maxd(double a, double b) { return a > b ? a : b; }
+
+IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
+    IlpPrice r;
+    memset(&r, 0, sizeof r);
+    double bwd = 0;
+    double *block_none = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *g = &p->groups[gi];
+        const IlpStrat *S = &g->strats[c->strat[gi]];
+        int z = c->zero[gi];
+        r.compute_s += g->mult * (S->fwd_s + S->bwd_s);
+        bwd += g->mult * S->bwd_s;
+        r.comm_s += g->mult * S->comm_s;
+        r.sync_s += g->mult * S->sync_s[z];
+        r.optimizer_s += g->mult * S->opt_s[z];
+        r.gather_s += g->mult * S->gather_s[z];
+        r.mem_params += g->mult * S->mem_static[z];
+        r.mem_transient = maxd(r.mem_transient, S->transient);
+        if (z == 3) r.mem_transient = maxd(r.mem_transient, S->param_local);
+        if (g->block < 0) {
+            r.mem_acts += S->act[RC_NONE];
+        } else {
+            const int *n = c->count[g->block];
+            for (int pol = 0; pol < RC__COUNT; pol++) r.mem_acts += n[pol] * S->act[pol];
+            r.recompute_s += n[RC_SELECTIVE] * S->rec_sel_s + n[RC_FULL] * S->fwd_s;
+            block_none[g->block] += S->act[RC_NONE];
+        }
+    }
+    for (int b = 0; b < p->n_blocks; b++)
+        if (c->count[b][RC_SELECTIVE] + c->count[b][RC_FULL] > 0)
+            r.mem_transient = maxd(r.mem_transient, block_none[b]);
+    for (int e = 0; e < p->n_edges; e++) {
+        const IlpEdge *E = &p->edges[e];
+        r.comm_s += E->cost[c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst]];
+    }
+    r.sync_exposed_s = maxd(0, maxd(r.sync_s - bwd, p->n_layers ? r.sync_s / p->n_layers : 0));
+    r.step_s = r.compute_s + r.comm_s + r.recompute_s + r.sync_exposed_s + r.optimizer_s +
+               r.gather_s;
+    r.peak_bytes = r.mem_params + r.mem_acts + r.mem_transient;
+    ir_free(block_none);
+    return r;
+}

@@ -1,0 +1,497 @@
+/*
+ * ilp.c — the planner's one ILP, solved with GLPK's branch and cut.
+ *
+ * Variables
+ *   x[g,s,z]  binary: group g takes strategy s and (if it owns parameters)
+ *             ZeRO stage z; one-hot per group. Tied groups stand for all
+ *             their instances (costs times mult).
+ *   y[e,r,c]  >= 0: edge e's producer strategies in row class r and consumer
+ *             strategies in column class c (classes: identical rows/columns
+ *             of the resharding matrix). Transportation constraints tie y to
+ *             x; with one-hot x, y picks exactly the pair's cost (a tighter
+ *             form of Alpa's pair linearization, with fewer variables).
+ *   n[k,p]    integer: instances of block k under recompute policy p
+ *             (sum over p = instances).
+ *   u[g,s,p]  >= 0: n[k,p] x[g,s] for the groups of block k, by
+ *             disaggregation (sum_p u = N x[g,s], sum_s u = n[k,p]): exact
+ *             for one-hot x, and far tighter than big-M products. Recompute
+ *             time and saved bytes are linear in u.
+ *   d[k]      binary: block k recomputes somewhere (its activations become
+ *             a transient).
+ *   T         >= 0: the largest transient; e >= 0: exposed gradient sync.
+ * Objective: ilp_evaluate()'s step time. Memory row: its peak bytes <= limit.
+ * On infeasibility a second solve minimizes the peak instead.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <glpk.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "solver.h"
+
+static const char *const status_names[] = {"optimal", "optimal within gap", "feasible (time limit)",
+                                           "infeasible", "error"};
+const char *ilp_status_name(IlpStatus s) { return status_names[s]; }
+
+typedef struct Lp {
+    glp_prob *P;
+    int *ia, *ja;
+    double *ar;
+    int nz, cap;
+    bool names;
+} Lp;
+
+static int add_col(Lp *lp, int kind, double lb, double ub, double obj, const char *name) {
+    int j = glp_add_cols(lp->P, 1);
+    glp_set_col_kind(lp->P, j, kind);
+    if (kind != GLP_BV) glp_set_col_bnds(lp->P, j, ub < INFINITY ? GLP_DB : GLP_LO, lb, ub);
+    glp_set_obj_coef(lp->P, j, obj);
+    if (lp->names && name) glp_set_col_name(lp->P, j, name);
+    return j;
+}
+
+static int add_row(Lp *lp, int type, double lb, double ub, const char *name) {
+    int i = glp_add_rows(lp->P, 1);
+    glp_set_row_bnds(lp->P, i, type, lb, ub);
+    if (lp->names && name) glp_set_row_name(lp->P, i, name);
+    return i;
+}
+
+static void put(Lp *lp, int row, int col, double v) {
+    if (v == 0) return;
+    if (lp->nz + 2 > lp->cap) {
+        lp->cap = lp->cap ? 2 * lp->cap : 4096;
+        lp->ia = ir_realloc(lp->ia, sizeof(int) * (size_t)lp->cap);
+        lp->ja = ir_realloc(lp->ja, sizeof(int) * (size_t)lp->cap);
+        lp->ar = ir_realloc(lp->ar, sizeof(double) * (size_t)lp->cap);
+    }
+    lp->nz++;
+    lp->ia[lp->nz] = row;
+    lp->ja[lp->nz] = col;
+    lp->ar[lp->nz] = v;
+}
+
+/* ---- the model ---------------------------------------------------------------- */
+
+typedef struct Model {
+    Lp lp;
+    int **x;        /* x[g][s * 4 + z]: column or 0 */
+    int **bits;     /* per block: [p * nbits + j] */
+    int *nbits;
+    int mem_row, M_col;
+    double ts;      /* seconds -> model time units */
+} Model;
+
+static bool allowed(const IlpProblem *p, const IlpFix *f, int g, int s) {
+    if (!f || !f->allowed) return true;
+    int off = 0;
+    for (int k = 0; k < g; k++) off += p->groups[k].n_strats;
+    return f->allowed[off + s];
+}
+
+static bool zero_allowed(const IlpGroup *g, const IlpStrat *S, const IlpFix *f, int z) {
+    if (!g->n_params) return z == 0;
+    if (!S->zero_ok[z]) return false;
+    if (f && f->zero >= 0) {
+        int want = S->zero_ok[f->zero] ? f->zero : 0;
+        return z == want;
+    }
+    return true;
+}
+
+static double maxd(double a, double b) { return a > b ? a : b; }
+
+static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool min_mem) {
+    const IlpFix *f = set->fix;
+    Lp *lp = &m->lp;
+    glp_set_obj_dir(lp->P, GLP_MIN);
+    char nm[64];
+    /* Units: GLPK's tolerances are absolute (1e-7 on reduced costs), so time
+     * is measured in units of a reference step (the least compute) and memory
+     * in units of the limit (or of a reference footprint). */
+    double tref = 0, mref = 0;
+    for (int g = 0; g < p->n_groups; g++) {
+        const IlpGroup *G = &p->groups[g];
+        double tmin = INFINITY, mmax = 0;
+        for (int s = 0; s < G->n_strats; s++) {
+            const IlpStrat *S = &G->strats[s];
+            tmin = fmin(tmin, S->fwd_s + S->bwd_s + S->opt_s[0]);
+            mmax = fmax(mmax, S->mem_static[0] + S->act[RC_NONE]);
+        }
+        tref += G->mult * (isfinite(tmin) ? tmin : 0);
+        mref += G->mult * mmax;
+    }
+    double ts = tref > 0 ? 1 / tref : 1;
+    double ms = isfinite(set->mem_limit) && set->mem_limit > 0 ? 1 / set->mem_limit
+                : mref > 0                                   ? 1 / mref
+                                                             : 1;
+    m->ts = ts;
+    double tscale = min_mem ? 0 : ts, on = min_mem ? 0 : 1;
+    int fixed_rc = f ? f->recompute : -1;
+
+    /* strategy x zero columns and one-hot rows */
+    m->x = ir_alloc(sizeof(int *) * (size_t)(p->n_groups + 1));
+    for (int g = 0; g < p->n_groups; g++) {
+        const IlpGroup *G = &p->groups[g];
+        m->x[g] = ir_alloc(sizeof(int) * (size_t)(G->n_strats * ZERO_STAGES + 1));
+        snprintf(nm, sizeof nm, "one_%d", g);
+        int row = add_row(lp, GLP_FX, 1, 1, nm);
+        for (int s = 0; s < G->n_strats; s++) {
+            if (!allowed(p, f, g, s)) continue;
+            const IlpStrat *S = &G->strats[s];
+            for (int z = 0; z < ZERO_STAGES; z++) {
+                if (!zero_allowed(G, S, f, z)) continue;
+                double obj = G->mult * (S->fwd_s + S->bwd_s + S->comm_s + S->opt_s[z] + S->gather_s[z]);
+                if (G->block >= 0 && fixed_rc >= 0) {
+                    int n = p->blocks[G->block].instances;
+                    obj += n * (fixed_rc == RC_SELECTIVE ? S->rec_sel_s
+                                : fixed_rc == RC_FULL    ? S->fwd_s
+                                                         : 0);
+                }
+                snprintf(nm, sizeof nm, "x_%d_%d_%d", g, s, z);
+                int c = add_col(lp, GLP_BV, 0, 1, tscale * obj, nm);
+                m->x[g][s * ZERO_STAGES + z] = c;
+                put(lp, row, c, 1);
+            }
+        }
+    }
+
+    /* edges */
+    for (int e = 0; e < p->n_edges; e++) {
+        const IlpEdge *E = &p->edges[e];
+        const IlpGroup *A = &p->groups[E->src], *B = &p->groups[E->dst];
+        int na = A->n_strats, nb = B->n_strats;
+        int *rc = ir_alloc(sizeof(int) * (size_t)(na + 1)), *cc = ir_alloc(sizeof(int) * (size_t)(nb + 1));
+        int nr = 0, nc = 0;
+        int *rrep = ir_alloc(sizeof(int) * (size_t)(na + 1)), *crep = ir_alloc(sizeof(int) * (size_t)(nb + 1));
+        for (int a = 0; a < na; a++) {
+            rc[a] = -1;
+            if (!allowed(p, f, E->src, a)) continue;
+            for (int r = 0; r < nr && rc[a] < 0; r++)
+                if (!memcmp(&E->cost[a * nb], &E->cost[rrep[r] * nb], sizeof(double) * (size_t)nb))
+                    rc[a] = r;
+            if (rc[a] < 0) rrep[nr] = a, rc[a] = nr++;
+        }
+        for (int b = 0; b < nb; b++) {
+            cc[b] = -1;
+            if (!allowed(p, f, E->dst, b)) continue;
+            for (int c = 0; c < nc && cc[b] < 0; c++) {
+                bool same = true;
+                for (int a = 0; a < na && same; a++)
+                    if (rc[a] >= 0 && E->cost[a * nb + b] != E->cost[a * nb + crep[c]]) same = false;
+                if (same) cc[b] = c;
+            }
+            if (cc[b] < 0) crep[nc] = b, cc[b] = nc++;
+        }
+        if (nr <= 1 || nc <= 1) {
+            /* the cost depends on one end only: fold it into that end's x */
+            for (int a = 0; a < na; a++)
+                for (int b = 0; b < nb; b++) {
+                    if (rc[a] < 0 || cc[b] < 0) continue;
+                    bool on_dst = nr <= 1;
+                    if (on_dst ? a != rrep[0] : b != crep[0]) continue;
+                    int g = on_dst ? E->dst : E->src, s = on_dst ? b : a;
+                    for (int z = 0; z < ZERO_STAGES; z++) {
+                        int col = m->x[g][s * ZERO_STAGES + z];
+                        if (col)
+                            glp_set_obj_coef(lp->P, col,
+                                             glp_get_obj_coef(lp->P, col) + tscale * E->cost[a * nb + b]);
+                    }
+                }
+        } else {
+            int *rows_r = ir_alloc(sizeof(int) * (size_t)nr), *rows_c = ir_alloc(sizeof(int) * (size_t)nc);
+            for (int r = 0; r < nr; r++) {
+                snprintf(nm, sizeof nm, "er_%d_%d", e, r);
+                rows_r[r] = add_row(lp, GLP_FX, 0, 0, nm);
+            }
+            for (int c = 0; c < nc; c++) {
+                snprintf(nm, sizeof nm, "ec_%d_%d", e, c);
+                rows_c[c] = add_row(lp, GLP_FX, 0, 0, nm);
+            }
+            for (int r = 0; r < nr; r++)
+                for (int c = 0; c < nc; c++) {
+                    snprintf(nm, sizeof nm, "y_%d_%d_%d", e, r, c);
+                    int col = add_col(lp, GLP_CV, 0, INFINITY, tscale * E->cost[rrep[r] * nb + crep[c]], nm);
+                    put(lp, rows_r[r], col, 1);
+                    put(lp, rows_c[c], col, 1);
+                }
+            for (int a = 0; a < na; a++)
+                for (int z = 0; a < na && rc[a] >= 0 && z < ZERO_STAGES; z++)
+                    if (m->x[E->src][a * ZERO_STAGES + z]) put(lp, rows_r[rc[a]], m->x[E->src][a * ZERO_STAGES + z], -1);
+            for (int b = 0; b < nb; b++)
+                for (int z = 0; cc[b] >= 0 && z < ZERO_STAGES; z++)
+                    if (m->x[E->dst][b * ZERO_STAGES + z]) put(lp, rows_c[cc[b]], m->x[E->dst][b * ZERO_STAGES + z], -1);
+            ir_free(rows_r);
+            ir_free(rows_c);
+        }
+        ir_free(rc);
+        ir_free(cc);
+        ir_free(rrep);
+        ir_free(crep);
+    }
+
+    /* memory row, transient, exposed sync */
+    if (min_mem || isfinite(set->mem_limit))
+        m->mem_row = add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, "memory");
+    else
+        m->mem_row = add_row(lp, GLP_FR, 0, 0, "memory");
+    if (min_mem) m->M_col = add_col(lp, GLP_CV, 0, INFINITY, 1, "peak");
+    if (min_mem) put(lp, m->mem_row, m->M_col, -1);
+    int T = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient");
+    put(lp, m->mem_row, T, 1);
+    int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
+    int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
+    int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
+    put(lp, erow1, ecol, 1);
+    put(lp, erow2, ecol, 1);
+    for (int g = 0; g < p->n_groups; g++) {
+        const IlpGroup *G = &p->groups[g];
+        snprintf(nm, sizeof nm, "transient_%d", g);
+        int trow = add_row(lp, GLP_LO, 0, 0, nm);
+        put(lp, trow, T, 1);
+        for (int s = 0; s < G->n_strats; s++)
+            for (int z = 0; z < ZERO_STAGES; z++) {
+                int c = m->x[g][s * ZERO_STAGES + z];
+                if (!c) continue;
+                const IlpStrat *S = &G->strats[s];
+                double mem = G->mult * S->mem_static[z];
+                if (G->block < 0) mem += S->act[RC_NONE];
+                else if (fixed_rc >= 0) mem += p->blocks[G->block].instances * S->act[fixed_rc];
+                put(lp, m->mem_row, c, mem * ms);
+                put(lp, trow, c, -maxd(S->transient, z == 3 ? S->param_local : 0) * ms);
+                put(lp, erow1, c, (-G->mult * S->sync_s[z] + G->mult * S->bwd_s) * ts);
+                if (p->n_layers) put(lp, erow2, c, -G->mult * S->sync_s[z] / p->n_layers * ts);
+            }
+    }
+
+    /* recompute per block */
+    m->bits = ir_alloc(sizeof(int *) * (size_t)(p->n_blocks + 1));
+    m->nbits = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 1));
+    for (int k = 0; k < p->n_blocks; k++) {
+        int N = p->blocks[k].instances;
+        /* per-instance time recomputed and bytes saved, as sums over the block's x */
+        double Rmax[RC__COUNT] = {0}, Amax[RC__COUNT] = {0};
+        for (int g = 0; g < p->n_groups; g++) {
+            const IlpGroup *G = &p->groups[g];
+            if (G->block != k) continue;
+            double r[RC__COUNT] = {0}, a[RC__COUNT] = {0};
+            for (int s = 0; s < G->n_strats; s++) {
+                const IlpStrat *S = &G->strats[s];
+                r[RC_SELECTIVE] = maxd(r[RC_SELECTIVE], S->rec_sel_s);
+                r[RC_FULL] = maxd(r[RC_FULL], S->fwd_s);
+                for (int q = 0; q < RC__COUNT; q++) a[q] = maxd(a[q], S->act[q]);
+            }
+            for (int q = 0; q < RC__COUNT; q++) Rmax[q] += r[q] * ts, Amax[q] += a[q] * ms;
+        }
+        if (fixed_rc >= 0) {
+            if (fixed_rc != RC_NONE) { /* the block's activations are a transient */
+                snprintf(nm, sizeof nm, "rtrans_%d", k);
+                int row = add_row(lp, GLP_LO, 0, 0, nm);
+                put(lp, row, T, 1);
+                for (int g = 0; g < p->n_groups; g++)
+                    for (int s = 0; p->groups[g].block == k && s < p->groups[g].n_strats; s++)
+                        for (int z = 0; z < ZERO_STAGES; z++)
+                            if (m->x[g][s * ZERO_STAGES + z])
+                                put(lp, row, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].act[RC_NONE] * ms);
+            }
+            continue;
+        }
+        /* n[p]: instances under policy p (integers summing to N); u[g,s,p] =
+         * n[p] x[g,s] (disaggregated: sum_p u = N x, sum_s u = n[p]), so the
+         * recompute time and the saved bytes are linear in u. */
+        m->nbits[k] = 1;
+        m->bits[k] = ir_alloc(sizeof(int) * RC__COUNT);
+        snprintf(nm, sizeof nm, "count_%d", k);
+        int crow = add_row(lp, GLP_FX, N, N, nm);
+        snprintf(nm, sizeof nm, "any_%d", k);
+        int dcol = add_col(lp, GLP_BV, 0, 1, 0, nm);
+        snprintf(nm, sizeof nm, "anyr_%d", k);
+        int drow = add_row(lp, GLP_LO, 0, 0, nm); /* N d >= n_sel + n_full */
+        put(lp, drow, dcol, N);
+        for (int pol = 0; pol < RC__COUNT; pol++) {
+            snprintf(nm, sizeof nm, "n_%d_%d", k, pol);
+            int nc = add_col(lp, GLP_IV, 0, N, 0, nm);
+            m->bits[k][pol] = nc;
+            put(lp, crow, nc, 1);
+            if (pol != RC_NONE) put(lp, drow, nc, -1);
+        }
+        /* transient when recomputing: T >= A_none(x) - Amax (1 - d) */
+        snprintf(nm, sizeof nm, "rtrans_%d", k);
+        int trow = add_row(lp, GLP_LO, -Amax[RC_NONE], 0, nm);
+        put(lp, trow, T, 1);
+        put(lp, trow, dcol, -Amax[RC_NONE]);
+        for (int g = 0; g < p->n_groups; g++) {
+            const IlpGroup *G = &p->groups[g];
+            if (G->block != k) continue;
+            int prow[RC__COUNT];
+            for (int pol = 0; pol < RC__COUNT; pol++) {
+                snprintf(nm, sizeof nm, "un_%d_%d", g, pol);
+                prow[pol] = add_row(lp, GLP_FX, 0, 0, nm);
+                put(lp, prow[pol], m->bits[k][pol], -1);
+            }
+            for (int s = 0; s < G->n_strats; s++) {
+                const IlpStrat *S = &G->strats[s];
+                int any = 0;
+                for (int z = 0; z < ZERO_STAGES; z++) any |= m->x[g][s * ZERO_STAGES + z];
+                if (!any) continue;
+                snprintf(nm, sizeof nm, "ux_%d_%d", g, s);
+                int xrow = add_row(lp, GLP_FX, 0, 0, nm);
+                for (int z = 0; z < ZERO_STAGES; z++) {
+                    int c = m->x[g][s * ZERO_STAGES + z];
+                    if (!c) continue;
+                    put(lp, xrow, c, -N);
+                    put(lp, trow, c, -S->act[RC_NONE] * ms);
+                }
+                for (int pol = 0; pol < RC__COUNT; pol++) {
+                    double t = pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0;
+                    snprintf(nm, sizeof nm, "u_%d_%d_%d", g, s, pol);
+                    int u = add_col(lp, GLP_CV, 0, N, tscale * t, nm);
+                    put(lp, xrow, u, 1);
+                    put(lp, prow[pol], u, 1);
+                    put(lp, m->mem_row, u, S->act[pol] * ms);
+                }
+            }
+        }
+    }
+    glp_load_matrix(lp->P, lp->nz, lp->ia, lp->ja, lp->ar);
+}
+
+/* ---- solving ------------------------------------------------------------------ */
+
+typedef struct Progress {
+    struct timespec t0;
+    double last;
+    bool on;
+} Progress;
+
+static double since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+static void progress_cb(glp_tree *T, void *info) {
+    Progress *pr = info;
+    if (!pr->on) return;
+    double t = since(&pr->t0);
+    if (t < 1 || t - pr->last < 1) return;
+    pr->last = t;
+    int best = glp_ios_best_node(T);
+    double bound = best ? glp_ios_node_bound(T, best) : NAN;
+    glp_prob *P = glp_ios_get_prob(T);
+    double gap = glp_ios_mip_gap(T);
+    int a, n, tot;
+    glp_ios_tree_size(T, &a, &n, &tot);
+    if (glp_mip_status(P) == GLP_FEAS || glp_mip_status(P) == GLP_OPT)
+        fprintf(stderr, "ilp: %5.1f s  best %.6g  bound %.6g  gap %.2f%%  nodes %d\n", t,
+                glp_mip_obj_val(P), bound, 100 * gap, tot);
+    else
+        fprintf(stderr, "ilp: %5.1f s  no plan yet  bound %.6g  nodes %d\n", t, bound, tot);
+}
+
+static IlpChoice extract(const IlpProblem *p, const Model *m, const IlpFix *f) {
+    IlpChoice c = ilp_choice_new(p);
+    if (f && f->recompute >= 0)
+        for (int k = 0; k < p->n_blocks; k++) {
+            c.count[k][RC_NONE] = 0;
+            c.count[k][f->recompute] = p->blocks[k].instances;
+        }
+    for (int g = 0; g < p->n_groups; g++)
+        for (int s = 0; s < p->groups[g].n_strats; s++)
+            for (int z = 0; z < ZERO_STAGES; z++) {
+                int col = m->x[g][s * ZERO_STAGES + z];
+                if (col && glp_mip_col_val(m->lp.P, col) > 0.5) c.strat[g] = s, c.zero[g] = z;
+            }
+    for (int k = 0; k < p->n_blocks; k++) {
+        if (!m->bits[k]) continue;
+        for (int pol = 0; pol < RC__COUNT; pol++) {
+            c.count[k][pol] = 0;
+            c.count[k][pol] = (int)lround(glp_mip_col_val(m->lp.P, m->bits[k][pol]));
+        }
+    }
+    return c;
+}
+
+static void model_free(const IlpProblem *p, Model *m) {
+    for (int g = 0; g < p->n_groups; g++) ir_free(m->x[g]);
+    for (int k = 0; k < p->n_blocks; k++) ir_free(m->bits[k]);
+    ir_free(m->x);
+    ir_free(m->bits);
+    ir_free(m->nbits);
+    ir_free(m->lp.ia);
+    ir_free(m->lp.ja);
+    ir_free(m->lp.ar);
+    glp_delete_prob(m->lp.P);
+}
+
+/* One GLPK solve; returns the GLPK MIP status (GLP_OPT, GLP_FEAS, GLP_NOFEAS, GLP_UNDEF). */
+static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem, Progress *pr,
+               IlpResult *r) {
+    memset(m, 0, sizeof *m);
+    m->lp.P = glp_create_prob();
+    m->lp.names = s->dump_lp && !min_mem;
+    build(p, s, m, min_mem);
+    if (!min_mem) {
+        r->variables = glp_get_num_cols(m->lp.P);
+        r->constraints = glp_get_num_rows(m->lp.P);
+        r->integers = glp_get_num_int(m->lp.P);
+    }
+    if (m->lp.names && glp_write_lp(m->lp.P, NULL, s->dump_lp) != 0)
+        fprintf(stderr, "colossal-compile: warning: cannot write '%s'\n", s->dump_lp);
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.presolve = GLP_ON;
+    parm.mip_gap = s->mip_gap;
+    double left = s->time_limit_s - since(&pr->t0);
+    parm.tm_lim = (int)(1000 * (left > 0.1 ? left : 0.1));
+    parm.cb_func = progress_cb;
+    parm.cb_info = pr;
+    int rc = glp_intopt(m->lp.P, &parm);
+    int st = glp_mip_status(m->lp.P);
+    if (rc == GLP_ENOPFS) st = GLP_NOFEAS;
+    r->gap_stop = rc == GLP_EMIPGAP;
+    return st;
+}
+
+IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
+    IlpResult r;
+    memset(&r, 0, sizeof r);
+    glp_term_out(GLP_OFF);
+    Progress pr = {{0, 0}, 0, s->progress};
+    clock_gettime(CLOCK_MONOTONIC, &pr.t0);
+    Model m;
+    int st = run(p, s, &m, false, &pr, &r);
+    if (st == GLP_OPT || st == GLP_FEAS) {
+        r.status = st == GLP_OPT ? ILP_OPTIMAL : r.gap_stop ? ILP_GAP : ILP_FEASIBLE;
+        r.choice = extract(p, &m, s->fix);
+        r.objective = glp_mip_obj_val(m.lp.P) / m.ts;
+        r.price = ilp_evaluate(p, &r.choice);
+    } else {
+        r.status = st == GLP_NOFEAS ? ILP_INFEASIBLE : ILP_ERROR;
+    }
+    model_free(p, &m);
+    if (r.status == ILP_INFEASIBLE) {
+        IlpSettings s2 = *s;
+        s2.time_limit_s = s->time_limit_s + 5;
+        Model m2;
+        IlpResult tmp;
+        memset(&tmp, 0, sizeof tmp);
+        int st2 = run(p, &s2, &m2, true, &pr, &tmp);
+        if (st2 == GLP_OPT || st2 == GLP_FEAS) {
+            IlpChoice c = extract(p, &m2, s->fix);
+            r.min_mem_price = ilp_evaluate(p, &c);
+            r.min_mem = r.min_mem_price.peak_bytes;
+            r.choice = c;
+        }
+        model_free(p, &m2);
+    }
+    r.time_s = since(&pr.t0);
+    return r;
+}
+
+void ilp_result_free(IlpResult *r) {
+    if (r->choice.strat) ilp_choice_free(&r->choice);
+}

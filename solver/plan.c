@@ -1,0 +1,420 @@
+/*
+ * plan.c — the planner's driver and output. Options -> cluster, meshes,
+ * dtype, restrictions; per mesh: problem, ILP, baselines; the best plan
+ * (never worse than a baseline that fits: a baseline lies in the ILP's space,
+ * so if the solver stopped at its gap above one, the baseline is the plan);
+ * then OUT/<model>.plan.json (cJSON) and a terminal summary.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "plan.h"
+
+void plan_options_default(PlanOptions *o) {
+    memset(o, 0, sizeof *o);
+    o->time_limit_s = 60;
+    o->mip_gap = 1e-4;
+    o->tie = true;
+    o->micro_batches = 1;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void fmt_bytes(char *buf, size_t n, double b) {
+    const char *u[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+    int i = 0;
+    while (b >= 1000 && i < 5) b /= 1000, i++;
+    snprintf(buf, n, "%.1f %s", b, u[i]);
+}
+
+void plan_free(PlanResult *r) {
+    if (!r) return;
+    ilp_baselines_free(r->base, r->n_base);
+    ilp_result_free(&r->res);
+    ilp_problem_free(r->prob);
+    ir_free(r);
+}
+
+/* The plan for one mesh. */
+static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
+                             const ShardMesh *mesh, DType dt, double limit, const IlpFix *fix) {
+    PlanResult *r = ir_alloc(sizeof *r);
+    r->cl = *cl;
+    r->mesh = *mesh;
+    r->cm = (CostModel){&r->cl, &r->mesh, dt};
+    r->mem_limit = limit;
+    IlpOptions io = {o->tie, o->micro_batches};
+    r->prob = ilp_problem_build(g, &r->cm, &io);
+    r->batch = r->prob->batch;
+    IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
+    double t0 = now_s();
+    bool forced = o->strategy && strcmp(o->strategy, "auto");
+    if (!forced) r->res = ilp_solve(r->prob, &s);
+    r->n_base = ilp_baselines(r->prob, &s, r->base);
+    r->solve_s = now_s() - t0;
+    r->chosen = "ilp";
+    if (!forced && (ilp_has_plan(r->res.status))) {
+        r->choice = r->res.choice;
+        r->price = r->res.price;
+    } else r->chosen = NULL;
+    for (int i = 0; i < r->n_base; i++) {
+        IlpBaseline *b = &r->base[i];
+        if (!b->applicable) continue;
+        /* a baseline lies in the ILP's space: if the solver stopped (gap, time
+         * limit) above one that fits, or found nothing, the baseline is the plan */
+        if (forced ? !strcmp(b->name, o->strategy)
+                   : b->fits && (!r->chosen || b->price.step_s < r->price.step_s)) {
+            r->chosen = b->name;
+            r->choice = b->choice;
+            r->price = b->price;
+        }
+    }
+    return r;
+}
+
+static bool pick_dtype(const Graph *g, const PlanOptions *o, DType *dt) {
+    if (o->dtype) return ir_dtype_parse(o->dtype, strlen(o->dtype), dt);
+    *dt = DT_F32;
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].role == ROLE_PARAM) {
+            *dt = g->values[v].dtype;
+            break;
+        }
+    return true;
+}
+
+PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
+    ShardCluster cl;
+    StrBuf err, hint;
+    sb_init(&err);
+    sb_init(&hint);
+    if (!shard_cluster_load(o->cluster ? o->cluster : "h100", &cl, &err, &hint)) {
+        diag_plain(hint.len ? sb_cstr(&hint) : NULL, "--cluster: %s", sb_cstr(&err));
+        sb_free(&err), sb_free(&hint);
+        return NULL;
+    }
+    ShardMesh meshes[16];
+    int nm = 0;
+    if (o->mesh) {
+        if (!shard_mesh_parse(&cl, o->mesh, &meshes[0], &err)) {
+            diag_plain("the mesh sizes must multiply to the cluster's device count",
+                       "--mesh: %s", sb_cstr(&err));
+            sb_free(&err), sb_free(&hint);
+            return NULL;
+        }
+        nm = 1;
+    } else {
+        ShardMesh all[16];
+        int n = shard_mesh_defaults(&cl, all, 16);
+        for (int i = 0; i < n; i++)
+            if (all[i].n_axes < 3 || o->three_axes) meshes[nm++] = all[i];
+    }
+    sb_free(&err), sb_free(&hint);
+    DType dt;
+    if (!pick_dtype(g, o, &dt)) {
+        diag_plain("use f32, bf16 or f16", "--dtype: unknown dtype '%s'", o->dtype);
+        return NULL;
+    }
+    if (o->strategy && strcmp(o->strategy, "auto") && !ilp_baseline_known(o->strategy)) {
+        diag_plain("use auto, dp, zero1, zero2, zero3 or megatron, optionally with -recompute",
+                   "--strategy: unknown strategy '%s'", o->strategy);
+        return NULL;
+    }
+    IlpFix fix = {NULL, -1, -1};
+    if (o->recompute && strcmp(o->recompute, "auto")) {
+        for (int p = 0; p < RC__COUNT; p++)
+            if (!strcmp(o->recompute, ilp_recompute_name(p))) fix.recompute = p;
+    }
+    if (o->zero && strcmp(o->zero, "auto")) fix.zero = atoi(o->zero);
+    double limit = o->mem_bytes > 0 ? (double)o->mem_bytes : cl.mem_bytes;
+
+    PlanResult *best = NULL;
+    double solve_s = 0, min_mem = INFINITY;
+    IlpPrice min_price = {0};
+    for (int i = 0; i < nm; i++) {
+        PlanResult *r = plan_mesh(g, o, &cl, &meshes[i], dt, limit, &fix);
+        solve_s += r->solve_s;
+        if (r->res.status == ILP_INFEASIBLE && r->res.min_mem > 0 && r->res.min_mem < min_mem) {
+            min_mem = r->res.min_mem;
+            min_price = r->res.min_mem_price;
+        }
+        bool better = r->chosen && (!best || r->price.step_s < best->price.step_s);
+        if (better) {
+            plan_free(best);
+            best = r;
+        } else plan_free(r);
+    }
+    if (!best) {
+        char lim[32], mn[32], pa[32], ac[32], tr[32];
+        fmt_bytes(lim, sizeof lim, limit);
+        if (o->strategy && strcmp(o->strategy, "auto")) {
+            diag_plain("try --strategy auto", "strategy '%s' does not apply to this model and mesh",
+                       o->strategy);
+            return NULL;
+        }
+        if (!isfinite(min_mem)) {
+            diag_plain("raise --time-limit", "the planner found no plan within the time limit");
+            return NULL;
+        }
+        fmt_bytes(mn, sizeof mn, min_mem);
+        fmt_bytes(pa, sizeof pa, min_price.mem_params);
+        fmt_bytes(ac, sizeof ac, min_price.mem_acts);
+        fmt_bytes(tr, sizeof tr, min_price.mem_transient);
+        const char *dom = min_price.mem_params >= min_price.mem_acts &&
+                                  min_price.mem_params >= min_price.mem_transient
+                              ? "parameters, gradients and optimizer state"
+                          : min_price.mem_acts >= min_price.mem_transient ? "saved activations"
+                                                                          : "the largest transient";
+        bool params_dominate = min_price.mem_params >= min_price.mem_acts;
+        const char *fixhint =
+            params_dominate ? (fix.zero >= 0 && fix.zero < 3
+                                   ? "allow ZeRO (--zero auto), or use more devices"
+                                   : "use more devices (a larger --cluster)")
+            : fix.recompute >= 0 && fix.recompute != RC_FULL
+                ? "allow recompute (--recompute auto), or use a smaller --batch"
+                : "use a smaller --batch or more --micro-batches, or more devices";
+        diag_plain(fixhint,
+                   "no plan fits in %s per device: the smallest that fits is %s, dominated by %s "
+                   "(parameters/gradients/optimizer %s, activations %s, transient %s)",
+                   lim, mn, dom, pa, ac, tr);
+        return NULL;
+    }
+    if (o->batch && o->batch != best->batch)
+        diag_warning((SrcLoc){0}, "the batch is set where the model is built (BATCH for a .c model)",
+                     "--batch %lld differs from the model's batch %lld; planning for %lld",
+                     (long long)o->batch, (long long)best->batch, (long long)best->batch);
+    best->meshes_tried = nm;
+    best->solve_s = solve_s;
+    return best;
+}
+
+/* ---- JSON ---------------------------------------------------------------------- */
+
+static const ShardStrategy *node_strategy(const PlanResult *r, NodeId n, const IlpMember **mem) {
+    const IlpProblem *p = r->prob;
+    int g = p->group_of_node[n], m = p->member_of_node[n];
+    const IlpGroup *G = &p->groups[g];
+    *mem = &G->members[m];
+    return &G->members[m].st[G->strats[r->choice.strat[g]].member_st[m]];
+}
+
+static char *spec_str(const ShardSpec *s) {
+    StrBuf b;
+    sb_init(&b);
+    shard_spec_print(&b, s);
+    char *out = ir_strdup(sb_cstr(&b));
+    sb_free(&b);
+    return out;
+}
+
+static void add_spec(cJSON *arr, const ShardSpec *s) {
+    char *t = spec_str(s);
+    cJSON_AddItemToArray(arr, cJSON_CreateString(t));
+    ir_free(t);
+}
+
+static cJSON *price_json(const IlpPrice *p) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "compute_s", p->compute_s);
+    cJSON_AddNumberToObject(o, "resharding_s", p->comm_s);
+    cJSON_AddNumberToObject(o, "recompute_s", p->recompute_s);
+    cJSON_AddNumberToObject(o, "grad_sync_s", p->sync_s);
+    cJSON_AddNumberToObject(o, "grad_sync_exposed_s", p->sync_exposed_s);
+    cJSON_AddNumberToObject(o, "optimizer_s", p->optimizer_s);
+    cJSON_AddNumberToObject(o, "zero_gather_s", p->gather_s);
+    return o;
+}
+
+static const IlpBaseline *best_baseline(const PlanResult *r) {
+    const IlpBaseline *b = NULL;
+    for (int i = 0; i < r->n_base; i++)
+        if (r->base[i].applicable && r->base[i].fits &&
+            (!b || r->base[i].price.step_s < b->price.step_s))
+            b = &r->base[i];
+    return b;
+}
+
+char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
+    const IlpProblem *p = r->prob;
+    GraphStats gs = ir_stats(g);
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "model", g->name);
+    cJSON_AddNumberToObject(root, "params_total", (double)gs.n_params);
+    cJSON *cl = cJSON_AddObjectToObject(root, "cluster");
+    cJSON_AddStringToObject(cl, "device", r->cl.device);
+    cJSON_AddNumberToObject(cl, "nodes", r->cl.nodes);
+    cJSON_AddNumberToObject(cl, "per_node", r->cl.per_node);
+    cJSON *mesh = cJSON_AddArrayToObject(root, "mesh");
+    for (int a = 0; a < r->mesh.n_axes; a++)
+        cJSON_AddItemToArray(mesh, cJSON_CreateNumber(r->mesh.size[a]));
+    cJSON *axes = cJSON_AddArrayToObject(root, "mesh_axes");
+    for (int a = 0; a < r->mesh.n_axes; a++) {
+        cJSON *ax = cJSON_CreateObject();
+        cJSON_AddNumberToObject(ax, "size", r->mesh.size[a]);
+        cJSON_AddStringToObject(ax, "link", r->mesh.inter[a] ? "inter-node" : "intra-node");
+        cJSON_AddNumberToObject(ax, "alpha_s", r->mesh.alpha[a]);
+        cJSON_AddNumberToObject(ax, "beta_s_per_byte", r->mesh.beta[a]);
+        cJSON_AddItemToArray(axes, ax);
+    }
+    cJSON_AddNumberToObject(root, "batch", (double)r->batch);
+    cJSON_AddNumberToObject(root, "micro_batches", p->opt.micro_batches);
+    cJSON_AddStringToObject(root, "dtype", ir_dtype_name(r->cm.dtype));
+    cJSON_AddStringToObject(root, "chosen_by", r->chosen);
+    cJSON_AddNumberToObject(root, "step_time_s", r->price.step_s);
+    cJSON_AddItemToObject(root, "step_breakdown", price_json(&r->price));
+    cJSON *mem = cJSON_AddObjectToObject(root, "memory");
+    cJSON_AddNumberToObject(mem, "limit_bytes", r->mem_limit);
+    cJSON_AddNumberToObject(mem, "predicted_peak_bytes", r->price.peak_bytes);
+    cJSON *bd = cJSON_AddObjectToObject(mem, "breakdown");
+    cJSON_AddNumberToObject(bd, "params_grads_optimizer_bytes", r->price.mem_params);
+    cJSON_AddNumberToObject(bd, "activations_bytes", r->price.mem_acts);
+    cJSON_AddNumberToObject(bd, "transient_bytes", r->price.mem_transient);
+    cJSON *sv = cJSON_AddObjectToObject(root, "solver");
+    cJSON_AddStringToObject(sv, "status",
+                            r->res.choice.strat ? ilp_status_name(r->res.status) : "not run");
+    cJSON_AddNumberToObject(sv, "time_s", r->solve_s);
+    cJSON_AddNumberToObject(sv, "compile_s", compile_s);
+    cJSON_AddNumberToObject(sv, "variables", r->res.variables);
+    cJSON_AddNumberToObject(sv, "integer_variables", r->res.integers);
+    cJSON_AddNumberToObject(sv, "constraints", r->res.constraints);
+    cJSON_AddNumberToObject(sv, "objective", r->res.objective);
+    cJSON_AddNumberToObject(sv, "groups", p->n_groups);
+    cJSON_AddNumberToObject(sv, "edges", p->n_edges);
+    cJSON_AddNumberToObject(sv, "meshes_tried", r->meshes_tried);
+    cJSON *bl = cJSON_AddArrayToObject(root, "baselines");
+    for (int i = 0; i < r->n_base; i++) {
+        const IlpBaseline *b = &r->base[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", b->name);
+        cJSON_AddBoolToObject(o, "applicable", b->applicable);
+        if (b->applicable) {
+            cJSON_AddNumberToObject(o, "step_time_s", b->price.step_s);
+            cJSON_AddNumberToObject(o, "peak_bytes", b->price.peak_bytes);
+        }
+        cJSON_AddBoolToObject(o, "fits", b->fits);
+        cJSON_AddItemToArray(bl, o);
+    }
+    cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (p->group_of_node[n] < 0) continue; /* backward and optimizer nodes */
+        const Node *nd = ir_node(g, n);
+        const IlpMember *mem_;
+        const ShardStrategy *st = node_strategy(r, n, &mem_);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", ir_val(g, nd->out[0])->name);
+        cJSON_AddStringToObject(o, "op", ir_op(nd->op)->name);
+        StrBuf sn;
+        sb_init(&sn);
+        shard_strategy_name(&sn, &mem_->is, st);
+        cJSON_AddStringToObject(o, "strategy", sb_cstr(&sn));
+        sb_free(&sn);
+        cJSON *in = cJSON_AddArrayToObject(o, "inputs");
+        for (int i = 0; i < nd->n_in; i++) add_spec(in, &st->in[i]);
+        char *os = spec_str(&st->out[0]);
+        cJSON_AddStringToObject(o, "output", os);
+        ir_free(os);
+        CostOp co;
+        cost_op(&r->cm, g, n, &mem_->is, st, &co);
+        cJSON_AddNumberToObject(o, "compute_s", co.fwd_s + co.bwd_s);
+        double comm = 0;
+        for (int i = 0; i < nd->n_in; i++) {
+            const Value *v = ir_val(g, nd->in[i]);
+            if (v->def < 0 || p->group_of_node[v->def] < 0) continue;
+            const IlpMember *pm;
+            const ShardStrategy *ps = node_strategy(r, v->def, &pm);
+            ShardSpec gsp = shard_grad_spec(&mem_->is, st, i);
+            comm += cost_edge(&r->cm, v->shape, v->dtype, &ps->out[v->def_out], &st->in[i], &gsp);
+        }
+        cJSON_AddNumberToObject(o, "comm_s", comm);
+        if (nd->block >= 0) {
+            cJSON_AddStringToObject(o, "block", g->blocks[nd->block].name);
+            cJSON_AddNumberToObject(o, "instance", nd->instance);
+        }
+        cJSON_AddItemToArray(ops, o);
+    }
+    cJSON *blocks = cJSON_AddArrayToObject(root, "blocks");
+    for (int k = 0; k < p->n_blocks; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", p->blocks[k].name);
+        cJSON_AddNumberToObject(o, "instances", p->blocks[k].instances);
+        cJSON *rc = cJSON_AddObjectToObject(o, "recompute");
+        for (int pol = 0; pol < RC__COUNT; pol++)
+            cJSON_AddNumberToObject(rc, ilp_recompute_name(pol), r->choice.count[k][pol]);
+        cJSON_AddItemToArray(blocks, o);
+    }
+    cJSON *zero = cJSON_AddArrayToObject(root, "zero");
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        if (!G->n_params) continue;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "group", G->name);
+        cJSON *pa = cJSON_AddArrayToObject(o, "params");
+        for (int m = 0; m < G->n_members; m++) {
+            const Node *nd = ir_node(g, G->members[m].node);
+            for (int i = 0; i < nd->n_in; i++)
+                if (ir_val(g, nd->in[i])->role == ROLE_PARAM)
+                    cJSON_AddItemToArray(pa, cJSON_CreateString(ir_val(g, nd->in[i])->name));
+        }
+        cJSON_AddNumberToObject(o, "instances", G->mult);
+        cJSON_AddNumberToObject(o, "stage", r->choice.zero[gi]);
+        cJSON_AddItemToArray(zero, o);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+bool plan_write(const Graph *g, const PlanResult *r, const char *dir, double compile_s) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        diag_plain("check that the parent directory exists and is writable",
+                   "cannot create '%s': %s", dir, strerror(errno));
+        return false;
+    }
+    char *text = plan_json(g, r, compile_s);
+    size_t n = strlen(dir) + strlen(g->name) + 16;
+    char *path = ir_alloc(n);
+    snprintf(path, n, "%s/%s.plan.json", dir, g->name);
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok)
+        diag_plain("check that the directory is writable", "cannot write '%s': %s", path,
+                   strerror(errno));
+    ir_free(path);
+    free(text);
+    return ok;
+}
+
+void plan_summary(FILE *f, const Graph *g, const PlanResult *r) {
+    char pk[32], lim[32];
+    fmt_bytes(pk, sizeof pk, r->price.peak_bytes);
+    fmt_bytes(lim, sizeof lim, r->mem_limit);
+    StrBuf m;
+    sb_init(&m);
+    shard_mesh_print(&m, &r->mesh);
+    fprintf(f, "plan %s: %.4g s/step on %d x %s (mesh %s, %s), peak %s of %s per device\n",
+            g->name, r->price.step_s, r->cl.nodes * r->cl.per_node, r->cl.device, sb_cstr(&m),
+            ir_dtype_name(r->cm.dtype), pk, lim);
+    sb_free(&m);
+    const IlpBaseline *b = best_baseline(r);
+    if (b)
+        fprintf(f, "  best baseline %s: %.4g s/step (plan/baseline %.3f)%s\n", b->name,
+                b->price.step_s, r->price.step_s / b->price.step_s,
+                strcmp(r->chosen, "ilp") ? "" : "");
+    else fprintf(f, "  no baseline fits in %s\n", lim);
+    fprintf(f, "  solver: %s, %d variables, %d constraints, %.2f s over %d mesh%s; plan from %s\n",
+            r->res.choice.strat ? ilp_status_name(r->res.status) : "not run", r->res.variables,
+            r->res.constraints, r->solve_s, r->meshes_tried, r->meshes_tried == 1 ? "" : "es",
+            r->chosen);
+}

@@ -1,0 +1,62 @@
+/*
+ * plan.h — the planner's driver and its output: reads the cluster and mesh
+ * options, builds and solves the problem on each candidate mesh, prices the
+ * baselines, keeps the best plan, writes OUT/<model>.plan.json
+ * (docs/plan-format.md) and prints a short summary.
+ */
+#ifndef COLOSSAL_PLAN_H
+#define COLOSSAL_PLAN_H
+
+#include <stdio.h>
+
+#include "solver.h"
+
+typedef struct PlanOptions {
+    const char *cluster;        /* preset, preset:NxG, or FILE.json (default h100) */
+    const char *mesh;           /* NULL: try the defaults */
+    int64_t mem_bytes;          /* 0: the device's memory */
+    const char *dtype;          /* NULL: the model's parameter dtype */
+    const char *strategy;       /* NULL/"auto", or a baseline name to force */
+    const char *recompute;      /* NULL/"auto", none, selective, full */
+    const char *zero;           /* NULL/"auto", 0..3 */
+    double time_limit_s;
+    double mip_gap;
+    const char *dump_ilp;
+    int micro_batches;
+    int64_t batch;              /* --batch (0: the model's); IR text fixes it */
+    bool tie;                   /* tie repeated blocks (true unless testing) */
+    bool three_axes;            /* also try 3-axis default meshes */
+    bool progress;
+} PlanOptions;
+
+void plan_options_default(PlanOptions *o);
+
+typedef struct PlanResult {
+    ShardCluster cl;
+    ShardMesh mesh;
+    CostModel cm;
+    IlpProblem *prob;
+    IlpResult res;
+    IlpBaseline base[ILP_MAX_BASELINES];
+    int n_base;
+    const char *chosen;         /* "ilp" or the baseline's name */
+    IlpChoice choice;           /* the plan (aliases res.choice or a baseline's) */
+    IlpPrice price;
+    double mem_limit;
+    int meshes_tried;
+    double solve_s;             /* all ILP solves, this plan's mesh and the others */
+    int64_t batch;
+} PlanResult;
+
+/* Plans g. Returns NULL after reporting a user error (bad cluster, mesh,
+ * option, or no plan fits: with the smallest memory that would fit). */
+PlanResult *plan_solve(const Graph *g, const PlanOptions *o);
+void plan_free(PlanResult *r);
+
+/* Writes the plan as JSON (docs/plan-format.md). */
+char *plan_json(const Graph *g, const PlanResult *r, double compile_s);
+/* Writes dir/<model>.plan.json; false after reporting the error. */
+bool plan_write(const Graph *g, const PlanResult *r, const char *dir, double compile_s);
+void plan_summary(FILE *f, const Graph *g, const PlanResult *r);
+
+#endif

@@ -1,0 +1,489 @@
+/*
+ * problem.c — builds the planning problem from a graph and a cost model:
+ *   1. groups: element-wise, cast and layout ops join the group of the
+ *      producer of their first operand made in the same block instance
+ *      (Alpa's follower merging); the others lead a group;
+ *   2. tying: instances of a repeated block with the same structure share
+ *      the groups of the first instance (mult = instances);
+ *   3. per group strategy (the leader's): the members' strategies (each the
+ *      cheapest given the specs already fixed in the group), compute,
+ *      in-group resharding, saved activations per recompute policy, and per
+ *      ZeRO stage the parameter memory, gradient sync, gathers, optimizer;
+ *   4. edges between groups with their resharding matrices, merged and
+ *      multiplied by their number of occurrences.
+ * Costs from cost.h; the formulas are in docs/sharding.md and
+ * docs/plan-format.md.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver.h"
+
+static const char *const rc_names[] = {"none", "selective", "full"};
+const char *ilp_recompute_name(RecomputePolicy p) { return rc_names[p]; }
+
+/* ---- op properties ---------------------------------------------------------- */
+
+static bool is_follower_op(int op) {
+    OpClass c = ir_op(op)->cls;
+    return c == OPC_ELEMWISE || c == OPC_LAYOUT;
+}
+
+/* Which operands (bits 0..7) and whether the result (bit 8) the backward
+ * reads: what must be saved for it. */
+static unsigned saved_mask(int op) {
+    switch (op) {
+    case OP_MATMUL:
+    case OP_DENSE:
+    case OP_MUL:
+    case OP_DIV: return 0x3;
+    case OP_GELU:
+    case OP_SILU:
+    case OP_TANH:
+    case OP_LAYER_NORM:
+    case OP_RMS_NORM:
+    case OP_CROSS_ENTROPY:
+    case OP_REDUCE_MAX: return 0x1;
+    case OP_RELU:
+    case OP_EXP:
+    case OP_SOFTMAX: return 0x100;
+    case OP_ATTENTION: return 0x107;
+    default: return 0;
+    }
+}
+
+static bool is_heavy(int op) {
+    OpClass c = ir_op(op)->cls;
+    return c == OPC_MATMUL || c == OPC_ATTENTION;
+}
+
+/* ---- building ----------------------------------------------------------------- */
+
+typedef struct Builder {
+    IlpProblem *p;
+    const Graph *g;
+    const CostModel *cm;
+    int *rep;          /* node -> representative node (instance 0 when tied) */
+    int *inst_key;     /* node -> block * 65536 + instance, or -1 */
+    bool *saved;       /* value saved for backward */
+    bool *block_out;   /* value leaves its block instance */
+    int *param_owner;  /* value -> owning node (first use) or -1 */
+} Builder;
+
+/* The planner prices the training step from the forward ops (cost.h); the
+ * backward and optimizer nodes of a training graph are skipped here. */
+static bool is_forward(const Graph *g, NodeId n) {
+    const Node *nd = ir_node(g, n);
+    for (int r = 0; r < nd->n_out; r++)
+        if (ir_val(g, nd->out[r])->role != ROLE_ACT) return false;
+    return true;
+}
+
+static int key_of(const Node *n) { return n->block < 0 ? -1 : n->block * 65536 + n->instance; }
+
+/* Do instance k of block b and instance 0 have the same structure? */
+static bool same_structure(const Graph *g, const int *nodes0, const int *nodesk, int n) {
+    for (int i = 0; i < n; i++) {
+        const Node *a = ir_node(g, nodes0[i]), *b = ir_node(g, nodesk[i]);
+        if (a->op != b->op || a->n_in != b->n_in || a->n_out != b->n_out) return false;
+        if (memcmp(a->attr, b->attr, sizeof a->attr)) return false;
+        for (int j = 0; j < a->n_in; j++) {
+            const Value *va = ir_val(g, a->in[j]), *vb = ir_val(g, b->in[j]);
+            /* a data input and an activation are alike: neither is a parameter */
+            if (!ir_shape_eq(va->shape, vb->shape) || va->dtype != vb->dtype ||
+                (va->role == ROLE_PARAM) != (vb->role == ROLE_PARAM))
+                return false;
+        }
+    }
+    return true;
+}
+
+static void find_representatives(Builder *b) {
+    const Graph *g = b->g;
+    for (int n = 0; n < g->n_nodes; n++) b->rep[n] = n;
+    if (!b->p->opt.tie) return;
+    for (int bl = 0; bl < g->n_blocks; bl++) {
+        int ninst = g->blocks[bl].n_instances;
+        int **lists = ir_alloc(sizeof *lists * (size_t)ninst);
+        int *cnt = ir_alloc(sizeof *cnt * (size_t)ninst);
+        for (int k = 0; k < ninst; k++) lists[k] = ir_alloc(sizeof(int) * (size_t)g->n_nodes);
+        for (int n = 0; n < g->n_nodes; n++) {
+            const Node *nd = ir_node(g, n);
+            if (nd->block == bl) lists[nd->instance][cnt[nd->instance]++] = n;
+        }
+        bool ok = true;
+        for (int k = 1; k < ninst && ok; k++)
+            ok = cnt[k] == cnt[0] && same_structure(g, lists[0], lists[k], cnt[0]);
+        if (ok)
+            for (int k = 1; k < ninst; k++)
+                for (int i = 0; i < cnt[k]; i++) b->rep[lists[k][i]] = lists[0][i];
+        for (int k = 0; k < ninst; k++) ir_free(lists[k]);
+        ir_free(lists);
+        ir_free(cnt);
+    }
+}
+
+static void mark_values(Builder *b) {
+    const Graph *g = b->g;
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (!is_forward(g, n)) continue;
+        const Node *nd = ir_node(g, n);
+        unsigned m = saved_mask(nd->op);
+        for (int i = 0; i < nd->n_in; i++) {
+            ValueId v = nd->in[i];
+            if ((m >> i) & 1) b->saved[v] = true;
+            const Value *vv = ir_val(g, v);
+            if (vv->role == ROLE_PARAM && b->param_owner[v] < 0) b->param_owner[v] = n;
+            if (vv->def >= 0 && key_of(ir_node(g, vv->def)) != key_of(nd)) b->block_out[v] = true;
+        }
+        if (m & 0x100)
+            for (int r = 0; r < nd->n_out; r++) b->saved[nd->out[r]] = true;
+    }
+    /* a reshape is a view: its saved result is its operand's storage */
+    for (int n = g->n_nodes - 1; n >= 0; n--) {
+        const Node *nd = ir_node(g, n);
+        if (nd->op == OP_RESHAPE && b->saved[nd->out[0]]) {
+            b->saved[nd->out[0]] = false;
+            b->saved[nd->in[0]] = true;
+        }
+    }
+}
+
+/* Groups of representative nodes. */
+static void form_groups(Builder *b) {
+    const Graph *g = b->g;
+    IlpProblem *p = b->p;
+    p->groups = ir_alloc(sizeof *p->groups * (size_t)(g->n_nodes + 1));
+    int *caps = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    for (int n = 0; n < g->n_nodes; n++) p->group_of_node[n] = -1;
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (b->rep[n] != n || !is_forward(g, n)) continue;
+        const Node *nd = ir_node(g, n);
+        int join = -1;
+        if (is_follower_op(nd->op))
+            for (int i = 0; i < nd->n_in && join < 0; i++) {
+                const Value *v = ir_val(g, nd->in[i]);
+                if (v->def >= 0 && key_of(ir_node(g, v->def)) == key_of(nd))
+                    join = p->group_of_node[v->def];
+            }
+        IlpGroup *gr;
+        if (join < 0) {
+            join = p->n_groups++;
+            gr = &p->groups[join];
+            gr->name = ir_val(g, nd->out[0])->name;
+            gr->block = -1;
+            gr->mult = 1;
+        }
+        gr = &p->groups[join];
+        IR_GROW(gr->members, gr->n_members, caps[join]);
+        IlpMember *m = &gr->members[gr->n_members];
+        memset(m, 0, sizeof *m);
+        m->node = n;
+        ir_itspace(g, n, &m->is);
+        m->n_st = shard_strategies(&m->is, b->cm->mesh, &m->st);
+        p->group_of_node[n] = join;
+        p->member_of_node[n] = gr->n_members++;
+    }
+    ir_free(caps);
+    for (int n = 0; n < g->n_nodes; n++) {
+        p->group_of_node[n] = p->group_of_node[b->rep[n]];
+        p->member_of_node[n] = p->member_of_node[b->rep[n]];
+    }
+}
+
+static void form_blocks(Builder *b) {
+    const Graph *g = b->g;
+    IlpProblem *p = b->p;
+    /* one IlpBlock per tied block, or per instance when not tied */
+    p->blocks = ir_alloc(sizeof *p->blocks * (size_t)(g->n_nodes + 1));
+    int *block_of_key = ir_alloc(sizeof(int) * (size_t)g->n_nodes);
+    int nk = 0, *keys = ir_alloc(sizeof(int) * (size_t)g->n_nodes);
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        IlpGroup *gr = &p->groups[gi];
+        const Node *ld = ir_node(g, gr->members[0].node);
+        if (ld->block < 0) continue;
+        bool tied = false;
+        for (int n = 0; n < g->n_nodes; n++)
+            if (b->rep[n] == gr->members[0].node && n != gr->members[0].node) tied = true;
+        int key = tied ? ld->block * 65536 : key_of(ld);
+        int k = 0;
+        while (k < nk && keys[k] != key) k++;
+        if (k == nk) {
+            keys[nk] = key;
+            block_of_key[nk++] = p->n_blocks;
+            IlpBlock *bl = &p->blocks[p->n_blocks++];
+            bl->instances = tied ? g->blocks[ld->block].n_instances : 1;
+            bl->name = tied ? g->blocks[ld->block].name
+                            : arena_printf((Arena *)&g->arena, "%s.%d", g->blocks[ld->block].name,
+                                           ld->instance);
+        }
+        gr->block = block_of_key[k];
+        gr->mult = p->blocks[gr->block].instances;
+    }
+    ir_free(block_of_key);
+    ir_free(keys);
+}
+
+/* Index into member m's strategies that the member takes, given the
+ * strategies already chosen for earlier members (ms[]). Adds its in-group
+ * resharding to *comm. */
+static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *comm) {
+    const Graph *g = b->g;
+    const IlpMember *mem = &gr->members[m];
+    const Node *nd = ir_node(g, mem->node);
+    int best = -1;
+    double best_t = INFINITY, best_c = 0;
+    for (int s = 0; s < mem->n_st; s++) {
+        const ShardStrategy *st = &mem->st[s];
+        double c = 0;
+        for (int i = 0; i < nd->n_in; i++) {
+            const Value *v = ir_val(g, nd->in[i]);
+            if (v->def < 0 || b->p->group_of_node[v->def] != b->p->group_of_node[mem->node] ||
+                key_of(ir_node(g, v->def)) != key_of(nd))
+                continue;
+            int pm = b->p->member_of_node[v->def];
+            const ShardStrategy *ps = &gr->members[pm].st[ms[pm]];
+            ShardSpec gs = shard_grad_spec(&mem->is, st, i);
+            c += cost_edge(b->cm, v->shape, v->dtype, &ps->out[ir_val(g, nd->in[i])->def_out],
+                           &st->in[i], &gs);
+        }
+        CostOp co;
+        cost_op(b->cm, g, mem->node, &mem->is, st, &co);
+        double t = c + co.fwd_s + co.bwd_s;
+        if (t < best_t - 1e-15 || (t <= best_t + 1e-15 && best >= 0 && st->split > mem->st[best].split)) {
+            best = s;
+            best_t = t;
+            best_c = c;
+        }
+    }
+    *comm += best_c;
+    return best;
+}
+
+/* Time to all-gather `bytes` (the whole local tensor) from shards split over
+ * the axes in `axes` (slowest first: the slow links carry the small pieces). */
+static double gather_time(const ShardMesh *m, double bytes, unsigned axes) {
+    double t = 0, piece = bytes;
+    for (int a = 0; a < m->n_axes; a++)
+        if (axes & (1u << a)) piece /= m->size[a];
+    bool done[SHARD_MAX_AXES] = {0};
+    for (;;) {
+        int w = -1;
+        for (int a = 0; a < m->n_axes; a++)
+            if ((axes & (1u << a)) && !done[a] && (w < 0 || m->beta[a] > m->beta[w])) w = a;
+        if (w < 0) break;
+        done[w] = true;
+        t += cost_fused(m, COLL_ALL_GATHER, w, piece, bytes);
+        piece *= m->size[w];
+    }
+    return t;
+}
+
+static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
+    const Graph *g = b->g;
+    const CostModel *cm = b->cm;
+    const ShardMesh *mesh = cm->mesh;
+    const IlpProblem *p = b->p;
+    double ps = p->param_bytes, gs = p->grad_bytes, os = p->opt_bytes;
+    for (int z = 0; z < ZERO_STAGES; z++) S->zero_ok[z] = z == 0;
+    for (int m = 0; m < gr->n_members; m++) {
+        const IlpMember *mem = &gr->members[m];
+        const Node *nd = ir_node(g, mem->node);
+        const ShardStrategy *st = &mem->st[S->member_st[m]];
+        for (int i = 0; i < nd->n_in; i++) {
+            ValueId v = nd->in[i];
+            const Value *vv = ir_val(g, v);
+            if (vv->role != ROLE_PARAM || b->param_owner[v] != mem->node) continue;
+            double local = (double)ir_shape_numel(shard_spec_local(&st->in[i], mesh, vv->shape));
+            unsigned rep_axes = 0;
+            double Z = 1;
+            for (int a = 0; a < mesh->n_axes; a++)
+                if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && mesh->size[a] > 1) {
+                    rep_axes |= 1u << a;
+                    Z *= mesh->size[a];
+                }
+            ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
+            DType dt = cost_dtype(cm, vv->dtype);
+            double bw = cm->cl->mem_bw * cost_class(OPC_OPTIMIZER)->bw_eff;
+            S->param_local += local * ps;
+            for (int z = 0; z < ZERO_STAGES; z++) {
+                if (Z > 1) S->zero_ok[z] = true;
+                double shard = Z > 1 ? Z : 1;
+                double mem_z = z == 0   ? (ps + gs + os) * local
+                               : z == 1 ? (ps + gs) * local + os * local / shard
+                               : z == 2 ? ps * local + (gs + os) * local / shard
+                                        : (ps + gs + os) * local / shard;
+                S->mem_static[z] += mem_z;
+                S->sync_s[z] += cost_grad_sync(cm, vv->shape, dt, &gspec, z >= 2 ? 2 : 0);
+                double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
+                S->gather_s[z] += z == 3 ? 2 * ag : ag;
+                /* AdamW: read and write master weights, m and v, read the
+                 * gradient, write the parameter: 28 bytes per element */
+                S->opt_s[z] += 28.0 * (z == 0 ? local : local / shard) / bw;
+            }
+        }
+    }
+}
+
+static void build_strats(Builder *b, IlpGroup *gr) {
+    const Graph *g = b->g;
+    const CostModel *cm = b->cm;
+    IlpMember *ld = &gr->members[0];
+    gr->strats = ir_alloc(sizeof *gr->strats * (size_t)(ld->n_st ? ld->n_st : 1));
+    double div = b->p->opt.micro_batches > 1 ? b->p->opt.micro_batches : 1;
+    for (int s = 0; s < ld->n_st; s++) {
+        IlpStrat *S = &gr->strats[gr->n_strats++];
+        S->leader_st = s;
+        S->member_st = ir_alloc(sizeof(int) * (size_t)gr->n_members);
+        S->member_st[0] = s;
+        for (int m = 1; m < gr->n_members; m++) S->member_st[m] = follow(b, gr, m, S->member_st, &S->comm_s);
+        for (int m = 0; m < gr->n_members; m++) {
+            const IlpMember *mem = &gr->members[m];
+            const Node *nd = ir_node(g, mem->node);
+            const ShardStrategy *st = &mem->st[S->member_st[m]];
+            CostOp co;
+            cost_op(cm, g, mem->node, &mem->is, st, &co);
+            S->fwd_s += co.fwd_s;
+            S->bwd_s += co.bwd_s;
+            if (!is_heavy(nd->op)) S->rec_sel_s += co.fwd_s;
+            double work = 0;
+            for (int i = 0; i < nd->n_in; i++)
+                if (ir_val(g, nd->in[i])->role == ROLE_ACT) work += co.in_bytes[i];
+            for (int r = 0; r < nd->n_out; r++) {
+                ValueId v = nd->out[r];
+                work += co.out_bytes[r];
+                double bytes = co.out_bytes[r] / div;
+                if (b->saved[v]) S->act[RC_NONE] += bytes;
+                if ((b->saved[v] && is_heavy(nd->op)) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
+                if (b->block_out[v]) S->act[RC_FULL] += bytes;
+            }
+            work /= div;
+            if (work > S->transient) S->transient = work;
+        }
+        price_params(b, gr, S);
+    }
+}
+
+/* Edges: every activation (or parameter reused by a later group) crossing
+ * groups, priced for every pair of strategies, merged per group pair. */
+static void build_edges(Builder *b) {
+    const Graph *g = b->g;
+    IlpProblem *p = b->p;
+    int cap = 16;
+    p->edges = ir_alloc(sizeof *p->edges * (size_t)cap);
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (p->group_of_node[n] < 0) continue;
+        const Node *nd = ir_node(g, n);
+        int gd = p->group_of_node[n], md = p->member_of_node[n];
+        IlpGroup *D = &p->groups[gd];
+        for (int i = 0; i < nd->n_in; i++) {
+            const Value *v = ir_val(g, nd->in[i]);
+            int src_node, out_idx = -1, in_idx = -1;
+            if (v->role == ROLE_ACT && v->def >= 0 && p->group_of_node[v->def] >= 0) {
+                src_node = v->def;
+                out_idx = v->def_out;
+                if (key_of(ir_node(g, src_node)) == key_of(nd) && p->group_of_node[src_node] == gd)
+                    continue; /* inside the group: priced with it */
+            } else if (v->role == ROLE_PARAM && b->param_owner[nd->in[i]] != n) {
+                src_node = b->param_owner[nd->in[i]];
+                const Node *on = ir_node(g, src_node);
+                for (int k = 0; k < on->n_in; k++)
+                    if (on->in[k] == nd->in[i]) in_idx = k;
+            } else continue;
+            int gs = p->group_of_node[src_node], ms = p->member_of_node[src_node];
+            IlpGroup *S = &p->groups[gs];
+            /* self edge across instances of a tied block: both ends share variables */
+            bool diag = gs == gd;
+            double *cost = NULL;
+            if (!diag) {
+                int e = 0;
+                while (e < p->n_edges && !(p->edges[e].src == gs && p->edges[e].dst == gd)) e++;
+                if (e == p->n_edges) {
+                    IR_GROW(p->edges, p->n_edges, cap);
+                    p->edges[e].src = gs;
+                    p->edges[e].dst = gd;
+                    p->edges[e].cost = ir_alloc(sizeof(double) * (size_t)S->n_strats *
+                                                (size_t)(D->n_strats ? D->n_strats : 1));
+                    p->n_edges++;
+                }
+                cost = p->edges[e].cost;
+            }
+            for (int a = 0; a < S->n_strats; a++)
+                for (int c = 0; c < D->n_strats; c++) {
+                    if (diag && a != c) continue;
+                    const ShardStrategy *sa = &S->members[ms].st[S->strats[a].member_st[ms]];
+                    const ShardStrategy *sc = &D->members[md].st[D->strats[c].member_st[md]];
+                    const ShardSpec *from = out_idx >= 0 ? &sa->out[out_idx] : &sa->in[in_idx];
+                    ShardSpec gsp = shard_grad_spec(&D->members[md].is, sc, i);
+                    double t = cost_edge(b->cm, v->shape, v->dtype, from, &sc->in[i], &gsp);
+                    if (diag) D->strats[c].comm_s += t / D->mult;
+                    else cost[a * D->n_strats + c] += t;
+                }
+        }
+    }
+}
+
+IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o) {
+    IlpProblem *p = ir_alloc(sizeof *p);
+    p->g = g;
+    p->cm = cm;
+    p->opt = *o;
+    if (p->opt.micro_batches < 1) p->opt.micro_batches = 1;
+    bool half = cm->dtype != DT_F32;
+    p->param_bytes = ir_dtype_size(cm->dtype);
+    p->grad_bytes = ir_dtype_size(cm->dtype);
+    p->opt_bytes = half ? 12 : 8; /* fp32 master + Adam m, v; or just m, v */
+    p->group_of_node = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    p->member_of_node = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    for (int v = 0; v < g->n_values; v++)
+        if (g->values[v].role == ROLE_INPUT && g->values[v].shape.rank > 0 && !p->batch)
+            p->batch = g->values[v].shape.d[0];
+    Builder b = {p, g, cm, NULL, NULL, NULL, NULL, NULL};
+    b.rep = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    b.saved = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
+    b.block_out = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
+    b.param_owner = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    for (int v = 0; v < g->n_values; v++) b.param_owner[v] = -1;
+    find_representatives(&b);
+    mark_values(&b);
+    form_groups(&b);
+    form_blocks(&b);
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        IlpGroup *gr = &p->groups[gi];
+        build_strats(&b, gr);
+        for (int m = 0; m < gr->n_members; m++) {
+            const Node *nd = ir_node(g, gr->members[m].node);
+            for (int i = 0; i < nd->n_in; i++)
+                if (b.param_owner[nd->in[i]] == gr->members[m].node) {
+                    gr->n_params++;
+                    gr->param_elems += (double)ir_shape_numel(ir_val(g, nd->in[i])->shape);
+                }
+        }
+        if (gr->n_params) p->n_layers += gr->mult;
+    }
+    build_edges(&b);
+    ir_free(b.rep);
+    ir_free(b.saved);
+    ir_free(b.block_out);
+    ir_free(b.param_owner);
+    return p;
+}
+
+void ilp_problem_free(IlpProblem *p) {
+    if (!p) return;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        IlpGroup *gr = &p->groups[gi];
+        for (int s = 0; s < gr->n_strats; s++) ir_free(gr->strats[s].member_st);
+        ir_free(gr->strats);
+        for (int m = 0; m < gr->n_members; m++) ir_free(gr->members[m].st);
+        ir_free(gr->members);
+    }
+    for (int e = 0; e < p->n_edges; e++) ir_free(p->edges[e].cost);
+    ir_free(p->edges);
+    ir_free(p->groups);
+    ir_free(p->blocks);
+    ir_free(p->group_of_node);
+    ir_free(p->member_of_node);
+    ir_free(p);
+}

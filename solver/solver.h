@@ -1,0 +1,175 @@
+/*
+ * solver.h — the planner: one problem (groups of ops with their strategies,
+ * edges, repeated blocks, parameter groups) built from a graph and a cost
+ * model, solved as one ILP with GLPK, or evaluated directly for a given
+ * choice (baselines, brute force). A section per file of solver/.
+ *
+ * The problem is the abstraction the planner reads: today it is built from
+ * the forward graph (the backward and the optimizer are priced from it, see
+ * cost.h); a training graph can feed the same tables later.
+ */
+#ifndef COLOSSAL_SOLVER_H
+#define COLOSSAL_SOLVER_H
+
+#include "cost.h"
+
+/* ---- problem.c: the planning problem -------------------------------------- */
+
+typedef enum { RC_NONE, RC_SELECTIVE, RC_FULL, RC__COUNT } RecomputePolicy;
+const char *ilp_recompute_name(RecomputePolicy p);
+
+#define ZERO_STAGES 4
+
+/* One strategy of a group: the leader's assignment, the members' strategies
+ * that follow from it, and every cost the ILP needs. Times in seconds, sizes
+ * in bytes, per device, per instance. */
+typedef struct IlpStrat {
+    int leader_st;              /* index into the leader's strategy list */
+    int *member_st;             /* per member: index into its strategy list */
+    double fwd_s, bwd_s;        /* compute */
+    double comm_s;              /* resharding inside the group, forward and backward */
+    double rec_sel_s;           /* forward time recomputed under selective recompute */
+    double act[RC__COUNT];      /* activation bytes saved for backward under each policy */
+    double transient;           /* largest per-op working set (gradient buffers) */
+    bool zero_ok[ZERO_STAGES];  /* stage allowed: 1-3 only where parameters are replicated */
+    double mem_static[ZERO_STAGES]; /* parameters + gradients + optimizer state */
+    double sync_s[ZERO_STAGES];     /* gradient synchronization */
+    double gather_s[ZERO_STAGES];   /* parameter all-gathers (ZeRO 1-3) */
+    double opt_s[ZERO_STAGES];      /* optimizer step */
+    double param_local;         /* bytes of the group's parameters as used (gathered) */
+} IlpStrat;
+
+typedef struct IlpMember {
+    NodeId node;
+    IterSpace is;
+    int n_st;
+    ShardStrategy *st;          /* every strategy of this node */
+} IlpMember;
+
+typedef struct IlpGroup {
+    const char *name;           /* the leader's first result */
+    int n_members;
+    IlpMember *members;         /* members[0] is the leader */
+    int block;                  /* IlpBlock index, -1 outside repeated blocks */
+    int mult;                   /* instances sharing this group's variables */
+    int n_strats;
+    IlpStrat *strats;
+    int n_params;               /* parameters this group owns */
+    double param_elems;         /* their elements (global) */
+} IlpGroup;
+
+/* Resharding between two groups, forward and backward, already multiplied
+ * by the number of times the edge occurs. */
+typedef struct IlpEdge {
+    int src, dst;
+    double *cost;               /* [src strat * dst->n_strats + dst strat] */
+} IlpEdge;
+
+typedef struct IlpBlock {
+    const char *name;
+    int instances;              /* instances sharing the variables */
+} IlpBlock;
+
+typedef struct IlpOptions {
+    bool tie;                   /* tie repeated blocks (default true) */
+    int micro_batches;          /* activations are divided by this (>= 1) */
+} IlpOptions;
+
+typedef struct IlpProblem {
+    const Graph *g;
+    const CostModel *cm;
+    IlpOptions opt;
+    int n_groups;
+    IlpGroup *groups;
+    int n_edges;
+    IlpEdge *edges;
+    int n_blocks;
+    IlpBlock *blocks;
+    int *group_of_node;         /* node -> group */
+    int *member_of_node;        /* node -> member index in its group */
+    int n_layers;               /* parameter-group instances (gradient buckets) */
+    double param_bytes, grad_bytes, opt_bytes; /* per parameter element */
+    int64_t batch;
+} IlpProblem;
+
+IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);
+void ilp_problem_free(IlpProblem *p);
+
+/* ---- eval.c: a choice and its price --------------------------------------- */
+
+typedef struct IlpChoice {
+    int *strat;                 /* per group */
+    int *zero;                  /* per group (0 where it owns no parameters) */
+    int (*count)[RC__COUNT];    /* per block: instances under each policy */
+} IlpChoice;
+
+typedef struct IlpPrice {
+    double step_s;
+    double compute_s, comm_s, recompute_s, sync_exposed_s, sync_s, optimizer_s, gather_s;
+    double peak_bytes;
+    double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes */
+} IlpPrice;
+
+IlpChoice ilp_choice_new(const IlpProblem *p);
+void ilp_choice_free(IlpChoice *c);
+void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src);
+/* Prices a choice directly (no ILP): the reference the ILP must agree with. */
+IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c);
+
+/* ---- ilp.c: the formulation and GLPK ---------------------------------------- */
+
+/* Restrictions on the space (baselines and forced options). NULL arrays and
+ * negative values mean free. */
+typedef struct IlpFix {
+    bool *allowed;              /* per group, n_strats flags concatenated (offset by ilp_fix_offset) */
+    int zero;                   /* -1 free, else every group's stage */
+    int recompute;              /* -1 free, else every block's policy */
+} IlpFix;
+
+typedef struct IlpSettings {
+    double mem_limit;           /* bytes per device */
+    double time_limit_s;
+    double mip_gap;
+    const char *dump_lp;        /* write the model in CPLEX LP format */
+    bool progress;              /* progress lines on solves longer than a second */
+    const IlpFix *fix;
+} IlpSettings;
+
+/* OPTIMAL: proven; GAP: within --mip-gap of the bound; FEASIBLE: stopped by
+ * the time limit with a plan. */
+typedef enum { ILP_OPTIMAL, ILP_GAP, ILP_FEASIBLE, ILP_INFEASIBLE, ILP_ERROR } IlpStatus;
+const char *ilp_status_name(IlpStatus s);
+static inline bool ilp_has_plan(IlpStatus s) { return s <= ILP_FEASIBLE; }
+
+typedef struct IlpResult {
+    IlpStatus status;
+    IlpChoice choice;
+    IlpPrice price;             /* ilp_evaluate of the choice */
+    double objective;           /* the ILP's objective */
+    double time_s;
+    int variables, constraints, integers;
+    bool gap_stop;              /* GLPK stopped at the relative gap */
+    double min_mem;             /* when infeasible: the smallest limit that fits */
+    IlpPrice min_mem_price;     /* and the breakdown at that point */
+} IlpResult;
+
+IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s);
+void ilp_result_free(IlpResult *r);
+
+/* ---- baselines.c ---------------------------------------------------------- */
+
+typedef struct IlpBaseline {
+    char name[32];
+    bool applicable;            /* the batch splits, the mesh has the axes */
+    bool fits;
+    IlpPrice price;
+    IlpChoice choice;
+} IlpBaseline;
+
+#define ILP_MAX_BASELINES 12
+/* dp, zero1, zero2, zero3, megatron, each also with -recompute. */
+int ilp_baselines(const IlpProblem *p, const IlpSettings *s, IlpBaseline *out);
+void ilp_baselines_free(IlpBaseline *b, int n);
+bool ilp_baseline_known(const char *name);
+
+#endif

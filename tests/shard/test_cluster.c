@@ -1,0 +1,189 @@
+/*
+ * test_cluster.c — cluster presets and shorthands, JSON cluster files and
+ * their errors, meshes (α, β per axis from the links crossed, bad meshes,
+ * default factorizations), and collective costs against hand-computed values.
+ */
+#define _DEFAULT_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "shard.h"
+
+/* Costs are sums of a few products of exact inputs: 1e-12 relative covers
+ * floating-point rounding only. */
+#define TIGHT 1e-12
+
+static void test_presets(void) {
+    ShardCluster c;
+    StrBuf e, h;
+    sb_init(&e);
+    sb_init(&h);
+    CHECK(shard_cluster_load("h100:8x8", &c, &e, &h));
+    CHECK_INT(c.nodes, 8);
+    CHECK_INT(c.per_node, 8);
+    CHECK_INT(shard_cluster_devices(&c), 64);
+    CHECK_NEAR(c.mem_bytes, 80e9, TIGHT);
+    CHECK_NEAR(c.peak_flops[DT_BF16], 989.5e12, TIGHT);
+    CHECK_NEAR(c.intra_bw, 450e9, TIGHT);
+    CHECK_NEAR(c.inter_bw, 50e9, TIGHT);
+    CHECK(shard_cluster_load("H200", &c, &e, &h));
+    CHECK_INT(shard_cluster_devices(&c), 8);
+    CHECK_NEAR(c.mem_bytes, 141e9, TIGHT);
+    CHECK_NEAR(c.mem_bw, 4.8e12, TIGHT);
+    CHECK(shard_cluster_load("a100-40gb:2x4", &c, &e, &h));
+    CHECK_NEAR(c.peak_flops[DT_F32], 19.5e12, TIGHT);
+    CHECK_INT(shard_cluster_devices(&c), 8);
+    CHECK(shard_cluster_load("a100-80gb", &c, &e, &h));
+    CHECK_NEAR(c.mem_bw, 2039e9, TIGHT);
+
+    sb_free(&e), sb_init(&e);
+    CHECK(!shard_cluster_load("v100", &c, &e, &h));
+    CHECK_CONTAINS(sb_cstr(&e), "unknown cluster preset 'v100'");
+    CHECK_CONTAINS(sb_cstr(&h), "h100:8x8");
+    sb_free(&e), sb_init(&e);
+    CHECK(!shard_cluster_load("h100:8x", &c, &e, NULL));
+    CHECK_CONTAINS(sb_cstr(&e), "invalid cluster shape '8x'");
+    sb_free(&e), sb_init(&e);
+    CHECK(!shard_cluster_load("h100:0x8", &c, &e, NULL));
+    CHECK_CONTAINS(sb_cstr(&e), "invalid cluster shape");
+    sb_free(&e), sb_init(&e);
+    CHECK(!shard_cluster_load("/nonexistent/c.json", &c, &e, NULL));
+    CHECK_CONTAINS(sb_cstr(&e), "cannot read cluster file");
+    sb_free(&e);
+    sb_free(&h);
+}
+
+static const char *good_json =
+    "{\"device\": \"X1\", \"nodes\": 2, \"per_node\": 4, \"memory_gb\": 24,\n"
+    " \"peak_tflops\": {\"f32\": 10, \"bf16\": 100, \"f16\": 100}, \"mem_bw_gbs\": 1000,\n"
+    " \"intra\": {\"latency_us\": 1, \"bandwidth_gbs\": 100},\n"
+    " \"inter\": {\"latency_us\": 10, \"bandwidth_gbs\": 10}}";
+
+static void json_error(const char *text, const char *expect) {
+    ShardCluster c;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(!shard_cluster_from_json(text, "c.json", &c, &e));
+    CHECK_CONTAINS(sb_cstr(&e), expect);
+    sb_free(&e);
+}
+
+static void test_json(void) {
+    ShardCluster c;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_from_json(good_json, "c.json", &c, &e));
+    CHECK_STR(c.device, "X1");
+    CHECK_INT(shard_cluster_devices(&c), 8);
+    CHECK_NEAR(c.mem_bytes, 24e9, TIGHT);
+    CHECK_NEAR(c.intra_lat, 1e-6, TIGHT);
+    CHECK_NEAR(c.inter_bw, 10e9, TIGHT);
+    CHECK_NEAR(c.peak_flops[DT_F32], 10e12, TIGHT);
+    /* through a file */
+    char path[] = "/tmp/colossal-cluster-XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(good_json, f);
+    fclose(f);
+    CHECK(shard_cluster_load(path, &c, &e, NULL));
+    CHECK_INT(c.per_node, 4);
+    remove(path);
+    sb_free(&e);
+
+    json_error("{\"device\": \"X\", ", "malformed JSON near line 1");
+    json_error("[1,2]", "must be a JSON object");
+    json_error("{\"nodes\": 1}", "missing field 'device'");
+    json_error("{\"device\": \"X\", \"nodes\": 2}", "missing field 'per_node'");
+    json_error("{\"device\": \"X\", \"nodes\": -2, \"per_node\": 4}",
+               "field 'nodes' must be positive, got -2");
+    json_error("{\"device\": \"X\", \"nodes\": 2.5, \"per_node\": 4}", "whole number");
+    json_error("{\"device\": \"X\", \"nodes\": 2, \"per_node\": 4, \"memory_gb\": \"big\"}",
+               "field 'memory_gb' must be a number");
+    json_error("{\"device\": \"X\", \"nodes\": 2, \"per_node\": 4, \"memory_gb\": 24,"
+               " \"mem_bw_gbs\": 1000, \"intra\": {\"latency_us\": 1, \"bandwidth_gbs\": 0}}",
+               "field 'intra.bandwidth_gbs' must be positive");
+    json_error("{\"device\": \"X\", \"nodes\": 2, \"per_node\": 4, \"memory_gb\": 24,"
+               " \"mem_bw_gbs\": 1000, \"intra\": {\"latency_us\": 1, \"bandwidth_gbs\": 5},"
+               " \"inter\": {\"latency_us\": 1, \"bandwidth_gbs\": 5},"
+               " \"peak_tflops\": {\"f32\": 1, \"bf16\": 2}}",
+               "missing field 'peak_tflops.f16'");
+}
+
+static void test_mesh(void) {
+    ShardCluster c;
+    ShardMesh m;
+    StrBuf e;
+    sb_init(&e);
+    shard_cluster_load("h100:8x8", &c, &e, NULL);
+    CHECK(shard_mesh_parse(&c, "8x8", &m, &e));
+    CHECK_INT(m.n_axes, 2);
+    CHECK(m.inter[0] && !m.inter[1]);
+    CHECK_NEAR(m.alpha[1], 2e-6, TIGHT);
+    CHECK_NEAR(m.beta[1], 1 / 450e9, TIGHT);
+    CHECK_NEAR(m.alpha[0], 5e-6, TIGHT);
+    CHECK_NEAR(m.beta[0], 1 / 50e9, TIGHT);
+    /* an inner axis of 16 spans two nodes: it crosses InfiniBand */
+    CHECK(shard_mesh_parse(&c, "4x16", &m, &e));
+    CHECK(m.inter[0] && m.inter[1]);
+    /* 2x4x8: axis 2 (8) is a whole node, axis 1 strides across nodes */
+    CHECK(shard_mesh_parse(&c, "2x4x8", &m, &e));
+    CHECK(m.inter[0] && m.inter[1] && !m.inter[2]);
+    CHECK(shard_mesh_parse(&c, "16x2x2", &m, &e));
+    CHECK(m.inter[0] && !m.inter[1] && !m.inter[2]);
+    CHECK(!shard_mesh_parse(&c, "8x4", &m, &e));
+    CHECK_CONTAINS(sb_cstr(&e), "the mesh has 32 devices but the cluster has 64");
+    sb_free(&e), sb_init(&e);
+    CHECK(!shard_mesh_parse(&c, "2x2x2x8", &m, &e));
+    CHECK_CONTAINS(sb_cstr(&e), "invalid mesh");
+    sb_free(&e), sb_init(&e);
+    CHECK(!shard_mesh_parse(&c, "0x64", &m, &e));
+    CHECK_CONTAINS(sb_cstr(&e), "invalid mesh");
+
+    /* defaults on 8x8: [64], [32,2], [16,4], [8,8], [8,2,4], [8,4,2]: every
+     * inner axis inside a node */
+    ShardMesh d[16];
+    int n = shard_mesh_defaults(&c, d, 16);
+    CHECK_INT(n, 6);
+    StrBuf b;
+    sb_init(&b);
+    for (int i = 0; i < n; i++) {
+        sb_puts(&b, i ? " " : "");
+        shard_mesh_print(&b, &d[i]);
+        CHECK(!d[i].inter[d[i].n_axes - 1] || d[i].n_axes == 1);
+    }
+    CHECK_STR(sb_cstr(&b), "64 32x2 16x4 8x8 8x2x4 8x4x2");
+    sb_free(&b);
+    sb_free(&e);
+}
+
+static void test_collective_costs(void) {
+    ShardCluster c;
+    ShardMesh m;
+    StrBuf e;
+    sb_init(&e);
+    shard_cluster_load("h100:2x8", &c, &e, NULL);
+    CHECK(shard_mesh_parse(&c, "2x8", &m, &e));
+    /* axis 1: 8 GPUs over NVLink (α 2 µs, 450 GB/s) */
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_REDUCE, 1, 1e9), 14 * 2e-6 + 14.0 / 8 * 1e9 / 450e9,
+               TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 1, 1e6), 7 * 2e-6 + 7e6 / 450e9, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_REDUCE_SCATTER, 1, 8e6), 7 * 2e-6 + 7e6 / 450e9, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_TO_ALL, 1, 8e6), 7 * 2e-6 + 7e6 / 450e9, TIGHT);
+    CHECK_NEAR(shard_coll_sent(&m, COLL_ALL_REDUCE, 1, 8e6), 14e6, TIGHT);
+    /* axis 0: 2 nodes over InfiniBand (α 5 µs, 50 GB/s) */
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 0, 1e6), 5e-6 + 1e6 / 50e9, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_REDUCE, 0, 4e9), 2 * 5e-6 + 4e9 / 50e9, TIGHT);
+    /* local ops: output bytes over memory bandwidth */
+    CHECK_NEAR(shard_coll_time(&m, COLL_SLICE, 1, 8e6), 1e6 / 3350e9, TIGHT);
+    sb_free(&e);
+}
+
+int main(void) {
+    test_presets();
+    test_json();
+    test_mesh();
+    test_collective_costs();
+    return check_done("test_shard_cluster");
+}

@@ -1,0 +1,276 @@
+/*
+ * test_planner.c — the planner's ILP against the model it linearizes:
+ *   - exactness: on small graphs (<= 6 ops, 2x2 mesh, a memory limit that
+ *     binds) a brute-force enumeration of every choice (strategy and ZeRO
+ *     stage per group, instances per recompute policy) priced by
+ *     ilp_evaluate() finds the same optimum as the ILP;
+ *   - tying: a repeated model gives the same optimum with and without tying;
+ *   - the ILP's objective equals the evaluator's price of its choice;
+ *   - never worse than a baseline, and every baseline lies in the ILP's space;
+ *   - infeasible limits report the smallest memory that fits;
+ *   - --dump-ilp writes CPLEX LP.
+ * Times are compared with a relative tolerance of 1e-9: both sides add the
+ * same doubles in different orders (GLPK's objective is a sum of products).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "plan.h"
+#include "text.h"
+
+#define RTOL 1e-7 /* GLPK's primal feasibility tolerance acts on continuous y, w */
+
+static const char *mlp_cir =
+    "# colossal-ir 1\n"
+    "graph mlp\n"
+    "input %x : f32[32,64]\n"
+    "input %y : i32[32]\n"
+    "param %fc1.weight : f32[64,256] init=normal(0.02)\n"
+    "param %fc1.bias : f32[256] init=zeros\n"
+    "param %fc2.weight : f32[256,8] init=normal(0.02)\n"
+    "param %fc2.bias : f32[8] init=zeros\n"
+    "%h0 : f32[32,256] = matmul(%x, %fc1.weight) {ta=0, tb=0}\n"
+    "%h1 : f32[32,256] = add(%h0, %fc1.bias)\n"
+    "%h2 : f32[32,256] = relu(%h1)\n"
+    "%h3 : f32[32,8] = matmul(%h2, %fc2.weight) {ta=0, tb=0}\n"
+    "%logits : f32[32,8] = add(%h3, %fc2.bias)\n"
+    "%loss : f32[] = cross_entropy(%logits, %y)\n"
+    "output %loss\n";
+
+static const char *rep_cir =
+    "# colossal-ir 1\n"
+    "graph rep\n"
+    "block h 2\n"
+    "input %x : f32[64,128]\n"
+    "input %y : i32[64]\n"
+    "param %h.0.w : f32[128,128] init=normal(0.02)\n"
+    "param %h.1.w : f32[128,128] init=normal(0.02)\n"
+    "param %head : f32[128,16] init=normal(0.02)\n"
+    "%h.0.a : f32[64,128] = matmul(%x, %h.0.w) {ta=0, tb=0} @h[0]\n"
+    "%h.0.o : f32[64,128] = gelu(%h.0.a) @h[0]\n"
+    "%h.1.a : f32[64,128] = matmul(%h.0.o, %h.1.w) {ta=0, tb=0} @h[1]\n"
+    "%h.1.o : f32[64,128] = gelu(%h.1.a) @h[1]\n"
+    "%logits : f32[64,16] = matmul(%h.1.o, %head) {ta=0, tb=0}\n"
+    "%loss : f32[] = cross_entropy(%logits, %y)\n"
+    "output %loss\n";
+
+static Graph *parse(const char *text) {
+    Graph *g = ir_parse("test.cir", text, strlen(text));
+    IR_ASSERT(g);
+    return g;
+}
+
+static ShardCluster cl;
+static ShardMesh mesh;
+static CostModel cm;
+
+static void setup(const char *cluster, const char *m, DType dt) {
+    StrBuf e;
+    sb_init(&e);
+    IR_ASSERT(shard_cluster_load(cluster, &cl, &e, NULL));
+    IR_ASSERT(shard_mesh_parse(&cl, m, &mesh, &e));
+    sb_free(&e);
+    cm = (CostModel){&cl, &mesh, dt};
+}
+
+/* ---- brute force ---------------------------------------------------------------- */
+
+typedef struct Brute {
+    const IlpProblem *p;
+    IlpChoice c, best;
+    double limit, best_t, min_peak, free_t, free_peak;
+    long visited;
+} Brute;
+
+static void brute_blocks(Brute *b, int k) {
+    const IlpProblem *p = b->p;
+    if (k == p->n_blocks) {
+        IlpPrice pr = ilp_evaluate(p, &b->c);
+        b->visited++;
+        if (pr.peak_bytes < b->min_peak) b->min_peak = pr.peak_bytes;
+        if (pr.step_s < b->free_t) b->free_t = pr.step_s, b->free_peak = pr.peak_bytes;
+        if (pr.peak_bytes <= b->limit && pr.step_s < b->best_t) {
+            b->best_t = pr.step_s;
+            ilp_choice_copy(p, &b->best, &b->c);
+        }
+        return;
+    }
+    int N = p->blocks[k].instances;
+    for (int s = 0; s <= N; s++)
+        for (int f = 0; s + f <= N; f++) {
+            b->c.count[k][RC_NONE] = N - s - f;
+            b->c.count[k][RC_SELECTIVE] = s;
+            b->c.count[k][RC_FULL] = f;
+            brute_blocks(b, k + 1);
+        }
+}
+
+static void brute_groups(Brute *b, int g) {
+    const IlpProblem *p = b->p;
+    if (g == p->n_groups) {
+        brute_blocks(b, 0);
+        return;
+    }
+    const IlpGroup *G = &p->groups[g];
+    for (int s = 0; s < G->n_strats; s++)
+        for (int z = 0; z < ZERO_STAGES; z++) {
+            if (G->n_params ? !G->strats[s].zero_ok[z] : z != 0) continue;
+            b->c.strat[g] = s;
+            b->c.zero[g] = z;
+            brute_groups(b, g + 1);
+        }
+}
+
+static double brute(const IlpProblem *p, double limit, double *min_peak, double *free_peak) {
+    Brute b = {p, ilp_choice_new(p), ilp_choice_new(p), limit, INFINITY, INFINITY, INFINITY, 0, 0};
+    brute_groups(&b, 0);
+    if (min_peak) *min_peak = b.min_peak;
+    if (free_peak) *free_peak = b.free_peak;
+    ilp_choice_free(&b.c);
+    ilp_choice_free(&b.best);
+    return b.best_t;
+}
+
+static IlpResult solve(const IlpProblem *p, double limit) {
+    IlpSettings s = {limit, 60, 0, NULL, false, NULL};
+    return ilp_solve(p, &s);
+}
+
+static void exactness(const char *name, const char *cir) {
+    Graph *g = parse(cir);
+    IlpOptions io = {true, 1};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    double min_peak, free_peak;
+    double free_t = brute(p, INFINITY, &min_peak, &free_peak);
+    CHECK(free_peak > min_peak); /* so a limit in between binds */
+    double limit = 0.5 * (min_peak + free_peak);
+    double want = brute(p, limit, NULL, NULL);
+    CHECK(want > free_t);
+    IlpResult r = solve(p, limit);
+    CHECK_INT(r.status, ILP_OPTIMAL);
+    CHECK_NEAR(r.objective, want, RTOL);
+    CHECK_NEAR(r.price.step_s, want, RTOL);
+    CHECK(r.price.peak_bytes <= limit * (1 + 1e-9));
+    printf("%s: brute force %.9g s (limit %.0f B), ILP %.9g s, %d vars\n", name, want, limit,
+           r.objective, r.variables);
+    /* and without a limit */
+    ilp_result_free(&r);
+    r = solve(p, INFINITY);
+    CHECK_NEAR(r.objective, free_t, RTOL);
+    ilp_result_free(&r);
+    /* below the smallest peak: infeasible, and the smallest limit is found */
+    r = solve(p, 0.9 * min_peak);
+    CHECK_INT(r.status, ILP_INFEASIBLE);
+    CHECK_NEAR(r.min_mem, min_peak, RTOL);
+    ilp_result_free(&r);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
+static void tying(void) {
+    Graph *g = parse(rep_cir);
+    IlpOptions tied = {true, 1}, untied = {false, 1};
+    IlpProblem *pt = ilp_problem_build(g, &cm, &tied), *pu = ilp_problem_build(g, &cm, &untied);
+    CHECK_INT(pt->n_blocks, 1);
+    CHECK_INT(pt->blocks[0].instances, 2);
+    CHECK_INT(pu->n_blocks, 2);
+    CHECK(pt->n_groups < pu->n_groups);
+    double min_peak, free_peak;
+    brute(pt, INFINITY, &min_peak, &free_peak);
+    /* no limit, and a moderate one: tying loses nothing */
+    double limits[2] = {INFINITY, 0.5 * (min_peak + free_peak)};
+    for (int i = 0; i < 2; i++) {
+        IlpResult a = solve(pt, limits[i]), b = solve(pu, limits[i]);
+        CHECK_INT(a.status, ILP_OPTIMAL);
+        CHECK_INT(b.status, ILP_OPTIMAL);
+        CHECK_NEAR(a.objective, b.objective, RTOL);
+        printf("tying: limit %.4g B: tied %.9g s (%d vars), untied %.9g s (%d vars)\n", limits[i],
+               a.objective, a.variables, b.objective, b.variables);
+        ilp_result_free(&a);
+        ilp_result_free(&b);
+    }
+    /* a tight limit: the untied space lets the two layers differ (one lean in
+     * memory, one fast), which tying cannot express: tied >= untied, and each
+     * ILP is still exact against its own brute force */
+    double tight = 0.25 * (3 * min_peak + free_peak);
+    IlpResult a = solve(pt, tight), b = solve(pu, tight);
+    CHECK_NEAR(a.objective, brute(pt, tight, NULL, NULL), RTOL);
+    CHECK_NEAR(b.objective, brute(pu, tight, NULL, NULL), RTOL);
+    CHECK(a.objective >= b.objective * (1 - RTOL));
+    printf("tying: limit %.4g B: tied %.9g s, untied %.9g s (layers differ)\n", tight, a.objective,
+           b.objective);
+    ilp_result_free(&a);
+    ilp_result_free(&b);
+    ilp_problem_free(pt);
+    ilp_problem_free(pu);
+    ir_graph_free(g);
+}
+
+static void baselines_inside(const char *path, const char *cluster, const char *m,
+                             int want_applicable) {
+    setup(cluster, m, DT_BF16);
+    size_t len;
+    char *text = ir_read_file(path, &len);
+    IR_ASSERT(text);
+    Graph *g = ir_parse(path, text, len);
+    ir_free(text);
+    IlpOptions io = {true, 1};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL};
+    IlpResult r = ilp_solve(p, &s);
+    CHECK_INT(r.status, ILP_OPTIMAL);
+    CHECK_NEAR(r.objective, r.price.step_s, RTOL);
+    IlpBaseline b[ILP_MAX_BASELINES];
+    int n = ilp_baselines(p, &s, b), applicable = 0;
+    for (int i = 0; i < n; i++) {
+        if (!b[i].applicable) continue;
+        applicable++;
+        /* the baseline's choice, priced directly, is its price */
+        IlpPrice again = ilp_evaluate(p, &b[i].choice);
+        CHECK_NEAR(again.step_s, b[i].price.step_s, 1e-12);
+        if (b[i].fits) CHECK(r.objective <= b[i].price.step_s * (1 + 1e-9));
+        printf("%s on %s: %-20s %.6g s %s  (ILP %.6g s)\n", path + strlen(COLOSSAL_SOURCE_DIR) + 1,
+               m, b[i].name, b[i].price.step_s, b[i].fits ? "fits" : "does not fit", r.objective);
+    }
+    CHECK_INT(applicable, want_applicable);
+    ilp_baselines_free(b, n);
+    ilp_result_free(&r);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
+static void dump_lp(void) {
+    setup("h100:1x4", "2x2", DT_F32);
+    Graph *g = parse(mlp_cir);
+    IlpOptions io = {true, 1};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    char path[] = "/tmp/colossal-ilp-test.lp";
+    IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL};
+    IlpResult r = ilp_solve(p, &s);
+    size_t len;
+    char *text = ir_read_file(path, &len);
+    CHECK(text != NULL);
+    CHECK_CONTAINS(text, "Minimize");
+    CHECK_CONTAINS(text, "Subject To");
+    CHECK_CONTAINS(text, "memory:");
+    CHECK_CONTAINS(text, "x_0_0_0");
+    CHECK_CONTAINS(text, "End");
+    ir_free(text);
+    remove(path);
+    ilp_result_free(&r);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
+int main(void) {
+    setup("h100:1x4", "2x2", DT_F32);
+    exactness("mlp", mlp_cir);
+    exactness("repeated", rep_cir);
+    tying();
+    dump_lp();
+    baselines_inside(COLOSSAL_SOURCE_DIR "/examples/ir/gpt2-2layer.cir", "h100:1x4", "2x2", 10);
+    /* batch 4 does not split 8 ways: only megatron (4-way TP x 2-way DP) applies */
+    baselines_inside(COLOSSAL_SOURCE_DIR "/examples/ir/gpt2-2layer.cir", "h100:2x4", "2x4", 2);
+    return check_done("test_solver_planner");
+}
