@@ -93,7 +93,7 @@ void ir_op_set_backward(int op, OpBackwardFn fn) {
 
 /* ---- helpers for rules ---------------------------------------------------- */
 
-static int add_iter(IterSpace *is, const char *name, int64_t size, IterKind k) {
+int rule_add_iter(IterSpace *is, const char *name, int64_t size, IterKind k) {
     IR_ASSERT(is->n_iters < IR_MAX_ITERS);
     Iter *it = &is->iters[is->n_iters];
     size_t n = strlen(name);
@@ -106,31 +106,31 @@ static int add_iter(IterSpace *is, const char *name, int64_t size, IterKind k) {
 }
 
 /* "i3", "b0", "k1": a letter and a small index. */
-static void iter_name(char nm[8], char letter, int idx) {
+void rule_iter_name(char nm[8], char letter, int idx) {
     snprintf(nm, 8, "%c%u", letter, (unsigned)(idx & 0xff));
 }
 
-static void map1(DimMap *m, int it) {
+void rule_map1(DimMap *m, int it) {
     m->n = 1;
     m->it[0] = (int8_t)it;
 }
 
-static int norm_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
+int rule_norm_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
 
-static bool need_float(const OpArgs *a, int i, StrBuf *err, const char *what) {
+bool rule_need_float(const OpArgs *a, int i, StrBuf *err, const char *what) {
     if (ir_dtype_is_float(a->dt[i])) return true;
     sb_printf(err, "%s must be a floating-point tensor, got %s", what, ir_dtype_name(a->dt[i]));
     return false;
 }
 
-static bool same_dtype(const OpArgs *a, int i, int j, StrBuf *err) {
+bool rule_same_dtype(const OpArgs *a, int i, int j, StrBuf *err) {
     if (a->dt[i] == a->dt[j]) return true;
     sb_printf(err, "operand %d is %s but operand %d is %s; insert a cast", i + 1,
               ir_dtype_name(a->dt[i]), j + 1, ir_dtype_name(a->dt[j]));
     return false;
 }
 
-static void shape_str(char *buf, size_t n, Shape s) {
+void rule_shape_str(char *buf, size_t n, Shape s) {
     StrBuf b;
     sb_init(&b);
     ir_shape_print(&b, s);
@@ -140,26 +140,26 @@ static void shape_str(char *buf, size_t n, Shape s) {
 
 /* One parallel iterator per dim of a rank-r tensor: operand i and result 0
  * map dim d to iterator d. */
-static void identity_space(IterSpace *is, Shape s, int n_in) {
+void rule_identity_space(IterSpace *is, Shape s, int n_in) {
     for (int d = 0; d < s.rank; d++) {
         char nm[8];
-        iter_name(nm, 'i', d);
-        add_iter(is, nm, s.d[d], IT_PARALLEL);
+        rule_iter_name(nm, 'i', d);
+        rule_add_iter(is, nm, s.d[d], IT_PARALLEL);
     }
     for (int i = 0; i < n_in; i++) {
         is->in_rank[i] = s.rank;
-        for (int d = 0; d < s.rank; d++) map1(&is->in[i][d], d);
+        for (int d = 0; d < s.rank; d++) rule_map1(&is->in[i][d], d);
     }
     is->out_rank[0] = s.rank;
-    for (int d = 0; d < s.rank; d++) map1(&is->out[0][d], d);
+    for (int d = 0; d < s.rank; d++) rule_map1(&is->out[0][d], d);
     is->out_shape[0] = s;
 }
 
 /* ---- rules ---------------------------------------------------------------- */
 
 bool rule_unary(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "the operand")) return false;
-    identity_space(is, a->sh[0], 1);
+    if (!rule_need_float(a, 0, err, "the operand")) return false;
+    rule_identity_space(is, a->sh[0], 1);
     is->out_dtype[0] = a->dt[0];
     return true;
 }
@@ -170,13 +170,13 @@ bool rule_cast(const OpArgs *a, IterSpace *is, StrBuf *err) {
         sb_printf(err, "cast target dtype is invalid");
         return false;
     }
-    identity_space(is, a->sh[0], 1);
+    rule_identity_space(is, a->sh[0], 1);
     is->out_dtype[0] = (DType)to;
     return true;
 }
 
 bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!same_dtype(a, 0, 1, err)) return false;
+    if (!rule_same_dtype(a, 0, 1, err)) return false;
     Shape x = a->sh[0], y = a->sh[1], o;
     o.rank = x.rank > y.rank ? x.rank : y.rank;
     for (int d = 0; d < o.rank; d++) {
@@ -184,8 +184,8 @@ bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
         int64_t sx = dx >= 0 ? x.d[dx] : 1, sy = dy >= 0 ? y.d[dy] : 1;
         if (sx != sy && sx != 1 && sy != 1) {
             char bx[128], by[128];
-            shape_str(bx, sizeof bx, x);
-            shape_str(by, sizeof by, y);
+            rule_shape_str(bx, sizeof bx, x);
+            rule_shape_str(by, sizeof by, y);
             sb_printf(err, "shapes %s and %s do not broadcast: dim %d is %lld vs %lld", bx, by, d,
                       (long long)sx, (long long)sy);
             return false;
@@ -194,26 +194,26 @@ bool rule_binary(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     for (int d = 0; d < o.rank; d++) {
         char nm[8];
-        iter_name(nm, 'i', d);
-        add_iter(is, nm, o.d[d], IT_PARALLEL);
+        rule_iter_name(nm, 'i', d);
+        rule_add_iter(is, nm, o.d[d], IT_PARALLEL);
     }
     for (int i = 0; i < 2; i++) {
         Shape s = a->sh[i];
         is->in_rank[i] = s.rank;
         for (int d = 0; d < s.rank; d++) {
             int od = d + (o.rank - s.rank);
-            if (s.d[d] == o.d[od]) map1(&is->in[i][d], od);
+            if (s.d[d] == o.d[od]) rule_map1(&is->in[i][d], od);
         }
     }
     is->out_rank[0] = o.rank;
-    for (int d = 0; d < o.rank; d++) map1(&is->out[0][d], d);
+    for (int d = 0; d < o.rank; d++) rule_map1(&is->out[0][d], d);
     is->out_shape[0] = o;
     is->out_dtype[0] = a->dt[0];
     return true;
 }
 
 bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "matmul's first operand") || !same_dtype(a, 0, 1, err)) return false;
+    if (!rule_need_float(a, 0, err, "matmul's first operand") || !rule_same_dtype(a, 0, 1, err)) return false;
     Shape x = a->sh[0], y = a->sh[1];
     bool ta = a->attr[0].i != 0, tb = a->attr[1].i != 0;
     if (x.rank < 2 || y.rank < 2) {
@@ -227,8 +227,8 @@ bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
     int64_t N = tb ? y.d[y.rank - 2] : y.d[y.rank - 1];
     if (K != K2) {
         char bx[128], by[128];
-        shape_str(bx, sizeof bx, x);
-        shape_str(by, sizeof by, y);
+        rule_shape_str(bx, sizeof bx, x);
+        rule_shape_str(by, sizeof by, y);
         sb_printf(err, "matmul of %s%s by %s%s: inner dims differ (%lld vs %lld)", bx,
                   ta ? " (transposed)" : "", by, tb ? " (transposed)" : "", (long long)K,
                   (long long)K2);
@@ -247,26 +247,26 @@ bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
         }
         o.d[d] = sx > sy ? sx : sy;
         char nm[8];
-        iter_name(nm, 'b', d);
-        add_iter(is, nm, o.d[d], IT_PARALLEL);
+        rule_iter_name(nm, 'b', d);
+        rule_add_iter(is, nm, o.d[d], IT_PARALLEL);
     }
-    int im = add_iter(is, "m", M, IT_PARALLEL);
-    int in = add_iter(is, "n", N, IT_PARALLEL);
-    int ik = add_iter(is, "k", K, IT_SUM);
+    int im = rule_add_iter(is, "m", M, IT_PARALLEL);
+    int in = rule_add_iter(is, "n", N, IT_PARALLEL);
+    int ik = rule_add_iter(is, "k", K, IT_SUM);
     o.d[bo] = M;
     o.d[bo + 1] = N;
     is->in_rank[0] = x.rank;
     is->in_rank[1] = y.rank;
     for (int d = 0; d < bx; d++)
-        if (x.d[d] == o.d[d + bo - bx]) map1(&is->in[0][d], d + bo - bx);
+        if (x.d[d] == o.d[d + bo - bx]) rule_map1(&is->in[0][d], d + bo - bx);
     for (int d = 0; d < by; d++)
-        if (y.d[d] == o.d[d + bo - by]) map1(&is->in[1][d], d + bo - by);
-    map1(&is->in[0][bx + (ta ? 1 : 0)], im);
-    map1(&is->in[0][bx + (ta ? 0 : 1)], ik);
-    map1(&is->in[1][by + (tb ? 1 : 0)], ik);
-    map1(&is->in[1][by + (tb ? 0 : 1)], in);
+        if (y.d[d] == o.d[d + bo - by]) rule_map1(&is->in[1][d], d + bo - by);
+    rule_map1(&is->in[0][bx + (ta ? 1 : 0)], im);
+    rule_map1(&is->in[0][bx + (ta ? 0 : 1)], ik);
+    rule_map1(&is->in[1][by + (tb ? 1 : 0)], ik);
+    rule_map1(&is->in[1][by + (tb ? 0 : 1)], in);
     is->out_rank[0] = o.rank;
-    for (int d = 0; d < o.rank; d++) map1(&is->out[0][d], d);
+    for (int d = 0; d < o.rank; d++) rule_map1(&is->out[0][d], d);
     is->out_shape[0] = o;
     is->out_dtype[0] = a->dt[0];
     return true;
@@ -277,7 +277,7 @@ bool rule_matmul(const OpArgs *a, IterSpace *is, StrBuf *err) {
  * keep their structure ([D, 3, H, Dh] for a fused QKV projection, [H, Dh, D]
  * for the attention output) and heads stay an iterator of their own. */
 bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "dense's input") || !same_dtype(a, 0, 1, err)) return false;
+    if (!rule_need_float(a, 0, err, "dense's input") || !rule_same_dtype(a, 0, 1, err)) return false;
     Shape x = a->sh[0], w = a->sh[1];
     int64_t k = a->attr[0].i;
     if (k < 1 || k > x.rank || k > w.rank) {
@@ -293,8 +293,8 @@ bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
     for (int j = 0; j < k; j++)
         if (x.d[lead + j] != w.d[j]) {
             char bx[128], bw[128];
-            shape_str(bx, sizeof bx, x);
-            shape_str(bw, sizeof bw, w);
+            rule_shape_str(bx, sizeof bx, x);
+            rule_shape_str(bw, sizeof bw, w);
             sb_printf(err,
                       "dense of %s by %s: x's last %lld dims must equal w's first %lld dims "
                       "(dim %d: %lld vs %lld)",
@@ -303,29 +303,29 @@ bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
             return false;
         }
     Shape o = {lead + nout, {0}};
-    char nm[16];
+    char nm[8];
     is->in_rank[0] = x.rank;
     is->in_rank[1] = w.rank;
     is->out_rank[0] = o.rank;
     for (int d = 0; d < lead; d++) {
-        iter_name(nm, 'i', d);
-        int it = add_iter(is, nm, x.d[d], IT_PARALLEL);
-        map1(&is->in[0][d], it);
-        map1(&is->out[0][d], it);
+        rule_iter_name(nm, 'i', d);
+        int it = rule_add_iter(is, nm, x.d[d], IT_PARALLEL);
+        rule_map1(&is->in[0][d], it);
+        rule_map1(&is->out[0][d], it);
         o.d[d] = x.d[d];
     }
     for (int j = 0; j < nout; j++) {
-        iter_name(nm, 'n', j);
-        int it = add_iter(is, nm, w.d[k + j], IT_PARALLEL);
-        map1(&is->in[1][k + j], it);
-        map1(&is->out[0][lead + j], it);
+        rule_iter_name(nm, 'n', j);
+        int it = rule_add_iter(is, nm, w.d[k + j], IT_PARALLEL);
+        rule_map1(&is->in[1][k + j], it);
+        rule_map1(&is->out[0][lead + j], it);
         o.d[lead + j] = w.d[k + j];
     }
     for (int j = 0; j < k; j++) {
-        iter_name(nm, 'k', j);
-        int it = add_iter(is, nm, w.d[j], IT_SUM);
-        map1(&is->in[0][lead + j], it);
-        map1(&is->in[1][j], it);
+        rule_iter_name(nm, 'k', j);
+        int it = rule_add_iter(is, nm, w.d[j], IT_SUM);
+        rule_map1(&is->in[0][lead + j], it);
+        rule_map1(&is->in[1][j], it);
     }
     is->out_shape[0] = o;
     is->out_dtype[0] = a->dt[0];
@@ -333,21 +333,21 @@ bool rule_dense(const OpArgs *a, IterSpace *is, StrBuf *err) {
 }
 
 bool rule_softmax(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "softmax's operand")) return false;
+    if (!rule_need_float(a, 0, err, "softmax's operand")) return false;
     Shape s = a->sh[0];
     if (s.rank < 1 || (a->attr[0].i && s.rank < 2)) {
         sb_printf(err, "softmax needs rank >= %d, got a rank-%d tensor", a->attr[0].i ? 2 : 1,
                   s.rank);
         return false;
     }
-    identity_space(is, s, 1);
+    rule_identity_space(is, s, 1);
     is->iters[s.rank - 1].kind = IT_NOSPLIT;
     is->out_dtype[0] = a->dt[0];
     return true;
 }
 
 static bool norm_common(const OpArgs *a, IterSpace *is, StrBuf *err, const char *op) {
-    if (!need_float(a, 0, err, "the normalized operand")) return false;
+    if (!rule_need_float(a, 0, err, "the normalized operand")) return false;
     Shape s = a->sh[0];
     if (s.rank < 1) {
         sb_printf(err, "%s needs a tensor of rank >= 1", op);
@@ -355,20 +355,20 @@ static bool norm_common(const OpArgs *a, IterSpace *is, StrBuf *err, const char 
     }
     int64_t D = s.d[s.rank - 1];
     for (int i = 1; i < a->n_in; i++) {
-        if (!same_dtype(a, 0, i, err)) return false;
+        if (!rule_same_dtype(a, 0, i, err)) return false;
         if (a->sh[i].rank != 1 || a->sh[i].d[0] != D) {
             char b[128];
-            shape_str(b, sizeof b, a->sh[i]);
+            rule_shape_str(b, sizeof b, a->sh[i]);
             sb_printf(err, "%s's %s must have shape [%lld] (the last dim of its input), got %s",
                       op, i == 1 ? "weight" : "bias", (long long)D, b);
             return false;
         }
     }
-    identity_space(is, s, 1);
+    rule_identity_space(is, s, 1);
     is->iters[s.rank - 1].kind = IT_NOSPLIT;
     for (int i = 1; i < a->n_in; i++) {
         is->in_rank[i] = 1;
-        map1(&is->in[i][0], s.rank - 1);
+        rule_map1(&is->in[i][0], s.rank - 1);
     }
     is->out_dtype[0] = a->dt[0];
     return true;
@@ -386,7 +386,7 @@ bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
         sb_printf(err, "embedding indices must be i32, got %s", ir_dtype_name(a->dt[0]));
         return false;
     }
-    if (!need_float(a, 1, err, "the embedding table")) return false;
+    if (!rule_need_float(a, 1, err, "the embedding table")) return false;
     Shape idx = a->sh[0], t = a->sh[1];
     if (t.rank != 2 || idx.rank + 1 > IR_MAX_DIMS) {
         sb_printf(err, "embedding table must be [vocab, dim], got rank %d", t.rank);
@@ -398,25 +398,25 @@ bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     is->in_rank[0] = idx.rank;
     for (int d = 0; d < idx.rank; d++) {
         char nm[8];
-        iter_name(nm, 'i', d);
-        map1(&is->in[0][d], add_iter(is, nm, idx.d[d], IT_PARALLEL));
+        rule_iter_name(nm, 'i', d);
+        rule_map1(&is->in[0][d], rule_add_iter(is, nm, idx.d[d], IT_PARALLEL));
     }
-    int id = add_iter(is, "d", t.d[1], IT_PARALLEL);
+    int id = rule_add_iter(is, "d", t.d[1], IT_PARALLEL);
     /* Splitting the vocabulary leaves each rank the rows it owns, zeros
      * elsewhere: a partial sum (Megatron's vocab-parallel embedding). */
-    int iv = add_iter(is, "v", t.d[0], IT_SUM);
+    int iv = rule_add_iter(is, "v", t.d[0], IT_SUM);
     is->in_rank[1] = 2;
-    map1(&is->in[1][0], iv);
-    map1(&is->in[1][1], id);
+    rule_map1(&is->in[1][0], iv);
+    rule_map1(&is->in[1][1], id);
     is->out_rank[0] = o.rank;
-    for (int d = 0; d <= idx.rank; d++) map1(&is->out[0][d], d);
+    for (int d = 0; d <= idx.rank; d++) rule_map1(&is->out[0][d], d);
     is->out_shape[0] = o;
     is->out_dtype[0] = a->dt[1];
     return true;
 }
 
 bool rule_pos_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "the position table")) return false;
+    if (!rule_need_float(a, 0, err, "the position table")) return false;
     Shape t = a->sh[0];
     int64_t len = a->attr[0].i;
     if (t.rank != 2) {
@@ -428,20 +428,20 @@ bool rule_pos_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
                   (long long)len, (long long)t.d[0]);
         return false;
     }
-    int it = add_iter(is, "t", len, IT_PARALLEL);
-    int id = add_iter(is, "d", t.d[1], IT_PARALLEL);
+    int it = rule_add_iter(is, "t", len, IT_PARALLEL);
+    int id = rule_add_iter(is, "d", t.d[1], IT_PARALLEL);
     is->in_rank[0] = 2; /* rows are read whole: dim 0 stays unmapped */
-    map1(&is->in[0][1], id);
+    rule_map1(&is->in[0][1], id);
     is->out_rank[0] = 2;
-    map1(&is->out[0][0], it);
-    map1(&is->out[0][1], id);
+    rule_map1(&is->out[0][0], it);
+    rule_map1(&is->out[0][1], id);
     is->out_shape[0] = (Shape){2, {len, t.d[1]}};
     is->out_dtype[0] = a->dt[0];
     return true;
 }
 
 bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "cross_entropy's logits")) return false;
+    if (!rule_need_float(a, 0, err, "cross_entropy's logits")) return false;
     if (a->dt[1] != DT_I32) {
         sb_printf(err, "cross_entropy targets must be i32, got %s", ir_dtype_name(a->dt[1]));
         return false;
@@ -451,8 +451,8 @@ bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
     for (int d = 0; ok && d < t.rank; d++) ok = l.d[d] == t.d[d];
     if (!ok) {
         char bl[128], bt[128];
-        shape_str(bl, sizeof bl, l);
-        shape_str(bt, sizeof bt, t);
+        rule_shape_str(bl, sizeof bl, l);
+        rule_shape_str(bt, sizeof bt, t);
         sb_printf(err, "cross_entropy logits %s need targets of their leading shape, got %s", bl,
                   bt);
         return false;
@@ -461,17 +461,17 @@ bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
      * divides by the global count), the class dim is normalized whole. */
     for (int d = 0; d < t.rank; d++) {
         char nm[8];
-        iter_name(nm, 'i', d);
-        add_iter(is, nm, t.d[d], IT_SUM);
+        rule_iter_name(nm, 'i', d);
+        rule_add_iter(is, nm, t.d[d], IT_SUM);
     }
-    int iv = add_iter(is, "v", l.d[l.rank - 1], IT_NOSPLIT);
+    int iv = rule_add_iter(is, "v", l.d[l.rank - 1], IT_NOSPLIT);
     is->in_rank[0] = l.rank;
     is->in_rank[1] = t.rank;
     for (int d = 0; d < t.rank; d++) {
-        map1(&is->in[0][d], d);
-        map1(&is->in[1][d], d);
+        rule_map1(&is->in[0][d], d);
+        rule_map1(&is->in[1][d], d);
     }
-    map1(&is->in[0][l.rank - 1], iv);
+    rule_map1(&is->in[0][l.rank - 1], iv);
     is->out_rank[0] = 0;
     is->out_shape[0] = (Shape){0, {0}};
     is->out_dtype[0] = DT_F32;
@@ -479,8 +479,8 @@ bool rule_cross_entropy(const OpArgs *a, IterSpace *is, StrBuf *err) {
 }
 
 bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "attention's q") || !same_dtype(a, 0, 1, err) ||
-        !same_dtype(a, 0, 2, err))
+    if (!rule_need_float(a, 0, err, "attention's q") || !rule_same_dtype(a, 0, 1, err) ||
+        !rule_same_dtype(a, 0, 2, err))
         return false;
     Shape q = a->sh[0], k = a->sh[1], v = a->sh[2];
     if (q.rank != 4 || k.rank != 4 || !ir_shape_eq(k, v)) {
@@ -489,8 +489,8 @@ bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     if (q.d[0] != k.d[0] || q.d[3] != k.d[3] || k.d[2] < 1 || q.d[2] % k.d[2] != 0) {
         char bq[128], bk[128];
-        shape_str(bq, sizeof bq, q);
-        shape_str(bk, sizeof bk, k);
+        rule_shape_str(bq, sizeof bq, q);
+        rule_shape_str(bk, sizeof bk, k);
         sb_printf(err,
                   "attention q %s and k %s disagree: batch and head dim must match and q's "
                   "heads must be a multiple of k's",
@@ -504,23 +504,23 @@ bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
                   (long long)S, (long long)T);
         return false;
     }
-    int ib = add_iter(is, "b", q.d[0], IT_PARALLEL);
-    int it = add_iter(is, "t", T, IT_PARALLEL);
-    int ig = add_iter(is, "g", k.d[2], IT_PARALLEL);
-    int ir = add_iter(is, "r", q.d[2] / k.d[2], IT_PARALLEL);
-    int id = add_iter(is, "d", q.d[3], IT_NOSPLIT);
-    int is_ = add_iter(is, "s", S, IT_NOSPLIT);
+    int ib = rule_add_iter(is, "b", q.d[0], IT_PARALLEL);
+    int it = rule_add_iter(is, "t", T, IT_PARALLEL);
+    int ig = rule_add_iter(is, "g", k.d[2], IT_PARALLEL);
+    int ir = rule_add_iter(is, "r", q.d[2] / k.d[2], IT_PARALLEL);
+    int id = rule_add_iter(is, "d", q.d[3], IT_NOSPLIT);
+    int is_ = rule_add_iter(is, "s", S, IT_NOSPLIT);
     is->in_rank[0] = 4;
-    map1(&is->in[0][0], ib);
-    map1(&is->in[0][1], it);
+    rule_map1(&is->in[0][0], ib);
+    rule_map1(&is->in[0][1], it);
     is->in[0][2] = (DimMap){2, {(int8_t)ig, (int8_t)ir}};
-    map1(&is->in[0][3], id);
+    rule_map1(&is->in[0][3], id);
     for (int i = 1; i < 3; i++) {
         is->in_rank[i] = 4;
-        map1(&is->in[i][0], ib);
-        map1(&is->in[i][1], is_);
-        map1(&is->in[i][2], ig);
-        map1(&is->in[i][3], id);
+        rule_map1(&is->in[i][0], ib);
+        rule_map1(&is->in[i][1], is_);
+        rule_map1(&is->in[i][2], ig);
+        rule_map1(&is->in[i][3], id);
     }
     is->out_rank[0] = 4;
     is->out[0][0] = is->in[0][0];
@@ -541,13 +541,13 @@ bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
 }
 
 bool rule_rope(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "rope's operand")) return false;
+    if (!rule_need_float(a, 0, err, "rope's operand")) return false;
     Shape s = a->sh[0];
     if (s.rank != 4 || s.d[3] % 2 != 0) {
         sb_printf(err, "rope takes [B,T,H,Dh] with an even head dim");
         return false;
     }
-    identity_space(is, s, 1);
+    rule_identity_space(is, s, 1);
     is->iters[3].kind = IT_NOSPLIT; /* rotates pairs across the head dim */
     memcpy(is->iters[1].name, "t", 2);
     is->out_dtype[0] = a->dt[0];
@@ -580,8 +580,8 @@ bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     if (ir_shape_numel(o) != n) {
         char bx[128], bo[128];
-        shape_str(bx, sizeof bx, x);
-        shape_str(bo, sizeof bo, o);
+        rule_shape_str(bx, sizeof bx, x);
+        rule_shape_str(bo, sizeof bo, o);
         sb_printf(err, "reshape of %s (%lld elements) to %s (%lld elements)", bx, (long long)n, bo,
                   (long long)ir_shape_numel(o));
         return false;
@@ -604,12 +604,12 @@ bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
             else po *= o.d[j++];
         }
         int ni = i - i0, nj = j - j0;
-        char nm[16];
+        char nm[8];
         if (ni == 1 && nj == 1) {
-            iter_name(nm, 'i', is->n_iters);
-            int it = add_iter(is, nm, x.d[i0], IT_PARALLEL);
-            map1(&is->in[0][i0], it);
-            map1(&is->out[0][j0], it);
+            rule_iter_name(nm, 'i', is->n_iters);
+            int it = rule_add_iter(is, nm, x.d[i0], IT_PARALLEL);
+            rule_map1(&is->in[0][i0], it);
+            rule_map1(&is->out[0][j0], it);
         } else if ((ni == 1 || nj == 1) && (ni > 1 ? ni : nj) <= IR_MAX_DIM_ITERS &&
                    is->n_iters + (ni > 1 ? ni : nj) <= IR_MAX_ITERS) {
             /* one dim splits into several (or several merge into one) */
@@ -618,11 +618,11 @@ bool rule_reshape(const OpArgs *a, IterSpace *is, StrBuf *err) {
             DimMap *big = split ? &is->in[0][one] : &is->out[0][one];
             big->n = many;
             for (int k = 0; k < many; k++) {
-                iter_name(nm, 'i', is->n_iters);
+                rule_iter_name(nm, 'i', is->n_iters);
                 int64_t sz = split ? o.d[first + k] : x.d[first + k];
-                int it = add_iter(is, nm, sz, IT_PARALLEL);
+                int it = rule_add_iter(is, nm, sz, IT_PARALLEL);
                 big->it[k] = (int8_t)it;
-                map1(split ? &is->out[0][first + k] : &is->in[0][first + k], it);
+                rule_map1(split ? &is->out[0][first + k] : &is->in[0][first + k], it);
             }
         }
     }
@@ -647,11 +647,11 @@ bool rule_permute(const OpArgs *a, IterSpace *is, StrBuf *err) {
         }
         seen[ax] = true;
     }
-    identity_space(is, x, 1);
+    rule_identity_space(is, x, 1);
     o.rank = x.rank;
     for (int d = 0; d < x.rank; d++) {
         o.d[d] = x.d[p->v[d]];
-        map1(&is->out[0][d], (int)p->v[d]);
+        rule_map1(&is->out[0][d], (int)p->v[d]);
     }
     is->out_shape[0] = o;
     is->out_dtype[0] = a->dt[0];
@@ -660,7 +660,7 @@ bool rule_permute(const OpArgs *a, IterSpace *is, StrBuf *err) {
 
 bool rule_split(const OpArgs *a, IterSpace *is, StrBuf *err) {
     Shape x = a->sh[0];
-    int ax = norm_axis(a->attr[0].i, x.rank);
+    int ax = rule_norm_axis(a->attr[0].i, x.rank);
     int64_t parts = a->attr[1].i;
     if (ax < 0 || ax >= x.rank) {
         sb_printf(err, "split axis %lld is out of range for a rank-%d tensor",
@@ -672,7 +672,7 @@ bool rule_split(const OpArgs *a, IterSpace *is, StrBuf *err) {
                   (long long)parts, IR_MAX_OUT, ax, (long long)x.d[ax]);
         return false;
     }
-    identity_space(is, x, 1);
+    rule_identity_space(is, x, 1);
     is->in[0][ax].n = 0; /* the split dim is read whole */
     is->iters[ax].size = x.d[ax] / parts;
     is->iters[ax].kind = IT_NOSPLIT;
@@ -690,7 +690,7 @@ bool rule_split(const OpArgs *a, IterSpace *is, StrBuf *err) {
 
 bool rule_concat(const OpArgs *a, IterSpace *is, StrBuf *err) {
     Shape x = a->sh[0];
-    int ax = norm_axis(a->attr[0].i, x.rank);
+    int ax = rule_norm_axis(a->attr[0].i, x.rank);
     if (ax < 0 || ax >= x.rank) {
         sb_printf(err, "concat axis %lld is out of range for rank %d", (long long)a->attr[0].i,
                   x.rank);
@@ -698,20 +698,20 @@ bool rule_concat(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     Shape o = x;
     for (int i = 1; i < a->n_in; i++) {
-        if (!same_dtype(a, 0, i, err)) return false;
+        if (!rule_same_dtype(a, 0, i, err)) return false;
         Shape y = a->sh[i];
         bool ok = y.rank == x.rank;
         for (int d = 0; ok && d < x.rank; d++) ok = d == ax || y.d[d] == x.d[d];
         if (!ok) {
             char bx[128], by[128];
-            shape_str(bx, sizeof bx, x);
-            shape_str(by, sizeof by, y);
+            rule_shape_str(bx, sizeof bx, x);
+            rule_shape_str(by, sizeof by, y);
             sb_printf(err, "concat along dim %d of %s and %s: other dims differ", ax, bx, by);
             return false;
         }
         o.d[ax] += y.d[ax];
     }
-    identity_space(is, o, a->n_in);
+    rule_identity_space(is, o, a->n_in);
     is->iters[ax].kind = IT_NOSPLIT;
     for (int i = 0; i < a->n_in; i++) is->in[i][ax].n = 0;
     is->out[0][ax].n = 0;
@@ -720,16 +720,16 @@ bool rule_concat(const OpArgs *a, IterSpace *is, StrBuf *err) {
 }
 
 bool rule_reduce(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "the reduced operand")) return false;
+    if (!rule_need_float(a, 0, err, "the reduced operand")) return false;
     Shape x = a->sh[0], o = {0, {0}};
-    int ax = norm_axis(a->attr[0].i, x.rank);
+    int ax = rule_norm_axis(a->attr[0].i, x.rank);
     bool keep = a->attr[1].i != 0;
     if (ax < 0 || ax >= x.rank) {
         sb_printf(err, "reduce axis %lld is out of range for a rank-%d tensor",
                   (long long)a->attr[0].i, x.rank);
         return false;
     }
-    identity_space(is, x, 1);
+    rule_identity_space(is, x, 1);
     is->iters[ax].kind = a->op == OP_REDUCE_MAX ? IT_MAX : IT_SUM;
     for (int d = 0; d < x.rank; d++) {
         if (d == ax && !keep) continue;
@@ -738,7 +738,7 @@ bool rule_reduce(const OpArgs *a, IterSpace *is, StrBuf *err) {
             is->out[0][o.rank].n = 0;
         } else {
             o.d[o.rank] = x.d[d];
-            map1(&is->out[0][o.rank], d);
+            rule_map1(&is->out[0][o.rank], d);
         }
         o.rank++;
     }

@@ -11,42 +11,6 @@
 #include "ops.h"
 #include "ops_rules.h"
 
-/* Small helpers; the forward rules in ops.c have their own copies. */
-static int add_iter(IterSpace *is, const char *name, int64_t size, IterKind k) {
-    IR_ASSERT(is->n_iters < IR_MAX_ITERS);
-    Iter *it = &is->iters[is->n_iters];
-    snprintf(it->name, sizeof it->name, "%s", name);
-    it->size = size;
-    it->kind = k;
-    return is->n_iters++;
-}
-
-static void map1(DimMap *m, int it) {
-    m->n = 1;
-    m->it[0] = (int8_t)it;
-}
-
-static void identity_space(IterSpace *is, Shape s, int n_in) {
-    for (int d = 0; d < s.rank; d++) {
-        char nm[16];
-        snprintf(nm, sizeof nm, "i%d", d);
-        add_iter(is, nm, s.d[d], IT_PARALLEL);
-    }
-    for (int i = 0; i < n_in; i++) {
-        is->in_rank[i] = s.rank;
-        for (int d = 0; d < s.rank; d++) map1(&is->in[i][d], d);
-    }
-    is->out_rank[0] = s.rank;
-    for (int d = 0; d < s.rank; d++) map1(&is->out[0][d], d);
-    is->out_shape[0] = s;
-}
-
-static bool need_float(const OpArgs *a, int i, StrBuf *err, const char *what) {
-    if (ir_dtype_is_float(a->dt[i])) return true;
-    sb_printf(err, "%s must be a floating-point tensor, got %s", what, ir_dtype_name(a->dt[i]));
-    return false;
-}
-
 static bool same_shape(const OpArgs *a, int i, int j, StrBuf *err) {
     if (ir_shape_eq(a->sh[i], a->sh[j]) && a->dt[i] == a->dt[j]) return true;
     StrBuf x, y;
@@ -77,7 +41,7 @@ static Shape attr_shape(const Attr *at) {
 /* sum_to: sums x down to a shape it broadcasts from (numpy rules): leading
  * extra dims and dims where the target is 1 are summed. */
 bool rule_sum_to(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "sum_to's operand")) return false;
+    if (!rule_need_float(a, 0, err, "sum_to's operand")) return false;
     Shape x = a->sh[0], t = attr_shape(&a->attr[0]);
     if (t.rank > x.rank) {
         sb_printf(err, "sum_to cannot raise rank %d to %d", x.rank, t.rank);
@@ -87,17 +51,17 @@ bool rule_sum_to(const OpArgs *a, IterSpace *is, StrBuf *err) {
     is->out_rank[0] = t.rank;
     for (int d = 0; d < x.rank; d++) {
         int od = d - (x.rank - t.rank);
-        char nm[16];
-        snprintf(nm, sizeof nm, "i%d", d);
+        char nm[8];
+        rule_iter_name(nm, 'i', d);
         bool keep = od >= 0 && t.d[od] == x.d[d];
         if (od >= 0 && !keep && t.d[od] != 1) {
             sb_printf(err, "sum_to: dim %d of size %lld cannot sum to %lld", d, (long long)x.d[d],
                       (long long)t.d[od]);
             return false;
         }
-        int it = add_iter(is, nm, x.d[d], keep ? IT_PARALLEL : IT_SUM);
-        map1(&is->in[0][d], it);
-        if (keep) map1(&is->out[0][od], it);
+        int it = rule_add_iter(is, nm, x.d[d], keep ? IT_PARALLEL : IT_SUM);
+        rule_map1(&is->in[0][d], it);
+        if (keep) rule_map1(&is->out[0][od], it);
     }
     is->out_shape[0] = t;
     is->out_dtype[0] = a->dt[0];
@@ -116,14 +80,14 @@ bool rule_expand(const OpArgs *a, IterSpace *is, StrBuf *err) {
             sb_printf(err, "expand target dim %d is %lld", d, (long long)t.d[d]);
             return false;
         }
-        char nm[16];
-        snprintf(nm, sizeof nm, "i%d", d);
-        add_iter(is, nm, t.d[d], IT_PARALLEL);
+        char nm[8];
+        rule_iter_name(nm, 'i', d);
+        rule_add_iter(is, nm, t.d[d], IT_PARALLEL);
     }
     is->in_rank[0] = x.rank;
     for (int d = 0; d < x.rank; d++) {
         int od = d + (t.rank - x.rank);
-        if (x.d[d] == t.d[od]) map1(&is->in[0][d], od);
+        if (x.d[d] == t.d[od]) rule_map1(&is->in[0][d], od);
         else if (x.d[d] != 1) {
             sb_printf(err, "expand: dim %d of size %lld does not broadcast to %lld", d,
                       (long long)x.d[d], (long long)t.d[od]);
@@ -131,14 +95,14 @@ bool rule_expand(const OpArgs *a, IterSpace *is, StrBuf *err) {
         }
     }
     is->out_rank[0] = t.rank;
-    for (int d = 0; d < t.rank; d++) map1(&is->out[0][d], d);
+    for (int d = 0; d < t.rank; d++) rule_map1(&is->out[0][d], d);
     is->out_shape[0] = t;
     is->out_dtype[0] = a->dt[0];
     return true;
 }
 
 bool rule_zeros_like(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    identity_space(is, a->sh[0], 1);
+    rule_identity_space(is, a->sh[0], 1);
     is->out_dtype[0] = a->dt[0];
     return true;
 }
@@ -155,7 +119,7 @@ bool rule_slice(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     Shape o = x;
     o.d[ax] = len;
-    identity_space(is, o, 1);
+    rule_identity_space(is, o, 1);
     is->in[0][ax].n = 0; /* read whole along the axis */
     is->out_dtype[0] = a->dt[0];
     return true;
@@ -163,7 +127,7 @@ bool rule_slice(const OpArgs *a, IterSpace *is, StrBuf *err) {
 
 /* dense_dx(dy, w){k}: dx[lead, k...] = sum over n... of dy[lead, n...] * w[k..., n...]. */
 bool rule_dense_dx(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "dense_dx's dy") || !need_float(a, 1, err, "dense_dx's w"))
+    if (!rule_need_float(a, 0, err, "dense_dx's dy") || !rule_need_float(a, 1, err, "dense_dx's w"))
         return false;
     Shape dy = a->sh[0], w = a->sh[1];
     int64_t k = a->attr[0].i;
@@ -176,30 +140,30 @@ bool rule_dense_dx(const OpArgs *a, IterSpace *is, StrBuf *err) {
                   (long long)k);
         return false;
     }
-    char nm[16];
+    char nm[8];
     Shape o = {lead + (int)k, {0}};
     is->in_rank[0] = dy.rank;
     is->in_rank[1] = w.rank;
     is->out_rank[0] = o.rank;
     for (int d = 0; d < lead; d++) {
-        snprintf(nm, sizeof nm, "i%d", d);
-        int it = add_iter(is, nm, dy.d[d], IT_PARALLEL);
-        map1(&is->in[0][d], it);
-        map1(&is->out[0][d], it);
+        rule_iter_name(nm, 'i', d);
+        int it = rule_add_iter(is, nm, dy.d[d], IT_PARALLEL);
+        rule_map1(&is->in[0][d], it);
+        rule_map1(&is->out[0][d], it);
         o.d[d] = dy.d[d];
     }
     for (int j = 0; j < k; j++) {
-        snprintf(nm, sizeof nm, "k%d", j);
-        int it = add_iter(is, nm, w.d[j], IT_PARALLEL);
-        map1(&is->in[1][j], it);
-        map1(&is->out[0][lead + j], it);
+        rule_iter_name(nm, 'k', j);
+        int it = rule_add_iter(is, nm, w.d[j], IT_PARALLEL);
+        rule_map1(&is->in[1][j], it);
+        rule_map1(&is->out[0][lead + j], it);
         o.d[lead + j] = w.d[j];
     }
     for (int j = 0; j < nout; j++) {
-        snprintf(nm, sizeof nm, "n%d", j);
-        int it = add_iter(is, nm, w.d[k + j], IT_SUM);
-        map1(&is->in[0][lead + j], it);
-        map1(&is->in[1][k + j], it);
+        rule_iter_name(nm, 'n', j);
+        int it = rule_add_iter(is, nm, w.d[k + j], IT_SUM);
+        rule_map1(&is->in[0][lead + j], it);
+        rule_map1(&is->in[1][k + j], it);
     }
     is->out_shape[0] = o;
     is->out_dtype[0] = a->dt[0];
@@ -208,7 +172,7 @@ bool rule_dense_dx(const OpArgs *a, IterSpace *is, StrBuf *err) {
 
 /* dense_dw(x, dy){k}: dw[k..., n...] = sum over lead of x[lead, k...] * dy[lead, n...]. */
 bool rule_dense_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "dense_dw's x") || !need_float(a, 1, err, "dense_dw's dy"))
+    if (!rule_need_float(a, 0, err, "dense_dw's x") || !rule_need_float(a, 1, err, "dense_dw's dy"))
         return false;
     Shape x = a->sh[0], dy = a->sh[1];
     int64_t k = a->attr[0].i;
@@ -221,30 +185,30 @@ bool rule_dense_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
                   (long long)k);
         return false;
     }
-    char nm[16];
+    char nm[8];
     Shape o = {(int)k + nout, {0}};
     is->in_rank[0] = x.rank;
     is->in_rank[1] = dy.rank;
     is->out_rank[0] = o.rank;
     for (int j = 0; j < k; j++) {
-        snprintf(nm, sizeof nm, "k%d", j);
-        int it = add_iter(is, nm, x.d[lead + j], IT_PARALLEL);
-        map1(&is->in[0][lead + j], it);
-        map1(&is->out[0][j], it);
+        rule_iter_name(nm, 'k', j);
+        int it = rule_add_iter(is, nm, x.d[lead + j], IT_PARALLEL);
+        rule_map1(&is->in[0][lead + j], it);
+        rule_map1(&is->out[0][j], it);
         o.d[j] = x.d[lead + j];
     }
     for (int j = 0; j < nout; j++) {
-        snprintf(nm, sizeof nm, "n%d", j);
-        int it = add_iter(is, nm, dy.d[lead + j], IT_PARALLEL);
-        map1(&is->in[1][lead + j], it);
-        map1(&is->out[0][k + j], it);
+        rule_iter_name(nm, 'n', j);
+        int it = rule_add_iter(is, nm, dy.d[lead + j], IT_PARALLEL);
+        rule_map1(&is->in[1][lead + j], it);
+        rule_map1(&is->out[0][k + j], it);
         o.d[k + j] = dy.d[lead + j];
     }
     for (int d = 0; d < lead; d++) {
-        snprintf(nm, sizeof nm, "i%d", d);
-        int it = add_iter(is, nm, x.d[d], IT_SUM);
-        map1(&is->in[0][d], it);
-        map1(&is->in[1][d], it);
+        rule_iter_name(nm, 'i', d);
+        int it = rule_add_iter(is, nm, x.d[d], IT_SUM);
+        rule_map1(&is->in[0][d], it);
+        rule_map1(&is->in[1][d], it);
     }
     is->out_shape[0] = o;
     is->out_dtype[0] = a->dt[0];
@@ -253,21 +217,21 @@ bool rule_dense_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
 
 /* gelu_bwd(x, dy), relu_bwd(x, dy), silu_bwd(x, dy), tanh_bwd(y, dy). */
 bool rule_elem_bwd(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "the operand") || !same_shape(a, 0, 1, err)) return false;
-    identity_space(is, a->sh[0], 2);
+    if (!rule_need_float(a, 0, err, "the operand") || !same_shape(a, 0, 1, err)) return false;
+    rule_identity_space(is, a->sh[0], 2);
     is->out_dtype[0] = a->dt[0];
     return true;
 }
 
 /* softmax_bwd(y, dy): the normalized (last) dim stays whole, as in softmax. */
 bool rule_softmax_bwd(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "softmax_bwd's y") || !same_shape(a, 0, 1, err)) return false;
+    if (!rule_need_float(a, 0, err, "softmax_bwd's y") || !same_shape(a, 0, 1, err)) return false;
     Shape s = a->sh[0];
     if (s.rank < 1) {
         sb_printf(err, "softmax_bwd needs rank >= 1");
         return false;
     }
-    identity_space(is, s, 2);
+    rule_identity_space(is, s, 2);
     is->iters[s.rank - 1].kind = IT_NOSPLIT;
     is->out_dtype[0] = a->dt[0];
     return true;
@@ -275,19 +239,19 @@ bool rule_softmax_bwd(const OpArgs *a, IterSpace *is, StrBuf *err) {
 
 /* layer_norm_dx / rms_norm_dx (x, w, dy): per row, needs whole rows. */
 bool rule_norm_dx(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "the normalized operand") || !same_shape(a, 0, 2, err)) return false;
+    if (!rule_need_float(a, 0, err, "the normalized operand") || !same_shape(a, 0, 2, err)) return false;
     Shape s = a->sh[0];
     if (s.rank < 1 || a->sh[1].rank != 1 || a->sh[1].d[0] != s.d[s.rank - 1] ||
         a->dt[1] != a->dt[0]) {
         sb_printf(err, "norm backward needs x [..., D], a weight [D] and dy like x");
         return false;
     }
-    identity_space(is, s, 1);
+    rule_identity_space(is, s, 1);
     is->iters[s.rank - 1].kind = IT_NOSPLIT;
     is->in_rank[1] = 1;
-    map1(&is->in[1][0], s.rank - 1);
+    rule_map1(&is->in[1][0], s.rank - 1);
     is->in_rank[2] = s.rank;
-    for (int d = 0; d < s.rank; d++) map1(&is->in[2][d], d);
+    for (int d = 0; d < s.rank; d++) rule_map1(&is->in[2][d], d);
     is->out_dtype[0] = a->dt[0];
     return true;
 }
@@ -295,18 +259,18 @@ bool rule_norm_dx(const OpArgs *a, IterSpace *is, StrBuf *err) {
 /* layer_norm_dw / rms_norm_dw (x, dy) -> [D]: sum over rows of dy * x_hat.
  * Rows are summed; x's last dim is read whole (each row's statistics). */
 bool rule_norm_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "the normalized operand") || !same_shape(a, 0, 1, err)) return false;
+    if (!rule_need_float(a, 0, err, "the normalized operand") || !same_shape(a, 0, 1, err)) return false;
     Shape s = a->sh[0];
     if (s.rank < 1) {
         sb_printf(err, "norm weight gradient needs rank >= 1");
         return false;
     }
-    identity_space(is, s, 2);
+    rule_identity_space(is, s, 2);
     for (int d = 0; d < s.rank - 1; d++) is->iters[d].kind = IT_SUM;
     is->in[0][s.rank - 1].n = 0;
     is->out_rank[0] = 1;
     memset(is->out[0], 0, sizeof is->out[0]);
-    map1(&is->out[0][0], s.rank - 1);
+    rule_map1(&is->out[0][0], s.rank - 1);
     is->out_shape[0] = (Shape){1, {s.d[s.rank - 1]}};
     is->out_dtype[0] = a->dt[0];
     return true;
@@ -327,19 +291,19 @@ bool rule_embedding_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
     is->in_rank[1] = dy.rank;
     double n = 1;
     for (int d = 0; d < idx.rank; d++) {
-        char nm[16];
-        snprintf(nm, sizeof nm, "i%d", d);
-        int it = add_iter(is, nm, idx.d[d], IT_SUM);
-        map1(&is->in[0][d], it);
-        map1(&is->in[1][d], it);
+        char nm[8];
+        rule_iter_name(nm, 'i', d);
+        int it = rule_add_iter(is, nm, idx.d[d], IT_SUM);
+        rule_map1(&is->in[0][d], it);
+        rule_map1(&is->in[1][d], it);
         n *= (double)idx.d[d];
     }
-    int id = add_iter(is, "d", dy.d[idx.rank], IT_PARALLEL);
-    int iv = add_iter(is, "v", rows, IT_PARALLEL);
-    map1(&is->in[1][idx.rank], id);
+    int id = rule_add_iter(is, "d", dy.d[idx.rank], IT_PARALLEL);
+    int iv = rule_add_iter(is, "v", rows, IT_PARALLEL);
+    rule_map1(&is->in[1][idx.rank], id);
     is->out_rank[0] = 2;
-    map1(&is->out[0][0], iv);
-    map1(&is->out[0][1], id);
+    rule_map1(&is->out[0][0], iv);
+    rule_map1(&is->out[0][1], id);
     is->out_shape[0] = (Shape){2, {rows, dy.d[idx.rank]}};
     is->out_dtype[0] = a->dt[1];
     is->flops = n * (double)dy.d[idx.rank]; /* one add per gathered element */
@@ -354,13 +318,13 @@ bool rule_pos_embedding_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
         sb_printf(err, "position_embedding_dw takes dy [T, D] and rows >= T");
         return false;
     }
-    int ir = add_iter(is, "r", rows, IT_PARALLEL);
-    int id = add_iter(is, "d", dy.d[1], IT_PARALLEL);
+    int ir = rule_add_iter(is, "r", rows, IT_PARALLEL);
+    int id = rule_add_iter(is, "d", dy.d[1], IT_PARALLEL);
     is->in_rank[0] = 2; /* dy's rows are read whole */
-    map1(&is->in[0][1], id);
+    rule_map1(&is->in[0][1], id);
     is->out_rank[0] = 2;
-    map1(&is->out[0][0], ir);
-    map1(&is->out[0][1], id);
+    rule_map1(&is->out[0][0], ir);
+    rule_map1(&is->out[0][1], id);
     is->out_shape[0] = (Shape){2, {rows, dy.d[1]}};
     is->out_dtype[0] = a->dt[0];
     is->flops = 0;
@@ -377,10 +341,10 @@ bool rule_cross_entropy_bwd(const OpArgs *a, IterSpace *is, StrBuf *err) {
         sb_printf(err, "cross_entropy_bwd takes logits [..., V], i32 targets [...] and a scalar");
         return false;
     }
-    identity_space(is, l, 1);
+    rule_identity_space(is, l, 1);
     is->iters[l.rank - 1].kind = IT_NOSPLIT;
     is->in_rank[1] = t.rank;
-    for (int d = 0; d < t.rank; d++) map1(&is->in[1][d], d);
+    for (int d = 0; d < t.rank; d++) rule_map1(&is->in[1][d], d);
     is->in_rank[2] = 0;
     is->out_dtype[0] = a->dt[0];
     return true;
@@ -430,14 +394,14 @@ bool rule_reduce_max_bwd(const OpArgs *a, IterSpace *is, StrBuf *err) {
         sb_printf(err, "reduce_max_bwd takes x, and y and dy of reduce_max(x)'s shape");
         return false;
     }
-    identity_space(is, x, 1);
+    rule_identity_space(is, x, 1);
     is->iters[ax].kind = IT_NOSPLIT;
     for (int i = 1; i < 3; i++) {
         is->in_rank[i] = r.rank;
         int k = 0;
         for (int d = 0; d < x.rank; d++) {
             if (d == ax && !keep) continue;
-            if (d != ax) map1(&is->in[i][k], d);
+            if (d != ax) rule_map1(&is->in[i][k], d);
             k++;
         }
     }
@@ -447,8 +411,8 @@ bool rule_reduce_max_bwd(const OpArgs *a, IterSpace *is, StrBuf *err) {
 
 /* sumsq(x) -> f32 scalar: sum of squares (global-norm clipping, overflow check). */
 bool rule_sumsq(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "sumsq's operand")) return false;
-    identity_space(is, a->sh[0], 1);
+    if (!rule_need_float(a, 0, err, "sumsq's operand")) return false;
+    rule_identity_space(is, a->sh[0], 1);
     for (int d = 0; d < a->sh[0].rank; d++) is->iters[d].kind = IT_SUM;
     is->out_rank[0] = 0;
     memset(is->out[0], 0, sizeof is->out[0]);
@@ -474,8 +438,8 @@ bool rule_scalars(const OpArgs *a, IterSpace *is, StrBuf *err) {
 
 /* grad_accum(acc, g){scale}: acc + scale * g (micro-batch accumulation). */
 bool rule_grad_accum(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    if (!need_float(a, 0, err, "the accumulator") || !same_shape(a, 0, 1, err)) return false;
-    identity_space(is, a->sh[0], 2);
+    if (!rule_need_float(a, 0, err, "the accumulator") || !same_shape(a, 0, 1, err)) return false;
+    rule_identity_space(is, a->sh[0], 2);
     is->out_dtype[0] = a->dt[0];
     return true;
 }
@@ -485,12 +449,12 @@ bool rule_grad_accum(const OpArgs *a, IterSpace *is, StrBuf *err) {
  * (learning rate, step, gradient coefficient) index nothing. */
 bool rule_optimizer(const OpArgs *a, IterSpace *is, StrBuf *err) {
     int n_tensors = a->op == OP_ADAMW ? 4 : 3;
-    if (!need_float(a, 0, err, "the parameter")) return false;
+    if (!rule_need_float(a, 0, err, "the parameter")) return false;
     for (int i = 1; i < n_tensors; i++)
         if (!same_shape(a, 0, i, err)) return false;
     for (int i = n_tensors; i < a->n_in; i++)
         if (!need_scalar(a, i, err, "learning rate, step and coefficient")) return false;
-    identity_space(is, a->sh[0], n_tensors);
+    rule_identity_space(is, a->sh[0], n_tensors);
     for (int i = n_tensors; i < a->n_in; i++) is->in_rank[i] = 0;
     int n_out = a->op == OP_ADAMW ? 3 : 2;
     for (int k = 0; k < n_out; k++) {
