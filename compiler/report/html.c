@@ -235,7 +235,8 @@ static void ops_table(StrBuf *o, const RepRows *rows) {
 /* Markdown tables of a section turned into HTML (the summary-like sections
  * share their wording with the Markdown renderer). */
 static void md_tables(StrBuf *o, const char *md) {
-    bool in_table = false, in_pre = false, header = false;
+    bool in_table = false, in_pre = false, header = false, right[32] = {0};
+    int ncols = 0;
     const char *line = md;
     while (*line) {
         const char *nl = strchr(line, '\n');
@@ -249,10 +250,27 @@ static void md_tables(StrBuf *o, const char *md) {
             esc(o, buf);
             sb_putc(o, '\n');
         } else if (buf[0] == '|') {
-            if (!in_table) sb_puts(o, "<table>"), in_table = true, header = true;
+            if (!in_table) {
+                sb_puts(o, "<table>"), in_table = true, header = true;
+                /* the alignment row after the header: right-aligned columns */
+                ncols = 0;
+                const char *al = nl ? nl + 1 : "";
+                for (const char *q = al; *q && *q != '\n'; q++)
+                    if (*q == '|' && q[1] && q[1] != '\n' && ncols < 32) right[ncols++] = strncmp(q + 1, "---:", 4) == 0;
+                /* an all-empty header ("| | |") is not shown */
+                bool empty = true;
+                for (const char *q = buf; *q; q++) empty &= *q == '|' || *q == ' ';
+                if (empty) {
+                    header = false;
+                    if (!nl) break;
+                    line = nl + 1;
+                    continue;
+                }
+            }
             if (!strncmp(buf, "|---", 4) || !strncmp(buf, "|--:", 4)) {
                 header = false;
             } else {
+                int col = 0;
                 sb_puts(o, "<tr>");
                 char *p = buf + 1;
                 while (*p) {
@@ -265,7 +283,8 @@ static void md_tables(StrBuf *o, const char *md) {
                     while (L && s[L - 1] == ' ') s[--L] = 0;
                     bool bold = L > 4 && !strncmp(s, "**", 2) && !strcmp(s + L - 2, "**");
                     if (bold) s[L - 2] = 0, s += 2;
-                    sb_puts(o, header ? "<th>" : "<td>");
+                    sb_puts(o, header ? "<th>" : col < ncols && right[col] ? "<td class=n>" : "<td>");
+                    col++;
                     if (bold) sb_puts(o, "<b>");
                     for (char *q = s; *q; q++)
                         if (*q != '`') {
