@@ -70,14 +70,15 @@ static void iter_role(StrBuf *b, const Graph *g, NodeId n, const IterSpace *is, 
     int d0 = -1;
     bool batch_it = is->n_in > 0 && is->in_rank[0] > 0 && ir_val(g, nd->in[0])->role != ROLE_PARAM &&
                     is->in[0][0].n > 0 && is->in[0][0].it[0] == it && I->size == batch;
+    const char *note = NULL;
     if (batch_it) sb_puts(b, "batch");
-    else if (I->kind == IT_SUM) sb_puts(b, on_param ? "row-parallel (partial sums)" : "reduction split (partial sums)");
-    else if (I->kind == IT_MAX) sb_puts(b, "max-reduction split (partial maxima)");
+    else if (I->kind == IT_SUM) sb_puts(b, on_param ? "row-parallel" : "reduction split"), note = "partial sums";
+    else if (I->kind == IT_MAX) sb_puts(b, "max-reduction split"), note = "partial maxima";
     else if (on_param) sb_puts(b, matmul_like ? "column-parallel" : "feature-parallel");
     else if (is->n_out > 0 && iter_indexes(is->out[0], is->out_rank[0], it, &d0))
         sb_printf(b, "split of output dim %d", d0);
-    else sb_printf(b, "split of %s", I->name);
-    sb_printf(b, " (%s)", I->name);
+    else sb_puts(b, "split");
+    sb_printf(b, " (%s%s%s)", I->name, note ? ", " : "", note ? note : "");
 }
 
 void plan_strategy_words(StrBuf *b, const Graph *g, NodeId n, const IterSpace *is,

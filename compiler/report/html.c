@@ -1,7 +1,8 @@
 /*
  * html.c — the report as one self-contained HTML file: inline CSS, inline
  * SVG charts (memory over the step, time per layer, the memory sweep), and a
- * little inline JavaScript that filters the op tables by block and by name.
+ * little inline JavaScript that filters the op tables by block and by name
+ * (also from the address: report.html#block=h&op=dense).
  * No network, no external files. The script marks <body data-ready="1"> when
  * it has run, which the screenshot test checks.
  */
@@ -41,6 +42,8 @@ static const char script[] =
     "document.querySelectorAll('tr[data-block]').forEach(function(r){"
     "var ok=(b==='*'||r.dataset.block===b)&&(!t||r.dataset.name.toLowerCase().indexOf(t)>=0);"
     "r.style.display=ok?'':'none';});}"
+    "var m=/block=([^&]*)/.exec(location.hash);if(m)sel.value=decodeURIComponent(m[1]);"
+    "m=/op=([^&]*)/.exec(location.hash);if(m)txt.value=decodeURIComponent(m[1]);"
     "sel.addEventListener('change',apply);txt.addEventListener('input',apply);apply();"
     "document.body.dataset.ready='1';})();";
 
@@ -232,6 +235,40 @@ static void ops_table(StrBuf *o, const RepRows *rows) {
     sb_puts(o, "</table>");
 }
 
+static bool group_shown(const cJSON *g, const RepRows *rows) {
+    for (int i = 0; i < rows->n; i++)
+        if (!strcmp(rep_str(rows->rows[i].op, "group"), rep_str(g, "name"))) return true;
+    return false;
+}
+
+/* Why each group's strategy won: its best runner-up; rows filter by block. */
+static void why_table(StrBuf *o, const cJSON *r, const RepRows *rows) {
+    sb_puts(o, "<h2>Why these strategies</h2><div class=note>Per op group: the best alternative, swapped into the plan "
+               "with everything else fixed and priced by the same model. <code>colossal-compile report PLAN --explain OP</code> "
+               "shows the runners-up in full.</div><table><tr><th>group</th><th>block</th><th>chosen</th><th>best alternative</th>"
+               "<th>lost on</th><th>why</th></tr>");
+    const cJSON *g;
+    cJSON_ArrayForEach(g, rep_get(r, "groups")) {
+        if (!group_shown(g, rows)) continue;
+        const char *blk = *rep_str(g, "block") ? rep_str(g, "block") : "-";
+        const cJSON *ru = cJSON_GetArrayItem(rep_get(g, "runners_up"), 0);
+        sb_puts(o, "<tr data-block='");
+        esc(o, blk);
+        sb_puts(o, "' data-name='");
+        esc(o, rep_str(g, "name"));
+        sb_puts(o, "'>");
+        td(o, rep_str(g, "name"), false);
+        td(o, blk, false);
+        td(o, rep_str(rep_get(g, "chosen"), "words"), false);
+        td(o, ru ? rep_str(ru, "words") : "-", false);
+        if (ru && !strcmp(rep_str(ru, "lost_on"), "memory")) sb_puts(o, "<td class=bad>memory</td>");
+        else td(o, ru ? rep_str(ru, "lost_on") : "-", false);
+        td(o, ru ? rep_str(ru, "reason") : "the only strategy", false);
+        sb_puts(o, "</tr>");
+    }
+    sb_puts(o, "</table>");
+}
+
 /* Markdown tables of a section turned into HTML (the summary-like sections
  * share their wording with the Markdown renderer). */
 static void md_tables(StrBuf *o, const char *md) {
@@ -395,7 +432,8 @@ void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *
     esc(o, rep_str(rep_get(mem, "timeline"), "note"));
     sb_puts(o, "</div>");
     chart_memory(o, r);
-    md_section(o, mdt, "## Communication per step", "## Memory sweep");
+    md_section(o, mdt, "## Communication per step", "## Why these strategies");
+    why_table(o, r, rows);
     sb_puts(o, "<h2>Memory sweep</h2>");
     const cJSON *sw = rep_get(r, "memory_sweep");
     if (sw && cJSON_GetArraySize(sw)) {

@@ -36,6 +36,16 @@ if grep -E 'Uncaught|CONSOLE\(.*(Error|error)' "$tmp/dom.err"; then
   echo "FAIL: JavaScript errors in the console (above)"
   fail=$((fail + 1))
 fi
+# the block filter hides the other blocks' rows (set from the address here)
+timeout 60 "$chrome" "${flags[@]}" --dump-dom "file://$tmp/r.html#block=h" > "$tmp/dom-h.html" 2>/dev/null
+python3 - "$tmp/dom-h.html" <<'PY' || fail=$((fail + 1))
+import re, sys
+rows = re.findall(r'<tr data-block="([^"]*)"[^>]*?(style="[^"]*")?>', open(sys.argv[1]).read())
+shown = {b for b, st in rows if "none" not in st}
+hidden = {b for b, st in rows if "none" in st}
+print(f"filter block=h: {len(rows)} rows, shown blocks {sorted(shown)}, hidden {sorted(hidden)}")
+sys.exit(0 if rows and shown == {"h"} and "-" in hidden else 1)
+PY
 timeout 60 "$chrome" "${flags[@]}" --screenshot="$tmp/shot.png" --window-size=1280,1600 "file://$tmp/r.html" 2> "$tmp/shot.err" >/dev/null
 if [ ! -s "$tmp/shot.png" ]; then
   echo "FAIL: no screenshot"; tail -5 "$tmp/shot.err"
