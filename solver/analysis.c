@@ -544,7 +544,7 @@ static cJSON *groups_json(const PlanResult *r, const Graph *g) {
             double d = A->price.step_s - r->price.step_s;
             const char *lost;
             char why[256], ds[32];
-            fmt_s(ds, sizeof ds, d);
+            fmt_s(ds, sizeof ds, fabs(d));
             if (!A->fits) {
                 lost = "memory";
                 snprintf(why, sizeof why, "needs %.4g GB per device, over the %.4g GB limit",
@@ -567,6 +567,10 @@ static cJSON *groups_json(const PlanResult *r, const Graph *g) {
                 fmt_s(ws, sizeof ws, terms[w].d);
                 snprintf(why, sizeof why, "%s slower per step (%+.2f%%), mostly %s (+%s)", ds,
                          100 * d / r->price.step_s, terms[w].n, ws);
+            } else if (d < -1e-12 * r->price.step_s && strcmp(r->chosen, "ilp")) {
+                lost = "forced";
+                snprintf(why, sizeof why, "%s faster alone; the plan is the baseline '%s' (--strategy)", ds,
+                         r->chosen);
             } else if (d < -1e-12 * r->price.step_s) {
                 lost = "solver gap";
                 snprintf(why, sizeof why, "%s faster alone; the solver stopped within its gap", ds);
