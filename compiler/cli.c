@@ -43,6 +43,7 @@ static const char usage_text[] =
     "  --time-limit SEC      ILP time limit (default 60)\n"
     "  --mip-gap G           ILP relative gap (default 1e-4)\n"
     "  --dump-ilp FILE.lp    write the ILP in CPLEX LP format\n"
+    "  --sweep-mem[=N]       also re-solve at N memory limits (default 8), for the report\n"
     "\n"
     "Output:\n"
     "  --emit WHAT           summary | ir | plan | code | report | all (default: summary)\n"
@@ -54,12 +55,17 @@ static const char usage_text[] =
     "  -h, --help            this text\n"
     "  --version             the version\n"
     "\n"
+    "Report (re-renders a plan without solving; see docs/report.md):\n"
+    "  report FILE.plan.json [--format md|html|json] [--op GLOB] [--block NAME]\n"
+    "                        [--explain OP] [-o PATH]\n"
+    "\n"
     "Exit codes: 0 ok, 1 error in the input, 2 usage error, 3 internal error.\n";
 
 enum {
     OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
     OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
     OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
+    OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN,
 };
 
 static const struct option long_opts[] = {
@@ -83,6 +89,7 @@ static const struct option long_opts[] = {
     {"target", required_argument, 0, OPT_TARGET},
     {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
     {"verify-each", no_argument, 0, OPT_VERIFY_EACH},
+    {"sweep-mem", optional_argument, 0, OPT_SWEEP_MEM},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
     {"version", no_argument, 0, OPT_VERSION},
@@ -269,6 +276,12 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
         case OPT_TARGET: o->target = optarg; ok = one_of(optarg, targets) || bad_choice("--target", optarg, targets); break;
         case OPT_DUMP_AFTER: o->dump_after = optarg; break;
         case OPT_VERIFY_EACH: o->verify_each = true; break;
+        case OPT_SWEEP_MEM: {
+            int64_t v = 8;
+            if (optarg) ok = parse_pos_int("--sweep-mem", optarg, 64, &v);
+            o->sweep_mem = (int)v;
+            break;
+        }
         case ':':
             diag_plain("see colossal-compile --help", "option '%s' needs a value", argv[optind - 1]);
             ok = false;
@@ -285,6 +298,70 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
         ok = false;
     } else if (ok && optind + 1 < argc) {
         diag_plain("give exactly one input file", "unexpected argument '%s'", argv[optind + 1]);
+        ok = false;
+    }
+    if (ok) o->input = argv[optind];
+    if (!ok) *exit_now = EXIT_USAGE;
+}
+
+static const struct option report_opts[] = {
+    {"format", required_argument, 0, OPT_FORMAT},
+    {"op", required_argument, 0, OPT_OP},
+    {"block", required_argument, 0, OPT_BLOCK},
+    {"explain", required_argument, 0, OPT_EXPLAIN},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+static const char report_usage[] =
+    "usage: colossal-compile report FILE.plan.json [--format md|html|json] [--op GLOB]\n"
+    "                               [--block NAME] [--explain OP] [-o PATH]\n"
+    "\n"
+    "Re-renders the strategy report of a plan written by --emit plan, without solving.\n"
+    "  --format F      md (default) | html | json\n"
+    "  --op GLOB       only the ops whose name matches GLOB (e.g. 'h.*.dense*')\n"
+    "  --block NAME    only the ops of that repeated block\n"
+    "  --explain OP    the runners-up of OP's strategy and why they lost\n"
+    "  -o PATH         write there instead of stdout\n";
+
+void cli_parse_report(int argc, char **argv, CliReportOptions *o, int *exit_now) {
+    static const char *const formats[] = {"md", "html", "json", 0};
+    memset(o, 0, sizeof *o);
+    o->format = "md";
+    *exit_now = -1;
+    opterr = 0;
+    optind = 1;
+    int c;
+    bool ok = true;
+    while (ok && (c = getopt_long(argc, argv, ":o:h", report_opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->output = optarg; break;
+        case 'h':
+            fputs(report_usage, stdout);
+            *exit_now = EXIT_OK;
+            return;
+        case OPT_FORMAT:
+            o->format = optarg;
+            ok = one_of(optarg, formats) || bad_choice("--format", optarg, formats);
+            break;
+        case OPT_OP: o->op_glob = optarg; break;
+        case OPT_BLOCK: o->block = optarg; break;
+        case OPT_EXPLAIN: o->explain = optarg; break;
+        case ':':
+            diag_plain("see colossal-compile report --help", "option '%s' needs a value", argv[optind - 1]);
+            ok = false;
+            break;
+        default:
+            diag_plain("see colossal-compile report --help", "unknown report option '%s'", argv[optind - 1]);
+            ok = false;
+            break;
+        }
+    }
+    if (ok && optind >= argc) {
+        diag_plain("usage: colossal-compile report FILE.plan.json (see report --help)", "no plan file");
+        ok = false;
+    } else if (ok && optind + 1 < argc) {
+        diag_plain("give exactly one plan file", "unexpected argument '%s'", argv[optind + 1]);
         ok = false;
     }
     if (ok) o->input = argv[optind];

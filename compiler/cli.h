@@ -44,6 +44,7 @@ typedef struct CliOptions {
     const char *dump_after;       /* --dump-after PASS ("all" for every pass) */
     bool verify_each;             /* --verify-each */
     bool quiet;                   /* -q */
+    int sweep_mem;                /* --sweep-mem[=N]: memory limits to re-solve at (0: none) */
     int n_defines;
     const char *defines[CLI_MAX_DEFINES];   /* -D NAME[=VALUE] */
     int n_includes;
@@ -54,6 +55,20 @@ typedef struct CliOptions {
  * usage error prints a message and sets *exit_now = EXIT_USAGE. Otherwise
  * *exit_now = -1. */
 void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now);
+
+/* colossal-compile report FILE.plan.json [--format md|html|json] [--op GLOB]
+ * [--block NAME] [--explain OP] [-o PATH]: re-renders an existing plan. */
+typedef struct CliReportOptions {
+    const char *input;
+    const char *format;           /* md (default), html, json */
+    const char *op_glob;
+    const char *block;
+    const char *explain;
+    const char *output;           /* NULL or "-": stdout */
+} CliReportOptions;
+
+/* Parses argv after "report" (argv[0] is "report"); *exit_now as cli_parse. */
+void cli_parse_report(int argc, char **argv, CliReportOptions *o, int *exit_now);
 
 /* Parses a byte size like "80GB", "80GiB", "512M", "1e9" into bytes; false on junk. */
 bool cli_parse_bytes(const char *s, int64_t *out);

@@ -20,6 +20,7 @@
 #include "frontend.h"
 #include "ir.h"
 #include "plan.h"
+#include "report.h"
 #include "text.h"
 #include "verify.h"
 
@@ -144,25 +145,66 @@ static int run_planner(const CliOptions *o, const Graph *g) {
     po.micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
     po.batch = o->batch;
     po.progress = !o->quiet;
+    po.sweep_points = o->sweep_mem;
     PlanResult *r = plan_solve(g, &po);
     if (!r) return EXIT_USER;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    bool ok = plan_write(g, r, o->output ? o->output : ".", secs);
+    const char *dir = o->output ? o->output : ".";
+    bool ok = plan_write(g, r, dir, secs);
+    if (ok) { /* the report beside the plan, rendered from the file just written */
+        size_t n = strlen(dir) + strlen(g->name) + 16, len;
+        char *path = ir_alloc(n);
+        snprintf(path, n, "%s/%s.plan.json", dir, g->name);
+        char *text = ir_read_file(path, &len);
+        ok = text && rep_write_beside(text, dir, g->name);
+        ir_free(text);
+        ir_free(path);
+    }
     if (ok && !o->quiet) plan_summary(stdout, g, r);
     plan_free(r);
     return ok ? EXIT_OK : EXIT_USER;
 }
 
+/* colossal-compile report FILE.plan.json ...: re-render without solving. */
+static int run_report(int argc, char **argv) {
+    CliReportOptions ro;
+    int exit_now;
+    cli_parse_report(argc, argv, &ro, &exit_now);
+    if (exit_now >= 0) return exit_now;
+    RepDoc *d = rep_load(ro.input);
+    if (!d) return EXIT_USER;
+    RepFormat f = !strcmp(ro.format, "html") ? REP_HTML : !strcmp(ro.format, "json") ? REP_JSON : REP_MD;
+    RepFilter flt = {ro.op_glob, ro.block, ro.explain};
+    StrBuf b;
+    sb_init(&b);
+    int rc = rep_render(d, f, &flt, &b) ? EXIT_OK : EXIT_USER;
+    if (rc == EXIT_OK) {
+        if (!ro.output || !strcmp(ro.output, "-")) fputs(sb_cstr(&b), stdout);
+        else {
+            FILE *fp = fopen(ro.output, "wb");
+            if (!fp || fwrite(b.data, 1, b.len, fp) != b.len || fclose(fp) != 0) {
+                diag_plain("check that the directory exists and is writable", "cannot write '%s': %s",
+                           ro.output, strerror(errno));
+                rc = EXIT_USER;
+            }
+        }
+    }
+    sb_free(&b);
+    rep_free(d);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     diag_color = isatty(2) && !getenv("NO_COLOR");
+    if (argc > 1 && !strcmp(argv[1], "report")) return run_report(argc - 1, argv + 1);
     CliOptions o;
     int exit_now;
     cli_parse(argc, argv, &o, &exit_now);
     if (exit_now >= 0) return exit_now;
-    if (o.emit != EMIT_SUMMARY && o.emit != EMIT_IR && o.emit != EMIT_PLAN) {
+    if (o.emit != EMIT_SUMMARY && o.emit != EMIT_IR && o.emit != EMIT_PLAN && o.emit != EMIT_REPORT) {
         static const char *const names[] = {"summary", "ir", "plan", "code", "report", "all"};
-        diag_plain("this build can emit: summary, ir, plan",
+        diag_plain("this build can emit: summary, ir, plan, report",
                    "--emit %s is not available in this build", names[o.emit]);
         return EXIT_USAGE;
     }
@@ -194,7 +236,7 @@ int main(int argc, char **argv) {
     int rc = EXIT_OK;
     bool ir_to_stdout = o.emit == EMIT_IR && (!o.output || !strcmp(o.output, "-"));
     if (o.emit == EMIT_IR) rc = emit_ir(&o, g);
-    if (o.emit == EMIT_PLAN) rc = run_planner(&o, g);
+    if (o.emit == EMIT_PLAN || o.emit == EMIT_REPORT) rc = run_planner(&o, g);
     if (rc == EXIT_OK && !o.quiet) print_summary(ir_to_stdout ? stderr : stdout, g);
     ir_graph_free(g);
     return rc;

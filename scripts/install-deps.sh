@@ -11,6 +11,8 @@ PKGS=(
   libopenblas-dev libblis-dev                    # CPU GEMM (chosen by measurement, see docs/runtime.md)
   libcjson-dev                                   # JSON: cluster files, plan, safetensors headers
   python3
+  python3-jsonschema                             # tests: plan JSON against docs/plan.schema.json
+  chromium                                       # tests: the HTML report in headless Chromium
 )
 
 missing=()

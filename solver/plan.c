@@ -43,6 +43,7 @@ void plan_free(PlanResult *r) {
     ilp_baselines_free(r->base, r->n_base);
     ilp_result_free(&r->res);
     ilp_problem_free(r->prob);
+    ir_free(r->sweep);
     ir_free(r);
 }
 
@@ -54,6 +55,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->mesh = *mesh;
     r->cm = (CostModel){&r->cl, &r->mesh, dt};
     r->mem_limit = limit;
+    r->mip_gap = o->mip_gap;
     IlpOptions io = {o->tie, o->micro_batches};
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->batch = r->prob->batch;
@@ -92,6 +94,53 @@ static bool pick_dtype(const Graph *g, const PlanOptions *o, DType *dt) {
             break;
         }
     return true;
+}
+
+/* --sweep-mem: the best ILP plan over the candidate meshes at limits spaced
+ * geometrically from the smallest that fits (the ILP's minimum-peak solve) to
+ * the device limit. Baselines are skipped: the ILP's space contains them. */
+static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
+                       const ShardMesh *meshes, int nm, DType dt, double limit, const IlpFix *fix,
+                       PlanResult *best) {
+    CostModel *cms = ir_alloc(sizeof *cms * (size_t)nm);
+    IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)nm);
+    IlpOptions io = {o->tie, o->micro_batches};
+    double lo = INFINITY;
+    for (int i = 0; i < nm; i++) {
+        cms[i] = (CostModel){cl, &meshes[i], dt};
+        probs[i] = ilp_problem_build(g, &cms[i], &io);
+        IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, fix};
+        IlpResult r = ilp_solve(probs[i], &s);
+        if (r.status == ILP_INFEASIBLE && r.min_mem > 0) lo = fmin(lo, r.min_mem);
+        ilp_result_free(&r);
+    }
+    int n = o->sweep_points < 2 ? 2 : o->sweep_points;
+    if (!isfinite(lo) || lo >= limit) n = 1, lo = limit;
+    lo *= 1 + 1e-6; /* the minimum itself sits on GLPK's feasibility tolerance */
+    best->sweep = ir_alloc(sizeof *best->sweep * (size_t)n);
+    best->n_sweep = n;
+    for (int k = 0; k < n; k++) {
+        PlanSweepPoint *pt = &best->sweep[k];
+        pt->limit_bytes = n == 1 ? limit : lo * pow(limit / lo, (double)k / (n - 1));
+        for (int i = 0; i < nm; i++) {
+            IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, fix};
+            IlpResult r = ilp_solve(probs[i], &s);
+            if (ilp_has_plan(r.status) && (!pt->fits || r.price.step_s < pt->step_s)) {
+                pt->fits = true;
+                pt->step_s = r.price.step_s;
+                pt->peak_bytes = r.price.peak_bytes;
+                StrBuf m;
+                sb_init(&m);
+                shard_mesh_print(&m, &meshes[i]);
+                snprintf(pt->mesh, sizeof pt->mesh, "%s", sb_cstr(&m));
+                sb_free(&m);
+            }
+            ilp_result_free(&r);
+        }
+    }
+    for (int i = 0; i < nm; i++) ilp_problem_free(probs[i]);
+    ir_free(probs);
+    ir_free(cms);
 }
 
 PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
@@ -196,33 +245,11 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
                      (long long)o->batch, (long long)best->batch, (long long)best->batch);
     best->meshes_tried = nm;
     best->solve_s = solve_s;
+    if (o->sweep_points > 0) plan_sweep(g, o, &cl, meshes, nm, dt, limit, &fix, best);
     return best;
 }
 
 /* ---- JSON ---------------------------------------------------------------------- */
-
-static const ShardStrategy *node_strategy(const PlanResult *r, NodeId n, const IlpMember **mem) {
-    const IlpProblem *p = r->prob;
-    int g = p->group_of_node[n], m = p->member_of_node[n];
-    const IlpGroup *G = &p->groups[g];
-    *mem = &G->members[m];
-    return &G->members[m].st[G->strats[r->choice.strat[g]].member_st[m]];
-}
-
-static char *spec_str(const ShardSpec *s) {
-    StrBuf b;
-    sb_init(&b);
-    shard_spec_print(&b, s);
-    char *out = ir_strdup(sb_cstr(&b));
-    sb_free(&b);
-    return out;
-}
-
-static void add_spec(cJSON *arr, const ShardSpec *s) {
-    char *t = spec_str(s);
-    cJSON_AddItemToArray(arr, cJSON_CreateString(t));
-    ir_free(t);
-}
 
 static cJSON *price_json(const IlpPrice *p) {
     cJSON *o = cJSON_CreateObject();
@@ -249,6 +276,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
     const IlpProblem *p = r->prob;
     GraphStats gs = ir_stats(g);
     cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "schema_version", PLAN_SCHEMA_VERSION);
     cJSON_AddStringToObject(root, "model", g->name);
     cJSON_AddNumberToObject(root, "params_total", (double)gs.n_params);
     cJSON *cl = cJSON_AddObjectToObject(root, "cluster");
@@ -289,6 +317,13 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
     cJSON_AddNumberToObject(sv, "integer_variables", r->res.integers);
     cJSON_AddNumberToObject(sv, "constraints", r->res.constraints);
     cJSON_AddNumberToObject(sv, "objective", r->res.objective);
+    cJSON_AddNumberToObject(sv, "mip_gap_limit", r->mip_gap);
+    /* "optimal": GLPK exhausted the tree (gap 0); "within gap": at most the
+     * limit; stopped by the time limit: unknown */
+    if (r->res.choice.strat && r->res.status == ILP_OPTIMAL) cJSON_AddNumberToObject(sv, "gap", 0);
+    else if (r->res.choice.strat && r->res.status == ILP_GAP)
+        cJSON_AddNumberToObject(sv, "gap", r->mip_gap);
+    else cJSON_AddNullToObject(sv, "gap");
     cJSON_AddNumberToObject(sv, "groups", p->n_groups);
     cJSON_AddNumberToObject(sv, "edges", p->n_edges);
     cJSON_AddNumberToObject(sv, "meshes_tried", r->meshes_tried);
@@ -305,44 +340,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
         cJSON_AddBoolToObject(o, "fits", b->fits);
         cJSON_AddItemToArray(bl, o);
     }
-    cJSON *ops = cJSON_AddArrayToObject(root, "ops");
-    for (int n = 0; n < g->n_nodes; n++) {
-        if (p->group_of_node[n] < 0) continue; /* backward and optimizer nodes */
-        const Node *nd = ir_node(g, n);
-        const IlpMember *mem_;
-        const ShardStrategy *st = node_strategy(r, n, &mem_);
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", ir_val(g, nd->out[0])->name);
-        cJSON_AddStringToObject(o, "op", ir_op(nd->op)->name);
-        StrBuf sn;
-        sb_init(&sn);
-        shard_strategy_name(&sn, &mem_->is, st);
-        cJSON_AddStringToObject(o, "strategy", sb_cstr(&sn));
-        sb_free(&sn);
-        cJSON *in = cJSON_AddArrayToObject(o, "inputs");
-        for (int i = 0; i < nd->n_in; i++) add_spec(in, &st->in[i]);
-        char *os = spec_str(&st->out[0]);
-        cJSON_AddStringToObject(o, "output", os);
-        ir_free(os);
-        CostOp co;
-        cost_op(&r->cm, g, n, &mem_->is, st, &co);
-        cJSON_AddNumberToObject(o, "compute_s", co.fwd_s + co.bwd_s);
-        double comm = 0;
-        for (int i = 0; i < nd->n_in; i++) {
-            const Value *v = ir_val(g, nd->in[i]);
-            if (v->def < 0 || p->group_of_node[v->def] < 0) continue;
-            const IlpMember *pm;
-            const ShardStrategy *ps = node_strategy(r, v->def, &pm);
-            ShardSpec gsp = shard_grad_spec(&mem_->is, st, i);
-            comm += cost_edge(&r->cm, v->shape, v->dtype, &ps->out[v->def_out], &st->in[i], &gsp);
-        }
-        cJSON_AddNumberToObject(o, "comm_s", comm);
-        if (nd->block >= 0) {
-            cJSON_AddStringToObject(o, "block", g->blocks[nd->block].name);
-            cJSON_AddNumberToObject(o, "instance", nd->instance);
-        }
-        cJSON_AddItemToArray(ops, o);
-    }
+    plan_json_ops(cJSON_AddArrayToObject(root, "ops"), g, r);
     cJSON *blocks = cJSON_AddArrayToObject(root, "blocks");
     for (int k = 0; k < p->n_blocks; k++) {
         cJSON *o = cJSON_CreateObject();
@@ -369,6 +367,22 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
         cJSON_AddNumberToObject(o, "instances", G->mult);
         cJSON_AddNumberToObject(o, "stage", r->choice.zero[gi]);
         cJSON_AddItemToArray(zero, o);
+    }
+    plan_json_report(root, g, r);
+    if (r->n_sweep) {
+        cJSON *sw = cJSON_AddArrayToObject(root, "memory_sweep");
+        for (int k = 0; k < r->n_sweep; k++) {
+            const PlanSweepPoint *pt = &r->sweep[k];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "limit_bytes", pt->limit_bytes);
+            cJSON_AddBoolToObject(o, "fits", pt->fits);
+            if (pt->fits) {
+                cJSON_AddNumberToObject(o, "step_time_s", pt->step_s);
+                cJSON_AddNumberToObject(o, "peak_bytes", pt->peak_bytes);
+                cJSON_AddStringToObject(o, "mesh", pt->mesh);
+            }
+            cJSON_AddItemToArray(sw, o);
+        }
     }
     char *text = cJSON_Print(root);
     cJSON_Delete(root);

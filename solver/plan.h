@@ -27,9 +27,18 @@ typedef struct PlanOptions {
     bool tie;                   /* tie repeated blocks (true unless testing) */
     bool three_axes;            /* also try 3-axis default meshes */
     bool progress;
+    int sweep_points;           /* --sweep-mem: re-solve at this many limits (0: no sweep) */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);
+
+/* One point of the memory sweep: the best step time under a limit. */
+typedef struct PlanSweepPoint {
+    double limit_bytes;
+    bool fits;                  /* some mesh has a plan under this limit */
+    double step_s, peak_bytes;
+    char mesh[32];
+} PlanSweepPoint;
 
 typedef struct PlanResult {
     ShardCluster cl;
@@ -46,6 +55,9 @@ typedef struct PlanResult {
     int meshes_tried;
     double solve_s;             /* all ILP solves, this plan's mesh and the others */
     int64_t batch;
+    double mip_gap;             /* the gap the solver was asked for */
+    int n_sweep;                /* --sweep-mem: the best plan at each limit */
+    PlanSweepPoint *sweep;
 } PlanResult;
 
 /* Plans g. Returns NULL after reporting a user error (bad cluster, mesh,
@@ -58,5 +70,21 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s);
 /* Writes dir/<model>.plan.json; false after reporting the error. */
 bool plan_write(const Graph *g, const PlanResult *r, const char *dir, double compile_s);
 void plan_summary(FILE *f, const Graph *g, const PlanResult *r);
+
+/* ---- analysis.c: what the report reads (docs/plan-format.md) ---------------- */
+
+/* The JSON version this build writes; the report refuses others. */
+#define PLAN_SCHEMA_VERSION 2
+
+struct cJSON;
+/* A strategy in plain words, from the roles of the iterators in the op's
+ * iteration space: "column-parallel (n) over axis 1, batch (i0) over axis 0". */
+void plan_strategy_words(StrBuf *b, const Graph *g, NodeId n, const IterSpace *is,
+                         const ShardStrategy *st, int64_t batch);
+/* Per forward op: shape, strategy and words, specs, times, bytes, tying. */
+void plan_json_ops(struct cJSON *ops, const Graph *g, const PlanResult *r);
+/* Throughput and MFU, the memory breakdown and predicted timeline,
+ * communication per axis and kind, and per group the runners-up. */
+void plan_json_report(struct cJSON *root, const Graph *g, const PlanResult *r);
 
 #endif

@@ -1,0 +1,234 @@
+/*
+ * doc.c — what every renderer shares: field accessors, number formatting,
+ * the op rows (tied instances folded into their representative, filtered by
+ * --op and --block), looking an op up for --explain, and rep_render /
+ * rep_write_beside, the entry points.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rep.h"
+
+const cJSON *rep_get(const cJSON *o, const char *key) {
+    return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+double rep_num(const cJSON *o, const char *key) {
+    const cJSON *v = rep_get(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+const char *rep_str(const cJSON *o, const char *key) {
+    const cJSON *v = rep_get(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+void rep_fmt_time(char *buf, size_t n, double s) {
+    if (!isfinite(s)) snprintf(buf, n, "n/a");
+    else if (s == 0) snprintf(buf, n, "0");
+    else if (fabs(s) >= 1) snprintf(buf, n, "%.3g s", s);
+    else if (fabs(s) >= 1e-3) snprintf(buf, n, "%.3g ms", s * 1e3);
+    else snprintf(buf, n, "%.3g us", s * 1e6);
+}
+
+void rep_fmt_bytes(char *buf, size_t n, double b) {
+    static const char *const u[] = {"B", "KB", "MB", "GB", "TB", "PB"};
+    if (!isfinite(b)) {
+        snprintf(buf, n, "n/a");
+        return;
+    }
+    int i = 0;
+    while (fabs(b) >= 1000 && i < 5) b /= 1000, i++;
+    snprintf(buf, n, i ? "%.3g %s" : "%.0f %s", b, u[i]);
+}
+
+void rep_fmt_count(char *buf, size_t n, double v) {
+    char tmp[40];
+    int len = snprintf(tmp, sizeof tmp, "%.0f", fabs(v));
+    size_t j = 0;
+    if (v < 0 && j + 1 < n) buf[j++] = '-';
+    for (int i = 0; i < len && j + 1 < n; i++) {
+        buf[j++] = tmp[i];
+        if ((len - i - 1) % 3 == 0 && i != len - 1 && j + 1 < n) buf[j++] = ',';
+    }
+    buf[j] = 0;
+}
+
+void rep_mesh_str(char *buf, size_t n, const cJSON *root) {
+    size_t j = 0;
+    buf[0] = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, rep_get(root, "mesh")) {
+        if (j + 12 >= n) break;
+        j += (size_t)snprintf(buf + j, n - j, "%s%d", j ? "x" : "", (int)e->valuedouble);
+    }
+}
+
+static bool glob_match(const char *glob, const char *name) { return fnmatch(glob, name, 0) == 0; }
+
+bool rep_rows(const RepDoc *d, const RepFilter *f, RepRows *out) {
+    const cJSON *ops = rep_get(d->root, "ops");
+    int n = cJSON_GetArraySize(ops);
+    out->rows = ir_alloc(sizeof *out->rows * (size_t)(n + 1));
+    out->n = 0;
+    bool block_seen = false;
+    const cJSON *op;
+    cJSON_ArrayForEach(op, ops) {
+        if (f && f->block && !strcmp(rep_str(op, "block"), f->block)) block_seen = true;
+        if (rep_get(op, "same_as")) continue;
+        int count = 1;
+        bool match = !f || !f->op_glob || glob_match(f->op_glob, rep_str(op, "name"));
+        const char *name = rep_str(op, "name");
+        const cJSON *o2;
+        cJSON_ArrayForEach(o2, ops) {
+            if (strcmp(rep_str(o2, "same_as"), name)) continue;
+            count++;
+            if (f && f->op_glob && glob_match(f->op_glob, rep_str(o2, "name"))) match = true;
+        }
+        if (f && f->block && strcmp(rep_str(op, "block"), f->block)) match = false;
+        if (!match) continue;
+        out->rows[out->n++] = (RepRow){op, count};
+    }
+    if (f && f->block && !block_seen) {
+        StrBuf h;
+        sb_init(&h);
+        sb_puts(&h, "the plan's blocks:");
+        const cJSON *b;
+        cJSON_ArrayForEach(b, rep_get(d->root, "blocks")) sb_printf(&h, " %s", rep_str(b, "name"));
+        if (!cJSON_GetArraySize(rep_get(d->root, "blocks"))) sb_puts(&h, " (none)");
+        diag_plain(sb_cstr(&h), "%s: no block '%s' in the plan", d->where, f->block);
+        sb_free(&h);
+        rep_rows_free(out);
+        return false;
+    }
+    return true;
+}
+
+void rep_rows_free(RepRows *r) {
+    ir_free(r->rows);
+    r->rows = NULL;
+    r->n = 0;
+}
+
+static int edit_distance(const char *a, const char *b) {
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 64 || m > 64) return 1000;
+    int prev[65], cur[65];
+    for (size_t j = 0; j <= m; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= n; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= m; j++) {
+            int c = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < c) c = prev[j] + 1;
+            if (cur[j - 1] + 1 < c) c = cur[j - 1] + 1;
+            cur[j] = c;
+        }
+        memcpy(prev, cur, sizeof(int) * (m + 1));
+    }
+    return prev[m];
+}
+
+bool rep_find_op(const RepDoc *d, const char *name, const cJSON **op, const cJSON **group) {
+    const cJSON *o, *best = NULL;
+    int best_d = 1 << 30;
+    cJSON_ArrayForEach(o, rep_get(d->root, "ops")) {
+        if (!strcmp(rep_str(o, "name"), name)) {
+            *op = o;
+            *group = NULL;
+            const cJSON *g;
+            cJSON_ArrayForEach(g, rep_get(d->root, "groups"))
+                if (!strcmp(rep_str(g, "name"), rep_str(o, "group"))) *group = g;
+            if (!*group) {
+                diag_plain("write the plan again with this colossal-compile (--emit plan)",
+                           "%s: op '%s' names group '%s', which the plan does not have", d->where,
+                           name, rep_str(o, "group"));
+                return false;
+            }
+            return true;
+        }
+        int e = edit_distance(name, rep_str(o, "name"));
+        if (e < best_d) best_d = e, best = o;
+    }
+    char hint[256];
+    if (best)
+        snprintf(hint, sizeof hint, "did you mean '%s'? (the report's Ops section lists every op)",
+                 rep_str(best, "name"));
+    else snprintf(hint, sizeof hint, "the plan has no ops");
+    diag_plain(hint, "%s: no op '%s' in the plan", d->where, name);
+    return false;
+}
+
+/* --format json: the plan with the ops (and groups) the filter keeps. */
+static void render_json(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *out) {
+    cJSON *copy = cJSON_Duplicate(d->root, 1);
+    if (f && (f->op_glob || f->block)) {
+        cJSON *ops = cJSON_CreateArray();
+        const cJSON *o;
+        cJSON_ArrayForEach(o, rep_get(d->root, "ops")) {
+            const char *rep = rep_get(o, "same_as") ? rep_str(o, "same_as") : rep_str(o, "name");
+            for (int i = 0; i < rows->n; i++)
+                if (!strcmp(rep_str(rows->rows[i].op, "name"), rep))
+                    cJSON_AddItemToArray(ops, cJSON_Duplicate(o, 1));
+        }
+        cJSON_ReplaceItemInObject(copy, "ops", ops);
+    }
+    if (f && f->explain) {
+        const cJSON *op, *grp;
+        if (rep_find_op(d, f->explain, &op, &grp)) cJSON_AddItemToObject(copy, "explain", cJSON_Duplicate(grp, 1));
+    }
+    char *t = cJSON_Print(copy);
+    sb_puts(out, t);
+    sb_putc(out, '\n');
+    free(t);
+    cJSON_Delete(copy);
+}
+
+bool rep_render(const RepDoc *d, RepFormat fmt, const RepFilter *f, StrBuf *out) {
+    if (f && f->explain) {
+        const cJSON *op, *grp;
+        if (!rep_find_op(d, f->explain, &op, &grp)) return false;
+    }
+    RepRows rows;
+    if (!rep_rows(d, f, &rows)) return false;
+    switch (fmt) {
+    case REP_MD: rep_markdown(d, &rows, f, out); break;
+    case REP_HTML: rep_html(d, &rows, f, out); break;
+    case REP_JSON: render_json(d, &rows, f, out); break;
+    }
+    rep_rows_free(&rows);
+    return true;
+}
+
+static bool write_file(const char *path, const StrBuf *b) {
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(b->data, 1, b->len, f) == b->len;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok)
+        diag_plain("check that the directory is writable", "cannot write '%s': %s", path, strerror(errno));
+    return ok;
+}
+
+bool rep_write_beside(const char *plan_text, const char *dir, const char *model) {
+    size_t n = strlen(dir) + strlen(model) + 32;
+    char *path = ir_alloc(n);
+    snprintf(path, n, "%s/%s.plan.json", dir, model);
+    RepDoc *d = rep_parse(plan_text, strlen(plan_text), path);
+    bool ok = d != NULL;
+    static const char *const ext[] = {"md", "html"};
+    for (int k = 0; ok && k < 2; k++) {
+        StrBuf b;
+        sb_init(&b);
+        ok = rep_render(d, k ? REP_HTML : REP_MD, NULL, &b);
+        snprintf(path, n, "%s/%s.report.%s", dir, model, ext[k]);
+        if (ok) ok = write_file(path, &b);
+        sb_free(&b);
+    }
+    rep_free(d);
+    ir_free(path);
+    return ok;
+}

@@ -1,0 +1,446 @@
+/*
+ * html.c — the report as one self-contained HTML file: inline CSS, inline
+ * SVG charts (memory over the step, time per layer, the memory sweep), and a
+ * little inline JavaScript that filters the op tables by block and by name
+ * (also from the address: report.html#block=h&op=dense).
+ * No network, no external files. The script marks <body data-ready="1"> when
+ * it has run, which the screenshot test checks.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "rep.h"
+
+#define T(buf, v) (rep_fmt_time(buf, sizeof buf, v), buf)
+#define B(buf, v) (rep_fmt_bytes(buf, sizeof buf, v), buf)
+
+static void esc(StrBuf *o, const char *s) {
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': sb_puts(o, "&lt;"); break;
+        case '>': sb_puts(o, "&gt;"); break;
+        case '&': sb_puts(o, "&amp;"); break;
+        case '"': sb_puts(o, "&quot;"); break;
+        default: sb_putc(o, *s);
+        }
+    }
+}
+
+static const char css[] =
+    "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1200px;color:#1d2330;background:#fff}"
+    "h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #dde}"
+    "table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}td,th{border:1px solid #d8dce6;padding:3px 7px;text-align:left;vertical-align:top}"
+    "th{background:#eef1f7}td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    ".cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}.card{background:#f3f6fb;border:1px solid #d8dce6;border-radius:6px;padding:8px 14px;min-width:150px}"
+    ".card b{display:block;font-size:20px}.bad{color:#b3261e;font-weight:600}.ok{color:#1b7f3b}"
+    ".note{color:#5b6475;font-size:12px}svg{background:#fbfcfe;border:1px solid #e3e6ee;border-radius:4px}"
+    "code{background:#f1f3f8;padding:0 3px;border-radius:3px}#filters{position:sticky;top:0;background:#fff;padding:6px 0;z-index:1}";
+
+static const char script[] =
+    "(function(){var sel=document.getElementById('block'),txt=document.getElementById('opname');"
+    "function apply(){var b=sel.value,t=txt.value.toLowerCase();"
+    "document.querySelectorAll('tr[data-block]').forEach(function(r){"
+    "var ok=(b==='*'||r.dataset.block===b)&&(!t||r.dataset.name.toLowerCase().indexOf(t)>=0);"
+    "r.style.display=ok?'':'none';});}"
+    "var m=/block=([^&]*)/.exec(location.hash);if(m)sel.value=decodeURIComponent(m[1]);"
+    "m=/op=([^&]*)/.exec(location.hash);if(m)txt.value=decodeURIComponent(m[1]);"
+    "sel.addEventListener('change',apply);txt.addEventListener('input',apply);apply();"
+    "document.body.dataset.ready='1';})();";
+
+static void card(StrBuf *o, const char *label, const char *value) {
+    sb_puts(o, "<div class=card>");
+    esc(o, label);
+    sb_puts(o, "<b>");
+    esc(o, value);
+    sb_puts(o, "</b></div>");
+}
+
+/* ---- charts ---------------------------------------------------------------------- */
+
+typedef struct Chart {
+    double w, h, l, r, t, b; /* size and margins */
+    double x0, x1, y0, y1;   /* data ranges */
+} Chart;
+
+static double cx(const Chart *c, double x) { return c->l + (x - c->x0) / (c->x1 - c->x0 + 1e-300) * (c->w - c->l - c->r); }
+static double cy(const Chart *c, double y) { return c->h - c->b - (y - c->y0) / (c->y1 - c->y0 + 1e-300) * (c->h - c->t - c->b); }
+
+static void axes(StrBuf *o, const Chart *c, const char *ylabel, bool bytes) {
+    sb_printf(o, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' viewBox='0 0 %.0f %.0f' role='img'>", c->w, c->h, c->w, c->h);
+    for (int k = 0; k <= 4; k++) {
+        double v = c->y0 + (c->y1 - c->y0) * k / 4, y = cy(c, v);
+        char a[32];
+        if (bytes) rep_fmt_bytes(a, sizeof a, v);
+        else rep_fmt_time(a, sizeof a, v);
+        sb_printf(o, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#e1e5ee'/>", c->l, c->w - c->r, y, y);
+        sb_printf(o, "<text x='%.1f' y='%.1f' font-size='11' text-anchor='end' fill='#5b6475'>%s</text>", c->l - 4, y + 4, a);
+    }
+    sb_printf(o, "<text x='12' y='%.1f' font-size='11' fill='#5b6475' transform='rotate(-90 12 %.1f)' text-anchor='middle'>", c->h / 2, c->h / 2);
+    esc(o, ylabel);
+    sb_puts(o, "</text>");
+}
+
+static void chart_memory(StrBuf *o, const cJSON *r) {
+    const cJSON *mem = rep_get(r, "memory"), *tl = rep_get(mem, "timeline"), *pts = rep_get(tl, "points");
+    int n = cJSON_GetArraySize(pts);
+    double lim = rep_num(mem, "limit_bytes"), pk = rep_num(mem, "predicted_peak_bytes");
+    Chart c = {1100, 300, 80, 20, 16, 36, 0, n > 1 ? n - 1 : 1, 0, pk * 1.1};
+    bool show_lim = lim < pk * 1.6;
+    if (show_lim) c.y1 = lim * 1.05;
+    axes(o, &c, "live bytes per device", true);
+    sb_puts(o, "<path fill='#cfe0fb' stroke='#2f6fd6' stroke-width='1.5' d='");
+    int k = 0;
+    const cJSON *e;
+    sb_printf(o, "M%.1f %.1f", cx(&c, 0), cy(&c, 0));
+    cJSON_ArrayForEach(e, pts) sb_printf(o, " L%.1f %.1f", cx(&c, k++), cy(&c, rep_num(e, "bytes")));
+    sb_printf(o, " L%.1f %.1f Z'/>", cx(&c, n - 1), cy(&c, 0));
+    /* forward/backward boundary, peak and limit lines */
+    k = 0;
+    cJSON_ArrayForEach(e, pts) {
+        if (!strcmp(rep_str(e, "phase"), "backward")) break;
+        k++;
+    }
+    sb_printf(o, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#888' stroke-dasharray='4 3'/>", cx(&c, k - 0.5), cx(&c, k - 0.5), c.t, c.h - c.b);
+    sb_printf(o, "<text x='%.1f' y='%.1f' font-size='11' fill='#5b6475'>forward</text><text x='%.1f' y='%.1f' font-size='11' fill='#5b6475'>backward</text>",
+              cx(&c, 0) + 4, c.h - 8, cx(&c, k) + 4, c.h - 8);
+    char a[32];
+    sb_printf(o, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#d97706' stroke-dasharray='6 3'/><text x='%.1f' y='%.1f' font-size='11' fill='#d97706' text-anchor='end'>predicted peak %s</text>",
+              c.l, c.w - c.r, cy(&c, pk), cy(&c, pk), c.w - c.r - 4, cy(&c, pk) - 4, B(a, pk));
+    if (show_lim)
+        sb_printf(o, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#b3261e'/><text x='%.1f' y='%.1f' font-size='11' fill='#b3261e' text-anchor='end'>limit %s</text>",
+                  c.l, c.w - c.r, cy(&c, lim), cy(&c, lim), c.w - c.r - 4, cy(&c, lim) - 4, B(a, lim));
+    sb_puts(o, "</svg>");
+}
+
+/* Time per layer: each op outside blocks, and each block instance, summed
+ * over its ops (compute and resharding stacked). */
+static void chart_layers(StrBuf *o, const cJSON *r) {
+    enum { MAXL = 256 };
+    char names[MAXL][64];
+    double comp[MAXL], comm[MAXL];
+    int n = 0;
+    const cJSON *op;
+    cJSON_ArrayForEach(op, rep_get(r, "ops")) {
+        char nm[64];
+        if (*rep_str(op, "block")) snprintf(nm, sizeof nm, "%s.%.0f", rep_str(op, "block"), rep_num(op, "instance"));
+        else snprintf(nm, sizeof nm, "%s", rep_str(op, "name"));
+        int k = n - 1;
+        if (k < 0 || strcmp(names[k], nm)) {
+            if (n == MAXL) break;
+            k = n++;
+            snprintf(names[k], sizeof names[k], "%s", nm);
+            comp[k] = comm[k] = 0;
+        }
+        comp[k] += rep_num(op, "compute_s");
+        comm[k] += rep_num(op, "comm_s");
+    }
+    double mx = 0;
+    for (int k = 0; k < n; k++) mx = fmax(mx, comp[k] + comm[k]);
+    Chart c = {1100, 320, 80, 20, 16, 90, 0, n, 0, mx * 1.1 + 1e-30};
+    axes(o, &c, "seconds per step", false);
+    double bw = (c.w - c.l - c.r) / (n ? n : 1);
+    for (int k = 0; k < n; k++) {
+        double x = cx(&c, k) + bw * 0.1, w = bw * 0.8;
+        char a[32], b[32];
+        sb_printf(o, "<g><title>%s: compute %s, resharding %s</title>", names[k], T(a, comp[k]), T(b, comm[k]));
+        sb_printf(o, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='#2f6fd6'/>", x, cy(&c, comp[k]), w, cy(&c, 0) - cy(&c, comp[k]));
+        sb_printf(o, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='#e0803a'/></g>", x, cy(&c, comp[k] + comm[k]), w, cy(&c, comp[k]) - cy(&c, comp[k] + comm[k]));
+        double tx = x + w / 2, ty = c.h - c.b + 8;
+        sb_printf(o, "<text x='%.1f' y='%.1f' font-size='10' fill='#5b6475' transform='rotate(60 %.1f %.1f)'>", tx, ty, tx, ty);
+        esc(o, names[k]);
+        sb_puts(o, "</text>");
+    }
+    sb_printf(o, "<rect x='%.1f' y='8' width='10' height='10' fill='#2f6fd6'/><text x='%.1f' y='17' font-size='11'>compute</text>"
+                 "<rect x='%.1f' y='8' width='10' height='10' fill='#e0803a'/><text x='%.1f' y='17' font-size='11'>resharding</text></svg>",
+              c.w - 220, c.w - 206, c.w - 130, c.w - 116);
+}
+
+static void chart_sweep(StrBuf *o, const cJSON *sw) {
+    double x0 = INFINITY, x1 = 0, y1 = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, sw) {
+        x0 = fmin(x0, rep_num(e, "limit_bytes"));
+        x1 = fmax(x1, rep_num(e, "limit_bytes"));
+        if (cJSON_IsTrue(rep_get(e, "fits"))) y1 = fmax(y1, rep_num(e, "step_time_s"));
+    }
+    if (!(x1 > x0)) x1 = x0 * 2;
+    Chart c = {1100, 280, 80, 20, 16, 40, log(x0), log(x1), 0, y1 * 1.15 + 1e-30};
+    axes(o, &c, "best step time", false);
+    sb_puts(o, "<path fill='none' stroke='#2f6fd6' stroke-width='2' d='");
+    int k = 0;
+    cJSON_ArrayForEach(e, sw) if (cJSON_IsTrue(rep_get(e, "fits")))
+        sb_printf(o, "%s%.1f %.1f", k++ ? " L" : "M", cx(&c, log(rep_num(e, "limit_bytes"))), cy(&c, rep_num(e, "step_time_s")));
+    sb_puts(o, "'/>");
+    cJSON_ArrayForEach(e, sw) {
+        char a[32], b[32];
+        double x = cx(&c, log(rep_num(e, "limit_bytes")));
+        if (cJSON_IsTrue(rep_get(e, "fits")))
+            sb_printf(o, "<circle cx='%.1f' cy='%.1f' r='4' fill='#2f6fd6'><title>%s: %s</title></circle>", x,
+                      cy(&c, rep_num(e, "step_time_s")), B(a, rep_num(e, "limit_bytes")), T(b, rep_num(e, "step_time_s")));
+        sb_printf(o, "<text x='%.1f' y='%.1f' font-size='10' text-anchor='middle' fill='#5b6475'>%s</text>", x, c.h - c.b + 14,
+                  B(a, rep_num(e, "limit_bytes")));
+    }
+    sb_printf(o, "<text x='%.1f' y='%.1f' font-size='11' fill='#5b6475' text-anchor='middle'>memory limit per device (log scale)</text></svg>",
+              (c.w + c.l) / 2, c.h - 6);
+}
+
+/* ---- sections -------------------------------------------------------------------- */
+
+static void td(StrBuf *o, const char *s, bool num) {
+    sb_puts(o, num ? "<td class=n>" : "<td>");
+    esc(o, s);
+    sb_puts(o, "</td>");
+}
+
+static void ops_table(StrBuf *o, const RepRows *rows) {
+    sb_puts(o, "<table><tr><th>op</th><th>block</th><th>kind</th><th>x</th><th>shape</th><th>strategy</th><th>inputs &rarr; output</th>"
+               "<th>compute</th><th>resharding</th><th>bytes</th></tr>");
+    for (int i = 0; i < rows->n; i++) {
+        const cJSON *op = rows->rows[i].op;
+        char a[96], b[32];
+        sb_puts(o, "<tr data-block='");
+        esc(o, *rep_str(op, "block") ? rep_str(op, "block") : "-");
+        sb_puts(o, "' data-name='");
+        esc(o, rep_str(op, "name"));
+        sb_puts(o, "'>");
+        td(o, rep_str(op, "name"), false);
+        td(o, *rep_str(op, "block") ? rep_str(op, "block") : "-", false);
+        td(o, rep_str(op, "op"), false);
+        snprintf(a, sizeof a, "%d", rows->rows[i].count);
+        td(o, a, true);
+        size_t j = (size_t)snprintf(a, sizeof a, "%s[", rep_str(op, "dtype"));
+        const cJSON *e;
+        int k = 0;
+        cJSON_ArrayForEach(e, rep_get(op, "shape")) if (j + 24 < sizeof a) j += (size_t)snprintf(a + j, sizeof a - j, "%s%.0f", k++ ? "," : "", e->valuedouble);
+        snprintf(a + j, sizeof a - j, "]");
+        td(o, a, false);
+        sb_puts(o, "<td>");
+        esc(o, rep_str(op, "words"));
+        sb_puts(o, " <span class=note>");
+        esc(o, rep_str(op, "strategy"));
+        sb_puts(o, "</span></td><td><code>");
+        k = 0;
+        cJSON_ArrayForEach(e, rep_get(op, "inputs")) {
+            if (k++) sb_putc(o, ' ');
+            esc(o, e->valuestring);
+        }
+        sb_puts(o, " &rarr; ");
+        esc(o, rep_str(op, "output"));
+        sb_puts(o, "</code></td>");
+        td(o, T(b, rep_num(op, "compute_s")), true);
+        td(o, T(b, rep_num(op, "comm_s")), true);
+        td(o, B(b, rep_num(op, "output_bytes")), true);
+        sb_puts(o, "</tr>");
+    }
+    sb_puts(o, "</table>");
+}
+
+static bool group_shown(const cJSON *g, const RepRows *rows) {
+    for (int i = 0; i < rows->n; i++)
+        if (!strcmp(rep_str(rows->rows[i].op, "group"), rep_str(g, "name"))) return true;
+    return false;
+}
+
+/* Why each group's strategy won: its best runner-up; rows filter by block. */
+static void why_table(StrBuf *o, const cJSON *r, const RepRows *rows) {
+    sb_puts(o, "<h2>Why these strategies</h2><div class=note>Per op group: the best alternative, swapped into the plan "
+               "with everything else fixed and priced by the same model. <code>colossal-compile report PLAN --explain OP</code> "
+               "shows the runners-up in full.</div><table><tr><th>group</th><th>block</th><th>chosen</th><th>best alternative</th>"
+               "<th>lost on</th><th>why</th></tr>");
+    const cJSON *g;
+    cJSON_ArrayForEach(g, rep_get(r, "groups")) {
+        if (!group_shown(g, rows)) continue;
+        const char *blk = *rep_str(g, "block") ? rep_str(g, "block") : "-";
+        const cJSON *ru = cJSON_GetArrayItem(rep_get(g, "runners_up"), 0);
+        sb_puts(o, "<tr data-block='");
+        esc(o, blk);
+        sb_puts(o, "' data-name='");
+        esc(o, rep_str(g, "name"));
+        sb_puts(o, "'>");
+        td(o, rep_str(g, "name"), false);
+        td(o, blk, false);
+        td(o, rep_str(rep_get(g, "chosen"), "words"), false);
+        td(o, ru ? rep_str(ru, "words") : "-", false);
+        if (ru && !strcmp(rep_str(ru, "lost_on"), "memory")) sb_puts(o, "<td class=bad>memory</td>");
+        else td(o, ru ? rep_str(ru, "lost_on") : "-", false);
+        td(o, ru ? rep_str(ru, "reason") : "the only strategy", false);
+        sb_puts(o, "</tr>");
+    }
+    sb_puts(o, "</table>");
+}
+
+/* Markdown tables of a section turned into HTML (the summary-like sections
+ * share their wording with the Markdown renderer). */
+static void md_tables(StrBuf *o, const char *md) {
+    bool in_table = false, in_pre = false, header = false, right[32] = {0};
+    int ncols = 0;
+    const char *line = md;
+    while (*line) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf - 1 ? n : sizeof buf - 1), line);
+        if (!strncmp(buf, "```", 3)) {
+            sb_puts(o, in_pre ? "</pre>" : "<pre>");
+            in_pre = !in_pre;
+        } else if (in_pre) {
+            esc(o, buf);
+            sb_putc(o, '\n');
+        } else if (buf[0] == '|') {
+            if (!in_table) {
+                sb_puts(o, "<table>"), in_table = true, header = true;
+                /* the alignment row after the header: right-aligned columns */
+                ncols = 0;
+                const char *al = nl ? nl + 1 : "";
+                for (const char *q = al; *q && *q != '\n'; q++)
+                    if (*q == '|' && q[1] && q[1] != '\n' && ncols < 32) right[ncols++] = strncmp(q + 1, "---:", 4) == 0;
+                /* an all-empty header ("| | |") is not shown */
+                bool empty = true;
+                for (const char *q = buf; *q; q++) empty &= *q == '|' || *q == ' ';
+                if (empty) {
+                    header = false;
+                    if (!nl) break;
+                    line = nl + 1;
+                    continue;
+                }
+            }
+            if (!strncmp(buf, "|---", 4) || !strncmp(buf, "|--:", 4)) {
+                header = false;
+            } else {
+                int col = 0;
+                sb_puts(o, "<tr>");
+                char *p = buf + 1;
+                while (*p) {
+                    char *bar = strchr(p, '|');
+                    if (!bar) break;
+                    *bar = 0;
+                    char *s = p;
+                    while (*s == ' ') s++;
+                    size_t L = strlen(s);
+                    while (L && s[L - 1] == ' ') s[--L] = 0;
+                    bool bold = L > 4 && !strncmp(s, "**", 2) && !strcmp(s + L - 2, "**");
+                    if (bold) s[L - 2] = 0, s += 2;
+                    sb_puts(o, header ? "<th>" : col < ncols && right[col] ? "<td class=n>" : "<td>");
+                    col++;
+                    if (bold) sb_puts(o, "<b>");
+                    for (char *q = s; *q; q++)
+                        if (*q != '`') {
+                            char ch[2] = {*q, 0};
+                            esc(o, ch);
+                        }
+                    if (bold) sb_puts(o, "</b>");
+                    sb_puts(o, header ? "</th>" : "</td>");
+                    p = bar + 1;
+                }
+                sb_puts(o, "</tr>");
+            }
+        } else {
+            if (in_table) sb_puts(o, "</table>"), in_table = false;
+            if (!strncmp(buf, "## ", 3)) {
+                sb_puts(o, "<h2>");
+                esc(o, buf + 3);
+                sb_puts(o, "</h2>");
+            } else if (!strncmp(buf, "### ", 4)) {
+                sb_puts(o, "<h3>");
+                esc(o, buf + 4);
+                sb_puts(o, "</h3>");
+            } else if (buf[0] && buf[0] != '#') {
+                sb_puts(o, "<p>");
+                for (char *q = buf; *q; q++)
+                    if (*q != '`') {
+                        char ch[2] = {*q, 0};
+                        esc(o, ch);
+                    }
+                sb_puts(o, "</p>");
+            }
+        }
+        if (!nl) break;
+        line = nl + 1;
+    }
+    if (in_table) sb_puts(o, "</table>");
+}
+
+/* The Markdown text of everything between two headings. */
+static void md_section(StrBuf *o, const char *md, const char *from, const char *to) {
+    const char *a = strstr(md, from);
+    if (!a) return;
+    const char *b = to ? strstr(a + 1, to) : NULL;
+    size_t n = b ? (size_t)(b - a) : strlen(a);
+    char *s = ir_alloc(n + 1);
+    memcpy(s, a, n);
+    md_tables(o, s);
+    ir_free(s);
+}
+
+void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *o) {
+    const cJSON *r = d->root;
+    StrBuf md;
+    sb_init(&md);
+    RepFilter nf = {f ? f->op_glob : NULL, f ? f->block : NULL, NULL};
+    rep_markdown(d, rows, &nf, &md);
+    const char *mdt = sb_cstr(&md);
+    char a[96], m[32];
+    sb_puts(o, "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>Strategy report: ");
+    esc(o, rep_str(r, "model"));
+    sb_printf(o, "</title><style>%s</style></head><body>\n<h1>Strategy report: ", css);
+    esc(o, rep_str(r, "model"));
+    rep_mesh_str(m, sizeof m, r);
+    const cJSON *cl = rep_get(r, "cluster");
+    sb_printf(o, "</h1><div class=note>%.0f x ", rep_num(cl, "nodes") * rep_num(cl, "per_node"));
+    esc(o, rep_str(cl, "device"));
+    sb_printf(o, ", mesh %s, batch %.0f, %s; plan from ", m, rep_num(r, "batch"), rep_str(r, "dtype"));
+    esc(o, rep_str(r, "chosen_by"));
+    sb_puts(o, "</div><div class=cards>");
+    card(o, "step time", T(a, rep_num(r, "step_time_s")));
+    rep_fmt_count(a, sizeof a, rep_num(rep_get(r, "throughput"), "tokens_per_s"));
+    card(o, "tokens / s", a);
+    snprintf(a, sizeof a, "%.1f%%", 100 * rep_num(rep_get(r, "throughput"), "mfu"));
+    card(o, "MFU", a);
+    const cJSON *mem = rep_get(r, "memory");
+    char b[32];
+    snprintf(a, sizeof a, "%s / %s", B(m, rep_num(mem, "predicted_peak_bytes")), B(b, rep_num(mem, "limit_bytes")));
+    card(o, "peak / limit per device", a);
+    rep_fmt_count(a, sizeof a, rep_num(r, "params_total"));
+    card(o, "parameters", a);
+    sb_puts(o, "</div>\n");
+    md_section(o, mdt, "## Summary", "## Ops");
+    if (f && f->explain) {
+        const cJSON *op, *g;
+        StrBuf ex;
+        sb_init(&ex);
+        if (rep_find_op(d, f->explain, &op, &g)) rep_explain_md(d, op, g, &ex);
+        md_tables(o, sb_cstr(&ex));
+        sb_free(&ex);
+    }
+
+    sb_puts(o, "<h2>Time per layer</h2><div class=note>Forward + backward compute and resharding of each op outside blocks and of each block instance.</div>");
+    chart_layers(o, r);
+    sb_puts(o, "\n<h2>Ops</h2><div id=filters>block <select id=block><option value='*'>all</option><option value='-'>outside blocks</option>");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, rep_get(r, "blocks")) {
+        sb_puts(o, "<option value='");
+        esc(o, rep_str(e, "name"));
+        sb_puts(o, "'>");
+        esc(o, rep_str(e, "name"));
+        sb_puts(o, "</option>");
+    }
+    sb_puts(o, "</select> op name <input id=opname placeholder='filter'></div><div class=note>Tied instances of a block appear once; x is their count. Times per instance.</div>");
+    ops_table(o, rows);
+    md_section(o, mdt, "## Recompute per block", "## Memory per device");
+    md_section(o, mdt, "## Memory per device", "### Memory over the step");
+    sb_printf(o, "<h3>Memory over the step (%s)</h3><div class=note>", rep_str(rep_get(mem, "timeline"), "source"));
+    esc(o, rep_str(rep_get(mem, "timeline"), "note"));
+    sb_puts(o, "</div>");
+    chart_memory(o, r);
+    md_section(o, mdt, "## Communication per step", "## Why these strategies");
+    why_table(o, r, rows);
+    sb_puts(o, "<h2>Memory sweep</h2>");
+    const cJSON *sw = rep_get(r, "memory_sweep");
+    if (sw && cJSON_GetArraySize(sw)) {
+        chart_sweep(o, sw);
+        const char *s = strstr(mdt, "## Memory sweep");
+        if (s) md_tables(o, strchr(s, '\n') + 1);
+    } else sb_puts(o, "<p>Not computed: plan with <code>--sweep-mem</code> to see the best step time at a range of memory limits.</p>");
+    sb_printf(o, "<script>%s</script>\n</body></html>\n", script);
+    sb_free(&md);
+}

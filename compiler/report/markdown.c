@@ -1,0 +1,338 @@
+/*
+ * markdown.c — the report as Markdown: readable in a terminal (tables, text
+ * bar charts) and in a review. Sections: summary, plan vs baselines, ops by
+ * block (tied instances once, with their count), recompute per block, ZeRO
+ * per parameter group, memory (breakdown and the predicted timeline),
+ * communication, solver, why each strategy won (runners-up), the memory sweep.
+ * Deterministic: the same plan gives the same text (golden tests).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "rep.h"
+
+#define T(buf, v) (rep_fmt_time(buf, sizeof buf, v), buf)
+#define B(buf, v) (rep_fmt_bytes(buf, sizeof buf, v), buf)
+
+static void bar(StrBuf *o, double frac, int width) {
+    int n = (int)lround(fmax(0, fmin(1, frac)) * width);
+    for (int i = 0; i < n; i++) sb_puts(o, "#");
+    for (int i = n; i < width; i++) sb_puts(o, ".");
+}
+
+static void summary(const cJSON *r, StrBuf *o) {
+    char a[48], b[48], c[48], m[48];
+    const cJSON *cl = rep_get(r, "cluster"), *mem = rep_get(r, "memory"), *th = rep_get(r, "throughput");
+    rep_mesh_str(m, sizeof m, r);
+    sb_printf(o, "# Strategy report: %s\n\n## Summary\n\n| | |\n|---|---|\n", rep_str(r, "model"));
+    rep_fmt_count(a, sizeof a, rep_num(r, "params_total"));
+    sb_printf(o, "| Model | %s, %s parameters |\n", rep_str(r, "model"), a);
+    int nodes = (int)rep_num(cl, "nodes"), per = (int)rep_num(cl, "per_node");
+    sb_printf(o, "| Cluster | %d x %s (%d node%s x %d) |\n", nodes * per, rep_str(cl, "device"), nodes,
+              nodes == 1 ? "" : "s", per);
+    sb_printf(o, "| Mesh | %s (", m);
+    int ax = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, rep_get(r, "mesh_axes")) {
+        sb_printf(o, "%saxis %d: %d, %s", ax ? "; " : "", ax, (int)rep_num(e, "size"), rep_str(e, "link"));
+        ax++;
+    }
+    sb_puts(o, ") |\n");
+    int mb = (int)rep_num(r, "micro_batches");
+    sb_printf(o, "| Batch | %.0f per step, %d micro-batch%s, %s |\n", rep_num(r, "batch"), mb,
+              mb == 1 ? "" : "es", rep_str(r, "dtype"));
+    sb_printf(o, "| Step time | %s (plan from %s) |\n", T(a, rep_num(r, "step_time_s")), rep_str(r, "chosen_by"));
+    rep_fmt_count(a, sizeof a, rep_num(th, "tokens_per_s"));
+    sb_printf(o, "| Throughput | %s tokens/s, MFU %.1f%% |\n", a, 100 * rep_num(th, "mfu"));
+    double lim = rep_num(mem, "limit_bytes"), pk = rep_num(mem, "predicted_peak_bytes");
+    sb_printf(o, "| Memory | predicted peak %s of %s limit (%.1f%%) |\n", B(a, pk), B(b, lim), 100 * pk / lim);
+    if (isfinite(rep_num(mem, "planned_arena_bytes")))
+        sb_printf(o, "| Planned arena | %s (lower bound %s) |\n", B(a, rep_num(mem, "planned_arena_bytes")),
+                  B(c, rep_num(mem, "lower_bound_bytes")));
+    else sb_puts(o, "| Planned arena | not available: no buffer plan yet (code generation) |\n");
+    const cJSON *sb = rep_get(r, "step_breakdown");
+    sb_puts(o, "\nStep time breakdown:\n\n| term | time | share |\n|---|---:|---:|\n");
+    static const char *const terms[][2] = {
+        {"compute_s", "compute (forward + backward)"}, {"resharding_s", "resharding"},
+        {"recompute_s", "recompute"}, {"grad_sync_exposed_s", "gradient sync (exposed)"},
+        {"optimizer_s", "optimizer"}, {"zero_gather_s", "ZeRO gathers"}};
+    double step = rep_num(r, "step_time_s");
+    for (int i = 0; i < 6; i++) {
+        double v = rep_num(sb, terms[i][0]);
+        if (!isfinite(v)) continue;
+        sb_printf(o, "| %s | %s | %.1f%% |\n", terms[i][1], T(a, v), 100 * v / step);
+    }
+    sb_putc(o, '\n');
+}
+
+static void baselines(const cJSON *r, StrBuf *o) {
+    char a[32], b[32];
+    double step = rep_num(r, "step_time_s");
+    sb_puts(o, "## Plan vs baselines\n\n| plan | step time | peak memory | fits | time vs plan |\n|---|---:|---:|---|---:|\n");
+    sb_printf(o, "| **chosen (%s)** | %s | %s | yes | 1.000x |\n", rep_str(r, "chosen_by"),
+              T(a, step), B(b, rep_num(rep_get(r, "memory"), "predicted_peak_bytes")));
+    const cJSON *e;
+    cJSON_ArrayForEach(e, rep_get(r, "baselines")) {
+        if (!cJSON_IsTrue(rep_get(e, "applicable"))) {
+            sb_printf(o, "| %s | - | - | not applicable | - |\n", rep_str(e, "name"));
+            continue;
+        }
+        double s = rep_num(e, "step_time_s");
+        sb_printf(o, "| %s | %s | %s | %s | %.3fx |\n", rep_str(e, "name"), T(a, s),
+                  B(b, rep_num(e, "peak_bytes")), cJSON_IsTrue(rep_get(e, "fits")) ? "yes" : "**no**", s / step);
+    }
+    sb_putc(o, '\n');
+}
+
+static void shape_str(char *buf, size_t n, const cJSON *op) {
+    size_t j = (size_t)snprintf(buf, n, "%s[", rep_str(op, "dtype"));
+    const cJSON *e;
+    int k = 0;
+    cJSON_ArrayForEach(e, rep_get(op, "shape")) {
+        if (j + 24 >= n) break;
+        j += (size_t)snprintf(buf + j, n - j, "%s%.0f", k++ ? "," : "", e->valuedouble);
+    }
+    snprintf(buf + j, n - j, "]");
+}
+
+static void specs_str(StrBuf *o, const cJSON *op) {
+    const cJSON *e;
+    int k = 0;
+    cJSON_ArrayForEach(e, rep_get(op, "inputs")) sb_printf(o, "%s%s", k++ ? " " : "", e->valuestring);
+    sb_printf(o, " -> %s", rep_str(op, "output"));
+}
+
+static void ops(const cJSON *r, const RepRows *rows, StrBuf *o) {
+    sb_puts(o, "## Ops\n\nOne row per op; ops of a tied block (instances sharing one strategy) appear "
+               "once, with their count. Times are per instance, forward + backward; resharding is "
+               "of the op's operands; bytes are the local output.\n");
+    /* sections: outside blocks, then each block in order of appearance */
+    const char *sections[64];
+    int ns = 0;
+    for (int i = 0; i < rows->n; i++) {
+        const char *b = rep_str(rows->rows[i].op, "block");
+        bool seen = false;
+        for (int k = 0; k < ns; k++) seen |= !strcmp(sections[k], b);
+        if (!seen && ns < 64) sections[ns++] = b;
+    }
+    for (int k = 0; k < ns; k++) {
+        int cnt = 0;
+        for (int i = 0; i < rows->n; i++) cnt += !strcmp(rep_str(rows->rows[i].op, "block"), sections[k]);
+        if (!cnt) continue;
+        if (*sections[k]) sb_printf(o, "\n### Block %s\n\n", sections[k]);
+        else sb_puts(o, "\n### Outside blocks\n\n");
+        sb_puts(o, "| op | kind | x | shape | strategy | specs (in -> out) | compute | resharding | bytes |\n"
+                   "|---|---|---:|---|---|---|---:|---:|---:|\n");
+        for (int i = 0; i < rows->n; i++) {
+            const cJSON *op = rows->rows[i].op;
+            if (strcmp(rep_str(op, "block"), sections[k])) continue;
+            char sh[96], a[32], b[32], c[32];
+            shape_str(sh, sizeof sh, op);
+            sb_printf(o, "| %s | %s | %d | %s | %s | ", rep_str(op, "name"), rep_str(op, "op"),
+                      rows->rows[i].count, sh, rep_str(op, "words"));
+            specs_str(o, op);
+            sb_printf(o, " | %s | %s | %s |\n", T(a, rep_num(op, "compute_s")), T(b, rep_num(op, "comm_s")),
+                      B(c, rep_num(op, "output_bytes")));
+        }
+    }
+    (void)r;
+    sb_putc(o, '\n');
+}
+
+static void blocks_zero(const cJSON *r, StrBuf *o) {
+    const cJSON *e;
+    sb_puts(o, "## Recompute per block\n\n");
+    if (!cJSON_GetArraySize(rep_get(r, "blocks"))) sb_puts(o, "The model has no repeated blocks.\n\n");
+    else {
+        sb_puts(o, "| block | instances | none | selective | full |\n|---|---:|---:|---:|---:|\n");
+        cJSON_ArrayForEach(e, rep_get(r, "blocks")) {
+            const cJSON *rc = rep_get(e, "recompute");
+            sb_printf(o, "| %s | %.0f | %.0f | %.0f | %.0f |\n", rep_str(e, "name"), rep_num(e, "instances"),
+                      rep_num(rc, "none"), rep_num(rc, "selective"), rep_num(rc, "full"));
+        }
+        sb_putc(o, '\n');
+    }
+    sb_puts(o, "## ZeRO per parameter group\n\n| group | parameters | instances | stage |\n|---|---|---:|---:|\n");
+    cJSON_ArrayForEach(e, rep_get(r, "zero")) {
+        sb_printf(o, "| %s | ", rep_str(e, "group"));
+        const cJSON *p;
+        int k = 0, n = cJSON_GetArraySize(rep_get(e, "params"));
+        cJSON_ArrayForEach(p, rep_get(e, "params")) {
+            if (k < 3) sb_printf(o, "%s%s", k ? ", " : "", p->valuestring);
+            k++;
+        }
+        if (n > 3) sb_printf(o, " (+%d more)", n - 3);
+        sb_printf(o, " | %.0f | %.0f |\n", rep_num(e, "instances"), rep_num(e, "stage"));
+    }
+    sb_putc(o, '\n');
+}
+
+static void memory(const cJSON *r, StrBuf *o) {
+    char a[32];
+    const cJSON *mem = rep_get(r, "memory"), *bd = rep_get(mem, "breakdown");
+    double pk = rep_num(mem, "predicted_peak_bytes");
+    sb_puts(o, "## Memory per device\n\n| part | bytes | share of peak |\n|---|---:|---:|\n");
+    static const char *const parts[][2] = {
+        {"parameters_bytes", "parameters"}, {"gradients_bytes", "gradients"},
+        {"optimizer_state_bytes", "optimizer state"}, {"master_weights_bytes", "master weights"},
+        {"saved_activations_bytes", "saved activations"}, {"transient_bytes", "largest transient"}};
+    for (int i = 0; i < 6; i++) {
+        double v = rep_num(bd, parts[i][0]);
+        if (isfinite(v)) sb_printf(o, "| %s | %s | %.1f%% |\n", parts[i][1], B(a, v), 100 * v / pk);
+    }
+    sb_printf(o, "| **predicted peak** | **%s** | 100%% |\n\n", B(a, pk));
+    const cJSON *tl = rep_get(mem, "timeline"), *pts = rep_get(tl, "points");
+    int n = cJSON_GetArraySize(pts);
+    sb_printf(o, "### Memory over the step (%s)\n\n", rep_str(tl, "source"));
+    sb_printf(o, "%s. Live bytes per device after each op group, forward then backward; "
+                 "`#` is a share of the predicted peak (%s).\n\n```\n", rep_str(tl, "note"), B(a, pk));
+    int step = n > 32 ? (n + 31) / 32 : 1;
+    for (int i = 0; i < n; i += step) {
+        /* the largest point of the sampled span, so the peak shows */
+        const cJSON *w = cJSON_GetArrayItem(pts, i);
+        for (int j = i + 1; j < i + step && j < n; j++)
+            if (rep_num(cJSON_GetArrayItem(pts, j), "bytes") > rep_num(w, "bytes")) w = cJSON_GetArrayItem(pts, j);
+        sb_printf(o, "%-3s %-24.24s %10s ", !strcmp(rep_str(w, "phase"), "forward") ? "fwd" : "bwd",
+                  rep_str(w, "op"), B(a, rep_num(w, "bytes")));
+        bar(o, rep_num(w, "bytes") / pk, 40);
+        sb_putc(o, '\n');
+    }
+    sb_puts(o, "```\n\n");
+}
+
+static void communication(const cJSON *r, StrBuf *o) {
+    char a[32], b[32], c[32];
+    const cJSON *cm = rep_get(r, "communication"), *e;
+    sb_puts(o, "## Communication per step\n\n| axis | link | bytes sent per device | time | hidden behind compute |\n|---:|---|---:|---:|---:|\n");
+    cJSON_ArrayForEach(e, rep_get(cm, "per_axis")) {
+        int ax = (int)rep_num(e, "axis");
+        sb_printf(o, "| %d | %s | %s | %s | %s |\n", ax,
+                  rep_str(cJSON_GetArrayItem(rep_get(r, "mesh_axes"), ax), "link"), B(a, rep_num(e, "bytes")),
+                  T(b, rep_num(e, "time_s")), T(c, rep_num(e, "hidden_s")));
+    }
+    sb_puts(o, "\n| axis | collective | purpose | count | bytes | time | hidden |\n|---:|---|---|---:|---:|---:|---:|\n");
+    cJSON_ArrayForEach(e, rep_get(cm, "collectives"))
+        sb_printf(o, "| %.0f | %s | %s | %.0f | %s | %s | %s |\n", rep_num(e, "axis"), rep_str(e, "kind"),
+                  rep_str(e, "purpose"), rep_num(e, "count"), B(a, rep_num(e, "bytes")),
+                  T(b, rep_num(e, "time_s")), T(c, rep_num(e, "hidden_s")));
+    sb_printf(o, "\nHidden: %s of %s (%s).\n\n", T(a, rep_num(cm, "hidden_s")), T(b, rep_num(cm, "total_time_s")),
+              rep_str(cm, "hidden_rule"));
+}
+
+static void solver(const cJSON *r, StrBuf *o) {
+    char a[32];
+    const cJSON *s = rep_get(r, "solver");
+    sb_printf(o, "## Solver\n\n| | |\n|---|---|\n| status | %s |\n", rep_str(s, "status"));
+    sb_printf(o, "| time | %.3g s (all solves, %.0f mesh%s) |\n", rep_num(s, "time_s"), rep_num(s, "meshes_tried"),
+              rep_num(s, "meshes_tried") == 1 ? "" : "es");
+    sb_printf(o, "| variables | %.0f (%.0f integer) |\n| constraints | %.0f |\n", rep_num(s, "variables"),
+              rep_num(s, "integer_variables"), rep_num(s, "constraints"));
+    double gap = rep_num(s, "gap");
+    if (isfinite(gap)) sb_printf(o, "| gap | %.3g%% (limit %.3g%%) |\n", 100 * gap, 100 * rep_num(s, "mip_gap_limit"));
+    else sb_puts(o, "| gap | unknown (stopped by the time limit, or a baseline was forced) |\n");
+    sb_printf(o, "| objective | %s |\n| groups, edges | %.0f, %.0f |\n\n", T(a, rep_num(s, "objective")),
+              rep_num(s, "groups"), rep_num(s, "edges"));
+}
+
+static bool group_shown(const cJSON *g, const RepRows *rows) {
+    for (int i = 0; i < rows->n; i++)
+        if (!strcmp(rep_str(rows->rows[i].op, "group"), rep_str(g, "name"))) return true;
+    return false;
+}
+
+static void why(const cJSON *r, const RepRows *rows, StrBuf *o) {
+    sb_puts(o, "## Why these strategies\n\nPer op group (an op and the element-wise ops that follow it): "
+               "the best alternative, swapped into the plan with everything else fixed and priced by the "
+               "same model. `report --explain OP` shows the runners-up in full.\n\n"
+               "| group | chosen | best alternative | lost on | why |\n|---|---|---|---|---|\n");
+    const cJSON *g;
+    cJSON_ArrayForEach(g, rep_get(r, "groups")) {
+        if (!group_shown(g, rows)) continue;
+        const cJSON *ru = cJSON_GetArrayItem(rep_get(g, "runners_up"), 0);
+        sb_printf(o, "| %s | %s | ", rep_str(g, "name"), rep_str(rep_get(g, "chosen"), "words"));
+        if (ru) sb_printf(o, "%s | %s | %s |\n", rep_str(ru, "words"), rep_str(ru, "lost_on"), rep_str(ru, "reason"));
+        else sb_puts(o, "- | - | the only strategy |\n");
+    }
+    sb_putc(o, '\n');
+}
+
+void rep_explain_md(const RepDoc *d, const cJSON *op, const cJSON *g, StrBuf *o) {
+    char a[32], b[32], c[32], e[32], f[32], g1[32], g2[32];
+    sb_printf(o, "## Explain: %s\n\n", rep_str(op, "name"));
+    sb_printf(o, "`%s` (%s) belongs to group `%s` (%.0f instance%s, %.0f strategies considered). "
+                 "Each row swaps the group's strategy into the plan, keeps every other choice, and "
+                 "re-prices the whole step. Group terms are for all its instances.\n\n",
+              rep_str(op, "name"), rep_str(op, "op"), rep_str(g, "name"), rep_num(g, "instances"),
+              rep_num(g, "instances") == 1 ? "" : "s", rep_num(g, "strategies"));
+    sb_puts(o, "| | strategy | ZeRO | compute | resharding | grad sync | optimizer + gathers | group memory | step time | peak | verdict |\n"
+               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    const cJSON *ch = rep_get(g, "chosen");
+    sb_printf(o, "| **chosen** | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | |\n", rep_str(ch, "words"),
+              rep_num(ch, "zero_stage"), T(a, rep_num(ch, "compute_s")), T(b, rep_num(ch, "resharding_s")),
+              T(c, rep_num(ch, "grad_sync_s")), T(e, rep_num(ch, "optimizer_s") + rep_num(ch, "zero_gather_s")),
+              B(f, rep_num(ch, "memory_bytes")), T(g1, rep_num(d->root, "step_time_s")),
+              B(g2, rep_num(rep_get(d->root, "memory"), "predicted_peak_bytes")));
+    const cJSON *ru;
+    int k = 1;
+    cJSON_ArrayForEach(ru, rep_get(g, "runners_up")) {
+        sb_printf(o, "| %d | %s | %.0f | %s | %s | %s | %s | ", k++, rep_str(ru, "words"), rep_num(ru, "zero_stage"),
+                  T(a, rep_num(ru, "compute_s")), T(b, rep_num(ru, "resharding_s")), T(c, rep_num(ru, "grad_sync_s")),
+                  T(e, rep_num(ru, "optimizer_s") + rep_num(ru, "zero_gather_s")));
+        sb_printf(o, "%s | %s | %s | lost on %s: %s |\n", B(a, rep_num(ru, "memory_bytes")),
+                  T(b, rep_num(ru, "step_time_s")), B(c, rep_num(ru, "peak_bytes")), rep_str(ru, "lost_on"),
+                  rep_str(ru, "reason"));
+    }
+    if (k == 1) sb_puts(o, "\nNo other strategy: the op has a single legal sharding on this mesh.\n");
+    sb_printf(o, "\nThe op itself under the chosen strategy: `%s` = %s; specs ", rep_str(op, "strategy"),
+              rep_str(op, "words"));
+    specs_str(o, op);
+    sb_puts(o, ".\n\n");
+}
+
+static void sweep(const cJSON *r, StrBuf *o) {
+    char a[32], b[32], c[32];
+    const cJSON *sw = rep_get(r, "memory_sweep"), *e;
+    sb_puts(o, "## Memory sweep\n\n");
+    if (!sw) {
+        sb_puts(o, "Not computed: plan with `--sweep-mem` to see the best step time at a range of "
+                   "memory limits.\n");
+        return;
+    }
+    double best = INFINITY;
+    cJSON_ArrayForEach(e, sw) if (cJSON_IsTrue(rep_get(e, "fits"))) best = fmin(best, rep_num(e, "step_time_s"));
+    double worst = 0;
+    cJSON_ArrayForEach(e, sw) if (cJSON_IsTrue(rep_get(e, "fits"))) worst = fmax(worst, rep_num(e, "step_time_s"));
+    sb_puts(o, "The best predicted step time at each per-device memory limit (re-solved; `#` is step time "
+               "relative to the slowest point).\n\n| memory limit | step time | peak | mesh | |\n|---:|---:|---:|---|---|\n");
+    cJSON_ArrayForEach(e, sw) {
+        if (!cJSON_IsTrue(rep_get(e, "fits"))) {
+            sb_printf(o, "| %s | no plan | - | - | |\n", B(a, rep_num(e, "limit_bytes")));
+            continue;
+        }
+        double s = rep_num(e, "step_time_s");
+        sb_printf(o, "| %s | %s | %s | %s | `", B(a, rep_num(e, "limit_bytes")), T(b, s),
+                  B(c, rep_num(e, "peak_bytes")), rep_str(e, "mesh"));
+        bar(o, worst > 0 ? s / worst : 0, 30);
+        sb_puts(o, "` |\n");
+    }
+    (void)best;
+    sb_putc(o, '\n');
+}
+
+void rep_markdown(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *o) {
+    const cJSON *r = d->root;
+    if (f && f->explain) {
+        const cJSON *op, *g;
+        if (rep_find_op(d, f->explain, &op, &g)) rep_explain_md(d, op, g, o);
+        return;
+    }
+    summary(r, o);
+    baselines(r, o);
+    ops(r, rows, o);
+    blocks_zero(r, o);
+    memory(r, o);
+    communication(r, o);
+    solver(r, o);
+    why(r, rows, o);
+    sweep(r, o);
+}

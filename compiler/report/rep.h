@@ -1,0 +1,52 @@
+/*
+ * rep.h — inside compiler/report: the parsed document, accessors that never
+ * fail (validation happened in load.c), number formatting for people, and
+ * the op rows the renderers share (tied instances folded, filters applied).
+ */
+#ifndef COLOSSAL_REP_H
+#define COLOSSAL_REP_H
+
+#include <cjson/cJSON.h>
+
+#include "report.h"
+
+struct RepDoc {
+    cJSON *root;
+    char *where;
+};
+
+double rep_num(const cJSON *o, const char *key);      /* NAN when absent or null */
+const char *rep_str(const cJSON *o, const char *key); /* "" when absent */
+const cJSON *rep_get(const cJSON *o, const char *key);
+
+void rep_fmt_time(char *buf, size_t n, double s);      /* 80.4 ms */
+void rep_fmt_bytes(char *buf, size_t n, double b);     /* 4.67 GB */
+void rep_fmt_count(char *buf, size_t n, double v);     /* 124,439,808 */
+void rep_mesh_str(char *buf, size_t n, const cJSON *root); /* 2x4 */
+
+/* One row per op, tied instances folded into their representative. */
+typedef struct RepRow {
+    const cJSON *op;
+    int count;               /* instances it stands for */
+} RepRow;
+
+typedef struct RepRows {
+    int n;
+    RepRow *rows;
+} RepRows;
+
+/* The rows passing the filter; false after reporting a --block that no op has. */
+bool rep_rows(const RepDoc *d, const RepFilter *f, RepRows *out);
+void rep_rows_free(RepRows *r);
+
+/* The op named `name` (any instance) and its group; false after reporting an
+ * unknown op, with the nearest names as a hint. */
+bool rep_find_op(const RepDoc *d, const char *name, const cJSON **op, const cJSON **group);
+
+/* Renderers (markdown.c, html.c). */
+void rep_markdown(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *out);
+void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *out);
+/* The explain section of one op, in Markdown (html.c embeds it pre-formatted). */
+void rep_explain_md(const RepDoc *d, const cJSON *op, const cJSON *group, StrBuf *out);
+
+#endif

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# test_report_cli.sh — `colossal-compile report` as a user runs it: every
+# format, the filters, --explain, the reports written beside the plan by
+# --emit plan and --emit report, --sweep-mem, and the messages (exit 1) for a
+# missing file, malformed JSON, another schema_version and an unknown op.
+# usage: test_report_cli.sh PATH/TO/colossal-compile SOURCE_DIR
+set -u
+cc=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+plan=$src/tests/report/gpt2-tiny.plan.json
+
+# expect CODE NEEDLE -- ARGS...: exit code and NEEDLE in stdout+stderr.
+expect() {
+  local code=$1 needle=$2
+  shift 3
+  local out
+  out=$(NO_COLOR=1 "$cc" "$@" 2>&1)
+  local rc=$?
+  if [ "$rc" -ne "$code" ] || [[ "$out" != *"$needle"* ]]; then
+    echo "FAIL: colossal-compile $*"
+    echo "  exit $rc (want $code); output (first lines):"
+    echo "$out" | head -20 | sed 's/^/    /'
+    echo "  wanted to find: $needle"
+    fail=$((fail + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+ok() { if "$@"; then pass=$((pass + 1)); else echo "FAIL: $*"; fail=$((fail + 1)); fi; }
+
+# Formats and filters.
+expect 0 "# Strategy report: gpt2" -- report "$plan"
+expect 0 "## Memory sweep" -- report "$plan" --format md
+expect 0 "<svg" -- report "$plan" --format html
+expect 0 '"schema_version":' -- report "$plan" --format json
+expect 0 "| h.0.dense30 | dense | 2 |" -- report "$plan" --block h
+# any instance of a tied op explains its group
+expect 0 "belongs to group \`h.0.dense11\`" -- report "$plan" --explain h.1.dense43
+expect 0 "lost on memory" -- report "$plan" --explain h.0.dense30
+expect 0 '"explain"' -- report "$plan" --format json --explain h.0.dense30
+"$cc" report "$plan" --op 'h.*.dense3*' -o "$tmp/f.md"
+ok grep -q "| h.0.dense30 |" "$tmp/f.md"
+ok test "$(grep -c '| h.0.layer_norm9 | layer_norm' "$tmp/f.md")" -eq 0
+"$cc" report "$plan" --format json --op 'logits' -o "$tmp/f.json"
+ok python3 -c "import json,sys; d=json.load(open('$tmp/f.json')); sys.exit(0 if [o['name'] for o in d['ops']]==['logits'] else 1)"
+
+# Bad inputs: a clear message, exit 1; bad flags exit 2.
+expect 1 "cannot read '$tmp/missing.plan.json'" -- report "$tmp/missing.plan.json"
+printf '{\n  "schema_version": 2,\n  "model": \n}\n' > "$tmp/bad.json"
+expect 1 "bad.json:4:1: error: malformed JSON" -- report "$tmp/bad.json"
+sed -E 's/"schema_version":[[:space:]]*2/"schema_version": 7/' "$plan" > "$tmp/v7.json"
+expect 1 "schema_version 7 is not supported (this build reads version 2)" -- report "$tmp/v7.json"
+expect 1 "no op 'h.0.dense300' in the plan" -- report "$plan" --explain h.0.dense300
+expect 1 "hint: did you mean 'h.0.dense30'?" -- report "$plan" --explain h.0.dense300
+expect 1 "no block 'layers' in the plan" -- report "$plan" --block layers
+expect 2 "invalid value 'pdf' for --format" -- report "$plan" --format pdf
+expect 2 "no plan file" -- report
+expect 2 "unknown report option '--frobnicate'" -- report "$plan" --frobnicate
+
+# --emit plan and --emit report write the reports beside the plan; --sweep-mem.
+expect 0 "plan mlp:" -- "$src/examples/ir/mlp.cir" --emit plan --cluster h100:1x2 -o "$tmp/out"
+ok test -s "$tmp/out/mlp.report.md"
+ok grep -q "<svg" "$tmp/out/mlp.report.html"
+expect 0 "" -- "$src/examples/ir/mlp.cir" --emit report --cluster h100:1x2 --sweep-mem=3 -o "$tmp/out2" -q
+ok grep -q "| memory limit | step time |" "$tmp/out2/mlp.report.md"
+ok grep -q '"memory_sweep"' "$tmp/out2/mlp.plan.json"
+expect 2 "invalid value '0' for --sweep-mem" -- "$src/examples/ir/mlp.cir" --sweep-mem=0
+
+echo "report cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# validate_plans.sh — the plan JSON of every example validates against
+# docs/plan.schema.json: examples/ir/*.cir, examples/mlp/mlp.c, and the tiny
+# configurations of examples/gpt2/gpt2.c and examples/llama/llama.c (from
+# their header comments), plus the frozen inputs of the golden tests. One
+# plan also carries --sweep-mem, one a binding --mem. Skips (77) without
+# Python's jsonschema (scripts/install-deps.sh installs python3-jsonschema).
+# usage: validate_plans.sh PATH/TO/colossal-compile SOURCE_DIR
+set -u
+cc=$1
+src=$2
+py=""
+for p in python3 /usr/bin/python3; do
+  if command -v "$p" >/dev/null && "$p" -c "import jsonschema" 2>/dev/null; then py=$p; break; fi
+done
+if [ -z "$py" ]; then
+  echo "SKIP: python3 with jsonschema not found (install python3-jsonschema: scripts/install-deps.sh)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+plan() { # plan NAME ARGS...
+  local name=$1
+  shift
+  if ! "$cc" "$@" --emit plan --cluster h100:1x4 -o "$tmp/$name" -q; then
+    echo "FAIL: colossal-compile $* --emit plan"
+    fail=$((fail + 1))
+  fi
+}
+for f in "$src"/examples/ir/*.cir; do plan "ir-$(basename "$f" .cir)" "$f"; done
+plan mlp "$src/examples/mlp/mlp.c" --batch 32 --sweep-mem=3
+plan mlp-dp "$src/examples/ir/mlp.cir" --strategy dp --mesh 4
+plan gpt2-tiny "$src/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 --mem 2.2MB
+plan llama-tiny "$src/examples/llama/llama.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DN_KV_HEAD=2 -DFFN=128 -DVOCAB=256 -DSEQ=16 --batch 8 --dtype bf16
+"$py" - "$src/docs/plan.schema.json" "$tmp"/*/*.plan.json "$src"/tests/report/*.plan.json <<'PY' || fail=$((fail + 1))
+import json, sys
+import jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+v = jsonschema.Draft202012Validator(schema)
+bad = 0
+for path in sys.argv[2:]:
+    errs = sorted(v.iter_errors(json.load(open(path))), key=lambda e: list(e.path))
+    for e in errs[:5]:
+        print(f"FAIL: {path}: at {'/'.join(map(str, e.path)) or '(root)'}: {e.message}")
+    bad += bool(errs)
+print(f"schema: {len(sys.argv) - 2 - bad} of {len(sys.argv) - 2} plans valid")
+sys.exit(1 if bad else 0)
+PY
+# the schema rejects what the report rejects: another schema_version
+sed -E 's/"schema_version":[[:space:]]*2/"schema_version": 3/' "$src/tests/report/mlp.plan.json" > "$tmp/v3.json"
+if "$py" -c "import json,sys,jsonschema; jsonschema.validate(json.load(open('$tmp/v3.json')), json.load(open('$src/docs/plan.schema.json')))" 2>/dev/null; then
+  echo "FAIL: the schema accepts schema_version 3"
+  fail=$((fail + 1))
+fi
+[ "$fail" -eq 0 ]
