@@ -17,9 +17,12 @@
 
 #include "half.h"
 
+/* Kernel bodies: device code under nvcc, plain inline C otherwise. */
 #ifdef __CUDACC__
+#define COLRT_KD __device__ __forceinline__
 #define COLRT_ATOMIC_ADD(p, v) atomicAdd((p), (v))
 #else
+#define COLRT_KD inline
 #define COLRT_ATOMIC_ADD(p, v)                 \
     do {                                       \
         float _v = (v);                        \
@@ -142,9 +145,23 @@ typedef struct {
     X(sumsq_chunk, colrt_elem_args)       \
     X(cast, colrt_elem_args)
 
+/* Backend entry points, one per kernel. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+#define X(name, args) void colrt__run_##name(colrt_stream *s, const args *a, int64_t n);
+COLRT_KERNELS(X)
+#undef X
+#ifdef __cplusplus
+}
+#endif
+
+/* The bodies: only the backends' runners need them (kernels_api.c does not). */
+#ifndef COLRT_KERNEL_DECLS_ONLY
+
 /* ---- layer norm / RMS norm: index = row (fwd, dx) or column block (dw, db) ---- */
 
-COLRT_HD static void colrt_k_ln_fwd_row(const colrt_norm_args *a, int64_t r) {
+COLRT_KD static void colrt_k_ln_fwd_row(const colrt_norm_args *a, int64_t r) {
     int64_t o = r * a->D;
     float s = 0.f, ss = 0.f;
     for (int64_t j = 0; j < a->D; j++) s += colrt_ld(a->x, a->t, o + j);
@@ -164,7 +181,7 @@ COLRT_HD static void colrt_k_ln_fwd_row(const colrt_norm_args *a, int64_t r) {
 }
 
 /* dx = rstd * (g - mean(g) - xhat * mean(g*xhat)), g = dy*w; rms drops mean(g). */
-COLRT_HD static void colrt_norm_bwd_row(const colrt_norm_args *a, int64_t r, int centered) {
+COLRT_KD static void colrt_norm_bwd_row(const colrt_norm_args *a, int64_t r, int centered) {
     int64_t o = r * a->D;
     float mean = centered ? a->cmean[r] : 0.f, rstd = a->crstd[r];
     float sg = 0.f, sgx = 0.f;
@@ -183,7 +200,7 @@ COLRT_HD static void colrt_norm_bwd_row(const colrt_norm_args *a, int64_t r, int
     }
 }
 
-COLRT_HD static void colrt_norm_bwd_col(const colrt_norm_args *a, int64_t blk, int centered) {
+COLRT_KD static void colrt_norm_bwd_col(const colrt_norm_args *a, int64_t blk, int centered) {
     float dw[COLRT_COLBLK], db[COLRT_COLBLK];
     int64_t j0 = blk * COLRT_COLBLK, nj = a->D - j0 < COLRT_COLBLK ? a->D - j0 : COLRT_COLBLK;
     for (int64_t c = 0; c < nj; c++) dw[c] = db[c] = 0.f;
@@ -205,12 +222,12 @@ COLRT_HD static void colrt_norm_bwd_col(const colrt_norm_args *a, int64_t blk, i
     }
 }
 
-COLRT_HD static void colrt_k_ln_bwd_row(const colrt_norm_args *a, int64_t r) { colrt_norm_bwd_row(a, r, 1); }
-COLRT_HD static void colrt_k_ln_bwd_col(const colrt_norm_args *a, int64_t b) { colrt_norm_bwd_col(a, b, 1); }
-COLRT_HD static void colrt_k_rms_bwd_row(const colrt_norm_args *a, int64_t r) { colrt_norm_bwd_row(a, r, 0); }
-COLRT_HD static void colrt_k_rms_bwd_col(const colrt_norm_args *a, int64_t b) { colrt_norm_bwd_col(a, b, 0); }
+COLRT_KD static void colrt_k_ln_bwd_row(const colrt_norm_args *a, int64_t r) { colrt_norm_bwd_row(a, r, 1); }
+COLRT_KD static void colrt_k_ln_bwd_col(const colrt_norm_args *a, int64_t b) { colrt_norm_bwd_col(a, b, 1); }
+COLRT_KD static void colrt_k_rms_bwd_row(const colrt_norm_args *a, int64_t r) { colrt_norm_bwd_row(a, r, 0); }
+COLRT_KD static void colrt_k_rms_bwd_col(const colrt_norm_args *a, int64_t b) { colrt_norm_bwd_col(a, b, 0); }
 
-COLRT_HD static void colrt_k_rms_fwd_row(const colrt_norm_args *a, int64_t r) {
+COLRT_KD static void colrt_k_rms_fwd_row(const colrt_norm_args *a, int64_t r) {
     int64_t o = r * a->D;
     float ss = 0.f;
     for (int64_t j = 0; j < a->D; j++) {
@@ -225,11 +242,11 @@ COLRT_HD static void colrt_k_rms_fwd_row(const colrt_norm_args *a, int64_t r) {
 
 /* ---- softmax: index = row --------------------------------------------------- */
 
-COLRT_HD static int64_t colrt_softmax_last(const colrt_softmax_args *a, int64_t r) {
+COLRT_KD static int64_t colrt_softmax_last(const colrt_softmax_args *a, int64_t r) {
     return a->causal ? r % a->T + a->C - a->T : a->C - 1;
 }
 
-COLRT_HD static void colrt_k_softmax_fwd_row(const colrt_softmax_args *a, int64_t r) {
+COLRT_KD static void colrt_k_softmax_fwd_row(const colrt_softmax_args *a, int64_t r) {
     int64_t o = r * a->C, last = colrt_softmax_last(a, r);
     float m = -INFINITY, s = 0.f;
     for (int64_t j = 0; j <= last; j++) m = fmaxf(m, a->scale * colrt_ld(a->x, a->t, o + j));
@@ -238,7 +255,7 @@ COLRT_HD static void colrt_k_softmax_fwd_row(const colrt_softmax_args *a, int64_
         colrt_st(a->y, a->t, o + j, j <= last ? expf(a->scale * colrt_ld(a->x, a->t, o + j) - m) / s : 0.f);
 }
 
-COLRT_HD static void colrt_k_softmax_bwd_row(const colrt_softmax_args *a, int64_t r) {
+COLRT_KD static void colrt_k_softmax_bwd_row(const colrt_softmax_args *a, int64_t r) {
     int64_t o = r * a->C;
     float d = 0.f;
     for (int64_t j = 0; j < a->C; j++) d += colrt_ld(a->dy, a->t, o + j) * colrt_ld(a->y_in, a->t, o + j);
@@ -252,17 +269,17 @@ COLRT_HD static void colrt_k_softmax_bwd_row(const colrt_softmax_args *a, int64_
  * Forward and dq: index = (b*T + t)*H + h, one query row, online softmax.
  * dk/dv: index = (b*S + s)*Hkv + g, one key row, summing over its query heads. */
 
-COLRT_HD static int64_t colrt_attn_last(const colrt_attn_args *a, int64_t t) {
+COLRT_KD static int64_t colrt_attn_last(const colrt_attn_args *a, int64_t t) {
     return a->causal ? t + a->S - a->T : a->S - 1;
 }
 
-COLRT_HD static float colrt_attn_dot(const colrt_attn_args *a, const float *qf, const void *p, int64_t o) {
+COLRT_KD static float colrt_attn_dot(const colrt_attn_args *a, const float *qf, const void *p, int64_t o) {
     float d = 0.f;
     for (int64_t i = 0; i < a->Dh; i++) d += qf[i] * colrt_ld(p, a->t, o + i);
     return d;
 }
 
-COLRT_HD static void colrt_k_attn_fwd_row(const colrt_attn_args *a, int64_t row) {
+COLRT_KD static void colrt_k_attn_fwd_row(const colrt_attn_args *a, int64_t row) {
     int64_t h = row % a->H, bt = row / a->H, t = bt % a->T, b = bt / a->T;
     int64_t g = h / (a->H / a->Hkv), Dh = a->Dh, qo = row * Dh;
     float qf[COLRT_MAX_DH], acc[COLRT_MAX_DH];
@@ -290,7 +307,7 @@ COLRT_HD static void colrt_k_attn_fwd_row(const colrt_attn_args *a, int64_t row)
     a->lse[(b * a->H + h) * a->T + t] = l > 0.f ? m + logf(l) : -INFINITY;
 }
 
-COLRT_HD static void colrt_k_attn_bwd_dq_row(const colrt_attn_args *a, int64_t row) {
+COLRT_KD static void colrt_k_attn_bwd_dq_row(const colrt_attn_args *a, int64_t row) {
     int64_t h = row % a->H, bt = row / a->H, t = bt % a->T, b = bt / a->T;
     int64_t g = h / (a->H / a->Hkv), Dh = a->Dh, qo = row * Dh;
     float qf[COLRT_MAX_DH], dof[COLRT_MAX_DH], dq[COLRT_MAX_DH], delta = 0.f;
@@ -312,7 +329,7 @@ COLRT_HD static void colrt_k_attn_bwd_dq_row(const colrt_attn_args *a, int64_t r
     for (int64_t i = 0; i < Dh; i++) colrt_st(a->dq, a->t, qo + i, dq[i]);
 }
 
-COLRT_HD static void colrt_k_attn_bwd_dkv_row(const colrt_attn_args *a, int64_t row) {
+COLRT_KD static void colrt_k_attn_bwd_dkv_row(const colrt_attn_args *a, int64_t row) {
     int64_t g = row % a->Hkv, bs = row / a->Hkv, s = bs % a->S, b = bs / a->S;
     int64_t Dh = a->Dh, ko = row * Dh, group = a->H / a->Hkv;
     float kf[COLRT_MAX_DH], vf[COLRT_MAX_DH], dk[COLRT_MAX_DH], dv[COLRT_MAX_DH];
@@ -348,36 +365,36 @@ COLRT_HD static void colrt_k_attn_bwd_dkv_row(const colrt_attn_args *a, int64_t 
 
 #define COLRT_GELU_C 0.7978845608028654f /* sqrt(2/pi) */
 
-COLRT_HD static void colrt_k_gelu_fwd(const colrt_act_args *a, int64_t i) {
+COLRT_KD static void colrt_k_gelu_fwd(const colrt_act_args *a, int64_t i) {
     float x = colrt_ld(a->x, a->t, i);
     colrt_st(a->y, a->t, i, 0.5f * x * (1.f + tanhf(COLRT_GELU_C * (x + 0.044715f * x * x * x))));
 }
 
-COLRT_HD static void colrt_k_gelu_bwd(const colrt_act_args *a, int64_t i) {
+COLRT_KD static void colrt_k_gelu_bwd(const colrt_act_args *a, int64_t i) {
     float x = colrt_ld(a->x, a->t, i);
     float th = tanhf(COLRT_GELU_C * (x + 0.044715f * x * x * x));
     float d = 0.5f * (1.f + th) + 0.5f * x * (1.f - th * th) * COLRT_GELU_C * (1.f + 3.f * 0.044715f * x * x);
     colrt_st(a->dx, a->t, i, colrt_ld(a->dy, a->t, i) * d);
 }
 
-COLRT_HD static float colrt_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+COLRT_KD static float colrt_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 
-COLRT_HD static void colrt_k_silu_fwd(const colrt_act_args *a, int64_t i) {
+COLRT_KD static void colrt_k_silu_fwd(const colrt_act_args *a, int64_t i) {
     float x = colrt_ld(a->x, a->t, i);
     colrt_st(a->y, a->t, i, x * colrt_sigmoid(x));
 }
 
-COLRT_HD static void colrt_k_silu_bwd(const colrt_act_args *a, int64_t i) {
+COLRT_KD static void colrt_k_silu_bwd(const colrt_act_args *a, int64_t i) {
     float x = colrt_ld(a->x, a->t, i), sg = colrt_sigmoid(x);
     colrt_st(a->dx, a->t, i, colrt_ld(a->dy, a->t, i) * sg * (1.f + x * (1.f - sg)));
 }
 
-COLRT_HD static void colrt_k_swiglu_fwd(const colrt_act_args *a, int64_t i) {
+COLRT_KD static void colrt_k_swiglu_fwd(const colrt_act_args *a, int64_t i) {
     float x = colrt_ld(a->a, a->t, i);
     colrt_st(a->y, a->t, i, x * colrt_sigmoid(x) * colrt_ld(a->b, a->t, i));
 }
 
-COLRT_HD static void colrt_k_swiglu_bwd(const colrt_act_args *a, int64_t i) {
+COLRT_KD static void colrt_k_swiglu_bwd(const colrt_act_args *a, int64_t i) {
     float x = colrt_ld(a->a, a->t, i), b = colrt_ld(a->b, a->t, i), dy = colrt_ld(a->dy, a->t, i);
     float sg = colrt_sigmoid(x);
     colrt_st(a->da, a->t, i, dy * b * sg * (1.f + x * (1.f - sg)));
@@ -386,7 +403,7 @@ COLRT_HD static void colrt_k_swiglu_bwd(const colrt_act_args *a, int64_t i) {
 
 /* ---- rope: index = (b*T + t)*H + h ------------------------------------------------ */
 
-COLRT_HD static void colrt_k_rope_row(const colrt_rope_args *a, int64_t row) {
+COLRT_KD static void colrt_k_rope_row(const colrt_rope_args *a, int64_t row) {
     int64_t t = (row / a->H) % a->T, half = a->Dh / 2, o = row * a->Dh;
     float pos = (float)(a->pos0 + t);
     for (int64_t i = 0; i < half; i++) {
@@ -400,13 +417,13 @@ COLRT_HD static void colrt_k_rope_row(const colrt_rope_args *a, int64_t row) {
 
 /* ---- embedding: forward index = token row; backward index = column block ---------- */
 
-COLRT_HD static void colrt_k_emb_fwd_row(const colrt_emb_args *a, int64_t n) {
+COLRT_KD static void colrt_k_emb_fwd_row(const colrt_emb_args *a, int64_t n) {
     int32_t id = a->idx[n];
     for (int64_t j = 0; j < a->D; j++)
         colrt_st(a->out, a->t, n * a->D + j, id >= 0 && id < a->V ? colrt_ld(a->table, a->t, (int64_t)id * a->D + j) : 0.f);
 }
 
-COLRT_HD static void colrt_k_emb_bwd_col(const colrt_emb_args *a, int64_t blk) {
+COLRT_KD static void colrt_k_emb_bwd_col(const colrt_emb_args *a, int64_t blk) {
     int64_t j0 = blk * COLRT_COLBLK, nj = a->D - j0 < COLRT_COLBLK ? a->D - j0 : COLRT_COLBLK;
     if (!a->accumulate)
         for (int64_t v = 0; v < a->V; v++)
@@ -423,7 +440,7 @@ COLRT_HD static void colrt_k_emb_bwd_col(const colrt_emb_args *a, int64_t blk) {
 
 /* ---- cross-entropy: index = token row ------------------------------------------------ */
 
-COLRT_HD static void colrt_k_ce_row(const colrt_ce_args *a, int64_t n) {
+COLRT_KD static void colrt_k_ce_row(const colrt_ce_args *a, int64_t n) {
     int64_t o = n * a->V;
     int32_t tg = a->targets[n];
     if (tg < 0 || tg >= a->V) {
@@ -447,7 +464,7 @@ COLRT_HD static void colrt_k_ce_row(const colrt_ce_args *a, int64_t n) {
 
 /* ---- optimizers: index = element ---------------------------------------------------- */
 
-COLRT_HD static void colrt_k_adamw(const colrt_opt_args *a, int64_t i) {
+COLRT_KD static void colrt_k_adamw(const colrt_opt_args *a, int64_t i) {
     float g = colrt_ld(a->g, a->t, i) * a->grad_scale, p = a->p[i];
     float m = a->beta1 * a->m[i] + (1.f - a->beta1) * g;
     float v = a->beta2 * a->v[i] + (1.f - a->beta2) * g * g;
@@ -458,7 +475,7 @@ COLRT_HD static void colrt_k_adamw(const colrt_opt_args *a, int64_t i) {
     if (a->p_lp) colrt_st(a->p_lp, a->t, i, p);
 }
 
-COLRT_HD static void colrt_k_sgd(const colrt_opt_args *a, int64_t i) {
+COLRT_KD static void colrt_k_sgd(const colrt_opt_args *a, int64_t i) {
     float p = a->p[i], g = colrt_ld(a->g, a->t, i) * a->grad_scale + a->wd * p;
     if (a->m) {
         float buf = a->momentum * a->m[i] + g;
@@ -472,7 +489,7 @@ COLRT_HD static void colrt_k_sgd(const colrt_opt_args *a, int64_t i) {
 
 /* ---- reductions and casts ------------------------------------------------------------ */
 
-COLRT_HD static void colrt_k_sumsq_chunk(const colrt_elem_args *a, int64_t c) {
+COLRT_KD static void colrt_k_sumsq_chunk(const colrt_elem_args *a, int64_t c) {
     int64_t e = (c + 1) * COLRT_SUMSQ_CHUNK < a->n ? (c + 1) * COLRT_SUMSQ_CHUNK : a->n;
     float s = 0.f;
     for (int64_t i = c * COLRT_SUMSQ_CHUNK; i < e; i++) {
@@ -482,19 +499,10 @@ COLRT_HD static void colrt_k_sumsq_chunk(const colrt_elem_args *a, int64_t c) {
     COLRT_ATOMIC_ADD(a->acc, s);
 }
 
-COLRT_HD static void colrt_k_cast(const colrt_elem_args *a, int64_t i) {
+COLRT_KD static void colrt_k_cast(const colrt_elem_args *a, int64_t i) {
     colrt_st(a->dst, a->dt, i, colrt_ld(a->src, a->st, i));
 }
 
-/* Backend entry points, one per kernel. */
-#ifdef __cplusplus
-extern "C" {
-#endif
-#define X(name, args) void colrt__run_##name(colrt_stream *s, const args *a, int64_t n);
-COLRT_KERNELS(X)
-#undef X
-#ifdef __cplusplus
-}
-#endif
+#endif /* COLRT_KERNEL_DECLS_ONLY */
 
 #endif

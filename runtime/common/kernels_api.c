@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#define COLRT_KERNEL_DECLS_ONLY
 #include "kernels.h"
 
 static void need_float(colrt_dtype t, const char *fn) {
