@@ -8,6 +8,7 @@
  *   openblas-detected   libopenblas.so.0 as Debian ships it (its own CPU detection)
  *   openblas-<CORE>     the same library with OPENBLAS_CORETYPE=<CORE>
  *   blis                libblis.so.4 (its own detection)
+ *   blis-skx            the same library with BLIS_ARCH_TYPE=skx (AVX-512)
  *   colrt               colrt_gemm after colrt_init, environment untouched
  * All use 2 threads (this machine's cores). Prints GFLOP/s per shape and
  * the geometric-mean ratio of each configuration to the best one.
@@ -34,7 +35,7 @@ static const Shape SHAPES[] = {{"qkv", 1024, 2304, 768},
                                {"lm_head", 256, 50257, 768}};
 enum { NSHAPES = sizeof SHAPES / sizeof *SHAPES };
 static const char *CONFIGS[] = {"openblas-detected", "openblas-SKYLAKEX", "openblas-HASWELL", "openblas-COOPERLAKE",
-                                "openblas-SAPPHIRERAPIDS", "blis", "colrt"};
+                                "openblas-SAPPHIRERAPIDS", "blis", "blis-skx", "colrt"};
 enum { NCONFIGS = sizeof CONFIGS / sizeof *CONFIGS };
 
 static double now(void) {
@@ -107,6 +108,8 @@ int main(int argc, char **argv) {
             dup2(fd[1], 1);
             close(fd[0]);
             unsetenv("OPENBLAS_CORETYPE");
+            unsetenv("BLIS_ARCH_TYPE");
+            if (!strcmp(CONFIGS[c], "blis-skx")) setenv("BLIS_ARCH_TYPE", "skx", 1);
             const char *dash = strchr(CONFIGS[c], '-');
             if (!strncmp(CONFIGS[c], "openblas-", 9) && strcmp(dash + 1, "detected")) setenv("OPENBLAS_CORETYPE", dash + 1, 1);
             setenv("OMP_NUM_THREADS", "2", 1);

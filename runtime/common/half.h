@@ -15,7 +15,7 @@
 #ifdef __CUDACC__
 #define COLRT_HD __host__ __device__ __forceinline__
 #else
-#define COLRT_HD inline
+#define COLRT_HD __attribute__((always_inline)) inline
 #endif
 
 COLRT_HD static float colrt_bits_f32(uint32_t u) {

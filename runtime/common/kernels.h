@@ -21,8 +21,12 @@
 #ifdef __CUDACC__
 #define COLRT_KD __device__ __forceinline__
 #define COLRT_ATOMIC_ADD(p, v) atomicAdd((p), (v))
+#define COLRT_SIMD_SUM(v)
 #else
-#define COLRT_KD inline
+/* Always inlined, so the CPU runner's per-dtype copies fold colrt_ld's switch. */
+#define COLRT_KD __attribute__((always_inline)) inline
+#define COLRT_PRAGMA(x) _Pragma(#x)
+#define COLRT_SIMD_SUM(v) COLRT_PRAGMA(omp simd reduction(+ : v))
 #define COLRT_ATOMIC_ADD(p, v)                 \
     do {                                       \
         float _v = (v);                        \
@@ -110,6 +114,7 @@ typedef struct {
 } colrt_opt_args;
 
 typedef struct {
+    int t; /* the dtype the CPU runner specializes on: st for sums of squares, -1 for casts */
     int st, dt;
     const void *src;
     void *dst;
@@ -152,6 +157,10 @@ extern "C" {
 #define X(name, args) void colrt__run_##name(colrt_stream *s, const args *a, int64_t n);
 COLRT_KERNELS(X)
 #undef X
+/* Attention is a backend hook: the GPU runs the row bodies below (memory-
+ * efficient), the CPU blocks it into BLAS calls (cpu/attention.c). */
+void colrt__attention_fwd(colrt_stream *s, const colrt_attn_args *a);
+void colrt__attention_bwd(colrt_stream *s, const colrt_attn_args *a);
 #ifdef __cplusplus
 }
 #endif
@@ -275,6 +284,7 @@ COLRT_KD static int64_t colrt_attn_last(const colrt_attn_args *a, int64_t t) {
 
 COLRT_KD static float colrt_attn_dot(const colrt_attn_args *a, const float *qf, const void *p, int64_t o) {
     float d = 0.f;
+    COLRT_SIMD_SUM(d)
     for (int64_t i = 0; i < a->Dh; i++) d += qf[i] * colrt_ld(p, a->t, o + i);
     return d;
 }
@@ -346,6 +356,7 @@ COLRT_KD static void colrt_k_attn_bwd_dkv_row(const colrt_attn_args *a, int64_t 
             float lse = a->clse[(b * a->H + h) * a->T + t];
             float p = expf(a->scale * colrt_attn_dot(a, kf, a->q, qo) - lse);
             float dp = colrt_attn_dot(a, vf, a->dout, qo), delta = 0.f;
+            COLRT_SIMD_SUM(delta)
             for (int64_t i = 0; i < Dh; i++)
                 delta += colrt_ld(a->dout, a->t, qo + i) * colrt_ld(a->out_in, a->t, qo + i);
             float ds = p * (dp - delta) * a->scale;
@@ -493,7 +504,7 @@ COLRT_KD static void colrt_k_sumsq_chunk(const colrt_elem_args *a, int64_t c) {
     int64_t e = (c + 1) * COLRT_SUMSQ_CHUNK < a->n ? (c + 1) * COLRT_SUMSQ_CHUNK : a->n;
     float s = 0.f;
     for (int64_t i = c * COLRT_SUMSQ_CHUNK; i < e; i++) {
-        float x = colrt_ld(a->src, a->st, i);
+        float x = colrt_ld(a->src, a->t, i);
         s += x * x;
     }
     COLRT_ATOMIC_ADD(a->acc, s);

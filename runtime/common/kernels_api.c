@@ -100,7 +100,7 @@ void colrt_attention_fwd(colrt_stream *s, colrt_dtype t, const void *q, const vo
     attn_check(B, T, S, H, Hkv, Dh, "colrt_attention_fwd");
     colrt_attn_args a = {.t = t, .q = q, .k = k, .v = v, .out = out, .lse = lse, .B = B, .T = T, .S = S, .H = H,
                          .Hkv = Hkv, .Dh = Dh, .scale = scale, .causal = causal};
-    colrt__run_attn_fwd_row(s, &a, B * T * H);
+    colrt__attention_fwd(s, &a);
 }
 
 void colrt_attention_bwd(colrt_stream *s, colrt_dtype t, const void *dout, const void *q, const void *k,
@@ -111,8 +111,7 @@ void colrt_attention_bwd(colrt_stream *s, colrt_dtype t, const void *dout, const
     colrt_attn_args a = {.t = t, .dout = dout, .q = q, .k = k, .v = v, .out_in = out, .clse = lse, .dq = dq,
                          .dk = dk, .dv = dv, .B = B, .T = T, .S = S, .H = H, .Hkv = Hkv, .Dh = Dh,
                          .scale = scale, .causal = causal};
-    colrt__run_attn_bwd_dq_row(s, &a, B * T * H);
-    colrt__run_attn_bwd_dkv_row(s, &a, B * S * Hkv);
+    colrt__attention_bwd(s, &a);
 }
 
 #define ACT(fn, kern, ...)                                                   \
@@ -208,7 +207,7 @@ void colrt_sgd(colrt_stream *s, colrt_dtype t, float *p, const void *g, float *m
 
 void colrt_sum_squares(colrt_stream *s, colrt_dtype t, const void *x, int64_t n, float *acc) {
     need_float(t, "colrt_sum_squares");
-    colrt_elem_args a = {.st = t, .src = x, .acc = acc, .n = n};
+    colrt_elem_args a = {.t = t, .st = t, .src = x, .acc = acc, .n = n};
     colrt__run_sumsq_chunk(s, &a, ceil_div(n, COLRT_SUMSQ_CHUNK));
 }
 
@@ -227,6 +226,6 @@ float colrt_grad_norm(colrt_stream *s, colrt_mesh *m, unsigned axis_mask, int nt
 void colrt_cast(colrt_stream *s, const void *src, colrt_dtype st, void *dst, colrt_dtype dt, int64_t n) {
     need_float(st, "colrt_cast");
     need_float(dt, "colrt_cast");
-    colrt_elem_args a = {.st = st, .dt = dt, .src = src, .dst = dst, .n = n};
+    colrt_elem_args a = {.t = -1, .st = st, .dt = dt, .src = src, .dst = dst, .n = n};
     colrt__run_cast(s, &a, n);
 }

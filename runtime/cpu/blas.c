@@ -108,7 +108,7 @@ static void builtin_sgemm(int ta, int tb, int M, int N, int K, float alpha, cons
         }
 }
 
-static void sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                   int ldb, float beta, float *C, int ldc) {
     if (blas.sgemm)
         blas.sgemm(CBLAS_ROW_MAJOR, ta ? CBLAS_TRANS : CBLAS_NO_TRANS, tb ? CBLAS_TRANS : CBLAS_NO_TRANS, M, N, K,
@@ -149,14 +149,14 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
         const char *Ai = (const char *)A + (size_t)(i * strideA) * es, *Bi = (const char *)B + (size_t)(i * strideB) * es;
         char *Ci = (char *)C + (size_t)(i * strideC) * es;
         if (t == COLRT_F32) {
-            sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, (const float *)Ai, (int)lda, (const float *)Bi,
+            colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, (const float *)Ai, (int)lda, (const float *)Bi,
                   (int)ldb, beta, (float *)Ci, (int)ldc);
             continue;
         }
         widen(a32, Ai, t, ar, ac, lda);
         widen(b32, Bi, t, br, bc, ldb);
         if (beta != 0.f) widen(c32, Ci, t, M, N, ldc);
-        sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, a32, (int)ac, b32, (int)bc, beta, c32, (int)N);
+        colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, a32, (int)ac, b32, (int)bc, beta, c32, (int)N);
 #pragma omp parallel for schedule(static)
         for (int64_t r = 0; r < M; r++)
             for (int64_t c = 0; c < N; c++) colrt_st(Ci, t, r * ldc + c, c32[r * N + c]);

@@ -29,16 +29,25 @@ void colrt__backend_finalize(void) {
 int colrt_device(void) { return device; }
 const char *colrt_backend(void) { return "cuda"; }
 
+/* Every stream we created, so a device-wide wait can poll them all. */
+#define MAX_STREAMS 64
+static colrt_stream *streams[MAX_STREAMS];
+static int nstreams;
+
 colrt_stream *colrt_stream_create(void) {
     colrt_stream *s = calloc(1, sizeof *s);
     if (!s) colrt_die("colrt_stream_create: out of memory");
+    if (nstreams == MAX_STREAMS) colrt_die("colrt_stream_create: more than %d streams", MAX_STREAMS);
     COLRT_CUDA(cudaStreamCreateWithFlags(&s->s, cudaStreamNonBlocking));
+    streams[nstreams++] = s;
     return s;
 }
 
 void colrt_stream_destroy(colrt_stream *s) {
     if (!s) return;
     colrt_stream_sync(s);
+    for (int i = 0; i < nstreams; i++)
+        if (streams[i] == s) streams[i] = streams[--nstreams];
     COLRT_CUDA(cudaStreamDestroy(s->s));
     free(s);
 }
@@ -54,10 +63,9 @@ void colrt_stream_sync(colrt_stream *s) { colrt__cuda_wait(stream_done, (void *)
 
 static int device_done(void *p) {
     (void)p;
-    /* the legacy default stream waits for all blocking streams; check each we know of via the device */
-    cudaError_t e = cudaStreamQuery(0);
-    if (e == cudaErrorNotReady) return 0;
-    COLRT_CUDA(e);
+    if (!stream_done((void *)(cudaStream_t)0)) return 0;
+    for (int i = 0; i < nstreams; i++)
+        if (!stream_done((void *)streams[i]->s)) return 0;
     return 1;
 }
 

@@ -23,3 +23,12 @@
     }
 COLRT_KERNELS(X)
 #undef X
+
+extern "C" void colrt__attention_fwd(colrt_stream *s, const colrt_attn_args *a) {
+    colrt__run_attn_fwd_row(s, a, a->B * a->T * a->H);
+}
+
+extern "C" void colrt__attention_bwd(colrt_stream *s, const colrt_attn_args *a) {
+    colrt__run_attn_bwd_dq_row(s, a, a->B * a->T * a->H);
+    colrt__run_attn_bwd_dkv_row(s, a, a->B * a->S * a->Hkv);
+}
