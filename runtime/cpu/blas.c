@@ -117,11 +117,22 @@ void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float 
         builtin_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* Dense f32 copy of a rows x cols matrix stored as t with leading dim ld. */
+/* Dense f32 copy of a rows x cols matrix stored as t with leading dim ld
+ * (one loop per dtype, so the conversion inlines and vectorizes). */
+#define WIDEN_LOOP(T)                                                                  \
+    _Pragma("omp parallel for schedule(static)") for (int64_t r = 0; r < rows; r++)    \
+        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = colrt_ld(src, (T), r * ld + c)
 static void widen(float *dst, const void *src, colrt_dtype t, int64_t rows, int64_t cols, int64_t ld) {
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = colrt_ld(src, t, r * ld + c);
+    if (t == COLRT_BF16) WIDEN_LOOP(COLRT_BF16);
+    else WIDEN_LOOP(COLRT_F16);
+}
+
+#define NARROW_LOOP(T)                                                                 \
+    _Pragma("omp parallel for schedule(static)") for (int64_t r = 0; r < rows; r++)    \
+        for (int64_t c = 0; c < cols; c++) colrt_st(dst, (T), r * ld + c, src[r * cols + c])
+static void narrow(void *dst, const float *src, colrt_dtype t, int64_t rows, int64_t cols, int64_t ld) {
+    if (t == COLRT_BF16) NARROW_LOOP(COLRT_BF16);
+    else NARROW_LOOP(COLRT_F16);
 }
 
 void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t M, int64_t N, int64_t K,
@@ -157,9 +168,7 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
         widen(b32, Bi, t, br, bc, ldb);
         if (beta != 0.f) widen(c32, Ci, t, M, N, ldc);
         colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, a32, (int)ac, b32, (int)bc, beta, c32, (int)N);
-#pragma omp parallel for schedule(static)
-        for (int64_t r = 0; r < M; r++)
-            for (int64_t c = 0; c < N; c++) colrt_st(Ci, t, r * ldc + c, c32[r * N + c]);
+        narrow(Ci, c32, t, M, N, ldc);
     }
     free(a32);
 }
