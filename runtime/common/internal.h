@@ -33,7 +33,11 @@ void colrt__mpi_fail(int rc, const char *call, const char *file, int line);
         if (_rc != MPI_SUCCESS) colrt__mpi_fail(_rc, #call, __FILE__, __LINE__); \
     } while (0)
 
-/* Waits for req, polling; past the timeout the job ends naming `what`. */
+/* Brackets a blocking collective: past the timeout inside it, the watchdog
+ * ends the job naming `what` and the mesh axis (-1: the world). */
+void colrt__coll_begin(const char *what, int axis);
+void colrt__coll_end(void);
+/* Waits for req under the watchdog. */
 void colrt__mpi_wait(MPI_Request *req, const char *what, int axis);
 void colrt__require_init(const char *fn);
 

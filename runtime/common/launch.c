@@ -1,11 +1,13 @@
 /*
  * launch.c — bootstrap and the mesh: MPI_Init under mpirun/srun or as a
  * singleton, rank/world/local rank, fatal errors that take the whole job
- * down, one MPI communicator per mesh axis, and waiting on MPI requests with
- * a timeout so that a dead peer ends the job instead of hanging it.
+ * down, one MPI communicator per mesh axis, and a watchdog thread that ends
+ * the job when a collective runs past the timeout, so that a dead or hung
+ * peer ends the job instead of hanging it.
  * Used by both backends (the CUDA one bootstraps NCCL over MPI).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,9 @@
 #include "internal.h"
 
 colrt_state colrt__g = {.timeout = 300.0};
+
+static void watchdog_start(void);
+static void watchdog_stop(void);
 
 static int mpi_up(void) {
     int init = 0, fin = 0;
@@ -34,6 +39,8 @@ void colrt_die(const char *fmt, ...) {
     fprintf(stderr, "colrt: rank %d on %s: %s\n", colrt__g.rank, colrt__g.host, msg);
     fflush(stderr);
     fflush(stdout);
+    /* MPI_Abort may come from the watchdog thread: OpenMPI's abort goes to
+     * the launcher's daemon, which ends every rank; _exit is the fallback. */
     if (mpi_up() && colrt__g.world > 1) MPI_Abort(MPI_COMM_WORLD, 1);
     _exit(1);
 }
@@ -76,12 +83,14 @@ void colrt_init(int *argc, char ***argv) {
     COLRT_MPI(MPI_Comm_size(node, &colrt__g.local_size));
     COLRT_MPI(MPI_Comm_free(&node));
     colrt__g.inited = 1;
+    watchdog_start();
     colrt__backend_init();
 }
 
 void colrt_finalize(void) {
     colrt__require_init("colrt_finalize");
     colrt__backend_finalize();
+    watchdog_stop();
     colrt__g.inited = 0;
     if (colrt__g.we_init_mpi) COLRT_MPI(MPI_Finalize());
 }
@@ -99,17 +108,39 @@ void colrt_barrier(void) {
     colrt__mpi_wait(&r, "barrier", -1);
 }
 
-void colrt__mpi_wait(MPI_Request *req, const char *what, int axis) {
-    double t0 = MPI_Wtime();
-    for (long spins = 0;; spins++) {
-        int done = 0;
-        COLRT_MPI(MPI_Test(req, &done, MPI_STATUS_IGNORE));
-        if (done) return;
-        if (spins < 200) continue;
-        /* Back off so oversubscribed ranks leave the cores to the others. */
-        struct timespec ts = {0, spins < 2000 ? 10000 : 200000};
+/* ---- the watchdog ------------------------------------------------------------
+ * Collectives are blocking MPI calls (the tuned algorithms, which are faster
+ * here than the nonblocking ones), bracketed by colrt__coll_begin/end. A
+ * thread checks every 20 ms whether the current collective has run past the
+ * timeout; if so it names the collective and aborts the job. */
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_t thread;
+    int running, stop;
+    const char *what; /* NULL: not inside a collective */
+    int axis;
+    double start;
+} wd = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static double mono(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void *watchdog(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
-        if (MPI_Wtime() - t0 > colrt__g.timeout) {
+        pthread_mutex_lock(&wd.mu);
+        int stop = wd.stop, late = wd.what && mono() - wd.start > colrt__g.timeout;
+        const char *what = wd.what;
+        int axis = wd.axis;
+        pthread_mutex_unlock(&wd.mu);
+        if (stop) return NULL;
+        if (late) {
             if (axis >= 0)
                 colrt_die("%s on mesh axis %d did not complete within %.1f s: a peer rank died or hung; aborting the job",
                           what, axis, colrt__g.timeout);
@@ -117,6 +148,39 @@ void colrt__mpi_wait(MPI_Request *req, const char *what, int axis) {
                       colrt__g.timeout);
         }
     }
+}
+
+static void watchdog_start(void) {
+    wd.stop = 0;
+    if (pthread_create(&wd.thread, NULL, watchdog, NULL)) colrt_die("cannot start the collective watchdog thread");
+    wd.running = 1;
+}
+
+static void watchdog_stop(void) {
+    if (!wd.running) return;
+    pthread_mutex_lock(&wd.mu);
+    wd.stop = 1;
+    pthread_mutex_unlock(&wd.mu);
+    pthread_join(wd.thread, NULL);
+    wd.running = 0;
+}
+
+void colrt__coll_begin(const char *what, int axis) {
+    pthread_mutex_lock(&wd.mu);
+    wd.what = what, wd.axis = axis, wd.start = mono();
+    pthread_mutex_unlock(&wd.mu);
+}
+
+void colrt__coll_end(void) {
+    pthread_mutex_lock(&wd.mu);
+    wd.what = NULL;
+    pthread_mutex_unlock(&wd.mu);
+}
+
+void colrt__mpi_wait(MPI_Request *req, const char *what, int axis) {
+    colrt__coll_begin(what, axis);
+    COLRT_MPI(MPI_Wait(req, MPI_STATUS_IGNORE));
+    colrt__coll_end();
 }
 
 /* ---- mesh ---------------------------------------------------------------------- */

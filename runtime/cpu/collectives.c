@@ -1,7 +1,7 @@
 /*
- * collectives.c — the CPU backend's collectives: nonblocking MPI on the mesh
- * axis's communicator, then a wait with the job's timeout (so a dead peer
- * ends the job, not hangs it). bf16/f16 reduce with user-defined MPI ops that
+ * collectives.c — the CPU backend's collectives: MPI's (tuned, blocking)
+ * collectives on the mesh axis's communicator, under the watchdog (see
+ * common/launch.c), so a dead or hung peer ends the job instead of hanging it. bf16/f16 reduce with user-defined MPI ops that
  * add in f32 and round once per step; AVG is SUM then a scale by 1/n.
  */
 #include <limits.h>
@@ -77,10 +77,10 @@ void colrt_all_reduce(colrt_mesh *m, int axis, const void *send, void *recv, siz
                       colrt_redop op, colrt_stream *s) {
     (void)s;
     MPI_Comm c = axis_comm(m, axis, "all_reduce");
-    MPI_Request r;
-    COLRT_MPI(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, icount(count, "all_reduce"), mpi_type(t),
-                             mpi_op(t, op), c, &r));
-    colrt__mpi_wait(&r, "all_reduce", axis);
+    colrt__coll_begin("all_reduce", axis);
+    COLRT_MPI(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, icount(count, "all_reduce"), mpi_type(t),
+                            mpi_op(t, op), c));
+    colrt__coll_end();
     if (op == COLRT_AVG) scale(recv, count, t, 1.f / (float)m->sizes[axis]);
 }
 
@@ -88,20 +88,20 @@ void colrt_all_gather(colrt_mesh *m, int axis, const void *send, void *recv, siz
                       colrt_stream *s) {
     (void)s;
     MPI_Comm c = axis_comm(m, axis, "all_gather");
-    MPI_Request r;
     int n = icount(count, "all_gather");
-    COLRT_MPI(MPI_Iallgather(send, n, mpi_type(t), recv, n, mpi_type(t), c, &r));
-    colrt__mpi_wait(&r, "all_gather", axis);
+    colrt__coll_begin("all_gather", axis);
+    COLRT_MPI(MPI_Allgather(send, n, mpi_type(t), recv, n, mpi_type(t), c));
+    colrt__coll_end();
 }
 
 void colrt_reduce_scatter(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
                           colrt_redop op, colrt_stream *s) {
     (void)s;
     MPI_Comm c = axis_comm(m, axis, "reduce_scatter");
-    MPI_Request r;
     icount(count * (size_t)m->sizes[axis], "reduce_scatter");
-    COLRT_MPI(MPI_Ireduce_scatter_block(send, recv, (int)count, mpi_type(t), mpi_op(t, op), c, &r));
-    colrt__mpi_wait(&r, "reduce_scatter", axis);
+    colrt__coll_begin("reduce_scatter", axis);
+    COLRT_MPI(MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(t), mpi_op(t, op), c));
+    colrt__coll_end();
     if (op == COLRT_AVG) scale(recv, count, t, 1.f / (float)m->sizes[axis]);
 }
 
@@ -109,10 +109,10 @@ void colrt_all_to_all(colrt_mesh *m, int axis, const void *send, void *recv, siz
                       colrt_stream *s) {
     (void)s;
     MPI_Comm c = axis_comm(m, axis, "all_to_all");
-    MPI_Request r;
     int n = icount(count, "all_to_all");
-    COLRT_MPI(MPI_Ialltoall(send, n, mpi_type(t), recv, n, mpi_type(t), c, &r));
-    colrt__mpi_wait(&r, "all_to_all", axis);
+    colrt__coll_begin("all_to_all", axis);
+    COLRT_MPI(MPI_Alltoall(send, n, mpi_type(t), recv, n, mpi_type(t), c));
+    colrt__coll_end();
 }
 
 void colrt_broadcast(colrt_mesh *m, int axis, void *buf, size_t count, colrt_dtype t, int root, colrt_stream *s) {
@@ -120,7 +120,7 @@ void colrt_broadcast(colrt_mesh *m, int axis, void *buf, size_t count, colrt_dty
     MPI_Comm c = axis_comm(m, axis, "broadcast");
     if (root < 0 || root >= m->sizes[axis])
         colrt_die("broadcast: root %d out of range for mesh axis %d of size %d", root, axis, m->sizes[axis]);
-    MPI_Request r;
-    COLRT_MPI(MPI_Ibcast(buf, icount(count, "broadcast"), mpi_type(t), root, c, &r));
-    colrt__mpi_wait(&r, "broadcast", axis);
+    colrt__coll_begin("broadcast", axis);
+    COLRT_MPI(MPI_Bcast(buf, icount(count, "broadcast"), mpi_type(t), root, c));
+    colrt__coll_end();
 }
