@@ -130,8 +130,10 @@ static void run_all(void) {
     float *nd = zero(1, COLRT_F32);
     colrt_memcpy(nd, &norm, sizeof norm, COLRT_H2D, NULL);
     dump("grad_norm", nd, 1, COLRT_F32);
-    colrt_cast(NULL, a, T, adx, T == COLRT_F32 ? COLRT_BF16 : COLRT_F32, n);
-    dump("cast", adx, n, T == COLRT_F32 ? COLRT_BF16 : COLRT_F32);
+    colrt_dtype ct = T == COLRT_F32 ? COLRT_BF16 : COLRT_F32;
+    void *cd = zero(n, ct);
+    colrt_cast(NULL, a, T, cd, ct, n);
+    dump("cast", cd, n, ct);
     free(idx_h);
     /* buffers are arenas; the process ends soon, so they are left to exit */
 }
