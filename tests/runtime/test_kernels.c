@@ -598,6 +598,10 @@ static void bad_arena(void) {
     colrt_arena a = colrt_arena_create(1024);
     colrt_arena_at(&a, 100, 4);
 }
+static void bad_arena_bounds(void) {
+    colrt_arena a = colrt_arena_create(1024);
+    colrt_arena_at(&a, 768, 512);
+}
 static void bad_dtype(void) {
     int32_t x[4] = {0};
     colrt_gelu_fwd(NULL, COLRT_I32, x, x, 4);
@@ -624,6 +628,7 @@ int main(int argc, char **argv) {
     expect_death("heads not a multiple", bad_heads, "needs H a positive multiple of Hkv");
     expect_death("mesh does not cover the world", bad_mesh, "multiply to 6 but the world has 1 ranks");
     expect_death("unaligned arena offset", bad_arena, "not a multiple of 256");
+    expect_death("arena access past the end", bad_arena_bounds, "[768, 1280) is outside the arena of 1024 bytes");
     expect_death("integer dtype to gelu", bad_dtype, "dtype I32 is not a float type");
     int rc = check_done("test_colrt_kernels");
     colrt_finalize();
