@@ -152,7 +152,7 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
                 int64_t strideC, int64_t batch);
 
 /* Which GEMM library (and kernel) the backend uses, e.g.
- * "openblas 0.3.21 (core SkylakeX, forced)" or "cublasLt". */
+ * "blis (arch skx, forced by colrt), 2 threads" or "cublasLt (f32 compute)". */
 const char *colrt_gemm_library(void);
 
 /* Layer norm over the last dim D of x[N,D]: y = (x-mean)*rstd*w + b.
