@@ -6,6 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config
   libclang-19-dev clang-19 libclang-rt-19-dev   # front end (libclang), libFuzzer, sanitizers
+  libomp-19-dev                                 # OpenMP for clang builds (the fuzzing build)
   libglpk-dev                                    # ILP solver
   libopenmpi-dev openmpi-bin                     # CPU backend collectives
   libopenblas-dev libblis-dev                    # CPU GEMM (chosen by measurement, see docs/runtime.md)
