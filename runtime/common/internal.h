@@ -1,0 +1,51 @@
+/*
+ * internal.h — what the backend-independent part of colrt (common/) and the
+ * backends (cpu/, cuda/) share: process state, the mesh, MPI error checking,
+ * and the hooks each backend implements. Not installed; generated code sees
+ * only colossal/colrt.h.
+ */
+#ifndef COLRT_INTERNAL_H
+#define COLRT_INTERNAL_H
+
+#include <mpi.h>
+
+#include "colossal/colrt.h"
+
+typedef struct colrt_state {
+    int inited, we_init_mpi;
+    int rank, world, local_rank, local_size;
+    double timeout; /* seconds a collective may take before the job ends */
+    char host[256];
+} colrt_state;
+extern colrt_state colrt__g;
+
+struct colrt_mesh {
+    int naxes, sizes[COLRT_MAX_AXES], coords[COLRT_MAX_AXES];
+    MPI_Comm comm[COLRT_MAX_AXES]; /* one per axis, ranks ordered by coordinate */
+    void *be[COLRT_MAX_AXES];      /* backend communicators (NCCL) */
+};
+
+/* MPI calls: a failure names the call, the MPI error string, rank and host, then aborts. */
+void colrt__mpi_fail(int rc, const char *call, const char *file, int line);
+#define COLRT_MPI(call)                                                   \
+    do {                                                                  \
+        int _rc = (call);                                                 \
+        if (_rc != MPI_SUCCESS) colrt__mpi_fail(_rc, #call, __FILE__, __LINE__); \
+    } while (0)
+
+/* Brackets a blocking collective: past the timeout inside it, the watchdog
+ * ends the job naming `what` and the mesh axis (-1: the world). */
+void colrt__coll_begin(const char *what, int axis);
+void colrt__coll_end(void);
+/* Waits for req under the watchdog. */
+void colrt__mpi_wait(MPI_Request *req, const char *what, int axis);
+void colrt__require_init(const char *fn);
+
+/* Backend hooks. */
+extern const int colrt__device_is_host; /* 1: device pointers are host pointers */
+void colrt__backend_init(void);
+void colrt__backend_finalize(void);
+void colrt__backend_mesh_init(colrt_mesh *m);
+void colrt__backend_mesh_destroy(colrt_mesh *m);
+
+#endif

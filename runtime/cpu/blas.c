@@ -1,0 +1,174 @@
+/*
+ * blas.c — GEMM on the CPU: picks a BLAS at init and runs strided-batch GEMM
+ * in f32 (16-bit storage is widened to f32 around the call).
+ *
+ * The library is loaded with dlopen, not linked, so the runtime controls how
+ * it starts: Debian's OpenBLAS 0.3.21 (DYNAMIC_ARCH) does not know recent
+ * Xeons (Sapphire/Emerald Rapids) and falls back to its Prescott (SSE3)
+ * kernel, 4x slower than its SkylakeX (AVX-512) one. OpenBLAS reads
+ * OPENBLAS_CORETYPE when it loads, so we set it in this process only for the
+ * duration of the dlopen, to the best core the CPU's features support, and
+ * restore the environment. Measured choice (docs/runtime.md): OpenBLAS with
+ * the forced core beats BLIS 0.9 on GPT-2 shapes here.
+ *
+ * COLRT_BLAS=openblas|blis|builtin overrides the choice (benchmarks use it);
+ * an OPENBLAS_CORETYPE set by the user is respected.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/half.h"
+#include "../common/internal.h"
+#include "cpu.h"
+
+typedef void (*sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                         const float *B, int ldb, float beta, float *C, int ldc);
+
+static struct {
+    sgemm_fn sgemm; /* NULL: the built-in loop */
+    char desc[160];
+} blas;
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+/* The OpenBLAS core type for this CPU, by its features (not its model number). */
+static const char *openblas_core(void) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        return "SKYLAKEX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "HASWELL";
+    return NULL; /* let OpenBLAS decide */
+}
+
+static int load_openblas(int threads) {
+    const char *user = getenv("OPENBLAS_CORETYPE");
+    const char *core = user ? NULL : openblas_core();
+    if (core) setenv("OPENBLAS_CORETYPE", core, 1);
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (core) unsetenv("OPENBLAS_CORETYPE");
+    if (!h) return 0;
+    blas.sgemm = (sgemm_fn)dlsym(h, "cblas_sgemm");
+    if (!blas.sgemm) return 0;
+    void (*set_threads)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+    char *(*corename)(void) = (char *(*)(void))dlsym(h, "openblas_get_corename");
+    char *(*config)(void) = (char *(*)(void))dlsym(h, "openblas_get_config");
+    if (set_threads) set_threads(threads);
+    snprintf(blas.desc, sizeof blas.desc, "openblas (core %s, %s; %s), %d threads",
+             corename ? corename() : "?", core ? "forced by colrt" : user ? "OPENBLAS_CORETYPE" : "detected",
+             config ? config() : "", threads);
+    return 1;
+}
+
+static int load_blis(int threads) {
+    void *h = dlopen("libblis.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return 0;
+    blas.sgemm = (sgemm_fn)dlsym(h, "cblas_sgemm");
+    if (!blas.sgemm) return 0;
+    void (*set_threads)(long) = (void (*)(long))dlsym(h, "bli_thread_set_num_threads");
+    const char *(*arch)(int) = (const char *(*)(int))dlsym(h, "bli_arch_string");
+    int (*query)(void) = (int (*)(void))dlsym(h, "bli_arch_query_id");
+    if (set_threads) set_threads(threads);
+    snprintf(blas.desc, sizeof blas.desc, "blis (arch %s), %d threads", arch && query ? arch(query()) : "?",
+             threads);
+    return 1;
+}
+
+void colrt__blas_init(int threads) {
+    const char *want = getenv("COLRT_BLAS");
+    int ok = 0;
+    if (!want || !strcmp(want, "openblas")) ok = load_openblas(threads);
+    else if (!strcmp(want, "blis")) ok = load_blis(threads);
+    else if (strcmp(want, "builtin")) colrt_die("COLRT_BLAS=%s: expected openblas, blis or builtin", want);
+    if (!ok) {
+        blas.sgemm = NULL;
+        snprintf(blas.desc, sizeof blas.desc, "builtin (OpenMP loops)");
+        if (want && strcmp(want, "builtin")) colrt_die("COLRT_BLAS=%s: cannot load the library: %s", want, dlerror());
+        if (!want && colrt__g.rank == 0)
+            fprintf(stderr, "colrt: libopenblas.so.0 not found; GEMM uses the slow built-in loops\n");
+    }
+}
+
+const char *colrt_gemm_library(void) { return blas.desc; }
+
+static void builtin_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                          const float *B, int ldb, float beta, float *C, int ldc) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = 0.f;
+            for (int k = 0; k < K; k++)
+                acc += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                       (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+            C[(size_t)i * ldc + j] = alpha * acc + (beta != 0.f ? beta * C[(size_t)i * ldc + j] : 0.f);
+        }
+}
+
+void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                  int ldb, float beta, float *C, int ldc) {
+    if (blas.sgemm)
+        blas.sgemm(CBLAS_ROW_MAJOR, ta ? CBLAS_TRANS : CBLAS_NO_TRANS, tb ? CBLAS_TRANS : CBLAS_NO_TRANS, M, N, K,
+                   alpha, A, lda, B, ldb, beta, C, ldc);
+    else
+        builtin_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Dense f32 copy of a rows x cols matrix stored as t with leading dim ld
+ * (one loop per dtype, so the conversion inlines and vectorizes). */
+#define WIDEN_LOOP(T)                                                                  \
+    _Pragma("omp parallel for schedule(static)") for (int64_t r = 0; r < rows; r++)    \
+        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = colrt_ld(src, (T), r * ld + c)
+static void widen(float *dst, const void *src, colrt_dtype t, int64_t rows, int64_t cols, int64_t ld) {
+    if (t == COLRT_BF16) WIDEN_LOOP(COLRT_BF16);
+    else WIDEN_LOOP(COLRT_F16);
+}
+
+#define NARROW_LOOP(T)                                                                 \
+    _Pragma("omp parallel for schedule(static)") for (int64_t r = 0; r < rows; r++)    \
+        for (int64_t c = 0; c < cols; c++) colrt_st(dst, (T), r * ld + c, src[r * cols + c])
+static void narrow(void *dst, const float *src, colrt_dtype t, int64_t rows, int64_t cols, int64_t ld) {
+    if (t == COLRT_BF16) NARROW_LOOP(COLRT_BF16);
+    else NARROW_LOOP(COLRT_F16);
+}
+
+void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t M, int64_t N, int64_t K,
+                float alpha, const void *A, int64_t lda, int64_t strideA, const void *B, int64_t ldb,
+                int64_t strideB, float beta, void *C, int64_t ldc, int64_t strideC, int64_t batch) {
+    (void)s;
+    if (t == COLRT_I32) colrt_die("colrt_gemm: dtype I32 is not supported");
+    if (M < 0 || N < 0 || K < 0 || batch < 0) colrt_die("colrt_gemm: negative size");
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
+        colrt_die("colrt_gemm: sizes exceed the BLAS int range");
+    int64_t ar = transa ? K : M, ac = transa ? M : K, br = transb ? N : K, bc = transb ? K : N;
+    if (lda < ac || ldb < bc || ldc < N)
+        colrt_die("colrt_gemm: leading dimension too small (lda %lld, ldb %lld, ldc %lld for M %lld N %lld K %lld)",
+                  (long long)lda, (long long)ldb, (long long)ldc, (long long)M, (long long)N, (long long)K);
+    if (M == 0 || N == 0) return;
+    size_t es = colrt_dtype_size(t);
+    float *a32 = NULL, *b32 = NULL, *c32 = NULL;
+    if (t != COLRT_F32) {
+        a32 = malloc(sizeof(float) * (size_t)(ar * ac + br * bc + M * N) + 1);
+        if (!a32) colrt_die("colrt_gemm: out of memory for the f32 staging buffers");
+        b32 = a32 + ar * ac;
+        c32 = b32 + br * bc;
+    }
+    for (int64_t i = 0; i < batch; i++) {
+        const char *Ai = (const char *)A + (size_t)(i * strideA) * es, *Bi = (const char *)B + (size_t)(i * strideB) * es;
+        char *Ci = (char *)C + (size_t)(i * strideC) * es;
+        if (t == COLRT_F32) {
+            colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, (const float *)Ai, (int)lda, (const float *)Bi,
+                  (int)ldb, beta, (float *)Ci, (int)ldc);
+            continue;
+        }
+        widen(a32, Ai, t, ar, ac, lda);
+        widen(b32, Bi, t, br, bc, ldb);
+        if (beta != 0.f) widen(c32, Ci, t, M, N, ldc);
+        colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, a32, (int)ac, b32, (int)bc, beta, c32, (int)N);
+        narrow(Ci, c32, t, M, N, ldc);
+    }
+    free(a32);
+}

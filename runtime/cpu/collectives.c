@@ -1,0 +1,126 @@
+/*
+ * collectives.c — the CPU backend's collectives: MPI's (tuned, blocking)
+ * collectives on the mesh axis's communicator, under the watchdog (see
+ * common/launch.c), so a dead or hung peer ends the job instead of hanging it. bf16/f16 reduce with user-defined MPI ops that
+ * add in f32 and round once per step; AVG is SUM then a scale by 1/n.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/half.h"
+#include "../common/internal.h"
+
+static MPI_Op op16[2][2]; /* [bf16?][max?] */
+
+#define DEF_OP16(name, conv_in, conv_out, expr)                                 \
+    static void name(void *in, void *inout, int *len, MPI_Datatype *dt) {       \
+        (void)dt;                                                               \
+        const uint16_t *a = in;                                                 \
+        uint16_t *b = inout;                                                    \
+        for (int i = 0; i < *len; i++) {                                        \
+            float x = conv_in(a[i]), y = conv_in(b[i]);                         \
+            b[i] = conv_out(expr);                                              \
+        }                                                                       \
+    }
+DEF_OP16(sum_bf16, colrt_bf16_f32, colrt_f32_bf16, x + y)
+DEF_OP16(max_bf16, colrt_bf16_f32, colrt_f32_bf16, x > y ? x : y)
+DEF_OP16(sum_f16, colrt_f16_f32, colrt_f32_f16, x + y)
+DEF_OP16(max_f16, colrt_f16_f32, colrt_f32_f16, x > y ? x : y)
+
+static void ops_init(void) {
+    if (op16[0][0]) return;
+    COLRT_MPI(MPI_Op_create(sum_f16, 1, &op16[0][0]));
+    COLRT_MPI(MPI_Op_create(max_f16, 1, &op16[0][1]));
+    COLRT_MPI(MPI_Op_create(sum_bf16, 1, &op16[1][0]));
+    COLRT_MPI(MPI_Op_create(max_bf16, 1, &op16[1][1]));
+}
+
+static MPI_Datatype mpi_type(colrt_dtype t) {
+    switch (t) {
+    case COLRT_F32: return MPI_FLOAT;
+    case COLRT_BF16:
+    case COLRT_F16: return MPI_UINT16_T;
+    case COLRT_I32: return MPI_INT32_T;
+    default: colrt_die("collective on unknown dtype %d", (int)t);
+    }
+}
+
+static MPI_Op mpi_op(colrt_dtype t, colrt_redop op) {
+    int max = op == COLRT_MAX;
+    if (t == COLRT_BF16 || t == COLRT_F16) {
+        ops_init();
+        return op16[t == COLRT_BF16][max];
+    }
+    if (t == COLRT_I32 && op == COLRT_AVG) colrt_die("all-reduce AVG on I32 is not defined; use SUM");
+    return max ? MPI_MAX : MPI_SUM;
+}
+
+static MPI_Comm axis_comm(colrt_mesh *m, int axis, const char *what) {
+    colrt__require_init(what);
+    if (!m || axis < 0 || axis >= m->naxes)
+        colrt_die("%s: mesh axis %d out of range (mesh has %d axes)", what, axis, m ? m->naxes : 0);
+    return m->comm[axis];
+}
+
+static int icount(size_t n, const char *what) {
+    if (n > INT_MAX) colrt_die("%s: %zu elements exceed MPI's int count; split the buffer", what, n);
+    return (int)n;
+}
+
+static void scale(void *p, size_t n, colrt_dtype t, float f) {
+    for (size_t i = 0; i < n; i++) colrt_st(p, t, (int64_t)i, colrt_ld(p, t, (int64_t)i) * f);
+}
+
+void colrt_all_reduce(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
+                      colrt_redop op, colrt_stream *s) {
+    (void)s;
+    MPI_Comm c = axis_comm(m, axis, "all_reduce");
+    colrt__coll_begin("all_reduce", axis);
+    COLRT_MPI(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, icount(count, "all_reduce"), mpi_type(t),
+                            mpi_op(t, op), c));
+    colrt__coll_end();
+    if (op == COLRT_AVG) scale(recv, count, t, 1.f / (float)m->sizes[axis]);
+}
+
+void colrt_all_gather(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
+                      colrt_stream *s) {
+    (void)s;
+    MPI_Comm c = axis_comm(m, axis, "all_gather");
+    int n = icount(count, "all_gather");
+    colrt__coll_begin("all_gather", axis);
+    COLRT_MPI(MPI_Allgather(send, n, mpi_type(t), recv, n, mpi_type(t), c));
+    colrt__coll_end();
+}
+
+void colrt_reduce_scatter(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
+                          colrt_redop op, colrt_stream *s) {
+    (void)s;
+    MPI_Comm c = axis_comm(m, axis, "reduce_scatter");
+    icount(count * (size_t)m->sizes[axis], "reduce_scatter");
+    colrt__coll_begin("reduce_scatter", axis);
+    COLRT_MPI(MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(t), mpi_op(t, op), c));
+    colrt__coll_end();
+    if (op == COLRT_AVG) scale(recv, count, t, 1.f / (float)m->sizes[axis]);
+}
+
+void colrt_all_to_all(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
+                      colrt_stream *s) {
+    (void)s;
+    MPI_Comm c = axis_comm(m, axis, "all_to_all");
+    int n = icount(count, "all_to_all");
+    colrt__coll_begin("all_to_all", axis);
+    COLRT_MPI(MPI_Alltoall(send, n, mpi_type(t), recv, n, mpi_type(t), c));
+    colrt__coll_end();
+}
+
+void colrt_broadcast(colrt_mesh *m, int axis, void *buf, size_t count, colrt_dtype t, int root, colrt_stream *s) {
+    (void)s;
+    MPI_Comm c = axis_comm(m, axis, "broadcast");
+    if (root < 0 || root >= m->sizes[axis])
+        colrt_die("broadcast: root %d out of range for mesh axis %d of size %d", root, axis, m->sizes[axis]);
+    colrt__coll_begin("broadcast", axis);
+    COLRT_MPI(MPI_Bcast(buf, icount(count, "broadcast"), mpi_type(t), root, c));
+    colrt__coll_end();
+}

@@ -1,0 +1,147 @@
+/*
+ * collectives.c — the CUDA backend's collectives over NCCL. A mesh creates a
+ * world communicator (the unique id broadcast over MPI) and splits it into
+ * one communicator per axis with ncclCommSplit. Every live communicator is
+ * registered, so host-side waits can poll ncclCommGetAsyncError and, on an
+ * error or past the timeout, ncclCommAbort them all before ending the job.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <time.h>
+
+#include "cuda.h"
+
+#define MAX_COMMS 64
+static ncclComm_t live[MAX_COMMS];
+static int nlive;
+
+static void reg(ncclComm_t c) {
+    if (nlive == MAX_COMMS) colrt_die("too many NCCL communicators (more than %d)", MAX_COMMS);
+    live[nlive++] = c;
+}
+
+static void unreg(ncclComm_t c) {
+    for (int i = 0; i < nlive; i++)
+        if (live[i] == c) live[i] = live[--nlive];
+}
+
+static void abort_all(void) {
+    for (int i = 0; i < nlive; i++) ncclCommAbort(live[i]);
+    nlive = 0;
+}
+
+void colrt__nccl_fail(ncclResult_t e, const char *call, const char *file, int line) {
+    const char *msg = ncclGetErrorString(e), *last = ncclGetLastError(NULL);
+    abort_all();
+    colrt_die("%s failed: %s%s%s (%s:%d)", call, msg, last && *last ? ": " : "", last ? last : "", file, line);
+}
+
+void colrt__cuda_wait(int (*done)(void *), void *arg, const char *what) {
+    double t0 = MPI_Wtime();
+    for (long spins = 0; !done(arg); spins++) {
+        for (int i = 0; i < nlive; i++) {
+            ncclResult_t ae = ncclSuccess;
+            ncclCommGetAsyncError(live[i], &ae);
+            if (ae != ncclSuccess && ae != ncclInProgress) {
+                const char *msg = ncclGetErrorString(ae);
+                abort_all();
+                colrt_die("%s: NCCL reported an asynchronous error: %s; communicators aborted", what, msg);
+            }
+        }
+        if (MPI_Wtime() - t0 > colrt__g.timeout) {
+            abort_all();
+            colrt_die("%s did not complete within %.1f s: a peer rank died or hung; NCCL communicators aborted", what,
+                      colrt__g.timeout);
+        }
+        if (spins > 100) {
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+void colrt__backend_mesh_init(colrt_mesh *m) {
+    ncclUniqueId id;
+    if (colrt__g.rank == 0) COLRT_NCCL(ncclGetUniqueId(&id));
+    MPI_Request r;
+    COLRT_MPI(MPI_Ibcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD, &r));
+    colrt__mpi_wait(&r, "NCCL id broadcast", -1);
+    ncclComm_t world;
+    COLRT_NCCL(ncclCommInitRank(&world, colrt__g.world, id, colrt__g.rank));
+    for (int a = 0; a < m->naxes; a++) {
+        int color = 0;
+        for (int b = 0; b < m->naxes; b++) color = color * m->sizes[b] + (b == a ? 0 : m->coords[b]);
+        ncclComm_t c;
+        COLRT_NCCL(ncclCommSplit(world, color, m->coords[a], &c, NULL));
+        m->be[a] = c;
+        reg(c);
+    }
+    COLRT_NCCL(ncclCommDestroy(world));
+}
+
+void colrt__backend_mesh_destroy(colrt_mesh *m) {
+    for (int a = 0; a < m->naxes; a++) {
+        ncclComm_t c = (ncclComm_t)m->be[a];
+        unreg(c);
+        COLRT_NCCL(ncclCommDestroy(c));
+    }
+}
+
+static ncclComm_t axis_comm(colrt_mesh *m, int axis, const char *what) {
+    colrt__require_init(what);
+    if (!m || axis < 0 || axis >= m->naxes)
+        colrt_die("%s: mesh axis %d out of range (mesh has %d axes)", what, axis, m ? m->naxes : 0);
+    return (ncclComm_t)m->be[axis];
+}
+
+static ncclDataType_t nccl_type(colrt_dtype t) {
+    switch (t) {
+    case COLRT_F32: return ncclFloat32;
+    case COLRT_BF16: return ncclBfloat16;
+    case COLRT_F16: return ncclFloat16;
+    case COLRT_I32: return ncclInt32;
+    default: colrt_die("collective on unknown dtype %d", (int)t);
+    }
+}
+
+static ncclRedOp_t nccl_op(colrt_dtype t, colrt_redop op) {
+    if (t == COLRT_I32 && op == COLRT_AVG) colrt_die("all-reduce AVG on I32 is not defined; use SUM");
+    return op == COLRT_SUM ? ncclSum : op == COLRT_AVG ? ncclAvg : ncclMax;
+}
+
+void colrt_all_reduce(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
+                      colrt_redop op, colrt_stream *s) {
+    ncclComm_t c = axis_comm(m, axis, "all_reduce");
+    COLRT_NCCL(ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(t, op), c, colrt__cuda_stream(s)));
+}
+
+void colrt_all_gather(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
+                      colrt_stream *s) {
+    ncclComm_t c = axis_comm(m, axis, "all_gather");
+    COLRT_NCCL(ncclAllGather(send, recv, count, nccl_type(t), c, colrt__cuda_stream(s)));
+}
+
+void colrt_reduce_scatter(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
+                          colrt_redop op, colrt_stream *s) {
+    ncclComm_t c = axis_comm(m, axis, "reduce_scatter");
+    COLRT_NCCL(ncclReduceScatter(send, recv, count, nccl_type(t), nccl_op(t, op), c, colrt__cuda_stream(s)));
+}
+
+void colrt_all_to_all(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
+                      colrt_stream *s) {
+    ncclComm_t c = axis_comm(m, axis, "all_to_all");
+    size_t bytes = count * colrt_dtype_size(t);
+    COLRT_NCCL(ncclGroupStart());
+    for (int p = 0; p < m->sizes[axis]; p++) {
+        COLRT_NCCL(ncclSend((const char *)send + p * bytes, count, nccl_type(t), p, c, colrt__cuda_stream(s)));
+        COLRT_NCCL(ncclRecv((char *)recv + p * bytes, count, nccl_type(t), p, c, colrt__cuda_stream(s)));
+    }
+    COLRT_NCCL(ncclGroupEnd());
+}
+
+void colrt_broadcast(colrt_mesh *m, int axis, void *buf, size_t count, colrt_dtype t, int root, colrt_stream *s) {
+    ncclComm_t c = axis_comm(m, axis, "broadcast");
+    if (root < 0 || root >= m->sizes[axis])
+        colrt_die("broadcast: root %d out of range for mesh axis %d of size %d", root, axis, m->sizes[axis]);
+    COLRT_NCCL(ncclBroadcast(buf, buf, count, nccl_type(t), root, c, colrt__cuda_stream(s)));
+}
