@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include "autodiff.h"
+#include "cg.h"
 #include "cli.h"
 #include "frontend.h"
 #include "ir.h"
+#include "lower.h"
 #include "plan.h"
 #include "text.h"
 #include "verify.h"
@@ -125,6 +127,88 @@ static int emit_ir(const CliOptions *o, const Graph *g) {
     return rc;
 }
 
+static void planner_options(const CliOptions *o, PlanOptions *po) {
+    plan_options_default(po);
+    po->cluster = o->cluster;
+    po->mesh = o->mesh;
+    po->mem_bytes = o->mem_bytes;
+    po->dtype = o->dtype;
+    po->strategy = o->strategy;
+    po->recompute = o->recompute;
+    po->zero = o->zero;
+    po->time_limit_s = o->time_limit_s;
+    po->mip_gap = o->mip_gap;
+    po->dump_ilp = o->dump_ilp;
+    po->micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
+    po->batch = o->batch;
+    po->progress = !o->quiet;
+}
+
+/* --emit code|all: plan, lower (one program per rank), generate into the
+ * output directory (compiler/codegen/cg.h). */
+static int run_codegen(const CliOptions *o, const Graph *g) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    PlanOptions po;
+    planner_options(o, &po);
+    PlanResult *r = plan_solve(g, &po);
+    if (!r) return EXIT_USER;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (!o->quiet) plan_summary(stdout, g, r);
+    const char *dir = o->output ? o->output : ".";
+    int world = r->mesh.n_devices;
+    /* the lowering splits the batch over every mesh axis (data parallel) */
+    if (world > 1 && strcmp(r->chosen, "dp") != 0) {
+        diag_plain("generate with --strategy dp, or for one device (--cluster h100:1x1)",
+                   "the plan chose '%s' on %d devices; this build lowers data-parallel plans only",
+                   r->chosen, world);
+        plan_free(r);
+        return EXIT_USER;
+    }
+    StrBuf err;
+    sb_init(&err);
+    LowerOptions lo = {.dp = world, .alignment = 256};
+    LowerProgram *lp = lower_build(g, &lo, &err);
+    if (!lp) {
+        diag_plain("try a batch the ranks divide, or fewer ranks", "cannot lower the plan: %s",
+                   sb_cstr(&err));
+        sb_free(&err);
+        plan_free(r);
+        return EXIT_USER;
+    }
+    sb_free(&err);
+    char *pj = plan_json(g, r, secs);
+    double predicted = 0;
+    char *pj2 = cg_plan_json(pj, lp, &predicted);
+    char desc[160];
+    StrBuf mb;
+    sb_init(&mb);
+    shard_mesh_print(&mb, &r->mesh);
+    snprintf(desc, sizeof desc, "%s on mesh %s", r->chosen, sb_cstr(&mb));
+    CgOptions co = {.source = o->input, .plan_desc = desc, .mesh_axes = r->mesh.n_axes,
+                    .cpu = strcmp(o->target, "cuda") != 0, .cuda = strcmp(o->target, "cpu") != 0};
+    for (int a = 0; a < r->mesh.n_axes && a < 3; a++) co.mesh[a] = r->mesh.size[a];
+    bool ok = cg_emit(g, lp, &co, pj2 ? pj2 : pj, dir);
+    if (ok && !o->quiet) {
+        char ab[32], lb[32], pb[32];
+        cli_fmt_bytes(ab, sizeof ab, (double)lp->arena_bytes);
+        cli_fmt_bytes(lb, sizeof lb, (double)lp->lower_bound_bytes);
+        cli_fmt_bytes(pb, sizeof pb, predicted);
+        printf("memory plan: arena %s per rank (lower bound %s, %.3fx; %d buffers, %d in place)",
+               ab, lb, (double)lp->arena_bytes / (double)(lp->lower_bound_bytes ? lp->lower_bound_bytes : 1),
+               lp->n_buffers, lp->n_in_place);
+        if (predicted > 0) printf("; planner predicted %s (arena/predicted %.3f)", pb, (double)lp->arena_bytes / predicted);
+        printf("\ngenerated %s/%s.{h,c}%s%s\n", dir, g->name, co.cpu ? " _kernels.c" : "", co.cuda ? " _kernels.cu" : "");
+    }
+    sb_free(&mb);
+    free(pj);
+    free(pj2);
+    lower_free(lp);
+    plan_free(r);
+    return ok ? EXIT_OK : EXIT_USER;
+}
+
 /* The planner: sharding, recompute and ZeRO (solver/), written to OUT/<model>.plan.json. */
 static int run_planner(const CliOptions *o, const Graph *g) {
     struct timespec t0, t1;
@@ -160,9 +244,9 @@ int main(int argc, char **argv) {
     int exit_now;
     cli_parse(argc, argv, &o, &exit_now);
     if (exit_now >= 0) return exit_now;
-    if (o.emit != EMIT_SUMMARY && o.emit != EMIT_IR && o.emit != EMIT_PLAN) {
+    if (o.emit == EMIT_REPORT) {
         static const char *const names[] = {"summary", "ir", "plan", "code", "report", "all"};
-        diag_plain("this build can emit: summary, ir, plan",
+        diag_plain("this build can emit: summary, ir, plan, code, all",
                    "--emit %s is not available in this build", names[o.emit]);
         return EXIT_USAGE;
     }
@@ -183,6 +267,7 @@ int main(int argc, char **argv) {
     }
     sb_free(&err);
 
+    if (o.emit == EMIT_CODE || o.emit == EMIT_ALL) o.graph = GRAPH_TRAINING; /* code trains */
     if (o.graph == GRAPH_TRAINING) {
         Graph *t = autodiff(&o, g);
         ir_graph_free(g);
@@ -195,6 +280,7 @@ int main(int argc, char **argv) {
     bool ir_to_stdout = o.emit == EMIT_IR && (!o.output || !strcmp(o.output, "-"));
     if (o.emit == EMIT_IR) rc = emit_ir(&o, g);
     if (o.emit == EMIT_PLAN) rc = run_planner(&o, g);
+    if (o.emit == EMIT_CODE || o.emit == EMIT_ALL) rc = run_codegen(&o, g);
     if (rc == EXIT_OK && !o.quiet) print_summary(ir_to_stdout ? stderr : stdout, g);
     ir_graph_free(g);
     return rc;

@@ -1,0 +1,275 @@
+/*
+ * lower.c — the per-rank program (see lower.h): batch split over the
+ * iteration spaces, partial sums and where they are reduced, storage
+ * aliases, live intervals and the static memory plan (memplan.c).
+ */
+#include "lower.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "memplan.h"
+#include "ops.h"
+
+/* Ops that are linear in every operand: a sum of partial operands gives a
+ * partial result, so the reduction can wait for a later consumer. */
+static bool op_linear(int op) {
+    switch (op) {
+    case OP_ADD: case OP_SUB: case OP_SCALE: case OP_RESHAPE: case OP_SUM_TO:
+    case OP_POS_EMBEDDING_DW: case OP_PERMUTE: case OP_CONCAT: case OP_SLICE: case OP_SPLIT:
+    case OP_EXPAND:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Ops whose result may take over an operand's buffer in place: every result
+ * element reads only the same element of that operand. */
+static int op_in_place_operand(const Graph *g, const Node *n) {
+    switch (n->op) {
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+        for (int i = 0; i < 2; i++)
+            if (ir_shape_eq(ir_val(g, n->in[i])->shape, ir_val(g, n->out[0])->shape)) return i;
+        return -1;
+    case OP_SCALE: case OP_GELU: case OP_RELU: case OP_SILU: case OP_TANH: case OP_EXP:
+        return 0;
+    case OP_GELU_BWD: case OP_RELU_BWD: case OP_SILU_BWD: case OP_TANH_BWD:
+        return 1;
+    default:
+        return -1;
+    }
+}
+
+static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending, StrBuf *err) {
+    const Node *n = ir_node(g, id);
+    LowerNode *ln = &p->n[id];
+    const OpInfo *oi = ir_op(n->op);
+    if (n->op == OP_RESHAPE) { /* a view: the leading dim must survive */
+        const Value *x = ir_val(g, n->in[0]), *y = ir_val(g, n->out[0]);
+        LowerValue *lx = &p->v[n->in[0]], *ly = &p->v[n->out[0]];
+        if (lx->split && (y->shape.rank == 0 || y->shape.d[0] != x->shape.d[0])) {
+            sb_printf(err, "reshape %%%s changes the batch dim", y->name);
+            return false;
+        }
+        ly->split = lx->split;
+        ly->partial = pending[n->in[0]];
+        return true;
+    }
+    IterSpace is;
+    ir_itspace(g, id, &is);
+    bool it_split[IR_MAX_ITERS] = {0};
+    for (int i = 0; i < n->n_in; i++) {
+        if (!p->v[n->in[i]].split) continue;
+        const DimMap *dm = &is.in[i][0];
+        if (dm->n == 0) {
+            sb_printf(err, "%s reads operand %d of %%%s whole along the batch dim", oi->name, i,
+                      ir_val(g, n->out[0])->name);
+            return false;
+        }
+        it_split[dm->it[0]] = true;
+    }
+    /* every operand a split iterator indexes must be split the same way */
+    for (int i = 0; i < n->n_in; i++)
+        for (int d = 0; d < is.in_rank[i]; d++)
+            for (int k = 0; k < is.in[i][d].n; k++)
+                if (it_split[is.in[i][d].it[k]] && !(d == 0 && k == 0 && p->v[n->in[i]].split)) {
+                    sb_printf(err, "%s: operand %d of %%%s meets the batch split in dim %d",
+                              oi->name, i, ir_val(g, n->out[0])->name, d);
+                    return false;
+                }
+    bool partial = false;
+    for (int j = 0; j < is.n_iters; j++) {
+        if (!it_split[j]) continue;
+        bool indexes = false;
+        for (int o = 0; o < is.n_out; o++)
+            for (int d = 0; d < is.out_rank[o]; d++)
+                for (int k = 0; k < is.out[o][d].n; k++)
+                    if (is.out[o][d].it[k] == j) {
+                        if (d != 0 || k != 0) {
+                            sb_printf(err, "%s: the batch split moves to dim %d of %%%s", oi->name,
+                                      d, ir_val(g, n->out[o])->name);
+                            return false;
+                        }
+                        indexes = true;
+                    }
+        if (!indexes && is.iters[j].kind != IT_SUM) {
+            sb_printf(err, "%s %%%s cannot split its iterator %s over the batch", oi->name,
+                      ir_val(g, n->out[0])->name, is.iters[j].name);
+            return false;
+        }
+        if (!indexes) partial = true;
+    }
+    for (int o = 0; o < n->n_out; o++) {
+        bool s = false;
+        for (int d = 0; d < is.out_rank[o] && d < 1; d++)
+            if (is.out[o][0].n > 0 && it_split[is.out[o][0].it[0]]) s = true;
+        p->v[n->out[o]].split = s;
+    }
+    /* partial operands: keep them partial through a linear op whose float
+     * operands are all partial; otherwise reduce them before this node */
+    bool all_partial = true, any_partial = false;
+    for (int i = 0; i < n->n_in; i++) {
+        const Value *x = ir_val(g, n->in[i]);
+        if (!ir_dtype_is_float(x->dtype)) continue;
+        if (pending[n->in[i]]) any_partial = true;
+        else all_partial = false;
+    }
+    if (any_partial && op_linear(n->op) && all_partial && !partial) {
+        for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = true;
+        return true;
+    }
+    for (int i = 0; i < n->n_in; i++) {
+        ValueId x = n->in[i];
+        if (!pending[x]) continue;
+        bool dup = false;
+        for (int k = 0; k < ln->n_reduce; k++) dup |= ln->reduce[k] == x;
+        if (!dup) ln->reduce[ln->n_reduce++] = x;
+        /* the reduction is in place: the value and its views are whole now */
+        for (ValueId w = 0; w < g->n_values; w++)
+            if (p->v[w].storage == p->v[x].storage) pending[w] = false;
+    }
+    for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = partial;
+    return true;
+}
+
+static ValueId root_of(const LowerProgram *p, ValueId v) {
+    while (p->v[v].storage != v) v = p->v[v].storage;
+    return v;
+}
+
+LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
+    LowerProgram *p = ir_alloc(sizeof *p);
+    memset(p, 0, sizeof *p);
+    p->g = g;
+    p->opt = *o;
+    if (p->opt.dp < 1) p->opt.dp = 1;
+    if (p->opt.alignment <= 0) p->opt.alignment = 256;
+    int nv = g->n_values, nn = g->n_nodes;
+    p->v = ir_alloc(sizeof *p->v * (size_t)(nv ? nv : 1));
+    p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
+    memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
+    bool *pending = ir_alloc(sizeof(bool) * (size_t)(nv ? nv : 1));
+    memset(pending, 0, sizeof(bool) * (size_t)(nv ? nv : 1));
+    int *last_use = ir_alloc(sizeof(int) * (size_t)(nv ? nv : 1));
+    for (ValueId v = 0; v < nv; v++) {
+        p->v[v] = (LowerValue){.storage = v, .offset = -1};
+        last_use[v] = -1;
+    }
+
+    /* 1. storage aliases: reshape views; optimizer results over their leaf */
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op == OP_RESHAPE) p->v[n->out[0]].storage = n->in[0];
+    }
+    for (NodeId id = 0; id < nn; id++)
+        for (int i = 0; i < ir_node(g, id)->n_in; i++) {
+            ValueId r = root_of(p, ir_node(g, id)->in[i]);
+            if (id > last_use[r]) last_use[r] = id;
+        }
+    for (ValueId v = 0; v < nv; v++) {
+        const Value *x = ir_val(g, v);
+        if (x->updates == IR_NONE) continue;
+        ValueId leaf = root_of(p, x->updates);
+        /* in place only if nothing reads the leaf after the update and the
+         * update reads it element by element (adamw, sgd, grad_accum) */
+        int op = ir_node(g, x->def)->op;
+        bool elementwise = op == OP_ADAMW || op == OP_SGD || op == OP_GRAD_ACCUM ||
+                           op == OP_LOSS_SCALE_UPDATE;
+        if (elementwise && last_use[leaf] <= x->def && p->v[v].storage == v) p->v[v].storage = leaf;
+    }
+
+    /* 2. batch split and partial sums */
+    for (ValueId v = 0; v < nv; v++) {
+        const Value *x = ir_val(g, v);
+        if (x->role == ROLE_INPUT && p->opt.dp > 1) {
+            if (x->shape.rank == 0 || x->shape.d[0] % p->opt.dp) {
+                sb_printf(err, "input %%%s: batch dim %lld is not divisible by %d ranks", x->name,
+                          (long long)(x->shape.rank ? x->shape.d[0] : 0), p->opt.dp);
+                goto fail;
+            }
+            p->v[v].split = true;
+        }
+    }
+    for (NodeId id = 0; id < nn; id++)
+        if (!split_node(g, p, id, pending, err)) goto fail;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (pending[g->outputs[i]] && p->n_out_reduce < 8)
+            p->out_reduce[p->n_out_reduce++] = g->outputs[i];
+    for (ValueId v = 0; v < nv; v++) {
+        const Value *x = ir_val(g, v);
+        Shape s = x->shape;
+        if (p->v[v].split) s.d[0] /= p->opt.dp;
+        p->v[v].local = s;
+        p->v[v].bytes = ir_shape_numel(s) * ir_dtype_size(x->dtype);
+    }
+
+    /* 3. buffers: one per storage root, live from its definition (leaves:
+     * always) to the last read of it or any of its views */
+    int *buf_of = ir_alloc(sizeof(int) * (size_t)(nv ? nv : 1));
+    MemBuffer *bufs = ir_alloc(sizeof(MemBuffer) * (size_t)(nv ? nv : 1));
+    ValueId *buf_val = ir_alloc(sizeof(ValueId) * (size_t)(nv ? nv : 1));
+    int nb = 0;
+    for (ValueId v = 0; v < nv; v++) {
+        buf_of[v] = -1;
+        if (root_of(p, v) != v) continue;
+        const Value *x = ir_val(g, v);
+        bool leaf = x->def == IR_NONE;
+        int first = leaf ? 0 : x->def;
+        int last = leaf ? nn : (last_use[v] < first ? first : last_use[v]);
+        bufs[nb] = (MemBuffer){.size = p->v[v].bytes, .first = first, .last = last, .reuse = -1};
+        buf_val[nb] = v;
+        buf_of[v] = nb++;
+    }
+    for (ValueId v = 0; v < nv; v++) { /* views and in-place results extend their root */
+        ValueId r = root_of(p, v);
+        const Value *x = ir_val(g, v);
+        MemBuffer *b = &bufs[buf_of[r]];
+        if (x->flags & VF_OUTPUT || x->updates != IR_NONE) b->last = nn;
+        if (x->def != IR_NONE && x->def < b->first) b->first = x->def;
+    }
+    for (ValueId v = 0; v < nv; v++) { /* partial results that are read after the step */
+        if (root_of(p, v) != v) continue;
+        ValueId r = v;
+        for (ValueId w = 0; w < nv; w++)
+            if (root_of(p, w) == r && last_use[w] > bufs[buf_of[r]].last)
+                bufs[buf_of[r]].last = last_use[w];
+    }
+    for (NodeId id = 0; id < nn; id++) { /* in-place candidates */
+        const Node *n = ir_node(g, id);
+        int k = op_in_place_operand(g, n);
+        if (k < 0 || root_of(p, n->out[0]) != n->out[0]) continue;
+        ValueId src = root_of(p, n->in[k]);
+        if (ir_val(g, src)->def == IR_NONE || p->n[id].n_reduce) continue;
+        MemBuffer *a = &bufs[buf_of[n->out[0]]], *b = &bufs[buf_of[src]];
+        if (b->last == id && b->size >= a->size && ir_val(g, src)->dtype == ir_val(g, n->out[0])->dtype)
+            a->reuse = buf_of[src];
+    }
+    MemPlanStats st = mem_plan(bufs, nb, p->opt.alignment);
+    char why[200];
+    if (!mem_plan_check(bufs, nb, st.arena_bytes, p->opt.alignment, why, sizeof why))
+        ir_panic(__FILE__, __LINE__, "memory plan: %s", why);
+    p->arena_bytes = st.arena_bytes;
+    p->lower_bound_bytes = st.lower_bound_bytes;
+    p->n_in_place = st.n_in_place;
+    p->n_buffers = nb;
+    for (ValueId v = 0; v < nv; v++) p->v[v].offset = bufs[buf_of[root_of(p, v)]].offset;
+    ir_free(buf_of);
+    ir_free(bufs);
+    ir_free(buf_val);
+    ir_free(pending);
+    ir_free(last_use);
+    return p;
+fail:
+    ir_free(pending);
+    ir_free(last_use);
+    lower_free(p);
+    return NULL;
+}
+
+void lower_free(LowerProgram *p) {
+    if (!p) return;
+    ir_free(p->v);
+    ir_free(p->n);
+    ir_free(p);
+}

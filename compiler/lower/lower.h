@@ -1,0 +1,66 @@
+/*
+ * lower.h — from a training graph and a plan to one local program per rank
+ * (SPMD): local shapes, the collectives at each resharding point, buffer
+ * aliases and the static memory plan.
+ *
+ * Takes: a verified training graph (ad_build) and the data-parallel degree
+ * (the number of ranks the batch is split over; 1: single device).
+ * Gives: a LowerProgram: the schedule (the graph's nodes in order), per value
+ * its local shape, whether it is a pending partial sum over the data-parallel
+ * ranks, the value whose storage it shares (reshape views, optimizer results
+ * written over the leaf they update), its arena offset; per node the
+ * all-reduces to run before it. The caller frees it with lower_free().
+ *
+ * The batch split follows the iteration spaces: an input's leading dim is
+ * split; an iterator indexing a split operand dim is split; a result dim
+ * indexed (outermost) by a split iterator is split; a split SUM iterator
+ * leaves the result a partial sum. Linear ops keep partial sums partial; any
+ * other consumer gets the sum (an all-reduce in place) first, so a parameter
+ * gradient is reduced once, right before the gradient norm reads it.
+ */
+#ifndef COLOSSAL_LOWER_H
+#define COLOSSAL_LOWER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir.h"
+
+typedef struct LowerOptions {
+    int dp;                    /* ranks the batch is split over (>= 1) */
+    int64_t alignment;         /* arena alignment (COLRT_ALIGN) */
+} LowerOptions;
+
+typedef struct LowerValue {
+    Shape local;               /* this rank's shape */
+    bool split;                /* leading dim split over the dp ranks */
+    bool partial;              /* a pending sum over the dp ranks when defined */
+    ValueId storage;           /* the value whose buffer this one uses (itself if none) */
+    int64_t offset;            /* arena offset of storage's buffer; -1 if none */
+    int64_t bytes;             /* local bytes */
+} LowerValue;
+
+typedef struct LowerNode {
+    int n_reduce;              /* all-reduce (sum over dp ranks) these operands first */
+    ValueId reduce[IR_MAX_IN];
+} LowerNode;
+
+typedef struct LowerProgram {
+    const Graph *g;
+    LowerOptions opt;
+    LowerValue *v;             /* per value */
+    LowerNode *n;              /* per node */
+    int n_out_reduce;          /* graph outputs that are partial: reduced after the last node */
+    ValueId out_reduce[8];
+    int64_t arena_bytes;
+    int64_t lower_bound_bytes;
+    int n_in_place;
+    int n_buffers;
+} LowerProgram;
+
+/* Returns NULL with a message in err (a batch the ranks do not divide, an op
+ * the lowering cannot split). */
+LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err);
+void lower_free(LowerProgram *p);
+
+#endif
