@@ -45,6 +45,16 @@
 typedef CG_FN(inputs) model_inputs;
 typedef CG_MODEL model_t;
 
+/* A parameter's local data on the host (the CUDA backend keeps it on the device). */
+static float *to_host(const colrt_tensor *t) {
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+    float *h = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    colrt_memcpy(h, t->data, sizeof(float) * (size_t)n, COLRT_D2H, NULL);
+    colrt_device_sync();
+    return h;
+}
+
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next_u64(void) {
     rng ^= rng << 13;
@@ -120,7 +130,9 @@ int main(int argc, char **argv) {
         /* data-parallel plans replicate parameters: the local shard is whole */
         CHECK(ps[i].shape[0] == ps[i].global_shape[0]);
         double *d = interp_data(it, v);
-        for (int64_t k = 0; k < n; k++) d[k] = ((const float *)ps[i].data)[k];
+        float *h = to_host(&ps[i]);
+        for (int64_t k = 0; k < n; k++) d[k] = h[k];
+        free(h);
     }
 
     int n_in = 0;
@@ -180,10 +192,12 @@ int main(int argc, char **argv) {
         int64_t n = ir_shape_numel(ir_val(g, v)->shape);
         const double *d = interp_data(it, v);
         double md = 0, mr = 0;
+        float *h = to_host(&ps[i]);
         for (int64_t k = 0; k < n; k++) {
-            md = fmax(md, fabs(((const float *)ps[i].data)[k] - d[k]));
+            md = fmax(md, fabs(h[k] - d[k]));
             mr = fmax(mr, fabs(d[k]));
         }
+        free(h);
         double rel = md / fmax(mr, 1e-30);
         if (rel > worst_param) { worst_param = rel; worst_name = ps[i].name; }
         CHECK(rel <= param_tol);
