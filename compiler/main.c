@@ -158,17 +158,24 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     if (!o->quiet) plan_summary(stdout, g, r);
     const char *dir = o->output ? o->output : ".";
     int world = r->mesh.n_devices;
-    /* the lowering splits the batch over every mesh axis (data parallel) */
-    if (world > 1 && strcmp(r->chosen, "dp") != 0) {
-        diag_plain("generate with --strategy dp, or for one device (--cluster h100:1x1)",
-                   "the plan chose '%s' on %d devices; this build lowers data-parallel plans only",
-                   r->chosen, world);
+    /* the lowering splits the batch over every mesh axis (data parallel),
+     * optionally with ZeRO 1/2 over one mesh axis */
+    int zero = 0, busy_axes = 0;
+    for (int a = 0; a < r->mesh.n_axes; a++) busy_axes += r->mesh.size[a] > 1;
+    bool dp_like = !strncmp(r->chosen, "dp", 2) ||
+                   (!strncmp(r->chosen, "zero", 4) && r->chosen[4] >= '1' && r->chosen[4] <= '3');
+    if (!strncmp(r->chosen, "zero", 4)) zero = r->chosen[4] - '0';
+    if (world > 1 && (!dp_like || zero == 3 || (zero && busy_axes > 1))) {
+        diag_plain("generate with --strategy dp|zero1|zero2 (ZeRO on a one-axis mesh such as --mesh 4), "
+                   "or for one device (--cluster h100:1x1)",
+                   "the plan chose '%s' on mesh of %d devices; this build lowers data-parallel and "
+                   "ZeRO-1/2 plans only", r->chosen, world);
         plan_free(r);
         return EXIT_USER;
     }
     StrBuf err;
     sb_init(&err);
-    LowerOptions lo = {.dp = world, .alignment = 256};
+    LowerOptions lo = {.dp = world, .zero = world > 1 ? zero : 0, .alignment = 256};
     LowerProgram *lp = lower_build(g, &lo, &err);
     if (!lp) {
         diag_plain("try a batch the ranks divide, or fewer ranks", "cannot lower the plan: %s",

@@ -64,6 +64,7 @@ void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, cons
     for (int i = 0; i < nargs; i++) {
         sb_puts(c->sched, ", ");
         cg_ptr(c, c->sched, args[i].v);
+        if (args[i].zshift) sb_printf(c->sched, " + M->zrank * %lld", (long long)args[i].zshift);
     }
     sb_puts(c->sched, ");\n");
     sb_free(&sig);
@@ -71,8 +72,18 @@ void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, cons
 }
 
 void cg_ptr(CgCtx *c, StrBuf *b, ValueId v) {
-    const Value *x = ir_val(c->g, v);
-    sb_printf(b, "%s(%lld)", x->dtype == DT_I32 ? "CG_I" : "CG_F", (long long)c->lp->v[v].offset);
+    const LowerValue *lv = &c->lp->v[v];
+    if (v < c->g->n_values && lv->redirect != IR_NONE && c->cur_node >= lv->redirect_from) {
+        v = lv->redirect;
+        lv = &c->lp->v[v];
+    }
+    bool i32 = v < c->g->n_values && ir_val(c->g, v)->dtype == DT_I32;
+    sb_printf(b, "%s(%lld)", i32 ? "CG_I" : "CG_F", (long long)lv->offset);
+}
+
+ValueId cg_read(CgCtx *c, ValueId v) {
+    const LowerValue *lv = &c->lp->v[v];
+    return lv->redirect != IR_NONE && c->cur_node >= lv->redirect_from ? lv->redirect : v;
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -206,6 +217,12 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
                               (long long)ir_shape_numel(lp->v[v].local), ir_val(g, v)->name);
                 }
             }
+            c->cur_node = id;
+            for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
+                sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* %%%s -> %s */\n",
+                          c->zaxis, (long long)lp->v[ln->rs[k]].offset, (long long)lp->v[ln->rs_to[k]].offset,
+                          (long long)lp->v[ln->rs_to[k]].zchunk, ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
+            }
             sb_printf(c->sched, "    /* %%%s = %s */\n", ir_val(g, n->out[0])->name, ir_op(n->op)->name);
             CgEmitFn fn = cg_emitter(n->op);
             if (!fn) {
@@ -219,6 +236,11 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
                 sb_free(&parts[0]);
                 sb_free(&parts[1]);
                 return false;
+            }
+            if (ln->zero) { /* the updated slices make the whole parameter again */
+                sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %%%s <- %%%s */\n",
+                          c->zaxis, (long long)lp->v[n->out[0]].offset, (long long)lp->v[n->in[0]].offset,
+                          (long long)ln->zchunk, ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
             }
             for (int k = 0; k < lp->n_out_reduce; k++) { /* a partial loss: sum it now */
                 ValueId v = lp->out_reduce[k];
@@ -241,6 +263,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
     for (ValueId v = 0; v < g->n_values; v++) {
         const Value *x = ir_val(g, v);
         if (x->updates == IR_NONE || lp->v[v].offset == lp->v[x->updates].offset) continue;
+        if (lp->n[x->def].zero && x->def_out == 0) continue; /* all-gathered above */
         sb_printf(m, "    colrt_memcpy(");
         cg_ptr(c, m, x->updates);
         sb_puts(m, ", ");
@@ -270,7 +293,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               px, (long long)arena, px, (long long)lp->lower_bound_bytes);
     sb_printf(m, "/* kernels (%s_kernels.c / %s_kernels.cu) */\n%s\n", px, px, sb_cstr(&c->proto));
     sb_printf(m, "struct %s {\n    colrt_arena arena;\n    colrt_mesh *mesh;\n    int own_mesh;\n"
-                 "    uint64_t seed;\n    int64_t step;\n    %s_statistics stats;\n};\n\n", px, px);
+                 "    uint64_t seed;\n    int64_t step;\n    int64_t zrank; /* this rank's slice index (ZeRO) */\n    %s_statistics stats;\n};\n\n", px, px);
     sb_printf(m, "static const int %s_mesh_axes = %d;\nstatic const int %s_mesh[%d] = {", px, o->mesh_axes,
               px, o->mesh_axes);
     for (int a = 0; a < o->mesh_axes; a++) sb_printf(m, "%s%d", a ? ", " : "", o->mesh[a]);
@@ -278,7 +301,8 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
 
     /* the leaves: parameters and optimizer state */
     sb_printf(m, "typedef struct %s_leaf {\n    const char *name;\n    int param;\n    size_t off;\n    int ndim;\n"
-                 "    int64_t global[8], local[8], start[8];\n    int init; /* 0 zeros, 1 ones, 2 normal(a), 3 uniform[a,b) */\n"
+                 "    int64_t global[8], local[8], start[8];\n    int sliced; /* ZeRO: a 1/ranks slice of the flattened tensor, at rank * local[0] */\n"
+                 "    int init; /* 0 zeros, 1 ones, 2 normal(a), 3 uniform[a,b) */\n"
                  "    double a, b;\n    uint64_t key;\n} %s_leaf;\n\n", px, px);
     sb_printf(m, "static const %s_leaf %s_leaves[] = {\n", px, px);
     int n_leaves = 0;
@@ -287,13 +311,18 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         if (x->role != ROLE_PARAM && x->role != ROLE_STATE) continue;
         n_leaves++;
         Shape gs = x->shape, ls = lp->v[v].local;
+        bool sliced = lp->v[v].zchunk > 0;
+        if (sliced) {
+            int64_t ne = ir_shape_numel(gs);
+            gs = ir_shape(1, &ne);
+        }
         int init = x->init.kind == INIT_ONES ? 1 : x->init.kind == INIT_NORMAL ? 2 : x->init.kind == INIT_UNIFORM ? 3 : 0;
         sb_printf(m, "    {\"%s\", %d, %lld, %d, {", x->name, x->role == ROLE_PARAM, (long long)lp->v[v].offset,
                   gs.rank);
         for (int d = 0; d < gs.rank; d++) sb_printf(m, "%s%lld", d ? ", " : "", (long long)gs.d[d]);
         sb_puts(m, "}, {");
         for (int d = 0; d < ls.rank; d++) sb_printf(m, "%s%lld", d ? ", " : "", (long long)ls.d[d]);
-        sb_printf(m, "}, {0}, %d, %.17g, %.17g, 0x%016llxull},\n", init, x->init.a, x->init.b,
+        sb_printf(m, "}, {0}, %d, %d, %.17g, %.17g, 0x%016llxull},\n", sliced, init, x->init.a, x->init.b,
                   (unsigned long long)fnv1a(x->name));
     }
     if (!n_leaves) sb_puts(m, "    {0},\n");
@@ -312,7 +341,9 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    return ((double)(h >> 11) + 0.5) / 9007199254740992.0;\n}\n\n",
               px, px, px, px, px);
     sb_printf(m,
-              "static void %s_init_leaf(%s *M, const %s_leaf *l) {\n"
+              "static void %s_init_leaf(%s *M, const %s_leaf *l_) {\n"
+              "    %s_leaf lc = *l_, *l = &lc;\n"
+              "    if (l->sliced) l->start[0] = M->zrank * l->local[0];\n"
               "    int64_t n = 1;\n"
               "    for (int d = 0; d < l->ndim; d++) n *= l->local[d];\n"
               "    float *host = malloc(sizeof(float) * (size_t)(n ? n : 1));\n"
@@ -336,7 +367,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    }\n"
               "    colrt_memcpy(M->arena.base + l->off, host, sizeof(float) * (size_t)n, COLRT_H2D, NULL);\n"
               "    free(host);\n}\n\n",
-              px, px, px, px, px, px);
+              px, px, px, px, px, px, px);
     sb_puts(m, schedule);
 
     /* inputs, hypers */
@@ -392,6 +423,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        M->mesh = colrt_mesh_create(%s_mesh_axes, %s_mesh);\n"
               "        M->own_mesh = 1;\n"
               "    }\n"
+              "    M->zrank = colrt_rank();\n"
               "    M->arena = colrt_arena_create(%s_ARENA_BYTES);\n"
               "    for (int i = 0; i < %s_n_leaves; i++) %s_init_leaf(M, &%s_leaves[i]);\n"
               "    M->stats.arena_bytes = %s_ARENA_BYTES;\n"
@@ -420,11 +452,11 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    return %s_loss(M);\n}\n\n",
               px, px, px, px, px, px);
     sb_printf(m,
-              "static int %s_tensors(%s *M, colrt_tensor *t, int params_only) {\n"
+              "static int %s_tensors(%s *M, colrt_tensor *t, int params_only, int sliced_only) {\n"
               "    int n = 0;\n"
               "    for (int i = 0; i < %s_n_leaves; i++) {\n"
               "        const %s_leaf *l = &%s_leaves[i];\n"
-              "        if (params_only && !l->param) continue;\n"
+              "        if ((params_only && !l->param) || (sliced_only && !l->sliced)) continue;\n"
               "        colrt_tensor x = {0};\n"
               "        x.name = l->name;\n"
               "        x.dtype = COLRT_F32;\n"
@@ -434,6 +466,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "            x.shape[d] = l->local[d];\n"
               "            x.offset[d] = l->start[d];\n"
               "        }\n"
+              "        if (l->sliced) x.offset[0] = M->zrank * l->local[0];\n"
               "        x.data = M->arena.base + l->off;\n"
               "        if (t) t[n] = x;\n"
               "        n++;\n"
@@ -442,29 +475,31 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               px, px, px, px, px);
     sb_printf(m,
               "int %s_params(%s *M, colrt_tensor *out, int cap) {\n"
-              "    int n = %s_tensors(M, NULL, 1);\n"
+              "    int n = %s_tensors(M, NULL, 1, 0);\n"
               "    colrt_tensor *t = calloc((size_t)n + 1, sizeof *t);\n"
               "    if (!t) colrt_die(\"out of host memory\");\n"
-              "    %s_tensors(M, t, 1);\n"
+              "    %s_tensors(M, t, 1, 0);\n"
               "    for (int i = 0; i < n && i < cap; i++) out[i] = t[i];\n"
               "    free(t);\n"
               "    return n;\n}\n\n",
               px, px, px, px);
     sb_printf(m,
-              "/* Replicated tensors are written by rank 0 only (colrt: any holder may). */\n"
+              "/* Replicated tensors are written by rank 0 only (colrt: any holder may);\n"
+              " * ZeRO slices by every rank. */\n"
               "void %s_save(%s *M, const char *dir) {\n"
-              "    int n = %s_tensors(M, NULL, 0);\n"
+              "    int sliced_only = colrt_rank() != 0;\n"
+              "    int n = %s_tensors(M, NULL, 0, sliced_only);\n"
               "    colrt_tensor *t = calloc((size_t)n + 1, sizeof *t);\n"
               "    if (!t) colrt_die(\"out of host memory\");\n"
-              "    %s_tensors(M, t, 0);\n"
+              "    %s_tensors(M, t, 0, sliced_only);\n"
               "    colrt_device_sync();\n"
-              "    colrt_checkpoint_save(dir, M->mesh, \"{\\\"model\\\": \\\"%s\\\"}\", colrt_rank() == 0 ? n : 0, t);\n"
+              "    colrt_checkpoint_save(dir, M->mesh, \"{\\\"model\\\": \\\"%s\\\"}\", n, t);\n"
               "    free(t);\n}\n\n"
               "int %s_load(%s *M, const char *dir) {\n"
-              "    int n = %s_tensors(M, NULL, 0);\n"
+              "    int n = %s_tensors(M, NULL, 0, 0);\n"
               "    colrt_tensor *t = calloc((size_t)n + 1, sizeof *t);\n"
               "    if (!t) colrt_die(\"out of host memory\");\n"
-              "    %s_tensors(M, t, 0);\n"
+              "    %s_tensors(M, t, 0, 0);\n"
               "    int rc = colrt_checkpoint_load(dir, n, t);\n"
               "    free(t);\n"
               "    return rc;\n}\n\n",
@@ -514,6 +549,8 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         return false;
     }
     CgCtx c = {.g = g, .lp = lp, .prefix = sb_cstr(&pxb), .err = &err};
+    for (int a = 0; a < o->mesh_axes; a++)
+        if (o->mesh[a] > 1) c.zaxis = a;
     sb_init(&c.kc);
     sb_init(&c.kcu);
     sb_init(&c.proto);

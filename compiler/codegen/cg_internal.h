@@ -18,6 +18,8 @@ typedef struct CgCtx {
     StrBuf proto;              /* kernel prototypes for M.c */
     int n_kernels;
     int64_t scratch_off;       /* a small f32 scratch region of the arena */
+    NodeId cur_node;           /* the node being emitted */
+    int zaxis;                 /* ZeRO: the mesh axis its collectives run over */
     StrBuf *err;
 } CgCtx;
 
@@ -25,6 +27,7 @@ typedef struct CgCtx {
 typedef struct KArg {
     ValueId v;
     bool out;
+    int64_t zshift;            /* ZeRO: the pointer moves to this rank's slice of this many elements */
 } KArg;
 
 /* Emits a kernel: `n` parallel points (index `i`, int64_t), `prologue` run
@@ -34,8 +37,11 @@ typedef struct KArg {
 void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
                const char *body);
 
-/* The schedule's expression for value v's local buffer, typed. */
+/* The schedule's expression for value v's local buffer, typed (a ZeRO-2
+ * gradient read after its reduce-scatter is its slice). */
 void cg_ptr(CgCtx *c, StrBuf *b, ValueId v);
+/* The value a read of v at the current node reads (v, or its slice). */
+ValueId cg_read(CgCtx *c, ValueId v);
 
 typedef bool (*CgEmitFn)(CgCtx *c, NodeId id);
 CgEmitFn cg_emitter(int op);

@@ -125,7 +125,7 @@ static bool emit_binary(CgCtx *c, NodeId id) {
     sb_printf(&b, "] %c a1[", ops[n->op]);
     bidx(&b, L(c, n->in[1]), o, "i");
     sb_puts(&b, "];");
-    KArg a[3] = {{n->in[0], 0}, {n->in[1], 0}, {n->out[0], 1}};
+    KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, numel(o), "", sb_cstr(&b));
     sb_free(&b);
     return true;
@@ -152,7 +152,7 @@ static bool emit_unary(CgCtx *c, NodeId id) {
     default: sb_puts(&b, "r = 0 * x;"); break; /* zeros_like */
     }
     sb_puts(&b, "\n        a1[i] = (float)r;");
-    KArg a[2] = {{n->in[0], 0}, {n->out[0], 1}};
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, numel(L(c, n->out[0])), "", sb_cstr(&b));
     sb_free(&b);
     return true;
@@ -177,7 +177,7 @@ static bool emit_elem_bwd(CgCtx *c, NodeId id) {
     default: sb_printf(&b, "r = x + %.17g * dy;", n->attr[0].f); break; /* grad_accum */
     }
     sb_puts(&b, "\n        a2[i] = (float)r;");
-    KArg a[3] = {{n->in[0], 0}, {n->in[1], 0}, {n->out[0], 1}};
+    KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, numel(L(c, n->out[0])), "", sb_cstr(&b));
     sb_free(&b);
     return true;
@@ -192,7 +192,7 @@ static bool emit_expand(CgCtx *c, NodeId id) {
     sb_puts(&b, "a1[i] = a0[");
     bidx(&b, L(c, n->in[0]), o, "i");
     sb_puts(&b, "];");
-    KArg a[2] = {{n->in[0], 0}, {n->out[0], 1}};
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
     sb_free(&b);
     return true;
@@ -230,7 +230,7 @@ static bool emit_sum_to(CgCtx *c, NodeId id) {
                   "        for (int64_t r = 0; r < %lld; r++) acc += a0[base + %s];\n"
                   "        a1[i] = (float)acc;",
               sb_cstr(&base), (long long)R, sb_cstr(&off));
-    KArg a[2] = {{n->in[0], 0}, {n->out[0], 1}};
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
     sb_free(&b);
     sb_free(&base);
@@ -265,7 +265,7 @@ static bool emit_softmax(CgCtx *c, NodeId id) {
         sb_free(&b);
         b = b2;
         sb_free(&lim);
-        KArg a[2] = {{n->in[0], 0}, {n->out[0], 1}};
+        KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, 2, a, rows, "", sb_cstr(&b));
     } else {
         sb_printf(&b,
@@ -274,7 +274,7 @@ static bool emit_softmax(CgCtx *c, NodeId id) {
                   "        for (int64_t j = 0; j < %lld; j++) s += (double)y[j] * dy[j];\n"
                   "        for (int64_t j = 0; j < %lld; j++) dx[j] = (float)(y[j] * (dy[j] - s));",
                   (long long)V, (long long)V, (long long)V, (long long)V, (long long)V);
-        KArg a[3] = {{n->in[0], 0}, {n->in[1], 0}, {n->out[0], 1}};
+        KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, 3, a, rows, "", sb_cstr(&b));
     }
     sb_free(&b);
@@ -307,7 +307,7 @@ static bool emit_norm(CgCtx *c, NodeId id) {
         const char *y = ln ? "a3" : "a2";
         sb_printf(&b, "        for (int64_t j = 0; j < %lld; j++) %s[i * %lld + j] = (float)((x[j] - mean) * rstd * a1[j]%s);",
                   (long long)D, y, (long long)D, ln ? " + a2[j]" : "");
-        KArg a[4] = {{n->in[0], 0}, {n->in[1], 0}, {ln ? n->in[2] : n->out[0], !ln}, {n->out[0], 1}};
+        KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {ln ? n->in[2] : n->out[0], !ln, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, ln ? 4 : 3, a, rows, "", sb_cstr(&b));
     } else { /* dx(x, w, dy) */
         sb_printf(&b,
@@ -318,7 +318,7 @@ static bool emit_norm(CgCtx *c, NodeId id) {
                   "        for (int64_t j = 0; j < %lld; j++) dx[j] = (float)(rstd * ((double)dy[j] * a1[j] - %s - (x[j] - mean) * rstd * mgx));",
                   (long long)D, (long long)D, (long long)D, (long long)D, (long long)D, (long long)D,
                   ln ? "mg" : "0");
-        KArg a[4] = {{n->in[0], 0}, {n->in[1], 0}, {n->in[2], 0}, {n->out[0], 1}};
+        KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, 4, a, rows, "", sb_cstr(&b));
     }
     sb_free(&b);
@@ -342,7 +342,7 @@ static bool emit_norm_dw(CgCtx *c, NodeId id) {
                   "        for (int64_t j = 0; j < %lld; j++) acc[j] += (double)dy[j] * (x[j] - mean) * rstd;\n"
                   "        }\n        for (int64_t j = 0; j < %lld; j++) a2[j] = (float)acc[j];\n        (void)i;",
               (long long)D, (long long)D, (long long)D);
-    KArg a[3] = {{n->in[0], 0}, {n->in[1], 0}, {n->out[0], 1}};
+    KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, 1, "", sb_cstr(&b));
     sb_free(&b);
     return true;
@@ -419,7 +419,7 @@ static bool emit_cross_entropy(CgCtx *c, NodeId id) {
     else cg_ptr(c, b, n->out[0]);
     sb_printf(b, ", %lld, %lld, 1.0f / %lld);\n", (long long)Nl, (long long)V, (long long)Ng);
     if (!fwd) { /* times the incoming gradient (the loss scale) */
-        KArg a[2] = {{n->in[2], 0}, {n->out[0], 1}};
+        KArg a[2] = {{n->in[2], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, 2, a, numel(s), "", "a1[i] = a1[i] * a0[0];");
     }
     return true;
@@ -515,8 +515,8 @@ static bool emit_attention(CgCtx *c, NodeId id) {
                   (long long)d.Dh);
     }
     fix_ns(&f, sb_cstr(&b), &d);
-    KArg a[5] = {{n->in[0], 0}, {n->in[1], 0}, {n->in[2], 0}, {n->op == OP_ATTENTION ? n->out[0] : n->in[3], n->op == OP_ATTENTION},
-                 {n->out[0], 1}};
+    KArg a[5] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->op == OP_ATTENTION ? n->out[0] : n->in[3], n->op == OP_ATTENTION, 0},
+                 {n->out[0], 1, 0}};
     cg_kernel(c, id, n->op == OP_ATTENTION ? 4 : 5, a, d.B * d.H * d.T, "", sb_cstr(&f));
     sb_free(&b);
     sb_free(&f);
@@ -568,7 +568,7 @@ static bool emit_attention_dkv(CgCtx *c, NodeId id) {
               (long long)d.Dh, (long long)d.Dh, d.scale, (long long)d.S, (long long)d.G,
               (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.Dh);
     fix_ns(&f, sb_cstr(&b), &d);
-    KArg a[6] = {{n->in[0], 0}, {n->in[1], 0}, {n->in[2], 0}, {n->in[3], 0}, {n->out[0], 1}, {n->out[1], 1}};
+    KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->in[3], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
     cg_kernel(c, id, 6, a, d.B * d.G, "", sb_cstr(&f));
     sb_free(&b);
     sb_free(&f);
@@ -592,7 +592,7 @@ static bool emit_rope(CgCtx *c, NodeId id) {
               (long long)half, (long long)half, (long long)H, (long long)T, n->attr[0].f,
               (long long)Dh, n->op == OP_ROPE ? "" : "-", (long long)Dh, (long long)Dh,
               (long long)half, (long long)Dh, (long long)Dh, (long long)half);
-    KArg a[2] = {{n->in[0], 0}, {n->out[0], 1}};
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, numel(s) / 2, "", sb_cstr(&b));
     sb_free(&b);
     return true;
@@ -620,7 +620,7 @@ static bool emit_permute(CgCtx *c, NodeId id) {
         st *= o.d[d];
     }
     sb_puts(&b, "];");
-    KArg a[2] = {{n->in[0], 0}, {n->out[0], 1}};
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
     sb_free(&b);
     return true;
@@ -653,7 +653,7 @@ static bool emit_split_concat(CgCtx *c, NodeId id) {
         else
             sb_printf(&b, "a1[i] = a0[(o * %lld + %lld + j) * %lld + q];", (long long)nn, (long long)at,
                       (long long)inner);
-        KArg a[2] = {{op == OP_CONCAT ? pv : whole, 0}, {op == OP_CONCAT ? whole : pv, 1}};
+        KArg a[2] = {{op == OP_CONCAT ? pv : whole, 0, 0}, {op == OP_CONCAT ? whole : pv, 1, 0}};
         cg_kernel(c, id, 2, a, outer * pn * inner, "", sb_cstr(&b));
         sb_free(&b);
         at += pn;
@@ -679,7 +679,7 @@ static bool emit_reduce(CgCtx *c, NodeId id) {
                       "        for (int64_t j = 0; j < %lld; j++) dx[j * %lld] = p[j * %lld] == a1[i] ? a2[i] : 0.0f;",
                   (long long)inner, (long long)(nn * inner), (long long)inner, (long long)nn,
                   (long long)inner, (long long)inner);
-        KArg a[4] = {{n->in[0], 0}, {n->in[1], 0}, {n->in[2], 0}, {n->out[0], 1}};
+        KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, 4, a, outer * inner, "", sb_cstr(&b));
     } else {
         bool mx = n->op == OP_REDUCE_MAX;
@@ -696,7 +696,7 @@ static bool emit_reduce(CgCtx *c, NodeId id) {
             else if (!strncmp(p, "NN", 2)) { sb_printf(&f, "%lld.0", (long long)nn); p += 1; }
             else sb_putc(&f, *p);
         }
-        KArg a[2] = {{n->in[0], 0}, {n->out[0], 1}};
+        KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, 2, a, outer * inner, "", sb_cstr(&f));
         sb_free(&f);
     }
@@ -710,8 +710,8 @@ static bool emit_sumsq(CgCtx *c, NodeId id) {
     snprintf(body, sizeof body,
              "double s = 0;\n        for (int64_t j = 0; j < %lld; j++) s += (double)a0[j] * a0[j];\n"
              "        a1[i] = (float)s;",
-             (long long)numel(L(c, n->in[0])));
-    KArg a[2] = {{n->in[0], 0}, {n->out[0], 1}};
+             (long long)numel(L(c, cg_read(c, n->in[0]))));
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, 1, "", body);
     return true;
 }
@@ -726,7 +726,7 @@ static bool emit_grad_coef(CgCtx *c, NodeId id) {
              "        else if (mx > 0 && norm > mx) coef *= mx / (norm + 1e-6);\n"
              "        a2[i] = (float)coef;",
              n->attr[0].f);
-    KArg a[3] = {{n->in[0], 0}, {n->in[1], 0}, {n->out[0], 1}};
+    KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, 1, "", body);
     return true;
 }
@@ -740,7 +740,7 @@ static bool emit_loss_scale_update(CgCtx *c, NodeId id) {
              "        else if (++good >= %lld) { scale *= %.17g; good = 0; }\n"
              "        a3[i] = (float)scale;\n        a4[i] = (float)good;",
              n->attr[1].f, (long long)n->attr[2].i, n->attr[0].f);
-    KArg a[5] = {{n->in[0], 0}, {n->in[1], 0}, {n->in[2], 0}, {n->out[0], 1}, {n->out[1], 1}};
+    KArg a[5] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
     cg_kernel(c, id, 5, a, 1, "", body);
     return true;
 }
@@ -753,6 +753,15 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
     const Attr *at = n->attr;
     char pro[512], body[1024];
     int64_t N = numel(L(c, n->in[0]));
+    /* ZeRO: this rank's slice; the parameter (and a stage-1 gradient) are
+     * whole, so their pointers move to the slice */
+    const LowerNode *ln = &c->lp->n[id];
+    int64_t pshift = 0, gshift = 0;
+    if (ln->zero) {
+        N = ln->zchunk;
+        pshift = N;
+        gshift = cg_read(c, n->in[1]) == n->in[1] ? N : 0;
+    }
     if (n->op == OP_ADAMW) {
         snprintf(pro, sizeof pro,
                  "const double lr = a4[0], step = a5[0], coef = a6[0];\n"
@@ -767,8 +776,10 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
                  "        a8[i] = (float)m;\n        a9[i] = (float)v;\n        }",
                  at[3].f, at[0].f, 1 - at[0].f, at[1].f, 1 - at[1].f, at[2].f);
         KArg a[10];
-        for (int i = 0; i < 7; i++) a[i] = (KArg){n->in[i], 0};
-        for (int i = 0; i < 3; i++) a[7 + i] = (KArg){n->out[i], 1};
+        for (int i = 0; i < 7; i++) a[i] = (KArg){n->in[i], 0, 0};
+        for (int i = 0; i < 3; i++) a[7 + i] = (KArg){n->out[i], 1, 0};
+        a[0].zshift = pshift;
+        a[1].zshift = gshift;
         cg_kernel(c, id, 10, a, N, pro, body);
     } else {
         snprintf(pro, sizeof pro, "const double lr = a3[0], coef = a4[0];\n    const int skip = !isfinite(coef);\n");
@@ -779,8 +790,10 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
                  "        a5[i] = (float)(a0[i] - lr * m);\n        a6[i] = (float)m;\n        }",
                  at[1].f, at[0].f);
         KArg a[7];
-        for (int i = 0; i < 5; i++) a[i] = (KArg){n->in[i], 0};
-        for (int i = 0; i < 2; i++) a[5 + i] = (KArg){n->out[i], 1};
+        for (int i = 0; i < 5; i++) a[i] = (KArg){n->in[i], 0, 0};
+        for (int i = 0; i < 2; i++) a[5 + i] = (KArg){n->out[i], 1, 0};
+        a[0].zshift = pshift;
+        a[1].zshift = gshift;
         cg_kernel(c, id, 7, a, N, pro, body);
     }
     return true;

@@ -41,7 +41,27 @@ static int op_in_place_operand(const Graph *g, const Node *n) {
     }
 }
 
-static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending, StrBuf *err) {
+/* ZeRO-2: the gradient x is reduce-scattered into a new slice value read by
+ * x's consumers from node id on. */
+static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x, int64_t chunk) {
+    LowerNode *ln = &p->n[id];
+    ValueId e = p->n_values++;
+    p->v[e] = (LowerValue){.local = ir_shape(1, &chunk), .storage = e, .offset = -1,
+                           .bytes = chunk * ir_dtype_size(ir_val(g, x)->dtype), .zchunk = chunk,
+                           .redirect = IR_NONE};
+    StrBuf nm;
+    sb_init(&nm);
+    sb_printf(&nm, "%s.shard", ir_val(g, x)->name);
+    p->v[e].name = ir_strdup(sb_cstr(&nm)); /* freed by lower_free */
+    sb_free(&nm);
+    ln->rs[ln->n_rs] = x;
+    ln->rs_to[ln->n_rs++] = e;
+    p->v[x].redirect = e;
+    p->v[x].redirect_from = id;
+}
+
+static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending, const int64_t *zgrad,
+                       StrBuf *err) {
     const Node *n = ir_node(g, id);
     LowerNode *ln = &p->n[id];
     const OpInfo *oi = ir_op(n->op);
@@ -119,9 +139,16 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
         for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = true;
         return true;
     }
+    bool scattered = false;
     for (int i = 0; i < n->n_in; i++) {
         ValueId x = n->in[i];
         if (!pending[x]) continue;
+        if (zgrad[x] > 0) { /* ZeRO-2: each rank keeps the sum of its slice only */
+            if (p->v[x].redirect == IR_NONE) reduce_scatter(g, p, id, x, zgrad[x]);
+            pending[x] = false;
+            scattered = true;
+            continue;
+        }
         bool dup = false;
         for (int k = 0; k < ln->n_reduce; k++) dup |= ln->reduce[k] == x;
         if (!dup) ln->reduce[ln->n_reduce++] = x;
@@ -129,6 +156,8 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
         for (ValueId w = 0; w < g->n_values; w++)
             if (p->v[w].storage == p->v[x].storage) pending[w] = false;
     }
+    /* a sum over a gradient slice (the norm) is a partial sum over the ranks */
+    if (scattered && n->op != OP_ADAMW && n->op != OP_SGD) partial = true;
     for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = partial;
     return true;
 }
@@ -146,15 +175,39 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     if (p->opt.dp < 1) p->opt.dp = 1;
     if (p->opt.alignment <= 0) p->opt.alignment = 256;
     int nv = g->n_values, nn = g->n_nodes;
-    p->v = ir_alloc(sizeof *p->v * (size_t)(nv ? nv : 1));
+    p->v = ir_alloc(sizeof *p->v * (size_t)(2 * nv + 1)); /* room for gradient slices */
+    p->n_values = nv;
     p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
     bool *pending = ir_alloc(sizeof(bool) * (size_t)(nv ? nv : 1));
     memset(pending, 0, sizeof(bool) * (size_t)(nv ? nv : 1));
     int *last_use = ir_alloc(sizeof(int) * (size_t)(nv ? nv : 1));
     for (ValueId v = 0; v < nv; v++) {
-        p->v[v] = (LowerValue){.storage = v, .offset = -1};
+        p->v[v] = (LowerValue){.storage = v, .offset = -1, .redirect = IR_NONE};
         last_use[v] = -1;
+    }
+
+    /* 0. ZeRO: optimizer updates on this rank's slice of each parameter whose
+     * size the ranks divide; their state and results are slices */
+    int64_t *zgrad = ir_alloc(sizeof(int64_t) * (size_t)(nv ? nv : 1));
+    memset(zgrad, 0, sizeof(int64_t) * (size_t)(nv ? nv : 1));
+    if (p->opt.zero >= 3) {
+        sb_printf(err, "ZeRO stage 3 (sharded parameters) is not lowered yet");
+        ir_free(zgrad);
+        goto fail;
+    }
+    for (NodeId id = 0; p->opt.zero >= 1 && p->opt.dp > 1 && id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_ADAMW && n->op != OP_SGD) continue;
+        int64_t numel = ir_shape_numel(ir_val(g, n->in[0])->shape);
+        if (numel % p->opt.dp) continue; /* stays whole (stage 0) */
+        int64_t chunk = numel / p->opt.dp;
+        p->n[id].zero = p->opt.zero;
+        p->n[id].zchunk = chunk;
+        int n_state = n->op == OP_ADAMW ? 2 : 1;
+        for (int k = 0; k < n_state; k++) p->v[n->in[2 + k]].zchunk = chunk;
+        for (int k = 0; k < n->n_out; k++) p->v[n->out[k]].zchunk = chunk;
+        if (p->opt.zero >= 2) zgrad[n->in[1]] = chunk;
     }
 
     /* 1. storage aliases: reshape views; optimizer results over their leaf */
@@ -176,7 +229,10 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         int op = ir_node(g, x->def)->op;
         bool elementwise = op == OP_ADAMW || op == OP_SGD || op == OP_GRAD_ACCUM ||
                            op == OP_LOSS_SCALE_UPDATE;
-        if (elementwise && last_use[leaf] <= x->def && p->v[v].storage == v) p->v[v].storage = leaf;
+        /* a ZeRO slice of a parameter is all-gathered into it instead */
+        bool zero_param = p->v[v].zchunk && ir_val(g, x->updates)->role == ROLE_PARAM;
+        if (elementwise && !zero_param && last_use[leaf] <= x->def && p->v[v].storage == v)
+            p->v[v].storage = leaf;
     }
 
     /* 2. batch split and partial sums */
@@ -192,7 +248,11 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         }
     }
     for (NodeId id = 0; id < nn; id++)
-        if (!split_node(g, p, id, pending, err)) goto fail;
+        if (!split_node(g, p, id, pending, zgrad, err)) {
+            ir_free(zgrad);
+            goto fail;
+        }
+    ir_free(zgrad);
     for (int i = 0; i < g->n_outputs; i++)
         if (pending[g->outputs[i]] && p->n_out_reduce < 8)
             p->out_reduce[p->n_out_reduce++] = g->outputs[i];
@@ -200,22 +260,44 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         const Value *x = ir_val(g, v);
         Shape s = x->shape;
         if (p->v[v].split) s.d[0] /= p->opt.dp;
+        if (p->v[v].zchunk) s = ir_shape(1, &p->v[v].zchunk);
         p->v[v].local = s;
         p->v[v].bytes = ir_shape_numel(s) * ir_dtype_size(x->dtype);
     }
+    /* reads of a reduce-scattered gradient from its scatter on read the slice */
+    int ntot = p->n_values;
+    last_use = ir_realloc(last_use, sizeof(int) * (size_t)ntot);
+    for (ValueId v = 0; v < ntot; v++) last_use[v] = -1;
+    for (NodeId id = 0; id < nn; id++)
+        for (int i = 0; i < ir_node(g, id)->n_in; i++) {
+            ValueId x = ir_node(g, id)->in[i];
+            if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
+            ValueId r = root_of(p, x);
+            if (id > last_use[r]) last_use[r] = id;
+        }
+    for (NodeId id = 0; id < nn; id++) /* the scatter reads the whole gradient */
+        for (int k = 0; k < p->n[id].n_rs; k++) {
+            ValueId r = root_of(p, p->n[id].rs[k]);
+            if (id > last_use[r]) last_use[r] = id;
+        }
 
     /* 3. buffers: one per storage root, live from its definition (leaves:
      * always) to the last read of it or any of its views */
-    int *buf_of = ir_alloc(sizeof(int) * (size_t)(nv ? nv : 1));
-    MemBuffer *bufs = ir_alloc(sizeof(MemBuffer) * (size_t)(nv ? nv : 1));
-    ValueId *buf_val = ir_alloc(sizeof(ValueId) * (size_t)(nv ? nv : 1));
+    int *buf_of = ir_alloc(sizeof(int) * (size_t)ntot);
+    MemBuffer *bufs = ir_alloc(sizeof(MemBuffer) * (size_t)ntot);
+    ValueId *buf_val = ir_alloc(sizeof(ValueId) * (size_t)ntot);
     int nb = 0;
-    for (ValueId v = 0; v < nv; v++) {
+    for (ValueId v = 0; v < ntot; v++) {
         buf_of[v] = -1;
         if (root_of(p, v) != v) continue;
-        const Value *x = ir_val(g, v);
-        bool leaf = x->def == IR_NONE;
-        int first = leaf ? 0 : x->def;
+        bool added = v >= nv;
+        const Value *x = added ? NULL : ir_val(g, v);
+        bool leaf = !added && x->def == IR_NONE;
+        int first = leaf ? 0 : added ? 0 : x->def;
+        if (added)
+            for (NodeId id = 0; id < nn; id++)
+                for (int k = 0; k < p->n[id].n_rs; k++)
+                    if (p->n[id].rs_to[k] == v) first = id;
         int last = leaf ? nn : (last_use[v] < first ? first : last_use[v]);
         bufs[nb] = (MemBuffer){.size = p->v[v].bytes, .first = first, .last = last, .reuse = -1};
         buf_val[nb] = v;
@@ -253,7 +335,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     p->lower_bound_bytes = st.lower_bound_bytes;
     p->n_in_place = st.n_in_place;
     p->n_buffers = nb;
-    for (ValueId v = 0; v < nv; v++) p->v[v].offset = bufs[buf_of[root_of(p, v)]].offset;
+    for (ValueId v = 0; v < ntot; v++) p->v[v].offset = bufs[buf_of[root_of(p, v)]].offset;
     ir_free(buf_of);
     ir_free(bufs);
     ir_free(buf_val);
@@ -269,6 +351,7 @@ fail:
 
 void lower_free(LowerProgram *p) {
     if (!p) return;
+    for (int v = p->g->n_values; v < p->n_values; v++) ir_free((void *)p->v[v].name);
     ir_free(p->v);
     ir_free(p->n);
     ir_free(p);

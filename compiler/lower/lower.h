@@ -28,6 +28,8 @@
 
 typedef struct LowerOptions {
     int dp;                    /* ranks the batch is split over (>= 1) */
+    int zero;                  /* ZeRO stage over the dp ranks: 0, 1 (optimizer state
+                                * sliced), 2 (and gradients reduce-scattered); 3: not yet */
     int64_t alignment;         /* arena alignment (COLRT_ALIGN) */
 } LowerOptions;
 
@@ -38,17 +40,29 @@ typedef struct LowerValue {
     ValueId storage;           /* the value whose buffer this one uses (itself if none) */
     int64_t offset;            /* arena offset of storage's buffer; -1 if none */
     int64_t bytes;             /* local bytes */
+    int64_t zchunk;            /* ZeRO: elements of this rank's slice of the flattened
+                                * tensor (the local data is that slice); 0: not sliced */
+    ValueId redirect;          /* ZeRO-2 gradient: read as this slice value from node
+                                * redirect_from on; IR_NONE otherwise */
+    int redirect_from;
+    const char *name;          /* for values the lowering adds (gradient slices) */
 } LowerValue;
 
 typedef struct LowerNode {
     int n_reduce;              /* all-reduce (sum over dp ranks) these operands first */
     ValueId reduce[IR_MAX_IN];
+    int n_rs;                  /* ZeRO-2: reduce-scatter rs[k] into rs_to[k] first */
+    ValueId rs[IR_MAX_IN], rs_to[IR_MAX_IN];
+    int zero;                  /* an optimizer update on this rank's ZeRO slice: the
+                                * stage (its parameter result is all-gathered after) */
+    int64_t zchunk;
 } LowerNode;
 
 typedef struct LowerProgram {
     const Graph *g;
     LowerOptions opt;
-    LowerValue *v;             /* per value */
+    LowerValue *v;             /* per value, then the values the lowering adds */
+    int n_values;              /* g->n_values + added */
     LowerNode *n;              /* per node */
     int n_out_reduce;          /* graph outputs that are partial: reduced after the last node */
     ValueId out_reduce[8];
