@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,22 +145,11 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->progress = !o->quiet;
 }
 
-/* --emit code|all: plan, lower (one program per rank), generate into the
- * output directory (compiler/codegen/cg.h). */
-static int run_codegen(const CliOptions *o, const Graph *g) {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    PlanOptions po;
-    planner_options(o, &po);
-    PlanResult *r = plan_solve(g, &po);
-    if (!r) return EXIT_USER;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (!o->quiet) plan_summary(stdout, g, r);
-    const char *dir = o->output ? o->output : ".";
+/* Lowers a plan (lower.h): the batch split over every mesh axis (data
+ * parallel), ZeRO 1/2 over one mesh axis, the plan's recompute. NULL after
+ * reporting why. */
+static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
     int world = r->mesh.n_devices;
-    /* the lowering splits the batch over every mesh axis (data parallel),
-     * optionally with ZeRO 1/2 over one mesh axis */
     int zero = 0, busy_axes = 0;
     for (int a = 0; a < r->mesh.n_axes; a++) busy_axes += r->mesh.size[a] > 1;
     bool dp_like = !strncmp(r->chosen, "dp", 2) ||
@@ -168,23 +158,72 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     if (world > 1 && (!dp_like || zero == 3 || (zero && busy_axes > 1))) {
         diag_plain("generate with --strategy dp|zero1|zero2 (ZeRO on a one-axis mesh such as --mesh 4), "
                    "or for one device (--cluster h100:1x1)",
-                   "the plan chose '%s' on mesh of %d devices; this build lowers data-parallel and "
+                   "the plan chose '%s' on a mesh of %d devices; this build lowers data-parallel and "
                    "ZeRO-1/2 plans only", r->chosen, world);
-        plan_free(r);
-        return EXIT_USER;
+        return NULL;
+    }
+    /* recompute: per graph block, the instances the plan recomputes (selective
+     * is lowered as full: the same values, less memory than priced) */
+    int *rc = ir_alloc(sizeof(int) * (size_t)(g->n_blocks + 1));
+    for (int k = 0; k < r->prob->n_blocks; k++) {
+        int b = ir_find_block(g, r->prob->blocks[k].name);
+        if (b >= 0) rc[b] = r->choice.count[k][RC_FULL] + r->choice.count[k][RC_SELECTIVE];
     }
     StrBuf err;
     sb_init(&err);
-    LowerOptions lo = {.dp = world, .zero = world > 1 ? zero : 0, .alignment = 256};
+    LowerOptions lo = {.dp = world, .zero = world > 1 ? zero : 0, .alignment = 256, .recompute = rc};
     LowerProgram *lp = lower_build(g, &lo, &err);
-    if (!lp) {
+    ir_free(rc);
+    if (!lp)
         diag_plain("try a batch the ranks divide, or fewer ranks", "cannot lower the plan: %s",
                    sb_cstr(&err));
-        sb_free(&err);
-        plan_free(r);
-        return EXIT_USER;
-    }
     sb_free(&err);
+    return lp;
+}
+
+/* --emit code|all: plan, lower (one program per rank), check the static
+ * memory plan against the limit (tightening the planner's limit and solving
+ * again, twice at most, when the arena does not fit), generate into the
+ * output directory (compiler/codegen/cg.h). */
+static int run_codegen(const CliOptions *o, const Graph *g) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    PlanOptions po;
+    planner_options(o, &po);
+    PlanResult *r = NULL;
+    LowerProgram *lp = NULL;
+    for (int attempt = 0;; attempt++) {
+        r = plan_solve(g, &po);
+        if (!r) return EXIT_USER;
+        lp = lower_plan(g, r);
+        if (!lp) {
+            plan_free(r);
+            return EXIT_USER;
+        }
+        if ((double)lp->arena_bytes <= r->mem_limit) break;
+        char ab[32], lb[32];
+        cli_fmt_bytes(ab, sizeof ab, (double)lp->arena_bytes);
+        cli_fmt_bytes(lb, sizeof lb, r->mem_limit);
+        if (attempt == 2) {
+            diag_plain("give more memory (--mem), or a smaller batch",
+                       "the static memory plan needs an arena of %s per device, over the limit of %s "
+                       "(the planner predicted %.0f bytes; re-solved twice under tighter limits)",
+                       ab, lb, r->price.peak_bytes);
+            lower_free(lp);
+            plan_free(r);
+            return EXIT_USER;
+        }
+        if (!o->quiet)
+            fprintf(stderr, "colossal-compile: note: the arena (%s) exceeds the limit (%s); solving again under a tighter limit\n",
+                    ab, lb);
+        po.mem_bytes = (int64_t)(r->mem_limit * r->mem_limit / (double)lp->arena_bytes * 0.99);
+        lower_free(lp);
+        plan_free(r);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (!o->quiet) plan_summary(stdout, g, r);
+    const char *dir = o->output ? o->output : ".";
     char *pj = plan_json(g, r, secs);
     double predicted = 0;
     char *pj2 = cg_plan_json(pj, lp, &predicted);
@@ -207,6 +246,10 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
                lp->n_buffers, lp->n_in_place);
         if (predicted > 0) printf("; planner predicted %s (arena/predicted %.3f)", pb, (double)lp->arena_bytes / predicted);
         printf("\ngenerated %s/%s.{h,c}%s%s\n", dir, g->name, co.cpu ? " _kernels.c" : "", co.cuda ? " _kernels.cu" : "");
+        if (predicted > 0 && fabs((double)lp->arena_bytes / predicted - 1) > 0.05)
+            fprintf(stderr, "colossal-compile: warning: the planned arena differs from the planner's predicted peak "
+                            "by more than 5%% (%.1f%%); the limit still holds\n",
+                    100 * ((double)lp->arena_bytes / predicted - 1));
     }
     sb_free(&mb);
     free(pj);

@@ -223,6 +223,20 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
                           c->zaxis, (long long)lp->v[ln->rs[k]].offset, (long long)lp->v[ln->rs_to[k]].offset,
                           (long long)lp->v[ln->rs_to[k]].zchunk, ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
             }
+            if (ln->n_recompute)
+                sb_printf(c->sched, "    /* recompute: block %s[%d]'s forward again, into fresh buffers */\n",
+                          g->blocks[n->block].name, n->instance);
+            for (int k = 0; k < ln->n_recompute; k++) {
+                const Node *f = ir_node(g, ln->recompute[k]);
+                sb_printf(c->sched, "    /* %%%s = %s (recomputed) */\n", ir_val(g, f->out[0])->name, ir_op(f->op)->name);
+                CgEmitFn rf = cg_emitter(f->op);
+                if (!rf || !rf(c, ln->recompute[k])) {
+                    if (!rf) sb_printf(c->err, "%s: no emitter", ir_op(f->op)->name);
+                    sb_free(&parts[0]);
+                    sb_free(&parts[1]);
+                    return false;
+                }
+            }
             sb_printf(c->sched, "    /* %%%s = %s */\n", ir_val(g, n->out[0])->name, ir_op(n->op)->name);
             CgEmitFn fn = cg_emitter(n->op);
             if (!fn) {

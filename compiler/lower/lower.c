@@ -54,6 +54,7 @@ static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x
     sb_printf(&nm, "%s.shard", ir_val(g, x)->name);
     p->v[e].name = ir_strdup(sb_cstr(&nm)); /* freed by lower_free */
     sb_free(&nm);
+    p->v[e].added_first = id;
     ln->rs[ln->n_rs] = x;
     ln->rs_to[ln->n_rs++] = e;
     p->v[x].redirect = e;
@@ -175,7 +176,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     if (p->opt.dp < 1) p->opt.dp = 1;
     if (p->opt.alignment <= 0) p->opt.alignment = 256;
     int nv = g->n_values, nn = g->n_nodes;
-    p->v = ir_alloc(sizeof *p->v * (size_t)(2 * nv + 1)); /* room for gradient slices */
+    p->v = ir_alloc(sizeof *p->v * (size_t)(3 * nv + 1)); /* room for slices and recomputed copies */
     p->n_values = nv;
     p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
@@ -264,6 +265,46 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         p->v[v].local = s;
         p->v[v].bytes = ir_shape_numel(s) * ir_dtype_size(x->dtype);
     }
+    /* recompute: a chosen block instance's forward nodes re-run just before
+     * its first backward node, writing copies that the backward reads */
+    for (int b = 0; o->recompute && b < g->n_blocks; b++)
+        for (int inst = 0; inst < o->recompute[b] && inst < g->blocks[b].n_instances; inst++) {
+            NodeId b0 = IR_NONE;
+            int nf = 0;
+            for (NodeId id = 0; id < nn; id++) {
+                const Node *n = ir_node(g, id);
+                if (n->block != b || n->instance != inst) continue;
+                Role r = ir_val(g, n->out[0])->role;
+                if (r == ROLE_ACT) nf++;
+                if (r == ROLE_GRAD && b0 == IR_NONE) b0 = id;
+            }
+            if (b0 == IR_NONE || !nf) continue;
+            LowerNode *ln = &p->n[b0];
+            ln->recompute = ir_alloc(sizeof(NodeId) * (size_t)nf);
+            for (NodeId id = 0; id < b0; id++) {
+                const Node *n = ir_node(g, id);
+                if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
+                ln->recompute[ln->n_recompute++] = id;
+                for (int k = 0; k < n->n_out; k++) {
+                    ValueId v = n->out[k], e = p->n_values++;
+                    p->v[e] = p->v[v];
+                    p->v[e].storage = e;
+                    p->v[e].redirect = IR_NONE;
+                    p->v[e].added_first = b0;
+                    if (n->op == OP_RESHAPE) { /* a view of the (recomputed) operand */
+                        ValueId x = n->in[0];
+                        p->v[e].storage = p->v[x].redirect != IR_NONE ? p->v[x].redirect : x;
+                    }
+                    StrBuf nm;
+                    sb_init(&nm);
+                    sb_printf(&nm, "%s.recomputed", ir_val(g, v)->name);
+                    p->v[e].name = ir_strdup(sb_cstr(&nm));
+                    sb_free(&nm);
+                    p->v[v].redirect = e;
+                    p->v[v].redirect_from = b0;
+                }
+            }
+        }
     /* reads of a reduce-scattered gradient from its scatter on read the slice */
     int ntot = p->n_values;
     last_use = ir_realloc(last_use, sizeof(int) * (size_t)ntot);
@@ -274,6 +315,16 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
             if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
             ValueId r = root_of(p, x);
             if (id > last_use[r]) last_use[r] = id;
+        }
+    for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run */
+        for (int k = 0; k < p->n[id].n_recompute; k++) {
+            const Node *f = ir_node(g, p->n[id].recompute[k]);
+            for (int i = 0; i < f->n_in; i++) {
+                ValueId x = f->in[i];
+                if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
+                ValueId r = root_of(p, x);
+                if (id > last_use[r]) last_use[r] = id;
+            }
         }
     for (NodeId id = 0; id < nn; id++) /* the scatter reads the whole gradient */
         for (int k = 0; k < p->n[id].n_rs; k++) {
@@ -293,11 +344,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         bool added = v >= nv;
         const Value *x = added ? NULL : ir_val(g, v);
         bool leaf = !added && x->def == IR_NONE;
-        int first = leaf ? 0 : added ? 0 : x->def;
-        if (added)
-            for (NodeId id = 0; id < nn; id++)
-                for (int k = 0; k < p->n[id].n_rs; k++)
-                    if (p->n[id].rs_to[k] == v) first = id;
+        int first = leaf ? 0 : added ? p->v[v].added_first : x->def;
         int last = leaf ? nn : (last_use[v] < first ? first : last_use[v]);
         bufs[nb] = (MemBuffer){.size = p->v[v].bytes, .first = first, .last = last, .reuse = -1};
         buf_val[nb] = v;
@@ -353,6 +400,7 @@ void lower_free(LowerProgram *p) {
     if (!p) return;
     for (int v = p->g->n_values; v < p->n_values; v++) ir_free((void *)p->v[v].name);
     ir_free(p->v);
+    for (int i = 0; i < p->g->n_nodes; i++) ir_free(p->n[i].recompute);
     ir_free(p->n);
     ir_free(p);
 }

@@ -31,6 +31,9 @@ typedef struct LowerOptions {
     int zero;                  /* ZeRO stage over the dp ranks: 0, 1 (optimizer state
                                 * sliced), 2 (and gradients reduce-scattered); 3: not yet */
     int64_t alignment;         /* arena alignment (COLRT_ALIGN) */
+    const int *recompute;      /* per graph block: its first N instances are recomputed
+                                * (their forward re-runs just before their backward);
+                                * NULL: none */
 } LowerOptions;
 
 typedef struct LowerValue {
@@ -45,7 +48,9 @@ typedef struct LowerValue {
     ValueId redirect;          /* ZeRO-2 gradient: read as this slice value from node
                                 * redirect_from on; IR_NONE otherwise */
     int redirect_from;
-    const char *name;          /* for values the lowering adds (gradient slices) */
+    const char *name;          /* for values the lowering adds (gradient slices,
+                                * recomputed activations) */
+    int added_first;           /* an added value: the node where it is first written */
 } LowerValue;
 
 typedef struct LowerNode {
@@ -53,6 +58,8 @@ typedef struct LowerNode {
     ValueId reduce[IR_MAX_IN];
     int n_rs;                  /* ZeRO-2: reduce-scatter rs[k] into rs_to[k] first */
     ValueId rs[IR_MAX_IN], rs_to[IR_MAX_IN];
+    int n_recompute;           /* forward nodes to re-run (recompute) before this node, */
+    NodeId *recompute;         /* writing the copies their results redirect to */
     int zero;                  /* an optimizer update on this rank's ZeRO slice: the
                                 * stage (its parameter result is all-gathered after) */
     int64_t zchunk;
