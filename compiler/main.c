@@ -148,6 +148,30 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
 /* Lowers a plan (lower.h): the batch split over every mesh axis (data
  * parallel), ZeRO 1/2 over one mesh axis, the plan's recompute. NULL after
  * reporting why. */
+/* What kind of plan the ILP chose: 'd' every group as in the dp baseline
+ * (the batch split over every axis), 'r' every op replicated, 0 otherwise.
+ * *zero gets the smallest ZeRO stage among the groups owning parameters. */
+static char plan_kind(const PlanResult *r, int *zero) {
+    const IlpProblem *p = r->prob;
+    int dpi = -1;
+    for (int i = 0; i < r->n_base; i++)
+        if (!strcmp(r->base[i].name, "dp") && r->base[i].applicable) dpi = i;
+    bool all_dp = dpi >= 0, all_rep = true;
+    *zero = 3;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        if (all_dp && r->choice.strat[gi] != r->base[dpi].choice.strat[gi]) all_dp = false;
+        for (int m = 0; m < G->n_members; m++) {
+            const ShardStrategy *st = &G->members[m].st[G->strats[r->choice.strat[gi]].member_st[m]];
+            for (int a = 0; a < r->mesh.n_axes; a++)
+                if (st->iter_of_axis[a] >= 0 && r->mesh.size[a] > 1) all_rep = false;
+        }
+        if (G->n_params && r->choice.zero[gi] < *zero) *zero = r->choice.zero[gi];
+    }
+    if (*zero == 3) *zero = 0;
+    return all_dp ? 'd' : all_rep ? 'r' : 0;
+}
+
 static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
     int world = r->mesh.n_devices;
     int zero = 0, busy_axes = 0;
@@ -155,6 +179,11 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
     bool dp_like = !strncmp(r->chosen, "dp", 2) ||
                    (!strncmp(r->chosen, "zero", 4) && r->chosen[4] >= '1' && r->chosen[4] <= '3');
     if (!strncmp(r->chosen, "zero", 4)) zero = r->chosen[4] - '0';
+    char kind = 'd';
+    if (!strcmp(r->chosen, "ilp") && world > 1) { /* the ILP's own plan: lowerable when uniform */
+        kind = plan_kind(r, &zero);
+        dp_like = kind != 0;
+    }
     if (world > 1 && (!dp_like || zero == 3 || (zero && busy_axes > 1))) {
         diag_plain("generate with --strategy dp|zero1|zero2 (ZeRO on a one-axis mesh such as --mesh 4), "
                    "or for one device (--cluster h100:1x1)",
@@ -171,7 +200,8 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
     }
     StrBuf err;
     sb_init(&err);
-    LowerOptions lo = {.dp = world, .zero = world > 1 ? zero : 0, .alignment = 256, .recompute = rc};
+    LowerOptions lo = {.dp = kind == 'r' ? 1 : world, .zranks = world, .zero = world > 1 ? zero : 0,
+                       .alignment = 256, .recompute = rc};
     LowerProgram *lp = lower_build(g, &lo, &err);
     ir_free(rc);
     if (!lp)

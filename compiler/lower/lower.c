@@ -175,6 +175,8 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     p->opt = *o;
     if (p->opt.dp < 1) p->opt.dp = 1;
     if (p->opt.alignment <= 0) p->opt.alignment = 256;
+    if (p->opt.zranks <= 0) p->opt.zranks = p->opt.dp;
+    if (p->opt.dp == 1 && p->opt.zero > 1) p->opt.zero = 1;
     int nv = g->n_values, nn = g->n_nodes;
     p->v = ir_alloc(sizeof *p->v * (size_t)(3 * nv + 1)); /* room for slices and recomputed copies */
     p->n_values = nv;
@@ -197,12 +199,12 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         ir_free(zgrad);
         goto fail;
     }
-    for (NodeId id = 0; p->opt.zero >= 1 && p->opt.dp > 1 && id < nn; id++) {
+    for (NodeId id = 0; p->opt.zero >= 1 && p->opt.zranks > 1 && id < nn; id++) {
         const Node *n = ir_node(g, id);
         if (n->op != OP_ADAMW && n->op != OP_SGD) continue;
         int64_t numel = ir_shape_numel(ir_val(g, n->in[0])->shape);
-        if (numel % p->opt.dp) continue; /* stays whole (stage 0) */
-        int64_t chunk = numel / p->opt.dp;
+        if (numel % p->opt.zranks) continue; /* stays whole (stage 0) */
+        int64_t chunk = numel / p->opt.zranks;
         p->n[id].zero = p->opt.zero;
         p->n[id].zchunk = chunk;
         int n_state = n->op == OP_ADAMW ? 2 : 1;

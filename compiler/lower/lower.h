@@ -28,6 +28,9 @@
 
 typedef struct LowerOptions {
     int dp;                    /* ranks the batch is split over (>= 1) */
+    int zranks;                /* ranks ZeRO slices over (0: dp); with dp == 1 (a
+                                * replicated plan) every rank holds the whole gradient,
+                                * so stage 2 lowers as stage 1 */
     int zero;                  /* ZeRO stage over the dp ranks: 0, 1 (optimizer state
                                 * sliced), 2 (and gradients reduce-scattered); 3: not yet */
     int64_t alignment;         /* arena alignment (COLRT_ALIGN) */
