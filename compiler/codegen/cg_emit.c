@@ -154,6 +154,18 @@ static void emit_header(StrBuf *h, const Graph *g, const LowerProgram *lp, const
         sb_puts(h, " */\n");
     }
     sb_printf(h, "} %s_inputs;\n\n", px);
+    sb_puts(h, "/* Each input's local size: rows of the leading dim, elements. */\n");
+    for (ValueId v = 0; v < g->n_values; v++) {
+        const Value *x = ir_val(g, v);
+        if (x->role != ROLE_INPUT) continue;
+        Shape ls = lp->v[v].local;
+        sb_printf(h, "#define %s_", px);
+        c_ident(h, x->name);
+        sb_printf(h, "_ROWS %lld\n#define %s_", (long long)(ls.rank ? ls.d[0] : 1), px);
+        c_ident(h, x->name);
+        sb_printf(h, "_ELEMS %lld\n", (long long)ir_shape_numel(ls));
+    }
+    sb_puts(h, "\n");
     sb_printf(h,
               "typedef struct %s_statistics {\n"
               "    size_t arena_bytes;        /* the static memory plan's arena */\n"
