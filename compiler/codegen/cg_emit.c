@@ -315,8 +315,9 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n\n", px);
     sb_printf(m, "#define CG_F(off) ((float *)(M->arena.base + (size_t)(off)))\n"
                  "#define CG_I(off) ((int32_t *)(M->arena.base + (size_t)(off)))\n"
-                 "#define %s_ARENA_BYTES ((size_t)%lld)\n#define %s_LOWER_BOUND_BYTES ((size_t)%lld)\n\n",
-              px, (long long)arena, px, (long long)lp->lower_bound_bytes);
+                 "#define %s_ARENA_BYTES ((size_t)%lld)\n#define %s_LOWER_BOUND_BYTES ((size_t)%lld)\n"
+                 "#define %s_STEP_OFF ((size_t)%lld) /* scratch: the step count for checkpoints */\n\n",
+              px, (long long)arena, px, (long long)lp->lower_bound_bytes, px, (long long)(c->scratch_off + 128));
     sb_printf(m, "/* kernels (%s_kernels.c / %s_kernels.cu) */\n%s\n", px, px, sb_cstr(&c->proto));
     sb_printf(m, "struct %s {\n    colrt_arena arena;\n    colrt_mesh *mesh;\n    int own_mesh;\n"
                  "    uint64_t seed;\n    int64_t step;\n    int64_t zrank; /* this rank's slice index (ZeRO) */\n    %s_statistics stats;\n};\n\n", px, px);
@@ -510,6 +511,15 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    return n;\n}\n\n",
               px, px, px, px);
     sb_printf(m,
+              "/* The step count travels as a one-element tensor in the arena's scratch. */\n"
+              "static colrt_tensor %s_step_tensor(%s *M) {\n"
+              "    colrt_tensor x = {0};\n"
+              "    x.name = \"colossal.step\";\n"
+              "    x.dtype = COLRT_I32;\n"
+              "    x.ndim = 1;\n"
+              "    x.global_shape[0] = x.shape[0] = 1;\n"
+              "    x.data = M->arena.base + %s_STEP_OFF;\n"
+              "    return x;\n}\n\n"
               "/* Replicated tensors are written by rank 0 only (colrt: any holder may);\n"
               " * ZeRO slices by every rank. */\n"
               "void %s_save(%s *M, const char *dir) {\n"
@@ -518,6 +528,9 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    colrt_tensor *t = calloc((size_t)n + 1, sizeof *t);\n"
               "    if (!t) colrt_die(\"out of host memory\");\n"
               "    %s_tensors(M, t, 0, sliced_only);\n"
+              "    int32_t step = (int32_t)M->step;\n"
+              "    colrt_memcpy(M->arena.base + %s_STEP_OFF, &step, 4, COLRT_H2D, NULL);\n"
+              "    if (colrt_rank() == 0) t[n++] = %s_step_tensor(M);\n"
               "    colrt_device_sync();\n"
               "    colrt_checkpoint_save(dir, M->mesh, \"{\\\"model\\\": \\\"%s\\\"}\", n, t);\n"
               "    free(t);\n}\n\n"
@@ -526,10 +539,17 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    colrt_tensor *t = calloc((size_t)n + 1, sizeof *t);\n"
               "    if (!t) colrt_die(\"out of host memory\");\n"
               "    %s_tensors(M, t, 0, 0);\n"
+              "    t[n++] = %s_step_tensor(M);\n"
               "    int rc = colrt_checkpoint_load(dir, n, t);\n"
+              "    if (rc == 0) {\n"
+              "        int32_t step = 0;\n"
+              "        colrt_memcpy(&step, M->arena.base + %s_STEP_OFF, 4, COLRT_D2H, NULL);\n"
+              "        colrt_device_sync();\n"
+              "        M->step = step;\n"
+              "    }\n"
               "    free(t);\n"
               "    return rc;\n}\n\n",
-              px, px, px, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
     sb_printf(m,
               "%s_statistics %s_stats(const %s *M) { return M->stats; }\n\n"
               "void %s_input_rows(const %s *M, int64_t *first, int64_t *count) {\n"

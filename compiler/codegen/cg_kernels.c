@@ -64,6 +64,11 @@ static bool emit_matmul(CgCtx *c, NodeId id) {
     int64_t K = ta ? sa.d[sa.rank - 2] : sa.d[sa.rank - 1];
     int64_t nb = numel(so) / (M * N);
     int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    NodeId s2 = c->lp->n[id].sum_into;
+    if (s2 != IR_NONE) { /* sum over the batch: K runs over the flattened batch too */
+        gemm(c, 1, 0, M, N, K * nb, n->in[0], M, 0, n->in[1], N, 0, N_(c, s2)->out[0], N, 0, 1);
+        return true;
+    }
     if (nb == 1 || (sb.rank == 2 && !ta && sa.rank == so.rank)) {
         gemm(c, ta, tb, M * nb, N, K, n->in[0], lda, 0, n->in[1], ldb, 0, n->out[0], N, 0, 1);
         return true;
@@ -200,6 +205,10 @@ static bool emit_expand(CgCtx *c, NodeId id) {
 
 static bool emit_sum_to(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
+    if (c->lp->n[id].fused) {
+        sb_puts(c->sched, "    /* summed by the GEMM above */\n");
+        return true;
+    }
     if (!float_only(c, id)) return false;
     Shape s = L(c, n->in[0]), o = L(c, n->out[0]);
     int64_t sst[IR_MAX_DIMS], ost[IR_MAX_DIMS], st = 1;

@@ -213,7 +213,30 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         if (p->opt.zero >= 2) zgrad[n->in[1]] = chunk;
     }
 
-    /* 1. storage aliases: reshape views; optimizer results over their leaf */
+    /* 1. storage aliases: reshape views; optimizer results over their leaf;
+     * sum_to(matmul(a, b){ta=1}) over the batch dims is one GEMM (the sum
+     * over the batch is part of its K), so the batched product never exists */
+    for (NodeId id = 0; id < nn; id++) p->n[id].sum_into = IR_NONE;
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_MATMUL || n->attr[0].i != 1 || n->attr[1].i != 0) continue;
+        Shape a = ir_val(g, n->in[0])->shape, b = ir_val(g, n->in[1])->shape, y = ir_val(g, n->out[0])->shape;
+        if (a.rank < 3 || a.rank != b.rank || a.rank != y.rank) continue;
+        bool same = true;
+        for (int d = 0; d < a.rank - 2; d++) same &= a.d[d] == y.d[d] && b.d[d] == y.d[d];
+        NodeId reader = IR_NONE;
+        int readers = 0;
+        for (NodeId r = id + 1; r < nn; r++)
+            for (int i = 0; i < ir_node(g, r)->n_in; i++)
+                if (ir_node(g, r)->in[i] == n->out[0]) { reader = r; readers++; }
+        if (!same || readers != 1 || ir_node(g, reader)->op != OP_SUM_TO) continue;
+        Shape s2 = ir_val(g, ir_node(g, reader)->out[0])->shape;
+        if (s2.rank != 2 || s2.d[0] != y.d[y.rank - 2] || s2.d[1] != y.d[y.rank - 1]) continue;
+        if (ir_val(g, n->out[0])->flags & (VF_SAVED | VF_OUTPUT)) continue;
+        p->n[id].sum_into = reader;
+        p->n[reader].fused = true;
+        p->v[n->out[0]].storage = ir_node(g, reader)->out[0];
+    }
     for (NodeId id = 0; id < nn; id++) {
         const Node *n = ir_node(g, id);
         if (n->op == OP_RESHAPE) p->v[n->out[0]].storage = n->in[0];

@@ -61,6 +61,9 @@ typedef struct LowerNode {
     ValueId reduce[IR_MAX_IN];
     int n_rs;                  /* ZeRO-2: reduce-scatter rs[k] into rs_to[k] first */
     ValueId rs[IR_MAX_IN], rs_to[IR_MAX_IN];
+    NodeId sum_into;           /* a batched matmul summed by this sum_to node: one GEMM
+                                * over the flattened batch writes the sum; IR_NONE */
+    bool fused;                /* a sum_to done by the matmul before it */
     int n_recompute;           /* forward nodes to re-run (recompute) before this node, */
     NodeId *recompute;         /* writing the copies their results redirect to */
     int zero;                  /* an optimizer update on this rank's ZeRO slice: the
