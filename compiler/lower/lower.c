@@ -61,6 +61,19 @@ static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x
     p->v[x].redirect_from = id;
 }
 
+/* ZeRO-2: a parameter gradient is final where it is defined; it is
+ * reduce-scattered right after, so the whole gradient lives one node only. */
+static void scatter_final(const Graph *g, LowerProgram *p, NodeId id, bool *pending, const int64_t *zgrad) {
+    const Node *n = ir_node(g, id);
+    for (int o = 0; o < n->n_out; o++) {
+        ValueId v = n->out[o];
+        if (zgrad[v] > 0 && pending[v] && id + 1 < g->n_nodes) {
+            reduce_scatter(g, p, id + 1, v, zgrad[v]);
+            pending[v] = false;
+        }
+    }
+}
+
 static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending, const int64_t *zgrad,
                        StrBuf *err) {
     const Node *n = ir_node(g, id);
@@ -138,9 +151,14 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
     }
     if (any_partial && op_linear(n->op) && all_partial && !partial) {
         for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = true;
+        scatter_final(g, p, id, pending, zgrad);
         return true;
     }
     bool scattered = false;
+    for (int i = 0; i < n->n_in; i++) { /* reads a gradient slice */
+        const LowerValue *lx = &p->v[n->in[i]];
+        if (lx->redirect != IR_NONE && lx->redirect_from <= id && p->v[lx->redirect].zchunk) scattered = true;
+    }
     for (int i = 0; i < n->n_in; i++) {
         ValueId x = n->in[i];
         if (!pending[x]) continue;
@@ -160,6 +178,7 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
     /* a sum over a gradient slice (the norm) is a partial sum over the ranks */
     if (scattered && n->op != OP_ADAMW && n->op != OP_SGD) partial = true;
     for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = partial;
+    scatter_final(g, p, id, pending, zgrad);
     return true;
 }
 
