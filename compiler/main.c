@@ -216,6 +216,7 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
  * again, twice at most, when the arena does not fit), generate into the
  * output directory (compiler/codegen/cg.h). */
 static int run_codegen(const CliOptions *o, const Graph *g) {
+    bool dump = o->dump_after && (!strcmp(o->dump_after, "lower") || !strcmp(o->dump_after, "all"));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     PlanOptions po;
@@ -229,6 +230,13 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
         if (!lp) {
             plan_free(r);
             return EXIT_USER;
+        }
+        if (dump) {
+            StrBuf db;
+            sb_init(&db);
+            lower_print(lp, &db);
+            fprintf(stderr, "; ---- program after lower ----\n%s", sb_cstr(&db));
+            sb_free(&db);
         }
         if ((double)lp->arena_bytes <= r->mem_limit) break;
         char ab[32], lb[32];

@@ -448,3 +448,35 @@ void lower_free(LowerProgram *p) {
     ir_free(p->n);
     ir_free(p);
 }
+
+static const char *vname(const LowerProgram *p, ValueId v) {
+    return v < p->g->n_values ? ir_val(p->g, v)->name : p->v[v].name;
+}
+
+void lower_print(const LowerProgram *p, StrBuf *b) {
+    const Graph *g = p->g;
+    sb_printf(b, "; lowered %s: %d data-parallel ranks, ZeRO stage %d\n", g->name, p->opt.dp, p->opt.zero);
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        const LowerNode *ln = &p->n[id];
+        for (int k = 0; k < ln->n_reduce; k++)
+            sb_printf(b, "  all-reduce %%%s (%lld bytes)\n", vname(p, ln->reduce[k]),
+                      (long long)p->v[ln->reduce[k]].bytes);
+        for (int k = 0; k < ln->n_rs; k++)
+            sb_printf(b, "  reduce-scatter %%%s -> %s\n", vname(p, ln->rs[k]), vname(p, ln->rs_to[k]));
+        for (int k = 0; k < ln->n_recompute; k++)
+            sb_printf(b, "  recompute %%%s\n", vname(p, ir_node(g, ln->recompute[k])->out[0]));
+        sb_printf(b, "%4d %s", id, ir_op(n->op)->name);
+        for (int o = 0; o < n->n_out; o++) {
+            const LowerValue *lv = &p->v[n->out[o]];
+            sb_printf(b, "%s %%%s ", o ? "," : "", vname(p, n->out[o]));
+            ir_shape_print(b, lv->local);
+            sb_printf(b, " @%lld%s", (long long)lv->offset, lv->partial ? " partial" : "");
+        }
+        if (ln->zero) sb_printf(b, "  (ZeRO slice of %lld, then all-gather)", (long long)ln->zchunk);
+        if (ln->sum_into != IR_NONE) sb_puts(b, "  (sums into the next sum_to)");
+        sb_puts(b, "\n");
+    }
+    sb_printf(b, "; arena %lld bytes, lower bound %lld, %d buffers, %d in place\n", (long long)p->arena_bytes,
+              (long long)p->lower_bound_bytes, p->n_buffers, p->n_in_place);
+}

@@ -90,4 +90,9 @@ typedef struct LowerProgram {
 LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err);
 void lower_free(LowerProgram *p);
 
+/* The lowered program as text (--dump-after=lower): per node its local
+ * result shapes, arena offsets, and the collectives and recomputation that
+ * run before it; then the arena and the lower bound. */
+void lower_print(const LowerProgram *p, StrBuf *b);
+
 #endif
