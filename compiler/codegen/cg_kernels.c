@@ -413,20 +413,26 @@ static bool emit_cross_entropy(CgCtx *c, NodeId id) {
     int64_t V = s.d[s.rank - 1], Nl = numel(s) / V, Ng = ir_shape_numel(lg->shape) / V;
     StrBuf *b = c->sched;
     bool fwd = n->op == OP_CROSS_ENTROPY;
-    sb_puts(b, "    colrt_memset0(");
-    if (fwd) cg_ptr(c, b, n->out[0]);
-    else sb_printf(b, "CG_F(%lld)", (long long)c->scratch_off);
-    sb_puts(b, ", 4, NULL);\n    colrt_cross_entropy(NULL, COLRT_F32, ");
-    cg_ptr(c, b, n->in[0]);
-    sb_puts(b, ", ");
-    cg_ptr(c, b, n->in[1]);
-    sb_puts(b, ", ");
-    if (fwd) cg_ptr(c, b, n->out[0]);
-    else sb_printf(b, "CG_F(%lld)", (long long)c->scratch_off);
-    sb_puts(b, ", NULL, ");
-    if (fwd) sb_puts(b, "NULL");
-    else cg_ptr(c, b, n->out[0]);
-    sb_printf(b, ", %lld, %lld, 1.0f / %lld);\n", (long long)Nl, (long long)V, (long long)Ng);
+    NodeId fused_bwd = fwd ? c->lp->n[id].ce_grad : IR_NONE;
+    if (!fwd && c->lp->n[id].fused) { /* the forward wrote softmax - onehot here */
+        sb_puts(b, "    /* softmax - onehot: written by the cross_entropy above */\n");
+    } else {
+        sb_puts(b, "    colrt_memset0(");
+        if (fwd) cg_ptr(c, b, n->out[0]);
+        else sb_printf(b, "CG_F(%lld)", (long long)c->scratch_off);
+        sb_puts(b, ", 4, NULL);\n    colrt_cross_entropy(NULL, COLRT_F32, ");
+        cg_ptr(c, b, n->in[0]);
+        sb_puts(b, ", ");
+        cg_ptr(c, b, n->in[1]);
+        sb_puts(b, ", ");
+        if (fwd) cg_ptr(c, b, n->out[0]);
+        else sb_printf(b, "CG_F(%lld)", (long long)c->scratch_off);
+        sb_puts(b, ", NULL, ");
+        if (fused_bwd != IR_NONE) cg_ptr(c, b, n->in[0]); /* in place over the logits */
+        else if (fwd) sb_puts(b, "NULL");
+        else cg_ptr(c, b, n->out[0]);
+        sb_printf(b, ", %lld, %lld, 1.0f / %lld);\n", (long long)Nl, (long long)V, (long long)Ng);
+    }
     if (!fwd) { /* times the incoming gradient (the loss scale) */
         KArg a[2] = {{n->in[2], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, 2, a, numel(s), "", "a1[i] = a1[i] * a0[0];");
@@ -772,18 +778,21 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
         gshift = cg_read(c, n->in[1]) == n->in[1] ? N : 0;
     }
     if (n->op == OP_ADAMW) {
+        /* scalars in double once; the per-element update in float (vectorizes) */
         snprintf(pro, sizeof pro,
                  "const double lr = a4[0], step = a5[0], coef = a6[0];\n"
                  "    const double bc1 = 1 - pow(%.17g, step), bc2 = 1 - pow(%.17g, step);\n"
-                 "    const int skip = !isfinite(coef);\n",
-                 at[0].f, at[1].f);
+                 "    const int skip = !isfinite(coef);\n"
+                 "    const float fc = (float)coef, decay = (float)(1 - lr * %.17g), size = (float)(lr / bc1);\n"
+                 "    const float rb2 = (float)(1 / sqrt(bc2));\n",
+                 at[0].f, at[1].f, at[3].f);
         snprintf(body, sizeof body,
                  "if (skip) { a7[i] = a0[i]; a8[i] = a2[i]; a9[i] = a3[i]; } else {\n"
-                 "        const double g = a1[i] * coef, p = a0[i] * (1 - lr * %.17g);\n"
-                 "        const double m = %.17g * a2[i] + %.17g * g, v = %.17g * a3[i] + %.17g * g * g;\n"
-                 "        a7[i] = (float)(p - lr / bc1 * m / (sqrt(v) / sqrt(bc2) + %.17g));\n"
-                 "        a8[i] = (float)m;\n        a9[i] = (float)v;\n        }",
-                 at[3].f, at[0].f, 1 - at[0].f, at[1].f, 1 - at[1].f, at[2].f);
+                 "        const float g = a1[i] * fc, p = a0[i] * decay;\n"
+                 "        const float m = %.9gf * a2[i] + %.9gf * g, v = %.9gf * a3[i] + %.9gf * g * g;\n"
+                 "        a7[i] = p - size * m / (sqrtf(v) * rb2 + %.9gf);\n"
+                 "        a8[i] = m;\n        a9[i] = v;\n        }",
+                 at[0].f, 1 - at[0].f, at[1].f, 1 - at[1].f, at[2].f);
         KArg a[10];
         for (int i = 0; i < 7; i++) a[i] = (KArg){n->in[i], 0, 0};
         for (int i = 0; i < 3; i++) a[7 + i] = (KArg){n->out[i], 1, 0};

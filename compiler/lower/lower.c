@@ -235,7 +235,30 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     /* 1. storage aliases: reshape views; optimizer results over their leaf;
      * sum_to(matmul(a, b){ta=1}) over the batch dims is one GEMM (the sum
      * over the batch is part of its K), so the batched product never exists */
-    for (NodeId id = 0; id < nn; id++) p->n[id].sum_into = IR_NONE;
+    for (NodeId id = 0; id < nn; id++) p->n[id].sum_into = p->n[id].ce_grad = IR_NONE;
+    /* cross_entropy and its backward read the same logits and nothing else
+     * does: one pass gives the loss and, in place, softmax - onehot */
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_CROSS_ENTROPY) continue;
+        ValueId lg = n->in[0];
+        const Value *lv = ir_val(g, lg);
+        if (lv->def == IR_NONE || (lv->flags & VF_OUTPUT)) continue;
+        NodeId bwd = IR_NONE;
+        int others = 0;
+        for (NodeId r = 0; r < nn; r++) {
+            const Node *m = ir_node(g, r);
+            for (int i = 0; i < m->n_in; i++)
+                if (m->in[i] == lg && r != id) {
+                    if (m->op == OP_CROSS_ENTROPY_BWD && i == 0 && m->in[1] == n->in[1] && bwd == IR_NONE) bwd = r;
+                    else others++;
+                }
+        }
+        if (bwd == IR_NONE || others) continue;
+        p->n[id].ce_grad = bwd;
+        p->n[bwd].fused = true;
+        p->v[ir_node(g, bwd)->out[0]].storage = lg;
+    }
     for (NodeId id = 0; id < nn; id++) {
         const Node *n = ir_node(g, id);
         if (n->op != OP_MATMUL || n->attr[0].i != 1 || n->attr[1].i != 0) continue;

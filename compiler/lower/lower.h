@@ -63,7 +63,10 @@ typedef struct LowerNode {
     ValueId rs[IR_MAX_IN], rs_to[IR_MAX_IN];
     NodeId sum_into;           /* a batched matmul summed by this sum_to node: one GEMM
                                 * over the flattened batch writes the sum; IR_NONE */
-    bool fused;                /* a sum_to done by the matmul before it */
+    bool fused;                /* a sum_to done by the matmul before it; a
+                                * cross_entropy_bwd done by the cross_entropy */
+    NodeId ce_grad;            /* cross_entropy: also writes this cross_entropy_bwd's
+                                * gradient, in place over the logits; IR_NONE */
     int n_recompute;           /* forward nodes to re-run (recompute) before this node, */
     NodeId *recompute;         /* writing the copies their results redirect to */
     int zero;                  /* an optimizer update on this rank's ZeRO slice: the
