@@ -120,6 +120,10 @@ static bool float_only(CgCtx *c, NodeId id) {
 
 static bool emit_binary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
+    if (c->lp->n[id].fused) {
+        sb_puts(c->sched, "    /* summed by the embedding gradient's scatter-add above */\n");
+        return true;
+    }
     if (!float_only(c, id)) return false;
     Shape o = L(c, n->out[0]);
     static const char ops[] = {[OP_ADD] = '+', [OP_SUB] = '-', [OP_MUL] = '*', [OP_DIV] = '/'};
@@ -371,16 +375,18 @@ static bool emit_embedding(CgCtx *c, NodeId id) {
         cg_ptr(c, s, n->out[0]);
         sb_printf(s, ", %lld, %lld, %lld);\n", (long long)numel(L(c, n->in[0])), (long long)t.d[0],
                   (long long)t.d[1]);
-    } else { /* embedding_dw(idx, dy) */
+    } else { /* embedding_dw(idx, dy), or scatter-added into the add's other operand */
         Shape t = L(c, n->out[0]);
+        ValueId acc = c->lp->n[id].acc_into;
         sb_puts(s, "    colrt_embedding_bwd(NULL, COLRT_F32, ");
         cg_ptr(c, s, n->in[1]);
         sb_puts(s, ", ");
         cg_ptr(c, s, n->in[0]);
         sb_puts(s, ", ");
-        cg_ptr(c, s, n->out[0]);
-        sb_printf(s, ", %lld, %lld, %lld, 0);\n", (long long)numel(L(c, n->in[0])),
-                  (long long)t.d[0], (long long)t.d[1]);
+        cg_ptr(c, s, acc != IR_NONE ? acc : n->out[0]);
+        sb_printf(s, ", %lld, %lld, %lld, %d);%s\n", (long long)numel(L(c, n->in[0])),
+                  (long long)t.d[0], (long long)t.d[1], acc != IR_NONE,
+                  acc != IR_NONE ? " /* accumulates: the add below is done */" : "");
     }
     return true;
 }

@@ -235,7 +235,33 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     /* 1. storage aliases: reshape views; optimizer results over their leaf;
      * sum_to(matmul(a, b){ta=1}) over the batch dims is one GEMM (the sum
      * over the batch is part of its K), so the batched product never exists */
-    for (NodeId id = 0; id < nn; id++) p->n[id].sum_into = p->n[id].ce_grad = IR_NONE;
+    for (NodeId id = 0; id < nn; id++) {
+        p->n[id].sum_into = p->n[id].ce_grad = IR_NONE;
+        p->n[id].acc_into = IR_NONE;
+    }
+    /* add(embedding_dw(...), x), each read only there, x made earlier: the
+     * scatter adds into x's buffer (a tied embedding's two gradients) */
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_ADD) continue;
+        for (int k = 0; k < 2; k++) {
+            ValueId e = n->in[k], x = n->in[1 - k];
+            const Value *ev = ir_val(g, e), *xv = ir_val(g, x);
+            if (ev->def == IR_NONE || xv->def == IR_NONE || ir_node(g, ev->def)->op != OP_EMBEDDING_DW) continue;
+            if (xv->def >= ev->def || !ir_shape_eq(ev->shape, xv->shape) || ir_shape_eq(xv->shape, ir_val(g, n->out[0])->shape) == false)
+                continue;
+            int readers = 0;
+            for (NodeId r = 0; r < nn; r++)
+                for (int i = 0; i < ir_node(g, r)->n_in; i++)
+                    readers += ir_node(g, r)->in[i] == e || ir_node(g, r)->in[i] == x;
+            if (readers != 2 || (xv->flags & (VF_OUTPUT | VF_SAVED)) || p->v[x].storage != x) continue;
+            p->n[ev->def].acc_into = x;
+            p->n[id].fused = true;
+            p->v[e].storage = x;
+            p->v[n->out[0]].storage = x;
+            break;
+        }
+    }
     /* cross_entropy and its backward read the same logits and nothing else
      * does: one pass gives the loss and, in place, softmax - onehot */
     for (NodeId id = 0; id < nn; id++) {

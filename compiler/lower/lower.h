@@ -65,6 +65,8 @@ typedef struct LowerNode {
                                 * over the flattened batch writes the sum; IR_NONE */
     bool fused;                /* a sum_to done by the matmul before it; a
                                 * cross_entropy_bwd done by the cross_entropy */
+    ValueId acc_into;          /* embedding_dw: scatter-add into this value's buffer
+                                * (the other operand of the add that sums them); IR_NONE */
     NodeId ce_grad;            /* cross_entropy: also writes this cross_entropy_bwd's
                                 * gradient, in place over the logits; IR_NONE */
     int n_recompute;           /* forward nodes to re-run (recompute) before this node, */
