@@ -202,6 +202,50 @@ typedef struct Leaf {
     ValueId v;
 } Leaf;
 
+/* ZeRO collectives over the world's slices in rank order: over the one busy
+ * mesh axis, or over two (rank = c0 * s1 + c1) in two steps through tmp:
+ * reduce-scatter outer then inner, all-gather inner then outer. */
+static void zero_axes(const CgOptions *o, int *outer, int *inner) {
+    *outer = *inner = -1;
+    for (int a = 0; a < o->mesh_axes; a++)
+        if (o->mesh[a] > 1) {
+            if (*inner >= 0) *outer = *inner;
+            *inner = a;
+        }
+}
+
+static void emit_zero_rs(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst, ValueId tmp, int64_t chunk,
+                         const char *what) {
+    int outer, inner;
+    zero_axes(o, &outer, &inner);
+    const LowerProgram *lp = c->lp;
+    if (outer < 0 || tmp == IR_NONE) {
+        sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* %s */\n",
+                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk, what);
+        return;
+    }
+    sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* %s, outer axis */\n",
+              outer, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)(chunk * o->mesh[inner]), what);
+    sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* inner axis */\n",
+              inner, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)chunk);
+}
+
+static void emit_zero_ag(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst, ValueId tmp, int64_t chunk,
+                         const char *what) {
+    int outer, inner;
+    zero_axes(o, &outer, &inner);
+    const LowerProgram *lp = c->lp;
+    if (outer < 0 || tmp == IR_NONE) {
+        sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %s */\n",
+                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk, what);
+        return;
+    }
+    sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %s, inner axis */\n",
+              inner, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)chunk, what);
+    sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* outer axis */\n",
+              outer, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)(chunk * o->mesh[inner]));
+}
+
 static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end) {
     const Graph *g = c->g;
     const LowerProgram *lp = c->lp;
@@ -232,14 +276,14 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
             }
             c->cur_node = id;
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
-                sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* %%%s -> %s */\n",
-                          c->zaxis, (long long)lp->v[ln->rs[k]].offset, (long long)lp->v[ln->rs_to[k]].offset,
-                          (long long)lp->v[ln->rs_to[k]].zchunk, ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
+                char what[300];
+                snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
+                emit_zero_rs(c, o, ln->rs[k], ln->rs_to[k], ln->rs_tmp[k], lp->v[ln->rs_to[k]].zchunk, what);
             }
             for (int k = 0; k < ln->n_gather; k++) { /* ZeRO-3: the whole parameter, for this node */
-                sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %%%s -> %s */\n",
-                          c->zaxis, (long long)lp->v[ln->gather[k]].offset, (long long)lp->v[ln->gather_to[k]].offset,
-                          (long long)lp->v[ln->gather[k]].zchunk, ir_val(g, ln->gather[k])->name, lp->v[ln->gather_to[k]].name);
+                char what[300];
+                snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->gather[k])->name, lp->v[ln->gather_to[k]].name);
+                emit_zero_ag(c, o, ln->gather[k], ln->gather_to[k], ln->gather_tmp[k], lp->v[ln->gather[k]].zchunk, what);
             }
             if (ln->n_recompute)
                 sb_printf(c->sched, "    /* recompute: block %s[%d]'s forward again, into fresh buffers */\n",
@@ -270,9 +314,9 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
                 return false;
             }
             if (ln->zero && !lp->v[n->in[0]].zchunk) { /* the updated slices make the whole parameter again */
-                sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %%%s <- %%%s */\n",
-                          c->zaxis, (long long)lp->v[n->out[0]].offset, (long long)lp->v[n->in[0]].offset,
-                          (long long)ln->zchunk, ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
+                char what[300];
+                snprintf(what, sizeof what, "%%%s <- %%%s", ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
+                emit_zero_ag(c, o, n->out[0], n->in[0], ln->ag_tmp, ln->zchunk, what);
             }
             for (int k = 0; k < lp->n_out_reduce; k++) { /* a partial loss: sum it now */
                 ValueId v = lp->out_reduce[k];
@@ -602,8 +646,6 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         return false;
     }
     CgCtx c = {.g = g, .lp = lp, .prefix = sb_cstr(&pxb), .err = &err, .cur_node = -1};
-    for (int a = 0; a < o->mesh_axes; a++)
-        if (o->mesh[a] > 1) c.zaxis = a;
     sb_init(&c.kc);
     sb_init(&c.kcu);
     sb_init(&c.proto);
