@@ -9,6 +9,7 @@ PKGS=(
   libglpk-dev                                    # ILP solver
   libopenmpi-dev openmpi-bin                     # CPU backend collectives
   libopenblas-dev libblis-dev                    # CPU GEMM (chosen by measurement, see docs/runtime.md)
+  libblis4-openmp                                # colrt loads BLIS's OpenMP build at run time
   libcjson-dev                                   # JSON: cluster files, plan, safetensors headers
   python3
 )

@@ -3,8 +3,10 @@
  * shapes through the public API, on whichever backend it is linked with
  * (bench_kernels: CPU; bench_kernels_cuda: GPU): GEMM GFLOP/s for the four
  * linear layers and the LM head, forward and the two backward products, in
- * f32 and bf16, then attention forward/backward. Each line is the best of R
- * timed runs after a warm-up.
+ * f32 and bf16, then attention forward/backward, then the other library
+ * kernels (time and effective memory bandwidth). Each line is the best of R
+ * timed runs after a warm-up. Buffers are left uninitialized (zeros): the
+ * kernels' speed does not depend on the values.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -92,6 +94,55 @@ int main(int argc, char **argv) {
             }
             printf("%-22s %-5s %-8s %10.3f %10.1f\n", "B1 H12 Dh64", colrt_dtype_name(ts[d]), pass ? "bwd" : "fwd",
                    best * 1e3, (pass ? 2.5 : 1.0) * flops / best / 1e9);
+            fflush(stdout);
+        }
+    }
+    /* the other library kernels at GPT-2 sizes: time and effective memory bandwidth */
+    printf("%-34s %-5s %10s %10s\n", "kernel", "dtype", "ms", "GB/s");
+    for (int d = 0; d < 2; d++) {
+        colrt_dtype t = ts[d];
+        size_t es = colrt_dtype_size(t);
+        int64_t D = 768, V = 50257, F = 4 * 768, P = 124 * 1000 * 1000 / 8; /* AdamW on 1/8 of 124M */
+        void *x = buf((size_t)(M * F) * es), *y = buf((size_t)(M * F) * es), *dy = buf((size_t)(M * F) * es);
+        void *w = buf((size_t)D * es), *b = buf((size_t)D * es), *dw = buf((size_t)D * es), *db = buf((size_t)D * es);
+        void *logits = buf((size_t)(M * V) * es), *table = buf((size_t)(V * D) * es);
+        float *st1 = buf(sizeof(float) * (size_t)M), *st2 = buf(sizeof(float) * (size_t)M), *loss = buf(64);
+        int32_t *idx = buf(sizeof(int32_t) * (size_t)M);
+        float *p = buf(sizeof(float) * (size_t)P), *m1 = buf(sizeof(float) * (size_t)P), *m2 = buf(sizeof(float) * (size_t)P);
+        void *g = buf((size_t)P * es);
+        int32_t *hidx = malloc(sizeof(int32_t) * (size_t)M);
+        for (int64_t i = 0; i < M; i++) hidx[i] = (int32_t)((i * 7919) % V);
+        colrt_memcpy(idx, hidx, sizeof(int32_t) * (size_t)M, COLRT_H2D, NULL);
+        free(hidx);
+        for (int k = 0; k < 8; k++) {
+            double best = 1e30, bytes = 0;
+            const char *name = "";
+            for (int r = 0; r <= reps; r++) {
+                colrt_device_sync();
+                double t0 = now();
+                switch (k) {
+                case 0: name = "layer_norm fwd [T,768]"; bytes = 2.0 * M * D * es;
+                    colrt_layer_norm_fwd(NULL, t, x, w, b, y, st1, st2, M, D, 1e-5f); break;
+                case 1: name = "layer_norm bwd [T,768]"; bytes = 3.0 * M * D * es;
+                    colrt_layer_norm_bwd(NULL, t, dy, x, w, st1, st2, y, dw, db, M, D, 0); break;
+                case 2: name = "gelu fwd [T,3072]"; bytes = 2.0 * M * F * es;
+                    colrt_gelu_fwd(NULL, t, x, y, M * F); break;
+                case 3: name = "gelu bwd [T,3072]"; bytes = 3.0 * M * F * es;
+                    colrt_gelu_bwd(NULL, t, dy, x, y, M * F); break;
+                case 4: name = "cross_entropy fwd+bwd [T,50257]"; bytes = 2.0 * M * V * es;
+                    colrt_cross_entropy(NULL, t, logits, idx, loss, NULL, logits, M, V, 1.f / (float)M); break;
+                case 5: name = "embedding fwd [T] of [50257,768]"; bytes = 2.0 * M * D * es;
+                    colrt_embedding_fwd(NULL, t, idx, table, y, M, V, D); break;
+                case 6: name = "embedding bwd [T] into [50257,768]"; bytes = (double)V * D * es + 2.0 * M * D * es;
+                    colrt_embedding_bwd(NULL, t, dy, idx, table, M, V, D, 0); break;
+                default: name = "adamw 15.5M params"; bytes = (double)P * (16 + es);
+                    colrt_adamw(NULL, t, p, g, m1, m2, NULL, P, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.f); break;
+                }
+                colrt_device_sync();
+                double dt = now() - t0;
+                if (r > 0 && dt < best) best = dt;
+            }
+            printf("%-34s %-5s %10.3f %10.1f\n", name, colrt_dtype_name(t), best * 1e3, bytes / best / 1e9);
             fflush(stdout);
         }
     }

@@ -152,7 +152,7 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
                 int64_t strideC, int64_t batch);
 
 /* Which GEMM library (and kernel) the backend uses, e.g.
- * "openblas 0.3.21 (core SkylakeX, forced)" or "cublasLt". */
+ * "blis (arch skx, forced by colrt), 2 threads" or "cublasLt (f32 compute)". */
 const char *colrt_gemm_library(void);
 
 /* Layer norm over the last dim D of x[N,D]: y = (x-mean)*rstd*w + b.
@@ -242,7 +242,9 @@ void colrt_sgd(colrt_stream *s, colrt_dtype t, float *p, const void *g, float *m
  * which the gradients are sharded; colrt_grad_norm does that. */
 void colrt_sum_squares(colrt_stream *s, colrt_dtype t, const void *x, int64_t n, float *acc);
 /* Clears *acc, adds every tensor's sum of squares, all-reduces over the axes
- * in axis_mask (bit a: axis a; 0: none), returns the norm to the host. */
+ * in axis_mask (bit a: axis a; 0: none), returns the norm to the host. A
+ * non-finite result means some gradient overflowed (fp16 loss scaling: skip
+ * the step and lower the scale). */
 float colrt_grad_norm(colrt_stream *s, colrt_mesh *m, unsigned axis_mask, int ntensors,
                       const void *const *x, const int64_t *n, colrt_dtype t, float *acc);
 

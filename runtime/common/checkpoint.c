@@ -220,6 +220,7 @@ void colrt_checkpoint_save(const char *dir, const colrt_mesh *m, const char *pla
     bcast_long(&gen);
     mkdir(dir, 0755); /* every rank, in case dir is node-local */
 
+    colrt_device_sync(); /* the tensors may still be in flight on any stream */
     /* this rank's safetensors file: header, padding to 8, data */
     cJSON *hdr = cJSON_CreateObject(), *meta = cJSON_CreateObject();
     char buf[64];

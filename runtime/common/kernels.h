@@ -460,17 +460,25 @@ COLRT_KD static void colrt_k_ce_row(const colrt_ce_args *a, int64_t n) {
             for (int64_t j = 0; j < a->V; j++) colrt_st(a->dlogits, a->t, o + j, 0.f);
         return;
     }
-    float m = -INFINITY, s = 0.f;
+    float m = -INFINITY, s = 0.f, xt = colrt_ld(a->logits, a->t, o + tg); /* read before dlogits may overwrite it */
     for (int64_t j = 0; j < a->V; j++) m = fmaxf(m, colrt_ld(a->logits, a->t, o + j));
-    for (int64_t j = 0; j < a->V; j++) s += expf(colrt_ld(a->logits, a->t, o + j) - m);
-    float lse = m + logf(s), loss = lse - colrt_ld(a->logits, a->t, o + tg);
+    if (a->dlogits) { /* one exp per element: keep exp(x - m) in dlogits, normalize below */
+        for (int64_t j = 0; j < a->V; j++) {
+            float e = expf(colrt_ld(a->logits, a->t, o + j) - m);
+            s += e;
+            colrt_st(a->dlogits, a->t, o + j, e);
+        }
+    } else {
+        for (int64_t j = 0; j < a->V; j++) s += expf(colrt_ld(a->logits, a->t, o + j) - m);
+    }
+    float lse = m + logf(s), loss = lse - xt;
     if (a->losses) a->losses[n] = loss;
     if (a->loss) COLRT_ATOMIC_ADD(a->loss, a->scale * loss);
-    if (a->dlogits)
-        for (int64_t j = 0; j < a->V; j++) {
-            float p = expf(colrt_ld(a->logits, a->t, o + j) - lse);
-            colrt_st(a->dlogits, a->t, o + j, a->scale * (p - (j == tg ? 1.f : 0.f)));
-        }
+    if (a->dlogits) {
+        float f = a->scale / s;
+        for (int64_t j = 0; j < a->V; j++)
+            colrt_st(a->dlogits, a->t, o + j, f * colrt_ld(a->dlogits, a->t, o + j) - (j == tg ? a->scale : 0.f));
+    }
 }
 
 /* ---- optimizers: index = element ---------------------------------------------------- */

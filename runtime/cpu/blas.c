@@ -3,16 +3,23 @@
  * in f32 (16-bit storage is widened to f32 around the call).
  *
  * The library is loaded with dlopen, not linked, so the runtime controls how
- * it starts: Debian's OpenBLAS 0.3.21 (DYNAMIC_ARCH) does not know recent
- * Xeons (Sapphire/Emerald Rapids) and falls back to its Prescott (SSE3)
- * kernel, 4x slower than its SkylakeX (AVX-512) one. OpenBLAS reads
- * OPENBLAS_CORETYPE when it loads, so we set it in this process only for the
- * duration of the dlopen, to the best core the CPU's features support, and
- * restore the environment. Measured choice (docs/runtime.md): OpenBLAS with
- * the forced core beats BLIS 0.9 on GPT-2 shapes here.
+ * it starts. Debian's BLAS builds pick their kernels by CPU model and do not
+ * know recent Xeons (Sapphire/Emerald Rapids): OpenBLAS 0.3.21 falls back to
+ * Prescott (SSE3), BLIS 0.9 to haswell (AVX2). Both read an environment
+ * variable when they initialize, so we set it in this process only for the
+ * duration of the load, from the CPU's *features* (AVX-512 F/BW/DQ/VL), and
+ * restore the environment.
  *
- * COLRT_BLAS=openblas|blis|builtin overrides the choice (benchmarks use it);
- * an OPENBLAS_CORETYPE set by the user is respected.
+ * Choice by measurement (bench/runtime/bench_blas.c, docs/runtime.md): BLIS's
+ * OpenMP build with its skx kernels. Alone, OpenBLAS-SkylakeX is 5% faster;
+ * inside a training step, where GEMMs alternate with the OpenMP kernels,
+ * OpenBLAS's own thread pool and OpenMP's contend for the cores and BLIS,
+ * which runs on the same OpenMP pool, is 12-25% faster. OpenBLAS (its core
+ * forced the same way, idle threads told to sleep) is the fallback, then a
+ * built-in loop; every fallback is announced on rank 0.
+ *
+ * COLRT_BLAS=blis|openblas|builtin overrides the choice (benchmarks use it);
+ * a BLIS_ARCH_TYPE or OPENBLAS_CORETYPE set by the user is respected.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -35,7 +42,8 @@ static struct {
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
-/* The OpenBLAS core type for this CPU, by its features (not its model number). */
+/* The best core type for this CPU by its features (not its model number),
+ * in OpenBLAS's names; NULL: let the library decide. */
 static const char *openblas_core(void) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -48,9 +56,15 @@ static const char *openblas_core(void) {
 static int load_openblas(int threads) {
     const char *user = getenv("OPENBLAS_CORETYPE");
     const char *core = user ? NULL : openblas_core();
+    /* OpenBLAS's idle workers spin for a long while after each call, taking
+     * cores from the OpenMP kernels that follow (measured: bf16 kernels 2-8x
+     * slower right after GEMMs); the shortest timeout makes them sleep. */
+    int timeout = !getenv("OPENBLAS_THREAD_TIMEOUT");
     if (core) setenv("OPENBLAS_CORETYPE", core, 1);
+    if (timeout) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
     void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     if (core) unsetenv("OPENBLAS_CORETYPE");
+    if (timeout) unsetenv("OPENBLAS_THREAD_TIMEOUT");
     if (!h) return 0;
     blas.sgemm = (sgemm_fn)dlsym(h, "cblas_sgemm");
     if (!blas.sgemm) return 0;
@@ -65,7 +79,16 @@ static int load_openblas(int threads) {
 }
 
 static int load_blis(int threads) {
-    void *h = dlopen("libblis.so.4", RTLD_NOW | RTLD_LOCAL);
+    /* Only AVX-512 is forced: for AVX2 CPUs BLIS's own detection also knows AMD's. */
+    const char *core = getenv("BLIS_ARCH_TYPE") ? NULL : openblas_core();
+    const char *arch_env = core && !strcmp(core, "SKYLAKEX") ? "skx" : NULL;
+    if (arch_env) setenv("BLIS_ARCH_TYPE", arch_env, 1);
+    /* the OpenMP build, so GEMM shares the thread pool of the other kernels */
+    void *h = dlopen("/usr/lib/x86_64-linux-gnu/blis-openmp/libblis.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libblis.so.4", RTLD_NOW | RTLD_LOCAL);
+    void (*init)(void) = h ? (void (*)(void))dlsym(h, "bli_init") : NULL;
+    if (init) init(); /* BLIS reads BLIS_ARCH_TYPE when it initializes */
+    if (arch_env) unsetenv("BLIS_ARCH_TYPE");
     if (!h) return 0;
     blas.sgemm = (sgemm_fn)dlsym(h, "cblas_sgemm");
     if (!blas.sgemm) return 0;
@@ -73,23 +96,26 @@ static int load_blis(int threads) {
     const char *(*arch)(int) = (const char *(*)(int))dlsym(h, "bli_arch_string");
     int (*query)(void) = (int (*)(void))dlsym(h, "bli_arch_query_id");
     if (set_threads) set_threads(threads);
-    snprintf(blas.desc, sizeof blas.desc, "blis (arch %s), %d threads", arch && query ? arch(query()) : "?",
-             threads);
+    snprintf(blas.desc, sizeof blas.desc, "blis (arch %s, %s), %d threads", arch && query ? arch(query()) : "?",
+             arch_env ? "forced by colrt" : getenv("BLIS_ARCH_TYPE") ? "BLIS_ARCH_TYPE" : "detected", threads);
     return 1;
 }
 
 void colrt__blas_init(int threads) {
     const char *want = getenv("COLRT_BLAS");
     int ok = 0;
-    if (!want || !strcmp(want, "openblas")) ok = load_openblas(threads);
-    else if (!strcmp(want, "blis")) ok = load_blis(threads);
-    else if (strcmp(want, "builtin")) colrt_die("COLRT_BLAS=%s: expected openblas, blis or builtin", want);
+    if (want && strcmp(want, "blis") && strcmp(want, "openblas") && strcmp(want, "builtin"))
+        colrt_die("COLRT_BLAS=%s: expected blis, openblas or builtin", want);
+    if (!want || !strcmp(want, "blis")) ok = load_blis(threads);
+    if (want && !strcmp(want, "blis") && !ok) colrt_die("COLRT_BLAS=blis: cannot load libblis.so.4: %s", dlerror());
+    if (!ok && !want && colrt__g.rank == 0)
+        fprintf(stderr, "colrt: libblis.so.4 (libblis4-openmp) not found; GEMM falls back to OpenBLAS\n");
+    if (!ok && (!want || !strcmp(want, "openblas"))) ok = load_openblas(threads);
+    if (want && !strcmp(want, "openblas") && !ok) colrt_die("COLRT_BLAS=openblas: cannot load libopenblas.so.0: %s", dlerror());
     if (!ok) {
         blas.sgemm = NULL;
         snprintf(blas.desc, sizeof blas.desc, "builtin (OpenMP loops)");
-        if (want && strcmp(want, "builtin")) colrt_die("COLRT_BLAS=%s: cannot load the library: %s", want, dlerror());
-        if (!want && colrt__g.rank == 0)
-            fprintf(stderr, "colrt: libopenblas.so.0 not found; GEMM uses the slow built-in loops\n");
+        if (!want && colrt__g.rank == 0) fprintf(stderr, "colrt: no BLAS found; GEMM uses the slow built-in loops\n");
     }
 }
 

@@ -21,19 +21,30 @@ static float urand(void) {
 
 static colrt_dtype T;
 
+/* Every buffer is its own arena, released after each dtype's run. */
+static colrt_arena bufs[128];
+static int nbufs;
+static void *alloc(size_t bytes) {
+    if (nbufs == 128) colrt_die("kernel_dump: too many buffers");
+    bufs[nbufs] = colrt_arena_create(bytes);
+    return bufs[nbufs++].base;
+}
+static void free_all(void) {
+    while (nbufs) colrt_arena_destroy(&bufs[--nbufs]);
+}
+
 /* A device buffer of n elements of dtype t with values scale*U(-1,1). */
 static void *up_rand(int64_t n, float scale, colrt_dtype t) {
     size_t es = colrt_dtype_size(t);
     void *h = malloc((size_t)n * es + 4), *d = NULL;
     for (int64_t i = 0; i < n; i++) colrt_st(h, t, i, scale * urand());
-    colrt_arena a = colrt_arena_create((size_t)n * es + 4);
-    d = a.base;
+    d = alloc((size_t)n * es + 4);
     colrt_memcpy(d, h, (size_t)n * es, COLRT_H2D, NULL);
     free(h);
     return d;
 }
 static void *up(int64_t n, float scale) { return up_rand(n, scale, T); }
-static void *zero(int64_t n, colrt_dtype t) { return colrt_arena_create((size_t)n * colrt_dtype_size(t) + 4).base; }
+static void *zero(int64_t n, colrt_dtype t) { return alloc((size_t)n * colrt_dtype_size(t) + 4); }
 
 static void dump(const char *name, const void *d, int64_t n, colrt_dtype t) {
     size_t es = colrt_dtype_size(t);
@@ -130,10 +141,12 @@ static void run_all(void) {
     float *nd = zero(1, COLRT_F32);
     colrt_memcpy(nd, &norm, sizeof norm, COLRT_H2D, NULL);
     dump("grad_norm", nd, 1, COLRT_F32);
-    colrt_cast(NULL, a, T, adx, T == COLRT_F32 ? COLRT_BF16 : COLRT_F32, n);
-    dump("cast", adx, n, T == COLRT_F32 ? COLRT_BF16 : COLRT_F32);
+    colrt_dtype ct = T == COLRT_F32 ? COLRT_BF16 : COLRT_F32;
+    void *cd = zero(n, ct);
+    colrt_cast(NULL, a, T, cd, ct, n);
+    dump("cast", cd, n, ct);
     free(idx_h);
-    /* buffers are arenas; the process ends soon, so they are left to exit */
+    free_all();
 }
 
 int main(int argc, char **argv) {

@@ -15,7 +15,7 @@ MPI=(mpirun --oversubscribe)
 [ "$(id -u)" -eq 0 ] && MPI+=(--allow-run-as-root)
 
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,memory.total --format=csv || true
-NGPU=$(nvidia-smi -L 2>/dev/null | wc -l || echo 0)
+NGPU=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
 [ "$NGPU" -ge 1 ] || { echo "run.sh: no GPU found (nvidia-smi -L lists none)"; exit 1; }
 
 echo "== build (Release, CUDA on) in $BUILD"

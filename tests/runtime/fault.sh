@@ -8,7 +8,7 @@ MODE=$1 BIN=$2; shift 2
 start=$(date +%s.%N)
 out=$(timeout 60 "$@" -np 4 "$BIN" "$MODE" 2>&1)
 rc=$?
-elapsed=$(echo "$(date +%s.%N) - $start" | bc)
+elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b - a}')
 echo "$out"
 echo "fault.sh: exit status $rc after ${elapsed} s"
 [ "$rc" -ne 0 ] || { echo "fault.sh: FAIL: the job exited 0"; exit 1; }

@@ -5,7 +5,8 @@
  *                      over the ranks; e: bf16 [4,6] split by columns; b: f32
  *                      [5] replicated, saved by rank 0 only)
  *   crash DIR GEN      the same, but the last rank dies half-way through its file
- *   load DIR GEN       load and expect the version-GEN values, exactly
+ *   load DIR GEN       load and expect the version-GEN values, exactly; then
+ *                      loads into a mismatched model fail with the reason
  *   corrupt DIR        flip a byte in a rank file; load must fail naming the
  *                      CRC and leave the tensors untouched
  * Values are small integers (exact in bf16), so comparisons are exact.
@@ -79,6 +80,20 @@ int main(int argc, char **argv) {
         int rc = colrt_checkpoint_load(dir, m.n, m.t);
         if (rc) fprintf(stderr, "load failed: %s\n", colrt_checkpoint_error());
         CHECK_INT(rc, 0);
+        CHECK(model_equals(&m, gen));
+        /* a model that does not match the checkpoint: refused with a reason, nothing touched */
+        Model bad = m;
+        bad.t[0].dtype = COLRT_BF16;
+        CHECK_INT(colrt_checkpoint_load(dir, bad.n, bad.t), -1);
+        CHECK_CONTAINS(colrt_checkpoint_error(), "checkpoint dtype F32, the model wants BF16");
+        bad = m;
+        bad.t[2].global_shape[0] = 6, bad.t[2].shape[0] = 6;
+        CHECK_INT(colrt_checkpoint_load(dir, bad.n, bad.t), -1);
+        CHECK_CONTAINS(colrt_checkpoint_error(), "global shape differs");
+        bad = m;
+        bad.t[1].name = "missing";
+        CHECK_INT(colrt_checkpoint_load(dir, bad.n, bad.t), -1);
+        CHECK_CONTAINS(colrt_checkpoint_error(), "tensor missing is not in the checkpoint");
         CHECK(model_equals(&m, gen));
     } else if (!strcmp(mode, "corrupt")) {
         model_fill(&m, -1);

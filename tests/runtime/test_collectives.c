@@ -5,6 +5,7 @@
  * i32, checking every rank's result against the values its peers sent.
  * Values are small integers, so sums of up to four ranks are exact in every
  * dtype: the tolerance is zero (AVG allows one bf16 rounding: 1/128).
+ * Also the global gradient norm all-reduced over one axis and over all.
  * Run under mpirun -np 1, 2, 4; each rank exits non-zero on any failure.
  */
 #include <stdlib.h>
@@ -108,7 +109,19 @@ static void test_mesh(int naxes, const int *sizes) {
     for (int a = 0; a < naxes; a++) {
         CHECK_INT(colrt_mesh_size(m, a), sizes[a]);
         for (int t = 0; t < COLRT_NDTYPES; t++) test_axis(m, a, (colrt_dtype)t);
+        /* global gradient norm of a tensor sharded along axis a: one element (R+1) per rank */
+        float g = (float)(R + 1), acc = 0, e = 0;
+        const void *xs[] = {&g};
+        int64_t ns[] = {1};
+        for (int c = 0; c < sizes[a]; c++) e += (float)((peer(m, a, c) + 1) * (peer(m, a, c) + 1));
+        CHECK_NEAR(colrt_grad_norm(NULL, m, 1u << a, 1, xs, ns, COLRT_F32, &acc), sqrtf(e), 1e-6);
     }
+    /* sharded over every axis: the norm over the world */
+    float g = (float)(R + 1), acc = 0, e = 0;
+    const void *xs[] = {&g};
+    int64_t ns[] = {1};
+    for (int q = 0; q < W; q++) e += (float)((q + 1) * (q + 1));
+    CHECK_NEAR(colrt_grad_norm(NULL, m, (1u << naxes) - 1, 1, xs, ns, COLRT_F32, &acc), sqrtf(e), 1e-6);
     colrt_mesh_destroy(m);
 }
 

@@ -343,6 +343,44 @@ static void test_attention(void) {
     }
 }
 
+/* More queries than keys, causal: the first T - S queries see no key (zero
+ * output, lse = -inf, zero gradients). The CPU's blocked path and the row
+ * bodies must agree (f32; same arithmetic up to summation order: 1e-5). */
+static void test_attention_more_queries(void) {
+    enum { T2 = 6, S2 = 4, H2 = 2, D2 = 8 };
+    int64_t nq = T2 * H2 * D2, nk = S2 * H2 * D2;
+    double *q = rnd(nq, 1), *k = rnd(nk, 1), *v = rnd(nk, 1), *dy = rnd(nq, 1);
+    float *qd = dev(COLRT_F32, q, nq), *kd = dev(COLRT_F32, k, nk), *vd = dev(COLRT_F32, v, nk), *dyd = dev(COLRT_F32, dy, nq);
+    float o1[T2 * H2 * D2], o2[T2 * H2 * D2], l1[H2 * T2], l2[H2 * T2];
+    float g1[3][T2 * H2 * D2], g2[3][T2 * H2 * D2];
+    colrt_attention_fwd(NULL, COLRT_F32, qd, kd, vd, o1, l1, 1, T2, S2, H2, H2, D2, 0.3f, 1);
+    colrt_attention_bwd(NULL, COLRT_F32, dyd, qd, kd, vd, o1, l1, g1[0], g1[1], g1[2], 1, T2, S2, H2, H2, D2, 0.3f, 1);
+    colrt_attn_args ra = {.t = COLRT_F32, .q = qd, .k = kd, .v = vd, .out = o2, .lse = l2, .B = 1, .T = T2, .S = S2,
+                          .H = H2, .Hkv = H2, .Dh = D2, .scale = 0.3f, .causal = 1};
+    for (int r = 0; r < T2 * H2; r++) colrt_k_attn_fwd_row(&ra, r);
+    ra.out_in = o2, ra.clse = l2, ra.dout = dyd, ra.dq = g2[0], ra.dk = g2[1], ra.dv = g2[2];
+    for (int r = 0; r < T2 * H2; r++) colrt_k_attn_bwd_dq_row(&ra, r);
+    for (int r = 0; r < S2 * H2; r++) colrt_k_attn_bwd_dkv_row(&ra, r);
+    double ref[T2 * H2 * D2];
+    for (int i = 0; i < T2 * H2 * D2; i++) ref[i] = o2[i];
+    expect("attention T > S: blocked vs row bodies, out", COLRT_F32, o1, ref, nq, (Tol){1e-5, 1e-5});
+    for (int j = 0; j < 3; j++) {
+        int64_t n = j ? nk : nq;
+        for (int i = 0; i < n; i++) ref[i] = g2[j][i];
+        expect("attention T > S: blocked vs row bodies, gradients", COLRT_F32, g1[j], ref, n, (Tol){1e-5, 1e-5});
+    }
+    for (int h = 0; h < H2; h++)
+        for (int t = 0; t < T2; t++) {
+            if (t < T2 - S2) {
+                CHECK(isinf(l1[h * T2 + t]) && l1[h * T2 + t] < 0);
+                CHECK_INT(o1[(t * H2 + h) * D2], 0);
+            } else {
+                CHECK_NEAR(l1[h * T2 + t], l2[h * T2 + t], 1e-5);
+            }
+        }
+    free(q), free(k), free(v), free(dy), free(qd), free(kd), free(vd), free(dyd);
+}
+
 /* ---- activations ---------------------------------------------------------------------- */
 
 enum { AN = 64 };
@@ -560,6 +598,10 @@ static void bad_arena(void) {
     colrt_arena a = colrt_arena_create(1024);
     colrt_arena_at(&a, 100, 4);
 }
+static void bad_arena_bounds(void) {
+    colrt_arena a = colrt_arena_create(1024);
+    colrt_arena_at(&a, 768, 512);
+}
 static void bad_dtype(void) {
     int32_t x[4] = {0};
     colrt_gelu_fwd(NULL, COLRT_I32, x, x, 4);
@@ -569,6 +611,7 @@ int main(int argc, char **argv) {
     colrt_init(&argc, &argv);
     printf("gemm library: %s\n", colrt_gemm_library());
     test_conversions();
+    test_attention_more_queries();
     for (int k = 0; k < 3; k++) {
         T = FLOATS[k];
         test_gemm();
@@ -585,6 +628,7 @@ int main(int argc, char **argv) {
     expect_death("heads not a multiple", bad_heads, "needs H a positive multiple of Hkv");
     expect_death("mesh does not cover the world", bad_mesh, "multiply to 6 but the world has 1 ranks");
     expect_death("unaligned arena offset", bad_arena, "not a multiple of 256");
+    expect_death("arena access past the end", bad_arena_bounds, "[768, 1280) is outside the arena of 1024 bytes");
     expect_death("integer dtype to gelu", bad_dtype, "dtype I32 is not a float type");
     int rc = check_done("test_colrt_kernels");
     colrt_finalize();
