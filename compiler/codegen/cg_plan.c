@@ -16,11 +16,11 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     cJSON *root = cJSON_Parse(plan_json);
     *predicted = 0;
     if (!root) return NULL;
-    /* timings differ from run to run: generated files must not */
+    /* timings differ from run to run: generated files must not (null = not recorded) */
     cJSON *sol = cJSON_GetObjectItemCaseSensitive(root, "solver");
     if (sol) {
-        cJSON_DeleteItemFromObjectCaseSensitive(sol, "time_s");
-        cJSON_DeleteItemFromObjectCaseSensitive(sol, "compile_s");
+        cJSON_ReplaceItemInObjectCaseSensitive(sol, "time_s", cJSON_CreateNull());
+        cJSON_ReplaceItemInObjectCaseSensitive(sol, "compile_s", cJSON_CreateNull());
     }
     cJSON *mem = cJSON_GetObjectItemCaseSensitive(root, "memory");
     if (!mem) mem = cJSON_AddObjectToObject(root, "memory");

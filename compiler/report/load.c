@@ -30,7 +30,7 @@ static const char *const type_names[] = {"a number", "a string", "an object", "a
     X("memory.limit_bytes", T_NUM) X("memory.predicted_peak_bytes", T_NUM) \
     X("memory.breakdown", T_OBJ) X("memory.timeline", T_OBJ)             \
     X("memory.timeline.points", T_ARR) X("solver", T_OBJ)                \
-    X("solver.status", T_STR) X("solver.time_s", T_NUM)                  \
+    X("solver.status", T_STR) X("solver.time_s", T_NUM_OR_NULL)                  \
     X("solver.variables", T_NUM) X("solver.constraints", T_NUM)          \
     X("solver.gap", T_NUM_OR_NULL) X("baselines", T_ARR) X("ops", T_ARR) \
     X("blocks", T_ARR) X("zero", T_ARR) X("throughput", T_OBJ)           \

@@ -223,8 +223,12 @@ static void solver(const cJSON *r, StrBuf *o) {
     char a[32];
     const cJSON *s = rep_get(r, "solver");
     sb_printf(o, "## Solver\n\n| | |\n|---|---|\n| status | %s |\n", rep_str(s, "status"));
-    sb_printf(o, "| time | %.3g s (all solves, %.0f mesh%s) |\n", rep_num(s, "time_s"), rep_num(s, "meshes_tried"),
-              rep_num(s, "meshes_tried") == 1 ? "" : "es");
+    if (isnan(rep_num(s, "time_s")))
+        sb_printf(o, "| time | not recorded (%.0f mesh%s) |\n", rep_num(s, "meshes_tried"),
+                  rep_num(s, "meshes_tried") == 1 ? "" : "es");
+    else
+        sb_printf(o, "| time | %.3g s (all solves, %.0f mesh%s) |\n", rep_num(s, "time_s"),
+                  rep_num(s, "meshes_tried"), rep_num(s, "meshes_tried") == 1 ? "" : "es");
     sb_printf(o, "| variables | %.0f (%.0f integer) |\n| constraints | %.0f |\n", rep_num(s, "variables"),
               rep_num(s, "integer_variables"), rep_num(s, "constraints"));
     double gap = rep_num(s, "gap");

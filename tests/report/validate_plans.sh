@@ -32,6 +32,12 @@ for f in "$src"/examples/ir/*.cir; do plan "ir-$(basename "$f" .cir)" "$f"; done
 plan mlp "$src/examples/mlp/mlp.c" --batch 32 --sweep-mem=3
 plan mlp-dp "$src/examples/ir/mlp.cir" --strategy dp --mesh 4
 plan gpt2-tiny "$src/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 --mem 2.2MB
+# the plan that --emit all writes beside generated code (timings null), with its report
+if ! "$cc" "$src/examples/mlp/mlp.c" --batch 8 --cluster h100:1x2 --strategy dp --emit all -o "$tmp/mlp-code" -q ||
+   [ ! -s "$tmp/mlp-code/mlp.report.md" ]; then
+  echo "FAIL: --emit all (code, plan and report)"
+  fail=$((fail + 1))
+fi
 plan llama-tiny "$src/examples/llama/llama.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DN_KV_HEAD=2 -DFFN=128 -DVOCAB=256 -DSEQ=16 --batch 8 --dtype bf16
 "$py" - "$src/docs/plan.schema.json" "$tmp"/*/*.plan.json "$src"/tests/report/*.plan.json <<'PY' || fail=$((fail + 1))
 import json, sys
