@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,9 +17,11 @@
 #include <unistd.h>
 
 #include "autodiff.h"
+#include "cg.h"
 #include "cli.h"
 #include "frontend.h"
 #include "ir.h"
+#include "lower.h"
 #include "plan.h"
 #include "report.h"
 #include "text.h"
@@ -126,6 +129,175 @@ static int emit_ir(const CliOptions *o, const Graph *g) {
     return rc;
 }
 
+static void planner_options(const CliOptions *o, PlanOptions *po) {
+    plan_options_default(po);
+    po->cluster = o->cluster;
+    po->mesh = o->mesh;
+    po->mem_bytes = o->mem_bytes;
+    po->dtype = o->dtype;
+    po->strategy = o->strategy;
+    po->recompute = o->recompute;
+    po->zero = o->zero;
+    po->time_limit_s = o->time_limit_s;
+    po->mip_gap = o->mip_gap;
+    po->dump_ilp = o->dump_ilp;
+    po->micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
+    po->batch = o->batch;
+    po->progress = !o->quiet;
+}
+
+/* Lowers a plan (lower.h): the batch split over every mesh axis (data
+ * parallel), ZeRO 1/2 over one mesh axis, the plan's recompute. NULL after
+ * reporting why. */
+/* What kind of plan the ILP chose: 'd' every group as in the dp baseline
+ * (the batch split over every axis), 'r' every op replicated, 0 otherwise.
+ * *zero gets the smallest ZeRO stage among the groups owning parameters. */
+static char plan_kind(const PlanResult *r, int *zero) {
+    const IlpProblem *p = r->prob;
+    int dpi = -1;
+    for (int i = 0; i < r->n_base; i++)
+        if (!strcmp(r->base[i].name, "dp") && r->base[i].applicable) dpi = i;
+    bool all_dp = dpi >= 0, all_rep = true;
+    *zero = 3;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        if (all_dp && r->choice.strat[gi] != r->base[dpi].choice.strat[gi]) all_dp = false;
+        for (int m = 0; m < G->n_members; m++) {
+            const ShardStrategy *st = &G->members[m].st[G->strats[r->choice.strat[gi]].member_st[m]];
+            for (int a = 0; a < r->mesh.n_axes; a++)
+                if (st->iter_of_axis[a] >= 0 && r->mesh.size[a] > 1) all_rep = false;
+        }
+        if (G->n_params && r->choice.zero[gi] < *zero) *zero = r->choice.zero[gi];
+    }
+    if (*zero == 3) *zero = 0;
+    return all_dp ? 'd' : all_rep ? 'r' : 0;
+}
+
+static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
+    int world = r->mesh.n_devices;
+    int zero = 0, busy_axes = 0;
+    for (int a = 0; a < r->mesh.n_axes; a++) busy_axes += r->mesh.size[a] > 1;
+    bool dp_like = !strncmp(r->chosen, "dp", 2) ||
+                   (!strncmp(r->chosen, "zero", 4) && r->chosen[4] >= '1' && r->chosen[4] <= '3');
+    if (!strncmp(r->chosen, "zero", 4)) zero = r->chosen[4] - '0';
+    char kind = 'd';
+    if (!strcmp(r->chosen, "ilp") && world > 1) { /* the ILP's own plan: lowerable when uniform */
+        kind = plan_kind(r, &zero);
+        dp_like = kind != 0;
+    }
+    if (world > 1 && (!dp_like || zero == 3 || (zero && busy_axes > 1))) {
+        diag_plain("generate with --strategy dp|zero1|zero2 (ZeRO on a one-axis mesh such as --mesh 4), "
+                   "or for one device (--cluster h100:1x1)",
+                   "the plan chose '%s' on a mesh of %d devices; this build lowers data-parallel and "
+                   "ZeRO-1/2 plans only", r->chosen, world);
+        return NULL;
+    }
+    /* recompute: per graph block, the instances the plan recomputes (selective
+     * is lowered as full: the same values, less memory than priced) */
+    int *rc = ir_alloc(sizeof(int) * (size_t)(g->n_blocks + 1));
+    for (int k = 0; k < r->prob->n_blocks; k++) {
+        int b = ir_find_block(g, r->prob->blocks[k].name);
+        if (b >= 0) rc[b] = r->choice.count[k][RC_FULL] + r->choice.count[k][RC_SELECTIVE];
+    }
+    StrBuf err;
+    sb_init(&err);
+    LowerOptions lo = {.dp = kind == 'r' ? 1 : world, .zranks = world, .zero = world > 1 ? zero : 0,
+                       .alignment = 256, .recompute = rc};
+    LowerProgram *lp = lower_build(g, &lo, &err);
+    ir_free(rc);
+    if (!lp)
+        diag_plain("try a batch the ranks divide, or fewer ranks", "cannot lower the plan: %s",
+                   sb_cstr(&err));
+    sb_free(&err);
+    return lp;
+}
+
+/* --emit code|all: plan, lower (one program per rank), check the static
+ * memory plan against the limit (tightening the planner's limit and solving
+ * again, twice at most, when the arena does not fit), generate into the
+ * output directory (compiler/codegen/cg.h). */
+static int run_codegen(const CliOptions *o, const Graph *g) {
+    bool dump = o->dump_after && (!strcmp(o->dump_after, "lower") || !strcmp(o->dump_after, "all"));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    PlanOptions po;
+    planner_options(o, &po);
+    PlanResult *r = NULL;
+    LowerProgram *lp = NULL;
+    for (int attempt = 0;; attempt++) {
+        r = plan_solve(g, &po);
+        if (!r) return EXIT_USER;
+        lp = lower_plan(g, r);
+        if (!lp) {
+            plan_free(r);
+            return EXIT_USER;
+        }
+        if (dump) {
+            StrBuf db;
+            sb_init(&db);
+            lower_print(lp, &db);
+            fprintf(stderr, "; ---- program after lower ----\n%s", sb_cstr(&db));
+            sb_free(&db);
+        }
+        if ((double)lp->arena_bytes <= r->mem_limit) break;
+        char ab[32], lb[32];
+        cli_fmt_bytes(ab, sizeof ab, (double)lp->arena_bytes);
+        cli_fmt_bytes(lb, sizeof lb, r->mem_limit);
+        if (attempt == 2) {
+            diag_plain("give more memory (--mem), or a smaller batch",
+                       "the static memory plan needs an arena of %s per device, over the limit of %s "
+                       "(the planner predicted %.0f bytes; re-solved twice under tighter limits)",
+                       ab, lb, r->price.peak_bytes);
+            lower_free(lp);
+            plan_free(r);
+            return EXIT_USER;
+        }
+        if (!o->quiet)
+            fprintf(stderr, "colossal-compile: note: the arena (%s) exceeds the limit (%s); solving again under a tighter limit\n",
+                    ab, lb);
+        po.mem_bytes = (int64_t)(r->mem_limit * r->mem_limit / (double)lp->arena_bytes * 0.99);
+        lower_free(lp);
+        plan_free(r);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (!o->quiet) plan_summary(stdout, g, r);
+    const char *dir = o->output ? o->output : ".";
+    char *pj = plan_json(g, r, secs);
+    double predicted = 0;
+    char *pj2 = cg_plan_json(pj, lp, &predicted);
+    char desc[160];
+    StrBuf mb;
+    sb_init(&mb);
+    shard_mesh_print(&mb, &r->mesh);
+    snprintf(desc, sizeof desc, "%s on mesh %s", r->chosen, sb_cstr(&mb));
+    CgOptions co = {.source = o->input, .plan_desc = desc, .mesh_axes = r->mesh.n_axes,
+                    .cpu = strcmp(o->target, "cuda") != 0, .cuda = strcmp(o->target, "cpu") != 0};
+    for (int a = 0; a < r->mesh.n_axes && a < 3; a++) co.mesh[a] = r->mesh.size[a];
+    bool ok = cg_emit(g, lp, &co, pj2 ? pj2 : pj, dir);
+    if (ok && !o->quiet) {
+        char ab[32], lb[32], pb[32];
+        cli_fmt_bytes(ab, sizeof ab, (double)lp->arena_bytes);
+        cli_fmt_bytes(lb, sizeof lb, (double)lp->lower_bound_bytes);
+        cli_fmt_bytes(pb, sizeof pb, predicted);
+        printf("memory plan: arena %s per rank (lower bound %s, %.3fx; %d buffers, %d in place)",
+               ab, lb, (double)lp->arena_bytes / (double)(lp->lower_bound_bytes ? lp->lower_bound_bytes : 1),
+               lp->n_buffers, lp->n_in_place);
+        if (predicted > 0) printf("; planner predicted %s (arena/predicted %.3f)", pb, (double)lp->arena_bytes / predicted);
+        printf("\ngenerated %s/%s.{h,c}%s%s\n", dir, g->name, co.cpu ? " _kernels.c" : "", co.cuda ? " _kernels.cu" : "");
+        if (predicted > 0 && fabs((double)lp->arena_bytes / predicted - 1) > 0.05)
+            fprintf(stderr, "colossal-compile: warning: the planned arena differs from the planner's predicted peak "
+                            "by more than 5%% (%.1f%%); the limit still holds\n",
+                    100 * ((double)lp->arena_bytes / predicted - 1));
+    }
+    sb_free(&mb);
+    free(pj);
+    free(pj2);
+    lower_free(lp);
+    plan_free(r);
+    return ok ? EXIT_OK : EXIT_USER;
+}
+
 /* The planner: sharding, recompute and ZeRO (solver/), written to OUT/<model>.plan.json. */
 static int run_planner(const CliOptions *o, const Graph *g) {
     struct timespec t0, t1;
@@ -202,12 +374,6 @@ int main(int argc, char **argv) {
     int exit_now;
     cli_parse(argc, argv, &o, &exit_now);
     if (exit_now >= 0) return exit_now;
-    if (o.emit != EMIT_SUMMARY && o.emit != EMIT_IR && o.emit != EMIT_PLAN && o.emit != EMIT_REPORT) {
-        static const char *const names[] = {"summary", "ir", "plan", "code", "report", "all"};
-        diag_plain("this build can emit: summary, ir, plan, report",
-                   "--emit %s is not available in this build", names[o.emit]);
-        return EXIT_USAGE;
-    }
 
     Graph *g = load(&o);
     if (!g) return EXIT_USER;
@@ -225,6 +391,7 @@ int main(int argc, char **argv) {
     }
     sb_free(&err);
 
+    if (o.emit == EMIT_CODE || o.emit == EMIT_ALL) o.graph = GRAPH_TRAINING; /* code trains */
     if (o.graph == GRAPH_TRAINING) {
         Graph *t = autodiff(&o, g);
         ir_graph_free(g);
@@ -237,6 +404,7 @@ int main(int argc, char **argv) {
     bool ir_to_stdout = o.emit == EMIT_IR && (!o.output || !strcmp(o.output, "-"));
     if (o.emit == EMIT_IR) rc = emit_ir(&o, g);
     if (o.emit == EMIT_PLAN || o.emit == EMIT_REPORT) rc = run_planner(&o, g);
+    if (o.emit == EMIT_CODE || o.emit == EMIT_ALL) rc = run_codegen(&o, g);
     if (rc == EXIT_OK && !o.quiet) print_summary(ir_to_stdout ? stderr : stdout, g);
     ir_graph_free(g);
     return rc;

@@ -1,0 +1,70 @@
+/*
+ * train.c — a small training main for a generated GPT-style program (inputs
+ * `idx` and `targets`, i32 [batch, seq]): character-level language modelling
+ * on a fixed text, each rank feeding its rows of every global batch. Prints
+ * the loss of every step (rank 0) and the step time. Used by the main job
+ * (scripts/demo.sh) and by bench/codegen_cpu (run.sh).
+ *
+ * Build with the generated files: -DCG_MODEL=gpt2 -DCG_HEADER=gpt2.h.
+ * Usage: train [STEPS [LR [WARMUP]]]   (WARMUP steps are not timed)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CG_CAT2(a, b) a##b
+#define CG_CAT(a, b) CG_CAT2(a, b)
+#define CG_FN(x) CG_CAT(CG_MODEL, CG_CAT(_, x))
+#define CG_STR2(x) #x
+#define CG_STR(x) CG_STR2(x)
+#include CG_STR(CG_HEADER)
+
+static const char TEXT[] =
+    "First Citizen: Before we proceed any further, hear me speak. All: Speak, speak. "
+    "First Citizen: You are all resolved rather to die than to famish? All: Resolved. resolved. "
+    "First Citizen: First, you know Caius Marcius is chief enemy to the people. All: We know't, we know't. "
+    "First Citizen: Let us kill him, and we'll have corn at our own price. Is't a verdict? "
+    "All: No more talking on't; let it be done: away, away! ";
+
+int main(int argc, char **argv) {
+    colrt_init(&argc, &argv);
+    int steps = argc > 1 ? atoi(argv[1]) : 5;
+    float lr = argc > 2 ? (float)atof(argv[2]) : 1e-3f;
+    int warmup = argc > 3 ? atoi(argv[3]) : 0;
+    CG_MODEL *m;
+    CG_FN(config) cfg = {.mesh = NULL, .seed = 42};
+    if (CG_FN(create)(&cfg, &m) != 0) colrt_die("cannot create the model");
+    int64_t first, rows;
+    CG_FN(input_rows)(m, &first, &rows);
+    /* the sequence length: the local input's size over its rows */
+    int64_t seq = CG_CAT(CG_MODEL, _idx_ELEMS) / CG_CAT(CG_MODEL, _idx_ROWS);
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)(rows * seq));
+    int32_t *tgt = malloc(sizeof(int32_t) * (size_t)(rows * seq));
+    const int64_t n_text = (int64_t)sizeof TEXT - 1;
+    double timed = 0;
+    for (int s = 0; s < steps + warmup; s++) {
+        for (int64_t r = 0; r < rows; r++) { /* global row first + r of step s */
+            int64_t start = ((s * 7919 + (first + r) * 104729) % (n_text - seq - 1));
+            for (int64_t t = 0; t < seq; t++) {
+                idx[r * seq + t] = (unsigned char)TEXT[start + t];
+                tgt[r * seq + t] = (unsigned char)TEXT[start + t + 1];
+            }
+        }
+        CG_FN(inputs) in = {.idx = idx, .targets = tgt};
+        float loss = CG_FN(train_step)(m, &in, lr);
+        CG_FN(statistics) st = CG_FN(stats)(m);
+        if (s >= warmup) timed += st.last_step_s;
+        if (colrt_rank() == 0)
+            printf("step %3d: loss %.4f  (%.3f s%s)\n", s + 1, loss, st.last_step_s, s < warmup ? ", warm-up" : "");
+    }
+    CG_FN(statistics) st = CG_FN(stats)(m);
+    if (colrt_rank() == 0)
+        printf("%d ranks, arena %.1f MB per rank (lower bound %.1f MB), %.3f s per step (mean of %d)\n",
+               colrt_world(), st.arena_bytes / 1e6, st.lower_bound_bytes / 1e6, steps ? timed / steps : 0.0,
+               steps);
+    CG_FN(destroy)(m);
+    free(idx);
+    free(tgt);
+    colrt_finalize();
+    return 0;
+}

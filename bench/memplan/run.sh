@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# bench/memplan/run.sh — the static memory plan against its lower bound and
+# against the planner's predicted peak, for GPT-2 124M and LLaMA-2 7B under
+# several plans. Generates each program (colossal-compile --emit code) into a
+# temporary directory and reads memory.* from its plan JSON.
+# usage: bench/memplan/run.sh [BUILD_DIR]
+set -euo pipefail
+build=${1:-build}
+cc=$build/compiler/colossal-compile
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+gpt2=(examples/gpt2/gpt2.c --batch 8)
+llama7b=(examples/llama/llama.c -DN_LAYER=32 -DN_EMBD=4096 -DN_HEAD=32 -DN_KV_HEAD=32 -DFFN=11008 -DSEQ=4096 --batch 8)
+printf "%-10s %-28s %-6s %12s %12s %9s %12s %10s\n" model plan mesh arena_MB lower_MB arena/lb predicted_MB arena/pred
+run() { # name plan-label args...
+  local name=$1 label=$2; shift 2
+  local out=$tmp/$name-${label//[^a-z0-9]/_}
+  if ! "$cc" "$@" --emit code --target cpu -q -o "$out" 2>"$out.err"; then
+    printf "%-10s %-28s %s\n" "$name" "$label" "not lowered: $(head -n1 "$out.err" | cut -c1-90)"
+    return
+  fi
+  python3 - "$out"/*.plan.json "$name" "$label" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); m = d["memory"]
+a, lb, p = m["planned_arena_bytes"], m["lower_bound_bytes"], m["predicted_peak_bytes"]
+mesh = "x".join(str(x) for x in d["mesh"])
+print(f"{sys.argv[2]:<10} {sys.argv[3]:<28} {mesh:<6} {a/1e6:12.1f} {lb/1e6:12.1f} {a/lb:9.3f} {p/1e6:12.1f} {a/p:10.3f}")
+PY
+}
+run gpt2-124m "1 GPU"                      "${gpt2[@]}" --cluster h100:1x1
+run gpt2-124m "1 GPU, dp-recompute"        "${gpt2[@]}" --cluster h100:1x1 --strategy dp-recompute
+run gpt2-124m "8 GPUs dp"                  "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --strategy dp
+run gpt2-124m "8 GPUs zero1"               "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --strategy zero1
+run gpt2-124m "8 GPUs zero2"               "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --strategy zero2
+run gpt2-124m "8 GPUs zero2-recompute"     "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --strategy zero2-recompute
+run gpt2-124m "8 GPUs auto"                "${gpt2[@]}" --cluster h100:1x8
+run llama-7b  "8 GPUs zero2, 1 TB limit"   "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy zero2 --mem 1TB
+run llama-7b  "8 GPUs zero2-recompute"     "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy zero2-recompute
+run llama-7b  "8 GPUs zero1-recompute"     "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy zero1-recompute --mem 1TB
+run llama-7b  "8 GPUs dp-recompute, 1 TB"  "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy dp-recompute --mem 1TB
+run llama-7b  "8 GPUs auto"                "${llama7b[@]}" --cluster h100:1x8

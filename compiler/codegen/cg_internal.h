@@ -1,0 +1,49 @@
+/*
+ * cg_internal.h — what the code generator's files share: the context the
+ * emitters write into, and the kernel builder that writes one kernel body
+ * as a C function (M_kernels.c) and as a CUDA kernel (M_kernels.cu).
+ */
+#ifndef COLOSSAL_CG_INTERNAL_H
+#define COLOSSAL_CG_INTERNAL_H
+
+#include "cg.h"
+#include "ops.h"
+
+typedef struct CgCtx {
+    const Graph *g;
+    const LowerProgram *lp;
+    const char *prefix;        /* the model's C prefix */
+    StrBuf *sched;             /* the schedule function being written */
+    StrBuf kc, kcu;            /* M_kernels.c, M_kernels.cu bodies */
+    StrBuf proto;              /* kernel prototypes for M.c */
+    int n_kernels;
+    int64_t scratch_off;       /* a small f32 scratch region of the arena */
+    NodeId cur_node;           /* the node being emitted */
+    int zaxis;                 /* ZeRO: the mesh axis its collectives run over */
+    StrBuf *err;
+} CgCtx;
+
+/* A kernel operand: value v; out: written. */
+typedef struct KArg {
+    ValueId v;
+    bool out;
+    int64_t zshift;            /* ZeRO: the pointer moves to this rank's slice of this many elements */
+} KArg;
+
+/* Emits a kernel: `n` parallel points (index `i`, int64_t), `prologue` run
+ * before the loop (per thread on CUDA), `body` per point; operands are named
+ * x0, x1, ... in the order of args (y0, y1, ... for outputs is NOT used:
+ * every operand is aN). Writes the call into the schedule. */
+void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
+               const char *body);
+
+/* The schedule's expression for value v's local buffer, typed (a ZeRO-2
+ * gradient read after its reduce-scatter is its slice). */
+void cg_ptr(CgCtx *c, StrBuf *b, ValueId v);
+/* The value a read of v at the current node reads (v, or its slice). */
+ValueId cg_read(CgCtx *c, ValueId v);
+
+typedef bool (*CgEmitFn)(CgCtx *c, NodeId id);
+CgEmitFn cg_emitter(int op);
+
+#endif

@@ -1,0 +1,833 @@
+/*
+ * cg_kernels.c — the emitters of the kernel table (cg_ops.def): each writes
+ * one node's launch into the schedule, calling the runtime (GEMM,
+ * embedding, cross-entropy, copies) or a kernel it generates, specialized
+ * to the node's local shapes, through cg_kernel(). Kernel bodies mirror the
+ * reference interpreter's loops (ir/interp.c) with f32 storage; reductions
+ * accumulate in double.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cg_internal.h"
+
+static Shape L(CgCtx *c, ValueId v) { return c->lp->v[v].local; }
+static int64_t numel(Shape s) { return ir_shape_numel(s); }
+static const Node *N_(CgCtx *c, NodeId id) { return ir_node(c->g, id); }
+
+static bool unsupported(CgCtx *c, NodeId id, const char *why) {
+    sb_printf(c->err, "%s %%%s: %s", ir_op(N_(c, id)->op)->name,
+              ir_val(c->g, N_(c, id)->out[0])->name, why);
+    return false;
+}
+
+/* Offset into a tensor of shape s broadcast to o, for flat index `i` of o. */
+static void bidx(StrBuf *b, Shape s, Shape o, const char *i) {
+    if (ir_shape_eq(s, o)) { sb_puts(b, i); return; }
+    int64_t ns = numel(s);
+    if (ns == 1) { sb_puts(b, "0"); return; }
+    bool suffix = s.rank <= o.rank;
+    for (int d = 0; suffix && d < s.rank; d++) suffix = s.d[d] == o.d[o.rank - s.rank + d];
+    if (suffix) { sb_printf(b, "(%s %% %lld)", i, (long long)ns); return; }
+    sb_puts(b, "(0");
+    int64_t ost = 1, sst = 1;
+    for (int d = o.rank - 1; d >= 0; d--) {
+        int sd = d - (o.rank - s.rank);
+        if (sd >= 0 && s.d[sd] != 1)
+            sb_printf(b, " + ((%s / %lld) %% %lld) * %lld", i, (long long)ost, (long long)o.d[d],
+                      (long long)sst);
+        if (sd >= 0) sst *= s.d[sd];
+        ost *= o.d[d];
+    }
+    sb_puts(b, ")");
+}
+
+static void gemm(CgCtx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, ValueId A, int64_t lda,
+                 int64_t sA, ValueId B, int64_t ldb, int64_t sB, ValueId C, int64_t ldc, int64_t sC,
+                 int64_t batch) {
+    StrBuf *s = c->sched;
+    sb_printf(s, "    colrt_gemm(NULL, COLRT_F32, %d, %d, %lld, %lld, %lld, 1.0f, ", ta, tb,
+              (long long)M, (long long)N, (long long)K);
+    cg_ptr(c, s, A);
+    sb_printf(s, ", %lld, %lld, ", (long long)lda, (long long)sA);
+    cg_ptr(c, s, B);
+    sb_printf(s, ", %lld, %lld, 0.0f, ", (long long)ldb, (long long)sB);
+    cg_ptr(c, s, C);
+    sb_printf(s, ", %lld, %lld, %lld);\n", (long long)ldc, (long long)sC, (long long)batch);
+}
+
+static bool emit_matmul(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    Shape sa = L(c, n->in[0]), sb = L(c, n->in[1]), so = L(c, n->out[0]);
+    int ta = (int)n->attr[0].i, tb = (int)n->attr[1].i;
+    int64_t M = so.d[so.rank - 2], N = so.d[so.rank - 1];
+    int64_t K = ta ? sa.d[sa.rank - 2] : sa.d[sa.rank - 1];
+    int64_t nb = numel(so) / (M * N);
+    int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    NodeId s2 = c->lp->n[id].sum_into;
+    if (s2 != IR_NONE) { /* sum over the batch: K runs over the flattened batch too */
+        gemm(c, 1, 0, M, N, K * nb, n->in[0], M, 0, n->in[1], N, 0, N_(c, s2)->out[0], N, 0, 1);
+        return true;
+    }
+    if (nb == 1 || (sb.rank == 2 && !ta && sa.rank == so.rank)) {
+        gemm(c, ta, tb, M * nb, N, K, n->in[0], lda, 0, n->in[1], ldb, 0, n->out[0], N, 0, 1);
+        return true;
+    }
+    for (int k = 0; k < 2; k++) { /* each operand: full batch dims, or none */
+        Shape x = k ? sb : sa;
+        if (x.rank == 2) continue;
+        if (x.rank != so.rank) return unsupported(c, id, "partly broadcast batch dims");
+        for (int d = 0; d < so.rank - 2; d++)
+            if (x.d[d] != so.d[d]) return unsupported(c, id, "broadcast batch dims");
+    }
+    gemm(c, ta, tb, M, N, K, n->in[0], lda, sa.rank == 2 ? 0 : M * K, n->in[1], ldb,
+         sb.rank == 2 ? 0 : K * N, n->out[0], N, M * N, nb);
+    return true;
+}
+
+static bool emit_dense(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    int64_t k = n->attr[0].i, Lr = 1, K = 1, N = 1;
+    Shape x = L(c, n->in[0]);
+    if (n->op == OP_DENSE) {
+        Shape w = L(c, n->in[1]);
+        for (int d = 0; d < x.rank - k; d++) Lr *= x.d[d];
+        for (int d = 0; d < k; d++) K *= w.d[d];
+        N = numel(w) / K;
+        gemm(c, 0, 0, Lr, N, K, n->in[0], K, 0, n->in[1], N, 0, n->out[0], N, 0, 1);
+    } else if (n->op == OP_DENSE_DX) { /* [L,K] = dy[L,N] w[K,N]^T */
+        Shape w = L(c, n->in[1]);
+        for (int d = 0; d < k; d++) K *= w.d[d];
+        N = numel(w) / K;
+        Lr = numel(x) / N;
+        gemm(c, 0, 1, Lr, K, N, n->in[0], N, 0, n->in[1], N, 0, n->out[0], K, 0, 1);
+    } else { /* [K,N] = x[L,K]^T dy[L,N] */
+        for (int d = 0; d < x.rank - k; d++) Lr *= x.d[d];
+        K = numel(x) / Lr;
+        N = numel(L(c, n->in[1])) / Lr;
+        gemm(c, 1, 0, K, N, Lr, n->in[0], K, 0, n->in[1], N, 0, n->out[0], N, 0, 1);
+    }
+    return true;
+}
+
+static bool float_only(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    for (int i = 0; i < n->n_out; i++)
+        if (ir_val(c->g, n->out[i])->dtype != DT_F32)
+            return unsupported(c, id, "only f32 is generated yet (mixed precision: not yet)");
+    return true;
+}
+
+static bool emit_binary(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (c->lp->n[id].fused) {
+        sb_puts(c->sched, "    /* summed by the embedding gradient's scatter-add above */\n");
+        return true;
+    }
+    if (!float_only(c, id)) return false;
+    Shape o = L(c, n->out[0]);
+    static const char ops[] = {[OP_ADD] = '+', [OP_SUB] = '-', [OP_MUL] = '*', [OP_DIV] = '/'};
+    StrBuf b;
+    sb_init(&b);
+    sb_puts(&b, "a2[i] = a0[");
+    bidx(&b, L(c, n->in[0]), o, "i");
+    sb_printf(&b, "] %c a1[", ops[n->op]);
+    bidx(&b, L(c, n->in[1]), o, "i");
+    sb_puts(&b, "];");
+    KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 3, a, numel(o), "", sb_cstr(&b));
+    sb_free(&b);
+    return true;
+}
+
+#define GELU_T "tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))"
+
+static bool emit_unary(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    if (n->op == OP_CAST && ir_val(c->g, n->in[0])->dtype != DT_F32)
+        return unsupported(c, id, "only f32 is generated yet");
+    StrBuf b;
+    sb_init(&b);
+    sb_puts(&b, "double x = a0[i], r;\n        ");
+    switch (n->op) {
+    case OP_SCALE: sb_printf(&b, "r = x * %.17g;", n->attr[0].f); break;
+    case OP_GELU: sb_puts(&b, "r = 0.5 * x * (1 + " GELU_T ");"); break;
+    case OP_RELU: sb_puts(&b, "r = x > 0 ? x : 0;"); break;
+    case OP_SILU: sb_puts(&b, "r = x / (1 + exp(-x));"); break;
+    case OP_TANH: sb_puts(&b, "r = tanh(x);"); break;
+    case OP_EXP: sb_puts(&b, "r = exp(x);"); break;
+    case OP_CAST: sb_puts(&b, "r = x;"); break;
+    default: sb_puts(&b, "r = 0 * x;"); break; /* zeros_like */
+    }
+    sb_puts(&b, "\n        a1[i] = (float)r;");
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 2, a, numel(L(c, n->out[0])), "", sb_cstr(&b));
+    sb_free(&b);
+    return true;
+}
+
+static bool emit_elem_bwd(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    StrBuf b;
+    sb_init(&b);
+    sb_puts(&b, "double x = a0[i], dy = a1[i], r;\n        ");
+    switch (n->op) {
+    case OP_GELU_BWD:
+        sb_puts(&b, "double t = " GELU_T ";\n        r = dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * "
+                    "0.7978845608028654 * (1 + 3 * 0.044715 * x * x));");
+        break;
+    case OP_RELU_BWD: sb_puts(&b, "r = x > 0 ? dy : 0;"); break;
+    case OP_SILU_BWD:
+        sb_puts(&b, "double sg = 1 / (1 + exp(-x));\n        r = dy * sg * (1 + x * (1 - sg));");
+        break;
+    case OP_TANH_BWD: sb_puts(&b, "r = dy * (1 - x * x);"); break;
+    default: sb_printf(&b, "r = x + %.17g * dy;", n->attr[0].f); break; /* grad_accum */
+    }
+    sb_puts(&b, "\n        a2[i] = (float)r;");
+    KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 3, a, numel(L(c, n->out[0])), "", sb_cstr(&b));
+    sb_free(&b);
+    return true;
+}
+
+static bool emit_expand(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    Shape o = L(c, n->out[0]);
+    StrBuf b;
+    sb_init(&b);
+    sb_puts(&b, "a1[i] = a0[");
+    bidx(&b, L(c, n->in[0]), o, "i");
+    sb_puts(&b, "];");
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
+    sb_free(&b);
+    return true;
+}
+
+static bool emit_sum_to(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (c->lp->n[id].fused) {
+        sb_puts(c->sched, "    /* summed by the GEMM above */\n");
+        return true;
+    }
+    if (!float_only(c, id)) return false;
+    Shape s = L(c, n->in[0]), o = L(c, n->out[0]);
+    int64_t sst[IR_MAX_DIMS], ost[IR_MAX_DIMS], st = 1;
+    for (int d = s.rank - 1; d >= 0; d--) { sst[d] = st; st *= s.d[d]; }
+    st = 1;
+    for (int d = o.rank - 1; d >= 0; d--) { ost[d] = st; st *= o.d[d]; }
+    StrBuf base, off;
+    sb_init(&base);
+    sb_init(&off);
+    sb_puts(&base, "0");
+    sb_puts(&off, "0");
+    int64_t R = 1;
+    for (int sd = s.rank - 1; sd >= 0; sd--) {
+        int od = sd - (s.rank - o.rank);
+        if (od >= 0 && o.d[od] == s.d[sd]) {
+            if (s.d[sd] > 1)
+                sb_printf(&base, " + ((i / %lld) %% %lld) * %lld", (long long)ost[od],
+                          (long long)o.d[od], (long long)sst[sd]);
+        } else {
+            sb_printf(&off, " + ((r / %lld) %% %lld) * %lld", (long long)R, (long long)s.d[sd],
+                      (long long)sst[sd]);
+            R *= s.d[sd];
+        }
+    }
+    StrBuf b;
+    sb_init(&b);
+    sb_printf(&b, "const int64_t base = %s;\n        double acc = 0;\n"
+                  "        for (int64_t r = 0; r < %lld; r++) acc += a0[base + %s];\n"
+                  "        a1[i] = (float)acc;",
+              sb_cstr(&base), (long long)R, sb_cstr(&off));
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
+    sb_free(&b);
+    sb_free(&base);
+    sb_free(&off);
+    return true;
+}
+
+static bool emit_softmax(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    Shape s = L(c, n->in[0]);
+    int64_t V = s.d[s.rank - 1], R = s.rank >= 2 ? s.d[s.rank - 2] : 1, rows = numel(s) / V;
+    StrBuf b;
+    sb_init(&b);
+    if (n->op == OP_SOFTMAX) {
+        int causal = (int)n->attr[0].i;
+        /* the limit: causal keeps j <= q + (V - R), q = i mod R */
+        StrBuf lim;
+        sb_init(&lim);
+        if (causal) sb_printf(&lim, "(i %% %lld) + %lld + 1", (long long)R, (long long)(V - R));
+        else sb_printf(&lim, "%lld", (long long)V);
+        StrBuf b2;
+        sb_init(&b2);
+        sb_printf(&b2,
+                  "const float *x = a0 + i * %lld;\n        float *y = a1 + i * %lld;\n"
+                  "        const int64_t lim = %s;\n"
+                  "        double mx = -INFINITY, z = 0;\n"
+                  "        for (int64_t j = 0; j < lim; j++) if (x[j] > mx) mx = x[j];\n"
+                  "        for (int64_t j = 0; j < lim; j++) z += exp(x[j] - mx);\n"
+                  "        for (int64_t j = 0; j < %lld; j++) y[j] = j < lim ? (float)(exp(x[j] - mx) / z) : 0.0f;",
+                  (long long)V, (long long)V, sb_cstr(&lim), (long long)V);
+        sb_free(&b);
+        b = b2;
+        sb_free(&lim);
+        KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
+        cg_kernel(c, id, 2, a, rows, "", sb_cstr(&b));
+    } else {
+        sb_printf(&b,
+                  "const float *y = a0 + i * %lld, *dy = a1 + i * %lld;\n        float *dx = a2 + i * %lld;\n"
+                  "        double s = 0;\n"
+                  "        for (int64_t j = 0; j < %lld; j++) s += (double)y[j] * dy[j];\n"
+                  "        for (int64_t j = 0; j < %lld; j++) dx[j] = (float)(y[j] * (dy[j] - s));",
+                  (long long)V, (long long)V, (long long)V, (long long)V, (long long)V);
+        KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
+        cg_kernel(c, id, 3, a, rows, "", sb_cstr(&b));
+    }
+    sb_free(&b);
+    return true;
+}
+
+/* Row statistics of x (a0) for norms: mean (0 for rms) and rstd, in double. */
+static void norm_stats(StrBuf *b, bool ln, int64_t D, double eps, const char *row) {
+    sb_printf(b, "const float *x = a0 + %s * %lld;\n        double mean = 0, ss = 0;\n", row,
+              (long long)D);
+    if (ln)
+        sb_printf(b, "        for (int64_t j = 0; j < %lld; j++) mean += x[j];\n        mean /= %lld;\n",
+                  (long long)D, (long long)D);
+    sb_printf(b,
+              "        for (int64_t j = 0; j < %lld; j++) ss += (x[j] - mean) * (x[j] - mean);\n"
+              "        const double rstd = 1 / sqrt(ss / %lld + %.17g);\n",
+              (long long)D, (long long)D, eps);
+}
+
+static bool emit_norm(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    bool ln = n->op == OP_LAYER_NORM || n->op == OP_LAYER_NORM_DX;
+    Shape s = L(c, n->in[0]);
+    int64_t D = s.d[s.rank - 1], rows = numel(s) / D;
+    StrBuf b;
+    sb_init(&b);
+    norm_stats(&b, ln, D, n->attr[0].f, "i");
+    if (n->op == OP_LAYER_NORM || n->op == OP_RMS_NORM) {
+        const char *y = ln ? "a3" : "a2";
+        sb_printf(&b, "        for (int64_t j = 0; j < %lld; j++) %s[i * %lld + j] = (float)((x[j] - mean) * rstd * a1[j]%s);",
+                  (long long)D, y, (long long)D, ln ? " + a2[j]" : "");
+        KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {ln ? n->in[2] : n->out[0], !ln, 0}, {n->out[0], 1, 0}};
+        cg_kernel(c, id, ln ? 4 : 3, a, rows, "", sb_cstr(&b));
+    } else { /* dx(x, w, dy) */
+        sb_printf(&b,
+                  "        const float *dy = a2 + i * %lld;\n        float *dx = a3 + i * %lld;\n"
+                  "        double mg = 0, mgx = 0;\n"
+                  "        for (int64_t j = 0; j < %lld; j++) { double g = (double)dy[j] * a1[j]; mg += g; mgx += g * (x[j] - mean) * rstd; }\n"
+                  "        mg /= %lld; mgx /= %lld;\n"
+                  "        for (int64_t j = 0; j < %lld; j++) dx[j] = (float)(rstd * ((double)dy[j] * a1[j] - %s - (x[j] - mean) * rstd * mgx));",
+                  (long long)D, (long long)D, (long long)D, (long long)D, (long long)D, (long long)D,
+                  ln ? "mg" : "0");
+        KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
+        cg_kernel(c, id, 4, a, rows, "", sb_cstr(&b));
+    }
+    sb_free(&b);
+    return true;
+}
+
+/* *_norm_dw(x, dy): one pass over the rows, summing in double. */
+static bool emit_norm_dw(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    bool ln = n->op == OP_LAYER_NORM_DW;
+    Shape s = L(c, n->in[0]);
+    int64_t D = s.d[s.rank - 1], rows = numel(s) / D;
+    StrBuf b;
+    sb_init(&b);
+    sb_printf(&b, "double acc[%lld];\n        for (int64_t j = 0; j < %lld; j++) acc[j] = 0;\n"
+                  "        for (int64_t r = 0; r < %lld; r++) {\n        ",
+              (long long)D, (long long)D, (long long)rows);
+    norm_stats(&b, ln, D, n->attr[0].f, "r");
+    sb_printf(&b, "        const float *dy = a1 + r * %lld;\n"
+                  "        for (int64_t j = 0; j < %lld; j++) acc[j] += (double)dy[j] * (x[j] - mean) * rstd;\n"
+                  "        }\n        for (int64_t j = 0; j < %lld; j++) a2[j] = (float)acc[j];\n        (void)i;",
+              (long long)D, (long long)D, (long long)D);
+    KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 3, a, 1, "", sb_cstr(&b));
+    sb_free(&b);
+    return true;
+}
+
+static bool emit_embedding(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    StrBuf *s = c->sched;
+    if (n->op == OP_EMBEDDING) {
+        Shape t = L(c, n->in[1]);
+        sb_puts(s, "    colrt_embedding_fwd(NULL, COLRT_F32, ");
+        cg_ptr(c, s, n->in[0]);
+        sb_puts(s, ", ");
+        cg_ptr(c, s, n->in[1]);
+        sb_puts(s, ", ");
+        cg_ptr(c, s, n->out[0]);
+        sb_printf(s, ", %lld, %lld, %lld);\n", (long long)numel(L(c, n->in[0])), (long long)t.d[0],
+                  (long long)t.d[1]);
+    } else { /* embedding_dw(idx, dy), or scatter-added into the add's other operand */
+        Shape t = L(c, n->out[0]);
+        ValueId acc = c->lp->n[id].acc_into;
+        sb_puts(s, "    colrt_embedding_bwd(NULL, COLRT_F32, ");
+        cg_ptr(c, s, n->in[1]);
+        sb_puts(s, ", ");
+        cg_ptr(c, s, n->in[0]);
+        sb_puts(s, ", ");
+        cg_ptr(c, s, acc != IR_NONE ? acc : n->out[0]);
+        sb_printf(s, ", %lld, %lld, %lld, %d);%s\n", (long long)numel(L(c, n->in[0])),
+                  (long long)t.d[0], (long long)t.d[1], acc != IR_NONE,
+                  acc != IR_NONE ? " /* accumulates: the add below is done */" : "");
+    }
+    return true;
+}
+
+static bool emit_pos_embedding(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    StrBuf *s = c->sched;
+    int64_t ob = numel(L(c, n->out[0])) * 4, ib = numel(L(c, n->in[0])) * 4;
+    if (n->op == OP_POS_EMBEDDING_DW) {
+        sb_puts(s, "    colrt_memset0(");
+        cg_ptr(c, s, n->out[0]);
+        sb_printf(s, ", %lld, NULL);\n", (long long)ob);
+    }
+    sb_puts(s, "    colrt_memcpy(");
+    cg_ptr(c, s, n->out[0]);
+    sb_puts(s, ", ");
+    cg_ptr(c, s, n->in[0]);
+    sb_printf(s, ", %lld, COLRT_D2D, NULL);\n", (long long)(ob < ib ? ob : ib));
+    return true;
+}
+
+/* cross_entropy: the runtime's fused kernel, scaled by 1/(global tokens) so
+ * that data-parallel shards sum to the global mean. */
+static bool emit_cross_entropy(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    const Value *lg = ir_val(c->g, n->in[0]);
+    Shape s = L(c, n->in[0]);
+    int64_t V = s.d[s.rank - 1], Nl = numel(s) / V, Ng = ir_shape_numel(lg->shape) / V;
+    StrBuf *b = c->sched;
+    bool fwd = n->op == OP_CROSS_ENTROPY;
+    NodeId fused_bwd = fwd ? c->lp->n[id].ce_grad : IR_NONE;
+    if (!fwd && c->lp->n[id].fused) { /* the forward wrote softmax - onehot here */
+        sb_puts(b, "    /* softmax - onehot: written by the cross_entropy above */\n");
+    } else {
+        sb_puts(b, "    colrt_memset0(");
+        if (fwd) cg_ptr(c, b, n->out[0]);
+        else sb_printf(b, "CG_F(%lld)", (long long)c->scratch_off);
+        sb_puts(b, ", 4, NULL);\n    colrt_cross_entropy(NULL, COLRT_F32, ");
+        cg_ptr(c, b, n->in[0]);
+        sb_puts(b, ", ");
+        cg_ptr(c, b, n->in[1]);
+        sb_puts(b, ", ");
+        if (fwd) cg_ptr(c, b, n->out[0]);
+        else sb_printf(b, "CG_F(%lld)", (long long)c->scratch_off);
+        sb_puts(b, ", NULL, ");
+        if (fused_bwd != IR_NONE) cg_ptr(c, b, n->in[0]); /* in place over the logits */
+        else if (fwd) sb_puts(b, "NULL");
+        else cg_ptr(c, b, n->out[0]);
+        sb_printf(b, ", %lld, %lld, 1.0f / %lld);\n", (long long)Nl, (long long)V, (long long)Ng);
+    }
+    if (!fwd) { /* times the incoming gradient (the loss scale) */
+        KArg a[2] = {{n->in[2], 0, 0}, {n->out[0], 1, 0}};
+        cg_kernel(c, id, 2, a, numel(s), "", "a1[i] = a1[i] * a0[0];");
+    }
+    return true;
+}
+
+typedef struct AttDims {
+    int64_t B, T, H, Dh, S, G, R;
+    int causal;
+    double scale;
+} AttDims;
+
+static AttDims att_dims(CgCtx *c, const Node *n) {
+    Shape q = L(c, n->in[0]), k = L(c, n->in[1]);
+    AttDims a = {q.d[0], q.d[1], q.d[2], q.d[3], k.d[1], k.d[2], q.d[2] / k.d[2],
+                 (int)n->attr[0].i, n->attr[1].f};
+    if (a.scale == 0) a.scale = 1 / sqrt((double)a.Dh);
+    return a;
+}
+
+/* The probabilities p[s] of query (b, t, h) in double; ns keys. */
+static void att_probs(StrBuf *b, const AttDims *d) {
+    sb_printf(b,
+              "const int64_t g = h / %lld, ns = %s;\n"
+              "        const float *qr = a0 + ((b * %lld + t) * %lld + h) * %lld;\n"
+              "        double mx = -INFINITY, z = 0;\n"
+              "        for (int64_t s = 0; s < ns; s++) {\n"
+              "            const float *kr = a1 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              "            double a = 0;\n"
+              "            for (int64_t d = 0; d < %lld; d++) a += (double)qr[d] * kr[d];\n"
+              "            p[s] = a * %.17g;\n"
+              "            if (p[s] > mx) mx = p[s];\n"
+              "        }\n"
+              "        for (int64_t s = 0; s < ns; s++) z += (p[s] = exp(p[s] - mx));\n"
+              "        for (int64_t s = 0; s < ns; s++) p[s] /= z;\n",
+              (long long)d->R, "NS", (long long)d->T, (long long)d->H, (long long)d->Dh,
+              (long long)d->S, (long long)d->G, (long long)d->Dh, (long long)d->Dh, d->scale);
+}
+
+/* Replaces the NS placeholder by the key count of query t. */
+static void fix_ns(StrBuf *out, const char *text, const AttDims *d) {
+    char ns[64];
+    if (d->causal) snprintf(ns, sizeof ns, "t + %lld", (long long)(d->S - d->T + 1));
+    else snprintf(ns, sizeof ns, "%lld", (long long)d->S);
+    for (const char *p = text; *p; p++) {
+        if (p[0] == 'N' && p[1] == 'S' && (p[2] == ';' || p[2] == ',')) {
+            sb_puts(out, ns);
+            p++;
+        } else {
+            sb_putc(out, *p);
+        }
+    }
+}
+
+static bool emit_attention(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    AttDims d = att_dims(c, n);
+    StrBuf b, f;
+    sb_init(&b);
+    sb_init(&f);
+    sb_printf(&b, "const int64_t t = i %% %lld, h = (i / %lld) %% %lld, b = i / %lld;\n        double p[%lld];\n        ",
+              (long long)d.T, (long long)d.T, (long long)d.H, (long long)(d.T * d.H), (long long)d.S);
+    att_probs(&b, &d);
+    if (n->op == OP_ATTENTION) {
+        sb_printf(&b,
+                  "        float *o = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
+                  "        for (int64_t d = 0; d < %lld; d++) {\n"
+                  "            double acc = 0;\n"
+                  "            for (int64_t s = 0; s < ns; s++) acc += p[s] * a2[((b * %lld + s) * %lld + g) * %lld + d];\n"
+                  "            o[d] = (float)acc;\n"
+                  "        }",
+                  (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.Dh, (long long)d.S,
+                  (long long)d.G, (long long)d.Dh);
+    } else { /* dq(q, k, v, dy) */
+        sb_printf(&b,
+                  "        const float *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
+                  "        float *dq = a4 + ((b * %lld + t) * %lld + h) * %lld;\n"
+                  "        double dp[%lld], sum = 0;\n"
+                  "        for (int64_t s = 0; s < ns; s++) {\n"
+                  "            const float *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
+                  "            dp[s] = 0;\n"
+                  "            for (int64_t d = 0; d < %lld; d++) dp[s] += (double)dyr[d] * vr[d];\n"
+                  "            sum += p[s] * dp[s];\n"
+                  "        }\n"
+                  "        for (int64_t d = 0; d < %lld; d++) {\n"
+                  "            double acc = 0;\n"
+                  "            for (int64_t s = 0; s < ns; s++) acc += p[s] * (dp[s] - sum) * %.17g * a1[((b * %lld + s) * %lld + g) * %lld + d];\n"
+                  "            dq[d] = (float)acc;\n"
+                  "        }",
+                  (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.T, (long long)d.H,
+                  (long long)d.Dh, (long long)d.S, (long long)d.S, (long long)d.G, (long long)d.Dh,
+                  (long long)d.Dh, (long long)d.Dh, d.scale, (long long)d.S, (long long)d.G,
+                  (long long)d.Dh);
+    }
+    fix_ns(&f, sb_cstr(&b), &d);
+    KArg a[5] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->op == OP_ATTENTION ? n->out[0] : n->in[3], n->op == OP_ATTENTION, 0},
+                 {n->out[0], 1, 0}};
+    cg_kernel(c, id, n->op == OP_ATTENTION ? 4 : 5, a, d.B * d.H * d.T, "", sb_cstr(&f));
+    sb_free(&b);
+    sb_free(&f);
+    return true;
+}
+
+/* attention_dkv(q, k, v, dy) -> dk, dv: one point per (batch, kv head), which
+ * owns its rows of dk and dv, so the sums need no atomics. */
+static bool emit_attention_dkv(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    AttDims d = att_dims(c, n);
+    StrBuf b, f;
+    sb_init(&b);
+    sb_init(&f);
+    sb_printf(&b,
+              "const int64_t gg = i %% %lld, b = i / %lld;\n"
+              "        for (int64_t s = 0; s < %lld; s++)\n"
+              "            for (int64_t d = 0; d < %lld; d++) {\n"
+              "                a4[((b * %lld + s) * %lld + gg) * %lld + d] = 0;\n"
+              "                a5[((b * %lld + s) * %lld + gg) * %lld + d] = 0;\n"
+              "            }\n"
+              "        for (int64_t h = gg * %lld; h < (gg + 1) * %lld; h++)\n"
+              "        for (int64_t t = 0; t < %lld; t++) {\n"
+              "        double p[%lld], dp[%lld], sum = 0;\n        ",
+              (long long)d.G, (long long)d.G, (long long)d.S, (long long)d.Dh, (long long)d.S,
+              (long long)d.G, (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh,
+              (long long)d.R, (long long)d.R, (long long)d.T, (long long)d.S, (long long)d.S);
+    att_probs(&b, &d);
+    sb_printf(&b,
+              "        const float *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
+              "        for (int64_t s = 0; s < ns; s++) {\n"
+              "            const float *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              "            dp[s] = 0;\n"
+              "            for (int64_t d = 0; d < %lld; d++) dp[s] += (double)dyr[d] * vr[d];\n"
+              "            sum += p[s] * dp[s];\n"
+              "        }\n"
+              "        for (int64_t s = 0; s < ns; s++) {\n"
+              "            const double ds = p[s] * (dp[s] - sum) * %.17g;\n"
+              "            float *dk = a4 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              "            float *dv = a5 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              "            for (int64_t d = 0; d < %lld; d++) {\n"
+              "                dk[d] += (float)(ds * qr[d]);\n"
+              "                dv[d] += (float)(p[s] * dyr[d]);\n"
+              "            }\n"
+              "        }\n"
+              "        }",
+              (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.S, (long long)d.G,
+              (long long)d.Dh, (long long)d.Dh, d.scale, (long long)d.S, (long long)d.G,
+              (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.Dh);
+    fix_ns(&f, sb_cstr(&b), &d);
+    KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->in[3], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
+    cg_kernel(c, id, 6, a, d.B * d.G, "", sb_cstr(&f));
+    sb_free(&b);
+    sb_free(&f);
+    return true;
+}
+
+static bool emit_rope(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    Shape s = L(c, n->in[0]);
+    int64_t T = s.d[1], H = s.d[2], Dh = s.d[3], half = Dh / 2;
+    StrBuf b;
+    sb_init(&b);
+    sb_printf(&b,
+              "const int64_t j = i %% %lld, row = i / %lld, t = (row / %lld) %% %lld;\n"
+              "        const double ang = (double)t * pow(%.17g, -2.0 * (double)j / %lld);\n"
+              "        const double cs = cos(ang), sn = %s sin(ang);\n"
+              "        const double x0 = a0[row * %lld + j], x1 = a0[row * %lld + j + %lld];\n"
+              "        a1[row * %lld + j] = (float)(x0 * cs - x1 * sn);\n"
+              "        a1[row * %lld + j + %lld] = (float)(x1 * cs + x0 * sn);",
+              (long long)half, (long long)half, (long long)H, (long long)T, n->attr[0].f,
+              (long long)Dh, n->op == OP_ROPE ? "" : "-", (long long)Dh, (long long)Dh,
+              (long long)half, (long long)Dh, (long long)Dh, (long long)half);
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 2, a, numel(s) / 2, "", sb_cstr(&b));
+    sb_free(&b);
+    return true;
+}
+
+static bool emit_view(CgCtx *c, NodeId id) {
+    sb_printf(c->sched, "    /* %%%s: a view of %%%s */\n", ir_val(c->g, N_(c, id)->out[0])->name,
+              ir_val(c->g, N_(c, id)->in[0])->name);
+    return true;
+}
+
+static bool emit_permute(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    Shape x = L(c, n->in[0]), o = L(c, n->out[0]);
+    int64_t xs[IR_MAX_DIMS], st = 1;
+    for (int d = x.rank - 1; d >= 0; d--) { xs[d] = st; st *= x.d[d]; }
+    StrBuf b;
+    sb_init(&b);
+    sb_puts(&b, "a1[i] = a0[0");
+    st = 1;
+    for (int d = o.rank - 1; d >= 0; d--) {
+        sb_printf(&b, " + ((i / %lld) %% %lld) * %lld", (long long)st, (long long)o.d[d],
+                  (long long)xs[n->attr[0].v[d]]);
+        st *= o.d[d];
+    }
+    sb_puts(&b, "];");
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
+    sb_free(&b);
+    return true;
+}
+
+/* split, concat, slice: one copy kernel per part, blocks of (outer, n, inner). */
+static bool emit_split_concat(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    int op = n->op;
+    ValueId whole = op == OP_CONCAT ? n->out[0] : n->in[0];
+    Shape w = L(c, whole);
+    int ax = (int)(n->attr[0].i < 0 ? n->attr[0].i + w.rank : n->attr[0].i);
+    if (ax == 0 && c->lp->v[whole].split) return unsupported(c, id, "splits the batch dim");
+    int64_t outer = 1, nn = w.d[ax], inner = 1;
+    for (int d = 0; d < ax; d++) outer *= w.d[d];
+    for (int d = ax + 1; d < w.rank; d++) inner *= w.d[d];
+    int parts = op == OP_CONCAT ? n->n_in : op == OP_SPLIT ? n->n_out : 1;
+    int64_t at = op == OP_SLICE ? n->attr[1].i : 0;
+    for (int k = 0; k < parts; k++) {
+        ValueId pv = op == OP_CONCAT ? n->in[k] : n->out[k];
+        int64_t pn = L(c, pv).d[ax];
+        StrBuf b;
+        sb_init(&b);
+        sb_printf(&b, "const int64_t o = i / %lld, j = (i / %lld) %% %lld, q = i %% %lld;\n        ",
+                  (long long)(pn * inner), (long long)inner, (long long)pn, (long long)inner);
+        if (op == OP_CONCAT)
+            sb_printf(&b, "a1[(o * %lld + %lld + j) * %lld + q] = a0[i];", (long long)nn, (long long)at,
+                      (long long)inner);
+        else
+            sb_printf(&b, "a1[i] = a0[(o * %lld + %lld + j) * %lld + q];", (long long)nn, (long long)at,
+                      (long long)inner);
+        KArg a[2] = {{op == OP_CONCAT ? pv : whole, 0, 0}, {op == OP_CONCAT ? whole : pv, 1, 0}};
+        cg_kernel(c, id, 2, a, outer * pn * inner, "", sb_cstr(&b));
+        sb_free(&b);
+        at += pn;
+    }
+    return true;
+}
+
+static bool emit_reduce(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    Shape x = L(c, n->in[0]);
+    int ax = (int)(n->attr[0].i < 0 ? n->attr[0].i + x.rank : n->attr[0].i);
+    if (ax == 0 && c->lp->v[n->in[0]].split) return unsupported(c, id, "reduces the batch dim");
+    int64_t outer = 1, nn = x.d[ax], inner = 1;
+    for (int d = 0; d < ax; d++) outer *= x.d[d];
+    for (int d = ax + 1; d < x.rank; d++) inner *= x.d[d];
+    StrBuf b;
+    sb_init(&b);
+    sb_printf(&b, "const float *p = a0 + (i / %lld) * %lld + i %% %lld;\n        ", (long long)inner,
+              (long long)(nn * inner), (long long)inner);
+    if (n->op == OP_REDUCE_MAX_BWD) {
+        sb_printf(&b, "float *dx = a3 + (i / %lld) * %lld + i %% %lld;\n"
+                      "        for (int64_t j = 0; j < %lld; j++) dx[j * %lld] = p[j * %lld] == a1[i] ? a2[i] : 0.0f;",
+                  (long long)inner, (long long)(nn * inner), (long long)inner, (long long)nn,
+                  (long long)inner, (long long)inner);
+        KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
+        cg_kernel(c, id, 4, a, outer * inner, "", sb_cstr(&b));
+    } else {
+        bool mx = n->op == OP_REDUCE_MAX;
+        sb_printf(&b, "double s = %s;\n        for (int64_t j = 0; j < %lld; j++) s = %s;\n"
+                      "        a1[i] = (float)(s%s);",
+                  mx ? "-INFINITY" : "0", (long long)nn,
+                  mx ? "fmax(s, p[j * INNER])" : "s + p[j * INNER]",
+                  n->op == OP_REDUCE_MEAN ? " / NN" : "");
+        /* substitute INNER and NN */
+        StrBuf f;
+        sb_init(&f);
+        for (const char *p = sb_cstr(&b); *p; p++) {
+            if (!strncmp(p, "INNER", 5)) { sb_printf(&f, "%lld", (long long)inner); p += 4; }
+            else if (!strncmp(p, "NN", 2)) { sb_printf(&f, "%lld.0", (long long)nn); p += 1; }
+            else sb_putc(&f, *p);
+        }
+        KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
+        cg_kernel(c, id, 2, a, outer * inner, "", sb_cstr(&f));
+        sb_free(&f);
+    }
+    sb_free(&b);
+    return true;
+}
+
+static bool emit_sumsq(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    char body[256];
+    snprintf(body, sizeof body,
+             "double s = 0;\n        for (int64_t j = 0; j < %lld; j++) s += (double)a0[j] * a0[j];\n"
+             "        a1[i] = (float)s;",
+             (long long)numel(L(c, cg_read(c, n->in[0]))));
+    KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 2, a, 1, "", body);
+    return true;
+}
+
+static bool emit_grad_coef(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    char body[512];
+    snprintf(body, sizeof body,
+             "const double sumsq = a0[0], scale = a1[0], norm = sqrt(sumsq) / scale, mx = %.17g;\n"
+             "        double coef = 1 / scale;\n"
+             "        if (!isfinite(sumsq)) coef = NAN;\n"
+             "        else if (mx > 0 && norm > mx) coef *= mx / (norm + 1e-6);\n"
+             "        a2[i] = (float)coef;",
+             n->attr[0].f);
+    KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 3, a, 1, "", body);
+    return true;
+}
+
+static bool emit_loss_scale_update(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    char body[512];
+    snprintf(body, sizeof body,
+             "double scale = a0[0], good = a1[0];\n"
+             "        if (!isfinite(a2[0])) { scale *= %.17g; good = 0; }\n"
+             "        else if (++good >= %lld) { scale *= %.17g; good = 0; }\n"
+             "        a3[i] = (float)scale;\n        a4[i] = (float)good;",
+             n->attr[1].f, (long long)n->attr[2].i, n->attr[0].f);
+    KArg a[5] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
+    cg_kernel(c, id, 5, a, 1, "", body);
+    return true;
+}
+
+/* adamw and sgd: element-wise; results may be written over their leaves
+ * (the lowering aliases them), so each point reads everything first. */
+static bool emit_optimizer(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    if (!float_only(c, id)) return false;
+    const Attr *at = n->attr;
+    char pro[512], body[1024];
+    int64_t N = numel(L(c, n->in[0]));
+    /* ZeRO: this rank's slice; the parameter (and a stage-1 gradient) are
+     * whole, so their pointers move to the slice */
+    const LowerNode *ln = &c->lp->n[id];
+    int64_t pshift = 0, gshift = 0;
+    if (ln->zero) {
+        N = ln->zchunk;
+        pshift = N;
+        gshift = cg_read(c, n->in[1]) == n->in[1] ? N : 0;
+    }
+    if (n->op == OP_ADAMW) {
+        /* scalars in double once; the per-element update in float (vectorizes) */
+        snprintf(pro, sizeof pro,
+                 "const double lr = a4[0], step = a5[0], coef = a6[0];\n"
+                 "    const double bc1 = 1 - pow(%.17g, step), bc2 = 1 - pow(%.17g, step);\n"
+                 "    const int skip = !isfinite(coef);\n"
+                 "    const float fc = (float)coef, decay = (float)(1 - lr * %.17g), size = (float)(lr / bc1);\n"
+                 "    const float rb2 = (float)(1 / sqrt(bc2));\n",
+                 at[0].f, at[1].f, at[3].f);
+        snprintf(body, sizeof body,
+                 "if (skip) { a7[i] = a0[i]; a8[i] = a2[i]; a9[i] = a3[i]; } else {\n"
+                 "        const float g = a1[i] * fc, p = a0[i] * decay;\n"
+                 "        const float m = %.9gf * a2[i] + %.9gf * g, v = %.9gf * a3[i] + %.9gf * g * g;\n"
+                 "        a7[i] = p - size * m / (sqrtf(v) * rb2 + %.9gf);\n"
+                 "        a8[i] = m;\n        a9[i] = v;\n        }",
+                 at[0].f, 1 - at[0].f, at[1].f, 1 - at[1].f, at[2].f);
+        KArg a[10];
+        for (int i = 0; i < 7; i++) a[i] = (KArg){n->in[i], 0, 0};
+        for (int i = 0; i < 3; i++) a[7 + i] = (KArg){n->out[i], 1, 0};
+        a[0].zshift = pshift;
+        a[1].zshift = gshift;
+        cg_kernel(c, id, 10, a, N, pro, body);
+    } else {
+        snprintf(pro, sizeof pro, "const double lr = a3[0], coef = a4[0];\n    const int skip = !isfinite(coef);\n");
+        snprintf(body, sizeof body,
+                 "if (skip) { a5[i] = a0[i]; a6[i] = a2[i]; } else {\n"
+                 "        const double d = a1[i] * coef + %.17g * a0[i];\n"
+                 "        const double m = %.17g * a2[i] + d;\n"
+                 "        a5[i] = (float)(a0[i] - lr * m);\n        a6[i] = (float)m;\n        }",
+                 at[1].f, at[0].f);
+        KArg a[7];
+        for (int i = 0; i < 5; i++) a[i] = (KArg){n->in[i], 0, 0};
+        for (int i = 0; i < 2; i++) a[5 + i] = (KArg){n->out[i], 1, 0};
+        a[0].zshift = pshift;
+        a[1].zshift = gshift;
+        cg_kernel(c, id, 7, a, N, pro, body);
+    }
+    return true;
+}
+
+CgEmitFn cg_emitter(int op) {
+    switch (op) {
+#define CG(o, fn) case o: return fn;
+#include "cg_ops.def"
+#undef CG
+    default: return NULL;
+    }
+}

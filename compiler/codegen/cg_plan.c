@@ -1,0 +1,70 @@
+/*
+ * cg_plan.c — the plan JSON as written beside the generated code: the
+ * planner's JSON (solver/plan.c) with the static memory plan's figures added
+ * to its "memory" object: planned_arena_bytes, lower_bound_bytes and
+ * planned_over_predicted (the arena over the ILP's predicted peak), and a
+ * "lowering" object counting the collectives the program runs per step.
+ */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg.h"
+#include "ops.h"
+
+char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predicted) {
+    cJSON *root = cJSON_Parse(plan_json);
+    *predicted = 0;
+    if (!root) return NULL;
+    /* timings differ from run to run: generated files must not */
+    cJSON *sol = cJSON_GetObjectItemCaseSensitive(root, "solver");
+    if (sol) {
+        cJSON_DeleteItemFromObjectCaseSensitive(sol, "time_s");
+        cJSON_DeleteItemFromObjectCaseSensitive(sol, "compile_s");
+    }
+    cJSON *mem = cJSON_GetObjectItemCaseSensitive(root, "memory");
+    if (!mem) mem = cJSON_AddObjectToObject(root, "memory");
+    cJSON *pp = cJSON_GetObjectItemCaseSensitive(mem, "predicted_peak_bytes");
+    if (cJSON_IsNumber(pp)) *predicted = pp->valuedouble;
+    cJSON_DeleteItemFromObjectCaseSensitive(mem, "planned_arena_bytes");
+    cJSON_DeleteItemFromObjectCaseSensitive(mem, "lower_bound_bytes");
+    cJSON_AddNumberToObject(mem, "planned_arena_bytes", (double)lp->arena_bytes);
+    cJSON_AddNumberToObject(mem, "lower_bound_bytes", (double)lp->lower_bound_bytes);
+    if (*predicted > 0)
+        cJSON_AddNumberToObject(mem, "planned_over_predicted", (double)lp->arena_bytes / *predicted);
+    /* the collectives the program runs per step, per rank (bytes of the local
+     * buffer going in: the whole tensor for all-reduce and reduce-scatter,
+     * the slice for all-gather), to set beside what the planner priced */
+    double ar = 0, rs = 0, ag = 0;
+    int nar = 0, nrs = 0, nag = 0;
+    const Graph *g = lp->g;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const LowerNode *ln = &lp->n[id];
+        for (int k = 0; k < ln->n_reduce; k++, nar++) ar += (double)lp->v[ln->reduce[k]].bytes;
+        for (int k = 0; k < ln->n_rs; k++, nrs++) rs += (double)lp->v[ln->rs[k]].bytes;
+        if (ln->zero) {
+            nag++;
+            ag += 4.0 * (double)ln->zchunk;
+        }
+    }
+    for (int k = 0; k < lp->n_out_reduce; k++, nar++) ar += (double)lp->v[lp->out_reduce[k]].bytes;
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "lowering");
+    cJSON *low = cJSON_AddObjectToObject(root, "lowering");
+    cJSON_AddNumberToObject(low, "data_parallel_ranks", lp->opt.dp);
+    cJSON_AddNumberToObject(low, "zero_stage", lp->opt.zero);
+    cJSON_AddNumberToObject(low, "all_reduce_count", nar);
+    cJSON_AddNumberToObject(low, "all_reduce_bytes", ar);
+    cJSON_AddNumberToObject(low, "reduce_scatter_count", nrs);
+    cJSON_AddNumberToObject(low, "reduce_scatter_bytes", rs);
+    cJSON_AddNumberToObject(low, "all_gather_count", nag);
+    cJSON_AddNumberToObject(low, "all_gather_bytes", ag);
+    char *txt = cJSON_Print(root);
+    cJSON_Delete(root);
+    size_t n = strlen(txt);
+    char *out = malloc(n + 2);
+    memcpy(out, txt, n);
+    out[n] = '\n';
+    out[n + 1] = 0;
+    free(txt);
+    return out;
+}

@@ -1,0 +1,531 @@
+/*
+ * lower.c — the per-rank program (see lower.h): batch split over the
+ * iteration spaces, partial sums and where they are reduced, storage
+ * aliases, live intervals and the static memory plan (memplan.c).
+ */
+#include "lower.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "memplan.h"
+#include "ops.h"
+
+/* Ops that are linear in every operand: a sum of partial operands gives a
+ * partial result, so the reduction can wait for a later consumer. */
+static bool op_linear(int op) {
+    switch (op) {
+    case OP_ADD: case OP_SUB: case OP_SCALE: case OP_RESHAPE: case OP_SUM_TO:
+    case OP_POS_EMBEDDING_DW: case OP_PERMUTE: case OP_CONCAT: case OP_SLICE: case OP_SPLIT:
+    case OP_EXPAND:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Ops whose result may take over an operand's buffer in place: every result
+ * element reads only the same element of that operand. */
+static int op_in_place_operand(const Graph *g, const Node *n) {
+    switch (n->op) {
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+        for (int i = 0; i < 2; i++)
+            if (ir_shape_eq(ir_val(g, n->in[i])->shape, ir_val(g, n->out[0])->shape)) return i;
+        return -1;
+    case OP_SCALE: case OP_GELU: case OP_RELU: case OP_SILU: case OP_TANH: case OP_EXP:
+        return 0;
+    case OP_GELU_BWD: case OP_RELU_BWD: case OP_SILU_BWD: case OP_TANH_BWD:
+        return 1;
+    default:
+        return -1;
+    }
+}
+
+/* ZeRO-2: the gradient x is reduce-scattered into a new slice value read by
+ * x's consumers from node id on. */
+static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x, int64_t chunk) {
+    LowerNode *ln = &p->n[id];
+    ValueId e = p->n_values++;
+    p->v[e] = (LowerValue){.local = ir_shape(1, &chunk), .storage = e, .offset = -1,
+                           .bytes = chunk * ir_dtype_size(ir_val(g, x)->dtype), .zchunk = chunk,
+                           .redirect = IR_NONE};
+    StrBuf nm;
+    sb_init(&nm);
+    sb_printf(&nm, "%s.shard", ir_val(g, x)->name);
+    p->v[e].name = ir_strdup(sb_cstr(&nm)); /* freed by lower_free */
+    sb_free(&nm);
+    p->v[e].added_first = id;
+    ln->rs[ln->n_rs] = x;
+    ln->rs_to[ln->n_rs++] = e;
+    p->v[x].redirect = e;
+    p->v[x].redirect_from = id;
+}
+
+/* ZeRO-2: a parameter gradient is final where it is defined; it is
+ * reduce-scattered right after, so the whole gradient lives one node only. */
+static void scatter_final(const Graph *g, LowerProgram *p, NodeId id, bool *pending, const int64_t *zgrad) {
+    const Node *n = ir_node(g, id);
+    for (int o = 0; o < n->n_out; o++) {
+        ValueId v = n->out[o];
+        if (zgrad[v] > 0 && pending[v] && id + 1 < g->n_nodes) {
+            reduce_scatter(g, p, id + 1, v, zgrad[v]);
+            pending[v] = false;
+        }
+    }
+}
+
+static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending, const int64_t *zgrad,
+                       StrBuf *err) {
+    const Node *n = ir_node(g, id);
+    LowerNode *ln = &p->n[id];
+    const OpInfo *oi = ir_op(n->op);
+    if (n->op == OP_RESHAPE) { /* a view: the leading dim must survive */
+        const Value *x = ir_val(g, n->in[0]), *y = ir_val(g, n->out[0]);
+        LowerValue *lx = &p->v[n->in[0]], *ly = &p->v[n->out[0]];
+        if (lx->split && (y->shape.rank == 0 || y->shape.d[0] != x->shape.d[0])) {
+            sb_printf(err, "reshape %%%s changes the batch dim", y->name);
+            return false;
+        }
+        ly->split = lx->split;
+        ly->partial = pending[n->in[0]];
+        return true;
+    }
+    IterSpace is;
+    ir_itspace(g, id, &is);
+    bool it_split[IR_MAX_ITERS] = {0};
+    for (int i = 0; i < n->n_in; i++) {
+        if (!p->v[n->in[i]].split) continue;
+        const DimMap *dm = &is.in[i][0];
+        if (dm->n == 0) {
+            sb_printf(err, "%s reads operand %d of %%%s whole along the batch dim", oi->name, i,
+                      ir_val(g, n->out[0])->name);
+            return false;
+        }
+        it_split[dm->it[0]] = true;
+    }
+    /* every operand a split iterator indexes must be split the same way */
+    for (int i = 0; i < n->n_in; i++)
+        for (int d = 0; d < is.in_rank[i]; d++)
+            for (int k = 0; k < is.in[i][d].n; k++)
+                if (it_split[is.in[i][d].it[k]] && !(d == 0 && k == 0 && p->v[n->in[i]].split)) {
+                    sb_printf(err, "%s: operand %d of %%%s meets the batch split in dim %d",
+                              oi->name, i, ir_val(g, n->out[0])->name, d);
+                    return false;
+                }
+    bool partial = false;
+    for (int j = 0; j < is.n_iters; j++) {
+        if (!it_split[j]) continue;
+        bool indexes = false;
+        for (int o = 0; o < is.n_out; o++)
+            for (int d = 0; d < is.out_rank[o]; d++)
+                for (int k = 0; k < is.out[o][d].n; k++)
+                    if (is.out[o][d].it[k] == j) {
+                        if (d != 0 || k != 0) {
+                            sb_printf(err, "%s: the batch split moves to dim %d of %%%s", oi->name,
+                                      d, ir_val(g, n->out[o])->name);
+                            return false;
+                        }
+                        indexes = true;
+                    }
+        if (!indexes && is.iters[j].kind != IT_SUM) {
+            sb_printf(err, "%s %%%s cannot split its iterator %s over the batch", oi->name,
+                      ir_val(g, n->out[0])->name, is.iters[j].name);
+            return false;
+        }
+        if (!indexes) partial = true;
+    }
+    for (int o = 0; o < n->n_out; o++) {
+        bool s = false;
+        for (int d = 0; d < is.out_rank[o] && d < 1; d++)
+            if (is.out[o][0].n > 0 && it_split[is.out[o][0].it[0]]) s = true;
+        p->v[n->out[o]].split = s;
+    }
+    /* partial operands: keep them partial through a linear op whose float
+     * operands are all partial; otherwise reduce them before this node */
+    bool all_partial = true, any_partial = false;
+    for (int i = 0; i < n->n_in; i++) {
+        const Value *x = ir_val(g, n->in[i]);
+        if (!ir_dtype_is_float(x->dtype)) continue;
+        if (pending[n->in[i]]) any_partial = true;
+        else all_partial = false;
+    }
+    if (any_partial && op_linear(n->op) && all_partial && !partial) {
+        for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = true;
+        scatter_final(g, p, id, pending, zgrad);
+        return true;
+    }
+    bool scattered = false;
+    for (int i = 0; i < n->n_in; i++) { /* reads a gradient slice */
+        const LowerValue *lx = &p->v[n->in[i]];
+        if (lx->redirect != IR_NONE && lx->redirect_from <= id && p->v[lx->redirect].zchunk) scattered = true;
+    }
+    for (int i = 0; i < n->n_in; i++) {
+        ValueId x = n->in[i];
+        if (!pending[x]) continue;
+        if (zgrad[x] > 0) { /* ZeRO-2: each rank keeps the sum of its slice only */
+            if (p->v[x].redirect == IR_NONE) reduce_scatter(g, p, id, x, zgrad[x]);
+            pending[x] = false;
+            scattered = true;
+            continue;
+        }
+        bool dup = false;
+        for (int k = 0; k < ln->n_reduce; k++) dup |= ln->reduce[k] == x;
+        if (!dup) ln->reduce[ln->n_reduce++] = x;
+        /* the reduction is in place: the value and its views are whole now */
+        for (ValueId w = 0; w < g->n_values; w++)
+            if (p->v[w].storage == p->v[x].storage) pending[w] = false;
+    }
+    /* a sum over a gradient slice (the norm) is a partial sum over the ranks */
+    if (scattered && n->op != OP_ADAMW && n->op != OP_SGD) partial = true;
+    for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = partial;
+    scatter_final(g, p, id, pending, zgrad);
+    return true;
+}
+
+static ValueId root_of(const LowerProgram *p, ValueId v) {
+    while (p->v[v].storage != v) v = p->v[v].storage;
+    return v;
+}
+
+LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
+    LowerProgram *p = ir_alloc(sizeof *p);
+    memset(p, 0, sizeof *p);
+    p->g = g;
+    p->opt = *o;
+    if (p->opt.dp < 1) p->opt.dp = 1;
+    if (p->opt.alignment <= 0) p->opt.alignment = 256;
+    if (p->opt.zranks <= 0) p->opt.zranks = p->opt.dp;
+    if (p->opt.dp == 1 && p->opt.zero > 1) p->opt.zero = 1;
+    int nv = g->n_values, nn = g->n_nodes;
+    p->v = ir_alloc(sizeof *p->v * (size_t)(3 * nv + 1)); /* room for slices and recomputed copies */
+    p->n_values = nv;
+    p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
+    memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
+    bool *pending = ir_alloc(sizeof(bool) * (size_t)(nv ? nv : 1));
+    memset(pending, 0, sizeof(bool) * (size_t)(nv ? nv : 1));
+    int *last_use = ir_alloc(sizeof(int) * (size_t)(nv ? nv : 1));
+    for (ValueId v = 0; v < nv; v++) {
+        p->v[v] = (LowerValue){.storage = v, .offset = -1, .redirect = IR_NONE};
+        last_use[v] = -1;
+    }
+
+    /* 0. ZeRO: optimizer updates on this rank's slice of each parameter whose
+     * size the ranks divide; their state and results are slices */
+    int64_t *zgrad = ir_alloc(sizeof(int64_t) * (size_t)(nv ? nv : 1));
+    memset(zgrad, 0, sizeof(int64_t) * (size_t)(nv ? nv : 1));
+    if (p->opt.zero >= 3) {
+        sb_printf(err, "ZeRO stage 3 (sharded parameters) is not lowered yet");
+        ir_free(zgrad);
+        goto fail;
+    }
+    for (NodeId id = 0; p->opt.zero >= 1 && p->opt.zranks > 1 && id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_ADAMW && n->op != OP_SGD) continue;
+        int64_t numel = ir_shape_numel(ir_val(g, n->in[0])->shape);
+        if (numel % p->opt.zranks) continue; /* stays whole (stage 0) */
+        int64_t chunk = numel / p->opt.zranks;
+        p->n[id].zero = p->opt.zero;
+        p->n[id].zchunk = chunk;
+        int n_state = n->op == OP_ADAMW ? 2 : 1;
+        for (int k = 0; k < n_state; k++) p->v[n->in[2 + k]].zchunk = chunk;
+        for (int k = 0; k < n->n_out; k++) p->v[n->out[k]].zchunk = chunk;
+        if (p->opt.zero >= 2) zgrad[n->in[1]] = chunk;
+    }
+
+    /* 1. storage aliases: reshape views; optimizer results over their leaf;
+     * sum_to(matmul(a, b){ta=1}) over the batch dims is one GEMM (the sum
+     * over the batch is part of its K), so the batched product never exists */
+    for (NodeId id = 0; id < nn; id++) {
+        p->n[id].sum_into = p->n[id].ce_grad = IR_NONE;
+        p->n[id].acc_into = IR_NONE;
+    }
+    /* add(embedding_dw(...), x), each read only there, x made earlier: the
+     * scatter adds into x's buffer (a tied embedding's two gradients) */
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_ADD) continue;
+        for (int k = 0; k < 2; k++) {
+            ValueId e = n->in[k], x = n->in[1 - k];
+            const Value *ev = ir_val(g, e), *xv = ir_val(g, x);
+            if (ev->def == IR_NONE || xv->def == IR_NONE || ir_node(g, ev->def)->op != OP_EMBEDDING_DW) continue;
+            if (xv->def >= ev->def || !ir_shape_eq(ev->shape, xv->shape) || ir_shape_eq(xv->shape, ir_val(g, n->out[0])->shape) == false)
+                continue;
+            int readers = 0;
+            for (NodeId r = 0; r < nn; r++)
+                for (int i = 0; i < ir_node(g, r)->n_in; i++)
+                    readers += ir_node(g, r)->in[i] == e || ir_node(g, r)->in[i] == x;
+            if (readers != 2 || (xv->flags & (VF_OUTPUT | VF_SAVED)) || p->v[x].storage != x) continue;
+            p->n[ev->def].acc_into = x;
+            p->n[id].fused = true;
+            p->v[e].storage = x;
+            p->v[n->out[0]].storage = x;
+            break;
+        }
+    }
+    /* cross_entropy and its backward read the same logits and nothing else
+     * does: one pass gives the loss and, in place, softmax - onehot */
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_CROSS_ENTROPY) continue;
+        ValueId lg = n->in[0];
+        const Value *lv = ir_val(g, lg);
+        if (lv->def == IR_NONE || (lv->flags & VF_OUTPUT)) continue;
+        NodeId bwd = IR_NONE;
+        int others = 0;
+        for (NodeId r = 0; r < nn; r++) {
+            const Node *m = ir_node(g, r);
+            for (int i = 0; i < m->n_in; i++)
+                if (m->in[i] == lg && r != id) {
+                    if (m->op == OP_CROSS_ENTROPY_BWD && i == 0 && m->in[1] == n->in[1] && bwd == IR_NONE) bwd = r;
+                    else others++;
+                }
+        }
+        if (bwd == IR_NONE || others) continue;
+        p->n[id].ce_grad = bwd;
+        p->n[bwd].fused = true;
+        p->v[ir_node(g, bwd)->out[0]].storage = lg;
+    }
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_MATMUL || n->attr[0].i != 1 || n->attr[1].i != 0) continue;
+        Shape a = ir_val(g, n->in[0])->shape, b = ir_val(g, n->in[1])->shape, y = ir_val(g, n->out[0])->shape;
+        if (a.rank < 3 || a.rank != b.rank || a.rank != y.rank) continue;
+        bool same = true;
+        for (int d = 0; d < a.rank - 2; d++) same &= a.d[d] == y.d[d] && b.d[d] == y.d[d];
+        NodeId reader = IR_NONE;
+        int readers = 0;
+        for (NodeId r = id + 1; r < nn; r++)
+            for (int i = 0; i < ir_node(g, r)->n_in; i++)
+                if (ir_node(g, r)->in[i] == n->out[0]) { reader = r; readers++; }
+        if (!same || readers != 1 || ir_node(g, reader)->op != OP_SUM_TO) continue;
+        Shape s2 = ir_val(g, ir_node(g, reader)->out[0])->shape;
+        if (s2.rank != 2 || s2.d[0] != y.d[y.rank - 2] || s2.d[1] != y.d[y.rank - 1]) continue;
+        if (ir_val(g, n->out[0])->flags & (VF_SAVED | VF_OUTPUT)) continue;
+        p->n[id].sum_into = reader;
+        p->n[reader].fused = true;
+        p->v[n->out[0]].storage = ir_node(g, reader)->out[0];
+    }
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op == OP_RESHAPE) p->v[n->out[0]].storage = n->in[0];
+    }
+    for (NodeId id = 0; id < nn; id++)
+        for (int i = 0; i < ir_node(g, id)->n_in; i++) {
+            ValueId r = root_of(p, ir_node(g, id)->in[i]);
+            if (id > last_use[r]) last_use[r] = id;
+        }
+    for (ValueId v = 0; v < nv; v++) {
+        const Value *x = ir_val(g, v);
+        if (x->updates == IR_NONE) continue;
+        ValueId leaf = root_of(p, x->updates);
+        /* in place only if nothing reads the leaf after the update and the
+         * update reads it element by element (adamw, sgd, grad_accum) */
+        int op = ir_node(g, x->def)->op;
+        bool elementwise = op == OP_ADAMW || op == OP_SGD || op == OP_GRAD_ACCUM ||
+                           op == OP_LOSS_SCALE_UPDATE;
+        /* a ZeRO slice of a parameter is all-gathered into it instead */
+        bool zero_param = p->v[v].zchunk && ir_val(g, x->updates)->role == ROLE_PARAM;
+        if (elementwise && !zero_param && last_use[leaf] <= x->def && p->v[v].storage == v)
+            p->v[v].storage = leaf;
+    }
+
+    /* 2. batch split and partial sums */
+    for (ValueId v = 0; v < nv; v++) {
+        const Value *x = ir_val(g, v);
+        if (x->role == ROLE_INPUT && p->opt.dp > 1) {
+            if (x->shape.rank == 0 || x->shape.d[0] % p->opt.dp) {
+                sb_printf(err, "input %%%s: batch dim %lld is not divisible by %d ranks", x->name,
+                          (long long)(x->shape.rank ? x->shape.d[0] : 0), p->opt.dp);
+                goto fail;
+            }
+            p->v[v].split = true;
+        }
+    }
+    for (NodeId id = 0; id < nn; id++)
+        if (!split_node(g, p, id, pending, zgrad, err)) {
+            ir_free(zgrad);
+            goto fail;
+        }
+    ir_free(zgrad);
+    for (int i = 0; i < g->n_outputs; i++)
+        if (pending[g->outputs[i]] && p->n_out_reduce < 8)
+            p->out_reduce[p->n_out_reduce++] = g->outputs[i];
+    for (ValueId v = 0; v < nv; v++) {
+        const Value *x = ir_val(g, v);
+        Shape s = x->shape;
+        if (p->v[v].split) s.d[0] /= p->opt.dp;
+        if (p->v[v].zchunk) s = ir_shape(1, &p->v[v].zchunk);
+        p->v[v].local = s;
+        p->v[v].bytes = ir_shape_numel(s) * ir_dtype_size(x->dtype);
+    }
+    /* recompute: a chosen block instance's forward nodes re-run just before
+     * its first backward node, writing copies that the backward reads */
+    for (int b = 0; o->recompute && b < g->n_blocks; b++)
+        for (int inst = 0; inst < o->recompute[b] && inst < g->blocks[b].n_instances; inst++) {
+            NodeId b0 = IR_NONE;
+            int nf = 0;
+            for (NodeId id = 0; id < nn; id++) {
+                const Node *n = ir_node(g, id);
+                if (n->block != b || n->instance != inst) continue;
+                Role r = ir_val(g, n->out[0])->role;
+                if (r == ROLE_ACT) nf++;
+                if (r == ROLE_GRAD && b0 == IR_NONE) b0 = id;
+            }
+            if (b0 == IR_NONE || !nf) continue;
+            LowerNode *ln = &p->n[b0];
+            ln->recompute = ir_alloc(sizeof(NodeId) * (size_t)nf);
+            for (NodeId id = 0; id < b0; id++) {
+                const Node *n = ir_node(g, id);
+                if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
+                ln->recompute[ln->n_recompute++] = id;
+                for (int k = 0; k < n->n_out; k++) {
+                    ValueId v = n->out[k], e = p->n_values++;
+                    p->v[e] = p->v[v];
+                    p->v[e].storage = e;
+                    p->v[e].redirect = IR_NONE;
+                    p->v[e].added_first = b0;
+                    if (n->op == OP_RESHAPE) { /* a view of the (recomputed) operand */
+                        ValueId x = n->in[0];
+                        p->v[e].storage = p->v[x].redirect != IR_NONE ? p->v[x].redirect : x;
+                    }
+                    StrBuf nm;
+                    sb_init(&nm);
+                    sb_printf(&nm, "%s.recomputed", ir_val(g, v)->name);
+                    p->v[e].name = ir_strdup(sb_cstr(&nm));
+                    sb_free(&nm);
+                    p->v[v].redirect = e;
+                    p->v[v].redirect_from = b0;
+                }
+            }
+        }
+    /* reads of a reduce-scattered gradient from its scatter on read the slice */
+    int ntot = p->n_values;
+    last_use = ir_realloc(last_use, sizeof(int) * (size_t)ntot);
+    for (ValueId v = 0; v < ntot; v++) last_use[v] = -1;
+    for (NodeId id = 0; id < nn; id++)
+        for (int i = 0; i < ir_node(g, id)->n_in; i++) {
+            ValueId x = ir_node(g, id)->in[i];
+            if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
+            ValueId r = root_of(p, x);
+            if (id > last_use[r]) last_use[r] = id;
+        }
+    for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run */
+        for (int k = 0; k < p->n[id].n_recompute; k++) {
+            const Node *f = ir_node(g, p->n[id].recompute[k]);
+            for (int i = 0; i < f->n_in; i++) {
+                ValueId x = f->in[i];
+                if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
+                ValueId r = root_of(p, x);
+                if (id > last_use[r]) last_use[r] = id;
+            }
+        }
+    for (NodeId id = 0; id < nn; id++) /* the scatter reads the whole gradient */
+        for (int k = 0; k < p->n[id].n_rs; k++) {
+            ValueId r = root_of(p, p->n[id].rs[k]);
+            if (id > last_use[r]) last_use[r] = id;
+        }
+
+    /* 3. buffers: one per storage root, live from its definition (leaves:
+     * always) to the last read of it or any of its views */
+    int *buf_of = ir_alloc(sizeof(int) * (size_t)ntot);
+    MemBuffer *bufs = ir_alloc(sizeof(MemBuffer) * (size_t)ntot);
+    ValueId *buf_val = ir_alloc(sizeof(ValueId) * (size_t)ntot);
+    int nb = 0;
+    for (ValueId v = 0; v < ntot; v++) {
+        buf_of[v] = -1;
+        if (root_of(p, v) != v) continue;
+        bool added = v >= nv;
+        const Value *x = added ? NULL : ir_val(g, v);
+        bool leaf = !added && x->def == IR_NONE;
+        int first = leaf ? 0 : added ? p->v[v].added_first : x->def;
+        int last = leaf ? nn : (last_use[v] < first ? first : last_use[v]);
+        bufs[nb] = (MemBuffer){.size = p->v[v].bytes, .first = first, .last = last, .reuse = -1};
+        buf_val[nb] = v;
+        buf_of[v] = nb++;
+    }
+    for (ValueId v = 0; v < nv; v++) { /* views and in-place results extend their root */
+        ValueId r = root_of(p, v);
+        const Value *x = ir_val(g, v);
+        MemBuffer *b = &bufs[buf_of[r]];
+        if (x->flags & VF_OUTPUT || x->updates != IR_NONE) b->last = nn;
+        if (x->def != IR_NONE && x->def < b->first) b->first = x->def;
+    }
+    for (ValueId v = 0; v < nv; v++) { /* partial results that are read after the step */
+        if (root_of(p, v) != v) continue;
+        ValueId r = v;
+        for (ValueId w = 0; w < nv; w++)
+            if (root_of(p, w) == r && last_use[w] > bufs[buf_of[r]].last)
+                bufs[buf_of[r]].last = last_use[w];
+    }
+    for (NodeId id = 0; id < nn; id++) { /* in-place candidates */
+        const Node *n = ir_node(g, id);
+        int k = op_in_place_operand(g, n);
+        if (k < 0 || root_of(p, n->out[0]) != n->out[0]) continue;
+        ValueId src = root_of(p, n->in[k]);
+        if (ir_val(g, src)->def == IR_NONE || p->n[id].n_reduce) continue;
+        MemBuffer *a = &bufs[buf_of[n->out[0]]], *b = &bufs[buf_of[src]];
+        if (b->last == id && b->size >= a->size && ir_val(g, src)->dtype == ir_val(g, n->out[0])->dtype)
+            a->reuse = buf_of[src];
+    }
+    MemPlanStats st = mem_plan(bufs, nb, p->opt.alignment);
+    char why[200];
+    if (!mem_plan_check(bufs, nb, st.arena_bytes, p->opt.alignment, why, sizeof why))
+        ir_panic(__FILE__, __LINE__, "memory plan: %s", why);
+    p->arena_bytes = st.arena_bytes;
+    p->lower_bound_bytes = st.lower_bound_bytes;
+    p->n_in_place = st.n_in_place;
+    p->n_buffers = nb;
+    for (ValueId v = 0; v < ntot; v++) p->v[v].offset = bufs[buf_of[root_of(p, v)]].offset;
+    ir_free(buf_of);
+    ir_free(bufs);
+    ir_free(buf_val);
+    ir_free(pending);
+    ir_free(last_use);
+    return p;
+fail:
+    ir_free(pending);
+    ir_free(last_use);
+    lower_free(p);
+    return NULL;
+}
+
+void lower_free(LowerProgram *p) {
+    if (!p) return;
+    for (int v = p->g->n_values; v < p->n_values; v++) ir_free((void *)p->v[v].name);
+    ir_free(p->v);
+    for (int i = 0; i < p->g->n_nodes; i++) ir_free(p->n[i].recompute);
+    ir_free(p->n);
+    ir_free(p);
+}
+
+static const char *vname(const LowerProgram *p, ValueId v) {
+    return v < p->g->n_values ? ir_val(p->g, v)->name : p->v[v].name;
+}
+
+void lower_print(const LowerProgram *p, StrBuf *b) {
+    const Graph *g = p->g;
+    sb_printf(b, "; lowered %s: %d data-parallel ranks, ZeRO stage %d\n", g->name, p->opt.dp, p->opt.zero);
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        const LowerNode *ln = &p->n[id];
+        for (int k = 0; k < ln->n_reduce; k++)
+            sb_printf(b, "  all-reduce %%%s (%lld bytes)\n", vname(p, ln->reduce[k]),
+                      (long long)p->v[ln->reduce[k]].bytes);
+        for (int k = 0; k < ln->n_rs; k++)
+            sb_printf(b, "  reduce-scatter %%%s -> %s\n", vname(p, ln->rs[k]), vname(p, ln->rs_to[k]));
+        for (int k = 0; k < ln->n_recompute; k++)
+            sb_printf(b, "  recompute %%%s\n", vname(p, ir_node(g, ln->recompute[k])->out[0]));
+        sb_printf(b, "%4d %s", id, ir_op(n->op)->name);
+        for (int o = 0; o < n->n_out; o++) {
+            const LowerValue *lv = &p->v[n->out[o]];
+            sb_printf(b, "%s %%%s ", o ? "," : "", vname(p, n->out[o]));
+            ir_shape_print(b, lv->local);
+            sb_printf(b, " @%lld%s", (long long)lv->offset, lv->partial ? " partial" : "");
+        }
+        if (ln->zero) sb_printf(b, "  (ZeRO slice of %lld, then all-gather)", (long long)ln->zchunk);
+        if (ln->sum_into != IR_NONE) sb_puts(b, "  (sums into the next sum_to)");
+        sb_puts(b, "\n");
+    }
+    sb_printf(b, "; arena %lld bytes, lower bound %lld, %d buffers, %d in place\n", (long long)p->arena_bytes,
+              (long long)p->lower_bound_bytes, p->n_buffers, p->n_in_place);
+}

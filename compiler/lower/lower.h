@@ -1,0 +1,103 @@
+/*
+ * lower.h — from a training graph and a plan to one local program per rank
+ * (SPMD): local shapes, the collectives at each resharding point, buffer
+ * aliases and the static memory plan.
+ *
+ * Takes: a verified training graph (ad_build) and the data-parallel degree
+ * (the number of ranks the batch is split over; 1: single device).
+ * Gives: a LowerProgram: the schedule (the graph's nodes in order), per value
+ * its local shape, whether it is a pending partial sum over the data-parallel
+ * ranks, the value whose storage it shares (reshape views, optimizer results
+ * written over the leaf they update), its arena offset; per node the
+ * all-reduces to run before it. The caller frees it with lower_free().
+ *
+ * The batch split follows the iteration spaces: an input's leading dim is
+ * split; an iterator indexing a split operand dim is split; a result dim
+ * indexed (outermost) by a split iterator is split; a split SUM iterator
+ * leaves the result a partial sum. Linear ops keep partial sums partial; any
+ * other consumer gets the sum (an all-reduce in place) first, so a parameter
+ * gradient is reduced once, right before the gradient norm reads it.
+ */
+#ifndef COLOSSAL_LOWER_H
+#define COLOSSAL_LOWER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ir.h"
+
+typedef struct LowerOptions {
+    int dp;                    /* ranks the batch is split over (>= 1) */
+    int zranks;                /* ranks ZeRO slices over (0: dp); with dp == 1 (a
+                                * replicated plan) every rank holds the whole gradient,
+                                * so stage 2 lowers as stage 1 */
+    int zero;                  /* ZeRO stage over the dp ranks: 0, 1 (optimizer state
+                                * sliced), 2 (and gradients reduce-scattered); 3: not yet */
+    int64_t alignment;         /* arena alignment (COLRT_ALIGN) */
+    const int *recompute;      /* per graph block: its first N instances are recomputed
+                                * (their forward re-runs just before their backward);
+                                * NULL: none */
+} LowerOptions;
+
+typedef struct LowerValue {
+    Shape local;               /* this rank's shape */
+    bool split;                /* leading dim split over the dp ranks */
+    bool partial;              /* a pending sum over the dp ranks when defined */
+    ValueId storage;           /* the value whose buffer this one uses (itself if none) */
+    int64_t offset;            /* arena offset of storage's buffer; -1 if none */
+    int64_t bytes;             /* local bytes */
+    int64_t zchunk;            /* ZeRO: elements of this rank's slice of the flattened
+                                * tensor (the local data is that slice); 0: not sliced */
+    ValueId redirect;          /* ZeRO-2 gradient: read as this slice value from node
+                                * redirect_from on; IR_NONE otherwise */
+    int redirect_from;
+    const char *name;          /* for values the lowering adds (gradient slices,
+                                * recomputed activations) */
+    int added_first;           /* an added value: the node where it is first written */
+} LowerValue;
+
+typedef struct LowerNode {
+    int n_reduce;              /* all-reduce (sum over dp ranks) these operands first */
+    ValueId reduce[IR_MAX_IN];
+    int n_rs;                  /* ZeRO-2: reduce-scatter rs[k] into rs_to[k] first */
+    ValueId rs[IR_MAX_IN], rs_to[IR_MAX_IN];
+    NodeId sum_into;           /* a batched matmul summed by this sum_to node: one GEMM
+                                * over the flattened batch writes the sum; IR_NONE */
+    bool fused;                /* a sum_to done by the matmul before it; a
+                                * cross_entropy_bwd done by the cross_entropy */
+    ValueId acc_into;          /* embedding_dw: scatter-add into this value's buffer
+                                * (the other operand of the add that sums them); IR_NONE */
+    NodeId ce_grad;            /* cross_entropy: also writes this cross_entropy_bwd's
+                                * gradient, in place over the logits; IR_NONE */
+    int n_recompute;           /* forward nodes to re-run (recompute) before this node, */
+    NodeId *recompute;         /* writing the copies their results redirect to */
+    int zero;                  /* an optimizer update on this rank's ZeRO slice: the
+                                * stage (its parameter result is all-gathered after) */
+    int64_t zchunk;
+} LowerNode;
+
+typedef struct LowerProgram {
+    const Graph *g;
+    LowerOptions opt;
+    LowerValue *v;             /* per value, then the values the lowering adds */
+    int n_values;              /* g->n_values + added */
+    LowerNode *n;              /* per node */
+    int n_out_reduce;          /* graph outputs that are partial: reduced after the last node */
+    ValueId out_reduce[8];
+    int64_t arena_bytes;
+    int64_t lower_bound_bytes;
+    int n_in_place;
+    int n_buffers;
+} LowerProgram;
+
+/* Returns NULL with a message in err (a batch the ranks do not divide, an op
+ * the lowering cannot split). */
+LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err);
+void lower_free(LowerProgram *p);
+
+/* The lowered program as text (--dump-after=lower): per node its local
+ * result shapes, arena offsets, and the collectives and recomputation that
+ * run before it; then the arena and the lower bound. */
+void lower_print(const LowerProgram *p, StrBuf *b);
+
+#endif
