@@ -185,11 +185,11 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
         kind = plan_kind(r, &zero);
         dp_like = kind != 0;
     }
-    if (world > 1 && (!dp_like || zero == 3 || (zero && busy_axes > 1))) {
-        diag_plain("generate with --strategy dp|zero1|zero2 (ZeRO on a one-axis mesh such as --mesh 4), "
+    if (world > 1 && (!dp_like || (zero && busy_axes > 1))) {
+        diag_plain("generate with --strategy dp|zero1|zero2|zero3 (ZeRO on a one-axis mesh such as --mesh 4), "
                    "or for one device (--cluster h100:1x1)",
-                   "the plan chose '%s' on a mesh of %d devices; this build lowers data-parallel and "
-                   "ZeRO-1/2 plans only", r->chosen, world);
+                   "the plan chose '%s' on a mesh of %d devices; this build lowers data-parallel, "
+                   "replicated and ZeRO-1/2/3 plans only", r->chosen, world);
         return NULL;
     }
     /* recompute: per graph block, the instances the plan recomputes (selective

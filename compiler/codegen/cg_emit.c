@@ -72,16 +72,17 @@ void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, cons
 }
 
 void cg_ptr(CgCtx *c, StrBuf *b, ValueId v) {
-    const LowerValue *lv = &c->lp->v[v];
-    if (v < c->g->n_values && lv->redirect != IR_NONE && c->cur_node >= lv->redirect_from) {
-        v = lv->redirect;
-        lv = &c->lp->v[v];
-    }
     bool i32 = v < c->g->n_values && ir_val(c->g, v)->dtype == DT_I32;
-    sb_printf(b, "%s(%lld)", i32 ? "CG_I" : "CG_F", (long long)lv->offset);
+    v = cg_read(c, v);
+    sb_printf(b, "%s(%lld)", i32 ? "CG_I" : "CG_F", (long long)c->lp->v[v].offset);
 }
 
 ValueId cg_read(CgCtx *c, ValueId v) {
+    if (c->cur_node >= 0 && c->cur_node < c->g->n_nodes) { /* a ZeRO-3 parameter gathered here */
+        const LowerNode *ln = &c->lp->n[c->cur_node];
+        for (int k = 0; k < ln->n_gather; k++)
+            if (ln->gather[k] == v) return ln->gather_to[k];
+    }
     const LowerValue *lv = &c->lp->v[v];
     return lv->redirect != IR_NONE && c->cur_node >= lv->redirect_from ? lv->redirect : v;
 }
@@ -235,6 +236,11 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
                           c->zaxis, (long long)lp->v[ln->rs[k]].offset, (long long)lp->v[ln->rs_to[k]].offset,
                           (long long)lp->v[ln->rs_to[k]].zchunk, ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
             }
+            for (int k = 0; k < ln->n_gather; k++) { /* ZeRO-3: the whole parameter, for this node */
+                sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %%%s -> %s */\n",
+                          c->zaxis, (long long)lp->v[ln->gather[k]].offset, (long long)lp->v[ln->gather_to[k]].offset,
+                          (long long)lp->v[ln->gather[k]].zchunk, ir_val(g, ln->gather[k])->name, lp->v[ln->gather_to[k]].name);
+            }
             if (ln->n_recompute)
                 sb_printf(c->sched, "    /* recompute: block %s[%d]'s forward again, into fresh buffers */\n",
                           g->blocks[n->block].name, n->instance);
@@ -263,7 +269,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
                 sb_free(&parts[1]);
                 return false;
             }
-            if (ln->zero) { /* the updated slices make the whole parameter again */
+            if (ln->zero && !lp->v[n->in[0]].zchunk) { /* the updated slices make the whole parameter again */
                 sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %%%s <- %%%s */\n",
                           c->zaxis, (long long)lp->v[n->out[0]].offset, (long long)lp->v[n->in[0]].offset,
                           (long long)ln->zchunk, ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
@@ -283,6 +289,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
             }
         }
     }
+    c->cur_node = -1; /* outside the schedule: values as stored */
     sb_printf(m, "static void %s_forward_nodes(%s *M) {\n%s}\n\n", px, px, sb_cstr(&parts[0]));
     sb_printf(m, "static void %s_backward_update_nodes(%s *M) {\n%s", px, px, sb_cstr(&parts[1]));
     /* results that update a leaf somewhere else than in place */
@@ -594,7 +601,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         sb_free(&pxb);
         return false;
     }
-    CgCtx c = {.g = g, .lp = lp, .prefix = sb_cstr(&pxb), .err = &err};
+    CgCtx c = {.g = g, .lp = lp, .prefix = sb_cstr(&pxb), .err = &err, .cur_node = -1};
     for (int a = 0; a < o->mesh_axes; a++)
         if (o->mesh[a] > 1) c.zaxis = a;
     sb_init(&c.kc);

@@ -11,7 +11,8 @@
 
 #include "cg_internal.h"
 
-static Shape L(CgCtx *c, ValueId v) { return c->lp->v[v].local; }
+/* The local shape of what a read of v at the current node reads. */
+static Shape L(CgCtx *c, ValueId v) { return c->lp->v[cg_read(c, v)].local; }
 static int64_t numel(Shape s) { return ir_shape_numel(s); }
 static const Node *N_(CgCtx *c, NodeId id) { return ir_node(c->g, id); }
 
@@ -780,7 +781,7 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
     int64_t pshift = 0, gshift = 0;
     if (ln->zero) {
         N = ln->zchunk;
-        pshift = N;
+        pshift = c->lp->v[n->in[0]].zchunk ? 0 : N; /* stage 3: the parameter is the slice */
         gshift = cg_read(c, n->in[1]) == n->in[1] ? N : 0;
     }
     if (n->op == OP_ADAMW) {

@@ -213,11 +213,6 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
      * size the ranks divide; their state and results are slices */
     int64_t *zgrad = ir_alloc(sizeof(int64_t) * (size_t)(nv ? nv : 1));
     memset(zgrad, 0, sizeof(int64_t) * (size_t)(nv ? nv : 1));
-    if (p->opt.zero >= 3) {
-        sb_printf(err, "ZeRO stage 3 (sharded parameters) is not lowered yet");
-        ir_free(zgrad);
-        goto fail;
-    }
     for (NodeId id = 0; p->opt.zero >= 1 && p->opt.zranks > 1 && id < nn; id++) {
         const Node *n = ir_node(g, id);
         if (n->op != OP_ADAMW && n->op != OP_SGD) continue;
@@ -230,6 +225,12 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         for (int k = 0; k < n_state; k++) p->v[n->in[2 + k]].zchunk = chunk;
         for (int k = 0; k < n->n_out; k++) p->v[n->out[k]].zchunk = chunk;
         if (p->opt.zero >= 2) zgrad[n->in[1]] = chunk;
+        /* stage 3: the parameter itself is a slice, unless a view reads it */
+        bool viewed = false;
+        for (NodeId r = 0; r < nn; r++)
+            viewed |= ir_node(g, r)->op == OP_RESHAPE && ir_node(g, r)->in[0] == n->in[0];
+        if (p->opt.zero >= 3 && !viewed) p->v[n->in[0]].zchunk = chunk;
+        else if (p->opt.zero >= 3) p->n[id].zero = 2;
     }
 
     /* 1. storage aliases: reshape views; optimizer results over their leaf;
@@ -323,8 +324,10 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         int op = ir_node(g, x->def)->op;
         bool elementwise = op == OP_ADAMW || op == OP_SGD || op == OP_GRAD_ACCUM ||
                            op == OP_LOSS_SCALE_UPDATE;
-        /* a ZeRO slice of a parameter is all-gathered into it instead */
-        bool zero_param = p->v[v].zchunk && ir_val(g, x->updates)->role == ROLE_PARAM;
+        /* a ZeRO slice of a whole parameter is all-gathered into it instead
+         * (stage 3: the parameter is a slice too, updated in place) */
+        bool zero_param = p->v[v].zchunk && ir_val(g, x->updates)->role == ROLE_PARAM &&
+                          !p->v[x->updates].zchunk;
         if (elementwise && !zero_param && last_use[leaf] <= x->def && p->v[v].storage == v)
             p->v[v].storage = leaf;
     }
@@ -398,6 +401,35 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 }
             }
         }
+    /* ZeRO-3: every node reading a sliced parameter (itself or in the
+     * recompute before it), except its update, gathers it whole first */
+    for (NodeId id = 0; id < nn; id++) {
+        LowerNode *ln = &p->n[id];
+        const Node *n = ir_node(g, id);
+        if (n->op == OP_ADAMW || n->op == OP_SGD) continue;
+        for (int k = -1; k < ln->n_recompute; k++) {
+            const Node *r = k < 0 ? n : ir_node(g, ln->recompute[k]);
+            for (int i = 0; i < r->n_in; i++) {
+                ValueId x = r->in[i];
+                if (ir_val(g, x)->role != ROLE_PARAM || !p->v[x].zchunk) continue;
+                bool have = false;
+                for (int q = 0; q < ln->n_gather; q++) have |= ln->gather[q] == x;
+                if (have || ln->n_gather >= IR_MAX_IN + 4) continue;
+                ValueId e = p->n_values++;
+                Shape whole = ir_val(g, x)->shape;
+                p->v[e] = (LowerValue){.local = whole, .storage = e, .offset = -1, .redirect = IR_NONE,
+                                       .bytes = ir_shape_numel(whole) * ir_dtype_size(ir_val(g, x)->dtype),
+                                       .added_first = id};
+                StrBuf nm;
+                sb_init(&nm);
+                sb_printf(&nm, "%s.gathered", ir_val(g, x)->name);
+                p->v[e].name = ir_strdup(sb_cstr(&nm));
+                sb_free(&nm);
+                ln->gather[ln->n_gather] = x;
+                ln->gather_to[ln->n_gather++] = e;
+            }
+        }
+    }
     /* reads of a reduce-scattered gradient from its scatter on read the slice */
     int ntot = p->n_values;
     last_use = ir_realloc(last_use, sizeof(int) * (size_t)ntot);
@@ -419,6 +451,9 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 if (id > last_use[r]) last_use[r] = id;
             }
         }
+    for (NodeId id = 0; id < nn; id++) /* a gathered parameter lives at its node */
+        for (int k = 0; k < p->n[id].n_gather; k++)
+            if (id > last_use[p->n[id].gather_to[k]]) last_use[p->n[id].gather_to[k]] = id;
     for (NodeId id = 0; id < nn; id++) /* the scatter reads the whole gradient */
         for (int k = 0; k < p->n[id].n_rs; k++) {
             ValueId r = root_of(p, p->n[id].rs[k]);
@@ -513,6 +548,8 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
                       (long long)p->v[ln->reduce[k]].bytes);
         for (int k = 0; k < ln->n_rs; k++)
             sb_printf(b, "  reduce-scatter %%%s -> %s\n", vname(p, ln->rs[k]), vname(p, ln->rs_to[k]));
+        for (int k = 0; k < ln->n_gather; k++)
+            sb_printf(b, "  all-gather %%%s -> %s\n", vname(p, ln->gather[k]), vname(p, ln->gather_to[k]));
         for (int k = 0; k < ln->n_recompute; k++)
             sb_printf(b, "  recompute %%%s\n", vname(p, ir_node(g, ln->recompute[k])->out[0]));
         sb_printf(b, "%4d %s", id, ir_op(n->op)->name);
@@ -522,7 +559,9 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             ir_shape_print(b, lv->local);
             sb_printf(b, " @%lld%s", (long long)lv->offset, lv->partial ? " partial" : "");
         }
-        if (ln->zero) sb_printf(b, "  (ZeRO slice of %lld, then all-gather)", (long long)ln->zchunk);
+        if (ln->zero)
+            sb_printf(b, "  (ZeRO slice of %lld%s)", (long long)ln->zchunk,
+                      p->v[n->in[0]].zchunk ? ", in place" : ", then all-gather");
         if (ln->sum_into != IR_NONE) sb_puts(b, "  (sums into the next sum_to)");
         sb_puts(b, "\n");
     }

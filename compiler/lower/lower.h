@@ -32,7 +32,8 @@ typedef struct LowerOptions {
                                 * replicated plan) every rank holds the whole gradient,
                                 * so stage 2 lowers as stage 1 */
     int zero;                  /* ZeRO stage over the dp ranks: 0, 1 (optimizer state
-                                * sliced), 2 (and gradients reduce-scattered); 3: not yet */
+                                * sliced), 2 (and gradients reduce-scattered), 3 (and
+                                * parameters sliced, all-gathered before each use) */
     int64_t alignment;         /* arena alignment (COLRT_ALIGN) */
     const int *recompute;      /* per graph block: its first N instances are recomputed
                                 * (their forward re-runs just before their backward);
@@ -71,6 +72,9 @@ typedef struct LowerNode {
                                 * gradient, in place over the logits; IR_NONE */
     int n_recompute;           /* forward nodes to re-run (recompute) before this node, */
     NodeId *recompute;         /* writing the copies their results redirect to */
+    int n_gather;              /* ZeRO-3: all-gather these parameter slices into whole */
+    ValueId gather[IR_MAX_IN + 4], gather_to[IR_MAX_IN + 4]; /* temporaries first; this node
+                                * (and the recompute before it) reads the temporaries */
     int zero;                  /* an optimizer update on this rank's ZeRO slice: the
                                 * stage (its parameter result is all-gathered after) */
     int64_t zchunk;
