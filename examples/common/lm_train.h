@@ -18,7 +18,9 @@
  * terminal, evaluates on --val every --eval-every steps and at the end, and
  * --ckpt DIR saves a checkpoint every --save-every steps and at the end
  * (m_save: sharded safetensors) plus DIR/train_state (the step); --resume
- * continues from it. Runs under mpirun/srun (one process per device).
+ * continues from it. --hf-init and --hf-export read and write Hugging Face
+ * checkpoints (include/colossal/hf.h). Runs under mpirun/srun (one process
+ * per device).
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* isatty, getrusage */
@@ -31,6 +33,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "colossal/hf.h"
 #include "tokens.h"
 #include LM_HEADER
 
@@ -41,7 +44,7 @@
 #define LM_STR(x) LM_STR2(x)
 
 typedef struct options {
-    const char *train, *val, *ckpt, *log;
+    const char *train, *val, *ckpt, *log, *hf_init, *hf_export;
     int64_t steps, warmup, eval_every, eval_batches, save_every, stop_at;
     double lr, min_lr;
     uint64_t seed;
@@ -65,6 +68,8 @@ static void usage(FILE *f) {
             "  --stop-at N         end this run after step N, saving a checkpoint (a pre-empted job)\n"
             "  --progress WHEN     auto (default: when stdout is a terminal; Open MPI gives ranks a\n"
             "                      pseudo-terminal even when its output is redirected), on, off\n"
+            "  --hf-init PATH      start from a Hugging Face checkpoint (model.safetensors or its directory)\n"
+            "  --hf-export DIR     write DIR/model.safetensors in Hugging Face's layout at the end\n"
             "  --seed N            parameter initialization seed (default 42)\n"
             "  --log FILE          per-step CSV (step,loss,lr,tokens_per_s; losses to 9 digits)\n",
             "train_" LM_STR(LM_MODEL));
@@ -113,6 +118,8 @@ static options parse(int argc, char **argv) {
         else if (!strcmp(a, "--val")) o.val = v;
         else if (!strcmp(a, "--ckpt")) o.ckpt = v;
         else if (!strcmp(a, "--log")) o.log = v;
+        else if (!strcmp(a, "--hf-init")) o.hf_init = v;
+        else if (!strcmp(a, "--hf-export")) o.hf_export = v;
         else if (!strcmp(a, "--steps")) o.steps = int_arg(a, v);
         else if (!strcmp(a, "--warmup")) o.warmup = int_arg(a, v);
         else if (!strcmp(a, "--eval-every")) o.eval_every = int_arg(a, v);
@@ -262,6 +269,10 @@ int main(int argc, char **argv) {
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)(rows * T));
     int32_t *tgt = malloc(sizeof(int32_t) * (size_t)(rows * T));
 
+    if (o.hf_init) { /* a resumed checkpoint, below, takes precedence */
+        if (colhf_load(o.hf_init, params, np, err, sizeof err) != 0) fail("%s", err);
+        if (rank0) printf("initialized from the Hugging Face checkpoint %s\n", o.hf_init);
+    }
     int64_t start = 0;
     if (o.resume) {
         start = saved_step(o.ckpt);
@@ -315,6 +326,10 @@ int main(int argc, char **argv) {
         if (o.ckpt && ((o.save_every && (s + 1) % o.save_every == 0) || s + 1 == o.stop_at)) save(m, &o, s + 1);
     }
     if (tty) printf("\n");
+    if (o.hf_export) {
+        if (colhf_save(o.hf_export, params, np, err, sizeof err) != 0) colrt_die("%s", err);
+        if (rank0) printf("exported %s/model.safetensors (Hugging Face layout)\n", o.hf_export);
+    }
     if (rank0 && o.stop_at > start)
         printf("done: %lld steps in %.1f s (%.0f tokens/s)%s\n", (long long)(o.stop_at - start), elapsed,
                (double)(B * T) * (double)(o.stop_at - start) / elapsed,

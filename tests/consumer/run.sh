@@ -19,7 +19,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 echo "== install to $prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
-for f in bin/colossal-compile include/colossal/colrt.h include/colossal/model.h lib/libcolrt_cpu.a \
+for f in bin/colossal-compile include/colossal/colrt.h include/colossal/model.h include/colossal/hf.h lib/libcolrt_cpu.a lib/libcolossal_hf.a \
          lib/cmake/Colossal/ColossalConfig.cmake lib/cmake/Colossal/ColossalGenerate.cmake \
          lib/pkgconfig/colossal-cpu.pc; do
     [ -e "$prefix/$f" ] || fail "the install has no $f"
