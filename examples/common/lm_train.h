@@ -8,10 +8,11 @@
  * parameter name, whose rows give the vocabulary), then includes this file.
  *
  * What it does, per step s (0-based): the global batch is B rows of T+1
- * consecutive tokens; row g of step s starts at token ((s*B + g) * T) mod
- * (n - T - 1) of the training file, so the data is a function of the step
- * alone (a resumed run sees exactly the batches a straight run sees). Every
- * rank feeds its rows (m_input_rows). The learning rate warms up linearly
+ * consecutive tokens; row g of step s starts at a position of the training
+ * file drawn by a hash of (s*B + g), so the data is a function of the step
+ * alone (a resumed run sees exactly the batches a straight run sees).
+ * Validation batch b reads rows at ((b*B + g) * T) in order. Every rank
+ * feeds its rows (m_input_rows). The learning rate warms up linearly
  * for --warmup steps, then follows a cosine from --lr down to --min-lr at
  * the last step. Rank 0 logs each step's loss, learning rate, tokens/s, step
  * time and memory, draws a progress bar with an ETA when stdout is a
@@ -155,12 +156,22 @@ static double lr_at(const options *o, int64_t s) {
     return o->min_lr + 0.5 * (o->lr - o->min_lr) * (1 + cos(3.14159265358979323846 * p));
 }
 
-/* This rank's rows of batch `b` of a token file (see the top comment). */
-static void fill(const tokens *t, int64_t b, int64_t B, int64_t first, int64_t rows, int64_t T, int32_t *idx,
-                 int32_t *tgt) {
-    int64_t span = t->n - T - 1;
+/* splitmix64: the position of a training row, a function of its index only */
+static uint64_t mix(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* This rank's rows of batch `b` of a token file (see the top comment):
+ * drawn positions (training) or consecutive ones (validation). */
+static void fill(const tokens *t, int64_t b, int64_t B, int64_t first, int64_t rows, int64_t T, int shuffle,
+                 int32_t *idx, int32_t *tgt) {
+    int64_t span = t->n - T; /* starts 0 .. n-T-1 leave room for the last target */
     for (int64_t r = 0; r < rows; r++) {
-        int64_t start = span > 0 ? ((b * B + first + r) * T) % span : 0;
+        uint64_t g = (uint64_t)(b * B + first + r);
+        int64_t start = shuffle ? (int64_t)(mix(g) % (uint64_t)span) : (int64_t)(g * (uint64_t)T % (uint64_t)span);
         for (int64_t j = 0; j < T; j++) {
             idx[r * T + j] = t->tok[start + j];
             tgt[r * T + j] = t->tok[start + j + 1];
@@ -196,7 +207,7 @@ static double evaluate(LM_MODEL *m, const tokens *val, int64_t batches, int64_t 
                        int64_t T, int32_t *idx, int32_t *tgt) {
     double sum = 0;
     for (int64_t b = 0; b < batches; b++) {
-        fill(val, b, B, first, rows, T, idx, tgt);
+        fill(val, b, B, first, rows, T, 0, idx, tgt);
         LM_FN(inputs) in = {.idx = idx, .targets = tgt};
         sum += LM_FN(forward)(m, &in);
     }
@@ -300,7 +311,7 @@ int main(int argc, char **argv) {
     double elapsed = 0, last_val = NAN;
     for (int64_t s = start; s < o.stop_at; s++) {
         double lr = lr_at(&o, s);
-        fill(&train, s, B, first, rows, T, idx, tgt);
+        fill(&train, s, B, first, rows, T, 1, idx, tgt);
         LM_FN(inputs) in = {.idx = idx, .targets = tgt};
         float loss = LM_FN(train_step)(m, &in, (float)lr);
         st = LM_FN(stats)(m);
