@@ -185,8 +185,8 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
         kind = plan_kind(r, &zero);
         dp_like = kind != 0;
     }
-    if (world > 1 && (!dp_like || (zero && busy_axes > 1))) {
-        diag_plain("generate with --strategy dp|zero1|zero2|zero3 (ZeRO on a one-axis mesh such as --mesh 4), "
+    if (world > 1 && (!dp_like || (zero && busy_axes > 2))) {
+        diag_plain("generate with --strategy dp|zero1|zero2|zero3 (ZeRO over at most two mesh axes), "
                    "or for one device (--cluster h100:1x1)",
                    "the plan chose '%s' on a mesh of %d devices; this build lowers data-parallel, "
                    "replicated and ZeRO-1/2/3 plans only", r->chosen, world);
@@ -201,8 +201,12 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
     }
     StrBuf err;
     sb_init(&err);
+    int64_t zinner = 1; /* ZeRO over two busy axes: the inner one's size */
+    if (busy_axes == 2)
+        for (int a = 0; a < r->mesh.n_axes; a++)
+            if (r->mesh.size[a] > 1) zinner = r->mesh.size[a];
     LowerOptions lo = {.dp = kind == 'r' ? 1 : world, .zranks = world, .zero = world > 1 ? zero : 0,
-                       .alignment = 256, .recompute = rc};
+                       .alignment = 256, .recompute = rc, .zinner = zinner};
     LowerProgram *lp = lower_build(g, &lo, &err);
     ir_free(rc);
     if (!lp)

@@ -141,7 +141,13 @@ static void emit_header(StrBuf *h, const Graph *g, const LowerProgram *lp, const
     for (int a = 0; a < o->mesh_axes; a++) sb_printf(h, " %d", o->mesh[a]);
     sb_printf(h, ").\n * seed: parameters are a function of (seed, parameter name, global element index). */\n"
                  "typedef struct %s_config {\n    colrt_mesh *mesh;\n    uint64_t seed;\n} %s_config;\n\n", px, px);
-    sb_printf(h, "/* One step's inputs: this rank's rows of the global batch (%s_input_rows). */\n"
+    int micro = 1;
+    for (NodeId id = 0; id < g->n_nodes; id++)
+        if (ir_node(g, id)->op == OP_GRAD_ACCUM && ir_node(g, id)->attr[0].f > 0)
+            micro = (int)(1 / ir_node(g, id)->attr[0].f + 0.5);
+    sb_printf(h, "/* Micro-batches per step (gradient accumulation). */\n#define %s_MICRO_BATCHES %d\n\n", px, micro);
+    sb_printf(h, "/* One step's inputs: for each micro-batch in turn, this rank's rows of it\n"
+                 " * (%s_input_rows); the shapes below are one micro-batch's. */\n"
                  "typedef struct %s_inputs {\n", px, px);
     for (ValueId v = 0; v < g->n_values; v++) {
         const Value *x = ir_val(g, v);
@@ -202,7 +208,73 @@ typedef struct Leaf {
     ValueId v;
 } Leaf;
 
-static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end) {
+/* ZeRO collectives over the world's slices in rank order: over the one busy
+ * mesh axis, or over two (rank = c0 * s1 + c1) in two steps through tmp:
+ * reduce-scatter outer then inner, all-gather inner then outer. */
+static void zero_axes(const CgOptions *o, int *outer, int *inner) {
+    *outer = *inner = -1;
+    for (int a = 0; a < o->mesh_axes; a++)
+        if (o->mesh[a] > 1) {
+            if (*inner >= 0) *outer = *inner;
+            *inner = a;
+        }
+}
+
+static void emit_zero_rs(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst, ValueId tmp, int64_t chunk,
+                         const char *what) {
+    int outer, inner;
+    zero_axes(o, &outer, &inner);
+    const LowerProgram *lp = c->lp;
+    if (outer < 0 || tmp == IR_NONE) {
+        sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* %s */\n",
+                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk, what);
+        return;
+    }
+    sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* %s, outer axis */\n",
+              outer, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)(chunk * o->mesh[inner]), what);
+    sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* inner axis */\n",
+              inner, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)chunk);
+}
+
+static void emit_zero_ag(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst, ValueId tmp, int64_t chunk,
+                         const char *what) {
+    int outer, inner;
+    zero_axes(o, &outer, &inner);
+    const LowerProgram *lp = c->lp;
+    if (outer < 0 || tmp == IR_NONE) {
+        sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %s */\n",
+                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk, what);
+        return;
+    }
+    sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %s, inner axis */\n",
+              inner, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)chunk, what);
+    sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* outer axis */\n",
+              outer, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)(chunk * o->mesh[inner]));
+}
+
+/* Copies into the leaves they update, for results of nodes [first, last)
+ * not already written in place. */
+static void emit_commits(CgCtx *c, StrBuf *m, int first, int last) {
+    const Graph *g = c->g;
+    const LowerProgram *lp = c->lp;
+    for (ValueId v = 0; v < g->n_values; v++) {
+        const Value *x = ir_val(g, v);
+        if (x->updates == IR_NONE || x->def < first || x->def >= last) continue;
+        if (lp->v[v].offset == lp->v[x->updates].offset) continue;
+        if (lp->n[x->def].zero && x->def_out == 0) continue; /* all-gathered above */
+        sb_printf(m, "    colrt_memcpy(");
+        cg_ptr(c, m, x->updates);
+        sb_puts(m, ", ");
+        cg_ptr(c, m, v);
+        sb_printf(m, ", %lld, COLRT_D2D, NULL); /* %%%s <- %%%s */\n", (long long)lp->v[v].bytes,
+                  ir_val(g, x->updates)->name, x->name);
+    }
+}
+
+/* The schedule in three functions: forward [0, fwd_end), backward (and
+ * gradient accumulation) [fwd_end, step_begin), once per micro-batch, and
+ * the norm and update [step_begin, n) once per step. */
+static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end, int *step_begin) {
     const Graph *g = c->g;
     const LowerProgram *lp = c->lp;
     const char *px = c->prefix;
@@ -210,11 +282,14 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
     *fwd_end = nn;
     for (NodeId id = 0; id < nn; id++)
         if (ir_val(g, ir_node(g, id)->out[0])->role != ROLE_ACT) { *fwd_end = id; break; }
-    StrBuf parts[2];
-    for (int p = 0; p < 2; p++) {
+    *step_begin = ad_step_begin(g);
+    if (*step_begin < *fwd_end) *step_begin = *fwd_end;
+    StrBuf parts[3];
+    for (int p = 0; p < 3; p++) {
         sb_init(&parts[p]);
         c->sched = &parts[p];
-        int first = p ? *fwd_end : 0, last = p ? nn : *fwd_end;
+        int first = p == 0 ? 0 : p == 1 ? *fwd_end : *step_begin;
+        int last = p == 0 ? *fwd_end : p == 1 ? *step_begin : nn;
         for (NodeId id = first; id < last; id++) {
             const Node *n = ir_node(g, id);
             const LowerNode *ln = &lp->n[id];
@@ -232,14 +307,14 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
             }
             c->cur_node = id;
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
-                sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* %%%s -> %s */\n",
-                          c->zaxis, (long long)lp->v[ln->rs[k]].offset, (long long)lp->v[ln->rs_to[k]].offset,
-                          (long long)lp->v[ln->rs_to[k]].zchunk, ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
+                char what[300];
+                snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
+                emit_zero_rs(c, o, ln->rs[k], ln->rs_to[k], ln->rs_tmp[k], lp->v[ln->rs_to[k]].zchunk, what);
             }
             for (int k = 0; k < ln->n_gather; k++) { /* ZeRO-3: the whole parameter, for this node */
-                sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %%%s -> %s */\n",
-                          c->zaxis, (long long)lp->v[ln->gather[k]].offset, (long long)lp->v[ln->gather_to[k]].offset,
-                          (long long)lp->v[ln->gather[k]].zchunk, ir_val(g, ln->gather[k])->name, lp->v[ln->gather_to[k]].name);
+                char what[300];
+                snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->gather[k])->name, lp->v[ln->gather_to[k]].name);
+                emit_zero_ag(c, o, ln->gather[k], ln->gather_to[k], ln->gather_tmp[k], lp->v[ln->gather[k]].zchunk, what);
             }
             if (ln->n_recompute)
                 sb_printf(c->sched, "    /* recompute: block %s[%d]'s forward again, into fresh buffers */\n",
@@ -250,8 +325,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
                 CgEmitFn rf = cg_emitter(f->op);
                 if (!rf || !rf(c, ln->recompute[k])) {
                     if (!rf) sb_printf(c->err, "%s: no emitter", ir_op(f->op)->name);
-                    sb_free(&parts[0]);
-                    sb_free(&parts[1]);
+                    for (int q = 0; q < 3; q++) sb_free(&parts[q]);
                     return false;
                 }
             }
@@ -260,19 +334,17 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
             if (!fn) {
                 sb_printf(c->err, "%s %%%s: no emitter in the kernel table (compiler/codegen/cg_ops.def)",
                           ir_op(n->op)->name, ir_val(g, n->out[0])->name);
-                sb_free(&parts[0]);
-                sb_free(&parts[1]);
+                for (int q = 0; q < 3; q++) sb_free(&parts[q]);
                 return false;
             }
             if (!fn(c, id)) {
-                sb_free(&parts[0]);
-                sb_free(&parts[1]);
+                for (int q = 0; q < 3; q++) sb_free(&parts[q]);
                 return false;
             }
             if (ln->zero && !lp->v[n->in[0]].zchunk) { /* the updated slices make the whole parameter again */
-                sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %%%s <- %%%s */\n",
-                          c->zaxis, (long long)lp->v[n->out[0]].offset, (long long)lp->v[n->in[0]].offset,
-                          (long long)ln->zchunk, ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
+                char what[300];
+                snprintf(what, sizeof what, "%%%s <- %%%s", ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
+                emit_zero_ag(c, o, n->out[0], n->in[0], ln->ag_tmp, ln->zchunk, what);
             }
             for (int k = 0; k < lp->n_out_reduce; k++) { /* a partial loss: sum it now */
                 ValueId v = lp->out_reduce[k];
@@ -291,22 +363,13 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end)
     }
     c->cur_node = -1; /* outside the schedule: values as stored */
     sb_printf(m, "static void %s_forward_nodes(%s *M) {\n%s}\n\n", px, px, sb_cstr(&parts[0]));
-    sb_printf(m, "static void %s_backward_update_nodes(%s *M) {\n%s", px, px, sb_cstr(&parts[1]));
-    /* results that update a leaf somewhere else than in place */
-    for (ValueId v = 0; v < g->n_values; v++) {
-        const Value *x = ir_val(g, v);
-        if (x->updates == IR_NONE || lp->v[v].offset == lp->v[x->updates].offset) continue;
-        if (lp->n[x->def].zero && x->def_out == 0) continue; /* all-gathered above */
-        sb_printf(m, "    colrt_memcpy(");
-        cg_ptr(c, m, x->updates);
-        sb_puts(m, ", ");
-        cg_ptr(c, m, v);
-        sb_printf(m, ", %lld, COLRT_D2D, NULL); /* %%%s <- %%%s */\n", (long long)lp->v[v].bytes,
-                  ir_val(g, x->updates)->name, x->name);
-    }
+    sb_printf(m, "static void %s_backward_nodes(%s *M) {\n%s", px, px, sb_cstr(&parts[1]));
+    emit_commits(c, m, 0, *step_begin);
     sb_puts(m, "}\n\n");
-    sb_free(&parts[0]);
-    sb_free(&parts[1]);
+    sb_printf(m, "static void %s_update_nodes(%s *M) {\n%s", px, px, sb_cstr(&parts[2]));
+    emit_commits(c, m, *step_begin, nn);
+    sb_puts(m, "}\n\n");
+    for (int q = 0; q < 3; q++) sb_free(&parts[q]);
     return true;
 }
 
@@ -405,7 +468,8 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     sb_puts(m, schedule);
 
     /* inputs, hypers */
-    sb_printf(m, "static void %s_feed(%s *M, const %s_inputs *in, float lr) {\n", px, px, px);
+    /* micro-batch j's inputs: the j-th block of this rank's inputs */
+    sb_printf(m, "static void %s_feed(%s *M, const %s_inputs *in, int j, float lr) {\n    (void)j;\n", px, px, px);
     for (ValueId v = 0; v < g->n_values; v++) {
         const Value *x = ir_val(g, v);
         if (x->role == ROLE_INPUT) {
@@ -413,7 +477,8 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
             cg_ptr(c, m, v);
             sb_puts(m, ", in->");
             c_ident(m, x->name);
-            sb_printf(m, ", %lld, COLRT_H2D, NULL);\n", (long long)lp->v[v].bytes);
+            sb_printf(m, " + (size_t)j * %lld, %lld, COLRT_H2D, NULL);\n", (long long)ir_shape_numel(lp->v[v].local),
+                      (long long)lp->v[v].bytes);
         } else if (x->role == ROLE_HYPER) {
             const char *val = !strcmp(x->name, "lr") ? "lr" : !strcmp(x->name, "step") ? "(float)M->step" : NULL;
             if (!val && !strcmp(x->name, "loss_scale")) {
@@ -466,25 +531,44 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    *out = M;\n"
               "    return 0;\n}\n\n",
               px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
+    /* gradient accumulators, cleared after each step's update */
+    sb_printf(m, "static void %s_clear_accumulators(%s *M) {\n    (void)M;\n", px, px);
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_GRAD_ACCUM) continue;
+        sb_puts(m, "    colrt_memset0(");
+        cg_ptr(c, m, n->in[0]);
+        sb_printf(m, ", %lld, NULL); /* %%%s */\n", (long long)lp->v[n->in[0]].bytes, ir_val(g, n->in[0])->name);
+    }
+    sb_puts(m, "}\n\n");
     sb_printf(m,
               "float %s_train_step(%s *M, const %s_inputs *in, float lr) {\n"
-              "    double t0 = %s_now();\n"
+              "    double t0 = %s_now(), l = 0;\n"
               "    M->step++;\n"
-              "    %s_feed(M, in, lr);\n"
-              "    %s_forward_nodes(M);\n"
-              "    %s_backward_update_nodes(M);\n"
-              "    float l = %s_loss(M);\n"
+              "    for (int j = 0; j < %s_MICRO_BATCHES; j++) {\n"
+              "        %s_feed(M, in, j, lr);\n"
+              "        %s_forward_nodes(M);\n"
+              "        l += %s_loss(M);\n"
+              "        %s_backward_nodes(M);\n"
+              "    }\n"
+              "    %s_update_nodes(M);\n"
+              "    if (%s_MICRO_BATCHES > 1) %s_clear_accumulators(M);\n"
+              "    colrt_device_sync();\n"
               "    M->stats.last_step_s = %s_now() - t0;\n"
               "    M->stats.total_step_s += M->stats.last_step_s;\n"
               "    M->stats.steps++;\n"
-              "    return l;\n}\n\n",
-              px, px, px, px, px, px, px, px, px);
+              "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
+              px, px, px, px, px, px, px, px, px, px, px, px, px, px);
     sb_printf(m,
               "float %s_forward(%s *M, const %s_inputs *in) {\n"
-              "    %s_feed(M, in, 0.0f);\n"
-              "    %s_forward_nodes(M);\n"
-              "    return %s_loss(M);\n}\n\n",
-              px, px, px, px, px, px);
+              "    double l = 0;\n"
+              "    for (int j = 0; j < %s_MICRO_BATCHES; j++) {\n"
+              "        %s_feed(M, in, j, 0.0f);\n"
+              "        %s_forward_nodes(M);\n"
+              "        l += %s_loss(M);\n"
+              "    }\n"
+              "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
+              px, px, px, px, px, px, px, px);
     sb_printf(m,
               "static int %s_tensors(%s *M, colrt_tensor *t, int params_only, int sliced_only) {\n"
               "    int n = 0;\n"
@@ -587,13 +671,6 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_init(&err);
     sb_init(&pxb);
     c_ident(&pxb, g->name);
-    for (NodeId id = 0; id < g->n_nodes; id++)
-        if (ir_node(g, id)->op == OP_GRAD_ACCUM) {
-            diag_plain("generate with --micro-batches 1", "code generation of micro-batches is not implemented yet");
-            sb_free(&err);
-            sb_free(&pxb);
-            return false;
-        }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         diag_plain("check that the parent directory exists and is writable", "cannot create '%s': %s",
                    dir, strerror(errno));
@@ -602,8 +679,6 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         return false;
     }
     CgCtx c = {.g = g, .lp = lp, .prefix = sb_cstr(&pxb), .err = &err, .cur_node = -1};
-    for (int a = 0; a < o->mesh_axes; a++)
-        if (o->mesh[a] > 1) c.zaxis = a;
     sb_init(&c.kc);
     sb_init(&c.kcu);
     sb_init(&c.proto);
@@ -614,8 +689,8 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_init(&m);
     sb_init(&kc);
     sb_init(&kcu);
-    int fwd_end;
-    bool ok = emit_schedule(&c, &sched, o, &fwd_end);
+    int fwd_end, step_begin;
+    bool ok = emit_schedule(&c, &sched, o, &fwd_end, &step_begin);
     if (!ok) {
         diag_plain("see docs/generated-api.md for what the generator supports",
                    "cannot generate code: %s", sb_cstr(&err));

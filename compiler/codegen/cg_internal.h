@@ -19,7 +19,6 @@ typedef struct CgCtx {
     int n_kernels;
     int64_t scratch_off;       /* a small f32 scratch region of the arena */
     NodeId cur_node;           /* the node being emitted */
-    int zaxis;                 /* ZeRO: the mesh axis its collectives run over */
     StrBuf *err;
 } CgCtx;
 

@@ -42,7 +42,8 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         const LowerNode *ln = &lp->n[id];
         for (int k = 0; k < ln->n_reduce; k++, nar++) ar += (double)lp->v[ln->reduce[k]].bytes;
         for (int k = 0; k < ln->n_rs; k++, nrs++) rs += (double)lp->v[ln->rs[k]].bytes;
-        if (ln->zero) {
+        for (int k = 0; k < ln->n_gather; k++, nag++) ag += (double)lp->v[ln->gather[k]].bytes;
+        if (ln->zero && !lp->v[g->nodes[id].in[0]].zchunk) { /* the update's all-gather */
             nag++;
             ag += 4.0 * (double)ln->zchunk;
         }

@@ -41,6 +41,20 @@ static int op_in_place_operand(const Graph *g, const Node *n) {
     }
 }
 
+/* A temporary of the lowering (a two-step collective's middle), live at node id. */
+static ValueId add_temp(const Graph *g, LowerProgram *p, NodeId id, int64_t elems, DType dt, const char *what,
+                        ValueId of) {
+    ValueId e = p->n_values++;
+    p->v[e] = (LowerValue){.local = ir_shape(1, &elems), .storage = e, .offset = -1, .redirect = IR_NONE,
+                           .bytes = elems * ir_dtype_size(dt), .added_first = id};
+    StrBuf nm;
+    sb_init(&nm);
+    sb_printf(&nm, "%s.%s", ir_val(g, of)->name, what);
+    p->v[e].name = ir_strdup(sb_cstr(&nm)); /* freed by lower_free */
+    sb_free(&nm);
+    return e;
+}
+
 /* ZeRO-2: the gradient x is reduce-scattered into a new slice value read by
  * x's consumers from node id on. */
 static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x, int64_t chunk) {
@@ -56,6 +70,8 @@ static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x
     sb_free(&nm);
     p->v[e].added_first = id;
     ln->rs[ln->n_rs] = x;
+    ln->rs_tmp[ln->n_rs] = p->opt.zinner > 1 ? add_temp(g, p, id, chunk * p->opt.zinner, ir_val(g, x)->dtype, "rs_tmp", x)
+                                              : IR_NONE;
     ln->rs_to[ln->n_rs++] = e;
     p->v[x].redirect = e;
     p->v[x].redirect_from = id;
@@ -195,9 +211,10 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     if (p->opt.dp < 1) p->opt.dp = 1;
     if (p->opt.alignment <= 0) p->opt.alignment = 256;
     if (p->opt.zranks <= 0) p->opt.zranks = p->opt.dp;
+    if (p->opt.zinner <= 0) p->opt.zinner = 1;
     if (p->opt.dp == 1 && p->opt.zero > 1) p->opt.zero = 1;
     int nv = g->n_values, nn = g->n_nodes;
-    p->v = ir_alloc(sizeof *p->v * (size_t)(3 * nv + 1)); /* room for slices and recomputed copies */
+    p->v = ir_alloc(sizeof *p->v * (size_t)(4 * nv + 4 * nn + 1)); /* room for slices, copies, temporaries */
     p->n_values = nv;
     p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
@@ -238,7 +255,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
      * over the batch is part of its K), so the batched product never exists */
     for (NodeId id = 0; id < nn; id++) {
         p->n[id].sum_into = p->n[id].ce_grad = IR_NONE;
-        p->n[id].acc_into = IR_NONE;
+        p->n[id].acc_into = p->n[id].ag_tmp = IR_NONE;
     }
     /* add(embedding_dw(...), x), each read only there, x made earlier: the
      * scatter adds into x's buffer (a tied embedding's two gradients) */
@@ -426,9 +443,17 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 p->v[e].name = ir_strdup(sb_cstr(&nm));
                 sb_free(&nm);
                 ln->gather[ln->n_gather] = x;
+                ln->gather_tmp[ln->n_gather] =
+                    p->opt.zinner > 1 ? add_temp(g, p, id, p->v[x].zchunk * p->opt.zinner, ir_val(g, x)->dtype, "ag_tmp", x)
+                                      : IR_NONE;
                 ln->gather_to[ln->n_gather++] = e;
             }
         }
+    }
+    for (NodeId id = 0; p->opt.zinner > 1 && id < nn; id++) { /* the update's all-gather */
+        const Node *n = ir_node(g, id);
+        if (p->n[id].zero && !p->v[n->in[0]].zchunk)
+            p->n[id].ag_tmp = add_temp(g, p, id, p->n[id].zchunk * p->opt.zinner, ir_val(g, n->in[0])->dtype, "ag_tmp", n->in[0]);
     }
     /* reads of a reduce-scattered gradient from its scatter on read the slice */
     int ntot = p->n_values;
@@ -451,9 +476,16 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 if (id > last_use[r]) last_use[r] = id;
             }
         }
-    for (NodeId id = 0; id < nn; id++) /* a gathered parameter lives at its node */
-        for (int k = 0; k < p->n[id].n_gather; k++)
-            if (id > last_use[p->n[id].gather_to[k]]) last_use[p->n[id].gather_to[k]] = id;
+    for (NodeId id = 0; id < nn; id++) { /* a gathered parameter and the temporaries live at their node */
+        const LowerNode *ln = &p->n[id];
+        for (int k = 0; k < ln->n_gather; k++) {
+            if (id > last_use[ln->gather_to[k]]) last_use[ln->gather_to[k]] = id;
+            if (ln->gather_tmp[k] != IR_NONE) last_use[ln->gather_tmp[k]] = id;
+        }
+        for (int k = 0; k < ln->n_rs; k++)
+            if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = id;
+        if (ln->ag_tmp != IR_NONE) last_use[ln->ag_tmp] = id;
+    }
     for (NodeId id = 0; id < nn; id++) /* the scatter reads the whole gradient */
         for (int k = 0; k < p->n[id].n_rs; k++) {
             ValueId r = root_of(p, p->n[id].rs[k]);

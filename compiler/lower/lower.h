@@ -35,6 +35,9 @@ typedef struct LowerOptions {
                                 * sliced), 2 (and gradients reduce-scattered), 3 (and
                                 * parameters sliced, all-gathered before each use) */
     int64_t alignment;         /* arena alignment (COLRT_ALIGN) */
+    int64_t zinner;            /* ZeRO over two mesh axes: the inner axis's size (the
+                                * collectives go in two steps through a temporary of
+                                * zinner slices); 1 otherwise */
     const int *recompute;      /* per graph block: its first N instances are recomputed
                                 * (their forward re-runs just before their backward);
                                 * NULL: none */
@@ -61,7 +64,7 @@ typedef struct LowerNode {
     int n_reduce;              /* all-reduce (sum over dp ranks) these operands first */
     ValueId reduce[IR_MAX_IN];
     int n_rs;                  /* ZeRO-2: reduce-scatter rs[k] into rs_to[k] first */
-    ValueId rs[IR_MAX_IN], rs_to[IR_MAX_IN];
+    ValueId rs[IR_MAX_IN], rs_to[IR_MAX_IN], rs_tmp[IR_MAX_IN]; /* tmp: IR_NONE or zinner slices */
     NodeId sum_into;           /* a batched matmul summed by this sum_to node: one GEMM
                                 * over the flattened batch writes the sum; IR_NONE */
     bool fused;                /* a sum_to done by the matmul before it; a
@@ -73,11 +76,12 @@ typedef struct LowerNode {
     int n_recompute;           /* forward nodes to re-run (recompute) before this node, */
     NodeId *recompute;         /* writing the copies their results redirect to */
     int n_gather;              /* ZeRO-3: all-gather these parameter slices into whole */
-    ValueId gather[IR_MAX_IN + 4], gather_to[IR_MAX_IN + 4]; /* temporaries first; this node
+    ValueId gather[IR_MAX_IN + 4], gather_to[IR_MAX_IN + 4], gather_tmp[IR_MAX_IN + 4]; /* this node
                                 * (and the recompute before it) reads the temporaries */
     int zero;                  /* an optimizer update on this rank's ZeRO slice: the
                                 * stage (its parameter result is all-gathered after) */
     int64_t zchunk;
+    ValueId ag_tmp;            /* two-axis ZeRO: the all-gather's temporary, or IR_NONE */
 } LowerNode;
 
 typedef struct LowerProgram {

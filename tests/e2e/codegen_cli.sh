@@ -28,8 +28,8 @@ check "... and writing no code" "[ ! -f $work/m/gpt2_tiny.c ]"
 out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --cluster h100:1x1 --mem 152KB -o "$work/tight" 2>&1); rc=$?
 check "an arena over the limit: re-solve, then exit 1" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'solving again under a tighter limit'"
 
-out=$("$cc" "$ex/ir/mlp.cir" --emit code --cluster h100:1x4 --mesh 2x2 --strategy zero2 -q -o "$work/z22" 2>&1); rc=$?
-check "ZeRO over two mesh axes: exit 1 with a hint" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'one-axis mesh'"
+out=$("$cc" "$ex/ir/mlp.cir" --emit code --cluster h100:1x8 --mesh 2x2x2 --strategy zero2 -q -o "$work/z222" 2>&1); rc=$?
+check "ZeRO over three mesh axes: exit 1 with a hint" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'at most two mesh axes'"
 
 "$cc" "$ex/ir/mlp.cir" --emit code --cluster h100:1x2 --mesh 2 --strategy zero2 -q -o "$work/d" --dump-after=lower 2>"$work/dump.txt"
 check "--dump-after=lower prints the lowered program" "grep -q 'reduce-scatter %fc1.weight.grad' '$work/dump.txt' && grep -q '; arena' '$work/dump.txt'"

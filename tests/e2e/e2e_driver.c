@@ -4,7 +4,9 @@
  * reference interpreter (ir/interp.h, f64) running the same training graph
  * on one device with the whole batch.
  *
- * Usage: e2e_driver MODEL.cir [STEPS [adamw|sgd [CHECKPOINT_DIR]]]   (under mpirun)
+ * Usage: e2e_driver MODEL.cir [STEPS [adamw|sgd [CHECKPOINT_DIR [MICRO_BATCHES]]]]
+ * (under mpirun). With micro-batches, each step's batch is that many
+ * micro-batches and the interpreter accumulates as docs/training-graph.md says.
  *
  * Every rank builds the training graph (AdamW defaults, as colossal-compile
  * does), copies the generated model's initial parameters into the
@@ -105,6 +107,7 @@ int main(int argc, char **argv) {
     }
     int steps = argc > 2 ? atoi(argv[2]) : 5;
     bool sgd = argc > 3 && !strcmp(argv[3], "sgd");
+    int micro_batches = argc > 5 ? atoi(argv[5]) : 1;
     const double param_tol = sgd ? 1e-5 : 2e-3;
     int rank = colrt_rank();
     size_t len;
@@ -118,6 +121,7 @@ int main(int argc, char **argv) {
     if (!fwd) return 2;
     AdOptions ao;
     ad_options_default(&ao);
+    ao.micro_batches = micro_batches;
     if (sgd) { /* as colossal-compile --optimizer sgd */
         ao.optimizer = AD_OPT_SGD;
         ao.weight_decay = 0;
@@ -161,25 +165,26 @@ int main(int argc, char **argv) {
 
     double worst_loss = 0;
     const double lr = 1e-2;
+    const int micro = CG_CAT(CG_MODEL, _MICRO_BATCHES), k_step = ad_step_begin(g);
     for (int s = 0; s < steps; s++) {
+        /* micro-batch j of the global batch: the interpreter's inputs; ours
+         * get this rank's rows of each micro-batch, one block after another */
         const void *ptrs[8];
-        void *bufs[8];
+        void *bufs[8], *glob[8];
         for (int k = 0; k < n_in; k++) {
             const Value *x = ir_val(g, ins[k]);
             int64_t n = ir_shape_numel(x->shape), row = n / x->shape.d[0];
-            double *ref = interp_data(it, ins[k]);
             int64_t bound = index_bound(g, ins[k]);
-            if (x->dtype == DT_I32) {
-                int32_t *b = malloc(sizeof(int32_t) * (size_t)n);
-                for (int64_t e = 0; e < n; e++) ref[e] = (double)(b[e] = (int32_t)(next_u64() % (uint64_t)bound));
-                bufs[k] = b;
-                ptrs[k] = b + first * row;
-            } else {
-                float *b = malloc(sizeof(float) * (size_t)n);
-                for (int64_t e = 0; e < n; e++) ref[e] = (double)(b[e] = (float)(2 * next_unit() - 1));
-                bufs[k] = b;
-                ptrs[k] = b + first * row;
+            glob[k] = malloc(4 * (size_t)(n * micro));
+            bufs[k] = malloc(4 * (size_t)(count * row * micro));
+            for (int64_t e = 0; e < n * micro; e++) {
+                if (x->dtype == DT_I32) ((int32_t *)glob[k])[e] = (int32_t)(next_u64() % (uint64_t)bound);
+                else ((float *)glob[k])[e] = (float)(2 * next_unit() - 1);
             }
+            for (int j = 0; j < micro; j++)
+                memcpy((char *)bufs[k] + 4 * (size_t)(j * count * row), (char *)glob[k] + 4 * (size_t)(j * n + first * row),
+                       4 * (size_t)(count * row));
+            ptrs[k] = bufs[k];
         }
         model_inputs in;
         memcpy(&in, ptrs, sizeof in);
@@ -189,15 +194,35 @@ int main(int argc, char **argv) {
         if (ir_find(g, "loss_scale") != IR_NONE) interp_set_scalar(it, ir_find(g, "loss_scale"), 1);
         StrBuf e2;
         sb_init(&e2);
-        CHECK(interp_run(it, &e2));
-        double ref = interp_data(it, g->outputs[0])[0];
-        interp_commit(it);
+        double ref = 0;
+        for (int j = 0; j < micro; j++) { /* docs/training-graph.md: gradient accumulation */
+            for (int k = 0; k < n_in; k++) {
+                const Value *x = ir_val(g, ins[k]);
+                int64_t n = ir_shape_numel(x->shape);
+                double *d = interp_data(it, ins[k]);
+                for (int64_t e = 0; e < n; e++)
+                    d[e] = x->dtype == DT_I32 ? (double)((int32_t *)glob[k])[j * n + e] : (double)((float *)glob[k])[j * n + e];
+            }
+            CHECK(interp_run_range(it, 0, k_step, &e2));
+            ref += interp_data(it, g->outputs[0])[0] / micro;
+            interp_commit_nodes(it, 0, k_step);
+        }
+        CHECK(interp_run_range(it, k_step, g->n_nodes, &e2));
+        interp_commit_nodes(it, k_step, g->n_nodes);
+        for (NodeId id = 0; micro > 1 && id < g->n_nodes; id++) /* accumulators start from zero */
+            if (ir_node(g, id)->op == OP_GRAD_ACCUM) {
+                ValueId acc = ir_node(g, id)->in[0];
+                memset(interp_data(it, acc), 0, sizeof(double) * (size_t)ir_shape_numel(ir_val(g, acc)->shape));
+            }
         sb_free(&e2);
         double rel = fabs(loss - ref) / fmax(fabs(ref), 1e-30);
         if (rel > worst_loss) worst_loss = rel;
         if (rank == 0) printf("step %d: loss %.7f (reference %.7f, rel. diff %.2e)\n", s + 1, loss, ref, rel);
         CHECK(rel <= 1e-5);
-        for (int k = 0; k < n_in; k++) free(bufs[k]);
+        for (int k = 0; k < n_in; k++) {
+            free(bufs[k]);
+            free(glob[k]);
+        }
     }
 
     double worst_param = 0;
@@ -239,7 +264,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < n_in; k++) {
             const Value *x = ir_val(g, ins[k]);
             int64_t n = ir_shape_numel(x->shape), row = n / x->shape.d[0];
-            bufs[k] = calloc((size_t)n, 4); /* zeros: a valid index and a valid input */
+            bufs[k] = calloc((size_t)(n * CG_CAT(CG_MODEL, _MICRO_BATCHES)), 4); /* zeros: valid indices and inputs */
             ptrs[k] = (char *)bufs[k] + 4 * first * row;
         }
         model_inputs in;

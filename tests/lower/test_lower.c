@@ -1,0 +1,161 @@
+/*
+ * test_lower.c — the per-rank program (compiler/lower/lower.h) on the MLP's
+ * training graph: the batch split follows the iteration spaces, partial sums
+ * are reduced once where a non-linear op first reads them, ZeRO-2 scatters
+ * each gradient where it is final and ZeRO-3 gathers parameters before each
+ * use, recompute re-runs a block's forward before its backward, the arena
+ * holds every buffer, and bad requests are refused with the reason.
+ */
+#include <string.h>
+
+#include "autodiff.h"
+#include "check.h"
+#include "lower.h"
+#include "ops.h"
+#include "text.h"
+
+static Graph *training(const char *file, int micro) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/examples/ir/%s", COLOSSAL_SOURCE_DIR, file);
+    size_t len;
+    char *text = ir_read_file(path, &len);
+    Graph *f = text ? ir_parse(path, text, len) : NULL;
+    ir_free(text);
+    CHECK(f != NULL);
+    if (!f) return NULL;
+    AdOptions o;
+    ad_options_default(&o);
+    o.micro_batches = micro;
+    StrBuf err;
+    sb_init(&err);
+    Graph *g = ad_build(f, &o, &err);
+    sb_free(&err);
+    ir_graph_free(f);
+    return g;
+}
+
+static const LowerValue *lv(const LowerProgram *p, const char *name) {
+    ValueId v = ir_find(p->g, name);
+    CHECK(v != IR_NONE);
+    return &p->v[v == IR_NONE ? 0 : v];
+}
+
+/* The node defining `name`. */
+static const LowerNode *ln_of(const LowerProgram *p, const char *name) {
+    ValueId v = ir_find(p->g, name);
+    CHECK(v != IR_NONE && ir_val(p->g, v)->def != IR_NONE);
+    return &p->n[v == IR_NONE || ir_val(p->g, v)->def == IR_NONE ? 0 : ir_val(p->g, v)->def];
+}
+
+static bool reduces(const LowerProgram *p, const char *value) {
+    ValueId v = ir_find(p->g, value);
+    for (NodeId id = 0; id < p->g->n_nodes; id++)
+        for (int k = 0; k < p->n[id].n_reduce; k++)
+            if (p->n[id].reduce[k] == v) return true;
+    for (int k = 0; k < p->n_out_reduce; k++)
+        if (p->out_reduce[k] == v) return true;
+    return false;
+}
+
+static int count_reduces(const LowerProgram *p) {
+    int n = p->n_out_reduce;
+    for (NodeId id = 0; id < p->g->n_nodes; id++) n += p->n[id].n_reduce;
+    return n;
+}
+
+int main(void) {
+    Graph *g = training("mlp.cir", 1);
+    if (!g) return check_done("lower");
+    StrBuf err;
+    sb_init(&err);
+
+    /* one device: whole shapes, nothing to reduce, arena >= lower bound */
+    LowerOptions o1 = {.dp = 1, .alignment = 256};
+    LowerProgram *p = lower_build(g, &o1, &err);
+    CHECK(p != NULL);
+    CHECK_INT(lv(p, "h0")->local.d[0], 32);
+    CHECK_INT(count_reduces(p), 0);
+    CHECK(p->arena_bytes >= p->lower_bound_bytes);
+    CHECK(p->arena_bytes <= p->lower_bound_bytes * 105 / 100);
+    /* AdamW writes its results over the leaves they update */
+    CHECK_INT(lv(p, "fc1.weight.next")->offset, lv(p, "fc1.weight")->offset);
+    lower_free(p);
+
+    /* data parallel over 4: the batch is split, activations follow */
+    LowerOptions o4 = {.dp = 4, .alignment = 256};
+    p = lower_build(g, &o4, &err);
+    CHECK(p != NULL);
+    CHECK_INT(lv(p, "x")->local.d[0], 8);
+    CHECK_INT(lv(p, "h2")->local.d[0], 8);
+    CHECK(lv(p, "h2")->split && !lv(p, "h2")->partial);
+    /* parameter gradients sum over the batch: partial, reduced once each
+     * (the four gradients and the loss), right before the norm reads them */
+    CHECK(lv(p, "fc1.weight.grad")->partial);
+    CHECK(lv(p, "loss")->partial);
+    CHECK_INT(count_reduces(p), 5);
+    CHECK(reduces(p, "fc1.weight.grad") && reduces(p, "loss"));
+    CHECK_INT(ln_of(p, "fc1.weight.grad_sq")->n_reduce, 1);
+    CHECK_INT(lv(p, "fc1.weight")->local.d[0], 64); /* parameters stay whole */
+    lower_free(p);
+
+    /* ZeRO-2: a reduce-scatter right after each gradient is final, slices of
+     * the optimizer state, the norm's partial sum reduced (one scalar); fc2.bias
+     * (10 elements, which 4 ranks do not divide) stays whole and all-reduced,
+     * so the partial sum of the others is reduced where it meets its square */
+    LowerOptions oz2 = {.dp = 4, .zero = 2, .alignment = 256};
+    p = lower_build(g, &oz2, &err);
+    CHECK(p != NULL);
+    CHECK_INT(count_reduces(p), 3);
+    CHECK(reduces(p, "loss") && reduces(p, "fc2.bias.grad") && reduces(p, "t26"));
+    NodeId wdef = ir_val(g, ir_find(g, "fc1.weight.grad"))->def;
+    CHECK_INT(p->n[wdef + 1].n_rs, 1); /* scattered right after it is final */
+    CHECK_INT(p->n[wdef + 1].rs[0], ir_find(g, "fc1.weight.grad"));
+    CHECK_INT(lv(p, "fc1.weight.adam_m")->zchunk, 64 * 256 / 4);
+    CHECK_INT(lv(p, "fc1.weight.adam_m")->local.d[0], 64 * 256 / 4);
+    CHECK(lv(p, "fc1.weight.grad")->redirect != IR_NONE);
+    CHECK_INT(lv(p, "fc2.bias")->zchunk, 0); /* 10 elements: 4 ranks do not divide them */
+    lower_free(p);
+
+    /* ZeRO-3: parameters are slices, gathered before every node that reads them */
+    LowerOptions oz3 = {.dp = 4, .zero = 3, .alignment = 256};
+    p = lower_build(g, &oz3, &err);
+    CHECK(p != NULL);
+    CHECK_INT(lv(p, "fc1.weight")->local.d[0], 64 * 256 / 4);
+    CHECK_INT(ln_of(p, "h0")->n_gather, 1);
+    CHECK_INT(ln_of(p, "h2.grad")->n_gather, 1); /* the backward reads fc2.weight again */
+    lower_free(p);
+
+    /* a batch the ranks do not divide: refused with the reason */
+    LowerOptions o3 = {.dp = 3, .alignment = 256};
+    sb_free(&err);
+    sb_init(&err);
+    p = lower_build(g, &o3, &err);
+    CHECK(p == NULL);
+    CHECK_CONTAINS(sb_cstr(&err), "not divisible by 3 ranks");
+    ir_graph_free(g);
+
+    /* recompute: block h[0]'s forward re-runs before its first backward node
+     * into copies; the backward reads the copies */
+    g = training("gpt2-tiny.cir", 1);
+    int rc[4] = {1, 0, 0, 0};
+    LowerOptions orc = {.dp = 1, .alignment = 256, .recompute = rc};
+    p = lower_build(g, &orc, &err);
+    CHECK(p != NULL);
+    int reruns = 0;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        reruns += p->n[id].n_recompute;
+        if (p->n[id].n_recompute) CHECK(ir_val(g, ir_node(g, id)->out[0])->role == ROLE_GRAD);
+    }
+    CHECK(reruns > 10);
+    CHECK(lv(p, "h.0.act")->redirect != IR_NONE);
+    CHECK(lv(p, "h.1.act")->redirect == IR_NONE);
+    StrBuf dump;
+    sb_init(&dump);
+    lower_print(p, &dump);
+    CHECK_CONTAINS(sb_cstr(&dump), "recompute %h.0.ln1");
+    sb_free(&dump);
+    lower_free(p);
+    ir_graph_free(g);
+    sb_free(&err);
+    return check_done("lower");
+}
