@@ -51,6 +51,23 @@ cmake -S "$work/src" -B "$work/build" -DCONSUMER_BATCH=16 >/dev/null
 cmake --build "$work/build" >"$work/build5.log" 2>&1
 ! grep -q "colossal-compile classifier" "$work/build5.log" || fail "reconfiguring with the same options regenerated"
 
+echo "== colossal_generate misuse: configure errors that say why"
+bad_project() { # bad_project PATTERN CALL
+    rm -rf "$work/bad" && mkdir -p "$work/bad"
+    cp "$work/src/classifier.c" "$work/src/main.c" "$work/bad/"
+    printf 'cmake_minimum_required(VERSION 3.20)\nproject(bad LANGUAGES C)\nfind_package(Colossal REQUIRED)\nadd_executable(app main.c)\n%s\n' "$2" \
+        > "$work/bad/CMakeLists.txt"
+    if cmake -S "$work/bad" -B "$work/bad/build" -DCMAKE_PREFIX_PATH="$prefix" >"$work/bad.log" 2>&1; then
+        fail "configured: $2"
+    fi
+    grep -q "$1" "$work/bad.log" || { cat "$work/bad.log"; fail "no message '$1' for: $2"; }
+}
+bad_project "does not exist" "colossal_generate(app nosuch.c)"
+bad_project "give one of cpu, cuda" "colossal_generate(app classifier.c TARGETS cpu cuda)"
+bad_project "unknown arguments: STEPS" "colossal_generate(app classifier.c STEPS 3)"
+bad_project "is not a target" "colossal_generate(nosuchtarget classifier.c)"
+bad_project "not a C identifier" "colossal_generate(app classifier.c MODEL my-model)"
+
 echo "== pkg-config: the same program with mpicc"
 gen=$work/build/colossal/consumer
 flags=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs colossal-cpu)
