@@ -4,8 +4,9 @@
  * (inputs `idx` and `targets`, int32 [batch, seq]) trained on a token file.
  *
  * The including file defines LM_MODEL (the generated prefix, e.g. gpt2),
- * LM_HEADER (its header, "gpt2.h") and LM_EMBEDDING (the token embedding's
- * parameter name, whose rows give the vocabulary), then includes this file.
+ * LM_HEADER (its header, "gpt2.h"), LM_EMBEDDING and LM_NORM (the names of
+ * the token embedding and the final norm, whose sizes give the vocabulary),
+ * then includes this file.
  *
  * What it does, per step s (0-based): the global batch is B rows of T+1
  * consecutive tokens; row g of step s starts at a position of the training
@@ -254,17 +255,21 @@ int main(int argc, char **argv) {
     LM_FN(config) cfg = {.mesh = NULL, .seed = o.seed};
     if (LM_FN(create)(&cfg, &m) != 0) colrt_die("cannot create the model");
 
-    /* the vocabulary: rows of the token embedding */
-    colrt_tensor params[512];
-    int np = LM_FN(params)(m, params, 512);
-    int64_t vocab = -1, n_params = 0;
-    for (int i = 0; i < np && i < 512; i++) {
+    /* the vocabulary: the token embedding's size over the width (a final
+     * norm's length), which holds for ZeRO-3 slices too */
+    int np = LM_FN(params)(m, NULL, 0);
+    colrt_tensor *params = malloc(sizeof(colrt_tensor) * (size_t)np);
+    LM_FN(params)(m, params, np);
+    int64_t vocab = -1, width = -1, emb = -1, n_params = 0;
+    for (int i = 0; i < np; i++) {
         int64_t c = 1;
         for (int d = 0; d < params[i].ndim; d++) c *= params[i].global_shape[d];
         n_params += c;
-        if (!strcmp(params[i].name, LM_EMBEDDING)) vocab = params[i].global_shape[0];
+        if (!strcmp(params[i].name, LM_EMBEDDING)) emb = c;
+        if (!strcmp(params[i].name, LM_NORM)) width = c;
     }
-    if (vocab < 0) colrt_die("the model has no parameter %s", LM_EMBEDDING);
+    if (emb > 0 && width > 0) vocab = emb / width;
+    if (vocab < 0) colrt_die("the model has no parameter %s or %s", LM_EMBEDDING, LM_NORM);
     if (train.max >= vocab || (o.val && val.max >= vocab)) {
         snprintf(err, sizeof err, "a token file holds id %d, outside the model's vocabulary of %lld",
                  train.max >= vocab ? train.max : val.max, (long long)vocab);
@@ -351,6 +356,7 @@ int main(int argc, char **argv) {
     free(tgt);
     free(train.tok);
     free(val.tok);
+    free(params);
     colrt_finalize();
     return 0;
 }

@@ -13,4 +13,5 @@
 #define LM_MODEL gpt2
 #define LM_HEADER "gpt2.h"
 #define LM_EMBEDDING "wte.weight"
+#define LM_NORM "ln_f.weight"
 #include "lm_train.h"

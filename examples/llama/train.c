@@ -13,4 +13,5 @@
 #define LM_MODEL llama
 #define LM_HEADER "llama.h"
 #define LM_EMBEDDING "model.embed_tokens.weight"
+#define LM_NORM "model.norm.weight"
 #include "lm_train.h"
