@@ -2,6 +2,7 @@
 """make_hf.py — makes the Hugging Face interop test files in tests/hf/:
 
   gpt2/   a tiny GPT2LMHeadModel  (2 layers, n_embd 32, 4 heads, vocab 128, 32 positions)
+  gpt2_sharded/  the same, saved in shards of 50 KB (model.safetensors.index.json)
   llama/  a tiny LlamaForCausalLM (2 layers, hidden 32, 4 heads, 2 kv heads, FFN 64,
           vocab 128, untied head)
 
@@ -22,6 +23,7 @@ The C test (tests/hf/test_hf.c) needs none of this: only the files.
 """
 import json
 import os
+import shutil
 import sys
 
 import torch
@@ -72,6 +74,11 @@ def make(name, cls, cfg, seed):
     gen = os.path.join(out, "generation_config.json")
     if os.path.exists(gen):
         os.remove(gen)
+    if name == "gpt2":  # the same weights as a sharded checkpoint (index + 3 files)
+        sharded = os.path.join(HERE, "gpt2_sharded")
+        model.save_pretrained(sharded, safe_serialization=True, max_shard_size="50KB")
+        if os.path.exists(os.path.join(sharded, "generation_config.json")):
+            os.remove(os.path.join(sharded, "generation_config.json"))
     idx, tgt = batch()
     loss32 = loss_of(model, idx, tgt)
     loss64 = loss_of(model.double(), idx, tgt)
@@ -79,10 +86,11 @@ def make(name, cls, cfg, seed):
         json.dump({"idx": idx.tolist(), "targets": tgt.tolist(), "loss_f32": loss32, "loss_f64": loss64,
                    "torch": torch.__version__, "transformers": transformers.__version__}, f, indent=1)
     print("%s: loss %.7f (float64 %.7f)" % (name, loss32, loss64))
+    if name == "gpt2":
+        shutil.copy(os.path.join(out, "batch.json"), os.path.join(HERE, "gpt2_sharded"))
 
 
 def check_export(d, name):
-    import shutil
     import tempfile
     cls = configs()[name][0]
     tmp = tempfile.mkdtemp()

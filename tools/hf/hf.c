@@ -20,7 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 typedef enum { XD, DX } HfShape;
 typedef enum { COPY, TRANSPOSE } HfTransform;
@@ -138,73 +141,124 @@ typedef struct {
     int used;
 } StEntry;
 
+/* One or more safetensors files (a sharded checkpoint), mapped read-only. */
+#define ST_MAX_PARTS 256
 typedef struct {
-    unsigned char *buf;
-    cJSON *header;
+    void *map[ST_MAX_PARTS];
+    size_t len[ST_MAX_PARTS];
+    cJSON *header[ST_MAX_PARTS];
+    int nparts;
     StEntry *e;
-    int n;
+    int n, cap;
 } StFile;
 
 static void st_free(StFile *f) {
-    cJSON_Delete(f->header);
-    free(f->buf);
+    for (int i = 0; i < f->nparts; i++) {
+        cJSON_Delete(f->header[i]);
+        if (f->map[i]) munmap(f->map[i], f->len[i]);
+    }
     free(f->e);
     memset(f, 0, sizeof *f);
 }
 
-static int st_read(const char *path, StFile *f, char *err, size_t errlen) {
-    memset(f, 0, sizeof *f);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return say(err, errlen, "%s: cannot open", path);
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    f->buf = malloc(len > 0 ? (size_t)len : 1);
-    if (!f->buf || len < 8 || fread(f->buf, 1, (size_t)len, fp) != (size_t)len) {
-        fclose(fp);
-        st_free(f);
-        return say(err, errlen, "%s: too short to be a safetensors file", path);
-    }
-    fclose(fp);
+/* Adds the tensors of one safetensors file to f. */
+static int st_add(const char *path, StFile *f, char *err, size_t errlen) {
+    if (f->nparts == ST_MAX_PARTS) return say(err, errlen, "%s: more than %d files in one checkpoint", path, ST_MAX_PARTS);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return say(err, errlen, "%s: cannot open", path);
+    struct stat sb;
+    size_t len = fstat(fd, &sb) == 0 ? (size_t)sb.st_size : 0;
+    void *map = len >= 8 ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (map == MAP_FAILED) return say(err, errlen, "%s: too short to be a safetensors file", path);
+    int part = f->nparts++;
+    f->map[part] = map;
+    f->len[part] = len;
+    const unsigned char *buf = map;
     uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | f->buf[i];
-    if (hlen > (uint64_t)len - 8) {
-        st_free(f);
-        return say(err, errlen, "%s: not a safetensors file (header length %llu beyond the file's %ld bytes)", path,
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
+    if (hlen > (uint64_t)len - 8)
+        return say(err, errlen, "%s: not a safetensors file (header length %llu beyond the file's %zu bytes)", path,
                    (unsigned long long)hlen, len);
+    cJSON *h = f->header[part] = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
+    if (!cJSON_IsObject(h)) return say(err, errlen, "%s: not a safetensors file (its header is not a JSON object)", path);
+    const unsigned char *data = buf + 8 + hlen;
+    size_t data_len = len - 8 - (size_t)hlen;
+    int need = f->n + cJSON_GetArraySize(h) + 1;
+    if (need > f->cap) {
+        f->cap = need * 2;
+        f->e = realloc(f->e, sizeof *f->e * (size_t)f->cap);
     }
-    f->header = cJSON_ParseWithLength((const char *)f->buf + 8, (size_t)hlen);
-    if (!cJSON_IsObject(f->header)) {
-        st_free(f);
-        return say(err, errlen, "%s: not a safetensors file (its header is not a JSON object)", path);
-    }
-    const unsigned char *data = f->buf + 8 + hlen;
-    size_t data_len = (size_t)len - 8 - (size_t)hlen;
-    f->e = calloc((size_t)cJSON_GetArraySize(f->header) + 1, sizeof *f->e);
-    for (cJSON *it = f->header->child; it; it = it->next) {
+    for (cJSON *it = h->child; it; it = it->next) {
         if (!strcmp(it->string, "__metadata__")) continue;
         StEntry *e = &f->e[f->n];
+        memset(e, 0, sizeof *e);
         cJSON *dt = cJSON_GetObjectItem(it, "dtype"), *sh = cJSON_GetObjectItem(it, "shape"),
               *off = cJSON_GetObjectItem(it, "data_offsets");
         if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || cJSON_GetArraySize(sh) > 8 || !cJSON_IsArray(off) ||
-            cJSON_GetArraySize(off) != 2) {
-            st_free(f);
+            cJSON_GetArraySize(off) != 2)
             return say(err, errlen, "%s: tensor '%s' has a malformed header entry", path, it->string);
-        }
         e->name = it->string;
         e->dtype = dt->valuestring;
         e->ndim = cJSON_GetArraySize(sh);
         for (int d = 0; d < e->ndim; d++) e->shape[d] = (int64_t)cJSON_GetArrayItem(sh, d)->valuedouble;
         double b = cJSON_GetArrayItem(off, 0)->valuedouble, x = cJSON_GetArrayItem(off, 1)->valuedouble;
-        if (b < 0 || x < b || x > (double)data_len) {
-            st_free(f);
+        if (b < 0 || x < b || x > (double)data_len)
             return say(err, errlen, "%s: tensor '%s' lies outside the file", path, e->name);
-        }
         e->data = data + (size_t)b;
         e->bytes = (size_t)(x - b);
         f->n++;
     }
     return 0;
+}
+
+static int exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* PATH: a .safetensors file, a model.safetensors.index.json (shards), or a
+ * directory holding either. Sets cfg to the config.json to check. */
+static int st_open(const char *path, StFile *f, char *cfg, size_t cfglen, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    char file[4096], dir[4096];
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        snprintf(dir, sizeof dir, "%s", path);
+        snprintf(file, sizeof file, "%s/model.safetensors", path);
+        if (!exists(file)) snprintf(file, sizeof file, "%s/model.safetensors.index.json", path);
+    } else {
+        const char *slash = strrchr(path, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+        snprintf(file, sizeof file, "%s", path);
+    }
+    snprintf(cfg, cfglen, "%s/config.json", dir);
+    size_t n = strlen(file);
+    if (n < 11 || strcmp(file + n - 11, ".index.json")) return st_add(file, f, err, errlen);
+    /* sharded: the index's weight_map names the files */
+    FILE *fp = fopen(file, "rb");
+    if (!fp) return say(err, errlen, "%s: cannot open (no model.safetensors either)", file);
+    fseek(fp, 0, SEEK_END);
+    long len = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *text = malloc((size_t)len + 1);
+    size_t got = fread(text, 1, (size_t)len, fp);
+    fclose(fp);
+    text[got] = 0;
+    cJSON *idx = cJSON_Parse(text);
+    free(text);
+    cJSON *map = cJSON_GetObjectItem(idx, "weight_map");
+    int rc = cJSON_IsObject(map) ? 0 : say(err, errlen, "%s: not a safetensors index (no weight_map)", file);
+    for (cJSON *it = map ? map->child : NULL; it && !rc; it = it->next) {
+        int seen = 0;
+        for (cJSON *p = map->child; p != it && !seen; p = p->next) seen = !strcmp(p->valuestring, it->valuestring);
+        if (seen || !cJSON_IsString(it)) continue;
+        char part[8192];
+        snprintf(part, sizeof part, "%s/%s", dir, it->valuestring);
+        rc = st_add(part, f, err, errlen);
+    }
+    cJSON_Delete(idx);
+    return rc;
 }
 
 static float half_to_f32(uint16_t h, int bf16) {
@@ -308,18 +362,13 @@ int colhf_load(const char *path, const colrt_tensor *params, int n, char *err, s
     Family fam;
     int64_t D;
     if (model_family(params, n, &fam, &D, err, errlen)) return -1;
-    char file[4096], cfg[4096];
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        snprintf(file, sizeof file, "%s/model.safetensors", path);
-        snprintf(cfg, sizeof cfg, "%s/config.json", path);
-    } else {
-        snprintf(file, sizeof file, "%s", path);
-        const char *slash = strrchr(path, '/');
-        snprintf(cfg, sizeof cfg, "%.*sconfig.json", slash ? (int)(slash - path + 1) : 0, path);
-    }
+    char cfg[4096];
+    const char *file = path;
     StFile f;
-    if (st_read(file, &f, err, errlen)) return -1;
+    if (st_open(path, &f, cfg, sizeof cfg, err, errlen)) {
+        st_free(&f);
+        return -1;
+    }
     if (check_config(cfg, fam, D, params, n, err, errlen)) {
         st_free(&f);
         return -1;
