@@ -221,7 +221,7 @@ static int exists(const char *path) {
  * directory holding either. Sets cfg to the config.json to check. */
 static int st_open(const char *path, StFile *f, char *cfg, size_t cfglen, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
-    char file[4096], dir[4096];
+    char file[4096], dir[2048];
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         snprintf(dir, sizeof dir, "%s", path);
