@@ -356,6 +356,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
             if (x->shape.rank == 0 || x->shape.d[0] % p->opt.dp) {
                 sb_printf(err, "input %%%s: batch dim %lld is not divisible by %d ranks", x->name,
                           (long long)(x->shape.rank ? x->shape.d[0] : 0), p->opt.dp);
+                ir_free(zgrad);
                 goto fail;
             }
             p->v[v].split = true;
