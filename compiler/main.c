@@ -155,11 +155,15 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
  * 'p' every parameter whole and the work split over some mesh axes only
  * (*dp_axes, a bitmask): the batch over those, replicated over the rest (a
  * megatron plan whose tensor-parallel axis the planner left replicated).
- * *zero gets the smallest ZeRO stage among the groups owning parameters. */
-static char plan_kind(const PlanResult *r, int *zero, unsigned *dp_axes) {
+ * *zero gets the smallest ZeRO stage among the groups owning parameters;
+ * *split_param the first parameter a tensor-parallel plan splits (with its
+ * spec), IR_NONE if none. */
+static char plan_kind(const PlanResult *r, int *zero, unsigned *dp_axes, ValueId *split_param,
+                      ShardSpec *split_spec) {
     const IlpProblem *p = r->prob;
     bool params_whole = true;
     *dp_axes = 0;
+    *split_param = IR_NONE;
     int dpi = -1;
     for (int i = 0; i < r->n_base; i++)
         if (!strcmp(r->base[i].name, "dp") && r->base[i].applicable) dpi = i;
@@ -178,7 +182,12 @@ static char plan_kind(const PlanResult *r, int *zero, unsigned *dp_axes) {
             const Node *nd = ir_node(p->g, G->members[m].node);
             for (int i = 0; i < nd->n_in && i < st->n_in; i++)
                 if (ir_val(p->g, nd->in[i])->role == ROLE_PARAM)
-                    for (int d = 0; d < st->in[i].rank; d++) params_whole &= st->in[i].n[d] == 0;
+                    for (int d = 0; d < st->in[i].rank; d++)
+                        if (st->in[i].n[d] && params_whole) { /* the first one, for the message */
+                            params_whole = false;
+                            *split_param = nd->in[i];
+                            *split_spec = st->in[i];
+                        }
         }
         if (G->n_params && r->choice.zero[gi] < *zero) *zero = r->choice.zero[gi];
     }
@@ -196,17 +205,30 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
     char kind = 'd';
     unsigned dp_axes = 0;
     bool megatron = !strncmp(r->chosen, "megatron", 8);
+    ValueId split_param = IR_NONE;
+    ShardSpec split_spec = {0};
     if ((!strcmp(r->chosen, "ilp") || megatron) && world > 1) { /* lowerable when uniform */
-        kind = plan_kind(r, &zero, &dp_axes);
+        kind = plan_kind(r, &zero, &dp_axes, &split_param, &split_spec);
         dp_like = kind != 0 && !(kind == 'p' && zero);
     }
     if (world > 1 && (!dp_like || (zero && busy_axes > 2))) {
+        StrBuf why;
+        sb_init(&why);
+        if (split_param != IR_NONE) {
+            sb_printf(&why, " and splits parameter %%%s as ", ir_val(g, split_param)->name);
+            shard_spec_print(&why, &split_spec);
+            sb_puts(&why, " (tensor parallel)");
+        } else if (kind == 'p' && zero) {
+            sb_puts(&why, " with ZeRO and the batch over some mesh axes only");
+        } else if (zero && busy_axes > 2) {
+            sb_printf(&why, " with ZeRO over %d mesh axes", busy_axes);
+        }
         diag_plain("generate with --strategy dp|zero1|zero2|zero3 (ZeRO over at most two mesh axes), "
                    "or for one device (--cluster h100:1x1)",
-                   "the plan chose '%s' on a mesh of %d devices and splits parameters over it (tensor "
-                   "parallel); this build lowers data-parallel, replicated and ZeRO-1/2/3 plans, and "
-                   "megatron plans whose tensor-parallel axis keeps every parameter whole",
-                   r->chosen, world);
+                   "the plan chose '%s' on a mesh of %d devices%s; this build lowers data-parallel, "
+                   "replicated and ZeRO-1/2/3 plans, and plans (megatron's too) that keep every "
+                   "parameter whole", r->chosen, world, sb_cstr(&why));
+        sb_free(&why);
         return NULL;
     }
     /* recompute: per graph block, the instances the plan recomputes (selective

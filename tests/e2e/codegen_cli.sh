@@ -23,7 +23,8 @@ check "--target cpu writes no CUDA file" "[ -f $work/cpu/mlp_kernels.c ] && [ ! 
 # GPT-2 124M's megatron plan splits the attention heads and the MLP hidden dim
 out=$("$cc" "$ex/ir/gpt2-2layer.cir" --emit code --cluster h100:1x2 --mesh 1x2 --strategy megatron -q -o "$work/m" 2>&1); rc=$?
 check "a plan that splits parameters (tensor parallel) is refused with exit 1" "[ $rc = 1 ]"
-check "... saying what is lowered" "echo \"\$out\" | grep -q 'lowers data-parallel'"
+check "... naming the split parameter and its spec" "echo \"\$out\" | grep -qF 'splits parameter %wte.weight as [R,S1] (tensor parallel)'"
+check "... and saying what is lowered" "echo \"\$out\" | grep -q 'lowers data-parallel'"
 check "... and writing no code" "[ ! -f $work/m/gpt2.c ]"
 
 # the tiny model's megatron plan on 2x2 keeps every parameter whole: the batch
