@@ -152,9 +152,18 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
  * reporting why. */
 /* What kind of plan the ILP chose: 'd' every group as in the dp baseline
  * (the batch split over every axis), 'r' every op replicated, 0 otherwise.
- * *zero gets the smallest ZeRO stage among the groups owning parameters. */
-static char plan_kind(const PlanResult *r, int *zero) {
+ * 'p' every parameter whole and the work split over some mesh axes only
+ * (*dp_axes, a bitmask): the batch over those, replicated over the rest (a
+ * megatron plan whose tensor-parallel axis the planner left replicated).
+ * *zero gets the smallest ZeRO stage among the groups owning parameters;
+ * *split_param the first parameter a tensor-parallel plan splits (with its
+ * spec), IR_NONE if none. */
+static char plan_kind(const PlanResult *r, int *zero, unsigned *dp_axes, ValueId *split_param,
+                      ShardSpec *split_spec) {
     const IlpProblem *p = r->prob;
+    bool params_whole = true;
+    *dp_axes = 0;
+    *split_param = IR_NONE;
     int dpi = -1;
     for (int i = 0; i < r->n_base; i++)
         if (!strcmp(r->base[i].name, "dp") && r->base[i].applicable) dpi = i;
@@ -166,12 +175,24 @@ static char plan_kind(const PlanResult *r, int *zero) {
         for (int m = 0; m < G->n_members; m++) {
             const ShardStrategy *st = &G->members[m].st[G->strats[r->choice.strat[gi]].member_st[m]];
             for (int a = 0; a < r->mesh.n_axes; a++)
-                if (st->iter_of_axis[a] >= 0 && r->mesh.size[a] > 1) all_rep = false;
+                if (st->iter_of_axis[a] >= 0 && r->mesh.size[a] > 1) {
+                    all_rep = false;
+                    *dp_axes |= 1u << a;
+                }
+            const Node *nd = ir_node(p->g, G->members[m].node);
+            for (int i = 0; i < nd->n_in && i < st->n_in; i++)
+                if (ir_val(p->g, nd->in[i])->role == ROLE_PARAM)
+                    for (int d = 0; d < st->in[i].rank; d++)
+                        if (st->in[i].n[d] && params_whole) { /* the first one, for the message */
+                            params_whole = false;
+                            *split_param = nd->in[i];
+                            *split_spec = st->in[i];
+                        }
         }
         if (G->n_params && r->choice.zero[gi] < *zero) *zero = r->choice.zero[gi];
     }
     if (*zero == 3) *zero = 0;
-    return all_dp ? 'd' : all_rep ? 'r' : 0;
+    return all_dp ? 'd' : all_rep ? 'r' : params_whole ? 'p' : 0;
 }
 
 static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
@@ -182,15 +203,32 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
                    (!strncmp(r->chosen, "zero", 4) && r->chosen[4] >= '1' && r->chosen[4] <= '3');
     if (!strncmp(r->chosen, "zero", 4)) zero = r->chosen[4] - '0';
     char kind = 'd';
-    if (!strcmp(r->chosen, "ilp") && world > 1) { /* the ILP's own plan: lowerable when uniform */
-        kind = plan_kind(r, &zero);
-        dp_like = kind != 0;
+    unsigned dp_axes = 0;
+    bool megatron = !strncmp(r->chosen, "megatron", 8);
+    ValueId split_param = IR_NONE;
+    ShardSpec split_spec = {0};
+    if ((!strcmp(r->chosen, "ilp") || megatron) && world > 1) { /* lowerable when uniform */
+        kind = plan_kind(r, &zero, &dp_axes, &split_param, &split_spec);
+        dp_like = kind != 0 && !(kind == 'p' && zero);
     }
     if (world > 1 && (!dp_like || (zero && busy_axes > 2))) {
+        StrBuf why;
+        sb_init(&why);
+        if (split_param != IR_NONE) {
+            sb_printf(&why, " and splits parameter %%%s as ", ir_val(g, split_param)->name);
+            shard_spec_print(&why, &split_spec);
+            sb_puts(&why, " (tensor parallel)");
+        } else if (kind == 'p' && zero) {
+            sb_puts(&why, " with ZeRO and the batch over some mesh axes only");
+        } else if (zero && busy_axes > 2) {
+            sb_printf(&why, " with ZeRO over %d mesh axes", busy_axes);
+        }
         diag_plain("generate with --strategy dp|zero1|zero2|zero3 (ZeRO over at most two mesh axes), "
                    "or for one device (--cluster h100:1x1)",
-                   "the plan chose '%s' on a mesh of %d devices; this build lowers data-parallel, "
-                   "replicated and ZeRO-1/2/3 plans only", r->chosen, world);
+                   "the plan chose '%s' on a mesh of %d devices%s; this build lowers data-parallel, "
+                   "replicated and ZeRO-1/2/3 plans, and plans (megatron's too) that keep every "
+                   "parameter whole", r->chosen, world, sb_cstr(&why));
+        sb_free(&why);
         return NULL;
     }
     /* recompute: per graph block, the instances the plan recomputes (selective
@@ -206,8 +244,15 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
     if (busy_axes == 2)
         for (int a = 0; a < r->mesh.n_axes; a++)
             if (r->mesh.size[a] > 1) zinner = r->mesh.size[a];
-    LowerOptions lo = {.dp = kind == 'r' ? 1 : world, .zranks = world, .zero = world > 1 ? zero : 0,
-                       .alignment = 256, .recompute = rc, .zinner = zinner};
+    int dp = kind == 'r' ? 1 : world;
+    if (kind == 'p') { /* the batch over the plan's split axes only */
+        dp = 1;
+        for (int a = 0; a < r->mesh.n_axes; a++)
+            if (dp_axes & (1u << a)) dp *= r->mesh.size[a];
+    }
+    LowerOptions lo = {.dp = dp, .zranks = world, .zero = world > 1 ? zero : 0,
+                       .alignment = 256, .recompute = rc, .zinner = zinner,
+                       .dp_axes = kind == 'p' ? dp_axes : 0};
     LowerProgram *lp = lower_build(g, &lo, &err);
     ir_free(rc);
     if (!lp)

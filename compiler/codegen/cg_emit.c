@@ -252,6 +252,12 @@ static void emit_zero_ag(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst,
               outer, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)(chunk * o->mesh[inner]));
 }
 
+/* Whether the batch's partial sums are all-reduced over mesh axis a: every
+ * non-trivial axis, or the plan's data-parallel axes only (lower.h dp_axes). */
+static bool reduces_over(const LowerProgram *lp, const CgOptions *o, int a) {
+    return o->mesh[a] > 1 && (!lp->opt.dp_axes || (lp->opt.dp_axes & (1u << a)));
+}
+
 /* Copies into the leaves they update, for results of nodes [first, last)
  * not already written in place. */
 static void emit_commits(CgCtx *c, StrBuf *m, int first, int last) {
@@ -296,7 +302,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             for (int k = 0; k < ln->n_reduce; k++) {
                 ValueId v = ln->reduce[k];
                 for (int a = 0; a < o->mesh_axes; a++) {
-                    if (o->mesh[a] == 1) continue;
+                    if (!reduces_over(lp, o, a)) continue;
                     sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", a);
                     cg_ptr(c, c->sched, v);
                     sb_puts(c->sched, ", ");
@@ -350,7 +356,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 ValueId v = lp->out_reduce[k];
                 if (ir_val(g, v)->def != id) continue;
                 for (int a = 0; a < o->mesh_axes; a++) {
-                    if (o->mesh[a] == 1) continue;
+                    if (!reduces_over(lp, o, a)) continue;
                     sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", a);
                     cg_ptr(c, c->sched, v);
                     sb_puts(c->sched, ", ");
@@ -654,8 +660,28 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
             local_rows = lp->v[v].local.d[0];
             break;
         }
-    sb_printf(m, "    *count = %lld;\n    *first = %s ? (int64_t)colrt_rank() * %lld : 0;\n}\n\n",
-              (long long)local_rows, local_rows != rows ? "1" : "0", (long long)local_rows);
+    /* this rank's index among the data-parallel ranks: its coordinates on
+     * the split axes (row-major mesh, the last axis fastest) */
+    StrBuf dpi;
+    sb_init(&dpi);
+    if (!lp->opt.dp_axes) sb_puts(&dpi, "(int64_t)colrt_rank()");
+    else {
+        sb_puts(&dpi, "(int64_t)0");
+        int64_t stride = 1;
+        for (int a = o->mesh_axes - 1; a >= 0; a--) {
+            if (lp->opt.dp_axes & (1u << a)) {
+                int64_t below = 1;
+                for (int q = a + 1; q < o->mesh_axes; q++)
+                    if (lp->opt.dp_axes & (1u << q)) below *= o->mesh[q];
+                sb_printf(&dpi, " + ((int64_t)colrt_rank() / %lld %% %d) * %lld", (long long)stride, o->mesh[a],
+                          (long long)below);
+            }
+            stride *= o->mesh[a];
+        }
+    }
+    sb_printf(m, "    *count = %lld;\n    *first = %s ? (%s) * %lld : 0;\n}\n\n",
+              (long long)local_rows, local_rows != rows ? "1" : "0", sb_cstr(&dpi), (long long)local_rows);
+    sb_free(&dpi);
     sb_printf(m,
               "void %s_destroy(%s *M) {\n"
               "    if (!M) return;\n"

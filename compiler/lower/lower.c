@@ -572,7 +572,14 @@ static const char *vname(const LowerProgram *p, ValueId v) {
 
 void lower_print(const LowerProgram *p, StrBuf *b) {
     const Graph *g = p->g;
-    sb_printf(b, "; lowered %s: %d data-parallel ranks, ZeRO stage %d\n", g->name, p->opt.dp, p->opt.zero);
+    sb_printf(b, "; lowered %s: %d data-parallel ranks", g->name, p->opt.dp);
+    if (p->opt.dp_axes) { /* the batch over some mesh axes; replicas over the rest */
+        sb_puts(b, " (over mesh axes");
+        for (int a = 0; a < 32; a++)
+            if (p->opt.dp_axes & (1u << a)) sb_printf(b, " %d", a);
+        sb_puts(b, ", replicas over the others)");
+    }
+    sb_printf(b, ", ZeRO stage %d\n", p->opt.zero);
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
         const LowerNode *ln = &p->n[id];

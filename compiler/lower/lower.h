@@ -38,6 +38,10 @@ typedef struct LowerOptions {
     int64_t zinner;            /* ZeRO over two mesh axes: the inner axis's size (the
                                 * collectives go in two steps through a temporary of
                                 * zinner slices); 1 otherwise */
+    unsigned dp_axes;          /* bitmask of the mesh axes the batch is split over (the
+                                * partial sums are all-reduced over these); 0: every
+                                * axis. The others hold replicas (dp counts the split
+                                * axes' ranks only) */
     const int *recompute;      /* per graph block: its first N instances are recomputed
                                 * (their forward re-runs just before their backward);
                                 * NULL: none */

@@ -20,10 +20,18 @@ check "ZeRO-2 reduce-scatters and all-gathers" "grep -q colrt_reduce_scatter '$w
 "$cc" "$ex/ir/mlp.cir" --emit code --target cpu --cluster h100:1x1 -q -o "$work/cpu"
 check "--target cpu writes no CUDA file" "[ -f $work/cpu/mlp_kernels.c ] && [ ! -f $work/cpu/mlp_kernels.cu ]"
 
-out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --cluster h100:1x2 --mesh 1x2 --strategy megatron -q -o "$work/m" 2>&1); rc=$?
-check "a tensor-parallel plan is refused with exit 1" "[ $rc = 1 ]"
-check "... saying what is lowered" "echo \"\$out\" | grep -q 'lowers data-parallel'"
-check "... and writing no code" "[ ! -f $work/m/gpt2_tiny.c ]"
+# GPT-2 124M's megatron plan splits the attention heads and the MLP hidden dim
+out=$("$cc" "$ex/ir/gpt2-2layer.cir" --emit code --cluster h100:1x2 --mesh 1x2 --strategy megatron -q -o "$work/m" 2>&1); rc=$?
+check "a plan that splits parameters (tensor parallel) is refused with exit 1" "[ $rc = 1 ]"
+check "... naming the split parameter and its spec" "echo \"\$out\" | grep -qF 'splits parameter %wte.weight as [R,S1] (tensor parallel)'"
+check "... and saying what is lowered" "echo \"\$out\" | grep -q 'lowers data-parallel'"
+check "... and writing no code" "[ ! -f $work/m/gpt2.c ]"
+
+# the tiny model's megatron plan on 2x2 keeps every parameter whole: the batch
+# over axis 0, replicas over the tensor-parallel axis 1
+"$cc" "$ex/ir/gpt2-tiny.cir" --emit code --cluster h100:1x4 --mesh 2x2 --strategy megatron -q -o "$work/mt"
+check "megatron 2x2 with whole parameters: all-reduces over axis 0 only" "grep -q 'colrt_all_reduce(M->mesh, 0' '$work/mt/gpt2_tiny.c' && ! grep -q 'colrt_all_reduce(M->mesh, 1' '$work/mt/gpt2_tiny.c'"
+check "... and each rank feeds the rows of its axis-0 coordinate" "grep -q 'colrt_rank() / 2 % 2' '$work/mt/gpt2_tiny.c'"
 
 out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --cluster h100:1x1 --mem 152KB -o "$work/tight" 2>&1); rc=$?
 check "an arena over the limit: re-solve, then exit 1" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'solving again under a tighter limit'"

@@ -3,7 +3,8 @@
  * training graph: the batch split follows the iteration spaces, partial sums
  * are reduced once where a non-linear op first reads them, ZeRO-2 scatters
  * each gradient where it is final and ZeRO-3 gathers parameters before each
- * use, recompute re-runs a block's forward before its backward, the arena
+ * use, the batch may be split over some mesh axes only (megatron with whole
+ * parameters), recompute re-runs a block's forward before its backward, the arena
  * holds every buffer, and bad requests are refused with the reason.
  */
 #include <string.h>
@@ -123,6 +124,22 @@ int main(void) {
     CHECK_INT(lv(p, "fc1.weight")->local.d[0], 64 * 256 / 4);
     CHECK_INT(ln_of(p, "h0")->n_gather, 1);
     CHECK_INT(ln_of(p, "h2.grad")->n_gather, 1); /* the backward reads fc2.weight again */
+    lower_free(p);
+
+    /* a megatron plan whose tensor-parallel axis keeps the parameters whole
+     * (mesh 2x2, the batch over axis 0 only): two data-parallel ranks, the
+     * same reductions as dp over 2; the program names the split axes */
+    LowerOptions omt = {.dp = 2, .dp_axes = 1u << 0, .alignment = 256};
+    p = lower_build(g, &omt, &err);
+    CHECK(p != NULL);
+    CHECK_INT(lv(p, "x")->local.d[0], 16);
+    CHECK_INT(lv(p, "fc1.weight")->local.d[1], 256);
+    CHECK_INT(count_reduces(p), 5);
+    StrBuf mdump;
+    sb_init(&mdump);
+    lower_print(p, &mdump);
+    CHECK_CONTAINS(sb_cstr(&mdump), "2 data-parallel ranks (over mesh axes 0, replicas over the others)");
+    sb_free(&mdump);
     lower_free(p);
 
     /* a batch the ranks do not divide: refused with the reason */
