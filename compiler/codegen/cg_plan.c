@@ -32,6 +32,35 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     cJSON_AddNumberToObject(mem, "lower_bound_bytes", (double)lp->lower_bound_bytes);
     if (*predicted > 0)
         cJSON_AddNumberToObject(mem, "planned_over_predicted", (double)lp->arena_bytes / *predicted);
+    /* memory over the step: the planned buffers' live bytes at each node
+     * (replaces the planner's predicted timeline) */
+    {
+        const Graph *gg = lp->g;
+        cJSON_DeleteItemFromObjectCaseSensitive(mem, "timeline");
+        cJSON *tl = cJSON_AddObjectToObject(mem, "timeline");
+        cJSON_AddStringToObject(tl, "source", "planned");
+        cJSON_AddStringToObject(tl, "note",
+                                "live bytes of the generated program's buffers (the static memory plan) "
+                                "while each node of the schedule runs, per rank");
+        int64_t peak = 0, stat = INT64_MAX;
+        cJSON *pts = cJSON_AddArrayToObject(tl, "points");
+        for (NodeId id = 0; id < gg->n_nodes; id++) {
+            const Node *nd = &gg->nodes[id];
+            const Value *o0 = &gg->values[nd->out[0]];
+            const char *phase = o0->role == ROLE_ACT ? "forward" : "backward";
+            for (int k = 0; k < nd->n_out; k++)
+                if (gg->values[nd->out[k]].updates != IR_NONE) phase = "update";
+            cJSON *pt = cJSON_CreateObject();
+            cJSON_AddStringToObject(pt, "phase", phase);
+            cJSON_AddStringToObject(pt, "op", o0->name);
+            cJSON_AddNumberToObject(pt, "bytes", (double)lp->live_bytes[id]);
+            cJSON_AddItemToArray(pts, pt);
+            if (lp->live_bytes[id] > peak) peak = lp->live_bytes[id];
+            if (lp->live_bytes[id] < stat) stat = lp->live_bytes[id];
+        }
+        cJSON_AddNumberToObject(tl, "static_bytes", gg->n_nodes ? (double)stat : 0);
+        cJSON_AddNumberToObject(tl, "peak_bytes", (double)peak);
+    }
     /* the collectives the program runs per step, per rank (bytes of the local
      * buffer going in: the whole tensor for all-reduce and reduce-scatter,
      * the slice for all-gather), to set beside what the planner priced */

@@ -543,6 +543,12 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     p->lower_bound_bytes = st.lower_bound_bytes;
     p->n_in_place = st.n_in_place;
     p->n_buffers = nb;
+    p->live_bytes = ir_alloc(sizeof(int64_t) * (size_t)(nn + 1));
+    for (int i = 0; i < nb; i++) { /* aligned sizes, as placed */
+        int64_t sz = (bufs[i].size + p->opt.alignment - 1) & ~(p->opt.alignment - 1);
+        for (int t = bufs[i].first; t <= bufs[i].last && t < nn; t++)
+            if (!(bufs[i].alias >= 0 && t == bufs[i].first)) p->live_bytes[t] += sz;
+    }
     for (ValueId v = 0; v < ntot; v++) p->v[v].offset = bufs[buf_of[root_of(p, v)]].offset;
     ir_free(buf_of);
     ir_free(bufs);
@@ -563,6 +569,7 @@ void lower_free(LowerProgram *p) {
     ir_free(p->v);
     for (int i = 0; i < p->g->n_nodes; i++) ir_free(p->n[i].recompute);
     ir_free(p->n);
+    ir_free(p->live_bytes);
     ir_free(p);
 }
 

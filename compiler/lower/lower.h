@@ -100,6 +100,9 @@ typedef struct LowerProgram {
     int64_t lower_bound_bytes;
     int n_in_place;
     int n_buffers;
+    int64_t *live_bytes;       /* per node of the schedule: the arena bytes live while it
+                                * runs (buffers whose interval holds it; a result written
+                                * in place over its operand counted once) */
 } LowerProgram;
 
 /* Returns NULL with a message in err (a batch the ranks do not divide, an op

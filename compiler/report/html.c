@@ -84,7 +84,8 @@ static void chart_memory(StrBuf *o, const cJSON *r) {
     const cJSON *mem = rep_get(r, "memory"), *tl = rep_get(mem, "timeline"), *pts = rep_get(tl, "points");
     int n = cJSON_GetArraySize(pts);
     double lim = rep_num(mem, "limit_bytes"), pk = rep_num(mem, "predicted_peak_bytes");
-    Chart c = {1100, 300, 80, 20, 16, 36, 0, n > 1 ? n - 1 : 1, 0, pk * 1.1};
+    double top = fmax(pk, rep_num(tl, "peak_bytes")); /* a planned timeline may exceed the prediction */
+    Chart c = {1100, 300, 80, 20, 16, 36, 0, n > 1 ? n - 1 : 1, 0, (isnan(top) ? pk : top) * 1.1};
     bool show_lim = lim < pk * 1.6;
     if (show_lim) c.y1 = lim * 1.05;
     axes(o, &c, "live bytes per device", true);

@@ -168,7 +168,7 @@ static void blocks_zero(const cJSON *r, StrBuf *o) {
 }
 
 static void memory(const cJSON *r, StrBuf *o) {
-    char a[32];
+    char a[32], b[32];
     const cJSON *mem = rep_get(r, "memory"), *bd = rep_get(mem, "breakdown");
     double pk = rep_num(mem, "predicted_peak_bytes");
     sb_puts(o, "## Memory per device\n\n| part | bytes | share of peak |\n|---|---:|---:|\n");
@@ -184,15 +184,23 @@ static void memory(const cJSON *r, StrBuf *o) {
     const cJSON *tl = rep_get(mem, "timeline"), *pts = rep_get(tl, "points");
     int n = cJSON_GetArraySize(pts);
     sb_printf(o, "### Memory over the step (%s)\n\n", rep_str(tl, "source"));
-    sb_printf(o, "%s. Live bytes per device after each op group, forward then backward; "
-                 "`#` is a share of the predicted peak (%s).\n\n```\n", rep_str(tl, "note"), B(a, pk));
+    bool planned = !strcmp(rep_str(tl, "source"), "planned");
+    double tpk = planned ? rep_num(tl, "peak_bytes") : pk;
+    if (planned)
+        sb_printf(o, "%s. Largest of each sampled span of nodes; `#` is a share of the planned peak (%s; "
+                     "the planner predicted %s).\n\n```\n", rep_str(tl, "note"), B(a, tpk), B(b, pk));
+    else
+        sb_printf(o, "%s. Live bytes per device after each op group, forward then backward; "
+                     "`#` is a share of the predicted peak (%s).\n\n```\n", rep_str(tl, "note"), B(a, pk));
+    pk = tpk;
     int step = n > 32 ? (n + 31) / 32 : 1;
     for (int i = 0; i < n; i += step) {
         /* the largest point of the sampled span, so the peak shows */
         const cJSON *w = cJSON_GetArrayItem(pts, i);
         for (int j = i + 1; j < i + step && j < n; j++)
             if (rep_num(cJSON_GetArrayItem(pts, j), "bytes") > rep_num(w, "bytes")) w = cJSON_GetArrayItem(pts, j);
-        sb_printf(o, "%-3s %-24.24s %10s ", !strcmp(rep_str(w, "phase"), "forward") ? "fwd" : "bwd",
+        const char *ph = rep_str(w, "phase");
+        sb_printf(o, "%-3s %-24.24s %10s ", !strcmp(ph, "forward") ? "fwd" : !strcmp(ph, "update") ? "upd" : "bwd",
                   rep_str(w, "op"), B(a, rep_num(w, "bytes")));
         bar(o, rep_num(w, "bytes") / pk, 40);
         sb_putc(o, '\n');

@@ -38,6 +38,17 @@ if ! "$cc" "$src/examples/mlp/mlp.c" --batch 8 --cluster h100:1x2 --strategy dp 
   echo "FAIL: --emit all (code, plan and report)"
   fail=$((fail + 1))
 fi
+# beside generated code, memory over the step is the static memory plan's: its
+# peak is the plan's lower bound, and the report says it is planned
+"$py" - "$tmp/mlp-code/mlp.plan.json" <<'PY' || fail=$((fail + 1))
+import json, sys
+m = json.load(open(sys.argv[1]))["memory"]
+tl = m["timeline"]
+ok = tl["source"] == "planned" and tl["peak_bytes"] == m["lower_bound_bytes"] and len(tl["points"]) > 0
+print("planned timeline:", "ok" if ok else "FAIL", tl["source"], tl["peak_bytes"], m["lower_bound_bytes"])
+sys.exit(0 if ok else 1)
+PY
+grep -q "Memory over the step (planned)" "$tmp/mlp-code/mlp.report.md" || { echo "FAIL: report does not show the planned timeline"; fail=$((fail + 1)); }
 plan llama-tiny "$src/examples/llama/llama.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DN_KV_HEAD=2 -DFFN=128 -DVOCAB=256 -DSEQ=16 --batch 8 --dtype bf16
 "$py" - "$src/docs/plan.schema.json" "$tmp"/*/*.plan.json "$src"/tests/report/*.plan.json <<'PY' || fail=$((fail + 1))
 import json, sys
