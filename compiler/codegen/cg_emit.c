@@ -328,22 +328,13 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             for (int k = 0; k < ln->n_recompute; k++) {
                 const Node *f = ir_node(g, ln->recompute[k]);
                 sb_printf(c->sched, "    /* %%%s = %s (recomputed) */\n", ir_val(g, f->out[0])->name, ir_op(f->op)->name);
-                CgEmitFn rf = cg_emitter(f->op);
-                if (!rf || !rf(c, ln->recompute[k])) {
-                    if (!rf) sb_printf(c->err, "%s: no emitter", ir_op(f->op)->name);
+                if (!cg_emit_node(c, ln->recompute[k])) {
                     for (int q = 0; q < 3; q++) sb_free(&parts[q]);
                     return false;
                 }
             }
             sb_printf(c->sched, "    /* %%%s = %s */\n", ir_val(g, n->out[0])->name, ir_op(n->op)->name);
-            CgEmitFn fn = cg_emitter(n->op);
-            if (!fn) {
-                sb_printf(c->err, "%s %%%s: no emitter in the kernel table (compiler/codegen/cg_ops.def)",
-                          ir_op(n->op)->name, ir_val(g, n->out[0])->name);
-                for (int q = 0; q < 3; q++) sb_free(&parts[q]);
-                return false;
-            }
-            if (!fn(c, id)) {
+            if (!cg_emit_node(c, id)) {
                 for (int q = 0; q < 3; q++) sb_free(&parts[q]);
                 return false;
             }

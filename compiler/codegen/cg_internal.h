@@ -43,6 +43,8 @@ void cg_ptr(CgCtx *c, StrBuf *b, ValueId v);
 ValueId cg_read(CgCtx *c, ValueId v);
 
 typedef bool (*CgEmitFn)(CgCtx *c, NodeId id);
-CgEmitFn cg_emitter(int op);
+/* Emits node id through the kernel table (cg_ops.def), after checking that
+ * the generator supports its types; false with the reason in c->err. */
+bool cg_emit_node(CgCtx *c, NodeId id);
 
 #endif

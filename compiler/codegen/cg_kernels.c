@@ -111,21 +111,12 @@ static bool emit_dense(CgCtx *c, NodeId id) {
     return true;
 }
 
-static bool float_only(CgCtx *c, NodeId id) {
-    const Node *n = N_(c, id);
-    for (int i = 0; i < n->n_out; i++)
-        if (ir_val(c->g, n->out[i])->dtype != DT_F32)
-            return unsupported(c, id, "only f32 is generated yet (mixed precision: not yet)");
-    return true;
-}
-
 static bool emit_binary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     if (c->lp->n[id].fused) {
         sb_puts(c->sched, "    /* summed by the embedding gradient's scatter-add above */\n");
         return true;
     }
-    if (!float_only(c, id)) return false;
     Shape o = L(c, n->out[0]);
     static const char ops[] = {[OP_ADD] = '+', [OP_SUB] = '-', [OP_MUL] = '*', [OP_DIV] = '/'};
     StrBuf b;
@@ -145,7 +136,6 @@ static bool emit_binary(CgCtx *c, NodeId id) {
 
 static bool emit_unary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     if (n->op == OP_CAST && ir_val(c->g, n->in[0])->dtype != DT_F32)
         return unsupported(c, id, "only f32 is generated yet");
     StrBuf b;
@@ -170,7 +160,6 @@ static bool emit_unary(CgCtx *c, NodeId id) {
 
 static bool emit_elem_bwd(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     StrBuf b;
     sb_init(&b);
     sb_puts(&b, "double x = a0[i], dy = a1[i], r;\n        ");
@@ -195,7 +184,6 @@ static bool emit_elem_bwd(CgCtx *c, NodeId id) {
 
 static bool emit_expand(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     Shape o = L(c, n->out[0]);
     StrBuf b;
     sb_init(&b);
@@ -214,7 +202,6 @@ static bool emit_sum_to(CgCtx *c, NodeId id) {
         sb_puts(c->sched, "    /* summed by the GEMM above */\n");
         return true;
     }
-    if (!float_only(c, id)) return false;
     Shape s = L(c, n->in[0]), o = L(c, n->out[0]);
     int64_t sst[IR_MAX_DIMS], ost[IR_MAX_DIMS], st = 1;
     for (int d = s.rank - 1; d >= 0; d--) { sst[d] = st; st *= s.d[d]; }
@@ -254,7 +241,6 @@ static bool emit_sum_to(CgCtx *c, NodeId id) {
 
 static bool emit_softmax(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     Shape s = L(c, n->in[0]);
     int64_t V = s.d[s.rank - 1], R = s.rank >= 2 ? s.d[s.rank - 2] : 1, rows = numel(s) / V;
     StrBuf b;
@@ -310,7 +296,6 @@ static void norm_stats(StrBuf *b, bool ln, int64_t D, double eps, const char *ro
 
 static bool emit_norm(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     bool ln = n->op == OP_LAYER_NORM || n->op == OP_LAYER_NORM_DX;
     Shape s = L(c, n->in[0]);
     int64_t D = s.d[s.rank - 1], rows = numel(s) / D;
@@ -342,7 +327,6 @@ static bool emit_norm(CgCtx *c, NodeId id) {
 /* *_norm_dw(x, dy): one pass over the rows, summing in double. */
 static bool emit_norm_dw(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     bool ln = n->op == OP_LAYER_NORM_DW;
     Shape s = L(c, n->in[0]);
     int64_t D = s.d[s.rank - 1], rows = numel(s) / D;
@@ -364,7 +348,6 @@ static bool emit_norm_dw(CgCtx *c, NodeId id) {
 
 static bool emit_embedding(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     StrBuf *s = c->sched;
     if (n->op == OP_EMBEDDING) {
         Shape t = L(c, n->in[1]);
@@ -394,7 +377,6 @@ static bool emit_embedding(CgCtx *c, NodeId id) {
 
 static bool emit_pos_embedding(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     StrBuf *s = c->sched;
     int64_t ob = numel(L(c, n->out[0])) * 4, ib = numel(L(c, n->in[0])) * 4;
     if (n->op == OP_POS_EMBEDDING_DW) {
@@ -414,7 +396,6 @@ static bool emit_pos_embedding(CgCtx *c, NodeId id) {
  * that data-parallel shards sum to the global mean. */
 static bool emit_cross_entropy(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     const Value *lg = ir_val(c->g, n->in[0]);
     Shape s = L(c, n->in[0]);
     int64_t V = s.d[s.rank - 1], Nl = numel(s) / V, Ng = ir_shape_numel(lg->shape) / V;
@@ -497,7 +478,6 @@ static void fix_ns(StrBuf *out, const char *text, const AttDims *d) {
 
 static bool emit_attention(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     AttDims d = att_dims(c, n);
     StrBuf b, f;
     sb_init(&b);
@@ -549,7 +529,6 @@ static bool emit_attention(CgCtx *c, NodeId id) {
  * owns its rows of dk and dv, so the sums need no atomics. */
 static bool emit_attention_dkv(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     AttDims d = att_dims(c, n);
     StrBuf b, f;
     sb_init(&b);
@@ -599,7 +578,6 @@ static bool emit_attention_dkv(CgCtx *c, NodeId id) {
 
 static bool emit_rope(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     Shape s = L(c, n->in[0]);
     int64_t T = s.d[1], H = s.d[2], Dh = s.d[3], half = Dh / 2;
     StrBuf b;
@@ -628,7 +606,6 @@ static bool emit_view(CgCtx *c, NodeId id) {
 
 static bool emit_permute(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     Shape x = L(c, n->in[0]), o = L(c, n->out[0]);
     int64_t xs[IR_MAX_DIMS], st = 1;
     for (int d = x.rank - 1; d >= 0; d--) { xs[d] = st; st *= x.d[d]; }
@@ -651,7 +628,6 @@ static bool emit_permute(CgCtx *c, NodeId id) {
 /* split, concat, slice: one copy kernel per part, blocks of (outer, n, inner). */
 static bool emit_split_concat(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     int op = n->op;
     ValueId whole = op == OP_CONCAT ? n->out[0] : n->in[0];
     Shape w = L(c, whole);
@@ -685,7 +661,6 @@ static bool emit_split_concat(CgCtx *c, NodeId id) {
 
 static bool emit_reduce(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     Shape x = L(c, n->in[0]);
     int ax = (int)(n->attr[0].i < 0 ? n->attr[0].i + x.rank : n->attr[0].i);
     if (ax == 0 && c->lp->v[n->in[0]].split) return unsupported(c, id, "reduces the batch dim");
@@ -771,7 +746,6 @@ static bool emit_loss_scale_update(CgCtx *c, NodeId id) {
  * (the lowering aliases them), so each point reads everything first. */
 static bool emit_optimizer(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (!float_only(c, id)) return false;
     const Attr *at = n->attr;
     char pro[512], body[1024];
     int64_t N = numel(L(c, n->in[0]));
@@ -824,11 +798,25 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
     return true;
 }
 
-CgEmitFn cg_emitter(int op) {
+static CgEmitFn cg_emitter(int op) {
     switch (op) {
 #define CG(o, fn) case o: return fn;
 #include "cg_ops.def"
 #undef CG
     default: return NULL;
     }
+}
+
+bool cg_emit_node(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    CgEmitFn fn = cg_emitter(n->op);
+    if (!fn) return unsupported(c, id, "no emitter in the kernel table (compiler/codegen/cg_ops.def)");
+    /* Every emitter writes f32 kernels: a node with another float type is
+     * refused here, once, before any emitter runs (integer indices pass). */
+    for (int i = 0; i < n->n_in + n->n_out; i++) {
+        DType t = ir_val(c->g, i < n->n_in ? n->in[i] : n->out[i - n->n_in])->dtype;
+        if (ir_dtype_is_float(t) && t != DT_F32)
+            return unsupported(c, id, "only f32 is generated yet (mixed precision: not yet)");
+    }
+    return fn(c, id);
 }

@@ -27,6 +27,11 @@ check "... naming the split parameter and its spec" "echo \"\$out\" | grep -qF '
 check "... and saying what is lowered" "echo \"\$out\" | grep -q 'lowers data-parallel'"
 check "... and writing no code" "[ ! -f $work/m/gpt2.c ]"
 
+# mixed precision is refused at the first node of another float type, before any kernel is written
+out=$("$cc" "$ex/mlp/mlp.c" --batch 8 --cluster h100:1x1 --dtype bf16 --emit code -q -o "$work/bf" 2>&1); rc=$?
+check "bf16 code is refused with exit 1 at the first bf16 node" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'dense %layers.0.dense2: only f32 is generated yet'"
+check "... and writing no code" "[ ! -f $work/bf/mlp.c ]"
+
 # the tiny model's megatron plan on 2x2 keeps every parameter whole: the batch
 # over axis 0, replicas over the tensor-parallel axis 1
 "$cc" "$ex/ir/gpt2-tiny.cir" --emit code --cluster h100:1x4 --mesh 2x2 --strategy megatron -q -o "$work/mt"
