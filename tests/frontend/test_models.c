@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "frontend.h"
+#include "ir/ir_test_util.h"
 #include "ir.h"
 #include "ops.h"
 #include "text.h"
@@ -122,26 +123,17 @@ static void batch_comes_from_the_options(void) {
     }
 }
 
-static char *print(Graph *g) {
-    StrBuf b;
-    sb_init(&b);
-    ir_print(g, &b);
-    char *s = ir_strdup(sb_cstr(&b));
-    sb_free(&b);
-    return s;
-}
-
 static void lowering_is_deterministic(void) {
     const char *d[] = {"N_LAYER=3"};
     Graph *a = lower(EX("gpt2/gpt2.c"), 2, 1, d), *b = lower(EX("gpt2/gpt2.c"), 2, 1, d);
     if (!a || !b) return;
-    char *ta = print(a), *tb = print(b);
+    char *ta = print_graph(a), *tb = print_graph(b);
     CHECK(strcmp(ta, tb) == 0);
     /* and the text parses back to the same graph */
     Graph *c = ir_parse("gpt2.cir", ta, strlen(ta));
     CHECK(c != NULL);
     if (c) {
-        char *tc = print(c);
+        char *tc = print_graph(c);
         CHECK(strcmp(ta, tc) == 0);
         ir_free(tc);
         ir_graph_free(c);
