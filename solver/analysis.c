@@ -42,6 +42,16 @@ static const ShardStrategy *chosen_strategy(const PlanResult *r, NodeId n, const
     return member_strategy(r->prob, n, r->choice.strat[r->prob->group_of_node[n]], mem);
 }
 
+/* The chosen strategy of the node that owns parameter v, and v's operand index there. */
+static const ShardStrategy *owner_strategy(const PlanResult *r, const Graph *g, NodeId n, ValueId v,
+                                           const IlpMember **mem, int *operand) {
+    const Node *nd = ir_node(g, n);
+    int i = 0;
+    while (nd->in[i] != v) i++;
+    *operand = i;
+    return chosen_strategy(r, n, mem);
+}
+
 /* ---- plain words ---------------------------------------------------------------- */
 
 static bool iter_indexes(const DimMap *dims, int rank, int it, int *dim) {
@@ -184,11 +194,9 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
     for (int v = 0; v < g->n_values; v++) {
         if (owner[v] < 0) continue;
         NodeId n = owner[v];
-        const Node *nd = ir_node(g, n);
         const IlpMember *mem;
-        const ShardStrategy *st = chosen_strategy(r, n, &mem);
-        int i = 0;
-        while (nd->in[i] != v) i++;
+        int i;
+        const ShardStrategy *st = owner_strategy(r, g, n, v, &mem, &i);
         int z = r->choice.zero[p->group_of_node[n]];
         const Value *vv = ir_val(g, v);
         DType d = cost_dtype(&r->cm, vv->dtype);
@@ -304,11 +312,9 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     for (int v = 0; v < g->n_values; v++) {
         if (owner[v] < 0) continue;
         NodeId n = owner[v];
-        const Node *nd = ir_node(g, n);
         const IlpMember *mem;
-        const ShardStrategy *st = chosen_strategy(r, n, &mem);
-        int i = 0;
-        while (nd->in[i] != v) i++;
+        int i;
+        const ShardStrategy *st = owner_strategy(r, g, n, v, &mem, &i);
         int z = r->choice.zero[p->group_of_node[n]];
         double local = (double)ir_shape_numel(shard_spec_local(&st->in[i], m, ir_val(g, v)->shape));
         double Z = 1;
