@@ -291,8 +291,8 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
     *step_begin = ad_step_begin(g);
     if (*step_begin < *fwd_end) *step_begin = *fwd_end;
     StrBuf parts[3];
+    for (int p = 0; p < 3; p++) sb_init(&parts[p]); /* all three: an error frees them all */
     for (int p = 0; p < 3; p++) {
-        sb_init(&parts[p]);
         c->sched = &parts[p];
         int first = p == 0 ? 0 : p == 1 ? *fwd_end : *step_begin;
         int last = p == 0 ? *fwd_end : p == 1 ? *step_begin : nn;
