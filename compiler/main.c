@@ -195,6 +195,39 @@ static char plan_kind(const PlanResult *r, int *zero, unsigned *dp_axes, ValueId
     return all_dp ? 'd' : all_rep ? 'r' : params_whole ? 'p' : 0;
 }
 
+/* A plan that splits parameters (tensor parallel): the sharded lowering
+ * (compiler/lower/spec.c) with the plan's strategy of every forward op. */
+static LowerProgram *lower_sharded(const Graph *g, const PlanResult *r) {
+    const IlpProblem *p = r->prob;
+    const ShardStrategy **st = ir_alloc(sizeof *st * (size_t)(g->n_nodes + 1));
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        int gi = p->group_of_node[id];
+        if (gi < 0) continue;
+        const IlpGroup *G = &p->groups[gi];
+        int m = p->member_of_node[id];
+        st[id] = &G->members[m].st[G->strats[r->choice.strat[gi]].member_st[m]];
+    }
+    int *rc = ir_alloc(sizeof(int) * (size_t)(g->n_blocks + 1));
+    for (int k = 0; k < p->n_blocks; k++) {
+        int b = ir_find_block(g, p->blocks[k].name);
+        if (b >= 0) rc[b] = r->choice.count[k][RC_FULL] + r->choice.count[k][RC_SELECTIVE];
+    }
+    LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .mesh = &r->mesh,
+                       .node_st = (const ShardStrategy *const *)st,
+                       .flops_per_s = r->cl.peak_flops[r->cm.dtype] > 0 ? r->cl.peak_flops[r->cm.dtype] : 1e12};
+    StrBuf err;
+    sb_init(&err);
+    LowerProgram *lp = lower_build(g, &lo, &err);
+    if (lp) lp->opt.node_st = NULL, lp->opt.recompute = NULL; /* freed below */
+    if (!lp)
+        diag_plain("try --strategy dp or zero1-3 (the batch split only), or --recompute none",
+                   "cannot lower the tensor-parallel plan: %s", sb_cstr(&err));
+    sb_free(&err);
+    ir_free(rc);
+    ir_free(st);
+    return lp;
+}
+
 static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
     int world = r->mesh.n_devices;
     int zero = 0, busy_axes = 0;
@@ -211,23 +244,25 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
         kind = plan_kind(r, &zero, &dp_axes, &split_param, &split_spec);
         dp_like = kind != 0 && !(kind == 'p' && zero);
     }
+    if (world > 1 && kind == 0 && split_param != IR_NONE && !zero) /* tensor parallel */
+        return lower_sharded(g, r);
     if (world > 1 && (!dp_like || (zero && busy_axes > 2))) {
         StrBuf why;
         sb_init(&why);
         if (split_param != IR_NONE) {
-            sb_printf(&why, " and splits parameter %%%s as ", ir_val(g, split_param)->name);
+            sb_printf(&why, " with ZeRO stage %d and splits parameter %%%s as ", zero, ir_val(g, split_param)->name);
             shard_spec_print(&why, &split_spec);
-            sb_puts(&why, " (tensor parallel)");
+            sb_puts(&why, " (tensor parallel and ZeRO together)");
         } else if (kind == 'p' && zero) {
             sb_puts(&why, " with ZeRO and the batch over some mesh axes only");
         } else if (zero && busy_axes > 2) {
             sb_printf(&why, " with ZeRO over %d mesh axes", busy_axes);
         }
-        diag_plain("generate with --strategy dp|zero1|zero2|zero3 (ZeRO over at most two mesh axes), "
-                   "or for one device (--cluster h100:1x1)",
+        diag_plain("generate with --zero 0 (tensor parallel without ZeRO), --strategy megatron|dp|zero1|zero2|zero3 "
+                   "(ZeRO over at most two mesh axes), or for one device (--cluster h100:1x1)",
                    "the plan chose '%s' on a mesh of %d devices%s; this build lowers data-parallel, "
-                   "replicated and ZeRO-1/2/3 plans, and plans (megatron's too) that keep every "
-                   "parameter whole", r->chosen, world, sb_cstr(&why));
+                   "replicated and ZeRO-1/2/3 plans, and tensor-parallel plans without ZeRO",
+                   r->chosen, world, sb_cstr(&why));
         sb_free(&why);
         return NULL;
     }
@@ -286,8 +321,15 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     planner_options(o, &po);
     PlanResult *r = NULL;
     LowerProgram *lp = NULL;
+    double user_limit = 0; /* the limit asked for (the retries tighten the planner's) */
     for (int attempt = 0;; attempt++) {
         r = plan_solve(g, &po);
+        if (!r && attempt) {
+            char lb[32];
+            cli_fmt_bytes(lb, sizeof lb, user_limit);
+            fprintf(stderr, "colossal-compile: note: that is the limit tightened because the first plan's static "
+                            "memory plan exceeded the %s asked for\n", lb);
+        }
         if (!r) return EXIT_USER;
         lp = lower_plan(g, r);
         if (!lp) {
@@ -301,15 +343,17 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
             fprintf(stderr, "; ---- program after lower ----\n%s", sb_cstr(&db));
             sb_free(&db);
         }
-        if ((double)lp->arena_bytes <= r->mem_limit) break;
+        if (attempt == 0) user_limit = r->mem_limit;
+        if ((double)lp->arena_bytes <= user_limit) break;
         char ab[32], lb[32];
         cli_fmt_bytes(ab, sizeof ab, (double)lp->arena_bytes);
-        cli_fmt_bytes(lb, sizeof lb, r->mem_limit);
-        if (attempt == 2) {
+        cli_fmt_bytes(lb, sizeof lb, user_limit);
+        if (attempt == 2 || (double)lp->arena_bytes > 4 * user_limit) {
             diag_plain("give more memory (--mem), or a smaller batch",
                        "the static memory plan needs an arena of %s per device, over the limit of %s "
-                       "(the planner predicted %.0f bytes; re-solved twice under tighter limits)",
-                       ab, lb, r->price.peak_bytes);
+                       "(plan '%s', which the planner priced at %.0f bytes%s)",
+                       ab, lb, r->chosen, r->price.peak_bytes,
+                       attempt ? "; re-solved under tighter limits" : "");
             lower_free(lp);
             plan_free(r);
             return EXIT_USER;

@@ -47,6 +47,20 @@ void plan_free(PlanResult *r) {
     ir_free(r);
 }
 
+/* Whether a baseline respects --zero and --recompute when they are fixed
+ * (it may then replace the ILP's plan; a baseline named by --strategy may
+ * not need to). */
+static bool baseline_allowed(const char *name, const PlanOptions *o) {
+    bool rec = strstr(name, "-recompute") != NULL;
+    int zero = !strncmp(name, "zero", 4) ? name[4] - '0' : 0;
+    if (o->zero && strcmp(o->zero, "auto") && atoi(o->zero) != zero) return false;
+    if (o->recompute && strcmp(o->recompute, "auto")) {
+        if (!strcmp(o->recompute, "none") && rec) return false;
+        if (strcmp(o->recompute, "none") && !rec) return false;
+    }
+    return true;
+}
+
 /* The plan for one mesh. */
 static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
                              const ShardMesh *mesh, DType dt, double limit, const IlpFix *fix) {
@@ -76,7 +90,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
         /* a baseline lies in the ILP's space: if the solver stopped (gap, time
          * limit) above one that fits, or found nothing, the baseline is the plan */
         if (forced ? !strcmp(b->name, o->strategy)
-                   : b->fits && (!r->chosen || b->price.step_s < r->price.step_s)) {
+                   : b->fits && baseline_allowed(b->name, o) && (!r->chosen || b->price.step_s < r->price.step_s)) {
             r->chosen = b->name;
             r->choice = b->choice;
             r->price = b->price;

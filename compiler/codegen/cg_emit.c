@@ -80,6 +80,12 @@ void cg_ptr(CgCtx *c, StrBuf *b, ValueId v) {
 ValueId cg_read(CgCtx *c, ValueId v) {
     if (c->cur_node >= 0 && c->cur_node < c->g->n_nodes) { /* a ZeRO-3 parameter gathered here */
         const LowerNode *ln = &c->lp->n[c->cur_node];
+        const LowerNode *xn = &c->lp->n[c->rc_node >= 0 ? c->rc_node : c->cur_node];
+        for (int k = 0; k < xn->n_xin; k++) /* sharded: the copy resharded for this node */
+            if (xn->xin_from[k] == v) {
+                v = xn->xin_to[k];
+                break;
+            }
         for (int k = 0; k < ln->n_gather; k++)
             if (ln->gather[k] == v) return ln->gather_to[k];
     }
@@ -255,6 +261,7 @@ static void emit_zero_ag(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst,
 /* Whether the batch's partial sums are all-reduced over mesh axis a: every
  * non-trivial axis, or the plan's data-parallel axes only (lower.h dp_axes). */
 static bool reduces_over(const LowerProgram *lp, const CgOptions *o, int a) {
+    if (lp->sharded) return (lp->out_axes >> a) & 1u; /* the loss's pending axes */
     return o->mesh[a] > 1 && (!lp->opt.dp_axes || (lp->opt.dp_axes & (1u << a)));
 }
 
@@ -312,6 +319,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 }
             }
             c->cur_node = id;
+            cg_emit_reshards(c, o, id);
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
@@ -327,8 +335,12 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                           g->blocks[n->block].name, n->instance);
             for (int k = 0; k < ln->n_recompute; k++) {
                 const Node *f = ir_node(g, ln->recompute[k]);
+                c->rc_node = ln->recompute[k];
+                cg_emit_reshards(c, o, ln->recompute[k]);
                 sb_printf(c->sched, "    /* %%%s = %s (recomputed) */\n", ir_val(g, f->out[0])->name, ir_op(f->op)->name);
-                if (!cg_emit_node(c, ln->recompute[k])) {
+                bool ok_rc = cg_emit_node(c, ln->recompute[k]);
+                c->rc_node = -1;
+                if (!ok_rc) {
                     for (int q = 0; q < 3; q++) sb_free(&parts[q]);
                     return false;
                 }
@@ -395,7 +407,9 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
 
     /* the leaves: parameters and optimizer state */
     sb_printf(m, "typedef struct %s_leaf {\n    const char *name;\n    int param;\n    size_t off;\n    int ndim;\n"
-                 "    int64_t global[8], local[8], start[8];\n    int sliced; /* ZeRO: a 1/ranks slice of the flattened tensor, at rank * local[0] */\n"
+                 "    int64_t global[8], local[8];\n    int sliced; /* ZeRO: a 1/ranks slice of the flattened tensor, at rank * local[0] */\n"
+                 "    int nax[8], ax[8][3]; /* tensor parallel: the mesh axes splitting each dim, outermost first */\n"
+                 "    unsigned rep; /* the mesh axes holding copies: saved where their coordinates are 0 */\n"
                  "    int init; /* 0 zeros, 1 ones, 2 normal(a), 3 uniform[a,b) */\n"
                  "    double a, b;\n    uint64_t key;\n} %s_leaf;\n\n", px, px);
     sb_printf(m, "static const %s_leaf %s_leaves[] = {\n", px, px);
@@ -416,7 +430,20 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         for (int d = 0; d < gs.rank; d++) sb_printf(m, "%s%lld", d ? ", " : "", (long long)gs.d[d]);
         sb_puts(m, "}, {");
         for (int d = 0; d < ls.rank; d++) sb_printf(m, "%s%lld", d ? ", " : "", (long long)ls.d[d]);
-        sb_printf(m, "}, {0}, %d, %d, %.17g, %.17g, 0x%016llxull},\n", sliced, init, x->init.a, x->init.b,
+        sb_printf(m, "}, %d, {", sliced);
+        const ShardSpec *sp = &lp->v[v].spec;
+        bool tp = lp->sharded;
+        for (int d = 0; d < gs.rank; d++) sb_printf(m, "%s%d", d ? ", " : "", tp ? sp->n[d] : 0);
+        sb_puts(m, "}, {");
+        for (int d = 0; d < gs.rank; d++) {
+            sb_printf(m, "%s{", d ? ", " : "");
+            for (int k = 0; tp && k < sp->n[d]; k++) sb_printf(m, "%s%d", k ? ", " : "", sp->ax[d][k]);
+            sb_puts(m, tp && sp->n[d] ? "}" : "0}");
+        }
+        unsigned rep = 0; /* ZeRO slices: every rank holds its own */
+        for (int a = 0; !sliced && a < o->mesh_axes; a++)
+            if (!tp || shard_spec_axis_dim(sp, a, NULL) < 0) rep |= 1u << a;
+        sb_printf(m, "}, %uu, %d, %.17g, %.17g, 0x%016llxull},\n", rep, init, x->init.a, x->init.b,
                   (unsigned long long)fnv1a(x->name));
     }
     if (!n_leaves) sb_puts(m, "    {0},\n");
@@ -435,9 +462,27 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    return ((double)(h >> 11) + 0.5) / 9007199254740992.0;\n}\n\n",
               px, px, px, px, px);
     sb_printf(m,
-              "static void %s_init_leaf(%s *M, const %s_leaf *l_) {\n"
-              "    %s_leaf lc = *l_, *l = &lc;\n"
-              "    if (l->sliced) l->start[0] = M->zrank * l->local[0];\n"
+              "/* Where this rank's shard starts in each dim of the global tensor. */\n"
+              "static void %s_leaf_start(const %s *M, const %s_leaf *l, int64_t *start) {\n"
+              "    for (int d = 0; d < l->ndim; d++) {\n"
+              "        int64_t piece = l->global[d], s = 0;\n"
+              "        for (int k = 0; k < l->nax[d]; k++) {\n"
+              "            piece /= colrt_mesh_size(M->mesh, l->ax[d][k]);\n"
+              "            s += colrt_mesh_coord(M->mesh, l->ax[d][k]) * piece;\n"
+              "        }\n"
+              "        start[d] = s;\n"
+              "    }\n"
+              "    if (l->sliced) start[0] = M->zrank * l->local[0];\n"
+              "}\n\n"
+              "/* Whether this rank writes the leaf to checkpoints (one copy of each shard). */\n"
+              "static int %s_leaf_writer(const %s *M, const %s_leaf *l) {\n"
+              "    for (int a = 0; a < colrt_mesh_naxes(M->mesh); a++)\n"
+              "        if (((l->rep >> a) & 1u) && colrt_mesh_coord(M->mesh, a) != 0) return 0;\n"
+              "    return 1;\n"
+              "}\n\n"
+              "static void %s_init_leaf(%s *M, const %s_leaf *l) {\n"
+              "    int64_t start[8] = {0};\n"
+              "    %s_leaf_start(M, l, start);\n"
               "    int64_t n = 1;\n"
               "    for (int d = 0; d < l->ndim; d++) n *= l->local[d];\n"
               "    float *host = malloc(sizeof(float) * (size_t)(n ? n : 1));\n"
@@ -445,7 +490,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    for (int64_t i = 0; i < n; i++) {\n"
               "        int64_t r = i, gi = 0, gs = 1;\n"
               "        for (int d = l->ndim - 1; d >= 0; d--) {\n"
-              "            gi += (l->start[d] + r %% l->local[d]) * gs;\n"
+              "            gi += (start[d] + r %% l->local[d]) * gs;\n"
               "            r /= l->local[d];\n"
               "            gs *= l->global[d];\n"
               "        }\n"
@@ -461,7 +506,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    }\n"
               "    colrt_memcpy(M->arena.base + l->off, host, sizeof(float) * (size_t)n, COLRT_H2D, NULL);\n"
               "    free(host);\n}\n\n",
-              px, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, px, px, px, px);
     sb_puts(m, schedule);
 
     /* inputs, hypers */
@@ -567,11 +612,13 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
               px, px, px, px, px, px, px, px);
     sb_printf(m,
-              "static int %s_tensors(%s *M, colrt_tensor *t, int params_only, int sliced_only) {\n"
+              "static int %s_tensors(%s *M, colrt_tensor *t, int params_only, int writers_only) {\n"
               "    int n = 0;\n"
               "    for (int i = 0; i < %s_n_leaves; i++) {\n"
               "        const %s_leaf *l = &%s_leaves[i];\n"
-              "        if ((params_only && !l->param) || (sliced_only && !l->sliced)) continue;\n"
+              "        if ((params_only && !l->param) || (writers_only && !%s_leaf_writer(M, l))) continue;\n"
+              "        int64_t start[8] = {0};\n"
+              "        %s_leaf_start(M, l, start);\n"
               "        colrt_tensor x = {0};\n"
               "        x.name = l->name;\n"
               "        x.dtype = COLRT_F32;\n"
@@ -579,15 +626,14 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        for (int d = 0; d < l->ndim; d++) {\n"
               "            x.global_shape[d] = l->global[d];\n"
               "            x.shape[d] = l->local[d];\n"
-              "            x.offset[d] = l->start[d];\n"
+              "            x.offset[d] = start[d];\n"
               "        }\n"
-              "        if (l->sliced) x.offset[0] = M->zrank * l->local[0];\n"
               "        x.data = M->arena.base + l->off;\n"
               "        if (t) t[n] = x;\n"
               "        n++;\n"
               "    }\n"
               "    return n;\n}\n\n",
-              px, px, px, px, px);
+              px, px, px, px, px, px, px);
     sb_printf(m,
               "int %s_params(%s *M, colrt_tensor *out, int cap) {\n"
               "    int n = %s_tensors(M, NULL, 1, 0);\n"
@@ -608,14 +654,14 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    x.global_shape[0] = x.shape[0] = 1;\n"
               "    x.data = M->arena.base + %s_STEP_OFF;\n"
               "    return x;\n}\n\n"
-              "/* Replicated tensors are written by rank 0 only (colrt: any holder may);\n"
-              " * ZeRO slices by every rank. */\n"
+              "/* Each shard is written once: by the rank whose coordinates on the axes\n"
+              " * holding copies of it are 0 (replicated tensors: rank 0; ZeRO slices and\n"
+              " * tensor-parallel shards: every rank owning one). */\n"
               "void %s_save(%s *M, const char *dir) {\n"
-              "    int sliced_only = colrt_rank() != 0;\n"
-              "    int n = %s_tensors(M, NULL, 0, sliced_only);\n"
+              "    int n = %s_tensors(M, NULL, 0, 1);\n"
               "    colrt_tensor *t = calloc((size_t)n + 1, sizeof *t);\n"
               "    if (!t) colrt_die(\"out of host memory\");\n"
-              "    %s_tensors(M, t, 0, sliced_only);\n"
+              "    %s_tensors(M, t, 0, 1);\n"
               "    int32_t step = (int32_t)M->step;\n"
               "    colrt_memcpy(M->arena.base + %s_STEP_OFF, &step, 4, COLRT_H2D, NULL);\n"
               "    if (colrt_rank() == 0) t[n++] = %s_step_tensor(M);\n"
@@ -655,7 +701,11 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
      * the split axes (row-major mesh, the last axis fastest) */
     StrBuf dpi;
     sb_init(&dpi);
-    if (!lp->opt.dp_axes) sb_puts(&dpi, "(int64_t)colrt_rank()");
+    if (lp->sharded) { /* the axes splitting the rows, outermost first */
+        sb_puts(&dpi, "(int64_t)0");
+        for (int k = 0; k < lp->in_nax; k++)
+            sb_printf(&dpi, " * %d + colrt_mesh_coord(M->mesh, %d)", o->mesh[lp->in_ax[k]], lp->in_ax[k]);
+    } else if (!lp->opt.dp_axes) sb_puts(&dpi, "(int64_t)colrt_rank()");
     else {
         sb_puts(&dpi, "(int64_t)0");
         int64_t stride = 1;
@@ -695,7 +745,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         sb_free(&pxb);
         return false;
     }
-    CgCtx c = {.g = g, .lp = lp, .prefix = sb_cstr(&pxb), .err = &err, .cur_node = -1};
+    CgCtx c = {.g = g, .lp = lp, .prefix = sb_cstr(&pxb), .err = &err, .cur_node = -1, .rc_node = -1};
     sb_init(&c.kc);
     sb_init(&c.kcu);
     sb_init(&c.proto);

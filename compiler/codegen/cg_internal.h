@@ -18,7 +18,8 @@ typedef struct CgCtx {
     StrBuf proto;              /* kernel prototypes for M.c */
     int n_kernels;
     int64_t scratch_off;       /* a small f32 scratch region of the arena */
-    NodeId cur_node;           /* the node being emitted */
+    NodeId cur_node;           /* the node being emitted (the schedule position) */
+    NodeId rc_node;            /* a recomputed node being re-run before cur_node, or -1 */
     StrBuf *err;
 } CgCtx;
 
@@ -46,5 +47,8 @@ typedef bool (*CgEmitFn)(CgCtx *c, NodeId id);
 /* Emits node id through the kernel table (cg_ops.def), after checking that
  * the generator supports its types; false with the reason in c->err. */
 bool cg_emit_node(CgCtx *c, NodeId id);
+
+/* The sharded lowering's reshardings before node id (cg_reshard.c). */
+void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id);
 
 #endif

@@ -3,7 +3,7 @@
  * iteration spaces, partial sums and where they are reduced, storage
  * aliases, live intervals and the static memory plan (memplan.c).
  */
-#include "lower.h"
+#include "lower_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +44,7 @@ static int op_in_place_operand(const Graph *g, const Node *n) {
 /* A temporary of the lowering (a two-step collective's middle), live at node id. */
 static ValueId add_temp(const Graph *g, LowerProgram *p, NodeId id, int64_t elems, DType dt, const char *what,
                         ValueId of) {
-    ValueId e = p->n_values++;
+    ValueId e = lower_new_value(p);
     p->v[e] = (LowerValue){.local = ir_shape(1, &elems), .storage = e, .offset = -1, .redirect = IR_NONE,
                            .bytes = elems * ir_dtype_size(dt), .added_first = id};
     StrBuf nm;
@@ -59,7 +59,7 @@ static ValueId add_temp(const Graph *g, LowerProgram *p, NodeId id, int64_t elem
  * x's consumers from node id on. */
 static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x, int64_t chunk) {
     LowerNode *ln = &p->n[id];
-    ValueId e = p->n_values++;
+    ValueId e = lower_new_value(p);
     p->v[e] = (LowerValue){.local = ir_shape(1, &chunk), .storage = e, .offset = -1,
                            .bytes = chunk * ir_dtype_size(ir_val(g, x)->dtype), .zchunk = chunk,
                            .redirect = IR_NONE};
@@ -203,6 +203,55 @@ static ValueId root_of(const LowerProgram *p, ValueId v) {
     return v;
 }
 
+ValueId lower_new_value(LowerProgram *p) {
+    if (p->n_values == p->cap_values) {
+        p->cap_values *= 2;
+        p->v = ir_realloc(p->v, sizeof *p->v * (size_t)p->cap_values);
+    }
+    ValueId e = p->n_values++;
+    memset(&p->v[e], 0, sizeof p->v[e]);
+    return e;
+}
+
+ValueId lower_node_input(const LowerProgram *p, NodeId id, ValueId x) {
+    const LowerNode *ln = &p->n[id];
+    for (int k = 0; k < ln->n_xin; k++)
+        if (ln->xin_from[k] == x) return ln->xin_to[k];
+    return x;
+}
+
+/* v as a read at node `at` finds it: its recomputed copy from the re-run on. */
+static ValueId seen_at(const LowerProgram *p, ValueId v, int at) {
+    return p->v[v].redirect != IR_NONE && at >= p->v[v].redirect_from ? p->v[v].redirect : v;
+}
+
+static void note(const LowerProgram *p, ValueId v, int at, int *last_use) {
+    ValueId r = root_of(p, seen_at(p, v, at));
+    if (at > last_use[r]) last_use[r] = at;
+}
+
+/* Marks the reads of node f run at node `at` (itself, or a recompute
+ * before `at`): its operands as read and as stored (a resharding reads the
+ * stored value there), and the buffers of its reshardings, which live at the
+ * node only (the final copy: until its last reader). */
+static void note_reads_at(const LowerProgram *p, NodeId f, int at, int *last_use) {
+    const Node *n = ir_node(p->g, f);
+    for (int i = 0; i < n->n_in; i++) {
+        note(p, n->in[i], at, last_use);
+        note(p, lower_node_input(p, f, n->in[i]), at, last_use);
+    }
+    const LowerNode *ln = &p->n[f];
+    for (int k = 0; k < ln->n_rsh; k++) {
+        const LowerReshard *r = &ln->rsh[k];
+        note(p, r->from, at, last_use);
+        for (int s = 0; s < r->plan.n; s++) {
+            ValueId b[3] = {r->buf[s], r->tmp[s], r->tmp2[s]};
+            for (int q = 0; q < 3; q++)
+                if (b[q] != IR_NONE) note(p, b[q], at, last_use);
+        }
+    }
+}
+
 LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     LowerProgram *p = ir_alloc(sizeof *p);
     memset(p, 0, sizeof *p);
@@ -214,7 +263,8 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     if (p->opt.zinner <= 0) p->opt.zinner = 1;
     if (p->opt.dp == 1 && p->opt.zero > 1) p->opt.zero = 1;
     int nv = g->n_values, nn = g->n_nodes;
-    p->v = ir_alloc(sizeof *p->v * (size_t)(4 * nv + 4 * nn + 1)); /* room for slices, copies, temporaries */
+    p->cap_values = 4 * nv + 4 * nn + 1; /* room for slices, copies, temporaries; grows */
+    p->v = ir_alloc(sizeof *p->v * (size_t)p->cap_values);
     p->n_values = nv;
     p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
@@ -224,6 +274,12 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     for (ValueId v = 0; v < nv; v++) {
         p->v[v] = (LowerValue){.storage = v, .offset = -1, .redirect = IR_NONE};
         last_use[v] = -1;
+    }
+
+    bool sharded = o->mesh != NULL;
+    if (sharded) {
+        p->opt.zero = 0;
+        if (!lower_specs(g, p, err)) goto fail;
     }
 
     /* 0. ZeRO: optimizer updates on this rank's slice of each parameter whose
@@ -273,6 +329,9 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 for (int i = 0; i < ir_node(g, r)->n_in; i++)
                     readers += ir_node(g, r)->in[i] == e || ir_node(g, r)->in[i] == x;
             if (readers != 2 || (xv->flags & (VF_OUTPUT | VF_SAVED)) || p->v[x].storage != x) continue;
+            if (sharded && (p->n[id].n_xin || p->n[ev->def].n_xin || !shard_spec_eq(&p->v[e].spec, &p->v[x].spec) ||
+                            !shard_spec_eq(&p->v[n->out[0]].spec, &p->v[x].spec)))
+                continue;
             p->n[ev->def].acc_into = x;
             p->n[id].fused = true;
             p->v[e].storage = x;
@@ -299,6 +358,9 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 }
         }
         if (bwd == IR_NONE || others) continue;
+        if (sharded && (p->n[id].n_xin || p->n[bwd].n_xin ||
+                        !shard_spec_eq(&p->v[lg].spec, &p->v[ir_node(g, bwd)->out[0]].spec)))
+            continue;
         p->n[id].ce_grad = bwd;
         p->n[bwd].fused = true;
         p->v[ir_node(g, bwd)->out[0]].storage = lg;
@@ -319,19 +381,24 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         Shape s2 = ir_val(g, ir_node(g, reader)->out[0])->shape;
         if (s2.rank != 2 || s2.d[0] != y.d[y.rank - 2] || s2.d[1] != y.d[y.rank - 1]) continue;
         if (ir_val(g, n->out[0])->flags & (VF_SAVED | VF_OUTPUT)) continue;
+        if (sharded) { /* the GEMM writes the sum_to's local result as it reads the product */
+            Shape ly = p->v[n->out[0]].local, l2 = p->v[ir_node(g, reader)->out[0]].local;
+            if (p->n[reader].n_xin || p->n[id].n_rsh || l2.d[0] != ly.d[ly.rank - 2] || l2.d[1] != ly.d[ly.rank - 1])
+                continue;
+        }
         p->n[id].sum_into = reader;
         p->n[reader].fused = true;
         p->v[n->out[0]].storage = ir_node(g, reader)->out[0];
     }
     for (NodeId id = 0; id < nn; id++) {
         const Node *n = ir_node(g, id);
-        if (n->op == OP_RESHAPE) p->v[n->out[0]].storage = n->in[0];
+        if (n->op == OP_RESHAPE) p->v[n->out[0]].storage = lower_node_input(p, id, n->in[0]);
     }
-    for (NodeId id = 0; id < nn; id++)
-        for (int i = 0; i < ir_node(g, id)->n_in; i++) {
-            ValueId r = root_of(p, ir_node(g, id)->in[i]);
-            if (id > last_use[r]) last_use[r] = id;
-        }
+    if (sharded) { /* the added values too */
+        last_use = ir_realloc(last_use, sizeof(int) * (size_t)p->n_values);
+        for (ValueId v = nv; v < p->n_values; v++) last_use[v] = -1;
+    }
+    for (NodeId id = 0; id < nn; id++) note_reads_at(p, id, id, last_use);
     for (ValueId v = 0; v < nv; v++) {
         const Value *x = ir_val(g, v);
         if (x->updates == IR_NONE) continue;
@@ -349,8 +416,8 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
             p->v[v].storage = leaf;
     }
 
-    /* 2. batch split and partial sums */
-    for (ValueId v = 0; v < nv; v++) {
+    /* 2. batch split and partial sums (the sharded lowering has its specs) */
+    for (ValueId v = 0; !sharded && v < nv; v++) {
         const Value *x = ir_val(g, v);
         if (x->role == ROLE_INPUT && p->opt.dp > 1) {
             if (x->shape.rank == 0 || x->shape.d[0] % p->opt.dp) {
@@ -362,7 +429,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
             p->v[v].split = true;
         }
     }
-    for (NodeId id = 0; id < nn; id++)
+    for (NodeId id = 0; !sharded && id < nn; id++)
         if (!split_node(g, p, id, pending, zgrad, err)) {
             ir_free(zgrad);
             goto fail;
@@ -371,7 +438,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     for (int i = 0; i < g->n_outputs; i++)
         if (pending[g->outputs[i]] && p->n_out_reduce < 8)
             p->out_reduce[p->n_out_reduce++] = g->outputs[i];
-    for (ValueId v = 0; v < nv; v++) {
+    for (ValueId v = 0; !sharded && v < nv; v++) {
         const Value *x = ir_val(g, v);
         Shape s = x->shape;
         if (p->v[v].split) s.d[0] /= p->opt.dp;
@@ -399,14 +466,35 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 const Node *n = ir_node(g, id);
                 if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
                 ln->recompute[ln->n_recompute++] = id;
+                /* sharded: its reshardings run again too, into fresh buffers */
+                for (int k = 0; k < p->n[id].n_rsh; k++)
+                    for (int st = 0; st < p->n[id].rsh[k].plan.n; st++) {
+                        const LowerReshard *r = &p->n[id].rsh[k];
+                        ValueId w[3] = {r->buf[st], r->tmp[st], r->tmp2[st]};
+                        for (int q = 0; q < 3; q++) {
+                            if (w[q] == IR_NONE) continue;
+                            ValueId e = lower_new_value(p);
+                            p->v[e] = p->v[w[q]];
+                            p->v[e].storage = e;
+                            p->v[e].redirect = IR_NONE;
+                            p->v[e].added_first = b0;
+                            StrBuf nm;
+                            sb_init(&nm);
+                            sb_printf(&nm, "%s.recomputed", p->v[w[q]].name);
+                            p->v[e].name = ir_strdup(sb_cstr(&nm));
+                            sb_free(&nm);
+                            p->v[w[q]].redirect = e;
+                            p->v[w[q]].redirect_from = b0;
+                        }
+                    }
                 for (int k = 0; k < n->n_out; k++) {
-                    ValueId v = n->out[k], e = p->n_values++;
+                    ValueId v = n->out[k], e = lower_new_value(p);
                     p->v[e] = p->v[v];
                     p->v[e].storage = e;
                     p->v[e].redirect = IR_NONE;
                     p->v[e].added_first = b0;
                     if (n->op == OP_RESHAPE) { /* a view of the (recomputed) operand */
-                        ValueId x = n->in[0];
+                        ValueId x = lower_node_input(p, id, n->in[0]);
                         p->v[e].storage = p->v[x].redirect != IR_NONE ? p->v[x].redirect : x;
                     }
                     StrBuf nm;
@@ -433,7 +521,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 bool have = false;
                 for (int q = 0; q < ln->n_gather; q++) have |= ln->gather[q] == x;
                 if (have || ln->n_gather >= IR_MAX_IN + 4) continue;
-                ValueId e = p->n_values++;
+                ValueId e = lower_new_value(p);
                 Shape whole = ir_val(g, x)->shape;
                 p->v[e] = (LowerValue){.local = whole, .storage = e, .offset = -1, .redirect = IR_NONE,
                                        .bytes = ir_shape_numel(whole) * ir_dtype_size(ir_val(g, x)->dtype),
@@ -460,23 +548,17 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     int ntot = p->n_values;
     last_use = ir_realloc(last_use, sizeof(int) * (size_t)ntot);
     for (ValueId v = 0; v < ntot; v++) last_use[v] = -1;
-    for (NodeId id = 0; id < nn; id++)
+    for (NodeId id = 0; id < nn; id++) {
         for (int i = 0; i < ir_node(g, id)->n_in; i++) {
             ValueId x = ir_node(g, id)->in[i];
             if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
             ValueId r = root_of(p, x);
             if (id > last_use[r]) last_use[r] = id;
         }
+        note_reads_at(p, id, id, last_use);
+    }
     for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run */
-        for (int k = 0; k < p->n[id].n_recompute; k++) {
-            const Node *f = ir_node(g, p->n[id].recompute[k]);
-            for (int i = 0; i < f->n_in; i++) {
-                ValueId x = f->in[i];
-                if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
-                ValueId r = root_of(p, x);
-                if (id > last_use[r]) last_use[r] = id;
-            }
-        }
+        for (int k = 0; k < p->n[id].n_recompute; k++) note_reads_at(p, p->n[id].recompute[k], id, last_use);
     for (NodeId id = 0; id < nn; id++) { /* a gathered parameter and the temporaries live at their node */
         const LowerNode *ln = &p->n[id];
         for (int k = 0; k < ln->n_gather; k++) {
@@ -529,10 +611,11 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         const Node *n = ir_node(g, id);
         int k = op_in_place_operand(g, n);
         if (k < 0 || root_of(p, n->out[0]) != n->out[0]) continue;
-        ValueId src = root_of(p, n->in[k]);
-        if (ir_val(g, src)->def == IR_NONE || p->n[id].n_reduce) continue;
+        ValueId src = root_of(p, lower_node_input(p, id, n->in[k]));
+        if ((src < nv && ir_val(g, src)->def == IR_NONE) || p->n[id].n_reduce) continue;
         MemBuffer *a = &bufs[buf_of[n->out[0]]], *b = &bufs[buf_of[src]];
-        if (b->last == id && b->size >= a->size && ir_val(g, src)->dtype == ir_val(g, n->out[0])->dtype)
+        if (b->last == id && b->size >= a->size &&
+            (src >= nv || ir_val(g, src)->dtype == ir_val(g, n->out[0])->dtype))
             a->reuse = buf_of[src];
     }
     MemPlanStats st = mem_plan(bufs, nb, p->opt.alignment);
@@ -567,7 +650,10 @@ void lower_free(LowerProgram *p) {
     if (!p) return;
     for (int v = p->g->n_values; v < p->n_values; v++) ir_free((void *)p->v[v].name);
     ir_free(p->v);
-    for (int i = 0; i < p->g->n_nodes; i++) ir_free(p->n[i].recompute);
+    for (int i = 0; i < p->g->n_nodes; i++) {
+        ir_free(p->n[i].recompute);
+        ir_free(p->n[i].rsh);
+    }
     ir_free(p->n);
     ir_free(p->live_bytes);
     ir_free(p);
@@ -586,7 +672,12 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             if (p->opt.dp_axes & (1u << a)) sb_printf(b, " %d", a);
         sb_puts(b, ", replicas over the others)");
     }
-    sb_printf(b, ", ZeRO stage %d\n", p->opt.zero);
+    if (p->sharded) {
+        sb_puts(b, "; sharded over mesh ");
+        shard_mesh_print(b, p->opt.mesh);
+        sb_puts(b, " (tensor parallel: per value its spec, reshardings before their readers)\n");
+    } else
+        sb_printf(b, ", ZeRO stage %d\n", p->opt.zero);
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
         const LowerNode *ln = &p->n[id];
@@ -599,11 +690,30 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             sb_printf(b, "  all-gather %%%s -> %s\n", vname(p, ln->gather[k]), vname(p, ln->gather_to[k]));
         for (int k = 0; k < ln->n_recompute; k++)
             sb_printf(b, "  recompute %%%s\n", vname(p, ir_node(g, ln->recompute[k])->out[0]));
+        for (int k = 0; k < ln->n_rsh; k++) {
+            const LowerReshard *r = &ln->rsh[k];
+            sb_printf(b, "  reshard %%%s ", vname(p, r->from));
+            shard_spec_print(b, &r->spec_from);
+            sb_puts(b, " ->");
+            for (int s = 0; s < r->plan.n; s++) {
+                const ShardStep *st = &r->plan.step[s];
+                sb_printf(b, "%s %s(axis %d", s ? "," : "", shard_coll_name(st->kind), st->axis);
+                if (st->dim >= 0 && st->kind != COLL_ALL_REDUCE && st->kind != COLL_ZERO) sb_printf(b, ", dim %d", st->dim);
+                if (st->kind == COLL_ALL_TO_ALL) sb_printf(b, " to %d", st->dim2);
+                sb_puts(b, ") ");
+                shard_spec_print(b, &st->after);
+            }
+            sb_printf(b, " = %s\n", vname(p, r->to));
+        }
         sb_printf(b, "%4d %s", id, ir_op(n->op)->name);
         for (int o = 0; o < n->n_out; o++) {
             const LowerValue *lv = &p->v[n->out[o]];
             sb_printf(b, "%s %%%s ", o ? "," : "", vname(p, n->out[o]));
             ir_shape_print(b, lv->local);
+            if (p->sharded) {
+                sb_putc(b, ' ');
+                shard_spec_print(b, &lv->spec);
+            }
             sb_printf(b, " @%lld%s", (long long)lv->offset, lv->partial ? " partial" : "");
         }
         if (ln->zero)

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "ir.h"
+#include "shard.h"
 
 typedef struct LowerOptions {
     int dp;                    /* ranks the batch is split over (>= 1) */
@@ -45,7 +46,26 @@ typedef struct LowerOptions {
     const int *recompute;      /* per graph block: its first N instances are recomputed
                                 * (their forward re-runs just before their backward);
                                 * NULL: none */
+    /* The sharded lowering (spec.c): set mesh to lower a plan that splits
+     * parameters (tensor parallel). node_st[id]: the plan's strategy of node
+     * id (NULL for the nodes the plan does not cover: the backward and the
+     * update, which take the strategy reading their operands most cheaply).
+     * dp, zero and the ZeRO fields are then unused. */
+    const ShardMesh *mesh;
+    const ShardStrategy *const *node_st;
+    double flops_per_s;        /* to weigh compute against communication (> 0) */
 } LowerOptions;
+
+/* One resharding before a node: value `from` (held in spec `plan.step[0]`'s
+ * source) becomes value `to`, step by step (shard_reshard's sequence): step
+ * k writes buf[k] (buf[n-1] == to), through tmp[k] / tmp2[k] where the step
+ * moves a dim that is not the outermost (a strided copy), else IR_NONE. */
+typedef struct LowerReshard {
+    ValueId from, to;
+    ShardSpec spec_from;
+    ShardReshard plan;
+    ValueId buf[SHARD_MAX_STEPS], tmp[SHARD_MAX_STEPS], tmp2[SHARD_MAX_STEPS];
+} LowerReshard;
 
 typedef struct LowerValue {
     Shape local;               /* this rank's shape */
@@ -62,6 +82,7 @@ typedef struct LowerValue {
     const char *name;          /* for values the lowering adds (gradient slices,
                                 * recomputed activations) */
     int added_first;           /* an added value: the node where it is first written */
+    ShardSpec spec;            /* sharded lowering: how the value is held */
 } LowerValue;
 
 typedef struct LowerNode {
@@ -86,6 +107,11 @@ typedef struct LowerNode {
                                 * stage (its parameter result is all-gathered after) */
     int64_t zchunk;
     ValueId ag_tmp;            /* two-axis ZeRO: the all-gather's temporary, or IR_NONE */
+    int n_xin;                 /* sharded lowering: this node reads operand value */
+    ValueId xin_from[IR_MAX_IN], xin_to[IR_MAX_IN]; /* xin_from[k] as xin_to[k] */
+    int n_rsh;                 /* the reshardings that make them, run before the node */
+    LowerReshard *rsh;
+    int8_t iter_of_axis[SHARD_MAX_AXES]; /* the node's strategy */
 } LowerNode;
 
 typedef struct LowerProgram {
@@ -96,6 +122,11 @@ typedef struct LowerProgram {
     LowerNode *n;              /* per node */
     int n_out_reduce;          /* graph outputs that are partial: reduced after the last node */
     ValueId out_reduce[8];
+    bool sharded;              /* lowered by spec.c (opt.mesh) */
+    unsigned out_axes;         /* sharded: the mesh axes out_reduce sums over */
+    int in_nax;                /* sharded: the mesh axes splitting the inputs' leading dim, */
+    int8_t in_ax[SHARD_MAX_AXES]; /* outermost first (which rows a rank feeds) */
+    int cap_values;            /* room in v */
     int64_t arena_bytes;
     int64_t lower_bound_bytes;
     int n_in_place;

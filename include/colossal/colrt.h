@@ -120,6 +120,11 @@ void *colrt_arena_at(const colrt_arena *a, size_t offset, size_t bytes);
 typedef enum { COLRT_H2D, COLRT_D2H, COLRT_D2D } colrt_copy_kind;
 void colrt_memcpy(void *dst, const void *src, size_t bytes, colrt_copy_kind kind, colrt_stream *s);
 void colrt_memset0(void *dst, size_t bytes, colrt_stream *s);
+/* Device to device, `height` rows of `width` bytes: row r goes from src + r *
+ * spitch to dst + r * dpitch (cudaMemcpy2DAsync; the lowering's strided
+ * shard copies: a gathered block into its place in a dim, a slice of a dim). */
+void colrt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                     size_t height, colrt_stream *s);
 
 /* ---- collectives ---------------------------------------------------------------
  * Over one mesh axis. Counts are in elements. In-place is allowed where

@@ -72,6 +72,13 @@ void colrt_memcpy(void *dst, const void *src, size_t bytes, colrt_copy_kind kind
     if (bytes) memmove(dst, src, bytes);
 }
 
+void colrt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                     size_t height, colrt_stream *s) {
+    (void)s;
+    if (!width) return;
+    for (size_t r = 0; r < height; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+}
+
 void colrt_memset0(void *dst, size_t bytes, colrt_stream *s) {
     (void)s;
     if (bytes) memset(dst, 0, bytes);

@@ -116,6 +116,13 @@ void colrt_memcpy(void *dst, const void *src, size_t bytes, colrt_copy_kind kind
     if (kind == COLRT_D2H) colrt_stream_sync(s); /* the host reads it next */
 }
 
+void colrt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                     size_t height, colrt_stream *s) {
+    if (!width || !height) return;
+    COLRT_CUDA(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, cudaMemcpyDeviceToDevice,
+                                 colrt__cuda_stream(s)));
+}
+
 void colrt_memset0(void *dst, size_t bytes, colrt_stream *s) {
     if (bytes) COLRT_CUDA(cudaMemsetAsync(dst, 0, bytes, colrt__cuda_stream(s)));
 }

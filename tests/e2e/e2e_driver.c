@@ -62,15 +62,33 @@ static float *to_host(const colrt_tensor *t) {
     return h;
 }
 
-/* A parameter whole on every rank: ZeRO-3 slices (1-D, in rank order) are
- * all-gathered over the world. */
+/* A parameter whole on every rank, from the shards the ranks hold (ZeRO
+ * slices of the flattened tensor, tensor-parallel blocks of any dims, or
+ * copies): every rank's shard lands at its offsets in the global tensor. */
 static float *whole(const colrt_tensor *t, int64_t n_global) {
     float *local = to_host(t);
     int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
     if (n == n_global) return local;
+    int world;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    float *all = malloc(sizeof(float) * (size_t)(n * world));
+    int64_t *offs = malloc(sizeof(int64_t) * COLRT_MAX_DIMS * (size_t)world);
+    MPI_Allgather(local, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
+    MPI_Allgather(t->offset, COLRT_MAX_DIMS, MPI_INT64_T, offs, COLRT_MAX_DIMS, MPI_INT64_T, MPI_COMM_WORLD);
     float *w = malloc(sizeof(float) * (size_t)n_global);
-    MPI_Allgather(local, (int)n, MPI_FLOAT, w, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
+    for (int r = 0; r < world; r++)
+        for (int64_t i = 0; i < n; i++) {
+            int64_t rem = i, gi = 0, stride = 1;
+            for (int d = t->ndim - 1; d >= 0; d--) {
+                gi += (offs[r * COLRT_MAX_DIMS + d] + rem % t->shape[d]) * stride;
+                rem /= t->shape[d];
+                stride *= t->global_shape[d];
+            }
+            w[gi] = all[r * n + i];
+        }
+    free(all);
+    free(offs);
     free(local);
     return w;
 }
@@ -241,6 +259,7 @@ int main(int argc, char **argv) {
         free(h);
         double rel = md / fmax(mr, 1e-30);
         if (rel > worst_param) { worst_param = rel; worst_name = ps[i].name; }
+        if (rel > param_tol) fprintf(stderr, "parameter %s: max|diff|/max|ref| %.3g\n", ps[i].name, rel);
         CHECK(rel <= param_tol);
     }
     if (argc > 4) { /* checkpoint round trip */

@@ -1,0 +1,165 @@
+/*
+ * cg_reshard.c — writes the sharded lowering's reshardings (lower.h,
+ * LowerReshard) into the schedule: each step of shard_reshard()'s sequence
+ * as colrt calls over one mesh axis. A step that moves a dim which is not
+ * the outermost one of the local tensor goes through a staging buffer and
+ * strided copies (colrt_memcpy_2d): an all-gather lands its blocks in axis
+ * order, then each block moves to its place in the dim; a reduce-scatter
+ * packs the blocks first; an all-to-all packs, exchanges and unpacks. A
+ * slice copies this rank's block of the dim; a mask keeps the value on the
+ * axis's first rank and zeroes it elsewhere (a replicated value made a
+ * pending sum).
+ */
+#include "cg_internal.h"
+
+static const char *colrt_dt(DType t) {
+    switch (t) {
+    case DT_BF16: return "COLRT_BF16";
+    case DT_F16: return "COLRT_F16";
+    case DT_I32: return "COLRT_I32";
+    default: return "COLRT_F32";
+    }
+}
+
+static int64_t outer_of(Shape s, int d) {
+    int64_t o = 1;
+    for (int k = 0; k < d; k++) o *= s.d[k];
+    return o;
+}
+
+static int64_t inner_of(Shape s, int d) {
+    int64_t o = 1;
+    for (int k = d + 1; k < s.rank; k++) o *= s.d[k];
+    return o;
+}
+
+/* The arena address of value v's buffer plus `bytes`, as a char pointer: at
+ * a recompute, the recomputed copy of v. */
+static void addr(StrBuf *b, const CgCtx *c, ValueId v, int64_t bytes) {
+    const LowerProgram *lp = c->lp;
+    if (lp->v[v].redirect != IR_NONE && c->cur_node >= lp->v[v].redirect_from) v = lp->v[v].redirect;
+    sb_printf(b, "(M->arena.base + %lld)", (long long)(lp->v[v].offset + bytes));
+}
+
+/* Block j (j < n) of rows of `width` bytes: dst block j <- src block j, as
+ * colrt_memcpy_2d calls in a loop over j. */
+static void blocks_2d(StrBuf *s, const CgCtx *c, int n, ValueId dst, int64_t dst_step, int64_t dpitch,
+                      ValueId src, int64_t src_step, int64_t spitch, int64_t width, int64_t height) {
+    sb_printf(s, "    for (int j = 0; j < %d; j++)\n        colrt_memcpy_2d(", n);
+    addr(s, c, dst, 0);
+    sb_printf(s, " + (size_t)j * %lld, %lld, ", (long long)dst_step, (long long)dpitch);
+    addr(s, c, src, 0);
+    sb_printf(s, " + (size_t)j * %lld, %lld, %lld, %lld, NULL);\n", (long long)src_step, (long long)spitch,
+              (long long)width, (long long)height);
+}
+
+static void emit_step(CgCtx *c, const CgOptions *o, const LowerReshard *r, int k) {
+    const LowerProgram *lp = c->lp;
+    StrBuf *s = c->sched;
+    const Value *x = ir_val(c->g, r->from);
+    const ShardMesh *m = lp->opt.mesh;
+    const ShardStep *st = &r->plan.step[k];
+    const ShardSpec *before = k ? &r->plan.step[k - 1].after : &r->spec_from;
+    ValueId src = k ? r->buf[k - 1] : r->from, dst = r->buf[k];
+    Shape lb = shard_spec_local(before, m, x->shape), la = shard_spec_local(&st->after, m, x->shape);
+    int a = st->axis, n = m->size[a], d = st->dim;
+    int64_t es = ir_dtype_size(x->dtype);
+    const char *dt = colrt_dt(x->dtype);
+    const char *op = (before->pmax >> a) & 1u ? "COLRT_MAX" : "COLRT_SUM";
+    (void)o;
+    switch (st->kind) {
+    case COLL_ALL_REDUCE:
+        sb_printf(s, "    colrt_all_reduce(M->mesh, %d, ", a);
+        addr(s, c, src, 0);
+        sb_puts(s, ", ");
+        addr(s, c, dst, 0);
+        sb_printf(s, ", %lld, %s, %s, NULL);\n", (long long)ir_shape_numel(lb), dt, op);
+        break;
+    case COLL_ALL_GATHER: {
+        int64_t outer = outer_of(lb, d), row = lb.d[d] * inner_of(lb, d) * es;
+        ValueId land = outer > 1 ? r->tmp[k] : dst;
+        sb_printf(s, "    colrt_all_gather(M->mesh, %d, ", a);
+        addr(s, c, src, 0);
+        sb_puts(s, ", ");
+        addr(s, c, land, 0);
+        sb_printf(s, ", %lld, %s, NULL);\n", (long long)ir_shape_numel(lb), dt);
+        if (outer > 1) /* block j of the gathered buffer is dim d's block j */
+            blocks_2d(s, c, n, dst, row, n * row, land, ir_shape_numel(lb) * es, row, row, outer);
+        break;
+    }
+    case COLL_REDUCE_SCATTER: {
+        int64_t outer = outer_of(lb, d), row = la.d[d] * inner_of(la, d) * es;
+        ValueId send = outer > 1 ? r->tmp[k] : src;
+        if (outer > 1) /* dim d's block j becomes the j-th contiguous block */
+            blocks_2d(s, c, n, send, ir_shape_numel(la) * es, row, src, row, n * row, row, outer);
+        sb_printf(s, "    colrt_reduce_scatter(M->mesh, %d, ", a);
+        addr(s, c, send, 0);
+        sb_puts(s, ", ");
+        addr(s, c, dst, 0);
+        sb_printf(s, ", %lld, %s, %s, NULL);\n", (long long)ir_shape_numel(la), dt, op);
+        break;
+    }
+    case COLL_SLICE: {
+        int64_t row = la.d[d] * inner_of(la, d) * es;
+        sb_puts(s, "    colrt_memcpy_2d(");
+        addr(s, c, dst, 0);
+        sb_printf(s, ", %lld, ", (long long)row);
+        addr(s, c, src, 0);
+        sb_printf(s, " + (size_t)colrt_mesh_coord(M->mesh, %d) * %lld, %lld, %lld, %lld, NULL);\n", a,
+                  (long long)row, (long long)(n * row), (long long)row, (long long)outer_of(la, d));
+        break;
+    }
+    case COLL_ALL_TO_ALL: {
+        int d2 = st->dim2;
+        Shape cb = lb; /* one block: dim2 cut in n */
+        cb.d[d2] /= n;
+        int64_t blk = ir_shape_numel(cb) * es;
+        int64_t row2 = cb.d[d2] * inner_of(cb, d2) * es;
+        blocks_2d(s, c, n, r->tmp[k], blk, row2, src, row2, n * row2, row2, outer_of(cb, d2));
+        sb_printf(s, "    colrt_all_to_all(M->mesh, %d, ", a);
+        addr(s, c, r->tmp[k], 0);
+        sb_puts(s, ", ");
+        addr(s, c, r->tmp2[k], 0);
+        sb_printf(s, ", %lld, %s, NULL);\n", (long long)ir_shape_numel(cb), dt);
+        int64_t row = cb.d[d] * inner_of(cb, d) * es; /* peer j's block is dim d's block j */
+        blocks_2d(s, c, n, dst, row, n * row, r->tmp2[k], blk, row, row, outer_of(cb, d));
+        break;
+    }
+    case COLL_ZERO:
+        if ((st->after.partial >> a) & 1u) {
+            sb_printf(s, "    if (colrt_mesh_coord(M->mesh, %d) == 0) colrt_memcpy(", a);
+            addr(s, c, dst, 0);
+            sb_puts(s, ", ");
+            addr(s, c, src, 0);
+            sb_printf(s, ", %lld, COLRT_D2D, NULL);\n    else colrt_memset0(", (long long)(ir_shape_numel(lb) * es));
+            addr(s, c, dst, 0);
+            sb_printf(s, ", %lld, NULL);\n", (long long)(ir_shape_numel(lb) * es));
+        } else { /* a pending max of copies is the value itself */
+            sb_puts(s, "    colrt_memcpy(");
+            addr(s, c, dst, 0);
+            sb_puts(s, ", ");
+            addr(s, c, src, 0);
+            sb_printf(s, ", %lld, COLRT_D2D, NULL);\n", (long long)(ir_shape_numel(lb) * es));
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id) {
+    const LowerNode *ln = &c->lp->n[id];
+    for (int k = 0; k < ln->n_rsh; k++) {
+        const LowerReshard *r = &ln->rsh[k];
+        StrBuf sp;
+        sb_init(&sp);
+        shard_spec_print(&sp, &r->spec_from);
+        for (int q = 0; q < r->plan.n; q++) {
+            sb_printf(&sp, " -%s-> ", shard_coll_name(r->plan.step[q].kind));
+            shard_spec_print(&sp, &r->plan.step[q].after);
+        }
+        sb_printf(c->sched, "    /* reshard %%%s: %s */\n", ir_val(c->g, r->from)->name, sb_cstr(&sp));
+        sb_free(&sp);
+        for (int q = 0; q < r->plan.n; q++) emit_step(c, o, r, q);
+    }
+}

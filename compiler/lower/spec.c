@@ -1,0 +1,356 @@
+/*
+ * spec.c — the sharded lowering (lower.h, LowerOptions.mesh): every value
+ * gets a sharding spec (shard.h) and every node a strategy. The forward ops
+ * run under the plan's strategies; the backward and the update, which the
+ * plan prices but does not list, take the strategy that reads their operands
+ * most cheaply (communication under the α–β model plus compute), preferring
+ * to leave a gradient in the layout of the value it differentiates. An
+ * operand held in another spec than the strategy reads is resharded just
+ * before the node by the sequence shard_reshard() gives (the one the planner
+ * priced); the resharded copy is reused by later readers of the same value.
+ *
+ * Takes: the graph and a LowerProgram whose options carry the mesh and the
+ * plan's per-node strategies. Gives: per value its spec and local shape, per
+ * node its strategy, the reshardings before it (LowerNode.rsh) and which
+ * operands it reads resharded (xin_from/xin_to), the inputs' row split, and
+ * the axes the loss is summed over. Leaves (parameters, optimizer state)
+ * take the spec of their first reader; inputs split their leading dim only
+ * (a rank feeds whole rows).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lower_internal.h"
+#include "ops.h"
+
+#define MAX_COPIES 6
+
+typedef struct SpecCtx {
+    const Graph *g;
+    LowerProgram *p;
+    const ShardMesh *m;
+    bool *known;                     /* per value: spec assigned */
+    int *n_copy;                     /* per graph value: resharded copies made so far */
+    ValueId (*copy)[MAX_COPIES];
+    StrBuf *err;
+} SpecCtx;
+
+static const char *vname(const SpecCtx *c, ValueId v) {
+    return v < c->g->n_values ? ir_val(c->g, v)->name : c->p->v[v].name;
+}
+
+static bool is_leaf(const Graph *g, ValueId v) {
+    Role r = ir_val(g, v)->role;
+    return ir_val(g, v)->def == IR_NONE && (r == ROLE_PARAM || r == ROLE_STATE);
+}
+
+/* Iterators whose global index an emitter uses (positions, the causal mask,
+ * a table's rows looked up by index): the generated kernels index them from
+ * 0, so they must stay whole. */
+static bool position_iter(const Graph *g, NodeId id, const IterSpace *is, int it) {
+    const DimMap *dm = NULL;
+    switch (ir_node(g, id)->op) {
+    case OP_POS_EMBEDDING: dm = &is->out[0][0]; break;
+    case OP_EMBEDDING: dm = &is->in[1][0]; break;       /* the table's rows: indexed by value */
+    case OP_EMBEDDING_DW: dm = &is->out[0][0]; break;
+    case OP_POS_EMBEDDING_DW: dm = &is->in[0][0]; break;
+    case OP_ROPE: case OP_ROPE_BWD: case OP_ATTENTION: case OP_ATTENTION_DQ: case OP_ATTENTION_DKV:
+        dm = &is->in[0][1];
+        break;
+    default: return false;
+    }
+    for (int k = 0; k < dm->n; k++)
+        if (dm->it[k] == it) return true;
+    return false;
+}
+
+/* The value a read of x at this point finds in spec s (x or a copy), or IR_NONE. */
+static ValueId held_as(const SpecCtx *c, ValueId x, const ShardSpec *s) {
+    if (shard_spec_eq(&c->p->v[x].spec, s)) return x;
+    for (int k = 0; k < c->n_copy[x]; k++)
+        if (shard_spec_eq(&c->p->v[c->copy[x][k]].spec, s)) return c->copy[x][k];
+    return IR_NONE;
+}
+
+/* Seconds to make x available in spec s (0 for a leaf not placed yet). */
+static double read_cost(const SpecCtx *c, ValueId x, const ShardSpec *s) {
+    if (!c->known[x]) return 0;
+    if (held_as(c, x, s) != IR_NONE) return 0;
+    const Value *v = ir_val(c->g, x);
+    return shard_reshard_time(c->m, v->shape, v->dtype, &c->p->v[x].spec, s);
+}
+
+/* The spec a result would best be left in: a gradient `X.grad` in X's. */
+static bool result_target(const SpecCtx *c, ValueId out, ShardSpec *t) {
+    const char *nm = ir_val(c->g, out)->name;
+    size_t n = strlen(nm);
+    if (n < 6 || strcmp(nm + n - 5, ".grad")) return false;
+    char base[256];
+    if (n - 5 >= sizeof base) return false;
+    memcpy(base, nm, n - 5);
+    base[n - 5] = 0;
+    ValueId x = ir_find(c->g, base);
+    if (x == IR_NONE || !c->known[x]) return false;
+    *t = shard_spec_unpartial(&c->p->v[x].spec);
+    return true;
+}
+
+static bool strategy_ok(const SpecCtx *c, NodeId id, const IterSpace *is, const ShardStrategy *st) {
+    const Node *n = ir_node(c->g, id);
+    for (int a = 0; a < c->m->n_axes; a++)
+        if (st->iter_of_axis[a] >= 0 && position_iter(c->g, id, is, st->iter_of_axis[a])) return false;
+    for (int o = 0; o < n->n_out; o++) { /* an update is written over its leaf: same layout */
+        ValueId leaf = ir_val(c->g, n->out[o])->updates;
+        if (leaf == IR_NONE) continue;
+        if (st->out[o].partial || st->out[o].pmax) return false;
+        if (c->known[leaf] && !shard_spec_eq(&st->out[o], &c->p->v[leaf].spec)) return false;
+        for (int i = 0; i < n->n_in; i++) /* and reads the leaf in it */
+            if (n->in[i] == leaf && !shard_spec_eq(&st->in[i], &st->out[o])) return false;
+    }
+    return true;
+}
+
+/* The cheapest strategy for a node the plan does not cover. */
+static bool choose(SpecCtx *c, NodeId id, const IterSpace *is, ShardStrategy *out) {
+    const Node *n = ir_node(c->g, id);
+    ShardStrategy *all;
+    int ns = shard_strategies(is, c->m, &all);
+    double flops = ir_node_flops(c->g, id), best = INFINITY;
+    int bi = -1;
+    for (int s = 0; s < ns; s++) {
+        if (!strategy_ok(c, id, is, &all[s])) continue;
+        double t = flops / (all[s].split > 0 ? all[s].split : 1) / c->p->opt.flops_per_s;
+        for (int i = 0; i < n->n_in && isfinite(t); i++) t += read_cost(c, n->in[i], &all[s].in[i]);
+        for (int o = 0; o < n->n_out && isfinite(t); o++) {
+            ShardSpec tg;
+            const Value *v = ir_val(c->g, n->out[o]);
+            if (result_target(c, n->out[o], &tg))
+                t += shard_reshard_time(c->m, v->shape, v->dtype, &all[s].out[o], &tg);
+        }
+        if (t < best - 1e-15) best = t, bi = s;
+    }
+    if (bi >= 0) *out = all[bi];
+    ir_free(all);
+    if (bi < 0) sb_printf(c->err, "no strategy of %s %%%s reads its operands as they are held", ir_op(n->op)->name,
+                          ir_val(c->g, n->out[0])->name);
+    return bi >= 0;
+}
+
+/* Linear element-wise ops keep a pending sum pending: add(a, b) of two
+ * partial values held alike is partial itself (no all-reduce yet). */
+static bool passes_partial(const SpecCtx *c, NodeId id) {
+    const Node *n = ir_node(c->g, id);
+    if (n->op != OP_ADD && n->op != OP_SUB && n->op != OP_SCALE) return false;
+    Shape o = ir_val(c->g, n->out[0])->shape;
+    const ShardSpec *s0 = &c->p->v[n->in[0]].spec;
+    if (!s0->partial || s0->pmax) return false;
+    for (int i = 0; i < n->n_in; i++) {
+        if (!c->known[n->in[i]] || !ir_shape_eq(ir_val(c->g, n->in[i])->shape, o)) return false;
+        if (!shard_spec_eq(&c->p->v[n->in[i]].spec, s0)) return false;
+    }
+    return ir_val(c->g, n->out[0])->updates == IR_NONE;
+}
+
+static ValueId add_value(SpecCtx *c, NodeId at, Shape local, DType dt, const char *name, const char *what) {
+    ValueId e = lower_new_value(c->p);
+    LowerValue *lv = &c->p->v[e];
+    *lv = (LowerValue){.local = local, .storage = e, .offset = -1, .redirect = IR_NONE,
+                       .bytes = ir_shape_numel(local) * ir_dtype_size(dt), .added_first = at};
+    StrBuf nm;
+    sb_init(&nm);
+    sb_printf(&nm, "%s.%s", name, what);
+    lv->name = ir_strdup(sb_cstr(&nm)); /* freed by lower_free */
+    sb_free(&nm);
+    return e;
+}
+
+static int64_t outer_of(Shape s, int d) {
+    int64_t o = 1;
+    for (int k = 0; k < d; k++) o *= s.d[k];
+    return o;
+}
+
+/* Node id reads x in spec s: a copy made before it (or an earlier one). */
+static bool read_as(SpecCtx *c, NodeId id, ValueId x, const ShardSpec *s) {
+    LowerProgram *p = c->p;
+    LowerNode *ln = &p->n[id];
+    const Value *v = ir_val(c->g, x);
+    for (int k = 0; k < ln->n_xin; k++)
+        if (ln->xin_from[k] == x) {
+            if (shard_spec_eq(&p->v[ln->xin_to[k]].spec, s)) return true;
+            sb_printf(c->err, "%s %%%s reads %%%s in two layouts", ir_op(ir_node(c->g, id)->op)->name,
+                      ir_val(c->g, ir_node(c->g, id)->out[0])->name, v->name);
+            return false;
+        }
+    ValueId h = held_as(c, x, s);
+    if (h == x) return true;
+    if (h == IR_NONE) {
+        LowerReshard r = {.from = x, .spec_from = p->v[x].spec};
+        StrBuf why;
+        sb_init(&why);
+        if (!shard_reshard(c->m, v->shape, v->dtype, &p->v[x].spec, s, &r.plan, &why)) {
+            sb_printf(c->err, "%%%s cannot be resharded for %s %%%s: %s", v->name,
+                      ir_op(ir_node(c->g, id)->op)->name, ir_val(c->g, ir_node(c->g, id)->out[0])->name,
+                      sb_cstr(&why));
+            sb_free(&why);
+            return false;
+        }
+        sb_free(&why);
+        ShardSpec before = p->v[x].spec;
+        for (int k = 0; k < r.plan.n; k++) {
+            const ShardStep *st = &r.plan.step[k];
+            Shape lb = shard_spec_local(&before, c->m, v->shape), la = shard_spec_local(&st->after, c->m, v->shape);
+            char what[32];
+            snprintf(what, sizeof what, "rs%d", k);
+            r.buf[k] = add_value(c, id, la, v->dtype, v->name, what);
+            p->v[r.buf[k]].spec = st->after;
+            r.tmp[k] = r.tmp2[k] = IR_NONE;
+            int64_t n = c->m->size[st->axis];
+            if (st->kind == COLL_ALL_GATHER && outer_of(lb, st->dim) > 1)
+                r.tmp[k] = add_value(c, id, ir_shape(1, (int64_t[]){n * ir_shape_numel(lb)}), v->dtype, v->name, "gather_tmp");
+            if (st->kind == COLL_REDUCE_SCATTER && outer_of(lb, st->dim) > 1)
+                r.tmp[k] = add_value(c, id, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "scatter_tmp");
+            if (st->kind == COLL_ALL_TO_ALL) {
+                r.tmp[k] = add_value(c, id, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "a2a_send");
+                r.tmp2[k] = add_value(c, id, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "a2a_recv");
+            }
+            before = st->after;
+        }
+        r.to = r.buf[r.plan.n - 1];
+        ln->rsh = ir_realloc(ln->rsh, sizeof *ln->rsh * (size_t)(ln->n_rsh + 1));
+        ln->rsh[ln->n_rsh++] = r;
+        if (c->n_copy[x] < MAX_COPIES) c->copy[x][c->n_copy[x]++] = r.to;
+        else c->copy[x][MAX_COPIES - 1] = r.to;
+        h = r.to;
+    }
+    if (ln->n_xin >= IR_MAX_IN) {
+        sb_printf(c->err, "too many resharded operands at %%%s", ir_val(c->g, ir_node(c->g, id)->out[0])->name);
+        return false;
+    }
+    ln->xin_from[ln->n_xin] = x;
+    ln->xin_to[ln->n_xin++] = h;
+    return true;
+}
+
+/* An input: whole rows, split over the axes that split its first reader's
+ * leading dim (the same for every input: one row range per rank). */
+static bool place_input(SpecCtx *c, ValueId x, const ShardSpec *want) {
+    LowerProgram *p = c->p;
+    const Value *v = ir_val(c->g, x);
+    ShardSpec s = shard_spec_replicated(v->shape.rank);
+    if (p->in_nax < 0) { /* the first input fixes the row split */
+        p->in_nax = v->shape.rank ? want->n[0] : 0;
+        for (int k = 0; k < p->in_nax; k++) p->in_ax[k] = want->ax[0][k];
+    }
+    if (v->shape.rank) {
+        s.n[0] = (int8_t)p->in_nax;
+        for (int k = 0; k < p->in_nax; k++) s.ax[0][k] = p->in_ax[k];
+    }
+    StrBuf why;
+    sb_init(&why);
+    bool ok = shard_spec_valid(&s, c->m, v->shape, &why);
+    if (!ok)
+        sb_printf(c->err, "input %%%s: its rows cannot be split as the plan splits the batch (%s)", v->name,
+                  sb_cstr(&why));
+    sb_free(&why);
+    p->v[x].spec = s;
+    c->known[x] = true;
+    return ok;
+}
+
+bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
+    const ShardMesh *m = p->opt.mesh;
+    int nv = g->n_values;
+    SpecCtx c = {.g = g, .p = p, .m = m, .err = err};
+    c.known = ir_alloc(sizeof(bool) * (size_t)(nv + 1));
+    c.n_copy = ir_alloc(sizeof(int) * (size_t)(nv + 1));
+    c.copy = ir_alloc(sizeof *c.copy * (size_t)(nv + 1));
+    memset(c.known, 0, sizeof(bool) * (size_t)(nv + 1));
+    memset(c.n_copy, 0, sizeof(int) * (size_t)(nv + 1));
+    p->sharded = true;
+    p->in_nax = -1;
+    if (p->opt.flops_per_s <= 0) p->opt.flops_per_s = 1e12;
+    for (ValueId v = 0; v < nv; v++) {
+        p->v[v].spec = shard_spec_replicated(ir_val(g, v)->shape.rank);
+        if (ir_val(g, v)->role == ROLE_HYPER) c.known[v] = true;
+    }
+    bool ok = true;
+    for (NodeId id = 0; ok && id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        LowerNode *ln = &p->n[id];
+        IterSpace is;
+        ir_itspace(g, id, &is);
+        ShardStrategy st;
+        bool pass = false;
+        if (p->opt.node_st && p->opt.node_st[id]) {
+            st = *p->opt.node_st[id];
+            for (int a = 0; a < m->n_axes; a++)
+                if (st.iter_of_axis[a] >= 0 && position_iter(g, id, &is, st.iter_of_axis[a])) {
+                    sb_printf(err, "the plan splits %s %%%s along positions (iterator %s over mesh axis %d), "
+                                   "which the generated kernels index from 0",
+                              ir_op(n->op)->name, ir_val(g, n->out[0])->name, is.iters[st.iter_of_axis[a]].name, a);
+                    ok = false;
+                }
+            if (!ok) break;
+        } else if (passes_partial(&c, id)) {
+            pass = true;
+        } else if (!choose(&c, id, &is, &st)) {
+            ok = false;
+            break;
+        }
+        for (int a = 0; a < SHARD_MAX_AXES; a++) ln->iter_of_axis[a] = pass ? -1 : a < m->n_axes ? st.iter_of_axis[a] : -1;
+        for (int i = 0; !pass && ok && i < n->n_in; i++) {
+            ValueId x = n->in[i];
+            if (!c.known[x]) {
+                if (ir_val(g, x)->role == ROLE_INPUT) {
+                    ok = place_input(&c, x, &st.in[i]);
+                    if (!ok) break;
+                } else if (is_leaf(g, x)) {
+                    p->v[x].spec = shard_spec_unpartial(&st.in[i]);
+                    c.known[x] = true;
+                } else {
+                    p->v[x].spec = shard_spec_replicated(ir_val(g, x)->shape.rank);
+                    c.known[x] = true;
+                }
+            }
+            ok = read_as(&c, id, x, &st.in[i]);
+        }
+        if (!ok) break;
+        for (int o = 0; o < n->n_out; o++) {
+            ValueId y = n->out[o];
+            p->v[y].spec = pass ? p->v[n->in[0]].spec : st.out[o];
+            c.known[y] = true;
+            ValueId leaf = ir_val(g, y)->updates;
+            if (leaf != IR_NONE && !shard_spec_eq(&p->v[y].spec, &p->v[leaf].spec)) {
+                sb_printf(err, "%%%s would be held unlike the leaf %%%s it updates", ir_val(g, y)->name,
+                          ir_val(g, leaf)->name);
+                ok = false;
+            }
+        }
+    }
+    for (int i = 0; ok && i < g->n_outputs; i++) { /* the loss: summed after its node */
+        ValueId v = g->outputs[i];
+        const ShardSpec *s = &p->v[v].spec;
+        bool split = false;
+        for (int d = 0; d < s->rank; d++) split |= s->n[d] > 0;
+        if (split || s->pmax) {
+            sb_printf(err, "output %%%s is left split over the mesh", ir_val(g, v)->name);
+            ok = false;
+        } else if (s->partial && p->n_out_reduce < 8) {
+            p->out_reduce[p->n_out_reduce++] = v;
+            p->out_axes |= s->partial;
+        }
+    }
+    if (p->in_nax < 0) p->in_nax = 0;
+    for (ValueId v = 0; ok && v < nv; v++) { /* local shapes */
+        const Value *x = ir_val(g, v);
+        p->v[v].local = shard_spec_local(&p->v[v].spec, m, x->shape);
+        p->v[v].bytes = ir_shape_numel(p->v[v].local) * ir_dtype_size(x->dtype);
+    }
+    (void)vname;
+    ir_free(c.known);
+    ir_free(c.n_copy);
+    ir_free(c.copy);
+    return ok;
+}
