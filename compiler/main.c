@@ -199,6 +199,14 @@ static char plan_kind(const PlanResult *r, int *zero, unsigned *dp_axes, ValueId
  * (compiler/lower/spec.c) with the plan's strategy of every forward op. */
 static LowerProgram *lower_sharded(const Graph *g, const PlanResult *r) {
     const IlpProblem *p = r->prob;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        if (p->groups[gi].n_params && r->choice.zero[gi] > 0) {
+            diag_plain("ask for a plan without ZeRO (--zero 0), or --strategy megatron|dp|zero1|zero2|zero3",
+                       "the plan chose '%s': tensor parallel, and ZeRO stage %d for the parameters of %s; "
+                       "this build lowers tensor-parallel plans without ZeRO",
+                       r->chosen, r->choice.zero[gi], p->groups[gi].name);
+            return NULL;
+        }
     const ShardStrategy **st = ir_alloc(sizeof *st * (size_t)(g->n_nodes + 1));
     for (NodeId id = 0; id < g->n_nodes; id++) {
         int gi = p->group_of_node[id];

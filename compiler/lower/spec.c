@@ -65,18 +65,29 @@ static bool position_iter(const Graph *g, NodeId id, const IterSpace *is, int it
     return false;
 }
 
-/* The value a read of x at this point finds in spec s (x or a copy), or IR_NONE. */
-static ValueId held_as(const SpecCtx *c, ValueId x, const ShardSpec *s) {
+/* Forward (0) or backward and update (1): a copy resharded in the forward
+ * is not reused by the backward, which reshards again (as the planner
+ * prices it): kept alive in between it would hold activation memory the
+ * plan never counted. */
+static int phase(const Graph *g, NodeId id) {
+    return ir_val(g, ir_node(g, id)->out[0])->role == ROLE_ACT ? 0 : 1;
+}
+
+/* The value a read of x at node `at` finds in spec s (x or a copy made in
+ * the same phase), or IR_NONE. */
+static ValueId held_as(const SpecCtx *c, ValueId x, const ShardSpec *s, NodeId at) {
     if (shard_spec_eq(&c->p->v[x].spec, s)) return x;
-    for (int k = 0; k < c->n_copy[x]; k++)
-        if (shard_spec_eq(&c->p->v[c->copy[x][k]].spec, s)) return c->copy[x][k];
+    for (int k = 0; k < c->n_copy[x]; k++) {
+        ValueId y = c->copy[x][k];
+        if (shard_spec_eq(&c->p->v[y].spec, s) && phase(c->g, c->p->v[y].added_first) == phase(c->g, at)) return y;
+    }
     return IR_NONE;
 }
 
 /* Seconds to make x available in spec s (0 for a leaf not placed yet). */
-static double read_cost(const SpecCtx *c, ValueId x, const ShardSpec *s) {
+static double read_cost(const SpecCtx *c, ValueId x, const ShardSpec *s, NodeId at) {
     if (!c->known[x]) return 0;
-    if (held_as(c, x, s) != IR_NONE) return 0;
+    if (held_as(c, x, s, at) != IR_NONE) return 0;
     const Value *v = ir_val(c->g, x);
     return shard_reshard_time(c->m, v->shape, v->dtype, &c->p->v[x].spec, s);
 }
@@ -121,7 +132,7 @@ static bool choose(SpecCtx *c, NodeId id, const IterSpace *is, ShardStrategy *ou
     for (int s = 0; s < ns; s++) {
         if (!strategy_ok(c, id, is, &all[s])) continue;
         double t = flops / (all[s].split > 0 ? all[s].split : 1) / c->p->opt.flops_per_s;
-        for (int i = 0; i < n->n_in && isfinite(t); i++) t += read_cost(c, n->in[i], &all[s].in[i]);
+        for (int i = 0; i < n->n_in && isfinite(t); i++) t += read_cost(c, n->in[i], &all[s].in[i], id);
         for (int o = 0; o < n->n_out && isfinite(t); o++) {
             ShardSpec tg;
             const Value *v = ir_val(c->g, n->out[o]);
@@ -183,7 +194,7 @@ static bool read_as(SpecCtx *c, NodeId id, ValueId x, const ShardSpec *s) {
                       ir_val(c->g, ir_node(c->g, id)->out[0])->name, v->name);
             return false;
         }
-    ValueId h = held_as(c, x, s);
+    ValueId h = held_as(c, x, s, id);
     if (h == x) return true;
     if (h == IR_NONE) {
         LowerReshard r = {.from = x, .spec_from = p->v[x].spec};
@@ -221,7 +232,7 @@ static bool read_as(SpecCtx *c, NodeId id, ValueId x, const ShardSpec *s) {
         ln->rsh = ir_realloc(ln->rsh, sizeof *ln->rsh * (size_t)(ln->n_rsh + 1));
         ln->rsh[ln->n_rsh++] = r;
         if (c->n_copy[x] < MAX_COPIES) c->copy[x][c->n_copy[x]++] = r.to;
-        else c->copy[x][MAX_COPIES - 1] = r.to;
+        else c->copy[x][(id + 1) % MAX_COPIES] = r.to;
         h = r.to;
     }
     if (ln->n_xin >= IR_MAX_IN) {

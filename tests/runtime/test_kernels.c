@@ -140,6 +140,18 @@ static void gemm_ref(double **in, double *out) { /* out = 0.5 op(A)op(B) + 0.25 
             }
 }
 
+/* colrt_memcpy_2d: rows of `width` bytes between pitched layouts (the
+ * lowering's strided shard copies): the middle 2 of 4 columns of a 3x4 block. */
+static void test_memcpy_2d(void) {
+    float src[12], dst[6] = {0};
+    for (int i = 0; i < 12; i++) src[i] = (float)i;
+    colrt_memcpy_2d(dst, 2 * sizeof(float), src + 1, 4 * sizeof(float), 2 * sizeof(float), 3, NULL);
+    const float want[6] = {1, 2, 5, 6, 9, 10};
+    for (int i = 0; i < 6; i++) CHECK(dst[i] == want[i]);
+    colrt_memcpy_2d(dst, 8, src, 8, 0, 3, NULL); /* width 0: nothing */
+    CHECK(dst[0] == 1);
+}
+
 static void test_gemm(void) {
     for (g_ta = 0; g_ta < 2; g_ta++)
         for (g_tb = 0; g_tb < 2; g_tb++) {
@@ -611,6 +623,7 @@ int main(int argc, char **argv) {
     colrt_init(&argc, &argv);
     printf("gemm library: %s\n", colrt_gemm_library());
     test_conversions();
+    test_memcpy_2d();
     test_attention_more_queries();
     for (int k = 0; k < 3; k++) {
         T = FLOATS[k];
