@@ -265,6 +265,34 @@ static bool reduces_over(const LowerProgram *lp, const CgOptions *o, int a) {
     return o->mesh[a] > 1 && (!lp->opt.dp_axes || (lp->opt.dp_axes & (1u << a)));
 }
 
+/* Gradient bucket k (lower.h): its gradients packed into its buffer on
+ * the compute stream, then all-reduced on the communication stream once the
+ * packing is done; the update waits for `done` (emit_schedule). The previous
+ * step's (or micro-batch's) all-reduce of the same buffer is waited for
+ * first. */
+static void emit_bucket(CgCtx *c, const CgOptions *o, int k) {
+    const LowerProgram *lp = c->lp;
+    const LowerBucket *bk = &lp->buckets[k];
+    DType dt = ir_val(c->g, bk->grad[0])->dtype;
+    bool accum = ir_node(c->g, bk->launch)->op == OP_GRAD_ACCUM; /* after the last micro-batch only */
+    sb_printf(c->sched, "    /* gradient bucket %d: %d gradients, %lld bytes%s */\n", k, bk->n,
+              (long long)lp->v[bk->buf].bytes, accum ? ", once the last micro-batch is accumulated" : "");
+    if (accum) sb_puts(c->sched, "    if (M->last_micro) {\n");
+    sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]);\n", k);
+    for (int q = 0; q < bk->n; q++)
+        sb_printf(c->sched, "    colrt_memcpy(M->arena.base + %lld, M->arena.base + %lld, %lld, COLRT_D2D, NULL); /* %%%s */\n",
+                  (long long)lp->v[bk->view[q]].offset, (long long)lp->v[bk->grad[q]].offset,
+                  (long long)lp->v[bk->grad[q]].bytes, ir_val(c->g, bk->grad[q])->name);
+    sb_printf(c->sched, "    colrt_event_record(M->bucket_ready[%d], NULL);\n    colrt_stream_wait(M->comm, M->bucket_ready[%d]);\n", k, k);
+    for (int a = 0; a < o->mesh_axes; a++)
+        if (reduces_over(lp, o, a))
+            sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, M->arena.base + %lld, M->arena.base + %lld, %lld, %s, COLRT_SUM, M->comm);\n",
+                      a, (long long)lp->v[bk->buf].offset, (long long)lp->v[bk->buf].offset, (long long)bk->elems,
+                      cg_dtype_enum(dt));
+    sb_printf(c->sched, "    colrt_event_record(M->bucket_done[%d], M->comm);\n", k);
+    if (accum) sb_puts(c->sched, "    }\n");
+}
+
 /* Copies into the leaves they update, for results of nodes [first, last)
  * not already written in place. */
 static void emit_commits(CgCtx *c, StrBuf *m, int first, int last) {
@@ -303,6 +331,11 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
         c->sched = &parts[p];
         int first = p == 0 ? 0 : p == 1 ? *fwd_end : *step_begin;
         int last = p == 0 ? *fwd_end : p == 1 ? *step_begin : nn;
+        if (p == 2 && lp->n_buckets) { /* the update reads the buckets */
+            sb_puts(c->sched, "    /* the gradient buckets' all-reduces */\n");
+            for (int k = 0; k < lp->n_buckets; k++)
+                sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]);\n", k);
+        }
         for (NodeId id = first; id < last; id++) {
             const Node *n = ir_node(g, id);
             const LowerNode *ln = &lp->n[id];
@@ -355,6 +388,8 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 snprintf(what, sizeof what, "%%%s <- %%%s", ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
                 emit_zero_ag(c, o, n->out[0], n->in[0], ln->ag_tmp, ln->zchunk, what);
             }
+            for (int k = 0; k < lp->n_buckets; k++)
+                if (lp->buckets[k].launch == id) emit_bucket(c, o, k);
             for (int k = 0; k < lp->n_out_reduce; k++) { /* a partial loss: sum it now */
                 ValueId v = lp->out_reduce[k];
                 if (ir_val(g, v)->def != id) continue;
@@ -399,7 +434,11 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               px, (long long)arena, px, (long long)lp->lower_bound_bytes, px, (long long)(c->scratch_off + 128));
     sb_printf(m, "/* kernels (%s_kernels.c / %s_kernels.cu) */\n%s\n", px, px, sb_cstr(&c->proto));
     sb_printf(m, "struct %s {\n    colrt_arena arena;\n    colrt_mesh *mesh;\n    int own_mesh;\n"
-                 "    uint64_t seed;\n    int64_t step;\n    int64_t zrank; /* this rank's slice index (ZeRO) */\n    %s_statistics stats;\n};\n\n", px, px);
+                 "    uint64_t seed;\n    int64_t step;\n    int64_t zrank; /* this rank's slice index (ZeRO) */\n    %s_statistics stats;\n"
+                 "    colrt_stream *comm; /* gradient buckets: their all-reduces */\n"
+                 "    int last_micro; /* the step's last micro-batch is running */\n"
+                 "    colrt_event *bucket_ready[%d], *bucket_done[%d];\n};\n\n",
+              px, px, lp->n_buckets ? lp->n_buckets : 1, lp->n_buckets ? lp->n_buckets : 1);
     sb_printf(m, "static const int %s_mesh_axes = %d;\nstatic const int %s_mesh[%d] = {", px, o->mesh_axes,
               px, o->mesh_axes);
     for (int a = 0; a < o->mesh_axes; a++) sb_printf(m, "%s%d", a ? ", " : "", o->mesh[a]);
@@ -565,6 +604,12 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        M->own_mesh = 1;\n"
               "    }\n"
               "    M->zrank = colrt_rank();\n"
+              "    if (%d) M->comm = colrt_stream_create();\n"
+              "    for (int k = 0; k < %d; k++) { /* recorded once: complete before the first launch */\n"
+              "        M->bucket_ready[k] = colrt_event_create();\n"
+              "        M->bucket_done[k] = colrt_event_create();\n"
+              "        colrt_event_record(M->bucket_done[k], NULL);\n"
+              "    }\n"
               "    M->arena = colrt_arena_create(%s_ARENA_BYTES);\n"
               "    for (int i = 0; i < %s_n_leaves; i++) %s_init_leaf(M, &%s_leaves[i]);\n"
               "    M->stats.arena_bytes = %s_ARENA_BYTES;\n"
@@ -572,7 +617,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    colrt_device_sync();\n"
               "    *out = M;\n"
               "    return 0;\n}\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, lp->n_buckets, lp->n_buckets, px, px, px, px, px, px);
     /* gradient accumulators, cleared after each step's update */
     sb_printf(m, "static void %s_clear_accumulators(%s *M) {\n    (void)M;\n", px, px);
     for (NodeId id = 0; id < g->n_nodes; id++) {
@@ -588,6 +633,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    double t0 = %s_now(), l = 0;\n"
               "    M->step++;\n"
               "    for (int j = 0; j < %s_MICRO_BATCHES; j++) {\n"
+              "        M->last_micro = j == %s_MICRO_BATCHES - 1;\n"
               "        %s_feed(M, in, j, lr);\n"
               "        %s_forward_nodes(M);\n"
               "        l += %s_loss(M);\n"
@@ -600,7 +646,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    M->stats.total_step_s += M->stats.last_step_s;\n"
               "    M->stats.steps++;\n"
               "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
     sb_printf(m,
               "float %s_forward(%s *M, const %s_inputs *in) {\n"
               "    double l = 0;\n"
@@ -726,10 +772,15 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     sb_printf(m,
               "void %s_destroy(%s *M) {\n"
               "    if (!M) return;\n"
+              "    if (M->comm) colrt_stream_destroy(M->comm); /* drains it */\n"
+              "    for (int k = 0; k < %d; k++) {\n"
+              "        colrt_event_destroy(M->bucket_ready[k]);\n"
+              "        colrt_event_destroy(M->bucket_done[k]);\n"
+              "    }\n"
               "    colrt_arena_destroy(&M->arena);\n"
               "    if (M->own_mesh) colrt_mesh_destroy(M->mesh);\n"
               "    free(M);\n}\n",
-              px, px);
+              px, px, lp->n_buckets);
 }
 
 bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const char *plan_json,

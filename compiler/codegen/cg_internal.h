@@ -48,6 +48,9 @@ typedef bool (*CgEmitFn)(CgCtx *c, NodeId id);
  * the generator supports its types; false with the reason in c->err. */
 bool cg_emit_node(CgCtx *c, NodeId id);
 
+/* The colrt_dtype enumerator naming t ("COLRT_F32", ...). */
+const char *cg_dtype_enum(DType t);
+
 /* The sharded lowering's reshardings before node id (cg_reshard.c). */
 void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id);
 

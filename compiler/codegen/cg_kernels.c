@@ -756,7 +756,7 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
     if (ln->zero) {
         N = ln->zchunk;
         pshift = c->lp->v[n->in[0]].zchunk ? 0 : N; /* stage 3: the parameter is the slice */
-        gshift = cg_read(c, n->in[1]) == n->in[1] ? N : 0;
+        gshift = c->lp->v[cg_read(c, n->in[1])].zchunk ? 0 : N; /* a whole gradient (or its bucket view) */
     }
     if (n->op == OP_ADAMW) {
         /* scalars in double once; the per-element update in float (vectorizes) */

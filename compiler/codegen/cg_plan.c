@@ -78,6 +78,26 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         }
     }
     for (int k = 0; k < lp->n_out_reduce; k++, nar++) ar += (double)lp->v[lp->out_reduce[k]].bytes;
+    double bucket_bytes = 0, a2a = 0;
+    int nrsh = 0, na2a = 0;
+    for (int k = 0; k < lp->n_buckets; k++, nar++) {
+        ar += (double)lp->v[lp->buckets[k].buf].bytes;
+        bucket_bytes += (double)lp->v[lp->buckets[k].buf].bytes;
+    }
+    for (NodeId id = 0; id < g->n_nodes; id++) /* tensor parallel: the reshardings' collectives */
+        for (int k = 0; k < lp->n[id].n_rsh; k++, nrsh++) {
+            const LowerReshard *r = &lp->n[id].rsh[k];
+            for (int q = 0; q < r->plan.n; q++) {
+                double b = (double)lp->v[q ? r->buf[q - 1] : r->from].bytes;
+                switch (r->plan.step[q].kind) {
+                case COLL_ALL_REDUCE: nar++, ar += b; break;
+                case COLL_ALL_GATHER: nag++, ag += b; break;
+                case COLL_REDUCE_SCATTER: nrs++, rs += b; break;
+                case COLL_ALL_TO_ALL: na2a++, a2a += b; break;
+                default: break;
+                }
+            }
+        }
     cJSON_DeleteItemFromObjectCaseSensitive(root, "lowering");
     cJSON *low = cJSON_AddObjectToObject(root, "lowering");
     cJSON_AddNumberToObject(low, "data_parallel_ranks", lp->opt.dp);
@@ -88,6 +108,12 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     cJSON_AddNumberToObject(low, "reduce_scatter_bytes", rs);
     cJSON_AddNumberToObject(low, "all_gather_count", nag);
     cJSON_AddNumberToObject(low, "all_gather_bytes", ag);
+    cJSON_AddNumberToObject(low, "all_to_all_count", na2a);
+    cJSON_AddNumberToObject(low, "all_to_all_bytes", a2a);
+    cJSON_AddNumberToObject(low, "gradient_buckets", lp->n_buckets);
+    cJSON_AddNumberToObject(low, "gradient_bucket_bytes", bucket_bytes);
+    cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);
+    cJSON_AddNumberToObject(low, "reshardings", nrsh);
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     size_t n = strlen(txt);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autodiff.h"
 #include "memplan.h"
 #include "ops.h"
 
@@ -165,6 +166,13 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
         if (pending[n->in[i]]) any_partial = true;
         else all_partial = false;
     }
+    /* an accumulator holds this rank's partial sum over the micro-batches:
+     * the gradient is summed over the ranks once, after the last one */
+    if (n->op == OP_GRAD_ACCUM && pending[n->in[1]] && !pending[n->in[0]] && !partial &&
+        ir_val(g, n->in[0])->def == IR_NONE && !zgrad[n->out[0]]) {
+        p->v[n->out[0]].partial = pending[n->out[0]] = true;
+        return true;
+    }
     if (any_partial && op_linear(n->op) && all_partial && !partial) {
         for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = true;
         scatter_final(g, p, id, pending, zgrad);
@@ -250,6 +258,93 @@ static void note_reads_at(const LowerProgram *p, NodeId f, int at, int *last_use
                 if (b[q] != IR_NONE) note(p, b[q], at, last_use);
         }
     }
+}
+
+/* Gradient buckets (lower.h): the all-reduces the data-parallel split puts
+ * at update nodes, of gradients defined in the backward, stored alone and
+ * read by the update only, grouped in definition order per block instance
+ * and dtype, up to the byte cap. */
+static void make_buckets(const Graph *g, LowerProgram *p) {
+    int nn = g->n_nodes, sb = ad_step_begin(g);
+    int64_t cap = p->opt.bucket_bytes ? p->opt.bucket_bytes : 25 << 20;
+    if (cap < 0 || sb <= 0 || sb >= nn) return;
+    ValueId *cand = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + 1));
+    int nc = 0;
+    for (NodeId id = sb; id < nn; id++) {
+        LowerNode *ln = &p->n[id];
+        for (int k = 0; k < ln->n_reduce; k++) {
+            ValueId x = ln->reduce[k];
+            const Value *xv = ir_val(g, x);
+            /* stored alone, or in place over the accumulator it updates */
+            ValueId st = p->v[x].storage;
+            bool ok = xv->def != IR_NONE && xv->def < sb && (st == x || st == xv->updates) && !p->v[x].zchunk &&
+                      p->v[x].redirect == IR_NONE && !(xv->flags & VF_OUTPUT);
+            for (ValueId w = 0; ok && w < g->n_values; w++) /* no views of it */
+                ok = w == x || w == st || (p->v[w].storage != x && p->v[w].storage != st);
+            for (NodeId r = 0; ok && r < sb; r++) /* read by the update only */
+                for (int i = 0; i < ir_node(g, r)->n_in; i++) ok &= ir_node(g, r)->in[i] != x;
+            if (!ok) continue;
+            cand[nc++] = x;
+            ln->reduce[k--] = ln->reduce[--ln->n_reduce];
+        }
+    }
+    for (int i = 1; i < nc; i++) /* definition order */
+        for (int j = i; j > 0 && ir_val(g, cand[j])->def < ir_val(g, cand[j - 1])->def; j--) {
+            ValueId t = cand[j];
+            cand[j] = cand[j - 1];
+            cand[j - 1] = t;
+        }
+    for (int i = 0; i < nc;) {
+        const Node *d0 = ir_node(g, ir_val(g, cand[i])->def);
+        DType dt = ir_val(g, cand[i])->dtype;
+        int64_t es = ir_dtype_size(dt), bytes = 0;
+        int j = i;
+        while (j < nc) {
+            const Node *dj = ir_node(g, ir_val(g, cand[j])->def);
+            int64_t b = (p->v[cand[j]].bytes + 63) / 64 * 64;
+            if (j > i && (dj->block != d0->block || dj->instance != d0->instance || ir_val(g, cand[j])->dtype != dt ||
+                          bytes + b > cap))
+                break;
+            bytes += b;
+            j++;
+        }
+        p->buckets = ir_realloc(p->buckets, sizeof *p->buckets * (size_t)(p->n_buckets + 1));
+        LowerBucket *bk = &p->buckets[p->n_buckets++];
+        *bk = (LowerBucket){.n = j - i, .elems = bytes / es};
+        bk->grad = ir_alloc(sizeof(ValueId) * (size_t)bk->n);
+        bk->view = ir_alloc(sizeof(ValueId) * (size_t)bk->n);
+        bk->buf = lower_new_value(p);
+        int64_t off = 0;
+        for (int k = 0; k < bk->n; k++) {
+            ValueId x = cand[i + k];
+            if (ir_val(g, x)->def > bk->launch) bk->launch = ir_val(g, x)->def;
+        }
+        StrBuf nm;
+        sb_init(&nm);
+        sb_printf(&nm, "bucket%d", p->n_buckets - 1);
+        p->v[bk->buf] = (LowerValue){.local = ir_shape(1, &bk->elems), .storage = bk->buf, .offset = -1,
+                                     .redirect = IR_NONE, .bytes = bytes, .added_first = bk->launch,
+                                     .name = ir_strdup(sb_cstr(&nm))};
+        for (int k = 0; k < bk->n; k++) {
+            ValueId x = cand[i + k], e = lower_new_value(p);
+            bk->grad[k] = x;
+            bk->view[k] = e;
+            sb_free(&nm);
+            sb_init(&nm);
+            sb_printf(&nm, "bucket%d.%s", p->n_buckets - 1, ir_val(g, x)->name);
+            p->v[e] = p->v[x];
+            p->v[e].storage = bk->buf;
+            p->v[e].view_off = off;
+            p->v[e].added_first = bk->launch;
+            p->v[e].name = ir_strdup(sb_cstr(&nm));
+            p->v[x].redirect = e;
+            p->v[x].redirect_from = bk->launch + 1;
+            off += (p->v[x].bytes + 63) / 64 * 64;
+        }
+        sb_free(&nm);
+        i = j;
+    }
+    ir_free(cand);
 }
 
 LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
@@ -507,6 +602,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 }
             }
         }
+    if (!sharded) make_buckets(g, p);
     /* ZeRO-3: every node reading a sliced parameter (itself or in the
      * recompute before it), except its update, gathers it whole first */
     for (NodeId id = 0; id < nn; id++) {
@@ -569,6 +665,11 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
             if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = id;
         if (ln->ag_tmp != IR_NONE) last_use[ln->ag_tmp] = id;
     }
+    for (int b = 0; b < p->n_buckets; b++) /* the packing reads each gradient */
+        for (int k = 0; k < p->buckets[b].n; k++) {
+            ValueId r = root_of(p, p->buckets[b].grad[k]);
+            if (p->buckets[b].launch > last_use[r]) last_use[r] = p->buckets[b].launch;
+        }
     for (NodeId id = 0; id < nn; id++) /* the scatter reads the whole gradient */
         for (int k = 0; k < p->n[id].n_rs; k++) {
             ValueId r = root_of(p, p->n[id].rs[k]);
@@ -632,7 +733,11 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         for (int t = bufs[i].first; t <= bufs[i].last && t < nn; t++)
             if (!(bufs[i].alias >= 0 && t == bufs[i].first)) p->live_bytes[t] += sz;
     }
-    for (ValueId v = 0; v < ntot; v++) p->v[v].offset = bufs[buf_of[root_of(p, v)]].offset;
+    for (ValueId v = 0; v < ntot; v++) { /* a bucket member: its place in the bucket */
+        int64_t off = 0;
+        for (ValueId w = v; p->v[w].storage != w; w = p->v[w].storage) off += p->v[w].view_off;
+        p->v[v].offset = bufs[buf_of[root_of(p, v)]].offset + off;
+    }
     ir_free(buf_of);
     ir_free(bufs);
     ir_free(buf_val);
@@ -655,6 +760,11 @@ void lower_free(LowerProgram *p) {
         ir_free(p->n[i].rsh);
     }
     ir_free(p->n);
+    for (int b = 0; b < p->n_buckets; b++) {
+        ir_free(p->buckets[b].grad);
+        ir_free(p->buckets[b].view);
+    }
+    ir_free(p->buckets);
     ir_free(p->live_bytes);
     ir_free(p);
 }
@@ -721,6 +831,14 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
                       p->v[n->in[0]].zchunk ? ", in place" : ", then all-gather");
         if (ln->sum_into != IR_NONE) sb_puts(b, "  (sums into the next sum_to)");
         sb_puts(b, "\n");
+        for (int k = 0; k < p->n_buckets; k++) {
+            const LowerBucket *bk = &p->buckets[k];
+            if (bk->launch != id) continue;
+            sb_printf(b, "  bucket %d: %d gradients (%lld bytes) packed, all-reduced on the communication stream:",
+                      k, bk->n, (long long)p->v[bk->buf].bytes);
+            for (int q = 0; q < bk->n; q++) sb_printf(b, " %%%s", vname(p, bk->grad[q]));
+            sb_puts(b, "\n");
+        }
     }
     sb_printf(b, "; arena %lld bytes, lower bound %lld, %d buffers, %d in place\n", (long long)p->arena_bytes,
               (long long)p->lower_bound_bytes, p->n_buffers, p->n_in_place);

@@ -54,7 +54,23 @@ typedef struct LowerOptions {
     const ShardMesh *mesh;
     const ShardStrategy *const *node_st;
     double flops_per_s;        /* to weigh compute against communication (> 0) */
+    int64_t bucket_bytes;      /* gradient buckets: at most this many bytes each
+                                * (0: 25 MB; < 0: none, each gradient all-reduced
+                                * where it is first read) */
 } LowerOptions;
+
+/* A gradient bucket (data-parallel all-reduces of parameter gradients read
+ * only by the update): right after node `launch` defines the last of them,
+ * the gradients are copied into one buffer, which is all-reduced on the
+ * communication stream while the rest of the backward runs; the update
+ * waits for it and reads each gradient in place in the bucket (view[k]). */
+typedef struct LowerBucket {
+    int launch;
+    int n;
+    ValueId *grad, *view;
+    ValueId buf;
+    int64_t elems;             /* the buffer's elements (members padded to 64 bytes) */
+} LowerBucket;
 
 /* One resharding before a node: value `from` (held in spec `plan.step[0]`'s
  * source) becomes value `to`, step by step (shard_reshard's sequence): step
@@ -83,6 +99,7 @@ typedef struct LowerValue {
                                 * recomputed activations) */
     int added_first;           /* an added value: the node where it is first written */
     ShardSpec spec;            /* sharded lowering: how the value is held */
+    int64_t view_off;          /* bytes into its storage's buffer (a bucket member) */
 } LowerValue;
 
 typedef struct LowerNode {
@@ -127,6 +144,8 @@ typedef struct LowerProgram {
     int in_nax;                /* sharded: the mesh axes splitting the inputs' leading dim, */
     int8_t in_ax[SHARD_MAX_AXES]; /* outermost first (which rows a rank feeds) */
     int cap_values;            /* room in v */
+    int n_buckets;             /* gradient buckets, in launch order */
+    LowerBucket *buckets;
     int64_t arena_bytes;
     int64_t lower_bound_bytes;
     int n_in_place;

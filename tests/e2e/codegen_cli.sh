@@ -28,6 +28,13 @@ check "... holding this rank's half of the split embedding" "grep -qF '{\"wte.we
 check "... with reshardings between ops (all-reduce and all-gather over axis 1)" "grep -q '/\* reshard %' '$work/m/gpt2.c' && grep -q 'colrt_all_reduce(M->mesh, 1' '$work/m/gpt2.c' && grep -q 'colrt_all_gather(M->mesh, 1' '$work/m/gpt2.c'"
 check "... that compiles with -Wall -Wextra -Werror" "cc -std=c17 -Wall -Wextra -Werror -I'$ex/../include' -c '$work/m/gpt2.c' -o '$work/m/gpt2.o'"
 
+# data parallel: the parameter gradients go in buckets all-reduced on the
+# communication stream; the update waits for them
+"$cc" "$ex/ir/gpt2-tiny.cir" --emit code --cluster h100:1x2 --mesh 2 --strategy dp -q -o "$work/dp"
+check "dp: gradient buckets all-reduced on the communication stream" "grep -q 'colrt_all_reduce(M->mesh, 0, .*, M->comm);' '$work/dp/gpt2_tiny.c' && grep -q 'colrt_stream_wait(M->comm, M->bucket_ready' '$work/dp/gpt2_tiny.c'"
+check "... launched right after their last gradient, waited for by the update" "grep -q 'gradient bucket 1: 12 gradients' '$work/dp/gpt2_tiny.c' && grep -q 'colrt_stream_wait(NULL, M->bucket_done\\[3\\]);' '$work/dp/gpt2_tiny.c'"
+check "... and counted in the plan JSON" "grep -q '\"gradient_buckets\":.*4' '$work/dp/gpt2_tiny.plan.json'"
+
 # tensor parallelism with ZeRO is not lowered yet: the planner's own plan on
 # 8 devices splits weights and slices their optimizer state
 out=$("$cc" "$ex/ir/gpt2-2layer.cir" --emit code --cluster h100:1x8 -q -o "$work/z" 2>&1); rc=$?
