@@ -199,21 +199,17 @@ static char plan_kind(const PlanResult *r, int *zero, unsigned *dp_axes, ValueId
  * (compiler/lower/spec.c) with the plan's strategy of every forward op. */
 static LowerProgram *lower_sharded(const Graph *g, const PlanResult *r) {
     const IlpProblem *p = r->prob;
-    for (int gi = 0; gi < p->n_groups; gi++)
-        if (p->groups[gi].n_params && r->choice.zero[gi] > 0) {
-            diag_plain("ask for a plan without ZeRO (--zero 0), or --strategy megatron|dp|zero1|zero2|zero3",
-                       "the plan chose '%s': tensor parallel, and ZeRO stage %d for the parameters of %s; "
-                       "this build lowers tensor-parallel plans without ZeRO",
-                       r->chosen, r->choice.zero[gi], p->groups[gi].name);
-            return NULL;
-        }
     const ShardStrategy **st = ir_alloc(sizeof *st * (size_t)(g->n_nodes + 1));
+    int8_t *zero = ir_alloc(sizeof(int8_t) * (size_t)(g->n_values + 1));
     for (NodeId id = 0; id < g->n_nodes; id++) {
         int gi = p->group_of_node[id];
         if (gi < 0) continue;
         const IlpGroup *G = &p->groups[gi];
         int m = p->member_of_node[id];
         st[id] = &G->members[m].st[G->strats[r->choice.strat[gi]].member_st[m]];
+        const Node *nd = ir_node(g, id); /* ZeRO: the stage of the group owning the parameter */
+        for (int i = 0; G->n_params && i < nd->n_in; i++)
+            if (ir_val(g, nd->in[i])->role == ROLE_PARAM && !zero[nd->in[i]]) zero[nd->in[i]] = (int8_t)r->choice.zero[gi];
     }
     int *rc = ir_alloc(sizeof(int) * (size_t)(g->n_blocks + 1));
     for (int k = 0; k < p->n_blocks; k++) {
@@ -222,17 +218,19 @@ static LowerProgram *lower_sharded(const Graph *g, const PlanResult *r) {
     }
     LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .mesh = &r->mesh,
                        .node_st = (const ShardStrategy *const *)st,
+                       .param_zero = zero,
                        .flops_per_s = r->cl.peak_flops[r->cm.dtype] > 0 ? r->cl.peak_flops[r->cm.dtype] : 1e12};
     StrBuf err;
     sb_init(&err);
     LowerProgram *lp = lower_build(g, &lo, &err);
-    if (lp) lp->opt.node_st = NULL, lp->opt.recompute = NULL; /* freed below */
+    if (lp) lp->opt.node_st = NULL, lp->opt.recompute = NULL, lp->opt.param_zero = NULL; /* freed below */
     if (!lp)
         diag_plain("try --strategy dp or zero1-3 (the batch split only), or --recompute none",
                    "cannot lower the tensor-parallel plan: %s", sb_cstr(&err));
     sb_free(&err);
     ir_free(rc);
     ir_free(st);
+    ir_free(zero);
     return lp;
 }
 
@@ -252,7 +250,7 @@ static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
         kind = plan_kind(r, &zero, &dp_axes, &split_param, &split_spec);
         dp_like = kind != 0 && !(kind == 'p' && zero);
     }
-    if (world > 1 && kind == 0 && split_param != IR_NONE && !zero) /* tensor parallel */
+    if (world > 1 && kind == 0 && split_param != IR_NONE) /* tensor parallel */
         return lower_sharded(g, r);
     if (world > 1 && (!dp_like || (zero && busy_axes > 2))) {
         StrBuf why;
@@ -327,6 +325,7 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     PlanOptions po;
     planner_options(o, &po);
+    po.lowerable = true; /* a plan this build can generate */
     PlanResult *r = NULL;
     LowerProgram *lp = NULL;
     double user_limit = 0; /* the limit asked for (the retries tighten the planner's) */

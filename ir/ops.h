@@ -34,6 +34,9 @@ typedef struct Iter {
     char name[8];
     int64_t size;
     IterKind kind;
+    bool positional;  /* a kernel uses its global index (positions, a causal mask,
+                       * a table's rows looked up by value): a split needs the
+                       * shard's offset, which generated code does not pass yet */
 } Iter;
 
 typedef struct DimMap {

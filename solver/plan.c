@@ -70,7 +70,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->cm = (CostModel){&r->cl, &r->mesh, dt};
     r->mem_limit = limit;
     r->mip_gap = o->mip_gap;
-    IlpOptions io = {o->tie, o->micro_batches};
+    IlpOptions io = {o->tie, o->micro_batches, o->lowerable};
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->batch = r->prob->batch;
     IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
@@ -118,7 +118,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
                        PlanResult *best) {
     CostModel *cms = ir_alloc(sizeof *cms * (size_t)nm);
     IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)nm);
-    IlpOptions io = {o->tie, o->micro_batches};
+    IlpOptions io = {o->tie, o->micro_batches, o->lowerable};
     double lo = INFINITY;
     for (int i = 0; i < nm; i++) {
         cms[i] = (CostModel){cl, &meshes[i], dt};

@@ -25,6 +25,8 @@ typedef struct PlanOptions {
     int micro_batches;
     int64_t batch;              /* --batch (0: the model's); IR text fixes it */
     bool tie;                   /* tie repeated blocks (true unless testing) */
+    bool lowerable;             /* plans for generated code: no strategy the lowering
+                                 * cannot run yet (IlpOptions.lowerable) */
     bool three_axes;            /* also try 3-axis default meshes */
     bool progress;
     int sweep_points;           /* --sweep-mem: re-solve at this many limits (0: no sweep) */

@@ -182,6 +182,16 @@ static void form_groups(Builder *b) {
         m->node = n;
         ir_itspace(g, n, &m->is);
         m->n_st = shard_strategies(&m->is, b->cm->mesh, &m->st);
+        if (b->p->opt.lowerable) { /* drop what generated code cannot run yet */
+            int k = 0;
+            for (int s = 0; s < m->n_st; s++) {
+                bool pos = false;
+                for (int a = 0; a < b->cm->mesh->n_axes; a++)
+                    pos |= m->st[s].iter_of_axis[a] >= 0 && m->is.iters[m->st[s].iter_of_axis[a]].positional;
+                if (!pos) m->st[k++] = m->st[s];
+            }
+            m->n_st = k;
+        }
         p->group_of_node[n] = join;
         p->member_of_node[n] = gr->n_members++;
     }

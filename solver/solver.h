@@ -73,6 +73,8 @@ typedef struct IlpBlock {
 typedef struct IlpOptions {
     bool tie;                   /* tie repeated blocks (default true) */
     int micro_batches;          /* activations are divided by this (>= 1) */
+    bool lowerable;             /* only strategies the lowering can generate: none
+                                 * splitting a positional iterator (ops.h) */
 } IlpOptions;
 
 typedef struct IlpProblem {

@@ -301,13 +301,14 @@ static void emit_commits(CgCtx *c, StrBuf *m, int first, int last) {
     for (ValueId v = 0; v < g->n_values; v++) {
         const Value *x = ir_val(g, v);
         if (x->updates == IR_NONE || x->def < first || x->def >= last) continue;
-        if (lp->v[v].offset == lp->v[x->updates].offset) continue;
+        ValueId src = lp->v[v].commit_from > 0 && lp->v[v].commit_from != IR_NONE ? lp->v[v].commit_from : v;
+        if (lp->v[src].offset == lp->v[x->updates].offset) continue;
         if (lp->n[x->def].zero && x->def_out == 0) continue; /* all-gathered above */
         sb_printf(m, "    colrt_memcpy(");
         cg_ptr(c, m, x->updates);
         sb_puts(m, ", ");
-        cg_ptr(c, m, v);
-        sb_printf(m, ", %lld, COLRT_D2D, NULL); /* %%%s <- %%%s */\n", (long long)lp->v[v].bytes,
+        cg_ptr(c, m, src);
+        sb_printf(m, ", %lld, COLRT_D2D, NULL); /* %%%s <- %%%s */\n", (long long)lp->v[src].bytes,
                   ir_val(g, x->updates)->name, x->name);
     }
 }
@@ -352,7 +353,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 }
             }
             c->cur_node = id;
-            cg_emit_reshards(c, o, id);
+            cg_emit_reshards(c, o, id, false);
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
@@ -369,7 +370,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             for (int k = 0; k < ln->n_recompute; k++) {
                 const Node *f = ir_node(g, ln->recompute[k]);
                 c->rc_node = ln->recompute[k];
-                cg_emit_reshards(c, o, ln->recompute[k]);
+                cg_emit_reshards(c, o, ln->recompute[k], false);
                 sb_printf(c->sched, "    /* %%%s = %s (recomputed) */\n", ir_val(g, f->out[0])->name, ir_op(f->op)->name);
                 bool ok_rc = cg_emit_node(c, ln->recompute[k]);
                 c->rc_node = -1;
@@ -388,6 +389,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 snprintf(what, sizeof what, "%%%s <- %%%s", ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
                 emit_zero_ag(c, o, n->out[0], n->in[0], ln->ag_tmp, ln->zchunk, what);
             }
+            cg_emit_reshards(c, o, id, true);
             for (int k = 0; k < lp->n_buckets; k++)
                 if (lp->buckets[k].launch == id) emit_bucket(c, o, k);
             for (int k = 0; k < lp->n_out_reduce; k++) { /* a partial loss: sum it now */

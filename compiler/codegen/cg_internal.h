@@ -51,7 +51,8 @@ bool cg_emit_node(CgCtx *c, NodeId id);
 /* The colrt_dtype enumerator naming t ("COLRT_F32", ...). */
 const char *cg_dtype_enum(DType t);
 
-/* The sharded lowering's reshardings before node id (cg_reshard.c). */
-void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id);
+/* The sharded lowering's reshardings before node id, or (post) right
+ * after it (cg_reshard.c). */
+void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id, bool post);
 
 #endif

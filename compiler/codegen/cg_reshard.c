@@ -147,10 +147,10 @@ static void emit_step(CgCtx *c, const CgOptions *o, const LowerReshard *r, int k
     }
 }
 
-void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id) {
+void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id, bool post) {
     const LowerNode *ln = &c->lp->n[id];
-    for (int k = 0; k < ln->n_rsh; k++) {
-        const LowerReshard *r = &ln->rsh[k];
+    for (int k = 0; k < (post ? ln->n_post : ln->n_rsh); k++) {
+        const LowerReshard *r = post ? &ln->post[k] : &ln->rsh[k];
         StrBuf sp;
         sb_init(&sp);
         shard_spec_print(&sp, &r->spec_from);

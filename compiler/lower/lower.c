@@ -5,6 +5,7 @@
  */
 #include "lower_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,20 +245,20 @@ static void note(const LowerProgram *p, ValueId v, int at, int *last_use) {
  * node only (the final copy: until its last reader). */
 static void note_reads_at(const LowerProgram *p, NodeId f, int at, int *last_use) {
     const Node *n = ir_node(p->g, f);
-    for (int i = 0; i < n->n_in; i++) {
-        note(p, n->in[i], at, last_use);
+    for (int i = 0; i < n->n_in; i++) /* a resharded operand: its copy (the resharding reads it) */
         note(p, lower_node_input(p, f, n->in[i]), at, last_use);
-    }
     const LowerNode *ln = &p->n[f];
-    for (int k = 0; k < ln->n_rsh; k++) {
-        const LowerReshard *r = &ln->rsh[k];
-        note(p, r->from, at, last_use);
-        for (int s = 0; s < r->plan.n; s++) {
-            ValueId b[3] = {r->buf[s], r->tmp[s], r->tmp2[s]};
-            for (int q = 0; q < 3; q++)
-                if (b[q] != IR_NONE) note(p, b[q], at, last_use);
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < (pass ? ln->n_post : ln->n_rsh); k++) {
+            const LowerReshard *r = pass ? &ln->post[k] : &ln->rsh[k];
+            note(p, r->from, at, last_use);
+            for (int s = 0; s < r->plan.n; s++) {
+                ValueId b[3] = {r->buf[s], r->tmp[s], r->tmp2[s]};
+                for (int q = 0; q < 3; q++)
+                    if (b[q] != IR_NONE) note(p, b[q], at, last_use);
+            }
+            if (pass) note(p, r->to, p->g->n_nodes - 1, last_use); /* copied into the leaf at the end */
         }
-    }
 }
 
 /* Gradient buckets (lower.h): the all-reduces the data-parallel split puts
@@ -507,6 +508,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
          * (stage 3: the parameter is a slice too, updated in place) */
         bool zero_param = p->v[v].zchunk && ir_val(g, x->updates)->role == ROLE_PARAM &&
                           !p->v[x->updates].zchunk;
+        if (sharded && !shard_spec_eq(&p->v[v].spec, &p->v[x->updates].spec)) continue; /* ZeRO slices */
         if (elementwise && !zero_param && last_use[leaf] <= x->def && p->v[v].storage == v)
             p->v[v].storage = leaf;
     }
@@ -646,7 +648,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     for (ValueId v = 0; v < ntot; v++) last_use[v] = -1;
     for (NodeId id = 0; id < nn; id++) {
         for (int i = 0; i < ir_node(g, id)->n_in; i++) {
-            ValueId x = ir_node(g, id)->in[i];
+            ValueId x = lower_node_input(p, id, ir_node(g, id)->in[i]);
             if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
             ValueId r = root_of(p, x);
             if (id > last_use[r]) last_use[r] = id;
@@ -758,6 +760,7 @@ void lower_free(LowerProgram *p) {
     for (int i = 0; i < p->g->n_nodes; i++) {
         ir_free(p->n[i].recompute);
         ir_free(p->n[i].rsh);
+        ir_free(p->n[i].post);
     }
     ir_free(p->n);
     for (int b = 0; b < p->n_buckets; b++) {
@@ -771,6 +774,21 @@ void lower_free(LowerProgram *p) {
 
 static const char *vname(const LowerProgram *p, ValueId v) {
     return v < p->g->n_values ? ir_val(p->g, v)->name : p->v[v].name;
+}
+
+static void print_reshard(const LowerProgram *p, const LowerReshard *r, const char *what, StrBuf *b) {
+    sb_printf(b, "  %sreshard %%%s ", what, vname(p, r->from));
+    shard_spec_print(b, &r->spec_from);
+    sb_puts(b, " ->");
+    for (int s = 0; s < r->plan.n; s++) {
+        const ShardStep *st = &r->plan.step[s];
+        sb_printf(b, "%s %s(axis %d", s ? "," : "", shard_coll_name(st->kind), st->axis);
+        if (st->dim >= 0 && st->kind != COLL_ALL_REDUCE && st->kind != COLL_ZERO) sb_printf(b, ", dim %d", st->dim);
+        if (st->kind == COLL_ALL_TO_ALL) sb_printf(b, " to %d", st->dim2);
+        sb_puts(b, ") ");
+        shard_spec_print(b, &st->after);
+    }
+    sb_printf(b, " = %s\n", vname(p, r->to));
 }
 
 void lower_print(const LowerProgram *p, StrBuf *b) {
@@ -802,19 +820,9 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             sb_printf(b, "  recompute %%%s\n", vname(p, ir_node(g, ln->recompute[k])->out[0]));
         for (int k = 0; k < ln->n_rsh; k++) {
             const LowerReshard *r = &ln->rsh[k];
-            sb_printf(b, "  reshard %%%s ", vname(p, r->from));
-            shard_spec_print(b, &r->spec_from);
-            sb_puts(b, " ->");
-            for (int s = 0; s < r->plan.n; s++) {
-                const ShardStep *st = &r->plan.step[s];
-                sb_printf(b, "%s %s(axis %d", s ? "," : "", shard_coll_name(st->kind), st->axis);
-                if (st->dim >= 0 && st->kind != COLL_ALL_REDUCE && st->kind != COLL_ZERO) sb_printf(b, ", dim %d", st->dim);
-                if (st->kind == COLL_ALL_TO_ALL) sb_printf(b, " to %d", st->dim2);
-                sb_puts(b, ") ");
-                shard_spec_print(b, &st->after);
-            }
-            sb_printf(b, " = %s\n", vname(p, r->to));
+            print_reshard(p, r, "", b);
         }
+
         sb_printf(b, "%4d %s", id, ir_op(n->op)->name);
         for (int o = 0; o < n->n_out; o++) {
             const LowerValue *lv = &p->v[n->out[o]];
@@ -831,6 +839,7 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
                       p->v[n->in[0]].zchunk ? ", in place" : ", then all-gather");
         if (ln->sum_into != IR_NONE) sb_puts(b, "  (sums into the next sum_to)");
         sb_puts(b, "\n");
+        for (int k = 0; k < ln->n_post; k++) print_reshard(p, &ln->post[k], "then ", b);
         for (int k = 0; k < p->n_buckets; k++) {
             const LowerBucket *bk = &p->buckets[k];
             if (bk->launch != id) continue;
@@ -840,6 +849,10 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             sb_puts(b, "\n");
         }
     }
-    sb_printf(b, "; arena %lld bytes, lower bound %lld, %d buffers, %d in place\n", (long long)p->arena_bytes,
-              (long long)p->lower_bound_bytes, p->n_buffers, p->n_in_place);
+    int pk = 0;
+    for (int t = 0; t < g->n_nodes; t++)
+        if (p->live_bytes[t] > p->live_bytes[pk]) pk = t;
+    sb_printf(b, "; arena %lld bytes, lower bound %lld, %d buffers, %d in place; most live at node %d (%%%s): %lld bytes\n",
+              (long long)p->arena_bytes, (long long)p->lower_bound_bytes, p->n_buffers, p->n_in_place, pk,
+              g->n_nodes ? vname(p, ir_node(g, pk)->out[0]) : "", (long long)(g->n_nodes ? p->live_bytes[pk] : 0));
 }

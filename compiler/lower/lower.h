@@ -54,6 +54,8 @@ typedef struct LowerOptions {
     const ShardMesh *mesh;
     const ShardStrategy *const *node_st;
     double flops_per_s;        /* to weigh compute against communication (> 0) */
+    const int8_t *param_zero;  /* sharded: per value, the ZeRO stage of a parameter
+                                * (slices over the axes holding copies of its shard) */
     int64_t bucket_bytes;      /* gradient buckets: at most this many bytes each
                                 * (0: 25 MB; < 0: none, each gradient all-reduced
                                 * where it is first read) */
@@ -100,6 +102,9 @@ typedef struct LowerValue {
     int added_first;           /* an added value: the node where it is first written */
     ShardSpec spec;            /* sharded lowering: how the value is held */
     int64_t view_off;          /* bytes into its storage's buffer (a bucket member) */
+    ValueId commit_from;       /* an update result: the value copied into its leaf at
+                                * the step's end, if not itself (ZeRO under tensor
+                                * parallelism: the gathered slices); 0 or IR_NONE: itself */
 } LowerValue;
 
 typedef struct LowerNode {
@@ -129,6 +134,8 @@ typedef struct LowerNode {
     int n_rsh;                 /* the reshardings that make them, run before the node */
     LowerReshard *rsh;
     int8_t iter_of_axis[SHARD_MAX_AXES]; /* the node's strategy */
+    int n_post;                /* reshardings right after the node (ZeRO: the updated */
+    LowerReshard *post;        /* slices gathered back into the parameter's spec) */
 } LowerNode;
 
 typedef struct LowerProgram {

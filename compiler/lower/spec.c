@@ -33,8 +33,56 @@ typedef struct SpecCtx {
     bool *known;                     /* per value: spec assigned */
     int *n_copy;                     /* per graph value: resharded copies made so far */
     ValueId (*copy)[MAX_COPIES];
+    int8_t (*copy_phase)[MAX_COPIES]; /* the phase of the reader each was made for */
+    ValueId *gparam;                 /* per value: the parameter an update reads it as the
+                                      * gradient of, or IR_NONE */
     StrBuf *err;
 } SpecCtx;
+
+/* The ZeRO stage the plan chose for a parameter (0 if none given). */
+static int zero_of(const SpecCtx *c, ValueId param) {
+    return c->p->opt.param_zero && param != IR_NONE ? c->p->opt.param_zero[param] : 0;
+}
+
+/* The mesh axes holding copies of a tensor in spec s (size > 1). */
+static unsigned replica_axes(const SpecCtx *c, const ShardSpec *s) {
+    unsigned r = 0;
+    for (int a = 0; a < c->m->n_axes; a++)
+        if (c->m->size[a] > 1 && !((s->partial | s->pmax) >> a & 1u) && shard_spec_axis_dim(s, a, NULL) < 0)
+            r |= 1u << a;
+    return r;
+}
+
+/* t holds s's shards further split over some of s's replica axes (a ZeRO
+ * slice of each); the count of those axes, or -1 if t is not such a spec. */
+static int refines(const SpecCtx *c, const ShardSpec *t, const ShardSpec *s) {
+    if (t->partial || t->pmax || s->partial || s->pmax || t->rank != s->rank) return -1;
+    int extra = 0;
+    for (int a = 0; a < c->m->n_axes; a++) {
+        int ps, pt, ds = shard_spec_axis_dim(s, a, &ps), dt = shard_spec_axis_dim(t, a, &pt);
+        if (ds >= 0 && (dt != ds || pt != ps)) return -1;
+        if (ds < 0 && dt >= 0) extra++;
+    }
+    return extra;
+}
+
+/* s split further over its replica axes where the dims divide (ZeRO-3: a
+ * parameter held as a slice of its shard), innermost in the dim. */
+static ShardSpec refine(const SpecCtx *c, const ShardSpec *s, Shape sh) {
+    ShardSpec t = *s;
+    unsigned rep = replica_axes(c, s);
+    for (int a = 0; a < c->m->n_axes; a++) {
+        if (!(rep >> a & 1u)) continue;
+        for (int d = 0; d < t.rank; d++) {
+            int64_t pieces = shard_spec_split(&t, c->m, d) * c->m->size[a];
+            if (t.n[d] < SHARD_MAX_AXES && sh.d[d] % pieces == 0) {
+                t.ax[d][t.n[d]++] = (int8_t)a;
+                break;
+            }
+        }
+    }
+    return t;
+}
 
 static const char *vname(const SpecCtx *c, ValueId v) {
     return v < c->g->n_values ? ir_val(c->g, v)->name : c->p->v[v].name;
@@ -45,24 +93,11 @@ static bool is_leaf(const Graph *g, ValueId v) {
     return ir_val(g, v)->def == IR_NONE && (r == ROLE_PARAM || r == ROLE_STATE);
 }
 
-/* Iterators whose global index an emitter uses (positions, the causal mask,
- * a table's rows looked up by index): the generated kernels index them from
- * 0, so they must stay whole. */
+/* An iterator whose global index a kernel uses (ops.h, Iter.positional):
+ * the generated kernels index it from 0, so it stays whole. */
 static bool position_iter(const Graph *g, NodeId id, const IterSpace *is, int it) {
-    const DimMap *dm = NULL;
-    switch (ir_node(g, id)->op) {
-    case OP_POS_EMBEDDING: dm = &is->out[0][0]; break;
-    case OP_EMBEDDING: dm = &is->in[1][0]; break;       /* the table's rows: indexed by value */
-    case OP_EMBEDDING_DW: dm = &is->out[0][0]; break;
-    case OP_POS_EMBEDDING_DW: dm = &is->in[0][0]; break;
-    case OP_ROPE: case OP_ROPE_BWD: case OP_ATTENTION: case OP_ATTENTION_DQ: case OP_ATTENTION_DKV:
-        dm = &is->in[0][1];
-        break;
-    default: return false;
-    }
-    for (int k = 0; k < dm->n; k++)
-        if (dm->it[k] == it) return true;
-    return false;
+    (void)g, (void)id;
+    return is->iters[it].positional;
 }
 
 /* Forward (0) or backward and update (1): a copy resharded in the forward
@@ -73,13 +108,13 @@ static int phase(const Graph *g, NodeId id) {
     return ir_val(g, ir_node(g, id)->out[0])->role == ROLE_ACT ? 0 : 1;
 }
 
-/* The value a read of x at node `at` finds in spec s (x or a copy made in
- * the same phase), or IR_NONE. */
+/* The value a read of x at node `at` finds in spec s (x or a copy made for
+ * a reader in the same phase), or IR_NONE. */
 static ValueId held_as(const SpecCtx *c, ValueId x, const ShardSpec *s, NodeId at) {
     if (shard_spec_eq(&c->p->v[x].spec, s)) return x;
     for (int k = 0; k < c->n_copy[x]; k++) {
         ValueId y = c->copy[x][k];
-        if (shard_spec_eq(&c->p->v[y].spec, s) && phase(c->g, c->p->v[y].added_first) == phase(c->g, at)) return y;
+        if (shard_spec_eq(&c->p->v[y].spec, s) && c->copy_phase[x][k] == phase(c->g, at)) return y;
     }
     return IR_NONE;
 }
@@ -104,17 +139,29 @@ static bool result_target(const SpecCtx *c, ValueId out, ShardSpec *t) {
     ValueId x = ir_find(c->g, base);
     if (x == IR_NONE || !c->known[x]) return false;
     *t = shard_spec_unpartial(&c->p->v[x].spec);
+    if (c->gparam[out] == x && zero_of(c, x) >= 2) *t = refine(c, t, ir_val(c->g, x)->shape); /* its ZeRO slice */
     return true;
+}
+
+/* The parameter an optimizer node updates under ZeRO stage >= 1, else IR_NONE. */
+static ValueId zero_update(const SpecCtx *c, NodeId id) {
+    const Node *n = ir_node(c->g, id);
+    if ((n->op != OP_ADAMW && n->op != OP_SGD) || zero_of(c, n->in[0]) < 1) return IR_NONE;
+    return n->in[0];
 }
 
 static bool strategy_ok(const SpecCtx *c, NodeId id, const IterSpace *is, const ShardStrategy *st) {
     const Node *n = ir_node(c->g, id);
     for (int a = 0; a < c->m->n_axes; a++)
         if (st->iter_of_axis[a] >= 0 && position_iter(c->g, id, is, st->iter_of_axis[a])) return false;
+    ValueId zp = zero_update(c, id);
     for (int o = 0; o < n->n_out; o++) { /* an update is written over its leaf: same layout */
         ValueId leaf = ir_val(c->g, n->out[o])->updates;
         if (leaf == IR_NONE) continue;
         if (st->out[o].partial || st->out[o].pmax) return false;
+        /* ZeRO: the update may run on a slice of the parameter's shard (the
+         * result is all-gathered back into it) */
+        if (c->known[leaf] && leaf == zp && refines(c, &st->out[o], &c->p->v[leaf].spec) >= 0) continue;
         if (c->known[leaf] && !shard_spec_eq(&st->out[o], &c->p->v[leaf].spec)) return false;
         for (int i = 0; i < n->n_in; i++) /* and reads the leaf in it */
             if (n->in[i] == leaf && !shard_spec_eq(&st->in[i], &st->out[o])) return false;
@@ -128,9 +175,18 @@ static bool choose(SpecCtx *c, NodeId id, const IterSpace *is, ShardStrategy *ou
     ShardStrategy *all;
     int ns = shard_strategies(is, c->m, &all);
     double flops = ir_node_flops(c->g, id), best = INFINITY;
-    int bi = -1;
+    int bi = -1, best_cover = 0;
+    ValueId zp = zero_update(c, id);
     for (int s = 0; s < ns; s++) {
         if (!strategy_ok(c, id, is, &all[s])) continue;
+        /* ZeRO: as many of the parameter's replica axes sliced as the dims allow */
+        int cover = zp != IR_NONE ? refines(c, &all[s].out[0], &c->p->v[zp].spec) : 0;
+        if (zp != IR_NONE) { /* the slice scatter_grad made: 2 beats any other cover */
+            ShardSpec t = refine(c, &c->p->v[zp].spec, ir_val(c->g, zp)->shape);
+            if (cover >= 0 && shard_spec_eq(&all[s].out[0], &t)) cover += SHARD_MAX_AXES + 1;
+        }
+        if (cover < best_cover) continue;
+        if (cover > best_cover) best = INFINITY, best_cover = cover;
         double t = flops / (all[s].split > 0 ? all[s].split : 1) / c->p->opt.flops_per_s;
         for (int i = 0; i < n->n_in && isfinite(t); i++) t += read_cost(c, n->in[i], &all[s].in[i], id);
         for (int o = 0; o < n->n_out && isfinite(t); o++) {
@@ -182,65 +238,129 @@ static int64_t outer_of(Shape s, int d) {
     return o;
 }
 
+/* A copy of x in spec s, resharded at node `at` (shard_reshard's steps,
+ * with staging buffers where a step moves an inner dim), offered to later
+ * readers in phase `ph`. IR_NONE with the reason in c->err. */
+static ValueId make_copy(SpecCtx *c, NodeId at, ValueId x, const ShardSpec *s, int ph, NodeId reader) {
+    LowerProgram *p = c->p;
+    const Value *v = ir_val(c->g, x);
+    LowerReshard r = {.from = x, .spec_from = p->v[x].spec};
+    StrBuf why;
+    sb_init(&why);
+    if (!shard_reshard(c->m, v->shape, v->dtype, &p->v[x].spec, s, &r.plan, &why)) {
+        sb_printf(c->err, "%%%s cannot be resharded for %s %%%s: %s", v->name, ir_op(ir_node(c->g, reader)->op)->name,
+                  ir_val(c->g, ir_node(c->g, reader)->out[0])->name, sb_cstr(&why));
+        sb_free(&why);
+        return IR_NONE;
+    }
+    sb_free(&why);
+    ShardSpec before = p->v[x].spec;
+    for (int k = 0; k < r.plan.n; k++) {
+        const ShardStep *st = &r.plan.step[k];
+        Shape lb = shard_spec_local(&before, c->m, v->shape), la = shard_spec_local(&st->after, c->m, v->shape);
+        char what[32];
+        snprintf(what, sizeof what, "rs%d", k);
+        r.buf[k] = add_value(c, at, la, v->dtype, v->name, what);
+        p->v[r.buf[k]].spec = st->after;
+        r.tmp[k] = r.tmp2[k] = IR_NONE;
+        int64_t n = c->m->size[st->axis];
+        if (st->kind == COLL_ALL_GATHER && outer_of(lb, st->dim) > 1)
+            r.tmp[k] = add_value(c, at, ir_shape(1, (int64_t[]){n * ir_shape_numel(lb)}), v->dtype, v->name, "gather_tmp");
+        if (st->kind == COLL_REDUCE_SCATTER && outer_of(lb, st->dim) > 1)
+            r.tmp[k] = add_value(c, at, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "scatter_tmp");
+        if (st->kind == COLL_ALL_TO_ALL) {
+            r.tmp[k] = add_value(c, at, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "a2a_send");
+            r.tmp2[k] = add_value(c, at, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "a2a_recv");
+        }
+        before = st->after;
+    }
+    r.to = r.buf[r.plan.n - 1];
+    LowerNode *la = &p->n[at];
+    la->rsh = ir_realloc(la->rsh, sizeof *la->rsh * (size_t)(la->n_rsh + 1));
+    la->rsh[la->n_rsh++] = r;
+    int slot = c->n_copy[x] < MAX_COPIES ? c->n_copy[x]++ : (at + 1) % MAX_COPIES;
+    c->copy[x][slot] = r.to;
+    c->copy_phase[x][slot] = (int8_t)ph;
+    return r.to;
+}
+
 /* Node id reads x in spec s: a copy made before it (or an earlier one). */
 static bool read_as(SpecCtx *c, NodeId id, ValueId x, const ShardSpec *s) {
     LowerProgram *p = c->p;
     LowerNode *ln = &p->n[id];
-    const Value *v = ir_val(c->g, x);
     for (int k = 0; k < ln->n_xin; k++)
         if (ln->xin_from[k] == x) {
             if (shard_spec_eq(&p->v[ln->xin_to[k]].spec, s)) return true;
             sb_printf(c->err, "%s %%%s reads %%%s in two layouts", ir_op(ir_node(c->g, id)->op)->name,
-                      ir_val(c->g, ir_node(c->g, id)->out[0])->name, v->name);
+                      ir_val(c->g, ir_node(c->g, id)->out[0])->name, ir_val(c->g, x)->name);
             return false;
         }
     ValueId h = held_as(c, x, s, id);
     if (h == x) return true;
-    if (h == IR_NONE) {
-        LowerReshard r = {.from = x, .spec_from = p->v[x].spec};
-        StrBuf why;
-        sb_init(&why);
-        if (!shard_reshard(c->m, v->shape, v->dtype, &p->v[x].spec, s, &r.plan, &why)) {
-            sb_printf(c->err, "%%%s cannot be resharded for %s %%%s: %s", v->name,
-                      ir_op(ir_node(c->g, id)->op)->name, ir_val(c->g, ir_node(c->g, id)->out[0])->name,
-                      sb_cstr(&why));
-            sb_free(&why);
-            return false;
-        }
-        sb_free(&why);
-        ShardSpec before = p->v[x].spec;
-        for (int k = 0; k < r.plan.n; k++) {
-            const ShardStep *st = &r.plan.step[k];
-            Shape lb = shard_spec_local(&before, c->m, v->shape), la = shard_spec_local(&st->after, c->m, v->shape);
-            char what[32];
-            snprintf(what, sizeof what, "rs%d", k);
-            r.buf[k] = add_value(c, id, la, v->dtype, v->name, what);
-            p->v[r.buf[k]].spec = st->after;
-            r.tmp[k] = r.tmp2[k] = IR_NONE;
-            int64_t n = c->m->size[st->axis];
-            if (st->kind == COLL_ALL_GATHER && outer_of(lb, st->dim) > 1)
-                r.tmp[k] = add_value(c, id, ir_shape(1, (int64_t[]){n * ir_shape_numel(lb)}), v->dtype, v->name, "gather_tmp");
-            if (st->kind == COLL_REDUCE_SCATTER && outer_of(lb, st->dim) > 1)
-                r.tmp[k] = add_value(c, id, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "scatter_tmp");
-            if (st->kind == COLL_ALL_TO_ALL) {
-                r.tmp[k] = add_value(c, id, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "a2a_send");
-                r.tmp2[k] = add_value(c, id, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "a2a_recv");
-            }
-            before = st->after;
-        }
-        r.to = r.buf[r.plan.n - 1];
-        ln->rsh = ir_realloc(ln->rsh, sizeof *ln->rsh * (size_t)(ln->n_rsh + 1));
-        ln->rsh[ln->n_rsh++] = r;
-        if (c->n_copy[x] < MAX_COPIES) c->copy[x][c->n_copy[x]++] = r.to;
-        else c->copy[x][(id + 1) % MAX_COPIES] = r.to;
-        h = r.to;
-    }
+    if (h == IR_NONE && (h = make_copy(c, id, x, s, phase(c->g, id), id)) == IR_NONE) return false;
     if (ln->n_xin >= IR_MAX_IN) {
         sb_printf(c->err, "too many resharded operands at %%%s", ir_val(c->g, ir_node(c->g, id)->out[0])->name);
         return false;
     }
     ln->xin_from[ln->n_xin] = x;
     ln->xin_to[ln->n_xin++] = h;
+    return true;
+}
+
+/* ZeRO-2 and 3: a parameter's gradient, right after it is computed, is
+ * resharded (reduce-scattered) into the slice the update will read, so the
+ * whole gradient lives one node only and the norm sums slices. */
+static bool scatter_grad(SpecCtx *c, NodeId id, ValueId y) {
+    ValueId w = c->gparam[y];
+    if (w == IR_NONE || zero_of(c, w) < 2 || !c->known[w] || id + 1 >= c->g->n_nodes ||
+        ir_node(c->g, id)->op == OP_GRAD_ACCUM)
+        return true;
+    ShardSpec t = refine(c, &c->p->v[w].spec, ir_val(c->g, w)->shape);
+    if (shard_spec_eq(&t, &c->p->v[y].spec)) return true;
+    return make_copy(c, id + 1, y, &t, 1, id) != IR_NONE;
+}
+
+/* ZeRO: the update node id wrote y (a slice of each rank's shard of leaf);
+ * right after it, the slices are resharded (all-gathered) into a value in
+ * the leaf's spec, which the step's end copies into the leaf. */
+static bool gather_back(SpecCtx *c, NodeId id, ValueId y, ValueId leaf) {
+    LowerProgram *p = c->p;
+    const Value *v = ir_val(c->g, y);
+    LowerReshard r = {.from = y, .spec_from = p->v[y].spec};
+    StrBuf why;
+    sb_init(&why);
+    bool ok = shard_reshard(c->m, v->shape, v->dtype, &p->v[y].spec, &p->v[leaf].spec, &r.plan, &why);
+    if (!ok) sb_printf(c->err, "the updated slices of %%%s cannot be gathered: %s", ir_val(c->g, leaf)->name, sb_cstr(&why));
+    sb_free(&why);
+    if (!ok) return false;
+    for (int k = 0; k < r.plan.n; k++) {
+        const ShardStep *st = &r.plan.step[k];
+        const ShardSpec *before = k ? &r.plan.step[k - 1].after : &r.spec_from;
+        Shape lb = shard_spec_local(before, c->m, v->shape), la = shard_spec_local(&st->after, c->m, v->shape);
+        char what[32];
+        snprintf(what, sizeof what, "gather%d", k);
+        r.buf[k] = add_value(c, id, la, v->dtype, v->name, what);
+        p->v[r.buf[k]].spec = st->after;
+        r.tmp[k] = r.tmp2[k] = IR_NONE;
+        int64_t n = c->m->size[st->axis];
+        if (st->kind == COLL_ALL_GATHER && outer_of(lb, st->dim) > 1)
+            r.tmp[k] = add_value(c, id, ir_shape(1, (int64_t[]){n * ir_shape_numel(lb)}), v->dtype, v->name, "gather_tmp");
+        if (st->kind != COLL_ALL_GATHER && st->kind != COLL_SLICE) {
+            sb_printf(c->err, "the updated slices of %%%s need a %s to be gathered", ir_val(c->g, leaf)->name,
+                      shard_coll_name(st->kind));
+            return false;
+        }
+    }
+    /* the last step writes the parameter itself when nothing reads it later */
+    bool later = false;
+    for (NodeId k = id + 1; k < c->g->n_nodes && !later; k++)
+        for (int i = 0; i < ir_node(c->g, k)->n_in; i++) later |= ir_node(c->g, k)->in[i] == leaf;
+    if (!later) r.buf[r.plan.n - 1] = leaf;
+    r.to = r.buf[r.plan.n - 1];
+    p->v[y].commit_from = r.to;
+    LowerNode *ln = &p->n[id];
+    ln->post = ir_realloc(ln->post, sizeof *ln->post * (size_t)(ln->n_post + 1));
+    ln->post[ln->n_post++] = r;
     return true;
 }
 
@@ -277,6 +397,13 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
     c.known = ir_alloc(sizeof(bool) * (size_t)(nv + 1));
     c.n_copy = ir_alloc(sizeof(int) * (size_t)(nv + 1));
     c.copy = ir_alloc(sizeof *c.copy * (size_t)(nv + 1));
+    c.copy_phase = ir_alloc(sizeof *c.copy_phase * (size_t)(nv + 1));
+    c.gparam = ir_alloc(sizeof(ValueId) * (size_t)(nv + 1));
+    for (ValueId v = 0; v < nv; v++) c.gparam[v] = IR_NONE;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op == OP_ADAMW || n->op == OP_SGD) c.gparam[n->in[1]] = n->in[0];
+    }
     memset(c.known, 0, sizeof(bool) * (size_t)(nv + 1));
     memset(c.n_copy, 0, sizeof(int) * (size_t)(nv + 1));
     p->sharded = true;
@@ -319,6 +446,8 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
                     if (!ok) break;
                 } else if (is_leaf(g, x)) {
                     p->v[x].spec = shard_spec_unpartial(&st.in[i]);
+                    if (zero_of(&c, x) >= 3) /* ZeRO-3: a slice of it; gathered for each reader */
+                        p->v[x].spec = refine(&c, &p->v[x].spec, ir_val(g, x)->shape);
                     c.known[x] = true;
                 } else {
                     p->v[x].spec = shard_spec_replicated(ir_val(g, x)->shape.rank);
@@ -332,8 +461,16 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
             ValueId y = n->out[o];
             p->v[y].spec = pass ? p->v[n->in[0]].spec : st.out[o];
             c.known[y] = true;
+            if (!scatter_grad(&c, id, y)) {
+                ok = false;
+                break;
+            }
             ValueId leaf = ir_val(g, y)->updates;
             if (leaf != IR_NONE && !shard_spec_eq(&p->v[y].spec, &p->v[leaf].spec)) {
+                if (leaf == zero_update(&c, id) && refines(&c, &p->v[y].spec, &p->v[leaf].spec) > 0) {
+                    ok = gather_back(&c, id, y, leaf); /* ZeRO: the updated slices make the shard again */
+                    continue;
+                }
                 sb_printf(err, "%%%s would be held unlike the leaf %%%s it updates", ir_val(g, y)->name,
                           ir_val(g, leaf)->name);
                 ok = false;
@@ -363,5 +500,7 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
     ir_free(c.known);
     ir_free(c.n_copy);
     ir_free(c.copy);
+    ir_free(c.copy_phase);
+    ir_free(c.gparam);
     return ok;
 }

@@ -162,6 +162,12 @@ int main(int argc, char **argv) {
     colrt_tensor ps[256];
     int np = CG_FN(params)(m, ps, 256);
     CHECK(np > 0 && np <= 256);
+    if (getenv("COLOSSAL_E2E_EXPECT_TP")) { /* the plan must split a matrix (tensor parallel) */
+        int split = 0;
+        for (int i = 0; i < np && i < 256; i++)
+            for (int d = 0; ps[i].ndim >= 2 && d < ps[i].ndim; d++) split |= ps[i].shape[d] < ps[i].global_shape[d];
+        CHECK(split);
+    }
     for (int i = 0; i < np && i < 256; i++) {
         ValueId v = ir_find(g, ps[i].name);
         CHECK(v != IR_NONE);

@@ -89,14 +89,36 @@ int main(void) {
     CHECK_INT(lv(p, "x")->local.d[0], 8);
     CHECK_INT(lv(p, "h2")->local.d[0], 8);
     CHECK(lv(p, "h2")->split && !lv(p, "h2")->partial);
-    /* parameter gradients sum over the batch: partial, reduced once each
-     * (the four gradients and the loss), right before the norm reads them */
+    /* parameter gradients sum over the batch: partial, reduced once each, in
+     * one gradient bucket launched right after the last of them is computed
+     * (the update reads them in the bucket); the loss is reduced where it is */
     CHECK(lv(p, "fc1.weight.grad")->partial);
     CHECK(lv(p, "loss")->partial);
+    CHECK_INT(count_reduces(p), 1);
+    CHECK(reduces(p, "loss"));
+    CHECK_INT(p->n_buckets, 1);
+    CHECK_INT(p->buckets[0].n, 4);
+    NodeId last = -1;
+    for (int k = 0; k < p->buckets[0].n; k++)
+        if (ir_val(g, p->buckets[0].grad[k])->def > last) last = ir_val(g, p->buckets[0].grad[k])->def;
+    CHECK_INT(p->buckets[0].launch, last);
+    CHECK(last < ad_step_begin(g)); /* in the backward, before the update */
+    ValueId wv = lv(p, "fc1.weight.grad")->redirect;
+    CHECK(wv != IR_NONE && p->v[wv].storage == p->buckets[0].buf); /* read in the bucket */
+    CHECK(p->v[wv].offset >= p->v[p->buckets[0].buf].offset &&
+          p->v[wv].offset + p->v[wv].bytes <= p->v[p->buckets[0].buf].offset + p->v[p->buckets[0].buf].bytes);
+    CHECK_INT(ln_of(p, "fc1.weight.grad_sq")->n_reduce, 0);
+    CHECK_INT(lv(p, "fc1.weight")->local.d[0], 64); /* parameters stay whole */
+    lower_free(p);
+
+    /* without buckets: each gradient all-reduced right before the norm reads it */
+    LowerOptions o4n = {.dp = 4, .alignment = 256, .bucket_bytes = -1};
+    p = lower_build(g, &o4n, &err);
+    CHECK(p != NULL);
+    CHECK_INT(p->n_buckets, 0);
     CHECK_INT(count_reduces(p), 5);
     CHECK(reduces(p, "fc1.weight.grad") && reduces(p, "loss"));
     CHECK_INT(ln_of(p, "fc1.weight.grad_sq")->n_reduce, 1);
-    CHECK_INT(lv(p, "fc1.weight")->local.d[0], 64); /* parameters stay whole */
     lower_free(p);
 
     /* ZeRO-2: a reduce-scatter right after each gradient is final, slices of
@@ -106,8 +128,9 @@ int main(void) {
     LowerOptions oz2 = {.dp = 4, .zero = 2, .alignment = 256};
     p = lower_build(g, &oz2, &err);
     CHECK(p != NULL);
-    CHECK_INT(count_reduces(p), 3);
-    CHECK(reduces(p, "loss") && reduces(p, "fc2.bias.grad") && reduces(p, "t26"));
+    CHECK_INT(count_reduces(p), 2); /* fc2.bias.grad goes in a bucket */
+    CHECK(reduces(p, "loss") && reduces(p, "t26"));
+    CHECK(p->n_buckets == 1 && p->buckets[0].n == 1 && p->buckets[0].grad[0] == ir_find(g, "fc2.bias.grad"));
     NodeId wdef = ir_val(g, ir_find(g, "fc1.weight.grad"))->def;
     CHECK_INT(p->n[wdef + 1].n_rs, 1); /* scattered right after it is final */
     CHECK_INT(p->n[wdef + 1].rs[0], ir_find(g, "fc1.weight.grad"));
@@ -134,7 +157,8 @@ int main(void) {
     CHECK(p != NULL);
     CHECK_INT(lv(p, "x")->local.d[0], 16);
     CHECK_INT(lv(p, "fc1.weight")->local.d[1], 256);
-    CHECK_INT(count_reduces(p), 5);
+    CHECK_INT(count_reduces(p), 1); /* the loss; the gradients in a bucket */
+    CHECK(p->n_buckets == 1 && p->buckets[0].n == 4);
     StrBuf mdump;
     sb_init(&mdump);
     lower_print(p, &mdump);

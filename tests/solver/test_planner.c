@@ -139,7 +139,7 @@ static IlpResult solve(const IlpProblem *p, double limit) {
 
 static void exactness(const char *name, const char *cir) {
     Graph *g = parse(cir);
-    IlpOptions io = {true, 1};
+    IlpOptions io = {true, 1, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     double min_peak, free_peak;
     double free_t = brute(p, INFINITY, &min_peak, &free_peak);
@@ -170,7 +170,7 @@ static void exactness(const char *name, const char *cir) {
 
 static void tying(void) {
     Graph *g = parse(rep_cir);
-    IlpOptions tied = {true, 1}, untied = {false, 1};
+    IlpOptions tied = {true, 1, false}, untied = {false, 1, false};
     IlpProblem *pt = ilp_problem_build(g, &cm, &tied), *pu = ilp_problem_build(g, &cm, &untied);
     CHECK_INT(pt->n_blocks, 1);
     CHECK_INT(pt->blocks[0].instances, 2);
@@ -215,7 +215,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
     IR_ASSERT(text);
     Graph *g = ir_parse(path, text, len);
     ir_free(text);
-    IlpOptions io = {true, 1};
+    IlpOptions io = {true, 1, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL};
     IlpResult r = ilp_solve(p, &s);
@@ -243,7 +243,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
 static void dump_lp(void) {
     setup("h100:1x4", "2x2", DT_F32);
     Graph *g = parse(mlp_cir);
-    IlpOptions io = {true, 1};
+    IlpOptions io = {true, 1, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     char path[] = "/tmp/colossal-ilp-test.lp";
     IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL};
