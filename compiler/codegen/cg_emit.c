@@ -441,7 +441,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "#define %s_STEP_OFF ((size_t)%lld) /* scratch: the step count for checkpoints */\n\n",
               px, (long long)arena, px, (long long)lp->lower_bound_bytes, px, (long long)(c->scratch_off + 128));
     bool half = cg_graph_has_half(g); /* mixed precision: leaves and inputs are converted on the host */
-    if (half) cg_half_helpers(m, false);
+    if (half) cg_half_helpers(m, NULL, false); /* C: unused static inline is fine */
     sb_printf(m, "/* kernels (%s_kernels.c / %s_kernels.cu) */\n%s\n", px, px, sb_cstr(&c->proto));
     sb_printf(m, "struct %s {\n    colrt_arena arena;\n    colrt_mesh *mesh;\n    int own_mesh;\n"
                  "    uint64_t seed;\n    int64_t step;\n    int64_t zrank; /* this rank's slice index (ZeRO) */\n    %s_statistics stats;\n"
@@ -853,7 +853,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         snprintf(fname, sizeof fname, "%s_kernels.c", px);
         header_comment(&kc, fname, "kernels specialized to their shapes (C, target cpu).", o, px);
         sb_puts(&kc, "#include <math.h>\n#include <stdint.h>\n\n#include \"colossal/colrt.h\"\n\n");
-        if (cg_graph_has_half(g)) cg_half_helpers(&kc, false);
+        if (cg_graph_has_half(g)) cg_half_helpers(&kc, g, false);
         sb_printf(&kc, "%s\n%s", sb_cstr(&c.proto), sb_cstr(&c.kc));
         snprintf(fname, sizeof fname, "%s_kernels.cu", px);
         header_comment(&kcu, fname, "the same kernel bodies as CUDA kernels (target cuda).", o, px);
@@ -862,7 +862,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
                   "/* colrt streams are opaque here: kernels run on the default stream, which\n"
                   " * the runtime's calls on the NULL stream also use. */\n"
                   "static inline cudaStream_t cg_stream(colrt_stream *s) { (void)s; return 0; }\n\n");
-        if (cg_graph_has_half(g)) cg_half_helpers(&kcu, true);
+        if (cg_graph_has_half(g)) cg_half_helpers(&kcu, g, true);
         sb_puts(&kcu, sb_cstr(&c.kcu));
         char hn[256], mn[256], kn[256], kun[256], pn[256];
         snprintf(hn, sizeof hn, "%s.h", px);

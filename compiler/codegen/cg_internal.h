@@ -51,9 +51,9 @@ const char *cg_ctype(DType t);
 bool cg_is_half(DType t);
 bool cg_graph_has_half(const Graph *g);
 /* The static inline bf16/f16 <-> float conversions generated code uses
- * (cg_bf16_f32, cg_f32_bf16, cg_f16_f32, cg_f32_f16); cuda: marked
- * __host__ __device__. */
-void cg_half_helpers(StrBuf *b, bool cuda);
+ * (cg_bf16_f32, cg_f32_bf16, cg_f16_f32, cg_f32_f16): those of the dtypes
+ * g holds, all four when g is NULL; cuda: marked __host__ __device__. */
+void cg_half_helpers(StrBuf *b, const Graph *g, bool cuda);
 /* Writes a kernel body with its dtype placeholders resolved: $Tk, operand
  * k's C element type; $Lk(e), element e of operand k read as float; $Wk(e),
  * the value e converted for storing into operand k. */

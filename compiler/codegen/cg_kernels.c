@@ -46,35 +46,45 @@ bool cg_graph_has_half(const Graph *g) {
     return false;
 }
 
-void cg_half_helpers(StrBuf *b, bool cuda) {
+void cg_half_helpers(StrBuf *b, const Graph *g, bool cuda) {
     const char *hd = cuda ? "__host__ __device__ " : "";
-    sb_printf(b,
-              "/* bf16/f16 are storage only: loads widen to float, stores round to nearest\n"
-              " * even (NaN stays NaN, f16 overflow gives inf), as colrt's\n"
-              " * runtime/common/half.h and the reference interpreter round. */\n"
-              "typedef union { uint32_t u; float f; } cg_bits;\n"
-              "static inline %sfloat cg_bf16_f32(uint16_t h) {\n"
-              "    cg_bits c;\n    c.u = (uint32_t)h << 16;\n    return c.f;\n}\n"
-              "static inline %suint16_t cg_f32_bf16(float f) {\n"
-              "    cg_bits c;\n    c.f = f;\n    uint32_t x = c.u;\n"
-              "    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);\n"
-              "    x += 0x7fffu + ((x >> 16) & 1u);\n    return (uint16_t)(x >> 16);\n}\n"
-              "static inline %sfloat cg_f16_f32(uint16_t h) {\n"
-              "    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
-              "    cg_bits c;\n"
-              "    if (e == 0) return (s ? -1.0f : 1.0f) * (float)m * 5.9604644775390625e-8f;\n"
-              "    c.u = e == 31 ? s | 0x7f800000u | (m << 13) : s | ((e + 112u) << 23) | (m << 13);\n"
-              "    return c.f;\n}\n"
-              "static inline %suint16_t cg_f32_f16(float f) {\n"
-              "    cg_bits c;\n    c.f = f;\n    uint32_t x = c.u & 0x7fffffffu;\n"
-              "    const uint16_t sign = (uint16_t)((c.u >> 16) & 0x8000u);\n"
-              "    if (x > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);\n"
-              "    if (x >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);\n"
-              "    if (x < 0x38800000u) { c.u = x; return (uint16_t)(sign | (uint32_t)rintf(c.f * 16777216.0f)); }\n"
-              "    uint32_t h = (((x >> 23) - 112u) << 10) | ((x & 0x7fffffu) >> 13), rem = x & 0x1fffu;\n"
-              "    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;\n"
-              "    return (uint16_t)(sign | h);\n}\n\n",
-              hd, hd, hd, hd);
+    bool bf = !g, f16 = !g; /* only those the graph uses: nvcc warns of unused static functions */
+    for (ValueId v = 0; g && v < g->n_values; v++) {
+        bf |= ir_val(g, v)->dtype == DT_BF16;
+        f16 |= ir_val(g, v)->dtype == DT_F16;
+    }
+    sb_puts(b, "/* bf16/f16 are storage only: loads widen to float, stores round to nearest\n"
+               " * even (NaN stays NaN, f16 overflow gives inf), as colrt's\n"
+               " * runtime/common/half.h and the reference interpreter round. */\n"
+               "typedef union { uint32_t u; float f; } cg_bits;\n");
+    if (bf)
+        sb_printf(b,
+                  "static inline %sfloat cg_bf16_f32(uint16_t h) {\n"
+                  "    cg_bits c;\n    c.u = (uint32_t)h << 16;\n    return c.f;\n}\n"
+                  "static inline %suint16_t cg_f32_bf16(float f) {\n"
+                  "    cg_bits c;\n    c.f = f;\n    uint32_t x = c.u;\n"
+                  "    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);\n"
+                  "    x += 0x7fffu + ((x >> 16) & 1u);\n    return (uint16_t)(x >> 16);\n}\n",
+                  hd, hd);
+    if (f16)
+        sb_printf(b,
+                  "static inline %sfloat cg_f16_f32(uint16_t h) {\n"
+                  "    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
+                  "    cg_bits c;\n"
+                  "    if (e == 0) return (s ? -1.0f : 1.0f) * (float)m * 5.9604644775390625e-8f;\n"
+                  "    c.u = e == 31 ? s | 0x7f800000u | (m << 13) : s | ((e + 112u) << 23) | (m << 13);\n"
+                  "    return c.f;\n}\n"
+                  "static inline %suint16_t cg_f32_f16(float f) {\n"
+                  "    cg_bits c;\n    c.f = f;\n    uint32_t x = c.u & 0x7fffffffu;\n"
+                  "    const uint16_t sign = (uint16_t)((c.u >> 16) & 0x8000u);\n"
+                  "    if (x > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);\n"
+                  "    if (x >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);\n"
+                  "    if (x < 0x38800000u) { c.u = x; return (uint16_t)(sign | (uint32_t)rintf(c.f * 16777216.0f)); }\n"
+                  "    uint32_t h = (((x >> 23) - 112u) << 10) | ((x & 0x7fffffu) >> 13), rem = x & 0x1fffu;\n"
+                  "    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;\n"
+                  "    return (uint16_t)(sign | h);\n}\n",
+                  hd, hd);
+    sb_puts(b, "\n");
 }
 
 ValueId cg_master_of(const Graph *g, ValueId state) {
