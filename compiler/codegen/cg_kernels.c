@@ -182,15 +182,14 @@ static bool gemm_dtypes(CgCtx *c, NodeId id, ValueId C) {
 
 static bool emit_matmul(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    NodeId s2_ = c->lp->n[id].sum_into;
-    if (!gemm_dtypes(c, id, s2_ != IR_NONE ? N_(c, s2_)->out[0] : n->out[0])) return false;
+    NodeId s2 = c->lp->n[id].sum_into;
+    if (!gemm_dtypes(c, id, s2 != IR_NONE ? N_(c, s2)->out[0] : n->out[0])) return false;
     Shape sa = L(c, n->in[0]), sb = L(c, n->in[1]), so = L(c, n->out[0]);
     int ta = (int)n->attr[0].i, tb = (int)n->attr[1].i;
     int64_t M = so.d[so.rank - 2], N = so.d[so.rank - 1];
     int64_t K = ta ? sa.d[sa.rank - 2] : sa.d[sa.rank - 1];
     int64_t nb = numel(so) / (M * N);
     int64_t lda = ta ? M : K, ldb = tb ? K : N;
-    NodeId s2 = c->lp->n[id].sum_into;
     if (s2 != IR_NONE) { /* sum over the batch: K runs over the flattened batch too */
         gemm(c, 1, 0, M, N, K * nb, n->in[0], M, 0, n->in[1], N, 0, N_(c, s2)->out[0], N, 0, 1);
         return true;

@@ -23,6 +23,24 @@
  *     shift shared by all keys), f32 leaves ~1e-9 of noise there, and
  *     m / (sqrt(v) + 1e-8) turns that into ~0.1 lr per step (measured 1.1e-3
  *     on that tensor, <= 1e-5 on every other one).
+ *   - mixed precision (bf16/f16 compute, f32 masters; the last argument):
+ *     the training graph is built with the same --dtype; the generated
+ *     program's bf16/f16 parameters and f32 masters both start the
+ *     interpreter; float inputs are rounded to the compute dtype on both
+ *     sides. Both round to bf16/f16 at the same values, but from f32 against
+ *     f64 arithmetic, so a value near a rounding boundary rounds differently
+ *     (one ulp, 2^-8 relative for bf16) and the runs drift apart slowly:
+ *       loss: |ours - ref| <= 2e-3 |ref| (measured worst 2.5e-4,
+ *         gpt2_bf16_1; f16 5.3e-5);
+ *       SGD parameters (masters and compute copies): max|diff| <= 3e-2
+ *         max|ref| (measured worst 7.1e-3, gpt2_bf16_sgd_1);
+ *       AdamW parameters: |ours - ref|_2 <= 0.25 |ref - initial|_2, the
+ *         difference against the distance trained (measured worst 0.113,
+ *         gpt2_bf16_dp_2), because AdamW moves an element whose gradient is
+ *         rounding noise by ~lr either way; GPT-2's key bias (gradient
+ *         exactly zero, see above) moves by noise only on both sides:
+ *         max|diff| <= 2 lr steps (measured 6.6e-2 against 0.1).
+ *     Reproduce: ctest --test-dir build -R '_bf16_|_f16_' -V
  *   - with CHECKPOINT_DIR: m_save, then a model created with another seed and
  *     m_load holds bit-identical parameters, and one more step on both gives
  *     the same loss, bit for bit (the optimizer state and step count travel).
@@ -51,7 +69,7 @@
 
 typedef CG_FN(inputs) model_inputs;
 
-/* Mixed precision (see the header comment for how these were measured). */
+/* Mixed precision tolerances (the header comment says how they were measured). */
 #define BF16_LOSS_TOL 2e-3
 #define F16_LOSS_TOL 2e-3
 #define MIXED_SGD_PARAM_TOL 3e-2
