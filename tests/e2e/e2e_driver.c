@@ -291,6 +291,8 @@ int main(int argc, char **argv) {
         }
     }
 
+    if (dynamic && rank == 0) /* whether an overflow halved it (and skipped a step) */
+        printf("dynamic loss scale after %d steps: %g (reference)\n", steps, interp_data(it, scale)[0]);
     double worst_param = 0;
     const char *worst_name = "";
     for (int i = 0; i < np && i < 256; i++) {
