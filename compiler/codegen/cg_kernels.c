@@ -658,10 +658,91 @@ static bool emit_attention(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* attention_dkv with bf16/f16 dk, dv: each element is summed in double and
+ * rounded once, as in f32. First pass: per query its softmax max, normalizer
+ * and sum(p dp); second, per key, every query's p and ds again from them. */
+static bool emit_attention_dkv_half(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    AttDims d = att_dims(c, n);
+    StrBuf b, f;
+    sb_init(&b);
+    sb_init(&f);
+    sb_printf(&b,
+              "const int64_t gg = i %% %lld, b = i / %lld;\n"
+              "        double smx[%lld], sz[%lld], ssum[%lld];\n"
+              "        for (int64_t h = gg * %lld; h < (gg + 1) * %lld; h++)\n"
+              "        for (int64_t t = 0; t < %lld; t++) {\n"
+              "        double p[%lld], sum = 0;\n        ",
+              (long long)d.G, (long long)d.G, (long long)(d.R * d.T), (long long)(d.R * d.T),
+              (long long)(d.R * d.T), (long long)d.R, (long long)d.R, (long long)d.T, (long long)d.S);
+    att_probs(&b, &d);
+    sb_printf(&b,
+              "        const $T3 *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
+              "        for (int64_t s = 0; s < ns; s++) {\n"
+              "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              "            double dp = 0;\n"
+              "            for (int64_t d = 0; d < %lld; d++) dp += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
+              "            sum += p[s] * dp;\n"
+              "        }\n"
+              "        const int64_t k = (h - gg * %lld) * %lld + t;\n"
+              "        smx[k] = mx;\n        sz[k] = z;\n        ssum[k] = sum;\n"
+              "        }\n"
+              "        for (int64_t s = 0; s < %lld; s++) {\n"
+              "            double ak[%lld], av[%lld];\n"
+              "            for (int64_t d = 0; d < %lld; d++) ak[d] = av[d] = 0;\n"
+              "            const $T1 *kr = a1 + ((b * %lld + s) * %lld + gg) * %lld;\n"
+              "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + gg) * %lld;\n"
+              "            for (int64_t h = gg * %lld; h < (gg + 1) * %lld; h++)\n"
+              "            for (int64_t t = 0; t < %lld; t++) {\n"
+              "                const int64_t ns = NS;\n"
+              "                if (s >= ns) continue;\n"
+              "                const $T0 *qr = a0 + ((b * %lld + t) * %lld + h) * %lld;\n"
+              "                const $T3 *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
+              "                const int64_t k = (h - gg * %lld) * %lld + t;\n"
+              "                double a = 0, dp = 0;\n"
+              "                for (int64_t d = 0; d < %lld; d++) {\n"
+              "                    a += (double)$L0(qr[d]) * $L1(kr[d]);\n"
+              "                    dp += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
+              "                }\n"
+              "                const double p = exp(a * %.17g - smx[k]) / sz[k], ds = p * (dp - ssum[k]) * %.17g;\n"
+              "                for (int64_t d = 0; d < %lld; d++) {\n"
+              "                    ak[d] += ds * $L0(qr[d]);\n"
+              "                    av[d] += p * $L3(dyr[d]);\n"
+              "                }\n"
+              "            }\n"
+              "            $T4 *dk = a4 + ((b * %lld + s) * %lld + gg) * %lld;\n"
+              "            $T5 *dv = a5 + ((b * %lld + s) * %lld + gg) * %lld;\n"
+              "            for (int64_t d = 0; d < %lld; d++) {\n"
+              "                dk[d] = $W4(ak[d]);\n"
+              "                dv[d] = $W5(av[d]);\n"
+              "            }\n"
+              "        }",
+              (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.S, (long long)d.G,
+              (long long)d.Dh, (long long)d.Dh, (long long)d.R, (long long)d.T,
+              /* second pass */
+              (long long)d.S, (long long)d.Dh, (long long)d.Dh, (long long)d.Dh,
+              (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh,
+              (long long)d.R, (long long)d.R, (long long)d.T,
+              (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.T, (long long)d.H, (long long)d.Dh,
+              (long long)d.R, (long long)d.T, (long long)d.Dh, d.scale, d.scale, (long long)d.Dh,
+              (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh,
+              (long long)d.Dh);
+    fix_ns(&f, sb_cstr(&b), &d);
+    KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->in[3], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
+    cg_kernel(c, id, 6, a, d.B * d.G, "", sb_cstr(&f));
+    sb_free(&b);
+    sb_free(&f);
+    return true;
+}
+
 /* attention_dkv(q, k, v, dy) -> dk, dv: one point per (batch, kv head), which
  * owns its rows of dk and dv, so the sums need no atomics. */
 static bool emit_attention_dkv(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
+    if (dt_of(c, n->out[0]) != DT_F32 || dt_of(c, n->out[1]) != DT_F32) return emit_attention_dkv_half(c, id);
+    if (dt_of(c, n->in[0]) != DT_F32 || dt_of(c, n->in[1]) != DT_F32 || dt_of(c, n->in[2]) != DT_F32 ||
+        dt_of(c, n->in[3]) != DT_F32)
+        return unsupported(c, id, "f32 results of 16-bit operands");
     AttDims d = att_dims(c, n);
     StrBuf b, f;
     sb_init(&b);
@@ -670,8 +751,8 @@ static bool emit_attention_dkv(CgCtx *c, NodeId id) {
               "const int64_t gg = i %% %lld, b = i / %lld;\n"
               "        for (int64_t s = 0; s < %lld; s++)\n"
               "            for (int64_t d = 0; d < %lld; d++) {\n"
-              "                a4[((b * %lld + s) * %lld + gg) * %lld + d] = $W4(0);\n"
-              "                a5[((b * %lld + s) * %lld + gg) * %lld + d] = $W5(0);\n"
+              "                a4[((b * %lld + s) * %lld + gg) * %lld + d] = 0;\n"
+              "                a5[((b * %lld + s) * %lld + gg) * %lld + d] = 0;\n"
               "            }\n"
               "        for (int64_t h = gg * %lld; h < (gg + 1) * %lld; h++)\n"
               "        for (int64_t t = 0; t < %lld; t++) {\n"
@@ -681,11 +762,11 @@ static bool emit_attention_dkv(CgCtx *c, NodeId id) {
               (long long)d.R, (long long)d.R, (long long)d.T, (long long)d.S, (long long)d.S);
     att_probs(&b, &d);
     sb_printf(&b,
-              "        const $T3 *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
+              "        const float *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
               "        for (int64_t s = 0; s < ns; s++) {\n"
-              "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              "            const float *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
               "            dp[s] = 0;\n"
-              "            for (int64_t d = 0; d < %lld; d++) dp[s] += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
+              "            for (int64_t d = 0; d < %lld; d++) dp[s] += (double)dyr[d] * vr[d];\n"
               "            sum += p[s] * dp[s];\n"
               "        }\n"
               "        for (int64_t s = 0; s < ns; s++) {\n"
@@ -693,8 +774,8 @@ static bool emit_attention_dkv(CgCtx *c, NodeId id) {
               "            $T4 *dk = a4 + ((b * %lld + s) * %lld + g) * %lld;\n"
               "            $T5 *dv = a5 + ((b * %lld + s) * %lld + g) * %lld;\n"
               "            for (int64_t d = 0; d < %lld; d++) {\n"
-              "                dk[d] = $W4($L4(dk[d]) + ds * $L0(qr[d]));\n"
-              "                dv[d] = $W5($L5(dv[d]) + p[s] * $L3(dyr[d]));\n"
+              "                dk[d] += (float)(ds * qr[d]);\n"
+              "                dv[d] += (float)(p[s] * dyr[d]);\n"
               "            }\n"
               "        }\n"
               "        }",

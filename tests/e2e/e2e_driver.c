@@ -30,16 +30,16 @@
  *     sides. Both round to bf16/f16 at the same values, but from f32 against
  *     f64 arithmetic, so a value near a rounding boundary rounds differently
  *     (one ulp, 2^-8 relative for bf16) and the runs drift apart slowly:
- *       loss: |ours - ref| <= 2e-3 |ref| (measured worst 3.4e-4,
- *         llama_bf16_1; f16 7.1e-5);
+ *       loss: |ours - ref| <= 2e-3 |ref| (measured worst 2.3e-4,
+ *         mlp_bf16_dp_2; f16 8.0e-5);
  *       SGD parameters (masters and compute copies): max|diff| <= 3e-2
- *         max|ref| (measured worst 7.1e-3, gpt2_bf16_sgd_1);
+ *         max|ref| (measured worst 9.1e-3, gpt2_bf16_sgd_1);
  *       AdamW parameters: |ours - ref|_2 <= 0.25 |ref - initial|_2, the
- *         difference against the distance trained (measured worst 0.113,
+ *         difference against the distance trained (measured worst 0.125,
  *         gpt2_bf16_dp_2), because AdamW moves an element whose gradient is
  *         rounding noise by ~lr either way; GPT-2's key bias (gradient
  *         exactly zero, see above) moves by noise only on both sides:
- *         max|diff| <= 2 lr steps (measured 6.6e-2 against 0.1).
+ *         max|diff| <= 2 lr steps (measured worst 6.4e-2 against 0.1).
  *     Reproduce: ctest --test-dir build -R '_bf16_|_f16_' -V
  *   - with CHECKPOINT_DIR: m_save, then a model created with another seed and
  *     m_load holds bit-identical parameters, and one more step on both gives
@@ -314,13 +314,15 @@ int main(int argc, char **argv) {
         free(init[i]);
         double rel = md / fmax(mr, 1e-30);
         double tol = param_tol;
-        if (mixed && !sgd && strstr(ps[i].name, "attn.c_attn.bias")) { /* the key bias: see above */
+        bool key_bias = mixed && !sgd && strstr(ps[i].name, "attn.c_attn.bias");
+        if (key_bias) { /* see above */
             rel = md;
             tol = KEY_BIAS_ABS_TOL * lr * steps;
+            if (rank == 0) printf("%s: max|diff| %.2e (bound %.2e)\n", ps[i].name, md, tol);
         } else if (mixed && !sgd) {
             rel = sqrt(d2 / fmax(m2, 1e-30));
         }
-        if (rel > worst_param) { worst_param = rel; worst_name = ps[i].name; }
+        if (rel > worst_param && !key_bias) { worst_param = rel; worst_name = ps[i].name; }
         if (rel > tol)
             fprintf(stderr, "parameter %s: max|diff| %.3e, max|ref| %.3e, measure %.3g > %.3g\n", ps[i].name, md, mr, rel, tol);
         CHECK(rel <= tol);
@@ -370,9 +372,10 @@ int main(int argc, char **argv) {
     }
     CG_FN(statistics) st = CG_FN(stats)(m);
     if (rank == 0)
-        printf("%s: %d ranks, %d steps: worst loss rel. diff %.2e, worst parameter max|diff|/max|ref| %.2e (%s); "
+        printf("%s: %d ranks, %d steps: worst loss rel. diff %.2e, worst parameter %s %.2e (%s); "
                "arena %zu bytes, lower bound %zu\n",
-               CG_STR(CG_MODEL), colrt_world(), steps, worst_loss, worst_param, worst_name, st.arena_bytes,
+               CG_STR(CG_MODEL), colrt_world(), steps, worst_loss,
+               mixed && !sgd ? "|diff|_2/|ref - initial|_2" : "max|diff|/max|ref|", worst_param, worst_name, st.arena_bytes,
                st.lower_bound_bytes);
     CG_FN(destroy)(m);
     interp_free(it);
