@@ -523,6 +523,27 @@ static bool emit_pos_embedding(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* cross_entropy_bwd with bf16/f16 logits: one point per row, dloss (the loss
+ * scale) applied before the one rounding, as the interpreter does; the
+ * runtime's kernel would round (softmax - onehot) / N first, which f16 can
+ * only hold as a subnormal for unlikely classes. In place over the logits
+ * when the lowering fused it (a row is read before it is written). */
+static void ce_bwd_half(CgCtx *c, NodeId id, int64_t V, int64_t rows, int64_t Ng) {
+    const Node *n = N_(c, id);
+    char body[1024];
+    snprintf(body, sizeof body,
+             "const $T0 *x = a0 + i * %lld;\n        $T3 *y = a3 + i * %lld;\n"
+             "        const int64_t t = a1[i];\n"
+             "        const double g = $L2(a2[0]) / %lld.0;\n"
+             "        double mx = -INFINITY, z = 0;\n"
+             "        for (int64_t j = 0; j < %lld; j++) if ($L0(x[j]) > mx) mx = $L0(x[j]);\n"
+             "        for (int64_t j = 0; j < %lld; j++) z += exp($L0(x[j]) - mx);\n"
+             "        for (int64_t j = 0; j < %lld; j++) y[j] = $W3(t < 0 ? 0.0 : (exp($L0(x[j]) - mx) / z - (j == t)) * g);",
+             (long long)V, (long long)V, (long long)Ng, (long long)V, (long long)V, (long long)V);
+    KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 4, a, rows, "", body);
+}
+
 /* cross_entropy: the runtime's fused kernel, scaled by 1/(global tokens) so
  * that data-parallel shards sum to the global mean. */
 static bool emit_cross_entropy(CgCtx *c, NodeId id) {
@@ -532,7 +553,13 @@ static bool emit_cross_entropy(CgCtx *c, NodeId id) {
     int64_t V = s.d[s.rank - 1], Nl = numel(s) / V, Ng = ir_shape_numel(lg->shape) / V;
     StrBuf *b = c->sched;
     bool fwd = n->op == OP_CROSS_ENTROPY;
-    NodeId fused_bwd = fwd ? c->lp->n[id].ce_grad : IR_NONE;
+    if (cg_is_half(lg->dtype) && !fwd) {
+        if (dt_of(c, n->out[0]) != lg->dtype) return unsupported(c, id, "logits and their gradient of different float types");
+        ce_bwd_half(c, id, V, Nl, Ng);
+        return true;
+    }
+    /* 16-bit logits: the loss only here, the gradient by ce_bwd_half */
+    NodeId fused_bwd = fwd && !cg_is_half(lg->dtype) ? c->lp->n[id].ce_grad : IR_NONE;
     if (!fwd && c->lp->n[id].fused) { /* the forward wrote softmax - onehot here */
         sb_puts(b, "    /* softmax - onehot: written by the cross_entropy above */\n");
     } else {
