@@ -3,8 +3,10 @@
  * one node's launch into the schedule, calling the runtime (GEMM,
  * embedding, cross-entropy, copies) or a kernel it generates, specialized
  * to the node's local shapes, through cg_kernel(). Kernel bodies mirror the
- * reference interpreter's loops (ir/interp.c) with f32 storage; reductions
- * accumulate in double.
+ * reference interpreter's loops (ir/interp.c); reductions accumulate in
+ * double. Storage follows each value's dtype: f32, or bf16/f16 held as
+ * uint16_t, widened on load and rounded on store (cg_body's placeholders),
+ * so one body serves every dtype (docs/generated-api.md, mixed precision).
  */
 #include <math.h>
 #include <stdlib.h>
