@@ -20,7 +20,7 @@ static void kernel_params(CgCtx *c, StrBuf *b, int nargs, const KArg *args, bool
     if (with_stream) sb_puts(b, "colrt_stream *cg_s");
     for (int i = 0; i < nargs; i++) {
         const Value *v = ir_val(c->g, args[i].v);
-        const char *t = v->dtype == DT_I32 ? "int32_t" : "float";
+        const char *t = cg_ctype(v->dtype);
         sb_printf(b, "%s%s%s *a%d", i || with_stream ? ", " : "", args[i].out ? "" : "const ", t, i);
     }
 }
@@ -34,6 +34,10 @@ void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, cons
     kernel_params(c, &sig, nargs, args, true);
     const char *what = ir_op(ir_node(c->g, id)->op)->name;
     const char *res = ir_val(c->g, ir_node(c->g, id)->out[0])->name;
+    StrBuf bb; /* the body with its operands' types ($T0, $L0(...), $W0(...)) resolved */
+    sb_init(&bb);
+    cg_body(c, &bb, nargs, args, body);
+    body = sb_cstr(&bb);
     sb_printf(&c->proto, "void %s_k%d(%s);\n", px, k, sb_cstr(&sig));
 
     /* C */
@@ -69,12 +73,13 @@ void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, cons
     sb_puts(c->sched, ");\n");
     sb_free(&sig);
     sb_free(&dsig);
+    sb_free(&bb);
 }
 
 void cg_ptr(CgCtx *c, StrBuf *b, ValueId v) {
-    bool i32 = v < c->g->n_values && ir_val(c->g, v)->dtype == DT_I32;
+    DType t = v < c->g->n_values ? ir_val(c->g, v)->dtype : DT_F32;
     v = cg_read(c, v);
-    sb_printf(b, "%s(%lld)", i32 ? "CG_I" : "CG_F", (long long)c->lp->v[v].offset);
+    sb_printf(b, "%s(%lld)", t == DT_I32 ? "CG_I" : cg_is_half(t) ? "CG_H" : "CG_F", (long long)c->lp->v[v].offset);
 }
 
 ValueId cg_read(CgCtx *c, ValueId v) {
@@ -231,15 +236,16 @@ static void emit_zero_rs(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst,
     int outer, inner;
     zero_axes(o, &outer, &inner);
     const LowerProgram *lp = c->lp;
+    const char *dt = cg_colrt_dtype(ir_val(c->g, src)->dtype);
     if (outer < 0 || tmp == IR_NONE) {
-        sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* %s */\n",
-                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk, what);
+        sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, COLRT_SUM, NULL); /* %s */\n",
+                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk, dt, what);
         return;
     }
-    sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* %s, outer axis */\n",
-              outer, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)(chunk * o->mesh[inner]), what);
-    sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, COLRT_SUM, NULL); /* inner axis */\n",
-              inner, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)chunk);
+    sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, COLRT_SUM, NULL); /* %s, outer axis */\n",
+              outer, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)(chunk * o->mesh[inner]), dt, what);
+    sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, COLRT_SUM, NULL); /* inner axis */\n",
+              inner, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)chunk, dt);
 }
 
 static void emit_zero_ag(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst, ValueId tmp, int64_t chunk,
@@ -247,15 +253,16 @@ static void emit_zero_ag(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst,
     int outer, inner;
     zero_axes(o, &outer, &inner);
     const LowerProgram *lp = c->lp;
+    const char *dt = cg_colrt_dtype(ir_val(c->g, src)->dtype);
     if (outer < 0 || tmp == IR_NONE) {
-        sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %s */\n",
-                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk, what);
+        sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, NULL); /* %s */\n",
+                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk, dt, what);
         return;
     }
-    sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* %s, inner axis */\n",
-              inner, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)chunk, what);
-    sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, COLRT_F32, NULL); /* outer axis */\n",
-              outer, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)(chunk * o->mesh[inner]));
+    sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, NULL); /* %s, inner axis */\n",
+              inner, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)chunk, dt, what);
+    sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, NULL); /* outer axis */\n",
+              outer, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)(chunk * o->mesh[inner]), dt);
 }
 
 /* Whether the batch's partial sums are all-reduced over mesh axis a: every
@@ -288,7 +295,7 @@ static void emit_bucket(CgCtx *c, const CgOptions *o, int k) {
         if (reduces_over(lp, o, a))
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, M->arena.base + %lld, M->arena.base + %lld, %lld, %s, COLRT_SUM, M->comm);\n",
                       a, (long long)lp->v[bk->buf].offset, (long long)lp->v[bk->buf].offset, (long long)bk->elems,
-                      cg_dtype_enum(dt));
+                      cg_colrt_dtype(dt));
     sb_printf(c->sched, "    colrt_event_record(M->bucket_done[%d], M->comm);\n", k);
     if (accum) sb_puts(c->sched, "    }\n");
 }
@@ -348,8 +355,8 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                     cg_ptr(c, c->sched, v);
                     sb_puts(c->sched, ", ");
                     cg_ptr(c, c->sched, v);
-                    sb_printf(c->sched, ", %lld, COLRT_F32, COLRT_SUM, NULL); /* %%%s */\n",
-                              (long long)ir_shape_numel(lp->v[v].local), ir_val(g, v)->name);
+                    sb_printf(c->sched, ", %lld, %s, COLRT_SUM, NULL); /* %%%s */\n",
+                              (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(g, v)->dtype), ir_val(g, v)->name);
                 }
             }
             c->cur_node = id;
@@ -401,8 +408,8 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                     cg_ptr(c, c->sched, v);
                     sb_puts(c->sched, ", ");
                     cg_ptr(c, c->sched, v);
-                    sb_printf(c->sched, ", %lld, COLRT_F32, COLRT_SUM, NULL); /* %%%s */\n",
-                              (long long)ir_shape_numel(lp->v[v].local), ir_val(g, v)->name);
+                    sb_printf(c->sched, ", %lld, %s, COLRT_SUM, NULL); /* %%%s */\n",
+                              (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(g, v)->dtype), ir_val(g, v)->name);
                 }
             }
         }
@@ -431,9 +438,12 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n\n", px);
     sb_printf(m, "#define CG_F(off) ((float *)(M->arena.base + (size_t)(off)))\n"
                  "#define CG_I(off) ((int32_t *)(M->arena.base + (size_t)(off)))\n"
+                 "#define CG_H(off) ((uint16_t *)(M->arena.base + (size_t)(off))) /* bf16, f16 */\n"
                  "#define %s_ARENA_BYTES ((size_t)%lld)\n#define %s_LOWER_BOUND_BYTES ((size_t)%lld)\n"
                  "#define %s_STEP_OFF ((size_t)%lld) /* scratch: the step count for checkpoints */\n\n",
               px, (long long)arena, px, (long long)lp->lower_bound_bytes, px, (long long)(c->scratch_off + 128));
+    bool half = cg_graph_has_half(g); /* mixed precision: leaves and inputs are converted on the host */
+    if (half) cg_half_helpers(m, NULL, false); /* C: unused static inline is fine */
     sb_printf(m, "/* kernels (%s_kernels.c / %s_kernels.cu) */\n%s\n", px, px, sb_cstr(&c->proto));
     sb_printf(m, "struct %s {\n    colrt_arena arena;\n    colrt_mesh *mesh;\n    int own_mesh;\n"
                  "    uint64_t seed;\n    int64_t step;\n    int64_t zrank; /* this rank's slice index (ZeRO) */\n    %s_statistics stats;\n"
@@ -452,21 +462,27 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "    int nax[8], ax[8][3]; /* tensor parallel: the mesh axes splitting each dim, outermost first */\n"
                  "    unsigned rep; /* the mesh axes holding copies: saved where their coordinates are 0 */\n"
                  "    int init; /* 0 zeros, 1 ones, 2 normal(a), 3 uniform[a,b) */\n"
-                 "    double a, b;\n    uint64_t key;\n} %s_leaf;\n\n", px, px);
+                 "    double a, b;\n    uint64_t key;\n    colrt_dtype dtype;\n} %s_leaf;\n\n", px, px);
     sb_printf(m, "static const %s_leaf %s_leaves[] = {\n", px, px);
     int n_leaves = 0;
     for (ValueId v = 0; v < g->n_values; v++) {
         const Value *x = ir_val(g, v);
-        if (x->role != ROLE_PARAM && x->role != ROLE_STATE) continue;
+        /* a hyper-parameter the graph updates (the dynamic loss scale) is state too */
+        bool updated = false;
+        for (ValueId w = 0; w < g->n_values && x->role == ROLE_HYPER; w++) updated |= ir_val(g, w)->updates == v;
+        if (x->role != ROLE_PARAM && x->role != ROLE_STATE && !updated) continue;
         n_leaves++;
+        /* an f32 master starts as its parameter's values (the parameter is the master rounded) */
+        ValueId of = x->role == ROLE_STATE ? cg_master_of(g, v) : IR_NONE;
+        Init in = updated ? (Init){INIT_UNIFORM, CG_INITIAL_LOSS_SCALE, CG_INITIAL_LOSS_SCALE} : x->init;
         Shape gs = x->shape, ls = lp->v[v].local;
         bool sliced = lp->v[v].zchunk > 0;
         if (sliced) {
             int64_t ne = ir_shape_numel(gs);
             gs = ir_shape(1, &ne);
         }
-        int init = x->init.kind == INIT_ONES ? 1 : x->init.kind == INIT_NORMAL ? 2 : x->init.kind == INIT_UNIFORM ? 3 : 0;
-        sb_printf(m, "    {\"%s\", %d, %lld, %d, {", x->name, x->role == ROLE_PARAM, (long long)lp->v[v].offset,
+        int init = in.kind == INIT_ONES ? 1 : in.kind == INIT_NORMAL ? 2 : in.kind == INIT_UNIFORM ? 3 : 0;
+        sb_printf(m, "    {\"%s\", %d, %lld, %d, {", x->name, x->role == ROLE_PARAM || of != IR_NONE, (long long)lp->v[v].offset,
                   gs.rank);
         for (int d = 0; d < gs.rank; d++) sb_printf(m, "%s%lld", d ? ", " : "", (long long)gs.d[d]);
         sb_puts(m, "}, {");
@@ -484,8 +500,8 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         unsigned rep = 0; /* ZeRO slices: every rank holds its own */
         for (int a = 0; !sliced && a < o->mesh_axes; a++)
             if (!tp || shard_spec_axis_dim(sp, a, NULL) < 0) rep |= 1u << a;
-        sb_printf(m, "}, %uu, %d, %.17g, %.17g, 0x%016llxull},\n", rep, init, x->init.a, x->init.b,
-                  (unsigned long long)fnv1a(x->name));
+        sb_printf(m, "}, %uu, %d, %.17g, %.17g, 0x%016llxull, %s},\n", rep, init, in.a, in.b,
+                  (unsigned long long)fnv1a(ir_val(g, of != IR_NONE ? of : v)->name), cg_colrt_dtype(x->dtype));
     }
     if (!n_leaves) sb_puts(m, "    {0},\n");
     sb_printf(m, "};\nstatic const int %s_n_leaves = %d;\n\n", px, n_leaves);
@@ -544,10 +560,14 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "            x = l->a + (l->b - l->a) * %s_unit(M->seed, l->key, (uint64_t)gi, 0);\n"
               "        }\n"
               "        host[i] = (float)x;\n"
-              "    }\n"
-              "    colrt_memcpy(M->arena.base + l->off, host, sizeof(float) * (size_t)n, COLRT_H2D, NULL);\n"
+              "    }\n%s"
+              "    colrt_memcpy(M->arena.base + l->off, host, colrt_dtype_size(l->dtype) * (size_t)n, COLRT_H2D, NULL);\n"
               "    free(host);\n}\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, px, px, px, px,
+              !half ? ""
+                    : "    uint16_t *h16 = (uint16_t *)host; /* bf16, f16: narrowed in place, front to back */\n"
+                      "    if (l->dtype == COLRT_BF16) for (int64_t i = 0; i < n; i++) h16[i] = cg_f32_bf16(host[i]);\n"
+                      "    if (l->dtype == COLRT_F16) for (int64_t i = 0; i < n; i++) h16[i] = cg_f32_f16(host[i]);\n");
     sb_puts(m, schedule);
 
     /* inputs, hypers */
@@ -555,7 +575,20 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     sb_printf(m, "static void %s_feed(%s *M, const %s_inputs *in, int j, float lr) {\n    (void)j;\n", px, px, px);
     for (ValueId v = 0; v < g->n_values; v++) {
         const Value *x = ir_val(g, v);
-        if (x->role == ROLE_INPUT) {
+        if (x->role == ROLE_INPUT && cg_is_half(x->dtype)) { /* the API's floats, rounded to the compute dtype */
+            sb_printf(m, "    {\n        const float *src = in->");
+            c_ident(m, x->name);
+            sb_printf(m, " + (size_t)j * %lld;\n"
+                         "        uint16_t *h = malloc(2 * (size_t)%lld + 2);\n"
+                         "        if (!h) colrt_die(\"out of host memory feeding %s\");\n"
+                         "        for (int64_t e = 0; e < %lld; e++) h[e] = %s(src[e]);\n"
+                         "        colrt_memcpy(",
+                      (long long)ir_shape_numel(lp->v[v].local), (long long)ir_shape_numel(lp->v[v].local), x->name,
+                      (long long)ir_shape_numel(lp->v[v].local), x->dtype == DT_BF16 ? "cg_f32_bf16" : "cg_f32_f16");
+            cg_ptr(c, m, v);
+            sb_printf(m, ", h, %lld, COLRT_H2D, NULL);\n        colrt_device_sync();\n        free(h);\n    }\n",
+                      (long long)lp->v[v].bytes);
+        } else if (x->role == ROLE_INPUT) {
             sb_puts(m, "    colrt_memcpy(");
             cg_ptr(c, m, v);
             sb_puts(m, ", in->");
@@ -669,7 +702,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        %s_leaf_start(M, l, start);\n"
               "        colrt_tensor x = {0};\n"
               "        x.name = l->name;\n"
-              "        x.dtype = COLRT_F32;\n"
+              "        x.dtype = l->dtype;\n"
               "        x.ndim = l->ndim;\n"
               "        for (int d = 0; d < l->ndim; d++) {\n"
               "            x.global_shape[d] = l->global[d];\n"
@@ -821,16 +854,18 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         char fname[256];
         snprintf(fname, sizeof fname, "%s_kernels.c", px);
         header_comment(&kc, fname, "kernels specialized to their shapes (C, target cpu).", o, px);
-        sb_printf(&kc, "#include <math.h>\n#include <stdint.h>\n\n#include \"colossal/colrt.h\"\n\n%s\n%s",
-                  sb_cstr(&c.proto), sb_cstr(&c.kc));
+        sb_puts(&kc, "#include <math.h>\n#include <stdint.h>\n\n#include \"colossal/colrt.h\"\n\n");
+        if (cg_graph_has_half(g)) cg_half_helpers(&kc, g, false);
+        sb_printf(&kc, "%s\n%s", sb_cstr(&c.proto), sb_cstr(&c.kc));
         snprintf(fname, sizeof fname, "%s_kernels.cu", px);
         header_comment(&kcu, fname, "the same kernel bodies as CUDA kernels (target cuda).", o, px);
         sb_printf(&kcu,
                   "#include <math.h>\n#include <stdint.h>\n#include <cuda_runtime.h>\n\n#include \"colossal/colrt.h\"\n\n"
                   "/* colrt streams are opaque here: kernels run on the default stream, which\n"
                   " * the runtime's calls on the NULL stream also use. */\n"
-                  "static inline cudaStream_t cg_stream(colrt_stream *s) { (void)s; return 0; }\n\n%s",
-                  sb_cstr(&c.kcu));
+                  "static inline cudaStream_t cg_stream(colrt_stream *s) { (void)s; return 0; }\n\n");
+        if (cg_graph_has_half(g)) cg_half_helpers(&kcu, g, true);
+        sb_puts(&kcu, sb_cstr(&c.kcu));
         char hn[256], mn[256], kn[256], kun[256], pn[256];
         snprintf(hn, sizeof hn, "%s.h", px);
         snprintf(mn, sizeof mn, "%s.c", px);

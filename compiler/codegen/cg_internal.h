@@ -43,13 +43,34 @@ void cg_ptr(CgCtx *c, StrBuf *b, ValueId v);
 /* The value a read of v at the current node reads (v, or its slice). */
 ValueId cg_read(CgCtx *c, ValueId v);
 
+/* Dtypes in generated code (cg_kernels.c): the colrt constant ("COLRT_BF16"),
+ * the C element type ("uint16_t" for bf16 and f16: storage only), whether
+ * t is a 16-bit float, whether any value of g is one. */
+const char *cg_colrt_dtype(DType t);
+const char *cg_ctype(DType t);
+bool cg_is_half(DType t);
+bool cg_graph_has_half(const Graph *g);
+/* The static inline bf16/f16 <-> float conversions generated code uses
+ * (cg_bf16_f32, cg_f32_bf16, cg_f16_f32, cg_f32_f16): those of the dtypes
+ * g holds, all four when g is NULL; cuda: marked __host__ __device__. */
+void cg_half_helpers(StrBuf *b, const Graph *g, bool cuda);
+/* Writes a kernel body with its dtype placeholders resolved: $Tk, operand
+ * k's C element type; $Lk(e), element e of operand k read as float; $Wk(e),
+ * the value e converted for storing into operand k. */
+void cg_body(CgCtx *c, StrBuf *out, int nargs, const KArg *args, const char *body);
+/* The parameter a state leaf is the f32 master copy of (mixed precision:
+ * the optimizer updates the master, a cast of it replaces the parameter),
+ * or IR_NONE. */
+ValueId cg_master_of(const Graph *g, ValueId state);
+
+/* Dynamic loss scaling (f16) starts from this scale (PyTorch's GradScaler
+ * default, 2^16); the generated program keeps it as state. */
+#define CG_INITIAL_LOSS_SCALE 65536.0
+
 typedef bool (*CgEmitFn)(CgCtx *c, NodeId id);
 /* Emits node id through the kernel table (cg_ops.def), after checking that
  * the generator supports its types; false with the reason in c->err. */
 bool cg_emit_node(CgCtx *c, NodeId id);
-
-/* The colrt_dtype enumerator naming t ("COLRT_F32", ...). */
-const char *cg_dtype_enum(DType t);
 
 /* The sharded lowering's reshardings before node id, or (post) right
  * after it (cg_reshard.c). */

@@ -3,10 +3,13 @@
  * one node's launch into the schedule, calling the runtime (GEMM,
  * embedding, cross-entropy, copies) or a kernel it generates, specialized
  * to the node's local shapes, through cg_kernel(). Kernel bodies mirror the
- * reference interpreter's loops (ir/interp.c) with f32 storage; reductions
- * accumulate in double.
+ * reference interpreter's loops (ir/interp.c); reductions accumulate in
+ * double. Storage follows each value's dtype: f32, or bf16/f16 held as
+ * uint16_t, widened on load and rounded on store (cg_body's placeholders),
+ * so one body serves every dtype (docs/generated-api.md, mixed precision).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cg_internal.h"
@@ -20,6 +23,120 @@ static bool unsupported(CgCtx *c, NodeId id, const char *why) {
     sb_printf(c->err, "%s %%%s: %s", ir_op(N_(c, id)->op)->name,
               ir_val(c->g, N_(c, id)->out[0])->name, why);
     return false;
+}
+
+/* ---- dtypes: 16-bit floats are storage, arithmetic is float/double ------------- */
+
+static const struct {
+    const char *colrt, *ctype, *ld, *st; /* ld/st: NULL for f32, i32 */
+} cg_dt[DT__COUNT] = {
+    [DT_F32] = {"COLRT_F32", "float", NULL, NULL},
+    [DT_BF16] = {"COLRT_BF16", "uint16_t", "cg_bf16_f32", "cg_f32_bf16"},
+    [DT_F16] = {"COLRT_F16", "uint16_t", "cg_f16_f32", "cg_f32_f16"},
+    [DT_I32] = {"COLRT_I32", "int32_t", NULL, NULL},
+};
+
+const char *cg_colrt_dtype(DType t) { return cg_dt[t].colrt; }
+const char *cg_ctype(DType t) { return cg_dt[t].ctype; }
+bool cg_is_half(DType t) { return t == DT_BF16 || t == DT_F16; }
+
+static DType dt_of(CgCtx *c, ValueId v) { return ir_val(c->g, v)->dtype; }
+
+bool cg_graph_has_half(const Graph *g) {
+    for (ValueId v = 0; v < g->n_values; v++)
+        if (cg_is_half(ir_val(g, v)->dtype)) return true;
+    return false;
+}
+
+void cg_half_helpers(StrBuf *b, const Graph *g, bool cuda) {
+    const char *hd = cuda ? "__host__ __device__ " : "";
+    bool bf = !g, f16 = !g; /* only those the graph uses: nvcc warns of unused static functions */
+    for (ValueId v = 0; g && v < g->n_values; v++) {
+        bf |= ir_val(g, v)->dtype == DT_BF16;
+        f16 |= ir_val(g, v)->dtype == DT_F16;
+    }
+    sb_puts(b, "/* bf16/f16 are storage only: loads widen to float, stores round to nearest\n"
+               " * even (NaN stays NaN, f16 overflow gives inf), as colrt's\n"
+               " * runtime/common/half.h and the reference interpreter round. */\n"
+               "typedef union { uint32_t u; float f; } cg_bits;\n");
+    if (bf)
+        sb_printf(b,
+                  "static inline %sfloat cg_bf16_f32(uint16_t h) {\n"
+                  "    cg_bits c;\n    c.u = (uint32_t)h << 16;\n    return c.f;\n}\n"
+                  "static inline %suint16_t cg_f32_bf16(float f) {\n"
+                  "    cg_bits c;\n    c.f = f;\n    uint32_t x = c.u;\n"
+                  "    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);\n"
+                  "    x += 0x7fffu + ((x >> 16) & 1u);\n    return (uint16_t)(x >> 16);\n}\n",
+                  hd, hd);
+    if (f16)
+        sb_printf(b,
+                  "static inline %sfloat cg_f16_f32(uint16_t h) {\n"
+                  "    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
+                  "    cg_bits c;\n"
+                  "    if (e == 0) return (s ? -1.0f : 1.0f) * (float)m * 5.9604644775390625e-8f;\n"
+                  "    c.u = e == 31 ? s | 0x7f800000u | (m << 13) : s | ((e + 112u) << 23) | (m << 13);\n"
+                  "    return c.f;\n}\n"
+                  "static inline %suint16_t cg_f32_f16(float f) {\n"
+                  "    cg_bits c;\n    c.f = f;\n    uint32_t x = c.u & 0x7fffffffu;\n"
+                  "    const uint16_t sign = (uint16_t)((c.u >> 16) & 0x8000u);\n"
+                  "    if (x > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);\n"
+                  "    if (x >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);\n"
+                  "    if (x < 0x38800000u) { c.u = x; return (uint16_t)(sign | (uint32_t)rintf(c.f * 16777216.0f)); }\n"
+                  "    uint32_t h = (((x >> 23) - 112u) << 10) | ((x & 0x7fffffu) >> 13), rem = x & 0x1fffu;\n"
+                  "    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;\n"
+                  "    return (uint16_t)(sign | h);\n}\n",
+                  hd, hd);
+    sb_puts(b, "\n");
+}
+
+ValueId cg_master_of(const Graph *g, ValueId state) {
+    for (ValueId w = 0; w < g->n_values; w++) {
+        const Value *x = ir_val(g, w);
+        if (x->updates == IR_NONE || x->def == IR_NONE || ir_node(g, x->def)->op != OP_CAST) continue;
+        const Value *src = ir_val(g, ir_node(g, x->def)->in[0]);
+        if (src->def == IR_NONE) continue;
+        const Node *opt = ir_node(g, src->def);
+        if ((opt->op == OP_ADAMW || opt->op == OP_SGD) && opt->in[0] == state) return x->updates;
+    }
+    return IR_NONE;
+}
+
+/* Kernel bodies name operand k's element type $Tk, read an element as
+ * $Lk(expr) (a float) and convert a result for storing as $Wk(expr); here
+ * they become the operand's C type and conversions. */
+void cg_body(CgCtx *c, StrBuf *out, int nargs, const KArg *args, const char *body) {
+    for (const char *p = body; *p; p++) {
+        if (p[0] != '$' || !(p[1] == 'T' || p[1] == 'L' || p[1] == 'W') || p[2] < '0' || p[2] > '9') {
+            sb_putc(out, *p);
+            continue;
+        }
+        char kind = p[1];
+        char *end;
+        long k = strtol(p + 2, &end, 10);
+        IR_ASSERT(k >= 0 && k < nargs);
+        DType t = dt_of(c, args[k].v);
+        p = end - 1;
+        if (kind == 'T') { sb_puts(out, cg_dt[t].ctype); continue; }
+        IR_ASSERT(p[1] == '(');
+        p++; /* at the '(' */
+        if (kind == 'W') {
+            if (cg_dt[t].st) sb_printf(out, "%s(", cg_dt[t].st);
+            else sb_printf(out, "(%s)(", cg_dt[t].ctype);
+            continue;
+        }
+        if (cg_dt[t].ld) { sb_printf(out, "%s(", cg_dt[t].ld); continue; }
+        /* a plain load: the expression itself, without the parentheses */
+        int depth = 1;
+        const char *q = p + 1;
+        for (; *q && depth; q++) depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+        IR_ASSERT(depth == 0);
+        StrBuf inner;
+        sb_init(&inner);
+        sb_printf(&inner, "%.*s", (int)(q - 1 - (p + 1)), p + 1);
+        cg_body(c, out, nargs, args, sb_cstr(&inner));
+        sb_free(&inner);
+        p = q - 1;
+    }
 }
 
 /* Offset into a tensor of shape s broadcast to o, for flat index `i` of o. */
@@ -47,7 +164,7 @@ static void gemm(CgCtx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, Valu
                  int64_t sA, ValueId B, int64_t ldb, int64_t sB, ValueId C, int64_t ldc, int64_t sC,
                  int64_t batch) {
     StrBuf *s = c->sched;
-    sb_printf(s, "    colrt_gemm(NULL, COLRT_F32, %d, %d, %lld, %lld, %lld, 1.0f, ", ta, tb,
+    sb_printf(s, "    colrt_gemm(NULL, %s, %d, %d, %lld, %lld, %lld, 1.0f, ", cg_colrt_dtype(dt_of(c, C)), ta, tb,
               (long long)M, (long long)N, (long long)K);
     cg_ptr(c, s, A);
     sb_printf(s, ", %lld, %lld, ", (long long)lda, (long long)sA);
@@ -57,15 +174,24 @@ static void gemm(CgCtx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, Valu
     sb_printf(s, ", %lld, %lld, %lld);\n", (long long)ldc, (long long)sC, (long long)batch);
 }
 
+/* The runtime's GEMM takes one dtype for A, B and C. */
+static bool gemm_dtypes(CgCtx *c, NodeId id, ValueId C) {
+    const Node *n = N_(c, id);
+    if (dt_of(c, n->in[0]) != dt_of(c, C) || dt_of(c, n->in[1]) != dt_of(c, C))
+        return unsupported(c, id, "operands of different float types (the runtime's GEMM takes one)");
+    return true;
+}
+
 static bool emit_matmul(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
+    NodeId s2 = c->lp->n[id].sum_into;
+    if (!gemm_dtypes(c, id, s2 != IR_NONE ? N_(c, s2)->out[0] : n->out[0])) return false;
     Shape sa = L(c, n->in[0]), sb = L(c, n->in[1]), so = L(c, n->out[0]);
     int ta = (int)n->attr[0].i, tb = (int)n->attr[1].i;
     int64_t M = so.d[so.rank - 2], N = so.d[so.rank - 1];
     int64_t K = ta ? sa.d[sa.rank - 2] : sa.d[sa.rank - 1];
     int64_t nb = numel(so) / (M * N);
     int64_t lda = ta ? M : K, ldb = tb ? K : N;
-    NodeId s2 = c->lp->n[id].sum_into;
     if (s2 != IR_NONE) { /* sum over the batch: K runs over the flattened batch too */
         gemm(c, 1, 0, M, N, K * nb, n->in[0], M, 0, n->in[1], N, 0, N_(c, s2)->out[0], N, 0, 1);
         return true;
@@ -88,6 +214,7 @@ static bool emit_matmul(CgCtx *c, NodeId id) {
 
 static bool emit_dense(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
+    if (!gemm_dtypes(c, id, n->out[0])) return false;
     int64_t k = n->attr[0].i, Lr = 1, K = 1, N = 1;
     Shape x = L(c, n->in[0]);
     if (n->op == OP_DENSE) {
@@ -121,11 +248,11 @@ static bool emit_binary(CgCtx *c, NodeId id) {
     static const char ops[] = {[OP_ADD] = '+', [OP_SUB] = '-', [OP_MUL] = '*', [OP_DIV] = '/'};
     StrBuf b;
     sb_init(&b);
-    sb_puts(&b, "a2[i] = a0[");
+    sb_puts(&b, "a2[i] = $W2($L0(a0[");
     bidx(&b, L(c, n->in[0]), o, "i");
-    sb_printf(&b, "] %c a1[", ops[n->op]);
+    sb_printf(&b, "]) %c $L1(a1[", ops[n->op]);
     bidx(&b, L(c, n->in[1]), o, "i");
-    sb_puts(&b, "];");
+    sb_puts(&b, "]));");
     KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, numel(o), "", sb_cstr(&b));
     sb_free(&b);
@@ -136,11 +263,12 @@ static bool emit_binary(CgCtx *c, NodeId id) {
 
 static bool emit_unary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (n->op == OP_CAST && ir_val(c->g, n->in[0])->dtype != DT_F32)
-        return unsupported(c, id, "only f32 is generated yet");
+    if (numel(L(c, n->in[0])) != numel(L(c, n->out[0]))) /* mixed precision under ZeRO-3 */
+        return unsupported(c, id, "its operand is a ZeRO slice and its result whole (a sharded f32 master cast "
+                                  "to a whole compute-dtype parameter is not lowered yet)");
     StrBuf b;
     sb_init(&b);
-    sb_puts(&b, "double x = a0[i], r;\n        ");
+    sb_puts(&b, "double x = $L0(a0[i]), r;\n        ");
     switch (n->op) {
     case OP_SCALE: sb_printf(&b, "r = x * %.17g;", n->attr[0].f); break;
     case OP_GELU: sb_puts(&b, "r = 0.5 * x * (1 + " GELU_T ");"); break;
@@ -151,7 +279,7 @@ static bool emit_unary(CgCtx *c, NodeId id) {
     case OP_CAST: sb_puts(&b, "r = x;"); break;
     default: sb_puts(&b, "r = 0 * x;"); break; /* zeros_like */
     }
-    sb_puts(&b, "\n        a1[i] = (float)r;");
+    sb_puts(&b, "\n        a1[i] = $W1(r);");
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, numel(L(c, n->out[0])), "", sb_cstr(&b));
     sb_free(&b);
@@ -162,7 +290,7 @@ static bool emit_elem_bwd(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     StrBuf b;
     sb_init(&b);
-    sb_puts(&b, "double x = a0[i], dy = a1[i], r;\n        ");
+    sb_puts(&b, "double x = $L0(a0[i]), dy = $L1(a1[i]), r;\n        ");
     switch (n->op) {
     case OP_GELU_BWD:
         sb_puts(&b, "double t = " GELU_T ";\n        r = dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * "
@@ -175,7 +303,7 @@ static bool emit_elem_bwd(CgCtx *c, NodeId id) {
     case OP_TANH_BWD: sb_puts(&b, "r = dy * (1 - x * x);"); break;
     default: sb_printf(&b, "r = x + %.17g * dy;", n->attr[0].f); break; /* grad_accum */
     }
-    sb_puts(&b, "\n        a2[i] = (float)r;");
+    sb_puts(&b, "\n        a2[i] = $W2(r);");
     KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, numel(L(c, n->out[0])), "", sb_cstr(&b));
     sb_free(&b);
@@ -187,9 +315,9 @@ static bool emit_expand(CgCtx *c, NodeId id) {
     Shape o = L(c, n->out[0]);
     StrBuf b;
     sb_init(&b);
-    sb_puts(&b, "a1[i] = a0[");
+    sb_puts(&b, "a1[i] = $W1($L0(a0[");
     bidx(&b, L(c, n->in[0]), o, "i");
-    sb_puts(&b, "];");
+    sb_puts(&b, "]));");
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
     sb_free(&b);
@@ -228,8 +356,8 @@ static bool emit_sum_to(CgCtx *c, NodeId id) {
     StrBuf b;
     sb_init(&b);
     sb_printf(&b, "const int64_t base = %s;\n        double acc = 0;\n"
-                  "        for (int64_t r = 0; r < %lld; r++) acc += a0[base + %s];\n"
-                  "        a1[i] = (float)acc;",
+                  "        for (int64_t r = 0; r < %lld; r++) acc += $L0(a0[base + %s]);\n"
+                  "        a1[i] = $W1(acc);",
               sb_cstr(&base), (long long)R, sb_cstr(&off));
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
@@ -255,12 +383,12 @@ static bool emit_softmax(CgCtx *c, NodeId id) {
         StrBuf b2;
         sb_init(&b2);
         sb_printf(&b2,
-                  "const float *x = a0 + i * %lld;\n        float *y = a1 + i * %lld;\n"
+                  "const $T0 *x = a0 + i * %lld;\n        $T1 *y = a1 + i * %lld;\n"
                   "        const int64_t lim = %s;\n"
                   "        double mx = -INFINITY, z = 0;\n"
-                  "        for (int64_t j = 0; j < lim; j++) if (x[j] > mx) mx = x[j];\n"
-                  "        for (int64_t j = 0; j < lim; j++) z += exp(x[j] - mx);\n"
-                  "        for (int64_t j = 0; j < %lld; j++) y[j] = j < lim ? (float)(exp(x[j] - mx) / z) : 0.0f;",
+                  "        for (int64_t j = 0; j < lim; j++) if ($L0(x[j]) > mx) mx = $L0(x[j]);\n"
+                  "        for (int64_t j = 0; j < lim; j++) z += exp($L0(x[j]) - mx);\n"
+                  "        for (int64_t j = 0; j < %lld; j++) y[j] = $W1(j < lim ? exp($L0(x[j]) - mx) / z : 0.0);",
                   (long long)V, (long long)V, sb_cstr(&lim), (long long)V);
         sb_free(&b);
         b = b2;
@@ -269,10 +397,10 @@ static bool emit_softmax(CgCtx *c, NodeId id) {
         cg_kernel(c, id, 2, a, rows, "", sb_cstr(&b));
     } else {
         sb_printf(&b,
-                  "const float *y = a0 + i * %lld, *dy = a1 + i * %lld;\n        float *dx = a2 + i * %lld;\n"
+                  "const $T0 *y = a0 + i * %lld;\n        const $T1 *dy = a1 + i * %lld;\n        $T2 *dx = a2 + i * %lld;\n"
                   "        double s = 0;\n"
-                  "        for (int64_t j = 0; j < %lld; j++) s += (double)y[j] * dy[j];\n"
-                  "        for (int64_t j = 0; j < %lld; j++) dx[j] = (float)(y[j] * (dy[j] - s));",
+                  "        for (int64_t j = 0; j < %lld; j++) s += (double)$L0(y[j]) * $L1(dy[j]);\n"
+                  "        for (int64_t j = 0; j < %lld; j++) dx[j] = $W2($L0(y[j]) * ($L1(dy[j]) - s));",
                   (long long)V, (long long)V, (long long)V, (long long)V, (long long)V);
         KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, 3, a, rows, "", sb_cstr(&b));
@@ -283,13 +411,13 @@ static bool emit_softmax(CgCtx *c, NodeId id) {
 
 /* Row statistics of x (a0) for norms: mean (0 for rms) and rstd, in double. */
 static void norm_stats(StrBuf *b, bool ln, int64_t D, double eps, const char *row) {
-    sb_printf(b, "const float *x = a0 + %s * %lld;\n        double mean = 0, ss = 0;\n", row,
+    sb_printf(b, "const $T0 *x = a0 + %s * %lld;\n        double mean = 0, ss = 0;\n", row,
               (long long)D);
     if (ln)
-        sb_printf(b, "        for (int64_t j = 0; j < %lld; j++) mean += x[j];\n        mean /= %lld;\n",
+        sb_printf(b, "        for (int64_t j = 0; j < %lld; j++) mean += $L0(x[j]);\n        mean /= %lld;\n",
                   (long long)D, (long long)D);
     sb_printf(b,
-              "        for (int64_t j = 0; j < %lld; j++) ss += (x[j] - mean) * (x[j] - mean);\n"
+              "        for (int64_t j = 0; j < %lld; j++) ss += ($L0(x[j]) - mean) * ($L0(x[j]) - mean);\n"
               "        const double rstd = 1 / sqrt(ss / %lld + %.17g);\n",
               (long long)D, (long long)D, eps);
 }
@@ -304,17 +432,17 @@ static bool emit_norm(CgCtx *c, NodeId id) {
     norm_stats(&b, ln, D, n->attr[0].f, "i");
     if (n->op == OP_LAYER_NORM || n->op == OP_RMS_NORM) {
         const char *y = ln ? "a3" : "a2";
-        sb_printf(&b, "        for (int64_t j = 0; j < %lld; j++) %s[i * %lld + j] = (float)((x[j] - mean) * rstd * a1[j]%s);",
-                  (long long)D, y, (long long)D, ln ? " + a2[j]" : "");
+        sb_printf(&b, "        for (int64_t j = 0; j < %lld; j++) %s[i * %lld + j] = $W%d(($L0(x[j]) - mean) * rstd * $L1(a1[j])%s);",
+                  (long long)D, y, (long long)D, ln ? 3 : 2, ln ? " + $L2(a2[j])" : "");
         KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {ln ? n->in[2] : n->out[0], !ln, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, ln ? 4 : 3, a, rows, "", sb_cstr(&b));
     } else { /* dx(x, w, dy) */
         sb_printf(&b,
-                  "        const float *dy = a2 + i * %lld;\n        float *dx = a3 + i * %lld;\n"
+                  "        const $T2 *dy = a2 + i * %lld;\n        $T3 *dx = a3 + i * %lld;\n"
                   "        double mg = 0, mgx = 0;\n"
-                  "        for (int64_t j = 0; j < %lld; j++) { double g = (double)dy[j] * a1[j]; mg += g; mgx += g * (x[j] - mean) * rstd; }\n"
+                  "        for (int64_t j = 0; j < %lld; j++) { double g = (double)$L2(dy[j]) * $L1(a1[j]); mg += g; mgx += g * ($L0(x[j]) - mean) * rstd; }\n"
                   "        mg /= %lld; mgx /= %lld;\n"
-                  "        for (int64_t j = 0; j < %lld; j++) dx[j] = (float)(rstd * ((double)dy[j] * a1[j] - %s - (x[j] - mean) * rstd * mgx));",
+                  "        for (int64_t j = 0; j < %lld; j++) dx[j] = $W3(rstd * ((double)$L2(dy[j]) * $L1(a1[j]) - %s - ($L0(x[j]) - mean) * rstd * mgx));",
                   (long long)D, (long long)D, (long long)D, (long long)D, (long long)D, (long long)D,
                   ln ? "mg" : "0");
         KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
@@ -336,9 +464,9 @@ static bool emit_norm_dw(CgCtx *c, NodeId id) {
                   "        for (int64_t r = 0; r < %lld; r++) {\n        ",
               (long long)D, (long long)D, (long long)rows);
     norm_stats(&b, ln, D, n->attr[0].f, "r");
-    sb_printf(&b, "        const float *dy = a1 + r * %lld;\n"
-                  "        for (int64_t j = 0; j < %lld; j++) acc[j] += (double)dy[j] * (x[j] - mean) * rstd;\n"
-                  "        }\n        for (int64_t j = 0; j < %lld; j++) a2[j] = (float)acc[j];\n        (void)i;",
+    sb_printf(&b, "        const $T1 *dy = a1 + r * %lld;\n"
+                  "        for (int64_t j = 0; j < %lld; j++) acc[j] += (double)$L1(dy[j]) * ($L0(x[j]) - mean) * rstd;\n"
+                  "        }\n        for (int64_t j = 0; j < %lld; j++) a2[j] = $W2(acc[j]);\n        (void)i;",
               (long long)D, (long long)D, (long long)D);
     KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, 1, "", sb_cstr(&b));
@@ -351,7 +479,8 @@ static bool emit_embedding(CgCtx *c, NodeId id) {
     StrBuf *s = c->sched;
     if (n->op == OP_EMBEDDING) {
         Shape t = L(c, n->in[1]);
-        sb_puts(s, "    colrt_embedding_fwd(NULL, COLRT_F32, ");
+        if (dt_of(c, n->in[1]) != dt_of(c, n->out[0])) return unsupported(c, id, "a table and result of different float types");
+        sb_printf(s, "    colrt_embedding_fwd(NULL, %s, ", cg_colrt_dtype(dt_of(c, n->out[0])));
         cg_ptr(c, s, n->in[0]);
         sb_puts(s, ", ");
         cg_ptr(c, s, n->in[1]);
@@ -362,7 +491,9 @@ static bool emit_embedding(CgCtx *c, NodeId id) {
     } else { /* embedding_dw(idx, dy), or scatter-added into the add's other operand */
         Shape t = L(c, n->out[0]);
         ValueId acc = c->lp->n[id].acc_into;
-        sb_puts(s, "    colrt_embedding_bwd(NULL, COLRT_F32, ");
+        if (dt_of(c, n->in[1]) != dt_of(c, acc != IR_NONE ? acc : n->out[0]))
+            return unsupported(c, id, "a gradient and table gradient of different float types");
+        sb_printf(s, "    colrt_embedding_bwd(NULL, %s, ", cg_colrt_dtype(dt_of(c, n->out[0])));
         cg_ptr(c, s, n->in[1]);
         sb_puts(s, ", ");
         cg_ptr(c, s, n->in[0]);
@@ -378,7 +509,9 @@ static bool emit_embedding(CgCtx *c, NodeId id) {
 static bool emit_pos_embedding(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     StrBuf *s = c->sched;
-    int64_t ob = numel(L(c, n->out[0])) * 4, ib = numel(L(c, n->in[0])) * 4;
+    if (dt_of(c, n->in[0]) != dt_of(c, n->out[0])) return unsupported(c, id, "an operand and result of different float types");
+    const int64_t es = ir_dtype_size(dt_of(c, n->out[0]));
+    int64_t ob = numel(L(c, n->out[0])) * es, ib = numel(L(c, n->in[0])) * es;
     if (n->op == OP_POS_EMBEDDING_DW) {
         sb_puts(s, "    colrt_memset0(");
         cg_ptr(c, s, n->out[0]);
@@ -392,6 +525,27 @@ static bool emit_pos_embedding(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* cross_entropy_bwd with bf16/f16 logits: one point per row, dloss (the loss
+ * scale) applied before the one rounding, as the interpreter does; the
+ * runtime's kernel would round (softmax - onehot) / N first, which f16 can
+ * only hold as a subnormal for unlikely classes. In place over the logits
+ * when the lowering fused it (a row is read before it is written). */
+static void ce_bwd_half(CgCtx *c, NodeId id, int64_t V, int64_t rows, int64_t Ng) {
+    const Node *n = N_(c, id);
+    char body[1024];
+    snprintf(body, sizeof body,
+             "const $T0 *x = a0 + i * %lld;\n        $T3 *y = a3 + i * %lld;\n"
+             "        const int64_t t = a1[i];\n"
+             "        const double g = $L2(a2[0]) / %lld.0;\n"
+             "        double mx = -INFINITY, z = 0;\n"
+             "        for (int64_t j = 0; j < %lld; j++) if ($L0(x[j]) > mx) mx = $L0(x[j]);\n"
+             "        for (int64_t j = 0; j < %lld; j++) z += exp($L0(x[j]) - mx);\n"
+             "        for (int64_t j = 0; j < %lld; j++) y[j] = $W3(t < 0 ? 0.0 : (exp($L0(x[j]) - mx) / z - (j == t)) * g);",
+             (long long)V, (long long)V, (long long)Ng, (long long)V, (long long)V, (long long)V);
+    KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
+    cg_kernel(c, id, 4, a, rows, "", body);
+}
+
 /* cross_entropy: the runtime's fused kernel, scaled by 1/(global tokens) so
  * that data-parallel shards sum to the global mean. */
 static bool emit_cross_entropy(CgCtx *c, NodeId id) {
@@ -401,14 +555,22 @@ static bool emit_cross_entropy(CgCtx *c, NodeId id) {
     int64_t V = s.d[s.rank - 1], Nl = numel(s) / V, Ng = ir_shape_numel(lg->shape) / V;
     StrBuf *b = c->sched;
     bool fwd = n->op == OP_CROSS_ENTROPY;
-    NodeId fused_bwd = fwd ? c->lp->n[id].ce_grad : IR_NONE;
+    if (cg_is_half(lg->dtype) && !fwd) {
+        if (dt_of(c, n->out[0]) != lg->dtype) return unsupported(c, id, "logits and their gradient of different float types");
+        ce_bwd_half(c, id, V, Nl, Ng);
+        return true;
+    }
+    /* 16-bit logits: the loss only here, the gradient by ce_bwd_half */
+    NodeId fused_bwd = fwd && !cg_is_half(lg->dtype) ? c->lp->n[id].ce_grad : IR_NONE;
     if (!fwd && c->lp->n[id].fused) { /* the forward wrote softmax - onehot here */
         sb_puts(b, "    /* softmax - onehot: written by the cross_entropy above */\n");
     } else {
         sb_puts(b, "    colrt_memset0(");
         if (fwd) cg_ptr(c, b, n->out[0]);
         else sb_printf(b, "CG_F(%lld)", (long long)c->scratch_off);
-        sb_puts(b, ", 4, NULL);\n    colrt_cross_entropy(NULL, COLRT_F32, ");
+        if (!fwd && dt_of(c, n->in[0]) != dt_of(c, n->out[0]))
+            return unsupported(c, id, "logits and their gradient of different float types");
+        sb_printf(b, ", 4, NULL);\n    colrt_cross_entropy(NULL, %s, ", cg_colrt_dtype(dt_of(c, n->in[0])));
         cg_ptr(c, b, n->in[0]);
         sb_puts(b, ", ");
         cg_ptr(c, b, n->in[1]);
@@ -423,7 +585,7 @@ static bool emit_cross_entropy(CgCtx *c, NodeId id) {
     }
     if (!fwd) { /* times the incoming gradient (the loss scale) */
         KArg a[2] = {{n->in[2], 0, 0}, {n->out[0], 1, 0}};
-        cg_kernel(c, id, 2, a, numel(s), "", "a1[i] = a1[i] * a0[0];");
+        cg_kernel(c, id, 2, a, numel(s), "", "a1[i] = $W1($L1(a1[i]) * $L0(a0[0]));");
     }
     return true;
 }
@@ -446,12 +608,12 @@ static AttDims att_dims(CgCtx *c, const Node *n) {
 static void att_probs(StrBuf *b, const AttDims *d) {
     sb_printf(b,
               "const int64_t g = h / %lld, ns = %s;\n"
-              "        const float *qr = a0 + ((b * %lld + t) * %lld + h) * %lld;\n"
+              "        const $T0 *qr = a0 + ((b * %lld + t) * %lld + h) * %lld;\n"
               "        double mx = -INFINITY, z = 0;\n"
               "        for (int64_t s = 0; s < ns; s++) {\n"
-              "            const float *kr = a1 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              "            const $T1 *kr = a1 + ((b * %lld + s) * %lld + g) * %lld;\n"
               "            double a = 0;\n"
-              "            for (int64_t d = 0; d < %lld; d++) a += (double)qr[d] * kr[d];\n"
+              "            for (int64_t d = 0; d < %lld; d++) a += (double)$L0(qr[d]) * $L1(kr[d]);\n"
               "            p[s] = a * %.17g;\n"
               "            if (p[s] > mx) mx = p[s];\n"
               "        }\n"
@@ -487,29 +649,29 @@ static bool emit_attention(CgCtx *c, NodeId id) {
     att_probs(&b, &d);
     if (n->op == OP_ATTENTION) {
         sb_printf(&b,
-                  "        float *o = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
+                  "        $T3 *o = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
                   "        for (int64_t d = 0; d < %lld; d++) {\n"
                   "            double acc = 0;\n"
-                  "            for (int64_t s = 0; s < ns; s++) acc += p[s] * a2[((b * %lld + s) * %lld + g) * %lld + d];\n"
-                  "            o[d] = (float)acc;\n"
+                  "            for (int64_t s = 0; s < ns; s++) acc += p[s] * $L2(a2[((b * %lld + s) * %lld + g) * %lld + d]);\n"
+                  "            o[d] = $W3(acc);\n"
                   "        }",
                   (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.Dh, (long long)d.S,
                   (long long)d.G, (long long)d.Dh);
     } else { /* dq(q, k, v, dy) */
         sb_printf(&b,
-                  "        const float *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
-                  "        float *dq = a4 + ((b * %lld + t) * %lld + h) * %lld;\n"
+                  "        const $T3 *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
+                  "        $T4 *dq = a4 + ((b * %lld + t) * %lld + h) * %lld;\n"
                   "        double dp[%lld], sum = 0;\n"
                   "        for (int64_t s = 0; s < ns; s++) {\n"
-                  "            const float *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
+                  "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
                   "            dp[s] = 0;\n"
-                  "            for (int64_t d = 0; d < %lld; d++) dp[s] += (double)dyr[d] * vr[d];\n"
+                  "            for (int64_t d = 0; d < %lld; d++) dp[s] += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
                   "            sum += p[s] * dp[s];\n"
                   "        }\n"
                   "        for (int64_t d = 0; d < %lld; d++) {\n"
                   "            double acc = 0;\n"
-                  "            for (int64_t s = 0; s < ns; s++) acc += p[s] * (dp[s] - sum) * %.17g * a1[((b * %lld + s) * %lld + g) * %lld + d];\n"
-                  "            dq[d] = (float)acc;\n"
+                  "            for (int64_t s = 0; s < ns; s++) acc += p[s] * (dp[s] - sum) * %.17g * $L1(a1[((b * %lld + s) * %lld + g) * %lld + d]);\n"
+                  "            dq[d] = $W4(acc);\n"
                   "        }",
                   (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.T, (long long)d.H,
                   (long long)d.Dh, (long long)d.S, (long long)d.S, (long long)d.G, (long long)d.Dh,
@@ -525,10 +687,91 @@ static bool emit_attention(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* attention_dkv with bf16/f16 dk, dv: each element is summed in double and
+ * rounded once, as in f32. First pass: per query its softmax max, normalizer
+ * and sum(p dp); second, per key, every query's p and ds again from them. */
+static bool emit_attention_dkv_half(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    AttDims d = att_dims(c, n);
+    StrBuf b, f;
+    sb_init(&b);
+    sb_init(&f);
+    sb_printf(&b,
+              "const int64_t gg = i %% %lld, b = i / %lld;\n"
+              "        double smx[%lld], sz[%lld], ssum[%lld];\n"
+              "        for (int64_t h = gg * %lld; h < (gg + 1) * %lld; h++)\n"
+              "        for (int64_t t = 0; t < %lld; t++) {\n"
+              "        double p[%lld], sum = 0;\n        ",
+              (long long)d.G, (long long)d.G, (long long)(d.R * d.T), (long long)(d.R * d.T),
+              (long long)(d.R * d.T), (long long)d.R, (long long)d.R, (long long)d.T, (long long)d.S);
+    att_probs(&b, &d);
+    sb_printf(&b,
+              "        const $T3 *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
+              "        for (int64_t s = 0; s < ns; s++) {\n"
+              "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              "            double dp = 0;\n"
+              "            for (int64_t d = 0; d < %lld; d++) dp += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
+              "            sum += p[s] * dp;\n"
+              "        }\n"
+              "        const int64_t k = (h - gg * %lld) * %lld + t;\n"
+              "        smx[k] = mx;\n        sz[k] = z;\n        ssum[k] = sum;\n"
+              "        }\n"
+              "        for (int64_t s = 0; s < %lld; s++) {\n"
+              "            double ak[%lld], av[%lld];\n"
+              "            for (int64_t d = 0; d < %lld; d++) ak[d] = av[d] = 0;\n"
+              "            const $T1 *kr = a1 + ((b * %lld + s) * %lld + gg) * %lld;\n"
+              "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + gg) * %lld;\n"
+              "            for (int64_t h = gg * %lld; h < (gg + 1) * %lld; h++)\n"
+              "            for (int64_t t = 0; t < %lld; t++) {\n"
+              "                const int64_t ns = NS;\n"
+              "                if (s >= ns) continue;\n"
+              "                const $T0 *qr = a0 + ((b * %lld + t) * %lld + h) * %lld;\n"
+              "                const $T3 *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
+              "                const int64_t k = (h - gg * %lld) * %lld + t;\n"
+              "                double a = 0, dp = 0;\n"
+              "                for (int64_t d = 0; d < %lld; d++) {\n"
+              "                    a += (double)$L0(qr[d]) * $L1(kr[d]);\n"
+              "                    dp += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
+              "                }\n"
+              "                const double p = exp(a * %.17g - smx[k]) / sz[k], ds = p * (dp - ssum[k]) * %.17g;\n"
+              "                for (int64_t d = 0; d < %lld; d++) {\n"
+              "                    ak[d] += ds * $L0(qr[d]);\n"
+              "                    av[d] += p * $L3(dyr[d]);\n"
+              "                }\n"
+              "            }\n"
+              "            $T4 *dk = a4 + ((b * %lld + s) * %lld + gg) * %lld;\n"
+              "            $T5 *dv = a5 + ((b * %lld + s) * %lld + gg) * %lld;\n"
+              "            for (int64_t d = 0; d < %lld; d++) {\n"
+              "                dk[d] = $W4(ak[d]);\n"
+              "                dv[d] = $W5(av[d]);\n"
+              "            }\n"
+              "        }",
+              (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.S, (long long)d.G,
+              (long long)d.Dh, (long long)d.Dh, (long long)d.R, (long long)d.T,
+              /* second pass */
+              (long long)d.S, (long long)d.Dh, (long long)d.Dh, (long long)d.Dh,
+              (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh,
+              (long long)d.R, (long long)d.R, (long long)d.T,
+              (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.T, (long long)d.H, (long long)d.Dh,
+              (long long)d.R, (long long)d.T, (long long)d.Dh, d.scale, d.scale, (long long)d.Dh,
+              (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh,
+              (long long)d.Dh);
+    fix_ns(&f, sb_cstr(&b), &d);
+    KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->in[3], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
+    cg_kernel(c, id, 6, a, d.B * d.G, "", sb_cstr(&f));
+    sb_free(&b);
+    sb_free(&f);
+    return true;
+}
+
 /* attention_dkv(q, k, v, dy) -> dk, dv: one point per (batch, kv head), which
  * owns its rows of dk and dv, so the sums need no atomics. */
 static bool emit_attention_dkv(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
+    if (dt_of(c, n->out[0]) != DT_F32 || dt_of(c, n->out[1]) != DT_F32) return emit_attention_dkv_half(c, id);
+    if (dt_of(c, n->in[0]) != DT_F32 || dt_of(c, n->in[1]) != DT_F32 || dt_of(c, n->in[2]) != DT_F32 ||
+        dt_of(c, n->in[3]) != DT_F32)
+        return unsupported(c, id, "f32 results of 16-bit operands");
     AttDims d = att_dims(c, n);
     StrBuf b, f;
     sb_init(&b);
@@ -557,8 +800,8 @@ static bool emit_attention_dkv(CgCtx *c, NodeId id) {
               "        }\n"
               "        for (int64_t s = 0; s < ns; s++) {\n"
               "            const double ds = p[s] * (dp[s] - sum) * %.17g;\n"
-              "            float *dk = a4 + ((b * %lld + s) * %lld + g) * %lld;\n"
-              "            float *dv = a5 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              "            $T4 *dk = a4 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              "            $T5 *dv = a5 + ((b * %lld + s) * %lld + g) * %lld;\n"
               "            for (int64_t d = 0; d < %lld; d++) {\n"
               "                dk[d] += (float)(ds * qr[d]);\n"
               "                dv[d] += (float)(p[s] * dyr[d]);\n"
@@ -586,9 +829,9 @@ static bool emit_rope(CgCtx *c, NodeId id) {
               "const int64_t j = i %% %lld, row = i / %lld, t = (row / %lld) %% %lld;\n"
               "        const double ang = (double)t * pow(%.17g, -2.0 * (double)j / %lld);\n"
               "        const double cs = cos(ang), sn = %s sin(ang);\n"
-              "        const double x0 = a0[row * %lld + j], x1 = a0[row * %lld + j + %lld];\n"
-              "        a1[row * %lld + j] = (float)(x0 * cs - x1 * sn);\n"
-              "        a1[row * %lld + j + %lld] = (float)(x1 * cs + x0 * sn);",
+              "        const double x0 = $L0(a0[row * %lld + j]), x1 = $L0(a0[row * %lld + j + %lld]);\n"
+              "        a1[row * %lld + j] = $W1(x0 * cs - x1 * sn);\n"
+              "        a1[row * %lld + j + %lld] = $W1(x1 * cs + x0 * sn);",
               (long long)half, (long long)half, (long long)H, (long long)T, n->attr[0].f,
               (long long)Dh, n->op == OP_ROPE ? "" : "-", (long long)Dh, (long long)Dh,
               (long long)half, (long long)Dh, (long long)Dh, (long long)half);
@@ -611,14 +854,14 @@ static bool emit_permute(CgCtx *c, NodeId id) {
     for (int d = x.rank - 1; d >= 0; d--) { xs[d] = st; st *= x.d[d]; }
     StrBuf b;
     sb_init(&b);
-    sb_puts(&b, "a1[i] = a0[0");
+    sb_puts(&b, "a1[i] = $W1($L0(a0[0");
     st = 1;
     for (int d = o.rank - 1; d >= 0; d--) {
         sb_printf(&b, " + ((i / %lld) %% %lld) * %lld", (long long)st, (long long)o.d[d],
                   (long long)xs[n->attr[0].v[d]]);
         st *= o.d[d];
     }
-    sb_puts(&b, "];");
+    sb_puts(&b, "]));");
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
     sb_free(&b);
@@ -646,10 +889,10 @@ static bool emit_split_concat(CgCtx *c, NodeId id) {
         sb_printf(&b, "const int64_t o = i / %lld, j = (i / %lld) %% %lld, q = i %% %lld;\n        ",
                   (long long)(pn * inner), (long long)inner, (long long)pn, (long long)inner);
         if (op == OP_CONCAT)
-            sb_printf(&b, "a1[(o * %lld + %lld + j) * %lld + q] = a0[i];", (long long)nn, (long long)at,
+            sb_printf(&b, "a1[(o * %lld + %lld + j) * %lld + q] = $W1($L0(a0[i]));", (long long)nn, (long long)at,
                       (long long)inner);
         else
-            sb_printf(&b, "a1[i] = a0[(o * %lld + %lld + j) * %lld + q];", (long long)nn, (long long)at,
+            sb_printf(&b, "a1[i] = $W1($L0(a0[(o * %lld + %lld + j) * %lld + q]));", (long long)nn, (long long)at,
                       (long long)inner);
         KArg a[2] = {{op == OP_CONCAT ? pv : whole, 0, 0}, {op == OP_CONCAT ? whole : pv, 1, 0}};
         cg_kernel(c, id, 2, a, outer * pn * inner, "", sb_cstr(&b));
@@ -669,11 +912,11 @@ static bool emit_reduce(CgCtx *c, NodeId id) {
     for (int d = ax + 1; d < x.rank; d++) inner *= x.d[d];
     StrBuf b;
     sb_init(&b);
-    sb_printf(&b, "const float *p = a0 + (i / %lld) * %lld + i %% %lld;\n        ", (long long)inner,
+    sb_printf(&b, "const $T0 *p = a0 + (i / %lld) * %lld + i %% %lld;\n        ", (long long)inner,
               (long long)(nn * inner), (long long)inner);
     if (n->op == OP_REDUCE_MAX_BWD) {
-        sb_printf(&b, "float *dx = a3 + (i / %lld) * %lld + i %% %lld;\n"
-                      "        for (int64_t j = 0; j < %lld; j++) dx[j * %lld] = p[j * %lld] == a1[i] ? a2[i] : 0.0f;",
+        sb_printf(&b, "$T3 *dx = a3 + (i / %lld) * %lld + i %% %lld;\n"
+                      "        for (int64_t j = 0; j < %lld; j++) dx[j * %lld] = $W3($L0(p[j * %lld]) == $L1(a1[i]) ? $L2(a2[i]) : 0.0f);",
                   (long long)inner, (long long)(nn * inner), (long long)inner, (long long)nn,
                   (long long)inner, (long long)inner);
         KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
@@ -681,9 +924,9 @@ static bool emit_reduce(CgCtx *c, NodeId id) {
     } else {
         bool mx = n->op == OP_REDUCE_MAX;
         sb_printf(&b, "double s = %s;\n        for (int64_t j = 0; j < %lld; j++) s = %s;\n"
-                      "        a1[i] = (float)(s%s);",
+                      "        a1[i] = $W1(s%s);",
                   mx ? "-INFINITY" : "0", (long long)nn,
-                  mx ? "fmax(s, p[j * INNER])" : "s + p[j * INNER]",
+                  mx ? "fmax(s, $L0(p[j * INNER]))" : "s + $L0(p[j * INNER])",
                   n->op == OP_REDUCE_MEAN ? " / NN" : "");
         /* substitute INNER and NN */
         StrBuf f;
@@ -705,8 +948,8 @@ static bool emit_sumsq(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     char body[256];
     snprintf(body, sizeof body,
-             "double s = 0;\n        for (int64_t j = 0; j < %lld; j++) s += (double)a0[j] * a0[j];\n"
-             "        a1[i] = (float)s;",
+             "double s = 0;\n        for (int64_t j = 0; j < %lld; j++) s += (double)$L0(a0[j]) * $L0(a0[j]);\n"
+             "        a1[i] = $W1(s);",
              (long long)numel(L(c, cg_read(c, n->in[0]))));
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, 1, "", body);
@@ -717,11 +960,11 @@ static bool emit_grad_coef(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     char body[512];
     snprintf(body, sizeof body,
-             "const double sumsq = a0[0], scale = a1[0], norm = sqrt(sumsq) / scale, mx = %.17g;\n"
+             "const double sumsq = $L0(a0[0]), scale = $L1(a1[0]), norm = sqrt(sumsq) / scale, mx = %.17g;\n"
              "        double coef = 1 / scale;\n"
              "        if (!isfinite(sumsq)) coef = NAN;\n"
              "        else if (mx > 0 && norm > mx) coef *= mx / (norm + 1e-6);\n"
-             "        a2[i] = (float)coef;",
+             "        a2[i] = $W2(coef);",
              n->attr[0].f);
     KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, 1, "", body);
@@ -732,10 +975,10 @@ static bool emit_loss_scale_update(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     char body[512];
     snprintf(body, sizeof body,
-             "double scale = a0[0], good = a1[0];\n"
-             "        if (!isfinite(a2[0])) { scale *= %.17g; good = 0; }\n"
+             "double scale = $L0(a0[0]), good = $L1(a1[0]);\n"
+             "        if (!isfinite($L2(a2[0]))) { scale *= %.17g; good = 0; }\n"
              "        else if (++good >= %lld) { scale *= %.17g; good = 0; }\n"
-             "        a3[i] = (float)scale;\n        a4[i] = (float)good;",
+             "        a3[i] = $W3(scale);\n        a4[i] = $W4(good);",
              n->attr[1].f, (long long)n->attr[2].i, n->attr[0].f);
     KArg a[5] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
     cg_kernel(c, id, 5, a, 1, "", body);
@@ -749,10 +992,17 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
     const Attr *at = n->attr;
     char pro[512], body[1024];
     int64_t N = numel(L(c, n->in[0]));
+    for (int k = 0; k < n->n_out; k++) /* the update is written for f32 master weights and state */
+        if (dt_of(c, n->in[k == 0 ? 0 : k + 1]) != DT_F32 || dt_of(c, n->out[k]) != DT_F32)
+            return unsupported(c, id, "a parameter or optimizer state that is not f32 (mixed precision updates f32 masters)");
     /* ZeRO: this rank's slice; the parameter (and a stage-1 gradient) are
      * whole, so their pointers move to the slice */
     const LowerNode *ln = &c->lp->n[id];
     int64_t pshift = 0, gshift = 0;
+    if (ln->zero && !c->lp->v[n->in[0]].zchunk && c->lp->v[n->out[0]].offset == c->lp->v[n->in[0]].offset)
+        return unsupported(c, id, "ZeRO stage 1/2: this rank's updated slice shares storage with the whole "
+                                  "parameter it is all-gathered into (mixed precision: the f32 master; the "
+                                  "lowering keeps them apart only for parameters)");
     if (ln->zero) {
         N = ln->zchunk;
         pshift = c->lp->v[n->in[0]].zchunk ? 0 : N; /* stage 3: the parameter is the slice */
@@ -769,7 +1019,7 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
                  at[0].f, at[1].f, at[3].f);
         snprintf(body, sizeof body,
                  "if (skip) { a7[i] = a0[i]; a8[i] = a2[i]; a9[i] = a3[i]; } else {\n"
-                 "        const float g = a1[i] * fc, p = a0[i] * decay;\n"
+                 "        const float g = $L1(a1[i]) * fc, p = a0[i] * decay;\n"
                  "        const float m = %.9gf * a2[i] + %.9gf * g, v = %.9gf * a3[i] + %.9gf * g * g;\n"
                  "        a7[i] = p - size * m / (sqrtf(v) * rb2 + %.9gf);\n"
                  "        a8[i] = m;\n        a9[i] = v;\n        }",
@@ -784,7 +1034,7 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
         snprintf(pro, sizeof pro, "const double lr = a3[0], coef = a4[0];\n    const int skip = !isfinite(coef);\n");
         snprintf(body, sizeof body,
                  "if (skip) { a5[i] = a0[i]; a6[i] = a2[i]; } else {\n"
-                 "        const double d = a1[i] * coef + %.17g * a0[i];\n"
+                 "        const double d = $L1(a1[i]) * coef + %.17g * a0[i];\n"
                  "        const double m = %.17g * a2[i] + d;\n"
                  "        a5[i] = (float)(a0[i] - lr * m);\n        a6[i] = (float)m;\n        }",
                  at[1].f, at[0].f);
@@ -811,12 +1061,5 @@ bool cg_emit_node(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     CgEmitFn fn = cg_emitter(n->op);
     if (!fn) return unsupported(c, id, "no emitter in the kernel table (compiler/codegen/cg_ops.def)");
-    /* Every emitter writes f32 kernels: a node with another float type is
-     * refused here, once, before any emitter runs (integer indices pass). */
-    for (int i = 0; i < n->n_in + n->n_out; i++) {
-        DType t = ir_val(c->g, i < n->n_in ? n->in[i] : n->out[i - n->n_in])->dtype;
-        if (ir_dtype_is_float(t) && t != DT_F32)
-            return unsupported(c, id, "only f32 is generated yet (mixed precision: not yet)");
-    }
     return fn(c, id);
 }

@@ -12,15 +12,6 @@
  */
 #include "cg_internal.h"
 
-const char *cg_dtype_enum(DType t) {
-    switch (t) {
-    case DT_BF16: return "COLRT_BF16";
-    case DT_F16: return "COLRT_F16";
-    case DT_I32: return "COLRT_I32";
-    default: return "COLRT_F32";
-    }
-}
-
 static int64_t outer_of(Shape s, int d) {
     int64_t o = 1;
     for (int k = 0; k < d; k++) o *= s.d[k];
@@ -64,7 +55,7 @@ static void emit_step(CgCtx *c, const CgOptions *o, const LowerReshard *r, int k
     Shape lb = shard_spec_local(before, m, x->shape), la = shard_spec_local(&st->after, m, x->shape);
     int a = st->axis, n = m->size[a], d = st->dim;
     int64_t es = ir_dtype_size(x->dtype);
-    const char *dt = cg_dtype_enum(x->dtype);
+    const char *dt = cg_colrt_dtype(x->dtype);
     const char *op = (before->pmax >> a) & 1u ? "COLRT_MAX" : "COLRT_SUM";
     (void)o;
     switch (st->kind) {

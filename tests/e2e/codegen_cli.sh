@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # codegen_cli.sh — colossal-compile --emit code as a user drives it:
 # deterministic output, the header comment, the plan JSON's memory fields,
-# and the plans it cannot lower (a clear message, exit 1, nothing written).
-# usage: codegen_cli.sh COLOSSAL_COMPILE EXAMPLES_DIR WORK_DIR
+# mixed-precision code that compiles, and the plans it cannot lower (a clear
+# message, exit 1, nothing written).
+# usage: codegen_cli.sh COLOSSAL_COMPILE EXAMPLES_DIR WORK_DIR INCLUDE_DIR
 set -u
-cc=$1 ex=$2 work=$3
+cc=$1 ex=$2 work=$3 inc=$4
 rm -rf "$work" && mkdir -p "$work"
 fail=0
 check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
@@ -42,10 +43,20 @@ check "tensor parallel with ZeRO is generated" "[ $rc = 0 ] && [ -f $work/z/gpt2
 check "... the updated slices gathered back into the shards" "grep -q 'reshard %h.0.attn.c_attn.weight.next: \\[S0,R,S1,R\\] -all-gather-> \\[R,R,S1,R\\]' '$work/z/gpt2.c'"
 check "... the gradients reduce-scattered into the slices" "grep -q 'reshard %h.1.mlp.c_fc.weight.grad: \\[R,S1\\]P0 -reduce-scatter-> \\[S0,S1\\]' '$work/z/gpt2.c'"
 
-# mixed precision is refused at the first node of another float type, before any kernel is written
-out=$("$cc" "$ex/mlp/mlp.c" --batch 8 --cluster h100:1x1 --dtype bf16 --emit code -q -o "$work/bf" 2>&1); rc=$?
-check "bf16 code is refused with exit 1 at the first bf16 node" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'dense %layers.0.dense2: only f32 is generated yet'"
-check "... and writing no code" "[ ! -f $work/bf/mlp.c ]"
+# mixed precision: bf16 code is generated, with 16-bit operands, and compiles with the project's warnings
+"$cc" "$ex/mlp/mlp.c" --batch 8 --cluster h100:1x1 --dtype bf16 --emit code -q -o "$work/bf"
+check "bf16 code is generated" "[ -f $work/bf/mlp.c ] && [ -f $work/bf/mlp_kernels.c ] && [ -f $work/bf/mlp_kernels.cu ]"
+check "... bf16 values are uint16_t operands, rounded on store, GEMMs in bf16" "grep -q 'uint16_t \\*a' '$work/bf/mlp_kernels.c' && grep -q 'cg_f32_bf16(' '$work/bf/mlp_kernels.c' && grep -q 'colrt_gemm(NULL, COLRT_BF16' '$work/bf/mlp.c'"
+check "... f32 masters are initialized and checkpointed as f32, parameters as bf16" "grep -q '\\.master\", 1, .*COLRT_F32}' '$work/bf/mlp.c' && grep -q 'x.dtype = l->dtype' '$work/bf/mlp.c'"
+check "... and compiles with -Wall -Wextra -Werror" "${CC:-cc} -std=c17 -Wall -Wextra -Werror -I'$inc' -c '$work/bf/mlp.c' -o '$work/bf/mlp.o' && ${CC:-cc} -std=c17 -Wall -Wextra -Werror -I'$inc' -c '$work/bf/mlp_kernels.c' -o '$work/bf/mlp_kernels.o'"
+"$cc" "$ex/ir/gpt2-tiny.cir" --cluster h100:1x1 --dtype f16 --emit code -q -o "$work/f16"
+check "f16 code (dynamic loss scaling) keeps the loss scale as state from 65536" "grep -q '{\"loss_scale\", 0, .* 3, 65536, 65536, .*COLRT_F32}' '$work/f16/gpt2_tiny.c' && ${CC:-cc} -std=c17 -Wall -Wextra -Werror -I'$inc' -c '$work/f16/gpt2_tiny_kernels.c' -o '$work/f16/k.o'"
+# what mixed precision does not lower yet is refused, naming the node
+out=$("$cc" "$ex/ir/mlp.cir" --cluster h100:1x2 --mesh 2 --strategy zero2 --dtype bf16 --emit code -q -o "$work/bfz" 2>&1); rc=$?
+check "bf16 under ZeRO-2 is refused with exit 1 at the first master update" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'adamw %fc1.weight.master.next: ZeRO stage 1/2'"
+check "... and writing no code" "[ ! -f $work/bfz/mlp.c ]"
+out=$("$cc" "$ex/ir/mlp.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --dtype bf16 --emit code -q -o "$work/bfz3" 2>&1); rc=$?
+check "bf16 under ZeRO-3 is refused with exit 1 at the first cast of a master slice" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'cast %fc1.weight.next: its operand is a ZeRO slice'"
 
 # the tiny model's megatron plan on 2x2 keeps every parameter whole: the batch
 # over axis 0, replicas over the tensor-parallel axis 1

@@ -4,7 +4,7 @@
  * reference interpreter (ir/interp.h, f64) running the same training graph
  * on one device with the whole batch.
  *
- * Usage: e2e_driver MODEL.cir [STEPS [adamw|sgd [CHECKPOINT_DIR [MICRO_BATCHES]]]]
+ * Usage: e2e_driver MODEL.cir [STEPS [adamw|sgd [CHECKPOINT_DIR [MICRO_BATCHES [f32|bf16|f16]]]]]
  * (under mpirun). With micro-batches, each step's batch is that many
  * micro-batches and the interpreter accumulates as docs/training-graph.md says.
  *
@@ -23,6 +23,25 @@
  *     shift shared by all keys), f32 leaves ~1e-9 of noise there, and
  *     m / (sqrt(v) + 1e-8) turns that into ~0.1 lr per step (measured 1.1e-3
  *     on that tensor, <= 1e-5 on every other one).
+ *   - mixed precision (bf16/f16 compute, f32 masters; the last argument):
+ *     the training graph is built with the same --dtype; the generated
+ *     program's bf16/f16 parameters and f32 masters both start the
+ *     interpreter; float inputs are rounded to the compute dtype on both
+ *     sides. Both round to bf16/f16 at the same values, but from f32 against
+ *     f64 arithmetic, so a value near a rounding boundary rounds differently
+ *     (one ulp, 2^-8 relative for bf16) and the runs drift apart slowly:
+ *       loss: |ours - ref| <= 2e-3 |ref| (measured worst 2.1e-4,
+ *         gpt2_bf16_dp_2: on several ranks gradients are all-reduced in
+ *         bf16, each rank's part rounded before the sum; one rank: 3.4e-5);
+ *       SGD parameters (masters and compute copies): max|diff| <= 3e-2
+ *         max|ref| (measured worst 7.0e-3, gpt2_bf16_sgd_1);
+ *       AdamW parameters: |ours - ref|_2 <= 0.25 |ref - initial|_2, the
+ *         difference against the distance trained (measured worst 0.113,
+ *         gpt2_bf16_tp_1x2), because AdamW moves an element whose gradient
+ *         is rounding noise by ~lr either way; GPT-2's key bias (gradient
+ *         exactly zero, see above) moves by noise only on both sides:
+ *         max|diff| <= 2 lr steps (measured worst 6.6e-2 against 0.1).
+ *     Reproduce: ctest --test-dir build -R '_bf16_|_f16_' -V
  *   - with CHECKPOINT_DIR: m_save, then a model created with another seed and
  *     m_load holds bit-identical parameters, and one more step on both gives
  *     the same loss, bit for bit (the optimizer state and step count travel).
@@ -50,15 +69,32 @@
 #include CG_STR(CG_HEADER)
 
 typedef CG_FN(inputs) model_inputs;
+
+/* Mixed precision tolerances (the header comment says how they were measured). */
+#define BF16_LOSS_TOL 2e-3
+#define F16_LOSS_TOL 2e-3
+#define MIXED_SGD_PARAM_TOL 3e-2
+#define MIXED_ADAMW_PARAM_TOL 0.25
+#define KEY_BIAS_ABS_TOL 2.0
+#define INITIAL_LOSS_SCALE 65536.0 /* the generated program's first dynamic loss scale (f16) */
 typedef CG_MODEL model_t;
 
-/* A parameter's local data on the host (the CUDA backend keeps it on the device). */
+/* A parameter's local data on the host as float (the CUDA backend keeps it
+ * on the device; bf16 and f16 compute copies widen exactly). */
 static float *to_host(const colrt_tensor *t) {
     int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
     float *h = malloc(sizeof(float) * (size_t)(n ? n : 1));
-    colrt_memcpy(h, t->data, sizeof(float) * (size_t)n, COLRT_D2H, NULL);
+    colrt_memcpy(h, t->data, colrt_dtype_size(t->dtype) * (size_t)n, COLRT_D2H, NULL);
     colrt_device_sync();
+    const uint16_t *h16 = (const uint16_t *)h;
+    for (int64_t k = n - 1; t->dtype != COLRT_F32 && k >= 0; k--) { /* widened in place, back to front */
+        uint32_t u = h16[k], s = (u >> 15) << 31, e = (u >> 10) & 0x1f, m = u & 0x3ff;
+        if (t->dtype == COLRT_BF16) u <<= 16;
+        else if (e == 0) { h[k] = (s ? -1.0f : 1.0f) * ldexpf((float)m, -24); continue; }
+        else u = e == 31 ? s | 0x7f800000u | (m << 13) : s | ((e + 112) << 23) | (m << 13);
+        memcpy(&h[k], &u, 4);
+    }
     return h;
 }
 
@@ -126,7 +162,11 @@ int main(int argc, char **argv) {
     int steps = argc > 2 ? atoi(argv[2]) : 5;
     bool sgd = argc > 3 && !strcmp(argv[3], "sgd");
     int micro_batches = argc > 5 ? atoi(argv[5]) : 1;
-    const double param_tol = sgd ? 1e-5 : 2e-3;
+    DType compute = DT_F32;
+    if (argc > 6 && !ir_dtype_parse(argv[6], strlen(argv[6]), &compute)) return 2;
+    const bool mixed = compute != DT_F32;
+    const double loss_tol = compute == DT_BF16 ? BF16_LOSS_TOL : compute == DT_F16 ? F16_LOSS_TOL : 1e-5;
+    const double param_tol = mixed ? (sgd ? MIXED_SGD_PARAM_TOL : MIXED_ADAMW_PARAM_TOL) : sgd ? 1e-5 : 2e-3;
     int rank = colrt_rank();
     size_t len;
     char *text = ir_read_file(argv[1], &len);
@@ -140,6 +180,8 @@ int main(int argc, char **argv) {
     AdOptions ao;
     ad_options_default(&ao);
     ao.micro_batches = micro_batches;
+    ao.compute = compute; /* as colossal-compile --dtype */
+    ao.loss_scaling = compute == DT_F16;
     if (sgd) { /* as colossal-compile --optimizer sgd */
         ao.optimizer = AD_OPT_SGD;
         ao.weight_decay = 0;
@@ -160,6 +202,7 @@ int main(int argc, char **argv) {
     Interp *it = interp_new(g);
     interp_init_leaves(it, 1);
     colrt_tensor ps[256];
+    float *init[256] = {0}; /* mixed precision: the parameters before training */
     int np = CG_FN(params)(m, ps, 256);
     CHECK(np > 0 && np <= 256);
     if (getenv("COLOSSAL_E2E_EXPECT_TP")) { /* the plan must split a matrix (tensor parallel) */
@@ -175,8 +218,9 @@ int main(int argc, char **argv) {
         int64_t n = ir_shape_numel(ir_val(g, v)->shape);
         double *d = interp_data(it, v);
         float *h = whole(&ps[i], n);
-        for (int64_t k = 0; k < n; k++) d[k] = h[k];
-        free(h);
+        for (int64_t k = 0; k < n; k++) d[k] = h[k]; /* masters f32, compute copies exact */
+        if (mixed) init[i] = h;
+        else free(h);
     }
 
     int n_in = 0;
@@ -187,6 +231,9 @@ int main(int argc, char **argv) {
     int64_t first, count;
     CG_FN(input_rows)(m, &first, &count);
 
+    const ValueId scale = ir_find(g, "loss_scale");
+    bool dynamic = false;
+    for (ValueId w = 0; w < g->n_values; w++) dynamic |= scale != IR_NONE && ir_val(g, w)->updates == scale;
     double worst_loss = 0;
     const double lr = 1e-2;
     const int micro = CG_CAT(CG_MODEL, _MICRO_BATCHES), k_step = ad_step_begin(g);
@@ -215,7 +262,8 @@ int main(int argc, char **argv) {
         float loss = CG_FN(train_step)(m, &in, (float)lr);
         interp_set_scalar(it, ir_find(g, "lr"), lr);
         if (ir_find(g, "step") != IR_NONE) interp_set_scalar(it, ir_find(g, "step"), s + 1);
-        if (ir_find(g, "loss_scale") != IR_NONE) interp_set_scalar(it, ir_find(g, "loss_scale"), 1);
+        if (scale != IR_NONE && (!dynamic || s == 0)) /* dynamic: the graph updates it after the first step */
+            interp_set_scalar(it, scale, dynamic ? INITIAL_LOSS_SCALE : 1);
         StrBuf e2;
         sb_init(&e2);
         double ref = 0;
@@ -225,7 +273,8 @@ int main(int argc, char **argv) {
                 int64_t n = ir_shape_numel(x->shape);
                 double *d = interp_data(it, ins[k]);
                 for (int64_t e = 0; e < n; e++)
-                    d[e] = x->dtype == DT_I32 ? (double)((int32_t *)glob[k])[j * n + e] : (double)((float *)glob[k])[j * n + e];
+                    d[e] = x->dtype == DT_I32 ? (double)((int32_t *)glob[k])[j * n + e]
+                                              : interp_round(x->dtype, ((float *)glob[k])[j * n + e]);
             }
             CHECK(interp_run_range(it, 0, k_step, &e2));
             ref += interp_data(it, g->outputs[0])[0] / micro;
@@ -242,13 +291,15 @@ int main(int argc, char **argv) {
         double rel = fabs(loss - ref) / fmax(fabs(ref), 1e-30);
         if (rel > worst_loss) worst_loss = rel;
         if (rank == 0) printf("step %d: loss %.7f (reference %.7f, rel. diff %.2e)\n", s + 1, loss, ref, rel);
-        CHECK(rel <= 1e-5);
+        CHECK(rel <= loss_tol);
         for (int k = 0; k < n_in; k++) {
             free(bufs[k]);
             free(glob[k]);
         }
     }
 
+    if (dynamic && rank == 0) /* whether an overflow halved it (and skipped a step) */
+        printf("dynamic loss scale after %d steps: %g (reference)\n", steps, interp_data(it, scale)[0]);
     double worst_param = 0;
     const char *worst_name = "";
     for (int i = 0; i < np && i < 256; i++) {
@@ -256,17 +307,32 @@ int main(int argc, char **argv) {
         if (v == IR_NONE) continue;
         int64_t n = ir_shape_numel(ir_val(g, v)->shape);
         const double *d = interp_data(it, v);
-        double md = 0, mr = 0;
+        double md = 0, mr = 0, d2 = 0, m2 = 0;
         float *h = whole(&ps[i], n);
         for (int64_t k = 0; k < n; k++) {
             md = fmax(md, fabs(h[k] - d[k]));
             mr = fmax(mr, fabs(d[k]));
+            if (init[i]) {
+                d2 += (h[k] - d[k]) * (h[k] - d[k]);
+                m2 += (d[k] - init[i][k]) * (d[k] - init[i][k]);
+            }
         }
         free(h);
+        free(init[i]);
         double rel = md / fmax(mr, 1e-30);
-        if (rel > worst_param) { worst_param = rel; worst_name = ps[i].name; }
-        if (rel > param_tol) fprintf(stderr, "parameter %s: max|diff|/max|ref| %.3g\n", ps[i].name, rel);
-        CHECK(rel <= param_tol);
+        double tol = param_tol;
+        bool key_bias = mixed && !sgd && strstr(ps[i].name, "attn.c_attn.bias");
+        if (key_bias) { /* see above */
+            rel = md;
+            tol = KEY_BIAS_ABS_TOL * lr * steps;
+            if (rank == 0) printf("%s: max|diff| %.2e (bound %.2e)\n", ps[i].name, md, tol);
+        } else if (mixed && !sgd) {
+            rel = sqrt(d2 / fmax(m2, 1e-30));
+        }
+        if (rel > worst_param && !key_bias) { worst_param = rel; worst_name = ps[i].name; }
+        if (rel > tol)
+            fprintf(stderr, "parameter %s: max|diff| %.3e, max|ref| %.3e, measure %.3g > %.3g\n", ps[i].name, md, mr, rel, tol);
+        CHECK(rel <= tol);
     }
     if (argc > 4) { /* checkpoint round trip */
         CG_FN(save)(m, argv[4]);
@@ -313,9 +379,10 @@ int main(int argc, char **argv) {
     }
     CG_FN(statistics) st = CG_FN(stats)(m);
     if (rank == 0)
-        printf("%s: %d ranks, %d steps: worst loss rel. diff %.2e, worst parameter max|diff|/max|ref| %.2e (%s); "
+        printf("%s: %d ranks, %d steps: worst loss rel. diff %.2e, worst parameter %s %.2e (%s); "
                "arena %zu bytes, lower bound %zu\n",
-               CG_STR(CG_MODEL), colrt_world(), steps, worst_loss, worst_param, worst_name, st.arena_bytes,
+               CG_STR(CG_MODEL), colrt_world(), steps, worst_loss,
+               mixed && !sgd ? "|diff|_2/|ref - initial|_2" : "max|diff|/max|ref|", worst_param, worst_name, st.arena_bytes,
                st.lower_bound_bytes);
     CG_FN(destroy)(m);
     interp_free(it);
