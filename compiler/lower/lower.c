@@ -506,8 +506,12 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                            op == OP_LOSS_SCALE_UPDATE;
         /* a ZeRO slice of a whole parameter is all-gathered into it instead
          * (stage 3: the parameter is a slice too, updated in place) */
-        bool zero_param = p->v[v].zchunk && ir_val(g, x->updates)->role == ROLE_PARAM &&
-                          !p->v[x->updates].zchunk;
+        bool zero_param = p->v[v].zchunk && x->def_out == 0 && (op == OP_ADAMW || op == OP_SGD) &&
+                          !p->v[x->updates].zchunk; /* the parameter, or its f32 master */
+        if (zero_param) { /* later readers (the cast to the compute dtype) read the gathered whole */
+            p->v[v].redirect = x->updates;
+            p->v[v].redirect_from = x->def + 1;
+        }
         if (sharded && !shard_spec_eq(&p->v[v].spec, &p->v[x->updates].spec)) continue; /* ZeRO slices */
         if (elementwise && !zero_param && last_use[leaf] <= x->def && p->v[v].storage == v)
             p->v[v].storage = leaf;
