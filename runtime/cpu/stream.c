@@ -11,10 +11,11 @@
  *
  * Collectives on a worker need MPI_THREAD_MULTIPLE, and two threads must
  * never run collectives on one communicator at once: a stream's first
- * collective on a mesh axis duplicates that axis's communicator (in the
- * caller, in program order, so every rank of the axis does it at the same
- * point), and the worker only ever uses its duplicates. Each rank queues a
- * stream's collectives in program order, so they match across ranks.
+ * collective on a mesh axis duplicates that axis's communicator (the caller
+ * starts MPI_Comm_idup in program order, so every rank of the axis does it
+ * at the same point, and queues the wait for it: the caller does not block),
+ * and the worker only ever uses its duplicates. Each rank queues a stream's
+ * collectives in program order, so they match across ranks.
  *
  * Events count generations: recording gives the event a new generation
  * (`recorded`); the worker marks it complete when it passes the marker
@@ -37,14 +38,19 @@
 
 #define MAX_STREAMS 64
 
-typedef enum { OP_COLL, OP_COPY2D, OP_MEMSET, OP_RECORD, OP_WAIT } op_kind;
+typedef enum { OP_DUP, OP_COLL, OP_COPY2D, OP_MEMSET, OP_RECORD, OP_WAIT } op_kind;
 
 typedef struct op {
     op_kind kind;
     union {
         struct {
+            MPI_Request req;
+            MPI_Comm *comm;
+            int axis;
+        } dup;
+        struct {
             colrt_coll c;
-            MPI_Comm comm;
+            MPI_Comm *comm; /* read when the op runs: an OP_DUP before it filled it in */
         } coll;
         struct {
             void *dst;
@@ -62,11 +68,12 @@ typedef struct op {
     } u;
 } op;
 
-/* A stream's duplicates of one mesh's axis communicators (MPI_COMM_NULL
- * until the stream's first collective on that axis). */
+/* A stream's duplicates of one mesh's axis communicators (NULL until the
+ * stream's first collective on that axis). Each lives in its own cell, as
+ * MPI fills it in when the duplication completes, on the worker. */
 typedef struct mesh_dup {
     colrt_mesh *m;
-    MPI_Comm comm[COLRT_MAX_AXES];
+    MPI_Comm *comm[COLRT_MAX_AXES];
 } mesh_dup;
 
 struct colrt_stream {
@@ -131,7 +138,13 @@ static void event_pass(colrt_event *e, uint64_t gen, int wait) {
 
 static void run_op(const op *o) {
     switch (o->kind) {
-    case OP_COLL: colrt__coll_run(&o->u.coll.c, o->u.coll.comm); break;
+    case OP_DUP: {
+        MPI_Request r = o->u.dup.req;
+        colrt__mpi_wait(&r, "communicator duplicate for a stream", o->u.dup.axis);
+        COLRT_MPI(MPI_Comm_set_errhandler(*o->u.dup.comm, MPI_ERRORS_RETURN));
+        break;
+    }
+    case OP_COLL: colrt__coll_run(&o->u.coll.c, *o->u.coll.comm); break;
     case OP_COPY2D: {
         const size_t h = o->u.copy.height, w = o->u.copy.width;
         if (h == 1) memmove(o->u.copy.dst, o->u.copy.src, w);
@@ -220,9 +233,14 @@ colrt_stream *colrt_stream_create(void) {
     return s;
 }
 
+/* After a drain: the duplications have completed. */
 static void free_dups(mesh_dup *d) {
     for (int a = 0; a < d->m->naxes; a++)
-        if (d->comm[a] != MPI_COMM_NULL) COLRT_MPI(MPI_Comm_free(&d->comm[a]));
+        if (d->comm[a]) {
+            COLRT_MPI(MPI_Comm_free(d->comm[a]));
+            free(d->comm[a]);
+            d->comm[a] = NULL;
+        }
 }
 
 void colrt_stream_destroy(colrt_stream *s) {
@@ -278,11 +296,11 @@ void colrt__streams_mesh_destroy(colrt_mesh *m) {
     }
 }
 
-/* s's duplicate of m's axis communicator, made at the stream's first
- * collective on that axis. MPI_Comm_idup is a collective over the axis, made
- * here in the caller's program order (so the ranks match it like any other
- * collective), under the watchdog. */
-static MPI_Comm stream_comm(colrt_stream *s, colrt_mesh *m, int axis) {
+/* Where s's duplicate of m's axis communicator is (or will be, once the
+ * worker passes the OP_DUP queued here at the stream's first collective on
+ * that axis). MPI_Comm_idup is a collective over the axis, started here in
+ * the caller's program order, so the ranks match it like any other. */
+static MPI_Comm *stream_comm(colrt_stream *s, colrt_mesh *m, int axis) {
     mesh_dup *d = NULL;
     for (int k = 0; k < s->ndups && !d; k++)
         if (s->dups[k].m == m) d = &s->dups[k];
@@ -291,14 +309,17 @@ static MPI_Comm stream_comm(colrt_stream *s, colrt_mesh *m, int axis) {
         if (!grown) colrt_die("colrt stream %d: out of memory", s->id);
         s->dups = grown;
         d = &s->dups[s->ndups++];
-        d->m = m;
-        for (int a = 0; a < COLRT_MAX_AXES; a++) d->comm[a] = MPI_COMM_NULL;
+        *d = (mesh_dup){.m = m};
     }
-    if (d->comm[axis] == MPI_COMM_NULL) {
-        MPI_Request r;
-        COLRT_MPI(MPI_Comm_idup(m->comm[axis], &d->comm[axis], &r));
-        colrt__mpi_wait(&r, "communicator duplicate for a stream", axis);
-        COLRT_MPI(MPI_Comm_set_errhandler(d->comm[axis], MPI_ERRORS_RETURN));
+    if (!d->comm[axis]) {
+        MPI_Comm *cell = malloc(sizeof *cell);
+        if (!cell) colrt_die("colrt stream %d: out of memory", s->id);
+        *cell = MPI_COMM_NULL;
+        op o = {.kind = OP_DUP};
+        COLRT_MPI(MPI_Comm_idup(m->comm[axis], cell, &o.u.dup.req));
+        o.u.dup.comm = cell, o.u.dup.axis = axis;
+        d->comm[axis] = cell;
+        enqueue(s, &o);
     }
     return d->comm[axis];
 }
