@@ -1,5 +1,6 @@
 /*
- * bench_overlap [--layers L] [--tokens M] [--dim D] [--reps R] — does a
+ * bench_overlap [--layers L] [--tokens M] [--dim D] [--reps R] [--sleep-ms S]
+ * — does a
  * communication stream overlap gradient all-reduces with backward compute
  * on this backend? One "backward pass" is L layers; each computes a weight
  * gradient dW[D,D] = Xᵀ·dY (a GEMM over M tokens, f32) and all-reduces it
@@ -15,13 +16,16 @@
  * modes alternate rep by rep (each going first every other rep), so load
  * from other processes falls on all alike; each time is the slowest rank's,
  * best of R. Both modes' gradients are checked equal. Run under mpirun -np N;
- * rank 0 prints.
+ * rank 0 prints. --sleep-ms S replaces each GEMM by S ms of sleep: compute
+ * that leaves the host cores free, as a GPU's does, to see what the
+ * mechanism gives when the worker has a core to itself.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "colossal/colrt.h"
 
@@ -29,12 +33,18 @@ enum { COMPUTE, COMM, SYNC, STREAM, NMODES };
 static const char *NAMES[] = {"compute only", "comm only", "sync", "stream"};
 
 static int L = 12, M = 256, D = 768;
+static double sleep_ms = 0;
 static float *X, *dY, **G;
 static colrt_mesh *mesh;
 static colrt_stream *comm;
 static colrt_event *ready, **done;
 
 static void grad(int l) {
+    if (sleep_ms > 0) {
+        struct timespec ts = {(time_t)(sleep_ms / 1e3), (long)(sleep_ms * 1e6) % 1000000000L};
+        nanosleep(&ts, NULL);
+        return;
+    }
     colrt_gemm(NULL, COLRT_F32, 1, 0, D, D, M, 1.f, X, D, 0, dY + (size_t)l * M * D, D, 0, 0.f, G[l], D, 0, 1);
 }
 
@@ -62,6 +72,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--tokens")) M = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--dim")) D = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--sleep-ms")) sleep_ms = atof(argv[i + 1]);
     }
     int W = colrt_world(), R = colrt_rank();
     mesh = colrt_mesh_create(1, &W);
@@ -80,7 +91,9 @@ int main(int argc, char **argv) {
     if (R == 0)
         printf("bench_overlap: backend %s, %d ranks, %d layers, dW [%d,%d] from %d tokens (%.1f MB all-reduced per "
                "layer), best of %d\n%s\n",
-               colrt_backend(), W, L, D, D, M, D * D * 4 / 1e6, reps, colrt_gemm_library());
+               colrt_backend(), W, L, D, D, M, D * D * 4 / 1e6, reps,
+               sleep_ms > 0 ? "compute: sleep (--sleep-ms)" : colrt_gemm_library());
+    if (R == 0 && sleep_ms > 0) printf("compute is %.2f ms of sleep per layer, not a GEMM\n", sleep_ms);
     backward(STREAM); /* warm-up: BLAS threads, the stream's communicator duplicate, page faults */
     backward(SYNC);
     double best[NMODES];
@@ -99,7 +112,7 @@ int main(int argc, char **argv) {
     /* The two modes compute the same sums. */
     float *ref = malloc((size_t)D * D * 4);
     int differ = 0;
-    for (int l = 0; l < L; l++) {
+    for (int l = 0; l < L && sleep_ms == 0; l++) { /* (sleeping writes no gradient) */
         grad(l);
         colrt_all_reduce(mesh, 0, G[l], G[l], (size_t)D * D, COLRT_F32, COLRT_SUM, NULL);
         memcpy(ref, G[l], (size_t)D * D * 4);
@@ -113,7 +126,7 @@ int main(int argc, char **argv) {
         double lo = best[COMPUTE] > best[COMM] ? best[COMPUTE] : best[COMM];
         printf("sync / stream = %.2f (ideal overlap: (compute + comm) / max = %.2f); gradients %s\n",
                best[SYNC] / best[STREAM], (best[COMPUTE] + best[COMM]) / lo,
-               differ ? "DIFFER" : "equal in both modes");
+               differ ? "DIFFER" : sleep_ms > 0 ? "not checked" : "equal in both modes");
     }
     free(ref);
     for (int l = 0; l < L; l++) colrt_event_destroy(done[l]);
