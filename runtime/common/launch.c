@@ -71,8 +71,13 @@ void colrt_init(int *argc, char ***argv) {
     if (!init) {
         /* Without a launcher OpenMPI starts as a singleton: a world of one.
          * MULTIPLE: the CPU backend's streams run collectives on their own
-         * threads (cpu/stream.c); with less they run in the caller. */
-        int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+         * threads (cpu/stream.c); with less they run in the caller. The
+         * CUDA backend's collectives are NCCL's, and COLRT_STREAMS=sync
+         * wants no worker threads: FUNNELED is enough for both. */
+        const char *mode = getenv("COLRT_STREAMS");
+        int want = colrt__device_is_host && !(mode && !strcmp(mode, "sync")) ? MPI_THREAD_MULTIPLE
+                                                                             : MPI_THREAD_FUNNELED;
+        int rc = MPI_Init_thread(argc, argv, want, &provided);
         if (rc != MPI_SUCCESS) colrt__mpi_fail(rc, "MPI_Init_thread", __FILE__, __LINE__);
         colrt__g.we_init_mpi = 1;
     } else {
