@@ -14,8 +14,10 @@
  *    per call; arithmetic is always in f32 (bf16/f16 are storage only).
  *    Statistics (mean, rstd, lse), optimizer state and losses are f32.
  *  - Kernels and collectives take a stream (NULL: the default stream) and
- *    are asynchronous where the backend allows (CUDA); the CPU backend runs
- *    them to completion before returning.
+ *    are asynchronous where the backend allows: on CUDA everything is; on
+ *    the CPU backend collectives and device copies given a non-NULL stream
+ *    run on that stream's worker thread, and the rest runs to completion
+ *    before returning (see "streams and events").
  *  - Parameter gradients (dw, db, dtable, ...) take `accumulate`: 0 writes,
  *    1 adds (gradient accumulation over micro-batches). Activation gradients
  *    are always written.
@@ -90,7 +92,43 @@ int colrt_mesh_naxes(const colrt_mesh *m);
 int colrt_mesh_size(const colrt_mesh *m, int axis);
 int colrt_mesh_coord(const colrt_mesh *m, int axis); /* this rank's index along axis */
 
-/* ---- streams and events ------------------------------------------------------ */
+/* ---- streams and events ------------------------------------------------------
+ * A stream runs the work given to it in order; work on different streams may
+ * overlap. NULL is the default stream. An event marks a point in a stream.
+ *
+ * CUDA: CUDA streams and events; collectives are NCCL calls on the stream.
+ *
+ * CPU: the NULL stream is the caller: its work is done when the call
+ * returns. A non-NULL stream is a worker thread with a FIFO queue:
+ * collectives, colrt_memcpy D2D, colrt_memcpy_2d and colrt_memset0 given it
+ * are queued and the call returns at once; the worker runs them in order.
+ * Kernels (GEMM, norms, ...) given a non-NULL stream first wait for that
+ * stream's queued work, then run in the caller (generated code gives them
+ * NULL). colrt_memcpy H2D/D2H on a stream waits for the stream, then copies.
+ * Each stream runs its collectives on its own duplicates of the mesh axis
+ * communicators, made at the stream's first collective on an axis (itself a
+ * collective over that axis, so every rank of the axis must make that call,
+ * as for any collective); a rank must issue a stream's collectives in the
+ * same order as its peers. Buffers handed to a queued call must stay valid
+ * and untouched until an event recorded after it completes. This needs
+ * MPI_THREAD_MULTIPLE; without it (or with COLRT_STREAMS=sync) stream work
+ * runs in the caller, as on the NULL stream (COLRT_VERBOSE=1 says so).
+ *
+ * Events are reusable: each record starts a new generation; waits and
+ * queries concern the latest record issued before them.
+ *   colrt_event_record(e, NULL)  e completes at once (the caller's work is done)
+ *   colrt_event_record(e, s)     e completes when s reaches this point
+ *   colrt_stream_wait(NULL, e)   the caller blocks until e completes
+ *   colrt_stream_wait(s, e)      s's later work starts after e completes;
+ *                                the caller does not block
+ *   colrt_event_done(e)          1 if e's latest record has completed (or e
+ *                                was never recorded), 0 if not; never blocks
+ *   colrt_stream_sync(s)         the caller blocks until s's work is done
+ *   colrt_device_sync()          ... every stream's work
+ *   colrt_stream_destroy(s)      finishes s's work first (NULL: nothing)
+ *   colrt_event_destroy(e)       waits for queued records/waits naming e
+ * colrt_finalize destroys the streams still alive; a mesh's destruction
+ * waits for the streams that used it. At most 64 streams at a time. */
 typedef struct colrt_stream colrt_stream;
 typedef struct colrt_event colrt_event;
 
@@ -101,6 +139,7 @@ colrt_event *colrt_event_create(void);
 void colrt_event_destroy(colrt_event *e);
 void colrt_event_record(colrt_event *e, colrt_stream *s);
 void colrt_stream_wait(colrt_stream *s, colrt_event *e); /* s runs later work after e */
+int colrt_event_done(colrt_event *e);                    /* e's latest record completed? */
 void colrt_device_sync(void);
 
 /* ---- memory -------------------------------------------------------------------

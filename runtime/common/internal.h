@@ -13,6 +13,7 @@
 
 typedef struct colrt_state {
     int inited, we_init_mpi;
+    int thread_multiple; /* MPI gave MPI_THREAD_MULTIPLE: collectives may run on stream threads */
     int rank, world, local_rank, local_size;
     double timeout; /* seconds a collective may take before the job ends */
     char host[256];
@@ -34,9 +35,16 @@ void colrt__mpi_fail(int rc, const char *call, const char *file, int line);
     } while (0)
 
 /* Brackets a blocking collective: past the timeout inside it, the watchdog
- * ends the job naming `what` and the mesh axis (-1: the world). */
+ * ends the job naming `what` and the mesh axis (-1: the world). Each thread
+ * that runs collectives (the caller, a CPU stream's worker) has its own
+ * watchdog slot, claimed at its first collective; a thread that ends calls
+ * colrt__coll_thread_exit to give it back. `who`, when a thread names
+ * itself with colrt__coll_thread_name before its first collective, is
+ * added to the timeout message ("on stream 2's worker thread"). */
 void colrt__coll_begin(const char *what, int axis);
 void colrt__coll_end(void);
+void colrt__coll_thread_name(const char *who);
+void colrt__coll_thread_exit(void);
 /* Waits for req under the watchdog. */
 void colrt__mpi_wait(MPI_Request *req, const char *what, int axis);
 void colrt__require_init(const char *fn);

@@ -2,8 +2,9 @@
  * launch.c — bootstrap and the mesh: MPI_Init under mpirun/srun or as a
  * singleton, rank/world/local rank, fatal errors that take the whole job
  * down, one MPI communicator per mesh axis, and a watchdog thread that ends
- * the job when a collective runs past the timeout, so that a dead or hung
- * peer ends the job instead of hanging it.
+ * the job when a collective (on any thread: the caller's or a CPU stream's
+ * worker) runs past the timeout, so that a dead or hung peer ends the job
+ * instead of hanging it.
  * Used by both backends (the CUDA one bootstraps NCCL over MPI).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -66,13 +67,23 @@ void colrt_init(int *argc, char ***argv) {
     gethostname(colrt__g.host, sizeof colrt__g.host - 1);
     int init = 0;
     MPI_Initialized(&init);
+    int provided = MPI_THREAD_SINGLE;
     if (!init) {
-        /* Without a launcher OpenMPI starts as a singleton: a world of one. */
-        int provided = 0;
-        int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+        /* Without a launcher OpenMPI starts as a singleton: a world of one.
+         * MULTIPLE: the CPU backend's streams run collectives on their own
+         * threads (cpu/stream.c); with less they run in the caller. The
+         * CUDA backend's collectives are NCCL's, and COLRT_STREAMS=sync
+         * wants no worker threads: FUNNELED is enough for both. */
+        const char *mode = getenv("COLRT_STREAMS");
+        int want = colrt__device_is_host && !(mode && !strcmp(mode, "sync")) ? MPI_THREAD_MULTIPLE
+                                                                             : MPI_THREAD_FUNNELED;
+        int rc = MPI_Init_thread(argc, argv, want, &provided);
         if (rc != MPI_SUCCESS) colrt__mpi_fail(rc, "MPI_Init_thread", __FILE__, __LINE__);
         colrt__g.we_init_mpi = 1;
+    } else {
+        COLRT_MPI(MPI_Query_thread(&provided));
     }
+    colrt__g.thread_multiple = provided >= MPI_THREAD_MULTIPLE;
     /* Errors come back to us, so every failure is reported with its call and ends the job. */
     COLRT_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     COLRT_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &colrt__g.rank));
@@ -110,18 +121,30 @@ void colrt_barrier(void) {
 
 /* ---- the watchdog ------------------------------------------------------------
  * Collectives are blocking MPI calls (the tuned algorithms, which are faster
- * here than the nonblocking ones), bracketed by colrt__coll_begin/end. A
- * thread checks every 20 ms whether the current collective has run past the
- * timeout; if so it names the collective and aborts the job. */
+ * here than the nonblocking ones), bracketed by colrt__coll_begin/end. Every
+ * thread that runs collectives owns a slot (the caller's, one per CPU stream
+ * worker); a thread checks every 20 ms whether any slot's collective has run
+ * past the timeout; if so it names the collective and aborts the job. */
+
+#define WD_SLOTS 72 /* the caller, up to 64 streams, and a few spare */
+
+typedef struct wd_slot {
+    int used;
+    const char *what; /* NULL: not inside a collective */
+    int axis;
+    double start;
+    char who[48]; /* "" or "stream 2's worker thread" */
+} wd_slot;
 
 static struct {
     pthread_mutex_t mu;
     pthread_t thread;
     int running, stop;
-    const char *what; /* NULL: not inside a collective */
-    int axis;
-    double start;
+    wd_slot slot[WD_SLOTS];
 } wd = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static _Thread_local int wd_mine = -1; /* this thread's slot */
+static _Thread_local char wd_name[48];
 
 static double mono(void) {
     struct timespec t;
@@ -135,17 +158,20 @@ static void *watchdog(void *arg) {
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
         pthread_mutex_lock(&wd.mu);
-        int stop = wd.stop, late = wd.what && mono() - wd.start > colrt__g.timeout;
-        const char *what = wd.what;
-        int axis = wd.axis;
+        int stop = wd.stop;
+        wd_slot late = {0};
+        double now = mono();
+        for (int i = 0; i < WD_SLOTS && !late.what; i++)
+            if (wd.slot[i].used && wd.slot[i].what && now - wd.slot[i].start > colrt__g.timeout) late = wd.slot[i];
         pthread_mutex_unlock(&wd.mu);
         if (stop) return NULL;
-        if (late) {
-            if (axis >= 0)
-                colrt_die("%s on mesh axis %d did not complete within %.1f s: a peer rank died or hung; aborting the job",
-                          what, axis, colrt__g.timeout);
-            colrt_die("%s did not complete within %.1f s: a peer rank died or hung; aborting the job", what,
-                      colrt__g.timeout);
+        if (late.what) {
+            const char *sep = late.who[0] ? " on " : "";
+            if (late.axis >= 0)
+                colrt_die("%s on mesh axis %d did not complete within %.1f s%s%s: a peer rank died or hung; aborting the job",
+                          late.what, late.axis, colrt__g.timeout, sep, late.who);
+            colrt_die("%s did not complete within %.1f s%s%s: a peer rank died or hung; aborting the job", late.what,
+                      colrt__g.timeout, sep, late.who);
         }
     }
 }
@@ -165,15 +191,35 @@ static void watchdog_stop(void) {
     wd.running = 0;
 }
 
+void colrt__coll_thread_name(const char *who) { snprintf(wd_name, sizeof wd_name, "%s", who ? who : ""); }
+
 void colrt__coll_begin(const char *what, int axis) {
     pthread_mutex_lock(&wd.mu);
-    wd.what = what, wd.axis = axis, wd.start = mono();
+    if (wd_mine < 0) {
+        for (int i = 0; i < WD_SLOTS && wd_mine < 0; i++)
+            if (!wd.slot[i].used) wd_mine = i;
+        if (wd_mine < 0) {
+            pthread_mutex_unlock(&wd.mu);
+            colrt_die("%s: more than %d threads run collectives", what, WD_SLOTS);
+        }
+        wd.slot[wd_mine] = (wd_slot){.used = 1};
+        memcpy(wd.slot[wd_mine].who, wd_name, sizeof wd_name);
+    }
+    wd_slot *w = &wd.slot[wd_mine];
+    w->what = what, w->axis = axis, w->start = mono();
     pthread_mutex_unlock(&wd.mu);
 }
 
 void colrt__coll_end(void) {
     pthread_mutex_lock(&wd.mu);
-    wd.what = NULL;
+    if (wd_mine >= 0) wd.slot[wd_mine].what = NULL;
+    pthread_mutex_unlock(&wd.mu);
+}
+
+void colrt__coll_thread_exit(void) {
+    pthread_mutex_lock(&wd.mu);
+    if (wd_mine >= 0) wd.slot[wd_mine].used = 0;
+    wd_mine = -1;
     pthread_mutex_unlock(&wd.mu);
 }
 

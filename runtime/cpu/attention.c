@@ -83,7 +83,7 @@ static void fwd_head(const colrt_attn_args *a, const float *q, const float *k, c
  * does not fork again): a few large parallel regions instead of hundreds of
  * small ones, which stall at their barriers when the cores are shared. */
 void colrt__attention_fwd(colrt_stream *s, const colrt_attn_args *a) {
-    (void)s;
+    colrt__stream_order(s);
     int64_t B = a->B, T = a->T, S = a->S, H = a->H, Hkv = a->Hkv, Dh = a->Dh, nq_all = B * T * H * Dh;
     float *q = view(a->q, a->t, nq_all), *k = view(a->k, a->t, B * S * Hkv * Dh), *v = view(a->v, a->t, B * S * Hkv * Dh);
     float *o = a->t == COLRT_F32 ? (float *)a->out : widen(NULL, a->t, nq_all);
@@ -142,7 +142,7 @@ static void bwd_group(const colrt_attn_args *a, const BwdBufs *x, float *P, floa
 }
 
 void colrt__attention_bwd(colrt_stream *s, const colrt_attn_args *a) {
-    (void)s;
+    colrt__stream_order(s);
     int64_t B = a->B, T = a->T, S = a->S, H = a->H, Hkv = a->Hkv, Dh = a->Dh;
     int64_t nq_all = B * T * H * Dh, nk_all = B * S * Hkv * Dh;
     float *q = view(a->q, a->t, nq_all), *k = view(a->k, a->t, nk_all), *v = view(a->v, a->t, nk_all);

@@ -164,7 +164,7 @@ static void narrow(void *dst, const float *src, colrt_dtype t, int64_t rows, int
 void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t M, int64_t N, int64_t K,
                 float alpha, const void *A, int64_t lda, int64_t strideA, const void *B, int64_t ldb,
                 int64_t strideB, float beta, void *C, int64_t ldc, int64_t strideC, int64_t batch) {
-    (void)s;
+    colrt__stream_order(s);
     if (t == COLRT_I32) colrt_die("colrt_gemm: dtype I32 is not supported");
     if (M < 0 || N < 0 || K < 0 || batch < 0) colrt_die("colrt_gemm: negative size");
     if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)

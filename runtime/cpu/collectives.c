@@ -1,8 +1,11 @@
 /*
  * collectives.c — the CPU backend's collectives: MPI's (tuned, blocking)
- * collectives on the mesh axis's communicator, under the watchdog (see
- * common/launch.c), so a dead or hung peer ends the job instead of hanging it. bf16/f16 reduce with user-defined MPI ops that
- * add in f32 and round once per step; AVG is SUM then a scale by 1/n.
+ * collectives under the watchdog (see common/launch.c), so a dead or hung
+ * peer ends the job instead of hanging it. bf16/f16 reduce with
+ * user-defined MPI ops that add in f32 and round once per step; AVG is SUM
+ * then a scale by 1/n. Each call is checked and resolved to MPI terms in the
+ * caller, then run now on the mesh axis's communicator (NULL stream) or
+ * queued on the stream's worker (stream.c), on the stream's own duplicate.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -11,6 +14,7 @@
 
 #include "../common/half.h"
 #include "../common/internal.h"
+#include "cpu.h"
 
 static MPI_Op op16[2][2]; /* [bf16?][max?] */
 
@@ -57,11 +61,10 @@ static MPI_Op mpi_op(colrt_dtype t, colrt_redop op) {
     return max ? MPI_MAX : MPI_SUM;
 }
 
-static MPI_Comm axis_comm(colrt_mesh *m, int axis, const char *what) {
+static void check_axis(colrt_mesh *m, int axis, const char *what) {
     colrt__require_init(what);
     if (!m || axis < 0 || axis >= m->naxes)
         colrt_die("%s: mesh axis %d out of range (mesh has %d axes)", what, axis, m ? m->naxes : 0);
-    return m->comm[axis];
 }
 
 static int icount(size_t n, const char *what) {
@@ -73,54 +76,62 @@ static void scale(void *p, size_t n, colrt_dtype t, float f) {
     for (size_t i = 0; i < n; i++) colrt_st(p, t, (int64_t)i, colrt_ld(p, t, (int64_t)i) * f);
 }
 
+/* Runs on the caller's thread or a stream's worker: touches only c's buffers. */
+void colrt__coll_run(const colrt_coll *c, MPI_Comm comm) {
+    colrt__coll_begin(c->what, c->axis);
+    switch (c->kind) {
+    case COLL_ALL_REDUCE:
+        COLRT_MPI(MPI_Allreduce(c->send == c->recv ? MPI_IN_PLACE : c->send, c->recv, c->count, c->dt, c->op, comm));
+        break;
+    case COLL_ALL_GATHER: COLRT_MPI(MPI_Allgather(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm)); break;
+    case COLL_REDUCE_SCATTER: COLRT_MPI(MPI_Reduce_scatter_block(c->send, c->recv, c->count, c->dt, c->op, comm)); break;
+    case COLL_ALL_TO_ALL: COLRT_MPI(MPI_Alltoall(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm)); break;
+    case COLL_BROADCAST: COLRT_MPI(MPI_Bcast(c->recv, c->count, c->dt, c->root, comm)); break;
+    }
+    colrt__coll_end();
+    if (c->avg != 0.f) scale(c->recv, (size_t)c->count, c->t, c->avg);
+}
+
 void colrt_all_reduce(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
                       colrt_redop op, colrt_stream *s) {
-    (void)s;
-    MPI_Comm c = axis_comm(m, axis, "all_reduce");
-    colrt__coll_begin("all_reduce", axis);
-    COLRT_MPI(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, icount(count, "all_reduce"), mpi_type(t),
-                            mpi_op(t, op), c));
-    colrt__coll_end();
-    if (op == COLRT_AVG) scale(recv, count, t, 1.f / (float)m->sizes[axis]);
+    check_axis(m, axis, "all_reduce");
+    colrt_coll c = {.kind = COLL_ALL_REDUCE, .what = "all_reduce", .axis = axis, .send = send, .recv = recv,
+                    .count = icount(count, "all_reduce"), .dt = mpi_type(t), .op = mpi_op(t, op), .t = t};
+    if (op == COLRT_AVG) c.avg = 1.f / (float)m->sizes[axis];
+    colrt__stream_coll(s, m, &c);
 }
 
 void colrt_all_gather(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
                       colrt_stream *s) {
-    (void)s;
-    MPI_Comm c = axis_comm(m, axis, "all_gather");
-    int n = icount(count, "all_gather");
-    colrt__coll_begin("all_gather", axis);
-    COLRT_MPI(MPI_Allgather(send, n, mpi_type(t), recv, n, mpi_type(t), c));
-    colrt__coll_end();
+    check_axis(m, axis, "all_gather");
+    colrt_coll c = {.kind = COLL_ALL_GATHER, .what = "all_gather", .axis = axis, .send = send, .recv = recv,
+                    .count = icount(count, "all_gather"), .dt = mpi_type(t), .t = t};
+    colrt__stream_coll(s, m, &c);
 }
 
 void colrt_reduce_scatter(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
                           colrt_redop op, colrt_stream *s) {
-    (void)s;
-    MPI_Comm c = axis_comm(m, axis, "reduce_scatter");
+    check_axis(m, axis, "reduce_scatter");
     icount(count * (size_t)m->sizes[axis], "reduce_scatter");
-    colrt__coll_begin("reduce_scatter", axis);
-    COLRT_MPI(MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(t), mpi_op(t, op), c));
-    colrt__coll_end();
-    if (op == COLRT_AVG) scale(recv, count, t, 1.f / (float)m->sizes[axis]);
+    colrt_coll c = {.kind = COLL_REDUCE_SCATTER, .what = "reduce_scatter", .axis = axis, .send = send, .recv = recv,
+                    .count = (int)count, .dt = mpi_type(t), .op = mpi_op(t, op), .t = t};
+    if (op == COLRT_AVG) c.avg = 1.f / (float)m->sizes[axis];
+    colrt__stream_coll(s, m, &c);
 }
 
 void colrt_all_to_all(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
                       colrt_stream *s) {
-    (void)s;
-    MPI_Comm c = axis_comm(m, axis, "all_to_all");
-    int n = icount(count, "all_to_all");
-    colrt__coll_begin("all_to_all", axis);
-    COLRT_MPI(MPI_Alltoall(send, n, mpi_type(t), recv, n, mpi_type(t), c));
-    colrt__coll_end();
+    check_axis(m, axis, "all_to_all");
+    colrt_coll c = {.kind = COLL_ALL_TO_ALL, .what = "all_to_all", .axis = axis, .send = send, .recv = recv,
+                    .count = icount(count, "all_to_all"), .dt = mpi_type(t), .t = t};
+    colrt__stream_coll(s, m, &c);
 }
 
 void colrt_broadcast(colrt_mesh *m, int axis, void *buf, size_t count, colrt_dtype t, int root, colrt_stream *s) {
-    (void)s;
-    MPI_Comm c = axis_comm(m, axis, "broadcast");
+    check_axis(m, axis, "broadcast");
     if (root < 0 || root >= m->sizes[axis])
         colrt_die("broadcast: root %d out of range for mesh axis %d of size %d", root, axis, m->sizes[axis]);
-    colrt__coll_begin("broadcast", axis);
-    COLRT_MPI(MPI_Bcast(buf, icount(count, "broadcast"), mpi_type(t), root, c));
-    colrt__coll_end();
+    colrt_coll c = {.kind = COLL_BROADCAST, .what = "broadcast", .axis = axis, .send = buf, .recv = buf,
+                    .count = icount(count, "broadcast"), .dt = mpi_type(t), .root = root, .t = t};
+    colrt__stream_coll(s, m, &c);
 }

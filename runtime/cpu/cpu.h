@@ -1,10 +1,49 @@
-/* cpu.h — what the CPU backend's files share: the BLAS chosen at init. */
+/* cpu.h — what the CPU backend's files share: the BLAS chosen at init, and
+ * the streams (stream.c): the work a stream's worker thread runs. */
 #ifndef COLRT_CPU_H
 #define COLRT_CPU_H
+
+#include "../common/internal.h"
 
 void colrt__blas_init(int threads);
 /* Row-major f32 GEMM on the chosen BLAS: C = alpha op(A) op(B) + beta C. */
 void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);
+
+/* One collective, checked and resolved to MPI terms by the caller's thread
+ * (collectives.c), run by colrt__coll_run on a communicator: the mesh
+ * axis's own (NULL stream) or the stream's duplicate of it. */
+typedef enum { COLL_ALL_REDUCE, COLL_ALL_GATHER, COLL_REDUCE_SCATTER, COLL_ALL_TO_ALL, COLL_BROADCAST } colrt_coll_kind;
+typedef struct colrt_coll {
+    colrt_coll_kind kind;
+    const char *what; /* "all_reduce", ... for messages and the watchdog */
+    int axis, count, root;
+    const void *send;
+    void *recv;
+    MPI_Datatype dt;
+    MPI_Op op;
+    colrt_dtype t;
+    float avg; /* AVG: scale recv (count elements) by this afterwards; 0: no scaling */
+} colrt_coll;
+void colrt__coll_run(const colrt_coll *c, MPI_Comm comm);
+
+/* 1 when work given to a non-NULL stream runs on the stream's worker thread;
+ * 0 when it runs in the caller (MPI without MPI_THREAD_MULTIPLE, or
+ * COLRT_STREAMS=sync). Fixed by colrt_init. */
+int colrt__cpu_streams_async(void);
+/* Runs c in s's order: queued on s's worker (on s's duplicate of the mesh
+ * axis's communicator) when streams are asynchronous and s is not NULL,
+ * otherwise now, in the caller, on the mesh's communicator. */
+void colrt__stream_coll(colrt_stream *s, colrt_mesh *m, const colrt_coll *c);
+/* Device-to-device copies and zeroing in s's order, likewise. */
+void colrt__stream_copy2d(colrt_stream *s, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                          size_t height);
+void colrt__stream_memset0(colrt_stream *s, void *dst, size_t bytes);
+/* Kernels run in the caller whatever their stream; called first, it waits
+ * for s's earlier work so a kernel still follows it (no-op for NULL). */
+void colrt__stream_order(colrt_stream *s);
+void colrt__streams_init(void);
+void colrt__streams_finalize(void);
+void colrt__streams_mesh_destroy(colrt_mesh *m);
 
 #endif

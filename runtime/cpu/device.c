@@ -1,8 +1,7 @@
 /*
- * device.c — the CPU backend's "device": host memory, streams and events
- * that are already complete (every call runs to completion), and the
- * thread budget (OpenMP and BLAS threads share the cores among the ranks on
- * this node, so oversubscribed runs do not thrash).
+ * device.c — the CPU backend's "device": host memory, copies (in a stream's
+ * order: stream.c), and the thread budget (OpenMP and BLAS threads share the
+ * cores among the ranks on this node, so oversubscribed runs do not thrash).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <omp.h>
@@ -14,9 +13,6 @@
 
 const int colrt__device_is_host = 1;
 
-struct colrt_stream { int unused; };
-struct colrt_event { int unused; };
-
 void colrt__backend_init(void) {
     int ncpu = omp_get_num_procs();
     int threads = ncpu / (colrt__g.local_size > 0 ? colrt__g.local_size : 1);
@@ -24,31 +20,15 @@ void colrt__backend_init(void) {
     /* An explicit OMP_NUM_THREADS from the user wins. */
     if (!getenv("OMP_NUM_THREADS")) omp_set_num_threads(threads);
     colrt__blas_init(omp_get_max_threads());
+    colrt__streams_init();
 }
 
-void colrt__backend_finalize(void) {}
+void colrt__backend_finalize(void) { colrt__streams_finalize(); }
 void colrt__backend_mesh_init(colrt_mesh *m) { (void)m; }
-void colrt__backend_mesh_destroy(colrt_mesh *m) { (void)m; }
+void colrt__backend_mesh_destroy(colrt_mesh *m) { colrt__streams_mesh_destroy(m); }
 
 int colrt_device(void) { return 0; }
 const char *colrt_backend(void) { return "cpu"; }
-
-colrt_stream *colrt_stream_create(void) {
-    colrt_stream *s = calloc(1, sizeof *s);
-    if (!s) colrt_die("colrt_stream_create: out of memory");
-    return s;
-}
-void colrt_stream_destroy(colrt_stream *s) { free(s); }
-void colrt_stream_sync(colrt_stream *s) { (void)s; }
-colrt_event *colrt_event_create(void) {
-    colrt_event *e = calloc(1, sizeof *e);
-    if (!e) colrt_die("colrt_event_create: out of memory");
-    return e;
-}
-void colrt_event_destroy(colrt_event *e) { free(e); }
-void colrt_event_record(colrt_event *e, colrt_stream *s) { (void)e, (void)s; }
-void colrt_stream_wait(colrt_stream *s, colrt_event *e) { (void)e, (void)s; }
-void colrt_device_sync(void) {}
 
 colrt_arena colrt_arena_create(size_t bytes) {
     colrt_arena a = {0};
@@ -67,19 +47,22 @@ void colrt_arena_destroy(colrt_arena *a) {
     a->size = 0;
 }
 
+/* Host-to-device and device-to-host copies on a stream wait for the stream
+ * and copy in the caller (the host reads or reuses its buffer next, as the
+ * CUDA backend's D2H does); device-to-device copies and zeroing are queued. */
 void colrt_memcpy(void *dst, const void *src, size_t bytes, colrt_copy_kind kind, colrt_stream *s) {
-    (void)kind, (void)s;
-    if (bytes) memmove(dst, src, bytes);
+    if (!bytes) return;
+    if (kind == COLRT_D2D) {
+        colrt__stream_copy2d(s, dst, 0, src, 0, bytes, 1);
+        return;
+    }
+    colrt_stream_sync(s);
+    memmove(dst, src, bytes);
 }
 
 void colrt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                      size_t height, colrt_stream *s) {
-    (void)s;
-    if (!width) return;
-    for (size_t r = 0; r < height; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    colrt__stream_copy2d(s, dst, dpitch, src, spitch, width, height);
 }
 
-void colrt_memset0(void *dst, size_t bytes, colrt_stream *s) {
-    (void)s;
-    if (bytes) memset(dst, 0, bytes);
-}
+void colrt_memset0(void *dst, size_t bytes, colrt_stream *s) { colrt__stream_memset0(s, dst, bytes); }

@@ -7,6 +7,7 @@
  */
 #include "../common/internal.h"
 #include "../common/kernels.h"
+#include "cpu.h"
 
 #define COLRT_LOOP(name, args, T)                                          \
     do {                                                                   \
@@ -18,7 +19,7 @@
 
 #define X(name, args)                                                      \
     void colrt__run_##name(colrt_stream *s, const args *a, int64_t n) {    \
-        (void)s;                                                           \
+        colrt__stream_order(s);                                            \
         switch (a->t) {                                                    \
         case COLRT_F32: COLRT_LOOP(name, args, COLRT_F32); break;          \
         case COLRT_BF16: COLRT_LOOP(name, args, COLRT_BF16); break;        \

@@ -90,6 +90,13 @@ void colrt_event_destroy(colrt_event *e) {
 void colrt_event_record(colrt_event *e, colrt_stream *s) { COLRT_CUDA(cudaEventRecord(e->e, colrt__cuda_stream(s))); }
 void colrt_stream_wait(colrt_stream *s, colrt_event *e) { COLRT_CUDA(cudaStreamWaitEvent(colrt__cuda_stream(s), e->e, 0)); }
 
+int colrt_event_done(colrt_event *e) {
+    cudaError_t r = cudaEventQuery(e->e);
+    if (r == cudaErrorNotReady) return 0;
+    COLRT_CUDA(r);
+    return 1;
+}
+
 colrt_arena colrt_arena_create(size_t bytes) {
     colrt_arena a = {0};
     size_t sz = (bytes + COLRT_ALIGN - 1) / COLRT_ALIGN * COLRT_ALIGN;

@@ -2,7 +2,9 @@
 # fault.sh MODE BIN MPIRUN... — one of four ranks exits (MODE=exit) or hangs
 # (MODE=hang) mid-collective; the job must end non-zero within 30 s, with a
 # message naming the failure. For a hang only colrt's collective timeout can
-# notice, so that mode requires colrt's own message.
+# notice, so that mode requires colrt's own message. MODE=exit-stream and
+# hang-stream run the collectives on a stream's worker thread; a hang there
+# must be reported as such.
 set -u
 MODE=$1 BIN=$2; shift 2
 start=$(date +%s.%N)
@@ -16,7 +18,8 @@ echo "fault.sh: exit status $rc after ${elapsed} s"
 awk "BEGIN{exit !($elapsed < 30)}" || { echo "fault.sh: FAIL: took ${elapsed} s (limit 30)"; exit 1; }
 # The failure must be named: colrt's timeout message, or (exit mode) the launcher's report of the dead rank.
 pattern="all_reduce on mesh axis [0-9] did not complete"
-[ "$MODE" = hang ] || pattern="$pattern|exited on signal|exited with status|non-zero status|noticed that process rank 3"
+case "$MODE" in hang*) ;; *) pattern="$pattern|exited on signal|exited with status|non-zero status|noticed that process rank 3" ;; esac
+[ "$MODE" = hang-stream ] && pattern="all_reduce on mesh axis [0-9] did not complete within [0-9.]+ s on stream [0-9]+'s worker thread"
 echo "$out" | grep -Eq "$pattern" || { echo "fault.sh: FAIL: no message naming the failure"; exit 1; }
 echo "$out" | grep -q "finished all iterations" && { echo "fault.sh: FAIL: a rank ran past the dead peer"; exit 1; }
 echo "fault.sh: passed"
