@@ -10,9 +10,9 @@ mkdir -p "$out"
 mpirun=(mpirun --oversubscribe)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 
-echo "== 1. GPT-2 124M on one node of 8 x H100: the plan"
-echo "   \$ colossal-compile examples/gpt2/gpt2.c --cluster h100:1x8 --emit plan -o $out/gpt2-124m"
-"$cc" examples/gpt2/gpt2.c --cluster h100:1x8 --emit plan -o "$out/gpt2-124m"
+echo "== 1. GPT-2 124M on one node of 8 x H100: the plan, its report and its CUDA program"
+echo "   \$ colossal-compile examples/gpt2/gpt2.c --cluster h100:1x8 --emit all --target cuda -o $out/gpt2-124m"
+"$cc" examples/gpt2/gpt2.c --cluster h100:1x8 --emit all --target cuda -o "$out/gpt2-124m"
 
 echo
 echo "== 2. A small GPT-2 (2 layers, D=64, 4 heads, 256 tokens, T=32, batch 8) for 2 CPU ranks"

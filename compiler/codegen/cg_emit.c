@@ -360,7 +360,6 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 }
             }
             c->cur_node = id;
-            cg_emit_reshards(c, o, id, false);
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
@@ -386,6 +385,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                     return false;
                 }
             }
+            cg_emit_reshards(c, o, id, false); /* after the recomputes: it may read recomputed values */
             sb_printf(c->sched, "    /* %%%s = %s */\n", ir_val(g, n->out[0])->name, ir_op(n->op)->name);
             if (!cg_emit_node(c, id)) {
                 for (int q = 0; q < 3; q++) sb_free(&parts[q]);

@@ -48,7 +48,7 @@ static ValueId add_temp(const Graph *g, LowerProgram *p, NodeId id, int64_t elem
                         ValueId of) {
     ValueId e = lower_new_value(p);
     p->v[e] = (LowerValue){.local = ir_shape(1, &elems), .storage = e, .offset = -1, .redirect = IR_NONE,
-                           .bytes = elems * ir_dtype_size(dt), .added_first = id};
+                           .bytes = elems * ir_dtype_size(dt), .added_first = id, .rc_slot = -1};
     StrBuf nm;
     sb_init(&nm);
     sb_printf(&nm, "%s.%s", ir_val(g, of)->name, what);
@@ -71,6 +71,7 @@ static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x
     p->v[e].name = ir_strdup(sb_cstr(&nm)); /* freed by lower_free */
     sb_free(&nm);
     p->v[e].added_first = id;
+    p->v[e].rc_slot = -1; /* scattered before the node's recomputes */
     ln->rs[ln->n_rs] = x;
     ln->rs_tmp[ln->n_rs] = p->opt.zinner > 1 ? add_temp(g, p, id, chunk * p->opt.zinner, ir_val(g, x)->dtype, "rs_tmp", x)
                                               : IR_NONE;
@@ -234,30 +235,33 @@ static ValueId seen_at(const LowerProgram *p, ValueId v, int at) {
     return p->v[v].redirect != IR_NONE && at >= p->v[v].redirect_from ? p->v[v].redirect : v;
 }
 
-static void note(const LowerProgram *p, ValueId v, int at, int *last_use) {
+/* v read at node `at` (which decides what the read finds), at schedule
+ * time t (lower_build's time: one slot per node, and one per forward node
+ * recomputed before it). */
+static void note(const LowerProgram *p, ValueId v, int at, int t, int *last_use) {
     ValueId r = root_of(p, seen_at(p, v, at));
-    if (at > last_use[r]) last_use[r] = at;
+    if (t > last_use[r]) last_use[r] = t;
 }
 
 /* Marks the reads of node f run at node `at` (itself, or a recompute
  * before `at`): its operands as read and as stored (a resharding reads the
  * stored value there), and the buffers of its reshardings, which live at the
  * node only (the final copy: until its last reader). */
-static void note_reads_at(const LowerProgram *p, NodeId f, int at, int *last_use) {
+static void note_reads_at(const LowerProgram *p, NodeId f, int at, int t, int t_end, int *last_use) {
     const Node *n = ir_node(p->g, f);
     for (int i = 0; i < n->n_in; i++) /* a resharded operand: its copy (the resharding reads it) */
-        note(p, lower_node_input(p, f, n->in[i]), at, last_use);
+        note(p, lower_node_input(p, f, n->in[i]), at, t, last_use);
     const LowerNode *ln = &p->n[f];
     for (int pass = 0; pass < 2; pass++)
         for (int k = 0; k < (pass ? ln->n_post : ln->n_rsh); k++) {
             const LowerReshard *r = pass ? &ln->post[k] : &ln->rsh[k];
-            note(p, r->from, at, last_use);
+            note(p, r->from, at, t, last_use);
             for (int s = 0; s < r->plan.n; s++) {
                 ValueId b[3] = {r->buf[s], r->tmp[s], r->tmp2[s]};
                 for (int q = 0; q < 3; q++)
-                    if (b[q] != IR_NONE) note(p, b[q], at, last_use);
+                    if (b[q] != IR_NONE) note(p, b[q], at, t, last_use);
             }
-            if (pass) note(p, r->to, p->g->n_nodes - 1, last_use); /* copied into the leaf at the end */
+            if (pass) note(p, r->to, p->g->n_nodes - 1, t_end, last_use); /* copied into the leaf at the end */
         }
 }
 
@@ -494,7 +498,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         last_use = ir_realloc(last_use, sizeof(int) * (size_t)p->n_values);
         for (ValueId v = nv; v < p->n_values; v++) last_use[v] = -1;
     }
-    for (NodeId id = 0; id < nn; id++) note_reads_at(p, id, id, last_use);
+    for (NodeId id = 0; id < nn; id++) note_reads_at(p, id, id, id, nn, last_use);
     for (ValueId v = 0; v < nv; v++) {
         const Value *x = ir_val(g, v);
         if (x->updates == IR_NONE) continue;
@@ -579,6 +583,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                             p->v[e].storage = e;
                             p->v[e].redirect = IR_NONE;
                             p->v[e].added_first = b0;
+                            p->v[e].rc_slot = ln->n_recompute;
                             StrBuf nm;
                             sb_init(&nm);
                             sb_printf(&nm, "%s.recomputed", p->v[w[q]].name);
@@ -594,6 +599,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                     p->v[e].storage = e;
                     p->v[e].redirect = IR_NONE;
                     p->v[e].added_first = b0;
+                    p->v[e].rc_slot = ln->n_recompute;
                     if (n->op == OP_RESHAPE) { /* a view of the (recomputed) operand */
                         ValueId x = lower_node_input(p, id, n->in[0]);
                         p->v[e].storage = p->v[x].redirect != IR_NONE ? p->v[x].redirect : x;
@@ -627,7 +633,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 Shape whole = ir_val(g, x)->shape;
                 p->v[e] = (LowerValue){.local = whole, .storage = e, .offset = -1, .redirect = IR_NONE,
                                        .bytes = ir_shape_numel(whole) * ir_dtype_size(ir_val(g, x)->dtype),
-                                       .added_first = id};
+                                       .added_first = id, .rc_slot = -1}; /* before the recomputes */
                 StrBuf nm;
                 sb_init(&nm);
                 sb_printf(&nm, "%s.gathered", ir_val(g, x)->name);
@@ -646,6 +652,15 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         if (p->n[id].zero && !p->v[n->in[0]].zchunk)
             p->n[id].ag_tmp = add_temp(g, p, id, p->n[id].zchunk * p->opt.zinner, ir_val(g, n->in[0])->dtype, "ag_tmp", n->in[0]);
     }
+    /* schedule time: a slot per node and, before it, one per forward node it
+     * recomputes (their buffers are then live only around their own slot) */
+    int *tn = ir_alloc(sizeof(int) * (size_t)(nn + 1));
+    for (NodeId id = 0, t = 0; id < nn; id++) {
+        t += p->n[id].n_recompute;
+        tn[id] = t++;
+    }
+    int tend = nn ? tn[nn - 1] + 1 : 0;
+#define T_START(id) (tn[id] - p->n[id].n_recompute) /* before the node's recomputes */
     /* reads of a reduce-scattered gradient from its scatter on read the slice */
     int ntot = p->n_values;
     last_use = ir_realloc(last_use, sizeof(int) * (size_t)ntot);
@@ -655,35 +670,36 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
             ValueId x = lower_node_input(p, id, ir_node(g, id)->in[i]);
             if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
             ValueId r = root_of(p, x);
-            if (id > last_use[r]) last_use[r] = id;
+            if (tn[id] > last_use[r]) last_use[r] = tn[id];
         }
-        note_reads_at(p, id, id, last_use);
+        note_reads_at(p, id, id, tn[id], tend, last_use);
     }
     for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run */
-        for (int k = 0; k < p->n[id].n_recompute; k++) note_reads_at(p, p->n[id].recompute[k], id, last_use);
+        for (int k = 0; k < p->n[id].n_recompute; k++)
+            note_reads_at(p, p->n[id].recompute[k], id, T_START(id) + k, tend, last_use);
     for (NodeId id = 0; id < nn; id++) { /* a gathered parameter and the temporaries live at their node */
         const LowerNode *ln = &p->n[id];
         for (int k = 0; k < ln->n_gather; k++) {
-            if (id > last_use[ln->gather_to[k]]) last_use[ln->gather_to[k]] = id;
-            if (ln->gather_tmp[k] != IR_NONE) last_use[ln->gather_tmp[k]] = id;
+            if (tn[id] > last_use[ln->gather_to[k]]) last_use[ln->gather_to[k]] = tn[id];
+            if (ln->gather_tmp[k] != IR_NONE) last_use[ln->gather_tmp[k]] = tn[id];
         }
         for (int k = 0; k < ln->n_rs; k++)
-            if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = id;
-        if (ln->ag_tmp != IR_NONE) last_use[ln->ag_tmp] = id;
+            if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = tn[id];
+        if (ln->ag_tmp != IR_NONE) last_use[ln->ag_tmp] = tn[id];
     }
     for (int b = 0; b < p->n_buckets; b++) /* the packing reads each gradient */
         for (int k = 0; k < p->buckets[b].n; k++) {
             ValueId r = root_of(p, p->buckets[b].grad[k]);
-            if (p->buckets[b].launch > last_use[r]) last_use[r] = p->buckets[b].launch;
+            if (tn[p->buckets[b].launch] > last_use[r]) last_use[r] = tn[p->buckets[b].launch];
         }
     for (NodeId id = 0; id < nn; id++) /* the scatter reads the whole gradient */
         for (int k = 0; k < p->n[id].n_rs; k++) {
             ValueId r = root_of(p, p->n[id].rs[k]);
-            if (id > last_use[r]) last_use[r] = id;
+            if (tn[id] > last_use[r]) last_use[r] = tn[id];
         }
 
     /* 3. buffers: one per storage root, live from its definition (leaves:
-     * always) to the last read of it or any of its views */
+     * always) to the last read of it or any of its views, in schedule time */
     int *buf_of = ir_alloc(sizeof(int) * (size_t)ntot);
     MemBuffer *bufs = ir_alloc(sizeof(MemBuffer) * (size_t)ntot);
     ValueId *buf_val = ir_alloc(sizeof(ValueId) * (size_t)ntot);
@@ -694,8 +710,12 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         bool added = v >= nv;
         const Value *x = added ? NULL : ir_val(g, v);
         bool leaf = !added && x->def == IR_NONE;
-        int first = leaf ? 0 : added ? p->v[v].added_first : x->def;
-        int last = leaf ? nn : (last_use[v] < first ? first : last_use[v]);
+        int af = added ? p->v[v].added_first : 0;
+        /* an added value: a recomputed copy in its slot; ZeRO's gathers and
+         * scatters before the recomputes; reshardings just before the node */
+        int rs = p->v[v].rc_slot;
+        int first = leaf ? 0 : !added ? tn[x->def] : rs > 0 ? T_START(af) + rs - 1 : rs < 0 ? T_START(af) : tn[af];
+        int last = leaf ? tend : (last_use[v] < first ? first : last_use[v]);
         bufs[nb] = (MemBuffer){.size = p->v[v].bytes, .first = first, .last = last, .reuse = -1};
         buf_val[nb] = v;
         buf_of[v] = nb++;
@@ -704,8 +724,8 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         ValueId r = root_of(p, v);
         const Value *x = ir_val(g, v);
         MemBuffer *b = &bufs[buf_of[r]];
-        if (x->flags & VF_OUTPUT || x->updates != IR_NONE) b->last = nn;
-        if (x->def != IR_NONE && x->def < b->first) b->first = x->def;
+        if (x->flags & VF_OUTPUT || x->updates != IR_NONE) b->last = tend;
+        if (x->def != IR_NONE && tn[x->def] < b->first) b->first = tn[x->def];
     }
     for (ValueId v = 0; v < nv; v++) { /* partial results that are read after the step */
         if (root_of(p, v) != v) continue;
@@ -721,7 +741,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         ValueId src = root_of(p, lower_node_input(p, id, n->in[k]));
         if ((src < nv && ir_val(g, src)->def == IR_NONE) || p->n[id].n_reduce) continue;
         MemBuffer *a = &bufs[buf_of[n->out[0]]], *b = &bufs[buf_of[src]];
-        if (b->last == id && b->size >= a->size &&
+        if (b->last == tn[id] && b->size >= a->size &&
             (src >= nv || ir_val(g, src)->dtype == ir_val(g, n->out[0])->dtype))
             a->reuse = buf_of[src];
     }
@@ -733,12 +753,22 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     p->lower_bound_bytes = st.lower_bound_bytes;
     p->n_in_place = st.n_in_place;
     p->n_buffers = nb;
-    p->live_bytes = ir_alloc(sizeof(int64_t) * (size_t)(nn + 1));
+    /* per node: the most bytes live in its slots (its recomputes and itself) */
+    int64_t *live_t = ir_alloc(sizeof(int64_t) * (size_t)(tend + 1));
+    memset(live_t, 0, sizeof(int64_t) * (size_t)(tend + 1));
     for (int i = 0; i < nb; i++) { /* aligned sizes, as placed */
         int64_t sz = (bufs[i].size + p->opt.alignment - 1) & ~(p->opt.alignment - 1);
-        for (int t = bufs[i].first; t <= bufs[i].last && t < nn; t++)
-            if (!(bufs[i].alias >= 0 && t == bufs[i].first)) p->live_bytes[t] += sz;
+        for (int t = bufs[i].first; t <= bufs[i].last && t < tend; t++)
+            if (!(bufs[i].alias >= 0 && t == bufs[i].first)) live_t[t] += sz;
     }
+    p->live_bytes = ir_alloc(sizeof(int64_t) * (size_t)(nn + 1));
+    memset(p->live_bytes, 0, sizeof(int64_t) * (size_t)(nn + 1));
+    for (NodeId id = 0; id < nn; id++)
+        for (int t = T_START(id); t <= tn[id]; t++)
+            if (live_t[t] > p->live_bytes[id]) p->live_bytes[id] = live_t[t];
+#undef T_START
+    ir_free(live_t);
+    ir_free(tn);
     for (ValueId v = 0; v < ntot; v++) { /* a bucket member: its place in the bucket */
         int64_t off = 0;
         for (ValueId w = v; p->v[w].storage != w; w = p->v[w].storage) off += p->v[w].view_off;

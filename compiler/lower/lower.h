@@ -100,6 +100,10 @@ typedef struct LowerValue {
     const char *name;          /* for values the lowering adds (gradient slices,
                                 * recomputed activations) */
     int added_first;           /* an added value: the node where it is first written */
+    int rc_slot;               /* a recomputed copy: 1 + its position among the forward
+                                * nodes re-run before added_first; -1: written before
+                                * those (ZeRO's gathers and scatters); 0: just before
+                                * the node (its reshardings) */
     ShardSpec spec;            /* sharded lowering: how the value is held */
     int64_t view_off;          /* bytes into its storage's buffer (a bucket member) */
     ValueId commit_from;       /* an update result: the value copied into its leaf at
