@@ -44,6 +44,16 @@ static void blocks_2d(StrBuf *s, const CgCtx *c, int n, ValueId dst, int64_t dst
               (long long)width, (long long)height);
 }
 
+/* colrt_<fn>(mesh, axis, src, dst, count, dtype[, op], NULL) */
+static void coll(StrBuf *s, const CgCtx *c, const char *fn, int axis, ValueId src, ValueId dst, int64_t count,
+                 const char *dt, const char *op) {
+    sb_printf(s, "    colrt_%s(M->mesh, %d, ", fn, axis);
+    addr(s, c, src, 0);
+    sb_puts(s, ", ");
+    addr(s, c, dst, 0);
+    sb_printf(s, ", %lld, %s%s%s, NULL);\n", (long long)count, dt, op ? ", " : "", op ? op : "");
+}
+
 static void emit_step(CgCtx *c, const CgOptions *o, const LowerReshard *r, int k) {
     const LowerProgram *lp = c->lp;
     StrBuf *s = c->sched;
@@ -60,20 +70,12 @@ static void emit_step(CgCtx *c, const CgOptions *o, const LowerReshard *r, int k
     (void)o;
     switch (st->kind) {
     case COLL_ALL_REDUCE:
-        sb_printf(s, "    colrt_all_reduce(M->mesh, %d, ", a);
-        addr(s, c, src, 0);
-        sb_puts(s, ", ");
-        addr(s, c, dst, 0);
-        sb_printf(s, ", %lld, %s, %s, NULL);\n", (long long)ir_shape_numel(lb), dt, op);
+        coll(s, c, "all_reduce", a, src, dst, ir_shape_numel(lb), dt, op);
         break;
     case COLL_ALL_GATHER: {
         int64_t outer = outer_of(lb, d), row = lb.d[d] * inner_of(lb, d) * es;
         ValueId land = outer > 1 ? r->tmp[k] : dst;
-        sb_printf(s, "    colrt_all_gather(M->mesh, %d, ", a);
-        addr(s, c, src, 0);
-        sb_puts(s, ", ");
-        addr(s, c, land, 0);
-        sb_printf(s, ", %lld, %s, NULL);\n", (long long)ir_shape_numel(lb), dt);
+        coll(s, c, "all_gather", a, src, land, ir_shape_numel(lb), dt, NULL);
         if (outer > 1) /* block j of the gathered buffer is dim d's block j */
             blocks_2d(s, c, n, dst, row, n * row, land, ir_shape_numel(lb) * es, row, row, outer);
         break;
@@ -83,11 +85,7 @@ static void emit_step(CgCtx *c, const CgOptions *o, const LowerReshard *r, int k
         ValueId send = outer > 1 ? r->tmp[k] : src;
         if (outer > 1) /* dim d's block j becomes the j-th contiguous block */
             blocks_2d(s, c, n, send, ir_shape_numel(la) * es, row, src, row, n * row, row, outer);
-        sb_printf(s, "    colrt_reduce_scatter(M->mesh, %d, ", a);
-        addr(s, c, send, 0);
-        sb_puts(s, ", ");
-        addr(s, c, dst, 0);
-        sb_printf(s, ", %lld, %s, %s, NULL);\n", (long long)ir_shape_numel(la), dt, op);
+        coll(s, c, "reduce_scatter", a, send, dst, ir_shape_numel(la), dt, op);
         break;
     }
     case COLL_SLICE: {
@@ -107,11 +105,7 @@ static void emit_step(CgCtx *c, const CgOptions *o, const LowerReshard *r, int k
         int64_t blk = ir_shape_numel(cb) * es;
         int64_t row2 = cb.d[d2] * inner_of(cb, d2) * es;
         blocks_2d(s, c, n, r->tmp[k], blk, row2, src, row2, n * row2, row2, outer_of(cb, d2));
-        sb_printf(s, "    colrt_all_to_all(M->mesh, %d, ", a);
-        addr(s, c, r->tmp[k], 0);
-        sb_puts(s, ", ");
-        addr(s, c, r->tmp2[k], 0);
-        sb_printf(s, ", %lld, %s, NULL);\n", (long long)ir_shape_numel(cb), dt);
+        coll(s, c, "all_to_all", a, r->tmp[k], r->tmp2[k], ir_shape_numel(cb), dt, NULL);
         int64_t row = cb.d[d] * inner_of(cb, d) * es; /* peer j's block is dim d's block j */
         blocks_2d(s, c, n, dst, row, n * row, r->tmp2[k], blk, row, row, outer_of(cb, d));
         break;

@@ -238,6 +238,32 @@ static int64_t outer_of(Shape s, int d) {
     return o;
 }
 
+/* The buffers of r's steps, written at node `at`: each step's result
+ * (named PREFIX<k>) and, where a step moves a dim that is not the outermost,
+ * its staging buffers (cg_reshard.c says how each is used). */
+static void step_buffers(SpecCtx *c, NodeId at, LowerReshard *r, const Value *v, const char *prefix) {
+    LowerProgram *p = c->p;
+    for (int k = 0; k < r->plan.n; k++) {
+        const ShardStep *st = &r->plan.step[k];
+        const ShardSpec *before = k ? &r->plan.step[k - 1].after : &r->spec_from;
+        Shape lb = shard_spec_local(before, c->m, v->shape), la = shard_spec_local(&st->after, c->m, v->shape);
+        int64_t nb = ir_shape_numel(lb), n = c->m->size[st->axis];
+        char what[32];
+        snprintf(what, sizeof what, "%s%d", prefix, k);
+        r->buf[k] = add_value(c, at, la, v->dtype, v->name, what);
+        p->v[r->buf[k]].spec = st->after;
+        r->tmp[k] = r->tmp2[k] = IR_NONE;
+        if (st->kind == COLL_ALL_GATHER && outer_of(lb, st->dim) > 1)
+            r->tmp[k] = add_value(c, at, ir_shape(1, (int64_t[]){n * nb}), v->dtype, v->name, "gather_tmp");
+        if (st->kind == COLL_REDUCE_SCATTER && outer_of(lb, st->dim) > 1)
+            r->tmp[k] = add_value(c, at, ir_shape(1, &nb), v->dtype, v->name, "scatter_tmp");
+        if (st->kind == COLL_ALL_TO_ALL) {
+            r->tmp[k] = add_value(c, at, ir_shape(1, &nb), v->dtype, v->name, "a2a_send");
+            r->tmp2[k] = add_value(c, at, ir_shape(1, &nb), v->dtype, v->name, "a2a_recv");
+        }
+    }
+}
+
 /* A copy of x in spec s, resharded at node `at` (shard_reshard's steps,
  * with staging buffers where a step moves an inner dim), offered to later
  * readers in phase `ph`. IR_NONE with the reason in c->err. */
@@ -254,26 +280,7 @@ static ValueId make_copy(SpecCtx *c, NodeId at, ValueId x, const ShardSpec *s, i
         return IR_NONE;
     }
     sb_free(&why);
-    ShardSpec before = p->v[x].spec;
-    for (int k = 0; k < r.plan.n; k++) {
-        const ShardStep *st = &r.plan.step[k];
-        Shape lb = shard_spec_local(&before, c->m, v->shape), la = shard_spec_local(&st->after, c->m, v->shape);
-        char what[32];
-        snprintf(what, sizeof what, "rs%d", k);
-        r.buf[k] = add_value(c, at, la, v->dtype, v->name, what);
-        p->v[r.buf[k]].spec = st->after;
-        r.tmp[k] = r.tmp2[k] = IR_NONE;
-        int64_t n = c->m->size[st->axis];
-        if (st->kind == COLL_ALL_GATHER && outer_of(lb, st->dim) > 1)
-            r.tmp[k] = add_value(c, at, ir_shape(1, (int64_t[]){n * ir_shape_numel(lb)}), v->dtype, v->name, "gather_tmp");
-        if (st->kind == COLL_REDUCE_SCATTER && outer_of(lb, st->dim) > 1)
-            r.tmp[k] = add_value(c, at, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "scatter_tmp");
-        if (st->kind == COLL_ALL_TO_ALL) {
-            r.tmp[k] = add_value(c, at, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "a2a_send");
-            r.tmp2[k] = add_value(c, at, ir_shape(1, (int64_t[]){ir_shape_numel(lb)}), v->dtype, v->name, "a2a_recv");
-        }
-        before = st->after;
-    }
+    step_buffers(c, at, &r, v, "rs");
     r.to = r.buf[r.plan.n - 1];
     LowerNode *la = &p->n[at];
     la->rsh = ir_realloc(la->rsh, sizeof *la->rsh * (size_t)(la->n_rsh + 1));
@@ -333,24 +340,13 @@ static bool gather_back(SpecCtx *c, NodeId id, ValueId y, ValueId leaf) {
     if (!ok) sb_printf(c->err, "the updated slices of %%%s cannot be gathered: %s", ir_val(c->g, leaf)->name, sb_cstr(&why));
     sb_free(&why);
     if (!ok) return false;
-    for (int k = 0; k < r.plan.n; k++) {
-        const ShardStep *st = &r.plan.step[k];
-        const ShardSpec *before = k ? &r.plan.step[k - 1].after : &r.spec_from;
-        Shape lb = shard_spec_local(before, c->m, v->shape), la = shard_spec_local(&st->after, c->m, v->shape);
-        char what[32];
-        snprintf(what, sizeof what, "gather%d", k);
-        r.buf[k] = add_value(c, id, la, v->dtype, v->name, what);
-        p->v[r.buf[k]].spec = st->after;
-        r.tmp[k] = r.tmp2[k] = IR_NONE;
-        int64_t n = c->m->size[st->axis];
-        if (st->kind == COLL_ALL_GATHER && outer_of(lb, st->dim) > 1)
-            r.tmp[k] = add_value(c, id, ir_shape(1, (int64_t[]){n * ir_shape_numel(lb)}), v->dtype, v->name, "gather_tmp");
-        if (st->kind != COLL_ALL_GATHER && st->kind != COLL_SLICE) {
+    for (int k = 0; k < r.plan.n; k++)
+        if (r.plan.step[k].kind != COLL_ALL_GATHER && r.plan.step[k].kind != COLL_SLICE) {
             sb_printf(c->err, "the updated slices of %%%s need a %s to be gathered", ir_val(c->g, leaf)->name,
-                      shard_coll_name(st->kind));
+                      shard_coll_name(r.plan.step[k].kind));
             return false;
         }
-    }
+    step_buffers(c, id, &r, v, "gather");
     /* the last step writes the parameter itself when nothing reads it later */
     bool later = false;
     for (NodeId k = id + 1; k < c->g->n_nodes && !later; k++)

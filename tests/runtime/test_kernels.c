@@ -24,6 +24,7 @@
 
 #include "check.h"
 #include "colossal/colrt.h"
+#include "expect_death.h"
 #include "../../runtime/common/kernels.h" /* the shared bodies, run directly below */
 
 typedef struct { double atol, rtol; } Tol;
@@ -570,31 +571,6 @@ static void test_optimizers(void) {
 }
 
 /* ---- misuse ends the job with a message (run in a child process) ------------------------------ */
-
-static void expect_death(const char *what, void (*fn)(void), const char *needle) {
-    int fd[2];
-    if (pipe(fd)) return;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        close(fd[0]);
-        fn();
-        _exit(0);
-    }
-    close(fd[1]);
-    char buf[2048] = "";
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof buf - 1 && (r = read(fd[0], buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)r;
-    buf[len] = 0;
-    close(fd[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (!(WIFEXITED(st) && WEXITSTATUS(st) != 0)) fprintf(stderr, "%s: expected a non-zero exit\n", what);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
-    CHECK_CONTAINS(buf, needle);
-}
 
 static void bad_index(void) {
     float tab[4] = {0}, out[2];

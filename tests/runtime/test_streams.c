@@ -27,6 +27,7 @@
 
 #include "check.h"
 #include "colossal/colrt.h"
+#include "expect_death.h"
 #include "../../runtime/common/half.h"
 #include "../../runtime/cpu/cpu.h" /* colrt__cpu_streams_async: is there overlap to check? */
 
@@ -236,31 +237,6 @@ static void overlap(colrt_mesh *m, colrt_stream *comm) {
 }
 
 /* ---- misuse ends the process with a message (1 rank, in a child) -------------------------------- */
-
-static void expect_death(const char *what, void (*fn)(void), const char *needle) {
-    int fd[2];
-    if (pipe(fd)) return;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        close(fd[0]);
-        fn();
-        _exit(0);
-    }
-    close(fd[1]);
-    char buf[2048] = "";
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof buf - 1 && (r = read(fd[0], buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)r;
-    buf[len] = 0;
-    close(fd[0]);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (!(WIFEXITED(st) && WEXITSTATUS(st) != 0)) fprintf(stderr, "%s: expected a non-zero exit\n", what);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) != 0);
-    CHECK_CONTAINS(buf, needle);
-}
 
 static void null_record(void) { colrt_event_record(NULL, NULL); }
 static void null_wait(void) { colrt_stream_wait(NULL, NULL); }
