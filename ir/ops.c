@@ -102,7 +102,7 @@ int rule_add_iter(IterSpace *is, const char *name, int64_t size, IterKind k) {
     it->name[n] = 0;
     it->size = size;
     it->kind = k;
-    it->positional = false;
+    it->kernel_whole = false;
     return is->n_iters++;
 }
 
@@ -406,7 +406,7 @@ bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     /* Splitting the vocabulary leaves each rank the rows it owns, zeros
      * elsewhere: a partial sum (Megatron's vocab-parallel embedding). */
     int iv = rule_add_iter(is, "v", t.d[0], IT_SUM);
-    is->iters[iv].positional = true;
+    is->iters[iv].kernel_whole = true;
     is->in_rank[1] = 2;
     rule_map1(&is->in[1][0], iv);
     rule_map1(&is->in[1][1], id);
@@ -432,7 +432,6 @@ bool rule_pos_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     int it = rule_add_iter(is, "t", len, IT_PARALLEL);
     int id = rule_add_iter(is, "d", t.d[1], IT_PARALLEL);
-    is->iters[it].positional = true;
     is->in_rank[0] = 2; /* rows are read whole: dim 0 stays unmapped */
     rule_map1(&is->in[0][1], id);
     is->out_rank[0] = 2;
@@ -513,7 +512,6 @@ bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
     int ir = rule_add_iter(is, "r", q.d[2] / k.d[2], IT_PARALLEL);
     int id = rule_add_iter(is, "d", q.d[3], IT_NOSPLIT);
     int is_ = rule_add_iter(is, "s", S, IT_NOSPLIT);
-    is->iters[it].positional = is->iters[is_].positional = causal; /* the mask compares positions */
     is->in_rank[0] = 4;
     rule_map1(&is->in[0][0], ib);
     rule_map1(&is->in[0][1], it);
@@ -554,7 +552,6 @@ bool rule_rope(const OpArgs *a, IterSpace *is, StrBuf *err) {
     rule_identity_space(is, s, 1);
     is->iters[3].kind = IT_NOSPLIT; /* rotates pairs across the head dim */
     memcpy(is->iters[1].name, "t", 2);
-    is->iters[1].positional = true; /* the angle is the position's */
     is->out_dtype[0] = a->dt[0];
     return true;
 }

@@ -34,9 +34,10 @@ typedef struct Iter {
     char name[8];
     int64_t size;
     IterKind kind;
-    bool positional;  /* a kernel uses its global index (positions, a causal mask,
-                       * a table's rows looked up by value): a split needs the
-                       * shard's offset, which generated code does not pass yet */
+    bool kernel_whole; /* legal to split, but the generated kernels need it whole:
+                        * an embedding table's rows (looked up by value), and
+                        * attention_dkv's keys (it recomputes the softmax over
+                        * all of them) */
 } Iter;
 
 typedef struct DimMap {

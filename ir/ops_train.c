@@ -300,7 +300,7 @@ bool rule_embedding_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     int id = rule_add_iter(is, "d", dy.d[idx.rank], IT_PARALLEL);
     int iv = rule_add_iter(is, "v", rows, IT_PARALLEL);
-    is->iters[iv].positional = true;
+    is->iters[iv].kernel_whole = true;
     rule_map1(&is->in[1][idx.rank], id);
     is->out_rank[0] = 2;
     rule_map1(&is->out[0][0], iv);
@@ -321,7 +321,6 @@ bool rule_pos_embedding_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     int ir = rule_add_iter(is, "r", rows, IT_PARALLEL);
     int id = rule_add_iter(is, "d", dy.d[1], IT_PARALLEL);
-    is->iters[ir].positional = true;
     is->in_rank[0] = 2; /* dy's rows are read whole */
     rule_map1(&is->in[0][1], id);
     is->out_rank[0] = 2;
@@ -369,6 +368,7 @@ bool rule_attention_dkv(const OpArgs *a, IterSpace *is, StrBuf *err) {
     is->iters[1].kind = IT_SUM;
     is->iters[3].kind = IT_SUM;
     is->iters[5].kind = IT_PARALLEL;
+    is->iters[5].kernel_whole = true; /* the generated kernel normalizes over every key */
     is->in_rank[3] = 4;
     for (int d = 0; d < 4; d++) is->in[3][d] = is->in[0][d];
     for (int k = 0; k < 2; k++) {

@@ -187,7 +187,7 @@ static void form_groups(Builder *b) {
             for (int s = 0; s < m->n_st; s++) {
                 bool pos = false;
                 for (int a = 0; a < b->cm->mesh->n_axes; a++)
-                    pos |= m->st[s].iter_of_axis[a] >= 0 && m->is.iters[m->st[s].iter_of_axis[a]].positional;
+                    pos |= m->st[s].iter_of_axis[a] >= 0 && m->is.iters[m->st[s].iter_of_axis[a]].kernel_whole;
                 if (!pos) m->st[k++] = m->st[s];
             }
             m->n_st = k;

@@ -74,7 +74,7 @@ typedef struct IlpOptions {
     bool tie;                   /* tie repeated blocks (default true) */
     int micro_batches;          /* activations are divided by this (>= 1) */
     bool lowerable;             /* only strategies the lowering can generate: none
-                                 * splitting a positional iterator (ops.h) */
+                                 * splitting a kernel_whole iterator (ops.h) */
 } IlpOptions;
 
 typedef struct IlpProblem {

@@ -16,22 +16,28 @@
 
 /* ---- kernels: one body, two forms -------------------------------------------- */
 
-static void kernel_params(CgCtx *c, StrBuf *b, int nargs, const KArg *args, bool with_stream) {
+static void kernel_params(CgCtx *c, StrBuf *b, int nargs, const KArg *args, bool with_stream, bool off) {
     if (with_stream) sb_puts(b, "colrt_stream *cg_s");
     for (int i = 0; i < nargs; i++) {
         const Value *v = ir_val(c->g, args[i].v);
         const char *t = cg_ctype(v->dtype);
         sb_printf(b, "%s%s%s *a%d", i || with_stream ? ", " : "", args[i].out ? "" : "const ", t, i);
     }
+    if (off) sb_puts(b, ", int64_t o0");
 }
 
 void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
                const char *body) {
+    cg_kernel_off(c, id, nargs, args, n, prologue, body, NULL);
+}
+
+void cg_kernel_off(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
+                   const char *body, const char *off) {
     int k = c->n_kernels++;
     const char *px = c->prefix;
     StrBuf sig;
     sb_init(&sig);
-    kernel_params(c, &sig, nargs, args, true);
+    kernel_params(c, &sig, nargs, args, true, off != NULL);
     const char *what = ir_op(ir_node(c->g, id)->op)->name;
     const char *res = ir_val(c->g, ir_node(c->g, id)->out[0])->name;
     StrBuf bb; /* the body with its operands' types ($T0, $L0(...), $W0(...)) resolved */
@@ -43,6 +49,7 @@ void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, cons
     /* C */
     sb_printf(&c->kc, "/* %s -> %%%s */\nvoid %s_k%d(%s) {\n    (void)cg_s;\n", what, res, px, k, sb_cstr(&sig));
     for (int i = 0; i < nargs; i++) sb_printf(&c->kc, "    (void)a%d;\n", i);
+    if (off) sb_puts(&c->kc, "    (void)o0;\n");
     if (*prologue) sb_printf(&c->kc, "    %s", prologue);
     if (n > 4096) sb_puts(&c->kc, "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n");
     sb_printf(&c->kc, "    for (int64_t i = 0; i < %lld; i++) {\n        %s\n    }\n}\n\n", (long long)n, body);
@@ -50,17 +57,19 @@ void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, cons
     /* CUDA: one thread per point, a host launcher with the same signature */
     StrBuf dsig;
     sb_init(&dsig);
-    kernel_params(c, &dsig, nargs, args, false);
+    kernel_params(c, &dsig, nargs, args, false, off != NULL);
     sb_printf(&c->kcu, "/* %s -> %%%s */\n__global__ static void %s_k%d_dev(%s) {\n", what, res, px, k,
               sb_cstr(&dsig));
     sb_printf(&c->kcu, "    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
                        "    if (i >= %lld) return;\n",
               (long long)n);
     for (int i = 0; i < nargs; i++) sb_printf(&c->kcu, "    (void)a%d;\n", i);
+    if (off) sb_puts(&c->kcu, "    (void)o0;\n");
     if (*prologue) sb_printf(&c->kcu, "    %s", prologue);
     sb_printf(&c->kcu, "    {\n        %s\n    }\n}\nextern \"C\" void %s_k%d(%s) {\n", body, px, k, sb_cstr(&sig));
     sb_printf(&c->kcu, "    %s_k%d_dev<<<%lld, 256, 0, cg_stream(cg_s)>>>(", px, k, (long long)((n + 255) / 256));
     for (int i = 0; i < nargs; i++) sb_printf(&c->kcu, "%sa%d", i ? ", " : "", i);
+    if (off) sb_puts(&c->kcu, ", o0");
     sb_puts(&c->kcu, ");\n}\n\n");
 
     /* the launch */
@@ -70,10 +79,25 @@ void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, cons
         cg_ptr(c, c->sched, args[i].v);
         if (args[i].zshift) sb_printf(c->sched, " + M->zrank * %lld", (long long)args[i].zshift);
     }
+    if (off) sb_printf(c->sched, ", (int64_t)(%s)", off);
     sb_puts(c->sched, ");\n");
     sb_free(&sig);
     sb_free(&dsig);
     sb_free(&bb);
+}
+
+bool cg_shard_start(CgCtx *c, ValueId v, int d, StrBuf *out) {
+    const LowerProgram *lp = c->lp;
+    if (!lp->sharded) return false;
+    const ShardSpec *s = &lp->v[cg_read(c, v)].spec;
+    if (d >= s->rank || !s->n[d]) return false;
+    int64_t piece = ir_val(c->g, v)->shape.d[d];
+    sb_puts(out, "0");
+    for (int k = 0; k < s->n[d]; k++) {
+        piece /= lp->opt.mesh->size[s->ax[d][k]];
+        sb_printf(out, " + (int64_t)colrt_mesh_coord(M->mesh, %d) * %lld", s->ax[d][k], (long long)piece);
+    }
+    return true;
 }
 
 void cg_ptr(CgCtx *c, StrBuf *b, ValueId v) {

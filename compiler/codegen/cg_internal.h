@@ -37,6 +37,15 @@ typedef struct KArg {
 void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
                const char *body);
 
+/* The same with one more kernel parameter, `int64_t o0`, passed `off` (a C
+ * expression of the schedule: a shard's global offset). */
+void cg_kernel_off(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
+                   const char *body, const char *off);
+/* Writes to out the C expression of the global index where this rank's shard
+ * of dim d of value v (as read at the current node) starts, and returns true;
+ * false (nothing written) when the dim is whole. */
+bool cg_shard_start(CgCtx *c, ValueId v, int d, StrBuf *out);
+
 /* The schedule's expression for value v's local buffer, typed (a ZeRO-2
  * gradient read after its reduce-scatter is its slice). */
 void cg_ptr(CgCtx *c, StrBuf *b, ValueId v);

@@ -512,16 +512,38 @@ static bool emit_pos_embedding(CgCtx *c, NodeId id) {
     if (dt_of(c, n->in[0]) != dt_of(c, n->out[0])) return unsupported(c, id, "an operand and result of different float types");
     const int64_t es = ir_dtype_size(dt_of(c, n->out[0]));
     int64_t ob = numel(L(c, n->out[0])) * es, ib = numel(L(c, n->in[0])) * es;
+    Shape lo = L(c, n->out[0]);
+    int64_t row = lo.d[1] * es; /* rows of this rank's columns */
+    StrBuf off; /* sequence parallel: this rank's rows start here */
+    sb_init(&off);
+    bool split = cg_shard_start(c, n->out[0], 0, &off);
     if (n->op == OP_POS_EMBEDDING_DW) {
         sb_puts(s, "    colrt_memset0(");
         cg_ptr(c, s, n->out[0]);
         sb_printf(s, ", %lld, NULL);\n", (long long)ob);
     }
-    sb_puts(s, "    colrt_memcpy(");
-    cg_ptr(c, s, n->out[0]);
-    sb_puts(s, ", ");
-    cg_ptr(c, s, n->in[0]);
-    sb_printf(s, ", %lld, COLRT_D2D, NULL);\n", (long long)(ob < ib ? ob : ib));
+    if (split && n->op == OP_POS_EMBEDDING) { /* the table's rows [start, start + T) */
+        sb_puts(s, "    colrt_memcpy(");
+        cg_ptr(c, s, n->out[0]);
+        sb_puts(s, ", ");
+        cg_ptr(c, s, n->in[0]);
+        sb_printf(s, " + (size_t)(%s) * %lld, %lld, COLRT_D2D, NULL);\n", sb_cstr(&off), (long long)lo.d[1], (long long)ob);
+    } else if (split) { /* this rank's rows of the table: dy's rows from start, as many as dy has */
+        int64_t T = L(c, n->in[0]).d[0];
+        sb_printf(s, "    { int64_t r0 = %s, nr = %lld - r0; if (nr > %lld) nr = %lld;\n      if (nr > 0) colrt_memcpy(",
+                  sb_cstr(&off), (long long)T, (long long)lo.d[0], (long long)lo.d[0]);
+        cg_ptr(c, s, n->out[0]);
+        sb_puts(s, ", ");
+        cg_ptr(c, s, n->in[0]);
+        sb_printf(s, " + (size_t)r0 * %lld, (size_t)nr * %lld, COLRT_D2D, NULL); }\n", (long long)lo.d[1], (long long)row);
+    } else {
+        sb_puts(s, "    colrt_memcpy(");
+        cg_ptr(c, s, n->out[0]);
+        sb_puts(s, ", ");
+        cg_ptr(c, s, n->in[0]);
+        sb_printf(s, ", %lld, COLRT_D2D, NULL);\n", (long long)(ob < ib ? ob : ib));
+    }
+    sb_free(&off);
     return true;
 }
 
@@ -594,13 +616,19 @@ typedef struct AttDims {
     int64_t B, T, H, Dh, S, G, R;
     int causal;
     double scale;
+    int64_t Tg;                /* the queries of the whole sequence (T: this rank's) */
+    char off[256];             /* where this rank's queries start (the o0 argument), "" if at 0 */
 } AttDims;
 
 static AttDims att_dims(CgCtx *c, const Node *n) {
     Shape q = L(c, n->in[0]), k = L(c, n->in[1]);
     AttDims a = {q.d[0], q.d[1], q.d[2], q.d[3], k.d[1], k.d[2], q.d[2] / k.d[2],
-                 (int)n->attr[0].i, n->attr[1].f};
+                 (int)n->attr[0].i, n->attr[1].f, ir_val(c->g, n->in[0])->shape.d[1], ""};
     if (a.scale == 0) a.scale = 1 / sqrt((double)a.Dh);
+    StrBuf o; /* sequence parallel: the causal mask needs the queries' global positions */
+    sb_init(&o);
+    if (a.causal && cg_shard_start(c, n->in[0], 1, &o)) snprintf(a.off, sizeof a.off, "%s", sb_cstr(&o));
+    sb_free(&o);
     return a;
 }
 
@@ -626,7 +654,8 @@ static void att_probs(StrBuf *b, const AttDims *d) {
 /* Replaces the NS placeholder by the key count of query t. */
 static void fix_ns(StrBuf *out, const char *text, const AttDims *d) {
     char ns[64];
-    if (d->causal) snprintf(ns, sizeof ns, "t + %lld", (long long)(d->S - d->T + 1));
+    if (d->causal && d->off[0]) snprintf(ns, sizeof ns, "t + o0 + %lld", (long long)(d->S - d->Tg + 1));
+    else if (d->causal) snprintf(ns, sizeof ns, "t + %lld", (long long)(d->S - d->T + 1));
     else snprintf(ns, sizeof ns, "%lld", (long long)d->S);
     for (const char *p = text; *p; p++) {
         if (p[0] == 'N' && p[1] == 'S' && (p[2] == ';' || p[2] == ',')) {
@@ -681,7 +710,7 @@ static bool emit_attention(CgCtx *c, NodeId id) {
     fix_ns(&f, sb_cstr(&b), &d);
     KArg a[5] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->op == OP_ATTENTION ? n->out[0] : n->in[3], n->op == OP_ATTENTION, 0},
                  {n->out[0], 1, 0}};
-    cg_kernel(c, id, n->op == OP_ATTENTION ? 4 : 5, a, d.B * d.H * d.T, "", sb_cstr(&f));
+    cg_kernel_off(c, id, n->op == OP_ATTENTION ? 4 : 5, a, d.B * d.H * d.T, "", sb_cstr(&f), d.off[0] ? d.off : NULL);
     sb_free(&b);
     sb_free(&f);
     return true;
@@ -758,7 +787,7 @@ static bool emit_attention_dkv_half(CgCtx *c, NodeId id) {
               (long long)d.Dh);
     fix_ns(&f, sb_cstr(&b), &d);
     KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->in[3], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
-    cg_kernel(c, id, 6, a, d.B * d.G, "", sb_cstr(&f));
+    cg_kernel_off(c, id, 6, a, d.B * d.G, "", sb_cstr(&f), d.off[0] ? d.off : NULL);
     sb_free(&b);
     sb_free(&f);
     return true;
@@ -813,7 +842,7 @@ static bool emit_attention_dkv(CgCtx *c, NodeId id) {
               (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.Dh);
     fix_ns(&f, sb_cstr(&b), &d);
     KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->in[3], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
-    cg_kernel(c, id, 6, a, d.B * d.G, "", sb_cstr(&f));
+    cg_kernel_off(c, id, 6, a, d.B * d.G, "", sb_cstr(&f), d.off[0] ? d.off : NULL);
     sb_free(&b);
     sb_free(&f);
     return true;
@@ -823,21 +852,24 @@ static bool emit_rope(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     Shape s = L(c, n->in[0]);
     int64_t T = s.d[1], H = s.d[2], Dh = s.d[3], half = Dh / 2;
-    StrBuf b;
+    StrBuf b, off; /* sequence parallel: the angle of the position's global index */
     sb_init(&b);
+    sb_init(&off);
+    bool split = cg_shard_start(c, n->in[0], 1, &off);
     sb_printf(&b,
-              "const int64_t j = i %% %lld, row = i / %lld, t = (row / %lld) %% %lld;\n"
+              "const int64_t j = i %% %lld, row = i / %lld, t = (row / %lld) %% %lld%s;\n"
               "        const double ang = (double)t * pow(%.17g, -2.0 * (double)j / %lld);\n"
               "        const double cs = cos(ang), sn = %s sin(ang);\n"
               "        const double x0 = $L0(a0[row * %lld + j]), x1 = $L0(a0[row * %lld + j + %lld]);\n"
               "        a1[row * %lld + j] = $W1(x0 * cs - x1 * sn);\n"
               "        a1[row * %lld + j + %lld] = $W1(x1 * cs + x0 * sn);",
-              (long long)half, (long long)half, (long long)H, (long long)T, n->attr[0].f,
+              (long long)half, (long long)half, (long long)H, (long long)T, split ? " + o0" : "", n->attr[0].f,
               (long long)Dh, n->op == OP_ROPE ? "" : "-", (long long)Dh, (long long)Dh,
               (long long)half, (long long)Dh, (long long)Dh, (long long)half);
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
-    cg_kernel(c, id, 2, a, numel(s) / 2, "", sb_cstr(&b));
+    cg_kernel_off(c, id, 2, a, numel(s) / 2, "", sb_cstr(&b), split ? sb_cstr(&off) : NULL);
     sb_free(&b);
+    sb_free(&off);
     return true;
 }
 

@@ -93,11 +93,10 @@ static bool is_leaf(const Graph *g, ValueId v) {
     return ir_val(g, v)->def == IR_NONE && (r == ROLE_PARAM || r == ROLE_STATE);
 }
 
-/* An iterator whose global index a kernel uses (ops.h, Iter.positional):
- * the generated kernels index it from 0, so it stays whole. */
+/* An iterator the generated kernels need whole (ops.h, Iter.kernel_whole). */
 static bool position_iter(const Graph *g, NodeId id, const IterSpace *is, int it) {
     (void)g, (void)id;
-    return is->iters[it].positional;
+    return is->iters[it].kernel_whole;
 }
 
 /* Forward (0) or backward and update (1): a copy resharded in the forward
@@ -421,8 +420,8 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
             st = *p->opt.node_st[id];
             for (int a = 0; a < m->n_axes; a++)
                 if (st.iter_of_axis[a] >= 0 && position_iter(g, id, &is, st.iter_of_axis[a])) {
-                    sb_printf(err, "the plan splits %s %%%s along positions (iterator %s over mesh axis %d), "
-                                   "which the generated kernels index from 0",
+                    sb_printf(err, "the plan splits %s %%%s along iterator %s over mesh axis %d, which the "
+                                   "generated kernels need whole (an embedding table's rows, attention_dkv's keys)",
                               ir_op(n->op)->name, ir_val(g, n->out[0])->name, is.iters[st.iter_of_axis[a]].name, a);
                     ok = false;
                 }

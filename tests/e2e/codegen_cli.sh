@@ -36,6 +36,11 @@ check "dp: gradient buckets all-reduced on the communication stream" "grep -q 'c
 check "... launched right after their last gradient, waited for by the update" "grep -q 'gradient bucket 1: 12 gradients' '$work/dp/gpt2_tiny.c' && grep -q 'colrt_stream_wait(NULL, M->bucket_done\\[3\\]);' '$work/dp/gpt2_tiny.c'"
 check "... and counted in the plan JSON" "grep -q '\"gradient_buckets\":.*4' '$work/dp/gpt2_tiny.plan.json'"
 
+# sequence parallel: attention's queries split over 4 ranks; the kernels
+# take the shard's first position (o0) for the causal mask
+"$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x4 --mesh 1x4 --zero 0 --mem 60KB -q -o "$work/seq"
+check "sequence-parallel attention: the mask counts from the shard's first query" "grep -q 'ns = t + o0 + ' '$work/seq/gpt2_tiny_kernels.c' && grep -q ', (int64_t)(0 + (int64_t)colrt_mesh_coord(M->mesh, 1) \\* ' '$work/seq/gpt2_tiny.c'"
+
 # the planner's own plan on 8 devices: tensor parallel and ZeRO-2 together;
 # the updates run on slices of each shard, gathered back after
 out=$("$cc" "$ex/ir/gpt2-2layer.cir" --emit code --cluster h100:1x8 -q -o "$work/z" 2>&1); rc=$?
