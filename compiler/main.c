@@ -355,6 +355,16 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
         char ab[32], lb[32];
         cli_fmt_bytes(ab, sizeof ab, (double)lp->arena_bytes);
         cli_fmt_bytes(lb, sizeof lb, user_limit);
+        bool forced = o->strategy && strcmp(o->strategy, "auto"); /* solving again gives the same plan */
+        if (forced) {
+            diag_plain("give more memory (--mem), a smaller batch, or another --strategy (or auto)",
+                       "the plan '%s' (forced with --strategy) needs an arena of %s per device, over the limit of %s "
+                       "(the planner priced it at %.0f bytes)",
+                       r->chosen, ab, lb, r->price.peak_bytes);
+            lower_free(lp);
+            plan_free(r);
+            return EXIT_USER;
+        }
         if (attempt == 2 || (double)lp->arena_bytes > 4 * user_limit) {
             diag_plain("give more memory (--mem), or a smaller batch",
                        "the static memory plan needs an arena of %s per device, over the limit of %s "

@@ -406,7 +406,6 @@ bool rule_embedding(const OpArgs *a, IterSpace *is, StrBuf *err) {
     /* Splitting the vocabulary leaves each rank the rows it owns, zeros
      * elsewhere: a partial sum (Megatron's vocab-parallel embedding). */
     int iv = rule_add_iter(is, "v", t.d[0], IT_SUM);
-    is->iters[iv].kernel_whole = true;
     is->in_rank[1] = 2;
     rule_map1(&is->in[1][0], iv);
     rule_map1(&is->in[1][1], id);

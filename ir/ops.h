@@ -35,9 +35,9 @@ typedef struct Iter {
     int64_t size;
     IterKind kind;
     bool kernel_whole; /* legal to split, but the generated kernels need it whole:
-                        * an embedding table's rows (looked up by value), and
                         * attention_dkv's keys (it recomputes the softmax over
-                        * all of them) */
+                        * all of them) and the rows of a 16-bit embedding
+                        * gradient (the vocabulary-parallel kernel sums in f32) */
 } Iter;
 
 typedef struct DimMap {

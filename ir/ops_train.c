@@ -300,7 +300,7 @@ bool rule_embedding_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     int id = rule_add_iter(is, "d", dy.d[idx.rank], IT_PARALLEL);
     int iv = rule_add_iter(is, "v", rows, IT_PARALLEL);
-    is->iters[iv].kernel_whole = true;
+    is->iters[iv].kernel_whole = a->dt[1] != DT_F32; /* a 16-bit gradient: the generated kernel sums in f32 only */
     rule_map1(&is->in[1][idx.rank], id);
     is->out_rank[0] = 2;
     rule_map1(&is->out[0][0], iv);

@@ -474,9 +474,61 @@ static bool emit_norm_dw(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* Vocabulary parallel: this rank holds the table's rows [o0, o0 + V) (o0 from
+ * the mesh coordinates). The forward looks up the indices it holds and
+ * writes zeros for the others (a pending sum over the split axes); the
+ * backward adds, column by column in index order (deterministic), the rows of
+ * the indices it holds. */
+static bool emit_embedding_vocab(CgCtx *c, NodeId id, const char *off) {
+    const Node *n = N_(c, id);
+    int64_t N = numel(L(c, n->in[0]));
+    char body[1024];
+    if (n->op == OP_EMBEDDING) {
+        Shape t = L(c, n->in[1]);
+        if (dt_of(c, n->in[1]) != dt_of(c, n->out[0])) return unsupported(c, id, "a table and result of different float types");
+        snprintf(body, sizeof body,
+                 "const int64_t v = (int64_t)a0[i / %lld] - o0, d = i %% %lld;\n"
+                 "        a2[i] = (v >= 0 && v < %lld) ? a1[v * %lld + d] : $W2(0.0);",
+                 (long long)t.d[1], (long long)t.d[1], (long long)t.d[0], (long long)t.d[1]);
+        KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
+        cg_kernel_off(c, id, 3, a, N * t.d[1], "", body, off);
+        return true;
+    }
+    ValueId acc = c->lp->n[id].acc_into, dst = acc != IR_NONE ? acc : n->out[0];
+    if (cg_is_half(dt_of(c, dst))) return unsupported(c, id, "a vocabulary-parallel gradient of a 16-bit table");
+    Shape t = L(c, n->out[0]);
+    snprintf(body, sizeof body,
+             "%s"
+             "        for (int64_t r = 0; r < %lld; r++) {\n"
+             "            const int64_t v = (int64_t)a0[r] - o0;\n"
+             "            if (v >= 0 && v < %lld) a2[v * %lld + i] += a1[r * %lld + i];\n"
+             "        }",
+             acc != IR_NONE ? "" : "for (int64_t v = 0; v < VV; v++) a2[v * DD + i] = 0;\n",
+             (long long)N, (long long)t.d[0], (long long)t.d[1], (long long)t.d[1]);
+    StrBuf b;
+    sb_init(&b);
+    for (const char *p = body; *p; p++) { /* VV, DD: the local table's rows and columns */
+        if (!strncmp(p, "VV", 2)) { sb_printf(&b, "%lld", (long long)t.d[0]); p++; }
+        else if (!strncmp(p, "DD", 2)) { sb_printf(&b, "%lld", (long long)t.d[1]); p++; }
+        else sb_putc(&b, *p);
+    }
+    KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {dst, 1, 0}};
+    cg_kernel_off(c, id, 3, a, t.d[1], "", sb_cstr(&b), off);
+    sb_free(&b);
+    return true;
+}
+
 static bool emit_embedding(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     StrBuf *s = c->sched;
+    StrBuf off;
+    sb_init(&off);
+    if (cg_shard_start(c, n->op == OP_EMBEDDING ? n->in[1] : n->out[0], 0, &off)) {
+        bool ok = emit_embedding_vocab(c, id, sb_cstr(&off));
+        sb_free(&off);
+        return ok;
+    }
+    sb_free(&off);
     if (n->op == OP_EMBEDDING) {
         Shape t = L(c, n->in[1]);
         if (dt_of(c, n->in[1]) != dt_of(c, n->out[0])) return unsupported(c, id, "a table and result of different float types");
