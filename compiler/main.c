@@ -329,6 +329,7 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     PlanResult *r = NULL;
     LowerProgram *lp = NULL;
     double user_limit = 0; /* the limit asked for (the retries tighten the planner's) */
+    int64_t prev_arena = -1;
     for (int attempt = 0;; attempt++) {
         r = plan_solve(g, &po);
         if (!r && attempt) {
@@ -355,8 +356,11 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
         char ab[32], lb[32];
         cli_fmt_bytes(ab, sizeof ab, (double)lp->arena_bytes);
         cli_fmt_bytes(lb, sizeof lb, user_limit);
-        bool forced = o->strategy && strcmp(o->strategy, "auto"); /* solving again gives the same plan */
-        if (forced) {
+        /* a forced strategy solved again to the same arena: a tighter limit will not help */
+        bool forced = o->strategy && strcmp(o->strategy, "auto");
+        bool stuck = attempt > 0 && lp->arena_bytes == prev_arena;
+        prev_arena = lp->arena_bytes;
+        if (forced && stuck) {
             diag_plain("give more memory (--mem), a smaller batch, or another --strategy (or auto)",
                        "the plan '%s' (forced with --strategy) needs an arena of %s per device, over the limit of %s "
                        "(the planner priced it at %.0f bytes)",
