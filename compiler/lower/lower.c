@@ -404,6 +404,20 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
             viewed |= ir_node(g, r)->op == OP_RESHAPE && ir_node(g, r)->in[0] == n->in[0];
         if (p->opt.zero >= 3 && !viewed) p->v[n->in[0]].zchunk = chunk;
         else if (p->opt.zero >= 3) p->n[id].zero = 2;
+        /* mixed precision: the update wrote the f32 master's slice; the
+         * compute-dtype parameter cast from it is a slice too (gathered
+         * before each reader like the master would be), cast slice to slice */
+        if (p->opt.zero >= 3 && !viewed && ir_val(g, n->in[0])->role == ROLE_STATE)
+            for (NodeId r = id + 1; r < nn; r++) {
+                const Node *cn = ir_node(g, r);
+                ValueId pl = cn->op == OP_CAST && cn->in[0] == n->out[0] ? ir_val(g, cn->out[0])->updates : IR_NONE;
+                if (pl == IR_NONE || ir_val(g, pl)->role != ROLE_PARAM || ir_shape_numel(ir_val(g, pl)->shape) != numel)
+                    continue;
+                bool pviewed = false;
+                for (NodeId q = 0; q < nn; q++)
+                    pviewed |= ir_node(g, q)->op == OP_RESHAPE && ir_node(g, q)->in[0] == pl;
+                if (!pviewed) p->v[pl].zchunk = p->v[cn->out[0]].zchunk = chunk;
+            }
     }
 
     /* 1. storage aliases: reshape views; optimizer results over their leaf;
