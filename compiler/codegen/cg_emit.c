@@ -255,38 +255,30 @@ static void zero_axes(const CgOptions *o, int *outer, int *inner) {
         }
 }
 
-static void emit_zero_rs(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst, ValueId tmp, int64_t chunk,
-                         const char *what) {
+/* One ZeRO collective (all-gather when gather, else reduce-scatter) of
+ * chunk-element slices, over the one busy axis or in two steps through tmp. */
+static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId src, ValueId dst, ValueId tmp,
+                           int64_t chunk, const char *what) {
     int outer, inner;
     zero_axes(o, &outer, &inner);
     const LowerProgram *lp = c->lp;
     const char *dt = cg_colrt_dtype(ir_val(c->g, src)->dtype);
+    const char *fn = gather ? "all_gather" : "reduce_scatter", *op = gather ? "" : ", COLRT_SUM";
     if (outer < 0 || tmp == IR_NONE) {
-        sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, COLRT_SUM, NULL); /* %s */\n",
-                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk, dt, what);
+        sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s */\n", fn,
+                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk,
+                  dt, op, what);
         return;
     }
-    sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, COLRT_SUM, NULL); /* %s, outer axis */\n",
-              outer, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)(chunk * o->mesh[inner]), dt, what);
-    sb_printf(c->sched, "    colrt_reduce_scatter(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, COLRT_SUM, NULL); /* inner axis */\n",
-              inner, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)chunk, dt);
-}
-
-static void emit_zero_ag(CgCtx *c, const CgOptions *o, ValueId src, ValueId dst, ValueId tmp, int64_t chunk,
-                         const char *what) {
-    int outer, inner;
-    zero_axes(o, &outer, &inner);
-    const LowerProgram *lp = c->lp;
-    const char *dt = cg_colrt_dtype(ir_val(c->g, src)->dtype);
-    if (outer < 0 || tmp == IR_NONE) {
-        sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, NULL); /* %s */\n",
-                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk, dt, what);
-        return;
-    }
-    sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, NULL); /* %s, inner axis */\n",
-              inner, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)chunk, dt, what);
-    sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, NULL); /* outer axis */\n",
-              outer, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)(chunk * o->mesh[inner]), dt);
+    /* reduce-scatter: outer axis, then inner; all-gather: inner, then outer */
+    int first = gather ? inner : outer, second = gather ? outer : inner;
+    int64_t n1 = gather ? chunk : chunk * o->mesh[inner], n2 = gather ? chunk * o->mesh[inner] : chunk;
+    sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s, %s axis */\n", fn,
+              first, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)n1, dt, op, what,
+              gather ? "inner" : "outer");
+    sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s axis */\n", fn,
+              second, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)n2, dt, op,
+              gather ? "outer" : "inner");
 }
 
 /* Whether the batch's partial sums are all-reduced over mesh axis a: every
@@ -387,12 +379,12 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
-                emit_zero_rs(c, o, ln->rs[k], ln->rs_to[k], ln->rs_tmp[k], lp->v[ln->rs_to[k]].zchunk, what);
+                emit_zero_coll(c, o, false, ln->rs[k], ln->rs_to[k], ln->rs_tmp[k], lp->v[ln->rs_to[k]].zchunk, what);
             }
             for (int k = 0; k < ln->n_gather; k++) { /* ZeRO-3: the whole parameter, for this node */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->gather[k])->name, lp->v[ln->gather_to[k]].name);
-                emit_zero_ag(c, o, ln->gather[k], ln->gather_to[k], ln->gather_tmp[k], lp->v[ln->gather[k]].zchunk, what);
+                emit_zero_coll(c, o, true, ln->gather[k], ln->gather_to[k], ln->gather_tmp[k], lp->v[ln->gather[k]].zchunk, what);
             }
             if (ln->n_recompute)
                 sb_printf(c->sched, "    /* recompute: block %s[%d]'s forward again, into fresh buffers */\n",
@@ -418,7 +410,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             if (ln->zero && !lp->v[n->in[0]].zchunk) { /* the updated slices make the whole parameter again */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s <- %%%s", ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
-                emit_zero_ag(c, o, n->out[0], n->in[0], ln->ag_tmp, ln->zchunk, what);
+                emit_zero_coll(c, o, true, n->out[0], n->in[0], ln->ag_tmp, ln->zchunk, what);
             }
             cg_emit_reshards(c, o, id, true);
             for (int k = 0; k < lp->n_buckets; k++)

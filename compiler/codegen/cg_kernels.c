@@ -719,6 +719,17 @@ static void fix_ns(StrBuf *out, const char *text, const AttDims *d) {
     }
 }
 
+/* The attention kernels' common end: the key count placeholder resolved,
+ * the kernel written (with the queries' first position when sequence
+ * parallel), the buffers freed. */
+static void att_kernel(CgCtx *c, NodeId id, const AttDims *d, StrBuf *b, StrBuf *f, int nargs, const KArg *a,
+                       int64_t points) {
+    fix_ns(f, sb_cstr(b), d);
+    cg_kernel_off(c, id, nargs, a, points, "", sb_cstr(f), d->off[0] ? d->off : NULL);
+    sb_free(b);
+    sb_free(f);
+}
+
 static bool emit_attention(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     AttDims d = att_dims(c, n);
@@ -759,12 +770,9 @@ static bool emit_attention(CgCtx *c, NodeId id) {
                   (long long)d.Dh, (long long)d.Dh, d.scale, (long long)d.S, (long long)d.G,
                   (long long)d.Dh);
     }
-    fix_ns(&f, sb_cstr(&b), &d);
     KArg a[5] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->op == OP_ATTENTION ? n->out[0] : n->in[3], n->op == OP_ATTENTION, 0},
                  {n->out[0], 1, 0}};
-    cg_kernel_off(c, id, n->op == OP_ATTENTION ? 4 : 5, a, d.B * d.H * d.T, "", sb_cstr(&f), d.off[0] ? d.off : NULL);
-    sb_free(&b);
-    sb_free(&f);
+    att_kernel(c, id, &d, &b, &f, n->op == OP_ATTENTION ? 4 : 5, a, d.B * d.H * d.T);
     return true;
 }
 
@@ -837,11 +845,8 @@ static bool emit_attention_dkv_half(CgCtx *c, NodeId id) {
               (long long)d.R, (long long)d.T, (long long)d.Dh, d.scale, d.scale, (long long)d.Dh,
               (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh,
               (long long)d.Dh);
-    fix_ns(&f, sb_cstr(&b), &d);
     KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->in[3], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
-    cg_kernel_off(c, id, 6, a, d.B * d.G, "", sb_cstr(&f), d.off[0] ? d.off : NULL);
-    sb_free(&b);
-    sb_free(&f);
+    att_kernel(c, id, &d, &b, &f, 6, a, d.B * d.G);
     return true;
 }
 
@@ -892,11 +897,8 @@ static bool emit_attention_dkv(CgCtx *c, NodeId id) {
               (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.S, (long long)d.G,
               (long long)d.Dh, (long long)d.Dh, d.scale, (long long)d.S, (long long)d.G,
               (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.Dh);
-    fix_ns(&f, sb_cstr(&b), &d);
     KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->in[3], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
-    cg_kernel_off(c, id, 6, a, d.B * d.G, "", sb_cstr(&f), d.off[0] ? d.off : NULL);
-    sb_free(&b);
-    sb_free(&f);
+    att_kernel(c, id, &d, &b, &f, 6, a, d.B * d.G);
     return true;
 }
 
