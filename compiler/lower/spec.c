@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "autodiff.h"
 #include "lower_internal.h"
 #include "ops.h"
 
@@ -36,6 +37,8 @@ typedef struct SpecCtx {
     int8_t (*copy_phase)[MAX_COPIES]; /* the phase of the reader each was made for */
     ValueId *gparam;                 /* per value: the parameter an update reads it as the
                                       * gradient of, or IR_NONE */
+    ValueId *grad_of;                /* per value: the value it is the gradient of
+                                      * (autodiff's X.grad, ad_grad_of), or IR_NONE */
     StrBuf *err;
 } SpecCtx;
 
@@ -84,20 +87,11 @@ static ShardSpec refine(const SpecCtx *c, const ShardSpec *s, Shape sh) {
     return t;
 }
 
-static const char *vname(const SpecCtx *c, ValueId v) {
-    return v < c->g->n_values ? ir_val(c->g, v)->name : c->p->v[v].name;
-}
-
 static bool is_leaf(const Graph *g, ValueId v) {
     Role r = ir_val(g, v)->role;
     return ir_val(g, v)->def == IR_NONE && (r == ROLE_PARAM || r == ROLE_STATE);
 }
 
-/* An iterator the generated kernels need whole (ops.h, Iter.kernel_whole). */
-static bool position_iter(const Graph *g, NodeId id, const IterSpace *is, int it) {
-    (void)g, (void)id;
-    return is->iters[it].kernel_whole;
-}
 
 /* Forward (0) or backward and update (1): a copy resharded in the forward
  * is not reused by the backward, which reshards again (as the planner
@@ -128,14 +122,7 @@ static double read_cost(const SpecCtx *c, ValueId x, const ShardSpec *s, NodeId 
 
 /* The spec a result would best be left in: a gradient `X.grad` in X's. */
 static bool result_target(const SpecCtx *c, ValueId out, ShardSpec *t) {
-    const char *nm = ir_val(c->g, out)->name;
-    size_t n = strlen(nm);
-    if (n < 6 || strcmp(nm + n - 5, ".grad")) return false;
-    char base[256];
-    if (n - 5 >= sizeof base) return false;
-    memcpy(base, nm, n - 5);
-    base[n - 5] = 0;
-    ValueId x = ir_find(c->g, base);
+    ValueId x = c->grad_of[out];
     if (x == IR_NONE || !c->known[x]) return false;
     *t = shard_spec_unpartial(&c->p->v[x].spec);
     if (c->gparam[out] == x && zero_of(c, x) >= 2) *t = refine(c, t, ir_val(c->g, x)->shape); /* its ZeRO slice */
@@ -152,7 +139,7 @@ static ValueId zero_update(const SpecCtx *c, NodeId id) {
 static bool strategy_ok(const SpecCtx *c, NodeId id, const IterSpace *is, const ShardStrategy *st) {
     const Node *n = ir_node(c->g, id);
     for (int a = 0; a < c->m->n_axes; a++)
-        if (st->iter_of_axis[a] >= 0 && position_iter(c->g, id, is, st->iter_of_axis[a])) return false;
+        if (st->iter_of_axis[a] >= 0 && is->iters[st->iter_of_axis[a]].kernel_whole) return false;
     ValueId zp = zero_update(c, id);
     for (int o = 0; o < n->n_out; o++) { /* an update is written over its leaf: same layout */
         ValueId leaf = ir_val(c->g, n->out[o])->updates;
@@ -394,7 +381,12 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
     c.copy = ir_alloc(sizeof *c.copy * (size_t)(nv + 1));
     c.copy_phase = ir_alloc(sizeof *c.copy_phase * (size_t)(nv + 1));
     c.gparam = ir_alloc(sizeof(ValueId) * (size_t)(nv + 1));
-    for (ValueId v = 0; v < nv; v++) c.gparam[v] = IR_NONE;
+    c.grad_of = ir_alloc(sizeof(ValueId) * (size_t)(nv + 1));
+    for (ValueId v = 0; v < nv; v++) c.gparam[v] = c.grad_of[v] = IR_NONE;
+    for (ValueId v = 0; v < nv; v++) {
+        ValueId d = ad_grad_of(g, ir_val(g, v)->name);
+        if (d != IR_NONE) c.grad_of[d] = v;
+    }
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
         if (n->op == OP_ADAMW || n->op == OP_SGD) c.gparam[n->in[1]] = n->in[0];
@@ -419,7 +411,7 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
         if (p->opt.node_st && p->opt.node_st[id]) {
             st = *p->opt.node_st[id];
             for (int a = 0; a < m->n_axes; a++)
-                if (st.iter_of_axis[a] >= 0 && position_iter(g, id, &is, st.iter_of_axis[a])) {
+                if (st.iter_of_axis[a] >= 0 && is.iters[st.iter_of_axis[a]].kernel_whole) {
                     sb_printf(err, "the plan splits %s %%%s along iterator %s over mesh axis %d, which the "
                                    "generated kernels need whole (an embedding table's rows, attention_dkv's keys)",
                               ir_op(n->op)->name, ir_val(g, n->out[0])->name, is.iters[st.iter_of_axis[a]].name, a);
@@ -491,11 +483,11 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
         p->v[v].local = shard_spec_local(&p->v[v].spec, m, x->shape);
         p->v[v].bytes = ir_shape_numel(p->v[v].local) * ir_dtype_size(x->dtype);
     }
-    (void)vname;
     ir_free(c.known);
     ir_free(c.n_copy);
     ir_free(c.copy);
     ir_free(c.copy_phase);
     ir_free(c.gparam);
+    ir_free(c.grad_of);
     return ok;
 }
