@@ -8,20 +8,67 @@
  */
 #include "autodiff.h"
 
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backward.h"
 #include "ops.h"
 
+/* One row per optimizer: what the planner and the CLI know of it, and its
+ * default hyper-parameters (the papers' and PyTorch's). step_bytes: AdamW
+ * reads p, g, m, v and writes p, m, v (7 x 4 bytes); SGD reads p, g, b and
+ * writes p, b; LAMB's norms pass reads p, g, m, v once more, LARS's p and g. */
+static const struct {
+    AdOptimizerInfo info;
+    double beta1, beta2, eps, wd, momentum, trust;
+} optimizers[AD_OPT__COUNT] = {
+    [AD_OPT_NONE] = {{"none", 0, false, false, 0}, 0.9, 0.999, 1e-8, 0, 0.9, 0.001},
+    [AD_OPT_SGD] = {{"sgd", 1, false, false, 20}, 0.9, 0.999, 1e-8, 0, 0.9, 0.001},
+    [AD_OPT_ADAMW] = {{"adamw", 2, true, false, 28}, 0.9, 0.999, 1e-8, 0.01, 0.9, 0.001},
+    [AD_OPT_LAMB] = {{"lamb", 2, true, true, 44}, 0.9, 0.999, 1e-6, 0.01, 0.9, 0.001},
+    [AD_OPT_LARS] = {{"lars", 1, false, true, 28}, 0.9, 0.999, 1e-8, 5e-4, 0.9, 0.001},
+};
+
+const AdOptimizerInfo *ad_optimizer_info(AdOptimizer k) {
+    IR_ASSERT(k >= 0 && k < AD_OPT__COUNT);
+    return &optimizers[k].info;
+}
+
+bool ad_optimizer_parse(const char *name, AdOptimizer *k) {
+    for (int i = 0; i < AD_OPT__COUNT; i++)
+        if (!strcmp(name, optimizers[i].info.name)) {
+            *k = (AdOptimizer)i;
+            return true;
+        }
+    return false;
+}
+
+void ad_options_optimizer(AdOptions *o, AdOptimizer k) {
+    IR_ASSERT(k >= 0 && k < AD_OPT__COUNT);
+    o->optimizer = k;
+    o->beta1 = optimizers[k].beta1;
+    o->beta2 = optimizers[k].beta2;
+    o->eps = optimizers[k].eps;
+    o->weight_decay = optimizers[k].wd;
+    o->momentum = optimizers[k].momentum;
+    o->trust_coef = optimizers[k].trust;
+}
+
+bool ad_name_matches(const char *globs, const char *name) {
+    for (const char *p = globs; p && *p;) {
+        size_t n = strcspn(p, ",");
+        char glob[256];
+        snprintf(glob, sizeof glob, "%.*s", (int)n, p);
+        if (n && fnmatch(glob, name, 0) == 0) return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
 void ad_options_default(AdOptions *o) {
     memset(o, 0, sizeof *o);
-    o->optimizer = AD_OPT_ADAMW;
-    o->beta1 = 0.9;
-    o->beta2 = 0.999;
-    o->eps = 1e-8;
-    o->weight_decay = 0.01;
-    o->momentum = 0.9;
+    ad_options_optimizer(o, AD_OPT_ADAMW);
     o->compute = DT_F32;
     o->scale_growth = 2.0;
     o->scale_backoff = 0.5;
@@ -215,6 +262,21 @@ static ValueId state_like(Graph *g, ValueId p, const char *suffix, Init init) {
     return v;
 }
 
+/* A parameter's optimizer leaves: its f32 master under mixed precision (else
+ * the parameter itself) and its state (%p.adam_m, %p.adam_v, or %p.momentum). */
+typedef struct UpdateLeaves {
+    ValueId master, state[2];
+} UpdateLeaves;
+
+static UpdateLeaves update_leaves(Graph *g, ValueId p, const AdOptions *o) {
+    UpdateLeaves u = {p, {IR_NONE, IR_NONE}};
+    if (ir_val(g, p)->dtype != DT_F32) u.master = state_like(g, p, ".master", ir_val(g, p)->init);
+    bool moments = o->optimizer == AD_OPT_ADAMW || o->optimizer == AD_OPT_LAMB;
+    u.state[0] = state_like(g, p, moments ? ".adam_m" : ".momentum", (Init){INIT_ZEROS, 0, 0});
+    if (moments) u.state[1] = state_like(g, p, ".adam_v", (Init){INIT_ZEROS, 0, 0});
+    return u;
+}
+
 static bool unique_names_free(const Graph *g, const char *const *names, int n, StrBuf *err) {
     for (int i = 0; i < n; i++)
         if (ir_find(g, names[i]) != IR_NONE) {
@@ -228,7 +290,7 @@ static bool unique_names_free(const Graph *g, const char *const *names, int n, S
  * forward graph that already has such a name would make them ambiguous. */
 static bool suffixes_free(const Graph *f, StrBuf *err) {
     static const char *const sfx[] = {".grad", ".grad32", ".grad_sq", ".grad_acc", ".master", ".adam_m",
-                                      ".adam_v", ".momentum", ".next"};
+                                      ".adam_v", ".momentum", ".next", ".trust_sq"};
     for (ValueId v = 0; v < f->n_values; v++) {
         const char *name = f->values[v].name;
         for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
@@ -276,7 +338,7 @@ Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err) {
 
     ValueId lr = IR_NONE, step = IR_NONE;
     if (o->optimizer != AD_OPT_NONE) lr = scalar_leaf(g, ROLE_HYPER, "lr", (Init){0});
-    if (o->optimizer == AD_OPT_ADAMW) step = scalar_leaf(g, ROLE_HYPER, "step", (Init){0});
+    if (ad_optimizer_info(o->optimizer)->step) step = scalar_leaf(g, ROLE_HYPER, "step", (Init){0});
     ValueId scale = scalar_leaf(g, ROLE_HYPER, "loss_scale", (Init){0});
     ValueId good = dynamic ? scalar_leaf(g, ROLE_STATE, "loss_scale.good_steps", (Init){INIT_ZEROS, 0, 0}) : IR_NONE;
 
@@ -348,43 +410,70 @@ Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err) {
         ca[0].f = o->grad_clip;
         ValueId coef = build1(g, OP_GRAD_COEF, (ValueId[]){total, scale}, 2, ca, "grad_coef");
 
+        /* LAMB and LARS: every parameter's trust-ratio norms first, then the
+         * updates, so that the norms' partial sums meet in one collective */
+        bool trust = ad_optimizer_info(o->optimizer)->trust;
+        UpdateLeaves *ul = ir_alloc(sizeof *ul * (size_t)(np ? np : 1));
+        ValueId *norms = ir_alloc(sizeof(ValueId) * (size_t)(np ? np : 1));
+        for (int i = 0; trust && i < np; i++) {
+            ul[i] = update_leaves(g, params[i], o);
+            norms[i] = IR_NONE;
+            const char *pn = ir_val(g, params[i])->name;
+            if (ad_name_matches(o->no_trust, pn)) continue;
+            Attr at[IR_MAX_ATTRS];
+            ValueId m = ul[i].master;
+            if (o->optimizer == AD_OPT_LAMB) {
+                ir_attrs_default(OP_LAMB_NORMS, at);
+                at[0].f = o->beta1;
+                at[1].f = o->beta2;
+                at[2].f = o->eps;
+                at[3].f = ad_name_matches(o->no_decay, pn) ? 0 : o->weight_decay;
+                norms[i] = build1(g, OP_LAMB_NORMS, (ValueId[]){m, grads[i], ul[i].state[0], ul[i].state[1], step, coef},
+                                  6, at, nm(g, pn, ".trust_sq"));
+            } else {
+                norms[i] = build1(g, OP_LARS_NORMS, (ValueId[]){m, grads[i]}, 2, NULL, nm(g, pn, ".trust_sq"));
+            }
+        }
         for (int i = 0; i < np; i++) {
             ValueId p = params[i];
             const char *pn = ir_val(g, p)->name;
             bool mixed = ir_val(g, p)->dtype != DT_F32;
-            ValueId master = mixed ? state_like(g, p, ".master", ir_val(g, p)->init) : p;
+            UpdateLeaves u = trust ? ul[i] : update_leaves(g, p, o);
+            ValueId master = u.master;
+            double wd = ad_name_matches(o->no_decay, pn) ? 0 : o->weight_decay;
             Attr at[IR_MAX_ATTRS];
-            ValueId outs[3];
+            ValueId outs[3], in[8];
             const char *names[3];
-            StrBuf e;
-            sb_init(&e);
-            if (o->optimizer == AD_OPT_ADAMW) {
-                ValueId m = state_like(g, p, ".adam_m", (Init){INIT_ZEROS, 0, 0});
-                ValueId v = state_like(g, p, ".adam_v", (Init){INIT_ZEROS, 0, 0});
-                ir_attrs_default(OP_ADAMW, at);
+            int op, n_in;
+            bool moments = u.state[1] != IR_NONE;
+            names[0] = nm(g, ir_val(g, master)->name, ".next");
+            names[1] = nm(g, pn, moments ? ".adam_m.next" : ".momentum.next");
+            names[2] = moments ? nm(g, pn, ".adam_v.next") : NULL;
+            if (moments) {
+                op = o->optimizer == AD_OPT_ADAMW ? OP_ADAMW : OP_LAMB;
+                ir_attrs_default(op, at);
                 at[0].f = o->beta1;
                 at[1].f = o->beta2;
                 at[2].f = o->eps;
-                at[3].f = o->weight_decay;
-                names[0] = nm(g, ir_val(g, master)->name, ".next");
-                names[1] = nm(g, pn, ".adam_m.next");
-                names[2] = nm(g, pn, ".adam_v.next");
-                if (ir_build(g, OP_ADAMW, (ValueId[]){master, grads[i], m, v, lr, step, coef}, 7, at, names, outs, (SrcLoc){0}, &e) == IR_NONE)
-                    ir_panic(__FILE__, __LINE__, "adamw: %s", sb_cstr(&e));
-                g->values[outs[1]].updates = m;
-                g->values[outs[2]].updates = v;
+                at[3].f = wd;
+                memcpy(in, (ValueId[]){master, grads[i], u.state[0], u.state[1], lr, step, coef}, sizeof(ValueId) * 7);
+                n_in = 7;
             } else {
-                ValueId mom = state_like(g, p, ".momentum", (Init){INIT_ZEROS, 0, 0});
-                ir_attrs_default(OP_SGD, at);
+                op = o->optimizer == AD_OPT_SGD ? OP_SGD : OP_LARS;
+                ir_attrs_default(op, at);
                 at[0].f = o->momentum;
-                at[1].f = o->weight_decay;
-                names[0] = nm(g, ir_val(g, master)->name, ".next");
-                names[1] = nm(g, pn, ".momentum.next");
-                if (ir_build(g, OP_SGD, (ValueId[]){master, grads[i], mom, lr, coef}, 5, at, names, outs, (SrcLoc){0}, &e) == IR_NONE)
-                    ir_panic(__FILE__, __LINE__, "sgd: %s", sb_cstr(&e));
-                g->values[outs[1]].updates = mom;
+                at[1].f = wd;
+                if (op == OP_LARS) at[2].f = o->trust_coef;
+                memcpy(in, (ValueId[]){master, grads[i], u.state[0], lr, coef}, sizeof(ValueId) * 5);
+                n_in = 5;
             }
+            if (trust && norms[i] != IR_NONE) in[n_in++] = norms[i];
+            StrBuf e;
+            sb_init(&e);
+            if (ir_build(g, op, in, n_in, at, names, outs, (SrcLoc){0}, &e) == IR_NONE)
+                ir_panic(__FILE__, __LINE__, "%s: %s", ir_op(op)->name, sb_cstr(&e));
             sb_free(&e);
+            for (int k = 1; k < ir_op(op)->n_out; k++) g->values[outs[k]].updates = u.state[k - 1];
             g->values[outs[0]].updates = master;
             if (mixed) { /* the compute-dtype parameter is the rounded master */
                 ir_attrs_default(OP_CAST, at);
@@ -393,6 +482,8 @@ Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err) {
                 g->values[c].updates = p;
             }
         }
+        ir_free(ul);
+        ir_free(norms);
         if (dynamic) {
             Attr at[IR_MAX_ATTRS];
             ir_attrs_default(OP_LOSS_SCALE_UPDATE, at);

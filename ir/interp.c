@@ -604,16 +604,59 @@ static void run_scalars(Ctx *c) {
     }
 }
 
+/* LAMB's moments and update direction at element i (You et al. 2019, with
+ * bias correction): m' = b1 m + (1 - b1) g, v' = b2 v + (1 - b2) g^2,
+ * u = (m'/bc1) / (sqrt(v'/bc2) + eps) + wd p, g the coefficient times the
+ * gradient. Operands p, g, m, v are x[0..3]. */
+static double lamb_dir(const Ctx *c, int64_t i, double coef, double bc1, double bc2, double *m, double *v) {
+    const Attr *at = c->n->attr;
+    double b1 = at[0].f, b2 = at[1].f, eps = at[2].f, wd = at[3].f, g = c->x[1][i] * coef;
+    *m = b1 * c->x[2][i] + (1 - b1) * g;
+    *v = b2 * c->x[3][i] + (1 - b2) * g * g;
+    return *m / bc1 / (sqrt(*v / bc2) + eps) + wd * c->x[0][i];
+}
+
+/* The trust ratio from norms [sum p^2, sum u^2] (operand k; absent: 1). */
+static bool trust_norms(const Ctx *c, int k, double *wn, double *un) {
+    if (k >= c->n->n_in) return false;
+    *wn = sqrt(c->x[k][0]);
+    *un = sqrt(c->x[k][1]);
+    return true;
+}
+
+/* lamb_norms, lars_norms: [sum p^2, sum u^2] (LAMB's update direction u) or
+ * [sum p^2, sum g^2] (LARS, the gradient before the coefficient). */
+static void run_trust_norms(Ctx *c) {
+    int64_t N = numel(c->in[0]);
+    bool lamb = c->n->op == OP_LAMB_NORMS;
+    double sp = 0, su = 0, coef = 0, bc1 = 1, bc2 = 1;
+    if (lamb) {
+        coef = c->x[5][0];
+        bc1 = 1 - pow(c->n->attr[0].f, c->x[4][0]);
+        bc2 = 1 - pow(c->n->attr[1].f, c->x[4][0]);
+    }
+    for (int64_t i = 0; i < N; i++) {
+        double p = c->x[0][i], m, v;
+        double u = lamb ? lamb_dir(c, i, coef, bc1, bc2, &m, &v) : c->x[1][i];
+        sp += p * p;
+        su += u * u;
+    }
+    c->y[0][0] = sp;
+    c->y[0][1] = su;
+}
+
 static void run_optimizer(Ctx *c) {
     const Attr *at = c->n->attr;
     int64_t N = numel(c->in[0]);
-    bool adam = c->n->op == OP_ADAMW;
-    double lr = c->x[adam ? 4 : 3][0], coef = c->x[adam ? 6 : 4][0];
+    int op = c->n->op, n_state = c->n->n_out - 1;
+    /* operands after p, g and the state: lr, [step,] coef[, norms] */
+    int k_lr = 2 + n_state, k_coef = k_lr + (op == OP_ADAMW || op == OP_LAMB ? 2 : 1);
+    double lr = c->x[k_lr][0], coef = c->x[k_coef][0];
     bool skip = !isfinite(coef);
     for (int o = 0; o < c->n->n_out; o++)
         if (skip) memcpy(c->y[o], c->x[o == 0 ? 0 : o + 1], sizeof(double) * (size_t)N);
     if (skip) return;
-    if (adam) { /* torch.optim.AdamW: decoupled decay, then the bias-corrected step */
+    if (op == OP_ADAMW) { /* torch.optim.AdamW: decoupled decay, then the bias-corrected step */
         double b1 = at[0].f, b2 = at[1].f, eps = at[2].f, wd = at[3].f, step = c->x[5][0];
         double bc1 = 1 - pow(b1, step), bc2 = 1 - pow(b2, step);
         for (int64_t i = 0; i < N; i++) {
@@ -623,12 +666,32 @@ static void run_optimizer(Ctx *c) {
             c->y[1][i] = m;
             c->y[2][i] = v;
         }
-    } else { /* torch.optim.SGD with momentum (no dampening, no Nesterov) */
+    } else if (op == OP_SGD) { /* torch.optim.SGD with momentum (no dampening, no Nesterov) */
         double mom = at[0].f, wd = at[1].f;
         for (int64_t i = 0; i < N; i++) {
             double d = c->x[1][i] * coef + wd * c->x[0][i];
             double b = mom * c->x[2][i] + d;
             c->y[0][i] = c->x[0][i] - lr * b;
+            c->y[1][i] = b;
+        }
+    } else if (op == OP_LAMB) { /* p' = p - lr * ratio * u, ratio = ||p|| / ||u|| (1 if either is 0) */
+        double step = c->x[5][0], bc1 = 1 - pow(at[0].f, step), bc2 = 1 - pow(at[1].f, step);
+        double wn, un, ratio = 1;
+        if (trust_norms(c, 7, &wn, &un) && wn > 0 && un > 0) ratio = wn / un;
+        for (int64_t i = 0; i < N; i++) {
+            double m, v, u = lamb_dir(c, i, coef, bc1, bc2, &m, &v);
+            c->y[0][i] = c->x[0][i] - lr * ratio * u;
+            c->y[1][i] = m;
+            c->y[2][i] = v;
+        }
+    } else { /* LARS (You et al. 2017): local lr = trust ||p|| / (||g|| + wd ||p||) (1 if either
+              * is 0); b' = momentum b + lr local_lr (g + wd p); p' = p - b' */
+        double mom = at[0].f, wd = at[1].f, wn, gn, local = 1;
+        if (trust_norms(c, 5, &wn, &gn) && wn > 0 && gn * fabs(coef) > 0)
+            local = at[2].f * wn / (gn * fabs(coef) + wd * wn);
+        for (int64_t i = 0; i < N; i++) {
+            double b = mom * c->x[2][i] + lr * local * (c->x[1][i] * coef + wd * c->x[0][i]);
+            c->y[0][i] = c->x[0][i] - b;
             c->y[1][i] = b;
         }
     }
@@ -672,7 +735,8 @@ static bool run_node(Interp *it, NodeId id, StrBuf *err) {
     case OP_SUM_TO: run_sum_to(&c); break;
     case OP_EXPAND: run_expand(&c); break;
     case OP_SUMSQ: case OP_GRAD_COEF: case OP_LOSS_SCALE_UPDATE: run_scalars(&c); break;
-    case OP_ADAMW: case OP_SGD: run_optimizer(&c); break;
+    case OP_ADAMW: case OP_SGD: case OP_LAMB: case OP_LARS: run_optimizer(&c); break;
+    case OP_LAMB_NORMS: case OP_LARS_NORMS: run_trust_norms(&c); break;
     default: ir_panic(__FILE__, __LINE__, "interp: no semantics for op %s", ir_op(c.n->op)->name);
     }
     if (!ok) return false;

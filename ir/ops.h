@@ -125,6 +125,18 @@ const OpInfo *ir_op(int op);
  * ops, optimizer updates) are built by autodiff. ops.def lists forward ops
  * first, up to and including cast. */
 static inline bool ir_op_is_forward(int op) { return op >= 0 && op <= OP_CAST; }
+/* Optimizer updates (adamw, sgd, lamb, lars): element-wise over a parameter
+ * (operand 0), its gradient (1) and its n_out - 1 state tensors (2..),
+ * writing the parameter and the state (results 0.., each `updates` its
+ * leaf); scalars and the trust-ratio norms follow. Under ZeRO an update runs
+ * on this rank's slice. */
+static inline bool ir_op_is_update(int op) {
+    return op == OP_ADAMW || op == OP_SGD || op == OP_LAMB || op == OP_LARS;
+}
+/* The trust-ratio norms of an update (lamb_norms, lars_norms): read the
+ * update's operands in its layout (its ZeRO slice) and sum over all of them,
+ * so each shard holds a partial sum (docs/training-graph.md). */
+static inline bool ir_op_is_trust_norms(int op) { return op == OP_LAMB_NORMS || op == OP_LARS_NORMS; }
 int ir_op_find(const char *name, size_t n);      /* OpKind or -1 */
 int ir_attr_slot(int op, const char *name);      /* -1 when the op has no such attribute */
 void ir_attrs_default(int op, Attr *attrs);      /* fills defaults (required ones zeroed) */

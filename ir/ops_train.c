@@ -447,23 +447,54 @@ bool rule_grad_accum(const OpArgs *a, IterSpace *is, StrBuf *err) {
 }
 
 /* adamw(p, g, m, v, lr, step, coef) -> p', m', v';
- * sgd(p, g, mom, lr, coef) -> p', mom'. Element-wise over p; the scalars
- * (learning rate, step, gradient coefficient) index nothing. */
+ * sgd(p, g, mom, lr, coef) -> p', mom';
+ * lamb(p, g, m, v, lr, step, coef[, norms]) -> p', m', v';
+ * lars(p, g, mom, lr, coef[, norms]) -> p', mom'.
+ * Element-wise over p and its gradient and state (one tensor per result);
+ * the scalars (learning rate, step, gradient coefficient) and the trust-ratio
+ * norms (f32[2], read whole) index nothing. */
 bool rule_optimizer(const OpArgs *a, IterSpace *is, StrBuf *err) {
-    int n_tensors = a->op == OP_ADAMW ? 4 : 3;
+    int n_out = ir_op(a->op)->n_out, n_tensors = n_out + 1;
+    bool norms = (a->op == OP_LAMB && a->n_in == 8) || (a->op == OP_LARS && a->n_in == 6);
+    int n_scalars = a->n_in - n_tensors - norms;
     if (!rule_need_float(a, 0, err, "the parameter")) return false;
     for (int i = 1; i < n_tensors; i++)
         if (!same_shape(a, 0, i, err)) return false;
-    for (int i = n_tensors; i < a->n_in; i++)
+    for (int i = n_tensors; i < n_tensors + n_scalars; i++)
         if (!need_scalar(a, i, err, "learning rate, step and coefficient")) return false;
+    if (norms && !(a->dt[a->n_in - 1] == DT_F32 && a->sh[a->n_in - 1].rank == 1 && a->sh[a->n_in - 1].d[0] == 2)) {
+        sb_printf(err, "the trust-ratio norms (operand %d) must be f32[2]", a->n_in);
+        return false;
+    }
     rule_identity_space(is, a->sh[0], n_tensors);
-    for (int i = n_tensors; i < a->n_in; i++) is->in_rank[i] = 0;
-    int n_out = a->op == OP_ADAMW ? 3 : 2;
+    for (int i = n_tensors; i < a->n_in; i++) is->in_rank[i] = a->sh[i].rank; /* read whole */
     for (int k = 0; k < n_out; k++) {
         is->out_rank[k] = is->out_rank[0];
         memcpy(is->out[k], is->out[0], sizeof is->out[0]);
         is->out_shape[k] = a->sh[0];
         is->out_dtype[k] = a->dt[0];
     }
+    return true;
+}
+
+/* lamb_norms(p, g, m, v, step, coef) and lars_norms(p, g) -> f32[2]: the
+ * squared norms of a trust ratio (the parameter's, and the update's or the
+ * gradient's). Every iterator sums, so a shard's result is a partial sum
+ * over the mesh axes that split the parameter; the result's one dim (the
+ * pair) is indexed by none. */
+bool rule_trust_norms(const OpArgs *a, IterSpace *is, StrBuf *err) {
+    int n_tensors = a->op == OP_LAMB_NORMS ? 4 : 2;
+    if (!rule_need_float(a, 0, err, "the parameter")) return false;
+    for (int i = 1; i < n_tensors; i++)
+        if (!same_shape(a, 0, i, err)) return false;
+    for (int i = n_tensors; i < a->n_in; i++)
+        if (!need_scalar(a, i, err, "step and coefficient")) return false;
+    rule_identity_space(is, a->sh[0], n_tensors);
+    for (int d = 0; d < a->sh[0].rank; d++) is->iters[d].kind = IT_SUM;
+    for (int i = n_tensors; i < a->n_in; i++) is->in_rank[i] = 0;
+    is->out_rank[0] = 1;
+    memset(is->out[0], 0, sizeof is->out[0]);
+    is->out_shape[0] = (Shape){1, {2}};
+    is->out_dtype[0] = DT_F32;
     return true;
 }

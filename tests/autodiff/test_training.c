@@ -194,6 +194,95 @@ static void optimizer_steps(void) {
     ir_graph_free(f);
 }
 
+/* sqrt(sum of squares) of a tensor of g. */
+static double norm_of(Interp *it, const Graph *g, const char *name) {
+    ValueId v = ir_find(g, name);
+    double s = 0;
+    for (int64_t i = 0; i < ir_shape_numel(g->values[v].shape); i++) s += interp_data(it, v)[i] * interp_data(it, v)[i];
+    return sqrt(s);
+}
+
+/* One step of LAMB and of LARS against the papers' formulas written out here
+ * (the trust ratio over the whole parameter), and the exclusions: %b1 gets no
+ * weight decay and no trust ratio (its update reads no norms). */
+static void large_batch_steps(void) {
+    Graph *f = mlp(4);
+    for (int k = 0; k < 2; k++) {
+        AdOptions o;
+        ad_options_default(&o);
+        ad_options_optimizer(&o, k ? AD_OPT_LARS : AD_OPT_LAMB);
+        o.weight_decay = 0.1;
+        o.no_decay = "b*,nothing";
+        o.no_trust = "b1";
+        Graph *t = train(f, &o);
+        if (!t) continue;
+        CHECK(fd_round_trips(t));
+        CHECK(ir_find(t, "w1.trust_sq") != IR_NONE && ir_find(t, "b1.trust_sq") == IR_NONE);
+        const Node *ub = &t->nodes[t->values[ir_find(t, "b1.next")].def];
+        CHECK_INT(ub->n_in, k ? 5 : 7);       /* no norms operand */
+        CHECK(ub->attr[k ? 1 : 3].f == 0);   /* no weight decay */
+        /* every norms node before every update: one collective can sum them all */
+        NodeId last_norms = IR_NONE, first_update = IR_NONE;
+        for (NodeId i = 0; i < t->n_nodes; i++) {
+            if (ir_op_is_trust_norms(t->nodes[i].op)) last_norms = i;
+            if (ir_op_is_update(t->nodes[i].op) && first_update == IR_NONE) first_update = i;
+        }
+        CHECK(last_norms != IR_NONE && last_norms < first_update);
+        Interp *it = interp_new(t);
+        fd_fill(it, t, 3, 4);
+        double lr = k ? 0.5 : 0.05;
+        *val(it, t, "lr") = lr;
+        if (!k) *val(it, t, "step") = 1;
+        run(it, t);
+        ValueId w = ir_find(t, "w1"), gv = ir_find(t, "w1.grad");
+        int64_t n = ir_shape_numel(t->values[w].shape);
+        const double *w0 = interp_data(it, w), *g = interp_data(it, gv);
+        double wn = norm_of(it, t, "w1"), gn = norm_of(it, t, "w1.grad"), un = 0;
+        if (!k) { /* LAMB step 1: m^ = g, v^ = g^2, so u = g / (|g| + eps) + wd w */
+            for (int64_t i = 0; i < n; i++) un += pow(g[i] / (fabs(g[i]) + 1e-6) + 0.1 * w0[i], 2);
+            un = sqrt(un);
+            CHECK_NEAR(val(it, t, "w1.trust_sq")[0], wn * wn, 1e-12);
+            CHECK_NEAR(val(it, t, "w1.trust_sq")[1], un * un, 1e-12);
+            double u2 = g[2] / (fabs(g[2]) + 1e-6) + 0.1 * w0[2];
+            CHECK_NEAR(val(it, t, "w1.next")[2], w0[2] - lr * wn / un * u2, 1e-12);
+            /* b1: no decay, ratio 1 */
+            double gb = val(it, t, "b1.grad")[1];
+            CHECK_NEAR(val(it, t, "b1.next")[1], val(it, t, "b1")[1] - lr * gb / (fabs(gb) + 1e-6), 1e-12);
+        } else { /* LARS: local lr = trust ||w|| / (||g|| + wd ||w||), b = lr local (g + wd w) */
+            double local = 0.001 * wn / (gn + 0.1 * wn), b = lr * local * (g[2] + 0.1 * w0[2]);
+            CHECK_NEAR(val(it, t, "w1.trust_sq")[1], gn * gn, 1e-12);
+            CHECK_NEAR(val(it, t, "w1.momentum.next")[2], b, 1e-12);
+            CHECK_NEAR(val(it, t, "w1.next")[2], w0[2] - b, 1e-12);
+            CHECK_NEAR(val(it, t, "b1.next")[1], val(it, t, "b1")[1] - lr * val(it, t, "b1.grad")[1], 1e-12);
+        }
+        /* the loss goes down over a few steps */
+        double first = val(it, t, "loss")[0];
+        for (int st = 0; st < 5; st++) {
+            interp_commit(it);
+            if (!k) *val(it, t, "step") = st + 2;
+            run(it, t);
+        }
+        CHECK(val(it, t, "loss")[0] < first);
+        interp_free(it);
+        ir_graph_free(t);
+    }
+    /* the exclusions apply to AdamW and SGD too (weight decay only) */
+    AdOptions o;
+    ad_options_default(&o);
+    o.no_decay = "*1";
+    Graph *t = train(f, &o);
+    if (t) {
+        CHECK(t->nodes[t->values[ir_find(t, "w1.next")].def].attr[3].f == 0);
+        CHECK(t->nodes[t->values[ir_find(t, "w2.next")].def].attr[3].f == 0.01);
+        ir_graph_free(t);
+    }
+    CHECK(ad_name_matches("*.bias,*ln_*", "h.0.ln_1.weight") && ad_name_matches("*.bias,*ln_*", "h.0.attn.c_attn.bias"));
+    CHECK(!ad_name_matches("*.bias,*ln_*", "wte.weight") && !ad_name_matches(NULL, "x") && !ad_name_matches("", "x"));
+    AdOptimizer k;
+    CHECK(ad_optimizer_parse("lars", &k) && k == AD_OPT_LARS && !ad_optimizer_parse("adam", &k));
+    ir_graph_free(f);
+}
+
 /* Global-norm clipping: the gradients the optimizer applies have norm max_norm. */
 static void clipping(void) {
     Graph *f = mlp(4);
@@ -417,6 +506,14 @@ static void iteration_spaces(void) {
         CHECK_STR(node_kinds(t, first_node(t, OP_SUMSQ)), "i0:s i1:s");
         ir_graph_free(t);
     }
+    /* LAMB: the norms sum over every dim (a shard's sum is partial), the update is element-wise */
+    ad_options_optimizer(&o, AD_OPT_LAMB);
+    t = train(f, &o);
+    if (t) {
+        CHECK_STR(node_kinds(t, first_node(t, OP_LAMB_NORMS)), "i0:s i1:s");
+        CHECK_STR(node_kinds(t, first_node(t, OP_LAMB)), "i0:p i1:p");
+        ir_graph_free(t);
+    }
     ir_graph_free(f);
 }
 
@@ -432,10 +529,15 @@ static void bad_training_ops(void) {
     g = fd_parse("bad2", "# colossal-ir 1\ngraph b\ninput %x : f32[2,5]\n"
                          "%s : f32[3] = sum_to(%x) {shape=[3]}\n");
     CHECK(g == NULL);
+    g = fd_parse("bad3", "# colossal-ir 1\ngraph b\nparam %w : f32[4] init=zeros\ninput %g : f32[4]\n"
+                         "state %b : f32[4] init=zeros\nhyper %lr : f32[]\nhyper %c : f32[]\ninput %n : f32[3]\n"
+                         "%w2 : f32[4], %b2 : f32[4] = lars(%w, %g, %b, %lr, %c, %n)\n");
+    CHECK(g == NULL);
     fclose(diag_stream);
     diag_stream = NULL;
     CHECK_CONTAINS(msg, "bad:5:18: error: dense_dx: dy's last dims must equal w's last 1 dims");
     CHECK_CONTAINS(msg, "sum_to: dim 1 of size 5 cannot sum to 3");
+    CHECK_CONTAINS(msg, "the trust-ratio norms (operand 6) must be f32[2]");
     free(msg);
 }
 
@@ -496,6 +598,7 @@ int main(void) {
     whole_model("examples/ir/llama-tiny.cir", 64);
     structure();
     optimizer_steps();
+    large_batch_steps();
     clipping();
     micro_batches();
     mixed_precision();

@@ -152,7 +152,33 @@ typedef struct Case {
     const char *cir, *data;
     const char *idx_name, *tgt_name; /* the graph's inputs */
     double tol;
+    const char *large_batch;         /* LAMB and LARS after 3 steps (make_large_batch.py) */
 } Case;
+
+/* The reference's initial weights and batch into the interpreter of t. */
+static void load_params_inputs(Interp *it, const Graph *t, const St *st, const Case *c) {
+    int n_params = 0, n_loaded = 0;
+    for (ValueId v = 0; v < t->n_values; v++) {
+        const Value *x = &t->values[v];
+        if (x->role != ROLE_PARAM) continue;
+        n_params++;
+        const Tensor *w = st_get(st, "param.", x->name);
+        if (!w || !ir_shape_eq(w->shape, x->shape)) {
+            fprintf(stderr, "%s: reference lacks param %s of this shape\n", c->data, x->name);
+            continue;
+        }
+        interp_set(it, v, w->data);
+        n_loaded++;
+    }
+    CHECK_INT(n_loaded, n_params);
+    const Tensor *idx = st_get(st, "input.", "idx"), *tgt = st_get(st, "input.", "targets");
+    CHECK(idx && tgt);
+    if (idx && tgt) {
+        interp_set(it, ir_find(t, c->idx_name), idx->data);
+        interp_set(it, ir_find(t, c->tgt_name), tgt->data);
+    }
+    interp_set_scalar(it, ir_find(t, "loss_scale"), 1);
+}
 
 static void run_case(const Case *c) {
     char path[512];
@@ -187,28 +213,8 @@ static void run_case(const Case *c) {
     }
     Interp *it = interp_new(t);
     interp_init_leaves(it, 1);
-    int n_params = 0, n_loaded = 0;
-    for (ValueId v = 0; v < t->n_values; v++) {
-        const Value *x = &t->values[v];
-        if (x->role != ROLE_PARAM) continue;
-        n_params++;
-        const Tensor *w = st_get(&st, "param.", x->name);
-        if (!w || !ir_shape_eq(w->shape, x->shape)) {
-            fprintf(stderr, "%s: reference lacks param %s of this shape\n", c->data, x->name);
-            continue;
-        }
-        interp_set(it, v, w->data);
-        n_loaded++;
-    }
-    CHECK_INT(n_loaded, n_params);
-    const Tensor *idx = st_get(&st, "input.", "idx"), *tgt = st_get(&st, "input.", "targets");
-    CHECK(idx && tgt);
-    if (idx && tgt) {
-        interp_set(it, ir_find(t, c->idx_name), idx->data);
-        interp_set(it, ir_find(t, c->tgt_name), tgt->data);
-    }
+    load_params_inputs(it, t, &st, c);
     interp_set_scalar(it, ir_find(t, "lr"), st_meta(&st, "lr"));
-    interp_set_scalar(it, ir_find(t, "loss_scale"), 1);
     double worst_grad = 0, worst_step = 0;
     for (int step = 1; step <= 3; step++) {
         interp_set_scalar(it, ir_find(t, "step"), step);
@@ -252,6 +258,89 @@ out:
     st_free(&st);
 }
 
+static const char *st_meta_str(const St *st, const char *key) {
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(st->meta, key));
+    CHECK(s != NULL);
+    return s ? s : "";
+}
+
+/* LAMB and LARS (make_large_batch.py: the papers' algorithms in float64):
+ * the training graph built with the settings in the file's metadata, 3 steps
+ * from the reference weights on the reference batch. */
+static void run_large_batch(const Case *c, AdOptimizer opt) {
+    const char *on = ad_optimizer_info(opt)->name;
+    char path[512], key[64];
+    St base, lb;
+    snprintf(path, sizeof path, "%s/%s", COLOSSAL_SOURCE_DIR, c->data);
+    bool ok = st_load(path, &base);
+    snprintf(path, sizeof path, "%s/%s", COLOSSAL_SOURCE_DIR, c->large_batch);
+    bool ok2 = st_load(path, &lb);
+    CHECK(ok && ok2);
+    snprintf(path, sizeof path, "%s/%s", COLOSSAL_SOURCE_DIR, c->cir);
+    size_t len;
+    char *text = ir_read_file(path, &len);
+    Graph *f = text ? ir_parse(path, text, len) : NULL;
+    ir_free(text);
+    CHECK(f != NULL);
+    Graph *t = NULL;
+    StrBuf err;
+    sb_init(&err);
+    if (ok && ok2 && f) {
+        AdOptions o;
+        ad_options_default(&o);
+        ad_options_optimizer(&o, opt);
+#define META(k) (snprintf(key, sizeof key, "%s.%s", on, k), st_meta(&lb, key))
+#define META_STR(k) (snprintf(key, sizeof key, "%s.%s", on, k), st_meta_str(&lb, key))
+        o.weight_decay = META("wd");
+        if (opt == AD_OPT_LAMB) {
+            o.beta1 = META("beta1");
+            o.beta2 = META("beta2");
+            o.eps = META("eps");
+        } else {
+            o.momentum = META("momentum");
+            o.trust_coef = META("trust");
+        }
+        o.no_decay = ir_strdup(META_STR("no_decay"));
+        o.no_trust = ir_strdup(META_STR("no_trust"));
+        t = ad_build(f, &o, &err);
+        CHECK(t != NULL);
+        if (!t) fprintf(stderr, "%s\n", sb_cstr(&err));
+        Interp *it = t ? interp_new(t) : NULL;
+        if (it) {
+            interp_init_leaves(it, 1);
+            load_params_inputs(it, t, &base, c);
+            interp_set_scalar(it, ir_find(t, "lr"), META("lr"));
+            for (int step = 1; step <= 3; step++) {
+                if (ir_find(t, "step") != IR_NONE) interp_set_scalar(it, ir_find(t, "step"), step);
+                bool ran = interp_run(it, &err);
+                CHECK(ran);
+                if (!ran) fprintf(stderr, "%s\n", sb_cstr(&err));
+                interp_commit(it);
+            }
+            double worst = 0;
+            snprintf(key, sizeof key, "%s.step3.", on);
+            for (ValueId v = 0; v < t->n_values; v++) {
+                if (t->values[v].role != ROLE_PARAM) continue;
+                char what[200];
+                snprintf(what, sizeof what, "%s after 3 %s steps", t->values[v].name, on);
+                worst = fmax(worst, compare(what, interp_data(it, v), st_get(&lb, key, t->values[v].name),
+                                            t->values[v].shape, c->tol));
+            }
+            printf("  %-26s worst parameter error after 3 %s steps %.1e (tolerance %.0e)\n", c->cir, on, worst, c->tol);
+            interp_free(it);
+        }
+        ir_free((void *)o.no_decay);
+        ir_free((void *)o.no_trust);
+#undef META
+#undef META_STR
+    }
+    ir_graph_free(t);
+    ir_graph_free(f);
+    sb_free(&err);
+    if (ok) st_free(&base);
+    if (ok2) st_free(&lb);
+}
+
 /* A truncated or malformed file is reported, not read past its end. */
 static void bad_files(void) {
     char path[512];
@@ -270,10 +359,16 @@ static void bad_files(void) {
 
 int main(void) {
     static const Case cases[] = {
-        {"examples/ir/gpt2-tiny.cir", "tests/reference/gpt2_tiny.safetensors", "idx", "targets", 1e-10},
-        {"examples/ir/llama-tiny.cir", "tests/reference/llama_tiny.safetensors", "input_ids", "labels", 1e-10},
+        {"examples/ir/gpt2-tiny.cir", "tests/reference/gpt2_tiny.safetensors", "idx", "targets", 1e-10,
+         "tests/reference/gpt2_tiny_large_batch.safetensors"},
+        {"examples/ir/llama-tiny.cir", "tests/reference/llama_tiny.safetensors", "input_ids", "labels", 1e-10,
+         "tests/reference/llama_tiny_large_batch.safetensors"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_case(&cases[i]);
+        run_large_batch(&cases[i], AD_OPT_LAMB);
+        run_large_batch(&cases[i], AD_OPT_LARS);
+    }
     bad_files();
     return check_done("reference_pytorch");
 }
