@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autodiff.h"
 #include "base.h"
 #include "version.h"
 
@@ -27,8 +28,17 @@ static const char usage_text[] =
     "  -D NAME[=VALUE]       define a macro for the model description\n"
     "  -I DIR                add an include directory\n"
     "  --graph KIND          forward | training (default: forward for --emit ir)\n"
-    "  --optimizer O         adamw | sgd | none: the training graph's update (default adamw)\n"
+    "  --optimizer O         adamw | sgd | lamb | lars | none: the training graph's update\n"
+    "                        (default adamw; lamb and lars: per-parameter trust ratios)\n"
     "  --grad-clip NORM      clip gradients to this global norm (default: no clipping)\n"
+    "  --betas B1,B2         adamw, lamb: moment decay rates (default 0.9,0.999)\n"
+    "  --eps E               adamw, lamb: denominator epsilon (1e-8; lamb 1e-6)\n"
+    "  --weight-decay WD     decoupled (adamw, lamb) or L2 (sgd, lars) weight decay\n"
+    "                        (0.01; sgd 0; lars 5e-4)\n"
+    "  --momentum M          sgd, lars: momentum (default 0.9)\n"
+    "  --trust-coef ETA      lars: trust coefficient (default 0.001)\n"
+    "  --no-decay GLOBS      parameters without weight decay, e.g. '*.bias,*ln_*'\n"
+    "  --no-trust GLOBS      lamb, lars: parameters whose trust ratio is 1\n"
     "\n"
     "Cluster and plan:\n"
     "  --batch N             global batch size (sequences per step)\n"
@@ -65,7 +75,8 @@ enum {
     OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
     OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
     OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
-    OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN,
+    OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN, OPT_BETAS, OPT_EPS, OPT_WEIGHT_DECAY,
+    OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST,
 };
 
 static const struct option long_opts[] = {
@@ -73,6 +84,13 @@ static const struct option long_opts[] = {
     {"graph", required_argument, 0, OPT_GRAPH},
     {"optimizer", required_argument, 0, OPT_OPTIMIZER},
     {"grad-clip", required_argument, 0, OPT_GRAD_CLIP},
+    {"betas", required_argument, 0, OPT_BETAS},
+    {"eps", required_argument, 0, OPT_EPS},
+    {"weight-decay", required_argument, 0, OPT_WEIGHT_DECAY},
+    {"momentum", required_argument, 0, OPT_MOMENTUM},
+    {"trust-coef", required_argument, 0, OPT_TRUST_COEF},
+    {"no-decay", required_argument, 0, OPT_NO_DECAY},
+    {"no-trust", required_argument, 0, OPT_NO_TRUST},
     {"batch", required_argument, 0, OPT_BATCH},
     {"micro-batches", required_argument, 0, OPT_MICRO},
     {"cluster", required_argument, 0, OPT_CLUSTER},
@@ -137,6 +155,57 @@ static bool parse_pos_double(const char *flag, const char *v, double *out, bool 
     return true;
 }
 
+static bool bad_range(const char *flag, const char *v, const char *what) {
+    diag_plain(NULL, "invalid value '%s' for %s: give %s", v, flag, what);
+    return false;
+}
+
+/* --betas B1,B2: each in [0, 1). */
+static bool parse_betas(const char *v, CliOptions *o) {
+    char *end;
+    errno = 0;
+    double b1 = strtod(v, &end), b2 = NAN;
+    if (!errno && end != v && *end == ',') {
+        const char *q = end + 1;
+        b2 = strtod(q, &end);
+        if (end == q || *end) b2 = NAN;
+    }
+    if (errno || !(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1))
+        return bad_range("--betas", v, "two decay rates in [0, 1) joined by a comma, e.g. 0.9,0.999");
+    o->beta1 = b1;
+    o->beta2 = b2;
+    return true;
+}
+
+/* A hyper-parameter flag given for an optimizer that has no such setting is
+ * a usage error, not silently ignored. */
+static bool optimizer_flags_apply(const CliOptions *o) {
+    const struct {
+        const char *flag, *optimizers; /* the optimizers it applies to */
+        bool given;
+    } uses[] = {
+        {"--betas", "adamw lamb", !isnan(o->beta1)},
+        {"--eps", "adamw lamb", !isnan(o->eps)},
+        {"--weight-decay", "adamw sgd lamb lars", !isnan(o->weight_decay)},
+        {"--no-decay", "adamw sgd lamb lars", o->no_decay != NULL},
+        {"--momentum", "sgd lars", !isnan(o->momentum)},
+        {"--trust-coef", "lars", !isnan(o->trust_coef)},
+        {"--no-trust", "lamb lars", o->no_trust != NULL},
+    };
+    for (size_t i = 0; i < sizeof uses / sizeof uses[0]; i++) {
+        if (!uses[i].given) continue;
+        char list[64], key[32];
+        snprintf(list, sizeof list, " %s ", uses[i].optimizers);
+        snprintf(key, sizeof key, " %s ", o->optimizer);
+        if (strstr(list, key)) continue;
+        diag_plain("see docs/training-graph.md for each optimizer's settings",
+                   "%s does not apply to --optimizer %s (it applies to %s)", uses[i].flag, o->optimizer,
+                   uses[i].optimizers);
+        return false;
+    }
+    return true;
+}
+
 bool cli_parse_bytes(const char *s, int64_t *out) {
     char *end;
     errno = 0;
@@ -182,7 +251,7 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
     static const char *const emits[] = {"summary", "ir", "plan", "code", "report", "all", 0};
     static const char *const graphs[] = {"forward", "training", 0};
     static const char *const dtypes[] = {"f32", "bf16", "f16", 0};
-    static const char *const optimizers[] = {"adamw", "sgd", "none", 0};
+    static const char *const optimizers[] = {"adamw", "sgd", "lamb", "lars", "none", 0};
     static const char *const recomputes[] = {"auto", "none", "selective", "full", 0};
     static const char *const zeros[] = {"auto", "0", "1", "2", "3", 0};
     static const char *const targets[] = {"cpu", "cuda", "both", 0};
@@ -190,6 +259,7 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
     o->emit = EMIT_SUMMARY;
     o->graph = GRAPH_FORWARD;
     o->optimizer = "adamw";
+    o->beta1 = o->beta2 = o->eps = o->weight_decay = o->momentum = o->trust_coef = NAN;
     o->time_limit_s = 60;
     o->mip_gap = 1e-4;
     o->target = "both";
@@ -235,6 +305,16 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             ok = one_of(optarg, optimizers) || bad_choice("--optimizer", optarg, optimizers);
             break;
         case OPT_GRAD_CLIP: ok = parse_pos_double("--grad-clip", optarg, &o->grad_clip, false); break;
+        case OPT_BETAS: ok = parse_betas(optarg, o); break;
+        case OPT_EPS: ok = parse_pos_double("--eps", optarg, &o->eps, false); break;
+        case OPT_WEIGHT_DECAY: ok = parse_pos_double("--weight-decay", optarg, &o->weight_decay, true); break;
+        case OPT_MOMENTUM:
+            ok = parse_pos_double("--momentum", optarg, &o->momentum, true);
+            if (ok && o->momentum >= 1) ok = bad_range("--momentum", optarg, "a momentum in [0, 1)");
+            break;
+        case OPT_TRUST_COEF: ok = parse_pos_double("--trust-coef", optarg, &o->trust_coef, false); break;
+        case OPT_NO_DECAY: o->no_decay = optarg; break;
+        case OPT_NO_TRUST: o->no_trust = optarg; break;
         case OPT_BATCH: ok = parse_pos_int("--batch", optarg, 1LL << 40, &o->batch); break;
         case OPT_MICRO: {
             int64_t v = 0;
@@ -301,7 +381,22 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
         ok = false;
     }
     if (ok) o->input = argv[optind];
+    if (ok) ok = optimizer_flags_apply(o);
     if (!ok) *exit_now = EXIT_USAGE;
+}
+
+void cli_ad_options(const CliOptions *o, AdOptions *ao) {
+    ad_options_default(ao);
+    AdOptimizer k = AD_OPT_ADAMW;
+    ad_optimizer_parse(o->optimizer, &k);
+    ad_options_optimizer(ao, k);
+    if (!isnan(o->beta1)) ao->beta1 = o->beta1, ao->beta2 = o->beta2;
+    if (!isnan(o->eps)) ao->eps = o->eps;
+    if (!isnan(o->weight_decay)) ao->weight_decay = o->weight_decay;
+    if (!isnan(o->momentum)) ao->momentum = o->momentum;
+    if (!isnan(o->trust_coef)) ao->trust_coef = o->trust_coef;
+    ao->no_decay = o->no_decay;
+    ao->no_trust = o->no_trust;
 }
 
 static const struct option report_opts[] = {

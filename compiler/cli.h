@@ -26,7 +26,13 @@ typedef struct CliOptions {
     const char *model;            /* --model NAME */
     EmitKind emit;
     GraphKind graph;              /* --graph forward|training */
-    const char *optimizer;        /* --optimizer adamw|sgd|none (training graph; default adamw) */
+    const char *optimizer;        /* --optimizer adamw|sgd|lamb|lars|none (training graph; default adamw) */
+    double beta1, beta2, eps;     /* --betas B1,B2, --eps E; NAN: the optimizer's default */
+    double weight_decay;          /* --weight-decay WD; NAN: the optimizer's default */
+    double momentum;              /* --momentum M; NAN: the optimizer's default */
+    double trust_coef;            /* --trust-coef ETA (lars); NAN: the default */
+    const char *no_decay;         /* --no-decay GLOBS: parameters without weight decay */
+    const char *no_trust;         /* --no-trust GLOBS: parameters without a trust ratio */
     double grad_clip;             /* --grad-clip NORM, 0 = no clipping */
     int64_t batch;                /* --batch, 0 = not given */
     int micro_batches;            /* --micro-batches, 0 = let the planner choose */
@@ -66,6 +72,11 @@ typedef struct CliReportOptions {
     const char *explain;
     const char *output;           /* NULL or "-": stdout */
 } CliReportOptions;
+
+struct AdOptions;
+/* The training graph's optimizer settings (autodiff.h) from the options:
+ * defaults (ad_options_default), the optimizer and its hyper-parameters. */
+void cli_ad_options(const CliOptions *o, struct AdOptions *ao);
 
 /* Parses argv after "report" (argv[0] is "report"); *exit_now as cli_parse. */
 void cli_parse_report(int argc, char **argv, CliReportOptions *o, int *exit_now);

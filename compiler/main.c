@@ -72,10 +72,7 @@ static Graph *load(const CliOptions *o) {
 /* --graph training: the forward graph becomes the training graph. */
 static Graph *autodiff(const CliOptions *o, Graph *fwd) {
     AdOptions ao;
-    ad_options_default(&ao);
-    ao.optimizer = !strcmp(o->optimizer, "sgd") ? AD_OPT_SGD
-                   : !strcmp(o->optimizer, "none") ? AD_OPT_NONE : AD_OPT_ADAMW;
-    if (!strcmp(o->optimizer, "sgd")) ao.weight_decay = 0;
+    cli_ad_options(o, &ao);
     ao.grad_clip = o->grad_clip;
     if (o->dtype) ir_dtype_parse(o->dtype, strlen(o->dtype), &ao.compute);
     ao.loss_scaling = ao.compute == DT_F16;
@@ -145,6 +142,7 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->batch = o->batch;
     po->progress = !o->quiet;
     po->sweep_points = o->sweep_mem;
+    cli_ad_options(o, &po->train); /* the optimizer the plan prices */
 }
 
 /* Lowers a plan (lower.h): the batch split over every mesh axis (data

@@ -19,6 +19,7 @@
 
 void plan_options_default(PlanOptions *o) {
     memset(o, 0, sizeof *o);
+    ad_options_default(&o->train);
     o->time_limit_s = 60;
     o->mip_gap = 1e-4;
     o->tie = true;
@@ -70,7 +71,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->cm = (CostModel){&r->cl, &r->mesh, dt};
     r->mem_limit = limit;
     r->mip_gap = o->mip_gap;
-    IlpOptions io = {o->tie, o->micro_batches, o->lowerable};
+    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train};
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->batch = r->prob->batch;
     IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
@@ -118,7 +119,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
                        PlanResult *best) {
     CostModel *cms = ir_alloc(sizeof *cms * (size_t)nm);
     IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)nm);
-    IlpOptions io = {o->tie, o->micro_batches, o->lowerable};
+    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train};
     double lo = INFINITY;
     for (int i = 0; i < nm; i++) {
         cms[i] = (CostModel){cl, &meshes[i], dt};

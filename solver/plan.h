@@ -30,6 +30,7 @@ typedef struct PlanOptions {
     bool three_axes;            /* also try 3-axis default meshes */
     bool progress;
     int sweep_points;           /* --sweep-mem: re-solve at this many limits (0: no sweep) */
+    AdOptions train;            /* the optimizer the plan prices (default AdamW) */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);

@@ -69,6 +69,8 @@ typedef struct Builder {
     bool *saved;       /* value saved for backward */
     bool *block_out;   /* value leaves its block instance */
     int *param_owner;  /* value -> owning node (first use) or -1 */
+    const AdOptions *train; /* the optimizer (IlpOptions.train, or AdamW's defaults) */
+    int n_trust;       /* parameters with a trust ratio (LAMB, LARS): entries of the norms collective */
 } Builder;
 
 /* The planner prices the training step from the forward ops (cost.h); the
@@ -316,6 +318,11 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
             ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
             DType dt = cost_dtype(cm, vv->dtype);
             double bw = cm->cl->mem_bw * cost_class(OPC_OPTIMIZER)->bw_eff;
+            const AdOptimizerInfo *oi = ad_optimizer_info(b->train->optimizer);
+            unsigned split_axes = 0; /* the mesh axes splitting the parameter (tensor parallel) */
+            for (int a = 0; a < mesh->n_axes; a++)
+                if (shard_spec_axis_dim(&st->in[i], a, NULL) >= 0 && mesh->size[a] > 1) split_axes |= 1u << a;
+            bool trust = oi->trust && !ad_name_matches(b->train->no_trust, vv->name);
             S->param_local += local * ps;
             for (int z = 0; z < ZERO_STAGES; z++) {
                 if (Z > 1) S->zero_ok[z] = true;
@@ -329,8 +336,16 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
                 S->gather_s[z] += z == 3 ? 2 * ag : ag;
                 /* AdamW: read and write master weights, m and v, read the
-                 * gradient, write the parameter: 28 bytes per element */
-                S->opt_s[z] += 28.0 * (z == 0 ? local : local / shard) / bw;
+                 * gradient, write the parameter: 28 bytes per element (the
+                 * optimizer's row in autodiff.c) */
+                S->opt_s[z] += oi->step_bytes * (z == 0 ? local : local / shard) / bw;
+                /* a trust ratio: its two partial sums of squares, summed over
+                 * the axes splitting the parameter and its ZeRO slice, ride one
+                 * all-reduce of every parameter's pair: a share of its latency */
+                unsigned axes = split_axes | (z >= 1 ? rep_axes : 0);
+                for (int a = 0; trust && a < mesh->n_axes; a++)
+                    if (axes & (1u << a))
+                        S->opt_s[z] += shard_coll_time(mesh, COLL_ALL_REDUCE, a, 8.0 * b->n_trust) / b->n_trust;
             }
         }
     }
@@ -443,13 +458,19 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     bool half = cm->dtype != DT_F32;
     p->param_bytes = ir_dtype_size(cm->dtype);
     p->grad_bytes = ir_dtype_size(cm->dtype);
-    p->opt_bytes = half ? 12 : 8; /* fp32 master + Adam m, v; or just m, v */
+    AdOptions adamw;
+    ad_options_default(&adamw);
+    const AdOptions *train = o->train ? o->train : &adamw;
+    /* the optimizer's f32 state (AdamW: m, v), and the f32 master under mixed precision */
+    p->opt_bytes = 4.0 * ad_optimizer_info(train->optimizer)->state + (half ? 4 : 0);
     p->group_of_node = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     p->member_of_node = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     for (int v = 0; v < g->n_values; v++)
         if (g->values[v].role == ROLE_INPUT && g->values[v].shape.rank > 0 && !p->batch)
             p->batch = g->values[v].shape.d[0];
-    Builder b = {p, g, cm, NULL, NULL, NULL, NULL, NULL};
+    Builder b = {p, g, cm, NULL, NULL, NULL, NULL, NULL, train, 0};
+    for (int v = 0; v < g->n_values; v++)
+        b.n_trust += g->values[v].role == ROLE_PARAM && !ad_name_matches(train->no_trust, g->values[v].name);
     b.rep = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     b.saved = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
     b.block_out = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));

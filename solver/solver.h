@@ -11,6 +11,7 @@
 #ifndef COLOSSAL_SOLVER_H
 #define COLOSSAL_SOLVER_H
 
+#include "autodiff.h"
 #include "cost.h"
 
 /* ---- problem.c: the planning problem -------------------------------------- */
@@ -75,6 +76,8 @@ typedef struct IlpOptions {
     int micro_batches;          /* activations are divided by this (>= 1) */
     bool lowerable;             /* only strategies the lowering can generate: none
                                  * splitting a kernel_whole iterator (ops.h) */
+    const AdOptions *train;     /* the optimizer (its state, step traffic, trust-ratio
+                                 * norms); NULL: AdamW's defaults */
 } IlpOptions;
 
 typedef struct IlpProblem {

@@ -47,6 +47,17 @@ expect 2 "invalid value '4' for --zero" -- --zero 4 x.cir
 expect 2 "invalid value 'tpu' for --target" -- --target tpu x.cir
 expect 2 "invalid value '-1' for --time-limit" -- --time-limit -1 x.cir
 expect 2 "unexpected argument 'b.cir'" -- a.cir b.cir
+expect 2 "--trust-coef does not apply to --optimizer lamb (it applies to lars)" -- --optimizer lamb --trust-coef 0.01 x.cir
+expect 2 "--no-trust does not apply to --optimizer adamw" -- --no-trust '*.bias' x.cir
+expect 2 "--betas does not apply to --optimizer sgd" -- --optimizer sgd --betas 0.9,0.99 x.cir
+expect 2 "invalid value '0.9' for --betas" -- --optimizer lamb --betas 0.9 x.cir
+expect 2 "invalid value '1.5' for --momentum" -- --optimizer lars --momentum 1.5 x.cir
+expect 2 "invalid value 'adam' for --optimizer" -- --optimizer adam x.cir
+# the large-batch optimizers' settings reach the training graph
+expect 0 "lars(%fc1.weight, %fc1.weight.grad, %fc1.weight.momentum, %lr, %grad_coef, %fc1.weight.trust_sq) {momentum=0.8, wd=0.0, trust=0.02}" \
+  -- "$src/examples/ir/mlp.cir" --graph training --emit ir -o - --optimizer lars --momentum 0.8 --trust-coef 0.02 --weight-decay 0 --no-trust '*.bias'
+expect 0 "lamb(%fc1.bias, %fc1.bias.grad, %fc1.bias.adam_m, %fc1.bias.adam_v, %lr, %step, %grad_coef) {beta1=0.8, beta2=0.99, eps=1e-07, wd=0.0}" \
+  -- "$src/examples/ir/mlp.cir" --graph training --emit ir -o - --optimizer lamb --betas 0.8,0.99 --eps 1e-7 --no-decay '*.bias' --no-trust '*.bias'
 expect 1 "cannot read 'missing.cir'" -- missing.cir
 expect 1 "unknown input kind" -- "$src/README.md"
 

@@ -137,9 +137,9 @@ static IlpResult solve(const IlpProblem *p, double limit) {
     return ilp_solve(p, &s);
 }
 
-static void exactness(const char *name, const char *cir) {
+static void exactness(const char *name, const char *cir, const AdOptions *train) {
     Graph *g = parse(cir);
-    IlpOptions io = {true, 1, false};
+    IlpOptions io = {true, 1, false, train};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     double min_peak, free_peak;
     double free_t = brute(p, INFINITY, &min_peak, &free_peak);
@@ -168,9 +168,46 @@ static void exactness(const char *name, const char *cir) {
     ir_graph_free(g);
 }
 
+/* The optimizer's price (--optimizer): its state, its traffic per element,
+ * and for LAMB and LARS the trust ratios' norms summed over each parameter's
+ * split and ZeRO axes. */
+static void optimizers(void) {
+    Graph *g = parse(mlp_cir);
+    AdOptions o[4];
+    static const AdOptimizer kinds[4] = {AD_OPT_ADAMW, AD_OPT_SGD, AD_OPT_LAMB, AD_OPT_LARS};
+    IlpProblem *p[4];
+    for (int k = 0; k < 4; k++) {
+        ad_options_default(&o[k]);
+        ad_options_optimizer(&o[k], kinds[k]);
+        IlpOptions io = {true, 1, false, &o[k]};
+        p[k] = ilp_problem_build(g, &cm, &io);
+    }
+    CHECK(p[0]->opt_bytes == 8 && p[1]->opt_bytes == 4 && p[2]->opt_bytes == 8 && p[3]->opt_bytes == 4);
+    int with_norms = 0, without = 0;
+    for (int gi = 0; gi < p[0]->n_groups; gi++)
+        for (int s = 0; s < p[0]->groups[gi].n_strats; s++) {
+            const IlpStrat *a = &p[0]->groups[gi].strats[s], *l = &p[2]->groups[gi].strats[s];
+            const IlpStrat *sg = &p[1]->groups[gi].strats[s], *rs = &p[3]->groups[gi].strats[s];
+            for (int z = 0; z < ZERO_STAGES; z++) {
+                CHECK_NEAR(sg->opt_s[z], a->opt_s[z] * 20 / 28, 1e-12);
+                /* traffic (44 bytes against 28), plus the norms' collective where the parameter is split */
+                CHECK(l->opt_s[z] >= a->opt_s[z] * 44 / 28 * (1 - 1e-12));
+                CHECK(rs->opt_s[z] >= a->opt_s[z] * (1 - 1e-12));
+                if (a->opt_s[z] == 0) continue;
+                if (l->opt_s[z] > a->opt_s[z] * 44 / 28 * (1 + 1e-9)) with_norms++;
+                else without++;
+            }
+            /* ZeRO-1 slices every parameter of a replicated group: its norms are partial */
+            if (a->zero_ok[1] && a->opt_s[1] > 0) CHECK(l->opt_s[1] > a->opt_s[1] * 44 / 28 * (1 + 1e-9));
+        }
+    CHECK(with_norms > 0 && without > 0); /* whole parameters without ZeRO need no collective */
+    for (int k = 0; k < 4; k++) ilp_problem_free(p[k]);
+    ir_graph_free(g);
+}
+
 static void tying(void) {
     Graph *g = parse(rep_cir);
-    IlpOptions tied = {true, 1, false}, untied = {false, 1, false};
+    IlpOptions tied = {true, 1, false, NULL}, untied = {false, 1, false, NULL};
     IlpProblem *pt = ilp_problem_build(g, &cm, &tied), *pu = ilp_problem_build(g, &cm, &untied);
     CHECK_INT(pt->n_blocks, 1);
     CHECK_INT(pt->blocks[0].instances, 2);
@@ -215,7 +252,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
     IR_ASSERT(text);
     Graph *g = ir_parse(path, text, len);
     ir_free(text);
-    IlpOptions io = {true, 1, false};
+    IlpOptions io = {true, 1, false, NULL};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL};
     IlpResult r = ilp_solve(p, &s);
@@ -243,7 +280,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
 static void dump_lp(void) {
     setup("h100:1x4", "2x2", DT_F32);
     Graph *g = parse(mlp_cir);
-    IlpOptions io = {true, 1, false};
+    IlpOptions io = {true, 1, false, NULL};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     char path[] = "/tmp/colossal-ilp-test.lp";
     IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL};
@@ -265,8 +302,13 @@ static void dump_lp(void) {
 
 int main(void) {
     setup("h100:1x4", "2x2", DT_F32);
-    exactness("mlp", mlp_cir);
-    exactness("repeated", rep_cir);
+    exactness("mlp", mlp_cir, NULL);
+    exactness("repeated", rep_cir, NULL);
+    AdOptions lamb;
+    ad_options_default(&lamb);
+    ad_options_optimizer(&lamb, AD_OPT_LAMB);
+    exactness("mlp (LAMB)", mlp_cir, &lamb);
+    optimizers();
     tying();
     dump_lp();
     baselines_inside(COLOSSAL_SOURCE_DIR "/examples/ir/gpt2-2layer.cir", "h100:1x4", "2x2", 10);
