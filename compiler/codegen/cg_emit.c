@@ -316,6 +316,32 @@ static void emit_bucket(CgCtx *c, const CgOptions *o, int k) {
     if (accum) sb_puts(c->sched, "    }\n");
 }
 
+/* The trust ratios' norms (lower.h, LowerNorms): the entries this rank holds
+ * copies of at a non-zero coordinate zeroed (each shard counted once), then
+ * the buffer all-reduced over the axes the entries are partial over. */
+static void emit_norms(CgCtx *c, const CgOptions *o) {
+    const LowerProgram *lp = c->lp;
+    const LowerNorms *nb = &lp->norms;
+    sb_printf(c->sched, "    /* the trust-ratio norms of %d parameters: one fused all-reduce */\n", nb->n);
+    for (int k = 0; lp->sharded && k < nb->n;) {
+        int e = k;
+        while (e < nb->n && nb->axes[e] == nb->axes[k]) e++;
+        unsigned copies = nb->all_axes & ~nb->axes[k];
+        if (copies) {
+            sb_puts(c->sched, "    if (0");
+            for (int a = 0; a < o->mesh_axes; a++)
+                if (copies >> a & 1u) sb_printf(c->sched, " || colrt_mesh_coord(M->mesh, %d) != 0", a);
+            sb_printf(c->sched, ") colrt_memset0(CG_F(%lld), %lld, NULL); /* copies of entries %d..%d */\n",
+                      (long long)lp->v[nb->val[k]].offset, 8LL * (e - k), k, e - 1);
+        }
+        k = e;
+    }
+    for (int a = 0; a < o->mesh_axes; a++)
+        if (lp->sharded ? (nb->all_axes >> a & 1u) : reduces_over(lp, o, a))
+            sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, CG_F(%lld), CG_F(%lld), %d, COLRT_F32, COLRT_SUM, NULL);\n",
+                      a, (long long)lp->v[nb->buf].offset, (long long)lp->v[nb->buf].offset, 2 * nb->n);
+}
+
 /* Copies into the leaves they update, for results of nodes [first, last)
  * not already written in place. */
 static void emit_commits(CgCtx *c, StrBuf *m, int first, int last) {
@@ -363,6 +389,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
         for (NodeId id = first; id < last; id++) {
             const Node *n = ir_node(g, id);
             const LowerNode *ln = &lp->n[id];
+            if (lp->norms.n && lp->norms.launch == id) emit_norms(c, o);
             for (int k = 0; k < ln->n_reduce; k++) {
                 ValueId v = ln->reduce[k];
                 for (int a = 0; a < o->mesh_axes; a++) {
@@ -407,7 +434,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 for (int q = 0; q < 3; q++) sb_free(&parts[q]);
                 return false;
             }
-            if (ln->zero && !lp->v[n->in[0]].zchunk) { /* the updated slices make the whole parameter again */
+            if (ln->zero && ir_op_is_update(n->op) && !lp->v[n->in[0]].zchunk) { /* the updated slices make the whole parameter again */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s <- %%%s", ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
                 emit_zero_coll(c, o, true, n->out[0], n->in[0], ln->ag_tmp, ln->zchunk, what);

@@ -96,7 +96,7 @@ ValueId cg_master_of(const Graph *g, ValueId state) {
         const Value *src = ir_val(g, ir_node(g, x->def)->in[0]);
         if (src->def == IR_NONE) continue;
         const Node *opt = ir_node(g, src->def);
-        if ((opt->op == OP_ADAMW || opt->op == OP_SGD) && opt->in[0] == state) return x->updates;
+        if (ir_op_is_update(opt->op) && opt->in[0] == state) return x->updates;
     }
     return IR_NONE;
 }
@@ -1071,29 +1071,114 @@ static bool emit_loss_scale_update(CgCtx *c, NodeId id) {
     return true;
 }
 
-/* adamw and sgd: element-wise; results may be written over their leaves
- * (the lowering aliases them), so each point reads everything first. */
+/* ZeRO: an update (and its trust-ratio norms) runs on this rank's slice of
+ * the flattened parameter; the parameter (stages 1, 2) and a whole gradient
+ * (stage 1, or its bucket view) are read through pointers moved to the
+ * slice. Returns the elements this rank updates. */
+static int64_t zero_slice(CgCtx *c, NodeId id, int64_t *pshift, int64_t *gshift) {
+    const Node *n = N_(c, id);
+    const LowerNode *ln = &c->lp->n[id];
+    *pshift = *gshift = 0;
+    if (!ln->zero) return numel(L(c, n->in[0]));
+    *pshift = c->lp->v[n->in[0]].zchunk ? 0 : ln->zchunk; /* stage 3: the parameter is the slice */
+    *gshift = c->lp->v[cg_read(c, n->in[1])].zchunk ? 0 : ln->zchunk;
+    return ln->zchunk;
+}
+
+/* x as a C float literal ("0.5f", "0.0f", "1e-06f"). */
+static const char *f32_lit(char buf[40], double x) {
+    int n = snprintf(buf, 32, "%.9g", x);
+    if (!strpbrk(buf, ".eE")) buf[n++] = '.', buf[n++] = '0';
+    buf[n++] = 'f';
+    buf[n] = 0;
+    return buf;
+}
+
+/* LAMB's moments and update direction u of element j, in float as the
+ * update applies it (the reference is ir/interp.c's lamb_dir); needs the
+ * prologue's fc (coefficient), rbc1 = 1/bc1, rbc2 = 1/bc2. */
+static void lamb_dir_body(StrBuf *b, const Attr *at, const char *j, const char *indent) {
+    char l[6][40];
+    sb_printf(b,
+              "const float g = $L1(a1[%s]) * fc;\n"
+              "%sconst float m = %s * $L2(a2[%s]) + %s * g, v = %s * $L3(a3[%s]) + %s * g * g;\n"
+              "%sconst float u = m * rbc1 / (sqrtf(v * rbc2) + %s) + %s * $L0(a0[%s]);\n",
+              j, indent, f32_lit(l[0], at[0].f), j, f32_lit(l[1], 1 - at[0].f), f32_lit(l[2], at[1].f), j,
+              f32_lit(l[3], 1 - at[1].f), indent, f32_lit(l[4], at[2].f), f32_lit(l[5], at[3].f), j);
+}
+
+static void lamb_prologue(StrBuf *b, const Attr *at, int k_step, int k_coef) {
+    sb_printf(b,
+              "const double step = a%d[0], coef = a%d[0];\n"
+              "    const int skip = !isfinite(coef);\n"
+              "    const float fc = (float)coef, rbc1 = (float)(1 / (1 - pow(%.17g, step))), rbc2 = (float)(1 / (1 - pow(%.17g, step)));\n",
+              k_step, k_coef, at[0].f, at[1].f);
+}
+
+/* lamb_norms, lars_norms: [sum p^2, sum u^2 (LAMB's update direction) or g^2]
+ * over this rank's elements (its shard, or ZeRO slice): a partial sum the
+ * fused collective completes (norms.c). Fixed chunks summed in order, so the
+ * result does not depend on the thread count. */
+static bool emit_trust_norms(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    int64_t pshift, gshift, N = zero_slice(c, id, &pshift, &gshift);
+    int64_t chunk = 1 << 16, nch = (N + chunk - 1) / chunk;
+    if (nch > 64) chunk = (N + 63) / 64, nch = (N + chunk - 1) / chunk;
+    if (nch < 1) nch = 1;
+    bool lamb = n->op == OP_LAMB_NORMS;
+    StrBuf pro, body;
+    sb_init(&pro);
+    sb_init(&body);
+    if (lamb) lamb_prologue(&pro, n->attr, 4, 5);
+    sb_printf(&body,
+              "double part[%lld];\n%s"
+              "        for (int64_t q = 0; q < %lld; q++) {\n"
+              "            double sp = 0, su = 0;\n"
+              "            const int64_t e = (q + 1) * %lld < %lld ? (q + 1) * %lld : %lld;\n"
+              "            for (int64_t j = q * %lld; j < e; j++) {\n                ",
+              (long long)(2 * nch), nch > 1 ? "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n" : "",
+              (long long)nch, (long long)chunk, (long long)N, (long long)chunk, (long long)N,
+              (long long)chunk);
+    if (lamb) lamb_dir_body(&body, n->attr, "j", "                ");
+    else sb_puts(&body, "const double u = $L1(a1[j]);\n");
+    sb_printf(&body,
+              "                sp += (double)$L0(a0[j]) * $L0(a0[j]);\n"
+              "                su += (double)u * u;\n"
+              "            }\n"
+              "            part[2 * q] = sp;\n            part[2 * q + 1] = su;\n"
+              "        }\n"
+              "        double sp = 0, su = 0;\n"
+              "        for (int64_t q = 0; q < %lld; q++) sp += part[2 * q], su += part[2 * q + 1];\n"
+              "        a%d[0] = (float)sp;\n        a%d[1] = (float)su;%s",
+              (long long)nch, n->n_in, n->n_in, lamb ? "\n        (void)skip;" : "");
+    KArg a[7];
+    for (int i = 0; i < n->n_in; i++) a[i] = (KArg){n->in[i], 0, 0};
+    a[n->n_in] = (KArg){n->out[0], 1, 0};
+    a[0].zshift = pshift;
+    a[1].zshift = gshift;
+    cg_kernel(c, id, n->n_in + 1, a, 1, sb_cstr(&pro), sb_cstr(&body));
+    sb_free(&pro);
+    sb_free(&body);
+    return true;
+}
+
+/* adamw, sgd, lamb and lars: element-wise; results may be written over their
+ * leaves (the lowering aliases them), so each point reads everything first.
+ * The trust ratio (lamb, lars) comes from the norms operand, summed by then. */
 static bool emit_optimizer(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     const Attr *at = n->attr;
     char pro[512], body[1024];
-    int64_t N = numel(L(c, n->in[0]));
     for (int k = 0; k < n->n_out; k++) /* the update is written for f32 master weights and state */
         if (dt_of(c, n->in[k == 0 ? 0 : k + 1]) != DT_F32 || dt_of(c, n->out[k]) != DT_F32)
             return unsupported(c, id, "a parameter or optimizer state that is not f32 (mixed precision updates f32 masters)");
-    /* ZeRO: this rank's slice; the parameter (and a stage-1 gradient) are
-     * whole, so their pointers move to the slice */
     const LowerNode *ln = &c->lp->n[id];
-    int64_t pshift = 0, gshift = 0;
     if (ln->zero && !c->lp->v[n->in[0]].zchunk && c->lp->v[n->out[0]].offset == c->lp->v[n->in[0]].offset)
         return unsupported(c, id, "ZeRO stage 1/2: this rank's updated slice shares storage with the whole "
                                   "parameter it is all-gathered into (mixed precision: the f32 master; the "
                                   "lowering keeps them apart only for parameters)");
-    if (ln->zero) {
-        N = ln->zchunk;
-        pshift = c->lp->v[n->in[0]].zchunk ? 0 : N; /* stage 3: the parameter is the slice */
-        gshift = c->lp->v[cg_read(c, n->in[1])].zchunk ? 0 : N; /* a whole gradient (or its bucket view) */
-    }
+    int64_t pshift, gshift, N = zero_slice(c, id, &pshift, &gshift);
+    int y = n->n_in; /* the results are operands y, y + 1, ... of the kernel */
     if (n->op == OP_ADAMW) {
         /* scalars in double once; the per-element update in float (vectorizes) */
         snprintf(pro, sizeof pro,
@@ -1110,13 +1195,7 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
                  "        a7[i] = p - size * m / (sqrtf(v) * rb2 + %.9gf);\n"
                  "        a8[i] = m;\n        a9[i] = v;\n        }",
                  at[0].f, 1 - at[0].f, at[1].f, 1 - at[1].f, at[2].f);
-        KArg a[10];
-        for (int i = 0; i < 7; i++) a[i] = (KArg){n->in[i], 0, 0};
-        for (int i = 0; i < 3; i++) a[7 + i] = (KArg){n->out[i], 1, 0};
-        a[0].zshift = pshift;
-        a[1].zshift = gshift;
-        cg_kernel(c, id, 10, a, N, pro, body);
-    } else {
+    } else if (n->op == OP_SGD) {
         snprintf(pro, sizeof pro, "const double lr = a3[0], coef = a4[0];\n    const int skip = !isfinite(coef);\n");
         snprintf(body, sizeof body,
                  "if (skip) { a5[i] = a0[i]; a6[i] = a2[i]; } else {\n"
@@ -1124,13 +1203,43 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
                  "        const double m = %.17g * a2[i] + d;\n"
                  "        a5[i] = (float)(a0[i] - lr * m);\n        a6[i] = (float)m;\n        }",
                  at[1].f, at[0].f);
-        KArg a[7];
-        for (int i = 0; i < 5; i++) a[i] = (KArg){n->in[i], 0, 0};
-        for (int i = 0; i < 2; i++) a[5 + i] = (KArg){n->out[i], 1, 0};
-        a[0].zshift = pshift;
-        a[1].zshift = gshift;
-        cg_kernel(c, id, 7, a, N, pro, body);
+    } else if (n->op == OP_LAMB) { /* p' = p - lr ratio u, ratio = ||p|| / ||u|| (1 if either is 0 or no norms) */
+        StrBuf pb, bb;
+        sb_init(&pb);
+        sb_init(&bb);
+        lamb_prologue(&pb, at, 5, 6);
+        sb_printf(&pb, "    double ratio = 1;\n");
+        if (n->n_in == 8)
+            sb_puts(&pb, "    if (a7[0] > 0 && a7[1] > 0) ratio = sqrt((double)a7[0]) / sqrt((double)a7[1]);\n");
+        sb_puts(&pb, "    const float size = (float)(a4[0] * ratio);\n");
+        sb_printf(&bb, "if (skip) { a%d[i] = a0[i]; a%d[i] = a2[i]; a%d[i] = a3[i]; } else {\n        ", y, y + 1, y + 2);
+        lamb_dir_body(&bb, at, "i", "        ");
+        sb_printf(&bb, "        a%d[i] = a0[i] - size * u;\n        a%d[i] = m;\n        a%d[i] = v;\n        }", y, y + 1, y + 2);
+        snprintf(pro, sizeof pro, "%s", sb_cstr(&pb));
+        snprintf(body, sizeof body, "%s", sb_cstr(&bb));
+        sb_free(&pb);
+        sb_free(&bb);
+    } else { /* lars: b' = momentum b + lr local (g + wd p), p' = p - b',
+              * local = trust ||p|| / (||g|| + wd ||p||) (1 if either norm is 0 or no norms) */
+        int k = snprintf(pro, sizeof pro, "const double lr = a3[0], coef = a4[0];\n    const int skip = !isfinite(coef);\n"
+                                          "    double local = 1;\n");
+        if (n->n_in == 6)
+            snprintf(pro + k, sizeof pro - (size_t)k,
+                     "    const double wn = sqrt((double)a5[0]), gn = sqrt((double)a5[1]) * fabs(coef);\n"
+                     "    if (wn > 0 && gn > 0) local = %.17g * wn / (gn + %.17g * wn);\n",
+                     at[2].f, at[1].f);
+        snprintf(body, sizeof body,
+                 "if (skip) { a%d[i] = a0[i]; a%d[i] = a2[i]; } else {\n"
+                 "        const double b = %.17g * a2[i] + lr * local * ($L1(a1[i]) * coef + %.17g * a0[i]);\n"
+                 "        a%d[i] = (float)(a0[i] - b);\n        a%d[i] = (float)b;\n        }",
+                 y, y + 1, at[0].f, at[1].f, y, y + 1);
     }
+    KArg a[IR_MAX_IN + IR_MAX_OUT];
+    for (int i = 0; i < n->n_in; i++) a[i] = (KArg){n->in[i], 0, 0};
+    for (int k = 0; k < n->n_out; k++) a[y + k] = (KArg){n->out[k], 1, 0};
+    a[0].zshift = pshift;
+    a[1].zshift = gshift;
+    cg_kernel(c, id, y + n->n_out, a, N, pro, body);
     return true;
 }
 

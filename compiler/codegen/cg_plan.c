@@ -3,7 +3,9 @@
  * planner's JSON (solver/plan.c) with the static memory plan's figures added
  * to its "memory" object: planned_arena_bytes, lower_bound_bytes and
  * planned_over_predicted (the arena over the ILP's predicted peak), and a
- * "lowering" object counting the collectives the program runs per step.
+ * "lowering" object counting the collectives the program runs per step
+ * (trust_norms: the parameters whose trust-ratio norms the one fused
+ * all-reduce sums, LAMB and LARS).
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -72,12 +74,13 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         for (int k = 0; k < ln->n_reduce; k++, nar++) ar += (double)lp->v[ln->reduce[k]].bytes;
         for (int k = 0; k < ln->n_rs; k++, nrs++) rs += (double)lp->v[ln->rs[k]].bytes;
         for (int k = 0; k < ln->n_gather; k++, nag++) ag += (double)lp->v[ln->gather[k]].bytes;
-        if (ln->zero && !lp->v[g->nodes[id].in[0]].zchunk) { /* the update's all-gather */
+        if (ln->zero && ir_op_is_update(g->nodes[id].op) && !lp->v[g->nodes[id].in[0]].zchunk) { /* the update's all-gather */
             nag++;
             ag += 4.0 * (double)ln->zchunk;
         }
     }
     for (int k = 0; k < lp->n_out_reduce; k++, nar++) ar += (double)lp->v[lp->out_reduce[k]].bytes;
+    if (lp->norms.n) nar++, ar += (double)lp->v[lp->norms.buf].bytes; /* the trust ratios' norms, fused */
     double bucket_bytes = 0, a2a = 0;
     int nrsh = 0, na2a = 0;
     for (int k = 0; k < lp->n_buckets; k++, nar++) {
@@ -112,6 +115,7 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     cJSON_AddNumberToObject(low, "all_to_all_bytes", a2a);
     cJSON_AddNumberToObject(low, "gradient_buckets", lp->n_buckets);
     cJSON_AddNumberToObject(low, "gradient_bucket_bytes", bucket_bytes);
+    if (lp->norms.n) cJSON_AddNumberToObject(low, "trust_norms", lp->norms.n);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);
     cJSON_AddNumberToObject(low, "reshardings", nrsh);
     char *txt = cJSON_Print(root);

@@ -201,8 +201,9 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
         for (ValueId w = 0; w < g->n_values; w++)
             if (p->v[w].storage == p->v[x].storage) pending[w] = false;
     }
-    /* a sum over a gradient slice (the norm) is a partial sum over the ranks */
-    if (scattered && n->op != OP_ADAMW && n->op != OP_SGD) partial = true;
+    /* a sum over a gradient slice (the norm) is a partial sum over the ranks;
+     * so are a trust ratio's norms over the update's ZeRO slice */
+    if ((scattered && !ir_op_is_update(n->op)) || (ln->zero && ir_op_is_trust_norms(n->op))) partial = true;
     for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = partial;
     scatter_final(g, p, id, pending, zgrad);
     return true;
@@ -388,13 +389,13 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     memset(zgrad, 0, sizeof(int64_t) * (size_t)(nv ? nv : 1));
     for (NodeId id = 0; p->opt.zero >= 1 && p->opt.zranks > 1 && id < nn; id++) {
         const Node *n = ir_node(g, id);
-        if (n->op != OP_ADAMW && n->op != OP_SGD) continue;
+        if (!ir_op_is_update(n->op)) continue;
         int64_t numel = ir_shape_numel(ir_val(g, n->in[0])->shape);
         if (numel % p->opt.zranks) continue; /* stays whole (stage 0) */
         int64_t chunk = numel / p->opt.zranks;
         p->n[id].zero = p->opt.zero;
         p->n[id].zchunk = chunk;
-        int n_state = n->op == OP_ADAMW ? 2 : 1;
+        int n_state = n->n_out - 1;
         for (int k = 0; k < n_state; k++) p->v[n->in[2 + k]].zchunk = chunk;
         for (int k = 0; k < n->n_out; k++) p->v[n->out[k]].zchunk = chunk;
         if (p->opt.zero >= 2) zgrad[n->in[1]] = chunk;
@@ -417,6 +418,16 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 for (NodeId q = 0; q < nn; q++)
                     pviewed |= ir_node(g, q)->op == OP_RESHAPE && ir_node(g, q)->in[0] == pl;
                 if (!pviewed) p->v[pl].zchunk = p->v[cn->out[0]].zchunk = chunk;
+            }
+    }
+    /* a trust ratio's norms read their update's operands on its slice */
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        for (NodeId u = id + 1; ir_op_is_trust_norms(n->op) && u < nn; u++)
+            if (ir_op_is_update(ir_node(g, u)->op) && ir_node(g, u)->in[0] == n->in[0]) {
+                p->n[id].zero = p->n[u].zero;
+                p->n[id].zchunk = p->n[u].zchunk;
+                break;
             }
     }
 
@@ -520,11 +531,11 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         /* in place only if nothing reads the leaf after the update and the
          * update reads it element by element (adamw, sgd, grad_accum) */
         int op = ir_node(g, x->def)->op;
-        bool elementwise = op == OP_ADAMW || op == OP_SGD || op == OP_GRAD_ACCUM ||
+        bool elementwise = ir_op_is_update(op) || op == OP_GRAD_ACCUM ||
                            op == OP_LOSS_SCALE_UPDATE;
         /* a ZeRO slice of a whole parameter is all-gathered into it instead
          * (stage 3: the parameter is a slice too, updated in place) */
-        bool zero_param = p->v[v].zchunk && x->def_out == 0 && (op == OP_ADAMW || op == OP_SGD) &&
+        bool zero_param = p->v[v].zchunk && x->def_out == 0 && ir_op_is_update(op) &&
                           !p->v[x->updates].zchunk; /* the parameter, or its f32 master */
         if (zero_param) { /* later readers (the cast to the compute dtype) read the gathered whole */
             p->v[v].redirect = x->updates;
@@ -629,12 +640,13 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
             }
         }
     if (!sharded) make_buckets(g, p);
+    lower_trust_norms(g, p); /* the trust ratios' one fused collective (norms.c) */
     /* ZeRO-3: every node reading a sliced parameter (itself or in the
      * recompute before it), except its update, gathers it whole first */
     for (NodeId id = 0; id < nn; id++) {
         LowerNode *ln = &p->n[id];
         const Node *n = ir_node(g, id);
-        if (n->op == OP_ADAMW || n->op == OP_SGD) continue;
+        if (ir_op_is_update(n->op) || ir_op_is_trust_norms(n->op)) continue; /* they read the slice */
         for (int k = -1; k < ln->n_recompute; k++) {
             const Node *r = k < 0 ? n : ir_node(g, ln->recompute[k]);
             for (int i = 0; i < r->n_in; i++) {
@@ -663,7 +675,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     }
     for (NodeId id = 0; p->opt.zinner > 1 && id < nn; id++) { /* the update's all-gather */
         const Node *n = ir_node(g, id);
-        if (p->n[id].zero && !p->v[n->in[0]].zchunk)
+        if (p->n[id].zero && ir_op_is_update(n->op) && !p->v[n->in[0]].zchunk)
             p->n[id].ag_tmp = add_temp(g, p, id, p->n[id].zchunk * p->opt.zinner, ir_val(g, n->in[0])->dtype, "ag_tmp", n->in[0]);
     }
     /* schedule time: a slot per node and, before it, one per forward node it
@@ -816,6 +828,8 @@ void lower_free(LowerProgram *p) {
         ir_free(p->buckets[b].view);
     }
     ir_free(p->buckets);
+    ir_free(p->norms.val);
+    ir_free(p->norms.axes);
     ir_free(p->live_bytes);
     ir_free(p);
 }
@@ -857,6 +871,16 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
         const LowerNode *ln = &p->n[id];
+        if (p->norms.n && p->norms.launch == id) {
+            sb_printf(b, "  all-reduce %s (%lld bytes): the trust-ratio norms of %d parameters, fused:", vname(p, p->norms.buf),
+                      (long long)p->v[p->norms.buf].bytes, p->norms.n);
+            for (int k = 0; k < p->norms.n; k++) {
+                sb_printf(b, " %%%s", vname(p, p->norms.val[k]));
+                for (int a = 0; a < 32; a++)
+                    if (p->norms.axes[k] >> a & 1u) sb_printf(b, "%s%d", p->norms.axes[k] & ((1u << a) - 1) ? "," : "@", a);
+            }
+            sb_puts(b, "\n");
+        }
         for (int k = 0; k < ln->n_reduce; k++)
             sb_printf(b, "  all-reduce %%%s (%lld bytes)\n", vname(p, ln->reduce[k]),
                       (long long)p->v[ln->reduce[k]].bytes);

@@ -74,6 +74,25 @@ typedef struct LowerBucket {
     int64_t elems;             /* the buffer's elements (members padded to 64 bytes) */
 } LowerBucket;
 
+/* The trust ratios' norms (LAMB, LARS; norms.c): each parameter's pair of
+ * partial sums of squares (a lamb_norms or lars_norms result) is written
+ * into its place in one buffer, summed by one all-reduce of the buffer
+ * before node `launch` (the first update reading one), and read there by
+ * the updates. An entry is partial over the mesh axes that split its
+ * parameter (tensor parallel and ZeRO slices); the buffer is summed over
+ * the union of them, so an entry is zeroed first on the ranks holding a copy
+ * of it at a non-zero coordinate of an axis it is not partial over (each
+ * shard counted once). */
+typedef struct LowerNorms {
+    int n;                     /* entries (0: no collective) */
+    int launch;
+    ValueId *val;              /* the norms values, views into buf (8 bytes each, in order) */
+    unsigned *axes;            /* sharded: each entry's axes; the non-sharded lowering: 0,
+                                * every entry partial over the data-parallel ranks */
+    unsigned all_axes;         /* sharded: their union */
+    ValueId buf;
+} LowerNorms;
+
 /* One resharding before a node: value `from` (held in spec `plan.step[0]`'s
  * source) becomes value `to`, step by step (shard_reshard's sequence): step
  * k writes buf[k] (buf[n-1] == to), through tmp[k] / tmp2[k] where the step
@@ -130,7 +149,8 @@ typedef struct LowerNode {
     ValueId gather[IR_MAX_IN + 4], gather_to[IR_MAX_IN + 4], gather_tmp[IR_MAX_IN + 4]; /* this node
                                 * (and the recompute before it) reads the temporaries */
     int zero;                  /* an optimizer update on this rank's ZeRO slice: the
-                                * stage (its parameter result is all-gathered after) */
+                                * stage (its parameter result is all-gathered after);
+                                * its trust-ratio norms node reads the same slice */
     int64_t zchunk;
     ValueId ag_tmp;            /* two-axis ZeRO: the all-gather's temporary, or IR_NONE */
     int n_xin;                 /* sharded lowering: this node reads operand value */
@@ -157,6 +177,7 @@ typedef struct LowerProgram {
     int cap_values;            /* room in v */
     int n_buckets;             /* gradient buckets, in launch order */
     LowerBucket *buckets;
+    LowerNorms norms;          /* the trust ratios' fused collective */
     int64_t arena_bytes;
     int64_t lower_bound_bytes;
     int n_in_place;

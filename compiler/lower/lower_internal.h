@@ -13,5 +13,11 @@ ValueId lower_new_value(LowerProgram *p);
 bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err);
 /* The value node id reads for operand value x (x, or its resharded copy). */
 ValueId lower_node_input(const LowerProgram *p, NodeId id, ValueId x);
+/* norms.c: whether the sharded lowering reads x, a trust ratio's partial
+ * norms, as spec s (x summed) in place: summed by the fused collective. */
+bool lower_norms_fused(const Graph *g, const LowerProgram *p, ValueId x, const ShardSpec *s);
+/* norms.c: the fused collective of the trust ratios' norms (LowerNorms):
+ * their per-value all-reduces removed, their storage one buffer. */
+void lower_trust_norms(const Graph *g, LowerProgram *p);
 
 #endif

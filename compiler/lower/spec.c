@@ -129,10 +129,11 @@ static bool result_target(const SpecCtx *c, ValueId out, ShardSpec *t) {
     return true;
 }
 
-/* The parameter an optimizer node updates under ZeRO stage >= 1, else IR_NONE. */
+/* The parameter an optimizer node updates under ZeRO stage >= 1 (or whose
+ * trust-ratio norms it sums, on the same slice), else IR_NONE. */
 static ValueId zero_update(const SpecCtx *c, NodeId id) {
     const Node *n = ir_node(c->g, id);
-    if ((n->op != OP_ADAMW && n->op != OP_SGD) || zero_of(c, n->in[0]) < 1) return IR_NONE;
+    if ((!ir_op_is_update(n->op) && !ir_op_is_trust_norms(n->op)) || zero_of(c, n->in[0]) < 1) return IR_NONE;
     return n->in[0];
 }
 
@@ -152,6 +153,14 @@ static bool strategy_ok(const SpecCtx *c, NodeId id, const IterSpace *is, const 
         for (int i = 0; i < n->n_in; i++) /* and reads the leaf in it */
             if (n->in[i] == leaf && !shard_spec_eq(&st->in[i], &st->out[o])) return false;
     }
+    /* a trust ratio's norms sum over exactly the parameter's shards: its
+     * operands as held (the parameter, else its gradient), or a ZeRO slice */
+    if (ir_op_is_trust_norms(n->op)) {
+        int held = c->known[n->in[0]] ? 0 : 1;
+        ShardSpec h = shard_spec_unpartial(&c->p->v[n->in[held]].spec);
+        int extra = refines(c, &st->in[held], &h);
+        if (extra < 0 || (extra > 0 && zp == IR_NONE)) return false;
+    }
     return true;
 }
 
@@ -165,11 +174,12 @@ static bool choose(SpecCtx *c, NodeId id, const IterSpace *is, ShardStrategy *ou
     ValueId zp = zero_update(c, id);
     for (int s = 0; s < ns; s++) {
         if (!strategy_ok(c, id, is, &all[s])) continue;
-        /* ZeRO: as many of the parameter's replica axes sliced as the dims allow */
-        int cover = zp != IR_NONE ? refines(c, &all[s].out[0], &c->p->v[zp].spec) : 0;
+        /* ZeRO: as many of the parameter's replica axes sliced as the dims allow
+         * (the parameter as read: an update writes it in the same spec) */
+        int cover = zp != IR_NONE ? refines(c, &all[s].in[0], &c->p->v[zp].spec) : 0;
         if (zp != IR_NONE) { /* the slice scatter_grad made: 2 beats any other cover */
             ShardSpec t = refine(c, &c->p->v[zp].spec, ir_val(c->g, zp)->shape);
-            if (cover >= 0 && shard_spec_eq(&all[s].out[0], &t)) cover += SHARD_MAX_AXES + 1;
+            if (cover >= 0 && shard_spec_eq(&all[s].in[0], &t)) cover += SHARD_MAX_AXES + 1;
         }
         if (cover < best_cover) continue;
         if (cover > best_cover) best = INFINITY, best_cover = cover;
@@ -289,7 +299,7 @@ static bool read_as(SpecCtx *c, NodeId id, ValueId x, const ShardSpec *s) {
             return false;
         }
     ValueId h = held_as(c, x, s, id);
-    if (h == x) return true;
+    if (h == x || lower_norms_fused(c->g, p, x, s)) return true; /* norms: summed in one collective (norms.c) */
     if (h == IR_NONE && (h = make_copy(c, id, x, s, phase(c->g, id), id)) == IR_NONE) return false;
     if (ln->n_xin >= IR_MAX_IN) {
         sb_printf(c->err, "too many resharded operands at %%%s", ir_val(c->g, ir_node(c->g, id)->out[0])->name);
@@ -389,7 +399,7 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
     }
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
-        if (n->op == OP_ADAMW || n->op == OP_SGD) c.gparam[n->in[1]] = n->in[0];
+        if (ir_op_is_update(n->op)) c.gparam[n->in[1]] = n->in[0];
     }
     memset(c.known, 0, sizeof(bool) * (size_t)(nv + 1));
     memset(c.n_copy, 0, sizeof(int) * (size_t)(nv + 1));

@@ -4,7 +4,8 @@
  * are reduced once where a non-linear op first reads them, ZeRO-2 scatters
  * each gradient where it is final and ZeRO-3 gathers parameters before each
  * use, the batch may be split over some mesh axes only (megatron with whole
- * parameters), recompute re-runs a block's forward before its backward, the arena
+ * parameters), recompute re-runs a block's forward before its backward, LAMB's
+ * trust-ratio norms meet in one fused collective, the arena
  * holds every buffer, and bad requests are refused with the reason.
  */
 #include <string.h>
@@ -15,7 +16,7 @@
 #include "ops.h"
 #include "text.h"
 
-static Graph *training(const char *file, int micro) {
+static Graph *training_with(const char *file, int micro, AdOptimizer opt) {
     char path[512];
     snprintf(path, sizeof path, "%s/examples/ir/%s", COLOSSAL_SOURCE_DIR, file);
     size_t len;
@@ -26,6 +27,7 @@ static Graph *training(const char *file, int micro) {
     if (!f) return NULL;
     AdOptions o;
     ad_options_default(&o);
+    ad_options_optimizer(&o, opt);
     o.micro_batches = micro;
     StrBuf err;
     sb_init(&err);
@@ -34,6 +36,8 @@ static Graph *training(const char *file, int micro) {
     ir_graph_free(f);
     return g;
 }
+
+static Graph *training(const char *file, int micro) { return training_with(file, micro, AD_OPT_ADAMW); }
 
 static const LowerValue *lv(const LowerProgram *p, const char *name) {
     ValueId v = ir_find(p->g, name);
@@ -195,6 +199,33 @@ int main(void) {
     lower_print(p, &dump);
     CHECK_CONTAINS(sb_cstr(&dump), "recompute %h.0.ln1");
     sb_free(&dump);
+    lower_free(p);
+    ir_graph_free(g);
+
+    /* LAMB under ZeRO-1: each parameter's norms are summed over its slice (a
+     * partial pair), all pairs in one buffer reduced once, before the first
+     * update; fc2.bias (whole: 4 ranks do not divide 10) needs no sum; without
+     * ZeRO every rank holds whole parameters and there is no collective */
+    g = training_with("mlp.cir", 1, AD_OPT_LAMB);
+    LowerOptions oz1 = {.dp = 4, .zero = 1, .alignment = 256};
+    p = lower_build(g, &oz1, &err);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_INT(p->norms.n, 3);
+        CHECK(!reduces(p, "fc1.weight.trust_sq") && !reduces(p, "fc2.bias.trust_sq"));
+        CHECK(lv(p, "fc1.weight.trust_sq")->storage == p->norms.buf && lv(p, "fc2.bias.trust_sq")->storage != p->norms.buf);
+        CHECK_INT(ir_node(g, p->norms.launch)->op, OP_LAMB);
+        for (NodeId id = 0; id < p->norms.launch; id++) CHECK(!ir_op_is_update(ir_node(g, id)->op));
+        CHECK_INT(ln_of(p, "fc1.weight.trust_sq")->zchunk, 64 * 256 / 4); /* on the update's slice */
+        sb_init(&dump);
+        lower_print(p, &dump);
+        CHECK_CONTAINS(sb_cstr(&dump), "the trust-ratio norms of 3 parameters, fused");
+        sb_free(&dump);
+    }
+    lower_free(p);
+    LowerOptions odp = {.dp = 4, .alignment = 256};
+    p = lower_build(g, &odp, &err);
+    CHECK(p != NULL && p->norms.n == 0 && !reduces(p, "fc1.weight.trust_sq"));
     lower_free(p);
     ir_graph_free(g);
     sb_free(&err);
