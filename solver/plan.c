@@ -43,6 +43,7 @@ void plan_free(PlanResult *r) {
     ilp_baselines_free(r->base, r->n_base);
     ilp_result_free(&r->res);
     ilp_problem_free(r->prob);
+    placement_free(r->pl);
     ir_free(r->sweep);
     ir_free(r);
 }
@@ -260,6 +261,22 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
     best->meshes_tried = nm;
     best->solve_s = solve_s;
     if (o->sweep_points > 0) plan_sweep(g, o, &cl, meshes, nm, dt, limit, &fix, best);
+    StrBuf perr;
+    sb_init(&perr);
+    best->pl = plan_placement(g, best, o->lowerable, &perr);
+    if (!best->pl) {
+        diag_plain("try --strategy dp or zero1-3 (the batch split only), or --recompute none",
+                   "the plan '%s' cannot be completed into a placement of every node: %s", best->chosen, sb_cstr(&perr));
+        sb_free(&perr);
+        plan_free(best);
+        return NULL;
+    }
+    if (!placement_verify(best->pl, &perr)) { /* an internal error: the planner made it */
+        fprintf(stderr, "colossal-compile: internal error: %s:%d: the planner's placement is inconsistent: %s\n",
+                __FILE__, __LINE__, sb_cstr(&perr));
+        exit(3);
+    }
+    sb_free(&perr);
     return best;
 }
 

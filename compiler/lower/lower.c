@@ -376,8 +376,9 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         last_use[v] = -1;
     }
 
-    bool sharded = o->mesh != NULL;
+    bool sharded = o->pl != NULL;
     if (sharded) {
+        p->opt.mesh = &o->pl->mesh;
         p->opt.zero = 0;
         if (!lower_specs(g, p, err)) goto fail;
     }
@@ -903,4 +904,64 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
     sb_printf(b, "; arena %lld bytes, lower bound %lld, %d buffers, %d in place; most live at node %d (%%%s): %lld bytes\n",
               (long long)p->arena_bytes, (long long)p->lower_bound_bytes, p->n_buffers, p->n_in_place, pk,
               g->n_nodes ? vname(p, ir_node(g, pk)->out[0]) : "", (long long)(g->n_nodes ? p->live_bytes[pk] : 0));
+}
+
+LowerProgram *lower_placement(const Graph *g, const Placement *pl, StrBuf *err, const char **hint) {
+    const ShardMesh *m = &pl->mesh;
+    int world = m->n_devices, busy_axes = 0;
+    for (int a = 0; a < m->n_axes; a++) busy_axes += m->size[a] > 1;
+    /* recompute: per graph block, the instances the Placement recomputes
+     * (selective is lowered as full: the same values, less memory than priced) */
+    int *rc = ir_alloc(sizeof(int) * (size_t)(g->n_blocks + 1));
+    for (int b = 0; b < g->n_blocks; b++) rc[b] = pl->rc_full[b] + pl->rc_selective[b];
+    LowerProgram *lp = NULL;
+    int zero = world > 1 ? pl->zero_min : 0;
+    if (world > 1 && pl->layout == PL_SHARDED) { /* tensor parallel */
+        LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .pl = pl};
+        StrBuf e;
+        sb_init(&e);
+        lp = lower_build(g, &lo, &e);
+        if (lp) lp->opt.recompute = NULL; /* freed below */
+        else {
+            sb_printf(err, "cannot lower the tensor-parallel plan: %s", sb_cstr(&e));
+            *hint = "try --strategy dp or zero1-3 (the batch split only), or --recompute none";
+        }
+        sb_free(&e);
+        ir_free(rc);
+        return lp;
+    }
+    if (world > 1 && ((pl->layout == PL_BATCH_SOME && zero) || (zero && busy_axes > 2))) {
+        sb_printf(err, "the plan chose '%s' on a mesh of %d devices", pl->source, world);
+        if (pl->layout == PL_BATCH_SOME) sb_puts(err, " with ZeRO and the batch over some mesh axes only");
+        else sb_printf(err, " with ZeRO over %d mesh axes", busy_axes);
+        sb_puts(err, "; this build lowers data-parallel, replicated and ZeRO-1/2/3 plans, and tensor-parallel plans "
+                     "without ZeRO");
+        *hint = "generate with --zero 0 (tensor parallel without ZeRO), --strategy megatron|dp|zero1|zero2|zero3 "
+                "(ZeRO over at most two mesh axes), or for one device (--cluster h100:1x1)";
+        ir_free(rc);
+        return NULL;
+    }
+    int64_t zinner = 1; /* ZeRO over two busy axes: the inner one's size */
+    if (busy_axes == 2)
+        for (int a = 0; a < m->n_axes; a++)
+            if (m->size[a] > 1) zinner = m->size[a];
+    int dp = pl->layout == PL_REPLICATED ? 1 : world;
+    if (pl->layout == PL_BATCH_SOME) { /* the batch over the plan's split axes only */
+        dp = 1;
+        for (int a = 0; a < m->n_axes; a++)
+            if (pl->batch_axes & (1u << a)) dp *= m->size[a];
+    }
+    LowerOptions lo = {.dp = dp, .zranks = world, .zero = zero, .alignment = 256, .recompute = rc, .zinner = zinner,
+                       .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0};
+    StrBuf e;
+    sb_init(&e);
+    lp = lower_build(g, &lo, &e);
+    if (lp) lp->opt.recompute = NULL;
+    else {
+        sb_printf(err, "cannot lower the plan: %s", sb_cstr(&e));
+        *hint = "try a batch the ranks divide, or fewer ranks";
+    }
+    sb_free(&e);
+    ir_free(rc);
+    return lp;
 }
