@@ -45,7 +45,11 @@ typedef struct LowerOptions {
                                 * axis. The others hold replicas (dp counts the split
                                 * axes' ranks only) */
     const int *recompute;      /* per graph block: its first N instances are recomputed
-                                * (their forward re-runs just before their backward);
+                                * fully (their forward re-runs just before their
+                                * backward); NULL: none */
+    const int *recompute_sel;  /* per graph block: the next N instances recompute
+                                * selectively (the forward re-runs except the ops
+                                * placement_selective_keeps, whose results are kept);
                                 * NULL: none */
     /* The sharded lowering (spec.c): set pl (and mesh, &pl->mesh) to lower a
      * Placement of layout PL_SHARDED: every node's strategy and every value's

@@ -17,6 +17,8 @@ PlacePhase placement_phase(const Graph *g, NodeId id) {
     return id >= ad_step_begin(g) ? PH_UPDATE : PH_BACKWARD;
 }
 
+bool placement_selective_keeps(int op) { return ir_op(op)->cls == OPC_MATMUL; }
+
 Placement *placement_new(const Graph *g, const ShardMesh *m) {
     Placement *pl = ir_alloc(sizeof *pl);
     size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1, nb = (size_t)g->n_blocks + 1;

@@ -34,6 +34,12 @@ const char *placement_phase_name(PlacePhase p);
  * the optimizer); backward: the rest. */
 PlacePhase placement_phase(const Graph *g, NodeId id);
 
+/* Selective recompute keeps the results of these ops (the matrix products:
+ * costly to redo, and what rebuilding the rest needs) and re-runs every other
+ * forward op of the block instance before its backward. The planner's memory
+ * and time terms and the lowering both ask this one predicate. */
+bool placement_selective_keeps(int op);
+
 /* What the strategies amount to, derived once (placement_derive). */
 typedef enum {
     PL_DATA_PARALLEL, /* parameters whole, the batch split over every mesh axis of size > 1 */
