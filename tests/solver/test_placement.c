@@ -163,8 +163,27 @@ static void test_verifier(void) {
     ir_graph_free(g);
 }
 
+/* Selective recompute's time lies strictly between none (0) and full (the
+ * block's whole forward): it re-runs all but the matrix products. */
+static void test_selective_time(void) {
+    Graph *g = training("gpt2-tiny.cir");
+    PlanResult *r = plan(g, "h100:1x1", NULL);
+    const IlpProblem *p = r->prob;
+    double sel = 0, full = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        if (p->groups[gi].block < 0) continue;
+        const IlpStrat *S = &p->groups[gi].strats[r->choice.strat[gi]];
+        sel += S->rec_sel_s;
+        full += S->fwd_s;
+    }
+    CHECK(sel > 0 && sel < full);
+    plan_free(r);
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_layouts();
+    test_selective_time();
     test_verifier();
     return check_done("test_placement");
 }
