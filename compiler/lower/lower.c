@@ -530,7 +530,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         if (x->updates == IR_NONE) continue;
         ValueId leaf = root_of(p, x->updates);
         /* in place only if nothing reads the leaf after the update and the
-         * update reads it element by element (adamw, sgd, grad_accum) */
+         * update reads it element by element (an optimizer update, grad_accum) */
         int op = ir_node(g, x->def)->op;
         bool elementwise = ir_op_is_update(op) || op == OP_GRAD_ACCUM ||
                            op == OP_LOSS_SCALE_UPDATE;
