@@ -1115,10 +1115,20 @@ static void lamb_prologue(StrBuf *b, const Attr *at, int k_step, int k_coef) {
               k_step, k_coef, at[0].f, at[1].f);
 }
 
+/* One element's squares into lane `k` of the accumulators (index j). */
+static void norms_elem(StrBuf *b, const Node *n, const char *j, const char *k, const char *indent) {
+    if (n->op == OP_LAMB_NORMS) lamb_dir_body(b, n->attr, j, indent);
+    else sb_printf(b, "const double u = $L1(a1[%s]);\n", j);
+    sb_printf(b, "%ssp[%s] += (double)$L0(a0[%s]) * $L0(a0[%s]);\n%ssu[%s] += (double)u * u;\n", indent, k, j, j, indent,
+              k);
+}
+
 /* lamb_norms, lars_norms: [sum p^2, sum u^2 (LAMB's update direction) or g^2]
  * over this rank's elements (its shard, or ZeRO slice): a partial sum the
- * fused collective completes (norms.c). Fixed chunks summed in order, so the
- * result does not depend on the thread count. */
+ * fused collective completes (norms.c). Fixed chunks (in parallel), each
+ * summed in 8 lanes (independent chains: they pipeline and vectorize), lanes
+ * and chunks added in order, so the result does not depend on the thread
+ * count. */
 static bool emit_trust_norms(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     int64_t pshift, gshift, N = zero_slice(c, id, &pshift, &gshift);
@@ -1133,19 +1143,21 @@ static bool emit_trust_norms(CgCtx *c, NodeId id) {
     sb_printf(&body,
               "double part[%lld];\n%s"
               "        for (int64_t q = 0; q < %lld; q++) {\n"
-              "            double sp = 0, su = 0;\n"
-              "            const int64_t e = (q + 1) * %lld < %lld ? (q + 1) * %lld : %lld;\n"
-              "            for (int64_t j = q * %lld; j < e; j++) {\n                ",
+              "            double sp[8] = {0}, su[8] = {0};\n"
+              "            const int64_t s0 = q * %lld, e = s0 + %lld < %lld ? s0 + %lld : %lld, e8 = s0 + (e - s0) / 8 * 8;\n"
+              "            int64_t j = s0;\n"
+              "            for (; j < e8; j += 8)\n"
+              "                for (int k = 0; k < 8; k++) {\n                    ",
               (long long)(2 * nch), nch > 1 ? "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n" : "",
-              (long long)nch, (long long)chunk, (long long)N, (long long)chunk, (long long)N,
-              (long long)chunk);
-    if (lamb) lamb_dir_body(&body, n->attr, "j", "                ");
-    else sb_puts(&body, "const double u = $L1(a1[j]);\n");
+              (long long)nch, (long long)chunk, (long long)chunk, (long long)N, (long long)chunk, (long long)N);
+    norms_elem(&body, n, "j + k", "k", "                    ");
+    sb_puts(&body, "                }\n"
+                   "            for (; j < e; j++) {\n                ");
+    norms_elem(&body, n, "j", "0", "                ");
     sb_printf(&body,
-              "                sp += (double)$L0(a0[j]) * $L0(a0[j]);\n"
-              "                su += (double)u * u;\n"
               "            }\n"
-              "            part[2 * q] = sp;\n            part[2 * q + 1] = su;\n"
+              "            part[2 * q] = part[2 * q + 1] = 0;\n"
+              "            for (int k = 0; k < 8; k++) part[2 * q] += sp[k], part[2 * q + 1] += su[k];\n"
               "        }\n"
               "        double sp = 0, su = 0;\n"
               "        for (int64_t q = 0; q < %lld; q++) sp += part[2 * q], su += part[2 * q + 1];\n"
