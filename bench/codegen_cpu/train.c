@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CG_CAT2(a, b) a##b
 #define CG_CAT(a, b) CG_CAT2(a, b)
@@ -18,6 +19,18 @@
 #define CG_STR2(x) #x
 #define CG_STR(x) CG_STR2(x)
 #include CG_STR(CG_HEADER)
+
+/* bench/codegen_cpu/optimizer_share.sh defines them in the generated program:
+ * the seconds spent in the update part (optimizer) so far, wall and the
+ * process's CPU time. */
+extern double CG_FN(bench_update_s) __attribute__((weak));
+extern double CG_FN(bench_update_cpu_s) __attribute__((weak));
+
+static double cpu_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 static const char TEXT[] =
     "First Citizen: Before we proceed any further, hear me speak. All: Speak, speak. "
@@ -41,8 +54,10 @@ int main(int argc, char **argv) {
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)(rows * seq));
     int32_t *tgt = malloc(sizeof(int32_t) * (size_t)(rows * seq));
     const int64_t n_text = (int64_t)sizeof TEXT - 1;
-    double timed = 0;
+    double timed = 0, update = 0, cpu = 0, update_cpu = 0;
+    const int bench = &CG_FN(bench_update_s) && &CG_FN(bench_update_cpu_s);
     for (int s = 0; s < steps + warmup; s++) {
+        double u0 = bench ? CG_FN(bench_update_s) : 0, uc0 = bench ? CG_FN(bench_update_cpu_s) : 0, c0 = cpu_now();
         for (int64_t r = 0; r < rows; r++) { /* global row first + r of step s */
             int64_t start = ((s * 7919 + (first + r) * 104729) % (n_text - seq - 1));
             for (int64_t t = 0; t < seq; t++) {
@@ -52,9 +67,14 @@ int main(int argc, char **argv) {
         }
         CG_FN(inputs) in = {.idx = idx, .targets = tgt};
         float loss = CG_FN(train_step)(m, &in, lr);
+        double cs = cpu_now() - c0;
         CG_FN(statistics) st = CG_FN(stats)(m);
-        if (s >= warmup) timed += st.last_step_s;
-        if (colrt_rank() == 0)
+        double us = bench ? CG_FN(bench_update_s) - u0 : 0, ucs = bench ? CG_FN(bench_update_cpu_s) - uc0 : 0;
+        if (s >= warmup) timed += st.last_step_s, update += us, cpu += cs, update_cpu += ucs;
+        if (colrt_rank() == 0 && bench)
+            printf("step %3d: loss %.4f  (%.3f s, update %.4f s; CPU %.3f s, update %.4f s%s)\n", s + 1, loss,
+                   st.last_step_s, us, cs, ucs, s < warmup ? ", warm-up" : "");
+        else if (colrt_rank() == 0)
             printf("step %3d: loss %.4f  (%.3f s%s)\n", s + 1, loss, st.last_step_s, s < warmup ? ", warm-up" : "");
     }
     CG_FN(statistics) st = CG_FN(stats)(m);
@@ -62,6 +82,9 @@ int main(int argc, char **argv) {
         printf("%d ranks, arena %.1f MB per rank (lower bound %.1f MB), %.3f s per step (mean of %d)\n",
                colrt_world(), st.arena_bytes / 1e6, st.lower_bound_bytes / 1e6, steps ? timed / steps : 0.0,
                steps);
+    if (colrt_rank() == 0 && bench && steps)
+        printf("update (optimizer) %.4f s per step, %.2f%% of the step; CPU time %.4f of %.3f s per step, %.2f%%\n",
+               update / steps, 100 * update / timed, update_cpu / steps, cpu / steps, 100 * update_cpu / cpu);
     CG_FN(destroy)(m);
     free(idx);
     free(tgt);
