@@ -159,11 +159,14 @@ static void dump_placement(const CliOptions *o, const PlanResult *r) {
 
 /* Lowers the plan's Placement (lower.h): one program per rank. NULL after
  * reporting why. */
-static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
+static LowerProgram *lower_plan(const CliOptions *o, const Graph *g, const PlanResult *r) {
     StrBuf err;
     sb_init(&err);
     const char *hint = "";
-    LowerProgram *lp = lower_placement(g, r->pl, &err, &hint);
+    const char *pass = NULL; /* --dump-after=lower.PASS, or all */
+    if (o->dump_after && !strncmp(o->dump_after, "lower.", 6)) pass = o->dump_after + 6;
+    if (o->dump_after && !strcmp(o->dump_after, "all")) pass = "all";
+    LowerProgram *lp = lower_placement(g, r->pl, pass, &err, &hint);
     if (!lp) diag_plain(hint, "%s", sb_cstr(&err));
     sb_free(&err);
     return lp;
@@ -206,7 +209,7 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
         }
         if (!r) return EXIT_USER;
         dump_placement(o, r);
-        lp = lower_plan(g, r);
+        lp = lower_plan(o, g, r);
         if (!lp) {
             plan_free(r);
             return EXIT_USER;
