@@ -325,6 +325,18 @@ const char *colrt_checkpoint_error(void);
 /* Fault injection for tests: the next save by `rank` exits the process with
  * status 42 after writing half of its file (no rename, no manifest). */
 void colrt_fault_kill_save(int rank);
+/* The caller's training state (a JSON object's text: the step, the data
+ * position, ...) for the next save, which stores it in the manifest (the file
+ * renamed last, so state and tensors change together). NULL clears it. */
+void colrt_checkpoint_set_state(const char *json_object);
+/* The state stored in the manifest of the last successful load (JSON text,
+ * owned by colrt), or NULL when it had none. */
+const char *colrt_checkpoint_state(void);
+
+/* Writes n bytes to path atomically: a temporary in the same directory,
+ * fsync, rename over path. Returns 0, or -1 with errno set; on failure path
+ * is untouched and no temporary is left. Not collective. */
+int colrt_write_file_atomic(const char *path, const void *data, size_t n);
 
 #ifdef __cplusplus
 }
