@@ -157,7 +157,11 @@ static Shape dims_from(Fe *fe, const Expr *call, const FeVal *args, int from) {
     for (int i = 0; i < n; i++) s.d[s.rank++] = dim_arg(fe, call, args, from + i, "a dimension");
     StrBuf e;
     sb_init(&e);
-    if (!ir_shape_check(s, &e)) fe_fail(fe, call->loc, "dimensions are sizes of real tensors", "%s", sb_cstr(&e));
+    if (!ir_shape_check(s, &e)) { /* fe_fail does not return: the message moves to the arena first */
+        const char *msg = arena_strdup(&fe->arena, sb_cstr(&e));
+        sb_free(&e);
+        fe_fail(fe, call->loc, "dimensions are sizes of real tensors", "%s", msg);
+    }
     sb_free(&e);
     return s;
 }
