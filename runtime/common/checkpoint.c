@@ -400,6 +400,58 @@ static int verify_file(const char *dir, CkFile *f) {
     return rc;
 }
 
+/* The runs of a dense box of a row-major tensor (global shape gs): each a
+ * stretch of consecutive elements of the flattened tensor. */
+typedef struct {
+    int nd;
+    const int64_t *gs, *off, *shape;
+    int64_t idx[COLRT_MAX_DIMS]; /* the box position of the next run, last dim 0 */
+    int64_t pos, n;              /* elements of the box before it; the box's volume */
+} Runs;
+
+static void runs_init(Runs *r, int nd, const int64_t *gs, const int64_t *off, const int64_t *shape) {
+    memset(r, 0, sizeof *r);
+    r->nd = nd, r->gs = gs, r->off = off, r->shape = shape;
+    r->n = volume(nd, shape);
+}
+
+/* The next run: its start in the flat tensor and its length; 0 when done. */
+static int runs_next(Runs *r, int64_t *start, int64_t *len) {
+    if (r->pos >= r->n || r->n <= 0) return 0;
+    int64_t f = 0;
+    for (int d = 0; d < r->nd; d++) f = f * r->gs[d] + r->off[d] + r->idx[d];
+    *start = f;
+    *len = r->nd ? r->shape[r->nd - 1] : 1;
+    r->pos += *len;
+    for (int d = r->nd - 2; d >= 0; d--) {
+        if (++r->idx[d] < r->shape[d]) break;
+        r->idx[d] = 0;
+    }
+    return 1;
+}
+
+/* Copies the intersection of a source box into a destination box of the same
+ * tensor seen with different shapes of one volume (one of them flattened):
+ * both boxes as runs of the flat tensor, merged in order. */
+static void copy_flat(size_t es, int snd, const int64_t *sgs, const int64_t *so, const int64_t *ss, const unsigned char *src,
+                      int dnd, const int64_t *dgs, const int64_t *dof, const int64_t *ds, unsigned char *dst,
+                      unsigned char *mask) {
+    Runs a, b;
+    runs_init(&a, snd, sgs, so, ss);
+    runs_init(&b, dnd, dgs, dof, ds);
+    int64_t as, al, bs, bl, apos = 0, bpos = 0;
+    int ha = runs_next(&a, &as, &al), hb = runs_next(&b, &bs, &bl);
+    while (ha && hb) {
+        int64_t lo = as > bs ? as : bs, hi = as + al < bs + bl ? as + al : bs + bl;
+        if (lo < hi) {
+            memcpy(dst + (size_t)(bpos + lo - bs) * es, src + (size_t)(apos + lo - as) * es, (size_t)(hi - lo) * es);
+            memset(mask + bpos + lo - bs, 1, (size_t)(hi - lo));
+        }
+        if (as + al <= bs + bl) apos += al, ha = runs_next(&a, &as, &al);
+        else bpos += bl, hb = runs_next(&b, &bs, &bl);
+    }
+}
+
 /* Copies the intersection of a source slice into a destination slice (both dense). */
 static void copy_box(int nd, size_t es, const unsigned char *src, const int64_t *so, const int64_t *ss, unsigned char *dst,
                      const int64_t *dof, const int64_t *ds, unsigned char *mask) {
@@ -487,7 +539,12 @@ static int load_local(const char *dir, int n, const colrt_tensor *t, unsigned ch
                               colrt_dtype_name(x->dtype));
                     break;
                 }
-                if (g != x->ndim || o != g || s != g || memcmp(gs, x->global_shape, sizeof(int64_t) * (size_t)g)) {
+                /* the same global tensor, or the same one flattened (a ZeRO slice of
+                 * the flat tensor on one side, a structured shard on the other) */
+                int same = g == x->ndim && g >= 0 && !memcmp(gs, x->global_shape, sizeof(int64_t) * (size_t)g);
+                int flat = !same && g > 0 && (g == 1 || x->ndim == 1) && volume(g, gs) >= 0 &&
+                           volume(g, gs) == volume(x->ndim, x->global_shape);
+                if (o != g || s != g || (!same && !flat)) {
                     rc = fail("tensor %s: the checkpoint's global shape differs from the model's", x->name);
                     break;
                 }
@@ -505,7 +562,8 @@ static int load_local(const char *dir, int n, const colrt_tensor *t, unsigned ch
                     rc = fail("%s: tensor %s: the safetensors header disagrees with the manifest", ff[i].file, x->name);
                     break;
                 }
-                copy_box(x->ndim, es, h->data, so, ss, stage[k], x->offset, x->shape, mask);
+                if (same) copy_box(x->ndim, es, h->data, so, ss, stage[k], x->offset, x->shape, mask);
+                else copy_flat(es, g, gs, so, ss, h->data, x->ndim, x->global_shape, x->offset, x->shape, stage[k], mask);
             }
         }
         if (rc == 0 && !found) rc = fail("tensor %s is not in the checkpoint", x->name);
