@@ -72,9 +72,10 @@ if what not in ("fifo", "manifest_dir"):
     json.dump(m, open(mp, "w"))
 PY
 }
+rm -rf "$DIR" "$DIR.good" && "${MPI[@]}" -np 2 "$BIN" save "$DIR.good" 4 >/dev/null || fail "save before crafting"
 for what in "fifo:not a regular file" "manifest_dir:not a regular file" "slice:a slice lies outside the global shape" \
             "header:lies outside the file" "traversal:file record 0 is malformed"; do
-  rm -rf "$DIR" && "${MPI[@]}" -np 2 "$BIN" save "$DIR" 4 >/dev/null || fail "save before crafting ${what%%:*}"
+  rm -rf "$DIR" && cp -r "$DIR.good" "$DIR"
   craft "${what%%:*}"
   timeout 30 "${MPI[@]}" -np 2 "$BIN" refuse "$DIR" "${what#*:}" || fail "crafted checkpoint (${what%%:*}) was not refused with '${what#*:}'"
 done
