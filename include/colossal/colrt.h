@@ -300,10 +300,14 @@ void colrt_cast(colrt_stream *s, const void *src, colrt_dtype st, void *dst, col
  * A checkpoint is a directory: one safetensors file per rank and a manifest,
  * written last by rank 0, naming the generation, the mesh, the plan (any JSON
  * text), and per file its size and CRC-32 and which slice of which global
- * tensor every entry holds. A save that dies half-way leaves the previous
- * generation loadable. Load reads the slices it needs from whichever files
- * hold them (so the mesh may differ), after checking sizes and checksums of
- * every file it will read; it touches no tensor unless all checks pass. */
+ * tensor every entry holds, plus the caller's training state
+ * (colrt_checkpoint_set_state). A save that dies half-way leaves the previous
+ * generation loadable; a save deletes only files a manifest of ours named.
+ * Load reads the slices it needs from whichever files hold them (so the mesh
+ * and the plan may differ: a flattened ZeRO slice and a structured shard of
+ * one tensor are matched element for element), after checking sizes,
+ * checksums and every header of every file it will read; it touches no
+ * tensor unless all checks pass. */
 #define COLRT_MAX_DIMS 8
 typedef struct colrt_tensor {
     const char *name;
