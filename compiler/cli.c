@@ -188,7 +188,7 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
     static const char *const recomputes[] = {"auto", "none", "selective", "full", 0};
     static const char *const zeros[] = {"auto", "0", "1", "2", "3", 0};
     static const char *const targets[] = {"cpu", "cuda", "both", 0};
-    static const char *const dump_stages[] = {"load", "autodiff", "lower", "all", 0}; /* main.c's stages */
+    static const char *const dump_stages[] = {"load", "autodiff", "plan", "lower", "all", 0}; /* main.c's stages */
     memset(o, 0, sizeof *o);
     o->emit = EMIT_SUMMARY;
     o->graph = GRAPH_FORWARD;

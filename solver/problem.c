@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "placement.h"
 #include "solver.h"
 
 static const char *const rc_names[] = {"none", "selective", "full"};
@@ -51,11 +52,6 @@ static unsigned saved_mask(int op) {
     case OP_ATTENTION: return 0x107;
     default: return 0;
     }
-}
-
-static bool is_heavy(int op) {
-    OpClass c = ir_op(op)->cls;
-    return c == OPC_MATMUL || c == OPC_ATTENTION;
 }
 
 /* ---- building ----------------------------------------------------------------- */
@@ -356,7 +352,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             cost_op(cm, g, mem->node, &mem->is, st, &co);
             S->fwd_s += co.fwd_s;
             S->bwd_s += co.bwd_s;
-            if (!is_heavy(nd->op)) S->rec_sel_s += co.fwd_s;
+            if (!placement_selective_keeps(nd->op)) S->rec_sel_s += co.fwd_s; /* re-run under selective */
             double work = 0;
             for (int i = 0; i < nd->n_in; i++)
                 if (ir_val(g, nd->in[i])->role == ROLE_ACT) work += co.in_bytes[i];
@@ -365,7 +361,8 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                 work += co.out_bytes[r];
                 double bytes = co.out_bytes[r] / div;
                 if (b->saved[v]) S->act[RC_NONE] += bytes;
-                if ((b->saved[v] && is_heavy(nd->op)) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
+                /* selective keeps the matrix products' results (the lowering's rule) */
+                if (placement_selective_keeps(nd->op) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
                 if (b->block_out[v]) S->act[RC_FULL] += bytes;
             }
             work /= div;

@@ -94,6 +94,11 @@ void rep_mesh_str(char *buf, size_t n, const cJSON *root) {
     }
 }
 
+bool rep_op_planned(const cJSON *op) {
+    const cJSON *by = rep_get(op, "placed_by");
+    return !by || strcmp(by->valuestring ? by->valuestring : "", "rule") != 0;
+}
+
 static bool glob_match(const char *glob, const char *name) { return fnmatch(glob, name, 0) == 0; }
 
 /* The tied instances of each representative, by its name: an open-addressing
@@ -135,7 +140,7 @@ bool rep_rows(const RepDoc *d, const RepFilter *f, RepRows *out) {
     bool block_seen = false;
     cJSON_ArrayForEach(op, ops) {
         if (f && f->block && !strcmp(rep_str(op, "block"), f->block)) block_seen = true;
-        if (rep_get(op, "same_as")) continue;
+        if (rep_get(op, "same_as") || !rep_op_planned(op)) continue;
         const char *name = rep_str(op, "name");
         const Tied *t = tied_slot(tied, cap, name);
         int count = 1 + (t->name ? t->count : 0);
