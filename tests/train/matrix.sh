@@ -28,6 +28,22 @@ for a in "$@"; do
 done
 loss5() { awk -F, '/^5,/ {print $2}' "$1"; }
 
+# the tensor-parallel plans split parameters on a dim other than the first (the
+# generated leaf table: global shape, then this rank's shape), or the matrix
+# tests less than it says
+for src in ${MATRIX_TP_SOURCES:-}; do
+  python3 - "$src" <<'PY' || { echo "FAIL: $src splits no parameter on a dim other than the first"; exit 1; }
+import re, sys
+n = 0
+for l in open(sys.argv[1]):
+    m = re.match(r'\s*\{"([^"]+)", \d+, \d+, \d+, \{([^}]*)\}, \{([^}]*)\}', l)
+    if m:
+        g = [int(x) for x in m.group(2).split(',')]; lo = [int(x) for x in m.group(3).split(',')]
+        n += len(g) > 1 and g[1:] != lo[1:]
+sys.exit(0 if n else 1)
+PY
+done
+
 "${mpirun[@]}" -np 2 "${exe[dp:2]}" "${common[@]}" --log "$work/ref.csv" >"$work/ref.out" 2>&1 || { cat "$work/ref.out"; exit 1; }
 ref=$(loss5 "$work/ref.csv")
 echo "uninterrupted dp on 2 ranks: step 5 loss $ref"
