@@ -75,9 +75,12 @@ static bool num_field(const cJSON *obj, const char *path, const char *key, doubl
         sb_printf(err, "field '%s%s' must be a number", path, key);
         return false;
     }
-    if (!(v->valuedouble > 0) || !isfinite(v->valuedouble) || v->valuedouble * scale > 1e30) {
-        sb_printf(err, "field '%s%s' must be positive and at most %g, got %g", path, key, 1e30 / scale,
-                  v->valuedouble);
+    if (!(v->valuedouble > 0) || !isfinite(v->valuedouble)) {
+        sb_printf(err, "field '%s%s' must be positive, got %g", path, key, v->valuedouble);
+        return false;
+    }
+    if (v->valuedouble * scale > 1e30) {
+        sb_printf(err, "field '%s%s' is %g, more than any device has", path, key, v->valuedouble);
         return false;
     }
     *out = v->valuedouble * scale;

@@ -14,7 +14,9 @@
 #   8. crafted directories are refused with a message, never followed: a FIFO
 #      in place of a shard (it would block every rank), a directory as the
 #      manifest, a slice outside its tensor, a CRC-consistent shard whose
-#      header points past the file, a manifest naming a path outside DIR.
+#      header points past the file, a manifest naming a path outside DIR;
+#   9. a manifest whose generation is past 2^52 (where a double stops
+#      counting) makes the next save fail with a message.
 set -u
 BIN=$1 DIR=$2; shift 2
 MPI=("$@")
@@ -79,4 +81,12 @@ for what in "fifo:not a regular file" "manifest_dir:not a regular file" "slice:a
   craft "${what%%:*}"
   timeout 30 "${MPI[@]}" -np 2 "$BIN" refuse "$DIR" "${what#*:}" || fail "crafted checkpoint (${what%%:*}) was not refused with '${what#*:}'"
 done
+# 9. a generation the manifest's double cannot count past is refused, not reused
+rm -rf "$DIR" && cp -r "$DIR.good" "$DIR"
+python3 - "$DIR/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["generation"] = 2 ** 60; json.dump(m, open(sys.argv[1], "w"))
+PY
+"${MPI[@]}" -np 2 "$BIN" save "$DIR" 5 >"$DIR.gen.log" 2>&1 && fail "a save over generation 2^60 succeeded"
+grep -q "names no valid generation" "$DIR.gen.log" || { cat "$DIR.gen.log"; fail "no message for a generation past 2^52"; }
 echo "checkpoint.sh: all phases passed"
