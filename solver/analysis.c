@@ -393,8 +393,7 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
             const GInst *e = &gi[pass ? n - 1 - k : k];
             const IlpGroup *G = &p->groups[e->group];
             const IlpStrat *S = &G->strats[r->choice.strat[e->group]];
-            double tr = S->transient;
-            if (r->choice.zero[e->group] == 3) tr = fmax(tr, S->param_local);
+            double tr = ilp_transient(S, r->choice.zero[e->group]);
             if (pass == 1 && e->pol != RC_NONE) tr = fmax(tr, block_none[e->block]);
             if (pass == 0) acts += S->act[e->pol];
             double live = base + acts + tr;
