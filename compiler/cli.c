@@ -112,6 +112,8 @@ static bool bad_choice(const char *flag, const char *v, const char *const *choic
     return false;
 }
 
+#define CLI_MAX_TIME_LIMIT_S 2e6 /* < 2^31 ms */
+
 static bool parse_pos_int(const char *flag, const char *v, int64_t max, int64_t *out) {
     char *end;
     errno = 0;
@@ -186,6 +188,7 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
     static const char *const recomputes[] = {"auto", "none", "selective", "full", 0};
     static const char *const zeros[] = {"auto", "0", "1", "2", "3", 0};
     static const char *const targets[] = {"cpu", "cuda", "both", 0};
+    static const char *const dump_stages[] = {"load", "autodiff", "plan", "lower", "all", 0}; /* main.c's stages */
     memset(o, 0, sizeof *o);
     o->emit = EMIT_SUMMARY;
     o->graph = GRAPH_FORWARD;
@@ -265,7 +268,14 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             ok = one_of(optarg, recomputes) || bad_choice("--recompute", optarg, recomputes);
             break;
         case OPT_ZERO: o->zero = optarg; ok = one_of(optarg, zeros) || bad_choice("--zero", optarg, zeros); break;
-        case OPT_TIME_LIMIT: ok = parse_pos_double("--time-limit", optarg, &o->time_limit_s, false); break;
+        case OPT_TIME_LIMIT:
+            ok = parse_pos_double("--time-limit", optarg, &o->time_limit_s, false);
+            if (ok && (o->time_limit_s > CLI_MAX_TIME_LIMIT_S || o->time_limit_s < 1e-3)) {
+                diag_plain("give between 0.001 and 2000000 seconds (GLPK counts milliseconds in an int)",
+                           "invalid value '%s' for --time-limit", optarg);
+                ok = false;
+            }
+            break;
         case OPT_MIP_GAP: ok = parse_pos_double("--mip-gap", optarg, &o->mip_gap, true); break;
         case OPT_DUMP_ILP: o->dump_ilp = optarg; break;
         case OPT_EMIT:
@@ -274,7 +284,10 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
                 if (!strcmp(optarg, emits[i])) o->emit = (EmitKind)i;
             break;
         case OPT_TARGET: o->target = optarg; ok = one_of(optarg, targets) || bad_choice("--target", optarg, targets); break;
-        case OPT_DUMP_AFTER: o->dump_after = optarg; break;
+        case OPT_DUMP_AFTER:
+            o->dump_after = optarg;
+            ok = one_of(optarg, dump_stages) || bad_choice("--dump-after", optarg, dump_stages);
+            break;
         case OPT_VERIFY_EACH: o->verify_each = true; break;
         case OPT_SWEEP_MEM: {
             int64_t v = 8;
