@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "lower.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -286,7 +287,19 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
         case OPT_TARGET: o->target = optarg; ok = one_of(optarg, targets) || bad_choice("--target", optarg, targets); break;
         case OPT_DUMP_AFTER:
             o->dump_after = optarg;
-            ok = one_of(optarg, dump_stages) || bad_choice("--dump-after", optarg, dump_stages);
+            ok = one_of(optarg, dump_stages) || (!strncmp(optarg, "lower.", 6) && lower_pass_known(optarg + 6));
+            if (!ok) { /* the stages, and each of the lowering's passes */
+                const char *all[32];
+                int n = 0;
+                for (int i = 0; dump_stages[i] && n < 31; i++) all[n++] = dump_stages[i];
+                char names[16][32];
+                for (int i = 0; lower_pass_name(i) && i < 16 && n < 31; i++) {
+                    snprintf(names[i], sizeof names[i], "lower.%s", lower_pass_name(i));
+                    all[n++] = names[i];
+                }
+                all[n] = NULL;
+                bad_choice("--dump-after", optarg, all);
+            }
             break;
         case OPT_VERIFY_EACH: o->verify_each = true; break;
         case OPT_SWEEP_MEM: {

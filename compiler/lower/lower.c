@@ -108,6 +108,10 @@ static const LowerPass passes[] = {
     {"schedule", lower_pass_schedule},
 };
 
+const char *lower_pass_name(int i) {
+    return i >= 0 && i < (int)(sizeof passes / sizeof passes[0]) ? passes[i].name : NULL;
+}
+
 bool lower_pass_known(const char *name) {
     for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++)
         if (!strcmp(passes[i].name, name)) return true;

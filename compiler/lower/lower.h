@@ -185,6 +185,8 @@ void lower_free(LowerProgram *p);
 
 /* Whether NAME is one of the lowering's passes (--dump-after=lower.NAME). */
 bool lower_pass_known(const char *name);
+/* The i-th pass's name, in order; NULL past the last. */
+const char *lower_pass_name(int i);
 
 /* The lowered program as text (--dump-after=lower): per node its local
  * result shapes, arena offsets, and the collectives and recomputation that
