@@ -75,7 +75,7 @@ expect 0 "; ---- IR after load ----" -- "$src/examples/ir/mlp.cir" --dump-after 
 # Hostile inputs (issue 17): each refused with a message, never a hang or a crash.
 expect 2 "invalid value 'bogus' for --dump-after" -- "$src/examples/ir/mlp.cir" --dump-after bogus
 expect 2 "lower.recompute" -- "$src/examples/ir/mlp.cir" --dump-after lower.bogus
-expect 0 "; ---- program after lower.split ----" -- "$src/examples/ir/mlp.cir" --emit code --target cpu -o "$tmp/dump-split" -q --dump-after lower.split
+expect 0 "; ---- program after lower.split ----" -- "$src/examples/ir/mlp.cir" --emit code --target cpu --cluster h100:1x1 -o "$tmp/dump-split" -q --dump-after lower.split
 expect 2 "invalid value '3e6' for --time-limit" -- --time-limit 3e6 "$src/examples/ir/mlp.cir"
 expect 1 "unknown cluster preset 'nope'" -- --cluster nope:1x2 "$src/examples/ir/mlp.cir"
 expect 1 "invalid cluster shape '2000000x1024'" -- --cluster h100:2000000x1024 "$src/examples/ir/mlp.cir"
