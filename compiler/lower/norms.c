@@ -1,5 +1,6 @@
 /*
- * norms.c — the trust ratios' one fused collective (lower.h, LowerNorms).
+ * norms.c — the pass "norms": the trust ratios' one fused collective
+ * (lower.h, LowerNorms).
  *
  * LAMB and LARS scale each parameter's update by ||w|| / ||update|| over the
  * whole parameter. Each rank sums squares over the elements it holds (the
@@ -36,7 +37,9 @@ bool lower_norms_fused(const Graph *g, const LowerProgram *p, ValueId x, const S
     return shard_spec_eq(&whole, s);
 }
 
-void lower_trust_norms(const Graph *g, LowerProgram *p) {
+bool lower_pass_norms(LowerCtx *c) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
     LowerNorms *nb = &p->norms;
     nb->val = ir_alloc(sizeof(ValueId) * (size_t)(g->n_nodes + 1));
     nb->axes = ir_alloc(sizeof(unsigned) * (size_t)(g->n_nodes + 1));
@@ -61,7 +64,7 @@ void lower_trust_norms(const Graph *g, LowerProgram *p) {
     }
     if (!nb->n || getenv("COLOSSAL_DEBUG_LOCAL_NORMS")) {
         nb->n = 0;
-        return;
+        return true;
     }
     /* entries with the same axes side by side: one zeroing per run of them */
     for (int i = 1; i < nb->n; i++)
@@ -82,4 +85,5 @@ void lower_trust_norms(const Graph *g, LowerProgram *p) {
         p->v[nb->val[k]].storage = nb->buf;
         p->v[nb->val[k]].view_off = 8 * k;
     }
+    return true;
 }
