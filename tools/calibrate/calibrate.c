@@ -48,6 +48,7 @@
 typedef struct Opts {
     const char *out;
     const char *device;
+    const char *links_from; /* preset or file for the links not measured */
     bool quick;
     double max_bytes;   /* collectives' largest buffer */
     int gemm_max;       /* largest GEMM side s */
@@ -59,11 +60,14 @@ static int R; /* this rank */
 static void usage(FILE *f) {
     fputs("usage: mpirun -np N colossal-calibrate [-o FILE.json] [--quick] [--device NAME]\n"
           "                          [--max-bytes BYTES] [--gemm-max S] [--min-time SECONDS]\n"
+          "                          [--links-from PRESET|FILE.json]\n"
           "Measures GEMM, memory bandwidth and collectives on this machine (one rank per device)\n"
           "and writes a cluster file for colossal-compile --cluster FILE.json.\n"
           "  -o FILE.json     where to write (default: calibrated.json)\n"
           "  --quick          small sizes, short timings (well under a minute on 2 CPU ranks)\n"
           "  --device NAME    the device name written to the file (default: detected)\n"
+          "  --links-from C   take the links this run cannot measure (inter-node on one node;\n"
+          "                   both on one rank) from cluster C (a preset or FILE.json)\n"
           "  --max-bytes B    largest collective buffer (default 256 MiB, quick 1 MiB)\n"
           "  --gemm-max S     largest GEMM side (default 4096 on CPU, 16384 on GPU; quick 256)\n"
           "  --min-time T     seconds each point is timed for at least (default 0.2, quick 0.01)\n",
@@ -83,13 +87,29 @@ static void fail(const char *fmt, ...) {
     exit(1);
 }
 
+/* An error every rank meets at the same point (options, the run's shape): a
+ * message from rank 0 and a clean exit 1 on all ranks, no MPI_Abort. */
+static void fail_all(const char *fmt, ...) {
+    if (R == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("colossal-calibrate: error: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    }
+    colrt_finalize();
+    exit(1);
+}
+
 /* ---- timing ---------------------------------------------------------------- */
 
 typedef void (*Work)(void *ctx);
 
-/* Seconds per call of w on the slowest rank: the best of several rounds, each
- * round as many calls as fill min_time (decided on rank 0's first round and
- * shared, so every rank calls collectives the same number of times). */
+/* Seconds per call of w on the slowest rank: the best of a single timed call
+ * and 3 rounds of as many calls as fill min_time / 3 (counted from the
+ * slowest rank's single call and broadcast, so every rank calls collectives
+ * the same number of times). */
 static double time_op(Work w, void *ctx, double min_time) {
     w(ctx); /* warm-up: first-touch, plan selection, communicator set-up */
     colrt_device_sync();
@@ -413,7 +433,10 @@ static void detect_device(char *buf, size_t n) {
 #ifdef COLOSSAL_CALIBRATE_CUDA
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, colrt_device()) == cudaSuccess) {
-        snprintf(buf, n, "%s", p.name);
+        size_t l = strnlen(p.name, sizeof p.name);
+        if (l >= n) l = n - 1;
+        memcpy(buf, p.name, l);
+        buf[l] = 0;
         return;
     }
 #endif
@@ -436,7 +459,7 @@ static double parse_num(const char *flag, const char *v, double lo, double hi) {
     errno = 0;
     double d = strtod(v, &end);
     if (errno || end == v || *end || !isfinite(d) || d < lo || d > hi)
-        fail("%s: '%s' is not a number in [%g, %g]", flag, v, lo, hi);
+        fail_all("%s: '%s' is not a number in [%g, %g]", flag, v, lo, hi);
     return d;
 }
 
@@ -444,7 +467,7 @@ int main(int argc, char **argv) {
     colrt_init(&argc, &argv);
     R = colrt_rank();
     double used0 = mem_used();
-    Opts o = {"calibrated.json", NULL, false, -1, -1, -1};
+    Opts o = {"calibrated.json", NULL, NULL, false, -1, -1, -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -455,33 +478,36 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--quick")) { o.quick = true; continue; }
         if (!v) {
             if (R == 0) usage(stderr);
-            fail("unknown or incomplete option '%s'", a);
+            fail_all("unknown or incomplete option '%s'", a);
         }
         if (!strcmp(a, "-o")) o.out = v;
         else if (!strcmp(a, "--device")) o.device = v;
+        else if (!strcmp(a, "--links-from")) o.links_from = v;
         else if (!strcmp(a, "--max-bytes")) o.max_bytes = parse_num(a, v, 4096, 16e9);
         else if (!strcmp(a, "--gemm-max")) o.gemm_max = (int)parse_num(a, v, 64, 65536);
         else if (!strcmp(a, "--min-time")) o.min_time = parse_num(a, v, 1e-4, 60);
         else {
             if (R == 0) usage(stderr);
-            fail("unknown option '%s'", a);
+            fail_all("unknown option '%s'", a);
         }
         i++;
     }
     size_t ol = strlen(o.out);
     if (ol < 6 || strcmp(o.out + ol - 5, ".json"))
-        fail("-o %s: the file name must end in .json (colossal-compile --cluster reads FILE.json)", o.out);
+        fail_all("-o %s: the file name must end in .json (colossal-compile --cluster reads FILE.json)", o.out);
+    int writable = 0;
     if (R == 0) { /* can we write there? say so now, not after the measurements */
         char probe[4096];
-        if (snprintf(probe, sizeof probe, "%s.tmp.XXXXXX", o.out) >= (int)sizeof probe)
-            fail("output path too long: %s", o.out);
-        int fd = mkstemp(probe);
-        if (fd < 0)
-            fail("cannot write beside %s: %s (check that the folder exists and is writable)", o.out,
-                 strerror(errno));
-        close(fd);
-        remove(probe);
+        int fd = snprintf(probe, sizeof probe, "%s.tmp.XXXXXX", o.out) < (int)sizeof probe
+                     ? mkstemp(probe)
+                     : (errno = ENAMETOOLONG, -1);
+        writable = fd >= 0 ? 0 : errno;
+        if (fd >= 0) close(fd), remove(probe);
     }
+    MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (writable)
+        fail_all("cannot write beside %s: %s (check that the folder exists and is writable)", o.out,
+                 strerror(writable));
     bool gpu = !strcmp(colrt_backend(), "cuda");
     if (o.max_bytes < 0) o.max_bytes = o.quick ? MIB : 256 * MIB;
     if (o.gemm_max < 0) o.gemm_max = o.quick ? 256 : gpu ? 16384 : 4096;
@@ -490,10 +516,19 @@ int main(int argc, char **argv) {
     int world = colrt_world(), local = colrt_local_size(), lmin, lmax;
     MPI_Allreduce(&local, &lmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&local, &lmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (world < 2)
-        fail("collectives need at least 2 ranks: run under mpirun -np 2 (or more), one rank per device");
+    ShardCluster from;
+    if (o.links_from) {
+        StrBuf e, h;
+        sb_init(&e), sb_init(&h);
+        if (!shard_cluster_load(o.links_from, &from, &e, &h))
+            fail_all("--links-from: %s (%s)", sb_cstr(&e), sb_cstr(&h));
+        sb_free(&e), sb_free(&h);
+    }
+    if (world < 2 && !o.links_from)
+        fail_all("timing collectives needs at least 2 ranks: run under mpirun -np 2 (or more), one rank "
+             "per device, or give --links-from PRESET to take the links from a preset");
     if (lmin != lmax || world % local)
-        fail("every node must run the same number of ranks (found %d to %d per node)", lmin, lmax);
+        fail_all("every node must run the same number of ranks (found %d to %d per node)", lmin, lmax);
     int nodes = world / local;
 
     ShardCluster cl;
@@ -515,6 +550,7 @@ int main(int argc, char **argv) {
     /* the mesh: [nodes, per node] when there are several nodes, else [ranks] */
     int sizes[2] = {nodes, local};
     colrt_mesh *m = nodes > 1 ? colrt_mesh_create(2, sizes) : colrt_mesh_create(1, &world);
+    cJSON *notes = cJSON_AddArrayToObject(cal, "notes");
     double used1 = mem_used();
     double ctx = max_over_ranks(used0);
     double comm0 = max_over_ranks(fmax(0, used1 - used0));
@@ -524,13 +560,25 @@ int main(int argc, char **argv) {
     bench_memory(&o, &cl, cal);
     cJSON *cj = cJSON_AddObjectToObject(cal, "collectives");
     double grew = 0;
-    bench_axis(&o, m, nodes > 1 ? 1 : 0, "intra", &cl.intra_lat, &cl.intra_bw, &grew, cj);
-    cJSON *notes = cJSON_AddArrayToObject(cal, "notes");
-    if (nodes > 1) bench_axis(&o, m, 0, "inter", &cl.inter_lat, &cl.inter_bw, &grew, cj);
+    char note[256];
+    if (world > 1) bench_axis(&o, m, nodes > 1 ? 1 : 0, "intra", &cl.intra_lat, &cl.intra_bw, &grew, cj);
     else {
+        cl.intra_lat = from.intra_lat, cl.intra_bw = from.intra_bw;
+        snprintf(note, sizeof note, "one rank: the intra-node link was not measured; taken from '%s'",
+                 o.links_from);
+        cJSON_AddItemToArray(notes, cJSON_CreateString(note));
+    }
+    if (nodes > 1) bench_axis(&o, m, 0, "inter", &cl.inter_lat, &cl.inter_bw, &grew, cj);
+    else if (o.links_from) {
+        cl.inter_lat = from.inter_lat, cl.inter_bw = from.inter_bw;
+        snprintf(note, sizeof note, "one node: the inter-node link was not measured; taken from '%s'",
+                 o.links_from);
+        cJSON_AddItemToArray(notes, cJSON_CreateString(note));
+    } else {
         cl.inter_lat = cl.intra_lat, cl.inter_bw = cl.intra_bw;
         cJSON_AddItemToArray(notes, cJSON_CreateString("one node: the inter-node link was not measured; "
-                                                       "'inter' repeats 'intra'"));
+                                                       "'inter' repeats 'intra' (--links-from takes it "
+                                                       "from a preset)"));
     }
     /* communicator buffers: what creating the mesh took, plus what the
      * collectives kept beyond their (already touched) buffers */
