@@ -29,6 +29,7 @@ typedef struct ShardEffTable {
     double eff[SHARD_EFF_POINTS];    /* non-decreasing, in (0, 1] */
 } ShardEffTable;
 
+#define SHARD_MAX_DEVICES (1 << 20) /* a cluster larger than this is refused (sizes stay in int) */
 typedef struct ShardCluster {
     char device[32];            /* "H100-SXM" */
     int nodes, per_node;        /* nodes x devices per node */
