@@ -1,7 +1,8 @@
 #!/bin/sh
 # bad_files.sh COMPILE SRC — cluster files with a missing, non-finite or
 # non-monotone entry are refused by colossal-compile --cluster: exit 1 and a
-# message naming the field. A good file (the same text unbroken) plans.
+# message naming the field. A good file (the same text unbroken) plans. Then
+# the planner's memory limit against the preset's reserve.
 set -eu
 cc=$1 src=$2
 work=$(mktemp -d)
@@ -45,3 +46,17 @@ case_ "sizes not increasing" '/"f16": {"flops"/s/1e6, 1e9/1e9, 1e6/' "gemm_effic
 case_ "lengths differ" '/"f32": {"flops"/s/0.1, 0.5, 0.8/0.5, 0.8/' "'flops' has 3 entries, 'efficiency' 2"
 case_ "non-finite peak" 's/"f32": 10,/"f32": 1e999,/' "peak_tflops.f32"
 echo "bad_files.sh: $n bad files refused, each naming its field"
+
+# The reserve rule (docs/sharding.md, "Memory reserve"): by default the limit
+# is the device's memory less the reserve; --mem is the plan's own budget
+# (the reserve outside it); a --mem above memory less reserve is cut, with a note.
+limit() { python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; print(int(m["limit_bytes"]), int(m["reserve_bytes"]))' "$1"; }
+"$cc" "$src/examples/ir/mlp.cir" --cluster h100 --emit plan -q -o "$work/r1"
+want="$((80000000000 - 1056 * 1048576)) $((1056 * 1048576))"
+[ "$(limit "$work/r1/mlp.plan.json")" = "$want" ] || fail "h100 default limit: $(limit "$work/r1/mlp.plan.json"), want $want"
+"$cc" "$src/examples/ir/mlp.cir" --cluster h100 --mem 300KB --emit plan -q -o "$work/r2"
+[ "$(limit "$work/r2/mlp.plan.json")" = "300000 $((1056 * 1048576))" ] || fail "--mem 300KB: $(limit "$work/r2/mlp.plan.json")"
+"$cc" "$src/examples/ir/mlp.cir" --cluster h100 --mem 200GB --emit plan -q -o "$work/r3" 2> "$work/r3.txt"
+grep -q "note: --mem 200.0 GB exceeds the device's memory less its reserve" "$work/r3.txt" || { cat "$work/r3.txt"; fail "no note for --mem over the usable memory"; }
+[ "$(limit "$work/r3/mlp.plan.json")" = "$want" ] || fail "--mem 200GB not cut: $(limit "$work/r3/mlp.plan.json")"
+echo "bad_files.sh: the reserve rule holds (default, --mem inside, --mem cut)"
