@@ -307,7 +307,7 @@ static const char *KIND[NKIND] = {"all-reduce", "all-gather", "reduce-scatter", 
 typedef struct CollCtx {
     colrt_mesh *m;
     int axis, kind, n;
-    size_t count; /* f32 elements of each rank's local buffer going in */
+    size_t count; /* f32 elements of the whole buffer: all-gather's result, the others' input */
     void *s, *r;
 } CollCtx;
 
@@ -316,7 +316,7 @@ static void coll_work(void *p) {
     size_t per = c->count / (size_t)c->n;
     switch (c->kind) {
     case AR: colrt_all_reduce(c->m, c->axis, c->s, c->r, c->count, COLRT_F32, COLRT_SUM, NULL); break;
-    case AG: colrt_all_gather(c->m, c->axis, c->s, c->r, c->count, COLRT_F32, NULL); break;
+    case AG: colrt_all_gather(c->m, c->axis, c->s, c->r, per, COLRT_F32, NULL); break;
     case RS: colrt_reduce_scatter(c->m, c->axis, c->s, c->r, per, COLRT_F32, COLRT_SUM, NULL); break;
     default: colrt_all_to_all(c->m, c->axis, c->s, c->r, per, COLRT_F32, NULL); break;
     }
@@ -358,9 +358,9 @@ static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label
                        double *bw, double *grew, cJSON *cj) {
     int n = colrt_mesh_size(m, axis);
     size_t cap = (size_t)o->max_bytes;
-    colrt_arena a = colrt_arena_create(2 * cap * (size_t)n); /* all-gather's result is n x */
-    colrt_memset0(a.base, 2 * cap * (size_t)n, NULL);
-    void *s = a.base, *r = (char *)a.base + cap * (size_t)n;
+    colrt_arena a = colrt_arena_create(2 * cap);
+    colrt_memset0(a.base, 2 * cap, NULL);
+    void *s = a.base, *r = (char *)a.base + cap;
     colrt_device_sync();
     double before = mem_used();
     cJSON *ax = cJSON_AddObjectToObject(cj, label);
@@ -374,7 +374,8 @@ static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label
             size_t count = (size_t)(bytes / 4) / (size_t)n * (size_t)n;
             if (count == 0) continue;
             CollCtx c = {m, axis, k, n, count, s, r};
-            x[np] = (double)count * 4;
+            /* each rank's bytes going in: the shard for all-gather */
+            x[np] = (double)(k == AG ? count / (size_t)n : count) * 4;
             t[np] = time_op(coll_work, &c, o->min_time);
             cJSON *p = cJSON_CreateArray();
             cJSON_AddItemToArray(p, cJSON_CreateNumber(x[np]));
