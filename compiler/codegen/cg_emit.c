@@ -14,77 +14,7 @@
 #include "cg_internal.h"
 #include "version.h"
 
-/* ---- kernels: one body, two forms -------------------------------------------- */
-
-static void kernel_params(CgCtx *c, StrBuf *b, int nargs, const KArg *args, bool with_stream, bool off) {
-    if (with_stream) sb_puts(b, "colrt_stream *cg_s");
-    for (int i = 0; i < nargs; i++) {
-        const Value *v = ir_val(c->g, args[i].v);
-        const char *t = cg_ctype(v->dtype);
-        sb_printf(b, "%s%s%s *a%d", i || with_stream ? ", " : "", args[i].out ? "" : "const ", t, i);
-    }
-    if (off) sb_puts(b, ", int64_t o0");
-}
-
-void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
-               const char *body) {
-    cg_kernel_off(c, id, nargs, args, n, prologue, body, NULL);
-}
-
-void cg_kernel_off(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
-                   const char *body, const char *off) {
-    int k = c->n_kernels++;
-    const char *px = c->prefix;
-    StrBuf sig;
-    sb_init(&sig);
-    kernel_params(c, &sig, nargs, args, true, off != NULL);
-    const char *what = ir_op(ir_node(c->g, id)->op)->name;
-    const char *res = ir_val(c->g, ir_node(c->g, id)->out[0])->name;
-    StrBuf bb; /* the body with its operands' types ($T0, $L0(...), $W0(...)) resolved */
-    sb_init(&bb);
-    cg_body(c, &bb, nargs, args, body);
-    body = sb_cstr(&bb);
-    sb_printf(&c->proto, "void %s_k%d(%s);\n", px, k, sb_cstr(&sig));
-
-    /* C */
-    sb_printf(&c->kc, "/* %s -> %%%s */\nvoid %s_k%d(%s) {\n    (void)cg_s;\n", what, res, px, k, sb_cstr(&sig));
-    for (int i = 0; i < nargs; i++) sb_printf(&c->kc, "    (void)a%d;\n", i);
-    if (off) sb_puts(&c->kc, "    (void)o0;\n");
-    if (*prologue) sb_printf(&c->kc, "    %s", prologue);
-    if (n > 4096) sb_puts(&c->kc, "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n");
-    sb_printf(&c->kc, "    for (int64_t i = 0; i < %lld; i++) {\n        %s\n    }\n}\n\n", (long long)n, body);
-
-    /* CUDA: one thread per point, a host launcher with the same signature */
-    StrBuf dsig;
-    sb_init(&dsig);
-    kernel_params(c, &dsig, nargs, args, false, off != NULL);
-    sb_printf(&c->kcu, "/* %s -> %%%s */\n__global__ static void %s_k%d_dev(%s) {\n", what, res, px, k,
-              sb_cstr(&dsig));
-    sb_printf(&c->kcu, "    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
-                       "    if (i >= %lld) return;\n",
-              (long long)n);
-    for (int i = 0; i < nargs; i++) sb_printf(&c->kcu, "    (void)a%d;\n", i);
-    if (off) sb_puts(&c->kcu, "    (void)o0;\n");
-    if (*prologue) sb_printf(&c->kcu, "    %s", prologue);
-    sb_printf(&c->kcu, "    {\n        %s\n    }\n}\nextern \"C\" void %s_k%d(%s) {\n", body, px, k, sb_cstr(&sig));
-    sb_printf(&c->kcu, "    %s_k%d_dev<<<%lld, 256, 0, cg_stream(cg_s)>>>(", px, k, (long long)((n + 255) / 256));
-    for (int i = 0; i < nargs; i++) sb_printf(&c->kcu, "%sa%d", i ? ", " : "", i);
-    if (off) sb_puts(&c->kcu, ", o0");
-    sb_puts(&c->kcu, ");\n}\n\n");
-
-    /* the launch */
-    sb_printf(c->sched, "    %s_k%d(NULL", px, k);
-    for (int i = 0; i < nargs; i++) {
-        sb_puts(c->sched, ", ");
-        cg_ptr(c, c->sched, args[i].v);
-        if (args[i].zshift) sb_printf(c->sched, " + M->zrank * %lld", (long long)args[i].zshift);
-    }
-    if (off) sb_printf(c->sched, ", (int64_t)(%s)", off);
-    sb_puts(c->sched, ");\n");
-    sb_free(&sig);
-    sb_free(&dsig);
-    sb_free(&bb);
-}
+/* ---- kernels: cg_launch.c writes them and their launches ------------------------ */
 
 bool cg_shard_start(CgCtx *c, ValueId v, int d, StrBuf *out) {
     const LowerProgram *lp = c->lp;
@@ -866,20 +796,19 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     } else {
         const char *px = c.prefix;
         emit_header(&h, g, lp, o, px);
-        emit_main(&c, &m, o, sb_cstr(&sched), lp->arena_bytes + 256);
+        emit_main(&c, &m, o, sb_cstr(&sched), lp->arena_bytes + 256 + c.work_bytes); /* + the kernels' workspace */
         char fname[256];
         snprintf(fname, sizeof fname, "%s_kernels.c", px);
         header_comment(&kc, fname, "kernels specialized to their shapes (C, target cpu).", o, px);
         sb_puts(&kc, "#include <math.h>\n#include <stdint.h>\n\n#include \"colossal/colrt.h\"\n\n");
+        cg_c_prelude(&kc);
         if (cg_graph_has_half(g)) cg_half_helpers(&kc, g, false);
         sb_printf(&kc, "%s\n%s", sb_cstr(&c.proto), sb_cstr(&c.kc));
         snprintf(fname, sizeof fname, "%s_kernels.cu", px);
         header_comment(&kcu, fname, "the same kernel bodies as CUDA kernels (target cuda).", o, px);
         sb_printf(&kcu,
-                  "#include <math.h>\n#include <stdint.h>\n#include <cuda_runtime.h>\n\n#include \"colossal/colrt.h\"\n\n"
-                  "/* colrt streams are opaque here: kernels run on the default stream, which\n"
-                  " * the runtime's calls on the NULL stream also use. */\n"
-                  "static inline cudaStream_t cg_stream(colrt_stream *s) { (void)s; return 0; }\n\n");
+                  "#include <math.h>\n#include <stdint.h>\n#include <cuda_runtime.h>\n\n#include \"colossal/colrt.h\"\n\n");
+        cg_cuda_prelude(&kcu);
         if (cg_graph_has_half(g)) cg_half_helpers(&kcu, g, true);
         sb_puts(&kcu, sb_cstr(&c.kcu));
         char hn[256], mn[256], kn[256], kun[256], pn[256];
@@ -907,6 +836,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_free(&c.kc);
     sb_free(&c.kcu);
     sb_free(&c.proto);
+    cg_launch_free(&c);
     sb_free(&err);
     sb_free(&pxb);
     return ok;

@@ -141,6 +141,10 @@ void colrt_event_record(colrt_event *e, colrt_stream *s);
 void colrt_stream_wait(colrt_stream *s, colrt_event *e); /* s runs later work after e */
 int colrt_event_done(colrt_event *e);                    /* e's latest record completed? */
 void colrt_device_sync(void);
+/* s as the backend knows it, for kernels a program launches itself on s
+ * (generated CUDA kernels): CUDA, its cudaStream_t (the NULL stream: 0);
+ * CPU: NULL (kernels run in the caller). */
+void *colrt_stream_native(colrt_stream *s);
 
 /* ---- memory -------------------------------------------------------------------
  * One arena per device, allocated once; the generated program places every

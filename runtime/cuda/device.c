@@ -87,6 +87,8 @@ void colrt_event_destroy(colrt_event *e) {
     free(e);
 }
 
+void *colrt_stream_native(colrt_stream *s) { return (void *)colrt__cuda_stream(s); }
+
 void colrt_event_record(colrt_event *e, colrt_stream *s) { COLRT_CUDA(cudaEventRecord(e->e, colrt__cuda_stream(s))); }
 void colrt_stream_wait(colrt_stream *s, colrt_event *e) { COLRT_CUDA(cudaStreamWaitEvent(colrt__cuda_stream(s), e->e, 0)); }
 
