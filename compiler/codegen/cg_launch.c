@@ -91,8 +91,10 @@ void cg_cuda_prelude(StrBuf *b) {
 
 /* The node's parallel extent (points of its iterators that index a result)
  * and its work (every point of its iteration space), on this rank: scaled
- * by the first result's local share of its global elements. */
-static void node_extent(CgCtx *c, NodeId id, double *par, double *work) {
+ * by the first result's local share of its global elements (*share_out).
+ * The audit line also gives the node's FLOPs and bytes (the IR's counts,
+ * scaled the same way) for bench/gpu_estimate. */
+static void node_extent(CgCtx *c, NodeId id, double *par, double *work, double *share_out) {
     IterSpace is;
     ir_itspace(c->g, id, &is);
     bool indexes[IR_MAX_ITERS] = {0};
@@ -111,6 +113,7 @@ static void node_extent(CgCtx *c, NodeId id, double *par, double *work) {
     if (share > 1) share = 1;
     *par = p * share;
     *work = w * share;
+    *share_out = share;
 }
 
 /* ---- writing a kernel ---------------------------------------------------------------- */
@@ -272,10 +275,13 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
     if (k->work_bytes > c->work_bytes) c->work_bytes = k->work_bytes;
 
     /* the audit line: this launch's threads beside the node's extent */
-    double par, wk;
-    node_extent(c, id, &par, &wk);
-    sb_printf(&c->kcu, "/* cg-audit kernel=%s node=%d emit=%d op=%s value=%%%s parallel=%.0f work=%.0f threads=%lld fill=%d */\n",
-              name, (int)id, c->emit_serial, what, res, par, wk, (long long)threads, CG_FILL_THREADS);
+    double par, wk, share = 1;
+    node_extent(c, id, &par, &wk, &share);
+    sb_printf(&c->kcu,
+              "/* cg-audit kernel=%s node=%d emit=%d op=%s value=%%%s parallel=%.0f work=%.0f threads=%lld fill=%d "
+              "flops=%.0f bytes=%.0f */\n",
+              name, (int)id, c->emit_serial, what, res, par, wk, (long long)threads, CG_FILL_THREADS,
+              ir_node_flops(c->g, id) * share, ir_node_bytes(c->g, id) * share);
 
     /* the launch */
     sb_printf(c->sched, "    %s(NULL", name);
