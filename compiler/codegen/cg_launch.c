@@ -51,6 +51,43 @@ void cg_cuda_prelude(StrBuf *b) {
             "    if (e != cudaSuccess) colrt_die(\"kernel %s failed: %s (%s)\", what, cudaGetErrorString(e), cudaGetErrorName(e));\n"
             "}\n#define CG_CHECK(what) cg_check(what)\n"
             "#else\n#define CG_CHECK(what) ((void)0)\n#endif\n\n"
+            "/* -DCG_TIME_KERNELS: every launch is timed with events; at exit a table of\n"
+            " * the kernels' GPU time goes to stderr (runtime calls, GEMMs among them, are\n"
+            " * not in it). */\n"
+            "#ifdef CG_TIME_KERNELS\n"
+            "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+            "typedef struct { const char *name; cudaEvent_t a, b; } cg_tev;\n"
+            "static cg_tev *cg_tevs;\nstatic int cg_ntev, cg_captev;\n"
+            "static int cg_tcmp(const void *x, const void *y) {\n"
+            "    const double *p = (const double *)x, *q = (const double *)y;\n"
+            "    return p[0] < q[0] ? 1 : p[0] > q[0] ? -1 : 0;\n}\n"
+            "static void cg_time_report(void) {\n"
+            "    cudaDeviceSynchronize();\n"
+            "    double *row = (double *)calloc((size_t)cg_ntev * 3 + 3, sizeof(double)); /* ms, count, first index */\n"
+            "    int nk = 0;\n    double all = 0;\n"
+            "    for (int i = 0; i < cg_ntev; i++) {\n"
+            "        float ms = 0;\n        cudaEventElapsedTime(&ms, cg_tevs[i].a, cg_tevs[i].b);\n        all += ms;\n"
+            "        int k = 0;\n"
+            "        while (k < nk && strcmp(cg_tevs[(int)row[3 * k + 2]].name, cg_tevs[i].name)) k++;\n"
+            "        if (k == nk) row[3 * nk++ + 2] = i;\n"
+            "        row[3 * k] += ms;\n        row[3 * k + 1] += 1;\n    }\n"
+            "    qsort(row, (size_t)nk, 3 * sizeof(double), cg_tcmp);\n"
+            "    fprintf(stderr, \"%-44s %8s %12s %10s %7s\\n\", \"kernel (op)\", \"launches\", \"total ms\", \"mean us\", \"share\");\n"
+            "    for (int k = 0; k < nk; k++)\n"
+            "        fprintf(stderr, \"%-44s %8.0f %12.3f %10.1f %6.1f%%\\n\", cg_tevs[(int)row[3 * k + 2]].name, row[3 * k + 1], row[3 * k],\n"
+            "                1e3 * row[3 * k] / row[3 * k + 1], all > 0 ? 100 * row[3 * k] / all : 0.0);\n"
+            "    fprintf(stderr, \"generated kernels: %.3f ms in %d launches\\n\", all, cg_ntev);\n"
+            "    free(row);\n}\n"
+            "static void cg_time_add(const char *name, cudaEvent_t a, cudaEvent_t b) {\n"
+            "    if (cg_ntev == cg_captev) {\n"
+            "        if (!cg_captev) atexit(cg_time_report);\n"
+            "        cg_captev = cg_captev ? 2 * cg_captev : 4096;\n"
+            "        cg_tevs = (cg_tev *)realloc(cg_tevs, sizeof *cg_tevs * (size_t)cg_captev);\n"
+            "        if (!cg_tevs) colrt_die(\"CG_TIME_KERNELS: out of host memory\");\n    }\n"
+            "    cg_tevs[cg_ntev++] = (cg_tev){name, a, b};\n}\n"
+            "#define CG_T0() cudaEvent_t cg_ta, cg_tb; cudaEventCreate(&cg_ta); cudaEventCreate(&cg_tb); cudaEventRecord(cg_ta, cg_stream(cg_s))\n"
+            "#define CG_T1(name) cudaEventRecord(cg_tb, cg_stream(cg_s)); cg_time_add(name, cg_ta, cg_tb)\n"
+            "#else\n#define CG_T0() ((void)0)\n#define CG_T1(name) ((void)0)\n#endif\n\n"
             "/* Row kernels: a block per row, its threads strided over the row's elements;\n"
             " * sums and maxima go through a fixed tree (warp shuffles, then the warps'\n"
             " * partials in order), so results do not depend on timing. f32 accumulation. */\n"
@@ -224,10 +261,10 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
                             "        attr%d = 1;\n    }\n",
                       p, p, p, (long long)ps[p].shm, p);
         if (ps[p].blocks <= 0) continue;
-        sb_printf(&kcu, "    @K@_p%d<<<%lld, %d, %lld, cg_stream(cg_s)>>>(", p, (long long)ps[p].blocks, ps[p].threads,
-                  (long long)ps[p].shm);
+        sb_printf(&kcu, "    {\n    CG_T0();\n    @K@_p%d<<<%lld, %d, %lld, cg_stream(cg_s)>>>(", p, (long long)ps[p].blocks,
+                  ps[p].threads, (long long)ps[p].shm);
         arg_names(&kcu, nargs, off, work);
-        sb_printf(&kcu, ");\n    CG_CHECK(\"@K@_p%d (%s)\");\n", p, what);
+        sb_printf(&kcu, ");\n    CG_CHECK(\"@K@_p%d (%s)\");\n    CG_T1(\"@K@_p%d (%s)\");\n    }\n", p, what, p, what);
     }
     sb_puts(&kcu, "}\n\n");
     sb_free(&rowbody);

@@ -47,4 +47,7 @@ for m in tiny_f32 tiny_bf16 g124m; do
   gcc -std=c17 -O2 "${common[@]}" -I"$g" -c "$g/gpt2.c" -o "$OUT/${m}_sched.o"
   g++ "$OUT/${m}_train.o" "$OUT/${m}_sched.o" "$OUT/${m}_kernels.o" "${link[@]}" -o "$OUT/train_$m"
 done
+# GPT-2 124M again with every generated launch timed (-DCG_TIME_KERNELS)
+"$NVCC" -O3 -arch=sm_$arch "${common[@]}" -DCG_TIME_KERNELS -c "$B/gen/g124m/gpt2_kernels.cu" -o "$OUT/g124m_timed_kernels.o"
+g++ "$OUT/g124m_train.o" "$OUT/g124m_sched.o" "$OUT/g124m_timed_kernels.o" "${link[@]}" -o "$OUT/train_g124m_timed"
 echo "build_there.sh: built in $OUT"
