@@ -376,8 +376,9 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
         last_use[v] = -1;
     }
 
-    bool sharded = o->mesh != NULL;
+    bool sharded = o->pl != NULL;
     if (sharded) {
+        p->opt.mesh = &o->pl->mesh;
         p->opt.zero = 0;
         if (!lower_specs(g, p, err)) goto fail;
     }
@@ -567,15 +568,17 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     }
     /* recompute: a chosen block instance's forward nodes re-run just before
      * its first backward node, writing copies that the backward reads */
-    for (int b = 0; o->recompute && b < g->n_blocks; b++)
-        for (int inst = 0; inst < o->recompute[b] && inst < g->blocks[b].n_instances; inst++) {
+    for (int b = 0; (o->recompute || o->recompute_sel) && b < g->n_blocks; b++) {
+        int full = o->recompute ? o->recompute[b] : 0, sel = o->recompute_sel ? o->recompute_sel[b] : 0;
+        for (int inst = 0; inst < full + sel && inst < g->blocks[b].n_instances; inst++) {
+            bool selective = inst >= full; /* matrix products kept, the rest re-run */
             NodeId b0 = IR_NONE;
             int nf = 0;
             for (NodeId id = 0; id < nn; id++) {
                 const Node *n = ir_node(g, id);
                 if (n->block != b || n->instance != inst) continue;
                 Role r = ir_val(g, n->out[0])->role;
-                if (r == ROLE_ACT) nf++;
+                if (r == ROLE_ACT && !(selective && placement_selective_keeps(n->op))) nf++;
                 if (r == ROLE_GRAD && b0 == IR_NONE) b0 = id;
             }
             if (b0 == IR_NONE || !nf) continue;
@@ -584,6 +587,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
             for (NodeId id = 0; id < b0; id++) {
                 const Node *n = ir_node(g, id);
                 if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
+                if (selective && placement_selective_keeps(n->op)) continue;
                 ln->recompute[ln->n_recompute++] = id;
                 /* sharded: its reshardings run again too, into fresh buffers */
                 for (int k = 0; k < p->n[id].n_rsh; k++)
@@ -628,6 +632,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
                 }
             }
         }
+    }
     if (!sharded) make_buckets(g, p);
     /* ZeRO-3: every node reading a sliced parameter (itself or in the
      * recompute before it), except its update, gathers it whole first */
@@ -903,4 +908,57 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
     sb_printf(b, "; arena %lld bytes, lower bound %lld, %d buffers, %d in place; most live at node %d (%%%s): %lld bytes\n",
               (long long)p->arena_bytes, (long long)p->lower_bound_bytes, p->n_buffers, p->n_in_place, pk,
               g->n_nodes ? vname(p, ir_node(g, pk)->out[0]) : "", (long long)(g->n_nodes ? p->live_bytes[pk] : 0));
+}
+
+LowerProgram *lower_placement(const Graph *g, const Placement *pl, StrBuf *err, const char **hint) {
+    const ShardMesh *m = &pl->mesh;
+    int world = m->n_devices, busy_axes = 0;
+    for (int a = 0; a < m->n_axes; a++) busy_axes += m->size[a] > 1;
+    /* recompute: per graph block, the instances the Placement recomputes */
+    int *rc = pl->rc_full, *rc_sel = pl->rc_selective;
+    LowerProgram *lp = NULL;
+    int zero = world > 1 ? pl->zero_min : 0;
+    if (world > 1 && pl->layout == PL_SHARDED) { /* tensor parallel */
+        LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .pl = pl};
+        StrBuf e;
+        sb_init(&e);
+        lp = lower_build(g, &lo, &e);
+        if (!lp) {
+            sb_printf(err, "cannot lower the tensor-parallel plan: %s", sb_cstr(&e));
+            *hint = "try --strategy dp or zero1-3 (the batch split only), or --recompute none";
+        }
+        sb_free(&e);
+        return lp;
+    }
+    if (world > 1 && ((pl->layout == PL_BATCH_SOME && zero) || (zero && busy_axes > 2))) {
+        sb_printf(err, "the plan chose '%s' on a mesh of %d devices", pl->source, world);
+        if (pl->layout == PL_BATCH_SOME) sb_puts(err, " with ZeRO and the batch over some mesh axes only");
+        else sb_printf(err, " with ZeRO over %d mesh axes", busy_axes);
+        sb_puts(err, "; this build lowers data-parallel, replicated and ZeRO-1/2/3 plans, and tensor-parallel plans "
+                     "without ZeRO");
+        *hint = "generate with --zero 0 (tensor parallel without ZeRO), --strategy megatron|dp|zero1|zero2|zero3 "
+                "(ZeRO over at most two mesh axes), or for one device (--cluster h100:1x1)";
+        return NULL;
+    }
+    int64_t zinner = 1; /* ZeRO over two busy axes: the inner one's size */
+    if (busy_axes == 2)
+        for (int a = 0; a < m->n_axes; a++)
+            if (m->size[a] > 1) zinner = m->size[a];
+    int dp = pl->layout == PL_REPLICATED ? 1 : world;
+    if (pl->layout == PL_BATCH_SOME) { /* the batch over the plan's split axes only */
+        dp = 1;
+        for (int a = 0; a < m->n_axes; a++)
+            if (pl->batch_axes & (1u << a)) dp *= m->size[a];
+    }
+    LowerOptions lo = {.dp = dp, .zranks = world, .zero = zero, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
+                       .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0};
+    StrBuf e;
+    sb_init(&e);
+    lp = lower_build(g, &lo, &e);
+    if (!lp) {
+        sb_printf(err, "cannot lower the plan: %s", sb_cstr(&e));
+        *hint = "try a batch the ranks divide, or fewer ranks";
+    }
+    sb_free(&e);
+    return lp;
 }

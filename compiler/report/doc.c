@@ -69,6 +69,11 @@ void rep_mesh_str(char *buf, size_t n, const cJSON *root) {
     }
 }
 
+bool rep_op_planned(const cJSON *op) {
+    const cJSON *by = rep_get(op, "placed_by");
+    return !by || strcmp(by->valuestring ? by->valuestring : "", "rule") != 0;
+}
+
 static bool glob_match(const char *glob, const char *name) { return fnmatch(glob, name, 0) == 0; }
 
 bool rep_rows(const RepDoc *d, const RepFilter *f, RepRows *out) {
@@ -80,7 +85,7 @@ bool rep_rows(const RepDoc *d, const RepFilter *f, RepRows *out) {
     const cJSON *op;
     cJSON_ArrayForEach(op, ops) {
         if (f && f->block && !strcmp(rep_str(op, "block"), f->block)) block_seen = true;
-        if (rep_get(op, "same_as")) continue;
+        if (rep_get(op, "same_as") || !rep_op_planned(op)) continue;
         int count = 1;
         bool match = !f || !f->op_glob || glob_match(f->op_glob, rep_str(op, "name"));
         const char *name = rep_str(op, "name");

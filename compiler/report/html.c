@@ -123,6 +123,7 @@ static void chart_layers(StrBuf *o, const cJSON *r) {
     const cJSON *op;
     cJSON_ArrayForEach(op, rep_get(r, "ops")) {
         char nm[64];
+        if (!rep_op_planned(op)) continue; /* priced with its forward op */
         if (*rep_str(op, "block")) snprintf(nm, sizeof nm, "%s.%.0f", rep_str(op, "block"), rep_num(op, "instance"));
         else snprintf(nm, sizeof nm, "%s", rep_str(op, "name"));
         int k = n - 1;

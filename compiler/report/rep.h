@@ -37,6 +37,10 @@ typedef struct RepRows {
 
 /* The rows passing the filter; false after reporting a --block that no op has. */
 bool rep_rows(const RepDoc *d, const RepFilter *f, RepRows *out);
+/* An op the planner priced itself (not a backward or update node the
+ * completion rule placed, "placed_by": "rule"): the ones the tables and
+ * charts count. */
+bool rep_op_planned(const cJSON *op);
 void rep_rows_free(RepRows *r);
 
 /* The op named `name` (any instance) and its group; false after reporting an
