@@ -453,18 +453,6 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     sb_printf(m, "};\nstatic const int %s_n_leaves = %d;\n\n", px, n_leaves);
 
     sb_printf(m,
-              "/* Counter-based generator: a value per (seed, tensor, element, k), so every\n"
-              " * rank's shard holds the single-device values whatever the plan. */\n"
-              "static uint64_t %s_mix(uint64_t z) {\n"
-              "    z += 0x9e3779b97f4a7c15ull;\n"
-              "    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;\n"
-              "    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;\n"
-              "    return z ^ (z >> 31);\n}\n"
-              "static double %s_unit(uint64_t seed, uint64_t key, uint64_t idx, uint64_t k) {\n"
-              "    uint64_t h = %s_mix(seed ^ %s_mix(key ^ %s_mix(2 * idx + k)));\n"
-              "    return ((double)(h >> 11) + 0.5) / 9007199254740992.0;\n}\n\n",
-              px, px, px, px, px);
-    sb_printf(m,
               "/* Where this rank's shard starts in each dim of the global tensor. */\n"
               "static void %s_leaf_start(const %s *M, const %s_leaf *l, int64_t *start) {\n"
               "    for (int d = 0; d < l->ndim; d++) {\n"
@@ -483,37 +471,23 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        if (((l->rep >> a) & 1u) && colrt_mesh_coord(M->mesh, a) != 0) return 0;\n"
               "    return 1;\n"
               "}\n\n"
+              "/* Initial values on the device (%s_init_fill: cg_launch.c), from the\n"
+              " * counter-based generator: every rank's shard holds the single-device\n"
+              " * values whatever the plan. */\n"
               "static void %s_init_leaf(%s *M, const %s_leaf *l) {\n"
-              "    int64_t start[8] = {0};\n"
-              "    %s_leaf_start(M, l, start);\n"
+              "    cg_init_args p = {0};\n"
+              "    %s_leaf_start(M, l, p.start);\n"
               "    int64_t n = 1;\n"
-              "    for (int d = 0; d < l->ndim; d++) n *= l->local[d];\n"
-              "    float *host = malloc(sizeof(float) * (size_t)(n ? n : 1));\n"
-              "    if (!host) colrt_die(\"out of host memory initializing %%s\", l->name);\n"
-              "    for (int64_t i = 0; i < n; i++) {\n"
-              "        int64_t r = i, gi = 0, gs = 1;\n"
-              "        for (int d = l->ndim - 1; d >= 0; d--) {\n"
-              "            gi += (start[d] + r %% l->local[d]) * gs;\n"
-              "            r /= l->local[d];\n"
-              "            gs *= l->global[d];\n"
-              "        }\n"
-              "        double x = 0;\n"
-              "        if (l->init == 1) x = 1;\n"
-              "        else if (l->init == 2) {\n"
-              "            double u1 = %s_unit(M->seed, l->key, (uint64_t)gi, 0), u2 = %s_unit(M->seed, l->key, (uint64_t)gi, 1);\n"
-              "            x = l->a * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);\n"
-              "        } else if (l->init == 3) {\n"
-              "            x = l->a + (l->b - l->a) * %s_unit(M->seed, l->key, (uint64_t)gi, 0);\n"
-              "        }\n"
-              "        host[i] = (float)x;\n"
-              "    }\n%s"
-              "    colrt_memcpy(M->arena.base + l->off, host, colrt_dtype_size(l->dtype) * (size_t)n, COLRT_H2D, NULL);\n"
-              "    free(host);\n}\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px, px,
-              !half ? ""
-                    : "    uint16_t *h16 = (uint16_t *)host; /* bf16, f16: narrowed in place, front to back */\n"
-                      "    if (l->dtype == COLRT_BF16) for (int64_t i = 0; i < n; i++) h16[i] = cg_f32_bf16(host[i]);\n"
-                      "    if (l->dtype == COLRT_F16) for (int64_t i = 0; i < n; i++) h16[i] = cg_f32_f16(host[i]);\n");
+              "    for (int d = 0; d < l->ndim; d++) {\n"
+              "        n *= l->local[d];\n"
+              "        p.local[d] = l->local[d];\n"
+              "        p.global[d] = l->global[d];\n"
+              "    }\n"
+              "    p.ndim = l->ndim, p.init = l->init, p.dtype = (int)l->dtype;\n"
+              "    p.a = l->a, p.b = l->b, p.key = l->key, p.seed = M->seed;\n"
+              "    %s_init_fill(NULL, M->arena.base + l->off, n, &p);\n"
+              "}\n\n",
+              px, px, px, px, px, px, px, px, px, px, px, px);
     sb_puts(m, schedule);
 
     /* inputs, hypers */
@@ -790,6 +764,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_init(&kcu);
     int fwd_end, step_begin;
     bool ok = emit_schedule(&c, &sched, o, &fwd_end, &step_begin);
+    if (ok) cg_init_kernels(&c); /* parameter initialization, in both kernel files */
     if (!ok) {
         diag_plain("see docs/generated-api.md for what the generator supports",
                    "cannot generate code: %s", sb_cstr(&err));

@@ -81,6 +81,9 @@ int64_t cg_work_off(const CgCtx *c);
 void cg_c_prelude(StrBuf *b);
 void cg_cuda_prelude(StrBuf *b);
 void cg_launch_free(CgCtx *c);
+/* Writes M_init_fill (parameter initialization) in both kernel files and its
+ * prototype (cg_launch.c). */
+void cg_init_kernels(CgCtx *c);
 /* The CUDA passes of an attention kernel (cg_attention.c): kind 0 forward,
  * 1 dq, 2 dk/dv; cs: the causal shift's expression (key s is seen by query
  * t when s <= t + cs); bodies hold the passes' text (the caller frees). */

@@ -363,3 +363,94 @@ void cg_launch_free(CgCtx *c) {
     c->uniq_hash = NULL, c->uniq_kid = NULL, c->uniq_text = NULL;
     c->n_uniq = c->cap_uniq = 0;
 }
+
+/* ---- parameter initialization --------------------------------------------------- */
+
+/* The counter-based generator (a value per (seed, tensor, element, k), so
+ * every rank's shard holds the single-device values whatever the plan) and
+ * M_init_fill, which fills a leaf's local shard in its dtype: an OpenMP
+ * loop in C, a grid-stride kernel in CUDA (the same double arithmetic, so
+ * the same values up to the last bit of CUDA's double log/cos, about one
+ * float in 2^29 rounded the other way). */
+static const char *init_text =
+    "/* Counter-based generator: a value per (seed, tensor, element, k). */\n"
+    "static inline CG_HD uint64_t cg_mix(uint64_t z) {\n"
+    "    z += 0x9e3779b97f4a7c15ull;\n"
+    "    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;\n"
+    "    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;\n"
+    "    return z ^ (z >> 31);\n}\n"
+    "static inline CG_HD double cg_unit(uint64_t seed, uint64_t key, uint64_t idx, uint64_t k) {\n"
+    "    uint64_t h = cg_mix(seed ^ cg_mix(key ^ cg_mix(2 * idx + k)));\n"
+    "    return ((double)(h >> 11) + 0.5) / 9007199254740992.0;\n}\n"
+    "/* element i of the local shard: its value (0 zeros, 1 ones, 2 normal(a), 3 uniform[a,b)) */\n"
+    "static inline CG_HD float cg_init_value(const cg_init_args *p, int64_t i) {\n"
+    "    int64_t r = i, gi = 0, gs = 1;\n"
+    "    for (int d = p->ndim - 1; d >= 0; d--) {\n"
+    "        gi += (p->start[d] + r % p->local[d]) * gs;\n"
+    "        r /= p->local[d];\n"
+    "        gs *= p->global[d];\n"
+    "    }\n"
+    "    double x = 0;\n"
+    "    if (p->init == 1) x = 1;\n"
+    "    else if (p->init == 2) {\n"
+    "        double u1 = cg_unit(p->seed, p->key, (uint64_t)gi, 0), u2 = cg_unit(p->seed, p->key, (uint64_t)gi, 1);\n"
+    "        x = p->a * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);\n"
+    "    } else if (p->init == 3) {\n"
+    "        x = p->a + (p->b - p->a) * cg_unit(p->seed, p->key, (uint64_t)gi, 0);\n"
+    "    }\n"
+    "    return (float)x;\n}\n"
+    "static inline CG_HD void cg_init_store(const cg_init_args *p, void *dst, int64_t i) {\n"
+    "    const float v = cg_init_value(p, i);\n"
+    "@HALF@"
+    "    ((float *)dst)[i] = v;\n}\n";
+
+void cg_init_kernels(CgCtx *c) {
+    const char *px = c->prefix;
+    bool bf = false, f16 = false;
+    for (ValueId v = 0; v < c->g->n_values; v++) {
+        bf |= ir_val(c->g, v)->dtype == DT_BF16;
+        f16 |= ir_val(c->g, v)->dtype == DT_F16;
+    }
+    StrBuf half, t;
+    sb_init(&half);
+    sb_init(&t);
+    if (bf) sb_puts(&half, "    if (p->dtype == COLRT_BF16) { ((uint16_t *)dst)[i] = cg_f32_bf16(v); return; }\n");
+    if (f16) sb_puts(&half, "    if (p->dtype == COLRT_F16) { ((uint16_t *)dst)[i] = cg_f32_f16(v); return; }\n");
+    for (const char *p = init_text; *p; p++) {
+        if (!strncmp(p, "@HALF@", 6)) {
+            sb_puts(&t, sb_cstr(&half));
+            p += 5;
+        } else {
+            sb_putc(&t, *p);
+        }
+    }
+    const char *args = "typedef struct cg_init_args {\n"
+                       "    int ndim, init, dtype;\n    int64_t start[8], local[8], global[8];\n"
+                       "    double a, b;\n    uint64_t key, seed;\n} cg_init_args;\n";
+    sb_printf(&c->proto,
+              "/* Fills n elements of a leaf's local shard at dst (a device pointer) with its\n"
+              " * initial values, in its dtype (M_kernels.c / M_kernels.cu). */\n%s"
+              "void %s_init_fill(colrt_stream *cg_s, void *dst, int64_t n, const cg_init_args *p);\n",
+              args, px);
+    sb_printf(&c->kc, "#define CG_HD\n%s"
+                      "void %s_init_fill(colrt_stream *cg_s, void *dst, int64_t n, const cg_init_args *p) {\n"
+                      "    (void)cg_s;\n"
+                      "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n"
+                      "    for (int64_t i = 0; i < n; i++) cg_init_store(p, dst, i);\n}\n\n",
+              sb_cstr(&t), px);
+    sb_printf(&c->kcu, "%s#define CG_HD __host__ __device__\n%s"
+                       "__global__ static void __launch_bounds__(256) %s_init_dev(void *dst, int64_t n, cg_init_args p) {\n"
+                       "    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)\n"
+                       "        cg_init_store(&p, dst, i);\n}\n"
+                       "extern \"C\" void %s_init_fill(colrt_stream *cg_s, void *dst, int64_t n, const cg_init_args *p) {\n"
+                       "    if (n <= 0) return;\n"
+                       "    int64_t blocks = (n + 255) / 256;\n"
+                       "    if (blocks > 65536) blocks = 65536;\n"
+                       "    {\n    CG_T0();\n"
+                       "    %s_init_dev<<<blocks, 256, 0, cg_stream(cg_s)>>>(dst, n, *p);\n"
+                       "    CG_CHECK(\"%s_init_dev (parameter initialization)\");\n"
+                       "    CG_T1(\"%s_init_dev (parameter initialization)\");\n    }\n}\n\n",
+              args, sb_cstr(&t), px, px, px, px, px);
+    sb_free(&half);
+    sb_free(&t);
+}
