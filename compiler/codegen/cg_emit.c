@@ -558,6 +558,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        M->mesh = colrt_mesh_create(%s_mesh_axes, %s_mesh);\n"
               "        M->own_mesh = 1;\n"
               "    }\n"
+              "    colrt_timeout_hint(%.6g); /* 100 predicted steps, at least 300 s */\n"
               "    M->zrank = colrt_rank();\n"
               "    if (%d) M->comm = colrt_stream_create();\n"
               "    for (int k = 0; k < %d; k++) { /* recorded once: complete before the first launch */\n"
@@ -572,7 +573,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    colrt_device_sync();\n"
               "    *out = M;\n"
               "    return 0;\n}\n\n",
-              px, px, px, px, px, px, px, px, px, lp->n_buckets, lp->n_buckets, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0, lp->n_buckets, lp->n_buckets, px, px, px, px, px, px);
     /* gradient accumulators, cleared after each step's update */
     sb_printf(m, "static void %s_clear_accumulators(%s *M) {\n    (void)M;\n", px, px);
     for (NodeId id = 0; id < g->n_nodes; id++) {
@@ -765,6 +766,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     int fwd_end, step_begin;
     bool ok = emit_schedule(&c, &sched, o, &fwd_end, &step_begin);
     if (ok) cg_init_kernels(&c); /* parameter initialization, in both kernel files */
+    c.predicted_step_s = cg_plan_step_s(plan_json);
     if (!ok) {
         diag_plain("see docs/generated-api.md for what the generator supports",
                    "cannot generate code: %s", sb_cstr(&err));

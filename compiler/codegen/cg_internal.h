@@ -30,6 +30,7 @@ typedef struct CgCtx {
     StrBuf *uniq_text;
     int64_t work_bytes;
     int emit_serial;
+    double predicted_step_s;   /* the plan's step time (0: unknown) */
 } CgCtx;
 
 /* A kernel operand: value v; out: written. */
@@ -84,6 +85,9 @@ void cg_launch_free(CgCtx *c);
 /* Writes M_init_fill (parameter initialization) in both kernel files and its
  * prototype (cg_launch.c). */
 void cg_init_kernels(CgCtx *c);
+/* The plan's predicted step time (step_time_s), 0 when plan_json is NULL or
+ * has none. */
+double cg_plan_step_s(const char *plan_json);
 /* The CUDA passes of an attention kernel (cg_attention.c): kind 0 forward,
  * 1 dq, 2 dk/dv; cs: the causal shift's expression (key s is seen by query
  * t when s <= t + cs); bodies hold the passes' text (the caller frees). */

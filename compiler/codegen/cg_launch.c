@@ -454,3 +454,12 @@ void cg_init_kernels(CgCtx *c) {
     sb_free(&half);
     sb_free(&t);
 }
+
+double cg_plan_step_s(const char *plan_json) {
+    if (!plan_json) return 0;
+    const char *p = strstr(plan_json, "\"step_time_s\"");
+    if (!p) return 0;
+    p = strchr(p, ':');
+    double s = p ? strtod(p + 1, NULL) : 0;
+    return s > 0 && s < 1e9 ? s : 0;
+}

@@ -71,6 +71,11 @@ const char *colrt_hostname(void);
 /* A collective that has not finished after this many seconds ends the job
  * (a peer probably died). Default 300; tests set a few seconds. */
 void colrt_set_timeout(double seconds);
+/* A floor on that timeout from a program that knows how long its steps take
+ * (generated programs: 100 predicted steps), so a slow first step is not
+ * taken for a dead peer. Raises the timeout to seconds unless
+ * colrt_set_timeout was called; never lowers it. */
+void colrt_timeout_hint(double seconds);
 
 /* Ends the job: prints "colrt: rank R on HOST: MSG" and aborts every rank. */
 #if defined(__GNUC__)
