@@ -32,7 +32,7 @@ awk -v serial="$serial" '
       if (need > fill[e]) need = fill[e]
       need = int(need)
       if (thr[e] < need) {
-        printf "TOO FEW THREADS %s (%s): %d threads, needs %d (parallel %d, work %d)\n", names[e], what[e], thr[e], need, par[e], work[e]
+        printf "TOO FEW THREADS %s (%s): %.0f threads, needs %.0f (parallel %.0f, work %.0f)\n", names[e], what[e], thr[e], need, par[e], work[e]
         bad++
       }
     }
