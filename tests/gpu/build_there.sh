@@ -12,7 +12,7 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
 # cuBLASLt and NCCL: the toolkit's, else PyTorch's wheels
 inc=(-I"$CUDA_HOME/include") libs=(-L"$CUDA_HOME/lib64")
-py=$(python3 -c 'import nvidia, os; print(os.path.dirname(nvidia.__path__[0]) + "/nvidia")' 2>/dev/null || true)
+py=$(python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null || true)
 if [ -n "$py" ]; then
   for d in "$py"/*/; do
     [ -d "$d/include" ] && inc+=(-I"$d/include")
@@ -20,7 +20,7 @@ if [ -n "$py" ]; then
   done
 fi
 # the wheels ship libX.so.N only: link against those names
-for l in cublasLt nccl; do
+for l in cublasLt nccl cudart; do
   f=$(for d in "${libs[@]}"; do [ "${d#-L}" != "$d" ] && ls "${d#-L}"/lib$l.so* 2>/dev/null; done | head -1 || true)
   [ -n "$f" ] || { echo "build_there.sh: lib$l not found (CUDA_HOME=$CUDA_HOME, PyTorch wheels: ${py:-none})"; exit 1; }
   [ -e "$OUT/lib$l.so" ] || ln -sf "$f" "$OUT/lib$l.so"
