@@ -48,7 +48,7 @@ static Graph *load_ir(const CliOptions *o) {
     size_t len;
     char *text = ir_read_file(o->input, &len);
     if (!text) {
-        diag_plain("check the path", "cannot read '%s': %s", o->input, strerror(errno));
+        diag_plain("check the path", "cannot read '%s': %s", o->input, ir_strerror(errno));
         return NULL;
     }
     Graph *g = ir_parse(o->input, text, len);
@@ -67,6 +67,19 @@ static Graph *load(const CliOptions *o) {
     diag_plain("give a model description (.c) or IR text (.cir)",
                "'%s': unknown input kind", o->input);
     return NULL;
+}
+
+/* --cluster, read as the planner reads it; a message when it is bad. */
+static bool cluster_ok(const char *arg) {
+    ShardCluster c;
+    StrBuf err, hint;
+    sb_init(&err);
+    sb_init(&hint);
+    bool ok = shard_cluster_load(arg, &c, &err, &hint);
+    if (!ok) diag_plain(hint.len ? sb_cstr(&hint) : NULL, "%s", sb_cstr(&err));
+    sb_free(&err);
+    sb_free(&hint);
+    return ok;
 }
 
 /* --graph training: the forward graph becomes the training graph. */
@@ -118,8 +131,7 @@ static int emit_ir(const CliOptions *o, const Graph *g) {
     if (!strcmp(path, "-")) {
         fputs(sb_cstr(&b), stdout);
     } else {
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(b.data, 1, b.len, f) != b.len || fclose(f) != 0) {
+        if (ir_write_file_atomic(path, b.data, b.len) != 0) {
             diag_plain("check that the directory exists and is writable", "cannot write '%s': %s",
                        path, strerror(errno));
             rc = EXIT_USER;
@@ -159,11 +171,14 @@ static void dump_placement(const CliOptions *o, const PlanResult *r) {
 
 /* Lowers the plan's Placement (lower.h): one program per rank. NULL after
  * reporting why. */
-static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
+static LowerProgram *lower_plan(const CliOptions *o, const Graph *g, const PlanResult *r) {
     StrBuf err;
     sb_init(&err);
     const char *hint = "";
-    LowerProgram *lp = lower_placement(g, r->pl, &err, &hint);
+    const char *pass = NULL; /* --dump-after=lower.PASS, or all */
+    if (o->dump_after && !strncmp(o->dump_after, "lower.", 6)) pass = o->dump_after + 6;
+    if (o->dump_after && !strcmp(o->dump_after, "all")) pass = "all";
+    LowerProgram *lp = lower_placement(g, r->pl, pass, &err, &hint);
     if (!lp) diag_plain(hint, "%s", sb_cstr(&err));
     sb_free(&err);
     return lp;
@@ -206,7 +221,7 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
         }
         if (!r) return EXIT_USER;
         dump_placement(o, r);
-        lp = lower_plan(g, r);
+        lp = lower_plan(o, g, r);
         if (!lp) {
             plan_free(r);
             return EXIT_USER;
@@ -327,8 +342,7 @@ static int run_report(int argc, char **argv) {
     if (rc == EXIT_OK) {
         if (!ro.output || !strcmp(ro.output, "-")) fputs(sb_cstr(&b), stdout);
         else {
-            FILE *fp = fopen(ro.output, "wb");
-            if (!fp || fwrite(b.data, 1, b.len, fp) != b.len || fclose(fp) != 0) {
+            if (ir_write_file_atomic(ro.output, b.data, b.len) != 0) {
                 diag_plain("check that the directory exists and is writable", "cannot write '%s': %s",
                            ro.output, strerror(errno));
                 rc = EXIT_USER;
@@ -347,6 +361,7 @@ int main(int argc, char **argv) {
     int exit_now;
     cli_parse(argc, argv, &o, &exit_now);
     if (exit_now >= 0) return exit_now;
+    if (o.cluster && !cluster_ok(o.cluster)) return EXIT_USER; /* checked even when nothing is planned */
 
     Graph *g = load(&o);
     if (!g) return EXIT_USER;

@@ -433,9 +433,10 @@ bool plan_write(const Graph *g, const PlanResult *r, const char *dir, double com
     size_t n = strlen(dir) + strlen(g->name) + 16;
     char *path = ir_alloc(n);
     snprintf(path, n, "%s/%s.plan.json", dir, g->name);
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0) ok = false;
+    size_t tn = strlen(text);
+    text[tn] = '\n'; /* the file ends with a newline: written from the NUL's place */
+    bool ok = ir_write_file_atomic(path, text, tn + 1) == 0;
+    text[tn] = 0;
     if (!ok)
         diag_plain("check that the directory is writable", "cannot write '%s': %s", path,
                    strerror(errno));

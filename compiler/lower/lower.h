@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ir.h"
 #include "placement.h"
@@ -56,6 +57,9 @@ typedef struct LowerOptions {
      * first spec come from it. dp, zero and the ZeRO fields are then unused. */
     const Placement *pl;
     const ShardMesh *mesh;
+    const char *dump_after;    /* print the program to dump after this pass (lower.c lists
+                                * them) or after each ("all"); NULL: none */
+    FILE *dump;
     int64_t bucket_bytes;      /* gradient buckets: at most this many bytes each
                                 * (0: 25 MB; < 0: none, each gradient all-reduced
                                 * where it is first read) */
@@ -172,10 +176,17 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err);
 
 /* Lowers a Placement: the options follow from it (the data-parallel lowering
  * for layouts whose parameters are whole, the sharded one otherwise). The
- * Placement must outlive the program. NULL with the reason and *hint (a
- * static string) on a Placement this build cannot lower. */
-LowerProgram *lower_placement(const Graph *g, const Placement *pl, StrBuf *err, const char **hint);
+ * Placement must outlive the program. dump_after: a pass name or "all" (the
+ * program printed to stderr after it), or NULL. NULL with the reason and
+ * *hint (a static string) on a Placement this build cannot lower. */
+LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *dump_after, StrBuf *err,
+                              const char **hint);
 void lower_free(LowerProgram *p);
+
+/* Whether NAME is one of the lowering's passes (--dump-after=lower.NAME). */
+bool lower_pass_known(const char *name);
+/* The i-th pass's name, in order; NULL past the last. */
+const char *lower_pass_name(int i);
 
 /* The lowered program as text (--dump-after=lower): per node its local
  * result shapes, arena offsets, and the collectives and recomputation that

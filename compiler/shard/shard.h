@@ -19,6 +19,7 @@
 
 /* ---- cluster.c: devices and links ---------------------------------------- */
 
+#define SHARD_MAX_DEVICES (1 << 20) /* a cluster larger than this is refused (sizes stay in int) */
 typedef struct ShardCluster {
     char device[32];            /* "H100-SXM" */
     int nodes, per_node;        /* nodes x devices per node */
