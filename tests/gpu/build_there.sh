@@ -36,7 +36,7 @@ done
 "$NVCC" -O3 -arch=sm_$arch "${common[@]}" -c "$B/src/runtime/cuda/kernels.cu" -o "$OUT/kernels_cu.o"
 objs+=("$OUT/kernels_cu.o")
 ar rcs "$OUT/libcolrt_cuda1.a" "${objs[@]}"
-link=("$OUT/libcolrt_cuda1.a" -L"$OUT" -Wl,-rpath,"$B/lib" -L"$B/lib" "${libs[@]}" -lcublasLt -lnccl -lcjson -lcudart -lm -lpthread -ldl -lstdc++)
+link=("$OUT/libcolrt_cuda1.a" -L"$OUT" -Wl,-rpath,"$B/lib" -L"$B/lib" "${libs[@]}" -lcublasLt -lnccl -lcjson -l:libz.so.1 -lcudart -lm -lpthread -ldl -lstdc++)
 gcc -std=c17 -O2 "${common[@]}" -c "$B/src/tests/gpu/kernel_dump.c" -o "$OUT/kernel_dump.o"
 g++ "$OUT/kernel_dump.o" "${link[@]}" -o "$OUT/kernel_dump_cuda"
 gcc -O2 "$B/src/tests/gpu/compare_dumps.c" -lm -o "$OUT/compare_dumps"

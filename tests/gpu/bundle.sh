@@ -9,8 +9,8 @@
 #            compare_dumps.c) and a one-rank MPI (mpi1/: the machine has no MPI)
 #   ref/     the CPU backend's results made here: every runtime kernel's
 #            dump and the tiny models' losses over 5 steps
-#   lib/     cJSON (libcjson.so.1 and its header: the machine has no Debian
-#            packages); the machine's own CUDA, cuBLASLt and NCCL are used there
+#   lib/     cJSON and zlib (their libraries and headers: the machine has no
+#            Debian packages); the machine's own CUDA, cuBLASLt and NCCL are used there
 # The machine's CUDA version is unknown here, so binaries are built there,
 # not here; this script runs that same build once here (nvcc, link only) so
 # that a bundle that would not build is caught before device time is spent.
@@ -39,6 +39,8 @@ cp "$ROOT/tests/gpu/build_there.sh" "$ROOT/tests/gpu/run.sh" "$D/"
 cp /usr/include/cjson/cJSON.h "$D/lib/cjson/"
 cp -L /usr/lib/x86_64-linux-gnu/libcjson.so.1 "$D/lib/"
 ln -s libcjson.so.1 "$D/lib/libcjson.so"
+cp /usr/include/zlib.h /usr/include/zconf.h "$D/lib/" # checkpoints' CRC-32
+cp -L /usr/lib/x86_64-linux-gnu/libz.so.1 "$D/lib/"
 
 echo "== generated programs"
 tiny=(-DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 --cluster h100:1x1)
@@ -54,7 +56,7 @@ mpirun=(mpirun --oversubscribe)
 for m in tiny_f32 tiny_bf16; do
   mpicc -std=c17 -O2 -fopenmp -I"$ROOT/include" -I"$D/gen/$m" -DCG_MODEL=gpt2 -DCG_HEADER=gpt2.h \
     "$ROOT/bench/codegen_cpu/train.c" "$D/gen/$m/gpt2.c" "$D/gen/$m/gpt2_kernels.c" \
-    "$BUILD/runtime/libcolrt_cpu.a" -lcjson -ldl -lm -lpthread -o "$D/ref/train_$m"
+    "$BUILD/runtime/libcolrt_cpu.a" -lcjson -lz -ldl -lm -lpthread -o "$D/ref/train_$m"
   OMP_NUM_THREADS=1 "${mpirun[@]}" -np 1 "$D/ref/train_$m" 5 3e-3 1 | awk '/^step/ { print $4 }' > "$D/ref/$m.losses"
   rm -f "$D/ref/train_$m"
 done
