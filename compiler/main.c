@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -399,7 +400,8 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     shard_mesh_print(&mb, &r->mesh);
     snprintf(desc, sizeof desc, "%s on mesh %s", r->chosen, sb_cstr(&mb));
     CgOptions co = {.source = o->input, .plan_desc = desc, .mesh_axes = r->mesh.n_axes,
-                    .cpu = strcmp(o->target, "cuda") != 0, .cuda = strcmp(o->target, "cpu") != 0};
+                    .cpu = strcmp(o->target, "cuda") != 0, .cuda = strcmp(o->target, "cpu") != 0,
+                    .peak_flops = r->cl.peak_flops[r->cm.dtype]};
     for (int a = 0; a < r->mesh.n_axes && a < 3; a++) co.mesh[a] = r->mesh.size[a];
     bool ok = cg_emit(g, lp, &co, pj2 ? pj2 : pj, dir);
     if (ok && o->emit == EMIT_ALL) ok = write_report(dir, g->name);
@@ -424,6 +426,41 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     lower_free(lp);
     plan_free(r);
     return ok ? EXIT_OK : EXIT_USER;
+}
+
+/* The output directory of --emit plan|report|code|all (-o, default "."),
+ * made with its parents and checked writable before solving: a bad -o is
+ * found in milliseconds, not after the solver's minutes. */
+static bool prepare_output_dir(const char *dir) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        diag_plain("give a shorter path", "-o '%s': the path is too long", dir);
+        return false;
+    }
+    for (char *p = path + 1;; p++) { /* mkdir -p: each parent, then the directory */
+        bool last = !*p;
+        if (*p != '/' && !last) continue;
+        *p = 0;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            diag_plain("check the path and the permissions of its parent", "cannot create the output directory '%s': %s",
+                       path, strerror(errno));
+            return false;
+        }
+        if (last) break;
+        *p = '/';
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        diag_plain("-o names a directory for --emit plan, report, code and all (a file only for --emit ir)",
+                   "-o '%s' is not a directory", dir);
+        return false;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        diag_plain("choose a directory you can write", "cannot write into the output directory '%s': %s", dir,
+                   strerror(errno));
+        return false;
+    }
+    return true;
 }
 
 /* The planner: sharding, recompute and ZeRO (solver/), written to OUT/<model>.plan.json. */
@@ -506,6 +543,10 @@ int main(int argc, char **argv) {
     }
 
     int rc = EXIT_OK;
+    if (o.emit != EMIT_IR && o.emit != EMIT_SUMMARY && !prepare_output_dir(o.output ? o.output : ".")) {
+        ir_graph_free(g);
+        return EXIT_USER;
+    }
     bool ir_to_stdout = o.emit == EMIT_IR && (!o.output || !strcmp(o.output, "-"));
     if (o.emit == EMIT_IR) rc = emit_ir(&o, g);
     if (o.emit == EMIT_PLAN || o.emit == EMIT_REPORT) rc = run_planner(&o, g);
