@@ -60,7 +60,19 @@ static Graph *load_ir(const CliOptions *o) {
 static Graph *load(const CliOptions *o) {
     if (ends_with(o->input, ".cir")) return load_ir(o);
     if (ends_with(o->input, ".c")) {
-        FeOptions fo = {.model = o->model, .batch = o->batch,
+        /* --batch is the global batch; a generated program (a training graph)
+         * runs it as --micro-batches equal micro-batches: BATCH is one */
+        int64_t batch = o->batch, micro = o->micro_batches > 1 ? o->micro_batches : 1;
+        bool training = o->graph == GRAPH_TRAINING || o->emit == EMIT_CODE || o->emit == EMIT_ALL;
+        if (batch && training && micro > 1) {
+            if (batch % micro) {
+                diag_plain("give a --batch that --micro-batches divides (each micro-batch is batch / micro-batches rows)",
+                           "--batch %lld is not a multiple of --micro-batches %lld", (long long)batch, (long long)micro);
+                return NULL;
+            }
+            batch /= micro;
+        }
+        FeOptions fo = {.model = o->model, .batch = batch,
                         .n_defines = o->n_defines, .defines = o->defines,
                         .n_includes = o->n_includes, .includes = o->includes};
         return fe_load(o->input, &fo);
@@ -99,10 +111,20 @@ static void print_summary(FILE *f, const Graph *g) {
     cli_fmt_count(np, sizeof np, s.n_params);
     cli_fmt_bytes(pb, sizeof pb, (double)s.param_bytes);
     cli_fmt_flops(ff, sizeof ff, s.fwd_flops);
-    fprintf(f, "model %s: %d nodes, %d values", g->name, s.n_nodes, s.n_values);
+    /* what the counts count: the graph compiled (forward only, or with the
+     * backward and the update) and the parameters in their stored dtype */
+    bool training = s.total_flops != s.fwd_flops;
+    const char *pdt = "f32";
+    for (ValueId v = 0; v < g->n_values; v++)
+        if (ir_val(g, v)->role == ROLE_PARAM) {
+            pdt = ir_dtype_name(ir_val(g, v)->dtype);
+            break;
+        }
+    fprintf(f, "model %s: %s graph of %d nodes, %d values", g->name,
+            training ? "training (forward, backward, update)" : "forward", s.n_nodes, s.n_values);
     for (int i = 0; i < g->n_blocks; i++)
         fprintf(f, "%s%s x%d", i ? ", " : "; blocks ", g->blocks[i].name, g->blocks[i].n_instances);
-    fprintf(f, "\n  parameters:    %s (%s)\n", np, pb);
+    fprintf(f, "\n  parameters:    %s (%s in %s)\n", np, pb, pdt);
     fprintf(f, "  forward FLOPs: %s per step\n", ff);
     if (s.total_flops != s.fwd_flops) {
         cli_fmt_flops(ff, sizeof ff, s.total_flops);

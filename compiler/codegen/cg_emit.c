@@ -180,10 +180,12 @@ static void emit_header(StrBuf *h, const Graph *g, const LowerProgram *lp, const
                  "#include \"colossal/colrt.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
               px, px);
     sb_printf(h, "typedef struct %s %s;\n\n", px, px);
-    sb_printf(h, "/* mesh: NULL to let %s_create make the planned mesh (%d axes:", px, o->mesh_axes);
-    for (int a = 0; a < o->mesh_axes; a++) sb_printf(h, " %d", o->mesh[a]);
-    sb_printf(h, ").\n * seed: parameters are a function of (seed, parameter name, global element index). */\n"
-                 "typedef struct %s_config {\n    colrt_mesh *mesh;\n    uint64_t seed;\n} %s_config;\n\n", px, px);
+    sb_printf(h, "/* mesh: NULL to let %s_create make the planned mesh (", px);
+    int world = 1;
+    for (int a = 0; a < o->mesh_axes; a++) sb_printf(h, "%s%d", a ? "x" : "", o->mesh[a]), world *= o->mesh[a];
+    sb_printf(h, ", %d rank%s).\n * seed: parameters are a function of (seed, parameter name, global element index). */\n"
+                 "typedef struct %s_config {\n    colrt_mesh *mesh;\n    uint64_t seed;\n} %s_config;\n\n",
+              world, world == 1 ? "" : "s", px, px);
     int micro = micro_batches(g);
     sb_printf(h, "/* Micro-batches per step (gradient accumulation). */\n#define %s_MICRO_BATCHES %d\n\n", px, micro);
     sb_printf(h, "/* One step's inputs: for each micro-batch in turn, this rank's rows of it\n"
