@@ -33,8 +33,9 @@
  *   compute:  OMP_NUM_THREADS=1 build/bench/runtime/bench_kernels --tokens 256 --reps 3
  *             (the best GEMM at GPT-2 shapes: f32 ~0.10 TFLOP/s, bf16 ~0.09; f16 takes bf16's: not measured)
  *   memory:   the same run's memory-bound kernels (layer_norm, gelu, adamw): ~3 GB/s effective
- *   network:  mpirun -np 2 build/bench/runtime/bench_collectives --max-mb 64 --reps 3
- *             (all-reduce bus bandwidth ~2 GB/s at 1 MB; 64 KB in ~10 us: shared memory)
+ *   network:  mpirun -np 2 build/bench/runtime/bench_collectives --min-kb 1 --max-mb 16 --reps 20
+ *             (shared memory: all-reduce 1 KB 1 us, 16 KB 17 us, 256 KB 147 us, 4 MB 1.42 ms: ~3 GB/s
+ *             and ~10 us, the alpha-beta line through the middle sizes)
  *   inter:    no second node here: 10 Gb/s Ethernet and 50 us, an assumption
  *   memory:   8 GB per rank (this machine's 23 GB, two ranks, room for the system) */
 #define PRESETS(X)                                                                    \
@@ -44,7 +45,7 @@
     X("h100-sxm", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400, 8, 2, 5)    \
     X("h100-80gb", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400, 8, 2, 5)   \
     X("h200", "H200-SXM-141GB", 141, 67, 989.5, 989.5, 4800, 450, 400, 8, 2, 5)       \
-    X("cpu", "CPU-rank", 8, 0.10, 0.09, 0.09, 3, 2, 10, 1, 10, 50)
+    X("cpu", "CPU-rank", 8, 0.10, 0.09, 0.09, 3, 3, 10, 1, 10, 50)
 
 int shard_cluster_devices(const ShardCluster *c) { return c->nodes * c->per_node; }
 

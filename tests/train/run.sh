@@ -22,6 +22,12 @@ export OMP_NUM_THREADS=1
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 python3 "$src/tools/make_tokens.py" "$src/README.md" "$src"/docs/*.md -o "$work/text"
+# make_tokens.py: its output folder made; a user's mistake is one line, not a traceback
+python3 "$src/tools/make_tokens.py" "$src/README.md" -o "$work/new/folder/t" >/dev/null
+[ -f "$work/new/folder/t_train.bin" ] || fail "make_tokens.py did not make its output folder"
+if python3 "$src/tools/make_tokens.py" "$work/nosuch.md" -o "$work/t" >"$work/mt.out" 2>&1; then fail "make_tokens.py read a missing file"; fi
+grep -q "make_tokens.py: .*nosuch.md: No such file" "$work/mt.out" && ! grep -q Traceback "$work/mt.out" \
+    || { cat "$work/mt.out"; fail "make_tokens.py on a missing file"; }
 common=(--train "$work/text_train.bin" --val "$work/text_val.bin" --steps 8 --warmup 2 --lr 3e-3
         --eval-every 4 --eval-batches 2 --progress off)
 
