@@ -536,7 +536,7 @@ static void sample(LM_MODEL *m, const options *o, int64_t vocab, const batch_sha
         snprintf(err, sizeof err, "--prompt: the byte at %lld matches no token of %s", (long long)bad, o->tokenizer);
         fail("%s", err);
     }
-    if (n == 0) ctx[n++] = tk.eot; /* an empty prompt with GPT-2's tokenizer: start a document */
+    if (n == 0) ctx[n++] = tk.eot >= 0 ? tk.eot : '\n'; /* an empty prompt: start a document (or a line) */
     for (int64_t i = 0; i < n; i++)
         if (ctx[i] < 0 || ctx[i] >= vocab) {
             snprintf(err, sizeof err, "--prompt holds token %d, outside the model's vocabulary of %lld", ctx[i],
