@@ -29,11 +29,11 @@ asan: deps
 	cmake --build build-asan -j$(JOBS) --target all colossal_tests
 	ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
-# libFuzzer targets, run for FUZZ_SECONDS each.
+# libFuzzer targets (tests/fuzz: every parser of outside data), each run for FUZZ_SECONDS/2.
 fuzz: deps
 	CC=clang-19 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCOLOSSAL_FUZZ=ON -DCOLOSSAL_SANITIZE=ON \
 	  -DCOLOSSAL_CUDA=OFF -DCOLOSSAL_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
-	cmake --build build-fuzz -j$(JOBS) --target fuzz_ir_parse
+	cmake --build build-fuzz -j$(JOBS) --target fuzzers
 	ctest --test-dir build-fuzz -R '^fuzz_' --output-on-failure
 
 clean:

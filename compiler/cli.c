@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "lower.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -113,6 +114,8 @@ static bool bad_choice(const char *flag, const char *v, const char *const *choic
     return false;
 }
 
+#define CLI_MAX_TIME_LIMIT_S 2e6 /* < 2^31 ms */
+
 static bool parse_pos_int(const char *flag, const char *v, int64_t max, int64_t *out) {
     char *end;
     errno = 0;
@@ -187,6 +190,7 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
     static const char *const recomputes[] = {"auto", "none", "selective", "full", 0};
     static const char *const zeros[] = {"auto", "0", "1", "2", "3", 0};
     static const char *const targets[] = {"cpu", "cuda", "both", 0};
+    static const char *const dump_stages[] = {"load", "autodiff", "plan", "lower", "all", 0}; /* main.c's stages */
     memset(o, 0, sizeof *o);
     o->emit = EMIT_SUMMARY;
     o->graph = GRAPH_FORWARD;
@@ -266,7 +270,14 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             ok = one_of(optarg, recomputes) || bad_choice("--recompute", optarg, recomputes);
             break;
         case OPT_ZERO: o->zero = optarg; ok = one_of(optarg, zeros) || bad_choice("--zero", optarg, zeros); break;
-        case OPT_TIME_LIMIT: ok = parse_pos_double("--time-limit", optarg, &o->time_limit_s, false); break;
+        case OPT_TIME_LIMIT:
+            ok = parse_pos_double("--time-limit", optarg, &o->time_limit_s, false);
+            if (ok && (o->time_limit_s > CLI_MAX_TIME_LIMIT_S || o->time_limit_s < 1e-3)) {
+                diag_plain("give between 0.001 and 2000000 seconds (GLPK counts milliseconds in an int)",
+                           "invalid value '%s' for --time-limit", optarg);
+                ok = false;
+            }
+            break;
         case OPT_MIP_GAP: ok = parse_pos_double("--mip-gap", optarg, &o->mip_gap, true); break;
         case OPT_DUMP_ILP: o->dump_ilp = optarg; break;
         case OPT_EMIT:
@@ -275,7 +286,22 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
                 if (!strcmp(optarg, emits[i])) o->emit = (EmitKind)i;
             break;
         case OPT_TARGET: o->target = optarg; ok = one_of(optarg, targets) || bad_choice("--target", optarg, targets); break;
-        case OPT_DUMP_AFTER: o->dump_after = optarg; break;
+        case OPT_DUMP_AFTER:
+            o->dump_after = optarg;
+            ok = one_of(optarg, dump_stages) || (!strncmp(optarg, "lower.", 6) && lower_pass_known(optarg + 6));
+            if (!ok) { /* the stages, and each of the lowering's passes */
+                const char *all[32];
+                int n = 0;
+                for (int i = 0; dump_stages[i] && n < 31; i++) all[n++] = dump_stages[i];
+                char names[16][32];
+                for (int i = 0; lower_pass_name(i) && i < 16 && n < 31; i++) {
+                    snprintf(names[i], sizeof names[i], "lower.%s", lower_pass_name(i));
+                    all[n++] = names[i];
+                }
+                all[n] = NULL;
+                bad_choice("--dump-after", optarg, all);
+            }
+            break;
         case OPT_VERIFY_EACH: o->verify_each = true; break;
         case OPT_SWEEP_MEM: {
             int64_t v = 8;

@@ -49,7 +49,7 @@ static Graph *load_ir(const CliOptions *o) {
     size_t len;
     char *text = ir_read_file(o->input, &len);
     if (!text) {
-        diag_plain("check the path", "cannot read '%s': %s", o->input, strerror(errno));
+        diag_plain("check the path", "cannot read '%s': %s", o->input, ir_strerror(errno));
         return NULL;
     }
     Graph *g = ir_parse(o->input, text, len);
@@ -80,6 +80,19 @@ static Graph *load(const CliOptions *o) {
     diag_plain("give a model description (.c) or IR text (.cir)",
                "'%s': unknown input kind", o->input);
     return NULL;
+}
+
+/* --cluster, read as the planner reads it; a message when it is bad. */
+static bool cluster_ok(const char *arg) {
+    ShardCluster c;
+    StrBuf err, hint;
+    sb_init(&err);
+    sb_init(&hint);
+    bool ok = shard_cluster_load(arg, &c, &err, &hint);
+    if (!ok) diag_plain(hint.len ? sb_cstr(&hint) : NULL, "%s", sb_cstr(&err));
+    sb_free(&err);
+    sb_free(&hint);
+    return ok;
 }
 
 /* --graph training: the forward graph becomes the training graph. */
@@ -141,8 +154,7 @@ static int emit_ir(const CliOptions *o, const Graph *g) {
     if (!strcmp(path, "-")) {
         fputs(sb_cstr(&b), stdout);
     } else {
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(b.data, 1, b.len, f) != b.len || fclose(f) != 0) {
+        if (ir_write_file_atomic(path, b.data, b.len) != 0) {
             diag_plain("check that the directory exists and is writable", "cannot write '%s': %s",
                        path, strerror(errno));
             rc = EXIT_USER;
@@ -170,158 +182,27 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->sweep_points = o->sweep_mem;
 }
 
-/* Lowers a plan (lower.h): the batch split over every mesh axis (data
- * parallel), ZeRO 1/2 over one mesh axis, the plan's recompute. NULL after
+/* Prints the plan's Placement (--dump-after=plan). */
+static void dump_placement(const CliOptions *o, const PlanResult *r) {
+    if (!o->dump_after || (strcmp(o->dump_after, "plan") && strcmp(o->dump_after, "all"))) return;
+    StrBuf b;
+    sb_init(&b);
+    placement_print(r->pl, &b);
+    fprintf(stderr, "; ---- placement after plan ----\n%s", sb_cstr(&b));
+    sb_free(&b);
+}
+
+/* Lowers the plan's Placement (lower.h): one program per rank. NULL after
  * reporting why. */
-/* What kind of plan the ILP chose: 'd' every group as in the dp baseline
- * (the batch split over every axis), 'r' every op replicated, 0 otherwise.
- * 'p' every parameter whole and the work split over some mesh axes only
- * (*dp_axes, a bitmask): the batch over those, replicated over the rest (a
- * megatron plan whose tensor-parallel axis the planner left replicated).
- * *zero gets the smallest ZeRO stage among the groups owning parameters;
- * *split_param the first parameter a tensor-parallel plan splits (with its
- * spec), IR_NONE if none. */
-static char plan_kind(const PlanResult *r, int *zero, unsigned *dp_axes, ValueId *split_param,
-                      ShardSpec *split_spec) {
-    const IlpProblem *p = r->prob;
-    bool params_whole = true;
-    *dp_axes = 0;
-    *split_param = IR_NONE;
-    int dpi = -1;
-    for (int i = 0; i < r->n_base; i++)
-        if (!strcmp(r->base[i].name, "dp") && r->base[i].applicable) dpi = i;
-    bool all_dp = dpi >= 0, all_rep = true;
-    *zero = 3;
-    for (int gi = 0; gi < p->n_groups; gi++) {
-        const IlpGroup *G = &p->groups[gi];
-        if (all_dp && r->choice.strat[gi] != r->base[dpi].choice.strat[gi]) all_dp = false;
-        for (int m = 0; m < G->n_members; m++) {
-            const ShardStrategy *st = &G->members[m].st[G->strats[r->choice.strat[gi]].member_st[m]];
-            for (int a = 0; a < r->mesh.n_axes; a++)
-                if (st->iter_of_axis[a] >= 0 && r->mesh.size[a] > 1) {
-                    all_rep = false;
-                    *dp_axes |= 1u << a;
-                }
-            const Node *nd = ir_node(p->g, G->members[m].node);
-            for (int i = 0; i < nd->n_in && i < st->n_in; i++)
-                if (ir_val(p->g, nd->in[i])->role == ROLE_PARAM)
-                    for (int d = 0; d < st->in[i].rank; d++)
-                        if (st->in[i].n[d] && params_whole) { /* the first one, for the message */
-                            params_whole = false;
-                            *split_param = nd->in[i];
-                            *split_spec = st->in[i];
-                        }
-        }
-        if (G->n_params && r->choice.zero[gi] < *zero) *zero = r->choice.zero[gi];
-    }
-    if (*zero == 3) *zero = 0;
-    return all_dp ? 'd' : all_rep ? 'r' : params_whole ? 'p' : 0;
-}
-
-/* A plan that splits parameters (tensor parallel): the sharded lowering
- * (compiler/lower/spec.c) with the plan's strategy of every forward op. */
-static LowerProgram *lower_sharded(const Graph *g, const PlanResult *r) {
-    const IlpProblem *p = r->prob;
-    const ShardStrategy **st = ir_alloc(sizeof *st * (size_t)(g->n_nodes + 1));
-    int8_t *zero = ir_alloc(sizeof(int8_t) * (size_t)(g->n_values + 1));
-    for (NodeId id = 0; id < g->n_nodes; id++) {
-        int gi = p->group_of_node[id];
-        if (gi < 0) continue;
-        const IlpGroup *G = &p->groups[gi];
-        int m = p->member_of_node[id];
-        st[id] = &G->members[m].st[G->strats[r->choice.strat[gi]].member_st[m]];
-        const Node *nd = ir_node(g, id); /* ZeRO: the stage of the group owning the parameter */
-        for (int i = 0; G->n_params && i < nd->n_in; i++)
-            if (ir_val(g, nd->in[i])->role == ROLE_PARAM && !zero[nd->in[i]]) zero[nd->in[i]] = (int8_t)r->choice.zero[gi];
-    }
-    int *rc = ir_alloc(sizeof(int) * (size_t)(g->n_blocks + 1));
-    for (int k = 0; k < p->n_blocks; k++) {
-        int b = ir_find_block(g, p->blocks[k].name);
-        if (b >= 0) rc[b] = r->choice.count[k][RC_FULL] + r->choice.count[k][RC_SELECTIVE];
-    }
-    LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .mesh = &r->mesh,
-                       .node_st = (const ShardStrategy *const *)st,
-                       .param_zero = zero,
-                       .flops_per_s = r->cl.peak_flops[r->cm.dtype] > 0 ? r->cl.peak_flops[r->cm.dtype] : 1e12};
+static LowerProgram *lower_plan(const CliOptions *o, const Graph *g, const PlanResult *r) {
     StrBuf err;
     sb_init(&err);
-    LowerProgram *lp = lower_build(g, &lo, &err);
-    if (lp) lp->opt.node_st = NULL, lp->opt.recompute = NULL, lp->opt.param_zero = NULL; /* freed below */
-    if (!lp)
-        diag_plain("try --strategy dp or zero1-3 (the batch split only), or --recompute none",
-                   "cannot lower the tensor-parallel plan: %s", sb_cstr(&err));
-    sb_free(&err);
-    ir_free(rc);
-    ir_free(st);
-    ir_free(zero);
-    return lp;
-}
-
-static LowerProgram *lower_plan(const Graph *g, const PlanResult *r) {
-    int world = r->mesh.n_devices;
-    int zero = 0, busy_axes = 0;
-    for (int a = 0; a < r->mesh.n_axes; a++) busy_axes += r->mesh.size[a] > 1;
-    bool dp_like = !strncmp(r->chosen, "dp", 2) ||
-                   (!strncmp(r->chosen, "zero", 4) && r->chosen[4] >= '1' && r->chosen[4] <= '3');
-    if (!strncmp(r->chosen, "zero", 4)) zero = r->chosen[4] - '0';
-    char kind = 'd';
-    unsigned dp_axes = 0;
-    bool megatron = !strncmp(r->chosen, "megatron", 8);
-    ValueId split_param = IR_NONE;
-    ShardSpec split_spec = {0};
-    if ((!strcmp(r->chosen, "ilp") || megatron) && world > 1) { /* lowerable when uniform */
-        kind = plan_kind(r, &zero, &dp_axes, &split_param, &split_spec);
-        dp_like = kind != 0 && !(kind == 'p' && zero);
-    }
-    if (world > 1 && kind == 0 && split_param != IR_NONE) /* tensor parallel */
-        return lower_sharded(g, r);
-    if (world > 1 && (!dp_like || (zero && busy_axes > 2))) {
-        StrBuf why;
-        sb_init(&why);
-        if (split_param != IR_NONE) {
-            sb_printf(&why, " with ZeRO stage %d and splits parameter %%%s as ", zero, ir_val(g, split_param)->name);
-            shard_spec_print(&why, &split_spec);
-            sb_puts(&why, " (tensor parallel and ZeRO together)");
-        } else if (kind == 'p' && zero) {
-            sb_puts(&why, " with ZeRO and the batch over some mesh axes only");
-        } else if (zero && busy_axes > 2) {
-            sb_printf(&why, " with ZeRO over %d mesh axes", busy_axes);
-        }
-        diag_plain("generate with --zero 0 (tensor parallel without ZeRO), --strategy megatron|dp|zero1|zero2|zero3 "
-                   "(ZeRO over at most two mesh axes), or for one device (--cluster h100:1x1)",
-                   "the plan chose '%s' on a mesh of %d devices%s; this build lowers data-parallel, "
-                   "replicated and ZeRO-1/2/3 plans, and tensor-parallel plans without ZeRO",
-                   r->chosen, world, sb_cstr(&why));
-        sb_free(&why);
-        return NULL;
-    }
-    /* recompute: per graph block, the instances the plan recomputes (selective
-     * is lowered as full: the same values, less memory than priced) */
-    int *rc = ir_alloc(sizeof(int) * (size_t)(g->n_blocks + 1));
-    for (int k = 0; k < r->prob->n_blocks; k++) {
-        int b = ir_find_block(g, r->prob->blocks[k].name);
-        if (b >= 0) rc[b] = r->choice.count[k][RC_FULL] + r->choice.count[k][RC_SELECTIVE];
-    }
-    StrBuf err;
-    sb_init(&err);
-    int64_t zinner = 1; /* ZeRO over two busy axes: the inner one's size */
-    if (busy_axes == 2)
-        for (int a = 0; a < r->mesh.n_axes; a++)
-            if (r->mesh.size[a] > 1) zinner = r->mesh.size[a];
-    int dp = kind == 'r' ? 1 : world;
-    if (kind == 'p') { /* the batch over the plan's split axes only */
-        dp = 1;
-        for (int a = 0; a < r->mesh.n_axes; a++)
-            if (dp_axes & (1u << a)) dp *= r->mesh.size[a];
-    }
-    LowerOptions lo = {.dp = dp, .zranks = world, .zero = world > 1 ? zero : 0,
-                       .alignment = 256, .recompute = rc, .zinner = zinner,
-                       .dp_axes = kind == 'p' ? dp_axes : 0};
-    LowerProgram *lp = lower_build(g, &lo, &err);
-    ir_free(rc);
-    if (!lp)
-        diag_plain("try a batch the ranks divide, or fewer ranks", "cannot lower the plan: %s",
-                   sb_cstr(&err));
+    const char *hint = "";
+    const char *pass = NULL; /* --dump-after=lower.PASS, or all */
+    if (o->dump_after && !strncmp(o->dump_after, "lower.", 6)) pass = o->dump_after + 6;
+    if (o->dump_after && !strcmp(o->dump_after, "all")) pass = "all";
+    LowerProgram *lp = lower_placement(g, r->pl, pass, &err, &hint);
+    if (!lp) diag_plain(hint, "%s", sb_cstr(&err));
     sb_free(&err);
     return lp;
 }
@@ -362,7 +243,8 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
                             "memory plan exceeded the %s asked for\n", lb);
         }
         if (!r) return EXIT_USER;
-        lp = lower_plan(g, r);
+        dump_placement(o, r);
+        lp = lower_plan(o, g, r);
         if (!lp) {
             plan_free(r);
             return EXIT_USER;
@@ -493,6 +375,7 @@ static int run_planner(const CliOptions *o, const Graph *g) {
     planner_options(o, &po);
     PlanResult *r = plan_solve(g, &po);
     if (!r) return EXIT_USER;
+    dump_placement(o, r);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     const char *dir = o->output ? o->output : ".";
@@ -518,8 +401,7 @@ static int run_report(int argc, char **argv) {
     if (rc == EXIT_OK) {
         if (!ro.output || !strcmp(ro.output, "-")) fputs(sb_cstr(&b), stdout);
         else {
-            FILE *fp = fopen(ro.output, "wb");
-            if (!fp || fwrite(b.data, 1, b.len, fp) != b.len || fclose(fp) != 0) {
+            if (ir_write_file_atomic(ro.output, b.data, b.len) != 0) {
                 diag_plain("check that the directory exists and is writable", "cannot write '%s': %s",
                            ro.output, strerror(errno));
                 rc = EXIT_USER;
@@ -538,6 +420,7 @@ int main(int argc, char **argv) {
     int exit_now;
     cli_parse(argc, argv, &o, &exit_now);
     if (exit_now >= 0) return exit_now;
+    if (o.cluster && !cluster_ok(o.cluster)) return EXIT_USER; /* checked even when nothing is planned */
 
     Graph *g = load(&o);
     if (!g) return EXIT_USER;

@@ -261,6 +261,12 @@ Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err) {
         sb_printf(err, "micro_batches must be >= 1, got %d", o->micro_batches);
         return NULL;
     }
+    /* the training graph holds a few times the forward's nodes and values: stay inside ir_build's limits */
+    if (fwd->n_nodes > IR_MAX_NODES / 8 || fwd->n_values > IR_MAX_VALUES / 8) {
+        sb_printf(err, "the forward graph has %d nodes and %d values; a training graph is built for at most %d and %d",
+                  fwd->n_nodes, fwd->n_values, IR_MAX_NODES / 8, IR_MAX_VALUES / 8);
+        return NULL;
+    }
     static const char *const reserved[] = {"lr", "step", "loss_scale", "loss_scale.good_steps", "grad_norm_sq", "grad_coef"};
     if (!unique_names_free(fwd, reserved, 6, err)) return NULL;
     if (!suffixes_free(fwd, err)) return NULL;

@@ -6,8 +6,11 @@
 #include "base.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 long ir_alloc_fail_after = -1;
 FILE *diag_stream;
@@ -162,28 +165,95 @@ void sb_printf(StrBuf *b, const char *fmt, ...) {
 const char *sb_cstr(StrBuf *b) { return b->data ? b->data : ""; }
 
 char *ir_read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    StrBuf b;
-    sb_init(&b);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        sb_reserve(&b, n);
-        memcpy(b.data + b.len, chunk, n);
-        b.len += n;
-        b.data[b.len] = 0;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        sb_free(&b);
-        errno = EIO;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    int bad = fstat(fd, &st) != 0 ? errno
+              : S_ISDIR(st.st_mode) ? EISDIR
+              : !S_ISREG(st.st_mode) ? IR_ENOTREG
+              : (uint64_t)st.st_size > IR_MAX_FILE_BYTES ? EFBIG : 0;
+    if (bad) {
+        close(fd);
+        errno = bad;
         return NULL;
     }
-    if (!b.data) sb_reserve(&b, 0), b.data[0] = 0;
-    if (len) *len = b.len;
-    return b.data;
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = ir_alloc(cap);
+    for (;;) {
+        if (n + 1 == cap) { /* the file grew while we read it */
+            if (cap > IR_MAX_FILE_BYTES) {
+                ir_free(buf);
+                close(fd);
+                errno = EFBIG;
+                return NULL;
+            }
+            cap *= 2;
+            buf = ir_realloc(buf, cap);
+        }
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            ir_free(buf);
+            close(fd);
+            errno = e;
+            return NULL;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+const char *ir_strerror(int err) {
+    return err == IR_ENOTREG ? "not a regular file (a directory, FIFO or device)" : strerror(err);
+}
+
+int ir_write_file_atomic(const char *path, const void *data, size_t len) {
+    static unsigned serial;
+    const char *slash = strrchr(path, '/');
+    size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
+    StrBuf tmp;
+    sb_init(&tmp);
+    sb_printf(&tmp, "%.*s.%s.tmp-%ld-%u", (int)dlen, path, slash ? slash + 1 : path, (long)getpid(), serial++);
+    int fd = open(tmp.data, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        int e = errno;
+        sb_free(&tmp);
+        errno = e;
+        return -1;
+    }
+    const char *p = data;
+    size_t left = len;
+    int rc = 0;
+    while (left && rc == 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            if (w == 0) errno = ENOSPC;
+            rc = -1;
+        } else p += w, left -= (size_t)w;
+    }
+    if (rc == 0 && fsync(fd) != 0 && errno != EINVAL) rc = -1; /* EINVAL: a file system without fsync */
+    int e = errno;
+    if (close(fd) != 0 && rc == 0) rc = -1, e = errno;
+    if (rc == 0 && rename(tmp.data, path) != 0) rc = -1, e = errno;
+    if (rc != 0) unlink(tmp.data);
+    else { /* the rename itself survives a crash once the directory is synced */
+        StrBuf dir;
+        sb_init(&dir);
+        sb_printf(&dir, "%.*s", (int)dlen, path);
+        int dfd = open(dlen ? dir.data : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) fsync(dfd), close(dfd);
+        sb_free(&dir);
+    }
+    sb_free(&tmp);
+    errno = e;
+    return rc;
 }
 
 /* ---- diagnostics --------------------------------------------------------- */

@@ -82,8 +82,26 @@ void sb_printf(StrBuf *b, const char *fmt, ...) IR_PRINTF(2, 3);
 void sb_vprintf(StrBuf *b, const char *fmt, va_list ap);
 const char *sb_cstr(StrBuf *b);                  /* "" when empty */
 
-/* Reads a whole file; NULL with errno set on failure. *len excludes the NUL. */
+/* Reads a whole regular file of at most IR_MAX_FILE_BYTES; NULL with errno
+ * set on failure (IR_ENOTREG for a directory, FIFO or device, which are
+ * refused before reading: a FIFO would block). *len excludes the NUL. */
+#define IR_MAX_FILE_BYTES ((size_t)1 << 30)
+#define IR_ENOTREG 4096 /* an errno value of ours: not a regular file */
 char *ir_read_file(const char *path, size_t *len);
+/* strerror(), knowing IR_ENOTREG. */
+const char *ir_strerror(int err);
+
+/* Writes len bytes to path atomically: a temporary in the same directory,
+ * fsync, rename over path. Returns 0, or -1 with errno set; on failure path
+ * is untouched and the temporary removed. Every file the compiler writes
+ * goes through here. */
+int ir_write_file_atomic(const char *path, const void *data, size_t len);
+
+/* ---- checked arithmetic --------------------------------------------------- */
+
+/* *out = a * b (a + b); false when it overflows int64_t (then *out is unset). */
+static inline int ir_mul_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+static inline int ir_add_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
 
 /* ---- diagnostics --------------------------------------------------------- */
 

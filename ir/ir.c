@@ -4,6 +4,7 @@
  */
 #include "ir.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "ops.h"
@@ -44,6 +45,20 @@ Shape ir_shape(int rank, const int64_t *dims) {
     IR_ASSERT(rank >= 0 && rank <= IR_MAX_DIMS);
     for (int i = 0; i < rank; i++) s.d[i] = dims[i];
     return s;
+}
+
+bool ir_shape_check(Shape s, StrBuf *err) {
+    int64_t n = 1;
+    for (int i = 0; i < s.rank; i++) {
+        if (s.d[i] < 0 || !ir_mul_ok(n, s.d[i], &n) || n > IR_MAX_NUMEL) {
+            sb_puts(err, "shape ");
+            ir_shape_print(err, s);
+            if (s.d[i] < 0) sb_puts(err, " has a negative dim");
+            else sb_printf(err, " has more than 2^48 elements");
+            return false;
+        }
+    }
+    return true;
 }
 
 int64_t ir_shape_numel(Shape s) {
@@ -217,8 +232,20 @@ NodeId ir_build(Graph *g, int op, const ValueId *in, int n_in, const Attr *attrs
                 return IR_NONE;
             }
     }
+    for (int i = 0; i < o->n_attrs; i++)
+        if (o->attrs[i].kind == ATTR_FLOAT && !isfinite(at[i].f)) {
+            sb_printf(err, "%s's attribute '%s' is %g; it must be a finite number", o->name, o->attrs[i].name, at[i].f);
+            return IR_NONE;
+        }
     IterSpace is;
     if (!ir_check(g, op, in, n_in, at, &is, err)) return IR_NONE;
+    for (int k = 0; k < is.n_out; k++)
+        if (!ir_shape_check(is.out_shape[k], err)) return IR_NONE;
+    if (g->n_nodes >= IR_MAX_NODES || g->n_values + is.n_out > IR_MAX_VALUES) {
+        sb_printf(err, "the graph has more than %d nodes or %d values (is a size or loop count far too large?)",
+                  IR_MAX_NODES, IR_MAX_VALUES);
+        return IR_NONE;
+    }
 
     IR_GROW(g->nodes, g->n_nodes, g->cap_nodes);
     NodeId id = g->n_nodes++;

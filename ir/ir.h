@@ -61,8 +61,17 @@ typedef struct Shape {
     int64_t d[IR_MAX_DIMS];
 } Shape;
 
+/* Limits on what a graph may hold: a tensor's elements, nodes and values. A
+ * shape or graph beyond them is a user error (ir_shape_check, ir_build), so
+ * volumes, byte sizes and counts stay far inside int64_t / int. */
+#define IR_MAX_NUMEL ((int64_t)1 << 48)
+#define IR_MAX_NODES (1 << 20)
+#define IR_MAX_VALUES (1 << 22)
+
 Shape ir_shape(int rank, const int64_t *dims);
-int64_t ir_shape_numel(Shape s);
+/* false, with a message, when a dim is negative or the volume exceeds IR_MAX_NUMEL. */
+bool ir_shape_check(Shape s, StrBuf *err);
+int64_t ir_shape_numel(Shape s); /* of a checked shape */
 bool ir_shape_eq(Shape a, Shape b);
 void ir_shape_print(StrBuf *b, Shape s);     /* "[4,64,768]", "[]" for scalars */
 

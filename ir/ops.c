@@ -533,10 +533,8 @@ bool rule_attention(const OpArgs *a, IterSpace *is, StrBuf *err) {
     /* 2 FLOPs per multiply-add in q·k and in p·v, over the (t, s) pairs that
      * the mask keeps: all of them, or s <= t + (S - T) when causal. */
     double pairs = (double)T * (double)S;
-    if (causal) {
-        pairs = 0;
-        for (int64_t t = 0; t < T; t++) pairs += (double)(t + S - T + 1);
-    }
+    if (causal) /* sum over t < T of (t + S - T + 1), in closed form (T may be huge) */
+        pairs = (double)T * (double)(S - T + 1) + (double)T * (double)(T - 1) / 2;
     is->flops = 4.0 * (double)q.d[0] * (double)q.d[2] * (double)q.d[3] * pairs;
     return true;
 }

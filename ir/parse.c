@@ -191,8 +191,8 @@ static bool parse_num(Parser *ps, double *out) {
     snprintf(buf, sizeof buf, "%.*s", (int)(ps->tok.n < 63 ? ps->tok.n : 63), ps->tok.s);
     char *end;
     *out = strtod(buf, &end);
-    if (*end) {
-        perr(ps, ps->tok, NULL, "number '%s' is malformed", buf);
+    if (*end || !isfinite(*out)) {
+        perr(ps, ps->tok, NULL, *end ? "number '%s' is malformed" : "number '%s' is not finite", buf);
         return false;
     }
     next(ps);
@@ -228,6 +228,12 @@ static bool parse_type(Parser *ps, DType *dt, Shape *sh) {
         sh->d[sh->rank++] = d;
         if (!list_sep(ps, "]")) return false;
     }
+    StrBuf e;
+    sb_init(&e);
+    bool ok = ir_shape_check(*sh, &e);
+    if (!ok) perr(ps, ps->tok, NULL, "%s", sb_cstr(&e));
+    sb_free(&e);
+    if (!ok) return false;
     next(ps);
     return true;
 }

@@ -12,6 +12,7 @@ PKGS=(
   libopenblas-dev libblis-dev                    # CPU GEMM (chosen by measurement, see docs/runtime.md)
   libblis4-openmp                                # colrt loads BLIS's OpenMP build at run time
   libcjson-dev                                   # JSON: cluster files, plan, safetensors headers
+  zlib1g-dev                                     # CRC-32 of checkpoint files
   python3
   python3-jsonschema                             # tests: plan JSON against docs/plan.schema.json
   chromium                                       # tests: the HTML report in headless Chromium

@@ -393,8 +393,7 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
             const GInst *e = &gi[pass ? n - 1 - k : k];
             const IlpGroup *G = &p->groups[e->group];
             const IlpStrat *S = &G->strats[r->choice.strat[e->group]];
-            double tr = S->transient;
-            if (r->choice.zero[e->group] == 3) tr = fmax(tr, S->param_local);
+            double tr = ilp_transient(S, r->choice.zero[e->group]);
             if (pass == 1 && e->pol != RC_NONE) tr = fmax(tr, block_none[e->block]);
             if (pass == 0) acts += S->act[e->pol];
             double live = base + acts + tr;
@@ -615,13 +614,83 @@ static double tokens_per_step(const Graph *g, int64_t batch) {
     return (double)batch;
 }
 
+/* A node the planner did not price on its own (the backward and update
+ * nodes the completion rule placed, placement.c): its strategy and specs as
+ * the Placement gives them, its compute priced with cost_op. */
+static cJSON *rule_op_json(const Graph *g, const PlanResult *r, NodeId n, StrBuf *b) {
+    const Placement *pl = r->pl;
+    const Node *nd = ir_node(g, n);
+    const Value *out = ir_val(g, nd->out[0]);
+    PlacePhase ph = placement_phase(g, n);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", out->name);
+    cJSON_AddStringToObject(o, "op", ir_op(nd->op)->name);
+    cJSON_AddStringToObject(o, "phase", placement_phase_name(ph));
+    cJSON_AddStringToObject(o, "placed_by", "rule");
+    cJSON_AddStringToObject(o, "group", "");
+    cJSON_AddItemToObject(o, "shape", shape_json(out->shape));
+    cJSON_AddStringToObject(o, "dtype", ir_dtype_name(cost_dtype(&r->cm, out->dtype)));
+    IterSpace is;
+    ir_itspace(g, n, &is);
+    CostOp co = {0};
+    cJSON *in = cJSON_CreateArray();
+    if (pl->keep_partial[n]) {
+        cJSON_AddStringToObject(o, "strategy", "as held (pending sum)");
+        cJSON_AddStringToObject(o, "words", "runs on its operands as they are held, leaving the sum pending");
+        for (int i = 0; i < nd->n_in; i++) {
+            sb_clear(b);
+            shard_spec_print(b, &pl->spec[nd->in[i]]);
+            cJSON_AddItemToArray(in, cJSON_CreateString(sb_cstr(b)));
+        }
+        sb_clear(b);
+        shard_spec_print(b, &pl->spec[nd->out[0]]);
+        co.flops = ir_node_flops(g, n);
+    } else {
+        const ShardStrategy *st = &pl->st[n];
+        sb_clear(b);
+        shard_strategy_name(b, &is, st);
+        cJSON_AddStringToObject(o, "strategy", sb_cstr(b));
+        sb_clear(b);
+        plan_strategy_words(b, g, n, &is, st, r->batch);
+        cJSON_AddStringToObject(o, "words", sb_cstr(b));
+        for (int i = 0; i < nd->n_in; i++) {
+            sb_clear(b);
+            shard_spec_print(b, &st->in[i]);
+            cJSON_AddItemToArray(in, cJSON_CreateString(sb_cstr(b)));
+        }
+        cost_op(&r->cm, g, n, &is, st, &co);
+        sb_clear(b);
+        shard_spec_print(b, &st->out[0]);
+    }
+    cJSON_AddItemToObject(o, "inputs", in);
+    cJSON_AddStringToObject(o, "output", sb_cstr(b));
+    /* cost_op prices a node as a forward op: its fwd_s is this node's own time */
+    cJSON_AddNumberToObject(o, "forward_s", 0);
+    cJSON_AddNumberToObject(o, "backward_s", 0);
+    cJSON_AddNumberToObject(o, "compute_s", co.fwd_s);
+    cJSON_AddNumberToObject(o, "comm_s", 0);
+    cJSON_AddNumberToObject(o, "flops", co.flops);
+    double ib = 0;
+    for (int i = 0; i < nd->n_in; i++) ib += co.in_bytes[i];
+    cJSON_AddNumberToObject(o, "input_bytes", ib);
+    cJSON_AddNumberToObject(o, "output_bytes", co.out_bytes[0]);
+    if (nd->block >= 0) {
+        cJSON_AddStringToObject(o, "block", g->blocks[nd->block].name);
+        cJSON_AddNumberToObject(o, "instance", nd->instance);
+    }
+    return o;
+}
+
 void plan_json_ops(cJSON *ops, const Graph *g, const PlanResult *r) {
     const IlpProblem *p = r->prob;
     int *owner = param_owners(g, p);
     StrBuf b;
     sb_init(&b);
     for (int n = 0; n < g->n_nodes; n++) {
-        if (p->group_of_node[n] < 0) continue;
+        if (p->group_of_node[n] < 0) {
+            if (r->pl && r->pl->has_st[n]) cJSON_AddItemToArray(ops, rule_op_json(g, r, n, &b));
+            continue;
+        }
         const Node *nd = ir_node(g, n);
         const IlpMember *mem;
         const ShardStrategy *st = chosen_strategy(r, n, &mem);
@@ -629,6 +698,8 @@ void plan_json_ops(cJSON *ops, const Graph *g, const PlanResult *r) {
         const Value *out = ir_val(g, nd->out[0]);
         cJSON_AddStringToObject(o, "name", out->name);
         cJSON_AddStringToObject(o, "op", ir_op(nd->op)->name);
+        cJSON_AddStringToObject(o, "phase", placement_phase_name(placement_phase(g, n)));
+        cJSON_AddStringToObject(o, "placed_by", "planner");
         cJSON_AddStringToObject(o, "group", p->groups[p->group_of_node[n]].name);
         if (mem->node != n) cJSON_AddStringToObject(o, "same_as", ir_val(g, ir_node(g, mem->node)->out[0])->name);
         cJSON_AddItemToObject(o, "shape", shape_json(out->shape));

@@ -39,6 +39,10 @@ void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src) 
 
 static double maxd(double a, double b) { return a > b ? a : b; }
 
+double ilp_transient(const IlpStrat *S, int z) {
+    return S->transient + (z >= 2 ? S->param_local : 0);
+}
+
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     IlpPrice r;
     memset(&r, 0, sizeof r);
@@ -55,8 +59,7 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         r.optimizer_s += g->mult * S->opt_s[z];
         r.gather_s += g->mult * S->gather_s[z];
         r.mem_params += g->mult * S->mem_static[z];
-        r.mem_transient = maxd(r.mem_transient, S->transient);
-        if (z == 3) r.mem_transient = maxd(r.mem_transient, S->param_local);
+        r.mem_transient = maxd(r.mem_transient, ilp_transient(S, z));
         if (g->block < 0) {
             r.mem_acts += S->act[RC_NONE];
         } else {

@@ -260,7 +260,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 if (G->block < 0) mem += S->act[RC_NONE];
                 else if (fixed_rc >= 0) mem += p->blocks[G->block].instances * S->act[fixed_rc];
                 put(lp, m->mem_row, c, mem * ms);
-                put(lp, trow, c, -maxd(S->transient, z == 3 ? S->param_local : 0) * ms);
+                put(lp, trow, c, -ilp_transient(S, z) * ms);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + G->mult * S->bwd_s) * ts);
                 if (p->n_layers) put(lp, erow2, c, -G->mult * S->sync_s[z] / p->n_layers * ts);
             }

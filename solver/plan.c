@@ -43,20 +43,24 @@ void plan_free(PlanResult *r) {
     ilp_baselines_free(r->base, r->n_base);
     ilp_result_free(&r->res);
     ilp_problem_free(r->prob);
+    placement_free(r->pl);
     ir_free(r->sweep);
     ir_free(r);
 }
 
-/* Whether a baseline respects --zero and --recompute when they are fixed
- * (it may then replace the ILP's plan; a baseline named by --strategy may
- * not need to). */
-static bool baseline_allowed(const char *name, const PlanOptions *o) {
-    bool rec = strstr(name, "-recompute") != NULL;
-    int zero = !strncmp(name, "zero", 4) ? name[4] - '0' : 0;
-    if (o->zero && strcmp(o->zero, "auto") && atoi(o->zero) != zero) return false;
+/* Whether a baseline's choice respects --zero and --recompute when they are
+ * fixed (it may then replace the ILP's plan; a baseline named by --strategy
+ * may not need to): read from its stages and recompute counts, not its name. */
+static bool baseline_allowed(const IlpProblem *p, const IlpChoice *c, const PlanOptions *o) {
+    if (o->zero && strcmp(o->zero, "auto")) {
+        int zero = atoi(o->zero);
+        for (int gi = 0; gi < p->n_groups; gi++)
+            if (p->groups[gi].n_params && c->zero[gi] != zero) return false;
+    }
     if (o->recompute && strcmp(o->recompute, "auto")) {
-        if (!strcmp(o->recompute, "none") && rec) return false;
-        if (strcmp(o->recompute, "none") && !rec) return false;
+        int pol = !strcmp(o->recompute, "none") ? RC_NONE : !strcmp(o->recompute, "selective") ? RC_SELECTIVE : RC_FULL;
+        for (int k = 0; k < p->n_blocks; k++)
+            if (c->count[k][pol] != p->blocks[k].instances) return false;
     }
     return true;
 }
@@ -90,7 +94,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
         /* a baseline lies in the ILP's space: if the solver stopped (gap, time
          * limit) above one that fits, or found nothing, the baseline is the plan */
         if (forced ? !strcmp(b->name, o->strategy)
-                   : b->fits && baseline_allowed(b->name, o) && (!r->chosen || b->price.step_s < r->price.step_s)) {
+                   : b->fits && baseline_allowed(r->prob, &b->choice, o) && (!r->chosen || b->price.step_s < r->price.step_s)) {
             r->chosen = b->name;
             r->choice = b->choice;
             r->price = b->price;
@@ -287,6 +291,22 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
     best->meshes_tried = nm;
     best->solve_s = solve_s;
     if (o->sweep_points > 0) plan_sweep(g, o, &cl, meshes, nm, dt, limit, &fix, best);
+    StrBuf perr;
+    sb_init(&perr);
+    best->pl = plan_placement(g, best, o->lowerable, &perr);
+    if (!best->pl) {
+        diag_plain("try --strategy dp or zero1-3 (the batch split only), or --recompute none",
+                   "the plan '%s' cannot be completed into a placement of every node: %s", best->chosen, sb_cstr(&perr));
+        sb_free(&perr);
+        plan_free(best);
+        return NULL;
+    }
+    if (!placement_verify(best->pl, &perr)) { /* an internal error: the planner made it */
+        fprintf(stderr, "colossal-compile: internal error: %s:%d: the planner's placement is inconsistent: %s\n",
+                __FILE__, __LINE__, sb_cstr(&perr));
+        exit(3);
+    }
+    sb_free(&perr);
     return best;
 }
 
@@ -440,9 +460,10 @@ bool plan_write(const Graph *g, const PlanResult *r, const char *dir, double com
     size_t n = strlen(dir) + strlen(g->name) + 16;
     char *path = ir_alloc(n);
     snprintf(path, n, "%s/%s.plan.json", dir, g->name);
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0) ok = false;
+    size_t tn = strlen(text);
+    text[tn] = '\n'; /* the file ends with a newline: written from the NUL's place */
+    bool ok = ir_write_file_atomic(path, text, tn + 1) == 0;
+    text[tn] = 0;
     if (!ok)
         diag_plain("check that the directory is writable", "cannot write '%s': %s", path,
                    strerror(errno));

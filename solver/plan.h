@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "placement.h"
 #include "solver.h"
 
 typedef struct PlanOptions {
@@ -60,12 +61,21 @@ typedef struct PlanResult {
     double mip_gap;             /* the gap the solver was asked for */
     int n_sweep;                /* --sweep-mem: the best plan at each limit */
     PlanSweepPoint *sweep;
+    Placement *pl;              /* the plan as the lowering reads it (placement.c) */
 } PlanResult;
 
 /* Plans g. Returns NULL after reporting a user error (bad cluster, mesh,
  * option, or no plan fits: with the smallest memory that would fit). */
 PlanResult *plan_solve(const Graph *g, const PlanOptions *o);
 void plan_free(PlanResult *r);
+
+/* ---- placement.c: the plan as a Placement ---------------------------------- */
+
+/* Every node's strategy (the plan's for the nodes it chose, the completion
+ * rule's for the backward and the update), every parameter's ZeRO stage, the
+ * recompute counts and micro-batches. lowerable: no strategy splitting an
+ * iterator the generated kernels need whole. NULL with the reason in err. */
+Placement *plan_placement(const Graph *g, const PlanResult *r, bool lowerable, StrBuf *err);
 
 /* Writes the plan as JSON (docs/plan-format.md). */
 char *plan_json(const Graph *g, const PlanResult *r, double compile_s);

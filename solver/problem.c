@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "placement.h"
 #include "solver.h"
 
 static const char *const rc_names[] = {"none", "selective", "full"};
@@ -53,11 +54,6 @@ static unsigned saved_mask(int op) {
     }
 }
 
-static bool is_heavy(int op) {
-    OpClass c = ir_op(op)->cls;
-    return c == OPC_MATMUL || c == OPC_ATTENTION;
-}
-
 /* ---- building ----------------------------------------------------------------- */
 
 typedef struct Builder {
@@ -68,6 +64,8 @@ typedef struct Builder {
     int *inst_key;     /* node -> block * 65536 + instance, or -1 */
     bool *saved;       /* value saved for backward */
     bool *block_out;   /* value leaves its block instance */
+    bool *grad_in_place; /* value read only by cross_entropy: its gradient is written over
+                          * it (the lowering fuses the loss and its backward, ce_grad) */
     int *param_owner;  /* value -> owning node (first use) or -1 */
 } Builder;
 
@@ -140,6 +138,15 @@ static void mark_values(Builder *b) {
         if (m & 0x100)
             for (int r = 0; r < nd->n_out; r++) b->saved[nd->out[r]] = true;
     }
+    /* logits read only by the loss: their gradient takes their buffer */
+    int *readers = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (!is_forward(g, n)) continue;
+        const Node *nd = ir_node(g, n);
+        for (int i = 0; i < nd->n_in; i++) readers[nd->in[i]] += nd->op == OP_CROSS_ENTROPY && i == 0 ? 1 : 1000;
+    }
+    for (ValueId v = 0; v < g->n_values; v++) b->grad_in_place[v] = readers[v] == 1;
+    ir_free(readers);
     /* a reshape is a view: its saved result is its operand's storage */
     for (int n = g->n_nodes - 1; n >= 0; n--) {
         const Node *nd = ir_node(g, n);
@@ -358,16 +365,19 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             cost_op(cm, g, mem->node, &mem->is, st, &co);
             S->fwd_s += co.fwd_s;
             S->bwd_s += co.bwd_s;
-            if (!is_heavy(nd->op)) S->rec_sel_s += co.fwd_s;
+            if (!placement_selective_keeps(nd->op)) S->rec_sel_s += co.fwd_s; /* re-run under selective */
             double work = 0;
+            /* the backward's gradient buffers: dX per activation operand, dY per
+             * result, except a gradient written over its (saved) value */
             for (int i = 0; i < nd->n_in; i++)
-                if (ir_val(g, nd->in[i])->role == ROLE_ACT) work += co.in_bytes[i];
+                if (ir_val(g, nd->in[i])->role == ROLE_ACT && !b->grad_in_place[nd->in[i]]) work += co.in_bytes[i];
             for (int r = 0; r < nd->n_out; r++) {
                 ValueId v = nd->out[r];
-                work += co.out_bytes[r];
+                if (!b->grad_in_place[v]) work += co.out_bytes[r];
                 double bytes = co.out_bytes[r] / div;
                 if (b->saved[v]) S->act[RC_NONE] += bytes;
-                if ((b->saved[v] && is_heavy(nd->op)) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
+                /* selective keeps the matrix products' results (the lowering's rule) */
+                if (placement_selective_keeps(nd->op) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
                 if (b->block_out[v]) S->act[RC_FULL] += bytes;
             }
             work /= div;
@@ -454,10 +464,11 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     bool accumulates = false; /* a training graph of one micro-batch (--emit code) */
     for (NodeId id = 0; id < g->n_nodes; id++) accumulates |= g->nodes[id].op == OP_GRAD_ACCUM;
     p->global_batch = p->batch * (accumulates ? p->opt.micro_batches : 1);
-    Builder b = {p, g, cm, NULL, NULL, NULL, NULL, NULL};
+    Builder b = {.p = p, .g = g, .cm = cm};
     b.rep = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     b.saved = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
     b.block_out = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
+    b.grad_in_place = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
     b.param_owner = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (int v = 0; v < g->n_values; v++) b.param_owner[v] = -1;
     find_representatives(&b);
@@ -480,6 +491,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     build_edges(&b);
     ir_free(b.rep);
     ir_free(b.saved);
+    ir_free(b.grad_in_place);
     ir_free(b.block_out);
     ir_free(b.param_owner);
     return p;

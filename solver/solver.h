@@ -115,6 +115,15 @@ typedef struct IlpPrice {
     double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes */
 } IlpPrice;
 
+/* The largest transient of one group instance under ZeRO stage z: its
+ * backward's gradient buffers (IlpStrat.transient), plus under stages 2 and
+ * 3 the whole gradient of its parameters (computed whole, then
+ * reduce-scattered into the slice; under stage 3 the gathered parameters,
+ * the same bytes, live at other nodes: the input gradient's, not the weight
+ * gradient's). The ILP's memory row, the evaluator and the report's timeline
+ * all read this. */
+double ilp_transient(const IlpStrat *S, int z);
+
 IlpChoice ilp_choice_new(const IlpProblem *p);
 void ilp_choice_free(IlpChoice *c);
 void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src);

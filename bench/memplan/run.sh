@@ -10,6 +10,7 @@ cc=$build/compiler/colossal-compile
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 gpt2=(examples/gpt2/gpt2.c --batch 8)
+gpt2xl=(examples/gpt2/gpt2.c -DN_LAYER=48 -DN_EMBD=1600 -DN_HEAD=25 --batch 8)
 llama7b=(examples/llama/llama.c -DN_LAYER=32 -DN_EMBD=4096 -DN_HEAD=32 -DN_KV_HEAD=32 -DFFN=11008 -DSEQ=4096 --batch 8)
 printf "%-10s %-28s %-6s %12s %12s %9s %12s %10s\n" model plan mesh arena_MB lower_MB arena/lb predicted_MB arena/pred
 run() { # name plan-label args...
@@ -38,6 +39,10 @@ run gpt2-124m "8 GPUs auto"                "${gpt2[@]}" --cluster h100:1x8
 run gpt2-124m "8 GPUs megatron 2x4"        "${gpt2[@]}" --cluster h100:1x8 --mesh 2x4 --strategy megatron
 run gpt2-124m "8 GPUs megatron 1x8"        "${gpt2[@]}" --cluster h100:1x8 --mesh 1x8 --strategy megatron
 run gpt2-124m "8 GPUs auto, no ZeRO"       "${gpt2[@]}" --cluster h100:1x8 --zero 0
+run gpt2-124m "1 GPU, selective"           "${gpt2[@]}" --cluster h100:1x1 --recompute selective
+run gpt2-124m "8 GPUs zero2, selective"    "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --zero 2 --recompute selective
+run gpt2-124m "8 GPUs dp, 4 micro-batches" "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --strategy dp --micro-batches 4
+run gpt2-1.5b "8 GPUs auto 2x4"            "${gpt2xl[@]}" --cluster h100:1x8 --mesh 2x4
 run llama-7b  "8 GPUs zero2, 1 TB limit"   "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy zero2 --mem 1TB
 run llama-7b  "8 GPUs zero2-recompute"     "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy zero2-recompute
 run llama-7b  "8 GPUs zero3-recompute"     "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy zero3-recompute

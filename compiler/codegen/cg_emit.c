@@ -143,11 +143,9 @@ static uint64_t fnv1a(const char *s) {
 static bool write_file(const char *dir, const char *name, const StrBuf *b) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(b->data, 1, b->len, f) != b->len || fclose(f) != 0) {
+    if (ir_write_file_atomic(path, b->data, b->len) != 0) {
         diag_plain("check that the output directory exists and is writable", "cannot write '%s': %s",
                    path, strerror(errno));
-        if (f) fclose(f);
         return false;
     }
     return true;

@@ -114,6 +114,12 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     cJSON_AddNumberToObject(low, "gradient_bucket_bytes", bucket_bytes);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);
     cJSON_AddNumberToObject(low, "reshardings", nrsh);
+    int rerun = 0, rerun_mm = 0; /* recompute: forward nodes re-run before a backward node */
+    for (NodeId id = 0; id < g->n_nodes; id++)
+        for (int k = 0; k < lp->n[id].n_recompute; k++, rerun++)
+            rerun_mm += placement_selective_keeps(ir_node(g, lp->n[id].recompute[k])->op);
+    cJSON_AddNumberToObject(low, "rerun_nodes", rerun);
+    cJSON_AddNumberToObject(low, "rerun_matmul_nodes", rerun_mm);
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     size_t n = strlen(txt);

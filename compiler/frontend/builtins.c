@@ -129,7 +129,11 @@ static ValueId build(Fe *fe, const Expr *call, int op, const ValueId *in, int n,
     const char *names[IR_MAX_OUT] = {result_name(fe, op, last)};
     ValueId out[IR_MAX_OUT];
     NodeId id = ir_build(fe->g, op, in, n, at, names, out, call->loc, &err);
-    IR_ASSERT(id != IR_NONE);
+    if (id == IR_NONE) { /* beyond the checks above: a limit of the graph (ir.h) or a non-finite attribute */
+        const char *msg = arena_strdup(&fe->arena, sb_cstr(&err));
+        sb_free(&err);
+        fe_fail(fe, call->loc, NULL, "%s", msg);
+    }
     sb_free(&err);
     return out[0];
 }
@@ -151,6 +155,14 @@ static Shape dims_from(Fe *fe, const Expr *call, const FeVal *args, int from) {
         fe_fail(fe, call->args[from + IR_MAX_DIMS]->loc, NULL,
                 "%s() got %d dims; tensors have at most %d", bname(call), n, IR_MAX_DIMS);
     for (int i = 0; i < n; i++) s.d[s.rank++] = dim_arg(fe, call, args, from + i, "a dimension");
+    StrBuf e;
+    sb_init(&e);
+    if (!ir_shape_check(s, &e)) { /* fe_fail does not return: the message moves to the arena first */
+        const char *msg = arena_strdup(&fe->arena, sb_cstr(&e));
+        sb_free(&e);
+        fe_fail(fe, call->loc, "dimensions are sizes of real tensors", "%s", msg);
+    }
+    sb_free(&e);
     return s;
 }
 
@@ -199,8 +211,8 @@ static FeVal bi_param(Fe *fe, const Expr *call, const FeVal *args) {
     check_name(fe, call, 0, args[0].s);
     const char *b = bname(call);
     if (!strcmp(b, "param_normal")) {
-        if (!(args[1].f >= 0))
-            fe_fail(fe, call->args[1]->loc, NULL, "the standard deviation must be >= 0");
+        if (!(args[1].f >= 0) || !isfinite(args[1].f))
+            fe_fail(fe, call->args[1]->loc, NULL, "the standard deviation must be finite and >= 0");
         return tensor_val(new_param(fe, call, args[0].s, NULL, dims_from(fe, call, args, 2),
                                     normal(args[1].f)));
     }
@@ -378,7 +390,7 @@ static FeVal bi_op(Fe *fe, const Expr *call, const FeVal *args) {
             IR_ASSERT(next < nscal);
             FeVal v = args[scal[next++]];
             if (kind == ATTR_FLOAT) at[s].f = v.t == TY_FLOAT ? v.f : (double)v.i;
-            else at[s].i = v.t == TY_INT ? v.i : (int64_t)v.f;
+            else at[s].i = v.t == TY_INT ? v.i : fe_float_to_int(fe, v.f, call->loc);
         }
         if (*p == ',') p++;
     }
@@ -424,7 +436,11 @@ static FeVal bi_split(Fe *fe, const Expr *call, const FeVal *args) {
     }
     ValueId out[IR_MAX_OUT];
     NodeId id = ir_build(fe->g, OP_SPLIT, &args[0].v, 1, at, names, out, call->loc, &err);
-    IR_ASSERT(id != IR_NONE);
+    if (id == IR_NONE) {
+        const char *msg = arena_strdup(&fe->arena, sb_cstr(&err));
+        sb_free(&err);
+        fe_fail(fe, call->loc, NULL, "%s", msg);
+    }
     sb_free(&err);
     IR_GROW(fe->splits, fe->n_splits, fe->cap_splits);
     fe->splits[fe->n_splits++] = (SplitMemo){args[0].v, axis, parts, id};

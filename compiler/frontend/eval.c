@@ -19,13 +19,22 @@ const char *fe_type_name(FeType t) {
     return names[t];
 }
 
-static FeVal coerce(FeVal v, FeType t) {
+int64_t fe_float_to_int(Fe *fe, double f, SrcLoc loc) {
+    /* C leaves a float outside the integer's range (or NaN) undefined: an error here */
+    if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0))
+        fe_fail(fe, loc, "the model language computes with 64-bit integers",
+                "converting %g to an integer overflows", f);
+    return (int64_t)f;
+}
+
+/* v as type t; e locates a failed conversion. */
+static FeVal coerce_at(Fe *fe, const Expr *e, FeVal v, FeType t) {
     if (v.t == t) return v;
     if (t == TY_FLOAT && v.t == TY_INT) {
         v.f = (double)v.i;
         v.t = TY_FLOAT;
     } else if (t == TY_INT && v.t == TY_FLOAT) {
-        v.i = (int64_t)v.f;
+        v.i = fe_float_to_int(fe, v.f, e->loc);
         v.t = TY_INT;
     } else if (t == TY_VOID) {
         v.t = TY_VOID;
@@ -42,7 +51,7 @@ static FeVal *slot(Fe *fe, int s) { return &fe->stack[fe->base + s]; }
 
 static FeVal arith(Fe *fe, const Expr *e, int op, FeVal a, FeVal b) {
     if (a.t == TY_FLOAT || b.t == TY_FLOAT) {
-        double x = coerce(a, TY_FLOAT).f, y = coerce(b, TY_FLOAT).f;
+        double x = coerce_at(fe, e, a, TY_FLOAT).f, y = coerce_at(fe, e, b, TY_FLOAT).f;
         switch (op) {
         case CXBinaryOperator_Mul: return float_val(x * y);
         case CXBinaryOperator_Div: return float_val(x / y);
@@ -73,7 +82,9 @@ static FeVal arith(Fe *fe, const Expr *e, int op, FeVal a, FeVal b) {
     case CXBinaryOperator_Shl:
     case CXBinaryOperator_Shr:
         if (y < 0 || y > 62) fe_fail(fe, e->loc, NULL, "shift by %lld is out of range", (long long)y);
+        if (x < 0 && op == CXBinaryOperator_Shl) fe_fail(fe, e->loc, "shift non-negative integers", "shift of the negative value %lld", (long long)x);
         r = op == CXBinaryOperator_Shl ? (int64_t)((uint64_t)x << y) : x >> y;
+        if (op == CXBinaryOperator_Shl && r >> y != x) ovf = true;
         break;
     case CXBinaryOperator_LT: r = x < y; break;
     case CXBinaryOperator_GT: r = x > y; break;
@@ -121,11 +132,11 @@ FeVal fe_eval(Fe *fe, const Expr *e) {
     switch (e->kind) {
     case EX_CONST: return e->val;
     case EX_VAR: return read_slot(fe, e, e->slot);
-    case EX_CONV: return coerce(fe_eval(fe, e->a), e->type);
+    case EX_CONV: return coerce_at(fe, e, fe_eval(fe, e->a), e->type);
     case EX_UNARY: {
         FeVal a = fe_eval(fe, e->a);
         switch (e->op) {
-        case CXUnaryOperator_Plus: return coerce(a, e->type);
+        case CXUnaryOperator_Plus: return coerce_at(fe, e, a, e->type);
         case CXUnaryOperator_Minus:
             if (a.t == TY_FLOAT) return float_val(-a.f);
             if (a.i == INT64_MIN) fe_fail(fe, e->loc, NULL, "integer overflow");
@@ -145,7 +156,7 @@ FeVal fe_eval(Fe *fe, const Expr *e) {
         FeVal a = fe_eval(fe, e->a);
         FeVal b = fe_eval(fe, e->b);
         if (e->op == CXBinaryOperator_Comma) return b;
-        return coerce(arith(fe, e, e->op, a, b), e->type);
+        return coerce_at(fe, e, arith(fe, e, e->op, a, b), e->type);
     }
     case EX_ASSIGN: {
         FeVal v;
@@ -155,7 +166,7 @@ FeVal fe_eval(Fe *fe, const Expr *e) {
             fe->hint = saved;
         } else {
             FeVal old = read_slot(fe, e, e->slot);
-            v = coerce(arith(fe, e, compound_base(e->op), old, fe_eval(fe, e->b)), e->type);
+            v = coerce_at(fe, e, arith(fe, e, compound_base(e->op), old, fe_eval(fe, e->b)), e->type);
         }
         v.set = true;
         *slot(fe, e->slot) = v;
@@ -194,7 +205,7 @@ FeVal fe_eval(Fe *fe, const Expr *e) {
     case EX_MATH: {
         double x[2] = {0, 0};
         for (int i = 0; i < e->n_args; i++) x[i] = fe_eval(fe, e->args[i]).f;
-        return coerce(float_val(fe_math_apply(e->fn, x)), e->type);
+        return coerce_at(fe, e, float_val(fe_math_apply(e->fn, x)), e->type);
     }
     }
     IR_ASSERT(!"unknown expression kind");

@@ -99,6 +99,7 @@ typedef struct SplitMemo {
     NodeId node;
 } SplitMemo;
 
+#define FE_MAX_NEST 256
 typedef struct Fe {
     Arena arena;
     jmp_buf fail;
@@ -116,6 +117,7 @@ typedef struct Fe {
     FeVal *stack;
     int sp, cap_stack, base; /* base: slot 0 of the running function */
     int depth, max_depth;
+    int nest;                /* parse.c: expressions and statements being converted, <= FE_MAX_NEST */
     int64_t steps, max_steps;
     StrBuf prefix;       /* parameter scope, "h.3." */
     const char *hint;    /* name for the next builtin result */
@@ -129,6 +131,8 @@ IR_NORETURN void fe_fail(Fe *fe, SrcLoc loc, const char *hint, const char *fmt, 
     IR_PRINTF(4, 5);
 
 SrcLoc fe_loc(Fe *fe, CXSourceLocation l);
+/* (int64_t)f, or an error at loc when f is NaN or outside int64_t (undefined in C). */
+int64_t fe_float_to_int(Fe *fe, double f, SrcLoc loc);
 SrcLoc fe_cursor_loc(Fe *fe, CXCursor c);
 
 /* parse.c: the function index for a definition cursor (parsing it on first use). */

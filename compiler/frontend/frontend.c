@@ -240,7 +240,7 @@ Graph *fe_load(const char *path, const FeOptions *o) {
     size_t len;
     char *text = ir_read_file(path, &len);
     if (!text) {
-        diag_plain("check the path", "cannot read '%s': %s", path, strerror(errno));
+        diag_plain("check the path", "cannot read '%s': %s", path, ir_strerror(errno));
         return NULL;
     }
     Graph *g = load(path, text, len, o);

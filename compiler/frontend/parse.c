@@ -199,7 +199,7 @@ static Expr *convert_to(Fe *fe, Expr *a, FeType t, SrcLoc loc) {
             k->val = a->val;
             k->val.t = t;
             if (t == TY_FLOAT) k->val.f = (double)a->val.i;
-            else k->val.i = (int64_t)a->val.f;
+            else k->val.i = fe_float_to_int(fe, a->val.f, loc);
             return k;
         }
         Expr *e = new_expr(fe, EX_CONV, t, loc);
@@ -405,7 +405,7 @@ static Expr *conv_unary(Fe *fe, Func *f, CXCursor c, SrcLoc loc) {
     return e;
 }
 
-static Expr *conv_expr(Fe *fe, Func *f, CXCursor c) {
+static Expr *conv_expr_node(Fe *fe, Func *f, CXCursor c) {
     enum CXCursorKind k = clang_getCursorKind(c);
     SrcLoc loc = fe_cursor_loc(fe, c);
     switch (k) {
@@ -610,7 +610,7 @@ static Stmt *conv_for(Fe *fe, Func *f, CXCursor c, SrcLoc loc) {
     return s;
 }
 
-static Stmt *conv_stmt(Fe *fe, Func *f, CXCursor c) {
+static Stmt *conv_stmt_node(Fe *fe, Func *f, CXCursor c) {
     enum CXCursorKind k = clang_getCursorKind(c);
     SrcLoc loc = fe_cursor_loc(fe, c);
     switch (k) {
@@ -685,6 +685,28 @@ static Stmt *conv_stmt(Fe *fe, Func *f, CXCursor c) {
     const char *kind = cx_str(fe, clang_getCursorKindSpelling(k));
     fe_fail(fe, loc, "see docs/model-language.md for the subset",
             "this statement (%s) is not part of the model language", kind);
+}
+
+/* The nesting of expressions and statements is bounded (FE_MAX_NEST), so a
+ * crafted file cannot overflow the stack of this recursion or the evaluator's. */
+static void enter(Fe *fe, CXCursor c) {
+    if (++fe->nest > FE_MAX_NEST)
+        fe_fail(fe, fe_cursor_loc(fe, c), "split it up with local variables (t = a + b; t = t + c; ...)",
+                "expressions and statements nested more than %d levels deep", FE_MAX_NEST);
+}
+
+static Expr *conv_expr(Fe *fe, Func *f, CXCursor c) {
+    enter(fe, c);
+    Expr *e = conv_expr_node(fe, f, c);
+    fe->nest--;
+    return e;
+}
+
+static Stmt *conv_stmt(Fe *fe, Func *f, CXCursor c) {
+    enter(fe, c);
+    Stmt *s = conv_stmt_node(fe, f, c);
+    fe->nest--;
+    return s;
 }
 
 /* ---- functions ------------------------------------------------------------ */

@@ -23,8 +23,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ir.h"
+#include "placement.h"
 #include "shard.h"
 
 typedef struct LowerOptions {
@@ -44,18 +46,20 @@ typedef struct LowerOptions {
                                 * axis. The others hold replicas (dp counts the split
                                 * axes' ranks only) */
     const int *recompute;      /* per graph block: its first N instances are recomputed
-                                * (their forward re-runs just before their backward);
+                                * fully (their forward re-runs just before their
+                                * backward); NULL: none */
+    const int *recompute_sel;  /* per graph block: the next N instances recompute
+                                * selectively (the forward re-runs except the ops
+                                * placement_selective_keeps, whose results are kept);
                                 * NULL: none */
-    /* The sharded lowering (spec.c): set mesh to lower a plan that splits
-     * parameters (tensor parallel). node_st[id]: the plan's strategy of node
-     * id (NULL for the nodes the plan does not cover: the backward and the
-     * update, which take the strategy reading their operands most cheaply).
-     * dp, zero and the ZeRO fields are then unused. */
+    /* The sharded lowering (spec.c): set pl (and mesh, &pl->mesh) to lower a
+     * Placement of layout PL_SHARDED: every node's strategy and every value's
+     * first spec come from it. dp, zero and the ZeRO fields are then unused. */
+    const Placement *pl;
     const ShardMesh *mesh;
-    const ShardStrategy *const *node_st;
-    double flops_per_s;        /* to weigh compute against communication (> 0) */
-    const int8_t *param_zero;  /* sharded: per value, the ZeRO stage of a parameter
-                                * (slices over the axes holding copies of its shard) */
+    const char *dump_after;    /* print the program to dump after this pass (lower.c lists
+                                * them) or after each ("all"); NULL: none */
+    FILE *dump;
     int64_t bucket_bytes;      /* gradient buckets: at most this many bytes each
                                 * (0: 25 MB; < 0: none, each gradient all-reduced
                                 * where it is first read) */
@@ -169,7 +173,20 @@ typedef struct LowerProgram {
 /* Returns NULL with a message in err (a batch the ranks do not divide, an op
  * the lowering cannot split). */
 LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err);
+
+/* Lowers a Placement: the options follow from it (the data-parallel lowering
+ * for layouts whose parameters are whole, the sharded one otherwise). The
+ * Placement must outlive the program. dump_after: a pass name or "all" (the
+ * program printed to stderr after it), or NULL. NULL with the reason and
+ * *hint (a static string) on a Placement this build cannot lower. */
+LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *dump_after, StrBuf *err,
+                              const char **hint);
 void lower_free(LowerProgram *p);
+
+/* Whether NAME is one of the lowering's passes (--dump-after=lower.NAME). */
+bool lower_pass_known(const char *name);
+/* The i-th pass's name, in order; NULL past the last. */
+const char *lower_pass_name(int i);
 
 /* The lowered program as text (--dump-after=lower): per node its local
  * result shapes, arena offsets, and the collectives and recomputation that

@@ -6,6 +6,39 @@
 
 #include "lower.h"
 
+/* What the passes share while lower_build runs them (lower.c lists them). */
+typedef struct LowerCtx {
+    const Graph *g;
+    LowerProgram *p;
+    StrBuf *err;                /* a pass that fails says why here */
+    int nv, nn;                 /* the graph's values and nodes */
+    bool *pending;              /* per graph value: a pending sum over the dp ranks (split) */
+    int64_t *zgrad;             /* per graph value: a ZeRO-2/3 gradient's slice elements (zero) */
+    int *last_use;              /* per value: the last schedule time it is read (aliases, schedule) */
+} LowerCtx;
+
+typedef struct LowerPass {
+    const char *name;           /* --dump-after=lower.NAME */
+    bool (*run)(LowerCtx *c);   /* false with the reason in c->err */
+} LowerPass;
+
+bool lower_pass_zero(LowerCtx *c);      /* zero.c */
+bool lower_pass_gathers(LowerCtx *c);   /* zero.c */
+bool lower_pass_aliases(LowerCtx *c);   /* alias.c */
+bool lower_pass_split(LowerCtx *c);     /* split.c */
+bool lower_pass_recompute(LowerCtx *c); /* recompute.c */
+bool lower_pass_buckets(LowerCtx *c);   /* schedule.c */
+bool lower_pass_schedule(LowerCtx *c);  /* schedule.c */
+
+/* The value whose buffer v's storage is (following views). */
+ValueId lower_root_of(const LowerProgram *p, ValueId v);
+/* A temporary of the lowering (a two-step collective's middle), live at node id. */
+ValueId lower_add_temp(const Graph *g, LowerProgram *p, NodeId id, int64_t elems, DType dt, const char *what,
+                       ValueId of);
+/* Marks the reads of node f run at node `at` (itself, or a recompute before
+ * `at`) at schedule time t in last_use (lower.c says what counts as a read). */
+void lower_note_reads_at(const LowerProgram *p, NodeId f, int at, int t, int t_end, int *last_use);
+
 /* A new value of the lowering (zeroed; the array grows as needed). */
 ValueId lower_new_value(LowerProgram *p);
 /* The sharded lowering (spec.c): specs, strategies, reshardings, local

@@ -1,21 +1,19 @@
 /*
- * spec.c — the sharded lowering (lower.h, LowerOptions.mesh): every value
- * gets a sharding spec (shard.h) and every node a strategy. The forward ops
- * run under the plan's strategies; the backward and the update, which the
- * plan prices but does not list, take the strategy that reads their operands
- * most cheaply (communication under the α–β model plus compute), preferring
- * to leave a gradient in the layout of the value it differentiates. An
- * operand held in another spec than the strategy reads is resharded just
- * before the node by the sequence shard_reshard() gives (the one the planner
- * priced); the resharded copy is reused by later readers of the same value.
+ * spec.c — the sharded lowering (lower.h, a Placement of layout
+ * PL_SHARDED): every value gets the sharding spec the Placement gives it and
+ * every node the Placement's strategy; this file decides nothing. An operand
+ * held in another spec than the strategy reads is resharded just before the
+ * node by the sequence shard_reshard() gives (the one the planner priced);
+ * the resharded copy is reused by later readers of the same value in the
+ * same phase (the planner's completion, solver/placement.c, tracks the same
+ * copies when it prices a strategy).
  *
- * Takes: the graph and a LowerProgram whose options carry the mesh and the
- * plan's per-node strategies. Gives: per value its spec and local shape, per
- * node its strategy, the reshardings before it (LowerNode.rsh) and which
- * operands it reads resharded (xin_from/xin_to), the inputs' row split, and
- * the axes the loss is summed over. Leaves (parameters, optimizer state)
- * take the spec of their first reader; inputs split their leading dim only
- * (a rank feeds whole rows).
+ * Takes: the graph and a LowerProgram whose options carry the Placement.
+ * Gives: per value its spec and local shape, per node its strategy, the
+ * reshardings before it (LowerNode.rsh) and which operands it reads
+ * resharded (xin_from/xin_to), the ZeRO-2 gradient scatters and the gathers
+ * of updated slices, the inputs' row split, and the axes the loss is summed
+ * over.
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,69 +35,21 @@ typedef struct SpecCtx {
     int8_t (*copy_phase)[MAX_COPIES]; /* the phase of the reader each was made for */
     ValueId *gparam;                 /* per value: the parameter an update reads it as the
                                       * gradient of, or IR_NONE */
-    ValueId *grad_of;                /* per value: the value it is the gradient of
-                                      * (autodiff's X.grad, ad_grad_of), or IR_NONE */
     StrBuf *err;
 } SpecCtx;
 
-/* The ZeRO stage the plan chose for a parameter (0 if none given). */
+/* The ZeRO stage the Placement gives a parameter (0 for other values). */
 static int zero_of(const SpecCtx *c, ValueId param) {
-    return c->p->opt.param_zero && param != IR_NONE ? c->p->opt.param_zero[param] : 0;
+    return param != IR_NONE && c->p->opt.pl->zero[param] > 0 ? c->p->opt.pl->zero[param] : 0;
 }
 
-/* The mesh axes holding copies of a tensor in spec s (size > 1). */
-static unsigned replica_axes(const SpecCtx *c, const ShardSpec *s) {
-    unsigned r = 0;
-    for (int a = 0; a < c->m->n_axes; a++)
-        if (c->m->size[a] > 1 && !((s->partial | s->pmax) >> a & 1u) && shard_spec_axis_dim(s, a, NULL) < 0)
-            r |= 1u << a;
-    return r;
-}
-
-/* t holds s's shards further split over some of s's replica axes (a ZeRO
- * slice of each); the count of those axes, or -1 if t is not such a spec. */
-static int refines(const SpecCtx *c, const ShardSpec *t, const ShardSpec *s) {
-    if (t->partial || t->pmax || s->partial || s->pmax || t->rank != s->rank) return -1;
-    int extra = 0;
-    for (int a = 0; a < c->m->n_axes; a++) {
-        int ps, pt, ds = shard_spec_axis_dim(s, a, &ps), dt = shard_spec_axis_dim(t, a, &pt);
-        if (ds >= 0 && (dt != ds || pt != ps)) return -1;
-        if (ds < 0 && dt >= 0) extra++;
-    }
-    return extra;
-}
-
-/* s split further over its replica axes where the dims divide (ZeRO-3: a
- * parameter held as a slice of its shard), innermost in the dim. */
-static ShardSpec refine(const SpecCtx *c, const ShardSpec *s, Shape sh) {
-    ShardSpec t = *s;
-    unsigned rep = replica_axes(c, s);
-    for (int a = 0; a < c->m->n_axes; a++) {
-        if (!(rep >> a & 1u)) continue;
-        for (int d = 0; d < t.rank; d++) {
-            int64_t pieces = shard_spec_split(&t, c->m, d) * c->m->size[a];
-            if (t.n[d] < SHARD_MAX_AXES && sh.d[d] % pieces == 0) {
-                t.ax[d][t.n[d]++] = (int8_t)a;
-                break;
-            }
-        }
-    }
-    return t;
-}
-
-static bool is_leaf(const Graph *g, ValueId v) {
-    Role r = ir_val(g, v)->role;
-    return ir_val(g, v)->def == IR_NONE && (r == ROLE_PARAM || r == ROLE_STATE);
-}
-
+static ShardSpec refine(const SpecCtx *c, const ShardSpec *s, Shape sh) { return shard_spec_refine(s, c->m, sh); }
 
 /* Forward (0) or backward and update (1): a copy resharded in the forward
  * is not reused by the backward, which reshards again (as the planner
  * prices it): kept alive in between it would hold activation memory the
  * plan never counted. */
-static int phase(const Graph *g, NodeId id) {
-    return ir_val(g, ir_node(g, id)->out[0])->role == ROLE_ACT ? 0 : 1;
-}
+static int phase(const Graph *g, NodeId id) { return placement_phase(g, id) == PH_FORWARD ? 0 : 1; }
 
 /* The value a read of x at node `at` finds in spec s (x or a copy made for
  * a reader in the same phase), or IR_NONE. */
@@ -112,97 +62,11 @@ static ValueId held_as(const SpecCtx *c, ValueId x, const ShardSpec *s, NodeId a
     return IR_NONE;
 }
 
-/* Seconds to make x available in spec s (0 for a leaf not placed yet). */
-static double read_cost(const SpecCtx *c, ValueId x, const ShardSpec *s, NodeId at) {
-    if (!c->known[x]) return 0;
-    if (held_as(c, x, s, at) != IR_NONE) return 0;
-    const Value *v = ir_val(c->g, x);
-    return shard_reshard_time(c->m, v->shape, v->dtype, &c->p->v[x].spec, s);
-}
-
-/* The spec a result would best be left in: a gradient `X.grad` in X's. */
-static bool result_target(const SpecCtx *c, ValueId out, ShardSpec *t) {
-    ValueId x = c->grad_of[out];
-    if (x == IR_NONE || !c->known[x]) return false;
-    *t = shard_spec_unpartial(&c->p->v[x].spec);
-    if (c->gparam[out] == x && zero_of(c, x) >= 2) *t = refine(c, t, ir_val(c->g, x)->shape); /* its ZeRO slice */
-    return true;
-}
-
 /* The parameter an optimizer node updates under ZeRO stage >= 1, else IR_NONE. */
 static ValueId zero_update(const SpecCtx *c, NodeId id) {
     const Node *n = ir_node(c->g, id);
     if ((n->op != OP_ADAMW && n->op != OP_SGD) || zero_of(c, n->in[0]) < 1) return IR_NONE;
     return n->in[0];
-}
-
-static bool strategy_ok(const SpecCtx *c, NodeId id, const IterSpace *is, const ShardStrategy *st) {
-    const Node *n = ir_node(c->g, id);
-    for (int a = 0; a < c->m->n_axes; a++)
-        if (st->iter_of_axis[a] >= 0 && is->iters[st->iter_of_axis[a]].kernel_whole) return false;
-    ValueId zp = zero_update(c, id);
-    for (int o = 0; o < n->n_out; o++) { /* an update is written over its leaf: same layout */
-        ValueId leaf = ir_val(c->g, n->out[o])->updates;
-        if (leaf == IR_NONE) continue;
-        if (st->out[o].partial || st->out[o].pmax) return false;
-        /* ZeRO: the update may run on a slice of the parameter's shard (the
-         * result is all-gathered back into it) */
-        if (c->known[leaf] && leaf == zp && refines(c, &st->out[o], &c->p->v[leaf].spec) >= 0) continue;
-        if (c->known[leaf] && !shard_spec_eq(&st->out[o], &c->p->v[leaf].spec)) return false;
-        for (int i = 0; i < n->n_in; i++) /* and reads the leaf in it */
-            if (n->in[i] == leaf && !shard_spec_eq(&st->in[i], &st->out[o])) return false;
-    }
-    return true;
-}
-
-/* The cheapest strategy for a node the plan does not cover. */
-static bool choose(SpecCtx *c, NodeId id, const IterSpace *is, ShardStrategy *out) {
-    const Node *n = ir_node(c->g, id);
-    ShardStrategy *all;
-    int ns = shard_strategies(is, c->m, &all);
-    double flops = ir_node_flops(c->g, id), best = INFINITY;
-    int bi = -1, best_cover = 0;
-    ValueId zp = zero_update(c, id);
-    for (int s = 0; s < ns; s++) {
-        if (!strategy_ok(c, id, is, &all[s])) continue;
-        /* ZeRO: as many of the parameter's replica axes sliced as the dims allow */
-        int cover = zp != IR_NONE ? refines(c, &all[s].out[0], &c->p->v[zp].spec) : 0;
-        if (zp != IR_NONE) { /* the slice scatter_grad made: 2 beats any other cover */
-            ShardSpec t = refine(c, &c->p->v[zp].spec, ir_val(c->g, zp)->shape);
-            if (cover >= 0 && shard_spec_eq(&all[s].out[0], &t)) cover += SHARD_MAX_AXES + 1;
-        }
-        if (cover < best_cover) continue;
-        if (cover > best_cover) best = INFINITY, best_cover = cover;
-        double t = flops / (all[s].split > 0 ? all[s].split : 1) / c->p->opt.flops_per_s;
-        for (int i = 0; i < n->n_in && isfinite(t); i++) t += read_cost(c, n->in[i], &all[s].in[i], id);
-        for (int o = 0; o < n->n_out && isfinite(t); o++) {
-            ShardSpec tg;
-            const Value *v = ir_val(c->g, n->out[o]);
-            if (result_target(c, n->out[o], &tg))
-                t += shard_reshard_time(c->m, v->shape, v->dtype, &all[s].out[o], &tg);
-        }
-        if (t < best - 1e-15) best = t, bi = s;
-    }
-    if (bi >= 0) *out = all[bi];
-    ir_free(all);
-    if (bi < 0) sb_printf(c->err, "no strategy of %s %%%s reads its operands as they are held", ir_op(n->op)->name,
-                          ir_val(c->g, n->out[0])->name);
-    return bi >= 0;
-}
-
-/* Linear element-wise ops keep a pending sum pending: add(a, b) of two
- * partial values held alike is partial itself (no all-reduce yet). */
-static bool passes_partial(const SpecCtx *c, NodeId id) {
-    const Node *n = ir_node(c->g, id);
-    if (n->op != OP_ADD && n->op != OP_SUB && n->op != OP_SCALE) return false;
-    Shape o = ir_val(c->g, n->out[0])->shape;
-    const ShardSpec *s0 = &c->p->v[n->in[0]].spec;
-    if (!s0->partial || s0->pmax) return false;
-    for (int i = 0; i < n->n_in; i++) {
-        if (!c->known[n->in[i]] || !ir_shape_eq(ir_val(c->g, n->in[i])->shape, o)) return false;
-        if (!shard_spec_eq(&c->p->v[n->in[i]].spec, s0)) return false;
-    }
-    return ir_val(c->g, n->out[0])->updates == IR_NONE;
 }
 
 static ValueId add_value(SpecCtx *c, NodeId at, Shape local, DType dt, const char *name, const char *what) {
@@ -346,33 +210,21 @@ static bool gather_back(SpecCtx *c, NodeId id, ValueId y, ValueId leaf) {
     return true;
 }
 
-/* An input: whole rows, split over the axes that split its first reader's
- * leading dim (the same for every input: one row range per rank). */
-static bool place_input(SpecCtx *c, ValueId x, const ShardSpec *want) {
+/* An input, held as the Placement says (whole rows, split over the axes
+ * that split the batch: the same for every input, one row range per rank). */
+static void place_input(SpecCtx *c, ValueId x) {
     LowerProgram *p = c->p;
-    const Value *v = ir_val(c->g, x);
-    ShardSpec s = shard_spec_replicated(v->shape.rank);
-    if (p->in_nax < 0) { /* the first input fixes the row split */
-        p->in_nax = v->shape.rank ? want->n[0] : 0;
-        for (int k = 0; k < p->in_nax; k++) p->in_ax[k] = want->ax[0][k];
+    const ShardSpec *s = &p->opt.pl->spec[x];
+    if (p->in_nax < 0) {
+        p->in_nax = s->rank ? s->n[0] : 0;
+        for (int k = 0; k < p->in_nax; k++) p->in_ax[k] = s->ax[0][k];
     }
-    if (v->shape.rank) {
-        s.n[0] = (int8_t)p->in_nax;
-        for (int k = 0; k < p->in_nax; k++) s.ax[0][k] = p->in_ax[k];
-    }
-    StrBuf why;
-    sb_init(&why);
-    bool ok = shard_spec_valid(&s, c->m, v->shape, &why);
-    if (!ok)
-        sb_printf(c->err, "input %%%s: its rows cannot be split as the plan splits the batch (%s)", v->name,
-                  sb_cstr(&why));
-    sb_free(&why);
-    p->v[x].spec = s;
+    p->v[x].spec = *s;
     c->known[x] = true;
-    return ok;
 }
 
 bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
+    const Placement *pl = p->opt.pl;
     const ShardMesh *m = p->opt.mesh;
     int nv = g->n_values;
     SpecCtx c = {.g = g, .p = p, .m = m, .err = err};
@@ -381,21 +233,13 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
     c.copy = ir_alloc(sizeof *c.copy * (size_t)(nv + 1));
     c.copy_phase = ir_alloc(sizeof *c.copy_phase * (size_t)(nv + 1));
     c.gparam = ir_alloc(sizeof(ValueId) * (size_t)(nv + 1));
-    c.grad_of = ir_alloc(sizeof(ValueId) * (size_t)(nv + 1));
-    for (ValueId v = 0; v < nv; v++) c.gparam[v] = c.grad_of[v] = IR_NONE;
-    for (ValueId v = 0; v < nv; v++) {
-        ValueId d = ad_grad_of(g, ir_val(g, v)->name);
-        if (d != IR_NONE) c.grad_of[d] = v;
-    }
+    for (ValueId v = 0; v < nv; v++) c.gparam[v] = IR_NONE;
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
         if (n->op == OP_ADAMW || n->op == OP_SGD) c.gparam[n->in[1]] = n->in[0];
     }
-    memset(c.known, 0, sizeof(bool) * (size_t)(nv + 1));
-    memset(c.n_copy, 0, sizeof(int) * (size_t)(nv + 1));
     p->sharded = true;
     p->in_nax = -1;
-    if (p->opt.flops_per_s <= 0) p->opt.flops_per_s = 1e12;
     for (ValueId v = 0; v < nv; v++) {
         p->v[v].spec = shard_spec_replicated(ir_val(g, v)->shape.rank);
         if (ir_val(g, v)->role == ROLE_HYPER) c.known[v] = true;
@@ -404,49 +248,30 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
     for (NodeId id = 0; ok && id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
         LowerNode *ln = &p->n[id];
-        IterSpace is;
-        ir_itspace(g, id, &is);
-        ShardStrategy st;
-        bool pass = false;
-        if (p->opt.node_st && p->opt.node_st[id]) {
-            st = *p->opt.node_st[id];
-            for (int a = 0; a < m->n_axes; a++)
-                if (st.iter_of_axis[a] >= 0 && is.iters[st.iter_of_axis[a]].kernel_whole) {
-                    sb_printf(err, "the plan splits %s %%%s along iterator %s over mesh axis %d, which the "
-                                   "generated kernels need whole (an embedding table's rows, attention_dkv's keys)",
-                              ir_op(n->op)->name, ir_val(g, n->out[0])->name, is.iters[st.iter_of_axis[a]].name, a);
-                    ok = false;
-                }
-            if (!ok) break;
-        } else if (passes_partial(&c, id)) {
-            pass = true;
-        } else if (!choose(&c, id, &is, &st)) {
+        if (!pl->has_st[id]) {
+            sb_printf(err, "the placement gives %s %%%s no strategy", ir_op(n->op)->name, ir_val(g, n->out[0])->name);
             ok = false;
             break;
         }
-        for (int a = 0; a < SHARD_MAX_AXES; a++) ln->iter_of_axis[a] = pass ? -1 : a < m->n_axes ? st.iter_of_axis[a] : -1;
+        const ShardStrategy *st = &pl->st[id];
+        bool pass = pl->keep_partial[id];
+        for (int a = 0; a < SHARD_MAX_AXES; a++) ln->iter_of_axis[a] = pass ? -1 : a < m->n_axes ? st->iter_of_axis[a] : -1;
         for (int i = 0; !pass && ok && i < n->n_in; i++) {
             ValueId x = n->in[i];
             if (!c.known[x]) {
                 if (ir_val(g, x)->role == ROLE_INPUT) {
-                    ok = place_input(&c, x, &st.in[i]);
-                    if (!ok) break;
-                } else if (is_leaf(g, x)) {
-                    p->v[x].spec = shard_spec_unpartial(&st.in[i]);
-                    if (zero_of(&c, x) >= 3) /* ZeRO-3: a slice of it; gathered for each reader */
-                        p->v[x].spec = refine(&c, &p->v[x].spec, ir_val(g, x)->shape);
-                    c.known[x] = true;
+                    place_input(&c, x);
                 } else {
-                    p->v[x].spec = shard_spec_replicated(ir_val(g, x)->shape.rank);
+                    p->v[x].spec = pl->spec[x]; /* a leaf as its first reader reads it (ZeRO-3: a slice) */
                     c.known[x] = true;
                 }
             }
-            ok = read_as(&c, id, x, &st.in[i]);
+            ok = read_as(&c, id, x, &st->in[i]);
         }
         if (!ok) break;
         for (int o = 0; o < n->n_out; o++) {
             ValueId y = n->out[o];
-            p->v[y].spec = pass ? p->v[n->in[0]].spec : st.out[o];
+            p->v[y].spec = pass ? p->v[n->in[0]].spec : st->out[o];
             c.known[y] = true;
             if (!scatter_grad(&c, id, y)) {
                 ok = false;
@@ -454,7 +279,7 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
             }
             ValueId leaf = ir_val(g, y)->updates;
             if (leaf != IR_NONE && !shard_spec_eq(&p->v[y].spec, &p->v[leaf].spec)) {
-                if (leaf == zero_update(&c, id) && refines(&c, &p->v[y].spec, &p->v[leaf].spec) > 0) {
+                if (leaf == zero_update(&c, id) && shard_spec_refines(&p->v[y].spec, &p->v[leaf].spec, m) > 0) {
                     ok = gather_back(&c, id, y, leaf); /* ZeRO: the updated slices make the shard again */
                     continue;
                 }
@@ -488,6 +313,5 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
     ir_free(c.copy);
     ir_free(c.copy_phase);
     ir_free(c.gparam);
-    ir_free(c.grad_of);
     return ok;
 }

@@ -49,6 +49,10 @@ void rep_fmt_bytes(char *buf, size_t n, double b) {
 
 void rep_fmt_count(char *buf, size_t n, double v) {
     char tmp[40];
+    if (!(fabs(v) < 1e30)) { /* NaN, infinite, or too long to group */
+        snprintf(buf, n, isfinite(v) ? "%.3g" : "n/a", v);
+        return;
+    }
     int len = snprintf(tmp, sizeof tmp, "%.0f", fabs(v));
     size_t j = 0;
     if (v < 0 && j + 1 < n) buf[j++] = '-';
@@ -59,40 +63,100 @@ void rep_fmt_count(char *buf, size_t n, double v) {
     buf[j] = 0;
 }
 
+int rep_int(const cJSON *o, const char *key) {
+    double v = rep_num(o, key);
+    return !(v == v) ? 0 : v < -1e9 ? -1000000000 : v > 1e9 ? 1000000000 : (int)v;
+}
+
+void rep_shape_str(char *buf, size_t n, const cJSON *op) {
+    /* dtype[d0,d1,...]: the dtype is any string of the plan, so every append is bounded */
+    int w = snprintf(buf, n, "%.16s[", rep_str(op, "dtype"));
+    size_t j = w > 0 && (size_t)w < n ? (size_t)w : 0;
+    const cJSON *e;
+    int k = 0;
+    cJSON_ArrayForEach(e, rep_get(op, "shape")) {
+        if (j + 24 >= n) break;
+        w = snprintf(buf + j, n - j, "%s%.0f", k++ ? "," : "", e->valuedouble); /* load.c: <= 2^53, 16 digits */
+        if (w > 0) j += (size_t)w;
+    }
+    if (j + 2 <= n) snprintf(buf + j, n - j, "]");
+}
+
 void rep_mesh_str(char *buf, size_t n, const cJSON *root) {
     size_t j = 0;
     buf[0] = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, rep_get(root, "mesh")) {
         if (j + 12 >= n) break;
-        j += (size_t)snprintf(buf + j, n - j, "%s%d", j ? "x" : "", (int)e->valuedouble);
+        int w = snprintf(buf + j, n - j, "%s%.0f", j ? "x" : "", e->valuedouble); /* load.c checked: a size */
+        if (w < 0 || (size_t)w >= n - j) break;
+        j += (size_t)w;
     }
 }
 
+bool rep_op_planned(const cJSON *op) {
+    const cJSON *by = rep_get(op, "placed_by");
+    return !by || strcmp(by->valuestring ? by->valuestring : "", "rule") != 0;
+}
+
 static bool glob_match(const char *glob, const char *name) { return fnmatch(glob, name, 0) == 0; }
+
+/* The tied instances of each representative, by its name: an open-addressing
+ * table, so folding is linear in the ops (a plan may hold 10^5 of them). */
+typedef struct Tied {
+    const char *name; /* a representative's name; NULL: free */
+    int count;        /* ops naming it in same_as */
+    bool match;       /* one of them matches --op */
+} Tied;
+
+static uint32_t name_hash(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static Tied *tied_slot(Tied *t, size_t cap, const char *name) {
+    size_t i = name_hash(name) & (cap - 1);
+    while (t[i].name && strcmp(t[i].name, name)) i = (i + 1) & (cap - 1);
+    return &t[i];
+}
 
 bool rep_rows(const RepDoc *d, const RepFilter *f, RepRows *out) {
     const cJSON *ops = rep_get(d->root, "ops");
     int n = cJSON_GetArraySize(ops);
     out->rows = ir_alloc(sizeof *out->rows * (size_t)(n + 1));
     out->n = 0;
-    bool block_seen = false;
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n) cap *= 2;
+    Tied *tied = ir_alloc(sizeof *tied * cap);
     const cJSON *op;
     cJSON_ArrayForEach(op, ops) {
+        if (!rep_get(op, "same_as")) continue;
+        Tied *t = tied_slot(tied, cap, rep_str(op, "same_as"));
+        t->name = rep_str(op, "same_as");
+        t->count++;
+        if (f && f->op_glob && glob_match(f->op_glob, rep_str(op, "name"))) t->match = true;
+    }
+    bool block_seen = false;
+    cJSON_ArrayForEach(op, ops) {
         if (f && f->block && !strcmp(rep_str(op, "block"), f->block)) block_seen = true;
-        if (rep_get(op, "same_as")) continue;
-        int count = 1;
-        bool match = !f || !f->op_glob || glob_match(f->op_glob, rep_str(op, "name"));
+        if (rep_get(op, "same_as") || !rep_op_planned(op)) continue;
         const char *name = rep_str(op, "name");
-        const cJSON *o2;
-        cJSON_ArrayForEach(o2, ops) {
-            if (strcmp(rep_str(o2, "same_as"), name)) continue;
-            count++;
-            if (f && f->op_glob && glob_match(f->op_glob, rep_str(o2, "name"))) match = true;
-        }
+        const Tied *t = tied_slot(tied, cap, name);
+        int count = 1 + (t->name ? t->count : 0);
+        bool match = !f || !f->op_glob || glob_match(f->op_glob, name) || (t->name && t->match);
         if (f && f->block && strcmp(rep_str(op, "block"), f->block)) match = false;
         if (!match) continue;
         out->rows[out->n++] = (RepRow){op, count};
+    }
+    ir_free(tied);
+    for (out->gcap = 16; out->gcap < 2 * (size_t)out->n;) out->gcap *= 2;
+    out->groups = ir_alloc(sizeof *out->groups * out->gcap);
+    for (int i = 0; i < out->n; i++) {
+        const char *g = rep_str(out->rows[i].op, "group");
+        size_t k = name_hash(g) & (out->gcap - 1);
+        while (out->groups[k] && strcmp(out->groups[k], g)) k = (k + 1) & (out->gcap - 1);
+        out->groups[k] = g;
     }
     if (f && f->block && !block_seen) {
         StrBuf h;
@@ -109,10 +173,20 @@ bool rep_rows(const RepDoc *d, const RepFilter *f, RepRows *out) {
     return true;
 }
 
+bool rep_group_shown(const RepRows *rows, const char *name) {
+    size_t k = name_hash(name) & (rows->gcap - 1);
+    for (; rows->groups[k]; k = (k + 1) & (rows->gcap - 1))
+        if (!strcmp(rows->groups[k], name)) return true;
+    return false;
+}
+
 void rep_rows_free(RepRows *r) {
     ir_free(r->rows);
+    ir_free(r->groups);
     r->rows = NULL;
+    r->groups = NULL;
     r->n = 0;
+    r->gcap = 0;
 }
 
 static int edit_distance(const char *a, const char *b) {
@@ -205,9 +279,7 @@ bool rep_render(const RepDoc *d, RepFormat fmt, const RepFilter *f, StrBuf *out)
 }
 
 static bool write_file(const char *path, const StrBuf *b) {
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fwrite(b->data, 1, b->len, f) == b->len;
-    if (f && fclose(f) != 0) ok = false;
+    bool ok = ir_write_file_atomic(path, b->data, b->len) == 0;
     if (!ok)
         diag_plain("check that the directory is writable", "cannot write '%s': %s", path, strerror(errno));
     return ok;

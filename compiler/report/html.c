@@ -163,6 +163,7 @@ static void chart_layers(StrBuf *o, const RepDoc *d) {
     const cJSON *op;
     cJSON_ArrayForEach(op, rep_get(r, "ops")) {
         char nm[64];
+        if (!rep_op_planned(op)) continue; /* priced with its forward op */
         if (*rep_str(op, "block")) snprintf(nm, sizeof nm, "%s.%.0f", rep_str(op, "block"), rep_num(op, "instance"));
         else {
             char lb[256];
@@ -331,11 +332,9 @@ static void ops_table(StrBuf *o, const RepDoc *d, const RepRows *rows) {
         td(o, rep_str(op, "op"), false);
         snprintf(a, sizeof a, "%d", rows->rows[i].count);
         td(o, a, true);
-        size_t j = (size_t)snprintf(a, sizeof a, "%s[", rep_str(op, "dtype"));
+        rep_shape_str(a, sizeof a, op);
         const cJSON *e;
         int k = 0;
-        cJSON_ArrayForEach(e, rep_get(op, "shape")) if (j + 24 < sizeof a) j += (size_t)snprintf(a + j, sizeof a - j, "%s%.0f", k++ ? "," : "", e->valuedouble);
-        snprintf(a + j, sizeof a - j, "]");
         td(o, a, false);
         sb_puts(o, "<td>");
         esc(o, rep_str(op, "words"));
@@ -358,11 +357,6 @@ static void ops_table(StrBuf *o, const RepDoc *d, const RepRows *rows) {
     sb_puts(o, "</table>");
 }
 
-static bool group_shown(const cJSON *g, const RepRows *rows) {
-    for (int i = 0; i < rows->n; i++)
-        if (!strcmp(rep_str(rows->rows[i].op, "group"), rep_str(g, "name"))) return true;
-    return false;
-}
 
 /* Why each group's strategy won: its best runner-up; rows filter by block. */
 static void why_table(StrBuf *o, const RepDoc *d, const RepRows *rows) {
@@ -374,7 +368,7 @@ static void why_table(StrBuf *o, const RepDoc *d, const RepRows *rows) {
                "<th>lost on</th><th>why</th></tr>");
     const cJSON *g;
     cJSON_ArrayForEach(g, rep_get(r, "groups")) {
-        if (!group_shown(g, rows)) continue;
+        if (!rep_group_shown(rows, rep_str(g, "name"))) continue;
         const char *blk = *rep_str(g, "block") ? rep_str(g, "block") : "-";
         const cJSON *ru = cJSON_GetArrayItem(rep_get(g, "runners_up"), 0);
         sb_puts(o, "<tr data-block='");

@@ -14,16 +14,17 @@
 #include "plan.h"
 #include "rep.h"
 
-typedef enum { T_NUM, T_STR, T_OBJ, T_ARR, T_BOOL, T_NUM_OR_NULL } FieldType;
+typedef enum { T_NUM, T_STR, T_OBJ, T_ARR, T_BOOL, T_NUM_OR_NULL, T_SIZES, T_STRS } FieldType;
 static const char *const type_names[] = {"a number", "a string", "an object", "an array",
-                                         "true or false", "a number or null"};
+                                         "true or false", "a number or null",
+                                         "an array of whole numbers in [0, 2^53]", "an array of strings"};
 
 /* Fields the renderers read: a path ("memory.breakdown.gradients_bytes") and
  * its type; "ops[]." applies to every element of ops. */
 #define REP_FIELDS(X)                                                    \
     X("model", T_STR) X("params_total", T_NUM) X("cluster", T_OBJ)       \
     X("cluster.device", T_STR) X("cluster.nodes", T_NUM)                 \
-    X("cluster.per_node", T_NUM) X("mesh", T_ARR) X("mesh_axes", T_ARR)  \
+    X("cluster.per_node", T_NUM) X("mesh", T_SIZES) X("mesh_axes", T_ARR)  \
     X("batch", T_NUM) X("micro_batches", T_NUM) X("dtype", T_STR)        \
     X("chosen_by", T_STR) X("step_time_s", T_NUM)                        \
     X("step_breakdown", T_OBJ) X("memory", T_OBJ)                        \
@@ -38,8 +39,8 @@ static const char *const type_names[] = {"a number", "a string", "an object", "a
     X("communication", T_OBJ) X("communication.collectives", T_ARR)      \
     X("communication.per_axis", T_ARR) X("groups", T_ARR)                \
     X("ops[].name", T_STR) X("ops[].op", T_STR) X("ops[].group", T_STR)  \
-    X("ops[].shape", T_ARR) X("ops[].strategy", T_STR)                   \
-    X("ops[].words", T_STR) X("ops[].inputs", T_ARR)                     \
+    X("ops[].shape", T_SIZES) X("ops[].strategy", T_STR)                 \
+    X("ops[].words", T_STR) X("ops[].inputs", T_STRS)                    \
     X("ops[].output", T_STR) X("ops[].compute_s", T_NUM)                 \
     X("ops[].comm_s", T_NUM) X("ops[].output_bytes", T_NUM)              \
     X("groups[].name", T_STR) X("groups[].chosen", T_OBJ)                \
@@ -63,6 +64,18 @@ static bool type_ok(const cJSON *v, FieldType t) {
     case T_ARR: return cJSON_IsArray(v);
     case T_BOOL: return cJSON_IsBool(v);
     case T_NUM_OR_NULL: return cJSON_IsNumber(v) || cJSON_IsNull(v);
+    case T_SIZES:
+    case T_STRS: {
+        if (!cJSON_IsArray(v)) return false;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, v) {
+            if (t == T_STRS && !cJSON_IsString(e)) return false;
+            if (t == T_SIZES && (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble <= 9007199254740992.0) ||
+                                 e->valuedouble != floor(e->valuedouble)))
+                return false;
+        }
+        return true;
+    }
     }
     return false;
 }
@@ -151,7 +164,7 @@ RepDoc *rep_load(const char *path) {
     char *text = ir_read_file(path, &len);
     if (!text) {
         diag_plain("give the path of a plan written by --emit plan (OUT/<model>.plan.json)",
-                   "cannot read '%s': %s", path, strerror(errno));
+                   "cannot read '%s': %s", path, ir_strerror(errno));
         return NULL;
     }
     RepDoc *d = rep_parse(text, len, path);

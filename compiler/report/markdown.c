@@ -31,18 +31,18 @@ static void summary(const cJSON *r, StrBuf *o) {
     sb_puts(o, "## Summary\n\n| | |\n|---|---|\n");
     rep_fmt_count(a, sizeof a, rep_num(r, "params_total"));
     sb_printf(o, "| Model | %s, %s parameters |\n", rep_str(r, "model"), a);
-    int nodes = (int)rep_num(cl, "nodes"), per = (int)rep_num(cl, "per_node");
+    int nodes = rep_int(cl, "nodes"), per = rep_int(cl, "per_node");
     sb_printf(o, "| Cluster | %d x %s (%d node%s x %d) |\n", nodes * per, rep_str(cl, "device"), nodes,
               nodes == 1 ? "" : "s", per);
     sb_printf(o, "| Mesh | %s (", m);
     int ax = 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, rep_get(r, "mesh_axes")) {
-        sb_printf(o, "%saxis %d: %d, %s", ax ? "; " : "", ax, (int)rep_num(e, "size"), rep_str(e, "link"));
+        sb_printf(o, "%saxis %d: %d, %s", ax ? "; " : "", ax, rep_int(e, "size"), rep_str(e, "link"));
         ax++;
     }
     sb_puts(o, ") |\n");
-    int mb = (int)rep_num(r, "micro_batches");
+    int mb = rep_int(r, "micro_batches");
     sb_printf(o, "| Batch | %.0f per step, %d micro-batch%s, %s |\n", rep_num(r, "batch"), mb,
               mb == 1 ? "" : "es", rep_str(r, "dtype"));
     sb_printf(o, "| Step time | %s (plan from %s) |\n", T(a, rep_num(r, "step_time_s")), rep_str(r, "chosen_by"));
@@ -234,7 +234,7 @@ static void communication(const cJSON *r, StrBuf *o) {
     const cJSON *cm = rep_get(r, "communication"), *e;
     sb_puts(o, "## Communication per step\n\n| axis | link | bytes sent per device | time | hidden behind compute |\n|---:|---|---:|---:|---:|\n");
     cJSON_ArrayForEach(e, rep_get(cm, "per_axis")) {
-        int ax = (int)rep_num(e, "axis");
+        int ax = rep_int(e, "axis");
         sb_printf(o, "| %d | %s | %s | %s | %s |\n", ax,
                   rep_str(cJSON_GetArrayItem(rep_get(r, "mesh_axes"), ax), "link"), B(a, rep_num(e, "bytes")),
                   T(b, rep_num(e, "time_s")), T(c, rep_num(e, "hidden_s")));
@@ -273,11 +273,6 @@ static void solver(const cJSON *r, StrBuf *o) {
               rep_num(s, "groups"), rep_num(s, "edges"));
 }
 
-static bool group_shown(const cJSON *g, const RepRows *rows) {
-    for (int i = 0; i < rows->n; i++)
-        if (!strcmp(rep_str(rows->rows[i].op, "group"), rep_str(g, "name"))) return true;
-    return false;
-}
 
 /* Per group: the chosen strategy and its best runner-up, a wrapped item each. */
 static void why(const RepDoc *d, const RepRows *rows, StrBuf *o) {
@@ -288,7 +283,7 @@ static void why(const RepDoc *d, const RepRows *rows, StrBuf *o) {
     sb_putc(o, '\n');
     const cJSON *g;
     cJSON_ArrayForEach(g, rep_get(d->root, "groups")) {
-        if (!group_shown(g, rows)) continue;
+        if (!rep_group_shown(rows, rep_str(g, "name"))) continue;
         const cJSON *ru = cJSON_GetArrayItem(rep_get(g, "runners_up"), 0);
         char lb[256];
         const char *name = rep_str(g, "name");

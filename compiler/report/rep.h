@@ -23,6 +23,8 @@ void rep_fmt_time(char *buf, size_t n, double s);      /* 80.4 ms */
 void rep_fmt_bytes(char *buf, size_t n, double b);     /* 4.67 GB */
 void rep_fmt_count(char *buf, size_t n, double v);     /* 124,439,808 */
 void rep_mesh_str(char *buf, size_t n, const cJSON *root); /* 2x4 */
+void rep_shape_str(char *buf, size_t n, const cJSON *op);   /* f32[4,64,768], n >= 32 */
+int rep_int(const cJSON *o, const char *key); /* rep_num clamped to +-1e9 (0 when absent): safe to use as an int */
 
 /* One row per op, tied instances folded into their representative. */
 typedef struct RepRow {
@@ -33,10 +35,19 @@ typedef struct RepRow {
 typedef struct RepRows {
     int n;
     RepRow *rows;
+    const char **groups; /* the rows' group names, a hash set of gcap slots */
+    size_t gcap;
 } RepRows;
+
+/* Whether a row of rows belongs to the group named `name`. */
+bool rep_group_shown(const RepRows *rows, const char *name);
 
 /* The rows passing the filter; false after reporting a --block that no op has. */
 bool rep_rows(const RepDoc *d, const RepFilter *f, RepRows *out);
+/* An op the planner priced itself (not a backward or update node the
+ * completion rule placed, "placed_by": "rule"): the ones the tables and
+ * charts count. */
+bool rep_op_planned(const cJSON *op);
 void rep_rows_free(RepRows *r);
 
 /* The op named `name` (any instance) and its group; false after reporting an

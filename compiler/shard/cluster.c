@@ -91,6 +91,10 @@ static bool num_field(const cJSON *obj, const char *path, const char *key, doubl
         sb_printf(err, "field '%s%s' must be positive, got %g", path, key, v->valuedouble);
         return false;
     }
+    if (v->valuedouble * scale > 1e30) {
+        sb_printf(err, "field '%s%s' is %g, more than any device has", path, key, v->valuedouble);
+        return false;
+    }
     *out = v->valuedouble * scale;
     return true;
 }
@@ -155,6 +159,10 @@ bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *
              num_field(pk, "peak_tflops.", "bf16", TERA, &c->peak_flops[DT_BF16], &e) &&
              num_field(pk, "peak_tflops.", "f16", TERA, &c->peak_flops[DT_F16], &e);
         c->peak_flops[DT_I32] = c->peak_flops[DT_F32];
+        if (ok && (int64_t)c->nodes * c->per_node > SHARD_MAX_DEVICES) {
+            sb_printf(&e, "%d nodes x %d per node is more than %d devices", c->nodes, c->per_node, SHARD_MAX_DEVICES);
+            ok = false;
+        }
         if (!ok) sb_printf(err, "%s: %s", where, sb_cstr(&e));
     }
     sb_free(&e);
@@ -172,6 +180,7 @@ static bool parse_shape(const char *s, int *nodes, int *per) {
     const char *p = end + 1;
     long b = strtol(p, &end, 10);
     if (errno || end == p || *end || b <= 0 || b > 1024) return false;
+    if (a * b > SHARD_MAX_DEVICES) return false;
     *nodes = (int)a;
     *per = (int)b;
     return true;
@@ -183,7 +192,7 @@ bool shard_cluster_load(const char *arg, ShardCluster *c, StrBuf *err, StrBuf *h
         size_t len;
         char *text = ir_read_file(arg, &len);
         if (!text) {
-            sb_printf(err, "cannot read cluster file '%s': %s", arg, strerror(errno));
+            sb_printf(err, "cannot read cluster file '%s': %s", arg, ir_strerror(errno));
             if (hint) sb_puts(hint, "check the path");
             return false;
         }
@@ -207,7 +216,7 @@ bool shard_cluster_load(const char *arg, ShardCluster *c, StrBuf *err, StrBuf *h
     }
     if (colon && !parse_shape(colon + 1, &c->nodes, &c->per_node)) {
         sb_printf(err, "invalid cluster shape '%s' in '%s'", colon + 1, arg);
-        if (hint) sb_puts(hint, "write NODESxGPUS_PER_NODE with positive numbers, e.g. h100:8x8");
+        if (hint) sb_puts(hint, "write NODESxGPUS_PER_NODE with positive numbers (at most 1048576 devices), e.g. h100:8x8");
         return false;
     }
     return true;

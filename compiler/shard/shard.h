@@ -19,6 +19,7 @@
 
 /* ---- cluster.c: devices and links ---------------------------------------- */
 
+#define SHARD_MAX_DEVICES (1 << 20) /* a cluster larger than this is refused (sizes stay in int) */
 typedef struct ShardCluster {
     char device[32];            /* "H100-SXM" */
     int nodes, per_node;        /* nodes x devices per node */
@@ -121,6 +122,15 @@ int shard_spec_replicas(const ShardSpec *s, const ShardMesh *m);
 /* Offset of the local shard of device coords[] in dim d (global index). */
 int64_t shard_spec_offset(const ShardSpec *s, const ShardMesh *m, Shape global, int d,
                           const int *coords);
+/* ZeRO slices of a shard. The mesh axes (size > 1) holding copies of a tensor
+ * in spec s: neither splitting it nor pending. */
+unsigned shard_spec_replica_axes(const ShardSpec *s, const ShardMesh *m);
+/* t holds s's shards further split over some of s's replica axes (a slice of
+ * each shard): the count of those axes, or -1 if t is not such a spec. */
+int shard_spec_refines(const ShardSpec *t, const ShardSpec *s, const ShardMesh *m);
+/* s split further over each of its replica axes where a dim divides (the
+ * first such dim, innermost in it): a ZeRO slice of each shard. */
+ShardSpec shard_spec_refine(const ShardSpec *s, const ShardMesh *m, Shape sh);
 
 /* ---- strategy.c: strategies from iteration spaces ------------------------- */
 

@@ -203,3 +203,38 @@ int64_t shard_spec_offset(const ShardSpec *s, const ShardMesh *m, Shape g, int d
     }
     return block * (g.d[d] / shard_spec_split(s, m, d));
 }
+
+unsigned shard_spec_replica_axes(const ShardSpec *s, const ShardMesh *m) {
+    unsigned r = 0;
+    for (int a = 0; a < m->n_axes; a++)
+        if (m->size[a] > 1 && !((s->partial | s->pmax) >> a & 1u) && shard_spec_axis_dim(s, a, NULL) < 0)
+            r |= 1u << a;
+    return r;
+}
+
+int shard_spec_refines(const ShardSpec *t, const ShardSpec *s, const ShardMesh *m) {
+    if (t->partial || t->pmax || s->partial || s->pmax || t->rank != s->rank) return -1;
+    int extra = 0;
+    for (int a = 0; a < m->n_axes; a++) {
+        int ps, pt, ds = shard_spec_axis_dim(s, a, &ps), dt = shard_spec_axis_dim(t, a, &pt);
+        if (ds >= 0 && (dt != ds || pt != ps)) return -1;
+        if (ds < 0 && dt >= 0) extra++;
+    }
+    return extra;
+}
+
+ShardSpec shard_spec_refine(const ShardSpec *s, const ShardMesh *m, Shape sh) {
+    ShardSpec t = *s;
+    unsigned rep = shard_spec_replica_axes(s, m);
+    for (int a = 0; a < m->n_axes; a++) {
+        if (!(rep >> a & 1u)) continue;
+        for (int d = 0; d < t.rank; d++) {
+            int64_t pieces = shard_spec_split(&t, m, d) * m->size[a];
+            if (t.n[d] < SHARD_MAX_AXES && sh.d[d] % pieces == 0) {
+                t.ax[d][t.n[d]++] = (int8_t)a;
+                break;
+            }
+        }
+    }
+    return t;
+}

@@ -25,9 +25,12 @@
  * writes the same as CSV or JSONL rows of kind train or val (--log),
  * evaluates on --val every --eval-every steps and at the end, and --ckpt DIR
  * saves a checkpoint every --save-every steps and at the end (m_save:
- * sharded safetensors) plus DIR/train_state (the step); --resume continues
- * from it. --sample N prints N tokens sampled from the model after training
- * (top-k, temperature; bytes, or llm.c's GPT-2 tokenizer file).
+ * sharded safetensors; the step and the data position go into its manifest,
+ * colrt_checkpoint_set_state, so tensors and state change together; then
+ * DIR/schedule); --resume continues from it. SIGTERM or SIGUSR1 (a
+ * pre-empted cluster job) ends the run after the current step with a
+ * checkpoint. --sample N prints N tokens sampled from the model after
+ * training (top-k, temperature; bytes, or llm.c's GPT-2 tokenizer file).
  * --hf-init and --hf-export read and write Hugging Face checkpoints
  * (include/colossal/hf.h). Runs under mpirun/srun (one process per device).
  */
@@ -37,10 +40,12 @@
 #include <getopt.h>
 #include <math.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "colossal/hf.h"
@@ -286,29 +291,59 @@ static double evaluate(LM_MODEL *m, const tokens *val, int64_t batches, const ba
     return batches ? sum / (double)batches : NAN;
 }
 
-static void save(LM_MODEL *m, const options *o, int64_t step) {
-    LM_FN(save)(m, o->ckpt);
-    if (colrt_rank() == 0) { /* written after the checkpoint: names its step */
-        char path[4096], tmp[4200];
-        snprintf(path, sizeof path, "%s/train_state", o->ckpt);
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        FILE *f = fopen(tmp, "w");
-        if (!f || fprintf(f, "step %lld\n", (long long)step) < 0 || fclose(f) != 0 || rename(tmp, path) != 0)
-            colrt_die("cannot write %s", path);
-    }
-    colrt_barrier();
+/* ---- checkpoints and pre-emption (separate from the options and logging) ---- */
+
+/* Saves the model and, in the same manifest, the training state: the step and
+ * the data position (rows drawn so far; the data is a function of the step). */
+static void ckpt_save(LM_MODEL *m, const char *dir, int64_t step, int64_t batch) {
+    char state[160];
+    snprintf(state, sizeof state, "{\"step\": %lld, \"rows_seen\": %lld, \"driver\": \"%s\"}", (long long)step,
+             (long long)(step * batch), "train_" LM_STR(LM_MODEL));
+    colrt_checkpoint_set_state(state);
+    LM_FN(save)(m, dir);
+    colrt_checkpoint_set_state(NULL);
 }
 
-/* The step a checkpoint directory was saved at, or -1 when it has none. */
-static int64_t saved_step(const char *dir) {
+/* Loads the checkpoint in dir: its step (from the manifest that names the
+ * tensors just loaded), or -1 when dir holds no checkpoint. A checkpoint that
+ * does not load, or whose state does not say its step, ends the run: starting
+ * over would overwrite it. */
+static int64_t ckpt_resume(LM_MODEL *m, const char *dir) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/train_state", dir);
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    long long s = -1;
-    if (fscanf(f, "step %lld", &s) != 1) s = -1;
-    fclose(f);
-    return s;
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    if (LM_FN(load)(m, dir) != 0) colrt_die("cannot resume from %s: %s", dir, colrt_checkpoint_error());
+    const char *state = colrt_checkpoint_state();
+    const char *at = state ? strstr(state, "\"step\":") : NULL;
+    char *end = NULL;
+    long long step = at ? strtoll(at + 7, &end, 10) : -1;
+    if (!at || end == at + 7 || step < 0)
+        colrt_die("cannot resume from %s: its manifest holds no training step (not saved by this driver?)", dir);
+    return step;
+}
+
+static volatile sig_atomic_t stop_signal; /* the signal that asked the run to stop, 0 when none */
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+/* SIGTERM and SIGUSR1 (a scheduler pre-empting the job; mpirun forwards
+ * SIGUSR1) ask for a checkpoint and a clean end after the current step. */
+static void install_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* Whether any rank was signalled (collective: every rank stops at the same step). */
+static int stop_requested(void) {
+    int mine = stop_signal, any = 0;
+    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return any;
 }
 
 /* ---- the terminal ------------------------------------------------------------ */
@@ -593,6 +628,7 @@ int main(int argc, char **argv) {
     if (o.train && !tokens_read(o.train, &train, err, sizeof err)) fail("%s", err);
     if (o.val && !tokens_read(o.val, &val, err, sizeof err)) fail("%s", err);
     if (!o.train && !(o.resume && o.sample)) fail("%s", "no training file: give --train FILE");
+    install_stop_signals();
 
     LM_MODEL *m;
     LM_FN(config) cfg = {.mesh = NULL, .seed = o.seed};
@@ -627,6 +663,7 @@ int main(int argc, char **argv) {
     bs.T = LM_CAT(LM_MODEL, _idx_ELEMS) / LM_CAT(LM_MODEL, _idx_ROWS);
     const int64_t B = bs.B, T = bs.T;
     if (o.train && train.n < T + 1) fail("%s: fewer tokens than one sequence", o.train);
+    if (o.val && val.n < T + 1) fail("%s: fewer tokens than one sequence", o.val);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)(bs.micro * bs.rows * T));
     int32_t *tgt = malloc(sizeof(int32_t) * (size_t)(bs.micro * bs.rows * T));
 
@@ -637,12 +674,10 @@ int main(int argc, char **argv) {
     int64_t start = 0, skipped = 0;
     schedule sched = {o.steps, o.warmup, o.lr, o.min_lr};
     if (o.resume) {
-        start = saved_step(o.ckpt);
+        start = ckpt_resume(m, o.ckpt);
         if (start < 0) {
             if (rank0) printf("no checkpoint in %s: starting from step 0\n", o.ckpt);
             start = 0;
-        } else if (LM_FN(load)(m, o.ckpt) != 0) {
-            colrt_die("cannot resume from %s: %s", o.ckpt, colrt_checkpoint_error());
         } else {
             if (rank0) printf("resumed from %s at step %lld\n", o.ckpt, (long long)start);
             sched = schedule_resume(&o, start, &skipped);
@@ -691,9 +726,17 @@ int main(int argc, char **argv) {
         if (rank0 && eval_now) log_row(&lg, 1, s + 1, last_val, NAN, NAN, NAN, 0, NAN, NAN, NAN);
         if (tty) bar(s + 1 - start, o.stop_at - start, elapsed);
         if (!isfinite(loss)) colrt_die("the loss is %f at step %lld: lower --lr", loss, (long long)s + 1);
-        if (o.ckpt && ((o.save_every && (s + 1) % o.save_every == 0) || s + 1 == o.stop_at)) {
-            save(m, &o, s + 1);
+        int stop = stop_requested();
+        if (o.ckpt && (stop || (o.save_every && (s + 1) % o.save_every == 0) || s + 1 == o.stop_at)) {
+            ckpt_save(m, o.ckpt, s + 1, B);
             schedule_save(&o, &sched, skipped);
+        }
+        if (stop) {
+            if (rank0)
+                printf("\nstopped by signal %d after step %lld%s\n", stop, (long long)s + 1,
+                       o.ckpt ? ": checkpoint saved, continue with --resume" : " (no --ckpt: nothing saved)");
+            o.stop_at = s + 1;
+            break;
         }
     }
     if (tty) printf("\r\033[K");

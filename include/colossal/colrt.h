@@ -300,10 +300,14 @@ void colrt_cast(colrt_stream *s, const void *src, colrt_dtype st, void *dst, col
  * A checkpoint is a directory: one safetensors file per rank and a manifest,
  * written last by rank 0, naming the generation, the mesh, the plan (any JSON
  * text), and per file its size and CRC-32 and which slice of which global
- * tensor every entry holds. A save that dies half-way leaves the previous
- * generation loadable. Load reads the slices it needs from whichever files
- * hold them (so the mesh may differ), after checking sizes and checksums of
- * every file it will read; it touches no tensor unless all checks pass. */
+ * tensor every entry holds, plus the caller's training state
+ * (colrt_checkpoint_set_state). A save that dies half-way leaves the previous
+ * generation loadable; a save deletes only files a manifest of ours named.
+ * Load reads the slices it needs from whichever files hold them (so the mesh
+ * and the plan may differ: a flattened ZeRO slice and a structured shard of
+ * one tensor are matched element for element), after checking sizes,
+ * checksums and every header of every file it will read; it touches no
+ * tensor unless all checks pass. */
 #define COLRT_MAX_DIMS 8
 typedef struct colrt_tensor {
     const char *name;
@@ -325,6 +329,18 @@ const char *colrt_checkpoint_error(void);
 /* Fault injection for tests: the next save by `rank` exits the process with
  * status 42 after writing half of its file (no rename, no manifest). */
 void colrt_fault_kill_save(int rank);
+/* The caller's training state (a JSON object's text: the step, the data
+ * position, ...) for the next save, which stores it in the manifest (the file
+ * renamed last, so state and tensors change together). NULL clears it. */
+void colrt_checkpoint_set_state(const char *json_object);
+/* The state stored in the manifest of the last successful load (JSON text,
+ * owned by colrt), or NULL when it had none. */
+const char *colrt_checkpoint_state(void);
+
+/* Writes n bytes to path atomically: a temporary in the same directory,
+ * fsync, rename over path. Returns 0, or -1 with errno set; on failure path
+ * is untouched and no temporary is left. Not collective. */
+int colrt_write_file_atomic(const char *path, const void *data, size_t n);
 
 #ifdef __cplusplus
 }

@@ -4,17 +4,23 @@
  * Layout of a checkpoint directory:
  *   manifest.json              written last, by rank 0; names the generation
  *   g<gen>-r<rank>.safetensors one per rank: that rank's shards
- * A save of generation g+1 writes each rank file as <name>.tmp, fsyncs it,
- * renames it, gathers sizes/CRC-32s/slices to rank 0, which writes
- * manifest.json.tmp, fsyncs, renames it over the old manifest, and only then
- * deletes generation g's files. Until that rename the old manifest and its
- * files are untouched, so a crash anywhere leaves generation g loadable.
+ * A save of generation g+1 writes each rank file through a temporary, fsyncs
+ * it, renames it, gathers sizes/CRC-32s/slices to rank 0, which writes the
+ * manifest (with the caller's training state, colrt_checkpoint_set_state) the
+ * same way over the old one, and only then deletes the files the old manifest
+ * named (its own and those it recorded as superseded) that the new one does
+ * not. Until that rename the old manifest and its files are untouched, so a
+ * crash anywhere leaves generation g loadable; no file a manifest of ours
+ * does not name is ever deleted.
  *
  * Load reads the manifest, maps every file it needs, checks each file's size
  * and CRC-32 against the manifest and its safetensors header against the
  * slices, assembles every requested shard in host memory from the slices
  * that overlap it (so a different mesh can load it), and only when every
- * check passed on every rank copies the shards into device memory.
+ * check passed on every rank copies the shards into device memory. Every
+ * number of the manifest and headers is range-checked (sizes with checked
+ * arithmetic) before it addresses memory: a crafted, CRC-consistent file is
+ * refused, not followed.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
@@ -29,14 +35,31 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "colossal/safetensors.h"
 #include "internal.h"
 
 static char ck_err[1024];
 static int kill_save_rank = -1;
+static char *state_out, *state_in; /* the training state to save; the one last loaded */
+
+#define CK_MAX_JSON ((size_t)256 << 20)    /* a manifest larger than this is refused */
+#define CK_MAX_GENERATION ((int64_t)1 << 52) /* exact in the manifest's double */
 
 const char *colrt_checkpoint_error(void) { return ck_err; }
 void colrt_fault_kill_save(int rank) { kill_save_rank = rank; }
+const char *colrt_checkpoint_state(void) { return state_in; }
+
+void colrt_checkpoint_set_state(const char *json_object) {
+    free(state_out);
+    state_out = NULL;
+    if (!json_object) return;
+    cJSON *j = cJSON_Parse(json_object);
+    if (!cJSON_IsObject(j)) colrt_die("colrt_checkpoint_set_state: not a JSON object: %.80s", json_object);
+    cJSON_Delete(j);
+    state_out = strdup(json_object);
+}
 
 static int fail(const char *fmt, ...) {
     va_list ap;
@@ -46,20 +69,9 @@ static int fail(const char *fmt, ...) {
     return -1;
 }
 
-/* ---- CRC-32 (IEEE, as zlib) ----------------------------------------------- */
+/* ---- CRC-32 (zlib's) ------------------------------------------------------------ */
 
-static uint32_t crc32_of(const unsigned char *p, size_t n) {
-    static uint32_t table[256];
-    if (!table[1])
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-            table[i] = c;
-        }
-    uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) c = table[(c ^ p[i]) & 0xff] ^ (c >> 8);
-    return c ^ 0xffffffffu;
-}
+static uint32_t crc32_of(const unsigned char *p, size_t n) { return (uint32_t)crc32_z(0, p, (z_size_t)n); }
 
 /* ---- small MPI helpers (with the job's timeout) ------------------------------ */
 
@@ -107,60 +119,49 @@ static char *path_join(const char *dir, const char *name) {
     return p;
 }
 
-static void fsync_dir(const char *dir) {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) fsync(fd), close(fd);
-}
 
-static void write_all(int fd, const void *p, size_t n, const char *path) {
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) colrt_die("checkpoint: writing %s failed: %s", path, strerror(errno));
-        c += w, n -= (size_t)w;
-    }
-}
-
-/* Writes data to path via path.tmp + fsync + rename. With die_half, exits half-way. */
+/* Writes data to dir/name atomically (files.c); dies on failure. With die_half, exits half-way. */
 static void write_atomic(const char *dir, const char *name, const void *data, size_t n, int die_half) {
-    char *path = path_join(dir, name), *tmp = malloc(strlen(path) + 5);
-    sprintf(tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) colrt_die("checkpoint: cannot create %s: %s", tmp, strerror(errno));
-    if (die_half) {
-        write_all(fd, data, n / 2, tmp);
-        fsync(fd);
-        fprintf(stderr, "colrt: rank %d: fault injection: dying half-way through %s\n", colrt__g.rank, tmp);
-        _exit(42);
-    }
-    write_all(fd, data, n, tmp);
-    if (fsync(fd)) colrt_die("checkpoint: fsync %s failed: %s", tmp, strerror(errno));
-    close(fd);
-    if (rename(tmp, path)) colrt_die("checkpoint: rename %s failed: %s", tmp, strerror(errno));
-    fsync_dir(dir);
-    free(path), free(tmp);
+    char *path = path_join(dir, name);
+    if (colrt__write_atomic(path, data, n, die_half, 1) != 0)
+        colrt_die("checkpoint: writing %s failed: %s", path, strerror(errno));
+    free(path);
 }
 
-static cJSON *read_json(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = 0;
-    fclose(f);
-    cJSON *j = cJSON_Parse(s);
+/* A JSON file; NULL with a message (a directory, FIFO or oversized file is refused, not read). */
+static cJSON *read_json(const char *path, char *err, size_t errlen) {
+    size_t len;
+    char *s = colrt__read_regular(path, CK_MAX_JSON, &len, err, errlen);
+    if (!s) return NULL;
+    cJSON *j = cJSON_ParseWithLength(s, len);
     free(s);
+    if (!j) snprintf(err, errlen, "%s is not JSON", path);
     return j;
 }
 
+/* Every number of a manifest or header that sizes or addresses memory is a
+ * whole number in [0, 2^53]: exact in a double, so the arithmetic below stays
+ * in int64_t when checked. */
+static int whole(const cJSON *e, int64_t *out) {
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble <= 9007199254740992.0) ||
+        e->valuedouble != (double)(int64_t)e->valuedouble)
+        return 0;
+    *out = (int64_t)e->valuedouble;
+    return 1;
+}
+
+/* The elements of a shape; -1 when it overflows int64_t. */
 static int64_t volume(int nd, const int64_t *shape) {
     int64_t v = 1;
-    for (int d = 0; d < nd; d++) v *= shape[d];
+    for (int d = 0; d < nd; d++)
+        if (shape[d] < 0 || __builtin_mul_overflow(v, shape[d], &v)) return -1;
     return v;
+}
+
+/* Bytes of a shape of element size es; -1 when it overflows. */
+static int64_t nbytes(int nd, const int64_t *shape, size_t es) {
+    int64_t v = volume(nd, shape), b;
+    return v < 0 || __builtin_mul_overflow(v, (int64_t)es, &b) ? -1 : b;
 }
 
 static cJSON *int_array(int n, const int64_t *v) {
@@ -169,14 +170,14 @@ static cJSON *int_array(int n, const int64_t *v) {
     return a;
 }
 
+/* An array of at most max whole numbers (see whole()); its length, or -1. */
 static int read_ints(const cJSON *a, int64_t *out, int max) {
     if (!cJSON_IsArray(a)) return -1;
-    int n = cJSON_GetArraySize(a);
-    if (n > max) return -1;
-    for (int i = 0; i < n; i++) {
-        const cJSON *e = cJSON_GetArrayItem(a, i);
-        if (!cJSON_IsNumber(e)) return -1;
-        out[i] = (int64_t)e->valuedouble;
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a) {
+        if (n == max || !whole(e, &out[n])) return -1;
+        n++;
     }
     return n;
 }
@@ -193,9 +194,30 @@ static void check_tensor(const colrt_tensor *t) {
     if (!t->name || t->ndim < 0 || t->ndim > COLRT_MAX_DIMS || (unsigned)t->dtype >= COLRT_NDTYPES)
         colrt_die("checkpoint: tensor %s: bad name, ndim or dtype", t->name ? t->name : "(null)");
     for (int d = 0; d < t->ndim; d++)
-        if (t->shape[d] < 0 || t->offset[d] < 0 || t->offset[d] + t->shape[d] > t->global_shape[d])
+        if (t->shape[d] < 0 || t->offset[d] < 0 || t->shape[d] > t->global_shape[d] ||
+            t->offset[d] > t->global_shape[d] - t->shape[d])
             colrt_die("checkpoint: tensor %s: slice [%lld, +%lld) of dim %d is outside its global size %lld", t->name,
                       (long long)t->offset[d], (long long)t->shape[d], d, (long long)t->global_shape[d]);
+    if (nbytes(t->ndim, t->global_shape, colrt_dtype_size(t->dtype)) < 0)
+        colrt_die("checkpoint: tensor %s: its global shape overflows 64 bits", t->name);
+}
+
+/* The file names a manifest names: its files and those it recorded as superseded. */
+static void manifest_names(const cJSON *man, cJSON *into) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(man, "files")) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
+        if (cJSON_IsString(f)) cJSON_AddItemToArray(into, cJSON_CreateString(f->valuestring));
+    }
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(man, "superseded"))
+        if (cJSON_IsString(e)) cJSON_AddItemToArray(into, cJSON_CreateString(e->valuestring));
+}
+
+/* Only plain names of ours (g<gen>-r<rank>.safetensors) are ever deleted, and only in dir. */
+static int our_file_name(const char *s) {
+    long g;
+    int r, n = 0;
+    return !strchr(s, '/') && sscanf(s, "g%ld-r%d.safetensors%n", &g, &r, &n) == 2 && n > 0 && !s[n];
 }
 
 void colrt_checkpoint_save(const char *dir, const colrt_mesh *m, const char *plan_json, int n, const colrt_tensor *t) {
@@ -208,12 +230,18 @@ void colrt_checkpoint_save(const char *dir, const colrt_mesh *m, const char *pla
     }
     /* the generation: one more than the manifest's */
     long gen = 1;
+    cJSON *old_names = cJSON_CreateArray(); /* rank 0: what the current manifest names */
     if (R == 0) {
         mkdir(dir, 0755);
-        char *mp = path_join(dir, "manifest.json");
-        cJSON *old = read_json(mp);
-        const cJSON *g = cJSON_GetObjectItemCaseSensitive(old, "generation");
-        if (cJSON_IsNumber(g)) gen = (long)g->valuedouble + 1;
+        char *mp = path_join(dir, "manifest.json"), err[512];
+        struct stat st;
+        cJSON *old = stat(mp, &st) == 0 ? read_json(mp, err, sizeof err) : NULL;
+        if (stat(mp, &st) == 0 && !old) colrt_die("checkpoint: %s (refusing to write over it)", err);
+        int64_t g = 0;
+        if (old && (!whole(cJSON_GetObjectItemCaseSensitive(old, "generation"), &g) || g >= CK_MAX_GENERATION))
+            colrt_die("checkpoint: %s names no valid generation (refusing to write over it)", mp);
+        gen = (long)g + 1;
+        manifest_names(old, old_names);
         cJSON_Delete(old);
         free(mp);
     }
@@ -221,36 +249,27 @@ void colrt_checkpoint_save(const char *dir, const colrt_mesh *m, const char *pla
     mkdir(dir, 0755); /* every rank, in case dir is node-local */
 
     colrt_device_sync(); /* the tensors may still be in flight on any stream */
-    /* this rank's safetensors file: header, padding to 8, data */
-    cJSON *hdr = cJSON_CreateObject(), *meta = cJSON_CreateObject();
-    char buf[64];
-    snprintf(buf, sizeof buf, "%d", R);
-    cJSON_AddStringToObject(meta, "colrt.rank", buf);
-    snprintf(buf, sizeof buf, "%ld", gen);
-    cJSON_AddStringToObject(meta, "colrt.generation", buf);
-    cJSON_AddItemToObject(hdr, "__metadata__", meta);
-    size_t data_bytes = 0;
+    /* this rank's safetensors file (safetensors.c), the data copied into it in place */
+    char rank_s[32], gen_s[32], err[512];
+    snprintf(rank_s, sizeof rank_s, "%d", R);
+    snprintf(gen_s, sizeof gen_s, "%ld", gen);
+    const char *meta[] = {"colrt.rank", rank_s, "colrt.generation", gen_s, NULL};
+    colrt_st_tensor *st = calloc((size_t)(n ? n : 1), sizeof *st);
+    size_t data_bytes = 0, total = 0;
     for (int i = 0; i < n; i++) {
-        size_t b = (size_t)volume(t[i].ndim, t[i].shape) * colrt_dtype_size(t[i].dtype);
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "dtype", colrt_dtype_name(t[i].dtype));
-        cJSON_AddItemToObject(e, "shape", int_array(t[i].ndim, t[i].shape));
-        int64_t off[2] = {(int64_t)data_bytes, (int64_t)(data_bytes + b)};
-        cJSON_AddItemToObject(e, "data_offsets", int_array(2, off));
-        cJSON_AddItemToObject(hdr, t[i].name, e);
-        data_bytes += b;
+        st[i].name = t[i].name;
+        st[i].dtype = colrt_dtype_name(t[i].dtype);
+        st[i].ndim = t[i].ndim;
+        memcpy(st[i].shape, t[i].shape, sizeof st[i].shape);
+        st[i].bytes = (size_t)nbytes(t[i].ndim, t[i].shape, colrt_dtype_size(t[i].dtype)); /* check_tensor: fits */
+        data_bytes += st[i].bytes;
     }
-    char *htext = cJSON_PrintUnformatted(hdr);
-    cJSON_Delete(hdr);
-    size_t hlen = (strlen(htext) + 7) / 8 * 8, total = 8 + hlen + data_bytes;
-    unsigned char *file = malloc(total);
-    for (int k = 0; k < 8; k++) file[k] = (unsigned char)((uint64_t)hlen >> (8 * k));
-    memset(file + 8, ' ', hlen);
-    memcpy(file + 8, htext, strlen(htext));
-    free(htext);
-    size_t pos = 8 + hlen;
+    unsigned char *file = colrt_st_build(n, st, meta, &total, err, sizeof err);
+    free(st);
+    if (!file) colrt_die("checkpoint: %s", err);
+    size_t pos = total - data_bytes;
     for (int i = 0; i < n; i++) {
-        size_t b = (size_t)volume(t[i].ndim, t[i].shape) * colrt_dtype_size(t[i].dtype);
+        size_t b = (size_t)nbytes(t[i].ndim, t[i].shape, colrt_dtype_size(t[i].dtype));
         colrt_memcpy(file + pos, t[i].data, b, COLRT_D2H, NULL);
         pos += b;
     }
@@ -295,32 +314,54 @@ void colrt_checkpoint_save(const char *dir, const colrt_mesh *m, const char *pla
         cJSON *plan = plan_json ? cJSON_Parse(plan_json) : NULL;
         if (plan_json && !plan) plan = cJSON_CreateString(plan_json);
         cJSON_AddItemToObject(man, "plan", plan ? plan : cJSON_CreateNull());
+        cJSON *state = state_out ? cJSON_Parse(state_out) : NULL;
+        if (state) cJSON_AddItemToObject(man, "state", state);
         cJSON *files = cJSON_AddArrayToObject(man, "files");
         for (int r = 0; r < colrt__g.world; r++) {
             cJSON *f = cJSON_Parse(all + offs[r]);
             if (!f) colrt_die("checkpoint: rank %d sent an unreadable file record", r);
             cJSON_AddItemToArray(files, f);
         }
+        /* the old manifest's files that this one does not name: deleted after the
+         * rename, and recorded here so that a crash before they are gone leaves
+         * them named (the next save deletes them) */
+        cJSON *gone = cJSON_CreateArray(), *e;
+        cJSON_ArrayForEach(e, old_names) {
+            int keep = !our_file_name(e->valuestring);
+            const cJSON *f;
+            cJSON_ArrayForEach(f, files) keep |= !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "file")),
+                                                         e->valuestring);
+            const cJSON *dup;
+            cJSON_ArrayForEach(dup, gone) keep |= !strcmp(dup->valuestring, e->valuestring);
+            char *p = path_join(dir, e->valuestring);
+            keep |= access(p, F_OK) != 0; /* gone already: no longer recorded */
+            free(p);
+            if (!keep) cJSON_AddItemToArray(gone, cJSON_CreateString(e->valuestring));
+        }
+        cJSON_AddItemToObject(man, "superseded", gone);
         char *text = cJSON_Print(man);
-        cJSON_Delete(man);
         write_atomic(dir, "manifest.json", text, strlen(text), 0);
         free(text);
-        /* the new generation is current: older files and stale temporaries go */
-        DIR *d = opendir(dir);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            long g = 0;
-            int r = 0;
-            size_t len = strlen(e->d_name);
-            int stale_tmp = len > 4 && !strcmp(e->d_name + len - 4, ".tmp");
-            if (stale_tmp || (sscanf(e->d_name, "g%ld-r%d.safetensors", &g, &r) == 2 && g != gen)) {
-                char *p = path_join(dir, e->d_name);
-                unlink(p);
-                free(p);
-            }
+        /* the new generation is current: the files it supersedes go, and the
+         * temporaries of the names it and they carry (a killed save's); nothing else */
+        cJSON_ArrayForEach(e, gone) {
+            char *p = path_join(dir, e->valuestring);
+            if (unlink(p) != 0 && errno != ENOENT)
+                fprintf(stderr, "colrt: checkpoint: cannot remove the superseded %s: %s\n", p, strerror(errno));
+            free(p);
         }
-        if (d) closedir(d);
+        cJSON *tmps = cJSON_CreateArray();
+        manifest_names(man, tmps);
+        cJSON_ArrayForEach(e, tmps) {
+            char *p = path_join(dir, e->valuestring), *tp = malloc(strlen(p) + 5);
+            sprintf(tp, "%s.tmp", p);
+            unlink(tp);
+            free(p), free(tp);
+        }
+        cJSON_Delete(tmps);
+        cJSON_Delete(man);
     }
+    cJSON_Delete(old_names);
     free(all), free(offs);
     colrt_barrier();
 }
@@ -333,18 +374,17 @@ typedef struct {
     uint32_t crc;
     const unsigned char *map; /* whole file, once verified */
     size_t map_len;
-    cJSON *header;
-    const unsigned char *data; /* start of the data section */
+    colrt_st_file *st; /* its checked safetensors entries */
 } CkFile;
 
 static int verify_file(const char *dir, CkFile *f) {
-    char *path = path_join(dir, f->file);
-    int fd = open(path, O_RDONLY);
-    struct stat st;
+    char *path = path_join(dir, f->file), err[512];
+    int64_t size = 0;
+    int fd = colrt__open_regular(path, &size, err, sizeof err); /* a FIFO would block every rank */
     int rc = 0;
-    if (fd < 0) rc = fail("cannot open %s: %s", path, strerror(errno));
-    else if (fstat(fd, &st) || st.st_size != f->bytes)
-        rc = fail("%s has %lld bytes, the manifest says %lld", path, (long long)st.st_size, (long long)f->bytes);
+    if (fd < 0) rc = fail("%s", err);
+    else if (size != f->bytes)
+        rc = fail("%s has %lld bytes, the manifest says %lld", path, (long long)size, (long long)f->bytes);
     if (rc == 0 && f->bytes > 0) {
         void *p = mmap(NULL, (size_t)f->bytes, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) rc = fail("cannot map %s: %s", path, strerror(errno));
@@ -354,19 +394,62 @@ static int verify_file(const char *dir, CkFile *f) {
             if (crc != f->crc) rc = fail("%s: CRC-32 %08x, the manifest says %08x (corrupt file)", path, crc, f->crc);
         }
     }
-    if (rc == 0) {
-        uint64_t hlen = 0;
-        for (int k = 0; k < 8 && f->map_len >= 8; k++) hlen |= (uint64_t)f->map[k] << (8 * k);
-        if (f->map_len < 8 || hlen > f->map_len - 8) rc = fail("%s: bad safetensors header length", path);
-        else {
-            f->header = cJSON_ParseWithLength((const char *)f->map + 8, (size_t)hlen);
-            f->data = f->map + 8 + hlen;
-            if (!f->header) rc = fail("%s: unreadable safetensors header", path);
-        }
-    }
+    if (rc == 0 && !(f->st = colrt_st_parse(f->map, f->map_len, path, err, sizeof err))) rc = fail("%s", err);
     if (fd >= 0) close(fd);
     free(path);
     return rc;
+}
+
+/* The runs of a dense box of a row-major tensor (global shape gs): each a
+ * stretch of consecutive elements of the flattened tensor. */
+typedef struct {
+    int nd;
+    const int64_t *gs, *off, *shape;
+    int64_t idx[COLRT_MAX_DIMS]; /* the box position of the next run, last dim 0 */
+    int64_t pos, n;              /* elements of the box before it; the box's volume */
+} Runs;
+
+static void runs_init(Runs *r, int nd, const int64_t *gs, const int64_t *off, const int64_t *shape) {
+    memset(r, 0, sizeof *r);
+    r->nd = nd, r->gs = gs, r->off = off, r->shape = shape;
+    r->n = volume(nd, shape);
+}
+
+/* The next run: its start in the flat tensor and its length; 0 when done. */
+static int runs_next(Runs *r, int64_t *start, int64_t *len) {
+    if (r->pos >= r->n || r->n <= 0) return 0;
+    int64_t f = 0;
+    for (int d = 0; d < r->nd; d++) f = f * r->gs[d] + r->off[d] + r->idx[d];
+    *start = f;
+    *len = r->nd ? r->shape[r->nd - 1] : 1;
+    r->pos += *len;
+    for (int d = r->nd - 2; d >= 0; d--) {
+        if (++r->idx[d] < r->shape[d]) break;
+        r->idx[d] = 0;
+    }
+    return 1;
+}
+
+/* Copies the intersection of a source box into a destination box of the same
+ * tensor seen with different shapes of one volume (one of them flattened):
+ * both boxes as runs of the flat tensor, merged in order. */
+static void copy_flat(size_t es, int snd, const int64_t *sgs, const int64_t *so, const int64_t *ss, const unsigned char *src,
+                      int dnd, const int64_t *dgs, const int64_t *dof, const int64_t *ds, unsigned char *dst,
+                      unsigned char *mask) {
+    Runs a, b;
+    runs_init(&a, snd, sgs, so, ss);
+    runs_init(&b, dnd, dgs, dof, ds);
+    int64_t as, al, bs, bl, apos = 0, bpos = 0;
+    int ha = runs_next(&a, &as, &al), hb = runs_next(&b, &bs, &bl);
+    while (ha && hb) {
+        int64_t lo = as > bs ? as : bs, hi = as + al < bs + bl ? as + al : bs + bl;
+        if (lo < hi) {
+            memcpy(dst + (size_t)(bpos + lo - bs) * es, src + (size_t)(apos + lo - as) * es, (size_t)(hi - lo) * es);
+            memset(mask + bpos + lo - bs, 1, (size_t)(hi - lo));
+        }
+        if (as + al <= bs + bl) apos += al, ha = runs_next(&a, &as, &al);
+        else bpos += bl, hb = runs_next(&b, &bs, &bl);
+    }
 }
 
 /* Copies the intersection of a source slice into a destination slice (both dense). */
@@ -396,11 +479,11 @@ static void copy_box(int nd, size_t es, const unsigned char *src, const int64_t 
     }
 }
 
-static int load_local(const char *dir, int n, const colrt_tensor *t, unsigned char ***staged) {
-    char *mp = path_join(dir, "manifest.json");
-    cJSON *man = read_json(mp);
+static int load_local(const char *dir, int n, const colrt_tensor *t, unsigned char ***staged, cJSON **manifest) {
+    char *mp = path_join(dir, "manifest.json"), err[512];
+    cJSON *man = read_json(mp, err, sizeof err);
     int rc = 0;
-    if (!man) rc = fail("%s is missing or not JSON: no complete checkpoint in %s", mp, dir);
+    if (!man) rc = fail("%s: no complete checkpoint in %s", err, dir);
     free(mp);
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(man, "files");
     int nf = cJSON_IsArray(files) ? cJSON_GetArraySize(files) : 0;
@@ -411,9 +494,11 @@ static int load_local(const char *dir, int n, const colrt_tensor *t, unsigned ch
         const cJSON *f = cJSON_GetArrayItem(files, i);
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(f, "file"), *b = cJSON_GetObjectItemCaseSensitive(f, "bytes"),
                     *c = cJSON_GetObjectItemCaseSensitive(f, "crc32");
-        if (!cJSON_IsString(fn) || !cJSON_IsNumber(b) || !cJSON_IsNumber(c) || strchr(fn->valuestring, '/'))
+        int64_t bytes, crc;
+        if (!cJSON_IsString(fn) || !our_file_name(fn->valuestring) || !whole(b, &bytes) || !whole(c, &crc) ||
+            crc > 0xffffffffLL)
             rc = fail("%s/manifest.json: file record %d is malformed", dir, i);
-        else ff[i].file = fn->valuestring, ff[i].bytes = (int64_t)b->valuedouble, ff[i].crc = (uint32_t)c->valuedouble;
+        else ff[i].file = fn->valuestring, ff[i].bytes = bytes, ff[i].crc = (uint32_t)crc;
     }
     /* which files hold slices this rank needs */
     for (int i = 0; rc == 0 && i < nf; i++) {
@@ -433,7 +518,7 @@ static int load_local(const char *dir, int n, const colrt_tensor *t, unsigned ch
         const colrt_tensor *x = &t[k];
         check_tensor(x);
         size_t es = colrt_dtype_size(x->dtype);
-        int64_t vol = volume(x->ndim, x->shape);
+        int64_t vol = volume(x->ndim, x->shape); /* check_tensor: its bytes fit */
         stage[k] = malloc((size_t)vol * es + 1);
         unsigned char *mask = calloc((size_t)vol + 1, 1);
         int found = 0;
@@ -454,22 +539,31 @@ static int load_local(const char *dir, int n, const colrt_tensor *t, unsigned ch
                               colrt_dtype_name(x->dtype));
                     break;
                 }
-                if (g != x->ndim || o != g || s != g || memcmp(gs, x->global_shape, sizeof(int64_t) * (size_t)g)) {
+                /* the same global tensor, or the same one flattened (a ZeRO slice of
+                 * the flat tensor on one side, a structured shard on the other) */
+                int same = g == x->ndim && g >= 0 && !memcmp(gs, x->global_shape, sizeof(int64_t) * (size_t)g);
+                int flat = !same && g > 0 && (g == 1 || x->ndim == 1) && volume(g, gs) >= 0 &&
+                           volume(g, gs) == volume(x->ndim, x->global_shape);
+                if (o != g || s != g || (!same && !flat)) {
                     rc = fail("tensor %s: the checkpoint's global shape differs from the model's", x->name);
                     break;
                 }
+                int inside = 1; /* whole numbers <= 2^53 (read_ints): these sums do not overflow */
+                for (int d = 0; d < g; d++) inside &= so[d] + ss[d] <= gs[d];
+                if (!inside) {
+                    rc = fail("%s: tensor %s: a slice lies outside the global shape", ff[i].file, x->name);
+                    break;
+                }
                 /* the slice as the file's own header describes it */
-                const cJSON *h = cJSON_GetObjectItemCaseSensitive(ff[i].header, x->name);
-                int64_t hs[COLRT_MAX_DIMS], ho[2];
-                int hn = read_ints(cJSON_GetObjectItemCaseSensitive(h, "shape"), hs, COLRT_MAX_DIMS);
-                int64_t sbytes = volume(s, ss) * (int64_t)es;
-                if (hn != s || memcmp(hs, ss, sizeof(int64_t) * (size_t)s) ||
-                    read_ints(cJSON_GetObjectItemCaseSensitive(h, "data_offsets"), ho, 2) != 2 || ho[1] - ho[0] != sbytes ||
-                    ho[0] < 0 || ho[1] > (int64_t)(ff[i].map_len - (size_t)(ff[i].data - ff[i].map))) {
+                const colrt_st_tensor *h = colrt_st_find(ff[i].st, x->name); /* checked: inside the file */
+                int64_t sbytes = nbytes(s, ss, es);
+                if (!h || h->ndim != s || memcmp(h->shape, ss, sizeof(int64_t) * (size_t)s) || sbytes < 0 ||
+                    strcmp(h->dtype, colrt_dtype_name(x->dtype)) || (int64_t)h->bytes != sbytes) {
                     rc = fail("%s: tensor %s: the safetensors header disagrees with the manifest", ff[i].file, x->name);
                     break;
                 }
-                copy_box(x->ndim, es, ff[i].data + ho[0], so, ss, stage[k], x->offset, x->shape, mask);
+                if (same) copy_box(x->ndim, es, h->data, so, ss, stage[k], x->offset, x->shape, mask);
+                else copy_flat(es, g, gs, so, ss, h->data, x->ndim, x->global_shape, x->offset, x->shape, stage[k], mask);
             }
         }
         if (rc == 0 && !found) rc = fail("tensor %s is not in the checkpoint", x->name);
@@ -479,10 +573,10 @@ static int load_local(const char *dir, int n, const colrt_tensor *t, unsigned ch
     }
     for (int i = 0; i < nf; i++) {
         if (ff[i].map) munmap((void *)ff[i].map, ff[i].map_len);
-        cJSON_Delete(ff[i].header);
+        colrt_st_close(ff[i].st);
     }
     free(ff), free(needed);
-    cJSON_Delete(man);
+    *manifest = man;
     *staged = stage;
     return rc;
 }
@@ -491,16 +585,23 @@ int colrt_checkpoint_load(const char *dir, int n, const colrt_tensor *t) {
     colrt__require_init("colrt_checkpoint_load");
     ck_err[0] = 0;
     unsigned char **stage = NULL;
-    int rc = load_local(dir, n, t, &stage);
+    cJSON *man = NULL;
+    int rc = load_local(dir, n, t, &stage, &man);
     /* every rank agrees before any tensor is touched */
     int any = all_max(rc != 0 ? colrt__g.rank + 1 : 0);
     if (any && rc == 0) fail("rank %d could not load the checkpoint (see its message)", any - 1);
     if (!any) {
         for (int k = 0; k < n; k++)
-            colrt_memcpy(t[k].data, stage[k], (size_t)volume(t[k].ndim, t[k].shape) * colrt_dtype_size(t[k].dtype),
+            colrt_memcpy(t[k].data, stage[k], (size_t)nbytes(t[k].ndim, t[k].shape, colrt_dtype_size(t[k].dtype)),
                          COLRT_H2D, NULL);
         colrt_device_sync();
     }
+    if (!any) { /* the training state saved with these tensors */
+        free(state_in);
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(man, "state");
+        state_in = cJSON_IsObject(st) ? cJSON_PrintUnformatted(st) : NULL;
+    }
+    cJSON_Delete(man);
     for (int k = 0; k < n; k++) free(stage ? stage[k] : NULL);
     free(stage);
     return any ? -1 : 0;

@@ -49,6 +49,19 @@ void colrt__coll_thread_exit(void);
 void colrt__mpi_wait(MPI_Request *req, const char *what, int axis);
 void colrt__require_init(const char *fn);
 
+/* files.c. Writes path atomically (temporary in the same directory, fsync,
+ * rename); with die_half writes half of the temporary and exits 42 (fault
+ * injection). The temporary is path.tmp with fixed_tmp (checkpoints: a retry
+ * overwrites a killed save's, and the names derive from the manifest's),
+ * else a hidden name unique to the process. 0, or -1 with errno set and no
+ * temporary left. */
+int colrt__write_atomic(const char *path, const void *data, size_t n, int die_half, int fixed_tmp);
+/* Opens a regular file (a directory, FIFO or device is refused without
+ * blocking) and gives its size; -1 with a message. */
+int colrt__open_regular(const char *path, int64_t *size, char *err, size_t errlen);
+/* A whole regular file of at most max bytes, NUL-terminated (malloc); NULL with a message. */
+char *colrt__read_regular(const char *path, size_t max, size_t *len, char *err, size_t errlen);
+
 /* Backend hooks. */
 extern const int colrt__device_is_host; /* 1: device pointers are host pointers */
 void colrt__backend_init(void);

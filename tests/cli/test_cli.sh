@@ -96,5 +96,35 @@ expect 1 "hint: did you mean 'relu'?" -- "$tmp/bad.cir"
 # --dump-after prints the IR after a stage.
 expect 0 "; ---- IR after load ----" -- "$src/examples/ir/mlp.cir" --dump-after load --verify-each
 
+
+# Hostile inputs (issue 17): each refused with a message, never a hang or a crash.
+expect 2 "invalid value 'bogus' for --dump-after" -- "$src/examples/ir/mlp.cir" --dump-after bogus
+expect 2 "lower.recompute" -- "$src/examples/ir/mlp.cir" --dump-after lower.bogus
+expect 0 "; ---- program after lower.split ----" -- "$src/examples/ir/mlp.cir" --emit code --target cpu --cluster h100:1x1 -o "$tmp/dump-split" -q --dump-after lower.split
+expect 2 "invalid value '3e6' for --time-limit" -- --time-limit 3e6 "$src/examples/ir/mlp.cir"
+expect 1 "unknown cluster preset 'nope'" -- --cluster nope:1x2 "$src/examples/ir/mlp.cir"
+expect 1 "invalid cluster shape '2000000x1024'" -- --cluster h100:2000000x1024 "$src/examples/ir/mlp.cir"
+mkdir -p "$tmp/adir.cir" "$tmp/cdir.json"
+expect 1 "cannot read '$tmp/adir.cir': Is a directory" -- "$tmp/adir.cir"
+expect 1 "cannot read cluster file '$tmp/cdir.json': Is a directory" -- --cluster "$tmp/cdir.json" "$src/examples/ir/mlp.cir"
+mkfifo "$tmp/fifo.cir"
+expect 1 "not a regular file" -- "$tmp/fifo.cir" # would block forever if it were opened for reading
+printf 'graph t\ninput %%x : f32[4,8]\n%%y : f32[4,8] = scale(%%x) {s=1e999}\n' > "$tmp/inf.cir"
+expect 1 "number '1e999' is not finite" -- "$tmp/inf.cir"
+printf 'graph t\ninput %%x : f32[1073741824,1073741824,1073741824]\n' > "$tmp/huge.cir"
+expect 1 "has more than 2^48 elements" -- "$tmp/huge.cir"
+# A causal attention over a huge context is priced in closed form (it used to loop over the context).
+expect 0 "forward FLOPs" -- "$src/examples/gpt2/gpt2.c" -DCTX=100000000 -DN_LAYER=1 -DVOCAB=256 -DN_EMBD=64 -DN_HEAD=4 --batch 1
+
+# Outputs are atomic: a write that fails (here: past the file size limit)
+# leaves the previous file as it was and no temporary beside it.
+"$cc" -q "$src/examples/ir/mlp.cir" --emit ir -o "$tmp/atomic.cir"
+cp "$tmp/atomic.cir" "$tmp/atomic.prev"
+out=$( (trap '' XFSZ; ulimit -f 4; NO_COLOR=1 "$cc" -q "$src/examples/ir/gpt2-2layer.cir" --emit ir -o "$tmp/atomic.cir") 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && [[ "$out" == *"cannot write '$tmp/atomic.cir': File too large"* ]] && cmp -s "$tmp/atomic.cir" "$tmp/atomic.prev" &&
+   [ -z "$(ls -A "$tmp" | grep -F 'atomic.cir.tmp')" ]; then pass=$((pass + 1)); else
+  echo "FAIL: a failed --emit ir write (rc $rc: $out) changed the previous file or left a temporary"; ls -A "$tmp"; fail=$((fail + 1)); fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -13,10 +13,14 @@
  * 2. colhf_save to OUT_DIR, then colhf_load of OUT_DIR into a second model
  *    gives bit-identical parameters (export is load's inverse); run.sh checks
  *    OUT_DIR's tensors are byte-identical to HF_DIR's (same names, shapes).
+ *    The export directory (model.safetensors and the config.json colhf_save
+ *    writes) loads back too, its config checked against the model.
  * 3. Bad inputs return -1 with a message and leave the parameters as they
  *    were: a missing path, a file that is not safetensors, the other
  *    family's checkpoint, a config.json whose width differs, or (when the
- *    parameters keep their shapes) whose head count differs.
+ *    parameters keep their shapes) whose head count differs; an index whose
+ *    weight_map holds a number or a path outside its directory; a directory
+ *    or a FIFO where the weights should be (refused without blocking).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
@@ -181,6 +185,13 @@ int main(int argc, char **argv) {
     /* 2. export, and load the export into a second model */
     colrt_tensor p[256];
     int np = CG_FN(params)(m, p, 256);
+    int split_late = 0; /* parameters this rank holds split on a dim other than the first */
+    for (int i = 0; i < np; i++)
+        for (int d = 1; d < p[i].ndim; d++) split_late += p[i].shape[d] != p[i].global_shape[d];
+#ifdef HF_EXPECT_SPLIT_DIM /* tensor-parallel builds: the case the export used to get wrong */
+    CHECK(split_late > 0, "no parameter is split on a dim other than the first: the test tests nothing new");
+#endif
+    if (rank0) printf("  %d parameters split on a dim other than the first on rank 0\n", split_late);
     rc = colhf_save(out, p, np, err, sizeof err);
     CHECK(rc == 0, "colhf_save(%s): %s", out, err);
     CG_MODEL *m2;
@@ -196,6 +207,16 @@ int main(int argc, char **argv) {
     free(s2);
     CHECK(fabsf(CG_FN(forward)(m2, &in) - loss) == 0, "the re-loaded model's loss differs");
 
+    rc = load(m2, out, err, sizeof err); /* the directory: weights and the config.json written beside them */
+    CHECK(rc == 0, "colhf_load(%s) (the export directory): %s", out, err);
+    snprintf(path, sizeof path, "%s/config.json", out);
+    char *cfg_text = slurp(path);
+    /* written wherever the head counts are known (not under ZeRO-3's flattened slices) */
+    CHECK(cfg_text != NULL || !whole_heads(m), "colhf_save wrote no %s", path);
+    if (cfg_text && whole_heads(m))
+        CHECK(strstr(cfg_text, "\"n_head\":\t4") || strstr(cfg_text, "\"num_attention_heads\":\t4"),
+              "%s lacks the head count: %s", path, cfg_text);
+    free(cfg_text);
     /* 3. bad inputs */
     snprintf(path, sizeof path, "%s/no-such-dir/model.safetensors", out);
     expect_load_error(m2, path, "cannot open");
@@ -211,6 +232,41 @@ int main(int argc, char **argv) {
     if (whole_heads(m2))
         bad_config(m2, out, "badheads", path, "{\"n_head\": 8, \"num_attention_heads\": 8}", "is 8 but the model has 4");
 
+    /* hostile indexes and files */
+    const char *bad_maps[][2] = {{"{\"weight_map\": {\"wte.weight\": 1}}", "is not a file name beside the index"},
+                                 {"{\"weight_map\": {\"wte.weight\": \"../gpt2/model.safetensors\"}}",
+                                  "is not a file name beside the index"}};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/badindex%d", out, k);
+        if (rank0) {
+            mkdir(path, 0777);
+            char f[4200];
+            snprintf(f, sizeof f, "%s/model.safetensors.index.json", path);
+            FILE *fp = fopen(f, "w");
+            fputs(bad_maps[k][0], fp);
+            fclose(fp);
+        }
+        colrt_barrier();
+        expect_load_error(m2, path, bad_maps[k][1]);
+    }
+    snprintf(path, sizeof path, "%s/dir_as_weights", out);
+    if (rank0) {
+        mkdir(path, 0777);
+        char f[4200];
+        snprintf(f, sizeof f, "%s/model.safetensors", path);
+        mkdir(f, 0777);
+    }
+    colrt_barrier();
+    expect_load_error(m2, path, "not a regular file");
+    snprintf(path, sizeof path, "%s/fifo_as_weights", out);
+    if (rank0) {
+        mkdir(path, 0777);
+        char f[4200];
+        snprintf(f, sizeof f, "%s/model.safetensors", path);
+        mkfifo(f, 0666);
+    }
+    colrt_barrier();
+    expect_load_error(m2, path, "not a regular file");
     int total = failures;
     MPI_Allreduce(MPI_IN_PLACE, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank0) printf("%s\n", total ? "FAILED" : "OK");

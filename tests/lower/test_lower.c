@@ -35,6 +35,52 @@ static Graph *training(const char *file, int micro) {
     return g;
 }
 
+/* The arena bytes live at the first backward node (every forward value the
+ * backward needs is held then) with both instances of gpt2-tiny's block h
+ * under one recompute policy: 0 none, 1 selective, 2 full. */
+static int64_t live_at_backward(const Graph *g, int policy) {
+    int full[4] = {policy == 2 ? 2 : 0}, sel[4] = {policy == 1 ? 2 : 0};
+    LowerOptions o = {.dp = 1, .alignment = 1, .recompute = full, .recompute_sel = sel};
+    StrBuf err;
+    sb_init(&err);
+    LowerProgram *p = lower_build(g, &o, &err);
+    sb_free(&err);
+    CHECK(p != NULL);
+    if (!p) return 0;
+    int64_t live = -1;
+    for (NodeId id = 0; id < g->n_nodes && live < 0; id++)
+        if (ir_val(g, ir_node(g, id)->out[0])->role == ROLE_GRAD) live = p->live_bytes[id];
+    lower_free(p);
+    return live;
+}
+
+/* Selective recompute keeps the matrix products' results and re-runs the
+ * rest; its saved activations lie strictly between none and full. Counted
+ * by hand for gpt2-tiny (B=2, T=8, D=16, H=2, Dh=8, FFN 64, f32): a [B,T,D]
+ * tensor is 2*8*16*4 = 1024 bytes ("u").
+ *   full: the block's input only: 1 u.
+ *   selective: the input + the four dense results: qkv0 (3 u), proj0 (1 u),
+ *     fc0 (4 u), mp0 (1 u) = 10 u.
+ *   none: what the backward reads: the input (ln_1's backward), ln1 (c_attn's
+ *     weight gradient), q, k, v (3 u), att (1 u: c_proj's weight gradient),
+ *     x1 (ln_2's), ln2 (c_fc's weight gradient), fc (4 u: gelu's), act (4 u:
+ *     c_proj's weight gradient) = 16 u.
+ * The per-layer bytes come from the live bytes at the first backward node:
+ * two layers, so (live(policy) - live(full)) / 2 + 1 u. */
+static void test_recompute_policies(void) {
+    Graph *g = training("gpt2-tiny.cir", 1);
+    const int64_t u = 2 * 8 * 16 * 4;
+    int64_t live[3];
+    for (int pol = 0; pol < 3; pol++) live[pol] = live_at_backward(g, pol);
+    int64_t per_layer[3];
+    for (int pol = 0; pol < 3; pol++) per_layer[pol] = (live[pol] - live[2]) / 2 + u;
+    CHECK_INT(per_layer[2], 1 * u);
+    CHECK_INT(per_layer[1], 10 * u);
+    CHECK_INT(per_layer[0], 16 * u);
+    CHECK(per_layer[0] > per_layer[1] && per_layer[1] > per_layer[2]);
+    ir_graph_free(g);
+}
+
 static const LowerValue *lv(const LowerProgram *p, const char *name) {
     ValueId v = ir_find(p->g, name);
     CHECK(v != IR_NONE);
@@ -198,5 +244,6 @@ int main(void) {
     lower_free(p);
     ir_graph_free(g);
     sb_free(&err);
+    test_recompute_policies();
     return check_done("lower");
 }

@@ -9,9 +9,14 @@
  *                      loads into a mismatched model fail with the reason
  *   corrupt DIR        flip a byte in a rank file; load must fail naming the
  *                      CRC and leave the tensors untouched
+ *   refuse DIR TEXT    load must fail with TEXT in the message (of some rank)
+ *                      and leave the tensors untouched (a crafted directory)
+ * save also stores a training state in the manifest ({"step": GEN}), which
+ * load reads back.
  * Values are small integers (exact in bf16), so comparisons are exact.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,13 +71,16 @@ int main(int argc, char **argv) {
     colrt_set_timeout(20);
     if (argc < 3) colrt_die("usage: test_checkpoint save|crash|load|corrupt DIR [GEN]");
     const char *mode = argv[1], *dir = argv[2];
-    int gen = argc > 3 ? atoi(argv[3]) : 0, W = colrt_world(), R = colrt_rank();
+    int gen = argc > 3 && strcmp(argv[1], "refuse") ? atoi(argv[3]) : 0, W = colrt_world(), R = colrt_rank();
     colrt_mesh *mesh = colrt_mesh_create(1, (int[]){W});
     Model m;
     model_init(&m, W, R);
     if (!strcmp(mode, "save") || !strcmp(mode, "crash")) {
         model_fill(&m, gen);
         if (!strcmp(mode, "crash")) colrt_fault_kill_save(W - 1);
+        char state[64];
+        snprintf(state, sizeof state, "{\"step\": %d}", gen);
+        colrt_checkpoint_set_state(state);
         colrt_checkpoint_save(dir, mesh, "{\"strategy\": \"data parallel\"}", R == 0 ? 3 : 2, m.t);
         CHECK(strcmp(mode, "crash") || W == 1 || R != W - 1); /* the dying rank never gets here */
     } else if (!strcmp(mode, "load")) {
@@ -81,6 +89,10 @@ int main(int argc, char **argv) {
         if (rc) fprintf(stderr, "load failed: %s\n", colrt_checkpoint_error());
         CHECK_INT(rc, 0);
         CHECK(model_equals(&m, gen));
+        char state[64]; /* the state saved with these tensors, from the same manifest */
+        snprintf(state, sizeof state, "{\"step\":%d}", gen);
+        CHECK(colrt_checkpoint_state() != NULL);
+        if (colrt_checkpoint_state()) CHECK_CONTAINS(colrt_checkpoint_state(), state);
         /* a model that does not match the checkpoint: refused with a reason, nothing touched */
         Model bad = m;
         bad.t[0].dtype = COLRT_BF16;
@@ -129,6 +141,16 @@ int main(int argc, char **argv) {
         /* a missing checkpoint is an error too, not a crash */
         CHECK_INT(colrt_checkpoint_load("/nonexistent/colrt-ckpt", m.n, m.t), -1);
         CHECK_CONTAINS(colrt_checkpoint_error(), "no complete checkpoint");
+    } else if (!strcmp(mode, "refuse") && argc > 3) {
+        model_fill(&m, -1);
+        int rc = colrt_checkpoint_load(dir, m.n, m.t);
+        CHECK_INT(rc, -1);
+        /* the failing rank names the reason; the others say which rank failed */
+        int mine = strstr(colrt_checkpoint_error(), argv[3]) != NULL, any = 0;
+        MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (!any) fprintf(stderr, "rank %d: wanted '%s' in: %s\n", R, argv[3], colrt_checkpoint_error());
+        CHECK(any);
+        CHECK(model_equals(&m, -1)); /* nothing was touched */
     } else {
         colrt_die("test_checkpoint: unknown mode %s", mode);
     }

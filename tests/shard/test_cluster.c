@@ -109,6 +109,14 @@ static void test_json(void) {
                " \"inter\": {\"latency_us\": 1, \"bandwidth_gbs\": 5},"
                " \"peak_tflops\": {\"f32\": 1, \"bf16\": 2}}",
                "missing field 'peak_tflops.f16'");
+    /* sizes that would overflow: nodes x per_node past 2^20 devices, a memory past any device */
+    json_error("{\"device\": \"X\", \"nodes\": 1000000, \"per_node\": 1000000, \"memory_gb\": 24,"
+               " \"mem_bw_gbs\": 1000, \"intra\": {\"latency_us\": 1, \"bandwidth_gbs\": 5},"
+               " \"inter\": {\"latency_us\": 1, \"bandwidth_gbs\": 5},"
+               " \"peak_tflops\": {\"f32\": 1, \"bf16\": 2, \"f16\": 2}}",
+               "1000000 nodes x 1000000 per node is more than 1048576 devices");
+    json_error("{\"device\": \"X\", \"nodes\": 2, \"per_node\": 4, \"memory_gb\": 1e300}",
+               "field 'memory_gb' is 1e+300, more than any device has");
 }
 
 static void test_mesh(void) {

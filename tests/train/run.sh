@@ -43,7 +43,8 @@ tail -3 "$work/a.out"
 ! grep -q "ETA" "$work/a.out" || fail "a progress bar in redirected output (--progress auto under mpirun)"
 echo "== pre-empted at step 4, then resumed"
 "${mpirun[@]}" "$exe" "${common[@]}" --ckpt "$work/ck_b" --log "$work/b.csv" --stop-at=4 >/dev/null
-[ -f "$work/ck_b/train_state" ] || fail "no checkpoint after --stop-at"
+grep -Eq '"step":[[:space:]]*4,' "$work/ck_b/manifest.json" || fail "no checkpoint naming step 4 after --stop-at"
+[ -e "$work/ck_b/train_state" ] && fail "a train_state file beside the manifest (the manifest is the one source of truth)"
 "${mpirun[@]}" "$exe" "${common[@]}" --ckpt "$work/ck_b" --log "$work/b.csv" --resume >"$work/b.out"
 head -1 "$work/b.out"
 grep -q "resumed from .* at step 4" "$work/b.out" || fail "the second run did not resume at step 4"
@@ -63,6 +64,28 @@ first=$(awk -F, '$1 == "train" && $2 == 1 {print $3}' "$work/a.csv")
 last=$(awk -F, '$1 == "train" && $2 == 8 {print $3}' "$work/a.csv")
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }' || fail "the loss did not fall (from $first to $last)"
 echo "loss $first -> $last"
+
+echo "== pre-empted by SIGUSR1 (what a scheduler sends), then resumed"
+"${mpirun[@]}" "$exe" "${common[@]}" --steps 400 --warmup 2 --ckpt "$work/ck_s" --log "$work/s.csv" >"$work/s.out" 2>&1 &
+pid=$!
+for _ in $(seq 600); do grep -q '^train,2,' "$work/s.csv" 2>/dev/null && break; sleep 0.1; done
+kill -USR1 $pid
+wait $pid || { cat "$work/s.out"; fail "the signalled run did not end cleanly"; }
+grep -q "stopped by signal 10 after step" "$work/s.out" || { cat "$work/s.out"; fail "no stop message after SIGUSR1"; }
+stopped=$(sed -n 's/.*stopped by signal 10 after step \([0-9]*\).*/\1/p' "$work/s.out")
+grep -Eq "\"step\":[[:space:]]*$stopped," "$work/ck_s/manifest.json" || fail "the checkpoint does not name step $stopped"
+"${mpirun[@]}" "$exe" "${common[@]}" --steps 400 --warmup 2 --stop-at $((stopped + 2)) --ckpt "$work/ck_s" \
+    --log "$work/s.csv" --resume >"$work/s2.out"
+grep -q "resumed from .* at step $stopped" "$work/s2.out" || fail "did not resume at step $stopped after the signal"
+echo "SIGUSR1: stopped after step $stopped with a checkpoint, resumed there"
+
+echo "== a checkpoint whose manifest lost its state is refused, not restarted from step 0"
+cp -r "$work/ck_b" "$work/ck_d"
+python3 - "$work/ck_d/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); del m["state"]; json.dump(m, open(sys.argv[1], "w"))
+PY
+expect_fail "holds no training step" "${common[@]}" --ckpt "$work/ck_d" --resume
 
 if [ "$all" = all ]; then
 echo "== resuming at or past --steps, and raising --steps"
@@ -119,6 +142,12 @@ toks = [1, 2, 300, 4] * 40
 open(sys.argv[1], "wb").write(struct.pack("<256i", 20240520, 1, len(toks), *([0] * 253)) + struct.pack("<%dH" % len(toks), *toks))
 PY
 expect_fail "outside the model's vocabulary of 256" --train "$work/big.bin"
+python3 - "$work/short.bin" <<'PY'
+import struct, sys
+toks = [1, 2, 3, 4, 5]  # fewer than one sequence (+1)
+open(sys.argv[1], "wb").write(struct.pack("<256i", 20240520, 1, len(toks), *([0] * 253)) + struct.pack("<%dH" % len(toks), *toks))
+PY
+expect_fail "short.bin: fewer tokens than one sequence" --train "$work/text_train.bin" --val "$work/short.bin"
 expect_fail "no training file" --steps 3
 expect_fail "unknown flag --bogus" --train "$work/text_train.bin" --bogus 1
 expect_fail "unknown flag --bogus=1" --train "$work/text_train.bin" --bogus=1

@@ -14,6 +14,7 @@
 #include "colossal/hf.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -24,6 +25,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "colossal/safetensors.h"
 
 typedef enum { XD, DX } HfShape;
 typedef enum { COPY, TRANSPOSE } HfTransform;
@@ -55,6 +58,29 @@ static int64_t numel(int ndim, const int64_t *d) {
     int64_t n = 1;
     for (int i = 0; i < ndim; i++) n *= d[i];
     return n;
+}
+
+/* Copies between the row-major array `global` (shape gs) and the dense box of
+ * it at offset off with shape sh: into the global array (to_global, marking
+ * covered elements when covered is not NULL) or out of it. The box lies
+ * inside (the tensor's own contract, checked by colrt). */
+static void box_copy(int nd, const int64_t *gs, const int64_t *off, const int64_t *sh, float *global, float *box,
+                     int to_global, unsigned char *covered) {
+    int64_t n = numel(nd, sh), run = nd ? sh[nd - 1] : 1, idx[COLRT_MAX_DIMS] = {0};
+    for (int64_t b = 0; run > 0 && b < n; b += run) {
+        int64_t gi = 0;
+        for (int d = 0; d < nd; d++) gi = gi * gs[d] + off[d] + (d == nd - 1 ? 0 : idx[d]);
+        if (to_global) {
+            memcpy(global + gi, box + b, sizeof(float) * (size_t)run);
+            if (covered) memset(covered + gi, 1, (size_t)run);
+        } else {
+            memcpy(box + b, global + gi, sizeof(float) * (size_t)run);
+        }
+        for (int d = nd - 2; d >= 0; d--) {
+            if (++idx[d] < sh[d]) break;
+            idx[d] = 0;
+        }
+    }
 }
 
 static int ends_with(const char *s, const char *suf) {
@@ -129,34 +155,24 @@ static void convert(const float *src, float *dst, int64_t rows, int64_t cols, Hf
         }
 }
 
-/* ---- safetensors reading ------------------------------------------------------ */
+/* ---- safetensors reading (colossal/safetensors.h) ----------------------------- */
 
 typedef struct {
-    const char *name;
-    const char *dtype;
-    int ndim;
-    int64_t shape[8];
-    const unsigned char *data;
-    size_t bytes;
+    const colrt_st_tensor *t; /* checked by colrt_st_open: inside its file */
     int used;
 } StEntry;
 
 /* One or more safetensors files (a sharded checkpoint), mapped read-only. */
 #define ST_MAX_PARTS 256
 typedef struct {
-    void *map[ST_MAX_PARTS];
-    size_t len[ST_MAX_PARTS];
-    cJSON *header[ST_MAX_PARTS];
+    colrt_st_file *part[ST_MAX_PARTS];
     int nparts;
     StEntry *e;
     int n, cap;
 } StFile;
 
 static void st_free(StFile *f) {
-    for (int i = 0; i < f->nparts; i++) {
-        cJSON_Delete(f->header[i]);
-        if (f->map[i]) munmap(f->map[i], f->len[i]);
-    }
+    for (int i = 0; i < f->nparts; i++) colrt_st_close(f->part[i]);
     free(f->e);
     memset(f, 0, sizeof *f);
 }
@@ -164,57 +180,45 @@ static void st_free(StFile *f) {
 /* Adds the tensors of one safetensors file to f. */
 static int st_add(const char *path, StFile *f, char *err, size_t errlen) {
     if (f->nparts == ST_MAX_PARTS) return say(err, errlen, "%s: more than %d files in one checkpoint", path, ST_MAX_PARTS);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return say(err, errlen, "%s: cannot open", path);
-    struct stat sb;
-    size_t len = fstat(fd, &sb) == 0 ? (size_t)sb.st_size : 0;
-    void *map = len >= 8 ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
-    close(fd);
-    if (map == MAP_FAILED) return say(err, errlen, "%s: too short to be a safetensors file", path);
-    int part = f->nparts++;
-    f->map[part] = map;
-    f->len[part] = len;
-    const unsigned char *buf = map;
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | buf[i];
-    if (hlen > (uint64_t)len - 8)
-        return say(err, errlen, "%s: not a safetensors file (header length %llu beyond the file's %zu bytes)", path,
-                   (unsigned long long)hlen, len);
-    cJSON *h = f->header[part] = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
-    if (!cJSON_IsObject(h)) return say(err, errlen, "%s: not a safetensors file (its header is not a JSON object)", path);
-    const unsigned char *data = buf + 8 + hlen;
-    size_t data_len = len - 8 - (size_t)hlen;
-    int need = f->n + cJSON_GetArraySize(h) + 1;
+    colrt_st_file *p = colrt_st_open(path, err, errlen);
+    if (!p) return -1;
+    f->part[f->nparts++] = p;
+    int need = f->n + colrt_st_count(p) + 1;
     if (need > f->cap) {
         f->cap = need * 2;
         f->e = realloc(f->e, sizeof *f->e * (size_t)f->cap);
     }
-    for (cJSON *it = h->child; it; it = it->next) {
-        if (!strcmp(it->string, "__metadata__")) continue;
-        StEntry *e = &f->e[f->n];
-        memset(e, 0, sizeof *e);
-        cJSON *dt = cJSON_GetObjectItem(it, "dtype"), *sh = cJSON_GetObjectItem(it, "shape"),
-              *off = cJSON_GetObjectItem(it, "data_offsets");
-        if (!cJSON_IsString(dt) || !cJSON_IsArray(sh) || cJSON_GetArraySize(sh) > 8 || !cJSON_IsArray(off) ||
-            cJSON_GetArraySize(off) != 2)
-            return say(err, errlen, "%s: tensor '%s' has a malformed header entry", path, it->string);
-        e->name = it->string;
-        e->dtype = dt->valuestring;
-        e->ndim = cJSON_GetArraySize(sh);
-        for (int d = 0; d < e->ndim; d++) e->shape[d] = (int64_t)cJSON_GetArrayItem(sh, d)->valuedouble;
-        double b = cJSON_GetArrayItem(off, 0)->valuedouble, x = cJSON_GetArrayItem(off, 1)->valuedouble;
-        if (b < 0 || x < b || x > (double)data_len)
-            return say(err, errlen, "%s: tensor '%s' lies outside the file", path, e->name);
-        e->data = data + (size_t)b;
-        e->bytes = (size_t)(x - b);
-        f->n++;
-    }
+    for (int i = 0; i < colrt_st_count(p); i++) f->e[f->n++] = (StEntry){colrt_st_at(p, i), 0};
     return 0;
 }
 
 static int exists(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0;
+}
+
+/* A JSON file beside the weights (an index, config.json); NULL with a message. */
+static cJSON *read_json(const char *path, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block */
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > (64 << 20)) {
+        say(err, errlen, "%s: cannot read it (%s)", path,
+            fd < 0 ? "missing" : S_ISREG(sb.st_mode) ? "over 64 MB" : "not a regular file");
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    char *text = malloc((size_t)sb.st_size + 1);
+    size_t got = 0;
+    while (text && got < (size_t)sb.st_size) {
+        ssize_t r = read(fd, text + got, (size_t)sb.st_size - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    cJSON *j = text ? cJSON_ParseWithLength(text, got) : NULL;
+    free(text);
+    if (!j) say(err, errlen, "%s: not JSON", path);
+    return j;
 }
 
 /* PATH: a .safetensors file, a model.safetensors.index.json (shards), or a
@@ -236,23 +240,18 @@ static int st_open(const char *path, StFile *f, char *cfg, size_t cfglen, char *
     size_t n = strlen(file);
     if (n < 11 || strcmp(file + n - 11, ".index.json")) return st_add(file, f, err, errlen);
     /* sharded: the index's weight_map names the files */
-    FILE *fp = fopen(file, "rb");
-    if (!fp) return say(err, errlen, "%s: cannot open (no model.safetensors either)", file);
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *text = malloc((size_t)len + 1);
-    size_t got = fread(text, 1, (size_t)len, fp);
-    fclose(fp);
-    text[got] = 0;
-    cJSON *idx = cJSON_Parse(text);
-    free(text);
+    cJSON *idx = read_json(file, err, errlen);
+    if (!idx) return -1;
     cJSON *map = cJSON_GetObjectItem(idx, "weight_map");
     int rc = cJSON_IsObject(map) ? 0 : say(err, errlen, "%s: not a safetensors index (no weight_map)", file);
     for (cJSON *it = map ? map->child : NULL; it && !rc; it = it->next) {
+        if (!cJSON_IsString(it) || !*it->valuestring || strchr(it->valuestring, '/')) {
+            rc = say(err, errlen, "%s: weight_map['%s'] is not a file name beside the index", file, it->string);
+            break;
+        }
         int seen = 0;
         for (cJSON *p = map->child; p != it && !seen; p = p->next) seen = !strcmp(p->valuestring, it->valuestring);
-        if (seen || !cJSON_IsString(it)) continue;
+        if (seen) continue;
         char part[8192];
         snprintf(part, sizeof part, "%s/%s", dir, it->valuestring);
         rc = st_add(part, f, err, errlen);
@@ -280,7 +279,7 @@ static float half_to_f32(uint16_t h, int bf16) {
 }
 
 /* The entry's elements as f32 (F32, F64, F16, BF16). */
-static int st_to_f32(const StEntry *e, float *out, int64_t n, const char *path, char *err, size_t errlen) {
+static int st_to_f32(const colrt_st_tensor *e, float *out, int64_t n, const char *path, char *err, size_t errlen) {
     size_t w = !strcmp(e->dtype, "F32") ? 4 : !strcmp(e->dtype, "F64") ? 8
              : (!strcmp(e->dtype, "F16") || !strcmp(e->dtype, "BF16")) ? 2 : 0;
     if (!w) return say(err, errlen, "%s: tensor '%s' has dtype %s; F32, F64, F16 and BF16 are read", path, e->name, e->dtype);
@@ -288,7 +287,7 @@ static int st_to_f32(const StEntry *e, float *out, int64_t n, const char *path, 
         return say(err, errlen, "%s: tensor '%s' holds %zu bytes, not %lld elements of %s", path, e->name, e->bytes,
                    (long long)n, e->dtype);
     for (int64_t i = 0; i < n; i++) {
-        const unsigned char *p = e->data + w * (size_t)i;
+        const unsigned char *p = (const unsigned char *)e->data + w * (size_t)i;
         if (w == 4) memcpy(&out[i], p, 4);
         else if (w == 8) {
             double d;
@@ -314,7 +313,7 @@ static int ignorable(Family fam, const char *name) {
 
 static StEntry *st_find(StFile *f, const char *name) {
     for (int i = 0; i < f->n; i++)
-        if (!strcmp(f->e[i].name, name)) return &f->e[i];
+        if (!strcmp(f->e[i].t->name, name)) return &f->e[i];
     return NULL;
 }
 
@@ -326,14 +325,9 @@ typedef struct {
 /* config.json beside the weights: head counts and width against ours. */
 static int check_config(const char *cfg_path, Family fam, int64_t D, const colrt_tensor *p, int n, char *err,
                         size_t errlen) {
-    FILE *fp = fopen(cfg_path, "rb");
-    if (!fp) return 0; /* no config: nothing to check */
-    char text[65536];
-    size_t len = fread(text, 1, sizeof text - 1, fp);
-    fclose(fp);
-    text[len] = 0;
-    cJSON *c = cJSON_Parse(text);
-    if (!c) return say(err, errlen, "%s: not JSON", cfg_path);
+    if (!exists(cfg_path)) return 0; /* no config: nothing to check */
+    cJSON *c = read_json(cfg_path, err, errlen);
+    if (!c) return -1;
     Want want[3];
     int nw = 0;
     const colrt_tensor *t;
@@ -350,9 +344,9 @@ static int check_config(const char *cfg_path, Family fam, int64_t D, const colrt
     int rc = 0;
     for (int i = 0; i < nw && !rc; i++) {
         cJSON *v = cJSON_GetObjectItem(c, want[i].key);
-        if (cJSON_IsNumber(v) && (int64_t)v->valuedouble != want[i].ours)
-            rc = say(err, errlen, "%s: %s is %lld but the model has %lld (compile it with the checkpoint's sizes)",
-                     cfg_path, want[i].key, (long long)v->valuedouble, (long long)want[i].ours);
+        if (cJSON_IsNumber(v) && v->valuedouble != (double)want[i].ours)
+            rc = say(err, errlen, "%s: %s is %g but the model has %lld (compile it with the checkpoint's sizes)",
+                     cfg_path, want[i].key, v->valuedouble, (long long)want[i].ours);
     }
     cJSON_Delete(c);
     return rc;
@@ -394,29 +388,30 @@ int colhf_load(const char *path, const colrt_tensor *params, int n, char *err, s
             break;
         }
         e->used = 1;
+        const colrt_st_tensor *st = e->t;
         int64_t rows, cols, ne = numel(t->ndim, t->global_shape);
         HfTransform tr;
         hf_layout(t, D, &rows, &cols, &tr);
-        int shape_ok = cols ? (e->ndim == 2 && e->shape[0] == rows && e->shape[1] == cols)
-                            : (numel(e->ndim, e->shape) == rows && e->ndim == 1);
+        int shape_ok = cols ? (st->ndim == 2 && st->shape[0] == rows && st->shape[1] == cols)
+                            : (st->ndim == 1 && st->shape[0] == rows);
         if (!shape_ok) {
             char hs[128] = "", want[64];
-            for (int d = 0; d < e->ndim; d++)
-                snprintf(hs + strlen(hs), sizeof hs - strlen(hs), "%s%lld", d ? ", " : "", (long long)e->shape[d]);
+            for (int d = 0; d < st->ndim; d++)
+                snprintf(hs + strlen(hs), sizeof hs - strlen(hs), "%s%lld", d ? ", " : "", (long long)st->shape[d]);
             if (cols) snprintf(want, sizeof want, "[%lld, %lld]", (long long)rows, (long long)cols);
             else snprintf(want, sizeof want, "[%lld]", (long long)rows);
             rc = say(err, errlen, "%s: tensor %s is [%s]; the model wants %s (compile it with the checkpoint's sizes)",
-                     file, e->name, hs, want);
+                     file, st->name, hs, want);
             break;
         }
         float *hf = malloc(sizeof(float) * (size_t)ne);
         conv[i] = malloc(sizeof(float) * (size_t)ne);
-        rc = st_to_f32(e, hf, ne, file, err, errlen);
+        rc = st_to_f32(st, hf, ne, file, err, errlen);
         if (!rc) convert(hf, conv[i], rows, cols, tr, 0);
         free(hf);
     }
     for (int i = 0; i < f.n && !rc; i++) {
-        const char *nm = f.e[i].name;
+        const char *nm = f.e[i].t->name;
         if (f.e[i].used) continue;
         if (fam == FAM_GPT2 && !strncmp(nm, "transformer.", 12) && ignorable(fam, nm + 12)) continue;
         if (ignorable(fam, nm)) continue;
@@ -424,16 +419,14 @@ int colhf_load(const char *path, const colrt_tensor *params, int n, char *err, s
         rc = say(err, errlen, "%s: tensor %s has no parameter in the model (a different architecture or depth?)",
                  file, nm);
     }
-    for (int i = 0; i < n && !rc; i++) { /* every check passed: this rank's pieces to the device */
+    for (int i = 0; i < n && !rc; i++) { /* every check passed: this rank's piece (any box) to the device */
         const colrt_tensor *t = &params[i];
-        if (is_whole(t)) {
-            colrt_memcpy(t->data, conv[i], sizeof(float) * (size_t)numel(t->ndim, t->shape), COLRT_H2D, NULL);
-        } else if (t->ndim == 1) {
-            colrt_memcpy(t->data, conv[i] + t->offset[0], sizeof(float) * (size_t)t->shape[0], COLRT_H2D, NULL);
-        } else {
-            rc = say(err, errlen, "parameter %s is split in more than one piece per dim; Hugging Face loading "
-                                  "handles whole parameters and ZeRO-3 slices", t->name);
-        }
+        int64_t local = numel(t->ndim, t->shape);
+        float *box = malloc(sizeof(float) * (size_t)(local ? local : 1));
+        box_copy(t->ndim, t->global_shape, t->offset, t->shape, conv[i], box, 0, NULL);
+        colrt_memcpy(t->data, box, sizeof(float) * (size_t)local, COLRT_H2D, NULL);
+        colrt_device_sync();
+        free(box);
     }
     colrt_device_sync();
     for (int i = 0; i < n; i++) free(conv[i]);
@@ -444,10 +437,13 @@ int colhf_load(const char *path, const colrt_tensor *params, int n, char *err, s
 
 /* ---- saving --------------------------------------------------------------------------- */
 
-/* The whole parameter on rank 0 (ours, flat); ZeRO-3 slices gathered. Collective. */
-static float *gather(const colrt_tensor *t) {
-    int rank = colrt_rank(), world = colrt_world();
-    int64_t ne = numel(t->ndim, t->global_shape), local = numel(t->ndim, t->shape);
+/* The whole parameter on rank 0 (ours, flat), from every rank's box of it
+ * (whole, split on any dims, ZeRO-3 slices of the flattened tensor; replicas
+ * agree). Collective. NULL on rank 0 with a message when the boxes do not
+ * cover the parameter; NULL elsewhere. */
+static float *gather(const colrt_tensor *t, char *err, size_t errlen) {
+    int rank = colrt_rank(), world = colrt_world(), nd = t->ndim;
+    int64_t ne = numel(nd, t->global_shape), local = numel(nd, t->shape);
     float *mine = malloc(sizeof(float) * (size_t)(local ? local : 1));
     colrt_memcpy(mine, t->data, sizeof(float) * (size_t)local, COLRT_D2H, NULL);
     colrt_device_sync();
@@ -458,95 +454,158 @@ static float *gather(const colrt_tensor *t) {
         free(mine);
         return NULL;
     }
-    /* each rank's (offset, count) of the flat tensor, then the data */
-    long long oc[2] = {whole ? 0 : t->offset[0], local};
-    long long *all = rank == 0 ? malloc(sizeof(long long) * 2 * (size_t)world) : NULL;
-    MPI_Gather(oc, 2, MPI_LONG_LONG, all, 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    int *counts = NULL, *displs = NULL;
+    /* every rank's box (offset, shape per dim), then the data */
+    long long box[2 * COLRT_MAX_DIMS] = {0};
+    for (int d = 0; d < nd; d++) box[d] = t->offset[d], box[COLRT_MAX_DIMS + d] = t->shape[d];
+    long long *all = rank == 0 ? malloc(sizeof box * (size_t)world) : NULL;
+    MPI_Gather(box, 2 * COLRT_MAX_DIMS, MPI_LONG_LONG, all, 2 * COLRT_MAX_DIMS, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    int *counts = NULL, *displs = NULL, too_big = 0;
     float *buf = NULL;
     if (rank == 0) {
         counts = malloc(sizeof(int) * (size_t)world);
         displs = malloc(sizeof(int) * (size_t)world);
         int64_t total = 0;
         for (int r = 0; r < world; r++) {
-            counts[r] = (int)all[2 * r + 1];
+            int64_t c = 1;
+            for (int d = 0; d < nd; d++) c *= all[2 * COLRT_MAX_DIMS * r + COLRT_MAX_DIMS + d];
+            too_big |= c > INT32_MAX || total > INT32_MAX - c;
+            counts[r] = (int)c;
             displs[r] = (int)total;
-            total += all[2 * r + 1];
+            total += c;
         }
-        buf = malloc(sizeof(float) * (size_t)(total ? total : 1));
+        buf = too_big ? NULL : malloc(sizeof(float) * (size_t)(total ? total : 1));
+    }
+    MPI_Bcast(&too_big, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (too_big) { /* MPI counts are ints */
+        if (rank == 0) say(err, errlen, "parameter %s: its pieces exceed 2^31 elements together", t->name);
+        free(mine), free(all), free(counts), free(displs);
+        return NULL;
     }
     MPI_Gatherv(mine, (int)local, MPI_FLOAT, buf, counts, displs, MPI_FLOAT, 0, MPI_COMM_WORLD);
     free(mine);
     if (rank != 0) return NULL;
-    float *out = malloc(sizeof(float) * (size_t)ne);
-    for (int r = 0; r < world; r++)
-        memcpy(out + all[2 * r], buf + displs[r], sizeof(float) * (size_t)counts[r]);
-    free(all);
-    free(counts);
-    free(displs);
-    free(buf);
+    float *out = malloc(sizeof(float) * (size_t)(ne ? ne : 1));
+    unsigned char *covered = calloc((size_t)(ne ? ne : 1), 1);
+    for (int r = 0; r < world; r++) {
+        const long long *b = all + 2 * COLRT_MAX_DIMS * r;
+        int64_t off[COLRT_MAX_DIMS], sh[COLRT_MAX_DIMS];
+        for (int d = 0; d < nd; d++) off[d] = b[d], sh[d] = b[COLRT_MAX_DIMS + d];
+        box_copy(nd, t->global_shape, off, sh, out, buf + displs[r], 1, covered);
+    }
+    int64_t hole = -1;
+    for (int64_t k = 0; k < ne && hole < 0; k++)
+        if (!covered[k]) hole = k;
+    free(all), free(counts), free(displs), free(buf), free(covered);
+    if (hole >= 0) {
+        say(err, errlen, "parameter %s: no rank holds its element %lld, so it cannot be exported", t->name,
+            (long long)hole);
+        free(out);
+        return NULL;
+    }
     return out;
+}
+
+/* config.json for from_pretrained, from what the parameters tell (sizes,
+ * depth, heads when the shapes are structured; the epsilon and RoPE base are
+ * the model files' defaults). NULL when the head counts are not known (ZeRO-3
+ * slices carry flattened shapes). */
+static char *hf_config(Family fam, int64_t D, const colrt_tensor *p, int n) {
+    int layers = 0;
+    for (int i = 0; i < n; i++) {
+        int l = -1;
+        if (sscanf(p[i].name, fam == FAM_GPT2 ? "h.%d." : "model.layers.%d.", &l) == 1 && l + 1 > layers) layers = l + 1;
+    }
+    const colrt_tensor *t;
+    cJSON *c = cJSON_CreateObject();
+    int ok = 1;
+    if (fam == FAM_GPT2) {
+        cJSON_AddItemToObject(c, "architectures", cJSON_CreateStringArray((const char *[]){"GPT2LMHeadModel"}, 1));
+        cJSON_AddStringToObject(c, "model_type", "gpt2");
+        cJSON_AddStringToObject(c, "activation_function", "gelu_new");
+        cJSON_AddNumberToObject(c, "n_embd", (double)D);
+        cJSON_AddNumberToObject(c, "n_layer", layers);
+        ok &= (t = find_param(p, n, "h.0.attn.c_attn.weight")) && t->ndim == 4;
+        if (ok) cJSON_AddNumberToObject(c, "n_head", (double)t->global_shape[2]);
+        if ((t = find_param(p, n, "wpe.weight"))) {
+            cJSON_AddNumberToObject(c, "n_positions", (double)(numel(t->ndim, t->global_shape) / D));
+            cJSON_AddNumberToObject(c, "n_ctx", (double)(numel(t->ndim, t->global_shape) / D));
+        }
+        if ((t = find_param(p, n, "wte.weight"))) cJSON_AddNumberToObject(c, "vocab_size", (double)(numel(t->ndim, t->global_shape) / D));
+        cJSON_AddNumberToObject(c, "layer_norm_epsilon", 1e-5);
+        cJSON_AddTrueToObject(c, "tie_word_embeddings");
+    } else {
+        cJSON_AddItemToObject(c, "architectures", cJSON_CreateStringArray((const char *[]){"LlamaForCausalLM"}, 1));
+        cJSON_AddStringToObject(c, "model_type", "llama");
+        cJSON_AddStringToObject(c, "hidden_act", "silu");
+        cJSON_AddNumberToObject(c, "hidden_size", (double)D);
+        cJSON_AddNumberToObject(c, "num_hidden_layers", layers);
+        ok &= (t = find_param(p, n, "model.layers.0.self_attn.q_proj.weight")) && t->ndim == 3;
+        if (ok) cJSON_AddNumberToObject(c, "num_attention_heads", (double)t->global_shape[1]);
+        ok &= (t = find_param(p, n, "model.layers.0.self_attn.k_proj.weight")) && t->ndim == 3;
+        if (ok) cJSON_AddNumberToObject(c, "num_key_value_heads", (double)t->global_shape[1]);
+        if ((t = find_param(p, n, "model.layers.0.mlp.gate_proj.weight")))
+            cJSON_AddNumberToObject(c, "intermediate_size", (double)(numel(t->ndim, t->global_shape) / D));
+        if ((t = find_param(p, n, "model.embed_tokens.weight")))
+            cJSON_AddNumberToObject(c, "vocab_size", (double)(numel(t->ndim, t->global_shape) / D));
+        cJSON_AddNumberToObject(c, "rms_norm_eps", 1e-5);
+        cJSON_AddNumberToObject(c, "rope_theta", 10000.0);
+        cJSON_AddBoolToObject(c, "tie_word_embeddings", !find_param(p, n, "lm_head.weight"));
+    }
+    cJSON_AddStringToObject(c, "torch_dtype", "float32");
+    cJSON_AddStringToObject(c, "colossal_note", "written by colhf_save: sizes from the parameters; the epsilon and RoPE "
+                                                "base are the model files' defaults (recompiled with -DEPS or "
+                                                "-DROPE_THETA? edit them)");
+    char *text = ok ? cJSON_Print(c) : NULL;
+    cJSON_Delete(c);
+    return text;
 }
 
 int colhf_save(const char *dir, const colrt_tensor *params, int n, char *err, size_t errlen) {
     Family fam;
     int64_t D;
     if (model_family(params, n, &fam, &D, err, errlen)) return -1;
-    int rank0 = colrt_rank() == 0;
+    int rank0 = colrt_rank() == 0, rc = 0;
     float **hf = calloc((size_t)n, sizeof *hf);
     int64_t *rows = calloc((size_t)n, sizeof *rows), *cols = calloc((size_t)n, sizeof *cols);
     for (int i = 0; i < n; i++) {
         HfTransform tr;
         hf_layout(&params[i], D, &rows[i], &cols[i], &tr);
-        float *ours = gather(&params[i]);
-        if (!ours) continue;
+        float *ours = gather(&params[i], err, errlen); /* collective: every rank, every parameter */
+        if (!ours) {
+            if (rank0) rc = -1;
+            continue;
+        }
         int64_t ne = numel(params[i].ndim, params[i].global_shape);
-        hf[i] = malloc(sizeof(float) * (size_t)ne);
+        hf[i] = malloc(sizeof(float) * (size_t)(ne ? ne : 1));
         convert(ours, hf[i], rows[i], cols[i], tr, 1);
         free(ours);
     }
-    int rc = 0;
-    if (rank0) {
+    if (rank0 && rc == 0) {
         mkdir(dir, 0777);
-        cJSON *h = cJSON_CreateObject();
-        cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
-        cJSON_AddStringToObject(meta, "format", "pt");
-        cJSON_AddStringToObject(meta, "producer", "colossal colhf_save");
-        size_t off = 0;
+        colrt_st_tensor *st = calloc((size_t)(n ? n : 1), sizeof *st);
+        char (*names)[512] = calloc((size_t)(n ? n : 1), sizeof *names);
         for (int i = 0; i < n; i++) {
-            char name[512];
-            snprintf(name, sizeof name, "%s%s", fam == FAM_GPT2 ? "transformer." : "", params[i].name);
-            cJSON *e = cJSON_AddObjectToObject(h, name);
-            cJSON_AddStringToObject(e, "dtype", "F32");
-            cJSON *sh = cJSON_AddArrayToObject(e, "shape");
-            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)rows[i]));
-            if (cols[i]) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)cols[i]));
-            size_t bytes = sizeof(float) * (size_t)(cols[i] ? rows[i] * cols[i] : rows[i]);
-            cJSON *o = cJSON_AddArrayToObject(e, "data_offsets");
-            cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
-            cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
-            off += bytes;
+            snprintf(names[i], sizeof names[i], "%s%s", fam == FAM_GPT2 ? "transformer." : "", params[i].name);
+            st[i] = (colrt_st_tensor){.name = names[i], .dtype = "F32", .ndim = cols[i] ? 2 : 1,
+                                      .shape = {rows[i], cols[i]}, .data = hf[i],
+                                      .bytes = sizeof(float) * (size_t)(cols[i] ? rows[i] * cols[i] : rows[i])};
         }
-        char *text = cJSON_PrintUnformatted(h);
-        cJSON_Delete(h);
-        size_t hlen = strlen(text), padded = (hlen + 7) / 8 * 8; /* data 8-byte aligned, spaces pad */
+        const char *meta[] = {"format", "pt", "producer", "colossal colhf_save", NULL};
+        size_t len = 0;
+        unsigned char *file = colrt_st_build(n, st, meta, &len, err, errlen);
         char path[4096];
         snprintf(path, sizeof path, "%s/model.safetensors", dir);
-        FILE *fp = fopen(path, "wb");
-        if (!fp) {
-            rc = say(err, errlen, "%s: cannot write", path);
-        } else {
-            unsigned char len8[8];
-            for (int b = 0; b < 8; b++) len8[b] = (unsigned char)((uint64_t)padded >> (8 * b));
-            int ok = fwrite(len8, 8, 1, fp) == 1 && fwrite(text, 1, hlen, fp) == hlen;
-            for (size_t k = hlen; k < padded && ok; k++) ok = fputc(' ', fp) != EOF;
-            for (int i = 0; i < n && ok; i++) {
-                size_t ne = (size_t)(cols[i] ? rows[i] * cols[i] : rows[i]);
-                ok = fwrite(hf[i], sizeof(float), ne, fp) == ne;
-            }
-            if (fclose(fp) != 0 || !ok) rc = say(err, errlen, "%s: write failed (disk full?)", path);
-        }
-        free(text);
+        if (!file) rc = -1;
+        else if (colrt_write_file_atomic(path, file, len) != 0)
+            rc = say(err, errlen, "%s: cannot write it: %s", path, strerror(errno));
+        free(file);
+        char *cfg = rc ? NULL : hf_config(fam, D, params, n);
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        if (cfg && colrt_write_file_atomic(path, cfg, strlen(cfg)) != 0)
+            rc = say(err, errlen, "%s: cannot write it: %s", path, strerror(errno));
+        free(cfg);
+        free(st);
+        free(names);
     }
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (rc && !rank0) say(err, errlen, "rank 0 could not write the Hugging Face checkpoint in %s", dir);

@@ -1,0 +1,257 @@
+/*
+ * schedule.c — the end of the lowering (lower.h): gradient buckets, schedule
+ * time (a slot per node and one per node it recomputes), every buffer's live
+ * interval, in-place reuse, and the static memory plan (memplan.c): arena
+ * offsets, the arena, its lower bound and the live bytes per node.
+ */
+#include "lower_internal.h"
+
+#include <string.h>
+
+#include "autodiff.h"
+#include "memplan.h"
+#include "ops.h"
+
+/* Ops whose result may take over an operand's buffer in place: every result
+ * element reads only the same element of that operand. */
+static int op_in_place_operand(const Graph *g, const Node *n) {
+    switch (n->op) {
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+        for (int i = 0; i < 2; i++)
+            if (ir_shape_eq(ir_val(g, n->in[i])->shape, ir_val(g, n->out[0])->shape)) return i;
+        return -1;
+    case OP_SCALE: case OP_GELU: case OP_RELU: case OP_SILU: case OP_TANH: case OP_EXP:
+        return 0;
+    case OP_GELU_BWD: case OP_RELU_BWD: case OP_SILU_BWD: case OP_TANH_BWD:
+        return 1;
+    default:
+        return -1;
+    }
+}
+
+/* Gradient buckets (lower.h): the all-reduces the data-parallel split puts
+ * at update nodes, of gradients defined in the backward, stored alone and
+ * read by the update only, grouped in definition order per block instance
+ * and dtype, up to the byte cap. */
+static void make_buckets(const Graph *g, LowerProgram *p) {
+    int nn = g->n_nodes, sb = ad_step_begin(g);
+    int64_t cap = p->opt.bucket_bytes ? p->opt.bucket_bytes : 25 << 20;
+    if (cap < 0 || sb <= 0 || sb >= nn) return;
+    ValueId *cand = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + 1));
+    int nc = 0;
+    for (NodeId id = sb; id < nn; id++) {
+        LowerNode *ln = &p->n[id];
+        for (int k = 0; k < ln->n_reduce; k++) {
+            ValueId x = ln->reduce[k];
+            const Value *xv = ir_val(g, x);
+            /* stored alone, or in place over the accumulator it updates */
+            ValueId st = p->v[x].storage;
+            bool ok = xv->def != IR_NONE && xv->def < sb && (st == x || st == xv->updates) && !p->v[x].zchunk &&
+                      p->v[x].redirect == IR_NONE && !(xv->flags & VF_OUTPUT);
+            for (ValueId w = 0; ok && w < g->n_values; w++) /* no views of it */
+                ok = w == x || w == st || (p->v[w].storage != x && p->v[w].storage != st);
+            for (NodeId r = 0; ok && r < sb; r++) /* read by the update only */
+                for (int i = 0; i < ir_node(g, r)->n_in; i++) ok &= ir_node(g, r)->in[i] != x;
+            if (!ok) continue;
+            cand[nc++] = x;
+            ln->reduce[k--] = ln->reduce[--ln->n_reduce];
+        }
+    }
+    for (int i = 1; i < nc; i++) /* definition order */
+        for (int j = i; j > 0 && ir_val(g, cand[j])->def < ir_val(g, cand[j - 1])->def; j--) {
+            ValueId t = cand[j];
+            cand[j] = cand[j - 1];
+            cand[j - 1] = t;
+        }
+    for (int i = 0; i < nc;) {
+        const Node *d0 = ir_node(g, ir_val(g, cand[i])->def);
+        DType dt = ir_val(g, cand[i])->dtype;
+        int64_t es = ir_dtype_size(dt), bytes = 0;
+        int j = i;
+        while (j < nc) {
+            const Node *dj = ir_node(g, ir_val(g, cand[j])->def);
+            int64_t b = (p->v[cand[j]].bytes + 63) / 64 * 64;
+            if (j > i && (dj->block != d0->block || dj->instance != d0->instance || ir_val(g, cand[j])->dtype != dt ||
+                          bytes + b > cap))
+                break;
+            bytes += b;
+            j++;
+        }
+        p->buckets = ir_realloc(p->buckets, sizeof *p->buckets * (size_t)(p->n_buckets + 1));
+        LowerBucket *bk = &p->buckets[p->n_buckets++];
+        *bk = (LowerBucket){.n = j - i, .elems = bytes / es};
+        bk->grad = ir_alloc(sizeof(ValueId) * (size_t)bk->n);
+        bk->view = ir_alloc(sizeof(ValueId) * (size_t)bk->n);
+        bk->buf = lower_new_value(p);
+        int64_t off = 0;
+        for (int k = 0; k < bk->n; k++) {
+            ValueId x = cand[i + k];
+            if (ir_val(g, x)->def > bk->launch) bk->launch = ir_val(g, x)->def;
+        }
+        StrBuf nm;
+        sb_init(&nm);
+        sb_printf(&nm, "bucket%d", p->n_buckets - 1);
+        p->v[bk->buf] = (LowerValue){.local = ir_shape(1, &bk->elems), .storage = bk->buf, .offset = -1,
+                                     .redirect = IR_NONE, .bytes = bytes, .added_first = bk->launch,
+                                     .name = ir_strdup(sb_cstr(&nm))};
+        for (int k = 0; k < bk->n; k++) {
+            ValueId x = cand[i + k], e = lower_new_value(p);
+            bk->grad[k] = x;
+            bk->view[k] = e;
+            sb_free(&nm);
+            sb_init(&nm);
+            sb_printf(&nm, "bucket%d.%s", p->n_buckets - 1, ir_val(g, x)->name);
+            p->v[e] = p->v[x];
+            p->v[e].storage = bk->buf;
+            p->v[e].view_off = off;
+            p->v[e].added_first = bk->launch;
+            p->v[e].name = ir_strdup(sb_cstr(&nm));
+            p->v[x].redirect = e;
+            p->v[x].redirect_from = bk->launch + 1;
+            off += (p->v[x].bytes + 63) / 64 * 64;
+        }
+        sb_free(&nm);
+        i = j;
+    }
+    ir_free(cand);
+}
+
+/* Pass: the gradient buckets (data-parallel lowering only). */
+bool lower_pass_buckets(LowerCtx *c) {
+    if (!c->p->sharded) make_buckets(c->g, c->p);
+    return true;
+}
+
+/* Pass: schedule time, live intervals, in-place reuse, the memory plan. */
+bool lower_pass_schedule(LowerCtx *c) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    int nv = c->nv, nn = c->nn;
+    int *last_use = c->last_use;
+    /* schedule time: a slot per node and, before it, one per forward node it
+     * recomputes (their buffers are then live only around their own slot) */
+    int *tn = ir_alloc(sizeof(int) * (size_t)(nn + 1));
+    for (NodeId id = 0, t = 0; id < nn; id++) {
+        t += p->n[id].n_recompute;
+        tn[id] = t++;
+    }
+    int tend = nn ? tn[nn - 1] + 1 : 0;
+#define T_START(id) (tn[id] - p->n[id].n_recompute) /* before the node's recomputes */
+    /* reads of a reduce-scattered gradient from its scatter on read the slice */
+    int ntot = p->n_values;
+    last_use = c->last_use = ir_realloc(c->last_use, sizeof(int) * (size_t)ntot);
+    for (ValueId v = 0; v < ntot; v++) last_use[v] = -1;
+    for (NodeId id = 0; id < nn; id++) {
+        for (int i = 0; i < ir_node(g, id)->n_in; i++) {
+            ValueId x = lower_node_input(p, id, ir_node(g, id)->in[i]);
+            if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
+            ValueId r = lower_root_of(p, x);
+            if (tn[id] > last_use[r]) last_use[r] = tn[id];
+        }
+        lower_note_reads_at(p, id, id, tn[id], tend, last_use);
+    }
+    for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run */
+        for (int k = 0; k < p->n[id].n_recompute; k++)
+            lower_note_reads_at(p, p->n[id].recompute[k], id, T_START(id) + k, tend, last_use);
+    for (NodeId id = 0; id < nn; id++) { /* a gathered parameter and the temporaries live at their node */
+        const LowerNode *ln = &p->n[id];
+        for (int k = 0; k < ln->n_gather; k++) {
+            if (tn[id] > last_use[ln->gather_to[k]]) last_use[ln->gather_to[k]] = tn[id];
+            if (ln->gather_tmp[k] != IR_NONE) last_use[ln->gather_tmp[k]] = tn[id];
+        }
+        for (int k = 0; k < ln->n_rs; k++)
+            if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = tn[id];
+        if (ln->ag_tmp != IR_NONE) last_use[ln->ag_tmp] = tn[id];
+    }
+    for (int b = 0; b < p->n_buckets; b++) /* the packing reads each gradient */
+        for (int k = 0; k < p->buckets[b].n; k++) {
+            ValueId r = lower_root_of(p, p->buckets[b].grad[k]);
+            if (tn[p->buckets[b].launch] > last_use[r]) last_use[r] = tn[p->buckets[b].launch];
+        }
+    for (NodeId id = 0; id < nn; id++) /* the scatter reads the whole gradient */
+        for (int k = 0; k < p->n[id].n_rs; k++) {
+            ValueId r = lower_root_of(p, p->n[id].rs[k]);
+            if (tn[id] > last_use[r]) last_use[r] = tn[id];
+        }
+
+    /* 3. buffers: one per storage root, live from its definition (leaves:
+     * always) to the last read of it or any of its views, in schedule time */
+    int *buf_of = ir_alloc(sizeof(int) * (size_t)ntot);
+    MemBuffer *bufs = ir_alloc(sizeof(MemBuffer) * (size_t)ntot);
+    ValueId *buf_val = ir_alloc(sizeof(ValueId) * (size_t)ntot);
+    int nb = 0;
+    for (ValueId v = 0; v < ntot; v++) {
+        buf_of[v] = -1;
+        if (lower_root_of(p, v) != v) continue;
+        bool added = v >= nv;
+        const Value *x = added ? NULL : ir_val(g, v);
+        bool leaf = !added && x->def == IR_NONE;
+        int af = added ? p->v[v].added_first : 0;
+        /* an added value: a recomputed copy in its slot; ZeRO's gathers and
+         * scatters before the recomputes; reshardings just before the node */
+        int rs = p->v[v].rc_slot;
+        int first = leaf ? 0 : !added ? tn[x->def] : rs > 0 ? T_START(af) + rs - 1 : rs < 0 ? T_START(af) : tn[af];
+        int last = leaf ? tend : (last_use[v] < first ? first : last_use[v]);
+        bufs[nb] = (MemBuffer){.size = p->v[v].bytes, .first = first, .last = last, .reuse = -1};
+        buf_val[nb] = v;
+        buf_of[v] = nb++;
+    }
+    for (ValueId v = 0; v < nv; v++) { /* views and in-place results extend their root */
+        ValueId r = lower_root_of(p, v);
+        const Value *x = ir_val(g, v);
+        MemBuffer *b = &bufs[buf_of[r]];
+        if (x->flags & VF_OUTPUT || x->updates != IR_NONE) b->last = tend;
+        if (x->def != IR_NONE && tn[x->def] < b->first) b->first = tn[x->def];
+    }
+    for (ValueId v = 0; v < nv; v++) { /* partial results that are read after the step */
+        if (lower_root_of(p, v) != v) continue;
+        ValueId r = v;
+        for (ValueId w = 0; w < nv; w++)
+            if (lower_root_of(p, w) == r && last_use[w] > bufs[buf_of[r]].last)
+                bufs[buf_of[r]].last = last_use[w];
+    }
+    for (NodeId id = 0; id < nn; id++) { /* in-place candidates */
+        const Node *n = ir_node(g, id);
+        int k = op_in_place_operand(g, n);
+        if (k < 0 || lower_root_of(p, n->out[0]) != n->out[0]) continue;
+        ValueId src = lower_root_of(p, lower_node_input(p, id, n->in[k]));
+        if ((src < nv && ir_val(g, src)->def == IR_NONE) || p->n[id].n_reduce) continue;
+        MemBuffer *a = &bufs[buf_of[n->out[0]]], *b = &bufs[buf_of[src]];
+        if (b->last == tn[id] && b->size >= a->size &&
+            (src >= nv || ir_val(g, src)->dtype == ir_val(g, n->out[0])->dtype))
+            a->reuse = buf_of[src];
+    }
+    MemPlanStats st = mem_plan(bufs, nb, p->opt.alignment);
+    char why[200];
+    if (!mem_plan_check(bufs, nb, st.arena_bytes, p->opt.alignment, why, sizeof why))
+        ir_panic(__FILE__, __LINE__, "memory plan: %s", why);
+    p->arena_bytes = st.arena_bytes;
+    p->lower_bound_bytes = st.lower_bound_bytes;
+    p->n_in_place = st.n_in_place;
+    p->n_buffers = nb;
+    /* per node: the most bytes live in its slots (its recomputes and itself) */
+    int64_t *live_t = ir_alloc(sizeof(int64_t) * (size_t)(tend + 1));
+    memset(live_t, 0, sizeof(int64_t) * (size_t)(tend + 1));
+    for (int i = 0; i < nb; i++) { /* aligned sizes, as placed */
+        int64_t sz = (bufs[i].size + p->opt.alignment - 1) & ~(p->opt.alignment - 1);
+        for (int t = bufs[i].first; t <= bufs[i].last && t < tend; t++)
+            if (!(bufs[i].alias >= 0 && t == bufs[i].first)) live_t[t] += sz;
+    }
+    p->live_bytes = ir_alloc(sizeof(int64_t) * (size_t)(nn + 1));
+    memset(p->live_bytes, 0, sizeof(int64_t) * (size_t)(nn + 1));
+    for (NodeId id = 0; id < nn; id++)
+        for (int t = T_START(id); t <= tn[id]; t++)
+            if (live_t[t] > p->live_bytes[id]) p->live_bytes[id] = live_t[t];
+#undef T_START
+    ir_free(live_t);
+    ir_free(tn);
+    for (ValueId v = 0; v < ntot; v++) { /* a bucket member: its place in the bucket */
+        int64_t off = 0;
+        for (ValueId w = v; p->v[w].storage != w; w = p->v[w].storage) off += p->v[w].view_off;
+        p->v[v].offset = bufs[buf_of[lower_root_of(p, v)]].offset + off;
+    }
+    ir_free(buf_of);
+    ir_free(bufs);
+    ir_free(buf_val);
+    return true;
+}

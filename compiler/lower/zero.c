@@ -1,0 +1,103 @@
+/*
+ * zero.c — ZeRO in the data-parallel lowering (lower.h): the optimizer
+ * updates run on this rank's slice of each parameter the ranks divide (their
+ * state and results are slices; stage 2 marks the gradients to be
+ * reduce-scattered, lower_pass_split does it; stage 3 slices the parameter
+ * too), and under stage 3 every reader gathers a sliced parameter whole
+ * first. The sharded lowering's ZeRO lives in spec.c (slices of shards).
+ */
+#include "lower_internal.h"
+
+#include <string.h>
+
+/* Pass: the ZeRO slices of the updates, their state and (stage 3) their
+ * parameters; c->zgrad[gradient] = its slice's elements under stage 2/3. */
+bool lower_pass_zero(LowerCtx *c) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    int nn = c->nn;
+    int64_t *zgrad = c->zgrad;
+    /* 0. ZeRO: optimizer updates on this rank's slice of each parameter whose
+     * size the ranks divide; their state and results are slices */
+    for (NodeId id = 0; p->opt.zero >= 1 && p->opt.zranks > 1 && id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_ADAMW && n->op != OP_SGD) continue;
+        int64_t numel = ir_shape_numel(ir_val(g, n->in[0])->shape);
+        if (numel % p->opt.zranks) continue; /* stays whole (stage 0) */
+        int64_t chunk = numel / p->opt.zranks;
+        p->n[id].zero = p->opt.zero;
+        p->n[id].zchunk = chunk;
+        int n_state = n->op == OP_ADAMW ? 2 : 1;
+        for (int k = 0; k < n_state; k++) p->v[n->in[2 + k]].zchunk = chunk;
+        for (int k = 0; k < n->n_out; k++) p->v[n->out[k]].zchunk = chunk;
+        if (p->opt.zero >= 2) zgrad[n->in[1]] = chunk;
+        /* stage 3: the parameter itself is a slice, unless a view reads it */
+        bool viewed = false;
+        for (NodeId r = 0; r < nn; r++)
+            viewed |= ir_node(g, r)->op == OP_RESHAPE && ir_node(g, r)->in[0] == n->in[0];
+        if (p->opt.zero >= 3 && !viewed) p->v[n->in[0]].zchunk = chunk;
+        else if (p->opt.zero >= 3) p->n[id].zero = 2;
+        /* mixed precision: the update wrote the f32 master's slice; the
+         * compute-dtype parameter cast from it is a slice too (gathered
+         * before each reader like the master would be), cast slice to slice */
+        if (p->opt.zero >= 3 && !viewed && ir_val(g, n->in[0])->role == ROLE_STATE)
+            for (NodeId r = id + 1; r < nn; r++) {
+                const Node *cn = ir_node(g, r);
+                ValueId pl = cn->op == OP_CAST && cn->in[0] == n->out[0] ? ir_val(g, cn->out[0])->updates : IR_NONE;
+                if (pl == IR_NONE || ir_val(g, pl)->role != ROLE_PARAM || ir_shape_numel(ir_val(g, pl)->shape) != numel)
+                    continue;
+                bool pviewed = false;
+                for (NodeId q = 0; q < nn; q++)
+                    pviewed |= ir_node(g, q)->op == OP_RESHAPE && ir_node(g, q)->in[0] == pl;
+                if (!pviewed) p->v[pl].zchunk = p->v[cn->out[0]].zchunk = chunk;
+            }
+    }
+
+    return true;
+}
+
+/* Pass (after recompute): ZeRO-3's all-gathers before each reader, into a
+ * whole temporary; over two mesh axes the two-step collectives' middles. */
+bool lower_pass_gathers(LowerCtx *c) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    int nn = c->nn;
+    /* ZeRO-3: every node reading a sliced parameter (itself or in the
+     * recompute before it), except its update, gathers it whole first */
+    for (NodeId id = 0; id < nn; id++) {
+        LowerNode *ln = &p->n[id];
+        const Node *n = ir_node(g, id);
+        if (n->op == OP_ADAMW || n->op == OP_SGD) continue;
+        for (int k = -1; k < ln->n_recompute; k++) {
+            const Node *r = k < 0 ? n : ir_node(g, ln->recompute[k]);
+            for (int i = 0; i < r->n_in; i++) {
+                ValueId x = r->in[i];
+                if (ir_val(g, x)->role != ROLE_PARAM || !p->v[x].zchunk) continue;
+                bool have = false;
+                for (int q = 0; q < ln->n_gather; q++) have |= ln->gather[q] == x;
+                if (have || ln->n_gather >= IR_MAX_IN + 4) continue;
+                ValueId e = lower_new_value(p);
+                Shape whole = ir_val(g, x)->shape;
+                p->v[e] = (LowerValue){.local = whole, .storage = e, .offset = -1, .redirect = IR_NONE,
+                                       .bytes = ir_shape_numel(whole) * ir_dtype_size(ir_val(g, x)->dtype),
+                                       .added_first = id, .rc_slot = -1}; /* before the recomputes */
+                StrBuf nm;
+                sb_init(&nm);
+                sb_printf(&nm, "%s.gathered", ir_val(g, x)->name);
+                p->v[e].name = ir_strdup(sb_cstr(&nm));
+                sb_free(&nm);
+                ln->gather[ln->n_gather] = x;
+                ln->gather_tmp[ln->n_gather] =
+                    p->opt.zinner > 1 ? lower_add_temp(g, p, id, p->v[x].zchunk * p->opt.zinner, ir_val(g, x)->dtype, "ag_tmp", x)
+                                      : IR_NONE;
+                ln->gather_to[ln->n_gather++] = e;
+            }
+        }
+    }
+    for (NodeId id = 0; p->opt.zinner > 1 && id < nn; id++) { /* the update's all-gather */
+        const Node *n = ir_node(g, id);
+        if (p->n[id].zero && !p->v[n->in[0]].zchunk)
+            p->n[id].ag_tmp = lower_add_temp(g, p, id, p->n[id].zchunk * p->opt.zinner, ir_val(g, n->in[0])->dtype, "ag_tmp", n->in[0]);
+    }
+    return true;
+}

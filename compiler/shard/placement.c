@@ -1,0 +1,189 @@
+/*
+ * placement.c — the Placement (placement.h): allocation, the facts derived
+ * from it, its verifier and its text form. Filling one is the planner's job
+ * (solver/placement.c); this file knows nothing of how it was chosen.
+ */
+#include <string.h>
+
+#include "autodiff.h"
+#include "ops.h"
+#include "placement.h"
+
+static const char *const phase_names[] = {"forward", "backward", "update"};
+const char *placement_phase_name(PlacePhase p) { return phase_names[p]; }
+
+PlacePhase placement_phase(const Graph *g, NodeId id) {
+    if (ir_val(g, ir_node(g, id)->out[0])->role == ROLE_ACT) return PH_FORWARD;
+    return id >= ad_step_begin(g) ? PH_UPDATE : PH_BACKWARD;
+}
+
+bool placement_selective_keeps(int op) { return ir_op(op)->cls == OPC_MATMUL; }
+
+Placement *placement_new(const Graph *g, const ShardMesh *m) {
+    Placement *pl = ir_alloc(sizeof *pl);
+    size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1, nb = (size_t)g->n_blocks + 1;
+    pl->g = g;
+    pl->mesh = *m;
+    pl->st = ir_alloc(sizeof *pl->st * nn);
+    pl->has_st = ir_alloc(sizeof *pl->has_st * nn);
+    pl->keep_partial = ir_alloc(sizeof *pl->keep_partial * nn);
+    pl->by_rule = ir_alloc(sizeof *pl->by_rule * nn);
+    pl->spec = ir_alloc(sizeof *pl->spec * nv);
+    pl->has_spec = ir_alloc(sizeof *pl->has_spec * nv);
+    pl->zero = ir_alloc(sizeof *pl->zero * nv);
+    for (ValueId v = 0; v < g->n_values; v++) pl->zero[v] = ir_val(g, v)->role == ROLE_PARAM ? 0 : -1;
+    pl->rc_full = ir_alloc(sizeof *pl->rc_full * nb);
+    pl->rc_selective = ir_alloc(sizeof *pl->rc_selective * nb);
+    pl->micro_batches = 1;
+    pl->source = "";
+    pl->split_param = IR_NONE;
+    return pl;
+}
+
+void placement_free(Placement *pl) {
+    if (!pl) return;
+    ir_free(pl->st);
+    ir_free(pl->has_st);
+    ir_free(pl->keep_partial);
+    ir_free(pl->by_rule);
+    ir_free(pl->spec);
+    ir_free(pl->has_spec);
+    ir_free(pl->zero);
+    ir_free(pl->rc_full);
+    ir_free(pl->rc_selective);
+    ir_free(pl);
+}
+
+void placement_derive(Placement *pl, bool all_batch) {
+    const Graph *g = pl->g;
+    const ShardMesh *m = &pl->mesh;
+    pl->batch_axes = 0;
+    pl->split_param = IR_NONE;
+    bool any_split = false;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        if (!pl->has_st[id] || pl->by_rule[id]) continue;
+        const ShardStrategy *st = &pl->st[id];
+        for (int a = 0; a < m->n_axes; a++)
+            if (st->iter_of_axis[a] >= 0 && m->size[a] > 1) pl->batch_axes |= 1u << a;
+        const Node *nd = ir_node(g, id);
+        for (int i = 0; i < nd->n_in && i < st->n_in; i++)
+            if (ir_val(g, nd->in[i])->role == ROLE_PARAM)
+                for (int d = 0; d < st->in[i].rank; d++)
+                    if (st->in[i].n[d] && !any_split) { /* the first one, for messages */
+                        any_split = true;
+                        pl->split_param = nd->in[i];
+                        pl->split_spec = st->in[i];
+                    }
+    }
+    pl->zero_min = 3;
+    bool any_param = false;
+    for (ValueId v = 0; v < g->n_values; v++)
+        if (pl->zero[v] >= 0) {
+            any_param = true;
+            if (pl->zero[v] < pl->zero_min) pl->zero_min = pl->zero[v];
+        }
+    if (!any_param || pl->zero_min == 3) pl->zero_min = any_param ? 3 : 0;
+    if (all_batch) pl->layout = PL_DATA_PARALLEL;
+    else if (!pl->batch_axes) pl->layout = PL_REPLICATED;
+    else if (!any_split) pl->layout = PL_BATCH_SOME;
+    else pl->layout = PL_SHARDED;
+}
+
+bool placement_verify(const Placement *pl, StrBuf *why) {
+    const Graph *g = pl->g;
+    const ShardMesh *m = &pl->mesh;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const char *name = ir_val(g, ir_node(g, id)->out[0])->name;
+        if (!pl->has_st[id]) {
+            sb_printf(why, "node %%%s (%s) has no strategy", name, ir_op(ir_node(g, id)->op)->name);
+            return false;
+        }
+        if (pl->keep_partial[id]) continue;
+        IterSpace is;
+        ir_itspace(g, id, &is);
+        ShardStrategy again;
+        StrBuf w;
+        sb_init(&w);
+        bool ok = true;
+        for (int a = 0; a < SHARD_MAX_AXES && ok; a++) {
+            int it = pl->st[id].iter_of_axis[a];
+            if (it >= is.n_iters || (a >= m->n_axes && it >= 0)) {
+                sb_printf(&w, "mesh axis %d goes to iterator %d, which does not exist", a, it);
+                ok = false;
+            }
+        }
+        ok = ok && shard_strategy_from(&is, m, pl->st[id].iter_of_axis, &again, &w);
+        for (int i = 0; ok && i < again.n_in; i++) ok = shard_spec_eq(&again.in[i], &pl->st[id].in[i]);
+        for (int o = 0; ok && o < again.n_out; o++) ok = shard_spec_eq(&again.out[o], &pl->st[id].out[o]);
+        if (!ok) {
+            sb_printf(why, "node %%%s (%s): its strategy does not exist on mesh ", name, ir_op(ir_node(g, id)->op)->name);
+            shard_mesh_print(why, m);
+            sb_printf(why, "%s%s", w.len ? ": " : " (its specs are not the iteration space's)", sb_cstr(&w));
+            sb_free(&w);
+            return false;
+        }
+        sb_free(&w);
+    }
+    for (ValueId v = 0; v < g->n_values; v++) {
+        bool param = ir_val(g, v)->role == ROLE_PARAM;
+        if ((param && (pl->zero[v] < 0 || pl->zero[v] > 3)) || (!param && pl->zero[v] != -1)) {
+            sb_printf(why, "value %%%s: ZeRO stage %d %s", ir_val(g, v)->name, pl->zero[v],
+                      param ? "(stages are 0-3)" : "on a value that is not a parameter");
+            return false;
+        }
+        StrBuf w;
+        sb_init(&w);
+        if (pl->has_spec[v] && !shard_spec_valid(&pl->spec[v], m, ir_val(g, v)->shape, &w)) {
+            sb_printf(why, "value %%%s: %s", ir_val(g, v)->name, sb_cstr(&w));
+            sb_free(&w);
+            return false;
+        }
+        sb_free(&w);
+    }
+    for (int b = 0; b < g->n_blocks; b++)
+        if (pl->rc_full[b] < 0 || pl->rc_selective[b] < 0 ||
+            pl->rc_full[b] + pl->rc_selective[b] > g->blocks[b].n_instances) {
+            sb_printf(why, "block %s: %d + %d of its %d instances recomputed", g->blocks[b].name,
+                      pl->rc_full[b], pl->rc_selective[b], g->blocks[b].n_instances);
+            return false;
+        }
+    if (pl->micro_batches < 1) {
+        sb_printf(why, "%d micro-batches", pl->micro_batches);
+        return false;
+    }
+    return true;
+}
+
+static const char *const layout_names[] = {"data parallel", "batch over some axes", "replicated", "sharded"};
+
+void placement_print(const Placement *pl, StrBuf *b) {
+    const Graph *g = pl->g;
+    sb_printf(b, "; placement of %s on mesh ", g->name);
+    shard_mesh_print(b, &pl->mesh);
+    sb_printf(b, " (from %s): %s, %d micro-batch%s, ZeRO >= %d\n", pl->source, layout_names[pl->layout],
+              pl->micro_batches, pl->micro_batches == 1 ? "" : "es", pl->zero_min);
+    for (int k = 0; k < g->n_blocks; k++)
+        if (pl->rc_full[k] + pl->rc_selective[k])
+            sb_printf(b, "; recompute %s: %d full, %d selective, of %d\n", g->blocks[k].name, pl->rc_full[k],
+                      pl->rc_selective[k], g->blocks[k].n_instances);
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        sb_printf(b, "%-8s %%%s = %s ", placement_phase_name(placement_phase(g, id)), ir_val(g, n->out[0])->name,
+                  ir_op(n->op)->name);
+        if (!pl->has_st[id]) sb_puts(b, "(none)");
+        else if (pl->keep_partial[id]) sb_puts(b, "(as held, partial)");
+        else {
+            IterSpace is;
+            ir_itspace(g, id, &is);
+            shard_strategy_name(b, &is, &pl->st[id]);
+            sb_puts(b, " -> ");
+            for (int o = 0; o < n->n_out; o++) {
+                if (o) sb_puts(b, ", ");
+                shard_spec_print(b, &pl->st[id].out[o]);
+            }
+        }
+        for (int i = 0; i < n->n_in; i++)
+            if (pl->zero[n->in[i]] > 0) sb_printf(b, "  zero%d(%%%s)", pl->zero[n->in[i]], ir_val(g, n->in[i])->name);
+        sb_putc(b, '\n');
+    }
+}

@@ -1,0 +1,92 @@
+/*
+ * placement.h — the complete decision for one training step, between the
+ * planner and the lowering.
+ *
+ * The planner (solver/placement.c: plan_placement) fills a Placement from
+ * its choice, whichever produced it (the ILP or a baseline); the lowering
+ * (compiler/lower) reads only a Placement and decides nothing of its own;
+ * the plan JSON lists it node by node. It holds:
+ *
+ *   - the mesh;
+ *   - a strategy for every node of the graph, forward, backward and update
+ *     (a node marked keep_partial runs on its operands as they are held and
+ *     leaves its result a pending sum: the linear element-wise ops between
+ *     partial gradients), and the spec every value is first held in;
+ *   - the ZeRO stage of every parameter (-1 for other values);
+ *   - per block of the graph, which of its instances are recomputed: the
+ *     first rc_full fully, the next rc_selective selectively;
+ *   - the micro-batch count;
+ *   - facts derived once from the above that the lowering needs: which mesh
+ *     axes split the batch, whether any parameter is split (tensor parallel),
+ *     the smallest ZeRO stage among the parameters.
+ *
+ * Ownership: placement_new allocates every array; placement_free releases
+ * them. The graph is borrowed and must outlive the Placement.
+ */
+#ifndef COLOSSAL_PLACEMENT_H
+#define COLOSSAL_PLACEMENT_H
+
+#include "shard.h"
+
+typedef enum { PH_FORWARD, PH_BACKWARD, PH_UPDATE } PlacePhase;
+const char *placement_phase_name(PlacePhase p);
+/* forward: results are activations; update: from ad_step_begin on (the norm,
+ * the optimizer); backward: the rest. */
+PlacePhase placement_phase(const Graph *g, NodeId id);
+
+/* Selective recompute keeps the results of these ops (the matrix products:
+ * costly to redo, and what rebuilding the rest needs) and re-runs every other
+ * forward op of the block instance before its backward. The planner's memory
+ * and time terms and the lowering both ask this one predicate. */
+bool placement_selective_keeps(int op);
+
+/* What the strategies amount to, derived once (placement_derive). */
+typedef enum {
+    PL_DATA_PARALLEL, /* parameters whole, the batch split over every mesh axis of size > 1 */
+    PL_BATCH_SOME,    /* parameters whole, the batch over some axes (batch_axes), copies over the rest */
+    PL_REPLICATED,    /* every op replicated */
+    PL_SHARDED,       /* some operand other than the batch is split (tensor parallel, sequence, ...) */
+} PlaceLayout;
+
+typedef struct Placement {
+    const Graph *g;
+    ShardMesh mesh;
+    ShardStrategy *st;          /* per node */
+    bool *has_st;               /* per node: st is set */
+    bool *keep_partial;         /* per node: runs on its operands as held (see above) */
+    bool *by_rule;              /* per node: completed by the planner's rule (backward, update),
+                                 * not chosen by the ILP or baseline */
+    ShardSpec *spec;            /* per value: the spec it is first held in */
+    bool *has_spec;             /* per value */
+    int8_t *zero;               /* per value: a parameter's ZeRO stage 0-3, else -1 */
+    int *rc_full;               /* per graph block: its first rc_full instances recompute fully, */
+    int *rc_selective;          /* the next rc_selective selectively */
+    int micro_batches;
+    const char *source;         /* who made it ("ilp" or a baseline's name): for reports only */
+    /* derived (placement_derive) */
+    PlaceLayout layout;
+    unsigned batch_axes;        /* mesh axes (size > 1) some planned node splits work over */
+    int zero_min;               /* the smallest ZeRO stage among the parameters (0 if none) */
+    ValueId split_param;        /* PL_SHARDED: the first parameter read split, or IR_NONE */
+    ShardSpec split_spec;       /* and how it is read */
+} Placement;
+
+Placement *placement_new(const Graph *g, const ShardMesh *m);
+void placement_free(Placement *pl);
+
+/* Fills the derived fields from the strategies and stages. all_batch: every
+ * node's strategy is the data-parallel one (the batch over every axis); the
+ * planner knows it from its dp baseline. */
+void placement_derive(Placement *pl, bool all_batch);
+
+/* Checks the Placement against its graph and mesh: every node has a strategy
+ * that exists on the mesh for its iteration space (or keeps partial sums),
+ * ZeRO stages only on parameters and in 0-3, recompute counts within the
+ * blocks' instances, micro-batches >= 1. false with the first problem, naming
+ * the node or value, in why. */
+bool placement_verify(const Placement *pl, StrBuf *why);
+
+/* The Placement as text (--dump-after=plan): a line per node. */
+void placement_print(const Placement *pl, StrBuf *b);
+
+#endif

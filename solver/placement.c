@@ -1,0 +1,346 @@
+/*
+ * placement.c — the planner's choice as a Placement (placement.h): every
+ * node's strategy, every parameter's ZeRO stage, the recompute counts, the
+ * micro-batches. The lowering reads the result and decides nothing.
+ *
+ * Forward nodes take the strategy their group was given (the ILP's or a
+ * baseline's). The backward and update nodes, which the planner prices from
+ * their forward op, are completed here by one deterministic rule, walking
+ * the graph in order while tracking how each value is held (its spec, and
+ * the resharded copies made for readers of the same phase, as the lowering
+ * will make them):
+ *
+ *   - add / sub / scale of pending sums held alike keep the sum pending
+ *     (keep_partial);
+ *   - otherwise the strategy whose operands cost least to read as they are
+ *     held (the α–β time of shard_reshard, the sequence the lowering emits)
+ *     plus its compute, preferring to leave a gradient `X.grad` in X's layout
+ *     (in its ZeRO slice for a stage >= 2 parameter's gradient), and for an
+ *     update under ZeRO the one running on the largest slice of the
+ *     parameter's shard.
+ *
+ * Leaves take the spec of their first reader (a ZeRO-3 parameter a slice of
+ * it); inputs split their leading dim only, as their first reader splits it.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "autodiff.h"
+#include "ops.h"
+#include "plan.h"
+
+#define MAX_COPIES 6 /* resharded copies of a value offered to later readers */
+
+typedef struct Walk {
+    const Graph *g;
+    Placement *pl;
+    const ShardMesh *m;
+    bool lowerable;
+    double flops_per_s;
+    ShardSpec *spec;               /* per value: as held */
+    bool *known;
+    int *n_copy;                   /* per value: copies so far, their specs and phases */
+    ShardSpec (*copy)[MAX_COPIES];
+    int8_t (*copy_phase)[MAX_COPIES];
+    ValueId *gparam;               /* per value: the parameter an update reads it as the gradient of */
+    ValueId *grad_of;              /* per value: the value it is the gradient of (ad_grad_of) */
+    int in_nax;                    /* the inputs' row split, fixed by the first input */
+    int8_t in_ax[SHARD_MAX_AXES];
+    StrBuf *err;
+} Walk;
+
+/* Copies made in the forward are not reused by the backward (kept alive in
+ * between they would hold memory nothing priced). */
+static int copy_phase(const Graph *g, NodeId id) { return placement_phase(g, id) == PH_FORWARD ? 0 : 1; }
+
+static int zero_of(const Walk *w, ValueId v) { return v != IR_NONE && w->pl->zero[v] > 0 ? w->pl->zero[v] : 0; }
+
+static bool is_leaf(const Graph *g, ValueId v) {
+    Role r = ir_val(g, v)->role;
+    return ir_val(g, v)->def == IR_NONE && (r == ROLE_PARAM || r == ROLE_STATE);
+}
+
+static bool held(const Walk *w, ValueId x, const ShardSpec *s, NodeId at) {
+    if (shard_spec_eq(&w->spec[x], s)) return true;
+    for (int k = 0; k < w->n_copy[x]; k++)
+        if (shard_spec_eq(&w->copy[x][k], s) && w->copy_phase[x][k] == copy_phase(w->g, at)) return true;
+    return false;
+}
+
+static void add_copy(Walk *w, ValueId x, const ShardSpec *s, int ph, NodeId at) {
+    int slot = w->n_copy[x] < MAX_COPIES ? w->n_copy[x]++ : (at + 1) % MAX_COPIES;
+    w->copy[x][slot] = *s;
+    w->copy_phase[x][slot] = (int8_t)ph;
+}
+
+static double read_cost(const Walk *w, ValueId x, const ShardSpec *s, NodeId at) {
+    if (!w->known[x] || held(w, x, s, at)) return 0;
+    const Value *v = ir_val(w->g, x);
+    return shard_reshard_time(w->m, v->shape, v->dtype, &w->spec[x], s);
+}
+
+/* The spec a result would best be left in: a gradient `X.grad` in X's. */
+static bool result_target(const Walk *w, ValueId out, ShardSpec *t) {
+    ValueId x = w->grad_of[out];
+    if (x == IR_NONE || !w->known[x]) return false;
+    *t = shard_spec_unpartial(&w->spec[x]);
+    if (w->gparam[out] == x && zero_of(w, x) >= 2) *t = shard_spec_refine(t, w->m, ir_val(w->g, x)->shape);
+    return true;
+}
+
+/* The parameter an optimizer node updates under ZeRO stage >= 1, else IR_NONE. */
+static ValueId zero_update(const Walk *w, NodeId id) {
+    const Node *n = ir_node(w->g, id);
+    if ((n->op != OP_ADAMW && n->op != OP_SGD) || zero_of(w, n->in[0]) < 1) return IR_NONE;
+    return n->in[0];
+}
+
+static bool strategy_ok(const Walk *w, NodeId id, const IterSpace *is, const ShardStrategy *st) {
+    const Node *n = ir_node(w->g, id);
+    for (int a = 0; w->lowerable && a < w->m->n_axes; a++)
+        if (st->iter_of_axis[a] >= 0 && is->iters[st->iter_of_axis[a]].kernel_whole) return false;
+    ValueId zp = zero_update(w, id);
+    for (int o = 0; o < n->n_out; o++) { /* an update is written over its leaf: same layout */
+        ValueId leaf = ir_val(w->g, n->out[o])->updates;
+        if (leaf == IR_NONE) continue;
+        if (st->out[o].partial || st->out[o].pmax) return false;
+        /* ZeRO: the update may run on a slice of the parameter's shard */
+        if (w->known[leaf] && leaf == zp && shard_spec_refines(&st->out[o], &w->spec[leaf], w->m) >= 0) continue;
+        if (w->known[leaf] && !shard_spec_eq(&st->out[o], &w->spec[leaf])) return false;
+        for (int i = 0; i < n->n_in; i++) /* and reads the leaf in it */
+            if (n->in[i] == leaf && !shard_spec_eq(&st->in[i], &st->out[o])) return false;
+    }
+    return true;
+}
+
+/* The rule for a node the planner's choice does not cover. */
+static bool choose(Walk *w, NodeId id, const IterSpace *is, ShardStrategy *out) {
+    const Node *n = ir_node(w->g, id);
+    ShardStrategy *all;
+    int ns = shard_strategies(is, w->m, &all);
+    double flops = ir_node_flops(w->g, id), best = INFINITY;
+    int bi = -1, best_cover = 0;
+    ValueId zp = zero_update(w, id);
+    for (int s = 0; s < ns; s++) {
+        if (!strategy_ok(w, id, is, &all[s])) continue;
+        /* ZeRO: as many of the parameter's replica axes sliced as the dims allow */
+        int cover = zp != IR_NONE ? shard_spec_refines(&all[s].out[0], &w->spec[zp], w->m) : 0;
+        if (zp != IR_NONE) { /* the slice the gradient was reduce-scattered into beats any other */
+            ShardSpec t = shard_spec_refine(&w->spec[zp], w->m, ir_val(w->g, zp)->shape);
+            if (cover >= 0 && shard_spec_eq(&all[s].out[0], &t)) cover += SHARD_MAX_AXES + 1;
+        }
+        if (cover < best_cover) continue;
+        if (cover > best_cover) best = INFINITY, best_cover = cover;
+        double t = flops / (all[s].split > 0 ? all[s].split : 1) / w->flops_per_s;
+        for (int i = 0; i < n->n_in && isfinite(t); i++) t += read_cost(w, n->in[i], &all[s].in[i], id);
+        for (int o = 0; o < n->n_out && isfinite(t); o++) {
+            ShardSpec tg;
+            const Value *v = ir_val(w->g, n->out[o]);
+            if (result_target(w, n->out[o], &tg)) t += shard_reshard_time(w->m, v->shape, v->dtype, &all[s].out[o], &tg);
+        }
+        if (t < best - 1e-15) best = t, bi = s;
+    }
+    if (bi >= 0) *out = all[bi];
+    ir_free(all);
+    if (bi < 0) sb_printf(w->err, "no strategy of %s %%%s reads its operands as they are held", ir_op(n->op)->name,
+                          ir_val(w->g, n->out[0])->name);
+    return bi >= 0;
+}
+
+/* Linear element-wise ops keep a pending sum pending. */
+static bool passes_partial(const Walk *w, NodeId id) {
+    const Node *n = ir_node(w->g, id);
+    if (n->op != OP_ADD && n->op != OP_SUB && n->op != OP_SCALE) return false;
+    Shape o = ir_val(w->g, n->out[0])->shape;
+    const ShardSpec *s0 = &w->spec[n->in[0]];
+    if (!s0->partial || s0->pmax) return false;
+    for (int i = 0; i < n->n_in; i++) {
+        if (!w->known[n->in[i]] || !ir_shape_eq(ir_val(w->g, n->in[i])->shape, o)) return false;
+        if (!shard_spec_eq(&w->spec[n->in[i]], s0)) return false;
+    }
+    return ir_val(w->g, n->out[0])->updates == IR_NONE;
+}
+
+/* An input: whole rows, split as its first reader splits its leading dim
+ * (the first input fixes the split for all). */
+static bool place_input(Walk *w, ValueId x, const ShardSpec *want) {
+    const Value *v = ir_val(w->g, x);
+    ShardSpec s = shard_spec_replicated(v->shape.rank);
+    if (w->in_nax < 0) {
+        w->in_nax = v->shape.rank ? want->n[0] : 0;
+        for (int k = 0; k < w->in_nax; k++) w->in_ax[k] = want->ax[0][k];
+    }
+    if (v->shape.rank) {
+        s.n[0] = (int8_t)w->in_nax;
+        for (int k = 0; k < w->in_nax; k++) s.ax[0][k] = w->in_ax[k];
+    }
+    StrBuf why;
+    sb_init(&why);
+    bool ok = shard_spec_valid(&s, w->m, v->shape, &why);
+    if (!ok) sb_printf(w->err, "input %%%s: its rows cannot be split as the plan splits the batch (%s)", v->name, sb_cstr(&why));
+    sb_free(&why);
+    w->spec[x] = s;
+    w->known[x] = true;
+    return ok;
+}
+
+static void first_held(Walk *w, ValueId v, const ShardSpec *s) {
+    w->spec[v] = *s;
+    w->known[v] = true;
+    w->pl->spec[v] = *s;
+    w->pl->has_spec[v] = true;
+}
+
+/* Completes pl: strategies of the nodes without one, the specs every value is
+ * first held in. */
+static bool complete(Walk *w) {
+    const Graph *g = w->g;
+    Placement *pl = w->pl;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        IterSpace is;
+        ir_itspace(g, id, &is);
+        ShardStrategy st;
+        if (pl->has_st[id]) {
+            st = pl->st[id];
+            for (int a = 0; w->lowerable && a < w->m->n_axes; a++)
+                if (st.iter_of_axis[a] >= 0 && is.iters[st.iter_of_axis[a]].kernel_whole) {
+                    sb_printf(w->err, "the plan splits %s %%%s along iterator %s over mesh axis %d, which the "
+                                      "generated kernels need whole (an embedding table's rows, attention_dkv's keys)",
+                              ir_op(n->op)->name, ir_val(g, n->out[0])->name, is.iters[st.iter_of_axis[a]].name, a);
+                    return false;
+                }
+        } else if (passes_partial(w, id)) {
+            pl->keep_partial[id] = pl->has_st[id] = pl->by_rule[id] = true;
+        } else if (choose(w, id, &is, &st)) {
+            pl->st[id] = st;
+            pl->has_st[id] = pl->by_rule[id] = true;
+        } else return false;
+        bool pass = pl->keep_partial[id];
+        for (int i = 0; !pass && i < n->n_in; i++) {
+            ValueId x = n->in[i];
+            if (!w->known[x]) {
+                if (ir_val(g, x)->role == ROLE_INPUT) {
+                    if (!place_input(w, x, &st.in[i])) return false;
+                    first_held(w, x, &w->spec[x]);
+                } else if (is_leaf(g, x)) {
+                    ShardSpec s = shard_spec_unpartial(&st.in[i]);
+                    if (zero_of(w, x) >= 3) s = shard_spec_refine(&s, w->m, ir_val(g, x)->shape);
+                    first_held(w, x, &s);
+                } else {
+                    ShardSpec s = shard_spec_replicated(ir_val(g, x)->shape.rank);
+                    first_held(w, x, &s);
+                }
+            }
+            if (!held(w, x, &st.in[i], id)) add_copy(w, x, &st.in[i], copy_phase(g, id), id);
+        }
+        for (int o = 0; o < n->n_out; o++) {
+            ValueId y = n->out[o];
+            first_held(w, y, pass ? &w->spec[n->in[0]] : &st.out[o]);
+            /* ZeRO-2/3: a parameter's gradient is reduce-scattered into the
+             * update's slice right after it is computed */
+            ValueId p = w->gparam[y];
+            if (p != IR_NONE && zero_of(w, p) >= 2 && w->known[p] && id + 1 < g->n_nodes && n->op != OP_GRAD_ACCUM) {
+                ShardSpec t = shard_spec_refine(&w->spec[p], w->m, ir_val(g, p)->shape);
+                if (!shard_spec_eq(&t, &w->spec[y])) add_copy(w, y, &t, 1, id + 1);
+            }
+            ValueId leaf = ir_val(g, y)->updates;
+            if (leaf != IR_NONE && !shard_spec_eq(&w->spec[y], &w->spec[leaf]) &&
+                !(leaf == zero_update(w, id) && shard_spec_refines(&w->spec[y], &w->spec[leaf], w->m) > 0)) {
+                sb_printf(w->err, "%%%s would be held unlike the leaf %%%s it updates", ir_val(g, y)->name,
+                          ir_val(g, leaf)->name);
+                return false;
+            }
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) { /* the loss: whole, at most pending */
+        const ShardSpec *s = &w->spec[g->outputs[i]];
+        bool split = false;
+        for (int d = 0; d < s->rank; d++) split |= s->n[d] > 0;
+        if (split || s->pmax) {
+            sb_printf(w->err, "output %%%s is left split over the mesh", ir_val(g, g->outputs[i])->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Every group's chosen member strategies and ZeRO stages, recompute counts. */
+static void from_choice(Placement *pl, const PlanResult *r) {
+    const IlpProblem *p = r->prob;
+    const Graph *g = pl->g;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        int gi = p->group_of_node[id];
+        if (gi < 0) continue;
+        const IlpGroup *G = &p->groups[gi];
+        int m = p->member_of_node[id];
+        pl->st[id] = G->members[m].st[G->strats[r->choice.strat[gi]].member_st[m]];
+        pl->has_st[id] = true;
+        const Node *nd = ir_node(g, id); /* ZeRO: the stage of a group owning the parameter */
+        for (int i = 0; G->n_params && i < nd->n_in; i++)
+            if (ir_val(g, nd->in[i])->role == ROLE_PARAM && !pl->zero[nd->in[i]])
+                pl->zero[nd->in[i]] = (int8_t)r->choice.zero[gi];
+    }
+    for (int k = 0; k < p->n_blocks; k++) {
+        int b = ir_find_block(g, p->blocks[k].name);
+        if (b < 0) continue;
+        pl->rc_full[b] = r->choice.count[k][RC_FULL];
+        pl->rc_selective[b] = r->choice.count[k][RC_SELECTIVE];
+    }
+    pl->micro_batches = p->opt.micro_batches > 0 ? p->opt.micro_batches : 1;
+    pl->source = r->chosen;
+}
+
+/* Every group as in the data-parallel baseline: the batch over every axis. */
+static bool all_batch(const PlanResult *r) {
+    if (r->mesh.n_devices <= 1) return true;
+    for (int i = 0; i < r->n_base; i++)
+        if (!strcmp(r->base[i].name, "dp") && r->base[i].applicable) {
+            for (int gi = 0; gi < r->prob->n_groups; gi++)
+                if (r->choice.strat[gi] != r->base[i].choice.strat[gi]) return false;
+            return true;
+        }
+    return false;
+}
+
+Placement *plan_placement(const Graph *g, const PlanResult *r, bool lowerable, StrBuf *err) {
+    Placement *pl = placement_new(g, &r->mesh);
+    from_choice(pl, r);
+    int nv = g->n_values;
+    Walk w = {.g = g, .pl = pl, .m = &pl->mesh, .lowerable = lowerable, .in_nax = -1, .err = err};
+    w.flops_per_s = r->cl.peak_flops[r->cm.dtype] > 0 ? r->cl.peak_flops[r->cm.dtype] : 1e12;
+    w.spec = ir_alloc(sizeof *w.spec * (size_t)(nv + 1));
+    w.known = ir_alloc(sizeof *w.known * (size_t)(nv + 1));
+    w.n_copy = ir_alloc(sizeof *w.n_copy * (size_t)(nv + 1));
+    w.copy = ir_alloc(sizeof *w.copy * (size_t)(nv + 1));
+    w.copy_phase = ir_alloc(sizeof *w.copy_phase * (size_t)(nv + 1));
+    w.gparam = ir_alloc(sizeof *w.gparam * (size_t)(nv + 1));
+    w.grad_of = ir_alloc(sizeof *w.grad_of * (size_t)(nv + 1));
+    for (ValueId v = 0; v < nv; v++) {
+        w.gparam[v] = w.grad_of[v] = IR_NONE;
+        w.spec[v] = shard_spec_replicated(ir_val(g, v)->shape.rank);
+        if (ir_val(g, v)->role == ROLE_HYPER) first_held(&w, v, &w.spec[v]);
+    }
+    for (ValueId v = 0; v < nv; v++) {
+        ValueId d = ad_grad_of(g, ir_val(g, v)->name);
+        if (d != IR_NONE) w.grad_of[d] = v;
+    }
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op == OP_ADAMW || n->op == OP_SGD) w.gparam[n->in[1]] = n->in[0];
+    }
+    bool ok = complete(&w);
+    ir_free(w.spec);
+    ir_free(w.known);
+    ir_free(w.n_copy);
+    ir_free(w.copy);
+    ir_free(w.copy_phase);
+    ir_free(w.gparam);
+    ir_free(w.grad_of);
+    if (!ok) {
+        placement_free(pl);
+        return NULL;
+    }
+    placement_derive(pl, all_batch(r));
+    return pl;
+}

@@ -1,0 +1,32 @@
+/*
+ * fuzz_cluster.c — libFuzzer target for cluster JSON (--cluster FILE.json,
+ * compiler/shard/cluster.c): any input is rejected with a message, or gives
+ * a cluster whose sizes are positive, finite and within SHARD_MAX_DEVICES.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shard.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *text = malloc(size + 1);
+    memcpy(text, data, size);
+    text[size] = 0;
+    ShardCluster c;
+    StrBuf err;
+    sb_init(&err);
+    if (shard_cluster_from_json(text, "fuzz.json", &c, &err)) {
+        if (c.nodes < 1 || c.per_node < 1 || (int64_t)c.nodes * c.per_node > SHARD_MAX_DEVICES) abort();
+        if (!(c.mem_bytes > 0) || !isfinite(c.mem_bytes) || !isfinite(c.intra_bw) || !isfinite(c.inter_bw)) abort();
+        if (shard_cluster_devices(&c) < 1) abort();
+    } else if (!err.len) {
+        abort(); /* a refusal says why */
+    }
+    sb_free(&err);
+    free(text);
+    return 0;
+}

@@ -1,0 +1,189 @@
+/*
+ * test_placement.c — the Placement the planner hands the lowering
+ * (compiler/shard/placement.h, solver/placement.c):
+ *   - every node of a training graph gets a strategy: the forward ones from
+ *     the plan, the backward and update ones from the completion rule;
+ *   - the derived facts follow from the strategies, not from plan names:
+ *     dp is data parallel, zero2 has stage 2 everywhere, megatron splits a
+ *     parameter, a one-device plan is data parallel with ZeRO 0;
+ *   - the verifier accepts what the planner made and refuses, naming the
+ *     node or value, a strategy that does not exist on the mesh, a ZeRO
+ *     stage on a non-parameter or out of range, a recompute count beyond a
+ *     block's instances, zero micro-batches.
+ */
+#include <stdlib.h>
+
+#include "autodiff.h"
+#include "check.h"
+#include "plan.h"
+#include "text.h"
+
+static Graph *training(const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/ir/%s", COLOSSAL_SOURCE_DIR, file);
+    size_t len;
+    char *text = ir_read_file(path, &len);
+    Graph *f = text ? ir_parse(path, text, len) : NULL;
+    ir_free(text);
+    IR_ASSERT(f);
+    AdOptions o;
+    ad_options_default(&o);
+    StrBuf err;
+    sb_init(&err);
+    Graph *g = ad_build(f, &o, &err);
+    sb_free(&err);
+    ir_graph_free(f);
+    IR_ASSERT(g);
+    return g;
+}
+
+static PlanResult *plan(const Graph *g, const char *cluster, const char *strategy) {
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = cluster;
+    if (strategy && !strcmp(strategy, "megatron")) { /* a tensor-parallel axis, and a limit that */
+        o.mesh = "1x2";                              /* makes megatron split (tests/e2e gpt2_tp_1x2) */
+        o.mem_bytes = 130 << 10;
+    }
+    o.strategy = strategy;
+    o.lowerable = true;
+    o.progress = false;
+    PlanResult *r = plan_solve(g, &o);
+    IR_ASSERT(r && r->pl);
+    return r;
+}
+
+static bool refused(const Placement *pl, const char *want) {
+    StrBuf why;
+    sb_init(&why);
+    bool ok = placement_verify(pl, &why);
+    bool named = strstr(sb_cstr(&why), want) != NULL;
+    if (!named) fprintf(stderr, "verifier said: '%s' (wanted '%s')\n", sb_cstr(&why), want);
+    sb_free(&why);
+    return !ok && named;
+}
+
+static void every_node_placed(const Graph *g, const Placement *pl) {
+    int fwd = 0, bwd = 0, upd = 0;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        CHECK(pl->has_st[id]);
+        PlacePhase ph = placement_phase(g, id);
+        fwd += ph == PH_FORWARD, bwd += ph == PH_BACKWARD, upd += ph == PH_UPDATE;
+        if (ph != PH_FORWARD) CHECK(pl->by_rule[id]);
+    }
+    CHECK(fwd > 0 && bwd > 0 && upd > 0);
+    StrBuf why;
+    sb_init(&why);
+    CHECK(placement_verify(pl, &why));
+    if (why.len) fprintf(stderr, "%s\n", sb_cstr(&why));
+    sb_free(&why);
+}
+
+static void test_layouts(void) {
+    Graph *g = training("gpt2-tiny.cir");
+    PlanResult *r = plan(g, "h100:1x2", "dp");
+    every_node_placed(g, r->pl);
+    CHECK_INT(r->pl->layout, PL_DATA_PARALLEL);
+    CHECK_INT(r->pl->zero_min, 0);
+    plan_free(r);
+
+    r = plan(g, "h100:1x2", "zero2");
+    every_node_placed(g, r->pl);
+    CHECK_INT(r->pl->layout, PL_DATA_PARALLEL);
+    CHECK_INT(r->pl->zero_min, 2);
+    for (ValueId v = 0; v < g->n_values; v++)
+        CHECK_INT(r->pl->zero[v], ir_val(g, v)->role == ROLE_PARAM ? 2 : -1);
+    plan_free(r);
+
+    r = plan(g, "h100:1x2", "megatron");
+    every_node_placed(g, r->pl);
+    CHECK_INT(r->pl->layout, PL_SHARDED);
+    CHECK(r->pl->split_param != IR_NONE);
+    plan_free(r);
+
+    r = plan(g, "h100:1x1", NULL);
+    every_node_placed(g, r->pl);
+    CHECK_INT(r->pl->layout, PL_DATA_PARALLEL);
+    plan_free(r);
+    ir_graph_free(g);
+}
+
+static void test_verifier(void) {
+    Graph *g = training("gpt2-tiny.cir");
+    PlanResult *r = plan(g, "h100:1x2", "megatron");
+    Placement *pl = r->pl;
+    NodeId k = -1; /* a node with a strategy to corrupt: the first dense */
+    for (NodeId id = 0; id < g->n_nodes && k < 0; id++)
+        if (ir_node(g, id)->op == OP_DENSE) k = id;
+    IR_ASSERT(k >= 0);
+    char want[256];
+    snprintf(want, sizeof want, "node %%%s", ir_val(g, ir_node(g, k)->out[0])->name);
+
+    ShardStrategy keep = pl->st[k];
+    pl->st[k].iter_of_axis[0] = 40; /* an iterator the op does not have */
+    CHECK(refused(pl, want));
+    pl->st[k] = keep;
+    pl->st[k].out[0].partial ^= 1u; /* specs that do not follow from the iteration space */
+    CHECK(refused(pl, want));
+    pl->st[k] = keep;
+    pl->has_st[k] = false;
+    CHECK(refused(pl, "has no strategy"));
+    pl->has_st[k] = true;
+
+    ValueId x = IR_NONE, w = IR_NONE; /* an input and a parameter */
+    for (ValueId v = 0; v < g->n_values; v++) {
+        if (x == IR_NONE && ir_val(g, v)->role == ROLE_INPUT) x = v;
+        if (w == IR_NONE && ir_val(g, v)->role == ROLE_PARAM) w = v;
+    }
+    pl->zero[x] = 1;
+    snprintf(want, sizeof want, "%%%s: ZeRO stage 1 on a value that is not a parameter", ir_val(g, x)->name);
+    CHECK(refused(pl, want));
+    pl->zero[x] = -1;
+    pl->zero[w] = 4;
+    snprintf(want, sizeof want, "%%%s: ZeRO stage 4", ir_val(g, w)->name);
+    CHECK(refused(pl, want));
+    pl->zero[w] = 0;
+
+    IR_ASSERT(g->n_blocks > 0);
+    pl->rc_full[0] = g->blocks[0].n_instances;
+    pl->rc_selective[0] = 1;
+    snprintf(want, sizeof want, "block %s:", g->blocks[0].name);
+    CHECK(refused(pl, want));
+    pl->rc_full[0] = pl->rc_selective[0] = 0;
+
+    pl->micro_batches = 0;
+    CHECK(refused(pl, "0 micro-batches"));
+    pl->micro_batches = 1;
+
+    StrBuf why; /* restored: accepted again */
+    sb_init(&why);
+    CHECK(placement_verify(pl, &why));
+    sb_free(&why);
+    plan_free(r);
+    ir_graph_free(g);
+}
+
+/* Selective recompute's time lies strictly between none (0) and full (the
+ * block's whole forward): it re-runs all but the matrix products. */
+static void test_selective_time(void) {
+    Graph *g = training("gpt2-tiny.cir");
+    PlanResult *r = plan(g, "h100:1x1", NULL);
+    const IlpProblem *p = r->prob;
+    double sel = 0, full = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        if (p->groups[gi].block < 0) continue;
+        const IlpStrat *S = &p->groups[gi].strats[r->choice.strat[gi]];
+        sel += S->rec_sel_s;
+        full += S->fwd_s;
+    }
+    CHECK(sel > 0 && sel < full);
+    plan_free(r);
+    ir_graph_free(g);
+}
+
+int main(void) {
+    test_layouts();
+    test_selective_time();
+    test_verifier();
+    return check_done("test_placement");
+}
