@@ -4,7 +4,9 @@
 # evaluates and saves; a run pre-empted at step 4 and resumed from its
 # checkpoint must give bit-identical losses and gradient norms to the
 # straight run (the CSV keeps 9 significant digits, which round-trip a float
-# exactly); the loss must fall; resuming at --steps says so, raising --steps
+# exactly), and its manifest names the step (no train_state file); a run
+# sent SIGUSR1 stops with a checkpoint and resumes there; a manifest without
+# its state is refused; the loss must fall; resuming at --steps says so, raising --steps
 # keeps the checkpoint's learning-rate schedule (--reschedule does not);
 # --log-every and JSON lines; sampling continues the prompt, is the same for
 # the same seed, and reads llm.c's tokenizer files; bad token files and flags
