@@ -9,15 +9,16 @@
 #include "cost.h"
 
 /* Per op class: fraction of peak FLOP/s, fraction of memory bandwidth, and
- * backward/forward time. Matmuls reach ~70% of tensor-core peak on large
- * GEMMs (NVIDIA's cuBLAS figures; Megatron-LM reports 50-60% model FLOP
- * utilization end to end); element-wise kernels ~80% of HBM bandwidth.
+ * backward/forward time. Matmuls take their FLOP/s fraction from the
+ * cluster's GEMM efficiency table by size (shard_gemm_eff: ~70% of
+ * tensor-core peak on large GEMMs in the presets, far less on small ones);
+ * element-wise kernels ~80% of HBM bandwidth.
  * Backward: a matmul computes two products (dX and dW) = 2x; attention's
  * backward recomputes scores and does 4 products against 2 (FlashAttention-2)
  * = 2.5x; normalizations and softmax read the saved input and the incoming
  * gradient and write one result: ~2x the bytes; element-wise ~1x. */
 static const CostClass classes[] = {
-    [OPC_MATMUL] = {0.70, 0.80, 2.0},
+    [OPC_MATMUL] = {0.70, 0.80, 2.0}, /* flop_eff unused: the cluster's GEMM table */
     [OPC_ELEMWISE] = {1.00, 0.80, 1.0},
     [OPC_NORM] = {1.00, 0.70, 2.0},
     [OPC_SOFTMAX] = {1.00, 0.70, 2.0},
@@ -35,7 +36,10 @@ DType cost_dtype(const CostModel *cm, DType dt) { return ir_dtype_is_float(dt) ?
 
 double cost_roofline(const CostModel *cm, OpClass cls, double flops, double bytes) {
     const CostClass *k = &classes[cls];
-    double tf = flops / (cm->cl->peak_flops[cm->dtype] * k->flop_eff);
+    /* a matrix product's efficiency depends on its size: the cluster's GEMM
+     * table (shard_gemm_eff); the class factor is for the other classes */
+    double eff = cls == OPC_MATMUL ? shard_gemm_eff(cm->cl, cm->dtype, flops) : k->flop_eff;
+    double tf = flops > 0 ? flops / (cm->cl->peak_flops[cm->dtype] * eff) : 0;
     double tb = bytes / (cm->cl->mem_bw * k->bw_eff);
     return tf > tb ? tf : tb;
 }

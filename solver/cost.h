@@ -1,6 +1,7 @@
 /*
  * cost.h — the cost model, in seconds. Compute is a roofline over the local
- * shard with an efficiency factor per op class; communication is the α–β ring
+ * shard with an efficiency factor per op class (for matrix products, the
+ * cluster's GEMM efficiency by size); communication is the α–β ring
  * model of compiler/shard (shard_coll_time). The factors and formulas are
  * documented in docs/sharding.md.
  *
@@ -33,7 +34,9 @@ const CostClass *cost_class(OpClass c);
 /* The dtype a value takes under the model (floats become the compute dtype). */
 DType cost_dtype(const CostModel *cm, DType value_dtype);
 
-/* Roofline time of local work: max(flops / (peak * flop_eff), bytes / (bw * bw_eff)). */
+/* Roofline time of local work: max(flops / (peak * flop_eff), bytes / (bw * bw_eff)),
+ * where a matmul's flop_eff is the cluster's GEMM efficiency at `flops`
+ * (shard_gemm_eff: small GEMMs are far below peak). */
 double cost_roofline(const CostModel *cm, OpClass cls, double flops, double bytes);
 
 /* One op under one strategy. */

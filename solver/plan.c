@@ -224,7 +224,20 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
             if (!strcmp(o->recompute, ilp_recompute_name(p))) fix.recompute = p;
     }
     if (o->zero && strcmp(o->zero, "auto")) fix.zero = atoi(o->zero);
-    double limit = o->mem_bytes > 0 ? (double)o->mem_bytes : cl.mem_bytes;
+    /* Plans never use the cluster's reserve (context, communicator buffers,
+     * GEMM workspace): the limit is the device's memory less the reserve, or
+     * --mem when given, which counts only what the plan itself holds (the
+     * reserve is outside it) and may not exceed that. */
+    double usable = cl.mem_bytes - shard_cluster_reserve(&cl);
+    double limit = o->mem_bytes > 0 ? (double)o->mem_bytes : usable;
+    if (limit > usable) {
+        char a[32], b[32];
+        fmt_bytes(a, sizeof a, limit);
+        fmt_bytes(b, sizeof b, usable);
+        fprintf(stderr, "colossal-compile: note: --mem %s exceeds the device's memory less its reserve; "
+                        "planning for %s\n", a, b);
+        limit = usable;
+    }
 
     PlanResult *best = NULL;
     double solve_s = 0, min_mem = INFINITY;
@@ -364,6 +377,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
     cJSON_AddItemToObject(root, "step_breakdown", price_json(&r->price));
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
     cJSON_AddNumberToObject(mem, "limit_bytes", r->mem_limit);
+    cJSON_AddNumberToObject(mem, "reserve_bytes", shard_cluster_reserve(&r->cl));
     cJSON_AddNumberToObject(mem, "predicted_peak_bytes", r->price.peak_bytes);
     cJSON *bd = cJSON_AddObjectToObject(mem, "breakdown");
     cJSON_AddNumberToObject(bd, "params_grads_optimizer_bytes", r->price.mem_params);

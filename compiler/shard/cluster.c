@@ -47,7 +47,101 @@
     X("h200", "H200-SXM-141GB", 141, 67, 989.5, 989.5, 4800, 450, 400, 8, 2, 5)       \
     X("cpu", "CPU-rank", 8, 0.10, 0.09, 0.09, 3, 3, 10, 1, 10, 50)
 
+/* Per-device reserve of the GPU presets, MiB (docs/sharding.md, "Memory
+ * reserve"): the CUDA context (an assumption until calibrated: 512 MiB),
+ * NCCL's buffers (NCCL_BUFFSIZE, 4 MiB by default, send and receive, per
+ * channel: 2 x 4 MiB x 16-32 channels x the runtime's 2-4 communicators,
+ * estimated at 256 MiB on A100 and 512 MiB on Hopper), and the cuBLAS(Lt)
+ * workspace (the cuBLAS guide's cublasSetWorkspace: 4 MiB, 32 MiB on Hopper).
+ * Matched by the start of the preset's name; other presets reserve nothing. */
+#define RESERVES(X)       \
+    X("a100", 512, 256, 4) \
+    X("h100", 512, 512, 32) \
+    X("h200", 512, 512, 32)
+#define MIB 1048576.0
+
+/* GPU presets' GEMM tables: one GEMM of F FLOPs takes a fixed GEMM_T0_S
+ * (launch and tail, an assumption until calibrated) plus F at GEMM_EFF of
+ * peak, so eff(F) = GEMM_EFF * F / (F + GEMM_T0_S * GEMM_EFF * peak); tabled
+ * at every decade from 1e6 to 1e13 FLOPs. Presets without a reserve row (no
+ * GPU) get one point at GEMM_EFF. */
+#define GEMM_EFF 0.70
+#define GEMM_T0_S 5e-6
+
+static void preset_extras(const char *name, ShardCluster *c) {
+    bool gpu = false;
+#define X(pre, ctx, comm, ws)                          \
+    if (!gpu && !strncmp(name, pre, strlen(pre))) {    \
+        c->reserve_context = (ctx) * MIB;              \
+        c->reserve_comm = (comm) * MIB;                \
+        c->reserve_workspace = (ws) * MIB;             \
+        gpu = true;                                    \
+    }
+    RESERVES(X)
+#undef X
+    for (int d = 0; d < DT__COUNT; d++) {
+        ShardEffTable *t = &c->gemm[d];
+        if (!gpu) {
+            t->n = 1;
+            t->flops[0] = 1;
+            t->eff[0] = GEMM_EFF;
+            continue;
+        }
+        double knee = GEMM_T0_S * GEMM_EFF * c->peak_flops[d];
+        t->n = 8;
+        for (int i = 0; i < t->n; i++) {
+            t->flops[i] = pow(10, 6 + i);
+            t->eff[i] = GEMM_EFF * t->flops[i] / (t->flops[i] + knee);
+        }
+    }
+}
+
 int shard_cluster_devices(const ShardCluster *c) { return c->nodes * c->per_node; }
+
+double shard_cluster_reserve(const ShardCluster *c) {
+    return c->reserve_context + c->reserve_comm + c->reserve_workspace;
+}
+
+double shard_gemm_eff(const ShardCluster *c, DType dt, double flops) {
+    const ShardEffTable *t = &c->gemm[dt < DT__COUNT ? dt : DT_F32];
+    if (t->n <= 0) return GEMM_EFF;
+    if (!(flops > t->flops[0])) return t->eff[0];
+    if (flops >= t->flops[t->n - 1]) return t->eff[t->n - 1];
+    int i = 1;
+    while (t->flops[i] < flops) i++;
+    double u = log(flops / t->flops[i - 1]) / log(t->flops[i] / t->flops[i - 1]);
+    return t->eff[i - 1] + u * (t->eff[i] - t->eff[i - 1]);
+}
+
+bool shard_eff_check(const ShardEffTable *t, const char *field, StrBuf *err) {
+    if (t->n < 1 || t->n > SHARD_EFF_POINTS) {
+        sb_printf(err, "field '%s' must have 1 to %d points, got %d", field, SHARD_EFF_POINTS, t->n);
+        return false;
+    }
+    for (int i = 0; i < t->n; i++) {
+        if (!isfinite(t->flops[i]) || !(t->flops[i] > 0)) {
+            sb_printf(err, "field '%s.flops[%d]' must be a positive finite number, got %g", field, i,
+                      t->flops[i]);
+            return false;
+        }
+        if (!isfinite(t->eff[i]) || !(t->eff[i] > 0) || t->eff[i] > 1) {
+            sb_printf(err, "field '%s.efficiency[%d]' must be in (0, 1], got %g", field, i, t->eff[i]);
+            return false;
+        }
+        if (i && !(t->flops[i] > t->flops[i - 1])) {
+            sb_printf(err, "field '%s.flops[%d]' must be larger than the entry before (%g after %g)",
+                      field, i, t->flops[i], t->flops[i - 1]);
+            return false;
+        }
+        if (i && t->eff[i] < t->eff[i - 1]) {
+            sb_printf(err, "field '%s.efficiency[%d]' must not decrease (%g after %g): the table "
+                           "must be monotone",
+                      field, i, t->eff[i], t->eff[i - 1]);
+            return false;
+        }
+    }
+    return true;
+}
 
 bool shard_cluster_preset(const char *name, ShardCluster *c, StrBuf *err) {
     memset(c, 0, sizeof *c);
@@ -66,6 +160,7 @@ bool shard_cluster_preset(const char *name, ShardCluster *c, StrBuf *err) {
         c->intra_bw = (nvl) * GIGA;                                  \
         c->inter_lat = (lat_out) * 1e-6;                             \
         c->inter_bw = (ib) * GIGA / 8;                               \
+        preset_extras(name, c);                                      \
         return true;                                                 \
     }
     PRESETS(X)
@@ -122,6 +217,133 @@ static bool link_field(const cJSON *root, const char *key, double *lat, double *
            num_field(o, path, "bandwidth_gbs", GIGA, bw, err);
 }
 
+/* A reserve entry: a finite number >= 0, in MiB. */
+static bool reserve_field(const cJSON *o, const char *key, double *out, StrBuf *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
+        v->valuedouble > 1e9) {
+        sb_printf(err, v ? "field 'reserve_mb.%s' must be a finite number of MiB >= 0"
+                         : "missing field 'reserve_mb.%s'",
+                  key);
+        return false;
+    }
+    *out = v->valuedouble * MIB;
+    return true;
+}
+
+static bool reserve_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "reserve_mb");
+    if (!cJSON_IsObject(o)) {
+        sb_printf(err, o ? "field 'reserve_mb' must be an object"
+                         : "missing field 'reserve_mb' (context, communicator, workspace in MiB)");
+        return false;
+    }
+    if (!reserve_field(o, "context", &c->reserve_context, err) ||
+        !reserve_field(o, "communicator", &c->reserve_comm, err) ||
+        !reserve_field(o, "workspace", &c->reserve_workspace, err))
+        return false;
+    if (shard_cluster_reserve(c) >= c->mem_bytes) {
+        sb_printf(err, "field 'reserve_mb' leaves no memory: %.0f MiB reserved of %.0f MiB",
+                  shard_cluster_reserve(c) / MIB, c->mem_bytes / MIB);
+        return false;
+    }
+    return true;
+}
+
+/* One table: {"flops": [...], "efficiency": [...]}, same lengths. */
+static bool eff_table(const cJSON *o, const char *field, ShardEffTable *t, StrBuf *err) {
+    if (!cJSON_IsObject(o)) {
+        sb_printf(err, o ? "field '%s' must be an object {\"flops\": [...], \"efficiency\": [...]}"
+                         : "missing field '%s'",
+                  field);
+        return false;
+    }
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(o, "flops");
+    const cJSON *ef = cJSON_GetObjectItemCaseSensitive(o, "efficiency");
+    const char *bad = !cJSON_IsArray(fl) ? "flops" : !cJSON_IsArray(ef) ? "efficiency" : NULL;
+    if (bad) {
+        sb_printf(err, "%s field '%s.%s' (an array of numbers)", (bad[0] == 'f' ? fl : ef) ? "bad" : "missing",
+                  field, bad);
+        return false;
+    }
+    int n = cJSON_GetArraySize(fl);
+    if (n != cJSON_GetArraySize(ef)) {
+        sb_printf(err, "field '%s': 'flops' has %d entries, 'efficiency' %d", field, n,
+                  cJSON_GetArraySize(ef));
+        return false;
+    }
+    t->n = n;
+    if (n < 1 || n > SHARD_EFF_POINTS) return shard_eff_check(t, field, err);
+    for (int i = 0; i < n; i++) {
+        const cJSON *a = cJSON_GetArrayItem(fl, i), *b = cJSON_GetArrayItem(ef, i);
+        if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b)) {
+            sb_printf(err, "field '%s.%s[%d]' must be a number", field,
+                      cJSON_IsNumber(a) ? "efficiency" : "flops", i);
+            return false;
+        }
+        t->flops[i] = a->valuedouble;
+        t->eff[i] = b->valuedouble;
+    }
+    return shard_eff_check(t, field, err);
+}
+
+static bool gemm_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "gemm_efficiency");
+    if (!cJSON_IsObject(o)) {
+        sb_printf(err, o ? "field 'gemm_efficiency' must be an object"
+                         : "missing field 'gemm_efficiency' (per dtype: flops and efficiency)");
+        return false;
+    }
+    static const DType dts[] = {DT_F32, DT_BF16, DT_F16};
+    for (int i = 0; i < 3; i++) {
+        char field[48];
+        snprintf(field, sizeof field, "gemm_efficiency.%s", ir_dtype_name(dts[i]));
+        if (!eff_table(cJSON_GetObjectItemCaseSensitive(o, ir_dtype_name(dts[i])), field,
+                       &c->gemm[dts[i]], err))
+            return false;
+    }
+    c->gemm[DT_I32] = c->gemm[DT_F32];
+    return true;
+}
+
+static cJSON *num_array(const double *v, int n, double scale) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i] / scale));
+    return a;
+}
+
+cJSON *shard_cluster_to_json(const ShardCluster *c) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "device", c->device);
+    cJSON_AddNumberToObject(o, "nodes", c->nodes);
+    cJSON_AddNumberToObject(o, "per_node", c->per_node);
+    cJSON_AddNumberToObject(o, "memory_gb", c->mem_bytes / GIGA);
+    cJSON *pk = cJSON_AddObjectToObject(o, "peak_tflops");
+    cJSON_AddNumberToObject(pk, "f32", c->peak_flops[DT_F32] / TERA);
+    cJSON_AddNumberToObject(pk, "bf16", c->peak_flops[DT_BF16] / TERA);
+    cJSON_AddNumberToObject(pk, "f16", c->peak_flops[DT_F16] / TERA);
+    cJSON_AddNumberToObject(o, "mem_bw_gbs", c->mem_bw / GIGA);
+    cJSON *in = cJSON_AddObjectToObject(o, "intra");
+    cJSON_AddNumberToObject(in, "latency_us", c->intra_lat * 1e6);
+    cJSON_AddNumberToObject(in, "bandwidth_gbs", c->intra_bw / GIGA);
+    cJSON *ex = cJSON_AddObjectToObject(o, "inter");
+    cJSON_AddNumberToObject(ex, "latency_us", c->inter_lat * 1e6);
+    cJSON_AddNumberToObject(ex, "bandwidth_gbs", c->inter_bw / GIGA);
+    cJSON *rs = cJSON_AddObjectToObject(o, "reserve_mb");
+    cJSON_AddNumberToObject(rs, "context", c->reserve_context / MIB);
+    cJSON_AddNumberToObject(rs, "communicator", c->reserve_comm / MIB);
+    cJSON_AddNumberToObject(rs, "workspace", c->reserve_workspace / MIB);
+    cJSON *ge = cJSON_AddObjectToObject(o, "gemm_efficiency");
+    static const DType dts[] = {DT_F32, DT_BF16, DT_F16};
+    for (int i = 0; i < 3; i++) {
+        const ShardEffTable *t = &c->gemm[dts[i]];
+        cJSON *tt = cJSON_AddObjectToObject(ge, ir_dtype_name(dts[i]));
+        cJSON_AddItemToObject(tt, "flops", num_array(t->flops, t->n, 1));
+        cJSON_AddItemToObject(tt, "efficiency", num_array(t->eff, t->n, 1));
+    }
+    return o;
+}
+
 bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *c, StrBuf *err) {
     memset(c, 0, sizeof *c);
     cJSON *root = cJSON_Parse(text);
@@ -163,6 +385,7 @@ bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *
             sb_printf(&e, "%d nodes x %d per node is more than %d devices", c->nodes, c->per_node, SHARD_MAX_DEVICES);
             ok = false;
         }
+        ok = ok && reserve_obj(root, c, &e) && gemm_obj(root, c, &e);
         if (!ok) sb_printf(err, "%s: %s", where, sb_cstr(&e));
     }
     sb_free(&e);

@@ -19,6 +19,16 @@
 
 /* ---- cluster.c: devices and links ---------------------------------------- */
 
+/* GEMM efficiency by size: the fraction of peak FLOP/s one GEMM of `flops`
+ * reaches, at increasing sizes; read between points linearly in log(flops),
+ * clamped at the ends (shard_gemm_eff). */
+#define SHARD_EFF_POINTS 24
+typedef struct ShardEffTable {
+    int n;                           /* points, 1..SHARD_EFF_POINTS */
+    double flops[SHARD_EFF_POINTS];  /* strictly increasing, > 0 */
+    double eff[SHARD_EFF_POINTS];    /* non-decreasing, in (0, 1] */
+} ShardEffTable;
+
 #define SHARD_MAX_DEVICES (1 << 20) /* a cluster larger than this is refused (sizes stay in int) */
 typedef struct ShardCluster {
     char device[32];            /* "H100-SXM" */
@@ -28,6 +38,10 @@ typedef struct ShardCluster {
     double mem_bw;              /* bytes/s of device memory */
     double intra_lat, intra_bw; /* inside a node (NVLink): s, bytes/s per direction per device */
     double inter_lat, inter_bw; /* between nodes (InfiniBand): s, bytes/s per device */
+    /* memory per device that plans never use, bytes: the runtime's context
+     * (CUDA context), the communicators' buffers (NCCL), the GEMM workspace */
+    double reserve_context, reserve_comm, reserve_workspace;
+    ShardEffTable gemm[DT__COUNT]; /* GEMM efficiency by size, per dtype (i32: f32's) */
 } ShardCluster;
 
 /* Reads `--cluster`: a preset (`h100`, `a100-40gb`, `a100-80gb`, `h200`,
@@ -38,6 +52,18 @@ bool shard_cluster_load(const char *arg, ShardCluster *c, StrBuf *err, StrBuf *h
 bool shard_cluster_preset(const char *name, ShardCluster *c, StrBuf *err);
 bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *c, StrBuf *err);
 int shard_cluster_devices(const ShardCluster *c);
+/* The whole reserve per device, bytes. */
+double shard_cluster_reserve(const ShardCluster *c);
+/* Fraction of peak FLOP/s that one GEMM of `flops` reaches in dtype dt. */
+double shard_gemm_eff(const ShardCluster *c, DType dt, double flops);
+/* Checks a table: 1..SHARD_EFF_POINTS points, finite, sizes strictly
+ * increasing, efficiencies in (0, 1] and non-decreasing. false with a message
+ * naming `field` and the entry. */
+bool shard_eff_check(const ShardEffTable *t, const char *field, StrBuf *err);
+/* The cluster as the JSON that shard_cluster_from_json reads (a cJSON
+ * object the caller owns; callers may add fields, which the loader ignores). */
+struct cJSON;
+struct cJSON *shard_cluster_to_json(const ShardCluster *c);
 
 /* ---- mesh.c: the logical mesh and collective costs ----------------------- */
 

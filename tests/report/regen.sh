@@ -14,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 # The tiny GPT-2 of examples/gpt2/gpt2.c, with a memory limit that binds (one
 # block recomputes selectively; some runners-up lose on memory) and a sweep.
 "$cc" "$root/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 \
-  --batch 8 --cluster h100:1x4 --mem 2.2MB --sweep-mem=4 --emit plan -o "$tmp/gpt2" -q
+  --batch 8 --cluster h100:1x4 --mem 1.1MB --sweep-mem=4 --emit plan -o "$tmp/gpt2" -q
 cp "$tmp/mlp/mlp.plan.json" "$here/mlp.plan.json"
 cp "$tmp/gpt2/gpt2.plan.json" "$here/gpt2-tiny.plan.json"
 for m in mlp gpt2-tiny; do

@@ -39,7 +39,7 @@ expect 0 "<svg" -- report "$plan" --format html
 expect 0 '"schema_version":' -- report "$plan" --format json
 expect 0 "| h.0.mlp.c_fc (h.0.dense30) | dense | 2 |" -- report "$plan" --block h
 # the plan in a sentence and a table of contents before the sections
-expect 0 "**The plan:** Data parallel over 2 GPUs along mesh axis 0 and replicated over 2 GPUs" -- report "$plan"
+expect 0 "**The plan:** Data parallel over 4 GPUs, ZeRO-3 for 9 of 15 parameter groups, full recompute in 1 of" -- report "$plan"
 expect 0 "Contents: [Summary](#summary)" -- report "$plan"
 expect 0 "| Plan vs best baseline |" -- report "$plan"
 # Markdown for terminals: no line over 120 columns, here and for GPT-2 124M on 64 GPUs

@@ -5,7 +5,10 @@
  */
 #define _DEFAULT_SOURCE
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
+
+#include <cjson/cJSON.h>
 
 #include "check.h"
 #include "shard.h"
@@ -58,7 +61,11 @@ static const char *good_json =
     "{\"device\": \"X1\", \"nodes\": 2, \"per_node\": 4, \"memory_gb\": 24,\n"
     " \"peak_tflops\": {\"f32\": 10, \"bf16\": 100, \"f16\": 100}, \"mem_bw_gbs\": 1000,\n"
     " \"intra\": {\"latency_us\": 1, \"bandwidth_gbs\": 100},\n"
-    " \"inter\": {\"latency_us\": 10, \"bandwidth_gbs\": 10}}";
+    " \"inter\": {\"latency_us\": 10, \"bandwidth_gbs\": 10},\n"
+    " \"reserve_mb\": {\"context\": 500, \"communicator\": 200, \"workspace\": 4},\n"
+    " \"gemm_efficiency\": {\"f32\": {\"flops\": [1e6, 1e9, 1e12], \"efficiency\": [0.1, 0.4, 0.8]},\n"
+    "   \"bf16\": {\"flops\": [1e8], \"efficiency\": [0.5]},\n"
+    "   \"f16\": {\"flops\": [1e6, 1e12], \"efficiency\": [0.2, 0.2]}}}";
 
 static void json_error(const char *text, const char *expect) {
     ShardCluster c;
@@ -188,9 +195,79 @@ static void test_collective_costs(void) {
     sb_free(&e);
 }
 
+/* The reserve and the GEMM tables: preset defaults (docs/sharding.md),
+ * interpolation in log(flops) between points and clamping at the ends, the
+ * file's values read back, the writer's JSON read back to the same cluster,
+ * and the checks on bad tables naming the entry. */
+static void test_reserve_and_gemm(void) {
+    ShardCluster c, d;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_load("h100", &c, &e, NULL));
+    CHECK_NEAR(shard_cluster_reserve(&c), (512 + 512 + 32) * 1048576.0, TIGHT);
+    CHECK(shard_cluster_load("a100-40gb", &c, &e, NULL));
+    CHECK_NEAR(c.reserve_workspace, 4 * 1048576.0, TIGHT);
+    /* the presets' tables: eff(F) = 0.7 F / (F + 5us * 0.7 * peak) at each decade */
+    CHECK(shard_cluster_load("h100", &c, &e, NULL));
+    double knee = 5e-6 * 0.7 * 989.5e12;
+    CHECK_NEAR(shard_gemm_eff(&c, DT_BF16, 1e10), 0.7 * 1e10 / (1e10 + knee), TIGHT);
+    CHECK(shard_gemm_eff(&c, DT_BF16, 1e7) < 0.01);  /* small GEMMs are far below peak */
+    CHECK(shard_gemm_eff(&c, DT_BF16, 1e13) > 0.69); /* large ones near 70% */
+    CHECK(shard_eff_check(&c.gemm[DT_F32], "x", &e));
+
+    CHECK(shard_cluster_from_json(good_json, "c.json", &c, &e));
+    CHECK_NEAR(c.reserve_context, 500 * 1048576.0, TIGHT);
+    CHECK_NEAR(shard_cluster_reserve(&c), 704 * 1048576.0, TIGHT);
+    CHECK_INT(c.gemm[DT_F32].n, 3);
+    /* exact at points, linear in log10(flops) between, clamped outside */
+    CHECK_NEAR(shard_gemm_eff(&c, DT_F32, 1e9), 0.4, TIGHT);
+    CHECK_NEAR(shard_gemm_eff(&c, DT_F32, sqrt(1e9 * 1e12)), 0.6, 1e-9);
+    CHECK_NEAR(shard_gemm_eff(&c, DT_F32, 1e3), 0.1, TIGHT);
+    CHECK_NEAR(shard_gemm_eff(&c, DT_F32, 1e15), 0.8, TIGHT);
+    CHECK_NEAR(shard_gemm_eff(&c, DT_BF16, 1), 0.5, TIGHT);
+    CHECK_NEAR(shard_gemm_eff(&c, DT_I32, 1e12), 0.8, TIGHT); /* i32 reads f32's table */
+
+    /* writer -> loader: the same cluster */
+    struct cJSON *j = shard_cluster_to_json(&c);
+    char *text = cJSON_Print(j);
+    CHECK(shard_cluster_from_json(text, "round.json", &d, &e));
+    CHECK_NEAR(shard_cluster_reserve(&d), shard_cluster_reserve(&c), 1e-12);
+    CHECK_INT(d.gemm[DT_F16].n, 2);
+    CHECK_NEAR(shard_gemm_eff(&d, DT_F32, 3e10), shard_gemm_eff(&c, DT_F32, 3e10), 1e-12);
+    CHECK_NEAR(d.intra_lat, c.intra_lat, 1e-12);
+    free(text);
+    cJSON_Delete(j);
+
+    ShardEffTable t = {3, {1, 10, 100}, {0.2, 0.3, 0.25}};
+    sb_free(&e), sb_init(&e);
+    CHECK(!shard_eff_check(&t, "gemm_efficiency.f32", &e));
+    CHECK_CONTAINS(sb_cstr(&e), "'gemm_efficiency.f32.efficiency[2]' must not decrease");
+    t.eff[2] = NAN;
+    sb_free(&e), sb_init(&e);
+    CHECK(!shard_eff_check(&t, "g", &e));
+    CHECK_CONTAINS(sb_cstr(&e), "'g.efficiency[2]' must be in (0, 1]");
+    t.eff[2] = 0.4, t.flops[1] = INFINITY;
+    sb_free(&e), sb_init(&e);
+    CHECK(!shard_eff_check(&t, "g", &e));
+    CHECK_CONTAINS(sb_cstr(&e), "'g.flops[1]' must be a positive finite number");
+    t.n = 0;
+    sb_free(&e), sb_init(&e);
+    CHECK(!shard_eff_check(&t, "g", &e));
+    CHECK_CONTAINS(sb_cstr(&e), "must have 1 to");
+    sb_free(&e);
+
+    /* the loader's errors (the CLI's are in tests/calibrate/bad_files.sh) */
+    json_error("{\"device\": \"X1\", \"nodes\": 2, \"per_node\": 4, \"memory_gb\": 24,\n"
+               " \"peak_tflops\": {\"f32\": 10, \"bf16\": 100, \"f16\": 100}, \"mem_bw_gbs\": 1000,\n"
+               " \"intra\": {\"latency_us\": 1, \"bandwidth_gbs\": 100},\n"
+               " \"inter\": {\"latency_us\": 10, \"bandwidth_gbs\": 10}}",
+               "missing field 'reserve_mb'");
+}
+
 int main(void) {
     test_presets();
     test_json();
+    test_reserve_and_gemm();
     test_mesh();
     test_collective_costs();
     return check_done("test_shard_cluster");

@@ -1,0 +1,78 @@
+#!/bin/sh
+# calibrate.sh CALIBRATE COMPILE SRC "MPIRUN..." "EXTRA..." — runs
+# colossal-calibrate --quick on 2 ranks, checks what it wrote (finite numbers,
+# monotone GEMM tables, a positive reserve, the run's shape, no temp file
+# left), and plans a tiny GPT-2 with the file: the plan carries the file's
+# device and reserve_bytes, and its memory limit is the file's memory less
+# the reserve. A run that cannot write (a missing folder) exits 1 naming it.
+set -eu
+cal=$1 cc=$2 src=$3 mpirun=$4 extra=$5
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Under the sanitizer build, MPI's own allocations are suppressed for the MPI
+# program only (CALIBRATE_LSAN_OPTIONS; colossal-compile runs without them).
+calrun() {
+  # shellcheck disable=SC2086
+  if [ -n "${CALIBRATE_LSAN_OPTIONS:-}" ]; then LSAN_OPTIONS=$CALIBRATE_LSAN_OPTIONS $mpirun "$@"
+  else $mpirun "$@"; fi
+}
+# shellcheck disable=SC2086
+calrun -np 2 "$cal" --quick $extra -o "$work/cpu.json" > "$work/out.txt" 2>&1 ||
+  { cat "$work/out.txt"; fail "colossal-calibrate exited $?"; }
+grep -q "wrote $work/cpu.json" "$work/out.txt" || { cat "$work/out.txt"; fail "no 'wrote' line"; }
+ls "$work" | grep -q tmp && fail "a temp file was left beside the output"
+
+python3 - "$work/cpu.json" <<'PY' || fail "the calibrated file's checks"
+import json, math, sys
+c = json.load(open(sys.argv[1]))
+def nums(x):
+    if isinstance(x, bool): return
+    if isinstance(x, (int, float)): yield x
+    elif isinstance(x, dict):
+        for v in x.values(): yield from nums(v)
+    elif isinstance(x, list):
+        for v in x: yield from nums(v)
+bad = [v for v in nums(c) if not math.isfinite(v)]
+assert not bad, f"non-finite numbers: {bad}"
+assert c["nodes"] * c["per_node"] == 2, (c["nodes"], c["per_node"])
+for dt in ("f32", "bf16", "f16"):
+    t = c["gemm_efficiency"][dt]
+    f, e = t["flops"], t["efficiency"]
+    assert len(f) == len(e) >= 2, dt
+    assert all(a < b for a, b in zip(f, f[1:])), f"{dt} sizes not increasing"
+    assert all(a <= b for a, b in zip(e, e[1:])), f"{dt} efficiency not monotone: {e}"
+    assert all(0 < x <= 1 for x in e), f"{dt} efficiency out of (0,1]: {e}"
+    assert c["peak_tflops"][dt] > 0
+r = c["reserve_mb"]
+assert r["context"] > 0, r            # a process with MPI holds some memory
+assert r["communicator"] >= 0 and r["workspace"] >= 0, r
+for link in ("intra", "inter"):
+    assert c[link]["latency_us"] > 0 and c[link]["bandwidth_gbs"] > 0, c[link]
+assert c["mem_bw_gbs"] > 0
+k = c["calibration"]["collectives"]["intra"]
+assert set(k) >= {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"}, list(k)
+print("calibrated file ok:", c["device"], "reserve", r)
+PY
+
+"$cc" "$src/examples/ir/gpt2-tiny.cir" --cluster "$work/cpu.json" --emit plan -q -o "$work/plan" ||
+  fail "planning with the calibrated file"
+python3 - "$work/cpu.json" "$work/plan/gpt2_tiny.plan.json" <<'PY' || fail "the plan's reserve"
+import json, sys
+c = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2]))
+reserve = sum(c["reserve_mb"].values()) * 1048576
+assert abs(p["memory"]["reserve_bytes"] - reserve) <= 1e-6 * reserve + 1, (p["memory"], reserve)
+limit = c["memory_gb"] * 1e9 - reserve
+assert abs(p["memory"]["limit_bytes"] - limit) <= 1e-6 * limit, (p["memory"]["limit_bytes"], limit)
+assert p["cluster"]["device"] == c["device"][:31], p["cluster"]
+print("plan ok: limit", p["memory"]["limit_bytes"], "reserve", p["memory"]["reserve_bytes"])
+PY
+
+# a folder that does not exist: exit 1, the path named, nothing written
+# shellcheck disable=SC2086
+if calrun -np 2 "$cal" --quick $extra -o "$work/nope/x.json" > "$work/err.txt" 2>&1; then
+  fail "writing into a missing folder succeeded"
+fi
+grep -q "$work/nope" "$work/err.txt" || { cat "$work/err.txt"; fail "the error does not name the path"; }
+echo "calibrate.sh: ok"

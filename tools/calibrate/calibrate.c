@@ -1,0 +1,639 @@
+/*
+ * colossal-calibrate — measures the machine it runs on and writes a cluster
+ * file that `colossal-compile --cluster FILE.json` reads (docs/cluster.md,
+ * "Calibrating").
+ *
+ * Run under mpirun/srun, one rank per device, with either colrt backend
+ * linked in. It measures, on every rank at once (as training runs):
+ *   - GEMM over a grid of shapes and the three float dtypes: per size
+ *     2s^3 FLOPs, three shapes (s,s,s), (2s,2s,s/4), (s/4,2s,2s); the
+ *     best rate over dtype and size is the dtype's peak, each size's mean
+ *     rate over its shapes / peak its efficiency, made monotone by isotonic
+ *     regression (pool-adjacent-violators, least squares);
+ *   - memory-bound kernels (device copy, GELU) in bytes/s;
+ *   - all-reduce, all-gather, reduce-scatter and all-to-all per mesh axis
+ *     (inside a node; across nodes when there are several), 1 KiB up to a
+ *     cap, each fitted to latency + bytes/bandwidth by least squares on
+ *     relative error, then turned into the ring model's α and β;
+ *   - the memory reserve: what the runtime, the communicators and the GEMM
+ *     library hold beyond the program's own buffers.
+ * Rank 0 checks the result with the compiler's own loader (every number
+ * finite, tables monotone) and writes it atomically (temp + rename); it
+ * refuses to write a file the loader would refuse. Exit 0, or 1 with a
+ * message.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "colossal/colrt.h"
+#include "shard.h"
+
+#ifdef COLOSSAL_CALIBRATE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#define KIB 1024.0
+#define MIB 1048576.0
+
+typedef struct Opts {
+    const char *out;
+    const char *device;
+    const char *links_from; /* preset or file for the links not measured */
+    bool quick;
+    double max_bytes;   /* collectives' largest buffer */
+    int gemm_max;       /* largest GEMM side s */
+    double min_time;    /* seconds each timed point runs at least */
+} Opts;
+
+static int R; /* this rank */
+
+static void usage(FILE *f) {
+    fputs("usage: mpirun -np N colossal-calibrate [-o FILE.json] [--quick] [--device NAME]\n"
+          "                          [--max-bytes BYTES] [--gemm-max S] [--min-time SECONDS]\n"
+          "                          [--links-from PRESET|FILE.json]\n"
+          "Measures GEMM, memory bandwidth and collectives on this machine (one rank per device)\n"
+          "and writes a cluster file for colossal-compile --cluster FILE.json.\n"
+          "  -o FILE.json     where to write (default: calibrated.json)\n"
+          "  --quick          small sizes, short timings (well under a minute on 2 CPU ranks)\n"
+          "  --device NAME    the device name written to the file (default: detected)\n"
+          "  --links-from C   take the links this run cannot measure (inter-node on one node;\n"
+          "                   both on one rank) from cluster C (a preset or FILE.json)\n"
+          "  --max-bytes B    largest collective buffer (default 256 MiB, quick 1 MiB)\n"
+          "  --gemm-max S     largest GEMM side (default 4096 on CPU, 16384 on GPU; quick 256)\n"
+          "  --min-time T     seconds each point is timed for at least (default 0.2, quick 0.01)\n",
+          f);
+}
+
+static void fail(const char *fmt, ...) {
+    if (R == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("colossal-calibrate: error: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    }
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+}
+
+/* An error every rank meets at the same point (options, the run's shape): a
+ * message from rank 0 and a clean exit 1 on all ranks, no MPI_Abort. */
+static void fail_all(const char *fmt, ...) {
+    if (R == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("colossal-calibrate: error: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    }
+    colrt_finalize();
+    exit(1);
+}
+
+/* ---- timing ---------------------------------------------------------------- */
+
+typedef void (*Work)(void *ctx);
+
+/* Seconds per call of w on the slowest rank: the best of a single timed call
+ * and 3 rounds of as many calls as fill min_time / 3 (counted from the
+ * slowest rank's single call and broadcast, so every rank calls collectives
+ * the same number of times). */
+static double time_op(Work w, void *ctx, double min_time) {
+    w(ctx); /* warm-up: first-touch, plan selection, communicator set-up */
+    colrt_device_sync();
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    w(ctx);
+    colrt_device_sync();
+    double one = MPI_Wtime() - t0, slow;
+    MPI_Allreduce(&one, &slow, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    int calls = slow > 0 ? (int)fmin(1e5, fmax(1, min_time / 3 / slow)) : 1000;
+    MPI_Bcast(&calls, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    double best = slow;
+    for (int round = 0; round < 3; round++) {
+        colrt_device_sync();
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        for (int i = 0; i < calls; i++) w(ctx);
+        colrt_device_sync();
+        double dt = (MPI_Wtime() - t0) / calls;
+        MPI_Allreduce(&dt, &slow, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (slow < best) best = slow;
+    }
+    return best;
+}
+
+/* ---- memory in use ------------------------------------------------------- */
+
+/* Bytes the device holds for this process now: resident set on the CPU
+ * backend, used device memory on CUDA. */
+static double mem_used(void) {
+#ifdef COLOSSAL_CALIBRATE_CUDA
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) fail("cudaMemGetInfo failed");
+    return (double)(tot - fr);
+#else
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, rss = 0;
+    if (!f || fscanf(f, "%ld %ld", &pages, &rss) != 2) fail("cannot read /proc/self/statm");
+    fclose(f);
+    return (double)rss * (double)sysconf(_SC_PAGESIZE);
+#endif
+}
+
+static double mem_total(int local) {
+#ifdef COLOSSAL_CALIBRATE_CUDA
+    (void)local;
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) fail("cudaMemGetInfo failed");
+    return (double)tot;
+#else
+    return (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / local;
+#endif
+}
+
+static double max_over_ranks(double v) {
+    double m;
+    MPI_Allreduce(&v, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+/* ---- GEMM ------------------------------------------------------------------- */
+
+typedef struct GemmCtx {
+    colrt_dtype t;
+    int64_t M, N, K;
+    void *A, *B, *C;
+} GemmCtx;
+
+static void gemm_work(void *p) {
+    GemmCtx *g = p;
+    /* row-major C[M,N] = A[M,K] B[K,N], no transposes */
+    colrt_gemm(NULL, g->t, 0, 0, g->M, g->N, g->K, 1.0f, g->A, g->K, 0, g->B, g->N, 0, 0.0f, g->C,
+               g->N, 0, 1);
+}
+
+/* isotonic (non-decreasing) least-squares fit of y, in place: pool adjacent
+ * violators, equal weights */
+static void isotonic(double *y, int n) {
+    double val[64], wt[64];
+    int len[64], m = 0;
+    for (int i = 0; i < n; i++) {
+        val[m] = y[i], wt[m] = 1, len[m] = 1, m++;
+        while (m > 1 && val[m - 2] > val[m - 1]) {
+            double w = wt[m - 2] + wt[m - 1];
+            val[m - 2] = (val[m - 2] * wt[m - 2] + val[m - 1] * wt[m - 1]) / w;
+            wt[m - 2] = w, len[m - 2] += len[m - 1], m--;
+        }
+    }
+    for (int b = 0, i = 0; b < m; b++)
+        for (int j = 0; j < len[b]; j++) y[i++] = val[b];
+}
+
+static const colrt_dtype GEMM_DT[3] = {COLRT_F32, COLRT_BF16, COLRT_F16};
+static const DType IR_DT[3] = {DT_F32, DT_BF16, DT_F16};
+
+static void bench_gemm(const Opts *o, ShardCluster *cl, cJSON *cal, double *workspace) {
+    int sizes[SHARD_EFF_POINTS], ns = 0;
+    for (int s = 32; s <= o->gemm_max && ns < SHARD_EFF_POINTS; s *= 2) sizes[ns++] = s;
+    if (ns < 2) fail("--gemm-max %d: need at least 64 (two sizes)", o->gemm_max);
+    int64_t smax = sizes[ns - 1];
+    size_t cap = (size_t)(2 * smax) * (size_t)(2 * smax) * 4; /* the largest operand, f32 */
+    colrt_arena a = colrt_arena_create(3 * cap);
+    void *A = a.base, *B = (char *)a.base + cap, *C = (char *)a.base + 2 * cap;
+    /* real values: small integers, exact in every dtype */
+    float *h = malloc(cap);
+    if (!h) fail("out of host memory (%zu bytes)", cap);
+    for (size_t i = 0; i < cap / 4; i++) h[i] = (float)(i % 7) * 0.125f;
+    colrt_memcpy(A, h, cap, COLRT_H2D, NULL);
+    colrt_memcpy(B, h, cap, COLRT_H2D, NULL);
+    colrt_memcpy(C, h, cap, COLRT_H2D, NULL);
+    free(h);
+    colrt_device_sync();
+    double before = mem_used(); /* every buffer touched: growth from here is the library's */
+    cJSON *gj = cJSON_AddObjectToObject(cal, "gemm");
+    for (int d = 0; d < 3; d++) {
+        double rate[SHARD_EFF_POINTS], best = 0;
+        cJSON *pts = cJSON_AddArrayToObject(gj, ir_dtype_name(IR_DT[d]));
+        for (int i = 0; i < ns; i++) {
+            int64_t s = sizes[i];
+            int64_t shp[3][3] = {{s, s, s}, {2 * s, 2 * s, s / 4}, {s / 4, 2 * s, 2 * s}};
+            double sum = 0;
+            for (int k = 0; k < 3; k++) {
+                GemmCtx g = {GEMM_DT[d], shp[k][0], shp[k][1], shp[k][2], A, B, C};
+                double t = time_op(gemm_work, &g, o->min_time);
+                double r = 2.0 * (double)(g.M * g.N * g.K) / t;
+                sum += r;
+                if (r > best) best = r;
+                cJSON *p = cJSON_CreateObject();
+                cJSON_AddNumberToObject(p, "m", (double)g.M);
+                cJSON_AddNumberToObject(p, "n", (double)g.N);
+                cJSON_AddNumberToObject(p, "k", (double)g.K);
+                cJSON_AddNumberToObject(p, "seconds", t);
+                cJSON_AddNumberToObject(p, "tflops", r / 1e12);
+                cJSON_AddItemToArray(pts, p);
+            }
+            rate[i] = sum / 3;
+        }
+        ShardEffTable *t = &cl->gemm[IR_DT[d]];
+        cl->peak_flops[IR_DT[d]] = best;
+        t->n = ns;
+        for (int i = 0; i < ns; i++) {
+            t->flops[i] = 2.0 * (double)sizes[i] * sizes[i] * sizes[i];
+            t->eff[i] = rate[i] / best;
+        }
+        isotonic(t->eff, ns);
+        if (R == 0)
+            printf("gemm %-4s peak %.3f TFLOP/s; efficiency %.3f at %.2g FLOPs .. %.3f at %.2g\n",
+                   ir_dtype_name(IR_DT[d]), best / 1e12, t->eff[0], t->flops[0], t->eff[ns - 1],
+                   t->flops[ns - 1]);
+    }
+    cl->gemm[DT_I32] = cl->gemm[DT_F32];
+    cl->peak_flops[DT_I32] = cl->peak_flops[DT_F32];
+    *workspace = max_over_ranks(fmax(0, mem_used() - before));
+    colrt_arena_destroy(&a);
+}
+
+/* ---- memory-bound kernels ------------------------------------------------ */
+
+typedef struct MemCtx {
+    int kind; /* 0 copy, 1 gelu */
+    void *x, *y;
+    size_t bytes;
+} MemCtx;
+
+static void mem_work(void *p) {
+    MemCtx *m = p;
+    if (m->kind == 0) colrt_memcpy(m->y, m->x, m->bytes, COLRT_D2D, NULL);
+    else colrt_gelu_fwd(NULL, COLRT_F32, m->x, m->y, (int64_t)(m->bytes / 4));
+}
+
+static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
+    size_t bytes = o->quick ? (size_t)32 << 20 : (size_t)256 << 20;
+    colrt_arena a = colrt_arena_create(2 * bytes);
+    colrt_memset0(a.base, 2 * bytes, NULL);
+    static const char *names[] = {"copy", "gelu"};
+    cJSON *mj = cJSON_AddObjectToObject(cal, "memory_gbs");
+    double best = 0;
+    for (int k = 0; k < 2; k++) {
+        MemCtx m = {k, a.base, (char *)a.base + bytes, bytes};
+        double t = time_op(mem_work, &m, o->min_time);
+        double bw = 2.0 * (double)bytes / t; /* read x, write y */
+        cJSON_AddNumberToObject(mj, names[k], bw / 1e9);
+        if (bw > best) best = bw;
+        if (R == 0) printf("memory %-4s %.2f GB/s (%zu MiB buffers)\n", names[k], bw / 1e9, bytes >> 20);
+    }
+    cl->mem_bw = best;
+    colrt_arena_destroy(&a);
+}
+
+/* ---- collectives ---------------------------------------------------------- */
+
+enum { AR, AG, RS, A2A, NKIND };
+static const char *KIND[NKIND] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"};
+
+typedef struct CollCtx {
+    colrt_mesh *m;
+    int axis, kind, n;
+    size_t count; /* f32 elements of the whole buffer: all-gather's result, the others' input */
+    void *s, *r;
+} CollCtx;
+
+static void coll_work(void *p) {
+    CollCtx *c = p;
+    size_t per = c->count / (size_t)c->n;
+    switch (c->kind) {
+    case AR: colrt_all_reduce(c->m, c->axis, c->s, c->r, c->count, COLRT_F32, COLRT_SUM, NULL); break;
+    case AG: colrt_all_gather(c->m, c->axis, c->s, c->r, per, COLRT_F32, NULL); break;
+    case RS: colrt_reduce_scatter(c->m, c->axis, c->s, c->r, per, COLRT_F32, COLRT_SUM, NULL); break;
+    default: colrt_all_to_all(c->m, c->axis, c->s, c->r, per, COLRT_F32, NULL); break;
+    }
+}
+
+/* Fits t = a + b x minimizing the squared relative error sum ((a + b x - t) / t)^2,
+ * with a >= 0 (refit through the origin when the free fit's a is negative).
+ * Returns the largest relative residual. */
+static double fit_line(const double *x, const double *t, int n, double *a, double *b) {
+    double s00 = 0, s01 = 0, s11 = 0, r0 = 0, r1 = 0;
+    for (int i = 0; i < n; i++) {
+        double w = 1 / (t[i] * t[i]);
+        s00 += w, s01 += w * x[i], s11 += w * x[i] * x[i];
+        r0 += w * t[i], r1 += w * x[i] * t[i];
+    }
+    double det = s00 * s11 - s01 * s01;
+    *a = (r0 * s11 - r1 * s01) / det;
+    *b = (s00 * r1 - s01 * r0) / det;
+    if (!(*a >= 0)) *a = 0, *b = r1 / s11;
+    double worst = 0;
+    for (int i = 0; i < n; i++) worst = fmax(worst, fabs(*a + *b * x[i] - t[i]) / t[i]);
+    return worst;
+}
+
+/* Ring model (docs/sharding.md): time = steps(n) α + bytes_factor(n) x β,
+ * where x is each rank's local bytes going in (the shard for all-gather). */
+static void ring_factors(int kind, int n, double *steps, double *bytes) {
+    double f = (double)(n - 1) / n;
+    switch (kind) {
+    case AR: *steps = 2.0 * (n - 1), *bytes = 2 * f; break;
+    case AG: *steps = n - 1, *bytes = n - 1; break;
+    default: *steps = n - 1, *bytes = f; break;
+    }
+}
+
+/* Measures every kind over one axis; α and β of the link are the geometric
+ * means over the kinds. */
+static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label, double *lat,
+                       double *bw, double *grew, cJSON *cj) {
+    int n = colrt_mesh_size(m, axis);
+    size_t cap = (size_t)o->max_bytes;
+    colrt_arena a = colrt_arena_create(2 * cap);
+    colrt_memset0(a.base, 2 * cap, NULL);
+    void *s = a.base, *r = (char *)a.base + cap;
+    colrt_device_sync();
+    double before = mem_used();
+    cJSON *ax = cJSON_AddObjectToObject(cj, label);
+    cJSON_AddNumberToObject(ax, "ranks", n);
+    double log_a = 0, log_b = 0;
+    for (int k = 0; k < NKIND; k++) {
+        double x[40], t[40];
+        int np = 0;
+        cJSON *pts = cJSON_CreateArray();
+        for (double bytes = KIB; bytes <= cap && np < 40; bytes *= 4) {
+            size_t count = (size_t)(bytes / 4) / (size_t)n * (size_t)n;
+            if (count == 0) continue;
+            CollCtx c = {m, axis, k, n, count, s, r};
+            /* each rank's bytes going in: the shard for all-gather */
+            x[np] = (double)(k == AG ? count / (size_t)n : count) * 4;
+            t[np] = time_op(coll_work, &c, o->min_time);
+            cJSON *p = cJSON_CreateArray();
+            cJSON_AddItemToArray(p, cJSON_CreateNumber(x[np]));
+            cJSON_AddItemToArray(p, cJSON_CreateNumber(t[np]));
+            cJSON_AddItemToArray(pts, p);
+            np++;
+        }
+        if (np < 2) fail("--max-bytes %.0f: need at least two collective sizes (4 KiB or more)", o->max_bytes);
+        double fa, fb;
+        double worst = fit_line(x, t, np, &fa, &fb);
+        double steps, factor;
+        ring_factors(k, n, &steps, &factor);
+        double alpha = fmax(fa / steps, 1e-9); /* a latency of 0 fits as 1 ns */
+        double beta = fb / factor;
+        if (!(beta > 0) || !isfinite(beta) || !isfinite(alpha))
+            fail("%s over %s: the fit gave no positive bandwidth (time does not grow with size); "
+                 "rerun with a larger --max-bytes or --min-time",
+                 KIND[k], label);
+        log_a += log(alpha), log_b += log(beta);
+        cJSON *kj = cJSON_AddObjectToObject(ax, KIND[k]);
+        cJSON_AddNumberToObject(kj, "fit_latency_us", fa * 1e6);
+        cJSON_AddNumberToObject(kj, "fit_us_per_mib", fb * MIB * 1e6);
+        cJSON_AddNumberToObject(kj, "alpha_us", alpha * 1e6);
+        cJSON_AddNumberToObject(kj, "bandwidth_gbs", 1 / beta / 1e9);
+        cJSON_AddNumberToObject(kj, "worst_relative_residual", worst);
+        cJSON_AddItemToObject(kj, "points_bytes_seconds", pts);
+        if (R == 0)
+            printf("%-14s %-5s n=%d: alpha %.2f us, bandwidth %.2f GB/s (worst residual %.0f%%)\n",
+                   KIND[k], label, n, alpha * 1e6, 1 / beta / 1e9, worst * 100);
+    }
+    *lat = exp(log_a / NKIND);
+    *bw = 1 / exp(log_b / NKIND);
+    *grew += max_over_ranks(fmax(0, mem_used() - before));
+    colrt_arena_destroy(&a);
+}
+
+/* ---- output ----------------------------------------------------------------- */
+
+static void write_atomic(const char *path, const char *text) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
+        fail("output path too long: %s", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) fail("cannot create %s: %s (check that the folder exists and is writable)", tmp, strerror(errno));
+    FILE *f = fdopen(fd, "w");
+    bool ok = f && fputs(text, f) >= 0 && fflush(f) == 0 && fsync(fd) == 0;
+    if (f) ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path)) {
+        int e = errno;
+        remove(tmp);
+        fail("cannot write %s: %s", path, strerror(e));
+    }
+}
+
+static void detect_device(char *buf, size_t n) {
+#ifdef COLOSSAL_CALIBRATE_CUDA
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, colrt_device()) == cudaSuccess) {
+        size_t l = strnlen(p.name, sizeof p.name);
+        if (l >= n) l = n - 1;
+        memcpy(buf, p.name, l);
+        buf[l] = 0;
+        return;
+    }
+#endif
+    snprintf(buf, n, "CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            char *v = strchr(line, ':') + 1;
+            while (*v == ' ') v++;
+            v[strcspn(v, "\n")] = 0;
+            snprintf(buf, n, "CPU %s", v);
+            break;
+        }
+    if (f) fclose(f);
+}
+
+static double parse_num(const char *flag, const char *v, double lo, double hi) {
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(d) || d < lo || d > hi)
+        fail_all("%s: '%s' is not a number in [%g, %g]", flag, v, lo, hi);
+    return d;
+}
+
+int main(int argc, char **argv) {
+    colrt_init(&argc, &argv);
+    R = colrt_rank();
+    double used0 = mem_used();
+    Opts o = {"calibrated.json", NULL, NULL, false, -1, -1, -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            if (R == 0) usage(stdout);
+            colrt_finalize();
+            return 0;
+        }
+        if (!strcmp(a, "--quick")) { o.quick = true; continue; }
+        if (!v) {
+            if (R == 0) usage(stderr);
+            fail_all("unknown or incomplete option '%s'", a);
+        }
+        if (!strcmp(a, "-o")) o.out = v;
+        else if (!strcmp(a, "--device")) o.device = v;
+        else if (!strcmp(a, "--links-from")) o.links_from = v;
+        else if (!strcmp(a, "--max-bytes")) o.max_bytes = parse_num(a, v, 4096, 16e9);
+        else if (!strcmp(a, "--gemm-max")) o.gemm_max = (int)parse_num(a, v, 64, 65536);
+        else if (!strcmp(a, "--min-time")) o.min_time = parse_num(a, v, 1e-4, 60);
+        else {
+            if (R == 0) usage(stderr);
+            fail_all("unknown option '%s'", a);
+        }
+        i++;
+    }
+    size_t ol = strlen(o.out);
+    if (ol < 6 || strcmp(o.out + ol - 5, ".json"))
+        fail_all("-o %s: the file name must end in .json (colossal-compile --cluster reads FILE.json)", o.out);
+    int writable = 0;
+    if (R == 0) { /* can we write there? say so now, not after the measurements */
+        char probe[4096];
+        int fd = snprintf(probe, sizeof probe, "%s.tmp.XXXXXX", o.out) < (int)sizeof probe
+                     ? mkstemp(probe)
+                     : (errno = ENAMETOOLONG, -1);
+        writable = fd >= 0 ? 0 : errno;
+        if (fd >= 0) close(fd), remove(probe);
+    }
+    MPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (writable)
+        fail_all("cannot write beside %s: %s (check that the folder exists and is writable)", o.out,
+                 strerror(writable));
+    bool gpu = !strcmp(colrt_backend(), "cuda");
+    if (o.max_bytes < 0) o.max_bytes = o.quick ? MIB : 256 * MIB;
+    if (o.gemm_max < 0) o.gemm_max = o.quick ? 256 : gpu ? 16384 : 4096;
+    if (o.min_time < 0) o.min_time = o.quick ? 0.01 : 0.2;
+
+    int world = colrt_world(), local = colrt_local_size(), lmin, lmax;
+    MPI_Allreduce(&local, &lmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&local, &lmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    ShardCluster from;
+    if (o.links_from) {
+        StrBuf e, h;
+        sb_init(&e), sb_init(&h);
+        if (!shard_cluster_load(o.links_from, &from, &e, &h))
+            fail_all("--links-from: %s (%s)", sb_cstr(&e), sb_cstr(&h));
+        sb_free(&e), sb_free(&h);
+    }
+    if (world < 2 && !o.links_from)
+        fail_all("timing collectives needs at least 2 ranks: run under mpirun -np 2 (or more), one rank "
+             "per device, or give --links-from PRESET to take the links from a preset");
+    if (lmin != lmax || world % local)
+        fail_all("every node must run the same number of ranks (found %d to %d per node)", lmin, lmax);
+    int nodes = world / local;
+
+    ShardCluster cl;
+    memset(&cl, 0, sizeof cl);
+    char dev[128];
+    if (o.device) snprintf(dev, sizeof dev, "%s", o.device);
+    else detect_device(dev, sizeof dev);
+    if (strlen(dev) >= sizeof cl.device) dev[sizeof cl.device - 1] = 0; /* the file's limit */
+    memcpy(cl.device, dev, strlen(dev) + 1);
+    cl.nodes = nodes;
+    cl.per_node = local;
+    cl.mem_bytes = mem_total(local);
+
+    cJSON *cal = cJSON_CreateObject();
+    if (R == 0)
+        printf("colossal-calibrate: backend %s, %d rank(s) = %d node(s) x %d, device '%s'%s\n",
+               colrt_backend(), world, nodes, local, cl.device, o.quick ? ", quick" : "");
+
+    /* the mesh: [nodes, per node] when there are several nodes, else [ranks] */
+    int sizes[2] = {nodes, local};
+    colrt_mesh *m = nodes > 1 ? colrt_mesh_create(2, sizes) : colrt_mesh_create(1, &world);
+    cJSON *notes = cJSON_AddArrayToObject(cal, "notes");
+    double used1 = mem_used();
+    double ctx = max_over_ranks(used0);
+    double comm0 = max_over_ranks(fmax(0, used1 - used0));
+
+    double ws = 0;
+    bench_gemm(&o, &cl, cal, &ws);
+    bench_memory(&o, &cl, cal);
+    cJSON *cj = cJSON_AddObjectToObject(cal, "collectives");
+    double grew = 0;
+    char note[256];
+    if (world > 1) bench_axis(&o, m, nodes > 1 ? 1 : 0, "intra", &cl.intra_lat, &cl.intra_bw, &grew, cj);
+    else {
+        cl.intra_lat = from.intra_lat, cl.intra_bw = from.intra_bw;
+        snprintf(note, sizeof note, "one rank: the intra-node link was not measured; taken from '%s'",
+                 o.links_from);
+        cJSON_AddItemToArray(notes, cJSON_CreateString(note));
+    }
+    if (nodes > 1) bench_axis(&o, m, 0, "inter", &cl.inter_lat, &cl.inter_bw, &grew, cj);
+    else if (o.links_from) {
+        cl.inter_lat = from.inter_lat, cl.inter_bw = from.inter_bw;
+        snprintf(note, sizeof note, "one node: the inter-node link was not measured; taken from '%s'",
+                 o.links_from);
+        cJSON_AddItemToArray(notes, cJSON_CreateString(note));
+    } else {
+        cl.inter_lat = cl.intra_lat, cl.inter_bw = cl.intra_bw;
+        cJSON_AddItemToArray(notes, cJSON_CreateString("one node: the inter-node link was not measured; "
+                                                       "'inter' repeats 'intra' (--links-from takes it "
+                                                       "from a preset)"));
+    }
+    /* communicator buffers: what creating the mesh took, plus what the
+     * collectives kept beyond their (already touched) buffers */
+    double comm = comm0 + grew;
+    cl.reserve_context = ctx;
+    cl.reserve_comm = comm;
+    cl.reserve_workspace = ws;
+    if (R == 0)
+        printf("reserve: context %.1f MiB, communicators %.1f MiB, GEMM workspace %.1f MiB\n", ctx / MIB,
+               comm / MIB, ws / MIB);
+
+    int rc = 0;
+    if (R == 0) {
+        cJSON *root = shard_cluster_to_json(&cl);
+        char date[32];
+        time_t now = time(NULL);
+        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+        cJSON_AddStringToObject(cal, "tool", "colossal-calibrate");
+        cJSON_AddStringToObject(cal, "date", date);
+        cJSON_AddStringToObject(cal, "host", colrt_hostname());
+        cJSON_AddStringToObject(cal, "backend", colrt_backend());
+        cJSON_AddStringToObject(cal, "gemm_library", colrt_gemm_library());
+        cJSON_AddNumberToObject(cal, "ranks", world);
+        cJSON_AddBoolToObject(cal, "quick", o.quick);
+        cJSON_AddStringToObject(cal, "reserve_method",
+                                gpu ? "used device memory (cudaMemGetInfo) after init; growth at mesh "
+                                      "creation and during collectives; growth during GEMMs"
+                                    : "resident set (/proc/self/statm) after init; growth at mesh "
+                                      "creation and during collectives; growth during GEMMs");
+        cJSON_AddItemToObject(root, "calibration", cal);
+        char *text = cJSON_Print(root);
+        /* the compiler's own loader checks what would be written: every
+         * number finite, every table monotone */
+        ShardCluster back;
+        StrBuf err;
+        sb_init(&err);
+        if (!shard_cluster_from_json(text, o.out, &back, &err)) {
+            fprintf(stderr, "colossal-calibrate: error: refusing to write %s: %s\n", o.out, sb_cstr(&err));
+            rc = 1;
+        } else {
+            size_t tl = strlen(text);
+            char *withnl = malloc(tl + 2);
+            memcpy(withnl, text, tl);
+            withnl[tl] = '\n', withnl[tl + 1] = 0;
+            write_atomic(o.out, withnl);
+            free(withnl);
+            printf("colossal-calibrate: wrote %s (use: colossal-compile --cluster %s)\n", o.out, o.out);
+        }
+        sb_free(&err);
+        free(text);
+        cJSON_Delete(root);
+    } else cJSON_Delete(cal);
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    colrt_mesh_destroy(m);
+    colrt_finalize();
+    return rc;
+}
