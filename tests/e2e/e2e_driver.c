@@ -165,6 +165,27 @@ static int64_t index_bound(const Graph *g, ValueId v) {
     return 2;
 }
 
+/* One step's inputs, drawn from the test's generator: glob[k], input k of
+ * every micro-batch of the global batch in turn (the interpreter's), and
+ * bufs[k], this rank's rows [first, first + count) of each (the program's,
+ * one micro-batch after another). The caller frees both. */
+static void make_inputs(const Graph *g, const ValueId *ins, int n_in, int64_t first, int64_t count, int micro,
+                        void **glob, void **bufs) {
+    for (int k = 0; k < n_in; k++) {
+        const Value *x = ir_val(g, ins[k]);
+        int64_t n = ir_shape_numel(x->shape), row = n / x->shape.d[0], bound = index_bound(g, ins[k]);
+        glob[k] = malloc(4 * (size_t)(n * micro));
+        bufs[k] = malloc(4 * (size_t)(count * row * micro));
+        for (int64_t e = 0; e < n * micro; e++) {
+            if (x->dtype == DT_I32) ((int32_t *)glob[k])[e] = (int32_t)(next_u64() % (uint64_t)bound);
+            else ((float *)glob[k])[e] = (float)(2 * next_unit() - 1);
+        }
+        for (int j = 0; j < micro; j++)
+            memcpy((char *)bufs[k] + 4 * (size_t)(j * count * row), (char *)glob[k] + 4 * (size_t)(j * n + first * row),
+                   4 * (size_t)(count * row));
+    }
+}
+
 /* m_last_step after a step against the interpreter's same step: the
  * gradient norm (before clipping, unscaled) within tol relative, the loss
  * scale, and a skipped update exactly when the norm overflowed. */
@@ -195,24 +216,14 @@ static void check_logits(model_t *m, const Graph *g, int64_t first, int64_t coun
     const int64_t R = CG_CAT(CG_MODEL, _LOGITS_ROWS), P = CG_CAT(CG_MODEL, _LOGITS_POSITIONS),
                   V = CG_CAT(CG_MODEL, _LOGITS_CLASSES), micro = CG_CAT(CG_MODEL, _MICRO_BATCHES);
     int n_in = 0;
-    ValueId ins[8];
+    ValueId ins[8] = {0};
     for (ValueId v = 0; v < g->n_values; v++)
         if (ir_val(g, v)->role == ROLE_INPUT && n_in < 8) ins[n_in++] = v;
     const void *ptrs[8];
     void *glob[8], *bufs[8];
+    make_inputs(g, ins, n_in, first, count, (int)micro, glob, bufs);
     int tk = -1;
     for (int k = 0; k < n_in; k++) {
-        const Value *x = ir_val(g, ins[k]);
-        int64_t n = ir_shape_numel(x->shape), row = n / x->shape.d[0], bound = index_bound(g, ins[k]);
-        glob[k] = malloc(4 * (size_t)(n * micro));
-        bufs[k] = malloc(4 * (size_t)(count * row * micro));
-        for (int64_t e = 0; e < n * micro; e++) {
-            if (x->dtype == DT_I32) ((int32_t *)glob[k])[e] = (int32_t)(next_u64() % (uint64_t)bound);
-            else ((float *)glob[k])[e] = (float)(2 * next_unit() - 1);
-        }
-        for (int64_t j = 0; j < micro; j++)
-            memcpy((char *)bufs[k] + 4 * (size_t)(j * count * row), (char *)glob[k] + 4 * (size_t)(j * n + first * row),
-                   4 * (size_t)(count * row));
         ptrs[k] = bufs[k];
         if (ins[k] == ir_node(g, ce)->in[1]) tk = k;
     }
@@ -340,21 +351,8 @@ int main(int argc, char **argv) {
          * get this rank's rows of each micro-batch, one block after another */
         const void *ptrs[8];
         void *bufs[8], *glob[8];
-        for (int k = 0; k < n_in; k++) {
-            const Value *x = ir_val(g, ins[k]);
-            int64_t n = ir_shape_numel(x->shape), row = n / x->shape.d[0];
-            int64_t bound = index_bound(g, ins[k]);
-            glob[k] = malloc(4 * (size_t)(n * micro));
-            bufs[k] = malloc(4 * (size_t)(count * row * micro));
-            for (int64_t e = 0; e < n * micro; e++) {
-                if (x->dtype == DT_I32) ((int32_t *)glob[k])[e] = (int32_t)(next_u64() % (uint64_t)bound);
-                else ((float *)glob[k])[e] = (float)(2 * next_unit() - 1);
-            }
-            for (int j = 0; j < micro; j++)
-                memcpy((char *)bufs[k] + 4 * (size_t)(j * count * row), (char *)glob[k] + 4 * (size_t)(j * n + first * row),
-                       4 * (size_t)(count * row));
-            ptrs[k] = bufs[k];
-        }
+        make_inputs(g, ins, n_in, first, count, micro, glob, bufs);
+        for (int k = 0; k < n_in; k++) ptrs[k] = bufs[k];
         model_inputs in;
         memcpy(&in, ptrs, sizeof in);
         float loss = CG_FN(train_step)(m, &in, (float)lr);
