@@ -15,8 +15,10 @@
 # change, runs `colossal-compile model.c --emit code` into OUTPUT_DIR, then
 # adds <name>.c and <name>_kernels.c (or _kernels.cu) to TARGET, the
 # directory holding <name>.h to its include path, and links the matching
-# runtime (Colossal::colrt_cpu or Colossal::colrt_cuda). The generated sources
-# are compiled with -O2 when the project sets no build type (CMake's default
+# runtime (Colossal::colrt_cpu or Colossal::colrt_cuda); for cuda, the target's
+# CUDA_ARCHITECTURES become 80;90 (A100, H100/H200; COLOSSAL_CUDA_ARCHITECTURES
+# changes that) unless the target sets its own. The generated sources are
+# compiled with -O2 when the project sets no build type (CMake's default
 # compiles without optimization, and generated kernels are hot loops); a build
 # type the project chooses (Debug, Release, ...) is left alone. Sets
 # <TARGET>_COLOSSAL_DIR in the caller's scope to the output directory.
@@ -113,5 +115,17 @@ function(colossal_generate target model_file)
   endif()
   target_include_directories(${target} PRIVATE "${CG_OUTPUT_DIR}")
   target_link_libraries(${target} PRIVATE ${runtime})
+  if(CG_TARGETS STREQUAL "cuda")
+    # Machine code for A100 and H100/H200 by default (COLOSSAL_CUDA_ARCHITECTURES
+    # to change it), so a first launch does not JIT-compile the kernels from PTX;
+    # a CUDA_ARCHITECTURES set on the target itself is kept.
+    get_target_property(archs ${target} CUDA_ARCHITECTURES)
+    if(NOT archs OR "${archs}" STREQUAL "${CMAKE_CUDA_ARCHITECTURES}")
+      if(NOT COLOSSAL_CUDA_ARCHITECTURES)
+        set(COLOSSAL_CUDA_ARCHITECTURES "80;90")
+      endif()
+      set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${COLOSSAL_CUDA_ARCHITECTURES}")
+    endif()
+  endif()
   set(${target}_COLOSSAL_DIR "${CG_OUTPUT_DIR}" PARENT_SCOPE)
 endfunction()

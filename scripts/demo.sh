@@ -26,5 +26,5 @@ echo "== 3. Build it against the CPU runtime (colrt_cpu) and train 8 steps on 2 
 mpicc -std=c17 -O2 -fopenmp -Wall -Wextra -Werror -Iinclude -I"$out/gpt2-small" \
   -DCG_MODEL=gpt2 -DCG_HEADER=gpt2.h bench/codegen_cpu/train.c \
   "$out/gpt2-small/gpt2.c" "$out/gpt2-small/gpt2_kernels.c" \
-  "$build/runtime/libcolrt_cpu.a" -lcjson -ldl -lm -lpthread -o "$out/gpt2-small/train"
+  "$build/runtime/libcolrt_cpu.a" -lcjson -lz -ldl -lm -lpthread -o "$out/gpt2-small/train"
 OMP_NUM_THREADS=1 "${mpirun[@]}" -np 2 "$out/gpt2-small/train" 8 3e-3

@@ -14,7 +14,7 @@ mkdir -p "$out"
   --emit code --target cpu -q -o "$out"
 mpicc -std=c17 -O3 -march=native -fopenmp -Iinclude -I"$out" -DCG_MODEL=gpt2 -DCG_HEADER=gpt2.h \
   bench/codegen_cpu/train.c "$out/gpt2.c" "$out/gpt2_kernels.c" \
-  "$build/runtime/libcolrt_cpu.a" -lcjson -ldl -lm -lpthread -o "$out/train"
+  "$build/runtime/libcolrt_cpu.a" -lcjson -lz -ldl -lm -lpthread -o "$out/train"
 mpirun=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "${mpirun[@]}" -np 1 -x OMP_NUM_THREADS "$out/train" "$steps" 1e-4 1

@@ -14,77 +14,7 @@
 #include "cg_internal.h"
 #include "version.h"
 
-/* ---- kernels: one body, two forms -------------------------------------------- */
-
-static void kernel_params(CgCtx *c, StrBuf *b, int nargs, const KArg *args, bool with_stream, bool off) {
-    if (with_stream) sb_puts(b, "colrt_stream *cg_s");
-    for (int i = 0; i < nargs; i++) {
-        const Value *v = ir_val(c->g, args[i].v);
-        const char *t = cg_ctype(v->dtype);
-        sb_printf(b, "%s%s%s *a%d", i || with_stream ? ", " : "", args[i].out ? "" : "const ", t, i);
-    }
-    if (off) sb_puts(b, ", int64_t o0");
-}
-
-void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
-               const char *body) {
-    cg_kernel_off(c, id, nargs, args, n, prologue, body, NULL);
-}
-
-void cg_kernel_off(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
-                   const char *body, const char *off) {
-    int k = c->n_kernels++;
-    const char *px = c->prefix;
-    StrBuf sig;
-    sb_init(&sig);
-    kernel_params(c, &sig, nargs, args, true, off != NULL);
-    const char *what = ir_op(ir_node(c->g, id)->op)->name;
-    const char *res = ir_val(c->g, ir_node(c->g, id)->out[0])->name;
-    StrBuf bb; /* the body with its operands' types ($T0, $L0(...), $W0(...)) resolved */
-    sb_init(&bb);
-    cg_body(c, &bb, nargs, args, body);
-    body = sb_cstr(&bb);
-    sb_printf(&c->proto, "void %s_k%d(%s);\n", px, k, sb_cstr(&sig));
-
-    /* C */
-    sb_printf(&c->kc, "/* %s -> %%%s */\nvoid %s_k%d(%s) {\n    (void)cg_s;\n", what, res, px, k, sb_cstr(&sig));
-    for (int i = 0; i < nargs; i++) sb_printf(&c->kc, "    (void)a%d;\n", i);
-    if (off) sb_puts(&c->kc, "    (void)o0;\n");
-    if (*prologue) sb_printf(&c->kc, "    %s", prologue);
-    if (n > 4096) sb_puts(&c->kc, "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n");
-    sb_printf(&c->kc, "    for (int64_t i = 0; i < %lld; i++) {\n        %s\n    }\n}\n\n", (long long)n, body);
-
-    /* CUDA: one thread per point, a host launcher with the same signature */
-    StrBuf dsig;
-    sb_init(&dsig);
-    kernel_params(c, &dsig, nargs, args, false, off != NULL);
-    sb_printf(&c->kcu, "/* %s -> %%%s */\n__global__ static void %s_k%d_dev(%s) {\n", what, res, px, k,
-              sb_cstr(&dsig));
-    sb_printf(&c->kcu, "    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
-                       "    if (i >= %lld) return;\n",
-              (long long)n);
-    for (int i = 0; i < nargs; i++) sb_printf(&c->kcu, "    (void)a%d;\n", i);
-    if (off) sb_puts(&c->kcu, "    (void)o0;\n");
-    if (*prologue) sb_printf(&c->kcu, "    %s", prologue);
-    sb_printf(&c->kcu, "    {\n        %s\n    }\n}\nextern \"C\" void %s_k%d(%s) {\n", body, px, k, sb_cstr(&sig));
-    sb_printf(&c->kcu, "    %s_k%d_dev<<<%lld, 256, 0, cg_stream(cg_s)>>>(", px, k, (long long)((n + 255) / 256));
-    for (int i = 0; i < nargs; i++) sb_printf(&c->kcu, "%sa%d", i ? ", " : "", i);
-    if (off) sb_puts(&c->kcu, ", o0");
-    sb_puts(&c->kcu, ");\n}\n\n");
-
-    /* the launch */
-    sb_printf(c->sched, "    %s_k%d(NULL", px, k);
-    for (int i = 0; i < nargs; i++) {
-        sb_puts(c->sched, ", ");
-        cg_ptr(c, c->sched, args[i].v);
-        if (args[i].zshift) sb_printf(c->sched, " + M->zrank * %lld", (long long)args[i].zshift);
-    }
-    if (off) sb_printf(c->sched, ", (int64_t)(%s)", off);
-    sb_puts(c->sched, ");\n");
-    sb_free(&sig);
-    sb_free(&dsig);
-    sb_free(&bb);
-}
+/* ---- kernels: cg_launch.c writes them and their launches ------------------------ */
 
 bool cg_shard_start(CgCtx *c, ValueId v, int d, StrBuf *out) {
     const LowerProgram *lp = c->lp;
@@ -527,18 +457,6 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     sb_printf(m, "};\nstatic const int %s_n_leaves = %d;\n\n", px, n_leaves);
 
     sb_printf(m,
-              "/* Counter-based generator: a value per (seed, tensor, element, k), so every\n"
-              " * rank's shard holds the single-device values whatever the plan. */\n"
-              "static uint64_t %s_mix(uint64_t z) {\n"
-              "    z += 0x9e3779b97f4a7c15ull;\n"
-              "    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;\n"
-              "    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;\n"
-              "    return z ^ (z >> 31);\n}\n"
-              "static double %s_unit(uint64_t seed, uint64_t key, uint64_t idx, uint64_t k) {\n"
-              "    uint64_t h = %s_mix(seed ^ %s_mix(key ^ %s_mix(2 * idx + k)));\n"
-              "    return ((double)(h >> 11) + 0.5) / 9007199254740992.0;\n}\n\n",
-              px, px, px, px, px);
-    sb_printf(m,
               "/* Where this rank's shard starts in each dim of the global tensor. */\n"
               "static void %s_leaf_start(const %s *M, const %s_leaf *l, int64_t *start) {\n"
               "    for (int d = 0; d < l->ndim; d++) {\n"
@@ -557,37 +475,23 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        if (((l->rep >> a) & 1u) && colrt_mesh_coord(M->mesh, a) != 0) return 0;\n"
               "    return 1;\n"
               "}\n\n"
+              "/* Initial values on the device (%s_init_fill: cg_launch.c), from the\n"
+              " * counter-based generator: every rank's shard holds the single-device\n"
+              " * values whatever the plan. */\n"
               "static void %s_init_leaf(%s *M, const %s_leaf *l) {\n"
-              "    int64_t start[8] = {0};\n"
-              "    %s_leaf_start(M, l, start);\n"
+              "    cg_init_args p = {0};\n"
+              "    %s_leaf_start(M, l, p.start);\n"
               "    int64_t n = 1;\n"
-              "    for (int d = 0; d < l->ndim; d++) n *= l->local[d];\n"
-              "    float *host = malloc(sizeof(float) * (size_t)(n ? n : 1));\n"
-              "    if (!host) colrt_die(\"out of host memory initializing %%s\", l->name);\n"
-              "    for (int64_t i = 0; i < n; i++) {\n"
-              "        int64_t r = i, gi = 0, gs = 1;\n"
-              "        for (int d = l->ndim - 1; d >= 0; d--) {\n"
-              "            gi += (start[d] + r %% l->local[d]) * gs;\n"
-              "            r /= l->local[d];\n"
-              "            gs *= l->global[d];\n"
-              "        }\n"
-              "        double x = 0;\n"
-              "        if (l->init == 1) x = 1;\n"
-              "        else if (l->init == 2) {\n"
-              "            double u1 = %s_unit(M->seed, l->key, (uint64_t)gi, 0), u2 = %s_unit(M->seed, l->key, (uint64_t)gi, 1);\n"
-              "            x = l->a * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);\n"
-              "        } else if (l->init == 3) {\n"
-              "            x = l->a + (l->b - l->a) * %s_unit(M->seed, l->key, (uint64_t)gi, 0);\n"
-              "        }\n"
-              "        host[i] = (float)x;\n"
-              "    }\n%s"
-              "    colrt_memcpy(M->arena.base + l->off, host, colrt_dtype_size(l->dtype) * (size_t)n, COLRT_H2D, NULL);\n"
-              "    free(host);\n}\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px, px,
-              !half ? ""
-                    : "    uint16_t *h16 = (uint16_t *)host; /* bf16, f16: narrowed in place, front to back */\n"
-                      "    if (l->dtype == COLRT_BF16) for (int64_t i = 0; i < n; i++) h16[i] = cg_f32_bf16(host[i]);\n"
-                      "    if (l->dtype == COLRT_F16) for (int64_t i = 0; i < n; i++) h16[i] = cg_f32_f16(host[i]);\n");
+              "    for (int d = 0; d < l->ndim; d++) {\n"
+              "        n *= l->local[d];\n"
+              "        p.local[d] = l->local[d];\n"
+              "        p.global[d] = l->global[d];\n"
+              "    }\n"
+              "    p.ndim = l->ndim, p.init = l->init, p.dtype = (int)l->dtype;\n"
+              "    p.a = l->a, p.b = l->b, p.key = l->key, p.seed = M->seed;\n"
+              "    %s_init_fill(NULL, M->arena.base + l->off, n, &p);\n"
+              "}\n\n",
+              px, px, px, px, px, px, px, px, px, px, px, px);
     sb_puts(m, schedule);
 
     /* inputs, hypers */
@@ -658,6 +562,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        M->mesh = colrt_mesh_create(%s_mesh_axes, %s_mesh);\n"
               "        M->own_mesh = 1;\n"
               "    }\n"
+              "    colrt_timeout_hint(%.6g); /* 100 predicted steps, at least 300 s */\n"
               "    M->zrank = colrt_rank();\n"
               "    if (%d) M->comm = colrt_stream_create();\n"
               "    for (int k = 0; k < %d; k++) { /* recorded once: complete before the first launch */\n"
@@ -672,7 +577,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    colrt_device_sync();\n"
               "    *out = M;\n"
               "    return 0;\n}\n\n",
-              px, px, px, px, px, px, px, px, px, lp->n_buckets, lp->n_buckets, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0, lp->n_buckets, lp->n_buckets, px, px, px, px, px, px);
     /* gradient accumulators, cleared after each step's update */
     sb_printf(m, "static void %s_clear_accumulators(%s *M) {\n    (void)M;\n", px, px);
     for (NodeId id = 0; id < g->n_nodes; id++) {
@@ -864,28 +769,29 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_init(&kcu);
     int fwd_end, step_begin;
     bool ok = emit_schedule(&c, &sched, o, &fwd_end, &step_begin);
+    if (ok) cg_init_kernels(&c); /* parameter initialization, in both kernel files */
+    c.predicted_step_s = cg_plan_step_s(plan_json);
     if (!ok) {
         diag_plain("see docs/generated-api.md for what the generator supports",
                    "cannot generate code: %s", sb_cstr(&err));
     } else {
         const char *px = c.prefix;
         emit_header(&h, g, lp, o, px);
-        emit_main(&c, &m, o, sb_cstr(&sched), lp->arena_bytes + 256);
+        emit_main(&c, &m, o, sb_cstr(&sched), lp->arena_bytes + 256 + c.work_bytes); /* + the kernels' workspace */
         cg_emit_readout(&c, &h, &m, o, micro_batches(g));
         sb_puts(&h, "#ifdef __cplusplus\n}\n#endif\n#endif\n");
         char fname[256];
         snprintf(fname, sizeof fname, "%s_kernels.c", px);
         header_comment(&kc, fname, "kernels specialized to their shapes (C, target cpu).", o, px);
         sb_puts(&kc, "#include <math.h>\n#include <stdint.h>\n\n#include \"colossal/colrt.h\"\n\n");
+        cg_c_prelude(&kc);
         if (cg_graph_has_half(g)) cg_half_helpers(&kc, g, false);
         sb_printf(&kc, "%s\n%s", sb_cstr(&c.proto), sb_cstr(&c.kc));
         snprintf(fname, sizeof fname, "%s_kernels.cu", px);
         header_comment(&kcu, fname, "the same kernel bodies as CUDA kernels (target cuda).", o, px);
         sb_printf(&kcu,
-                  "#include <math.h>\n#include <stdint.h>\n#include <cuda_runtime.h>\n\n#include \"colossal/colrt.h\"\n\n"
-                  "/* colrt streams are opaque here: kernels run on the default stream, which\n"
-                  " * the runtime's calls on the NULL stream also use. */\n"
-                  "static inline cudaStream_t cg_stream(colrt_stream *s) { (void)s; return 0; }\n\n");
+                  "#include <math.h>\n#include <stdint.h>\n#include <cuda_runtime.h>\n\n#include \"colossal/colrt.h\"\n\n");
+        cg_cuda_prelude(&kcu);
         if (cg_graph_has_half(g)) cg_half_helpers(&kcu, g, true);
         sb_puts(&kcu, sb_cstr(&c.kcu));
         char hn[256], mn[256], kn[256], kun[256], pn[256];
@@ -913,6 +819,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_free(&c.kc);
     sb_free(&c.kcu);
     sb_free(&c.proto);
+    cg_launch_free(&c);
     sb_free(&err);
     sb_free(&pxb);
     return ok;

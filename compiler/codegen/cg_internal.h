@@ -21,6 +21,16 @@ typedef struct CgCtx {
     NodeId cur_node;           /* the node being emitted (the schedule position) */
     NodeId rc_node;            /* a recomputed node being re-run before cur_node, or -1 */
     StrBuf *err;
+    /* cg_launch.c: kernels written so far (identical ones are shared), the
+     * workspace the CUDA passes need past the arena's scratch, the serial of
+     * the node emission (the launch audit groups a node's kernels by it) */
+    int n_uniq, cap_uniq;
+    uint64_t *uniq_hash;
+    int *uniq_kid;
+    StrBuf *uniq_text;
+    int64_t work_bytes;
+    int emit_serial;
+    double predicted_step_s;   /* the plan's step time (0: unknown) */
 } CgCtx;
 
 /* A kernel operand: value v; out: written. */
@@ -29,6 +39,60 @@ typedef struct KArg {
     bool out;
     int64_t zshift;            /* ZeRO: the pointer moves to this rank's slice of this many elements */
 } KArg;
+
+/* A kernel's CUDA form when it is not one thread per point: its launches, in
+ * order, each a __global__ body (blockIdx/threadIdx explicit) on `blocks` x
+ * `threads` with `shm` bytes of dynamic shared memory (extern __shared__). */
+#define CG_MAX_PASSES 4
+/* A full H100/H200: 132 SMs x 2048 resident threads. The launch audit asks
+ * every kernel to launch at least min(this, its parallel extent) threads. */
+#define CG_FILL_THREADS 270336
+typedef struct CgPass {
+    int64_t blocks;
+    int threads;
+    int64_t shm;
+    const char *body;
+} CgPass;
+
+/* A kernel in both forms (cg_launch.c). C: `prologue`, then `body` for each
+ * point i in [0, n) (OpenMP when n > 4096). CUDA: `pass` when npass > 0;
+ * else a block per row i when `rows` (rows_width elements: CG_FOR, CG_SUM,
+ * CG_MAX, CG_ONE in the body, cg_acc accumulators); else a thread per point.
+ * off: o0's expression (or NULL); work_bytes: the f32 workspace `cg_w` the
+ * passes use (the arena grows by the largest). */
+typedef struct CgKernel {
+    int64_t n;
+    const char *prologue, *body;
+    const char *off;
+    bool rows;
+    int64_t rows_width;
+    int npass;
+    CgPass pass[CG_MAX_PASSES];
+    int64_t work_bytes;
+} CgKernel;
+void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKernel *k);
+/* A row kernel: body per row i, its loops CG_FOR(j, n), CG_SUM/CG_MAX(v). */
+void cg_kernel_rows(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t rows, int64_t width,
+                    const char *body, const char *off);
+/* Threads of a row kernel's block for rows of width elements. */
+int cg_rows_threads(int64_t width);
+/* The arena offset of the kernels' workspace (past the scratch block). */
+int64_t cg_work_off(const CgCtx *c);
+/* The kernel files' preludes: the row kernels' macros, launch checks, streams. */
+void cg_c_prelude(StrBuf *b);
+void cg_cuda_prelude(StrBuf *b);
+void cg_launch_free(CgCtx *c);
+/* Writes M_init_fill (parameter initialization) in both kernel files and its
+ * prototype (cg_launch.c). */
+void cg_init_kernels(CgCtx *c);
+/* The plan's predicted step time (step_time_s), 0 when plan_json is NULL or
+ * has none. */
+double cg_plan_step_s(const char *plan_json);
+/* The CUDA passes of an attention kernel (cg_attention.c): kind 0 forward,
+ * 1 dq, 2 dk/dv; cs: the causal shift's expression (key s is seen by query
+ * t when s <= t + cs); bodies hold the passes' text (the caller frees). */
+void cg_attention_cuda(int kind, int64_t B, int64_t T, int64_t S, int64_t H, int64_t G, int64_t DH, double scale,
+                       const char *cs, StrBuf bodies[2], CgKernel *k);
 
 /* Emits a kernel: `n` parallel points (index `i`, int64_t), `prologue` run
  * before the loop (per thread on CUDA), `body` per point; operands are named

@@ -324,6 +324,17 @@ static bool emit_expand(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* A two-pass column reduction over `rows` rows on CUDA: chunks of rows, so
+ * that (column, chunk) threads fill the GPU with at least 16 rows each; the
+ * rows per chunk in *per. */
+static int64_t col_chunks(int64_t rows, int64_t cols, int64_t *per) {
+    int64_t ch = (CG_FILL_THREADS + cols - 1) / cols, most = (rows + 15) / 16;
+    if (ch > most) ch = most;
+    if (ch < 1) ch = 1;
+    *per = (rows + ch - 1) / ch;
+    return (rows + *per - 1) / *per;
+}
+
 static bool emit_sum_to(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     if (c->lp->n[id].fused) {
@@ -353,15 +364,44 @@ static bool emit_sum_to(CgCtx *c, NodeId id) {
             R *= s.d[sd];
         }
     }
-    StrBuf b;
+    StrBuf b, p0, p1;
     sb_init(&b);
+    sb_init(&p0);
+    sb_init(&p1);
     sb_printf(&b, "const int64_t base = %s;\n        double acc = 0;\n"
                   "        for (int64_t r = 0; r < %lld; r++) acc += $L0(a0[base + %s]);\n"
                   "        a1[i] = $W1(acc);",
               sb_cstr(&base), (long long)R, sb_cstr(&off));
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
-    cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
+    int64_t P = numel(o), per, ch = col_chunks(R, P, &per);
+    CgKernel k = {.n = P, .prologue = "", .body = sb_cstr(&b)};
+    if (ch > 1) { /* CUDA: partial sums over chunks of r, then each point's partials in order */
+        sb_printf(&p0,
+                  "const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (t >= %lld) return;\n"
+                  "    const int64_t i = t %% %lld, r0 = (t / %lld) * %lld, r1 = r0 + %lld < %lld ? r0 + %lld : %lld;\n"
+                  "    const int64_t base = %s;\n"
+                  "    float acc = 0.f;\n"
+                  "    for (int64_t r = r0; r < r1; r++) acc += $L0(a0[base + %s]);\n"
+                  "    cg_w[t] = acc;",
+                  (long long)(ch * P), (long long)P, (long long)P, (long long)per, (long long)per, (long long)R,
+                  (long long)per, (long long)R, sb_cstr(&base), sb_cstr(&off));
+        sb_printf(&p1,
+                  "const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (i >= %lld) return;\n"
+                  "    float acc = 0.f;\n"
+                  "    for (int64_t q = 0; q < %lld; q++) acc += cg_w[q * %lld + i];\n"
+                  "    a1[i] = $W1(acc);",
+                  (long long)P, (long long)ch, (long long)P);
+        k.npass = 2;
+        k.pass[0] = (CgPass){(ch * P + 255) / 256, 256, 0, sb_cstr(&p0)};
+        k.pass[1] = (CgPass){(P + 255) / 256, 256, 0, sb_cstr(&p1)};
+        k.work_bytes = 4 * ch * P;
+    }
+    cg_kernel_ex(c, id, 2, a, &k);
     sb_free(&b);
+    sb_free(&p0);
+    sb_free(&p1);
     sb_free(&base);
     sb_free(&off);
     return true;
@@ -385,25 +425,28 @@ static bool emit_softmax(CgCtx *c, NodeId id) {
         sb_printf(&b2,
                   "const $T0 *x = a0 + i * %lld;\n        $T1 *y = a1 + i * %lld;\n"
                   "        const int64_t lim = %s;\n"
-                  "        double mx = -INFINITY, z = 0;\n"
-                  "        for (int64_t j = 0; j < lim; j++) if ($L0(x[j]) > mx) mx = $L0(x[j]);\n"
-                  "        for (int64_t j = 0; j < lim; j++) z += exp($L0(x[j]) - mx);\n"
-                  "        for (int64_t j = 0; j < %lld; j++) y[j] = $W1(j < lim ? exp($L0(x[j]) - mx) / z : 0.0);",
+                  "        cg_acc mx = -INFINITY, z = 0;\n"
+                  "        CG_FOR(j, lim) if ($L0(x[j]) > mx) mx = $L0(x[j]);\n"
+                  "        CG_MAX(mx);\n"
+                  "        CG_FOR(j, lim) z += exp($L0(x[j]) - mx);\n"
+                  "        CG_SUM(z);\n"
+                  "        CG_FOR(j, %lld) y[j] = $W1(j < lim ? exp($L0(x[j]) - mx) / z : 0.0);",
                   (long long)V, (long long)V, sb_cstr(&lim), (long long)V);
         sb_free(&b);
         b = b2;
         sb_free(&lim);
         KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
-        cg_kernel(c, id, 2, a, rows, "", sb_cstr(&b));
+        cg_kernel_rows(c, id, 2, a, rows, V, sb_cstr(&b), NULL);
     } else {
         sb_printf(&b,
                   "const $T0 *y = a0 + i * %lld;\n        const $T1 *dy = a1 + i * %lld;\n        $T2 *dx = a2 + i * %lld;\n"
-                  "        double s = 0;\n"
-                  "        for (int64_t j = 0; j < %lld; j++) s += (double)$L0(y[j]) * $L1(dy[j]);\n"
-                  "        for (int64_t j = 0; j < %lld; j++) dx[j] = $W2($L0(y[j]) * ($L1(dy[j]) - s));",
+                  "        cg_acc s = 0;\n"
+                  "        CG_FOR(j, %lld) s += (cg_acc)$L0(y[j]) * $L1(dy[j]);\n"
+                  "        CG_SUM(s);\n"
+                  "        CG_FOR(j, %lld) dx[j] = $W2($L0(y[j]) * ($L1(dy[j]) - s));",
                   (long long)V, (long long)V, (long long)V, (long long)V, (long long)V);
         KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
-        cg_kernel(c, id, 3, a, rows, "", sb_cstr(&b));
+        cg_kernel_rows(c, id, 3, a, rows, V, sb_cstr(&b), NULL);
     }
     sb_free(&b);
     return true;
@@ -411,14 +454,15 @@ static bool emit_softmax(CgCtx *c, NodeId id) {
 
 /* Row statistics of x (a0) for norms: mean (0 for rms) and rstd, in double. */
 static void norm_stats(StrBuf *b, bool ln, int64_t D, double eps, const char *row) {
-    sb_printf(b, "const $T0 *x = a0 + %s * %lld;\n        double mean = 0, ss = 0;\n", row,
+    sb_printf(b, "const $T0 *x = a0 + %s * %lld;\n        cg_acc mean = 0, ss = 0;\n", row,
               (long long)D);
     if (ln)
-        sb_printf(b, "        for (int64_t j = 0; j < %lld; j++) mean += $L0(x[j]);\n        mean /= %lld;\n",
+        sb_printf(b, "        CG_FOR(j, %lld) mean += $L0(x[j]);\n        CG_SUM(mean);\n        mean /= %lld;\n",
                   (long long)D, (long long)D);
     sb_printf(b,
-              "        for (int64_t j = 0; j < %lld; j++) ss += ($L0(x[j]) - mean) * ($L0(x[j]) - mean);\n"
-              "        const double rstd = 1 / sqrt(ss / %lld + %.17g);\n",
+              "        CG_FOR(j, %lld) ss += ($L0(x[j]) - mean) * ($L0(x[j]) - mean);\n"
+              "        CG_SUM(ss);\n"
+              "        const cg_acc rstd = 1 / sqrt(ss / %lld + %.17g);\n",
               (long long)D, (long long)D, eps);
 }
 
@@ -432,34 +476,40 @@ static bool emit_norm(CgCtx *c, NodeId id) {
     norm_stats(&b, ln, D, n->attr[0].f, "i");
     if (n->op == OP_LAYER_NORM || n->op == OP_RMS_NORM) {
         const char *y = ln ? "a3" : "a2";
-        sb_printf(&b, "        for (int64_t j = 0; j < %lld; j++) %s[i * %lld + j] = $W%d(($L0(x[j]) - mean) * rstd * $L1(a1[j])%s);",
+        sb_printf(&b, "        CG_FOR(j, %lld) %s[i * %lld + j] = $W%d(($L0(x[j]) - mean) * rstd * $L1(a1[j])%s);",
                   (long long)D, y, (long long)D, ln ? 3 : 2, ln ? " + $L2(a2[j])" : "");
         KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {ln ? n->in[2] : n->out[0], !ln, 0}, {n->out[0], 1, 0}};
-        cg_kernel(c, id, ln ? 4 : 3, a, rows, "", sb_cstr(&b));
+        cg_kernel_rows(c, id, ln ? 4 : 3, a, rows, D, sb_cstr(&b), NULL);
     } else { /* dx(x, w, dy) */
         sb_printf(&b,
                   "        const $T2 *dy = a2 + i * %lld;\n        $T3 *dx = a3 + i * %lld;\n"
-                  "        double mg = 0, mgx = 0;\n"
-                  "        for (int64_t j = 0; j < %lld; j++) { double g = (double)$L2(dy[j]) * $L1(a1[j]); mg += g; mgx += g * ($L0(x[j]) - mean) * rstd; }\n"
+                  "        cg_acc mg = 0, mgx = 0;\n"
+                  "        CG_FOR(j, %lld) { cg_acc g = (cg_acc)$L2(dy[j]) * $L1(a1[j]); mg += g; mgx += g * ($L0(x[j]) - mean) * rstd; }\n"
+                  "        CG_SUM(mg);\n        CG_SUM(mgx);\n"
                   "        mg /= %lld; mgx /= %lld;\n"
-                  "        for (int64_t j = 0; j < %lld; j++) dx[j] = $W3(rstd * ((double)$L2(dy[j]) * $L1(a1[j]) - %s - ($L0(x[j]) - mean) * rstd * mgx));",
+                  "        CG_FOR(j, %lld) dx[j] = $W3(rstd * ((cg_acc)$L2(dy[j]) * $L1(a1[j]) - %s - ($L0(x[j]) - mean) * rstd * mgx));",
                   (long long)D, (long long)D, (long long)D, (long long)D, (long long)D, (long long)D,
                   ln ? "mg" : "0");
         KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
-        cg_kernel(c, id, 4, a, rows, "", sb_cstr(&b));
+        cg_kernel_rows(c, id, 4, a, rows, D, sb_cstr(&b), NULL);
     }
     sb_free(&b);
     return true;
 }
 
-/* *_norm_dw(x, dy): one pass over the rows, summing in double. */
+/* *_norm_dw(x, dy). C: one pass over the rows, summing in double. CUDA: the
+ * rows' statistics (a block per row), then column partials over chunks of
+ * rows, then each column's partials in chunk order (deterministic). */
 static bool emit_norm_dw(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     bool ln = n->op == OP_LAYER_NORM_DW;
     Shape s = L(c, n->in[0]);
     int64_t D = s.d[s.rank - 1], rows = numel(s) / D;
-    StrBuf b;
+    StrBuf b, p0, p1, p2;
     sb_init(&b);
+    sb_init(&p0);
+    sb_init(&p1);
+    sb_init(&p2);
     sb_printf(&b, "double acc[%lld];\n        for (int64_t j = 0; j < %lld; j++) acc[j] = 0;\n"
                   "        for (int64_t r = 0; r < %lld; r++) {\n        ",
               (long long)D, (long long)D, (long long)rows);
@@ -468,9 +518,38 @@ static bool emit_norm_dw(CgCtx *c, NodeId id) {
                   "        for (int64_t j = 0; j < %lld; j++) acc[j] += (double)$L1(dy[j]) * ($L0(x[j]) - mean) * rstd;\n"
                   "        }\n        for (int64_t j = 0; j < %lld; j++) a2[j] = $W2(acc[j]);\n        (void)i;",
               (long long)D, (long long)D, (long long)D);
+    int64_t per, ch = col_chunks(rows, D, &per);
+    sb_puts(&p0, "const int64_t r = blockIdx.x;\n    ");
+    norm_stats(&p0, ln, D, n->attr[0].f, "r");
+    sb_puts(&p0, "    if (threadIdx.x == 0) { cg_w[2 * r] = mean; cg_w[2 * r + 1] = rstd; }");
+    sb_printf(&p1,
+              "const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "    if (t >= %lld) return;\n"
+              "    const int64_t j = t %% %lld, r0 = (t / %lld) * %lld, r1 = r0 + %lld < %lld ? r0 + %lld : %lld;\n"
+              "    float acc = 0.f;\n"
+              "    for (int64_t r = r0; r < r1; r++)\n"
+              "        acc += $L1(a1[r * %lld + j]) * ($L0(a0[r * %lld + j]) - cg_w[2 * r]) * cg_w[2 * r + 1];\n"
+              "    cg_w[%lld + t] = acc;",
+              (long long)(ch * D), (long long)D, (long long)D, (long long)per, (long long)per, (long long)rows,
+              (long long)per, (long long)rows, (long long)D, (long long)D, (long long)(2 * rows));
+    sb_printf(&p2,
+              "const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "    if (j >= %lld) return;\n"
+              "    float acc = 0.f;\n"
+              "    for (int64_t q = 0; q < %lld; q++) acc += cg_w[%lld + q * %lld + j];\n"
+              "    a2[j] = $W2(acc);",
+              (long long)D, (long long)ch, (long long)(2 * rows), (long long)D);
+    CgKernel k = {.n = 1, .prologue = "", .body = sb_cstr(&b), .npass = 3,
+                  .work_bytes = 4 * (2 * rows + ch * D)};
+    k.pass[0] = (CgPass){rows, cg_rows_threads(D), 0, sb_cstr(&p0)};
+    k.pass[1] = (CgPass){(ch * D + 255) / 256, 256, 0, sb_cstr(&p1)};
+    k.pass[2] = (CgPass){(D + 255) / 256, 256, 0, sb_cstr(&p2)};
     KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
-    cg_kernel(c, id, 3, a, 1, "", sb_cstr(&b));
+    cg_kernel_ex(c, id, 3, a, &k);
     sb_free(&b);
+    sb_free(&p0);
+    sb_free(&p1);
+    sb_free(&p2);
     return true;
 }
 
@@ -610,14 +689,16 @@ static void ce_bwd_half(CgCtx *c, NodeId id, int64_t V, int64_t rows, int64_t Ng
     snprintf(body, sizeof body,
              "const $T0 *x = a0 + i * %lld;\n        $T3 *y = a3 + i * %lld;\n"
              "        const int64_t t = a1[i];\n"
-             "        const double g = $L2(a2[0]) / %lld.0;\n"
-             "        double mx = -INFINITY, z = 0;\n"
-             "        for (int64_t j = 0; j < %lld; j++) if ($L0(x[j]) > mx) mx = $L0(x[j]);\n"
-             "        for (int64_t j = 0; j < %lld; j++) z += exp($L0(x[j]) - mx);\n"
-             "        for (int64_t j = 0; j < %lld; j++) y[j] = $W3(t < 0 ? 0.0 : (exp($L0(x[j]) - mx) / z - (j == t)) * g);",
+             "        const cg_acc g = $L2(a2[0]) / %lld.0;\n"
+             "        cg_acc mx = -INFINITY, z = 0;\n"
+             "        CG_FOR(j, %lld) if ($L0(x[j]) > mx) mx = $L0(x[j]);\n"
+             "        CG_MAX(mx);\n"
+             "        CG_FOR(j, %lld) z += exp($L0(x[j]) - mx);\n"
+             "        CG_SUM(z);\n"
+             "        CG_FOR(j, %lld) y[j] = $W3(t < 0 ? 0.0 : (exp($L0(x[j]) - mx) / z - (j == t)) * g);",
              (long long)V, (long long)V, (long long)Ng, (long long)V, (long long)V, (long long)V);
     KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
-    cg_kernel(c, id, 4, a, rows, "", body);
+    cg_kernel_rows(c, id, 4, a, rows, V, body, NULL);
 }
 
 /* cross_entropy: the runtime's fused kernel, scaled by 1/(global tokens) so
@@ -725,7 +806,21 @@ static void fix_ns(StrBuf *out, const char *text, const AttDims *d) {
 static void att_kernel(CgCtx *c, NodeId id, const AttDims *d, StrBuf *b, StrBuf *f, int nargs, const KArg *a,
                        int64_t points) {
     fix_ns(f, sb_cstr(b), d);
-    cg_kernel_off(c, id, nargs, a, points, "", sb_cstr(f), d->off[0] ? d->off : NULL);
+    int op = N_(c, id)->op;
+    /* CUDA: tiled (cg_attention.c); query t sees keys s <= t + cs */
+    char cs[128];
+    if (d->causal && d->off[0]) snprintf(cs, sizeof cs, "o0 + %lld", (long long)(d->S - d->Tg));
+    else if (d->causal) snprintf(cs, sizeof cs, "%lld", (long long)(d->S - d->T));
+    else snprintf(cs, sizeof cs, "%lld", (long long)d->S);
+    StrBuf cu[2];
+    sb_init(&cu[0]);
+    sb_init(&cu[1]);
+    CgKernel k = {.n = points, .prologue = "", .body = sb_cstr(f), .off = d->off[0] ? d->off : NULL};
+    cg_attention_cuda(op == OP_ATTENTION ? 0 : op == OP_ATTENTION_DQ ? 1 : 2, d->B, d->T, d->S, d->H, d->G, d->Dh,
+                      d->scale, cs, cu, &k);
+    cg_kernel_ex(c, id, nargs, a, &k);
+    sb_free(&cu[0]);
+    sb_free(&cu[1]);
     sb_free(b);
     sb_free(f);
 }
@@ -1007,6 +1102,19 @@ static bool emit_reduce(CgCtx *c, NodeId id) {
                   (long long)inner, (long long)inner);
         KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel(c, id, 4, a, outer * inner, "", sb_cstr(&b));
+    } else if (inner == 1) { /* rows: a block per row on CUDA */
+        bool mx = n->op == OP_REDUCE_MAX;
+        sb_free(&b);
+        sb_init(&b);
+        char mean[64] = "";
+        if (n->op == OP_REDUCE_MEAN) snprintf(mean, sizeof mean, " / %lld.0", (long long)nn);
+        sb_printf(&b, "const $T0 *p = a0 + i * %lld;\n        cg_acc s = %s;\n"
+                      "        CG_FOR(j, %lld) s = %s;\n        %s(s);\n"
+                      "        CG_ONE(a1[i] = $W1(s%s);)",
+                  (long long)nn, mx ? "-INFINITY" : "0", (long long)nn, mx ? "fmax(s, $L0(p[j]))" : "s + $L0(p[j])",
+                  mx ? "CG_MAX" : "CG_SUM", mean);
+        KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
+        cg_kernel_rows(c, id, 2, a, outer, nn, sb_cstr(&b), NULL);
     } else {
         bool mx = n->op == OP_REDUCE_MAX;
         sb_printf(&b, "double s = %s;\n        for (int64_t j = 0; j < %lld; j++) s = %s;\n"
@@ -1030,15 +1138,39 @@ static bool emit_reduce(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* sumsq: C, one sequential sum in double; CUDA, block partials over a
+ * strided share of the elements, then one block sums them in order. */
 static bool emit_sumsq(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    char body[256];
+    char body[256], p0[768], p1[512];
+    int64_t N = numel(L(c, cg_read(c, n->in[0])));
     snprintf(body, sizeof body,
              "double s = 0;\n        for (int64_t j = 0; j < %lld; j++) s += (double)$L0(a0[j]) * $L0(a0[j]);\n"
              "        a1[i] = $W1(s);",
-             (long long)numel(L(c, cg_read(c, n->in[0]))));
+             (long long)N);
+    int64_t nb = (N + 256 * 16 - 1) / (256 * 16);
+    if (nb > 1024) nb = 1024;
+    if (nb < 1) nb = 1;
+    snprintf(p0, sizeof p0,
+             "float s = 0.f;\n"
+             "    for (int64_t e = (int64_t)blockIdx.x * 256 + threadIdx.x; e < %lld; e += %lld) {\n"
+             "        const float x = $L0(a0[e]);\n"
+             "        s += x * x;\n"
+             "    }\n"
+             "    s = cg_bsum(s);\n"
+             "    if (threadIdx.x == 0) cg_w[blockIdx.x] = s;",
+             (long long)N, (long long)(nb * 256));
+    snprintf(p1, sizeof p1,
+             "float s = 0.f;\n"
+             "    for (int64_t q = threadIdx.x; q < %lld; q += 256) s += cg_w[q];\n"
+             "    s = cg_bsum(s);\n"
+             "    if (threadIdx.x == 0) a1[0] = $W1(s);",
+             (long long)nb);
+    CgKernel k = {.n = 1, .prologue = "", .body = body, .npass = 2, .work_bytes = 4 * nb};
+    k.pass[0] = (CgPass){nb, 256, 0, p0};
+    k.pass[1] = (CgPass){1, 256, 0, p1};
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
-    cg_kernel(c, id, 2, a, 1, "", body);
+    cg_kernel_ex(c, id, 2, a, &k);
     return true;
 }
 
@@ -1153,5 +1285,6 @@ bool cg_emit_node(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     CgEmitFn fn = cg_emitter(n->op);
     if (!fn) return unsupported(c, id, "no emitter in the kernel table (compiler/codegen/cg_ops.def)");
+    c->emit_serial++;
     return fn(c, id);
 }

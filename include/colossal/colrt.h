@@ -71,6 +71,11 @@ const char *colrt_hostname(void);
 /* A collective that has not finished after this many seconds ends the job
  * (a peer probably died). Default 300; tests set a few seconds. */
 void colrt_set_timeout(double seconds);
+/* A floor on that timeout from a program that knows how long its steps take
+ * (generated programs: 100 predicted steps), so a slow first step is not
+ * taken for a dead peer. Raises the timeout to seconds unless
+ * colrt_set_timeout was called; never lowers it. */
+void colrt_timeout_hint(double seconds);
 
 /* Ends the job: prints "colrt: rank R on HOST: MSG" and aborts every rank. */
 #if defined(__GNUC__)
@@ -141,6 +146,10 @@ void colrt_event_record(colrt_event *e, colrt_stream *s);
 void colrt_stream_wait(colrt_stream *s, colrt_event *e); /* s runs later work after e */
 int colrt_event_done(colrt_event *e);                    /* e's latest record completed? */
 void colrt_device_sync(void);
+/* s as the backend knows it, for kernels a program launches itself on s
+ * (generated CUDA kernels): CUDA, its cudaStream_t (the NULL stream: 0);
+ * CPU: NULL (kernels run in the caller). */
+void *colrt_stream_native(colrt_stream *s);
 
 /* ---- memory -------------------------------------------------------------------
  * One arena per device, allocated once; the generated program places every

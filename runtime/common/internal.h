@@ -16,6 +16,7 @@ typedef struct colrt_state {
     int thread_multiple; /* MPI gave MPI_THREAD_MULTIPLE: collectives may run on stream threads */
     int rank, world, local_rank, local_size;
     double timeout; /* seconds a collective may take before the job ends */
+    int timeout_set; /* colrt_set_timeout was called: hints do not change it */
     char host[256];
 } colrt_state;
 extern colrt_state colrt__g;

@@ -60,6 +60,11 @@ void colrt__require_init(const char *fn) {
 void colrt_set_timeout(double seconds) {
     if (!(seconds > 0)) colrt_die("colrt_set_timeout(%g): the timeout must be positive", seconds);
     colrt__g.timeout = seconds;
+    colrt__g.timeout_set = 1;
+}
+
+void colrt_timeout_hint(double seconds) {
+    if (!colrt__g.timeout_set && seconds > colrt__g.timeout) colrt__g.timeout = seconds;
 }
 
 void colrt_init(int *argc, char ***argv) {

@@ -414,3 +414,8 @@ int colrt_event_done(colrt_event *e) {
     pthread_mutex_unlock(&ev_mu);
     return done;
 }
+
+void *colrt_stream_native(colrt_stream *s) {
+    (void)s;
+    return NULL;
+}

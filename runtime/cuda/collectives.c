@@ -1,7 +1,8 @@
 /*
  * collectives.c — the CUDA backend's collectives over NCCL. A mesh creates a
  * world communicator (the unique id broadcast over MPI) and splits it into
- * one communicator per axis with ncclCommSplit. Every live communicator is
+ * one communicator per axis with ncclCommSplit, and each stream that runs
+ * collectives its own duplicates of them. Every live communicator is
  * registered, so host-side waits can poll ncclCommGetAsyncError and, on an
  * error or past the timeout, ncclCommAbort them all before ending the job.
  */
@@ -79,7 +80,37 @@ void colrt__backend_mesh_init(colrt_mesh *m) {
     COLRT_NCCL(ncclCommDestroy(world));
 }
 
+/* A stream's own communicators, as on the CPU backend: a collective on a
+ * non-NULL stream runs on a duplicate of its axis communicator, made at the
+ * stream's first collective on that axis (ncclCommSplit over the axis, so
+ * every rank of the axis makes it at the same point of the program, as for
+ * any collective). Collectives on different streams then never share a
+ * communicator, which NCCL needs to promise progress when they overlap. */
+typedef struct StreamComm {
+    colrt_mesh *m;
+    int axis;
+    cudaStream_t s;
+    ncclComm_t c;
+} StreamComm;
+static StreamComm scomms[MAX_COMMS];
+static int nscomms;
+
+static void drop_stream_comms(colrt_mesh *m, cudaStream_t s) {
+    for (int i = 0; i < nscomms;) {
+        if ((m && scomms[i].m == m) || (s && scomms[i].s == s)) {
+            unreg(scomms[i].c);
+            COLRT_NCCL(ncclCommDestroy(scomms[i].c));
+            scomms[i] = scomms[--nscomms];
+        } else {
+            i++;
+        }
+    }
+}
+
+void colrt__cuda_stream_gone(cudaStream_t s) { drop_stream_comms(NULL, s); }
+
 void colrt__backend_mesh_destroy(colrt_mesh *m) {
+    drop_stream_comms(m, NULL);
     for (int a = 0; a < m->naxes; a++) {
         ncclComm_t c = (ncclComm_t)m->be[a];
         unreg(c);
@@ -92,6 +123,20 @@ static ncclComm_t axis_comm(colrt_mesh *m, int axis, const char *what) {
     if (!m || axis < 0 || axis >= m->naxes)
         colrt_die("%s: mesh axis %d out of range (mesh has %d axes)", what, axis, m ? m->naxes : 0);
     return (ncclComm_t)m->be[axis];
+}
+
+static ncclComm_t stream_comm(colrt_mesh *m, int axis, colrt_stream *s, const char *what) {
+    ncclComm_t base = axis_comm(m, axis, what);
+    cudaStream_t st = colrt__cuda_stream(s);
+    if (!st) return base;
+    for (int i = 0; i < nscomms; i++)
+        if (scomms[i].m == m && scomms[i].axis == axis && scomms[i].s == st) return scomms[i].c;
+    if (nscomms == MAX_COMMS) colrt_die("%s: too many stream communicators (more than %d)", what, MAX_COMMS);
+    ncclComm_t c;
+    COLRT_NCCL(ncclCommSplit(base, 0, m->coords[axis], &c, NULL));
+    reg(c);
+    scomms[nscomms++] = (StreamComm){m, axis, st, c};
+    return c;
 }
 
 static ncclDataType_t nccl_type(colrt_dtype t) {
@@ -111,25 +156,25 @@ static ncclRedOp_t nccl_op(colrt_dtype t, colrt_redop op) {
 
 void colrt_all_reduce(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
                       colrt_redop op, colrt_stream *s) {
-    ncclComm_t c = axis_comm(m, axis, "all_reduce");
+    ncclComm_t c = stream_comm(m, axis, s, "all_reduce");
     COLRT_NCCL(ncclAllReduce(send, recv, count, nccl_type(t), nccl_op(t, op), c, colrt__cuda_stream(s)));
 }
 
 void colrt_all_gather(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
                       colrt_stream *s) {
-    ncclComm_t c = axis_comm(m, axis, "all_gather");
+    ncclComm_t c = stream_comm(m, axis, s, "all_gather");
     COLRT_NCCL(ncclAllGather(send, recv, count, nccl_type(t), c, colrt__cuda_stream(s)));
 }
 
 void colrt_reduce_scatter(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
                           colrt_redop op, colrt_stream *s) {
-    ncclComm_t c = axis_comm(m, axis, "reduce_scatter");
+    ncclComm_t c = stream_comm(m, axis, s, "reduce_scatter");
     COLRT_NCCL(ncclReduceScatter(send, recv, count, nccl_type(t), nccl_op(t, op), c, colrt__cuda_stream(s)));
 }
 
 void colrt_all_to_all(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,
                       colrt_stream *s) {
-    ncclComm_t c = axis_comm(m, axis, "all_to_all");
+    ncclComm_t c = stream_comm(m, axis, s, "all_to_all");
     size_t bytes = count * colrt_dtype_size(t);
     COLRT_NCCL(ncclGroupStart());
     for (int p = 0; p < m->sizes[axis]; p++) {
@@ -140,7 +185,7 @@ void colrt_all_to_all(colrt_mesh *m, int axis, const void *send, void *recv, siz
 }
 
 void colrt_broadcast(colrt_mesh *m, int axis, void *buf, size_t count, colrt_dtype t, int root, colrt_stream *s) {
-    ncclComm_t c = axis_comm(m, axis, "broadcast");
+    ncclComm_t c = stream_comm(m, axis, s, "broadcast");
     if (root < 0 || root >= m->sizes[axis])
         colrt_die("broadcast: root %d out of range for mesh axis %d of size %d", root, axis, m->sizes[axis]);
     COLRT_NCCL(ncclBroadcast(buf, buf, count, nccl_type(t), root, c, colrt__cuda_stream(s)));

@@ -28,6 +28,18 @@ static inline cudaStream_t colrt__cuda_stream(colrt_stream *s) { return s ? s->s
         if (_e != cudaSuccess) colrt_die("%s failed: %s (%s:%d)", #call, cudaGetErrorString(_e), __FILE__, __LINE__); \
     } while (0)
 
+/* After a kernel launch: a failed launch ends the job naming the kernel. */
+#define COLRT_CUDA_LAUNCH(name)                                                                     \
+    do {                                                                                            \
+        cudaError_t _e = cudaGetLastError();                                                        \
+        if (_e != cudaSuccess) colrt_die("kernel %s failed to launch: %s (%s:%d)", name, cudaGetErrorString(_e), __FILE__, __LINE__); \
+    } while (0)
+
+/* The per-thread stack limit set at init: generated kernels are held to 1 KB
+ * (tests/gpu/ptxas_budget.sh); the driver raises it for a kernel needing more
+ * (COLRT_VERBOSE=1 reports the limit and what it reserves). */
+#define COLRT_CUDA_STACK_BYTES 1024
+
 #define COLRT_CUBLAS(call)                                                                          \
     do {                                                                                            \
         cublasStatus_t _e = (call);                                                                 \
@@ -49,6 +61,9 @@ void colrt__cuda_wait(int (*done)(void *), void *arg, const char *what);
 
 void colrt__gemm_init(void);
 void colrt__gemm_finalize(void);
+void colrt__cuda_kernels_finalize(void);
+/* A stream is destroyed: its NCCL communicators go (collectives.c). */
+void colrt__cuda_stream_gone(cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
  * that poll NCCL for asynchronous errors with the job's timeout.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -18,11 +19,22 @@ void colrt__backend_init(void) {
     if (n == 0) colrt_die("no CUDA device; hint: link colrt_cpu to run on the CPU");
     device = colrt__g.local_rank % n;
     COLRT_CUDA(cudaSetDevice(device));
+    COLRT_CUDA(cudaDeviceSetLimit(cudaLimitStackSize, COLRT_CUDA_STACK_BYTES));
+    if (getenv("COLRT_VERBOSE") && atoi(getenv("COLRT_VERBOSE")) > 0) {
+        size_t stack = 0;
+        int sms = 0, per_sm = 0;
+        COLRT_CUDA(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+        COLRT_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        COLRT_CUDA(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+        fprintf(stderr, "colrt: rank %d on device %d: per-thread stack %zu bytes (%.1f MB reserved over %d x %d threads)\n",
+                colrt__g.rank, device, stack, (double)stack * sms * per_sm / 1e6, sms, per_sm);
+    }
     colrt__gemm_init();
 }
 
 void colrt__backend_finalize(void) {
     colrt_device_sync();
+    colrt__cuda_kernels_finalize();
     colrt__gemm_finalize();
 }
 
@@ -48,6 +60,7 @@ void colrt_stream_destroy(colrt_stream *s) {
     colrt_stream_sync(s);
     for (int i = 0; i < nstreams; i++)
         if (streams[i] == s) streams[i] = streams[--nstreams];
+    colrt__cuda_stream_gone(s->s);
     COLRT_CUDA(cudaStreamDestroy(s->s));
     free(s);
 }
@@ -86,6 +99,8 @@ void colrt_event_destroy(colrt_event *e) {
     COLRT_CUDA(cudaEventDestroy(e->e));
     free(e);
 }
+
+void *colrt_stream_native(colrt_stream *s) { return (void *)colrt__cuda_stream(s); }
 
 void colrt_event_record(colrt_event *e, colrt_stream *s) { COLRT_CUDA(cudaEventRecord(e->e, colrt__cuda_stream(s))); }
 void colrt_stream_wait(colrt_stream *s, colrt_event *e) { COLRT_CUDA(cudaStreamWaitEvent(colrt__cuda_stream(s), e->e, 0)); }

@@ -3,7 +3,7 @@
  * column-major, so C = op(A)·op(B) runs as Cᵀ = op(B)ᵀ·op(A)ᵀ: the operands
  * swap and the row-major buffers are read as their transposes, with no copy.
  * f32 computes in f32 (no TF32, to match the CPU backend); bf16/f16 storage
- * accumulates in f32.
+ * accumulates in f32. Descriptors, layouts and algorithms are kept per shape.
  */
 #include <stdlib.h>
 
@@ -18,7 +18,10 @@ void colrt__gemm_init(void) {
     COLRT_CUDA(cudaMalloc(&workspace, workspace_bytes));
 }
 
+static void plans_clear(void);
+
 void colrt__gemm_finalize(void) {
+    plans_clear();
     if (workspace) COLRT_CUDA(cudaFree(workspace));
     if (lt) COLRT_CUBLAS(cublasLtDestroy(lt));
     workspace = NULL, lt = NULL;
@@ -36,35 +39,74 @@ static cublasLtMatrixLayout_t layout(cudaDataType_t dt, int64_t rows, int64_t co
     return l;
 }
 
-void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
-                const void *A, int64_t lda, int64_t strideA, const void *B, int64_t ldb, int64_t strideB, float beta,
-                void *C, int64_t ldc, int64_t strideC, int64_t batch) {
-    if (t == COLRT_I32) colrt_die("colrt_gemm: dtype I32 is not supported");
-    if (M < 0 || N < 0 || K < 0 || batch < 0) colrt_die("colrt_gemm: negative size");
-    if (M == 0 || N == 0 || batch == 0) return;
-    cudaDataType_t dt = t == COLRT_F32 ? CUDA_R_32F : t == COLRT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
-    /* column-major problem: m = N, n = M, k = K; first operand B, second A */
-    cublasOperation_t opB = transb ? CUBLAS_OP_T : CUBLAS_OP_N, opA = transa ? CUBLAS_OP_T : CUBLAS_OP_N;
+/* Plans by shape: the descriptor, layouts and the heuristic's algorithm are
+ * made on a shape's first call and kept (a training step repeats a few
+ * dozen shapes every step). */
+typedef struct Plan {
+    int t, transa, transb;
+    int64_t M, N, K, lda, ldb, ldc, sA, sB, sC, batch;
     cublasLtMatmulDesc_t desc;
-    COLRT_CUBLAS(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    COLRT_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opB, sizeof opB));
-    COLRT_CUBLAS(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &opA, sizeof opA));
-    cublasLtMatrixLayout_t lb = transb ? layout(dt, K, N, ldb, strideB, batch) : layout(dt, N, K, ldb, strideB, batch);
-    cublasLtMatrixLayout_t la = transa ? layout(dt, M, K, lda, strideA, batch) : layout(dt, K, M, lda, strideA, batch);
-    cublasLtMatrixLayout_t lc = layout(dt, N, M, ldc, strideC, batch);
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+} Plan;
+#define MAX_PLANS 512
+static Plan plans[MAX_PLANS];
+static int nplans;
+
+static void plans_clear(void) {
+    for (int i = 0; i < nplans; i++) {
+        cublasLtMatrixLayoutDestroy(plans[i].la);
+        cublasLtMatrixLayoutDestroy(plans[i].lb);
+        cublasLtMatrixLayoutDestroy(plans[i].lc);
+        cublasLtMatmulDescDestroy(plans[i].desc);
+    }
+    nplans = 0;
+}
+
+static const Plan *plan_for(const Plan *key) {
+    for (int i = 0; i < nplans; i++) {
+        const Plan *p = &plans[i];
+        if (p->t == key->t && p->transa == key->transa && p->transb == key->transb && p->M == key->M && p->N == key->N &&
+            p->K == key->K && p->lda == key->lda && p->ldb == key->ldb && p->ldc == key->ldc && p->sA == key->sA &&
+            p->sB == key->sB && p->sC == key->sC && p->batch == key->batch)
+            return p;
+    }
+    if (nplans == MAX_PLANS) plans_clear(); /* more shapes than a program repeats: start over */
+    Plan *p = &plans[nplans];
+    *p = *key;
+    cudaDataType_t dt = key->t == COLRT_F32 ? CUDA_R_32F : key->t == COLRT_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    /* column-major problem: m = N, n = M, k = K; first operand B, second A */
+    cublasOperation_t opB = key->transb ? CUBLAS_OP_T : CUBLAS_OP_N, opA = key->transa ? CUBLAS_OP_T : CUBLAS_OP_N;
+    COLRT_CUBLAS(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    COLRT_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opB, sizeof opB));
+    COLRT_CUBLAS(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opA, sizeof opA));
+    int64_t M = key->M, N = key->N, K = key->K;
+    p->lb = key->transb ? layout(dt, K, N, key->ldb, key->sB, key->batch) : layout(dt, N, K, key->ldb, key->sB, key->batch);
+    p->la = key->transa ? layout(dt, M, K, key->lda, key->sA, key->batch) : layout(dt, K, M, key->lda, key->sA, key->batch);
+    p->lc = layout(dt, N, M, key->ldc, key->sC, key->batch);
     cublasLtMatmulPreference_t pref;
     COLRT_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     COLRT_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
                                                       sizeof workspace_bytes));
     cublasLtMatmulHeuristicResult_t heur;
     int found = 0;
-    COLRT_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, desc, lb, la, lc, lc, pref, 1, &heur, &found));
-    if (!found) colrt_die("colrt_gemm: cuBLASLt has no algorithm for M %lld N %lld K %lld", (long long)M, (long long)N, (long long)K);
-    COLRT_CUBLAS(cublasLtMatmul(lt, desc, &alpha, B, lb, A, la, &beta, C, lc, C, lc, &heur.algo, workspace,
-                                workspace_bytes, colrt__cuda_stream(s)));
+    COLRT_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->lb, p->la, p->lc, p->lc, pref, 1, &heur, &found));
     cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(lb);
-    cublasLtMatrixLayoutDestroy(lc);
-    cublasLtMatmulDescDestroy(desc);
+    if (!found) colrt_die("colrt_gemm: cuBLASLt has no algorithm for M %lld N %lld K %lld", (long long)M, (long long)N, (long long)K);
+    p->algo = heur.algo;
+    nplans++;
+    return p;
+}
+
+void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t M, int64_t N, int64_t K, float alpha,
+                const void *A, int64_t lda, int64_t strideA, const void *B, int64_t ldb, int64_t strideB, float beta,
+                void *C, int64_t ldc, int64_t strideC, int64_t batch) {
+    if (t == COLRT_I32) colrt_die("colrt_gemm: dtype I32 is not supported");
+    if (M < 0 || N < 0 || K < 0 || batch < 0) colrt_die("colrt_gemm: negative size");
+    if (M == 0 || N == 0 || batch == 0) return;
+    Plan key = {.t = t, .transa = transa, .transb = transb, .M = M, .N = N, .K = K, .lda = lda, .ldb = ldb, .ldc = ldc,
+                .sA = strideA, .sB = strideB, .sC = strideC, .batch = batch};
+    const Plan *p = plan_for(&key);
+    COLRT_CUBLAS(cublasLtMatmul(lt, p->desc, &alpha, B, p->lb, A, p->la, &beta, C, p->lc, C, p->lc, &p->algo, workspace,
+                                workspace_bytes, colrt__cuda_stream(s)));
 }

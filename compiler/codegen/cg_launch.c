@@ -1,0 +1,465 @@
+/*
+ * cg_launch.c — writes one kernel in its two forms and its launch: the C
+ * function of M_kernels.c (an OpenMP loop over the kernel's points), the
+ * CUDA kernel(s) and host launcher of M_kernels.cu, the call in the
+ * schedule, and, in M_kernels.cu, one audit line per launch
+ * (tests/gpu/launch_audit.sh checks it).
+ *
+ * Forms (cg_internal.h, CgKernel):
+ *   points  one thread per point on CUDA, a loop over the points in C;
+ *   rows    one CUDA block per row (cg_kernel_rows): the body's loops over a
+ *           row's elements, written CG_FOR(j, n), are strided over the block,
+ *           and CG_SUM(v) / CG_MAX(v) make v the row's sum / max through a
+ *           deterministic tree in shared memory; in C they are plain loops
+ *           and no-ops, so the C form is the sequential body;
+ *   passes  up to CG_MAX_PASSES CUDA launches written by the emitter (tiled
+ *           attention, two-pass column reductions), with a workspace past the
+ *           plan's arena; the C form is the emitter's C body.
+ * Identical kernels (same text in both forms) are written once and shared
+ * by every node that launches them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_internal.h"
+
+/* ---- preludes ---------------------------------------------------------------- */
+
+void cg_c_prelude(StrBuf *b) {
+    sb_puts(b, "/* Row kernels' loops and reductions (see M_kernels.cu for the CUDA form):\n"
+               " * sequential here, so a row's sums are in index order, in double. */\n"
+               "#define CG_FOR(j, n) for (int64_t j = 0; j < (n); j++)\n"
+               "#define CG_SUM(v) ((void)0)\n#define CG_MAX(v) ((void)0)\n#define CG_ONE(...) __VA_ARGS__\n"
+               "typedef double cg_acc;\n\n");
+}
+
+void cg_cuda_prelude(StrBuf *b) {
+    sb_puts(b,
+            "/* The compute stream a launcher is given (NULL: the default stream). */\n"
+            "static inline cudaStream_t cg_stream(colrt_stream *s) { return (cudaStream_t)colrt_stream_native(s); }\n\n"
+            "/* Launch checks: in debug builds (no NDEBUG) or with -DCG_CHECK_LAUNCHES every\n"
+            " * launch is checked (cudaGetLastError) and a failure names the kernel and its\n"
+            " * node; -DCG_SYNC_LAUNCHES also waits for each kernel, so an error while it\n"
+            " * runs (an illegal address) is reported with its name too. */\n"
+            "#if !defined(NDEBUG) || defined(CG_CHECK_LAUNCHES) || defined(CG_SYNC_LAUNCHES)\n"
+            "static void cg_check(const char *what) {\n"
+            "    cudaError_t e = cudaGetLastError();\n"
+            "#ifdef CG_SYNC_LAUNCHES\n"
+            "    if (e == cudaSuccess) e = cudaDeviceSynchronize();\n"
+            "#endif\n"
+            "    if (e != cudaSuccess) colrt_die(\"kernel %s failed: %s (%s)\", what, cudaGetErrorString(e), cudaGetErrorName(e));\n"
+            "}\n#define CG_CHECK(what) cg_check(what)\n"
+            "#else\n#define CG_CHECK(what) ((void)0)\n#endif\n\n"
+            "/* -DCG_TIME_KERNELS: every launch is timed with events; at exit a table of\n"
+            " * the kernels' GPU time goes to stderr (runtime calls, GEMMs among them, are\n"
+            " * not in it). */\n"
+            "#ifdef CG_TIME_KERNELS\n"
+            "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+            "typedef struct { const char *name; cudaEvent_t a, b; } cg_tev;\n"
+            "static cg_tev *cg_tevs;\nstatic int cg_ntev, cg_captev;\n"
+            "static int cg_tcmp(const void *x, const void *y) {\n"
+            "    const double *p = (const double *)x, *q = (const double *)y;\n"
+            "    return p[0] < q[0] ? 1 : p[0] > q[0] ? -1 : 0;\n}\n"
+            "static void cg_time_report(void) {\n"
+            "    cudaDeviceSynchronize();\n"
+            "    double *row = (double *)calloc((size_t)cg_ntev * 3 + 3, sizeof(double)); /* ms, count, first index */\n"
+            "    int nk = 0;\n    double all = 0;\n"
+            "    for (int i = 0; i < cg_ntev; i++) {\n"
+            "        float ms = 0;\n        cudaEventElapsedTime(&ms, cg_tevs[i].a, cg_tevs[i].b);\n        all += ms;\n"
+            "        int k = 0;\n"
+            "        while (k < nk && strcmp(cg_tevs[(int)row[3 * k + 2]].name, cg_tevs[i].name)) k++;\n"
+            "        if (k == nk) row[3 * nk++ + 2] = i;\n"
+            "        row[3 * k] += ms;\n        row[3 * k + 1] += 1;\n    }\n"
+            "    qsort(row, (size_t)nk, 3 * sizeof(double), cg_tcmp);\n"
+            "    fprintf(stderr, \"%-44s %8s %12s %10s %7s\\n\", \"kernel (op)\", \"launches\", \"total ms\", \"mean us\", \"share\");\n"
+            "    for (int k = 0; k < nk; k++)\n"
+            "        fprintf(stderr, \"%-44s %8.0f %12.3f %10.1f %6.1f%%\\n\", cg_tevs[(int)row[3 * k + 2]].name, row[3 * k + 1], row[3 * k],\n"
+            "                1e3 * row[3 * k] / row[3 * k + 1], all > 0 ? 100 * row[3 * k] / all : 0.0);\n"
+            "    fprintf(stderr, \"generated kernels: %.3f ms in %d launches\\n\", all, cg_ntev);\n"
+            "    free(row);\n}\n"
+            "static void cg_time_add(const char *name, cudaEvent_t a, cudaEvent_t b) {\n"
+            "    if (cg_ntev == cg_captev) {\n"
+            "        if (!cg_captev) atexit(cg_time_report);\n"
+            "        cg_captev = cg_captev ? 2 * cg_captev : 4096;\n"
+            "        cg_tevs = (cg_tev *)realloc(cg_tevs, sizeof *cg_tevs * (size_t)cg_captev);\n"
+            "        if (!cg_tevs) colrt_die(\"CG_TIME_KERNELS: out of host memory\");\n    }\n"
+            "    cg_tevs[cg_ntev++] = (cg_tev){name, a, b};\n}\n"
+            "#define CG_T0() cudaEvent_t cg_ta, cg_tb; cudaEventCreate(&cg_ta); cudaEventCreate(&cg_tb); cudaEventRecord(cg_ta, cg_stream(cg_s))\n"
+            "#define CG_T1(name) cudaEventRecord(cg_tb, cg_stream(cg_s)); cg_time_add(name, cg_ta, cg_tb)\n"
+            "#else\n#define CG_T0() ((void)0)\n#define CG_T1(name) ((void)0)\n#endif\n\n"
+            "/* Row kernels: a block per row, its threads strided over the row's elements;\n"
+            " * sums and maxima go through a fixed tree (warp shuffles, then the warps'\n"
+            " * partials in order), so results do not depend on timing. f32 accumulation. */\n"
+            "#define CG_FOR(j, n) for (int64_t j = threadIdx.x; j < (n); j += blockDim.x)\n"
+            "#define CG_SUM(v) ((v) = cg_bsum(v))\n#define CG_MAX(v) ((v) = cg_bmax(v))\n"
+            "#define CG_ONE(...) if (threadIdx.x == 0) { __VA_ARGS__ }\n"
+            "typedef float cg_acc;\n"
+            "/* tiled kernels' dynamic shared memory (tests/gpu/emu defines it otherwise) */\n"
+            "#ifndef CG_SHM_DECL\n#define CG_SHM_DECL extern __shared__ float cg_sm[]\n#endif\n"
+            "__device__ __forceinline__ float cg_wsum(float v) {\n"
+            "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+            "    return v;\n}\n"
+            "__device__ __forceinline__ float cg_wmax(float v) {\n"
+            "    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+            "    return v;\n}\n"
+            "/* blockDim.x: a multiple of 32, at most 1024; every thread gets the result. */\n"
+            "__device__ __noinline__ float cg_bsum(float v) {\n"
+            "    __shared__ float sh[32];\n"
+            "    v = cg_wsum(v);\n"
+            "    __syncthreads(); /* the previous reduction's readers are done */\n"
+            "    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;\n"
+            "    __syncthreads();\n"
+            "    float r = 0.f;\n"
+            "    for (int w = 0; w < (int)(blockDim.x >> 5); w++) r += sh[w];\n"
+            "    return r;\n}\n"
+            "__device__ __noinline__ float cg_bmax(float v) {\n"
+            "    __shared__ float sh[32];\n"
+            "    v = cg_wmax(v);\n"
+            "    __syncthreads();\n"
+            "    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;\n"
+            "    __syncthreads();\n"
+            "    float r = -INFINITY;\n"
+            "    for (int w = 0; w < (int)(blockDim.x >> 5); w++) r = fmaxf(r, sh[w]);\n"
+            "    return r;\n}\n\n");
+}
+
+/* ---- the launch audit's numbers ---------------------------------------------------- */
+
+/* The node's parallel extent (points of its iterators that index a result)
+ * and its work (every point of its iteration space), on this rank: scaled
+ * by the first result's local share of its global elements (*share_out).
+ * The audit line also gives the node's FLOPs and bytes (the IR's counts,
+ * scaled the same way) for bench/gpu_estimate. */
+static void node_extent(CgCtx *c, NodeId id, double *par, double *work, double *share_out) {
+    IterSpace is;
+    ir_itspace(c->g, id, &is);
+    bool indexes[IR_MAX_ITERS] = {0};
+    for (int o = 0; o < is.n_out; o++)
+        for (int d = 0; d < is.out_rank[o]; d++)
+            for (int k = 0; k < is.out[o][d].n; k++) indexes[is.out[o][d].it[k]] = true;
+    double p = 1, w = 1;
+    for (int k = 0; k < is.n_iters; k++) {
+        w *= (double)is.iters[k].size;
+        if (indexes[k]) p *= (double)is.iters[k].size;
+    }
+    ValueId out = ir_node(c->g, id)->out[0];
+    double glob = (double)ir_shape_numel(ir_val(c->g, out)->shape);
+    double loc = (double)ir_shape_numel(c->lp->v[out].local);
+    double share = glob > 0 ? loc / glob : 1;
+    if (share > 1) share = 1;
+    *par = p * share;
+    *work = w * share;
+    *share_out = share;
+}
+
+/* ---- writing a kernel ---------------------------------------------------------------- */
+
+static void params(CgCtx *c, StrBuf *b, int nargs, const KArg *args, bool with_stream, bool off, bool work) {
+    if (with_stream) sb_puts(b, "colrt_stream *cg_s");
+    for (int i = 0; i < nargs; i++) {
+        const Value *v = ir_val(c->g, args[i].v);
+        sb_printf(b, "%s%s%s *a%d", i || with_stream ? ", " : "", args[i].out ? "" : "const ", cg_ctype(v->dtype), i);
+    }
+    if (off) sb_puts(b, ", int64_t o0");
+    if (work) sb_puts(b, ", float *cg_w");
+}
+
+static void arg_names(StrBuf *b, int nargs, bool off, bool work) {
+    for (int i = 0; i < nargs; i++) sb_printf(b, "%sa%d", i ? ", " : "", i);
+    if (off) sb_puts(b, ", o0");
+    if (work) sb_puts(b, ", cg_w");
+}
+
+static uint64_t hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Replaces every "@K@" of text by the kernel's name. */
+static void put_named(StrBuf *out, const char *text, const char *name) {
+    for (const char *p = text; *p; p++) {
+        if (p[0] == '@' && p[1] == 'K' && p[2] == '@') {
+            sb_puts(out, name);
+            p += 2;
+        } else {
+            sb_putc(out, *p);
+        }
+    }
+}
+
+int cg_rows_threads(int64_t width) {
+    int t = 32;
+    while (t < 256 && t < width) t *= 2;
+    return t;
+}
+
+void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKernel *k) {
+    const char *what = ir_op(ir_node(c->g, id)->op)->name;
+    const char *res = ir_val(c->g, ir_node(c->g, id)->out[0])->name;
+    bool off = k->off != NULL, work = k->work_bytes > 0;
+    StrBuf sig, dsig, body, kc, kcu;
+    sb_init(&sig);
+    sb_init(&dsig);
+    sb_init(&body);
+    sb_init(&kc);
+    sb_init(&kcu);
+    params(c, &sig, nargs, args, true, off, work);
+    params(c, &dsig, nargs, args, false, off, work);
+
+    /* C: the points in a loop, OpenMP over them when there are many */
+    cg_body(c, &body, nargs, args, k->body);
+    sb_printf(&kc, "void @K@(%s) {\n    (void)cg_s;\n", sb_cstr(&sig));
+    for (int i = 0; i < nargs; i++) sb_printf(&kc, "    (void)a%d;\n", i);
+    if (off) sb_puts(&kc, "    (void)o0;\n");
+    if (work) sb_puts(&kc, "    (void)cg_w;\n");
+    if (*k->prologue) {
+        StrBuf pro;
+        sb_init(&pro);
+        cg_body(c, &pro, nargs, args, k->prologue);
+        sb_printf(&kc, "    %s", sb_cstr(&pro));
+        sb_free(&pro);
+    }
+    if (k->n > 4096) sb_puts(&kc, "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n");
+    sb_printf(&kc, "    for (int64_t i = 0; i < %lld; i++) {\n        %s\n    }\n}\n\n", (long long)k->n, sb_cstr(&body));
+
+    /* CUDA: the passes (a thread per point, a block per row, or the emitter's) */
+    CgPass one[1];
+    const CgPass *ps = k->pass;
+    int np = k->npass;
+    StrBuf rowbody;
+    sb_init(&rowbody);
+    if (np == 0 && k->rows) {
+        sb_printf(&rowbody, "const int64_t i = blockIdx.x;\n    %s{\n        %s\n    }", k->prologue, k->body);
+        one[0] = (CgPass){k->n, cg_rows_threads(k->rows_width), 0, sb_cstr(&rowbody)};
+        ps = one, np = 1;
+    } else if (np == 0) {
+        sb_printf(&rowbody, "const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= %lld) return;\n    %s{\n        %s\n    }",
+                  (long long)k->n, k->prologue, k->body);
+        one[0] = (CgPass){(k->n + 255) / 256, 256, 0, sb_cstr(&rowbody)};
+        ps = one, np = 1;
+    }
+    int64_t threads = 0;
+    for (int p = 0; p < np; p++) {
+        StrBuf pb;
+        sb_init(&pb);
+        cg_body(c, &pb, nargs, args, ps[p].body);
+        sb_printf(&kcu, "__global__ static void __launch_bounds__(%d) @K@_p%d(%s) {\n", ps[p].threads, p, sb_cstr(&dsig));
+        for (int i = 0; i < nargs; i++) sb_printf(&kcu, "    (void)a%d;\n", i);
+        if (off) sb_puts(&kcu, "    (void)o0;\n");
+        if (work) sb_puts(&kcu, "    (void)cg_w;\n");
+        sb_printf(&kcu, "    %s\n}\n", sb_cstr(&pb));
+        sb_free(&pb);
+        if (ps[p].blocks * ps[p].threads > threads) threads = ps[p].blocks * ps[p].threads;
+    }
+    sb_printf(&kcu, "extern \"C\" void @K@(%s) {\n", sb_cstr(&sig));
+    for (int p = 0; p < np; p++) {
+        if (ps[p].shm > 48 * 1024) /* dynamic shared memory past the default 48 KB: opt in once */
+            sb_printf(&kcu, "    static int attr%d;\n    if (!attr%d) {\n"
+                            "        cudaFuncSetAttribute(@K@_p%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %lld);\n"
+                            "        attr%d = 1;\n    }\n",
+                      p, p, p, (long long)ps[p].shm, p);
+        if (ps[p].blocks <= 0) continue;
+        sb_printf(&kcu, "    {\n    CG_T0();\n    @K@_p%d<<<%lld, %d, %lld, cg_stream(cg_s)>>>(", p, (long long)ps[p].blocks,
+                  ps[p].threads, (long long)ps[p].shm);
+        arg_names(&kcu, nargs, off, work);
+        sb_printf(&kcu, ");\n    CG_CHECK(\"@K@_p%d (%s)\");\n    CG_T1(\"@K@_p%d (%s)\");\n    }\n", p, what, p, what);
+    }
+    sb_puts(&kcu, "}\n\n");
+    sb_free(&rowbody);
+
+    /* the same kernel written before: share it */
+    StrBuf both;
+    sb_init(&both);
+    sb_printf(&both, "%s\n%s", sb_cstr(&kc), sb_cstr(&kcu));
+    uint64_t h = hash(sb_cstr(&both));
+    int kid = -1;
+    for (int q = 0; q < c->n_uniq && kid < 0; q++)
+        if (c->uniq_hash[q] == h && !strcmp(sb_cstr(&c->uniq_text[q]), sb_cstr(&both))) kid = c->uniq_kid[q];
+    char name[256];
+    if (kid < 0) {
+        kid = c->n_kernels++;
+        snprintf(name, sizeof name, "%s_k%d", c->prefix, kid);
+        if (c->n_uniq == c->cap_uniq) {
+            c->cap_uniq = c->cap_uniq ? 2 * c->cap_uniq : 64;
+            c->uniq_hash = realloc(c->uniq_hash, sizeof *c->uniq_hash * (size_t)c->cap_uniq);
+            c->uniq_kid = realloc(c->uniq_kid, sizeof *c->uniq_kid * (size_t)c->cap_uniq);
+            c->uniq_text = realloc(c->uniq_text, sizeof *c->uniq_text * (size_t)c->cap_uniq);
+            if (!c->uniq_hash || !c->uniq_kid || !c->uniq_text) {
+                fprintf(stderr, "colossal-compile: out of memory\n");
+                exit(1);
+            }
+        }
+        c->uniq_hash[c->n_uniq] = h;
+        c->uniq_kid[c->n_uniq] = kid;
+        c->uniq_text[c->n_uniq] = both;
+        c->n_uniq++;
+        sb_init(&both);
+        StrBuf sg;
+        sb_init(&sg);
+        put_named(&sg, sb_cstr(&sig), name);
+        sb_printf(&c->proto, "void %s(%s);\n", name, sb_cstr(&sg));
+        sb_free(&sg);
+        sb_printf(&c->kc, "/* %s -> %%%s */\n", what, res);
+        put_named(&c->kc, sb_cstr(&kc), name);
+        sb_printf(&c->kcu, "/* %s -> %%%s */\n", what, res);
+        put_named(&c->kcu, sb_cstr(&kcu), name);
+    } else {
+        snprintf(name, sizeof name, "%s_k%d", c->prefix, kid);
+    }
+    sb_free(&both);
+    if (k->work_bytes > c->work_bytes) c->work_bytes = k->work_bytes;
+
+    /* the audit line: this launch's threads beside the node's extent */
+    double par, wk, share = 1;
+    node_extent(c, id, &par, &wk, &share);
+    sb_printf(&c->kcu,
+              "/* cg-audit kernel=%s node=%d emit=%d op=%s value=%%%s parallel=%.0f work=%.0f threads=%lld fill=%d "
+              "flops=%.0f bytes=%.0f */\n",
+              name, (int)id, c->emit_serial, what, res, par, wk, (long long)threads, CG_FILL_THREADS,
+              ir_node_flops(c->g, id) * share, ir_node_bytes(c->g, id) * share);
+
+    /* the launch */
+    sb_printf(c->sched, "    %s(NULL", name);
+    for (int i = 0; i < nargs; i++) {
+        sb_puts(c->sched, ", ");
+        cg_ptr(c, c->sched, args[i].v);
+        if (args[i].zshift) sb_printf(c->sched, " + M->zrank * %lld", (long long)args[i].zshift);
+    }
+    if (off) sb_printf(c->sched, ", (int64_t)(%s)", k->off);
+    if (work) sb_printf(c->sched, ", CG_F(%lld)", (long long)cg_work_off(c));
+    sb_puts(c->sched, ");\n");
+    sb_free(&sig);
+    sb_free(&dsig);
+    sb_free(&body);
+    sb_free(&kc);
+    sb_free(&kcu);
+}
+
+int64_t cg_work_off(const CgCtx *c) { return c->scratch_off + 256; }
+
+void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue, const char *body) {
+    cg_kernel_off(c, id, nargs, args, n, prologue, body, NULL);
+}
+
+void cg_kernel_off(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue,
+                   const char *body, const char *off) {
+    CgKernel k = {.n = n, .prologue = prologue, .body = body, .off = off};
+    cg_kernel_ex(c, id, nargs, args, &k);
+}
+
+void cg_kernel_rows(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t rows, int64_t width,
+                    const char *body, const char *off) {
+    CgKernel k = {.n = rows, .prologue = "", .body = body, .off = off, .rows = true, .rows_width = width};
+    cg_kernel_ex(c, id, nargs, args, &k);
+}
+
+void cg_launch_free(CgCtx *c) {
+    for (int q = 0; q < c->n_uniq; q++) sb_free(&c->uniq_text[q]);
+    free(c->uniq_hash);
+    free(c->uniq_kid);
+    free(c->uniq_text);
+    c->uniq_hash = NULL, c->uniq_kid = NULL, c->uniq_text = NULL;
+    c->n_uniq = c->cap_uniq = 0;
+}
+
+/* ---- parameter initialization --------------------------------------------------- */
+
+/* The counter-based generator (a value per (seed, tensor, element, k), so
+ * every rank's shard holds the single-device values whatever the plan) and
+ * M_init_fill, which fills a leaf's local shard in its dtype: an OpenMP
+ * loop in C, a grid-stride kernel in CUDA (the same double arithmetic, so
+ * the same values up to the last bit of CUDA's double log/cos, about one
+ * float in 2^29 rounded the other way). */
+static const char *init_text =
+    "/* Counter-based generator: a value per (seed, tensor, element, k). */\n"
+    "static inline CG_HD uint64_t cg_mix(uint64_t z) {\n"
+    "    z += 0x9e3779b97f4a7c15ull;\n"
+    "    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;\n"
+    "    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;\n"
+    "    return z ^ (z >> 31);\n}\n"
+    "static inline CG_HD double cg_unit(uint64_t seed, uint64_t key, uint64_t idx, uint64_t k) {\n"
+    "    uint64_t h = cg_mix(seed ^ cg_mix(key ^ cg_mix(2 * idx + k)));\n"
+    "    return ((double)(h >> 11) + 0.5) / 9007199254740992.0;\n}\n"
+    "/* element i of the local shard: its value (0 zeros, 1 ones, 2 normal(a), 3 uniform[a,b)) */\n"
+    "static inline CG_HD float cg_init_value(const cg_init_args *p, int64_t i) {\n"
+    "    int64_t r = i, gi = 0, gs = 1;\n"
+    "    for (int d = p->ndim - 1; d >= 0; d--) {\n"
+    "        gi += (p->start[d] + r % p->local[d]) * gs;\n"
+    "        r /= p->local[d];\n"
+    "        gs *= p->global[d];\n"
+    "    }\n"
+    "    double x = 0;\n"
+    "    if (p->init == 1) x = 1;\n"
+    "    else if (p->init == 2) {\n"
+    "        double u1 = cg_unit(p->seed, p->key, (uint64_t)gi, 0), u2 = cg_unit(p->seed, p->key, (uint64_t)gi, 1);\n"
+    "        x = p->a * sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);\n"
+    "    } else if (p->init == 3) {\n"
+    "        x = p->a + (p->b - p->a) * cg_unit(p->seed, p->key, (uint64_t)gi, 0);\n"
+    "    }\n"
+    "    return (float)x;\n}\n"
+    "static inline CG_HD void cg_init_store(const cg_init_args *p, void *dst, int64_t i) {\n"
+    "    const float v = cg_init_value(p, i);\n"
+    "@HALF@"
+    "    ((float *)dst)[i] = v;\n}\n";
+
+void cg_init_kernels(CgCtx *c) {
+    const char *px = c->prefix;
+    bool bf = false, f16 = false;
+    for (ValueId v = 0; v < c->g->n_values; v++) {
+        bf |= ir_val(c->g, v)->dtype == DT_BF16;
+        f16 |= ir_val(c->g, v)->dtype == DT_F16;
+    }
+    StrBuf half, t;
+    sb_init(&half);
+    sb_init(&t);
+    if (bf) sb_puts(&half, "    if (p->dtype == COLRT_BF16) { ((uint16_t *)dst)[i] = cg_f32_bf16(v); return; }\n");
+    if (f16) sb_puts(&half, "    if (p->dtype == COLRT_F16) { ((uint16_t *)dst)[i] = cg_f32_f16(v); return; }\n");
+    for (const char *p = init_text; *p; p++) {
+        if (!strncmp(p, "@HALF@", 6)) {
+            sb_puts(&t, sb_cstr(&half));
+            p += 5;
+        } else {
+            sb_putc(&t, *p);
+        }
+    }
+    const char *args = "typedef struct cg_init_args {\n"
+                       "    int ndim, init, dtype;\n    int64_t start[8], local[8], global[8];\n"
+                       "    double a, b;\n    uint64_t key, seed;\n} cg_init_args;\n";
+    sb_printf(&c->proto,
+              "/* Fills n elements of a leaf's local shard at dst (a device pointer) with its\n"
+              " * initial values, in its dtype (M_kernels.c / M_kernels.cu). */\n%s"
+              "void %s_init_fill(colrt_stream *cg_s, void *dst, int64_t n, const cg_init_args *p);\n",
+              args, px);
+    sb_printf(&c->kc, "#define CG_HD\n%s"
+                      "void %s_init_fill(colrt_stream *cg_s, void *dst, int64_t n, const cg_init_args *p) {\n"
+                      "    (void)cg_s;\n"
+                      "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n"
+                      "    for (int64_t i = 0; i < n; i++) cg_init_store(p, dst, i);\n}\n\n",
+              sb_cstr(&t), px);
+    sb_printf(&c->kcu, "%s#define CG_HD __host__ __device__\n%s"
+                       "__global__ static void __launch_bounds__(256) %s_init_dev(void *dst, int64_t n, cg_init_args p) {\n"
+                       "    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)\n"
+                       "        cg_init_store(&p, dst, i);\n}\n"
+                       "extern \"C\" void %s_init_fill(colrt_stream *cg_s, void *dst, int64_t n, const cg_init_args *p) {\n"
+                       "    if (n <= 0) return;\n"
+                       "    int64_t blocks = (n + 255) / 256;\n"
+                       "    if (blocks > 65536) blocks = 65536;\n"
+                       "    {\n    CG_T0();\n"
+                       "    %s_init_dev<<<blocks, 256, 0, cg_stream(cg_s)>>>(dst, n, *p);\n"
+                       "    CG_CHECK(\"%s_init_dev (parameter initialization)\");\n"
+                       "    CG_T1(\"%s_init_dev (parameter initialization)\");\n    }\n}\n\n",
+              args, sb_cstr(&t), px, px, px, px, px);
+    sb_free(&half);
+    sb_free(&t);
+}
+
+double cg_plan_step_s(const char *plan_json) {
+    if (!plan_json) return 0;
+    const char *p = strstr(plan_json, "\"step_time_s\"");
+    if (!p) return 0;
+    p = strchr(p, ':');
+    double s = p ? strtod(p + 1, NULL) : 0;
+    return s > 0 && s < 1e9 ? s : 0;
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# build_there.sh OUT — run from a bundle (tests/gpu/bundle.sh) on the GPU
+# machine: compiles the CUDA runtime against the one-rank MPI and the
+# bundle's cJSON, the drivers and the generated programs, with this
+# machine's nvcc, cuBLASLt and NCCL (CUDA_HOME, or PyTorch's nvidia/*
+# wheels, found through python3). Binaries in OUT.
+set -euo pipefail
+B=$(cd "$(dirname "$0")" && pwd)
+OUT=$1
+mkdir -p "$OUT"
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$NVCC")")}
+# cuBLASLt and NCCL: the toolkit's, else PyTorch's wheels
+inc=(-I"$CUDA_HOME/include") libs=(-L"$CUDA_HOME/lib64")
+py=$(python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null || true)
+if [ -n "$py" ]; then
+  for d in "$py"/*/; do
+    [ -d "$d/include" ] && inc+=(-I"$d/include")
+    [ -d "$d/lib" ] && libs+=(-L"$d/lib" -Wl,-rpath,"$d/lib")
+  done
+fi
+# the wheels ship libX.so.N only: link against those names
+for l in cublasLt nccl cudart; do
+  f=$(for d in "${libs[@]}"; do [ "${d#-L}" != "$d" ] && ls "${d#-L}"/lib$l.so* 2>/dev/null; done | head -1 || true)
+  [ -n "$f" ] || { echo "build_there.sh: lib$l not found (CUDA_HOME=$CUDA_HOME, PyTorch wheels: ${py:-none})"; exit 1; }
+  [ -e "$OUT/lib$l.so" ] || ln -sf "$f" "$OUT/lib$l.so"
+done
+arch=${CUDA_ARCH:-90}
+common=(-I"$B/src/include" -I"$B/src/mpi1" -I"$B/lib" "${inc[@]}")
+objs=()
+for f in "$B"/src/runtime/common/*.c "$B"/src/runtime/cuda/*.c "$B/src/mpi1/mpi1.c"; do
+  o="$OUT/$(basename "$(dirname "$f")")_$(basename "$f" .c).o"
+  gcc -std=c17 -O2 -D_GNU_SOURCE "${common[@]}" -c "$f" -o "$o"
+  objs+=("$o")
+done
+"$NVCC" -O3 -arch=sm_$arch "${common[@]}" -c "$B/src/runtime/cuda/kernels.cu" -o "$OUT/kernels_cu.o"
+objs+=("$OUT/kernels_cu.o")
+ar rcs "$OUT/libcolrt_cuda1.a" "${objs[@]}"
+link=("$OUT/libcolrt_cuda1.a" -L"$OUT" -Wl,-rpath,"$B/lib" -L"$B/lib" "${libs[@]}" -lcublasLt -lnccl -lcjson -l:libz.so.1 -lcudart -lm -lpthread -ldl -lstdc++)
+gcc -std=c17 -O2 "${common[@]}" -c "$B/src/tests/gpu/kernel_dump.c" -o "$OUT/kernel_dump.o"
+g++ "$OUT/kernel_dump.o" "${link[@]}" -o "$OUT/kernel_dump_cuda"
+gcc -O2 "$B/src/tests/gpu/compare_dumps.c" -lm -o "$OUT/compare_dumps"
+for m in tiny_f32 tiny_bf16 g124m; do
+  g=$B/gen/$m
+  "$NVCC" -O3 -arch=sm_$arch "${common[@]}" -DCG_CHECK_LAUNCHES -c "$g/gpt2_kernels.cu" -o "$OUT/${m}_kernels.o"
+  gcc -std=c17 -O2 "${common[@]}" -I"$g" -DCG_MODEL=gpt2 -DCG_HEADER=gpt2.h -c "$B/src/train.c" -o "$OUT/${m}_train.o"
+  gcc -std=c17 -O2 "${common[@]}" -I"$g" -c "$g/gpt2.c" -o "$OUT/${m}_sched.o"
+  g++ "$OUT/${m}_train.o" "$OUT/${m}_sched.o" "$OUT/${m}_kernels.o" "${link[@]}" -o "$OUT/train_$m"
+done
+# GPT-2 124M again with every generated launch timed (-DCG_TIME_KERNELS)
+"$NVCC" -O3 -arch=sm_$arch "${common[@]}" -DCG_TIME_KERNELS -c "$B/gen/g124m/gpt2_kernels.cu" -o "$OUT/g124m_timed_kernels.o"
+g++ "$OUT/g124m_train.o" "$OUT/g124m_sched.o" "$OUT/g124m_timed_kernels.o" "${link[@]}" -o "$OUT/train_g124m_timed"
+echo "build_there.sh: built in $OUT"
