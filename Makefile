@@ -1,5 +1,7 @@
 # Thin wrapper over CMake: `make demo` runs the main job, `make test` the test suite.
 # Both install the Debian packages the project needs first (scripts/install-deps.sh).
+# `make build` builds what users run (compiler, runtime, drivers, examples); `make test`
+# also builds the tests and the benchmarks (the target colossal_tests), then runs ctest.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
@@ -18,12 +20,13 @@ demo: build
 	scripts/demo.sh $(BUILD)
 
 test: build
+	cmake --build $(BUILD) -j$(JOBS) --target colossal_tests
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCOLOSSAL_SANITIZE=ON -DCOLOSSAL_CUDA=OFF >/dev/null
-	cmake --build build-asan -j$(JOBS)
+	cmake --build build-asan -j$(JOBS) --target all colossal_tests
 	ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
 # libFuzzer targets (tests/fuzz: every parser of outside data), each run for FUZZ_SECONDS/2.

@@ -4,7 +4,8 @@
 #   colossal_generate(TARGET model.c
 #                     [MODEL name]        # MODEL(name) in the file (default: the file's stem)
 #                     [BATCH n]           # global batch (--batch)
-#                     [CLUSTER c]         # preset or FILE.json (--cluster; default h100:1x1)
+#                     [CLUSTER c]         # preset or FILE.json (--cluster; default: cpu for
+#                                         #  TARGETS cpu, h100:1x1 for cuda)
 #                     [MEM m]             # per-device memory limit (--mem)
 #                     [TARGETS cpu|cuda]  # the backend this target links (default cpu)
 #                     [OUTPUT_DIR dir]    # default <binary dir>/colossal/<target>
@@ -16,7 +17,10 @@
 # directory holding <name>.h to its include path, and links the matching
 # runtime (Colossal::colrt_cpu or Colossal::colrt_cuda); for cuda, the target's
 # CUDA_ARCHITECTURES become 80;90 (A100, H100/H200; COLOSSAL_CUDA_ARCHITECTURES
-# changes that) unless the target sets its own. Sets
+# changes that) unless the target sets its own. The generated sources are
+# compiled with -O2 when the project sets no build type (CMake's default
+# compiles without optimization, and generated kernels are hot loops); a build
+# type the project chooses (Debug, Release, ...) is left alone. Sets
 # <TARGET>_COLOSSAL_DIR in the caller's scope to the output directory.
 # Works in the colossal source tree (examples/) and from an installed
 # package (find_package(Colossal)); see docs/cmake.md.
@@ -55,8 +59,9 @@ function(colossal_generate target model_file)
   endif()
   if(CG_TARGETS STREQUAL "cuda")
     if(NOT TARGET Colossal::colrt_cuda)
-      message(FATAL_ERROR "colossal_generate(${target}): TARGETS cuda, but this Colossal was built without "
-                          "colrt_cuda (no nvcc when it was built)")
+      message(FATAL_ERROR "colossal_generate(${target}): TARGETS cuda, but Colossal::colrt_cuda is not "
+                          "defined: this Colossal was built without nvcc, or this machine has no CUDA toolkit "
+                          "(find_package(Colossal REQUIRED COMPONENTS cuda) says which)")
     endif()
     set(kernels "${CG_MODEL}_kernels.cu")
     set(runtime Colossal::colrt_cuda)
@@ -75,9 +80,14 @@ function(colossal_generate target model_file)
   if(CG_BATCH)
     list(APPEND args --batch ${CG_BATCH})
   endif()
-  if(CG_CLUSTER)
-    list(APPEND args --cluster ${CG_CLUSTER})
+  if(NOT CG_CLUSTER) # plan for the machine the program runs on
+    if(CG_TARGETS STREQUAL "cpu")
+      set(CG_CLUSTER cpu)
+    else()
+      set(CG_CLUSTER h100:1x1)
+    endif()
   endif()
+  list(APPEND args --cluster ${CG_CLUSTER})
   if(CG_MEM)
     list(APPEND args --mem ${CG_MEM})
   endif()
@@ -99,6 +109,10 @@ function(colossal_generate target model_file)
     COMMENT "colossal-compile ${CG_MODEL} (${target}, ${CG_TARGETS})"
     VERBATIM)
   target_sources(${target} PRIVATE ${outputs})
+  if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+    set_source_files_properties("${CG_OUTPUT_DIR}/${CG_MODEL}.c" "${CG_OUTPUT_DIR}/${kernels}"
+      TARGET_DIRECTORY ${target} PROPERTIES COMPILE_OPTIONS "-O2")
+  endif()
   target_include_directories(${target} PRIVATE "${CG_OUTPUT_DIR}")
   target_link_libraries(${target} PRIVATE ${runtime})
   if(CG_TARGETS STREQUAL "cuda")

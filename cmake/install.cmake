@@ -1,11 +1,15 @@
 # install.cmake — what `cmake --install BUILD --prefix P` puts in P:
 #   bin/colossal-compile
-#   include/colossal/{colrt.h,model.h}
-#   lib/libcolrt_cpu.a (and lib/libcolrt_cuda.a when CUDA was built)
+#   include/colossal/{colrt.h,model.h,hf.h}, include/colossal/train/ (the drivers' headers)
+#   lib/libcolrt_cpu.a, lib/libcolossal_hf.a (and lib/libcolrt_cuda.a when CUDA was built)
 #   lib/cmake/Colossal/ (find_package(Colossal): targets, colossal_generate)
 #   lib/pkgconfig/colossal-cpu.pc (and colossal-cuda.pc)
+#   share/colossal/examples/{gpt2,llama}/ (model, driver, CMakeLists.txt: examples/CMakeLists.txt)
 # The targets install themselves into the export set ColossalTargets
-# (compiler/CMakeLists.txt, runtime/CMakeLists.txt); this file adds the rest.
+# (compiler/CMakeLists.txt, runtime/CMakeLists.txt, tools/, examples/), except
+# colrt_cuda: ColossalCudaTargets, the package's optional `cuda` component, so
+# that a consumer without the CUDA toolkit still finds the rest. This file adds
+# the rest.
 include(CMakePackageConfigHelpers)
 
 set(COLOSSAL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Colossal)
@@ -16,6 +20,9 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/colossal DESTINATION ${CMAKE_INS
         FILES_MATCHING PATTERN "*.h")
 if(TARGET colrt_cpu)
   install(EXPORT ColossalTargets NAMESPACE Colossal:: DESTINATION ${COLOSSAL_CMAKE_DIR})
+endif()
+if(TARGET colrt_cuda)
+  install(EXPORT ColossalCudaTargets NAMESPACE Colossal:: DESTINATION ${COLOSSAL_CMAKE_DIR})
 endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ColossalConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/ColossalConfig.cmake

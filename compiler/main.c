@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,7 +60,19 @@ static Graph *load_ir(const CliOptions *o) {
 static Graph *load(const CliOptions *o) {
     if (ends_with(o->input, ".cir")) return load_ir(o);
     if (ends_with(o->input, ".c")) {
-        FeOptions fo = {.model = o->model, .batch = o->batch,
+        /* --batch is the global batch; a generated program (a training graph)
+         * runs it as --micro-batches equal micro-batches: BATCH is one */
+        int64_t batch = o->batch, micro = o->micro_batches > 1 ? o->micro_batches : 1;
+        bool training = o->graph == GRAPH_TRAINING || o->emit == EMIT_CODE || o->emit == EMIT_ALL;
+        if (batch && training && micro > 1) {
+            if (batch % micro) {
+                diag_plain("give a --batch that --micro-batches divides (each micro-batch is batch / micro-batches rows)",
+                           "--batch %lld is not a multiple of --micro-batches %lld", (long long)batch, (long long)micro);
+                return NULL;
+            }
+            batch /= micro;
+        }
+        FeOptions fo = {.model = o->model, .batch = batch,
                         .n_defines = o->n_defines, .defines = o->defines,
                         .n_includes = o->n_includes, .includes = o->includes};
         return fe_load(o->input, &fo);
@@ -108,10 +121,20 @@ static void print_summary(FILE *f, const Graph *g) {
     cli_fmt_count(np, sizeof np, s.n_params);
     cli_fmt_bytes(pb, sizeof pb, (double)s.param_bytes);
     cli_fmt_flops(ff, sizeof ff, s.fwd_flops);
-    fprintf(f, "model %s: %d nodes, %d values", g->name, s.n_nodes, s.n_values);
+    /* what the counts count: the graph compiled (forward only, or with the
+     * backward and the update) and the parameters in their stored dtype */
+    bool training = s.total_flops != s.fwd_flops;
+    const char *pdt = "f32";
+    for (ValueId v = 0; v < g->n_values; v++)
+        if (ir_val(g, v)->role == ROLE_PARAM) {
+            pdt = ir_dtype_name(ir_val(g, v)->dtype);
+            break;
+        }
+    fprintf(f, "model %s: %s graph of %d nodes, %d values", g->name,
+            training ? "training (forward, backward, update)" : "forward", s.n_nodes, s.n_values);
     for (int i = 0; i < g->n_blocks; i++)
         fprintf(f, "%s%s x%d", i ? ", " : "; blocks ", g->blocks[i].name, g->blocks[i].n_instances);
-    fprintf(f, "\n  parameters:    %s (%s)\n", np, pb);
+    fprintf(f, "\n  parameters:    %s (%s in %s)\n", np, pb, pdt);
     fprintf(f, "  forward FLOPs: %s per step\n", ff);
     if (s.total_flops != s.fwd_flops) {
         cli_fmt_flops(ff, sizeof ff, s.total_flops);
@@ -279,7 +302,8 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     shard_mesh_print(&mb, &r->mesh);
     snprintf(desc, sizeof desc, "%s on mesh %s", r->chosen, sb_cstr(&mb));
     CgOptions co = {.source = o->input, .plan_desc = desc, .mesh_axes = r->mesh.n_axes,
-                    .cpu = strcmp(o->target, "cuda") != 0, .cuda = strcmp(o->target, "cpu") != 0};
+                    .cpu = strcmp(o->target, "cuda") != 0, .cuda = strcmp(o->target, "cpu") != 0,
+                    .peak_flops = r->cl.peak_flops[r->cm.dtype]};
     for (int a = 0; a < r->mesh.n_axes && a < 3; a++) co.mesh[a] = r->mesh.size[a];
     bool ok = cg_emit(g, lp, &co, pj2 ? pj2 : pj, dir);
     if (ok && o->emit == EMIT_ALL) ok = write_report(dir, g->name);
@@ -304,6 +328,41 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     lower_free(lp);
     plan_free(r);
     return ok ? EXIT_OK : EXIT_USER;
+}
+
+/* The output directory of --emit plan|report|code|all (-o, default "."),
+ * made with its parents and checked writable before solving: a bad -o is
+ * found in milliseconds, not after the solver's minutes. */
+static bool prepare_output_dir(const char *dir) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        diag_plain("give a shorter path", "-o '%s': the path is too long", dir);
+        return false;
+    }
+    for (char *p = path + 1;; p++) { /* mkdir -p: each parent, then the directory */
+        bool last = !*p;
+        if (*p != '/' && !last) continue;
+        *p = 0;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            diag_plain("check the path and the permissions of its parent", "cannot create the output directory '%s': %s",
+                       path, strerror(errno));
+            return false;
+        }
+        if (last) break;
+        *p = '/';
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        diag_plain("-o names a directory for --emit plan, report, code and all (a file only for --emit ir)",
+                   "-o '%s' is not a directory", dir);
+        return false;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        diag_plain("choose a directory you can write", "cannot write into the output directory '%s': %s", dir,
+                   strerror(errno));
+        return false;
+    }
+    return true;
 }
 
 /* The planner: sharding, recompute and ZeRO (solver/), written to OUT/<model>.plan.json. */
@@ -387,6 +446,10 @@ int main(int argc, char **argv) {
     }
 
     int rc = EXIT_OK;
+    if (o.emit != EMIT_IR && o.emit != EMIT_SUMMARY && !prepare_output_dir(o.output ? o.output : ".")) {
+        ir_graph_free(g);
+        return EXIT_USER;
+    }
     bool ir_to_stdout = o.emit == EMIT_IR && (!o.output || !strcmp(o.output, "-"));
     if (o.emit == EMIT_IR) rc = emit_ir(&o, g);
     if (o.emit == EMIT_PLAN || o.emit == EMIT_REPORT) rc = run_planner(&o, g);

@@ -162,6 +162,26 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
     ir_free(cms);
 }
 
+/* The fewest micro-batches (a divisor of the global batch, more than now)
+ * whose activations fit beside the smallest plan's parameters, gradients and
+ * optimizer state under limit: activations scale as 1/micro-batches. 0 if
+ * none does. */
+static int micro_batches_that_fit(const Graph *g, const PlanOptions *o, const IlpPrice *p, double limit) {
+    int64_t rows = 0;
+    bool accumulates = false; /* a training graph of one micro-batch */
+    for (ValueId v = 0; v < g->n_values && !rows; v++)
+        if (ir_val(g, v)->role == ROLE_INPUT && ir_val(g, v)->shape.rank > 0) rows = ir_val(g, v)->shape.d[0];
+    for (NodeId id = 0; id < g->n_nodes; id++) accumulates |= ir_node(g, id)->op == OP_GRAD_ACCUM;
+    int now = o->micro_batches > 1 ? o->micro_batches : 1;
+    int64_t batch = rows * (accumulates ? now : 1);
+    double room = limit - p->mem_params, acts = p->mem_acts + p->mem_transient;
+    if (room <= 0 || acts <= 0 || batch <= 1) return 0;
+    double need = ceil(now * acts / room);
+    for (int64_t k = now + 1; k <= batch && k <= (1 << 20); k++)
+        if (k >= need && batch % k == 0) return (int)k;
+    return 0;
+}
+
 PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
     ShardCluster cl;
     StrBuf err, hint;
@@ -265,16 +285,23 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
             : fix.recompute >= 0 && fix.recompute != RC_FULL
                 ? "allow recompute (--recompute auto), or use a smaller --batch"
                 : "use a smaller --batch or more --micro-batches, or more devices";
+        char mbhint[256];
+        int mb = micro_batches_that_fit(g, o, &min_price, limit);
+        if (mb > 0) { /* the knob that fits without more devices, said first */
+            snprintf(mbhint, sizeof mbhint, "--micro-batches %d should fit (the activations of batch/%d rows at a time); or %s",
+                     mb, mb, fixhint);
+            fixhint = mbhint;
+        }
         diag_plain(fixhint,
                    "no plan fits in %s per device: the smallest that fits is %s, dominated by %s "
                    "(parameters/gradients/optimizer %s, activations %s, transient %s)",
                    lim, mn, dom, pa, ac, tr);
         return NULL;
     }
-    if (o->batch && o->batch != best->batch)
+    if (o->batch && o->batch != best->prob->global_batch)
         diag_warning((SrcLoc){0}, "the batch is set where the model is built (BATCH for a .c model)",
                      "--batch %lld differs from the model's batch %lld; planning for %lld",
-                     (long long)o->batch, (long long)best->batch, (long long)best->batch);
+                     (long long)o->batch, (long long)best->prob->global_batch, (long long)best->prob->global_batch);
     best->meshes_tried = nm;
     best->solve_s = solve_s;
     if (o->sweep_points > 0) plan_sweep(g, o, &cl, meshes, nm, dt, limit, &fix, best);
@@ -343,7 +370,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
         cJSON_AddNumberToObject(ax, "beta_s_per_byte", r->mesh.beta[a]);
         cJSON_AddItemToArray(axes, ax);
     }
-    cJSON_AddNumberToObject(root, "batch", (double)r->batch);
+    cJSON_AddNumberToObject(root, "batch", (double)r->prob->global_batch); /* rows per step */
     cJSON_AddNumberToObject(root, "micro_batches", p->opt.micro_batches);
     cJSON_AddStringToObject(root, "dtype", ir_dtype_name(r->cm.dtype));
     cJSON_AddStringToObject(root, "chosen_by", r->chosen);

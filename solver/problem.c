@@ -363,7 +363,9 @@ static void build_strats(Builder *b, IlpGroup *gr) {
     const CostModel *cm = b->cm;
     IlpMember *ld = &gr->members[0];
     gr->strats = ir_alloc(sizeof *gr->strats * (size_t)(ld->n_st ? ld->n_st : 1));
-    double div = b->p->opt.micro_batches > 1 ? b->p->opt.micro_batches : 1;
+    /* a graph of the whole batch holds one micro-batch's activations at a
+     * time; a graph of one micro-batch holds its own */
+    double div = b->p->global_batch == b->p->batch ? b->p->opt.micro_batches : 1;
     for (int s = 0; s < ld->n_st; s++) {
         IlpStrat *S = &gr->strats[gr->n_strats++];
         S->leader_st = s;
@@ -478,6 +480,9 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     for (int v = 0; v < g->n_values; v++)
         if (g->values[v].role == ROLE_INPUT && g->values[v].shape.rank > 0 && !p->batch)
             p->batch = g->values[v].shape.d[0];
+    bool accumulates = false; /* a training graph of one micro-batch (--emit code) */
+    for (NodeId id = 0; id < g->n_nodes; id++) accumulates |= g->nodes[id].op == OP_GRAD_ACCUM;
+    p->global_batch = p->batch * (accumulates ? p->opt.micro_batches : 1);
     Builder b = {.p = p, .g = g, .cm = cm, .train = train};
     for (int v = 0; v < g->n_values; v++)
         b.n_trust += g->values[v].role == ROLE_PARAM && !ad_name_matches(train->no_trust, g->values[v].name);

@@ -73,7 +73,9 @@ typedef struct IlpBlock {
 
 typedef struct IlpOptions {
     bool tie;                   /* tie repeated blocks (default true) */
-    int micro_batches;          /* activations are divided by this (>= 1) */
+    int micro_batches;          /* gradient accumulation steps (>= 1): a graph of the whole
+                                 * batch has its activations divided by this; a training
+                                 * graph that accumulates is one micro-batch already */
     bool lowerable;             /* only strategies the lowering can generate: none
                                  * splitting a kernel_whole iterator (ops.h) */
     const AdOptions *train;     /* the optimizer (its state, step traffic, trust-ratio
@@ -94,7 +96,8 @@ typedef struct IlpProblem {
     int *member_of_node;        /* node -> member index in its group */
     int n_layers;               /* parameter-group instances (gradient buckets) */
     double param_bytes, grad_bytes, opt_bytes; /* per parameter element */
-    int64_t batch;
+    int64_t batch;              /* the graph's inputs' leading dim */
+    int64_t global_batch;       /* rows per step: batch x micro-batches when the graph is one */
 } IlpProblem;
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);

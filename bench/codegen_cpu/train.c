@@ -79,8 +79,8 @@ int main(int argc, char **argv) {
     }
     CG_FN(statistics) st = CG_FN(stats)(m);
     if (colrt_rank() == 0)
-        printf("%d ranks, arena %.1f MB per rank (lower bound %.1f MB), %.3f s per step (mean of %d)\n",
-               colrt_world(), st.arena_bytes / 1e6, st.lower_bound_bytes / 1e6, steps ? timed / steps : 0.0,
+        printf("%d rank%s, arena %.1f MB per rank (lower bound %.1f MB), %.3f s per step (mean of %d)\n",
+               colrt_world(), colrt_world() == 1 ? "" : "s", st.arena_bytes / 1e6, st.lower_bound_bytes / 1e6, steps ? timed / steps : 0.0,
                steps);
     if (colrt_rank() == 0 && bench && steps)
         printf("update (optimizer) %.4f s per step, %.2f%% of the step; CPU time %.4f of %.3f s per step, %.2f%%\n",

@@ -1,10 +1,11 @@
 /*
- * bench_collectives [--max-mb N] [--reps R] — bus bandwidth of colrt's
+ * bench_collectives [--min-kb N] [--max-mb N] [--reps R] — bus bandwidth of colrt's
  * collectives over the world (a 1-D mesh), on whichever backend it is linked
  * with, next to a baseline measured in the same run: the plain blocking MPI
  * call on host buffers of the same size. Bus bandwidth follows nccl-tests:
  * algbw = bytes/time; busbw = algbw * 2(n-1)/n for all-reduce, (n-1)/n for
- * all-gather, reduce-scatter and all-to-all, 1 for broadcast. Run under
+ * all-gather, reduce-scatter and all-to-all, 1 for broadcast. Sizes from
+ * --min-kb (default 64; 1 shows the latency) to --max-mb, 16x apart. Run under
  * mpirun -np N; rank 0 prints the table.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -41,9 +42,10 @@ static void run_mpi(int c, void *s, void *r, size_t count, int n) {
 
 int main(int argc, char **argv) {
     colrt_init(&argc, &argv);
-    int max_mb = 16, reps = 5;
+    int max_mb = 16, reps = 5, min_kb = 64;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--max-mb")) max_mb = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--min-kb")) min_kb = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
     }
     int n = colrt_world(), R = colrt_rank();
@@ -62,7 +64,7 @@ int main(int argc, char **argv) {
                "ratio");
     }
     for (int c = 0; c < NCOLL; c++)
-        for (size_t bytes = 64 << 10; bytes <= maxb; bytes *= 16) {
+        for (size_t bytes = (size_t)(min_kb > 0 ? min_kb : 1) << 10; bytes <= maxb; bytes *= 16) {
             size_t count = bytes / 4 / (size_t)n * (size_t)n;
             double best[2] = {1e30, 1e30};
             /* colrt and the baseline alternate, each going first every other

@@ -28,6 +28,7 @@ typedef struct CgOptions {
     int mesh_axes;             /* the plan's mesh */
     int mesh[3];
     bool cpu, cuda;            /* which kernel files to write */
+    double peak_flops;         /* per device, the compute dtype: the header's MFU constant */
 } CgOptions;
 
 /* Writes the files; false after reporting the error (unsupported op or

@@ -91,6 +91,14 @@ static void header_comment(StrBuf *b, const char *file, const char *what, const 
 
 /* ---- the files -------------------------------------------------------------------- */
 
+/* Micro-batches per step: from the gradient accumulation's weight. */
+static int micro_batches(const Graph *g) {
+    for (NodeId id = 0; id < g->n_nodes; id++)
+        if (ir_node(g, id)->op == OP_GRAD_ACCUM && ir_node(g, id)->attr[0].f > 0)
+            return (int)(1 / ir_node(g, id)->attr[0].f + 0.5);
+    return 1;
+}
+
 static void emit_header(StrBuf *h, const Graph *g, const LowerProgram *lp, const CgOptions *o,
                         const char *px) {
     char fname[256];
@@ -100,14 +108,13 @@ static void emit_header(StrBuf *h, const Graph *g, const LowerProgram *lp, const
                  "#include \"colossal/colrt.h\"\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n",
               px, px);
     sb_printf(h, "typedef struct %s %s;\n\n", px, px);
-    sb_printf(h, "/* mesh: NULL to let %s_create make the planned mesh (%d axes:", px, o->mesh_axes);
-    for (int a = 0; a < o->mesh_axes; a++) sb_printf(h, " %d", o->mesh[a]);
-    sb_printf(h, ").\n * seed: parameters are a function of (seed, parameter name, global element index). */\n"
-                 "typedef struct %s_config {\n    colrt_mesh *mesh;\n    uint64_t seed;\n} %s_config;\n\n", px, px);
-    int micro = 1;
-    for (NodeId id = 0; id < g->n_nodes; id++)
-        if (ir_node(g, id)->op == OP_GRAD_ACCUM && ir_node(g, id)->attr[0].f > 0)
-            micro = (int)(1 / ir_node(g, id)->attr[0].f + 0.5);
+    sb_printf(h, "/* mesh: NULL to let %s_create make the planned mesh (", px);
+    int world = 1;
+    for (int a = 0; a < o->mesh_axes; a++) sb_printf(h, "%s%d", a ? "x" : "", o->mesh[a]), world *= o->mesh[a];
+    sb_printf(h, ", %d rank%s).\n * seed: parameters are a function of (seed, parameter name, global element index). */\n"
+                 "typedef struct %s_config {\n    colrt_mesh *mesh;\n    uint64_t seed;\n} %s_config;\n\n",
+              world, world == 1 ? "" : "s", px, px);
+    int micro = micro_batches(g);
     sb_printf(h, "/* Micro-batches per step (gradient accumulation). */\n#define %s_MICRO_BATCHES %d\n\n", px, micro);
     sb_printf(h, "/* One step's inputs: for each micro-batch in turn, this rank's rows of it\n"
                  " * (%s_input_rows); the shapes below are one micro-batch's. */\n"
@@ -162,8 +169,7 @@ static void emit_header(StrBuf *h, const Graph *g, const LowerProgram *lp, const
               "void %s_input_rows(const %s *m, int64_t *first, int64_t *count);\n"
               "/* The parameters as this rank holds them (name, shapes, offset, data); returns\n"
               " * the count, fills at most cap. */\n"
-              "int %s_params(%s *m, colrt_tensor *out, int cap);\n\n"
-              "#ifdef __cplusplus\n}\n#endif\n#endif\n",
+              "int %s_params(%s *m, colrt_tensor *out, int cap);\n\n",
               px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
 }
 
@@ -799,6 +805,8 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         const char *px = c.prefix;
         emit_header(&h, g, lp, o, px);
         emit_main(&c, &m, o, sb_cstr(&sched), lp->arena_bytes + 256 + c.work_bytes); /* + the kernels' workspace */
+        cg_emit_readout(&c, &h, &m, o, micro_batches(g));
+        sb_puts(&h, "#ifdef __cplusplus\n}\n#endif\n#endif\n");
         char fname[256];
         snprintf(fname, sizeof fname, "%s_kernels.c", px);
         header_comment(&kc, fname, "kernels specialized to their shapes (C, target cpu).", o, px);

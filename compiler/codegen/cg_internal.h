@@ -136,6 +136,15 @@ void cg_body(CgCtx *c, StrBuf *out, int nargs, const KArg *args, const char *bod
  * or IR_NONE. */
 ValueId cg_master_of(const Graph *g, ValueId state);
 
+/* The arena's scratch past the plan (CgCtx.scratch_off): bytes 0-3 the
+ * cross-entropy backward's unused loss, CG_SCRATCH_NORM the last step's
+ * squared gradient norm and loss scale (two floats, for m_last_step),
+ * 128-131 the step count for checkpoints. */
+#define CG_SCRATCH_NORM 64
+/* The read-out API (cg_readout.c): m_logits, m_last_step and the MFU
+ * constants, into the header h and the schedule file m being built. */
+void cg_emit_readout(CgCtx *c, StrBuf *h, StrBuf *m, const CgOptions *o, int micro);
+
 /* Dynamic loss scaling (f16) starts from this scale (PyTorch's GradScaler
  * default, 2^16); the generated program keeps it as state. */
 #define CG_INITIAL_LOSS_SCALE 65536.0

@@ -1186,6 +1186,12 @@ static bool emit_grad_coef(CgCtx *c, NodeId id) {
              n->attr[0].f);
     KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, 1, "", body);
+    /* kept past the step for m_last_step (cg_readout.c): the squared norm and the loss scale */
+    for (int k = 0; k < 2; k++) {
+        sb_printf(c->sched, "    colrt_memcpy(M->arena.base + %lld, ", (long long)(c->scratch_off + CG_SCRATCH_NORM + 4 * k));
+        cg_ptr(c, c->sched, n->in[k]);
+        sb_puts(c->sched, ", 4, COLRT_D2D, NULL);\n");
+    }
     return true;
 }
 

@@ -5,10 +5,12 @@
  * here), picks the MODEL to lower, runs it (parse.c, eval.c, builtins.c) and
  * verifies the graph it built.
  */
+#define _POSIX_C_SOURCE 200809L /* readlink */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fe.h"
 #include "verify.h"
@@ -132,6 +134,26 @@ static CXCursor choose_model(Fe *fe, const char *path) {
     return m.c[0];
 }
 
+/* The folder holding <colossal/model.h>: PREFIX/include beside an installed
+ * compiler (PREFIX/bin/colossal-compile), so that an install works without
+ * -I and after the source tree is gone; else the source tree it was built
+ * from (COLOSSAL_INCLUDE_DIR, the build tree's compiler). */
+static const char *model_include_dir(Fe *fe) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            const char *dir = arena_printf(&fe->arena, "%s/../include", exe);
+            char *header = arena_printf(&fe->arena, "%s/colossal/model.h", dir);
+            if (access(header, R_OK) == 0) return dir;
+        }
+    }
+    return COLOSSAL_INCLUDE_DIR;
+}
+
 static Graph *lower(Fe *fe, const char *path, const char *text, size_t len) {
     const FeOptions *o = fe->opt;
     /* the clang command line */
@@ -139,7 +161,7 @@ static Graph *lower(Fe *fe, const char *path, const char *text, size_t len) {
     const char **argv = arena_alloc(&fe->arena, sizeof(char *) * (size_t)cap);
     argv[argc++] = "-xc";
     argv[argc++] = "-std=c17";
-    argv[argc++] = "-I" COLOSSAL_INCLUDE_DIR;
+    argv[argc++] = arena_printf(&fe->arena, "-I%s", model_include_dir(fe));
     for (int i = 0; i < o->n_includes; i++)
         argv[argc++] = arena_printf(&fe->arena, "-I%s", o->includes[i]);
     if (o->batch > 0) argv[argc++] = arena_printf(&fe->arena, "-DBATCH=%lld", (long long)o->batch);

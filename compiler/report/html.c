@@ -1,6 +1,7 @@
 /*
- * html.c — the report as one self-contained HTML file: inline CSS, inline
- * SVG charts (memory over the step, time per layer, the memory sweep), and a
+ * html.c — the report as one self-contained HTML file: the plan in a
+ * sentence, cards, a table of contents, inline CSS, inline SVG charts with
+ * tooltips (memory over the step, time per layer, the memory sweep), and a
  * little inline JavaScript that filters the op tables by block and by name
  * (also from the address: report.html#block=h&op=dense).
  * No network, no external files. The script marks <body data-ready="1"> when
@@ -34,7 +35,10 @@ static const char css[] =
     ".cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}.card{background:#f3f6fb;border:1px solid #d8dce6;border-radius:6px;padding:8px 14px;min-width:150px}"
     ".card b{display:block;font-size:20px}.bad{color:#b3261e;font-weight:600}.ok{color:#1b7f3b}"
     ".note{color:#5b6475;font-size:12px}svg{background:#fbfcfe;border:1px solid #e3e6ee;border-radius:4px}"
-    "code{background:#f1f3f8;padding:0 3px;border-radius:3px}#filters{position:sticky;top:0;background:#fff;padding:6px 0;z-index:1}";
+    "code{background:#f1f3f8;padding:0 3px;border-radius:3px}#filters{position:sticky;top:0;background:#fff;padding:6px 0;z-index:1}"
+    ".plan{font-size:16px;background:#eef6ee;border-left:4px solid #1b7f3b;padding:8px 12px;margin:10px 0}"
+    "nav.toc{font-size:13px;margin:4px 0 8px}nav.toc a{margin-right:12px;color:#2f5fb3;text-decoration:none}"
+    "svg .hit{fill:transparent}svg .hit:hover{fill:rgba(47,111,214,.15)}";
 
 static const char script[] =
     "(function(){var sel=document.getElementById('block'),txt=document.getElementById('opname');"
@@ -80,7 +84,10 @@ static void axes(StrBuf *o, const Chart *c, const char *ylabel, bool bytes) {
     sb_puts(o, "</text>");
 }
 
-static void chart_memory(StrBuf *o, const cJSON *r) {
+static void memory_tooltips(StrBuf *o, const RepDoc *d, const Chart *c, const cJSON *pts);
+
+static void chart_memory(StrBuf *o, const RepDoc *d) {
+    const cJSON *r = d->root;
     const cJSON *mem = rep_get(r, "memory"), *tl = rep_get(mem, "timeline"), *pts = rep_get(tl, "points");
     int n = cJSON_GetArraySize(pts);
     double lim = rep_num(mem, "limit_bytes"), pk = rep_num(mem, "predicted_peak_bytes");
@@ -110,12 +117,45 @@ static void chart_memory(StrBuf *o, const cJSON *r) {
     if (show_lim)
         sb_printf(o, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#b3261e'/><text x='%.1f' y='%.1f' font-size='11' fill='#b3261e' text-anchor='end'>limit %s</text>",
                   c.l, c.w - c.r, cy(&c, lim), cy(&c, lim), c.w - c.r - 4, cy(&c, lim) - 4, B(a, lim));
+    memory_tooltips(o, d, &c, pts);
     sb_puts(o, "</svg>");
+}
+
+/* Over the memory chart: a column per point with a tooltip (the phase, the
+ * op by its people's name, the live bytes), and the highest point's op
+ * written beside it. */
+static void memory_tooltips(StrBuf *o, const RepDoc *d, const Chart *c, const cJSON *pts) {
+    int n = cJSON_GetArraySize(pts), k = 0, peak = 0;
+    double w = (c->w - c->l - c->r) / (n > 1 ? n - 1 : 1), top = -1;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, pts) {
+        char lb[256], a[32];
+        double x = cx(c, k) - w / 2;
+        if (rep_num(e, "bytes") > top) top = rep_num(e, "bytes"), peak = k;
+        sb_printf(o, "<rect class=hit x='%.1f' y='%.1f' width='%.1f' height='%.1f'><title>", x < c->l ? c->l : x, c->t, w,
+                  c->h - c->t - c->b);
+        esc(o, rep_str(e, "phase"));
+        sb_puts(o, " ");
+        esc(o, rep_op_label(d, rep_str(e, "op"), lb, sizeof lb));
+        sb_printf(o, ": %s live</title></rect>", B(a, rep_num(e, "bytes")));
+        k++;
+    }
+    if (n) {
+        char lb[256];
+        const cJSON *p = cJSON_GetArrayItem(pts, peak);
+        double x = cx(c, peak);
+        sb_printf(o, "<circle cx='%.1f' cy='%.1f' r='3' fill='#2f6fd6'/><text x='%.1f' y='%.1f' font-size='11' fill='#1d2330' "
+                     "text-anchor='%s'>peak at ",
+                  x, cy(c, top), x + (peak > n / 2 ? -6 : 6), cy(c, top) - 6, peak > n / 2 ? "end" : "start");
+        esc(o, rep_op_label(d, rep_str(p, "op"), lb, sizeof lb));
+        sb_printf(o, " (%s)</text>", rep_str(p, "phase"));
+    }
 }
 
 /* Time per layer: each op outside blocks, and each block instance, summed
  * over its ops (compute and resharding stacked). */
-static void chart_layers(StrBuf *o, const cJSON *r) {
+static void chart_layers(StrBuf *o, const RepDoc *d) {
+    const cJSON *r = d->root;
     enum { MAXL = 256 };
     char names[MAXL][64];
     double comp[MAXL], comm[MAXL];
@@ -125,7 +165,10 @@ static void chart_layers(StrBuf *o, const cJSON *r) {
         char nm[64];
         if (!rep_op_planned(op)) continue; /* priced with its forward op */
         if (*rep_str(op, "block")) snprintf(nm, sizeof nm, "%s.%.0f", rep_str(op, "block"), rep_num(op, "instance"));
-        else snprintf(nm, sizeof nm, "%s", rep_str(op, "name"));
+        else {
+            char lb[256];
+            snprintf(nm, sizeof nm, "%s", rep_op_label(d, rep_str(op, "name"), lb, sizeof lb));
+        }
         int k = n - 1;
         if (k < 0 || strcmp(names[k], nm)) {
             if (n == MAXL) break;
@@ -194,7 +237,76 @@ static void td(StrBuf *o, const char *s, bool num) {
     sb_puts(o, "</td>");
 }
 
-static void ops_table(StrBuf *o, const RepRows *rows) {
+/* An <h2> with the anchor the table of contents links to. */
+static void heading(StrBuf *o, const char *title) {
+    char id[96];
+    rep_anchor(id, sizeof id, title);
+    sb_printf(o, "<h2 id='%s'>", id);
+    esc(o, title);
+    sb_puts(o, "</h2>");
+}
+
+/* Markdown's inline marks in a line of words: `code` and **bold**. */
+static void inline_md(StrBuf *o, const char *s) {
+    bool code = false, bold = false;
+    for (; *s; s++) {
+        if (*s == '`') sb_puts(o, (code = !code) ? "<code>" : "</code>");
+        else if (s[0] == '*' && s[1] == '*') sb_puts(o, (bold = !bold) ? "<b>" : "</b>"), s++;
+        else {
+            char ch[2] = {*s, 0};
+            esc(o, ch);
+        }
+    }
+    if (code) sb_puts(o, "</code>");
+    if (bold) sb_puts(o, "</b>");
+}
+
+/* The plan in a sentence, above the cards. */
+static void plan_sentence(StrBuf *o, const RepDoc *d) {
+    StrBuf s;
+    sb_init(&s);
+    rep_plan_sentence(d, &s);
+    sb_puts(o, "<p class=plan><b>The plan:</b> ");
+    inline_md(o, sb_cstr(&s));
+    sb_puts(o, "</p>\n");
+    sb_free(&s);
+}
+
+/* The table of contents, under the cards. */
+static void contents(StrBuf *o) {
+    sb_puts(o, "<nav class=toc>Contents: ");
+    static const char *const sections[] = {"Summary", "Plan vs baselines", "Why these strategies", "Time per layer",
+                                           "Ops", "Recompute per block", "Memory per device",
+                                           "Communication per step", "Solver", "Memory sweep"};
+    for (size_t i = 0; i < sizeof sections / sizeof *sections; i++) {
+        char id[96];
+        rep_anchor(id, sizeof id, sections[i]);
+        sb_printf(o, "<a href='#%s'>%s</a>", id, sections[i]);
+    }
+    sb_puts(o, "</nav>\n");
+}
+
+/* The memory sweep as a table (the SVG above it is its chart). */
+static void sweep_table(StrBuf *o, const cJSON *sw) {
+    sb_puts(o, "<table><tr><th>memory limit</th><th>step time</th><th>peak</th><th>mesh</th></tr>");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, sw) {
+        char a[32];
+        sb_puts(o, "<tr>");
+        td(o, B(a, rep_num(e, "limit_bytes")), true);
+        if (!cJSON_IsTrue(rep_get(e, "fits"))) {
+            sb_puts(o, "<td colspan=3>no plan fits</td></tr>");
+            continue;
+        }
+        td(o, T(a, rep_num(e, "step_time_s")), true);
+        td(o, B(a, rep_num(e, "peak_bytes")), true);
+        td(o, rep_str(e, "mesh"), false);
+        sb_puts(o, "</tr>");
+    }
+    sb_puts(o, "</table>");
+}
+
+static void ops_table(StrBuf *o, const RepDoc *d, const RepRows *rows) {
     sb_puts(o, "<table><tr><th>op</th><th>block</th><th>kind</th><th>x</th><th>shape</th><th>strategy</th><th>inputs &rarr; output</th>"
                "<th>compute</th><th>resharding</th><th>bytes</th></tr>");
     for (int i = 0; i < rows->n; i++) {
@@ -205,7 +317,17 @@ static void ops_table(StrBuf *o, const RepRows *rows) {
         sb_puts(o, "' data-name='");
         esc(o, rep_str(op, "name"));
         sb_puts(o, "'>");
-        td(o, rep_str(op, "name"), false);
+        char lb[256];
+        const char *name = rep_str(op, "name");
+        rep_op_label(d, name, lb, sizeof lb);
+        sb_puts(o, "<td>");
+        esc(o, lb);
+        if (strcmp(lb, name)) {
+            sb_puts(o, " <span class=note>");
+            esc(o, name);
+            sb_puts(o, "</span>");
+        }
+        sb_puts(o, "</td>");
         td(o, *rep_str(op, "block") ? rep_str(op, "block") : "-", false);
         td(o, rep_str(op, "op"), false);
         snprintf(a, sizeof a, "%d", rows->rows[i].count);
@@ -237,8 +359,10 @@ static void ops_table(StrBuf *o, const RepRows *rows) {
 
 
 /* Why each group's strategy won: its best runner-up; rows filter by block. */
-static void why_table(StrBuf *o, const cJSON *r, const RepRows *rows) {
-    sb_puts(o, "<h2>Why these strategies</h2><div class=note>Per op group: the best alternative, swapped into the plan "
+static void why_table(StrBuf *o, const RepDoc *d, const RepRows *rows) {
+    const cJSON *r = d->root;
+    heading(o, "Why these strategies");
+    sb_puts(o, "<div class=note>Per op group: the best alternative, swapped into the plan "
                "with everything else fixed and priced by the same model. <code>colossal-compile report PLAN --explain OP</code> "
                "shows the runners-up in full.</div><table><tr><th>group</th><th>block</th><th>chosen</th><th>best alternative</th>"
                "<th>lost on</th><th>why</th></tr>");
@@ -252,7 +376,9 @@ static void why_table(StrBuf *o, const cJSON *r, const RepRows *rows) {
         sb_puts(o, "' data-name='");
         esc(o, rep_str(g, "name"));
         sb_puts(o, "'>");
-        td(o, rep_str(g, "name"), false);
+        char lb[256];
+        rep_group_label(d, rep_str(g, "name"), lb, sizeof lb);
+        td(o, lb, false);
         td(o, blk, false);
         td(o, rep_str(rep_get(g, "chosen"), "words"), false);
         td(o, ru ? rep_str(ru, "words") : "-", false);
@@ -332,9 +458,7 @@ static void md_tables(StrBuf *o, const char *md) {
         } else {
             if (in_table) sb_puts(o, "</table>"), in_table = false;
             if (!strncmp(buf, "## ", 3)) {
-                sb_puts(o, "<h2>");
-                esc(o, buf + 3);
-                sb_puts(o, "</h2>");
+                heading(o, buf + 3);
             } else if (!strncmp(buf, "### ", 4)) {
                 sb_puts(o, "<h3>");
                 esc(o, buf + 4);
@@ -385,8 +509,15 @@ void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *
     esc(o, rep_str(cl, "device"));
     sb_printf(o, ", mesh %s, batch %.0f, %s; plan from ", m, rep_num(r, "batch"), rep_str(r, "dtype"));
     esc(o, rep_str(r, "chosen_by"));
-    sb_puts(o, "</div><div class=cards>");
+    sb_puts(o, "</div>");
+    plan_sentence(o, d);
+    sb_puts(o, "<div class=cards>");
     card(o, "step time", T(a, rep_num(r, "step_time_s")));
+    StrBuf vs;
+    sb_init(&vs);
+    rep_vs_baseline(r, &vs);
+    card(o, "vs the best baseline", sb_cstr(&vs));
+    sb_free(&vs);
     rep_fmt_count(a, sizeof a, rep_num(rep_get(r, "throughput"), "tokens_per_s"));
     card(o, "tokens / s", a);
     snprintf(a, sizeof a, "%.1f%%", 100 * rep_num(rep_get(r, "throughput"), "mfu"));
@@ -398,7 +529,8 @@ void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *
     rep_fmt_count(a, sizeof a, rep_num(r, "params_total"));
     card(o, "parameters", a);
     sb_puts(o, "</div>\n");
-    md_section(o, mdt, "## Summary", "## Ops");
+    contents(o);
+    md_section(o, mdt, "## Summary", "## Why these strategies");
     if (f && f->explain) {
         const cJSON *op, *g;
         StrBuf ex;
@@ -407,10 +539,14 @@ void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *
         md_tables(o, sb_cstr(&ex));
         sb_free(&ex);
     }
+    why_table(o, d, rows);
 
-    sb_puts(o, "<h2>Time per layer</h2><div class=note>Forward + backward compute and resharding of each op outside blocks and of each block instance.</div>");
-    chart_layers(o, r);
-    sb_puts(o, "\n<h2>Ops</h2><div id=filters>block <select id=block><option value='*'>all</option><option value='-'>outside blocks</option>");
+    heading(o, "Time per layer");
+    sb_puts(o, "<div class=note>Forward + backward compute and resharding of each op outside blocks and of each block instance.</div>");
+    chart_layers(o, d);
+    sb_puts(o, "\n");
+    heading(o, "Ops");
+    sb_puts(o, "<div id=filters>block <select id=block><option value='*'>all</option><option value='-'>outside blocks</option>");
     const cJSON *e;
     cJSON_ArrayForEach(e, rep_get(r, "blocks")) {
         sb_puts(o, "<option value='");
@@ -419,22 +555,22 @@ void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *
         esc(o, rep_str(e, "name"));
         sb_puts(o, "</option>");
     }
-    sb_puts(o, "</select> op name <input id=opname placeholder='filter'></div><div class=note>Tied instances of a block appear once; x is their count. Times per instance.</div>");
-    ops_table(o, rows);
+    sb_puts(o, "</select> op name <input id=opname placeholder='filter'></div><div class=note>Tied instances of a block "
+               "appear once; x is their count. Times per instance. An op the front end named by its kind shows the "
+               "module of its parameters, then its IR name.</div>");
+    ops_table(o, d, rows);
     md_section(o, mdt, "## Recompute per block", "## Memory per device");
     md_section(o, mdt, "## Memory per device", "### Memory over the step");
     sb_printf(o, "<h3>Memory over the step (%s)</h3><div class=note>", rep_str(rep_get(mem, "timeline"), "source"));
     esc(o, rep_str(rep_get(mem, "timeline"), "note"));
-    sb_puts(o, "</div>");
-    chart_memory(o, r);
-    md_section(o, mdt, "## Communication per step", "## Why these strategies");
-    why_table(o, r, rows);
-    sb_puts(o, "<h2>Memory sweep</h2>");
+    sb_puts(o, ". Hover for the op at each point.</div>");
+    chart_memory(o, d);
+    md_section(o, mdt, "## Communication per step", "## Memory sweep");
+    heading(o, "Memory sweep");
     const cJSON *sw = rep_get(r, "memory_sweep");
     if (sw && cJSON_GetArraySize(sw)) {
         chart_sweep(o, sw);
-        const char *s = strstr(mdt, "## Memory sweep");
-        if (s) md_tables(o, strchr(s, '\n') + 1);
+        sweep_table(o, sw);
     } else sb_puts(o, "<p>Not computed: plan with <code>--sweep-mem</code> to see the best step time at a range of memory limits.</p>");
     sb_printf(o, "<script>%s</script>\n</body></html>\n", script);
     sb_free(&md);

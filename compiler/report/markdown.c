@@ -1,10 +1,12 @@
 /*
  * markdown.c — the report as Markdown: readable in a terminal (tables, text
- * bar charts) and in a review. Sections: summary, plan vs baselines, ops by
- * block (tied instances once, with their count), recompute per block, ZeRO
- * per parameter group, memory (breakdown and the predicted timeline),
- * communication, solver, why each strategy won (runners-up), the memory sweep.
- * Deterministic: the same plan gives the same text (golden tests).
+ * bar charts; no line over 120 columns) and in a review. The plan in a
+ * sentence and a table of contents, then: summary, plan vs baselines, why
+ * each strategy won (runners-up), ops by block (tied instances once, with
+ * their count; named by their parameters' module where the front end named
+ * them by kind), recompute per block, ZeRO per parameter group, memory
+ * (breakdown and the predicted timeline), communication, solver, the memory
+ * sweep. Deterministic: the same plan gives the same text (golden tests).
  */
 #include <math.h>
 #include <string.h>
@@ -20,11 +22,13 @@ static void bar(StrBuf *o, double frac, int width) {
     for (int i = n; i < width; i++) sb_puts(o, ".");
 }
 
+static void vs_baseline_row(const cJSON *r, StrBuf *o);
+
 static void summary(const cJSON *r, StrBuf *o) {
     char a[48], b[48], c[48], m[48];
     const cJSON *cl = rep_get(r, "cluster"), *mem = rep_get(r, "memory"), *th = rep_get(r, "throughput");
     rep_mesh_str(m, sizeof m, r);
-    sb_printf(o, "# Strategy report: %s\n\n## Summary\n\n| | |\n|---|---|\n", rep_str(r, "model"));
+    sb_puts(o, "## Summary\n\n| | |\n|---|---|\n");
     rep_fmt_count(a, sizeof a, rep_num(r, "params_total"));
     sb_printf(o, "| Model | %s, %s parameters |\n", rep_str(r, "model"), a);
     int nodes = rep_int(cl, "nodes"), per = rep_int(cl, "per_node");
@@ -42,6 +46,7 @@ static void summary(const cJSON *r, StrBuf *o) {
     sb_printf(o, "| Batch | %.0f per step, %d micro-batch%s, %s |\n", rep_num(r, "batch"), mb,
               mb == 1 ? "" : "es", rep_str(r, "dtype"));
     sb_printf(o, "| Step time | %s (plan from %s) |\n", T(a, rep_num(r, "step_time_s")), rep_str(r, "chosen_by"));
+    vs_baseline_row(r, o);
     rep_fmt_count(a, sizeof a, rep_num(th, "tokens_per_s"));
     sb_printf(o, "| Throughput | %s tokens/s, MFU %.1f%% |\n", a, 100 * rep_num(th, "mfu"));
     double lim = rep_num(mem, "limit_bytes"), pk = rep_num(mem, "predicted_peak_bytes");
@@ -91,10 +96,30 @@ static void specs_str(StrBuf *o, const cJSON *op) {
     sb_printf(o, " -> %s", rep_str(op, "output"));
 }
 
-static void ops(const cJSON *r, const RepRows *rows, StrBuf *o) {
-    sb_puts(o, "## Ops\n\nOne row per op; ops of a tied block (instances sharing one strategy) appear "
-               "once, with their count. Times are per instance, forward + backward; resharding is "
-               "of the op's operands; bytes are the local output.\n");
+/* A strategy's words made short for the Markdown table: "batch (i0) over
+ * axes 0,1" -> "batch@0,1". */
+static void short_words(StrBuf *o, const char *w) {
+    for (const char *p = w; *p;) {
+        if (*p == ' ' && p[1] == '(') { /* the iterator's name */
+            const char *q = strchr(p, ')');
+            if (q) {
+                p = q + 1;
+                continue;
+            }
+        }
+        if (!strncmp(p, " over axes ", 11)) p += 11, sb_putc(o, '@');
+        else if (!strncmp(p, " over axis ", 11)) p += 11, sb_putc(o, '@');
+        else sb_putc(o, *p++);
+    }
+}
+
+static void ops(const RepDoc *d, const RepRows *rows, StrBuf *o) {
+    sb_puts(o, "## Ops\n\n");
+    rep_wrap(o, "One row per op; ops of a tied block (instances sharing one strategy) appear once, with their count. "
+                "An op the front end named by its kind shows the module of its parameters, its IR name (for "
+                "`report --explain`) in parentheses. Strategy: how each iterator is split, `@` the mesh axes (the HTML "
+                "report and `--format json` have the shapes and specs). Times are per instance, forward + "
+                "backward; resharding is of the op's operands; bytes are the local output.", 100);
     /* sections: outside blocks, then each block in order of appearance */
     const char *sections[64];
     int ns = 0;
@@ -110,26 +135,26 @@ static void ops(const cJSON *r, const RepRows *rows, StrBuf *o) {
         if (!cnt) continue;
         if (*sections[k]) sb_printf(o, "\n### Block %s\n\n", sections[k]);
         else sb_puts(o, "\n### Outside blocks\n\n");
-        sb_puts(o, "| op | kind | x | shape | strategy | specs (in -> out) | compute | resharding | bytes |\n"
-                   "|---|---|---:|---|---|---|---:|---:|---:|\n");
+        sb_puts(o, "| op | kind | x | strategy | compute | resharding | bytes |\n|---|---|---:|---|---:|---:|---:|\n");
         for (int i = 0; i < rows->n; i++) {
             const cJSON *op = rows->rows[i].op;
             if (strcmp(rep_str(op, "block"), sections[k])) continue;
-            char sh[96], a[32], b[32], c[32];
-            rep_shape_str(sh, sizeof sh, op);
-            sb_printf(o, "| %s | %s | %d | %s | %s | ", rep_str(op, "name"), rep_str(op, "op"),
-                      rows->rows[i].count, sh, rep_str(op, "words"));
-            specs_str(o, op);
+            char lb[256], a[32], b[32], c[32];
+            const char *name = rep_str(op, "name");
+            rep_op_label(d, name, lb, sizeof lb);
+            if (strcmp(lb, name)) sb_printf(o, "| %s (%s) | ", lb, name);
+            else sb_printf(o, "| %s | ", name);
+            sb_printf(o, "%s | %d | ", rep_str(op, "op"), rows->rows[i].count);
+            short_words(o, rep_str(op, "words"));
             sb_printf(o, " | %s | %s | %s |\n", T(a, rep_num(op, "compute_s")), T(b, rep_num(op, "comm_s")),
                       B(c, rep_num(op, "output_bytes")));
         }
     }
-    (void)r;
     sb_putc(o, '\n');
 }
 
-static void blocks_zero(const cJSON *r, StrBuf *o) {
-    const cJSON *e;
+static void blocks_zero(const RepDoc *d, StrBuf *o) {
+    const cJSON *r = d->root, *e;
     sb_puts(o, "## Recompute per block\n\n");
     if (!cJSON_GetArraySize(rep_get(r, "blocks"))) sb_puts(o, "The model has no repeated blocks.\n\n");
     else {
@@ -143,7 +168,8 @@ static void blocks_zero(const cJSON *r, StrBuf *o) {
     }
     sb_puts(o, "## ZeRO per parameter group\n\n| group | parameters | instances | stage |\n|---|---|---:|---:|\n");
     cJSON_ArrayForEach(e, rep_get(r, "zero")) {
-        sb_printf(o, "| %s | ", rep_str(e, "group"));
+        char lb[256];
+        sb_printf(o, "| %s | ", rep_group_label(d, rep_str(e, "group"), lb, sizeof lb));
         const cJSON *p;
         int k = 0, n = cJSON_GetArraySize(rep_get(e, "params"));
         cJSON_ArrayForEach(p, rep_get(e, "params")) {
@@ -156,8 +182,9 @@ static void blocks_zero(const cJSON *r, StrBuf *o) {
     sb_putc(o, '\n');
 }
 
-static void memory(const cJSON *r, StrBuf *o) {
-    char a[32], b[32];
+static void memory(const RepDoc *d, StrBuf *o) {
+    const cJSON *r = d->root;
+    char a[32], b[32], lb[256];
     const cJSON *mem = rep_get(r, "memory"), *bd = rep_get(mem, "breakdown");
     double pk = rep_num(mem, "predicted_peak_bytes");
     sb_puts(o, "## Memory per device\n\n| part | bytes | share of peak |\n|---|---:|---:|\n");
@@ -175,12 +202,17 @@ static void memory(const cJSON *r, StrBuf *o) {
     sb_printf(o, "### Memory over the step (%s)\n\n", rep_str(tl, "source"));
     bool planned = !strcmp(rep_str(tl, "source"), "planned");
     double tpk = planned ? rep_num(tl, "peak_bytes") : pk;
+    StrBuf note;
+    sb_init(&note);
     if (planned)
-        sb_printf(o, "%s. Largest of each sampled span of nodes; `#` is a share of the planned peak (%s; "
-                     "the planner predicted %s).\n\n```\n", rep_str(tl, "note"), B(a, tpk), B(b, pk));
+        sb_printf(&note, "%s. Largest of each sampled span of nodes; `#` is a share of the planned peak (%s; "
+                         "the planner predicted %s).", rep_str(tl, "note"), B(a, tpk), B(b, pk));
     else
-        sb_printf(o, "%s. Live bytes per device after each op group, forward then backward; "
-                     "`#` is a share of the predicted peak (%s).\n\n```\n", rep_str(tl, "note"), B(a, pk));
+        sb_printf(&note, "%s. Live bytes per device after each op group, forward then backward; "
+                         "`#` is a share of the predicted peak (%s).", rep_str(tl, "note"), B(a, pk));
+    rep_wrap(o, sb_cstr(&note), 100);
+    sb_free(&note);
+    sb_puts(o, "\n```\n");
     pk = tpk;
     int step = n > 32 ? (n + 31) / 32 : 1;
     for (int i = 0; i < n; i += step) {
@@ -190,7 +222,7 @@ static void memory(const cJSON *r, StrBuf *o) {
             if (rep_num(cJSON_GetArrayItem(pts, j), "bytes") > rep_num(w, "bytes")) w = cJSON_GetArrayItem(pts, j);
         const char *ph = rep_str(w, "phase");
         sb_printf(o, "%-3s %-24.24s %10s ", !strcmp(ph, "forward") ? "fwd" : !strcmp(ph, "update") ? "upd" : "bwd",
-                  rep_str(w, "op"), B(a, rep_num(w, "bytes")));
+                  rep_op_label(d, rep_str(w, "op"), lb, sizeof lb), B(a, rep_num(w, "bytes")));
         bar(o, rep_num(w, "bytes") / pk, 40);
         sb_putc(o, '\n');
     }
@@ -212,8 +244,14 @@ static void communication(const cJSON *r, StrBuf *o) {
         sb_printf(o, "| %.0f | %s | %s | %.0f | %s | %s | %s |\n", rep_num(e, "axis"), rep_str(e, "kind"),
                   rep_str(e, "purpose"), rep_num(e, "count"), B(a, rep_num(e, "bytes")),
                   T(b, rep_num(e, "time_s")), T(c, rep_num(e, "hidden_s")));
-    sb_printf(o, "\nHidden: %s of %s (%s).\n\n", T(a, rep_num(cm, "hidden_s")), T(b, rep_num(cm, "total_time_s")),
+    StrBuf h;
+    sb_init(&h);
+    sb_printf(&h, "Hidden: %s of %s (%s).", T(a, rep_num(cm, "hidden_s")), T(b, rep_num(cm, "total_time_s")),
               rep_str(cm, "hidden_rule"));
+    sb_putc(o, '\n');
+    rep_wrap(o, sb_cstr(&h), 100);
+    sb_putc(o, '\n');
+    sb_free(&h);
 }
 
 static void solver(const cJSON *r, StrBuf *o) {
@@ -236,18 +274,40 @@ static void solver(const cJSON *r, StrBuf *o) {
 }
 
 
-static void why(const cJSON *r, const RepRows *rows, StrBuf *o) {
-    sb_puts(o, "## Why these strategies\n\nPer op group (an op and the element-wise ops that follow it): "
-               "the best alternative, swapped into the plan with everything else fixed and priced by the "
-               "same model. `report --explain OP` shows the runners-up in full.\n\n"
-               "| group | chosen | best alternative | lost on | why |\n|---|---|---|---|---|\n");
+/* Per group: the chosen strategy and its best runner-up, a wrapped item each. */
+static void why(const RepDoc *d, const RepRows *rows, StrBuf *o) {
+    sb_puts(o, "## Why these strategies\n\n");
+    rep_wrap(o, "Per op group (an op and the element-wise ops that follow it): the best alternative, swapped into "
+                "the plan with everything else fixed and priced by the same model. `report --explain OP` shows the "
+                "runners-up in full.", 100);
+    sb_putc(o, '\n');
     const cJSON *g;
-    cJSON_ArrayForEach(g, rep_get(r, "groups")) {
+    cJSON_ArrayForEach(g, rep_get(d->root, "groups")) {
         if (!rep_group_shown(rows, rep_str(g, "name"))) continue;
         const cJSON *ru = cJSON_GetArrayItem(rep_get(g, "runners_up"), 0);
-        sb_printf(o, "| %s | %s | ", rep_str(g, "name"), rep_str(rep_get(g, "chosen"), "words"));
-        if (ru) sb_printf(o, "%s | %s | %s |\n", rep_str(ru, "words"), rep_str(ru, "lost_on"), rep_str(ru, "reason"));
-        else sb_puts(o, "- | - | the only strategy |\n");
+        char lb[256];
+        const char *name = rep_str(g, "name");
+        rep_group_label(d, name, lb, sizeof lb);
+        StrBuf item;
+        sb_init(&item);
+        if (strcmp(lb, name)) sb_printf(&item, "- **%s** (%s): %s.", lb, name, rep_str(rep_get(g, "chosen"), "words"));
+        else sb_printf(&item, "- **%s**: %s.", name, rep_str(rep_get(g, "chosen"), "words"));
+        if (ru)
+            sb_printf(&item, " Best alternative: %s, lost on %s: %s.", rep_str(ru, "words"), rep_str(ru, "lost_on"),
+                      rep_str(ru, "reason"));
+        else sb_puts(&item, " The only strategy.");
+        /* continuation lines indented under the item */
+        StrBuf wrapped;
+        sb_init(&wrapped);
+        rep_wrap(&wrapped, sb_cstr(&item), 96);
+        for (const char *p = sb_cstr(&wrapped); *p;) {
+            const char *nl = strchr(p, '\n');
+            size_t n = nl ? (size_t)(nl - p) : strlen(p);
+            sb_printf(o, "%s%.*s\n", p == sb_cstr(&wrapped) ? "" : "  ", (int)n, p);
+            p = nl ? nl + 1 : p + n;
+        }
+        sb_free(&wrapped);
+        sb_free(&item);
     }
     sb_putc(o, '\n');
 }
@@ -290,16 +350,17 @@ static void sweep(const cJSON *r, StrBuf *o) {
     const cJSON *sw = rep_get(r, "memory_sweep"), *e;
     sb_puts(o, "## Memory sweep\n\n");
     if (!sw) {
-        sb_puts(o, "Not computed: plan with `--sweep-mem` to see the best step time at a range of "
-                   "memory limits.\n");
+        rep_wrap(o, "Not computed: plan with `--sweep-mem` to see the best step time at a range of memory limits.",
+                 100);
         return;
     }
     double best = INFINITY;
     cJSON_ArrayForEach(e, sw) if (cJSON_IsTrue(rep_get(e, "fits"))) best = fmin(best, rep_num(e, "step_time_s"));
     double worst = 0;
     cJSON_ArrayForEach(e, sw) if (cJSON_IsTrue(rep_get(e, "fits"))) worst = fmax(worst, rep_num(e, "step_time_s"));
-    sb_puts(o, "The best predicted step time at each per-device memory limit (re-solved; `#` is step time "
-               "relative to the slowest point).\n\n| memory limit | step time | peak | mesh | |\n|---:|---:|---:|---|---|\n");
+    rep_wrap(o, "The best predicted step time at each per-device memory limit (re-solved; `#` is step time "
+                "relative to the slowest point).", 100);
+    sb_puts(o, "\n| memory limit | step time | peak | mesh | |\n|---:|---:|---:|---|---|\n");
     cJSON_ArrayForEach(e, sw) {
         if (!cJSON_IsTrue(rep_get(e, "fits"))) {
             sb_printf(o, "| %s | no plan | - | - | |\n", B(a, rep_num(e, "limit_bytes")));
@@ -315,6 +376,40 @@ static void sweep(const cJSON *r, StrBuf *o) {
     sb_putc(o, '\n');
 }
 
+/* The sections, in order: their titles make the table of contents. */
+static const char *const SECTIONS[] = {"Summary", "Plan vs baselines", "Why these strategies", "Ops",
+                                       "Recompute per block", "ZeRO per parameter group", "Memory per device",
+                                       "Communication per step", "Solver", "Memory sweep"};
+
+/* The title, the plan in a sentence, and the table of contents. */
+static void top(const RepDoc *d, StrBuf *o) {
+    sb_printf(o, "# Strategy report: %s\n\n", rep_str(d->root, "model"));
+    StrBuf s;
+    sb_init(&s);
+    sb_puts(&s, "**The plan:** ");
+    rep_plan_sentence(d, &s);
+    rep_wrap(o, sb_cstr(&s), 100);
+    sb_free(&s);
+    StrBuf toc;
+    sb_init(&toc);
+    sb_puts(&toc, "Contents:");
+    for (size_t i = 0; i < sizeof SECTIONS / sizeof *SECTIONS; i++) {
+        char id[64];
+        rep_anchor(id, sizeof id, SECTIONS[i]);
+        sb_printf(&toc, "%s [%s](#%s)", i ? " ·" : "", SECTIONS[i], id);
+    }
+    sb_putc(o, '\n');
+    rep_wrap(o, sb_cstr(&toc), 100);
+    sb_free(&toc);
+    sb_putc(o, '\n');
+}
+
+static void vs_baseline_row(const cJSON *r, StrBuf *o) {
+    sb_puts(o, "| Plan vs best baseline | ");
+    rep_vs_baseline(r, o);
+    sb_puts(o, " |\n");
+}
+
 void rep_markdown(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *o) {
     const cJSON *r = d->root;
     if (f && f->explain) {
@@ -322,13 +417,14 @@ void rep_markdown(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrB
         if (rep_find_op(d, f->explain, &op, &g)) rep_explain_md(d, op, g, o);
         return;
     }
+    top(d, o);
     summary(r, o);
     baselines(r, o);
-    ops(r, rows, o);
-    blocks_zero(r, o);
-    memory(r, o);
+    why(d, rows, o);
+    ops(d, rows, o);
+    blocks_zero(d, o);
+    memory(d, o);
     communication(r, o);
     solver(r, o);
-    why(r, rows, o);
     sweep(r, o);
 }

@@ -60,4 +60,19 @@ void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *
 /* The explain section of one op, in Markdown (html.c embeds it pre-formatted). */
 void rep_explain_md(const RepDoc *d, const cJSON *op, const cJSON *group, StrBuf *out);
 
+/* words.c: the plan in words. */
+/* The plan in one sentence (Markdown: op names in backticks). */
+void rep_plan_sentence(const RepDoc *d, StrBuf *out);
+/* The plan against the fastest baseline that fits: "0.2 % faster than plain data parallel". */
+void rep_vs_baseline(const cJSON *root, StrBuf *out);
+/* The name people know an op (or a group) by: the module of the parameters
+ * it reads where the front end named it after its kind (h.0.dense11 ->
+ * h.0.attn.c_attn), else its name. Written into buf, which is returned. */
+const char *rep_op_label(const RepDoc *d, const char *name, char *buf, size_t n);
+const char *rep_group_label(const RepDoc *d, const char *group, char *buf, size_t n);
+/* A section title's anchor (GitHub's: "Plan vs baselines" -> plan-vs-baselines). */
+void rep_anchor(char *buf, size_t n, const char *title);
+/* text, word-wrapped at width columns (Markdown prose), then a newline. */
+void rep_wrap(StrBuf *o, const char *text, int width);
+
 #endif

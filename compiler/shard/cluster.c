@@ -19,21 +19,33 @@
 #define GIGA 1e9
 
 /* name, device, memory GB, f32 / bf16 / f16 dense TFLOP/s, memory GB/s,
- * NVLink GB/s per direction, InfiniBand Gb/s per GPU. Sources: NVIDIA A100
- * datasheet (2021), H100 datasheet (2023), H200 product brief (2024), DGX
- * A100 / DGX H100 user guides (one HDR / NDR port per GPU). */
-#define PRESETS(X)                                                        \
-    X("a100-40gb", "A100-SXM4-40GB", 40, 19.5, 312, 312, 1555, 300, 200)   \
-    X("a100-80gb", "A100-SXM4-80GB", 80, 19.5, 312, 312, 2039, 300, 200)   \
-    X("h100", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400)      \
-    X("h100-sxm", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400)  \
-    X("h100-80gb", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400) \
-    X("h200", "H200-SXM-141GB", 141, 67, 989.5, 989.5, 4800, 450, 400)
-
-/* Latencies are assumptions (typical NCCL per-step latency), not vendor
- * figures: a calibration run on real hardware replaces them. */
-#define INTRA_LAT_S 2e-6
-#define INTER_LAT_S 5e-6
+ * NVLink GB/s per direction, InfiniBand Gb/s per GPU, devices per node,
+ * intra- and inter-node latency (us). Sources: NVIDIA A100 datasheet
+ * (2021), H100 datasheet (2023), H200 product brief (2024), DGX A100 / DGX
+ * H100 user guides (one HDR / NDR port per GPU). The GPU latencies are
+ * assumptions (typical NCCL per-step latency), not vendor figures: a
+ * calibration run on real hardware replaces them.
+ *
+ * `cpu`: one colrt CPU rank (one core, OMP_NUM_THREADS=1, `mpirun -np N` on
+ * one machine), a PROVISIONAL calibration measured on this project's 2-core
+ * development machine (issue 15 replaces it with colossal-calibrate's
+ * tables), best of repeated runs while other jobs shared the machine:
+ *   compute:  OMP_NUM_THREADS=1 build/bench/runtime/bench_kernels --tokens 256 --reps 3
+ *             (the best GEMM at GPT-2 shapes: f32 ~0.10 TFLOP/s, bf16 ~0.09; f16 takes bf16's: not measured)
+ *   memory:   the same run's memory-bound kernels (layer_norm, gelu, adamw): ~3 GB/s effective
+ *   network:  mpirun -np 2 build/bench/runtime/bench_collectives --min-kb 1 --max-mb 16 --reps 20
+ *             (shared memory: all-reduce 1 KB 1 us, 16 KB 17 us, 256 KB 147 us, 4 MB 1.42 ms: ~3 GB/s
+ *             and ~10 us, the alpha-beta line through the middle sizes)
+ *   inter:    no second node here: 10 Gb/s Ethernet and 50 us, an assumption
+ *   memory:   8 GB per rank (this machine's 23 GB, two ranks, room for the system) */
+#define PRESETS(X)                                                                    \
+    X("a100-40gb", "A100-SXM4-40GB", 40, 19.5, 312, 312, 1555, 300, 200, 8, 2, 5)     \
+    X("a100-80gb", "A100-SXM4-80GB", 80, 19.5, 312, 312, 2039, 300, 200, 8, 2, 5)     \
+    X("h100", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400, 8, 2, 5)        \
+    X("h100-sxm", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400, 8, 2, 5)    \
+    X("h100-80gb", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400, 8, 2, 5)   \
+    X("h200", "H200-SXM-141GB", 141, 67, 989.5, 989.5, 4800, 450, 400, 8, 2, 5)       \
+    X("cpu", "CPU-rank", 8, 0.10, 0.09, 0.09, 3, 3, 10, 1, 10, 50)
 
 /* Per-device reserve of the GPU presets, MiB (docs/sharding.md, "Memory
  * reserve"): the CUDA context (an assumption until calibrated: 512 MiB),
@@ -133,23 +145,23 @@ bool shard_eff_check(const ShardEffTable *t, const char *field, StrBuf *err) {
 
 bool shard_cluster_preset(const char *name, ShardCluster *c, StrBuf *err) {
     memset(c, 0, sizeof *c);
-#define X(nm, dev, gb, f32, bf16, f16, bw, nvl, ib)       \
-    if (!strcmp(name, nm)) {                              \
-        snprintf(c->device, sizeof c->device, "%s", dev); \
-        c->nodes = 1;                                     \
-        c->per_node = 8;                                  \
-        c->mem_bytes = (gb) * GIGA;                       \
-        c->peak_flops[DT_F32] = (f32) * TERA;             \
-        c->peak_flops[DT_BF16] = (bf16) * TERA;           \
-        c->peak_flops[DT_F16] = (f16) * TERA;             \
-        c->peak_flops[DT_I32] = (f32) * TERA;             \
-        c->mem_bw = (bw) * GIGA;                          \
-        c->intra_lat = INTRA_LAT_S;                       \
-        c->intra_bw = (nvl) * GIGA;                       \
-        c->inter_lat = INTER_LAT_S;                       \
-        c->inter_bw = (ib) * GIGA / 8;                    \
-        preset_extras(name, c);                           \
-        return true;                                      \
+#define X(nm, dev, gb, f32, bf16, f16, bw, nvl, ib, per, lat_in, lat_out) \
+    if (!strcmp(name, nm)) {                                         \
+        snprintf(c->device, sizeof c->device, "%s", dev);            \
+        c->nodes = 1;                                                \
+        c->per_node = per;                                           \
+        c->mem_bytes = (gb) * GIGA;                                  \
+        c->peak_flops[DT_F32] = (f32) * TERA;                        \
+        c->peak_flops[DT_BF16] = (bf16) * TERA;                      \
+        c->peak_flops[DT_F16] = (f16) * TERA;                        \
+        c->peak_flops[DT_I32] = (f32) * TERA;                        \
+        c->mem_bw = (bw) * GIGA;                                     \
+        c->intra_lat = (lat_in) * 1e-6;                              \
+        c->intra_bw = (nvl) * GIGA;                                  \
+        c->inter_lat = (lat_out) * 1e-6;                             \
+        c->inter_bw = (ib) * GIGA / 8;                               \
+        preset_extras(name, c);                                      \
+        return true;                                                 \
     }
     PRESETS(X)
 #undef X
@@ -421,8 +433,8 @@ bool shard_cluster_load(const char *arg, ShardCluster *c, StrBuf *err, StrBuf *h
     name[nl] = 0;
     if (!shard_cluster_preset(name, c, err)) {
         if (hint)
-            sb_puts(hint, "presets: a100-40gb, a100-80gb, h100 (h100-sxm), h200, optionally "
-                          "with :NODESxGPUS (h100:8x8), or a FILE.json");
+            sb_puts(hint, "presets: a100-40gb, a100-80gb, h100 (h100-sxm), h200, cpu (CPU ranks), optionally "
+                          "with :NODESxGPUS (h100:8x8, cpu:1x2), or a FILE.json");
         return false;
     }
     if (colon && !parse_shape(colon + 1, &c->nodes, &c->per_node)) {

@@ -9,26 +9,35 @@
  * then includes this file.
  *
  * What it does, per step s (0-based): the global batch is B rows of T+1
- * consecutive tokens; row g of step s starts at a position of the training
- * file drawn by a hash of (s*B + g), so the data is a function of the step
- * alone (a resumed run sees exactly the batches a straight run sees).
- * Validation batch b reads rows at ((b*B + g) * T) in order. Every rank
- * feeds its rows (m_input_rows). The learning rate warms up linearly
- * for --warmup steps, then follows a cosine from --lr down to --min-lr at
- * the last step. Rank 0 logs each step's loss, learning rate, tokens/s, step
- * time and memory, draws a progress bar with an ETA when stdout is a
- * terminal, evaluates on --val every --eval-every steps and at the end, and
- * --ckpt DIR saves a checkpoint every --save-every steps and at the end
- * (m_save: sharded safetensors; the step and the data position go into its
- * manifest, colrt_checkpoint_set_state, so tensors and state change
- * together); --resume continues from it. SIGTERM or SIGUSR1 (a pre-empted
- * cluster job) ends the run after the current step with a checkpoint. --hf-init and --hf-export read and write Hugging Face
- * checkpoints (include/colossal/hf.h). Runs under mpirun/srun (one process
- * per device).
+ * consecutive tokens (B = micro-batches x rows per micro-batch; row g of
+ * micro-batch j is global row j*B/micro + g); row g of step s starts at a
+ * position of the training file drawn by a hash of (s*B + g), so the data is
+ * a function of the step alone (a resumed run sees exactly the batches a
+ * straight run sees). Validation batch b reads rows at ((b*B + g) * T) in
+ * order. Every rank feeds its rows (m_input_rows). The learning rate warms up
+ * linearly for --warmup steps, then follows a cosine from --lr down to
+ * --min-lr at the last step; a checkpoint keeps the schedule, and a resumed
+ * run follows it unless --reschedule (schedule_resume says what happens).
+ * Rank 0 prints a line every --log-every steps (loss, learning rate,
+ * gradient norm, tokens/s, step time, MFU, memory; the loss scale and the
+ * skipped steps under dynamic loss scaling), draws a progress bar with an ETA
+ * when the output is a terminal (the launcher's, under mpirun or srun),
+ * writes the same as CSV or JSONL rows of kind train or val (--log),
+ * evaluates on --val every --eval-every steps and at the end, and --ckpt DIR
+ * saves a checkpoint every --save-every steps and at the end (m_save:
+ * sharded safetensors; the step and the data position go into its manifest,
+ * colrt_checkpoint_set_state, so tensors and state change together; then
+ * DIR/schedule); --resume continues from it. SIGTERM or SIGUSR1 (a
+ * pre-empted cluster job) ends the run after the current step with a
+ * checkpoint. --sample N prints N tokens sampled from the model after
+ * training (top-k, temperature; bytes, or llm.c's GPT-2 tokenizer file).
+ * --hf-init and --hf-export read and write Hugging Face checkpoints
+ * (include/colossal/hf.h). Runs under mpirun/srun (one process per device).
  */
 #ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L /* isatty, getrusage */
+#define _POSIX_C_SOURCE 200809L /* isatty, getrusage, readlink */
 #endif
+#include <getopt.h>
 #include <math.h>
 #include <mpi.h>
 #include <signal.h>
@@ -40,6 +49,7 @@
 #include <unistd.h>
 
 #include "colossal/hf.h"
+#include "tokenizer.h"
 #include "tokens.h"
 #include LM_HEADER
 
@@ -50,19 +60,19 @@
 #define LM_STR(x) LM_STR2(x)
 
 typedef struct options {
-    const char *train, *val, *ckpt, *log, *hf_init, *hf_export;
-    int64_t steps, warmup, eval_every, eval_batches, save_every, stop_at;
-    double lr, min_lr;
+    const char *train, *val, *ckpt, *log, *hf_init, *hf_export, *prompt, *tokenizer;
+    int64_t steps, warmup, eval_every, eval_batches, save_every, stop_at, log_every, sample, top_k;
+    double lr, min_lr, temperature;
     uint64_t seed;
-    int resume, progress; /* progress: -1 auto (a terminal), 0 off, 1 on */
+    int resume, reschedule, progress; /* progress: -1 auto (a terminal), 0 off, 1 on */
 } options;
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: mpirun -np N %s --train FILE [options]\n"
+            "usage: mpirun -np N %s --train FILE [options]   (--flag VALUE or --flag=VALUE)\n"
             "  --train FILE        training tokens (llm.c format: tools/make_tokens.py)\n"
             "  --val FILE          validation tokens (evaluated every --eval-every steps and at the end)\n"
-            "  --steps N           training steps (default 100)\n"
+            "  --steps N           training steps: the learning-rate schedule's length (default 100)\n"
             "  --lr X              peak learning rate (default 1e-3)\n"
             "  --min-lr X          learning rate at the last step (default lr/10)\n"
             "  --warmup N          linear warm-up steps (default steps/10)\n"
@@ -70,14 +80,25 @@ static void usage(FILE *f) {
             "  --eval-batches N    validation batches per evaluation (default 4)\n"
             "  --ckpt DIR          checkpoint directory (saved every --save-every steps and at the end)\n"
             "  --save-every N      steps between checkpoints (default 0: only at the end)\n"
-            "  --resume            continue from --ckpt DIR when it holds a checkpoint\n"
+            "  --resume            continue from --ckpt DIR when it holds a checkpoint, on its\n"
+            "                      learning-rate schedule\n"
+            "  --reschedule        with --resume: the schedule of this run's --steps, --lr, --min-lr and\n"
+            "                      --warmup instead of the checkpoint's\n"
             "  --stop-at N         end this run after step N, saving a checkpoint (a pre-empted job)\n"
-            "  --progress WHEN     auto (default: when stdout is a terminal; Open MPI gives ranks a\n"
-            "                      pseudo-terminal even when its output is redirected), on, off\n"
+            "  --log FILE          rows of kind train (every --log-every steps) and val: CSV, or JSON\n"
+            "                      lines when FILE ends in .jsonl\n"
+            "  --log-every N       a line on stdout and a train row every N steps (default 1)\n"
+            "  --progress WHEN     auto (default: when the output is a terminal: the launcher's under\n"
+            "                      mpirun or srun), on, off\n"
+            "  --sample N          after training, print N tokens sampled from the model\n"
+            "  --prompt TEXT       the text sampling continues (default: a newline, or GPT-2's\n"
+            "                      end-of-text token)\n"
+            "  --temperature X     sampling temperature (default 0.8; 0: the most likely token)\n"
+            "  --top-k K           sample among the K most likely tokens (default 200; 0: all)\n"
+            "  --tokenizer FILE    llm.c's gpt2_tokenizer.bin, for vocabularies over 256 (default: bytes)\n"
             "  --hf-init PATH      start from a Hugging Face checkpoint (model.safetensors or its directory)\n"
             "  --hf-export DIR     write DIR/model.safetensors in Hugging Face's layout at the end\n"
-            "  --seed N            parameter initialization seed (default 42)\n"
-            "  --log FILE          per-step CSV (step,loss,lr,tokens_per_s; losses to 9 digits)\n",
+            "  --seed N            parameter initialization and sampling seed (default 42)\n",
             "train_" LM_STR(LM_MODEL));
 }
 
@@ -94,66 +115,105 @@ static void fail(const char *fmt, const char *arg) {
 static int64_t int_arg(const char *flag, const char *v) {
     char *end;
     long long x = strtoll(v, &end, 10);
-    if (*end || x < 0) fail("%s wants a non-negative integer", flag);
+    if (!*v || *end || x < 0) fail("%s wants a non-negative integer", flag);
     return x;
 }
 
 static double num_arg(const char *flag, const char *v) {
     char *end;
     double x = strtod(v, &end);
-    if (*end || !(x >= 0)) fail("%s wants a non-negative number", flag);
+    if (!*v || *end || !(x >= 0) || !isfinite(x)) fail("%s wants a non-negative number", flag);
     return x;
 }
 
+enum {
+    LM_TRAIN = 256, LM_VAL, LM_CKPT, LM_LOG, LM_HF_INIT, LM_HF_EXPORT, LM_STEPS, LM_WARMUP, LM_EVAL_EVERY,
+    LM_EVAL_BATCHES, LM_SAVE_EVERY, LM_STOP_AT, LM_PROGRESS, LM_SEED, LM_LR, LM_MIN_LR, LM_RESUME, LM_RESCHEDULE,
+    LM_LOG_EVERY, LM_SAMPLE, LM_PROMPT, LM_TEMPERATURE, LM_TOP_K, LM_TOKENIZER,
+};
+
 static options parse(int argc, char **argv) {
-    options o = {.progress = -1, .steps = 100, .warmup = -1, .eval_batches = 4, .lr = 1e-3, .min_lr = -1, .seed = 42};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    static const struct option flags[] = {
+        {"train", required_argument, 0, LM_TRAIN},         {"val", required_argument, 0, LM_VAL},
+        {"ckpt", required_argument, 0, LM_CKPT},           {"log", required_argument, 0, LM_LOG},
+        {"hf-init", required_argument, 0, LM_HF_INIT},     {"hf-export", required_argument, 0, LM_HF_EXPORT},
+        {"steps", required_argument, 0, LM_STEPS},         {"warmup", required_argument, 0, LM_WARMUP},
+        {"eval-every", required_argument, 0, LM_EVAL_EVERY},
+        {"eval-batches", required_argument, 0, LM_EVAL_BATCHES},
+        {"save-every", required_argument, 0, LM_SAVE_EVERY}, {"stop-at", required_argument, 0, LM_STOP_AT},
+        {"progress", required_argument, 0, LM_PROGRESS},   {"seed", required_argument, 0, LM_SEED},
+        {"lr", required_argument, 0, LM_LR},               {"min-lr", required_argument, 0, LM_MIN_LR},
+        {"resume", no_argument, 0, LM_RESUME},             {"reschedule", no_argument, 0, LM_RESCHEDULE},
+        {"log-every", required_argument, 0, LM_LOG_EVERY}, {"sample", required_argument, 0, LM_SAMPLE},
+        {"prompt", required_argument, 0, LM_PROMPT},       {"temperature", required_argument, 0, LM_TEMPERATURE},
+        {"top-k", required_argument, 0, LM_TOP_K},         {"tokenizer", required_argument, 0, LM_TOKENIZER},
+        {"help", no_argument, 0, 'h'},                     {0, 0, 0, 0},
+    };
+    options o = {.progress = -1, .steps = 100, .warmup = -1, .eval_batches = 4, .lr = 1e-3, .min_lr = -1,
+                 .seed = 42, .log_every = 1, .temperature = 0.8, .top_k = 200};
+    opterr = 0; /* our messages, from rank 0 only */
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", flags, NULL)) != -1) {
+        const char *v = optarg;
+        switch (c) {
+        case 'h':
             if (colrt_rank() == 0) usage(stdout);
             colrt_finalize();
             exit(0);
-        }
-        if (!strcmp(a, "--resume")) {
-            o.resume = 1;
-            continue;
-        }
-        if (i + 1 >= argc) fail("%s: unknown flag, or it needs a value", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--train")) o.train = v;
-        else if (!strcmp(a, "--val")) o.val = v;
-        else if (!strcmp(a, "--ckpt")) o.ckpt = v;
-        else if (!strcmp(a, "--log")) o.log = v;
-        else if (!strcmp(a, "--hf-init")) o.hf_init = v;
-        else if (!strcmp(a, "--hf-export")) o.hf_export = v;
-        else if (!strcmp(a, "--steps")) o.steps = int_arg(a, v);
-        else if (!strcmp(a, "--warmup")) o.warmup = int_arg(a, v);
-        else if (!strcmp(a, "--eval-every")) o.eval_every = int_arg(a, v);
-        else if (!strcmp(a, "--eval-batches")) o.eval_batches = int_arg(a, v);
-        else if (!strcmp(a, "--save-every")) o.save_every = int_arg(a, v);
-        else if (!strcmp(a, "--stop-at")) o.stop_at = int_arg(a, v);
-        else if (!strcmp(a, "--progress")) {
+        case LM_TRAIN: o.train = v; break;
+        case LM_VAL: o.val = v; break;
+        case LM_CKPT: o.ckpt = v; break;
+        case LM_LOG: o.log = v; break;
+        case LM_HF_INIT: o.hf_init = v; break;
+        case LM_HF_EXPORT: o.hf_export = v; break;
+        case LM_PROMPT: o.prompt = v; break;
+        case LM_TOKENIZER: o.tokenizer = v; break;
+        case LM_STEPS: o.steps = int_arg("--steps", v); break;
+        case LM_WARMUP: o.warmup = int_arg("--warmup", v); break;
+        case LM_EVAL_EVERY: o.eval_every = int_arg("--eval-every", v); break;
+        case LM_EVAL_BATCHES: o.eval_batches = int_arg("--eval-batches", v); break;
+        case LM_SAVE_EVERY: o.save_every = int_arg("--save-every", v); break;
+        case LM_STOP_AT: o.stop_at = int_arg("--stop-at", v); break;
+        case LM_LOG_EVERY: o.log_every = int_arg("--log-every", v); break;
+        case LM_SAMPLE: o.sample = int_arg("--sample", v); break;
+        case LM_TOP_K: o.top_k = int_arg("--top-k", v); break;
+        case LM_SEED: o.seed = (uint64_t)int_arg("--seed", v); break;
+        case LM_LR: o.lr = num_arg("--lr", v); break;
+        case LM_MIN_LR: o.min_lr = num_arg("--min-lr", v); break;
+        case LM_TEMPERATURE: o.temperature = num_arg("--temperature", v); break;
+        case LM_RESUME: o.resume = 1; break;
+        case LM_RESCHEDULE: o.reschedule = 1; break;
+        case LM_PROGRESS:
             if (!strcmp(v, "auto")) o.progress = -1;
             else if (!strcmp(v, "on")) o.progress = 1;
             else if (!strcmp(v, "off")) o.progress = 0;
             else fail("--progress %s: give auto, on or off", v);
+            break;
+        case ':': fail("%s needs a value", argv[optind - 1]); break;
+        default: fail("unknown flag %s", argv[optind - 1]); break;
         }
-        else if (!strcmp(a, "--seed")) o.seed = (uint64_t)int_arg(a, v);
-        else if (!strcmp(a, "--lr")) o.lr = num_arg(a, v);
-        else if (!strcmp(a, "--min-lr")) o.min_lr = num_arg(a, v);
-        else fail("unknown flag %s", a);
     }
-    if (!o.train) fail("%s", "no training file: give --train FILE");
+    if (optind < argc) fail("unexpected argument '%s' (flags start with --)", argv[optind]);
     if (o.warmup < 0) o.warmup = o.steps / 10;
     if (o.min_lr < 0) o.min_lr = o.lr / 10;
+    if (!o.log_every) o.log_every = 1;
     if ((o.resume || o.save_every || o.stop_at) && !o.ckpt)
         fail("%s", "--resume, --save-every and --stop-at need --ckpt DIR");
+    if (o.reschedule && !o.resume) fail("%s", "--reschedule goes with --resume");
     if (!o.stop_at || o.stop_at > o.steps) o.stop_at = o.steps;
     return o;
 }
 
-/* Warm-up then cosine: the learning rate of 0-based step s. */
-static double lr_at(const options *o, int64_t s) {
+/* The learning-rate schedule: warm-up then cosine, over `steps`. */
+typedef struct schedule {
+    int64_t steps, warmup;
+    double lr, min_lr;
+} schedule;
+
+/* Warm-up then cosine: the learning rate of 0-based step s (past the
+ * schedule's last step: its final rate, min_lr). */
+static double lr_at(const schedule *o, int64_t s) {
     if (s < o->warmup) return o->lr * (double)(s + 1) / (double)o->warmup;
     int64_t span = o->steps - o->warmup;
     double p = span > 1 ? (double)(s - o->warmup) / (double)(span - 1) : 1.0;
@@ -208,11 +268,23 @@ static double peak_rss_mb(void) {
     return (double)ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
 }
 
-static double evaluate(LM_MODEL *m, const tokens *val, int64_t batches, int64_t B, int64_t first, int64_t rows,
-                       int64_t T, int32_t *idx, int32_t *tgt) {
+/* The local rows of one step's inputs: micro-batch j's rows are global rows
+ * j*Bm + first .. (Bm: the rows of one micro-batch, over all ranks). */
+typedef struct batch_shape {
+    int64_t B, Bm, micro, first, rows, T;
+} batch_shape;
+
+static void fill_step(const tokens *t, int64_t b, const batch_shape *bs, int shuffle, int32_t *idx, int32_t *tgt) {
+    for (int64_t j = 0; j < bs->micro; j++)
+        fill(t, b, bs->B, j * bs->Bm + bs->first, bs->rows, bs->T, shuffle, idx + j * bs->rows * bs->T,
+             tgt + j * bs->rows * bs->T);
+}
+
+static double evaluate(LM_MODEL *m, const tokens *val, int64_t batches, const batch_shape *bs, int32_t *idx,
+                       int32_t *tgt) {
     double sum = 0;
     for (int64_t b = 0; b < batches; b++) {
-        fill(val, b, B, first, rows, T, 0, idx, tgt);
+        fill_step(val, b, bs, 0, idx, tgt);
         LM_FN(inputs) in = {.idx = idx, .targets = tgt};
         sum += LM_FN(forward)(m, &in);
     }
@@ -274,16 +346,288 @@ static int stop_requested(void) {
     return any;
 }
 
+/* ---- the terminal ------------------------------------------------------------ */
+
+static int is_launcher(const char *comm) {
+    static const char *const names[] = {"mpirun", "mpiexec", "orterun", "orted", "prterun", "prted", "srun",
+                                        "slurmstepd", "mpiexec.hydra", "hydra_pmi_proxy", "pmi_proxy", 0};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(comm, names[i])) return 1;
+    return 0;
+}
+
+/* Whether rank 0's output reaches a terminal. Open MPI gives ranks a
+ * pseudo-terminal even when mpirun's own output goes to a file, so under a
+ * launcher (mpirun, srun, ...) its output decides: every launcher process
+ * above this one must write to a terminal (Linux's /proc; elsewhere, and
+ * when /proc cannot tell, isatty alone). */
+static int real_terminal(void) {
+    if (!isatty(1)) return 0;
+    long p = (long)getppid();
+    for (int depth = 0; depth < 8 && p > 1; depth++) {
+        char path[64], comm[64] = {0}, out[256], stat[512];
+        snprintf(path, sizeof path, "/proc/%ld/comm", p);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        if (!fgets(comm, sizeof comm, f)) comm[0] = 0;
+        comm[strcspn(comm, "\n")] = 0;
+        fclose(f);
+        if (!is_launcher(comm)) break;
+        snprintf(path, sizeof path, "/proc/%ld/fd/1", p);
+        ssize_t n = readlink(path, out, sizeof out - 1);
+        if (n <= 0) return 0;
+        out[n] = 0;
+        if (strncmp(out, "/dev/pts/", 9) && strncmp(out, "/dev/tty", 8)) return 0;
+        snprintf(path, sizeof path, "/proc/%ld/stat", p); /* pid (comm) state ppid ... */
+        f = fopen(path, "r");
+        if (!f) break;
+        size_t got = fread(stat, 1, sizeof stat - 1, f);
+        fclose(f);
+        stat[got] = 0;
+        const char *close = strrchr(stat, ')');
+        if (!close || sscanf(close + 1, " %*c %ld", &p) != 1) break;
+    }
+    return 1;
+}
+
+/* ---- the log file: rows of kind train and val, CSV or JSON lines ------------- */
+
+typedef struct logfile {
+    FILE *f;
+    int jsonl;
+} logfile;
+
+static const char LOG_COLUMNS[] = "kind,step,loss,lr,grad_norm,loss_scale,skipped_steps,tokens_per_s,step_ms,mfu";
+
+/* Opened by rank 0 (appending when resuming), with a header when new. */
+static logfile log_open(const options *o, int64_t start) {
+    logfile lg = {0};
+    if (colrt_rank() != 0 || !o->log) return lg;
+    size_t n = strlen(o->log);
+    lg.jsonl = n > 6 && !strcmp(o->log + n - 6, ".jsonl");
+    lg.f = fopen(o->log, start ? "a" : "w");
+    if (!lg.f) colrt_die("cannot write %s", o->log);
+    if (!start && !lg.jsonl) fprintf(lg.f, "%s\n", LOG_COLUMNS);
+    return lg;
+}
+
+/* A number for the log: JSON has no NaN or infinity (null there, empty in CSV). */
+static void log_num(const logfile *lg, const char *fmt, double x) {
+    if (isfinite(x)) fprintf(lg->f, fmt, x);
+    else if (lg->jsonl) fputs("null", lg->f);
+}
+
+/* One step (kind train) or one evaluation (kind val: the validation loss;
+ * the other columns empty). Losses, learning rates and norms to 9
+ * significant digits, which give a float back exactly. */
+static void log_row(const logfile *lg, int val, int64_t step, double loss, double lr, double norm, double scale,
+                    int64_t skipped, double tps, double ms, double mfu) {
+    if (!lg->f) return;
+    if (lg->jsonl) {
+        fprintf(lg->f, "{\"kind\": \"%s\", \"step\": %lld, \"loss\": ", val ? "val" : "train", (long long)step);
+        log_num(lg, "%.9g", loss);
+        if (!val) {
+            fputs(", \"lr\": ", lg->f), log_num(lg, "%.9g", lr);
+            fputs(", \"grad_norm\": ", lg->f), log_num(lg, "%.9g", norm);
+            fputs(", \"loss_scale\": ", lg->f), log_num(lg, "%.9g", scale);
+            fprintf(lg->f, ", \"skipped_steps\": %lld, \"tokens_per_s\": ", (long long)skipped);
+            log_num(lg, "%.0f", tps);
+            fputs(", \"step_ms\": ", lg->f), log_num(lg, "%.3f", ms);
+            fputs(", \"mfu\": ", lg->f), log_num(lg, "%.6f", mfu);
+        }
+        fputs("}\n", lg->f);
+    } else if (val) {
+        fprintf(lg->f, "val,%lld,", (long long)step);
+        log_num(lg, "%.9g", loss);
+        fputs(",,,,,,,\n", lg->f);
+    } else {
+        fprintf(lg->f, "train,%lld,", (long long)step);
+        log_num(lg, "%.9g", loss), fputc(',', lg->f);
+        log_num(lg, "%.9g", lr), fputc(',', lg->f);
+        log_num(lg, "%.9g", norm), fputc(',', lg->f);
+        log_num(lg, "%.9g", scale);
+        fprintf(lg->f, ",%lld,", (long long)skipped);
+        log_num(lg, "%.0f", tps), fputc(',', lg->f);
+        log_num(lg, "%.3f", ms), fputc(',', lg->f);
+        log_num(lg, "%.6f", mfu), fputc('\n', lg->f);
+    }
+    fflush(lg->f);
+}
+
+/* ---- the schedule across resumes --------------------------------------------- */
+
+/* DIR/schedule, beside the checkpoint: the schedule it was trained on and
+ * the skipped steps so far (rank 0 writes it after each checkpoint). */
+static void schedule_save(const options *o, const schedule *sc, int64_t skipped) {
+    if (colrt_rank() != 0) return;
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/schedule", o->ckpt);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "steps %lld\nwarmup %lld\nlr %.17g\nmin_lr %.17g\nskipped %lld\n", (long long)sc->steps,
+                      (long long)sc->warmup, sc->lr, sc->min_lr, (long long)skipped) < 0 ||
+        fclose(f) != 0 || rename(tmp, path) != 0)
+        colrt_die("cannot write %s", path);
+}
+
+static int schedule_load(const char *dir, schedule *sc, int64_t *skipped) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/schedule", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    long long st, wu, sk;
+    int ok = fscanf(f, "steps %lld warmup %lld lr %lf min_lr %lf skipped %lld", &st, &wu, &sc->lr, &sc->min_lr,
+                    &sk) == 5;
+    fclose(f);
+    if (ok) sc->steps = st, sc->warmup = wu, *skipped = sk;
+    return ok;
+}
+
+/* The schedule a run resumed at step `start` follows: the checkpoint's, so
+ * that raising --steps (or changing --lr, --min-lr, --warmup) does not make
+ * the learning rate jump; with --reschedule, this run's flags. Says which,
+ * and what changes, when they differ. */
+static schedule schedule_resume(const options *o, int64_t start, int64_t *skipped) {
+    schedule mine = {o->steps, o->warmup, o->lr, o->min_lr}, saved;
+    if (!schedule_load(o->ckpt, &saved, skipped)) return mine;
+    if (saved.steps == mine.steps && saved.warmup == mine.warmup && saved.lr == mine.lr && saved.min_lr == mine.min_lr)
+        return mine;
+    int rank0 = colrt_rank() == 0;
+    double was = lr_at(&saved, start), now = lr_at(&mine, start);
+    if (o->reschedule) {
+        if (rank0)
+            printf("--reschedule: the learning rate follows this run's schedule (%lld steps, warm-up %lld, %.3g -> "
+                   "%.3g); at step %lld it is %.3g (the checkpoint's schedule: %.3g)\n",
+                   (long long)mine.steps, (long long)mine.warmup, mine.lr, mine.min_lr, (long long)start + 1, now, was);
+        return mine;
+    }
+    if (rank0) {
+        printf("the learning rate follows the checkpoint's schedule (%lld steps, warm-up %lld, %.3g -> %.3g), not the "
+               "one these flags give (%lld steps, warm-up %lld, %.3g -> %.3g): at step %lld it is %.3g, not %.3g",
+               (long long)saved.steps, (long long)saved.warmup, saved.lr, saved.min_lr, (long long)mine.steps,
+               (long long)mine.warmup, mine.lr, mine.min_lr, (long long)start + 1, was, now);
+        if (o->steps > saved.steps)
+            printf("; steps %lld-%lld run at its final rate %.3g", (long long)saved.steps + 1, (long long)o->steps,
+                   saved.min_lr);
+        printf(" (--reschedule follows the flags)\n");
+    }
+    return saved;
+}
+
+/* ---- sampling ------------------------------------------------------------------ */
+
+/* A token from the scores of one row: top-k, then softmax at the temperature
+ * (0: the most likely), drawn with u in [0, 1). */
+static int32_t pick(const float *score, int64_t V, int64_t top_k, double temperature, double u, double *work) {
+    int64_t best = 0;
+    for (int64_t v = 1; v < V; v++)
+        if (score[v] > score[best]) best = v;
+    if (temperature <= 0) return (int32_t)best;
+    double kth = -INFINITY; /* the k-th largest score: the cut */
+    if (top_k > 0 && top_k < V) {
+        for (int64_t v = 0; v < V; v++) work[v] = score[v];
+        for (int64_t i = 0; i < top_k; i++) { /* k passes of selection: k and V are small next to a forward */
+            int64_t m = i;
+            for (int64_t v = i + 1; v < V; v++)
+                if (work[v] > work[m]) m = v;
+            double t = work[i];
+            work[i] = work[m];
+            work[m] = t;
+        }
+        kth = work[top_k - 1];
+    }
+    double sum = 0;
+    for (int64_t v = 0; v < V; v++) {
+        work[v] = score[v] >= kth && isfinite(score[v]) ? exp((score[v] - score[best]) / temperature) : 0;
+        sum += work[v];
+    }
+    double target = u * sum, acc = 0;
+    for (int64_t v = 0; v < V; v++) {
+        acc += work[v];
+        if (work[v] > 0 && acc > target) return (int32_t)v;
+    }
+    return (int32_t)best;
+}
+
+/* --sample N: N tokens continuing --prompt, one forward pass each (the last
+ * T tokens of the text so far in every row; the scores of row 0 at the last
+ * position, m_logits), drawn on rank 0 and broadcast. Prints the text. */
+static void sample(LM_MODEL *m, const options *o, int64_t vocab, const batch_shape *bs, int32_t *idx, int32_t *tgt) {
+    int rank0 = colrt_rank() == 0;
+    char err[512];
+    tokenizer tk = {0};
+    tk.eot = -1;
+    if (o->tokenizer && !tokenizer_read(o->tokenizer, &tk, err, sizeof err)) fail("%s", err);
+    if (!tk.n && vocab > 256) {
+        snprintf(err, sizeof err, "--sample with a vocabulary of %lld needs --tokenizer FILE (llm.c's "
+                 "gpt2_tokenizer.bin) to read and write text", (long long)vocab);
+        fail("%s", err);
+    }
+    const char *prompt = o->prompt ? o->prompt : tk.n && tk.eot >= 0 ? "" : "\n";
+    int64_t cap = (int64_t)strlen(prompt) + o->sample + 2, bad = 0;
+    int32_t *ctx = malloc(sizeof(int32_t) * (size_t)cap);
+    int64_t n = tokenizer_encode(&tk, prompt, ctx, cap, &bad);
+    if (n < 0) {
+        snprintf(err, sizeof err, "--prompt: the byte at %lld matches no token of %s", (long long)bad, o->tokenizer);
+        fail("%s", err);
+    }
+    if (n == 0) ctx[n++] = tk.eot >= 0 ? tk.eot : '\n'; /* an empty prompt: start a document (or a line) */
+    for (int64_t i = 0; i < n; i++)
+        if (ctx[i] < 0 || ctx[i] >= vocab) {
+            snprintf(err, sizeof err, "--prompt holds token %d, outside the model's vocabulary of %lld", ctx[i],
+                     (long long)vocab);
+            fail("%s", err);
+        }
+    const int64_t V = LM_CAT(LM_MODEL, _LOGITS_CLASSES), T = bs->T;
+    float *scores = malloc(sizeof(float) * (size_t)(LM_CAT(LM_MODEL, _LOGITS_ROWS) * V));
+    double *work = malloc(sizeof(double) * (size_t)V);
+    if (rank0) {
+        printf("sample: %lld tokens, temperature %g, top-k %lld, seed %llu\n", (long long)o->sample, o->temperature,
+               (long long)o->top_k, (unsigned long long)o->seed);
+        for (int64_t i = 0; i < n; i++) tokenizer_put(&tk, ctx[i], stdout);
+        fflush(stdout);
+    }
+    for (int64_t k = 0; k < o->sample; k++) {
+        int64_t w = n < T ? n : T; /* the window: the last T tokens */
+        for (int64_t j = 0; j < bs->micro; j++)
+            for (int64_t r = 0; r < bs->rows; r++)
+                for (int64_t t = 0; t < T; t++) {
+                    int64_t at = (j * bs->rows + r) * T + t;
+                    idx[at] = t < w ? ctx[n - w + t] : 0;
+                    tgt[at] = 0;
+                }
+        LM_FN(inputs) in = {.idx = idx, .targets = tgt};
+        LM_FN(logits)(m, &in, w - 1, scores);
+        int32_t tok = 0;
+        if (rank0) {
+            double u = (double)(mix(o->seed ^ mix((uint64_t)k + 0x5A4D)) >> 11) / 9007199254740992.0;
+            tok = pick(scores, vocab < V ? vocab : V, o->top_k, o->temperature, u, work);
+        }
+        MPI_Bcast(&tok, 1, MPI_INT32_T, 0, MPI_COMM_WORLD);
+        ctx[n++] = tok;
+        if (rank0) {
+            tokenizer_put(&tk, tok, stdout);
+            fflush(stdout);
+        }
+    }
+    if (rank0) printf("\n");
+    free(ctx);
+    free(scores);
+    free(work);
+    tokenizer_free(&tk);
+}
+
 int main(int argc, char **argv) {
     colrt_init(&argc, &argv);
     options o = parse(argc, argv);
     int rank0 = colrt_rank() == 0;
-    int tty = rank0 && (o.progress < 0 ? isatty(1) : o.progress);
+    int tty = rank0 && (o.progress < 0 ? real_terminal() : o.progress);
 
     char err[512];
-    tokens train, val = {0};
-    if (!tokens_read(o.train, &train, err, sizeof err)) fail("%s", err);
+    tokens train = {0}, val = {0};
+    if (o.train && !tokens_read(o.train, &train, err, sizeof err)) fail("%s", err);
     if (o.val && !tokens_read(o.val, &val, err, sizeof err)) fail("%s", err);
+    if (!o.train && !(o.resume && o.sample)) fail("%s", "no training file: give --train FILE");
     install_stop_signals();
 
     LM_MODEL *m;
@@ -305,77 +649,88 @@ int main(int argc, char **argv) {
     }
     if (emb > 0 && width > 0) vocab = emb / width;
     if (vocab < 0) colrt_die("the model has no parameter %s or %s", LM_EMBEDDING, LM_NORM);
-    if (train.max >= vocab || (o.val && val.max >= vocab)) {
+    if ((o.train && train.max >= vocab) || (o.val && val.max >= vocab)) {
         snprintf(err, sizeof err, "a token file holds id %d, outside the model's vocabulary of %lld",
-                 train.max >= vocab ? train.max : val.max, (long long)vocab);
+                 o.train && train.max >= vocab ? train.max : val.max, (long long)vocab);
         fail("%s", err);
     }
 
-    int64_t first, rows, B;
-    LM_FN(input_rows)(m, &first, &rows);
-    int64_t end = first + rows;
-    MPI_Allreduce(&end, &B, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD); /* the global batch */
-    const int64_t T = LM_CAT(LM_MODEL, _idx_ELEMS) / LM_CAT(LM_MODEL, _idx_ROWS);
-    if (train.n < T + 1) fail("%s: fewer tokens than one sequence", o.train);
+    batch_shape bs = {.micro = LM_CAT(LM_MODEL, _MICRO_BATCHES)};
+    LM_FN(input_rows)(m, &bs.first, &bs.rows);
+    int64_t end = bs.first + bs.rows;
+    MPI_Allreduce(&end, &bs.Bm, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD); /* one micro-batch's rows */
+    bs.B = bs.micro * bs.Bm; /* the global batch */
+    bs.T = LM_CAT(LM_MODEL, _idx_ELEMS) / LM_CAT(LM_MODEL, _idx_ROWS);
+    const int64_t B = bs.B, T = bs.T;
+    if (o.train && train.n < T + 1) fail("%s: fewer tokens than one sequence", o.train);
     if (o.val && val.n < T + 1) fail("%s: fewer tokens than one sequence", o.val);
-    int32_t *idx = malloc(sizeof(int32_t) * (size_t)(rows * T));
-    int32_t *tgt = malloc(sizeof(int32_t) * (size_t)(rows * T));
+    int32_t *idx = malloc(sizeof(int32_t) * (size_t)(bs.micro * bs.rows * T));
+    int32_t *tgt = malloc(sizeof(int32_t) * (size_t)(bs.micro * bs.rows * T));
 
     if (o.hf_init) { /* a resumed checkpoint, below, takes precedence */
         if (colhf_load(o.hf_init, params, np, err, sizeof err) != 0) fail("%s", err);
         if (rank0) printf("initialized from the Hugging Face checkpoint %s\n", o.hf_init);
     }
-    int64_t start = 0;
+    int64_t start = 0, skipped = 0;
+    schedule sched = {o.steps, o.warmup, o.lr, o.min_lr};
     if (o.resume) {
         start = ckpt_resume(m, o.ckpt);
         if (start < 0) {
             if (rank0) printf("no checkpoint in %s: starting from step 0\n", o.ckpt);
             start = 0;
-        } else if (rank0) {
-            printf("resumed from %s at step %lld\n", o.ckpt, (long long)start);
+        } else {
+            if (rank0) printf("resumed from %s at step %lld\n", o.ckpt, (long long)start);
+            sched = schedule_resume(&o, start, &skipped);
+            if (rank0 && start >= o.stop_at)
+                printf("the checkpoint is at step %lld, %s --steps %lld: no training steps to run (raise --steps to "
+                       "train on)\n", (long long)start, start > o.steps ? "past" : "at", (long long)o.steps);
         }
     }
-    FILE *log = NULL;
-    if (rank0 && o.log) {
-        log = fopen(o.log, start ? "a" : "w");
-        if (!log) colrt_die("cannot write %s", o.log);
-        if (!start) fprintf(log, "step,loss,lr,tokens_per_s\n");
-    }
+    if (start < o.stop_at && !o.train) fail("%s", "no training file: give --train FILE");
+    logfile lg = log_open(&o, start);
     LM_FN(statistics) st = LM_FN(stats)(m);
     if (rank0)
-        printf("%s: %.2fM parameters, vocabulary %lld, batch %lld x %lld tokens on %d ranks, arena %.1f MB per rank\n",
+        printf("%s: %.2fM parameters, vocabulary %lld, batch %lld x %lld tokens (%lld micro-batch%s) on %d rank%s, "
+               "arena %.1f MB per rank\n",
                LM_STR(LM_MODEL), (double)n_params / 1e6, (long long)vocab, (long long)B, (long long)T,
-               colrt_world(), (double)st.arena_bytes / 1e6);
+               (long long)bs.micro, bs.micro == 1 ? "" : "es", colrt_world(), colrt_world() == 1 ? "" : "s",
+               (double)st.arena_bytes / 1e6);
 
+    const double peak = LM_CAT(LM_MODEL, _PEAK_FLOPS) * colrt_world();
     double elapsed = 0, last_val = NAN;
     for (int64_t s = start; s < o.stop_at; s++) {
-        double lr = lr_at(&o, s);
-        fill(&train, s, B, first, rows, T, 1, idx, tgt);
+        double lr = lr_at(&sched, s);
+        fill_step(&train, s, &bs, 1, idx, tgt);
         LM_FN(inputs) in = {.idx = idx, .targets = tgt};
         float loss = LM_FN(train_step)(m, &in, (float)lr);
         st = LM_FN(stats)(m);
+        LM_FN(step_info) si = LM_FN(last_step)(m);
+        skipped += si.skipped;
         elapsed += st.last_step_s;
         double tps = (double)(B * T) / st.last_step_s;
+        double mfu = peak > 0 ? LM_CAT(LM_MODEL, _STEP_FLOPS) / (st.last_step_s * peak) : NAN;
         int eval_now = o.val && ((o.eval_every && (s + 1) % o.eval_every == 0) || s + 1 == o.steps);
-        if (eval_now) last_val = evaluate(m, &val, o.eval_batches, B, first, rows, T, idx, tgt);
-        if (rank0) {
+        if (eval_now) last_val = evaluate(m, &val, o.eval_batches, &bs, idx, tgt);
+        int show = (s + 1) % o.log_every == 0 || s == start || s + 1 == o.stop_at || eval_now;
+        if (rank0 && show) {
             if (tty) printf("\r\033[K");
-            printf("step %5lld/%lld | loss %.4f | lr %.2e | %7.0f tok/s | %6.1f ms | arena %.1f MB, rss %.0f MB",
-                   (long long)s + 1, (long long)o.steps, loss, lr, tps, st.last_step_s * 1e3,
+            printf("step %5lld/%lld | loss %.4f | lr %.2e | norm %.3f | %7.0f tok/s | %6.1f ms | MFU %.1f%% | arena "
+                   "%.1f MB, rss %.0f MB",
+                   (long long)s + 1, (long long)o.steps, loss, lr, si.grad_norm, tps, st.last_step_s * 1e3, 100 * mfu,
                    (double)st.arena_bytes / 1e6, peak_rss_mb());
+            if (si.loss_scale != 1 || skipped) printf(" | scale %g, %lld skipped", si.loss_scale, (long long)skipped);
             if (eval_now) printf(" | val %.4f", last_val);
             printf("\n");
-            if (tty) bar(s + 1 - start, o.stop_at - start, elapsed);
-            if (log) {
-                fprintf(log, "%lld,%.9g,%.9g,%.0f\n", (long long)s + 1, loss, lr, tps);
-                if (eval_now) fprintf(log, "val %lld,%.9g,,\n", (long long)s + 1, last_val);
-                fflush(log);
-            }
+            log_row(&lg, 0, s + 1, loss, lr, si.grad_norm, si.loss_scale, skipped, tps, st.last_step_s * 1e3, mfu);
         }
+        if (rank0 && eval_now) log_row(&lg, 1, s + 1, last_val, NAN, NAN, NAN, 0, NAN, NAN, NAN);
+        if (tty) bar(s + 1 - start, o.stop_at - start, elapsed);
         if (!isfinite(loss)) colrt_die("the loss is %f at step %lld: lower --lr", loss, (long long)s + 1);
         int stop = stop_requested();
-        if (o.ckpt && (stop || (o.save_every && (s + 1) % o.save_every == 0) || s + 1 == o.stop_at))
+        if (o.ckpt && (stop || (o.save_every && (s + 1) % o.save_every == 0) || s + 1 == o.stop_at)) {
             ckpt_save(m, o.ckpt, s + 1, B);
+            schedule_save(&o, &sched, skipped);
+        }
         if (stop) {
             if (rank0)
                 printf("\nstopped by signal %d after step %lld%s\n", stop, (long long)s + 1,
@@ -384,16 +739,20 @@ int main(int argc, char **argv) {
             break;
         }
     }
-    if (tty) printf("\n");
+    if (tty) printf("\r\033[K");
     if (o.hf_export) {
         if (colhf_save(o.hf_export, params, np, err, sizeof err) != 0) colrt_die("%s", err);
         if (rank0) printf("exported %s/model.safetensors (Hugging Face layout)\n", o.hf_export);
     }
-    if (rank0 && o.stop_at > start)
-        printf("done: %lld steps in %.1f s (%.0f tokens/s)%s\n", (long long)(o.stop_at - start), elapsed,
+    if (rank0 && o.stop_at > start) {
+        printf("done: %lld steps in %.1f s (%.0f tokens/s, MFU %.1f%%)", (long long)(o.stop_at - start), elapsed,
                (double)(B * T) * (double)(o.stop_at - start) / elapsed,
-               o.ckpt ? ", checkpoint saved" : "");
-    if (log) fclose(log);
+               100 * LM_CAT(LM_MODEL, _STEP_FLOPS) * (double)(o.stop_at - start) / (elapsed * peak));
+        if (skipped) printf(", %lld steps skipped on gradient overflow", (long long)skipped);
+        printf("%s\n", o.ckpt ? ", checkpoint saved" : "");
+    }
+    if (o.sample) sample(m, &o, vocab, &bs, idx, tgt);
+    if (lg.f) fclose(lg.f);
     LM_FN(destroy)(m);
     free(idx);
     free(tgt);

@@ -62,9 +62,34 @@ expect 1 "cannot read 'missing.cir'" -- missing.cir
 expect 1 "unknown input kind" -- "$src/README.md"
 
 # The summary of the examples.
-expect 0 "parameters:    19,210 (76.8 KB)" -- "$src/examples/ir/mlp.cir"
-expect 0 "parameters:    53,561,088 (214.2 MB)" -- "$src/examples/ir/gpt2-2layer.cir"
+expect 0 "parameters:    19,210 (76.8 KB in f32)" -- "$src/examples/ir/mlp.cir"
+expect 0 "parameters:    53,561,088 (214.2 MB in f32)" -- "$src/examples/ir/gpt2-2layer.cir"
 expect 0 "blocks h x2" -- "$src/examples/ir/gpt2-2layer.cir"
+# the counts say what they count: the graph, the dtype
+expect 0 "model gpt2: forward graph of 42 nodes" -- "$src/examples/ir/gpt2-2layer.cir"
+expect 0 "model mlp: training (forward, backward, update) graph of" -- "$src/examples/ir/mlp.cir" --graph training
+expect 0 "(38.4 KB in bf16)" -- "$src/examples/ir/mlp.cir" --graph training --dtype bf16
+
+# -o: made with its parents, checked before solving (a file is refused at once)
+tiny=("$src/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32)
+small=("${tiny[@]}" --batch 8)
+expect 0 "plan gpt2:" -- "${small[@]}" --cluster h100:1x2 --emit plan -o "$tmp/new/deep/dir"
+[ -f "$tmp/new/deep/dir/gpt2.report.md" ] && pass=$((pass + 1)) || { echo "FAIL: -o did not make its parents"; fail=$((fail + 1)); }
+touch "$tmp/afile"
+expect 1 "-o '$tmp/afile' is not a directory" -- "${small[@]}" --emit plan -o "$tmp/afile"
+expect 1 "cannot create the output directory '$tmp/afile/x'" -- "${small[@]}" --emit code -o "$tmp/afile/x/y"
+# --batch is the global batch: a generated program runs it in --micro-batches parts
+expect 1 "--batch 10 is not a multiple of --micro-batches 4" -- "${tiny[@]}" --batch 10 --micro-batches 4 \
+  --cluster h100:1x1 --emit code -o "$tmp/mb"
+expect 0 "" -- "$src/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 \
+  --micro-batches 2 --cluster h100:1x2 --strategy dp --emit code --target cpu -o "$tmp/mb" -q
+grep -q "#define gpt2_idx_ROWS 2" "$tmp/mb/gpt2.h" \
+  && python3 -c "import json,sys; sys.exit(json.load(open('$tmp/mb/gpt2.plan.json'))['batch'] != 8)" \
+  && pass=$((pass + 1)) || { echo "FAIL: --batch 8 --micro-batches 2 on 2 ranks: 2 rows a rank a micro-batch"; fail=$((fail + 1)); }
+expect 0 "each step runs N micro-batches of batch/N" -- --help
+# no plan fits: the micro-batches that would, named first
+expect 1 "hint: --micro-batches" -- "$src/examples/gpt2/gpt2.c" --batch 64 --cluster h100:1x1 --mem 30GB --recompute none \
+  --zero 3 --emit plan -o "$tmp/nofit"
 
 # IR to a file, then byte-identical with the example; -o - goes to stdout.
 for ex in mlp gpt2-2layer; do

@@ -3,7 +3,11 @@
 # prefix, then build tests/consumer/project (a user's project that knows only
 # find_package(Colossal) and colossal_generate) against that prefix and train
 # its model on 2 MPI ranks. Also checks that the compiler reruns only when the
-# model file or the options change, and that the pkg-config file links.
+# model file or the options change, that a consumer without the CUDA toolkit
+# finds a package built with CUDA (and COMPONENTS cuda says why not), that the
+# installed compiler reads the model.h installed beside it, that the drivers'
+# headers and the example projects are installed, and that the pkg-config
+# file links.
 # usage: tests/consumer/run.sh BUILD_DIR WORK_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -68,6 +72,39 @@ bad_project "give one of cpu, cuda" "colossal_generate(app classifier.c TARGETS 
 bad_project "unknown arguments: STEPS" "colossal_generate(app classifier.c STEPS 3)"
 bad_project "is not a target" "colossal_generate(nosuchtarget classifier.c)"
 bad_project "not a C identifier" "colossal_generate(app classifier.c MODEL my-model)"
+
+echo "== a CPU-only consumer of a package built with CUDA, and the cuda component"
+# a machine without the CUDA toolkit: CMake cannot find it
+cpuonly=(-DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=TRUE)
+if [ -f "$prefix/lib/cmake/Colossal/ColossalCudaTargets.cmake" ]; then
+    cmake -S "$work/src" -B "$work/build-cpu" -DCMAKE_PREFIX_PATH="$prefix" "${cpuonly[@]}" >"$work/cpu.log" 2>&1 \
+        || { cat "$work/cpu.log"; fail "a CPU-only consumer could not find_package(Colossal) built with CUDA"; }
+    rm -rf "$work/cuda" && mkdir -p "$work/cuda"
+    printf 'cmake_minimum_required(VERSION 3.20)\nproject(c LANGUAGES C)\nfind_package(Colossal REQUIRED COMPONENTS cuda)\n' \
+        >"$work/cuda/CMakeLists.txt"
+    if cmake -S "$work/cuda" -B "$work/cuda/build" -DCMAKE_PREFIX_PATH="$prefix" "${cpuonly[@]}" >"$work/cuda.log" 2>&1; then
+        fail "COMPONENTS cuda was found without the CUDA toolkit"
+    fi
+    tr -s ' \n' '  ' <"$work/cuda.log" | grep -q "the cuda component needs the CUDA toolkit" \
+        || { cat "$work/cuda.log"; fail "no message for COMPONENTS cuda without the toolkit"; }
+    echo "CPU-only consumer: configured; COMPONENTS cuda: refused with the reason"
+else
+    echo "(this build has no CUDA: the package has no cuda component to leave out)"
+fi
+
+echo "== the installed compiler reads the <colossal/model.h> installed beside it, without -I"
+# a copy of the install whose model.h says it is that one; a model that insists on it
+cp -r "$prefix" "$work/prefix2"
+echo '#define COLOSSAL_THIS_INSTALL 1' >>"$work/prefix2/include/colossal/model.h"
+{ echo '#include <colossal/model.h>'; echo '#ifndef COLOSSAL_THIS_INSTALL'; echo '#error not the installed header'; \
+  echo '#endif'; cat "$work/src/classifier.c"; } >"$work/installed_header.c"
+"$work/prefix2/bin/colossal-compile" "$work/installed_header.c" --model classifier -DIN=8 -DHIDDEN=32 --batch 8 -q \
+    || fail "the installed compiler did not read the model.h installed beside it"
+for f in include/colossal/train/lm_train.h include/colossal/train/tokens.h include/colossal/train/tokenizer.h \
+         share/colossal/examples/gpt2/gpt2.c share/colossal/examples/gpt2/train.c \
+         share/colossal/examples/gpt2/CMakeLists.txt share/colossal/examples/llama/llama.c; do
+    [ -e "$prefix/$f" ] || fail "the install has no $f"
+done
 
 echo "== pkg-config: the same program with mpicc"
 gen=$work/build/colossal/consumer

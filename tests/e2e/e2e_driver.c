@@ -50,6 +50,10 @@
  *         exactly zero, see above) moves by noise only on both sides:
  *         max|diff| <= 2 lr steps (measured worst 6.6e-2 against 0.1).
  *     Reproduce: ctest --test-dir build -R '_bf16_|_f16_' -V
+ *   - the read-outs: after every step, m_last_step's gradient norm, loss
+ *     scale and skipped flag against the interpreter's; after the last,
+ *     m_logits at every position against the loss it returns (the targets'
+ *     mean -log softmax), the same scores on every rank.
  *   - with CHECKPOINT_DIR: m_save, then a model created with another seed and
  *     m_load holds bit-identical parameters, and one more step on both gives
  *     the same loss, bit for bit (the optimizer state and step count travel).
@@ -87,6 +91,15 @@ typedef CG_FN(inputs) model_inputs;
 /* f32 LAMB and LARS parameters (the header comment says how they were measured) */
 #define LAMB_PARAM_TOL 2e-4
 #define LARS_PARAM_TOL 1e-5
+/* m_last_step's gradient norm against the interpreter's (f32 against f64
+ * over every gradient; measured worst 1.7e-7 in f32, 3.2e-3 in bf16 where
+ * our gradients are rounded to bf16 and the reference's are not), and
+ * m_logits's scores against the loss (measured worst 1.9e-7, f32 and bf16:
+ * both read the same logits). */
+#define NORM_TOL 1e-5
+#define MIXED_NORM_TOL 2e-2
+#define LOGITS_TOL 1e-5
+#define MIXED_LOGITS_TOL 1e-4
 #define INITIAL_LOSS_SCALE 65536.0 /* the generated program's first dynamic loss scale (f16) */
 typedef CG_MODEL model_t;
 
@@ -161,6 +174,102 @@ static int64_t index_bound(const Graph *g, ValueId v) {
         }
     }
     return 2;
+}
+
+/* One step's inputs, drawn from the test's generator: glob[k], input k of
+ * every micro-batch of the global batch in turn (the interpreter's), and
+ * bufs[k], this rank's rows [first, first + count) of each (the program's,
+ * one micro-batch after another). The caller frees both. */
+static void make_inputs(const Graph *g, const ValueId *ins, int n_in, int64_t first, int64_t count, int micro,
+                        void **glob, void **bufs) {
+    for (int k = 0; k < n_in; k++) {
+        const Value *x = ir_val(g, ins[k]);
+        int64_t n = ir_shape_numel(x->shape), row = n / x->shape.d[0], bound = index_bound(g, ins[k]);
+        glob[k] = malloc(4 * (size_t)(n * micro));
+        bufs[k] = malloc(4 * (size_t)(count * row * micro));
+        for (int64_t e = 0; e < n * micro; e++) {
+            if (x->dtype == DT_I32) ((int32_t *)glob[k])[e] = (int32_t)(next_u64() % (uint64_t)bound);
+            else ((float *)glob[k])[e] = (float)(2 * next_unit() - 1);
+        }
+        for (int j = 0; j < micro; j++)
+            memcpy((char *)bufs[k] + 4 * (size_t)(j * count * row), (char *)glob[k] + 4 * (size_t)(j * n + first * row),
+                   4 * (size_t)(count * row));
+    }
+}
+
+/* m_last_step after a step against the interpreter's same step: the
+ * gradient norm (before clipping, unscaled) within tol relative, the loss
+ * scale, and a skipped update exactly when the norm overflowed. */
+static double worst_norm; /* the worst relative difference seen, for the summary */
+static void check_step_info(model_t *m, const Graph *g, Interp *it, ValueId scale, double tol) {
+    ValueId gn = ir_find(g, "grad_norm_sq");
+    if (gn == IR_NONE) return;
+    double sc = scale != IR_NONE ? interp_data(it, scale)[0] : 1, ref = sqrt(interp_data(it, gn)[0]) / sc;
+    CG_FN(step_info) si = CG_FN(last_step)(m);
+    CHECK(si.loss_scale == (float)sc);
+    CHECK(si.skipped == !isfinite(ref));
+    if (!isfinite(ref)) return;
+    double rel = fabs(si.grad_norm - ref) / fmax(ref, 1e-30);
+    worst_norm = fmax(worst_norm, rel);
+    if (rel > tol) fprintf(stderr, "gradient norm %.7g, reference %.7g: rel. diff %.2e > %.2e\n", si.grad_norm, ref, rel, tol);
+    CHECK(rel <= tol);
+}
+
+/* m_logits on one batch, at every position: the scores' log-softmax at the
+ * targets, averaged over rows and positions, is the loss m_logits returns
+ * (when the loss is the cross-entropy itself), within tol relative; every
+ * rank gets the same scores. */
+static void check_logits(model_t *m, const Graph *g, int64_t first, int64_t count, double tol) {
+    NodeId ce = IR_NONE;
+    for (NodeId id = 0; id < g->n_nodes && ce == IR_NONE; id++)
+        if (ir_node(g, id)->op == OP_CROSS_ENTROPY) ce = id;
+    if (ce == IR_NONE) return;
+    const int64_t R = CG_CAT(CG_MODEL, _LOGITS_ROWS), P = CG_CAT(CG_MODEL, _LOGITS_POSITIONS),
+                  V = CG_CAT(CG_MODEL, _LOGITS_CLASSES), micro = CG_CAT(CG_MODEL, _MICRO_BATCHES);
+    int n_in = 0;
+    ValueId ins[8] = {0};
+    for (ValueId v = 0; v < g->n_values; v++)
+        if (ir_val(g, v)->role == ROLE_INPUT && n_in < 8) ins[n_in++] = v;
+    const void *ptrs[8];
+    void *glob[8], *bufs[8];
+    make_inputs(g, ins, n_in, first, count, (int)micro, glob, bufs);
+    int tk = -1;
+    for (int k = 0; k < n_in; k++) {
+        ptrs[k] = bufs[k];
+        if (ins[k] == ir_node(g, ce)->in[1]) tk = k;
+    }
+    CHECK(tk >= 0);
+    model_inputs in;
+    memcpy(&in, ptrs, sizeof in);
+    float *out = malloc(sizeof(float) * (size_t)(R * V)), *first_rank = malloc(sizeof(float) * (size_t)(R * V));
+    double nll = 0, loss = 0;
+    for (int64_t p = 0; p < P; p++) {
+        loss = CG_FN(logits)(m, &in, p, out);
+        memcpy(first_rank, out, sizeof(float) * (size_t)(R * V));
+        MPI_Bcast(first_rank, (int)(R * V), MPI_FLOAT, 0, MPI_COMM_WORLD);
+        CHECK(memcmp(first_rank, out, sizeof(float) * (size_t)(R * V)) == 0);
+        for (int64_t r = 0; r < R; r++) {
+            const float *s = out + r * V;
+            double mx = -INFINITY, z = 0;
+            for (int64_t v = 0; v < V; v++) mx = fmax(mx, s[v]);
+            for (int64_t v = 0; v < V; v++) z += exp(s[v] - mx);
+            int32_t t = ((const int32_t *)glob[tk])[r * P + p]; /* row r: micro-batch r / (R / micro) */
+            nll -= s[t] - mx - log(z);
+        }
+    }
+    nll /= (double)(R * P);
+    bool is_loss = ir_node(g, ce)->out[0] == g->outputs[0];
+    double rel = fabs(nll - loss) / fmax(fabs(loss), 1e-30);
+    if (colrt_rank() == 0)
+        printf("m_logits: the targets' mean -log softmax %.7f, the loss %.7f%s (rel. diff %.2e)\n", nll, loss,
+               is_loss ? "" : " (not compared: the loss is not the cross-entropy)", rel);
+    if (is_loss) CHECK(rel <= tol);
+    for (int k = 0; k < n_in; k++) {
+        free(glob[k]);
+        free(bufs[k]);
+    }
+    free(out);
+    free(first_rank);
 }
 
 int main(int argc, char **argv) {
@@ -256,21 +365,8 @@ int main(int argc, char **argv) {
          * get this rank's rows of each micro-batch, one block after another */
         const void *ptrs[8];
         void *bufs[8], *glob[8];
-        for (int k = 0; k < n_in; k++) {
-            const Value *x = ir_val(g, ins[k]);
-            int64_t n = ir_shape_numel(x->shape), row = n / x->shape.d[0];
-            int64_t bound = index_bound(g, ins[k]);
-            glob[k] = malloc(4 * (size_t)(n * micro));
-            bufs[k] = malloc(4 * (size_t)(count * row * micro));
-            for (int64_t e = 0; e < n * micro; e++) {
-                if (x->dtype == DT_I32) ((int32_t *)glob[k])[e] = (int32_t)(next_u64() % (uint64_t)bound);
-                else ((float *)glob[k])[e] = (float)(2 * next_unit() - 1);
-            }
-            for (int j = 0; j < micro; j++)
-                memcpy((char *)bufs[k] + 4 * (size_t)(j * count * row), (char *)glob[k] + 4 * (size_t)(j * n + first * row),
-                       4 * (size_t)(count * row));
-            ptrs[k] = bufs[k];
-        }
+        make_inputs(g, ins, n_in, first, count, micro, glob, bufs);
+        for (int k = 0; k < n_in; k++) ptrs[k] = bufs[k];
         model_inputs in;
         memcpy(&in, ptrs, sizeof in);
         float loss = CG_FN(train_step)(m, &in, (float)lr);
@@ -295,6 +391,7 @@ int main(int argc, char **argv) {
             interp_commit_nodes(it, 0, k_step);
         }
         CHECK(interp_run_range(it, k_step, g->n_nodes, &e2));
+        check_step_info(m, g, it, scale, mixed ? MIXED_NORM_TOL : NORM_TOL);
         interp_commit_nodes(it, k_step, g->n_nodes);
         for (NodeId id = 0; micro > 1 && id < g->n_nodes; id++) /* accumulators start from zero */
             if (ir_node(g, id)->op == OP_GRAD_ACCUM) {
@@ -391,6 +488,8 @@ int main(int argc, char **argv) {
         for (int k = 0; k < n_in; k++) free(bufs[k]);
         CG_FN(destroy)(m2);
     }
+    if (rank == 0) printf("m_last_step: worst gradient norm rel. diff %.2e\n", worst_norm);
+    check_logits(m, g, first, count, mixed ? MIXED_LOGITS_TOL : LOGITS_TOL);
     CG_FN(statistics) st = CG_FN(stats)(m);
     if (rank == 0)
         printf("%s: %d ranks, %d steps: worst loss rel. diff %.2e, worst parameter %s %.2e (%s); "

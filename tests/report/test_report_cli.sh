@@ -37,14 +37,33 @@ expect 0 "# Strategy report: gpt2" -- report "$plan"
 expect 0 "## Memory sweep" -- report "$plan" --format md
 expect 0 "<svg" -- report "$plan" --format html
 expect 0 '"schema_version":' -- report "$plan" --format json
-expect 0 "| h.0.dense30 | dense | 2 |" -- report "$plan" --block h
+expect 0 "| h.0.mlp.c_fc (h.0.dense30) | dense | 2 |" -- report "$plan" --block h
+# the plan in a sentence and a table of contents before the sections
+expect 0 "**The plan:** Data parallel over 4 GPUs, ZeRO-3 for 9 of 15 parameter groups, full recompute in 1 of" -- report "$plan"
+expect 0 "Contents: [Summary](#summary)" -- report "$plan"
+expect 0 "| Plan vs best baseline |" -- report "$plan"
+# Markdown for terminals: no line over 120 columns, here and for GPT-2 124M on 64 GPUs
+"$cc" "$src/examples/gpt2/gpt2.c" --cluster h100:8x8 --batch 512 --sweep-mem=3 --emit plan -o "$tmp/big" -q
+for md in "$tmp/big/gpt2.report.md" "$src/tests/report/gpt2-tiny.report.md" "$src/tests/report/mlp.report.md"; do
+  ok awk -v f="$md" 'length($0) > 120 { print f ":" NR ": " length($0) " columns"; bad = 1 } END { exit bad }' "$md"
+done
+# the HTML: the sentence, the baseline among the cards, a table of contents,
+# tooltips on the memory chart, and no Markdown text bars beside its charts
+"$cc" report "$tmp/big/gpt2.plan.json" --format html -o "$tmp/big.html"
+ok grep -q "<p class=plan><b>The plan:</b> Data parallel" "$tmp/big.html"
+ok grep -q "<div class=card>vs the best baseline<b>" "$tmp/big.html"
+ok grep -q "<nav class=toc>Contents: <a href='#summary'>" "$tmp/big.html"
+ok grep -q "<h2 id='why-these-strategies'>" "$tmp/big.html"
+ok grep -q "<rect class=hit [^>]*><title>forward h.0.attn.c_attn: " "$tmp/big.html"
+ok grep -q "<title>backward h.11.mlp.c_proj: " "$tmp/big.html"
+ok test "$(grep -c '####' "$tmp/big.html")" -eq 0
 # any instance of a tied op explains its group
 expect 0 "belongs to group \`h.0.dense11\`" -- report "$plan" --explain h.1.dense43
 expect 0 "lost on memory" -- report "$plan" --explain h.0.dense30
 expect 0 '"explain"' -- report "$plan" --format json --explain h.0.dense30
 "$cc" report "$plan" --op 'h.*.dense3*' -o "$tmp/f.md"
-ok grep -q "| h.0.dense30 |" "$tmp/f.md"
-ok test "$(grep -c '| h.0.layer_norm9 | layer_norm' "$tmp/f.md")" -eq 0
+ok grep -q "| h.0.mlp.c_fc (h.0.dense30) |" "$tmp/f.md"
+ok test "$(grep -c 'h.0.layer_norm9) | layer_norm' "$tmp/f.md")" -eq 0
 "$cc" report "$plan" --format json --op 'logits' -o "$tmp/f.json"
 ok python3 -c "import json,sys; d=json.load(open('$tmp/f.json')); sys.exit(0 if [o['name'] for o in d['ops']]==['logits'] else 1)"
 
