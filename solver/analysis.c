@@ -1,7 +1,7 @@
 /*
  * analysis.c — what the strategy report needs beyond the plan itself, all
  * derived from the planner's own model (problem tables, ilp_evaluate, the
- * α–β collectives of compiler/shard), written into the plan JSON:
+ * α–β collectives of shard/), written into the plan JSON:
  *   - strategies in plain words, from the iteration space's roles;
  *   - per op: shape, forward/backward compute, resharding of its operands,
  *     bytes, FLOPs, and the instance it is tied to;

@@ -29,7 +29,7 @@ import os
 import re
 import sys
 
-DEVICES = {  # f32 TFLOP/s, bf16/f16 TFLOP/s, HBM GB/s, SMs (compiler/shard/cluster.c)
+DEVICES = {  # f32 TFLOP/s, bf16/f16 TFLOP/s, HBM GB/s, SMs (shard/cluster.c)
     "H100-SXM5-80GB": (67.0, 989.5, 3350.0, 132),
     "H200-SXM-141GB": (67.0, 989.5, 4800.0, 132),
     "A100-SXM4-40GB": (19.5, 312.0, 1555.0, 108),

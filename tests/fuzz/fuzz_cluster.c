@@ -1,6 +1,6 @@
 /*
  * fuzz_cluster.c — libFuzzer target for cluster JSON (--cluster FILE.json,
- * compiler/shard/cluster.c): any input is rejected with a message, or gives
+ * shard/cluster.c): any input is rejected with a message, or gives
  * a cluster whose sizes are positive, finite and within SHARD_MAX_DEVICES.
  */
 #include <math.h>

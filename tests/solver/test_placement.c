@@ -1,6 +1,6 @@
 /*
  * test_placement.c — the Placement the planner hands the lowering
- * (compiler/shard/placement.h, solver/placement.c):
+ * (shard/placement.h, solver/placement.c):
  *   - every node of a training graph gets a strategy: the forward ones from
  *     the plan, the backward and update ones from the completion rule;
  *   - the derived facts follow from the strategies, not from plan names:

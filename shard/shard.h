@@ -1,7 +1,7 @@
 /*
  * shard.h — the vocabulary of parallelism: the cluster, the logical device
  * mesh, sharding specs, strategies derived from iteration spaces, and
- * resharding plans. One header with a section per file of compiler/shard/.
+ * resharding plans. One header with a section per file of shard/.
  *
  * Everything here is in seconds and bytes; see docs/sharding.md for the
  * notation and the formulas, with their sources.
