@@ -48,16 +48,19 @@
     X("cpu", "CPU-rank", 8, 0.10, 0.09, 0.09, 3, 3, 10, 1, 10, 50)
 
 /* Per-device reserve of the GPU presets, MiB (docs/sharding.md, "Memory
- * reserve"): the CUDA context (an assumption until calibrated: 512 MiB),
+ * reserve"): the CUDA context (an assumption until calibrated: 512 MiB) plus
+ * the kernel stack colrt reserves (cudaLimitStackSize 1 KiB x 2048 resident
+ * threads per SM x the SMs, NVIDIA's data sheets: 108 on A100 = 216 MiB, 132
+ * on H100/H200 = 264 MiB),
  * NCCL's buffers (NCCL_BUFFSIZE, 4 MiB by default, send and receive, per
  * channel: 2 x 4 MiB x 16-32 channels x the runtime's 2-4 communicators,
  * estimated at 256 MiB on A100 and 512 MiB on Hopper), and the cuBLAS(Lt)
  * workspace (the cuBLAS guide's cublasSetWorkspace: 4 MiB, 32 MiB on Hopper).
  * Matched by the start of the preset's name; other presets reserve nothing. */
 #define RESERVES(X)       \
-    X("a100", 512, 256, 4) \
-    X("h100", 512, 512, 32) \
-    X("h200", 512, 512, 32)
+    X("a100", 512 + 216, 256, 4) \
+    X("h100", 512 + 264, 512, 32) \
+    X("h200", 512 + 264, 512, 32)
 #define MIB 1048576.0
 
 /* GPU presets' GEMM tables: one GEMM of F FLOPs takes a fixed GEMM_T0_S

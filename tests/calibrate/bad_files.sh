@@ -52,10 +52,10 @@ echo "bad_files.sh: $n bad files refused, each naming its field"
 # (the reserve outside it); a --mem above memory less reserve is cut, with a note.
 limit() { python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; print(int(m["limit_bytes"]), int(m["reserve_bytes"]))' "$1"; }
 "$cc" "$src/examples/ir/mlp.cir" --cluster h100 --emit plan -q -o "$work/r1"
-want="$((80000000000 - 1056 * 1048576)) $((1056 * 1048576))"
+want="$((80000000000 - 1320 * 1048576)) $((1320 * 1048576))"
 [ "$(limit "$work/r1/mlp.plan.json")" = "$want" ] || fail "h100 default limit: $(limit "$work/r1/mlp.plan.json"), want $want"
 "$cc" "$src/examples/ir/mlp.cir" --cluster h100 --mem 300KB --emit plan -q -o "$work/r2"
-[ "$(limit "$work/r2/mlp.plan.json")" = "300000 $((1056 * 1048576))" ] || fail "--mem 300KB: $(limit "$work/r2/mlp.plan.json")"
+[ "$(limit "$work/r2/mlp.plan.json")" = "300000 $((1320 * 1048576))" ] || fail "--mem 300KB: $(limit "$work/r2/mlp.plan.json")"
 "$cc" "$src/examples/ir/mlp.cir" --cluster h100 --mem 200GB --emit plan -q -o "$work/r3" 2> "$work/r3.txt"
 grep -q "note: --mem 200.0 GB exceeds the device's memory less its reserve" "$work/r3.txt" || { cat "$work/r3.txt"; fail "no note for --mem over the usable memory"; }
 [ "$(limit "$work/r3/mlp.plan.json")" = "$want" ] || fail "--mem 200GB not cut: $(limit "$work/r3/mlp.plan.json")"

@@ -65,10 +65,10 @@ if [ -n "$PRESET" ]; then
 import json, sys
 c = json.load(open(sys.argv[1])); pc = json.load(open(sys.argv[2])); pp = json.load(open(sys.argv[3]))
 preset = {  # docs/sharding.md's preset table and reserve table
-    "h200": dict(mem=141, bf16=989.5, f32=67, bw=4800, intra=450, reserve=1056),
-    "h100": dict(mem=80, bf16=989.5, f32=67, bw=3350, intra=450, reserve=1056),
-    "a100-80gb": dict(mem=80, bf16=312, f32=19.5, bw=2039, intra=300, reserve=772),
-    "a100-40gb": dict(mem=40, bf16=312, f32=19.5, bw=1555, intra=300, reserve=772)}[sys.argv[4]]
+    "h200": dict(mem=141, bf16=989.5, f32=67, bw=4800, intra=450, reserve=1320),
+    "h100": dict(mem=80, bf16=989.5, f32=67, bw=3350, intra=450, reserve=1320),
+    "a100-80gb": dict(mem=80, bf16=312, f32=19.5, bw=2039, intra=300, reserve=988),
+    "a100-40gb": dict(mem=40, bf16=312, f32=19.5, bw=1555, intra=300, reserve=988)}[sys.argv[4]]
 rows = [("memory GB", c["memory_gb"], preset["mem"]),
         ("peak bf16 TFLOP/s (best measured)", c["peak_tflops"]["bf16"], preset["bf16"]),
         ("peak f32 TFLOP/s (best measured)", c["peak_tflops"]["f32"], preset["f32"]),
