@@ -118,6 +118,32 @@ static bool pick_dtype(const Graph *g, const PlanOptions *o, DType *dt) {
 /* --sweep-mem: the best ILP plan over the candidate meshes at limits spaced
  * geometrically from the smallest that fits (the ILP's minimum-peak solve) to
  * the device limit. Baselines are skipped: the ILP's space contains them. */
+/* The sweep point's description of a choice (PlanSweepPoint). */
+static void describe_choice(const IlpProblem *p, const IlpChoice *c, PlanSweepPoint *pt) {
+    pt->zero_min = 3, pt->zero_max = 0;
+    pt->tensor_parallel = false;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        if (G->n_params) {
+            if (c->zero[gi] < pt->zero_min) pt->zero_min = c->zero[gi];
+            if (c->zero[gi] > pt->zero_max) pt->zero_max = c->zero[gi];
+        }
+        for (int m = 0; m < G->n_members; m++) {
+            const ShardStrategy *st = &G->members[m].st[G->strats[c->strat[gi]].member_st[m]];
+            const Node *nd = ir_node(p->g, G->members[m].node);
+            for (int i = 0; i < nd->n_in && i < st->n_in; i++)
+                for (int d = 0; ir_val(p->g, nd->in[i])->role == ROLE_PARAM && d < st->in[i].rank; d++)
+                    pt->tensor_parallel |= st->in[i].n[d] > 0;
+        }
+    }
+    if (pt->zero_min > pt->zero_max) pt->zero_min = pt->zero_max = 0;
+    pt->rc_full = pt->rc_selective = 0;
+    for (int k = 0; k < p->n_blocks; k++) {
+        pt->rc_full += c->count[k][RC_FULL];
+        pt->rc_selective += c->count[k][RC_SELECTIVE];
+    }
+}
+
 static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
                        const ShardMesh *meshes, int nm, DType dt, double limit, const IlpFix *fix,
                        PlanResult *best) {
@@ -148,6 +174,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
                 pt->fits = true;
                 pt->step_s = r.price.step_s;
                 pt->peak_bytes = r.price.peak_bytes;
+                describe_choice(probs[i], &r.choice, pt);
                 StrBuf m;
                 sb_init(&m);
                 shard_mesh_print(&m, &meshes[i]);
@@ -456,6 +483,11 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
                 cJSON_AddNumberToObject(o, "step_time_s", pt->step_s);
                 cJSON_AddNumberToObject(o, "peak_bytes", pt->peak_bytes);
                 cJSON_AddStringToObject(o, "mesh", pt->mesh);
+                cJSON_AddNumberToObject(o, "zero_min", pt->zero_min);
+                cJSON_AddNumberToObject(o, "zero_max", pt->zero_max);
+                cJSON_AddNumberToObject(o, "recompute_full", pt->rc_full);
+                cJSON_AddNumberToObject(o, "recompute_selective", pt->rc_selective);
+                cJSON_AddBoolToObject(o, "tensor_parallel", pt->tensor_parallel);
             }
             cJSON_AddItemToArray(sw, o);
         }

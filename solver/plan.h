@@ -42,6 +42,10 @@ typedef struct PlanSweepPoint {
     bool fits;                  /* some mesh has a plan under this limit */
     double step_s, peak_bytes;
     char mesh[32];
+    /* what the plan at this limit does, for saying what changes between limits */
+    int zero_min, zero_max;     /* ZeRO stages among the parameter groups */
+    int rc_full, rc_selective;  /* block instances recomputed */
+    bool tensor_parallel;       /* some parameter is split */
 } PlanSweepPoint;
 
 typedef struct PlanResult {

@@ -94,6 +94,52 @@ void rep_mesh_str(char *buf, size_t n, const cJSON *root) {
     }
 }
 
+static void sweep_zero(StrBuf *b, const cJSON *e) {
+    int lo = (int)rep_num(e, "zero_min"), hi = (int)rep_num(e, "zero_max");
+    if (lo == hi) sb_printf(b, "ZeRO %d", lo);
+    else sb_printf(b, "ZeRO %d-%d", lo, hi);
+}
+
+static void sweep_rc(StrBuf *b, const cJSON *e) {
+    int f = (int)rep_num(e, "recompute_full"), s = (int)rep_num(e, "recompute_selective");
+    if (!f && !s) sb_puts(b, "no recompute");
+    else if (!s) sb_printf(b, "%d full recompute", f);
+    else if (!f) sb_printf(b, "%d selective recompute", s);
+    else sb_printf(b, "%d full + %d selective recompute", f, s);
+}
+
+void rep_sweep_change(const cJSON *prev, const cJSON *cur, StrBuf *b) {
+    if (!rep_get(cur, "zero_max")) return; /* a plan from before the sweep described itself */
+    bool tp = cJSON_IsTrue(rep_get(cur, "tensor_parallel"));
+    if (!prev || !rep_get(prev, "zero_max")) {
+        sb_printf(b, "mesh %s, ", rep_str(cur, "mesh"));
+        sweep_zero(b, cur);
+        sb_puts(b, ", ");
+        sweep_rc(b, cur);
+        sb_puts(b, tp ? ", parameters split" : ", parameters whole");
+        return;
+    }
+    size_t n0 = b->len;
+    if (strcmp(rep_str(prev, "mesh"), rep_str(cur, "mesh")))
+        sb_printf(b, "mesh %s -> %s; ", rep_str(prev, "mesh"), rep_str(cur, "mesh"));
+    if (rep_num(prev, "zero_min") != rep_num(cur, "zero_min") || rep_num(prev, "zero_max") != rep_num(cur, "zero_max")) {
+        sweep_zero(b, prev);
+        sb_puts(b, " -> ");
+        sweep_zero(b, cur);
+        sb_puts(b, "; ");
+    }
+    if (rep_num(prev, "recompute_full") != rep_num(cur, "recompute_full") ||
+        rep_num(prev, "recompute_selective") != rep_num(cur, "recompute_selective")) {
+        sweep_rc(b, prev);
+        sb_puts(b, " -> ");
+        sweep_rc(b, cur);
+        sb_puts(b, "; ");
+    }
+    if (cJSON_IsTrue(rep_get(prev, "tensor_parallel")) != tp) sb_puts(b, tp ? "parameters now split; " : "parameters now whole; ");
+    if (b->len == n0) sb_puts(b, "the same kind of plan (strategies of some ops differ)");
+    else b->len -= 2, b->data[b->len] = 0; /* the last "; " */
+}
+
 bool rep_op_planned(const cJSON *op) {
     const cJSON *by = rep_get(op, "placed_by");
     return !by || strcmp(by->valuestring ? by->valuestring : "", "rule") != 0;

@@ -288,19 +288,25 @@ static void contents(StrBuf *o) {
 
 /* The memory sweep as a table (the SVG above it is its chart). */
 static void sweep_table(StrBuf *o, const cJSON *sw) {
-    sb_puts(o, "<table><tr><th>memory limit</th><th>step time</th><th>peak</th><th>mesh</th></tr>");
-    const cJSON *e;
+    sb_puts(o, "<table><tr><th>memory limit</th><th>step time</th><th>peak</th><th>mesh</th><th>what changes</th></tr>");
+    const cJSON *e, *prev = NULL;
     cJSON_ArrayForEach(e, sw) {
         char a[32];
         sb_puts(o, "<tr>");
         td(o, B(a, rep_num(e, "limit_bytes")), true);
         if (!cJSON_IsTrue(rep_get(e, "fits"))) {
-            sb_puts(o, "<td colspan=3>no plan fits</td></tr>");
+            sb_puts(o, "<td colspan=4>no plan fits</td></tr>");
             continue;
         }
         td(o, T(a, rep_num(e, "step_time_s")), true);
         td(o, B(a, rep_num(e, "peak_bytes")), true);
         td(o, rep_str(e, "mesh"), false);
+        StrBuf ch;
+        sb_init(&ch);
+        rep_sweep_change(prev, e, &ch);
+        td(o, sb_cstr(&ch), false);
+        sb_free(&ch);
+        prev = e;
         sb_puts(o, "</tr>");
     }
     sb_puts(o, "</table>");

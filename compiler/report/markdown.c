@@ -360,18 +360,26 @@ static void sweep(const cJSON *r, StrBuf *o) {
     cJSON_ArrayForEach(e, sw) if (cJSON_IsTrue(rep_get(e, "fits"))) worst = fmax(worst, rep_num(e, "step_time_s"));
     rep_wrap(o, "The best predicted step time at each per-device memory limit (re-solved; `#` is step time "
                 "relative to the slowest point).", 100);
-    sb_puts(o, "\n| memory limit | step time | peak | mesh | |\n|---:|---:|---:|---|---|\n");
+    sb_puts(o, "\n| memory limit | step time | peak | mesh | | what changes |\n|---:|---:|---:|---|---|---|\n");
+    const cJSON *prev = NULL;
+    StrBuf ch;
+    sb_init(&ch);
     cJSON_ArrayForEach(e, sw) {
         if (!cJSON_IsTrue(rep_get(e, "fits"))) {
-            sb_printf(o, "| %s | no plan | - | - | |\n", B(a, rep_num(e, "limit_bytes")));
+            sb_printf(o, "| %s | no plan | - | - | | |\n", B(a, rep_num(e, "limit_bytes")));
             continue;
         }
         double s = rep_num(e, "step_time_s");
         sb_printf(o, "| %s | %s | %s | %s | `", B(a, rep_num(e, "limit_bytes")), T(b, s),
                   B(c, rep_num(e, "peak_bytes")), rep_str(e, "mesh"));
-        bar(o, worst > 0 ? s / worst : 0, 30);
-        sb_puts(o, "` |\n");
+        bar(o, worst > 0 ? s / worst : 0, 10);
+        sb_free(&ch);
+        sb_init(&ch);
+        rep_sweep_change(prev, e, &ch);
+        sb_printf(o, "` | %s |\n", sb_cstr(&ch));
+        prev = e;
     }
+    sb_free(&ch);
     (void)best;
     sb_putc(o, '\n');
 }

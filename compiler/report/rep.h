@@ -48,6 +48,11 @@ bool rep_rows(const RepDoc *d, const RepFilter *f, RepRows *out);
  * completion rule placed, "placed_by": "rule"): the ones the tables and
  * charts count. */
 bool rep_op_planned(const cJSON *op);
+/* What the sweep's plan at point cur does differently from the fitting point
+ * before it (prev; NULL for the first): "ZeRO 3 -> 2; 12 full recompute -> 4
+ * full recompute" (block instances), or the plan itself for the first. Old plan files without the
+ * description fields give "". */
+void rep_sweep_change(const cJSON *prev, const cJSON *cur, StrBuf *b);
 void rep_rows_free(RepRows *r);
 
 /* The op named `name` (any instance) and its group; false after reporting an
