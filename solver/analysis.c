@@ -614,6 +614,25 @@ static double tokens_per_step(const Graph *g, int64_t batch) {
     return (double)batch;
 }
 
+/* An ops entry's times, FLOPs, local bytes and block instance. */
+static void op_costs_json(cJSON *o, const Graph *g, NodeId n, const CostOp *co, double fwd_s, double bwd_s,
+                          double compute_s, double comm_s) {
+    const Node *nd = ir_node(g, n);
+    cJSON_AddNumberToObject(o, "forward_s", fwd_s);
+    cJSON_AddNumberToObject(o, "backward_s", bwd_s);
+    cJSON_AddNumberToObject(o, "compute_s", compute_s);
+    cJSON_AddNumberToObject(o, "comm_s", comm_s);
+    cJSON_AddNumberToObject(o, "flops", co->flops);
+    double ib = 0;
+    for (int i = 0; i < nd->n_in; i++) ib += co->in_bytes[i];
+    cJSON_AddNumberToObject(o, "input_bytes", ib);
+    cJSON_AddNumberToObject(o, "output_bytes", co->out_bytes[0]);
+    if (nd->block >= 0) {
+        cJSON_AddStringToObject(o, "block", g->blocks[nd->block].name);
+        cJSON_AddNumberToObject(o, "instance", nd->instance);
+    }
+}
+
 /* A node the planner did not price on its own (the backward and update
  * nodes the completion rule placed, placement.c): its strategy and specs as
  * the Placement gives them, its compute priced with cost_op. */
@@ -665,19 +684,7 @@ static cJSON *rule_op_json(const Graph *g, const PlanResult *r, NodeId n, StrBuf
     cJSON_AddItemToObject(o, "inputs", in);
     cJSON_AddStringToObject(o, "output", sb_cstr(b));
     /* cost_op prices a node as a forward op: its fwd_s is this node's own time */
-    cJSON_AddNumberToObject(o, "forward_s", 0);
-    cJSON_AddNumberToObject(o, "backward_s", 0);
-    cJSON_AddNumberToObject(o, "compute_s", co.fwd_s);
-    cJSON_AddNumberToObject(o, "comm_s", 0);
-    cJSON_AddNumberToObject(o, "flops", co.flops);
-    double ib = 0;
-    for (int i = 0; i < nd->n_in; i++) ib += co.in_bytes[i];
-    cJSON_AddNumberToObject(o, "input_bytes", ib);
-    cJSON_AddNumberToObject(o, "output_bytes", co.out_bytes[0]);
-    if (nd->block >= 0) {
-        cJSON_AddStringToObject(o, "block", g->blocks[nd->block].name);
-        cJSON_AddNumberToObject(o, "instance", nd->instance);
-    }
+    op_costs_json(o, g, n, &co, 0, 0, co.fwd_s, 0);
     return o;
 }
 
@@ -721,19 +728,7 @@ void plan_json_ops(cJSON *ops, const Graph *g, const PlanResult *r) {
         cJSON_AddStringToObject(o, "output", sb_cstr(&b));
         CostOp co;
         cost_op(&r->cm, g, n, &mem->is, st, &co);
-        cJSON_AddNumberToObject(o, "forward_s", co.fwd_s);
-        cJSON_AddNumberToObject(o, "backward_s", co.bwd_s);
-        cJSON_AddNumberToObject(o, "compute_s", co.fwd_s + co.bwd_s);
-        cJSON_AddNumberToObject(o, "comm_s", node_resharding(r, g, owner, n, NULL));
-        cJSON_AddNumberToObject(o, "flops", co.flops);
-        double ib = 0;
-        for (int i = 0; i < nd->n_in; i++) ib += co.in_bytes[i];
-        cJSON_AddNumberToObject(o, "input_bytes", ib);
-        cJSON_AddNumberToObject(o, "output_bytes", co.out_bytes[0]);
-        if (nd->block >= 0) {
-            cJSON_AddStringToObject(o, "block", g->blocks[nd->block].name);
-            cJSON_AddNumberToObject(o, "instance", nd->instance);
-        }
+        op_costs_json(o, g, n, &co, co.fwd_s, co.bwd_s, co.fwd_s + co.bwd_s, node_resharding(r, g, owner, n, NULL));
         cJSON_AddItemToArray(ops, o);
     }
     sb_free(&b);
