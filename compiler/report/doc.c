@@ -95,13 +95,13 @@ void rep_mesh_str(char *buf, size_t n, const cJSON *root) {
 }
 
 static void sweep_zero(StrBuf *b, const cJSON *e) {
-    int lo = (int)rep_num(e, "zero_min"), hi = (int)rep_num(e, "zero_max");
+    int lo = rep_int(e, "zero_min"), hi = rep_int(e, "zero_max");
     if (lo == hi) sb_printf(b, "ZeRO %d", lo);
     else sb_printf(b, "ZeRO %d-%d", lo, hi);
 }
 
 static void sweep_rc(StrBuf *b, const cJSON *e) {
-    int f = (int)rep_num(e, "recompute_full"), s = (int)rep_num(e, "recompute_selective");
+    int f = rep_int(e, "recompute_full"), s = rep_int(e, "recompute_selective");
     if (!f && !s) sb_puts(b, "no recompute");
     else if (!s) sb_printf(b, "%d full recompute", f);
     else if (!f) sb_printf(b, "%d selective recompute", s);

@@ -220,10 +220,11 @@ static const char *axis_where(const cJSON *root, int a) {
 }
 
 static void parallelism(const cJSON *root, const int *dom, int naxes, StrBuf *o) {
-    int all = 1, busy = 0;
+    double all = 1; /* devices: the product of the axis sizes (each clamped by rep_int) */
+    int busy = 0;
     bool all_batch = true, any = false;
     for (int a = 0; a < naxes; a++) {
-        int s = (int)rep_num(cJSON_GetArrayItem(rep_get(root, "mesh_axes"), a), "size");
+        int s = rep_int(cJSON_GetArrayItem(rep_get(root, "mesh_axes"), a), "size");
         all *= s;
         if (s <= 1) continue;
         busy++;
@@ -235,12 +236,12 @@ static void parallelism(const cJSON *root, const int *dom, int naxes, StrBuf *o)
         return;
     }
     if (all_batch) {
-        sb_printf(o, "data parallel over %d %s", all, devices_word(root));
+        sb_printf(o, "data parallel over %.0f %s", all, devices_word(root));
         return;
     }
     bool first = true;
     for (int a = 0; a < naxes; a++) {
-        int s = (int)rep_num(cJSON_GetArrayItem(rep_get(root, "mesh_axes"), a), "size");
+        int s = rep_int(cJSON_GetArrayItem(rep_get(root, "mesh_axes"), a), "size");
         if (s <= 1) continue;
         const char *what = dom[a] == ROLE_BATCH ? "data parallel" : dom[a] == ROLE_TENSOR ? "tensor parallel"
                                                                                           : "replicated";
@@ -344,7 +345,7 @@ void rep_plan_sentence(const RepDoc *d, StrBuf *o) {
     double zs[4] = {0}, zn = 0;
     const cJSON *z;
     cJSON_ArrayForEach(z, rep_get(root, "zero")) {
-        int st = (int)rep_num(z, "stage");
+        int st = rep_int(z, "stage");
         double n = rep_num(z, "instances");
         if (st >= 0 && st < 4 && isfinite(n)) zs[st] += n, zn += n;
     }
