@@ -67,6 +67,16 @@ const OpInfo *ir_op(int op) {
     return &op_table[op];
 }
 
+const char *ir_op_class_name(OpClass c) {
+    static const char *const names[] = {
+        [OPC_MATMUL] = "matmul",       [OPC_ELEMWISE] = "elemwise", [OPC_NORM] = "norm",
+        [OPC_SOFTMAX] = "softmax",     [OPC_ATTENTION] = "attention", [OPC_GATHER] = "gather",
+        [OPC_LOSS] = "loss",           [OPC_LAYOUT] = "layout",     [OPC_REDUCE] = "reduce",
+        [OPC_OPTIMIZER] = "optimizer",
+    };
+    return (unsigned)c < sizeof names / sizeof names[0] && names[c] ? names[c] : "other";
+}
+
 int ir_op_find(const char *name, size_t n) {
     for (int i = 0; i < OP__COUNT; i++)
         if (strlen(op_table[i].name) == n && !strncmp(op_table[i].name, name, n)) return i;

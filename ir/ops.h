@@ -121,6 +121,8 @@ typedef enum {
 } OpKind;
 
 const OpInfo *ir_op(int op);
+/* An op class's name ("matmul", "elemwise", ...; the profile and the report use it). */
+const char *ir_op_class_name(OpClass c);
 /* Forward ops are what a model is written with; the rest (backward rules'
  * ops, optimizer updates) are built by autodiff. ops.def lists forward ops
  * first, up to and including cast. */

@@ -296,6 +296,56 @@ static void emit_commits(CgCtx *c, StrBuf *m, int first, int last) {
     }
 }
 
+/* The profile (COLRT_PROFILE=1): an entry per node run in the schedule
+ * (recomputes are entries of their own). prof_open marks where the node's
+ * code starts; prof_close brackets it with the clock (CG_PT, CG_PE) and adds
+ * the entry's initializer (result, op, class, FLOPs and bytes per call on
+ * this rank: the IR's counts scaled by the result's local share), or drops
+ * the mark when the node wrote no code (done by another node's kernel). */
+static size_t prof_open(CgCtx *c) { return c->sched->len; }
+
+static void put_cstring(StrBuf *b, const char *s) {
+    sb_putc(b, '"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') sb_putc(b, '\\');
+        if ((unsigned char)*s < 32) continue;
+        sb_putc(b, *s);
+    }
+    sb_putc(b, '"');
+}
+
+static void prof_close(CgCtx *c, NodeId f, bool recomputed, size_t mark) {
+    StrBuf *b = c->sched;
+    const char *code = sb_cstr(b) + mark;
+    bool any = false; /* a line that is not a comment */
+    for (const char *l = code; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+        const char *q = l;
+        while (*q == ' ') q++;
+        if (*q && *q != '\n' && strncmp(q, "/*", 2)) any = true;
+    }
+    if (!any) return;
+    StrBuf tail;
+    sb_init(&tail);
+    sb_puts(&tail, code);
+    b->len = mark;
+    b->data[mark] = 0;
+    sb_printf(b, "    CG_PT();\n%s    CG_PE(%d);\n", sb_cstr(&tail), c->n_prof++);
+    sb_free(&tail);
+    const Graph *g = c->g;
+    const Node *n = ir_node(g, f);
+    ValueId out = n->out[0];
+    double glob = (double)ir_shape_numel(ir_val(g, out)->shape), loc = (double)ir_shape_numel(c->lp->v[out].local);
+    double share = glob > 0 && loc < glob ? loc / glob : 1;
+    StrBuf nm;
+    sb_init(&nm);
+    sb_printf(&nm, "%s%s", ir_val(g, out)->name, recomputed ? " (recomputed)" : "");
+    sb_puts(&c->prof, "    {");
+    put_cstring(&c->prof, sb_cstr(&nm));
+    sb_printf(&c->prof, ", \"%s\", \"%s\", %.17g, %.17g, 0, 0},\n", ir_op(n->op)->name,
+              ir_op_class_name(ir_op(n->op)->cls), ir_node_flops(g, f) * share, ir_node_bytes(g, f) * share);
+    sb_free(&nm);
+}
+
 /* The schedule in three functions: forward [0, fwd_end), backward (and
  * gradient accumulation) [fwd_end, step_begin), once per micro-batch, and
  * the norm and update [step_begin, n) once per step. */
@@ -353,21 +403,25 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             for (int k = 0; k < ln->n_recompute; k++) {
                 const Node *f = ir_node(g, ln->recompute[k]);
                 c->rc_node = ln->recompute[k];
+                size_t mark = prof_open(c);
                 cg_emit_reshards(c, o, ln->recompute[k], false);
                 sb_printf(c->sched, "    /* %%%s = %s (recomputed) */\n", ir_val(g, f->out[0])->name, ir_op(f->op)->name);
                 bool ok_rc = cg_emit_node(c, ln->recompute[k]);
+                if (ok_rc) prof_close(c, ln->recompute[k], true, mark);
                 c->rc_node = -1;
                 if (!ok_rc) {
                     for (int q = 0; q < 3; q++) sb_free(&parts[q]);
                     return false;
                 }
             }
+            size_t mark = prof_open(c);
             cg_emit_reshards(c, o, id, false); /* after the recomputes: it may read recomputed values */
             sb_printf(c->sched, "    /* %%%s = %s */\n", ir_val(g, n->out[0])->name, ir_op(n->op)->name);
             if (!cg_emit_node(c, id)) {
                 for (int q = 0; q < 3; q++) sb_free(&parts[q]);
                 return false;
             }
+            prof_close(c, id, false, mark);
             if (ln->zero && ir_op_is_update(n->op) && !lp->v[n->in[0]].zchunk) { /* the updated slices make the whole parameter again */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s <- %%%s", ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
@@ -392,11 +446,12 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
         }
     }
     c->cur_node = -1; /* outside the schedule: values as stored */
-    sb_printf(m, "static void %s_forward_nodes(%s *M) {\n%s}\n\n", px, px, sb_cstr(&parts[0]));
-    sb_printf(m, "static void %s_backward_nodes(%s *M) {\n%s", px, px, sb_cstr(&parts[1]));
+    const char *pt = "    double cg_pt = 0;\n    (void)cg_pt;\n"; /* the profile's clock */
+    sb_printf(m, "static void %s_forward_nodes(%s *M) {\n%s%s}\n\n", px, px, pt, sb_cstr(&parts[0]));
+    sb_printf(m, "static void %s_backward_nodes(%s *M) {\n%s%s", px, px, pt, sb_cstr(&parts[1]));
     emit_commits(c, m, 0, *step_begin);
     sb_puts(m, "}\n\n");
-    sb_printf(m, "static void %s_update_nodes(%s *M) {\n%s", px, px, sb_cstr(&parts[2]));
+    sb_printf(m, "static void %s_update_nodes(%s *M) {\n%s%s", px, px, pt, sb_cstr(&parts[2]));
     emit_commits(c, m, *step_begin, nn);
     sb_puts(m, "}\n\n");
     for (int q = 0; q < 3; q++) sb_free(&parts[q]);
@@ -519,6 +574,12 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    %s_init_fill(NULL, M->arena.base + l->off, n, &p);\n"
               "}\n\n",
               px, px, px, px, px, px, px, px, px, px, px, px);
+    sb_printf(m, "/* COLRT_PROFILE=1: the schedule's entries, timed (colrt_profile_register) */\n"
+                 "static colrt_prof_entry %s_prof[%d] = {\n%s};\nstatic int %s_prof_on;\n"
+                 "#define CG_PT() (%s_prof_on ? (void)(cg_pt = colrt_profile_now()) : (void)0)\n"
+                 "#define CG_PE(k) (%s_prof_on ? colrt_profile_add(&%s_prof[k], cg_pt) : (void)0)\n\n",
+              px, c->n_prof ? c->n_prof : 1, c->n_prof ? sb_cstr(&c->prof) : "    {\"\", \"\", \"\", 0, 0, 0, 0},\n", px,
+              px, px, px);
     sb_puts(m, schedule);
 
     /* inputs, hypers */
@@ -597,6 +658,8 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        M->bucket_done[k] = colrt_event_create();\n"
               "        colrt_event_record(M->bucket_done[k], NULL);\n"
               "    }\n"
+              "    if ((%s_prof_on = colrt_profile_enabled()))\n"
+              "        colrt_profile_register(\"%s\", %s_prof, %d);\n"
               "    M->arena = colrt_arena_create(%s_ARENA_BYTES);\n"
               "    for (int i = 0; i < %s_n_leaves; i++) %s_init_leaf(M, &%s_leaves[i]);\n"
               "    M->stats.arena_bytes = %s_ARENA_BYTES;\n"
@@ -604,7 +667,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    colrt_device_sync();\n"
               "    *out = M;\n"
               "    return 0;\n}\n\n",
-              px, px, px, px, px, px, px, px, px, c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0, lp->n_buckets, lp->n_buckets, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0, lp->n_buckets, lp->n_buckets, px, px, px, c->n_prof, px, px, px, px, px, px);
     /* gradient accumulators, cleared after each step's update */
     sb_printf(m, "static void %s_clear_accumulators(%s *M) {\n    (void)M;\n", px, px);
     for (NodeId id = 0; id < g->n_nodes; id++) {
@@ -846,6 +909,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_free(&c.kc);
     sb_free(&c.kcu);
     sb_free(&c.proto);
+    sb_free(&c.prof);
     cg_launch_free(&c);
     sb_free(&err);
     sb_free(&pxb);

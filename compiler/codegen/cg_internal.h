@@ -31,6 +31,8 @@ typedef struct CgCtx {
     int64_t work_bytes;
     int emit_serial;
     double predicted_step_s;   /* the plan's step time (0: unknown) */
+    StrBuf prof;               /* the profile's entries (COLRT_PROFILE), C initializers */
+    int n_prof;
 } CgCtx;
 
 /* A kernel operand: value v; out: written. */

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# bench/codegen_cpu/vs_torch.sh — the generated GPT-2 124M training step (B=4,
+# T=64, f32, AdamW, 1 rank) against PyTorch eager on the same model and
+# optimizer (torch_gpt2.py), in one window: ROUNDS rounds, each runs ours and
+# then torch for STEPS timed steps (after one warm-up step each), and prints
+# both means and the ratio torch / ours (> 1: ours is faster), per round and
+# over all rounds (the ratio of the medians of the round means).
+# usage: bench/codegen_cpu/vs_torch.sh [BUILD_DIR [ROUNDS [STEPS]]]
+# env: OMP_NUM_THREADS (default 2; torch gets as many), TORCH_VENV (a virtual
+#      environment with torch; default BUILD_DIR/torch-venv, made with pip from
+#      PyPI when missing), TORCH_FUSED=1 (AdamW(fused=True)), COMPILE_FLAGS
+#      (extra colossal-compile flags).
+# Not a test: it downloads torch and takes minutes.
+set -euo pipefail
+build=${1:-build}
+rounds=${2:-3}
+steps=${3:-4}
+threads=${OMP_NUM_THREADS:-2}
+venv=${TORCH_VENV:-$build/torch-venv}
+here=$(cd "$(dirname "$0")" && pwd)
+if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
+  echo "vs_torch: making $venv with torch from PyPI (a few GB)" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q torch numpy
+fi
+out=$build/bench-codegen-cpu
+mkdir -p "$out"
+# shellcheck disable=SC2086
+"$build/compiler/colossal-compile" examples/gpt2/gpt2.c -DSEQ=64 --batch 4 --cluster h100:1x1 \
+  --emit code --target cpu -q -o "$out" ${COMPILE_FLAGS:-}
+t0=$(date +%s.%N)
+mpicc -std=c17 -O3 -march=native -fopenmp -Iinclude -I"$out" -DCG_MODEL=gpt2 -DCG_HEADER=gpt2.h \
+  "$here/train.c" "$out/gpt2.c" "$out/gpt2_kernels.c" \
+  "$build/runtime/libcolrt_cpu.a" -lcjson -lz -ldl -lm -lpthread -o "$out/train"
+t1=$(date +%s.%N)
+echo "generated source: gpt2.c $(stat -c %s "$out/gpt2.c") B, gpt2_kernels.c $(stat -c %s "$out/gpt2_kernels.c") B," \
+     "$(grep -c '^void gpt2_k' "$out/gpt2_kernels.c") kernel functions; compiled and linked in $(echo "$t1 - $t0" | bc) s"
+mpirun=(mpirun --oversubscribe --bind-to none)
+[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+mpirun+=(-x OMP_NUM_THREADS)
+[ -n "${COLRT_PROFILE:-}" ] && mpirun+=(-x COLRT_PROFILE)
+fused=()
+[ "${TORCH_FUSED:-0}" = 1 ] && fused=(--fused)
+ours_all=() torch_all=()
+for r in $(seq 1 "$rounds"); do
+  o=$(OMP_NUM_THREADS=$threads "${mpirun[@]}" -np 1 "$out/train" "$steps" 1e-4 1 |
+      sed -n 's/.*, \([0-9.]*\) s per step.*/\1/p')
+  t=$("$venv/bin/python" "$here/torch_gpt2.py" --steps "$steps" --threads "$threads" "${fused[@]}" |
+      sed -n 's/^torch: \([0-9.]*\) s per step.*/\1/p')
+  ours_all+=("$o") torch_all+=("$t")
+  printf 'round %d: ours %.3f s, torch %.3f s, torch/ours %.2fx (load %s)\n' "$r" "$o" "$t" \
+    "$(echo "$t / $o" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
+done
+med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+mo=$(med "${ours_all[@]}") mt=$(med "${torch_all[@]}")
+printf 'median of %d rounds: ours %.3f s, torch %.3f s per step: torch/ours %.2fx\n' "$rounds" "$mo" "$mt" \
+  "$(echo "$mt / $mo" | bc -l)"
