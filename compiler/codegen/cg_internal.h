@@ -71,6 +71,7 @@ typedef struct CgKernel {
     int npass;
     CgPass pass[CG_MAX_PASSES];
     int64_t work_bytes;
+    bool parallel;             /* C: OpenMP over the points however few (each is much work) */
 } CgKernel;
 void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKernel *k);
 /* A row kernel: body per row i, its loops CG_FOR(j, n), CG_SUM/CG_MAX(v). */

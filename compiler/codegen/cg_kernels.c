@@ -259,7 +259,7 @@ static bool emit_binary(CgCtx *c, NodeId id) {
     return true;
 }
 
-#define GELU_T "tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))"
+#define GELU_T "cg_tanhf(0.7978845608f * (x + 0.044715f * x * x * x))"
 
 static bool emit_unary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
@@ -268,10 +268,13 @@ static bool emit_unary(CgCtx *c, NodeId id) {
                                   "to a whole compute-dtype parameter is not lowered yet)");
     StrBuf b;
     sb_init(&b);
-    sb_puts(&b, "double x = $L0(a0[i]), r;\n        ");
+    if (n->op == OP_GELU) /* in float: cg_tanhf vectorizes */
+        sb_puts(&b, "const float x = $L0(a0[i]), r = 0.5f * x * (1 + " GELU_T ");\n        ");
+    else
+        sb_puts(&b, "double x = $L0(a0[i]), r;\n        ");
     switch (n->op) {
+    case OP_GELU: break;
     case OP_SCALE: sb_printf(&b, "r = x * %.17g;", n->attr[0].f); break;
-    case OP_GELU: sb_puts(&b, "r = 0.5 * x * (1 + " GELU_T ");"); break;
     case OP_RELU: sb_puts(&b, "r = x > 0 ? x : 0;"); break;
     case OP_SILU: sb_puts(&b, "r = x / (1 + exp(-x));"); break;
     case OP_TANH: sb_puts(&b, "r = tanh(x);"); break;
@@ -290,12 +293,13 @@ static bool emit_elem_bwd(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     StrBuf b;
     sb_init(&b);
-    sb_puts(&b, "double x = $L0(a0[i]), dy = $L1(a1[i]), r;\n        ");
+    if (n->op == OP_GELU_BWD) /* in float: cg_tanhf vectorizes */
+        sb_puts(&b, "const float x = $L0(a0[i]), dy = $L1(a1[i]), t = " GELU_T ";\n        "
+                    "const float r = dy * (0.5f * (1 + t) + 0.5f * x * (1 - t * t) * 0.7978845608f * (1 + 3 * 0.044715f * x * x));");
+    else
+        sb_puts(&b, "double x = $L0(a0[i]), dy = $L1(a1[i]), r;\n        ");
     switch (n->op) {
-    case OP_GELU_BWD:
-        sb_puts(&b, "double t = " GELU_T ";\n        r = dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * "
-                    "0.7978845608028654 * (1 + 3 * 0.044715 * x * x));");
-        break;
+    case OP_GELU_BWD: break;
     case OP_RELU_BWD: sb_puts(&b, "r = x > 0 ? dy : 0;"); break;
     case OP_SILU_BWD:
         sb_puts(&b, "double sg = 1 / (1 + exp(-x));\n        r = dy * sg * (1 + x * (1 - sg));");
@@ -745,6 +749,11 @@ static bool emit_cross_entropy(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* The C attention kernels' inner loops over a head's elements: SIMD lanes
+ * (a sum's order then follows the lanes: fixed for a build). */
+#define CG_SIMD "#ifdef _OPENMP\n#pragma omp simd\n#endif\n"
+#define CG_SIMD_SUM(v) "#ifdef _OPENMP\n#pragma omp simd reduction(+ : " v ")\n#endif\n"
+
 typedef struct AttDims {
     int64_t B, T, H, Dh, S, G, R;
     int causal;
@@ -774,6 +783,7 @@ static void att_probs(StrBuf *b, const AttDims *d) {
               "        for (int64_t s = 0; s < ns; s++) {\n"
               "            const $T1 *kr = a1 + ((b * %lld + s) * %lld + g) * %lld;\n"
               "            double a = 0;\n"
+              CG_SIMD_SUM("a")
               "            for (int64_t d = 0; d < %lld; d++) a += (double)$L0(qr[d]) * $L1(kr[d]);\n"
               "            p[s] = a * %.17g;\n"
               "            if (p[s] > mx) mx = p[s];\n"
@@ -815,7 +825,7 @@ static void att_kernel(CgCtx *c, NodeId id, const AttDims *d, StrBuf *b, StrBuf 
     StrBuf cu[2];
     sb_init(&cu[0]);
     sb_init(&cu[1]);
-    CgKernel k = {.n = points, .prologue = "", .body = sb_cstr(f), .off = d->off[0] ? d->off : NULL};
+    CgKernel k = {.n = points, .prologue = "", .body = sb_cstr(f), .off = d->off[0] ? d->off : NULL, .parallel = true};
     cg_attention_cuda(op == OP_ATTENTION ? 0 : op == OP_ATTENTION_DQ ? 1 : 2, d->B, d->T, d->S, d->H, d->G, d->Dh,
                       d->scale, cs, cu, &k);
     cg_kernel_ex(c, id, nargs, a, &k);
@@ -837,13 +847,16 @@ static bool emit_attention(CgCtx *c, NodeId id) {
     if (n->op == OP_ATTENTION) {
         sb_printf(&b,
                   "        $T3 *o = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
-                  "        for (int64_t d = 0; d < %lld; d++) {\n"
-                  "            double acc = 0;\n"
-                  "            for (int64_t s = 0; s < ns; s++) acc += p[s] * $L2(a2[((b * %lld + s) * %lld + g) * %lld + d]);\n"
-                  "            o[d] = $W3(acc);\n"
-                  "        }",
-                  (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.Dh, (long long)d.S,
-                  (long long)d.G, (long long)d.Dh);
+                  "        double acc[%lld];\n"
+                  "        for (int64_t d = 0; d < %lld; d++) acc[d] = 0;\n"
+                  "        for (int64_t s = 0; s < ns; s++) {\n"
+                  "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
+                  CG_SIMD
+                  "            for (int64_t d = 0; d < %lld; d++) acc[d] += p[s] * $L2(vr[d]);\n"
+                  "        }\n"
+                  "        for (int64_t d = 0; d < %lld; d++) o[d] = $W3(acc[d]);",
+                  (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.Dh, (long long)d.Dh, (long long)d.S,
+                  (long long)d.G, (long long)d.Dh, (long long)d.Dh, (long long)d.Dh);
     } else { /* dq(q, k, v, dy) */
         sb_printf(&b,
                   "        const $T3 *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
@@ -851,19 +864,25 @@ static bool emit_attention(CgCtx *c, NodeId id) {
                   "        double dp[%lld], sum = 0;\n"
                   "        for (int64_t s = 0; s < ns; s++) {\n"
                   "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
-                  "            dp[s] = 0;\n"
-                  "            for (int64_t d = 0; d < %lld; d++) dp[s] += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
+                  "            double e = 0;\n"
+                  CG_SIMD_SUM("e")
+                  "            for (int64_t d = 0; d < %lld; d++) e += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
+                  "            dp[s] = e;\n"
                   "            sum += p[s] * dp[s];\n"
                   "        }\n"
-                  "        for (int64_t d = 0; d < %lld; d++) {\n"
-                  "            double acc = 0;\n"
-                  "            for (int64_t s = 0; s < ns; s++) acc += p[s] * (dp[s] - sum) * %.17g * $L1(a1[((b * %lld + s) * %lld + g) * %lld + d]);\n"
-                  "            dq[d] = $W4(acc);\n"
-                  "        }",
+                  "        double acc[%lld];\n"
+                  "        for (int64_t d = 0; d < %lld; d++) acc[d] = 0;\n"
+                  "        for (int64_t s = 0; s < ns; s++) {\n"
+                  "            const double w = p[s] * (dp[s] - sum) * %.17g;\n"
+                  "            const $T1 *kr = a1 + ((b * %lld + s) * %lld + g) * %lld;\n"
+                  CG_SIMD
+                  "            for (int64_t d = 0; d < %lld; d++) acc[d] += w * $L1(kr[d]);\n"
+                  "        }\n"
+                  "        for (int64_t d = 0; d < %lld; d++) dq[d] = $W4(acc[d]);",
                   (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.T, (long long)d.H,
                   (long long)d.Dh, (long long)d.S, (long long)d.S, (long long)d.G, (long long)d.Dh,
-                  (long long)d.Dh, (long long)d.Dh, d.scale, (long long)d.S, (long long)d.G,
-                  (long long)d.Dh);
+                  (long long)d.Dh, (long long)d.Dh, (long long)d.Dh, d.scale, (long long)d.S, (long long)d.G,
+                  (long long)d.Dh, (long long)d.Dh, (long long)d.Dh);
     }
     KArg a[5] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->op == OP_ATTENTION ? n->out[0] : n->in[3], n->op == OP_ATTENTION, 0},
                  {n->out[0], 1, 0}};
@@ -975,14 +994,17 @@ static bool emit_attention_dkv(CgCtx *c, NodeId id) {
               "        const float *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
               "        for (int64_t s = 0; s < ns; s++) {\n"
               "            const float *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
-              "            dp[s] = 0;\n"
-              "            for (int64_t d = 0; d < %lld; d++) dp[s] += (double)dyr[d] * vr[d];\n"
+              "            double e = 0;\n"
+              CG_SIMD_SUM("e")
+              "            for (int64_t d = 0; d < %lld; d++) e += (double)dyr[d] * vr[d];\n"
+              "            dp[s] = e;\n"
               "            sum += p[s] * dp[s];\n"
               "        }\n"
               "        for (int64_t s = 0; s < ns; s++) {\n"
               "            const double ds = p[s] * (dp[s] - sum) * %.17g;\n"
               "            $T4 *dk = a4 + ((b * %lld + s) * %lld + g) * %lld;\n"
               "            $T5 *dv = a5 + ((b * %lld + s) * %lld + g) * %lld;\n"
+              CG_SIMD
               "            for (int64_t d = 0; d < %lld; d++) {\n"
               "                dk[d] += (float)(ds * qr[d]);\n"
               "                dv[d] += (float)(p[s] * dyr[d]);\n"
@@ -1142,12 +1164,24 @@ static bool emit_reduce(CgCtx *c, NodeId id) {
  * strided share of the elements, then one block sums them in order. */
 static bool emit_sumsq(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    char body[256], p0[768], p1[512];
+    char body[1024], p0[768], p1[512];
     int64_t N = numel(L(c, cg_read(c, n->in[0])));
+    /* C: fixed chunks (at most 1024) summed in parallel, each in SIMD lanes,
+     * then the chunks' sums in order: the same result on any thread count */
+    int64_t ch = (N + 1023) / 1024 > 4096 ? (N + 1023) / 1024 : 4096, nch = (N + ch - 1) / ch;
     snprintf(body, sizeof body,
-             "double s = 0;\n        for (int64_t j = 0; j < %lld; j++) s += (double)$L0(a0[j]) * $L0(a0[j]);\n"
+             "double s = 0, part[%lld];\n"
+             "#ifdef _OPENMP\n#pragma omp parallel for schedule(static) if (%lld > 1)\n#endif\n"
+             "        for (int64_t q = 0; q < %lld; q++) {\n"
+             "            const int64_t e = q * %lld + %lld < %lld ? q * %lld + %lld : %lld;\n"
+             "            double t = 0;\n"
+             "#ifdef _OPENMP\n#pragma omp simd reduction(+ : t)\n#endif\n"
+             "            for (int64_t j = q * %lld; j < e; j++) t += (double)$L0(a0[j]) * $L0(a0[j]);\n"
+             "            part[q] = t;\n        }\n"
+             "        for (int64_t q = 0; q < %lld; q++) s += part[q];\n"
              "        a1[i] = $W1(s);",
-             (long long)N);
+             (long long)nch, (long long)nch, (long long)nch, (long long)ch, (long long)ch, (long long)N, (long long)ch,
+             (long long)ch, (long long)N, (long long)ch, (long long)nch);
     int64_t nb = (N + 256 * 16 - 1) / (256 * 16);
     if (nb > 1024) nb = 1024;
     if (nb < 1) nb = 1;
@@ -1240,7 +1274,7 @@ static void lamb_dir_body(StrBuf *b, const Attr *at, const char *j, const char *
     sb_printf(b,
               "const float g = $L1(a1[%s]) * fc;\n"
               "%sconst float m = %s * $L2(a2[%s]) + %s * g, v = %s * $L3(a3[%s]) + %s * g * g;\n"
-              "%sconst float u = m * rbc1 / (sqrtf(v * rbc2) + %s) + %s * $L0(a0[%s]);\n",
+              "%sconst float u = m * rbc1 / (cg_sqrtf(v * rbc2) + %s) + %s * $L0(a0[%s]);\n",
               j, indent, f32_lit(l[0], at[0].f), j, f32_lit(l[1], 1 - at[0].f), f32_lit(l[2], at[1].f), j,
               f32_lit(l[3], 1 - at[1].f), indent, f32_lit(l[4], at[2].f), f32_lit(l[5], at[3].f), j);
 }
@@ -1342,7 +1376,7 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
                  "if (skip) { a7[i] = a0[i]; a8[i] = a2[i]; a9[i] = a3[i]; } else {\n"
                  "        const float g = $L1(a1[i]) * fc, p = a0[i] * decay;\n"
                  "        const float m = %.9gf * a2[i] + %.9gf * g, v = %.9gf * a3[i] + %.9gf * g * g;\n"
-                 "        a7[i] = p - size * m / (sqrtf(v) * rb2 + %.9gf);\n"
+                 "        a7[i] = p - size * m / (cg_sqrtf(v) * rb2 + %.9gf);\n"
                  "        a8[i] = m;\n        a9[i] = v;\n        }",
                  at[0].f, 1 - at[0].f, at[1].f, 1 - at[1].f, at[2].f);
     } else if (n->op == OP_SGD) {
