@@ -11,6 +11,7 @@ PKGS=(
   libopenmpi-dev openmpi-bin                     # CPU backend collectives
   libopenblas-dev libblis-dev                    # CPU GEMM (chosen by measurement, see docs/runtime.md)
   libblis4-openmp                                # colrt loads BLIS's OpenMP build at run time
+  libdnnl2                                       # ... and oneDNN's sgemm before it (faster, bench/codegen_cpu)
   libcjson-dev                                   # JSON: cluster files, plan, safetensors headers
   zlib1g-dev                                     # CRC-32 of checkpoint files
   python3

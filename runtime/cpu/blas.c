@@ -18,7 +18,12 @@
  * forced the same way, idle threads told to sleep) is the fallback, then a
  * built-in loop; every fallback is announced on rank 0.
  *
- * COLRT_BLAS=blis|openblas|builtin overrides the choice (benchmarks use it);
+ * oneDNN's dnnl_sgemm (Debian's libdnnl2) comes before them all when it is
+ * installed: at GPT-2 124M's training shapes (256 tokens) it measured 25-40%
+ * faster than BLIS and at least as fast as PyTorch's MKL, one thread and two
+ * (bench/codegen_cpu/gemm_shapes.c, README.md there).
+ *
+ * COLRT_BLAS=onednn|blis|openblas|builtin overrides the choice (benchmarks use it);
  * a BLIS_ARCH_TYPE or OPENBLAS_CORETYPE set by the user is respected.
  */
 #define _GNU_SOURCE
@@ -35,8 +40,13 @@
 typedef void (*sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                          const float *B, int ldb, float beta, float *C, int ldc);
 
+/* oneDNN's row-major sgemm (dnnl_sgemm: transposes as 'N'/'T', sizes int64) */
+typedef int (*dnnl_sgemm_fn)(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                             int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
 static struct {
-    sgemm_fn sgemm; /* NULL: the built-in loop */
+    sgemm_fn sgemm;       /* NULL: the built-in loop (or oneDNN) */
+    dnnl_sgemm_fn dnnl;   /* oneDNN, when chosen */
     char desc[160];
 } blas;
 
@@ -101,11 +111,32 @@ static int load_blis(int threads) {
     return 1;
 }
 
+/* oneDNN (Debian's libdnnl2: OpenMP, the same pool as the other kernels; it
+ * JIT-compiles its AVX-512 kernels, and picks them by the CPU's features). */
+static int load_dnnl(int threads) {
+    void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libdnnl.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return 0;
+    blas.dnnl = (dnnl_sgemm_fn)dlsym(h, "dnnl_sgemm");
+    if (!blas.dnnl) return 0;
+    typedef struct { int major, minor, patch; const char *hash; unsigned cpu_runtime, gpu_runtime; } dnnl_version_t;
+    const dnnl_version_t *(*version)(void) = (const dnnl_version_t *(*)(void))dlsym(h, "dnnl_version");
+    const dnnl_version_t *v = version ? version() : NULL;
+    snprintf(blas.desc, sizeof blas.desc, "onednn %d.%d.%d (dnnl_sgemm), %d threads", v ? v->major : 0,
+             v ? v->minor : 0, v ? v->patch : 0, threads);
+    return 1;
+}
+
 void colrt__blas_init(int threads) {
     const char *want = getenv("COLRT_BLAS");
     int ok = 0;
-    if (want && strcmp(want, "blis") && strcmp(want, "openblas") && strcmp(want, "builtin"))
-        colrt_die("COLRT_BLAS=%s: expected blis, openblas or builtin", want);
+    blas.dnnl = NULL;
+    if (want && strcmp(want, "onednn") && strcmp(want, "blis") && strcmp(want, "openblas") && strcmp(want, "builtin"))
+        colrt_die("COLRT_BLAS=%s: expected onednn, blis, openblas or builtin", want);
+    /* oneDNN first: measured fastest at GPT-2's training shapes (bench/codegen_cpu/README.md) */
+    if (!want || !strcmp(want, "onednn")) ok = load_dnnl(threads);
+    if (want && !strcmp(want, "onednn") && !ok) colrt_die("COLRT_BLAS=onednn: cannot load libdnnl.so.2 (libdnnl2)");
+    if (ok) return;
     if (!want || !strcmp(want, "blis")) ok = load_blis(threads);
     if (want && !strcmp(want, "blis") && !ok) colrt_die("COLRT_BLAS=blis: cannot load libblis.so.4: %s", dlerror());
     if (!ok && !want && colrt__g.rank == 0)
@@ -136,7 +167,10 @@ static void builtin_sgemm(int ta, int tb, int M, int N, int K, float alpha, cons
 
 void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                   int ldb, float beta, float *C, int ldc) {
-    if (blas.sgemm)
+    if (blas.dnnl) {
+        int st = blas.dnnl(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (st != 0) colrt_die("colrt_gemm: dnnl_sgemm failed (status %d) for M %d N %d K %d", st, M, N, K);
+    } else if (blas.sgemm)
         blas.sgemm(CBLAS_ROW_MAJOR, ta ? CBLAS_TRANS : CBLAS_NO_TRANS, tb ? CBLAS_TRANS : CBLAS_NO_TRANS, M, N, K,
                    alpha, A, lda, B, ldb, beta, C, ldc);
     else

@@ -1,0 +1,104 @@
+/*
+ * gemm_shapes.c — the GEMMs of one GPT-2 124M training step (B=4, T=64: 256
+ * tokens; f32, row-major) with one library: each shape's GFLOP/s and the
+ * step's GEMM seconds (each shape times its count per step). Used by
+ * bench/codegen_cpu/gemm_vs_torch.sh, which runs it per library beside
+ * PyTorch's (MKL) in one window; gemm_shapes.py is the torch side.
+ *
+ * usage: gemm_shapes colrt|dnnl|openblas [REPS]
+ *   colrt     colrt_gemm after colrt_init (the runtime's choice: BLIS)
+ *   dnnl      oneDNN's dnnl_sgemm (libdnnl.so.2, Debian's libdnnl2)
+ *   openblas  cblas_sgemm of libopenblas.so.0 (Debian's default build)
+ * Threads: OMP_NUM_THREADS (oneDNN and BLIS use OpenMP), 2 for OpenBLAS.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "colossal/colrt.h"
+
+/* name, transposes, M, N, K, calls per step */
+typedef struct { const char *name; int ta, tb, m, n, k, count; } Shape;
+static const Shape SHAPES[] = {
+    {"qkv fwd", 0, 0, 256, 2304, 768, 12},      {"qkv dx", 0, 1, 256, 768, 2304, 12},
+    {"qkv dw", 1, 0, 768, 2304, 256, 12},       {"attn.proj fwd", 0, 0, 256, 768, 768, 12},
+    {"attn.proj dx", 0, 1, 256, 768, 768, 12},  {"attn.proj dw", 1, 0, 768, 768, 256, 12},
+    {"mlp.fc fwd", 0, 0, 256, 3072, 768, 12},   {"mlp.fc dx", 0, 1, 256, 768, 3072, 12},
+    {"mlp.fc dw", 1, 0, 768, 3072, 256, 12},    {"mlp.proj fwd", 0, 0, 256, 768, 3072, 12},
+    {"mlp.proj dx", 0, 1, 256, 3072, 768, 12},  {"mlp.proj dw", 1, 0, 3072, 768, 256, 12},
+    {"lm_head fwd", 0, 1, 256, 50257, 768, 1},  {"lm_head dx", 0, 0, 256, 768, 50257, 1},
+    {"lm_head dw", 1, 0, 50257, 768, 256, 1},
+};
+enum { NSHAPES = sizeof SHAPES / sizeof *SHAPES };
+
+typedef void (*cblas_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float, float *,
+                         int);
+typedef int (*dnnl_fn)(char, char, long, long, long, float, const float *, long, const float *, long, float, float *,
+                       long);
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    const char *lib = argc > 1 ? argv[1] : "colrt";
+    int reps = argc > 2 ? atoi(argv[2]) : 5;
+    if (reps < 1 || reps > 1000) reps = 5;
+    cblas_fn cb = NULL;
+    dnnl_fn dn = NULL;
+    if (!strcmp(lib, "colrt")) {
+        colrt_init(&argc, &argv);
+    } else if (!strcmp(lib, "dnnl")) {
+        void *h = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
+        if (!h || !(dn = (dnnl_fn)dlsym(h, "dnnl_sgemm"))) return fprintf(stderr, "no libdnnl.so.2: %s\n", dlerror()), 1;
+    } else if (!strcmp(lib, "openblas")) {
+        void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+        if (!h || !(cb = (cblas_fn)dlsym(h, "cblas_sgemm"))) return fprintf(stderr, "no libopenblas.so.0\n"), 1;
+        void (*nt)(int) = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+        if (nt) nt(2);
+    } else {
+        return fprintf(stderr, "usage: gemm_shapes colrt|dnnl|openblas [REPS]\n"), 2;
+    }
+    size_t most = 0;
+    for (int s = 0; s < NSHAPES; s++) {
+        const Shape *p = &SHAPES[s];
+        size_t a = (size_t)p->m * p->k, b = (size_t)p->k * p->n, c = (size_t)p->m * p->n;
+        if (a > most) most = a;
+        if (b > most) most = b;
+        if (c > most) most = c;
+    }
+    float *A = malloc(most * 4), *B = malloc(most * 4), *C = malloc(most * 4);
+    if (!A || !B || !C) return fprintf(stderr, "out of memory\n"), 1;
+    for (size_t i = 0; i < most; i++) A[i] = B[i] = (float)((i * 7919) % 97) / 97.f - 0.5f, C[i] = 0;
+    double step = 0, flops = 0;
+    printf("%-16s %6s %6s %6s %8s\n", lib, "M", "N", "K", "GFLOP/s");
+    for (int s = 0; s < NSHAPES; s++) {
+        const Shape *p = &SHAPES[s];
+        int lda = p->ta ? p->m : p->k, ldb = p->tb ? p->k : p->n, ldc = p->n;
+        double best = 1e30;
+        for (int r = 0; r < reps + 1; r++) { /* the first is a warm-up */
+            double t0 = now();
+            if (dn)
+                dn(p->ta ? 'T' : 'N', p->tb ? 'T' : 'N', p->m, p->n, p->k, 1.f, A, lda, B, ldb, 0.f, C, ldc);
+            else if (cb)
+                cb(101, p->ta ? 112 : 111, p->tb ? 112 : 111, p->m, p->n, p->k, 1.f, A, lda, B, ldb, 0.f, C, ldc);
+            else
+                colrt_gemm(NULL, COLRT_F32, p->ta, p->tb, p->m, p->n, p->k, 1.f, A, lda, 0, B, ldb, 0, 0.f, C, ldc, 0, 1);
+            double t = now() - t0;
+            if (r && t < best) best = t;
+        }
+        double f = 2.0 * p->m * p->n * p->k;
+        printf("%-16s %6d %6d %6d %8.1f\n", p->name, p->m, p->n, p->k, 1e-9 * f / best);
+        step += best * p->count;
+        flops += f * p->count;
+    }
+    printf("%s: step GEMMs %.4f s (best of %d each), %.1f GFLOP/s\n", lib, step, reps, 1e-9 * flops / step);
+    if (!strcmp(lib, "colrt")) printf("colrt uses %s\n", colrt_gemm_library()), colrt_finalize();
+    free(A), free(B), free(C);
+    return 0;
+}
