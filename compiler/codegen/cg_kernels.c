@@ -160,18 +160,24 @@ static void bidx(StrBuf *b, Shape s, Shape o, const char *i) {
     sb_puts(b, ")");
 }
 
-static void gemm(CgCtx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, ValueId A, int64_t lda,
-                 int64_t sA, ValueId B, int64_t ldb, int64_t sB, ValueId C, int64_t ldc, int64_t sC,
-                 int64_t batch) {
+static void gemm_beta(CgCtx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, ValueId A, int64_t lda,
+                      int64_t sA, ValueId B, int64_t ldb, int64_t sB, ValueId C, int64_t ldc, int64_t sC,
+                      int64_t batch, int beta) {
     StrBuf *s = c->sched;
     sb_printf(s, "    colrt_gemm(NULL, %s, %d, %d, %lld, %lld, %lld, 1.0f, ", cg_colrt_dtype(dt_of(c, C)), ta, tb,
               (long long)M, (long long)N, (long long)K);
     cg_ptr(c, s, A);
     sb_printf(s, ", %lld, %lld, ", (long long)lda, (long long)sA);
     cg_ptr(c, s, B);
-    sb_printf(s, ", %lld, %lld, 0.0f, ", (long long)ldb, (long long)sB);
+    sb_printf(s, ", %lld, %lld, %d.0f, ", (long long)ldb, (long long)sB, beta);
     cg_ptr(c, s, C);
     sb_printf(s, ", %lld, %lld, %lld);\n", (long long)ldc, (long long)sC, (long long)batch);
+}
+
+static void gemm(CgCtx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, ValueId A, int64_t lda,
+                 int64_t sA, ValueId B, int64_t ldb, int64_t sB, ValueId C, int64_t ldc, int64_t sC,
+                 int64_t batch) {
+    gemm_beta(c, ta, tb, M, N, K, A, lda, sA, B, ldb, sB, C, ldc, sC, batch, 0);
 }
 
 /* The runtime's GEMM takes one dtype for A, B and C. */
@@ -222,7 +228,16 @@ static bool emit_dense(CgCtx *c, NodeId id) {
         for (int d = 0; d < x.rank - k; d++) Lr *= x.d[d];
         for (int d = 0; d < k; d++) K *= w.d[d];
         N = numel(w) / K;
-        gemm(c, 0, 0, Lr, N, K, n->in[0], K, 0, n->in[1], N, 0, n->out[0], N, 0, 1);
+        NodeId ba = c->lp->n[id].bias_add;
+        if (ba != IR_NONE) { /* lower.fuse: the product is written onto the bias, broadcast over the rows */
+            const Node *an = N_(c, ba);
+            ValueId bias = an->in[0] == n->out[0] ? an->in[1] : an->in[0];
+            char body[128];
+            snprintf(body, sizeof body, "a1[i] = a0[i %% %lld];", (long long)N);
+            KArg a[2] = {{bias, 0, 0}, {n->out[0], 1, 0}};
+            cg_kernel(c, id, 2, a, Lr * N, "", body);
+        }
+        gemm_beta(c, 0, 0, Lr, N, K, n->in[0], K, 0, n->in[1], N, 0, n->out[0], N, 0, 1, ba != IR_NONE);
     } else if (n->op == OP_DENSE_DX) { /* [L,K] = dy[L,N] w[K,N]^T */
         Shape w = L(c, n->in[1]);
         for (int d = 0; d < k; d++) K *= w.d[d];
@@ -241,7 +256,11 @@ static bool emit_dense(CgCtx *c, NodeId id) {
 static bool emit_binary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     if (c->lp->n[id].fused) {
-        sb_puts(c->sched, "    /* summed by the embedding gradient's scatter-add above */\n");
+        bool bias = false;
+        for (int k = 0; k < 2; k++)
+            bias |= ir_val(c->g, n->in[k])->def != IR_NONE && c->lp->n[ir_val(c->g, n->in[k])->def].bias_add == id;
+        sb_puts(c->sched, bias ? "    /* added by the GEMM above (lower.fuse) */\n"
+                               : "    /* summed by the embedding gradient's scatter-add above */\n");
         return true;
     }
     Shape o = L(c, n->out[0]);

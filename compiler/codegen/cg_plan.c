@@ -124,6 +124,9 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
             rerun_mm += placement_selective_keeps(ir_node(g, lp->n[id].recompute[k])->op);
     cJSON_AddNumberToObject(low, "rerun_nodes", rerun);
     cJSON_AddNumberToObject(low, "rerun_matmul_nodes", rerun_mm);
+    int fused_bias = 0; /* lower.fuse: bias adds done by their GEMM */
+    for (NodeId id = 0; id < g->n_nodes; id++) fused_bias += lp->n[id].bias_add != IR_NONE;
+    cJSON_AddNumberToObject(low, "fused_bias_adds", fused_bias);
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     size_t n = strlen(txt);

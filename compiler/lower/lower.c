@@ -10,6 +10,7 @@
  *   buckets    schedule.c   gradient buckets
  *   norms      norms.c      the trust ratios' fused norms all-reduce (LAMB, LARS)
  *   gathers    zero.c       ZeRO-3 gathers before each reader
+ *   fuse       fuse.c       kernels merged into the one before (GEMM bias epilogues)
  *   schedule   schedule.c   slots, live intervals, the static memory plan
  *
  * This file runs them, and holds what they share.
@@ -107,6 +108,7 @@ static const LowerPass passes[] = {
     {"buckets", lower_pass_buckets},
     {"norms", lower_pass_norms},
     {"gathers", lower_pass_gathers},
+    {"fuse", lower_pass_fuse},
     {"schedule", lower_pass_schedule},
 };
 
@@ -136,6 +138,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     p->n_values = nv;
     p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
+    for (int i = 0; i < nn; i++) p->n[i].bias_add = IR_NONE; /* lower.fuse sets it */
     LowerCtx c = {.g = g, .p = p, .err = err, .nv = nv, .nn = nn};
     c.pending = ir_alloc(sizeof(bool) * (size_t)(nv ? nv : 1));
     c.zgrad = ir_alloc(sizeof(int64_t) * (size_t)(nv ? nv : 1));
@@ -267,6 +270,10 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             sb_printf(b, "  (ZeRO slice of %lld%s)", (long long)ln->zchunk,
                       !ir_op_is_update(n->op) ? "" : p->v[n->in[0]].zchunk ? ", in place" : ", then all-gather");
         if (ln->sum_into != IR_NONE) sb_puts(b, "  (sums into the next sum_to)");
+        if (ln->bias_add != IR_NONE) sb_printf(b, "  (fused: adds the bias of node %d)", ln->bias_add);
+        for (int k = 0; ln->fused && n->op == OP_ADD && k < 2; k++)
+            if (ir_val(g, n->in[k])->def != IR_NONE && p->n[ir_val(g, n->in[k])->def].bias_add == id)
+                sb_puts(b, "  (fused into the GEMM before)");
         sb_puts(b, "\n");
         for (int k = 0; k < ln->n_post; k++) print_reshard(p, &ln->post[k], "then ", b);
         for (int k = 0; k < p->n_buckets; k++) {

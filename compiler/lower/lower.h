@@ -142,7 +142,10 @@ typedef struct LowerNode {
     NodeId sum_into;           /* a batched matmul summed by this sum_to node: one GEMM
                                 * over the flattened batch writes the sum; IR_NONE */
     bool fused;                /* a sum_to done by the matmul before it; a
-                                * cross_entropy_bwd done by the cross_entropy */
+                                * cross_entropy_bwd done by the cross_entropy; an
+                                * add done by the dense before it (bias_add) */
+    NodeId bias_add;           /* lower.fuse (fuse.c): the add of a bias this dense's GEMM
+                                * does (it writes onto the bias broadcast); IR_NONE */
     ValueId acc_into;          /* embedding_dw: scatter-add into this value's buffer
                                 * (the other operand of the add that sums them); IR_NONE */
     NodeId ce_grad;            /* cross_entropy: also writes this cross_entropy_bwd's

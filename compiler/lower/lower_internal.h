@@ -30,6 +30,7 @@ bool lower_pass_recompute(LowerCtx *c); /* recompute.c */
 bool lower_pass_buckets(LowerCtx *c);   /* schedule.c */
 bool lower_pass_norms(LowerCtx *c);     /* norms.c */
 bool lower_pass_schedule(LowerCtx *c);  /* schedule.c */
+bool lower_pass_fuse(LowerCtx *c);      /* fuse.c */
 
 /* The value whose buffer v's storage is (following views). */
 ValueId lower_root_of(const LowerProgram *p, ValueId v);

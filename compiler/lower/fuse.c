@@ -1,0 +1,75 @@
+/*
+ * fuse.c — the lowering's fusion pass (lower.fuse): kernels merged into the
+ * one before them, so the program makes fewer passes over memory. For now
+ * one kind, GEMM epilogues of a bias:
+ *
+ *   bias  add(dense(x, w), b), b broadcast along the rows of the product
+ *         (b's shape a suffix of the result's, as many elements as the
+ *         GEMM's columns), the product read by nothing else: the GEMM
+ *         writes onto b broadcast (beta = 1), so the product and the sum
+ *         share one buffer and the add runs no kernel.
+ *
+ * Takes the program after the aliases, split, recompute, bucket and gather
+ * passes (so it knows what runs where) and leaves out nodes that run
+ * collectives, reshardings or gathers, or are re-run by a recompute. Gives:
+ * LowerNode.bias_add on the dense node (the add it absorbs), fused on the
+ * add, and the add's result stored in the product's buffer. Both targets'
+ * code generators read the marks (cg_kernels.c emit_dense); --dump-after
+ * prints them and plan.json's lowering.fused_bias_adds counts them.
+ */
+#include "lower_internal.h"
+
+#include "ops.h"
+
+/* A node with no communication or resharding of its own: it can merge. */
+static bool plain(const LowerNode *ln) {
+    return !ln->n_reduce && !ln->n_rs && !ln->n_gather && !ln->n_xin && !ln->n_rsh && !ln->n_post &&
+           !ln->n_recompute && !ln->zero && !ln->fused;
+}
+
+bool lower_pass_fuse(LowerCtx *c) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    int nn = c->nn, nv = c->nv;
+    for (NodeId id = 0; id < nn; id++) p->n[id].bias_add = IR_NONE;
+    int *readers = ir_alloc(sizeof(int) * (size_t)(nv ? nv : 1));
+    bool *rerun = ir_alloc(sizeof(bool) * (size_t)(nn ? nn : 1));
+    for (ValueId v = 0; v < nv; v++) readers[v] = 0;
+    for (NodeId id = 0; id < nn; id++) rerun[id] = false;
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        for (int i = 0; i < n->n_in; i++) readers[n->in[i]]++;
+        for (int k = 0; k < p->n[id].n_recompute; k++) rerun[p->n[id].recompute[k]] = true;
+    }
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_ADD || rerun[id] || !plain(&p->n[id])) continue;
+        ValueId y = n->out[0];
+        for (int k = 0; k < 2; k++) {
+            ValueId e = n->in[k], b = n->in[1 - k];
+            NodeId d = ir_val(g, e)->def;
+            if (d == IR_NONE || ir_node(g, d)->op != OP_DENSE || rerun[d] || !plain(&p->n[d])) continue;
+            if (p->n[d].bias_add != IR_NONE || readers[e] != 1 || (ir_val(g, e)->flags & VF_OUTPUT)) continue;
+            if (p->v[e].storage != e || p->v[y].storage != y || p->v[e].partial || p->v[y].partial) continue;
+            if (ir_val(g, e)->dtype != ir_val(g, y)->dtype || ir_val(g, b)->dtype != ir_val(g, y)->dtype) continue;
+            Shape so = p->v[e].local, sb = p->v[b].local;
+            if (!ir_shape_eq(so, p->v[y].local) || sb.rank > so.rank || sb.rank < 1) continue;
+            bool suffix = true;
+            for (int q = 0; suffix && q < sb.rank; q++) suffix = sb.d[q] == so.d[so.rank - sb.rank + q];
+            /* the GEMM's columns: the weight's dims past the contracted ones */
+            const Node *dn = ir_node(g, d);
+            Shape w = p->v[dn->in[1]].local;
+            int64_t K = 1;
+            for (int q = 0; q < dn->attr[0].i && q < w.rank; q++) K *= w.d[q];
+            if (!suffix || K <= 0 || ir_shape_numel(sb) != ir_shape_numel(w) / K) continue;
+            if (p->sharded && (!shard_spec_eq(&p->v[e].spec, &p->v[y].spec))) continue;
+            p->n[d].bias_add = id;
+            p->n[id].fused = true;
+            p->v[y].storage = e;
+            break;
+        }
+    }
+    ir_free(readers);
+    ir_free(rerun);
+    return true;
+}
