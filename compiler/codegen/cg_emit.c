@@ -298,7 +298,7 @@ static void emit_commits(CgCtx *c, StrBuf *m, int first, int last) {
 
 /* The profile (COLRT_PROFILE=1): an entry per node run in the schedule
  * (recomputes are entries of their own). prof_open marks where the node's
- * code starts; prof_close brackets it with the clock (CG_PT, CG_PE) and adds
+ * code starts; prof_close brackets it with marks (M_prof(k), M_prof(-1)) and adds
  * the entry's initializer (result, op, class, FLOPs and bytes per call on
  * this rank: the IR's counts scaled by the result's local share), or drops
  * the mark when the node wrote no code (done by another node's kernel). */
@@ -329,7 +329,7 @@ static void prof_close(CgCtx *c, NodeId f, bool recomputed, size_t mark) {
     sb_puts(&tail, code);
     b->len = mark;
     b->data[mark] = 0;
-    sb_printf(b, "    CG_PT();\n%s    CG_PE(%d);\n", sb_cstr(&tail), c->n_prof++);
+    sb_printf(b, "    %s_prof(%d);\n%s    %s_prof(-1);\n", c->prefix, c->n_prof++, sb_cstr(&tail), c->prefix);
     sb_free(&tail);
     const Graph *g = c->g;
     const Node *n = ir_node(g, f);
@@ -446,7 +446,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
         }
     }
     c->cur_node = -1; /* outside the schedule: values as stored */
-    const char *pt = "    double cg_pt = 0;\n    (void)cg_pt;\n"; /* the profile's clock */
+    const char *pt = "";
     sb_printf(m, "static void %s_forward_nodes(%s *M) {\n%s%s}\n\n", px, px, pt, sb_cstr(&parts[0]));
     sb_printf(m, "static void %s_backward_nodes(%s *M) {\n%s%s", px, px, pt, sb_cstr(&parts[1]));
     emit_commits(c, m, 0, *step_begin);
@@ -574,10 +574,13 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    %s_init_fill(NULL, M->arena.base + l->off, n, &p);\n"
               "}\n\n",
               px, px, px, px, px, px, px, px, px, px, px, px);
-    sb_printf(m, "/* COLRT_PROFILE=1: the schedule's entries, timed (colrt_profile_register) */\n"
-                 "static colrt_prof_entry %s_prof[%d] = {\n%s};\nstatic int %s_prof_on;\n"
-                 "#define CG_PT() (%s_prof_on ? (void)(cg_pt = colrt_profile_now()) : (void)0)\n"
-                 "#define CG_PE(k) (%s_prof_on ? colrt_profile_add(&%s_prof[k], cg_pt) : (void)0)\n\n",
+    sb_printf(m, "/* COLRT_PROFILE=1: the schedule's entries, timed (colrt_profile_register);\n"
+                 " * M_prof(k) opens entry k, M_prof(-1) closes it. Not inlined: a call per entry\n"
+                 " * costs nothing to compile, a branch per entry inlined doubles the time. */\n"
+                 "static colrt_prof_entry %s_prof_tab[%d] = {\n%s};\nstatic int %s_prof_on;\n"
+                 "#if defined(__GNUC__)\n__attribute__((noinline))\n#endif\n"
+                 "static void %s_prof(int k) {\n"
+                 "    if (%s_prof_on) colrt_profile_mark(k >= 0 ? &%s_prof_tab[k] : NULL);\n}\n\n",
               px, c->n_prof ? c->n_prof : 1, c->n_prof ? sb_cstr(&c->prof) : "    {\"\", \"\", \"\", 0, 0, 0, 0},\n", px,
               px, px, px);
     sb_puts(m, schedule);
@@ -659,7 +662,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        colrt_event_record(M->bucket_done[k], NULL);\n"
               "    }\n"
               "    if ((%s_prof_on = colrt_profile_enabled()))\n"
-              "        colrt_profile_register(\"%s\", %s_prof, %d);\n"
+              "        colrt_profile_register(\"%s\", %s_prof_tab, %d);\n"
               "    M->arena = colrt_arena_create(%s_ARENA_BYTES);\n"
               "    for (int i = 0; i < %s_n_leaves; i++) %s_init_leaf(M, &%s_leaves[i]);\n"
               "    M->stats.arena_bytes = %s_ARENA_BYTES;\n"

@@ -398,6 +398,39 @@ static bool emit_sum_to(CgCtx *c, NodeId id) {
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     int64_t P = numel(o), per, ch = col_chunks(R, P, &per);
     CgKernel k = {.n = P, .prologue = "", .body = sb_cstr(&b)};
+    /* the kept dims trailing (a bias gradient: rows summed): C sums blocks of
+     * CG_SUM_COLS contiguous columns row by row, in SIMD lanes, each column in
+     * the same order as above (bit-identical), blocks over the threads */
+    bool trailing = o.rank <= s.rank && numel(o) > 1;
+    for (int d = 0; trailing && d < o.rank; d++) trailing = o.d[d] == s.d[s.rank - o.rank + d];
+    StrBuf cb, one;
+    sb_init(&cb);
+    sb_init(&one);
+    if (trailing) {
+        enum { CG_SUM_COLS = 64 };
+        sb_printf(&cb,
+                  "const int64_t j0 = i * %d, nj = j0 + %d < %lld ? %d : %lld - j0;\n"
+                  "        double acc[%d];\n"
+                  "        for (int64_t j = 0; j < nj; j++) acc[j] = 0;\n"
+                  "        for (int64_t r = 0; r < %lld; r++) {\n"
+                  "            const $T0 *x = a0 + r * %lld + j0;\n"
+                  "#ifdef _OPENMP\n#pragma omp simd\n#endif\n"
+                  "            for (int64_t j = 0; j < nj; j++) acc[j] += $L0(x[j]);\n"
+                  "        }\n"
+                  "        for (int64_t j = 0; j < nj; j++) a1[j0 + j] = $W1(acc[j]);",
+                  CG_SUM_COLS, CG_SUM_COLS, (long long)P, CG_SUM_COLS, (long long)P, CG_SUM_COLS, (long long)R,
+                  (long long)P);
+        k.n = (P + CG_SUM_COLS - 1) / CG_SUM_COLS;
+        k.body = sb_cstr(&cb);
+        k.parallel = true;
+        if (ch <= 1) { /* CUDA: a thread per column, as the C form was */
+            sb_printf(&one, "const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                            "    if (i >= %lld) return;\n    %s",
+                      (long long)P, sb_cstr(&b));
+            k.npass = 1;
+            k.pass[0] = (CgPass){(P + 255) / 256, 256, 0, sb_cstr(&one)};
+        }
+    }
     if (ch > 1) { /* CUDA: partial sums over chunks of r, then each point's partials in order */
         sb_printf(&p0,
                   "const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -423,6 +456,8 @@ static bool emit_sum_to(CgCtx *c, NodeId id) {
     }
     cg_kernel_ex(c, id, 2, a, &k);
     sb_free(&b);
+    sb_free(&cb);
+    sb_free(&one);
     sb_free(&p0);
     sb_free(&p1);
     sb_free(&base);

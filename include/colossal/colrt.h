@@ -350,8 +350,9 @@ const char *colrt_checkpoint_state(void);
  * A generated program's per-kernel profile: it registers its table of
  * schedule entries (a node's result, op and op class, FLOPs and bytes per
  * call on this rank) at create when colrt_profile_enabled(), and brackets
- * each entry's launches with t0 = colrt_profile_now() and
- * colrt_profile_add(&entry, t0) (the clock waits for the compute stream).
+ * each entry's launches with colrt_profile_mark(&entry) and
+ * colrt_profile_mark(NULL): the time between them, and a call, go to the
+ * entry (the clock waits for the compute stream first).
  * At exit colrt prints the time per op class, per op and the slowest nodes
  * (rank 0, stderr) and writes the table as JSON atomically to
  * COLRT_PROFILE_OUT (default colrt_profile.json; rank r > 0: PATH.rank<r>). */
@@ -362,8 +363,7 @@ typedef struct colrt_prof_entry {
     long long calls;
 } colrt_prof_entry;
 int colrt_profile_enabled(void);
-double colrt_profile_now(void);
-void colrt_profile_add(colrt_prof_entry *e, double t0);
+void colrt_profile_mark(colrt_prof_entry *e);
 void colrt_profile_register(const char *program, colrt_prof_entry *table, int n);
 
 /* Writes n bytes to path atomically: a temporary in the same directory,

@@ -16,17 +16,39 @@
 #define COLRT_KERNELS_H
 
 #include "half.h"
+#include <string.h> /* memcpy: colrt_expf_v */
 
 /* Kernel bodies: device code under nvcc, plain inline C otherwise. */
 #ifdef __CUDACC__
 #define COLRT_KD __device__ __forceinline__
 #define COLRT_ATOMIC_ADD(p, v) atomicAdd((p), (v))
 #define COLRT_SIMD_SUM(v)
+#define COLRT_SIMD_MAX(v)
+__device__ __forceinline__ float colrt_expf_v(float x) { return expf(x); }
 #else
 /* Always inlined, so the CPU runner's per-dtype copies fold colrt_ld's switch. */
 #define COLRT_KD __attribute__((always_inline)) inline
 #define COLRT_PRAGMA(x) _Pragma(#x)
 #define COLRT_SIMD_SUM(v) COLRT_PRAGMA(omp simd reduction(+ : v))
+#define COLRT_SIMD_MAX(v) COLRT_PRAGMA(omp simd reduction(max : v))
+/* expf that vectorizes (inline, no errno): Cephes' polynomial, 7.8e-8
+ * relative against libm (the generated kernels' cg_expf, cg_launch.c). */
+static inline float colrt_expf_v(float x) {
+    x = x < -87.3f ? -87.3f : x > 88.7f ? 88.7f : x;
+    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    const int32_t k = ((int32_t)n + 127) * 8388608;
+    float s;
+    memcpy(&s, &k, sizeof s);
+    return p * s;
+}
 #define COLRT_ATOMIC_ADD(p, v)                 \
     do {                                       \
         float _v = (v);                        \
@@ -461,15 +483,22 @@ COLRT_KD static void colrt_k_ce_row(const colrt_ce_args *a, int64_t n) {
         return;
     }
     float m = -INFINITY, s = 0.f, xt = colrt_ld(a->logits, a->t, o + tg); /* read before dlogits may overwrite it */
-    for (int64_t j = 0; j < a->V; j++) m = fmaxf(m, colrt_ld(a->logits, a->t, o + j));
+    /* SIMD lanes (CPU): the max, then the sum in the lanes' order */
+    COLRT_SIMD_MAX(m)
+    for (int64_t j = 0; j < a->V; j++) {
+        const float x = colrt_ld(a->logits, a->t, o + j);
+        m = x > m ? x : m;
+    }
     if (a->dlogits) { /* one exp per element: keep exp(x - m) in dlogits, normalize below */
+        COLRT_SIMD_SUM(s)
         for (int64_t j = 0; j < a->V; j++) {
-            float e = expf(colrt_ld(a->logits, a->t, o + j) - m);
+            float e = colrt_expf_v(colrt_ld(a->logits, a->t, o + j) - m);
             s += e;
             colrt_st(a->dlogits, a->t, o + j, e);
         }
     } else {
-        for (int64_t j = 0; j < a->V; j++) s += expf(colrt_ld(a->logits, a->t, o + j) - m);
+        COLRT_SIMD_SUM(s)
+        for (int64_t j = 0; j < a->V; j++) s += colrt_expf_v(colrt_ld(a->logits, a->t, o + j) - m);
     }
     float lse = m + logf(s), loss = lse - xt;
     if (a->losses) a->losses[n] = loss;

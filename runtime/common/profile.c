@@ -4,7 +4,8 @@
  * Takes: the program's table of schedule entries (colrt_prof_entry: a node's
  * result, op, op class, FLOPs and bytes per call on this rank), registered
  * at create; the generated schedule brackets each entry with
- * colrt_profile_now() and colrt_profile_add() when colrt_profile_enabled().
+ * colrt_profile_mark(&entry) and colrt_profile_mark(NULL) when
+ * colrt_profile_enabled().
  * Gives, at exit: a table on stderr (time, calls, share, GFLOP/s and GB/s per
  * op class, per op, and the slowest nodes) and the whole table as JSON,
  * written atomically to COLRT_PROFILE_OUT (default colrt_profile.json;
@@ -38,16 +39,20 @@ int colrt_profile_enabled(void) {
     return enabled;
 }
 
-double colrt_profile_now(void) {
+static colrt_prof_entry *open_entry;
+static double open_since;
+
+void colrt_profile_mark(colrt_prof_entry *e) {
     colrt_stream_sync(NULL);
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-void colrt_profile_add(colrt_prof_entry *e, double t0) {
-    e->seconds += colrt_profile_now() - t0;
-    e->calls++;
+    double now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    if (open_entry) {
+        open_entry->seconds += now - open_since;
+        open_entry->calls++;
+    }
+    open_entry = e;
+    open_since = now;
 }
 
 /* A row of the summary: entries grouped by class or by op. */

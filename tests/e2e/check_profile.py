@@ -1,0 +1,33 @@
+"""check_profile.py OUT_DIR PROFILE_JSON — the COLRT_PROFILE table a generated
+program wrote (runtime/common/profile.c) against its source: one entry per
+M_prof(k) mark in M.c, each called at least once, times >= 0 and some > 0,
+the op classes' sums equal to the nodes', matrix products with FLOPs."""
+import glob
+import json
+import re
+import sys
+
+out, path = sys.argv[1], sys.argv[2]
+src = open([f for f in glob.glob(out + "/*.c") if not f.endswith("_kernels.c")][0]).read()
+marks = {int(k) for k in re.findall(r"^    \w+_prof\((\d+)\);$", src, re.M)}
+d = json.load(open(path))
+errs = []
+if d.get("format") != "colrt-profile-1":
+    errs.append("format %r" % d.get("format"))
+p = d["programs"][0]
+nodes = p["nodes"]
+if len(nodes) != len(marks) or marks != set(range(len(nodes))):
+    errs.append("%d entries in the profile, %d marks in the source" % (len(nodes), len(marks)))
+if any(n["calls"] < 1 or n["seconds"] < 0 for n in nodes):
+    errs.append("an entry never called or with negative time")
+total = sum(n["seconds"] for n in nodes)
+if not total > 0:
+    errs.append("no time measured")
+cls = sum(c["seconds"] for c in p["classes"])
+if abs(cls - total) > 1e-9 * max(1.0, total) + 1e-12 * len(nodes):
+    errs.append("classes sum to %g s, nodes to %g s" % (cls, total))
+mm = [c for c in p["classes"] if c["class"] == "matmul"]
+if not mm or not mm[0]["flops"] > 0:
+    errs.append("no matmul class with FLOPs")
+print("%d entries, %.4f s, classes: %s" % (len(nodes), total, ", ".join(c["class"] for c in p["classes"])))
+sys.exit("; ".join(errs) if errs else 0)
