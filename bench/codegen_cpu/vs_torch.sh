@@ -9,7 +9,8 @@
 # env: OMP_NUM_THREADS (default 2; torch gets as many), TORCH_VENV (a virtual
 #      environment with torch; default BUILD_DIR/torch-venv, made with pip from
 #      PyPI when missing), TORCH_FUSED=1 (AdamW(fused=True)), COMPILE_FLAGS
-#      (extra colossal-compile flags).
+#      (extra colossal-compile flags), BASELINE_BIN (another build of train.c,
+#      e.g. of an older commit: run third in each round, its ratio printed too).
 # Not a test: it downloads torch and takes minutes.
 set -euo pipefail
 build=${1:-build}
@@ -41,7 +42,7 @@ mpirun+=(-x OMP_NUM_THREADS)
 [ -n "${COLRT_PROFILE:-}" ] && mpirun+=(-x COLRT_PROFILE)
 fused=()
 [ "${TORCH_FUSED:-0}" = 1 ] && fused=(--fused)
-ours_all=() torch_all=()
+ours_all=() torch_all=() base_all=()
 for r in $(seq 1 "$rounds"); do
   o=$(OMP_NUM_THREADS=$threads "${mpirun[@]}" -np 1 "$out/train" "$steps" 1e-4 1 |
       sed -n 's/.*, \([0-9.]*\) s per step.*/\1/p')
@@ -50,8 +51,19 @@ for r in $(seq 1 "$rounds"); do
   ours_all+=("$o") torch_all+=("$t")
   printf 'round %d: ours %.3f s, torch %.3f s, torch/ours %.2fx (load %s)\n' "$r" "$o" "$t" \
     "$(echo "$t / $o" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
+  if [ -n "${BASELINE_BIN:-}" ]; then
+    b=$(OMP_NUM_THREADS=$threads "${mpirun[@]}" -np 1 "$BASELINE_BIN" "$steps" 1e-4 1 |
+        sed -n 's/.*, \([0-9.]*\) s per step.*/\1/p')
+    base_all+=("$b")
+    printf 'round %d: baseline %.3f s, torch/baseline %.2fx\n' "$r" "$b" "$(echo "$t / $b" | bc -l)"
+  fi
 done
 med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 mo=$(med "${ours_all[@]}") mt=$(med "${torch_all[@]}")
 printf 'median of %d rounds: ours %.3f s, torch %.3f s per step: torch/ours %.2fx\n' "$rounds" "$mo" "$mt" \
   "$(echo "$mt / $mo" | bc -l)"
+if [ -n "${BASELINE_BIN:-}" ]; then
+  mb=$(med "${base_all[@]}")
+  printf 'median of %d rounds: baseline %.3f s: torch/baseline %.2fx, baseline/ours %.2fx\n' "$rounds" "$mb" \
+    "$(echo "$mt / $mb" | bc -l)" "$(echo "$mb / $mo" | bc -l)"
+fi
