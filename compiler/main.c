@@ -230,15 +230,31 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     po.lowerable = true; /* a plan this build can generate */
     PlanResult *r = NULL;
     LowerProgram *lp = NULL;
-    double user_limit = 0; /* the limit asked for (the retries tighten the planner's) */
+    /* The arena is checked against the limit asked for; a plan whose arena
+     * exceeds it is solved again under a tighter planner limit: scaled by
+     * how far the arena overshot, or halfway back up where a tighter limit
+     * left no plan (the model's error is not monotone in the limit), at
+     * most MAX_RESOLVES times. */
+    enum { MAX_RESOLVES = 6 };
+    double user_limit = 0, lo = 0, hi = 0; /* planner limits: no plan at lo, an arena too big at hi */
     int64_t prev_arena = -1;
+    int n_same = 0;
     for (int attempt = 0;; attempt++) {
         r = plan_solve(g, &po);
-        if (!r && attempt) {
-            char lb[32];
+        if (!r && attempt) { /* nothing fits this tighter limit: halfway back up */
+            lo = (double)po.mem_bytes;
+            if (attempt < MAX_RESOLVES && hi - lo > 0.01 * user_limit) {
+                po.mem_bytes = (int64_t)((lo + hi) / 2);
+                continue;
+            }
+            char lb[32], ab[32];
             cli_fmt_bytes(lb, sizeof lb, user_limit);
-            fprintf(stderr, "colossal-compile: note: that is the limit tightened because the first plan's static "
-                            "memory plan exceeded the %s asked for\n", lb);
+            cli_fmt_bytes(ab, sizeof ab, (double)prev_arena);
+            diag_plain("give more memory (--mem), or a smaller batch",
+                       "no plan's static memory plan fits in %s per device: the planner's best plan needs an arena of "
+                       "%s, and under %d tighter limits it found none that fits",
+                       lb, ab, attempt);
+            return EXIT_USER;
         }
         if (!r) return EXIT_USER;
         dump_placement(o, r);
@@ -256,12 +272,15 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
         }
         if (attempt == 0) user_limit = r->mem_limit;
         if ((double)lp->arena_bytes <= user_limit) break;
+        hi = r->mem_limit;
         char ab[32], lb[32];
         cli_fmt_bytes(ab, sizeof ab, (double)lp->arena_bytes);
         cli_fmt_bytes(lb, sizeof lb, user_limit);
-        /* a forced strategy solved again to the same arena: a tighter limit will not help */
+        /* a forced strategy solved again twice to the same arena: a tighter
+         * limit will not help */
         bool forced = o->strategy && strcmp(o->strategy, "auto");
-        bool stuck = attempt > 0 && lp->arena_bytes == prev_arena;
+        n_same = attempt > 0 && lp->arena_bytes == prev_arena ? n_same + 1 : 0;
+        bool stuck = n_same >= 2;
         prev_arena = lp->arena_bytes;
         if (forced && stuck) {
             diag_plain("give more memory (--mem), a smaller batch, or another --strategy (or auto)",
@@ -272,7 +291,7 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
             plan_free(r);
             return EXIT_USER;
         }
-        if (attempt == 2 || (double)lp->arena_bytes > 4 * user_limit) {
+        if (attempt == MAX_RESOLVES || (double)lp->arena_bytes > 4 * user_limit) {
             diag_plain("give more memory (--mem), or a smaller batch",
                        "the static memory plan needs an arena of %s per device, over the limit of %s "
                        "(plan '%s', which the planner priced at %.0f bytes%s)",
@@ -285,7 +304,10 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
         if (!o->quiet)
             fprintf(stderr, "colossal-compile: note: the arena (%s) exceeds the limit (%s); solving again under a tighter limit\n",
                     ab, lb);
-        po.mem_bytes = (int64_t)(r->mem_limit * r->mem_limit / (double)lp->arena_bytes * 0.99);
+        double next = r->mem_limit * user_limit / (double)lp->arena_bytes * 0.99;
+        if (next <= lo) next = (lo + hi) / 2;
+        po.mem_bytes = (int64_t)next;
+        po.quiet_no_fit = true;
         lower_free(lp);
         plan_free(r);
     }

@@ -19,6 +19,39 @@ PlacePhase placement_phase(const Graph *g, NodeId id) {
 
 bool placement_selective_keeps(int op) { return ir_op(op)->cls == OPC_MATMUL; }
 
+bool placement_partial_result(const Graph *g, NodeId id, const ShardSpec *held0, ShardSpec *out) {
+    const Node *n = ir_node(g, id);
+    if (!held0->partial || held0->pmax || ir_val(g, n->out[0])->updates != IR_NONE) return false;
+    Shape in = ir_val(g, n->in[0])->shape, o = ir_val(g, n->out[0])->shape;
+    switch (n->op) {
+    case OP_ADD:
+    case OP_SUB:
+    case OP_SCALE:
+        if (!ir_shape_eq(in, o)) return false;
+        *out = *held0;
+        return true;
+    case OP_SUM_TO: { /* a batched matmul's product summed over its batch (a weight
+                       * gradient): one GEMM writes the sum (the lowering fuses them),
+                       * so the product is never held; a dim summed away (leading, or
+                       * kept at 1) that is split leaves the sum pending over its axes too */
+        int lead = in.rank - o.rank;
+        const Value *x = ir_val(g, n->in[0]);
+        if (lead < 0 || x->def == IR_NONE || ir_node(g, x->def)->op != OP_MATMUL) return false;
+        *out = shard_spec_replicated(o.rank);
+        out->partial = held0->partial;
+        for (int d = 0; d < in.rank; d++) {
+            bool summed = d < lead || (o.d[d - lead] == 1 && in.d[d] != 1);
+            for (int k = 0; summed && k < held0->n[d]; k++) out->partial |= (uint8_t)(1u << held0->ax[d][k]);
+            if (summed) continue;
+            out->n[d - lead] = held0->n[d];
+            memcpy(out->ax[d - lead], held0->ax[d], sizeof out->ax[d - lead]);
+        }
+        return true;
+    }
+    default: return false;
+    }
+}
+
 Placement *placement_new(const Graph *g, const ShardMesh *m) {
     Placement *pl = ir_alloc(sizeof *pl);
     size_t nn = (size_t)g->n_nodes + 1, nv = (size_t)g->n_values + 1, nb = (size_t)g->n_blocks + 1;

@@ -34,6 +34,13 @@ const char *placement_phase_name(PlacePhase p);
  * the optimizer); backward: the rest. */
 PlacePhase placement_phase(const Graph *g, NodeId id);
 
+/* A linear op over a pending sum (add, sub, scale of operands held alike, a
+ * sum_to, whose split summed dims leave it pending over their axes too) can run on its operands as held and
+ * leave its result pending: true, and the result's spec in *out, when node
+ * id can, given the spec its first operand is held in. The planner's rule
+ * and the lowering both ask this one function (keep_partial). */
+bool placement_partial_result(const Graph *g, NodeId id, const ShardSpec *held0, ShardSpec *out);
+
 /* Selective recompute keeps the results of these ops (the matrix products:
  * costly to redo, and what rebuilding the rest needs) and re-runs every other
  * forward op of the block instance before its backward. The planner's memory

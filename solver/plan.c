@@ -304,6 +304,7 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
                               ? "parameters, gradients and optimizer state"
                           : min_price.mem_acts >= min_price.mem_transient ? "saved activations"
                                                                           : "the largest transient";
+        if (o->quiet_no_fit) return NULL;
         bool params_dominate = min_price.mem_params >= min_price.mem_acts;
         const char *fixhint =
             params_dominate ? (fix.zero >= 0 && fix.zero < 3

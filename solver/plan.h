@@ -30,6 +30,8 @@ typedef struct PlanOptions {
                                  * cannot run yet (IlpOptions.lowerable) */
     bool three_axes;            /* also try 3-axis default meshes */
     bool progress;
+    bool quiet_no_fit;          /* no plan fits: return NULL without saying so (the caller
+                                 * searches for a limit whose plan's arena fits) */
     int sweep_points;           /* --sweep-mem: re-solve at this many limits (0: no sweep) */
     AdOptions train;            /* the optimizer the plan prices (default AdamW) */
 } PlanOptions;

@@ -196,6 +196,17 @@ static void memory(const RepDoc *d, StrBuf *o) {
         double v = rep_num(bd, parts[i][0]);
         if (isfinite(v)) sb_printf(o, "| %s | %s | %.1f%% |\n", parts[i][1], B(a, v), 100 * v / pk);
     }
+    /* the peak's moment: what is not live then (plans that say which) */
+    const cJSON *at = cJSON_GetObjectItemCaseSensitive(bd, "peak_at");
+    if (cJSON_IsString(at)) {
+        bool early = !strcmp(at->valuestring, "backward start");
+        double v = rep_num(bd, early ? "gradients_not_yet_written_bytes" : "saved_activations_bytes");
+        if (isfinite(v) && v > 0)
+            sb_printf(o, "| less %s | -%s | -%.1f%% |\n",
+                      early ? "gradients not yet written early in the backward (the peak's moment)"
+                            : "saved activations, freed by the update (the peak's moment)",
+                      B(a, v), 100 * v / pk);
+    }
     sb_printf(o, "| **predicted peak** | **%s** | 100%% |\n\n", B(a, pk));
     const cJSON *tl = rep_get(mem, "timeline"), *pts = rep_get(tl, "points");
     int n = cJSON_GetArraySize(pts);
