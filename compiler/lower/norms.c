@@ -62,11 +62,13 @@ static bool overlaps(const LowerProgram *p, ValueId x, ValueId y) {
 }
 
 /* Whether a node after `from`, other than `skip`, reads (or the step's end
- * copies out) any byte of value x's buffer range. */
+ * copies out: an output, a state's next value) any byte of value x's buffer
+ * range. */
 static bool read_later(const LowerProgram *p, ValueId x, NodeId from, NodeId skip) {
     const Graph *g = p->g;
     for (ValueId y = 0; y < g->n_values; y++)
-        if ((ir_val(g, y)->flags & (VF_OUTPUT | VF_SAVED)) && overlaps(p, x, y)) return true;
+        if (((ir_val(g, y)->flags & (VF_OUTPUT | VF_SAVED)) || ir_val(g, y)->updates != IR_NONE) && overlaps(p, x, y))
+            return true;
     for (int k = 0; k < p->n_out_reduce; k++)
         if (overlaps(p, x, p->out_reduce[k])) return true;
     for (NodeId r = from + 1; r < g->n_nodes; r++) {
