@@ -120,7 +120,8 @@ bool lower_pass_norms(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     LowerNorms *nb = &p->norms;
-    for (NodeId id = 0; id < g->n_nodes; id++) p->n[id].dir_for = dir_fusable(p, id);
+    for (NodeId id = 0; id < g->n_nodes; id++)
+        if (ir_node(g, id)->op == OP_LAMB_NORMS) p->n[id].dir_for = dir_fusable(p, id);
     nb->val = ir_alloc(sizeof(ValueId) * (size_t)(g->n_nodes + 1));
     nb->axes = ir_alloc(sizeof(unsigned) * (size_t)(g->n_nodes + 1));
     nb->launch = g->n_nodes;

@@ -267,6 +267,7 @@ int main(void) {
         sb_init(&dump);
         lower_print(p, &dump);
         CHECK_CONTAINS(sb_cstr(&dump), "the trust-ratio norms of 3 parameters, fused");
+        CHECK_CONTAINS(sb_cstr(&dump), "(also writes %fc1.weight.next's moments, and its direction over the gradient)");
         sb_free(&dump);
         /* each norms sweep also writes its update's moments and direction */
         for (int k = 0; k < 4; k++) {
