@@ -136,6 +136,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     p->n_values = nv;
     p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
+    for (NodeId id = 0; id < nn; id++) p->n[id].dir_for = IR_NONE;
     LowerCtx c = {.g = g, .p = p, .err = err, .nv = nv, .nn = nn};
     c.pending = ir_alloc(sizeof(bool) * (size_t)(nv ? nv : 1));
     c.zgrad = ir_alloc(sizeof(int64_t) * (size_t)(nv ? nv : 1));
@@ -267,6 +268,9 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             sb_printf(b, "  (ZeRO slice of %lld%s)", (long long)ln->zchunk,
                       !ir_op_is_update(n->op) ? "" : p->v[n->in[0]].zchunk ? ", in place" : ", then all-gather");
         if (ln->sum_into != IR_NONE) sb_puts(b, "  (sums into the next sum_to)");
+        if (ln->dir_for != IR_NONE)
+            sb_printf(b, "  (also writes %%%s's moments, and its direction over the gradient)",
+                      vname(p, ir_node(g, ln->dir_for)->out[0]));
         sb_puts(b, "\n");
         for (int k = 0; k < ln->n_post; k++) print_reshard(p, &ln->post[k], "then ", b);
         for (int k = 0; k < p->n_buckets; k++) {

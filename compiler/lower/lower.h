@@ -164,6 +164,11 @@ typedef struct LowerNode {
     int8_t iter_of_axis[SHARD_MAX_AXES]; /* the node's strategy */
     int n_post;                /* reshardings right after the node (ZeRO: the updated */
     LowerReshard *post;        /* slices gathered back into the parameter's spec) */
+    NodeId dir_for;            /* lamb_norms (norms.c): the lamb node whose work it does
+                                * in its sweep: writes the moments m', v' (in place over
+                                * m, v) and the update direction u over the gradient it
+                                * reads, so the lamb node only applies p - lr ratio u;
+                                * IR_NONE: the lamb node computes u itself */
 } LowerNode;
 
 typedef struct LowerProgram {
