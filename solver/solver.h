@@ -98,9 +98,20 @@ typedef struct IlpProblem {
     double param_bytes, grad_bytes, opt_bytes; /* per parameter element */
     int64_t batch;              /* the graph's inputs' leading dim */
     int64_t global_batch;       /* rows per step: batch x micro-batches when the graph is one */
+    bool timed_out;             /* construction stopped at the deadline (ilp_set_deadline):
+                                 * the problem is incomplete; ilp_solve refuses it */
 } IlpProblem;
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);
+
+/* ---- deadline.c: the planning's deadline (--time-limit) -------------------- */
+
+double ilp_clock_s(void);             /* CLOCK_MONOTONIC seconds */
+/* Construction and every solve stop by then (ilp_clock_s seconds; 0: never,
+ * the default). */
+void ilp_set_deadline(double deadline_s);
+double ilp_deadline(void);
+bool ilp_deadline_passed(void);
 void ilp_problem_free(IlpProblem *p);
 
 /* ---- eval.c: a choice and its price --------------------------------------- */

@@ -12,6 +12,8 @@
  *      at most (searches x the largest spec space) states; and the problem
  *      built with shared searches equals the one built with a fresh search
  *      per query, term for term (on 2x4, where the fresh build is quick).
+ *   3. A deadline (--time-limit) stops construction: the problem says so and
+ *      ilp_solve refuses it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -218,7 +220,33 @@ static void same_problem(const char *model, const char *cluster, const char *m) 
     ir_graph_free(g);
 }
 
+static void deadline(void) {
+    ShardCluster cl;
+    ShardMesh mesh = mesh_of("h100:1x8", "2x2x2", &cl);
+    Graph *g = load("examples/ir/gpt2-tiny.cir");
+    CostModel cm = {&cl, &mesh, DT_F32};
+    IlpOptions io = {true, 1, false, NULL};
+    shard_reshard_cache_clear();
+    ilp_set_deadline(ilp_clock_s() - 1); /* already passed */
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    CHECK(p->timed_out);
+    ShardReshardStats st;
+    shard_reshard_stats(&st);
+    CHECK_INT(st.queries, 0); /* stopped before the first group's strategies */
+    IlpSettings s = {cl.mem_bytes, 60, 1e-4, NULL, false, NULL};
+    IlpResult r = ilp_solve(p, &s);
+    CHECK_INT(r.status, ILP_ERROR);
+    ilp_result_free(&r);
+    ilp_problem_free(p);
+    ilp_set_deadline(0);
+    p = ilp_problem_build(g, &cm, &io);
+    CHECK(!p->timed_out);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
 int main(void) {
+    deadline();
     /* small budgets, under what the searches grow to: dropped midway */
     exactness("h100:1x8", "2x2x2", (Shape){3, {2, 8, 4}}, 64 << 10);
     exactness("h100:1x8", "2x2x2", (Shape){5, {2, 8, 3, 2, 4}}, 64 << 10);
