@@ -87,8 +87,9 @@ int main(int argc, char **argv) {
         shard_reshard_set_budget(old);
     }
     const char *name = strrchr(argv[1], '/');
-    printf("| %s | %s | %d | %.3f | %.3f | %.1fx | %ld | %ld | %ld | %ld |\n", name ? name + 1 : argv[1], argv[3],
-           strats, ts, tf, tf / ts, shared.queries, shared.searches, shared.expanded, fresh.expanded);
+    printf("| %s | %s | %d | %.3f | %.3f | %.1fx | %ld | %ld | %ld | %ld | %ld |\n", name ? name + 1 : argv[1],
+           argv[3], strats, ts, tf, tf / ts, shared.time_calls, shared.queries, shared.searches, shared.expanded,
+           fresh.expanded);
     ir_graph_free(g);
     return 0;
 }
