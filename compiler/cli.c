@@ -52,7 +52,7 @@ static const char usage_text[] =
     "  --strategy S          auto | dp | zero1 | zero2 | zero3 | megatron (+ -recompute)\n"
     "  --recompute P         auto | none | selective | full\n"
     "  --zero Z              auto | 0 | 1 | 2 | 3\n"
-    "  --time-limit SEC      ILP time limit (default 60)\n"
+    "  --time-limit SEC      planning time limit: building and solving (default 60)\n"
     "  --mip-gap G           ILP relative gap (default 1e-4)\n"
     "  --dump-ilp FILE.lp    write the ILP in CPLEX LP format\n"
     "  --sweep-mem[=N]       also re-solve at N memory limits (default 8), for the report\n"

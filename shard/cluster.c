@@ -193,6 +193,13 @@ static bool num_field(const cJSON *obj, const char *path, const char *key, doubl
         sb_printf(err, "field '%s%s' is %g, more than any device has", path, key, v->valuedouble);
         return false;
     }
+    /* sizes and rates (scale >= 1: bytes, bytes/s, FLOP/s, counts) below one
+     * unit make times of 1e300 s and more: a rate of 5e-324 GB/s gave the ILP
+     * infinite coefficients and GLPK aborted */
+    if (scale >= 1 && v->valuedouble * scale < 1) {
+        sb_printf(err, "field '%s%s' is %g, less than any device has", path, key, v->valuedouble);
+        return false;
+    }
     *out = v->valuedouble * scale;
     return true;
 }

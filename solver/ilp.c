@@ -472,6 +472,7 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     parm.presolve = GLP_ON;
     parm.mip_gap = s->mip_gap;
     double left = s->time_limit_s - since(&pr->t0);
+    if (ilp_deadline() > 0 && ilp_deadline() - ilp_clock_s() < left) left = ilp_deadline() - ilp_clock_s(); /* --time-limit */
     parm.tm_lim = (int)(1000 * (left > 0.1 ? left : 0.1));
     parm.cb_func = progress_cb;
     parm.cb_info = pr;
@@ -488,6 +489,10 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     glp_term_out(GLP_OFF);
     Progress pr = {{0, 0}, 0, s->progress};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
+    if (p->timed_out) { /* an incomplete problem (ilp_problem_build stopped at the deadline) */
+        r.status = ILP_ERROR;
+        return r;
+    }
     Model m;
     int st = run(p, s, &m, false, &pr, &r);
     if (st == GLP_OPT || st == GLP_FEAS) {

@@ -413,6 +413,7 @@ static void build_edges(Builder *b) {
     p->edges = ir_alloc(sizeof *p->edges * (size_t)cap);
     for (int n = 0; n < g->n_nodes; n++) {
         if (p->group_of_node[n] < 0) continue;
+        if ((p->timed_out = ilp_deadline_passed())) return; /* --time-limit */
         const Node *nd = ir_node(g, n);
         int gd = p->group_of_node[n], md = p->member_of_node[n];
         IlpGroup *D = &p->groups[gd];
@@ -535,6 +536,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
         }
     }
     for (int gi = 0; gi < p->n_groups; gi++) {
+        if ((p->timed_out = ilp_deadline_passed())) break; /* --time-limit */
         IlpGroup *gr = &p->groups[gi];
         build_strats(&b, gr);
         for (int m = 0; m < gr->n_members; m++) {
@@ -547,7 +549,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
         }
         if (gr->n_params) p->n_layers += gr->mult;
     }
-    build_edges(&b);
+    if (!p->timed_out) build_edges(&b);
     ir_free(b.rep);
     ir_free(b.saved);
     ir_free(b.grad_in_place);

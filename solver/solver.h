@@ -111,9 +111,20 @@ typedef struct IlpProblem {
     int64_t global_batch;       /* rows per step: batch x micro-batches when the graph is one */
     bool grads_late;            /* one micro-batch per step: the parameters' gradients are
                                  * born in the backward, not held across micro-batches */
+    bool timed_out;             /* construction stopped at the deadline (ilp_set_deadline):
+                                 * the problem is incomplete; ilp_solve refuses it */
 } IlpProblem;
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);
+
+/* ---- deadline.c: the planning's deadline (--time-limit) -------------------- */
+
+double ilp_clock_s(void);             /* CLOCK_MONOTONIC seconds */
+/* Construction and every solve stop by then (ilp_clock_s seconds; 0: never,
+ * the default). */
+void ilp_set_deadline(double deadline_s);
+double ilp_deadline(void);
+bool ilp_deadline_passed(void);
 void ilp_problem_free(IlpProblem *p);
 
 /* ---- eval.c: a choice and its price --------------------------------------- */

@@ -113,6 +113,12 @@ expect 2 "invalid value 'bogus' for --dump-after" -- "$src/examples/ir/mlp.cir" 
 expect 2 "lower.recompute" -- "$src/examples/ir/mlp.cir" --dump-after lower.bogus
 expect 0 "; ---- program after lower.split ----" -- "$src/examples/ir/mlp.cir" --emit code --target cpu --cluster h100:1x1 -o "$tmp/dump-split" -q --dump-after lower.split
 expect 2 "invalid value '3e6' for --time-limit" -- --time-limit 3e6 "$src/examples/ir/mlp.cir"
+# --time-limit bounds the whole planning, construction included: a 2x2x2
+# mesh's problem takes far more than a millisecond to build (about 0.3 s)
+expect 1 "planning stopped at --time-limit 0.001 s while building the problem for mesh 2x2x2" -- \
+  "$src/examples/ir/gpt2-tiny.cir" --emit plan --cluster h100:1x8 --mesh 2x2x2 --time-limit 0.001 -o "$tmp/tl"
+expect 1 "hint: raise --time-limit" -- \
+  "$src/examples/ir/gpt2-tiny.cir" --emit plan --cluster h100:1x8 --mesh 2x2x2 --time-limit 0.001 -o "$tmp/tl"
 expect 1 "unknown cluster preset 'nope'" -- --cluster nope:1x2 "$src/examples/ir/mlp.cir"
 expect 1 "invalid cluster shape '2000000x1024'" -- --cluster h100:2000000x1024 "$src/examples/ir/mlp.cir"
 mkdir -p "$tmp/adir.cir" "$tmp/cdir.json"
