@@ -51,6 +51,8 @@ static MPI_Datatype mpi_type(colrt_dtype t) {
     }
 }
 
+MPI_Datatype colrt__mpi_type(colrt_dtype t) { return mpi_type(t); }
+
 static MPI_Op mpi_op(colrt_dtype t, colrt_redop op) {
     int max = op == COLRT_MAX;
     if (t == COLRT_BF16 || t == COLRT_F16) {
