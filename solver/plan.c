@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "pipeline.h"
 #include "plan.h"
 
 void plan_options_default(PlanOptions *o) {
@@ -219,6 +220,11 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
         sb_free(&err), sb_free(&hint);
         return NULL;
     }
+    if (o->pp > 1 && !pipeline_submesh_cluster(&cl, o->pp, &err, &hint)) { /* a stage plans on its submesh */
+        diag_plain(sb_cstr(&hint), "%s", sb_cstr(&err));
+        sb_free(&err), sb_free(&hint);
+        return NULL;
+    }
     ShardMesh meshes[16];
     int nm = 0;
     if (o->mesh) {
@@ -341,6 +347,18 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
         sb_free(&perr);
         plan_free(best);
         return NULL;
+    }
+    if (o->pp > 1) { /* the stages of every node (pipeline.c) */
+        StrBuf phint;
+        sb_init(&phint);
+        bool ok = pipeline_place(best->pl, o->pp, PS_1F1B, &perr, &phint);
+        if (!ok) diag_plain(sb_cstr(&phint), "%s", sb_cstr(&perr));
+        sb_free(&phint);
+        if (!ok) {
+            sb_free(&perr);
+            plan_free(best);
+            return NULL;
+        }
     }
     if (!placement_verify(best->pl, &perr)) { /* an internal error: the planner made it */
         fprintf(stderr, "colossal-compile: internal error: %s:%d: the planner's placement is inconsistent: %s\n",

@@ -1,0 +1,33 @@
+/*
+ * pipeline.h — the planner's pipeline decisions (pipeline.c): the cluster
+ * each stage plans on (its submesh), and the stages of every node of the
+ * training graph (Placement.pipe). docs/pipeline.md says what a pipelined
+ * program does.
+ */
+#ifndef COLOSSAL_SOLVER_PIPELINE_H
+#define COLOSSAL_SOLVER_PIPELINE_H
+
+#include "placement.h"
+#include "shard.h"
+
+/* The cluster one stage of a `stages`-stage pipeline plans on: the devices
+ * per node divided by stages when it divides them (stages side by side in
+ * a node), else the nodes. false with a message and a hint when neither
+ * divides (user error). */
+bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf *hint);
+
+/* Cuts pl's graph into `stages` stages (stages >= 2) run with `schedule`
+ * over pl->micro_batches micro-batches: fills pl->pipe. false with a
+ * message and a hint (user errors: more stages than block instances, fewer
+ * micro-batches than stages, a graph the cut cannot split: a value one
+ * stage needs from a stage that is not its neighbour). */
+bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *err, StrBuf *hint);
+
+/* The fraction of a 1F1B step the stages idle (the bubble): with p stages
+ * of equal time and m micro-batches, (p - 1) / (m + p - 1) of the step
+ * (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on
+ * GPU Clusters Using Megatron-LM", section 2.2.1: the bubble is p - 1
+ * micro-batch times of an m + p - 1 long step). 0 for one stage. */
+double pipeline_bubble_fraction(int stages, int micro_batches);
+
+#endif
