@@ -218,6 +218,12 @@ void colrt_recv(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colr
                 colrt_stream *s);
 void colrt_sendrecv(colrt_mesh *m, int axis, int send_peer, const void *send, size_t send_count,
                     int recv_peer, void *recv, size_t recv_count, colrt_dtype t, colrt_stream *s);
+/* The sum of buf on this rank and on the peer, in place on both (the same
+ * bits on both: IEEE addition commutes), over the pair's communicator: a
+ * parameter held by two pipeline stages (tied embeddings) stays equal when
+ * both update it with the summed gradient. */
+void colrt_pair_all_reduce(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colrt_dtype t,
+                           colrt_stream *s);
 
 /* ---- kernels ---------------------------------------------------------------------
  * GEMM, row-major, strided batches:

@@ -137,3 +137,5 @@ void colrt_broadcast(colrt_mesh *m, int axis, void *buf, size_t count, colrt_dty
                     .count = icount(count, "broadcast"), .dt = mpi_type(t), .root = root, .t = t};
     colrt__stream_coll(s, m, &c);
 }
+
+MPI_Op colrt__mpi_sum(colrt_dtype t) { return mpi_op(t, COLRT_SUM); }

@@ -5,7 +5,8 @@
  * a neighbour that died or never posts its half ends the job naming the
  * transfer and the peer. Runs in the caller, after the stream's earlier
  * work (colrt__stream_order): a pipeline's transfers sit between kernels,
- * which run in the caller too.
+ * which run in the caller too. colrt_pair_all_reduce: MPI_Allreduce on the
+ * pair's communicator, likewise.
  */
 #include <limits.h>
 
@@ -45,4 +46,15 @@ void colrt_send(colrt_mesh *m, int axis, int peer, const void *buf, size_t count
 void colrt_recv(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colrt_dtype t, colrt_stream *s) {
     if (peer < 0) colrt_die("recv: peer coordinate %d on mesh axis %d is not a rank's", peer, axis);
     colrt_sendrecv(m, axis, -1, NULL, 0, peer, buf, count, t, s);
+}
+
+void colrt_pair_all_reduce(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colrt_dtype t, colrt_stream *s) {
+    MPI_Comm c = colrt__pair_comm(m, axis, peer, "pair_all_reduce");
+    int n = icount(count, "pair_all_reduce");
+    MPI_Datatype dt = colrt__mpi_type(t);
+    MPI_Op op = colrt__mpi_sum(t);
+    colrt__stream_order(s);
+    colrt__coll_begin(colrt__p2p_what("pair_all_reduce", peer, -1), axis);
+    COLRT_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, n, dt, op, c));
+    colrt__coll_end();
 }

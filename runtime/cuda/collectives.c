@@ -248,3 +248,10 @@ void colrt_recv(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colr
     if (peer < 0) colrt_die("recv: peer coordinate %d on mesh axis %d is not a rank's", peer, axis);
     colrt_sendrecv(m, axis, -1, NULL, 0, peer, buf, count, t, s);
 }
+
+void colrt_pair_all_reduce(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colrt_dtype t,
+                           colrt_stream *s) {
+    colrt__pair_comm(m, axis, peer, "pair_all_reduce");
+    COLRT_NCCL(ncclAllReduce(buf, buf, count, nccl_type(t), ncclSum, (ncclComm_t)m->pair_be[axis][peer],
+                             colrt__cuda_stream(s)));
+}

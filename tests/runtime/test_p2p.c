@@ -3,7 +3,8 @@
  * colrt_sendrecv) on the CPU backend: along every axis of a 1-D and a 2-D
  * mesh, in f32, bf16 and i32; a pipeline's chain (each stage receives from
  * the one before, adds, sends on; then the same backwards); a ring of
- * sendrecvs; two neighbours exchanging 8 MB each way at once (which a send
+ * sendrecvs; the first and last coordinates summing a buffer
+ * (colrt_pair_all_reduce); two neighbours exchanging 8 MB each way at once (which a send
  * before a receive would deadlock on: MPI's rendezvous); a send given a
  * stream waits for that stream's queued copy. Values are small integers:
  * exact in every dtype, tolerance zero.
@@ -83,6 +84,19 @@ static void exchange_large(colrt_mesh *m, int a) {
     free(x), free(y);
 }
 
+/* The first and the last coordinate sum a buffer (a tied parameter's
+ * gradient on the first and last pipeline stage): both hold the sum. */
+static void pair_sum(colrt_mesh *m, int a, colrt_dtype t) {
+    int n = colrt_mesh_size(m, a), me = colrt_mesh_coord(m, a);
+    if (n < 2 || (me != 0 && me != n - 1)) return;
+    const size_t count = 53;
+    void *x = calloc(count, 4);
+    for (size_t i = 0; i < count; i++) colrt_st(x, t, (int64_t)i, val(me, (int)i));
+    colrt_pair_all_reduce(m, a, me ? 0 : n - 1, x, count, t, NULL);
+    for (size_t i = 0; i < count; i++) CHECK_NEAR(colrt_ld(x, t, (int64_t)i), val(0, (int)i) + val(n - 1, (int)i), 0.f);
+    free(x);
+}
+
 /* A send on a stream follows that stream's queued copy into its buffer. */
 static void stream_order(colrt_mesh *m) {
     int me = colrt_mesh_coord(m, 0), n = colrt_mesh_size(m, 0);
@@ -109,6 +123,7 @@ static void test_mesh(int naxes, const int *sizes) {
         for (int k = 0; k < 3; k++) {
             chain(m, a, ts[k]);
             ring(m, a, ts[k]);
+            pair_sum(m, a, ts[k]);
         }
     for (int a = 0; a < naxes; a++) exchange_large(m, a);
     colrt_mesh_destroy(m);
