@@ -182,3 +182,135 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
     }
     return true;
 }
+
+int pipeline_1f1b(int stages, int micro_batches, int s, PipeAction *out) {
+    int n = 0, m = micro_batches;
+    bool first = s == 0, last = s == stages - 1;
+    int warm = stages - s - 1 < m ? stages - s - 1 : m, rem = m - warm;
+#define ACT(k, j, snd, rcv) (out[n++] = (PipeAction){(k), (j), (snd), (rcv)})
+    for (int i = 0; i < warm; i++) {
+        if (!first) ACT(PA_PREV, i, false, true);
+        ACT(PA_FWD, i, false, false);
+        if (!last) ACT(PA_NEXT, i, true, false);
+    }
+    if (rem > 0 && !first) ACT(PA_PREV, warm, false, true);
+    for (int i = 0; i < rem; i++) {
+        ACT(PA_FWD, warm + i, false, false);
+        if (!last) ACT(PA_NEXT, i, true, true); /* the forward's values out, backward i's gradients in */
+        ACT(PA_BWD, i, false, false);
+        if (!first) {
+            if (i == rem - 1) ACT(PA_PREV, i, true, false);
+            else ACT(PA_PREV, warm + i + 1, true, true); /* backward i's gradients out, the next forward's values in */
+        }
+    }
+    for (int i = 0; i < warm; i++) {
+        if (!last) ACT(PA_NEXT, rem + i, false, true);
+        ACT(PA_BWD, rem + i, false, false);
+        if (!first) ACT(PA_PREV, rem + i, true, false);
+    }
+#undef ACT
+    return n;
+}
+
+/* The messages of one direction between stages b and b+1, in order: the
+ * micro-batch each carries, as the sender and the receiver see it. */
+typedef struct PipeMsgs {
+    int n_sent, n_recv;
+    int *sent, *recv;           /* micro-batches in order */
+} PipeMsgs;
+
+bool pipeline_check(int stages, int micro_batches, PipeAction *const *acts, const int *n, StrBuf *err) {
+    int m = micro_batches;
+    bool ok = true;
+    /* per stage: forwards then backwards of every micro-batch, once, in order; in flight <= stages - s */
+    for (int s = 0; s < stages && ok; s++) {
+        int nf = 0, nb = 0;
+        for (int k = 0; k < n[s] && ok; k++) {
+            const PipeAction *a = &acts[s][k];
+            if (a->kind == PA_FWD) {
+                if (a->mb != nf) sb_printf(err, "stage %d runs forward %d where forward %d is due", s, a->mb, nf), ok = false;
+                nf++;
+                if (nf - nb > stages - s)
+                    sb_printf(err, "stage %d holds %d micro-batches in flight, more than %d", s, nf - nb, stages - s), ok = false;
+            } else if (a->kind == PA_BWD) {
+                if (a->mb != nb || nb >= nf)
+                    sb_printf(err, "stage %d runs backward %d where backward %d is due (%d forwards run)", s, a->mb, nb, nf), ok = false;
+                nb++;
+            }
+        }
+        if (ok && (nf != m || nb != m))
+            sb_printf(err, "stage %d runs %d forwards and %d backwards of %d micro-batches", s, nf, nb, m), ok = false;
+    }
+    if (!ok) return false;
+    /* every send has its receive: per boundary and direction, the sender's
+     * micro-batches (the forward / backward just run) in the receiver's order */
+    for (int b = 0; b + 1 < stages && ok; b++)
+        for (int dir = 0; dir < 2 && ok; dir++) { /* 0: forward values b -> b+1; 1: gradients b+1 -> b */
+            int snd = dir ? b + 1 : b, rcv = dir ? b : b + 1;
+            PipeActionKind sk = dir ? PA_PREV : PA_NEXT, rk = dir ? PA_NEXT : PA_PREV;
+            int *sent = ir_alloc(sizeof(int) * (size_t)(n[snd] + 1)), *recv = ir_alloc(sizeof(int) * (size_t)(n[rcv] + 1));
+            int ns = 0, nr = 0, cur = -1, next_bwd = 0;
+            for (int k = 0; k < n[snd]; k++) {
+                const PipeAction *a = &acts[snd][k];
+                if (a->kind == (dir ? PA_BWD : PA_FWD)) cur = a->mb;
+                if (a->kind == sk && a->send) {
+                    if (cur < 0) sb_printf(err, "stage %d sends before it has run anything", snd), ok = false;
+                    sent[ns++] = cur;
+                }
+            }
+            for (int k = 0; k < n[rcv]; k++) {
+                const PipeAction *a = &acts[rcv][k];
+                if (dir == 1 && a->kind == PA_BWD) next_bwd = a->mb + 1;
+                if (a->kind == rk && a->recv) recv[nr++] = dir ? next_bwd : a->mb;
+            }
+            if (ok && ns != nr)
+                sb_printf(err, "stage %d sends %d %s to stage %d, which receives %d", snd, ns, dir ? "gradients" : "forward values",
+                          rcv, nr), ok = false;
+            for (int k = 0; ok && k < ns; k++)
+                if (sent[k] != recv[k])
+                    sb_printf(err, "message %d from stage %d to %d carries micro-batch %d, received as %d", k, snd, rcv, sent[k],
+                              recv[k]), ok = false;
+            ir_free(sent);
+            ir_free(recv);
+        }
+    if (!ok) return false;
+    /* run it: each stage at its next action; a transfer completes when each
+     * of its halves' partner half is posted (the partner is at that
+     * transfer or past it); compute always completes */
+    int *pc = ir_alloc(sizeof(int) * (size_t)stages);
+    /* per stage and direction, how many halves were posted so far (ordinal of the message) */
+    int *sent_next = ir_alloc(sizeof(int) * (size_t)stages), *recv_next = ir_alloc(sizeof(int) * (size_t)stages);
+    int *sent_prev = ir_alloc(sizeof(int) * (size_t)stages), *recv_prev = ir_alloc(sizeof(int) * (size_t)stages);
+    for (int s = 0; s < stages; s++) pc[s] = sent_next[s] = recv_next[s] = sent_prev[s] = recv_prev[s] = 0;
+    /* posted counts including the current action's halves */
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (int s = 0; s < stages; s++) {
+            if (pc[s] >= n[s]) continue;
+            const PipeAction *a = &acts[s][pc[s]];
+            bool done = true;
+            if (a->kind == PA_NEXT) { /* partner: stage s+1's PA_PREV halves */
+                int t = s + 1;
+                int t_recv = recv_prev[t] + (pc[t] < n[t] && acts[t][pc[t]].kind == PA_PREV && acts[t][pc[t]].recv);
+                int t_send = sent_prev[t] + (pc[t] < n[t] && acts[t][pc[t]].kind == PA_PREV && acts[t][pc[t]].send);
+                if (a->send && t_recv < sent_next[s] + 1) done = false;
+                if (a->recv && t_send < recv_next[s] + 1) done = false;
+                if (done) sent_next[s] += a->send, recv_next[s] += a->recv;
+            } else if (a->kind == PA_PREV) {
+                int t = s - 1;
+                int t_recv = recv_next[t] + (pc[t] < n[t] && acts[t][pc[t]].kind == PA_NEXT && acts[t][pc[t]].recv);
+                int t_send = sent_next[t] + (pc[t] < n[t] && acts[t][pc[t]].kind == PA_NEXT && acts[t][pc[t]].send);
+                if (a->send && t_recv < sent_prev[s] + 1) done = false;
+                if (a->recv && t_send < recv_prev[s] + 1) done = false;
+                if (done) sent_prev[s] += a->send, recv_prev[s] += a->recv;
+            }
+            if (done) pc[s]++, progress = true;
+        }
+    }
+    for (int s = 0; s < stages && ok; s++)
+        if (pc[s] < n[s])
+            sb_printf(err, "deadlock: stage %d waits at action %d of %d (a transfer whose partner never comes)", s, pc[s], n[s]),
+                ok = false;
+    ir_free(pc), ir_free(sent_next), ir_free(recv_next), ir_free(sent_prev), ir_free(recv_prev);
+    return ok;
+}

@@ -30,4 +30,33 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
  * micro-batch times of an m + p - 1 long step). 0 for one stage. */
 double pipeline_bubble_fraction(int stages, int micro_batches);
 
+/* One stage's 1F1B schedule (PipeDream-Flush, as Megatron-LM runs it:
+ * warm-up forwards, then one forward and one backward in turn, then the
+ * remaining backwards) as a list of actions. A transfer action exchanges
+ * with the next stage (PA_NEXT: sends the forward values of the forward
+ * just run, receives the gradients for the next backward) or the previous
+ * one (PA_PREV: sends the gradients of the backward just run, receives the
+ * forward values of micro-batch mb); send and recv say which halves
+ * happen; both halves run at once (colrt_sendrecv). */
+typedef enum { PA_FWD, PA_BWD, PA_NEXT, PA_PREV } PipeActionKind;
+typedef struct PipeAction {
+    PipeActionKind kind;
+    int mb;                     /* the micro-batch (forward, backward; a PA_PREV receive) */
+    bool send, recv;
+} PipeAction;
+
+/* Stage s's actions into out (room for 6 * micro_batches); returns their
+ * count. */
+int pipeline_1f1b(int stages, int micro_batches, int s, PipeAction *out);
+
+/* Checks every stage's schedule against the others: each stage runs the
+ * forward and then the backward of every micro-batch once, in order;
+ * every send has its receive (the same micro-batch, the same kind, in the
+ * same order on both sides); the whole runs to its end when every transfer
+ * waits for its partner (rendezvous: the strictest MPI and NCCL allow, so
+ * no deadlock); stage s never holds more than stages - s micro-batches
+ * between their forward and backward. false with the first problem in
+ * err. acts[s], n[s]: stage s's actions. */
+bool pipeline_check(int stages, int micro_batches, PipeAction *const *acts, const int *n, StrBuf *err);
+
 #endif
