@@ -120,7 +120,8 @@ typedef struct LowerReshard {
  * every stage). A node on several stages reads an operand another stage
  * computes as zero (lower_pipe_zeroed). */
 typedef struct LowerPipeSum {
-    int before;                /* the node it runs before */
+    int before;                /* the node it runs before; -1: as the update starts (a tied
+                                * gradient: its first readers run on one of its stages only) */
     ValueId v;
     uint32_t stages;
 } LowerPipeSum;

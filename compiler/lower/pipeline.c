@@ -8,8 +8,8 @@
  *     each micro-batch's backward (boundary bwd lists);
  *   - in the update, the sums of parts: a gradient summed on several
  *     stages (a tied parameter: each stage adds its own part, the others
- *     read as zero) is all-reduced between those stages before the update
- *     reads it; the gradient norm's running sum, added on every stage from
+ *     read as zero) is all-reduced between those stages as the update
+ *     starts; the gradient norm's running sum, added on every stage from
  *     its own squares, is all-reduced over the pipeline axis before the
  *     first node that is not an add reads it.
  * Takes the lowered program (the memory plan is the whole program's; each
@@ -113,8 +113,9 @@ bool lower_pass_pipeline(LowerCtx *c) {
             if (!d) continue;
             if (partial[v]) {
                 bool linear = n->op == OP_ADD && m == d;
-                if (!linear) { /* the parts summed, once, before this first reader */
-                    add_sum(pp, id, v, d);
+                if (!linear) { /* the parts summed, once: a tied gradient's as the update starts (its first
+                                * readers are on some of its stages only), the others before this first reader */
+                    add_sum(pp, v < c->nv && ir_val(g, v)->def < step_begin ? -1 : id, v, d);
                     partial[v] = false;
                 }
                 continue;
@@ -161,8 +162,10 @@ void lower_pipe_print(const LowerProgram *p, StrBuf *b) {
         sb_puts(b, "\n");
     }
     for (int k = 0; k < pp->n_sums; k++) {
-        sb_printf(b, ";   before %%%s: %%%s summed over stages", ir_val(g, ir_node(g, pp->sums[k].before)->out[0])->name,
-                  ir_val(g, pp->sums[k].v)->name);
+        if (pp->sums[k].before < 0) sb_printf(b, ";   as the update starts: %%%s summed over stages", ir_val(g, pp->sums[k].v)->name);
+        else
+            sb_printf(b, ";   before %%%s: %%%s summed over stages", ir_val(g, ir_node(g, pp->sums[k].before)->out[0])->name,
+                      ir_val(g, pp->sums[k].v)->name);
         for (int s = 0; s < pp->stages; s++)
             if (pp->sums[k].stages >> s & 1u) sb_printf(b, " %d", s);
         sb_puts(b, "\n");
