@@ -14,13 +14,16 @@
  *     a sum (add, gradient accumulation) and runs on each of them, each
  *     stage summing its own part (the others' read as zero): the parts are
  *     added by an all-reduce between those stages before the update;
- *   - an update of a parameter: every stage that reads the parameter (a
- *     tied one is updated identically on each);
+ *   - an update of a parameter (or of its f32 master): the stages of its
+ *     gradient, or when that is every stage, the stages that read the
+ *     parameter (a tied one is updated identically on each);
  *   - a sum of squares (the gradient norm) of a gradient: the first of its
  *     stages, so a tied gradient counts once;
- *   - the rest of the update (the norm's running sum, the clipping
- *     coefficient): every stage; the sum's parts are all-reduced over the
- *     stages before anything else reads it (compiler/lower/pipeline.c).
+ *   - the rest of the update: the stages of what it reads (a master's cast
+ *     to the compute copy: the master's; the norm's running sum: the stages
+ *     of its terms, so from the first sum of two stages' squares on, every
+ *     stage, each adding its own part); the sum's parts are all-reduced over
+ *     the stages before anything else reads it (compiler/lower/pipeline.c).
  */
 #include <string.h>
 
@@ -130,7 +133,7 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
             for (int i = 0; i < n->n_in; i++) m |= DEF_MASK(n->in[i]);
             if (!m) /* only leaves: where the parameters it reads are (below), else everywhere */
                 m = all;
-            if (!one_bit(m) && n->op != OP_ADD && n->op != OP_GRAD_ACCUM) {
+            if (!one_bit(m) && n->op != OP_ADD && n->op != OP_GRAD_ACCUM && n->op != OP_CAST) {
                 sb_printf(err, "cannot cut model %s into %d stages: backward node %%%s (%s) reads values of several stages",
                           g->name, stages, ir_val(g, n->out[0])->name, ir_op(n->op)->name);
                 sb_puts(hint, "give a smaller --pp, or --pp 1");
@@ -141,20 +144,26 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
         }
         /* the update */
         if (ir_op_is_update(n->op)) {
-            uint32_t m = 0; /* the stages whose forward reads the parameter */
-            ValueId prm = n->in[0];
-            for (NodeId r = 0; r < g->n_nodes; r++) {
+            uint32_t m = 0; /* the stages of its gradient (what it reads that some stages compute) */
+            for (int i = 0; i < n->n_in; i++)
+                if (DEF_MASK(n->in[i]) != all) m |= DEF_MASK(n->in[i]);
+            ValueId prm = n->in[0]; /* else the stages whose forward reads the parameter */
+            uint32_t readers = 0;
+            for (NodeId r = 0; !m && r < g->n_nodes; r++) {
                 const Node *rn = ir_node(g, r);
                 if (placement_phase(g, r) != PH_FORWARD) continue;
                 for (int i = 0; i < rn->n_in; i++)
-                    if (rn->in[i] == prm) m |= mask[r];
+                    if (rn->in[i] == prm) readers |= mask[r];
             }
+            if (!m) m = readers;
             mask[id] = m ? m : all;
         } else if (n->op == OP_SUMSQ) {
             uint32_t m = DEF_MASK(n->in[0]);
             mask[id] = m ? bit(lowest(m)) : all;
-        } else {
-            mask[id] = all;
+        } else { /* where its operands are (a part of a sum: where they are, together) */
+            uint32_t m = 0;
+            for (int i = 0; i < n->n_in; i++) m |= DEF_MASK(n->in[i]);
+            mask[id] = m ? m : all;
         }
     }
     #undef DEF_MASK

@@ -280,6 +280,20 @@ static void emit_norms(CgCtx *c, const CgOptions *o) {
                       a, (long long)lp->v[nb->buf].offset, (long long)lp->v[nb->buf].offset, 2 * nb->n);
 }
 
+/* The sum of a partial value over the batch's ranks, in place. */
+static void emit_reduce(CgCtx *c, const CgOptions *o, ValueId v) {
+    const LowerProgram *lp = c->lp;
+    for (int a = 0; a < o->mesh_axes; a++) {
+        if (!reduces_over(lp, o, a)) continue;
+        sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", a);
+        cg_ptr(c, c->sched, v);
+        sb_puts(c->sched, ", ");
+        cg_ptr(c, c->sched, v);
+        sb_printf(c->sched, ", %lld, %s, COLRT_SUM, NULL); /* %%%s */\n",
+                  (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(c->g, v)->dtype), ir_val(c->g, v)->name);
+    }
+}
+
 /* Copies into the leaves they update, for results of nodes [first, last)
  * not already written in place. */
 static void emit_commits(CgCtx *c, StrBuf *m, int first, int last) {
@@ -326,7 +340,9 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]);\n", k);
         }
         for (NodeId id = first; id < last; id++) {
-            if (!cg_pipe_on(c, id)) { /* another pipeline stage's */
+            if (!cg_pipe_on(c, id)) { /* another pipeline stage's: its sums of this stage's gradients stay */
+                for (int k = 0; k < lp->n[id].n_reduce; k++)
+                    if (cg_pipe_holds(c, lp->n[id].reduce[k])) emit_reduce(c, o, lp->n[id].reduce[k]);
                 cg_pipe_foreign_node(c, id);
                 continue;
             }
@@ -334,18 +350,8 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             const LowerNode *ln = &lp->n[id];
             cg_pipe_before_node(c, o, id);
             if (lp->norms.n && lp->norms.launch == id) emit_norms(c, o);
-            for (int k = 0; k < ln->n_reduce; k++) {
-                ValueId v = ln->reduce[k];
-                for (int a = 0; a < o->mesh_axes; a++) {
-                    if (!reduces_over(lp, o, a)) continue;
-                    sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", a);
-                    cg_ptr(c, c->sched, v);
-                    sb_puts(c->sched, ", ");
-                    cg_ptr(c, c->sched, v);
-                    sb_printf(c->sched, ", %lld, %s, COLRT_SUM, NULL); /* %%%s */\n",
-                              (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(g, v)->dtype), ir_val(g, v)->name);
-                }
-            }
+            for (int k = 0; k < ln->n_reduce; k++)
+                if (cg_pipe_holds(c, ln->reduce[k])) emit_reduce(c, o, ln->reduce[k]);
             c->cur_node = id;
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
                 char what[300];

@@ -162,8 +162,10 @@ void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id, bool post);
 
 /* Pipelined programs (cg_pipeline.c, docs/pipeline.md). */
 bool cg_pipelined(const CgCtx *c);
-/* Whether the functions being written (c->stage) run node id. */
+/* Whether the functions being written (c->stage) run node id; whether
+ * they compute value v (leaves: every stage holds them). */
 bool cg_pipe_on(const CgCtx *c, NodeId id);
+bool cg_pipe_holds(const CgCtx *c, ValueId v);
 /* Before node id on c->stage: the update's sums of parts due there; id
  * -1: as the update starts. */
 void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id);

@@ -25,6 +25,11 @@ bool cg_pipe_on(const CgCtx *c, NodeId id) { return c->stage < 0 || lower_pipe_o
 
 bool cg_pipelined(const CgCtx *c) { return c->lp->pipe.stages > 1; }
 
+bool cg_pipe_holds(const CgCtx *c, ValueId v) {
+    if (c->stage < 0 || v >= c->g->n_values || ir_val(c->g, v)->def == IR_NONE) return true;
+    return lower_pipe_on(c->lp, ir_val(c->g, v)->def, c->stage);
+}
+
 void cg_pipe_rank(const CgCtx *c, StrBuf *b) {
     if (cg_pipelined(c)) sb_printf(b, "(colrt_rank() / %d)", c->lp->pipe.stages);
     else sb_puts(b, "colrt_rank()");

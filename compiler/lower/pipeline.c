@@ -60,6 +60,15 @@ bool lower_pass_pipeline(LowerCtx *c) {
     LowerProgram *p = c->p;
     const PlacePipeline *pl = p->opt.pipe;
     if (!pl || pl->stages <= 1) return true;
+    if (p->opt.zero > 0 || p->norms.n) {
+        sb_printf(c->err, "pipeline stages with %s are not supported yet", p->opt.zero > 0 ? "ZeRO" : "LAMB or LARS (trust-ratio norms)");
+        return false;
+    }
+    for (ValueId v = 0; v < p->n_values; v++)
+        if (p->v[v].zchunk > 0) {
+            sb_puts(c->err, "pipeline stages with ZeRO slices are not supported yet");
+            return false;
+        }
     LowerPipe *pp = &p->pipe;
     pp->stages = pl->stages;
     pp->mask = pl->stage_mask;
