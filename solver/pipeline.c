@@ -19,11 +19,11 @@
  *     parameter (a tied one is updated identically on each);
  *   - a sum of squares (the gradient norm) of a gradient: the first of its
  *     stages, so a tied gradient counts once;
+ *   - the norm's running sum (adds): every stage, each adding its own
+ *     part; the parts are all-reduced over the stages before anything else
+ *     reads the sum (compiler/lower/pipeline.c);
  *   - the rest of the update: the stages of what it reads (a master's cast
- *     to the compute copy: the master's; the norm's running sum: the stages
- *     of its terms, so from the first sum of two stages' squares on, every
- *     stage, each adding its own part); the sum's parts are all-reduced over
- *     the stages before anything else reads it (compiler/lower/pipeline.c).
+ *     to the compute copy: the master's).
  */
 #include <string.h>
 
@@ -160,7 +160,9 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
         } else if (n->op == OP_SUMSQ) {
             uint32_t m = DEF_MASK(n->in[0]);
             mask[id] = m ? bit(lowest(m)) : all;
-        } else { /* where its operands are (a part of a sum: where they are, together) */
+        } else if (n->op == OP_ADD) { /* the norm's running sum: every stage adds its own part */
+            mask[id] = all;
+        } else { /* where its operands are (a master's cast to the compute copy) */
             uint32_t m = 0;
             for (int i = 0; i < n->n_in; i++) m |= DEF_MASK(n->in[i]);
             mask[id] = m ? m : all;
