@@ -258,6 +258,7 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
             if (!strcmp(o->recompute, ilp_recompute_name(p))) fix.recompute = p;
     }
     if (o->zero && strcmp(o->zero, "auto")) fix.zero = atoi(o->zero);
+    else if (o->pp > 1) fix.zero = 0; /* pipelines lower stages without ZeRO (compiler/lower/pipeline.c) */
     /* Plans never use the cluster's reserve (context, communicator buffers,
      * GEMM workspace): the limit is the device's memory less the reserve, or
      * --mem when given, which counts only what the plan itself holds (the

@@ -346,7 +346,9 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     lp = lower_build(g, &lo, &e);
     if (!lp) {
         sb_printf(err, "cannot lower the plan: %s", sb_cstr(&e));
-        *hint = "try a batch the ranks divide, or fewer ranks";
+        *hint = pl->pipe.stages > 1 ? "pipeline stages run without ZeRO and with AdamW or SGD for now: give --zero 0 "
+                                      "(--strategy dp), or --pp 1"
+                                    : "try a batch the ranks divide, or fewer ranks";
     }
     sb_free(&e);
     return lp;
