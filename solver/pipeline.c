@@ -27,9 +27,12 @@
  */
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "autodiff.h"
 #include "ops.h"
 #include "pipeline.h"
+#include "plan.h"
 
 bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf *hint) {
     if (stages <= 1) return true;
@@ -324,4 +327,78 @@ bool pipeline_check(int stages, int micro_batches, PipeAction *const *acts, cons
                 ok = false;
     ir_free(pc), ir_free(sent_next), ir_free(recv_next), ir_free(sent_prev), ir_free(recv_prev);
     return ok;
+}
+
+static const char *const action_names[] = {"forward", "backward", "next", "prev"};
+
+void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
+    const Placement *pl = r->pl;
+    int P = pl && pl->pipe.stages > 1 ? pl->pipe.stages : 1;
+    int m = r->prob->opt.micro_batches > 0 ? r->prob->opt.micro_batches : 1;
+    cJSON_AddStringToObject(obj, "schedule", P > 1 ? placement_schedule_name(pl->pipe.schedule) : "none");
+    cJSON_AddNumberToObject(obj, "micro_batches", m);
+    cJSON_AddNumberToObject(obj, "bubble_fraction", pipeline_bubble_fraction(P, m));
+    int blk = P > 1 ? pl->pipe.block : IR_NONE;
+    if (blk == IR_NONE)
+        for (int k = 0; k < g->n_blocks; k++)
+            if (blk == IR_NONE || g->blocks[k].n_instances > g->blocks[blk].n_instances) blk = k;
+    double flops_all = 0, *flops = ir_alloc(sizeof(double) * (size_t)P);
+    for (int s = 0; s < P; s++) flops[s] = 0;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        double f = ir_node_flops(g, id);
+        flops_all += f;
+        for (int s = 0; s < P; s++)
+            if (P == 1 || (pl->pipe.stage_mask[id] >> s & 1u)) flops[s] += f;
+    }
+    cJSON *st = cJSON_AddArrayToObject(obj, "stages");
+    PipeAction *acts = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
+    for (int s = 0; s < P; s++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "stage", s);
+        if (blk != IR_NONE) {
+            int n_inst = g->blocks[blk].n_instances;
+            int first = P > 1 ? pl->pipe.first[s] : 0, end = P > 1 ? pl->pipe.first[s + 1] : n_inst;
+            cJSON_AddStringToObject(o, "block", g->blocks[blk].name);
+            cJSON_AddNumberToObject(o, "first_instance", first);
+            cJSON_AddNumberToObject(o, "instances", end - first);
+        }
+        cJSON_AddBoolToObject(o, "embedding", s == 0);
+        cJSON_AddBoolToObject(o, "head", s == P - 1);
+        cJSON *sub = cJSON_AddArrayToObject(o, "submesh");
+        for (int a = 0; a < r->mesh.n_axes; a++) cJSON_AddItemToArray(sub, cJSON_CreateNumber(r->mesh.size[a]));
+        int nodes = 0;
+        double pbytes = 0;
+        for (NodeId id = 0; id < g->n_nodes; id++) nodes += P == 1 || (pl->pipe.stage_mask[id] >> s & 1u);
+        for (ValueId v = 0; v < g->n_values; v++) { /* the parameters its forward reads */
+            if (ir_val(g, v)->role != ROLE_PARAM) continue;
+            bool here = P == 1;
+            for (NodeId id = 0; !here && id < g->n_nodes; id++) {
+                const Node *n = ir_node(g, id);
+                if (placement_phase(g, id) != PH_FORWARD || !(pl->pipe.stage_mask[id] >> s & 1u)) continue;
+                for (int i = 0; i < n->n_in; i++) here |= n->in[i] == v;
+            }
+            if (here) pbytes += (double)ir_shape_numel(ir_val(g, v)->shape) * ir_dtype_size(ir_val(g, v)->dtype);
+        }
+        cJSON_AddNumberToObject(o, "nodes", nodes);
+        cJSON_AddNumberToObject(o, "flops", flops[s]);
+        cJSON_AddNumberToObject(o, "param_bytes", pbytes);
+        /* the planner prices the whole model on one submesh; a stage's share of
+         * its step, by FLOPs (an estimate until stages are priced one by one) */
+        cJSON_AddNumberToObject(o, "time_s", flops_all > 0 ? r->price.step_s * flops[s] / flops_all : r->price.step_s);
+        if (P > 1) {
+            int n = pipeline_1f1b(P, m, s, acts);
+            cJSON *arr = cJSON_AddArrayToObject(o, "actions");
+            for (int k = 0; k < n; k++) {
+                cJSON *a = cJSON_CreateObject();
+                cJSON_AddStringToObject(a, "do", action_names[acts[k].kind]);
+                cJSON_AddNumberToObject(a, "micro_batch", acts[k].mb);
+                cJSON_AddBoolToObject(a, "send", acts[k].send);
+                cJSON_AddBoolToObject(a, "recv", acts[k].recv);
+                cJSON_AddItemToArray(arr, a);
+            }
+        }
+        cJSON_AddItemToArray(st, o);
+    }
+    ir_free(acts);
+    ir_free(flops);
 }

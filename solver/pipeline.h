@@ -59,4 +59,12 @@ int pipeline_1f1b(int stages, int micro_batches, int s, PipeAction *out);
  * err. acts[s], n[s]: stage s's actions. */
 bool pipeline_check(int stages, int micro_batches, PipeAction *const *acts, const int *n, StrBuf *err);
 
+/* The plan JSON's `pipeline` object (docs/plan-format.md) into obj: the
+ * schedule, micro-batches, bubble fraction and per stage its blocks,
+ * submesh, nodes, FLOPs, parameter bytes, a time estimate and its 1F1B
+ * actions; one stage (schedule "none") when not pipelined. */
+struct PlanResult;
+struct cJSON;
+void pipeline_json(struct cJSON *obj, const Graph *g, const struct PlanResult *r);
+
 #endif

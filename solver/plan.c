@@ -462,6 +462,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
         cJSON_AddBoolToObject(o, "fits", b->fits);
         cJSON_AddItemToArray(bl, o);
     }
+    pipeline_json(cJSON_AddObjectToObject(root, "pipeline"), g, r);
     plan_json_ops(cJSON_AddArrayToObject(root, "ops"), g, r);
     cJSON *blocks = cJSON_AddArrayToObject(root, "blocks");
     for (int k = 0; k < p->n_blocks; k++) {
