@@ -510,7 +510,8 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     if (!n_leaves) sb_puts(m, "    {0},\n");
     sb_printf(m, "};\nstatic const int %s_n_leaves = %d;\n\n", px, n_leaves);
     if (pipe)
-        sb_printf(m, "/* The pipeline stages holding each leaf (bit s: stage s). */\nstatic const unsigned %s_leaf_stages[] = {%s};\n\n",
+        sb_printf(m, "/* The pipeline stages holding each leaf (bit s: stage s; 0: a gradient accumulator, in no checkpoint). */\n"
+                     "static const unsigned %s_leaf_stages[] = {%s};\n\n",
                   px, leaf_stages.len ? sb_cstr(&leaf_stages) : "0u");
     sb_free(&leaf_stages);
 

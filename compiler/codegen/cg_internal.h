@@ -178,7 +178,9 @@ void cg_pipe_after_node(CgCtx *c, NodeId id);
 /* This rank's index within its stage's submesh: colrt_rank(), or that over
  * the stages (the runtime mesh's last axis). */
 void cg_pipe_rank(const CgCtx *c, StrBuf *b);
-/* The stages whose nodes read leaf v (bit s). */
+/* The stages whose nodes read leaf v (bit s), which save and load it; 0
+ * for a gradient accumulator (zero between steps: not in checkpoints, so
+ * a checkpoint of a plan without micro-batches loads). */
 unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v);
 /* The pipeline buffer's bytes: the slots of received forward values and
  * the received gradients, on the stage needing most. */

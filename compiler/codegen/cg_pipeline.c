@@ -113,6 +113,7 @@ unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v) {
     unsigned m = 0;
     for (NodeId id = 0; id < c->g->n_nodes; id++) {
         const Node *n = ir_node(c->g, id);
+        if (n->op == OP_GRAD_ACCUM && n->in[0] == v) return 0; /* an accumulator: zero between steps */
         for (int i = 0; i < n->n_in; i++)
             if (n->in[i] == v) m |= lp->pipe.mask[id];
     }
