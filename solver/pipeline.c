@@ -116,6 +116,7 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
     int step_begin = ad_step_begin(g), first_blk = g->n_nodes;
     for (NodeId id = 0; id < g->n_nodes; id++)
         if (ir_node(g, id)->block == blk && id < first_blk) first_blk = id;
+    uint32_t *fwd_readers = NULL;
     /* per value: the stages of its defining node (leaves: 0, everywhere) */
     #define DEF_MASK(v) (ir_val(g, (v))->def == IR_NONE ? 0u : mask[ir_val(g, (v))->def])
     for (NodeId id = 0; id < g->n_nodes; id++) {
@@ -134,12 +135,12 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
         if (ph == PH_BACKWARD && id < step_begin) {
             uint32_t m = 0;
             for (int i = 0; i < n->n_in; i++) m |= DEF_MASK(n->in[i]);
-            if (!m) /* only leaves: where the parameters it reads are (below), else everywhere */
-                m = all;
+            if (!m) m = all; /* only leaves: everywhere */
             if (!one_bit(m) && n->op != OP_ADD && n->op != OP_GRAD_ACCUM && n->op != OP_CAST) {
                 sb_printf(err, "cannot cut model %s into %d stages: backward node %%%s (%s) reads values of several stages",
                           g->name, stages, ir_val(g, n->out[0])->name, ir_op(n->op)->name);
                 sb_puts(hint, "give a smaller --pp, or --pp 1");
+                ir_free(fwd_readers);
                 return false;
             }
             mask[id] = m;
@@ -147,18 +148,17 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
         }
         /* the update */
         if (ir_op_is_update(n->op)) {
+            if (!fwd_readers) { /* per value: the stages whose forward reads it (all forward nodes are placed by now) */
+                fwd_readers = ir_alloc(sizeof(uint32_t) * (size_t)(g->n_values ? g->n_values : 1));
+                memset(fwd_readers, 0, sizeof(uint32_t) * (size_t)g->n_values);
+                for (NodeId r = 0; r < g->n_nodes; r++)
+                    if (placement_phase(g, r) == PH_FORWARD)
+                        for (int i = 0; i < ir_node(g, r)->n_in; i++) fwd_readers[ir_node(g, r)->in[i]] |= mask[r];
+            }
             uint32_t m = 0; /* the stages of its gradient (what it reads that some stages compute) */
             for (int i = 0; i < n->n_in; i++)
                 if (DEF_MASK(n->in[i]) != all) m |= DEF_MASK(n->in[i]);
-            ValueId prm = n->in[0]; /* else the stages whose forward reads the parameter */
-            uint32_t readers = 0;
-            for (NodeId r = 0; !m && r < g->n_nodes; r++) {
-                const Node *rn = ir_node(g, r);
-                if (placement_phase(g, r) != PH_FORWARD) continue;
-                for (int i = 0; i < rn->n_in; i++)
-                    if (rn->in[i] == prm) readers |= mask[r];
-            }
-            if (!m) m = readers;
+            if (!m) m = fwd_readers[n->in[0]]; /* else the stages whose forward reads the parameter */
             mask[id] = m ? m : all;
         } else if (n->op == OP_SUMSQ) {
             uint32_t m = DEF_MASK(n->in[0]);
@@ -172,6 +172,7 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
         }
     }
     #undef DEF_MASK
+    ir_free(fwd_readers);
     /* forward values cross only to the next stage; backward ones only to the previous */
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
@@ -350,6 +351,11 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
         for (int s = 0; s < P; s++)
             if (P == 1 || (pl->pipe.stage_mask[id] >> s & 1u)) flops[s] += f;
     }
+    uint32_t *readers = ir_alloc(sizeof(uint32_t) * (size_t)(g->n_values ? g->n_values : 1)); /* per parameter */
+    memset(readers, 0, sizeof(uint32_t) * (size_t)g->n_values);
+    for (NodeId id = 0; P > 1 && id < g->n_nodes; id++)
+        if (placement_phase(g, id) == PH_FORWARD)
+            for (int i = 0; i < ir_node(g, id)->n_in; i++) readers[ir_node(g, id)->in[i]] |= pl->pipe.stage_mask[id];
     cJSON *st = cJSON_AddArrayToObject(obj, "stages");
     PipeAction *acts = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
     for (int s = 0; s < P; s++) {
@@ -371,13 +377,7 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
         for (NodeId id = 0; id < g->n_nodes; id++) nodes += P == 1 || (pl->pipe.stage_mask[id] >> s & 1u);
         for (ValueId v = 0; v < g->n_values; v++) { /* the parameters its forward reads */
             if (ir_val(g, v)->role != ROLE_PARAM) continue;
-            bool here = P == 1;
-            for (NodeId id = 0; !here && id < g->n_nodes; id++) {
-                const Node *n = ir_node(g, id);
-                if (placement_phase(g, id) != PH_FORWARD || !(pl->pipe.stage_mask[id] >> s & 1u)) continue;
-                for (int i = 0; i < n->n_in; i++) here |= n->in[i] == v;
-            }
-            if (here) pbytes += (double)ir_shape_numel(ir_val(g, v)->shape) * ir_dtype_size(ir_val(g, v)->dtype);
+            if (P == 1 || (readers[v] >> s & 1u)) pbytes += (double)ir_shape_numel(ir_val(g, v)->shape) * ir_dtype_size(ir_val(g, v)->dtype);
         }
         cJSON_AddNumberToObject(o, "nodes", nodes);
         cJSON_AddNumberToObject(o, "flops", flops[s]);
@@ -401,4 +401,5 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
     }
     ir_free(acts);
     ir_free(flops);
+    ir_free(readers);
 }

@@ -851,9 +851,11 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     bool ok = true;
     for (int s = 0; ok && s < (lp->pipe.stages > 1 ? lp->pipe.stages : 1); s++) { /* pipelined: each stage's */
         c.stage = lp->pipe.stages > 1 ? s : -1;
+        cg_pipe_stage_begin(&c);
         ok = emit_schedule(&c, &sched, o, &fwd_end, &step_begin);
     }
     c.stage = -1;
+    cg_pipe_stage_begin(&c); /* frees */
     if (ok) cg_init_kernels(&c); /* parameter initialization, in both kernel files */
     c.predicted_step_s = cg_plan_step_s(plan_json);
     if (!ok) {

@@ -33,6 +33,8 @@ typedef struct CgCtx {
     double predicted_step_s;   /* the plan's step time (0: unknown) */
     int stage;                 /* a pipelined program: the stage whose functions are being
                                 * written (cg_pipeline.c); -1: every node */
+    bool *pipe_zeroed;         /* per value: a node of that stage reads it as zero (another
+                                * stage's part of a sum); NULL: none (cg_pipe_stage_begin) */
 } CgCtx;
 
 /* A kernel operand: value v; out: written. */
@@ -169,6 +171,8 @@ bool cg_pipe_holds(const CgCtx *c, ValueId v);
 /* Before node id on c->stage: the update's sums of parts due there; id
  * -1: as the update starts. */
 void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id);
+/* Before a stage's functions are written (c->stage set; -1: frees). */
+void cg_pipe_stage_begin(CgCtx *c);
 /* At node id of another stage, on c->stage: its results that a node here
  * sums with this stage's part, zeroed (where the node would write them). */
 void cg_pipe_foreign_node(CgCtx *c, NodeId id);

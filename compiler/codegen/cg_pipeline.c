@@ -90,14 +90,7 @@ void cg_pipe_foreign_node(CgCtx *c, NodeId id) {
     if (lp->n[id].acc_into != IR_NONE) return;
     for (int o = 0; o < n->n_out; o++) {
         ValueId v = n->out[o];
-        if (lp->v[v].storage != v) continue;
-        bool zeroed = false;
-        for (NodeId r = id + 1; r < g->n_nodes && !zeroed; r++) {
-            const Node *rn = ir_node(g, r);
-            for (int i = 0; i < rn->n_in && !zeroed; i++)
-                zeroed = rn->in[i] == v && lower_pipe_on(lp, r, c->stage) && lower_pipe_zeroed(lp, r, c->stage, v);
-        }
-        if (!zeroed) continue;
+        if (lp->v[v].storage != v || !c->pipe_zeroed || !c->pipe_zeroed[v]) continue;
         NodeId save = c->cur_node;
         c->cur_node = -1;
         sb_puts(c->sched, "    colrt_memset0(");
@@ -105,6 +98,21 @@ void cg_pipe_foreign_node(CgCtx *c, NodeId id) {
         sb_printf(c->sched, ", %lld, NULL); /* %%%s: stage %d's part of a sum is zero here */\n", (long long)lp->v[v].bytes,
                   ir_val(g, v)->name, lowest_bit(lp->pipe.mask[id]));
         c->cur_node = save;
+    }
+}
+
+void cg_pipe_stage_begin(CgCtx *c) {
+    ir_free(c->pipe_zeroed);
+    c->pipe_zeroed = NULL;
+    if (c->stage < 0) return;
+    const Graph *g = c->g;
+    c->pipe_zeroed = ir_alloc(sizeof(bool) * (size_t)(g->n_values ? g->n_values : 1));
+    memset(c->pipe_zeroed, 0, sizeof(bool) * (size_t)g->n_values);
+    for (NodeId r = 0; r < g->n_nodes; r++) {
+        if (!lower_pipe_on(c->lp, r, c->stage)) continue;
+        const Node *rn = ir_node(g, r);
+        for (int i = 0; i < rn->n_in; i++)
+            if (lower_pipe_zeroed(c->lp, r, c->stage, rn->in[i])) c->pipe_zeroed[rn->in[i]] = true;
     }
 }
 
