@@ -86,7 +86,7 @@ static inline int colrt__pair_peer_rank(const colrt_mesh *m, int axis, int peer)
 void colrt__backend_pair_init(colrt_mesh *m, int axis, int peer, MPI_Comm pair);
 /* Frees the MPI pair communicators (after colrt__backend_mesh_destroy freed the backend's). */
 void colrt__pair_comms_free(colrt_mesh *m);
-/* "send to coordinate 2" and the like, in a buffer of the calling thread,
+/* "send to coordinate 2", "pair_all_reduce with coordinate 3" and the like, in a buffer of the calling thread,
  * for colrt__coll_begin (the watchdog names the call and the peer). */
 const char *colrt__p2p_what(const char *call, int send_peer, int recv_peer);
 

@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -64,7 +65,7 @@ const char *colrt__p2p_what(const char *call, int send_peer, int recv_peer) {
     if (send_peer >= 0 && recv_peer >= 0)
         snprintf(buf, sizeof buf, "%s (send to coordinate %d, receive from %d)", call, send_peer, recv_peer);
     else if (send_peer >= 0)
-        snprintf(buf, sizeof buf, "%s to coordinate %d", call, send_peer);
+        snprintf(buf, sizeof buf, "%s %s coordinate %d", call, strcmp(call, "send") ? "with" : "to", send_peer);
     else
         snprintf(buf, sizeof buf, "%s from coordinate %d", call, recv_peer);
     return buf;
