@@ -46,7 +46,9 @@ static const char usage_text[] =
     "  --micro-batches N     gradient accumulation: each step runs N micro-batches of batch/N\n"
     "                        (default 1)\n"
     "  --cluster C           preset (h100:8x8, a100-80gb:1x8, ...) or FILE.json\n"
-    "  --mesh AxB[xC]        logical device mesh (default: tried)\n"
+    "  --mesh AxB[xC]        logical device mesh of one pipeline stage (default: tried)\n"
+    "  --pp N                pipeline stages (1F1B; default 1: none); each stage plans on\n"
+    "                        devices/N devices; the micro-batches default to N\n"
     "  --mem BYTES           per-device memory limit, e.g. 70GB (default: the device's)\n"
     "  --dtype T             f32 | bf16 | f16 compute dtype\n"
     "  --strategy S          auto | dp | zero1 | zero2 | zero3 | megatron (+ -recompute)\n"
@@ -74,7 +76,7 @@ static const char usage_text[] =
     "Exit codes: 0 ok, 1 error in the input, 2 usage error, 3 internal error.\n";
 
 enum {
-    OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
+    OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_PP, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
     OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
     OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
     OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN, OPT_BETAS, OPT_EPS, OPT_WEIGHT_DECAY,
@@ -95,6 +97,7 @@ static const struct option long_opts[] = {
     {"no-trust", required_argument, 0, OPT_NO_TRUST},
     {"batch", required_argument, 0, OPT_BATCH},
     {"micro-batches", required_argument, 0, OPT_MICRO},
+    {"pp", required_argument, 0, OPT_PP},
     {"cluster", required_argument, 0, OPT_CLUSTER},
     {"mesh", required_argument, 0, OPT_MESH},
     {"mem", required_argument, 0, OPT_MEM},
@@ -325,6 +328,12 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             int64_t v = 0;
             ok = parse_pos_int("--micro-batches", optarg, 1 << 20, &v);
             o->micro_batches = (int)v;
+            break;
+        }
+        case OPT_PP: {
+            int64_t v = 0;
+            ok = parse_pos_int("--pp", optarg, 1 << 10, &v);
+            o->pp = (int)v;
             break;
         }
         case OPT_CLUSTER: o->cluster = optarg; break;

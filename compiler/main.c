@@ -174,6 +174,7 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->mip_gap = o->mip_gap;
     po->dump_ilp = o->dump_ilp;
     po->micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
+    po->pp = o->pp;
     po->batch = o->batch;
     po->progress = !o->quiet;
     po->sweep_points = o->sweep_mem;
@@ -445,6 +446,7 @@ int main(int argc, char **argv) {
     int exit_now;
     cli_parse(argc, argv, &o, &exit_now);
     if (exit_now >= 0) return exit_now;
+    if (o.pp > 1 && o.micro_batches == 0) o.micro_batches = o.pp; /* 1F1B fills the stages */
     if (o.cluster && !cluster_ok(o.cluster)) return EXIT_USER; /* checked even when nothing is planned */
 
     Graph *g = load(&o);

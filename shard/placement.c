@@ -12,6 +12,8 @@
 static const char *const phase_names[] = {"forward", "backward", "update"};
 const char *placement_phase_name(PlacePhase p) { return phase_names[p]; }
 
+const char *placement_schedule_name(PlaceSchedule s) { return s == PS_1F1B ? "1f1b" : "?"; }
+
 PlacePhase placement_phase(const Graph *g, NodeId id) {
     if (ir_val(g, ir_node(g, id)->out[0])->role == ROLE_ACT) return PH_FORWARD;
     return id >= ad_step_begin(g) ? PH_UPDATE : PH_BACKWARD;
@@ -70,6 +72,7 @@ Placement *placement_new(const Graph *g, const ShardMesh *m) {
     pl->micro_batches = 1;
     pl->source = "";
     pl->split_param = IR_NONE;
+    pl->pipe = (PlacePipeline){.stages = 1, .block = IR_NONE};
     return pl;
 }
 
@@ -84,6 +87,7 @@ void placement_free(Placement *pl) {
     ir_free(pl->zero);
     ir_free(pl->rc_full);
     ir_free(pl->rc_selective);
+    ir_free(pl->pipe.stage_mask);
     ir_free(pl);
 }
 
@@ -157,6 +161,15 @@ bool placement_verify(const Placement *pl, StrBuf *why) {
         }
         sb_free(&w);
     }
+    if (pl->pipe.stages > 1) { /* every node on some stage that exists */
+        uint32_t all = pl->pipe.stages >= 32 ? ~0u : (1u << pl->pipe.stages) - 1;
+        for (NodeId id = 0; id < g->n_nodes; id++)
+            if (!pl->pipe.stage_mask || !pl->pipe.stage_mask[id] || (pl->pipe.stage_mask[id] & ~all)) {
+                sb_printf(why, "node %%%s (%s) is on no stage of the %d-stage pipeline", ir_val(g, ir_node(g, id)->out[0])->name,
+                          ir_op(ir_node(g, id)->op)->name, pl->pipe.stages);
+                return false;
+            }
+    }
     for (ValueId v = 0; v < g->n_values; v++) {
         bool param = ir_val(g, v)->role == ROLE_PARAM;
         if ((param && (pl->zero[v] < 0 || pl->zero[v] > 3)) || (!param && pl->zero[v] != -1)) {
@@ -217,6 +230,11 @@ void placement_print(const Placement *pl, StrBuf *b) {
         }
         for (int i = 0; i < n->n_in; i++)
             if (pl->zero[n->in[i]] > 0) sb_printf(b, "  zero%d(%%%s)", pl->zero[n->in[i]], ir_val(g, n->in[i])->name);
+        if (pl->pipe.stages > 1) {
+            sb_puts(b, "  stage");
+            for (int s = 0; s < pl->pipe.stages; s++)
+                if (pl->pipe.stage_mask[id] >> s & 1u) sb_printf(b, " %d", s);
+        }
         sb_putc(b, '\n');
     }
 }

@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "pipeline.h"
 #include "plan.h"
 
 void plan_options_default(PlanOptions *o) {
@@ -236,6 +237,11 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         sb_free(&err), sb_free(&hint);
         return NULL;
     }
+    if (o->pp > 1 && !pipeline_submesh_cluster(&cl, o->pp, &err, &hint)) { /* a stage plans on its submesh */
+        diag_plain(sb_cstr(&hint), "%s", sb_cstr(&err));
+        sb_free(&err), sb_free(&hint);
+        return NULL;
+    }
     ShardMesh meshes[16];
     int nm = 0;
     if (o->mesh) {
@@ -269,6 +275,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
             if (!strcmp(o->recompute, ilp_recompute_name(p))) fix.recompute = p;
     }
     if (o->zero && strcmp(o->zero, "auto")) fix.zero = atoi(o->zero);
+    else if (o->pp > 1) fix.zero = 0; /* pipelines lower stages without ZeRO (compiler/lower/pipeline.c) */
     /* Plans never use the cluster's reserve (context, communicator buffers,
      * GEMM workspace): the limit is the device's memory less the reserve, or
      * --mem when given, which counts only what the plan itself holds (the
@@ -386,6 +393,18 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         plan_free(best);
         return NULL;
     }
+    if (o->pp > 1) { /* the stages of every node (pipeline.c) */
+        StrBuf phint;
+        sb_init(&phint);
+        bool ok = pipeline_place(best->pl, o->pp, PS_1F1B, &perr, &phint);
+        if (!ok) diag_plain(sb_cstr(&phint), "%s", sb_cstr(&perr));
+        sb_free(&phint);
+        if (!ok) {
+            sb_free(&perr);
+            plan_free(best);
+            return NULL;
+        }
+    }
     if (!placement_verify(best->pl, &perr)) { /* an internal error: the planner made it */
         fprintf(stderr, "colossal-compile: internal error: %s:%d: the planner's placement is inconsistent: %s\n",
                 __FILE__, __LINE__, sb_cstr(&perr));
@@ -487,6 +506,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
         cJSON_AddBoolToObject(o, "fits", b->fits);
         cJSON_AddItemToArray(bl, o);
     }
+    pipeline_json(cJSON_AddObjectToObject(root, "pipeline"), g, r);
     plan_json_ops(cJSON_AddArrayToObject(root, "ops"), g, r);
     cJSON *blocks = cJSON_AddArrayToObject(root, "blocks");
     for (int k = 0; k < p->n_blocks; k++) {

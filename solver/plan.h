@@ -24,6 +24,7 @@ typedef struct PlanOptions {
     double mip_gap;
     const char *dump_ilp;
     int micro_batches;
+    int pp;                     /* pipeline stages (solver/pipeline.c); <= 1: none */
     int64_t batch;              /* --batch (0: the model's); IR text fixes it */
     bool tie;                   /* tie repeated blocks (true unless testing) */
     bool lowerable;             /* plans for generated code: no strategy the lowering

@@ -31,6 +31,10 @@ typedef struct CgCtx {
     int64_t work_bytes;
     int emit_serial;
     double predicted_step_s;   /* the plan's step time (0: unknown) */
+    int stage;                 /* a pipelined program: the stage whose functions are being
+                                * written (cg_pipeline.c); -1: every node */
+    bool *pipe_zeroed;         /* per value: a node of that stage reads it as zero (another
+                                * stage's part of a sum); NULL: none (cg_pipe_stage_begin) */
 } CgCtx;
 
 /* A kernel operand: value v; out: written. */
@@ -157,5 +161,36 @@ bool cg_emit_node(CgCtx *c, NodeId id);
 /* The sharded lowering's reshardings before node id, or (post) right
  * after it (cg_reshard.c). */
 void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id, bool post);
+
+/* Pipelined programs (cg_pipeline.c, docs/pipeline.md). */
+bool cg_pipelined(const CgCtx *c);
+/* Whether the functions being written (c->stage) run node id; whether
+ * they compute value v (leaves: every stage holds them). */
+bool cg_pipe_on(const CgCtx *c, NodeId id);
+bool cg_pipe_holds(const CgCtx *c, ValueId v);
+/* Before node id on c->stage: the update's sums of parts due there; id
+ * -1: as the update starts. */
+void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id);
+/* Before a stage's functions are written (c->stage set; -1: frees). */
+void cg_pipe_stage_begin(CgCtx *c);
+/* At node id of another stage, on c->stage: its results that a node here
+ * sums with this stage's part, zeroed (where the node would write them). */
+void cg_pipe_foreign_node(CgCtx *c, NodeId id);
+/* After node id on c->stage: the values it computes that the stage sends,
+ * copied into their outbox. */
+void cg_pipe_after_node(CgCtx *c, NodeId id);
+/* This rank's index within its stage's submesh: colrt_rank(), or that over
+ * the stages (the runtime mesh's last axis). */
+void cg_pipe_rank(const CgCtx *c, StrBuf *b);
+/* The stages whose nodes read leaf v (bit s), which save and load it; 0
+ * for a gradient accumulator (zero between steps: not in checkpoints, so
+ * a checkpoint of a plan without micro-batches loads). */
+unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v);
+/* The pipeline buffer's bytes: the slots of received forward values and
+ * the received gradients, on the stage needing most. */
+int64_t cg_pipe_buffer_bytes(const CgCtx *c);
+/* The transfers, the schedules, train_step, forward and the loss (after the
+ * stage functions, feed, the local loss); false with the reason in c->err. */
+bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o);
 
 #endif

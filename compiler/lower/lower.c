@@ -11,6 +11,7 @@
  *   norms      norms.c      the trust ratios' fused norms all-reduce (LAMB, LARS)
  *   gathers    zero.c       ZeRO-3 gathers before each reader
  *   schedule   schedule.c   slots, live intervals, the static memory plan
+ *   pipeline   pipeline.c   pipeline stages: transfers, the update's sums of parts
  *
  * This file runs them, and holds what they share.
  */
@@ -108,6 +109,7 @@ static const LowerPass passes[] = {
     {"norms", lower_pass_norms},
     {"gathers", lower_pass_gathers},
     {"schedule", lower_pass_schedule},
+    {"pipeline", lower_pass_pipeline},
 };
 
 const char *lower_pass_name(int i) {
@@ -189,6 +191,7 @@ void lower_free(LowerProgram *p) {
     ir_free(p->norms.val);
     ir_free(p->norms.axes);
     ir_free(p->live_bytes);
+    lower_pipe_free(&p->pipe);
     ir_free(p);
 }
 
@@ -292,6 +295,7 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
     sb_printf(b, "; arena %lld bytes, lower bound %lld, %d buffers, %d in place; most live at node %d (%%%s): %lld bytes\n",
               (long long)p->arena_bytes, (long long)p->lower_bound_bytes, p->n_buffers, p->n_in_place, pk,
               g->n_nodes ? vname(p, ir_node(g, pk)->out[0]) : "", (long long)(g->n_nodes ? p->live_bytes[pk] : 0));
+    lower_pipe_print(p, b);
 }
 
 LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *dump_after, StrBuf *err,
@@ -305,7 +309,8 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     int zero = world > 1 ? pl->zero_min : 0;
     if (world > 1 && pl->layout == PL_SHARDED) { /* tensor parallel */
         LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .pl = pl,
-                           .dump_after = dump_after, .dump = stderr};
+                           .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
+                           .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0};
         StrBuf e;
         sb_init(&e);
         lp = lower_build(g, &lo, &e);
@@ -338,13 +343,16 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     }
     LowerOptions lo = {.dp = dp, .zranks = world, .zero = zero, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
                        .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0,
-                       .dump_after = dump_after, .dump = stderr};
+                       .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
+                       .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0};
     StrBuf e;
     sb_init(&e);
     lp = lower_build(g, &lo, &e);
     if (!lp) {
         sb_printf(err, "cannot lower the plan: %s", sb_cstr(&e));
-        *hint = "try a batch the ranks divide, or fewer ranks";
+        *hint = pl->pipe.stages > 1 ? "pipeline stages run without ZeRO and with AdamW or SGD for now: give --zero 0 "
+                                      "(--strategy dp), or --pp 1"
+                                    : "try a batch the ranks divide, or fewer ranks";
     }
     sb_free(&e);
     return lp;
