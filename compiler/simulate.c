@@ -19,18 +19,19 @@
 #include "simulate.h"
 
 static const char usage[] =
-    "usage: colossal-compile simulate PLAN.json [--cluster C] [--svg FILE] [--timeline]\n"
+    "usage: colossal-compile simulate PLAN.json [--cluster C] [--svg FILE] [--timeline] [--json]\n"
     "  Replays one rank's generated program (the plan written beside the code by --emit code or all)\n"
     "  op by op on its compute and communication streams, under the plan's cluster tables.\n"
     "  --cluster C   price it on another cluster (a preset or a JSON file) with the same device count\n"
     "  --svg FILE    write the one-step timeline (one lane per stream) as SVG\n"
-    "  --timeline    print every point of the memory timeline (default: 8 slices of the step)\n";
+    "  --timeline    print every point of the memory timeline (default: 8 slices of the step)\n"
+    "  --json        print the figures as one JSON object instead (bench/simulate reads it)\n";
 
 static void fmt_bytes(char *b, size_t n, double v) { cli_fmt_bytes(b, n, v); }
 
 int run_simulate(int argc, char **argv) {
     const char *input = NULL, *cluster = NULL, *svg = NULL;
-    bool all_points = false;
+    bool all_points = false, json = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -47,6 +48,7 @@ int run_simulate(int argc, char **argv) {
         } else if (!strncmp(a, "--cluster=", 10)) cluster = a + 10;
         else if (!strncmp(a, "--svg=", 6)) svg = a + 6;
         else if (!strcmp(a, "--timeline")) all_points = true;
+        else if (!strcmp(a, "--json")) json = true;
         else if (a[0] == '-' && a[1]) {
             diag_plain("see colossal-compile simulate --help", "unknown option '%s'", a);
             return EXIT_USER;
@@ -86,42 +88,53 @@ int run_simulate(int argc, char **argv) {
     sb_free(&err);
     int rc = EXIT_OK;
     double planned = rep_num(d->root, "step_time_s");
-    printf("simulated step: %.6g s on %s (%d devices; one rank replayed: every rank runs the same program)",
-           r.step_s, cl.device, shard_cluster_devices(&cl));
-    if (planned > 0 && !cluster) printf("; the planner predicted %.6g s (%+.1f%%)", planned, 100 * (r.step_s / planned - 1));
-    printf("\n  micro-batches: %d\n", p.micro_batches);
-    printf("  compute stream:        %.6g s busy: kernels %.6g s (%d nodes), copies %.6g s (%d), "
-           "collectives %.6g s\n", r.busy_s[SIM_COMPUTE], r.kernel_s, r.n_kernels, r.copy_s, r.n_copies,
-           r.coll_compute_s);
-    printf("  communication stream:  %.6g s busy: collectives %.6g s\n", r.busy_s[SIM_COMM], r.coll_comm_s);
-    printf("  exposed communication: %.6g s (the step less the compute stream's kernels and copies; %d collectives)\n",
-           r.exposed_comm_s, r.n_colls);
-    printf("  kernels by part:       forward %.6g s, backward %.6g s, update %.6g s; of which recompute %.6g s\n",
-           r.part_s[SIM_FORWARD], r.part_s[SIM_BACKWARD], r.part_s[SIM_UPDATE], r.recompute_s);
-    if (r.peak_live_bytes >= 0) {
-        char pb[32];
-        fmt_bytes(pb, sizeof pb, r.peak_live_bytes);
-        printf("  memory: peak %s live per rank at %%%s (the static memory plan's buffers)\n", pb, r.peak_at);
-        /* the timeline: the largest live bytes in each slice of the step, or every point */
-        enum { SLICES = 8 };
-        double mx[SLICES];
-        for (int k = 0; k < SLICES; k++) mx[k] = -1;
-        for (int i = 0; i < r.n_spans; i++) {
-            const SimOp *o = &p.op[r.spans[i].op];
-            if (o->kind != SIM_KERNEL || o->live < 0) continue;
-            if (all_points) {
-                fmt_bytes(pb, sizeof pb, o->live);
-                printf("    %.6g s  %s  %%%s\n", r.spans[i].start, pb, o->name);
-                continue;
+    if (json) {
+        printf("{\"step_s\": %.9g, \"planned_step_s\": %.9g, \"kernel_s\": %.9g, \"copy_s\": %.9g, "
+               "\"coll_compute_s\": %.9g, \"coll_comm_s\": %.9g, \"exposed_comm_s\": %.9g, \"recompute_s\": %.9g, "
+               "\"forward_s\": %.9g, \"backward_s\": %.9g, \"update_s\": %.9g, \"kernels\": %d, \"collectives\": %d, "
+               "\"copies\": %d, \"peak_live_bytes\": %.17g, \"micro_batches\": %d}\n",
+               r.step_s, planned, r.kernel_s, r.copy_s, r.coll_compute_s, r.coll_comm_s, r.exposed_comm_s,
+               r.recompute_s, r.part_s[SIM_FORWARD], r.part_s[SIM_BACKWARD], r.part_s[SIM_UPDATE], r.n_kernels,
+               r.n_colls, r.n_copies, r.peak_live_bytes, p.micro_batches);
+        all_points = false;
+    } else {
+        printf("simulated step: %.6g s on %s (%d devices; one rank replayed: every rank runs the same program)",
+               r.step_s, cl.device, shard_cluster_devices(&cl));
+        if (planned > 0 && !cluster) printf("; the planner predicted %.6g s (%+.1f%%)", planned, 100 * (r.step_s / planned - 1));
+        printf("\n  micro-batches: %d\n", p.micro_batches);
+        printf("  compute stream:        %.6g s busy: kernels %.6g s (%d nodes), copies %.6g s (%d), "
+               "collectives %.6g s\n", r.busy_s[SIM_COMPUTE], r.kernel_s, r.n_kernels, r.copy_s, r.n_copies,
+               r.coll_compute_s);
+        printf("  communication stream:  %.6g s busy: collectives %.6g s\n", r.busy_s[SIM_COMM], r.coll_comm_s);
+        printf("  exposed communication: %.6g s (the step less the compute stream's kernels and copies; %d collectives)\n",
+               r.exposed_comm_s, r.n_colls);
+        printf("  kernels by part:       forward %.6g s, backward %.6g s, update %.6g s; of which recompute %.6g s\n",
+               r.part_s[SIM_FORWARD], r.part_s[SIM_BACKWARD], r.part_s[SIM_UPDATE], r.recompute_s);
+        if (r.peak_live_bytes >= 0) {
+            char pb[32];
+            fmt_bytes(pb, sizeof pb, r.peak_live_bytes);
+            printf("  memory: peak %s live per rank at %%%s (the static memory plan's buffers)\n", pb, r.peak_at);
+            /* the timeline: the largest live bytes in each slice of the step, or every point */
+            enum { SLICES = 8 };
+            double mx[SLICES];
+            for (int k = 0; k < SLICES; k++) mx[k] = -1;
+            for (int i = 0; i < r.n_spans; i++) {
+                const SimOp *o = &p.op[r.spans[i].op];
+                if (o->kind != SIM_KERNEL || o->live < 0) continue;
+                if (all_points) {
+                    fmt_bytes(pb, sizeof pb, o->live);
+                    printf("    %.6g s  %s  %%%s\n", r.spans[i].start, pb, o->name);
+                    continue;
+                }
+                int k = r.step_s > 0 ? (int)(SLICES * r.spans[i].start / r.step_s) : 0;
+                if (k >= SLICES) k = SLICES - 1;
+                if (o->live > mx[k]) mx[k] = o->live;
             }
-            int k = r.step_s > 0 ? (int)(SLICES * r.spans[i].start / r.step_s) : 0;
-            if (k >= SLICES) k = SLICES - 1;
-            if (o->live > mx[k]) mx[k] = o->live;
-        }
-        for (int k = 0; !all_points && k < SLICES; k++) {
-            if (mx[k] < 0) continue;
-            fmt_bytes(pb, sizeof pb, mx[k]);
-            printf("    %5.1f%%-%5.1f%% of the step: %s\n", 100.0 * k / SLICES, 100.0 * (k + 1) / SLICES, pb);
+            for (int k = 0; !all_points && k < SLICES; k++) {
+                if (mx[k] < 0) continue;
+                fmt_bytes(pb, sizeof pb, mx[k]);
+                printf("    %5.1f%%-%5.1f%% of the step: %s\n", 100.0 * k / SLICES, 100.0 * (k + 1) / SLICES, pb);
+            }
         }
     }
     if (svg) {
