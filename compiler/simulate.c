@@ -92,10 +92,21 @@ int run_simulate(int argc, char **argv) {
         printf("{\"step_s\": %.9g, \"planned_step_s\": %.9g, \"kernel_s\": %.9g, \"copy_s\": %.9g, "
                "\"coll_compute_s\": %.9g, \"coll_comm_s\": %.9g, \"exposed_comm_s\": %.9g, \"recompute_s\": %.9g, "
                "\"forward_s\": %.9g, \"backward_s\": %.9g, \"update_s\": %.9g, \"kernels\": %d, \"collectives\": %d, "
-               "\"copies\": %d, \"peak_live_bytes\": %.17g, \"micro_batches\": %d}\n",
+               "\"copies\": %d, \"peak_live_bytes\": %.17g, \"micro_batches\": %d, ",
                r.step_s, planned, r.kernel_s, r.copy_s, r.coll_compute_s, r.coll_comm_s, r.exposed_comm_s,
                r.recompute_s, r.part_s[SIM_FORWARD], r.part_s[SIM_BACKWARD], r.part_s[SIM_UPDATE], r.n_kernels,
                r.n_colls, r.n_copies, r.peak_live_bytes, p.micro_batches);
+        /* forward and backward kernels by op class (not recomputed), to set beside the planner's ops */
+        double by[OPC_OPTIMIZER + 1] = {0};
+        for (int i = 0; i < r.n_spans; i++) {
+            const SimOp *o = &p.op[r.spans[i].op];
+            if (o->kind == SIM_KERNEL && o->part != SIM_UPDATE && !o->recompute && (int)o->cls <= OPC_OPTIMIZER)
+                by[o->cls] += r.spans[i].end - r.spans[i].start;
+        }
+        printf("\"kernels_by_class\": {");
+        for (int c = 0; c <= OPC_OPTIMIZER; c++)
+            printf("%s\"%s\": %.9g", c ? ", " : "", sim_class_name((OpClass)c), by[c]);
+        printf("}}\n");
         all_points = false;
     } else {
         printf("simulated step: %.6g s on %s (%d devices; one rank replayed: every rank runs the same program)",

@@ -43,6 +43,8 @@ SimOp *sim_add(SimProgram *p, SimKind k, int stream, int part, const char *name)
     return o;
 }
 
+const char *sim_class_name(OpClass c) { return (int)c >= 0 && (int)c < N_CLASSES ? class_names[c] : "?"; }
+
 void sim_result_free(SimResult *r) {
     ir_free(r->spans);
     memset(r, 0, sizeof *r);

@@ -99,6 +99,8 @@ typedef struct SimResult {
  * out of range. */
 bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err);
 void sim_result_free(SimResult *r);
+/* The op class's name as the program JSON writes it ("matmul", "elementwise", ...). */
+const char *sim_class_name(OpClass c);
 
 /* The program as the plan's "program" object (cJSON, the caller owns it),
  * with the cluster it was planned on. */

@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
     }
     CG_FN(statistics) st = CG_FN(stats)(m);
     if (colrt_rank() == 0)
-        printf("%d rank%s, arena %.1f MB per rank (lower bound %.1f MB), %.3f s per step (mean of %d)\n",
+        printf("%d rank%s, arena %.1f MB per rank (lower bound %.1f MB), %.6f s per step (mean of %d)\n",
                colrt_world(), colrt_world() == 1 ? "" : "s", st.arena_bytes / 1e6, st.lower_bound_bytes / 1e6, steps ? timed / steps : 0.0,
                steps);
     if (colrt_rank() == 0 && bench && steps)

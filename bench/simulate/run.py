@@ -15,6 +15,9 @@ their ratio, and the difference split by cause (simulated less predicted):
   copies     device copies (bucket packing, strided staging of reshardings): not priced by the ILP
   comm       the step less kernels and copies (collectives on the critical path)
              vs resharding_s + grad_sync_exposed_s + zero_gather_s (less local copies)
+  of which latency   the simulation's exposed communication less the same replay with
+             every link's latency ~0 (--cluster with latency_us 1e-6): the share of
+             the comm column the collectives' per-call latency makes
 """
 import argparse
 import json
@@ -62,6 +65,14 @@ def row(cc, name, args, out):
     path = os.path.join(out, plan)
     d = json.load(open(path))
     s = json.loads(subprocess.run([cc, "simulate", path, "--json"], capture_output=True, text=True, check=True).stdout)
+    # the same replay with every link's latency ~0: how much of the exposed communication is latency
+    cl = d["program"]["cluster"]
+    for link in ("intra", "inter"):
+        cl[link]["latency_us"] = 1e-6
+    nolat = os.path.join(out, "no-latency.cluster.json")
+    json.dump(cl, open(nolat, "w"))
+    s0 = json.loads(subprocess.run([cc, "simulate", path, "--json", "--cluster", nolat], capture_output=True,
+                                   text=True, check=True).stdout)
     b = d["step_breakdown"]
     comm_ilp = b["resharding_s"] + b["grad_sync_exposed_s"] + b["zero_gather_s"]
     cause = {
@@ -70,6 +81,7 @@ def row(cc, name, args, out):
         "update": s["update_s"] - b["optimizer_s"],
         "copies": s["copy_s"],
         "comm": s["exposed_comm_s"] - comm_ilp,
+        "of which latency": s["exposed_comm_s"] - s0["exposed_comm_s"],
     }
     pred, sim = d["step_time_s"], s["step_s"]
     mesh = "x".join(str(x) for x in d["mesh"])
@@ -90,8 +102,9 @@ def main():
         cases += list(e2e_cases())
     if "bench" in a.set:
         cases += list(bench_cases(a.work))
-    print("| plan | mesh, chosen by | predicted s | simulated s | sim/pred | compute | recompute | update | copies | comm |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| plan | mesh, chosen by | predicted s | simulated s | sim/pred | compute | recompute | update | copies | comm "
+          "| of which latency |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     ratios, causes = [], {}
     for k, (name, args) in enumerate(cases):
         r = row(a.compiler, name, args, os.path.join(a.work, f"case{k}"))
