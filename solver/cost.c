@@ -94,11 +94,11 @@ static double step_latency(const ShardMesh *m, const ShardStep *st) {
 }
 
 double cost_fused(const ShardMesh *m, ShardColl k, int axis, double bytes, double msg) {
-    double t = shard_coll_time(m, k, axis, bytes);
-    if (m->size[axis] <= 1 || k == COLL_SLICE || k == COLL_ZERO) return t;
-    double lat = t - shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
-    double share = msg / COST_BUCKET_BYTES;
-    return t - lat * (share < 1 ? 1 - share : 0);
+    /* ZeRO's reduce-scatters and all-gathers are not fused: the program
+     * issues one per tensor (compiler/lower/zero.c; bench/simulate counts
+     * them), so each pays the whole latency of its collective */
+    (void)msg;
+    return shard_coll_time(m, k, axis, bytes);
 }
 
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec,
