@@ -49,6 +49,7 @@ int main(int argc, char **argv) {
     if (CG_FN(create)(&cfg, &m) != 0) colrt_die("cannot create the model");
     int64_t first, rows;
     CG_FN(input_rows)(m, &first, &rows);
+    rows *= CG_CAT(CG_MODEL, _MICRO_BATCHES); /* the inputs hold every micro-batch's rows, one block each */
     /* the sequence length: the local input's size over its rows */
     int64_t seq = CG_CAT(CG_MODEL, _idx_ELEMS) / CG_CAT(CG_MODEL, _idx_ROWS);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)(rows * seq));
