@@ -66,8 +66,10 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is
     if (n->op == OP_RESHAPE) bytes = 0; /* a view: no data moves */
     out->fwd_s = cost_roofline(cm, oi->cls, out->flops, bytes);
     out->bwd_s = classes[oi->cls].bwd * out->fwd_s;
-    if (oi->cls == OPC_MATMUL) { /* one product per operand that takes a gradient: an input's (the first
-                                  * layer's tokens or features) is never computed (autodiff emits none) */
+    /* one product per operand that takes a gradient: an input's (the first layer's
+     * features) is never computed (autodiff writes none). Not inside a repeated
+     * block: its instances share one price (tying), so they keep both products */
+    if (oi->cls == OPC_MATMUL && (n->block == IR_NONE || g->blocks[n->block].n_instances <= 1)) {
         int grads = 0;
         for (int i = 0; i < n->n_in && i < 2; i++) {
             const Value *v = ir_val(g, n->in[i]);
@@ -94,11 +96,11 @@ static double step_latency(const ShardMesh *m, const ShardStep *st) {
 }
 
 double cost_fused(const ShardMesh *m, ShardColl k, int axis, double bytes, double msg) {
-    /* ZeRO's reduce-scatters and all-gathers are not fused: the program
-     * issues one per tensor (compiler/lower/zero.c; bench/simulate counts
-     * them), so each pays the whole latency of its collective */
-    (void)msg;
-    return shard_coll_time(m, k, axis, bytes);
+    double t = shard_coll_time(m, k, axis, bytes);
+    if (m->size[axis] <= 1 || k == COLL_SLICE || k == COLL_ZERO) return t;
+    double lat = t - shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
+    double share = msg / COST_BUCKET_BYTES;
+    return t - lat * (share < 1 ? 1 - share : 0);
 }
 
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec,

@@ -56,16 +56,13 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId n, const IterSpace *is,
 double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,
                  const ShardSpec *cons_in, const ShardSpec *cons_grad);
 
-/* Data-parallel gradients (ZeRO 0/1 all-reduces) are fused into buckets of
- * this size (PyTorch DDP's default; the data-parallel lowering's buckets):
- * each tensor pays the bandwidth term of its collectives and its share
- * (bytes / bucket, at most 1) of their latency term. */
+/* Gradients and ZeRO gathers are fused into buckets of this size (PyTorch
+ * DDP's default): each tensor pays the bandwidth term of its collectives and
+ * its share (bytes / bucket, at most 1) of their latency term. */
 #define COST_BUCKET_BYTES 25e6
 
-/* One of ZeRO's collectives (a stage-2/3 gradient's reduce-scatter, a
- * parameter's all-gather) of `bytes` (as shard_coll_time) for a tensor of
- * `msg` bytes. The program issues these one per tensor, unfused
- * (compiler/lower/zero.c), so each pays its whole latency: shard_coll_time. */
+/* A collective of `bytes` (as shard_coll_time) belonging to a tensor of
+ * `msg` bytes that is fused into buckets. */
 double cost_fused(const ShardMesh *m, ShardColl k, int axis, double bytes, double msg);
 
 /* Gradient synchronization of a parameter whose gradient arrives as
