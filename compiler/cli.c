@@ -21,6 +21,7 @@
 static const char usage_text[] =
     "usage: colossal-compile [options] MODEL.c|MODEL.cir\n"
     "       colossal-compile report FILE.plan.json [options]\n"
+    "       colossal-compile simulate FILE.plan.json [options]\n"
     "\n"
     "Compiles a model description into a parallel training program and a plan.\n"
     "\n"
@@ -72,6 +73,9 @@ static const char usage_text[] =
     "Report (re-renders a plan without solving; see docs/report.md):\n"
     "  report FILE.plan.json [--format md|html|json] [--op GLOB] [--block NAME]\n"
     "                        [--explain OP] [-o PATH]\n"
+    "\n"
+    "Simulate (replays the generated program of a plan written by --emit code; docs/simulate.md):\n"
+    "  simulate FILE.plan.json [--cluster C] [--svg FILE] [--timeline] [--json]\n"
     "\n"
     "Exit codes: 0 ok, 1 error in the input, 2 usage error, 3 internal error.\n";
 

@@ -25,6 +25,7 @@
 #include "lower.h"
 #include "plan.h"
 #include "report.h"
+#include "simulate.h"
 #include "text.h"
 #include "verify.h"
 
@@ -327,6 +328,11 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     CgOptions co = {.source = o->input, .plan_desc = desc, .mesh_axes = r->mesh.n_axes,
                     .cpu = strcmp(o->target, "cuda") != 0, .cuda = strcmp(o->target, "cpu") != 0,
                     .peak_flops = r->cl.peak_flops[r->cm.dtype]};
+    double simulated = 0; /* the generated program replayed (solver/sim.h) */
+    co.cl = &r->cl;
+    co.shard_mesh = &r->mesh;
+    co.dtype = r->cm.dtype;
+    co.simulated_s = &simulated;
     for (int a = 0; a < r->mesh.n_axes && a < 3; a++) co.mesh[a] = r->mesh.size[a];
     bool ok = cg_emit(g, lp, &co, pj2 ? pj2 : pj, dir);
     if (ok && o->emit == EMIT_ALL) ok = write_report(dir, g->name);
@@ -339,6 +345,9 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
                ab, lb, (double)lp->arena_bytes / (double)(lp->lower_bound_bytes ? lp->lower_bound_bytes : 1),
                lp->n_buffers, lp->n_in_place);
         if (predicted > 0) printf("; planner predicted %s (arena/predicted %.3f)", pb, (double)lp->arena_bytes / predicted);
+        if (simulated > 0)
+            printf("\nsimulated step: %.4g s (the generated program replayed; planner %.4g s, %+.1f%%: "
+                   "colossal-compile simulate)", simulated, r->price.step_s, 100 * (simulated / r->price.step_s - 1));
         printf("\ngenerated %s/%s.{h,c}%s%s\n", dir, g->name, co.cpu ? " _kernels.c" : "", co.cuda ? " _kernels.cu" : "");
         /* the model and the program disagree: say so, and that the plan is safe */
         double off = predicted > 0 ? (double)lp->arena_bytes / predicted - 1 : 0;
@@ -442,6 +451,7 @@ static int run_report(int argc, char **argv) {
 int main(int argc, char **argv) {
     diag_color = isatty(2) && !getenv("NO_COLOR");
     if (argc > 1 && !strcmp(argv[1], "report")) return run_report(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "simulate")) return run_simulate(argc - 1, argv + 1);
     CliOptions o;
     int exit_now;
     cli_parse(argc, argv, &o, &exit_now);

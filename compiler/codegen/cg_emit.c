@@ -202,7 +202,11 @@ static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId sr
     const LowerProgram *lp = c->lp;
     const char *dt = cg_colrt_dtype(ir_val(c->g, src)->dtype);
     const char *fn = gather ? "all_gather" : "reduce_scatter", *op = gather ? "" : ", COLRT_SUM";
+    double es = (double)ir_dtype_size(ir_val(c->g, src)->dtype);
+    ShardColl kind = gather ? COLL_ALL_GATHER : COLL_REDUCE_SCATTER;
     if (outer < 0 || tmp == IR_NONE) {
+        int ax = inner < 0 ? 0 : inner; /* an all-gather sends its slice; a reduce-scatter takes n slices */
+        cg_trace_coll(c, kind, ax, es * (double)chunk * (gather ? 1 : o->mesh[ax]), SIM_COMPUTE, what);
         sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s */\n", fn,
                   inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk,
                   dt, op, what);
@@ -211,6 +215,8 @@ static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId sr
     /* reduce-scatter: outer axis, then inner; all-gather: inner, then outer */
     int first = gather ? inner : outer, second = gather ? outer : inner;
     int64_t n1 = gather ? chunk : chunk * o->mesh[inner], n2 = gather ? chunk * o->mesh[inner] : chunk;
+    cg_trace_coll(c, kind, first, es * (double)n1 * (gather ? 1 : o->mesh[first]), SIM_COMPUTE, what);
+    cg_trace_coll(c, kind, second, es * (double)n2 * (gather ? 1 : o->mesh[second]), SIM_COMPUTE, what);
     sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s, %s axis */\n", fn,
               first, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)n1, dt, op, what,
               gather ? "inner" : "outer");
@@ -239,18 +245,30 @@ static void emit_bucket(CgCtx *c, const CgOptions *o, int k) {
     sb_printf(c->sched, "    /* gradient bucket %d: %d gradients, %lld bytes%s */\n", k, bk->n,
               (long long)lp->v[bk->buf].bytes, accum ? ", once the last micro-batch is accumulated" : "");
     if (accum) sb_puts(c->sched, "    if (M->last_micro) {\n");
+    c->trace_last_micro = accum;
     sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]);\n", k);
-    for (int q = 0; q < bk->n; q++)
+    cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, 2 * k + 1);
+    for (int q = 0; q < bk->n; q++) {
+        cg_trace_copy(c, (double)lp->v[bk->grad[q]].bytes, ir_val(c->g, bk->grad[q])->name);
         sb_printf(c->sched, "    colrt_memcpy(M->arena.base + %lld, M->arena.base + %lld, %lld, COLRT_D2D, NULL); /* %%%s */\n",
                   (long long)lp->v[bk->view[q]].offset, (long long)lp->v[bk->grad[q]].offset,
                   (long long)lp->v[bk->grad[q]].bytes, ir_val(c->g, bk->grad[q])->name);
+    }
     sb_printf(c->sched, "    colrt_event_record(M->bucket_ready[%d], NULL);\n    colrt_stream_wait(M->comm, M->bucket_ready[%d]);\n", k, k);
+    cg_trace_event(c, SIM_RECORD, SIM_COMPUTE, 2 * k);
+    cg_trace_event(c, SIM_WAIT, SIM_COMM, 2 * k);
+    char what[64];
+    snprintf(what, sizeof what, "gradient bucket %d", k);
     for (int a = 0; a < o->mesh_axes; a++)
-        if (reduces_over(lp, o, a))
+        if (reduces_over(lp, o, a)) {
+            cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)bk->elems * (double)ir_dtype_size(dt), SIM_COMM, what);
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, M->arena.base + %lld, M->arena.base + %lld, %lld, %s, COLRT_SUM, M->comm);\n",
                       a, (long long)lp->v[bk->buf].offset, (long long)lp->v[bk->buf].offset, (long long)bk->elems,
                       cg_colrt_dtype(dt));
+        }
     sb_printf(c->sched, "    colrt_event_record(M->bucket_done[%d], M->comm);\n", k);
+    cg_trace_event(c, SIM_RECORD, SIM_COMM, 2 * k + 1);
+    c->trace_last_micro = false;
     if (accum) sb_puts(c->sched, "    }\n");
 }
 
@@ -275,9 +293,11 @@ static void emit_norms(CgCtx *c, const CgOptions *o) {
         k = e;
     }
     for (int a = 0; a < o->mesh_axes; a++)
-        if (lp->sharded ? (nb->all_axes >> a & 1u) : reduces_over(lp, o, a))
+        if (lp->sharded ? (nb->all_axes >> a & 1u) : reduces_over(lp, o, a)) {
+            cg_trace_coll(c, COLL_ALL_REDUCE, a, 8.0 * nb->n, SIM_COMPUTE, "trust-ratio norms");
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, CG_F(%lld), CG_F(%lld), %d, COLRT_F32, COLRT_SUM, NULL);\n",
                       a, (long long)lp->v[nb->buf].offset, (long long)lp->v[nb->buf].offset, 2 * nb->n);
+        }
 }
 
 /* The sum of a partial value over the batch's ranks, in place. */
@@ -285,6 +305,8 @@ static void emit_reduce(CgCtx *c, const CgOptions *o, ValueId v) {
     const LowerProgram *lp = c->lp;
     for (int a = 0; a < o->mesh_axes; a++) {
         if (!reduces_over(lp, o, a)) continue;
+        cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)ir_shape_numel(lp->v[v].local) * ir_dtype_size(ir_val(c->g, v)->dtype),
+                      SIM_COMPUTE, ir_val(c->g, v)->name);
         sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", a);
         cg_ptr(c, c->sched, v);
         sb_puts(c->sched, ", ");
@@ -305,6 +327,7 @@ static void emit_commits(CgCtx *c, StrBuf *m, int first, int last) {
         ValueId src = lp->v[v].commit_from > 0 && lp->v[v].commit_from != IR_NONE ? lp->v[v].commit_from : v;
         if (lp->v[src].offset == lp->v[x->updates].offset) continue;
         if (lp->n[x->def].zero && x->def_out == 0) continue; /* all-gathered above */
+        cg_trace_copy(c, (double)lp->v[src].bytes, x->name);
         sb_printf(m, "    colrt_memcpy(");
         cg_ptr(c, m, x->updates);
         sb_puts(m, ", ");
@@ -331,13 +354,16 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
     for (int p = 0; p < 3; p++) sb_init(&parts[p]); /* all three: an error frees them all */
     for (int p = 0; p < 3; p++) {
         c->sched = &parts[p];
+        c->trace_part = p; /* SIM_FORWARD, SIM_BACKWARD, SIM_UPDATE */
         int first = p == 0 ? 0 : p == 1 ? *fwd_end : *step_begin;
         int last = p == 0 ? *fwd_end : p == 1 ? *step_begin : nn;
         if (p == 2) cg_pipe_before_node(c, o, -1); /* a pipeline's tied gradients summed */
         if (p == 2 && lp->n_buckets) { /* the update reads the buckets */
             sb_puts(c->sched, "    /* the gradient buckets' all-reduces */\n");
-            for (int k = 0; k < lp->n_buckets; k++)
+            for (int k = 0; k < lp->n_buckets; k++) {
                 sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]);\n", k);
+                cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, 2 * k + 1);
+            }
         }
         for (NodeId id = first; id < last; id++) {
             if (!cg_pipe_on(c, id)) { /* another pipeline stage's: its sums of this stage's gradients stay */
@@ -398,6 +424,8 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 if (ir_val(g, v)->def != id) continue;
                 for (int a = 0; a < o->mesh_axes; a++) {
                     if (!reduces_over(lp, o, a)) continue;
+                    cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)ir_shape_numel(lp->v[v].local) * ir_dtype_size(ir_val(g, v)->dtype),
+                                  SIM_COMPUTE, ir_val(g, v)->name);
                     sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", a);
                     cg_ptr(c, c->sched, v);
                     sb_puts(c->sched, ", ");
@@ -413,9 +441,11 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
     if (c->stage >= 0) snprintf(sfx, sizeof sfx, "_s%d", c->stage);
     sb_printf(m, "static void %s_forward_nodes%s(%s *M) {\n%s}\n\n", px, sfx, px, sb_cstr(&parts[0]));
     sb_printf(m, "static void %s_backward_nodes%s(%s *M) {\n%s", px, sfx, px, sb_cstr(&parts[1]));
+    c->trace_part = SIM_BACKWARD;
     emit_commits(c, m, 0, *step_begin);
     sb_puts(m, "}\n\n");
     sb_printf(m, "static void %s_update_nodes%s(%s *M) {\n%s", px, sfx, px, sb_cstr(&parts[2]));
+    c->trace_part = SIM_UPDATE;
     emit_commits(c, m, *step_begin, nn);
     sb_puts(m, "}\n\n");
     for (int q = 0; q < 3; q++) sb_free(&parts[q]);
@@ -848,6 +878,12 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_init(&kc);
     sb_init(&kcu);
     int fwd_end, step_begin;
+    SimProgram trace;
+    sim_program_init(&trace);
+    trace.micro_batches = micro_batches(g);
+    /* the simulator replays one rank's program: not yet a pipelined one (each
+     * stage runs its own nodes) */
+    if (o->cl && o->shard_mesh && lp->pipe.stages <= 1) c.trace = &trace;
     bool ok = true;
     for (int s = 0; ok && s < (lp->pipe.stages > 1 ? lp->pipe.stages : 1); s++) { /* pipelined: each stage's */
         c.stage = lp->pipe.stages > 1 ? s : -1;
@@ -856,6 +892,12 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     }
     c.stage = -1;
     cg_pipe_stage_begin(&c); /* frees */
+    c.trace = NULL; /* the schedule is recorded; the rest writes no step op */
+    double sim_s = 0;
+    char *pj_sim = ok && plan_json && trace.n ? cg_trace_plan_json(&(CgCtx){.trace = &trace}, o, plan_json, &sim_s) : NULL;
+    if (pj_sim) plan_json = pj_sim;
+    if (o->simulated_s) *o->simulated_s = pj_sim ? sim_s : 0;
+    sim_program_free(&trace);
     if (ok) cg_init_kernels(&c); /* parameter initialization, in both kernel files */
     c.predicted_step_s = cg_plan_step_s(plan_json);
     if (!ok) {
@@ -913,5 +955,6 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     cg_launch_free(&c);
     sb_free(&err);
     sb_free(&pxb);
+    free(pj_sim);
     return ok;
 }

@@ -8,6 +8,7 @@
 
 #include "cg.h"
 #include "ops.h"
+#include "sim.h"
 
 typedef struct CgCtx {
     const Graph *g;
@@ -35,6 +36,10 @@ typedef struct CgCtx {
                                 * written (cg_pipeline.c); -1: every node */
     bool *pipe_zeroed;         /* per value: a node of that stage reads it as zero (another
                                 * stage's part of a sum); NULL: none (cg_pipe_stage_begin) */
+    /* cg_trace.c: the program as emitted, op by op, for the simulator (NULL: not recorded) */
+    SimProgram *trace;
+    int trace_part;            /* SIM_FORWARD, SIM_BACKWARD, SIM_UPDATE */
+    bool trace_last_micro;     /* inside `if (M->last_micro)` */
 } CgCtx;
 
 /* A kernel operand: value v; out: written. */
@@ -192,5 +197,16 @@ int64_t cg_pipe_buffer_bytes(const CgCtx *c);
 /* The transfers, the schedules, train_step, forward and the loss (after the
  * stage functions, feed, the local loss); false with the reason in c->err. */
 bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o);
+/* ---- cg_trace.c: the program as emitted, for the simulator (solver/sim.h) ---- */
+
+/* Each is called beside the colrt call it describes; nothing when c->trace is NULL. */
+void cg_trace_node(CgCtx *c, NodeId id);                  /* the node's kernels */
+void cg_trace_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int stream, const char *what);
+void cg_trace_copy(CgCtx *c, double bytes, const char *what);
+void cg_trace_event(CgCtx *c, SimKind k, int stream, int event);
+/* The plan JSON with "program" (the recorded ops) and "simulated_step_time_s"
+ * (their replay) added; malloc'd, NULL when plan_json does not parse or the
+ * replay fails (said on stderr). *step_s gets the replay's step. */
+char *cg_trace_plan_json(const CgCtx *c, const CgOptions *o, const char *plan_json, double *step_s);
 
 #endif

@@ -1454,10 +1454,25 @@ static CgEmitFn cg_emitter(int op) {
     }
 }
 
+/* Whether s[from, to) holds a line that is not a comment (a launch, a call). */
+static bool writes_code(const char *s, size_t from, size_t to) {
+    for (size_t i = from; i < to;) {
+        while (i < to && (s[i] == ' ' || s[i] == '\n')) i++;
+        if (i >= to) break;
+        if (!(s[i] == '/' && i + 1 < to && s[i + 1] == '*')) return true;
+        while (i < to && s[i] != '\n') i++;
+    }
+    return false;
+}
+
 bool cg_emit_node(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     CgEmitFn fn = cg_emitter(n->op);
     if (!fn) return unsupported(c, id, "no emitter in the kernel table (compiler/codegen/cg_ops.def)");
     c->emit_serial++;
-    return fn(c, id);
+    size_t before = c->sched->len;
+    bool ok = fn(c, id);
+    if (ok && writes_code(c->sched->data, before, c->sched->len)) cg_trace_node(c, id); /* a view or a fused
+                                                                                      * node: a comment only */
+    return ok;
 }
