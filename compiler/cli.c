@@ -21,6 +21,7 @@
 static const char usage_text[] =
     "usage: colossal-compile [options] MODEL.c|MODEL.cir\n"
     "       colossal-compile report FILE.plan.json [options]\n"
+    "       colossal-compile simulate FILE.plan.json [options]\n"
     "\n"
     "Compiles a model description into a parallel training program and a plan.\n"
     "\n"
@@ -46,13 +47,15 @@ static const char usage_text[] =
     "  --micro-batches N     gradient accumulation: each step runs N micro-batches of batch/N\n"
     "                        (default 1)\n"
     "  --cluster C           preset (h100:8x8, a100-80gb:1x8, ...) or FILE.json\n"
-    "  --mesh AxB[xC]        logical device mesh (default: tried)\n"
+    "  --mesh AxB[xC]        logical device mesh of one pipeline stage (default: tried)\n"
+    "  --pp N                pipeline stages (1F1B; default 1: none); each stage plans on\n"
+    "                        devices/N devices; the micro-batches default to N\n"
     "  --mem BYTES           per-device memory limit, e.g. 70GB (default: the device's)\n"
     "  --dtype T             f32 | bf16 | f16 compute dtype\n"
     "  --strategy S          auto | dp | zero1 | zero2 | zero3 | megatron (+ -recompute)\n"
     "  --recompute P         auto | none | selective | full\n"
     "  --zero Z              auto | 0 | 1 | 2 | 3\n"
-    "  --time-limit SEC      ILP time limit (default 60)\n"
+    "  --time-limit SEC      planning time limit: building and solving (default 60)\n"
     "  --mip-gap G           ILP relative gap (default 1e-4)\n"
     "  --dump-ilp FILE.lp    write the ILP in CPLEX LP format\n"
     "  --sweep-mem[=N]       also re-solve at N memory limits (default 8), for the report\n"
@@ -71,10 +74,13 @@ static const char usage_text[] =
     "  report FILE.plan.json [--format md|html|json] [--op GLOB] [--block NAME]\n"
     "                        [--explain OP] [-o PATH]\n"
     "\n"
+    "Simulate (replays the generated program of a plan written by --emit code; docs/simulate.md):\n"
+    "  simulate FILE.plan.json [--cluster C] [--svg FILE] [--timeline] [--json]\n"
+    "\n"
     "Exit codes: 0 ok, 1 error in the input, 2 usage error, 3 internal error.\n";
 
 enum {
-    OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
+    OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_PP, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
     OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
     OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
     OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN, OPT_BETAS, OPT_EPS, OPT_WEIGHT_DECAY,
@@ -95,6 +101,7 @@ static const struct option long_opts[] = {
     {"no-trust", required_argument, 0, OPT_NO_TRUST},
     {"batch", required_argument, 0, OPT_BATCH},
     {"micro-batches", required_argument, 0, OPT_MICRO},
+    {"pp", required_argument, 0, OPT_PP},
     {"cluster", required_argument, 0, OPT_CLUSTER},
     {"mesh", required_argument, 0, OPT_MESH},
     {"mem", required_argument, 0, OPT_MEM},
@@ -325,6 +332,12 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             int64_t v = 0;
             ok = parse_pos_int("--micro-batches", optarg, 1 << 20, &v);
             o->micro_batches = (int)v;
+            break;
+        }
+        case OPT_PP: {
+            int64_t v = 0;
+            ok = parse_pos_int("--pp", optarg, 1 << 10, &v);
+            o->pp = (int)v;
             break;
         }
         case OPT_CLUSTER: o->cluster = optarg; break;

@@ -25,6 +25,7 @@
 #include "lower.h"
 #include "plan.h"
 #include "report.h"
+#include "simulate.h"
 #include "text.h"
 #include "verify.h"
 
@@ -174,6 +175,7 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->mip_gap = o->mip_gap;
     po->dump_ilp = o->dump_ilp;
     po->micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
+    po->pp = o->pp;
     po->batch = o->batch;
     po->progress = !o->quiet;
     po->sweep_points = o->sweep_mem;
@@ -230,15 +232,31 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     po.lowerable = true; /* a plan this build can generate */
     PlanResult *r = NULL;
     LowerProgram *lp = NULL;
-    double user_limit = 0; /* the limit asked for (the retries tighten the planner's) */
+    /* The arena is checked against the limit asked for; a plan whose arena
+     * exceeds it is solved again under a tighter planner limit: scaled by
+     * how far the arena overshot, or halfway back up where a tighter limit
+     * left no plan (the model's error is not monotone in the limit), at
+     * most MAX_RESOLVES times. */
+    enum { MAX_RESOLVES = 6 };
+    double user_limit = 0, lo = 0, hi = 0; /* planner limits: no plan at lo, an arena too big at hi */
     int64_t prev_arena = -1;
+    int n_same = 0;
     for (int attempt = 0;; attempt++) {
         r = plan_solve(g, &po);
-        if (!r && attempt) {
-            char lb[32];
+        if (!r && attempt) { /* nothing fits this tighter limit: halfway back up */
+            lo = (double)po.mem_bytes;
+            if (attempt < MAX_RESOLVES && hi - lo > 0.01 * user_limit) {
+                po.mem_bytes = (int64_t)((lo + hi) / 2);
+                continue;
+            }
+            char lb[32], ab[32];
             cli_fmt_bytes(lb, sizeof lb, user_limit);
-            fprintf(stderr, "colossal-compile: note: that is the limit tightened because the first plan's static "
-                            "memory plan exceeded the %s asked for\n", lb);
+            cli_fmt_bytes(ab, sizeof ab, (double)prev_arena);
+            diag_plain("give more memory (--mem), or a smaller batch",
+                       "no plan's static memory plan fits in %s per device: the planner's best plan needs an arena of "
+                       "%s, and under %d tighter limits it found none that fits",
+                       lb, ab, attempt);
+            return EXIT_USER;
         }
         if (!r) return EXIT_USER;
         dump_placement(o, r);
@@ -256,12 +274,15 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
         }
         if (attempt == 0) user_limit = r->mem_limit;
         if ((double)lp->arena_bytes <= user_limit) break;
+        hi = r->mem_limit;
         char ab[32], lb[32];
         cli_fmt_bytes(ab, sizeof ab, (double)lp->arena_bytes);
         cli_fmt_bytes(lb, sizeof lb, user_limit);
-        /* a forced strategy solved again to the same arena: a tighter limit will not help */
+        /* a forced strategy solved again twice to the same arena: a tighter
+         * limit will not help */
         bool forced = o->strategy && strcmp(o->strategy, "auto");
-        bool stuck = attempt > 0 && lp->arena_bytes == prev_arena;
+        n_same = attempt > 0 && lp->arena_bytes == prev_arena ? n_same + 1 : 0;
+        bool stuck = n_same >= 2;
         prev_arena = lp->arena_bytes;
         if (forced && stuck) {
             diag_plain("give more memory (--mem), a smaller batch, or another --strategy (or auto)",
@@ -272,7 +293,7 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
             plan_free(r);
             return EXIT_USER;
         }
-        if (attempt == 2 || (double)lp->arena_bytes > 4 * user_limit) {
+        if (attempt == MAX_RESOLVES || (double)lp->arena_bytes > 4 * user_limit) {
             diag_plain("give more memory (--mem), or a smaller batch",
                        "the static memory plan needs an arena of %s per device, over the limit of %s "
                        "(plan '%s', which the planner priced at %.0f bytes%s)",
@@ -285,7 +306,10 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
         if (!o->quiet)
             fprintf(stderr, "colossal-compile: note: the arena (%s) exceeds the limit (%s); solving again under a tighter limit\n",
                     ab, lb);
-        po.mem_bytes = (int64_t)(r->mem_limit * r->mem_limit / (double)lp->arena_bytes * 0.99);
+        double next = r->mem_limit * user_limit / (double)lp->arena_bytes * 0.99;
+        if (next <= lo) next = (lo + hi) / 2;
+        po.mem_bytes = (int64_t)next;
+        po.quiet_no_fit = true;
         lower_free(lp);
         plan_free(r);
     }
@@ -304,6 +328,11 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
     CgOptions co = {.source = o->input, .plan_desc = desc, .mesh_axes = r->mesh.n_axes,
                     .cpu = strcmp(o->target, "cuda") != 0, .cuda = strcmp(o->target, "cpu") != 0,
                     .peak_flops = r->cl.peak_flops[r->cm.dtype]};
+    double simulated = 0; /* the generated program replayed (solver/sim.h) */
+    co.cl = &r->cl;
+    co.shard_mesh = &r->mesh;
+    co.dtype = r->cm.dtype;
+    co.simulated_s = &simulated;
     for (int a = 0; a < r->mesh.n_axes && a < 3; a++) co.mesh[a] = r->mesh.size[a];
     bool ok = cg_emit(g, lp, &co, pj2 ? pj2 : pj, dir);
     if (ok && o->emit == EMIT_ALL) ok = write_report(dir, g->name);
@@ -316,6 +345,9 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
                ab, lb, (double)lp->arena_bytes / (double)(lp->lower_bound_bytes ? lp->lower_bound_bytes : 1),
                lp->n_buffers, lp->n_in_place);
         if (predicted > 0) printf("; planner predicted %s (arena/predicted %.3f)", pb, (double)lp->arena_bytes / predicted);
+        if (simulated > 0)
+            printf("\nsimulated step: %.4g s (the generated program replayed; planner %.4g s, %+.1f%%: "
+                   "colossal-compile simulate)", simulated, r->price.step_s, 100 * (simulated / r->price.step_s - 1));
         printf("\ngenerated %s/%s.{h,c}%s%s\n", dir, g->name, co.cpu ? " _kernels.c" : "", co.cuda ? " _kernels.cu" : "");
         /* the model and the program disagree: say so, and that the plan is safe */
         double off = predicted > 0 ? (double)lp->arena_bytes / predicted - 1 : 0;
@@ -419,10 +451,12 @@ static int run_report(int argc, char **argv) {
 int main(int argc, char **argv) {
     diag_color = isatty(2) && !getenv("NO_COLOR");
     if (argc > 1 && !strcmp(argv[1], "report")) return run_report(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "simulate")) return run_simulate(argc - 1, argv + 1);
     CliOptions o;
     int exit_now;
     cli_parse(argc, argv, &o, &exit_now);
     if (exit_now >= 0) return exit_now;
+    if (o.pp > 1 && o.micro_batches == 0) o.micro_batches = o.pp; /* 1F1B fills the stages */
     if (o.cluster && !cluster_ok(o.cluster)) return EXIT_USER; /* checked even when nothing is planned */
 
     Graph *g = load(&o);

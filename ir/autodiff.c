@@ -18,7 +18,10 @@
 /* One row per optimizer: what the planner and the CLI know of it, and its
  * default hyper-parameters (the papers' and PyTorch's). step_bytes: AdamW
  * reads p, g, m, v and writes p, m, v (7 x 4 bytes); SGD reads p, g, b and
- * writes p, b; LAMB's norms pass reads p, g, m, v once more, LARS's p and g. */
+ * writes p, b; LAMB's norms sweep reads p, g, m, v and writes m, v and its
+ * direction u over g, its update reads p, u and writes p (10 x 4: the
+ * lowering's fused form, compiler/lower/norms.c); LARS's norms pass reads p
+ * and g once more. */
 static const struct {
     AdOptimizerInfo info;
     double beta1, beta2, eps, wd, momentum, trust;
@@ -26,7 +29,7 @@ static const struct {
     [AD_OPT_NONE] = {{"none", 0, false, false, 0}, 0.9, 0.999, 1e-8, 0, 0.9, 0.001},
     [AD_OPT_SGD] = {{"sgd", 1, false, false, 20}, 0.9, 0.999, 1e-8, 0, 0.9, 0.001},
     [AD_OPT_ADAMW] = {{"adamw", 2, true, false, 28}, 0.9, 0.999, 1e-8, 0.01, 0.9, 0.001},
-    [AD_OPT_LAMB] = {{"lamb", 2, true, true, 44}, 0.9, 0.999, 1e-6, 0.01, 0.9, 0.001},
+    [AD_OPT_LAMB] = {{"lamb", 2, true, true, 40}, 0.9, 0.999, 1e-6, 0.01, 0.9, 0.001},
     [AD_OPT_LARS] = {{"lars", 1, false, true, 28}, 0.9, 0.999, 1e-8, 5e-4, 0.9, 0.001},
 };
 

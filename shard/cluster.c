@@ -27,17 +27,18 @@
  * calibration run on real hardware replaces them.
  *
  * `cpu`: one colrt CPU rank (one core, OMP_NUM_THREADS=1, `mpirun -np N` on
- * one machine), a PROVISIONAL calibration measured on this project's 2-core
- * development machine (issue 15 replaces it with colossal-calibrate's
- * tables), best of repeated runs while other jobs shared the machine:
- *   compute:  OMP_NUM_THREADS=1 build/bench/runtime/bench_kernels --tokens 256 --reps 3
- *             (the best GEMM at GPT-2 shapes: f32 ~0.10 TFLOP/s, bf16 ~0.09; f16 takes bf16's: not measured)
- *   memory:   the same run's memory-bound kernels (layer_norm, gelu, adamw): ~3 GB/s effective
- *   network:  mpirun -np 2 build/bench/runtime/bench_collectives --min-kb 1 --max-mb 16 --reps 20
- *             (shared memory: all-reduce 1 KB 1 us, 16 KB 17 us, 256 KB 147 us, 4 MB 1.42 ms: ~3 GB/s
- *             and ~10 us, the alpha-beta line through the middle sizes)
+ * one machine), colossal-calibrate's measurement of this project's 2-core
+ * development machine, committed as tools/calibrate/measured/cpu-2core-1x2.json
+ * (OMP_NUM_THREADS=1 mpirun --oversubscribe -np 2 colossal-calibrate
+ * --gemm-max 1024 --max-bytes 67108864, 2026-12-01, other jobs sharing the
+ * machine), rounded:
+ *   compute:  peak f32 0.085, bf16 0.086, f16 0.052 TFLOP/s (the best GEMM rate seen);
+ *             the GEMM efficiency table by size is the file's (cpu_gemm below)
+ *   memory:   4.3 GB/s (the best of a device copy and GELU over 256 MiB)
+ *   intra:    9.5 us and 2.2 GB/s (the link's fit, geometric mean over the four kinds)
  *   inter:    no second node here: 10 Gb/s Ethernet and 50 us, an assumption
- *   memory:   8 GB per rank (this machine's 23 GB, two ranks, room for the system) */
+ *   memory:   8 GB per rank (this machine's 23 GB, two ranks, room for the system; the file's
+ *             12.6 GB is the host's memory over the ranks, with nothing left for the system) */
 #define PRESETS(X)                                                                    \
     X("a100-40gb", "A100-SXM4-40GB", 40, 19.5, 312, 312, 1555, 300, 200, 8, 2, 5)     \
     X("a100-80gb", "A100-SXM4-80GB", 80, 19.5, 312, 312, 2039, 300, 200, 8, 2, 5)     \
@@ -45,7 +46,7 @@
     X("h100-sxm", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400, 8, 2, 5)    \
     X("h100-80gb", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400, 8, 2, 5)   \
     X("h200", "H200-SXM-141GB", 141, 67, 989.5, 989.5, 4800, 450, 400, 8, 2, 5)       \
-    X("cpu", "CPU-rank", 8, 0.10, 0.09, 0.09, 3, 3, 10, 1, 10, 50)
+    X("cpu", "CPU-rank", 8, 0.085, 0.086, 0.052, 4.3, 2.2, 10, 1, 9.5, 50)
 
 /* Per-device reserve of the GPU presets, MiB (docs/sharding.md, "Memory
  * reserve"): the CUDA context (an assumption until calibrated: 512 MiB) plus
@@ -71,6 +72,16 @@
 #define GEMM_EFF 0.70
 #define GEMM_T0_S 5e-6
 
+/* The `cpu` preset's GEMM efficiency by size, per dtype (f32, bf16, f16),
+ * from tools/calibrate/measured/cpu-2core-1x2.json (gemm_efficiency): the
+ * mean rate of three shapes per size over the best rate seen, made monotone. */
+static const double cpu_gemm_flops[6] = {65536, 524288, 4194304, 33554432, 268435456, 2147483648};
+static const double cpu_gemm_eff[3][6] = {
+    {0.0350, 0.2171, 0.4045, 0.4045, 0.4045, 0.4045},
+    {0.0185, 0.0839, 0.3312, 0.4051, 0.4051, 0.4051},
+    {0.0491, 0.1252, 0.4638, 0.4638, 0.4638, 0.4638},
+};
+
 static void preset_extras(const char *name, ShardCluster *c) {
     bool gpu = false;
 #define X(pre, ctx, comm, ws)                          \
@@ -84,6 +95,11 @@ static void preset_extras(const char *name, ShardCluster *c) {
 #undef X
     for (int d = 0; d < DT__COUNT; d++) {
         ShardEffTable *t = &c->gemm[d];
+        if (!gpu && !strcmp(name, "cpu")) { /* i32 takes f32's */
+            t->n = 6;
+            for (int i = 0; i < 6; i++) t->flops[i] = cpu_gemm_flops[i], t->eff[i] = cpu_gemm_eff[d < 3 ? d : 0][i];
+            continue;
+        }
         if (!gpu) {
             t->n = 1;
             t->flops[0] = 1;
@@ -191,6 +207,13 @@ static bool num_field(const cJSON *obj, const char *path, const char *key, doubl
     }
     if (v->valuedouble * scale > 1e30) {
         sb_printf(err, "field '%s%s' is %g, more than any device has", path, key, v->valuedouble);
+        return false;
+    }
+    /* sizes and rates (scale >= 1: bytes, bytes/s, FLOP/s, counts) below one
+     * unit make times of 1e300 s and more: a rate of 5e-324 GB/s gave the ILP
+     * infinite coefficients and GLPK aborted */
+    if (scale >= 1 && v->valuedouble * scale < 1) {
+        sb_printf(err, "field '%s%s' is %g, less than any device has", path, key, v->valuedouble);
         return false;
     }
     *out = v->valuedouble * scale;

@@ -12,12 +12,47 @@
 static const char *const phase_names[] = {"forward", "backward", "update"};
 const char *placement_phase_name(PlacePhase p) { return phase_names[p]; }
 
+const char *placement_schedule_name(PlaceSchedule s) { return s == PS_1F1B ? "1f1b" : "?"; }
+
 PlacePhase placement_phase(const Graph *g, NodeId id) {
     if (ir_val(g, ir_node(g, id)->out[0])->role == ROLE_ACT) return PH_FORWARD;
     return id >= ad_step_begin(g) ? PH_UPDATE : PH_BACKWARD;
 }
 
 bool placement_selective_keeps(int op) { return ir_op(op)->cls == OPC_MATMUL; }
+
+bool placement_partial_result(const Graph *g, NodeId id, const ShardSpec *held0, ShardSpec *out) {
+    const Node *n = ir_node(g, id);
+    if (!held0->partial || held0->pmax || ir_val(g, n->out[0])->updates != IR_NONE) return false;
+    Shape in = ir_val(g, n->in[0])->shape, o = ir_val(g, n->out[0])->shape;
+    switch (n->op) {
+    case OP_ADD:
+    case OP_SUB:
+    case OP_SCALE:
+        if (!ir_shape_eq(in, o)) return false;
+        *out = *held0;
+        return true;
+    case OP_SUM_TO: { /* a batched matmul's product summed over its batch (a weight
+                       * gradient): one GEMM writes the sum (the lowering fuses them),
+                       * so the product is never held; a dim summed away (leading, or
+                       * kept at 1) that is split leaves the sum pending over its axes too */
+        int lead = in.rank - o.rank;
+        const Value *x = ir_val(g, n->in[0]);
+        if (lead < 0 || x->def == IR_NONE || ir_node(g, x->def)->op != OP_MATMUL) return false;
+        *out = shard_spec_replicated(o.rank);
+        out->partial = held0->partial;
+        for (int d = 0; d < in.rank; d++) {
+            bool summed = d < lead || (o.d[d - lead] == 1 && in.d[d] != 1);
+            for (int k = 0; summed && k < held0->n[d]; k++) out->partial |= (uint8_t)(1u << held0->ax[d][k]);
+            if (summed) continue;
+            out->n[d - lead] = held0->n[d];
+            memcpy(out->ax[d - lead], held0->ax[d], sizeof out->ax[d - lead]);
+        }
+        return true;
+    }
+    default: return false;
+    }
+}
 
 Placement *placement_new(const Graph *g, const ShardMesh *m) {
     Placement *pl = ir_alloc(sizeof *pl);
@@ -37,6 +72,7 @@ Placement *placement_new(const Graph *g, const ShardMesh *m) {
     pl->micro_batches = 1;
     pl->source = "";
     pl->split_param = IR_NONE;
+    pl->pipe = (PlacePipeline){.stages = 1, .block = IR_NONE};
     return pl;
 }
 
@@ -51,6 +87,7 @@ void placement_free(Placement *pl) {
     ir_free(pl->zero);
     ir_free(pl->rc_full);
     ir_free(pl->rc_selective);
+    ir_free(pl->pipe.stage_mask);
     ir_free(pl);
 }
 
@@ -124,6 +161,15 @@ bool placement_verify(const Placement *pl, StrBuf *why) {
         }
         sb_free(&w);
     }
+    if (pl->pipe.stages > 1) { /* every node on some stage that exists */
+        uint32_t all = pl->pipe.stages >= 32 ? ~0u : (1u << pl->pipe.stages) - 1;
+        for (NodeId id = 0; id < g->n_nodes; id++)
+            if (!pl->pipe.stage_mask || !pl->pipe.stage_mask[id] || (pl->pipe.stage_mask[id] & ~all)) {
+                sb_printf(why, "node %%%s (%s) is on no stage of the %d-stage pipeline", ir_val(g, ir_node(g, id)->out[0])->name,
+                          ir_op(ir_node(g, id)->op)->name, pl->pipe.stages);
+                return false;
+            }
+    }
     for (ValueId v = 0; v < g->n_values; v++) {
         bool param = ir_val(g, v)->role == ROLE_PARAM;
         if ((param && (pl->zero[v] < 0 || pl->zero[v] > 3)) || (!param && pl->zero[v] != -1)) {
@@ -184,6 +230,11 @@ void placement_print(const Placement *pl, StrBuf *b) {
         }
         for (int i = 0; i < n->n_in; i++)
             if (pl->zero[n->in[i]] > 0) sb_printf(b, "  zero%d(%%%s)", pl->zero[n->in[i]], ir_val(g, n->in[i])->name);
+        if (pl->pipe.stages > 1) {
+            sb_puts(b, "  stage");
+            for (int s = 0; s < pl->pipe.stages; s++)
+                if (pl->pipe.stage_mask[id] >> s & 1u) sb_printf(b, " %d", s);
+        }
         sb_putc(b, '\n');
     }
 }

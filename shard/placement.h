@@ -34,6 +34,13 @@ const char *placement_phase_name(PlacePhase p);
  * the optimizer); backward: the rest. */
 PlacePhase placement_phase(const Graph *g, NodeId id);
 
+/* A linear op over a pending sum (add, sub, scale of operands held alike, a
+ * sum_to, whose split summed dims leave it pending over their axes too) can run on its operands as held and
+ * leave its result pending: true, and the result's spec in *out, when node
+ * id can, given the spec its first operand is held in. The planner's rule
+ * and the lowering both ask this one function (keep_partial). */
+bool placement_partial_result(const Graph *g, NodeId id, const ShardSpec *held0, ShardSpec *out);
+
 /* Selective recompute keeps the results of these ops (the matrix products:
  * costly to redo, and what rebuilding the rest needs) and re-runs every other
  * forward op of the block instance before its backward. The planner's memory
@@ -47,6 +54,28 @@ typedef enum {
     PL_REPLICATED,    /* every op replicated */
     PL_SHARDED,       /* some operand other than the batch is split (tensor parallel, sequence, ...) */
 } PlaceLayout;
+
+/* Pipeline stages (docs/pipeline.md). The instances of one repeated block
+ * (`block`, the one with the most instances) are cut into `stages`
+ * contiguous ranges: stage s holds instances [first[s], first[s+1]); the
+ * forward nodes before the block go with the first stage (the embedding),
+ * those after it with the last (the head and the loss). Every node's
+ * stages are bits of stage_mask: a node on several stages runs on each (a
+ * tied parameter's gradient merge, accumulation and update; the gradient
+ * norm's sum, every stage adding its own part). Each stage runs the
+ * Placement's intra-stage plan on its own submesh: the runtime mesh is the
+ * plan's mesh with a last axis of `stages` (the stage is the coordinate
+ * there). stages == 1: not pipelined, stage_mask NULL. */
+#define PLACE_MAX_STAGES 32
+typedef enum { PS_1F1B } PlaceSchedule;
+const char *placement_schedule_name(PlaceSchedule s);
+typedef struct PlacePipeline {
+    int stages;
+    int block;                  /* the graph block cut into stages, or IR_NONE */
+    int first[PLACE_MAX_STAGES + 1]; /* first[stages] = the block's instances */
+    PlaceSchedule schedule;
+    uint32_t *stage_mask;       /* per node: bit s, it runs on stage s */
+} PlacePipeline;
 
 typedef struct Placement {
     const Graph *g;
@@ -63,6 +92,7 @@ typedef struct Placement {
     int *rc_selective;          /* the next rc_selective selectively */
     int micro_batches;
     const char *source;         /* who made it ("ilp" or a baseline's name): for reports only */
+    PlacePipeline pipe;         /* stages: 1 unless pipelined (solver/pipeline.c) */
     /* derived (placement_derive) */
     PlaceLayout layout;
     unsigned batch_axes;        /* mesh axes (size > 1) some planned node splits work over */

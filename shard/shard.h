@@ -221,6 +221,21 @@ bool shard_reshard(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *a, c
 double shard_reshard_time(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *a,
                           const ShardSpec *b);
 void shard_reshard_print(StrBuf *b, const ShardReshard *r);
+/* Drops the memoized times and the paused searches, and zeroes the counters. */
 void shard_reshard_cache_clear(void);
+/* Work counters since the last clear (for tests and benchmarks). One search
+ * runs per (mesh, shape, dtype, source spec) and is resumed for each new
+ * target (reshard.c); its answers equal a fresh search's. */
+typedef struct ShardReshardStats {
+    long queries;    /* shard_reshard calls with a target other than the source */
+    long searches;   /* searches started */
+    long expanded;   /* states expanded, over all searches */
+    long time_calls; /* shard_reshard_time calls */
+    long time_hits;  /* ... answered from its memo */
+} ShardReshardStats;
+void shard_reshard_stats(ShardReshardStats *out);
+/* The bytes the paused searches may hold before all are dropped (64 MiB by
+ * default); returns the previous value. Answers do not depend on it. */
+size_t shard_reshard_set_budget(size_t bytes);
 
 #endif

@@ -332,6 +332,8 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     cJSON_AddNumberToObject(o, "master_weights_bytes", ma);
     cJSON_AddNumberToObject(o, "saved_activations_bytes", r->price.mem_acts);
     cJSON_AddNumberToObject(o, "transient_bytes", r->price.mem_transient);
+    cJSON_AddNumberToObject(o, "gradients_not_yet_written_bytes", r->price.mem_grads_late);
+    cJSON_AddStringToObject(o, "peak_at", r->price.peak_at_update ? "update" : "backward start");
     /* the planner's three terms, kept for older readers */
     cJSON_AddNumberToObject(o, "params_grads_optimizer_bytes", r->price.mem_params);
     cJSON_AddNumberToObject(o, "activations_bytes", r->price.mem_acts);
@@ -354,9 +356,11 @@ typedef struct GInst {
 } GInst;
 
 /* Predicted live bytes through forward then backward, one point per group
- * instance: static state + saved activations so far + the largest transient
- * at that point. Never above the predicted peak (which adds the largest
- * transient of the whole step to all saved activations). */
+ * instance: static state (less the gradients not yet written) + saved
+ * activations so far + the largest transient at that point. The predicted
+ * peak prices the two ends of the backward with the step's largest
+ * transients; a point in between exceeds it only where a group's gradients
+ * outweigh the activations its backward frees. */
 static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
     const IlpProblem *p = r->prob;
     GInst *gi = ir_alloc(sizeof *gi * (size_t)(g->n_nodes + 1));
@@ -380,7 +384,10 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
     for (int gg = 0; gg < p->n_groups; gg++)
         if (p->groups[gg].block >= 0)
             block_none[p->groups[gg].block] += p->groups[gg].strats[r->choice.strat[gg]].act[RC_NONE];
+    /* the gradients first written in the backward are born group by group */
     double base = r->price.mem_params, acts = 0, peak = 0;
+    for (int gg = 0; gg < p->n_groups; gg++)
+        base -= p->groups[gg].mult * p->groups[gg].strats[r->choice.strat[gg]].mem_grad_late[r->choice.zero[gg]];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "source", "predicted");
     cJSON_AddStringToObject(o, "note",
@@ -393,11 +400,12 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
             const GInst *e = &gi[pass ? n - 1 - k : k];
             const IlpGroup *G = &p->groups[e->group];
             const IlpStrat *S = &G->strats[r->choice.strat[e->group]];
-            double tr = ilp_transient(S, r->choice.zero[e->group]);
+            int z = r->choice.zero[e->group];
+            double tr = ilp_transient(S, z);
             if (pass == 1 && e->pol != RC_NONE) tr = fmax(tr, block_none[e->block]);
             if (pass == 0) acts += S->act[e->pol];
             double live = base + acts + tr;
-            if (pass == 1) acts -= S->act[e->pol];
+            if (pass == 1) acts -= S->act[e->pol], base += S->mem_grad_late[z];
             peak = fmax(peak, live);
             cJSON *pt = cJSON_CreateObject();
             cJSON_AddStringToObject(pt, "phase", pass ? "backward" : "forward");

@@ -66,6 +66,17 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is
     if (n->op == OP_RESHAPE) bytes = 0; /* a view: no data moves */
     out->fwd_s = cost_roofline(cm, oi->cls, out->flops, bytes);
     out->bwd_s = classes[oi->cls].bwd * out->fwd_s;
+    /* one product per operand that takes a gradient: an input's (the first layer's
+     * features) is never computed (autodiff writes none). Not inside a repeated
+     * block: its instances share one price (tying), so they keep both products */
+    if (oi->cls == OPC_MATMUL && (n->block == IR_NONE || g->blocks[n->block].n_instances <= 1)) {
+        int grads = 0;
+        for (int i = 0; i < n->n_in && i < 2; i++) {
+            const Value *v = ir_val(g, n->in[i]);
+            grads += ir_dtype_is_float(v->dtype) && v->role != ROLE_INPUT;
+        }
+        out->bwd_s = grads * out->fwd_s;
+    }
 }
 
 double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,

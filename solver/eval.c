@@ -7,8 +7,11 @@
  *   step = compute + resharding + recompute + exposed gradient sync
  *          + optimizer + ZeRO gathers
  *   exposed sync = max(sync - backward compute, sync / buckets, 0)
- *   peak = parameters/gradients/optimizer state + saved activations
- *          + the largest transient
+ *   peak = the largest transient + the larger of
+ *          - early in the backward: parameters, optimizer state, saved
+ *            activations, the gradients held across micro-batches and those
+ *            the head and the last block instance have written;
+ *          - at the update: parameters, gradients, optimizer state
  */
 #include <math.h>
 #include <string.h>
@@ -40,7 +43,7 @@ void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src) 
 static double maxd(double a, double b) { return a > b ? a : b; }
 
 double ilp_transient(const IlpStrat *S, int z) {
-    return S->transient + (z >= 2 ? S->param_local : 0);
+    return S->transient + (z >= 2 || S->accumulates ? S->param_local : 0);
 }
 
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
@@ -59,6 +62,7 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         r.optimizer_s += g->mult * S->opt_s[z];
         r.gather_s += g->mult * S->gather_s[z];
         r.mem_params += g->mult * S->mem_static[z];
+        r.mem_grads_late += (g->mult - g->early) * S->mem_grad_late[z];
         r.mem_transient = maxd(r.mem_transient, ilp_transient(S, z));
         if (g->block < 0) {
             r.mem_acts += S->act[RC_NONE];
@@ -74,12 +78,18 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
             r.mem_transient = maxd(r.mem_transient, block_none[b]);
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
-        r.comm_s += E->cost[c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst]];
+        int k = c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst];
+        r.comm_s += E->cost[k];
+        r.mem_transient = maxd(r.mem_transient, E->mem[k]);
     }
     r.sync_exposed_s = maxd(0, maxd(r.sync_s - bwd, p->n_layers ? r.sync_s / p->n_layers : 0));
     r.step_s = r.compute_s + r.comm_s + r.recompute_s + r.sync_exposed_s + r.optimizer_s +
                r.gather_s;
-    r.peak_bytes = r.mem_params + r.mem_acts + r.mem_transient;
+    /* two moments: the backward starts (every saved activation, the
+     * gradients held across micro-batches) and the update (every gradient) */
+    double start = r.mem_params - r.mem_grads_late + r.mem_acts, update = r.mem_params;
+    r.peak_at_update = update > start;
+    r.peak_bytes = fmax(start, update) + r.mem_transient;
     ir_free(block_none);
     return r;
 }

@@ -19,7 +19,8 @@
  *   d[k]      binary: block k recomputes somewhere (its activations become
  *             a transient).
  *   T         >= 0: the largest transient; e >= 0: exposed gradient sync.
- * Objective: ilp_evaluate()'s step time. Memory row: its peak bytes <= limit.
+ * Objective: ilp_evaluate()'s step time. Memory rows: its peak bytes <= limit
+ * at both moments it prices (the backward's start, the update).
  * On infeasibility a second solve minimizes the peak instead.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -80,7 +81,7 @@ typedef struct Model {
     int **x;        /* x[g][s * 4 + z]: column or 0 */
     int **bits;     /* per block: [p * nbits + j] */
     int *nbits;
-    int mem_row, M_col;
+    int mem_row, M_col, T_col;
     double ts;      /* seconds -> model time units */
 } Model;
 
@@ -158,6 +159,9 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         }
     }
 
+    /* T >= every transient (its rows: the groups', the edges', the recomputed blocks') */
+    m->T_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient");
+
     /* edges */
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
@@ -170,7 +174,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             rc[a] = -1;
             if (!allowed(p, f, E->src, a)) continue;
             for (int r = 0; r < nr && rc[a] < 0; r++)
-                if (!memcmp(&E->cost[a * nb], &E->cost[rrep[r] * nb], sizeof(double) * (size_t)nb))
+                if (!memcmp(&E->cost[a * nb], &E->cost[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
+                    !memcmp(&E->mem[a * nb], &E->mem[rrep[r] * nb], sizeof(double) * (size_t)nb))
                     rc[a] = r;
             if (rc[a] < 0) rrep[nr] = a, rc[a] = nr++;
         }
@@ -180,10 +185,21 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             for (int c = 0; c < nc && cc[b] < 0; c++) {
                 bool same = true;
                 for (int a = 0; a < na && same; a++)
-                    if (rc[a] >= 0 && E->cost[a * nb + b] != E->cost[a * nb + crep[c]]) same = false;
+                    if (rc[a] >= 0 && (E->cost[a * nb + b] != E->cost[a * nb + crep[c]] ||
+                                       E->mem[a * nb + b] != E->mem[a * nb + crep[c]]))
+                        same = false;
                 if (same) cc[b] = c;
             }
             if (cc[b] < 0) crep[nc] = b, cc[b] = nc++;
+        }
+        /* the pair's transient: T >= mem (a row only where the edge holds one) */
+        bool has_mem = false;
+        for (int k = 0; k < na * nb && !has_mem; k++) has_mem = E->mem[k] > 0;
+        int mrow = 0;
+        if (has_mem) {
+            snprintf(nm, sizeof nm, "etrans_%d", e);
+            mrow = add_row(lp, GLP_LO, 0, 0, nm);
+            put(lp, mrow, m->T_col, 1);
         }
         if (nr <= 1 || nc <= 1) {
             /* the cost depends on one end only: fold it into that end's x */
@@ -198,6 +214,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         if (col)
                             glp_set_obj_coef(lp->P, col,
                                              glp_get_obj_coef(lp->P, col) + tscale * E->cost[a * nb + b]);
+                        if (col && has_mem && E->mem[a * nb + b] > 0) put(lp, mrow, col, -E->mem[a * nb + b] * ms);
                     }
                 }
         } else {
@@ -216,6 +233,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     int col = add_col(lp, GLP_CV, 0, INFINITY, tscale * E->cost[rrep[r] * nb + crep[c]], nm);
                     put(lp, rows_r[r], col, 1);
                     put(lp, rows_c[c], col, 1);
+                    if (has_mem && E->mem[rrep[r] * nb + crep[c]] > 0)
+                        put(lp, mrow, col, -E->mem[rrep[r] * nb + crep[c]] * ms);
                 }
             for (int a = 0; a < na; a++)
                 for (int z = 0; a < na && rc[a] >= 0 && z < ZERO_STAGES; z++)
@@ -239,8 +258,14 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         m->mem_row = add_row(lp, GLP_FR, 0, 0, "memory");
     if (min_mem) m->M_col = add_col(lp, GLP_CV, 0, INFINITY, 1, "peak");
     if (min_mem) put(lp, m->mem_row, m->M_col, -1);
-    int T = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient");
+    /* the second moment: the update (every gradient, no activation) */
+    int urow = min_mem || isfinite(set->mem_limit)
+                   ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, "memory_update")
+                   : add_row(lp, GLP_FR, 0, 0, "memory_update");
+    if (min_mem) put(lp, urow, m->M_col, -1);
+    int T = m->T_col;
     put(lp, m->mem_row, T, 1);
+    put(lp, urow, T, 1);
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
@@ -256,10 +281,11 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 int c = m->x[g][s * ZERO_STAGES + z];
                 if (!c) continue;
                 const IlpStrat *S = &G->strats[s];
-                double mem = G->mult * S->mem_static[z];
+                double mem = G->mult * S->mem_static[z] - (G->mult - G->early) * S->mem_grad_late[z];
                 if (G->block < 0) mem += S->act[RC_NONE];
                 else if (fixed_rc >= 0) mem += p->blocks[G->block].instances * S->act[fixed_rc];
                 put(lp, m->mem_row, c, mem * ms);
+                put(lp, urow, c, G->mult * S->mem_static[z] * ms);
                 put(lp, trow, c, -ilp_transient(S, z) * ms);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + G->mult * S->bwd_s) * ts);
                 if (p->n_layers) put(lp, erow2, c, -G->mult * S->sync_s[z] / p->n_layers * ts);
@@ -446,6 +472,7 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     parm.presolve = GLP_ON;
     parm.mip_gap = s->mip_gap;
     double left = s->time_limit_s - since(&pr->t0);
+    if (ilp_deadline() > 0 && ilp_deadline() - ilp_clock_s() < left) left = ilp_deadline() - ilp_clock_s(); /* --time-limit */
     parm.tm_lim = (int)(1000 * (left > 0.1 ? left : 0.1));
     parm.cb_func = progress_cb;
     parm.cb_info = pr;
@@ -462,6 +489,10 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     glp_term_out(GLP_OFF);
     Progress pr = {{0, 0}, 0, s->progress};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
+    if (p->timed_out) { /* an incomplete problem (ilp_problem_build stopped at the deadline) */
+        r.status = ILP_ERROR;
+        return r;
+    }
     Model m;
     int st = run(p, s, &m, false, &pr, &r);
     if (st == GLP_OPT || st == GLP_FEAS) {

@@ -157,18 +157,13 @@ static bool choose(Walk *w, NodeId id, const IterSpace *is, ShardStrategy *out) 
     return bi >= 0;
 }
 
-/* Linear element-wise ops keep a pending sum pending. */
-static bool passes_partial(const Walk *w, NodeId id) {
+/* Linear ops keep a pending sum pending (placement_partial_result), when
+ * every operand is held alike; *out: the result's spec. */
+static bool passes_partial(const Walk *w, NodeId id, ShardSpec *out) {
     const Node *n = ir_node(w->g, id);
-    if (n->op != OP_ADD && n->op != OP_SUB && n->op != OP_SCALE) return false;
-    Shape o = ir_val(w->g, n->out[0])->shape;
-    const ShardSpec *s0 = &w->spec[n->in[0]];
-    if (!s0->partial || s0->pmax) return false;
-    for (int i = 0; i < n->n_in; i++) {
-        if (!w->known[n->in[i]] || !ir_shape_eq(ir_val(w->g, n->in[i])->shape, o)) return false;
-        if (!shard_spec_eq(&w->spec[n->in[i]], s0)) return false;
-    }
-    return ir_val(w->g, n->out[0])->updates == IR_NONE;
+    for (int i = 0; i < n->n_in; i++)
+        if (!w->known[n->in[i]] || !shard_spec_eq(&w->spec[n->in[i]], &w->spec[n->in[0]])) return false;
+    return placement_partial_result(w->g, id, &w->spec[n->in[0]], out);
 }
 
 /* An input: whole rows, split as its first reader splits its leading dim
@@ -211,6 +206,7 @@ static bool complete(Walk *w) {
         IterSpace is;
         ir_itspace(g, id, &is);
         ShardStrategy st;
+        ShardSpec pass_spec;
         if (pl->has_st[id]) {
             st = pl->st[id];
             for (int a = 0; w->lowerable && a < w->m->n_axes; a++)
@@ -220,7 +216,7 @@ static bool complete(Walk *w) {
                               ir_op(n->op)->name, ir_val(g, n->out[0])->name, is.iters[st.iter_of_axis[a]].name, a);
                     return false;
                 }
-        } else if (passes_partial(w, id)) {
+        } else if (passes_partial(w, id, &pass_spec)) {
             pl->keep_partial[id] = pl->has_st[id] = pl->by_rule[id] = true;
         } else if (choose(w, id, &is, &st)) {
             pl->st[id] = st;
@@ -246,7 +242,7 @@ static bool complete(Walk *w) {
         }
         for (int o = 0; o < n->n_out; o++) {
             ValueId y = n->out[o];
-            first_held(w, y, pass ? &w->spec[n->in[0]] : &st.out[o]);
+            first_held(w, y, pass ? &pass_spec : &st.out[o]);
             /* ZeRO-2/3: a parameter's gradient is reduce-scattered into the
              * update's slice right after it is computed */
             ValueId p = w->gparam[y];

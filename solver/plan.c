@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "pipeline.h"
 #include "plan.h"
 
 void plan_options_default(PlanOptions *o) {
@@ -78,6 +79,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train};
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->batch = r->prob->batch;
+    if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
     IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
     double t0 = now_s();
     bool forced = o->strategy && strcmp(o->strategy, "auto");
@@ -151,9 +153,13 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
     IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)nm);
     IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train};
     double lo = INFINITY;
+    /* the sweep's solves run within a --time-limit of their own; a mesh whose
+     * problem is not built by then drops out of the sweep */
+    ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
     for (int i = 0; i < nm; i++) {
         cms[i] = (CostModel){cl, &meshes[i], dt};
         probs[i] = ilp_problem_build(g, &cms[i], &io);
+        if (probs[i]->timed_out) continue;
         IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, fix};
         IlpResult r = ilp_solve(probs[i], &s);
         if (r.status == ILP_INFEASIBLE && r.min_mem > 0) lo = fmin(lo, r.min_mem);
@@ -168,6 +174,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
         PlanSweepPoint *pt = &best->sweep[k];
         pt->limit_bytes = n == 1 ? limit : lo * pow(limit / lo, (double)k / (n - 1));
         for (int i = 0; i < nm; i++) {
+            if (probs[i]->timed_out) continue;
             IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, fix};
             IlpResult r = ilp_solve(probs[i], &s);
             if (ilp_has_plan(r.status) && (!pt->fits || r.price.step_s < pt->step_s)) {
@@ -209,13 +216,29 @@ static int micro_batches_that_fit(const Graph *g, const PlanOptions *o, const Il
     return 0;
 }
 
+static PlanResult *plan_within(const Graph *g, const PlanOptions *o);
+
+/* --time-limit bounds the whole planning: building each mesh's problem and
+ * every solve (deadline.c); a --sweep-mem gets a limit of its own. */
 PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
+    ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
+    PlanResult *r = plan_within(g, o);
+    ilp_set_deadline(0);
+    return r;
+}
+
+static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
     ShardCluster cl;
     StrBuf err, hint;
     sb_init(&err);
     sb_init(&hint);
     if (!shard_cluster_load(o->cluster ? o->cluster : "h100", &cl, &err, &hint)) {
         diag_plain(hint.len ? sb_cstr(&hint) : NULL, "--cluster: %s", sb_cstr(&err));
+        sb_free(&err), sb_free(&hint);
+        return NULL;
+    }
+    if (o->pp > 1 && !pipeline_submesh_cluster(&cl, o->pp, &err, &hint)) { /* a stage plans on its submesh */
+        diag_plain(sb_cstr(&hint), "%s", sb_cstr(&err));
         sb_free(&err), sb_free(&hint);
         return NULL;
     }
@@ -252,6 +275,7 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
             if (!strcmp(o->recompute, ilp_recompute_name(p))) fix.recompute = p;
     }
     if (o->zero && strcmp(o->zero, "auto")) fix.zero = atoi(o->zero);
+    else if (o->pp > 1) fix.zero = 0; /* pipelines lower stages without ZeRO (compiler/lower/pipeline.c) */
     /* Plans never use the cluster's reserve (context, communicator buffers,
      * GEMM workspace): the limit is the device's memory less the reserve, or
      * --mem when given, which counts only what the plan itself holds (the
@@ -270,8 +294,14 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
     PlanResult *best = NULL;
     double solve_s = 0, min_mem = INFINITY;
     IlpPrice min_price = {0};
+    int timed_out = -1; /* the mesh whose problem the deadline cut short */
     for (int i = 0; i < nm; i++) {
         PlanResult *r = plan_mesh(g, o, &cl, &meshes[i], dt, limit, &fix);
+        if (r->prob->timed_out) {
+            timed_out = i;
+            plan_free(r);
+            break;
+        }
         solve_s += r->solve_s;
         if (r->res.status == ILP_INFEASIBLE && r->res.min_mem > 0 && r->res.min_mem < min_mem) {
             min_mem = r->res.min_mem;
@@ -282,6 +312,26 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
             plan_free(best);
             best = r;
         } else plan_free(r);
+    }
+    if (timed_out >= 0) {
+        StrBuf m;
+        sb_init(&m);
+        shard_mesh_print(&m, &meshes[timed_out]);
+        if (!best) {
+            diag_plain("raise --time-limit (it bounds building the problems and solving them), "
+                       "or plan on a mesh with fewer axes (--mesh)",
+                       "planning stopped at --time-limit %g s while building the problem for mesh %s "
+                       "(%d of %d meshes tried, none planned)",
+                       o->time_limit_s, sb_cstr(&m), timed_out + 1, nm);
+            sb_free(&m);
+            return NULL;
+        }
+        fprintf(stderr, "colossal-compile: note: --time-limit %g s reached while building the problem for "
+                        "mesh %s; the plan is the best on the %d mesh%s before it (raise --time-limit to try "
+                        "the rest)\n",
+                o->time_limit_s, sb_cstr(&m), timed_out, timed_out == 1 ? "" : "es");
+        sb_free(&m);
+        nm = timed_out;
     }
     if (!best) {
         char lim[32], mn[32], pa[32], ac[32], tr[32];
@@ -304,6 +354,7 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
                               ? "parameters, gradients and optimizer state"
                           : min_price.mem_acts >= min_price.mem_transient ? "saved activations"
                                                                           : "the largest transient";
+        if (o->quiet_no_fit) return NULL;
         bool params_dominate = min_price.mem_params >= min_price.mem_acts;
         const char *fixhint =
             params_dominate ? (fix.zero >= 0 && fix.zero < 3
@@ -341,6 +392,18 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
         sb_free(&perr);
         plan_free(best);
         return NULL;
+    }
+    if (o->pp > 1) { /* the stages of every node (pipeline.c) */
+        StrBuf phint;
+        sb_init(&phint);
+        bool ok = pipeline_place(best->pl, o->pp, PS_1F1B, &perr, &phint);
+        if (!ok) diag_plain(sb_cstr(&phint), "%s", sb_cstr(&perr));
+        sb_free(&phint);
+        if (!ok) {
+            sb_free(&perr);
+            plan_free(best);
+            return NULL;
+        }
     }
     if (!placement_verify(best->pl, &perr)) { /* an internal error: the planner made it */
         fprintf(stderr, "colossal-compile: internal error: %s:%d: the planner's placement is inconsistent: %s\n",
@@ -443,6 +506,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
         cJSON_AddBoolToObject(o, "fits", b->fits);
         cJSON_AddItemToArray(bl, o);
     }
+    pipeline_json(cJSON_AddObjectToObject(root, "pipeline"), g, r);
     plan_json_ops(cJSON_AddArrayToObject(root, "ops"), g, r);
     cJSON *blocks = cJSON_AddArrayToObject(root, "blocks");
     for (int k = 0; k < p->n_blocks; k++) {

@@ -24,12 +24,15 @@ typedef struct PlanOptions {
     double mip_gap;
     const char *dump_ilp;
     int micro_batches;
+    int pp;                     /* pipeline stages (solver/pipeline.c); <= 1: none */
     int64_t batch;              /* --batch (0: the model's); IR text fixes it */
     bool tie;                   /* tie repeated blocks (true unless testing) */
     bool lowerable;             /* plans for generated code: no strategy the lowering
                                  * cannot run yet (IlpOptions.lowerable) */
     bool three_axes;            /* also try 3-axis default meshes */
     bool progress;
+    bool quiet_no_fit;          /* no plan fits: return NULL without saying so (the caller
+                                 * searches for a limit whose plan's arena fits) */
     int sweep_points;           /* --sweep-mem: re-solve at this many limits (0: no sweep) */
     AdOptions train;            /* the optimizer the plan prices (default AdamW) */
 } PlanOptions;

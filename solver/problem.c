@@ -306,6 +306,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
     const IlpProblem *p = b->p;
     double ps = p->param_bytes, gs = p->grad_bytes, os = p->opt_bytes;
     for (int z = 0; z < ZERO_STAGES; z++) S->zero_ok[z] = z == 0;
+    S->accumulates = !p->grads_late;
     for (int m = 0; m < gr->n_members; m++) {
         const IlpMember *mem = &gr->members[m];
         const Node *nd = ir_node(g, mem->node);
@@ -339,6 +340,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                                : z == 2 ? ps * local + (gs + os) * local / shard
                                         : (ps + gs + os) * local / shard;
                 S->mem_static[z] += mem_z;
+                if (p->grads_late) S->mem_grad_late[z] += gs * local / (z >= 2 ? shard : 1);
                 S->sync_s[z] += cost_grad_sync(cm, vv->shape, dt, &gspec, z >= 2 ? 2 : 0);
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
                 S->gather_s[z] += z == 3 ? 2 * ag : ag;
@@ -411,6 +413,7 @@ static void build_edges(Builder *b) {
     p->edges = ir_alloc(sizeof *p->edges * (size_t)cap);
     for (int n = 0; n < g->n_nodes; n++) {
         if (p->group_of_node[n] < 0) continue;
+        if ((p->timed_out = ilp_deadline_passed())) return; /* --time-limit */
         const Node *nd = ir_node(g, n);
         int gd = p->group_of_node[n], md = p->member_of_node[n];
         IlpGroup *D = &p->groups[gd];
@@ -432,7 +435,7 @@ static void build_edges(Builder *b) {
             IlpGroup *S = &p->groups[gs];
             /* self edge across instances of a tied block: both ends share variables */
             bool diag = gs == gd;
-            double *cost = NULL;
+            double *cost = NULL, *mem = NULL;
             if (!diag) {
                 int e = 0;
                 while (e < p->n_edges && !(p->edges[e].src == gs && p->edges[e].dst == gd)) e++;
@@ -442,9 +445,12 @@ static void build_edges(Builder *b) {
                     p->edges[e].dst = gd;
                     p->edges[e].cost = ir_alloc(sizeof(double) * (size_t)S->n_strats *
                                                 (size_t)(D->n_strats ? D->n_strats : 1));
+                    p->edges[e].mem = ir_alloc(sizeof(double) * (size_t)S->n_strats *
+                                               (size_t)(D->n_strats ? D->n_strats : 1));
                     p->n_edges++;
                 }
                 cost = p->edges[e].cost;
+                mem = p->edges[e].mem;
             }
             for (int a = 0; a < S->n_strats; a++)
                 for (int c = 0; c < D->n_strats; c++) {
@@ -456,6 +462,16 @@ static void build_edges(Builder *b) {
                     double t = cost_edge(b->cm, v->shape, v->dtype, from, &sc->in[i], &gsp);
                     if (diag) D->strats[c].comm_s += t / D->mult;
                     else cost[a * D->n_strats + c] += t;
+                    /* a parameter read in another spec than its owner holds it: the
+                     * consumer's resharded copy and the gradient it writes in that spec
+                     * live while it runs (GPT-2's tied embedding, gathered for the head) */
+                    if (!diag && in_idx >= 0 && !shard_spec_eq(from, &sc->in[i])) {
+                        double bytes = (double)ir_dtype_size(v->dtype) *
+                                       (double)(ir_shape_numel(shard_spec_local(&sc->in[i], b->cm->mesh, v->shape)) +
+                                                ir_shape_numel(shard_spec_local(&gsp, b->cm->mesh, v->shape)));
+                        double *slot = &mem[a * D->n_strats + c];
+                        if (bytes > *slot) *slot = bytes;
+                    }
                 }
         }
     }
@@ -483,6 +499,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     bool accumulates = false; /* a training graph of one micro-batch (--emit code) */
     for (NodeId id = 0; id < g->n_nodes; id++) accumulates |= g->nodes[id].op == OP_GRAD_ACCUM;
     p->global_batch = p->batch * (accumulates ? p->opt.micro_batches : 1);
+    p->grads_late = !accumulates && p->opt.micro_batches <= 1;
     Builder b = {.p = p, .g = g, .cm = cm, .train = train};
     for (int v = 0; v < g->n_values; v++)
         b.n_trust += g->values[v].role == ROLE_PARAM && !ad_name_matches(train->no_trust, g->values[v].name);
@@ -496,7 +513,30 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     mark_values(&b);
     form_groups(&b);
     form_blocks(&b);
+    /* the groups whose gradients the backward writes first: those owning a
+     * parameter read after the last block (the head; a tied embedding), and
+     * one instance of the last block */
+    int last_blk = -1, last_node = -1;
+    for (NodeId n = 0; n < g->n_nodes; n++)
+        if (p->group_of_node[n] >= 0 && ir_node(g, n)->block >= 0) {
+            last_blk = p->groups[p->group_of_node[n]].block;
+            last_node = n;
+        }
     for (int gi = 0; gi < p->n_groups; gi++) {
+        IlpGroup *gr = &p->groups[gi];
+        gr->early = gr->block >= 0 && gr->block == last_blk ? 1 : 0;
+    }
+    for (NodeId n = last_node + 1; n < g->n_nodes; n++) {
+        if (p->group_of_node[n] < 0) continue;
+        const Node *nd = ir_node(g, n);
+        for (int i = 0; i < nd->n_in; i++) {
+            int own = b.param_owner[nd->in[i]];
+            if (own >= 0 && p->groups[p->group_of_node[own]].block < 0)
+                p->groups[p->group_of_node[own]].early = p->groups[p->group_of_node[own]].mult;
+        }
+    }
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        if ((p->timed_out = ilp_deadline_passed())) break; /* --time-limit */
         IlpGroup *gr = &p->groups[gi];
         build_strats(&b, gr);
         for (int m = 0; m < gr->n_members; m++) {
@@ -509,7 +549,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
         }
         if (gr->n_params) p->n_layers += gr->mult;
     }
-    build_edges(&b);
+    if (!p->timed_out) build_edges(&b);
     ir_free(b.rep);
     ir_free(b.saved);
     ir_free(b.grad_in_place);
@@ -527,7 +567,7 @@ void ilp_problem_free(IlpProblem *p) {
         for (int m = 0; m < gr->n_members; m++) ir_free(gr->members[m].st);
         ir_free(gr->members);
     }
-    for (int e = 0; e < p->n_edges; e++) ir_free(p->edges[e].cost);
+    for (int e = 0; e < p->n_edges; e++) ir_free(p->edges[e].cost), ir_free(p->edges[e].mem);
     ir_free(p->edges);
     ir_free(p->groups);
     ir_free(p->blocks);

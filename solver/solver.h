@@ -34,10 +34,15 @@ typedef struct IlpStrat {
     double transient;           /* largest per-op working set (gradient buffers) */
     bool zero_ok[ZERO_STAGES];  /* stage allowed: 1-3 only where parameters are replicated */
     double mem_static[ZERO_STAGES]; /* parameters + gradients + optimizer state */
+    double mem_grad_late[ZERO_STAGES]; /* the gradient bytes of mem_static that are first
+                                     * written in the backward (a step of one micro-batch:
+                                     * nothing is accumulated), absent when it starts */
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
     double gather_s[ZERO_STAGES];   /* parameter all-gathers (ZeRO 1-3) */
     double opt_s[ZERO_STAGES];      /* optimizer step */
     double param_local;         /* bytes of the group's parameters as used (gathered) */
+    bool accumulates;           /* gradients accumulate across micro-batches: each is
+                                 * computed into a temporary, then added */
 } IlpStrat;
 
 typedef struct IlpMember {
@@ -57,6 +62,9 @@ typedef struct IlpGroup {
     IlpStrat *strats;
     int n_params;               /* parameters this group owns */
     double param_elems;         /* their elements (global) */
+    int early;                  /* of its instances, those whose gradients the backward writes
+                                 * while every activation is still saved: the groups after the
+                                 * last block (the head) and one instance of the last block */
 } IlpGroup;
 
 /* Resharding between two groups, forward and backward, already multiplied
@@ -64,6 +72,9 @@ typedef struct IlpGroup {
 typedef struct IlpEdge {
     int src, dst;
     double *cost;               /* [src strat * dst->n_strats + dst strat] */
+    double *mem;                /* same layout: a transient the pair holds (a parameter the
+                                 * consumer reads in another spec than its owner: the
+                                 * resharded copy and its gradient in that spec), or 0 */
 } IlpEdge;
 
 typedef struct IlpBlock {
@@ -98,9 +109,22 @@ typedef struct IlpProblem {
     double param_bytes, grad_bytes, opt_bytes; /* per parameter element */
     int64_t batch;              /* the graph's inputs' leading dim */
     int64_t global_batch;       /* rows per step: batch x micro-batches when the graph is one */
+    bool grads_late;            /* one micro-batch per step: the parameters' gradients are
+                                 * born in the backward, not held across micro-batches */
+    bool timed_out;             /* construction stopped at the deadline (ilp_set_deadline):
+                                 * the problem is incomplete; ilp_solve refuses it */
 } IlpProblem;
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);
+
+/* ---- deadline.c: the planning's deadline (--time-limit) -------------------- */
+
+double ilp_clock_s(void);             /* CLOCK_MONOTONIC seconds */
+/* Construction and every solve stop by then (ilp_clock_s seconds; 0: never,
+ * the default). */
+void ilp_set_deadline(double deadline_s);
+double ilp_deadline(void);
+bool ilp_deadline_passed(void);
 void ilp_problem_free(IlpProblem *p);
 
 /* ---- eval.c: a choice and its price --------------------------------------- */
@@ -116,15 +140,20 @@ typedef struct IlpPrice {
     double compute_s, comm_s, recompute_s, sync_exposed_s, sync_s, optimizer_s, gather_s;
     double peak_bytes;
     double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes */
+    double mem_grads_late;      /* of mem_params: gradients not yet written when the backward
+                                 * has run the head and the last block instance */
+    bool peak_at_update;        /* the peak is at the update (all gradients, no activations),
+                                 * not at the start of the backward */
 } IlpPrice;
 
 /* The largest transient of one group instance under ZeRO stage z: its
  * backward's gradient buffers (IlpStrat.transient), plus under stages 2 and
- * 3 the whole gradient of its parameters (computed whole, then
- * reduce-scattered into the slice; under stage 3 the gathered parameters,
+ * 3, or when gradients accumulate across micro-batches, the whole gradient
+ * of its parameters (computed whole, then reduce-scattered into the slice,
+ * or added to the accumulator; under stage 3 the gathered parameters,
  * the same bytes, live at other nodes: the input gradient's, not the weight
- * gradient's). The ILP's memory row, the evaluator and the report's timeline
- * all read this. */
+ * gradient's). The ILP's memory rows, the evaluator and the report's
+ * timeline all read this. */
 double ilp_transient(const IlpStrat *S, int z);
 
 IlpChoice ilp_choice_new(const IlpProblem *p);

@@ -32,7 +32,7 @@ for opt in "${opts[@]}"; do
   grep -q "gpt2_bench_update_s += " "$out/gpt2.c" || { echo "the generated gpt2.c changed: cannot time its update" >&2; exit 1; }
   mpicc -std=c17 -O3 -march=native -fopenmp -Iinclude -I"$out" -DCG_MODEL=gpt2 -DCG_HEADER=gpt2.h \
     bench/codegen_cpu/train.c "$out/gpt2.c" "$out/gpt2_kernels.c" \
-    "$build/runtime/libcolrt_cpu.a" -lcjson -ldl -lm -lpthread -o "$out/train"
+    "$build/runtime/libcolrt_cpu.a" -lcjson -lz -ldl -lm -lpthread -o "$out/train"
   echo "== --optimizer $opt"
   OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "${mpirun[@]}" -np 1 -x OMP_NUM_THREADS "$out/train" "$steps" 1e-4 1
 done

@@ -49,6 +49,7 @@ int main(int argc, char **argv) {
     if (CG_FN(create)(&cfg, &m) != 0) colrt_die("cannot create the model");
     int64_t first, rows;
     CG_FN(input_rows)(m, &first, &rows);
+    rows *= CG_CAT(CG_MODEL, _MICRO_BATCHES); /* the inputs hold every micro-batch's rows, one block each */
     /* the sequence length: the local input's size over its rows */
     int64_t seq = CG_CAT(CG_MODEL, _idx_ELEMS) / CG_CAT(CG_MODEL, _idx_ROWS);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)(rows * seq));
@@ -79,7 +80,7 @@ int main(int argc, char **argv) {
     }
     CG_FN(statistics) st = CG_FN(stats)(m);
     if (colrt_rank() == 0)
-        printf("%d rank%s, arena %.1f MB per rank (lower bound %.1f MB), %.3f s per step (mean of %d)\n",
+        printf("%d rank%s, arena %.1f MB per rank (lower bound %.1f MB), %.6f s per step (mean of %d)\n",
                colrt_world(), colrt_world() == 1 ? "" : "s", st.arena_bytes / 1e6, st.lower_bound_bytes / 1e6, steps ? timed / steps : 0.0,
                steps);
     if (colrt_rank() == 0 && bench && steps)

@@ -41,13 +41,13 @@ run gpt2-124m "8 GPUs megatron 1x8"        "${gpt2[@]}" --cluster h100:1x8 --mes
 run gpt2-124m "8 GPUs auto, no ZeRO"       "${gpt2[@]}" --cluster h100:1x8 --zero 0
 run gpt2-124m "1 GPU, selective"           "${gpt2[@]}" --cluster h100:1x1 --recompute selective
 run gpt2-124m "8 GPUs zero2, selective"    "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --zero 2 --recompute selective
-run gpt2-124m "8 GPUs dp, 4 micro-batches" "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --strategy dp --micro-batches 4
+run gpt2-124m "8 GPUs dp, 4 micro-batches" examples/gpt2/gpt2.c --batch 32 --cluster h100:1x8 --mesh 8 --strategy dp --micro-batches 4
 run gpt2-1.5b "8 GPUs auto 2x4"            "${gpt2xl[@]}" --cluster h100:1x8 --mesh 2x4
 run llama-7b  "8 GPUs zero2, 1 TB limit"   "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy zero2 --mem 1TB
 run llama-7b  "8 GPUs zero2-recompute"     "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy zero2-recompute
 run llama-7b  "8 GPUs zero3-recompute"     "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy zero3-recompute
 run llama-7b  "8 GPUs zero1-recompute"     "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy zero1-recompute --mem 1TB
-run llama-7b  "8 GPUs dp-recompute, 1 TB"  "${llama7b[@]}" --cluster h100:1x8 --mesh 8 --strategy dp-recompute --mem 1TB
+run llama-7b  "8 H200s dp-recompute"       "${llama7b[@]}" --cluster h200:1x8 --mesh 8 --strategy dp-recompute --mem 1TB
 run llama-7b  "8 GPUs auto"                "${llama7b[@]}" --cluster h100:1x8
 run llama-7b  "8 GPUs megatron 1x8"        "${llama7b[@]}" --cluster h100:1x8 --mesh 1x8 --strategy megatron
 run llama-7b  "8 GPUs megatron-recompute"  "${llama7b[@]}" --cluster h100:1x8 --mesh 1x8 --strategy megatron-recompute

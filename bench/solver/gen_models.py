@@ -3,7 +3,7 @@
 end lands: GPT-2 (the structure of examples/ir/gpt2-2layer.cir) and LLaMA
 (RMSNorm, RoPE, grouped-query attention, SwiGLU), with repeated blocks `h`.
 
-    gen_models.py OUTDIR --batch B [--models gpt2-124m,llama-7b,...]
+    gen_models.py OUTDIR --batch B [--models gpt2-124m,llama-7b,...] [--layers N]
 """
 import argparse
 import os
@@ -112,8 +112,9 @@ def llama(name, L, D, H, Hkv, V, T, B, F):
     return p, n
 
 
-def write(outdir, name, B):
+def write(outdir, name, B, layers=None):
     fam, L, D, H, Hkv, F, V, T = MODELS[name]
+    L = layers or L
     gname = name.replace("-", "_").replace(".", "_")
     if fam == "gpt2":
         p, n = gpt2(gname, L, D, H, V, T, B, F)
@@ -121,7 +122,7 @@ def write(outdir, name, B):
         p, n = llama(gname, L, D, H, Hkv, V, T, B, F)
     lines = ["# colossal-ir 1", f"graph {gname}", f"block h {L}",
              f"input %idx : i32[{B},{T}]", f"input %targets : i32[{B},{T}]"] + p + n + ["output %loss"]
-    path = os.path.join(outdir, f"{name}-b{B}.cir")
+    path = os.path.join(outdir, f"{name}-b{B}{f'-l{L}' if layers else ''}.cir")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
@@ -132,10 +133,11 @@ def main():
     ap.add_argument("outdir")
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--layers", type=int, help="blocks per model (default: the model's)")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     for m in a.models.split(","):
-        print(write(a.outdir, m, a.batch))
+        print(write(a.outdir, m, a.batch, a.layers))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,13 @@ typedef struct CgOptions {
     int mesh[3];
     bool cpu, cuda;            /* which kernel files to write */
     double peak_flops;         /* per device, the compute dtype: the header's MFU constant */
+    /* The simulator (solver/sim.h): with cl and shard_mesh set, the program
+     * is recorded as emitted, written into the plan JSON ("program") and
+     * replayed there ("simulated_step_time_s"); *simulated_s gets the step. */
+    const ShardCluster *cl;
+    const ShardMesh *shard_mesh;
+    DType dtype;               /* the compute dtype */
+    double *simulated_s;
 } CgOptions;
 
 /* Writes the files; false after reporting the error (unsupported op or

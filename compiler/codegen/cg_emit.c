@@ -116,6 +116,10 @@ static void emit_header(StrBuf *h, const Graph *g, const LowerProgram *lp, const
               world, world == 1 ? "" : "s", px, px);
     int micro = micro_batches(g);
     sb_printf(h, "/* Micro-batches per step (gradient accumulation). */\n#define %s_MICRO_BATCHES %d\n\n", px, micro);
+    if (lp->pipe.stages > 1)
+        sb_printf(h, "/* Pipeline stages (1F1B, docs/pipeline.md): the mesh's last axis; each rank runs its\n"
+                     " * stage's part of the step. */\n#define %s_PIPELINE_STAGES %d\n\n",
+                  px, lp->pipe.stages);
     sb_printf(h, "/* One step's inputs: for each micro-batch in turn, this rank's rows of it\n"
                  " * (%s_input_rows); the shapes below are one micro-batch's. */\n"
                  "typedef struct %s_inputs {\n", px, px);
@@ -198,7 +202,11 @@ static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId sr
     const LowerProgram *lp = c->lp;
     const char *dt = cg_colrt_dtype(ir_val(c->g, src)->dtype);
     const char *fn = gather ? "all_gather" : "reduce_scatter", *op = gather ? "" : ", COLRT_SUM";
+    double es = (double)ir_dtype_size(ir_val(c->g, src)->dtype);
+    ShardColl kind = gather ? COLL_ALL_GATHER : COLL_REDUCE_SCATTER;
     if (outer < 0 || tmp == IR_NONE) {
+        int ax = inner < 0 ? 0 : inner; /* an all-gather sends its slice; a reduce-scatter takes n slices */
+        cg_trace_coll(c, kind, ax, es * (double)chunk * (gather ? 1 : o->mesh[ax]), SIM_COMPUTE, what);
         sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s */\n", fn,
                   inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk,
                   dt, op, what);
@@ -207,6 +215,8 @@ static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId sr
     /* reduce-scatter: outer axis, then inner; all-gather: inner, then outer */
     int first = gather ? inner : outer, second = gather ? outer : inner;
     int64_t n1 = gather ? chunk : chunk * o->mesh[inner], n2 = gather ? chunk * o->mesh[inner] : chunk;
+    cg_trace_coll(c, kind, first, es * (double)n1 * (gather ? 1 : o->mesh[first]), SIM_COMPUTE, what);
+    cg_trace_coll(c, kind, second, es * (double)n2 * (gather ? 1 : o->mesh[second]), SIM_COMPUTE, what);
     sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s, %s axis */\n", fn,
               first, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)n1, dt, op, what,
               gather ? "inner" : "outer");
@@ -235,18 +245,30 @@ static void emit_bucket(CgCtx *c, const CgOptions *o, int k) {
     sb_printf(c->sched, "    /* gradient bucket %d: %d gradients, %lld bytes%s */\n", k, bk->n,
               (long long)lp->v[bk->buf].bytes, accum ? ", once the last micro-batch is accumulated" : "");
     if (accum) sb_puts(c->sched, "    if (M->last_micro) {\n");
+    c->trace_last_micro = accum;
     sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]);\n", k);
-    for (int q = 0; q < bk->n; q++)
+    cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, 2 * k + 1);
+    for (int q = 0; q < bk->n; q++) {
+        cg_trace_copy(c, (double)lp->v[bk->grad[q]].bytes, ir_val(c->g, bk->grad[q])->name);
         sb_printf(c->sched, "    colrt_memcpy(M->arena.base + %lld, M->arena.base + %lld, %lld, COLRT_D2D, NULL); /* %%%s */\n",
                   (long long)lp->v[bk->view[q]].offset, (long long)lp->v[bk->grad[q]].offset,
                   (long long)lp->v[bk->grad[q]].bytes, ir_val(c->g, bk->grad[q])->name);
+    }
     sb_printf(c->sched, "    colrt_event_record(M->bucket_ready[%d], NULL);\n    colrt_stream_wait(M->comm, M->bucket_ready[%d]);\n", k, k);
+    cg_trace_event(c, SIM_RECORD, SIM_COMPUTE, 2 * k);
+    cg_trace_event(c, SIM_WAIT, SIM_COMM, 2 * k);
+    char what[64];
+    snprintf(what, sizeof what, "gradient bucket %d", k);
     for (int a = 0; a < o->mesh_axes; a++)
-        if (reduces_over(lp, o, a))
+        if (reduces_over(lp, o, a)) {
+            cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)bk->elems * (double)ir_dtype_size(dt), SIM_COMM, what);
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, M->arena.base + %lld, M->arena.base + %lld, %lld, %s, COLRT_SUM, M->comm);\n",
                       a, (long long)lp->v[bk->buf].offset, (long long)lp->v[bk->buf].offset, (long long)bk->elems,
                       cg_colrt_dtype(dt));
+        }
     sb_printf(c->sched, "    colrt_event_record(M->bucket_done[%d], M->comm);\n", k);
+    cg_trace_event(c, SIM_RECORD, SIM_COMM, 2 * k + 1);
+    c->trace_last_micro = false;
     if (accum) sb_puts(c->sched, "    }\n");
 }
 
@@ -271,9 +293,27 @@ static void emit_norms(CgCtx *c, const CgOptions *o) {
         k = e;
     }
     for (int a = 0; a < o->mesh_axes; a++)
-        if (lp->sharded ? (nb->all_axes >> a & 1u) : reduces_over(lp, o, a))
+        if (lp->sharded ? (nb->all_axes >> a & 1u) : reduces_over(lp, o, a)) {
+            cg_trace_coll(c, COLL_ALL_REDUCE, a, 8.0 * nb->n, SIM_COMPUTE, "trust-ratio norms");
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, CG_F(%lld), CG_F(%lld), %d, COLRT_F32, COLRT_SUM, NULL);\n",
                       a, (long long)lp->v[nb->buf].offset, (long long)lp->v[nb->buf].offset, 2 * nb->n);
+        }
+}
+
+/* The sum of a partial value over the batch's ranks, in place. */
+static void emit_reduce(CgCtx *c, const CgOptions *o, ValueId v) {
+    const LowerProgram *lp = c->lp;
+    for (int a = 0; a < o->mesh_axes; a++) {
+        if (!reduces_over(lp, o, a)) continue;
+        cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)ir_shape_numel(lp->v[v].local) * ir_dtype_size(ir_val(c->g, v)->dtype),
+                      SIM_COMPUTE, ir_val(c->g, v)->name);
+        sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", a);
+        cg_ptr(c, c->sched, v);
+        sb_puts(c->sched, ", ");
+        cg_ptr(c, c->sched, v);
+        sb_printf(c->sched, ", %lld, %s, COLRT_SUM, NULL); /* %%%s */\n",
+                  (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(c->g, v)->dtype), ir_val(c->g, v)->name);
+    }
 }
 
 /* Copies into the leaves they update, for results of nodes [first, last)
@@ -283,10 +323,11 @@ static void emit_commits(CgCtx *c, StrBuf *m, int first, int last) {
     const LowerProgram *lp = c->lp;
     for (ValueId v = 0; v < g->n_values; v++) {
         const Value *x = ir_val(g, v);
-        if (x->updates == IR_NONE || x->def < first || x->def >= last) continue;
+        if (x->updates == IR_NONE || x->def < first || x->def >= last || !cg_pipe_on(c, x->def)) continue;
         ValueId src = lp->v[v].commit_from > 0 && lp->v[v].commit_from != IR_NONE ? lp->v[v].commit_from : v;
         if (lp->v[src].offset == lp->v[x->updates].offset) continue;
         if (lp->n[x->def].zero && x->def_out == 0) continue; /* all-gathered above */
+        cg_trace_copy(c, (double)lp->v[src].bytes, x->name);
         sb_printf(m, "    colrt_memcpy(");
         cg_ptr(c, m, x->updates);
         sb_puts(m, ", ");
@@ -363,29 +404,30 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
     for (int p = 0; p < 3; p++) sb_init(&parts[p]); /* all three: an error frees them all */
     for (int p = 0; p < 3; p++) {
         c->sched = &parts[p];
+        c->trace_part = p; /* SIM_FORWARD, SIM_BACKWARD, SIM_UPDATE */
         int first = p == 0 ? 0 : p == 1 ? *fwd_end : *step_begin;
         int last = p == 0 ? *fwd_end : p == 1 ? *step_begin : nn;
+        if (p == 2) cg_pipe_before_node(c, o, -1); /* a pipeline's tied gradients summed */
         if (p == 2 && lp->n_buckets) { /* the update reads the buckets */
             sb_puts(c->sched, "    /* the gradient buckets' all-reduces */\n");
-            for (int k = 0; k < lp->n_buckets; k++)
+            for (int k = 0; k < lp->n_buckets; k++) {
                 sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]);\n", k);
+                cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, 2 * k + 1);
+            }
         }
         for (NodeId id = first; id < last; id++) {
+            if (!cg_pipe_on(c, id)) { /* another pipeline stage's: its sums of this stage's gradients stay */
+                for (int k = 0; k < lp->n[id].n_reduce; k++)
+                    if (cg_pipe_holds(c, lp->n[id].reduce[k])) emit_reduce(c, o, lp->n[id].reduce[k]);
+                cg_pipe_foreign_node(c, id);
+                continue;
+            }
             const Node *n = ir_node(g, id);
             const LowerNode *ln = &lp->n[id];
+            cg_pipe_before_node(c, o, id);
             if (lp->norms.n && lp->norms.launch == id) emit_norms(c, o);
-            for (int k = 0; k < ln->n_reduce; k++) {
-                ValueId v = ln->reduce[k];
-                for (int a = 0; a < o->mesh_axes; a++) {
-                    if (!reduces_over(lp, o, a)) continue;
-                    sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", a);
-                    cg_ptr(c, c->sched, v);
-                    sb_puts(c->sched, ", ");
-                    cg_ptr(c, c->sched, v);
-                    sb_printf(c->sched, ", %lld, %s, COLRT_SUM, NULL); /* %%%s */\n",
-                              (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(g, v)->dtype), ir_val(g, v)->name);
-                }
-            }
+            for (int k = 0; k < ln->n_reduce; k++)
+                if (cg_pipe_holds(c, ln->reduce[k])) emit_reduce(c, o, ln->reduce[k]);
             c->cur_node = id;
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
                 char what[300];
@@ -428,6 +470,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 emit_zero_coll(c, o, true, n->out[0], n->in[0], ln->ag_tmp, ln->zchunk, what);
             }
             cg_emit_reshards(c, o, id, true);
+            cg_pipe_after_node(c, id);
             for (int k = 0; k < lp->n_buckets; k++)
                 if (lp->buckets[k].launch == id) emit_bucket(c, o, k);
             for (int k = 0; k < lp->n_out_reduce; k++) { /* a partial loss: sum it now */
@@ -435,6 +478,8 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 if (ir_val(g, v)->def != id) continue;
                 for (int a = 0; a < o->mesh_axes; a++) {
                     if (!reduces_over(lp, o, a)) continue;
+                    cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)ir_shape_numel(lp->v[v].local) * ir_dtype_size(ir_val(g, v)->dtype),
+                                  SIM_COMPUTE, ir_val(g, v)->name);
                     sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", a);
                     cg_ptr(c, c->sched, v);
                     sb_puts(c->sched, ", ");
@@ -446,19 +491,22 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
         }
     }
     c->cur_node = -1; /* outside the schedule: values as stored */
-    const char *pt = "";
-    sb_printf(m, "static void %s_forward_nodes(%s *M) {\n%s%s}\n\n", px, px, pt, sb_cstr(&parts[0]));
-    sb_printf(m, "static void %s_backward_nodes(%s *M) {\n%s%s", px, px, pt, sb_cstr(&parts[1]));
+    char sfx[16] = ""; /* a pipeline stage's functions: _s0, _s1, ... */
+    if (c->stage >= 0) snprintf(sfx, sizeof sfx, "_s%d", c->stage);
+    sb_printf(m, "static void %s_forward_nodes%s(%s *M) {\n%s}\n\n", px, sfx, px, sb_cstr(&parts[0]));
+    sb_printf(m, "static void %s_backward_nodes%s(%s *M) {\n%s", px, sfx, px, sb_cstr(&parts[1]));
+    c->trace_part = SIM_BACKWARD;
     emit_commits(c, m, 0, *step_begin);
     sb_puts(m, "}\n\n");
-    sb_printf(m, "static void %s_update_nodes(%s *M) {\n%s%s", px, px, pt, sb_cstr(&parts[2]));
+    sb_printf(m, "static void %s_update_nodes%s(%s *M) {\n%s", px, sfx, px, sb_cstr(&parts[2]));
+    c->trace_part = SIM_UPDATE;
     emit_commits(c, m, *step_begin, nn);
     sb_puts(m, "}\n\n");
     for (int q = 0; q < 3; q++) sb_free(&parts[q]);
     return true;
 }
 
-static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *schedule, int64_t arena) {
+static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *schedule, int64_t arena) {
     const Graph *g = c->g;
     const LowerProgram *lp = c->lp;
     const char *px = c->prefix;
@@ -475,17 +523,24 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "#define %s_STEP_OFF ((size_t)%lld) /* scratch: the step count for checkpoints */\n\n",
               px, (long long)arena, px, (long long)lp->lower_bound_bytes, px, (long long)(c->scratch_off + 128));
     bool half = cg_graph_has_half(g); /* mixed precision: leaves and inputs are converted on the host */
+    const bool pipe = cg_pipelined(c);
+    StrBuf leaf_stages; /* pipelined: the stages holding each leaf */
+    sb_init(&leaf_stages);
     if (half) cg_half_helpers(m, NULL, false); /* C: unused static inline is fine */
     sb_printf(m, "/* kernels (%s_kernels.c / %s_kernels.cu) */\n%s\n", px, px, sb_cstr(&c->proto));
     sb_printf(m, "struct %s {\n    colrt_arena arena;\n    colrt_mesh *mesh;\n    int own_mesh;\n"
                  "    uint64_t seed;\n    int64_t step;\n    int64_t zrank; /* this rank's slice index (ZeRO) */\n    %s_statistics stats;\n"
                  "    colrt_stream *comm; /* gradient buckets: their all-reduces */\n"
                  "    int last_micro; /* the step's last micro-batch is running */\n"
-                 "    colrt_event *bucket_ready[%d], *bucket_done[%d];\n};\n\n",
-              px, px, lp->n_buckets ? lp->n_buckets : 1, lp->n_buckets ? lp->n_buckets : 1);
-    sb_printf(m, "static const int %s_mesh_axes = %d;\nstatic const int %s_mesh[%d] = {", px, o->mesh_axes,
-              px, o->mesh_axes);
+                 "    colrt_event *bucket_ready[%d], *bucket_done[%d];\n%s};\n\n",
+              px, px, lp->n_buckets ? lp->n_buckets : 1, lp->n_buckets ? lp->n_buckets : 1,
+              pipe ? "    int stage; /* this rank's pipeline stage: its coordinate on the mesh's last axis */\n"
+                     "    colrt_arena pipe; /* received forward values (a slot per micro-batch in flight) and gradients */\n"
+                   : "");
+    sb_printf(m, "static const int %s_mesh_axes = %d;\nstatic const int %s_mesh[%d] = {", px, o->mesh_axes + pipe,
+              px, o->mesh_axes + pipe);
     for (int a = 0; a < o->mesh_axes; a++) sb_printf(m, "%s%d", a ? ", " : "", o->mesh[a]);
+    if (pipe) sb_printf(m, ", %d", lp->pipe.stages); /* the pipeline's axis */
     sb_puts(m, "};\n\n");
 
     /* the leaves: parameters and optimizer state */
@@ -504,6 +559,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         for (ValueId w = 0; w < g->n_values && x->role == ROLE_HYPER; w++) updated |= ir_val(g, w)->updates == v;
         if (x->role != ROLE_PARAM && x->role != ROLE_STATE && !updated) continue;
         n_leaves++;
+        if (pipe) sb_printf(&leaf_stages, "%s%uu", n_leaves > 1 ? ", " : "", cg_pipe_leaf_stages(c, v));
         /* an f32 master starts as its parameter's values (the parameter is the master rounded) */
         ValueId of = x->role == ROLE_STATE ? cg_master_of(g, v) : IR_NONE;
         Init in = updated ? (Init){INIT_UNIFORM, CG_INITIAL_LOSS_SCALE, CG_INITIAL_LOSS_SCALE} : x->init;
@@ -537,6 +593,11 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     }
     if (!n_leaves) sb_puts(m, "    {0},\n");
     sb_printf(m, "};\nstatic const int %s_n_leaves = %d;\n\n", px, n_leaves);
+    if (pipe)
+        sb_printf(m, "/* The pipeline stages holding each leaf (bit s: stage s; 0: a gradient accumulator, in no checkpoint). */\n"
+                     "static const unsigned %s_leaf_stages[] = {%s};\n\n",
+                  px, leaf_stages.len ? sb_cstr(&leaf_stages) : "0u");
+    sb_free(&leaf_stages);
 
     sb_printf(m,
               "/* Where this rank's shard starts in each dim of the global tensor. */\n"
@@ -627,7 +688,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     }
     sb_puts(m, "    (void)lr;\n}\n\n");
     ValueId loss = g->n_outputs ? g->outputs[0] : IR_NONE;
-    sb_printf(m, "static float %s_loss(%s *M) {\n    float l = 0;\n", px, px);
+    sb_printf(m, "static float %s_loss%s(%s *M) {\n    float l = 0;\n", px, pipe ? "_local" : "", px);
     if (loss != IR_NONE) {
         sb_puts(m, "    colrt_memcpy(&l, ");
         cg_ptr(c, m, loss);
@@ -639,6 +700,12 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "static double %s_now(void) {\n    struct timespec t;\n    clock_gettime(CLOCK_MONOTONIC, &t);\n"
               "    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;\n}\n\n",
               px);
+    StrBuf rank, pipe_init;
+    sb_init(&rank), sb_init(&pipe_init);
+    cg_pipe_rank(c, &rank);
+    if (pipe)
+        sb_printf(&pipe_init, "    M->stage = colrt_mesh_coord(M->mesh, %d);\n    M->pipe = colrt_arena_create(%lld);\n", o->mesh_axes,
+                  (long long)cg_pipe_buffer_bytes(c));
     sb_printf(m,
               "int %s_create(const %s_config *cfg, %s **out) {\n"
               "    %s *M = calloc(1, sizeof *M);\n"
@@ -654,7 +721,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        M->own_mesh = 1;\n"
               "    }\n"
               "    colrt_timeout_hint(%.6g); /* 100 predicted steps, at least 300 s */\n"
-              "    M->zrank = colrt_rank();\n"
+              "    M->zrank = %s;\n%s"
               "    if (%d) M->comm = colrt_stream_create();\n"
               "    for (int k = 0; k < %d; k++) { /* recorded once: complete before the first launch */\n"
               "        M->bucket_ready[k] = colrt_event_create();\n"
@@ -670,7 +737,9 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    colrt_device_sync();\n"
               "    *out = M;\n"
               "    return 0;\n}\n\n",
-              px, px, px, px, px, px, px, px, px, c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0, lp->n_buckets, lp->n_buckets, px, px, px, c->n_prof, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0,
+              sb_cstr(&rank), sb_cstr(&pipe_init), lp->n_buckets, lp->n_buckets, px, px, px, c->n_prof, px, px, px, px, px, px);
+    sb_free(&pipe_init);
     /* gradient accumulators, cleared after each step's update */
     sb_printf(m, "static void %s_clear_accumulators(%s *M) {\n    (void)M;\n", px, px);
     for (NodeId id = 0; id < g->n_nodes; id++) {
@@ -681,6 +750,11 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         sb_printf(m, ", %lld, NULL); /* %%%s */\n", (long long)lp->v[n->in[0]].bytes, ir_val(g, n->in[0])->name);
     }
     sb_puts(m, "}\n\n");
+    if (pipe && !cg_pipe_emit(c, m, o)) {
+        sb_free(&rank);
+        return false;
+    }
+    if (!pipe) {
     sb_printf(m,
               "float %s_train_step(%s *M, const %s_inputs *in, float lr) {\n"
               "    double t0 = %s_now(), l = 0;\n"
@@ -710,12 +784,18 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    }\n"
               "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
               px, px, px, px, px, px, px, px);
+    }
+    char pipe_here[200] = "";
+    if (pipe)
+        snprintf(pipe_here, sizeof pipe_here,
+                 "        int here = (%s_leaf_stages[i] >> M->stage) & 1u; /* the parameters list every leaf */\n"
+                 "        if (!here && !params_only) continue;\n", px);
     sb_printf(m,
               "static int %s_tensors(%s *M, colrt_tensor *t, int params_only, int writers_only) {\n"
               "    int n = 0;\n"
               "    for (int i = 0; i < %s_n_leaves; i++) {\n"
               "        const %s_leaf *l = &%s_leaves[i];\n"
-              "        if ((params_only && !l->param) || (writers_only && !%s_leaf_writer(M, l))) continue;\n"
+              "        if ((params_only && !l->param) || (writers_only && !%s_leaf_writer(M, l))) continue;\n%s"
               "        int64_t start[8] = {0};\n"
               "        %s_leaf_start(M, l, start);\n"
               "        colrt_tensor x = {0};\n"
@@ -727,12 +807,12 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "            x.shape[d] = l->local[d];\n"
               "            x.offset[d] = start[d];\n"
               "        }\n"
-              "        x.data = M->arena.base + l->off;\n"
+              "%s        x.data = M->arena.base + l->off;\n"
               "        if (t) t[n] = x;\n"
               "        n++;\n"
               "    }\n"
               "    return n;\n}\n\n",
-              px, px, px, px, px, px, px);
+              px, px, px, px, px, px, pipe_here, px, pipe ? "        if (!here) x.shape[0] = 0; /* another stage's: none of it here */\n" : "");
     sb_printf(m,
               "int %s_params(%s *M, colrt_tensor *out, int cap) {\n"
               "    int n = %s_tensors(M, NULL, 1, 0);\n"
@@ -804,7 +884,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         sb_puts(&dpi, "(int64_t)0");
         for (int k = 0; k < lp->in_nax; k++)
             sb_printf(&dpi, " * %d + colrt_mesh_coord(M->mesh, %d)", o->mesh[lp->in_ax[k]], lp->in_ax[k]);
-    } else if (!lp->opt.dp_axes) sb_puts(&dpi, "(int64_t)colrt_rank()");
+    } else if (!lp->opt.dp_axes) sb_printf(&dpi, "(int64_t)%s", sb_cstr(&rank));
     else {
         sb_puts(&dpi, "(int64_t)0");
         int64_t stride = 1;
@@ -813,7 +893,7 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                 int64_t below = 1;
                 for (int q = a + 1; q < o->mesh_axes; q++)
                     if (lp->opt.dp_axes & (1u << q)) below *= o->mesh[q];
-                sb_printf(&dpi, " + ((int64_t)colrt_rank() / %lld %% %d) * %lld", (long long)stride, o->mesh[a],
+                sb_printf(&dpi, " + ((int64_t)%s / %lld %% %d) * %lld", sb_cstr(&rank), (long long)stride, o->mesh[a],
                           (long long)below);
             }
             stride *= o->mesh[a];
@@ -830,10 +910,12 @@ static void emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        colrt_event_destroy(M->bucket_ready[k]);\n"
               "        colrt_event_destroy(M->bucket_done[k]);\n"
               "    }\n"
-              "    colrt_arena_destroy(&M->arena);\n"
+              "    colrt_arena_destroy(&M->arena);\n%s"
               "    if (M->own_mesh) colrt_mesh_destroy(M->mesh);\n"
               "    free(M);\n}\n",
-              px, px, lp->n_buckets);
+              px, px, lp->n_buckets, pipe ? "    colrt_arena_destroy(&M->pipe);\n" : "");
+    sb_free(&rank);
+    return true;
 }
 
 bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const char *plan_json,
@@ -849,7 +931,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         sb_free(&pxb);
         return false;
     }
-    CgCtx c = {.g = g, .lp = lp, .prefix = sb_cstr(&pxb), .err = &err, .cur_node = -1, .rc_node = -1};
+    CgCtx c = {.g = g, .lp = lp, .prefix = sb_cstr(&pxb), .err = &err, .cur_node = -1, .rc_node = -1, .stage = -1};
     sb_init(&c.kc);
     sb_init(&c.kcu);
     sb_init(&c.proto);
@@ -861,7 +943,26 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_init(&kc);
     sb_init(&kcu);
     int fwd_end, step_begin;
-    bool ok = emit_schedule(&c, &sched, o, &fwd_end, &step_begin);
+    SimProgram trace;
+    sim_program_init(&trace);
+    trace.micro_batches = micro_batches(g);
+    /* the simulator replays one rank's program: not yet a pipelined one (each
+     * stage runs its own nodes) */
+    if (o->cl && o->shard_mesh && lp->pipe.stages <= 1) c.trace = &trace;
+    bool ok = true;
+    for (int s = 0; ok && s < (lp->pipe.stages > 1 ? lp->pipe.stages : 1); s++) { /* pipelined: each stage's */
+        c.stage = lp->pipe.stages > 1 ? s : -1;
+        cg_pipe_stage_begin(&c);
+        ok = emit_schedule(&c, &sched, o, &fwd_end, &step_begin);
+    }
+    c.stage = -1;
+    cg_pipe_stage_begin(&c); /* frees */
+    c.trace = NULL; /* the schedule is recorded; the rest writes no step op */
+    double sim_s = 0;
+    char *pj_sim = ok && plan_json && trace.n ? cg_trace_plan_json(&(CgCtx){.trace = &trace}, o, plan_json, &sim_s) : NULL;
+    if (pj_sim) plan_json = pj_sim;
+    if (o->simulated_s) *o->simulated_s = pj_sim ? sim_s : 0;
+    sim_program_free(&trace);
     if (ok) cg_init_kernels(&c); /* parameter initialization, in both kernel files */
     c.predicted_step_s = cg_plan_step_s(plan_json);
     if (!ok) {
@@ -870,7 +971,11 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     } else {
         const char *px = c.prefix;
         emit_header(&h, g, lp, o, px);
-        emit_main(&c, &m, o, sb_cstr(&sched), lp->arena_bytes + 256 + c.work_bytes); /* + the kernels' workspace */
+        ok = emit_main(&c, &m, o, sb_cstr(&sched), lp->arena_bytes + 256 + c.work_bytes); /* + the kernels' workspace */
+        if (!ok) diag_plain("docs/pipeline.md says what pipelines support", "cannot generate code: %s", sb_cstr(&err));
+    }
+    if (ok) {
+        const char *px = c.prefix;
         cg_emit_readout(&c, &h, &m, o, micro_batches(g));
         sb_puts(&h, "#ifdef __cplusplus\n}\n#endif\n#endif\n");
         char fname[256];
@@ -916,5 +1021,6 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     cg_launch_free(&c);
     sb_free(&err);
     sb_free(&pxb);
+    free(pj_sim);
     return ok;
 }

@@ -8,6 +8,7 @@
 
 #include "cg.h"
 #include "ops.h"
+#include "sim.h"
 
 typedef struct CgCtx {
     const Graph *g;
@@ -33,6 +34,14 @@ typedef struct CgCtx {
     double predicted_step_s;   /* the plan's step time (0: unknown) */
     StrBuf prof;               /* the profile's entries (COLRT_PROFILE), C initializers */
     int n_prof;
+    int stage;                 /* a pipelined program: the stage whose functions are being
+                                * written (cg_pipeline.c); -1: every node */
+    bool *pipe_zeroed;         /* per value: a node of that stage reads it as zero (another
+                                * stage's part of a sum); NULL: none (cg_pipe_stage_begin) */
+    /* cg_trace.c: the program as emitted, op by op, for the simulator (NULL: not recorded) */
+    SimProgram *trace;
+    int trace_part;            /* SIM_FORWARD, SIM_BACKWARD, SIM_UPDATE */
+    bool trace_last_micro;     /* inside `if (M->last_micro)` */
 } CgCtx;
 
 /* A kernel operand: value v; out: written. */
@@ -160,5 +169,47 @@ bool cg_emit_node(CgCtx *c, NodeId id);
 /* The sharded lowering's reshardings before node id, or (post) right
  * after it (cg_reshard.c). */
 void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id, bool post);
+
+/* Pipelined programs (cg_pipeline.c, docs/pipeline.md). */
+bool cg_pipelined(const CgCtx *c);
+/* Whether the functions being written (c->stage) run node id; whether
+ * they compute value v (leaves: every stage holds them). */
+bool cg_pipe_on(const CgCtx *c, NodeId id);
+bool cg_pipe_holds(const CgCtx *c, ValueId v);
+/* Before node id on c->stage: the update's sums of parts due there; id
+ * -1: as the update starts. */
+void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id);
+/* Before a stage's functions are written (c->stage set; -1: frees). */
+void cg_pipe_stage_begin(CgCtx *c);
+/* At node id of another stage, on c->stage: its results that a node here
+ * sums with this stage's part, zeroed (where the node would write them). */
+void cg_pipe_foreign_node(CgCtx *c, NodeId id);
+/* After node id on c->stage: the values it computes that the stage sends,
+ * copied into their outbox. */
+void cg_pipe_after_node(CgCtx *c, NodeId id);
+/* This rank's index within its stage's submesh: colrt_rank(), or that over
+ * the stages (the runtime mesh's last axis). */
+void cg_pipe_rank(const CgCtx *c, StrBuf *b);
+/* The stages whose nodes read leaf v (bit s), which save and load it; 0
+ * for a gradient accumulator (zero between steps: not in checkpoints, so
+ * a checkpoint of a plan without micro-batches loads). */
+unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v);
+/* The pipeline buffer's bytes: the slots of received forward values and
+ * the received gradients, on the stage needing most. */
+int64_t cg_pipe_buffer_bytes(const CgCtx *c);
+/* The transfers, the schedules, train_step, forward and the loss (after the
+ * stage functions, feed, the local loss); false with the reason in c->err. */
+bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o);
+/* ---- cg_trace.c: the program as emitted, for the simulator (solver/sim.h) ---- */
+
+/* Each is called beside the colrt call it describes; nothing when c->trace is NULL. */
+void cg_trace_node(CgCtx *c, NodeId id);                  /* the node's kernels */
+void cg_trace_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int stream, const char *what);
+void cg_trace_copy(CgCtx *c, double bytes, const char *what);
+void cg_trace_event(CgCtx *c, SimKind k, int stream, int event);
+/* The plan JSON with "program" (the recorded ops) and "simulated_step_time_s"
+ * (their replay) added; malloc'd, NULL when plan_json does not parse or the
+ * replay fails (said on stderr). *step_s gets the replay's step. */
+char *cg_trace_plan_json(const CgCtx *c, const CgOptions *o, const char *plan_json, double *step_s);
 
 #endif

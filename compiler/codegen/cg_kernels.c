@@ -1341,20 +1341,29 @@ static void lamb_prologue(StrBuf *b, const Attr *at, int k_step, int k_coef) {
               k_step, k_coef, at[0].f, at[1].f);
 }
 
-/* One element's squares into lane `k` of the accumulators (index j). */
-static void norms_elem(StrBuf *b, const Node *n, const char *j, const char *k, const char *indent) {
+/* One element j of a norms sweep: w (the parameter) and u (LAMB's update
+ * direction, LARS's gradient) as floats; fused (fy >= 0, LowerNode.dir_for):
+ * also writes the lamb node's moments m', v' (operands fy, fy + 1, over m
+ * and v) and u over the gradient (operand fy + 2). */
+static void norms_elem(StrBuf *b, const Node *n, const char *j, const char *indent, int fy) {
     if (n->op == OP_LAMB_NORMS) lamb_dir_body(b, n->attr, j, indent);
-    else sb_printf(b, "const double u = $L1(a1[%s]);\n", j);
-    sb_printf(b, "%ssp[%s] += (double)$L0(a0[%s]) * $L0(a0[%s]);\n%ssu[%s] += (double)u * u;\n", indent, k, j, j, indent,
-              k);
+    else sb_printf(b, "const float u = $L1(a1[%s]);\n%s", j, indent);
+    if (n->op == OP_LAMB_NORMS) sb_puts(b, indent);
+    sb_printf(b, "const float w = $L0(a0[%s]);\n", j);
+    if (fy >= 0)
+        sb_printf(b, "%sa%d[%s] = skip ? a2[%s] : m;\n%sa%d[%s] = skip ? a3[%s] : v;\n%sa%d[%s] = u;\n", indent, fy, j, j,
+                  indent, fy + 1, j, j, indent, fy + 2, j);
 }
 
 /* lamb_norms, lars_norms: [sum p^2, sum u^2 (LAMB's update direction) or g^2]
  * over this rank's elements (its shard, or ZeRO slice): a partial sum the
- * fused collective completes (norms.c). Fixed chunks (in parallel), each
- * summed in 8 lanes (independent chains: they pipeline and vectorize), lanes
- * and chunks added in order, so the result does not depend on the thread
- * count. */
+ * fused collective completes (norms.c); LAMB's sweep may also do its update's
+ * element-wise work (LowerNode.dir_for, norms_elem). C: fixed chunks (in
+ * parallel), each summed in 8 lanes (independent chains: they pipeline and
+ * vectorize), lanes and chunks added in order, in double. CUDA: two passes,
+ * block partials over a strided share of the elements through the block
+ * tree, then one block sums them in order (as sumsq; no atomics). Neither
+ * depends on the thread count or timing. */
 static bool emit_trust_norms(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     int64_t pshift, gshift, N = zero_slice(c, id, &pshift, &gshift);
@@ -1362,9 +1371,13 @@ static bool emit_trust_norms(CgCtx *c, NodeId id) {
     if (nch > 64) chunk = (N + 63) / 64, nch = (N + chunk - 1) / chunk;
     if (nch < 1) nch = 1;
     bool lamb = n->op == OP_LAMB_NORMS;
-    StrBuf pro, body;
+    NodeId fu = lamb ? c->lp->n[id].dir_for : IR_NONE;
+    int y = n->n_in, fy = fu != IR_NONE ? y + 1 : -1; /* a[y]: the pair; fused: a[y+1..y+3] m', v', u */
+    StrBuf pro, body, p0, p1;
     sb_init(&pro);
     sb_init(&body);
+    sb_init(&p0);
+    sb_init(&p1);
     if (lamb) lamb_prologue(&pro, n->attr, 4, 5);
     sb_printf(&body,
               "double part[%lld];\n%s"
@@ -1376,11 +1389,13 @@ static bool emit_trust_norms(CgCtx *c, NodeId id) {
               "                for (int k = 0; k < 8; k++) {\n                    ",
               (long long)(2 * nch), nch > 1 ? "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n" : "",
               (long long)nch, (long long)chunk, (long long)chunk, (long long)N, (long long)chunk, (long long)N);
-    norms_elem(&body, n, "j + k", "k", "                    ");
-    sb_puts(&body, "                }\n"
+    norms_elem(&body, n, "j + k", "                    ", fy);
+    sb_puts(&body, "                    sp[k] += (double)w * w;\n                    su[k] += (double)u * u;\n"
+                   "                }\n"
                    "            for (; j < e; j++) {\n                ");
-    norms_elem(&body, n, "j", "0", "                ");
+    norms_elem(&body, n, "j", "                ", fy);
     sb_printf(&body,
+              "                sp[0] += (double)w * w;\n                su[0] += (double)u * u;\n"
               "            }\n"
               "            part[2 * q] = part[2 * q + 1] = 0;\n"
               "            for (int k = 0; k < 8; k++) part[2 * q] += sp[k], part[2 * q + 1] += su[k];\n"
@@ -1388,15 +1403,44 @@ static bool emit_trust_norms(CgCtx *c, NodeId id) {
               "        double sp = 0, su = 0;\n"
               "        for (int64_t q = 0; q < %lld; q++) sp += part[2 * q], su += part[2 * q + 1];\n"
               "        a%d[0] = (float)sp;\n        a%d[1] = (float)su;%s",
-              (long long)nch, n->n_in, n->n_in, lamb ? "\n        (void)skip;" : "");
-    KArg a[7];
+              (long long)nch, y, y, lamb && fy < 0 ? "\n        (void)skip;" : "");
+    /* CUDA: 4 elements a thread at least, at most 1024 blocks */
+    int64_t nb = (N + 1023) / 1024;
+    if (nb > 1024) nb = 1024;
+    if (nb < 1) nb = 1;
+    sb_printf(&p0, "%s%sfloat sp = 0.f, su = 0.f;\n"
+                   "    for (int64_t j = (int64_t)blockIdx.x * 256 + threadIdx.x; j < %lld; j += %lld) {\n        ",
+              sb_cstr(&pro), lamb ? "    (void)skip;\n    " : "", (long long)N, (long long)(nb * 256));
+    norms_elem(&p0, n, "j", "        ", fy);
+    sb_puts(&p0, "        sp += w * w;\n        su += u * u;\n    }\n"
+                 "    sp = cg_bsum(sp);\n    su = cg_bsum(su);\n"
+                 "    if (threadIdx.x == 0) { cg_w[2 * blockIdx.x] = sp; cg_w[2 * blockIdx.x + 1] = su; }");
+    sb_printf(&p1,
+              "float sp = 0.f, su = 0.f;\n"
+              "    for (int64_t q = threadIdx.x; q < %lld; q += 256) { sp += cg_w[2 * q]; su += cg_w[2 * q + 1]; }\n"
+              "    sp = cg_bsum(sp);\n    su = cg_bsum(su);\n"
+              "    if (threadIdx.x == 0) { a%d[0] = sp; a%d[1] = su; }",
+              (long long)nb, y, y);
+    KArg a[10];
     for (int i = 0; i < n->n_in; i++) a[i] = (KArg){n->in[i], 0, 0};
-    a[n->n_in] = (KArg){n->out[0], 1, 0};
+    a[y] = (KArg){n->out[0], 1, 0};
+    int nargs = y + 1;
+    if (fy >= 0) { /* the lamb node's moments (in place over m, v) and u over the gradient as read here */
+        const Node *un = N_(c, fu);
+        a[nargs++] = (KArg){un->out[1], 1, 0};
+        a[nargs++] = (KArg){un->out[2], 1, 0};
+        a[nargs++] = (KArg){n->in[1], 1, gshift};
+    }
     a[0].zshift = pshift;
     a[1].zshift = gshift;
-    cg_kernel(c, id, n->n_in + 1, a, 1, sb_cstr(&pro), sb_cstr(&body));
+    CgKernel k = {.n = 1, .prologue = sb_cstr(&pro), .body = sb_cstr(&body), .npass = 2, .work_bytes = 8 * nb};
+    k.pass[0] = (CgPass){nb, 256, 0, sb_cstr(&p0)};
+    k.pass[1] = (CgPass){1, 256, 0, sb_cstr(&p1)};
+    cg_kernel_ex(c, id, nargs, a, &k);
     sb_free(&pro);
     sb_free(&body);
+    sb_free(&p0);
+    sb_free(&p1);
     return true;
 }
 
@@ -1442,17 +1486,25 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
                  "        a5[i] = (float)(a0[i] - lr * m);\n        a6[i] = (float)m;\n        }",
                  at[1].f, at[0].f);
     } else if (n->op == OP_LAMB) { /* p' = p - lr ratio u, ratio = ||p|| / ||u|| (1 if either is 0 or no norms) */
+        /* fused (LowerNode.dir_for): its norms node wrote m', v' and u (over the gradient) */
+        bool fused = n->n_in == 8 && c->lp->n[ir_val(c->g, n->in[7])->def].dir_for == id;
         StrBuf pb, bb;
         sb_init(&pb);
         sb_init(&bb);
-        lamb_prologue(&pb, at, 5, 6);
+        if (fused) sb_puts(&pb, "const int skip = !isfinite(a6[0]);\n");
+        else lamb_prologue(&pb, at, 5, 6);
         sb_printf(&pb, "    double ratio = 1;\n");
         if (n->n_in == 8)
             sb_puts(&pb, "    if (a7[0] > 0 && a7[1] > 0) ratio = sqrt((double)a7[0]) / sqrt((double)a7[1]);\n");
         sb_puts(&pb, "    const float size = (float)(a4[0] * ratio);\n");
-        sb_printf(&bb, "if (skip) { a%d[i] = a0[i]; a%d[i] = a2[i]; a%d[i] = a3[i]; } else {\n        ", y, y + 1, y + 2);
-        lamb_dir_body(&bb, at, "i", "        ");
-        sb_printf(&bb, "        a%d[i] = a0[i] - size * u;\n        a%d[i] = m;\n        a%d[i] = v;\n        }", y, y + 1, y + 2);
+        if (fused) {
+            sb_printf(&bb, "a%d[i] = skip ? a0[i] : a0[i] - size * a1[i];", y);
+        } else {
+            sb_printf(&bb, "if (skip) { a%d[i] = a0[i]; a%d[i] = a2[i]; a%d[i] = a3[i]; } else {\n        ", y, y + 1, y + 2);
+            lamb_dir_body(&bb, at, "i", "        ");
+            sb_printf(&bb, "        a%d[i] = a0[i] - size * u;\n        a%d[i] = m;\n        a%d[i] = v;\n        }", y, y + 1,
+                      y + 2);
+        }
         snprintf(pro, sizeof pro, "%s", sb_cstr(&pb));
         snprintf(body, sizeof body, "%s", sb_cstr(&bb));
         sb_free(&pb);
@@ -1490,10 +1542,25 @@ static CgEmitFn cg_emitter(int op) {
     }
 }
 
+/* Whether s[from, to) holds a line that is not a comment (a launch, a call). */
+static bool writes_code(const char *s, size_t from, size_t to) {
+    for (size_t i = from; i < to;) {
+        while (i < to && (s[i] == ' ' || s[i] == '\n')) i++;
+        if (i >= to) break;
+        if (!(s[i] == '/' && i + 1 < to && s[i + 1] == '*')) return true;
+        while (i < to && s[i] != '\n') i++;
+    }
+    return false;
+}
+
 bool cg_emit_node(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     CgEmitFn fn = cg_emitter(n->op);
     if (!fn) return unsupported(c, id, "no emitter in the kernel table (compiler/codegen/cg_ops.def)");
     c->emit_serial++;
-    return fn(c, id);
+    size_t before = c->sched->len;
+    bool ok = fn(c, id);
+    if (ok && writes_code(c->sched->data, before, c->sched->len)) cg_trace_node(c, id); /* a view or a fused
+                                                                                      * node: a comment only */
+    return ok;
 }

@@ -68,6 +68,29 @@ static void emit_step(CgCtx *c, const CgOptions *o, const LowerReshard *r, int k
     const char *dt = cg_colrt_dtype(x->dtype);
     const char *op = (before->pmax >> a) & 1u ? "COLRT_MAX" : "COLRT_SUM";
     (void)o;
+    /* the simulator's record of this step (cg_trace.c): the collective with
+     * each rank's bytes going in, and the strided copies around it */
+    double bin = (double)(ir_shape_numel(lb) * es), bout = (double)(ir_shape_numel(la) * es);
+    const char *nm = x->name;
+    switch (st->kind) {
+    case COLL_ALL_REDUCE: cg_trace_coll(c, COLL_ALL_REDUCE, a, bin, SIM_COMPUTE, nm); break;
+    case COLL_ALL_GATHER:
+        cg_trace_coll(c, COLL_ALL_GATHER, a, bin, SIM_COMPUTE, nm);
+        if (outer_of(lb, d) > 1) cg_trace_copy(c, bout, nm);
+        break;
+    case COLL_REDUCE_SCATTER:
+        if (outer_of(lb, d) > 1) cg_trace_copy(c, bin, nm);
+        cg_trace_coll(c, COLL_REDUCE_SCATTER, a, bin, SIM_COMPUTE, nm);
+        break;
+    case COLL_ALL_TO_ALL:
+        cg_trace_copy(c, bin, nm);
+        cg_trace_coll(c, COLL_ALL_TO_ALL, a, bin, SIM_COMPUTE, nm);
+        cg_trace_copy(c, bin, nm);
+        break;
+    case COLL_SLICE: cg_trace_copy(c, bout, nm); break;
+    case COLL_ZERO: cg_trace_copy(c, bin, nm); break;
+    default: break;
+    }
     switch (st->kind) {
     case COLL_ALL_REDUCE:
         coll(s, c, "all_reduce", a, src, dst, ir_shape_numel(lb), dt, op);

@@ -68,7 +68,11 @@ bool lower_pass_aliases(LowerCtx *c) {
                 }
         }
         if (bwd == IR_NONE || others) continue;
-        if (sharded && (p->n[id].n_xin || p->n[bwd].n_xin ||
+        /* sharded: both read the logits as held and the targets alike (the
+         * fused pass reads the forward's view of them) */
+        if (sharded && (lower_node_input(p, id, lg) != lg || lower_node_input(p, bwd, lg) != lg ||
+                        !shard_spec_eq(&p->v[lower_node_input(p, id, n->in[1])].spec,
+                                       &p->v[lower_node_input(p, bwd, n->in[1])].spec) ||
                         !shard_spec_eq(&p->v[lg].spec, &p->v[ir_node(g, bwd)->out[0]].spec)))
             continue;
         p->n[id].ce_grad = bwd;

@@ -12,6 +12,7 @@
  *   gathers    zero.c       ZeRO-3 gathers before each reader
  *   fuse       fuse.c       kernels merged into the one before (GEMM bias epilogues)
  *   schedule   schedule.c   slots, live intervals, the static memory plan
+ *   pipeline   pipeline.c   pipeline stages: transfers, the update's sums of parts
  *
  * This file runs them, and holds what they share.
  */
@@ -110,6 +111,7 @@ static const LowerPass passes[] = {
     {"gathers", lower_pass_gathers},
     {"fuse", lower_pass_fuse},
     {"schedule", lower_pass_schedule},
+    {"pipeline", lower_pass_pipeline},
 };
 
 const char *lower_pass_name(int i) {
@@ -139,6 +141,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
     for (int i = 0; i < nn; i++) p->n[i].bias_add = IR_NONE; /* lower.fuse sets it */
+    for (NodeId id = 0; id < nn; id++) p->n[id].dir_for = IR_NONE;
     LowerCtx c = {.g = g, .p = p, .err = err, .nv = nv, .nn = nn};
     c.pending = ir_alloc(sizeof(bool) * (size_t)(nv ? nv : 1));
     c.zgrad = ir_alloc(sizeof(int64_t) * (size_t)(nv ? nv : 1));
@@ -191,6 +194,7 @@ void lower_free(LowerProgram *p) {
     ir_free(p->norms.val);
     ir_free(p->norms.axes);
     ir_free(p->live_bytes);
+    lower_pipe_free(&p->pipe);
     ir_free(p);
 }
 
@@ -274,6 +278,9 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
         for (int k = 0; ln->fused && n->op == OP_ADD && k < 2; k++)
             if (ir_val(g, n->in[k])->def != IR_NONE && p->n[ir_val(g, n->in[k])->def].bias_add == id)
                 sb_puts(b, "  (fused into the GEMM before)");
+        if (ln->dir_for != IR_NONE)
+            sb_printf(b, "  (also writes %%%s's moments, and its direction over the gradient)",
+                      vname(p, ir_node(g, ln->dir_for)->out[0]));
         sb_puts(b, "\n");
         for (int k = 0; k < ln->n_post; k++) print_reshard(p, &ln->post[k], "then ", b);
         for (int k = 0; k < p->n_buckets; k++) {
@@ -295,6 +302,7 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
     sb_printf(b, "; arena %lld bytes, lower bound %lld, %d buffers, %d in place; most live at node %d (%%%s): %lld bytes\n",
               (long long)p->arena_bytes, (long long)p->lower_bound_bytes, p->n_buffers, p->n_in_place, pk,
               g->n_nodes ? vname(p, ir_node(g, pk)->out[0]) : "", (long long)(g->n_nodes ? p->live_bytes[pk] : 0));
+    lower_pipe_print(p, b);
 }
 
 LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *dump_after, StrBuf *err,
@@ -308,7 +316,8 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     int zero = world > 1 ? pl->zero_min : 0;
     if (world > 1 && pl->layout == PL_SHARDED) { /* tensor parallel */
         LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .pl = pl,
-                           .dump_after = dump_after, .dump = stderr};
+                           .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
+                           .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0};
         StrBuf e;
         sb_init(&e);
         lp = lower_build(g, &lo, &e);
@@ -341,13 +350,16 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     }
     LowerOptions lo = {.dp = dp, .zranks = world, .zero = zero, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
                        .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0,
-                       .dump_after = dump_after, .dump = stderr};
+                       .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
+                       .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0};
     StrBuf e;
     sb_init(&e);
     lp = lower_build(g, &lo, &e);
     if (!lp) {
         sb_printf(err, "cannot lower the plan: %s", sb_cstr(&e));
-        *hint = "try a batch the ranks divide, or fewer ranks";
+        *hint = pl->pipe.stages > 1 ? "pipeline stages run without ZeRO and with AdamW or SGD for now: give --zero 0 "
+                                      "(--strategy dp), or --pp 1"
+                                    : "try a batch the ranks divide, or fewer ranks";
     }
     sb_free(&e);
     return lp;

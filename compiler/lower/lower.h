@@ -63,6 +63,7 @@ typedef struct LowerOptions {
     int64_t bucket_bytes;      /* gradient buckets: at most this many bytes each
                                 * (0: 25 MB; < 0: none, each gradient all-reduced
                                 * where it is first read) */
+    const PlacePipeline *pipe; /* pipeline stages (the Placement's); NULL or one stage: none */
 } LowerOptions;
 
 /* A gradient bucket (data-parallel all-reduces of parameter gradients read
@@ -107,6 +108,32 @@ typedef struct LowerReshard {
     ShardReshard plan;
     ValueId buf[SHARD_MAX_STEPS], tmp[SHARD_MAX_STEPS], tmp2[SHARD_MAX_STEPS];
 } LowerReshard;
+
+/* The pipeline (pipeline.c, docs/pipeline.md): the program runs on every
+ * stage, each running its nodes only (mask). Between stages b and b+1
+ * (boundary b): the forward values stage b sends after a micro-batch's
+ * forward (fwd[b], in order), and the gradients stage b+1 sends back after
+ * its backward (bwd[b]). In the update: the sums to finish first, in order
+ * of their node (`before`): a tied gradient's parts added by an all-reduce
+ * between the stages in `stages` (two), or a sum of every stage's part
+ * (the gradient norm) by an all-reduce over the pipeline axis (stages =
+ * every stage). A node on several stages reads an operand another stage
+ * computes as zero (lower_pipe_zeroed). */
+typedef struct LowerPipeSum {
+    int before;                /* the node it runs before; -1: as the update starts (a tied
+                                * gradient: its first readers run on one of its stages only) */
+    ValueId v;
+    uint32_t stages;
+} LowerPipeSum;
+
+typedef struct LowerPipe {
+    int stages;                /* 1: not pipelined (the rest empty) */
+    const uint32_t *mask;      /* per node: bit s, it runs on stage s (the Placement's) */
+    int n_fwd[PLACE_MAX_STAGES], n_bwd[PLACE_MAX_STAGES];
+    ValueId *fwd[PLACE_MAX_STAGES], *bwd[PLACE_MAX_STAGES];
+    int n_sums;
+    LowerPipeSum *sums;
+} LowerPipe;
 
 typedef struct LowerValue {
     Shape local;               /* this rank's shape */
@@ -167,6 +194,11 @@ typedef struct LowerNode {
     int8_t iter_of_axis[SHARD_MAX_AXES]; /* the node's strategy */
     int n_post;                /* reshardings right after the node (ZeRO: the updated */
     LowerReshard *post;        /* slices gathered back into the parameter's spec) */
+    NodeId dir_for;            /* lamb_norms (norms.c): the lamb node whose work it does
+                                * in its sweep: writes the moments m', v' (in place over
+                                * m, v) and the update direction u over the gradient it
+                                * reads, so the lamb node only applies p - lr ratio u;
+                                * IR_NONE: the lamb node computes u itself */
 } LowerNode;
 
 typedef struct LowerProgram {
@@ -185,6 +217,7 @@ typedef struct LowerProgram {
     int n_buckets;             /* gradient buckets, in launch order */
     LowerBucket *buckets;
     LowerNorms norms;          /* the trust ratios' fused collective */
+    LowerPipe pipe;            /* pipeline stages (pipeline.c) */
     int64_t arena_bytes;
     int64_t lower_bound_bytes;
     int n_in_place;
@@ -206,6 +239,12 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err);
 LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *dump_after, StrBuf *err,
                               const char **hint);
 void lower_free(LowerProgram *p);
+
+/* Pipelined programs: whether stage s runs node id; whether node id, run on
+ * stage s, reads operand v as zero (a part another stage computes: the node
+ * sums the stages' parts, finished by a LowerPipeSum). */
+bool lower_pipe_on(const LowerProgram *p, NodeId id, int s);
+bool lower_pipe_zeroed(const LowerProgram *p, NodeId id, int s, ValueId v);
 
 /* Whether NAME is one of the lowering's passes (--dump-after=lower.NAME). */
 bool lower_pass_known(const char *name);

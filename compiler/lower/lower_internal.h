@@ -31,6 +31,9 @@ bool lower_pass_buckets(LowerCtx *c);   /* schedule.c */
 bool lower_pass_norms(LowerCtx *c);     /* norms.c */
 bool lower_pass_schedule(LowerCtx *c);  /* schedule.c */
 bool lower_pass_fuse(LowerCtx *c);      /* fuse.c */
+bool lower_pass_pipeline(LowerCtx *c);  /* pipeline.c */
+void lower_pipe_free(LowerPipe *pp);    /* pipeline.c */
+void lower_pipe_print(const LowerProgram *p, StrBuf *b); /* pipeline.c: nothing unless pipelined */
 
 /* The value whose buffer v's storage is (following views). */
 ValueId lower_root_of(const LowerProgram *p, ValueId v);

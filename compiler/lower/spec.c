@@ -271,7 +271,13 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
         if (!ok) break;
         for (int o = 0; o < n->n_out; o++) {
             ValueId y = n->out[o];
-            p->v[y].spec = pass ? p->v[n->in[0]].spec : st->out[o];
+            if (!pass) p->v[y].spec = st->out[o];
+            else if (!placement_partial_result(g, id, &p->v[n->in[0]].spec, &p->v[y].spec)) {
+                sb_printf(err, "the placement keeps %s %%%s partial, which it cannot run on %%%s as held",
+                          ir_op(n->op)->name, ir_val(g, y)->name, ir_val(g, n->in[0])->name);
+                ok = false;
+                break;
+            }
             c.known[y] = true;
             if (!scatter_grad(&c, id, y)) {
                 ok = false;

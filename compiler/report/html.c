@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "rep.h"
+#include "sim.h"
 
 #define T(buf, v) (rep_fmt_time(buf, sizeof buf, v), buf)
 #define B(buf, v) (rep_fmt_bytes(buf, sizeof buf, v), buf)
@@ -497,6 +498,48 @@ static void md_section(StrBuf *o, const char *md, const char *from, const char *
     ir_free(s);
 }
 
+/* Beside generated code the plan carries the program: its replay (solver/sim.h)
+ * as a one-step Gantt chart, one lane per stream. */
+static void simulated_step(StrBuf *o, const RepDoc *d) {
+    if (!rep_get(d->root, "program")) return;
+    SimProgram p;
+    ShardCluster cl;
+    ShardMesh mesh;
+    DType dt;
+    StrBuf err;
+    sb_init(&err);
+    const char *hint;
+    heading(o, "Simulated step");
+    SimResult r;
+    if (!sim_plan(d->root, d->where, NULL, &p, &cl, &mesh, &dt, &err, &hint)) {
+        sb_puts(o, "<p>The program could not be replayed: ");
+        esc(o, sb_cstr(&err));
+        sb_puts(o, "</p>");
+        sb_free(&err);
+        return;
+    }
+    CostModel cm = {.cl = &cl, .mesh = &mesh, .dtype = dt};
+    if (sim_run(&p, &cm, &r, &err)) {
+        char a[32], b[32], c[32];
+        sb_printf(o, "<div class=note>The generated program replayed op by op on its streams (colossal-compile "
+                     "simulate, docs/simulate.md): %s per step against the planner's %s; exposed communication %s. "
+                     "Hover for each op.</div>",
+                  T(a, r.step_s), T(b, rep_num(d->root, "step_time_s")), T(c, r.exposed_comm_s));
+        StrBuf svg;
+        sb_init(&svg);
+        sim_svg(&p, &r, rep_str(d->root, "model"), &svg);
+        sb_puts(o, sb_cstr(&svg));
+        sb_free(&svg);
+        sim_result_free(&r);
+    } else {
+        sb_puts(o, "<p>The program could not be replayed: ");
+        esc(o, sb_cstr(&err));
+        sb_puts(o, "</p>");
+    }
+    sb_free(&err);
+    sim_program_free(&p);
+}
+
 void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *o) {
     const cJSON *r = d->root;
     StrBuf md;
@@ -571,6 +614,7 @@ void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *
     esc(o, rep_str(rep_get(mem, "timeline"), "note"));
     sb_puts(o, ". Hover for the op at each point.</div>");
     chart_memory(o, d);
+    simulated_step(o, d);
     md_section(o, mdt, "## Communication per step", "## Memory sweep");
     heading(o, "Memory sweep");
     const cJSON *sw = rep_get(r, "memory_sweep");

@@ -182,6 +182,32 @@ static void blocks_zero(const RepDoc *d, StrBuf *o) {
     sb_putc(o, '\n');
 }
 
+/* The pipeline's stages (plan JSON `pipeline`, docs/pipeline.md): only when pipelined. */
+static void pipeline_stages(const cJSON *r, StrBuf *o) {
+    const cJSON *pp = rep_get(r, "pipeline"), *st = rep_get(pp, "stages"), *e;
+    int n = cJSON_GetArraySize(st);
+    if (!pp || n < 2) return;
+    char a[32], b[32];
+    sb_printf(o, "## Pipeline stages\n\n%d stages, schedule %s over %d micro-batches: each stage idles %.1f%% of the step "
+                 "(the bubble, (p - 1) / (m + p - 1)). A stage's time is the plan's step time by its share of the FLOPs.\n\n",
+              n, rep_str(pp, "schedule"), rep_int(pp, "micro_batches"), 100 * rep_num(pp, "bubble_fraction"));
+    sb_puts(o, "| stage | blocks | also | submesh | nodes | FLOPs | parameters | time (estimate) |\n"
+               "|---:|---|---|---|---:|---:|---:|---:|\n");
+    cJSON_ArrayForEach(e, st) {
+        int first = rep_int(e, "first_instance"), cnt = rep_int(e, "instances");
+        sb_printf(o, "| %d | %s[%d..%d] | %s%s%s | ", rep_int(e, "stage"), rep_str(e, "block"), first, first + cnt - 1,
+                  cJSON_IsTrue(rep_get(e, "embedding")) ? "embedding" : "",
+                  cJSON_IsTrue(rep_get(e, "embedding")) && cJSON_IsTrue(rep_get(e, "head")) ? ", " : "",
+                  cJSON_IsTrue(rep_get(e, "head")) ? "head, loss" : "");
+        const cJSON *x;
+        int k = 0;
+        cJSON_ArrayForEach(x, rep_get(e, "submesh")) sb_printf(o, "%s%d", k++ ? "x" : "", cJSON_IsNumber(x) ? (int)x->valuedouble : 0);
+        sb_printf(o, " | %d | %.3g | %s | %s |\n", rep_int(e, "nodes"), rep_num(e, "flops"), B(a, rep_num(e, "param_bytes")),
+                  T(b, rep_num(e, "time_s")));
+    }
+    sb_putc(o, '\n');
+}
+
 static void memory(const RepDoc *d, StrBuf *o) {
     const cJSON *r = d->root;
     char a[32], b[32], lb[256];
@@ -195,6 +221,17 @@ static void memory(const RepDoc *d, StrBuf *o) {
     for (int i = 0; i < 6; i++) {
         double v = rep_num(bd, parts[i][0]);
         if (isfinite(v)) sb_printf(o, "| %s | %s | %.1f%% |\n", parts[i][1], B(a, v), 100 * v / pk);
+    }
+    /* the peak's moment: what is not live then (plans that say which) */
+    const cJSON *at = cJSON_GetObjectItemCaseSensitive(bd, "peak_at");
+    if (cJSON_IsString(at)) {
+        bool early = !strcmp(at->valuestring, "backward start");
+        double v = rep_num(bd, early ? "gradients_not_yet_written_bytes" : "saved_activations_bytes");
+        if (isfinite(v) && v > 0)
+            sb_printf(o, "| less %s | -%s | -%.1f%% |\n",
+                      early ? "gradients not yet written early in the backward (the peak's moment)"
+                            : "saved activations, freed by the update (the peak's moment)",
+                      B(a, v), 100 * v / pk);
     }
     sb_printf(o, "| **predicted peak** | **%s** | 100%% |\n\n", B(a, pk));
     const cJSON *tl = rep_get(mem, "timeline"), *pts = rep_get(tl, "points");
@@ -431,6 +468,7 @@ void rep_markdown(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrB
     why(d, rows, o);
     ops(d, rows, o);
     blocks_zero(d, o);
+    pipeline_stages(r, o);
     memory(d, o);
     communication(r, o);
     solver(r, o);

@@ -193,6 +193,38 @@ void colrt_broadcast(colrt_mesh *m, int axis, void *buf, size_t count, colrt_dty
                      colrt_stream *s);
 void colrt_barrier(void); /* the whole world, host-side */
 
+/* ---- point-to-point ------------------------------------------------------------
+ * Between this rank and one that differs from it only in its coordinate on
+ * one mesh axis (pipeline stages lie along an axis): `peer` is that rank's
+ * coordinate on the axis (not its own). Each pair of ranks has its own
+ * communicator, made by the two of them alone at their first exchange
+ * (MPI_Comm_create_group; on CUDA also a two-rank NCCL communicator), so a
+ * pair's messages never meet another pair's or a collective's. Messages
+ * between a pair arrive in the order sent; a receive names the count and
+ * dtype of its send.
+ * Two ranks that each send to the other before receiving deadlock once the
+ * message is too large to buffer (MPI's rendezvous, NCCL): colrt_sendrecv
+ * does one send and one receive together (a pipeline's steady state sends
+ * a result to one neighbour while receiving from the same or the other);
+ * a peer of -1 leaves that half out.
+ * CPU: done when the call returns; given a non-NULL stream it first waits
+ * for that stream's earlier work, then runs in the caller (as kernels do).
+ * CUDA: ncclSend/ncclRecv in one group on the stream, asynchronous.
+ * A transfer not done within the timeout ends the job naming the call, the
+ * axis and the peer (the watchdog: see colrt_set_timeout). */
+void colrt_send(colrt_mesh *m, int axis, int peer, const void *buf, size_t count, colrt_dtype t,
+                colrt_stream *s);
+void colrt_recv(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colrt_dtype t,
+                colrt_stream *s);
+void colrt_sendrecv(colrt_mesh *m, int axis, int send_peer, const void *send, size_t send_count,
+                    int recv_peer, void *recv, size_t recv_count, colrt_dtype t, colrt_stream *s);
+/* The sum of buf on this rank and on the peer, in place on both (the same
+ * bits on both: IEEE addition commutes), over the pair's communicator: a
+ * parameter held by two pipeline stages (tied embeddings) stays equal when
+ * both update it with the summed gradient. */
+void colrt_pair_all_reduce(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colrt_dtype t,
+                           colrt_stream *s);
+
 /* ---- kernels ---------------------------------------------------------------------
  * GEMM, row-major, strided batches:
  *   C_i[M,N] = alpha * op(A_i) op(B_i) + beta * C_i,  i < batch,

@@ -25,6 +25,11 @@ struct colrt_mesh {
     int naxes, sizes[COLRT_MAX_AXES], coords[COLRT_MAX_AXES];
     MPI_Comm comm[COLRT_MAX_AXES]; /* one per axis, ranks ordered by coordinate */
     void *be[COLRT_MAX_AXES];      /* backend communicators (NCCL) */
+    /* point-to-point (common/p2p.c): per axis, per peer coordinate, the
+     * pair's communicator (NULL array, MPI_COMM_NULL entry: not made yet)
+     * and its backend communicator (NCCL) */
+    MPI_Comm *pair[COLRT_MAX_AXES];
+    void **pair_be[COLRT_MAX_AXES];
 };
 
 /* MPI calls: a failure names the call, the MPI error string, rank and host, then aborts. */
@@ -69,5 +74,20 @@ void colrt__backend_init(void);
 void colrt__backend_finalize(void);
 void colrt__backend_mesh_init(colrt_mesh *m);
 void colrt__backend_mesh_destroy(colrt_mesh *m);
+/* p2p.c: the communicator of this rank and the rank at coordinate peer on
+ * the axis (made at the first call, by the two ranks alone; then the
+ * backend's, colrt__backend_pair_init, into m->pair_be). Its rank 0 is the
+ * lower coordinate. Checks the axis and the peer, naming `what`. */
+MPI_Comm colrt__pair_comm(colrt_mesh *m, int axis, int peer, const char *what);
+/* The pair's rank of the peer in that communicator. */
+static inline int colrt__pair_peer_rank(const colrt_mesh *m, int axis, int peer) {
+    return peer < m->coords[axis] ? 0 : 1;
+}
+void colrt__backend_pair_init(colrt_mesh *m, int axis, int peer, MPI_Comm pair);
+/* Frees the MPI pair communicators (after colrt__backend_mesh_destroy freed the backend's). */
+void colrt__pair_comms_free(colrt_mesh *m);
+/* "send to coordinate 2", "pair_all_reduce with coordinate 3" and the like, in a buffer of the calling thread,
+ * for colrt__coll_begin (the watchdog names the call and the peer). */
+const char *colrt__p2p_what(const char *call, int send_peer, int recv_peer);
 
 #endif

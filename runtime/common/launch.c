@@ -271,6 +271,7 @@ colrt_mesh *colrt_mesh_create(int naxes, const int *sizes) {
 void colrt_mesh_destroy(colrt_mesh *m) {
     if (!m) return;
     colrt__backend_mesh_destroy(m);
+    colrt__pair_comms_free(m);
     for (int a = 0; a < m->naxes; a++) COLRT_MPI(MPI_Comm_free(&m->comm[a]));
     free(m);
 }

@@ -51,6 +51,8 @@ static MPI_Datatype mpi_type(colrt_dtype t) {
     }
 }
 
+MPI_Datatype colrt__mpi_type(colrt_dtype t) { return mpi_type(t); }
+
 static MPI_Op mpi_op(colrt_dtype t, colrt_redop op) {
     int max = op == COLRT_MAX;
     if (t == COLRT_BF16 || t == COLRT_F16) {
@@ -135,3 +137,5 @@ void colrt_broadcast(colrt_mesh *m, int axis, void *buf, size_t count, colrt_dty
                     .count = icount(count, "broadcast"), .dt = mpi_type(t), .root = root, .t = t};
     colrt__stream_coll(s, m, &c);
 }
+
+MPI_Op colrt__mpi_sum(colrt_dtype t) { return mpi_op(t, COLRT_SUM); }

@@ -26,6 +26,10 @@ typedef struct colrt_coll {
     float avg; /* AVG: scale recv (count elements) by this afterwards; 0: no scaling */
 } colrt_coll;
 void colrt__coll_run(const colrt_coll *c, MPI_Comm comm);
+/* The MPI datatype a colrt dtype travels as (16-bit floats: MPI_UINT16_T). */
+MPI_Datatype colrt__mpi_type(colrt_dtype t);
+/* The MPI sum of a colrt dtype (16-bit floats: added in f32, rounded once). */
+MPI_Op colrt__mpi_sum(colrt_dtype t);
 
 /* 1 when work given to a non-NULL stream runs on the stream's worker thread;
  * 0 when it runs in the caller (MPI without MPI_THREAD_MULTIPLE, or

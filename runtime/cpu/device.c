@@ -26,6 +26,10 @@ void colrt__backend_init(void) {
 void colrt__backend_finalize(void) { colrt__streams_finalize(); }
 void colrt__backend_mesh_init(colrt_mesh *m) { (void)m; }
 void colrt__backend_mesh_destroy(colrt_mesh *m) { colrt__streams_mesh_destroy(m); }
+/* Point-to-point runs on the pair's MPI communicator itself. */
+void colrt__backend_pair_init(colrt_mesh *m, int axis, int peer, MPI_Comm pair) {
+    (void)m, (void)axis, (void)peer, (void)pair;
+}
 
 int colrt_device(void) { return 0; }
 const char *colrt_backend(void) { return "cpu"; }

@@ -111,6 +111,13 @@ void colrt__cuda_stream_gone(cudaStream_t s) { drop_stream_comms(NULL, s); }
 
 void colrt__backend_mesh_destroy(colrt_mesh *m) {
     drop_stream_comms(m, NULL);
+    for (int a = 0; a < m->naxes; a++)
+        for (int i = 0; m->pair_be[a] && i < m->sizes[a]; i++)
+            if (m->pair_be[a][i]) {
+                unreg((ncclComm_t)m->pair_be[a][i]);
+                COLRT_NCCL(ncclCommDestroy((ncclComm_t)m->pair_be[a][i]));
+                m->pair_be[a][i] = NULL;
+            }
     for (int a = 0; a < m->naxes; a++) {
         ncclComm_t c = (ncclComm_t)m->be[a];
         unreg(c);
@@ -189,4 +196,62 @@ void colrt_broadcast(colrt_mesh *m, int axis, void *buf, size_t count, colrt_dty
     if (root < 0 || root >= m->sizes[axis])
         colrt_die("broadcast: root %d out of range for mesh axis %d of size %d", root, axis, m->sizes[axis]);
     COLRT_NCCL(ncclBroadcast(buf, buf, count, nccl_type(t), root, c, colrt__cuda_stream(s)));
+}
+
+/* ---- point-to-point ----------------------------------------------------------------
+ * Each pair of ranks along an axis gets a two-rank NCCL communicator at its
+ * first exchange (the lower coordinate makes the id and sends it over the
+ * pair's MPI communicator), so pipeline transfers never queue behind a
+ * collective on the axis's communicator. A transfer is ncclSend/ncclRecv in
+ * one group on the stream; host-side waits (colrt_stream_sync, ...) poll
+ * every registered communicator, these included, under the timeout. */
+void colrt__backend_pair_init(colrt_mesh *m, int axis, int peer, MPI_Comm pair) {
+    int me = m->coords[axis] < peer ? 0 : 1;
+    ncclUniqueId id;
+    MPI_Request r;
+    if (me == 0) {
+        COLRT_NCCL(ncclGetUniqueId(&id));
+        COLRT_MPI(MPI_Isend(&id, sizeof id, MPI_BYTE, 1, 1, pair, &r));
+    } else {
+        COLRT_MPI(MPI_Irecv(&id, sizeof id, MPI_BYTE, 0, 1, pair, &r));
+    }
+    colrt__mpi_wait(&r, "NCCL id exchange for a point-to-point communicator", axis);
+    ncclComm_t c;
+    COLRT_NCCL(ncclCommInitRank(&c, 2, id, me));
+    reg(c);
+    m->pair_be[axis][peer] = c;
+}
+
+void colrt_sendrecv(colrt_mesh *m, int axis, int send_peer, const void *send, size_t send_count, int recv_peer,
+                    void *recv, size_t recv_count, colrt_dtype t, colrt_stream *s) {
+    const char *call = send_peer >= 0 && recv_peer >= 0 ? "sendrecv" : send_peer >= 0 ? "send" : "recv";
+    if (send_peer < 0 && recv_peer < 0) colrt_die("sendrecv: neither a send nor a receive (both peers are -1)");
+    if (send_peer >= 0) colrt__pair_comm(m, axis, send_peer, call);
+    if (recv_peer >= 0) colrt__pair_comm(m, axis, recv_peer, call);
+    cudaStream_t st = colrt__cuda_stream(s);
+    COLRT_NCCL(ncclGroupStart());
+    if (recv_peer >= 0)
+        COLRT_NCCL(ncclRecv(recv, recv_count, nccl_type(t), colrt__pair_peer_rank(m, axis, recv_peer),
+                            (ncclComm_t)m->pair_be[axis][recv_peer], st));
+    if (send_peer >= 0)
+        COLRT_NCCL(ncclSend(send, send_count, nccl_type(t), colrt__pair_peer_rank(m, axis, send_peer),
+                            (ncclComm_t)m->pair_be[axis][send_peer], st));
+    COLRT_NCCL(ncclGroupEnd());
+}
+
+void colrt_send(colrt_mesh *m, int axis, int peer, const void *buf, size_t count, colrt_dtype t, colrt_stream *s) {
+    if (peer < 0) colrt_die("send: peer coordinate %d on mesh axis %d is not a rank's", peer, axis);
+    colrt_sendrecv(m, axis, peer, buf, count, -1, NULL, 0, t, s);
+}
+
+void colrt_recv(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colrt_dtype t, colrt_stream *s) {
+    if (peer < 0) colrt_die("recv: peer coordinate %d on mesh axis %d is not a rank's", peer, axis);
+    colrt_sendrecv(m, axis, -1, NULL, 0, peer, buf, count, t, s);
+}
+
+void colrt_pair_all_reduce(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colrt_dtype t,
+                           colrt_stream *s) {
+    colrt__pair_comm(m, axis, peer, "pair_all_reduce");
+    COLRT_NCCL(ncclAllReduce(buf, buf, count, nccl_type(t), ncclSum, (ncclComm_t)m->pair_be[axis][peer],
+                             colrt__cuda_stream(s)));
 }

@@ -90,6 +90,21 @@ expect 0 "each step runs N micro-batches of batch/N" -- --help
 # no plan fits: the micro-batches that would, named first
 expect 1 "hint: --micro-batches" -- "$src/examples/gpt2/gpt2.c" --batch 64 --cluster h100:1x1 --mem 30GB --recompute none \
   --zero 3 --emit plan -o "$tmp/nofit"
+# pipelines (--pp): bad input is a user error naming the numbers, with a hint
+ptiny=("$src/examples/ir/gpt2-tiny.cir" --emit code --target cpu -o "$tmp/pp")
+expect 2 "invalid value '0' for --pp" -- --pp 0 x.cir
+expect 1 "--pp 3 exceeds the 2 instances of block 'h': every stage needs at least one" -- "${ptiny[@]}" --cluster h100:1x3 --pp 3
+expect 1 "hint: give --pp 2 or fewer" -- "${ptiny[@]}" --cluster h100:1x3 --pp 3
+expect 1 "--pp 4 does not divide the cluster: 1 node of 6 devices (6 devices)" -- "${ptiny[@]}" --cluster h100:1x6 --pp 4
+expect 1 "--pp 2 with 1 micro-batch: the 1F1B schedule needs at least as many micro-batches as stages" -- "${ptiny[@]}" \
+  --cluster h100:1x2 --pp 2 --micro-batches 1
+expect 1 "hint: give --micro-batches 2 or more" -- "${ptiny[@]}" --cluster h100:1x2 --pp 2 --micro-batches 1
+expect 1 "--batch 1 is not a multiple of --micro-batches 2" -- "$src/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 \
+  -DVOCAB=256 -DCTX=32 --batch 1 --pp 2 --cluster h100:1x2 --emit code -o "$tmp/pp"
+expect 1 "pipeline stages with ZeRO are not supported yet" -- "${ptiny[@]}" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero1
+expect 0 "" -- "${ptiny[@]}" --cluster h100:1x4 --pp 2 -q
+grep -q "#define gpt2_tiny_PIPELINE_STAGES 2" "$tmp/pp/gpt2_tiny.h" && grep -q "#define gpt2_tiny_MICRO_BATCHES 2" "$tmp/pp/gpt2_tiny.h" \
+  && pass=$((pass + 1)) || { echo "FAIL: --pp 2: two stages, two micro-batches by default"; fail=$((fail + 1)); }
 
 # IR to a file, then byte-identical with the example; -o - goes to stdout.
 for ex in mlp gpt2-2layer; do
@@ -113,6 +128,12 @@ expect 2 "invalid value 'bogus' for --dump-after" -- "$src/examples/ir/mlp.cir" 
 expect 2 "lower.recompute" -- "$src/examples/ir/mlp.cir" --dump-after lower.bogus
 expect 0 "; ---- program after lower.split ----" -- "$src/examples/ir/mlp.cir" --emit code --target cpu --cluster h100:1x1 -o "$tmp/dump-split" -q --dump-after lower.split
 expect 2 "invalid value '3e6' for --time-limit" -- --time-limit 3e6 "$src/examples/ir/mlp.cir"
+# --time-limit bounds the whole planning, construction included: a 2x2x2
+# mesh's problem takes far more than a millisecond to build (about 0.3 s)
+expect 1 "planning stopped at --time-limit 0.001 s while building the problem for mesh 2x2x2" -- \
+  "$src/examples/ir/gpt2-tiny.cir" --emit plan --cluster h100:1x8 --mesh 2x2x2 --time-limit 0.001 -o "$tmp/tl"
+expect 1 "hint: raise --time-limit" -- \
+  "$src/examples/ir/gpt2-tiny.cir" --emit plan --cluster h100:1x8 --mesh 2x2x2 --time-limit 0.001 -o "$tmp/tl"
 expect 1 "unknown cluster preset 'nope'" -- --cluster nope:1x2 "$src/examples/ir/mlp.cir"
 expect 1 "invalid cluster shape '2000000x1024'" -- --cluster h100:2000000x1024 "$src/examples/ir/mlp.cir"
 mkdir -p "$tmp/adir.cir" "$tmp/cdir.json"

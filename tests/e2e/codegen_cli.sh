@@ -77,7 +77,7 @@ check "an arena over the limit: solved again, then it fits" "[ $rc = 0 ] && echo
 out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x2 --mesh 1x2 --zero 0 --mem 80KB -o "$work/tight2" 2>&1); rc=$?
 check "an arena over the limit: solved again, then exit 1" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'solving again under a tighter limit' && [ ! -f $work/tight2/gpt2_tiny.c ]"
 out=$("$cc" "$ex/ir/mlp.cir" --emit code --cluster h100:1x1 --strategy dp --mem 300KB -o "$work/tight3" 2>&1); rc=$?
-check "a forced strategy over the limit, the same plan again: exit 1 saying it was forced" "[ $rc = 1 ] && echo \"\$out\" | grep -q \"the plan 'dp' (forced with --strategy) needs an arena of\" && [ \$(echo \"\$out\" | grep -c 'solving again') = 1 ]"
+check "a forced strategy over the limit, the same plan twice again: exit 1 saying it was forced" "[ $rc = 1 ] && echo \"\$out\" | grep -q \"the plan 'dp' (forced with --strategy) needs an arena of\" && [ \$(echo \"\$out\" | grep -c 'solving again') = 2 ]"
 
 out=$("$cc" "$ex/ir/mlp.cir" --emit code --cluster h100:1x8 --mesh 2x2x2 --strategy zero2 -q -o "$work/z222" 2>&1); rc=$?
 check "ZeRO over three mesh axes: exit 1 with a hint" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'at most two mesh axes'"

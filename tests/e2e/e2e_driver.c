@@ -123,32 +123,46 @@ static float *to_host(const colrt_tensor *t) {
 }
 
 /* A parameter whole on every rank, from the shards the ranks hold (ZeRO
- * slices of the flattened tensor, tensor-parallel blocks of any dims, or
- * copies): every rank's shard lands at its offsets in the global tensor. */
+ * slices of the flattened tensor, tensor-parallel blocks of any dims,
+ * copies, or none on a pipeline stage that does not hold it): every rank's
+ * shard lands at its offsets in the global tensor. */
 static float *whole(const colrt_tensor *t, int64_t n_global) {
     float *local = to_host(t);
     int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
-    if (n == n_global) return local;
-    int world;
+    int mine_whole = n == n_global, all_whole = 0;
+    MPI_Allreduce(&mine_whole, &all_whole, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all_whole) return local;
+    /* shards of any sizes (a pipeline stage not holding the tensor lists it with none) */
+    int world, ni = (int)n;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    float *all = malloc(sizeof(float) * (size_t)(n * world));
+    int *counts = malloc(sizeof(int) * (size_t)world), *displs = malloc(sizeof(int) * (size_t)world);
+    MPI_Allgather(&ni, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
+    int total = 0;
+    for (int r = 0; r < world; r++) displs[r] = total, total += counts[r];
+    float *all = malloc(sizeof(float) * (size_t)(total ? total : 1));
     int64_t *offs = malloc(sizeof(int64_t) * COLRT_MAX_DIMS * (size_t)world);
-    MPI_Allgather(local, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
+    int64_t *shapes = malloc(sizeof(int64_t) * COLRT_MAX_DIMS * (size_t)world);
+    MPI_Allgatherv(local, ni, MPI_FLOAT, all, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
     MPI_Allgather(t->offset, COLRT_MAX_DIMS, MPI_INT64_T, offs, COLRT_MAX_DIMS, MPI_INT64_T, MPI_COMM_WORLD);
+    MPI_Allgather(t->shape, COLRT_MAX_DIMS, MPI_INT64_T, shapes, COLRT_MAX_DIMS, MPI_INT64_T, MPI_COMM_WORLD);
     float *w = malloc(sizeof(float) * (size_t)n_global);
     for (int r = 0; r < world; r++)
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = 0; i < counts[r]; i++) {
+            const int64_t *sh = &shapes[r * COLRT_MAX_DIMS];
             int64_t rem = i, gi = 0, stride = 1;
             for (int d = t->ndim - 1; d >= 0; d--) {
-                gi += (offs[r * COLRT_MAX_DIMS + d] + rem % t->shape[d]) * stride;
-                rem /= t->shape[d];
+                gi += (offs[r * COLRT_MAX_DIMS + d] + rem % sh[d]) * stride;
+                rem /= sh[d];
                 stride *= t->global_shape[d];
             }
-            w[gi] = all[r * n + i];
+            w[gi] = all[displs[r] + i];
         }
     free(all);
     free(offs);
+    free(shapes);
+    free(counts);
+    free(displs);
     free(local);
     return w;
 }

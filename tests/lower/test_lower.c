@@ -8,6 +8,7 @@
  * trust-ratio norms meet in one fused collective, the arena
  * holds every buffer, and bad requests are refused with the reason.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "autodiff.h"
@@ -266,12 +267,36 @@ int main(void) {
         sb_init(&dump);
         lower_print(p, &dump);
         CHECK_CONTAINS(sb_cstr(&dump), "the trust-ratio norms of 3 parameters, fused");
+        CHECK_CONTAINS(sb_cstr(&dump), "(also writes %fc1.weight.next's moments, and its direction over the gradient)");
         sb_free(&dump);
+        /* each norms sweep also writes its update's moments and direction */
+        for (int k = 0; k < 4; k++) {
+            static const char *const pn[4] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+            char a[64], b[64];
+            snprintf(a, sizeof a, "%s.trust_sq", pn[k]);
+            snprintf(b, sizeof b, "%s.next", pn[k]);
+            CHECK_INT(ln_of(p, a)->dir_for, ir_val(g, ir_find(g, b))->def);
+        }
     }
     lower_free(p);
     LowerOptions odp = {.dp = 4, .alignment = 256};
     p = lower_build(g, &odp, &err);
     CHECK(p != NULL && p->norms.n == 0 && !reduces(p, "fc1.weight.trust_sq"));
+    if (p) CHECK_INT(ln_of(p, "fc1.weight.trust_sq")->dir_for, ir_val(g, ir_find(g, "fc1.weight.next"))->def);
+    lower_free(p);
+    ir_graph_free(g);
+    /* ... but not into a micro-batch accumulator (a leaf the next step adds
+     * into; one rank reads it in place): there the update computes its
+     * direction itself; on 4 ranks the sweep reads the all-reduced bucket */
+    g = training_with("mlp.cir", 2, AD_OPT_LAMB);
+    LowerOptions one = {.dp = 1, .alignment = 256};
+    p = lower_build(g, &one, &err);
+    CHECK(p != NULL);
+    if (p) CHECK_INT(ln_of(p, "fc1.weight.trust_sq")->dir_for, IR_NONE);
+    lower_free(p);
+    p = lower_build(g, &odp, &err);
+    CHECK(p != NULL);
+    if (p) CHECK_INT(ln_of(p, "fc1.weight.trust_sq")->dir_for, ir_val(g, ir_find(g, "fc1.weight.next"))->def);
     lower_free(p);
     ir_graph_free(g);
     sb_free(&err);

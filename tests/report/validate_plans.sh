@@ -32,6 +32,8 @@ for f in "$src"/examples/ir/*.cir; do plan "ir-$(basename "$f" .cir)" "$f"; done
 plan mlp "$src/examples/mlp/mlp.c" --batch 32 --sweep-mem=3
 plan mlp-dp "$src/examples/ir/mlp.cir" --strategy dp --mesh 4
 plan gpt2-tiny "$src/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 --mem 1.1MB
+plan gpt2-tiny-pp2 "$src/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 --pp 2 \
+  --graph training
 # the plan that --emit all writes beside generated code (timings null), with its report
 if ! "$cc" "$src/examples/mlp/mlp.c" --batch 8 --cluster h100:1x2 --strategy dp --emit all -o "$tmp/mlp-code" -q ||
    [ ! -s "$tmp/mlp-code/mlp.report.md" ]; then

@@ -17,7 +17,9 @@
  * Casts and the f16/bf16 conversions are checked exactly.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <omp.h>
 #include <stdint.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -570,6 +572,39 @@ static void test_optimizers(void) {
     free(p), free(m), free(v), free(mom), free(ps), free(lp), free(a), free(b), free(ad), free(bd);
 }
 
+/* ---- sums into one float: the same bits for any thread count ----------------------------------- */
+
+/* The loss of colrt_cross_entropy and the norm of colrt_grad_norm add many
+ * terms into one float; with atomic adds their order (and so the float)
+ * followed the threads' timing: with 1 thread against 3 and 4 the sums of
+ * these 20000 terms differed in the last bits. */
+static void test_deterministic_sums(void) {
+    enum { N = 20000, V = 5 };
+    double *x = rnd(N * V, 7);
+    float *xf = malloc(sizeof(float) * N * V), *dl = malloc(sizeof(float) * N * V);
+    int32_t *tg = malloc(sizeof(int32_t) * N);
+    for (int i = 0; i < N * V; i++) xf[i] = (float)x[i];
+    for (int i = 0; i < N; i++) tg[i] = (int32_t)((i * 7) % V);
+    const void *xs[] = {xf};
+    int64_t ns[] = {N * V};
+    float loss1 = 0, norm1 = 0, acc = 0;
+    int bad = 0, saved = omp_get_max_threads();
+    for (int t = 1; t <= 4; t++)
+        for (int rep = 0; rep < 3; rep++) {
+            omp_set_num_threads(t);
+            float loss = 0.25f; /* adds to what is there */
+            colrt_cross_entropy(NULL, COLRT_F32, xf, tg, &loss, NULL, dl, N, V, 1.f / N);
+            acc = 0;
+            float norm = colrt_grad_norm(NULL, NULL, 0, 1, xs, ns, COLRT_F32, &acc);
+            if (t == 1 && rep == 0) loss1 = loss, norm1 = norm;
+            bad += memcmp(&loss, &loss1, sizeof loss) != 0 || memcmp(&norm, &norm1, sizeof norm) != 0;
+        }
+    omp_set_num_threads(saved);
+    CHECK_INT(bad, 0);
+    CHECK(loss1 > 0.25f);
+    free(x), free(xf), free(dl), free(tg);
+}
+
 /* ---- misuse ends the job with a message (run in a child process) ------------------------------ */
 
 static void bad_index(void) {
@@ -613,6 +648,7 @@ int main(int argc, char **argv) {
         test_cross_entropy();
         test_optimizers();
     }
+    test_deterministic_sums();
     expect_death("embedding index out of range", bad_index, "index 2 at position 0 is outside [0, 2)");
     expect_death("heads not a multiple", bad_heads, "needs H a positive multiple of Hkv");
     expect_death("mesh does not cover the world", bad_mesh, "multiply to 6 but the world has 1 ranks");

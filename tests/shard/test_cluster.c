@@ -124,6 +124,13 @@ static void test_json(void) {
                "1000000 nodes x 1000000 per node is more than 1048576 devices");
     json_error("{\"device\": \"X\", \"nodes\": 2, \"per_node\": 4, \"memory_gb\": 1e300}",
                "field 'memory_gb' is 1e+300, more than any device has");
+    /* rates that make infinite times (GLPK aborted on them) */
+    json_error("{\"device\": \"X\", \"nodes\": 2, \"per_node\": 4, \"memory_gb\": 24,"
+               " \"mem_bw_gbs\": 5e-324}",
+               "field 'mem_bw_gbs' is 4.94066e-324, less than any device has");
+    json_error("{\"device\": \"X\", \"nodes\": 2, \"per_node\": 4, \"memory_gb\": 24,"
+               " \"mem_bw_gbs\": 1000, \"intra\": {\"latency_us\": 1, \"bandwidth_gbs\": 1e-300}}",
+               "field 'intra.bandwidth_gbs' is 1e-300, less than any device has");
 }
 
 static void test_mesh(void) {

@@ -181,8 +181,105 @@ static void test_selective_time(void) {
     ir_graph_free(g);
 }
 
+/* placement_partial_result: a batched matmul's product summed to a weight
+ * gradient runs on the pending sum as held (the lowering fuses them), its
+ * split summed dims adding their axes to the pending ones; nothing else does. */
+static void test_partial_sum_to(void) {
+    Graph *g = training("gpt2-tiny.cir");
+    NodeId st = IR_NONE, other = IR_NONE;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_SUM_TO) continue;
+        const Value *x = ir_val(g, n->in[0]);
+        bool mm = x->def != IR_NONE && ir_node(g, x->def)->op == OP_MATMUL;
+        if (mm && st == IR_NONE && x->shape.rank == 3) st = id;
+        if (!mm && other == IR_NONE) other = id;
+    }
+    CHECK(st != IR_NONE && other != IR_NONE); /* the tied head's weight gradient; a bias's */
+    if (st == IR_NONE || other == IR_NONE) {
+        ir_graph_free(g);
+        return;
+    }
+    ShardSpec in = shard_spec_replicated(3), out;
+    CHECK(!placement_partial_result(g, st, &in, &out)); /* nothing pending: a strategy's job */
+    in.partial = 2;                                        /* [R,R,R]P1 -> [R,R]P1 */
+    CHECK(placement_partial_result(g, st, &in, &out));
+    CHECK_INT(out.rank, 2);
+    CHECK_INT(out.partial, 2);
+    CHECK_INT(out.n[0] + out.n[1], 0);
+    in.n[0] = 1, in.ax[0][0] = 0;                          /* [S0,R,R]P1 -> [R,R]P01 */
+    CHECK(placement_partial_result(g, st, &in, &out));
+    CHECK_INT(out.partial, 3);
+    in.n[0] = 0, in.n[2] = 1, in.ax[2][0] = 0;             /* [R,R,S0]P1 -> [R,S0]P1 */
+    CHECK(placement_partial_result(g, st, &in, &out));
+    CHECK_INT(out.partial, 2);
+    CHECK(out.n[1] == 1 && out.ax[1][0] == 0 && out.n[0] == 0);
+    in.pmax = 1; /* a pending max is not a sum */
+    CHECK(!placement_partial_result(g, st, &in, &out));
+    ShardSpec b = shard_spec_replicated(ir_val(g, ir_node(g, other)->in[0])->shape.rank);
+    b.partial = 1;
+    CHECK(!placement_partial_result(g, other, &b, &out)); /* a bias's sum_to of an activation */
+    ir_graph_free(g);
+}
+
+/* The two moments of the peak (eval.c): in a step of one micro-batch the
+ * gradients are born in the backward, so early in it only the head's and
+ * the last block instance's are counted; under micro-batches none are
+ * (accumulators), and each group's whole gradient is a temporary. */
+static void test_memory_moments(void) {
+    Graph *g = training("gpt2-tiny.cir");
+    PlanResult *r = plan(g, "h100:1x1", "dp");
+    const IlpProblem *p = r->prob;
+    const IlpPrice *pr = &r->price;
+    double grads = 0, late = 0;
+    int early_head = 0, early_block = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        const IlpStrat *S = &G->strats[r->choice.strat[gi]];
+        grads += G->mult * G->param_elems * p->grad_bytes;
+        late += (G->mult - G->early) * S->mem_grad_late[0];
+        CHECK(!S->accumulates);
+        if (G->early && G->block < 0) early_head++;
+        if (G->early && G->block >= 0) {
+            early_block++;
+            CHECK_INT(G->early, 1);
+        }
+    }
+    CHECK(early_head > 0 && early_block > 0); /* the tied embedding (read by the head); the last block */
+    CHECK(pr->mem_grads_late > 0 && pr->mem_grads_late < grads);
+    CHECK_NEAR(pr->mem_grads_late, late, 1e-12);
+    double start = pr->mem_params - pr->mem_grads_late + pr->mem_acts, update = pr->mem_params;
+    CHECK_NEAR(pr->peak_bytes, (start > update ? start : update) + pr->mem_transient, 1e-12);
+    plan_free(r);
+    ir_graph_free(g);
+
+    g = training("gpt2-tiny.cir");
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x1";
+    o.strategy = "dp";
+    o.micro_batches = 2;
+    o.progress = false;
+    r = plan_solve(g, &o);
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(r->price.mem_grads_late == 0);
+        double whole = 0;
+        for (int gi = 0; gi < r->prob->n_groups; gi++) {
+            const IlpStrat *S = &r->prob->groups[gi].strats[r->choice.strat[gi]];
+            CHECK(S->accumulates);
+            if (S->param_local > whole) whole = S->param_local;
+        }
+        CHECK(r->price.mem_transient >= whole); /* the largest gradient's temporary */
+        plan_free(r);
+    }
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_layouts();
+    test_partial_sum_to();
+    test_memory_moments();
     test_selective_time();
     test_verifier();
     return check_done("test_placement");

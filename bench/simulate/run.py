@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""run.py — how far the planner's predicted step (step_time_s, the ILP's
+terms) and the simulated step (the generated program replayed op by op,
+colossal-compile simulate) disagree, over every end-to-end test's plan
+(tests/e2e/CMakeLists.txt, CPU programs of tiny models on 1-4 ranks) and the
+planner benchmark's models (bench/solver/gen_models.py, bf16 on H100s).
+
+    python3 bench/simulate/run.py --compiler build/compiler/colossal-compile [--set e2e,bench]
+
+For each plan it writes one Markdown row: predicted and simulated seconds,
+their ratio, and the difference split by cause (simulated less predicted):
+  compute    forward+backward kernels (not recomputed)  vs  compute_s
+  recompute  recomputed kernels                          vs  recompute_s
+  update     the update part's kernels (norms, optimizer) vs optimizer_s
+  copies     device copies (bucket packing, strided staging of reshardings): not priced by the ILP
+  comm       the step less kernels and copies (collectives on the critical path)
+             vs resharding_s + grad_sync_exposed_s + zero_gather_s (less local copies)
+  of which latency   the simulation's exposed communication less the same replay with
+             every link's latency ~0 (--cluster with latency_us 1e-6): the share of
+             the comm column the collectives' per-call latency makes
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "solver"))
+import gen_models  # noqa: E402
+
+
+def e2e_cases():
+    text = open(os.path.join(ROOT, "tests", "e2e", "CMakeLists.txt")).read()
+    for m in re.finditer(r"^colossal_e2e\(([^)]*)\)", text, re.M):
+        words = shlex.split(m.group(1).replace("\n", " "))
+        if len(words) < 4 or "${_ir}" not in words[1]:
+            continue
+        name, model, args = words[0], words[1].replace("${_ir}", os.path.join(ROOT, "examples", "ir")), words[4:]
+        yield "e2e " + name, [model, "--target", "cpu"] + args
+
+
+def bench_cases(work):
+    clusters = {8: "h100:1x8", 64: "h100:8x8"}
+    for m in ["gpt2-124m", "gpt2-1.5b", "llama-7b", "llama-70b"]:
+        for n in (8, 64):
+            d = os.path.join(work, f"{m}-{n}")
+            os.makedirs(d, exist_ok=True)
+            cir = gen_models.write(d, m, n)
+            yield f"bench {m} {n}", [cir, "--cluster", clusters[n], "--dtype", "bf16", "--target", "cuda",
+                                     "--time-limit", "60"]
+
+
+def row(cc, name, args, out):
+    t0 = time.monotonic()
+    p = subprocess.run([cc] + args + ["--emit", "code", "-q", "-o", out], capture_output=True, text=True)
+    if p.returncode != 0:
+        msg = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[0].replace("colossal-compile: error: ", "")
+        return f"| {name} | | | | no code: {msg[:80]} |||||| "
+    plan = [f for f in os.listdir(out) if f.endswith(".plan.json")][0]
+    path = os.path.join(out, plan)
+    d = json.load(open(path))
+    s = json.loads(subprocess.run([cc, "simulate", path, "--json"], capture_output=True, text=True, check=True).stdout)
+    # the same replay with every link's latency ~0: how much of the exposed communication is latency
+    cl = d["program"]["cluster"]
+    for link in ("intra", "inter"):
+        cl[link]["latency_us"] = 1e-6
+    nolat = os.path.join(out, "no-latency.cluster.json")
+    json.dump(cl, open(nolat, "w"))
+    s0 = json.loads(subprocess.run([cc, "simulate", path, "--json", "--cluster", nolat], capture_output=True,
+                                   text=True, check=True).stdout)
+    b = d["step_breakdown"]
+    comm_ilp = b["resharding_s"] + b["grad_sync_exposed_s"] + b["zero_gather_s"]
+    cause = {
+        "compute": s["forward_s"] + s["backward_s"] - s["recompute_s"] - b["compute_s"],
+        "recompute": s["recompute_s"] - b["recompute_s"],
+        "update": s["update_s"] - b["optimizer_s"],
+        "copies": s["copy_s"],
+        "comm": s["exposed_comm_s"] - comm_ilp,
+        "of which latency": s["exposed_comm_s"] - s0["exposed_comm_s"],
+    }
+    pred, sim = d["step_time_s"], s["step_s"]
+    mesh = "x".join(str(x) for x in d["mesh"])
+    cells = " | ".join(f"{100 * v / pred:+.1f}%" for v in cause.values())
+    return (f"| {name} | {mesh} {d['chosen_by']} | {pred:.4g} | {sim:.4g} | {sim / pred:.3f} | {cells} |",
+            sim / pred, cause, pred)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--compiler", required=True)
+    ap.add_argument("--work", default="/tmp/colossal-bench-simulate")
+    ap.add_argument("--set", default="e2e,bench")
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    cases = []
+    if "e2e" in a.set:
+        cases += list(e2e_cases())
+    if "bench" in a.set:
+        cases += list(bench_cases(a.work))
+    print("| plan | mesh, chosen by | predicted s | simulated s | sim/pred | compute | recompute | update | copies | comm "
+          "| of which latency |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios, causes = [], {}
+    for k, (name, args) in enumerate(cases):
+        r = row(a.compiler, name, args, os.path.join(a.work, f"case{k}"))
+        if isinstance(r, str):
+            print(r, flush=True)
+            continue
+        print(r[0], flush=True)
+        ratios.append(r[1])
+        for c, v in r[2].items():
+            causes.setdefault(c, []).append(abs(v) / r[3])
+    if ratios:
+        within = sum(1 for x in ratios if abs(x - 1) <= 0.03)
+        ratios.sort()
+        print(f"\n{len(ratios)} plans; sim/pred median {ratios[len(ratios) // 2]:.3f}, min {ratios[0]:.3f}, "
+              f"max {ratios[-1]:.3f}; within +-3%: {within}")
+        print("mean |difference| by cause, % of the predicted step: " +
+              ", ".join(f"{c} {100 * sum(v) / len(v):.1f}%" for c, v in causes.items()))
+
+
+if __name__ == "__main__":
+    main()

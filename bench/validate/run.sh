@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# bench/validate/run.sh — the cost model against measurement on this machine:
+# generated CPU programs (tiny and 124M GPT-2, tiny LLaMA; 1 and 2 ranks; dp,
+# ZeRO-2, tensor parallel 1x2, full and selective recompute, 2 micro-batches)
+# planned for CLUSTER, each built and run on OMP_NUM_THREADS=1 ranks,
+# alternating the programs round by round in one window; then the table
+# (bench/validate/table.py): predicted (the planner), simulated (the program
+# replayed, colossal-compile simulate) and measured seconds per step, their
+# ratios, and whether the plans rank in the measured order.
+# usage: bench/validate/run.sh [BUILD_DIR [CLUSTER [ROUNDS [STEPS]]]]
+#   CLUSTER: a preset (cpu, the default) or a cluster JSON (colossal-calibrate's)
+set -euo pipefail
+build=${1:-build}
+cluster=${2:-cpu}
+rounds=${3:-3}
+steps=${4:-10}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${VALIDATE_OUT:-$build/bench-validate}
+mkdir -p "$out"
+cc=$build/compiler/colossal-compile
+tiny_gpt2="-DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32"
+tiny_llama="-DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DN_KV_HEAD=2 -DFFN=128 -DVOCAB=256 -DSEQ=32"
+small_gpt2="-DCTX=64"  # GPT-2 124M, 64 tokens a row: seconds per step on one core
+# name | ranks | model | options
+cases=(
+  "gpt2-tiny-1|1|gpt2|$tiny_gpt2 --batch 8"
+  "gpt2-tiny-dp-2|2|gpt2|$tiny_gpt2 --batch 8 --strategy dp"
+  "gpt2-tiny-zero2-2|2|gpt2|$tiny_gpt2 --batch 8 --strategy zero2"
+  "gpt2-tiny-tp-1x2|2|gpt2|$tiny_gpt2 --batch 8 --mesh 1x2 --strategy megatron"
+  "gpt2-tiny-full-recompute-2|2|gpt2|$tiny_gpt2 --batch 8 --strategy dp-recompute"
+  "gpt2-tiny-selective-1|1|gpt2|$tiny_gpt2 --batch 8 --recompute selective"
+  "gpt2-tiny-micro2-dp-2|2|gpt2|$tiny_gpt2 --batch 8 --micro-batches 2 --strategy dp"
+  "gpt2-tiny-auto-2|2|gpt2|$tiny_gpt2 --batch 8"
+  "llama-tiny-1|1|llama|$tiny_llama --batch 8"
+  "llama-tiny-dp-2|2|llama|$tiny_llama --batch 8 --strategy dp"
+  "gpt2-124m-1|1|gpt2|$small_gpt2 --batch 2"
+  "gpt2-124m-dp-2|2|gpt2|$small_gpt2 --batch 4 --strategy dp"
+)
+mpirun=(mpirun --oversubscribe --bind-to none)
+[ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
+for c in "${cases[@]}"; do
+  IFS='|' read -r name np model opts <<<"$c"
+  d=$out/$name
+  mesh=1x$np
+  # shellcheck disable=SC2086
+  "$cc" "$root/examples/$model/$model.c" $opts --cluster "$( [ -f "$cluster" ] && echo "$cluster" || echo "$cluster:$mesh")" \
+    --emit code --target cpu -q -o "$d"
+  mpicc -std=c17 -O2 -fopenmp -I"$root/include" -I"$d" -DCG_MODEL="$model" -DCG_HEADER="$model.h" \
+    "$root/bench/codegen_cpu/train.c" "$d/$model.c" "$d/${model}_kernels.c" \
+    "$build/runtime/libcolrt_cpu.a" -lcjson -lz -ldl -lm -lpthread -o "$d/train"
+done
+results=$out/results.tsv
+printf "case\tranks\tround\tmeasured_s\tplan\n" >"$results"
+for r in $(seq 1 "$rounds"); do
+  for c in "${cases[@]}"; do
+    IFS='|' read -r name np model opts <<<"$c"
+    d=$out/$name
+    line=$(OMP_NUM_THREADS=1 timeout 600 "${mpirun[@]}" -np "$np" -x OMP_NUM_THREADS "$d/train" "$steps" 1e-4 2 |
+      grep "s per step (mean" || true)
+    s=$(sed -n 's/.*), \([0-9.e+-]*\) s per step.*/\1/p' <<<"$line")
+    printf "%s\t%s\t%s\t%s\t%s\n" "$name" "$np" "$r" "${s:-nan}" "$d/$model.plan.json" >>"$results"
+    echo "round $r $name: ${s:-failed} s per step" >&2
+  done
+done
+python3 "$here/table.py" "$results" --cluster "$cluster" --date "$(date -u +%Y-%m-%d)" \
+  --command "bench/validate/run.sh $build $cluster $rounds $steps"

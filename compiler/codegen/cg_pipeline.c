@@ -1,0 +1,368 @@
+/*
+ * cg_pipeline.c — a pipelined program (docs/pipeline.md): one generated
+ * program for every stage, whose schedule depends on the rank's stage (its
+ * coordinate on the runtime mesh's last axis). cg_emit.c writes each
+ * stage's forward, backward and update functions from the same lowered
+ * program, skipping the nodes of other stages (cg_pipe_on) and adding the
+ * update's sums of parts (cg_pipe_before_node); this file writes the rest:
+ *   - per stage, its transfers (colrt_sendrecv with its neighbours: the
+ *     forward values of lower.h's boundary lists, the gradients back) and
+ *     its 1F1B schedule as a table of actions (solver/pipeline.c builds and
+ *     checks it), which train_step runs;
+ *   - a stage that is not the last runs a micro-batch's backward after its
+ *     forward again from the values it received (kept in p - s slots: the
+ *     micro-batches it holds in flight), so one micro-batch's activations
+ *     live in the arena at a time;
+ *   - the loss summed over the stages (only the last computes it).
+ * Takes the CgCtx of cg_emit; writes into the schedule file being built.
+ */
+#include <string.h>
+
+#include "cg_internal.h"
+#include "pipeline.h"
+
+bool cg_pipe_on(const CgCtx *c, NodeId id) { return c->stage < 0 || lower_pipe_on(c->lp, id, c->stage); }
+
+bool cg_pipelined(const CgCtx *c) { return c->lp->pipe.stages > 1; }
+
+bool cg_pipe_holds(const CgCtx *c, ValueId v) {
+    if (c->stage < 0 || v >= c->g->n_values || ir_val(c->g, v)->def == IR_NONE) return true;
+    return lower_pipe_on(c->lp, ir_val(c->g, v)->def, c->stage);
+}
+
+void cg_pipe_rank(const CgCtx *c, StrBuf *b) {
+    if (cg_pipelined(c)) sb_printf(b, "(colrt_rank() / %d)", c->lp->pipe.stages);
+    else sb_puts(b, "colrt_rank()");
+}
+
+static int lowest_bit(uint32_t m) {
+    int s = 0;
+    while (m && !(m >> s & 1u)) s++;
+    return s;
+}
+
+/* The pipeline's mesh axis: the runtime mesh's last. */
+static int pp_axis(const CgOptions *o) { return o->mesh_axes; }
+
+void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {
+    const LowerProgram *lp = c->lp;
+    const LowerPipe *pp = &lp->pipe;
+    if (pp->stages <= 1 || c->stage < 0) return;
+    const Graph *g = c->g;
+    const Node *n = id >= 0 ? ir_node(g, id) : NULL;
+    int s = c->stage;
+    NodeId save = c->cur_node;
+    c->cur_node = id >= 0 ? id : -1;
+    for (int k = 0; k < pp->n_sums; k++) {
+        const LowerPipeSum *u = &pp->sums[k];
+        if (u->before != id || !(u->stages >> s & 1u)) continue;
+        ValueId v = cg_read(c, u->v);
+        uint32_t all = (1u << pp->stages) - 1;
+        if (u->stages == all) {
+            sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", pp_axis(o));
+            cg_ptr(c, c->sched, u->v);
+            sb_puts(c->sched, ", ");
+            cg_ptr(c, c->sched, u->v);
+            sb_printf(c->sched, ", %lld, %s, COLRT_SUM, NULL); /* %%%s: every stage's part */\n",
+                      (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(g, u->v)->dtype), ir_val(g, u->v)->name);
+        } else {
+            int peer = 0;
+            while (peer == s || !(u->stages >> peer & 1u)) peer++;
+            sb_printf(c->sched, "    colrt_pair_all_reduce(M->mesh, %d, %d, ", pp_axis(o), peer);
+            cg_ptr(c, c->sched, u->v);
+            sb_printf(c->sched, ", %lld, %s, NULL); /* %%%s: this stage's part and stage %d's (a tied parameter) */\n",
+                      (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(g, u->v)->dtype), ir_val(g, u->v)->name,
+                      peer);
+        }
+    }
+    (void)n;
+    c->cur_node = save;
+}
+
+void cg_pipe_foreign_node(CgCtx *c, NodeId id) {
+    const LowerProgram *lp = c->lp;
+    if (lp->pipe.stages <= 1 || c->stage < 0) return;
+    const Graph *g = c->g;
+    const Node *n = ir_node(g, id);
+    /* a node that adds into another value's buffer (an embedding's gradient
+     * into the tied head's), or writes over it: the buffer already holds that
+     * value, this stage's part when it is computed here */
+    if (lp->n[id].acc_into != IR_NONE) return;
+    for (int o = 0; o < n->n_out; o++) {
+        ValueId v = n->out[o];
+        if (lp->v[v].storage != v || !c->pipe_zeroed || !c->pipe_zeroed[v]) continue;
+        NodeId save = c->cur_node;
+        c->cur_node = -1;
+        sb_puts(c->sched, "    colrt_memset0(");
+        cg_ptr(c, c->sched, v);
+        sb_printf(c->sched, ", %lld, NULL); /* %%%s: stage %d's part of a sum is zero here */\n", (long long)lp->v[v].bytes,
+                  ir_val(g, v)->name, lowest_bit(lp->pipe.mask[id]));
+        c->cur_node = save;
+    }
+}
+
+void cg_pipe_stage_begin(CgCtx *c) {
+    ir_free(c->pipe_zeroed);
+    c->pipe_zeroed = NULL;
+    if (c->stage < 0) return;
+    const Graph *g = c->g;
+    c->pipe_zeroed = ir_alloc(sizeof(bool) * (size_t)(g->n_values ? g->n_values : 1));
+    memset(c->pipe_zeroed, 0, sizeof(bool) * (size_t)g->n_values);
+    for (NodeId r = 0; r < g->n_nodes; r++) {
+        if (!lower_pipe_on(c->lp, r, c->stage)) continue;
+        const Node *rn = ir_node(g, r);
+        for (int i = 0; i < rn->n_in; i++)
+            if (lower_pipe_zeroed(c->lp, r, c->stage, rn->in[i])) c->pipe_zeroed[rn->in[i]] = true;
+    }
+}
+
+unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v) {
+    const LowerProgram *lp = c->lp;
+    unsigned m = 0;
+    for (NodeId id = 0; id < c->g->n_nodes; id++) {
+        const Node *n = ir_node(c->g, id);
+        if (n->op == OP_GRAD_ACCUM && n->in[0] == v) return 0; /* an accumulator: zero between steps */
+        for (int i = 0; i < n->n_in; i++)
+            if (n->in[i] == v) m |= lp->pipe.mask[id];
+    }
+    return m ? m : (1u << lp->pipe.stages) - 1;
+}
+
+static int64_t align256(int64_t b) { return (b + 255) / 256 * 256; }
+
+/* The bytes of a list of values, each at a 256-byte boundary. */
+static int64_t list_bytes(const LowerProgram *lp, const ValueId *v, int n) {
+    int64_t b = 0;
+    for (int k = 0; k < n; k++) b += align256(lp->v[v[k]].bytes);
+    return b;
+}
+
+/* Stage s's pipeline buffer: p - s slots of received forward values
+ * (slot bytes each), the received gradients, and the outboxes the values
+ * it sends are copied into as soon as they are computed (the memory plan
+ * may give their buffers to later nodes of the stage before the send). */
+typedef struct PipeLayout {
+    int64_t slot, gin, out_fwd, out_bwd, end;
+} PipeLayout;
+
+static PipeLayout layout(const LowerProgram *lp, int s) {
+    const LowerPipe *pp = &lp->pipe;
+    PipeLayout L = {0};
+    L.slot = s ? list_bytes(lp, pp->fwd[s - 1], pp->n_fwd[s - 1]) : 0;
+    L.gin = (pp->stages - s) * L.slot;
+    L.out_fwd = L.gin + (s + 1 < pp->stages ? list_bytes(lp, pp->bwd[s], pp->n_bwd[s]) : 0);
+    L.out_bwd = L.out_fwd + (s + 1 < pp->stages ? list_bytes(lp, pp->fwd[s], pp->n_fwd[s]) : 0);
+    L.end = L.out_bwd + (s ? list_bytes(lp, pp->bwd[s - 1], pp->n_bwd[s - 1]) : 0);
+    return L;
+}
+
+/* Values move as 16-bit words: every dtype is 2 or 4 bytes, and a
+ * transfer only copies (COLRT_F16 carries any pair of bytes). */
+static void xfer_fn(CgCtx *c, const CgOptions *o, StrBuf *m, int s, bool next, int64_t slot_bytes, int64_t gstash_off) {
+    const LowerProgram *lp = c->lp;
+    const LowerPipe *pp = &lp->pipe;
+    const char *px = c->prefix;
+    int P = pp->stages, peer = next ? s + 1 : s - 1;
+    /* next: send fwd[s] (arena), receive bwd[s] (gradient stash); prev: send bwd[s-1] (arena), receive fwd[s-1] (slot) */
+    const ValueId *snd = next ? pp->fwd[s] : pp->bwd[s - 1], *rcv = next ? pp->bwd[s] : pp->fwd[s - 1];
+    int ns = next ? pp->n_fwd[s] : pp->n_bwd[s - 1], nr = next ? pp->n_bwd[s] : pp->n_fwd[s - 1];
+    if (next)
+        sb_printf(m, "/* Stage %d with stage %d: send the forward values of the forward just run, receive the\n"
+                     " * gradients for the next backward into the stash. */\n"
+                     "static void %s_next_s%d(%s *M, int send, int recv) {\n",
+                  s, peer, px, s, px);
+    else
+        sb_printf(m, "/* Stage %d with stage %d: send the gradients of the backward just run, receive micro-batch\n"
+                     " * j's forward values into its slot (j %% %d). */\n"
+                     "static void %s_prev_s%d(%s *M, int send, int recv, int j) {\n"
+                     "    char *slot = M->pipe.base + (size_t)(j %% %d) * %lld;\n    (void)slot;\n",
+                  s, peer, P - s, px, s, px, P - s, (long long)slot_bytes);
+    PipeLayout L = layout(lp, s);
+    int64_t roff = next ? gstash_off : 0, soff = next ? L.out_fwd : L.out_bwd; /* sends go from the outboxes */
+    for (int k = 0; k < (ns > nr ? ns : nr); k++) {
+        bool hs = k < ns, hr = k < nr;
+        sb_printf(m, "    if (%s%s%s) colrt_sendrecv(M->mesh, %d, ", hs ? "send" : "", hs && hr ? " || " : "", hr ? "recv" : "",
+                  pp_axis(o));
+        if (hs) sb_printf(m, "send ? %d : -1, ", peer);
+        else sb_puts(m, "-1, ");
+        if (hs) {
+            sb_printf(m, "M->pipe.base + %lld, %lld, ", (long long)soff, (long long)(lp->v[snd[k]].bytes / 2));
+            soff += align256(lp->v[snd[k]].bytes);
+        } else sb_puts(m, "NULL, 0, ");
+        if (hr) {
+            sb_printf(m, "recv ? %d : -1, %s + %lld, %lld, ", peer, next ? "M->pipe.base" : "slot", (long long)roff,
+                      (long long)(lp->v[rcv[k]].bytes / 2));
+            roff += align256(lp->v[rcv[k]].bytes);
+        } else sb_puts(m, "-1, NULL, 0, ");
+        sb_puts(m, "COLRT_F16, NULL); /*");
+        if (hs) sb_printf(m, " out %%%s", ir_val(c->g, snd[k])->name);
+        if (hr) sb_printf(m, " in %%%s", ir_val(c->g, rcv[k])->name);
+        sb_puts(m, " */\n");
+    }
+    sb_puts(m, "    (void)M, (void)send, (void)recv;\n}\n\n");
+}
+
+/* Copies from the pipeline buffer into the arena: the received forward
+ * values of micro-batch j (its slot), or the received gradients. */
+static void copy_in_fn(CgCtx *c, StrBuf *m, int s, bool grads, int64_t slot_bytes, int64_t gstash_off) {
+    const LowerPipe *pp = &c->lp->pipe;
+    const char *px = c->prefix;
+    int P = pp->stages;
+    const ValueId *v = grads ? pp->bwd[s] : pp->fwd[s - 1];
+    int n = grads ? pp->n_bwd[s] : pp->n_fwd[s - 1];
+    if (grads) sb_printf(m, "static void %s_grads_in_s%d(%s *M) {\n    const char *from = M->pipe.base + %lld;\n", px, s, px,
+                         (long long)gstash_off);
+    else sb_printf(m, "static void %s_restore_s%d(%s *M, int j) {\n    const char *from = M->pipe.base + (size_t)(j %% %d) * %lld;\n",
+                   px, s, px, P - s, (long long)slot_bytes);
+    int64_t off = 0;
+    c->cur_node = -1;
+    for (int k = 0; k < n; k++) {
+        sb_puts(m, "    colrt_memcpy(");
+        cg_ptr(c, m, v[k]);
+        sb_printf(m, ", from + %lld, %lld, COLRT_D2D, NULL); /* %%%s */\n", (long long)off, (long long)c->lp->v[v[k]].bytes,
+                  ir_val(c->g, v[k])->name);
+        off += align256(c->lp->v[v[k]].bytes);
+    }
+    sb_puts(m, "    (void)from;\n}\n\n");
+}
+
+int64_t cg_pipe_buffer_bytes(const CgCtx *c) {
+    int64_t most = 256;
+    for (int s = 0; s < c->lp->pipe.stages; s++)
+        if (layout(c->lp, s).end > most) most = layout(c->lp, s).end;
+    return most;
+}
+
+void cg_pipe_after_node(CgCtx *c, NodeId id) {
+    const LowerProgram *lp = c->lp;
+    const LowerPipe *pp = &lp->pipe;
+    if (pp->stages <= 1 || c->stage < 0) return;
+    int s = c->stage;
+    PipeLayout L = layout(lp, s);
+    const Node *n = ir_node(c->g, id);
+    for (int dir = 0; dir < 2; dir++) { /* 0: forward values to s + 1; 1: gradients to s - 1 */
+        if (dir ? s == 0 : s + 1 >= pp->stages) continue;
+        const ValueId *v = dir ? pp->bwd[s - 1] : pp->fwd[s];
+        int nv = dir ? pp->n_bwd[s - 1] : pp->n_fwd[s];
+        int64_t off = dir ? L.out_bwd : L.out_fwd;
+        for (int k = 0; k < nv; off += align256(lp->v[v[k]].bytes), k++)
+            for (int o = 0; o < n->n_out; o++)
+                if (n->out[o] == v[k]) {
+                    sb_printf(c->sched, "    colrt_memcpy(M->pipe.base + %lld, ", (long long)off);
+                    NodeId save = c->cur_node;
+                    c->cur_node = -1;
+                    cg_ptr(c, c->sched, v[k]);
+                    c->cur_node = save;
+                    sb_printf(c->sched, ", %lld, COLRT_D2D, NULL); /* %%%s, to send to stage %d */\n",
+                              (long long)lp->v[v[k]].bytes, ir_val(c->g, v[k])->name, dir ? s - 1 : s + 1);
+                }
+    }
+}
+
+bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o) {
+    const LowerProgram *lp = c->lp;
+    const LowerPipe *pp = &lp->pipe;
+    const char *px = c->prefix;
+    int P = pp->stages, ax = o->mesh_axes;
+    int micro = 1;
+    for (NodeId id = 0; id < c->g->n_nodes; id++)
+        if (ir_node(c->g, id)->op == OP_GRAD_ACCUM && ir_node(c->g, id)->attr[0].f > 0)
+            micro = (int)(1 / ir_node(c->g, id)->attr[0].f + 0.5);
+    /* the schedules, checked against each other before they are written */
+    PipeAction *acts[PLACE_MAX_STAGES];
+    int na[PLACE_MAX_STAGES];
+    for (int s = 0; s < P; s++) {
+        acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * micro + 6));
+        na[s] = pipeline_1f1b(P, micro, s, acts[s]);
+    }
+    StrBuf why;
+    sb_init(&why);
+    bool ok = pipeline_check(P, micro, acts, na, &why);
+    if (!ok) sb_printf(c->err, "the 1F1B schedule of %d stages and %d micro-batches fails its check: %s", P, micro, sb_cstr(&why));
+    sb_free(&why);
+    for (int s = 0; ok && s < P; s++) {
+        bool first = s == 0, last = s == P - 1;
+        int64_t fin = first ? 0 : list_bytes(lp, pp->fwd[s - 1], pp->n_fwd[s - 1]);
+        int64_t gstash = (P - s) * fin;
+        sb_printf(m, "/* ---- stage %d of %d ---- */\n\n", s, P);
+        if (!last) xfer_fn(c, o, m, s, true, fin, gstash);
+        if (!first) xfer_fn(c, o, m, s, false, fin, gstash);
+        if (!first) copy_in_fn(c, m, s, false, fin, gstash);
+        if (!last) copy_in_fn(c, m, s, true, fin, gstash);
+        sb_printf(m, "/* Stage %d's 1F1B schedule (solver/pipeline.c): {action, micro-batch, send, receive};\n"
+                     " * actions: 0 forward, 1 backward, 2 transfer with the next stage, 3 with the previous. */\n"
+                     "static const int %s_sched_s%d[%d][4] = {\n",
+                  s, px, s, na[s]);
+        for (int k = 0; k < na[s]; k++)
+            sb_printf(m, "    {%d, %d, %d, %d},\n", (int)acts[s][k].kind, acts[s][k].mb, acts[s][k].send, acts[s][k].recv);
+        sb_puts(m, "};\n\n");
+        sb_printf(m, "static double %s_run_s%d(%s *M, const %s_inputs *in, float lr) {\n    double l = 0;\n"
+                     "    for (int k = 0; k < %d; k++) {\n        const int *a = %s_sched_s%d[k];\n        switch (a[0]) {\n",
+                  px, s, px, px, na[s], px, s);
+        sb_printf(m, "        case 0:\n            %s_feed(M, in, a[1], lr);\n", px);
+        if (!first) sb_printf(m, "            %s_restore_s%d(M, a[1]);\n", px, s);
+        sb_printf(m, "            %s_forward_nodes_s%d(M);\n", px, s);
+        if (last) sb_printf(m, "            l += %s_loss_local(M);\n", px);
+        sb_puts(m, "            break;\n        case 1:\n");
+        if (!last) { /* the forward again, from the micro-batch's inputs */
+            sb_printf(m, "            %s_feed(M, in, a[1], lr);\n", px);
+            if (!first) sb_printf(m, "            %s_restore_s%d(M, a[1]);\n", px, s);
+            sb_printf(m, "            %s_forward_nodes_s%d(M);\n            %s_grads_in_s%d(M);\n", px, s, px, s);
+        }
+        sb_printf(m, "            %s_backward_nodes_s%d(M);\n            break;\n", px, s);
+        if (!last) sb_printf(m, "        case 2: %s_next_s%d(M, a[2], a[3]); break;\n", px, s);
+        if (!first) sb_printf(m, "        case 3: %s_prev_s%d(M, a[2], a[3], a[1]); break;\n", px, s);
+        sb_puts(m, "        }\n    }\n    (void)in, (void)lr;\n    return l;\n}\n\n");
+    }
+    for (int s = 0; s < P; s++) ir_free(acts[s]);
+    if (!ok) return false;
+    /* dispatch on the stage */
+    sb_printf(m, "/* One micro-batch (fed already) through the pipeline's forward: the read-outs' pass. */\n"
+                 "static void %s_forward_nodes(%s *M) {\n    switch (M->stage) {\n", px, px);
+    for (int s = 0; s < P; s++) {
+        sb_printf(m, "    case %d:\n", s);
+        if (s) sb_printf(m, "        %s_prev_s%d(M, 0, 1, 0);\n        %s_restore_s%d(M, 0);\n", px, s, px, s);
+        sb_printf(m, "        %s_forward_nodes_s%d(M);\n", px, s);
+        if (s + 1 < P) sb_printf(m, "        %s_next_s%d(M, 1, 0);\n", px, s);
+        sb_puts(m, "        break;\n");
+    }
+    sb_puts(m, "    }\n}\n\n");
+    sb_printf(m, "/* The sum over the stages of each one's loss (only the last stage computes one). */\n"
+                 "static double %s_stages_sum(%s *M, double l) {\n"
+                 "    float f = (float)l;\n"
+                 "    colrt_memcpy(M->arena.base + %lld, &f, 4, COLRT_H2D, NULL);\n"
+                 "    colrt_all_reduce(M->mesh, %d, M->arena.base + %lld, M->arena.base + %lld, 1, COLRT_F32, COLRT_SUM, NULL);\n"
+                 "    colrt_memcpy(&f, M->arena.base + %lld, 4, COLRT_D2H, NULL);\n"
+                 "    colrt_device_sync();\n"
+                 "    return f;\n}\n\n",
+              px, px, (long long)(c->scratch_off + 192), ax, (long long)(c->scratch_off + 192), (long long)(c->scratch_off + 192),
+              (long long)(c->scratch_off + 192));
+    sb_printf(m, "static float %s_loss(%s *M) { return (float)%s_stages_sum(M, M->stage == %d ? %s_loss_local(M) : 0.0); }\n\n",
+              px, px, px, P - 1, px);
+    sb_printf(m, "float %s_train_step(%s *M, const %s_inputs *in, float lr) {\n"
+                 "    double t0 = %s_now(), l = 0;\n"
+                 "    M->step++;\n"
+                 "    switch (M->stage) {\n",
+              px, px, px, px);
+    for (int s = 0; s < P; s++)
+        sb_printf(m, "    case %d:\n        l = %s_run_s%d(M, in, lr);\n        %s_update_nodes_s%d(M);\n        break;\n", s, px, s, px, s);
+    sb_printf(m, "    }\n"
+                 "    if (%s_MICRO_BATCHES > 1) %s_clear_accumulators(M);\n"
+                 "    l = %s_stages_sum(M, l);\n"
+                 "    colrt_device_sync();\n"
+                 "    M->stats.last_step_s = %s_now() - t0;\n"
+                 "    M->stats.total_step_s += M->stats.last_step_s;\n"
+                 "    M->stats.steps++;\n"
+                 "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
+              px, px, px, px, px);
+    sb_printf(m, "float %s_forward(%s *M, const %s_inputs *in) {\n"
+                 "    double l = 0;\n"
+                 "    for (int j = 0; j < %s_MICRO_BATCHES; j++) {\n"
+                 "        %s_feed(M, in, j, 0.0f);\n"
+                 "        %s_forward_nodes(M);\n"
+                 "        if (M->stage == %d) l += %s_loss_local(M);\n"
+                 "    }\n"
+                 "    return (float)(%s_stages_sum(M, l) / %s_MICRO_BATCHES);\n}\n\n",
+              px, px, px, px, px, px, P - 1, px, px, px);
+    return true;
+}

@@ -1,0 +1,154 @@
+/*
+ * cg_trace.c — the generated program as the simulator replays it
+ * (solver/sim.h). The schedule writers call these beside each colrt call
+ * they write: a node's kernels (with its local FLOPs and bytes and its live
+ * arena bytes), each collective (kind, axis, each rank's bytes going in),
+ * each copy, each event recorded or waited for. So the replay's ops are the
+ * emitted ones by construction. Then writes the recorded program and its
+ * replay into the plan JSON ("program", "simulated_step_time_s").
+ */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_internal.h"
+
+/* The fraction of the node's global work this rank does. Sharded lowering:
+ * 1 / the product of the mesh axes its strategy puts on iterators. The
+ * data-parallel lowering splits only the batch: the smallest share of any
+ * tensor the node touches (a weight gradient's operands are split even when
+ * its result is whole). */
+static double work_share(const CgCtx *c, NodeId id) {
+    const LowerProgram *lp = c->lp;
+    const Node *n = ir_node(c->g, id);
+    if (lp->sharded && lp->opt.mesh) {
+        double split = 1;
+        for (int a = 0; a < lp->opt.mesh->n_axes; a++)
+            if (lp->n[id].iter_of_axis[a] >= 0) split *= lp->opt.mesh->size[a];
+        return 1 / split;
+    }
+    double share = 1;
+    for (int k = 0; k < n->n_in + n->n_out; k++) {
+        ValueId v = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+        double glob = (double)ir_shape_numel(ir_val(c->g, v)->shape);
+        double loc = (double)ir_shape_numel(lp->v[v].local);
+        if (glob > 0 && loc / glob < share) share = loc / glob;
+    }
+    return share;
+}
+
+/* The local bytes a value occupies as the node reads it (a resharded copy
+ * when the node reads one). */
+static double read_bytes(const CgCtx *c, NodeId id, ValueId v) {
+    const LowerNode *ln = &c->lp->n[id];
+    for (int k = 0; k < ln->n_xin; k++)
+        if (ln->xin_from[k] == v) return (double)c->lp->v[ln->xin_to[k]].bytes;
+    return (double)c->lp->v[v].bytes;
+}
+
+void cg_trace_node(CgCtx *c, NodeId id) {
+    if (!c->trace) return;
+    const Graph *g = c->g;
+    const LowerProgram *lp = c->lp;
+    const Node *n = ir_node(g, id);
+    const LowerNode *ln = &lp->n[id];
+    double bytes = 0;
+    if (ln->zero && ir_op_is_update(n->op) && ln->zchunk) { /* a ZeRO update: this rank's slice of each tensor */
+        for (int k = 0; k < n->n_in + n->n_out; k++) {
+            ValueId v = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+            double whole = (double)ir_shape_numel(lp->v[v].local);
+            double el = whole > 0 ? (double)lp->v[v].bytes / whole : 4;
+            bytes += (double)ln->zchunk * el < (double)lp->v[v].bytes ? (double)ln->zchunk * el : (double)lp->v[v].bytes;
+        }
+    } else {
+        for (int k = 0; k < n->n_in; k++) bytes += read_bytes(c, id, n->in[k]);
+        for (int k = 0; k < n->n_out; k++) bytes += (double)lp->v[n->out[k]].bytes;
+    }
+    double flops = ir_node_flops(g, id) * work_share(c, id);
+    if (ln->ce_grad != IR_NONE && n->op == OP_CROSS_ENTROPY) { /* the fused loss also writes the gradient */
+        const Node *b = ir_node(g, ln->ce_grad);
+        flops += ir_node_flops(g, ln->ce_grad) * work_share(c, ln->ce_grad);
+        bytes += (double)lp->v[b->out[0]].bytes;
+    }
+    bool rc = c->rc_node >= 0;
+    SimOp *o = sim_add(c->trace, SIM_KERNEL, SIM_COMPUTE, c->trace_part, ir_val(g, n->out[0])->name);
+    o->cls = ir_op(n->op)->cls;
+    o->flops = flops;
+    o->bytes = bytes;
+    o->recompute = rc;
+    o->last_micro = c->trace_last_micro;
+    if (lp->live_bytes && c->cur_node >= 0) o->live = (double)lp->live_bytes[c->cur_node];
+}
+
+void cg_trace_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int stream, const char *what) {
+    if (!c->trace) return;
+    SimOp *o = sim_add(c->trace, k == COLL_SLICE || k == COLL_ZERO ? SIM_COPY : SIM_COLL, stream, c->trace_part, what);
+    o->coll = k;
+    o->axis = axis;
+    o->bytes = bytes_in;
+    o->last_micro = c->trace_last_micro;
+}
+
+void cg_trace_copy(CgCtx *c, double bytes, const char *what) {
+    if (!c->trace) return;
+    SimOp *o = sim_add(c->trace, SIM_COPY, SIM_COMPUTE, c->trace_part, what);
+    o->bytes = bytes;
+    o->last_micro = c->trace_last_micro;
+}
+
+void cg_trace_event(CgCtx *c, SimKind k, int stream, int event) {
+    if (!c->trace) return;
+    SimOp *o = sim_add(c->trace, k, stream, c->trace_part, NULL);
+    o->event = event;
+    o->last_micro = c->trace_last_micro;
+    if (event + 1 > c->trace->n_events) c->trace->n_events = event + 1;
+}
+
+char *cg_trace_plan_json(const CgCtx *c, const CgOptions *o, const char *plan_json, double *step_s) {
+    *step_s = 0;
+    if (!c->trace || !o->cl || !o->shard_mesh) return NULL;
+    cJSON *root = cJSON_Parse(plan_json);
+    if (!root) return NULL;
+    CostModel cm = {.cl = o->cl, .mesh = o->shard_mesh, .dtype = o->dtype};
+    SimResult r;
+    StrBuf err;
+    sb_init(&err);
+    if (!sim_run(c->trace, &cm, &r, &err)) {
+        fprintf(stderr, "colossal-compile: internal error: the program's replay failed: %s\n", sb_cstr(&err));
+        sb_free(&err);
+        cJSON_Delete(root);
+        return NULL;
+    }
+    sb_free(&err);
+    *step_s = r.step_s;
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "simulated_step_time_s");
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "program");
+    /* beside step_time_s: rebuild the object with the field after it */
+    cJSON *out = cJSON_CreateObject(), *it = root->child;
+    while (it) {
+        cJSON *next = it->next;
+        cJSON_DetachItemViaPointer(root, it);
+        cJSON_AddItemToObject(out, it->string, it);
+        if (!strcmp(it->string, "step_time_s")) cJSON_AddNumberToObject(out, "simulated_step_time_s", r.step_s);
+        it = next;
+    }
+    cJSON_Delete(root);
+    if (!cJSON_GetObjectItemCaseSensitive(out, "simulated_step_time_s"))
+        cJSON_AddNumberToObject(out, "simulated_step_time_s", r.step_s);
+    cJSON_AddItemToObject(out, "program", sim_program_to_json(c->trace, o->cl));
+    sim_result_free(&r);
+    char *txt = cJSON_Print(out);
+    cJSON_Delete(out);
+    size_t n = strlen(txt);
+    char *res = malloc(n + 2);
+    if (!res) {
+        cJSON_free(txt);
+        return NULL;
+    }
+    memcpy(res, txt, n);
+    res[n] = '\n';
+    res[n + 1] = 0;
+    cJSON_free(txt);
+    return res;
+}

@@ -1,0 +1,166 @@
+/*
+ * simulate.c — colossal-compile simulate PLAN.json: replays the per-rank
+ * program recorded in a plan written beside generated code (solver/sim.h)
+ * under its cluster's tables (or --cluster), and prints the step time, each
+ * stream's busy time, the exposed communication and the memory timeline;
+ * --svg FILE writes the one-step Gantt chart. docs/simulate.md.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report.h"
+#include "rep.h"
+#include "sim.h"
+#include "simulate.h"
+
+static const char usage[] =
+    "usage: colossal-compile simulate PLAN.json [--cluster C] [--svg FILE] [--timeline] [--json]\n"
+    "  Replays one rank's generated program (the plan written beside the code by --emit code or all)\n"
+    "  op by op on its compute and communication streams, under the plan's cluster tables.\n"
+    "  --cluster C   price it on another cluster (a preset or a JSON file) with the same device count\n"
+    "  --svg FILE    write the one-step timeline (one lane per stream) as SVG\n"
+    "  --timeline    print every point of the memory timeline (default: 8 slices of the step)\n"
+    "  --json        print the figures as one JSON object instead (bench/simulate reads it)\n";
+
+static void fmt_bytes(char *b, size_t n, double v) { cli_fmt_bytes(b, n, v); }
+
+int run_simulate(int argc, char **argv) {
+    const char *input = NULL, *cluster = NULL, *svg = NULL;
+    bool all_points = false, json = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return EXIT_OK;
+        }
+        if (!strcmp(a, "--cluster") || !strcmp(a, "--svg")) {
+            if (i + 1 >= argc) {
+                diag_plain("see colossal-compile simulate --help", "%s needs a value", a);
+                return EXIT_USER;
+            }
+            if (!strcmp(a, "--cluster")) cluster = argv[++i];
+            else svg = argv[++i];
+        } else if (!strncmp(a, "--cluster=", 10)) cluster = a + 10;
+        else if (!strncmp(a, "--svg=", 6)) svg = a + 6;
+        else if (!strcmp(a, "--timeline")) all_points = true;
+        else if (!strcmp(a, "--json")) json = true;
+        else if (a[0] == '-' && a[1]) {
+            diag_plain("see colossal-compile simulate --help", "unknown option '%s'", a);
+            return EXIT_USER;
+        } else if (input) {
+            diag_plain("give one plan", "more than one plan: '%s' and '%s'", input, a);
+            return EXIT_USER;
+        } else input = a;
+    }
+    if (!input) {
+        diag_plain("see colossal-compile simulate --help", "no plan given");
+        return EXIT_USER;
+    }
+    RepDoc *d = rep_load(input); /* malformed JSON, another schema version: said with the location */
+    if (!d) return EXIT_USER;
+    SimProgram p;
+    ShardCluster cl;
+    ShardMesh mesh;
+    DType dt;
+    StrBuf err;
+    sb_init(&err);
+    const char *hint = NULL;
+    if (!sim_plan(d->root, input, cluster, &p, &cl, &mesh, &dt, &err, &hint)) {
+        diag_plain(hint, "%s", sb_cstr(&err));
+        sb_free(&err);
+        rep_free(d);
+        return EXIT_USER;
+    }
+    CostModel cm = {.cl = &cl, .mesh = &mesh, .dtype = dt};
+    SimResult r;
+    if (!sim_run(&p, &cm, &r, &err)) {
+        diag_plain("regenerate the plan with this colossal-compile (--emit code)", "%s: %s", input, sb_cstr(&err));
+        sb_free(&err);
+        sim_program_free(&p);
+        rep_free(d);
+        return EXIT_USER;
+    }
+    sb_free(&err);
+    int rc = EXIT_OK;
+    double planned = rep_num(d->root, "step_time_s");
+    if (json) {
+        printf("{\"step_s\": %.9g, \"planned_step_s\": %.9g, \"kernel_s\": %.9g, \"copy_s\": %.9g, "
+               "\"coll_compute_s\": %.9g, \"coll_comm_s\": %.9g, \"exposed_comm_s\": %.9g, \"recompute_s\": %.9g, "
+               "\"forward_s\": %.9g, \"backward_s\": %.9g, \"update_s\": %.9g, \"kernels\": %d, \"collectives\": %d, "
+               "\"copies\": %d, \"peak_live_bytes\": %.17g, \"micro_batches\": %d, ",
+               r.step_s, planned, r.kernel_s, r.copy_s, r.coll_compute_s, r.coll_comm_s, r.exposed_comm_s,
+               r.recompute_s, r.part_s[SIM_FORWARD], r.part_s[SIM_BACKWARD], r.part_s[SIM_UPDATE], r.n_kernels,
+               r.n_colls, r.n_copies, r.peak_live_bytes, p.micro_batches);
+        /* forward and backward kernels by op class (not recomputed), to set beside the planner's ops */
+        double by[OPC_OPTIMIZER + 1] = {0};
+        for (int i = 0; i < r.n_spans; i++) {
+            const SimOp *o = &p.op[r.spans[i].op];
+            if (o->kind == SIM_KERNEL && o->part != SIM_UPDATE && !o->recompute && (int)o->cls <= OPC_OPTIMIZER)
+                by[o->cls] += r.spans[i].end - r.spans[i].start;
+        }
+        printf("\"kernels_by_class\": {");
+        for (int c = 0; c <= OPC_OPTIMIZER; c++)
+            printf("%s\"%s\": %.9g", c ? ", " : "", sim_class_name((OpClass)c), by[c]);
+        printf("}}\n");
+        all_points = false;
+    } else {
+        printf("simulated step: %.6g s on %s (%d devices; one rank replayed: every rank runs the same program)",
+               r.step_s, cl.device, shard_cluster_devices(&cl));
+        if (planned > 0 && !cluster) printf("; the planner predicted %.6g s (%+.1f%%)", planned, 100 * (r.step_s / planned - 1));
+        printf("\n  micro-batches: %d\n", p.micro_batches);
+        printf("  compute stream:        %.6g s busy: kernels %.6g s (%d nodes), copies %.6g s (%d), "
+               "collectives %.6g s\n", r.busy_s[SIM_COMPUTE], r.kernel_s, r.n_kernels, r.copy_s, r.n_copies,
+               r.coll_compute_s);
+        printf("  communication stream:  %.6g s busy: collectives %.6g s\n", r.busy_s[SIM_COMM], r.coll_comm_s);
+        printf("  exposed communication: %.6g s (the step less the compute stream's kernels and copies; %d collectives)\n",
+               r.exposed_comm_s, r.n_colls);
+        printf("  kernels by part:       forward %.6g s, backward %.6g s, update %.6g s; of which recompute %.6g s\n",
+               r.part_s[SIM_FORWARD], r.part_s[SIM_BACKWARD], r.part_s[SIM_UPDATE], r.recompute_s);
+        if (r.peak_live_bytes >= 0) {
+            char pb[32];
+            fmt_bytes(pb, sizeof pb, r.peak_live_bytes);
+            printf("  memory: peak %s live per rank at %%%s (the static memory plan's buffers)\n", pb, r.peak_at);
+            /* the timeline: the largest live bytes in each slice of the step, or every point */
+            enum { SLICES = 8 };
+            double mx[SLICES];
+            for (int k = 0; k < SLICES; k++) mx[k] = -1;
+            for (int i = 0; i < r.n_spans; i++) {
+                const SimOp *o = &p.op[r.spans[i].op];
+                if (o->kind != SIM_KERNEL || o->live < 0) continue;
+                if (all_points) {
+                    fmt_bytes(pb, sizeof pb, o->live);
+                    printf("    %.6g s  %s  %%%s\n", r.spans[i].start, pb, o->name);
+                    continue;
+                }
+                int k = r.step_s > 0 ? (int)(SLICES * r.spans[i].start / r.step_s) : 0;
+                if (k >= SLICES) k = SLICES - 1;
+                if (o->live > mx[k]) mx[k] = o->live;
+            }
+            for (int k = 0; !all_points && k < SLICES; k++) {
+                if (mx[k] < 0) continue;
+                fmt_bytes(pb, sizeof pb, mx[k]);
+                printf("    %5.1f%%-%5.1f%% of the step: %s\n", 100.0 * k / SLICES, 100.0 * (k + 1) / SLICES, pb);
+            }
+        }
+    }
+    if (svg) {
+        StrBuf b;
+        sb_init(&b);
+        sim_svg(&p, &r, rep_str(d->root, "model"), &b);
+        if (ir_write_file_atomic(svg, b.data, b.len) != 0) {
+            diag_plain("check that the directory exists and is writable", "cannot write '%s': %s", svg,
+                       strerror(errno));
+            rc = EXIT_USER;
+        } else printf("wrote %s\n", svg);
+        sb_free(&b);
+    }
+    sim_result_free(&r);
+    sim_program_free(&p);
+    rep_free(d);
+    return rc;
+}

@@ -1,0 +1,60 @@
+/*
+ * p2p.c — the CPU backend's point-to-point transfers (colrt_send,
+ * colrt_recv, colrt_sendrecv): MPI_Irecv and MPI_Isend on the pair's own
+ * communicator (common/p2p.c), then one MPI_Waitall under the watchdog, so
+ * a neighbour that died or never posts its half ends the job naming the
+ * transfer and the peer. Runs in the caller, after the stream's earlier
+ * work (colrt__stream_order): a pipeline's transfers sit between kernels,
+ * which run in the caller too. colrt_pair_all_reduce: MPI_Allreduce on the
+ * pair's communicator, likewise.
+ */
+#include <limits.h>
+
+#include "cpu.h"
+
+static int icount(size_t n, const char *what) {
+    if (n > INT_MAX) colrt_die("%s: %zu elements exceed MPI's int count; split the buffer", what, n);
+    return (int)n;
+}
+
+void colrt_sendrecv(colrt_mesh *m, int axis, int send_peer, const void *send, size_t send_count, int recv_peer,
+                    void *recv, size_t recv_count, colrt_dtype t, colrt_stream *s) {
+    const char *call = send_peer >= 0 && recv_peer >= 0 ? "sendrecv" : send_peer >= 0 ? "send" : "recv";
+    if (send_peer < 0 && recv_peer < 0) colrt_die("sendrecv: neither a send nor a receive (both peers are -1)");
+    MPI_Datatype dt = colrt__mpi_type(t);
+    MPI_Comm cs = send_peer >= 0 ? colrt__pair_comm(m, axis, send_peer, call) : MPI_COMM_NULL;
+    MPI_Comm cr = recv_peer >= 0 ? colrt__pair_comm(m, axis, recv_peer, call) : MPI_COMM_NULL;
+    int ns = send_peer >= 0 ? icount(send_count, call) : 0, nr = recv_peer >= 0 ? icount(recv_count, call) : 0;
+    if ((ns && !send) || (nr && !recv)) colrt_die("%s: a NULL buffer for %d elements", call, ns ? ns : nr);
+    colrt__stream_order(s);
+    MPI_Request r[2];
+    int n = 0;
+    if (recv_peer >= 0)
+        COLRT_MPI(MPI_Irecv(recv, nr, dt, colrt__pair_peer_rank(m, axis, recv_peer), 0, cr, &r[n++]));
+    if (send_peer >= 0)
+        COLRT_MPI(MPI_Isend(send, ns, dt, colrt__pair_peer_rank(m, axis, send_peer), 0, cs, &r[n++]));
+    colrt__coll_begin(colrt__p2p_what(call, send_peer, recv_peer), axis);
+    COLRT_MPI(MPI_Waitall(n, r, MPI_STATUSES_IGNORE));
+    colrt__coll_end();
+}
+
+void colrt_send(colrt_mesh *m, int axis, int peer, const void *buf, size_t count, colrt_dtype t, colrt_stream *s) {
+    if (peer < 0) colrt_die("send: peer coordinate %d on mesh axis %d is not a rank's", peer, axis);
+    colrt_sendrecv(m, axis, peer, buf, count, -1, NULL, 0, t, s);
+}
+
+void colrt_recv(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colrt_dtype t, colrt_stream *s) {
+    if (peer < 0) colrt_die("recv: peer coordinate %d on mesh axis %d is not a rank's", peer, axis);
+    colrt_sendrecv(m, axis, -1, NULL, 0, peer, buf, count, t, s);
+}
+
+void colrt_pair_all_reduce(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colrt_dtype t, colrt_stream *s) {
+    MPI_Comm c = colrt__pair_comm(m, axis, peer, "pair_all_reduce");
+    int n = icount(count, "pair_all_reduce");
+    MPI_Datatype dt = colrt__mpi_type(t);
+    MPI_Op op = colrt__mpi_sum(t);
+    colrt__stream_order(s);
+    colrt__coll_begin(colrt__p2p_what("pair_all_reduce", peer, -1), axis);
+    COLRT_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, n, dt, op, c));
+    colrt__coll_end();
+}

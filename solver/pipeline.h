@@ -1,0 +1,70 @@
+/*
+ * pipeline.h — the planner's pipeline decisions (pipeline.c): the cluster
+ * each stage plans on (its submesh), and the stages of every node of the
+ * training graph (Placement.pipe). docs/pipeline.md says what a pipelined
+ * program does.
+ */
+#ifndef COLOSSAL_SOLVER_PIPELINE_H
+#define COLOSSAL_SOLVER_PIPELINE_H
+
+#include "placement.h"
+#include "shard.h"
+
+/* The cluster one stage of a `stages`-stage pipeline plans on: the devices
+ * per node divided by stages when it divides them (stages side by side in
+ * a node), else the nodes. false with a message and a hint when neither
+ * divides (user error). */
+bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf *hint);
+
+/* Cuts pl's graph into `stages` stages (stages >= 2) run with `schedule`
+ * over pl->micro_batches micro-batches: fills pl->pipe. false with a
+ * message and a hint (user errors: more stages than block instances, fewer
+ * micro-batches than stages, a graph the cut cannot split: a value one
+ * stage needs from a stage that is not its neighbour). */
+bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *err, StrBuf *hint);
+
+/* The fraction of a 1F1B step the stages idle (the bubble): with p stages
+ * of equal time and m micro-batches, (p - 1) / (m + p - 1) of the step
+ * (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on
+ * GPU Clusters Using Megatron-LM", section 2.2.1: the bubble is p - 1
+ * micro-batch times of an m + p - 1 long step). 0 for one stage. */
+double pipeline_bubble_fraction(int stages, int micro_batches);
+
+/* One stage's 1F1B schedule (PipeDream-Flush, as Megatron-LM runs it:
+ * warm-up forwards, then one forward and one backward in turn, then the
+ * remaining backwards) as a list of actions. A transfer action exchanges
+ * with the next stage (PA_NEXT: sends the forward values of the forward
+ * just run, receives the gradients for the next backward) or the previous
+ * one (PA_PREV: sends the gradients of the backward just run, receives the
+ * forward values of micro-batch mb); send and recv say which halves
+ * happen; both halves run at once (colrt_sendrecv). */
+typedef enum { PA_FWD, PA_BWD, PA_NEXT, PA_PREV } PipeActionKind;
+typedef struct PipeAction {
+    PipeActionKind kind;
+    int mb;                     /* the micro-batch (forward, backward; a PA_PREV receive) */
+    bool send, recv;
+} PipeAction;
+
+/* Stage s's actions into out (room for 6 * micro_batches); returns their
+ * count. */
+int pipeline_1f1b(int stages, int micro_batches, int s, PipeAction *out);
+
+/* Checks every stage's schedule against the others: each stage runs the
+ * forward and then the backward of every micro-batch once, in order;
+ * every send has its receive (the same micro-batch, the same kind, in the
+ * same order on both sides); the whole runs to its end when every transfer
+ * waits for its partner (rendezvous: the strictest MPI and NCCL allow, so
+ * no deadlock); stage s never holds more than stages - s micro-batches
+ * between their forward and backward. false with the first problem in
+ * err. acts[s], n[s]: stage s's actions. */
+bool pipeline_check(int stages, int micro_batches, PipeAction *const *acts, const int *n, StrBuf *err);
+
+/* The plan JSON's `pipeline` object (docs/plan-format.md) into obj: the
+ * schedule, micro-batches, bubble fraction and per stage its blocks,
+ * submesh, nodes, FLOPs, parameter bytes, a time estimate and its 1F1B
+ * actions; one stage (schedule "none") when not pipelined. */
+struct PlanResult;
+struct cJSON;
+void pipeline_json(struct cJSON *obj, const Graph *g, const struct PlanResult *r);
+
+#endif

@@ -1,0 +1,193 @@
+/*
+ * test_pipeline — the pipeline's schedule and stage cut (solver/pipeline.c):
+ *   - the 1F1B schedule of every stage count 1-8 with the stage count up to
+ *     three times over in micro-batches: each stage runs every forward then
+ *     backward once, in order; every send has its receive (same
+ *     micro-batch, same order); run with rendezvous transfers it ends (no
+ *     deadlock); stage s holds at most stages - s micro-batches;
+ *   - the checker catches a dropped receive, a deadlock (a stage that waits
+ *     for a gradient before sending the forward it belongs to), forwards out
+ *     of order;
+ *   - the bubble fraction (p - 1) / (m + p - 1);
+ *   - the stage cut of tiny GPT-2 (IR text): --pp 2 puts block 0 and the
+ *     embedding on stage 0, block 1, the head and the loss on stage 1, the
+ *     tied wte's gradient sum and update on both, a gradient's square sum on
+ *     one; --pp 3 (more stages than the 2 blocks) and too few micro-batches
+ *     are user errors naming the numbers.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "autodiff.h"
+#include "check.h"
+#include "ir.h"
+#include "ops.h"
+#include "pipeline.h"
+#include "text.h"
+
+static bool check_all(int p, int m, StrBuf *err) {
+    PipeAction *acts[PLACE_MAX_STAGES];
+    int n[PLACE_MAX_STAGES];
+    for (int s = 0; s < p; s++) {
+        acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m));
+        n[s] = pipeline_1f1b(p, m, s, acts[s]);
+    }
+    bool ok = pipeline_check(p, m, acts, n, err);
+    for (int s = 0; s < p; s++) ir_free(acts[s]);
+    return ok;
+}
+
+static void test_schedules(void) {
+    for (int p = 1; p <= 8; p++)
+        for (int m = p; m <= 3 * p; m++) {
+            StrBuf err;
+            sb_init(&err);
+            bool ok = check_all(p, m, &err);
+            if (!ok) fprintf(stderr, "1f1b p=%d m=%d: %s\n", p, m, sb_cstr(&err));
+            CHECK(ok);
+            sb_free(&err);
+        }
+    /* 1F1B on 4 stages, 4 micro-batches: stage 0 warms up with 3 forwards */
+    PipeAction a[32];
+    int n = pipeline_1f1b(4, 4, 0, a);
+    CHECK_INT(n, 15); /* 4 forwards, 4 backwards, 3 sends alone, 1 send with a receive, 3 receives alone */
+    CHECK_INT(a[0].kind, PA_FWD);
+    CHECK_INT(a[2].kind, PA_FWD);
+    CHECK_INT(a[2].mb, 1);
+    CHECK_INT(a[6].kind, PA_FWD);
+    CHECK_INT(a[6].mb, 3);
+    CHECK(a[7].kind == PA_NEXT && a[7].send && a[7].recv);
+    CHECK(a[8].kind == PA_BWD && a[8].mb == 0);
+}
+
+static void test_checker_catches(void) {
+    StrBuf err;
+    PipeAction s0[16], s1[16];
+    PipeAction *acts[2] = {s0, s1};
+    int n[2];
+    /* a dropped receive */
+    n[0] = pipeline_1f1b(2, 2, 0, s0);
+    n[1] = pipeline_1f1b(2, 2, 1, s1);
+    for (int k = 0; k < n[1]; k++)
+        if (s1[k].kind == PA_PREV && s1[k].recv && !s1[k].send) {
+            memmove(&s1[k], &s1[k + 1], sizeof s1[0] * (size_t)(n[1] - k - 1));
+            n[1]--;
+            break;
+        }
+    sb_init(&err);
+    CHECK(!pipeline_check(2, 2, acts, n, &err));
+    CHECK_CONTAINS(sb_cstr(&err), "stage 0 sends 2 forward values to stage 1, which receives 1");
+    sb_free(&err);
+    /* a deadlock: stage 0 waits for backward 0's gradient before sending forward 0 */
+    int k = 0;
+    s0[k++] = (PipeAction){PA_FWD, 0, false, false};
+    s0[k++] = (PipeAction){PA_NEXT, 0, false, true};
+    s0[k++] = (PipeAction){PA_NEXT, 0, true, false};
+    s0[k++] = (PipeAction){PA_BWD, 0, false, false};
+    n[0] = k;
+    k = 0;
+    s1[k++] = (PipeAction){PA_PREV, 0, false, true};
+    s1[k++] = (PipeAction){PA_FWD, 0, false, false};
+    s1[k++] = (PipeAction){PA_BWD, 0, false, false};
+    s1[k++] = (PipeAction){PA_PREV, 0, true, false};
+    n[1] = k;
+    sb_init(&err);
+    CHECK(!pipeline_check(2, 1, acts, n, &err));
+    CHECK_CONTAINS(sb_cstr(&err), "deadlock: stage 0 waits at action 1");
+    sb_free(&err);
+    /* forwards out of order */
+    n[0] = pipeline_1f1b(2, 2, 0, s0);
+    n[1] = pipeline_1f1b(2, 2, 1, s1);
+    for (int q = 0; q < n[0]; q++)
+        if (s0[q].kind == PA_FWD) s0[q].mb = 1 - s0[q].mb;
+    sb_init(&err);
+    CHECK(!pipeline_check(2, 2, acts, n, &err));
+    CHECK_CONTAINS(sb_cstr(&err), "stage 0 runs forward 1 where forward 0 is due");
+    sb_free(&err);
+}
+
+static void test_bubble(void) {
+    CHECK_NEAR(pipeline_bubble_fraction(1, 8), 0.0, 0);
+    CHECK_NEAR(pipeline_bubble_fraction(4, 4), 3.0 / 7.0, 1e-15);
+    CHECK_NEAR(pipeline_bubble_fraction(8, 64), 7.0 / 71.0, 1e-15);
+}
+
+static Graph *tiny_gpt2(int micro) {
+    size_t len;
+    char *text = ir_read_file(COLOSSAL_SOURCE_DIR "/examples/ir/gpt2-tiny.cir", &len);
+    Graph *fwd = ir_parse("gpt2-tiny.cir", text, len);
+    ir_free(text);
+    AdOptions ao;
+    ad_options_default(&ao);
+    ao.micro_batches = micro;
+    StrBuf err;
+    sb_init(&err);
+    Graph *g = ad_build(fwd, &ao, &err);
+    sb_free(&err);
+    ir_graph_free(fwd);
+    return g;
+}
+
+static uint32_t mask_of(const Placement *pl, const char *name) {
+    ValueId v = ir_find(pl->g, name);
+    CHECK(v != IR_NONE);
+    return v == IR_NONE ? 0 : pl->pipe.stage_mask[ir_val(pl->g, v)->def];
+}
+
+static void test_cut(void) {
+    Graph *g = tiny_gpt2(2);
+    ShardMesh mesh = {0};
+    mesh.n_axes = 1, mesh.size[0] = 1, mesh.n_devices = 1;
+    Placement *pl = placement_new(g, &mesh);
+    pl->micro_batches = 2;
+    StrBuf err, hint;
+    sb_init(&err), sb_init(&hint);
+    CHECK(pipeline_place(pl, 2, PS_1F1B, &err, &hint));
+    CHECK_INT(pl->pipe.first[1], 1);
+    CHECK_INT(mask_of(pl, "tok"), 1);                  /* embedding: the first stage */
+    CHECK_INT(mask_of(pl, "h.0.out"), 1);
+    CHECK_INT(mask_of(pl, "h.1.ln1"), 2);
+    CHECK_INT(mask_of(pl, "loss"), 2);                 /* head and loss: the last */
+    CHECK_INT(mask_of(pl, "h.0.out.grad"), 2);         /* block 1's backward */
+    CHECK_INT(mask_of(pl, "wte.weight.grad"), 3);      /* the tied gradient's sum: both */
+    CHECK_INT(mask_of(pl, "wte.weight.next"), 3);      /* and its update */
+    CHECK_INT(mask_of(pl, "wte.weight.grad_sq"), 1);   /* counted once */
+    CHECK_INT(mask_of(pl, "h.1.mlp.c_fc.weight.grad_sq"), 2);
+    CHECK_INT(mask_of(pl, "grad_coef"), 3);
+    placement_free(pl);
+
+    pl = placement_new(g, &mesh);
+    pl->micro_batches = 4;
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(!pipeline_place(pl, 3, PS_1F1B, &err, &hint));
+    CHECK_CONTAINS(sb_cstr(&err), "--pp 3 exceeds the 2 instances of block 'h'");
+    CHECK_CONTAINS(sb_cstr(&hint), "--pp 2 or fewer");
+    placement_free(pl);
+
+    pl = placement_new(g, &mesh);
+    pl->micro_batches = 1;
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(!pipeline_place(pl, 2, PS_1F1B, &err, &hint));
+    CHECK_CONTAINS(sb_cstr(&err), "--pp 2 with 1 micro-batch");
+    CHECK_CONTAINS(sb_cstr(&hint), "--micro-batches 2 or more");
+    placement_free(pl);
+
+    ShardCluster cl = {.nodes = 1, .per_node = 4};
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(pipeline_submesh_cluster(&cl, 2, &err, &hint));
+    CHECK_INT(cl.per_node, 2);
+    cl = (ShardCluster){.nodes = 1, .per_node = 6};
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(!pipeline_submesh_cluster(&cl, 4, &err, &hint));
+    CHECK_CONTAINS(sb_cstr(&err), "--pp 4 does not divide the cluster: 1 node of 6 devices");
+    sb_free(&err), sb_free(&hint);
+    ir_graph_free(g);
+}
+
+int main(void) {
+    test_schedules();
+    test_checker_catches();
+    test_bubble();
+    test_cut();
+    return check_done("test_solver_pipeline");
+}

@@ -1,0 +1,159 @@
+/*
+ * test_sim.c — the simulator (solver/sim.h) on programs written by hand:
+ *   - one stream: the step is the sum of each op priced by the planner's own
+ *     functions (cost_roofline, shard_coll_time);
+ *   - two streams: a collective on the communication stream overlaps the
+ *     kernels after its record and delays only the op waiting for it;
+ *   - micro-batches repeat forward and backward, the update runs once, a
+ *     last-micro-batch op once;
+ *   - the plan's "program" object round-trips, and bad ones are refused
+ *     naming the field.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "sim.h"
+
+static SimOp *kernel(SimProgram *p, int part, OpClass c, double flops, double bytes) {
+    SimOp *o = sim_add(p, SIM_KERNEL, SIM_COMPUTE, part, "k");
+    o->cls = c;
+    o->flops = flops;
+    o->bytes = bytes;
+    return o;
+}
+
+static SimOp *coll(SimProgram *p, int stream, int part, double bytes) {
+    SimOp *o = sim_add(p, SIM_COLL, stream, part, "ar");
+    o->coll = COLL_ALL_REDUCE;
+    o->axis = 0;
+    o->bytes = bytes;
+    return o;
+}
+
+static void event(SimProgram *p, SimKind k, int stream, int part, int e) {
+    sim_add(p, k, stream, part, NULL)->event = e;
+    if (e + 1 > p->n_events) p->n_events = e + 1;
+}
+
+static bool from_text(const char *json, SimProgram *p, ShardCluster *cl, StrBuf *err) {
+    cJSON *j = cJSON_Parse(json);
+    bool ok = j && sim_program_from_json(j, "t.json", p, cl, err);
+    cJSON_Delete(j);
+    return ok;
+}
+
+int main(void) {
+    ShardCluster cl;
+    ShardMesh m;
+    StrBuf err;
+    sb_init(&err);
+    CHECK(shard_cluster_load("h100:1x8", &cl, &err, NULL));
+    int sizes[1] = {8};
+    CHECK(shard_mesh_make(&cl, 1, sizes, &m, &err));
+    CostModel cm = {.cl = &cl, .mesh = &m, .dtype = DT_BF16};
+    double tk = cost_roofline(&cm, OPC_MATMUL, 1e12, 1e8), te = cost_roofline(&cm, OPC_ELEMWISE, 0, 4e8);
+    double tc = shard_coll_time(&m, COLL_ALL_REDUCE, 0, 2e8);
+    CHECK(tk > 0 && te > 0 && tc > 0);
+
+    /* one stream: the sum */
+    SimProgram p;
+    sim_program_init(&p);
+    kernel(&p, SIM_FORWARD, OPC_MATMUL, 1e12, 1e8);
+    coll(&p, SIM_COMPUTE, SIM_BACKWARD, 2e8);
+    kernel(&p, SIM_UPDATE, OPC_ELEMWISE, 0, 4e8);
+    SimResult r;
+    CHECK(sim_run(&p, &cm, &r, &err));
+    CHECK_NEAR(r.step_s, tk + tc + te, 1e-12);
+    CHECK_NEAR(r.exposed_comm_s, tc, 1e-9);
+    CHECK_NEAR(r.busy_s[SIM_COMPUTE], tk + tc + te, 1e-12);
+    CHECK_INT(r.n_spans, 3);
+    sim_result_free(&r);
+    sim_program_free(&p);
+
+    /* two streams: the all-reduce (record after the first kernel) overlaps the
+     * second kernel; the update waits for it */
+    sim_program_init(&p);
+    kernel(&p, SIM_BACKWARD, OPC_MATMUL, 1e12, 1e8);
+    event(&p, SIM_RECORD, SIM_COMPUTE, SIM_BACKWARD, 0);
+    event(&p, SIM_WAIT, SIM_COMM, SIM_BACKWARD, 0);
+    coll(&p, SIM_COMM, SIM_BACKWARD, 2e8);
+    event(&p, SIM_RECORD, SIM_COMM, SIM_BACKWARD, 1);
+    kernel(&p, SIM_BACKWARD, OPC_ELEMWISE, 0, 4e8);
+    event(&p, SIM_WAIT, SIM_COMPUTE, SIM_UPDATE, 1);
+    kernel(&p, SIM_UPDATE, OPC_ELEMWISE, 0, 4e8);
+    CHECK(sim_run(&p, &cm, &r, &err));
+    CHECK_NEAR(r.step_s, tk + fmax(tc, te) + te, 1e-12);
+    CHECK_NEAR(r.busy_s[SIM_COMM], tc, 1e-12);
+    CHECK_NEAR(r.exposed_comm_s, fmax(tc - te, 0), 1e-6);
+    sim_result_free(&r);
+
+    /* micro-batches: forward and backward three times, the update once */
+    p.micro_batches = 3;
+    CHECK(sim_run(&p, &cm, &r, &err));
+    CHECK_INT(r.n_spans, 3 * 3 + 1);
+    CHECK_NEAR(r.part_s[SIM_BACKWARD], 3 * (tk + te), 1e-12);
+    sim_result_free(&r);
+    p.op[3].last_micro = true; /* the all-reduce after the last micro-batch only */
+    CHECK(sim_run(&p, &cm, &r, &err));
+    CHECK_INT(r.n_colls, 1);
+    sim_result_free(&r);
+
+    /* the JSON round trip gives the same replay */
+    cJSON *j = sim_program_to_json(&p, &cl);
+    char *txt = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    SimProgram q;
+    ShardCluster cl2;
+    CHECK(from_text(txt, &q, &cl2, &err));
+    CHECK_INT(q.n, p.n);
+    CHECK_INT(q.micro_batches, 3);
+    CHECK_STR(cl2.device, cl.device);
+    SimResult r2;
+    CHECK(sim_run(&p, &cm, &r, &err));
+    CHECK(sim_run(&q, &cm, &r2, &err));
+    CHECK_NEAR(r2.step_s, r.step_s, 1e-12);
+    sim_result_free(&r);
+    sim_result_free(&r2);
+    sim_program_free(&q);
+
+    /* bad programs: each refused naming the field */
+    struct { const char *from, *to, *msg; } bad[] = {
+        {"\"k\":\"coll\"", "\"k\":\"teleport\"", "field 'k' must be one of"},
+        {"\"version\":1", "\"version\":7", "program version 7"},
+        {"\"b\":200000000", "\"b\":-1", "program.ops[3]: field 'b'"},
+        {"\"e\":1", "\"e\":9", "field 'e' must be a number in [0, 1]"},
+        {"\"micro_batches\":3", "\"micro_batches\":0", "field 'micro_batches'"},
+        {"\"c\":\"matmul\"", "\"c\":\"magic\"", "field 'c' must name an op class"},
+        {"\"x\":\"all-reduce\"", "\"x\":\"all-sum\"", "field 'x' must name a collective"},
+        {"\"a\":0", "\"a\":5", "field 'a' must be a number in [0, 2]"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        const char *at = strstr(txt, bad[k].from);
+        CHECK(at != NULL);
+        if (!at) continue;
+        StrBuf t;
+        sb_init(&t);
+        sb_printf(&t, "%.*s%s%s", (int)(at - txt), txt, bad[k].to, at + strlen(bad[k].from));
+        StrBuf e;
+        sb_init(&e);
+        CHECK(!from_text(sb_cstr(&t), &q, &cl2, &e));
+        CHECK_CONTAINS(sb_cstr(&e), bad[k].msg);
+        CHECK_CONTAINS(sb_cstr(&e), "t.json");
+        sb_free(&e);
+        sb_free(&t);
+    }
+    cJSON_free(txt);
+
+    /* an axis the mesh lacks, an event out of range: refused by the replay */
+    p.op[3].axis = 2;
+    StrBuf e2;
+    sb_init(&e2);
+    CHECK(!sim_run(&p, &cm, &r, &e2));
+    CHECK_CONTAINS(sb_cstr(&e2), "mesh axis 2");
+    sb_free(&e2);
+    sim_program_free(&p);
+    sb_free(&err);
+    return check_done("test_sim");
+}
