@@ -7,12 +7,10 @@
  *   step = compute + resharding + recompute + exposed gradient sync
  *          + optimizer + ZeRO gathers
  *   exposed sync = max(sync - backward compute, sync / buckets, 0)
- *   peak = the largest transient + the largest of
+ *   peak = the largest transient + the larger of
  *          - early in the backward: parameters, optimizer state, saved
  *            activations, the gradients held across micro-batches and those
  *            the head and the last block instance have written;
- *          - as a recomputed block re-runs: the same, less the head's saved
- *            activations (freed by then), plus the block's activations;
  *          - at the update: parameters, gradients, optimizer state
  */
 #include <math.h>
@@ -68,7 +66,6 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         r.mem_transient = maxd(r.mem_transient, ilp_transient(S, z));
         if (g->block < 0) {
             r.mem_acts += S->act[RC_NONE];
-            if (g->after_blocks) r.mem_acts_head += S->act[RC_NONE];
         } else {
             const int *n = c->count[g->block];
             for (int pol = 0; pol < RC__COUNT; pol++) r.mem_acts += n[pol] * S->act[pol];
@@ -78,7 +75,7 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     }
     for (int b = 0; b < p->n_blocks; b++)
         if (c->count[b][RC_SELECTIVE] + c->count[b][RC_FULL] > 0)
-            r.mem_recompute = maxd(r.mem_recompute, block_none[b]);
+            r.mem_transient = maxd(r.mem_transient, block_none[b]);
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
         int k = c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst];
@@ -91,9 +88,8 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     /* two moments: the backward starts (every saved activation, the
      * gradients held across micro-batches) and the update (every gradient) */
     double start = r.mem_params - r.mem_grads_late + r.mem_acts, update = r.mem_params;
-    double rec = r.mem_recompute > 0 ? start - r.mem_acts_head + r.mem_recompute : 0;
-    r.peak_moment = rec > start && rec > update ? 1 : update > start ? 2 : 0;
-    r.peak_bytes = fmax(fmax(start, update), rec) + r.mem_transient;
+    r.peak_at_update = update > start;
+    r.peak_bytes = fmax(start, update) + r.mem_transient;
     ir_free(block_none);
     return r;
 }

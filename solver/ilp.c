@@ -82,7 +82,6 @@ typedef struct Model {
     int **bits;     /* per block: [p * nbits + j] */
     int *nbits;
     int mem_row, M_col, T_col;
-    int rc_row, TR_col;         /* the recompute moment's row; a re-run block's activations */
     double ts;      /* seconds -> model time units */
 } Model;
 
@@ -162,7 +161,6 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
 
     /* T >= every transient (its rows: the groups', the edges', the recomputed blocks') */
     m->T_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient");
-    m->TR_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "recompute_transient");
 
     /* edges */
     for (int e = 0; e < p->n_edges; e++) {
@@ -265,17 +263,9 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                    ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, "memory_update")
                    : add_row(lp, GLP_FR, 0, 0, "memory_update");
     if (min_mem) put(lp, urow, m->M_col, -1);
-    /* the third: a recomputed block re-runs (the head's activations freed, the
-     * block's re-made) */
-    m->rc_row = min_mem || isfinite(set->mem_limit)
-                    ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, "memory_recompute")
-                    : add_row(lp, GLP_FR, 0, 0, "memory_recompute");
-    if (min_mem) put(lp, m->rc_row, m->M_col, -1);
-    int T = m->T_col, TR = m->TR_col;
+    int T = m->T_col;
     put(lp, m->mem_row, T, 1);
     put(lp, urow, T, 1);
-    put(lp, m->rc_row, T, 1);
-    put(lp, m->rc_row, TR, 1);
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
@@ -295,7 +285,6 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 if (G->block < 0) mem += S->act[RC_NONE];
                 else if (fixed_rc >= 0) mem += p->blocks[G->block].instances * S->act[fixed_rc];
                 put(lp, m->mem_row, c, mem * ms);
-                put(lp, m->rc_row, c, (mem - (G->after_blocks ? S->act[RC_NONE] : 0)) * ms);
                 put(lp, urow, c, G->mult * S->mem_static[z] * ms);
                 put(lp, trow, c, -ilp_transient(S, z) * ms);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + G->mult * S->bwd_s) * ts);
@@ -326,7 +315,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             if (fixed_rc != RC_NONE) { /* the block's activations are a transient */
                 snprintf(nm, sizeof nm, "rtrans_%d", k);
                 int row = add_row(lp, GLP_LO, 0, 0, nm);
-                put(lp, row, TR, 1);
+                put(lp, row, T, 1);
                 for (int g = 0; g < p->n_groups; g++)
                     for (int s = 0; p->groups[g].block == k && s < p->groups[g].n_strats; s++)
                         for (int z = 0; z < ZERO_STAGES; z++)
@@ -357,7 +346,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         /* transient when recomputing: T >= A_none(x) - Amax (1 - d) */
         snprintf(nm, sizeof nm, "rtrans_%d", k);
         int trow = add_row(lp, GLP_LO, -Amax[RC_NONE], 0, nm);
-        put(lp, trow, TR, 1);
+        put(lp, trow, T, 1);
         put(lp, trow, dcol, -Amax[RC_NONE]);
         for (int g = 0; g < p->n_groups; g++) {
             const IlpGroup *G = &p->groups[g];
@@ -388,7 +377,6 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     put(lp, xrow, u, 1);
                     put(lp, prow[pol], u, 1);
                     put(lp, m->mem_row, u, S->act[pol] * ms);
-                    put(lp, m->rc_row, u, S->act[pol] * ms);
                 }
             }
         }

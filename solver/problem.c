@@ -386,14 +386,8 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             double work = 0;
             /* the backward's gradient buffers: dX per activation operand, dY per
              * result, except a gradient written over its (saved) value */
-            for (int i = 0; i < nd->n_in; i++) {
-                /* a tied group stands for every instance: where instance 0 reads the
-                 * model's input, the others read the previous instance's result,
-                 * whose gradient they write */
-                const Value *x = ir_val(g, nd->in[i]);
-                bool act = x->role == ROLE_ACT || (x->role == ROLE_INPUT && gr->mult > 1 && ir_dtype_is_float(x->dtype));
-                if (act && !b->grad_in_place[nd->in[i]]) work += co.in_bytes[i];
-            }
+            for (int i = 0; i < nd->n_in; i++)
+                if (ir_val(g, nd->in[i])->role == ROLE_ACT && !b->grad_in_place[nd->in[i]]) work += co.in_bytes[i];
             for (int r = 0; r < nd->n_out; r++) {
                 ValueId v = nd->out[r];
                 if (!b->grad_in_place[v]) work += co.out_bytes[r];
@@ -531,7 +525,6 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     for (int gi = 0; gi < p->n_groups; gi++) {
         IlpGroup *gr = &p->groups[gi];
         gr->early = gr->block >= 0 && gr->block == last_blk ? 1 : 0;
-        gr->after_blocks = gr->block < 0 && last_node >= 0 && gr->members[0].node > last_node;
     }
     for (NodeId n = last_node + 1; n < g->n_nodes; n++) {
         if (p->group_of_node[n] < 0) continue;

@@ -62,8 +62,6 @@ typedef struct IlpGroup {
     IlpStrat *strats;
     int n_params;               /* parameters this group owns */
     double param_elems;         /* their elements (global) */
-    bool after_blocks;          /* outside every block, after the last (the head): its saved
-                                 * activations are freed before any block's backward */
     int early;                  /* of its instances, those whose gradients the backward writes
                                  * while every activation is still saved: the groups after the
                                  * last block (the head) and one instance of the last block */
@@ -144,10 +142,8 @@ typedef struct IlpPrice {
     double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes */
     double mem_grads_late;      /* of mem_params: gradients not yet written when the backward
                                  * has run the head and the last block instance */
-    double mem_acts_head;       /* of mem_acts: the head's (IlpGroup.after_blocks) */
-    double mem_recompute;       /* a recomputed block instance's activations, re-made in the
-                                 * backward (the largest; 0 when nothing recomputes) */
-    int peak_moment;            /* 0: early in the backward, 1: a block's recompute, 2: the update */
+    bool peak_at_update;        /* the peak is at the update (all gradients, no activations),
+                                 * not at the start of the backward */
 } IlpPrice;
 
 /* The largest transient of one group instance under ZeRO stage z: its
