@@ -102,6 +102,7 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     r.sync_exposed_s = maxd(0, maxd(r.sync_s - bwd, p->n_layers ? r.sync_s / p->n_layers : 0));
     r.offload_exposed_s = maxd(0, maxd(r.offload_s - bwd, p->n_layers ? r.offload_s / p->n_layers : 0));
     r.mem_params -= r.mem_offloaded;
+    if (r.optimizer_s < 0) r.optimizer_s = 0; /* every update offloaded: rounding */
     r.step_s = r.compute_s + r.comm_s + r.recompute_s + r.sync_exposed_s + r.optimizer_s +
                r.gather_s + r.offload_exposed_s;
     /* two moments: the backward starts (every saved activation, the
