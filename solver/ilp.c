@@ -37,7 +37,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "placement.h"
 #include "solver.h"
 
 static const char *const status_names[] = {"optimal", "optimal within gap", "feasible (time limit)",

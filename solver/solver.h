@@ -13,6 +13,7 @@
 
 #include "autodiff.h"
 #include "cost.h"
+#include "placement.h" /* PlaceOffload */
 
 /* ---- problem.c: the planning problem -------------------------------------- */
 
