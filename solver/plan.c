@@ -46,6 +46,7 @@ void plan_free(PlanResult *r) {
     ilp_result_free(&r->res);
     ilp_problem_free(r->prob);
     placement_free(r->pl);
+    ir_free(r->pipe);
     ir_free(r->sweep);
     ir_free(r);
 }
@@ -237,6 +238,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         sb_free(&err), sb_free(&hint);
         return NULL;
     }
+    ShardCluster whole = cl; /* the stages' link is priced on it */
     if (o->pp > 1 && !pipeline_submesh_cluster(&cl, o->pp, &err, &hint)) { /* a stage plans on its submesh */
         diag_plain(sb_cstr(&hint), "%s", sb_cstr(&err));
         sb_free(&err), sb_free(&hint);
@@ -399,6 +401,12 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         bool ok = pipeline_place(best->pl, o->pp, PS_1F1B, &perr, &phint);
         if (!ok) diag_plain(sb_cstr(&phint), "%s", sb_cstr(&perr));
         sb_free(&phint);
+        if (ok) { /* its price: the stages, the bubble, the transfers (pipeprice.c) */
+            best->pipe = ir_alloc(sizeof *best->pipe);
+            ok = pipeline_price(best, &whole, best->pipe, &perr);
+            if (!ok) diag_plain("give another --pp or --mesh", "cannot price the pipeline: %s", sb_cstr(&perr));
+            else best->price.step_s = best->pipe->step_s;
+        }
         if (!ok) {
             sb_free(&perr);
             plan_free(best);

@@ -70,6 +70,8 @@ typedef struct PlanResult {
     int n_sweep;                /* --sweep-mem: the best plan at each limit */
     PlanSweepPoint *sweep;
     Placement *pl;              /* the plan as the lowering reads it (placement.c) */
+    struct PipePrice *pipe;     /* pipelined: the pipeline's price (pipeprice.c); its step
+                                 * is price.step_s; NULL when not pipelined */
 } PlanResult;
 
 /* Plans g. Returns NULL after reporting a user error (bad cluster, mesh,
