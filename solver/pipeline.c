@@ -365,6 +365,21 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
     for (NodeId id = 0; P > 1 && id < g->n_nodes; id++)
         if (placement_phase(g, id) == PH_FORWARD)
             for (int i = 0; i < ir_node(g, id)->n_in; i++) readers[ir_node(g, id)->in[i]] |= pl->pipe.stage_mask[id];
+    if (r->n_counts > 0) { /* --pp auto: the stage counts priced, and why this one */
+        cJSON_AddStringToObject(obj, "stages_chosen_by", "planner");
+        cJSON *arr = cJSON_AddArrayToObject(obj, "stage_counts");
+        for (int i = 0; i < r->n_counts; i++) {
+            const PlanStageCount *c = &r->counts[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "stages", c->stages);
+            cJSON_AddBoolToObject(o, "planned", c->planned);
+            if (c->planned) {
+                cJSON_AddNumberToObject(o, "step_time_s", c->step_s);
+                cJSON_AddNumberToObject(o, "peak_bytes", c->peak_bytes);
+            } else cJSON_AddStringToObject(o, "why", c->why);
+            cJSON_AddItemToArray(arr, o);
+        }
+    }
     cJSON *st = cJSON_AddArrayToObject(obj, "stages");
     PipeAction *acts = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
     for (int s = 0; s < P; s++) {

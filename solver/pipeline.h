@@ -9,6 +9,7 @@
 
 #include "placement.h"
 #include "shard.h"
+#include "solver.h"
 
 /* The cluster one stage of a `stages`-stage pipeline plans on: the devices
  * per node divided by stages when it divides them (stages side by side in
@@ -102,6 +103,19 @@ double pipeline_replay(int stages, int micro_batches, const double *fwd, const d
  * that mesh cannot be made. */
 struct PlanResult;
 bool pipeline_price(const struct PlanResult *r, const ShardCluster *whole, PipePrice *out, StrBuf *err);
+
+/* The intra-stage problem: a pipeline's stages plan with the ILP of one
+ * stage, the cut block's tied groups at the largest stage's instance count
+ * (pipeline_stage_instances), the embedding's and the head's groups as
+ * they are (a superset of the first and the last stage), so its memory
+ * rows bound a stage. pipeline_stage_problem scales a built problem to it;
+ * pipeline_whole_problem scales it back and each choice's recompute counts
+ * to the whole block (c of a stage's k instances recomputed: c x stages of
+ * the block's, the first ones; all of them when c = k). The in-flight
+ * buffer is priced after (pipeline_price). */
+int pipeline_stage_instances(const Graph *g, int stages);
+void pipeline_stage_problem(IlpProblem *p, int stages);
+void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices, int n_choices);
 
 /* The plan JSON's `pipeline` object (docs/plan-format.md) into obj: the
  * schedule, micro-batches, bubble fraction and per stage its blocks,

@@ -320,3 +320,71 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
 #undef MASK
     return true;
 }
+
+/* ---- the intra-stage problem ------------------------------------------------ */
+
+/* The graph block a pipeline cuts: the one with the most instances (as
+ * pipeline_place). */
+static int cut_block(const Graph *g) {
+    int blk = IR_NONE;
+    for (int k = 0; k < g->n_blocks; k++)
+        if (blk == IR_NONE || g->blocks[k].n_instances > g->blocks[blk].n_instances) blk = k;
+    return blk;
+}
+
+static bool in_cut(const IlpProblem *p, int gi, int blk) {
+    const IlpGroup *G = &p->groups[gi];
+    return blk != IR_NONE && G->block >= 0 && G->mult > 1 && ir_node(p->g, G->members[0].node)->block == blk;
+}
+
+/* Sets the cut block's tied groups to `to` instances (from `from`): their
+ * multiplicity, their block's instance count, the edges between them
+ * (priced once per instance) and the gradient buckets. */
+static void rescale(IlpProblem *p, int blk, int from, int to) {
+    int bi = -1;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        if (in_cut(p, gi, blk)) p->groups[gi].mult = to, bi = p->groups[gi].block;
+    if (bi < 0) return;
+    p->blocks[bi].instances = to;
+    for (int e = 0; e < p->n_edges; e++) {
+        IlpEdge *E = &p->edges[e];
+        if (p->groups[E->src].block != bi || p->groups[E->dst].block != bi) continue;
+        size_t n = (size_t)p->groups[E->src].n_strats * (size_t)p->groups[E->dst].n_strats;
+        for (size_t j = 0; j < n; j++) E->cost[j] = E->cost[j] / from * to;
+    }
+    p->n_layers = 0;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        if (p->groups[gi].n_params) p->n_layers += p->groups[gi].mult;
+}
+
+int pipeline_stage_instances(const Graph *g, int stages) {
+    int blk = cut_block(g);
+    if (blk == IR_NONE || stages <= 1) return blk == IR_NONE ? 0 : g->blocks[blk].n_instances;
+    int n = g->blocks[blk].n_instances;
+    return (n + stages - 1) / stages;
+}
+
+void pipeline_stage_problem(IlpProblem *p, int stages) {
+    int blk = cut_block(p->g);
+    if (stages <= 1 || blk == IR_NONE) return;
+    rescale(p, blk, p->g->blocks[blk].n_instances, pipeline_stage_instances(p->g, stages));
+}
+
+void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices, int n_choices) {
+    int blk = cut_block(p->g);
+    if (stages <= 1 || blk == IR_NONE) return;
+    int n = p->g->blocks[blk].n_instances, k = pipeline_stage_instances(p->g, stages), bi = -1;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        if (in_cut(p, gi, blk)) bi = p->groups[gi].block;
+    rescale(p, blk, k, n);
+    if (bi < 0) return;
+    for (int i = 0; i < n_choices; i++) {
+        int *c = choices[i]->count[bi];
+        int full = c[RC_FULL] * stages, sel = c[RC_SELECTIVE] * stages; /* per stage: its first instances */
+        if (c[RC_FULL] == k) full = n;
+        if (c[RC_SELECTIVE] == k) sel = n;
+        if (full > n) full = n;
+        if (sel > n - full) sel = n - full;
+        c[RC_FULL] = full, c[RC_SELECTIVE] = sel, c[RC_NONE] = n - full - sel;
+    }
+}

@@ -47,6 +47,7 @@ void plan_free(PlanResult *r) {
     ilp_problem_free(r->prob);
     placement_free(r->pl);
     ir_free(r->pipe);
+    ir_free(r->counts);
     ir_free(r->sweep);
     ir_free(r);
 }
@@ -55,8 +56,8 @@ void plan_free(PlanResult *r) {
  * fixed (it may then replace the ILP's plan; a baseline named by --strategy
  * may not need to): read from its stages and recompute counts, not its name. */
 static bool baseline_allowed(const IlpProblem *p, const IlpChoice *c, const PlanOptions *o) {
-    if (o->zero && strcmp(o->zero, "auto")) {
-        int zero = atoi(o->zero);
+    if ((o->zero && strcmp(o->zero, "auto")) || o->pp > 1) { /* pipelines: stages without ZeRO (plan_within) */
+        int zero = o->zero && strcmp(o->zero, "auto") ? atoi(o->zero) : 0;
         for (int gi = 0; gi < p->n_groups; gi++)
             if (p->groups[gi].n_params && c->zero[gi] != zero) return false;
     }
@@ -81,6 +82,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->batch = r->prob->batch;
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
+    if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp); /* plan one stage (pipeprice.c) */
     IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
     double t0 = now_s();
     bool forced = o->strategy && strcmp(o->strategy, "auto");
@@ -103,6 +105,17 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
             r->choice = b->choice;
             r->price = b->price;
         }
+    }
+    if (o->pp > 1) { /* back to the whole model: the Placement and the report read it */
+        IlpChoice *cs[ILP_MAX_BASELINES + 1];
+        int nc = 0;
+        if (r->res.choice.strat) cs[nc++] = &r->res.choice;
+        for (int i = 0; i < r->n_base; i++)
+            if (r->base[i].applicable && r->base[i].choice.strat) cs[nc++] = &r->base[i].choice;
+        pipeline_whole_problem(r->prob, o->pp, cs, nc);
+        for (int i = 0; i < r->n_base; i++)
+            if (r->base[i].applicable && r->base[i].choice.strat) r->base[i].price = ilp_evaluate(r->prob, &r->base[i].choice);
+        if (r->chosen) r->price = ilp_evaluate(r->prob, &r->choice);
     }
     return r;
 }
@@ -219,11 +232,74 @@ static int micro_batches_that_fit(const Graph *g, const PlanOptions *o, const Il
 
 static PlanResult *plan_within(const Graph *g, const PlanOptions *o);
 
+/* --pp auto: every stage count p that can run (at most the cut block's
+ * instances and the micro-batches, a submesh that divides the cluster, and
+ * --mesh's device count when given) planned and priced as a pipeline
+ * (p = 1: not pipelined); the fastest plan that fits is kept, with the
+ * counts tried and why each lost or could not run (PlanResult.counts). */
+static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
+    ShardCluster cl;
+    StrBuf err, hint;
+    sb_init(&err), sb_init(&hint);
+    bool cl_ok = shard_cluster_load(o->cluster ? o->cluster : "h100", &cl, &err, &hint);
+    sb_free(&err), sb_free(&hint);
+    PlanOptions one = *o;
+    one.pp = 1;
+    if (!cl_ok) return plan_within(g, &one); /* says what is wrong with --cluster */
+    int n_inst = pipeline_stage_instances(g, 1), m = o->micro_batches > 0 ? o->micro_batches : 1;
+    int devices = shard_cluster_devices(&cl), top = n_inst < PLACE_MAX_STAGES ? n_inst : PLACE_MAX_STAGES;
+    if (top > devices) top = devices;
+    if (top < 1) top = 1;
+    PlanStageCount *cnt = ir_alloc(sizeof *cnt * (size_t)(top + 1));
+    int nc = 0;
+    PlanResult *best = NULL;
+    for (int p = 1; p <= top; p++) {
+        ShardCluster sub = cl;
+        sb_init(&err), sb_init(&hint);
+        bool fits_cluster = p == 1 || pipeline_submesh_cluster(&sub, p, &err, &hint);
+        if (fits_cluster && o->mesh) {
+            ShardMesh mm;
+            fits_cluster = shard_mesh_parse(&sub, o->mesh, &mm, &err);
+        }
+        sb_free(&err), sb_free(&hint);
+        if (!fits_cluster) continue; /* not a count this cluster (and --mesh) can run */
+        PlanStageCount *c = &cnt[nc++];
+        memset(c, 0, sizeof *c);
+        c->stages = p;
+        if (p > m) {
+            snprintf(c->why, sizeof c->why, "needs at least %d micro-batches (--micro-batches %d)", p, m);
+            continue;
+        }
+        PlanOptions op = *o;
+        op.pp = p;
+        op.quiet_no_fit = true;
+        PlanResult *r = plan_within(g, &op);
+        if (!r) {
+            snprintf(c->why, sizeof c->why, "no plan fits in the memory of a device");
+            continue;
+        }
+        c->planned = true;
+        c->step_s = r->price.step_s;
+        c->peak_bytes = r->price.peak_bytes;
+        if (!best || r->price.step_s < best->price.step_s) {
+            plan_free(best);
+            best = r;
+        } else plan_free(r);
+    }
+    if (!best) { /* nothing fits: the usual message, for the unpipelined plan */
+        ir_free(cnt);
+        return plan_within(g, &one);
+    }
+    best->counts = cnt;
+    best->n_counts = nc;
+    return best;
+}
+
 /* --time-limit bounds the whole planning: building each mesh's problem and
  * every solve (deadline.c); a --sweep-mem gets a limit of its own. */
 PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
     ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
-    PlanResult *r = plan_within(g, o);
+    PlanResult *r = o->pp < 0 ? plan_stage_counts(g, o) : plan_within(g, o);
     ilp_set_deadline(0);
     return r;
 }
@@ -405,7 +481,18 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
             best->pipe = ir_alloc(sizeof *best->pipe);
             ok = pipeline_price(best, &whole, best->pipe, &perr);
             if (!ok) diag_plain("give another --pp or --mesh", "cannot price the pipeline: %s", sb_cstr(&perr));
-            else best->price.step_s = best->pipe->step_s;
+            else { /* the plan's step and peak are the pipeline's: its slowest stage's end, its fullest stage */
+                const PipeStagePrice *top = &best->pipe->st[0];
+                for (int st = 1; st < best->pipe->stages; st++)
+                    if (best->pipe->st[st].peak_bytes > top->peak_bytes) top = &best->pipe->st[st];
+                best->price.step_s = best->pipe->step_s;
+                best->price.peak_bytes = top->peak_bytes;
+                best->price.mem_params = top->mem_static;
+                best->price.mem_grads_late = top->mem_grads_late;
+                best->price.mem_acts = top->mem_acts + top->mem_inflight;
+                best->price.mem_transient = top->mem_transient;
+                best->price.peak_at_update = top->mem_static > top->mem_static - top->mem_grads_late + top->mem_acts;
+            }
         }
         if (!ok) {
             sb_free(&perr);
