@@ -332,9 +332,12 @@ static int cut_block(const Graph *g) {
     return blk;
 }
 
+/* A tied group of the cut block (its IlpBlock carries the graph block's
+ * name; an untied instance's is "name.i"), whatever its multiplicity now. */
 static bool in_cut(const IlpProblem *p, int gi, int blk) {
     const IlpGroup *G = &p->groups[gi];
-    return blk != IR_NONE && G->block >= 0 && G->mult > 1 && ir_node(p->g, G->members[0].node)->block == blk;
+    return blk != IR_NONE && G->block >= 0 && ir_node(p->g, G->members[0].node)->block == blk &&
+           !strcmp(p->blocks[G->block].name, p->g->blocks[blk].name);
 }
 
 /* Sets the cut block's tied groups to `to` instances (from `from`): their

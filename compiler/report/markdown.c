@@ -226,6 +226,27 @@ static void pipeline_stages(const cJSON *r, StrBuf *o) {
     sb_putc(o, '\n');
 }
 
+/* --pp auto: the stage counts the planner priced, and why this one (plan JSON `pipeline.stage_counts`). */
+static void pipeline_counts(const cJSON *r, StrBuf *o) {
+    const cJSON *pp = rep_get(r, "pipeline"), *sc = rep_get(pp, "stage_counts"), *e;
+    if (!cJSON_IsArray(sc) || cJSON_GetArraySize(sc) < 1) return;
+    int chosen = cJSON_GetArraySize(rep_get(pp, "stages"));
+    double best = rep_num(r, "step_time_s");
+    char a[32], b[32];
+    sb_printf(o, "## Why %d pipeline stage%s\n\nThe planner priced every stage count this cluster can run "
+                 "(each stage's plan, the schedule's replay, the transfers) and kept the fastest that fits.\n\n"
+                 "| stages | step | vs chosen | peak per device | |\n|---:|---:|---:|---:|---|\n",
+              chosen, chosen == 1 ? "" : "s");
+    cJSON_ArrayForEach(e, sc) {
+        int n = rep_int(e, "stages");
+        if (cJSON_IsTrue(rep_get(e, "planned")))
+            sb_printf(o, "| %d | %s | %.2fx | %s | %s |\n", n, T(a, rep_num(e, "step_time_s")), rep_num(e, "step_time_s") / best,
+                      B(b, rep_num(e, "peak_bytes")), n == chosen ? "chosen" : "slower");
+        else sb_printf(o, "| %d | | | | %s |\n", n, rep_str(e, "why"));
+    }
+    sb_putc(o, '\n');
+}
+
 static void memory(const RepDoc *d, StrBuf *o) {
     const cJSON *r = d->root;
     char a[32], b[32], lb[256];
@@ -486,6 +507,7 @@ void rep_markdown(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrB
     why(d, rows, o);
     ops(d, rows, o);
     blocks_zero(d, o);
+    pipeline_counts(r, o);
     pipeline_stages(r, o);
     memory(d, o);
     communication(r, o);

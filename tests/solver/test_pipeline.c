@@ -21,7 +21,11 @@
  *     plus its outboxes and received gradients (counted by hand), each
  *     stage's peak is its parts' sum, its backward holds the forward again
  *     on every stage but the last, and the step is the replay plus the
- *     slowest update.
+ *     slowest update;
+ *   - the intra-stage problem: the 4-block GPT-2 cut into 2 stages plans
+ *     2 instances of the block (its memory and time terms are those of 2),
+ *     and scaled back it prices exactly as the problem built whole; a
+ *     stage's recompute of all its instances is every instance's.
  */
 #include <math.h>
 #include <string.h>
@@ -271,8 +275,67 @@ static void test_price(void) {
     ir_graph_free(g);
 }
 
+static Graph *tiny_gpt2_4(void) {
+    size_t len;
+    char *text = ir_read_file(COLOSSAL_SOURCE_DIR "/tests/e2e/gpt2_tiny_4.cir", &len);
+    Graph *fwd = ir_parse("gpt2_tiny_4.cir", text, len);
+    ir_free(text);
+    AdOptions ao;
+    ad_options_default(&ao);
+    ao.micro_batches = 4;
+    StrBuf err;
+    sb_init(&err);
+    Graph *g = ad_build(fwd, &ao, &err);
+    sb_free(&err);
+    ir_graph_free(fwd);
+    return g;
+}
+
+static void test_stage_problem(void) {
+    Graph *g = tiny_gpt2_4();
+    ShardCluster cl;
+    ShardMesh mesh;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_load("h100:1x2", &cl, &e, NULL));
+    CHECK(shard_mesh_parse(&cl, "2", &mesh, &e));
+    sb_free(&e);
+    CostModel cm = {&cl, &mesh, DT_F32};
+    IlpOptions io = {.tie = true, .micro_batches = 4, .lowerable = true};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    CHECK_INT(pipeline_stage_instances(g, 1), 4);
+    CHECK_INT(pipeline_stage_instances(g, 3), 2);
+    IlpChoice c = ilp_choice_new(p);
+    IlpPrice whole = ilp_evaluate(p, &c);
+    int bi = -1, gb = -1;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        if (p->groups[gi].mult == 4) bi = p->groups[gi].block, gb = gi;
+    CHECK(bi >= 0);
+    pipeline_stage_problem(p, 2);
+    CHECK_INT(p->groups[gb].mult, 2);
+    CHECK_INT(p->blocks[bi].instances, 2);
+    IlpChoice cs = ilp_choice_new(p); /* every block instance kept, as c */
+    IlpPrice stage = ilp_evaluate(p, &cs);
+    CHECK(stage.mem_params < whole.mem_params && stage.compute_s < whole.compute_s);
+    cs.count[bi][RC_NONE] = 0, cs.count[bi][RC_FULL] = 2; /* a stage recomputes both its instances */
+    IlpChoice *list[1] = {&cs};
+    pipeline_whole_problem(p, 2, list, 1);
+    CHECK_INT(p->groups[gb].mult, 4);
+    CHECK_INT(cs.count[bi][RC_FULL], 4);
+    CHECK_INT(cs.count[bi][RC_NONE], 0);
+    IlpPrice back = ilp_evaluate(p, &c);
+    CHECK_NEAR(back.step_s, whole.step_s, 1e-12 * whole.step_s);
+    CHECK_NEAR(back.peak_bytes, whole.peak_bytes, 1e-9 * whole.peak_bytes);
+    CHECK_NEAR(back.comm_s, whole.comm_s, 1e-12 * (whole.comm_s + 1e-30));
+    ilp_choice_free(&c);
+    ilp_choice_free(&cs);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_replay();
+    test_stage_problem();
     test_price();
     test_schedules();
     test_checker_catches();
