@@ -11,10 +11,13 @@
 #include "shard.h"
 #include "solver.h"
 
-/* The cluster one stage of a `stages`-stage pipeline plans on: the devices
- * per node divided by stages when it divides them (stages side by side in
- * a node), else the nodes. false with a message and a hint when neither
- * divides (user error). */
+/* The cluster one stage of a `stages`-stage pipeline plans on, as the
+ * runtime lays the stages out (the pipeline axis is the last of the rank
+ * order: stage s is the ranks s, s + stages, ...): the devices per node
+ * divided by stages when it divides them (stages side by side in a node);
+ * when stages is a multiple of the devices per node, one device in each of
+ * nodes / (stages / per_node) nodes. false with a message and a hint
+ * otherwise (user error). */
 bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf *hint);
 
 /* Cuts pl's graph into `stages` stages (stages >= 2) run with `schedule`

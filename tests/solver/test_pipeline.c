@@ -189,6 +189,16 @@ static void test_cut(void) {
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
     CHECK(pipeline_submesh_cluster(&cl, 2, &err, &hint));
     CHECK_INT(cl.per_node, 2);
+    /* more stages than devices per node: the runtime's stage s is ranks s, s + 16, ...: one device
+     * in each of 64 nodes of h100:128x8 */
+    cl = (ShardCluster){.nodes = 128, .per_node = 8};
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(pipeline_submesh_cluster(&cl, 16, &err, &hint));
+    CHECK_INT(cl.nodes, 64);
+    CHECK_INT(cl.per_node, 1);
+    cl = (ShardCluster){.nodes = 8, .per_node = 6}; /* 4 stages: neither divides 6 nor is a multiple of it */
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(!pipeline_submesh_cluster(&cl, 4, &err, &hint));
     cl = (ShardCluster){.nodes = 1, .per_node = 6};
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
     CHECK(!pipeline_submesh_cluster(&cl, 4, &err, &hint));
