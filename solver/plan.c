@@ -685,12 +685,24 @@ void plan_summary(FILE *f, const Graph *g, const PlanResult *r) {
     StrBuf m;
     sb_init(&m);
     shard_mesh_print(&m, &r->mesh);
-    fprintf(f, "plan %s: %.4g s/step on %d x %s (mesh %s, %s), peak %s of %s per device\n",
-            g->name, r->price.step_s, r->cl.nodes * r->cl.per_node, r->cl.device, sb_cstr(&m),
-            ir_dtype_name(r->cm.dtype), pk, lim);
+    int P = r->pipe ? r->pipe->stages : 1;
+    fprintf(f, "plan %s: %.4g s/step on %d x %s (%s%s, %s), peak %s of %s per device\n",
+            g->name, r->price.step_s, P * r->cl.nodes * r->cl.per_node, r->cl.device, P > 1 ? "pipeline stages on mesh " : "mesh ",
+            sb_cstr(&m), ir_dtype_name(r->cm.dtype), pk, lim);
     sb_free(&m);
-    const IlpBaseline *b = best_baseline(r);
-    if (b)
+    if (P > 1)
+        fprintf(f, "  pipeline: %d stages, 1F1B over %d micro-batches, stages idle %.1f%% of the step (docs/pipeline.md)\n", P,
+                r->pipe->micro_batches, 100 * r->pipe->idle_fraction);
+    for (int i = 0; i < r->n_counts; i++) { /* --pp auto: why this count */
+        const PlanStageCount *c = &r->counts[i];
+        if (c->planned)
+            fprintf(f, "  %d stage%s: %.4g s/step (%.2fx)%s\n", c->stages, c->stages == 1 ? "" : "s", c->step_s,
+                    c->step_s / r->price.step_s, c->stages == P ? ", chosen" : "");
+        else fprintf(f, "  %d stage%s: %s\n", c->stages, c->stages == 1 ? "" : "s", c->why);
+    }
+    const IlpBaseline *b = P > 1 ? NULL : best_baseline(r); /* the baselines are not pipelined */
+    if (P > 1) fprintf(f, "  baselines: not compared (the plan JSON's are the whole model on one stage's mesh)\n");
+    else if (b)
         fprintf(f, "  best baseline %s: %.4g s/step (plan/baseline %.3f)%s\n", b->name,
                 b->price.step_s, r->price.step_s / b->price.step_s,
                 strcmp(r->chosen, "ilp") ? "" : "");
