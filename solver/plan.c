@@ -435,7 +435,8 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         if (o->quiet_no_fit) return NULL;
         bool params_dominate = min_price.mem_params >= min_price.mem_acts;
         const char *fixhint =
-            params_dominate ? (fix.zero >= 0 && fix.zero < 3
+            params_dominate ? (o->pp > 1 ? "use more stages (--pp) or more devices: a pipeline's stages run without ZeRO"
+                               : fix.zero >= 0 && fix.zero < 3
                                    ? "allow ZeRO (--zero auto), or use more devices"
                                    : "use more devices (a larger --cluster)")
             : fix.recompute >= 0 && fix.recompute != RC_FULL
@@ -492,6 +493,19 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                 best->price.mem_acts = top->mem_acts + top->mem_inflight;
                 best->price.mem_transient = top->mem_transient;
                 best->price.peak_at_update = top->mem_static > top->mem_static - top->mem_grads_late + top->mem_acts;
+                if (top->peak_bytes > limit) { /* the stage plan fits; the pipeline buffer or the recompute spread does not */
+                    ok = false;
+                    if (!o->quiet_no_fit) {
+                        char a[32], b[32], c[32];
+                        fmt_bytes(a, sizeof a, top->peak_bytes);
+                        fmt_bytes(b, sizeof b, limit);
+                        fmt_bytes(c, sizeof c, top->mem_inflight);
+                        diag_plain("give more micro-batches' worth of memory: a larger --pp, --recompute full, or more --mem",
+                                   "the pipeline's stage %d needs %s per device, over the limit of %s (of it %s of "
+                                   "micro-batches in flight)",
+                                   (int)(top - best->pipe->st), a, b, c);
+                    }
+                }
             }
         }
         if (!ok) {
