@@ -40,6 +40,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,8 +328,26 @@ static volatile sig_atomic_t stop_signal; /* the signal that asked the run to st
 
 static void on_stop_signal(int sig) { stop_signal = sig; }
 
+static sigset_t stop_set; /* SIGTERM, SIGUSR1 */
+
+static void *stop_waiter(void *arg) {
+    (void)arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&stop_set, &sig) == 0) stop_signal = sig;
+    }
+    return NULL;
+}
+
 /* SIGTERM and SIGUSR1 (a scheduler pre-empting the job; mpirun forwards
- * SIGUSR1) ask for a checkpoint and a clean end after the current step. */
+ * SIGUSR1) ask for a checkpoint and a clean end after the current step.
+ * Called first in main: the two are blocked in this thread, so every thread
+ * started later (MPI's, the OpenMP pool, colrt's streams, the GEMM
+ * library's) inherits the mask, and one thread takes them with sigwait. A
+ * signal then never lands in the middle of a kernel or a library call (a
+ * handler run inside oneDNN's GEMM was followed by heap corruption in 1 of 4
+ * runs of train_gpt2_resume). The handler stays for any thread that does
+ * not block them. */
 static void install_stop_signals(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -337,6 +356,14 @@ static void install_stop_signals(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGTERM);
+    sigaddset(&stop_set, SIGUSR1);
+    pthread_t t;
+    if (pthread_sigmask(SIG_BLOCK, &stop_set, NULL) == 0) {
+        if (pthread_create(&t, NULL, stop_waiter, NULL) == 0) pthread_detach(t);
+        else pthread_sigmask(SIG_UNBLOCK, &stop_set, NULL); /* the handler alone, as before */
+    }
 }
 
 /* Whether any rank was signalled (collective: every rank stops at the same step). */
@@ -618,6 +645,7 @@ static void sample(LM_MODEL *m, const options *o, int64_t vocab, const batch_sha
 }
 
 int main(int argc, char **argv) {
+    install_stop_signals(); /* before any other thread starts */
     colrt_init(&argc, &argv);
     options o = parse(argc, argv);
     int rank0 = colrt_rank() == 0;
@@ -628,7 +656,6 @@ int main(int argc, char **argv) {
     if (o.train && !tokens_read(o.train, &train, err, sizeof err)) fail("%s", err);
     if (o.val && !tokens_read(o.val, &val, err, sizeof err)) fail("%s", err);
     if (!o.train && !(o.resume && o.sample)) fail("%s", "no training file: give --train FILE");
-    install_stop_signals();
 
     LM_MODEL *m;
     LM_FN(config) cfg = {.mesh = NULL, .seed = o.seed};
