@@ -50,19 +50,23 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is
     const Node *n = ir_node(g, id);
     const OpInfo *oi = ir_op(n->op);
     double bytes = 0;
+    /* one micro-batch of a graph of the whole batch: what has rows scales */
+    double frac = cm->batch_frac > 0 && cm->batch_frac < 1 ? cm->batch_frac : 1;
     for (int i = 0; i < n->n_in; i++) {
         const Value *v = ir_val(g, n->in[i]);
+        bool rows = v->role == ROLE_INPUT || v->role == ROLE_ACT || v->role == ROLE_GRAD;
         out->in_bytes[i] =
-            shard_spec_bytes(&st->in[i], cm->mesh, v->shape, cost_dtype(cm, v->dtype));
+            shard_spec_bytes(&st->in[i], cm->mesh, v->shape, cost_dtype(cm, v->dtype)) * (rows ? frac : 1);
         bytes += out->in_bytes[i];
     }
     for (int r = 0; r < n->n_out; r++) {
         const Value *v = ir_val(g, n->out[r]);
+        bool rows = v->role == ROLE_INPUT || v->role == ROLE_ACT || v->role == ROLE_GRAD;
         out->out_bytes[r] =
-            shard_spec_bytes(&st->out[r], cm->mesh, v->shape, cost_dtype(cm, v->dtype));
+            shard_spec_bytes(&st->out[r], cm->mesh, v->shape, cost_dtype(cm, v->dtype)) * (rows ? frac : 1);
         bytes += out->out_bytes[r];
     }
-    out->flops = is->flops / st->split;
+    out->flops = is->flops / st->split * frac;
     if (n->op == OP_RESHAPE) bytes = 0; /* a view: no data moves */
     out->fwd_s = cost_roofline(cm, oi->cls, out->flops, bytes);
     out->bwd_s = classes[oi->cls].bwd * out->fwd_s;

@@ -21,6 +21,9 @@ typedef struct CostModel {
     const ShardCluster *cl;
     const ShardMesh *mesh;
     DType dtype;              /* compute dtype: activations and parameters as used */
+    double batch_frac;        /* the fraction of the graph's rows one kernel call runs on: 1/M
+                               * when a graph of the whole batch runs as M micro-batches
+                               * (the problem's micro-batch pricing); 0 or 1: all of them */
 } CostModel;
 
 typedef struct CostClass {
@@ -39,7 +42,10 @@ DType cost_dtype(const CostModel *cm, DType value_dtype);
  * (shard_gemm_eff: small GEMMs are far below peak). */
 double cost_roofline(const CostModel *cm, OpClass cls, double flops, double bytes);
 
-/* One op under one strategy. */
+/* One op under one strategy, on cm->batch_frac of the graph's rows: its
+ * FLOPs and the bytes of every operand and result but the parameters and
+ * optimizer state scale with the rows (inputs, activations, gradients; a
+ * matrix product's efficiency is looked up at the scaled size). */
 typedef struct CostOp {
     double flops;                 /* local forward FLOPs */
     double fwd_s, bwd_s;          /* local compute, forward and backward */
