@@ -441,12 +441,12 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                 : om.micro_auto ? "use a smaller --batch, or more devices (no count of micro-batches that gives every device "
                                   "whole rows fits)"
                                 : "use a smaller --batch or more --micro-batches, or more devices";
-        char mbhint[256];
+        char mbhint[512], triedhint[256];
         int mb = om.micro_auto ? 0 : micro_batches_that_fit(g, &om, &min_price, limit);
         if (om.micro_auto && tried > 1) { /* the planner chose the count: say how far it went */
-            snprintf(mbhint, sizeof mbhint, "%s (the planner tried up to %d micro-batches, each device holding whole rows)",
+            snprintf(triedhint, sizeof triedhint, "%s (the planner tried up to %d micro-batches, each device holding whole rows)",
                      fixhint, tried);
-            fixhint = mbhint;
+            fixhint = triedhint;
         }
         if (mb > 0) { /* the knob that fits without more devices, said first */
             snprintf(mbhint, sizeof mbhint, "--micro-batches %d should fit (the activations of batch/%d rows at a time); or %s",
