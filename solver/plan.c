@@ -359,7 +359,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
     }
 
     /* the micro-batch counts tried: the one asked for, then (--micro-batches
-     * not given) more while memory shapes the plan (plan_micro) */
+     * not given) more while memory shapes the plan (next_micro) */
     PlanOptions om = *o;
     if (om.micro_batches < 1) om.micro_batches = 1;
     MeshSearch ms = {.min_mem = INFINITY, .timed_out = -1};
