@@ -99,14 +99,6 @@ static double step_latency(const ShardMesh *m, const ShardStep *st) {
     return st->time - st->sent * m->beta[st->axis];
 }
 
-double cost_fused(const ShardMesh *m, ShardColl k, int axis, double bytes, double msg) {
-    double t = shard_coll_time(m, k, axis, bytes);
-    if (m->size[axis] <= 1 || k == COLL_SLICE || k == COLL_ZERO) return t;
-    double lat = t - shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
-    double share = msg / COST_BUCKET_BYTES;
-    return t - lat * (share < 1 ? 1 - share : 0);
-}
-
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec,
                       int zero_stage) {
     const ShardMesh *m = cm->mesh;
@@ -122,9 +114,11 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
         return t;
     }
     /* ZeRO-2/3: reduce-scatter the flattened gradient over the pending axes,
-     * fastest link first so the slow links carry the smallest pieces */
+     * fastest link first so the slow links carry the smallest pieces; one
+     * collective per tensor, where the backward makes it (the lowering does not
+     * bucket ZeRO's collectives: compiler/lower/split.c), so each pays its
+     * whole latency */
     bool done[SHARD_MAX_AXES] = {0};
-    double msg = bytes;
     for (;;) {
         int best = -1;
         for (int a = 0; a < m->n_axes; a++)
@@ -133,7 +127,7 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
                 best = a;
         if (best < 0) break;
         done[best] = true;
-        t += cost_fused(m, COLL_REDUCE_SCATTER, best, bytes, msg);
+        t += shard_coll_time(m, COLL_REDUCE_SCATTER, best, bytes);
         bytes /= m->size[best];
     }
     return t;

@@ -62,18 +62,16 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId n, const IterSpace *is,
 double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,
                  const ShardSpec *cons_in, const ShardSpec *cons_grad);
 
-/* Gradients and ZeRO gathers are fused into buckets of this size (PyTorch
- * DDP's default): each tensor pays the bandwidth term of its collectives and
- * its share (bytes / bucket, at most 1) of their latency term. */
+/* The data-parallel lowering fuses gradients into buckets of this size
+ * (PyTorch DDP's default): each tensor's all-reduce pays its bandwidth term
+ * and its share (bytes / bucket, at most 1) of the latency term. ZeRO's
+ * reduce-scatters and all-gathers run one per tensor, each paying its whole
+ * latency. */
 #define COST_BUCKET_BYTES 25e6
 
-/* A collective of `bytes` (as shard_coll_time) belonging to a tensor of
- * `msg` bytes that is fused into buckets. */
-double cost_fused(const ShardMesh *m, ShardColl k, int axis, double bytes, double msg);
-
 /* Gradient synchronization of a parameter whose gradient arrives as
- * grad_spec: reduce its pending axes, by all-reduce (ZeRO 0 and 1) or
- * reduce-scatter over the replicated axes (ZeRO 2 and 3). */
+ * grad_spec: reduce its pending axes, by all-reduce (ZeRO 0 and 1, bucketed)
+ * or reduce-scatter over the replicated axes (ZeRO 2 and 3, per tensor). */
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec,
                       int zero_stage);
 

@@ -299,7 +299,9 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
 }
 
 /* Time to all-gather `bytes` (the whole local tensor) from shards split over
- * the axes in `axes` (slowest first: the slow links carry the small pieces). */
+ * the axes in `axes` (slowest first: the slow links carry the small pieces).
+ * One collective per tensor, each paying its whole latency: the lowering
+ * gathers each parameter on its own (compiler/lower/zero.c). */
 static double gather_time(const ShardMesh *m, double bytes, unsigned axes) {
     double t = 0, piece = bytes;
     for (int a = 0; a < m->n_axes; a++)
@@ -311,7 +313,7 @@ static double gather_time(const ShardMesh *m, double bytes, unsigned axes) {
             if ((axes & (1u << a)) && !done[a] && (w < 0 || m->beta[a] > m->beta[w])) w = a;
         if (w < 0) break;
         done[w] = true;
-        t += cost_fused(m, COLL_ALL_GATHER, w, piece, bytes);
+        t += shard_coll_time(m, COLL_ALL_GATHER, w, piece);
         piece *= m->size[w];
     }
     return t;
