@@ -31,6 +31,15 @@ bool lower_pass_zero(LowerCtx *c) {
         for (int k = 0; k < n_state; k++) p->v[n->in[2 + k]].zchunk = chunk;
         for (int k = 0; k < n->n_out; k++) p->v[n->out[k]].zchunk = chunk;
         if (p->opt.zero >= 2) zgrad[n->in[1]] = chunk;
+        /* mixed precision: the update reads the f32 cast of the gradient; the
+         * gradient in the compute dtype is reduce-scattered into its slice and
+         * the cast runs slice to slice, so neither is ever held whole */
+        const Node *cast = ir_val(g, n->in[1])->def != IR_NONE ? ir_node(g, ir_val(g, n->in[1])->def) : NULL;
+        if (p->opt.zero >= 2 && cast && cast->op == OP_CAST &&
+            ir_shape_numel(ir_val(g, cast->in[0])->shape) == numel) {
+            zgrad[cast->in[0]] = chunk;
+            p->v[n->in[1]].zchunk = chunk;
+        }
         /* stage 3: the parameter itself is a slice, unless a view reads it */
         bool viewed = false;
         for (NodeId r = 0; r < nn; r++)
