@@ -178,7 +178,7 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
     /* --micro-batches not given: the planner chooses (a graph of the whole
      * batch; generated code rebuilds the model for the count: run_codegen) */
-    po->micro_auto = o->micro_batches == 0 && o->pp <= 1;
+    po->micro_auto = o->micro_batches == 0 && (o->pp == 0 || o->pp == 1); /* not with --pp (auto: -1) */
     po->pp = o->pp;
     po->batch = o->batch;
     po->progress = !o->quiet;
