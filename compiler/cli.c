@@ -45,7 +45,7 @@ static const char usage_text[] =
     "Cluster and plan:\n"
     "  --batch N             global batch size: sequences per step, over all devices and micro-batches\n"
     "  --micro-batches N     gradient accumulation: each step runs N micro-batches of batch/N\n"
-    "                        (default 1)\n"
+    "                        (default: the planner chooses; IR text with --emit code: 1)\n"
     "  --cluster C           preset (h100:8x8, a100-80gb:1x8, ...) or FILE.json\n"
     "  --mesh AxB[xC]        logical device mesh of one pipeline stage (default: tried)\n"
     "  --pp N|auto           pipeline stages (1F1B; default 1: none); each stage plans on\n"

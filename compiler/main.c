@@ -176,6 +176,9 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->mip_gap = o->mip_gap;
     po->dump_ilp = o->dump_ilp;
     po->micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
+    /* --micro-batches not given: the planner chooses (a graph of the whole
+     * batch; generated code rebuilds the model for the count: run_codegen) */
+    po->micro_auto = o->micro_batches == 0 && (o->pp == 0 || o->pp == 1); /* not with --pp (auto: -1) */
     po->pp = o->pp;
     po->batch = o->batch;
     po->progress = !o->quiet;
@@ -224,13 +227,16 @@ static bool write_report(const char *dir, const char *model) {
  * memory plan against the limit (tightening the planner's limit and solving
  * again, twice at most, when the arena does not fit), generate into the
  * output directory (compiler/codegen/cg.h). */
-static int run_codegen(const CliOptions *o, const Graph *g) {
+static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, int64_t *rebuild_batch) {
     bool dump = o->dump_after && (!strcmp(o->dump_after, "lower") || !strcmp(o->dump_after, "all"));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     PlanOptions po;
     planner_options(o, &po);
     po.lowerable = true; /* a plan this build can generate */
+    /* the count chosen is built into the program: only a model description
+     * (.c) is rebuilt for it (IR text fixes its batch) */
+    po.micro_auto = po.micro_auto && ends_with(o->input, ".c");
     PlanResult *r = NULL;
     LowerProgram *lp = NULL;
     /* The arena is checked against the limit asked for; a plan whose arena
@@ -260,6 +266,15 @@ static int run_codegen(const CliOptions *o, const Graph *g) {
             return EXIT_USER;
         }
         if (!r) return EXIT_USER;
+        if (attempt == 0 && r->prob->opt.micro_batches > 1 && r->prob->global_batch == r->prob->batch) {
+            /* the planner chose micro-batches for this graph of the whole
+             * batch: the caller builds the graph of one micro-batch */
+            *rebuild_micro = r->prob->opt.micro_batches;
+            *rebuild_batch = r->prob->global_batch;
+            plan_free(r);
+            return EXIT_OK;
+        }
+        po.micro_auto = false; /* tighter limits re-plan the program built */
         dump_placement(o, r);
         lp = lower_plan(o, g, r);
         if (!lp) {
@@ -493,7 +508,26 @@ int main(int argc, char **argv) {
     bool ir_to_stdout = o.emit == EMIT_IR && (!o.output || !strcmp(o.output, "-"));
     if (o.emit == EMIT_IR) rc = emit_ir(&o, g);
     if (o.emit == EMIT_PLAN || o.emit == EMIT_REPORT) rc = run_planner(&o, g);
-    if (o.emit == EMIT_CODE || o.emit == EMIT_ALL) rc = run_codegen(&o, g);
+    if (o.emit == EMIT_CODE || o.emit == EMIT_ALL) {
+        int micro = 0;
+        int64_t batch = 0;
+        rc = run_codegen(&o, g, &micro, &batch);
+        if (rc == EXIT_OK && micro > 1) { /* the planner chose micro-batches: the model of one */
+            if (!o.quiet)
+                fprintf(stderr, "colossal-compile: note: the planner chose %d micro-batches (--micro-batches to set "
+                                "them); building the model for batch %lld / %d\n", micro, (long long)batch, micro);
+            ir_graph_free(g);
+            o.micro_batches = micro;
+            o.batch = batch;
+            g = load(&o);
+            Graph *t = g ? autodiff(&o, g) : NULL;
+            if (g) ir_graph_free(g);
+            g = t;
+            if (!g) return EXIT_USER;
+            after_stage(&o, "autodiff", g);
+            rc = run_codegen(&o, g, &micro, &batch);
+        }
+    }
     if (rc == EXIT_OK && !o.quiet) print_summary(ir_to_stdout ? stderr : stdout, g);
     ir_graph_free(g);
     return rc;

@@ -187,7 +187,8 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
 }
 
 /* Gradient sync and ZeRO gathers of every parameter, decomposed as
- * cost_grad_sync and the problem's gather pricing compute them. */
+ * cost_grad_sync and the problem's gather pricing compute them (per step:
+ * ZeRO-2/3's reduce-scatters and ZeRO-3's gathers once per micro-batch). */
 static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Comm *c) {
     const IlpProblem *p = r->prob;
     const ShardMesh *m = &r->mesh;
@@ -224,7 +225,8 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
                 done[best] = true;
                 ShardStep s = {.kind = COLL_REDUCE_SCATTER, .axis = (int8_t)best,
                                .sent = shard_coll_sent(m, COLL_REDUCE_SCATTER, best, b)};
-                comm_add(c, PUR_SYNC, &s, cost_fused(m, COLL_REDUCE_SCATTER, best, b, bytes));
+                for (int k = 0; k < p->opt.micro_batches; k++) /* every micro-batch's gradient, per tensor */
+                    comm_add(c, PUR_SYNC, &s, shard_coll_time(m, COLL_REDUCE_SCATTER, best, b));
                 b /= m->size[best];
             }
         }
@@ -245,8 +247,8 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
             done[w] = true;
             ShardStep s = {.kind = COLL_ALL_GATHER, .axis = (int8_t)w,
                            .sent = shard_coll_sent(m, COLL_ALL_GATHER, w, piece)};
-            double t = cost_fused(m, COLL_ALL_GATHER, w, piece, local);
-            for (int k = 0; k < (z == 3 ? 2 : 1); k++) comm_add(c, PUR_GATHER, &s, t);
+            double t = shard_coll_time(m, COLL_ALL_GATHER, w, piece); /* per tensor */
+            for (int k = 0; k < (z == 3 ? 2 * p->opt.micro_batches : 1); k++) comm_add(c, PUR_GATHER, &s, t);
             piece *= m->size[w];
         }
     }

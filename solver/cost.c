@@ -50,19 +50,23 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is
     const Node *n = ir_node(g, id);
     const OpInfo *oi = ir_op(n->op);
     double bytes = 0;
+    /* one micro-batch of a graph of the whole batch: what has rows scales */
+    double frac = cm->batch_frac > 0 && cm->batch_frac < 1 ? cm->batch_frac : 1;
     for (int i = 0; i < n->n_in; i++) {
         const Value *v = ir_val(g, n->in[i]);
+        bool rows = v->role == ROLE_INPUT || v->role == ROLE_ACT || v->role == ROLE_GRAD;
         out->in_bytes[i] =
-            shard_spec_bytes(&st->in[i], cm->mesh, v->shape, cost_dtype(cm, v->dtype));
+            shard_spec_bytes(&st->in[i], cm->mesh, v->shape, cost_dtype(cm, v->dtype)) * (rows ? frac : 1);
         bytes += out->in_bytes[i];
     }
     for (int r = 0; r < n->n_out; r++) {
         const Value *v = ir_val(g, n->out[r]);
+        bool rows = v->role == ROLE_INPUT || v->role == ROLE_ACT || v->role == ROLE_GRAD;
         out->out_bytes[r] =
-            shard_spec_bytes(&st->out[r], cm->mesh, v->shape, cost_dtype(cm, v->dtype));
+            shard_spec_bytes(&st->out[r], cm->mesh, v->shape, cost_dtype(cm, v->dtype)) * (rows ? frac : 1);
         bytes += out->out_bytes[r];
     }
-    out->flops = is->flops / st->split;
+    out->flops = is->flops / st->split * frac;
     if (n->op == OP_RESHAPE) bytes = 0; /* a view: no data moves */
     out->fwd_s = cost_roofline(cm, oi->cls, out->flops, bytes);
     out->bwd_s = classes[oi->cls].bwd * out->fwd_s;
@@ -95,14 +99,6 @@ static double step_latency(const ShardMesh *m, const ShardStep *st) {
     return st->time - st->sent * m->beta[st->axis];
 }
 
-double cost_fused(const ShardMesh *m, ShardColl k, int axis, double bytes, double msg) {
-    double t = shard_coll_time(m, k, axis, bytes);
-    if (m->size[axis] <= 1 || k == COLL_SLICE || k == COLL_ZERO) return t;
-    double lat = t - shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
-    double share = msg / COST_BUCKET_BYTES;
-    return t - lat * (share < 1 ? 1 - share : 0);
-}
-
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec,
                       int zero_stage) {
     const ShardMesh *m = cm->mesh;
@@ -118,9 +114,11 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
         return t;
     }
     /* ZeRO-2/3: reduce-scatter the flattened gradient over the pending axes,
-     * fastest link first so the slow links carry the smallest pieces */
+     * fastest link first so the slow links carry the smallest pieces; one
+     * collective per tensor, where the backward makes it (the lowering does not
+     * bucket ZeRO's collectives: compiler/lower/split.c), so each pays its
+     * whole latency */
     bool done[SHARD_MAX_AXES] = {0};
-    double msg = bytes;
     for (;;) {
         int best = -1;
         for (int a = 0; a < m->n_axes; a++)
@@ -129,7 +127,7 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
                 best = a;
         if (best < 0) break;
         done[best] = true;
-        t += cost_fused(m, COLL_REDUCE_SCATTER, best, bytes, msg);
+        t += shard_coll_time(m, COLL_REDUCE_SCATTER, best, bytes);
         bytes /= m->size[best];
     }
     return t;

@@ -21,6 +21,9 @@ typedef struct CostModel {
     const ShardCluster *cl;
     const ShardMesh *mesh;
     DType dtype;              /* compute dtype: activations and parameters as used */
+    double batch_frac;        /* the fraction of the graph's rows one kernel call runs on: 1/M
+                               * when a graph of the whole batch runs as M micro-batches
+                               * (the problem's micro-batch pricing); 0 or 1: all of them */
 } CostModel;
 
 typedef struct CostClass {
@@ -39,7 +42,10 @@ DType cost_dtype(const CostModel *cm, DType value_dtype);
  * (shard_gemm_eff: small GEMMs are far below peak). */
 double cost_roofline(const CostModel *cm, OpClass cls, double flops, double bytes);
 
-/* One op under one strategy. */
+/* One op under one strategy, on cm->batch_frac of the graph's rows: its
+ * FLOPs and the bytes of every operand and result but the parameters and
+ * optimizer state scale with the rows (inputs, activations, gradients; a
+ * matrix product's efficiency is looked up at the scaled size). */
 typedef struct CostOp {
     double flops;                 /* local forward FLOPs */
     double fwd_s, bwd_s;          /* local compute, forward and backward */
@@ -56,18 +62,16 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId n, const IterSpace *is,
 double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,
                  const ShardSpec *cons_in, const ShardSpec *cons_grad);
 
-/* Gradients and ZeRO gathers are fused into buckets of this size (PyTorch
- * DDP's default): each tensor pays the bandwidth term of its collectives and
- * its share (bytes / bucket, at most 1) of their latency term. */
+/* The data-parallel lowering fuses gradients into buckets of this size
+ * (PyTorch DDP's default): each tensor's all-reduce pays its bandwidth term
+ * and its share (bytes / bucket, at most 1) of the latency term. ZeRO's
+ * reduce-scatters and all-gathers run one per tensor, each paying its whole
+ * latency. */
 #define COST_BUCKET_BYTES 25e6
 
-/* A collective of `bytes` (as shard_coll_time) belonging to a tensor of
- * `msg` bytes that is fused into buckets. */
-double cost_fused(const ShardMesh *m, ShardColl k, int axis, double bytes, double msg);
-
 /* Gradient synchronization of a parameter whose gradient arrives as
- * grad_spec: reduce its pending axes, by all-reduce (ZeRO 0 and 1) or
- * reduce-scatter over the replicated axes (ZeRO 2 and 3). */
+ * grad_spec: reduce its pending axes, by all-reduce (ZeRO 0 and 1, bucketed)
+ * or reduce-scatter over the replicated axes (ZeRO 2 and 3, per tensor). */
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec,
                       int zero_stage);
 

@@ -128,7 +128,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     PlanResult *r = ir_alloc(sizeof *r);
     r->cl = *cl;
     r->mesh = *mesh;
-    r->cm = (CostModel){&r->cl, &r->mesh, dt};
+    r->cm = (CostModel){&r->cl, &r->mesh, dt, 1};
     r->mem_limit = limit;
     r->mip_gap = o->mip_gap;
     IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL)};
@@ -225,7 +225,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
      * problem is not built by then drops out of the sweep */
     ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
     for (int i = 0; i < nm; i++) {
-        cms[i] = (CostModel){cl, &meshes[i], dt};
+        cms[i] = (CostModel){cl, &meshes[i], dt, 1};
         probs[i] = ilp_problem_build(g, &cms[i], &io);
         if (probs[i]->timed_out) continue;
         IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, fix};
@@ -285,6 +285,73 @@ static int micro_batches_that_fit(const Graph *g, const PlanOptions *o, const Il
 }
 
 static PlanResult *plan_within(const Graph *g, const PlanOptions *o);
+
+/* What planning on the candidate meshes found besides the best plan. */
+typedef struct MeshSearch {
+    double solve_s;
+    double min_mem;             /* no plan fits: the smallest limit that would, */
+    IlpPrice min_price;         /* and its breakdown */
+    int timed_out;              /* the mesh whose problem the deadline cut short, or -1 */
+} MeshSearch;
+
+/* The best plan over the meshes for o->micro_batches, or NULL. */
+static PlanResult *plan_meshes(const Graph *g, const PlanOptions *o, const ShardCluster *cl, const ShardMesh *meshes,
+                               int nm, DType dt, double limit, const IlpFix *fix, MeshSearch *ms) {
+    PlanResult *best = NULL;
+    for (int i = 0; i < nm; i++) {
+        PlanResult *r = plan_mesh(g, o, cl, &meshes[i], dt, limit, fix);
+        if (r->prob->timed_out) {
+            ms->timed_out = i;
+            plan_free(r);
+            break;
+        }
+        ms->solve_s += r->solve_s;
+        if (r->res.status == ILP_INFEASIBLE && r->res.min_mem > 0 && r->res.min_mem < ms->min_mem) {
+            ms->min_mem = r->res.min_mem;
+            ms->min_price = r->res.min_mem_price;
+        }
+        bool better = r->chosen && (!best || r->price.step_s < best->price.step_s);
+        if (better) {
+            plan_free(best);
+            best = r;
+        } else plan_free(r);
+    }
+    return best;
+}
+
+/* --micro-batches not given: the planner chooses the count. More micro-batches
+ * hold the activations of fewer rows at a time; their price is a step of
+ * smaller (less efficient) kernels, each run M times, the accumulation adds
+ * and ZeRO-2/3's per-micro-batch collectives (problem.c). So a larger count
+ * can win only where memory shaped the plan: none fits (the count that
+ * should fit is tried: micro_batches_that_fit), or the best one recomputes
+ * or slices gradients (ZeRO-2/3), when twice the count is tried. A count
+ * divides the batch and leaves every device whole rows; a graph of one
+ * micro-batch (it accumulates already) keeps its count. 0: stop. */
+enum { MICRO_TRIES = 6 };
+static int next_micro(const Graph *g, const PlanOptions *o, const PlanResult *best, const MeshSearch *ms,
+                      double limit, const ShardMesh *meshes, int nm) {
+    int64_t rows = 0, devices = 1;
+    for (ValueId v = 0; v < g->n_values && !rows; v++)
+        if (ir_val(g, v)->role == ROLE_INPUT && ir_val(g, v)->shape.rank > 0) rows = ir_val(g, v)->shape.d[0];
+    for (NodeId id = 0; id < g->n_nodes; id++)
+        if (ir_node(g, id)->op == OP_GRAD_ACCUM) return 0;
+    for (int a = 0; nm > 0 && a < meshes[0].n_axes; a++) devices *= meshes[0].size[a];
+    int now = o->micro_batches, want = 0;
+    if (!best) {
+        if (!isfinite(ms->min_mem)) return 0;
+        want = micro_batches_that_fit(g, o, &ms->min_price, limit);
+        if (!want) return 0;
+    } else {
+        PlanSweepPoint d;
+        describe_choice(best->prob, &best->choice, &d);
+        if (d.rc_full + d.rc_selective == 0 && d.zero_max < 2) return 0; /* memory did not shape it */
+        want = 2 * now;
+    }
+    for (int64_t k = want; k <= rows && k <= (1 << 20); k++)
+        if (k > now && rows % k == 0 && (rows / k) % devices == 0) return (int)k;
+    return 0;
+}
 
 /* --pp auto: every stage count p that can run (at most the cut block's
  * instances and the micro-batches, a submesh that divides the cluster, and
@@ -425,28 +492,37 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         limit = usable;
     }
 
-    PlanResult *best = NULL;
-    double solve_s = 0, min_mem = INFINITY;
-    IlpPrice min_price = {0};
-    int timed_out = -1; /* the mesh whose problem the deadline cut short */
-    for (int i = 0; i < nm; i++) {
-        PlanResult *r = plan_mesh(g, o, &cl, &meshes[i], dt, limit, &fix);
-        if (r->prob->timed_out) {
-            timed_out = i;
+    /* the micro-batch counts tried: the one asked for, then (--micro-batches
+     * not given) more while memory shapes the plan (next_micro) */
+    PlanOptions om = *o;
+    if (om.micro_batches < 1) om.micro_batches = 1;
+    MeshSearch ms = {.min_mem = INFINITY, .timed_out = -1};
+    PlanResult *best = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, &ms);
+    int timed_out = ms.timed_out;
+    double min_mem = ms.min_mem, solve_s = ms.solve_s;
+    IlpPrice min_price = ms.min_price;
+    int tried = om.micro_batches;
+    for (int k = 0; om.micro_auto && timed_out < 0 && k < MICRO_TRIES; k++) {
+        int next = next_micro(g, &om, best, &ms, limit, meshes, nm);
+        if (!next) break;
+        om.micro_batches = tried = next;
+        MeshSearch mk = {.min_mem = INFINITY, .timed_out = -1};
+        PlanResult *r = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, &mk);
+        solve_s += mk.solve_s;
+        if (mk.timed_out >= 0) { /* the deadline: keep what the earlier counts found */
             plan_free(r);
             break;
         }
-        solve_s += r->solve_s;
-        if (r->res.status == ILP_INFEASIBLE && r->res.min_mem > 0 && r->res.min_mem < min_mem) {
-            min_mem = r->res.min_mem;
-            min_price = r->res.min_mem_price;
-        }
-        bool better = r->chosen && (!best || r->price.step_s < best->price.step_s);
-        if (better) {
+        ms = mk;
+        if (r && (!best || r->price.step_s < best->price.step_s)) {
             plan_free(best);
             best = r;
-        } else plan_free(r);
+        } else {
+            plan_free(r);
+            if (best) break; /* fewer micro-batches were faster: more will not be */
+        }
     }
+    if (!best) min_mem = ms.min_mem, min_price = ms.min_price; /* at the most micro-batches tried */
     if (timed_out >= 0) {
         StrBuf m;
         sb_init(&m);
@@ -510,9 +586,16 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                                    : "use more devices (a larger --cluster)")
             : fix.recompute >= 0 && fix.recompute != RC_FULL
                 ? "allow recompute (--recompute auto), or use a smaller --batch"
-                : "use a smaller --batch or more --micro-batches, or more devices";
-        char mbhint[256];
-        int mb = micro_batches_that_fit(g, o, &min_price, limit);
+                : om.micro_auto ? "use a smaller --batch, or more devices (no count of micro-batches that gives every device "
+                                  "whole rows fits)"
+                                : "use a smaller --batch or more --micro-batches, or more devices";
+        char mbhint[512], triedhint[256];
+        int mb = om.micro_auto ? 0 : micro_batches_that_fit(g, &om, &min_price, limit);
+        if (om.micro_auto && tried > 1) { /* the planner chose the count: say how far it went */
+            snprintf(triedhint, sizeof triedhint, "%s (the planner tried up to %d micro-batches, each device holding whole rows)",
+                     fixhint, tried);
+            fixhint = triedhint;
+        }
         if (mb > 0) { /* the knob that fits without more devices, said first */
             snprintf(mbhint, sizeof mbhint, "--micro-batches %d should fit (the activations of batch/%d rows at a time); or %s",
                      mb, mb, fixhint);
@@ -530,7 +613,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                      (long long)o->batch, (long long)best->prob->global_batch, (long long)best->prob->global_batch);
     best->meshes_tried = nm;
     best->solve_s = solve_s;
-    if (o->sweep_points > 0) plan_sweep(g, o, &cl, meshes, nm, dt, limit, &fix, best);
+    if (o->sweep_points > 0) plan_sweep(g, &om, &cl, meshes, nm, dt, limit, &fix, best);
     StrBuf perr;
     sb_init(&perr);
     best->pl = plan_placement(g, best, o->lowerable, &perr);
@@ -821,9 +904,11 @@ void plan_summary(FILE *f, const Graph *g, const PlanResult *r) {
     sb_init(&m);
     shard_mesh_print(&m, &r->mesh);
     int P = r->pipe ? r->pipe->stages : 1;
-    fprintf(f, "plan %s: %.4g s/step on %d x %s (%s%s, %s), peak %s of %s per device\n",
+    char mb[32] = ""; /* a pipeline says its micro-batches on its own line */
+    if (P == 1 && r->prob->opt.micro_batches > 1) snprintf(mb, sizeof mb, ", %d micro-batches", r->prob->opt.micro_batches);
+    fprintf(f, "plan %s: %.4g s/step on %d x %s (%s%s, %s%s), peak %s of %s per device\n",
             g->name, r->price.step_s, P * r->cl.nodes * r->cl.per_node, r->cl.device, P > 1 ? "pipeline stages on mesh " : "mesh ",
-            sb_cstr(&m), ir_dtype_name(r->cm.dtype), pk, lim);
+            sb_cstr(&m), ir_dtype_name(r->cm.dtype), mb, pk, lim);
     sb_free(&m);
     if (P > 1)
         fprintf(f, "  pipeline: %d stages, 1F1B over %d micro-batches, stages idle %.1f%% of the step (docs/pipeline.md)\n", P,

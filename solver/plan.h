@@ -23,7 +23,11 @@ typedef struct PlanOptions {
     double time_limit_s;
     double mip_gap;
     const char *dump_ilp;
-    int micro_batches;
+    int micro_batches;          /* the count, or with micro_auto the first one tried */
+    bool micro_auto;            /* the planner chooses the micro-batch count (a divisor of
+                                 * the batch that splits evenly over the devices), trying
+                                 * more while memory shapes the plan; the caller builds
+                                 * the program for the count chosen (prob->opt.micro_batches) */
     int pp;                     /* pipeline stages (solver/pipeline.c); 0, 1: none; -1: the
                                  * planner prices each count and keeps the fastest */
     int64_t batch;              /* --batch (0: the model's); IR text fixes it */

@@ -82,6 +82,25 @@ static bool is_forward(const Graph *g, NodeId n) {
 
 static int key_of(const Node *n) { return n->block < 0 ? -1 : n->block * 65536 + n->instance; }
 
+/* Resharding of one edge (cost_edge) in one micro-batch: a graph of the
+ * whole batch run as M micro-batches (cm->batch_frac = 1/M) moves 1/M of an
+ * activation's rows per call, priced on that shape where it splits evenly
+ * over the devices, else as 1/M of the whole; a graph of one micro-batch is
+ * its own shape. */
+static double micro_edge(const Builder *b, const Value *v, const ShardSpec *from, const ShardSpec *to,
+                         const ShardSpec *grad) {
+    Shape s = v->shape;
+    double frac = b->cm->batch_frac;
+    bool rows = v->role == ROLE_INPUT || v->role == ROLE_ACT || v->role == ROLE_GRAD;
+    if (!rows || frac <= 0 || frac >= 1 || s.rank == 0 || s.d[0] != b->p->batch)
+        return cost_edge(b->cm, s, v->dtype, from, to, grad);
+    int64_t M = b->p->opt.micro_batches, devices = 1;
+    for (int a = 0; a < b->cm->mesh->n_axes; a++) devices *= b->cm->mesh->size[a];
+    if (s.d[0] % (M * devices)) return frac * cost_edge(b->cm, s, v->dtype, from, to, grad);
+    s.d[0] /= M;
+    return cost_edge(b->cm, s, v->dtype, from, to, grad);
+}
+
 /* Do instance k of block b and instance 0 have the same structure? */
 static bool same_structure(const Graph *g, const int *nodes0, const int *nodesk, int n) {
     for (int i = 0; i < n; i++) {
@@ -264,8 +283,7 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
             int pm = b->p->member_of_node[v->def];
             const ShardStrategy *ps = &gr->members[pm].st[ms[pm]];
             ShardSpec gs = shard_grad_spec(&mem->is, st, i);
-            c += cost_edge(b->cm, v->shape, v->dtype, &ps->out[ir_val(g, nd->in[i])->def_out],
-                           &st->in[i], &gs);
+            c += micro_edge(b, v, &ps->out[ir_val(g, nd->in[i])->def_out], &st->in[i], &gs);
         }
         CostOp co;
         cost_op(b->cm, g, mem->node, &mem->is, st, &co);
@@ -281,7 +299,9 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
 }
 
 /* Time to all-gather `bytes` (the whole local tensor) from shards split over
- * the axes in `axes` (slowest first: the slow links carry the small pieces). */
+ * the axes in `axes` (slowest first: the slow links carry the small pieces).
+ * One collective per tensor, each paying its whole latency: the lowering
+ * gathers each parameter on its own (compiler/lower/zero.c). */
 static double gather_time(const ShardMesh *m, double bytes, unsigned axes) {
     double t = 0, piece = bytes;
     for (int a = 0; a < m->n_axes; a++)
@@ -293,7 +313,7 @@ static double gather_time(const ShardMesh *m, double bytes, unsigned axes) {
             if ((axes & (1u << a)) && !done[a] && (w < 0 || m->beta[a] > m->beta[w])) w = a;
         if (w < 0) break;
         done[w] = true;
-        t += cost_fused(m, COLL_ALL_GATHER, w, piece, bytes);
+        t += shard_coll_time(m, COLL_ALL_GATHER, w, piece);
         piece *= m->size[w];
     }
     return t;
@@ -305,6 +325,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
     const ShardMesh *mesh = cm->mesh;
     const IlpProblem *p = b->p;
     double ps = p->param_bytes, gs = p->grad_bytes, os = p->opt_bytes;
+    int M = p->opt.micro_batches;
     for (int z = 0; z < ZERO_STAGES; z++) S->zero_ok[z] = z == 0;
     S->accumulates = !p->grads_late;
     for (int m = 0; m < gr->n_members; m++) {
@@ -343,9 +364,19 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 if (p->grads_late) S->mem_grad_late[z] += gs * local / (z >= 2 ? shard : 1);
                 if (p->grad32_bytes > gs)
                     S->mem_update[z] += (p->grad32_bytes - gs) * local / (z >= 2 ? shard : 1);
-                S->sync_s[z] += cost_grad_sync(cm, vv->shape, dt, &gspec, z >= 2 ? 2 : 0);
+                /* per step, as the lowering runs them (compiler/lower/split.c,
+                 * zero.c): ZeRO-2/3 reduce-scatter each micro-batch's gradient
+                 * and ZeRO-3 gathers the parameters in each micro-batch's forward
+                 * and backward; a gradient without ZeRO slices is accumulated as
+                 * this rank's partial sum and all-reduced once, and ZeRO-1/2
+                 * gather the updated parameters once */
+                double sync = cost_grad_sync(cm, vv->shape, dt, &gspec, z >= 2 ? 2 : 0);
+                S->sync_s[z] += z >= 2 ? M * sync : sync;
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
-                S->gather_s[z] += z == 3 ? 2 * ag : ag;
+                S->gather_s[z] += z == 3 ? 2 * M * ag : ag;
+                /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3
+                 * slice) added to its accumulator, which is read and written */
+                if (M > 1) S->opt_s[z] += M * 3 * gs * (z >= 2 ? local / shard : local) / bw;
                 /* AdamW: read and write master weights, m and v, read the
                  * gradient, write the parameter: 28 bytes per element (the
                  * optimizer's row in autodiff.c) */
@@ -368,9 +399,10 @@ static void build_strats(Builder *b, IlpGroup *gr) {
     const CostModel *cm = b->cm;
     IlpMember *ld = &gr->members[0];
     gr->strats = ir_alloc(sizeof *gr->strats * (size_t)(ld->n_st ? ld->n_st : 1));
-    /* a graph of the whole batch holds one micro-batch's activations at a
-     * time; a graph of one micro-batch holds its own */
-    double div = b->p->global_batch == b->p->batch ? b->p->opt.micro_batches : 1;
+    /* cost_op prices one micro-batch (a graph of the whole batch on 1/M of
+     * its rows: cm->batch_frac), so the activations and transients are one
+     * micro-batch's; its compute and resharding run M times a step */
+    int M = b->p->opt.micro_batches;
     for (int s = 0; s < ld->n_st; s++) {
         IlpStrat *S = &gr->strats[gr->n_strats++];
         S->leader_st = s;
@@ -400,15 +432,15 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             for (int r = 0; r < nd->n_out; r++) {
                 ValueId v = nd->out[r];
                 if (!b->grad_in_place[v]) work += co.out_bytes[r];
-                double bytes = co.out_bytes[r] / div;
+                double bytes = co.out_bytes[r];
                 if (b->saved[v]) S->act[RC_NONE] += bytes;
                 /* selective keeps the matrix products' results (the lowering's rule) */
                 if (placement_selective_keeps(nd->op) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
                 if (b->block_out[v]) S->act[RC_FULL] += bytes;
             }
-            work /= div;
             if (work > S->transient) S->transient = work;
         }
+        S->fwd_s *= M, S->bwd_s *= M, S->rec_sel_s *= M, S->comm_s *= M;
         price_params(b, gr, S);
     }
 }
@@ -468,7 +500,8 @@ static void build_edges(Builder *b) {
                     const ShardStrategy *sc = &D->members[md].st[D->strats[c].member_st[md]];
                     const ShardSpec *from = out_idx >= 0 ? &sa->out[out_idx] : &sa->in[in_idx];
                     ShardSpec gsp = shard_grad_spec(&D->members[md].is, sc, i);
-                    double t = cost_edge(b->cm, v->shape, v->dtype, from, &sc->in[i], &gsp);
+                    /* once per micro-batch */
+                    double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gsp);
                     if (diag) D->strats[c].comm_s += t / D->mult;
                     else cost[a * D->n_strats + c] += t;
                     /* a parameter read in another spec than its owner holds it: the
@@ -542,7 +575,11 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     for (NodeId id = 0; id < g->n_nodes; id++) accumulates |= g->nodes[id].op == OP_GRAD_ACCUM;
     p->global_batch = p->batch * (accumulates ? p->opt.micro_batches : 1);
     p->grads_late = !accumulates && p->opt.micro_batches <= 1;
-    Builder b = {.p = p, .g = g, .cm = cm, .train = train};
+    /* a graph of the whole batch run as M micro-batches: each kernel call
+     * runs on 1/M of its rows (cost_op), M calls a step */
+    CostModel micro_cm = *cm;
+    if (!accumulates && p->opt.micro_batches > 1) micro_cm.batch_frac = 1.0 / p->opt.micro_batches;
+    Builder b = {.p = p, .g = g, .cm = &micro_cm, .train = train};
     for (int v = 0; v < g->n_values; v++)
         b.n_trust += g->values[v].role == ROLE_PARAM && !ad_name_matches(train->no_trust, g->values[v].name);
     b.rep = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));

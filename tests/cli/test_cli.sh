@@ -88,9 +88,26 @@ grep -q "#define gpt2_idx_ROWS 2" "$tmp/mb/gpt2.h" \
   && python3 -c "import json,sys; sys.exit(json.load(open('$tmp/mb/gpt2.plan.json'))['batch'] != 8)" \
   && pass=$((pass + 1)) || { echo "FAIL: --batch 8 --micro-batches 2 on 2 ranks: 2 rows a rank a micro-batch"; fail=$((fail + 1)); }
 expect 0 "each step runs N micro-batches of batch/N" -- --help
-# no plan fits: the micro-batches that would, named first
-expect 1 "hint: --micro-batches" -- "$src/examples/gpt2/gpt2.c" --batch 64 --cluster h100:1x1 --mem 30GB --recompute none \
-  --zero 3 --emit plan -o "$tmp/nofit"
+# no plan fits with the micro-batches given: the micro-batches that would, named first
+expect 1 "hint: --micro-batches 2 should fit" -- "$src/examples/gpt2/gpt2.c" --batch 64 --cluster h100:1x1 --mem 30GB \
+  --recompute none --zero 3 --micro-batches 1 --emit plan -o "$tmp/nofit"
+# --micro-batches not given: the planner chooses them (the same model fits in 2), says so and
+# writes the count; where no count fits (batch/8 rows still too many) it names another knob
+expect 0 "(mesh 1, f32, 2 micro-batches)" -- "$src/examples/gpt2/gpt2.c" --batch 64 --cluster h100:1x1 --mem 30GB \
+  --recompute none --zero 3 --emit plan -o "$tmp/mbauto"
+python3 -c "import json,sys; d=json.load(open('$tmp/mbauto/gpt2.plan.json')); sys.exit(d['micro_batches'] != 2 or d['batch'] != 64)" \
+  && pass=$((pass + 1)) || { echo "FAIL: the planner's micro-batch count is not in plan.json"; fail=$((fail + 1)); }
+expect 1 "hint: allow recompute (--recompute auto), or use a smaller --batch" -- "${tiny[@]}" --batch 8 \
+  --cluster h100:1x1 --mem 2MB --recompute none --emit plan -o "$tmp/mbnofit"
+# generated code is built for the count chosen: 4 micro-batches of 2 rows at 3 MB, none at 4 GB
+expect 0 "the planner chose 4 micro-batches" -- "${tiny[@]}" --batch 8 --cluster h100:1x1 --mem 3MB --recompute none \
+  --emit code --target cpu -o "$tmp/mbcode"
+grep -q "#define gpt2_idx_ROWS 2" "$tmp/mbcode/gpt2.h" \
+  && python3 -c "import json,sys; d=json.load(open('$tmp/mbcode/gpt2.plan.json')); sys.exit(d['micro_batches'] != 4 or d['batch'] != 8)" \
+  && pass=$((pass + 1)) || { echo "FAIL: the code for the planner's 4 micro-batches"; fail=$((fail + 1)); }
+"$cc" "${tiny[@]}" --batch 8 --cluster h100:1x1 --emit code --target cpu -o "$tmp/mbcode1" -q \
+  && grep -q "#define gpt2_idx_ROWS 8" "$tmp/mbcode1/gpt2.h" \
+  && pass=$((pass + 1)) || { echo "FAIL: no memory pressure: one micro-batch"; fail=$((fail + 1)); }
 # pipelines (--pp): bad input is a user error naming the numbers, with a hint
 ptiny=("$src/examples/ir/gpt2-tiny.cir" --emit code --target cpu -o "$tmp/pp")
 expect 2 "invalid value '0' for --pp" -- --pp 0 x.cir

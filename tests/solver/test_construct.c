@@ -171,7 +171,7 @@ static void construction_work(void) {
     ShardCluster cl;
     ShardMesh mesh = mesh_of("h100:1x8", "2x2x2", &cl);
     Graph *g = load("examples/ir/gpt2-tiny.cir");
-    CostModel cm = {&cl, &mesh, DT_F32};
+    CostModel cm = {&cl, &mesh, DT_F32, 1};
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
     shard_reshard_cache_clear();
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
@@ -199,7 +199,7 @@ static void same_problem(const char *model, const char *cluster, const char *m) 
     ShardCluster cl;
     ShardMesh mesh = mesh_of(cluster, m, &cl);
     Graph *g = load(model);
-    CostModel cm = {&cl, &mesh, DT_F32};
+    CostModel cm = {&cl, &mesh, DT_F32, 1};
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
     shard_reshard_cache_clear();
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
@@ -235,7 +235,7 @@ static void deadline(void) {
     ShardCluster cl;
     ShardMesh mesh = mesh_of("h100:1x8", "2x2x2", &cl);
     Graph *g = load("examples/ir/gpt2-tiny.cir");
-    CostModel cm = {&cl, &mesh, DT_F32};
+    CostModel cm = {&cl, &mesh, DT_F32, 1};
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
     shard_reshard_cache_clear();
     ilp_set_deadline(ilp_clock_s() - 1); /* already passed */
