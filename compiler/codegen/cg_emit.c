@@ -380,6 +380,11 @@ static void prof_close(CgCtx *c, NodeId f, bool recomputed, size_t mark) {
     StrBuf nm;
     sb_init(&nm);
     sb_printf(&nm, "%s%s", ir_val(g, out)->name, recomputed ? " (recomputed)" : "");
+    if (c->n_prof > c->cap_prof_at) {
+        c->cap_prof_at = 2 * c->n_prof + 16;
+        c->prof_at = ir_realloc(c->prof_at, (size_t)c->cap_prof_at * sizeof *c->prof_at);
+    }
+    c->prof_at[c->n_prof - 1] = c->prof.len;
     sb_puts(&c->prof, "    {");
     put_cstring(&c->prof, sb_cstr(&nm));
     sb_printf(&c->prof, ", \"%s\", \"%s\", %.17g, %.17g, 0, 0},\n", ir_op(n->op)->name,
@@ -401,6 +406,8 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
     *step_begin = ad_step_begin(g);
     if (*step_begin < *fwd_end) *step_begin = *fwd_end;
     StrBuf parts[3];
+    CgSegs segs[3] = {{0}};
+    int prof_base = c->n_prof;
     for (int p = 0; p < 3; p++) sb_init(&parts[p]); /* all three: an error frees them all */
     for (int p = 0; p < 3; p++) {
         c->sched = &parts[p];
@@ -416,6 +423,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             }
         }
         for (NodeId id = first; id < last; id++) {
+            cg_segs_mark(&segs[p], c->sched->len, id);
             if (!cg_pipe_on(c, id)) { /* another pipeline stage's: its sums of this stage's gradients stay */
                 for (int k = 0; k < lp->n[id].n_reduce; k++)
                     if (cg_pipe_holds(c, lp->n[id].reduce[k])) emit_reduce(c, o, lp->n[id].reduce[k]);
@@ -452,7 +460,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 if (ok_rc) prof_close(c, ln->recompute[k], true, mark);
                 c->rc_node = -1;
                 if (!ok_rc) {
-                    for (int q = 0; q < 3; q++) sb_free(&parts[q]);
+                    for (int q = 0; q < 3; q++) sb_free(&parts[q]), cg_segs_free(&segs[q]);
                     return false;
                 }
             }
@@ -460,7 +468,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             cg_emit_reshards(c, o, id, false); /* after the recomputes: it may read recomputed values */
             sb_printf(c->sched, "    /* %%%s = %s */\n", ir_val(g, n->out[0])->name, ir_op(n->op)->name);
             if (!cg_emit_node(c, id)) {
-                for (int q = 0; q < 3; q++) sb_free(&parts[q]);
+                for (int q = 0; q < 3; q++) sb_free(&parts[q]), cg_segs_free(&segs[q]);
                 return false;
             }
             prof_close(c, id, false, mark);
@@ -491,6 +499,12 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
         }
     }
     c->cur_node = -1; /* outside the schedule: values as stored */
+    StrBuf fns; /* each repeated run of nodes once (cg_share.c) */
+    sb_init(&fns);
+    cg_share(c, parts, segs, 3, &fns, prof_base);
+    sb_puts(m, sb_cstr(&fns));
+    sb_free(&fns);
+    for (int q = 0; q < 3; q++) cg_segs_free(&segs[q]);
     char sfx[16] = ""; /* a pipeline stage's functions: _s0, _s1, ... */
     if (c->stage >= 0) snprintf(sfx, sizeof sfx, "_s%d", c->stage);
     sb_printf(m, "static void %s_forward_nodes%s(%s *M) {\n%s}\n\n", px, sfx, px, sb_cstr(&parts[0]));
@@ -1018,6 +1032,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_free(&c.kcu);
     sb_free(&c.proto);
     sb_free(&c.prof);
+    ir_free(c.prof_at);
     cg_launch_free(&c);
     sb_free(&err);
     sb_free(&pxb);

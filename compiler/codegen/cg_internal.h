@@ -34,6 +34,9 @@ typedef struct CgCtx {
     double predicted_step_s;   /* the plan's step time (0: unknown) */
     StrBuf prof;               /* the profile's entries (COLRT_PROFILE), C initializers */
     int n_prof;
+    size_t *prof_at;           /* where entry k's line starts in prof */
+    int cap_prof_at;
+    int n_shared;              /* cg_share.c: shared schedule functions written so far */
     int stage;                 /* a pipelined program: the stage whose functions are being
                                 * written (cg_pipeline.c); -1: every node */
     bool *pipe_zeroed;         /* per value: a node of that stage reads it as zero (another
@@ -160,6 +163,21 @@ void cg_emit_readout(CgCtx *c, StrBuf *h, StrBuf *m, const CgOptions *o, int mic
 /* Dynamic loss scaling (f16) starts from this scale (PyTorch's GradScaler
  * default, 2^16); the generated program keeps it as state. */
 #define CG_INITIAL_LOSS_SCALE 65536.0
+
+/* Where each node's code starts in a part of the schedule being written
+ * (cg_share.c cuts the part there). */
+typedef struct CgSegs {
+    size_t *at;
+    NodeId *node;
+    int n, cap;
+} CgSegs;
+void cg_segs_mark(CgSegs *sg, size_t at, NodeId node);
+void cg_segs_free(CgSegs *sg);
+/* Writes each repeated run of nodes of parts[0..n_parts) once, as a function
+ * into fns called once per repeat, and merges the repeats' profile entries
+ * (those from prof_base) into the first's, renumbering the marks
+ * (cg_share.c). */
+void cg_share(CgCtx *c, StrBuf *parts, CgSegs *segs, int n_parts, StrBuf *fns, int prof_base);
 
 typedef bool (*CgEmitFn)(CgCtx *c, NodeId id);
 /* Emits node id through the kernel table (cg_ops.def), after checking that
