@@ -31,6 +31,7 @@ typedef struct CgCtx {
     StrBuf *uniq_text;
     int64_t work_bytes;
     int emit_serial;
+    StrBuf audit;              /* the launch audit's lines, a group per emission (cg_audit_write) */
     double predicted_step_s;   /* the plan's step time (0: unknown) */
     StrBuf prof;               /* the profile's entries (COLRT_PROFILE), C initializers */
     int n_prof;
@@ -97,6 +98,9 @@ int64_t cg_work_off(const CgCtx *c);
 void cg_c_prelude(StrBuf *b);
 void cg_cuda_prelude(StrBuf *b);
 void cg_launch_free(CgCtx *c);
+/* The launch audit's `cg-audit` lines (tests/gpu/launch_audit.sh), identical
+ * node emissions once with count=N, into the CUDA kernels file. */
+void cg_audit_write(CgCtx *c, StrBuf *out);
 /* Writes M_init_fill (parameter initialization) in both kernel files and its
  * prototype (cg_launch.c). */
 void cg_init_kernels(CgCtx *c);

@@ -8,7 +8,8 @@
 # 2048 threads): no thread loops over a parallel dimension of the work, and
 # none does more than MAX_SERIAL (default 1024) points of a reduction alone
 # unless the GPU is already full. The numbers are the generator's
-# `cg-audit` lines (compiler/codegen/cg_launch.c). Exits 1 naming every
+# `cg-audit` lines (compiler/codegen/cg_launch.c; count=N: N node emissions
+# with those kernels and extents, the first one named). Exits 1 naming every
 # kernel that launches too few threads. Needs no GPU.
 set -euo pipefail
 cu=$1 serial=${2:-1024}
@@ -18,7 +19,7 @@ awk -v serial="$serial" '
     delete f
     for (i = 3; i <= NF; i++) if (split($i, kv, "=") == 2) f[kv[1]] = kv[2]
     key = f["emit"]
-    if (!(key in par)) { order[++n] = key }
+    if (!(key in par)) { order[++n] = key; launches += ("count" in f) ? f["count"] : 1 }
     par[key] = f["parallel"]; work[key] = f["work"]; fill[key] = f["fill"]
     thr[key] += f["threads"]; names[key] = names[key] (names[key] == "" ? "" : "+") f["kernel"]
     what[key] = f["op"] " " f["value"]
@@ -36,6 +37,6 @@ awk -v serial="$serial" '
         bad++
       }
     }
-    printf "launch_audit: %d launches audited, %d with too few threads\n", n, bad
+    printf "launch_audit: %d launches audited (%d distinct), %d with too few threads\n", launches, n, bad
     exit bad > 0
   }' "$cu"
