@@ -217,7 +217,10 @@ static void share_run(CgCtx *c, const char *t, const Seg *sg, int s, int L, int 
         if (col[j] == -1) continue;
         sb_printf(fns, "%.*s", (int)(at[j]->at - p), t + p);
         if (col[j] >= 0) sb_printf(fns, "o[%d]", col[j]);
-        else sb_printf(fns, "(%lld + %lld * r)", (long long)V(0, j), (long long)(V(1, j) - V(0, j)));
+        else {
+            long long a = (long long)V(0, j), d = (long long)(V(1, j) - V(0, j));
+            sb_printf(fns, "(%lld %c %lld * r)", a, d < 0 ? '-' : '+', d < 0 ? -d : d);
+        }
         p = at[j]->at + at[j]->len;
     }
 #undef V

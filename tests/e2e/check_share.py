@@ -40,7 +40,8 @@ def expand(m):
     out = []
     for r in range(count):
         b = re.sub(r"o\[(\d+)\]", lambda q: str(rows[r][int(q.group(1))]), body)
-        b = re.sub(r"\((-?\d+) \+ (-?\d+) \* r\)", lambda q: str(int(q.group(1)) + int(q.group(2)) * r), b)
+        b = re.sub(r"\((-?\d+) ([-+]) (\d+) \* r\)",
+                   lambda q: str(int(q.group(1)) + (1 if q.group(2) == "+" else -1) * int(q.group(3)) * r), b)
         out.append(b)
     return "".join(out)
 
