@@ -257,7 +257,9 @@ bool rule_norm_dx(const OpArgs *a, IterSpace *is, StrBuf *err) {
 }
 
 /* layer_norm_dw / rms_norm_dw (x, dy) -> [D]: sum over rows of dy * x_hat.
- * Rows are summed; x's last dim is read whole (each row's statistics). */
+ * Rows are summed; x's last dim is read whole (each row's statistics), so
+ * the feature dim stays whole as in the forward and dx: a split of it would
+ * pair a whole x row with a slice of dy at an offset no kernel reads. */
 bool rule_norm_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!rule_need_float(a, 0, err, "the normalized operand") || !same_shape(a, 0, 1, err)) return false;
     Shape s = a->sh[0];
@@ -267,6 +269,7 @@ bool rule_norm_dw(const OpArgs *a, IterSpace *is, StrBuf *err) {
     }
     rule_identity_space(is, s, 2);
     for (int d = 0; d < s.rank - 1; d++) is->iters[d].kind = IT_SUM;
+    is->iters[s.rank - 1].kind = IT_NOSPLIT;
     is->in[0][s.rank - 1].n = 0;
     is->out_rank[0] = 1;
     memset(is->out[0], 0, sizeof is->out[0]);

@@ -576,6 +576,8 @@ static bool emit_norm_dw(CgCtx *c, NodeId id) {
     bool ln = n->op == OP_LAYER_NORM_DW;
     Shape s = L(c, n->in[0]);
     int64_t D = s.d[s.rank - 1], rows = numel(s) / D;
+    if (!ir_shape_eq(L(c, n->in[1]), s) || numel(L(c, n->out[0])) != D) /* a split feature dim */
+        return unsupported(c, id, "x, dy and the weight gradient must hold the same features on each device");
     StrBuf b, p0, p1, p2;
     sb_init(&b);
     sb_init(&p0);

@@ -51,6 +51,10 @@ static const OpCase cases[] = {
      "%y : f32[2,3,8] = layer_norm(%a, %g, %b) {eps=1e-05}", 384, "i0:2 i1:3 i2:8/nosplit"},
     {"input %a : f32[2,8]\nparam %g : f32[8] init=ones\n",
      "%y : f32[2,8] = rms_norm(%a, %g) {eps=1e-06}", 80, "i0:2 i1:8/nosplit"},
+    /* a norm's weight gradient sums rows; the feature dim stays whole as in
+     * the forward (each row's statistics read all of x's row); 6 per element */
+    {"input %x : f32[2,3,8]\ninput %dy : f32[2,3,8]\n",
+     "%y : f32[8] = layer_norm_dw(%x, %dy) {eps=1e-05}", 288, "i0:2/sum i1:3/sum i2:8/nosplit"},
     /* gathers move bytes, no FLOPs; the vocabulary is a sum (vocab-parallel) */
     {"input %i : i32[2,3]\nparam %t : f32[10,4] init=normal(0.02)\n",
      "%y : f32[2,3,4] = embedding(%i, %t)", 0, "i0:2 i1:3 d:4 v:10/sum"},
