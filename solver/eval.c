@@ -7,11 +7,22 @@
  *   step = compute + resharding + recompute + exposed gradient sync
  *          + optimizer + ZeRO gathers
  *   exposed sync = max(sync - backward compute, sync / buckets, 0)
- *   peak = the largest transient + the larger of
- *          - early in the backward: parameters, optimizer state, saved
+ *   peak = the largest of three moments, each with the transients that
+ *          can be live then:
+ *          - the head's backward: parameters, optimizer state, saved
  *            activations, the gradients held across micro-batches and those
- *            the head and the last block instance have written;
- *          - at the update: parameters, gradients, optimizer state
+ *            the head and the last block instance have written, plus the
+ *            largest transient of the head's groups and of those whose
+ *            gradient the head writes (a tied embedding), and of edges into
+ *            the head's groups;
+ *          - a block's backward: the same, less the head's saved
+ *            activations (freed by then), plus a recomputed block's re-made
+ *            activations, plus the largest transient of the blocks' groups
+ *            (and of edges into them);
+ *          - the update: parameters, gradients, optimizer state (and under
+ *            mixed precision the f32 copies of the gradients), plus the
+ *            largest transient of all (the first groups' backward runs with
+ *            nearly every gradient written)
  */
 #include <math.h>
 #include <string.h>
@@ -42,6 +53,8 @@ void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src) 
 
 static double maxd(double a, double b) { return a > b ? a : b; }
 
+bool ilp_group_at_head(const IlpGroup *g) { return g->after_blocks || (g->block < 0 && g->early > 0); }
+
 double ilp_transient(const IlpStrat *S, int z) {
     return S->transient + (z >= 2 || S->accumulates ? S->param_local : 0);
 }
@@ -63,9 +76,13 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         r.gather_s += g->mult * S->gather_s[z];
         r.mem_params += g->mult * S->mem_static[z];
         r.mem_grads_late += (g->mult - g->early) * S->mem_grad_late[z];
-        r.mem_transient = maxd(r.mem_transient, ilp_transient(S, z));
+        r.mem_update += g->mult * S->mem_update[z];
+        r.mem_transient_max = maxd(r.mem_transient_max, ilp_transient(S, z));
+        if (ilp_group_at_head(g)) r.mem_transient_head = maxd(r.mem_transient_head, ilp_transient(S, z));
+        else if (g->block >= 0) r.mem_transient_blocks = maxd(r.mem_transient_blocks, ilp_transient(S, z));
         if (g->block < 0) {
             r.mem_acts += S->act[RC_NONE];
+            if (g->after_blocks) r.mem_acts_head += S->act[RC_NONE];
         } else {
             const int *n = c->count[g->block];
             for (int pol = 0; pol < RC__COUNT; pol++) r.mem_acts += n[pol] * S->act[pol];
@@ -75,21 +92,28 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     }
     for (int b = 0; b < p->n_blocks; b++)
         if (c->count[b][RC_SELECTIVE] + c->count[b][RC_FULL] > 0)
-            r.mem_transient = maxd(r.mem_transient, block_none[b]);
+            r.mem_recompute = maxd(r.mem_recompute, block_none[b]);
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
         int k = c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst];
         r.comm_s += E->cost[k];
-        r.mem_transient = maxd(r.mem_transient, E->mem[k]);
+        r.mem_transient_max = maxd(r.mem_transient_max, E->mem[k]);
+        const IlpGroup *D = &p->groups[E->dst];
+        if (D->after_blocks) r.mem_transient_head = maxd(r.mem_transient_head, E->mem[k]);
+        else if (D->block >= 0) r.mem_transient_blocks = maxd(r.mem_transient_blocks, E->mem[k]);
     }
     r.sync_exposed_s = maxd(0, maxd(r.sync_s - bwd, p->n_layers ? r.sync_s / p->n_layers : 0));
     r.step_s = r.compute_s + r.comm_s + r.recompute_s + r.sync_exposed_s + r.optimizer_s +
                r.gather_s;
-    /* two moments: the backward starts (every saved activation, the
-     * gradients held across micro-batches) and the update (every gradient) */
-    double start = r.mem_params - r.mem_grads_late + r.mem_acts, update = r.mem_params;
-    r.peak_at_update = update > start;
-    r.peak_bytes = fmax(start, update) + r.mem_transient;
+    /* three moments (above), each with its transients */
+    double start = r.mem_params - r.mem_grads_late + r.mem_acts;
+    double at[3] = {start + r.mem_transient_head,
+                    start - r.mem_acts_head + r.mem_recompute + r.mem_transient_blocks,
+                    r.mem_params + r.mem_update + r.mem_transient_max};
+    const double tr[3] = {r.mem_transient_head, r.mem_transient_blocks, r.mem_transient_max};
+    r.peak_moment = at[1] > at[0] && at[1] > at[2] ? 1 : at[2] > at[0] ? 2 : 0;
+    r.peak_bytes = at[r.peak_moment];
+    r.mem_transient = tr[r.peak_moment];
     ir_free(block_none);
     return r;
 }

@@ -18,9 +18,13 @@
  *             time and saved bytes are linear in u.
  *   d[k]      binary: block k recomputes somewhere (its activations become
  *             a transient).
- *   T         >= 0: the largest transient; e >= 0: exposed gradient sync.
+ *   T, TH, TB >= 0: the largest transient of every group and edge, of the
+ *             head's (groups after the blocks, edges into them), of the
+ *             blocks'; TR >= 0: a re-run block's activations; e >= 0:
+ *             exposed gradient sync.
  * Objective: ilp_evaluate()'s step time. Memory rows: its peak bytes <= limit
- * at both moments it prices (the backward's start, the update).
+ * at the three moments it prices (the head's backward + TH, a block's
+ * backward + TB + TR, the update + T).
  * On infeasibility a second solve minimizes the peak instead.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -82,6 +86,8 @@ typedef struct Model {
     int **bits;     /* per block: [p * nbits + j] */
     int *nbits;
     int mem_row, M_col, T_col;
+    int TH_col, TB_col;         /* the head's and the blocks' largest transients */
+    int rc_row, TR_col;         /* a block's backward's row; a re-run block's activations */
     double ts;      /* seconds -> model time units */
 } Model;
 
@@ -159,8 +165,12 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         }
     }
 
-    /* T >= every transient (its rows: the groups', the edges', the recomputed blocks') */
+    /* T >= every transient (its rows: the groups', the edges', the recomputed
+     * blocks'); TH, TB >= those of the head's and the blocks' groups and edges */
     m->T_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient");
+    m->TH_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient_head");
+    m->TB_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient_blocks");
+    m->TR_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "recompute_transient");
 
     /* edges */
     for (int e = 0; e < p->n_edges; e++) {
@@ -192,14 +202,16 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             }
             if (cc[b] < 0) crep[nc] = b, cc[b] = nc++;
         }
-        /* the pair's transient: T >= mem (a row only where the edge holds one) */
+        /* the pair's transient: T >= mem, and TH or TB where the consumer is
+         * the head's or a block's (rows only where the edge holds one) */
         bool has_mem = false;
         for (int k = 0; k < na * nb && !has_mem; k++) has_mem = E->mem[k] > 0;
-        int mrow = 0;
-        if (has_mem) {
-            snprintf(nm, sizeof nm, "etrans_%d", e);
-            mrow = add_row(lp, GLP_LO, 0, 0, nm);
-            put(lp, mrow, m->T_col, 1);
+        int mrows[2] = {0, 0}, nmrows = 0;
+        int cls = B->after_blocks ? m->TH_col : B->block >= 0 ? m->TB_col : 0;
+        for (int k = 0; has_mem && k < (cls ? 2 : 1); k++) {
+            snprintf(nm, sizeof nm, "etrans_%d_%d", e, k);
+            mrows[nmrows] = add_row(lp, GLP_LO, 0, 0, nm);
+            put(lp, mrows[nmrows++], k ? cls : m->T_col, 1);
         }
         if (nr <= 1 || nc <= 1) {
             /* the cost depends on one end only: fold it into that end's x */
@@ -214,7 +226,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         if (col)
                             glp_set_obj_coef(lp->P, col,
                                              glp_get_obj_coef(lp->P, col) + tscale * E->cost[a * nb + b]);
-                        if (col && has_mem && E->mem[a * nb + b] > 0) put(lp, mrow, col, -E->mem[a * nb + b] * ms);
+                        for (int k = 0; col && k < nmrows && E->mem[a * nb + b] > 0; k++)
+                            put(lp, mrows[k], col, -E->mem[a * nb + b] * ms);
                     }
                 }
         } else {
@@ -233,8 +246,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     int col = add_col(lp, GLP_CV, 0, INFINITY, tscale * E->cost[rrep[r] * nb + crep[c]], nm);
                     put(lp, rows_r[r], col, 1);
                     put(lp, rows_c[c], col, 1);
-                    if (has_mem && E->mem[rrep[r] * nb + crep[c]] > 0)
-                        put(lp, mrow, col, -E->mem[rrep[r] * nb + crep[c]] * ms);
+                    for (int k = 0; k < nmrows && E->mem[rrep[r] * nb + crep[c]] > 0; k++)
+                        put(lp, mrows[k], col, -E->mem[rrep[r] * nb + crep[c]] * ms);
                 }
             for (int a = 0; a < na; a++)
                 for (int z = 0; a < na && rc[a] >= 0 && z < ZERO_STAGES; z++)
@@ -263,9 +276,17 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                    ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, "memory_update")
                    : add_row(lp, GLP_FR, 0, 0, "memory_update");
     if (min_mem) put(lp, urow, m->M_col, -1);
-    int T = m->T_col;
-    put(lp, m->mem_row, T, 1);
+    /* the third: a recomputed block re-runs (the head's activations freed, the
+     * block's re-made) */
+    m->rc_row = min_mem || isfinite(set->mem_limit)
+                    ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, "memory_recompute")
+                    : add_row(lp, GLP_FR, 0, 0, "memory_recompute");
+    if (min_mem) put(lp, m->rc_row, m->M_col, -1);
+    int T = m->T_col, TR = m->TR_col;
+    put(lp, m->mem_row, m->TH_col, 1);
     put(lp, urow, T, 1);
+    put(lp, m->rc_row, m->TB_col, 1);
+    put(lp, m->rc_row, TR, 1);
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
@@ -274,8 +295,13 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     for (int g = 0; g < p->n_groups; g++) {
         const IlpGroup *G = &p->groups[g];
         snprintf(nm, sizeof nm, "transient_%d", g);
-        int trow = add_row(lp, GLP_LO, 0, 0, nm);
+        int trow = add_row(lp, GLP_LO, 0, 0, nm), crow = 0;
         put(lp, trow, T, 1);
+        if (ilp_group_at_head(G) || G->block >= 0) { /* and the moment's own */
+            snprintf(nm, sizeof nm, "transient_%d_m", g);
+            crow = add_row(lp, GLP_LO, 0, 0, nm);
+            put(lp, crow, ilp_group_at_head(G) ? m->TH_col : m->TB_col, 1);
+        }
         for (int s = 0; s < G->n_strats; s++)
             for (int z = 0; z < ZERO_STAGES; z++) {
                 int c = m->x[g][s * ZERO_STAGES + z];
@@ -285,8 +311,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 if (G->block < 0) mem += S->act[RC_NONE];
                 else if (fixed_rc >= 0) mem += p->blocks[G->block].instances * S->act[fixed_rc];
                 put(lp, m->mem_row, c, mem * ms);
-                put(lp, urow, c, G->mult * S->mem_static[z] * ms);
+                put(lp, m->rc_row, c, (mem - (G->after_blocks ? S->act[RC_NONE] : 0)) * ms);
+                put(lp, urow, c, G->mult * (S->mem_static[z] + S->mem_update[z]) * ms);
                 put(lp, trow, c, -ilp_transient(S, z) * ms);
+                if (crow) put(lp, crow, c, -ilp_transient(S, z) * ms);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + G->mult * S->bwd_s) * ts);
                 if (p->n_layers) put(lp, erow2, c, -G->mult * S->sync_s[z] / p->n_layers * ts);
             }
@@ -315,7 +343,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             if (fixed_rc != RC_NONE) { /* the block's activations are a transient */
                 snprintf(nm, sizeof nm, "rtrans_%d", k);
                 int row = add_row(lp, GLP_LO, 0, 0, nm);
-                put(lp, row, T, 1);
+                put(lp, row, TR, 1);
                 for (int g = 0; g < p->n_groups; g++)
                     for (int s = 0; p->groups[g].block == k && s < p->groups[g].n_strats; s++)
                         for (int z = 0; z < ZERO_STAGES; z++)
@@ -346,7 +374,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         /* transient when recomputing: T >= A_none(x) - Amax (1 - d) */
         snprintf(nm, sizeof nm, "rtrans_%d", k);
         int trow = add_row(lp, GLP_LO, -Amax[RC_NONE], 0, nm);
-        put(lp, trow, T, 1);
+        put(lp, trow, TR, 1);
         put(lp, trow, dcol, -Amax[RC_NONE]);
         for (int g = 0; g < p->n_groups; g++) {
             const IlpGroup *G = &p->groups[g];
@@ -377,6 +405,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     put(lp, xrow, u, 1);
                     put(lp, prow[pol], u, 1);
                     put(lp, m->mem_row, u, S->act[pol] * ms);
+                    put(lp, m->rc_row, u, S->act[pol] * ms);
                 }
             }
         }

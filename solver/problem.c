@@ -341,6 +341,8 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                                         : (ps + gs + os) * local / shard;
                 S->mem_static[z] += mem_z;
                 if (p->grads_late) S->mem_grad_late[z] += gs * local / (z >= 2 ? shard : 1);
+                if (p->grad32_bytes > gs)
+                    S->mem_update[z] += (p->grad32_bytes - gs) * local / (z >= 2 ? shard : 1);
                 S->sync_s[z] += cost_grad_sync(cm, vv->shape, dt, &gspec, z >= 2 ? 2 : 0);
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
                 S->gather_s[z] += z == 3 ? 2 * ag : ag;
@@ -386,8 +388,14 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             double work = 0;
             /* the backward's gradient buffers: dX per activation operand, dY per
              * result, except a gradient written over its (saved) value */
-            for (int i = 0; i < nd->n_in; i++)
-                if (ir_val(g, nd->in[i])->role == ROLE_ACT && !b->grad_in_place[nd->in[i]]) work += co.in_bytes[i];
+            for (int i = 0; i < nd->n_in; i++) {
+                /* a tied group stands for every instance: where instance 0 reads the
+                 * model's input, the others read the previous instance's result,
+                 * whose gradient they write */
+                const Value *x = ir_val(g, nd->in[i]);
+                bool act = x->role == ROLE_ACT || (x->role == ROLE_INPUT && gr->mult > 1 && ir_dtype_is_float(x->dtype));
+                if (act && !b->grad_in_place[nd->in[i]]) work += co.in_bytes[i];
+            }
             for (int r = 0; r < nd->n_out; r++) {
                 ValueId v = nd->out[r];
                 if (!b->grad_in_place[v]) work += co.out_bytes[r];
@@ -491,6 +499,9 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     const AdOptions *train = o->train ? o->train : &adamw;
     /* the optimizer's f32 state (AdamW: m, v), and the f32 master under mixed precision */
     p->opt_bytes = 4.0 * ad_optimizer_info(train->optimizer)->state + (half ? 4 : 0);
+    /* and the f32 cast of each gradient, read by the clipping norm and the
+     * update, which replaces the gradient (dead after the cast) */
+    p->grad32_bytes = half ? 4 : 0;
     p->group_of_node = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     p->member_of_node = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     for (int v = 0; v < g->n_values; v++)
@@ -525,6 +536,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     for (int gi = 0; gi < p->n_groups; gi++) {
         IlpGroup *gr = &p->groups[gi];
         gr->early = gr->block >= 0 && gr->block == last_blk ? 1 : 0;
+        gr->after_blocks = gr->block < 0 && last_node >= 0 && gr->members[0].node > last_node;
     }
     for (NodeId n = last_node + 1; n < g->n_nodes; n++) {
         if (p->group_of_node[n] < 0) continue;

@@ -37,6 +37,9 @@ typedef struct IlpStrat {
     double mem_grad_late[ZERO_STAGES]; /* the gradient bytes of mem_static that are first
                                      * written in the backward (a step of one micro-batch:
                                      * nothing is accumulated), absent when it starts */
+    double mem_update[ZERO_STAGES]; /* bytes held at the update beyond mem_static: under mixed
+                                     * precision the f32 copy of each gradient the optimizer
+                                     * reads, less the gradient it replaces */
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
     double gather_s[ZERO_STAGES];   /* parameter all-gathers (ZeRO 1-3) */
     double opt_s[ZERO_STAGES];      /* optimizer step */
@@ -62,6 +65,8 @@ typedef struct IlpGroup {
     IlpStrat *strats;
     int n_params;               /* parameters this group owns */
     double param_elems;         /* their elements (global) */
+    bool after_blocks;          /* outside every block, after the last (the head): its saved
+                                 * activations are freed before any block's backward */
     int early;                  /* of its instances, those whose gradients the backward writes
                                  * while every activation is still saved: the groups after the
                                  * last block (the head) and one instance of the last block */
@@ -107,6 +112,7 @@ typedef struct IlpProblem {
     int *member_of_node;        /* node -> member index in its group */
     int n_layers;               /* parameter-group instances (gradient buckets) */
     double param_bytes, grad_bytes, opt_bytes; /* per parameter element */
+    double grad32_bytes;        /* the f32 gradient copy the update reads (mixed precision; 0 in f32) */
     int64_t batch;              /* the graph's inputs' leading dim */
     int64_t global_batch;       /* rows per step: batch x micro-batches when the graph is one */
     bool grads_late;            /* one micro-batch per step: the parameters' gradients are
@@ -139,12 +145,24 @@ typedef struct IlpPrice {
     double step_s;
     double compute_s, comm_s, recompute_s, sync_exposed_s, sync_s, optimizer_s, gather_s;
     double peak_bytes;
-    double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes */
+    double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes (the transient
+                                                 * of the peak's moment) */
+    double mem_transient_head;  /* the largest transient of the groups ilp_group_at_head() and
+                                 * of edges into the head's groups */
+    double mem_transient_blocks; /* ... of the blocks' groups and edges into them */
+    double mem_transient_max;   /* ... of every group and edge */
+    double mem_update;          /* held at the update beside mem_params (IlpStrat.mem_update) */
     double mem_grads_late;      /* of mem_params: gradients not yet written when the backward
                                  * has run the head and the last block instance */
-    bool peak_at_update;        /* the peak is at the update (all gradients, no activations),
-                                 * not at the start of the backward */
+    double mem_acts_head;       /* of mem_acts: the head's (IlpGroup.after_blocks) */
+    double mem_recompute;       /* a recomputed block instance's activations, re-made in the
+                                 * backward (the largest; 0 when nothing recomputes) */
+    int peak_moment;            /* 0: the head's backward, 1: a block's backward, 2: the update */
 } IlpPrice;
+
+/* Whether group g's transients are live at the head's backward: the head's
+ * groups, and those whose gradient the head writes (a tied embedding). */
+bool ilp_group_at_head(const IlpGroup *g);
 
 /* The largest transient of one group instance under ZeRO stage z: its
  * backward's gradient buffers (IlpStrat.transient), plus under stages 2 and

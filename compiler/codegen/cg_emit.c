@@ -466,10 +466,11 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 return false;
             }
             prof_close(c, id, false, mark);
-            if (ln->zero && ir_op_is_update(n->op) && !lp->v[n->in[0]].zchunk) { /* the updated slices make the whole parameter again */
+            ValueId whole = lower_zero_gather_target(lp, id);
+            if (whole != IR_NONE) { /* the updated slices make the whole parameter again */
                 char what[300];
-                snprintf(what, sizeof what, "%%%s <- %%%s", ir_val(g, n->in[0])->name, ir_val(g, n->out[0])->name);
-                emit_zero_coll(c, o, true, n->out[0], n->in[0], ln->ag_tmp, ln->zchunk, what);
+                snprintf(what, sizeof what, "%%%s <- %%%s", ir_val(g, whole)->name, ir_val(g, n->out[0])->name);
+                emit_zero_coll(c, o, true, n->out[0], whole, ln->ag_tmp, ln->zchunk, what);
             }
             cg_emit_reshards(c, o, id, true);
             cg_pipe_after_node(c, id);

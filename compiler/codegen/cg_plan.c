@@ -74,9 +74,10 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         for (int k = 0; k < ln->n_reduce; k++, nar++) ar += (double)lp->v[ln->reduce[k]].bytes;
         for (int k = 0; k < ln->n_rs; k++, nrs++) rs += (double)lp->v[ln->rs[k]].bytes;
         for (int k = 0; k < ln->n_gather; k++, nag++) ag += (double)lp->v[ln->gather[k]].bytes;
-        if (ln->zero && ir_op_is_update(g->nodes[id].op) && !lp->v[g->nodes[id].in[0]].zchunk) { /* the update's all-gather */
+        ValueId whole = lower_zero_gather_target(lp, id);
+        if (whole != IR_NONE) { /* the update's all-gather */
             nag++;
-            ag += 4.0 * (double)ln->zchunk;
+            ag += (double)ir_dtype_size(g->values[whole].dtype) * (double)ln->zchunk;
         }
     }
     for (int k = 0; k < lp->n_out_reduce; k++, nar++) ar += (double)lp->v[lp->out_reduce[k]].bytes;

@@ -124,7 +124,7 @@ bool lower_pass_aliases(LowerCtx *c) {
                            op == OP_LOSS_SCALE_UPDATE;
         /* a ZeRO slice of a whole parameter is all-gathered into it instead
          * (stage 3: the parameter is a slice too, updated in place) */
-        bool zero_param = p->v[v].zchunk && x->def_out == 0 && ir_op_is_update(op) &&
+        bool zero_param = p->v[v].zchunk && x->def_out == 0 && (ir_op_is_update(op) || op == OP_CAST) &&
                           !p->v[x->updates].zchunk; /* the parameter, or its f32 master */
         if (zero_param) { /* later readers (the cast to the compute dtype) read the gathered whole */
             p->v[v].redirect = x->updates;

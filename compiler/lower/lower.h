@@ -243,6 +243,12 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
                               const char **hint);
 void lower_free(LowerProgram *p);
 
+/* The whole value node id's ZeRO slice result is all-gathered into after it
+ * runs, or IR_NONE: an update's parameter (or f32 master) kept whole, and
+ * under mixed precision with a sliced master the compute-dtype parameter its
+ * cast slice is gathered into (zero.c). */
+ValueId lower_zero_gather_target(const LowerProgram *p, NodeId id);
+
 /* Pipelined programs: whether stage s runs node id; whether node id, run on
  * stage s, reads operand v as zero (a part another stage computes: the node
  * sums the stages' parts, finished by a LowerPipeSum). */

@@ -146,10 +146,14 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
         return true;
     }
     bool scattered = false;
-    for (int i = 0; i < n->n_in; i++) { /* reads a gradient slice */
+    for (int i = 0; i < n->n_in; i++) { /* reads a gradient slice (or a slice cast from one) */
         const LowerValue *lx = &p->v[n->in[i]];
         if (lx->redirect != IR_NONE && lx->redirect_from <= id && p->v[lx->redirect].zchunk) scattered = true;
+        if (zgrad[n->in[i]] > 0 && lx->zchunk > 0) scattered = true;
     }
+    /* an elementwise cast of a gradient slice is that slice in another dtype
+     * (zero.c), not a partial sum */
+    bool cast_slice = n->op == OP_CAST && p->v[n->out[0]].zchunk > 0 && zgrad[n->out[0]] > 0;
     for (int i = 0; i < n->n_in; i++) {
         ValueId x = n->in[i];
         if (!pending[x]) continue;
@@ -168,7 +172,8 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
     }
     /* a sum over a gradient slice (the norm) is a partial sum over the ranks;
      * so are a trust ratio's norms over the update's ZeRO slice */
-    if ((scattered && !ir_op_is_update(n->op)) || (p->n[id].zero && ir_op_is_trust_norms(n->op))) partial = true;
+    if ((scattered && !ir_op_is_update(n->op) && !cast_slice) || (p->n[id].zero && ir_op_is_trust_norms(n->op)))
+        partial = true;
     for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = partial;
     scatter_final(g, p, id, pending, zgrad);
     return true;

@@ -4,7 +4,9 @@
  * state and results are slices; stage 2 marks the gradients to be
  * reduce-scattered, lower_pass_split does it; stage 3 slices the parameter
  * too), and under stage 3 every reader gathers a sliced parameter whole
- * first. The sharded lowering's ZeRO lives in spec.c (slices of shards).
+ * first. Under mixed precision the f32 master is a slice at every stage and
+ * the compute-dtype gradient is scattered before its cast (stages 2, 3).
+ * The sharded lowering's ZeRO lives in spec.c (slices of shards).
  */
 #include "lower_internal.h"
 
@@ -31,12 +33,35 @@ bool lower_pass_zero(LowerCtx *c) {
         for (int k = 0; k < n_state; k++) p->v[n->in[2 + k]].zchunk = chunk;
         for (int k = 0; k < n->n_out; k++) p->v[n->out[k]].zchunk = chunk;
         if (p->opt.zero >= 2) zgrad[n->in[1]] = chunk;
+        /* mixed precision: the update reads the f32 cast of the gradient; the
+         * gradient in the compute dtype is reduce-scattered into its slice and
+         * the cast runs slice to slice, so neither is ever held whole */
+        const Node *cast = ir_val(g, n->in[1])->def != IR_NONE ? ir_node(g, ir_val(g, n->in[1])->def) : NULL;
+        if (p->opt.zero >= 2 && cast && cast->op == OP_CAST &&
+            ir_shape_numel(ir_val(g, cast->in[0])->shape) == numel) {
+            zgrad[cast->in[0]] = chunk;
+            p->v[n->in[1]].zchunk = chunk;
+        }
         /* stage 3: the parameter itself is a slice, unless a view reads it */
         bool viewed = false;
         for (NodeId r = 0; r < nn; r++)
             viewed |= ir_node(g, r)->op == OP_RESHAPE && ir_node(g, r)->in[0] == n->in[0];
         if (p->opt.zero >= 3 && !viewed) p->v[n->in[0]].zchunk = chunk;
         else if (p->opt.zero >= 3) p->n[id].zero = 2;
+        /* stages 1 and 2 under mixed precision: the f32 master is a slice,
+         * updated in place; its cast to the compute dtype writes the
+         * parameter's slice, which is all-gathered into the whole parameter */
+        if (p->opt.zero <= 2 && !viewed && ir_val(g, n->in[0])->role == ROLE_STATE)
+            for (NodeId r = id + 1; r < nn; r++) {
+                const Node *cn = ir_node(g, r);
+                ValueId pl = cn->op == OP_CAST && cn->in[0] == n->out[0] ? ir_val(g, cn->out[0])->updates : IR_NONE;
+                if (pl == IR_NONE || ir_val(g, pl)->role != ROLE_PARAM || ir_shape_numel(ir_val(g, pl)->shape) != numel)
+                    continue;
+                p->v[n->in[0]].zchunk = p->v[cn->out[0]].zchunk = chunk;
+                p->n[r].zero = p->opt.zero;
+                p->n[r].zchunk = chunk;
+                break;
+            }
         /* mixed precision: the update wrote the f32 master's slice; the
          * compute-dtype parameter cast from it is a slice too (gathered
          * before each reader like the master would be), cast slice to slice */
@@ -104,9 +129,17 @@ bool lower_pass_gathers(LowerCtx *c) {
         }
     }
     for (NodeId id = 0; p->opt.zinner > 1 && id < nn; id++) { /* the update's all-gather */
-        const Node *n = ir_node(g, id);
-        if (p->n[id].zero && ir_op_is_update(n->op) && !p->v[n->in[0]].zchunk)
-            p->n[id].ag_tmp = lower_add_temp(g, p, id, p->n[id].zchunk * p->opt.zinner, ir_val(g, n->in[0])->dtype, "ag_tmp", n->in[0]);
+        ValueId w = lower_zero_gather_target(p, id);
+        if (w != IR_NONE)
+            p->n[id].ag_tmp = lower_add_temp(g, p, id, p->n[id].zchunk * p->opt.zinner, ir_val(g, w)->dtype, "ag_tmp", w);
     }
     return true;
+}
+
+ValueId lower_zero_gather_target(const LowerProgram *p, NodeId id) {
+    const Node *n = ir_node(p->g, id);
+    if (!p->n[id].zero) return IR_NONE;
+    if (ir_op_is_update(n->op)) return p->v[n->in[0]].zchunk ? IR_NONE : n->in[0];
+    ValueId w = n->op == OP_CAST ? ir_val(p->g, n->out[0])->updates : IR_NONE;
+    return w != IR_NONE && p->v[n->out[0]].zchunk && !p->v[w].zchunk ? w : IR_NONE;
 }

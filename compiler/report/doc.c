@@ -94,27 +94,29 @@ void rep_mesh_str(char *buf, size_t n, const cJSON *root) {
     }
 }
 
+/* The stages ("3", "0-3"); the recompute counts ("none", "2 full", "1 full + 1
+ * selective"): short, so that a change of both fits a table row. */
 static void sweep_zero(StrBuf *b, const cJSON *e) {
     int lo = rep_int(e, "zero_min"), hi = rep_int(e, "zero_max");
-    if (lo == hi) sb_printf(b, "ZeRO %d", lo);
-    else sb_printf(b, "ZeRO %d-%d", lo, hi);
+    if (lo == hi) sb_printf(b, "%d", lo);
+    else sb_printf(b, "%d-%d", lo, hi);
 }
 
 static void sweep_rc(StrBuf *b, const cJSON *e) {
     int f = rep_int(e, "recompute_full"), s = rep_int(e, "recompute_selective");
-    if (!f && !s) sb_puts(b, "no recompute");
-    else if (!s) sb_printf(b, "%d full recompute", f);
-    else if (!f) sb_printf(b, "%d selective recompute", s);
-    else sb_printf(b, "%d full + %d selective recompute", f, s);
+    if (!f && !s) sb_puts(b, "none");
+    else if (!s) sb_printf(b, "%d full", f);
+    else if (!f) sb_printf(b, "%d selective", s);
+    else sb_printf(b, "%d full + %d selective", f, s);
 }
 
 void rep_sweep_change(const cJSON *prev, const cJSON *cur, StrBuf *b) {
     if (!rep_get(cur, "zero_max")) return; /* a plan from before the sweep described itself */
     bool tp = cJSON_IsTrue(rep_get(cur, "tensor_parallel"));
     if (!prev || !rep_get(prev, "zero_max")) {
-        sb_printf(b, "mesh %s, ", rep_str(cur, "mesh"));
+        sb_printf(b, "mesh %s, ZeRO ", rep_str(cur, "mesh"));
         sweep_zero(b, cur);
-        sb_puts(b, ", ");
+        sb_puts(b, ", recompute ");
         sweep_rc(b, cur);
         sb_puts(b, tp ? ", parameters split" : ", parameters whole");
         return;
@@ -123,6 +125,7 @@ void rep_sweep_change(const cJSON *prev, const cJSON *cur, StrBuf *b) {
     if (strcmp(rep_str(prev, "mesh"), rep_str(cur, "mesh")))
         sb_printf(b, "mesh %s -> %s; ", rep_str(prev, "mesh"), rep_str(cur, "mesh"));
     if (rep_num(prev, "zero_min") != rep_num(cur, "zero_min") || rep_num(prev, "zero_max") != rep_num(cur, "zero_max")) {
+        sb_puts(b, "ZeRO ");
         sweep_zero(b, prev);
         sb_puts(b, " -> ");
         sweep_zero(b, cur);
@@ -130,6 +133,7 @@ void rep_sweep_change(const cJSON *prev, const cJSON *cur, StrBuf *b) {
     }
     if (rep_num(prev, "recompute_full") != rep_num(cur, "recompute_full") ||
         rep_num(prev, "recompute_selective") != rep_num(cur, "recompute_selective")) {
+        sb_puts(b, "recompute ");
         sweep_rc(b, prev);
         sb_puts(b, " -> ");
         sweep_rc(b, cur);

@@ -222,16 +222,24 @@ static void memory(const RepDoc *d, StrBuf *o) {
         double v = rep_num(bd, parts[i][0]);
         if (isfinite(v)) sb_printf(o, "| %s | %s | %.1f%% |\n", parts[i][1], B(a, v), 100 * v / pk);
     }
-    /* the peak's moment: what is not live then (plans that say which) */
+    /* the peak's moment: what is not live then, or re-made (plans that say which) */
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(bd, "peak_at");
     if (cJSON_IsString(at)) {
-        bool early = !strcmp(at->valuestring, "backward start");
-        double v = rep_num(bd, early ? "gradients_not_yet_written_bytes" : "saved_activations_bytes");
-        if (isfinite(v) && v > 0)
-            sb_printf(o, "| less %s | -%s | -%.1f%% |\n",
-                      early ? "gradients not yet written early in the backward (the peak's moment)"
-                            : "saved activations, freed by the update (the peak's moment)",
-                      B(a, v), 100 * v / pk);
+        bool update = !strcmp(at->valuestring, "update"), rec = !strcmp(at->valuestring, "block backward");
+        static const char *const fields[][2] = {
+            {"gradients_not_yet_written_bytes", "less gradients not yet written (the peak is in the backward)"},
+            {"head_activations_bytes", "less the head's activations, freed before the blocks' backward"},
+            {"recompute_bytes", "plus a recomputed block's activations, re-made"},
+            {"saved_activations_bytes", "less saved activations, freed by the update (the peak's moment)"},
+            {"gradient_f32_extra_bytes", "plus the gradients' f32 copies (less the gradients), which the update reads"}};
+        for (int i = 0; i < 5; i++) {
+            if (update != (i >= 3) || (!rec && (i == 1 || i == 2))) continue;
+            double v = rep_num(bd, fields[i][0]);
+            bool plus = i == 2 || i == 4;
+            if (isfinite(v) && v > 0)
+                sb_printf(o, "| %s | %s%s | %s%.1f%% |\n", fields[i][1], plus ? "" : "-", B(a, v),
+                          plus ? "" : "-", 100 * v / pk);
+        }
     }
     sb_printf(o, "| **predicted peak** | **%s** | 100%% |\n\n", B(a, pk));
     const cJSON *tl = rep_get(mem, "timeline"), *pts = rep_get(tl, "points");

@@ -497,7 +497,7 @@ static void iteration_spaces(void) {
         /* attention: dq parallel over t, dk/dv over s with t and r summed */
         CHECK_STR(kinds(t, ir_find(t, "h.0.q.grad")), "b:p t:p g:p r:p d:n s:n");
         CHECK_STR(kinds(t, ir_find(t, "h.0.k.grad")), "b:p t:s g:p r:s d:n s:p");
-        /* the feature dim stays whole, as in the forward and dx (ir/ops_train.c rule_norm_dw) */
+        /* the norm weight gradient: rows summed, features whole (each row's statistics) */
         CHECK_STR(kinds(t, ad_grad_of(t, "h.0.ln_1.weight")), "i0:s i1:s i2:n");
         CHECK_STR(node_kinds(t, first_node(t, OP_LAYER_NORM_DX)), "i0:p i1:p i2:n");
         /* embedding_dw: scatter-add over the tokens, vocabulary rows parallel */

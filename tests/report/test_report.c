@@ -99,11 +99,16 @@ static void check_sums(const char *text) {
     if (!at) {
         CHECK_NEAR(parts, num(mem, "predicted_peak_bytes"), RTOL);
     } else {
-        bool early = cJSON_IsString(at) && !strcmp(at->valuestring, "backward start");
-        CHECK(early || (cJSON_IsString(at) && !strcmp(at->valuestring, "update")));
-        CHECK(num(bd, "gradients_not_yet_written_bytes") <= num(bd, "gradients_bytes") * (1 + RTOL));
-        CHECK_NEAR(parts - (early ? num(bd, "gradients_not_yet_written_bytes") : num(bd, "saved_activations_bytes")),
-                   num(mem, "predicted_peak_bytes"), RTOL);
+        const char *when = cJSON_IsString(at) ? at->valuestring : "";
+        double late = num(bd, "gradients_not_yet_written_bytes");
+        CHECK(late <= num(bd, "gradients_bytes") * (1 + RTOL));
+        CHECK(num(bd, "head_activations_bytes") <= num(bd, "saved_activations_bytes") * (1 + RTOL));
+        double want = !strcmp(when, "backward start") ? parts - late
+                      : !strcmp(when, "block backward")
+                          ? parts - late - num(bd, "head_activations_bytes") + num(bd, "recompute_bytes")
+                          : parts - num(bd, "saved_activations_bytes") + (get(bd, "gradient_f32_extra_bytes") ? num(bd, "gradient_f32_extra_bytes") : 0);
+        CHECK(!strcmp(when, "backward start") || !strcmp(when, "block backward") || !strcmp(when, "update"));
+        CHECK_NEAR(want, num(mem, "predicted_peak_bytes"), RTOL);
     }
     const cJSON *tl = get(mem, "timeline");
     CHECK_STR(str(tl, "source"), "predicted");

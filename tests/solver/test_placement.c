@@ -222,10 +222,11 @@ static void test_partial_sum_to(void) {
     ir_graph_free(g);
 }
 
-/* The two moments of the peak (eval.c): in a step of one micro-batch the
+/* The moments of the peak (eval.c): in a step of one micro-batch the
  * gradients are born in the backward, so early in it only the head's and
  * the last block instance's are counted; under micro-batches none are
- * (accumulators), and each group's whole gradient is a temporary. */
+ * (accumulators), and each group's whole gradient is a temporary. Each
+ * moment adds the transients that can be live then. */
 static void test_memory_moments(void) {
     Graph *g = training("gpt2-tiny.cir");
     PlanResult *r = plan(g, "h100:1x1", "dp");
@@ -248,8 +249,35 @@ static void test_memory_moments(void) {
     CHECK(early_head > 0 && early_block > 0); /* the tied embedding (read by the head); the last block */
     CHECK(pr->mem_grads_late > 0 && pr->mem_grads_late < grads);
     CHECK_NEAR(pr->mem_grads_late, late, 1e-12);
-    double start = pr->mem_params - pr->mem_grads_late + pr->mem_acts, update = pr->mem_params;
-    CHECK_NEAR(pr->peak_bytes, (start > update ? start : update) + pr->mem_transient, 1e-12);
+    /* each moment with its own transients: the head's groups (and edges into
+     * them), the blocks', everything's */
+    double th = 0, tb = 0, tall = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        double t = ilp_transient(&G->strats[r->choice.strat[gi]], r->choice.zero[gi]);
+        tall = t > tall ? t : tall;
+        if ((G->after_blocks || (G->block < 0 && G->early)) && t > th) th = t; /* the head writes a tied embedding's gradient */
+        if (!G->after_blocks && G->block >= 0 && t > tb) tb = t;
+    }
+    for (int e = 0; e < p->n_edges; e++) {
+        const IlpEdge *E = &p->edges[e];
+        const IlpGroup *D = &p->groups[E->dst];
+        double t = E->mem[r->choice.strat[E->src] * D->n_strats + r->choice.strat[E->dst]];
+        tall = t > tall ? t : tall;
+        if (D->after_blocks && t > th) th = t;
+        if (!D->after_blocks && D->block >= 0 && t > tb) tb = t;
+    }
+    CHECK(th > 0 && tb > 0 && tall >= th && tall >= tb);
+    CHECK_NEAR(pr->mem_transient_head, th, 1e-12);
+    CHECK_NEAR(pr->mem_transient_blocks, tb, 1e-12);
+    CHECK_NEAR(pr->mem_transient_max, tall, 1e-12);
+    CHECK(pr->mem_acts_head > 0 && pr->mem_recompute == 0); /* dp: nothing recomputes */
+    double start = pr->mem_params - pr->mem_grads_late + pr->mem_acts;
+    CHECK(pr->mem_update == 0); /* f32: the update reads the gradients themselves */
+    double at[3] = {start + th, start - pr->mem_acts_head + tb, pr->mem_params + tall}, pk = at[0];
+    for (int k = 1; k < 3; k++) pk = at[k] > pk ? at[k] : pk;
+    CHECK_NEAR(pr->peak_bytes, pk, 1e-12);
+    CHECK_NEAR(pr->peak_bytes, at[pr->peak_moment], 1e-12);
     plan_free(r);
     ir_graph_free(g);
 
