@@ -55,6 +55,8 @@ static const char usage_text[] =
     "  --strategy S          auto | dp | zero1 | zero2 | zero3 | megatron (+ -recompute)\n"
     "  --recompute P         auto | none | selective | full\n"
     "  --zero Z              auto | 0 | 1 | 2 | 3\n"
+    "  --offload O           none | optim | optim+master | auto: optimizer state (and fp32\n"
+    "                        master weights) in host memory, updated there (default none)\n"
     "  --time-limit SEC      planning time limit: building and solving (default 60)\n"
     "  --mip-gap G           ILP relative gap (default 1e-4)\n"
     "  --dump-ilp FILE.lp    write the ILP in CPLEX LP format\n"
@@ -82,7 +84,7 @@ static const char usage_text[] =
 
 enum {
     OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_PP, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
-    OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
+    OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_OFFLOAD, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
     OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_NO_SHARE, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
     OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN, OPT_BETAS, OPT_EPS, OPT_WEIGHT_DECAY,
     OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST,
@@ -110,6 +112,7 @@ static const struct option long_opts[] = {
     {"strategy", required_argument, 0, OPT_STRATEGY},
     {"recompute", required_argument, 0, OPT_RECOMPUTE},
     {"zero", required_argument, 0, OPT_ZERO},
+    {"offload", required_argument, 0, OPT_OFFLOAD},
     {"time-limit", required_argument, 0, OPT_TIME_LIMIT},
     {"mip-gap", required_argument, 0, OPT_MIP_GAP},
     {"dump-ilp", required_argument, 0, OPT_DUMP_ILP},
@@ -267,6 +270,7 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
     static const char *const optimizers[] = {"adamw", "sgd", "lamb", "lars", "none", 0};
     static const char *const recomputes[] = {"auto", "none", "selective", "full", 0};
     static const char *const zeros[] = {"auto", "0", "1", "2", "3", 0};
+    static const char *const offloads[] = {"none", "optim", "optim+master", "auto", 0};
     static const char *const targets[] = {"cpu", "cuda", "both", 0};
     static const char *const dump_stages[] = {"load", "autodiff", "plan", "lower", "all", 0}; /* main.c's stages */
     memset(o, 0, sizeof *o);
@@ -365,6 +369,10 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             ok = one_of(optarg, recomputes) || bad_choice("--recompute", optarg, recomputes);
             break;
         case OPT_ZERO: o->zero = optarg; ok = one_of(optarg, zeros) || bad_choice("--zero", optarg, zeros); break;
+        case OPT_OFFLOAD:
+            o->offload = optarg;
+            ok = one_of(optarg, offloads) || bad_choice("--offload", optarg, offloads);
+            break;
         case OPT_TIME_LIMIT:
             ok = parse_pos_double("--time-limit", optarg, &o->time_limit_s, false);
             if (ok && (o->time_limit_s > CLI_MAX_TIME_LIMIT_S || o->time_limit_s < 1e-3)) {

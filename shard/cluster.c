@@ -64,6 +64,33 @@
     X("h200", 512 + 264, 512, 32)
 #define MIB 1048576.0
 
+/* The host beside the devices (host offload), matched by the start of the
+ * preset's name: host memory per node GB, PCIe GB/s per direction per
+ * device, host AdamW 1e9 elements/s per device.
+ *   memory: NVIDIA DGX A100 datasheet (320 GB system: 1 TB, 640 GB: 2 TB),
+ *           DGX H100 and DGX H200 user guides (2 TB); `cpu`: this machine's
+ *           23 GB less two 8 GB ranks and 1 GB for the system: 6 GB.
+ *   PCIe:   the PCI Express 4.0 / 5.0 x16 link rate, per direction (16 and
+ *           32 GT/s x 16 lanes, 128b/130b: 31.5 and 63 GB/s; A100: Gen4,
+ *           H100/H200: Gen5 per their datasheets); `cpu`: a host copy is a
+ *           memcpy, the calibrated memory rate (4.3 GB/s, above).
+ *   AdamW:  the host AdamW is bound by host memory bandwidth (bench/offload:
+ *           28 bytes per element; it moves 20 GB/s on one core here, the
+ *           machine's copy rate), so a node's rate is its memory bandwidth
+ *           / 28 B, shared by its GPUs: DGX A100, 2 AMD EPYC 7742 x 8
+ *           channels DDR4-3200 (204.8 GB/s per socket, AMD's specification):
+ *           409.6 / 28 / 8 = 1.8e9; DGX H100/H200, 2 Intel Xeon 8480C x 8
+ *           channels DDR5-4800 (307.2 GB/s per socket, Intel's
+ *           specification): 614.4 / 28 / 8 = 2.7e9. Peak bandwidths: an
+ *           assumption until calibrated. `cpu`: bench/offload's measurement,
+ *           one thread (7.0e8 elements/s, bench/offload/README.md). */
+#define HOSTS(X)                  \
+    X("a100-40gb", 1000, 31.5, 1.8) \
+    X("a100-80gb", 2000, 31.5, 1.8) \
+    X("h100", 2000, 63, 2.7)        \
+    X("h200", 2000, 63, 2.7)        \
+    X("cpu", 6, 4.3, 0.70)
+
 /* GPU presets' GEMM tables: one GEMM of F FLOPs takes a fixed GEMM_T0_S
  * (launch and tail, an assumption until calibrated) plus F at GEMM_EFF of
  * peak, so eff(F) = GEMM_EFF * F / (F + GEMM_T0_S * GEMM_EFF * peak); tabled
@@ -83,7 +110,16 @@ static const double cpu_gemm_eff[3][6] = {
 };
 
 static void preset_extras(const char *name, ShardCluster *c) {
-    bool gpu = false;
+    bool gpu = false, host = false;
+#define X(pre, gb, pcie, rate)                                      \
+    if (!host && !strncmp(name, pre, strlen(pre))) {                \
+        c->host_mem_bytes = (gb) * GIGA;                            \
+        c->pcie_bw = (pcie) * GIGA;                                 \
+        c->host_adamw_rate = (rate) * 1e9;                          \
+        host = true;                                                \
+    }
+    HOSTS(X)
+#undef X
 #define X(pre, ctx, comm, ws)                          \
     if (!gpu && !strncmp(name, pre, strlen(pre))) {    \
         c->reserve_context = (ctx) * MIB;              \
@@ -276,6 +312,20 @@ static bool reserve_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     return true;
 }
 
+/* The optional host: {"memory_gb", "pcie_gbs", "adamw_gelems"}, all three
+ * positive; absent: no host offload on this cluster. */
+static bool host_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "host");
+    if (!o) return true;
+    if (!cJSON_IsObject(o)) {
+        sb_printf(err, "field 'host' must be an object {\"memory_gb\", \"pcie_gbs\", \"adamw_gelems\"}");
+        return false;
+    }
+    return num_field(o, "host.", "memory_gb", GIGA, &c->host_mem_bytes, err) &&
+           num_field(o, "host.", "pcie_gbs", GIGA, &c->pcie_bw, err) &&
+           num_field(o, "host.", "adamw_gelems", 1e9, &c->host_adamw_rate, err);
+}
+
 /* One table: {"flops": [...], "efficiency": [...]}, same lengths. */
 static bool eff_table(const cJSON *o, const char *field, ShardEffTable *t, StrBuf *err) {
     if (!cJSON_IsObject(o)) {
@@ -359,6 +409,12 @@ cJSON *shard_cluster_to_json(const ShardCluster *c) {
     cJSON_AddNumberToObject(rs, "context", c->reserve_context / MIB);
     cJSON_AddNumberToObject(rs, "communicator", c->reserve_comm / MIB);
     cJSON_AddNumberToObject(rs, "workspace", c->reserve_workspace / MIB);
+    if (c->host_mem_bytes > 0) {
+        cJSON *h = cJSON_AddObjectToObject(o, "host");
+        cJSON_AddNumberToObject(h, "memory_gb", c->host_mem_bytes / GIGA);
+        cJSON_AddNumberToObject(h, "pcie_gbs", c->pcie_bw / GIGA);
+        cJSON_AddNumberToObject(h, "adamw_gelems", c->host_adamw_rate / 1e9);
+    }
     cJSON *ge = cJSON_AddObjectToObject(o, "gemm_efficiency");
     static const DType dts[] = {DT_F32, DT_BF16, DT_F16};
     for (int i = 0; i < 3; i++) {
@@ -411,7 +467,7 @@ bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *
             sb_printf(&e, "%d nodes x %d per node is more than %d devices", c->nodes, c->per_node, SHARD_MAX_DEVICES);
             ok = false;
         }
-        ok = ok && reserve_obj(root, c, &e) && gemm_obj(root, c, &e);
+        ok = ok && reserve_obj(root, c, &e) && gemm_obj(root, c, &e) && host_obj(root, c, &e);
         if (!ok) sb_printf(err, "%s: %s", where, sb_cstr(&e));
     }
     sb_free(&e);

@@ -14,6 +14,11 @@ const char *placement_phase_name(PlacePhase p) { return phase_names[p]; }
 
 const char *placement_schedule_name(PlaceSchedule s) { return s == PS_1F1B ? "1f1b" : "?"; }
 
+const char *placement_offload_name(PlaceOffload o) {
+    static const char *const names[] = {"device", "optim", "optim+master"};
+    return o >= 0 && o < PO__COUNT ? names[o] : "?";
+}
+
 PlacePhase placement_phase(const Graph *g, NodeId id) {
     if (ir_val(g, ir_node(g, id)->out[0])->role == ROLE_ACT) return PH_FORWARD;
     return id >= ad_step_begin(g) ? PH_UPDATE : PH_BACKWARD;
@@ -66,7 +71,9 @@ Placement *placement_new(const Graph *g, const ShardMesh *m) {
     pl->spec = ir_alloc(sizeof *pl->spec * nv);
     pl->has_spec = ir_alloc(sizeof *pl->has_spec * nv);
     pl->zero = ir_alloc(sizeof *pl->zero * nv);
-    for (ValueId v = 0; v < g->n_values; v++) pl->zero[v] = ir_val(g, v)->role == ROLE_PARAM ? 0 : -1;
+    pl->offload = ir_alloc(sizeof *pl->offload * nv);
+    for (ValueId v = 0; v < g->n_values; v++)
+        pl->zero[v] = pl->offload[v] = ir_val(g, v)->role == ROLE_PARAM ? 0 : -1;
     pl->rc_full = ir_alloc(sizeof *pl->rc_full * nb);
     pl->rc_selective = ir_alloc(sizeof *pl->rc_selective * nb);
     pl->micro_batches = 1;
@@ -85,6 +92,7 @@ void placement_free(Placement *pl) {
     ir_free(pl->spec);
     ir_free(pl->has_spec);
     ir_free(pl->zero);
+    ir_free(pl->offload);
     ir_free(pl->rc_full);
     ir_free(pl->rc_selective);
     ir_free(pl->pipe.stage_mask);
@@ -177,6 +185,11 @@ bool placement_verify(const Placement *pl, StrBuf *why) {
                       param ? "(stages are 0-3)" : "on a value that is not a parameter");
             return false;
         }
+        if ((param && (pl->offload[v] < 0 || pl->offload[v] >= PO__COUNT)) || (!param && pl->offload[v] != -1)) {
+            sb_printf(why, "value %%%s: offload %d %s", ir_val(g, v)->name, pl->offload[v],
+                      param ? "(0 device, 1 optim, 2 optim+master)" : "on a value that is not a parameter");
+            return false;
+        }
         StrBuf w;
         sb_init(&w);
         if (pl->has_spec[v] && !shard_spec_valid(&pl->spec[v], m, ir_val(g, v)->shape, &w)) {
@@ -230,6 +243,9 @@ void placement_print(const Placement *pl, StrBuf *b) {
         }
         for (int i = 0; i < n->n_in; i++)
             if (pl->zero[n->in[i]] > 0) sb_printf(b, "  zero%d(%%%s)", pl->zero[n->in[i]], ir_val(g, n->in[i])->name);
+        for (int i = 0; i < n->n_in; i++)
+            if (pl->offload[n->in[i]] > 0 && ir_op_is_update(n->op))
+                sb_printf(b, "  host:%s(%%%s)", placement_offload_name(pl->offload[n->in[i]]), ir_val(g, n->in[i])->name);
         if (pl->pipe.stages > 1) {
             sb_puts(b, "  stage");
             for (int s = 0; s < pl->pipe.stages; s++)

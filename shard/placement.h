@@ -77,6 +77,14 @@ typedef struct PlacePipeline {
     uint32_t *stage_mask;       /* per node: bit s, it runs on stage s */
 } PlacePipeline;
 
+/* Where a parameter's update state lives (host offload, docs/sharding.md):
+ * on the device; the optimizer moments on the host (the update runs there,
+ * the fp32 master stays on the device and crosses each step); the moments
+ * and the fp32 master on the host (only the gradient goes down and the
+ * parameter comes back). */
+typedef enum { PO_DEVICE, PO_OPTIM, PO_MASTER, PO__COUNT } PlaceOffload;
+const char *placement_offload_name(PlaceOffload o); /* "device", "optim", "optim+master" */
+
 typedef struct Placement {
     const Graph *g;
     ShardMesh mesh;
@@ -88,6 +96,7 @@ typedef struct Placement {
     ShardSpec *spec;            /* per value: the spec it is first held in */
     bool *has_spec;             /* per value */
     int8_t *zero;               /* per value: a parameter's ZeRO stage 0-3, else -1 */
+    int8_t *offload;            /* per value: a parameter's PlaceOffload, else -1 */
     int *rc_full;               /* per graph block: its first rc_full instances recompute fully, */
     int *rc_selective;          /* the next rc_selective selectively */
     int micro_batches;

@@ -42,6 +42,12 @@ typedef struct ShardCluster {
      * (CUDA context), the communicators' buffers (NCCL), the GEMM workspace */
     double reserve_context, reserve_comm, reserve_workspace;
     ShardEffTable gemm[DT__COUNT]; /* GEMM efficiency by size, per dtype (i32: f32's) */
+    /* the host (offload, docs/sharding.md "Host offload"); all 0: a cluster
+     * that says nothing of its host, which no plan offloads to */
+    double host_mem_bytes;      /* host memory per node that plans may use */
+    double pcie_bw;             /* host<->device bytes/s per direction per device */
+    double host_adamw_rate;     /* elements/s of the host AdamW for one device (its share
+                                 * of the node's cores and memory bandwidth) */
 } ShardCluster;
 
 /* Reads `--cluster`: a preset (`h100`, `a100-40gb`, `a100-80gb`, `h200`,

@@ -79,7 +79,8 @@ int ilp_baselines(const IlpProblem *p, const IlpSettings *s, IlpBaseline *out) {
             snprintf(b->name, sizeof b->name, "%s%s", names[k], rec ? "-recompute" : "");
             memset(allowed, 0, sizeof(bool) * (size_t)total);
             if (!restrict_space(p, k, allowed)) continue;
-            IlpFix fix = {allowed, k >= 1 && k <= 3 ? k : 0, rec ? RC_FULL : RC_NONE};
+            /* offloaded only when --offload forces it (the baselines are the device plans otherwise) */
+            IlpFix fix = {allowed, k >= 1 && k <= 3 ? k : 0, rec ? RC_FULL : RC_NONE, s->fix && s->fix->offload == 1};
             IlpSettings ss = *s;
             ss.fix = &fix;
             ss.dump_lp = NULL;

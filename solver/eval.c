@@ -7,6 +7,11 @@
  *   step = compute + resharding + recompute + exposed gradient sync
  *          + optimizer + ZeRO gathers
  *   exposed sync = max(sync - backward compute, sync / buckets, 0)
+ *   offloaded groups (host offload): their state's bytes leave the device
+ *          (every moment) for the host; their device update leaves
+ *          optimizer; the offloaded updates' pipeline runs beside the
+ *          backward, exposed like the sync: max(offload - backward,
+ *          offload / buckets)
  *   peak = the largest of three moments, each with the transients that
  *          can be live then:
  *          - the head's backward: parameters, optimizer state, saved
@@ -34,6 +39,7 @@ IlpChoice ilp_choice_new(const IlpProblem *p) {
     c.strat = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
     c.zero = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
     c.count = ir_alloc(sizeof *c.count * (size_t)(p->n_blocks + 1));
+    c.offload = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
     for (int b = 0; b < p->n_blocks; b++) c.count[b][RC_NONE] = p->blocks[b].instances;
     return c;
 }
@@ -42,6 +48,7 @@ void ilp_choice_free(IlpChoice *c) {
     ir_free(c->strat);
     ir_free(c->zero);
     ir_free(c->count);
+    ir_free(c->offload);
     memset(c, 0, sizeof *c);
 }
 
@@ -49,6 +56,7 @@ void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src) 
     memcpy(dst->strat, src->strat, sizeof(int) * (size_t)p->n_groups);
     memcpy(dst->zero, src->zero, sizeof(int) * (size_t)p->n_groups);
     memcpy(dst->count, src->count, sizeof *src->count * (size_t)p->n_blocks);
+    memcpy(dst->offload, src->offload, sizeof(int) * (size_t)p->n_groups);
 }
 
 static double maxd(double a, double b) { return a > b ? a : b; }
@@ -80,6 +88,15 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         r.mem_transient_max = maxd(r.mem_transient_max, ilp_transient(S, z));
         if (ilp_group_at_head(g)) r.mem_transient_head = maxd(r.mem_transient_head, ilp_transient(S, z));
         else if (g->block >= 0) r.mem_transient_blocks = maxd(r.mem_transient_blocks, ilp_transient(S, z));
+        if (c->offload[gi] && S->off_elems[z] > 0) {
+            double e = g->mult * S->off_elems[z];
+            r.mem_offloaded += e * p->off_dev;
+            r.host_bytes += e * p->off_host;
+            r.d2h_bytes += e * p->off_d2h;
+            r.h2d_bytes += e * p->off_h2d;
+            r.offload_s += e * p->off_s;
+            r.optimizer_s -= e * p->off_opt_s;
+        }
         if (g->block < 0) {
             r.mem_acts += S->act[RC_NONE];
             if (g->after_blocks) r.mem_acts_head += S->act[RC_NONE];
@@ -103,8 +120,11 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         else if (D->block >= 0) r.mem_transient_blocks = maxd(r.mem_transient_blocks, E->mem[k]);
     }
     r.sync_exposed_s = maxd(0, maxd(r.sync_s - bwd, p->n_layers ? r.sync_s / p->n_layers : 0));
+    r.offload_exposed_s = maxd(0, maxd(r.offload_s - bwd, p->n_layers ? r.offload_s / p->n_layers : 0));
+    r.mem_params -= r.mem_offloaded;
+    if (r.optimizer_s < 0) r.optimizer_s = 0; /* every update offloaded: rounding */
     r.step_s = r.compute_s + r.comm_s + r.recompute_s + r.sync_exposed_s + r.optimizer_s +
-               r.gather_s;
+               r.gather_s + r.offload_exposed_s;
     /* three moments (above), each with its transients */
     double start = r.mem_params - r.mem_grads_late + r.mem_acts;
     double at[3] = {start + r.mem_transient_head,

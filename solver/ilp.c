@@ -22,6 +22,13 @@
  *             head's (groups after the blocks, edges into them), of the
  *             blocks'; TR >= 0: a re-run block's activations; e >= 0:
  *             exposed gradient sync.
+ *   h[g]      binary: group g's optimizer state lives on the host (host
+ *             offload; only where IlpOptions.offload allows it).
+ *   o[g]      in [0, 1]: the elements it moves, as a fraction of the most
+ *             any of its (s, z) moves: o = sum x E / Emax when h = 1, else 0
+ *             (three rows; exact for one-hot x). Memory (every moment's
+ *             row), host memory and the offload pipeline are linear in o;
+ *             q >= 0: the pipeline's part the backward does not hide (as e).
  * Objective: ilp_evaluate()'s step time. Memory rows: its peak bytes <= limit
  * at the three moments it prices (the head's backward + TH, a block's
  * backward + TB + TR, the update + T).
@@ -88,7 +95,9 @@ typedef struct Model {
     int mem_row, M_col, T_col;
     int TH_col, TB_col;         /* the head's and the blocks' largest transients */
     int rc_row, TR_col;         /* a block's backward's row; a re-run block's activations */
+    int *h;         /* per group: the offload column, or 0 */
     double ts;      /* seconds -> model time units */
+    double ms;      /* bytes -> model memory units */
 } Model;
 
 static bool allowed(const IlpProblem *p, const IlpFix *f, int g, int s) {
@@ -109,6 +118,71 @@ static bool zero_allowed(const IlpGroup *g, const IlpStrat *S, const IlpFix *f, 
 }
 
 static double maxd(double a, double b) { return a > b ? a : b; }
+
+/* Host offload's columns and rows (the header's h, o, q); none unless the
+ * problem's options allow it and --offload does not say none. */
+static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *m, int urow, double tscale,
+                            double on) {
+    const IlpFix *f = set->fix;
+    Lp *lp = &m->lp;
+    char nm[64];
+    m->h = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
+    if (p->opt.offload == PO_DEVICE || (f && f->offload == 0)) return;
+    double ms = m->ms;
+    /* the host's limit; free when minimizing the device's peak (on == 0), so
+     * that solve says how much host memory its plan would need */
+    int hrow = add_row(lp, on ? GLP_UP : GLP_FR, 0, 1, "host_memory");
+    int qcol = add_col(lp, GLP_CV, 0, INFINITY, on, "offload_exposed");
+    int qrow1 = add_row(lp, GLP_LO, 0, 0, "offload_vs_bwd");
+    int qrow2 = add_row(lp, GLP_LO, 0, 0, "offload_last_bucket");
+    put(lp, qrow1, qcol, 1);
+    put(lp, qrow2, qcol, 1);
+    for (int g = 0; g < p->n_groups; g++) {
+        const IlpGroup *G = &p->groups[g];
+        double emax = 0;
+        for (int s = 0; s < G->n_strats; s++)
+            for (int z = 0; z < ZERO_STAGES; z++)
+                if (m->x[g][s * ZERO_STAGES + z]) emax = fmax(emax, G->strats[s].off_elems[z]);
+        if (!G->n_params || !(emax > 0)) continue;
+        snprintf(nm, sizeof nm, "h_%d", g);
+        int h = add_col(lp, GLP_BV, 0, 1, 0, nm);
+        if (f && f->offload == 1) glp_set_col_bnds(lp->P, h, GLP_FX, 1, 1);
+        m->h[g] = h;
+        double E = G->mult * emax; /* elements at o = 1 */
+        snprintf(nm, sizeof nm, "o_%d", g);
+        int o = add_col(lp, GLP_CV, 0, 1, -tscale * E * p->off_opt_s, nm);
+        snprintf(nm, sizeof nm, "o_le_x_%d", g);
+        int r1 = add_row(lp, GLP_UP, -INFINITY, 0, nm); /* o <= sum x E / Emax */
+        snprintf(nm, sizeof nm, "o_le_h_%d", g);
+        int r2 = add_row(lp, GLP_UP, -INFINITY, 0, nm); /* o <= h */
+        snprintf(nm, sizeof nm, "o_ge_%d", g);
+        int r3 = add_row(lp, GLP_LO, -1, 0, nm); /* o >= sum x E / Emax - (1 - h) */
+        put(lp, r1, o, 1);
+        put(lp, r2, o, 1);
+        put(lp, r2, h, -1);
+        put(lp, r3, o, 1);
+        put(lp, r3, h, -1);
+        for (int s = 0; s < G->n_strats; s++)
+            for (int z = 0; z < ZERO_STAGES; z++) {
+                int c = m->x[g][s * ZERO_STAGES + z];
+                if (!c) continue;
+                double frac = G->strats[s].off_elems[z] / emax;
+                put(lp, r1, c, -frac);
+                put(lp, r3, c, -frac);
+            }
+        put(lp, m->mem_row, o, -E * p->off_dev * ms); /* every moment's row */
+        put(lp, m->rc_row, o, -E * p->off_dev * ms);
+        put(lp, urow, o, -E * p->off_dev * ms);
+        put(lp, hrow, o, E * p->off_host / p->host_limit);
+        put(lp, qrow1, o, -E * p->off_s * m->ts);
+        if (p->n_layers) put(lp, qrow2, o, -E * p->off_s / p->n_layers * m->ts);
+    }
+    for (int g = 0; g < p->n_groups; g++) /* q >= offload - the whole backward */
+        for (int s = 0; s < p->groups[g].n_strats; s++)
+            for (int z = 0; z < ZERO_STAGES; z++)
+                if (m->x[g][s * ZERO_STAGES + z])
+                    put(lp, qrow1, m->x[g][s * ZERO_STAGES + z], p->groups[g].mult * p->groups[g].strats[s].bwd_s * m->ts);
+}
 
 static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool min_mem) {
     const IlpFix *f = set->fix;
@@ -135,6 +209,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 : mref > 0                                   ? 1 / mref
                                                              : 1;
     m->ts = ts;
+    m->ms = ms;
     double tscale = min_mem ? 0 : ts, on = min_mem ? 0 : 1;
     int fixed_rc = f ? f->recompute : -1;
 
@@ -320,6 +395,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             }
     }
 
+    offload_columns(p, set, m, urow, tscale, on);
+
     /* recompute per block */
     m->bits = ir_alloc(sizeof(int *) * (size_t)(p->n_blocks + 1));
     m->nbits = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 1));
@@ -459,6 +536,7 @@ static IlpChoice extract(const IlpProblem *p, const Model *m, const IlpFix *f) {
                 int col = m->x[g][s * ZERO_STAGES + z];
                 if (col && glp_mip_col_val(m->lp.P, col) > 0.5) c.strat[g] = s, c.zero[g] = z;
             }
+    for (int g = 0; g < p->n_groups; g++) c.offload[g] = m->h[g] && glp_mip_col_val(m->lp.P, m->h[g]) > 0.5;
     for (int k = 0; k < p->n_blocks; k++) {
         if (!m->bits[k]) continue;
         for (int pol = 0; pol < RC__COUNT; pol++) {
@@ -473,6 +551,7 @@ static void model_free(const IlpProblem *p, Model *m) {
     for (int g = 0; g < p->n_groups; g++) ir_free(m->x[g]);
     for (int k = 0; k < p->n_blocks; k++) ir_free(m->bits[k]);
     ir_free(m->x);
+    ir_free(m->h);
     ir_free(m->bits);
     ir_free(m->nbits);
     ir_free(m->lp.ia);

@@ -284,8 +284,10 @@ static void from_choice(Placement *pl, const PlanResult *r) {
         pl->has_st[id] = true;
         const Node *nd = ir_node(g, id); /* ZeRO: the stage of a group owning the parameter */
         for (int i = 0; G->n_params && i < nd->n_in; i++)
-            if (ir_val(g, nd->in[i])->role == ROLE_PARAM && !pl->zero[nd->in[i]])
+            if (ir_val(g, nd->in[i])->role == ROLE_PARAM && !pl->zero[nd->in[i]]) {
                 pl->zero[nd->in[i]] = (int8_t)r->choice.zero[gi];
+                if (r->choice.offload[gi]) pl->offload[nd->in[i]] = (int8_t)p->opt.offload;
+            }
     }
     for (int k = 0; k < p->n_blocks; k++) {
         int b = ir_find_block(g, p->blocks[k].name);

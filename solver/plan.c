@@ -67,6 +67,59 @@ static bool baseline_allowed(const IlpProblem *p, const IlpChoice *c, const Plan
     return true;
 }
 
+/* --offload: the level a group that offloads takes, and how the ILP may
+ * choose (IlpFix.offload: -1 per group, 0 none, 1 every group). */
+static int offload_level(const PlanOptions *o, int *fix) {
+    const char *m = o->offload ? o->offload : "none";
+    if (o->lowerable && !strcmp(m, "auto")) m = "none"; /* code generation does not lower offload yet */
+    if (fix) *fix = !strcmp(m, "auto") ? -1 : !strcmp(m, "none") ? 0 : 1;
+    return !strcmp(m, "optim") ? PO_OPTIM : !strcmp(m, "none") ? PO_DEVICE : PO_MASTER;
+}
+
+/* --offload against the cluster and the options: false after a user error. */
+static bool offload_check(const PlanOptions *o, const ShardCluster *cl) {
+    const char *m = o->offload ? o->offload : "none";
+    if (strcmp(m, "none") && strcmp(m, "auto") && strcmp(m, "optim") && strcmp(m, "optim+master")) {
+        diag_plain("use none, optim, optim+master or auto", "--offload: unknown placement '%s'", m);
+        return false;
+    }
+    if (!strcmp(m, "none")) return true;
+    if (o->lowerable) { /* --emit code: the lowering of offloaded plans is not built */
+        if (strcmp(m, "auto")) {
+            diag_plain("--emit plan shows the placement; generate code with --offload none or auto",
+                       "--offload %s: this build plans and prices host offload but does not generate its "
+                       "transfers yet",
+                       m);
+            return false;
+        }
+        static bool said; /* code generation may plan more than once */
+        if (!said)
+            fprintf(stderr, "colossal-compile: note: --offload auto: this build does not generate host offload's "
+                            "transfers yet; the plan for code keeps every group's state on the device\n");
+        said = true;
+        return true;
+    }
+    if (!(cl->host_mem_bytes > 0)) {
+        diag_plain("give the cluster file a \"host\" object (memory_gb, pcie_gbs, adamw_gelems: docs/cluster.md), "
+                   "or use --offload none",
+                   "--offload %s: the cluster '%s' says nothing of its host (host memory 0 bytes per node)", m,
+                   cl->device);
+        return false;
+    }
+    if (o->train.optimizer != AD_OPT_ADAMW) {
+        diag_plain("use --optimizer adamw, or --offload none",
+                   "--offload %s: only AdamW runs on the host (colrt_host_adamw); the optimizer is %s", m,
+                   ad_optimizer_info(o->train.optimizer)->name);
+        return false;
+    }
+    if (o->pp > 1) {
+        diag_plain("use --pp 1, or --offload none", "--offload %s: pipelined plans (--pp %d) do not offload yet", m,
+                   o->pp);
+        return false;
+    }
+    return true;
+}
+
 /* The plan for one mesh. */
 static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
                              const ShardMesh *mesh, DType dt, double limit, const IlpFix *fix) {
@@ -76,8 +129,9 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->cm = (CostModel){&r->cl, &r->mesh, dt};
     r->mem_limit = limit;
     r->mip_gap = o->mip_gap;
-    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train};
+    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL)};
     r->prob = ilp_problem_build(g, &r->cm, &io);
+    r->offload_mode = offload_level(o, NULL) == PO_DEVICE ? "none" : o->offload;
     r->batch = r->prob->batch;
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
     IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
@@ -151,7 +205,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
                        PlanResult *best) {
     CostModel *cms = ir_alloc(sizeof *cms * (size_t)nm);
     IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)nm);
-    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train};
+    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL)};
     double lo = INFINITY;
     /* the sweep's solves run within a --time-limit of their own; a mesh whose
      * problem is not built by then drops out of the sweep */
@@ -269,7 +323,9 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                    "--strategy: unknown strategy '%s'", o->strategy);
         return NULL;
     }
-    IlpFix fix = {NULL, -1, -1};
+    if (!offload_check(o, &cl)) return NULL;
+    IlpFix fix = {NULL, -1, -1, 0};
+    offload_level(o, &fix.offload);
     if (o->recompute && strcmp(o->recompute, "auto")) {
         for (int p = 0; p < RC__COUNT; p++)
             if (!strcmp(o->recompute, ilp_recompute_name(p))) fix.recompute = p;
@@ -355,6 +411,19 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                           : min_price.mem_acts >= min_price.mem_transient ? "saved activations"
                                                                           : "the largest transient";
         if (o->quiet_no_fit) return NULL;
+        double host_limit = cl.host_mem_bytes / cl.per_node;
+        if (fix.offload != 0 && min_price.host_bytes > host_limit * (1 + 1e-9)) {
+            char hb[32], hl[32], hn[32];
+            fmt_bytes(hb, sizeof hb, min_price.host_bytes);
+            fmt_bytes(hl, sizeof hl, host_limit);
+            fmt_bytes(hn, sizeof hn, cl.host_mem_bytes);
+            diag_plain("use more devices, --offload auto or none, or a cluster with more host memory",
+                       "no plan fits: at its smallest (%s per device) the plan offloads state needing %s of host "
+                       "memory per device, more than the host's %s per device (%s per node over %d devices); "
+                       "the device limit is %s",
+                       mn, hb, hl, hn, cl.per_node, lim);
+            return NULL;
+        }
         bool params_dominate = min_price.mem_params >= min_price.mem_acts;
         const char *fixhint =
             params_dominate ? (fix.zero >= 0 && fix.zero < 3
@@ -425,6 +494,7 @@ static cJSON *price_json(const IlpPrice *p) {
     cJSON_AddNumberToObject(o, "grad_sync_exposed_s", p->sync_exposed_s);
     cJSON_AddNumberToObject(o, "optimizer_s", p->optimizer_s);
     cJSON_AddNumberToObject(o, "zero_gather_s", p->gather_s);
+    if (p->offload_s > 0) cJSON_AddNumberToObject(o, "offload_exposed_s", p->offload_exposed_s);
     return o;
 }
 
@@ -435,6 +505,53 @@ static const IlpBaseline *best_baseline(const PlanResult *r) {
             (!b || r->base[i].price.step_s < b->price.step_s))
             b = &r->base[i];
     return b;
+}
+
+/* "offload" (docs/plan-format.md): where each parameter group's update
+ * state lives, the bytes moved per step, the host bytes. Written when
+ * --offload is not none. */
+static void offload_json(cJSON *root, const Graph *g, const PlanResult *r) {
+    const IlpProblem *p = r->prob;
+    const IlpPrice *pr = &r->price;
+    cJSON *o = cJSON_AddObjectToObject(root, "offload");
+    cJSON_AddStringToObject(o, "mode", r->offload_mode);
+    cJSON_AddStringToObject(o, "level", placement_offload_name(p->opt.offload));
+    cJSON_AddNumberToObject(o, "host_limit_bytes", p->host_limit);
+    cJSON_AddNumberToObject(o, "host_bytes", pr->host_bytes);
+    cJSON_AddNumberToObject(o, "device_bytes_offloaded", pr->mem_offloaded);
+    cJSON_AddNumberToObject(o, "d2h_bytes_per_step", pr->d2h_bytes);
+    cJSON_AddNumberToObject(o, "h2d_bytes_per_step", pr->h2d_bytes);
+    cJSON_AddNumberToObject(o, "pipeline_s", pr->offload_s);
+    cJSON_AddNumberToObject(o, "exposed_s", pr->offload_exposed_s);
+    cJSON *gr = cJSON_AddArrayToObject(o, "groups");
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        if (!G->n_params) continue;
+        const IlpStrat *S = &G->strats[r->choice.strat[gi]];
+        bool host = r->choice.offload[gi] && S->off_elems[r->choice.zero[gi]] > 0;
+        PlaceOffload lv = host ? (PlaceOffload)p->opt.offload : PO_DEVICE;
+        double e = host ? G->mult * S->off_elems[r->choice.zero[gi]] : 0;
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "group", G->name);
+        cJSON *pa = cJSON_AddArrayToObject(x, "params");
+        for (int m = 0; m < G->n_members; m++) {
+            const Node *nd = ir_node(g, G->members[m].node);
+            for (int i = 0; i < nd->n_in; i++)
+                if (ir_val(g, nd->in[i])->role == ROLE_PARAM)
+                    cJSON_AddItemToArray(pa, cJSON_CreateString(ir_val(g, nd->in[i])->name));
+        }
+        cJSON_AddNumberToObject(x, "instances", G->mult);
+        cJSON_AddStringToObject(x, "placement", placement_offload_name(lv));
+        cJSON_AddStringToObject(x, "optimizer_state", host ? "host" : "device");
+        cJSON_AddStringToObject(x, "master_weights", lv == PO_MASTER ? "host" : "device");
+        cJSON_AddStringToObject(x, "update", host ? "host" : "device");
+        cJSON_AddNumberToObject(x, "elements", e);
+        cJSON_AddNumberToObject(x, "host_bytes", e * p->off_host);
+        cJSON_AddNumberToObject(x, "device_bytes_offloaded", e * p->off_dev);
+        cJSON_AddNumberToObject(x, "d2h_bytes_per_step", e * p->off_d2h);
+        cJSON_AddNumberToObject(x, "h2d_bytes_per_step", e * p->off_h2d);
+        cJSON_AddItemToArray(gr, x);
+    }
 }
 
 char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
@@ -535,6 +652,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
         cJSON_AddNumberToObject(o, "stage", r->choice.zero[gi]);
         cJSON_AddItemToArray(zero, o);
     }
+    if (r->offload_mode && strcmp(r->offload_mode, "none")) offload_json(root, g, r);
     plan_json_report(root, g, r);
     if (r->n_sweep) {
         cJSON *sw = cJSON_AddArrayToObject(root, "memory_sweep");

@@ -35,6 +35,8 @@ typedef struct PlanOptions {
                                  * searches for a limit whose plan's arena fits) */
     int sweep_points;           /* --sweep-mem: re-solve at this many limits (0: no sweep) */
     AdOptions train;            /* the optimizer the plan prices (default AdamW) */
+    const char *offload;        /* NULL/"none", "optim", "optim+master", "auto" (host offload:
+                                 * docs/sharding.md) */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);
@@ -70,6 +72,7 @@ typedef struct PlanResult {
     int n_sweep;                /* --sweep-mem: the best plan at each limit */
     PlanSweepPoint *sweep;
     Placement *pl;              /* the plan as the lowering reads it (placement.c) */
+    const char *offload_mode;   /* --offload as given ("none" when not) */
 } PlanResult;
 
 /* Plans g. Returns NULL after reporting a user error (bad cluster, mesh,

@@ -350,6 +350,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                  * gradient, write the parameter: 28 bytes per element (the
                  * optimizer's row in autodiff.c) */
                 S->opt_s[z] += oi->step_bytes * (z == 0 ? local : local / shard) / bw;
+                if (p->opt.offload != PO_DEVICE) S->off_elems[z] += z == 0 ? local : local / shard;
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
                  * all-reduce of every parameter's pair: a share of its latency */
@@ -485,6 +486,35 @@ static void build_edges(Builder *b) {
     }
 }
 
+/* Host offload's prices per element of an offloaded optimizer slice (docs/
+ * sharding.md "Host offload"). Only AdamW runs on the host (colrt_host_adamw);
+ * other optimizers, or a cluster without a host, offload nothing. The host
+ * holds m, v, an fp32 copy of the parameter (the master, or under PO_OPTIM the
+ * staging of the device's master) and the gradient's staging, plus under mixed
+ * precision the parameter's compute copy before it goes down. Each step: the
+ * gradient goes up; under PO_OPTIM with mixed precision the fp32 master goes up
+ * and comes back, else the parameter comes back in its compute dtype. The
+ * offloaded updates run as a pipeline (gradient copies on one stream, the host
+ * AdamW, parameter copies on another), so its time per element is its slowest
+ * stage: the larger copy at the PCIe rate, or the host AdamW. */
+static void offload_prices(IlpProblem *p, const AdOptions *train, bool half) {
+    const ShardCluster *cl = p->cm->cl;
+    int level = p->opt.offload;
+    if (level != PO_DEVICE && (train->optimizer != AD_OPT_ADAMW || !(cl->host_mem_bytes > 0) ||
+                               !(cl->pcie_bw > 0) || !(cl->host_adamw_rate > 0)))
+        level = p->opt.offload = PO_DEVICE;
+    if (level == PO_DEVICE) return;
+    double ps = p->param_bytes, gs = p->grad_bytes;
+    bool master_crosses = level == PO_OPTIM && half;
+    p->off_dev = 8 + (level == PO_MASTER && half ? 4 : 0);
+    p->off_host = 8 + 4 + gs + (half ? ps : 0);
+    p->off_d2h = gs + (master_crosses ? 4 : 0);
+    p->off_h2d = master_crosses ? 4 : ps;
+    p->off_s = fmax(fmax(p->off_d2h, p->off_h2d) / cl->pcie_bw, 1 / cl->host_adamw_rate);
+    p->off_opt_s = ad_optimizer_info(train->optimizer)->step_bytes / (cl->mem_bw * cost_class(OPC_OPTIMIZER)->bw_eff);
+    p->host_limit = cl->host_mem_bytes / cl->per_node;
+}
+
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o) {
     IlpProblem *p = ir_alloc(sizeof *p);
     p->g = g;
@@ -502,6 +532,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     /* and the f32 cast of each gradient, read by the clipping norm and the
      * update, which replaces the gradient (dead after the cast) */
     p->grad32_bytes = half ? 4 : 0;
+    offload_prices(p, train, half);
     p->group_of_node = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     p->member_of_node = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     for (int v = 0; v < g->n_values; v++)

@@ -13,6 +13,7 @@
 
 #include "autodiff.h"
 #include "cost.h"
+#include "placement.h" /* PlaceOffload */
 
 /* ---- problem.c: the planning problem -------------------------------------- */
 
@@ -43,6 +44,8 @@ typedef struct IlpStrat {
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
     double gather_s[ZERO_STAGES];   /* parameter all-gathers (ZeRO 1-3) */
     double opt_s[ZERO_STAGES];      /* optimizer step */
+    double off_elems[ZERO_STAGES];  /* elements of this rank's optimizer slice that host offload
+                                     * may move (0: its optimizer cannot run on the host) */
     double param_local;         /* bytes of the group's parameters as used (gathered) */
     bool accumulates;           /* gradients accumulate across micro-batches: each is
                                  * computed into a temporary, then added */
@@ -96,6 +99,8 @@ typedef struct IlpOptions {
                                  * splitting a kernel_whole iterator (ops.h) */
     const AdOptions *train;     /* the optimizer (its state, step traffic, trust-ratio
                                  * norms); NULL: AdamW's defaults */
+    int offload;                /* PlaceOffload: the level a group that offloads takes;
+                                 * PO_DEVICE: none may (the default) */
 } IlpOptions;
 
 typedef struct IlpProblem {
@@ -119,6 +124,14 @@ typedef struct IlpProblem {
                                  * born in the backward, not held across micro-batches */
     bool timed_out;             /* construction stopped at the deadline (ilp_set_deadline):
                                  * the problem is incomplete; ilp_solve refuses it */
+    /* host offload (docs/sharding.md "Host offload"): a group that offloads moves
+     * off_elems of state; per such element (IlpOptions.offload's level): */
+    double off_dev;             /* device bytes freed */
+    double off_host;            /* host bytes held (state, master, staging) */
+    double off_d2h, off_h2d;    /* bytes copied each step, each way */
+    double off_s;               /* seconds of the offloaded update's pipeline (copies, host AdamW) */
+    double off_opt_s;           /* seconds of the device update it replaces */
+    double host_limit;          /* host bytes per device (the node's host memory / its devices) */
 } IlpProblem;
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);
@@ -139,6 +152,7 @@ typedef struct IlpChoice {
     int *strat;                 /* per group */
     int *zero;                  /* per group (0 where it owns no parameters) */
     int (*count)[RC__COUNT];    /* per block: instances under each policy */
+    int *offload;               /* per group: 1 its optimizer state lives on the host */
 } IlpChoice;
 
 typedef struct IlpPrice {
@@ -158,6 +172,10 @@ typedef struct IlpPrice {
     double mem_recompute;       /* a recomputed block instance's activations, re-made in the
                                  * backward (the largest; 0 when nothing recomputes) */
     int peak_moment;            /* 0: the head's backward, 1: a block's backward, 2: the update */
+    /* host offload: device bytes moved out of mem_params, host bytes, bytes copied per
+     * step each way, the offloaded updates' pipeline and what of it the backward
+     * does not hide (in step_s; optimizer_s no longer counts their device update) */
+    double mem_offloaded, host_bytes, d2h_bytes, h2d_bytes, offload_s, offload_exposed_s;
 } IlpPrice;
 
 /* Whether group g's transients are live at the head's backward: the head's
@@ -188,6 +206,7 @@ typedef struct IlpFix {
     bool *allowed;              /* per group, n_strats flags concatenated (offset by ilp_fix_offset) */
     int zero;                   /* -1 free, else every group's stage */
     int recompute;              /* -1 free, else every block's policy */
+    int offload;                /* -1 free, 0 no group offloads, 1 every group that can */
 } IlpFix;
 
 typedef struct IlpSettings {

@@ -310,6 +310,14 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
 
 LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *dump_after, StrBuf *err,
                               const char **hint) {
+    for (ValueId v = 0; v < g->n_values; v++)
+        if (pl->offload[v] > PO_DEVICE) { /* host offload: planned and priced, not lowered yet */
+            sb_printf(err, "the plan keeps the optimizer state of %%%s (and others) in host memory (--offload); "
+                           "this build plans and prices host offload but does not generate its transfers yet",
+                      ir_val(g, v)->name);
+            *hint = "--emit plan shows the placement; generate code with --offload none";
+            return NULL;
+        }
     const ShardMesh *m = &pl->mesh;
     int world = m->n_devices, busy_axes = 0;
     for (int a = 0; a < m->n_axes; a++) busy_axes += m->size[a] > 1;

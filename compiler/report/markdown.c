@@ -208,6 +208,40 @@ static void pipeline_stages(const cJSON *r, StrBuf *o) {
     sb_putc(o, '\n');
 }
 
+/* Host offload (plan JSON `offload`, docs/sharding.md): only when --offload was given. */
+static void host_offload(const cJSON *r, StrBuf *o) {
+    const cJSON *of = rep_get(r, "offload"), *e;
+    if (!of) return;
+    char a[32], b[32], c[32], d[32], t[32], x[32], y[32];
+    int on = 0, n = 0;
+    cJSON_ArrayForEach(e, rep_get(of, "groups")) n++, on += !strcmp(rep_str(e, "update"), "host");
+    StrBuf w;
+    sb_init(&w);
+    sb_puts(o, "## Host offload\n\n");
+    sb_printf(&w, "`--offload %s` (level %s): %d of %d parameter groups keep their optimizer state "
+                 "in host memory and update it there. Device memory freed: %s; host memory: %s of %s per device; "
+                 "copied each step: %s down, %s up; the offloaded updates' pipeline %s, of it not hidden by the "
+                 "backward %s.",
+              rep_str(of, "mode"), rep_str(of, "level"), on, n, B(a, rep_num(of, "device_bytes_offloaded")),
+              B(b, rep_num(of, "host_bytes")), B(c, rep_num(of, "host_limit_bytes")),
+              B(d, rep_num(of, "d2h_bytes_per_step")), B(x, rep_num(of, "h2d_bytes_per_step")),
+              T(t, rep_num(of, "pipeline_s")), T(y, rep_num(of, "exposed_s")));
+    rep_wrap(o, sb_cstr(&w), 100);
+    sb_free(&w);
+    sb_puts(o, "\n");
+    if (!on) return;
+    sb_puts(o, "| group | instances | optimizer state | master weights | update | host bytes | down / up per step |\n"
+               "|---|---:|---|---|---|---:|---:|\n");
+    cJSON_ArrayForEach(e, rep_get(of, "groups")) {
+        if (strcmp(rep_str(e, "update"), "host")) continue;
+        sb_printf(o, "| %s | %d | %s | %s | %s | %s | %s / %s |\n", rep_str(e, "group"), rep_int(e, "instances"),
+                  rep_str(e, "optimizer_state"), rep_str(e, "master_weights"), rep_str(e, "update"),
+                  B(a, rep_num(e, "host_bytes")), B(b, rep_num(e, "d2h_bytes_per_step")),
+                  B(c, rep_num(e, "h2d_bytes_per_step")));
+    }
+    sb_putc(o, '\n');
+}
+
 static void memory(const RepDoc *d, StrBuf *o) {
     const cJSON *r = d->root;
     char a[32], b[32], lb[256];
@@ -478,6 +512,7 @@ void rep_markdown(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrB
     blocks_zero(d, o);
     pipeline_stages(r, o);
     memory(d, o);
+    host_offload(r, o);
     communication(r, o);
     solver(r, o);
     sweep(r, o);

@@ -174,6 +174,31 @@ void colrt_memset0(void *dst, size_t bytes, colrt_stream *s);
 void colrt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                      size_t height, colrt_stream *s);
 
+/* ---- host memory (offload) ------------------------------------------------------
+ * A host arena beside the device arena, for state a plan keeps in host memory
+ * (optimizer moments, fp32 master weights): allocated once, zeroed, buffers at
+ * static offsets (colrt_arena_at addresses it as it does the device arena).
+ * CUDA: pinned (cudaHostAlloc), so copies are asynchronous DMA; CPU: an
+ * allocation of its own, apart from the device arena.
+ *
+ * colrt_memcpy_async copies between the two (COLRT_D2H, COLRT_H2D) in s's
+ * order and returns at once: neither buffer may be touched until an event
+ * recorded on s after it has completed (colrt_stream_wait(NULL, e)). Programs
+ * give it one copy stream per direction, ordered after the compute with
+ * events. CUDA: cudaMemcpyAsync; CPU: a real memcpy on s's worker thread (in
+ * the caller when streams are synchronous or s is NULL). Under the watchdog
+ * (colrt_set_timeout): on the CPU a stream's copy, and a stream's wait for an
+ * event, that runs past the timeout ends the job naming it and the stream.
+ *
+ * colrt_host_adamw is AdamW over host memory (fp32 p, g, m, v: the update of
+ * host-resident state), the same arithmetic as colrt_adamw on f32 (the same
+ * bits), as one OpenMP loop the compiler vectorizes. Runs in the caller. */
+colrt_arena colrt_host_arena_create(size_t bytes); /* zeroed */
+void colrt_host_arena_destroy(colrt_arena *a);
+void colrt_memcpy_async(void *dst, const void *src, size_t bytes, colrt_copy_kind kind, colrt_stream *s);
+void colrt_host_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1, float beta2,
+                      float eps, float weight_decay, int64_t step, float grad_scale);
+
 /* ---- collectives ---------------------------------------------------------------
  * Over one mesh axis. Counts are in elements. In-place is allowed where
  * send == recv (all-reduce, broadcast); all-gather's recv holds n*count

@@ -43,6 +43,12 @@ void colrt__stream_coll(colrt_stream *s, colrt_mesh *m, const colrt_coll *c);
 void colrt__stream_copy2d(colrt_stream *s, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                           size_t height);
 void colrt__stream_memset0(colrt_stream *s, void *dst, size_t bytes);
+/* A copy between the host arena and the device (colrt_memcpy_async) in s's
+ * order, under the watchdog by the name `what` (a string that lives forever). */
+void colrt__stream_host_copy(colrt_stream *s, void *dst, const void *src, size_t bytes, const char *what);
+/* Test seam: gives e a generation nothing will complete, so a stream told to
+ * wait for it is stuck (the watchdog's test for copy streams). */
+void colrt__event_stick(colrt_event *e);
 /* Kernels run in the caller whatever their stream; called first, it waits
  * for s's earlier work so a kernel still follows it (no-op for NULL). */
 void colrt__stream_order(colrt_stream *s);

@@ -51,6 +51,22 @@ void colrt_arena_destroy(colrt_arena *a) {
     a->size = 0;
 }
 
+/* The host arena: an allocation of its own (here "device" memory is host
+ * memory too, but the two arenas stay apart, so a plan's device arena is
+ * what it would be on a GPU and a stray device offset into host state shows). */
+colrt_arena colrt_host_arena_create(size_t bytes) { return colrt_arena_create(bytes); }
+void colrt_host_arena_destroy(colrt_arena *a) { colrt_arena_destroy(a); }
+
+void colrt_memcpy_async(void *dst, const void *src, size_t bytes, colrt_copy_kind kind, colrt_stream *s) {
+    if (kind != COLRT_D2H && kind != COLRT_H2D)
+        colrt_die("colrt_memcpy_async: kind %d is not COLRT_D2H or COLRT_H2D; hint: device-to-device copies use "
+                  "colrt_memcpy",
+                  (int)kind);
+    if (bytes && (!dst || !src)) colrt_die("colrt_memcpy_async: a NULL buffer for %zu bytes", bytes);
+    colrt__stream_host_copy(s, dst, src, bytes,
+                            kind == COLRT_D2H ? "a device-to-host copy" : "a host-to-device copy");
+}
+
 /* Host-to-device and device-to-host copies on a stream wait for the stream
  * and copy in the caller (the host reads or reuses its buffer next, as the
  * CUDA backend's D2H does); device-to-device copies and zeroing are queued. */

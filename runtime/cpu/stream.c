@@ -56,6 +56,7 @@ typedef struct op {
             void *dst;
             const void *src;
             size_t dpitch, spitch, width, height;
+            const char *what; /* non-NULL: a host copy, run under the watchdog by this name */
         } copy;
         struct {
             void *dst;
@@ -147,16 +148,22 @@ static void run_op(const op *o) {
     case OP_COLL: colrt__coll_run(&o->u.coll.c, *o->u.coll.comm); break;
     case OP_COPY2D: {
         const size_t h = o->u.copy.height, w = o->u.copy.width;
+        if (o->u.copy.what) colrt__coll_begin(o->u.copy.what, -1);
         if (h == 1) memmove(o->u.copy.dst, o->u.copy.src, w);
         else
             for (size_t r = 0; r < h; r++)
                 memcpy((char *)o->u.copy.dst + r * o->u.copy.dpitch, (const char *)o->u.copy.src + r * o->u.copy.spitch,
                        w);
+        if (o->u.copy.what) colrt__coll_end();
         break;
     }
     case OP_MEMSET: memset(o->u.set.dst, 0, o->u.set.bytes); break;
     case OP_RECORD: event_pass(o->u.ev.e, o->u.ev.gen, 0); break;
-    case OP_WAIT: event_pass(o->u.ev.e, o->u.ev.gen, 1); break;
+    case OP_WAIT: /* a stream held up by another: under the watchdog, so a stuck copy stream is named */
+        colrt__coll_begin("a stream's wait for an event", -1);
+        event_pass(o->u.ev.e, o->u.ev.gen, 1);
+        colrt__coll_end();
+        break;
     }
 }
 
@@ -345,6 +352,14 @@ void colrt__stream_copy2d(colrt_stream *s, void *dst, size_t dpitch, const void 
     else run_op(&o);
 }
 
+void colrt__stream_host_copy(colrt_stream *s, void *dst, const void *src, size_t bytes, const char *what) {
+    if (!bytes) return;
+    op o = {.kind = OP_COPY2D};
+    o.u.copy.dst = dst, o.u.copy.src = src, o.u.copy.width = bytes, o.u.copy.height = 1, o.u.copy.what = what;
+    if (queued_on(s)) enqueue(s, &o);
+    else run_op(&o);
+}
+
 void colrt__stream_memset0(colrt_stream *s, void *dst, size_t bytes) {
     if (!bytes) return;
     op o = {.kind = OP_MEMSET};
@@ -405,6 +420,12 @@ void colrt_stream_wait(colrt_stream *s, colrt_event *e) {
     op o = {.kind = OP_WAIT};
     o.u.ev.e = e, o.u.ev.gen = gen;
     enqueue(s, &o);
+}
+
+void colrt__event_stick(colrt_event *e) {
+    pthread_mutex_lock(&ev_mu);
+    e->recorded++;
+    pthread_mutex_unlock(&ev_mu);
 }
 
 int colrt_event_done(colrt_event *e) {

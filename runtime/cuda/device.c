@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <string.h>
 
 #include "cuda.h"
 
@@ -147,4 +148,38 @@ void colrt_memcpy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, s
 
 void colrt_memset0(void *dst, size_t bytes, colrt_stream *s) {
     if (bytes) COLRT_CUDA(cudaMemsetAsync(dst, 0, bytes, colrt__cuda_stream(s)));
+}
+
+/* The host arena: pinned, so cudaMemcpyAsync from and to it is DMA that
+ * overlaps kernels (pageable memory would be staged through a bounce buffer,
+ * synchronously). */
+colrt_arena colrt_host_arena_create(size_t bytes) {
+    colrt_arena a = {0};
+    size_t sz = (bytes + COLRT_ALIGN - 1) / COLRT_ALIGN * COLRT_ALIGN;
+    void *p = NULL;
+    cudaError_t e = cudaHostAlloc(&p, sz ? sz : COLRT_ALIGN, cudaHostAllocDefault);
+    if (e != cudaSuccess)
+        colrt_die("colrt_host_arena_create: cudaHostAlloc of %zu bytes of pinned host memory failed: %s; hint: the "
+                  "plan's host memory exceeds what this node can pin (see the cluster's host_memory_bytes)",
+                  bytes, cudaGetErrorString(e));
+    memset(p, 0, sz ? sz : COLRT_ALIGN);
+    a.base = p;
+    a.size = bytes;
+    return a;
+}
+
+void colrt_host_arena_destroy(colrt_arena *a) {
+    if (a->base) COLRT_CUDA(cudaFreeHost(a->base));
+    a->base = NULL;
+    a->size = 0;
+}
+
+void colrt_memcpy_async(void *dst, const void *src, size_t bytes, colrt_copy_kind kind, colrt_stream *s) {
+    if (kind != COLRT_D2H && kind != COLRT_H2D)
+        colrt_die("colrt_memcpy_async: kind %d is not COLRT_D2H or COLRT_H2D; hint: device-to-device copies use "
+                  "colrt_memcpy",
+                  (int)kind);
+    if (!bytes) return;
+    COLRT_CUDA(cudaMemcpyAsync(dst, src, bytes, kind == COLRT_D2H ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice,
+                               colrt__cuda_stream(s)));
 }

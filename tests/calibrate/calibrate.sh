@@ -53,6 +53,9 @@ for link in ("intra", "inter"):
 assert c["mem_bw_gbs"] > 0
 k = c["calibration"]["collectives"]["intra"]
 assert set(k) >= {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"}, list(k)
+h, hc = c["host"], c["calibration"]["host_offload"]   # host offload: memory, copies, host AdamW
+assert h["memory_gb"] > 0 and h["pcie_gbs"] > 0 and h["adamw_gelems"] > 0, h
+assert h["pcie_gbs"] == min(hc["d2h_gbs"], hc["h2d_gbs"]) and h["adamw_gelems"] == hc["adamw_gelems"], (h, hc)
 print("calibrated file ok:", c["device"], "reserve", r)
 PY
 

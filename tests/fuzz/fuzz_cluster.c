@@ -1,7 +1,8 @@
 /*
  * fuzz_cluster.c — libFuzzer target for cluster JSON (--cluster FILE.json,
  * shard/cluster.c): any input is rejected with a message, or gives
- * a cluster whose sizes are positive, finite and within SHARD_MAX_DEVICES.
+ * a cluster whose sizes are positive, finite and within SHARD_MAX_DEVICES
+ * (and a host, when it has one, with its three figures positive and finite).
  */
 #include <math.h>
 #include <stdint.h>
@@ -23,6 +24,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (c.nodes < 1 || c.per_node < 1 || (int64_t)c.nodes * c.per_node > SHARD_MAX_DEVICES) abort();
         if (!(c.mem_bytes > 0) || !isfinite(c.mem_bytes) || !isfinite(c.intra_bw) || !isfinite(c.inter_bw)) abort();
         if (shard_cluster_devices(&c) < 1) abort();
+        /* the host (offload): absent, or all three positive and finite */
+        bool host = c.host_mem_bytes != 0 || c.pcie_bw != 0 || c.host_adamw_rate != 0;
+        if (host && (!(c.host_mem_bytes > 0) || !isfinite(c.host_mem_bytes) || !(c.pcie_bw > 0) ||
+                     !isfinite(c.pcie_bw) || !(c.host_adamw_rate > 0) || !isfinite(c.host_adamw_rate)))
+            abort();
     } else if (!err.len) {
         abort(); /* a refusal says why */
     }

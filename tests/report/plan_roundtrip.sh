@@ -33,6 +33,7 @@ gen sweep-gpt2 "$src/examples/ir/gpt2-tiny.cir" --batch 8 --cluster h100:1x4 --m
 gen sweep-2layer "$src/examples/ir/gpt2-2layer.cir" --cluster h100:2x4 --sweep-mem=5 --emit report
 gen sweep-llama-all "$src/examples/ir/llama-tiny.cir" --cluster h100:1x2 --mem 80KB --sweep-mem=3 --emit all --target cpu
 gen baseline-222 "$src/examples/ir/mlp.cir" --cluster h100:1x8 --mesh 2x2x2 --strategy zero3 --emit plan
+gen offload-auto "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x1 --offload auto --mem 120KB --emit plan
 
 plans=()
 while IFS= read -r p; do plans+=("$p"); done < <(find "$e2e" "$tmp" -name '*.plan.json' | sort)

@@ -51,6 +51,9 @@ print("planned timeline:", "ok" if ok else "FAIL", tl["source"], tl["peak_bytes"
 sys.exit(0 if ok else 1)
 PY
 grep -q "Memory over the step (planned)" "$tmp/mlp-code/mlp.report.md" || { echo "FAIL: report does not show the planned timeline"; fail=$((fail + 1)); }
+# host offload chosen per group (auto) under a binding --mem, in bf16 (the master weights move too)
+plan gpt2-offload "$src/examples/ir/gpt2-tiny.cir" --offload auto --mem 120KB --dtype bf16
+plan gpt2-offload-optim "$src/examples/ir/gpt2-tiny.cir" --offload optim
 plan llama-tiny "$src/examples/llama/llama.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DN_KV_HEAD=2 -DFFN=128 -DVOCAB=256 -DSEQ=16 --batch 8 --dtype bf16
 "$py" - "$src/docs/plan.schema.json" "$tmp"/*/*.plan.json "$src"/tests/report/*.plan.json <<'PY' || fail=$((fail + 1))
 import json, sys

@@ -11,6 +11,10 @@
  *     rate over its shapes / peak its efficiency, made monotone by isotonic
  *     regression (pool-adjacent-violators, least squares);
  *   - memory-bound kernels (device copy, GELU) in bytes/s;
+ *   - the host (host offload): its physical memory, copies between a host
+ *     arena and the device arena in each direction on a stream (the smaller
+ *     rate is the cluster's PCIe figure), and the host AdamW's elements/s
+ *     (colrt_host_adamw, every rank at once: a device's share of the node);
  *   - all-reduce, all-gather, reduce-scatter and all-to-all per mesh axis
  *     (inside a node; across nodes when there are several), 1 KiB up to a
  *     cap, each fitted to latency + bytes/bandwidth by least squares on
@@ -299,6 +303,55 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
     colrt_arena_destroy(&a);
 }
 
+/* ---- the host (offload) ---------------------------------------------------- */
+
+typedef struct HostCtx {
+    int kind; /* 0 device-to-host, 1 host-to-device, 2 host AdamW */
+    char *dev, *host;
+    size_t bytes;
+    colrt_stream *s;
+    int64_t step;
+} HostCtx;
+
+static void host_work(void *p) {
+    HostCtx *h = p;
+    if (h->kind == 2) {
+        int64_t n = (int64_t)(h->bytes / 16); /* p, g, m, v in the host buffer */
+        float *f = (float *)h->host;
+        colrt_host_adamw(f, f + n, f + 2 * n, f + 3 * n, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++h->step, 1.f);
+        return;
+    }
+    if (h->kind == 0) colrt_memcpy_async(h->host, h->dev, h->bytes, COLRT_D2H, h->s);
+    else colrt_memcpy_async(h->dev, h->host, h->bytes, COLRT_H2D, h->s);
+    colrt_stream_sync(h->s);
+}
+
+/* Physical memory of the node (on the CPU backend the same memory its ranks'
+ * "device" arenas use: a plan's device and host bytes then share it). */
+static void bench_host(const Opts *o, ShardCluster *cl, cJSON *cal) {
+    size_t bytes = o->quick ? (size_t)16 << 20 : (size_t)256 << 20;
+    colrt_arena d = colrt_arena_create(bytes), h = colrt_host_arena_create(bytes);
+    HostCtx c = {0, d.base, h.base, bytes, colrt_stream_create(), 0};
+    cJSON *hj = cJSON_AddObjectToObject(cal, "host_offload");
+    double rate[3];
+    static const char *names[3] = {"d2h_gbs", "h2d_gbs", "adamw_gelems"};
+    for (int k = 0; k < 3; k++) {
+        c.kind = k;
+        double t = time_op(host_work, &c, o->min_time);
+        rate[k] = k < 2 ? (double)bytes / t : (double)(bytes / 16) / t;
+        cJSON_AddNumberToObject(hj, names[k], rate[k] / 1e9);
+    }
+    cl->pcie_bw = fmin(rate[0], rate[1]);
+    cl->host_adamw_rate = rate[2];
+    cl->host_mem_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (R == 0)
+        printf("host: %.1f GB, copies %.2f GB/s down, %.2f GB/s up (%zu MiB), AdamW %.3g elements/s per rank\n",
+               cl->host_mem_bytes / 1e9, rate[0] / 1e9, rate[1] / 1e9, bytes >> 20, rate[2]);
+    colrt_stream_destroy(c.s);
+    colrt_host_arena_destroy(&h);
+    colrt_arena_destroy(&d);
+}
+
 /* ---- collectives ---------------------------------------------------------- */
 
 enum { AR, AG, RS, A2A, NKIND };
@@ -559,6 +612,7 @@ int main(int argc, char **argv) {
     double ws = 0;
     bench_gemm(&o, &cl, cal, &ws);
     bench_memory(&o, &cl, cal);
+    bench_host(&o, &cl, cal);
     cJSON *cj = cJSON_AddObjectToObject(cal, "collectives");
     double grew = 0;
     char note[256];

@@ -1,0 +1,238 @@
+/*
+ * test_offload.c — host offload in the planner (docs/sharding.md "Host
+ * offload"):
+ *   - the presets carry a host (memory, PCIe, host AdamW rate) and a
+ *     cluster file's "host" object is read back as written;
+ *   - pricing: offloading every group moves exactly 8 bytes per element of
+ *     the optimizer slices (m, v) off the device, holds 16 on the host (f32:
+ *     m, v, the parameter's fp32 copy, the gradient's staging), copies 4
+ *     down and 4 up per step, and removes the device update's time;
+ *   - exactness: with a device limit that binds and a host limit that
+ *     binds too, a brute force over every (strategy, ZeRO stage, on host or
+ *     not) per group finds the ILP's optimum, and the ILP's objective is the
+ *     evaluator's price of its choice;
+ *   - forced (IlpFix.offload = 1): every group that can offloads;
+ *   - an optimizer the host does not run (LAMB) offloads nothing.
+ * Times: relative tolerance 1e-7 (GLPK's feasibility tolerance acts on the
+ * continuous columns).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include <cjson/cJSON.h>
+
+#include "check.h"
+#include "plan.h"
+#include "text.h"
+
+#define RTOL 1e-7
+
+static const char *mlp_cir =
+    "# colossal-ir 1\n"
+    "graph mlp\n"
+    "input %x : f32[32,64]\n"
+    "input %y : i32[32]\n"
+    "param %fc1.weight : f32[64,256] init=normal(0.02)\n"
+    "param %fc1.bias : f32[256] init=zeros\n"
+    "param %fc2.weight : f32[256,8] init=normal(0.02)\n"
+    "param %fc2.bias : f32[8] init=zeros\n"
+    "%h0 : f32[32,256] = matmul(%x, %fc1.weight) {ta=0, tb=0}\n"
+    "%h1 : f32[32,256] = add(%h0, %fc1.bias)\n"
+    "%h2 : f32[32,256] = relu(%h1)\n"
+    "%h3 : f32[32,8] = matmul(%h2, %fc2.weight) {ta=0, tb=0}\n"
+    "%logits : f32[32,8] = add(%h3, %fc2.bias)\n"
+    "%loss : f32[] = cross_entropy(%logits, %y)\n"
+    "output %loss\n";
+
+static ShardCluster cl;
+static ShardMesh mesh;
+static CostModel cm;
+
+static void setup(const char *cluster, const char *m) {
+    StrBuf e;
+    sb_init(&e);
+    IR_ASSERT(shard_cluster_load(cluster, &cl, &e, NULL));
+    IR_ASSERT(shard_mesh_parse(&cl, m, &mesh, &e));
+    sb_free(&e);
+    cm = (CostModel){&cl, &mesh, DT_F32};
+}
+
+static void clusters(void) {
+    ShardCluster c;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_preset("h200", &c, &e));
+    CHECK(c.host_mem_bytes == 2000e9 && c.pcie_bw == 63e9 && c.host_adamw_rate == 2.7e9);
+    CHECK(shard_cluster_preset("cpu", &c, &e));
+    CHECK(c.host_mem_bytes == 6e9 && c.pcie_bw == 4.3e9 && c.host_adamw_rate == 0.7e9);
+    /* written and read back */
+    cJSON *j = shard_cluster_to_json(&c);
+    char *text = cJSON_PrintUnformatted(j);
+    ShardCluster back;
+    CHECK(shard_cluster_from_json(text, "back.json", &back, &e));
+    CHECK(back.host_mem_bytes == c.host_mem_bytes && back.pcie_bw == c.pcie_bw &&
+          back.host_adamw_rate == c.host_adamw_rate);
+    /* a bad host field is named */
+    cJSON *h = cJSON_GetObjectItem(j, "host");
+    cJSON_ReplaceItemInObject(h, "pcie_gbs", cJSON_CreateNumber(-1));
+    free(text);
+    text = cJSON_PrintUnformatted(j);
+    sb_free(&e);
+    sb_init(&e);
+    CHECK(!shard_cluster_from_json(text, "bad.json", &back, &e));
+    CHECK_CONTAINS(sb_cstr(&e), "field 'host.pcie_gbs' must be positive");
+    /* no host object: no host */
+    cJSON_DeleteItemFromObject(j, "host");
+    free(text);
+    text = cJSON_PrintUnformatted(j);
+    CHECK(shard_cluster_from_json(text, "nohost.json", &back, &e));
+    CHECK(back.host_mem_bytes == 0);
+    free(text);
+    cJSON_Delete(j);
+    sb_free(&e);
+}
+
+/* ---- brute force over (strategy, stage, on host) per group -------------------------- */
+
+typedef struct Brute {
+    const IlpProblem *p;
+    IlpChoice c;
+    double limit, host_limit, best_t, min_peak, free_peak, free_t;
+} Brute;
+
+static void brute_groups(Brute *b, int g) {
+    const IlpProblem *p = b->p;
+    if (g == p->n_groups) {
+        IlpPrice pr = ilp_evaluate(p, &b->c);
+        if (pr.host_bytes > b->host_limit * (1 + 1e-12)) return;
+        if (pr.peak_bytes < b->min_peak) b->min_peak = pr.peak_bytes;
+        if (pr.step_s < b->free_t) b->free_t = pr.step_s, b->free_peak = pr.peak_bytes;
+        if (pr.peak_bytes <= b->limit && pr.step_s < b->best_t) b->best_t = pr.step_s;
+        return;
+    }
+    const IlpGroup *G = &p->groups[g];
+    for (int s = 0; s < G->n_strats; s++)
+        for (int z = 0; z < ZERO_STAGES; z++)
+            for (int h = 0; h < 2; h++) {
+                if (G->n_params ? !G->strats[s].zero_ok[z] : z != 0) continue;
+                if (h && !(G->n_params && G->strats[s].off_elems[z] > 0)) continue;
+                b->c.strat[g] = s, b->c.zero[g] = z, b->c.offload[g] = h;
+                brute_groups(b, g + 1);
+            }
+}
+
+static double brute(const IlpProblem *p, double limit, double host_limit, double *min_peak, double *free_peak) {
+    Brute b = {p, ilp_choice_new(p), limit, host_limit, INFINITY, INFINITY, 0, INFINITY};
+    brute_groups(&b, 0);
+    if (min_peak) *min_peak = b.min_peak;
+    if (free_peak) *free_peak = b.free_peak;
+    ilp_choice_free(&b.c);
+    return b.best_t;
+}
+
+static IlpResult solve(const IlpProblem *p, double limit, int forced) {
+    IlpFix fix = {NULL, -1, -1, forced};
+    IlpSettings s = {limit, 60, 0, NULL, false, &fix};
+    return ilp_solve(p, &s);
+}
+
+static void pricing(void) {
+    setup("cpu:1x1", "1");
+    Graph *g = ir_parse("test.cir", mlp_cir, strlen(mlp_cir));
+    IR_ASSERT(g);
+    IlpOptions dev = {true, 1, false, NULL, PO_DEVICE}, off = {true, 1, false, NULL, PO_OPTIM};
+    IlpProblem *pd = ilp_problem_build(g, &cm, &dev), *po = ilp_problem_build(g, &cm, &off);
+    CHECK(pd->off_dev == 0 && po->off_dev == 8 && po->off_host == 16 && po->off_d2h == 4 && po->off_h2d == 4);
+    IlpResult rd = solve(pd, INFINITY, 0), ro = solve(po, INFINITY, 1);
+    CHECK_INT(ro.status, ILP_OPTIMAL);
+    double elems = 64 * 256 + 256 + 256 * 8 + 8;
+    int on_host = 0;
+    for (int gi = 0; gi < po->n_groups; gi++) on_host += ro.choice.offload[gi];
+    CHECK_INT(on_host, 2); /* the two groups that own parameters */
+    /* the same strategies: the device's peak falls by m and v exactly */
+    CHECK(!memcmp(rd.choice.strat, ro.choice.strat, sizeof(int) * (size_t)po->n_groups));
+    CHECK_NEAR(rd.price.peak_bytes - ro.price.peak_bytes, 8 * elems, 1e-12);
+    CHECK_NEAR(ro.price.mem_offloaded, 8 * elems, 1e-12);
+    CHECK_NEAR(ro.price.host_bytes, 16 * elems, 1e-12);
+    CHECK_NEAR(ro.price.d2h_bytes, 4 * elems, 1e-12);
+    CHECK_NEAR(ro.price.h2d_bytes, 4 * elems, 1e-12);
+    CHECK(fabs(ro.price.optimizer_s) < 1e-12 * rd.price.optimizer_s + 1e-18); /* no device update left */
+    CHECK_NEAR(ro.price.offload_s, elems * po->off_s, 1e-12);
+    CHECK(ro.price.offload_exposed_s > 0 && ro.price.offload_exposed_s <= ro.price.offload_s);
+    CHECK_NEAR(ro.objective, ro.price.step_s, RTOL);
+    /* the Placement carries it, per parameter */
+    PlanResult pr = {0};
+    pr.prob = po, pr.choice = ro.choice, pr.chosen = "ilp", pr.mesh = mesh;
+    StrBuf err;
+    sb_init(&err);
+    Placement *pl = plan_placement(g, &pr, false, &err);
+    CHECK(pl != NULL);
+    for (ValueId v = 0; pl && v < g->n_values; v++)
+        CHECK_INT(pl->offload[v], ir_val(g, v)->role == ROLE_PARAM ? PO_OPTIM : -1);
+    CHECK(pl && placement_verify(pl, &err));
+    placement_free(pl);
+    sb_free(&err);
+    ilp_result_free(&rd), ilp_result_free(&ro);
+    /* LAMB does not run on the host: nothing offloads */
+    AdOptions lamb;
+    ad_options_default(&lamb);
+    ad_options_optimizer(&lamb, AD_OPT_LAMB);
+    IlpOptions ol = {true, 1, false, &lamb, PO_OPTIM};
+    IlpProblem *pl2 = ilp_problem_build(g, &cm, &ol);
+    CHECK_INT(pl2->opt.offload, PO_DEVICE);
+    IlpResult rl = solve(pl2, INFINITY, 1);
+    for (int gi = 0; gi < pl2->n_groups; gi++) CHECK_INT(rl.choice.offload[gi], 0);
+    ilp_result_free(&rl);
+    ilp_problem_free(pl2);
+    ilp_problem_free(pd), ilp_problem_free(po);
+    ir_graph_free(g);
+}
+
+/* On 2x2 (strategies and ZeRO stages to choose too), limits that bind. */
+static void exactness(void) {
+    setup("cpu:1x4", "2x2");
+    Graph *g = ir_parse("test.cir", mlp_cir, strlen(mlp_cir));
+    IR_ASSERT(g);
+    IlpOptions io = {true, 1, false, NULL, PO_MASTER};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    double min_peak, free_peak;
+    brute(p, INFINITY, INFINITY, &min_peak, &free_peak);
+    CHECK(free_peak > min_peak);
+    double limit = 0.5 * (min_peak + free_peak);
+    double want = brute(p, limit, INFINITY, NULL, NULL);
+    IlpResult r = solve(p, limit, -1);
+    CHECK_INT(r.status, ILP_OPTIMAL);
+    CHECK_NEAR(r.objective, want, RTOL);
+    CHECK_NEAR(r.price.step_s, want, RTOL);
+    CHECK(r.price.peak_bytes <= limit * (1 + 1e-9));
+    printf("offload exactness: device limit %.0f B: brute force %.9g s, ILP %.9g s, host %.0f B\n", limit, want,
+           r.objective, r.price.host_bytes);
+    /* a host limit that binds: the largest of 90 %, 80 %, ... of what that
+     * plan's host holds under which some plan still fits */
+    double host = 0, want_h = INFINITY;
+    for (int k = 9; k >= 1 && !isfinite(want_h); k--) {
+        host = 0.1 * k * r.price.host_bytes;
+        want_h = brute(p, limit, host, NULL, NULL);
+    }
+    CHECK(host > 0);
+    p->host_limit = host;
+    ilp_result_free(&r);
+    r = solve(p, limit, -1);
+    if (isfinite(want_h)) {
+        CHECK_INT(r.status, ILP_OPTIMAL);
+        CHECK_NEAR(r.objective, want_h, RTOL);
+        CHECK(r.price.host_bytes <= host * (1 + 1e-9));
+        CHECK(want_h > want); /* it binds */
+    } else CHECK_INT(r.status, ILP_INFEASIBLE);
+    printf("offload exactness: host limit %.0f B: brute force %.9g s, ILP %.9g s\n", host, want_h, r.objective);
+    ilp_result_free(&r);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
+int main(void) {
+    clusters();
+    pricing();
+    exactness();
+    return check_done("test_solver_offload");
+}
