@@ -48,8 +48,9 @@ static const char usage_text[] =
     "                        (default 1)\n"
     "  --cluster C           preset (h100:8x8, a100-80gb:1x8, ...) or FILE.json\n"
     "  --mesh AxB[xC]        logical device mesh of one pipeline stage (default: tried)\n"
-    "  --pp N                pipeline stages (1F1B; default 1: none); each stage plans on\n"
-    "                        devices/N devices; the micro-batches default to N\n"
+    "  --pp N|auto           pipeline stages (1F1B; default 1: none); each stage plans on\n"
+    "                        devices/N devices; the micro-batches default to N; auto: the\n"
+    "                        planner prices every stage count up to the micro-batches\n"
     "  --mem BYTES           per-device memory limit, e.g. 70GB (default: the device's)\n"
     "  --dtype T             f32 | bf16 | f16 compute dtype\n"
     "  --strategy S          auto | dp | zero1 | zero2 | zero3 | megatron (+ -recompute)\n"
@@ -342,7 +343,8 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
         }
         case OPT_PP: {
             int64_t v = 0;
-            ok = parse_pos_int("--pp", optarg, 1 << 10, &v);
+            if (!strcmp(optarg, "auto")) v = -1; /* the planner chooses (plan_solve) */
+            else ok = parse_pos_int("--pp", optarg, 1 << 10, &v);
             o->pp = (int)v;
             break;
         }

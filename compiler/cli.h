@@ -36,7 +36,7 @@ typedef struct CliOptions {
     double grad_clip;             /* --grad-clip NORM, 0 = no clipping */
     int64_t batch;                /* --batch, 0 = not given */
     int micro_batches;            /* --micro-batches, 0 = let the planner choose */
-    int pp;                       /* --pp N: pipeline stages (0 = not given, 1 = none) */
+    int pp;                       /* --pp N: pipeline stages (0 = not given, 1 = none, -1 = auto) */
     const char *cluster;          /* --cluster PRESET|FILE.json */
     const char *mesh;             /* --mesh 8x8 */
     int64_t mem_bytes;            /* --mem, 0 = the device's memory */

@@ -36,24 +36,24 @@
 
 bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf *hint) {
     if (stages <= 1) return true;
-    if (cl->per_node % stages == 0) {
+    /* the runtime's pipeline axis is the last (fastest) of the rank order:
+     * stage s is the ranks s, s + stages, ...; the submesh is what they are */
+    if (cl->per_node % stages == 0) { /* stages side by side in every node */
         cl->per_node /= stages;
         return true;
     }
-    if (cl->nodes % stages == 0 && cl->per_node == 1) {
-        cl->nodes /= stages;
-        return true;
-    }
-    if (cl->nodes % stages == 0) {
-        cl->nodes /= stages;
+    if (stages % cl->per_node == 0 && cl->nodes % (stages / cl->per_node) == 0) {
+        /* a stage has one device in each of nodes / (stages / per_node) nodes */
+        cl->nodes /= stages / cl->per_node;
+        cl->per_node = 1;
         return true;
     }
     int dev = cl->nodes * cl->per_node;
     sb_printf(err, "--pp %d does not divide the cluster: %d node%s of %d devices (%d devices); each stage needs an equal "
                    "submesh",
               stages, cl->nodes, cl->nodes == 1 ? "" : "s", cl->per_node, dev);
-    sb_puts(hint, "give a --pp that divides the devices per node or the node count (e.g. --pp 2 on h100:1x4), or "
-                  "another --cluster");
+    sb_puts(hint, "give a --pp that divides the devices per node, or a multiple of them that divides the devices (e.g. "
+                  "--pp 2 on h100:1x4, --pp 16 on h100:8x8), or another --cluster");
     return false;
 }
 
@@ -339,15 +339,24 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
     cJSON_AddStringToObject(obj, "schedule", P > 1 ? placement_schedule_name(pl->pipe.schedule) : "none");
     cJSON_AddNumberToObject(obj, "micro_batches", m);
     cJSON_AddNumberToObject(obj, "bubble_fraction", pipeline_bubble_fraction(P, m));
+    if (r->pipe) {
+        cJSON_AddNumberToObject(obj, "step_time_s", r->pipe->step_s);
+        cJSON_AddNumberToObject(obj, "idle_fraction", r->pipe->idle_fraction);
+        cJSON_AddNumberToObject(obj, "tied_all_reduce_s", r->pipe->tied_s);
+        cJSON_AddNumberToObject(obj, "peak_bytes", r->pipe->peak_bytes);
+        cJSON *l = cJSON_AddObjectToObject(obj, "link");
+        cJSON_AddStringToObject(l, "link", r->pipe->link_inter ? "inter-node" : "intra-node");
+        cJSON_AddNumberToObject(l, "alpha_s", r->pipe->link_alpha_s);
+        cJSON_AddNumberToObject(l, "beta_s_per_byte", r->pipe->link_beta_s);
+    }
     int blk = P > 1 ? pl->pipe.block : IR_NONE;
     if (blk == IR_NONE)
         for (int k = 0; k < g->n_blocks; k++)
             if (blk == IR_NONE || g->blocks[k].n_instances > g->blocks[blk].n_instances) blk = k;
-    double flops_all = 0, *flops = ir_alloc(sizeof(double) * (size_t)P);
+    double *flops = ir_alloc(sizeof(double) * (size_t)P);
     for (int s = 0; s < P; s++) flops[s] = 0;
     for (NodeId id = 0; id < g->n_nodes; id++) {
         double f = ir_node_flops(g, id);
-        flops_all += f;
         for (int s = 0; s < P; s++)
             if (P == 1 || (pl->pipe.stage_mask[id] >> s & 1u)) flops[s] += f;
     }
@@ -356,6 +365,21 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
     for (NodeId id = 0; P > 1 && id < g->n_nodes; id++)
         if (placement_phase(g, id) == PH_FORWARD)
             for (int i = 0; i < ir_node(g, id)->n_in; i++) readers[ir_node(g, id)->in[i]] |= pl->pipe.stage_mask[id];
+    if (r->n_counts > 0) { /* --pp auto: the stage counts priced, and why this one */
+        cJSON_AddStringToObject(obj, "stages_chosen_by", "planner");
+        cJSON *arr = cJSON_AddArrayToObject(obj, "stage_counts");
+        for (int i = 0; i < r->n_counts; i++) {
+            const PlanStageCount *c = &r->counts[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "stages", c->stages);
+            cJSON_AddBoolToObject(o, "planned", c->planned);
+            if (c->planned) {
+                cJSON_AddNumberToObject(o, "step_time_s", c->step_s);
+                cJSON_AddNumberToObject(o, "peak_bytes", c->peak_bytes);
+            } else cJSON_AddStringToObject(o, "why", c->why);
+            cJSON_AddItemToArray(arr, o);
+        }
+    }
     cJSON *st = cJSON_AddArrayToObject(obj, "stages");
     PipeAction *acts = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
     for (int s = 0; s < P; s++) {
@@ -382,9 +406,23 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
         cJSON_AddNumberToObject(o, "nodes", nodes);
         cJSON_AddNumberToObject(o, "flops", flops[s]);
         cJSON_AddNumberToObject(o, "param_bytes", pbytes);
-        /* the planner prices the whole model on one submesh; a stage's share of
-         * its step, by FLOPs (an estimate until stages are priced one by one) */
-        cJSON_AddNumberToObject(o, "time_s", flops_all > 0 ? r->price.step_s * flops[s] / flops_all : r->price.step_s);
+        if (r->pipe) { /* priced stage by stage (pipeprice.c) */
+            const PipeStagePrice *q = &r->pipe->st[s];
+            cJSON_AddNumberToObject(o, "time_s", q->busy_s + q->update_s);
+            cJSON_AddNumberToObject(o, "forward_s", q->fwd_s);
+            cJSON_AddNumberToObject(o, "backward_s", q->bwd_s);
+            cJSON_AddNumberToObject(o, "send_s", q->send_s);
+            cJSON_AddNumberToObject(o, "send_bytes", q->send_bytes);
+            cJSON_AddNumberToObject(o, "update_s", q->update_s);
+            cJSON_AddNumberToObject(o, "end_s", q->end_s);
+            cJSON *mo = cJSON_AddObjectToObject(o, "memory");
+            cJSON_AddNumberToObject(mo, "params_grads_optimizer_bytes", q->mem_static);
+            cJSON_AddNumberToObject(mo, "activations_bytes", q->mem_acts);
+            cJSON_AddNumberToObject(mo, "in_flight_bytes", q->mem_inflight);
+            cJSON_AddNumberToObject(mo, "transient_bytes", q->mem_transient);
+            cJSON_AddNumberToObject(mo, "peak_bytes", q->peak_bytes);
+        } else /* not pipelined: the plan's step */
+            cJSON_AddNumberToObject(o, "time_s", r->price.step_s);
         if (P > 1) {
             int n = pipeline_1f1b(P, m, s, acts);
             cJSON *arr = cJSON_AddArrayToObject(o, "actions");

@@ -9,11 +9,15 @@
 
 #include "placement.h"
 #include "shard.h"
+#include "solver.h"
 
-/* The cluster one stage of a `stages`-stage pipeline plans on: the devices
- * per node divided by stages when it divides them (stages side by side in
- * a node), else the nodes. false with a message and a hint when neither
- * divides (user error). */
+/* The cluster one stage of a `stages`-stage pipeline plans on, as the
+ * runtime lays the stages out (the pipeline axis is the last of the rank
+ * order: stage s is the ranks s, s + stages, ...): the devices per node
+ * divided by stages when it divides them (stages side by side in a node);
+ * when stages is a multiple of the devices per node, one device in each of
+ * nodes / (stages / per_node) nodes. false with a message and a hint
+ * otherwise (user error). */
 bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf *hint);
 
 /* Cuts pl's graph into `stages` stages (stages >= 2) run with `schedule`
@@ -58,6 +62,63 @@ int pipeline_1f1b(int stages, int micro_batches, int s, PipeAction *out);
  * between their forward and backward. false with the first problem in
  * err. acts[s], n[s]: stage s's actions. */
 bool pipeline_check(int stages, int micro_batches, PipeAction *const *acts, const int *n, StrBuf *err);
+
+/* ---- pipeprice.c: what a pipeline costs --------------------------------- */
+
+/* One stage's price: per micro-batch its forward and backward (the
+ * backward with its recompute and, on every stage but the last, the forward
+ * again), its transfer to the next stage; once per step its update (exposed
+ * gradient sync, optimizer, the tied parameters' pair all-reduce, the
+ * gradient norm's); and the bytes it holds (docs/pipeline.md). */
+typedef struct PipeStagePrice {
+    double fwd_s, bwd_s;        /* one micro-batch */
+    double send_s, send_bytes;  /* one message to the next stage (0 on the last) */
+    double grad_sync_s, grad_sync_exposed_s, optimizer_s, update_s;
+    double busy_s;              /* micro-batches x (fwd + bwd) */
+    double end_s;               /* when its update ends, in the replay */
+    double param_bytes;         /* its parameters as used */
+    double mem_static, mem_grads_late, mem_acts, mem_inflight, mem_transient, peak_bytes;
+} PipeStagePrice;
+
+typedef struct PipePrice {
+    int stages, micro_batches;
+    double step_s;              /* the slowest stage's end */
+    double pipe_s;              /* the replayed micro-batch schedule, before the updates */
+    double idle_fraction;       /* 1 - (stages' busy time) / (stages x step) */
+    double tied_s;              /* the tied parameters' pair all-reduce */
+    double link_alpha_s, link_beta_s;
+    bool link_inter;            /* the pipeline axis crosses nodes */
+    double peak_bytes;          /* the largest stage's */
+    PipeStagePrice st[PLACE_MAX_STAGES];
+} PipePrice;
+
+/* The replay of the stages' 1F1B tables (pipeline_1f1b) with these
+ * durations: fwd[s], bwd[s] per micro-batch on stage s, xfer[b] one message
+ * across boundary b (stages b and b + 1), both halves of a transfer at once,
+ * a message delivered xfer after both ends have posted it. Returns when the
+ * last stage finishes; end[s] (may be NULL): when stage s does. One stage:
+ * micro_batches x (fwd + bwd). */
+double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
+                       double *end);
+
+/* Prices r's pipelined Placement (r->pl->pipe) on the whole cluster (the
+ * stages' link is the runtime mesh's last axis). false with a message when
+ * that mesh cannot be made. */
+struct PlanResult;
+bool pipeline_price(const struct PlanResult *r, const ShardCluster *whole, PipePrice *out, StrBuf *err);
+
+/* The intra-stage problem: a pipeline's stages plan with the ILP of one
+ * stage, the cut block's tied groups at the largest stage's instance count
+ * (pipeline_stage_instances), the embedding's and the head's groups as
+ * they are (a superset of the first and the last stage), so its memory
+ * rows bound a stage. pipeline_stage_problem scales a built problem to it;
+ * pipeline_whole_problem scales it back and each choice's recompute counts
+ * to the whole block (c of a stage's k instances recomputed: c x stages of
+ * the block's, the first ones; all of them when c = k). The in-flight
+ * buffer is priced after (pipeline_price). */
+int pipeline_stage_instances(const Graph *g, int stages);
+void pipeline_stage_problem(IlpProblem *p, int stages);
+void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices, int n_choices);
 
 /* The plan JSON's `pipeline` object (docs/plan-format.md) into obj: the
  * schedule, micro-batches, bubble fraction and per stage its blocks,

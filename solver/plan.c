@@ -46,6 +46,8 @@ void plan_free(PlanResult *r) {
     ilp_result_free(&r->res);
     ilp_problem_free(r->prob);
     placement_free(r->pl);
+    ir_free(r->pipe);
+    ir_free(r->counts);
     ir_free(r->sweep);
     ir_free(r);
 }
@@ -54,8 +56,8 @@ void plan_free(PlanResult *r) {
  * fixed (it may then replace the ILP's plan; a baseline named by --strategy
  * may not need to): read from its stages and recompute counts, not its name. */
 static bool baseline_allowed(const IlpProblem *p, const IlpChoice *c, const PlanOptions *o) {
-    if (o->zero && strcmp(o->zero, "auto")) {
-        int zero = atoi(o->zero);
+    if ((o->zero && strcmp(o->zero, "auto")) || o->pp > 1) { /* pipelines: stages without ZeRO (plan_within) */
+        int zero = o->zero && strcmp(o->zero, "auto") ? atoi(o->zero) : 0;
         for (int gi = 0; gi < p->n_groups; gi++)
             if (p->groups[gi].n_params && c->zero[gi] != zero) return false;
     }
@@ -134,6 +136,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->offload_mode = offload_level(o, NULL) == PO_DEVICE ? "none" : o->offload;
     r->batch = r->prob->batch;
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
+    if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp); /* plan one stage (pipeprice.c) */
     IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
     double t0 = now_s();
     bool forced = o->strategy && strcmp(o->strategy, "auto");
@@ -156,6 +159,17 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
             r->choice = b->choice;
             r->price = b->price;
         }
+    }
+    if (o->pp > 1) { /* back to the whole model: the Placement and the report read it */
+        IlpChoice *cs[ILP_MAX_BASELINES + 1];
+        int nc = 0;
+        if (r->res.choice.strat) cs[nc++] = &r->res.choice;
+        for (int i = 0; i < r->n_base; i++)
+            if (r->base[i].applicable && r->base[i].choice.strat) cs[nc++] = &r->base[i].choice;
+        pipeline_whole_problem(r->prob, o->pp, cs, nc);
+        for (int i = 0; i < r->n_base; i++)
+            if (r->base[i].applicable && r->base[i].choice.strat) r->base[i].price = ilp_evaluate(r->prob, &r->base[i].choice);
+        if (r->chosen) r->price = ilp_evaluate(r->prob, &r->choice);
     }
     return r;
 }
@@ -272,11 +286,74 @@ static int micro_batches_that_fit(const Graph *g, const PlanOptions *o, const Il
 
 static PlanResult *plan_within(const Graph *g, const PlanOptions *o);
 
+/* --pp auto: every stage count p that can run (at most the cut block's
+ * instances and the micro-batches, a submesh that divides the cluster, and
+ * --mesh's device count when given) planned and priced as a pipeline
+ * (p = 1: not pipelined); the fastest plan that fits is kept, with the
+ * counts tried and why each lost or could not run (PlanResult.counts). */
+static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
+    ShardCluster cl;
+    StrBuf err, hint;
+    sb_init(&err), sb_init(&hint);
+    bool cl_ok = shard_cluster_load(o->cluster ? o->cluster : "h100", &cl, &err, &hint);
+    sb_free(&err), sb_free(&hint);
+    PlanOptions one = *o;
+    one.pp = 1;
+    if (!cl_ok) return plan_within(g, &one); /* says what is wrong with --cluster */
+    int n_inst = pipeline_stage_instances(g, 1), m = o->micro_batches > 0 ? o->micro_batches : 1;
+    int devices = shard_cluster_devices(&cl), top = n_inst < PLACE_MAX_STAGES ? n_inst : PLACE_MAX_STAGES;
+    if (top > devices) top = devices;
+    if (top < 1) top = 1;
+    PlanStageCount *cnt = ir_alloc(sizeof *cnt * (size_t)(top + 1));
+    int nc = 0;
+    PlanResult *best = NULL;
+    for (int p = 1; p <= top; p++) {
+        ShardCluster sub = cl;
+        sb_init(&err), sb_init(&hint);
+        bool fits_cluster = p == 1 || pipeline_submesh_cluster(&sub, p, &err, &hint);
+        if (fits_cluster && o->mesh) {
+            ShardMesh mm;
+            fits_cluster = shard_mesh_parse(&sub, o->mesh, &mm, &err);
+        }
+        sb_free(&err), sb_free(&hint);
+        if (!fits_cluster) continue; /* not a count this cluster (and --mesh) can run */
+        PlanStageCount *c = &cnt[nc++];
+        memset(c, 0, sizeof *c);
+        c->stages = p;
+        if (p > m) {
+            snprintf(c->why, sizeof c->why, "needs at least %d micro-batches (--micro-batches %d)", p, m);
+            continue;
+        }
+        PlanOptions op = *o;
+        op.pp = p;
+        op.quiet_no_fit = true;
+        PlanResult *r = plan_within(g, &op);
+        if (!r) {
+            snprintf(c->why, sizeof c->why, "no plan fits in the memory of a device");
+            continue;
+        }
+        c->planned = true;
+        c->step_s = r->price.step_s;
+        c->peak_bytes = r->price.peak_bytes;
+        if (!best || r->price.step_s < best->price.step_s) {
+            plan_free(best);
+            best = r;
+        } else plan_free(r);
+    }
+    if (!best) { /* nothing fits: the usual message, for the unpipelined plan */
+        ir_free(cnt);
+        return plan_within(g, &one);
+    }
+    best->counts = cnt;
+    best->n_counts = nc;
+    return best;
+}
+
 /* --time-limit bounds the whole planning: building each mesh's problem and
  * every solve (deadline.c); a --sweep-mem gets a limit of its own. */
 PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
     ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
-    PlanResult *r = plan_within(g, o);
+    PlanResult *r = o->pp < 0 ? plan_stage_counts(g, o) : plan_within(g, o);
     ilp_set_deadline(0);
     return r;
 }
@@ -291,6 +368,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         sb_free(&err), sb_free(&hint);
         return NULL;
     }
+    ShardCluster whole = cl; /* the stages' link is priced on it */
     if (o->pp > 1 && !pipeline_submesh_cluster(&cl, o->pp, &err, &hint)) { /* a stage plans on its submesh */
         diag_plain(sb_cstr(&hint), "%s", sb_cstr(&err));
         sb_free(&err), sb_free(&hint);
@@ -426,7 +504,8 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         }
         bool params_dominate = min_price.mem_params >= min_price.mem_acts;
         const char *fixhint =
-            params_dominate ? (fix.zero >= 0 && fix.zero < 3
+            params_dominate ? (o->pp > 1 ? "use more stages (--pp) or more devices: a pipeline's stages run without ZeRO"
+                               : fix.zero >= 0 && fix.zero < 3
                                    ? "allow ZeRO (--zero auto), or use more devices"
                                    : "use more devices (a larger --cluster)")
             : fix.recompute >= 0 && fix.recompute != RC_FULL
@@ -468,6 +547,39 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         bool ok = pipeline_place(best->pl, o->pp, PS_1F1B, &perr, &phint);
         if (!ok) diag_plain(sb_cstr(&phint), "%s", sb_cstr(&perr));
         sb_free(&phint);
+        if (ok) { /* its price: the stages, the bubble, the transfers (pipeprice.c) */
+            best->pipe = ir_alloc(sizeof *best->pipe);
+            ok = pipeline_price(best, &whole, best->pipe, &perr);
+            if (!ok) diag_plain("give another --pp or --mesh", "cannot price the pipeline: %s", sb_cstr(&perr));
+            else { /* the plan's step and peak are the pipeline's: its slowest stage's end, its fullest stage */
+                const PipeStagePrice *top = &best->pipe->st[0];
+                for (int st = 1; st < best->pipe->stages; st++)
+                    if (best->pipe->st[st].peak_bytes > top->peak_bytes) top = &best->pipe->st[st];
+                best->price.step_s = best->pipe->step_s;
+                best->price.peak_bytes = top->peak_bytes;
+                best->price.mem_params = top->mem_static;
+                best->price.mem_grads_late = top->mem_grads_late;
+                best->price.mem_acts = top->mem_acts + top->mem_inflight;
+                best->price.mem_transient = top->mem_transient;
+                best->price.mem_update = 0;
+                best->price.mem_recompute = 0;
+                /* the stage's peak is at its backward's start or at its update (pipeprice.c) */
+                best->price.peak_moment = top->mem_static > top->mem_static - top->mem_grads_late + top->mem_acts ? 2 : 0;
+                if (top->peak_bytes > limit) { /* the stage plan fits; the pipeline buffer or the recompute spread does not */
+                    ok = false;
+                    if (!o->quiet_no_fit) {
+                        char a[32], b[32], c[32];
+                        fmt_bytes(a, sizeof a, top->peak_bytes);
+                        fmt_bytes(b, sizeof b, limit);
+                        fmt_bytes(c, sizeof c, top->mem_inflight);
+                        diag_plain("give more micro-batches' worth of memory: a larger --pp, --recompute full, or more --mem",
+                                   "the pipeline's stage %d needs %s per device, over the limit of %s (of it %s of "
+                                   "micro-batches in flight)",
+                                   (int)(top - best->pipe->st), a, b, c);
+                    }
+                }
+            }
+        }
         if (!ok) {
             sb_free(&perr);
             plan_free(best);
@@ -708,12 +820,24 @@ void plan_summary(FILE *f, const Graph *g, const PlanResult *r) {
     StrBuf m;
     sb_init(&m);
     shard_mesh_print(&m, &r->mesh);
-    fprintf(f, "plan %s: %.4g s/step on %d x %s (mesh %s, %s), peak %s of %s per device\n",
-            g->name, r->price.step_s, r->cl.nodes * r->cl.per_node, r->cl.device, sb_cstr(&m),
-            ir_dtype_name(r->cm.dtype), pk, lim);
+    int P = r->pipe ? r->pipe->stages : 1;
+    fprintf(f, "plan %s: %.4g s/step on %d x %s (%s%s, %s), peak %s of %s per device\n",
+            g->name, r->price.step_s, P * r->cl.nodes * r->cl.per_node, r->cl.device, P > 1 ? "pipeline stages on mesh " : "mesh ",
+            sb_cstr(&m), ir_dtype_name(r->cm.dtype), pk, lim);
     sb_free(&m);
-    const IlpBaseline *b = best_baseline(r);
-    if (b)
+    if (P > 1)
+        fprintf(f, "  pipeline: %d stages, 1F1B over %d micro-batches, stages idle %.1f%% of the step (docs/pipeline.md)\n", P,
+                r->pipe->micro_batches, 100 * r->pipe->idle_fraction);
+    for (int i = 0; i < r->n_counts; i++) { /* --pp auto: why this count */
+        const PlanStageCount *c = &r->counts[i];
+        if (c->planned)
+            fprintf(f, "  %d stage%s: %.4g s/step (%.2fx)%s\n", c->stages, c->stages == 1 ? "" : "s", c->step_s,
+                    c->step_s / r->price.step_s, c->stages == P ? ", chosen" : "");
+        else fprintf(f, "  %d stage%s: %s\n", c->stages, c->stages == 1 ? "" : "s", c->why);
+    }
+    const IlpBaseline *b = P > 1 ? NULL : best_baseline(r); /* the baselines are not pipelined */
+    if (P > 1) fprintf(f, "  baselines: not compared (the plan JSON's are the whole model on one stage's mesh)\n");
+    else if (b)
         fprintf(f, "  best baseline %s: %.4g s/step (plan/baseline %.3f)%s\n", b->name,
                 b->price.step_s, r->price.step_s / b->price.step_s,
                 strcmp(r->chosen, "ilp") ? "" : "");

@@ -24,7 +24,8 @@ typedef struct PlanOptions {
     double mip_gap;
     const char *dump_ilp;
     int micro_batches;
-    int pp;                     /* pipeline stages (solver/pipeline.c); <= 1: none */
+    int pp;                     /* pipeline stages (solver/pipeline.c); 0, 1: none; -1: the
+                                 * planner prices each count and keeps the fastest */
     int64_t batch;              /* --batch (0: the model's); IR text fixes it */
     bool tie;                   /* tie repeated blocks (true unless testing) */
     bool lowerable;             /* plans for generated code: no strategy the lowering
@@ -53,6 +54,14 @@ typedef struct PlanSweepPoint {
     bool tensor_parallel;       /* some parameter is split */
 } PlanSweepPoint;
 
+/* --pp auto: one stage count the planner tried, and what came of it. */
+typedef struct PlanStageCount {
+    int stages;
+    bool planned;               /* a plan fits */
+    double step_s, peak_bytes;  /* its pipeline's (planned) */
+    char why[160];              /* not planned: why */
+} PlanStageCount;
+
 typedef struct PlanResult {
     ShardCluster cl;
     ShardMesh mesh;
@@ -73,6 +82,10 @@ typedef struct PlanResult {
     PlanSweepPoint *sweep;
     Placement *pl;              /* the plan as the lowering reads it (placement.c) */
     const char *offload_mode;   /* --offload as given ("none" when not) */
+    struct PipePrice *pipe;     /* pipelined: the pipeline's price (pipeprice.c); its step
+                                 * is price.step_s; NULL when not pipelined */
+    int n_counts;               /* --pp auto: the stage counts tried (0 otherwise) */
+    PlanStageCount *counts;
 } PlanResult;
 
 /* Plans g. Returns NULL after reporting a user error (bad cluster, mesh,

@@ -7,6 +7,9 @@ print a Markdown table: compile time (parse to plan, wall), ILP size, predicted
 step time, the best baseline that fits, and the ratio.
 
     run.py --compiler build/compiler/colossal-compile --work /tmp/bench [--models ...] [--sizes 8,64]
+    run.py ... --pipelines [--micro-batches 8,32]   the stage-count table instead: `--pp auto`
+        (every stage count the cluster can run, priced as a pipeline; docs/pipeline.md), the
+        chosen count and its step against the best unpipelined plan and the best pipeline
 """
 import argparse
 import json
@@ -29,8 +32,12 @@ def main():
     ap.add_argument("--models", default=",".join(gen_models.MODELS))
     ap.add_argument("--sizes", default="8,64,1024")
     ap.add_argument("--time-limit", default="60")
+    ap.add_argument("--pipelines", action="store_true", help="the --pp auto table")
+    ap.add_argument("--micro-batches", default="8,32")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
+    if a.pipelines:
+        return pipelines(a)
     print("| model | devices | compile s | ILP vars | ILP rows | mesh | step s | peak GB | best baseline (s) | ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for m in a.models.split(","):
@@ -58,6 +65,43 @@ def main():
             print(f"| {m} | {n} | {wall:.2f} | {sv['variables']} | {sv['constraints']} | {mesh} | "
                   f"{d['step_time_s']:.4g} | {d['memory']['predicted_peak_bytes'] / 1e9:.1f} | {bb} | {ratio} |",
                   flush=True)
+
+
+def pipelines(a):
+    """--pp auto on each model and cluster: compile time (wall, all stage counts), the chosen
+    stage count and the stage's mesh, its predicted step; the unpipelined plan's step (p = 1)
+    and the best pipeline's (p > 1) from the same run (pipeline.stage_counts)."""
+    print("| model | devices | micro-batches | compile s | chosen p | stage mesh | step s | p = 1 step s | "
+          "best p > 1 (step s) | best pipeline / p = 1 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for m in a.models.split(","):
+        for n in [int(x) for x in a.sizes.split(",")]:
+            cir = gen_models.write(a.work, m, n)
+            for mb in [int(x) for x in a.micro_batches.split(",")]:
+                out = os.path.join(a.work, f"{m}-{n}-pp-{mb}")
+                cmd = [a.compiler, cir, "--emit", "plan", "--cluster", CLUSTERS[n], "--dtype", "bf16", "--pp", "auto",
+                       "--micro-batches", str(mb), "--time-limit", a.time_limit, "-q", "-o", out]
+                t0 = time.monotonic()
+                p = subprocess.run(cmd, capture_output=True, text=True)
+                wall = time.monotonic() - t0
+                if p.returncode != 0:
+                    msg = p.stderr.strip().splitlines()[0] if p.stderr.strip() else f"exit {p.returncode}"
+                    print(f"| {m} | {n} | {mb} | {wall:.2f} | no plan | | | | | {msg.replace('colossal-compile: error: ', '')} |")
+                    continue
+                name = m.replace("-", "_").replace(".", "_")
+                d = json.load(open(os.path.join(out, f"{name}.plan.json")))
+                pp = d["pipeline"]
+                counts = {e["stages"]: e for e in pp.get("stage_counts", [])}
+                one = counts.get(1, {}).get("step_time_s")
+                piped = [e for k, e in counts.items() if k > 1 and e["planned"]]
+                bp = min(piped, key=lambda e: e["step_time_s"]) if piped else None
+                mesh = "x".join(str(x) for x in d["mesh"])
+                bps = f"{bp['stages']} ({bp['step_time_s']:.4g})" if bp else "none fits"
+                ratio = f"{bp['step_time_s'] / one:.2f}" if bp and one else "-"
+                print(f"| {m} | {n} | {mb} | {wall:.2f} | {len(pp['stages'])} | {mesh} | {d['step_time_s']:.4g} | "
+                      f"{one:.4g} | {bps} | {ratio} |" if one else
+                      f"| {m} | {n} | {mb} | {wall:.2f} | {len(pp['stages'])} | {mesh} | {d['step_time_s']:.4g} | "
+                      f"none fits | {bps} | {ratio} |", flush=True)
 
 
 if __name__ == "__main__":

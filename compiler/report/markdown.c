@@ -187,12 +187,24 @@ static void pipeline_stages(const cJSON *r, StrBuf *o) {
     const cJSON *pp = rep_get(r, "pipeline"), *st = rep_get(pp, "stages"), *e;
     int n = cJSON_GetArraySize(st);
     if (!pp || n < 2) return;
-    char a[32], b[32];
-    sb_printf(o, "## Pipeline stages\n\n%d stages, schedule %s over %d micro-batches: each stage idles %.1f%% of the step "
-                 "(the bubble, (p - 1) / (m + p - 1)). A stage's time is the plan's step time by its share of the FLOPs.\n\n",
+    char a[32], b[32], c[32], d[32], f[32], h[32], q[32];
+    bool priced = cJSON_IsNumber(rep_get(pp, "step_time_s"));
+    sb_printf(o, "## Pipeline stages\n\n%d stages, schedule %s over %d micro-batches: the schedule's bubble is %.1f%% "
+                 "((p - 1) / (m + p - 1) for equal stages).",
               n, rep_str(pp, "schedule"), rep_int(pp, "micro_batches"), 100 * rep_num(pp, "bubble_fraction"));
-    sb_puts(o, "| stage | blocks | also | submesh | nodes | FLOPs | parameters | time (estimate) |\n"
-               "|---:|---|---|---|---:|---:|---:|---:|\n");
+    if (priced) /* pipeprice.c: the stages' action tables replayed with their own times */
+        sb_printf(o, " Replayed with each stage's own times and the %s link's transfers, the step takes %s and the "
+                     "stages idle %.1f%% of it; the tied parameters' all-reduce takes %s. Per micro-batch: forward, "
+                     "backward (with the forward again on every stage but the last), the message to the next stage; "
+                     "memory: what the stage holds at its peak, of it the pipeline buffer (p - s micro-batches' inputs "
+                     "in flight, the outboxes).\n\n",
+                  rep_str(rep_get(pp, "link"), "link"), T(a, rep_num(pp, "step_time_s")), 100 * rep_num(pp, "idle_fraction"),
+                  T(b, rep_num(pp, "tied_all_reduce_s")));
+    else sb_puts(o, " A stage's time is the plan's step time by its share of the FLOPs.\n\n");
+    sb_puts(o, priced ? "| stage | blocks | also | submesh | parameters | forward | backward | send | update | memory | in flight |\n"
+                        "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n"
+                      : "| stage | blocks | also | submesh | nodes | FLOPs | parameters | time (estimate) |\n"
+                        "|---:|---|---|---|---:|---:|---:|---:|\n");
     cJSON_ArrayForEach(e, st) {
         int first = rep_int(e, "first_instance"), cnt = rep_int(e, "instances");
         sb_printf(o, "| %d | %s[%d..%d] | %s%s%s | ", rep_int(e, "stage"), rep_str(e, "block"), first, first + cnt - 1,
@@ -202,8 +214,35 @@ static void pipeline_stages(const cJSON *r, StrBuf *o) {
         const cJSON *x;
         int k = 0;
         cJSON_ArrayForEach(x, rep_get(e, "submesh")) sb_printf(o, "%s%d", k++ ? "x" : "", cJSON_IsNumber(x) ? (int)x->valuedouble : 0);
-        sb_printf(o, " | %d | %.3g | %s | %s |\n", rep_int(e, "nodes"), rep_num(e, "flops"), B(a, rep_num(e, "param_bytes")),
-                  T(b, rep_num(e, "time_s")));
+        if (priced) {
+            const cJSON *mo = rep_get(e, "memory");
+            sb_printf(o, " | %s | %s | %s | %s | %s | %s | %s |\n", B(a, rep_num(e, "param_bytes")), T(b, rep_num(e, "forward_s")),
+                      T(c, rep_num(e, "backward_s")), T(d, rep_num(e, "send_s")), T(f, rep_num(e, "update_s")),
+                      B(h, rep_num(mo, "peak_bytes")), B(q, rep_num(mo, "in_flight_bytes")));
+        } else
+            sb_printf(o, " | %d | %.3g | %s | %s |\n", rep_int(e, "nodes"), rep_num(e, "flops"), B(a, rep_num(e, "param_bytes")),
+                      T(b, rep_num(e, "time_s")));
+    }
+    sb_putc(o, '\n');
+}
+
+/* --pp auto: the stage counts the planner priced, and why this one (plan JSON `pipeline.stage_counts`). */
+static void pipeline_counts(const cJSON *r, StrBuf *o) {
+    const cJSON *pp = rep_get(r, "pipeline"), *sc = rep_get(pp, "stage_counts"), *e;
+    if (!cJSON_IsArray(sc) || cJSON_GetArraySize(sc) < 1) return;
+    int chosen = cJSON_GetArraySize(rep_get(pp, "stages"));
+    double best = rep_num(r, "step_time_s");
+    char a[32], b[32];
+    sb_printf(o, "## Why %d pipeline stage%s\n\nThe planner priced every stage count this cluster can run "
+                 "(each stage's plan, the schedule's replay, the transfers) and kept the fastest that fits.\n\n"
+                 "| stages | step | vs chosen | peak per device | |\n|---:|---:|---:|---:|---|\n",
+              chosen, chosen == 1 ? "" : "s");
+    cJSON_ArrayForEach(e, sc) {
+        int n = rep_int(e, "stages");
+        if (cJSON_IsTrue(rep_get(e, "planned")))
+            sb_printf(o, "| %d | %s | %.2fx | %s | %s |\n", n, T(a, rep_num(e, "step_time_s")), rep_num(e, "step_time_s") / best,
+                      B(b, rep_num(e, "peak_bytes")), n == chosen ? "chosen" : "slower");
+        else sb_printf(o, "| %d | | | | %s |\n", n, rep_str(e, "why"));
     }
     sb_putc(o, '\n');
 }
@@ -510,6 +549,7 @@ void rep_markdown(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrB
     why(d, rows, o);
     ops(d, rows, o);
     blocks_zero(d, o);
+    pipeline_counts(r, o);
     pipeline_stages(r, o);
     memory(d, o);
     host_offload(r, o);

@@ -106,6 +106,23 @@ expect 1 "pipeline stages with ZeRO are not supported yet" -- "${ptiny[@]}" --cl
 expect 0 "" -- "${ptiny[@]}" --cluster h100:1x4 --pp 2 -q
 grep -q "#define gpt2_tiny_PIPELINE_STAGES 2" "$tmp/pp/gpt2_tiny.h" && grep -q "#define gpt2_tiny_MICRO_BATCHES 2" "$tmp/pp/gpt2_tiny.h" \
   && pass=$((pass + 1)) || { echo "FAIL: --pp 2: two stages, two micro-batches by default"; fail=$((fail + 1)); }
+# --pp auto: every stage count the cluster can run is priced; the fastest is kept, the others say why
+expect 2 "invalid value 'two' for --pp" -- --pp two x.cir
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --emit plan --cluster h100:1x4 --pp auto --micro-batches 2 -q -o "$tmp/ppa"
+python3 - "$tmp/ppa/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: --pp auto: counts 1, 2 planned, 4 needs micro-batches, the fastest chosen"; fail=$((fail + 1)); }
+import json, sys
+d = json.load(open(sys.argv[1]))
+pp = d["pipeline"]
+c = {e["stages"]: e for e in pp["stage_counts"]}
+assert sorted(c) == [1, 2], c                  # 4 stages exceed the 2 blocks: not a count this model can run
+assert c[1]["planned"] and c[2]["planned"], c
+best = min(c.values(), key=lambda e: e["step_time_s"])
+assert len(pp["stages"]) == best["stages"], (len(pp["stages"]), best)
+assert abs(d["step_time_s"] - best["step_time_s"]) <= 1e-12 * best["step_time_s"], d["step_time_s"]
+PY
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --emit report --cluster h100:1x2 --pp auto -q -o "$tmp/ppb"
+grep -q "| 2 | | | | needs at least 2 micro-batches (--micro-batches 1) |" "$tmp/ppb/gpt2_tiny.report.md" \
+  && pass=$((pass + 1)) || { echo "FAIL: --pp auto with one micro-batch: 2 stages need 2"; fail=$((fail + 1)); }
 
 # IR to a file, then byte-identical with the example; -o - goes to stdout.
 for ex in mlp gpt2-2layer; do

@@ -13,7 +13,19 @@
  *     embedding on stage 0, block 1, the head and the loss on stage 1, the
  *     tied wte's gradient sum and update on both, a gradient's square sum on
  *     one; --pp 3 (more stages than the 2 blocks) and too few micro-batches
- *     are user errors naming the numbers.
+ *     are user errors naming the numbers;
+ *   - the price (pipeprice.c): the replay of the action tables gives
+ *     (m + p - 1)(f + b) for equal stages and no transfers, and a hand-run
+ *     step with transfers; on the 4-block tiny GPT-2 cut into 4 stages,
+ *     stage s's pipeline buffer is p - s slots of the boundary activation
+ *     plus its outboxes and received gradients (counted by hand), each
+ *     stage's peak is its parts' sum, its backward holds the forward again
+ *     on every stage but the last, and the step is the replay plus the
+ *     slowest update;
+ *   - the intra-stage problem: the 4-block GPT-2 cut into 2 stages plans
+ *     2 instances of the block (its memory and time terms are those of 2),
+ *     and scaled back it prices exactly as the problem built whole; a
+ *     stage's recompute of all its instances is every instance's.
  */
 #include <math.h>
 #include <string.h>
@@ -23,6 +35,7 @@
 #include "ir.h"
 #include "ops.h"
 #include "pipeline.h"
+#include "plan.h"
 #include "text.h"
 
 static bool check_all(int p, int m, StrBuf *err) {
@@ -176,6 +189,16 @@ static void test_cut(void) {
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
     CHECK(pipeline_submesh_cluster(&cl, 2, &err, &hint));
     CHECK_INT(cl.per_node, 2);
+    /* more stages than devices per node: the runtime's stage s is ranks s, s + 16, ...: one device
+     * in each of 64 nodes of h100:128x8 */
+    cl = (ShardCluster){.nodes = 128, .per_node = 8};
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(pipeline_submesh_cluster(&cl, 16, &err, &hint));
+    CHECK_INT(cl.nodes, 64);
+    CHECK_INT(cl.per_node, 1);
+    cl = (ShardCluster){.nodes = 8, .per_node = 6}; /* 4 stages: neither divides 6 nor is a multiple of it */
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(!pipeline_submesh_cluster(&cl, 4, &err, &hint));
     cl = (ShardCluster){.nodes = 1, .per_node = 6};
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
     CHECK(!pipeline_submesh_cluster(&cl, 4, &err, &hint));
@@ -184,7 +207,146 @@ static void test_cut(void) {
     ir_graph_free(g);
 }
 
+static void test_replay(void) {
+    double f[8], b[8], x[8];
+    for (int s = 0; s < 8; s++) f[s] = 1, b[s] = 2, x[s] = 0;
+    /* equal stages, free transfers: (m + p - 1) (f + b), Narayanan et al. 2021 section 2.2.1 */
+    CHECK_NEAR(pipeline_replay(4, 8, f, b, x, NULL), (8 + 4 - 1) * 3.0, 1e-12);
+    CHECK_NEAR(pipeline_replay(2, 2, f, b, x, NULL), 9.0, 1e-12);
+    CHECK_NEAR(pipeline_replay(1, 5, f, b, x, NULL), 15.0, 1e-12);
+    /* by hand, p = 2, m = 2, a message 0.5: stage 0 F0 [0,1], fwd0 arrives 1.5; F1 [1.5,2.5];
+     * stage 1 F0 [1.5,2.5] B0 [2.5,4.5]; fwd1 and grad0 cross at 4.5 -> 5; stage 0 B0 [5,7];
+     * stage 1 F1 [5,6] B1 [6,8], grad1 arrives 8.5; stage 0 B1 [8.5,10.5] */
+    x[0] = 0.5;
+    double end[2];
+    CHECK_NEAR(pipeline_replay(2, 2, f, b, x, end), 10.5, 1e-12);
+    CHECK_NEAR(end[0], 10.5, 1e-12);
+    CHECK_NEAR(end[1], 8.5, 1e-12);
+    /* a slow middle stage sets the pace: at least its own m (f + b), plus stage 0's first forward
+     * before it and stage 0's last backward after it; at most m of its slots plus a pass through
+     * the other two */
+    for (int s = 0; s < 3; s++) x[s] = 0;
+    b[1] = 5;
+    double t = pipeline_replay(3, 4, f, b, x, NULL);
+    CHECK(t >= 4 * 6.0 + 1 + 2 && t <= 4 * 6.0 + 2 * 3);
+}
+
+static void test_price(void) {
+    size_t len;
+    char *text = ir_read_file(COLOSSAL_SOURCE_DIR "/tests/e2e/gpt2_tiny_4.cir", &len);
+    Graph *fwd = ir_parse("gpt2_tiny_4.cir", text, len);
+    ir_free(text);
+    AdOptions ao;
+    ad_options_default(&ao);
+    ao.micro_batches = 4;
+    StrBuf err;
+    sb_init(&err);
+    Graph *g = ad_build(fwd, &ao, &err);
+    sb_free(&err);
+    ir_graph_free(fwd);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x4";
+    o.pp = 4;
+    o.micro_batches = 4;
+    o.strategy = "dp";
+    o.lowerable = true;
+    o.progress = false;
+    PlanResult *r = plan_solve(g, &o);
+    CHECK(r && r->pipe);
+    if (r && r->pipe) {
+        const PipePrice *q = r->pipe;
+        double u = 2 * 8 * 16 * 4; /* one micro-batch's residual stream [2, 8, 16] f32: 1024 bytes, 256-aligned */
+        /* stage s: p - s slots of what it receives, the gradients it receives, the outboxes of what it sends */
+        CHECK_NEAR(q->st[0].mem_inflight, 0 * u + u + u, 0);
+        CHECK_NEAR(q->st[1].mem_inflight, 3 * u + (u + u) + u, 0);
+        CHECK_NEAR(q->st[2].mem_inflight, 2 * u + (u + u) + u, 0);
+        CHECK_NEAR(q->st[3].mem_inflight, 1 * u + u, 0);
+        for (int s = 0; s < 4; s++) {
+            const PipeStagePrice *t = &q->st[s];
+            CHECK(t->mem_static > 0 && t->mem_acts > 0 && t->fwd_s > 0);
+            CHECK_NEAR(t->peak_bytes, fmax(t->mem_static - t->mem_grads_late + t->mem_acts, t->mem_static) + t->mem_inflight + t->mem_transient, 1e-6);
+            CHECK(s == 3 || t->bwd_s > t->fwd_s);    /* the backward and the forward again */
+            CHECK_NEAR(t->send_bytes, s < 3 ? u : 0, 0);
+            CHECK(s == 3 || fabs(t->send_s - (q->link_alpha_s + u * q->link_beta_s)) < 1e-15);
+        }
+        /* the embedding's stage and the head's hold the tied wte and more parameters than a middle one */
+        CHECK(q->st[0].mem_static > q->st[1].mem_static && q->st[3].mem_static > q->st[2].mem_static);
+        CHECK(q->tied_s > 0);
+        double fw[4], bw[4], xf[4], end[4], T = 0;
+        for (int s = 0; s < 4; s++) fw[s] = q->st[s].fwd_s, bw[s] = q->st[s].bwd_s, xf[s] = q->st[s].send_s;
+        pipeline_replay(4, 4, fw, bw, xf, end);
+        for (int s = 0; s < 4; s++) T = fmax(T, end[s] + q->st[s].update_s);
+        CHECK_NEAR(q->step_s, T, 1e-15);
+        CHECK_NEAR(r->price.step_s, q->step_s, 0); /* the plan's step is the pipeline's */
+        CHECK(q->idle_fraction > 0 && q->idle_fraction < 1);
+    }
+    plan_free(r);
+    ir_graph_free(g);
+}
+
+static Graph *tiny_gpt2_4(void) {
+    size_t len;
+    char *text = ir_read_file(COLOSSAL_SOURCE_DIR "/tests/e2e/gpt2_tiny_4.cir", &len);
+    Graph *fwd = ir_parse("gpt2_tiny_4.cir", text, len);
+    ir_free(text);
+    AdOptions ao;
+    ad_options_default(&ao);
+    ao.micro_batches = 4;
+    StrBuf err;
+    sb_init(&err);
+    Graph *g = ad_build(fwd, &ao, &err);
+    sb_free(&err);
+    ir_graph_free(fwd);
+    return g;
+}
+
+static void test_stage_problem(void) {
+    Graph *g = tiny_gpt2_4();
+    ShardCluster cl;
+    ShardMesh mesh;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_load("h100:1x2", &cl, &e, NULL));
+    CHECK(shard_mesh_parse(&cl, "2", &mesh, &e));
+    sb_free(&e);
+    CostModel cm = {&cl, &mesh, DT_F32};
+    IlpOptions io = {.tie = true, .micro_batches = 4, .lowerable = true};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    CHECK_INT(pipeline_stage_instances(g, 1), 4);
+    CHECK_INT(pipeline_stage_instances(g, 3), 2);
+    IlpChoice c = ilp_choice_new(p);
+    IlpPrice whole = ilp_evaluate(p, &c);
+    int bi = -1, gb = -1;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        if (p->groups[gi].mult == 4) bi = p->groups[gi].block, gb = gi;
+    CHECK(bi >= 0);
+    pipeline_stage_problem(p, 2);
+    CHECK_INT(p->groups[gb].mult, 2);
+    CHECK_INT(p->blocks[bi].instances, 2);
+    IlpChoice cs = ilp_choice_new(p); /* every block instance kept, as c */
+    IlpPrice stage = ilp_evaluate(p, &cs);
+    CHECK(stage.mem_params < whole.mem_params && stage.compute_s < whole.compute_s);
+    cs.count[bi][RC_NONE] = 0, cs.count[bi][RC_FULL] = 2; /* a stage recomputes both its instances */
+    IlpChoice *list[1] = {&cs};
+    pipeline_whole_problem(p, 2, list, 1);
+    CHECK_INT(p->groups[gb].mult, 4);
+    CHECK_INT(cs.count[bi][RC_FULL], 4);
+    CHECK_INT(cs.count[bi][RC_NONE], 0);
+    IlpPrice back = ilp_evaluate(p, &c);
+    CHECK_NEAR(back.step_s, whole.step_s, 1e-12 * whole.step_s);
+    CHECK_NEAR(back.peak_bytes, whole.peak_bytes, 1e-9 * whole.peak_bytes);
+    CHECK_NEAR(back.comm_s, whole.comm_s, 1e-12 * (whole.comm_s + 1e-30));
+    ilp_choice_free(&c);
+    ilp_choice_free(&cs);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
 int main(void) {
+    test_replay();
+    test_stage_problem();
+    test_price();
     test_schedules();
     test_checker_catches();
     test_bubble();

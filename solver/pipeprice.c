@@ -1,0 +1,393 @@
+/*
+ * pipeprice.c — the price of a pipelined plan (docs/pipeline.md, "What a
+ * pipeline costs"): each stage's time and memory, and the step's time from a
+ * replay of the stages' own 1F1B action tables.
+ *
+ * Takes: a PlanResult whose Placement has its stages (pipeline_place) and
+ * the whole cluster (the runtime mesh is the plan's mesh with the stages as
+ * a last axis: its link prices the transfers). Gives: a PipePrice.
+ *
+ *   - A stage's share of a group: the group's instances on that stage (a
+ *     tied group of the cut block spreads its `mult` instances over the
+ *     stages that run them); a group outside the cut block belongs to the
+ *     stages of its leader; a parameter also counts on every stage whose
+ *     forward reads it (GPT-2's tied wte: the first and the last stage hold
+ *     it, its gradient and its optimizer state, and both run its update).
+ *   - One micro-batch on a stage: its forward (with its share of the
+ *     resharding) and its backward (with its recompute, and on every stage
+ *     but the last the forward again: the program re-runs a micro-batch's
+ *     forward from its received input before the backward). The problem's
+ *     times are those of the graph it was built from (its batch rows);
+ *     they are scaled to one micro-batch's rows.
+ *   - A transfer: one message of the boundary's values (forward values out,
+ *     their gradients back, the same bytes), alpha + bytes * beta of the
+ *     pipeline axis's link; both halves of a sendrecv run at once.
+ *   - The step: the action tables replayed with these durations (a
+ *     transfer completes when both ends have posted it), then each stage's
+ *     update (its exposed gradient sync, its optimizer, the tied
+ *     parameters' pair all-reduce, the gradient norm's all-reduce over the
+ *     stages); the step ends when the slowest stage's update does.
+ *   - Memory, per stage, what the program holds: parameters, gradients and
+ *     optimizer state of what it holds; one micro-batch's activations of
+ *     its groups (under their recompute policies); the largest transient of
+ *     its groups; and the pipeline buffer: p - s slots of received forward
+ *     values (stage s holds up to p - s micro-batches in flight), the
+ *     received gradients, and the outboxes of the values it sends, each
+ *     value at a 256-byte boundary (compiler/codegen/cg_pipeline.c).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "pipeline.h"
+#include "plan.h"
+
+static double maxd(double a, double b) { return a > b ? a : b; }
+static double align256(double b) { return ceil(b / 256.0) * 256.0; }
+static int lowest(uint32_t m) {
+    int s = 0;
+    while (m && !(m >> s & 1u)) s++;
+    return s;
+}
+
+/* One half of a transfer: boundary b, direction (0: forward values b ->
+ * b+1, 1: gradients b+1 -> b), ordinal k of that direction's messages. */
+typedef struct Half {
+    int b, dir, k;
+    bool send;
+} Half;
+
+double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
+                       double *end) {
+    int P = stages, m = micro_batches;
+    if (P <= 1) {
+        double t = m * (fwd[0] + bwd[0]);
+        if (end) end[0] = t;
+        return t;
+    }
+    PipeAction *acts[PLACE_MAX_STAGES];
+    int n[PLACE_MAX_STAGES], pc[PLACE_MAX_STAGES], nh[PLACE_MAX_STAGES];
+    double t[PLACE_MAX_STAGES];
+    bool posted[PLACE_MAX_STAGES];
+    Half h[PLACE_MAX_STAGES][2];
+    int cnt[PLACE_MAX_STAGES][2][2]; /* per boundary, direction, send/recv: halves posted */
+    /* post times per boundary, direction, send/recv, ordinal (-1: not yet) */
+    size_t nq = (size_t)(P - 1) * 2 * 2 * (size_t)m;
+    double *post = ir_alloc(sizeof(double) * (nq ? nq : 1));
+    for (size_t i = 0; i < nq; i++) post[i] = -1;
+#define POST(b, d, snd, k) post[(((size_t)(b) * 2 + (size_t)(d)) * 2 + (snd)) * (size_t)m + (size_t)(k)]
+    memset(cnt, 0, sizeof cnt);
+    for (int s = 0; s < P; s++) {
+        acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
+        n[s] = pipeline_1f1b(P, m, s, acts[s]);
+        pc[s] = 0, t[s] = 0, posted[s] = false;
+    }
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (int s = 0; s < P; s++) {
+            while (pc[s] < n[s]) {
+                const PipeAction *a = &acts[s][pc[s]];
+                if (a->kind == PA_FWD || a->kind == PA_BWD) {
+                    t[s] += a->kind == PA_FWD ? fwd[s] : bwd[s];
+                    pc[s]++, progress = true;
+                    continue;
+                }
+                int b = a->kind == PA_NEXT ? s : s - 1;
+                if (!posted[s]) { /* post its halves now */
+                    nh[s] = 0;
+                    if (a->send) {
+                        int d = a->kind == PA_NEXT ? 0 : 1;
+                        h[s][nh[s]++] = (Half){b, d, cnt[b][d][1]++, true};
+                    }
+                    if (a->recv) {
+                        int d = a->kind == PA_NEXT ? 1 : 0;
+                        h[s][nh[s]++] = (Half){b, d, cnt[b][d][0]++, false};
+                    }
+                    for (int i = 0; i < nh[s]; i++)
+                        if (h[s][i].k < m) POST(h[s][i].b, h[s][i].dir, h[s][i].send, h[s][i].k) = t[s];
+                    posted[s] = true;
+                }
+                double done = t[s];
+                bool ready = true;
+                for (int i = 0; i < nh[s] && ready; i++) {
+                    const Half *x = &h[s][i];
+                    if (x->k >= m) continue; /* more messages than micro-batches: the checker refuses such tables */
+                    double other = POST(x->b, x->dir, !x->send, x->k);
+                    if (other < 0) ready = false;
+                    else done = maxd(done, maxd(other, POST(x->b, x->dir, x->send, x->k)) + xfer[x->b]);
+                }
+                if (!ready) break;
+                t[s] = done;
+                posted[s] = false;
+                pc[s]++, progress = true;
+            }
+        }
+    }
+#undef POST
+    double T = 0;
+    for (int s = 0; s < P; s++) {
+        if (pc[s] < n[s]) T = INFINITY; /* a deadlock: pipeline_check refuses such tables */
+        T = maxd(T, t[s]);
+        if (end) end[s] = pc[s] < n[s] ? INFINITY : t[s];
+        ir_free(acts[s]);
+    }
+    ir_free(post);
+    return T;
+}
+
+/* Per value: its local bytes as the plan holds it, in the compute dtype for
+ * floating values. */
+static double value_bytes(const PlanResult *r, const Graph *g, ValueId v) {
+    const Value *x = ir_val(g, v);
+    DType dt = x->dtype == DT_F32 || x->dtype == DT_BF16 || x->dtype == DT_F16 ? r->cm.dtype : x->dtype;
+    if (r->pl->has_spec[v]) return shard_spec_bytes(&r->pl->spec[v], &r->mesh, x->shape, dt);
+    return (double)ir_shape_numel(x->shape) * ir_dtype_size(dt);
+}
+
+bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *out, StrBuf *err) {
+    const Placement *pl = r->pl;
+    const IlpProblem *p = r->prob;
+    const Graph *g = pl->g;
+    memset(out, 0, sizeof *out);
+    int P = pl->pipe.stages > 1 ? pl->pipe.stages : 1;
+    int m = p->opt.micro_batches > 0 ? p->opt.micro_batches : 1;
+    out->stages = P, out->micro_batches = m;
+    const uint32_t *mask = pl->pipe.stage_mask;
+#define MASK(id) (P > 1 ? mask[id] : 1u)
+    /* the problem's times are for its graph's rows; one micro-batch is global / m rows */
+    double k = p->batch > 0 ? (double)p->global_batch / m / (double)p->batch : 1;
+    /* per value: the stages whose forward reads it */
+    uint32_t *readers = ir_alloc(sizeof(uint32_t) * (size_t)(g->n_values ? g->n_values : 1));
+    memset(readers, 0, sizeof(uint32_t) * (size_t)g->n_values);
+    for (NodeId id = 0; id < g->n_nodes; id++)
+        if (placement_phase(g, id) == PH_FORWARD)
+            for (int i = 0; i < ir_node(g, id)->n_in; i++) readers[ir_node(g, id)->in[i]] |= MASK(id);
+    double fwd[PLACE_MAX_STAGES] = {0}, bwd[PLACE_MAX_STAGES] = {0}, sync[PLACE_MAX_STAGES] = {0};
+    double bwd_all = 0;
+    int blk = P > 1 ? pl->pipe.block : IR_NONE;
+    double *share = ir_alloc(sizeof(double) * (size_t)p->n_groups * PLACE_MAX_STAGES); /* [group][stage] */
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        const IlpStrat *S = &G->strats[r->choice.strat[gi]];
+        int z = r->choice.zero[gi];
+        const Node *ld = ir_node(g, G->members[0].node);
+        double *sh = &share[(size_t)gi * PLACE_MAX_STAGES];
+        for (int s = 0; s < PLACE_MAX_STAGES; s++) sh[s] = 0;
+        /* its instances per stage, and per stage how many of them are under each recompute policy */
+        int cnt[PLACE_MAX_STAGES][RC__COUNT];
+        memset(cnt, 0, sizeof cnt);
+        const int *c = G->block >= 0 ? r->choice.count[G->block] : NULL;
+        for (int i = 0; i < G->mult; i++) {
+            int s = lowest(MASK(G->members[0].node));
+            if (P > 1 && G->mult > 1 && ld->block == blk)
+                while (s + 1 < P && i >= pl->pipe.first[s + 1]) s++;
+            int pol = !c ? RC_NONE : i < c[RC_FULL] ? RC_FULL : i < c[RC_FULL] + c[RC_SELECTIVE] ? RC_SELECTIVE : RC_NONE;
+            cnt[s][pol]++;
+            sh[s] += 1;
+        }
+        /* the stages holding its parameters: its own and those whose forward reads them */
+        uint32_t hold = 0;
+        for (int mb = 0; mb < G->n_members; mb++) {
+            const Node *nd = ir_node(g, G->members[mb].node);
+            for (int i = 0; i < nd->n_in; i++)
+                if (ir_val(g, nd->in[i])->role == ROLE_PARAM) hold |= readers[nd->in[i]];
+        }
+        bwd_all += G->mult * S->bwd_s * k;
+        for (int s = 0; s < P; s++) {
+            int inst = cnt[s][RC_NONE] + cnt[s][RC_SELECTIVE] + cnt[s][RC_FULL];
+            double own = inst; /* instances whose parameters it holds */
+            if (!own && G->n_params && (hold >> s & 1u)) own = G->mult;
+            PipeStagePrice *st = &out->st[s];
+            if (own > 0 && G->n_params) {
+                st->mem_static += own * S->mem_static[z];
+                st->mem_grads_late += own * S->mem_grad_late[z];
+                st->optimizer_s += own * S->opt_s[z];
+                sync[s] += own * S->sync_s[z];
+                st->param_bytes += own * S->param_local;
+            }
+            if (!inst) continue;
+            double f = inst * S->fwd_s * k, cm = inst * S->comm_s * k, tot = S->fwd_s + S->bwd_s;
+            double fshare = tot > 0 ? S->fwd_s / tot : 0.5;
+            fwd[s] += f + cm * fshare;
+            bwd[s] += inst * S->bwd_s * k + cm * (1 - fshare);
+            bwd[s] += (cnt[s][RC_SELECTIVE] * S->rec_sel_s + cnt[s][RC_FULL] * S->fwd_s) * k;
+            if (s + 1 < P) bwd[s] += f; /* the forward again before the backward (docs/pipeline.md) */
+            for (int pol = 0; pol < RC__COUNT; pol++) st->mem_acts += cnt[s][pol] * S->act[pol];
+            st->mem_transient = maxd(st->mem_transient, ilp_transient(S, z));
+        }
+    }
+    for (int e = 0; e < p->n_edges; e++) { /* resharding between groups: the consumer's stages */
+        const IlpEdge *E = &p->edges[e];
+        const IlpGroup *D = &p->groups[E->dst];
+        int kk = r->choice.strat[E->src] * D->n_strats + r->choice.strat[E->dst];
+        const double *sh = &share[(size_t)E->dst * PLACE_MAX_STAGES];
+        for (int s = 0; s < P; s++) {
+            if (sh[s] <= 0) continue;
+            double c = E->cost[kk] * k * sh[s] / D->mult;
+            const IlpStrat *S = &D->strats[r->choice.strat[E->dst]];
+            double tot = S->fwd_s + S->bwd_s, fshare = tot > 0 ? S->fwd_s / tot : 0.5;
+            fwd[s] += c * fshare, bwd[s] += c * (1 - fshare);
+            out->st[s].mem_transient = maxd(out->st[s].mem_transient, E->mem[kk]);
+        }
+    }
+    ir_free(share);
+    /* the boundaries: forward values defined on stage b read on b + 1, and the gradients back */
+    double fbytes[PLACE_MAX_STAGES] = {0}, gbytes[PLACE_MAX_STAGES] = {0};
+    bool *seen = ir_alloc(sizeof(bool) * (size_t)(g->n_values ? g->n_values : 1));
+    memset(seen, 0, sizeof(bool) * (size_t)g->n_values);
+    bool any_grad = false;
+    for (NodeId id = 0; P > 1 && id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        uint32_t mk = mask[id];
+        if (placement_phase(g, id) == PH_UPDATE || (mk & (mk - 1))) continue;
+        int s = lowest(mk);
+        for (int i = 0; i < n->n_in; i++) {
+            ValueId v = n->in[i];
+            NodeId d = ir_val(g, v)->def;
+            if (d == IR_NONE || (mask[d] >> s & 1u) || seen[v] || (mask[d] & (mask[d] - 1))) continue;
+            seen[v] = true;
+            int from = lowest(mask[d]);
+            double b = align256(value_bytes(r, g, v) * (p->global_batch == p->batch ? 1.0 / m : 1.0));
+            if (placement_phase(g, d) == PH_FORWARD && from == s - 1) fbytes[from] += b;
+            else if (from == s + 1) gbytes[s] += b, any_grad = true;
+        }
+    }
+    ir_free(seen);
+    if (!any_grad) /* a forward graph: the gradients of the boundary values, the same bytes */
+        for (int b = 0; b + 1 < P; b++) gbytes[b] = fbytes[b];
+    /* the pipeline axis: the plan's mesh with the stages as a last axis, on the whole cluster */
+    ShardMesh pm = r->mesh;
+    double xfer[PLACE_MAX_STAGES] = {0};
+    if (P > 1) {
+        int sizes[SHARD_MAX_AXES + 1];
+        for (int a = 0; a < r->mesh.n_axes; a++) sizes[a] = r->mesh.size[a];
+        sizes[r->mesh.n_axes] = P;
+        if (r->mesh.n_axes + 1 > SHARD_MAX_AXES || !shard_mesh_make(whole, r->mesh.n_axes + 1, sizes, &pm, err)) {
+            if (r->mesh.n_axes + 1 > SHARD_MAX_AXES) sb_printf(err, "a pipeline needs one mesh axis more than the plan's %d", r->mesh.n_axes);
+            ir_free(readers);
+            return false;
+        }
+        int ax = pm.n_axes - 1;
+        out->link_alpha_s = pm.alpha[ax], out->link_beta_s = pm.beta[ax], out->link_inter = pm.inter[ax];
+        for (int b = 0; b + 1 < P; b++) {
+            double bytes = maxd(fbytes[b], gbytes[b]);
+            xfer[b] = bytes > 0 ? pm.alpha[ax] + bytes * pm.beta[ax] : 0;
+        }
+        /* the tied parameters' gradient parts: a pair all-reduce between the stages holding them */
+        ShardMesh pair = pm;
+        pair.size[ax] = 2;
+        double tied = 0;
+        uint32_t tied_on = 0;
+        for (ValueId v = 0; v < g->n_values; v++) {
+            if (ir_val(g, v)->role != ROLE_PARAM || !(readers[v] & (readers[v] - 1))) continue;
+            DType dt = r->cm.dtype;
+            double b = pl->has_spec[v] ? shard_spec_bytes(&pl->spec[v], &r->mesh, ir_val(g, v)->shape, dt)
+                                       : (double)ir_shape_numel(ir_val(g, v)->shape) * ir_dtype_size(dt);
+            tied += shard_coll_time(P == 2 ? &pm : &pair, COLL_ALL_REDUCE, ax, b);
+            tied_on |= readers[v];
+        }
+        out->tied_s = tied;
+        double norm = shard_coll_time(&pm, COLL_ALL_REDUCE, ax, 4); /* the gradient norm's parts */
+        for (int s = 0; s < P; s++) out->st[s].update_s = (tied_on >> s & 1u ? tied : 0) + norm;
+    }
+    ir_free(readers);
+    double T = 0, busy = 0;
+    double end[PLACE_MAX_STAGES];
+    int layers = p->n_layers > 0 ? p->n_layers : 1;
+    double pipe_s = pipeline_replay(P, m, fwd, bwd, xfer, end);
+    for (int s = 0; s < P; s++) {
+        PipeStagePrice *st = &out->st[s];
+        st->fwd_s = fwd[s], st->bwd_s = bwd[s];
+        st->send_s = s + 1 < P ? xfer[s] : 0;
+        st->send_bytes = s + 1 < P ? fbytes[s] : 0;
+        st->grad_sync_s = sync[s];
+        /* the gradient sync overlaps the last backward but its last bucket (eval.c's rule) */
+        st->grad_sync_exposed_s = maxd(0, maxd(sync[s] - bwd[s], sync[s] * P / layers));
+        st->update_s += st->grad_sync_exposed_s + st->optimizer_s;
+        st->busy_s = m * (fwd[s] + bwd[s]);
+        double slot = s ? fbytes[s - 1] : 0;
+        st->mem_inflight = (P - s) * slot + (s + 1 < P ? gbytes[s] + fbytes[s] : 0) + (s ? gbytes[s - 1] : 0);
+        double start = st->mem_static - st->mem_grads_late + st->mem_acts + st->mem_inflight;
+        double update = st->mem_static + st->mem_inflight;
+        st->peak_bytes = maxd(start, update) + st->mem_transient;
+        st->end_s = end[s] + st->update_s;
+        T = maxd(T, st->end_s);
+        busy += st->busy_s;
+        out->peak_bytes = maxd(out->peak_bytes, st->peak_bytes);
+    }
+    out->pipe_s = pipe_s;
+    out->step_s = T;
+    out->idle_fraction = T > 0 && P > 1 ? 1 - busy / (P * T) : 0;
+#undef MASK
+    return true;
+}
+
+/* ---- the intra-stage problem ------------------------------------------------ */
+
+/* The graph block a pipeline cuts: the one with the most instances (as
+ * pipeline_place). */
+static int cut_block(const Graph *g) {
+    int blk = IR_NONE;
+    for (int k = 0; k < g->n_blocks; k++)
+        if (blk == IR_NONE || g->blocks[k].n_instances > g->blocks[blk].n_instances) blk = k;
+    return blk;
+}
+
+/* A tied group of the cut block (its IlpBlock carries the graph block's
+ * name; an untied instance's is "name.i"), whatever its multiplicity now. */
+static bool in_cut(const IlpProblem *p, int gi, int blk) {
+    const IlpGroup *G = &p->groups[gi];
+    return blk != IR_NONE && G->block >= 0 && ir_node(p->g, G->members[0].node)->block == blk &&
+           !strcmp(p->blocks[G->block].name, p->g->blocks[blk].name);
+}
+
+/* Sets the cut block's tied groups to `to` instances (from `from`): their
+ * multiplicity, their block's instance count, the edges between them
+ * (priced once per instance) and the gradient buckets. */
+static void rescale(IlpProblem *p, int blk, int from, int to) {
+    int bi = -1;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        if (in_cut(p, gi, blk)) p->groups[gi].mult = to, bi = p->groups[gi].block;
+    if (bi < 0) return;
+    p->blocks[bi].instances = to;
+    for (int e = 0; e < p->n_edges; e++) {
+        IlpEdge *E = &p->edges[e];
+        if (p->groups[E->src].block != bi || p->groups[E->dst].block != bi) continue;
+        size_t n = (size_t)p->groups[E->src].n_strats * (size_t)p->groups[E->dst].n_strats;
+        for (size_t j = 0; j < n; j++) E->cost[j] = E->cost[j] / from * to;
+    }
+    p->n_layers = 0;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        if (p->groups[gi].n_params) p->n_layers += p->groups[gi].mult;
+}
+
+int pipeline_stage_instances(const Graph *g, int stages) {
+    int blk = cut_block(g);
+    if (blk == IR_NONE || stages <= 1) return blk == IR_NONE ? 0 : g->blocks[blk].n_instances;
+    int n = g->blocks[blk].n_instances;
+    return (n + stages - 1) / stages;
+}
+
+void pipeline_stage_problem(IlpProblem *p, int stages) {
+    int blk = cut_block(p->g);
+    if (stages <= 1 || blk == IR_NONE) return;
+    rescale(p, blk, p->g->blocks[blk].n_instances, pipeline_stage_instances(p->g, stages));
+}
+
+void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices, int n_choices) {
+    int blk = cut_block(p->g);
+    if (stages <= 1 || blk == IR_NONE) return;
+    int n = p->g->blocks[blk].n_instances, k = pipeline_stage_instances(p->g, stages), bi = -1;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        if (in_cut(p, gi, blk)) bi = p->groups[gi].block;
+    rescale(p, blk, k, n);
+    if (bi < 0) return;
+    for (int i = 0; i < n_choices; i++) {
+        int *c = choices[i]->count[bi];
+        int full = c[RC_FULL] * stages, sel = c[RC_SELECTIVE] * stages; /* per stage: its first instances */
+        if (c[RC_FULL] == k) full = n;
+        if (c[RC_SELECTIVE] == k) sel = n;
+        if (full > n) full = n;
+        if (sel > n - full) sel = n - full;
+        c[RC_FULL] = full, c[RC_SELECTIVE] = sel, c[RC_NONE] = n - full - sel;
+    }
+}
