@@ -69,6 +69,7 @@ static const char usage_text[] =
     "  -o PATH               output file (ir) or directory (plan, code); '-' is stdout\n"
     "  --dump-after PASS     print the IR after PASS (or 'all') to stderr\n"
     "  --verify-each         run the IR verifier after every pass\n"
+    "  --no-share            write every node of the schedule out (no shared functions for repeated runs)\n"
     "  -q, --quiet           print nothing but errors\n"
     "  -h, --help            this text\n"
     "  --version             the version\n"
@@ -85,7 +86,7 @@ static const char usage_text[] =
 enum {
     OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_PP, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
     OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_OFFLOAD, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
-    OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
+    OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_NO_SHARE, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
     OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN, OPT_BETAS, OPT_EPS, OPT_WEIGHT_DECAY,
     OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST,
 };
@@ -120,6 +121,7 @@ static const struct option long_opts[] = {
     {"target", required_argument, 0, OPT_TARGET},
     {"dump-after", required_argument, 0, OPT_DUMP_AFTER},
     {"verify-each", no_argument, 0, OPT_VERIFY_EACH},
+    {"no-share", no_argument, 0, OPT_NO_SHARE},
     {"sweep-mem", optional_argument, 0, OPT_SWEEP_MEM},
     {"quiet", no_argument, 0, 'q'},
     {"help", no_argument, 0, 'h'},
@@ -406,6 +408,7 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             }
             break;
         case OPT_VERIFY_EACH: o->verify_each = true; break;
+        case OPT_NO_SHARE: o->no_share = true; break;
         case OPT_SWEEP_MEM: {
             int64_t v = 8;
             if (optarg) ok = parse_pos_int("--sweep-mem", optarg, 64, &v);

@@ -51,6 +51,7 @@ typedef struct CliOptions {
     const char *dump_ilp;         /* --dump-ilp FILE.lp */
     const char *dump_after;       /* --dump-after PASS ("all" for every pass) */
     bool verify_each;             /* --verify-each */
+    bool no_share;                /* --no-share */
     bool quiet;                   /* -q */
     int sweep_mem;                /* --sweep-mem[=N]: memory limits to re-solve at (0: none) */
     int n_defines;

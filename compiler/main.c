@@ -342,7 +342,7 @@ static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, 
     shard_mesh_print(&mb, &r->mesh);
     snprintf(desc, sizeof desc, "%s on mesh %s", r->chosen, sb_cstr(&mb));
     CgOptions co = {.source = o->input, .plan_desc = desc, .mesh_axes = r->mesh.n_axes,
-                    .cpu = strcmp(o->target, "cuda") != 0, .cuda = strcmp(o->target, "cpu") != 0,
+                    .cpu = strcmp(o->target, "cuda") != 0, .cuda = strcmp(o->target, "cpu") != 0, .no_share = o->no_share,
                     .peak_flops = r->cl.peak_flops[r->cm.dtype]};
     double simulated = 0; /* the generated program replayed (solver/sim.h) */
     co.cl = &r->cl;

@@ -4,8 +4,9 @@ roofline of one generated training step on its GPU, beside the plan's
 predicted step.
 
 Takes a directory written by `colossal-compile ... --emit code --target cuda`
-(M.c: the schedule; M_kernels.cu: the kernels and their `cg-audit` lines,
-which give each launch's FLOPs and bytes from the IR; M.plan.json: the
+(M.c: the schedule, its shared runs written out; M_kernels.cu: the kernels
+and their `cg-audit` lines, which give each launch's FLOPs and bytes from
+the IR, count=N times; M.plan.json: the
 plan, its device and predicted step). Gives a table by kernel kind and the
 estimated step, and exits 1 if it is over twice the plan's prediction.
 
@@ -39,6 +40,16 @@ FLOOR = 3e-6
 ES = {"COLRT_F32": 4, "COLRT_BF16": 2, "COLRT_F16": 2, "COLRT_I32": 4}
 
 
+def inline_shared(sched, px):
+    """The schedule with each shared run of nodes (compiler/codegen/cg_share.c:
+    `for (int r = 0; r < R; r++) M_rN(M, r, ...)`) written out R times, so
+    each launch counts once per run."""
+    fn = re.compile(r"^static void (%s_r\d+)\(%s \*M, int64_t r[^)]*\) \{\n(.*?)^\}\n" % (px, px), re.S | re.M)
+    bodies = {m.group(1): m.group(2) for m in fn.finditer(sched)}
+    loop = re.compile(r"^    for \(int r = 0; r < (\d+); r\+\+\) /\*.*?\*/\n        (%s_r\d+)\(M, r[^;]*\);\n" % px, re.M)
+    return loop.sub(lambda m: bodies[m.group(2)] * int(m.group(1)), fn.sub("", sched))
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -56,11 +67,11 @@ def main():
     bw = 0.8 * hbm * 1e9
     rows = {}
 
-    def add(kind, t):
+    def add(kind, t, times=1):
         n, s = rows.get(kind, (0, 0.0))
-        rows[kind] = (n + 1, s + max(t, FLOOR))
+        rows[kind] = (n + times, s + times * max(t, FLOOR))
 
-    sched = open(os.path.join(d, px + ".c")).read()
+    sched = inline_shared(open(os.path.join(d, px + ".c")).read(), px)
     for m in re.finditer(r"colrt_gemm\(NULL, (COLRT_\w+), (\d), (\d), (\d+), (\d+), (\d+), [^,]+, [^,]+, (\d+), (\d+), [^,]+, (\d+), (\d+), [^,]+, [^,]+, (\d+), (\d+), (\d+)\);", sched):
         es = ES[m.group(1)]
         M, N, K, batch = int(m.group(4)), int(m.group(5)), int(m.group(6)), int(m.group(13))
@@ -85,15 +96,16 @@ def main():
             continue
         seen.add(f["emit"])
         op, flops, byts, work = f["op"], float(f["flops"]), float(f["bytes"]), float(f["work"])
+        times = int(f.get("count", 1))  # identical node emissions, written once
         if op.startswith("attention"):
             units = {"attention": 2, "attention_dq": 5, "attention_dkv": 6}[op]
             # the IR's forward FLOPs are 2 units with the causal mask applied;
             # work = B*T*H*S*Dh (every pair), so the mask's share is flops / (4 work)
             frac = min(1.0, flops / (4.0 * work)) if op == "attention" else 0.5
             t_attn = units * 2.0 * work * frac / (0.25 * f32 * 1e12)
-            add(op + " (tiled SIMT)", max(t_attn, byts / bw))
+            add(op + " (tiled SIMT)", max(t_attn, byts / bw), times)
         else:
-            add(op, byts / bw)
+            add(op, byts / bw, times)
 
     total = sum(s for _, s in rows.values())
     pred = plan["step_time_s"]

@@ -28,6 +28,7 @@ typedef struct CgOptions {
     int mesh_axes;             /* the plan's mesh */
     int mesh[3];
     bool cpu, cuda;            /* which kernel files to write */
+    bool no_share;             /* every node written out: no shared functions (cg_share.c) */
     double peak_flops;         /* per device, the compute dtype: the header's MFU constant */
     /* The simulator (solver/sim.h): with cl and shard_mesh set, the program
      * is recorded as emitted, written into the plan JSON ("program") and

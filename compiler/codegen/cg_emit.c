@@ -64,12 +64,6 @@ static void c_ident(StrBuf *b, const char *name) {
     }
 }
 
-static uint64_t fnv1a(const char *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
 static bool write_file(const char *dir, const char *name, const StrBuf *b) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -380,6 +374,11 @@ static void prof_close(CgCtx *c, NodeId f, bool recomputed, size_t mark) {
     StrBuf nm;
     sb_init(&nm);
     sb_printf(&nm, "%s%s", ir_val(g, out)->name, recomputed ? " (recomputed)" : "");
+    if (c->n_prof > c->cap_prof_at) {
+        c->cap_prof_at = 2 * c->n_prof + 16;
+        c->prof_at = ir_realloc(c->prof_at, (size_t)c->cap_prof_at * sizeof *c->prof_at);
+    }
+    c->prof_at[c->n_prof - 1] = c->prof.len;
     sb_puts(&c->prof, "    {");
     put_cstring(&c->prof, sb_cstr(&nm));
     sb_printf(&c->prof, ", \"%s\", \"%s\", %.17g, %.17g, 0, 0},\n", ir_op(n->op)->name,
@@ -401,6 +400,8 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
     *step_begin = ad_step_begin(g);
     if (*step_begin < *fwd_end) *step_begin = *fwd_end;
     StrBuf parts[3];
+    CgSegs segs[3] = {{0}};
+    int prof_base = c->n_prof;
     for (int p = 0; p < 3; p++) sb_init(&parts[p]); /* all three: an error frees them all */
     for (int p = 0; p < 3; p++) {
         c->sched = &parts[p];
@@ -416,6 +417,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             }
         }
         for (NodeId id = first; id < last; id++) {
+            cg_segs_mark(&segs[p], c->sched->len, id);
             if (!cg_pipe_on(c, id)) { /* another pipeline stage's: its sums of this stage's gradients stay */
                 for (int k = 0; k < lp->n[id].n_reduce; k++)
                     if (cg_pipe_holds(c, lp->n[id].reduce[k])) emit_reduce(c, o, lp->n[id].reduce[k]);
@@ -452,7 +454,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 if (ok_rc) prof_close(c, ln->recompute[k], true, mark);
                 c->rc_node = -1;
                 if (!ok_rc) {
-                    for (int q = 0; q < 3; q++) sb_free(&parts[q]);
+                    for (int q = 0; q < 3; q++) sb_free(&parts[q]), cg_segs_free(&segs[q]);
                     return false;
                 }
             }
@@ -460,7 +462,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             cg_emit_reshards(c, o, id, false); /* after the recomputes: it may read recomputed values */
             sb_printf(c->sched, "    /* %%%s = %s */\n", ir_val(g, n->out[0])->name, ir_op(n->op)->name);
             if (!cg_emit_node(c, id)) {
-                for (int q = 0; q < 3; q++) sb_free(&parts[q]);
+                for (int q = 0; q < 3; q++) sb_free(&parts[q]), cg_segs_free(&segs[q]);
                 return false;
             }
             prof_close(c, id, false, mark);
@@ -492,6 +494,12 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
         }
     }
     c->cur_node = -1; /* outside the schedule: values as stored */
+    StrBuf fns; /* each repeated run of nodes once (cg_share.c) */
+    sb_init(&fns);
+    if (!o->no_share) cg_share(c, parts, segs, 3, &fns, prof_base);
+    sb_puts(m, sb_cstr(&fns));
+    sb_free(&fns);
+    for (int q = 0; q < 3; q++) cg_segs_free(&segs[q]);
     char sfx[16] = ""; /* a pipeline stage's functions: _s0, _s1, ... */
     if (c->stage >= 0) snprintf(sfx, sizeof sfx, "_s%d", c->stage);
     sb_printf(m, "static void %s_forward_nodes%s(%s *M) {\n%s}\n\n", px, sfx, px, sb_cstr(&parts[0]));
@@ -550,7 +558,8 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "    int nax[8], ax[8][3]; /* tensor parallel: the mesh axes splitting each dim, outermost first */\n"
                  "    unsigned rep; /* the mesh axes holding copies: saved where their coordinates are 0 */\n"
                  "    int init; /* 0 zeros, 1 ones, 2 normal(a), 3 uniform[a,b) */\n"
-                 "    double a, b;\n    uint64_t key;\n    colrt_dtype dtype;\n} %s_leaf;\n\n", px, px);
+                 "    double a, b;\n    const char *key; /* the name whose hash keys the generator (NULL: name) */\n"
+                 "    colrt_dtype dtype;\n} %s_leaf;\n\n", px, px);
     sb_printf(m, "static const %s_leaf %s_leaves[] = {\n", px, px);
     int n_leaves = 0;
     for (ValueId v = 0; v < g->n_values; v++) {
@@ -579,18 +588,23 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         sb_printf(m, "}, %d, {", sliced);
         const ShardSpec *sp = &lp->v[v].spec;
         bool tp = lp->sharded;
-        for (int d = 0; d < gs.rank; d++) sb_printf(m, "%s%d", d ? ", " : "", tp ? sp->n[d] : 0);
+        int split = 0; /* dims split, through the last one (the rest are zero-initialized) */
+        for (int d = 0; tp && d < gs.rank; d++)
+            if (sp->n[d]) split = d + 1;
+        for (int d = 0; d < (split ? split : 1); d++) sb_printf(m, "%s%d", d ? ", " : "", d < split ? sp->n[d] : 0);
         sb_puts(m, "}, {");
-        for (int d = 0; d < gs.rank; d++) {
+        for (int d = 0; d < (split ? split : 1); d++) {
             sb_printf(m, "%s{", d ? ", " : "");
-            for (int k = 0; tp && k < sp->n[d]; k++) sb_printf(m, "%s%d", k ? ", " : "", sp->ax[d][k]);
-            sb_puts(m, tp && sp->n[d] ? "}" : "0}");
+            for (int k = 0; d < split && k < sp->n[d]; k++) sb_printf(m, "%s%d", k ? ", " : "", sp->ax[d][k]);
+            sb_puts(m, d < split && sp->n[d] ? "}" : "0}");
         }
         unsigned rep = 0; /* ZeRO slices: every rank holds its own */
         for (int a = 0; !sliced && a < o->mesh_axes; a++)
             if (!tp || shard_spec_axis_dim(sp, a, NULL) < 0) rep |= 1u << a;
-        sb_printf(m, "}, %uu, %d, %.17g, %.17g, 0x%016llxull, %s},\n", rep, init, in.a, in.b,
-                  (unsigned long long)fnv1a(ir_val(g, of != IR_NONE ? of : v)->name), cg_colrt_dtype(x->dtype));
+        sb_printf(m, "}, %uu, %d, %.17g, %.17g, ", rep, init, in.a, in.b);
+        if (of != IR_NONE) put_cstring(m, ir_val(g, of)->name);
+        else sb_putc(m, '0');
+        sb_printf(m, ", %s},\n", cg_colrt_dtype(x->dtype));
     }
     if (!n_leaves) sb_puts(m, "    {0},\n");
     sb_printf(m, "};\nstatic const int %s_n_leaves = %d;\n\n", px, n_leaves);
@@ -619,6 +633,13 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        if (((l->rep >> a) & 1u) && colrt_mesh_coord(M->mesh, a) != 0) return 0;\n"
               "    return 1;\n"
               "}\n\n"
+              "/* The generator's key of a leaf: FNV-1a (64-bit) of its name, or of the\n"
+              " * parameter it is the master copy of. */\n"
+              "static uint64_t %s_leaf_key(const %s_leaf *l) {\n"
+              "    uint64_t h = 1469598103934665603ull;\n"
+              "    for (const char *s = l->key ? l->key : l->name; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;\n"
+              "    return h;\n"
+              "}\n\n"
               "/* Initial values on the device (%s_init_fill: cg_launch.c), from the\n"
               " * counter-based generator: every rank's shard holds the single-device\n"
               " * values whatever the plan. */\n"
@@ -632,10 +653,10 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        p.global[d] = l->global[d];\n"
               "    }\n"
               "    p.ndim = l->ndim, p.init = l->init, p.dtype = (int)l->dtype;\n"
-              "    p.a = l->a, p.b = l->b, p.key = l->key, p.seed = M->seed;\n"
+              "    p.a = l->a, p.b = l->b, p.key = %s_leaf_key(l), p.seed = M->seed;\n"
               "    %s_init_fill(NULL, M->arena.base + l->off, n, &p);\n"
               "}\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
     sb_printf(m, "/* COLRT_PROFILE=1: the schedule's entries, timed (colrt_profile_register);\n"
                  " * M_prof(k) opens entry k, M_prof(-1) closes it. Not inlined: a call per entry\n"
                  " * costs nothing to compile, a branch per entry inlined doubles the time. */\n"
@@ -993,6 +1014,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         cg_cuda_prelude(&kcu);
         if (cg_graph_has_half(g)) cg_half_helpers(&kcu, g, true);
         sb_puts(&kcu, sb_cstr(&c.kcu));
+        cg_audit_write(&c, &kcu);
         char hn[256], mn[256], kn[256], kun[256], pn[256];
         snprintf(hn, sizeof hn, "%s.h", px);
         snprintf(mn, sizeof mn, "%s.c", px);
@@ -1019,6 +1041,7 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     sb_free(&c.kcu);
     sb_free(&c.proto);
     sb_free(&c.prof);
+    ir_free(c.prof_at);
     cg_launch_free(&c);
     sb_free(&err);
     sb_free(&pxb);

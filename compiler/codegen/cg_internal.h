@@ -31,9 +31,13 @@ typedef struct CgCtx {
     StrBuf *uniq_text;
     int64_t work_bytes;
     int emit_serial;
+    StrBuf audit;              /* the launch audit's lines, a group per emission (cg_audit_write) */
     double predicted_step_s;   /* the plan's step time (0: unknown) */
     StrBuf prof;               /* the profile's entries (COLRT_PROFILE), C initializers */
     int n_prof;
+    size_t *prof_at;           /* where entry k's line starts in prof */
+    int cap_prof_at;
+    int n_shared;              /* cg_share.c: shared schedule functions written so far */
     int stage;                 /* a pipelined program: the stage whose functions are being
                                 * written (cg_pipeline.c); -1: every node */
     bool *pipe_zeroed;         /* per value: a node of that stage reads it as zero (another
@@ -94,6 +98,9 @@ int64_t cg_work_off(const CgCtx *c);
 void cg_c_prelude(StrBuf *b);
 void cg_cuda_prelude(StrBuf *b);
 void cg_launch_free(CgCtx *c);
+/* The launch audit's `cg-audit` lines (tests/gpu/launch_audit.sh), identical
+ * node emissions once with count=N, into the CUDA kernels file. */
+void cg_audit_write(CgCtx *c, StrBuf *out);
 /* Writes M_init_fill (parameter initialization) in both kernel files and its
  * prototype (cg_launch.c). */
 void cg_init_kernels(CgCtx *c);
@@ -160,6 +167,21 @@ void cg_emit_readout(CgCtx *c, StrBuf *h, StrBuf *m, const CgOptions *o, int mic
 /* Dynamic loss scaling (f16) starts from this scale (PyTorch's GradScaler
  * default, 2^16); the generated program keeps it as state. */
 #define CG_INITIAL_LOSS_SCALE 65536.0
+
+/* Where each node's code starts in a part of the schedule being written
+ * (cg_share.c cuts the part there). */
+typedef struct CgSegs {
+    size_t *at;
+    NodeId *node;
+    int n, cap;
+} CgSegs;
+void cg_segs_mark(CgSegs *sg, size_t at, NodeId node);
+void cg_segs_free(CgSegs *sg);
+/* Writes each repeated run of nodes of parts[0..n_parts) once, as a function
+ * into fns called once per repeat, and merges the repeats' profile entries
+ * (those from prof_base) into the first's, renumbering the marks
+ * (cg_share.c). */
+void cg_share(CgCtx *c, StrBuf *parts, CgSegs *segs, int n_parts, StrBuf *fns, int prof_base);
 
 typedef bool (*CgEmitFn)(CgCtx *c, NodeId id);
 /* Emits node id through the kernel table (cg_ops.def), after checking that

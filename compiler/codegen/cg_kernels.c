@@ -228,16 +228,28 @@ static bool emit_dense(CgCtx *c, NodeId id) {
         for (int d = 0; d < x.rank - k; d++) Lr *= x.d[d];
         for (int d = 0; d < k; d++) K *= w.d[d];
         N = numel(w) / K;
-        NodeId ba = c->lp->n[id].bias_add;
-        if (ba != IR_NONE) { /* lower.fuse: the product is written onto the bias, broadcast over the rows */
+        NodeId ba = c->lp->n[id].bias_add, ra = c->lp->n[id].res_add;
+        ValueId bias = IR_NONE, res = IR_NONE;
+        if (ba != IR_NONE) {
             const Node *an = N_(c, ba);
-            ValueId bias = an->in[0] == n->out[0] ? an->in[1] : an->in[0];
-            char body[128];
-            snprintf(body, sizeof body, "a1[i] = a0[i %% %lld];", (long long)N);
-            KArg a[2] = {{bias, 0, 0}, {n->out[0], 1, 0}};
+            bias = an->in[0] == n->out[0] ? an->in[1] : an->in[0];
+        }
+        if (ra != IR_NONE) { /* the add's other operand than the product (or its bias sum) */
+            const Node *rn = N_(c, ra);
+            ValueId s = ba != IR_NONE ? N_(c, ba)->out[0] : n->out[0];
+            res = rn->in[0] == s ? rn->in[1] : rn->in[0];
+        }
+        char body[128];
+        if (res != IR_NONE && bias != IR_NONE) { /* lower.fuse: the product is written onto residual + bias */
+            snprintf(body, sizeof body, "a2[i] = a0[i] + a1[i %% %lld];", (long long)N);
+            KArg a[3] = {{res, 0, 0}, {bias, 0, 0}, {n->out[0], 1, 0}};
+            cg_kernel(c, id, 3, a, Lr * N, "", body);
+        } else if (res != IR_NONE || bias != IR_NONE) { /* onto the residual, or the bias broadcast over the rows */
+            snprintf(body, sizeof body, "a1[i] = a0[i %% %lld];", (long long)(res != IR_NONE ? Lr * N : N));
+            KArg a[2] = {{res != IR_NONE ? res : bias, 0, 0}, {n->out[0], 1, 0}};
             cg_kernel(c, id, 2, a, Lr * N, "", body);
         }
-        gemm_beta(c, 0, 0, Lr, N, K, n->in[0], K, 0, n->in[1], N, 0, n->out[0], N, 0, 1, ba != IR_NONE);
+        gemm_beta(c, 0, 0, Lr, N, K, n->in[0], K, 0, n->in[1], N, 0, n->out[0], N, 0, 1, ba != IR_NONE || ra != IR_NONE);
     } else if (n->op == OP_DENSE_DX) { /* [L,K] = dy[L,N] w[K,N]^T */
         Shape w = L(c, n->in[1]);
         for (int d = 0; d < k; d++) K *= w.d[d];
@@ -260,7 +272,8 @@ static bool emit_binary(CgCtx *c, NodeId id) {
         for (int k = 0; k < 2; k++)
             bias |= ir_val(c->g, n->in[k])->def != IR_NONE && c->lp->n[ir_val(c->g, n->in[k])->def].bias_add == id;
         sb_puts(c->sched, bias ? "    /* added by the GEMM above (lower.fuse) */\n"
-                               : "    /* summed by the embedding gradient's scatter-add above */\n");
+                          : c->lp->n[id].res_of != IR_NONE ? "    /* the residual, added by the GEMM above (lower.fuse) */\n"
+                                                           : "    /* summed by the embedding gradient's scatter-add above */\n");
         return true;
     }
     Shape o = L(c, n->out[0]);

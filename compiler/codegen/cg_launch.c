@@ -348,7 +348,7 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
     /* the audit line: this launch's threads beside the node's extent */
     double par, wk, share = 1;
     node_extent(c, id, &par, &wk, &share);
-    sb_printf(&c->kcu,
+    sb_printf(&c->audit,
               "/* cg-audit kernel=%s node=%d emit=%d op=%s value=%%%s parallel=%.0f work=%.0f threads=%lld fill=%d "
               "flops=%.0f bytes=%.0f */\n",
               name, (int)id, c->emit_serial, what, res, par, wk, (long long)threads, CG_FILL_THREADS,
@@ -389,7 +389,68 @@ void cg_kernel_rows(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t ro
     cg_kernel_ex(c, id, nargs, args, &k);
 }
 
+/* The audit lines, one group per node emission (emit=), identical groups
+ * (the same kernels, extents and counts: a tied block's instances) written
+ * once with count=N, the first's node and value named. */
+void cg_audit_write(CgCtx *c, StrBuf *out) {
+    typedef struct Grp {
+        char *key;
+        const char *from, *to; /* the first's lines */
+        int count;
+    } Grp;
+    Grp *gs = NULL;
+    int n = 0, cap = 0;
+    const char *t = sb_cstr(&c->audit);
+    for (const char *p = t; *p;) {
+        const char *e = strstr(p, " emit="), *q = p;
+        int serial = e ? atoi(e + 6) : -1;
+        StrBuf key; /* the lines without node=, emit=, value= */
+        sb_init(&key);
+        while (*q) {
+            const char *nl = strchr(q, '\n'), *f = strstr(q, " emit=");
+            if (!nl || !f || f > nl || atoi(f + 6) != serial) break;
+            for (const char *w = q; w < nl;) {
+                const char *sp = memchr(w + 1, ' ', (size_t)(nl - w - 1));
+                const char *we = sp ? sp : nl;
+                if (strncmp(w, " node=", 6) && strncmp(w, " emit=", 6) && strncmp(w, " value=", 7))
+                    sb_printf(&key, "%.*s", (int)(we - w), w);
+                w = we;
+            }
+            sb_putc(&key, '\n');
+            q = nl + 1;
+        }
+        if (q == p) break; /* not an audit line: never written */
+        int k = 0;
+        while (k < n && strcmp(gs[k].key, sb_cstr(&key))) k++;
+        if (k < n) {
+            gs[k].count++;
+            sb_free(&key);
+        } else {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 64;
+                gs = realloc(gs, (size_t)cap * sizeof *gs);
+                if (!gs) {
+                    fprintf(stderr, "colossal-compile: out of memory\n");
+                    exit(1);
+                }
+            }
+            gs[n++] = (Grp){.key = key.data, .from = p, .to = q, .count = 1};
+        }
+        p = q;
+    }
+    for (int k = 0; k < n; k++) {
+        for (const char *l = gs[k].from; l < gs[k].to;) {
+            const char *nl = strchr(l, '\n');
+            sb_printf(out, "%.*s count=%d */\n", (int)(nl - l - 3), l, gs[k].count);
+            l = nl + 1;
+        }
+        free(gs[k].key);
+    }
+    free(gs);
+}
+
 void cg_launch_free(CgCtx *c) {
+    sb_free(&c->audit);
     for (int q = 0; q < c->n_uniq; q++) sb_free(&c->uniq_text[q]);
     free(c->uniq_hash);
     free(c->uniq_kid);

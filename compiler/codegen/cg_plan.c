@@ -128,6 +128,9 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     int fused_bias = 0; /* lower.fuse: bias adds done by their GEMM */
     for (NodeId id = 0; id < g->n_nodes; id++) fused_bias += lp->n[id].bias_add != IR_NONE;
     cJSON_AddNumberToObject(low, "fused_bias_adds", fused_bias);
+    int fused_res = 0; /* lower.fuse: residual adds done by their GEMM */
+    for (NodeId id = 0; id < g->n_nodes; id++) fused_res += lp->n[id].res_add != IR_NONE;
+    cJSON_AddNumberToObject(low, "fused_residual_adds", fused_res);
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     size_t n = strlen(txt);

@@ -1,21 +1,28 @@
 /*
  * fuse.c — the lowering's fusion pass (lower.fuse): kernels merged into the
- * one before them, so the program makes fewer passes over memory. For now
- * one kind, GEMM epilogues of a bias:
+ * one before them, so the program makes fewer passes over memory. Two kinds
+ * of GEMM epilogue:
  *
- *   bias  add(dense(x, w), b), b broadcast along the rows of the product
- *         (b's shape a suffix of the result's, as many elements as the
- *         GEMM's columns), the product read by nothing else: the GEMM
- *         writes onto b broadcast (beta = 1), so the product and the sum
- *         share one buffer and the add runs no kernel.
+ *   bias      add(dense(x, w), b), b broadcast along the rows of the product
+ *             (b's shape a suffix of the result's, as many elements as the
+ *             GEMM's columns), the product read by nothing else: the GEMM
+ *             writes onto b broadcast (beta = 1), so the product and the sum
+ *             share one buffer and the add runs no kernel.
+ *   residual  add(s, r), s that product or its bias sum, read by nothing
+ *             else, r (f32, the result's shape) computed before the dense:
+ *             one pass writes r (+ b) into the product's buffer before the
+ *             GEMM adds onto it; the add runs no kernel. The sum's rounding
+ *             changes ((r + b) + xw instead of r + (b + xw)): the e2e tests
+ *             hold it to the interpreter's tolerances.
  *
  * Takes the program after the aliases, split, recompute, bucket and gather
  * passes (so it knows what runs where) and leaves out nodes that run
  * collectives, reshardings or gathers, or are re-run by a recompute. Gives:
- * LowerNode.bias_add on the dense node (the add it absorbs), fused on the
- * add, and the add's result stored in the product's buffer. Both targets'
+ * LowerNode.bias_add and res_add on the dense node (the adds it absorbs),
+ * fused (and res_of) on the adds, and their results stored in the product's buffer. Both targets'
  * code generators read the marks (cg_kernels.c emit_dense); --dump-after
- * prints them and plan.json's lowering.fused_bias_adds counts them.
+ * prints them and plan.json's lowering.fused_bias_adds and
+ * fused_residual_adds count them.
  */
 #include "lower_internal.h"
 
@@ -31,7 +38,7 @@ bool lower_pass_fuse(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     int nn = c->nn, nv = c->nv;
-    for (NodeId id = 0; id < nn; id++) p->n[id].bias_add = IR_NONE;
+    for (NodeId id = 0; id < nn; id++) p->n[id].bias_add = p->n[id].res_add = p->n[id].res_of = IR_NONE;
     int *readers = ir_alloc(sizeof(int) * (size_t)(nv ? nv : 1));
     bool *rerun = ir_alloc(sizeof(bool) * (size_t)(nn ? nn : 1));
     for (ValueId v = 0; v < nv; v++) readers[v] = 0;
@@ -64,6 +71,43 @@ bool lower_pass_fuse(LowerCtx *c) {
             if (!suffix || K <= 0 || ir_shape_numel(sb) != ir_shape_numel(w) / K) continue;
             if (p->sharded && (!shard_spec_eq(&p->v[e].spec, &p->v[y].spec))) continue;
             p->n[d].bias_add = id;
+            p->n[id].fused = true;
+            p->v[y].storage = e;
+            break;
+        }
+    }
+    /* residual adds: add(s, x), s the product of a dense or its bias sum (fused
+     * above), read by nothing else; x computed before the dense, read as stored */
+    bool piped = p->opt.pipe && p->opt.pipe->stages > 1; /* a stage's received values: not yet */
+    for (NodeId id = 0; id < nn && !piped; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_ADD || rerun[id] || !plain(&p->n[id]) || n->in[0] == n->in[1]) continue;
+        ValueId y = n->out[0];
+        for (int k = 0; k < 2; k++) {
+            ValueId s = n->in[k], x = n->in[1 - k];
+            NodeId d = ir_val(g, s)->def;
+            if (d != IR_NONE && ir_node(g, d)->op == OP_ADD && p->n[d].fused) { /* a bias sum: its dense */
+                NodeId bd = IR_NONE;
+                for (int q = 0; q < 2; q++) {
+                    NodeId dd = ir_val(g, ir_node(g, d)->in[q])->def;
+                    if (dd != IR_NONE && p->n[dd].bias_add == d) bd = dd;
+                }
+                d = bd;
+            }
+            if (d == IR_NONE || ir_node(g, d)->op != OP_DENSE || rerun[d] || p->n[d].res_add != IR_NONE) continue;
+            if (!plain(&p->n[d])) continue;
+            ValueId e = ir_node(g, d)->out[0];
+            NodeId xd = ir_val(g, x)->def;
+            if (readers[s] != 1 || (ir_val(g, s)->flags & VF_OUTPUT) || (xd != IR_NONE && xd >= d)) continue;
+            if (p->v[s].storage != e || p->v[y].storage != y || p->v[x].redirect != IR_NONE) continue;
+            if (p->v[s].partial || p->v[y].partial || p->v[x].partial) continue;
+            /* f32 only: a 16-bit residual would be rounded once more, before the GEMM */
+            if (ir_val(g, x)->dtype != DT_F32 || ir_val(g, s)->dtype != DT_F32 || ir_val(g, y)->dtype != DT_F32) continue;
+            if (!ir_shape_eq(p->v[x].local, p->v[y].local) || !ir_shape_eq(p->v[s].local, p->v[y].local)) continue;
+            if (p->sharded && (!shard_spec_eq(&p->v[x].spec, &p->v[y].spec) || !shard_spec_eq(&p->v[s].spec, &p->v[y].spec)))
+                continue;
+            p->n[d].res_add = id;
+            p->n[id].res_of = d;
             p->n[id].fused = true;
             p->v[y].storage = e;
             break;

@@ -140,7 +140,8 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     p->n_values = nv;
     p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
-    for (int i = 0; i < nn; i++) p->n[i].bias_add = IR_NONE; /* lower.fuse sets it */
+    for (int i = 0; i < nn; i++) /* lower.fuse sets them */
+        p->n[i].bias_add = p->n[i].res_add = p->n[i].res_of = IR_NONE;
     for (NodeId id = 0; id < nn; id++) p->n[id].dir_for = IR_NONE;
     LowerCtx c = {.g = g, .p = p, .err = err, .nv = nv, .nn = nn};
     c.pending = ir_alloc(sizeof(bool) * (size_t)(nv ? nv : 1));
@@ -275,6 +276,8 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
                       !ir_op_is_update(n->op) ? "" : p->v[n->in[0]].zchunk ? ", in place" : ", then all-gather");
         if (ln->sum_into != IR_NONE) sb_puts(b, "  (sums into the next sum_to)");
         if (ln->bias_add != IR_NONE) sb_printf(b, "  (fused: adds the bias of node %d)", ln->bias_add);
+        if (ln->res_add != IR_NONE) sb_printf(b, "  (fused: adds the residual of node %d)", ln->res_add);
+        if (ln->res_of != IR_NONE) sb_printf(b, "  (fused into the GEMM of node %d: the residual)", ln->res_of);
         for (int k = 0; ln->fused && n->op == OP_ADD && k < 2; k++)
             if (ir_val(g, n->in[k])->def != IR_NONE && p->n[ir_val(g, n->in[k])->def].bias_add == id)
                 sb_puts(b, "  (fused into the GEMM before)");

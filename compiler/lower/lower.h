@@ -173,6 +173,9 @@ typedef struct LowerNode {
                                 * add done by the dense before it (bias_add) */
     NodeId bias_add;           /* lower.fuse (fuse.c): the add of a bias this dense's GEMM
                                 * does (it writes onto the bias broadcast); IR_NONE */
+    NodeId res_add;            /* lower.fuse: the residual add this dense's GEMM does (it
+                                * writes onto the residual, plus the bias); IR_NONE */
+    NodeId res_of;             /* on that add: the dense doing it; IR_NONE */
     ValueId acc_into;          /* embedding_dw: scatter-add into this value's buffer
                                 * (the other operand of the add that sums them); IR_NONE */
     NodeId ce_grad;            /* cross_entropy: also writes this cross_entropy_bwd's

@@ -8,7 +8,8 @@
 # 2048 threads): no thread loops over a parallel dimension of the work, and
 # none does more than MAX_SERIAL (default 1024) points of a reduction alone
 # unless the GPU is already full. The numbers are the generator's
-# `cg-audit` lines (compiler/codegen/cg_launch.c). Exits 1 naming every
+# `cg-audit` lines (compiler/codegen/cg_launch.c; count=N: N node emissions
+# with those kernels and extents, the first one named). Exits 1 naming every
 # kernel that launches too few threads. Needs no GPU.
 set -euo pipefail
 cu=$1 serial=${2:-1024}
@@ -18,7 +19,7 @@ awk -v serial="$serial" '
     delete f
     for (i = 3; i <= NF; i++) if (split($i, kv, "=") == 2) f[kv[1]] = kv[2]
     key = f["emit"]
-    if (!(key in par)) { order[++n] = key }
+    if (!(key in par)) { order[++n] = key; times[key] = ("count" in f) ? f["count"] : 1; launches += times[key] }
     par[key] = f["parallel"]; work[key] = f["work"]; fill[key] = f["fill"]
     thr[key] += f["threads"]; names[key] = names[key] (names[key] == "" ? "" : "+") f["kernel"]
     what[key] = f["op"] " " f["value"]
@@ -32,10 +33,10 @@ awk -v serial="$serial" '
       if (need > fill[e]) need = fill[e]
       need = int(need)
       if (thr[e] < need) {
-        printf "TOO FEW THREADS %s (%s): %.0f threads, needs %.0f (parallel %.0f, work %.0f)\n", names[e], what[e], thr[e], need, par[e], work[e]
-        bad++
+        printf "TOO FEW THREADS %s (%s, x%d): %.0f threads, needs %.0f (parallel %.0f, work %.0f)\n", names[e], what[e], times[e], thr[e], need, par[e], work[e]
+        bad += times[e]
       }
     }
-    printf "launch_audit: %d launches audited, %d with too few threads\n", n, bad
+    printf "launch_audit: %d launches audited (%d distinct), %d with too few threads\n", launches, n, bad
     exit bad > 0
   }' "$cu"
