@@ -162,7 +162,6 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
         if (placement_phase(g, id) == PH_FORWARD)
             for (int i = 0; i < ir_node(g, id)->n_in; i++) readers[ir_node(g, id)->in[i]] |= MASK(id);
     double fwd[PLACE_MAX_STAGES] = {0}, bwd[PLACE_MAX_STAGES] = {0}, sync[PLACE_MAX_STAGES] = {0};
-    double bwd_all = 0;
     int blk = P > 1 ? pl->pipe.block : IR_NONE;
     double *share = ir_alloc(sizeof(double) * (size_t)p->n_groups * PLACE_MAX_STAGES); /* [group][stage] */
     for (int gi = 0; gi < p->n_groups; gi++) {
@@ -191,7 +190,6 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
             for (int i = 0; i < nd->n_in; i++)
                 if (ir_val(g, nd->in[i])->role == ROLE_PARAM) hold |= readers[nd->in[i]];
         }
-        bwd_all += G->mult * S->bwd_s * k;
         for (int s = 0; s < P; s++) {
             int inst = cnt[s][RC_NONE] + cnt[s][RC_SELECTIVE] + cnt[s][RC_FULL];
             double own = inst; /* instances whose parameters it holds */

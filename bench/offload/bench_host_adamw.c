@@ -11,6 +11,7 @@
  * Each variant updates its own copy from the same start; the three results
  * must be bit-identical (exit 1 otherwise), which also keeps the loops live.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
