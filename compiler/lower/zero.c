@@ -12,6 +12,26 @@
 
 #include <string.h>
 
+/* Whether a reshape (a view) reads v. */
+static bool read_by_view(const Graph *g, int nn, ValueId v) {
+    for (NodeId r = 0; r < nn; r++)
+        if (ir_node(g, r)->op == OP_RESHAPE && ir_node(g, r)->in[0] == v) return true;
+    return false;
+}
+
+/* Mixed precision: the cast after update node id that writes the
+ * compute-dtype parameter (of numel elements) from the updated f32 master,
+ * or IR_NONE. */
+static NodeId master_cast(const Graph *g, int nn, NodeId id, int64_t numel) {
+    for (NodeId r = id + 1; r < nn; r++) {
+        const Node *cn = ir_node(g, r);
+        ValueId pl = cn->op == OP_CAST && cn->in[0] == ir_node(g, id)->out[0] ? ir_val(g, cn->out[0])->updates : IR_NONE;
+        if (pl != IR_NONE && ir_val(g, pl)->role == ROLE_PARAM && ir_shape_numel(ir_val(g, pl)->shape) == numel)
+            return r;
+    }
+    return IR_NONE;
+}
+
 /* Pass: the ZeRO slices of the updates, their state and (stage 3) their
  * parameters; c->zgrad[gradient] = its slice's elements under stage 2/3. */
 bool lower_pass_zero(LowerCtx *c) {
@@ -43,39 +63,22 @@ bool lower_pass_zero(LowerCtx *c) {
             p->v[n->in[1]].zchunk = chunk;
         }
         /* stage 3: the parameter itself is a slice, unless a view reads it */
-        bool viewed = false;
-        for (NodeId r = 0; r < nn; r++)
-            viewed |= ir_node(g, r)->op == OP_RESHAPE && ir_node(g, r)->in[0] == n->in[0];
+        bool viewed = read_by_view(g, nn, n->in[0]);
         if (p->opt.zero >= 3 && !viewed) p->v[n->in[0]].zchunk = chunk;
         else if (p->opt.zero >= 3) p->n[id].zero = 2;
-        /* stages 1 and 2 under mixed precision: the f32 master is a slice,
-         * updated in place; its cast to the compute dtype writes the
-         * parameter's slice, which is all-gathered into the whole parameter */
-        if (p->opt.zero <= 2 && !viewed && ir_val(g, n->in[0])->role == ROLE_STATE)
-            for (NodeId r = id + 1; r < nn; r++) {
-                const Node *cn = ir_node(g, r);
-                ValueId pl = cn->op == OP_CAST && cn->in[0] == n->out[0] ? ir_val(g, cn->out[0])->updates : IR_NONE;
-                if (pl == IR_NONE || ir_val(g, pl)->role != ROLE_PARAM || ir_shape_numel(ir_val(g, pl)->shape) != numel)
-                    continue;
-                p->v[n->in[0]].zchunk = p->v[cn->out[0]].zchunk = chunk;
-                p->n[r].zero = p->opt.zero;
-                p->n[r].zchunk = chunk;
-                break;
-            }
-        /* mixed precision: the update wrote the f32 master's slice; the
-         * compute-dtype parameter cast from it is a slice too (gathered
-         * before each reader like the master would be), cast slice to slice */
-        if (p->opt.zero >= 3 && !viewed && ir_val(g, n->in[0])->role == ROLE_STATE)
-            for (NodeId r = id + 1; r < nn; r++) {
-                const Node *cn = ir_node(g, r);
-                ValueId pl = cn->op == OP_CAST && cn->in[0] == n->out[0] ? ir_val(g, cn->out[0])->updates : IR_NONE;
-                if (pl == IR_NONE || ir_val(g, pl)->role != ROLE_PARAM || ir_shape_numel(ir_val(g, pl)->shape) != numel)
-                    continue;
-                bool pviewed = false;
-                for (NodeId q = 0; q < nn; q++)
-                    pviewed |= ir_node(g, q)->op == OP_RESHAPE && ir_node(g, q)->in[0] == pl;
-                if (!pviewed) p->v[pl].zchunk = p->v[cn->out[0]].zchunk = chunk;
-            }
+        /* mixed precision: the update writes the f32 master (a slice at
+         * every stage); its cast to the compute dtype writes a slice of the
+         * parameter too. Stages 1 and 2: that slice is all-gathered into the
+         * whole parameter after the cast; stage 3: the parameter stays a
+         * slice, gathered before each reader like the master would be */
+        NodeId r = ir_val(g, n->in[0])->role == ROLE_STATE && !viewed ? master_cast(g, nn, id, numel) : IR_NONE;
+        if (r != IR_NONE && p->opt.zero <= 2) {
+            p->v[n->in[0]].zchunk = p->v[ir_node(g, r)->out[0]].zchunk = chunk;
+            p->n[r].zero = p->opt.zero;
+            p->n[r].zchunk = chunk;
+        } else if (r != IR_NONE && !read_by_view(g, nn, ir_val(g, ir_node(g, r)->out[0])->updates)) {
+            p->v[ir_val(g, ir_node(g, r)->out[0])->updates].zchunk = p->v[ir_node(g, r)->out[0]].zchunk = chunk;
+        }
     }
     /* a trust ratio's norms read their update's operands on its slice */
     for (NodeId id = 0; id < nn; id++) {
