@@ -340,23 +340,22 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     }
 
     /* memory row, transient, exposed sync */
-    if (min_mem || isfinite(set->mem_limit))
-        m->mem_row = add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, "memory");
-    else
-        m->mem_row = add_row(lp, GLP_FR, 0, 0, "memory");
+    /* one row per moment (eval.c), each <= the limit, or <= the peak M when
+     * minimizing it: the head's backward, the update (every gradient, no
+     * activation), a block's backward (the head's activations freed, a
+     * recomputed block's re-made) */
     if (min_mem) m->M_col = add_col(lp, GLP_CV, 0, INFINITY, 1, "peak");
-    if (min_mem) put(lp, m->mem_row, m->M_col, -1);
-    /* the second moment: the update (every gradient, no activation) */
-    int urow = min_mem || isfinite(set->mem_limit)
-                   ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, "memory_update")
-                   : add_row(lp, GLP_FR, 0, 0, "memory_update");
-    if (min_mem) put(lp, urow, m->M_col, -1);
-    /* the third: a recomputed block re-runs (the head's activations freed, the
-     * block's re-made) */
-    m->rc_row = min_mem || isfinite(set->mem_limit)
-                    ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, "memory_recompute")
-                    : add_row(lp, GLP_FR, 0, 0, "memory_recompute");
-    if (min_mem) put(lp, m->rc_row, m->M_col, -1);
+    static const char *const moment_rows[3] = {"memory", "memory_update", "memory_recompute"};
+    int mrow[3];
+    for (int k = 0; k < 3; k++) {
+        mrow[k] = min_mem || isfinite(set->mem_limit)
+                      ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, moment_rows[k])
+                      : add_row(lp, GLP_FR, 0, 0, moment_rows[k]);
+        if (min_mem) put(lp, mrow[k], m->M_col, -1);
+    }
+    m->mem_row = mrow[0];
+    int urow = mrow[1];
+    m->rc_row = mrow[2];
     int T = m->T_col, TR = m->TR_col;
     put(lp, m->mem_row, m->TH_col, 1);
     put(lp, urow, T, 1);
