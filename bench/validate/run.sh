@@ -43,8 +43,16 @@ for c in "${cases[@]}"; do
   IFS='|' read -r name np model opts <<<"$c"
   d=$out/$name
   mesh=1x$np
+  # a cluster file describes the machine; each program is planned for the
+  # ranks it runs on (one node of $np ranks), as a preset gets :1x$np
+  where=$cluster:$mesh
+  if [ -f "$cluster" ]; then
+    where=$out/cluster-1x$np.json
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["nodes"]=1; d["per_node"]=int(sys.argv[2]); json.dump(d,open(sys.argv[3]+".tmp","w"),indent=1)' \
+      "$cluster" "$np" "$where" && mv "$where.tmp" "$where"
+  fi
   # shellcheck disable=SC2086
-  "$cc" "$root/examples/$model/$model.c" $opts --cluster "$( [ -f "$cluster" ] && echo "$cluster" || echo "$cluster:$mesh")" \
+  "$cc" "$root/examples/$model/$model.c" $opts --cluster "$where" \
     --emit code --target cpu -q -o "$d"
   mpicc -std=c17 -O2 -fopenmp -I"$root/include" -I"$d" -DCG_MODEL="$model" -DCG_HEADER="$model.h" \
     "$root/bench/codegen_cpu/train.c" "$d/$model.c" "$d/${model}_kernels.c" \
