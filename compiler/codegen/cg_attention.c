@@ -2,7 +2,8 @@
  * cg_attention.c — the CUDA form of the generated attention kernels:
  * tiled, FlashAttention-style, f32 accumulation, deterministic (no atomics;
  * every sum in a fixed order). Takes a node's shapes; gives the passes of
- * its CgKernel (cg_internal.h). The C form stays the emitter's (cg_kernels.c).
+ * its CgKernel (cg_internal.h). The C form, tiled the same way for the
+ * CPU's caches, is cg_attention_c.c.
  *
  *   attention      a block per (batch, head, tile of BR queries): key/value
  *                  tiles of BC keys in shared memory, online softmax.
@@ -24,13 +25,7 @@
 
 #include "cg_internal.h"
 
-typedef struct {
-    const char *key;
-    char val[160];
-} Sub;
-
-/* Writes text with each @KEY@ replaced by its value. */
-static void subst(StrBuf *out, const char *text, const Sub *subs, int n) {
+void cg_subst(StrBuf *out, const char *text, const CgSub *subs, int n) {
     for (const char *p = text; *p; p++) {
         if (*p == '@') {
             int k = 0;
@@ -323,7 +318,7 @@ void cg_attention_cuda(int kind, int64_t B, int64_t T, int64_t S, int64_t H, int
     int br = 256 / tpr, bc = DH > 128 ? 32 : 64, dpt = (int)((DH + tpr - 1) / tpr);
     int bk = br, bq = bc; /* dkv: rows are keys */
     int64_t nrows = B * H * T;
-    Sub subs[] = {{"DH", ""}, {"DP", ""},  {"BR", ""},  {"BC", ""},    {"TPR", ""}, {"SPT", ""},
+    CgSub subs[] = {{"DH", ""}, {"DP", ""},  {"BR", ""},  {"BC", ""},    {"TPR", ""}, {"SPT", ""},
                   {"DPT", ""}, {"PP", ""}, {"T", ""},   {"S", ""},     {"H", ""},   {"G", ""},
                   {"R", ""},  {"CS", ""},  {"SCALE", ""}, {"NROWS", ""}, {"BK", ""},  {"BQ", ""},
                   {"QP", ""}};
@@ -341,20 +336,20 @@ void cg_attention_cuda(int kind, int64_t B, int64_t T, int64_t S, int64_t H, int
     int64_t dp = DH + 1;
     k->npass = 0;
     if (kind == 0) {
-        subst(&bodies[0], fwd_body, subs, ns);
+        cg_subst(&bodies[0], fwd_body, subs, ns);
         k->pass[k->npass++] = (CgPass){qtiles, 256, 4 * (br * dp + 2 * bc * dp + br * (bc + 1)), sb_cstr(&bodies[0])};
         return;
     }
     /* the statistics pass reads dy as a3 in both backward kernels */
-    subst(&bodies[0], stats_body, subs, ns);
+    cg_subst(&bodies[0], stats_body, subs, ns);
     k->pass[k->npass++] = (CgPass){qtiles, 256, 4 * (2 * br * dp + 2 * bc * dp), sb_cstr(&bodies[0])};
     k->work_bytes = 4 * 2 * nrows;
     if (kind == 1) {
-        subst(&bodies[1], dq_body, subs, ns);
+        cg_subst(&bodies[1], dq_body, subs, ns);
         k->pass[k->npass++] =
             (CgPass){qtiles, 256, 4 * (2 * br * dp + 2 * bc * dp + br * (bc + 1)), sb_cstr(&bodies[1])};
     } else {
-        subst(&bodies[1], dkv_body, subs, ns);
+        cg_subst(&bodies[1], dkv_body, subs, ns);
         k->pass[k->npass++] = (CgPass){B * G * ((S + bk - 1) / bk), 256,
                                        4 * (2 * bk * dp + 2 * bq * dp + 2 * bk * (bq + 1) + 2 * bq), sb_cstr(&bodies[1])};
     }

@@ -107,6 +107,18 @@ void cg_init_kernels(CgCtx *c);
 /* The plan's predicted step time (step_time_s), 0 when plan_json is NULL or
  * has none. */
 double cg_plan_step_s(const char *plan_json);
+/* A template's @KEY@ and its value (cg_subst). */
+typedef struct CgSub {
+    const char *key;
+    char val[160];
+} CgSub;
+/* Writes text with each @KEY@ of subs replaced by its value. */
+void cg_subst(StrBuf *out, const char *text, const CgSub *subs, int n);
+/* The C body of an attention kernel (cg_attention_c.c), tiled with online
+ * softmax: kind 0 forward, 1 dq, 2 dk/dv; cs as below. Writes the body
+ * (one point per i) and returns the number of points. */
+int64_t cg_attention_c(int kind, int64_t B, int64_t T, int64_t S, int64_t H, int64_t G, int64_t DH, double scale,
+                       const char *cs, StrBuf *body);
 /* The CUDA passes of an attention kernel (cg_attention.c): kind 0 forward,
  * 1 dq, 2 dk/dv; cs: the causal shift's expression (key s is seen by query
  * t when s <= t + cs); bodies hold the passes' text (the caller frees). */

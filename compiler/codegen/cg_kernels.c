@@ -818,13 +818,8 @@ static bool emit_cross_entropy(CgCtx *c, NodeId id) {
     return true;
 }
 
-/* The C attention kernels' inner loops over a head's elements: SIMD lanes
- * (a sum's order then follows the lanes: fixed for a build). */
-#define CG_SIMD "#ifdef _OPENMP\n#pragma omp simd\n#endif\n"
-#define CG_SIMD_SUM(v) "#ifdef _OPENMP\n#pragma omp simd reduction(+ : " v ")\n#endif\n"
-
 typedef struct AttDims {
-    int64_t B, T, H, Dh, S, G, R;
+    int64_t B, T, H, Dh, S, G;
     int causal;
     double scale;
     int64_t Tg;                /* the queries of the whole sequence (T: this rank's) */
@@ -833,7 +828,7 @@ typedef struct AttDims {
 
 static AttDims att_dims(CgCtx *c, const Node *n) {
     Shape q = L(c, n->in[0]), k = L(c, n->in[1]);
-    AttDims a = {q.d[0], q.d[1], q.d[2], q.d[3], k.d[1], k.d[2], q.d[2] / k.d[2],
+    AttDims a = {q.d[0], q.d[1], q.d[2], q.d[3], k.d[1], k.d[2],
                  (int)n->attr[0].i, n->attr[1].f, ir_val(c->g, n->in[0])->shape.d[1], ""};
     if (a.scale == 0) a.scale = 1 / sqrt((double)a.Dh);
     StrBuf o; /* sequence parallel: the causal mask needs the queries' global positions */
@@ -843,248 +838,31 @@ static AttDims att_dims(CgCtx *c, const Node *n) {
     return a;
 }
 
-/* The probabilities p[s] of query (b, t, h) in double; ns keys. */
-static void att_probs(StrBuf *b, const AttDims *d) {
-    sb_printf(b,
-              "const int64_t g = h / %lld, ns = %s;\n"
-              "        const $T0 *qr = a0 + ((b * %lld + t) * %lld + h) * %lld;\n"
-              "        double mx = -INFINITY, z = 0;\n"
-              "        for (int64_t s = 0; s < ns; s++) {\n"
-              "            const $T1 *kr = a1 + ((b * %lld + s) * %lld + g) * %lld;\n"
-              "            double a = 0;\n"
-              CG_SIMD_SUM("a")
-              "            for (int64_t d = 0; d < %lld; d++) a += (double)$L0(qr[d]) * $L1(kr[d]);\n"
-              "            p[s] = a * %.17g;\n"
-              "            if (p[s] > mx) mx = p[s];\n"
-              "        }\n"
-              "        for (int64_t s = 0; s < ns; s++) z += (p[s] = exp(p[s] - mx));\n"
-              "        for (int64_t s = 0; s < ns; s++) p[s] /= z;\n",
-              (long long)d->R, "NS", (long long)d->T, (long long)d->H, (long long)d->Dh,
-              (long long)d->S, (long long)d->G, (long long)d->Dh, (long long)d->Dh, d->scale);
-}
-
-/* Replaces the NS placeholder by the key count of query t. */
-static void fix_ns(StrBuf *out, const char *text, const AttDims *d) {
-    char ns[64];
-    if (d->causal && d->off[0]) snprintf(ns, sizeof ns, "t + o0 + %lld", (long long)(d->S - d->Tg + 1));
-    else if (d->causal) snprintf(ns, sizeof ns, "t + %lld", (long long)(d->S - d->T + 1));
-    else snprintf(ns, sizeof ns, "%lld", (long long)d->S);
-    for (const char *p = text; *p; p++) {
-        if (p[0] == 'N' && p[1] == 'S' && (p[2] == ';' || p[2] == ',')) {
-            sb_puts(out, ns);
-            p++;
-        } else {
-            sb_putc(out, *p);
-        }
-    }
-}
-
-/* The attention kernels' common end: the key count placeholder resolved,
- * the kernel written (with the queries' first position when sequence
- * parallel), the buffers freed. */
-static void att_kernel(CgCtx *c, NodeId id, const AttDims *d, StrBuf *b, StrBuf *f, int nargs, const KArg *a,
-                       int64_t points) {
-    fix_ns(f, sb_cstr(b), d);
-    int op = N_(c, id)->op;
-    /* CUDA: tiled (cg_attention.c); query t sees keys s <= t + cs */
-    char cs[128];
-    if (d->causal && d->off[0]) snprintf(cs, sizeof cs, "o0 + %lld", (long long)(d->S - d->Tg));
-    else if (d->causal) snprintf(cs, sizeof cs, "%lld", (long long)(d->S - d->T));
-    else snprintf(cs, sizeof cs, "%lld", (long long)d->S);
-    StrBuf cu[2];
-    sb_init(&cu[0]);
-    sb_init(&cu[1]);
-    CgKernel k = {.n = points, .prologue = "", .body = sb_cstr(f), .off = d->off[0] ? d->off : NULL, .parallel = true};
-    cg_attention_cuda(op == OP_ATTENTION ? 0 : op == OP_ATTENTION_DQ ? 1 : 2, d->B, d->T, d->S, d->H, d->G, d->Dh,
-                      d->scale, cs, cu, &k);
-    cg_kernel_ex(c, id, nargs, a, &k);
-    sb_free(&cu[0]);
-    sb_free(&cu[1]);
-    sb_free(b);
-    sb_free(f);
-}
-
+/* attention(q, k, v) -> out, attention_dq(q, k, v, dy) -> dq and
+ * attention_dkv(q, k, v, dy) -> dk, dv: tiled with online softmax in both
+ * forms (C: cg_attention_c.c, CUDA: cg_attention.c); query t sees key s
+ * when s <= t + cs. Every point owns the rows it writes: no atomics. */
 static bool emit_attention(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     AttDims d = att_dims(c, n);
-    StrBuf b, f;
-    sb_init(&b);
-    sb_init(&f);
-    sb_printf(&b, "const int64_t t = i %% %lld, h = (i / %lld) %% %lld, b = i / %lld;\n        double p[%lld];\n        ",
-              (long long)d.T, (long long)d.T, (long long)d.H, (long long)(d.T * d.H), (long long)d.S);
-    att_probs(&b, &d);
-    if (n->op == OP_ATTENTION) {
-        sb_printf(&b,
-                  "        $T3 *o = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
-                  "        double acc[%lld];\n"
-                  "        for (int64_t d = 0; d < %lld; d++) acc[d] = 0;\n"
-                  "        for (int64_t s = 0; s < ns; s++) {\n"
-                  "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
-                  CG_SIMD
-                  "            for (int64_t d = 0; d < %lld; d++) acc[d] += p[s] * $L2(vr[d]);\n"
-                  "        }\n"
-                  "        for (int64_t d = 0; d < %lld; d++) o[d] = $W3(acc[d]);",
-                  (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.Dh, (long long)d.Dh, (long long)d.S,
-                  (long long)d.G, (long long)d.Dh, (long long)d.Dh, (long long)d.Dh);
-    } else { /* dq(q, k, v, dy) */
-        sb_printf(&b,
-                  "        const $T3 *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
-                  "        $T4 *dq = a4 + ((b * %lld + t) * %lld + h) * %lld;\n"
-                  "        double dp[%lld], sum = 0;\n"
-                  "        for (int64_t s = 0; s < ns; s++) {\n"
-                  "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
-                  "            double e = 0;\n"
-                  CG_SIMD_SUM("e")
-                  "            for (int64_t d = 0; d < %lld; d++) e += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
-                  "            dp[s] = e;\n"
-                  "            sum += p[s] * dp[s];\n"
-                  "        }\n"
-                  "        double acc[%lld];\n"
-                  "        for (int64_t d = 0; d < %lld; d++) acc[d] = 0;\n"
-                  "        for (int64_t s = 0; s < ns; s++) {\n"
-                  "            const double w = p[s] * (dp[s] - sum) * %.17g;\n"
-                  "            const $T1 *kr = a1 + ((b * %lld + s) * %lld + g) * %lld;\n"
-                  CG_SIMD
-                  "            for (int64_t d = 0; d < %lld; d++) acc[d] += w * $L1(kr[d]);\n"
-                  "        }\n"
-                  "        for (int64_t d = 0; d < %lld; d++) dq[d] = $W4(acc[d]);",
-                  (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.T, (long long)d.H,
-                  (long long)d.Dh, (long long)d.S, (long long)d.S, (long long)d.G, (long long)d.Dh,
-                  (long long)d.Dh, (long long)d.Dh, (long long)d.Dh, d.scale, (long long)d.S, (long long)d.G,
-                  (long long)d.Dh, (long long)d.Dh, (long long)d.Dh);
-    }
-    KArg a[5] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->op == OP_ATTENTION ? n->out[0] : n->in[3], n->op == OP_ATTENTION, 0},
-                 {n->out[0], 1, 0}};
-    att_kernel(c, id, &d, &b, &f, n->op == OP_ATTENTION ? 4 : 5, a, d.B * d.H * d.T);
-    return true;
-}
-
-/* attention_dkv with bf16/f16 dk, dv: each element is summed in double and
- * rounded once, as in f32. First pass: per query its softmax max, normalizer
- * and sum(p dp); second, per key, every query's p and ds again from them. */
-static bool emit_attention_dkv_half(CgCtx *c, NodeId id) {
-    const Node *n = N_(c, id);
-    AttDims d = att_dims(c, n);
-    StrBuf b, f;
-    sb_init(&b);
-    sb_init(&f);
-    sb_printf(&b,
-              "const int64_t gg = i %% %lld, b = i / %lld;\n"
-              "        double smx[%lld], sz[%lld], ssum[%lld];\n"
-              "        for (int64_t h = gg * %lld; h < (gg + 1) * %lld; h++)\n"
-              "        for (int64_t t = 0; t < %lld; t++) {\n"
-              "        double p[%lld], sum = 0;\n        ",
-              (long long)d.G, (long long)d.G, (long long)(d.R * d.T), (long long)(d.R * d.T),
-              (long long)(d.R * d.T), (long long)d.R, (long long)d.R, (long long)d.T, (long long)d.S);
-    att_probs(&b, &d);
-    sb_printf(&b,
-              "        const $T3 *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
-              "        for (int64_t s = 0; s < ns; s++) {\n"
-              "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
-              "            double dp = 0;\n"
-              "            for (int64_t d = 0; d < %lld; d++) dp += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
-              "            sum += p[s] * dp;\n"
-              "        }\n"
-              "        const int64_t k = (h - gg * %lld) * %lld + t;\n"
-              "        smx[k] = mx;\n        sz[k] = z;\n        ssum[k] = sum;\n"
-              "        }\n"
-              "        for (int64_t s = 0; s < %lld; s++) {\n"
-              "            double ak[%lld], av[%lld];\n"
-              "            for (int64_t d = 0; d < %lld; d++) ak[d] = av[d] = 0;\n"
-              "            const $T1 *kr = a1 + ((b * %lld + s) * %lld + gg) * %lld;\n"
-              "            const $T2 *vr = a2 + ((b * %lld + s) * %lld + gg) * %lld;\n"
-              "            for (int64_t h = gg * %lld; h < (gg + 1) * %lld; h++)\n"
-              "            for (int64_t t = 0; t < %lld; t++) {\n"
-              "                const int64_t ns = NS;\n"
-              "                if (s >= ns) continue;\n"
-              "                const $T0 *qr = a0 + ((b * %lld + t) * %lld + h) * %lld;\n"
-              "                const $T3 *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
-              "                const int64_t k = (h - gg * %lld) * %lld + t;\n"
-              "                double a = 0, dp = 0;\n"
-              "                for (int64_t d = 0; d < %lld; d++) {\n"
-              "                    a += (double)$L0(qr[d]) * $L1(kr[d]);\n"
-              "                    dp += (double)$L3(dyr[d]) * $L2(vr[d]);\n"
-              "                }\n"
-              "                const double p = exp(a * %.17g - smx[k]) / sz[k], ds = p * (dp - ssum[k]) * %.17g;\n"
-              "                for (int64_t d = 0; d < %lld; d++) {\n"
-              "                    ak[d] += ds * $L0(qr[d]);\n"
-              "                    av[d] += p * $L3(dyr[d]);\n"
-              "                }\n"
-              "            }\n"
-              "            $T4 *dk = a4 + ((b * %lld + s) * %lld + gg) * %lld;\n"
-              "            $T5 *dv = a5 + ((b * %lld + s) * %lld + gg) * %lld;\n"
-              "            for (int64_t d = 0; d < %lld; d++) {\n"
-              "                dk[d] = $W4(ak[d]);\n"
-              "                dv[d] = $W5(av[d]);\n"
-              "            }\n"
-              "        }",
-              (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.S, (long long)d.G,
-              (long long)d.Dh, (long long)d.Dh, (long long)d.R, (long long)d.T,
-              /* second pass */
-              (long long)d.S, (long long)d.Dh, (long long)d.Dh, (long long)d.Dh,
-              (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh,
-              (long long)d.R, (long long)d.R, (long long)d.T,
-              (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.T, (long long)d.H, (long long)d.Dh,
-              (long long)d.R, (long long)d.T, (long long)d.Dh, d.scale, d.scale, (long long)d.Dh,
-              (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh,
-              (long long)d.Dh);
-    KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->in[3], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
-    att_kernel(c, id, &d, &b, &f, 6, a, d.B * d.G);
-    return true;
-}
-
-/* attention_dkv(q, k, v, dy) -> dk, dv: one point per (batch, kv head), which
- * owns its rows of dk and dv, so the sums need no atomics. */
-static bool emit_attention_dkv(CgCtx *c, NodeId id) {
-    const Node *n = N_(c, id);
-    if (dt_of(c, n->out[0]) != DT_F32 || dt_of(c, n->out[1]) != DT_F32) return emit_attention_dkv_half(c, id);
-    if (dt_of(c, n->in[0]) != DT_F32 || dt_of(c, n->in[1]) != DT_F32 || dt_of(c, n->in[2]) != DT_F32 ||
-        dt_of(c, n->in[3]) != DT_F32)
-        return unsupported(c, id, "f32 results of 16-bit operands");
-    AttDims d = att_dims(c, n);
-    StrBuf b, f;
-    sb_init(&b);
-    sb_init(&f);
-    sb_printf(&b,
-              "const int64_t gg = i %% %lld, b = i / %lld;\n"
-              "        for (int64_t s = 0; s < %lld; s++)\n"
-              "            for (int64_t d = 0; d < %lld; d++) {\n"
-              "                a4[((b * %lld + s) * %lld + gg) * %lld + d] = 0;\n"
-              "                a5[((b * %lld + s) * %lld + gg) * %lld + d] = 0;\n"
-              "            }\n"
-              "        for (int64_t h = gg * %lld; h < (gg + 1) * %lld; h++)\n"
-              "        for (int64_t t = 0; t < %lld; t++) {\n"
-              "        double p[%lld], dp[%lld], sum = 0;\n        ",
-              (long long)d.G, (long long)d.G, (long long)d.S, (long long)d.Dh, (long long)d.S,
-              (long long)d.G, (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh,
-              (long long)d.R, (long long)d.R, (long long)d.T, (long long)d.S, (long long)d.S);
-    att_probs(&b, &d);
-    sb_printf(&b,
-              "        const float *dyr = a3 + ((b * %lld + t) * %lld + h) * %lld;\n"
-              "        for (int64_t s = 0; s < ns; s++) {\n"
-              "            const float *vr = a2 + ((b * %lld + s) * %lld + g) * %lld;\n"
-              "            double e = 0;\n"
-              CG_SIMD_SUM("e")
-              "            for (int64_t d = 0; d < %lld; d++) e += (double)dyr[d] * vr[d];\n"
-              "            dp[s] = e;\n"
-              "            sum += p[s] * dp[s];\n"
-              "        }\n"
-              "        for (int64_t s = 0; s < ns; s++) {\n"
-              "            const double ds = p[s] * (dp[s] - sum) * %.17g;\n"
-              "            $T4 *dk = a4 + ((b * %lld + s) * %lld + g) * %lld;\n"
-              "            $T5 *dv = a5 + ((b * %lld + s) * %lld + g) * %lld;\n"
-              CG_SIMD
-              "            for (int64_t d = 0; d < %lld; d++) {\n"
-              "                dk[d] += (float)(ds * qr[d]);\n"
-              "                dv[d] += (float)(p[s] * dyr[d]);\n"
-              "            }\n"
-              "        }\n"
-              "        }",
-              (long long)d.T, (long long)d.H, (long long)d.Dh, (long long)d.S, (long long)d.G,
-              (long long)d.Dh, (long long)d.Dh, d.scale, (long long)d.S, (long long)d.G,
-              (long long)d.Dh, (long long)d.S, (long long)d.G, (long long)d.Dh, (long long)d.Dh);
-    KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->in[3], 0, 0}, {n->out[0], 1, 0}, {n->out[1], 1, 0}};
-    att_kernel(c, id, &d, &b, &f, 6, a, d.B * d.G);
+    int kind = n->op == OP_ATTENTION ? 0 : n->op == OP_ATTENTION_DQ ? 1 : 2;
+    char cs[300];
+    if (d.causal && d.off[0]) snprintf(cs, sizeof cs, "o0 + %lld", (long long)(d.S - d.Tg));
+    else if (d.causal) snprintf(cs, sizeof cs, "%lld", (long long)(d.S - d.T));
+    else snprintf(cs, sizeof cs, "%lld", (long long)d.S);
+    StrBuf body, cu[2];
+    sb_init(&body);
+    sb_init(&cu[0]);
+    sb_init(&cu[1]);
+    int64_t points = cg_attention_c(kind, d.B, d.T, d.S, d.H, d.G, d.Dh, d.scale, cs, &body);
+    CgKernel k = {.n = points, .prologue = "", .body = sb_cstr(&body), .off = d.off[0] ? d.off : NULL, .parallel = true};
+    cg_attention_cuda(kind, d.B, d.T, d.S, d.H, d.G, d.Dh, d.scale, cs, cu, &k);
+    KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {kind == 0 ? n->out[0] : n->in[3], kind == 0, 0},
+                 {n->out[0], 1, 0}, {kind == 2 ? n->out[1] : IR_NONE, 1, 0}};
+    cg_kernel_ex(c, id, kind == 0 ? 4 : kind == 1 ? 5 : 6, a, &k);
+    sb_free(&cu[0]);
+    sb_free(&cu[1]);
+    sb_free(&body);
     return true;
 }
 

@@ -25,11 +25,16 @@
  *     LAMB's eps of 1e-6; <= 3e-7 elsewhere; a trust ratio from one shard's
  *     norms instead of the parameter's is off by 6.7e-3 to 4.2e-2, the
  *     *_local_norms_* tests); AdamW
- *     2e-3, because AdamW normalizes every update to ~lr: GPT-2's key bias
+ *     5e-3, because AdamW normalizes every update to ~lr: GPT-2's key bias
  *     has an exactly zero gradient in exact arithmetic (softmax ignores a
  *     shift shared by all keys), f32 leaves ~1e-9 of noise there, and
  *     m / (sqrt(v) + 1e-8) turns that into ~0.1 lr per step (measured 1.1e-3
- *     on that tensor, <= 1e-5 on every other one).
+ *     on that tensor); any element whose gradient is ~1e-8 does the same:
+ *     in gpt2_micro2_1 (8 tokens a micro-batch) h.0.mlp.c_proj.weight moves
+ *     by 2.06e-3 after one step when the attention's output is perturbed by
+ *     3e-8 relative (less than an f32 ulp; the row kernels before the tiled
+ *     ones passed at 6.5e-4 by the luck of their rounding), 4.4e-3 worst
+ *     over 5 steps (h.0.mlp.c_fc.bias, tiled f32 attention);
  *   - mixed precision (bf16/f16 compute, f32 masters; the last argument):
  *     the training graph is built with the same --dtype; the generated
  *     program's bf16/f16 parameters and f32 masters both start the
@@ -51,7 +56,9 @@
  *         max|diff| <= 2 lr steps (measured worst 6.6e-2 against 0.1).
  *     Reproduce: ctest --test-dir build -R '_bf16_|_f16_' -V
  *   - the read-outs: after every step, m_last_step's gradient norm, loss
- *     scale and skipped flag against the interpreter's; after the last,
+ *     scale and skipped flag against the interpreter's (f32: 1e-5; from the
+ *     second AdamW step on 1e-4, since the parameters then differ as above:
+ *     measured 3.3e-5, gpt2_micro2_1); after the last,
  *     m_logits at every position against the loss it returns (the targets'
  *     mean -log softmax), the same scores on every rank.
  *   - with CHECKPOINT_DIR: m_save, then a model created with another seed and
@@ -97,6 +104,7 @@ typedef CG_FN(inputs) model_inputs;
  * m_logits's scores against the loss (measured worst 1.9e-7, f32 and bf16:
  * both read the same logits). */
 #define NORM_TOL 1e-5
+#define ADAMW_LATER_NORM_TOL 1e-4
 #define MIXED_NORM_TOL 2e-2
 #define LOGITS_TOL 1e-5
 #define MIXED_LOGITS_TOL 1e-4
@@ -304,7 +312,7 @@ int main(int argc, char **argv) {
     const double loss_tol = compute == DT_BF16 ? BF16_LOSS_TOL : compute == DT_F16 ? F16_LOSS_TOL : 1e-5;
     const double param_tol = mixed ? (adam_like ? MIXED_ADAMW_PARAM_TOL : MIXED_SGD_PARAM_TOL)
                              : opt == AD_OPT_SGD ? 1e-5 : opt == AD_OPT_LARS ? LARS_PARAM_TOL
-                             : opt == AD_OPT_LAMB ? LAMB_PARAM_TOL : 2e-3;
+                             : opt == AD_OPT_LAMB ? LAMB_PARAM_TOL : 5e-3;
     int rank = colrt_rank();
     size_t len;
     char *text = ir_read_file(argv[1], &len);
@@ -405,7 +413,7 @@ int main(int argc, char **argv) {
             interp_commit_nodes(it, 0, k_step);
         }
         CHECK(interp_run_range(it, k_step, g->n_nodes, &e2));
-        check_step_info(m, g, it, scale, mixed ? MIXED_NORM_TOL : NORM_TOL);
+        check_step_info(m, g, it, scale, mixed ? MIXED_NORM_TOL : s > 0 && opt == AD_OPT_ADAMW ? ADAMW_LATER_NORM_TOL : NORM_TOL);
         interp_commit_nodes(it, k_step, g->n_nodes);
         for (NodeId id = 0; micro > 1 && id < g->n_nodes; id++) /* accumulators start from zero */
             if (ir_node(g, id)->op == OP_GRAD_ACCUM) {
