@@ -2,13 +2,15 @@
 generates: GPT-2 (pre-LN, fused QKV, tanh GELU, learned positions, head tied
 to wte; examples/gpt2/gpt2.c), cross-entropy loss, AdamW (betas 0.9/0.999,
 eps 1e-8, weight decay 0.01 on every parameter, no clipping: the generated
-program's defaults), f32, on the CPU.
+program's defaults), f32, or bf16 as PyTorch does mixed precision (--dtype
+bf16: torch.autocast("cpu", bfloat16) over f32 parameters), on the CPU.
 
 Takes: --steps N (timed), --warmup N, --threads N, --batch, --seq, the sizes.
 Gives: one line per step and `torch: S s per step (mean of N)` (S: seconds).
 Not a test; bench/codegen_cpu/vs_torch.sh runs it beside the generated program.
 """
 import argparse
+import contextlib
 import math
 import time
 
@@ -54,7 +56,7 @@ class GPT2(nn.Module):
         for blk in self.h:
             x = blk(x)
         logits = F.linear(self.ln_f(x), self.wte.weight)  # the tied head
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
 
 
 def main():
@@ -71,6 +73,7 @@ def main():
     ap.add_argument("--ctx", type=int, default=1024)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--fused", action="store_true", help="AdamW(fused=True) instead of the default (foreach)")
+    ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -84,7 +87,9 @@ def main():
         idx = torch.randint(0, 256, (a.batch, a.seq), generator=g)
         tgt = torch.randint(0, 256, (a.batch, a.seq), generator=g)
         t0 = time.perf_counter()
-        loss = model(idx, tgt)
+        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if a.dtype == "bf16" else contextlib.nullcontext()
+        with ctx:
+            loss = model(idx, tgt)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -94,7 +99,7 @@ def main():
         print(f"step {s + 1:3d}: loss {loss.item():.4f}  ({dt:.3f} s{', warm-up' if s < a.warmup else ''})", flush=True)
     mean = sum(times) / len(times) if times else math.nan
     print(f"torch {torch.__version__}, {n_params} parameters, {a.threads} threads, "
-          f"AdamW {'fused' if a.fused else 'default (foreach)'}")
+          f"AdamW {'fused' if a.fused else 'default (foreach)'}, {a.dtype}")
     print(f"torch: {mean:.3f} s per step (mean of {len(times)})")
 
 

@@ -10,7 +10,14 @@
 #      environment with torch; default BUILD_DIR/torch-venv, made with pip from
 #      PyPI when missing), TORCH_FUSED=1 (AdamW(fused=True)), COMPILE_FLAGS
 #      (extra colossal-compile flags), BASELINE_BIN (another build of train.c,
-#      e.g. of an older commit: run third in each round, its ratio printed too).
+#      e.g. of an older commit: run third in each round, its ratio printed too),
+#      MODEL (gpt2, default, or llama: examples/llama/llama.c at GPT-2 124M's
+#      size, 12 layers, d 768, 12 query heads on 4 kv heads, SwiGLU 2048, vocab
+#      32000: 123.6M parameters; torch_llama.py), DTYPE (f32, default, or bf16:
+#      ours with bf16 parameters and f32 masters, torch under autocast), NP
+#      (ranks, default 1: NP > 1 runs ours data parallel on NP ranks of
+#      OMP_NUM_THREADS threads each, torch in one process with NP times the
+#      threads: the same cores, as one would run PyTorch on one CPU).
 # Not a test: it downloads torch and takes minutes.
 set -euo pipefail
 build=${1:-build}
@@ -24,18 +31,30 @@ if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q torch numpy
 fi
-out=$build/bench-codegen-cpu
+model=${MODEL:-gpt2}
+dtype=${DTYPE:-f32}
+np=${NP:-1}
+out=$build/bench-codegen-cpu/$model-$dtype-np$np
 mkdir -p "$out"
+case $model in
+  gpt2) src=(examples/gpt2/gpt2.c -DSEQ=64) torch_py=(torch_gpt2.py) ;;
+  llama) src=(examples/llama/llama.c -DN_LAYER=12 -DN_EMBD=768 -DN_HEAD=12 -DN_KV_HEAD=4 -DFFN=2048
+              -DVOCAB=32000 -DSEQ=64) torch_py=(torch_llama.py) ;;
+  *) echo "vs_torch: MODEL is gpt2 or llama" >&2; exit 2 ;;
+esac
+cluster=(--cluster h100:1x1)
+[ "$np" -gt 1 ] && cluster=(--cluster "h100:1x$np" --mesh "$np" --strategy dp)
 # shellcheck disable=SC2086
-"$build/compiler/colossal-compile" examples/gpt2/gpt2.c -DSEQ=64 --batch 4 --cluster h100:1x1 \
+"$build/compiler/colossal-compile" "${src[@]}" --batch 4 "${cluster[@]}" --dtype "$dtype" \
   --emit code --target cpu -q -o "$out" ${COMPILE_FLAGS:-}
 t0=$(date +%s.%N)
-mpicc -std=c17 -O3 -march=native -fopenmp -Iinclude -I"$out" -DCG_MODEL=gpt2 -DCG_HEADER=gpt2.h \
-  "$here/train.c" "$out/gpt2.c" "$out/gpt2_kernels.c" \
+mpicc -std=c17 -O3 -march=native -fopenmp -Iinclude -I"$out" -DCG_MODEL="$model" -DCG_HEADER="$model.h" \
+  "$here/train.c" "$out/$model.c" "$out/${model}_kernels.c" \
   "$build/runtime/libcolrt_cpu.a" -lcjson -lz -ldl -lm -lpthread -o "$out/train"
 t1=$(date +%s.%N)
-echo "generated source: gpt2.c $(stat -c %s "$out/gpt2.c") B, gpt2_kernels.c $(stat -c %s "$out/gpt2_kernels.c") B," \
-     "$(grep -c '^void gpt2_k' "$out/gpt2_kernels.c") kernel functions; compiled and linked in $(echo "$t1 - $t0" | bc) s"
+echo "generated source: $model.c $(stat -c %s "$out/$model.c") B, ${model}_kernels.c" \
+     "$(stat -c %s "$out/${model}_kernels.c") B, $(grep -c "^void ${model}_k" "$out/${model}_kernels.c")" \
+     "kernel functions; compiled and linked in $(echo "$t1 - $t0" | bc) s"
 mpirun=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpirun+=(--allow-run-as-root)
 mpirun+=(-x OMP_NUM_THREADS)
@@ -44,10 +63,10 @@ fused=()
 [ "${TORCH_FUSED:-0}" = 1 ] && fused=(--fused)
 ours_all=() torch_all=() base_all=()
 for r in $(seq 1 "$rounds"); do
-  o=$(OMP_NUM_THREADS=$threads "${mpirun[@]}" -np 1 "$out/train" "$steps" 1e-4 1 |
+  o=$(OMP_NUM_THREADS=$threads "${mpirun[@]}" -np "$np" "$out/train" "$steps" 1e-4 1 |
       sed -n 's/.*, \([0-9.]*\) s per step.*/\1/p')
-  t=$("$venv/bin/python" "$here/torch_gpt2.py" --steps "$steps" --threads "$threads" "${fused[@]}" |
-      sed -n 's/^torch: \([0-9.]*\) s per step.*/\1/p')
+  t=$("$venv/bin/python" "$here/${torch_py[0]}" --steps "$steps" --threads $((threads * np)) --dtype "$dtype" \
+      "${fused[@]}" | sed -n 's/^torch: \([0-9.]*\) s per step.*/\1/p')
   ours_all+=("$o") torch_all+=("$t")
   printf 'round %d: ours %.3f s, torch %.3f s, torch/ours %.2fx (load %s)\n' "$r" "$o" "$t" \
     "$(echo "$t / $o" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
