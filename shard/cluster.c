@@ -326,6 +326,31 @@ static bool host_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
            num_field(o, "host.", "adamw_gelems", 1e9, &c->host_adamw_rate, err);
 }
 
+const char *shard_kernel_name(ShardKernel k) {
+    static const char *const names[] = {
+#define X(id, name) name,
+        SHARD_KERNELS(X)
+#undef X
+    };
+    return (int)k >= 0 && k < SHARD_K__COUNT ? names[k] : "?";
+}
+
+/* The optional measured kernel rates: {"elementwise": GB/s, "transcendental", ...},
+ * every class positive and finite; absent: priced from mem_bw_gbs (cost.c). */
+static bool kernel_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "kernel_gbs");
+    if (!o) return true;
+    if (!cJSON_IsObject(o)) {
+        sb_printf(err, "field 'kernel_gbs' must be an object of GB/s per kernel class "
+                       "(elementwise, transcendental, norm, softmax, loss, reduce, optimizer)");
+        return false;
+    }
+    for (int k = 0; k < SHARD_K__COUNT; k++)
+        if (!num_field(o, "kernel_gbs.", shard_kernel_name((ShardKernel)k), GIGA, &c->kernel_bw[k], err))
+            return false;
+    return true;
+}
+
 /* One table: {"flops": [...], "efficiency": [...]}, same lengths. */
 static bool eff_table(const cJSON *o, const char *field, ShardEffTable *t, StrBuf *err) {
     if (!cJSON_IsObject(o)) {
@@ -415,6 +440,11 @@ cJSON *shard_cluster_to_json(const ShardCluster *c) {
         cJSON_AddNumberToObject(h, "pcie_gbs", c->pcie_bw / GIGA);
         cJSON_AddNumberToObject(h, "adamw_gelems", c->host_adamw_rate / 1e9);
     }
+    if (c->kernel_bw[0] > 0) {
+        cJSON *k = cJSON_AddObjectToObject(o, "kernel_gbs");
+        for (int i = 0; i < SHARD_K__COUNT; i++)
+            cJSON_AddNumberToObject(k, shard_kernel_name((ShardKernel)i), c->kernel_bw[i] / GIGA);
+    }
     cJSON *ge = cJSON_AddObjectToObject(o, "gemm_efficiency");
     static const DType dts[] = {DT_F32, DT_BF16, DT_F16};
     for (int i = 0; i < 3; i++) {
@@ -467,7 +497,8 @@ bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *
             sb_printf(&e, "%d nodes x %d per node is more than %d devices", c->nodes, c->per_node, SHARD_MAX_DEVICES);
             ok = false;
         }
-        ok = ok && reserve_obj(root, c, &e) && gemm_obj(root, c, &e) && host_obj(root, c, &e);
+        ok = ok && reserve_obj(root, c, &e) && gemm_obj(root, c, &e) && host_obj(root, c, &e) &&
+             kernel_obj(root, c, &e);
         if (!ok) sb_printf(err, "%s: %s", where, sb_cstr(&e));
     }
     sb_free(&e);

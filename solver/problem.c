@@ -346,7 +346,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 }
             ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
             DType dt = cost_dtype(cm, vv->dtype);
-            double bw = cm->cl->mem_bw * cost_class(OPC_OPTIMIZER)->bw_eff;
+            double bw = cost_mem_rate(cm->cl, OPC_OPTIMIZER, -1);
             const AdOptimizerInfo *oi = ad_optimizer_info(b->train->optimizer);
             unsigned split_axes = 0; /* the mesh axes splitting the parameter (tensor parallel) */
             for (int a = 0; a < mesh->n_axes; a++)
@@ -544,7 +544,7 @@ static void offload_prices(IlpProblem *p, const AdOptions *train, bool half) {
     p->off_d2h = gs + (master_crosses ? 4 : 0);
     p->off_h2d = master_crosses ? 4 : ps;
     p->off_s = fmax(fmax(p->off_d2h, p->off_h2d) / cl->pcie_bw, 1 / cl->host_adamw_rate);
-    p->off_opt_s = ad_optimizer_info(train->optimizer)->step_bytes / (cl->mem_bw * cost_class(OPC_OPTIMIZER)->bw_eff);
+    p->off_opt_s = ad_optimizer_info(train->optimizer)->step_bytes / cost_mem_rate(cl, OPC_OPTIMIZER, -1);
     p->host_limit = cl->host_mem_bytes / cl->per_node;
 }
 

@@ -74,6 +74,7 @@ void cg_trace_node(CgCtx *c, NodeId id) {
     bool rc = c->rc_node >= 0;
     SimOp *o = sim_add(c->trace, SIM_KERNEL, SIM_COMPUTE, c->trace_part, ir_val(g, n->out[0])->name);
     o->cls = ir_op(n->op)->cls;
+    o->op = n->op;
     o->flops = flops;
     o->bytes = bytes;
     o->recompute = rc;

@@ -10,7 +10,10 @@
  *     best rate over dtype and size is the dtype's peak, each size's mean
  *     rate over its shapes / peak its efficiency, made monotone by isotonic
  *     regression (pool-adjacent-violators, least squares);
- *   - memory-bound kernels (device copy, GELU) in bytes/s;
+ *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate per
+ *     memory-bound kernel class (element-wise, transcendental, norm, softmax,
+ *     loss, reduce, optimizer) from colrt's own kernels, in bytes/s as the
+ *     cost model counts them (the file's kernel_gbs);
  *   - the host (host offload): its physical memory, copies between a host
  *     arena and the device arena in each direction on a stream (the smaller
  *     rate is the cluster's PCIe figure), and the host AdamW's elements/s
@@ -300,6 +303,102 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
         if (R == 0) printf("memory %-4s %.2f GB/s (%zu MiB buffers)\n", names[k], bw / 1e9, bytes >> 20);
     }
     cl->mem_bw = best;
+    colrt_arena_destroy(&a);
+}
+
+/* ---- memory-bound kernel classes ------------------------------------------ */
+
+/* One rate per kernel class (shard.h SHARD_KERNELS), measured by running
+ * colrt's own kernel of that class on f32 operands of 2^18 elements (1 MiB: the
+ * size of the activations of the programs bench/validate runs; small and large
+ * tensors differ on a CPU, where a kernel's working set may stay in cache), in
+ * bytes read and written per second, counted as the cost model counts a node's
+ * bytes: every operand and result (cost.c cost_op), the fused loss with its
+ * gradient (as the generated program runs it, cg_trace.c). */
+#define KERNEL_ELEMS ((int64_t)1 << 18)
+
+typedef struct KernCtx {
+    int kind; /* ShardKernel */
+    float *a, *b, *c, *d, *w, *bias, *mean, *rstd, *acc;
+    int32_t *tgt;
+    int64_t step;
+} KernCtx;
+
+enum { K_ROWS = 1024, K_COLS = 256, K_VOCAB = 4096 }; /* 2^18 = rows x cols = (2^18 / vocab) x vocab */
+
+static void kern_work(void *p) {
+    KernCtx *k = p;
+    const int64_t n = KERNEL_ELEMS;
+    switch (k->kind) {
+    case SHARD_K_ELEMWISE: colrt_cast(NULL, k->a, COLRT_F32, k->b, COLRT_BF16, n); break;
+    case SHARD_K_TRANSCENDENTAL: colrt_gelu_fwd(NULL, COLRT_F32, k->a, k->b, n); break;
+    case SHARD_K_NORM:
+        colrt_layer_norm_fwd(NULL, COLRT_F32, k->a, k->w, k->bias, k->b, k->mean, k->rstd, K_ROWS, K_COLS, 1e-5f);
+        break;
+    case SHARD_K_SOFTMAX: colrt_softmax_fwd(NULL, COLRT_F32, k->a, k->b, K_ROWS, K_COLS, 0, 1.0f, 0); break;
+    case SHARD_K_LOSS:
+        colrt_memset0(k->acc, sizeof(float), NULL);
+        colrt_cross_entropy(NULL, COLRT_F32, k->a, k->tgt, k->acc, NULL, k->b, n / K_VOCAB, K_VOCAB, 1.0f / (n / K_VOCAB));
+        break;
+    case SHARD_K_REDUCE: colrt_sum_squares(NULL, COLRT_F32, k->a, n, k->acc); break;
+    default:
+        colrt_adamw(NULL, COLRT_F32, k->a, k->b, k->c, k->d, NULL, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++k->step, 1.0f);
+        break;
+    }
+}
+
+/* Bytes the cost model counts for one call of kern_work. */
+static double kern_bytes(int kind) {
+    const double n = (double)KERNEL_ELEMS, f = 4;
+    switch (kind) {
+    case SHARD_K_ELEMWISE: return n * (4 + 2);                      /* f32 in, bf16 out */
+    case SHARD_K_TRANSCENDENTAL: return 2 * n * f;                  /* x, y */
+    case SHARD_K_NORM: return 2 * n * f + 2.0 * K_COLS * f;         /* x, y, weight, bias */
+    case SHARD_K_SOFTMAX: return 2 * n * f;                         /* x, y */
+    case SHARD_K_LOSS: return 2 * n * f + (n / K_VOCAB) * 4 + f;    /* logits, their gradient, targets, loss */
+    case SHARD_K_REDUCE: return n * f + f;                          /* x, the sum */
+    default: return 7 * n * f;                                      /* AdamW: p, g, m, v read; p, m, v written */
+    }
+}
+
+static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
+    const size_t fb = (size_t)KERNEL_ELEMS * sizeof(float);
+    colrt_arena a = colrt_arena_create(4 * fb + 4 * K_COLS * sizeof(float) + 2 * K_ROWS * sizeof(float) + 256 +
+                                       (size_t)(KERNEL_ELEMS / K_VOCAB) * sizeof(int32_t));
+    char *base = a.base;
+    KernCtx k = {0};
+    k.a = (float *)base, k.b = (float *)(base + fb), k.c = (float *)(base + 2 * fb), k.d = (float *)(base + 3 * fb);
+    k.w = (float *)(base + 4 * fb), k.bias = k.w + K_COLS, k.mean = k.bias + K_COLS, k.rstd = k.mean + K_ROWS;
+    k.acc = k.rstd + K_ROWS;
+    k.tgt = (int32_t *)(k.acc + 64);
+    /* real values: x in [-1, 1), weight 1, bias 0, targets in range, m = v = 0 */
+    float *h = malloc(fb);
+    if (!h) fail("out of host memory (%zu bytes)", fb);
+    for (int64_t i = 0; i < KERNEL_ELEMS; i++) h[i] = (float)(i % 17) / 8.5f - 1.0f;
+    colrt_memcpy(k.a, h, fb, COLRT_H2D, NULL);
+    colrt_memcpy(k.b, h, fb, COLRT_H2D, NULL);
+    for (int i = 0; i < K_COLS; i++) h[i] = 1.0f;
+    colrt_memcpy(k.w, h, K_COLS * sizeof(float), COLRT_H2D, NULL);
+    int32_t *t = (int32_t *)h;
+    for (int64_t i = 0; i < KERNEL_ELEMS / K_VOCAB; i++) t[i] = (int32_t)((i * 37) % K_VOCAB);
+    colrt_memcpy(k.tgt, t, (size_t)(KERNEL_ELEMS / K_VOCAB) * sizeof(int32_t), COLRT_H2D, NULL);
+    free(h);
+    colrt_device_sync();
+    cJSON *kj = cJSON_AddObjectToObject(cal, "kernels");
+    cJSON_AddNumberToObject(kj, "elements", (double)KERNEL_ELEMS);
+    cJSON_AddStringToObject(kj, "kernels", "elementwise: colrt_cast f32->bf16; transcendental: colrt_gelu_fwd; "
+                                           "norm: colrt_layer_norm_fwd 1024x256; softmax: colrt_softmax_fwd "
+                                           "1024x256; loss: colrt_cross_entropy 64x4096 with its gradient; "
+                                           "reduce: colrt_sum_squares; optimizer: colrt_adamw (f32)");
+    for (int c = 0; c < SHARD_K__COUNT; c++) {
+        k.kind = c;
+        double s = time_op(kern_work, &k, o->min_time);
+        cl->kernel_bw[c] = kern_bytes(c) / s;
+        cJSON_AddNumberToObject(kj, shard_kernel_name((ShardKernel)c), cl->kernel_bw[c] / 1e9);
+        if (R == 0)
+            printf("kernel %-14s %.2f GB/s (%.1f us a call)\n", shard_kernel_name((ShardKernel)c),
+                   cl->kernel_bw[c] / 1e9, s * 1e6);
+    }
     colrt_arena_destroy(&a);
 }
 
@@ -612,6 +711,7 @@ int main(int argc, char **argv) {
     double ws = 0;
     bench_gemm(&o, &cl, cal, &ws);
     bench_memory(&o, &cl, cal);
+    bench_kernels(&o, &cl, cal);
     bench_host(&o, &cl, cal);
     cJSON *cj = cJSON_AddObjectToObject(cal, "collectives");
     double grew = 0;
