@@ -347,6 +347,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
             ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
             DType dt = cost_dtype(cm, vv->dtype);
             double bw = cost_mem_rate(cm->cl, OPC_OPTIMIZER, -1);
+            double acc_bw = cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_GRAD_ACCUM); /* the accumulation's add */
             const AdOptimizerInfo *oi = ad_optimizer_info(b->train->optimizer);
             unsigned split_axes = 0; /* the mesh axes splitting the parameter (tensor parallel) */
             for (int a = 0; a < mesh->n_axes; a++)
@@ -376,7 +377,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 S->gather_s[z] += z == 3 ? 2 * M * ag : ag;
                 /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3
                  * slice) added to its accumulator, which is read and written */
-                if (M > 1) S->opt_s[z] += M * 3 * gs * (z >= 2 ? local / shard : local) / bw;
+                if (M > 1) S->opt_s[z] += M * 3 * gs * (z >= 2 ? local / shard : local) / acc_bw;
                 /* AdamW: read and write master weights, m and v, read the
                  * gradient, write the parameter: 28 bytes per element (the
                  * optimizer's row in autodiff.c) */
