@@ -351,6 +351,12 @@ static bool kernel_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     return true;
 }
 
+/* The optional measured attention rate, TFLOP/s; absent: peak x the class factor. */
+static bool attention_field(const cJSON *root, ShardCluster *c, StrBuf *err) {
+    if (!cJSON_GetObjectItemCaseSensitive(root, "attention_tflops")) return true;
+    return num_field(root, "", "attention_tflops", TERA, &c->attention_flops, err);
+}
+
 /* One table: {"flops": [...], "efficiency": [...]}, same lengths. */
 static bool eff_table(const cJSON *o, const char *field, ShardEffTable *t, StrBuf *err) {
     if (!cJSON_IsObject(o)) {
@@ -445,6 +451,7 @@ cJSON *shard_cluster_to_json(const ShardCluster *c) {
         for (int i = 0; i < SHARD_K__COUNT; i++)
             cJSON_AddNumberToObject(k, shard_kernel_name((ShardKernel)i), c->kernel_bw[i] / GIGA);
     }
+    if (c->attention_flops > 0) cJSON_AddNumberToObject(o, "attention_tflops", c->attention_flops / TERA);
     cJSON *ge = cJSON_AddObjectToObject(o, "gemm_efficiency");
     static const DType dts[] = {DT_F32, DT_BF16, DT_F16};
     for (int i = 0; i < 3; i++) {
@@ -498,7 +505,7 @@ bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *
             ok = false;
         }
         ok = ok && reserve_obj(root, c, &e) && gemm_obj(root, c, &e) && host_obj(root, c, &e) &&
-             kernel_obj(root, c, &e);
+             kernel_obj(root, c, &e) && attention_field(root, c, &e);
         if (!ok) sb_printf(err, "%s: %s", where, sb_cstr(&e));
     }
     sb_free(&e);

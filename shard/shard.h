@@ -73,6 +73,9 @@ typedef struct ShardCluster {
      * running colrt's kernels); all 0: not measured, and each class is priced
      * at mem_bw times its efficiency factor (cost.c) */
     double kernel_bw[SHARD_K__COUNT];
+    /* FLOP/s the attention kernels reach (FLOPs as the IR counts them: the
+     * pairs the mask keeps); 0: not measured, peak x the class factor */
+    double attention_flops;
 } ShardCluster;
 
 /* Reads `--cluster`: a preset (`h100`, `a100-40gb`, `a100-80gb`, `h200`,

@@ -63,7 +63,11 @@ double cost_roofline_op(const CostModel *cm, OpClass cls, int op, double flops, 
     /* a matrix product's efficiency depends on its size: the cluster's GEMM
      * table (shard_gemm_eff); the class factor is for the other classes */
     double eff = cls == OPC_MATMUL ? shard_gemm_eff(cm->cl, cm->dtype, flops) : k->flop_eff;
-    double tf = flops > 0 ? flops / (cm->cl->peak_flops[cm->dtype] * eff) : 0;
+    double rate = cm->cl->peak_flops[cm->dtype] * eff;
+    /* attention at the cluster's measured rate when it has one (its kernels,
+     * forward and backward, priced per FLOP at the forward's rate) */
+    if (cls == OPC_ATTENTION && cm->cl->attention_flops > 0) rate = cm->cl->attention_flops;
+    double tf = flops > 0 ? flops / rate : 0;
     double tb = bytes / cost_mem_rate(cm->cl, cls, op);
     return tf > tb ? tf : tb;
 }

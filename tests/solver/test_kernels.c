@@ -10,6 +10,8 @@
  *     the simulator a kernel op of a known op the same way (an op of unknown
  *     kind by its class), and the plan's program keeps the op through JSON;
  *   - the ILP's optimizer update at the optimizer rate;
+ *   - attention at the cluster's measured FLOP rate (`attention_tflops`), else
+ *     at peak x its class factor;
  *   - `kernel_gbs` round-trips, and a file missing a class or with a rate
  *     that is not positive is refused naming the field.
  * Every expected time is computed by hand from the bytes and the rates.
@@ -116,6 +118,34 @@ int main(void) {
     CHECK(!shard_cluster_from_json(txt, "k.json", &back, &e));
     CHECK(strstr(sb_cstr(&e), "'kernel_gbs' must be an object") != NULL);
     cJSON_free(txt);
+
+    /* attention at its measured FLOP rate, else peak x 0.5 */
+    {
+        ShardMesh m1;
+        int n1 = 1;
+        CHECK(shard_mesh_make(&pre, 1, &n1, &m1, &e));
+        CostModel cp = {&pre, &m1, DT_F32, 1};
+        CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION, 1e9, 0), 1e9 / (pre.peak_flops[DT_F32] * 0.5)));
+        j = shard_cluster_to_json(&pre);
+        cJSON_AddNumberToObject(j, "attention_tflops", 0.004);
+        txt = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        ShardCluster at;
+        CHECK(shard_cluster_from_json(txt, "a.json", &at, &e));
+        cJSON_free(txt);
+        CHECK(close_rel(at.attention_flops, 4e9));
+        cp.cl = &at;
+        CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION_DQ, 1e9, 0), 0.25));
+        j = shard_cluster_to_json(&at); /* written back */
+        CHECK(close_rel(cJSON_GetObjectItemCaseSensitive(j, "attention_tflops")->valuedouble, 0.004));
+        cJSON_ReplaceItemInObject(j, "attention_tflops", cJSON_CreateNumber(0));
+        txt = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        reset(&e);
+        CHECK(!shard_cluster_from_json(txt, "a.json", &at, &e));
+        CHECK(strstr(sb_cstr(&e), "attention_tflops") != NULL);
+        cJSON_free(txt);
+    }
 
     /* cost_op: the GELU node's bytes (x and h, f32 64x32) over 2 GB/s */
     ShardMesh m;

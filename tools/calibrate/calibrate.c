@@ -13,7 +13,8 @@
  *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate per
  *     memory-bound kernel class (element-wise, transcendental, norm, softmax,
  *     loss, reduce, optimizer) from colrt's own kernels, in bytes/s as the
- *     cost model counts them (the file's kernel_gbs);
+ *     cost model counts them (the file's kernel_gbs), and attention's
+ *     FLOP/s (attention_tflops);
  *   - the host (host offload): its physical memory, copies between a host
  *     arena and the device arena in each direction on a stream (the smaller
  *     rate is the cluster's PCIe figure), and the host AdamW's elements/s
@@ -402,6 +403,46 @@ static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
     colrt_arena_destroy(&a);
 }
 
+/* Attention: colrt_attention_fwd, causal, B=8 T=S=64 H=8 Dh=32 (between the
+ * validation's tiny GPT-2, T=32 H=4 Dh=16, and GPT-2 124M at T=64 H=12
+ * Dh=64), FLOPs as the IR counts them (rule_attention: 4 B H Dh x the pairs
+ * the mask keeps). */
+enum { A_B = 8, A_T = 64, A_H = 8, A_D = 32 };
+
+typedef struct AttnCtx {
+    float *q, *k, *v, *o, *lse;
+} AttnCtx;
+
+static void attn_work(void *p) {
+    AttnCtx *c = p;
+    colrt_attention_fwd(NULL, COLRT_F32, c->q, c->k, c->v, c->o, c->lse, A_B, A_T, A_T, A_H, A_H, A_D,
+                        1.0f / sqrtf((float)A_D), 1);
+}
+
+static void bench_attention(const Opts *o, ShardCluster *cl, cJSON *cal) {
+    const size_t n = (size_t)A_B * A_T * A_H * A_D, fb = n * sizeof(float);
+    colrt_arena a = colrt_arena_create(4 * fb + (size_t)A_B * A_H * A_T * sizeof(float));
+    char *base = a.base;
+    AttnCtx c = {(float *)base, (float *)(base + fb), (float *)(base + 2 * fb), (float *)(base + 3 * fb),
+                 (float *)(base + 4 * fb)};
+    float *h = malloc(fb);
+    if (!h) fail("out of host memory (%zu bytes)", fb);
+    for (size_t i = 0; i < n; i++) h[i] = (float)(i % 13) / 6.5f - 1.0f;
+    for (int t = 0; t < 3; t++) colrt_memcpy((float *)(base + (size_t)t * fb), h, fb, COLRT_H2D, NULL);
+    free(h);
+    colrt_device_sync();
+    double pairs = (double)A_T * (A_T + 1) / 2; /* causal, S = T */
+    double flops = 4.0 * A_B * A_H * A_D * pairs;
+    double s = time_op(attn_work, &c, o->min_time);
+    cl->attention_flops = flops / s;
+    cJSON *aj = cJSON_AddObjectToObject(cal, "attention");
+    cJSON_AddStringToObject(aj, "kernel", "colrt_attention_fwd f32, causal, B=8 T=S=64 H=8 Dh=32");
+    cJSON_AddNumberToObject(aj, "seconds", s);
+    cJSON_AddNumberToObject(aj, "tflops", cl->attention_flops / 1e12);
+    if (R == 0) printf("attention %.2f GFLOP/s (%.1f us a call)\n", cl->attention_flops / 1e9, s * 1e6);
+    colrt_arena_destroy(&a);
+}
+
 /* ---- the host (offload) ---------------------------------------------------- */
 
 typedef struct HostCtx {
@@ -712,6 +753,7 @@ int main(int argc, char **argv) {
     bench_gemm(&o, &cl, cal, &ws);
     bench_memory(&o, &cl, cal);
     bench_kernels(&o, &cl, cal);
+    bench_attention(&o, &cl, cal);
     bench_host(&o, &cl, cal);
     cJSON *cj = cJSON_AddObjectToObject(cal, "collectives");
     double grew = 0;
