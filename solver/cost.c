@@ -52,9 +52,9 @@ int cost_kernel(OpClass cls, int op) {
     }
 }
 
-double cost_mem_rate(const ShardCluster *cl, OpClass cls, int op) {
+double cost_mem_rate(const ShardCluster *cl, OpClass cls, int op, double bytes) {
     int k = cost_kernel(cls, op);
-    if (k >= 0 && cl->kernel_bw[k] > 0) return cl->kernel_bw[k];
+    if (k >= 0 && cl->kernel[k].n > 0) return shard_rate_at(&cl->kernel[k], bytes);
     return cl->mem_bw * classes[cls].bw_eff;
 }
 
@@ -68,7 +68,7 @@ double cost_roofline_op(const CostModel *cm, OpClass cls, int op, double flops, 
      * forward and backward, priced per FLOP at the forward's rate) */
     if (cls == OPC_ATTENTION && cm->cl->attention_flops > 0) rate = cm->cl->attention_flops;
     double tf = flops > 0 ? flops / rate : 0;
-    double tb = bytes / cost_mem_rate(cm->cl, cls, op);
+    double tb = bytes > 0 ? bytes / cost_mem_rate(cm->cl, cls, op, bytes) : 0;
     return tf > tb ? tf : tb;
 }
 

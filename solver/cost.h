@@ -44,10 +44,11 @@ DType cost_dtype(const CostModel *cm, DType value_dtype);
  * backwards); op < 0 (not known): by the class alone. */
 int cost_kernel(OpClass cls, int op);
 
-/* Bytes/s that kernels of class cls (op as for cost_kernel) reach: the
- * cluster's measured rate of their kernel class when it has one (kernel_gbs),
- * else mem_bw x the class's bw_eff. The one place a memory-bound rate is made. */
-double cost_mem_rate(const ShardCluster *cl, OpClass cls, int op);
+/* Bytes/s that one call of a kernel of class cls (op as for cost_kernel)
+ * moving `bytes` (read + written) reaches: the cluster's measured rate of its
+ * kernel class at that size when it has one (kernel_gbs), else mem_bw x the
+ * class's bw_eff. The one place a memory-bound rate is made. */
+double cost_mem_rate(const ShardCluster *cl, OpClass cls, int op, double bytes);
 
 /* Roofline time of local work: max(flops / (peak * flop_eff), bytes / rate),
  * where a matmul's flop_eff is the cluster's GEMM efficiency at `flops`

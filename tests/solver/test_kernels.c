@@ -12,6 +12,7 @@
  *   - the ILP's optimizer update at the optimizer rate;
  *   - attention at the cluster's measured FLOP rate (`attention_tflops`), else
  *     at peak x its class factor;
+ *   - a class's rate by size: read linearly in log(bytes), clamped;
  *   - `kernel_gbs` round-trips, and a file missing a class or with a rate
  *     that is not positive is refused naming the field.
  * Every expected time is computed by hand from the bytes and the rates.
@@ -76,19 +77,19 @@ int main(void) {
     /* a preset: bandwidth x class factor */
     ShardCluster pre, cl;
     CHECK(shard_cluster_load("h100:1x1", &pre, &e, NULL));
-    CHECK(close_rel(cost_mem_rate(&pre, OPC_ELEMWISE, OP_GELU), pre.mem_bw * 0.80));
-    CHECK(close_rel(cost_mem_rate(&pre, OPC_NORM, OP_LAYER_NORM), pre.mem_bw * 0.70));
+    CHECK(close_rel(cost_mem_rate(&pre, OPC_ELEMWISE, OP_GELU, 1e6), pre.mem_bw * 0.80));
+    CHECK(close_rel(cost_mem_rate(&pre, OPC_NORM, OP_LAYER_NORM, 1e6), pre.mem_bw * 0.70));
 
     /* measured rates: 1..7 GB/s in SHARD_KERNELS order */
     char *txt = with_rates(&pre, NULL, 1.0);
     CHECK(shard_cluster_from_json(txt, "k.json", &cl, &e));
     cJSON_free(txt);
-    for (int i = 0; i < SHARD_K__COUNT; i++) CHECK(close_rel(cl.kernel_bw[i], (i + 1) * 1e9));
-    CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_ADD), 1e9));
-    CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_GELU), 2e9));
-    CHECK(close_rel(cost_mem_rate(&cl, OPC_NORM, OP_LAYER_NORM), 3e9));
-    CHECK(close_rel(cost_mem_rate(&cl, OPC_OPTIMIZER, -1), 7e9));
-    CHECK(close_rel(cost_mem_rate(&cl, OPC_ATTENTION, OP_ATTENTION), cl.mem_bw * 0.80)); /* no class: as before */
+    for (int i = 0; i < SHARD_K__COUNT; i++) CHECK(close_rel(shard_rate_at(&cl.kernel[i], 1e6), (i + 1) * 1e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_ADD, 1e6), 1e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_GELU, 1e6), 2e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_NORM, OP_LAYER_NORM, 1e6), 3e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_OPTIMIZER, -1, 1e6), 7e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_ATTENTION, OP_ATTENTION, 1e6), cl.mem_bw * 0.80)); /* no class: as before */
 
     /* round trip */
     cJSON *j = shard_cluster_to_json(&cl);
@@ -97,7 +98,34 @@ int main(void) {
     ShardCluster back;
     CHECK(shard_cluster_from_json(t2, "k2.json", &back, &e));
     cJSON_free(t2);
-    for (int i = 0; i < SHARD_K__COUNT; i++) CHECK(close_rel(back.kernel_bw[i], cl.kernel_bw[i]));
+    for (int i = 0; i < SHARD_K__COUNT; i++) CHECK(close_rel(shard_rate_at(&back.kernel[i], 1e6), (i + 1) * 1e9));
+
+    /* a table by size: linear in log(bytes) between points, clamped at the ends */
+    j = shard_cluster_to_json(&cl);
+    cJSON *kg = cJSON_GetObjectItemCaseSensitive(j, "kernel_gbs");
+    cJSON_ReplaceItemInObject(kg, "optimizer", cJSON_Parse("{\"bytes\": [1e3, 1e5, 1e7], \"gbs\": [8, 4, 2]}"));
+    txt = cJSON_PrintUnformatted(j);
+    CHECK(shard_cluster_from_json(txt, "t.json", &back, &e));
+    cJSON_free(txt);
+    CHECK_INT(back.kernel[SHARD_K_OPTIMIZER].n, 3);
+    CHECK(close_rel(cost_mem_rate(&back, OPC_OPTIMIZER, OP_ADAMW, 10), 8e9));
+    CHECK(close_rel(cost_mem_rate(&back, OPC_OPTIMIZER, OP_ADAMW, 1e4), 6e9)); /* halfway in log(bytes) */
+    CHECK(close_rel(cost_mem_rate(&back, OPC_OPTIMIZER, OP_ADAMW, 1e6), 3e9));
+    CHECK(close_rel(cost_mem_rate(&back, OPC_OPTIMIZER, OP_ADAMW, 1e9), 2e9));
+    /* bytes out of order, or arrays of different lengths, are refused */
+    cJSON_ReplaceItemInObject(kg, "norm", cJSON_Parse("{\"bytes\": [1e3, 1e3], \"gbs\": [8, 4]}"));
+    txt = cJSON_PrintUnformatted(j);
+    reset(&e);
+    CHECK(!shard_cluster_from_json(txt, "t.json", &back, &e));
+    CHECK(strstr(sb_cstr(&e), "kernel_gbs.norm.bytes[1]") != NULL);
+    cJSON_free(txt);
+    cJSON_ReplaceItemInObject(kg, "norm", cJSON_Parse("{\"bytes\": [1e3, 1e4], \"gbs\": [8]}"));
+    txt = cJSON_PrintUnformatted(j);
+    reset(&e);
+    CHECK(!shard_cluster_from_json(txt, "t.json", &back, &e));
+    CHECK(strstr(sb_cstr(&e), "kernel_gbs.norm") != NULL);
+    cJSON_free(txt);
+    cJSON_Delete(j);
 
     /* bad files name the field */
     txt = with_rates(&pre, "softmax", 1.0);
@@ -192,7 +220,7 @@ int main(void) {
     cJSON_Delete(pj);
     CHECK_INT(q.op[0].op, OP_GELU);
     CHECK_INT(q.op[1].op, -1);
-    CHECK(close_rel(cq.kernel_bw[SHARD_K_TRANSCENDENTAL], 2e9));
+    CHECK(close_rel(shard_rate_at(&cq.kernel[SHARD_K_TRANSCENDENTAL], 4e6), 2e9));
     sim_program_free(&q);
     /* an op of another class is refused naming the field */
     cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");

@@ -309,42 +309,45 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
 
 /* ---- memory-bound kernel classes ------------------------------------------ */
 
-/* One rate per kernel class (shard.h SHARD_KERNELS), measured by running
- * colrt's own kernel of that class on f32 operands of 2^18 elements (1 MiB: the
- * size of the activations of the programs bench/validate runs; small and large
- * tensors differ on a CPU, where a kernel's working set may stay in cache), in
- * bytes read and written per second, counted as the cost model counts a node's
- * bytes: every operand and result (cost.c cost_op), the fused loss with its
- * gradient (as the generated program runs it, cg_trace.c). Element-wise
- * kernels are timed as a device copy of the same size: the generated program's
- * element-wise loops are specialized to their dtypes and run at about a copy's
- * rate (its add at 38 GB/s in cache, COLRT_PROFILE=1 on the tiny GPT-2), while
- * colrt's generic cast, which loads and stores through a dtype switch per
- * element, runs ~10x slower (2.7 GB/s). */
-#define KERNEL_ELEMS ((int64_t)1 << 18)
+/* One rate table per kernel class (shard.h SHARD_KERNELS): colrt's own kernel
+ * of that class on f32 operands of 2^12, 2^15, 2^18, 2^21 and (not --quick)
+ * 2^24 elements (16 KiB to 64 MiB a tensor: on a CPU a small call runs in
+ * cache, a large one at DRAM bandwidth), in bytes read and written per second,
+ * counted as the cost model counts a node's bytes: every operand and result
+ * (cost.c cost_op), the fused loss with its gradient (as the generated program
+ * runs it: it calls colrt_cross_entropy). Element-wise kernels are timed as a
+ * device copy of the same size: the generated program's element-wise loops are
+ * specialized to their dtypes and run at about a copy's rate (its add at 38
+ * GB/s in cache, COLRT_PROFILE=1 on the tiny GPT-2), while colrt's generic
+ * cast, which loads and stores through a dtype switch per element, runs ~10x
+ * slower (2.7 GB/s). Rows of the norm and softmax are 256 wide, the loss's
+ * vocabulary 4096 (at least one row). */
+enum { K_COLS = 256, K_VOCAB = 4096, K_MAX_LOG2 = 24 };
 
 typedef struct KernCtx {
     int kind; /* ShardKernel */
+    int64_t n; /* elements of each tensor */
     float *a, *b, *c, *d, *w, *bias, *mean, *rstd, *acc;
     int32_t *tgt;
     int64_t step;
 } KernCtx;
 
-enum { K_ROWS = 1024, K_COLS = 256, K_VOCAB = 4096 }; /* 2^18 = rows x cols = (2^18 / vocab) x vocab */
+static int64_t loss_rows(int64_t n) { return n / K_VOCAB > 0 ? n / K_VOCAB : 1; }
 
 static void kern_work(void *p) {
     KernCtx *k = p;
-    const int64_t n = KERNEL_ELEMS;
+    const int64_t n = k->n;
     switch (k->kind) {
     case SHARD_K_ELEMWISE: colrt_memcpy(k->b, k->a, (size_t)n * sizeof(float), COLRT_D2D, NULL); break;
     case SHARD_K_TRANSCENDENTAL: colrt_gelu_fwd(NULL, COLRT_F32, k->a, k->b, n); break;
     case SHARD_K_NORM:
-        colrt_layer_norm_fwd(NULL, COLRT_F32, k->a, k->w, k->bias, k->b, k->mean, k->rstd, K_ROWS, K_COLS, 1e-5f);
+        colrt_layer_norm_fwd(NULL, COLRT_F32, k->a, k->w, k->bias, k->b, k->mean, k->rstd, n / K_COLS, K_COLS, 1e-5f);
         break;
-    case SHARD_K_SOFTMAX: colrt_softmax_fwd(NULL, COLRT_F32, k->a, k->b, K_ROWS, K_COLS, 0, 1.0f, 0); break;
+    case SHARD_K_SOFTMAX: colrt_softmax_fwd(NULL, COLRT_F32, k->a, k->b, n / K_COLS, K_COLS, 0, 1.0f, 0); break;
     case SHARD_K_LOSS:
         colrt_memset0(k->acc, sizeof(float), NULL);
-        colrt_cross_entropy(NULL, COLRT_F32, k->a, k->tgt, k->acc, NULL, k->b, n / K_VOCAB, K_VOCAB, 1.0f / (n / K_VOCAB));
+        colrt_cross_entropy(NULL, COLRT_F32, k->a, k->tgt, k->acc, NULL, k->b, loss_rows(n), K_VOCAB,
+                            1.0f / (float)loss_rows(n));
         break;
     case SHARD_K_REDUCE: colrt_sum_squares(NULL, COLRT_F32, k->a, n, k->acc); break;
     default:
@@ -353,57 +356,72 @@ static void kern_work(void *p) {
     }
 }
 
-/* Bytes the cost model counts for one call of kern_work. */
-static double kern_bytes(int kind) {
-    const double n = (double)KERNEL_ELEMS, f = 4;
+/* Bytes the cost model counts for one call of kern_work on n elements. */
+static double kern_bytes(int kind, int64_t n64) {
+    const double n = (double)n64, f = 4;
     switch (kind) {
-    case SHARD_K_ELEMWISE: return 2 * n * f;                        /* read and write */
-    case SHARD_K_TRANSCENDENTAL: return 2 * n * f;                  /* x, y */
-    case SHARD_K_NORM: return 2 * n * f + 2.0 * K_COLS * f;         /* x, y, weight, bias */
-    case SHARD_K_SOFTMAX: return 2 * n * f;                         /* x, y */
-    case SHARD_K_LOSS: return 2 * n * f + (n / K_VOCAB) * 4 + f;    /* logits, their gradient, targets, loss */
-    case SHARD_K_REDUCE: return n * f + f;                          /* x, the sum */
-    default: return 7 * n * f;                                      /* AdamW: p, g, m, v read; p, m, v written */
+    case SHARD_K_ELEMWISE: return 2 * n * f;                              /* read and write */
+    case SHARD_K_TRANSCENDENTAL: return 2 * n * f;                        /* x, y */
+    case SHARD_K_NORM: return 2 * n * f + 2.0 * K_COLS * f;               /* x, y, weight, bias */
+    case SHARD_K_SOFTMAX: return 2 * n * f;                               /* x, y */
+    case SHARD_K_LOSS: {
+        double logits = (double)loss_rows(n64) * K_VOCAB;
+        return 2 * logits * f + (double)loss_rows(n64) * 4 + f;           /* logits, their gradient, targets, loss */
+    }
+    case SHARD_K_REDUCE: return n * f + f;                                /* x, the sum */
+    default: return 7 * n * f;                                            /* AdamW: p, g, m, v read; p, m, v written */
     }
 }
 
 static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
-    const size_t fb = (size_t)KERNEL_ELEMS * sizeof(float);
-    colrt_arena a = colrt_arena_create(4 * fb + 4 * K_COLS * sizeof(float) + 2 * K_ROWS * sizeof(float) + 256 +
-                                       (size_t)(KERNEL_ELEMS / K_VOCAB) * sizeof(int32_t));
+    int top = o->quick ? 21 : K_MAX_LOG2;
+    const int64_t nmax = (int64_t)1 << top;
+    const size_t fb = (size_t)nmax * sizeof(float), rows = (size_t)(nmax / K_COLS);
+    colrt_arena a = colrt_arena_create(4 * fb + 2 * K_COLS * sizeof(float) + 2 * rows * sizeof(float) + 256 +
+                                       (size_t)loss_rows(nmax) * sizeof(int32_t));
     char *base = a.base;
     KernCtx k = {0};
     k.a = (float *)base, k.b = (float *)(base + fb), k.c = (float *)(base + 2 * fb), k.d = (float *)(base + 3 * fb);
-    k.w = (float *)(base + 4 * fb), k.bias = k.w + K_COLS, k.mean = k.bias + K_COLS, k.rstd = k.mean + K_ROWS;
-    k.acc = k.rstd + K_ROWS;
+    k.w = (float *)(base + 4 * fb), k.bias = k.w + K_COLS, k.mean = k.bias + K_COLS, k.rstd = k.mean + rows;
+    k.acc = k.rstd + rows;
     k.tgt = (int32_t *)(k.acc + 64);
     /* real values: x in [-1, 1), weight 1, bias 0, targets in range, m = v = 0 */
     float *h = malloc(fb);
     if (!h) fail("out of host memory (%zu bytes)", fb);
-    for (int64_t i = 0; i < KERNEL_ELEMS; i++) h[i] = (float)(i % 17) / 8.5f - 1.0f;
+    for (int64_t i = 0; i < nmax; i++) h[i] = (float)(i % 17) / 8.5f - 1.0f;
     colrt_memcpy(k.a, h, fb, COLRT_H2D, NULL);
     colrt_memcpy(k.b, h, fb, COLRT_H2D, NULL);
     for (int i = 0; i < K_COLS; i++) h[i] = 1.0f;
     colrt_memcpy(k.w, h, K_COLS * sizeof(float), COLRT_H2D, NULL);
     int32_t *t = (int32_t *)h;
-    for (int64_t i = 0; i < KERNEL_ELEMS / K_VOCAB; i++) t[i] = (int32_t)((i * 37) % K_VOCAB);
-    colrt_memcpy(k.tgt, t, (size_t)(KERNEL_ELEMS / K_VOCAB) * sizeof(int32_t), COLRT_H2D, NULL);
+    for (int64_t i = 0; i < loss_rows(nmax); i++) t[i] = (int32_t)((i * 37) % K_VOCAB);
+    colrt_memcpy(k.tgt, t, (size_t)loss_rows(nmax) * sizeof(int32_t), COLRT_H2D, NULL);
     free(h);
     colrt_device_sync();
     cJSON *kj = cJSON_AddObjectToObject(cal, "kernels");
-    cJSON_AddNumberToObject(kj, "elements", (double)KERNEL_ELEMS);
-    cJSON_AddStringToObject(kj, "kernels", "elementwise: colrt_memcpy device to device; transcendental: colrt_gelu_fwd; "
-                                           "norm: colrt_layer_norm_fwd 1024x256; softmax: colrt_softmax_fwd "
-                                           "1024x256; loss: colrt_cross_entropy 64x4096 with its gradient; "
-                                           "reduce: colrt_sum_squares; optimizer: colrt_adamw (f32)");
+    cJSON_AddStringToObject(kj, "kernels", "elementwise: colrt_memcpy device to device; transcendental: "
+                                           "colrt_gelu_fwd; norm: colrt_layer_norm_fwd, rows of 256; softmax: "
+                                           "colrt_softmax_fwd, rows of 256; loss: colrt_cross_entropy, vocabulary "
+                                           "4096, writing its gradient; reduce: colrt_sum_squares; optimizer: "
+                                           "colrt_adamw (all f32)");
     for (int c = 0; c < SHARD_K__COUNT; c++) {
         k.kind = c;
-        double s = time_op(kern_work, &k, o->min_time);
-        cl->kernel_bw[c] = kern_bytes(c) / s;
-        cJSON_AddNumberToObject(kj, shard_kernel_name((ShardKernel)c), cl->kernel_bw[c] / 1e9);
-        if (R == 0)
-            printf("kernel %-14s %.2f GB/s (%.1f us a call)\n", shard_kernel_name((ShardKernel)c),
-                   cl->kernel_bw[c] / 1e9, s * 1e6);
+        ShardRateTable *rt = &cl->kernel[c];
+        rt->n = 0;
+        for (int l = 12; l <= top; l += 3) {
+            k.n = (int64_t)1 << l;
+            double s = time_op(kern_work, &k, o->min_time);
+            double by = kern_bytes(c, k.n);
+            if (rt->n > 0 && !(by > rt->bytes[rt->n - 1])) continue; /* the loss's smallest sizes are one row */
+            rt->bytes[rt->n] = by;
+            rt->rate[rt->n] = by / s;
+            rt->n++;
+        }
+        if (R == 0) {
+            printf("kernel %-14s", shard_kernel_name((ShardKernel)c));
+            for (int i = 0; i < rt->n; i++) printf(" %.2f", rt->rate[i] / 1e9);
+            printf(" GB/s at %.3g .. %.3g bytes\n", rt->bytes[0], rt->bytes[rt->n - 1]);
+        }
     }
     colrt_arena_destroy(&a);
 }
