@@ -382,8 +382,19 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 /* AdamW: read and write master weights, m and v, read the
                  * gradient, write the parameter: 28 bytes per element (the
                  * optimizer's row in autodiff.c) */
-                double ob = oi->step_bytes * (z == 0 ? local : local / shard); /* one call per tensor */
+                double el = z == 0 ? local : local / shard; /* the elements this rank updates */
+                double ob = oi->step_bytes * el; /* one call per tensor */
                 S->opt_s[z] += ob / cost_mem_rate(cm->cl, OPC_OPTIMIZER, -1, ob);
+                /* the passes autodiff puts before every update (ir/autodiff.c): a
+                 * gradient not in f32 cast to f32 (read it, write 4 bytes an
+                 * element), and the global norm's sum of squares over the f32
+                 * gradient (its clipping, overflow check and loss-scale division) */
+                if (gs < 4) {
+                    double cb = (gs + 4) * el;
+                    S->opt_s[z] += cb / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_CAST, cb);
+                }
+                double nb = 4 * el + 4;
+                S->opt_s[z] += nb / cost_mem_rate(cm->cl, OPC_REDUCE, OP_SUMSQ, nb);
                 if (p->opt.offload != PO_DEVICE) S->off_elems[z] += z == 0 ? local : local / shard;
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
