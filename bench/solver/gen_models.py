@@ -18,7 +18,11 @@ MODELS = {
 }
 
 
-def gpt2(name, L, D, H, V, T, B, F):
+def gpt2(name, L, D, H, V, T, B, F, attention="fused"):
+    """attention: "fused" (one attention op, FlashAttention's kernel) or "unfused"
+    (Megatron-LM's of 2021-22: the scores Q K^T as a batched GEMM, a causal
+    softmax over them in memory, the probabilities times V as a GEMM; the
+    layouts [B,H,T,Dh] by permutes)."""
     Dh = D // H
     p, n = [], []
     p.append(f"param %wte.weight : f32[{V},{D}] init=normal(0.02)")
@@ -51,7 +55,8 @@ def gpt2(name, L, D, H, V, T, B, F):
               f"%{h}.q : {hd} = reshape(%{h}.q5) {{shape=[{B},{T},{H},{Dh}]}} {a}",
               f"%{h}.k : {hd} = reshape(%{h}.k5) {{shape=[{B},{T},{H},{Dh}]}} {a}",
               f"%{h}.v : {hd} = reshape(%{h}.v5) {{shape=[{B},{T},{H},{Dh}]}} {a}",
-              f"%{h}.att : {hd} = attention(%{h}.q, %{h}.k, %{h}.v) {{causal=1, scale=0.0}} {a}",
+              ] + ([f"%{h}.att : {hd} = attention(%{h}.q, %{h}.k, %{h}.v) {{causal=1, scale=0.0}} {a}"]
+                   if attention == "fused" else unfused_attention(h, a, B, T, H, Dh)) + [
               f"%{h}.proj0 : {act} = dense(%{h}.att, %{h}.attn.c_proj.weight) {{k=2}} {a}",
               f"%{h}.proj : {act} = add(%{h}.proj0, %{h}.attn.c_proj.bias) {a}",
               f"%{h}.x1 : {act} = add({x}, %{h}.proj) {a}",
@@ -68,6 +73,17 @@ def gpt2(name, L, D, H, V, T, B, F):
           f"%logits : f32[{B},{T},{V}] = matmul(%xf, %wte.weight) {{ta=0, tb=1}}",
           "%loss : f32[] = cross_entropy(%logits, %targets)"]
     return p, n
+
+
+def unfused_attention(h, a, B, T, H, Dh):
+    bh = f"f32[{B},{H},{T},{Dh}]"
+    return [f"%{h}.qh : {bh} = permute(%{h}.q) {{perm=[0,2,1,3]}} {a}",
+            f"%{h}.kh : {bh} = permute(%{h}.k) {{perm=[0,2,1,3]}} {a}",
+            f"%{h}.vh : {bh} = permute(%{h}.v) {{perm=[0,2,1,3]}} {a}",
+            f"%{h}.sc : f32[{B},{H},{T},{T}] = matmul(%{h}.qh, %{h}.kh) {{ta=0, tb=1}} {a}",
+            f"%{h}.pr : f32[{B},{H},{T},{T}] = softmax(%{h}.sc) {{causal=1}} {a}",
+            f"%{h}.ctx : {bh} = matmul(%{h}.pr, %{h}.vh) {{ta=0, tb=0}} {a}",
+            f"%{h}.att : f32[{B},{T},{H},{Dh}] = permute(%{h}.ctx) {{perm=[0,2,1,3]}} {a}"]
 
 
 def llama(name, L, D, H, Hkv, V, T, B, F):
@@ -112,12 +128,12 @@ def llama(name, L, D, H, Hkv, V, T, B, F):
     return p, n
 
 
-def write(outdir, name, B, layers=None):
+def write(outdir, name, B, layers=None, attention="fused"):
     fam, L, D, H, Hkv, F, V, T = MODELS[name]
     L = layers or L
     gname = name.replace("-", "_").replace(".", "_")
     if fam == "gpt2":
-        p, n = gpt2(gname, L, D, H, V, T, B, F)
+        p, n = gpt2(gname, L, D, H, V, T, B, F, attention)
     else:
         p, n = llama(gname, L, D, H, Hkv, V, T, B, F)
     lines = ["# colossal-ir 1", f"graph {gname}", f"block h {L}",
