@@ -65,9 +65,10 @@ def main():
         gen_models.MODELS[key] = ("gpt2", L, D, H, H, 4 * D, V, 2048)
         d = os.path.join(a.work, key)
         os.makedirs(d, exist_ok=True)
-        # the papers' attention: Megatron-LM's unfused kernels (scores as a GEMM, the fused
-        # scale-mask-softmax over them in memory, probabilities times V), not FlashAttention
-        cir = gen_models.write(d, key, B, attention="unfused")
+        # the papers' program: Megatron-LM's unfused attention (scores as a GEMM, the fused
+        # scale-mask-softmax over them in memory, probabilities times V), not FlashAttention,
+        # and its three dropouts a layer (Korthikanti et al. count their masks, section 4.1)
+        cir = gen_models.write(d, key, B, attention="unfused", dropout=True)
         nodes = max(1, gpus // 8)
         per = min(8, gpus)
         published = meas if meas is not None else model_flops(B, 2048, L, D) / (tf * 1e12 * gpus)
