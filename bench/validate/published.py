@@ -22,6 +22,9 @@ Each is planned with the paper's layout forced (--strategy megatron[-recompute]:
 parallel over the GPUs of a node, data parallel across nodes), bf16, AdamW, and the
 distributed optimizer (--zero 1) where the paper used it (Korthikanti); the prediction
 is the plan's step_time_s (a forced baseline is priced even where it does not fit).
+The models are the papers' programs: Megatron-LM's unfused attention (the scores by a
+batched GEMM, a softmax over them in memory, a second GEMM) and its three dropouts a
+layer as element-wise passes (bench/solver/gen_models.py; bench/validate/README.md).
 """
 import argparse
 import json
