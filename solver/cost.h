@@ -1,8 +1,9 @@
 /*
  * cost.h — the cost model, in seconds. Compute is a roofline over the local
  * shard with an efficiency factor per op class (for matrix products, the
- * cluster's GEMM efficiency by size); communication is the α–β ring
- * model of shard/ (shard_coll_time). The factors and formulas are
+ * cluster's GEMM efficiency by size; for memory-bound kernels and attention,
+ * the cluster's measured rates when it has them: cost_mem_rate); communication
+ * is the α–β ring model of shard/ (shard_coll_time). The factors and formulas are
  * documented in docs/sharding.md.
  *
  * The training step is priced from the forward graph: the backward of an op
