@@ -113,6 +113,19 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is
         }
         out->bwd_s = grads * out->fwd_s;
     }
+    /* a broadcast operand of an element-wise binary op (a bias) takes its
+     * gradient through a sum down to its shape, its own backward node (autodiff's
+     * sum_to, ir/backward.c): it reads the result's gradient and writes the
+     * operand's, at the reduce rate */
+    if (n->op == OP_ADD || n->op == OP_SUB || n->op == OP_MUL || n->op == OP_DIV) {
+        const Value *o = ir_val(g, n->out[0]);
+        for (int i = 0; i < n->n_in; i++) {
+            const Value *v = ir_val(g, n->in[i]);
+            if (!ir_dtype_is_float(v->dtype) || v->role == ROLE_INPUT || ir_shape_eq(v->shape, o->shape)) continue;
+            double rb = out->out_bytes[0] + out->in_bytes[i];
+            out->bwd_s += cost_roofline_op(cm, OPC_REDUCE, OP_SUM_TO, 0, rb);
+        }
+    }
 }
 
 double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,

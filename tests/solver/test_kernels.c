@@ -6,7 +6,8 @@
  *     attention have none);
  *   - a preset (no measured rates) prices each class at the bandwidth times
  *     the class factor, a cluster file's `kernel_gbs` at its own rate, exactly;
- *   - cost_op prices a GELU node at its bytes over the transcendental rate,
+ *   - cost_op prices a GELU node at its bytes over the transcendental rate, a
+ *     bias add's backward with the bias gradient's sum at the reduce rate,
  *     the simulator a kernel op of a known op the same way (an op of unknown
  *     kind by its class), and the plan's program keeps the op through JSON;
  *   - the ILP's optimizer update at the optimizer rate, and the global norm's
@@ -31,7 +32,7 @@ static void reset(StrBuf *b) { sb_free(b), sb_init(b); }
 
 static bool close_rel(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b)); }
 
-/* x [64,32] -> gelu -> layer_norm -> matmul -> loss: one node of each kind */
+/* x [64,32] -> gelu -> + bias -> layer_norm -> matmul -> loss: one node of each kind */
 static const char *cir =
     "# colossal-ir 1\n"
     "graph k\n"
@@ -40,8 +41,10 @@ static const char *cir =
     "param %g : f32[32] init=ones\n"
     "param %b : f32[32] init=zeros\n"
     "param %w : f32[32,16] init=normal(0.02)\n"
+    "param %c : f32[32] init=zeros\n"
     "%h : f32[64,32] = gelu(%x)\n"
-    "%n : f32[64,32] = layer_norm(%h, %g, %b)\n"
+    "%hc : f32[64,32] = add(%h, %c)\n"
+    "%n : f32[64,32] = layer_norm(%hc, %g, %b)\n"
     "%logits : f32[64,16] = matmul(%n, %w) {ta=0, tb=0}\n"
     "%loss : f32[] = cross_entropy(%logits, %y)\n"
     "output %loss\n";
@@ -193,10 +196,20 @@ int main(void) {
     CHECK(close_rel(co.fwd_s, fmax(gelu_bytes / 2e9, co.flops / cl.peak_flops[DT_F32])));
     CHECK(close_rel(co.fwd_s, gelu_bytes / 2e9)); /* memory-bound at 2 GB/s */
     ir_free(st);
-    /* the layer norm: x, weight, bias, y over 3 GB/s */
+    /* the bias add: forward x, c, y at the element-wise 1 GB/s, backward the same
+     * (the factor 1) plus the bias gradient's sum over the rows (read dy, write dc)
+     * at the reduce rate, 6 GB/s */
     ir_itspace(g, 1, &is);
     CHECK(shard_strategies(&is, &m, &st) >= 1);
     cost_op(&cm, g, 1, &is, &st[0], &co);
+    double act = 64.0 * 32 * 4, bias = 32.0 * 4;
+    CHECK(close_rel(co.fwd_s, (2 * act + bias) / 1e9));
+    CHECK(close_rel(co.bwd_s, (2 * act + bias) / 1e9 + (act + bias) / 6e9));
+    ir_free(st);
+    /* the layer norm: x, weight, bias, y over 3 GB/s */
+    ir_itspace(g, 2, &is);
+    CHECK(shard_strategies(&is, &m, &st) >= 1);
+    cost_op(&cm, g, 2, &is, &st[0], &co);
     CHECK(close_rel(co.fwd_s, (2.0 * 64 * 32 + 2 * 32) * 4 / 3e9));
     ir_free(st);
 
@@ -240,9 +253,9 @@ int main(void) {
     CHECK(ip && !ip->timed_out);
     IlpChoice c = ilp_choice_new(ip);
     IlpPrice pr = ilp_evaluate(ip, &c);
-    double params = 32 + 32 + 32 * 16;
-    /* and the global norm's sum of squares over each of the three f32 gradients at 6 GB/s */
-    CHECK(close_rel(pr.optimizer_s, 28 * params / 7e9 + (4 * params + 3 * 4) / 6e9));
+    double params = 32 + 32 + 32 * 16 + 32;
+    /* and the global norm's sum of squares over each of the four f32 gradients at 6 GB/s */
+    CHECK(close_rel(pr.optimizer_s, 28 * params / 7e9 + (4 * params + 4 * 4) / 6e9));
     ilp_choice_free(&c);
     ilp_problem_free(ip);
     ir_graph_free(g);
