@@ -36,24 +36,25 @@
 
 bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf *hint) {
     if (stages <= 1) return true;
-    /* the runtime's pipeline axis is the last (fastest) of the rank order:
-     * stage s is the ranks s, s + stages, ...; the submesh is what they are */
-    if (cl->per_node % stages == 0) { /* stages side by side in every node */
-        cl->per_node /= stages;
+    /* the runtime's pipeline axis is the outermost of the rank order: stage s
+     * is the contiguous ranks s * d / stages, ... (d devices); the submesh is
+     * what they are, nodes or a part of one node (Megatron-LM's layout: tensor
+     * parallel in the node, stages across nodes) */
+    if (cl->nodes % stages == 0) { /* whole nodes per stage */
+        cl->nodes /= stages;
         return true;
     }
-    if (stages % cl->per_node == 0 && cl->nodes % (stages / cl->per_node) == 0) {
-        /* a stage has one device in each of nodes / (stages / per_node) nodes */
-        cl->nodes /= stages / cl->per_node;
-        cl->per_node = 1;
+    if (stages % cl->nodes == 0 && cl->per_node % (stages / cl->nodes) == 0) { /* stages side by side in a node */
+        cl->per_node /= stages / cl->nodes;
+        cl->nodes = 1;
         return true;
     }
     int dev = cl->nodes * cl->per_node;
     sb_printf(err, "--pp %d does not divide the cluster: %d node%s of %d devices (%d devices); each stage needs an equal "
-                   "submesh",
+                   "submesh (whole nodes, or an equal part of one node)",
               stages, cl->nodes, cl->nodes == 1 ? "" : "s", cl->per_node, dev);
-    sb_puts(hint, "give a --pp that divides the devices per node, or a multiple of them that divides the devices (e.g. "
-                  "--pp 2 on h100:1x4, --pp 16 on h100:8x8), or another --cluster");
+    sb_puts(hint, "give a --pp that divides the nodes, or a multiple of the nodes that divides the devices (e.g. "
+                  "--pp 2 on h100:1x4, --pp 8 or 16 on h100:8x8), or another --cluster");
     return false;
 }
 

@@ -12,12 +12,11 @@
 #include "solver.h"
 
 /* The cluster one stage of a `stages`-stage pipeline plans on, as the
- * runtime lays the stages out (the pipeline axis is the last of the rank
- * order: stage s is the ranks s, s + stages, ...): the devices per node
- * divided by stages when it divides them (stages side by side in a node);
- * when stages is a multiple of the devices per node, one device in each of
- * nodes / (stages / per_node) nodes. false with a message and a hint
- * otherwise (user error). */
+ * runtime lays the stages out (the pipeline axis is the outermost of the
+ * rank order: stage s is the contiguous ranks s * d / stages, ...): nodes /
+ * stages whole nodes when stages divides the nodes; when stages is a
+ * multiple of the nodes, (per_node * nodes / stages) devices of one node.
+ * false with a message and a hint otherwise (user error). */
 bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf *hint);
 
 /* Cuts pl's graph into `stages` stages (stages >= 2) run with `schedule`
@@ -102,8 +101,9 @@ double pipeline_replay(int stages, int micro_batches, const double *fwd, const d
                        double *end);
 
 /* Prices r's pipelined Placement (r->pl->pipe) on the whole cluster (the
- * stages' link is the runtime mesh's last axis). false with a message when
- * that mesh cannot be made. */
+ * stages' link is the runtime mesh's outermost axis: inter-node when the
+ * cluster has several nodes). false with a message when that mesh cannot be
+ * made. */
 struct PlanResult;
 bool pipeline_price(const struct PlanResult *r, const ShardCluster *whole, PipePrice *out, StrBuf *err);
 

@@ -5,7 +5,8 @@
  *
  * Takes: a PlanResult whose Placement has its stages (pipeline_place) and
  * the whole cluster (the runtime mesh is the plan's mesh with the stages as
- * a last axis: its link prices the transfers). Gives: a PipePrice.
+ * one more axis, outermost in the rank order: its link, inter-node on a
+ * cluster of several nodes, prices the transfers). Gives: a PipePrice.
  *
  *   - A stage's share of a group: the group's instances on that stage (a
  *     tied group of the cut block spreads its `mult` instances over the
@@ -252,19 +253,18 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     ir_free(seen);
     if (!any_grad) /* a forward graph: the gradients of the boundary values, the same bytes */
         for (int b = 0; b + 1 < P; b++) gbytes[b] = fbytes[b];
-    /* the pipeline axis: the plan's mesh with the stages as a last axis, on the whole cluster */
+    /* the pipeline axis: the stages outermost in the rank order, each a contiguous block of the
+     * whole cluster's devices (the runtime's layout, cg_emit.c), so its link is that of a mesh
+     * [stages, devices per stage]'s first axis */
     ShardMesh pm = r->mesh;
     double xfer[PLACE_MAX_STAGES] = {0};
     if (P > 1) {
-        int sizes[SHARD_MAX_AXES + 1];
-        for (int a = 0; a < r->mesh.n_axes; a++) sizes[a] = r->mesh.size[a];
-        sizes[r->mesh.n_axes] = P;
-        if (r->mesh.n_axes + 1 > SHARD_MAX_AXES || !shard_mesh_make(whole, r->mesh.n_axes + 1, sizes, &pm, err)) {
-            if (r->mesh.n_axes + 1 > SHARD_MAX_AXES) sb_printf(err, "a pipeline needs one mesh axis more than the plan's %d", r->mesh.n_axes);
+        int sizes[2] = {P, r->mesh.n_devices};
+        if (!shard_mesh_make(whole, 2, sizes, &pm, err)) {
             ir_free(readers);
             return false;
         }
-        int ax = pm.n_axes - 1;
+        int ax = 0;
         out->link_alpha_s = pm.alpha[ax], out->link_beta_s = pm.beta[ax], out->link_inter = pm.inter[ax];
         for (int b = 0; b + 1 < P; b++) {
             double bytes = maxd(fbytes[b], gbytes[b]);

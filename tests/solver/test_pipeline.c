@@ -188,17 +188,31 @@ static void test_cut(void) {
     ShardCluster cl = {.nodes = 1, .per_node = 4};
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
     CHECK(pipeline_submesh_cluster(&cl, 2, &err, &hint));
+    CHECK_INT(cl.nodes, 1);
     CHECK_INT(cl.per_node, 2);
-    /* more stages than devices per node: the runtime's stage s is ranks s, s + 16, ...: one device
-     * in each of 64 nodes of h100:128x8 */
+    /* the stages outermost in the rank order (Megatron-LM's layout): stage s is the contiguous
+     * ranks s * 1024 / 16, ...: 8 whole nodes of h100:128x8 */
     cl = (ShardCluster){.nodes = 128, .per_node = 8};
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
     CHECK(pipeline_submesh_cluster(&cl, 16, &err, &hint));
-    CHECK_INT(cl.nodes, 64);
-    CHECK_INT(cl.per_node, 1);
-    cl = (ShardCluster){.nodes = 8, .per_node = 6}; /* 4 stages: neither divides 6 nor is a multiple of it */
+    CHECK_INT(cl.nodes, 8);
+    CHECK_INT(cl.per_node, 8);
+    /* one node per stage: tensor parallel in the node */
+    cl = (ShardCluster){.nodes = 8, .per_node = 8};
+    CHECK(pipeline_submesh_cluster(&cl, 8, &err, &hint));
+    CHECK_INT(cl.nodes, 1);
+    CHECK_INT(cl.per_node, 8);
+    /* more stages than nodes: half a node each */
+    cl = (ShardCluster){.nodes = 8, .per_node = 8};
+    CHECK(pipeline_submesh_cluster(&cl, 16, &err, &hint));
+    CHECK_INT(cl.nodes, 1);
+    CHECK_INT(cl.per_node, 4);
+    cl = (ShardCluster){.nodes = 8, .per_node = 6}; /* 3 stages: neither divides the nodes nor a multiple of them */
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
-    CHECK(!pipeline_submesh_cluster(&cl, 4, &err, &hint));
+    CHECK(!pipeline_submesh_cluster(&cl, 3, &err, &hint));
+    cl = (ShardCluster){.nodes = 2, .per_node = 6}; /* 8 stages: 4 per node do not divide 6 */
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(!pipeline_submesh_cluster(&cl, 8, &err, &hint));
     cl = (ShardCluster){.nodes = 1, .per_node = 6};
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
     CHECK(!pipeline_submesh_cluster(&cl, 4, &err, &hint));
@@ -280,6 +294,25 @@ static void test_price(void) {
         CHECK_NEAR(q->step_s, T, 1e-15);
         CHECK_NEAR(r->price.step_s, q->step_s, 0); /* the plan's step is the pipeline's */
         CHECK(q->idle_fraction > 0 && q->idle_fraction < 1);
+        CHECK(!q->link_inter); /* one node */
+    }
+    plan_free(r);
+    /* two nodes of two, two stages: a stage is a node (the stages outermost in the rank order),
+     * so the stage's plan has the node's two devices and the stages talk over the inter-node link */
+    o.cluster = "h100:2x2";
+    o.pp = 2;
+    r = plan_solve(g, &o);
+    CHECK(r && r->pipe);
+    if (r && r->pipe) {
+        ShardCluster cl;
+        StrBuf e;
+        sb_init(&e);
+        CHECK(shard_cluster_load("h100:2x2", &cl, &e, NULL));
+        sb_free(&e);
+        CHECK(r->pipe->link_inter);
+        CHECK_NEAR(r->pipe->link_alpha_s, cl.inter_lat, 0);
+        CHECK_INT(r->mesh.n_devices, 2);
+        CHECK(!r->mesh.inter[r->mesh.n_axes - 1]); /* the stage's own axis stays in the node */
     }
     plan_free(r);
     ir_graph_free(g);
