@@ -73,10 +73,13 @@ typedef struct PipeStagePrice {
     double fwd_s, bwd_s;        /* one micro-batch */
     double send_s, send_bytes;  /* one message to the next stage (0 on the last) */
     double grad_sync_s, grad_sync_exposed_s, optimizer_s, update_s;
+    double gather_s;            /* ZeRO-1/2: the updated slices all-gathered (in update_s) */
     double busy_s;              /* micro-batches x (fwd + bwd) */
     double end_s;               /* when its update ends, in the replay */
     double param_bytes;         /* its parameters as used */
     double mem_static, mem_grads_late, mem_acts, mem_inflight, mem_transient, peak_bytes;
+    double mem_update;          /* held at the update beyond mem_static (mixed precision's f32
+                                 * gradient copies, IlpStrat.mem_update) */
 } PipeStagePrice;
 
 typedef struct PipePrice {

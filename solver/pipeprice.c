@@ -25,11 +25,16 @@
  *     pipeline axis's link; both halves of a sendrecv run at once.
  *   - The step: the action tables replayed with these durations (a
  *     transfer completes when both ends have posted it), then each stage's
- *     update (its exposed gradient sync, its optimizer, the tied
- *     parameters' pair all-reduce, the gradient norm's all-reduce over the
- *     stages); the step ends when the slowest stage's update does.
+ *     update (its exposed gradient sync, its optimizer, ZeRO-1/2's
+ *     all-gather of the updated slices, the tied parameters' pair
+ *     all-reduce, the gradient norm's all-reduce over the stages); the step
+ *     ends when the slowest stage's update does. ZeRO runs over the stage's
+ *     submesh, at the stage the stage's plan chose per group; ZeRO-3's
+ *     gathers are in each micro-batch's forward and backward (twice in a
+ *     backward that re-runs the forward).
  *   - Memory, per stage, what the program holds: parameters, gradients and
- *     optimizer state of what it holds; one micro-batch's activations of
+ *     optimizer state of what it holds (sliced as its ZeRO stage slices
+ *     them; at the update also mixed precision's f32 gradient copies); one micro-batch's activations of
  *     its groups (under their recompute policies); the largest transient of
  *     its groups; and the pipeline buffer: p - s slots of received forward
  *     values (stage s holds up to p - s micro-batches in flight), the
@@ -199,9 +204,19 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
             if (own > 0 && G->n_params) {
                 st->mem_static += own * S->mem_static[z];
                 st->mem_grads_late += own * S->mem_grad_late[z];
+                st->mem_update += own * S->mem_update[z];
                 st->optimizer_s += own * S->opt_s[z];
                 sync[s] += own * S->sync_s[z];
                 st->param_bytes += own * S->param_local;
+                /* ZeRO over the stage's submesh: stages 1 and 2 all-gather the updated slices once
+                 * per step; stage 3 gathers the parameters before every use (problem.c prices 2 per
+                 * micro-batch: the forward and the backward), and a stage but the last runs each
+                 * micro-batch's forward twice */
+                if (z == 3) {
+                    double ag = own * S->gather_s[z] / (2.0 * m);
+                    fwd[s] += ag;
+                    bwd[s] += s + 1 < P ? 2 * ag : ag;
+                } else st->gather_s += own * S->gather_s[z];
             }
             if (!inst) continue;
             double f = inst * S->fwd_s * k, cm = inst * S->comm_s * k, tot = S->fwd_s + S->bwd_s;
@@ -300,12 +315,12 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
         st->grad_sync_s = sync[s];
         /* the gradient sync overlaps the last backward but its last bucket (eval.c's rule) */
         st->grad_sync_exposed_s = maxd(0, maxd(sync[s] - bwd[s], sync[s] * P / layers));
-        st->update_s += st->grad_sync_exposed_s + st->optimizer_s;
+        st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
         st->busy_s = m * (fwd[s] + bwd[s]);
         double slot = s ? fbytes[s - 1] : 0;
         st->mem_inflight = (P - s) * slot + (s + 1 < P ? gbytes[s] + fbytes[s] : 0) + (s ? gbytes[s - 1] : 0);
         double start = st->mem_static - st->mem_grads_late + st->mem_acts + st->mem_inflight;
-        double update = st->mem_static + st->mem_inflight;
+        double update = st->mem_static + st->mem_update + st->mem_inflight;
         st->peak_bytes = maxd(start, update) + st->mem_transient;
         st->end_s = end[s] + st->update_s;
         T = maxd(T, st->end_s);

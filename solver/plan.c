@@ -56,10 +56,13 @@ void plan_free(PlanResult *r) {
  * fixed (it may then replace the ILP's plan; a baseline named by --strategy
  * may not need to): read from its stages and recompute counts, not its name. */
 static bool baseline_allowed(const IlpProblem *p, const IlpChoice *c, const PlanOptions *o) {
-    if ((o->zero && strcmp(o->zero, "auto")) || o->pp > 1) { /* pipelines: stages without ZeRO (plan_within) */
-        int zero = o->zero && strcmp(o->zero, "auto") ? atoi(o->zero) : 0;
+    if (o->zero && strcmp(o->zero, "auto")) {
+        int zero = atoi(o->zero);
         for (int gi = 0; gi < p->n_groups; gi++)
             if (p->groups[gi].n_params && c->zero[gi] != zero) return false;
+    } else if (o->pp > 1) { /* pipelines: ZeRO-1 at most (plan_within) */
+        for (int gi = 0; gi < p->n_groups; gi++)
+            if (c->zero[gi] > 1) return false;
     }
     if (o->recompute && strcmp(o->recompute, "auto")) {
         int pol = !strcmp(o->recompute, "none") ? RC_NONE : !strcmp(o->recompute, "selective") ? RC_SELECTIVE : RC_FULL;
@@ -469,14 +472,19 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         return NULL;
     }
     if (!offload_check(o, &cl)) return NULL;
-    IlpFix fix = {NULL, -1, -1, 0};
+    IlpFix fix = {NULL, -1, -1, 0, 0};
     offload_level(o, &fix.offload);
     if (o->recompute && strcmp(o->recompute, "auto")) {
         for (int p = 0; p < RC__COUNT; p++)
             if (!strcmp(o->recompute, ilp_recompute_name(p))) fix.recompute = p;
     }
     if (o->zero && strcmp(o->zero, "auto")) fix.zero = atoi(o->zero);
-    else if (o->pp > 1) fix.zero = 0; /* pipelines lower stages without ZeRO (compiler/lower/pipeline.c) */
+    /* pipelines choose ZeRO-1 at most (Megatron-LM's distributed optimizer): a pipeline always
+     * has micro-batches, under which the lowering accumulates whole gradients and all-reduces
+     * them once (compiler/lower/split.c), so ZeRO-2 would run as ZeRO-1 while priced as sliced
+     * gradients; ZeRO-3 would gather again in the forward a stage re-runs. --zero 2 or 3 still
+     * forces them (they run and match the interpreter, e2e_gpt2_pp_2_zero3_2) */
+    else if (o->pp > 1) fix.zero_max = 1;
     /* Plans never use the cluster's reserve (context, communicator buffers,
      * GEMM workspace): the limit is the device's memory less the reserve, or
      * --mem when given, which counts only what the plan itself holds (the
@@ -580,7 +588,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         }
         bool params_dominate = min_price.mem_params >= min_price.mem_acts;
         const char *fixhint =
-            params_dominate ? (o->pp > 1 ? "use more stages (--pp) or more devices: a pipeline's stages run without ZeRO"
+            params_dominate ? (o->pp > 1 ? "use more stages (--pp) or more devices: a pipeline's stages choose ZeRO-1 at most"
                                : fix.zero >= 0 && fix.zero < 3
                                    ? "allow ZeRO (--zero auto), or use more devices"
                                    : "use more devices (a larger --cluster)")

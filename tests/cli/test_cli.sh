@@ -119,7 +119,10 @@ expect 1 "--pp 2 with 1 micro-batch: the 1F1B schedule needs at least as many mi
 expect 1 "hint: give --micro-batches 2 or more" -- "${ptiny[@]}" --cluster h100:1x2 --pp 2 --micro-batches 1
 expect 1 "--batch 1 is not a multiple of --micro-batches 2" -- "$src/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 \
   -DVOCAB=256 -DCTX=32 --batch 1 --pp 2 --cluster h100:1x2 --emit code -o "$tmp/pp"
-expect 1 "pipeline stages with ZeRO are not supported yet" -- "${ptiny[@]}" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero1
+expect 1 "pipeline stages with LAMB or LARS (trust-ratio norms) are not supported yet" -- "${ptiny[@]}" --cluster h100:1x4 \
+  --pp 2 --mesh 2 --optimizer lamb
+expect 1 "hint: pipeline stages run with AdamW or SGD for now (not LAMB or LARS)" -- "${ptiny[@]}" --cluster h100:1x4 \
+  --pp 2 --mesh 2 --optimizer lamb
 expect 0 "" -- "${ptiny[@]}" --cluster h100:1x4 --pp 2 -q
 grep -q "#define gpt2_tiny_PIPELINE_STAGES 2" "$tmp/pp/gpt2_tiny.h" && grep -q "#define gpt2_tiny_MICRO_BATCHES 2" "$tmp/pp/gpt2_tiny.h" \
   && pass=$((pass + 1)) || { echo "FAIL: --pp 2: two stages, two micro-batches by default"; fail=$((fail + 1)); }

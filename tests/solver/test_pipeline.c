@@ -376,8 +376,70 @@ static void test_stage_problem(void) {
     ir_graph_free(g);
 }
 
+/* ZeRO inside the stages: 2 stages of 2 data-parallel devices, ZeRO-1 against none. Each
+ * stage's AdamW state (8 bytes per f32 element) is halved over its 2 devices, so its
+ * static bytes drop by its parameters' bytes (4 per element) exactly; the updated slices
+ * are all-gathered once per step, in the update; ZeRO-3 moves the gathers into the micro-
+ * batches instead (the forward, the backward and the forward again before it). */
+static void test_price_zero(void) {
+    size_t len;
+    char *text = ir_read_file(COLOSSAL_SOURCE_DIR "/tests/e2e/gpt2_tiny_4.cir", &len);
+    Graph *fwd = ir_parse("gpt2_tiny_4.cir", text, len);
+    ir_free(text);
+    AdOptions ao;
+    ad_options_default(&ao);
+    ao.micro_batches = 4;
+    StrBuf err;
+    sb_init(&err);
+    Graph *g = ad_build(fwd, &ao, &err);
+    sb_free(&err);
+    ir_graph_free(fwd);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x4";
+    o.pp = 2;
+    o.mesh = "2";
+    o.micro_batches = 4;
+    o.lowerable = true;
+    o.progress = false;
+    PlanResult *r[4] = {NULL, NULL, NULL, NULL};
+    const char *strat[4] = {"dp", "zero1", "zero2", "zero3"};
+    for (int z = 0; z < 4; z += 1 + (z == 1)) { /* 0, 1, 3 */
+        o.strategy = strat[z];
+        r[z] = plan_solve(g, &o);
+        CHECK(r[z] && r[z]->pipe);
+    }
+    if (r[0] && r[0]->pipe && r[1] && r[1]->pipe && r[3] && r[3]->pipe) {
+        for (int gi = 0; gi < r[1]->prob->n_groups; gi++)
+            if (r[1]->prob->groups[gi].n_params) CHECK_INT(r[1]->choice.zero[gi], 1);
+        for (int s = 0; s < 2; s++) {
+            const PipeStagePrice *a = &r[0]->pipe->st[s], *b = &r[1]->pipe->st[s], *c = &r[3]->pipe->st[s];
+            CHECK(b->param_bytes > 0);
+            CHECK_NEAR(a->mem_static - b->mem_static, b->param_bytes, 1e-6 * b->param_bytes);
+            CHECK(a->gather_s == 0 && b->gather_s > 0 && c->gather_s == 0);
+            CHECK(b->update_s >= b->gather_s + b->optimizer_s);
+            CHECK(c->fwd_s > b->fwd_s && c->bwd_s > b->bwd_s); /* the same plan but for the gathers */
+        }
+        /* no pipeline plan chooses ZeRO-2 or 3 by itself: ZeRO-1 at most (plan.c) */
+        o.strategy = NULL;
+        o.mem_bytes = (int64_t)(0.9 * r[0]->pipe->peak_bytes);
+        PlanResult *q = plan_solve(g, &o);
+        CHECK(q != NULL);
+        bool any1 = false;
+        for (int gi = 0; q && gi < q->prob->n_groups; gi++) {
+            CHECK(q->choice.zero[gi] <= 1);
+            any1 |= q->choice.zero[gi] == 1;
+        }
+        CHECK(any1); /* memory made it slice */
+        plan_free(q);
+    }
+    for (int z = 0; z < 4; z++) plan_free(r[z]);
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_replay();
+    test_price_zero();
     test_stage_problem();
     test_price();
     test_schedules();
