@@ -114,6 +114,11 @@ expect 2 "invalid value '0' for --pp" -- --pp 0 x.cir
 expect 1 "--pp 3 exceeds the 2 instances of block 'h': every stage needs at least one" -- "${ptiny[@]}" --cluster h100:1x3 --pp 3
 expect 1 "hint: give --pp 2 or fewer" -- "${ptiny[@]}" --cluster h100:1x3 --pp 3
 expect 1 "--pp 4 does not divide the cluster: 1 node of 6 devices (6 devices)" -- "${ptiny[@]}" --cluster h100:1x6 --pp 4
+# the stages are outermost in the rank order: whole nodes, or an equal part of one node (2 of 3 nodes: neither)
+expect 1 "--pp 2 does not divide the cluster: 3 nodes of 2 devices (6 devices); each stage needs an equal submesh (whole nodes, or an equal part of one node)" \
+  -- "${ptiny[@]}" --cluster h100:3x2 --pp 2
+expect 1 "hint: give a --pp that divides the nodes, or a multiple of the nodes that divides the devices" -- "${ptiny[@]}" \
+  --cluster h100:3x2 --pp 2
 expect 1 "--pp 2 with 1 micro-batch: the 1F1B schedule needs at least as many micro-batches as stages" -- "${ptiny[@]}" \
   --cluster h100:1x2 --pp 2 --micro-batches 1
 expect 1 "hint: give --micro-batches 2 or more" -- "${ptiny[@]}" --cluster h100:1x2 --pp 2 --micro-batches 1
