@@ -383,6 +383,17 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
     }
     cJSON *st = cJSON_AddArrayToObject(obj, "stages");
     PipeAction *acts = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
+    /* the priced step's replay, action by action (pipeprice.c's durations) */
+    double *t0[PLACE_MAX_STAGES] = {NULL}, *t1[PLACE_MAX_STAGES] = {NULL};
+    if (r->pipe && P > 1) {
+        double fw[PLACE_MAX_STAGES], bw[PLACE_MAX_STAGES], xf[PLACE_MAX_STAGES];
+        for (int s = 0; s < P; s++) {
+            t0[s] = ir_alloc(sizeof(double) * (size_t)(6 * m + 6));
+            t1[s] = ir_alloc(sizeof(double) * (size_t)(6 * m + 6));
+            fw[s] = r->pipe->st[s].fwd_s, bw[s] = r->pipe->st[s].bwd_s, xf[s] = r->pipe->st[s].send_s;
+        }
+        pipeline_replay_actions(P, m, fw, bw, xf, NULL, t0, t1);
+    }
     for (int s = 0; s < P; s++) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "stage", s);
@@ -433,12 +444,17 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
                 cJSON_AddNumberToObject(a, "micro_batch", acts[k].mb);
                 cJSON_AddBoolToObject(a, "send", acts[k].send);
                 cJSON_AddBoolToObject(a, "recv", acts[k].recv);
+                if (t0[s]) { /* the priced replay's times: the report's timeline */
+                    cJSON_AddNumberToObject(a, "start_s", t0[s][k]);
+                    cJSON_AddNumberToObject(a, "end_s", t1[s][k]);
+                }
                 cJSON_AddItemToArray(arr, a);
             }
         }
         cJSON_AddItemToArray(st, o);
     }
     ir_free(acts);
+    for (int s = 0; s < P; s++) ir_free(t0[s]), ir_free(t1[s]);
     ir_free(flops);
     ir_free(readers);
 }

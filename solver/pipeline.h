@@ -102,6 +102,13 @@ typedef struct PipePrice {
  * micro_batches x (fwd + bwd). */
 double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
                        double *end);
+/* The same, and when t0, t1 are not NULL when each action of stage s's
+ * table (pipeline_1f1b) starts and ends: t0[s][k], t1[s][k] (rooms of 6 x
+ * micro_batches + 6). A compute action runs from when the stage reaches it;
+ * a transfer from when the stage posts it until its messages are delivered
+ * (waiting for the partner included). stages >= 2. */
+double pipeline_replay_actions(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
+                               double *end, double *const *t0, double *const *t1);
 
 /* Prices r's pipelined Placement (r->pl->pipe) on the whole cluster (the
  * stages' link is the runtime mesh's outermost axis: inter-node when the

@@ -64,6 +64,11 @@ typedef struct Half {
 
 double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
                        double *end) {
+    return pipeline_replay_actions(stages, micro_batches, fwd, bwd, xfer, end, NULL, NULL);
+}
+
+double pipeline_replay_actions(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
+                               double *end, double *const *t0, double *const *t1) {
     int P = stages, m = micro_batches;
     if (P <= 1) {
         double t = m * (fwd[0] + bwd[0]);
@@ -93,7 +98,9 @@ double pipeline_replay(int stages, int micro_batches, const double *fwd, const d
             while (pc[s] < n[s]) {
                 const PipeAction *a = &acts[s][pc[s]];
                 if (a->kind == PA_FWD || a->kind == PA_BWD) {
+                    if (t0) t0[s][pc[s]] = t[s];
                     t[s] += a->kind == PA_FWD ? fwd[s] : bwd[s];
+                    if (t1) t1[s][pc[s]] = t[s];
                     pc[s]++, progress = true;
                     continue;
                 }
@@ -111,6 +118,7 @@ double pipeline_replay(int stages, int micro_batches, const double *fwd, const d
                     for (int i = 0; i < nh[s]; i++)
                         if (h[s][i].k < m) POST(h[s][i].b, h[s][i].dir, h[s][i].send, h[s][i].k) = t[s];
                     posted[s] = true;
+                    if (t0) t0[s][pc[s]] = t[s];
                 }
                 double done = t[s];
                 bool ready = true;
@@ -123,6 +131,7 @@ double pipeline_replay(int stages, int micro_batches, const double *fwd, const d
                 }
                 if (!ready) break;
                 t[s] = done;
+                if (t1) t1[s][pc[s]] = done;
                 posted[s] = false;
                 pc[s]++, progress = true;
             }

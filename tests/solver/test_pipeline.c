@@ -236,6 +236,27 @@ static void test_replay(void) {
     CHECK_NEAR(pipeline_replay(2, 2, f, b, x, end), 10.5, 1e-12);
     CHECK_NEAR(end[0], 10.5, 1e-12);
     CHECK_NEAR(end[1], 8.5, 1e-12);
+    /* the same, action by action (the report's timeline): each compute action where the hand run
+     * puts it; each transfer ends no earlier than it starts, and no action starts before the last ended */
+    double a0[2][64], a1[2][64], *t0[2] = {a0[0], a0[1]}, *t1[2] = {a1[0], a1[1]};
+    CHECK_NEAR(pipeline_replay_actions(2, 2, f, b, x, NULL, t0, t1), 10.5, 1e-12);
+    const double want[2][2][2][2] = {{{{0, 1}, {1.5, 2.5}}, {{5, 7}, {8.5, 10.5}}},  /* stage 0: F0 F1, B0 B1 */
+                                     {{{1.5, 2.5}, {5, 6}}, {{2.5, 4.5}, {6, 8}}}}; /* stage 1 */
+    for (int s = 0; s < 2; s++) {
+        PipeAction acts[64];
+        int n = pipeline_1f1b(2, 2, s, acts), found = 0;
+        for (int k = 0; k < n; k++) {
+            CHECK(a1[s][k] >= a0[s][k]);
+            CHECK(k == 0 || a0[s][k] >= a1[s][k - 1] - 1e-12);
+            if (acts[k].kind != PA_FWD && acts[k].kind != PA_BWD) continue;
+            const double *w = want[s][acts[k].kind == PA_BWD][acts[k].mb];
+            CHECK_NEAR(a0[s][k], w[0], 1e-12);
+            CHECK_NEAR(a1[s][k], w[1], 1e-12);
+            found++;
+        }
+        CHECK_INT(found, 4);
+        CHECK_NEAR(a1[s][n - 1], end[s], 1e-12);
+    }
     /* a slow middle stage sets the pace: at least its own m (f + b), plus stage 0's first forward
      * before it and stage 0's last backward after it; at most m of its slots plus a pass through
      * the other two */
