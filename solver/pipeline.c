@@ -75,6 +75,11 @@ static int lowest(uint32_t m) {
 static bool one_bit(uint32_t m) { return m && !(m & (m - 1)); }
 
 bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *err, StrBuf *hint) {
+    return pipeline_place_ranges(pl, stages, NULL, schedule, err, hint);
+}
+
+bool pipeline_place_ranges(Placement *pl, int stages, const int *first, PlaceSchedule schedule, StrBuf *err,
+                           StrBuf *hint) {
     const Graph *g = pl->g;
     if (stages > PLACE_MAX_STAGES) {
         sb_printf(err, "--pp %d: at most %d pipeline stages", stages, PLACE_MAX_STAGES);
@@ -107,9 +112,15 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
     pp->block = blk;
     pp->schedule = schedule;
     for (int s = 0, at = 0; s <= stages; s++) {
-        pp->first[s] = at;
+        pp->first[s] = first ? first[s] : at;
         at += s < stages ? n_inst / stages + (s < n_inst % stages) : 0;
     }
+    for (int s = 0; first && s < stages; s++) /* the caller's ranges: contiguous, each at least one instance */
+        if (pp->first[0] != 0 || pp->first[stages] != n_inst || pp->first[s + 1] <= pp->first[s]) {
+            sb_printf(err, "pipeline stage %d: instances [%d, %d) of %d is not a range of at least one", s, pp->first[s],
+                      pp->first[s + 1], n_inst);
+            return false;
+        }
     ir_free(pp->stage_mask);
     pp->stage_mask = ir_alloc(sizeof(uint32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
     uint32_t *mask = pp->stage_mask, last = bit(stages - 1), all = stages >= 32 ? ~0u : bit(stages) - 1;
@@ -345,6 +356,8 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
         cJSON_AddNumberToObject(obj, "idle_fraction", r->pipe->idle_fraction);
         cJSON_AddNumberToObject(obj, "tied_all_reduce_s", r->pipe->tied_s);
         cJSON_AddNumberToObject(obj, "peak_bytes", r->pipe->peak_bytes);
+        if (r->pipe->start_step_s > 0) /* the stage boundaries moved by cost from nearly equal ranges */
+            cJSON_AddNumberToObject(obj, "equal_ranges_step_time_s", r->pipe->start_step_s);
         cJSON *l = cJSON_AddObjectToObject(obj, "link");
         cJSON_AddStringToObject(l, "link", r->pipe->link_inter ? "inter-node" : "intra-node");
         cJSON_AddNumberToObject(l, "alpha_s", r->pipe->link_alpha_s);

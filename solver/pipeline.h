@@ -25,6 +25,21 @@ bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf 
  * micro-batches than stages, a graph the cut cannot split: a value one
  * stage needs from a stage that is not its neighbour). */
 bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *err, StrBuf *hint);
+/* The same with the stages' ranges given: stage s runs the cut block's
+ * instances [first[s], first[s + 1]) (first[0] = 0, first[stages] = the
+ * instances, each range at least one); NULL: nearly equal ranges. */
+bool pipeline_place_ranges(Placement *pl, int stages, const int *first, PlaceSchedule schedule, StrBuf *err,
+                           StrBuf *hint);
+
+/* The stage boundaries chosen by cost (after pipeline_place and
+ * pipeline_price on r): from the current ranges, moves one block instance
+ * across a boundary at a time, to the move that shortens the priced step
+ * most while every stage's peak stays within limit, until none does (a
+ * local search: the instances' prices are the stage plan's, so a move only
+ * shifts whole instances' times and bytes between neighbours). Leaves
+ * r->pl->pipe and *r->pipe at the best ranges; returns the moves made. */
+struct PlanResult;
+int pipeline_rebalance(struct PlanResult *r, const ShardCluster *whole, double limit);
 
 /* The fraction of a 1F1B step the stages idle (the bubble): with p stages
  * of equal time and m micro-batches, (p - 1) / (m + p - 1) of the step
@@ -91,6 +106,7 @@ typedef struct PipePrice {
     double link_alpha_s, link_beta_s;
     bool link_inter;            /* the pipeline axis crosses nodes */
     double peak_bytes;          /* the largest stage's */
+    double start_step_s;        /* pipeline_rebalance: the step at the ranges it started from (0: not run) */
     PipeStagePrice st[PLACE_MAX_STAGES];
 } PipePrice;
 

@@ -413,3 +413,51 @@ void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices
         c[RC_FULL] = full, c[RC_SELECTIVE] = sel, c[RC_NONE] = n - full - sel;
     }
 }
+
+/* ---- the stage boundaries by cost ------------------------------------------- */
+
+static double max_peak(const PipePrice *q) {
+    double m = 0;
+    for (int s = 0; s < q->stages; s++) m = maxd(m, q->st[s].peak_bytes);
+    return m;
+}
+
+int pipeline_rebalance(PlanResult *r, const ShardCluster *whole, double limit) {
+    PlacePipeline *pp = &r->pl->pipe;
+    int P = pp->stages;
+    if (P <= 1 || !r->pipe) return 0;
+    int first[PLACE_MAX_STAGES + 1], f[PLACE_MAX_STAGES + 1], moves = 0, evals = 0;
+    memcpy(first, pp->first, sizeof first);
+    PipePrice cur = *r->pipe, trial;
+    double equal = cur.step_s;
+    StrBuf err, hint;
+    /* at most a few moves per boundary: the search stops long before on real models */
+    for (int budget = 8 * P * P; evals < budget;) {
+        double best_t = cur.step_s * (1 - 1e-9), cap = maxd(limit, max_peak(&cur));
+        int best_b = -1, best_d = 0;
+        for (int b = 1; b < P; b++)
+            for (int d = -1; d <= 1; d += 2) {
+                memcpy(f, first, sizeof f);
+                f[b] += d;
+                if (f[b] <= f[b - 1] || f[b] >= f[b + 1]) continue;
+                sb_init(&err), sb_init(&hint);
+                bool ok = pipeline_place_ranges(r->pl, P, f, pp->schedule, &err, &hint) &&
+                          pipeline_price(r, whole, &trial, &err);
+                sb_free(&err), sb_free(&hint);
+                evals++;
+                if (ok && trial.step_s < best_t && max_peak(&trial) <= cap) best_t = trial.step_s, best_b = b, best_d = d;
+            }
+        if (best_b < 0) break;
+        first[best_b] += best_d;
+        moves++;
+        sb_init(&err), sb_init(&hint);
+        if (pipeline_place_ranges(r->pl, P, first, pp->schedule, &err, &hint)) pipeline_price(r, whole, &cur, &err);
+        sb_free(&err), sb_free(&hint);
+    }
+    /* the Placement and the price at the ranges kept */
+    sb_init(&err), sb_init(&hint);
+    if (pipeline_place_ranges(r->pl, P, first, pp->schedule, &err, &hint)) pipeline_price(r, whole, r->pipe, &err);
+    sb_free(&err), sb_free(&hint);
+    r->pipe->start_step_s = equal;
+    return moves;
+}
