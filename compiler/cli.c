@@ -51,6 +51,8 @@ static const char usage_text[] =
     "  --pp N|auto           pipeline stages (1F1B; default 1: none); each stage plans on\n"
     "                        devices/N devices; the micro-batches default to N; auto: the\n"
     "                        planner prices every stage count up to the micro-batches\n"
+    "  --pp-blocks A,B,...   the repeated block's instances per stage (default: moved by\n"
+    "                        cost from nearly equal ranges); implies --pp with their count\n"
     "  --mem BYTES           per-device memory limit, e.g. 70GB (default: the device's)\n"
     "  --dtype T             f32 | bf16 | f16 compute dtype\n"
     "  --strategy S          auto | dp | zero1 | zero2 | zero3 | megatron (+ -recompute)\n"
@@ -88,7 +90,7 @@ enum {
     OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_OFFLOAD, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
     OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_NO_SHARE, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
     OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN, OPT_BETAS, OPT_EPS, OPT_WEIGHT_DECAY,
-    OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST,
+    OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST, OPT_PP_BLOCKS,
 };
 
 static const struct option long_opts[] = {
@@ -106,6 +108,7 @@ static const struct option long_opts[] = {
     {"batch", required_argument, 0, OPT_BATCH},
     {"micro-batches", required_argument, 0, OPT_MICRO},
     {"pp", required_argument, 0, OPT_PP},
+    {"pp-blocks", required_argument, 0, OPT_PP_BLOCKS},
     {"cluster", required_argument, 0, OPT_CLUSTER},
     {"mesh", required_argument, 0, OPT_MESH},
     {"mem", required_argument, 0, OPT_MEM},
@@ -346,6 +349,25 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             if (!strcmp(optarg, "auto")) v = -1; /* the planner chooses (plan_solve) */
             else ok = parse_pos_int("--pp", optarg, 1 << 10, &v);
             o->pp = (int)v;
+            break;
+        }
+        case OPT_PP_BLOCKS: { /* A,B,...: positive counts, one per stage */
+            o->n_pp_blocks = 0;
+            for (const char *q = optarg; ok;) {
+                char *end;
+                errno = 0;
+                long long x = strtoll(q, &end, 10);
+                if (errno || end == q || x <= 0 || x > 1 << 20 || (*end && *end != ',') || o->n_pp_blocks == 32) {
+                    diag_plain("give the block instances of each stage, first to last, joined by ',' (e.g. 5,6,6,5; at "
+                               "most 32 stages)",
+                               "invalid value '%s' for --pp-blocks", optarg);
+                    ok = false;
+                    break;
+                }
+                o->pp_blocks[o->n_pp_blocks++] = (int)x;
+                if (!*end) break;
+                q = end + 1;
+            }
             break;
         }
         case OPT_CLUSTER: o->cluster = optarg; break;

@@ -37,6 +37,9 @@ typedef struct CliOptions {
     int64_t batch;                /* --batch, 0 = not given */
     int micro_batches;            /* --micro-batches, 0 = let the planner choose */
     int pp;                       /* --pp N: pipeline stages (0 = not given, 1 = none, -1 = auto) */
+    int pp_blocks[32];            /* --pp-blocks A,B,...: the cut block's instances per stage
+                                   * (at most PLACE_MAX_STAGES); n_pp_blocks 0: chosen by cost */
+    int n_pp_blocks;
     const char *cluster;          /* --cluster PRESET|FILE.json */
     const char *mesh;             /* --mesh 8x8 */
     int64_t mem_bytes;            /* --mem, 0 = the device's memory */

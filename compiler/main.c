@@ -180,6 +180,8 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
      * batch; generated code rebuilds the model for the count: run_codegen) */
     po->micro_auto = o->micro_batches == 0 && (o->pp == 0 || o->pp == 1); /* not with --pp (auto: -1) */
     po->pp = o->pp;
+    po->pp_blocks = o->pp_blocks;
+    po->n_pp_blocks = o->n_pp_blocks;
     po->batch = o->batch;
     po->progress = !o->quiet;
     po->sweep_points = o->sweep_mem;
@@ -472,6 +474,7 @@ int main(int argc, char **argv) {
     int exit_now;
     cli_parse(argc, argv, &o, &exit_now);
     if (exit_now >= 0) return exit_now;
+    if (o.n_pp_blocks && o.pp == 0) o.pp = o.n_pp_blocks; /* --pp-blocks names the stages */
     if (o.pp > 1 && o.micro_batches == 0) o.micro_batches = o.pp; /* 1F1B fills the stages */
     if (o.cluster && !cluster_ok(o.cluster)) return EXIT_USER; /* checked even when nothing is planned */
 

@@ -80,7 +80,7 @@ int ilp_baselines(const IlpProblem *p, const IlpSettings *s, IlpBaseline *out) {
             memset(allowed, 0, sizeof(bool) * (size_t)total);
             if (!restrict_space(p, k, allowed)) continue;
             /* offloaded only when --offload forces it (the baselines are the device plans otherwise) */
-            IlpFix fix = {allowed, k >= 1 && k <= 3 ? k : 0, rec ? RC_FULL : RC_NONE, s->fix && s->fix->offload == 1};
+            IlpFix fix = {allowed, k >= 1 && k <= 3 ? k : 0, rec ? RC_FULL : RC_NONE, s->fix && s->fix->offload == 1, 0};
             IlpSettings ss = *s;
             ss.fix = &fix;
             ss.dump_lp = NULL;

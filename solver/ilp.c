@@ -116,7 +116,7 @@ static bool zero_allowed(const IlpGroup *g, const IlpStrat *S, const IlpFix *f, 
         int want = S->zero_ok[f->zero] ? f->zero : 0;
         return z == want;
     }
-    return true;
+    return !f || f->zero_max <= 0 || z <= f->zero_max;
 }
 
 static double maxd(double a, double b) { return a > b ? a : b; }

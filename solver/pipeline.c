@@ -36,24 +36,25 @@
 
 bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf *hint) {
     if (stages <= 1) return true;
-    /* the runtime's pipeline axis is the last (fastest) of the rank order:
-     * stage s is the ranks s, s + stages, ...; the submesh is what they are */
-    if (cl->per_node % stages == 0) { /* stages side by side in every node */
-        cl->per_node /= stages;
+    /* the runtime's pipeline axis is the outermost of the rank order: stage s
+     * is the contiguous ranks s * d / stages, ... (d devices); the submesh is
+     * what they are, nodes or a part of one node (Megatron-LM's layout: tensor
+     * parallel in the node, stages across nodes) */
+    if (cl->nodes % stages == 0) { /* whole nodes per stage */
+        cl->nodes /= stages;
         return true;
     }
-    if (stages % cl->per_node == 0 && cl->nodes % (stages / cl->per_node) == 0) {
-        /* a stage has one device in each of nodes / (stages / per_node) nodes */
-        cl->nodes /= stages / cl->per_node;
-        cl->per_node = 1;
+    if (stages % cl->nodes == 0 && cl->per_node % (stages / cl->nodes) == 0) { /* stages side by side in a node */
+        cl->per_node /= stages / cl->nodes;
+        cl->nodes = 1;
         return true;
     }
     int dev = cl->nodes * cl->per_node;
     sb_printf(err, "--pp %d does not divide the cluster: %d node%s of %d devices (%d devices); each stage needs an equal "
-                   "submesh",
+                   "submesh (whole nodes, or an equal part of one node)",
               stages, cl->nodes, cl->nodes == 1 ? "" : "s", cl->per_node, dev);
-    sb_puts(hint, "give a --pp that divides the devices per node, or a multiple of them that divides the devices (e.g. "
-                  "--pp 2 on h100:1x4, --pp 16 on h100:8x8), or another --cluster");
+    sb_puts(hint, "give a --pp that divides the nodes, or a multiple of the nodes that divides the devices (e.g. "
+                  "--pp 2 on h100:1x4, --pp 8 or 16 on h100:8x8), or another --cluster");
     return false;
 }
 
@@ -74,6 +75,11 @@ static int lowest(uint32_t m) {
 static bool one_bit(uint32_t m) { return m && !(m & (m - 1)); }
 
 bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *err, StrBuf *hint) {
+    return pipeline_place_ranges(pl, stages, NULL, schedule, err, hint);
+}
+
+bool pipeline_place_ranges(Placement *pl, int stages, const int *first, PlaceSchedule schedule, StrBuf *err,
+                           StrBuf *hint) {
     const Graph *g = pl->g;
     if (stages > PLACE_MAX_STAGES) {
         sb_printf(err, "--pp %d: at most %d pipeline stages", stages, PLACE_MAX_STAGES);
@@ -106,9 +112,15 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
     pp->block = blk;
     pp->schedule = schedule;
     for (int s = 0, at = 0; s <= stages; s++) {
-        pp->first[s] = at;
+        pp->first[s] = first ? first[s] : at;
         at += s < stages ? n_inst / stages + (s < n_inst % stages) : 0;
     }
+    for (int s = 0; first && s < stages; s++) /* the caller's ranges: contiguous, each at least one instance */
+        if (pp->first[0] != 0 || pp->first[stages] != n_inst || pp->first[s + 1] <= pp->first[s]) {
+            sb_printf(err, "pipeline stage %d: instances [%d, %d) of %d is not a range of at least one", s, pp->first[s],
+                      pp->first[s + 1], n_inst);
+            return false;
+        }
     ir_free(pp->stage_mask);
     pp->stage_mask = ir_alloc(sizeof(uint32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
     uint32_t *mask = pp->stage_mask, last = bit(stages - 1), all = stages >= 32 ? ~0u : bit(stages) - 1;
@@ -344,6 +356,8 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
         cJSON_AddNumberToObject(obj, "idle_fraction", r->pipe->idle_fraction);
         cJSON_AddNumberToObject(obj, "tied_all_reduce_s", r->pipe->tied_s);
         cJSON_AddNumberToObject(obj, "peak_bytes", r->pipe->peak_bytes);
+        if (r->pipe->start_step_s > 0) /* the stage boundaries moved by cost from nearly equal ranges */
+            cJSON_AddNumberToObject(obj, "equal_ranges_step_time_s", r->pipe->start_step_s);
         cJSON *l = cJSON_AddObjectToObject(obj, "link");
         cJSON_AddStringToObject(l, "link", r->pipe->link_inter ? "inter-node" : "intra-node");
         cJSON_AddNumberToObject(l, "alpha_s", r->pipe->link_alpha_s);
@@ -382,6 +396,17 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
     }
     cJSON *st = cJSON_AddArrayToObject(obj, "stages");
     PipeAction *acts = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
+    /* the priced step's replay, action by action (pipeprice.c's durations) */
+    double *t0[PLACE_MAX_STAGES] = {NULL}, *t1[PLACE_MAX_STAGES] = {NULL};
+    if (r->pipe && P > 1) {
+        double fw[PLACE_MAX_STAGES], bw[PLACE_MAX_STAGES], xf[PLACE_MAX_STAGES];
+        for (int s = 0; s < P; s++) {
+            t0[s] = ir_alloc(sizeof(double) * (size_t)(6 * m + 6));
+            t1[s] = ir_alloc(sizeof(double) * (size_t)(6 * m + 6));
+            fw[s] = r->pipe->st[s].fwd_s, bw[s] = r->pipe->st[s].bwd_s, xf[s] = r->pipe->st[s].send_s;
+        }
+        pipeline_replay_actions(P, m, fw, bw, xf, NULL, t0, t1);
+    }
     for (int s = 0; s < P; s++) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "stage", s);
@@ -432,12 +457,17 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
                 cJSON_AddNumberToObject(a, "micro_batch", acts[k].mb);
                 cJSON_AddBoolToObject(a, "send", acts[k].send);
                 cJSON_AddBoolToObject(a, "recv", acts[k].recv);
+                if (t0[s]) { /* the priced replay's times: the report's timeline */
+                    cJSON_AddNumberToObject(a, "start_s", t0[s][k]);
+                    cJSON_AddNumberToObject(a, "end_s", t1[s][k]);
+                }
                 cJSON_AddItemToArray(arr, a);
             }
         }
         cJSON_AddItemToArray(st, o);
     }
     ir_free(acts);
+    for (int s = 0; s < P; s++) ir_free(t0[s]), ir_free(t1[s]);
     ir_free(flops);
     ir_free(readers);
 }

@@ -12,12 +12,11 @@
 #include "solver.h"
 
 /* The cluster one stage of a `stages`-stage pipeline plans on, as the
- * runtime lays the stages out (the pipeline axis is the last of the rank
- * order: stage s is the ranks s, s + stages, ...): the devices per node
- * divided by stages when it divides them (stages side by side in a node);
- * when stages is a multiple of the devices per node, one device in each of
- * nodes / (stages / per_node) nodes. false with a message and a hint
- * otherwise (user error). */
+ * runtime lays the stages out (the pipeline axis is the outermost of the
+ * rank order: stage s is the contiguous ranks s * d / stages, ...): nodes /
+ * stages whole nodes when stages divides the nodes; when stages is a
+ * multiple of the nodes, (per_node * nodes / stages) devices of one node.
+ * false with a message and a hint otherwise (user error). */
 bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf *hint);
 
 /* Cuts pl's graph into `stages` stages (stages >= 2) run with `schedule`
@@ -26,6 +25,21 @@ bool pipeline_submesh_cluster(ShardCluster *cl, int stages, StrBuf *err, StrBuf 
  * micro-batches than stages, a graph the cut cannot split: a value one
  * stage needs from a stage that is not its neighbour). */
 bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *err, StrBuf *hint);
+/* The same with the stages' ranges given: stage s runs the cut block's
+ * instances [first[s], first[s + 1]) (first[0] = 0, first[stages] = the
+ * instances, each range at least one); NULL: nearly equal ranges. */
+bool pipeline_place_ranges(Placement *pl, int stages, const int *first, PlaceSchedule schedule, StrBuf *err,
+                           StrBuf *hint);
+
+/* The stage boundaries chosen by cost (after pipeline_place and
+ * pipeline_price on r): from the current ranges, moves one block instance
+ * across a boundary at a time, to the move that shortens the priced step
+ * most while every stage's peak stays within limit, until none does (a
+ * local search: the instances' prices are the stage plan's, so a move only
+ * shifts whole instances' times and bytes between neighbours). Leaves
+ * r->pl->pipe and *r->pipe at the best ranges; returns the moves made. */
+struct PlanResult;
+int pipeline_rebalance(struct PlanResult *r, const ShardCluster *whole, double limit);
 
 /* The fraction of a 1F1B step the stages idle (the bubble): with p stages
  * of equal time and m micro-batches, (p - 1) / (m + p - 1) of the step
@@ -74,10 +88,13 @@ typedef struct PipeStagePrice {
     double fwd_s, bwd_s;        /* one micro-batch */
     double send_s, send_bytes;  /* one message to the next stage (0 on the last) */
     double grad_sync_s, grad_sync_exposed_s, optimizer_s, update_s;
+    double gather_s;            /* ZeRO-1/2: the updated slices all-gathered (in update_s) */
     double busy_s;              /* micro-batches x (fwd + bwd) */
     double end_s;               /* when its update ends, in the replay */
     double param_bytes;         /* its parameters as used */
     double mem_static, mem_grads_late, mem_acts, mem_inflight, mem_transient, peak_bytes;
+    double mem_update;          /* held at the update beyond mem_static (mixed precision's f32
+                                 * gradient copies, IlpStrat.mem_update) */
 } PipeStagePrice;
 
 typedef struct PipePrice {
@@ -89,6 +106,7 @@ typedef struct PipePrice {
     double link_alpha_s, link_beta_s;
     bool link_inter;            /* the pipeline axis crosses nodes */
     double peak_bytes;          /* the largest stage's */
+    double start_step_s;        /* pipeline_rebalance: the step at the ranges it started from (0: not run) */
     PipeStagePrice st[PLACE_MAX_STAGES];
 } PipePrice;
 
@@ -100,10 +118,18 @@ typedef struct PipePrice {
  * micro_batches x (fwd + bwd). */
 double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
                        double *end);
+/* The same, and when t0, t1 are not NULL when each action of stage s's
+ * table (pipeline_1f1b) starts and ends: t0[s][k], t1[s][k] (rooms of 6 x
+ * micro_batches + 6). A compute action runs from when the stage reaches it;
+ * a transfer from when the stage posts it until its messages are delivered
+ * (waiting for the partner included). stages >= 2. */
+double pipeline_replay_actions(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
+                               double *end, double *const *t0, double *const *t1);
 
 /* Prices r's pipelined Placement (r->pl->pipe) on the whole cluster (the
- * stages' link is the runtime mesh's last axis). false with a message when
- * that mesh cannot be made. */
+ * stages' link is the runtime mesh's outermost axis: inter-node when the
+ * cluster has several nodes). false with a message when that mesh cannot be
+ * made. */
 struct PlanResult;
 bool pipeline_price(const struct PlanResult *r, const ShardCluster *whole, PipePrice *out, StrBuf *err);
 

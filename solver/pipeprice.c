@@ -5,7 +5,8 @@
  *
  * Takes: a PlanResult whose Placement has its stages (pipeline_place) and
  * the whole cluster (the runtime mesh is the plan's mesh with the stages as
- * a last axis: its link prices the transfers). Gives: a PipePrice.
+ * one more axis, outermost in the rank order: its link, inter-node on a
+ * cluster of several nodes, prices the transfers). Gives: a PipePrice.
  *
  *   - A stage's share of a group: the group's instances on that stage (a
  *     tied group of the cut block spreads its `mult` instances over the
@@ -24,11 +25,16 @@
  *     pipeline axis's link; both halves of a sendrecv run at once.
  *   - The step: the action tables replayed with these durations (a
  *     transfer completes when both ends have posted it), then each stage's
- *     update (its exposed gradient sync, its optimizer, the tied
- *     parameters' pair all-reduce, the gradient norm's all-reduce over the
- *     stages); the step ends when the slowest stage's update does.
+ *     update (its exposed gradient sync, its optimizer, ZeRO-1/2's
+ *     all-gather of the updated slices, the tied parameters' pair
+ *     all-reduce, the gradient norm's all-reduce over the stages); the step
+ *     ends when the slowest stage's update does. ZeRO runs over the stage's
+ *     submesh, at the stage the stage's plan chose per group; ZeRO-3's
+ *     gathers are in each micro-batch's forward and backward (twice in a
+ *     backward that re-runs the forward).
  *   - Memory, per stage, what the program holds: parameters, gradients and
- *     optimizer state of what it holds; one micro-batch's activations of
+ *     optimizer state of what it holds (sliced as its ZeRO stage slices
+ *     them; at the update also mixed precision's f32 gradient copies); one micro-batch's activations of
  *     its groups (under their recompute policies); the largest transient of
  *     its groups; and the pipeline buffer: p - s slots of received forward
  *     values (stage s holds up to p - s micro-batches in flight), the
@@ -58,6 +64,11 @@ typedef struct Half {
 
 double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
                        double *end) {
+    return pipeline_replay_actions(stages, micro_batches, fwd, bwd, xfer, end, NULL, NULL);
+}
+
+double pipeline_replay_actions(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
+                               double *end, double *const *t0, double *const *t1) {
     int P = stages, m = micro_batches;
     if (P <= 1) {
         double t = m * (fwd[0] + bwd[0]);
@@ -87,7 +98,9 @@ double pipeline_replay(int stages, int micro_batches, const double *fwd, const d
             while (pc[s] < n[s]) {
                 const PipeAction *a = &acts[s][pc[s]];
                 if (a->kind == PA_FWD || a->kind == PA_BWD) {
+                    if (t0) t0[s][pc[s]] = t[s];
                     t[s] += a->kind == PA_FWD ? fwd[s] : bwd[s];
+                    if (t1) t1[s][pc[s]] = t[s];
                     pc[s]++, progress = true;
                     continue;
                 }
@@ -105,6 +118,7 @@ double pipeline_replay(int stages, int micro_batches, const double *fwd, const d
                     for (int i = 0; i < nh[s]; i++)
                         if (h[s][i].k < m) POST(h[s][i].b, h[s][i].dir, h[s][i].send, h[s][i].k) = t[s];
                     posted[s] = true;
+                    if (t0) t0[s][pc[s]] = t[s];
                 }
                 double done = t[s];
                 bool ready = true;
@@ -117,6 +131,7 @@ double pipeline_replay(int stages, int micro_batches, const double *fwd, const d
                 }
                 if (!ready) break;
                 t[s] = done;
+                if (t1) t1[s][pc[s]] = done;
                 posted[s] = false;
                 pc[s]++, progress = true;
             }
@@ -198,9 +213,19 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
             if (own > 0 && G->n_params) {
                 st->mem_static += own * S->mem_static[z];
                 st->mem_grads_late += own * S->mem_grad_late[z];
+                st->mem_update += own * S->mem_update[z];
                 st->optimizer_s += own * S->opt_s[z];
                 sync[s] += own * S->sync_s[z];
                 st->param_bytes += own * S->param_local;
+                /* ZeRO over the stage's submesh: stages 1 and 2 all-gather the updated slices once
+                 * per step; stage 3 gathers the parameters before every use (problem.c prices 2 per
+                 * micro-batch: the forward and the backward), and a stage but the last runs each
+                 * micro-batch's forward twice */
+                if (z == 3) {
+                    double ag = own * S->gather_s[z] / (2.0 * m);
+                    fwd[s] += ag;
+                    bwd[s] += s + 1 < P ? 2 * ag : ag;
+                } else st->gather_s += own * S->gather_s[z];
             }
             if (!inst) continue;
             double f = inst * S->fwd_s * k, cm = inst * S->comm_s * k, tot = S->fwd_s + S->bwd_s;
@@ -252,19 +277,18 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     ir_free(seen);
     if (!any_grad) /* a forward graph: the gradients of the boundary values, the same bytes */
         for (int b = 0; b + 1 < P; b++) gbytes[b] = fbytes[b];
-    /* the pipeline axis: the plan's mesh with the stages as a last axis, on the whole cluster */
+    /* the pipeline axis: the stages outermost in the rank order, each a contiguous block of the
+     * whole cluster's devices (the runtime's layout, cg_emit.c), so its link is that of a mesh
+     * [stages, devices per stage]'s first axis */
     ShardMesh pm = r->mesh;
     double xfer[PLACE_MAX_STAGES] = {0};
     if (P > 1) {
-        int sizes[SHARD_MAX_AXES + 1];
-        for (int a = 0; a < r->mesh.n_axes; a++) sizes[a] = r->mesh.size[a];
-        sizes[r->mesh.n_axes] = P;
-        if (r->mesh.n_axes + 1 > SHARD_MAX_AXES || !shard_mesh_make(whole, r->mesh.n_axes + 1, sizes, &pm, err)) {
-            if (r->mesh.n_axes + 1 > SHARD_MAX_AXES) sb_printf(err, "a pipeline needs one mesh axis more than the plan's %d", r->mesh.n_axes);
+        int sizes[2] = {P, r->mesh.n_devices};
+        if (!shard_mesh_make(whole, 2, sizes, &pm, err)) {
             ir_free(readers);
             return false;
         }
-        int ax = pm.n_axes - 1;
+        int ax = 0;
         out->link_alpha_s = pm.alpha[ax], out->link_beta_s = pm.beta[ax], out->link_inter = pm.inter[ax];
         for (int b = 0; b + 1 < P; b++) {
             double bytes = maxd(fbytes[b], gbytes[b]);
@@ -300,12 +324,12 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
         st->grad_sync_s = sync[s];
         /* the gradient sync overlaps the last backward but its last bucket (eval.c's rule) */
         st->grad_sync_exposed_s = maxd(0, maxd(sync[s] - bwd[s], sync[s] * P / layers));
-        st->update_s += st->grad_sync_exposed_s + st->optimizer_s;
+        st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
         st->busy_s = m * (fwd[s] + bwd[s]);
         double slot = s ? fbytes[s - 1] : 0;
         st->mem_inflight = (P - s) * slot + (s + 1 < P ? gbytes[s] + fbytes[s] : 0) + (s ? gbytes[s - 1] : 0);
         double start = st->mem_static - st->mem_grads_late + st->mem_acts + st->mem_inflight;
-        double update = st->mem_static + st->mem_inflight;
+        double update = st->mem_static + st->mem_update + st->mem_inflight;
         st->peak_bytes = maxd(start, update) + st->mem_transient;
         st->end_s = end[s] + st->update_s;
         T = maxd(T, st->end_s);
@@ -388,4 +412,52 @@ void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices
         if (sel > n - full) sel = n - full;
         c[RC_FULL] = full, c[RC_SELECTIVE] = sel, c[RC_NONE] = n - full - sel;
     }
+}
+
+/* ---- the stage boundaries by cost ------------------------------------------- */
+
+static double max_peak(const PipePrice *q) {
+    double m = 0;
+    for (int s = 0; s < q->stages; s++) m = maxd(m, q->st[s].peak_bytes);
+    return m;
+}
+
+int pipeline_rebalance(PlanResult *r, const ShardCluster *whole, double limit) {
+    PlacePipeline *pp = &r->pl->pipe;
+    int P = pp->stages;
+    if (P <= 1 || !r->pipe) return 0;
+    int first[PLACE_MAX_STAGES + 1], f[PLACE_MAX_STAGES + 1], moves = 0, evals = 0;
+    memcpy(first, pp->first, sizeof first);
+    PipePrice cur = *r->pipe, trial;
+    double equal = cur.step_s;
+    StrBuf err, hint;
+    /* at most a few moves per boundary: the search stops long before on real models */
+    for (int budget = 8 * P * P; evals < budget;) {
+        double best_t = cur.step_s * (1 - 1e-9), cap = maxd(limit, max_peak(&cur));
+        int best_b = -1, best_d = 0;
+        for (int b = 1; b < P; b++)
+            for (int d = -1; d <= 1; d += 2) {
+                memcpy(f, first, sizeof f);
+                f[b] += d;
+                if (f[b] <= f[b - 1] || f[b] >= f[b + 1]) continue;
+                sb_init(&err), sb_init(&hint);
+                bool ok = pipeline_place_ranges(r->pl, P, f, pp->schedule, &err, &hint) &&
+                          pipeline_price(r, whole, &trial, &err);
+                sb_free(&err), sb_free(&hint);
+                evals++;
+                if (ok && trial.step_s < best_t && max_peak(&trial) <= cap) best_t = trial.step_s, best_b = b, best_d = d;
+            }
+        if (best_b < 0) break;
+        first[best_b] += best_d;
+        moves++;
+        sb_init(&err), sb_init(&hint);
+        if (pipeline_place_ranges(r->pl, P, first, pp->schedule, &err, &hint)) pipeline_price(r, whole, &cur, &err);
+        sb_free(&err), sb_free(&hint);
+    }
+    /* the Placement and the price at the ranges kept */
+    sb_init(&err), sb_init(&hint);
+    if (pipeline_place_ranges(r->pl, P, first, pp->schedule, &err, &hint)) pipeline_price(r, whole, r->pipe, &err);
+    sb_free(&err), sb_free(&hint);
+    r->pipe->start_step_s = equal;
+    return moves;
 }

@@ -56,10 +56,13 @@ void plan_free(PlanResult *r) {
  * fixed (it may then replace the ILP's plan; a baseline named by --strategy
  * may not need to): read from its stages and recompute counts, not its name. */
 static bool baseline_allowed(const IlpProblem *p, const IlpChoice *c, const PlanOptions *o) {
-    if ((o->zero && strcmp(o->zero, "auto")) || o->pp > 1) { /* pipelines: stages without ZeRO (plan_within) */
-        int zero = o->zero && strcmp(o->zero, "auto") ? atoi(o->zero) : 0;
+    if (o->zero && strcmp(o->zero, "auto")) {
+        int zero = atoi(o->zero);
         for (int gi = 0; gi < p->n_groups; gi++)
             if (p->groups[gi].n_params && c->zero[gi] != zero) return false;
+    } else if (o->pp > 1) { /* pipelines: ZeRO-1 at most (plan_within) */
+        for (int gi = 0; gi < p->n_groups; gi++)
+            if (c->zero[gi] > 1) return false;
     }
     if (o->recompute && strcmp(o->recompute, "auto")) {
         int pol = !strcmp(o->recompute, "none") ? RC_NONE : !strcmp(o->recompute, "selective") ? RC_SELECTIVE : RC_FULL;
@@ -420,6 +423,15 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
  * every solve (deadline.c); a --sweep-mem gets a limit of its own. */
 PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
     ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
+    if (o->n_pp_blocks && o->pp != o->n_pp_blocks) {
+        char pp[16];
+        if (o->pp < 0) snprintf(pp, sizeof pp, "auto");
+        else snprintf(pp, sizeof pp, "%d", o->pp);
+        diag_plain("give --pp with as many stages as --pp-blocks lists, or leave --pp out",
+                   "--pp-blocks lists %d stage%s but --pp is %s", o->n_pp_blocks, o->n_pp_blocks == 1 ? "" : "s", pp);
+        ilp_set_deadline(0);
+        return NULL;
+    }
     PlanResult *r = o->pp < 0 ? plan_stage_counts(g, o) : plan_within(g, o);
     ilp_set_deadline(0);
     return r;
@@ -469,14 +481,19 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         return NULL;
     }
     if (!offload_check(o, &cl)) return NULL;
-    IlpFix fix = {NULL, -1, -1, 0};
+    IlpFix fix = {NULL, -1, -1, 0, 0};
     offload_level(o, &fix.offload);
     if (o->recompute && strcmp(o->recompute, "auto")) {
         for (int p = 0; p < RC__COUNT; p++)
             if (!strcmp(o->recompute, ilp_recompute_name(p))) fix.recompute = p;
     }
     if (o->zero && strcmp(o->zero, "auto")) fix.zero = atoi(o->zero);
-    else if (o->pp > 1) fix.zero = 0; /* pipelines lower stages without ZeRO (compiler/lower/pipeline.c) */
+    /* pipelines choose ZeRO-1 at most (Megatron-LM's distributed optimizer): a pipeline always
+     * has micro-batches, under which the lowering accumulates whole gradients and all-reduces
+     * them once (compiler/lower/split.c), so ZeRO-2 would run as ZeRO-1 while priced as sliced
+     * gradients; ZeRO-3 would gather again in the forward a stage re-runs. --zero 2 or 3 still
+     * forces them (they run and match the interpreter, e2e_gpt2_pp_2_zero3_2) */
+    else if (o->pp > 1) fix.zero_max = 1;
     /* Plans never use the cluster's reserve (context, communicator buffers,
      * GEMM workspace): the limit is the device's memory less the reserve, or
      * --mem when given, which counts only what the plan itself holds (the
@@ -580,7 +597,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         }
         bool params_dominate = min_price.mem_params >= min_price.mem_acts;
         const char *fixhint =
-            params_dominate ? (o->pp > 1 ? "use more stages (--pp) or more devices: a pipeline's stages run without ZeRO"
+            params_dominate ? (o->pp > 1 ? "use more stages (--pp) or more devices: a pipeline's stages choose ZeRO-1 at most"
                                : fix.zero >= 0 && fix.zero < 3
                                    ? "allow ZeRO (--zero auto), or use more devices"
                                    : "use more devices (a larger --cluster)")
@@ -627,12 +644,26 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
     if (o->pp > 1) { /* the stages of every node (pipeline.c) */
         StrBuf phint;
         sb_init(&phint);
-        bool ok = pipeline_place(best->pl, o->pp, PS_1F1B, &perr, &phint);
+        int first[PLACE_MAX_STAGES + 1] = {0}, n_inst = pipeline_stage_instances(g, 1);
+        bool ok = true;
+        if (o->n_pp_blocks) { /* --pp-blocks: the user's ranges */
+            for (int s = 0; s < o->n_pp_blocks && s < PLACE_MAX_STAGES; s++) first[s + 1] = first[s] + o->pp_blocks[s];
+            if (first[o->n_pp_blocks] != n_inst) {
+                sb_printf(&perr, "--pp-blocks gives the stages %d block instance%s, but the repeated block has %d",
+                          first[o->n_pp_blocks], first[o->n_pp_blocks] == 1 ? "" : "s", n_inst);
+                sb_printf(&phint, "give --pp-blocks %d counts (one per stage) that sum to %d, e.g. ", o->pp, n_inst);
+                for (int s = 0; s < o->pp; s++) sb_printf(&phint, "%s%d", s ? "," : "", n_inst / o->pp + (s < n_inst % o->pp));
+                ok = false;
+            }
+        }
+        if (ok) ok = pipeline_place_ranges(best->pl, o->pp, o->n_pp_blocks ? first : NULL, PS_1F1B, &perr, &phint);
         if (!ok) diag_plain(sb_cstr(&phint), "%s", sb_cstr(&perr));
         sb_free(&phint);
         if (ok) { /* its price: the stages, the bubble, the transfers (pipeprice.c) */
             best->pipe = ir_alloc(sizeof *best->pipe);
             ok = pipeline_price(best, &whole, best->pipe, &perr);
+            /* the stage boundaries by cost (pipeprice.c), unless --pp-blocks gave them */
+            if (ok && !o->n_pp_blocks) pipeline_rebalance(best, &whole, limit);
             if (!ok) diag_plain("give another --pp or --mesh", "cannot price the pipeline: %s", sb_cstr(&perr));
             else { /* the plan's step and peak are the pipeline's: its slowest stage's end, its fullest stage */
                 const PipeStagePrice *top = &best->pipe->st[0];
@@ -644,7 +675,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                 best->price.mem_grads_late = top->mem_grads_late;
                 best->price.mem_acts = top->mem_acts + top->mem_inflight;
                 best->price.mem_transient = top->mem_transient;
-                best->price.mem_update = 0;
+                best->price.mem_update = top->mem_update;
                 best->price.mem_recompute = 0;
                 /* the stage's peak is at its backward's start or at its update (pipeprice.c) */
                 best->price.peak_moment = top->mem_static > top->mem_static - top->mem_grads_late + top->mem_acts ? 2 : 0;

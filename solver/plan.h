@@ -30,6 +30,9 @@ typedef struct PlanOptions {
                                  * the program for the count chosen (prob->opt.micro_batches) */
     int pp;                     /* pipeline stages (solver/pipeline.c); 0, 1: none; -1: the
                                  * planner prices each count and keeps the fastest */
+    const int *pp_blocks;       /* n_pp_blocks > 0: the cut block's instances per stage (else
+                                 * nearly equal ranges, then moved by cost: pipeline_rebalance) */
+    int n_pp_blocks;
     int64_t batch;              /* --batch (0: the model's); IR text fixes it */
     bool tie;                   /* tie repeated blocks (true unless testing) */
     bool lowerable;             /* plans for generated code: no strategy the lowering

@@ -222,6 +222,8 @@ typedef struct IlpFix {
     int zero;                   /* -1 free, else every group's stage */
     int recompute;              /* -1 free, else every block's policy */
     int offload;                /* -1 free, 0 no group offloads, 1 every group that can */
+    int zero_max;               /* with zero free: the highest stage a group may take; 0 (the
+                                 * default): any. Pipelines choose ZeRO-1 at most (plan.c) */
 } IlpFix;
 
 typedef struct IlpSettings {

@@ -111,8 +111,8 @@ static void emit_header(StrBuf *h, const Graph *g, const LowerProgram *lp, const
     int micro = micro_batches(g);
     sb_printf(h, "/* Micro-batches per step (gradient accumulation). */\n#define %s_MICRO_BATCHES %d\n\n", px, micro);
     if (lp->pipe.stages > 1)
-        sb_printf(h, "/* Pipeline stages (1F1B, docs/pipeline.md): the mesh's last axis; each rank runs its\n"
-                     " * stage's part of the step. */\n#define %s_PIPELINE_STAGES %d\n\n",
+        sb_printf(h, "/* Pipeline stages (1F1B, docs/pipeline.md): the mesh's last axis, outermost in the\n"
+                     " * rank order (a stage's ranks are contiguous); each rank runs its stage's part of the step. */\n#define %s_PIPELINE_STAGES %d\n\n",
                   px, lp->pipe.stages);
     sb_printf(h, "/* One step's inputs: for each micro-batch in turn, this rank's rows of it\n"
                  " * (%s_input_rows); the shapes below are one micro-batch's. */\n"
@@ -543,14 +543,20 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "    int last_micro; /* the step's last micro-batch is running */\n"
                  "    colrt_event *bucket_ready[%d], *bucket_done[%d];\n%s};\n\n",
               px, px, lp->n_buckets ? lp->n_buckets : 1, lp->n_buckets ? lp->n_buckets : 1,
-              pipe ? "    int stage; /* this rank's pipeline stage: its coordinate on the mesh's last axis */\n"
+              pipe ? "    int stage; /* this rank's pipeline stage: its coordinate on the mesh's last axis (outermost in rank order) */\n"
                      "    colrt_arena pipe; /* received forward values (a slot per micro-batch in flight) and gradients */\n"
                    : "");
     sb_printf(m, "static const int %s_mesh_axes = %d;\nstatic const int %s_mesh[%d] = {", px, o->mesh_axes + pipe,
               px, o->mesh_axes + pipe);
     for (int a = 0; a < o->mesh_axes; a++) sb_printf(m, "%s%d", a ? ", " : "", o->mesh[a]);
     if (pipe) sb_printf(m, ", %d", lp->pipe.stages); /* the pipeline's axis */
-    sb_puts(m, "};\n\n");
+    sb_puts(m, "};\n");
+    if (pipe) { /* the rank order: the stages outermost, so a stage's ranks are contiguous (a node or nodes) */
+        sb_printf(m, "static const int %s_mesh_order[%d] = {%d", px, o->mesh_axes + 1, o->mesh_axes);
+        for (int a = 0; a < o->mesh_axes; a++) sb_printf(m, ", %d", a);
+        sb_puts(m, "};\n");
+    }
+    sb_puts(m, "\n");
 
     /* the leaves: parameters and optimizer state */
     sb_printf(m, "typedef struct %s_leaf {\n    const char *name;\n    int param;\n    size_t off;\n    int ndim;\n"
@@ -722,9 +728,11 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "static double %s_now(void) {\n    struct timespec t;\n    clock_gettime(CLOCK_MONOTONIC, &t);\n"
               "    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;\n}\n\n",
               px);
-    StrBuf rank, pipe_init;
-    sb_init(&rank), sb_init(&pipe_init);
-    cg_pipe_rank(c, &rank);
+    StrBuf rank, pipe_init, mk;
+    sb_init(&rank), sb_init(&pipe_init), sb_init(&mk);
+    cg_pipe_rank(c, o, &rank);
+    if (pipe) sb_printf(&mk, "colrt_mesh_create_ordered(%s_mesh_axes, %s_mesh, %s_mesh_order)", px, px, px);
+    else sb_printf(&mk, "colrt_mesh_create(%s_mesh_axes, %s_mesh)", px, px);
     if (pipe)
         sb_printf(&pipe_init, "    M->stage = colrt_mesh_coord(M->mesh, %d);\n    M->pipe = colrt_arena_create(%lld);\n", o->mesh_axes,
                   (long long)cg_pipe_buffer_bytes(c));
@@ -739,7 +747,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        for (int a = 0; a < %s_mesh_axes; a++) world *= %s_mesh[a];\n"
               "        if (colrt_world() != world)\n"
               "            colrt_die(\"%s was planned for %%d ranks; this job has %%d\", world, colrt_world());\n"
-              "        M->mesh = colrt_mesh_create(%s_mesh_axes, %s_mesh);\n"
+              "        M->mesh = %s;\n"
               "        M->own_mesh = 1;\n"
               "    }\n"
               "    colrt_timeout_hint(%.6g); /* 100 predicted steps, at least 300 s */\n"
@@ -759,9 +767,10 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    colrt_device_sync();\n"
               "    *out = M;\n"
               "    return 0;\n}\n\n",
-              px, px, px, px, px, px, px, px, px, c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0,
+              px, px, px, px, px, px, px, sb_cstr(&mk), c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0,
               sb_cstr(&rank), sb_cstr(&pipe_init), lp->n_buckets, lp->n_buckets, px, px, px, c->n_prof, px, px, px, px, px, px);
     sb_free(&pipe_init);
+    sb_free(&mk);
     /* gradient accumulators, cleared after each step's update */
     sb_printf(m, "static void %s_clear_accumulators(%s *M) {\n    (void)M;\n", px, px);
     for (NodeId id = 0; id < g->n_nodes; id++) {

@@ -221,9 +221,9 @@ void cg_pipe_foreign_node(CgCtx *c, NodeId id);
 /* After node id on c->stage: the values it computes that the stage sends,
  * copied into their outbox. */
 void cg_pipe_after_node(CgCtx *c, NodeId id);
-/* This rank's index within its stage's submesh: colrt_rank(), or that over
- * the stages (the runtime mesh's last axis). */
-void cg_pipe_rank(const CgCtx *c, StrBuf *b);
+/* This rank's index within its stage's submesh (row-major over the plan's
+ * axes): colrt_rank() without a pipeline, else from the mesh coordinates. */
+void cg_pipe_rank(const CgCtx *c, const CgOptions *o, StrBuf *b);
 /* The stages whose nodes read leaf v (bit s), which save and load it; 0
  * for a gradient accumulator (zero between steps: not in checkpoints, so
  * a checkpoint of a plan without micro-batches loads). */

@@ -1,7 +1,8 @@
 /*
  * cg_pipeline.c — a pipelined program (docs/pipeline.md): one generated
  * program for every stage, whose schedule depends on the rank's stage (its
- * coordinate on the runtime mesh's last axis). cg_emit.c writes each
+ * coordinate on the runtime mesh's last axis, which is the outermost of the
+ * rank order: a stage's ranks are contiguous). cg_emit.c writes each
  * stage's forward, backward and update functions from the same lowered
  * program, skipping the nodes of other stages (cg_pipe_on) and adding the
  * update's sums of parts (cg_pipe_before_node); this file writes the rest:
@@ -30,9 +31,20 @@ bool cg_pipe_holds(const CgCtx *c, ValueId v) {
     return lower_pipe_on(c->lp, ir_val(c->g, v)->def, c->stage);
 }
 
-void cg_pipe_rank(const CgCtx *c, StrBuf *b) {
-    if (cg_pipelined(c)) sb_printf(b, "(colrt_rank() / %d)", c->lp->pipe.stages);
-    else sb_puts(b, "colrt_rank()");
+void cg_pipe_rank(const CgCtx *c, const CgOptions *o, StrBuf *b) {
+    if (!cg_pipelined(c)) {
+        sb_puts(b, "colrt_rank()");
+        return;
+    }
+    /* row-major over the plan's axes, from the coordinates (the stage axis is
+     * outermost in the rank order, so this is also colrt_rank() % ranks per stage) */
+    sb_puts(b, "(0");
+    for (int a = 0; a < o->mesh_axes; a++) {
+        int below = 1;
+        for (int q = a + 1; q < o->mesh_axes; q++) below *= o->mesh[q];
+        sb_printf(b, " + colrt_mesh_coord(M->mesh, %d) * %d", a, below);
+    }
+    sb_puts(b, ")");
 }
 
 static int lowest_bit(uint32_t m) {
@@ -41,7 +53,8 @@ static int lowest_bit(uint32_t m) {
     return s;
 }
 
-/* The pipeline's mesh axis: the runtime mesh's last. */
+/* The pipeline's mesh axis: the runtime mesh's last by number, outermost in
+ * the rank order (cg_emit.c makes the mesh with colrt_mesh_create_ordered). */
 static int pp_axis(const CgOptions *o) { return o->mesh_axes; }
 
 void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {

@@ -368,8 +368,8 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     lp = lower_build(g, &lo, &e);
     if (!lp) {
         sb_printf(err, "cannot lower the plan: %s", sb_cstr(&e));
-        *hint = pl->pipe.stages > 1 ? "pipeline stages run without ZeRO and with AdamW or SGD for now: give --zero 0 "
-                                      "(--strategy dp), or --pp 1"
+        *hint = pl->pipe.stages > 1 ? "pipeline stages run with AdamW or SGD for now (not LAMB or LARS): give another "
+                                      "--optimizer, or --pp 1"
                                     : "try a batch the ranks divide, or fewer ranks";
     }
     sb_free(&e);

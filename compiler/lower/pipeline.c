@@ -60,13 +60,9 @@ bool lower_pass_pipeline(LowerCtx *c) {
     LowerProgram *p = c->p;
     const PlacePipeline *pl = p->opt.pipe;
     if (!pl || pl->stages <= 1) return true;
-    if (p->opt.zero > 0 || p->norms.n) {
-        sb_printf(c->err, "pipeline stages with %s are not supported yet", p->opt.zero > 0 ? "ZeRO" : "LAMB or LARS (trust-ratio norms)");
-        return false;
-    }
-    for (ValueId v = 0; v < p->n_values; v++)
-        if (p->v[v].zchunk > 0) {
-            sb_puts(c->err, "pipeline stages with ZeRO slices are not supported yet");
+    for (NodeId id = 0; id < g->n_nodes; id++)
+        if (ir_op_is_trust_norms(ir_node(g, id)->op)) {
+            sb_puts(c->err, "pipeline stages with LAMB or LARS (trust-ratio norms) are not supported yet");
             return false;
         }
     LowerPipe *pp = &p->pipe;

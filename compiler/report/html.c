@@ -1,7 +1,8 @@
 /*
  * html.c — the report as one self-contained HTML file: the plan in a
  * sentence, cards, a table of contents, inline CSS, inline SVG charts with
- * tooltips (memory over the step, time per layer, the memory sweep), and a
+ * tooltips (memory over the step, time per layer, the memory sweep, a
+ * pipeline's timeline of one step), and a
  * little inline JavaScript that filters the op tables by block and by name
  * (also from the address: report.html#block=h&op=dense).
  * No network, no external files. The script marks <body data-ready="1"> when
@@ -498,6 +499,81 @@ static void md_section(StrBuf *o, const char *md, const char *from, const char *
     ir_free(s);
 }
 
+/* A pipelined plan's step as priced, one lane per stage (plan JSON
+ * pipeline.stages[].actions[] start_s/end_s, the replay of pipeprice.c):
+ * forward, backward, transfers (waiting for the partner included), the
+ * update; the rest of the lane idles (the bubble). */
+static void pipeline_timeline(StrBuf *o, const RepDoc *d) {
+    const cJSON *pp = rep_get(d->root, "pipeline"), *st = rep_get(pp, "stages"), *s, *a;
+    int P = cJSON_GetArraySize(st);
+    if (P < 2) return;
+    double T = 0;
+    cJSON_ArrayForEach(s, st) {
+        double e = rep_num(s, "end_s");
+        if (isnan(e)) return; /* not priced: no times */
+        T = fmax(T, e);
+        cJSON_ArrayForEach(a, rep_get(s, "actions")) if (isnan(rep_num(a, "start_s"))) return;
+    }
+    if (!(T > 0)) return;
+    char t1[32], t2[32];
+    heading(o, "Pipeline timeline");
+    sb_printf(o, "<div class=note>One step as priced: each stage's 1F1B table replayed with its own times (%s, idle "
+                 "%.1f%% of p x step). Forward, backward (with the forward again before it on every stage but the "
+                 "last), transfers with a neighbour (waiting for it included), then the update; the light rest of "
+                 "each lane idles. Hover for each action.</div>",
+              T(t1, T), 100 * rep_num(pp, "idle_fraction"));
+    const double lane = 22, gap = 8, top = 30, left = 70, right = 20, W = 1100;
+    double H = top + P * (lane + gap) + 26;
+    sb_printf(o, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' viewBox='0 0 %.0f %.0f' role='img' "
+                 "class=timeline>", W, H, W, H);
+#define TX(t) (left + (t) / T * (W - left - right))
+    for (int k = 0; k <= 4; k++) {
+        double x = TX(T * k / 4);
+        sb_printf(o, "<line x1='%.1f' x2='%.1f' y1='%.1f' y2='%.1f' stroke='#e1e5ee'/>", x, x, top - 4, H - 22);
+        sb_printf(o, "<text x='%.1f' y='%.1f' font-size='11' text-anchor='middle' fill='#5b6475'>%s</text>", x, H - 8,
+                  T(t1, T * k / 4));
+    }
+    static const char *const fill[] = {"#2f6fd6", "#3a9a5b", "#e0803a", "#e0803a"};
+    static const char *const what[] = {"forward", "backward", "transfer with the next stage", "transfer with the previous stage"};
+    int i = 0;
+    cJSON_ArrayForEach(s, st) {
+        double y = top + i * (lane + gap), last = 0;
+        sb_printf(o, "<text x='%.1f' y='%.1f' font-size='11' text-anchor='end' fill='#5b6475'>stage %d</text>", left - 6,
+                  y + lane / 2 + 4, i);
+        sb_printf(o, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='#eef1f6'/>", TX(0), y, TX(T) - TX(0), lane);
+        cJSON_ArrayForEach(a, rep_get(s, "actions")) {
+            const char *dd = rep_str(a, "do");
+            int kind = !strcmp(dd, "forward") ? 0 : !strcmp(dd, "backward") ? 1 : !strcmp(dd, "next") ? 2 : 3;
+            double a0 = rep_num(a, "start_s"), a1 = rep_num(a, "end_s");
+            last = fmax(last, a1);
+            if (!(a1 > a0)) continue;
+            double x = TX(a0), w = fmax(TX(a1) - x, 0.5), h = kind >= 2 ? lane / 3 : lane;
+            sb_printf(o, "<g class=act><title>stage %d: %s, micro-batch %d, %s to %s</title>", i, what[kind],
+                      rep_int(a, "micro_batch"), T(t1, a0), T(t2, a1));
+            sb_printf(o, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s'/>", x, y + lane - h, w, h, fill[kind]);
+            if (kind < 2 && w >= 14)
+                sb_printf(o, "<text x='%.1f' y='%.1f' font-size='10' text-anchor='middle' fill='#fff'>%d</text>", x + w / 2,
+                          y + lane / 2 + 4, rep_int(a, "micro_batch"));
+            sb_puts(o, "</g>");
+        }
+        double e = rep_num(s, "end_s");
+        if (e > last) {
+            sb_printf(o, "<g class=act><title>stage %d: update (gradient sync, optimizer, ZeRO gathers, tied and norm "
+                         "all-reduces), %s to %s</title>", i, T(t1, last), T(t2, e));
+            sb_printf(o, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='#8a8fa0'/></g>", TX(last), y,
+                      fmax(TX(e) - TX(last), 0.5), lane);
+        }
+        i++;
+    }
+#undef TX
+    const char *lg[] = {"forward", "backward", "transfer", "update", "idle"};
+    const char *lc[] = {"#2f6fd6", "#3a9a5b", "#e0803a", "#8a8fa0", "#eef1f6"};
+    for (int k = 0; k < 5; k++)
+        sb_printf(o, "<rect x='%.1f' y='8' width='10' height='10' fill='%s'/><text x='%.1f' y='17' font-size='11'>%s</text>",
+                  W - 430 + 84 * k, lc[k], W - 416 + 84 * k, lg[k]);
+    sb_puts(o, "</svg>\n");
+}
+
 /* Beside generated code the plan carries the program: its replay (solver/sim.h)
  * as a one-step Gantt chart, one lane per stream. */
 static void simulated_step(StrBuf *o, const RepDoc *d) {
@@ -609,6 +685,7 @@ void rep_html(const RepDoc *d, const RepRows *rows, const RepFilter *f, StrBuf *
                "module of its parameters, then its IR name.</div>");
     ops_table(o, d, rows);
     md_section(o, mdt, "## Recompute per block", "## Memory per device");
+    pipeline_timeline(o, d);
     md_section(o, mdt, "## Memory per device", "### Memory over the step");
     sb_printf(o, "<h3>Memory over the step (%s)</h3><div class=note>", rep_str(rep_get(mem, "timeline"), "source"));
     esc(o, rep_str(rep_get(mem, "timeline"), "note"));

@@ -197,9 +197,13 @@ static void pipeline_stages(const cJSON *r, StrBuf *o) {
                      "stages idle %.1f%% of it; the tied parameters' all-reduce takes %s. Per micro-batch: forward, "
                      "backward (with the forward again on every stage but the last), the message to the next stage; "
                      "memory: what the stage holds at its peak, of it the pipeline buffer (p - s micro-batches' inputs "
-                     "in flight, the outboxes).\n\n",
+                     "in flight, the outboxes).",
                   rep_str(rep_get(pp, "link"), "link"), T(a, rep_num(pp, "step_time_s")), 100 * rep_num(pp, "idle_fraction"),
                   T(b, rep_num(pp, "tied_all_reduce_s")));
+    double eq = rep_num(pp, "equal_ranges_step_time_s");
+    if (priced && eq > rep_num(pp, "step_time_s")) /* pipeline_rebalance moved the boundaries */
+        sb_printf(o, " The stage boundaries were moved by cost: nearly equal ranges would take %s.", T(a, eq));
+    if (priced) sb_puts(o, "\n\n");
     else sb_puts(o, " A stage's time is the plan's step time by its share of the FLOPs.\n\n");
     sb_puts(o, priced ? "| stage | blocks | also | submesh | parameters | forward | backward | send | update | memory | in flight |\n"
                         "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n"

@@ -85,13 +85,21 @@ void colrt_die(const char *fmt, ...);
 
 /* ---- mesh --------------------------------------------------------------------
  * A logical mesh of 1–3 axes whose sizes multiply to the world size. Ranks are
- * laid out row-major: rank = sum(coord[a] * stride[a]), the last axis fastest.
+ * laid out row-major: rank = sum(coord[a] * stride[a]), the last axis fastest
+ * (colrt_mesh_create_ordered: another order).
  * Each axis has one communicator joining the ranks that differ only in that
  * axis's coordinate. */
 #define COLRT_MAX_AXES 3
 typedef struct colrt_mesh colrt_mesh;
 
 colrt_mesh *colrt_mesh_create(int naxes, const int *sizes);
+/* The same mesh with another rank layout: order lists the axes from the
+ * slowest-varying in the rank order to the fastest (colrt_mesh_create is
+ * order 0, 1, ..., naxes - 1). Axis numbers, coordinates and communicators
+ * mean what they mean in any mesh; only which ranks sit where changes. A
+ * pipeline puts its stage axis first, so a stage's ranks are contiguous (a
+ * node or a set of nodes) while the stage's own axes keep their numbers. */
+colrt_mesh *colrt_mesh_create_ordered(int naxes, const int *sizes, const int *order);
 void colrt_mesh_destroy(colrt_mesh *m);
 int colrt_mesh_naxes(const colrt_mesh *m);
 int colrt_mesh_size(const colrt_mesh *m, int axis);

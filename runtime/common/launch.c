@@ -237,9 +237,23 @@ void colrt__mpi_wait(MPI_Request *req, const char *what, int axis) {
 /* ---- mesh ---------------------------------------------------------------------- */
 
 colrt_mesh *colrt_mesh_create(int naxes, const int *sizes) {
+    int order[COLRT_MAX_AXES] = {0, 1, 2};
+    if (naxes < 1 || naxes > COLRT_MAX_AXES)
+        colrt_die("colrt_mesh_create: %d axes; a mesh has 1 to %d axes", naxes, COLRT_MAX_AXES);
+    return colrt_mesh_create_ordered(naxes, sizes, order);
+}
+
+colrt_mesh *colrt_mesh_create_ordered(int naxes, const int *sizes, const int *order) {
     colrt__require_init("colrt_mesh_create");
     if (naxes < 1 || naxes > COLRT_MAX_AXES)
         colrt_die("colrt_mesh_create: %d axes; a mesh has 1 to %d axes", naxes, COLRT_MAX_AXES);
+    unsigned seen = 0;
+    for (int k = 0; k < naxes; k++) {
+        if (order[k] < 0 || order[k] >= naxes || (seen >> order[k] & 1u))
+            colrt_die("colrt_mesh_create_ordered: order[%d] = %d; the order lists each of the %d axes once", k, order[k],
+                      naxes);
+        seen |= 1u << order[k];
+    }
     long prod = 1;
     for (int a = 0; a < naxes; a++) {
         if (sizes[a] < 1) colrt_die("colrt_mesh_create: axis %d has size %d; sizes must be >= 1", a, sizes[a]);
@@ -252,7 +266,8 @@ colrt_mesh *colrt_mesh_create(int naxes, const int *sizes) {
     if (!m) colrt_die("colrt_mesh_create: out of memory");
     m->naxes = naxes;
     int rest = colrt__g.rank;
-    for (int a = naxes - 1; a >= 0; a--) {
+    for (int k = naxes - 1; k >= 0; k--) { /* the fastest-varying axis first */
+        int a = order[k];
         m->sizes[a] = sizes[a];
         m->coords[a] = rest % sizes[a];
         rest /= sizes[a];

@@ -114,15 +114,42 @@ expect 2 "invalid value '0' for --pp" -- --pp 0 x.cir
 expect 1 "--pp 3 exceeds the 2 instances of block 'h': every stage needs at least one" -- "${ptiny[@]}" --cluster h100:1x3 --pp 3
 expect 1 "hint: give --pp 2 or fewer" -- "${ptiny[@]}" --cluster h100:1x3 --pp 3
 expect 1 "--pp 4 does not divide the cluster: 1 node of 6 devices (6 devices)" -- "${ptiny[@]}" --cluster h100:1x6 --pp 4
+# the stages are outermost in the rank order: whole nodes, or an equal part of one node (2 of 3 nodes: neither)
+expect 1 "--pp 2 does not divide the cluster: 3 nodes of 2 devices (6 devices); each stage needs an equal submesh (whole nodes, or an equal part of one node)" \
+  -- "${ptiny[@]}" --cluster h100:3x2 --pp 2
+expect 1 "hint: give a --pp that divides the nodes, or a multiple of the nodes that divides the devices" -- "${ptiny[@]}" \
+  --cluster h100:3x2 --pp 2
 expect 1 "--pp 2 with 1 micro-batch: the 1F1B schedule needs at least as many micro-batches as stages" -- "${ptiny[@]}" \
   --cluster h100:1x2 --pp 2 --micro-batches 1
 expect 1 "hint: give --micro-batches 2 or more" -- "${ptiny[@]}" --cluster h100:1x2 --pp 2 --micro-batches 1
 expect 1 "--batch 1 is not a multiple of --micro-batches 2" -- "$src/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 \
   -DVOCAB=256 -DCTX=32 --batch 1 --pp 2 --cluster h100:1x2 --emit code -o "$tmp/pp"
-expect 1 "pipeline stages with ZeRO are not supported yet" -- "${ptiny[@]}" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero1
+expect 1 "pipeline stages with LAMB or LARS (trust-ratio norms) are not supported yet" -- "${ptiny[@]}" --cluster h100:1x4 \
+  --pp 2 --mesh 2 --optimizer lamb
+expect 1 "hint: pipeline stages run with AdamW or SGD for now (not LAMB or LARS)" -- "${ptiny[@]}" --cluster h100:1x4 \
+  --pp 2 --mesh 2 --optimizer lamb
 expect 0 "" -- "${ptiny[@]}" --cluster h100:1x4 --pp 2 -q
 grep -q "#define gpt2_tiny_PIPELINE_STAGES 2" "$tmp/pp/gpt2_tiny.h" && grep -q "#define gpt2_tiny_MICRO_BATCHES 2" "$tmp/pp/gpt2_tiny.h" \
   && pass=$((pass + 1)) || { echo "FAIL: --pp 2: two stages, two micro-batches by default"; fail=$((fail + 1)); }
+# the stage boundaries by cost: GPT-2 (6 blocks, 124M's widths) in 4 stages moves blocks off the
+# first and last stages (the embedding, the head) from the nearly equal 2,2,1,1, faster than those;
+# --pp-blocks gives them instead, and a count or sum that does not match is a user error
+expect 0 "" -- "$src/examples/gpt2/gpt2.c" -DN_LAYER=6 --batch 8 --cluster h100-sxm:1x8 --dtype bf16 --pp 4 \
+  --micro-batches 8 --emit plan -q -o "$tmp/pprb"
+python3 - "$tmp/pprb/gpt2.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: stage boundaries by cost"; fail=$((fail + 1)); }
+import json, sys
+p = json.load(open(sys.argv[1]))["pipeline"]
+inst = [s["instances"] for s in p["stages"]]
+assert sum(inst) == 6 and inst != [2, 2, 1, 1], inst
+assert p["step_time_s"] < p["equal_ranges_step_time_s"], p
+PY
+expect 1 "--pp-blocks gives the stages 3 block instances, but the repeated block has 4" -- \
+  "$src/tests/e2e/gpt2_tiny_4.cir" --emit plan --cluster h100:1x2 --pp-blocks 1,2 -o "$tmp/ppbl"
+expect 1 "hint: give --pp-blocks 2 counts (one per stage) that sum to 4, e.g. 2,2" -- \
+  "$src/tests/e2e/gpt2_tiny_4.cir" --emit plan --cluster h100:1x2 --pp-blocks 1,2 -o "$tmp/ppbl"
+expect 1 "--pp-blocks lists 2 stages but --pp is auto" -- "$src/tests/e2e/gpt2_tiny_4.cir" --emit plan --cluster h100:1x2 \
+  --pp auto --pp-blocks 1,3 -o "$tmp/ppbl"
+expect 2 "invalid value '0,4' for --pp-blocks" -- --pp-blocks 0,4 x.cir
 # --pp auto: every stage count the cluster can run is priced; the fastest is kept, the others say why
 expect 2 "invalid value 'two' for --pp" -- --pp two x.cir
 expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --emit plan --cluster h100:1x4 --pp auto --micro-batches 2 -q -o "$tmp/ppa"

@@ -356,6 +356,28 @@ int main(int argc, char **argv) {
             for (int d = 0; ps[i].ndim >= 2 && d < ps[i].ndim; d++) split |= ps[i].shape[d] < ps[i].global_shape[d];
         CHECK(split);
     }
+    const char *holds = getenv("COLOSSAL_E2E_EXPECT_HOLDS");
+    if (holds) { /* "PREFIX:R,R,...": exactly ranks R hold the parameters named PREFIX... (a pipeline's rank layout) */
+        const char *colon = strchr(holds, ':');
+        CHECK(colon != NULL);
+        bool mine = false;
+        for (const char *q = colon ? colon + 1 : ""; *q; q += *q == ',') {
+            char *end;
+            long r = strtol(q, &end, 10);
+            if (end == q) break;
+            mine |= r == rank;
+            q = end;
+        }
+        int found = 0;
+        for (int i = 0; colon && i < np && i < 256; i++) {
+            if (strncmp(ps[i].name, holds, (size_t)(colon - holds))) continue;
+            found++;
+            bool held = ps[i].ndim == 0 || ps[i].shape[0] > 0;
+            if (held != mine) fprintf(stderr, "rank %d %s %s, expected %s\n", rank, held ? "holds" : "does not hold", ps[i].name, holds);
+            CHECK(held == mine);
+        }
+        CHECK(found > 0);
+    }
     for (int i = 0; i < np && i < 256; i++) {
         ValueId v = ir_find(g, ps[i].name);
         CHECK(v != IR_NONE);

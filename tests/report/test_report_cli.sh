@@ -57,6 +57,14 @@ ok grep -q "<h2 id='why-these-strategies'>" "$tmp/big.html"
 ok grep -q "<rect class=hit [^>]*><title>forward h.0.attn.c_attn: " "$tmp/big.html"
 ok grep -q "<title>backward h.11.mlp.c_proj: " "$tmp/big.html"
 ok test "$(grep -c '####' "$tmp/big.html")" -eq 0
+# a pipeline's step as priced (the stages' 1F1B tables replayed): one lane per stage, on each
+# a forward and a backward per micro-batch, then the update
+"$cc" "$src/examples/ir/gpt2-tiny.cir" --emit report --cluster h100:1x2 --pp 2 --micro-batches 4 -q -o "$tmp/pp"
+ok grep -q "<h2 id='pipeline-timeline'>" "$tmp/pp/gpt2_tiny.report.html"
+ok test "$(grep -o '<title>stage [01]: forward, micro-batch [0-3], ' "$tmp/pp/gpt2_tiny.report.html" | wc -l)" -eq 8
+ok test "$(grep -o '<title>stage [01]: backward, micro-batch [0-3], ' "$tmp/pp/gpt2_tiny.report.html" | wc -l)" -eq 8
+ok test "$(grep -o '<title>stage [01]: update ' "$tmp/pp/gpt2_tiny.report.html" | wc -l)" -eq 2
+ok test "$(grep -c "pipeline-timeline" "$tmp/big.html")" -eq 0 # not pipelined: no timeline
 # any instance of a tied op explains its group
 expect 0 "belongs to group \`h.0.dense11\`" -- report "$plan" --explain h.1.dense43
 expect 0 "lost on memory" -- report "$plan" --explain h.0.dense30

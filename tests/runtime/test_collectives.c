@@ -16,10 +16,14 @@
 
 static int W, R;
 
+/* The mesh under test's rank layout: its axes from the slowest-varying to
+ * the fastest (colrt_mesh_create_ordered). */
+static int ORDER[COLRT_MAX_AXES];
+
 /* The world rank of the peer at coordinate c along axis a. */
 static int peer(const colrt_mesh *m, int a, int c) {
-    int stride = 1;
-    for (int b = colrt_mesh_naxes(m) - 1; b > a; b--) stride *= colrt_mesh_size(m, b);
+    int stride = 1, k = colrt_mesh_naxes(m) - 1;
+    for (; ORDER[k] != a; k--) stride *= colrt_mesh_size(m, ORDER[k]);
     return R + (c - colrt_mesh_coord(m, a)) * stride;
 }
 
@@ -99,12 +103,14 @@ static void test_axis(colrt_mesh *m, int a, colrt_dtype t) {
     }
 }
 
-static void test_mesh(int naxes, const int *sizes) {
-    colrt_mesh *m = colrt_mesh_create(naxes, sizes);
+/* order: the rank layout (NULL: colrt_mesh_create's, the last axis fastest). */
+static void test_mesh(int naxes, const int *sizes, const int *order) {
+    for (int k = 0; k < naxes; k++) ORDER[k] = order ? order[k] : k;
+    colrt_mesh *m = order ? colrt_mesh_create_ordered(naxes, sizes, order) : colrt_mesh_create(naxes, sizes);
     CHECK_INT(colrt_mesh_naxes(m), naxes);
-    /* row-major layout: the coordinates spell the rank */
+    /* row-major in the order's axes: the coordinates spell the rank */
     int r = 0;
-    for (int a = 0; a < naxes; a++) r = r * sizes[a] + colrt_mesh_coord(m, a);
+    for (int k = 0; k < naxes; k++) r = r * sizes[ORDER[k]] + colrt_mesh_coord(m, ORDER[k]);
     CHECK_INT(r, R);
     for (int a = 0; a < naxes; a++) {
         CHECK_INT(colrt_mesh_size(m, a), sizes[a]);
@@ -134,11 +140,20 @@ int main(int argc, char **argv) {
     CHECK_STR(colrt_backend(), "cpu");
     colrt_set_timeout(20); /* a hang here is a failure, not a wait */
 
-    test_mesh(1, (int[]){W});
+    test_mesh(1, (int[]){W}, NULL);
     for (int a = 1; a <= W; a++)
-        if (W % a == 0) test_mesh(2, (int[]){a, W / a});
-    if (W % 4 == 0) test_mesh(3, (int[]){W / 4, 2, 2});
-    test_mesh(3, (int[]){W, 1, 1});
+        if (W % a == 0) test_mesh(2, (int[]){a, W / a}, NULL);
+    if (W % 4 == 0) test_mesh(3, (int[]){W / 4, 2, 2}, NULL);
+    test_mesh(3, (int[]){W, 1, 1}, NULL);
+    /* another rank layout: a pipeline's stage axis (the last) outermost */
+    if (W % 2 == 0) test_mesh(2, (int[]){W / 2, 2}, (int[]){1, 0});
+    if (W % 4 == 0) test_mesh(3, (int[]){2, W / 4, 2}, (int[]){2, 0, 1});
+    if (W == 4) { /* the layout spelled out: axis 1 (size 2) outermost, so ranks 0 and 1 share its coordinate 0 */
+        colrt_mesh *m = colrt_mesh_create_ordered(2, (int[]){2, 2}, (int[]){1, 0});
+        CHECK_INT(colrt_mesh_coord(m, 1), R / 2);
+        CHECK_INT(colrt_mesh_coord(m, 0), R % 2);
+        colrt_mesh_destroy(m);
+    }
 
     /* the world-wide tally, so rank 0's report covers everyone */
     int fails = check_failures, all = 0;

@@ -617,6 +617,7 @@ static void bad_heads(void) {
     colrt_attention_fwd(NULL, COLRT_F32, x, x, x, x, lse, 1, 1, 1, 3, 2, 4, 1.f, 0);
 }
 static void bad_mesh(void) { colrt_mesh_create(2, (int[]){2, 3}); }
+static void bad_mesh_order(void) { colrt_mesh_create_ordered(2, (int[]){1, 1}, (int[]){1, 1}); }
 static void bad_arena(void) {
     colrt_arena a = colrt_arena_create(1024);
     colrt_arena_at(&a, 100, 4);
@@ -652,6 +653,7 @@ int main(int argc, char **argv) {
     expect_death("embedding index out of range", bad_index, "index 2 at position 0 is outside [0, 2)");
     expect_death("heads not a multiple", bad_heads, "needs H a positive multiple of Hkv");
     expect_death("mesh does not cover the world", bad_mesh, "multiply to 6 but the world has 1 ranks");
+    expect_death("mesh order not a permutation", bad_mesh_order, "order[1] = 1; the order lists each of the 2 axes once");
     expect_death("unaligned arena offset", bad_arena, "not a multiple of 256");
     expect_death("arena access past the end", bad_arena_bounds, "[768, 1280) is outside the arena of 1024 bytes");
     expect_death("integer dtype to gelu", bad_dtype, "dtype I32 is not a float type");

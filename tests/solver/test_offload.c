@@ -131,7 +131,7 @@ static double brute(const IlpProblem *p, double limit, double host_limit, double
 }
 
 static IlpResult solve(const IlpProblem *p, double limit, int forced) {
-    IlpFix fix = {NULL, -1, -1, forced};
+    IlpFix fix = {NULL, -1, -1, forced, 0};
     IlpSettings s = {limit, 60, 0, NULL, false, &fix};
     return ilp_solve(p, &s);
 }

@@ -188,17 +188,31 @@ static void test_cut(void) {
     ShardCluster cl = {.nodes = 1, .per_node = 4};
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
     CHECK(pipeline_submesh_cluster(&cl, 2, &err, &hint));
+    CHECK_INT(cl.nodes, 1);
     CHECK_INT(cl.per_node, 2);
-    /* more stages than devices per node: the runtime's stage s is ranks s, s + 16, ...: one device
-     * in each of 64 nodes of h100:128x8 */
+    /* the stages outermost in the rank order (Megatron-LM's layout): stage s is the contiguous
+     * ranks s * 1024 / 16, ...: 8 whole nodes of h100:128x8 */
     cl = (ShardCluster){.nodes = 128, .per_node = 8};
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
     CHECK(pipeline_submesh_cluster(&cl, 16, &err, &hint));
-    CHECK_INT(cl.nodes, 64);
-    CHECK_INT(cl.per_node, 1);
-    cl = (ShardCluster){.nodes = 8, .per_node = 6}; /* 4 stages: neither divides 6 nor is a multiple of it */
+    CHECK_INT(cl.nodes, 8);
+    CHECK_INT(cl.per_node, 8);
+    /* one node per stage: tensor parallel in the node */
+    cl = (ShardCluster){.nodes = 8, .per_node = 8};
+    CHECK(pipeline_submesh_cluster(&cl, 8, &err, &hint));
+    CHECK_INT(cl.nodes, 1);
+    CHECK_INT(cl.per_node, 8);
+    /* more stages than nodes: half a node each */
+    cl = (ShardCluster){.nodes = 8, .per_node = 8};
+    CHECK(pipeline_submesh_cluster(&cl, 16, &err, &hint));
+    CHECK_INT(cl.nodes, 1);
+    CHECK_INT(cl.per_node, 4);
+    cl = (ShardCluster){.nodes = 8, .per_node = 6}; /* 3 stages: neither divides the nodes nor a multiple of them */
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
-    CHECK(!pipeline_submesh_cluster(&cl, 4, &err, &hint));
+    CHECK(!pipeline_submesh_cluster(&cl, 3, &err, &hint));
+    cl = (ShardCluster){.nodes = 2, .per_node = 6}; /* 8 stages: 4 per node do not divide 6 */
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(!pipeline_submesh_cluster(&cl, 8, &err, &hint));
     cl = (ShardCluster){.nodes = 1, .per_node = 6};
     sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
     CHECK(!pipeline_submesh_cluster(&cl, 4, &err, &hint));
@@ -222,6 +236,27 @@ static void test_replay(void) {
     CHECK_NEAR(pipeline_replay(2, 2, f, b, x, end), 10.5, 1e-12);
     CHECK_NEAR(end[0], 10.5, 1e-12);
     CHECK_NEAR(end[1], 8.5, 1e-12);
+    /* the same, action by action (the report's timeline): each compute action where the hand run
+     * puts it; each transfer ends no earlier than it starts, and no action starts before the last ended */
+    double a0[2][64], a1[2][64], *t0[2] = {a0[0], a0[1]}, *t1[2] = {a1[0], a1[1]};
+    CHECK_NEAR(pipeline_replay_actions(2, 2, f, b, x, NULL, t0, t1), 10.5, 1e-12);
+    const double want[2][2][2][2] = {{{{0, 1}, {1.5, 2.5}}, {{5, 7}, {8.5, 10.5}}},  /* stage 0: F0 F1, B0 B1 */
+                                     {{{1.5, 2.5}, {5, 6}}, {{2.5, 4.5}, {6, 8}}}}; /* stage 1 */
+    for (int s = 0; s < 2; s++) {
+        PipeAction acts[64];
+        int n = pipeline_1f1b(2, 2, s, acts), found = 0;
+        for (int k = 0; k < n; k++) {
+            CHECK(a1[s][k] >= a0[s][k]);
+            CHECK(k == 0 || a0[s][k] >= a1[s][k - 1] - 1e-12);
+            if (acts[k].kind != PA_FWD && acts[k].kind != PA_BWD) continue;
+            const double *w = want[s][acts[k].kind == PA_BWD][acts[k].mb];
+            CHECK_NEAR(a0[s][k], w[0], 1e-12);
+            CHECK_NEAR(a1[s][k], w[1], 1e-12);
+            found++;
+        }
+        CHECK_INT(found, 4);
+        CHECK_NEAR(a1[s][n - 1], end[s], 1e-12);
+    }
     /* a slow middle stage sets the pace: at least its own m (f + b), plus stage 0's first forward
      * before it and stage 0's last backward after it; at most m of its slots plus a pass through
      * the other two */
@@ -280,6 +315,25 @@ static void test_price(void) {
         CHECK_NEAR(q->step_s, T, 1e-15);
         CHECK_NEAR(r->price.step_s, q->step_s, 0); /* the plan's step is the pipeline's */
         CHECK(q->idle_fraction > 0 && q->idle_fraction < 1);
+        CHECK(!q->link_inter); /* one node */
+    }
+    plan_free(r);
+    /* two nodes of two, two stages: a stage is a node (the stages outermost in the rank order),
+     * so the stage's plan has the node's two devices and the stages talk over the inter-node link */
+    o.cluster = "h100:2x2";
+    o.pp = 2;
+    r = plan_solve(g, &o);
+    CHECK(r && r->pipe);
+    if (r && r->pipe) {
+        ShardCluster cl;
+        StrBuf e;
+        sb_init(&e);
+        CHECK(shard_cluster_load("h100:2x2", &cl, &e, NULL));
+        sb_free(&e);
+        CHECK(r->pipe->link_inter);
+        CHECK_NEAR(r->pipe->link_alpha_s, cl.inter_lat, 0);
+        CHECK_INT(r->mesh.n_devices, 2);
+        CHECK(!r->mesh.inter[r->mesh.n_axes - 1]); /* the stage's own axis stays in the node */
     }
     plan_free(r);
     ir_graph_free(g);
@@ -343,8 +397,70 @@ static void test_stage_problem(void) {
     ir_graph_free(g);
 }
 
+/* ZeRO inside the stages: 2 stages of 2 data-parallel devices, ZeRO-1 against none. Each
+ * stage's AdamW state (8 bytes per f32 element) is halved over its 2 devices, so its
+ * static bytes drop by its parameters' bytes (4 per element) exactly; the updated slices
+ * are all-gathered once per step, in the update; ZeRO-3 moves the gathers into the micro-
+ * batches instead (the forward, the backward and the forward again before it). */
+static void test_price_zero(void) {
+    size_t len;
+    char *text = ir_read_file(COLOSSAL_SOURCE_DIR "/tests/e2e/gpt2_tiny_4.cir", &len);
+    Graph *fwd = ir_parse("gpt2_tiny_4.cir", text, len);
+    ir_free(text);
+    AdOptions ao;
+    ad_options_default(&ao);
+    ao.micro_batches = 4;
+    StrBuf err;
+    sb_init(&err);
+    Graph *g = ad_build(fwd, &ao, &err);
+    sb_free(&err);
+    ir_graph_free(fwd);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x4";
+    o.pp = 2;
+    o.mesh = "2";
+    o.micro_batches = 4;
+    o.lowerable = true;
+    o.progress = false;
+    PlanResult *r[4] = {NULL, NULL, NULL, NULL};
+    const char *strat[4] = {"dp", "zero1", "zero2", "zero3"};
+    for (int z = 0; z < 4; z += 1 + (z == 1)) { /* 0, 1, 3 */
+        o.strategy = strat[z];
+        r[z] = plan_solve(g, &o);
+        CHECK(r[z] && r[z]->pipe);
+    }
+    if (r[0] && r[0]->pipe && r[1] && r[1]->pipe && r[3] && r[3]->pipe) {
+        for (int gi = 0; gi < r[1]->prob->n_groups; gi++)
+            if (r[1]->prob->groups[gi].n_params) CHECK_INT(r[1]->choice.zero[gi], 1);
+        for (int s = 0; s < 2; s++) {
+            const PipeStagePrice *a = &r[0]->pipe->st[s], *b = &r[1]->pipe->st[s], *c = &r[3]->pipe->st[s];
+            CHECK(b->param_bytes > 0);
+            CHECK_NEAR(a->mem_static - b->mem_static, b->param_bytes, 1e-6 * b->param_bytes);
+            CHECK(a->gather_s == 0 && b->gather_s > 0 && c->gather_s == 0);
+            CHECK(b->update_s >= b->gather_s + b->optimizer_s);
+            CHECK(c->fwd_s > b->fwd_s && c->bwd_s > b->bwd_s); /* the same plan but for the gathers */
+        }
+        /* no pipeline plan chooses ZeRO-2 or 3 by itself: ZeRO-1 at most (plan.c) */
+        o.strategy = NULL;
+        o.mem_bytes = (int64_t)(0.9 * r[0]->pipe->peak_bytes);
+        PlanResult *q = plan_solve(g, &o);
+        CHECK(q != NULL);
+        bool any1 = false;
+        for (int gi = 0; q && gi < q->prob->n_groups; gi++) {
+            CHECK(q->choice.zero[gi] <= 1);
+            any1 |= q->choice.zero[gi] == 1;
+        }
+        CHECK(any1); /* memory made it slice */
+        plan_free(q);
+    }
+    for (int z = 0; z < 4; z++) plan_free(r[z]);
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_replay();
+    test_price_zero();
     test_stage_problem();
     test_price();
     test_schedules();
