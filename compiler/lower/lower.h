@@ -64,7 +64,23 @@ typedef struct LowerOptions {
                                 * (0: 25 MB; < 0: none, each gradient all-reduced
                                 * where it is first read) */
     const PlacePipeline *pipe; /* pipeline stages (the Placement's); NULL or one stage: none */
+    const int8_t *offload;     /* per value: a parameter's PlaceOffload (the Placement's host
+                                * offload); NULL: every update on the device */
 } LowerOptions;
+
+/* Host offload (offload.c, docs/sharding.md "Host offload"): an AdamW update
+ * whose parameter the Placement offloads runs on the host. Its moments live in
+ * the host arena (LowerValue.host), beside the parameter's fp32 copy there
+ * (host_param, the master ZeRO-Offload keeps on the host) and a staging buffer
+ * for the gradient (host_grad) and for the update's three scalars (host_scalars:
+ * lr, step, coefficient). Codegen copies the gradient and the scalars down, runs
+ * colrt_host_adamw, and copies the parameter back up before the next forward. */
+typedef struct LowerOffload {
+    NodeId node;               /* the adamw node */
+    ValueId param;             /* the device parameter it updates (its operand 0) */
+    ValueId host_param, host_grad, host_scalars;
+    int64_t elems;             /* the parameter's local elements */
+} LowerOffload;
 
 /* A gradient bucket (data-parallel all-reduces of parameter gradients read
  * only by the update): right after node `launch` defines the last of them,
@@ -159,6 +175,8 @@ typedef struct LowerValue {
     ValueId commit_from;       /* an update result: the value copied into its leaf at
                                 * the step's end, if not itself (ZeRO under tensor
                                 * parallelism: the gathered slices); 0 or IR_NONE: itself */
+    bool host;                 /* host offload: a root whose buffer is in the host arena
+                                * (offset: into it), not in the device arena */
 } LowerValue;
 
 typedef struct LowerNode {
@@ -221,6 +239,10 @@ typedef struct LowerProgram {
     LowerBucket *buckets;
     LowerNorms norms;          /* the trust ratios' fused collective */
     LowerPipe pipe;            /* pipeline stages (pipeline.c) */
+    int n_offload;             /* host offload (offload.c): the updates run on the host */
+    LowerOffload *offload;
+    int64_t host_arena_bytes;  /* the host arena (0: none) */
+    int64_t offloaded_bytes;   /* the device buffers moved to the host (aligned sizes) */
     int64_t arena_bytes;
     int64_t lower_bound_bytes;
     int n_in_place;
@@ -253,6 +275,10 @@ ValueId lower_zero_gather_target(const LowerProgram *p, NodeId id);
  * stage s, reads operand v as zero (a part another stage computes: the node
  * sums the stages' parts, finished by a LowerPipeSum). */
 bool lower_pipe_on(const LowerProgram *p, NodeId id, int s);
+/* Host offload: node id's entry (an update that runs on the host), or NULL;
+ * whether value v's buffer is in the host arena. */
+const LowerOffload *lower_offload_of(const LowerProgram *p, NodeId id);
+bool lower_on_host(const LowerProgram *p, ValueId v);
 bool lower_pipe_zeroed(const LowerProgram *p, NodeId id, int s, ValueId v);
 
 /* Whether NAME is one of the lowering's passes (--dump-after=lower.NAME). */
