@@ -465,7 +465,9 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             size_t mark = prof_open(c);
             cg_emit_reshards(c, o, id, false); /* after the recomputes: it may read recomputed values */
             sb_printf(c->sched, "    /* %%%s = %s */\n", ir_val(g, n->out[0])->name, ir_op(n->op)->name);
-            if (lower_offload_of(lp, id) ? !cg_offload_node(c, id) : !cg_emit_node(c, id)) {
+            if (cg_offload_cast(c, id)) /* host offload: rounded on the host, copied up */
+                sb_puts(c->sched, "    /* done on the host with the update above (--offload) */\n");
+            else if (lower_offload_of(lp, id) ? !cg_offload_node(c, id) : !cg_emit_node(c, id)) {
                 for (int q = 0; q < 3; q++) sb_free(&parts[q]), cg_segs_free(&segs[q]);
                 return false;
             }
@@ -538,6 +540,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     const bool off = cg_offloads(c);
     if (off)
         sb_printf(m, "#define CG_HF(off) ((float *)(M->host.base + (size_t)(off))) /* host offload: the host arena */\n"
+                     "#define CG_HH(off) ((uint16_t *)(M->host.base + (size_t)(off)))\n"
                      "#define %s_HOST_ARENA_BYTES ((size_t)%lld)\n\n",
                   px, (long long)lp->host_arena_bytes);
     const char *leaf_base = off ? "(l->host ? M->host.base : M->arena.base)" : "M->arena.base";
@@ -617,12 +620,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         if (of != IR_NONE) put_cstring(m, ir_val(g, of)->name);
         else sb_putc(m, '0');
         sb_printf(m, ", %s", cg_colrt_dtype(x->dtype));
-        if (off) {
-            bool h = lower_on_host(lp, v);
-            if (h && init) /* the host arena starts zeroed; only moments live there */
-                ir_panic(__FILE__, __LINE__, "host offload: leaf %%%s is not zero-initialized", x->name);
-            sb_printf(m, ", %d", h);
-        }
+        if (off) sb_printf(m, ", %d", lower_on_host(lp, v));
         sb_puts(m, "},\n");
     }
     if (!n_leaves) sb_puts(m, "    {0},\n");
@@ -662,7 +660,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "/* Initial values on the device (%s_init_fill: cg_launch.c), from the\n"
               " * counter-based generator: every rank's shard holds the single-device\n"
               " * values whatever the plan. */\n"
-              "static void %s_init_leaf(%s *M, const %s_leaf *l) {\n%s"
+              "static void %s_init_leaf(%s *M, const %s_leaf *l) {\n"
               "    cg_init_args p = {0};\n"
               "    %s_leaf_start(M, l, p.start);\n"
               "    int64_t n = 1;\n"
@@ -673,10 +671,9 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    }\n"
               "    p.ndim = l->ndim, p.init = l->init, p.dtype = (int)l->dtype;\n"
               "    p.a = l->a, p.b = l->b, p.key = %s_leaf_key(l), p.seed = M->seed;\n"
-              "    %s_init_fill(NULL, M->arena.base + l->off, n, &p);\n"
+              "    %s_init_fill(NULL, %s + l->off, n, &p);\n"
               "}\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px,
-              off ? "    if (l->host) return; /* host offload: moments, zero in the zeroed host arena */\n" : "", px, px, px);
+              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, leaf_base);
     sb_printf(m, "/* COLRT_PROFILE=1: the schedule's entries, timed (colrt_profile_register);\n"
                  " * M_prof(k) opens entry k, M_prof(-1) closes it. Not inlined: a call per entry\n"
                  " * costs nothing to compile, a branch per entry inlined doubles the time. */\n"

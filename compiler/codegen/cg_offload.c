@@ -8,7 +8,9 @@
  * next forward waits for the last copy up (an event); the copies down are all
  * queued at the first offloaded update when every gradient is final there, so
  * a group's copy overlaps the previous group's host update, and a copy up the
- * next one's. Also the program's parts that hold it: the struct's fields,
+ * next one's. Under mixed precision (optim+master) the master lives on the
+ * host: the host rounds it to the compute dtype (the device's cast node is
+ * not run) and that goes up. Also the program's parts that hold it: the struct's fields,
  * creation (the host copies of the parameters), the copy back after a
  * checkpoint load, and destruction.
  */
@@ -60,6 +62,12 @@ static void copy_down(CgCtx *c, int k) {
     c->cur_node = at;
 }
 
+bool cg_offload_cast(const CgCtx *c, NodeId id) {
+    for (int k = 0; k < c->lp->n_offload; k++)
+        if (c->lp->offload[k].cast == id) return true;
+    return false;
+}
+
 bool cg_offload_node(CgCtx *c, NodeId id) {
     const LowerProgram *lp = c->lp;
     const LowerOffload *e = lower_offload_of(lp, id);
@@ -78,18 +86,25 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
               (long long)lp->v[e->host_scalars].offset);
     sb_puts(c->sched, "        if (isfinite(s[2])) /* else skipped, as on the device (an overflowed f16 step) */\n"
                       "            colrt_host_adamw(");
-    ValueId ops[4] = {e->host_param, e->host_grad, n->in[2], n->in[3]};
+    ValueId ops[4] = {e->cast != IR_NONE ? e->master : e->host_param, e->host_grad, n->in[2], n->in[3]};
     for (int i = 0; i < 4; i++) {
         cg_ptr(c, c->sched, ops[i]);
         sb_puts(c->sched, ", ");
     }
-    sb_printf(c->sched, "%lld, s[0], %.9gf, %.9gf, %.9gf, %.9gf, (int64_t)s[1], s[2]);\n    }\n",
+    sb_printf(c->sched, "%lld, s[0], %.9gf, %.9gf, %.9gf, %.9gf, (int64_t)s[1], s[2]);\n",
               (long long)e->elems, at[0].f, at[1].f, at[2].f, at[3].f);
-    sb_puts(c->sched, "    colrt_memcpy_async(");
+    DType pt = ir_val(c->g, e->param)->dtype;
+    int64_t up = ir_dtype_size(pt) * e->elems;
+    if (e->cast != IR_NONE) { /* the master rounded to the parameter's dtype, as the device's cast does */
+        sb_printf(c->sched, "        const float *w = CG_HF(%lld);\n        uint16_t *h = CG_HH(%lld);\n"
+                            "        for (int64_t i = 0; i < %lld; i++) h[i] = %s(w[i]); /* %%%s */\n",
+                  (long long)lp->v[e->master].offset, (long long)lp->v[e->host_param].offset, (long long)e->elems,
+                  pt == DT_BF16 ? "cg_f32_bf16" : "cg_f32_f16", ir_val(c->g, ir_node(c->g, e->cast)->out[0])->name);
+    }
+    sb_puts(c->sched, "    }\n    colrt_memcpy_async(");
     cg_ptr(c, c->sched, e->param);
-    sb_puts(c->sched, ", ");
-    cg_ptr(c, c->sched, e->host_param);
-    sb_printf(c->sched, ", %lld, COLRT_H2D, M->h2d);\n", (long long)(4 * e->elems));
+    sb_printf(c->sched, ", M->host.base + %lld, %lld, COLRT_H2D, M->h2d);\n", (long long)lp->v[e->host_param].offset,
+              (long long)up);
     if (k == lp->n_offload - 1) sb_puts(c->sched, "    colrt_event_record(M->off_up, M->h2d);\n");
     return true;
 }
@@ -120,6 +135,7 @@ void cg_offload_pull_fn(CgCtx *c, StrBuf *m) {
                  "static void %s_offload_pull(%s *M) {\n    colrt_device_sync();\n", c->prefix, c->prefix);
     for (int k = 0; k < lp->n_offload; k++) {
         const LowerOffload *e = &lp->offload[k];
+        if (e->cast != IR_NONE) continue; /* the master is a leaf in the host arena: initialized, loaded there */
         sb_puts(m, "    colrt_memcpy(");
         cg_ptr(c, m, e->host_param);
         sb_puts(m, ", ");

@@ -290,9 +290,9 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
                       vname(p, ir_node(g, ln->dir_for)->out[0]));
         const LowerOffload *of = lower_offload_of(p, id);
         if (of)
-            sb_printf(b, "  (on the host: gradient down into %s @host%lld, update, parameter up from %s @host%lld)",
+            sb_printf(b, "  (on the host: gradient down into %s @host%lld, update, parameter up from %s @host%lld%s)",
                       vname(p, of->host_grad), (long long)p->v[of->host_grad].offset, vname(p, of->host_param),
-                      (long long)p->v[of->host_param].offset);
+                      (long long)p->v[of->host_param].offset, of->cast != IR_NONE ? ", its master rounded there" : "");
         sb_puts(b, "\n");
         for (int k = 0; k < ln->n_post; k++) print_reshard(p, &ln->post[k], "then ", b);
         for (int k = 0; k < p->n_buckets; k++) {
@@ -329,16 +329,18 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     for (ValueId v = 0; v < g->n_values; v++)
         if (pl->offload[v] > PO_DEVICE) {
             offload = pl->offload;
-            const char *why = ir_val(g, v)->dtype != DT_F32 ? "under mixed precision (an f32 master beside the parameter)"
+            const char *why = ir_val(g, v)->dtype != DT_F32 && pl->offload[v] != PO_MASTER
+                                  ? "at level optim under mixed precision (the f32 master on the device)"
                               : world > 1 && pl->layout == PL_SHARDED ? "with a tensor-parallel layout"
                               : world > 1 && pl->zero_min > 0         ? "with ZeRO"
                                                                       : NULL;
             if (why) {
                 sb_printf(err, "the plan keeps the optimizer state of %%%s (and others) in host memory (--offload) %s; "
-                               "this build generates host offload for f32 data-parallel and single-device plans only",
+                               "this build generates host offload for data-parallel and single-device plans (under mixed "
+                               "precision at level optim+master) only",
                           ir_val(g, v)->name, why);
-                *hint = "generate with --dtype f32 --strategy dp (or --zero 0), or --offload none; --emit plan shows "
-                        "the placement";
+                *hint = "generate with --strategy dp (or --zero 0), --offload optim+master under --dtype bf16/f16, or "
+                        "--offload none; --emit plan shows the placement";
                 return NULL;
             }
         }

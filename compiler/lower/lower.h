@@ -71,14 +71,23 @@ typedef struct LowerOptions {
 /* Host offload (offload.c, docs/sharding.md "Host offload"): an AdamW update
  * whose parameter the Placement offloads runs on the host. Its moments live in
  * the host arena (LowerValue.host), beside the parameter's fp32 copy there
- * (host_param, the master ZeRO-Offload keeps on the host) and a staging buffer
- * for the gradient (host_grad) and for the update's three scalars (host_scalars:
- * lr, step, coefficient). Codegen copies the gradient and the scalars down, runs
- * colrt_host_adamw, and copies the parameter back up before the next forward. */
+ * (host_param, the master ZeRO-Offload keeps on the host; under mixed precision
+ * the f32 master leaf itself, with host_param the staging of its rounding) and a
+ * staging buffer for the gradient's f32 cast (host_grad) and for the update's
+ * three scalars (host_scalars: lr, step, coefficient). Codegen copies the
+ * gradient and the scalars down, runs colrt_host_adamw (and the cast), and
+ * copies the parameter back up before the next forward. */
 typedef struct LowerOffload {
     NodeId node;               /* the adamw node */
-    ValueId param;             /* the device parameter it updates (its operand 0) */
-    ValueId host_param, host_grad, host_scalars;
+    ValueId param;             /* the device parameter it updates (f32: its operand 0) */
+    ValueId host_param;        /* f32: the parameter's fp32 copy on the host; mixed precision
+                                * (optim+master): the staging the master's rounding to the
+                                * compute dtype is written into and copied up from */
+    ValueId host_grad, host_scalars;
+    ValueId master;            /* mixed precision: the f32 master (operand 0, a leaf moved to
+                                * the host arena), else IR_NONE */
+    NodeId cast;               /* mixed precision: the cast of the updated master into the
+                                * parameter, done on the host, else IR_NONE */
     int64_t elems;             /* the parameter's local elements */
 } LowerOffload;
 
