@@ -127,7 +127,7 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         double down = 0, up = 0;
         for (int k = 0; k < lp->n_offload; k++) {
             down += 4.0 * (double)lp->offload[k].elems + 12;
-            up += 4.0 * (double)lp->offload[k].elems;
+            up += (double)ir_dtype_size(g->values[lp->offload[k].param].dtype) * (double)lp->offload[k].elems;
         }
         cJSON_AddNumberToObject(low, "host_updates", lp->n_offload);
         cJSON_AddNumberToObject(low, "d2h_bytes", down);
