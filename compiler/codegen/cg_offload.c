@@ -51,6 +51,8 @@ static void copy_down(CgCtx *c, int k) {
     cg_ptr(c, c->sched, e->host_grad);
     sb_puts(c->sched, ", ");
     cg_ptr(c, c->sched, n->in[1]);
+    const LowerNode *ln = &lp->n[e->node]; /* ZeRO: this rank's slice of a whole gradient */
+    if (ln->zero && !lp->v[cg_read(c, n->in[1])].zchunk) sb_printf(c->sched, " + M->zrank * %lld", (long long)ln->zchunk);
     sb_printf(c->sched, ", %lld, COLRT_D2H, M->d2h); /* %%%s */\n", (long long)(4 * e->elems),
               ir_val(c->g, n->in[1])->name);
     for (int s = 0; s < 3; s++) { /* lr, step, coefficient */
@@ -102,10 +104,12 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
                   pt == DT_BF16 ? "cg_f32_bf16" : "cg_f32_f16", ir_val(c->g, ir_node(c->g, e->cast)->out[0])->name);
     }
     sb_puts(c->sched, "    }\n    colrt_memcpy_async(");
-    cg_ptr(c, c->sched, e->param);
+    cg_ptr(c, c->sched, e->up_to);
     sb_printf(c->sched, ", M->host.base + %lld, %lld, COLRT_H2D, M->h2d);\n", (long long)lp->v[e->host_param].offset,
               (long long)up);
-    if (k == lp->n_offload - 1) sb_puts(c->sched, "    colrt_event_record(M->off_up, M->h2d);\n");
+    if (k == lp->n_offload - 1 || e->gathered) sb_puts(c->sched, "    colrt_event_record(M->off_up, M->h2d);\n");
+    if (e->gathered) /* ZeRO-1/2: the slice is all-gathered next, on the compute stream */
+        sb_puts(c->sched, "    colrt_stream_wait(NULL, M->off_up);\n");
     return true;
 }
 
@@ -132,7 +136,7 @@ void cg_offload_pull_fn(CgCtx *c, StrBuf *m) {
     const LowerProgram *lp = c->lp;
     sb_printf(m, "/* Host offload: the host's fp32 copy of each offloaded parameter made from the\n"
                  " * device's (after initialization and after a checkpoint load). */\n"
-                 "static void %s_offload_pull(%s *M) {\n    colrt_device_sync();\n", c->prefix, c->prefix);
+                 "static void %s_offload_pull(%s *M) {\n    (void)M;\n    colrt_device_sync();\n", c->prefix, c->prefix);
     for (int k = 0; k < lp->n_offload; k++) {
         const LowerOffload *e = &lp->offload[k];
         if (e->cast != IR_NONE) continue; /* the master is a leaf in the host arena: initialized, loaded there */
@@ -140,6 +144,7 @@ void cg_offload_pull_fn(CgCtx *c, StrBuf *m) {
         cg_ptr(c, m, e->host_param);
         sb_puts(m, ", ");
         cg_ptr(c, m, e->param);
+        if (e->param_shift) sb_printf(m, " + M->zrank * %lld", (long long)e->param_shift);
         sb_printf(m, ", %lld, COLRT_D2H, NULL); /* %%%s */\n", (long long)(4 * e->elems), ir_val(c->g, e->param)->name);
     }
     sb_puts(m, "}\n\n");

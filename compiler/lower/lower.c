@@ -332,14 +332,13 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
             const char *why = ir_val(g, v)->dtype != DT_F32 && pl->offload[v] != PO_MASTER
                                   ? "at level optim under mixed precision (the f32 master on the device)"
                               : world > 1 && pl->layout == PL_SHARDED ? "with a tensor-parallel layout"
-                              : world > 1 && pl->zero_min > 0         ? "with ZeRO"
                                                                       : NULL;
             if (why) {
                 sb_printf(err, "the plan keeps the optimizer state of %%%s (and others) in host memory (--offload) %s; "
-                               "this build generates host offload for data-parallel and single-device plans (under mixed "
-                               "precision at level optim+master) only",
+                               "this build generates host offload for data-parallel, ZeRO and single-device plans (under "
+                               "mixed precision at level optim+master) only",
                           ir_val(g, v)->name, why);
-                *hint = "generate with --strategy dp (or --zero 0), --offload optim+master under --dtype bf16/f16, or "
+                *hint = "generate with --strategy dp or zero1-3, --offload optim+master under --dtype bf16/f16, or "
                         "--offload none; --emit plan shows the placement";
                 return NULL;
             }

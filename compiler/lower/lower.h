@@ -88,7 +88,16 @@ typedef struct LowerOffload {
                                 * the host arena), else IR_NONE */
     NodeId cast;               /* mixed precision: the cast of the updated master into the
                                 * parameter, done on the host, else IR_NONE */
-    int64_t elems;             /* the parameter's local elements */
+    ValueId up_to;             /* where the new parameter is copied up into: the update's
+                                * result (f32) or the master's cast (mixed precision), as
+                                * stored: the parameter itself, or under ZeRO-1/2 this rank's
+                                * slice, all-gathered into the parameter right after */
+    bool gathered;             /* up_to is all-gathered in this step: the compute stream
+                                * waits for the copy up first */
+    int64_t elems;             /* the elements this rank updates (its ZeRO slice, or all) */
+    int64_t param_shift;       /* f32: where they start in the device parameter, in elements
+                                * per rank (ZeRO-1/2: the slice of the whole parameter at
+                                * rank x param_shift); 0 */
 } LowerOffload;
 
 /* A gradient bucket (data-parallel all-reduces of parameter gradients read

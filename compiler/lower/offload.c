@@ -79,21 +79,28 @@ bool lower_pass_offload(LowerCtx *c) {
         if (p->opt.offload[param] <= PO_DEVICE) continue;
         /* lower_placement refuses the plans this pass does not lower; these are internal */
         if ((cast != IR_NONE && p->opt.offload[param] != PO_MASTER) || (cast == IR_NONE && ir_val(g, w)->dtype != DT_F32) ||
-            p->sharded || p->n[id].zero || p->v[w].zchunk || p->v[n->in[2]].zchunk)
+            p->sharded)
             ir_panic(__FILE__, __LINE__, "host offload of %%%s: a plan the offload pass does not lower",
                      ir_val(g, param)->name);
         p->offload = ir_realloc(p->offload, sizeof *p->offload * (size_t)(p->n_offload + 1));
         LowerOffload *e = &p->offload[p->n_offload++];
-        int64_t elems = ir_shape_numel(p->v[w].local);
+        const LowerNode *ln = &p->n[id];
+        /* ZeRO: the rank's slice (stages 1-2: of the whole parameter; 3: the parameter is the slice) */
+        int64_t elems = ln->zero ? ln->zchunk : ir_shape_numel(p->v[w].local);
         to_host(c, n->in[2]);
         to_host(c, n->in[3]);
-        *e = (LowerOffload){.node = id, .param = param, .elems = elems, .master = IR_NONE, .cast = cast};
+        NodeId last = cast != IR_NONE ? cast : id; /* the node writing the new parameter */
+        *e = (LowerOffload){.node = id, .param = param, .elems = elems, .master = IR_NONE, .cast = cast,
+                            .up_to = ir_node(g, last)->out[0],
+                            .gathered = lower_zero_gather_target(p, last) != IR_NONE,
+                            .param_shift = ln->zero && !p->v[w].zchunk ? ln->zchunk : 0};
         if (cast != IR_NONE) { /* the master lives on the host; its rounding goes up */
             e->master = w;
             to_host(c, w);
-            /* the cast's result is the parameter itself: the rounding comes up into it */
+            /* the cast's result is the parameter itself (unless it is a slice to gather): the rounding
+             * comes up into it, and no device buffer holds it */
             ValueId nx = ir_node(g, cast)->out[0];
-            if (lower_root_of(p, nx) == nx) p->v[nx].storage = param;
+            if (!e->gathered && lower_root_of(p, nx) == nx) p->v[nx].storage = param;
             e->host_param = host_value(c, id, elems, ir_val(g, param)->dtype, param, "host");
         } else
             e->host_param = host_value(c, id, elems, DT_F32, w, "host");
