@@ -426,7 +426,8 @@ typedef struct logfile {
 
 static const char LOG_COLUMNS[] = "kind,step,loss,lr,grad_norm,loss_scale,skipped_steps,tokens_per_s,step_ms,mfu";
 
-/* Opened by rank 0 (appending when resuming), with a header when new. */
+/* Opened by rank 0 (appending when resuming), with a header when the file is
+ * new or empty (a resumed run logging to a fresh file names its columns too). */
 static logfile log_open(const options *o, int64_t start) {
     logfile lg = {0};
     if (colrt_rank() != 0 || !o->log) return lg;
@@ -434,7 +435,8 @@ static logfile log_open(const options *o, int64_t start) {
     lg.jsonl = n > 6 && !strcmp(o->log + n - 6, ".jsonl");
     lg.f = fopen(o->log, start ? "a" : "w");
     if (!lg.f) colrt_die("cannot write %s", o->log);
-    if (!start && !lg.jsonl) fprintf(lg.f, "%s\n", LOG_COLUMNS);
+    if (!lg.jsonl && (!start || (fseek(lg.f, 0, SEEK_END) == 0 && ftell(lg.f) == 0)))
+        fprintf(lg.f, "%s\n", LOG_COLUMNS);
     return lg;
 }
 
