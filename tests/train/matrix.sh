@@ -30,7 +30,7 @@ done
 # steps 5 and 6's training losses from a driver log (kind,step,loss,...: the header
 # names the columns, so a format change fails here instead of comparing nothing);
 # step 6's is the first that the loaded optimizer state moves
-loss5() {
+losses() {
   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
            $c["kind"] == "train" && ($c["step"] == 5 || $c["step"] == 6) { printf "%s%s", n++ ? " " : "", $c["loss"] }' "$1"
 }
@@ -57,7 +57,7 @@ PY
 done
 
 "${mpirun[@]}" -np 2 "${exe[dp:2]}" "${common[@]}" --log "$work/ref.csv" >"$work/ref.out" 2>&1 || { cat "$work/ref.out"; exit 1; }
-ref=$(loss5 "$work/ref.csv")
+ref=$(losses "$work/ref.csv")
 close "$ref" "$ref" || { echo "FAIL: no step-5 and step-6 losses in $work/ref.csv"; head -3 "$work/ref.csv"; exit 1; }
 echo "uninterrupted dp on 2 ranks: steps 5 and 6 losses $ref"
 printf '%-12s' "saved by"; for l in "${order[@]}"; do printf ' %-9s' "$l"; done; echo
@@ -80,7 +80,7 @@ for s in "${order[@]}"; do
     rm -f "$work/l.csv"
     if "${mpirun[@]}" -np "${np[$l]}" "${exe[$l]}" "${common[@]}" --ckpt "$work/ck" --resume --log "$work/l.csv" \
         >"$work/l.out" 2>&1 && grep -q "resumed from .* at step 4" "$work/l.out"; then
-      got=$(loss5 "$work/l.csv")
+      got=$(losses "$work/l.csv")
       if close "$got" "$ref"; then
         printf ' %-9s' ok
       else
