@@ -83,7 +83,7 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
         for (int j = early ? 0 : k; j < (early ? lp->n_offload : k + 1); j++) copy_down(c, j);
     }
     const Attr *at = n->attr;
-    sb_printf(c->sched, "    colrt_stream_wait(NULL, M->off_down[%d]);\n", k);
+    sb_printf(c->sched, "    colrt_event_sync(M->off_down[%d]); /* the host reads what came down */\n", k);
     sb_printf(c->sched, "    {\n        const float *s = CG_HF(%lld); /* lr, step, coefficient */\n",
               (long long)lp->v[e->host_scalars].offset);
     sb_puts(c->sched, "        if (isfinite(s[2])) /* else skipped, as on the device (an overflowed f16 step) */\n"
