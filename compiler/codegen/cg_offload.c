@@ -10,9 +10,11 @@
  * a group's copy overlaps the previous group's host update, and a copy up the
  * next one's. Under mixed precision (optim+master) the master lives on the
  * host: the host rounds it to the compute dtype (the device's cast node is
- * not run) and that goes up. Also the program's parts that hold it: the struct's fields,
- * creation (the host copies of the parameters), the copy back after a
- * checkpoint load, and destruction.
+ * not run) and that goes up. Under ZeRO every copy and the update are the
+ * rank's slice; a slice all-gathered next (stages 1-2) waits for its copy up.
+ * Also the program's parts that hold it: the struct's fields, creation (the
+ * host copies of the parameters), the copy after a checkpoint load, and
+ * destruction.
  */
 #include <string.h>
 
