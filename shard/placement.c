@@ -26,6 +26,19 @@ PlacePhase placement_phase(const Graph *g, NodeId id) {
 
 bool placement_selective_keeps(int op) { return ir_op(op)->cls == OPC_MATMUL; }
 
+bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero, const ShardSpec *grad, Shape sh,
+                            ShardSpec *t) {
+    *t = shard_spec_unpartial(param);
+    if (zero >= 2) {
+        *t = shard_spec_refine(t, m, sh);
+        return !shard_spec_eq(t, grad);
+    }
+    if (!grad->partial || grad->pmax) return false;
+    for (int a = 0; a < m->n_axes; a++) /* every pending axis becomes a split of the shard */
+        if ((grad->partial >> a & 1) && shard_spec_axis_dim(t, a, NULL) < 0) return false;
+    return !shard_spec_eq(t, grad);
+}
+
 bool placement_partial_result(const Graph *g, NodeId id, const ShardSpec *held0, ShardSpec *out) {
     const Node *n = ir_node(g, id);
     if (!held0->partial || held0->pmax || ir_val(g, n->out[0])->updates != IR_NONE) return false;

@@ -41,6 +41,17 @@ PlacePhase placement_phase(const Graph *g, NodeId id);
  * and the lowering both ask this one function (keep_partial). */
 bool placement_partial_result(const Graph *g, NodeId id, const ShardSpec *held0, ShardSpec *out);
 
+/* A parameter's gradient resharded right after the node that computes it,
+ * into *t, so that only that layout lives until the update: under ZeRO-2/3
+ * the update's slice (a reduce-scatter); otherwise, when the gradient is a
+ * pending sum over axes that the parameter is split on (a tensor-parallel
+ * weight whose gradient the rule computed whole, summed over the rows),
+ * the parameter's own shard (reduce-scatters; the whole sum lives one node).
+ * False when it stays as computed (dp's pending sums go to the buckets).
+ * The planner's rule and the lowering both ask this one function. */
+bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero, const ShardSpec *grad, Shape sh,
+                            ShardSpec *t);
+
 /* Selective recompute keeps the results of these ops (the matrix products:
  * costly to redo, and what rebuilding the rest needs) and re-runs every other
  * forward op of the block instance before its backward. The planner's memory

@@ -341,7 +341,10 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     cJSON_AddNumberToObject(o, "head_activations_bytes", r->price.mem_acts_head);
     cJSON_AddNumberToObject(o, "recompute_bytes", r->price.mem_recompute);
     cJSON_AddNumberToObject(o, "gradient_f32_extra_bytes", r->price.mem_update);
-    static const char *const moments[] = {"backward start", "block backward", "update"};
+    cJSON_AddNumberToObject(o, "before_blocks_activations_bytes", r->price.mem_acts_pre);
+    cJSON_AddNumberToObject(o, "gradients_not_yet_written_at_first_block_bytes", r->price.mem_grads_late_pre);
+    static const char *const moments[ILP_MOMENTS] = {"backward start", "block backward", "update",
+                                                     "first block backward"};
     cJSON_AddStringToObject(o, "peak_at", moments[r->price.peak_moment]);
     /* the planner's three terms, kept for older readers */
     cJSON_AddNumberToObject(o, "params_grads_optimizer_bytes", r->price.mem_params);

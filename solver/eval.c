@@ -12,7 +12,7 @@
  *          optimizer; the offloaded updates' pipeline runs beside the
  *          backward, exposed like the sync: max(offload - backward,
  *          offload / buckets)
- *   peak = the largest of three moments, each with the transients that
+ *   peak = the largest of four moments, each with the transients that
  *          can be live then:
  *          - the head's backward: parameters, optimizer state, saved
  *            activations, the gradients held across micro-batches and those
@@ -20,10 +20,17 @@
  *            largest transient of the head's groups and of those whose
  *            gradient the head writes (a tied embedding), and of edges into
  *            the head's groups;
- *          - a block's backward: the same, less the head's saved
- *            activations (freed by then), plus a recomputed block's re-made
- *            activations, plus the largest transient of the blocks' groups
+ *          - the last block instance's backward: the same, less the head's
+ *            saved activations (freed by then), plus a recomputed block's
+ *            re-made activations (and under ZeRO-3 its gathered
+ *            parameters), plus the largest transient of the blocks' groups
  *            (and of edges into them);
+ *          - the first block instance's backward (the backward's end): the
+ *            parameters and optimizer state, every gradient but those of the
+ *            groups before the blocks, their saved activations (the first
+ *            instance's input among them), plus a recomputed block's re-made
+ *            activations (and gathered parameters), plus the blocks' largest
+ *            transient: where a recomputing plan with whole gradients peaks;
  *          - the update: parameters, gradients, optimizer state (and under
  *            mixed precision the f32 copies of the gradients), plus the
  *            largest transient of all (the first groups' backward runs with
@@ -67,6 +74,8 @@ double ilp_transient(const IlpStrat *S, int z) {
     return S->transient + (z >= 2 || S->accumulates ? S->param_local : 0);
 }
 
+double ilp_rerun_bytes(const IlpStrat *S, int z) { return S->act[RC_NONE] + (z >= 3 ? S->param_local : 0); }
+
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     IlpPrice r;
     memset(&r, 0, sizeof r);
@@ -100,11 +109,15 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         if (g->block < 0) {
             r.mem_acts += S->act[RC_NONE];
             if (g->after_blocks) r.mem_acts_head += S->act[RC_NONE];
+            else {
+                r.mem_acts_pre += S->act[RC_NONE];
+                r.mem_grads_late_pre += (g->mult - g->early) * S->mem_grad_late[z];
+            }
         } else {
             const int *n = c->count[g->block];
             for (int pol = 0; pol < RC__COUNT; pol++) r.mem_acts += n[pol] * S->act[pol];
             r.recompute_s += n[RC_SELECTIVE] * S->rec_sel_s + n[RC_FULL] * S->fwd_s;
-            block_none[g->block] += S->act[RC_NONE];
+            block_none[g->block] += ilp_rerun_bytes(S, z);
         }
     }
     for (int b = 0; b < p->n_blocks; b++)
@@ -125,13 +138,17 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     if (r.optimizer_s < 0) r.optimizer_s = 0; /* every update offloaded: rounding */
     r.step_s = r.compute_s + r.comm_s + r.recompute_s + r.sync_exposed_s + r.optimizer_s +
                r.gather_s + r.offload_exposed_s;
-    /* three moments (above), each with its transients */
+    /* four moments (above), each with its transients */
     double start = r.mem_params - r.mem_grads_late + r.mem_acts;
-    double at[3] = {start + r.mem_transient_head,
-                    start - r.mem_acts_head + r.mem_recompute + r.mem_transient_blocks,
-                    r.mem_params + r.mem_update + r.mem_transient_max};
-    const double tr[3] = {r.mem_transient_head, r.mem_transient_blocks, r.mem_transient_max};
-    r.peak_moment = at[1] > at[0] && at[1] > at[2] ? 1 : at[2] > at[0] ? 2 : 0;
+    double at[ILP_MOMENTS] = {
+        start + r.mem_transient_head, start - r.mem_acts_head + r.mem_recompute + r.mem_transient_blocks,
+        r.mem_params + r.mem_update + r.mem_transient_max,
+        r.mem_params - r.mem_grads_late_pre + r.mem_acts_pre + r.mem_recompute + r.mem_transient_blocks};
+    const double tr[ILP_MOMENTS] = {r.mem_transient_head, r.mem_transient_blocks, r.mem_transient_max,
+                                    r.mem_transient_blocks};
+    r.peak_moment = 0;
+    for (int k = 1; k < ILP_MOMENTS; k++) /* the first of equal peaks */
+        if (at[k] > at[r.peak_moment]) r.peak_moment = k;
     r.peak_bytes = at[r.peak_moment];
     r.mem_transient = tr[r.peak_moment];
     ir_free(block_none);

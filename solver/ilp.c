@@ -30,8 +30,9 @@
  *             row), host memory and the offload pipeline are linear in o;
  *             q >= 0: the pipeline's part the backward does not hide (as e).
  * Objective: ilp_evaluate()'s step time. Memory rows: its peak bytes <= limit
- * at the three moments it prices (the head's backward + TH, a block's
- * backward + TB + TR, the update + T).
+ * at the four moments it prices (the head's backward + TH, the last block
+ * instance's backward + TB + TR, the update + T, the first block instance's
+ * backward + TB + TR).
  * On infeasibility a second solve minimizes the peak instead.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -95,6 +96,7 @@ typedef struct Model {
     int mem_row, M_col, T_col;
     int TH_col, TB_col;         /* the head's and the blocks' largest transients */
     int rc_row, TR_col;         /* a block's backward's row; a re-run block's activations */
+    int first_row;              /* the first block instance's backward's row */
     int *h;         /* per group: the offload column, or 0 */
     double ts;      /* seconds -> model time units */
     double ms;      /* bytes -> model memory units */
@@ -172,6 +174,7 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
             }
         put(lp, m->mem_row, o, -E * p->off_dev * ms); /* every moment's row */
         put(lp, m->rc_row, o, -E * p->off_dev * ms);
+        put(lp, m->first_row, o, -E * p->off_dev * ms);
         put(lp, urow, o, -E * p->off_dev * ms);
         put(lp, hrow, o, E * p->off_host / p->host_limit);
         put(lp, qrow1, o, -E * p->off_s * m->ts);
@@ -345,22 +348,25 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
      * activation), a block's backward (the head's activations freed, a
      * recomputed block's re-made) */
     if (min_mem) m->M_col = add_col(lp, GLP_CV, 0, INFINITY, 1, "peak");
-    static const char *const moment_rows[3] = {"memory", "memory_update", "memory_recompute"};
-    int mrow[3];
-    for (int k = 0; k < 3; k++) {
+    static const char *const moment_rows[ILP_MOMENTS] = {"memory", "memory_recompute", "memory_update",
+                                                         "memory_first_block"};
+    int mrow[ILP_MOMENTS];
+    for (int k = 0; k < ILP_MOMENTS; k++) {
         mrow[k] = min_mem || isfinite(set->mem_limit)
                       ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, moment_rows[k])
                       : add_row(lp, GLP_FR, 0, 0, moment_rows[k]);
         if (min_mem) put(lp, mrow[k], m->M_col, -1);
     }
     m->mem_row = mrow[0];
-    int urow = mrow[1];
-    m->rc_row = mrow[2];
+    m->rc_row = mrow[1];
+    int urow = mrow[2], frow = m->first_row = mrow[3];
     int T = m->T_col, TR = m->TR_col;
     put(lp, m->mem_row, m->TH_col, 1);
     put(lp, urow, T, 1);
     put(lp, m->rc_row, m->TB_col, 1);
     put(lp, m->rc_row, TR, 1);
+    put(lp, frow, m->TB_col, 1);
+    put(lp, frow, TR, 1);
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
@@ -387,6 +393,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 put(lp, m->mem_row, c, mem * ms);
                 put(lp, m->rc_row, c, (mem - (G->after_blocks ? S->act[RC_NONE] : 0)) * ms);
                 put(lp, urow, c, G->mult * (S->mem_static[z] + S->mem_update[z]) * ms);
+                double first = G->mult * S->mem_static[z]; /* the first block instance's backward */
+                if (G->block < 0 && !G->after_blocks)
+                    first += S->act[RC_NONE] - (G->mult - G->early) * S->mem_grad_late[z];
+                put(lp, frow, c, first * ms);
                 put(lp, trow, c, -ilp_transient(S, z) * ms);
                 if (crow) put(lp, crow, c, -ilp_transient(S, z) * ms);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + G->mult * S->bwd_s) * ts);
@@ -412,6 +422,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 r[RC_SELECTIVE] = maxd(r[RC_SELECTIVE], S->rec_sel_s);
                 r[RC_FULL] = maxd(r[RC_FULL], S->fwd_s);
                 for (int q = 0; q < RC__COUNT; q++) a[q] = maxd(a[q], S->act[q]);
+                for (int z = 0; z < ZERO_STAGES; z++) /* the re-run's bytes bound */
+                    if (m->x[g][s * ZERO_STAGES + z]) a[RC_NONE] = maxd(a[RC_NONE], ilp_rerun_bytes(S, z));
             }
             for (int q = 0; q < RC__COUNT; q++) Rmax[q] += r[q] * ts, Amax[q] += a[q] * ms;
         }
@@ -424,7 +436,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     for (int s = 0; p->groups[g].block == k && s < p->groups[g].n_strats; s++)
                         for (int z = 0; z < ZERO_STAGES; z++)
                             if (m->x[g][s * ZERO_STAGES + z])
-                                put(lp, row, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].act[RC_NONE] * ms);
+                                put(lp, row, m->x[g][s * ZERO_STAGES + z],
+                                    -ilp_rerun_bytes(&p->groups[g].strats[s], z) * ms);
             }
             continue;
         }
@@ -472,7 +485,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     int c = m->x[g][s * ZERO_STAGES + z];
                     if (!c) continue;
                     put(lp, xrow, c, -N);
-                    put(lp, trow, c, -S->act[RC_NONE] * ms);
+                    put(lp, trow, c, -ilp_rerun_bytes(S, z) * ms);
                 }
                 for (int pol = 0; pol < RC__COUNT; pol++) {
                     double t = pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0;

@@ -246,10 +246,10 @@ static bool complete(Walk *w) {
             /* ZeRO-2/3: a parameter's gradient is reduce-scattered into the
              * update's slice right after it is computed */
             ValueId p = w->gparam[y];
-            if (p != IR_NONE && zero_of(w, p) >= 2 && w->known[p] && id + 1 < g->n_nodes && n->op != OP_GRAD_ACCUM) {
-                ShardSpec t = shard_spec_refine(&w->spec[p], w->m, ir_val(g, p)->shape);
-                if (!shard_spec_eq(&t, &w->spec[y])) add_copy(w, y, &t, 1, id + 1);
-            }
+            ShardSpec t;
+            if (p != IR_NONE && w->known[p] && id + 1 < g->n_nodes && n->op != OP_GRAD_ACCUM &&
+                placement_grad_scatter(w->m, &w->spec[p], zero_of(w, p), &w->spec[y], ir_val(g, p)->shape, &t))
+                add_copy(w, y, &t, 1, id + 1);
             ValueId leaf = ir_val(g, y)->updates;
             if (leaf != IR_NONE && !shard_spec_eq(&w->spec[y], &w->spec[leaf]) &&
                 !(leaf == zero_update(w, id) && shard_spec_refines(&w->spec[y], &w->spec[leaf], w->m) > 0)) {

@@ -21,6 +21,9 @@ typedef enum { RC_NONE, RC_SELECTIVE, RC_FULL, RC__COUNT } RecomputePolicy;
 const char *ilp_recompute_name(RecomputePolicy p);
 
 #define ZERO_STAGES 4
+/* the moments the memory model prices (eval.c): the head's backward, the last
+ * block instance's, the update, the first block instance's */
+#define ILP_MOMENTS 4
 
 /* One strategy of a group: the leader's assignment, the members' strategies
  * that follow from it, and every cost the ILP needs. Times in seconds, sizes
@@ -171,7 +174,12 @@ typedef struct IlpPrice {
     double mem_acts_head;       /* of mem_acts: the head's (IlpGroup.after_blocks) */
     double mem_recompute;       /* a recomputed block instance's activations, re-made in the
                                  * backward (the largest; 0 when nothing recomputes) */
-    int peak_moment;            /* 0: the head's backward, 1: a block's backward, 2: the update */
+    double mem_grads_late_pre;  /* of mem_grads_late: those still not written when the backward
+                                 * reaches the first block instance (groups before the blocks) */
+    double mem_acts_pre;        /* of mem_acts: the groups' before the blocks (the embedding's) */
+    int peak_moment;            /* 0: the head's backward, 1: a block's backward (the last
+                                 * instance's), 2: the update, 3: the first block instance's
+                                 * backward (the backward's end) */
     /* host offload: device bytes moved out of mem_params, host bytes, bytes copied per
      * step each way, the offloaded updates' pipeline and what of it the backward
      * does not hide (in step_s; optimizer_s no longer counts their device update) */
@@ -191,6 +199,13 @@ bool ilp_group_at_head(const IlpGroup *g);
  * gradient's). The ILP's memory rows, the evaluator and the report's
  * timeline all read this. */
 double ilp_transient(const IlpStrat *S, int z);
+
+/* What one re-run instance of a recomputed block holds for group g's part
+ * of it until its backward: the activations re-made, and under ZeRO stage 3
+ * the parameters gathered before the re-run and read again by the backward
+ * (compiler/lower/schedule.c places a recomputed node's gathers before its
+ * recomputes). The ILP's re-run rows and the evaluator read this. */
+double ilp_rerun_bytes(const IlpStrat *S, int z);
 
 IlpChoice ilp_choice_new(const IlpProblem *p);
 void ilp_choice_free(IlpChoice *c);

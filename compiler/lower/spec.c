@@ -43,8 +43,6 @@ static int zero_of(const SpecCtx *c, ValueId param) {
     return param != IR_NONE && c->p->opt.pl->zero[param] > 0 ? c->p->opt.pl->zero[param] : 0;
 }
 
-static ShardSpec refine(const SpecCtx *c, const ShardSpec *s, Shape sh) { return shard_spec_refine(s, c->m, sh); }
-
 /* Forward (0) or backward and update (1): a copy resharded in the forward
  * is not reused by the backward, which reshards again (as the planner
  * prices it): kept alive in between it would hold activation memory the
@@ -164,16 +162,17 @@ static bool read_as(SpecCtx *c, NodeId id, ValueId x, const ShardSpec *s) {
     return true;
 }
 
-/* ZeRO-2 and 3: a parameter's gradient, right after it is computed, is
- * resharded (reduce-scattered) into the slice the update will read, so the
- * whole gradient lives one node only and the norm sums slices. */
+/* A parameter's gradient, right after it is computed, is resharded
+ * (reduce-scattered) into the layout the update reads (ZeRO-2 and 3: the
+ * slice; a pending sum over the shard's axes: the shard), so the whole
+ * gradient lives one node only and the norm sums what the update reads
+ * (placement_grad_scatter, which the planner's rule asks too). */
 static bool scatter_grad(SpecCtx *c, NodeId id, ValueId y) {
     ValueId w = c->gparam[y];
-    if (w == IR_NONE || zero_of(c, w) < 2 || !c->known[w] || id + 1 >= c->g->n_nodes ||
-        ir_node(c->g, id)->op == OP_GRAD_ACCUM)
+    ShardSpec t;
+    if (w == IR_NONE || !c->known[w] || id + 1 >= c->g->n_nodes || ir_node(c->g, id)->op == OP_GRAD_ACCUM ||
+        !placement_grad_scatter(c->m, &c->p->v[w].spec, zero_of(c, w), &c->p->v[y].spec, ir_val(c->g, w)->shape, &t))
         return true;
-    ShardSpec t = refine(c, &c->p->v[w].spec, ir_val(c->g, w)->shape);
-    if (shard_spec_eq(&t, &c->p->v[y].spec)) return true;
     return make_copy(c, id + 1, y, &t, 1, id) != IR_NONE;
 }
 

@@ -298,19 +298,28 @@ static void memory(const RepDoc *d, StrBuf *o) {
     /* the peak's moment: what is not live then, or re-made (plans that say which) */
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(bd, "peak_at");
     if (cJSON_IsString(at)) {
-        bool update = !strcmp(at->valuestring, "update"), rec = !strcmp(at->valuestring, "block backward");
-        static const char *const fields[][2] = {
-            {"gradients_not_yet_written_bytes", "less gradients not yet written (the peak is in the backward)"},
-            {"head_activations_bytes", "less the head's activations, freed before the blocks' backward"},
-            {"recompute_bytes", "plus a recomputed block's activations, re-made"},
-            {"saved_activations_bytes", "less saved activations, freed by the update (the peak's moment)"},
-            {"gradient_f32_extra_bytes", "plus the gradients' f32 copies (less the gradients), which the update reads"}};
-        for (int i = 0; i < 5; i++) {
-            if (update != (i >= 3) || (!rec && (i == 1 || i == 2))) continue;
-            double v = rep_num(bd, fields[i][0]);
-            bool plus = i == 2 || i == 4;
+        /* per moment, the rows from the parts above to the peak: the field, the
+         * words, and its sign */
+        static const struct {
+            const char *moment, *field, *words;
+            int sign;
+        } rows[] = {
+            {"backward start", "gradients_not_yet_written_bytes", "less gradients not yet written (the peak is in the backward)", -1},
+            {"block backward", "gradients_not_yet_written_bytes", "less gradients not yet written (the peak is in the backward)", -1},
+            {"block backward", "head_activations_bytes", "less the head's activations, freed before the blocks' backward", -1},
+            {"block backward", "recompute_bytes", "plus a recomputed block's activations, re-made", 1},
+            {"update", "saved_activations_bytes", "less saved activations, freed by the update (the peak's moment)", -1},
+            {"update", "gradient_f32_extra_bytes", "plus the gradients' f32 copies (less the gradients), which the update reads", 1},
+            {"first block backward", "gradients_not_yet_written_at_first_block_bytes", "less gradients not yet written (those before the blocks)", -1},
+            {"first block backward", "saved_activations_bytes", "less saved activations, freed by the backward's end", -1},
+            {"first block backward", "before_blocks_activations_bytes", "plus those of the ops before the blocks (the first block's input), still saved", 1},
+            {"first block backward", "recompute_bytes", "plus a recomputed block's activations, re-made", 1}};
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+            if (strcmp(at->valuestring, rows[i].moment)) continue;
+            double v = rep_num(bd, rows[i].field);
+            bool plus = rows[i].sign > 0;
             if (isfinite(v) && v > 0)
-                sb_printf(o, "| %s | %s%s | %s%.1f%% |\n", fields[i][1], plus ? "" : "-", B(a, v),
+                sb_printf(o, "| %s | %s%s | %s%.1f%% |\n", rows[i].words, plus ? "" : "-", B(a, v),
                           plus ? "" : "-", 100 * v / pk);
         }
     }

@@ -106,8 +106,13 @@ static void check_sums(const char *text) {
         double want = !strcmp(when, "backward start") ? parts - late
                       : !strcmp(when, "block backward")
                           ? parts - late - num(bd, "head_activations_bytes") + num(bd, "recompute_bytes")
+                      : !strcmp(when, "first block backward")
+                          ? parts - num(bd, "gradients_not_yet_written_at_first_block_bytes") -
+                                num(bd, "saved_activations_bytes") + num(bd, "before_blocks_activations_bytes") +
+                                num(bd, "recompute_bytes")
                           : parts - num(bd, "saved_activations_bytes") + (get(bd, "gradient_f32_extra_bytes") ? num(bd, "gradient_f32_extra_bytes") : 0);
-        CHECK(!strcmp(when, "backward start") || !strcmp(when, "block backward") || !strcmp(when, "update"));
+        CHECK(!strcmp(when, "backward start") || !strcmp(when, "block backward") || !strcmp(when, "update") ||
+              !strcmp(when, "first block backward"));
         CHECK_NEAR(want, num(mem, "predicted_peak_bytes"), RTOL);
     }
     const cJSON *tl = get(mem, "timeline");

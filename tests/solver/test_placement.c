@@ -222,6 +222,32 @@ static void test_partial_sum_to(void) {
     ir_graph_free(g);
 }
 
+/* The first block instance's backward, by hand from the groups: the state
+ * less the gradients of the groups before the blocks, their activations (the
+ * first instance's input among them), the largest re-run block (activations, and ZeRO-3's
+ * gathered parameters) and the blocks' transient tb. */
+static double first_block_moment(const PlanResult *r, double tb) {
+    const IlpProblem *p = r->prob;
+    double pre = 0, late_pre = 0, *rerun = calloc((size_t)p->n_blocks + 1, sizeof(double));
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        const IlpStrat *S = &G->strats[r->choice.strat[gi]];
+        int z = r->choice.zero[gi];
+        if (G->block < 0 && !G->after_blocks) {
+            pre += S->act[RC_NONE];
+            late_pre += (G->mult - G->early) * S->mem_grad_late[z];
+        }
+        if (G->block >= 0) rerun[G->block] += S->act[RC_NONE] + (z == 3 ? S->param_local : 0);
+    }
+    double most = 0;
+    for (int b = 0; b < p->n_blocks; b++)
+        if (r->choice.count[b][RC_SELECTIVE] + r->choice.count[b][RC_FULL] > 0 && rerun[b] > most) most = rerun[b];
+    free(rerun);
+    CHECK_NEAR(r->price.mem_acts_pre, pre, 1e-12);
+    CHECK_NEAR(r->price.mem_recompute, most, 1e-12);
+    return r->price.mem_params - late_pre + pre + most + tb;
+}
+
 /* The moments of the peak (eval.c): in a step of one micro-batch the
  * gradients are born in the backward, so early in it only the head's and
  * the last block instance's are counted; under micro-batches none are
@@ -274,10 +300,20 @@ static void test_memory_moments(void) {
     CHECK(pr->mem_acts_head > 0 && pr->mem_recompute == 0); /* dp: nothing recomputes */
     double start = pr->mem_params - pr->mem_grads_late + pr->mem_acts;
     CHECK(pr->mem_update == 0); /* f32: the update reads the gradients themselves */
-    double at[3] = {start + th, start - pr->mem_acts_head + tb, pr->mem_params + tall}, pk = at[0];
-    for (int k = 1; k < 3; k++) pk = at[k] > pk ? at[k] : pk;
+    double at[ILP_MOMENTS] = {start + th, start - pr->mem_acts_head + tb, pr->mem_params + tall,
+                              first_block_moment(r, tb)},
+           pk = at[0];
+    for (int k = 1; k < ILP_MOMENTS; k++) pk = at[k] > pk ? at[k] : pk;
     CHECK_NEAR(pr->peak_bytes, pk, 1e-12);
     CHECK_NEAR(pr->peak_bytes, at[pr->peak_moment], 1e-12);
+    plan_free(r);
+    /* every instance recomputed: the backward's end holds nearly every gradient,
+     * the first block's input and one block's activations re-made */
+    r = plan(g, "h100:1x1", "dp-recompute");
+    pr = &r->price;
+    CHECK(pr->mem_recompute > 0 && pr->mem_acts_pre > 0);
+    CHECK_NEAR(pr->peak_bytes, first_block_moment(r, pr->mem_transient_blocks), 1e-12);
+    CHECK_INT(pr->peak_moment, 3);
     plan_free(r);
     ir_graph_free(g);
 
@@ -304,7 +340,48 @@ static void test_memory_moments(void) {
     ir_graph_free(g);
 }
 
+static ShardSpec spec(const char *text) {
+    ShardSpec s;
+    StrBuf e;
+    sb_init(&e);
+    IR_ASSERT(shard_spec_parse(text, &s, &e));
+    sb_free(&e);
+    return s;
+}
+
+/* placement_grad_scatter: a weight gradient summed over the rows each rank
+ * holds (pending over the axes its weight is split on) is reduce-scattered
+ * into the weight's shard where it is computed; a data-parallel pending sum
+ * (an axis the weight is not split on) waits for the buckets; ZeRO-2/3
+ * scatter into the update's slice. */
+static void test_grad_scatter(void) {
+    ShardCluster c;
+    ShardMesh m;
+    StrBuf e;
+    sb_init(&e);
+    IR_ASSERT(shard_cluster_load("h100:1x8", &c, &e, NULL) && shard_mesh_parse(&c, "2x4", &m, &e));
+    sb_free(&e);
+    Shape sh = {.rank = 2, .d = {64, 256}};
+    ShardSpec w = spec("[R,S1]"), t;
+    ShardSpec g = spec("[R,R]P1");
+    CHECK(placement_grad_scatter(&m, &w, 0, &g, sh, &t) && shard_spec_eq(&t, &w));
+    CHECK(placement_grad_scatter(&m, &w, 1, &g, sh, &t) && shard_spec_eq(&t, &w)); /* ZeRO-1: the shard */
+    g = spec("[R,R]P0"); /* pending over the data-parallel axis only: the buckets' */
+    CHECK(!placement_grad_scatter(&m, &w, 0, &g, sh, &t));
+    g = spec("[R,R]P01"); /* over both: not the shard's axes alone */
+    CHECK(!placement_grad_scatter(&m, &w, 0, &g, sh, &t));
+    g = spec("[R,S1]"); /* already the shard */
+    CHECK(!placement_grad_scatter(&m, &w, 0, &g, sh, &t));
+    g = spec("[R,S1]P0"); /* ZeRO-2: into the update's slice over axis 0 too */
+    CHECK(placement_grad_scatter(&m, &w, 2, &g, sh, &t));
+    ShardSpec want = shard_spec_refine(&w, &m, sh);
+    CHECK(shard_spec_eq(&t, &want) && !shard_spec_eq(&t, &w));
+    g = spec("[R,R]M1"); /* a pending max is never scattered */
+    CHECK(!placement_grad_scatter(&m, &w, 0, &g, sh, &t));
+}
+
 int main(void) {
+    test_grad_scatter();
     test_layouts();
     test_partial_sum_to();
     test_memory_moments();
