@@ -326,6 +326,106 @@ static bool host_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
            num_field(o, "host.", "adamw_gelems", 1e9, &c->host_adamw_rate, err);
 }
 
+const char *shard_kernel_name(ShardKernel k) {
+    static const char *const names[] = {
+#define X(id, name) name,
+        SHARD_KERNELS(X)
+#undef X
+    };
+    return (int)k >= 0 && k < SHARD_K__COUNT ? names[k] : "?";
+}
+
+double shard_rate_at(const ShardRateTable *t, double bytes) {
+    if (t->n < 1) return 0;
+    if (t->n == 1 || bytes <= t->bytes[0]) return t->rate[0];
+    if (bytes >= t->bytes[t->n - 1]) return t->rate[t->n - 1];
+    int i = 1;
+    while (bytes > t->bytes[i]) i++;
+    double f = log(bytes / t->bytes[i - 1]) / log(t->bytes[i] / t->bytes[i - 1]);
+    return t->rate[i - 1] + f * (t->rate[i] - t->rate[i - 1]);
+}
+
+/* One rate in GB/s: a finite positive number, at most 1e30 bytes/s and at least 1. */
+static bool gbs_value(const cJSON *v, const char *field, double *out, StrBuf *err) {
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !(v->valuedouble > 0)) {
+        sb_printf(err, "field '%s' must be a positive number of GB/s", field);
+        return false;
+    }
+    if (v->valuedouble * GIGA > 1e30 || v->valuedouble * GIGA < 1) {
+        sb_printf(err, "field '%s' is %g GB/s, outside what any device has", field, v->valuedouble);
+        return false;
+    }
+    *out = v->valuedouble * GIGA;
+    return true;
+}
+
+/* One class of kernel_gbs: a number (GB/s at every size) or {"bytes": [...],
+ * "gbs": [...]}, 1..SHARD_RATE_POINTS points, bytes strictly increasing. */
+static bool rate_table(const cJSON *o, const char *field, ShardRateTable *t, StrBuf *err) {
+    memset(t, 0, sizeof *t);
+    if (!o) {
+        sb_printf(err, "missing field '%s' (GB/s, or {\"bytes\": [...], \"gbs\": [...]})", field);
+        return false;
+    }
+    if (cJSON_IsNumber(o)) {
+        t->n = 1, t->bytes[0] = 1;
+        return gbs_value(o, field, &t->rate[0], err);
+    }
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(o, "bytes"), *gb = cJSON_GetObjectItemCaseSensitive(o, "gbs");
+    if (!cJSON_IsObject(o) || !cJSON_IsArray(by) || !cJSON_IsArray(gb)) {
+        sb_printf(err, "field '%s' must be GB/s or {\"bytes\": [...], \"gbs\": [...]}", field);
+        return false;
+    }
+    int n = cJSON_GetArraySize(by);
+    if (n < 1 || n > SHARD_RATE_POINTS || n != cJSON_GetArraySize(gb)) {
+        sb_printf(err, "field '%s': 'bytes' and 'gbs' must have the same 1 to %d entries (%d and %d)", field,
+                  SHARD_RATE_POINTS, n, cJSON_GetArraySize(gb));
+        return false;
+    }
+    t->n = n;
+    for (int i = 0; i < n; i++) {
+        const cJSON *x = cJSON_GetArrayItem(by, i);
+        char f[96];
+        snprintf(f, sizeof f, "%s.gbs[%d]", field, i);
+        if (!gbs_value(cJSON_GetArrayItem(gb, i), f, &t->rate[i], err)) return false;
+        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 1 || x->valuedouble > 1e30 ||
+            (i && !(x->valuedouble > t->bytes[i - 1]))) {
+            sb_printf(err, "field '%s.bytes[%d]' must be a number of bytes in [1, 1e30], larger than the entry "
+                           "before",
+                      field, i);
+            return false;
+        }
+        t->bytes[i] = x->valuedouble;
+    }
+    return true;
+}
+
+/* The optional measured kernel rates: {"elementwise": GB/s or a table, ...},
+ * every class given; absent: priced from mem_bw_gbs (cost.c). */
+static bool kernel_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "kernel_gbs");
+    if (!o) return true;
+    if (!cJSON_IsObject(o)) {
+        sb_printf(err, "field 'kernel_gbs' must be an object of GB/s per kernel class "
+                       "(elementwise, transcendental, norm, softmax, loss, reduce, optimizer)");
+        return false;
+    }
+    for (int k = 0; k < SHARD_K__COUNT; k++) {
+        char field[64];
+        snprintf(field, sizeof field, "kernel_gbs.%s", shard_kernel_name((ShardKernel)k));
+        if (!rate_table(cJSON_GetObjectItemCaseSensitive(o, shard_kernel_name((ShardKernel)k)), field,
+                        &c->kernel[k], err))
+            return false;
+    }
+    return true;
+}
+
+/* The optional measured attention rate, TFLOP/s; absent: peak x the class factor. */
+static bool attention_field(const cJSON *root, ShardCluster *c, StrBuf *err) {
+    if (!cJSON_GetObjectItemCaseSensitive(root, "attention_tflops")) return true;
+    return num_field(root, "", "attention_tflops", TERA, &c->attention_flops, err);
+}
+
 /* One table: {"flops": [...], "efficiency": [...]}, same lengths. */
 static bool eff_table(const cJSON *o, const char *field, ShardEffTable *t, StrBuf *err) {
     if (!cJSON_IsObject(o)) {
@@ -415,6 +515,16 @@ cJSON *shard_cluster_to_json(const ShardCluster *c) {
         cJSON_AddNumberToObject(h, "pcie_gbs", c->pcie_bw / GIGA);
         cJSON_AddNumberToObject(h, "adamw_gelems", c->host_adamw_rate / 1e9);
     }
+    if (c->kernel[0].n > 0) {
+        cJSON *k = cJSON_AddObjectToObject(o, "kernel_gbs");
+        for (int i = 0; i < SHARD_K__COUNT; i++) {
+            const ShardRateTable *t = &c->kernel[i];
+            cJSON *e = cJSON_AddObjectToObject(k, shard_kernel_name((ShardKernel)i));
+            cJSON_AddItemToObject(e, "bytes", num_array(t->bytes, t->n, 1));
+            cJSON_AddItemToObject(e, "gbs", num_array(t->rate, t->n, GIGA));
+        }
+    }
+    if (c->attention_flops > 0) cJSON_AddNumberToObject(o, "attention_tflops", c->attention_flops / TERA);
     cJSON *ge = cJSON_AddObjectToObject(o, "gemm_efficiency");
     static const DType dts[] = {DT_F32, DT_BF16, DT_F16};
     for (int i = 0; i < 3; i++) {
@@ -467,7 +577,8 @@ bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *
             sb_printf(&e, "%d nodes x %d per node is more than %d devices", c->nodes, c->per_node, SHARD_MAX_DEVICES);
             ok = false;
         }
-        ok = ok && reserve_obj(root, c, &e) && gemm_obj(root, c, &e) && host_obj(root, c, &e);
+        ok = ok && reserve_obj(root, c, &e) && gemm_obj(root, c, &e) && host_obj(root, c, &e) &&
+             kernel_obj(root, c, &e) && attention_field(root, c, &e);
         if (!ok) sb_printf(err, "%s: %s", where, sb_cstr(&e));
     }
     sb_free(&e);

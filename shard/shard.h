@@ -29,6 +29,40 @@ typedef struct ShardEffTable {
     double eff[SHARD_EFF_POINTS];    /* non-decreasing, in (0, 1] */
 } ShardEffTable;
 
+/* Memory-bound kernel classes a calibration measures one rate for, in bytes
+ * read and written per second as the program's kernels run them (docs/sharding.md,
+ * "Memory-bound kernels"); the cluster file's optional `kernel_gbs` object. */
+#define SHARD_KERNELS(X)                                       \
+    X(SHARD_K_ELEMWISE, "elementwise")                         \
+    X(SHARD_K_TRANSCENDENTAL, "transcendental")                \
+    X(SHARD_K_NORM, "norm")                                    \
+    X(SHARD_K_SOFTMAX, "softmax")                              \
+    X(SHARD_K_LOSS, "loss")                                    \
+    X(SHARD_K_REDUCE, "reduce")                                \
+    X(SHARD_K_OPTIMIZER, "optimizer")
+
+typedef enum {
+#define X(id, name) id,
+    SHARD_KERNELS(X)
+#undef X
+    SHARD_K__COUNT
+} ShardKernel;
+
+const char *shard_kernel_name(ShardKernel k);
+
+/* A kernel class's rate by size: bytes/s at a call's bytes (read + written),
+ * at increasing sizes; read between points linearly in log(bytes), clamped at
+ * the ends (shard_rate_at). Not monotone: on a CPU a small call runs in cache. */
+#define SHARD_RATE_POINTS 8
+typedef struct ShardRateTable {
+    int n;                              /* points, 0 (not measured) .. SHARD_RATE_POINTS */
+    double bytes[SHARD_RATE_POINTS];    /* strictly increasing, >= 1 */
+    double rate[SHARD_RATE_POINTS];     /* bytes/s, positive */
+} ShardRateTable;
+
+/* The rate at `bytes`; 0 for a table of no points. */
+double shard_rate_at(const ShardRateTable *t, double bytes);
+
 #define SHARD_MAX_DEVICES (1 << 20) /* a cluster larger than this is refused (sizes stay in int) */
 typedef struct ShardCluster {
     char device[32];            /* "H100-SXM" */
@@ -48,6 +82,13 @@ typedef struct ShardCluster {
     double pcie_bw;             /* host<->device bytes/s per direction per device */
     double host_adamw_rate;     /* elements/s of the host AdamW for one device (its share
                                  * of the node's cores and memory bandwidth) */
+    /* bytes/s each memory-bound kernel class reaches by call size
+     * (colossal-calibrate, by running colrt's kernels); no points: not
+     * measured, and each class is priced at mem_bw times its factor (cost.c) */
+    ShardRateTable kernel[SHARD_K__COUNT];
+    /* FLOP/s the attention kernels reach (FLOPs as the IR counts them: the
+     * pairs the mask keeps); 0: not measured, peak x the class factor */
+    double attention_flops;
 } ShardCluster;
 
 /* Reads `--cluster`: a preset (`h100`, `a100-40gb`, `a100-80gb`, `h200`,

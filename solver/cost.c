@@ -34,14 +34,46 @@ const CostClass *cost_class(OpClass c) { return &classes[c]; }
 
 DType cost_dtype(const CostModel *cm, DType dt) { return ir_dtype_is_float(dt) ? cm->dtype : dt; }
 
-double cost_roofline(const CostModel *cm, OpClass cls, double flops, double bytes) {
+int cost_kernel(OpClass cls, int op) {
+    switch (cls) {
+    case OPC_ELEMWISE:
+        switch (op) {
+        case OP_GELU: case OP_SILU: case OP_TANH: case OP_EXP: case OP_ROPE:
+        case OP_GELU_BWD: case OP_SILU_BWD: case OP_TANH_BWD: case OP_ROPE_BWD:
+            return SHARD_K_TRANSCENDENTAL;
+        default: return SHARD_K_ELEMWISE;
+        }
+    case OPC_NORM: return SHARD_K_NORM;
+    case OPC_SOFTMAX: return SHARD_K_SOFTMAX;
+    case OPC_LOSS: return SHARD_K_LOSS;
+    case OPC_REDUCE: return SHARD_K_REDUCE;
+    case OPC_OPTIMIZER: return SHARD_K_OPTIMIZER;
+    default: return -1;
+    }
+}
+
+double cost_mem_rate(const ShardCluster *cl, OpClass cls, int op, double bytes) {
+    int k = cost_kernel(cls, op);
+    if (k >= 0 && cl->kernel[k].n > 0) return shard_rate_at(&cl->kernel[k], bytes);
+    return cl->mem_bw * classes[cls].bw_eff;
+}
+
+double cost_roofline_op(const CostModel *cm, OpClass cls, int op, double flops, double bytes) {
     const CostClass *k = &classes[cls];
     /* a matrix product's efficiency depends on its size: the cluster's GEMM
      * table (shard_gemm_eff); the class factor is for the other classes */
     double eff = cls == OPC_MATMUL ? shard_gemm_eff(cm->cl, cm->dtype, flops) : k->flop_eff;
-    double tf = flops > 0 ? flops / (cm->cl->peak_flops[cm->dtype] * eff) : 0;
-    double tb = bytes / (cm->cl->mem_bw * k->bw_eff);
+    double rate = cm->cl->peak_flops[cm->dtype] * eff;
+    /* attention at the cluster's measured rate when it has one (its kernels,
+     * forward and backward, priced per FLOP at the forward's rate) */
+    if (cls == OPC_ATTENTION && cm->cl->attention_flops > 0) rate = cm->cl->attention_flops;
+    double tf = flops > 0 ? flops / rate : 0;
+    double tb = bytes > 0 ? bytes / cost_mem_rate(cm->cl, cls, op, bytes) : 0;
     return tf > tb ? tf : tb;
+}
+
+double cost_roofline(const CostModel *cm, OpClass cls, double flops, double bytes) {
+    return cost_roofline_op(cm, cls, -1, flops, bytes);
 }
 
 void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is,
@@ -68,7 +100,7 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is
     }
     out->flops = is->flops / st->split * frac;
     if (n->op == OP_RESHAPE) bytes = 0; /* a view: no data moves */
-    out->fwd_s = cost_roofline(cm, oi->cls, out->flops, bytes);
+    out->fwd_s = cost_roofline_op(cm, oi->cls, n->op, out->flops, bytes);
     out->bwd_s = classes[oi->cls].bwd * out->fwd_s;
     /* one product per operand that takes a gradient: an input's (the first layer's
      * features) is never computed (autodiff writes none). Not inside a repeated
@@ -80,6 +112,19 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is
             grads += ir_dtype_is_float(v->dtype) && v->role != ROLE_INPUT;
         }
         out->bwd_s = grads * out->fwd_s;
+    }
+    /* a broadcast operand of an element-wise binary op (a bias) takes its
+     * gradient through a sum down to its shape, its own backward node (autodiff's
+     * sum_to, ir/backward.c): it reads the result's gradient and writes the
+     * operand's, at the reduce rate */
+    if (n->op == OP_ADD || n->op == OP_SUB || n->op == OP_MUL || n->op == OP_DIV) {
+        const Value *o = ir_val(g, n->out[0]);
+        for (int i = 0; i < n->n_in; i++) {
+            const Value *v = ir_val(g, n->in[i]);
+            if (!ir_dtype_is_float(v->dtype) || v->role == ROLE_INPUT || ir_shape_eq(v->shape, o->shape)) continue;
+            double rb = out->out_bytes[0] + out->in_bytes[i];
+            out->bwd_s += cost_roofline_op(cm, OPC_REDUCE, OP_SUM_TO, 0, rb);
+        }
     }
 }
 

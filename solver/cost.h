@@ -1,8 +1,9 @@
 /*
  * cost.h — the cost model, in seconds. Compute is a roofline over the local
  * shard with an efficiency factor per op class (for matrix products, the
- * cluster's GEMM efficiency by size); communication is the α–β ring
- * model of shard/ (shard_coll_time). The factors and formulas are
+ * cluster's GEMM efficiency by size; for memory-bound kernels and attention,
+ * the cluster's measured rates when it has them: cost_mem_rate); communication
+ * is the α–β ring model of shard/ (shard_coll_time). The factors and formulas are
  * documented in docs/sharding.md.
  *
  * The training step is priced from the forward graph: the backward of an op
@@ -37,10 +38,25 @@ const CostClass *cost_class(OpClass c);
 /* The dtype a value takes under the model (floats become the compute dtype). */
 DType cost_dtype(const CostModel *cm, DType value_dtype);
 
-/* Roofline time of local work: max(flops / (peak * flop_eff), bytes / (bw * bw_eff)),
+/* The memory-bound kernel class (ShardKernel) whose measured rate prices the
+ * kernels of op (an OpKind) of class cls, or -1 where the bandwidth times the
+ * class's factor does (matmul, attention, gather, layout). Element-wise ops
+ * split into plain and transcendental (GELU, SiLU, tanh, exp, RoPE and their
+ * backwards); op < 0 (not known): by the class alone. */
+int cost_kernel(OpClass cls, int op);
+
+/* Bytes/s that one call of a kernel of class cls (op as for cost_kernel)
+ * moving `bytes` (read + written) reaches: the cluster's measured rate of its
+ * kernel class at that size when it has one (kernel_gbs), else mem_bw x the
+ * class's bw_eff. The one place a memory-bound rate is made. */
+double cost_mem_rate(const ShardCluster *cl, OpClass cls, int op, double bytes);
+
+/* Roofline time of local work: max(flops / (peak * flop_eff), bytes / rate),
  * where a matmul's flop_eff is the cluster's GEMM efficiency at `flops`
- * (shard_gemm_eff: small GEMMs are far below peak). */
+ * (shard_gemm_eff: small GEMMs are far below peak) and rate is cost_mem_rate.
+ * cost_roofline knows the class only; cost_roofline_op the op as well. */
 double cost_roofline(const CostModel *cm, OpClass cls, double flops, double bytes);
+double cost_roofline_op(const CostModel *cm, OpClass cls, int op, double flops, double bytes);
 
 /* One op under one strategy, on cm->batch_frac of the graph's rows: its
  * FLOPs and the bytes of every operand and result but the parameters and

@@ -346,7 +346,6 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 }
             ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
             DType dt = cost_dtype(cm, vv->dtype);
-            double bw = cm->cl->mem_bw * cost_class(OPC_OPTIMIZER)->bw_eff;
             const AdOptimizerInfo *oi = ad_optimizer_info(b->train->optimizer);
             unsigned split_axes = 0; /* the mesh axes splitting the parameter (tensor parallel) */
             for (int a = 0; a < mesh->n_axes; a++)
@@ -376,11 +375,26 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 S->gather_s[z] += z == 3 ? 2 * M * ag : ag;
                 /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3
                  * slice) added to its accumulator, which is read and written */
-                if (M > 1) S->opt_s[z] += M * 3 * gs * (z >= 2 ? local / shard : local) / bw;
+                if (M > 1) { /* one add a micro-batch, at the element-wise rate of its size */
+                    double ab = 3 * gs * (z >= 2 ? local / shard : local);
+                    S->opt_s[z] += M * ab / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_GRAD_ACCUM, ab);
+                }
                 /* AdamW: read and write master weights, m and v, read the
                  * gradient, write the parameter: 28 bytes per element (the
                  * optimizer's row in autodiff.c) */
-                S->opt_s[z] += oi->step_bytes * (z == 0 ? local : local / shard) / bw;
+                double el = z == 0 ? local : local / shard; /* the elements this rank updates */
+                double ob = oi->step_bytes * el; /* one call per tensor */
+                S->opt_s[z] += ob / cost_mem_rate(cm->cl, OPC_OPTIMIZER, -1, ob);
+                /* the passes autodiff puts before every update (ir/autodiff.c): a
+                 * gradient not in f32 cast to f32 (read it, write 4 bytes an
+                 * element), and the global norm's sum of squares over the f32
+                 * gradient (its clipping, overflow check and loss-scale division) */
+                if (gs < 4) {
+                    double cb = (gs + 4) * el;
+                    S->opt_s[z] += cb / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_CAST, cb);
+                }
+                double nb = 4 * el + 4;
+                S->opt_s[z] += nb / cost_mem_rate(cm->cl, OPC_REDUCE, OP_SUMSQ, nb);
                 if (p->opt.offload != PO_DEVICE) S->off_elems[z] += z == 0 ? local : local / shard;
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
@@ -546,7 +560,7 @@ static void offload_prices(IlpProblem *p, const AdOptions *train, bool half) {
     p->off_d2h = gs + (master_crosses ? 4 : 0);
     p->off_h2d = master_crosses ? 4 : ps;
     p->off_s = fmax(fmax(p->off_d2h, p->off_h2d) / cl->pcie_bw, 1 / cl->host_adamw_rate);
-    p->off_opt_s = ad_optimizer_info(train->optimizer)->step_bytes / (cl->mem_bw * cost_class(OPC_OPTIMIZER)->bw_eff);
+    p->off_opt_s = ad_optimizer_info(train->optimizer)->step_bytes / cost_mem_rate(cl, OPC_OPTIMIZER, -1, 1e30); /* a large tensor's rate */
     p->host_limit = cl->host_mem_bytes / cl->per_node;
 }
 

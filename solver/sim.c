@@ -1,7 +1,7 @@
 /*
  * sim.c — the simulator (sim.h): replays one rank's generated program op by
  * op on its two streams, prices each op with the planner's own functions
- * (cost_roofline for kernels and copies, shard_coll_time for collectives),
+ * (cost_roofline_op for kernels and copies, shard_coll_time for collectives),
  * and writes the program to and reads it from the plan JSON's "program"
  * object; draws the replay as an SVG Gantt chart.
  */
@@ -39,6 +39,7 @@ SimOp *sim_add(SimProgram *p, SimKind k, int stream, int part, const char *name)
     o->stream = stream;
     o->part = part;
     o->live = -1;
+    o->op = -1;
     o->name = ir_strdup(name ? name : "");
     return o;
 }
@@ -54,7 +55,7 @@ void sim_result_free(SimResult *r) {
 
 static double op_time(const SimOp *o, const CostModel *cm) {
     switch (o->kind) {
-    case SIM_KERNEL: return cost_roofline(cm, o->cls, o->flops, o->bytes);
+    case SIM_KERNEL: return cost_roofline_op(cm, o->cls, o->op, o->flops, o->bytes);
     case SIM_COPY: return cost_roofline(cm, OPC_LAYOUT, 0, 2 * o->bytes); /* read and write */
     case SIM_COLL: return shard_coll_time(cm->mesh, o->coll, o->axis, o->bytes);
     default: return 0;
@@ -148,6 +149,7 @@ cJSON *sim_program_to_json(const SimProgram *p, const ShardCluster *cl) {
         switch (s->kind) {
         case SIM_KERNEL:
             cJSON_AddStringToObject(j, "c", class_names[s->cls]);
+            if (s->op >= 0) cJSON_AddStringToObject(j, "o", ir_op(s->op)->name);
             cJSON_AddNumberToObject(j, "f", s->flops);
             cJSON_AddNumberToObject(j, "b", s->bytes);
             if (s->live >= 0) cJSON_AddNumberToObject(j, "l", s->live);
@@ -272,6 +274,11 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
                 goto bad;
             }
             o->cls = (OpClass)cls;
+            const char *on = str(j, "o"); /* optional: plans written before it price by class */
+            if (on && ((o->op = ir_op_find(on, strlen(on))) < 0 || ir_op(o->op)->cls != o->cls)) {
+                sb_printf(err, "%s: %s: field 'o' must name an op of class '%s'", where, ctx, c);
+                goto bad;
+            }
             if (!num(j, "f", 0, 1e30, -1, &o->flops, where, ctx, err) ||
                 !num(j, "b", 0, 1e30, -1, &o->bytes, where, ctx, err) ||
                 !num(j, "l", 0, 1e30, 0, &o->live, where, ctx, err))

@@ -48,6 +48,8 @@ typedef struct SimOp {
     bool last_micro;    /* runs after the last micro-batch only (a gradient bucket under accumulation) */
     bool recompute;     /* a recomputed forward node */
     OpClass cls;        /* SIM_KERNEL */
+    int op;             /* SIM_KERNEL: the node's OpKind, which picks its kernel class's
+                         * measured rate (cost_kernel); -1: not known, by cls alone */
     ShardColl coll;     /* SIM_COLL */
     int axis;           /* SIM_COLL: mesh axis */
     int event;          /* SIM_RECORD, SIM_WAIT */

@@ -18,7 +18,15 @@ MODELS = {
 }
 
 
-def gpt2(name, L, D, H, V, T, B, F):
+def gpt2(name, L, D, H, V, T, B, F, attention="fused", dropout=False):
+    """attention: "fused" (one attention op, FlashAttention's kernel) or "unfused"
+    (Megatron-LM's of 2021-22: the scores Q K^T as a batched GEMM, a causal
+    softmax over them in memory, the probabilities times V as a GEMM; the
+    layouts [B,H,T,Dh] by permutes). dropout: Megatron's three dropouts a
+    layer (on the attention probabilities, unfused only, and on the attention's
+    and the MLP's outputs before the residual adds), each written as the
+    element-wise pass it is, x / (1 - p) with p = 0.1 (a scale: the IR has no
+    dropout op; its 1-byte mask a element is not counted)."""
     Dh = D // H
     p, n = [], []
     p.append(f"param %wte.weight : f32[{V},{D}] init=normal(0.02)")
@@ -51,16 +59,19 @@ def gpt2(name, L, D, H, V, T, B, F):
               f"%{h}.q : {hd} = reshape(%{h}.q5) {{shape=[{B},{T},{H},{Dh}]}} {a}",
               f"%{h}.k : {hd} = reshape(%{h}.k5) {{shape=[{B},{T},{H},{Dh}]}} {a}",
               f"%{h}.v : {hd} = reshape(%{h}.v5) {{shape=[{B},{T},{H},{Dh}]}} {a}",
-              f"%{h}.att : {hd} = attention(%{h}.q, %{h}.k, %{h}.v) {{causal=1, scale=0.0}} {a}",
+              ] + ([f"%{h}.att : {hd} = attention(%{h}.q, %{h}.k, %{h}.v) {{causal=1, scale=0.0}} {a}"]
+                   if attention == "fused" else unfused_attention(h, a, B, T, H, Dh, dropout)) + [
               f"%{h}.proj0 : {act} = dense(%{h}.att, %{h}.attn.c_proj.weight) {{k=2}} {a}",
-              f"%{h}.proj : {act} = add(%{h}.proj0, %{h}.attn.c_proj.bias) {a}",
+              f"%{h}.proj{'d' if dropout else ''} : {act} = add(%{h}.proj0, %{h}.attn.c_proj.bias) {a}"] + (
+              [f"%{h}.proj : {act} = scale(%{h}.projd) {{s=1.1111111}} {a}"] if dropout else []) + [
               f"%{h}.x1 : {act} = add({x}, %{h}.proj) {a}",
               f"%{h}.ln2 : {act} = layer_norm(%{h}.x1, %{h}.ln_2.weight, %{h}.ln_2.bias) {{eps=1e-05}} {a}",
               f"%{h}.fc0 : f32[{B},{T},{F}] = dense(%{h}.ln2, %{h}.mlp.c_fc.weight) {{k=1}} {a}",
               f"%{h}.fc : f32[{B},{T},{F}] = add(%{h}.fc0, %{h}.mlp.c_fc.bias) {a}",
               f"%{h}.act : f32[{B},{T},{F}] = gelu(%{h}.fc) {a}",
               f"%{h}.mp0 : {act} = dense(%{h}.act, %{h}.mlp.c_proj.weight) {{k=1}} {a}",
-              f"%{h}.mp : {act} = add(%{h}.mp0, %{h}.mlp.c_proj.bias) {a}",
+              f"%{h}.mp{'d' if dropout else ''} : {act} = add(%{h}.mp0, %{h}.mlp.c_proj.bias) {a}"] + (
+              [f"%{h}.mp : {act} = scale(%{h}.mpd) {{s=1.1111111}} {a}"] if dropout else []) + [
               f"%{h}.out : {act} = add(%{h}.x1, %{h}.mp) {a}"]
         x = f"%{h}.out"
     p += [f"param %ln_f.weight : f32[{D}] init=ones", f"param %ln_f.bias : f32[{D}] init=zeros"]
@@ -68,6 +79,18 @@ def gpt2(name, L, D, H, V, T, B, F):
           f"%logits : f32[{B},{T},{V}] = matmul(%xf, %wte.weight) {{ta=0, tb=1}}",
           "%loss : f32[] = cross_entropy(%logits, %targets)"]
     return p, n
+
+
+def unfused_attention(h, a, B, T, H, Dh, dropout=False):
+    bh, tt = f"f32[{B},{H},{T},{Dh}]", f"f32[{B},{H},{T},{T}]"
+    return [f"%{h}.qh : {bh} = permute(%{h}.q) {{perm=[0,2,1,3]}} {a}",
+            f"%{h}.kh : {bh} = permute(%{h}.k) {{perm=[0,2,1,3]}} {a}",
+            f"%{h}.vh : {bh} = permute(%{h}.v) {{perm=[0,2,1,3]}} {a}",
+            f"%{h}.sc : {tt} = matmul(%{h}.qh, %{h}.kh) {{ta=0, tb=1}} {a}",
+            f"%{h}.pr{'d' if dropout else ''} : {tt} = softmax(%{h}.sc) {{causal=1}} {a}"] + (
+           [f"%{h}.pr : {tt} = scale(%{h}.prd) {{s=1.1111111}} {a}"] if dropout else []) + [
+            f"%{h}.ctx : {bh} = matmul(%{h}.pr, %{h}.vh) {{ta=0, tb=0}} {a}",
+            f"%{h}.att : f32[{B},{T},{H},{Dh}] = permute(%{h}.ctx) {{perm=[0,2,1,3]}} {a}"]
 
 
 def llama(name, L, D, H, Hkv, V, T, B, F):
@@ -112,12 +135,12 @@ def llama(name, L, D, H, Hkv, V, T, B, F):
     return p, n
 
 
-def write(outdir, name, B, layers=None):
+def write(outdir, name, B, layers=None, attention="fused", dropout=False):
     fam, L, D, H, Hkv, F, V, T = MODELS[name]
     L = layers or L
     gname = name.replace("-", "_").replace(".", "_")
     if fam == "gpt2":
-        p, n = gpt2(gname, L, D, H, V, T, B, F)
+        p, n = gpt2(gname, L, D, H, V, T, B, F, attention, dropout)
     else:
         p, n = llama(gname, L, D, H, Hkv, V, T, B, F)
     lines = ["# colossal-ir 1", f"graph {gname}", f"block h {L}",

@@ -22,6 +22,9 @@ Each is planned with the paper's layout forced (--strategy megatron[-recompute]:
 parallel over the GPUs of a node, data parallel across nodes), bf16, AdamW, and the
 distributed optimizer (--zero 1) where the paper used it (Korthikanti); the prediction
 is the plan's step_time_s (a forced baseline is priced even where it does not fit).
+The models are the papers' programs: Megatron-LM's unfused attention (the scores by a
+batched GEMM, a softmax over them in memory, a second GEMM) and its three dropouts a
+layer as element-wise passes (bench/solver/gen_models.py; bench/validate/README.md).
 """
 import argparse
 import json
@@ -65,7 +68,10 @@ def main():
         gen_models.MODELS[key] = ("gpt2", L, D, H, H, 4 * D, V, 2048)
         d = os.path.join(a.work, key)
         os.makedirs(d, exist_ok=True)
-        cir = gen_models.write(d, key, B)
+        # the papers' program: Megatron-LM's unfused attention (scores as a GEMM, the fused
+        # scale-mask-softmax over them in memory, probabilities times V), not FlashAttention,
+        # and its three dropouts a layer (Korthikanti et al. count their masks, section 4.1)
+        cir = gen_models.write(d, key, B, attention="unfused", dropout=True)
         nodes = max(1, gpus // 8)
         per = min(8, gpus)
         published = meas if meas is not None else model_flops(B, 2048, L, D) / (tf * 1e12 * gpus)

@@ -71,9 +71,18 @@ void cg_trace_node(CgCtx *c, NodeId id) {
         flops += ir_node_flops(g, ln->ce_grad) * work_share(c, ln->ce_grad);
         bytes += (double)lp->v[b->out[0]].bytes;
     }
+    int op = n->op;
+    if (op == OP_CROSS_ENTROPY_BWD && ln->fused) {
+        /* the loss above wrote softmax - onehot in place: what runs here is
+         * its scaling by the incoming gradient, an element-wise pass over it */
+        op = OP_SCALE;
+        bytes = 2.0 * (double)lp->v[n->out[0]].bytes;
+        flops = (double)ir_shape_numel(lp->v[n->out[0]].local);
+    }
     bool rc = c->rc_node >= 0;
     SimOp *o = sim_add(c->trace, SIM_KERNEL, SIM_COMPUTE, c->trace_part, ir_val(g, n->out[0])->name);
-    o->cls = ir_op(n->op)->cls;
+    o->cls = ir_op(op)->cls;
+    o->op = op;
     o->flops = flops;
     o->bytes = bytes;
     o->recompute = rc;

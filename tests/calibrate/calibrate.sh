@@ -1,7 +1,8 @@
 #!/bin/sh
 # calibrate.sh CALIBRATE COMPILE SRC "MPIRUN..." "EXTRA..." — runs
 # colossal-calibrate --quick on 2 ranks, checks what it wrote (finite numbers,
-# monotone GEMM tables, a positive reserve, the run's shape, no temp file
+# monotone GEMM tables, kernel rate tables by size for every class and an
+# attention rate, a positive reserve, the run's shape, no temp file
 # left), and plans a tiny GPT-2 with the file: the plan carries the file's
 # device and reserve_bytes, and its memory limit is the file's memory less
 # the reserve. A run that cannot write (a missing folder) exits 1 naming it.
@@ -56,6 +57,13 @@ assert set(k) >= {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"}, l
 h, hc = c["host"], c["calibration"]["host_offload"]   # host offload: memory, copies, host AdamW
 assert h["memory_gb"] > 0 and h["pcie_gbs"] > 0 and h["adamw_gelems"] > 0, h
 assert h["pcie_gbs"] == min(hc["d2h_gbs"], hc["h2d_gbs"]) and h["adamw_gelems"] == hc["adamw_gelems"], (h, hc)
+kg = c["kernel_gbs"]   # a rate table per memory-bound kernel class, by a call's bytes
+assert set(kg) == {"elementwise", "transcendental", "norm", "softmax", "loss", "reduce", "optimizer"}, list(kg)
+for name, t in kg.items():
+    assert 2 <= len(t["bytes"]) == len(t["gbs"]), (name, t)
+    assert all(a < b for a, b in zip(t["bytes"], t["bytes"][1:])), (name, t)
+    assert all(g > 0 for g in t["gbs"]), (name, t)
+assert c["attention_tflops"] > 0 and c["calibration"]["attention"]["tflops"] == c["attention_tflops"]
 print("calibrated file ok:", c["device"], "reserve", r)
 PY
 

@@ -44,6 +44,15 @@ for kind, fn in names.items():
     if rec != emitted:
         print("FAIL: %s: %d %s recorded, %d emitted" % (sys.argv[3], rec, kind, emitted))
         ok = False
+# every kernel names its op (its kernel class's rate); the loss's gradient, written by the
+# fused cross_entropy (the generated C says so), is recorded as the scaling that runs
+ks = [o for o in plan["program"]["ops"] if o["k"] == "kernel"]
+if not ks or any("o" not in o for o in ks):
+    print("FAIL: %s: a kernel without its op" % sys.argv[3]); ok = False
+if "written by the cross_entropy above" in src:
+    g = [o for o in ks if o.get("n") == "logits.grad"]
+    if len(g) != 1 or g[0]["o"] != "scale" or g[0]["c"] != "elementwise":
+        print("FAIL: %s: the fused loss gradient is recorded as %s" % (sys.argv[3], g)); ok = False
 print(sys.argv[3], "simulated", plan["simulated_step_time_s"], "planned", plan["step_time_s"], "ok" if ok else "FAIL")
 sys.exit(0 if ok else 1)
 PY

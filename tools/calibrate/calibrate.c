@@ -10,7 +10,11 @@
  *     best rate over dtype and size is the dtype's peak, each size's mean
  *     rate over its shapes / peak its efficiency, made monotone by isotonic
  *     regression (pool-adjacent-violators, least squares);
- *   - memory-bound kernels (device copy, GELU) in bytes/s;
+ *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate per
+ *     memory-bound kernel class (element-wise, transcendental, norm, softmax,
+ *     loss, reduce, optimizer) from colrt's own kernels, in bytes/s as the
+ *     cost model counts them (the file's kernel_gbs), and attention's
+ *     FLOP/s (attention_tflops);
  *   - the host (host offload): its physical memory, copies between a host
  *     arena and the device arena in each direction on a stream (the smaller
  *     rate is the cluster's PCIe figure), and the host AdamW's elements/s
@@ -300,6 +304,165 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
         if (R == 0) printf("memory %-4s %.2f GB/s (%zu MiB buffers)\n", names[k], bw / 1e9, bytes >> 20);
     }
     cl->mem_bw = best;
+    colrt_arena_destroy(&a);
+}
+
+/* ---- memory-bound kernel classes ------------------------------------------ */
+
+/* One rate table per kernel class (shard.h SHARD_KERNELS): colrt's own kernel
+ * of that class on f32 operands of 2^12, 2^15, 2^18, 2^21 and (not --quick)
+ * 2^24 elements (16 KiB to 64 MiB a tensor: on a CPU a small call runs in
+ * cache, a large one at DRAM bandwidth), in bytes read and written per second,
+ * counted as the cost model counts a node's bytes: every operand and result
+ * (cost.c cost_op), the fused loss with its gradient (as the generated program
+ * runs it: it calls colrt_cross_entropy). Element-wise kernels are timed as a
+ * device copy of the same size: the generated program's element-wise loops are
+ * specialized to their dtypes and run at about a copy's rate (its add at 38
+ * GB/s in cache, COLRT_PROFILE=1 on the tiny GPT-2), while colrt's generic
+ * cast, which loads and stores through a dtype switch per element, runs ~10x
+ * slower (2.7 GB/s). Rows of the norm and softmax are 256 wide, the loss's
+ * vocabulary 4096 (at least one row). */
+enum { K_COLS = 256, K_VOCAB = 4096, K_MAX_LOG2 = 24 };
+
+typedef struct KernCtx {
+    int kind; /* ShardKernel */
+    int64_t n; /* elements of each tensor */
+    float *a, *b, *c, *d, *w, *bias, *mean, *rstd, *acc;
+    int32_t *tgt;
+    int64_t step;
+} KernCtx;
+
+static int64_t loss_rows(int64_t n) { return n / K_VOCAB > 0 ? n / K_VOCAB : 1; }
+
+static void kern_work(void *p) {
+    KernCtx *k = p;
+    const int64_t n = k->n;
+    switch (k->kind) {
+    case SHARD_K_ELEMWISE: colrt_memcpy(k->b, k->a, (size_t)n * sizeof(float), COLRT_D2D, NULL); break;
+    case SHARD_K_TRANSCENDENTAL: colrt_gelu_fwd(NULL, COLRT_F32, k->a, k->b, n); break;
+    case SHARD_K_NORM:
+        colrt_layer_norm_fwd(NULL, COLRT_F32, k->a, k->w, k->bias, k->b, k->mean, k->rstd, n / K_COLS, K_COLS, 1e-5f);
+        break;
+    case SHARD_K_SOFTMAX: colrt_softmax_fwd(NULL, COLRT_F32, k->a, k->b, n / K_COLS, K_COLS, 0, 1.0f, 0); break;
+    case SHARD_K_LOSS:
+        colrt_memset0(k->acc, sizeof(float), NULL);
+        colrt_cross_entropy(NULL, COLRT_F32, k->a, k->tgt, k->acc, NULL, k->b, loss_rows(n), K_VOCAB,
+                            1.0f / (float)loss_rows(n));
+        break;
+    case SHARD_K_REDUCE: colrt_sum_squares(NULL, COLRT_F32, k->a, n, k->acc); break;
+    default:
+        colrt_adamw(NULL, COLRT_F32, k->a, k->b, k->c, k->d, NULL, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++k->step, 1.0f);
+        break;
+    }
+}
+
+/* Bytes the cost model counts for one call of kern_work on n elements. */
+static double kern_bytes(int kind, int64_t n64) {
+    const double n = (double)n64, f = 4;
+    switch (kind) {
+    case SHARD_K_ELEMWISE: return 2 * n * f;                              /* read and write */
+    case SHARD_K_TRANSCENDENTAL: return 2 * n * f;                        /* x, y */
+    case SHARD_K_NORM: return 2 * n * f + 2.0 * K_COLS * f;               /* x, y, weight, bias */
+    case SHARD_K_SOFTMAX: return 2 * n * f;                               /* x, y */
+    case SHARD_K_LOSS: {
+        double logits = (double)loss_rows(n64) * K_VOCAB;
+        return 2 * logits * f + (double)loss_rows(n64) * 4 + f;           /* logits, their gradient, targets, loss */
+    }
+    case SHARD_K_REDUCE: return n * f + f;                                /* x, the sum */
+    default: return 7 * n * f;                                            /* AdamW: p, g, m, v read; p, m, v written */
+    }
+}
+
+static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
+    int top = o->quick ? 21 : K_MAX_LOG2;
+    const int64_t nmax = (int64_t)1 << top;
+    const size_t fb = (size_t)nmax * sizeof(float), rows = (size_t)(nmax / K_COLS);
+    colrt_arena a = colrt_arena_create(4 * fb + 2 * K_COLS * sizeof(float) + 2 * rows * sizeof(float) + 256 +
+                                       (size_t)loss_rows(nmax) * sizeof(int32_t));
+    char *base = a.base;
+    KernCtx k = {0};
+    k.a = (float *)base, k.b = (float *)(base + fb), k.c = (float *)(base + 2 * fb), k.d = (float *)(base + 3 * fb);
+    k.w = (float *)(base + 4 * fb), k.bias = k.w + K_COLS, k.mean = k.bias + K_COLS, k.rstd = k.mean + rows;
+    k.acc = k.rstd + rows;
+    k.tgt = (int32_t *)(k.acc + 64);
+    /* real values: x in [-1, 1), weight 1, bias 0, targets in range, m = v = 0 */
+    float *h = malloc(fb);
+    if (!h) fail("out of host memory (%zu bytes)", fb);
+    for (int64_t i = 0; i < nmax; i++) h[i] = (float)(i % 17) / 8.5f - 1.0f;
+    colrt_memcpy(k.a, h, fb, COLRT_H2D, NULL);
+    colrt_memcpy(k.b, h, fb, COLRT_H2D, NULL);
+    for (int i = 0; i < K_COLS; i++) h[i] = 1.0f;
+    colrt_memcpy(k.w, h, K_COLS * sizeof(float), COLRT_H2D, NULL);
+    int32_t *t = (int32_t *)h;
+    for (int64_t i = 0; i < loss_rows(nmax); i++) t[i] = (int32_t)((i * 37) % K_VOCAB);
+    colrt_memcpy(k.tgt, t, (size_t)loss_rows(nmax) * sizeof(int32_t), COLRT_H2D, NULL);
+    free(h);
+    colrt_device_sync();
+    cJSON *kj = cJSON_AddObjectToObject(cal, "kernels");
+    cJSON_AddStringToObject(kj, "kernels", "elementwise: colrt_memcpy device to device; transcendental: "
+                                           "colrt_gelu_fwd; norm: colrt_layer_norm_fwd, rows of 256; softmax: "
+                                           "colrt_softmax_fwd, rows of 256; loss: colrt_cross_entropy, vocabulary "
+                                           "4096, writing its gradient; reduce: colrt_sum_squares; optimizer: "
+                                           "colrt_adamw (all f32)");
+    for (int c = 0; c < SHARD_K__COUNT; c++) {
+        k.kind = c;
+        ShardRateTable *rt = &cl->kernel[c];
+        rt->n = 0;
+        for (int l = 12; l <= top; l += 3) {
+            k.n = (int64_t)1 << l;
+            double s = time_op(kern_work, &k, o->min_time);
+            double by = kern_bytes(c, k.n);
+            if (rt->n > 0 && !(by > rt->bytes[rt->n - 1])) continue; /* the loss's smallest sizes are one row */
+            rt->bytes[rt->n] = by;
+            rt->rate[rt->n] = by / s;
+            rt->n++;
+        }
+        if (R == 0) {
+            printf("kernel %-14s", shard_kernel_name((ShardKernel)c));
+            for (int i = 0; i < rt->n; i++) printf(" %.2f", rt->rate[i] / 1e9);
+            printf(" GB/s at %.3g .. %.3g bytes\n", rt->bytes[0], rt->bytes[rt->n - 1]);
+        }
+    }
+    colrt_arena_destroy(&a);
+}
+
+/* Attention: colrt_attention_fwd, causal, B=8 T=S=64 H=8 Dh=32 (between the
+ * validation's tiny GPT-2, T=32 H=4 Dh=16, and GPT-2 124M at T=64 H=12
+ * Dh=64), FLOPs as the IR counts them (rule_attention: 4 B H Dh x the pairs
+ * the mask keeps). */
+enum { A_B = 8, A_T = 64, A_H = 8, A_D = 32 };
+
+typedef struct AttnCtx {
+    float *q, *k, *v, *o, *lse;
+} AttnCtx;
+
+static void attn_work(void *p) {
+    AttnCtx *c = p;
+    colrt_attention_fwd(NULL, COLRT_F32, c->q, c->k, c->v, c->o, c->lse, A_B, A_T, A_T, A_H, A_H, A_D,
+                        1.0f / sqrtf((float)A_D), 1);
+}
+
+static void bench_attention(const Opts *o, ShardCluster *cl, cJSON *cal) {
+    const size_t n = (size_t)A_B * A_T * A_H * A_D, fb = n * sizeof(float);
+    colrt_arena a = colrt_arena_create(4 * fb + (size_t)A_B * A_H * A_T * sizeof(float));
+    char *base = a.base;
+    AttnCtx c = {(float *)base, (float *)(base + fb), (float *)(base + 2 * fb), (float *)(base + 3 * fb),
+                 (float *)(base + 4 * fb)};
+    float *h = malloc(fb);
+    if (!h) fail("out of host memory (%zu bytes)", fb);
+    for (size_t i = 0; i < n; i++) h[i] = (float)(i % 13) / 6.5f - 1.0f;
+    for (int t = 0; t < 3; t++) colrt_memcpy((float *)(base + (size_t)t * fb), h, fb, COLRT_H2D, NULL);
+    free(h);
+    colrt_device_sync();
+    double pairs = (double)A_T * (A_T + 1) / 2; /* causal, S = T */
+    double flops = 4.0 * A_B * A_H * A_D * pairs;
+    double s = time_op(attn_work, &c, o->min_time);
+    cl->attention_flops = flops / s;
+    cJSON *aj = cJSON_AddObjectToObject(cal, "attention");
+    cJSON_AddStringToObject(aj, "kernel", "colrt_attention_fwd f32, causal, B=8 T=S=64 H=8 Dh=32");
+    cJSON_AddNumberToObject(aj, "seconds", s);
+    cJSON_AddNumberToObject(aj, "tflops", cl->attention_flops / 1e12);
+    if (R == 0) printf("attention %.2f GFLOP/s (%.1f us a call)\n", cl->attention_flops / 1e9, s * 1e6);
     colrt_arena_destroy(&a);
 }
 
@@ -612,6 +775,8 @@ int main(int argc, char **argv) {
     double ws = 0;
     bench_gemm(&o, &cl, cal, &ws);
     bench_memory(&o, &cl, cal);
+    bench_kernels(&o, &cl, cal);
+    bench_attention(&o, &cl, cal);
     bench_host(&o, &cl, cal);
     cJSON *cj = cJSON_AddObjectToObject(cal, "collectives");
     double grew = 0;

@@ -1,0 +1,264 @@
+/*
+ * test_kernels.c — memory-bound kernels priced at a measured rate per kernel
+ * class (shard.h SHARD_KERNELS, cost.c cost_kernel / cost_mem_rate):
+ *   - ops map to their kernel class (GELU and its backward are transcendental,
+ *     an add is plain element-wise, a norm's backward is a norm, matmul and
+ *     attention have none);
+ *   - a preset (no measured rates) prices each class at the bandwidth times
+ *     the class factor, a cluster file's `kernel_gbs` at its own rate, exactly;
+ *   - cost_op prices a GELU node at its bytes over the transcendental rate, a
+ *     bias add's backward with the bias gradient's sum at the reduce rate,
+ *     the simulator a kernel op of a known op the same way (an op of unknown
+ *     kind by its class), and the plan's program keeps the op through JSON;
+ *   - the ILP's optimizer update at the optimizer rate, and the global norm's
+ *     sum of squares over every gradient at the reduce rate;
+ *   - attention at the cluster's measured FLOP rate (`attention_tflops`), else
+ *     at peak x its class factor;
+ *   - a class's rate by size: read linearly in log(bytes), clamped;
+ *   - `kernel_gbs` round-trips, and a file missing a class or with a rate
+ *     that is not positive is refused naming the field.
+ * Every expected time is computed by hand from the bytes and the rates.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "plan.h"
+#include "sim.h"
+#include "text.h"
+
+static void reset(StrBuf *b) { sb_free(b), sb_init(b); }
+
+static bool close_rel(double a, double b) { return fabs(a - b) <= 1e-12 * fmax(fabs(a), fabs(b)); }
+
+/* x [64,32] -> gelu -> + bias -> layer_norm -> matmul -> loss: one node of each kind */
+static const char *cir =
+    "# colossal-ir 1\n"
+    "graph k\n"
+    "input %x : f32[64,32]\n"
+    "input %y : i32[64]\n"
+    "param %g : f32[32] init=ones\n"
+    "param %b : f32[32] init=zeros\n"
+    "param %w : f32[32,16] init=normal(0.02)\n"
+    "param %c : f32[32] init=zeros\n"
+    "%h : f32[64,32] = gelu(%x)\n"
+    "%hc : f32[64,32] = add(%h, %c)\n"
+    "%n : f32[64,32] = layer_norm(%hc, %g, %b)\n"
+    "%logits : f32[64,16] = matmul(%n, %w) {ta=0, tb=0}\n"
+    "%loss : f32[] = cross_entropy(%logits, %y)\n"
+    "output %loss\n";
+
+/* the cluster file of a preset with kernel_gbs set to 1..7 GB/s */
+static char *with_rates(const ShardCluster *cl, const char *drop, double first) {
+    cJSON *j = shard_cluster_to_json(cl);
+    cJSON *k = cJSON_AddObjectToObject(j, "kernel_gbs");
+    for (int i = 0; i < SHARD_K__COUNT; i++)
+        if (!drop || strcmp(drop, shard_kernel_name((ShardKernel)i)))
+            cJSON_AddNumberToObject(k, shard_kernel_name((ShardKernel)i), i ? i + 1.0 : first);
+    char *t = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return t;
+}
+
+int main(void) {
+    StrBuf e;
+    sb_init(&e);
+    /* the op -> kernel class map */
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_GELU), SHARD_K_TRANSCENDENTAL);
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_GELU_BWD), SHARD_K_TRANSCENDENTAL);
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_SILU), SHARD_K_TRANSCENDENTAL);
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ADD), SHARD_K_ELEMWISE);
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, -1), SHARD_K_ELEMWISE);
+    CHECK_INT(cost_kernel(OPC_NORM, OP_LAYER_NORM_DX), SHARD_K_NORM);
+    CHECK_INT(cost_kernel(OPC_SOFTMAX, OP_SOFTMAX_BWD), SHARD_K_SOFTMAX);
+    CHECK_INT(cost_kernel(OPC_LOSS, OP_CROSS_ENTROPY), SHARD_K_LOSS);
+    CHECK_INT(cost_kernel(OPC_REDUCE, OP_SUM_TO), SHARD_K_REDUCE);
+    CHECK_INT(cost_kernel(OPC_OPTIMIZER, OP_ADAMW), SHARD_K_OPTIMIZER);
+    CHECK_INT(cost_kernel(OPC_MATMUL, OP_DENSE), -1);
+    CHECK_INT(cost_kernel(OPC_ATTENTION, OP_ATTENTION), -1);
+
+    /* a preset: bandwidth x class factor */
+    ShardCluster pre, cl;
+    CHECK(shard_cluster_load("h100:1x1", &pre, &e, NULL));
+    CHECK(close_rel(cost_mem_rate(&pre, OPC_ELEMWISE, OP_GELU, 1e6), pre.mem_bw * 0.80));
+    CHECK(close_rel(cost_mem_rate(&pre, OPC_NORM, OP_LAYER_NORM, 1e6), pre.mem_bw * 0.70));
+
+    /* measured rates: 1..7 GB/s in SHARD_KERNELS order */
+    char *txt = with_rates(&pre, NULL, 1.0);
+    CHECK(shard_cluster_from_json(txt, "k.json", &cl, &e));
+    cJSON_free(txt);
+    for (int i = 0; i < SHARD_K__COUNT; i++) CHECK(close_rel(shard_rate_at(&cl.kernel[i], 1e6), (i + 1) * 1e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_ADD, 1e6), 1e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_GELU, 1e6), 2e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_NORM, OP_LAYER_NORM, 1e6), 3e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_OPTIMIZER, -1, 1e6), 7e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_ATTENTION, OP_ATTENTION, 1e6), cl.mem_bw * 0.80)); /* no class: as before */
+
+    /* round trip */
+    cJSON *j = shard_cluster_to_json(&cl);
+    char *t2 = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    ShardCluster back;
+    CHECK(shard_cluster_from_json(t2, "k2.json", &back, &e));
+    cJSON_free(t2);
+    for (int i = 0; i < SHARD_K__COUNT; i++) CHECK(close_rel(shard_rate_at(&back.kernel[i], 1e6), (i + 1) * 1e9));
+
+    /* a table by size: linear in log(bytes) between points, clamped at the ends */
+    j = shard_cluster_to_json(&cl);
+    cJSON *kg = cJSON_GetObjectItemCaseSensitive(j, "kernel_gbs");
+    cJSON_ReplaceItemInObject(kg, "optimizer", cJSON_Parse("{\"bytes\": [1e3, 1e5, 1e7], \"gbs\": [8, 4, 2]}"));
+    txt = cJSON_PrintUnformatted(j);
+    CHECK(shard_cluster_from_json(txt, "t.json", &back, &e));
+    cJSON_free(txt);
+    CHECK_INT(back.kernel[SHARD_K_OPTIMIZER].n, 3);
+    CHECK(close_rel(cost_mem_rate(&back, OPC_OPTIMIZER, OP_ADAMW, 10), 8e9));
+    CHECK(close_rel(cost_mem_rate(&back, OPC_OPTIMIZER, OP_ADAMW, 1e4), 6e9)); /* halfway in log(bytes) */
+    CHECK(close_rel(cost_mem_rate(&back, OPC_OPTIMIZER, OP_ADAMW, 1e6), 3e9));
+    CHECK(close_rel(cost_mem_rate(&back, OPC_OPTIMIZER, OP_ADAMW, 1e9), 2e9));
+    /* bytes out of order, or arrays of different lengths, are refused */
+    cJSON_ReplaceItemInObject(kg, "norm", cJSON_Parse("{\"bytes\": [1e3, 1e3], \"gbs\": [8, 4]}"));
+    txt = cJSON_PrintUnformatted(j);
+    reset(&e);
+    CHECK(!shard_cluster_from_json(txt, "t.json", &back, &e));
+    CHECK(strstr(sb_cstr(&e), "kernel_gbs.norm.bytes[1]") != NULL);
+    cJSON_free(txt);
+    cJSON_ReplaceItemInObject(kg, "norm", cJSON_Parse("{\"bytes\": [1e3, 1e4], \"gbs\": [8]}"));
+    txt = cJSON_PrintUnformatted(j);
+    reset(&e);
+    CHECK(!shard_cluster_from_json(txt, "t.json", &back, &e));
+    CHECK(strstr(sb_cstr(&e), "kernel_gbs.norm") != NULL);
+    cJSON_free(txt);
+    cJSON_Delete(j);
+
+    /* bad files name the field */
+    txt = with_rates(&pre, "softmax", 1.0);
+    reset(&e);
+    CHECK(!shard_cluster_from_json(txt, "k.json", &back, &e));
+    CHECK(strstr(sb_cstr(&e), "kernel_gbs.softmax") != NULL);
+    cJSON_free(txt);
+    txt = with_rates(&pre, NULL, -2.0);
+    reset(&e);
+    CHECK(!shard_cluster_from_json(txt, "k.json", &back, &e));
+    CHECK(strstr(sb_cstr(&e), "kernel_gbs.elementwise") != NULL);
+    cJSON_free(txt);
+    j = shard_cluster_to_json(&pre);
+    cJSON_AddNumberToObject(j, "kernel_gbs", 3);
+    txt = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    reset(&e);
+    CHECK(!shard_cluster_from_json(txt, "k.json", &back, &e));
+    CHECK(strstr(sb_cstr(&e), "'kernel_gbs' must be an object") != NULL);
+    cJSON_free(txt);
+
+    /* attention at its measured FLOP rate, else peak x 0.5 */
+    {
+        ShardMesh m1;
+        int n1 = 1;
+        CHECK(shard_mesh_make(&pre, 1, &n1, &m1, &e));
+        CostModel cp = {&pre, &m1, DT_F32, 1};
+        CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION, 1e9, 0), 1e9 / (pre.peak_flops[DT_F32] * 0.5)));
+        j = shard_cluster_to_json(&pre);
+        cJSON_AddNumberToObject(j, "attention_tflops", 0.004);
+        txt = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        ShardCluster at;
+        CHECK(shard_cluster_from_json(txt, "a.json", &at, &e));
+        cJSON_free(txt);
+        CHECK(close_rel(at.attention_flops, 4e9));
+        cp.cl = &at;
+        CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION_DQ, 1e9, 0), 0.25));
+        j = shard_cluster_to_json(&at); /* written back */
+        CHECK(close_rel(cJSON_GetObjectItemCaseSensitive(j, "attention_tflops")->valuedouble, 0.004));
+        cJSON_ReplaceItemInObject(j, "attention_tflops", cJSON_CreateNumber(0));
+        txt = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        reset(&e);
+        CHECK(!shard_cluster_from_json(txt, "a.json", &at, &e));
+        CHECK(strstr(sb_cstr(&e), "attention_tflops") != NULL);
+        cJSON_free(txt);
+    }
+
+    /* cost_op: the GELU node's bytes (x and h, f32 64x32) over 2 GB/s */
+    ShardMesh m;
+    int one = 1;
+    CHECK(shard_mesh_make(&cl, 1, &one, &m, &e));
+    CostModel cm = {&cl, &m, DT_F32, 1};
+    Graph *g = ir_parse("k.cir", cir, strlen(cir));
+    CHECK(g != NULL);
+    IterSpace is;
+    ShardStrategy *st = NULL;
+    ir_itspace(g, 0, &is);
+    CHECK(shard_strategies(&is, &m, &st) >= 1);
+    CostOp co;
+    cost_op(&cm, g, 0, &is, &st[0], &co);
+    double gelu_bytes = 2.0 * 64 * 32 * 4;
+    CHECK(close_rel(co.fwd_s, fmax(gelu_bytes / 2e9, co.flops / cl.peak_flops[DT_F32])));
+    CHECK(close_rel(co.fwd_s, gelu_bytes / 2e9)); /* memory-bound at 2 GB/s */
+    ir_free(st);
+    /* the bias add: forward x, c, y at the element-wise 1 GB/s, backward the same
+     * (the factor 1) plus the bias gradient's sum over the rows (read dy, write dc)
+     * at the reduce rate, 6 GB/s */
+    ir_itspace(g, 1, &is);
+    CHECK(shard_strategies(&is, &m, &st) >= 1);
+    cost_op(&cm, g, 1, &is, &st[0], &co);
+    double act = 64.0 * 32 * 4, bias = 32.0 * 4;
+    CHECK(close_rel(co.fwd_s, (2 * act + bias) / 1e9));
+    CHECK(close_rel(co.bwd_s, (2 * act + bias) / 1e9 + (act + bias) / 6e9));
+    ir_free(st);
+    /* the layer norm: x, weight, bias, y over 3 GB/s */
+    ir_itspace(g, 2, &is);
+    CHECK(shard_strategies(&is, &m, &st) >= 1);
+    cost_op(&cm, g, 2, &is, &st[0], &co);
+    CHECK(close_rel(co.fwd_s, (2.0 * 64 * 32 + 2 * 32) * 4 / 3e9));
+    ir_free(st);
+
+    /* the simulator: a GELU kernel at 2 GB/s, an element-wise kernel of unknown op at 1 GB/s */
+    SimProgram p;
+    sim_program_init(&p);
+    SimOp *o = sim_add(&p, SIM_KERNEL, SIM_COMPUTE, SIM_FORWARD, "h");
+    o->cls = OPC_ELEMWISE, o->op = OP_GELU, o->bytes = 4e6;
+    o = sim_add(&p, SIM_KERNEL, SIM_COMPUTE, SIM_FORWARD, "z");
+    o->cls = OPC_ELEMWISE, o->bytes = 4e6;
+    SimResult r;
+    CHECK(sim_run(&p, &cm, &r, &e));
+    CHECK(close_rel(r.step_s, 4e6 / 2e9 + 4e6 / 1e9));
+    sim_result_free(&r);
+    /* the op survives the plan's JSON */
+    j = sim_program_to_json(&p, &cl);
+    txt = cJSON_PrintUnformatted(j);
+    SimProgram q;
+    ShardCluster cq;
+    cJSON *pj = cJSON_Parse(txt);
+    CHECK(sim_program_from_json(pj, "p.json", &q, &cq, &e));
+    cJSON_Delete(pj);
+    CHECK_INT(q.op[0].op, OP_GELU);
+    CHECK_INT(q.op[1].op, -1);
+    CHECK(close_rel(shard_rate_at(&cq.kernel[SHARD_K_TRANSCENDENTAL], 4e6), 2e9));
+    sim_program_free(&q);
+    /* an op of another class is refused naming the field */
+    cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(ops, 0), "o", cJSON_CreateString("layer_norm"));
+    cJSON_free(txt);
+    reset(&e);
+    CHECK(!sim_program_from_json(j, "p.json", &q, &cq, &e));
+    CHECK(strstr(sb_cstr(&e), "field 'o'") != NULL);
+    sim_program_free(&q);
+    cJSON_Delete(j);
+    sim_program_free(&p);
+
+    /* the ILP's update: AdamW's 28 bytes per parameter element at 7 GB/s */
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
+    IlpProblem *ip = ilp_problem_build(g, &cm, &io);
+    CHECK(ip && !ip->timed_out);
+    IlpChoice c = ilp_choice_new(ip);
+    IlpPrice pr = ilp_evaluate(ip, &c);
+    double params = 32 + 32 + 32 * 16 + 32;
+    /* and the global norm's sum of squares over each of the four f32 gradients at 6 GB/s */
+    CHECK(close_rel(pr.optimizer_s, 28 * params / 7e9 + (4 * params + 4 * 4) / 6e9));
+    ilp_choice_free(&c);
+    ilp_problem_free(ip);
+    ir_graph_free(g);
+    sb_free(&e);
+    return check_done("test_solver_kernels");
+}
