@@ -76,7 +76,6 @@ static bool baseline_allowed(const IlpProblem *p, const IlpChoice *c, const Plan
  * choose (IlpFix.offload: -1 per group, 0 none, 1 every group). */
 static int offload_level(const PlanOptions *o, int *fix) {
     const char *m = o->offload ? o->offload : "none";
-    if (o->lowerable && !strcmp(m, "auto")) m = "none"; /* code generation does not lower offload yet */
     if (fix) *fix = !strcmp(m, "auto") ? -1 : !strcmp(m, "none") ? 0 : 1;
     return !strcmp(m, "optim") ? PO_OPTIM : !strcmp(m, "none") ? PO_DEVICE : PO_MASTER;
 }
@@ -89,21 +88,6 @@ static bool offload_check(const PlanOptions *o, const ShardCluster *cl) {
         return false;
     }
     if (!strcmp(m, "none")) return true;
-    if (o->lowerable) { /* --emit code: the lowering of offloaded plans is not built */
-        if (strcmp(m, "auto")) {
-            diag_plain("--emit plan shows the placement; generate code with --offload none or auto",
-                       "--offload %s: this build plans and prices host offload but does not generate its "
-                       "transfers yet",
-                       m);
-            return false;
-        }
-        static bool said; /* code generation may plan more than once */
-        if (!said)
-            fprintf(stderr, "colossal-compile: note: --offload auto: this build does not generate host offload's "
-                            "transfers yet; the plan for code keeps every group's state on the device\n");
-        said = true;
-        return true;
-    }
     if (!(cl->host_mem_bytes > 0)) {
         diag_plain("give the cluster file a \"host\" object (memory_gb, pcie_gbs, adamw_gelems: docs/cluster.md), "
                    "or use --offload none",

@@ -551,7 +551,9 @@ static void offload_prices(IlpProblem *p, const AdOptions *train, bool half) {
                                !(cl->pcie_bw > 0) || !(cl->host_adamw_rate > 0)))
         level = p->opt.offload = PO_DEVICE;
     if (level == PO_DEVICE) return;
-    double ps = p->param_bytes, gs = p->grad_bytes;
+    /* the gradient goes down as its f32 copy (the program's: under mixed
+     * precision the device casts it for the clipping norm; compiler/lower/offload.c) */
+    double ps = p->param_bytes, gs = 4;
     bool master_crosses = level == PO_OPTIM && half;
     p->off_dev = 8 + (level == PO_MASTER && half ? 4 : 0);
     p->off_host = 8 + 4 + gs + (half ? ps : 0);

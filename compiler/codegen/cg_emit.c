@@ -33,6 +33,10 @@ bool cg_shard_start(CgCtx *c, ValueId v, int d, StrBuf *out) {
 void cg_ptr(CgCtx *c, StrBuf *b, ValueId v) {
     DType t = v < c->g->n_values ? ir_val(c->g, v)->dtype : DT_F32;
     v = cg_read(c, v);
+    if (lower_on_host(c->lp, v)) { /* host offload: f32 in the host arena */
+        sb_printf(b, "CG_HF(%lld)", (long long)c->lp->v[v].offset);
+        return;
+    }
     sb_printf(b, "%s(%lld)", t == DT_I32 ? "CG_I" : cg_is_half(t) ? "CG_H" : "CG_F", (long long)c->lp->v[v].offset);
 }
 
@@ -461,7 +465,9 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             size_t mark = prof_open(c);
             cg_emit_reshards(c, o, id, false); /* after the recomputes: it may read recomputed values */
             sb_printf(c->sched, "    /* %%%s = %s */\n", ir_val(g, n->out[0])->name, ir_op(n->op)->name);
-            if (!cg_emit_node(c, id)) {
+            if (cg_offload_cast(c, id)) /* host offload: rounded on the host, copied up */
+                sb_puts(c->sched, "    /* done on the host with the update above (--offload) */\n");
+            else if (lower_offload_of(lp, id) ? !cg_offload_node(c, id) : !cg_emit_node(c, id)) {
                 for (int q = 0; q < 3; q++) sb_free(&parts[q]), cg_segs_free(&segs[q]);
                 return false;
             }
@@ -531,6 +537,13 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "#define %s_ARENA_BYTES ((size_t)%lld)\n#define %s_LOWER_BOUND_BYTES ((size_t)%lld)\n"
                  "#define %s_STEP_OFF ((size_t)%lld) /* scratch: the step count for checkpoints */\n\n",
               px, (long long)arena, px, (long long)lp->lower_bound_bytes, px, (long long)(c->scratch_off + 128));
+    const bool off = cg_offloads(c);
+    if (off)
+        sb_printf(m, "#define CG_HF(off) ((float *)(M->host.base + (size_t)(off))) /* host offload: the host arena */\n"
+                     "#define CG_HH(off) ((uint16_t *)(M->host.base + (size_t)(off)))\n"
+                     "#define %s_HOST_ARENA_BYTES ((size_t)%lld)\n\n",
+                  px, (long long)lp->host_arena_bytes);
+    const char *leaf_base = off ? "(l->host ? M->host.base : M->arena.base)" : "M->arena.base";
     bool half = cg_graph_has_half(g); /* mixed precision: leaves and inputs are converted on the host */
     const bool pipe = cg_pipelined(c);
     StrBuf leaf_stages; /* pipelined: the stages holding each leaf */
@@ -541,11 +554,13 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "    uint64_t seed;\n    int64_t step;\n    int64_t zrank; /* this rank's slice index (ZeRO) */\n    %s_statistics stats;\n"
                  "    colrt_stream *comm; /* gradient buckets: their all-reduces */\n"
                  "    int last_micro; /* the step's last micro-batch is running */\n"
-                 "    colrt_event *bucket_ready[%d], *bucket_done[%d];\n%s};\n\n",
+                 "    colrt_event *bucket_ready[%d], *bucket_done[%d];\n%s",
               px, px, lp->n_buckets ? lp->n_buckets : 1, lp->n_buckets ? lp->n_buckets : 1,
               pipe ? "    int stage; /* this rank's pipeline stage: its coordinate on the mesh's last axis (outermost in rank order) */\n"
                      "    colrt_arena pipe; /* received forward values (a slot per micro-batch in flight) and gradients */\n"
                    : "");
+    cg_offload_fields(c, m);
+    sb_puts(m, "};\n\n");
     sb_printf(m, "static const int %s_mesh_axes = %d;\nstatic const int %s_mesh[%d] = {", px, o->mesh_axes + pipe,
               px, o->mesh_axes + pipe);
     for (int a = 0; a < o->mesh_axes; a++) sb_printf(m, "%s%d", a ? ", " : "", o->mesh[a]);
@@ -565,7 +580,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "    unsigned rep; /* the mesh axes holding copies: saved where their coordinates are 0 */\n"
                  "    int init; /* 0 zeros, 1 ones, 2 normal(a), 3 uniform[a,b) */\n"
                  "    double a, b;\n    const char *key; /* the name whose hash keys the generator (NULL: name) */\n"
-                 "    colrt_dtype dtype;\n} %s_leaf;\n\n", px, px);
+                 "    colrt_dtype dtype;\n%s} %s_leaf;\n\n", px, off ? "    int host; /* in the host arena (host offload) */\n" : "", px);
     sb_printf(m, "static const %s_leaf %s_leaves[] = {\n", px, px);
     int n_leaves = 0;
     for (ValueId v = 0; v < g->n_values; v++) {
@@ -610,7 +625,9 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         sb_printf(m, "}, %uu, %d, %.17g, %.17g, ", rep, init, in.a, in.b);
         if (of != IR_NONE) put_cstring(m, ir_val(g, of)->name);
         else sb_putc(m, '0');
-        sb_printf(m, ", %s},\n", cg_colrt_dtype(x->dtype));
+        sb_printf(m, ", %s", cg_colrt_dtype(x->dtype));
+        if (off) sb_printf(m, ", %d", lower_on_host(lp, v));
+        sb_puts(m, "},\n");
     }
     if (!n_leaves) sb_puts(m, "    {0},\n");
     sb_printf(m, "};\nstatic const int %s_n_leaves = %d;\n\n", px, n_leaves);
@@ -660,9 +677,9 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    }\n"
               "    p.ndim = l->ndim, p.init = l->init, p.dtype = (int)l->dtype;\n"
               "    p.a = l->a, p.b = l->b, p.key = %s_leaf_key(l), p.seed = M->seed;\n"
-              "    %s_init_fill(NULL, M->arena.base + l->off, n, &p);\n"
+              "    %s_init_fill(NULL, %s + l->off, n, &p);\n"
               "}\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, leaf_base);
     sb_printf(m, "/* COLRT_PROFILE=1: the schedule's entries, timed (colrt_profile_register);\n"
                  " * M_prof(k) opens entry k, M_prof(-1) closes it. Not inlined: a call per entry\n"
                  " * costs nothing to compile, a branch per entry inlined doubles the time. */\n"
@@ -728,11 +745,16 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "static double %s_now(void) {\n    struct timespec t;\n    clock_gettime(CLOCK_MONOTONIC, &t);\n"
               "    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;\n}\n\n",
               px);
-    StrBuf rank, pipe_init, mk;
-    sb_init(&rank), sb_init(&pipe_init), sb_init(&mk);
+    StrBuf rank, pipe_init, mk, off_create, off_pull;
+    sb_init(&rank), sb_init(&pipe_init), sb_init(&mk), sb_init(&off_create), sb_init(&off_pull);
     cg_pipe_rank(c, o, &rank);
     if (pipe) sb_printf(&mk, "colrt_mesh_create_ordered(%s_mesh_axes, %s_mesh, %s_mesh_order)", px, px, px);
     else sb_printf(&mk, "colrt_mesh_create(%s_mesh_axes, %s_mesh)", px, px);
+    cg_offload_create(c, &off_create);
+    if (off) {
+        cg_offload_pull_fn(c, m);
+        sb_printf(&off_pull, "    %s_offload_pull(M);\n", px);
+    }
     if (pipe)
         sb_printf(&pipe_init, "    M->stage = colrt_mesh_coord(M->mesh, %d);\n    M->pipe = colrt_arena_create(%lld);\n", o->mesh_axes,
                   (long long)cg_pipe_buffer_bytes(c));
@@ -760,15 +782,17 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    }\n"
               "    if ((%s_prof_on = colrt_profile_enabled()))\n"
               "        colrt_profile_register(\"%s\", %s_prof_tab, %d);\n"
-              "    M->arena = colrt_arena_create(%s_ARENA_BYTES);\n"
-              "    for (int i = 0; i < %s_n_leaves; i++) %s_init_leaf(M, &%s_leaves[i]);\n"
+              "    M->arena = colrt_arena_create(%s_ARENA_BYTES);\n%s"
+              "    for (int i = 0; i < %s_n_leaves; i++) %s_init_leaf(M, &%s_leaves[i]);\n%s"
               "    M->stats.arena_bytes = %s_ARENA_BYTES;\n"
               "    M->stats.lower_bound_bytes = %s_LOWER_BOUND_BYTES;\n"
               "    colrt_device_sync();\n"
               "    *out = M;\n"
               "    return 0;\n}\n\n",
               px, px, px, px, px, px, px, sb_cstr(&mk), c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0,
-              sb_cstr(&rank), sb_cstr(&pipe_init), lp->n_buckets, lp->n_buckets, px, px, px, c->n_prof, px, px, px, px, px, px);
+              sb_cstr(&rank), sb_cstr(&pipe_init), lp->n_buckets, lp->n_buckets, px, px, px, c->n_prof, px,
+              sb_cstr(&off_create), px, px, px, sb_cstr(&off_pull), px, px);
+    sb_free(&off_create);
     sb_free(&pipe_init);
     sb_free(&mk);
     /* gradient accumulators, cleared after each step's update */
@@ -783,6 +807,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     sb_puts(m, "}\n\n");
     if (pipe && !cg_pipe_emit(c, m, o)) {
         sb_free(&rank);
+        sb_free(&off_pull);
         return false;
     }
     if (!pipe) {
@@ -792,7 +817,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    M->step++;\n"
               "    for (int j = 0; j < %s_MICRO_BATCHES; j++) {\n"
               "        M->last_micro = j == %s_MICRO_BATCHES - 1;\n"
-              "        %s_feed(M, in, j, lr);\n"
+              "        %s_feed(M, in, j, lr);\n%s"
               "        %s_forward_nodes(M);\n"
               "        l += %s_loss(M);\n"
               "        %s_backward_nodes(M);\n"
@@ -804,17 +829,17 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    M->stats.total_step_s += M->stats.last_step_s;\n"
               "    M->stats.steps++;\n"
               "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, off ? "        colrt_stream_wait(NULL, M->off_up); /* host offload: the parameters back up */\n" : "", px, px, px, px, px, px, px, px);
     sb_printf(m,
               "float %s_forward(%s *M, const %s_inputs *in) {\n"
               "    double l = 0;\n"
               "    for (int j = 0; j < %s_MICRO_BATCHES; j++) {\n"
-              "        %s_feed(M, in, j, 0.0f);\n"
+              "        %s_feed(M, in, j, 0.0f);\n%s"
               "        %s_forward_nodes(M);\n"
               "        l += %s_loss(M);\n"
               "    }\n"
               "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
-              px, px, px, px, px, px, px, px);
+              px, px, px, px, px, off ? "        colrt_stream_wait(NULL, M->off_up); /* host offload: the parameters back up */\n" : "", px, px, px);
     }
     char pipe_here[200] = "";
     if (pipe)
@@ -838,12 +863,13 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "            x.shape[d] = l->local[d];\n"
               "            x.offset[d] = start[d];\n"
               "        }\n"
-              "%s        x.data = M->arena.base + l->off;\n"
+              "%s        x.data = %s + l->off;\n"
               "        if (t) t[n] = x;\n"
               "        n++;\n"
               "    }\n"
               "    return n;\n}\n\n",
-              px, px, px, px, px, px, pipe_here, px, pipe ? "        if (!here) x.shape[0] = 0; /* another stage's: none of it here */\n" : "");
+              px, px, px, px, px, px, pipe_here, px, pipe ? "        if (!here) x.shape[0] = 0; /* another stage's: none of it here */\n" : "",
+              leaf_base);
     sb_printf(m,
               "int %s_params(%s *M, colrt_tensor *out, int cap) {\n"
               "    int n = %s_tensors(M, NULL, 1, 0);\n"
@@ -889,11 +915,11 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        int32_t step = 0;\n"
               "        colrt_memcpy(&step, M->arena.base + %s_STEP_OFF, 4, COLRT_D2H, NULL);\n"
               "        colrt_device_sync();\n"
-              "        M->step = step;\n"
+              "        M->step = step;\n%s"
               "    }\n"
               "    free(t);\n"
               "    return rc;\n}\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, sb_cstr(&off_pull));
     sb_printf(m,
               "%s_statistics %s_stats(const %s *M) { return M->stats; }\n\n"
               "void %s_input_rows(const %s *M, int64_t *first, int64_t *count) {\n"
@@ -933,6 +959,9 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     sb_printf(m, "    *count = %lld;\n    *first = %s ? (%s) * %lld : 0;\n}\n\n",
               (long long)local_rows, local_rows != rows ? "1" : "0", sb_cstr(&dpi), (long long)local_rows);
     sb_free(&dpi);
+    StrBuf off_destroy;
+    sb_init(&off_destroy);
+    cg_offload_destroy(c, &off_destroy);
     sb_printf(m,
               "void %s_destroy(%s *M) {\n"
               "    if (!M) return;\n"
@@ -941,10 +970,12 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        colrt_event_destroy(M->bucket_ready[k]);\n"
               "        colrt_event_destroy(M->bucket_done[k]);\n"
               "    }\n"
-              "    colrt_arena_destroy(&M->arena);\n%s"
+              "    colrt_arena_destroy(&M->arena);\n%s%s"
               "    if (M->own_mesh) colrt_mesh_destroy(M->mesh);\n"
               "    free(M);\n}\n",
-              px, px, lp->n_buckets, pipe ? "    colrt_arena_destroy(&M->pipe);\n" : "");
+              px, px, lp->n_buckets, pipe ? "    colrt_arena_destroy(&M->pipe);\n" : "", sb_cstr(&off_destroy));
+    sb_free(&off_destroy);
+    sb_free(&off_pull);
     sb_free(&rank);
     return true;
 }

@@ -234,6 +234,15 @@ int64_t cg_pipe_buffer_bytes(const CgCtx *c);
 /* The transfers, the schedules, train_step, forward and the loss (after the
  * stage functions, feed, the local loss); false with the reason in c->err. */
 bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o);
+/* ---- cg_offload.c: host offload (lower.h LowerOffload) ---- */
+bool cg_offloads(const CgCtx *c);               /* the program runs updates on the host */
+bool cg_offload_node(CgCtx *c, NodeId id);      /* an offloaded update, in place of its kernel */
+bool cg_offload_cast(const CgCtx *c, NodeId id); /* a master's cast the host does (optim+master) */
+void cg_offload_fields(const CgCtx *c, StrBuf *m);  /* the program struct's fields */
+void cg_offload_create(const CgCtx *c, StrBuf *m);  /* in M_create, before the leaves' init */
+void cg_offload_pull_fn(CgCtx *c, StrBuf *m);   /* M_offload_pull: host copies from the device's */
+void cg_offload_destroy(const CgCtx *c, StrBuf *m);
+
 /* ---- cg_trace.c: the program as emitted, for the simulator (solver/sim.h) ---- */
 
 /* Each is called beside the colrt call it describes; nothing when c->trace is NULL. */

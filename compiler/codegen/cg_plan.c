@@ -2,7 +2,8 @@
  * cg_plan.c — the plan JSON as written beside the generated code: the
  * planner's JSON (solver/plan.c) with the static memory plan's figures added
  * to its "memory" object: planned_arena_bytes, lower_bound_bytes and
- * planned_over_predicted (the arena over the ILP's predicted peak), and a
+ * planned_over_predicted (the arena over the ILP's predicted peak; with host
+ * offload planned_host_arena_bytes and planned_offloaded_bytes), and a
  * "lowering" object counting the collectives the program runs per step
  * (trust_norms: the parameters whose trust-ratio norms the one fused
  * all-reduce sums, LAMB and LARS).
@@ -34,6 +35,12 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     cJSON_AddNumberToObject(mem, "lower_bound_bytes", (double)lp->lower_bound_bytes);
     if (*predicted > 0)
         cJSON_AddNumberToObject(mem, "planned_over_predicted", (double)lp->arena_bytes / *predicted);
+    cJSON_DeleteItemFromObjectCaseSensitive(mem, "planned_host_arena_bytes");
+    cJSON_DeleteItemFromObjectCaseSensitive(mem, "planned_offloaded_bytes");
+    if (lp->n_offload) { /* host offload: the host arena, and the device buffers it took (aligned) */
+        cJSON_AddNumberToObject(mem, "planned_host_arena_bytes", (double)lp->host_arena_bytes);
+        cJSON_AddNumberToObject(mem, "planned_offloaded_bytes", (double)lp->offloaded_bytes);
+    }
     /* memory over the step: the planned buffers' live bytes at each node
      * (replaces the planner's predicted timeline) */
     {
@@ -116,6 +123,16 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     cJSON_AddNumberToObject(low, "all_to_all_bytes", a2a);
     cJSON_AddNumberToObject(low, "gradient_buckets", lp->n_buckets);
     cJSON_AddNumberToObject(low, "gradient_bucket_bytes", bucket_bytes);
+    if (lp->n_offload) { /* host offload: per step, gradients (and three scalars) down, parameters up */
+        double down = 0, up = 0;
+        for (int k = 0; k < lp->n_offload; k++) {
+            down += 4.0 * (double)lp->offload[k].elems + 12;
+            up += (double)ir_dtype_size(g->values[lp->offload[k].param].dtype) * (double)lp->offload[k].elems;
+        }
+        cJSON_AddNumberToObject(low, "host_updates", lp->n_offload);
+        cJSON_AddNumberToObject(low, "d2h_bytes", down);
+        cJSON_AddNumberToObject(low, "h2d_bytes", up);
+    }
     if (lp->norms.n) cJSON_AddNumberToObject(low, "trust_norms", lp->norms.n);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);
     cJSON_AddNumberToObject(low, "reshardings", nrsh);

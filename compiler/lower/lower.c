@@ -11,6 +11,7 @@
  *   norms      norms.c      the trust ratios' fused norms all-reduce (LAMB, LARS)
  *   gathers    zero.c       ZeRO-3 gathers before each reader
  *   fuse       fuse.c       kernels merged into the one before (GEMM bias epilogues)
+ *   offload    offload.c    host offload: updates on the host, the host arena
  *   schedule   schedule.c   slots, live intervals, the static memory plan
  *   pipeline   pipeline.c   pipeline stages: transfers, the update's sums of parts
  *
@@ -110,6 +111,7 @@ static const LowerPass passes[] = {
     {"norms", lower_pass_norms},
     {"gathers", lower_pass_gathers},
     {"fuse", lower_pass_fuse},
+    {"offload", lower_pass_offload},
     {"schedule", lower_pass_schedule},
     {"pipeline", lower_pass_pipeline},
 };
@@ -195,6 +197,7 @@ void lower_free(LowerProgram *p) {
     ir_free(p->norms.val);
     ir_free(p->norms.axes);
     ir_free(p->live_bytes);
+    ir_free(p->offload);
     lower_pipe_free(&p->pipe);
     ir_free(p);
 }
@@ -269,7 +272,8 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
                 sb_putc(b, ' ');
                 shard_spec_print(b, &lv->spec);
             }
-            sb_printf(b, " @%lld%s", (long long)lv->offset, lv->partial ? " partial" : "");
+            sb_printf(b, " @%s%lld%s", lower_on_host(p, n->out[o]) ? "host" : "", (long long)lv->offset,
+                      lv->partial ? " partial" : "");
         }
         if (ln->zero)
             sb_printf(b, "  (ZeRO slice of %lld%s)", (long long)ln->zchunk,
@@ -284,6 +288,11 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
         if (ln->dir_for != IR_NONE)
             sb_printf(b, "  (also writes %%%s's moments, and its direction over the gradient)",
                       vname(p, ir_node(g, ln->dir_for)->out[0]));
+        const LowerOffload *of = lower_offload_of(p, id);
+        if (of)
+            sb_printf(b, "  (on the host: gradient down into %s @host%lld, update, parameter up from %s @host%lld%s)",
+                      vname(p, of->host_grad), (long long)p->v[of->host_grad].offset, vname(p, of->host_param),
+                      (long long)p->v[of->host_param].offset, of->cast != IR_NONE ? ", its master rounded there" : "");
         sb_puts(b, "\n");
         for (int k = 0; k < ln->n_post; k++) print_reshard(p, &ln->post[k], "then ", b);
         for (int k = 0; k < p->n_buckets; k++) {
@@ -305,22 +314,35 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
     sb_printf(b, "; arena %lld bytes, lower bound %lld, %d buffers, %d in place; most live at node %d (%%%s): %lld bytes\n",
               (long long)p->arena_bytes, (long long)p->lower_bound_bytes, p->n_buffers, p->n_in_place, pk,
               g->n_nodes ? vname(p, ir_node(g, pk)->out[0]) : "", (long long)(g->n_nodes ? p->live_bytes[pk] : 0));
+    if (p->n_offload)
+        sb_printf(b, "; host arena %lld bytes: %d updates on the host, %lld device bytes moved there\n",
+                  (long long)p->host_arena_bytes, p->n_offload, (long long)p->offloaded_bytes);
     lower_pipe_print(p, b);
 }
 
 LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *dump_after, StrBuf *err,
                               const char **hint) {
-    for (ValueId v = 0; v < g->n_values; v++)
-        if (pl->offload[v] > PO_DEVICE) { /* host offload: planned and priced, not lowered yet */
-            sb_printf(err, "the plan keeps the optimizer state of %%%s (and others) in host memory (--offload); "
-                           "this build plans and prices host offload but does not generate its transfers yet",
-                      ir_val(g, v)->name);
-            *hint = "--emit plan shows the placement; generate code with --offload none";
-            return NULL;
-        }
     const ShardMesh *m = &pl->mesh;
     int world = m->n_devices, busy_axes = 0;
     for (int a = 0; a < m->n_axes; a++) busy_axes += m->size[a] > 1;
+    const int8_t *offload = NULL; /* host offload (offload.c): what this build lowers */
+    for (ValueId v = 0; v < g->n_values; v++)
+        if (pl->offload[v] > PO_DEVICE) {
+            offload = pl->offload;
+            const char *why = ir_val(g, v)->dtype != DT_F32 && pl->offload[v] != PO_MASTER
+                                  ? "at level optim under mixed precision (the f32 master on the device)"
+                              : world > 1 && pl->layout == PL_SHARDED ? "with a tensor-parallel layout"
+                                                                      : NULL;
+            if (why) {
+                sb_printf(err, "the plan keeps the optimizer state of %%%s (and others) in host memory (--offload) %s; "
+                               "this build generates host offload for data-parallel, ZeRO and single-device plans (under "
+                               "mixed precision at level optim+master) only",
+                          ir_val(g, v)->name, why);
+                *hint = "generate with --strategy dp or zero1-3, --offload optim+master under --dtype bf16/f16, or "
+                        "--offload none; --emit plan shows the placement";
+                return NULL;
+            }
+        }
     /* recompute: per graph block, the instances the Placement recomputes */
     int *rc = pl->rc_full, *rc_sel = pl->rc_selective;
     LowerProgram *lp = NULL;
@@ -362,7 +384,7 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     LowerOptions lo = {.dp = dp, .zranks = world, .zero = zero, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
                        .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0,
                        .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
-                       .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0};
+                       .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .offload = offload};
     StrBuf e;
     sb_init(&e);
     lp = lower_build(g, &lo, &e);

@@ -64,7 +64,41 @@ typedef struct LowerOptions {
                                 * (0: 25 MB; < 0: none, each gradient all-reduced
                                 * where it is first read) */
     const PlacePipeline *pipe; /* pipeline stages (the Placement's); NULL or one stage: none */
+    const int8_t *offload;     /* per value: a parameter's PlaceOffload (the Placement's host
+                                * offload); NULL: every update on the device */
 } LowerOptions;
+
+/* Host offload (offload.c, docs/sharding.md "Host offload"): an AdamW update
+ * whose parameter the Placement offloads runs on the host. Its moments live in
+ * the host arena (LowerValue.host), beside the parameter's fp32 copy there
+ * (host_param, the master ZeRO-Offload keeps on the host; under mixed precision
+ * the f32 master leaf itself, with host_param the staging of its rounding) and a
+ * staging buffer for the gradient's f32 cast (host_grad) and for the update's
+ * three scalars (host_scalars: lr, step, coefficient). Codegen copies the
+ * gradient and the scalars down, runs colrt_host_adamw (and the cast), and
+ * copies the parameter back up before the next forward. */
+typedef struct LowerOffload {
+    NodeId node;               /* the adamw node */
+    ValueId param;             /* the device parameter it updates (f32: its operand 0) */
+    ValueId host_param;        /* f32: the parameter's fp32 copy on the host; mixed precision
+                                * (optim+master): the staging the master's rounding to the
+                                * compute dtype is written into and copied up from */
+    ValueId host_grad, host_scalars;
+    ValueId master;            /* mixed precision: the f32 master (operand 0, a leaf moved to
+                                * the host arena), else IR_NONE */
+    NodeId cast;               /* mixed precision: the cast of the updated master into the
+                                * parameter, done on the host, else IR_NONE */
+    ValueId up_to;             /* where the new parameter is copied up into: the update's
+                                * result (f32) or the master's cast (mixed precision), as
+                                * stored: the parameter itself, or under ZeRO-1/2 this rank's
+                                * slice, all-gathered into the parameter right after */
+    bool gathered;             /* up_to is all-gathered in this step: the compute stream
+                                * waits for the copy up first */
+    int64_t elems;             /* the elements this rank updates (its ZeRO slice, or all) */
+    int64_t param_shift;       /* f32: where they start in the device parameter, in elements
+                                * per rank (ZeRO-1/2: the slice of the whole parameter at
+                                * rank x param_shift); 0 */
+} LowerOffload;
 
 /* A gradient bucket (data-parallel all-reduces of parameter gradients read
  * only by the update): right after node `launch` defines the last of them,
@@ -159,6 +193,8 @@ typedef struct LowerValue {
     ValueId commit_from;       /* an update result: the value copied into its leaf at
                                 * the step's end, if not itself (ZeRO under tensor
                                 * parallelism: the gathered slices); 0 or IR_NONE: itself */
+    bool host;                 /* host offload: a root whose buffer is in the host arena
+                                * (offset: into it), not in the device arena */
 } LowerValue;
 
 typedef struct LowerNode {
@@ -221,6 +257,10 @@ typedef struct LowerProgram {
     LowerBucket *buckets;
     LowerNorms norms;          /* the trust ratios' fused collective */
     LowerPipe pipe;            /* pipeline stages (pipeline.c) */
+    int n_offload;             /* host offload (offload.c): the updates run on the host */
+    LowerOffload *offload;
+    int64_t host_arena_bytes;  /* the host arena (0: none) */
+    int64_t offloaded_bytes;   /* the device buffers moved to the host (aligned sizes) */
     int64_t arena_bytes;
     int64_t lower_bound_bytes;
     int n_in_place;
@@ -253,6 +293,10 @@ ValueId lower_zero_gather_target(const LowerProgram *p, NodeId id);
  * stage s, reads operand v as zero (a part another stage computes: the node
  * sums the stages' parts, finished by a LowerPipeSum). */
 bool lower_pipe_on(const LowerProgram *p, NodeId id, int s);
+/* Host offload: node id's entry (an update that runs on the host), or NULL;
+ * whether value v's buffer is in the host arena. */
+const LowerOffload *lower_offload_of(const LowerProgram *p, NodeId id);
+bool lower_on_host(const LowerProgram *p, ValueId v);
 bool lower_pipe_zeroed(const LowerProgram *p, NodeId id, int s, ValueId v);
 
 /* Whether NAME is one of the lowering's passes (--dump-after=lower.NAME). */

@@ -182,7 +182,7 @@ bool lower_pass_schedule(LowerCtx *c) {
     int nb = 0;
     for (ValueId v = 0; v < ntot; v++) {
         buf_of[v] = -1;
-        if (lower_root_of(p, v) != v) continue;
+        if (lower_root_of(p, v) != v || p->v[v].host) continue; /* host offload: in the host arena (offload.c) */
         bool added = v >= nv;
         const Value *x = added ? NULL : ir_val(g, v);
         bool leaf = !added && x->def == IR_NONE;
@@ -199,12 +199,13 @@ bool lower_pass_schedule(LowerCtx *c) {
     for (ValueId v = 0; v < nv; v++) { /* views and in-place results extend their root */
         ValueId r = lower_root_of(p, v);
         const Value *x = ir_val(g, v);
+        if (buf_of[r] < 0) continue; /* in the host arena */
         MemBuffer *b = &bufs[buf_of[r]];
         if (x->flags & VF_OUTPUT || x->updates != IR_NONE) b->last = tend;
         if (x->def != IR_NONE && tn[x->def] < b->first) b->first = tn[x->def];
     }
     for (ValueId v = 0; v < nv; v++) { /* partial results that are read after the step */
-        if (lower_root_of(p, v) != v) continue;
+        if (lower_root_of(p, v) != v || buf_of[v] < 0) continue;
         ValueId r = v;
         for (ValueId w = 0; w < nv; w++)
             if (lower_root_of(p, w) == r && last_use[w] > bufs[buf_of[r]].last)
@@ -215,6 +216,7 @@ bool lower_pass_schedule(LowerCtx *c) {
         int k = op_in_place_operand(g, n);
         if (k < 0 || lower_root_of(p, n->out[0]) != n->out[0]) continue;
         ValueId src = lower_root_of(p, lower_node_input(p, id, n->in[k]));
+        if (buf_of[src] < 0 || buf_of[n->out[0]] < 0) continue;
         if ((src < nv && ir_val(g, src)->def == IR_NONE) || p->n[id].n_reduce) continue;
         MemBuffer *a = &bufs[buf_of[n->out[0]]], *b = &bufs[buf_of[src]];
         if (b->last == tn[id] && b->size >= a->size &&
@@ -247,8 +249,10 @@ bool lower_pass_schedule(LowerCtx *c) {
     ir_free(tn);
     for (ValueId v = 0; v < ntot; v++) { /* a bucket member: its place in the bucket */
         int64_t off = 0;
+        ValueId r = lower_root_of(p, v);
+        if (r == v && buf_of[v] < 0) continue; /* a host buffer: offload.c placed it */
         for (ValueId w = v; p->v[w].storage != w; w = p->v[w].storage) off += p->v[w].view_off;
-        p->v[v].offset = bufs[buf_of[lower_root_of(p, v)]].offset + off;
+        p->v[v].offset = (buf_of[r] < 0 ? p->v[r].offset : bufs[buf_of[r]].offset) + off;
     }
     ir_free(buf_of);
     ir_free(bufs);

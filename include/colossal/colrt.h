@@ -134,6 +134,10 @@ int colrt_mesh_coord(const colrt_mesh *m, int axis); /* this rank's index along 
  *   colrt_stream_wait(NULL, e)   the caller blocks until e completes
  *   colrt_stream_wait(s, e)      s's later work starts after e completes;
  *                                the caller does not block
+ *   colrt_event_sync(e)          the host blocks until e completes (CUDA too,
+ *                                where colrt_stream_wait(NULL, e) only orders the
+ *                                default stream: host code reading what a copy
+ *                                stream wrote, the host AdamW, waits so)
  *   colrt_event_done(e)          1 if e's latest record has completed (or e
  *                                was never recorded), 0 if not; never blocks
  *   colrt_stream_sync(s)         the caller blocks until s's work is done
@@ -152,6 +156,7 @@ colrt_event *colrt_event_create(void);
 void colrt_event_destroy(colrt_event *e);
 void colrt_event_record(colrt_event *e, colrt_stream *s);
 void colrt_stream_wait(colrt_stream *s, colrt_event *e); /* s runs later work after e */
+void colrt_event_sync(colrt_event *e);                   /* the host waits for e */
 int colrt_event_done(colrt_event *e);                    /* e's latest record completed? */
 void colrt_device_sync(void);
 /* s as the backend knows it, for kernels a program launches itself on s

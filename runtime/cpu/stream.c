@@ -422,6 +422,9 @@ void colrt_stream_wait(colrt_stream *s, colrt_event *e) {
     enqueue(s, &o);
 }
 
+/* The caller is the host here: waiting on the NULL stream blocks it. */
+void colrt_event_sync(colrt_event *e) { colrt_stream_wait(NULL, e); }
+
 void colrt__event_stick(colrt_event *e) {
     pthread_mutex_lock(&ev_mu);
     e->recorded++;

@@ -106,6 +106,8 @@ void *colrt_stream_native(colrt_stream *s) { return (void *)colrt__cuda_stream(s
 void colrt_event_record(colrt_event *e, colrt_stream *s) { COLRT_CUDA(cudaEventRecord(e->e, colrt__cuda_stream(s))); }
 void colrt_stream_wait(colrt_stream *s, colrt_event *e) { COLRT_CUDA(cudaStreamWaitEvent(colrt__cuda_stream(s), e->e, 0)); }
 
+void colrt_event_sync(colrt_event *e) { COLRT_CUDA(cudaEventSynchronize(e->e)); }
+
 int colrt_event_done(colrt_event *e) {
     cudaError_t r = cudaEventQuery(e->e);
     if (r == cudaErrorNotReady) return 0;

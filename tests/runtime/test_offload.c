@@ -78,7 +78,7 @@ static void offloaded_steps(void) {
         colrt_stream_wait(d2h, grad_ready);
         colrt_memcpy_async(hg, dg, b, COLRT_D2H, d2h);
         colrt_event_record(grad_home, d2h);
-        colrt_stream_wait(NULL, grad_home);
+        colrt_event_sync(grad_home); /* the host reads hg next */
         colrt_host_adamw(hp, hg, hm, hv, n, 3e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, step, 1.f);
         colrt_event_record(updated, NULL);
         colrt_stream_wait(h2d, updated);

@@ -3,9 +3,10 @@
 # is the GPT-2 training driver (examples/gpt2/train.c) generated under one
 # plan; argument PLAN:RANKS:PATH. Each 2-rank plan trains 4 steps and saves;
 # every executable (1, 2 and 4 ranks, every plan) resumes from each of those
-# checkpoints and runs step 5, whose loss must match the uninterrupted 2-rank
-# data-parallel run's step 5 within 1e-5 relative (the plans sum in different
-# orders; a checkpoint loaded wrongly, or not at all, moves it by > 1e-2).
+# checkpoints and runs steps 5 and 6, whose losses must match the uninterrupted
+# 2-rank data-parallel run's within 1e-5 relative (the plans sum in different
+# orders; parameters loaded wrongly, or not at all, move step 5's by > 1e-2;
+# step 6's is the first that the loaded optimizer state moves).
 # usage: matrix.sh WORK PLAN:RANKS:EXE...
 set -uo pipefail
 work=$1; shift
@@ -19,18 +20,24 @@ import struct, sys
 toks = [(i * 7919 + (i >> 3) * 31) % 128 for i in range(20000)]
 open(sys.argv[1], "wb").write(struct.pack("<256i", 20240520, 1, len(toks), *([0] * 253)) + struct.pack("<%dH" % len(toks), *toks))
 PY
-common=(--train "$work/tok.bin" --steps 5 --warmup 1 --lr 3e-3 --progress off)
+common=(--train "$work/tok.bin" --steps 6 --warmup 1 --lr 3e-3 --progress off)
 declare -A exe np
 order=()
 for a in "$@"; do
   IFS=: read -r plan ranks path <<<"$a"
   exe["$plan:$ranks"]=$path; np["$plan:$ranks"]=$ranks; order+=("$plan:$ranks")
 done
-# step 5's training loss from a driver log (kind,step,loss,...: the header names
-# the columns, so a format change fails here instead of comparing nothing)
-loss5() {
+# steps 5 and 6's training losses from a driver log (kind,step,loss,...: the header
+# names the columns, so a format change fails here instead of comparing nothing);
+# step 6's is the first that the loaded optimizer state moves
+losses() {
   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-           $c["kind"] == "train" && $c["step"] == 5 { print $c["loss"] }' "$1"
+           $c["kind"] == "train" && ($c["step"] == 5 || $c["step"] == 6) { printf "%s%s", n++ ? " " : "", $c["loss"] }' "$1"
+}
+# both losses of a (two numbers) within 1e-5 relative of b's
+close() {
+  awk -v a="$1" -v b="$2" 'BEGIN { if (split(a, x, " ") != 2 || split(b, y, " ") != 2) exit 1
+    for (i = 1; i <= 2; i++) { if (x[i] !~ /^[0-9]/) exit 1; d = x[i] - y[i]; if (d < 0) d = -d; if (d > 1e-5 * y[i]) exit 1 } }'
 }
 
 # the tensor-parallel plans split parameters on a dim other than the first (the
@@ -50,9 +57,9 @@ PY
 done
 
 "${mpirun[@]}" -np 2 "${exe[dp:2]}" "${common[@]}" --log "$work/ref.csv" >"$work/ref.out" 2>&1 || { cat "$work/ref.out"; exit 1; }
-ref=$(loss5 "$work/ref.csv")
-[[ "$ref" =~ ^[0-9] ]] || { echo "FAIL: no step-5 loss in $work/ref.csv"; head -3 "$work/ref.csv"; exit 1; }
-echo "uninterrupted dp on 2 ranks: step 5 loss $ref"
+ref=$(losses "$work/ref.csv")
+close "$ref" "$ref" || { echo "FAIL: no step-5 and step-6 losses in $work/ref.csv"; head -3 "$work/ref.csv"; exit 1; }
+echo "uninterrupted dp on 2 ranks: steps 5 and 6 losses $ref"
 printf '%-12s' "saved by"; for l in "${order[@]}"; do printf ' %-9s' "$l"; done; echo
 nsavers=0; for s in "${order[@]}"; do [ "${np[$s]}" = 2 ] && nsavers=$((nsavers + 1)); done
 si=-1
@@ -73,8 +80,8 @@ for s in "${order[@]}"; do
     rm -f "$work/l.csv"
     if "${mpirun[@]}" -np "${np[$l]}" "${exe[$l]}" "${common[@]}" --ckpt "$work/ck" --resume --log "$work/l.csv" \
         >"$work/l.out" 2>&1 && grep -q "resumed from .* at step 4" "$work/l.out"; then
-      got=$(loss5 "$work/l.csv")
-      if [[ "$got" =~ ^[0-9] ]] && awk -v a="$got" -v b="$ref" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * b) }'; then
+      got=$(losses "$work/l.csv")
+      if close "$got" "$ref"; then
         printf ' %-9s' ok
       else
         printf ' %-9s' "$got"; fail=1

@@ -1,0 +1,162 @@
+/*
+ * cg_offload.c — host offload in the generated program (docs/sharding.md
+ * "Host offload"). Takes the lowering's LowerOffload entries (offload.c) and
+ * writes, in place of each offloaded AdamW kernel: the gradient and the
+ * update's scalars copied down (D2H) into the host arena on the program's
+ * copy-down stream, colrt_host_adamw over the host's fp32 parameter copy and
+ * moments, and the parameter copied back up (H2D) on the copy-up stream. The
+ * next forward waits for the last copy up (an event); the copies down are all
+ * queued at the first offloaded update when every gradient is final there, so
+ * a group's copy overlaps the previous group's host update, and a copy up the
+ * next one's. Under mixed precision (optim+master) the master lives on the
+ * host: the host rounds it to the compute dtype (the device's cast node is
+ * not run) and that goes up. Under ZeRO every copy and the update are the
+ * rank's slice; a slice all-gathered next (stages 1-2) waits for its copy up.
+ * Also the program's parts that hold it: the struct's fields, creation (the
+ * host copies of the parameters), the copy after a checkpoint load, and
+ * destruction.
+ */
+#include <string.h>
+
+#include "cg_internal.h"
+
+bool cg_offloads(const CgCtx *c) { return c->lp->n_offload > 0; }
+
+/* Whether every offloaded gradient (and each update's scalars) is final at
+ * the first offloaded update: nothing between it and the last offloaded
+ * update reduces, scatters or gathers, and all are defined before it. */
+static bool copies_early(const CgCtx *c) {
+    const LowerProgram *lp = c->lp;
+    NodeId first = lp->offload[0].node, last = lp->offload[lp->n_offload - 1].node;
+    for (NodeId id = first + 1; id <= last; id++) {
+        const LowerNode *ln = &lp->n[id];
+        if (ln->n_reduce || ln->n_rs || ln->n_gather || ln->n_recompute || (lp->norms.n && lp->norms.launch == id))
+            return false;
+    }
+    for (int k = 0; k < lp->n_offload; k++) {
+        const Node *n = ir_node(c->g, lp->offload[k].node);
+        for (int i = 1; i < n->n_in; i++)
+            if (i != 2 && i != 3 && ir_val(c->g, n->in[i])->def != IR_NONE && ir_val(c->g, n->in[i])->def >= first)
+                return false;
+    }
+    return true;
+}
+
+/* Entry k's copies down: its gradient (as its update reads it) and scalars. */
+static void copy_down(CgCtx *c, int k) {
+    const LowerProgram *lp = c->lp;
+    const LowerOffload *e = &lp->offload[k];
+    const Node *n = ir_node(c->g, e->node);
+    NodeId at = c->cur_node;
+    c->cur_node = e->node; /* the gradient as the update reads it (a bucket's view) */
+    sb_puts(c->sched, "    colrt_memcpy_async(");
+    cg_ptr(c, c->sched, e->host_grad);
+    sb_puts(c->sched, ", ");
+    cg_ptr(c, c->sched, n->in[1]);
+    const LowerNode *ln = &lp->n[e->node]; /* ZeRO: this rank's slice of a whole gradient */
+    if (ln->zero && !lp->v[cg_read(c, n->in[1])].zchunk) sb_printf(c->sched, " + M->zrank * %lld", (long long)ln->zchunk);
+    sb_printf(c->sched, ", %lld, COLRT_D2H, M->d2h); /* %%%s */\n", (long long)(4 * e->elems),
+              ir_val(c->g, n->in[1])->name);
+    for (int s = 0; s < 3; s++) { /* lr, step, coefficient */
+        sb_printf(c->sched, "    colrt_memcpy_async(CG_HF(%lld), ", (long long)(lp->v[e->host_scalars].offset + 4 * s));
+        cg_ptr(c, c->sched, n->in[4 + s]);
+        sb_printf(c->sched, ", 4, COLRT_D2H, M->d2h); /* %%%s */\n", ir_val(c->g, n->in[4 + s])->name);
+    }
+    sb_printf(c->sched, "    colrt_event_record(M->off_down[%d], M->d2h);\n", k);
+    c->cur_node = at;
+}
+
+bool cg_offload_cast(const CgCtx *c, NodeId id) {
+    for (int k = 0; k < c->lp->n_offload; k++)
+        if (c->lp->offload[k].cast == id) return true;
+    return false;
+}
+
+bool cg_offload_node(CgCtx *c, NodeId id) {
+    const LowerProgram *lp = c->lp;
+    const LowerOffload *e = lower_offload_of(lp, id);
+    const Node *n = ir_node(c->g, id);
+    int k = (int)(e - lp->offload);
+    bool early = copies_early(c);
+    sb_printf(c->sched, "    /* on the host (--offload): %%%s's gradient down, AdamW over its host copy and moments, "
+                        "the parameter up */\n", ir_val(c->g, e->param)->name);
+    if (!early || k == 0) { /* the copy-down stream starts once the compute stream has the gradients */
+        sb_puts(c->sched, "    colrt_event_record(M->off_ready, NULL);\n    colrt_stream_wait(M->d2h, M->off_ready);\n");
+        for (int j = early ? 0 : k; j < (early ? lp->n_offload : k + 1); j++) copy_down(c, j);
+    }
+    const Attr *at = n->attr;
+    sb_printf(c->sched, "    colrt_event_sync(M->off_down[%d]); /* the host reads what came down */\n", k);
+    sb_printf(c->sched, "    {\n        const float *s = CG_HF(%lld); /* lr, step, coefficient */\n",
+              (long long)lp->v[e->host_scalars].offset);
+    sb_puts(c->sched, "        if (isfinite(s[2])) /* else skipped, as on the device (an overflowed f16 step) */\n"
+                      "            colrt_host_adamw(");
+    ValueId ops[4] = {e->cast != IR_NONE ? e->master : e->host_param, e->host_grad, n->in[2], n->in[3]};
+    for (int i = 0; i < 4; i++) {
+        cg_ptr(c, c->sched, ops[i]);
+        sb_puts(c->sched, ", ");
+    }
+    sb_printf(c->sched, "%lld, s[0], %.9gf, %.9gf, %.9gf, %.9gf, (int64_t)s[1], s[2]);\n",
+              (long long)e->elems, at[0].f, at[1].f, at[2].f, at[3].f);
+    DType pt = ir_val(c->g, e->param)->dtype;
+    int64_t up = ir_dtype_size(pt) * e->elems;
+    if (e->cast != IR_NONE) { /* the master rounded to the parameter's dtype, as the device's cast does */
+        sb_printf(c->sched, "        const float *w = CG_HF(%lld);\n        uint16_t *h = CG_HH(%lld);\n"
+                            "        for (int64_t i = 0; i < %lld; i++) h[i] = %s(w[i]); /* %%%s */\n",
+                  (long long)lp->v[e->master].offset, (long long)lp->v[e->host_param].offset, (long long)e->elems,
+                  pt == DT_BF16 ? "cg_f32_bf16" : "cg_f32_f16", ir_val(c->g, ir_node(c->g, e->cast)->out[0])->name);
+    }
+    sb_puts(c->sched, "    }\n    colrt_memcpy_async(");
+    cg_ptr(c, c->sched, e->up_to);
+    sb_printf(c->sched, ", M->host.base + %lld, %lld, COLRT_H2D, M->h2d);\n", (long long)lp->v[e->host_param].offset,
+              (long long)up);
+    if (k == lp->n_offload - 1 || e->gathered) sb_puts(c->sched, "    colrt_event_record(M->off_up, M->h2d);\n");
+    if (e->gathered) /* ZeRO-1/2: the slice is all-gathered next, on the compute stream */
+        sb_puts(c->sched, "    colrt_stream_wait(NULL, M->off_up);\n");
+    return true;
+}
+
+void cg_offload_fields(const CgCtx *c, StrBuf *m) {
+    if (!cg_offloads(c)) return;
+    sb_printf(m, "    colrt_arena host; /* host offload: moments, fp32 parameter copies, staging */\n"
+                 "    colrt_stream *d2h, *h2d; /* copy streams: gradients down, parameters up */\n"
+                 "    colrt_event *off_ready, *off_up, *off_down[%d];\n",
+              c->lp->n_offload);
+}
+
+void cg_offload_create(const CgCtx *c, StrBuf *m) {
+    if (!cg_offloads(c)) return;
+    sb_printf(m, "    M->host = colrt_host_arena_create(%s_HOST_ARENA_BYTES);\n"
+                 "    M->d2h = colrt_stream_create();\n    M->h2d = colrt_stream_create();\n"
+                 "    M->off_ready = colrt_event_create();\n    M->off_up = colrt_event_create();\n"
+                 "    colrt_event_record(M->off_up, NULL);\n"
+                 "    for (int k = 0; k < %d; k++) M->off_down[k] = colrt_event_create();\n",
+              c->prefix, c->lp->n_offload);
+}
+
+void cg_offload_pull_fn(CgCtx *c, StrBuf *m) {
+    if (!cg_offloads(c)) return;
+    const LowerProgram *lp = c->lp;
+    sb_printf(m, "/* Host offload: the host's fp32 copy of each offloaded parameter made from the\n"
+                 " * device's (after initialization and after a checkpoint load). */\n"
+                 "static void %s_offload_pull(%s *M) {\n    (void)M;\n    colrt_device_sync();\n", c->prefix, c->prefix);
+    for (int k = 0; k < lp->n_offload; k++) {
+        const LowerOffload *e = &lp->offload[k];
+        if (e->cast != IR_NONE) continue; /* the master is a leaf in the host arena: initialized, loaded there */
+        sb_puts(m, "    colrt_memcpy(");
+        cg_ptr(c, m, e->host_param);
+        sb_puts(m, ", ");
+        cg_ptr(c, m, e->param);
+        if (e->param_shift) sb_printf(m, " + M->zrank * %lld", (long long)e->param_shift);
+        sb_printf(m, ", %lld, COLRT_D2H, NULL); /* %%%s */\n", (long long)(4 * e->elems), ir_val(c->g, e->param)->name);
+    }
+    sb_puts(m, "}\n\n");
+}
+
+void cg_offload_destroy(const CgCtx *c, StrBuf *m) {
+    if (!cg_offloads(c)) return;
+    sb_printf(m, "    colrt_stream_destroy(M->d2h); /* drains them */\n    colrt_stream_destroy(M->h2d);\n"
+                 "    colrt_event_destroy(M->off_ready);\n    colrt_event_destroy(M->off_up);\n"
+                 "    for (int k = 0; k < %d; k++) colrt_event_destroy(M->off_down[k]);\n"
+                 "    colrt_host_arena_destroy(&M->host);\n",
+              c->lp->n_offload);
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""offload_arena.py — host offload shrinks the device arena by exactly the offloaded bytes.
+
+Usage: offload_arena.py COMPILER MODEL.cir WORKDIR
+
+Generates the model's program (--emit code, cluster h100:1x1) without offload, with every group
+offloaded (--offload optim) and with a mixed plan (--offload auto --mem 130KB: some groups on the
+host), and checks from the plan JSONs beside the code:
+  - with every group offloaded, the device arena (memory.planned_arena_bytes) and its lower bound
+    are the plan without offload's less memory.planned_offloaded_bytes, exactly;
+  - memory.planned_offloaded_bytes is, for each offloaded parameter (the plan JSON's offload groups),
+    its two moments m and v (and in bf16 under optim+master its f32 master) at 4 bytes an element,
+    each rounded up to the arena's 256-byte alignment (counted here from the parameter shapes in
+    MODEL.cir), and the mixed plan offloads some groups but not all;
+  - the program copies each offloaded parameter's gradient down (its f32 copy) and the parameter
+    up (in its dtype) (lowering.d2h_bytes, h2d_bytes; plus 12 bytes of scalars down per update),
+    what the planner priced: offload.d2h_bytes_per_step and h2d_bytes_per_step.
+"""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+cc, model, work = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(work, exist_ok=True)
+shapes = {}
+for line in open(model):
+    m = re.match(r"param %(\S+) : f32\[([0-9,]*)\]", line)
+    if m:
+        shapes[m.group(1)] = math.prod(int(d) for d in m.group(2).split(",") if d)
+
+
+def gen(name, *args):
+    out = f"{work}/{name}"
+    subprocess.run([cc, model, "--emit", "code", "--target", "cpu", "--cluster", "h100:1x1", "-q", "-o", out, *args],
+                   check=True)
+    (pj,) = [f for f in subprocess.run(["ls", out], capture_output=True, text=True).stdout.split() if f.endswith(".plan.json")]
+    return json.load(open(f"{out}/{pj}"))
+
+
+def align(b):
+    return (b + 255) // 256 * 256
+
+
+fails = 0
+
+
+def check(ok, what):
+    global fails
+    print(("ok   " if ok else "FAIL ") + what)
+    fails += not ok
+
+
+dev = gen("none", "--offload", "none")
+check("planned_offloaded_bytes" not in dev["memory"], "no offload: no host arena")
+for name, args in (("optim", ["--offload", "optim"]), ("mixed", ["--offload", "auto", "--mem", "130KB"]),
+                   ("bf16", ["--offload", "optim+master", "--dtype", "bf16"])):
+    p = gen(name, *args)
+    mem, low = p["memory"], p["lowering"]
+    groups = [g for g in p["offload"]["groups"] if g["update"] == "host"]
+    # a group of a repeated block names its first instance's parameters (h.0.x: also h.1.x, ...)
+    params = [re.sub(r"^(\w+)\.0\.", rf"\g<1>.{i}.", q) for g in groups for i in range(g["instances"]) for q in g["params"]]
+    moved = 3 if name == "bf16" else 2  # m, v (and under mixed precision the f32 master)
+    want = sum(moved * align(4 * shapes[q]) for q in params)
+    check(mem["planned_offloaded_bytes"] == want,
+          f"{name}: {len(params)} parameters' moments moved to the host: {mem['planned_offloaded_bytes']} bytes, "
+          f"counted {want}")
+    elems = sum(shapes[q] for q in params)
+    up = 2 if name == "bf16" else 4  # the parameter in its dtype
+    check(low["host_updates"] == len(params) and low["h2d_bytes"] == up * elems == p["offload"]["h2d_bytes_per_step"]
+          and low["d2h_bytes"] == 4 * elems + 12 * len(params) and p["offload"]["d2h_bytes_per_step"] == 4 * elems,
+          f"{name}: per step {low['d2h_bytes']} bytes down, {low['h2d_bytes']} up ({elems} elements)")
+    if name == "optim":
+        check(len(params) == len(shapes), "optim: every parameter on the host")
+        for k in ("planned_arena_bytes", "lower_bound_bytes"):
+            check(dev["memory"][k] - mem[k] == mem["planned_offloaded_bytes"],
+                  f"optim: {k} {dev['memory'][k]} -> {mem[k]}: less exactly the offloaded bytes")
+    elif name == "mixed":
+        check(0 < len(groups) < len(p["offload"]["groups"]), f"mixed: {len(groups)} of {len(p['offload']['groups'])} "
+              "groups on the host")
+sys.exit(1 if fails else 0)
