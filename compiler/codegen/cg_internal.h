@@ -95,6 +95,11 @@ int cg_rows_threads(int64_t width);
 /* The arena offset of the kernels' workspace (past the scratch block). */
 int64_t cg_work_off(const CgCtx *c);
 /* The kernel files' preludes: the row kernels' macros, launch checks, streams. */
+/* Generated C: CG_UNUSED marks the static helpers a file may not call
+ * (gcc and clang: __attribute__((unused))); the text defines it once. */
+#define CG_UNUSED_DEF                                                                            \
+    "#ifndef CG_UNUSED\n#if defined(__GNUC__) || defined(__clang__)\n"                           \
+    "#define CG_UNUSED __attribute__((unused))\n#else\n#define CG_UNUSED\n#endif\n#endif\n"
 void cg_c_prelude(StrBuf *b);
 void cg_cuda_prelude(StrBuf *b);
 void cg_launch_free(CgCtx *c);

@@ -49,7 +49,10 @@ bool cg_graph_has_half(const Graph *g) {
 }
 
 void cg_half_helpers(StrBuf *b, const Graph *g, bool cuda) {
-    const char *hd = cuda ? "__host__ __device__ " : "";
+    /* C: a helper a file does not call is not an error (clang's -Wunused-function
+     * warns of unused static functions in a main file) */
+    const char *hd = cuda ? "__host__ __device__ " : "CG_UNUSED ";
+    if (!cuda) sb_puts(b, CG_UNUSED_DEF);
     bool bf = !g, f16 = !g; /* only those the graph uses: nvcc warns of unused static functions */
     for (ValueId v = 0; g && v < g->n_values; v++) {
         bf |= ir_val(g, v)->dtype == DT_BF16;
@@ -552,14 +555,18 @@ static bool emit_norm(CgCtx *c, NodeId id) {
         KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {ln ? n->in[2] : n->out[0], !ln, 0}, {n->out[0], 1, 0}};
         cg_kernel_rows(c, id, ln ? 4 : 3, a, rows, D, sb_cstr(&b), NULL);
     } else { /* dx(x, w, dy) */
+        /* layer norm subtracts the mean of g = dy * w; RMS norm has no mean (no mg) */
+        char mg_div[48] = "";
+        if (ln) snprintf(mg_div, sizeof mg_div, "mg /= %lld; ", (long long)D);
         sb_printf(&b,
                   "        const $T2 *dy = a2 + i * %lld;\n        $T3 *dx = a3 + i * %lld;\n"
-                  "        cg_acc mg = 0, mgx = 0;\n"
-                  "        CG_FOR(j, %lld) { cg_acc g = (cg_acc)$L2(dy[j]) * $L1(a1[j]); mg += g; mgx += g * ($L0(x[j]) - mean) * rstd; }\n"
-                  "        CG_SUM(mg);\n        CG_SUM(mgx);\n"
-                  "        mg /= %lld; mgx /= %lld;\n"
+                  "        cg_acc %smgx = 0;\n"
+                  "        CG_FOR(j, %lld) { cg_acc g = (cg_acc)$L2(dy[j]) * $L1(a1[j]); %smgx += g * ($L0(x[j]) - mean) * rstd; }\n"
+                  "        %sCG_SUM(mgx);\n"
+                  "        %smgx /= %lld;\n"
                   "        CG_FOR(j, %lld) dx[j] = $W3(rstd * ((cg_acc)$L2(dy[j]) * $L1(a1[j]) - %s - ($L0(x[j]) - mean) * rstd * mgx));",
-                  (long long)D, (long long)D, (long long)D, (long long)D, (long long)D, (long long)D,
+                  (long long)D, (long long)D, ln ? "mg = 0, " : "", (long long)D, ln ? "mg += g; " : "",
+                  ln ? "CG_SUM(mg);\n        " : "", mg_div, (long long)D, (long long)D,
                   ln ? "mg" : "0");
         KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel_rows(c, id, 4, a, rows, D, sb_cstr(&b), NULL);

@@ -40,7 +40,8 @@ void cg_c_prelude(StrBuf *b) {
      * cg_sqrtf 9e-8 relative (Newton steps from a bit-level guess). The CUDA
      * prelude maps them to CUDA's expf, tanhf and sqrtf. */
     sb_puts(b, "#include <string.h>\n"
-               "static inline float cg_expf(float x) {\n"
+               CG_UNUSED_DEF
+               "static inline CG_UNUSED float cg_expf(float x) {\n"
                "    x = x < -87.3f ? -87.3f : x > 88.7f ? 88.7f : x;\n"
                "    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f; /* round(x / ln 2) */\n"
                "    const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;\n"
@@ -50,10 +51,10 @@ void cg_c_prelude(StrBuf *b) {
                "    p = p * r + 5.0000001201e-1f;\n    p = p * r * r + r + 1.0f;\n"
                "    const int32_t k = ((int32_t)n + 127) * 8388608; /* 2^n's bits */\n"
                "    float s;\n    memcpy(&s, &k, sizeof s);\n    return p * s;\n}\n"
-               "static inline float cg_tanhf(float x) {\n"
+               "static inline CG_UNUSED float cg_tanhf(float x) {\n"
                "    const float a = x < 0 ? -x : x, e = cg_expf(2.0f * (a < 9.0f ? a : 9.0f)), t = 1.0f - 2.0f / (e + 1.0f);\n"
                "    return x < 0 ? -t : t;\n}\n"
-               "static inline float cg_sqrtf(float x) {\n"
+               "static inline CG_UNUSED float cg_sqrtf(float x) {\n"
                "    int32_t k;\n    memcpy(&k, &x, sizeof k);\n    k = 0x5f375a86 - (k >> 1);\n"
                "    float y;\n    memcpy(&y, &k, sizeof y);\n    const float h = 0.5f * x;\n"
                "    y = y * (1.5f - h * y * y);\n    y = y * (1.5f - h * y * y);\n    y = y * (1.5f - h * y * y);\n"
