@@ -59,8 +59,8 @@ class GPT2(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def step_args(ap, vocab):
+    """The arguments every torch bench model takes (torch_llama.py too)."""
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
@@ -69,15 +69,18 @@ def main():
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--embd", type=int, default=768)
     ap.add_argument("--heads", type=int, default=12)
-    ap.add_argument("--vocab", type=int, default=50257)
-    ap.add_argument("--ctx", type=int, default=1024)
+    ap.add_argument("--vocab", type=int, default=vocab)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--fused", action="store_true", help="AdamW(fused=True) instead of the default (foreach)")
     ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
-    a = ap.parse_args()
+
+
+def time_steps(a, make_model):
+    """Trains make_model() (built after the seed) with AdamW on random tokens,
+    a.warmup + a.steps steps, and prints each step and the timed steps' mean."""
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = GPT2(a.layers, a.embd, a.heads, a.vocab, a.ctx)
+    model = make_model()
     n_params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
                             **({"fused": True} if a.fused else {}))
@@ -101,6 +104,14 @@ def main():
     print(f"torch {torch.__version__}, {n_params} parameters, {a.threads} threads, "
           f"AdamW {'fused' if a.fused else 'default (foreach)'}, {a.dtype}")
     print(f"torch: {mean:.3f} s per step (mean of {len(times)})")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    step_args(ap, 50257)
+    ap.add_argument("--ctx", type=int, default=1024)
+    a = ap.parse_args()
+    time_steps(a, lambda: GPT2(a.layers, a.embd, a.heads, a.vocab, a.ctx))
 
 
 if __name__ == "__main__":

@@ -15,13 +15,12 @@ Not a test; bench/codegen_cpu/vs_torch.sh runs it beside the generated program
 (MODEL=llama).
 """
 import argparse
-import contextlib
-import math
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from torch_gpt2 import step_args, time_steps  # the shared arguments and timed loop
 
 
 def rope(x, theta):
@@ -83,47 +82,12 @@ class Llama(nn.Module):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=5)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--seq", type=int, default=64)
-    ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--embd", type=int, default=768)
-    ap.add_argument("--heads", type=int, default=12)
+    step_args(ap, 32000)
     ap.add_argument("--kv-heads", type=int, default=4)
     ap.add_argument("--ffn", type=int, default=2048)
-    ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--theta", type=float, default=10000.0)
-    ap.add_argument("--lr", type=float, default=1e-4)
-    ap.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
-    ap.add_argument("--fused", action="store_true", help="AdamW(fused=True) instead of the default (foreach)")
     a = ap.parse_args()
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(0)
-    model = Llama(a.layers, a.embd, a.heads, a.kv_heads, a.ffn, a.vocab, a.theta)
-    n_params = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                            **({"fused": True} if a.fused else {}))
-    g = torch.Generator().manual_seed(1)
-    times = []
-    for s in range(a.warmup + a.steps):
-        idx = torch.randint(0, 256, (a.batch, a.seq), generator=g)
-        tgt = torch.randint(0, 256, (a.batch, a.seq), generator=g)
-        t0 = time.perf_counter()
-        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if a.dtype == "bf16" else contextlib.nullcontext()
-        with ctx:
-            loss = model(idx, tgt)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        dt = time.perf_counter() - t0
-        if s >= a.warmup:
-            times.append(dt)
-        print(f"step {s + 1:3d}: loss {loss.item():.4f}  ({dt:.3f} s{', warm-up' if s < a.warmup else ''})", flush=True)
-    mean = sum(times) / len(times) if times else math.nan
-    print(f"torch {torch.__version__}, {n_params} parameters, {a.threads} threads, {a.dtype}")
-    print(f"torch: {mean:.3f} s per step (mean of {len(times)})")
+    time_steps(a, lambda: Llama(a.layers, a.embd, a.heads, a.kv_heads, a.ffn, a.vocab, a.theta))
 
 
 if __name__ == "__main__":
