@@ -263,6 +263,17 @@ static const char *dkv_write =
     "            }\n"
     "        }\n";
 
+/* Opens the loop over the kv group's query heads and query tiles (left open),
+ * loads the tile's queries and output gradients and computes their statistics. */
+static void group_query_tiles(StrBuf *b) {
+    sb_puts(b, "        for (int64_t h = g * @R@; h < (g + 1) * @R@; h++)\n"
+               "        for (int64_t t0 = 0; t0 < @T@; t0 += @BR@) {\n"
+               "        const int64_t nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@;\n        ");
+    sb_puts(b, load_q);
+    sb_puts(b, load_y);
+    stats(b);
+}
+
 static void dkv(StrBuf *b, bool one) {
     sb_puts(b, "const int64_t g = i % @G@, b = i / @G@, cs = @CS@;\n"
                "        float qs[@BR@][@DH@], ys[@BR@][@DH@], sc[@BR@][@BC@], dp[@BR@][@BC@];\n"
@@ -270,13 +281,8 @@ static void dkv(StrBuf *b, bool one) {
                "        float m[@BR@], l[@BR@], ds[@BR@], lse[@BR@], dl[@BR@];\n");
     if (one) { /* every key in one tile: per query tile, its statistics, then its sums */
         sb_puts(b, "        for (int64_t c = 0; c < @S@; c++)\n"
-                   "            for (int64_t d = 0; d < @DH@; d++) dka[c][d] = dva[c][d] = 0.f;\n"
-                   "        for (int64_t h = g * @R@; h < (g + 1) * @R@; h++)\n"
-                   "        for (int64_t t0 = 0; t0 < @T@; t0 += @BR@) {\n"
-                   "        const int64_t nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@;\n        ");
-        sb_puts(b, load_q);
-        sb_puts(b, load_y);
-        stats(b);
+                   "            for (int64_t d = 0; d < @DH@; d++) dka[c][d] = dva[c][d] = 0.f;\n");
+        group_query_tiles(b);
         sb_puts(b, one_tile);
         sb_puts(b, row_open);
         sb_puts(b, scores_open);
@@ -291,13 +297,8 @@ static void dkv(StrBuf *b, bool one) {
         sb_puts(b, "        }");
         return;
     }
-    sb_puts(b, "        /* the group's query statistics, into the workspace */\n"
-               "        for (int64_t h = g * @R@; h < (g + 1) * @R@; h++)\n"
-               "        for (int64_t t0 = 0; t0 < @T@; t0 += @BR@) {\n"
-               "        const int64_t nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@;\n        ");
-    sb_puts(b, load_q);
-    sb_puts(b, load_y);
-    stats(b);
+    sb_puts(b, "        /* the group's query statistics, into the workspace */\n");
+    group_query_tiles(b);
     sb_puts(b, "        for (int64_t r = 0; r < nq; r++) {\n"
                "            const int64_t row = (b * @H@ + h) * @T@ + t0 + r;\n"
                "            cg_w[row] = lse[r];\n"
