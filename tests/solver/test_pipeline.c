@@ -125,10 +125,13 @@ static void test_bubble(void) {
     CHECK_NEAR(pipeline_bubble_fraction(8, 64), 7.0 / 71.0, 1e-15);
 }
 
-static Graph *tiny_gpt2(int micro) {
+/* The training graph of a model file under the source tree (path from its root). */
+static Graph *training(const char *path, int micro) {
+    char full[512];
+    snprintf(full, sizeof full, "%s/%s", COLOSSAL_SOURCE_DIR, path);
     size_t len;
-    char *text = ir_read_file(COLOSSAL_SOURCE_DIR "/examples/ir/gpt2-tiny.cir", &len);
-    Graph *fwd = ir_parse("gpt2-tiny.cir", text, len);
+    char *text = ir_read_file(full, &len);
+    Graph *fwd = ir_parse(path, text, len);
     ir_free(text);
     AdOptions ao;
     ad_options_default(&ao);
@@ -140,6 +143,8 @@ static Graph *tiny_gpt2(int micro) {
     ir_graph_free(fwd);
     return g;
 }
+
+static Graph *tiny_gpt2(int micro) { return training("examples/ir/gpt2-tiny.cir", micro); }
 
 static uint32_t mask_of(const Placement *pl, const char *name) {
     ValueId v = ir_find(pl->g, name);
@@ -267,18 +272,7 @@ static void test_replay(void) {
 }
 
 static void test_price(void) {
-    size_t len;
-    char *text = ir_read_file(COLOSSAL_SOURCE_DIR "/tests/e2e/gpt2_tiny_4.cir", &len);
-    Graph *fwd = ir_parse("gpt2_tiny_4.cir", text, len);
-    ir_free(text);
-    AdOptions ao;
-    ad_options_default(&ao);
-    ao.micro_batches = 4;
-    StrBuf err;
-    sb_init(&err);
-    Graph *g = ad_build(fwd, &ao, &err);
-    sb_free(&err);
-    ir_graph_free(fwd);
+    Graph *g = training("tests/e2e/gpt2_tiny_4.cir", 4);
     PlanOptions o;
     plan_options_default(&o);
     o.cluster = "h100:1x4";
@@ -339,21 +333,7 @@ static void test_price(void) {
     ir_graph_free(g);
 }
 
-static Graph *tiny_gpt2_4(void) {
-    size_t len;
-    char *text = ir_read_file(COLOSSAL_SOURCE_DIR "/tests/e2e/gpt2_tiny_4.cir", &len);
-    Graph *fwd = ir_parse("gpt2_tiny_4.cir", text, len);
-    ir_free(text);
-    AdOptions ao;
-    ad_options_default(&ao);
-    ao.micro_batches = 4;
-    StrBuf err;
-    sb_init(&err);
-    Graph *g = ad_build(fwd, &ao, &err);
-    sb_free(&err);
-    ir_graph_free(fwd);
-    return g;
-}
+static Graph *tiny_gpt2_4(void) { return training("tests/e2e/gpt2_tiny_4.cir", 4); }
 
 static void test_stage_problem(void) {
     Graph *g = tiny_gpt2_4();
@@ -403,18 +383,7 @@ static void test_stage_problem(void) {
  * are all-gathered once per step, in the update; ZeRO-3 moves the gathers into the micro-
  * batches instead (the forward, the backward and the forward again before it). */
 static void test_price_zero(void) {
-    size_t len;
-    char *text = ir_read_file(COLOSSAL_SOURCE_DIR "/tests/e2e/gpt2_tiny_4.cir", &len);
-    Graph *fwd = ir_parse("gpt2_tiny_4.cir", text, len);
-    ir_free(text);
-    AdOptions ao;
-    ad_options_default(&ao);
-    ao.micro_batches = 4;
-    StrBuf err;
-    sb_init(&err);
-    Graph *g = ad_build(fwd, &ao, &err);
-    sb_free(&err);
-    ir_graph_free(fwd);
+    Graph *g = training("tests/e2e/gpt2_tiny_4.cir", 4);
     PlanOptions o;
     plan_options_default(&o);
     o.cluster = "h100:1x4";
