@@ -220,6 +220,7 @@ static bool backward(Ad *ad, int n_fwd, ValueId loss, ValueId seed) {
         for (int k = 0; k < n.n_in; k++) gi[k] = req[n.in[k]] && act[n.in[k]] ? BW_NEED : IR_NONE;
         if (n.block != IR_NONE) ir_set_block(g, g->blocks[n.block].name, n.instance);
         else ir_set_block(g, NULL, 0);
+        g->cur_origin = i; /* the rule's nodes and the sums below derive from node i (Node.origin) */
         if (!o->backward(g, i, go, gi, ad->err)) {
             ok = false;
             break;
@@ -233,6 +234,7 @@ static bool backward(Ad *ad, int n_fwd, ValueId loss, ValueId seed) {
             contribute(ad, n.in[k], gi[k], n.loc);
         }
     }
+    g->cur_origin = IR_NONE;
     ir_set_block(g, NULL, 0);
     ir_free(req);
     ir_free(act);

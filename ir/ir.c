@@ -87,6 +87,7 @@ Graph *ir_graph_new(const char *name) {
     arena_init(&g->arena);
     g->name = arena_strdup(&g->arena, name ? name : "model");
     g->cur_block = IR_NONE;
+    g->cur_origin = IR_NONE;
     return g;
 }
 
@@ -258,6 +259,7 @@ NodeId ir_build(Graph *g, int op, const ValueId *in, int n_in, const Attr *attrs
     memcpy(n->attr, at, sizeof at);
     n->block = g->cur_block;
     n->instance = g->cur_block == IR_NONE ? 0 : g->cur_instance;
+    n->origin = g->cur_origin;
     n->loc = loc;
     for (int k = 0; k < is.n_out; k++) {
         const char *nm = out_names ? out_names[k] : NULL;

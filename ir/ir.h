@@ -125,6 +125,9 @@ typedef struct Node {
     Attr attr[IR_MAX_ATTRS];   /* in the order of the op's attribute spec */
     int32_t block;             /* index into Graph.blocks, or IR_NONE */
     int32_t instance;          /* instance within the block */
+    int32_t origin;            /* a backward node: the forward node whose backward rule
+                                * (or the sum of whose operand's gradients) autodiff built
+                                * it for (Graph.cur_origin); else IR_NONE */
     SrcLoc loc;
 } Node;
 
@@ -147,6 +150,7 @@ typedef struct Graph {
     ValueId *outputs;
     int n_outputs, cap_outputs;
     int cur_block, cur_instance; /* stamped on new nodes; IR_NONE when outside */
+    int cur_origin;            /* stamped on new nodes as Node.origin (autodiff sets it) */
     /* name -> value index (open addressing) */
     int32_t *ht;
     int ht_cap;

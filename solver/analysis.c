@@ -653,9 +653,10 @@ static void op_costs_json(cJSON *o, const Graph *g, NodeId n, const CostOp *co, 
     }
 }
 
-/* A node the planner did not price on its own (the backward and update
- * nodes the completion rule placed, placement.c): its strategy and specs as
- * the Placement gives them, its compute priced with cost_op. */
+/* A node the completion placed (placement.c): its strategy and specs as the
+ * Placement gives them; a backward node's compute as the planner priced it
+ * (PlanResult.node_cost: its own op at the rule's strategy, bwdrule.c), an
+ * update node's, which the planner prices per parameter group, with cost_op. */
 static cJSON *rule_op_json(const Graph *g, const PlanResult *r, NodeId n, StrBuf *b) {
     const Placement *pl = r->pl;
     const Node *nd = ir_node(g, n);
@@ -701,9 +702,10 @@ static cJSON *rule_op_json(const Graph *g, const PlanResult *r, NodeId n, StrBuf
         sb_clear(b);
         shard_spec_print(b, &st->out[0]);
     }
+    if (r->node_cost && nd->origin != IR_NONE) co = r->node_cost[n]; /* what the planner priced */
     cJSON_AddItemToObject(o, "inputs", in);
     cJSON_AddStringToObject(o, "output", sb_cstr(b));
-    /* cost_op prices a node as a forward op: its fwd_s is this node's own time */
+    /* a node's own time is its fwd_s (cost_op prices every node as it runs) */
     op_costs_json(o, g, n, &co, 0, 0, co.fwd_s, 0);
     return o;
 }
@@ -747,7 +749,8 @@ void plan_json_ops(cJSON *ops, const Graph *g, const PlanResult *r) {
         shard_spec_print(&b, &st->out[0]);
         cJSON_AddStringToObject(o, "output", sb_cstr(&b));
         CostOp co;
-        cost_op(&r->cm, g, n, &mem->is, st, &co);
+        if (r->node_cost) co = r->node_cost[n]; /* what the planner priced (ilp_node_costs) */
+        else cost_op(&r->cm, g, n, &mem->is, st, &co);
         op_costs_json(o, g, n, &co, co.fwd_s, co.bwd_s, co.fwd_s + co.bwd_s, node_resharding(r, g, owner, n, NULL));
         cJSON_AddItemToArray(ops, o);
     }

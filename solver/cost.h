@@ -6,12 +6,14 @@
  * is the α–β ring model of shard/ (shard_coll_time). The factors and formulas are
  * documented in docs/sharding.md.
  *
- * The training step is priced from the forward graph: the backward of an op
- * under the same axis assignment has the same iteration space; each operand's
- * gradient is partial over the axes on iterators that do not index it
- * (shard_grad_spec), and backward compute is `bwd` times the forward (per op
- * class, below). When the training graph exists, its backward nodes can be
- * priced directly with cost_op().
+ * cost_op prices any node, forward or backward, as it runs (fwd_s: its own
+ * time). Its bwd_s is the estimate a forward graph's planning uses (no
+ * backward nodes to price): the backward of an op under the same axis
+ * assignment has the same iteration space, each operand's gradient is partial
+ * over the axes on iterators that do not index it (shard_grad_spec), and its
+ * compute is `bwd` times the forward (per op class, below). A training
+ * graph's backward nodes are priced by their own cost_op (problem.c
+ * member_bwd, at the strategies of solver/bwdrule.c).
  */
 #ifndef COLOSSAL_COST_H
 #define COLOSSAL_COST_H

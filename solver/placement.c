@@ -4,15 +4,16 @@
  * micro-batches. The lowering reads the result and decides nothing.
  *
  * Forward nodes take the strategy their group was given (the ILP's or a
- * baseline's). The backward and update nodes, which the planner prices from
- * their forward op, are completed here by one deterministic rule, walking
- * the graph in order while tracking how each value is held (its spec, and
- * the resharded copies made for readers of the same phase, as the lowering
- * will make them):
+ * baseline's). The other nodes are completed here, walking the graph in order
+ * while tracking how each value is held (its spec, and the resharded copies
+ * made for readers of the same phase, as the lowering will make them):
  *
  *   - add / sub / scale of pending sums held alike keep the sum pending
  *     (keep_partial);
- *   - otherwise the strategy whose operands cost least to read as they are
+ *   - a backward node (Node.origin) takes the strategy plan_bwd_rule gives
+ *     it from its forward node's strategy (bwdrule.c): the rule the ILP
+ *     priced that forward strategy's backward with;
+ *   - otherwise (the update part) the strategy whose operands cost least to read as they are
  *     held (the α–β time of shard_reshard, the sequence the lowering emits)
  *     plus its compute, preferring to leave a gradient `X.grad` in X's layout
  *     (in its ZeRO slice for a stage >= 2 parameter's gradient), and for an
@@ -44,6 +45,8 @@ typedef struct Walk {
     int8_t (*copy_phase)[MAX_COPIES];
     ValueId *gparam;               /* per value: the parameter an update reads it as the gradient of */
     ValueId *grad_of;              /* per value: the value it is the gradient of (ad_grad_of) */
+    ShardStrategy *rule_st;        /* per node: a backward node's strategy by plan_bwd_rule */
+    bool *has_rule;
     int in_nax;                    /* the inputs' row split, fixed by the first input */
     int8_t in_ax[SHARD_MAX_AXES];
     StrBuf *err;
@@ -218,6 +221,9 @@ static bool complete(Walk *w) {
                 }
         } else if (passes_partial(w, id, &pass_spec)) {
             pl->keep_partial[id] = pl->has_st[id] = pl->by_rule[id] = true;
+        } else if (w->has_rule[id]) {
+            st = pl->st[id] = w->rule_st[id];
+            pl->has_st[id] = pl->by_rule[id] = true;
         } else if (choose(w, id, &is, &st)) {
             pl->st[id] = st;
             pl->has_st[id] = pl->by_rule[id] = true;
@@ -316,7 +322,7 @@ Placement *plan_placement(const Graph *g, const PlanResult *r, bool lowerable, S
     from_choice(pl, r);
     int nv = g->n_values;
     Walk w = {.g = g, .pl = pl, .m = &pl->mesh, .lowerable = lowerable, .in_nax = -1, .err = err};
-    w.flops_per_s = r->cl.peak_flops[r->cm.dtype] > 0 ? r->cl.peak_flops[r->cm.dtype] : 1e12;
+    w.flops_per_s = r->cl.peak_flops[r->cm.dtype] > 0 ? r->cl.peak_flops[r->cm.dtype] : 1e12; /* plan_bwd_flops_per_s */
     w.spec = ir_alloc(sizeof *w.spec * (size_t)(nv + 1));
     w.known = ir_alloc(sizeof *w.known * (size_t)(nv + 1));
     w.n_copy = ir_alloc(sizeof *w.n_copy * (size_t)(nv + 1));
@@ -337,7 +343,23 @@ Placement *plan_placement(const Graph *g, const PlanResult *r, bool lowerable, S
         const Node *n = ir_node(g, id);
         if (ir_op_is_update(n->op)) w.gparam[n->in[1]] = n->in[0];
     }
+    /* the backward nodes' strategies, from their forward node's */
+    w.rule_st = ir_alloc(sizeof *w.rule_st * (size_t)(g->n_nodes + 1));
+    w.has_rule = ir_alloc(sizeof *w.has_rule * (size_t)(g->n_nodes + 1));
+    PlanBwd *bw = plan_bwd_new(g);
+    ShardStrategy *chain_st = ir_alloc(sizeof *chain_st * (size_t)(g->n_nodes + 1));
+    for (NodeId f = 0; f < g->n_nodes; f++) {
+        const NodeId *chain;
+        int n = plan_bwd_chain(bw, f, &chain);
+        if (!n || !pl->has_st[f]) continue;
+        plan_bwd_rule(g, bw, &pl->mesh, lowerable, w.flops_per_s, f, &pl->st[f], chain_st, NULL, NULL);
+        for (int k = 0; k < n; k++) w.rule_st[chain[k]] = chain_st[k], w.has_rule[chain[k]] = true;
+    }
+    ir_free(chain_st);
+    plan_bwd_free(bw);
     bool ok = complete(&w);
+    ir_free(w.rule_st);
+    ir_free(w.has_rule);
     ir_free(w.spec);
     ir_free(w.known);
     ir_free(w.n_copy);

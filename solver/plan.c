@@ -46,6 +46,7 @@ void plan_free(PlanResult *r) {
     ilp_result_free(&r->res);
     ilp_problem_free(r->prob);
     placement_free(r->pl);
+    ir_free(r->node_cost);
     ir_free(r->pipe);
     ir_free(r->counts);
     ir_free(r->sweep);
@@ -625,6 +626,8 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         plan_free(best);
         return NULL;
     }
+    best->node_cost = ir_alloc(sizeof *best->node_cost * (size_t)(g->n_nodes + 1));
+    ilp_node_costs(best->prob, &best->choice, best->node_cost);
     if (o->pp > 1) { /* the stages of every node (pipeline.c) */
         StrBuf phint;
         sb_init(&phint);

@@ -88,6 +88,7 @@ typedef struct PlanResult {
     int n_sweep;                /* --sweep-mem: the best plan at each limit */
     PlanSweepPoint *sweep;
     Placement *pl;              /* the plan as the lowering reads it (placement.c) */
+    CostOp *node_cost;          /* per node: what the planner priced it at (ilp_node_costs) */
     const char *offload_mode;   /* --offload as given ("none" when not) */
     struct PipePrice *pipe;     /* pipelined: the pipeline's price (pipeprice.c); its step
                                  * is price.step_s; NULL when not pipelined */

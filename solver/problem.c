@@ -69,10 +69,13 @@ typedef struct Builder {
     int *param_owner;  /* value -> owning node (first use) or -1 */
     const AdOptions *train; /* the optimizer (IlpOptions.train, or AdamW's defaults) */
     int n_trust;       /* parameters with a trust ratio (LAMB, LARS): entries of the norms collective */
+    PlanBwd *bw;       /* a training graph's backward nodes per forward node (bwdrule.c) */
+    double bw_fps;     /* the rule's compute rate (plan_bwd_flops_per_s) */
 } Builder;
 
-/* The planner prices the training step from the forward ops (cost.h); the
- * backward and optimizer nodes of a training graph are skipped here. */
+/* The planner chooses the forward ops' strategies; a training graph's
+ * backward nodes are priced with their forward op (member_bwd), its
+ * optimizer nodes with the parameters (price_params). */
 static bool is_forward(const Graph *g, NodeId n) {
     const Node *nd = ir_node(g, n);
     for (int r = 0; r < nd->n_out; r++)
@@ -220,6 +223,9 @@ static void form_groups(Builder *b) {
             }
             m->n_st = k;
         }
+        m->bwd_s = ir_alloc(sizeof(double) * (size_t)(m->n_st ? m->n_st : 1));
+        m->bwd_move_s = ir_alloc(sizeof(double) * (size_t)(m->n_st ? m->n_st : 1));
+        for (int s = 0; s < m->n_st; s++) m->bwd_s[s] = NAN;
         p->group_of_node[n] = join;
         p->member_of_node[n] = gr->n_members++;
     }
@@ -263,6 +269,41 @@ static void form_blocks(Builder *b) {
     ir_free(keys);
 }
 
+/* The backward compute of one member at its strategy s (one micro-batch's
+ * calls): in a training graph, its backward nodes' own cost_op at the
+ * strategies the rule gives them (plan_bwd_rule, the one the completion
+ * places them with), memoized per strategy; in a forward graph, the class
+ * estimate (co->bwd_s, cost.c). */
+static double member_bwd(const Builder *b, const IlpMember *mem, int s, const CostOp *co, double *move) {
+    *move = 0;
+    if (!b->bw->training) return co->bwd_s;
+    if (!isnan(mem->bwd_s[s])) {
+        *move = mem->bwd_move_s[s];
+        return mem->bwd_s[s];
+    }
+    const NodeId *chain;
+    int n = plan_bwd_chain(b->bw, mem->node, &chain);
+    double t = 0;
+    if (n) {
+        ShardStrategy *st = ir_alloc(sizeof *st * (size_t)n * 2), *held = st + n;
+        double *mv = ir_alloc(sizeof *mv * (size_t)n);
+        plan_bwd_rule(b->g, b->bw, b->cm->mesh, b->p->opt.lowerable, b->bw_fps, mem->node, &mem->st[s], st, held, mv);
+        for (int k = 0; k < n; k++) {
+            IterSpace is;
+            ir_itspace(b->g, chain[k], &is);
+            CostOp c;
+            cost_op(b->cm, b->g, chain[k], &is, plan_bwd_priced(st, held, k), &c);
+            t += c.fwd_s; /* a node's own time: cost_op prices it as it runs */
+            *move += mv[k];
+        }
+        ir_free(mv);
+        ir_free(st);
+    }
+    mem->bwd_s[s] = t;
+    mem->bwd_move_s[s] = *move;
+    return t;
+}
+
 /* Index into member m's strategies that the member takes, given the
  * strategies already chosen for earlier members (ms[]). Adds its in-group
  * resharding to *comm. */
@@ -287,7 +328,9 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
         }
         CostOp co;
         cost_op(b->cm, g, mem->node, &mem->is, st, &co);
-        double t = c + co.fwd_s + co.bwd_s;
+        double mv, t = c + co.fwd_s + member_bwd(b, mem, s, &co, &mv);
+        c += mv;
+        t += mv;
         if (t < best_t - 1e-15 || (t <= best_t + 1e-15 && best >= 0 && st->split > mem->st[best].split)) {
             best = s;
             best_t = t;
@@ -430,7 +473,9 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             CostOp co;
             cost_op(cm, g, mem->node, &mem->is, st, &co);
             S->fwd_s += co.fwd_s;
-            S->bwd_s += co.bwd_s;
+            double mv;
+            S->bwd_s += member_bwd(b, mem, S->member_st[m], &co, &mv);
+            if (m == 0) S->comm_s += mv; /* a follower's is in follow()'s */
             if (!placement_selective_keeps(nd->op)) S->rec_sel_s += co.fwd_s; /* re-run under selective */
             double work = 0;
             /* the backward's gradient buffers: dX per activation operand, dY per
@@ -595,6 +640,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
      * runs on 1/M of its rows (cost_op), M calls a step */
     CostModel micro_cm = *cm;
     if (!accumulates && p->opt.micro_batches > 1) micro_cm.batch_frac = 1.0 / p->opt.micro_batches;
+    p->call_cm = micro_cm;
     Builder b = {.p = p, .g = g, .cm = &micro_cm, .train = train};
     for (int v = 0; v < g->n_values; v++)
         b.n_trust += g->values[v].role == ROLE_PARAM && !ad_name_matches(train->no_trust, g->values[v].name);
@@ -604,6 +650,8 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     b.grad_in_place = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
     b.param_owner = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (int v = 0; v < g->n_values; v++) b.param_owner[v] = -1;
+    b.bw = plan_bwd_new(g);
+    b.bw_fps = plan_bwd_flops_per_s(cm);
     find_representatives(&b);
     mark_values(&b);
     form_groups(&b);
@@ -651,7 +699,41 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     ir_free(b.grad_in_place);
     ir_free(b.block_out);
     ir_free(b.param_owner);
+    plan_bwd_free(b.bw);
     return p;
+}
+
+void ilp_node_costs(const IlpProblem *p, const IlpChoice *c, CostOp *out) {
+    const Graph *g = p->g;
+    memset(out, 0, sizeof *out * (size_t)g->n_nodes);
+    PlanBwd *bw = plan_bwd_new(g);
+    ShardStrategy *st = ir_alloc(sizeof *st * (size_t)(g->n_nodes + 1) * 2), *held = st + g->n_nodes + 1;
+    double M = p->opt.micro_batches > 1 ? p->opt.micro_batches : 1;
+    for (NodeId n = 0; n < g->n_nodes; n++) {
+        int gi = p->group_of_node[n];
+        if (gi < 0) continue;
+        const IlpGroup *G = &p->groups[gi];
+        int m = p->member_of_node[n];
+        const IlpMember *mem = &G->members[m];
+        const ShardStrategy *fs = &mem->st[G->strats[c->strat[gi]].member_st[m]];
+        cost_op(&p->call_cm, g, n, &mem->is, fs, &out[n]);
+        out[n].fwd_s *= M, out[n].bwd_s *= M;
+        if (!bw->training) continue;
+        const NodeId *chain;
+        int nb = plan_bwd_chain(bw, n, &chain);
+        plan_bwd_rule(g, bw, p->cm->mesh, p->opt.lowerable, plan_bwd_flops_per_s(p->cm), n, fs, st, held, NULL);
+        out[n].bwd_s = 0;
+        for (int k = 0; k < nb; k++) {
+            IterSpace is;
+            ir_itspace(g, chain[k], &is);
+            cost_op(&p->call_cm, g, chain[k], &is, plan_bwd_priced(st, held, k), &out[chain[k]]);
+            out[chain[k]].fwd_s *= M;
+            out[chain[k]].bwd_s = 0;
+            out[n].bwd_s += out[chain[k]].fwd_s;
+        }
+    }
+    ir_free(st);
+    plan_bwd_free(bw);
 }
 
 void ilp_problem_free(IlpProblem *p) {
@@ -660,7 +742,7 @@ void ilp_problem_free(IlpProblem *p) {
         IlpGroup *gr = &p->groups[gi];
         for (int s = 0; s < gr->n_strats; s++) ir_free(gr->strats[s].member_st);
         ir_free(gr->strats);
-        for (int m = 0; m < gr->n_members; m++) ir_free(gr->members[m].st);
+        for (int m = 0; m < gr->n_members; m++) ir_free(gr->members[m].st), ir_free(gr->members[m].bwd_s), ir_free(gr->members[m].bwd_move_s);
         ir_free(gr->members);
     }
     for (int e = 0; e < p->n_edges; e++) ir_free(p->edges[e].cost), ir_free(p->edges[e].mem);

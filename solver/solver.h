@@ -4,9 +4,10 @@
  * model, solved as one ILP with GLPK, or evaluated directly for a given
  * choice (baselines, brute force). A section per file of solver/.
  *
- * The problem is the abstraction the planner reads: today it is built from
- * the forward graph (the backward and the optimizer are priced from it, see
- * cost.h); a training graph can feed the same tables later.
+ * The problem is the abstraction the planner reads: groups of forward nodes.
+ * From a training graph, a forward strategy's backward is its backward nodes'
+ * own price at the strategies bwdrule.c gives them; from a forward graph, an
+ * estimate (cost.h). The optimizer is priced per parameter group.
  */
 #ifndef COLOSSAL_SOLVER_H
 #define COLOSSAL_SOLVER_H
@@ -59,6 +60,9 @@ typedef struct IlpMember {
     IterSpace is;
     int n_st;
     ShardStrategy *st;          /* every strategy of this node */
+    double *bwd_s;              /* per strategy: its backward's compute (problem.c member_bwd;
+                                 * NaN until asked) */
+    double *bwd_move_s;         /* per strategy: the reshardings its backward implies */
 } IlpMember;
 
 typedef struct IlpGroup {
@@ -135,9 +139,12 @@ typedef struct IlpProblem {
     double off_s;               /* seconds of the offloaded update's pipeline (copies, host AdamW) */
     double off_opt_s;           /* seconds of the device update it replaces */
     double host_limit;          /* host bytes per device (the node's host memory / its devices) */
+    CostModel call_cm;          /* the model one kernel call is priced on: cm, on 1/M of the
+                                 * rows when a graph of the whole batch runs as M micro-batches */
 } IlpProblem;
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);
+
 
 /* ---- deadline.c: the planning's deadline (--time-limit) -------------------- */
 
@@ -149,6 +156,40 @@ double ilp_deadline(void);
 bool ilp_deadline_passed(void);
 void ilp_problem_free(IlpProblem *p);
 
+/* ---- bwdrule.c: the backward nodes' strategies, from their forward node's ---- */
+
+/* The backward nodes of each forward node of a training graph (Node.origin),
+ * computed once per graph: forward node f's are node[first[f] .. first[f+1]),
+ * in graph order. */
+typedef struct PlanBwd {
+    int *first;                 /* per node, and one past the last */
+    NodeId *node;
+    bool training;              /* some node has an origin: the graph has its backward */
+} PlanBwd;
+
+PlanBwd *plan_bwd_new(const Graph *g);
+void plan_bwd_free(PlanBwd *b);
+/* Forward node f's backward nodes: their count, and *nodes. */
+int plan_bwd_chain(const PlanBwd *b, NodeId f, const NodeId **nodes);
+/* The rule: a strategy for each of f's backward nodes (out[], one per node of
+ * its chain, in order), a pure function of f's strategy fs on mesh m (and of
+ * lowerable: no kernel_whole iterator split; flops_per_s: the compute term).
+ * held (NULL: not wanted): per node, split 0, or, for a linear node over
+ * pending sums held alike that runs on them as held (keep_partial), the specs
+ * it reads and writes as a strategy with no axis placed, to price it with.
+ * move_s (NULL: not wanted): per node, the reshardings it implies (operands
+ * read away from their assumed specs, results moved to their targets).
+ * The ILP prices f's strategies with it and the completion places with it. */
+void plan_bwd_rule(const Graph *g, const PlanBwd *bw, const ShardMesh *m, bool lowerable, double flops_per_s,
+                   NodeId f, const ShardStrategy *fs, ShardStrategy *out, ShardStrategy *held, double *move_s);
+/* The strategy plan_bwd_rule's node k is priced at: held[k] when it runs as held, else out[k]. */
+static inline const ShardStrategy *plan_bwd_priced(const ShardStrategy *out, const ShardStrategy *held, int k) {
+    return held[k].split > 0 ? &held[k] : &out[k];
+}
+/* The device's FLOP/s the rule's compute term divides by (the cluster's peak
+ * in the compute dtype, or 1e12 when it has none). */
+double plan_bwd_flops_per_s(const CostModel *cm);
+
 /* ---- eval.c: a choice and its price --------------------------------------- */
 
 typedef struct IlpChoice {
@@ -157,6 +198,14 @@ typedef struct IlpChoice {
     int (*count)[RC__COUNT];    /* per block: instances under each policy */
     int *offload;               /* per group: 1 its optimizer state lives on the host */
 } IlpChoice;
+
+/* What the problem priced every node at under choice c, per step (M calls):
+ * a forward node its cost_op at the chosen strategy (bwd_s: its backward
+ * nodes' sum in a training graph, the class estimate in a forward graph); a
+ * backward node its own cost_op at the rule's strategy (plan_bwd_rule) in
+ * fwd_s; an update node nothing (priced per parameter group). out: one per
+ * node. The plan result stores it; the report reads it. */
+void ilp_node_costs(const IlpProblem *p, const IlpChoice *c, CostOp *out);
 
 typedef struct IlpPrice {
     double step_s;

@@ -1,0 +1,220 @@
+/*
+ * test_bwdprice.c — the planner prices the backward that runs
+ * (solver/bwdrule.c, problem.c member_bwd, placement.c):
+ *   - autodiff records each backward node's forward node (Node.origin);
+ *   - a backward node's price is its own op's roofline at the strategy the
+ *     rule gives it, hand-computed (FLOPs and local bytes) for a matrix
+ *     product's dx and dW and a layer norm's dx, dW and bias sum under data
+ *     parallelism on two devices, and the Placement runs those strategies;
+ *   - the ILP's compute term equals what the completed Placement runs: the
+ *     sum of every forward and backward node's own cost_op at its placed
+ *     strategy (GPT-2 tiny, tied blocks: the ILP on one device, data parallel
+ *     and Megatron on two, Megatron on 2x2), so a class
+ *     factor (backward = k x forward) would fail it; and the plan result keeps
+ *     each node's price (PlanResult.node_cost), which the report reads.
+ */
+#include <stdlib.h>
+
+#include "autodiff.h"
+#include "check.h"
+#include "plan.h"
+#include "text.h"
+
+static Graph *training_of(const char *name, const char *text) {
+    Graph *f = ir_parse(name, text, strlen(text));
+    IR_ASSERT(f);
+    AdOptions o;
+    ad_options_default(&o);
+    StrBuf err;
+    sb_init(&err);
+    Graph *g = ad_build(f, &o, &err);
+    if (!g) fprintf(stderr, "%s\n", sb_cstr(&err));
+    sb_free(&err);
+    ir_graph_free(f);
+    IR_ASSERT(g);
+    return g;
+}
+
+static Graph *example(const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/ir/%s", COLOSSAL_SOURCE_DIR, file);
+    size_t len;
+    char *text = ir_read_file(path, &len);
+    IR_ASSERT(text);
+    Graph *g = training_of(path, text);
+    ir_free(text);
+    return g;
+}
+
+static PlanResult *plan(const Graph *g, const char *cluster, const char *mesh, const char *strategy) {
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = cluster;
+    o.mesh = mesh;
+    o.strategy = strategy;
+    if (strategy && !strcmp(strategy, "megatron")) o.mem_bytes = 130 << 10; /* makes megatron split (test_placement) */
+    o.lowerable = true;
+    o.progress = false;
+    PlanResult *r = plan_solve(g, &o);
+    IR_ASSERT(r && r->pl);
+    return r;
+}
+
+static NodeId producer(const Graph *g, const char *value) {
+    ValueId v = ir_find(g, value);
+    IR_ASSERT(v != IR_NONE && ir_val(g, v)->def != IR_NONE);
+    return ir_val(g, v)->def;
+}
+
+/* The backward compute the ILP priced for forward node f at the chosen plan. */
+static double priced_bwd(const PlanResult *r, NodeId f) {
+    const IlpProblem *p = r->prob;
+    int gi = p->group_of_node[f], m = p->member_of_node[f];
+    const IlpGroup *G = &p->groups[gi];
+    return G->members[m].bwd_s[G->strats[r->choice.strat[gi]].member_st[m]];
+}
+
+static const char tiny[] = "# colossal-ir 1\n"
+                           "graph tiny\n"
+                           "input %x : f32[64,32]\n"
+                           "input %y : i32[64]\n"
+                           "param %w1 : f32[32,32] init=normal(0.02)\n"
+                           "param %ln.weight : f32[32] init=ones\n"
+                           "param %ln.bias : f32[32] init=zeros\n"
+                           "param %w2 : f32[32,16] init=normal(0.02)\n"
+                           "%h : f32[64,32] = dense(%x, %w1) {k=1}\n"
+                           "%n : f32[64,32] = layer_norm(%h, %ln.weight, %ln.bias) {eps=1e-05}\n"
+                           "%logits : f32[64,16] = dense(%n, %w2) {k=1}\n"
+                           "%loss : f32[] = cross_entropy(%logits, %y)\n"
+                           "output %loss\n";
+
+/* Data parallel on two devices: every backward node splits the 64 rows in
+ * two (32 a device); weight gradients are pending sums over the batch axis. */
+static void test_hand_priced(void) {
+    Graph *g = training_of("tiny.cir", tiny);
+    PlanResult *r = plan(g, "h100:1x2", "1x2", "dp");
+    const CostModel *cm = &r->cm;
+    const Placement *pl = r->pl;
+    NodeId d2 = producer(g, "logits"), ln = producer(g, "n");
+    NodeId dx = producer(g, "n.grad"), dw = producer(g, "w2.grad");
+    NodeId lndx = producer(g, "h.grad"), lndw = producer(g, "ln.weight.grad"), lndb = producer(g, "ln.bias.grad");
+    /* autodiff's record: each backward node names its forward node */
+    CHECK_INT(ir_node(g, dx)->op, OP_DENSE_DX);
+    CHECK_INT(ir_node(g, dw)->op, OP_DENSE_DW);
+    CHECK_INT(ir_node(g, dx)->origin, d2);
+    CHECK_INT(ir_node(g, dw)->origin, d2);
+    CHECK_INT(ir_node(g, lndx)->op, OP_LAYER_NORM_DX);
+    CHECK_INT(ir_node(g, lndw)->op, OP_LAYER_NORM_DW);
+    CHECK_INT(ir_node(g, lndb)->op, OP_SUM_TO);
+    CHECK_INT(ir_node(g, lndx)->origin, ln);
+    CHECK_INT(ir_node(g, lndw)->origin, ln);
+    CHECK_INT(ir_node(g, lndb)->origin, ln);
+    CHECK_INT(ir_node(g, d2)->origin, IR_NONE);
+    /* the rule's strategies, as the Placement holds them: rows over axis 1 */
+    CHECK(pl->has_st[dx] && pl->by_rule[dx] && !pl->keep_partial[dx]);
+    CHECK_INT(pl->st[dx].split, 2);
+    CHECK_INT(pl->st[dx].out[0].n[0], 1);
+    CHECK_INT(pl->st[dx].out[0].ax[0][0], 1);
+    CHECK_INT(pl->st[dw].split, 2);
+    CHECK_INT(pl->st[dw].out[0].partial, 1u << 1); /* dW summed over the rows: pending over axis 1 */
+    CHECK_INT(pl->st[lndx].split, 2);
+    CHECK_INT(pl->st[lndw].out[0].partial, 1u << 1);
+    CHECK_INT(pl->st[lndb].out[0].partial, 1u << 1);
+    /* dense's backward, by hand: 2·32·32·16 FLOPs each; dx reads dlogits
+     * [32,16] and w2 [32,16] and writes dn [32,32]; dW reads n [32,32] and
+     * dlogits [32,16] and writes dW2 [32,16] (whole, pending): 8192 bytes each */
+    double mm = 2.0 * 32 * 32 * 16;
+    double t_dx = cost_roofline_op(cm, OPC_MATMUL, OP_DENSE_DX, mm, 4.0 * (32 * 16 + 32 * 16 + 32 * 32));
+    double t_dw = cost_roofline_op(cm, OPC_MATMUL, OP_DENSE_DW, mm, 4.0 * (32 * 32 + 32 * 16 + 32 * 16));
+    CHECK_NEAR(priced_bwd(r, d2), t_dx + t_dw, 1e-12);
+    /* the layer norm's: dx reads h, dn [32,32] and the weight [32], writes dh
+     * [32,32] (12 FLOPs an element, ops.def); dW reads h and dn, writes [32]
+     * (6 an element); the bias's sum reads dn and writes [32] */
+    double el = 32.0 * 32;
+    double t_lndx = cost_roofline_op(cm, OPC_NORM, OP_LAYER_NORM_DX, 12 * el, 4.0 * (3 * el + 32));
+    double t_lndw = cost_roofline_op(cm, OPC_NORM, OP_LAYER_NORM_DW, 6 * el, 4.0 * (2 * el + 32));
+    IterSpace is;
+    ir_itspace(g, lndb, &is);
+    double t_lndb = cost_roofline_op(cm, OPC_REDUCE, OP_SUM_TO, is.flops / 2, 4.0 * (el + 32));
+    CHECK_NEAR(priced_bwd(r, ln), t_lndx + t_lndw + t_lndb, 1e-12);
+    /* not the class factor: a layer norm's backward is not 2x its forward here */
+    CostOp co;
+    ir_itspace(g, ln, &is);
+    cost_op(cm, g, ln, &is, &pl->st[ln], &co);
+    CHECK(fabs(priced_bwd(r, ln) - co.bwd_s) > 1e-3 * co.bwd_s);
+    plan_free(r);
+    ir_graph_free(g);
+}
+
+/* Every forward and backward node's own price at its placed strategy, on one
+ * micro-batch (keep_partial nodes on their operands as held). */
+static double runs(const PlanResult *r, const Graph *g) {
+    const Placement *pl = r->pl;
+    double t = 0;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        PlacePhase ph = placement_phase(g, id);
+        if (ph == PH_UPDATE) continue; /* priced per parameter (problem.c price_params) */
+        int op = ir_node(g, id)->op;
+        if (ph == PH_BACKWARD && ir_node(g, id)->origin == IR_NONE) {
+            /* after the backward rules: a parameter's gradient renamed (a view),
+             * its f32 cast and accumulation, priced per parameter */
+            CHECK(op == OP_RESHAPE || op == OP_CAST || op == OP_GRAD_ACCUM);
+            continue;
+        }
+        IterSpace is;
+        ir_itspace(g, id, &is);
+        CostOp co;
+        if (pl->keep_partial[id]) {
+            const Node *n = ir_node(g, id);
+            double bytes = 0;
+            for (int i = 0; i < n->n_in; i++)
+                bytes += shard_spec_bytes(&pl->spec[n->in[i]], &pl->mesh, ir_val(g, n->in[i])->shape,
+                                          cost_dtype(&r->cm, ir_val(g, n->in[i])->dtype));
+            bytes += shard_spec_bytes(&pl->spec[n->out[0]], &pl->mesh, ir_val(g, n->out[0])->shape,
+                                      cost_dtype(&r->cm, ir_val(g, n->out[0])->dtype));
+            const Value *y = ir_val(g, n->out[0]);
+            double share = (double)ir_shape_numel(shard_spec_local(&pl->spec[n->out[0]], &pl->mesh, y->shape)) /
+                           (double)ir_shape_numel(y->shape);
+            t += cost_roofline_op(&r->cm, ir_op(n->op)->cls, n->op, is.flops * share, bytes);
+            continue;
+        }
+        cost_op(&r->cm, g, id, &is, &pl->st[id], &co);
+        t += co.fwd_s;
+        /* and the plan keeps what it priced: the report reads that */
+        CHECK_NEAR(r->node_cost[id].fwd_s, co.fwd_s, 1e-12);
+        if (fabs(r->node_cost[id].fwd_s - co.fwd_s) > 1e-12 * co.fwd_s) {
+            StrBuf b;
+            sb_init(&b);
+            placement_print(pl, &b);
+            fprintf(stderr, "node %%%s (%s)\n%s", ir_val(g, ir_node(g, id)->out[0])->name, ir_op(op)->name, getenv("DUMP") ? sb_cstr(&b) : "");
+            sb_free(&b);
+        }
+    }
+    return t;
+}
+
+static void test_objective_runs(void) {
+    Graph *g = example("gpt2-tiny.cir");
+    const char *meshes[] = {"1x1", "1x2", "1x2", "2x2"}, *clusters[] = {"h100:1x1", "h100:1x2", "h100:1x2", "h100:1x4"};
+    const char *strategies[] = {NULL, "dp", "megatron", "megatron"};
+    for (int k = 0; k < 4; k++) {
+        PlanResult *r = plan(g, clusters[k], meshes[k], strategies[k]);
+        if (k == 2) CHECK_INT(r->pl->layout, PL_SHARDED); /* a weight split: reshardings in the backward */
+        int kp = 0; /* a gradient sum kept pending (dp: the tied embedding's two dW) */
+        for (NodeId id = 0; id < g->n_nodes; id++) kp += r->pl->keep_partial[id];
+        if (k == 1) CHECK_INT(kp, 1);
+        double run = runs(r, g);
+        CHECK_NEAR(r->price.compute_s, run, 1e-9);
+        if (fabs(r->price.compute_s - run) > 1e-9 * run)
+            fprintf(stderr, "%s %s: ILP compute %.6e s, the Placement runs %.6e s\n", meshes[k],
+                    strategies[k] ? strategies[k] : "ilp", r->price.compute_s, run);
+        plan_free(r);
+    }
+    ir_graph_free(g);
+}
+
+int main(void) {
+    test_hand_priced();
+    test_objective_runs();
+    return check_done("test_bwdprice");
+}
