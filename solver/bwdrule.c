@@ -26,9 +26,9 @@
  * the first operand of its shape and dtype; one only gradient-sum adds read:
  * their operand's, as a part of its gradient). Each mesh axis may go to an iterator that indexes a
  * dim that axis splits in one of those specs (or to a summed iterator where a
- * target is pending over it), to an iterator of the first result's dims
- * (splitting work a replicated forward left whole: its operands are sliced as
- * read), or to none; of those assignments the rule takes the one leaving the
+ * target is pending over it), or to none (work the forward leaves whole stays
+ * whole: the data-parallel and replicated lowerings run every node as its
+ * forward splits the batch); of those assignments the rule takes the one leaving the
  * most results in their targets (where the ILP's edges expect the gradients),
  * then the cheapest: FLOPs over the device's peak divided by the split, plus
  * the α–β time of every operand read away from its assumed spec and every
@@ -242,12 +242,6 @@ void plan_bwd_rule(const Graph *g, const PlanBwd *bw, const ShardMesh *m, bool l
                     for (int it = 0; it < is.n_iters; it++)
                         if (is.iters[it].kind == IT_SUM) add_cand(cand[a], &nc[a], it);
         }
-        /* and the iterators of the first result's dims: work a replicated
-         * forward leaves whole may split (its operands sliced as read) */
-        for (int a = 0; a < m->n_axes; a++)
-            for (int d = 0; d < is.out_rank[0]; d++)
-                if (is.out[0][d].n > 0 && is.iters[is.out[0][d].it[0]].kind == IT_PARALLEL)
-                    add_cand(cand[a], &nc[a], is.out[0][d].it[0]);
         for (int a = 0; a < m->n_axes; a++)
             if (m->size[a] <= 1) nc[a] = 1; /* an axis of size 1 splits nothing */
         /* the cheapest assignment */
