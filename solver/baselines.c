@@ -79,8 +79,9 @@ int ilp_baselines(const IlpProblem *p, const IlpSettings *s, IlpBaseline *out) {
             snprintf(b->name, sizeof b->name, "%s%s", names[k], rec ? "-recompute" : "");
             memset(allowed, 0, sizeof(bool) * (size_t)total);
             if (!restrict_space(p, k, allowed)) continue;
-            /* offloaded only when --offload forces it (the baselines are the device plans otherwise) */
-            IlpFix fix = {allowed, k >= 1 && k <= 3 ? k : 0, rec ? RC_FULL : RC_NONE, s->fix && s->fix->offload == 1, 0};
+            /* offloaded as --offload says: every group (forced), none, or per group (auto: a forced
+             * --strategy then keeps some groups on the host when memory asks for it) */
+            IlpFix fix = {allowed, k >= 1 && k <= 3 ? k : 0, rec ? RC_FULL : RC_NONE, s->fix ? s->fix->offload : 0, 0};
             IlpSettings ss = *s;
             ss.fix = &fix;
             ss.dump_lp = NULL;
