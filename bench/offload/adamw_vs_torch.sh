@@ -22,8 +22,8 @@ for r in $(seq "$rounds"); do
   for t in "${threads[@]}"; do
     ours=$(OMP_NUM_THREADS=$t "$build/bench/offload/bench_host_adamw" "$n" "$reps")
     grep -q "bit-identical: yes" <<<"$ours" || { echo "bench_host_adamw: results differ" >&2; exit 1; }
-    plain=$(awk '$1 == "plain" {print $2}' <<<"$ours")
-    host=$(awk '$1 == "host" {print $2}' <<<"$ours")
+    plain=$(awk '$1 == "plain" && NF == 4 {print $2}' <<<"$ours")
+    host=$(awk '$1 == "host" && NF == 4 {print $2}' <<<"$ours")
     theirs=$(OMP_NUM_THREADS=$t "$py" "$here/torch_adamw.py" "$n" "$reps" "$t")
     fe=$(awk '$1 == "torch-foreach" {print $2}' <<<"$theirs")
     fu=$(awk '$1 == "torch-fused" {print $2}' <<<"$theirs")
