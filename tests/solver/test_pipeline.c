@@ -494,10 +494,11 @@ static const PlanStageCount *count_of(const PlanResult *r, int stages) {
     return NULL;
 }
 
-static PlanResult *plan_auto(const Graph *g, const char *cluster) {
+static PlanResult *plan_auto(const Graph *g, const char *cluster, int64_t mem) {
     PlanOptions o;
     plan_options_default(&o);
     o.cluster = cluster;
+    o.mem_bytes = mem;
     o.dtype = "bf16";
     o.pp = -1;
     o.micro_auto = true;
@@ -509,7 +510,7 @@ static void test_micro_choice(void) {
     /* GPT-2 124M's widths, 12 blocks, 8 sequences on one node of 8: one sequence per device at once
      * is fastest; a pipeline pays its bubble (with its own micro-batches, at least its stages) */
     Graph *g = gpt(12, 768, 12, 3072, 50257, 1024, 8);
-    PlanResult *r = g ? plan_auto(g, "h100:1x8") : NULL;
+    PlanResult *r = g ? plan_auto(g, "h100:1x8", 0) : NULL;
     CHECK(r != NULL);
     if (r) {
         CHECK_INT(r->pl->pipe.stages, 1);
@@ -523,6 +524,21 @@ static void test_micro_choice(void) {
         }
         for (int i = 0; i < r->n_counts; i++) /* every count ran micro-batches that its stages allow */
             CHECK(!r->counts[i].planned || r->counts[i].micro_batches >= r->counts[i].stages);
+    }
+    plan_free(r);
+    ir_graph_free(g);
+    /* GPT-3 175B's widths, 8 blocks (14.5e9 parameters: 232 GB of state in bf16 with AdamW),
+     * 16 sequences on 8 nodes of one H100, 45 GB each: unpipelined, the state is sliced over
+     * all 8 nodes and gathered over the inter-node links; 4 stages of 2 nodes send one
+     * micro-batch's activations instead (measured 1.47 s against 1.20 s a step) */
+    g = gpt(8, 12288, 96, 49152, 50257, 2048, 16);
+    r = g ? plan_auto(g, "h100:8x1", (int64_t)45e9) : NULL;
+    CHECK(r != NULL);
+    if (r) {
+        CHECK(r->pl->pipe.stages > 1);
+        const PlanStageCount *one = count_of(r, 1);
+        CHECK(one && one->planned && one->step_s > r->price.step_s);
+        CHECK(r->pipe && r->prob->opt.micro_batches >= r->pipe->stages && 16 % r->prob->opt.micro_batches == 0);
     }
     plan_free(r);
     ir_graph_free(g);
