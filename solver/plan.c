@@ -374,19 +374,28 @@ static bool micro_split_ok(const PlanResult *r, int64_t rows, int m, char *why, 
     return true;
 }
 
+/* The largest divisor of rows in [lo, hi], or 0. */
+static int64_t divisor_at_most(int64_t rows, int64_t lo, int64_t hi) {
+    for (int64_t k = hi < rows ? hi : rows; k >= lo && k >= 1; k--)
+        if (rows % k == 0) return k;
+    return 0;
+}
+
 /* A pipeline of o->pp stages with the micro-batch count chosen (micro_auto,
- * a graph of the whole batch): the counts that divide the batch, from the
- * stages up, each at least twice the one before, planned and priced as the
- * pipeline; the fastest is kept. More micro-batches shrink the bubble
+ * a graph of the whole batch). More micro-batches shrink the bubble
  * ((p - 1) / (m + p - 1)) and the activations in flight, and cost smaller
- * kernels, more transfers and more per-micro-batch collectives, so the step
- * is taken to fall and then rise: the walk stops at the first count slower
- * than the best, or one whose rows the plan cannot split (a count that does
- * not fit is passed: each count's stage plan is its own, and a later one may
- * fit), after 10 counts at most. The counts after the first that fits plan
- * on the stage mesh it chose (unless --mesh gives one): the walk's cost is
- * one mesh per count (bench/solver). NULL with why (no count fits). */
-enum { PIPE_MICRO_TRIES = 10 };
+ * kernels, more transfers and ZeRO's per-micro-batch collectives, so the
+ * step is taken to fall and then rise with the count. The walk starts at the
+ * most micro-batches worth trying, the largest divisor of the batch of at
+ * most 32 x the stages (the bubble is then under 1/33 of the step) and at
+ * least the stages, and halves the count (the largest divisor of the batch
+ * at most half the last) while the step falls, down to the stages; a count
+ * that does not fit ends the walk (fewer micro-batches hold more), and one
+ * whose rows the plan cannot split is passed (problem.c keeps the ILP to
+ * splits that divide them; micro_split_ok checks the plan). The counts after
+ * the first that fits plan on the stage mesh it chose (unless --mesh gives
+ * one): one mesh per count. NULL with why (no count fits). */
+enum { PIPE_MICRO_TRIES = 10, PIPE_MICRO_PER_STAGE = 32 };
 static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, char *why, size_t n) {
     bool acc;
     int64_t rows = batch_rows(g, &acc);
@@ -398,19 +407,20 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
     StrBuf mesh;
     sb_init(&mesh);
     snprintf(why, n, "no count of micro-batches of at least %d divides the batch of %lld rows", o->pp, (long long)rows);
-    int64_t k = o->pp;
-    for (int t = 0; t < PIPE_MICRO_TRIES && k <= rows && k <= (1 << 20); t++) {
-        while (k <= rows && rows % k) k++;
-        if (k > rows) break;
+    int64_t k = divisor_at_most(rows, o->pp, (int64_t)PIPE_MICRO_PER_STAGE * o->pp);
+    if (!k) { /* the stages need more micro-batches than 32 each: the fewest that divide the batch */
+        for (k = (int64_t)PIPE_MICRO_PER_STAGE * o->pp + 1; k <= rows && rows % k; k++) {}
+        if (k > rows) k = 0;
+    }
+    for (int t = 0; t < PIPE_MICRO_TRIES && k >= o->pp && k <= (1 << 20); t++) {
         om.micro_batches = (int)k;
         PlanResult *r = plan_within(g, &om);
         if (r && !micro_split_ok(r, rows, (int)k, why, n)) {
-            plan_free(r);
-            break; /* more micro-batches have fewer rows: they will not split either */
-        }
-        if (!r) /* the stage plans at each count differ: a later one may fit */
+            plan_free(r); /* fewer micro-batches have more rows */
+        } else if (!r) {
             snprintf(why, n, "no plan fits in the memory of a device (%lld micro-batches tried)", (long long)k);
-        else if (!best || r->price.step_s < best->price.step_s) {
+            break;
+        } else if (!best || r->price.step_s < best->price.step_s) {
             plan_free(best);
             best = r;
             if (!o->mesh && !mesh.len) { /* the next counts on this stage mesh */
@@ -421,7 +431,7 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
             plan_free(r);
             break;
         }
-        k *= 2;
+        k = divisor_at_most(rows, o->pp, k / 2);
     }
     sb_free(&mesh);
     return best;
