@@ -16,6 +16,7 @@ step time, the best baseline that fits, and the ratio.
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -75,9 +76,9 @@ def pipelines(a):
     stage count, its micro-batches and the stage's mesh, its predicted step; the unpipelined
     plan's (p = 1) and the best pipeline's (p > 1) from the same run (pipeline.stage_counts),
     each with its own micro-batch count unless --micro-batches forces one."""
-    print("| model | devices | batch | compile s | chosen p | micro-batches | stage mesh | step s | p = 1: m, step s | "
+    print("| model | devices | batch | compile s | CPU s | chosen p | micro-batches | stage mesh | step s | p = 1: m, step s | "
           "best p > 1: p, m, step s | best pipeline / p = 1 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for m in a.models.split(","):
         for n in [int(x) for x in a.sizes.split(",")]:
             for spd in [int(x) for x in a.seqs_per_device.split(",")]:
@@ -87,10 +88,11 @@ def pipelines(a):
                        "--time-limit", a.time_limit, "-q", "-o", out]
                 if a.micro_batches:
                     cmd += ["--micro-batches", a.micro_batches]
-                t0 = time.monotonic()
+                t0, r0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
                 p = subprocess.run(cmd, capture_output=True, text=True)
-                wall = time.monotonic() - t0
-                row = f"| {m} | {n} | {n * spd} | {wall:.2f} |"
+                wall, r1 = time.monotonic() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+                row = f"| {m} | {n} | {n * spd} | {wall:.2f} | {cpu:.2f} |"
                 if p.returncode != 0:
                     msg = p.stderr.strip().splitlines()[0] if p.stderr.strip() else f"exit {p.returncode}"
                     print(f"{row} no plan | | | | | | {msg.replace('colossal-compile: error: ', '')} |", flush=True)
