@@ -223,7 +223,7 @@ typedef struct IlpFix {
     int recompute;              /* -1 free, else every block's policy */
     int offload;                /* -1 free, 0 no group offloads, 1 every group that can */
     int zero_max;               /* with zero free: the highest stage a group may take; 0 (the
-                                 * default): any. Pipelines choose ZeRO-2 at most (plan.c) */
+                                 * default): any. Pipelines choose ZeRO-1 at most (plan.c) */
 } IlpFix;
 
 typedef struct IlpSettings {
