@@ -56,3 +56,6 @@ run llama-7b  "8 GPUs auto"                "${llama7b[@]}" --cluster h100:1x8
 run llama-7b  "8 GPUs megatron 1x8"        "${llama7b[@]}" --cluster h100:1x8 --mesh 1x8 --strategy megatron
 run llama-7b  "8 GPUs megatron-recompute"  "${llama7b[@]}" --cluster h100:1x8 --mesh 1x8 --strategy megatron-recompute
 run llama-7b  "8 GPUs auto, no ZeRO"       "${llama7b[@]}" --cluster h100:1x8 --zero 0
+# pipelines: each stage its own memory plan (the README's second table)
+run gpt2-124m "8 GPUs pp 2, 8 micro"       examples/gpt2/gpt2.c --batch 32 --cluster h100:1x8 --pp 2 --micro-batches 8
+run gpt2-124m "8 GPUs pp 4, 8 micro"       examples/gpt2/gpt2.c --batch 32 --cluster h100:1x8 --pp 4 --micro-batches 8

@@ -258,6 +258,23 @@ assert b < a, (a, b)
 PY
 then pass=$((pass + 1)); else echo "FAIL: ZeRO-2 with micro-batches does not reduce-scatter into a sliced accumulator"; fail=$((fail + 1)); fi
 
+# A pipeline's stages each allocate their own memory plan: the middle stages of
+# a 4-stage GPT-2 (no embedding, no head) hold less than the first and the last,
+# the largest stage's arena is the program's, and each is near its lower bound.
+expect 0 "" -- "$src/tests/e2e/gpt2_tiny_4.cir" --cluster h100:1x4 --pp 4 --micro-batches 4 --emit code --target cpu -q -o "$tmp/pp4"
+if grep -q "colrt_arena_create(gpt2_tiny_stage_arena_bytes\[M->stage\])" "$tmp/pp4/gpt2_tiny.c" &&
+   python3 - "$tmp/pp4/gpt2_tiny.plan.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = [s["memory"] for s in d["pipeline"]["stages"]]
+a = [m["planned_arena_bytes"] for m in st]
+assert max(a) == d["memory"]["planned_arena_bytes"], a
+assert max(a[1], a[2]) < min(a[0], a[3]), a
+assert all(m["lower_bound_bytes"] <= m["planned_arena_bytes"] <= 1.1 * m["lower_bound_bytes"] for m in st), st
+assert all(0.9 < m["planned_over_predicted"] < 1.1 for m in st), st
+PY
+then pass=$((pass + 1)); else echo "FAIL: a pipeline's stages do not each get their own memory plan"; fail=$((fail + 1)); fi
+
 # Outputs are atomic: a write that fails (here: past the file size limit)
 # leaves the previous file as it was and no temporary beside it.
 "$cc" -q "$src/examples/ir/mlp.cir" --emit ir -o "$tmp/atomic.cir"
