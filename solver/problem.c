@@ -178,6 +178,39 @@ static void mark_values(Builder *b) {
     }
 }
 
+/* A graph of the whole batch run as M micro-batches (cm->batch_frac = 1/M):
+ * the iterator of node n's batch rows (the outermost of the leading dim of
+ * a value of the batch's rows it reads or writes), or -1. A strategy must
+ * split it over devices that divide one micro-batch's rows, batch / M, not
+ * only the graph's (drop_unsplittable_micro). */
+static int micro_batch_iter(const Builder *b, NodeId n, const IterSpace *is) {
+    const Node *nd = ir_node(b->g, n);
+    for (int o = 0; o < nd->n_out + nd->n_in; o++) {
+        bool out = o < nd->n_out;
+        const Value *v = ir_val(b->g, out ? nd->out[o] : nd->in[o - nd->n_out]);
+        const DimMap *dm = out ? &is->out[o][0] : &is->in[o - nd->n_out][0];
+        if ((v->role == ROLE_INPUT || v->role == ROLE_ACT) && v->shape.rank > 0 && v->shape.d[0] == b->p->batch && dm->n > 0)
+            return dm->it[0];
+    }
+    return -1;
+}
+
+static void drop_unsplittable_micro(const Builder *b, IlpMember *m) {
+    double frac = b->cm->batch_frac;
+    int64_t M = b->p->opt.micro_batches;
+    if (!(frac > 0 && frac < 1) || M < 2 || b->p->batch % M) return;
+    int bi = micro_batch_iter(b, m->node, &m->is);
+    if (bi < 0) return;
+    int k = 0;
+    for (int s = 0; s < m->n_st; s++) {
+        int64_t split = 1;
+        for (int a = 0; a < b->cm->mesh->n_axes; a++)
+            if (m->st[s].iter_of_axis[a] == bi) split *= b->cm->mesh->size[a];
+        if ((b->p->batch / M) % split == 0) m->st[k++] = m->st[s];
+    }
+    m->n_st = k;
+}
+
 /* Groups of representative nodes. */
 static void form_groups(Builder *b) {
     const Graph *g = b->g;
@@ -220,6 +253,7 @@ static void form_groups(Builder *b) {
             }
             m->n_st = k;
         }
+        drop_unsplittable_micro(b, m); /* one micro-batch's rows split whole */
         p->group_of_node[n] = join;
         p->member_of_node[n] = gr->n_members++;
     }

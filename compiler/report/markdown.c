@@ -238,15 +238,16 @@ static void pipeline_counts(const cJSON *r, StrBuf *o) {
     double best = rep_num(r, "step_time_s");
     char a[32], b[32];
     sb_printf(o, "## Why %d pipeline stage%s\n\nThe planner priced every stage count this cluster can run "
-                 "(each stage's plan, the schedule's replay, the transfers) and kept the fastest that fits.\n\n"
-                 "| stages | step | vs chosen | peak per device | |\n|---:|---:|---:|---:|---|\n",
-              chosen, chosen == 1 ? "" : "s");
+                 "(each stage's plan, the schedule's replay, the transfers) and kept the fastest that fits%s.\n\n"
+                 "| stages | micro-batches | step | vs chosen | peak per device | |\n|---:|---:|---:|---:|---:|---|\n",
+              chosen, chosen == 1 ? "" : "s",
+              !strcmp(rep_str(pp, "micro_batches_chosen_by"), "planner") ? ", each with the micro-batch count it runs fastest with" : "");
     cJSON_ArrayForEach(e, sc) {
         int n = rep_int(e, "stages");
         if (cJSON_IsTrue(rep_get(e, "planned")))
-            sb_printf(o, "| %d | %s | %.2fx | %s | %s |\n", n, T(a, rep_num(e, "step_time_s")), rep_num(e, "step_time_s") / best,
-                      B(b, rep_num(e, "peak_bytes")), n == chosen ? "chosen" : "slower");
-        else sb_printf(o, "| %d | | | | %s |\n", n, rep_str(e, "why"));
+            sb_printf(o, "| %d | %d | %s | %.2fx | %s | %s |\n", n, rep_int(e, "micro_batches"), T(a, rep_num(e, "step_time_s")),
+                      rep_num(e, "step_time_s") / best, B(b, rep_num(e, "peak_bytes")), n == chosen ? "chosen" : "slower");
+        else sb_printf(o, "| %d | | | | | %s |\n", n, rep_str(e, "why"));
     }
     sb_putc(o, '\n');
 }
