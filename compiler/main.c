@@ -172,13 +172,15 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->recompute = o->recompute;
     po->zero = o->zero;
     po->offload = o->offload;
+    po->offload_inflight = o->offload_inflight;
     po->time_limit_s = o->time_limit_s;
     po->mip_gap = o->mip_gap;
     po->dump_ilp = o->dump_ilp;
     po->micro_batches = o->micro_batches > 0 ? o->micro_batches : 1;
     /* --micro-batches not given: the planner chooses (a graph of the whole
      * batch; generated code rebuilds the model for the count: run_codegen) */
-    po->micro_auto = o->micro_batches == 0 && (o->pp == 0 || o->pp == 1); /* not with --pp (auto: -1) */
+    /* --pp N without --micro-batches runs N (main); --pp auto (-1) chooses them with the stages */
+    po->micro_auto = o->micro_batches == 0 && o->pp <= 1;
     po->pp = o->pp;
     po->pp_blocks = o->pp_blocks;
     po->n_pp_blocks = o->n_pp_blocks;
@@ -229,7 +231,7 @@ static bool write_report(const char *dir, const char *model) {
  * memory plan against the limit (tightening the planner's limit and solving
  * again, twice at most, when the arena does not fit), generate into the
  * output directory (compiler/codegen/cg.h). */
-static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, int64_t *rebuild_batch) {
+static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, int64_t *rebuild_batch, int *rebuild_pp) {
     bool dump = o->dump_after && (!strcmp(o->dump_after, "lower") || !strcmp(o->dump_after, "all"));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -273,6 +275,7 @@ static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, 
              * batch: the caller builds the graph of one micro-batch */
             *rebuild_micro = r->prob->opt.micro_batches;
             *rebuild_batch = r->prob->global_batch;
+            *rebuild_pp = r->pl && r->pl->pipe.stages > 1 ? r->pl->pipe.stages : 1; /* --pp auto: the count chosen with them */
             plan_free(r);
             return EXIT_OK;
         }
@@ -512,9 +515,9 @@ int main(int argc, char **argv) {
     if (o.emit == EMIT_IR) rc = emit_ir(&o, g);
     if (o.emit == EMIT_PLAN || o.emit == EMIT_REPORT) rc = run_planner(&o, g);
     if (o.emit == EMIT_CODE || o.emit == EMIT_ALL) {
-        int micro = 0;
+        int micro = 0, pp = o.pp;
         int64_t batch = 0;
-        rc = run_codegen(&o, g, &micro, &batch);
+        rc = run_codegen(&o, g, &micro, &batch, &pp);
         if (rc == EXIT_OK && micro > 1) { /* the planner chose micro-batches: the model of one */
             if (!o.quiet)
                 fprintf(stderr, "colossal-compile: note: the planner chose %d micro-batches (--micro-batches to set "
@@ -522,13 +525,14 @@ int main(int argc, char **argv) {
             ir_graph_free(g);
             o.micro_batches = micro;
             o.batch = batch;
+            o.pp = pp;
             g = load(&o);
             Graph *t = g ? autodiff(&o, g) : NULL;
             if (g) ir_graph_free(g);
             g = t;
             if (!g) return EXIT_USER;
             after_stage(&o, "autodiff", g);
-            rc = run_codegen(&o, g, &micro, &batch);
+            rc = run_codegen(&o, g, &micro, &batch, &pp);
         }
     }
     if (rc == EXIT_OK && !o.quiet) print_summary(ir_to_stdout ? stderr : stdout, g);

@@ -350,6 +350,7 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
     int m = r->prob->opt.micro_batches > 0 ? r->prob->opt.micro_batches : 1;
     cJSON_AddStringToObject(obj, "schedule", P > 1 ? placement_schedule_name(pl->pipe.schedule) : "none");
     cJSON_AddNumberToObject(obj, "micro_batches", m);
+    cJSON_AddStringToObject(obj, "micro_batches_chosen_by", r->micro_chosen ? "planner" : "fixed");
     cJSON_AddNumberToObject(obj, "bubble_fraction", pipeline_bubble_fraction(P, m));
     if (r->pipe) {
         cJSON_AddNumberToObject(obj, "step_time_s", r->pipe->step_s);
@@ -388,6 +389,7 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
             cJSON_AddNumberToObject(o, "stages", c->stages);
             cJSON_AddBoolToObject(o, "planned", c->planned);
             if (c->planned) {
+                cJSON_AddNumberToObject(o, "micro_batches", c->micro_batches);
                 cJSON_AddNumberToObject(o, "step_time_s", c->step_s);
                 cJSON_AddNumberToObject(o, "peak_bytes", c->peak_bytes);
             } else cJSON_AddStringToObject(o, "why", c->why);

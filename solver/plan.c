@@ -100,14 +100,14 @@ static bool strategy_agrees(const char *strategy, const IlpFix *fix) {
 static int offload_level(const PlanOptions *o, int *fix) {
     const char *m = o->offload ? o->offload : "none";
     if (fix) *fix = !strcmp(m, "auto") ? -1 : !strcmp(m, "none") ? 0 : 1;
-    return !strcmp(m, "optim") ? PO_OPTIM : !strcmp(m, "none") ? PO_DEVICE : PO_MASTER;
+    return !strcmp(m, "optim") ? PO_OPTIM : !strcmp(m, "none") ? PO_DEVICE : !strcmp(m, "optim+master") ? PO_MASTER : PO_PARAMS;
 }
 
 /* --offload against the cluster and the options: false after a user error. */
 static bool offload_check(const PlanOptions *o, const ShardCluster *cl) {
     const char *m = o->offload ? o->offload : "none";
-    if (strcmp(m, "none") && strcmp(m, "auto") && strcmp(m, "optim") && strcmp(m, "optim+master")) {
-        diag_plain("use none, optim, optim+master or auto", "--offload: unknown placement '%s'", m);
+    if (strcmp(m, "none") && strcmp(m, "auto") && strcmp(m, "optim") && strcmp(m, "optim+master") && strcmp(m, "params")) {
+        diag_plain("use none, optim, optim+master, params or auto", "--offload: unknown placement '%s'", m);
         return false;
     }
     if (!strcmp(m, "none")) return true;
@@ -144,6 +144,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL)};
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->offload_mode = offload_level(o, NULL) == PO_DEVICE ? "none" : o->offload;
+    r->offload_inflight = o->offload_inflight;
     r->batch = r->prob->batch;
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
     if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp); /* plan one stage (pipeprice.c) */
@@ -363,6 +364,103 @@ static int next_micro(const Graph *g, const PlanOptions *o, const PlanResult *be
     return 0;
 }
 
+/* The rows of the graph's batch (its first input's leading dim), and whether
+ * the graph is one micro-batch already (it accumulates gradients: its count
+ * is fixed where it was built). */
+static int64_t batch_rows(const Graph *g, bool *accumulates) {
+    int64_t rows = 0;
+    for (ValueId v = 0; v < g->n_values && !rows; v++)
+        if (ir_val(g, v)->role == ROLE_INPUT && ir_val(g, v)->shape.rank > 0) rows = ir_val(g, v)->shape.d[0];
+    *accumulates = false;
+    for (NodeId id = 0; id < g->n_nodes; id++) *accumulates |= ir_node(g, id)->op == OP_GRAD_ACCUM;
+    return rows;
+}
+
+/* Whether a micro-batch of rows / m rows splits as r's plan splits the batch:
+ * every input and activation of the batch's rows is split over devices that
+ * divide them (the ILP prices the graph of the whole batch, whose rows any
+ * split it chooses divides). false with the numbers in why. */
+static bool micro_split_ok(const PlanResult *r, int64_t rows, int m, char *why, size_t n) {
+    const Graph *g = r->pl->g;
+    int64_t per = rows / m;
+    for (ValueId v = 0; v < g->n_values; v++) {
+        const Value *x = ir_val(g, v);
+        if ((x->role != ROLE_INPUT && x->role != ROLE_ACT) || x->shape.rank < 1 || x->shape.d[0] != rows ||
+            !r->pl->has_spec[v])
+            continue;
+        int64_t split = shard_spec_split(&r->pl->spec[v], &r->mesh, 0);
+        if (split > 1 && per % split) {
+            snprintf(why, n, "%d micro-batches: %lld row%s each, which the stage plan's split of the batch over %lld devices does "
+                             "not divide", m, (long long)per, per == 1 ? "" : "s", (long long)split);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The largest divisor of rows in [lo, hi], or 0. */
+static int64_t divisor_at_most(int64_t rows, int64_t lo, int64_t hi) {
+    for (int64_t k = hi < rows ? hi : rows; k >= lo && k >= 1; k--)
+        if (rows % k == 0) return k;
+    return 0;
+}
+
+/* A pipeline of o->pp stages with the micro-batch count chosen (micro_auto,
+ * a graph of the whole batch). More micro-batches shrink the bubble
+ * ((p - 1) / (m + p - 1)) and the activations in flight, and cost smaller
+ * kernels, more transfers and ZeRO's per-micro-batch collectives, so the
+ * step is taken to fall and then rise with the count. The walk starts at the
+ * most micro-batches worth trying, the largest divisor of the batch of at
+ * most 32 x the stages (the bubble is then under 1/33 of the step) and at
+ * least the stages, and halves the count (the largest divisor of the batch
+ * at most half the last) while the step falls, down to the stages; a count
+ * that does not fit ends the walk (fewer micro-batches hold more), and one
+ * whose rows the plan cannot split is passed (problem.c keeps the ILP to
+ * splits that divide them; micro_split_ok checks the plan). The counts after
+ * the first that fits plan on the stage mesh it chose (unless --mesh gives
+ * one): one mesh per count. NULL with why (no count fits). */
+enum { PIPE_MICRO_TRIES = 10, PIPE_MICRO_PER_STAGE = 32 };
+static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, char *why, size_t n) {
+    bool acc;
+    int64_t rows = batch_rows(g, &acc);
+    PlanOptions om = *o;
+    om.micro_auto = false;
+    om.quiet_no_fit = true;
+    if (acc || rows < 1) return plan_within(g, &om); /* the graph is one micro-batch: its count is set */
+    PlanResult *best = NULL;
+    StrBuf mesh;
+    sb_init(&mesh);
+    snprintf(why, n, "no count of micro-batches of at least %d divides the batch of %lld rows", o->pp, (long long)rows);
+    int64_t k = divisor_at_most(rows, o->pp, (int64_t)PIPE_MICRO_PER_STAGE * o->pp);
+    if (!k) { /* the stages need more micro-batches than 32 each: the fewest that divide the batch */
+        for (k = (int64_t)PIPE_MICRO_PER_STAGE * o->pp + 1; k <= rows && rows % k; k++) {}
+        if (k > rows) k = 0;
+    }
+    for (int t = 0; t < PIPE_MICRO_TRIES && k >= o->pp && k <= (1 << 20); t++) {
+        om.micro_batches = (int)k;
+        PlanResult *r = plan_within(g, &om);
+        if (r && !micro_split_ok(r, rows, (int)k, why, n)) {
+            plan_free(r); /* fewer micro-batches have more rows */
+        } else if (!r) {
+            snprintf(why, n, "no plan fits in the memory of a device (%lld micro-batches tried)", (long long)k);
+            break;
+        } else if (!best || r->price.step_s < best->price.step_s) {
+            plan_free(best);
+            best = r;
+            if (!o->mesh && !mesh.len) { /* the next counts on this stage mesh */
+                shard_mesh_print(&mesh, &best->mesh);
+                om.mesh = sb_cstr(&mesh);
+            }
+        } else {
+            plan_free(r);
+            break;
+        }
+        k = divisor_at_most(rows, o->pp, k / 2);
+    }
+    sb_free(&mesh);
+    return best;
+}
+
 /* --pp auto: every stage count p that can run (at most the cut block's
  * instances and the micro-batches, a submesh that divides the cluster, and
  * --mesh's device count when given) planned and priced as a pipeline
@@ -397,18 +495,22 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
         PlanStageCount *c = &cnt[nc++];
         memset(c, 0, sizeof *c);
         c->stages = p;
-        if (p > m) {
+        c->micro_batches = m;
+        if (p > m && !o->micro_auto) {
             snprintf(c->why, sizeof c->why, "needs at least %d micro-batches (--micro-batches %d)", p, m);
             continue;
         }
         PlanOptions op = *o;
         op.pp = p;
         op.quiet_no_fit = true;
-        PlanResult *r = plan_within(g, &op);
+        /* without --micro-batches each count runs its own best: p = 1 as any
+         * unpipelined plan (plan_within), a pipeline the fastest of its own */
+        PlanResult *r = p > 1 && o->micro_auto ? plan_pipeline_micro(g, &op, c->why, sizeof c->why) : plan_within(g, &op);
         if (!r) {
-            snprintf(c->why, sizeof c->why, "no plan fits in the memory of a device");
+            if (!(p > 1 && o->micro_auto)) snprintf(c->why, sizeof c->why, "no plan fits in the memory of a device");
             continue;
         }
+        c->micro_batches = r->prob->opt.micro_batches;
         c->planned = true;
         c->step_s = r->price.step_s;
         c->peak_bytes = r->price.peak_bytes;
@@ -439,7 +541,24 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
         ilp_set_deadline(0);
         return NULL;
     }
-    PlanResult *r = o->pp < 0 ? plan_stage_counts(g, o) : plan_within(g, o);
+    PlanResult *r = NULL;
+    if (o->pp < 0) r = plan_stage_counts(g, o);
+    else if (o->pp > 1 && o->micro_auto) { /* --pp N: the micro-batches chosen */
+        char why[200];
+        r = plan_pipeline_micro(g, o, why, sizeof why);
+        if (!r && !o->quiet_no_fit) { /* the message of the fewest micro-batches that can run */
+            PlanOptions om = *o;
+            om.micro_auto = false;
+            if (om.micro_batches < o->pp) om.micro_batches = o->pp;
+            r = plan_within(g, &om);
+            if (r) { /* it fits after all, but its rows do not split: say so */
+                plan_free(r);
+                r = NULL;
+                diag_plain("give --micro-batches, a larger --batch, or a smaller --pp", "--pp %d: %s", o->pp, why);
+            }
+        }
+    } else r = plan_within(g, o);
+    if (r) r->micro_chosen = o->micro_auto;
     ilp_set_deadline(0);
     return r;
 }
@@ -500,8 +619,12 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
      * bench/solver pipeline rows were measured with; ZeRO-3 would gather again in the forward a
      * stage re-runs. ZeRO-2 now runs as priced under micro-batches (each micro-batch's gradient
      * reduce-scattered into a sliced accumulator, compiler/lower/zero.c), so this cap could rise
-     * to 2 once those rows are re-measured. --zero 2 or 3 still forces them (they run and
-     * match the interpreter, e2e_gpt2_pp_2_zero3_2) */
+     * to 2 once those rows are re-measured. Re-measured (bench/solver, 2026-12-01 22:33): with
+     * 2 allowed the stage ILPs take ZeRO-2 and the pipelines price slower (GPT-3 175B on 64:
+     * 6.92 s against 6.09 s), as pipeprice.c counts ZeRO-2's M reduce-scatters (sync_s)
+     * after a stage's last backward, where the program runs one inside each micro-batch's
+     * backward; so it stays 1 until pipeprice.c prices that. --zero 2 or 3 still forces them (they run and
+     * match the interpreter, e2e_gpt2_pp_2_zero2_2, e2e_gpt2_pp_2_zero3_2) */
     else if (o->pp > 1) fix.zero_max = 1;
     /* Plans never use the cluster's reserve (context, communicator buffers,
      * GEMM workspace): the limit is the device's memory less the reserve, or
@@ -732,6 +855,7 @@ static cJSON *price_json(const IlpPrice *p) {
     cJSON_AddNumberToObject(o, "optimizer_s", p->optimizer_s);
     cJSON_AddNumberToObject(o, "zero_gather_s", p->gather_s);
     if (p->offload_s > 0) cJSON_AddNumberToObject(o, "offload_exposed_s", p->offload_exposed_s);
+    if (p->fetch_s > 0) cJSON_AddNumberToObject(o, "param_fetch_exposed_s", p->fetch_exposed_s);
     return o;
 }
 
@@ -760,14 +884,20 @@ static void offload_json(cJSON *root, const Graph *g, const PlanResult *r) {
     cJSON_AddNumberToObject(o, "h2d_bytes_per_step", pr->h2d_bytes);
     cJSON_AddNumberToObject(o, "pipeline_s", pr->offload_s);
     cJSON_AddNumberToObject(o, "exposed_s", pr->offload_exposed_s);
+    if (p->opt.offload == PO_PARAMS) { /* parameters on the host: the gathers' copies up */
+        cJSON_AddNumberToObject(o, "param_fetch_bytes_per_step", pr->fetch_bytes);
+        cJSON_AddNumberToObject(o, "param_fetch_s", pr->fetch_s);
+        cJSON_AddNumberToObject(o, "param_fetch_exposed_s", pr->fetch_exposed_s);
+        cJSON_AddNumberToObject(o, "transfers_in_flight", r->offload_inflight > 0 ? r->offload_inflight : 2);
+    }
     cJSON *gr = cJSON_AddArrayToObject(o, "groups");
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *G = &p->groups[gi];
         if (!G->n_params) continue;
         const IlpStrat *S = &G->strats[r->choice.strat[gi]];
-        bool host = r->choice.offload[gi] && S->off_elems[r->choice.zero[gi]] > 0;
-        PlaceOffload lv = host ? (PlaceOffload)p->opt.offload : PO_DEVICE;
-        double e = host ? G->mult * S->off_elems[r->choice.zero[gi]] : 0;
+        PlaceOffload lv = (PlaceOffload)ilp_group_offload(p, &r->choice, gi);
+        bool host = lv != PO_DEVICE;
+        double e = host ? G->mult * S->off_elems[r->choice.zero[gi]] : 0, ep = lv == PO_PARAMS ? e : 0;
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "group", G->name);
         cJSON *pa = cJSON_AddArrayToObject(x, "params");
@@ -780,13 +910,14 @@ static void offload_json(cJSON *root, const Graph *g, const PlanResult *r) {
         cJSON_AddNumberToObject(x, "instances", G->mult);
         cJSON_AddStringToObject(x, "placement", placement_offload_name(lv));
         cJSON_AddStringToObject(x, "optimizer_state", host ? "host" : "device");
-        cJSON_AddStringToObject(x, "master_weights", lv == PO_MASTER ? "host" : "device");
+        cJSON_AddStringToObject(x, "master_weights", lv >= PO_MASTER ? "host" : "device");
+        cJSON_AddStringToObject(x, "parameters", lv == PO_PARAMS ? "host" : "device");
         cJSON_AddStringToObject(x, "update", host ? "host" : "device");
         cJSON_AddNumberToObject(x, "elements", e);
         cJSON_AddNumberToObject(x, "host_bytes", e * p->off_host);
-        cJSON_AddNumberToObject(x, "device_bytes_offloaded", e * p->off_dev);
+        cJSON_AddNumberToObject(x, "device_bytes_offloaded", e * p->off_dev + ep * p->off_param);
         cJSON_AddNumberToObject(x, "d2h_bytes_per_step", e * p->off_d2h);
-        cJSON_AddNumberToObject(x, "h2d_bytes_per_step", e * p->off_h2d);
+        cJSON_AddNumberToObject(x, "h2d_bytes_per_step", (e - ep) * p->off_h2d + ep * p->off_fetch);
         cJSON_AddItemToArray(gr, x);
     }
 }
@@ -958,8 +1089,9 @@ void plan_summary(FILE *f, const Graph *g, const PlanResult *r) {
     for (int i = 0; i < r->n_counts; i++) { /* --pp auto: why this count */
         const PlanStageCount *c = &r->counts[i];
         if (c->planned)
-            fprintf(f, "  %d stage%s: %.4g s/step (%.2fx)%s\n", c->stages, c->stages == 1 ? "" : "s", c->step_s,
-                    c->step_s / r->price.step_s, c->stages == P ? ", chosen" : "");
+            fprintf(f, "  %d stage%s, %d micro-batch%s: %.4g s/step (%.2fx)%s\n", c->stages, c->stages == 1 ? "" : "s",
+                    c->micro_batches, c->micro_batches == 1 ? "" : "es", c->step_s, c->step_s / r->price.step_s,
+                    c->stages == P ? ", chosen" : "");
         else fprintf(f, "  %d stage%s: %s\n", c->stages, c->stages == 1 ? "" : "s", c->why);
     }
     const IlpBaseline *b = P > 1 ? NULL : best_baseline(r); /* the baselines are not pipelined */

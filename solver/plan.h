@@ -25,9 +25,12 @@ typedef struct PlanOptions {
     const char *dump_ilp;
     int micro_batches;          /* the count, or with micro_auto the first one tried */
     bool micro_auto;            /* the planner chooses the micro-batch count (a divisor of
-                                 * the batch that splits evenly over the devices), trying
-                                 * more while memory shapes the plan; the caller builds
-                                 * the program for the count chosen (prob->opt.micro_batches) */
+                                 * the batch): unpipelined, one that splits evenly over the
+                                 * devices, trying more while memory shapes the plan; a
+                                 * pipeline, the fastest of at least its stages (each
+                                 * micro-batch's rows split as its plan splits the batch).
+                                 * The caller builds the program for the count chosen
+                                 * (prob->opt.micro_batches) */
     int pp;                     /* pipeline stages (solver/pipeline.c); 0, 1: none; -1: the
                                  * planner prices each count and keeps the fastest */
     const int *pp_blocks;       /* n_pp_blocks > 0: the cut block's instances per stage (else
@@ -43,8 +46,9 @@ typedef struct PlanOptions {
                                  * searches for a limit whose plan's arena fits) */
     int sweep_points;           /* --sweep-mem: re-solve at this many limits (0: no sweep) */
     AdOptions train;            /* the optimizer the plan prices (default AdamW) */
-    const char *offload;        /* NULL/"none", "optim", "optim+master", "auto" (host offload:
-                                 * docs/sharding.md) */
+    const char *offload;        /* NULL/"none", "optim", "optim+master", "params", "auto" (host
+                                 * offload: docs/sharding.md) */
+    int offload_inflight;       /* parameters on the host: transfers up in flight (0: 2) */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);
@@ -64,9 +68,10 @@ typedef struct PlanSweepPoint {
 /* --pp auto: one stage count the planner tried, and what came of it. */
 typedef struct PlanStageCount {
     int stages;
+    int micro_batches;          /* the count it was planned with (planned) */
     bool planned;               /* a plan fits */
     double step_s, peak_bytes;  /* its pipeline's (planned) */
-    char why[160];              /* not planned: why */
+    char why[200];              /* not planned: why */
 } PlanStageCount;
 
 typedef struct PlanResult {
@@ -90,8 +95,10 @@ typedef struct PlanResult {
     Placement *pl;              /* the plan as the lowering reads it (placement.c) */
     CostOp *node_cost;          /* per node: what the planner priced it at (ilp_node_costs) */
     const char *offload_mode;   /* --offload as given ("none" when not) */
+    int offload_inflight;       /* PlanOptions' (0: 2) */
     struct PipePrice *pipe;     /* pipelined: the pipeline's price (pipeprice.c); its step
                                  * is price.step_s; NULL when not pipelined */
+    bool micro_chosen;          /* the planner chose the micro-batch count (PlanOptions.micro_auto) */
     int n_counts;               /* --pp auto: the stage counts tried (0 otherwise) */
     PlanStageCount *counts;
 } PlanResult;

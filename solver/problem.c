@@ -181,6 +181,39 @@ static void mark_values(Builder *b) {
     }
 }
 
+/* A graph of the whole batch run as M micro-batches (cm->batch_frac = 1/M):
+ * the iterator of node n's batch rows (the outermost of the leading dim of
+ * a value of the batch's rows it reads or writes), or -1. A strategy must
+ * split it over devices that divide one micro-batch's rows, batch / M, not
+ * only the graph's (drop_unsplittable_micro). */
+static int micro_batch_iter(const Builder *b, NodeId n, const IterSpace *is) {
+    const Node *nd = ir_node(b->g, n);
+    for (int o = 0; o < nd->n_out + nd->n_in; o++) {
+        bool out = o < nd->n_out;
+        const Value *v = ir_val(b->g, out ? nd->out[o] : nd->in[o - nd->n_out]);
+        const DimMap *dm = out ? &is->out[o][0] : &is->in[o - nd->n_out][0];
+        if ((v->role == ROLE_INPUT || v->role == ROLE_ACT) && v->shape.rank > 0 && v->shape.d[0] == b->p->batch && dm->n > 0)
+            return dm->it[0];
+    }
+    return -1;
+}
+
+static void drop_unsplittable_micro(const Builder *b, IlpMember *m) {
+    double frac = b->cm->batch_frac;
+    int64_t M = b->p->opt.micro_batches;
+    if (!(frac > 0 && frac < 1) || M < 2 || b->p->batch % M) return;
+    int bi = micro_batch_iter(b, m->node, &m->is);
+    if (bi < 0) return;
+    int k = 0;
+    for (int s = 0; s < m->n_st; s++) {
+        int64_t split = 1;
+        for (int a = 0; a < b->cm->mesh->n_axes; a++)
+            if (m->st[s].iter_of_axis[a] == bi) split *= b->cm->mesh->size[a];
+        if ((b->p->batch / M) % split == 0) m->st[k++] = m->st[s];
+    }
+    m->n_st = k;
+}
+
 /* Groups of representative nodes. */
 static void form_groups(Builder *b) {
     const Graph *g = b->g;
@@ -223,6 +256,7 @@ static void form_groups(Builder *b) {
             }
             m->n_st = k;
         }
+        drop_unsplittable_micro(b, m); /* one micro-batch's rows split whole */
         m->bwd_s = ir_alloc(sizeof(double) * (size_t)(m->n_st ? m->n_st : 1));
         m->bwd_move_s = ir_alloc(sizeof(double) * (size_t)(m->n_st ? m->n_st : 1));
         for (int s = 0; s < m->n_st; s++) m->bwd_s[s] = NAN;
@@ -605,13 +639,24 @@ static void offload_prices(IlpProblem *p, const AdOptions *train, bool half) {
      * precision the device casts it for the clipping norm; compiler/lower/offload.c) */
     double ps = p->param_bytes, gs = 4;
     bool master_crosses = level == PO_OPTIM && half;
-    p->off_dev = 8 + (level == PO_MASTER && half ? 4 : 0);
+    p->off_dev = 8 + (level >= PO_MASTER && half ? 4 : 0);
     p->off_host = 8 + 4 + gs + (half ? ps : 0);
     p->off_d2h = gs + (master_crosses ? 4 : 0);
     p->off_h2d = master_crosses ? 4 : ps;
     p->off_s = fmax(fmax(p->off_d2h, p->off_h2d) / cl->pcie_bw, 1 / cl->host_adamw_rate);
     p->off_opt_s = ad_optimizer_info(train->optimizer)->step_bytes / cost_mem_rate(cl, OPC_OPTIMIZER, -1, 1e30); /* a large tensor's rate */
     p->host_limit = cl->host_mem_bytes / cl->per_node;
+    /* params: a ZeRO-3 slice of the parameter lives on the host too, as the host's fp32
+     * copy (f32) or the staging of the master's rounding (mixed precision) did: no more
+     * host bytes, ps more device bytes freed, no copy up after the update; instead each
+     * of the step's 2M gathers (forward and backward, per micro-batch, as gather_s counts
+     * them) copies the slice up first, queued ahead of the compute (compiler/lower/offload.c) */
+    if (level == PO_PARAMS) {
+        p->off_param = ps;
+        p->off_s3 = fmax(p->off_d2h / cl->pcie_bw, 1 / cl->host_adamw_rate);
+        p->off_fetch = 2.0 * p->opt.micro_batches * ps;
+        p->off_fetch_s = p->off_fetch / cl->pcie_bw;
+    }
 }
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o) {

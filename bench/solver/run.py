@@ -7,13 +7,16 @@ print a Markdown table: compile time (parse to plan, wall), ILP size, predicted
 step time, the best baseline that fits, and the ratio.
 
     run.py --compiler build/compiler/colossal-compile --work /tmp/bench [--models ...] [--sizes 8,64]
-    run.py ... --pipelines [--micro-batches 8,32]   the stage-count table instead: `--pp auto`
-        (every stage count the cluster can run, priced as a pipeline; docs/pipeline.md), the
-        chosen count and its step against the best unpipelined plan and the best pipeline
+    run.py ... --pipelines [--seqs-per-device 1,8] [--micro-batches M]   the stage-count table
+        instead: `--pp auto` (every stage count the cluster can run, priced as a pipeline;
+        docs/pipeline.md) on a global batch of devices x seqs-per-device sequences, each count
+        with the micro-batch count it runs fastest with (--micro-batches forces one for all);
+        the chosen count and its step against the best unpipelined plan and the best pipeline
 """
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -33,7 +36,8 @@ def main():
     ap.add_argument("--sizes", default="8,64,1024")
     ap.add_argument("--time-limit", default="60")
     ap.add_argument("--pipelines", action="store_true", help="the --pp auto table")
-    ap.add_argument("--micro-batches", default="8,32")
+    ap.add_argument("--seqs-per-device", default="1,8", help="--pipelines: global batches, in sequences per device")
+    ap.add_argument("--micro-batches", default="", help="--pipelines: force this count on every stage count")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     if a.pipelines:
@@ -69,39 +73,43 @@ def main():
 
 def pipelines(a):
     """--pp auto on each model and cluster: compile time (wall, all stage counts), the chosen
-    stage count and the stage's mesh, its predicted step; the unpipelined plan's step (p = 1)
-    and the best pipeline's (p > 1) from the same run (pipeline.stage_counts)."""
-    print("| model | devices | micro-batches | compile s | chosen p | stage mesh | step s | p = 1 step s | "
-          "best p > 1 (step s) | best pipeline / p = 1 |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    stage count, its micro-batches and the stage's mesh, its predicted step; the unpipelined
+    plan's (p = 1) and the best pipeline's (p > 1) from the same run (pipeline.stage_counts),
+    each with its own micro-batch count unless --micro-batches forces one."""
+    print("| model | devices | batch | compile s | CPU s | chosen p | micro-batches | stage mesh | step s | p = 1: m, step s | "
+          "best p > 1: p, m, step s | best pipeline / p = 1 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for m in a.models.split(","):
         for n in [int(x) for x in a.sizes.split(",")]:
-            cir = gen_models.write(a.work, m, n)
-            for mb in [int(x) for x in a.micro_batches.split(",")]:
-                out = os.path.join(a.work, f"{m}-{n}-pp-{mb}")
+            for spd in [int(x) for x in a.seqs_per_device.split(",")]:
+                cir = gen_models.write(a.work, m, n * spd)
+                out = os.path.join(a.work, f"{m}-{n}-pp-b{n * spd}")
                 cmd = [a.compiler, cir, "--emit", "plan", "--cluster", CLUSTERS[n], "--dtype", "bf16", "--pp", "auto",
-                       "--micro-batches", str(mb), "--time-limit", a.time_limit, "-q", "-o", out]
-                t0 = time.monotonic()
+                       "--time-limit", a.time_limit, "-q", "-o", out]
+                if a.micro_batches:
+                    cmd += ["--micro-batches", a.micro_batches]
+                t0, r0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
                 p = subprocess.run(cmd, capture_output=True, text=True)
-                wall = time.monotonic() - t0
+                wall, r1 = time.monotonic() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+                row = f"| {m} | {n} | {n * spd} | {wall:.2f} | {cpu:.2f} |"
                 if p.returncode != 0:
                     msg = p.stderr.strip().splitlines()[0] if p.stderr.strip() else f"exit {p.returncode}"
-                    print(f"| {m} | {n} | {mb} | {wall:.2f} | no plan | | | | | {msg.replace('colossal-compile: error: ', '')} |")
+                    print(f"{row} no plan | | | | | | {msg.replace('colossal-compile: error: ', '')} |", flush=True)
                     continue
                 name = m.replace("-", "_").replace(".", "_")
                 d = json.load(open(os.path.join(out, f"{name}.plan.json")))
                 pp = d["pipeline"]
                 counts = {e["stages"]: e for e in pp.get("stage_counts", [])}
-                one = counts.get(1, {}).get("step_time_s")
+                one = counts.get(1, {})
+                one_s = f"{one['micro_batches']}, {one['step_time_s']:.4g}" if one.get("planned") else "none fits"
                 piped = [e for k, e in counts.items() if k > 1 and e["planned"]]
                 bp = min(piped, key=lambda e: e["step_time_s"]) if piped else None
+                bps = f"{bp['stages']}, {bp['micro_batches']}, {bp['step_time_s']:.4g}" if bp else "none fits"
+                ratio = f"{bp['step_time_s'] / one['step_time_s']:.2f}" if bp and one.get("planned") else "-"
                 mesh = "x".join(str(x) for x in d["mesh"])
-                bps = f"{bp['stages']} ({bp['step_time_s']:.4g})" if bp else "none fits"
-                ratio = f"{bp['step_time_s'] / one:.2f}" if bp and one else "-"
-                print(f"| {m} | {n} | {mb} | {wall:.2f} | {len(pp['stages'])} | {mesh} | {d['step_time_s']:.4g} | "
-                      f"{one:.4g} | {bps} | {ratio} |" if one else
-                      f"| {m} | {n} | {mb} | {wall:.2f} | {len(pp['stages'])} | {mesh} | {d['step_time_s']:.4g} | "
-                      f"none fits | {bps} | {ratio} |", flush=True)
+                print(f"{row} {len(pp['stages'])} | {pp['micro_batches']} | {mesh} | {d['step_time_s']:.4g} | {one_s} | "
+                      f"{bps} | {ratio} |", flush=True)
 
 
 if __name__ == "__main__":

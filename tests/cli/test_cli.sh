@@ -45,6 +45,8 @@ expect 2 "invalid value 'fp8' for --dtype" -- --dtype fp8 x.cir
 expect 2 "invalid value 'some' for --recompute" -- --recompute some x.cir
 expect 2 "invalid value '4' for --zero" -- --zero 4 x.cir
 expect 2 "invalid value 'host' for --offload" -- --offload host x.cir
+expect 2 "invalid value '0' for --offload-inflight" -- --offload-inflight 0 x.cir
+expect 2 "invalid value '65' for --offload-inflight" -- --offload-inflight 65 x.cir
 expect 2 "invalid value 'tpu' for --target" -- --target tpu x.cir
 expect 2 "invalid value '-1' for --time-limit" -- --time-limit -1 x.cir
 expect 2 "unexpected argument 'b.cir'" -- a.cir b.cir
@@ -164,9 +166,20 @@ best = min(c.values(), key=lambda e: e["step_time_s"])
 assert len(pp["stages"]) == best["stages"], (len(pp["stages"]), best)
 assert abs(d["step_time_s"] - best["step_time_s"]) <= 1e-12 * best["step_time_s"], d["step_time_s"]
 PY
-expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --emit report --cluster h100:1x2 --pp auto -q -o "$tmp/ppb"
-grep -q "| 2 | | | | needs at least 2 micro-batches (--micro-batches 1) |" "$tmp/ppb/gpt2_tiny.report.md" \
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --emit report --cluster h100:1x2 --pp auto --micro-batches 1 -q -o "$tmp/ppb"
+grep -q "| 2 | | | | | needs at least 2 micro-batches (--micro-batches 1) |" "$tmp/ppb/gpt2_tiny.report.md" \
   && pass=$((pass + 1)) || { echo "FAIL: --pp auto with one micro-batch: 2 stages need 2"; fail=$((fail + 1)); }
+# without --micro-batches each count runs its own: one for the unpipelined plan (no memory pressure),
+# at least its stages for a pipeline
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --emit plan --cluster h100:1x2 --pp auto -q -o "$tmp/ppm"
+python3 - "$tmp/ppm/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: --pp auto chooses each count's micro-batches"; fail=$((fail + 1)); }
+import json, sys
+pp = json.load(open(sys.argv[1]))["pipeline"]
+c = {e["stages"]: e for e in pp["stage_counts"]}
+assert pp["micro_batches_chosen_by"] == "planner", pp
+assert c[1]["planned"] and c[1]["micro_batches"] == 1, c
+assert c[2]["planned"] and c[2]["micro_batches"] == 2, c   # the batch of 2 rows: 2 is the only count of 2 or more
+PY
 
 # IR to a file, then byte-identical with the example; -o - goes to stdout.
 for ex in mlp gpt2-2layer; do
