@@ -137,6 +137,10 @@ bool lower_pass_schedule(LowerCtx *c) {
     }
     int tend = nn ? tn[nn - 1] + 1 : 0;
 #define T_START(id) (tn[id] - p->n[id].n_recompute) /* before the node's recomputes */
+    /* the slot a node's work runs in: its own, or for an add a norm does
+     * (lower.fuse) the norm's: its operands are read and its sum written there */
+    int *tx = ir_alloc(sizeof(int) * (size_t)(nn + 1));
+    for (NodeId id = 0; id < nn; id++) tx[id] = tn[p->n[id].add_norm != IR_NONE ? p->n[id].add_norm : id];
     /* reads of a reduce-scattered gradient from its scatter on read the slice */
     int ntot = p->n_values;
     last_use = c->last_use = ir_realloc(c->last_use, sizeof(int) * (size_t)ntot);
@@ -146,9 +150,9 @@ bool lower_pass_schedule(LowerCtx *c) {
             ValueId x = lower_node_input(p, id, ir_node(g, id)->in[i]);
             if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
             ValueId r = lower_root_of(p, x);
-            if (tn[id] > last_use[r]) last_use[r] = tn[id];
+            if (tx[id] > last_use[r]) last_use[r] = tx[id];
         }
-        lower_note_reads_at(p, id, id, tn[id], tend, last_use);
+        lower_note_reads_at(p, id, id, tx[id], tend, last_use);
     }
     for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run */
         for (int k = 0; k < p->n[id].n_recompute; k++)
@@ -190,7 +194,7 @@ bool lower_pass_schedule(LowerCtx *c) {
         /* an added value: a recomputed copy in its slot; ZeRO's gathers and
          * scatters before the recomputes; reshardings just before the node */
         int rs = p->v[v].rc_slot;
-        int first = leaf ? 0 : !added ? tn[x->def] : rs > 0 ? T_START(af) + rs - 1 : rs < 0 ? T_START(af) : tn[af];
+        int first = leaf ? 0 : !added ? tx[x->def] : rs > 0 ? T_START(af) + rs - 1 : rs < 0 ? T_START(af) : tn[af];
         int last = leaf ? tend : (last_use[v] < first ? first : last_use[v]);
         bufs[nb] = (MemBuffer){.size = p->v[v].bytes, .first = first, .last = last, .reuse = -1};
         buf_val[nb] = v;
@@ -202,7 +206,7 @@ bool lower_pass_schedule(LowerCtx *c) {
         if (buf_of[r] < 0) continue; /* in the host arena */
         MemBuffer *b = &bufs[buf_of[r]];
         if (x->flags & VF_OUTPUT || x->updates != IR_NONE) b->last = tend;
-        if (x->def != IR_NONE && tn[x->def] < b->first) b->first = tn[x->def];
+        if (x->def != IR_NONE && tx[x->def] < b->first) b->first = tx[x->def];
     }
     for (ValueId v = 0; v < nv; v++) { /* partial results that are read after the step */
         if (lower_root_of(p, v) != v || buf_of[v] < 0) continue;
@@ -219,7 +223,7 @@ bool lower_pass_schedule(LowerCtx *c) {
         if (buf_of[src] < 0 || buf_of[n->out[0]] < 0) continue;
         if ((src < nv && ir_val(g, src)->def == IR_NONE) || p->n[id].n_reduce) continue;
         MemBuffer *a = &bufs[buf_of[n->out[0]]], *b = &bufs[buf_of[src]];
-        if (b->last == tn[id] && b->size >= a->size &&
+        if (b->last == tx[id] && b->size >= a->size &&
             (src >= nv || ir_val(g, src)->dtype == ir_val(g, n->out[0])->dtype))
             a->reuse = buf_of[src];
     }
@@ -247,6 +251,7 @@ bool lower_pass_schedule(LowerCtx *c) {
 #undef T_START
     ir_free(live_t);
     ir_free(tn);
+    ir_free(tx);
     for (ValueId v = 0; v < ntot; v++) { /* a bucket member: its place in the bucket */
         int64_t off = 0;
         ValueId r = lower_root_of(p, v);
