@@ -29,12 +29,13 @@ asan: deps
 	cmake --build build-asan -j$(JOBS) --target all colossal_tests
 	ctest --test-dir build-asan --output-on-failure -j$(JOBS)
 
-# libFuzzer targets (tests/fuzz: every parser of outside data), each run for FUZZ_SECONDS/2.
+# libFuzzer targets (tests/fuzz: every parser of outside data), each run for FUZZ_SECONDS/2,
+# one a core.
 fuzz: deps
 	CC=clang-19 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCOLOSSAL_FUZZ=ON -DCOLOSSAL_SANITIZE=ON \
 	  -DCOLOSSAL_CUDA=OFF -DCOLOSSAL_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
 	cmake --build build-fuzz -j$(JOBS) --target fuzzers
-	ctest --test-dir build-fuzz -R '^fuzz_' --output-on-failure
+	ctest --test-dir build-fuzz -R '^fuzz_' --output-on-failure -j$(JOBS)
 
 clean:
 	rm -rf build build-asan build-fuzz

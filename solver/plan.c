@@ -72,6 +72,28 @@ static bool baseline_allowed(const IlpProblem *p, const IlpChoice *c, const Plan
     return true;
 }
 
+/* A --strategy name fixes what it says (dp: ZeRO 0, zeroN: stage N,
+ * -recompute: full recompute) and leaves the rest to --zero and --recompute
+ * (baselines.c); a name that contradicts them is a user error. */
+static bool strategy_agrees(const char *strategy, const IlpFix *fix) {
+    if (!strategy || !strcmp(strategy, "auto")) return true;
+    int zero = !strncmp(strategy, "dp", 2) ? 0 : !strncmp(strategy, "zero", 4) ? strategy[4] - '0' : -1;
+    if (zero >= 0 && fix->zero >= 0 && fix->zero != zero) {
+        diag_plain("drop one of them (--strategy megatron and auto take any --zero)",
+                   "--strategy %s is ZeRO stage %d; --zero %d contradicts it", strategy, zero, fix->zero);
+        return false;
+    }
+    size_t n = strlen(strategy);
+    bool full = n > 10 && !strcmp(strategy + n - 10, "-recompute");
+    if (full && fix->recompute >= 0 && fix->recompute != RC_FULL) {
+        diag_plain("drop one of them, or name the strategy without -recompute",
+                   "--strategy %s recomputes every block; --recompute %s contradicts it", strategy,
+                   ilp_recompute_name(fix->recompute));
+        return false;
+    }
+    return true;
+}
+
 /* --offload: the level a group that offloads takes, and how the ILP may
  * choose (IlpFix.offload: -1 per group, 0 none, 1 every group). */
 static int offload_level(const PlanOptions *o, int *fix) {
@@ -472,11 +494,13 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
             if (!strcmp(o->recompute, ilp_recompute_name(p))) fix.recompute = p;
     }
     if (o->zero && strcmp(o->zero, "auto")) fix.zero = atoi(o->zero);
-    /* pipelines choose ZeRO-1 at most (Megatron-LM's distributed optimizer): a pipeline always
-     * has micro-batches, under which the lowering accumulates whole gradients and all-reduces
-     * them once (compiler/lower/split.c), so ZeRO-2 would run as ZeRO-1 while priced as sliced
-     * gradients; ZeRO-3 would gather again in the forward a stage re-runs. --zero 2 or 3 still
-     * forces them (they run and match the interpreter, e2e_gpt2_pp_2_zero3_2) */
+    if (!strategy_agrees(o->strategy, &fix)) return NULL;
+    /* pipelines choose ZeRO-1 at most (Megatron-LM's distributed optimizer), the layout the
+     * bench/solver pipeline rows were measured with; ZeRO-3 would gather again in the forward a
+     * stage re-runs. ZeRO-2 now runs as priced under micro-batches (each micro-batch's gradient
+     * reduce-scattered into a sliced accumulator, compiler/lower/zero.c), so this cap could rise
+     * to 2 once those rows are re-measured. --zero 2 or 3 still forces them (they run and
+     * match the interpreter, e2e_gpt2_pp_2_zero3_2) */
     else if (o->pp > 1) fix.zero_max = 1;
     /* Plans never use the cluster's reserve (context, communicator buffers,
      * GEMM workspace): the limit is the device's memory less the reserve, or

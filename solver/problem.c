@@ -352,17 +352,22 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 if (shard_spec_axis_dim(&st->in[i], a, NULL) >= 0 && mesh->size[a] > 1) split_axes |= 1u << a;
             bool trust = oi->trust && !ad_name_matches(b->train->no_trust, vv->name);
             S->param_local += local * ps;
+            /* the gradient held across the step: under micro-batches the
+             * accumulator, which autodiff keeps in f32 (the update reads it,
+             * no cast at the update); else the gradient itself, cast to f32
+             * at the update when it is narrower */
+            double acc = M > 1 && p->grad32_bytes > gs ? p->grad32_bytes : gs;
             for (int z = 0; z < ZERO_STAGES; z++) {
                 if (Z > 1) S->zero_ok[z] = true;
                 double shard = Z > 1 ? Z : 1;
-                double mem_z = z == 0   ? (ps + gs + os) * local
-                               : z == 1 ? (ps + gs) * local + os * local / shard
-                               : z == 2 ? ps * local + (gs + os) * local / shard
-                                        : (ps + gs + os) * local / shard;
+                double mem_z = z == 0   ? (ps + acc + os) * local
+                               : z == 1 ? (ps + acc) * local + os * local / shard
+                               : z == 2 ? ps * local + (acc + os) * local / shard
+                                        : (ps + acc + os) * local / shard;
                 S->mem_static[z] += mem_z;
                 if (p->grads_late) S->mem_grad_late[z] += gs * local / (z >= 2 ? shard : 1);
-                if (p->grad32_bytes > gs)
-                    S->mem_update[z] += (p->grad32_bytes - gs) * local / (z >= 2 ? shard : 1);
+                if (p->grad32_bytes > acc)
+                    S->mem_update[z] += (p->grad32_bytes - acc) * local / (z >= 2 ? shard : 1);
                 /* per step, as the lowering runs them (compiler/lower/split.c,
                  * zero.c): ZeRO-2/3 reduce-scatter each micro-batch's gradient
                  * and ZeRO-3 gathers the parameters in each micro-batch's forward

@@ -42,6 +42,8 @@ run gpt2-124m "8 GPUs auto, no ZeRO"       "${gpt2[@]}" --cluster h100:1x8 --zer
 run gpt2-124m "1 GPU, selective"           "${gpt2[@]}" --cluster h100:1x1 --recompute selective
 run gpt2-124m "8 GPUs zero2, selective"    "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --zero 2 --recompute selective
 run gpt2-124m "8 GPUs dp, 4 micro-batches" examples/gpt2/gpt2.c --batch 32 --cluster h100:1x8 --mesh 8 --strategy dp --micro-batches 4
+run gpt2-124m "8 GPUs zero2, 4 micro-batches" examples/gpt2/gpt2.c --batch 32 --cluster h100:1x8 --mesh 8 --strategy zero2 --micro-batches 4
+run gpt2-124m "8 GPUs zero2, bf16, 4 micro" examples/gpt2/gpt2.c --batch 32 --cluster h100:1x8 --mesh 8 --strategy zero2 --dtype bf16 --micro-batches 4
 run gpt2-124m "8 GPUs dp, bf16"            "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --strategy dp --dtype bf16
 run gpt2-124m "8 GPUs zero2, bf16"         "${gpt2[@]}" --cluster h100:1x8 --mesh 8 --strategy zero2 --dtype bf16
 run gpt2-1.5b "8 GPUs auto 2x4"            "${gpt2xl[@]}" --cluster h100:1x8 --mesh 2x4
@@ -54,3 +56,6 @@ run llama-7b  "8 GPUs auto"                "${llama7b[@]}" --cluster h100:1x8
 run llama-7b  "8 GPUs megatron 1x8"        "${llama7b[@]}" --cluster h100:1x8 --mesh 1x8 --strategy megatron
 run llama-7b  "8 GPUs megatron-recompute"  "${llama7b[@]}" --cluster h100:1x8 --mesh 1x8 --strategy megatron-recompute
 run llama-7b  "8 GPUs auto, no ZeRO"       "${llama7b[@]}" --cluster h100:1x8 --zero 0
+# pipelines: each stage its own memory plan (the README's second table)
+run gpt2-124m "8 GPUs pp 2, 8 micro"       examples/gpt2/gpt2.c --batch 32 --cluster h100:1x8 --pp 2 --micro-batches 8
+run gpt2-124m "8 GPUs pp 4, 8 micro"       examples/gpt2/gpt2.c --batch 32 --cluster h100:1x8 --pp 4 --micro-batches 8

@@ -30,9 +30,18 @@ bool cg_shard_start(CgCtx *c, ValueId v, int d, StrBuf *out) {
     return true;
 }
 
+void cg_stage_check(const CgCtx *c, ValueId v) {
+    uint32_t held = c->lp->v[v].stages;
+    if (c->stage >= 0 && held && !(held >> c->stage & 1u))
+        ir_panic(__FILE__, __LINE__, "stage %d's code touches %s, which only stages 0x%x hold (lower/schedule.c)",
+                 c->stage, v < c->g->n_values ? ir_val(c->g, v)->name : c->lp->v[v].name ? c->lp->v[v].name : "a temporary",
+                 (unsigned)held);
+}
+
 void cg_ptr(CgCtx *c, StrBuf *b, ValueId v) {
     DType t = v < c->g->n_values ? ir_val(c->g, v)->dtype : DT_F32;
     v = cg_read(c, v);
+    cg_stage_check(c, v);
     if (lower_on_host(c->lp, v)) { /* host offload: f32 in the host arena */
         sb_printf(b, "CG_HF(%lld)", (long long)c->lp->v[v].offset);
         return;
@@ -202,6 +211,9 @@ static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId sr
     const char *fn = gather ? "all_gather" : "reduce_scatter", *op = gather ? "" : ", COLRT_SUM";
     double es = (double)ir_dtype_size(ir_val(c->g, src)->dtype);
     ShardColl kind = gather ? COLL_ALL_GATHER : COLL_REDUCE_SCATTER;
+    cg_stage_check(c, src);
+    cg_stage_check(c, dst);
+    if (tmp != IR_NONE) cg_stage_check(c, tmp);
     if (outer < 0 || tmp == IR_NONE) {
         int ax = inner < 0 ? 0 : inner; /* an all-gather sends its slice; a reduce-scatter takes n slices */
         cg_trace_coll(c, kind, ax, es * (double)chunk * (gather ? 1 : o->mesh[ax]), SIM_COMPUTE, what);
@@ -246,7 +258,10 @@ static void emit_bucket(CgCtx *c, const CgOptions *o, int k) {
     c->trace_last_micro = accum;
     sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]);\n", k);
     cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, 2 * k + 1);
+    cg_stage_check(c, bk->buf);
     for (int q = 0; q < bk->n; q++) {
+        cg_stage_check(c, bk->view[q]);
+        cg_stage_check(c, bk->grad[q]);
         cg_trace_copy(c, (double)lp->v[bk->grad[q]].bytes, ir_val(c->g, bk->grad[q])->name);
         sb_printf(c->sched, "    colrt_memcpy(M->arena.base + %lld, M->arena.base + %lld, %lld, COLRT_D2D, NULL); /* %%%s */\n",
                   (long long)lp->v[bk->view[q]].offset, (long long)lp->v[bk->grad[q]].offset,
@@ -535,8 +550,8 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "#define CG_I(off) ((int32_t *)(M->arena.base + (size_t)(off)))\n"
                  "#define CG_H(off) ((uint16_t *)(M->arena.base + (size_t)(off))) /* bf16, f16 */\n"
                  "#define %s_ARENA_BYTES ((size_t)%lld)\n#define %s_LOWER_BOUND_BYTES ((size_t)%lld)\n"
-                 "#define %s_STEP_OFF ((size_t)%lld) /* scratch: the step count for checkpoints */\n\n",
-              px, (long long)arena, px, (long long)lp->lower_bound_bytes, px, (long long)(c->scratch_off + 128));
+                 "#define %s_STEP_OFF ((size_t)(%s)) /* scratch: the step count for checkpoints */\n\n",
+              px, (long long)arena, px, (long long)lp->lower_bound_bytes, px, cg_scratch(c, 128).s);
     const bool off = cg_offloads(c);
     if (off)
         sb_printf(m, "#define CG_HF(off) ((float *)(M->host.base + (size_t)(off))) /* host offload: the host arena */\n"
@@ -546,8 +561,9 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     const char *leaf_base = off ? "(l->host ? M->host.base : M->arena.base)" : "M->arena.base";
     bool half = cg_graph_has_half(g); /* mixed precision: leaves and inputs are converted on the host */
     const bool pipe = cg_pipelined(c);
-    StrBuf leaf_stages; /* pipelined: the stages holding each leaf */
+    StrBuf leaf_stages, leaf_held; /* pipelined: the stages reading each leaf; whose arenas hold it */
     sb_init(&leaf_stages);
+    sb_init(&leaf_held);
     if (half) cg_half_helpers(m, NULL, false); /* C: unused static inline is fine */
     sb_printf(m, "/* kernels (%s_kernels.c / %s_kernels.cu) */\n%s\n", px, px, sb_cstr(&c->proto));
     sb_printf(m, "struct %s {\n    colrt_arena arena;\n    colrt_mesh *mesh;\n    int own_mesh;\n"
@@ -557,6 +573,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                  "    colrt_event *bucket_ready[%d], *bucket_done[%d];\n%s",
               px, px, lp->n_buckets ? lp->n_buckets : 1, lp->n_buckets ? lp->n_buckets : 1,
               pipe ? "    int stage; /* this rank's pipeline stage: its coordinate on the mesh's last axis (outermost in rank order) */\n"
+                     "    size_t scratch; /* the arena's scratch: past this stage's memory plan */\n"
                      "    colrt_arena pipe; /* received forward values (a slot per micro-batch in flight) and gradients */\n"
                    : "");
     cg_offload_fields(c, m);
@@ -591,6 +608,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         if (x->role != ROLE_PARAM && x->role != ROLE_STATE && !updated) continue;
         n_leaves++;
         if (pipe) sb_printf(&leaf_stages, "%s%uu", n_leaves > 1 ? ", " : "", cg_pipe_leaf_stages(c, v));
+        if (pipe) sb_printf(&leaf_held, "%s%uu", n_leaves > 1 ? ", " : "", lp->v[v].stages);
         /* an f32 master starts as its parameter's values (the parameter is the master rounded) */
         ValueId of = x->role == ROLE_STATE ? cg_master_of(g, v) : IR_NONE;
         Init in = updated ? (Init){INIT_UNIFORM, CG_INITIAL_LOSS_SCALE, CG_INITIAL_LOSS_SCALE} : x->init;
@@ -631,11 +649,26 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     }
     if (!n_leaves) sb_puts(m, "    {0},\n");
     sb_printf(m, "};\nstatic const int %s_n_leaves = %d;\n\n", px, n_leaves);
-    if (pipe)
+    if (pipe) {
         sb_printf(m, "/* The pipeline stages holding each leaf (bit s: stage s; 0: a gradient accumulator, in no checkpoint). */\n"
                      "static const unsigned %s_leaf_stages[] = {%s};\n\n",
                   px, leaf_stages.len ? sb_cstr(&leaf_stages) : "0u");
+        /* each stage's ranks allocate their own stage's memory plan (buffers of
+         * other stages share its memory: lower/schedule.c) and its scratch past it */
+        sb_printf(m, "/* The pipeline stages whose arenas hold each leaf (0: every stage's); another stage's memory\n"
+                     " * plan may use the same bytes, so a rank initializes only its own. */\n"
+                     "static const unsigned %s_leaf_held[] = {%s};\n\n",
+                  px, leaf_held.len ? sb_cstr(&leaf_held) : "0u");
+        sb_printf(m, "/* Per stage: the arena (its memory plan, the scratch, the kernels' workspace) and where the scratch starts. */\n"
+                     "static const size_t %s_stage_arena_bytes[] = {", px);
+        for (int s = 0; s < lp->pipe.stages; s++)
+            sb_printf(m, "%s%lld", s ? ", " : "", (long long)(lp->stage_arena_bytes[s] + arena - lp->arena_bytes));
+        sb_printf(m, "};\nstatic const size_t %s_stage_scratch[] = {", px);
+        for (int s = 0; s < lp->pipe.stages; s++) sb_printf(m, "%s%lld", s ? ", " : "", (long long)lp->stage_arena_bytes[s]);
+        sb_puts(m, "};\n\n");
+    }
     sb_free(&leaf_stages);
+    sb_free(&leaf_held);
 
     sb_printf(m,
               "/* Where this rank's shard starts in each dim of the global tensor. */\n"
@@ -756,8 +789,13 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         sb_printf(&off_pull, "    %s_offload_pull(M);\n", px);
     }
     if (pipe)
-        sb_printf(&pipe_init, "    M->stage = colrt_mesh_coord(M->mesh, %d);\n    M->pipe = colrt_arena_create(%lld);\n", o->mesh_axes,
-                  (long long)cg_pipe_buffer_bytes(c));
+        sb_printf(&pipe_init, "    M->stage = colrt_mesh_coord(M->mesh, %d);\n    M->scratch = %s_stage_scratch[M->stage];\n"
+                              "    M->pipe = colrt_arena_create(%lld);\n", o->mesh_axes, px, (long long)cg_pipe_buffer_bytes(c));
+    char arena_sz[96], init_if[128] = "";
+    if (pipe) {
+        snprintf(arena_sz, sizeof arena_sz, "%s_stage_arena_bytes[M->stage]", px);
+        snprintf(init_if, sizeof init_if, "if (!%s_leaf_held[i] || %s_leaf_held[i] >> M->stage & 1u) ", px, px);
+    } else snprintf(arena_sz, sizeof arena_sz, "%s_ARENA_BYTES", px);
     sb_printf(m,
               "int %s_create(const %s_config *cfg, %s **out) {\n"
               "    %s *M = calloc(1, sizeof *M);\n"
@@ -782,16 +820,16 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    }\n"
               "    if ((%s_prof_on = colrt_profile_enabled()))\n"
               "        colrt_profile_register(\"%s\", %s_prof_tab, %d);\n"
-              "    M->arena = colrt_arena_create(%s_ARENA_BYTES);\n%s"
-              "    for (int i = 0; i < %s_n_leaves; i++) %s_init_leaf(M, &%s_leaves[i]);\n%s"
-              "    M->stats.arena_bytes = %s_ARENA_BYTES;\n"
+              "    M->arena = colrt_arena_create(%s);\n%s"
+              "    for (int i = 0; i < %s_n_leaves; i++) %s%s_init_leaf(M, &%s_leaves[i]);\n%s"
+              "    M->stats.arena_bytes = %s;\n"
               "    M->stats.lower_bound_bytes = %s_LOWER_BOUND_BYTES;\n"
               "    colrt_device_sync();\n"
               "    *out = M;\n"
               "    return 0;\n}\n\n",
               px, px, px, px, px, px, px, sb_cstr(&mk), c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0,
-              sb_cstr(&rank), sb_cstr(&pipe_init), lp->n_buckets, lp->n_buckets, px, px, px, c->n_prof, px,
-              sb_cstr(&off_create), px, px, px, sb_cstr(&off_pull), px, px);
+              sb_cstr(&rank), sb_cstr(&pipe_init), lp->n_buckets, lp->n_buckets, px, px, px, c->n_prof, arena_sz,
+              sb_cstr(&off_create), px, init_if, px, px, sb_cstr(&off_pull), arena_sz, px);
     sb_free(&off_create);
     sb_free(&pipe_init);
     sb_free(&mk);
@@ -800,7 +838,9 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
         if (n->op != OP_GRAD_ACCUM) continue;
-        sb_puts(m, "    colrt_memset0(");
+        uint32_t held = lp->v[n->in[0]].stages; /* pipelined: not in another stage's arena */
+        if (held) sb_printf(m, "    if (%uu >> M->stage & 1u)", held);
+        sb_puts(m, held ? " colrt_memset0(" : "    colrt_memset0(");
         cg_ptr(c, m, n->in[0]);
         sb_printf(m, ", %lld, NULL); /* %%%s */\n", (long long)lp->v[n->in[0]].bytes, ir_val(g, n->in[0])->name);
     }

@@ -93,7 +93,6 @@ void cg_kernel_rows(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t ro
 /* Threads of a row kernel's block for rows of width elements. */
 int cg_rows_threads(int64_t width);
 /* The arena offset of the kernels' workspace (past the scratch block). */
-int64_t cg_work_off(const CgCtx *c);
 /* The kernel files' preludes: the row kernels' macros, launch checks, streams. */
 /* Generated C: CG_UNUSED marks the static helpers a file may not call
  * (gcc and clang: __attribute__((unused))); the text defines it once. */
@@ -177,6 +176,15 @@ ValueId cg_master_of(const Graph *g, ValueId state);
  * squared gradient norm and loss scale (two floats, for m_last_step),
  * 128-131 the step count for checkpoints. */
 #define CG_SCRATCH_NORM 64
+/* Byte k of the scratch as a C expression for the schedule file: a constant
+ * past the plan, or, pipelined, past the rank's stage's plan (M->scratch:
+ * each stage's ranks allocate their own stage's arena). */
+typedef struct CgOff { char s[48]; } CgOff;
+CgOff cg_scratch(const CgCtx *c, int64_t k);
+/* Pipelined: stops the compiler (an internal error) when the code of the
+ * stage being written touches a buffer another stage's memory plan may
+ * reuse (lower/schedule.c gives each buffer the stages that hold it). */
+void cg_stage_check(const CgCtx *c, ValueId v);
 /* The read-out API (cg_readout.c): m_logits, m_last_step and the MFU
  * constants, into the header h and the schedule file m being built. */
 void cg_emit_readout(CgCtx *c, StrBuf *h, StrBuf *m, const CgOptions *o, int micro);

@@ -813,7 +813,7 @@ static bool emit_cross_entropy(CgCtx *c, NodeId id) {
     } else {
         sb_puts(b, "    colrt_memset0(");
         if (fwd) cg_ptr(c, b, n->out[0]);
-        else sb_printf(b, "CG_F(%lld)", (long long)c->scratch_off);
+        else sb_printf(b, "CG_F(%s)", cg_scratch(c, 0).s);
         if (!fwd && dt_of(c, n->in[0]) != dt_of(c, n->out[0]))
             return unsupported(c, id, "logits and their gradient of different float types");
         sb_printf(b, ", 4, NULL);\n    colrt_cross_entropy(NULL, %s, ", cg_colrt_dtype(dt_of(c, n->in[0])));
@@ -822,7 +822,7 @@ static bool emit_cross_entropy(CgCtx *c, NodeId id) {
         cg_ptr(c, b, n->in[1]);
         sb_puts(b, ", ");
         if (fwd) cg_ptr(c, b, n->out[0]);
-        else sb_printf(b, "CG_F(%lld)", (long long)c->scratch_off);
+        else sb_printf(b, "CG_F(%s)", cg_scratch(c, 0).s);
         sb_puts(b, ", NULL, ");
         if (fused_bwd != IR_NONE) cg_ptr(c, b, n->in[0]); /* in place over the logits */
         else if (fwd) sb_puts(b, "NULL");
@@ -1087,7 +1087,7 @@ static bool emit_grad_coef(CgCtx *c, NodeId id) {
     cg_kernel(c, id, 3, a, 1, "", body);
     /* kept past the step for m_last_step (cg_readout.c): the squared norm and the loss scale */
     for (int k = 0; k < 2; k++) {
-        sb_printf(c->sched, "    colrt_memcpy(M->arena.base + %lld, ", (long long)(c->scratch_off + CG_SCRATCH_NORM + 4 * k));
+        sb_printf(c->sched, "    colrt_memcpy(M->arena.base + %s, ", cg_scratch(c, CG_SCRATCH_NORM + 4 * k).s);
         cg_ptr(c, c->sched, n->in[k]);
         sb_puts(c->sched, ", 4, COLRT_D2D, NULL);\n");
     }

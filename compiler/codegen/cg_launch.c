@@ -363,7 +363,7 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
         if (args[i].zshift) sb_printf(c->sched, " + M->zrank * %lld", (long long)args[i].zshift);
     }
     if (off) sb_printf(c->sched, ", (int64_t)(%s)", k->off);
-    if (work) sb_printf(c->sched, ", CG_F(%lld)", (long long)cg_work_off(c));
+    if (work) sb_printf(c->sched, ", CG_F(%s)", cg_scratch(c, 256).s);
     sb_puts(c->sched, ");\n");
     sb_free(&sig);
     sb_free(&dsig);
@@ -372,7 +372,12 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
     sb_free(&kcu);
 }
 
-int64_t cg_work_off(const CgCtx *c) { return c->scratch_off + 256; }
+CgOff cg_scratch(const CgCtx *c, int64_t k) {
+    CgOff o;
+    if (c->lp->pipe.stages > 1) snprintf(o.s, sizeof o.s, "M->scratch + %lld", (long long)k);
+    else snprintf(o.s, sizeof o.s, "%lld", (long long)(c->scratch_off + k));
+    return o;
+}
 
 void cg_kernel(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t n, const char *prologue, const char *body) {
     cg_kernel_off(c, id, nargs, args, n, prologue, body, NULL);

@@ -343,13 +343,12 @@ bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o) {
     sb_printf(m, "/* The sum over the stages of each one's loss (only the last stage computes one). */\n"
                  "static double %s_stages_sum(%s *M, double l) {\n"
                  "    float f = (float)l;\n"
-                 "    colrt_memcpy(M->arena.base + %lld, &f, 4, COLRT_H2D, NULL);\n"
-                 "    colrt_all_reduce(M->mesh, %d, M->arena.base + %lld, M->arena.base + %lld, 1, COLRT_F32, COLRT_SUM, NULL);\n"
-                 "    colrt_memcpy(&f, M->arena.base + %lld, 4, COLRT_D2H, NULL);\n"
+                 "    colrt_memcpy(M->arena.base + %s, &f, 4, COLRT_H2D, NULL);\n"
+                 "    colrt_all_reduce(M->mesh, %d, M->arena.base + %s, M->arena.base + %s, 1, COLRT_F32, COLRT_SUM, NULL);\n"
+                 "    colrt_memcpy(&f, M->arena.base + %s, 4, COLRT_D2H, NULL);\n"
                  "    colrt_device_sync();\n"
                  "    return f;\n}\n\n",
-              px, px, (long long)(c->scratch_off + 192), ax, (long long)(c->scratch_off + 192), (long long)(c->scratch_off + 192),
-              (long long)(c->scratch_off + 192));
+              px, px, cg_scratch(c, 192).s, ax, cg_scratch(c, 192).s, cg_scratch(c, 192).s, cg_scratch(c, 192).s);
     sb_printf(m, "static float %s_loss(%s *M) { return (float)%s_stages_sum(M, M->stage == %d ? %s_loss_local(M) : 0.0); }\n\n",
               px, px, px, P - 1, px);
     sb_printf(m, "float %s_train_step(%s *M, const %s_inputs *in, float lr) {\n"

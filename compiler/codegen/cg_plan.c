@@ -3,7 +3,8 @@
  * planner's JSON (solver/plan.c) with the static memory plan's figures added
  * to its "memory" object: planned_arena_bytes, lower_bound_bytes and
  * planned_over_predicted (the arena over the ILP's predicted peak; with host
- * offload planned_host_arena_bytes and planned_offloaded_bytes), and a
+ * offload planned_host_arena_bytes and planned_offloaded_bytes; pipelined,
+ * each stage's in pipeline.stages[s].memory), and a
  * "lowering" object counting the collectives the program runs per step
  * (trust_norms: the parameters whose trust-ratio norms the one fused
  * all-reduce sums, LAMB and LARS).
@@ -35,6 +36,22 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     cJSON_AddNumberToObject(mem, "lower_bound_bytes", (double)lp->lower_bound_bytes);
     if (*predicted > 0)
         cJSON_AddNumberToObject(mem, "planned_over_predicted", (double)lp->arena_bytes / *predicted);
+    /* pipelined: each stage's ranks allocate their own stage's plan
+     * (pipeline.stages[s].memory: planned_arena_bytes, lower_bound_bytes,
+     * planned_over_predicted against that stage's peak_bytes) */
+    cJSON *stages = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "pipeline"), "stages");
+    for (int s = 0; lp->pipe.stages > 1 && s < lp->pipe.stages; s++) {
+        cJSON *sm = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(stages, s), "memory");
+        if (!sm) continue;
+        cJSON_DeleteItemFromObjectCaseSensitive(sm, "planned_arena_bytes");
+        cJSON_DeleteItemFromObjectCaseSensitive(sm, "lower_bound_bytes");
+        cJSON_DeleteItemFromObjectCaseSensitive(sm, "planned_over_predicted");
+        cJSON_AddNumberToObject(sm, "planned_arena_bytes", (double)lp->stage_arena_bytes[s]);
+        cJSON_AddNumberToObject(sm, "lower_bound_bytes", (double)lp->stage_lower_bound_bytes[s]);
+        cJSON *pk = cJSON_GetObjectItemCaseSensitive(sm, "peak_bytes");
+        if (cJSON_IsNumber(pk) && pk->valuedouble > 0)
+            cJSON_AddNumberToObject(sm, "planned_over_predicted", (double)lp->stage_arena_bytes[s] / pk->valuedouble);
+    }
     cJSON_DeleteItemFromObjectCaseSensitive(mem, "planned_host_arena_bytes");
     cJSON_DeleteItemFromObjectCaseSensitive(mem, "planned_offloaded_bytes");
     if (lp->n_offload) { /* host offload: the host arena, and the device buffers it took (aligned) */

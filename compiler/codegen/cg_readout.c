@@ -163,14 +163,14 @@ void cg_emit_readout(CgCtx *c, StrBuf *h, StrBuf *m, const CgOptions *o, int mic
               "    %s_step_info s = {0, 1, 0};\n"
               "    if (!M->stats.steps) return s;\n"
               "    float v[2] = {0, 1};\n"
-              "    colrt_memcpy(v, M->arena.base + %lld, sizeof v, COLRT_D2H, NULL);\n"
+              "    colrt_memcpy(v, M->arena.base + %s, sizeof v, COLRT_D2H, NULL);\n"
               "    colrt_device_sync();\n"
               "    if (!(v[1] > 0)) v[1] = 1; /* no optimizer: nothing written */\n"
               "    s.loss_scale = v[1];\n"
               "    s.skipped = !isfinite(v[0]);\n"
               "    s.grad_norm = s.skipped ? NAN : sqrtf(v[0]) / v[1];\n"
               "    return s;\n}\n\n",
-              px, px, px, px, (long long)(c->scratch_off + CG_SCRATCH_NORM));
+              px, px, px, px, cg_scratch(c, CG_SCRATCH_NORM).s);
     if (logits) {
         sb_printf(m, "float %s_logits(%s *M, const %s_inputs *in, int64_t pos, float *out) {\n", px, px, px);
         logits_body(c, m, o, ce, micro);

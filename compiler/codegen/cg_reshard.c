@@ -29,6 +29,7 @@ static int64_t inner_of(Shape s, int d) {
 static void addr(StrBuf *b, const CgCtx *c, ValueId v, int64_t bytes) {
     const LowerProgram *lp = c->lp;
     if (lp->v[v].redirect != IR_NONE && c->cur_node >= lp->v[v].redirect_from) v = lp->v[v].redirect;
+    cg_stage_check(c, v);
     sb_printf(b, "(M->arena.base + %lld)", (long long)(lp->v[v].offset + bytes));
 }
 

@@ -12,8 +12,9 @@
  *   gathers    zero.c       ZeRO-3 gathers before each reader
  *   fuse       fuse.c       kernels merged into the one before (GEMM bias epilogues)
  *   offload    offload.c    host offload: updates on the host, the host arena
- *   schedule   schedule.c   slots, live intervals, the static memory plan
  *   pipeline   pipeline.c   pipeline stages: transfers, the update's sums of parts
+ *   schedule   schedule.c   slots, live intervals, the static memory plan (pipelined:
+ *                           each stage's, buffers of disjoint stages sharing memory)
  *
  * This file runs them, and holds what they share.
  */
@@ -112,8 +113,8 @@ static const LowerPass passes[] = {
     {"gathers", lower_pass_gathers},
     {"fuse", lower_pass_fuse},
     {"offload", lower_pass_offload},
-    {"schedule", lower_pass_schedule},
     {"pipeline", lower_pass_pipeline},
+    {"schedule", lower_pass_schedule},
 };
 
 const char *lower_pass_name(int i) {

@@ -171,6 +171,8 @@ typedef struct LowerPipe {
 
 typedef struct LowerValue {
     Shape local;               /* this rank's shape */
+    uint32_t stages;           /* pipelined, a buffer's root: the stages whose ranks hold it
+                                * (bit s); 0: every rank (schedule.c) */
     bool split;                /* leading dim split over the dp ranks */
     bool partial;              /* a pending sum over the dp ranks when defined */
     ValueId storage;           /* the value whose buffer this one uses (itself if none) */
@@ -266,8 +268,10 @@ typedef struct LowerProgram {
     LowerOffload *offload;
     int64_t host_arena_bytes;  /* the host arena (0: none) */
     int64_t offloaded_bytes;   /* the device buffers moved to the host (aligned sizes) */
-    int64_t arena_bytes;
+    int64_t arena_bytes;       /* pipelined: the largest stage's */
     int64_t lower_bound_bytes;
+    int64_t stage_arena_bytes[PLACE_MAX_STAGES];       /* pipelined: each stage's ranks' arena */
+    int64_t stage_lower_bound_bytes[PLACE_MAX_STAGES]; /* (pipe.stages entries; else [0] = the arena) */
     int n_in_place;
     int n_buffers;
     int64_t *live_bytes;       /* per node of the schedule: the arena bytes live while it

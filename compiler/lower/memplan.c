@@ -7,7 +7,8 @@
  * groups are placed by decreasing size (ties: earlier first step, then
  * index, so the plan is deterministic); each takes the smallest gap among the
  * already placed groups that overlap it in time and fits (best fit), else the
- * top of those groups.
+ * top of those groups. Groups of disjoint pipeline stages never overlap in
+ * time on one rank (memplan.h).
  */
 #include "memplan.h"
 
@@ -22,7 +23,11 @@ typedef struct Group {
     int first, last;
     int64_t offset;
     int root;        /* the buffer whose memory the group uses */
+    uint32_t stages; /* the union of its buffers' (every stage: all ones) */
 } Group;
+
+/* A buffer's stages: 0 names every stage. */
+static uint32_t stages_of(uint32_t m) { return m ? m : ~0u; }
 
 typedef struct Span {
     int64_t lo, hi;  /* [lo, hi) */
@@ -33,6 +38,16 @@ static int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) & ~(a - 1); }
 static const Group *sort_groups_base;
 static int cmp_group(const void *a, const void *b) {
     const Group *x = &sort_groups_base[*(const int *)a], *y = &sort_groups_base[*(const int *)b];
+    /* pipelines: buffers several stages hold first, below each stage's own,
+     * which then stack from what their own stage holds, so a stage's arena
+     * ends at its own top. Every stage's first, then the others from the
+     * smallest (what two neighbours exchange) to the largest (a tied
+     * parameter's state on the first and last stage), so a large shared
+     * buffer does not lift a small one above the other stages' space */
+    int cx = __builtin_popcount(x->stages), cy = __builtin_popcount(y->stages);
+    if ((cx == 32) != (cy == 32)) return cx == 32 ? -1 : 1;
+    if ((cx > 1) != (cy > 1)) return cx > 1 ? -1 : 1;
+    if (cx > 1 && cx < 32 && x->size != y->size) return x->size < y->size ? -1 : 1;
     if (x->size != y->size) return x->size > y->size ? -1 : 1;
     if (x->first != y->first) return x->first < y->first ? -1 : 1;
     return *(const int *)a < *(const int *)b ? -1 : 1;
@@ -62,13 +77,14 @@ MemPlanStats mem_plan(MemBuffer *bufs, int n, int64_t alignment) {
                 bufs[r].last == b->first) {
                 group_of[i] = group_of[r];
                 g->last = b->last;
+                g->stages |= stages_of(b->stages);
                 b->alias = g->root;
                 st.n_in_place++;
                 continue;
             }
         }
         group_of[i] = ng;
-        gs[ng] = (Group){align_up(b->size, alignment), b->first, b->last, 0, i};
+        gs[ng] = (Group){align_up(b->size, alignment), b->first, b->last, 0, i, stages_of(b->stages)};
         ng++;
     }
     /* 2. best fit by decreasing size */
@@ -85,7 +101,7 @@ MemPlanStats mem_plan(MemBuffer *bufs, int n, int64_t alignment) {
         for (int j = 0; j < ng; j++) {
             if (!placed[j]) continue;
             const Group *h = &gs[j];
-            if (h->last < g->first || h->first > g->last) continue;
+            if (h->last < g->first || h->first > g->last || !(h->stages & g->stages)) continue;
             spans[ns++] = (Span){h->offset, h->offset + h->size};
         }
         qsort(spans, (size_t)ns, sizeof(Span), cmp_span);
@@ -103,19 +119,33 @@ MemPlanStats mem_plan(MemBuffer *bufs, int n, int64_t alignment) {
     }
     for (int i = 0; i < n; i++) bufs[i].offset = gs[group_of[i]].offset;
     st.arena_bytes = arena;
-    /* 3. lower bound: a sweep over steps of the groups' live bytes */
+    /* 3. per stage (one when no buffer names stages): the top of its groups,
+     * and the lower bound, a sweep over steps of its groups' live bytes */
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < MEMPLAN_MAX_STAGES; s++)
+            if (bufs[i].stages >> s & 1u && s + 1 > st.n_stages) st.n_stages = s + 1;
     int max_step = 0;
     for (int i = 0; i < ng; i++)
         if (gs[i].last > max_step) max_step = gs[i].last;
     int64_t *delta = ir_alloc(sizeof(int64_t) * (size_t)(max_step + 2));
-    for (int i = 0; i < ng; i++) {
-        delta[gs[i].first] += gs[i].size;
-        delta[gs[i].last + 1] -= gs[i].size;
-    }
-    int64_t live = 0;
-    for (int s = 0; s <= max_step; s++) {
-        live += delta[s];
-        if (live > st.lower_bound_bytes) st.lower_bound_bytes = live, st.peak_step = s;
+    for (int s = 0; s < (st.n_stages ? st.n_stages : 1); s++) {
+        uint32_t bit = st.n_stages ? 1u << s : ~0u;
+        memset(delta, 0, sizeof(int64_t) * (size_t)(max_step + 2));
+        int64_t top = 0, live = 0, lb = 0;
+        int peak = 0;
+        for (int i = 0; i < ng; i++) {
+            if (!(gs[i].stages & bit)) continue;
+            if (gs[i].offset + gs[i].size > top) top = gs[i].offset + gs[i].size;
+            delta[gs[i].first] += gs[i].size;
+            delta[gs[i].last + 1] -= gs[i].size;
+        }
+        for (int t = 0; t <= max_step; t++) {
+            live += delta[t];
+            if (live > lb) lb = live, peak = t;
+        }
+        st.stage_arena_bytes[s] = top;
+        st.stage_lower_bound_bytes[s] = lb;
+        if (lb > st.lower_bound_bytes) st.lower_bound_bytes = lb, st.peak_step = peak;
     }
     ir_free(delta);
     ir_free(placed);
@@ -145,7 +175,7 @@ bool mem_plan_check(const MemBuffer *bufs, int n, int64_t arena_bytes, int64_t a
                 }
                 continue;
             }
-            bool time = a->first <= b->last && b->first <= a->last;
+            bool time = a->first <= b->last && b->first <= a->last && (stages_of(a->stages) & stages_of(b->stages));
             bool space = a->offset < b->offset + b->size && b->offset < a->offset + a->size;
             if (time && space) {
                 if (why) snprintf(why, (size_t)why_len, "buffers %d and %d are live together and overlap in memory", j, i);

@@ -122,6 +122,90 @@ bool lower_pass_buckets(LowerCtx *c) {
     return true;
 }
 
+/* The last schedule time each storage root is read at (-1: never), by the
+ * nodes of pipeline stage `stage` (-1: every node). Reads of a
+ * reduce-scattered gradient from its scatter on read the slice. */
+/* tx: the slot a node's work runs in (tn, or for an add a norm does, the norm's) */
+static void note_reads(const Graph *g, LowerProgram *p, const int *tn, const int *tx, int tend, int stage,
+                       int *last_use) {
+    int nn = g->n_nodes;
+#define ON(id) (stage < 0 || lower_pipe_on(p, id, stage))
+    for (ValueId v = 0; v < p->n_values; v++) last_use[v] = -1;
+    for (NodeId id = 0; id < nn; id++) {
+        if (!ON(id)) continue;
+        for (int i = 0; i < ir_node(g, id)->n_in; i++) {
+            ValueId x = lower_node_input(p, id, ir_node(g, id)->in[i]);
+            if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
+            ValueId r = lower_root_of(p, x);
+            if (tx[id] > last_use[r]) last_use[r] = tx[id];
+        }
+        lower_note_reads_at(p, id, id, tx[id], tend, last_use);
+    }
+    for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run */
+        for (int k = 0; ON(id) && k < p->n[id].n_recompute; k++)
+            lower_note_reads_at(p, p->n[id].recompute[k], id, (tn[id] - p->n[id].n_recompute) + k, tend, last_use);
+    for (NodeId id = 0; id < nn; id++) { /* a gathered parameter and the temporaries live at their node */
+        const LowerNode *ln = &p->n[id];
+        if (!ON(id)) continue;
+        for (int k = 0; k < ln->n_gather; k++) {
+            if (tn[id] > last_use[ln->gather_to[k]]) last_use[ln->gather_to[k]] = tn[id];
+            if (ln->gather_tmp[k] != IR_NONE) last_use[ln->gather_tmp[k]] = tn[id];
+        }
+        for (int k = 0; k < ln->n_rs; k++)
+            if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = tn[id];
+        if (ln->ag_tmp != IR_NONE) last_use[ln->ag_tmp] = tn[id];
+    }
+    for (int b = 0; b < p->n_buckets; b++) /* the packing reads each gradient */
+        for (int k = 0; ON(p->buckets[b].launch) && k < p->buckets[b].n; k++) {
+            ValueId r = lower_root_of(p, p->buckets[b].grad[k]);
+            if (tn[p->buckets[b].launch] > last_use[r]) last_use[r] = tn[p->buckets[b].launch];
+        }
+    for (NodeId id = 0; id < nn; id++) /* the scatter reads the whole gradient */
+        for (int k = 0; ON(id) && k < p->n[id].n_rs; k++) {
+            ValueId r = lower_root_of(p, p->n[id].rs[k]);
+            if (tn[id] > last_use[r]) last_use[r] = tn[id];
+        }
+#undef ON
+}
+
+/* Pipelines: the stages whose ranks hold each buffer, from the nodes of each
+ * stage that define or read it (note_reads per stage, the same reads the
+ * live intervals come from). What the program touches outside its stages'
+ * nodes stays on every rank (0): the inputs every rank is fed, the outputs
+ * and hyper-parameters every rank reads or writes, and a buffer no node
+ * touches. Buffers of disjoint stages then share memory (memplan.h). */
+static void buffer_stages(const Graph *g, LowerProgram *p, const int *tn, const int *tx, int tend, MemBuffer *bufs,
+                          const ValueId *buf_val, int nb) {
+    int ntot = p->n_values, nv = g->n_values;
+    uint32_t *m = ir_alloc(sizeof(uint32_t) * (size_t)ntot);
+    bool *every = ir_alloc(sizeof(bool) * (size_t)ntot);
+    int *lu = ir_alloc(sizeof(int) * (size_t)ntot);
+    memset(m, 0, sizeof(uint32_t) * (size_t)ntot);
+    memset(every, 0, sizeof(bool) * (size_t)ntot);
+    for (int s = 0; s < p->pipe.stages; s++) {
+        note_reads(g, p, tn, tx, tend, s, lu);
+        for (ValueId v = 0; v < ntot; v++)
+            if (lu[v] >= 0) m[v] |= 1u << s;
+    }
+    for (ValueId v = 0; v < ntot; v++) {
+        ValueId r = lower_root_of(p, v);
+        NodeId def = v < nv ? ir_val(g, v)->def : p->v[v].added_first;
+        if (def != IR_NONE && def >= 0 && def < g->n_nodes) m[r] |= p->pipe.mask[def];
+        if (v < nv) {
+            const Value *x = ir_val(g, v);
+            if (x->role == ROLE_INPUT || x->role == ROLE_HYPER || (x->flags & VF_OUTPUT)) every[r] = true;
+        }
+    }
+    uint32_t all = p->pipe.stages >= 32 ? ~0u : (1u << p->pipe.stages) - 1;
+    for (int i = 0; i < nb; i++) {
+        ValueId r = buf_val[i];
+        bufs[i].stages = every[r] || !m[r] || (m[r] & all) == all ? 0 : m[r];
+    }
+    ir_free(lu);
+    ir_free(every);
+    ir_free(m);
+}
+
 /* Pass: schedule time, live intervals, in-place reuse, the memory plan. */
 bool lower_pass_schedule(LowerCtx *c) {
     const Graph *g = c->g;
@@ -141,42 +225,9 @@ bool lower_pass_schedule(LowerCtx *c) {
      * (lower.fuse) the norm's: its operands are read and its sum written there */
     int *tx = ir_alloc(sizeof(int) * (size_t)(nn + 1));
     for (NodeId id = 0; id < nn; id++) tx[id] = tn[p->n[id].add_norm != IR_NONE ? p->n[id].add_norm : id];
-    /* reads of a reduce-scattered gradient from its scatter on read the slice */
     int ntot = p->n_values;
     last_use = c->last_use = ir_realloc(c->last_use, sizeof(int) * (size_t)ntot);
-    for (ValueId v = 0; v < ntot; v++) last_use[v] = -1;
-    for (NodeId id = 0; id < nn; id++) {
-        for (int i = 0; i < ir_node(g, id)->n_in; i++) {
-            ValueId x = lower_node_input(p, id, ir_node(g, id)->in[i]);
-            if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
-            ValueId r = lower_root_of(p, x);
-            if (tx[id] > last_use[r]) last_use[r] = tx[id];
-        }
-        lower_note_reads_at(p, id, id, tx[id], tend, last_use);
-    }
-    for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run */
-        for (int k = 0; k < p->n[id].n_recompute; k++)
-            lower_note_reads_at(p, p->n[id].recompute[k], id, T_START(id) + k, tend, last_use);
-    for (NodeId id = 0; id < nn; id++) { /* a gathered parameter and the temporaries live at their node */
-        const LowerNode *ln = &p->n[id];
-        for (int k = 0; k < ln->n_gather; k++) {
-            if (tn[id] > last_use[ln->gather_to[k]]) last_use[ln->gather_to[k]] = tn[id];
-            if (ln->gather_tmp[k] != IR_NONE) last_use[ln->gather_tmp[k]] = tn[id];
-        }
-        for (int k = 0; k < ln->n_rs; k++)
-            if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = tn[id];
-        if (ln->ag_tmp != IR_NONE) last_use[ln->ag_tmp] = tn[id];
-    }
-    for (int b = 0; b < p->n_buckets; b++) /* the packing reads each gradient */
-        for (int k = 0; k < p->buckets[b].n; k++) {
-            ValueId r = lower_root_of(p, p->buckets[b].grad[k]);
-            if (tn[p->buckets[b].launch] > last_use[r]) last_use[r] = tn[p->buckets[b].launch];
-        }
-    for (NodeId id = 0; id < nn; id++) /* the scatter reads the whole gradient */
-        for (int k = 0; k < p->n[id].n_rs; k++) {
-            ValueId r = lower_root_of(p, p->n[id].rs[k]);
-            if (tn[id] > last_use[r]) last_use[r] = tn[id];
-        }
+    note_reads(g, p, tn, tx, tend, -1, last_use);
 
     /* 3. buffers: one per storage root, live from its definition (leaves:
      * always) to the last read of it or any of its views, in schedule time */
@@ -227,27 +278,42 @@ bool lower_pass_schedule(LowerCtx *c) {
             (src >= nv || ir_val(g, src)->dtype == ir_val(g, n->out[0])->dtype))
             a->reuse = buf_of[src];
     }
+    int P = p->pipe.stages > 1 ? p->pipe.stages : 1;
+    if (P > 1) buffer_stages(g, p, tn, tx, tend, bufs, buf_val, nb);
     MemPlanStats st = mem_plan(bufs, nb, p->opt.alignment);
     char why[200];
     if (!mem_plan_check(bufs, nb, st.arena_bytes, p->opt.alignment, why, sizeof why))
         ir_panic(__FILE__, __LINE__, "memory plan: %s", why);
     p->arena_bytes = st.arena_bytes;
     p->lower_bound_bytes = st.lower_bound_bytes;
+    for (int s = 0; s < P; s++) {
+        p->stage_arena_bytes[s] = st.n_stages ? st.stage_arena_bytes[s] : st.arena_bytes;
+        p->stage_lower_bound_bytes[s] = st.n_stages ? st.stage_lower_bound_bytes[s] : st.lower_bound_bytes;
+    }
     p->n_in_place = st.n_in_place;
     p->n_buffers = nb;
-    /* per node: the most bytes live in its slots (its recomputes and itself) */
-    int64_t *live_t = ir_alloc(sizeof(int64_t) * (size_t)(tend + 1));
-    memset(live_t, 0, sizeof(int64_t) * (size_t)(tend + 1));
+    /* per node: the most bytes live in its slots (its recomputes and itself)
+     * on a rank that runs it (pipelined: of the buffers its stages hold) */
+    int64_t *live_t = ir_alloc(sizeof(int64_t) * (size_t)(tend + 1) * (size_t)P);
+    memset(live_t, 0, sizeof(int64_t) * (size_t)(tend + 1) * (size_t)P);
     for (int i = 0; i < nb; i++) { /* aligned sizes, as placed */
         int64_t sz = (bufs[i].size + p->opt.alignment - 1) & ~(p->opt.alignment - 1);
-        for (int t = bufs[i].first; t <= bufs[i].last && t < tend; t++)
-            if (!(bufs[i].alias >= 0 && t == bufs[i].first)) live_t[t] += sz;
+        for (int s = 0; s < P; s++) {
+            if (bufs[i].stages && !(bufs[i].stages >> s & 1u)) continue;
+            int64_t *lt = live_t + (size_t)s * (size_t)(tend + 1);
+            for (int t = bufs[i].first; t <= bufs[i].last && t < tend; t++)
+                if (!(bufs[i].alias >= 0 && t == bufs[i].first)) lt[t] += sz;
+        }
     }
     p->live_bytes = ir_alloc(sizeof(int64_t) * (size_t)(nn + 1));
     memset(p->live_bytes, 0, sizeof(int64_t) * (size_t)(nn + 1));
     for (NodeId id = 0; id < nn; id++)
-        for (int t = T_START(id); t <= tn[id]; t++)
-            if (live_t[t] > p->live_bytes[id]) p->live_bytes[id] = live_t[t];
+        for (int s = 0; s < P; s++) {
+            if (P > 1 && !lower_pipe_on(p, id, s)) continue;
+            const int64_t *lt = live_t + (size_t)s * (size_t)(tend + 1);
+            for (int t = T_START(id); t <= tn[id]; t++)
+                if (lt[t] > p->live_bytes[id]) p->live_bytes[id] = lt[t];
+        }
 #undef T_START
     ir_free(live_t);
     ir_free(tn);
@@ -258,6 +324,7 @@ bool lower_pass_schedule(LowerCtx *c) {
         if (r == v && buf_of[v] < 0) continue; /* a host buffer: offload.c placed it */
         for (ValueId w = v; p->v[w].storage != w; w = p->v[w].storage) off += p->v[w].view_off;
         p->v[v].offset = (buf_of[r] < 0 ? p->v[r].offset : bufs[buf_of[r]].offset) + off;
+        p->v[v].stages = buf_of[r] < 0 ? 0 : bufs[buf_of[r]].stages;
     }
     ir_free(buf_of);
     ir_free(bufs);

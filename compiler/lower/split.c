@@ -151,9 +151,11 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
         if (lx->redirect != IR_NONE && lx->redirect_from <= id && p->v[lx->redirect].zchunk) scattered = true;
         if (zgrad[n->in[i]] > 0 && lx->zchunk > 0) scattered = true;
     }
-    /* an elementwise cast of a gradient slice is that slice in another dtype
-     * (zero.c), not a partial sum */
-    bool cast_slice = n->op == OP_CAST && p->v[n->out[0]].zchunk > 0 && zgrad[n->out[0]] > 0;
+    /* an elementwise cast of a gradient slice is that slice in another dtype,
+     * and its accumulation over micro-batches a slice of the sum (zero.c),
+     * not partial sums */
+    bool cast_slice = (n->op == OP_CAST || n->op == OP_GRAD_ACCUM) && p->v[n->out[0]].zchunk > 0 &&
+                      zgrad[n->out[0]] > 0;
     for (int i = 0; i < n->n_in; i++) {
         ValueId x = n->in[i];
         if (!pending[x]) continue;

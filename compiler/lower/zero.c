@@ -32,6 +32,12 @@ static NodeId master_cast(const Graph *g, int nn, NodeId id, int64_t numel) {
     return IR_NONE;
 }
 
+/* The node of kind op defining v from an operand 0 of numel elements, or NULL. */
+static const Node *def_of(const Graph *g, ValueId v, int op, int64_t numel) {
+    const Node *d = ir_val(g, v)->def != IR_NONE ? ir_node(g, ir_val(g, v)->def) : NULL;
+    return d && d->op == op && ir_shape_numel(ir_val(g, d->in[d->n_in - 1])->shape) == numel ? d : NULL;
+}
+
 /* Pass: the ZeRO slices of the updates, their state and (stage 3) their
  * parameters; c->zgrad[gradient] = its slice's elements under stage 2/3. */
 bool lower_pass_zero(LowerCtx *c) {
@@ -53,14 +59,24 @@ bool lower_pass_zero(LowerCtx *c) {
         for (int k = 0; k < n_state; k++) p->v[n->in[2 + k]].zchunk = chunk;
         for (int k = 0; k < n->n_out; k++) p->v[n->out[k]].zchunk = chunk;
         if (p->opt.zero >= 2) zgrad[n->in[1]] = chunk;
+        /* micro-batches: each micro-batch's gradient is reduce-scattered into
+         * its slice and accumulated there, so the accumulator is a slice too
+         * (what the planner prices for stage 2: a reduce-scatter a
+         * micro-batch, the gradient never held whole across micro-batches) */
+        ValueId gin = n->in[1];
+        const Node *acc = def_of(g, gin, OP_GRAD_ACCUM, numel);
+        if (p->opt.zero >= 2 && acc) {
+            p->v[acc->in[0]].zchunk = p->v[gin].zchunk = chunk;
+            gin = acc->in[1];
+            zgrad[gin] = chunk;
+        }
         /* mixed precision: the update reads the f32 cast of the gradient; the
          * gradient in the compute dtype is reduce-scattered into its slice and
          * the cast runs slice to slice, so neither is ever held whole */
-        const Node *cast = ir_val(g, n->in[1])->def != IR_NONE ? ir_node(g, ir_val(g, n->in[1])->def) : NULL;
-        if (p->opt.zero >= 2 && cast && cast->op == OP_CAST &&
-            ir_shape_numel(ir_val(g, cast->in[0])->shape) == numel) {
+        const Node *cast = def_of(g, gin, OP_CAST, numel);
+        if (p->opt.zero >= 2 && cast) {
             zgrad[cast->in[0]] = chunk;
-            p->v[n->in[1]].zchunk = chunk;
+            p->v[gin].zchunk = chunk;
         }
         /* stage 3: the parameter itself is a slice, unless a view reads it */
         bool viewed = read_by_view(g, nn, n->in[0]);

@@ -210,6 +210,60 @@ expect 1 "has more than 2^48 elements" -- "$tmp/huge.cir"
 # A causal attention over a huge context is priced in closed form (it used to loop over the context).
 expect 0 "forward FLOPs" -- "$src/examples/gpt2/gpt2.c" -DCTX=100000000 -DN_LAYER=1 -DVOCAB=256 -DN_EMBD=64 -DN_HEAD=4 --batch 1
 
+# A --strategy name fixes what it names; --zero and --recompute set the rest
+# (megatron used to ignore both), and a name they contradict is refused.
+tiny=("$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x4 --emit plan -q)
+expect 1 "--strategy zero2 is ZeRO stage 2; --zero 1 contradicts it" -- "${tiny[@]}" --strategy zero2 --zero 1 -o "$tmp/sz"
+expect 1 "--strategy dp is ZeRO stage 0; --zero 3 contradicts it" -- "${tiny[@]}" --strategy dp --zero 3 -o "$tmp/sz"
+expect 1 "--strategy dp-recompute recomputes every block; --recompute selective contradicts it" -- "${tiny[@]}" --strategy dp-recompute --recompute selective -o "$tmp/sz"
+for v in "0 none" "1 selective"; do
+  set -- $v
+  expect 0 "" -- "${tiny[@]}" --mesh 2x2 --strategy megatron --zero "$1" --recompute "$2" -o "$tmp/mz$1"
+done
+if python3 - "$tmp/mz0/gpt2_tiny.plan.json" "$tmp/mz1/gpt2_tiny.plan.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+stages = lambda d: {z["stage"] for z in d["zero"] if z["params"]}
+assert a["chosen_by"] == b["chosen_by"] == "megatron", (a["chosen_by"], b["chosen_by"])
+assert stages(a) == {0} and 1 in stages(b), (stages(a), stages(b))
+assert all(k["recompute"]["none"] == k["instances"] for k in a["blocks"]), a["blocks"]
+assert all(k["recompute"]["selective"] == k["instances"] for k in b["blocks"]), b["blocks"]
+assert a["memory"]["predicted_peak_bytes"] > b["memory"]["predicted_peak_bytes"]
+PY
+then pass=$((pass + 1)); else echo "FAIL: --strategy megatron did not take --zero 1 --recompute selective"; fail=$((fail + 1)); fi
+
+# ZeRO-2 under micro-batches runs as priced: each micro-batch's gradient is
+# reduce-scattered into a slice and accumulated there (it used to be
+# all-reduced whole into a whole accumulator, ZeRO-1's memory)
+for z in 1 2; do
+  expect 0 "" -- "$src/examples/ir/llama-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero$z --micro-batches 2 \
+    --emit code --target cpu -q -o "$tmp/zm$z"
+done
+if grep -q "colrt_reduce_scatter" "$tmp/zm2/llama_tiny.c" && ! grep -q "colrt_all_reduce.*\.grad " "$tmp/zm2/llama_tiny.c" &&
+   python3 - "$tmp/zm1/llama_tiny.plan.json" "$tmp/zm2/llama_tiny.plan.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["memory"]["planned_arena_bytes"] for f in sys.argv[1:3])
+assert b < a, (a, b)
+PY
+then pass=$((pass + 1)); else echo "FAIL: ZeRO-2 with micro-batches does not reduce-scatter into a sliced accumulator"; fail=$((fail + 1)); fi
+
+# A pipeline's stages each allocate their own memory plan: the middle stages of
+# a 4-stage GPT-2 (no embedding, no head) hold less than the first and the last,
+# the largest stage's arena is the program's, and each is near its lower bound.
+expect 0 "" -- "$src/tests/e2e/gpt2_tiny_4.cir" --cluster h100:1x4 --pp 4 --micro-batches 4 --emit code --target cpu -q -o "$tmp/pp4"
+if grep -q "colrt_arena_create(gpt2_tiny_stage_arena_bytes\[M->stage\])" "$tmp/pp4/gpt2_tiny.c" &&
+   python3 - "$tmp/pp4/gpt2_tiny.plan.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+st = [s["memory"] for s in d["pipeline"]["stages"]]
+a = [m["planned_arena_bytes"] for m in st]
+assert max(a) == d["memory"]["planned_arena_bytes"], a
+assert max(a[1], a[2]) < min(a[0], a[3]), a
+assert all(m["lower_bound_bytes"] <= m["planned_arena_bytes"] <= 1.1 * m["lower_bound_bytes"] for m in st), st
+assert all(0.9 < m["planned_over_predicted"] < 1.1 for m in st), st
+PY
+then pass=$((pass + 1)); else echo "FAIL: a pipeline's stages do not each get their own memory plan"; fail=$((fail + 1)); fi
+
 # Outputs are atomic: a write that fails (here: past the file size limit)
 # leaves the previous file as it was and no temporary beside it.
 "$cc" -q "$src/examples/ir/mlp.cir" --emit ir -o "$tmp/atomic.cir"

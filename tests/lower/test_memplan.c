@@ -80,6 +80,36 @@ int main(void) {
         CHECK((double)s1.arena_bytes <= 1.25 * (double)s1.lower_bound_bytes);
     }
 
+    /* pipelines: buffers of disjoint stages share memory whatever their
+     * intervals; a buffer two stages hold (a boundary value) is below each
+     * one's own, and each stage's arena is the top of its own buffers */
+    MemBuffer pp[5] = {buf(4096, 0, 9), buf(1024, 0, 9), buf(512, 3, 4), buf(2048, 0, 9), buf(64, 0, 9)};
+    pp[0].stages = 1u; /* stage 0's */
+    pp[1].stages = 2u; /* stage 1's */
+    pp[2].stages = 3u; /* sent from 0 to 1 */
+    pp[3].stages = 2u;
+    pp[4].stages = 0u; /* every stage's (an input) */
+    st = mem_plan(pp, 5, 64);
+    check_valid(pp, 5, st);
+    CHECK_INT(st.n_stages, 2);
+    CHECK_INT(pp[4].offset, 0);   /* every stage's first */
+    CHECK_INT(pp[2].offset, 64);  /* then the shared one */
+    CHECK_INT(pp[0].offset, 576); /* stage 0 and 1 stack from there, side by side */
+    CHECK_INT(pp[3].offset, 576);
+    CHECK_INT(pp[1].offset, 576 + 2048);
+    CHECK_INT(st.stage_arena_bytes[0], 576 + 4096);
+    CHECK_INT(st.stage_arena_bytes[1], 576 + 2048 + 1024);
+    CHECK_INT(st.arena_bytes, 576 + 4096);
+    CHECK_INT(st.stage_lower_bound_bytes[1], 64 + 512 + 2048 + 1024);
+    CHECK_INT(st.lower_bound_bytes, 64 + 512 + 4096);
+    /* the checker: stage 0's and stage 1's buffers may overlap, two of one stage's may not */
+    MemBuffer sh[2] = {buf(128, 0, 2), buf(128, 1, 3)};
+    sh[0].offset = sh[1].offset = 0, sh[0].alias = sh[1].alias = -1;
+    sh[0].stages = 1u, sh[1].stages = 2u;
+    CHECK(mem_plan_check(sh, 2, 128, 64, NULL, 0));
+    sh[1].stages = 3u;
+    CHECK(!mem_plan_check(sh, 2, 128, 64, NULL, 0));
+
     /* the checker catches an overlap */
     MemBuffer bad[2] = {buf(128, 0, 2), buf(128, 1, 3)};
     bad[0].offset = 0, bad[1].offset = 64, bad[0].alias = bad[1].alias = -1;
