@@ -58,8 +58,10 @@ static const char usage_text[] =
     "  --strategy S          auto | dp | zero1 | zero2 | zero3 | megatron (+ -recompute)\n"
     "  --recompute P         auto | none | selective | full\n"
     "  --zero Z              auto | 0 | 1 | 2 | 3\n"
-    "  --offload O           none | optim | optim+master | auto: optimizer state (and fp32\n"
-    "                        master weights) in host memory, updated there (default none)\n"
+    "  --offload O           none | optim | optim+master | params | auto: optimizer state (and fp32\n"
+    "                        master weights; params: under ZeRO-3 the parameters' slices too) in\n"
+    "                        host memory, updated there (default none)\n"
+    "  --offload-inflight N  parameters on the host: at most N copies up in flight (default 2)\n"
     "  --time-limit SEC      planning time limit: building and solving (default 60)\n"
     "  --mip-gap G           ILP relative gap (default 1e-4)\n"
     "  --dump-ilp FILE.lp    write the ILP in CPLEX LP format\n"
@@ -87,7 +89,7 @@ static const char usage_text[] =
 
 enum {
     OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_PP, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
-    OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_OFFLOAD, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
+    OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_OFFLOAD, OPT_OFFLOAD_INFLIGHT, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
     OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_NO_SHARE, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
     OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN, OPT_BETAS, OPT_EPS, OPT_WEIGHT_DECAY,
     OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST, OPT_PP_BLOCKS,
@@ -117,6 +119,7 @@ static const struct option long_opts[] = {
     {"recompute", required_argument, 0, OPT_RECOMPUTE},
     {"zero", required_argument, 0, OPT_ZERO},
     {"offload", required_argument, 0, OPT_OFFLOAD},
+    {"offload-inflight", required_argument, 0, OPT_OFFLOAD_INFLIGHT},
     {"time-limit", required_argument, 0, OPT_TIME_LIMIT},
     {"mip-gap", required_argument, 0, OPT_MIP_GAP},
     {"dump-ilp", required_argument, 0, OPT_DUMP_ILP},
@@ -274,7 +277,7 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
     static const char *const optimizers[] = {"adamw", "sgd", "lamb", "lars", "none", 0};
     static const char *const recomputes[] = {"auto", "none", "selective", "full", 0};
     static const char *const zeros[] = {"auto", "0", "1", "2", "3", 0};
-    static const char *const offloads[] = {"none", "optim", "optim+master", "auto", 0};
+    static const char *const offloads[] = {"none", "optim", "optim+master", "params", "auto", 0};
     static const char *const targets[] = {"cpu", "cuda", "both", 0};
     static const char *const dump_stages[] = {"load", "autodiff", "plan", "lower", "all", 0}; /* main.c's stages */
     memset(o, 0, sizeof *o);
@@ -397,6 +400,12 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             o->offload = optarg;
             ok = one_of(optarg, offloads) || bad_choice("--offload", optarg, offloads);
             break;
+        case OPT_OFFLOAD_INFLIGHT: {
+            int64_t v = 0;
+            ok = parse_pos_int("--offload-inflight", optarg, 64, &v);
+            o->offload_inflight = (int)v;
+            break;
+        }
         case OPT_TIME_LIMIT:
             ok = parse_pos_double("--time-limit", optarg, &o->time_limit_s, false);
             if (ok && (o->time_limit_s > CLI_MAX_TIME_LIMIT_S || o->time_limit_s < 1e-3)) {

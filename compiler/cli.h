@@ -47,7 +47,8 @@ typedef struct CliOptions {
     const char *strategy;         /* --strategy auto|dp|zero1|zero2|zero3|megatron|... */
     const char *recompute;        /* --recompute auto|none|selective|full */
     const char *zero;             /* --zero auto|0|1|2|3 */
-    const char *offload;          /* --offload none|optim|optim+master|auto */
+    const char *offload;          /* --offload none|optim|optim+master|params|auto */
+    int offload_inflight;         /* --offload-inflight (0: the default, 2) */
     const char *target;           /* --target cpu|cuda|both */
     double time_limit_s;          /* --time-limit */
     double mip_gap;               /* --mip-gap */

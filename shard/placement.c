@@ -15,7 +15,7 @@ const char *placement_phase_name(PlacePhase p) { return phase_names[p]; }
 const char *placement_schedule_name(PlaceSchedule s) { return s == PS_1F1B ? "1f1b" : "?"; }
 
 const char *placement_offload_name(PlaceOffload o) {
-    static const char *const names[] = {"device", "optim", "optim+master"};
+    static const char *const names[] = {"device", "optim", "optim+master", "params"};
     return o >= 0 && o < PO__COUNT ? names[o] : "?";
 }
 
@@ -200,7 +200,12 @@ bool placement_verify(const Placement *pl, StrBuf *why) {
         }
         if ((param && (pl->offload[v] < 0 || pl->offload[v] >= PO__COUNT)) || (!param && pl->offload[v] != -1)) {
             sb_printf(why, "value %%%s: offload %d %s", ir_val(g, v)->name, pl->offload[v],
-                      param ? "(0 device, 1 optim, 2 optim+master)" : "on a value that is not a parameter");
+                      param ? "(0 device, 1 optim, 2 optim+master, 3 params)" : "on a value that is not a parameter");
+            return false;
+        }
+        if (param && pl->offload[v] == PO_PARAMS && pl->zero[v] != 3) { /* only a ZeRO-3 slice lives apart */
+            sb_printf(why, "value %%%s: its parameter on the host (params) at ZeRO stage %d (only 3)",
+                      ir_val(g, v)->name, pl->zero[v]);
             return false;
         }
         StrBuf w;

@@ -92,9 +92,11 @@ typedef struct PlacePipeline {
  * on the device; the optimizer moments on the host (the update runs there,
  * the fp32 master stays on the device and crosses each step); the moments
  * and the fp32 master on the host (only the gradient goes down and the
- * parameter comes back). */
-typedef enum { PO_DEVICE, PO_OPTIM, PO_MASTER, PO__COUNT } PlaceOffload;
-const char *placement_offload_name(PlaceOffload o); /* "device", "optim", "optim+master" */
+ * parameter comes back); under ZeRO-3 the parameter's slice too (it lives
+ * only on the host: each gather copies it up first, nothing comes back after
+ * the update). */
+typedef enum { PO_DEVICE, PO_OPTIM, PO_MASTER, PO_PARAMS, PO__COUNT } PlaceOffload;
+const char *placement_offload_name(PlaceOffload o); /* "device", "optim", "optim+master", "params" */
 
 typedef struct Placement {
     const Graph *g;
@@ -108,6 +110,8 @@ typedef struct Placement {
     bool *has_spec;             /* per value */
     int8_t *zero;               /* per value: a parameter's ZeRO stage 0-3, else -1 */
     int8_t *offload;            /* per value: a parameter's PlaceOffload, else -1 */
+    int offload_inflight;       /* parameters on the host: at most this many transfers up in
+                                 * flight (0: the default, 2) */
     int *rc_full;               /* per graph block: its first rc_full instances recompute fully, */
     int *rc_selective;          /* the next rc_selective selectively */
     int micro_batches;

@@ -322,13 +322,13 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
         double Z = 1;
         for (int a = 0; a < m->n_axes; a++)
             if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && m->size[a] > 1) Z *= m->size[a];
-        pa += p->param_bytes * local / (z >= 3 ? Z : 1);
+        /* host offload: the group's moments (and from optim+master its master, at params its
+         * parameter's slice) live on the host */
+        int lv = ilp_group_offload(p, &r->choice, p->group_of_node[n]);
+        pa += lv == PO_PARAMS ? 0 : p->param_bytes * local / (z >= 3 ? Z : 1);
         gr += p->grad_bytes * local / (z >= 2 ? Z : 1);
-        /* host offload: the group's moments (and under optim+master its master) live on the host */
-        int gi = p->group_of_node[n];
-        bool host = r->choice.offload[gi] && p->groups[gi].strats[r->choice.strat[gi]].off_elems[z] > 0;
-        mo += host ? 0 : moments_b * local / (z >= 1 ? Z : 1);
-        ma += host && p->opt.offload == PO_MASTER ? 0 : master_b * local / (z >= 1 ? Z : 1);
+        mo += lv != PO_DEVICE ? 0 : moments_b * local / (z >= 1 ? Z : 1);
+        ma += lv >= PO_MASTER ? 0 : master_b * local / (z >= 1 ? Z : 1);
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "parameters_bytes", pa);

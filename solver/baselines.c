@@ -79,16 +79,18 @@ int ilp_baselines(const IlpProblem *p, const IlpSettings *s, IlpBaseline *out) {
             snprintf(b->name, sizeof b->name, "%s%s", names[k], rec ? "-recompute" : "");
             memset(allowed, 0, sizeof(bool) * (size_t)total);
             if (!restrict_space(p, k, allowed)) continue;
-            /* offloaded only when --offload forces it (the baselines are the device plans otherwise) */
             /* what the name leaves free (megatron's ZeRO stage, a plan's
              * recompute without -recompute) follows --zero and --recompute
              * when they are fixed: `--strategy megatron --zero 1 --recompute
              * selective` is Megatron-LM's distributed optimizer with selective
-             * recompute, as asked (plan.c refuses a name they contradict) */
+             * recompute, as asked (plan.c refuses a name they contradict);
+             * offloaded as --offload says: every group (forced), none, or per
+             * group (auto: a forced --strategy then keeps some groups on the
+             * host when memory asks for it) */
             const IlpFix *uf = s->fix;
             int zero = k >= 1 && k <= 3 ? k : uf && uf->zero >= 0 ? uf->zero : 0;
             int rc = rec ? RC_FULL : uf && uf->recompute >= 0 ? uf->recompute : RC_NONE;
-            IlpFix fix = {allowed, zero, rc, uf && uf->offload == 1, 0};
+            IlpFix fix = {allowed, zero, rc, uf ? uf->offload : 0, 0};
             IlpSettings ss = *s;
             ss.fix = &fix;
             ss.dump_lp = NULL;

@@ -11,7 +11,10 @@
  *          (every moment) for the host; their device update leaves
  *          optimizer; the offloaded updates' pipeline runs beside the
  *          backward, exposed like the sync: max(offload - backward,
- *          offload / buckets)
+ *          offload / buckets); at level params, a ZeRO-3 group's parameter
+ *          slice leaves the device too, and the gathers' copies up of it
+ *          run beside the forward and backward, exposed as max(fetch -
+ *          compute, fetch / buckets) (a transfer ahead: the first waits)
  *   peak = the largest of four moments, each with the transients that
  *          can be live then:
  *          - the head's backward: parameters, optimizer state, saved
@@ -68,6 +71,14 @@ void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src) 
 
 static double maxd(double a, double b) { return a > b ? a : b; }
 
+int ilp_group_offload(const IlpProblem *p, const IlpChoice *c, int gi) {
+    const IlpGroup *G = &p->groups[gi];
+    int z = c->zero[gi];
+    if (!c->offload[gi] || !G->n_params || !(G->strats[c->strat[gi]].off_elems[z] > 0)) return PO_DEVICE;
+    if (p->opt.offload != PO_PARAMS) return p->opt.offload;
+    return c->offload[gi] == 2 && z == 3 && p->off_param > 0 ? PO_PARAMS : PO_MASTER;
+}
+
 bool ilp_group_at_head(const IlpGroup *g) { return g->after_blocks || (g->block < 0 && g->early > 0); }
 
 double ilp_transient(const IlpStrat *S, int z) {
@@ -105,6 +116,13 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
             r.h2d_bytes += e * p->off_h2d;
             r.offload_s += e * p->off_s;
             r.optimizer_s -= e * p->off_opt_s;
+            if (c->offload[gi] == 2 && z == 3 && p->off_param > 0) { /* and the parameter's slice */
+                r.mem_offloaded += e * p->off_param;
+                r.h2d_bytes -= e * p->off_h2d; /* nothing goes up after the update */
+                r.offload_s -= e * (p->off_s - p->off_s3);
+                r.fetch_bytes += e * p->off_fetch;
+                r.fetch_s += e * p->off_fetch_s;
+            }
         }
         if (g->block < 0) {
             r.mem_acts += S->act[RC_NONE];
@@ -134,10 +152,11 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     }
     r.sync_exposed_s = maxd(0, maxd(r.sync_s - bwd, p->n_layers ? r.sync_s / p->n_layers : 0));
     r.offload_exposed_s = maxd(0, maxd(r.offload_s - bwd, p->n_layers ? r.offload_s / p->n_layers : 0));
+    r.fetch_exposed_s = maxd(0, maxd(r.fetch_s - r.compute_s, p->n_layers ? r.fetch_s / p->n_layers : 0));
     r.mem_params -= r.mem_offloaded;
     if (r.optimizer_s < 0) r.optimizer_s = 0; /* every update offloaded: rounding */
     r.step_s = r.compute_s + r.comm_s + r.recompute_s + r.sync_exposed_s + r.optimizer_s +
-               r.gather_s + r.offload_exposed_s;
+               r.gather_s + r.offload_exposed_s + r.fetch_exposed_s;
     /* four moments (above), each with its transients */
     double start = r.mem_params - r.mem_grads_late + r.mem_acts;
     double at[ILP_MOMENTS] = {

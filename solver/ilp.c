@@ -29,6 +29,12 @@
  *             (three rows; exact for one-hot x). Memory (every moment's
  *             row), host memory and the offload pipeline are linear in o;
  *             q >= 0: the pipeline's part the backward does not hide (as e).
+ *   hp[g], o3[g] level params: binary, group g's parameter slice lives on
+ *             the host too (hp <= h); o3 as o over the ZeRO-3 choices only
+ *             (the slice exists there), tied to hp the same way. Device
+ *             memory, the pipeline (no copy up) and the gathers' copies up
+ *             are linear in o3; qf >= 0: those copies' part the forward and
+ *             backward compute does not hide.
  * Objective: ilp_evaluate()'s step time. Memory rows: its peak bytes <= limit
  * at the four moments it prices (the head's backward + TH, the last block
  * instance's backward + TB + TR, the update + T, the first block instance's
@@ -98,6 +104,7 @@ typedef struct Model {
     int rc_row, TR_col;         /* a block's backward's row; a re-run block's activations */
     int first_row;              /* the first block instance's backward's row */
     int *h;         /* per group: the offload column, or 0 */
+    int *hp;        /* per group: level params, the parameter-on-host column, or 0 */
     double ts;      /* seconds -> model time units */
     double ms;      /* bytes -> model memory units */
 } Model;
@@ -121,6 +128,56 @@ static bool zero_allowed(const IlpGroup *g, const IlpStrat *S, const IlpFix *f, 
 
 static double maxd(double a, double b) { return a > b ? a : b; }
 
+/* Level params, group g (offload column h): the header's hp and o3, and the
+ * gathers' copies up, exposed past the compute (qf, made at the first group). */
+static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g, int h, const int qf_rows[2],
+                           int qrow1, int qrow2, int urow) {
+    Lp *lp = &m->lp;
+    const IlpGroup *G = &p->groups[g];
+    double emax = 0;
+    for (int s = 0; s < G->n_strats; s++)
+        if (m->x[g][s * ZERO_STAGES + 3]) emax = fmax(emax, G->strats[s].off_elems[3]);
+    if (!(emax > 0)) return;
+    char nm[64];
+    snprintf(nm, sizeof nm, "hp_%d", g);
+    int hp = add_col(lp, GLP_BV, 0, 1, 0, nm);
+    if (f && f->offload == 1) glp_set_col_bnds(lp->P, hp, GLP_FX, 1, 1);
+    m->hp[g] = hp;
+    snprintf(nm, sizeof nm, "hp_le_h_%d", g);
+    int r0 = add_row(lp, GLP_UP, -INFINITY, 0, nm); /* hp <= h */
+    put(lp, r0, hp, 1);
+    put(lp, r0, h, -1);
+    double E = G->mult * emax;
+    snprintf(nm, sizeof nm, "o3_%d", g);
+    int o = add_col(lp, GLP_CV, 0, 1, 0, nm);
+    snprintf(nm, sizeof nm, "o3_le_x_%d", g);
+    int r1 = add_row(lp, GLP_UP, -INFINITY, 0, nm);
+    snprintf(nm, sizeof nm, "o3_le_hp_%d", g);
+    int r2 = add_row(lp, GLP_UP, -INFINITY, 0, nm);
+    snprintf(nm, sizeof nm, "o3_ge_%d", g);
+    int r3 = add_row(lp, GLP_LO, -1, 0, nm);
+    put(lp, r1, o, 1);
+    put(lp, r2, o, 1);
+    put(lp, r2, hp, -1);
+    put(lp, r3, o, 1);
+    put(lp, r3, hp, -1);
+    for (int s = 0; s < G->n_strats; s++) {
+        int c = m->x[g][s * ZERO_STAGES + 3];
+        if (!c) continue;
+        put(lp, r1, c, -G->strats[s].off_elems[3] / emax);
+        put(lp, r3, c, -G->strats[s].off_elems[3] / emax);
+    }
+    double ms = m->ms;
+    put(lp, m->mem_row, o, -E * p->off_param * ms);
+    put(lp, m->rc_row, o, -E * p->off_param * ms);
+    put(lp, m->first_row, o, -E * p->off_param * ms);
+    put(lp, urow, o, -E * p->off_param * ms);
+    put(lp, qrow1, o, E * (p->off_s - p->off_s3) * m->ts); /* no copy up after the update */
+    if (p->n_layers) put(lp, qrow2, o, E * (p->off_s - p->off_s3) / p->n_layers * m->ts);
+    put(lp, qf_rows[0], o, -E * p->off_fetch_s * m->ts);
+    if (p->n_layers) put(lp, qf_rows[1], o, -E * p->off_fetch_s / p->n_layers * m->ts);
+}
+
 /* Host offload's columns and rows (the header's h, o, q); none unless the
  * problem's options allow it and --offload does not say none. */
 static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *m, int urow, double tscale,
@@ -129,6 +186,7 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
     Lp *lp = &m->lp;
     char nm[64];
     m->h = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
+    m->hp = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
     if (p->opt.offload == PO_DEVICE || (f && f->offload == 0)) return;
     double ms = m->ms;
     /* the host's limit; free when minimizing the device's peak (on == 0), so
@@ -139,6 +197,20 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
     int qrow2 = add_row(lp, GLP_LO, 0, 0, "offload_last_bucket");
     put(lp, qrow1, qcol, 1);
     put(lp, qrow2, qcol, 1);
+    int qf_rows[2] = {0, 0}; /* level params: qf >= the gathers' copies up - the compute, and >= their first */
+    if (p->off_param > 0) {
+        int qf = add_col(lp, GLP_CV, 0, INFINITY, on, "fetch_exposed");
+        qf_rows[0] = add_row(lp, GLP_LO, 0, 0, "fetch_vs_compute");
+        qf_rows[1] = add_row(lp, GLP_LO, 0, 0, "fetch_first");
+        put(lp, qf_rows[0], qf, 1);
+        put(lp, qf_rows[1], qf, 1);
+        for (int k = 0; k < p->n_groups; k++)
+            for (int s = 0; s < p->groups[k].n_strats; s++)
+                for (int z = 0; z < ZERO_STAGES; z++)
+                    if (m->x[k][s * ZERO_STAGES + z])
+                        put(lp, qf_rows[0], m->x[k][s * ZERO_STAGES + z],
+                            p->groups[k].mult * (p->groups[k].strats[s].fwd_s + p->groups[k].strats[s].bwd_s) * m->ts);
+    }
     for (int g = 0; g < p->n_groups; g++) {
         const IlpGroup *G = &p->groups[g];
         double emax = 0;
@@ -179,6 +251,7 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
         put(lp, hrow, o, E * p->off_host / p->host_limit);
         put(lp, qrow1, o, -E * p->off_s * m->ts);
         if (p->n_layers) put(lp, qrow2, o, -E * p->off_s / p->n_layers * m->ts);
+        if (p->off_param > 0) params_columns(p, f, m, g, h, qf_rows, qrow1, qrow2, urow);
     }
     for (int g = 0; g < p->n_groups; g++) /* q >= offload - the whole backward */
         for (int s = 0; s < p->groups[g].n_strats; s++)
@@ -548,7 +621,11 @@ static IlpChoice extract(const IlpProblem *p, const Model *m, const IlpFix *f) {
                 int col = m->x[g][s * ZERO_STAGES + z];
                 if (col && glp_mip_col_val(m->lp.P, col) > 0.5) c.strat[g] = s, c.zero[g] = z;
             }
-    for (int g = 0; g < p->n_groups; g++) c.offload[g] = m->h[g] && glp_mip_col_val(m->lp.P, m->h[g]) > 0.5;
+    for (int g = 0; g < p->n_groups; g++) {
+        c.offload[g] = m->h[g] && glp_mip_col_val(m->lp.P, m->h[g]) > 0.5;
+        if (c.offload[g] && c.zero[g] == 3 && m->hp[g] && glp_mip_col_val(m->lp.P, m->hp[g]) > 0.5)
+            c.offload[g] = 2; /* level params: the parameter's slice too */
+    }
     for (int k = 0; k < p->n_blocks; k++) {
         if (!m->bits[k]) continue;
         for (int pol = 0; pol < RC__COUNT; pol++) {
@@ -564,6 +641,7 @@ static void model_free(const IlpProblem *p, Model *m) {
     for (int k = 0; k < p->n_blocks; k++) ir_free(m->bits[k]);
     ir_free(m->x);
     ir_free(m->h);
+    ir_free(m->hp);
     ir_free(m->bits);
     ir_free(m->nbits);
     ir_free(m->lp.ia);

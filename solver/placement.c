@@ -286,7 +286,7 @@ static void from_choice(Placement *pl, const PlanResult *r) {
         for (int i = 0; G->n_params && i < nd->n_in; i++)
             if (ir_val(g, nd->in[i])->role == ROLE_PARAM && !pl->zero[nd->in[i]]) {
                 pl->zero[nd->in[i]] = (int8_t)r->choice.zero[gi];
-                if (r->choice.offload[gi]) pl->offload[nd->in[i]] = (int8_t)p->opt.offload;
+                pl->offload[nd->in[i]] = (int8_t)ilp_group_offload(p, &r->choice, gi);
             }
     }
     for (int k = 0; k < p->n_blocks; k++) {
@@ -296,6 +296,7 @@ static void from_choice(Placement *pl, const PlanResult *r) {
         pl->rc_selective[b] = r->choice.count[k][RC_SELECTIVE];
     }
     pl->micro_batches = p->opt.micro_batches > 0 ? p->opt.micro_batches : 1;
+    pl->offload_inflight = r->offload_inflight;
     pl->source = r->chosen;
 }
 

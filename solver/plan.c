@@ -99,14 +99,14 @@ static bool strategy_agrees(const char *strategy, const IlpFix *fix) {
 static int offload_level(const PlanOptions *o, int *fix) {
     const char *m = o->offload ? o->offload : "none";
     if (fix) *fix = !strcmp(m, "auto") ? -1 : !strcmp(m, "none") ? 0 : 1;
-    return !strcmp(m, "optim") ? PO_OPTIM : !strcmp(m, "none") ? PO_DEVICE : PO_MASTER;
+    return !strcmp(m, "optim") ? PO_OPTIM : !strcmp(m, "none") ? PO_DEVICE : !strcmp(m, "optim+master") ? PO_MASTER : PO_PARAMS;
 }
 
 /* --offload against the cluster and the options: false after a user error. */
 static bool offload_check(const PlanOptions *o, const ShardCluster *cl) {
     const char *m = o->offload ? o->offload : "none";
-    if (strcmp(m, "none") && strcmp(m, "auto") && strcmp(m, "optim") && strcmp(m, "optim+master")) {
-        diag_plain("use none, optim, optim+master or auto", "--offload: unknown placement '%s'", m);
+    if (strcmp(m, "none") && strcmp(m, "auto") && strcmp(m, "optim") && strcmp(m, "optim+master") && strcmp(m, "params")) {
+        diag_plain("use none, optim, optim+master, params or auto", "--offload: unknown placement '%s'", m);
         return false;
     }
     if (!strcmp(m, "none")) return true;
@@ -143,6 +143,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL)};
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->offload_mode = offload_level(o, NULL) == PO_DEVICE ? "none" : o->offload;
+    r->offload_inflight = o->offload_inflight;
     r->batch = r->prob->batch;
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
     if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp); /* plan one stage (pipeprice.c) */
@@ -729,6 +730,7 @@ static cJSON *price_json(const IlpPrice *p) {
     cJSON_AddNumberToObject(o, "optimizer_s", p->optimizer_s);
     cJSON_AddNumberToObject(o, "zero_gather_s", p->gather_s);
     if (p->offload_s > 0) cJSON_AddNumberToObject(o, "offload_exposed_s", p->offload_exposed_s);
+    if (p->fetch_s > 0) cJSON_AddNumberToObject(o, "param_fetch_exposed_s", p->fetch_exposed_s);
     return o;
 }
 
@@ -757,14 +759,20 @@ static void offload_json(cJSON *root, const Graph *g, const PlanResult *r) {
     cJSON_AddNumberToObject(o, "h2d_bytes_per_step", pr->h2d_bytes);
     cJSON_AddNumberToObject(o, "pipeline_s", pr->offload_s);
     cJSON_AddNumberToObject(o, "exposed_s", pr->offload_exposed_s);
+    if (p->opt.offload == PO_PARAMS) { /* parameters on the host: the gathers' copies up */
+        cJSON_AddNumberToObject(o, "param_fetch_bytes_per_step", pr->fetch_bytes);
+        cJSON_AddNumberToObject(o, "param_fetch_s", pr->fetch_s);
+        cJSON_AddNumberToObject(o, "param_fetch_exposed_s", pr->fetch_exposed_s);
+        cJSON_AddNumberToObject(o, "transfers_in_flight", r->offload_inflight > 0 ? r->offload_inflight : 2);
+    }
     cJSON *gr = cJSON_AddArrayToObject(o, "groups");
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *G = &p->groups[gi];
         if (!G->n_params) continue;
         const IlpStrat *S = &G->strats[r->choice.strat[gi]];
-        bool host = r->choice.offload[gi] && S->off_elems[r->choice.zero[gi]] > 0;
-        PlaceOffload lv = host ? (PlaceOffload)p->opt.offload : PO_DEVICE;
-        double e = host ? G->mult * S->off_elems[r->choice.zero[gi]] : 0;
+        PlaceOffload lv = (PlaceOffload)ilp_group_offload(p, &r->choice, gi);
+        bool host = lv != PO_DEVICE;
+        double e = host ? G->mult * S->off_elems[r->choice.zero[gi]] : 0, ep = lv == PO_PARAMS ? e : 0;
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "group", G->name);
         cJSON *pa = cJSON_AddArrayToObject(x, "params");
@@ -777,13 +785,14 @@ static void offload_json(cJSON *root, const Graph *g, const PlanResult *r) {
         cJSON_AddNumberToObject(x, "instances", G->mult);
         cJSON_AddStringToObject(x, "placement", placement_offload_name(lv));
         cJSON_AddStringToObject(x, "optimizer_state", host ? "host" : "device");
-        cJSON_AddStringToObject(x, "master_weights", lv == PO_MASTER ? "host" : "device");
+        cJSON_AddStringToObject(x, "master_weights", lv >= PO_MASTER ? "host" : "device");
+        cJSON_AddStringToObject(x, "parameters", lv == PO_PARAMS ? "host" : "device");
         cJSON_AddStringToObject(x, "update", host ? "host" : "device");
         cJSON_AddNumberToObject(x, "elements", e);
         cJSON_AddNumberToObject(x, "host_bytes", e * p->off_host);
-        cJSON_AddNumberToObject(x, "device_bytes_offloaded", e * p->off_dev);
+        cJSON_AddNumberToObject(x, "device_bytes_offloaded", e * p->off_dev + ep * p->off_param);
         cJSON_AddNumberToObject(x, "d2h_bytes_per_step", e * p->off_d2h);
-        cJSON_AddNumberToObject(x, "h2d_bytes_per_step", e * p->off_h2d);
+        cJSON_AddNumberToObject(x, "h2d_bytes_per_step", (e - ep) * p->off_h2d + ep * p->off_fetch);
         cJSON_AddItemToArray(gr, x);
     }
 }

@@ -43,8 +43,9 @@ typedef struct PlanOptions {
                                  * searches for a limit whose plan's arena fits) */
     int sweep_points;           /* --sweep-mem: re-solve at this many limits (0: no sweep) */
     AdOptions train;            /* the optimizer the plan prices (default AdamW) */
-    const char *offload;        /* NULL/"none", "optim", "optim+master", "auto" (host offload:
-                                 * docs/sharding.md) */
+    const char *offload;        /* NULL/"none", "optim", "optim+master", "params", "auto" (host
+                                 * offload: docs/sharding.md) */
+    int offload_inflight;       /* parameters on the host: transfers up in flight (0: 2) */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);
@@ -89,6 +90,7 @@ typedef struct PlanResult {
     PlanSweepPoint *sweep;
     Placement *pl;              /* the plan as the lowering reads it (placement.c) */
     const char *offload_mode;   /* --offload as given ("none" when not) */
+    int offload_inflight;       /* PlanOptions' (0: 2) */
     struct PipePrice *pipe;     /* pipelined: the pipeline's price (pipeprice.c); its step
                                  * is price.step_s; NULL when not pipelined */
     int n_counts;               /* --pp auto: the stage counts tried (0 otherwise) */

@@ -560,13 +560,24 @@ static void offload_prices(IlpProblem *p, const AdOptions *train, bool half) {
      * precision the device casts it for the clipping norm; compiler/lower/offload.c) */
     double ps = p->param_bytes, gs = 4;
     bool master_crosses = level == PO_OPTIM && half;
-    p->off_dev = 8 + (level == PO_MASTER && half ? 4 : 0);
+    p->off_dev = 8 + (level >= PO_MASTER && half ? 4 : 0);
     p->off_host = 8 + 4 + gs + (half ? ps : 0);
     p->off_d2h = gs + (master_crosses ? 4 : 0);
     p->off_h2d = master_crosses ? 4 : ps;
     p->off_s = fmax(fmax(p->off_d2h, p->off_h2d) / cl->pcie_bw, 1 / cl->host_adamw_rate);
     p->off_opt_s = ad_optimizer_info(train->optimizer)->step_bytes / cost_mem_rate(cl, OPC_OPTIMIZER, -1, 1e30); /* a large tensor's rate */
     p->host_limit = cl->host_mem_bytes / cl->per_node;
+    /* params: a ZeRO-3 slice of the parameter lives on the host too, as the host's fp32
+     * copy (f32) or the staging of the master's rounding (mixed precision) did: no more
+     * host bytes, ps more device bytes freed, no copy up after the update; instead each
+     * of the step's 2M gathers (forward and backward, per micro-batch, as gather_s counts
+     * them) copies the slice up first, queued ahead of the compute (compiler/lower/offload.c) */
+    if (level == PO_PARAMS) {
+        p->off_param = ps;
+        p->off_s3 = fmax(p->off_d2h / cl->pcie_bw, 1 / cl->host_adamw_rate);
+        p->off_fetch = 2.0 * p->opt.micro_batches * ps;
+        p->off_fetch_s = p->off_fetch / cl->pcie_bw;
+    }
 }
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o) {

@@ -135,6 +135,12 @@ typedef struct IlpProblem {
     double off_s;               /* seconds of the offloaded update's pipeline (copies, host AdamW) */
     double off_opt_s;           /* seconds of the device update it replaces */
     double host_limit;          /* host bytes per device (the node's host memory / its devices) */
+    /* level PO_PARAMS, a group at ZeRO-3 whose parameter slice lives on the host too;
+     * per element of that slice, beside the above: */
+    double off_param;           /* device bytes freed more (the slice) */
+    double off_s3;              /* off_s without the parameter's copy up after the update */
+    double off_fetch;           /* bytes the step's gathers copy up first (2 per micro-batch) */
+    double off_fetch_s;         /* seconds of those copies (overlapped with the compute) */
 } IlpProblem;
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);
@@ -155,7 +161,8 @@ typedef struct IlpChoice {
     int *strat;                 /* per group */
     int *zero;                  /* per group (0 where it owns no parameters) */
     int (*count)[RC__COUNT];    /* per block: instances under each policy */
-    int *offload;               /* per group: 1 its optimizer state lives on the host */
+    int *offload;               /* per group: 1 its optimizer state lives on the host; 2 (level
+                                 * PO_PARAMS, at ZeRO-3) and its parameter's slice too */
 } IlpChoice;
 
 typedef struct IlpPrice {
@@ -184,6 +191,9 @@ typedef struct IlpPrice {
      * step each way, the offloaded updates' pipeline and what of it the backward
      * does not hide (in step_s; optimizer_s no longer counts their device update) */
     double mem_offloaded, host_bytes, d2h_bytes, h2d_bytes, offload_s, offload_exposed_s;
+    /* parameters on the host: bytes the gathers copy up per step, their time, and what of
+     * it the forward and backward compute does not hide (in step_s) */
+    double fetch_bytes, fetch_s, fetch_exposed_s;
 } IlpPrice;
 
 /* Whether group g's transients are live at the head's backward: the head's
@@ -207,6 +217,11 @@ double ilp_transient(const IlpStrat *S, int z);
  * recomputes). The ILP's re-run rows and the evaluator read this. */
 double ilp_rerun_bytes(const IlpStrat *S, int z);
 
+/* Where group gi's update state lives under choice c (a PlaceOffload): the
+ * device; the problem's level; at level params, PO_PARAMS for a group at ZeRO-3
+ * that chose it (IlpChoice.offload 2), else optim+master. */
+int ilp_group_offload(const IlpProblem *p, const IlpChoice *c, int gi);
+
 IlpChoice ilp_choice_new(const IlpProblem *p);
 void ilp_choice_free(IlpChoice *c);
 void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src);
@@ -221,7 +236,8 @@ typedef struct IlpFix {
     bool *allowed;              /* per group, n_strats flags concatenated (offset by ilp_fix_offset) */
     int zero;                   /* -1 free, else every group's stage */
     int recompute;              /* -1 free, else every block's policy */
-    int offload;                /* -1 free, 0 no group offloads, 1 every group that can */
+    int offload;                /* -1 free, 0 no group offloads, 1 every group that can (at
+                                 * level PO_PARAMS, with its parameter where at ZeRO-3) */
     int zero_max;               /* with zero free: the highest stage a group may take; 0 (the
                                  * default): any. Pipelines choose ZeRO-1 at most (plan.c) */
 } IlpFix;

@@ -3,6 +3,9 @@
 host memory, with host offload (--offload auto) and without (--offload none),
 and the offloaded model's predicted step time against the same model on 2 and
 4 H200 without offload (issue 19's "Measured" rows, planner predictions only).
+With --multi, also the largest on 2 and 4 H200 of one node (128 GB of host memory
+for the node) with and without offload: there ZeRO-3 lets `auto` keep parameter
+slices on the host too (level params).
 
 The model: GPT-3 13B's width (d 5140 -> 5120, 40 heads, ffn 4d, vocab 50257,
 context 2048; bench/solver/gen_models.py's GPT-2 structure), one sequence per
@@ -76,6 +79,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--compiler", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--multi", action="store_true", help="also the largest on 2 and 4 H200")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     one = cluster(os.path.join(a.work, "h200x1-host128.json"), 1, 128)
@@ -104,6 +108,19 @@ def main():
         c = cluster(os.path.join(a.work, f"h200x{n}.json"), n, 128)
         p = plan(a.compiler, a.work, L, c, "none")
         print(f"| {n} | {p['step_time_s']:.4g} | {p['step_time_s'] / base:.3f} |" if p else f"| {n} | no plan | |")
+    if a.multi:
+        print("\nThe largest on one node of N H200 with 128 GB of host memory for the node:")
+        print("| devices | --offload | layers | parameters | step s | groups: state on host | of them with the "
+              "parameter's ZeRO-3 slice |")
+        print("|---:|---|---:|---:|---:|---:|---:|")
+        for n in (2, 4):
+            c = cluster(os.path.join(a.work, f"h200x{n}.json"), n, 128)
+            for off in ("none", "auto"):
+                L = largest(a.compiler, a.work, c, off)
+                p = plan(a.compiler, a.work, L, c, off)
+                g = p.get("offload", {}).get("groups", [])
+                print(f"| {n} | {off} | {L} | {p['params_total'] / 1e9:.2f}e9 | {p['step_time_s']:.4g} | "
+                      f"{sum(x['update'] == 'host' for x in g)} | {sum(x.get('parameters') == 'host' for x in g)} |")
     print(f"\n({time.time() - t0:.0f} s)")
 
 

@@ -201,12 +201,15 @@ static void zero_axes(const CgOptions *o, int *outer, int *inner) {
 }
 
 /* One ZeRO collective (all-gather when gather, else reduce-scatter) of
- * chunk-element slices, over the one busy axis or in two steps through tmp. */
-static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId src, ValueId dst, ValueId tmp,
-                           int64_t chunk, const char *what) {
+ * chunk-element slices, over the one busy axis or in two steps through tmp;
+ * src's slices read from buffer `from` if not IR_NONE (a staging of the same
+ * dtype: host offload's copy up of a slice on the host). */
+static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId src, ValueId from, ValueId dst,
+                           ValueId tmp, int64_t chunk, const char *what) {
     int outer, inner;
     zero_axes(o, &outer, &inner);
     const LowerProgram *lp = c->lp;
+    int64_t src_off = lp->v[from != IR_NONE ? from : src].offset;
     const char *dt = cg_colrt_dtype(ir_val(c->g, src)->dtype);
     const char *fn = gather ? "all_gather" : "reduce_scatter", *op = gather ? "" : ", COLRT_SUM";
     double es = (double)ir_dtype_size(ir_val(c->g, src)->dtype);
@@ -218,7 +221,7 @@ static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId sr
         int ax = inner < 0 ? 0 : inner; /* an all-gather sends its slice; a reduce-scatter takes n slices */
         cg_trace_coll(c, kind, ax, es * (double)chunk * (gather ? 1 : o->mesh[ax]), SIM_COMPUTE, what);
         sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s */\n", fn,
-                  inner < 0 ? 0 : inner, (long long)lp->v[src].offset, (long long)lp->v[dst].offset, (long long)chunk,
+                  inner < 0 ? 0 : inner, (long long)src_off, (long long)lp->v[dst].offset, (long long)chunk,
                   dt, op, what);
         return;
     }
@@ -228,7 +231,7 @@ static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId sr
     cg_trace_coll(c, kind, first, es * (double)n1 * (gather ? 1 : o->mesh[first]), SIM_COMPUTE, what);
     cg_trace_coll(c, kind, second, es * (double)n2 * (gather ? 1 : o->mesh[second]), SIM_COMPUTE, what);
     sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s, %s axis */\n", fn,
-              first, (long long)lp->v[src].offset, (long long)lp->v[tmp].offset, (long long)n1, dt, op, what,
+              first, (long long)src_off, (long long)lp->v[tmp].offset, (long long)n1, dt, op, what,
               gather ? "inner" : "outer");
     sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s axis */\n", fn,
               second, (long long)lp->v[tmp].offset, (long long)lp->v[dst].offset, (long long)n2, dt, op,
@@ -453,12 +456,14 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
-                emit_zero_coll(c, o, false, ln->rs[k], ln->rs_to[k], ln->rs_tmp[k], lp->v[ln->rs_to[k]].zchunk, what);
+                emit_zero_coll(c, o, false, ln->rs[k], IR_NONE, ln->rs_to[k], ln->rs_tmp[k], lp->v[ln->rs_to[k]].zchunk, what);
             }
+            cg_offload_fetch(c, id); /* host offload: slices on the host copied up for the gathers */
             for (int k = 0; k < ln->n_gather; k++) { /* ZeRO-3: the whole parameter, for this node */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->gather[k])->name, lp->v[ln->gather_to[k]].name);
-                emit_zero_coll(c, o, true, ln->gather[k], ln->gather_to[k], ln->gather_tmp[k], lp->v[ln->gather[k]].zchunk, what);
+                emit_zero_coll(c, o, true, ln->gather[k], ln->gather_from[k], ln->gather_to[k], ln->gather_tmp[k],
+                               lp->v[ln->gather[k]].zchunk, what);
             }
             if (ln->n_recompute)
                 sb_printf(c->sched, "    /* recompute: block %s[%d]'s forward again, into fresh buffers */\n",
@@ -491,7 +496,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             if (whole != IR_NONE) { /* the updated slices make the whole parameter again */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s <- %%%s", ir_val(g, whole)->name, ir_val(g, n->out[0])->name);
-                emit_zero_coll(c, o, true, n->out[0], whole, ln->ag_tmp, ln->zchunk, what);
+                emit_zero_coll(c, o, true, n->out[0], IR_NONE, whole, ln->ag_tmp, ln->zchunk, what);
             }
             cg_emit_reshards(c, o, id, true);
             cg_pipe_after_node(c, id);
@@ -864,12 +869,16 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    }\n"
               "    %s_update_nodes(M);\n"
               "    if (%s_MICRO_BATCHES > 1) %s_clear_accumulators(M);\n"
-              "    colrt_device_sync();\n"
+              "%s"
               "    M->stats.last_step_s = %s_now() - t0;\n"
               "    M->stats.total_step_s += M->stats.last_step_s;\n"
               "    M->stats.steps++;\n"
               "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
-              px, px, px, px, px, px, px, off ? "        colrt_stream_wait(NULL, M->off_up); /* host offload: the parameters back up */\n" : "", px, px, px, px, px, px, px, px);
+              px, px, px, px, px, px, px, off ? "        colrt_stream_wait(NULL, M->off_up); /* host offload: the parameters back up */\n" : "", px, px, px, px, px, px,
+              off ? "    /* host offload: no colrt_device_sync here: the parameters' copies up overlap the next\n"
+                    "     * step's feed, and its forward waits for them (M->off_up); save, load and forward wait */\n"
+                  : "    colrt_device_sync();\n",
+              px, px);
     sb_printf(m,
               "float %s_forward(%s *M, const %s_inputs *in) {\n"
               "    double l = 0;\n"
@@ -945,6 +954,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    colrt_checkpoint_save(dir, M->mesh, \"{\\\"model\\\": \\\"%s\\\"}\", n, t);\n"
               "    free(t);\n}\n\n"
               "int %s_load(%s *M, const char *dir) {\n"
+              "    colrt_device_sync(); /* host offload: copies up may still write the parameters */\n"
               "    int n = %s_tensors(M, NULL, 0, 0);\n"
               "    colrt_tensor *t = calloc((size_t)n + 1, sizeof *t);\n"
               "    if (!t) colrt_die(\"out of host memory\");\n"

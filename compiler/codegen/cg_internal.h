@@ -251,6 +251,7 @@ bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o);
 bool cg_offloads(const CgCtx *c);               /* the program runs updates on the host */
 bool cg_offload_node(CgCtx *c, NodeId id);      /* an offloaded update, in place of its kernel */
 bool cg_offload_cast(const CgCtx *c, NodeId id); /* a master's cast the host does (optim+master) */
+void cg_offload_fetch(CgCtx *c, NodeId id);     /* before node id's gathers: slices on the host up */
 void cg_offload_fields(const CgCtx *c, StrBuf *m);  /* the program struct's fields */
 void cg_offload_create(const CgCtx *c, StrBuf *m);  /* in M_create, before the leaves' init */
 void cg_offload_pull_fn(CgCtx *c, StrBuf *m);   /* M_offload_pull: host copies from the device's */

@@ -12,6 +12,11 @@
  * host: the host rounds it to the compute dtype (the device's cast node is
  * not run) and that goes up. Under ZeRO every copy and the update are the
  * rank's slice; a slice all-gathered next (stages 1-2) waits for its copy up.
+ * Under ZeRO-3 at level params the slice lives on the host: the update writes
+ * it there and nothing goes up after it; instead each gather's slice is copied
+ * up into a device staging on the copy-up stream, queued a transfer or more
+ * ahead (lower.h LowerNode.fetch_at: while the block before computes), and the
+ * compute stream waits for the transfer's event before its first gather.
  * Also the program's parts that hold it: the struct's fields, creation (the
  * host copies of the parameters), the copy after a checkpoint load, and
  * destruction.
@@ -66,6 +71,37 @@ static void copy_down(CgCtx *c, int k) {
     c->cur_node = at;
 }
 
+/* Parameters on the host, before node id's gathers: the transfers queued here
+ * (every node whose copies lower.fetch_at puts here, each transfer's event
+ * after its last copy), then, at a transfer's first node, the compute stream's
+ * wait for it. The copy stream starts after the compute stream's work so far:
+ * a staging's bytes were another buffer's until here. */
+void cg_offload_fetch(CgCtx *c, NodeId id) {
+    const LowerProgram *lp = c->lp;
+    if (!lp->n_fetch_ev) return;
+    bool go = false;
+    for (NodeId b = id; b < c->g->n_nodes; b++) {
+        const LowerNode *ln = &lp->n[b];
+        if (ln->fetch_at != id) continue;
+        if (!go) sb_puts(c->sched, "    colrt_event_record(M->fetch_go, NULL); /* the stagings are free */\n"
+                                   "    colrt_stream_wait(M->h2d, M->fetch_go);\n");
+        go = true;
+        for (int k = 0; k < ln->n_gather; k++) /* the host's slice: its address, not this node's gathered copy */
+            if (ln->gather_from[k] != IR_NONE)
+                sb_printf(c->sched, "    colrt_memcpy_async(CG_F(%lld), M->host.base + %lld, %lld, COLRT_H2D, M->h2d); "
+                                    "/* %%%s's slice up, for node %d */\n",
+                          (long long)lp->v[ln->gather_from[k]].offset, (long long)lp->v[ln->gather[k]].offset,
+                          (long long)lp->v[ln->gather_from[k]].bytes, ir_val(c->g, ln->gather[k])->name, b);
+        NodeId q = b + 1; /* the next node with copies: a new transfer's, or none, ends this one */
+        while (q < c->g->n_nodes && lp->n[q].fetch_at < 0) q++;
+        if (q == c->g->n_nodes || lp->n[q].fetch_wait)
+            sb_printf(c->sched, "    colrt_event_record(M->fetch[%d], M->h2d);\n", ln->fetch_ev);
+    }
+    const LowerNode *ln = &lp->n[id];
+    if (ln->fetch_at >= 0 && ln->fetch_wait)
+        sb_printf(c->sched, "    colrt_stream_wait(NULL, M->fetch[%d]); /* this transfer's slices are up */\n", ln->fetch_ev);
+}
+
 bool cg_offload_cast(const CgCtx *c, NodeId id) {
     for (int k = 0; k < c->lp->n_offload; k++)
         if (c->lp->offload[k].cast == id) return true;
@@ -105,10 +141,15 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
                   (long long)lp->v[e->master].offset, (long long)lp->v[e->host_param].offset, (long long)e->elems,
                   pt == DT_BF16 ? "cg_f32_bf16" : "cg_f32_f16", ir_val(c->g, ir_node(c->g, e->cast)->out[0])->name);
     }
-    sb_puts(c->sched, "    }\n    colrt_memcpy_async(");
-    cg_ptr(c, c->sched, e->up_to);
-    sb_printf(c->sched, ", M->host.base + %lld, %lld, COLRT_H2D, M->h2d);\n", (long long)lp->v[e->host_param].offset,
-              (long long)up);
+    sb_puts(c->sched, "    }\n");
+    if (e->params) /* the slice lives on the host: the next gathers copy it up */
+        sb_puts(c->sched, "    /* the parameter's slice stays on the host (--offload params) */\n");
+    else {
+        sb_puts(c->sched, "    colrt_memcpy_async(");
+        cg_ptr(c, c->sched, e->up_to);
+        sb_printf(c->sched, ", M->host.base + %lld, %lld, COLRT_H2D, M->h2d);\n", (long long)lp->v[e->host_param].offset,
+                  (long long)up);
+    }
     if (k == lp->n_offload - 1 || e->gathered) sb_puts(c->sched, "    colrt_event_record(M->off_up, M->h2d);\n");
     if (e->gathered) /* ZeRO-1/2: the slice is all-gathered next, on the compute stream */
         sb_puts(c->sched, "    colrt_stream_wait(NULL, M->off_up);\n");
@@ -121,6 +162,8 @@ void cg_offload_fields(const CgCtx *c, StrBuf *m) {
                  "    colrt_stream *d2h, *h2d; /* copy streams: gradients down, parameters up */\n"
                  "    colrt_event *off_ready, *off_up, *off_down[%d];\n",
               c->lp->n_offload);
+    if (c->lp->n_fetch_ev) /* parameters on the host: the transfers up in flight */
+        sb_printf(m, "    colrt_event *fetch_go, *fetch[%d];\n", c->lp->n_fetch_ev);
 }
 
 void cg_offload_create(const CgCtx *c, StrBuf *m) {
@@ -131,6 +174,9 @@ void cg_offload_create(const CgCtx *c, StrBuf *m) {
                  "    colrt_event_record(M->off_up, NULL);\n"
                  "    for (int k = 0; k < %d; k++) M->off_down[k] = colrt_event_create();\n",
               c->prefix, c->lp->n_offload);
+    if (c->lp->n_fetch_ev)
+        sb_printf(m, "    M->fetch_go = colrt_event_create();\n    for (int k = 0; k < %d; k++) M->fetch[k] = colrt_event_create();\n",
+                  c->lp->n_fetch_ev);
 }
 
 void cg_offload_pull_fn(CgCtx *c, StrBuf *m) {
@@ -141,7 +187,7 @@ void cg_offload_pull_fn(CgCtx *c, StrBuf *m) {
                  "static void %s_offload_pull(%s *M) {\n    (void)M;\n    colrt_device_sync();\n", c->prefix, c->prefix);
     for (int k = 0; k < lp->n_offload; k++) {
         const LowerOffload *e = &lp->offload[k];
-        if (e->cast != IR_NONE) continue; /* the master is a leaf in the host arena: initialized, loaded there */
+        if (e->cast != IR_NONE || e->params) continue; /* a leaf in the host arena: initialized, loaded there */
         sb_puts(m, "    colrt_memcpy(");
         cg_ptr(c, m, e->host_param);
         sb_puts(m, ", ");
@@ -159,4 +205,7 @@ void cg_offload_destroy(const CgCtx *c, StrBuf *m) {
                  "    for (int k = 0; k < %d; k++) colrt_event_destroy(M->off_down[k]);\n"
                  "    colrt_host_arena_destroy(&M->host);\n",
               c->lp->n_offload);
+    if (c->lp->n_fetch_ev)
+        sb_printf(m, "    colrt_event_destroy(M->fetch_go);\n    for (int k = 0; k < %d; k++) colrt_event_destroy(M->fetch[k]);\n",
+                  c->lp->n_fetch_ev);
 }

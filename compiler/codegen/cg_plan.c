@@ -144,11 +144,16 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         double down = 0, up = 0;
         for (int k = 0; k < lp->n_offload; k++) {
             down += 4.0 * (double)lp->offload[k].elems + 12;
-            up += (double)ir_dtype_size(g->values[lp->offload[k].param].dtype) * (double)lp->offload[k].elems;
+            if (!lp->offload[k].params) /* params: the slice stays on the host */
+                up += (double)ir_dtype_size(g->values[lp->offload[k].param].dtype) * (double)lp->offload[k].elems;
         }
         cJSON_AddNumberToObject(low, "host_updates", lp->n_offload);
         cJSON_AddNumberToObject(low, "d2h_bytes", down);
         cJSON_AddNumberToObject(low, "h2d_bytes", up);
+    }
+    if (lp->n_fetch_ev) { /* parameters on the host: the gathers' slices copied up */
+        cJSON_AddNumberToObject(low, "param_fetch_bytes_per_micro_batch", (double)lp->fetch_bytes);
+        cJSON_AddNumberToObject(low, "transfers_in_flight", lp->n_fetch_ev);
     }
     if (lp->norms.n) cJSON_AddNumberToObject(low, "trust_norms", lp->norms.n);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);

@@ -81,14 +81,15 @@ static void logits_body(CgCtx *c, StrBuf *m, const CgOptions *o, NodeId ce, int 
                "    if (!host || !row) colrt_die(\"out of host memory\");\n"
                "    double l = 0;\n");
     sb_printf(m, "    for (int j = 0; j < %d; j++) {\n"
-                 "        %s_feed(M, in, j, 0.0f);\n"
+                 "        %s_feed(M, in, j, 0.0f);\n%s"
                  "        %s_forward_nodes(M);\n"
                  "        l += %s_loss(M);\n"
                  "        if (!writer || pos < t0 || pos >= t0 + T) continue;\n"
                  "        for (int64_t r = 0; r < R; r++) {\n"
                  "            const size_t at = (size_t)((r * T + (pos - t0)) * V);\n"
                  "            colrt_memcpy(row, M->arena.base + %lld + at * %zu, (size_t)V * %zu, COLRT_D2H, NULL);\n",
-              micro, px, px, px, (long long)lp->v[lg].offset, esz, esz);
+              micro, px, cg_offloads(c) ? "        colrt_stream_wait(NULL, M->off_up); /* host offload: the parameters back up */\n" : "",
+              px, px, (long long)lp->v[lg].offset, esz, esz);
     if (fused)
         sb_printf(m, "            int32_t tgt = 0;\n"
                      "            colrt_memcpy(&tgt, M->arena.base + %lld + (size_t)(r * T + (pos - t0)) * 4, 4, COLRT_D2H, NULL);\n",

@@ -22,6 +22,7 @@ bool lower_pass_aliases(LowerCtx *c) {
     for (NodeId id = 0; id < nn; id++) {
         p->n[id].sum_into = p->n[id].ce_grad = IR_NONE;
         p->n[id].acc_into = p->n[id].ag_tmp = IR_NONE;
+        p->n[id].fetch_at = -1; /* host offload (offload.c) */
     }
     /* add(embedding_dw(...), x), each read only there, x made earlier: the
      * scatter adds into x's buffer (a tied embedding's two gradients) */

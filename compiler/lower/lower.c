@@ -256,7 +256,12 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
         for (int k = 0; k < ln->n_rs; k++)
             sb_printf(b, "  reduce-scatter %%%s -> %s\n", vname(p, ln->rs[k]), vname(p, ln->rs_to[k]));
         for (int k = 0; k < ln->n_gather; k++)
-            sb_printf(b, "  all-gather %%%s -> %s\n", vname(p, ln->gather[k]), vname(p, ln->gather_to[k]));
+            if (ln->gather_from[k] != IR_NONE) /* host offload: the slice is on the host */
+                sb_printf(b, "  all-gather %%%s -> %s (copied up into %s before node %d, transfer event %d)\n",
+                          vname(p, ln->gather[k]), vname(p, ln->gather_to[k]), vname(p, ln->gather_from[k]), ln->fetch_at,
+                          ln->fetch_ev);
+            else
+                sb_printf(b, "  all-gather %%%s -> %s\n", vname(p, ln->gather[k]), vname(p, ln->gather_to[k]));
         for (int k = 0; k < ln->n_recompute; k++)
             sb_printf(b, "  recompute %%%s\n", vname(p, ir_node(g, ln->recompute[k])->out[0]));
         for (int k = 0; k < ln->n_rsh; k++) {
@@ -293,8 +298,9 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
                       vname(p, ir_node(g, ln->dir_for)->out[0]));
         const LowerOffload *of = lower_offload_of(p, id);
         if (of)
-            sb_printf(b, "  (on the host: gradient down into %s @host%lld, update, parameter up from %s @host%lld%s)",
-                      vname(p, of->host_grad), (long long)p->v[of->host_grad].offset, vname(p, of->host_param),
+            sb_printf(b, "  (on the host: gradient down into %s @host%lld, update, parameter %s %s @host%lld%s)",
+                      vname(p, of->host_grad), (long long)p->v[of->host_grad].offset,
+                      of->params ? "slice stays in" : "up from", vname(p, of->host_param),
                       (long long)p->v[of->host_param].offset, of->cast != IR_NONE ? ", its master rounded there" : "");
         sb_puts(b, "\n");
         for (int k = 0; k < ln->n_post; k++) print_reshard(p, &ln->post[k], "then ", b);
@@ -320,6 +326,9 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
     if (p->n_offload)
         sb_printf(b, "; host arena %lld bytes: %d updates on the host, %lld device bytes moved there\n",
                   (long long)p->host_arena_bytes, p->n_offload, (long long)p->offloaded_bytes);
+    if (p->n_fetch_ev)
+        sb_printf(b, "; parameters on the host: %lld bytes copied up per micro-batch, at most %d transfers in flight\n",
+                  (long long)p->fetch_bytes, p->n_fetch_ev);
     lower_pipe_print(p, b);
 }
 
@@ -332,7 +341,7 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     for (ValueId v = 0; v < g->n_values; v++)
         if (pl->offload[v] > PO_DEVICE) {
             offload = pl->offload;
-            const char *why = ir_val(g, v)->dtype != DT_F32 && pl->offload[v] != PO_MASTER
+            const char *why = ir_val(g, v)->dtype != DT_F32 && pl->offload[v] == PO_OPTIM
                                   ? "at level optim under mixed precision (the f32 master on the device)"
                               : world > 1 && pl->layout == PL_SHARDED ? "with a tensor-parallel layout"
                                                                       : NULL;
@@ -387,7 +396,8 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     LowerOptions lo = {.dp = dp, .zranks = world, .zero = zero, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
                        .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0,
                        .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
-                       .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .offload = offload};
+                       .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .offload = offload,
+                       .offload_inflight = pl->offload_inflight};
     StrBuf e;
     sb_init(&e);
     lp = lower_build(g, &lo, &e);

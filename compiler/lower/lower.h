@@ -66,6 +66,8 @@ typedef struct LowerOptions {
     const PlacePipeline *pipe; /* pipeline stages (the Placement's); NULL or one stage: none */
     const int8_t *offload;     /* per value: a parameter's PlaceOffload (the Placement's host
                                 * offload); NULL: every update on the device */
+    int offload_inflight;      /* host offload, parameters on the host: at most this many
+                                * transfers up in flight (0: 2, one ahead) */
 } LowerOptions;
 
 /* Host offload (offload.c, docs/sharding.md "Host offload"): an AdamW update
@@ -98,6 +100,10 @@ typedef struct LowerOffload {
     int64_t param_shift;       /* f32: where they start in the device parameter, in elements
                                 * per rank (ZeRO-1/2: the slice of the whole parameter at
                                 * rank x param_shift); 0 */
+    bool params;               /* PO_PARAMS: the parameter's ZeRO-3 slice itself lives on the
+                                * host (host_param is it): the update writes it there, nothing
+                                * goes up after it; each gather copies it up first (LowerNode
+                                * gather_from) */
 } LowerOffload;
 
 /* A gradient bucket (data-parallel all-reduces of parameter gradients read
@@ -228,6 +234,15 @@ typedef struct LowerNode {
     int n_gather;              /* ZeRO-3: all-gather these parameter slices into whole */
     ValueId gather[IR_MAX_IN + 4], gather_to[IR_MAX_IN + 4], gather_tmp[IR_MAX_IN + 4]; /* this node
                                 * (and the recompute before it) reads the temporaries */
+    ValueId gather_from[IR_MAX_IN + 4]; /* host offload, a slice on the host (PO_PARAMS): the
+                                * device staging it is copied up into (at node fetch_at, on
+                                * the copy stream) and gathered from; IR_NONE: the slice */
+    int fetch_at;              /* those copies are queued before node fetch_at (a transfer:
+                                * a block instance's gathering nodes, or one node), then
+                                * event fetch_ev recorded; fetch_wait: the compute stream waits
+                                * for it here (the transfer's first node); fetch_at -1: none */
+    int fetch_ev;
+    bool fetch_wait;
     int zero;                  /* an optimizer update on this rank's ZeRO slice: the
                                 * stage (its parameter result is all-gathered after);
                                 * its trust-ratio norms node reads the same slice */
@@ -268,6 +283,9 @@ typedef struct LowerProgram {
     LowerOffload *offload;
     int64_t host_arena_bytes;  /* the host arena (0: none) */
     int64_t offloaded_bytes;   /* the device buffers moved to the host (aligned sizes) */
+    int n_fetch_ev;            /* parameters on the host: the transfers' events (a ring of
+                                * opt.offload_inflight), 0: none */
+    int64_t fetch_bytes;       /* and the bytes they copy up per micro-batch */
     int64_t arena_bytes;       /* pipelined: the largest stage's */
     int64_t lower_bound_bytes;
     int64_t stage_arena_bytes[PLACE_MAX_STAGES];       /* pipelined: each stage's ranks' arena */

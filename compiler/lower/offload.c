@@ -11,12 +11,17 @@
  * device's cast), a staging buffer the gradient's f32 copy is copied into,
  * and the update's three scalars. Every host buffer
  * lives for the whole program, so they follow one another at aligned offsets.
- * The schedule pass then plans the device arena without them.
+ * Under ZeRO-3 at level params the parameter's slice lives there too (the
+ * host's copy is the parameter: the update writes it, nothing comes back),
+ * and each gather of it reads a device staging the slice is copied up into
+ * first, a transfer at most K = offload_inflight ahead (plan_fetches).
+ * The schedule pass then plans the device arena without the host buffers.
  */
 #include "lower_internal.h"
 
 #include <string.h>
 
+#include "autodiff.h"
 #include "ops.h"
 
 const LowerOffload *lower_offload_of(const LowerProgram *p, NodeId id) {
@@ -62,6 +67,54 @@ static NodeId master_cast(const Graph *g, NodeId id) {
     return IR_NONE;
 }
 
+/* Parameters on the host (PO_PARAMS): each gather of a slice in the host arena
+ * reads a device staging (gather_from) the slice is copied up into first. A
+ * transfer is the copies for a run of gathering nodes of one block instance
+ * (one node outside the blocks) in one of the schedule's parts (forward,
+ * backward: codegen's functions; a part's transfers end in it, so a forward
+ * alone leaves none in flight). Transfer t is queued before the first node of
+ * transfer max(0, t - K + 1): at most K (opt.offload_inflight) are in flight,
+ * the next block's slices coming up while this one computes (K = 2), and its
+ * staging lives from there to its gather. */
+static void plan_fetches(LowerCtx *c) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    int K = p->opt.offload_inflight > 0 ? p->opt.offload_inflight : 2;
+    int fwd_end = c->nn, step_begin; /* the parts, as codegen's emit_schedule cuts them */
+    for (NodeId id = 0; id < c->nn; id++)
+        if (ir_val(g, ir_node(g, id)->out[0])->role != ROLE_ACT) {
+            fwd_end = id;
+            break;
+        }
+    step_begin = ad_step_begin(g) > fwd_end ? ad_step_begin(g) : fwd_end;
+    NodeId *first = ir_alloc(sizeof(NodeId) * (size_t)(c->nn + 1)); /* the part's transfers' first nodes */
+    int nt = 0, part = -1, blk = IR_NONE, inst = 0;
+    for (NodeId id = 0; id < c->nn; id++) {
+        LowerNode *ln = &p->n[id];
+        bool any = false;
+        for (int k = 0; k < ln->n_gather; k++) any |= p->v[ln->gather[k]].host;
+        if (!any) continue;
+        const Node *n = ir_node(g, id);
+        int pt = id < fwd_end ? 0 : id < step_begin ? 1 : 2;
+        if (pt != part) part = pt, nt = 0;
+        bool same = nt > 0 && n->block != IR_NONE && n->block == blk && n->instance == inst;
+        if (!same) first[nt++] = id;
+        blk = n->block, inst = n->instance;
+        int t = nt - 1;
+        ln->fetch_at = first[t - K + 1 > 0 ? t - K + 1 : 0];
+        ln->fetch_ev = t % K;
+        ln->fetch_wait = !same;
+        for (int k = 0; k < ln->n_gather; k++) {
+            ValueId x = ln->gather[k];
+            if (!p->v[x].host) continue;
+            ln->gather_from[k] = lower_add_temp(g, p, ln->fetch_at, p->v[x].zchunk, ir_val(g, x)->dtype, "fetch", x);
+            p->fetch_bytes += p->v[ln->gather_from[k]].bytes;
+        }
+        p->n_fetch_ev = K;
+    }
+    ir_free(first);
+}
+
 bool lower_pass_offload(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
@@ -78,7 +131,7 @@ bool lower_pass_offload(LowerCtx *c) {
         }
         if (p->opt.offload[param] <= PO_DEVICE) continue;
         /* lower_placement refuses the plans this pass does not lower; these are internal */
-        if ((cast != IR_NONE && p->opt.offload[param] != PO_MASTER) || (cast == IR_NONE && ir_val(g, w)->dtype != DT_F32) ||
+        if ((cast != IR_NONE && p->opt.offload[param] == PO_OPTIM) || (cast == IR_NONE && ir_val(g, w)->dtype != DT_F32) ||
             p->sharded)
             ir_panic(__FILE__, __LINE__, "host offload of %%%s: a plan the offload pass does not lower",
                      ir_val(g, param)->name);
@@ -94,6 +147,9 @@ bool lower_pass_offload(LowerCtx *c) {
                             .up_to = ir_node(g, last)->out[0],
                             .gathered = lower_zero_gather_target(p, last) != IR_NONE,
                             .param_shift = ln->zero && !p->v[w].zchunk ? ln->zchunk : 0};
+        /* params: the parameter is a ZeRO-3 slice (a parameter a view reads stays whole on the
+         * device, zero.c: it is offloaded as optim+master) */
+        e->params = p->opt.offload[param] == PO_PARAMS && p->v[param].zchunk && !e->gathered;
         if (cast != IR_NONE) { /* the master lives on the host; its rounding goes up */
             e->master = w;
             to_host(c, w);
@@ -101,11 +157,19 @@ bool lower_pass_offload(LowerCtx *c) {
              * comes up into it, and no device buffer holds it */
             ValueId nx = ir_node(g, cast)->out[0];
             if (!e->gathered && lower_root_of(p, nx) == nx) p->v[nx].storage = param;
-            e->host_param = host_value(c, id, elems, ir_val(g, param)->dtype, param, "host");
+            if (e->params) { /* the rounding is written into the parameter's slice, on the host */
+                to_host(c, param);
+                e->host_param = param;
+            } else
+                e->host_param = host_value(c, id, elems, ir_val(g, param)->dtype, param, "host");
+        } else if (e->params) { /* the host's fp32 copy is the parameter's slice itself */
+            to_host(c, w);
+            e->host_param = w;
         } else
             e->host_param = host_value(c, id, elems, DT_F32, w, "host");
         e->host_grad = host_value(c, id, elems, DT_F32, w, "grad.host");
         e->host_scalars = host_value(c, id, 4, DT_F32, w, "scalars.host");
     }
+    plan_fetches(c);
     return true;
 }

@@ -150,6 +150,7 @@ static void note_reads(const Graph *g, LowerProgram *p, const int *tn, const int
         for (int k = 0; k < ln->n_gather; k++) {
             if (tn[id] > last_use[ln->gather_to[k]]) last_use[ln->gather_to[k]] = tn[id];
             if (ln->gather_tmp[k] != IR_NONE) last_use[ln->gather_tmp[k]] = tn[id];
+            if (ln->gather_from[k] != IR_NONE) last_use[ln->gather_from[k]] = tn[id]; /* from its copy up */
         }
         for (int k = 0; k < ln->n_rs; k++)
             if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = tn[id];

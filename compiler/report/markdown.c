@@ -269,16 +269,25 @@ static void host_offload(const cJSON *r, StrBuf *o) {
               B(b, rep_num(of, "host_bytes")), B(c, rep_num(of, "host_limit_bytes")),
               B(d, rep_num(of, "d2h_bytes_per_step")), B(x, rep_num(of, "h2d_bytes_per_step")),
               T(t, rep_num(of, "pipeline_s")), T(y, rep_num(of, "exposed_s")));
+    if (rep_get(of, "param_fetch_bytes_per_step")) { /* level params: ZeRO-3 slices on the host */
+        int hp = 0;
+        cJSON_ArrayForEach(e, rep_get(of, "groups")) hp += !strcmp(rep_str(e, "parameters"), "host");
+        sb_printf(&w, " %d groups keep their parameter's ZeRO-3 slice on the host too; their gathers copy %s up a "
+                      "step, at most %d transfers in flight, taking %s, of it not hidden by the compute %s.",
+                  hp, B(a, rep_num(of, "param_fetch_bytes_per_step")), rep_int(of, "transfers_in_flight"),
+                  T(t, rep_num(of, "param_fetch_s")), T(y, rep_num(of, "param_fetch_exposed_s")));
+    }
     rep_wrap(o, sb_cstr(&w), 100);
     sb_free(&w);
     sb_puts(o, "\n");
     if (!on) return;
-    sb_puts(o, "| group | instances | optimizer state | master weights | update | host bytes | down / up per step |\n"
-               "|---|---:|---|---|---|---:|---:|\n");
+    sb_puts(o, "| group | instances | optimizer state | master weights | parameters | update | host bytes | down / up per step |\n"
+               "|---|---:|---|---|---|---|---:|---:|\n");
     cJSON_ArrayForEach(e, rep_get(of, "groups")) {
         if (strcmp(rep_str(e, "update"), "host")) continue;
-        sb_printf(o, "| %s | %d | %s | %s | %s | %s | %s / %s |\n", rep_str(e, "group"), rep_int(e, "instances"),
-                  rep_str(e, "optimizer_state"), rep_str(e, "master_weights"), rep_str(e, "update"),
+        sb_printf(o, "| %s | %d | %s | %s | %s | %s | %s | %s / %s |\n", rep_str(e, "group"), rep_int(e, "instances"),
+                  rep_str(e, "optimizer_state"), rep_str(e, "master_weights"),
+                  rep_get(e, "parameters") ? rep_str(e, "parameters") : "device", rep_str(e, "update"),
                   B(a, rep_num(e, "host_bytes")), B(b, rep_num(e, "d2h_bytes_per_step")),
                   B(c, rep_num(e, "h2d_bytes_per_step")));
     }

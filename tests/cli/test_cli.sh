@@ -45,6 +45,8 @@ expect 2 "invalid value 'fp8' for --dtype" -- --dtype fp8 x.cir
 expect 2 "invalid value 'some' for --recompute" -- --recompute some x.cir
 expect 2 "invalid value '4' for --zero" -- --zero 4 x.cir
 expect 2 "invalid value 'host' for --offload" -- --offload host x.cir
+expect 2 "invalid value '0' for --offload-inflight" -- --offload-inflight 0 x.cir
+expect 2 "invalid value '65' for --offload-inflight" -- --offload-inflight 65 x.cir
 expect 2 "invalid value 'tpu' for --target" -- --target tpu x.cir
 expect 2 "invalid value '-1' for --time-limit" -- --time-limit -1 x.cir
 expect 2 "unexpected argument 'b.cir'" -- a.cir b.cir

@@ -117,6 +117,7 @@ static float *to_host(const colrt_tensor *t) {
     int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
     float *h = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    colrt_device_sync(); /* host offload: train_step may return with copies up in flight */
     colrt_memcpy(h, t->data, colrt_dtype_size(t->dtype) * (size_t)n, COLRT_D2H, NULL);
     colrt_device_sync();
     const uint16_t *h16 = (const uint16_t *)h;

@@ -15,6 +15,16 @@ host), and checks from the plan JSONs beside the code:
   - the program copies each offloaded parameter's gradient down (its f32 copy) and the parameter
     up (in its dtype) (lowering.d2h_bytes, h2d_bytes; plus 12 bytes of scalars down per update),
     what the planner priced: offload.d2h_bytes_per_step and h2d_bytes_per_step.
+Parameters on the host (--offload params, ZeRO-3 on 2 ranks, against --offload optim there):
+  - planned_offloaded_bytes grows by each parameter's slice (aligned), and the device arena shrinks
+    by that, less at most the device stagings the slices are copied up into before their gathers
+    (lowering.param_fetch_bytes_per_micro_batch: every staging, of which a few live at once);
+  - nothing goes up after the update (lowering.h2d_bytes 0); the gathers copy up 2 slices of every
+    parameter a step (forward, backward), what the planner priced (offload.param_fetch_bytes_per_step);
+  - the mixed plan of e2e_gpt2_offload_params_mixed_bf16_4 (gpt2_tiny_b4.cir beside this script, 4
+    ranks, --strategy zero3 --dtype bf16 --offload auto --mem 35KB) keeps some groups' parameters on the
+    host, some groups' optimizer state and master only, and some groups on the device;
+  - at most K transfers in flight: with --offload-inflight 1 the arena is no larger than with 2.
 """
 import json
 import math
@@ -32,9 +42,9 @@ for line in open(model):
         shapes[m.group(1)] = math.prod(int(d) for d in m.group(2).split(",") if d)
 
 
-def gen(name, *args):
+def gen(name, *args, cluster="h100:1x1"):
     out = f"{work}/{name}"
-    subprocess.run([cc, model, "--emit", "code", "--target", "cpu", "--cluster", "h100:1x1", "-q", "-o", out, *args],
+    subprocess.run([cc, model, "--emit", "code", "--target", "cpu", "--cluster", cluster, "-q", "-o", out, *args],
                    check=True)
     (pj,) = [f for f in subprocess.run(["ls", out], capture_output=True, text=True).stdout.split() if f.endswith(".plan.json")]
     return json.load(open(f"{out}/{pj}"))
@@ -80,4 +90,36 @@ for name, args in (("optim", ["--offload", "optim"]), ("mixed", ["--offload", "a
     elif name == "mixed":
         check(0 < len(groups) < len(p["offload"]["groups"]), f"mixed: {len(groups)} of {len(p['offload']['groups'])} "
               "groups on the host")
+
+# parameters on the host under ZeRO-3, 2 ranks: each rank's slice of every parameter (all divide by 2)
+z3 = ["--mesh", "2", "--strategy", "zero3"]
+opt = gen("z3_optim", *z3, "--offload", "optim", cluster="h100:1x2")
+par = gen("z3_params", *z3, "--offload", "params", cluster="h100:1x2")
+slices = sum(align(4 * n // 2) for n in shapes.values())
+om, pm, pl = opt["memory"], par["memory"], par["lowering"]
+check(pm["planned_offloaded_bytes"] - om["planned_offloaded_bytes"] == slices,
+      f"params: {pm['planned_offloaded_bytes'] - om['planned_offloaded_bytes']} more bytes moved to the host, "
+      f"the slices: {slices}")
+shrink = om["planned_arena_bytes"] - pm["planned_arena_bytes"]
+staging = pl["param_fetch_bytes_per_micro_batch"]
+check(slices - staging <= shrink <= slices and shrink > 0,
+      f"params: device arena {om['planned_arena_bytes']} -> {pm['planned_arena_bytes']} (-{shrink}): the slices "
+      f"{slices} less stagings (at most {staging}, {pl['transfers_in_flight']} transfers in flight)")
+elems = sum(n // 2 for n in shapes.values())
+# the planner prices two gathers an element (forward, backward); the program gathers a weight twice, a bias
+# once (its gradient does not read it) and the tied embedding three times
+priced = par["offload"]["param_fetch_bytes_per_step"]
+check(pl["h2d_bytes"] == 0 and priced == 2 * 4 * elems and abs(staging - priced) <= 0.05 * priced,
+      f"params: nothing up after the update; the gathers copy {staging} bytes up per step, priced {priced} "
+      f"({elems} elements)")
+one = gen("z3_params_k1", *z3, "--offload", "params", "--offload-inflight", "1", cluster="h100:1x2")
+check(one["lowering"]["transfers_in_flight"] == 1 and one["memory"]["planned_arena_bytes"] <= pm["planned_arena_bytes"],
+      f"params, one transfer in flight: arena {one['memory']['planned_arena_bytes']} (two: {pm['planned_arena_bytes']})")
+check(all(g["parameters"] == "host" for g in par["offload"]["groups"]), "params: every group's parameters on the host")
+model = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpt2_tiny_b4.cir")
+mixed = gen("z3_mixed_4", "--mesh", "4", "--strategy", "zero3", "--dtype", "bf16", "--offload", "auto", "--mem", "35KB",
+            cluster="h100:1x4")
+where = [g["placement"] for g in mixed["offload"]["groups"]]
+check(all(where.count(k) > 0 for k in ("params", "optim+master", "device")),
+      f"mixed, 4 ranks: the groups' placements {where}")
 sys.exit(1 if fails else 0)

@@ -12,6 +12,11 @@
  *     not) per group finds the ILP's optimum, and the ILP's objective is the
  *     evaluator's price of its choice;
  *   - forced (IlpFix.offload = 1): every group that can offloads;
+ *   - level params (ZeRO-3): the parameter's slice leaves the device too (4
+ *     more bytes an element), nothing goes up after the update, the gathers
+ *     copy 2 x 4 bytes an element up per step; the brute force over (strategy,
+ *     stage, device / state on the host / and the parameter) agrees with the
+ *     ILP; the Placement says params only at ZeRO-3;
  *   - an optimizer the host does not run (LAMB) offloads nothing.
  * Times: relative tolerance 1e-7 (GLPK's feasibility tolerance acts on the
  * continuous columns).
@@ -113,7 +118,7 @@ static void brute_groups(Brute *b, int g) {
     const IlpGroup *G = &p->groups[g];
     for (int s = 0; s < G->n_strats; s++)
         for (int z = 0; z < ZERO_STAGES; z++)
-            for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < (p->opt.offload == PO_PARAMS && z == 3 ? 3 : 2); h++) {
                 if (G->n_params ? !G->strats[s].zero_ok[z] : z != 0) continue;
                 if (h && !(G->n_params && G->strats[s].off_elems[z] > 0)) continue;
                 b->c.strat[g] = s, b->c.zero[g] = z, b->c.offload[g] = h;
@@ -232,9 +237,90 @@ static void exactness(void) {
     ir_graph_free(g);
 }
 
+/* Level params on 2 ranks under ZeRO-3: prices per element, the Placement,
+ * and the ILP against the brute force with a device limit that binds. */
+static void params(void) {
+    setup("cpu:1x2", "2");
+    Graph *g = ir_parse("test.cir", mlp_cir, strlen(mlp_cir));
+    IR_ASSERT(g);
+    IlpOptions io = {true, 1, false, NULL, PO_PARAMS}, om = {true, 1, false, NULL, PO_MASTER};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io), *pm = ilp_problem_build(g, &cm, &om);
+    CHECK(p->off_dev == 8 && p->off_param == 4 && p->off_fetch == 8 && pm->off_param == 0);
+    CHECK_NEAR(p->off_fetch_s, 8 / cl.pcie_bw, 1e-12);
+    CHECK(p->off_s3 < p->off_s || p->off_s3 == 1 / cl.host_adamw_rate);
+    /* every group data parallel (its parameters replicated: ZeRO-3 slices them) at ZeRO-3,
+     * offloaded with its parameter (2) and without (1), priced by the evaluator */
+    IlpChoice c = ilp_choice_new(p), cm1 = ilp_choice_new(p);
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        for (int s = G->n_strats - 1; s >= 0; s--)
+            if (!G->n_params || G->strats[s].zero_ok[3]) c.strat[gi] = s;
+        c.zero[gi] = G->n_params ? 3 : 0;
+        c.offload[gi] = G->n_params ? 2 : 0;
+    }
+    ilp_choice_copy(p, &cm1, &c);
+    for (int gi = 0; gi < p->n_groups; gi++) cm1.offload[gi] = c.offload[gi] ? 1 : 0;
+    IlpPrice r = ilp_evaluate(p, &c), rm = ilp_evaluate(p, &cm1);
+    double elems = (64 * 256 + 256 + 256 * 8 + 8) / 2.0; /* this rank's slices */
+    CHECK_NEAR(r.mem_offloaded, 12 * elems, 1e-12);
+    CHECK_NEAR(rm.mem_offloaded, 8 * elems, 1e-12);
+    CHECK_NEAR(rm.peak_bytes - r.peak_bytes, 4 * elems, 1e-9);
+    CHECK_NEAR(r.h2d_bytes, 0, 1e-9);
+    CHECK_NEAR(rm.h2d_bytes, 4 * elems, 1e-9);
+    CHECK_NEAR(r.fetch_bytes, 8 * elems, 1e-9);
+    CHECK_NEAR(r.fetch_s, 8 * elems / cl.pcie_bw, 1e-15);
+    CHECK(r.fetch_exposed_s > 0 && r.fetch_exposed_s <= r.fetch_s);
+    CHECK_NEAR(r.offload_s, elems * p->off_s3, 1e-15);
+    CHECK_NEAR(r.host_bytes, rm.host_bytes, 1e-9); /* the host's copy is the parameter */
+    CHECK_NEAR(r.step_s - r.fetch_exposed_s - r.offload_exposed_s, rm.step_s - rm.offload_exposed_s, 1e-12);
+    PlanResult pr = {0};
+    pr.prob = p, pr.choice = c, pr.chosen = "ilp", pr.mesh = mesh;
+    StrBuf err;
+    sb_init(&err);
+    Placement *pl = plan_placement(g, &pr, false, &err);
+    CHECK(pl != NULL);
+    for (ValueId v = 0; pl && v < g->n_values; v++)
+        CHECK_INT(pl->offload[v], ir_val(g, v)->role == ROLE_PARAM ? PO_PARAMS : -1);
+    CHECK(pl && placement_verify(pl, &err));
+    if (pl) { /* params only at ZeRO-3 */
+        for (ValueId v = 0; v < g->n_values; v++)
+            if (ir_val(g, v)->role == ROLE_PARAM) pl->zero[v] = 2;
+        sb_free(&err);
+        sb_init(&err);
+        CHECK(!placement_verify(pl, &err));
+        CHECK_CONTAINS(sb_cstr(&err), "on the host (params) at ZeRO stage 2");
+    }
+    placement_free(pl);
+    sb_free(&err);
+    ilp_choice_free(&c), ilp_choice_free(&cm1);
+    /* free choices: a device limit between the smallest peak and the unconstrained plan's */
+    double min_peak, free_peak;
+    brute(p, INFINITY, INFINITY, &min_peak, &free_peak);
+    CHECK(free_peak > min_peak);
+    double limit = 0.5 * (min_peak + free_peak);
+    double want = brute(p, limit, INFINITY, NULL, NULL);
+    IlpResult rs = solve(p, limit, -1);
+    CHECK_INT(rs.status, ILP_OPTIMAL);
+    CHECK_NEAR(rs.objective, want, RTOL);
+    CHECK_NEAR(rs.price.step_s, want, RTOL);
+    CHECK(rs.price.peak_bytes <= limit * (1 + 1e-9));
+    /* the smallest peak needs the parameters on the host */
+    IlpResult rmin = solve(p, min_peak * (1 + 1e-9), -1);
+    CHECK_INT(rmin.status, ILP_OPTIMAL);
+    int on = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) on += rmin.choice.offload[gi] == 2;
+    CHECK(on > 0);
+    printf("offload params: device limit %.0f B: brute force %.9g s, ILP %.9g s; at the smallest peak %.0f B "
+           "%d groups' parameters on the host\n", limit, want, rs.objective, min_peak, on);
+    ilp_result_free(&rs), ilp_result_free(&rmin);
+    ilp_problem_free(p), ilp_problem_free(pm);
+    ir_graph_free(g);
+}
+
 int main(void) {
     clusters();
     pricing();
     exactness();
+    params();
     return check_done("test_solver_offload");
 }
