@@ -1,7 +1,8 @@
 """gemm_shapes.py — the torch side of gemm_shapes.c: the same 15 GEMMs of one
 GPT-2 124M training step (256 tokens, f32, row-major layouts as ours) with
-torch.mm (MKL here), best of REPS each, and the step's GEMM seconds.
-usage: python gemm_shapes.py [REPS] [THREADS]"""
+torch.mm (MKL here; bf16: oneDNN, as autocast runs a linear), best of REPS
+each, and the step's GEMM seconds.
+usage: python gemm_shapes.py [REPS] [THREADS] [f32|bf16]"""
 import sys
 import time
 
@@ -17,12 +18,14 @@ SHAPES = [("qkv fwd", 0, 0, 256, 2304, 768, 12), ("qkv dx", 0, 1, 256, 768, 2304
           ("lm_head dw", 1, 0, 50257, 768, 256, 1)]
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 torch.set_num_threads(int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+dtype = sys.argv[3] if len(sys.argv) > 3 else "f32"
+dt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
 step = flops = 0.0
-print(f"{'torch':16s} {'M':>6s} {'N':>6s} {'K':>6s} {'GFLOP/s':>8s}")
+print(f"{'torch':16s} {'M':>6s} {'N':>6s} {'K':>6s} {'GFLOP/s':>8s}  ({dtype})")
 for name, ta, tb, m, n, k, count in SHAPES:
-    a = torch.randn(k, m).t() if ta else torch.randn(m, k)  # stored as ours: transposed views
-    b = torch.randn(n, k).t() if tb else torch.randn(k, n)
-    c = torch.empty(m, n)
+    a = torch.randn(k, m, dtype=dt).t() if ta else torch.randn(m, k, dtype=dt)  # stored as ours: transposed views
+    b = torch.randn(n, k, dtype=dt).t() if tb else torch.randn(k, n, dtype=dt)
+    c = torch.empty(m, n, dtype=dt)
     best = 1e30
     for r in range(reps + 1):
         t0 = time.perf_counter()
@@ -34,4 +37,4 @@ for name, ta, tb, m, n, k, count in SHAPES:
     print(f"{name:16s} {m:6d} {n:6d} {k:6d} {1e-9 * f / best:8.1f}")
     step += best * count
     flops += f * count
-print(f"torch: step GEMMs {step:.4f} s (best of {reps} each), {1e-9 * flops / step:.1f} GFLOP/s")
+print(f"torch {dtype}: step GEMMs {step:.4f} s (best of {reps} each), {1e-9 * flops / step:.1f} GFLOP/s")

@@ -276,6 +276,7 @@ static bool emit_binary(CgCtx *c, NodeId id) {
             bias |= ir_val(c->g, n->in[k])->def != IR_NONE && c->lp->n[ir_val(c->g, n->in[k])->def].bias_add == id;
         sb_puts(c->sched, bias ? "    /* added by the GEMM above (lower.fuse) */\n"
                           : c->lp->n[id].res_of != IR_NONE ? "    /* the residual, added by the GEMM above (lower.fuse) */\n"
+                          : c->lp->n[id].add_norm != IR_NONE ? "    /* added by the norm below, row by row (lower.fuse) */\n"
                                                            : "    /* summed by the embedding gradient's scatter-add above */\n");
         return true;
     }
@@ -547,13 +548,23 @@ static bool emit_norm(CgCtx *c, NodeId id) {
     int64_t D = s.d[s.rank - 1], rows = numel(s) / D;
     StrBuf b;
     sb_init(&b);
+    NodeId fa = c->lp->n[id].norm_add; /* lower.fuse: the add before it, done here first */
+    int na = ln ? 4 : 3;
+    if (fa != IR_NONE) /* the sum, rounded as the add rounds it; each thread reads back its own j */
+        sb_printf(&b, "CG_FOR(j, %lld) a0[i * %lld + j] = $W0($L%d(a%d[i * %lld + j]) + $L%d(a%d[i * %lld + j]));\n        ",
+                  (long long)D, (long long)D, na, na, (long long)D, na + 1, na + 1, (long long)D);
     norm_stats(&b, ln, D, n->attr[0].f, "i");
     if (n->op == OP_LAYER_NORM || n->op == OP_RMS_NORM) {
         const char *y = ln ? "a3" : "a2";
         sb_printf(&b, "        CG_FOR(j, %lld) %s[i * %lld + j] = $W%d(($L0(x[j]) - mean) * rstd * $L1(a1[j])%s);",
                   (long long)D, y, (long long)D, ln ? 3 : 2, ln ? " + $L2(a2[j])" : "");
-        KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {ln ? n->in[2] : n->out[0], !ln, 0}, {n->out[0], 1, 0}};
-        cg_kernel_rows(c, id, ln ? 4 : 3, a, rows, D, sb_cstr(&b), NULL);
+        KArg a[6] = {{n->in[0], fa != IR_NONE, 0}, {n->in[1], 0, 0}, {ln ? n->in[2] : n->out[0], !ln, 0},
+                     {n->out[0], 1, 0}};
+        if (fa != IR_NONE) {
+            a[na] = (KArg){N_(c, fa)->in[0], 0, 0};
+            a[na + 1] = (KArg){N_(c, fa)->in[1], 0, 0};
+        }
+        cg_kernel_rows(c, id, fa != IR_NONE ? na + 2 : na, a, rows, D, sb_cstr(&b), NULL);
     } else { /* dx(x, w, dy) */
         /* layer norm subtracts the mean of g = dy * w; RMS norm has no mean (no mg) */
         char mg_div[48] = "";

@@ -170,6 +170,9 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     int fused_res = 0; /* lower.fuse: residual adds done by their GEMM */
     for (NodeId id = 0; id < g->n_nodes; id++) fused_res += lp->n[id].res_add != IR_NONE;
     cJSON_AddNumberToObject(low, "fused_residual_adds", fused_res);
+    int fused_norm = 0; /* lower.fuse: adds done by the norm after them */
+    for (NodeId id = 0; id < g->n_nodes; id++) fused_norm += lp->n[id].norm_add != IR_NONE;
+    cJSON_AddNumberToObject(low, "fused_norm_adds", fused_norm);
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     size_t n = strlen(txt);

@@ -15,14 +15,26 @@
  *             changes ((r + b) + xw instead of r + (b + xw)): the e2e tests
  *             hold it to the interpreter's tolerances.
  *
+ * and one prologue:
+ *
+ *   norm add  layer_norm(h) or rms_norm(h), h = add(a, b) the node right
+ *             before it, a and b of h's shape and dtype (a residual add the
+ *             GEMM did not take: 16-bit, or not after a dense): the norm's
+ *             kernel writes h row by row and normalizes the row it just wrote,
+ *             so h is read once (from cache) instead of written by one kernel
+ *             and read back by the next. h is rounded as the add rounds it,
+ *             and the norm reads the rounded h: the same numbers. The add's
+ *             operands are read at the norm's slot (schedule.c).
+ *
  * Takes the program after the aliases, split, recompute, bucket and gather
  * passes (so it knows what runs where) and leaves out nodes that run
  * collectives, reshardings or gathers, or are re-run by a recompute. Gives:
  * LowerNode.bias_add and res_add on the dense node (the adds it absorbs),
- * fused (and res_of) on the adds, and their results stored in the product's buffer. Both targets'
- * code generators read the marks (cg_kernels.c emit_dense); --dump-after
- * prints them and plan.json's lowering.fused_bias_adds and
- * fused_residual_adds count them.
+ * fused (and res_of) on the adds, and their results stored in the product's buffer;
+ * norm_add on the norm and fused, add_norm on its add. Both targets'
+ * code generators read the marks (cg_kernels.c emit_dense, emit_norm); --dump-after
+ * prints them and plan.json's lowering.fused_bias_adds,
+ * fused_residual_adds and fused_norm_adds count them.
  */
 #include "lower_internal.h"
 
@@ -38,7 +50,8 @@ bool lower_pass_fuse(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     int nn = c->nn, nv = c->nv;
-    for (NodeId id = 0; id < nn; id++) p->n[id].bias_add = p->n[id].res_add = p->n[id].res_of = IR_NONE;
+    for (NodeId id = 0; id < nn; id++)
+        p->n[id].bias_add = p->n[id].res_add = p->n[id].res_of = p->n[id].norm_add = p->n[id].add_norm = IR_NONE;
     int *readers = ir_alloc(sizeof(int) * (size_t)(nv ? nv : 1));
     bool *rerun = ir_alloc(sizeof(bool) * (size_t)(nn ? nn : 1));
     for (ValueId v = 0; v < nv; v++) readers[v] = 0;
@@ -112,6 +125,29 @@ bool lower_pass_fuse(LowerCtx *c) {
             p->v[y].storage = e;
             break;
         }
+    }
+    /* norm adds: norm(add(a, b)), the add right before the norm, every
+     * operand read as stored, nothing split differently */
+    for (NodeId id = 1; id < nn && !piped; id++) {
+        const Node *n = ir_node(g, id);
+        NodeId a = id - 1;
+        if ((n->op != OP_LAYER_NORM && n->op != OP_RMS_NORM) || rerun[id] || rerun[a] || !plain(&p->n[id])) continue;
+        const Node *an = ir_node(g, a);
+        ValueId h = n->in[0];
+        if (an->op != OP_ADD || an->out[0] != h || !plain(&p->n[a]) || p->n[a].res_of != IR_NONE) continue;
+        if (p->v[h].storage != h || p->v[h].partial || p->v[h].redirect != IR_NONE || (ir_val(g, h)->flags & VF_OUTPUT))
+            continue;
+        bool ok = true;
+        for (int k = 0; ok && k < 2; k++) {
+            ValueId x = an->in[k];
+            ok = ir_val(g, x)->dtype == ir_val(g, h)->dtype && ir_shape_eq(p->v[x].local, p->v[h].local) &&
+                 !p->v[x].partial && p->v[x].redirect == IR_NONE &&
+                 (!p->sharded || shard_spec_eq(&p->v[x].spec, &p->v[h].spec));
+        }
+        if (!ok) continue;
+        p->n[id].norm_add = a;
+        p->n[a].add_norm = id;
+        p->n[a].fused = true;
     }
     ir_free(readers);
     ir_free(rerun);

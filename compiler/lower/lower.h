@@ -220,6 +220,11 @@ typedef struct LowerNode {
     NodeId res_add;            /* lower.fuse: the residual add this dense's GEMM does (it
                                 * writes onto the residual, plus the bias); IR_NONE */
     NodeId res_of;             /* on that add: the dense doing it; IR_NONE */
+    NodeId norm_add;           /* lower.fuse: on a layer / RMS norm, the add right before it
+                                * whose sum it reads: its kernel writes the sum first, row by
+                                * row, then normalizes it; IR_NONE */
+    NodeId add_norm;           /* on that add: the norm doing it (the add runs no kernel and
+                                * its operands are read at the norm's slot); IR_NONE */
     ValueId acc_into;          /* embedding_dw: scatter-add into this value's buffer
                                 * (the other operand of the add that sums them); IR_NONE */
     NodeId ce_grad;            /* cross_entropy: also writes this cross_entropy_bwd's

@@ -125,7 +125,9 @@ bool lower_pass_buckets(LowerCtx *c) {
 /* The last schedule time each storage root is read at (-1: never), by the
  * nodes of pipeline stage `stage` (-1: every node). Reads of a
  * reduce-scattered gradient from its scatter on read the slice. */
-static void note_reads(const Graph *g, LowerProgram *p, const int *tn, int tend, int stage, int *last_use) {
+/* tx: the slot a node's work runs in (tn, or for an add a norm does, the norm's) */
+static void note_reads(const Graph *g, LowerProgram *p, const int *tn, const int *tx, int tend, int stage,
+                       int *last_use) {
     int nn = g->n_nodes;
 #define ON(id) (stage < 0 || lower_pipe_on(p, id, stage))
     for (ValueId v = 0; v < p->n_values; v++) last_use[v] = -1;
@@ -135,9 +137,9 @@ static void note_reads(const Graph *g, LowerProgram *p, const int *tn, int tend,
             ValueId x = lower_node_input(p, id, ir_node(g, id)->in[i]);
             if (p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from) x = p->v[x].redirect;
             ValueId r = lower_root_of(p, x);
-            if (tn[id] > last_use[r]) last_use[r] = tn[id];
+            if (tx[id] > last_use[r]) last_use[r] = tx[id];
         }
-        lower_note_reads_at(p, id, id, tn[id], tend, last_use);
+        lower_note_reads_at(p, id, id, tx[id], tend, last_use);
     }
     for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run */
         for (int k = 0; ON(id) && k < p->n[id].n_recompute; k++)
@@ -173,7 +175,7 @@ static void note_reads(const Graph *g, LowerProgram *p, const int *tn, int tend,
  * nodes stays on every rank (0): the inputs every rank is fed, the outputs
  * and hyper-parameters every rank reads or writes, and a buffer no node
  * touches. Buffers of disjoint stages then share memory (memplan.h). */
-static void buffer_stages(const Graph *g, LowerProgram *p, const int *tn, int tend, MemBuffer *bufs,
+static void buffer_stages(const Graph *g, LowerProgram *p, const int *tn, const int *tx, int tend, MemBuffer *bufs,
                           const ValueId *buf_val, int nb) {
     int ntot = p->n_values, nv = g->n_values;
     uint32_t *m = ir_alloc(sizeof(uint32_t) * (size_t)ntot);
@@ -182,7 +184,7 @@ static void buffer_stages(const Graph *g, LowerProgram *p, const int *tn, int te
     memset(m, 0, sizeof(uint32_t) * (size_t)ntot);
     memset(every, 0, sizeof(bool) * (size_t)ntot);
     for (int s = 0; s < p->pipe.stages; s++) {
-        note_reads(g, p, tn, tend, s, lu);
+        note_reads(g, p, tn, tx, tend, s, lu);
         for (ValueId v = 0; v < ntot; v++)
             if (lu[v] >= 0) m[v] |= 1u << s;
     }
@@ -220,9 +222,13 @@ bool lower_pass_schedule(LowerCtx *c) {
     }
     int tend = nn ? tn[nn - 1] + 1 : 0;
 #define T_START(id) (tn[id] - p->n[id].n_recompute) /* before the node's recomputes */
+    /* the slot a node's work runs in: its own, or for an add a norm does
+     * (lower.fuse) the norm's: its operands are read and its sum written there */
+    int *tx = ir_alloc(sizeof(int) * (size_t)(nn + 1));
+    for (NodeId id = 0; id < nn; id++) tx[id] = tn[p->n[id].add_norm != IR_NONE ? p->n[id].add_norm : id];
     int ntot = p->n_values;
     last_use = c->last_use = ir_realloc(c->last_use, sizeof(int) * (size_t)ntot);
-    note_reads(g, p, tn, tend, -1, last_use);
+    note_reads(g, p, tn, tx, tend, -1, last_use);
 
     /* 3. buffers: one per storage root, live from its definition (leaves:
      * always) to the last read of it or any of its views, in schedule time */
@@ -240,7 +246,7 @@ bool lower_pass_schedule(LowerCtx *c) {
         /* an added value: a recomputed copy in its slot; ZeRO's gathers and
          * scatters before the recomputes; reshardings just before the node */
         int rs = p->v[v].rc_slot;
-        int first = leaf ? 0 : !added ? tn[x->def] : rs > 0 ? T_START(af) + rs - 1 : rs < 0 ? T_START(af) : tn[af];
+        int first = leaf ? 0 : !added ? tx[x->def] : rs > 0 ? T_START(af) + rs - 1 : rs < 0 ? T_START(af) : tn[af];
         int last = leaf ? tend : (last_use[v] < first ? first : last_use[v]);
         bufs[nb] = (MemBuffer){.size = p->v[v].bytes, .first = first, .last = last, .reuse = -1};
         buf_val[nb] = v;
@@ -252,7 +258,7 @@ bool lower_pass_schedule(LowerCtx *c) {
         if (buf_of[r] < 0) continue; /* in the host arena */
         MemBuffer *b = &bufs[buf_of[r]];
         if (x->flags & VF_OUTPUT || x->updates != IR_NONE) b->last = tend;
-        if (x->def != IR_NONE && tn[x->def] < b->first) b->first = tn[x->def];
+        if (x->def != IR_NONE && tx[x->def] < b->first) b->first = tx[x->def];
     }
     for (ValueId v = 0; v < nv; v++) { /* partial results that are read after the step */
         if (lower_root_of(p, v) != v || buf_of[v] < 0) continue;
@@ -269,12 +275,12 @@ bool lower_pass_schedule(LowerCtx *c) {
         if (buf_of[src] < 0 || buf_of[n->out[0]] < 0) continue;
         if ((src < nv && ir_val(g, src)->def == IR_NONE) || p->n[id].n_reduce) continue;
         MemBuffer *a = &bufs[buf_of[n->out[0]]], *b = &bufs[buf_of[src]];
-        if (b->last == tn[id] && b->size >= a->size &&
+        if (b->last == tx[id] && b->size >= a->size &&
             (src >= nv || ir_val(g, src)->dtype == ir_val(g, n->out[0])->dtype))
             a->reuse = buf_of[src];
     }
     int P = p->pipe.stages > 1 ? p->pipe.stages : 1;
-    if (P > 1) buffer_stages(g, p, tn, tend, bufs, buf_val, nb);
+    if (P > 1) buffer_stages(g, p, tn, tx, tend, bufs, buf_val, nb);
     MemPlanStats st = mem_plan(bufs, nb, p->opt.alignment);
     char why[200];
     if (!mem_plan_check(bufs, nb, st.arena_bytes, p->opt.alignment, why, sizeof why))
@@ -312,6 +318,7 @@ bool lower_pass_schedule(LowerCtx *c) {
 #undef T_START
     ir_free(live_t);
     ir_free(tn);
+    ir_free(tx);
     for (ValueId v = 0; v < ntot; v++) { /* a bucket member: its place in the bucket */
         int64_t off = 0;
         ValueId r = lower_root_of(p, v);

@@ -1,6 +1,8 @@
 /*
  * blas.c — GEMM on the CPU: picks a BLAS at init and runs strided-batch GEMM
- * in f32 (16-bit storage is widened to f32 around the call).
+ * in f32; bf16 operands go to oneDNN's bf16 GEMM as they are stored (f32
+ * accumulation and result, rounded once into C), other 16-bit storage and
+ * bf16 without it is widened to f32 around the call.
  *
  * The library is loaded with dlopen, not linked, so the runtime controls how
  * it starts. Debian's BLAS builds pick their kernels by CPU model and do not
@@ -23,7 +25,17 @@
  * faster than BLIS and at least as fast as PyTorch's MKL, one thread and two
  * (bench/codegen_cpu/gemm_shapes.c, README.md there).
  *
- * COLRT_BLAS=onednn|blis|openblas|builtin overrides the choice (benchmarks use it);
+ * bf16 (issue 21): oneDNN's dnnl_gemm_bf16bf16f32 (exported by libdnnl2 2.x,
+ * row-major like dnnl_sgemm; AVX512_BF16 kernels where the CPU has them)
+ * reads the bf16 operands in place; the widening path made two f32 copies of
+ * A and B on every call and ran the f32 GEMM on them (78 % of a bf16 GPT-2
+ * step). Measured at GPT-2 124M's shapes: bench/codegen_cpu/README.md. Debian's
+ * OpenBLAS 0.3.21 is built without sbgemm and BLIS 0.9 has no bf16 GEMM, so
+ * without oneDNN bf16 is widened as before. The function is probed once at
+ * init on a small product (a CPU without AVX-512 gets "unimplemented").
+ *
+ * COLRT_BLAS=onednn|blis|openblas|builtin overrides the choice (benchmarks use it),
+ * COLRT_GEMM_BF16=widen keeps bf16 on the widening path (benchmarks compare);
  * a BLIS_ARCH_TYPE or OPENBLAS_CORETYPE set by the user is respected.
  */
 #define _GNU_SOURCE
@@ -44,13 +56,21 @@ typedef void (*sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float a
 typedef int (*dnnl_sgemm_fn)(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                              int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* oneDNN's row-major bf16 x bf16 -> f32 GEMM (A, B raw bf16 bits) */
+typedef int (*dnnl_bf16_fn)(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
+                            int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
 static struct {
     sgemm_fn sgemm;       /* NULL: the built-in loop (or oneDNN) */
     dnnl_sgemm_fn dnnl;   /* oneDNN, when chosen */
-    char desc[160];
+    dnnl_bf16_fn bf16;    /* oneDNN's bf16 GEMM, when it passed the probe */
+    int bf16_kind;        /* BF16_WIDEN, BF16_GEMM (bf16 above) or BF16_MATMUL (dnnl_matmul.c) */
+    char desc[200];
 } blas;
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+enum { BF16_WIDEN, BF16_GEMM, BF16_MATMUL };
+static const char *const BF16_NAME[] = {"widened to f32", "dnnl_gemm_bf16bf16f32", "matmul primitive"};
 
 /* The best core type for this CPU by its features (not its model number),
  * in OpenBLAS's names; NULL: let the library decide. */
@@ -111,6 +131,26 @@ static int load_blis(int threads) {
     return 1;
 }
 
+/* Whether a bf16 GEMM path is right on a 2 x 3 x 2 product with a transposed
+ * B, alpha 2 and beta 1 (exact in bf16 and f32). */
+static int probe_bf16(int kind, dnnl_bf16_fn f) {
+    static const float a[4] = {1, 2, 3, 4}, b[6] = {1, -1, 2, 0.5f, 3, -2}; /* A 2x2, B^T stored 3x2 */
+    uint16_t a16[4], b16[6], c16[6];
+    for (int i = 0; i < 4; i++) a16[i] = colrt_f32_bf16(a[i]);
+    for (int i = 0; i < 6; i++) b16[i] = colrt_f32_bf16(b[i]), c16[i] = colrt_f32_bf16(1.f);
+    float c[6] = {1, 1, 1, 1, 1, 1};
+    int st = kind == BF16_GEMM ? f('N', 'T', 2, 3, 2, 2.f, a16, 2, b16, 2, 1.f, c, 3)
+                               : colrt__dnnl_matmul_bf16(0, 1, 2, 3, 2, 2.f, a16, 2, b16, 2, 1.f, c16, 3);
+    if (st != 0) return 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) {
+            float want = 1.f + 2.f * (a[i * 2] * b[j * 2] + a[i * 2 + 1] * b[j * 2 + 1]);
+            float got = kind == BF16_GEMM ? c[i * 3 + j] : colrt_bf16_f32(c16[i * 3 + j]);
+            if (got != want) return 0;
+        }
+    return 1;
+}
+
 /* oneDNN (Debian's libdnnl2: OpenMP, the same pool as the other kernels; it
  * JIT-compiles its AVX-512 kernels, and picks them by the CPU's features). */
 static int load_dnnl(int threads) {
@@ -122,8 +162,23 @@ static int load_dnnl(int threads) {
     typedef struct { int major, minor, patch; const char *hash; unsigned cpu_runtime, gpu_runtime; } dnnl_version_t;
     const dnnl_version_t *(*version)(void) = (const dnnl_version_t *(*)(void))dlsym(h, "dnnl_version");
     const dnnl_version_t *v = version ? version() : NULL;
-    snprintf(blas.desc, sizeof blas.desc, "onednn %d.%d.%d (dnnl_sgemm), %d threads", v ? v->major : 0,
-             v ? v->minor : 0, v ? v->patch : 0, threads);
+    /* bf16: the matmul primitive, else dnnl_gemm_bf16bf16f32, else widening
+     * (by measurement, bench/codegen_cpu/README.md); each only if its probe passes */
+    const char *env = getenv("COLRT_GEMM_BF16");
+    if (env && !*env) env = NULL;
+    int want = !env ? -1 : !strcmp(env, "matmul") ? BF16_MATMUL : !strcmp(env, "gemm") ? BF16_GEMM
+                         : !strcmp(env, "widen") ? BF16_WIDEN : -2;
+    if (want == -2) colrt_die("COLRT_GEMM_BF16=%s: expected matmul, gemm or widen", env);
+    blas.bf16 = (dnnl_bf16_fn)dlsym(h, "dnnl_gemm_bf16bf16f32");
+    blas.bf16_kind = BF16_WIDEN;
+    if ((want < 0 || want == BF16_MATMUL) && colrt__dnnl_matmul_load(h) && probe_bf16(BF16_MATMUL, NULL))
+        blas.bf16_kind = BF16_MATMUL;
+    else if ((want < 0 || want == BF16_GEMM) && blas.bf16 && probe_bf16(BF16_GEMM, blas.bf16))
+        blas.bf16_kind = BF16_GEMM;
+    if (want > BF16_WIDEN && blas.bf16_kind != want)
+        colrt_die("COLRT_GEMM_BF16=%s: oneDNN's %s is missing or fails on this CPU", env, BF16_NAME[want]);
+    snprintf(blas.desc, sizeof blas.desc, "onednn %d.%d.%d (dnnl_sgemm; bf16: %s), %d threads", v ? v->major : 0,
+             v ? v->minor : 0, v ? v->patch : 0, BF16_NAME[blas.bf16_kind], threads);
     return 1;
 }
 
@@ -131,6 +186,8 @@ void colrt__blas_init(int threads) {
     const char *want = getenv("COLRT_BLAS");
     int ok = 0;
     blas.dnnl = NULL;
+    blas.bf16 = NULL;
+    blas.bf16_kind = BF16_WIDEN;
     if (want && strcmp(want, "onednn") && strcmp(want, "blis") && strcmp(want, "openblas") && strcmp(want, "builtin"))
         colrt_die("COLRT_BLAS=%s: expected onednn, blis, openblas or builtin", want);
     /* oneDNN first: measured fastest at GPT-2's training shapes (bench/codegen_cpu/README.md) */
@@ -209,6 +266,32 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
                   (long long)lda, (long long)ldb, (long long)ldc, (long long)M, (long long)N, (long long)K);
     if (M == 0 || N == 0) return;
     size_t es = colrt_dtype_size(t);
+    if (t == COLRT_BF16 && blas.bf16_kind == BF16_MATMUL) {
+        int st = 0;
+        for (int64_t i = 0; i < batch && !st; i++)
+            st = colrt__dnnl_matmul_bf16(transa, transb, M, N, K, alpha, (const uint16_t *)A + i * strideA, lda,
+                                         (const uint16_t *)B + i * strideB, ldb, beta, (uint16_t *)C + i * strideC, ldc);
+        if (st) colrt_die("colrt_gemm: oneDNN's bf16 matmul failed (status %d) for M %lld N %lld K %lld", st,
+                          (long long)M, (long long)N, (long long)K);
+        return;
+    }
+    if (t == COLRT_BF16 && blas.bf16_kind == BF16_GEMM) {
+        /* A and B as stored; C through an f32 buffer (the product's f32 sum
+         * plus beta C, rounded once as on the widening path) */
+        float *c32 = malloc(sizeof(float) * (size_t)(M * N) + 1);
+        if (!c32) colrt_die("colrt_gemm: out of memory for the f32 result buffer");
+        for (int64_t i = 0; i < batch; i++) {
+            const uint16_t *Ai = (const uint16_t *)A + i * strideA, *Bi = (const uint16_t *)B + i * strideB;
+            uint16_t *Ci = (uint16_t *)C + i * strideC;
+            if (beta != 0.f) widen(c32, Ci, t, M, N, ldc);
+            int st = blas.bf16(transa ? 'T' : 'N', transb ? 'T' : 'N', M, N, K, alpha, Ai, lda, Bi, ldb, beta, c32, N);
+            if (st != 0) colrt_die("colrt_gemm: dnnl_gemm_bf16bf16f32 failed (status %d) for M %lld N %lld K %lld", st,
+                                   (long long)M, (long long)N, (long long)K);
+            narrow(Ci, c32, t, M, N, ldc);
+        }
+        free(c32);
+        return;
+    }
     float *a32 = NULL, *b32 = NULL, *c32 = NULL;
     if (t != COLRT_F32) {
         a32 = malloc(sizeof(float) * (size_t)(ar * ac + br * bc + M * N) + 1);

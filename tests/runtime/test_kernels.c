@@ -189,6 +189,25 @@ static void test_gemm(void) {
     free(A), free(B), free(C), free(dC), free(Ad), free(Bd), free(dCd), free(dAd), free(dBd), free(gA), free(gB);
 }
 
+/* One GEMM at a size that takes the libraries' blocked kernels (the small
+ * ones above may take a different path): a weight gradient's shape (Aᵀ·B,
+ * K = 320 rows summed) onto C (beta = 1, a bias epilogue's form). bf16 runs
+ * oneDNN's bf16 GEMM where colrt loaded it, f16 the widening path. */
+static void test_gemm_large(void) {
+    enum { LM = 48, LN = 80, LK = 320 };
+    double *A = rnd(LK * LM, 1), *B = rnd(LK * LN, 1), *C = rnd(LM * LN, 1), *ref = zeros(LM * LN);
+    void *Ad = dev(T, A, LK * LM), *Bd = dev(T, B, LK * LN), *Cd = dev(T, C, LM * LN);
+    colrt_gemm(NULL, T, 1, 0, LM, LN, LK, 1.f, Ad, LM, 0, Bd, LN, 0, 1.f, Cd, LN, 0, 1);
+    for (int i = 0; i < LM; i++)
+        for (int j = 0; j < LN; j++) {
+            double s = C[i * LN + j];
+            for (int k = 0; k < LK; k++) s += A[k * LM + i] * B[k * LN + j];
+            ref[i * LN + j] = s;
+        }
+    expect("gemm 48x80x320 ta=1 beta=1", T, Cd, ref, LM * LN, tol_of(T));
+    free(A), free(B), free(C), free(ref), free(Ad), free(Bd), free(Cd);
+}
+
 /* ---- layer norm / RMS norm --------------------------------------------------------- */
 
 enum { NN = 6, ND = 40 };
@@ -633,13 +652,21 @@ static void bad_dtype(void) {
 
 int main(int argc, char **argv) {
     colrt_init(&argc, &argv);
-    printf("gemm library: %s\n", colrt_gemm_library());
+    const char *lib = colrt_gemm_library();
+    printf("gemm library: %s\n", lib);
+    /* where colrt loaded oneDNN on a CPU with AVX512_BF16, bf16 GEMM must not
+     * have fallen back to widening */
+    __builtin_cpu_init();
+    if (!strncmp(lib, "onednn", 6) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16") && !getenv("COLRT_GEMM_BF16"))
+        CHECK(strstr(lib, "bf16: matmul primitive") != NULL);
     test_conversions();
     test_memcpy_2d();
     test_attention_more_queries();
     for (int k = 0; k < 3; k++) {
         T = FLOATS[k];
         test_gemm();
+        test_gemm_large();
         test_norms();
         test_softmax();
         test_attention();
