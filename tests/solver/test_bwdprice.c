@@ -19,32 +19,8 @@
 #include "check.h"
 #include "plan.h"
 #include "text.h"
+#include "fixtures.h"
 
-static Graph *training_of(const char *name, const char *text) {
-    Graph *f = ir_parse(name, text, strlen(text));
-    IR_ASSERT(f);
-    AdOptions o;
-    ad_options_default(&o);
-    StrBuf err;
-    sb_init(&err);
-    Graph *g = ad_build(f, &o, &err);
-    if (!g) fprintf(stderr, "%s\n", sb_cstr(&err));
-    sb_free(&err);
-    ir_graph_free(f);
-    IR_ASSERT(g);
-    return g;
-}
-
-static Graph *example(const char *file) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/examples/ir/%s", COLOSSAL_SOURCE_DIR, file);
-    size_t len;
-    char *text = ir_read_file(path, &len);
-    IR_ASSERT(text);
-    Graph *g = training_of(path, text);
-    ir_free(text);
-    return g;
-}
 
 static PlanResult *plan(const Graph *g, const char *cluster, const char *mesh, const char *strategy) {
     PlanOptions o;
@@ -91,7 +67,7 @@ static const char tiny[] = "# colossal-ir 1\n"
 /* Data parallel on two devices: every backward node splits the 64 rows in
  * two (32 a device); weight gradients are pending sums over the batch axis. */
 static void test_hand_priced(void) {
-    Graph *g = training_of("tiny.cir", tiny);
+    Graph *g = fixture_training_text("tiny.cir", tiny, 1);
     PlanResult *r = plan(g, "h100:1x2", "1x2", "dp");
     const CostModel *cm = &r->cm;
     const Placement *pl = r->pl;
@@ -194,7 +170,7 @@ static double runs(const PlanResult *r, const Graph *g) {
 }
 
 static void test_objective_runs(void) {
-    Graph *g = example("gpt2-tiny.cir");
+    Graph *g = fixture_training_file("examples/ir/gpt2-tiny.cir", 1);
     const char *meshes[] = {"1x1", "1x2", "1x2", "2x2"}, *clusters[] = {"h100:1x1", "h100:1x2", "h100:1x2", "h100:1x4"};
     const char *strategies[] = {NULL, "dp", "megatron", "megatron"};
     for (int k = 0; k < 4; k++) {

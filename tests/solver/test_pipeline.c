@@ -32,6 +32,7 @@
 
 #include "autodiff.h"
 #include "check.h"
+#include "fixtures.h"
 #include "ir.h"
 #include "ops.h"
 #include "pipeline.h"
@@ -126,23 +127,7 @@ static void test_bubble(void) {
 }
 
 /* The training graph of a model file under the source tree (path from its root). */
-static Graph *training(const char *path, int micro) {
-    char full[512];
-    snprintf(full, sizeof full, "%s/%s", COLOSSAL_SOURCE_DIR, path);
-    size_t len;
-    char *text = ir_read_file(full, &len);
-    Graph *fwd = ir_parse(path, text, len);
-    ir_free(text);
-    AdOptions ao;
-    ad_options_default(&ao);
-    ao.micro_batches = micro;
-    StrBuf err;
-    sb_init(&err);
-    Graph *g = ad_build(fwd, &ao, &err);
-    sb_free(&err);
-    ir_graph_free(fwd);
-    return g;
-}
+static Graph *training(const char *path, int micro) { return fixture_training_file(path, micro); }
 
 static Graph *tiny_gpt2(int micro) { return training("examples/ir/gpt2-tiny.cir", micro); }
 

@@ -17,24 +17,12 @@
 #include "check.h"
 #include "plan.h"
 #include "text.h"
+#include "fixtures.h"
 
 static Graph *training(const char *file) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/examples/ir/%s", COLOSSAL_SOURCE_DIR, file);
-    size_t len;
-    char *text = ir_read_file(path, &len);
-    Graph *f = text ? ir_parse(path, text, len) : NULL;
-    ir_free(text);
-    IR_ASSERT(f);
-    AdOptions o;
-    ad_options_default(&o);
-    StrBuf err;
-    sb_init(&err);
-    Graph *g = ad_build(f, &o, &err);
-    sb_free(&err);
-    ir_graph_free(f);
-    IR_ASSERT(g);
-    return g;
+    char path[256];
+    snprintf(path, sizeof path, "examples/ir/%s", file);
+    return fixture_training_file(path, 1);
 }
 
 static PlanResult *plan(const Graph *g, const char *cluster, const char *strategy) {
