@@ -154,7 +154,7 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
     /* an elementwise cast of a gradient slice is that slice in another dtype,
      * and its accumulation over micro-batches a slice of the sum (zero.c),
      * not partial sums */
-    bool cast_slice = (n->op == OP_CAST || n->op == OP_GRAD_ACCUM) && p->v[n->out[0]].zchunk > 0 &&
+    bool slice_op = (n->op == OP_CAST || n->op == OP_GRAD_ACCUM) && p->v[n->out[0]].zchunk > 0 &&
                       zgrad[n->out[0]] > 0;
     for (int i = 0; i < n->n_in; i++) {
         ValueId x = n->in[i];
@@ -174,7 +174,7 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
     }
     /* a sum over a gradient slice (the norm) is a partial sum over the ranks;
      * so are a trust ratio's norms over the update's ZeRO slice */
-    if ((scattered && !ir_op_is_update(n->op) && !cast_slice) || (p->n[id].zero && ir_op_is_trust_norms(n->op)))
+    if ((scattered && !ir_op_is_update(n->op) && !slice_op) || (p->n[id].zero && ir_op_is_trust_norms(n->op)))
         partial = true;
     for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = partial;
     scatter_final(g, p, id, pending, zgrad);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fixtures.h"
 #include "solver.h"
 #include "text.h"
 
@@ -139,17 +140,6 @@ static void exactness(const char *cluster, const char *m, Shape sh, size_t small
     ir_free(sp);
 }
 
-static Graph *load(const char *rel) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", COLOSSAL_SOURCE_DIR, rel);
-    size_t len;
-    char *text = ir_read_file(path, &len);
-    IR_ASSERT(text);
-    Graph *g = ir_parse(path, text, len);
-    ir_free(text);
-    IR_ASSERT(g);
-    return g;
-}
 
 /* The largest spec space of a value of g on m. */
 static int largest_space(const Graph *g, const ShardMesh *m) {
@@ -170,7 +160,7 @@ static int largest_space(const Graph *g, const ShardMesh *m) {
 static void construction_work(void) {
     ShardCluster cl;
     ShardMesh mesh = mesh_of("h100:1x8", "2x2x2", &cl);
-    Graph *g = load("examples/ir/gpt2-tiny.cir");
+    Graph *g = fixture_graph_file("examples/ir/gpt2-tiny.cir");
     CostModel cm = {&cl, &mesh, DT_F32, 1};
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
     shard_reshard_cache_clear();
@@ -198,7 +188,7 @@ static void construction_work(void) {
 static void same_problem(const char *model, const char *cluster, const char *m) {
     ShardCluster cl;
     ShardMesh mesh = mesh_of(cluster, m, &cl);
-    Graph *g = load(model);
+    Graph *g = fixture_graph_file(model);
     CostModel cm = {&cl, &mesh, DT_F32, 1};
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
     shard_reshard_cache_clear();
@@ -234,7 +224,7 @@ static void same_problem(const char *model, const char *cluster, const char *m) 
 static void deadline(void) {
     ShardCluster cl;
     ShardMesh mesh = mesh_of("h100:1x8", "2x2x2", &cl);
-    Graph *g = load("examples/ir/gpt2-tiny.cir");
+    Graph *g = fixture_graph_file("examples/ir/gpt2-tiny.cir");
     CostModel cm = {&cl, &mesh, DT_F32, 1};
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
     shard_reshard_cache_clear();

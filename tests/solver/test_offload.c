@@ -195,6 +195,24 @@ static void pricing(void) {
     ir_graph_free(g);
 }
 
+/* The ILP at a device limit halfway between the smallest peak any choice has
+ * and the unconstrained plan's (so it binds) equals the brute force: optimal,
+ * the same step, within the limit. Gives the limit and the brute force's step. */
+static IlpResult solve_at_midpoint(const IlpProblem *p, double *limit, double *want, double *min_peak) {
+    double lo, free_peak;
+    brute(p, INFINITY, INFINITY, &lo, &free_peak);
+    CHECK(free_peak > lo);
+    *limit = 0.5 * (lo + free_peak);
+    *want = brute(p, *limit, INFINITY, NULL, NULL);
+    IlpResult r = solve(p, *limit, -1);
+    CHECK_INT(r.status, ILP_OPTIMAL);
+    CHECK_NEAR(r.objective, *want, RTOL);
+    CHECK_NEAR(r.price.step_s, *want, RTOL);
+    CHECK(r.price.peak_bytes <= *limit * (1 + 1e-9));
+    if (min_peak) *min_peak = lo;
+    return r;
+}
+
 /* On 2x2 (strategies and ZeRO stages to choose too), limits that bind. */
 static void exactness(void) {
     setup("cpu:1x4", "2x2");
@@ -202,16 +220,8 @@ static void exactness(void) {
     IR_ASSERT(g);
     IlpOptions io = {true, 1, false, NULL, PO_MASTER};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
-    double min_peak, free_peak;
-    brute(p, INFINITY, INFINITY, &min_peak, &free_peak);
-    CHECK(free_peak > min_peak);
-    double limit = 0.5 * (min_peak + free_peak);
-    double want = brute(p, limit, INFINITY, NULL, NULL);
-    IlpResult r = solve(p, limit, -1);
-    CHECK_INT(r.status, ILP_OPTIMAL);
-    CHECK_NEAR(r.objective, want, RTOL);
-    CHECK_NEAR(r.price.step_s, want, RTOL);
-    CHECK(r.price.peak_bytes <= limit * (1 + 1e-9));
+    double limit, want;
+    IlpResult r = solve_at_midpoint(p, &limit, &want, NULL);
     printf("offload exactness: device limit %.0f B: brute force %.9g s, ILP %.9g s, host %.0f B\n", limit, want,
            r.objective, r.price.host_bytes);
     /* a host limit that binds: the largest of 90 %, 80 %, ... of what that
@@ -294,16 +304,8 @@ static void params(void) {
     sb_free(&err);
     ilp_choice_free(&c), ilp_choice_free(&cm1);
     /* free choices: a device limit between the smallest peak and the unconstrained plan's */
-    double min_peak, free_peak;
-    brute(p, INFINITY, INFINITY, &min_peak, &free_peak);
-    CHECK(free_peak > min_peak);
-    double limit = 0.5 * (min_peak + free_peak);
-    double want = brute(p, limit, INFINITY, NULL, NULL);
-    IlpResult rs = solve(p, limit, -1);
-    CHECK_INT(rs.status, ILP_OPTIMAL);
-    CHECK_NEAR(rs.objective, want, RTOL);
-    CHECK_NEAR(rs.price.step_s, want, RTOL);
-    CHECK(rs.price.peak_bytes <= limit * (1 + 1e-9));
+    double limit, want, min_peak;
+    IlpResult rs = solve_at_midpoint(p, &limit, &want, &min_peak);
     /* the smallest peak needs the parameters on the host */
     IlpResult rmin = solve(p, min_peak * (1 + 1e-9), -1);
     CHECK_INT(rmin.status, ILP_OPTIMAL);
