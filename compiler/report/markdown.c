@@ -189,9 +189,15 @@ static void pipeline_stages(const cJSON *r, StrBuf *o) {
     if (!pp || n < 2) return;
     char a[32], b[32], c[32], d[32], f[32], h[32], q[32];
     bool priced = cJSON_IsNumber(rep_get(pp, "step_time_s"));
-    sb_printf(o, "## Pipeline stages\n\n%d stages, schedule %s over %d micro-batches: the schedule's bubble is %.1f%% "
-                 "((p - 1) / (m + p - 1) for equal stages).",
-              n, rep_str(pp, "schedule"), rep_int(pp, "micro_batches"), 100 * rep_num(pp, "bubble_fraction"));
+    int V = cJSON_IsNumber(rep_get(pp, "chunks")) ? rep_int(pp, "chunks") : 1;
+    if (V > 1) /* interleaved: v model chunks per stage */
+        sb_printf(o, "## Pipeline stages\n\n%d stages of %d model chunks each, schedule %s over %d micro-batches: the "
+                     "schedule's bubble is %.1f%% ((p - 1) / (v m + p - 1) for equal stages).",
+                  n, V, rep_str(pp, "schedule"), rep_int(pp, "micro_batches"), 100 * rep_num(pp, "bubble_fraction"));
+    else
+        sb_printf(o, "## Pipeline stages\n\n%d stages, schedule %s over %d micro-batches: the schedule's bubble is %.1f%% "
+                     "((p - 1) / (m + p - 1) for equal stages).",
+                  n, rep_str(pp, "schedule"), rep_int(pp, "micro_batches"), 100 * rep_num(pp, "bubble_fraction"));
     if (priced) /* pipeprice.c: the stages' action tables replayed with their own times */
         sb_printf(o, " Replayed with each stage's own times and the %s link's transfers, the step takes %s and the "
                      "stages idle %.1f%% of it; the tied parameters' all-reduce takes %s. Per micro-batch: forward, "
