@@ -680,6 +680,11 @@ static void test_interleaved_price(void) {
         /* 1F1B on the same stages (each stage's whole f + b at once): (m + p - 1)(f + b), longer */
         CHECK_NEAR(pipeline_replay_v(p, 1, m, f1, b1, x, NULL, NULL, NULL), (m + p - 1) * 3.0, 1e-9);
         CHECK(t < (m + p - 1) * 3.0);
+        /* with a message 0.05 a boundary: micro-batch 0's forward and then its backward cross all
+         * p v - 1 boundaries one after the other, each taking the message's time */
+        for (int q = 0; q < p * v; q++) x[q] = 0.05;
+        double tx = pipeline_replay_v(p, v, m, f, b, x, NULL, NULL, NULL);
+        CHECK(tx >= 3.0 * p + 2 * (p * v - 1) * 0.05 - 1e-9 && tx > t);
     }
     /* the cut: GPT-2 of 4 blocks on 2 stages of 2 model chunks: virtual stage q holds block q on
      * device q % 2; the embedding on virtual stage 0, the head on 3 */
