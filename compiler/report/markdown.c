@@ -217,8 +217,16 @@ static void pipeline_stages(const cJSON *r, StrBuf *o) {
                         "|---:|---|---|---|---:|---:|---:|---:|\n");
     cJSON_ArrayForEach(e, st) {
         int first = rep_int(e, "first_instance"), cnt = rep_int(e, "instances");
-        sb_printf(o, "| %d | %s[%d..%d] | %s%s%s | ", rep_int(e, "stage"), rep_str(e, "block"), first, first + cnt - 1,
-                  cJSON_IsTrue(rep_get(e, "embedding")) ? "embedding" : "",
+        const cJSON *ch = rep_get(e, "model_chunks"), *y;
+        if (cJSON_GetArraySize(ch) > 0) { /* interleaved: each model chunk's range */
+            sb_printf(o, "| %d | ", rep_int(e, "stage"));
+            int n_ch = 0;
+            cJSON_ArrayForEach(y, ch) {
+                int f0 = rep_int(y, "first_instance"), c0 = rep_int(y, "instances");
+                sb_printf(o, "%s%s[%d..%d]", n_ch++ ? ", " : "", rep_str(e, "block"), f0, f0 + c0 - 1);
+            }
+        } else sb_printf(o, "| %d | %s[%d..%d]", rep_int(e, "stage"), rep_str(e, "block"), first, first + cnt - 1);
+        sb_printf(o, " | %s%s%s | ", cJSON_IsTrue(rep_get(e, "embedding")) ? "embedding" : "",
                   cJSON_IsTrue(rep_get(e, "embedding")) && cJSON_IsTrue(rep_get(e, "head")) ? ", " : "",
                   cJSON_IsTrue(rep_get(e, "head")) ? "head, loss" : "");
         const cJSON *x;
