@@ -503,6 +503,15 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
             snprintf(c->why, sizeof c->why, "needs at least %d micro-batches (--micro-batches %d)", p, m);
             continue;
         }
+        if (p > 1 && o->pp_chunks >= 2 && (n_inst % (p * o->pp_chunks) || p * o->pp_chunks > PLACE_MAX_STAGES)) {
+            snprintf(c->why, sizeof c->why, "--schedule interleaved:%d: the %d block instances do not make %d x %d model chunks",
+                     o->pp_chunks, n_inst, p, o->pp_chunks);
+            continue;
+        }
+        if (p > 1 && o->pp_chunks >= 2 && !o->micro_auto && m % p) {
+            snprintf(c->why, sizeof c->why, "--schedule interleaved:%d: %d micro-batches are not a multiple of %d", o->pp_chunks, m, p);
+            continue;
+        }
         PlanOptions op = *o;
         op.pp = p;
         op.quiet_no_fit = true;

@@ -180,6 +180,8 @@ best = min(t.values(), key=lambda e: e["step_time_s"])
 assert (pp["schedule"], pp["chunks"]) == (best["schedule"], best["chunks"]), (pp["schedule"], pp["chunks"], best)
 assert abs(d["step_time_s"] - best["step_time_s"]) <= 1e-12 * best["step_time_s"], d["step_time_s"]
 PY
+expect 0 "4 stages: --schedule interleaved:2: the 4 block instances do not make 4 x 2 model chunks" -- \
+  "$src/tests/e2e/gpt2_tiny_4.cir" --emit plan --cluster h100:1x4 --pp auto --micro-batches 4 --schedule interleaved:2 -o "$tmp/ilpa"
 expect 0 "" -- "${p4[@]}" --micro-batches 4 --schedule interleaved:2 -q -o "$tmp/ili"
 python3 - "$tmp/ili/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: --schedule interleaved:2 in the plan JSON"; fail=$((fail + 1)); }
 import json, sys
