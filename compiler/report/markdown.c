@@ -201,11 +201,11 @@ static void pipeline_stages(const cJSON *r, StrBuf *o) {
     if (priced) /* pipeprice.c: the stages' action tables replayed with their own times */
         sb_printf(o, " Replayed with each stage's own times and the %s link's transfers, the step takes %s and the "
                      "stages idle %.1f%% of it; the tied parameters' all-reduce takes %s. Per micro-batch: forward, "
-                     "backward (with the forward again on every stage but the last), the message to the next stage; "
-                     "memory: what the stage holds at its peak, of it the pipeline buffer (p - s micro-batches' inputs "
-                     "in flight, the outboxes).",
+                     "backward (with the forward again on every stage but the last), the message to the next stage%s; "
+                     "memory: what the stage holds at its peak, of it the pipeline buffer (%s, the outboxes).",
                   rep_str(rep_get(pp, "link"), "link"), T(a, rep_num(pp, "step_time_s")), 100 * rep_num(pp, "idle_fraction"),
-                  T(b, rep_num(pp, "tied_all_reduce_s")));
+                  T(b, rep_num(pp, "tied_all_reduce_s")), V > 1 ? " (its chunks' messages together)" : "",
+                  V > 1 ? "the inputs each of its virtual stages holds in flight" : "p - s micro-batches' inputs in flight");
     double eq = rep_num(pp, "equal_ranges_step_time_s");
     if (priced && eq > rep_num(pp, "step_time_s")) /* pipeline_rebalance moved the boundaries */
         sb_printf(o, " The stage boundaries were moved by cost: nearly equal ranges would take %s.", T(a, eq));
