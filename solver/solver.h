@@ -249,6 +249,10 @@ typedef struct IlpPrice {
  * groups, and those whose gradient the head writes (a tied embedding). */
 bool ilp_group_at_head(const IlpGroup *g);
 
+/* Group g is one of the last block's, whose last instance the backward
+ * runs first (its gradients, IlpGroup.early = 1, are written first). */
+bool ilp_group_last_block(const IlpGroup *g);
+
 /* The largest transient of one group instance under ZeRO stage z: its
  * backward's gradient buffers (IlpStrat.transient), plus under stages 2 and
  * 3, or when gradients accumulate across micro-batches, the whole gradient
