@@ -174,7 +174,7 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     double start = r.mem_params - r.mem_grads_late + r.mem_acts;
     /* the last block instance's backward, group by group (its groups in
      * forward order: the backward reaches g with those before it unwritten) */
-    double last = other_blocks, last_at = other_blocks, unwritten = 0, freed = 0;
+    double last = other_blocks, last_at = other_blocks, unwritten = 0, freed = 0, g_unw = 0, g_freed = 0;
     for (int gi = 0; gi < p->n_groups; gi++) /* where the last instance keeps its activations (policy none: */
         if (ilp_group_last_block(&p->groups[gi]) && c->count[p->groups[gi].block][RC_NONE] > 0) /* policy_of) */
             freed += p->groups[gi].strats[c->strat[gi]].act[RC_NONE]; /* the backward frees them group by group */
@@ -185,7 +185,7 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         int z = c->zero[gi];
         if (c->count[g->block][RC_NONE] > 0) freed -= S->act[RC_NONE]; /* those of the groups after g */
         double at_g = ilp_transient(S, z) - unwritten - freed;
-        if (at_g > last_at) last_at = at_g, last = ilp_transient(S, z);
+        if (at_g > last_at) last_at = at_g, last = ilp_transient(S, z), g_unw = unwritten, g_freed = freed;
         unwritten += S->mem_grad_late[z];
     }
     double at[ILP_MOMENTS] = {
@@ -197,6 +197,8 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     for (int k = 1; k < ILP_MOMENTS; k++) /* the first of equal peaks */
         if (at[k] > at[r.peak_moment]) r.peak_moment = k;
     r.peak_bytes = at[r.peak_moment];
+    r.mem_unwritten = r.peak_moment == 0 ? unwritten : r.peak_moment == 1 ? g_unw : 0;
+    r.mem_acts_freed = r.peak_moment == 1 ? g_freed : 0;
     r.mem_transient = tr[r.peak_moment];
     ir_free(block_none);
     return r;

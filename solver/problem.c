@@ -55,10 +55,9 @@ static unsigned saved_mask(int op) {
     }
 }
 
-/* One buffer of `bytes` as the memory plan places it: every buffer of the
- * arena starts at a multiple of COLRT_ALIGN (compiler/lower/memplan.c), so
- * a buffer takes its bytes rounded up to it (a 16-float bias takes 256). */
-static double buf(double bytes) { return bytes > 0 ? ceil(bytes / COLRT_ALIGN) * COLRT_ALIGN : 0; }
+double ilp_buffer_bytes(double bytes) { return bytes > 0 ? ceil(bytes / COLRT_ALIGN) * COLRT_ALIGN : 0; }
+
+static double buf(double bytes) { return ilp_buffer_bytes(bytes); }
 
 /* Does operand i's gradient share the result gradient's buffer? An add's
  * operand of the result's shape gets dY itself (ir/backward.c bw_add_sub),
@@ -493,8 +492,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 }
                 double nb = 4 * el + 4;
                 S->opt_s[z] += nb / cost_mem_rate(cm->cl, OPC_REDUCE, OP_SUMSQ, nb);
-                /* its f32 buffers' elements as allocated (host offload prices per element) */
-                if (p->opt.offload != PO_DEVICE) S->off_elems[z] += buf(4 * oe) / 4;
+                if (p->opt.offload != PO_DEVICE) S->off_elems[z] += oe;
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
                  * all-reduce of every parameter's pair: a share of its latency */
