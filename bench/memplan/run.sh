@@ -26,7 +26,8 @@ import json, sys
 d = json.load(open(sys.argv[1])); m = d["memory"]
 a, lb, p = m["planned_arena_bytes"], m["lower_bound_bytes"], m["predicted_peak_bytes"]
 mesh = "x".join(str(x) for x in d["mesh"])
-print(f"{sys.argv[2]:<10} {sys.argv[3]:<28} {mesh:<6} {a/1e6:12.1f} {lb/1e6:12.1f} {a/lb:9.3f} {p/1e6:12.1f} {a/p:10.3f}")
+f = ".3f" if p < 10e6 else ".1f"  # the small models' rows in kB-sized MB
+print(f"{sys.argv[2]:<10} {sys.argv[3]:<28} {mesh:<6} {a/1e6:12{f}} {lb/1e6:12{f}} {a/lb:9.3f} {p/1e6:12{f}} {a/p:10.3f}")
 PY
 }
 run gpt2-124m "1 GPU"                      "${gpt2[@]}" --cluster h100:1x1
