@@ -337,7 +337,7 @@ static double member_bwd(const Builder *b, const IlpMember *mem, int s, const Co
     if (n) {
         ShardStrategy *st = ir_alloc(sizeof *st * (size_t)n * 2), *held = st + n;
         double *mv = ir_alloc(sizeof *mv * (size_t)n);
-        plan_bwd_rule(b->g, b->bw, b->cm->mesh, b->p->opt.lowerable, b->bw_fps, mem->node, &mem->st[s], st, held, mv);
+        plan_bwd_rule(b->g, b->bw, b->cm->mesh, b->p->opt.lowerable, b->bw_fps, mem->node, &mem->st[s], st, held, mv, NULL);
         for (int k = 0; k < n; k++) {
             IterSpace is;
             ir_itspace(b->g, chain[k], &is);
@@ -786,7 +786,7 @@ void ilp_node_costs(const IlpProblem *p, const IlpChoice *c, CostOp *out) {
         if (!bw->training) continue;
         const NodeId *chain;
         int nb = plan_bwd_chain(bw, n, &chain);
-        plan_bwd_rule(g, bw, p->cm->mesh, p->opt.lowerable, plan_bwd_flops_per_s(p->cm), n, fs, st, held, NULL);
+        plan_bwd_rule(g, bw, p->cm->mesh, p->opt.lowerable, plan_bwd_flops_per_s(p->cm), n, fs, st, held, NULL, NULL);
         out[n].bwd_s = 0;
         for (int k = 0; k < nb; k++) {
             IterSpace is;

@@ -186,8 +186,15 @@ int plan_bwd_chain(const PlanBwd *b, NodeId f, const NodeId **nodes);
  * move_s (NULL: not wanted): per node, the reshardings it implies (operands
  * read away from their assumed specs, results moved to their targets).
  * The ILP prices f's strategies with it and the completion places with it. */
+/* assumed (NULL: not wanted): per node, the spec the rule assumed each operand
+ * held in (has[i] false: none assumed), which move_s priced reading it from. */
+typedef struct PlanBwdAssumed {
+    ShardSpec in[IR_MAX_IN];
+    bool has[IR_MAX_IN];
+} PlanBwdAssumed;
 void plan_bwd_rule(const Graph *g, const PlanBwd *bw, const ShardMesh *m, bool lowerable, double flops_per_s,
-                   NodeId f, const ShardStrategy *fs, ShardStrategy *out, ShardStrategy *held, double *move_s);
+                   NodeId f, const ShardStrategy *fs, ShardStrategy *out, ShardStrategy *held, double *move_s,
+                   PlanBwdAssumed *assumed);
 /* The strategy plan_bwd_rule's node k is priced at: held[k] when it runs as held, else out[k]. */
 static inline const ShardStrategy *plan_bwd_priced(const ShardStrategy *out, const ShardStrategy *held, int k) {
     return held[k].split > 0 ? &held[k] : &out[k];
