@@ -315,6 +315,10 @@ static void params(void) {
     CHECK_NEAR(r.fetch_s, 8 * elems / cl.pcie_bw, 1e-15);
     CHECK(r.fetch_exposed_s > 0 && r.fetch_exposed_s <= r.fetch_s);
     CHECK_NEAR(r.offload_s, elems * p->off_s3, 1e-15);
+    /* the program runs the offloaded updates after the backward: nothing hides their pipeline */
+    CHECK(r.offload_s > 0 && rm.offload_s >= r.offload_s);
+    CHECK_NEAR(r.offload_exposed_s, r.offload_s, 1e-18);
+    CHECK_NEAR(rm.offload_exposed_s, rm.offload_s, 1e-18);
     CHECK_NEAR(r.host_bytes, rm.host_bytes, 1e-9); /* the host's copy is the parameter */
     CHECK_NEAR(r.step_s - r.fetch_exposed_s - r.offload_exposed_s, rm.step_s - rm.offload_exposed_s, 1e-12);
     PlanResult pr = {0};

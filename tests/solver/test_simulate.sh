@@ -89,7 +89,8 @@ import json, re, sys
 plan = json.load(open(sys.argv[1]))
 src = open(sys.argv[2]).read()
 ops = plan["program"]["ops"]
-step = src[src.index("_train_step("):]  # the schedule (not creation's or a checkpoint load's copies)
+# the schedule: the forward's, backward's and update's functions (not creation's or a checkpoint load's copies)
+step = src[re.search(r"static void \w+_forward_nodes\(", src).start():re.search(r"static void \w+_feed\(", src).start()]
 for kind, want in (("host", len(re.findall(r"colrt_host_adamw\(", step))),
                    ("hcopy", len(re.findall(r"colrt_memcpy_async\(", step)))):
     got = sum(1 for o in ops if o["k"] == kind)
