@@ -116,6 +116,7 @@ static void preset_extras(const char *name, ShardCluster *c) {
         c->host_mem_bytes = (gb) * GIGA;                            \
         c->pcie_bw = (pcie) * GIGA;                                 \
         c->host_adamw_rate = (rate) * 1e9;                          \
+        c->host_inflight = SHARD_INFLIGHT_DEFAULT;                  \
         host = true;                                                \
     }
     HOSTS(X)
@@ -313,7 +314,9 @@ static bool reserve_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
 }
 
 /* The optional host: {"memory_gb", "pcie_gbs", "adamw_gelems"}, all three
- * positive; absent: no host offload on this cluster. */
+ * positive, and optionally "transfers_in_flight", a whole number from 1 to
+ * SHARD_INFLIGHT_MAX (SHARD_INFLIGHT_DEFAULT when absent); absent: no host
+ * offload on this cluster. */
 static bool host_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "host");
     if (!o) return true;
@@ -321,9 +324,28 @@ static bool host_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
         sb_printf(err, "field 'host' must be an object {\"memory_gb\", \"pcie_gbs\", \"adamw_gelems\"}");
         return false;
     }
-    return num_field(o, "host.", "memory_gb", GIGA, &c->host_mem_bytes, err) &&
-           num_field(o, "host.", "pcie_gbs", GIGA, &c->pcie_bw, err) &&
-           num_field(o, "host.", "adamw_gelems", 1e9, &c->host_adamw_rate, err);
+    if (!num_field(o, "host.", "memory_gb", GIGA, &c->host_mem_bytes, err) ||
+        !num_field(o, "host.", "pcie_gbs", GIGA, &c->pcie_bw, err) ||
+        !num_field(o, "host.", "adamw_gelems", 1e9, &c->host_adamw_rate, err))
+        return false;
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "transfers_in_flight");
+    c->host_inflight = SHARD_INFLIGHT_DEFAULT;
+    if (!k) return true;
+    if (!cJSON_IsNumber(k) || !isfinite(k->valuedouble) || k->valuedouble != floor(k->valuedouble) ||
+        k->valuedouble < 1 || k->valuedouble > SHARD_INFLIGHT_MAX) {
+        if (cJSON_IsNumber(k))
+            sb_printf(err, "field 'host.transfers_in_flight' must be a whole number from 1 to %d, got %g",
+                      SHARD_INFLIGHT_MAX, k->valuedouble);
+        else
+            sb_printf(err, "field 'host.transfers_in_flight' must be a whole number from 1 to %d", SHARD_INFLIGHT_MAX);
+        return false;
+    }
+    c->host_inflight = (int)k->valuedouble;
+    return true;
+}
+
+int shard_cluster_inflight(const ShardCluster *c, int flag) {
+    return flag > 0 ? flag : c->host_inflight > 0 ? c->host_inflight : SHARD_INFLIGHT_DEFAULT;
 }
 
 const char *shard_kernel_name(ShardKernel k) {
@@ -514,6 +536,7 @@ cJSON *shard_cluster_to_json(const ShardCluster *c) {
         cJSON_AddNumberToObject(h, "memory_gb", c->host_mem_bytes / GIGA);
         cJSON_AddNumberToObject(h, "pcie_gbs", c->pcie_bw / GIGA);
         cJSON_AddNumberToObject(h, "adamw_gelems", c->host_adamw_rate / 1e9);
+        if (c->host_inflight > 0) cJSON_AddNumberToObject(h, "transfers_in_flight", c->host_inflight);
     }
     if (c->kernel[0].n > 0) {
         cJSON *k = cJSON_AddObjectToObject(o, "kernel_gbs");

@@ -63,6 +63,11 @@ typedef struct ShardRateTable {
 /* The rate at `bytes`; 0 for a table of no points. */
 double shard_rate_at(const ShardRateTable *t, double bytes);
 
+/* Host offload's transfers up in flight when nothing says (the next block's slices
+ * come up while this one computes: one ahead), and the most a cluster or
+ * --offload-inflight may ask (a staging each, in device memory). */
+#define SHARD_INFLIGHT_DEFAULT 2
+#define SHARD_INFLIGHT_MAX 64
 #define SHARD_MAX_DEVICES (1 << 20) /* a cluster larger than this is refused (sizes stay in int) */
 typedef struct ShardCluster {
     char device[32];            /* "H100-SXM" */
@@ -82,6 +87,10 @@ typedef struct ShardCluster {
     double pcie_bw;             /* host<->device bytes/s per direction per device */
     double host_adamw_rate;     /* elements/s of the host AdamW for one device (its share
                                  * of the node's cores and memory bandwidth) */
+    int host_inflight;          /* parameters on the host (ZeRO-3 slices): at most this many
+                                 * transfers up in flight (host.transfers_in_flight: 1 to
+                                 * SHARD_INFLIGHT_MAX, SHARD_INFLIGHT_DEFAULT when a host is
+                                 * given without it; 0: no host); --offload-inflight overrides */
     /* bytes/s each memory-bound kernel class reaches by call size
      * (colossal-calibrate, by running colrt's kernels); no points: not
      * measured, and each class is priced at mem_bw times its factor (cost.c) */
@@ -99,6 +108,9 @@ bool shard_cluster_load(const char *arg, ShardCluster *c, StrBuf *err, StrBuf *h
 bool shard_cluster_preset(const char *name, ShardCluster *c, StrBuf *err);
 bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *c, StrBuf *err);
 int shard_cluster_devices(const ShardCluster *c);
+/* Host offload's transfers up in flight: `flag` (--offload-inflight) when > 0, else
+ * the cluster's host_inflight, else SHARD_INFLIGHT_DEFAULT. */
+int shard_cluster_inflight(const ShardCluster *c, int flag);
 /* The whole reserve per device, bytes. */
 double shard_cluster_reserve(const ShardCluster *c);
 /* Fraction of peak FLOP/s that one GEMM of `flops` reaches in dtype dt. */

@@ -271,6 +271,9 @@ void cg_offload_destroy(const CgCtx *c, StrBuf *m);
 void cg_trace_node(CgCtx *c, NodeId id);                  /* the node's kernels */
 void cg_trace_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int stream, const char *what);
 void cg_trace_copy(CgCtx *c, double bytes, const char *what);
+/* host offload: a copy on a copy stream (SIM_D2H, SIM_H2D), the host's AdamW over elems */
+void cg_trace_hcopy(CgCtx *c, int stream, double bytes, const char *what);
+void cg_trace_host(CgCtx *c, double elems, const char *what);
 void cg_trace_event(CgCtx *c, SimKind k, int stream, int event);
 /* The plan JSON with "program" (the recorded ops) and "simulated_step_time_s"
  * (their replay) added; malloc'd, NULL when plan_json does not parse or the

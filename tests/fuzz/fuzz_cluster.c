@@ -2,7 +2,8 @@
  * fuzz_cluster.c — libFuzzer target for cluster JSON (--cluster FILE.json,
  * shard/cluster.c): any input is rejected with a message, or gives
  * a cluster whose sizes are positive, finite and within SHARD_MAX_DEVICES
- * (and a host, when it has one, with its three figures positive and finite).
+ * (and a host, when it has one, with its three figures positive and finite
+ * and its transfers in flight from 1 to SHARD_INFLIGHT_MAX; none without).
  */
 #include <math.h>
 #include <stdint.h>
@@ -29,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (host && (!(c.host_mem_bytes > 0) || !isfinite(c.host_mem_bytes) || !(c.pcie_bw > 0) ||
                      !isfinite(c.pcie_bw) || !(c.host_adamw_rate > 0) || !isfinite(c.host_adamw_rate)))
             abort();
+        if (host ? c.host_inflight < 1 || c.host_inflight > SHARD_INFLIGHT_MAX : c.host_inflight != 0) abort();
     } else if (!err.len) {
         abort(); /* a refusal says why */
     }

@@ -248,7 +248,7 @@ int main(void) {
     sim_program_free(&p);
 
     /* the ILP's update: AdamW's 28 bytes per parameter element at 7 GB/s */
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
     IlpProblem *ip = ilp_problem_build(g, &cm, &io);
     CHECK(ip && !ip->timed_out);
     IlpChoice c = ilp_choice_new(ip);
