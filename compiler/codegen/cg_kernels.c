@@ -777,45 +777,33 @@ static bool emit_pos_embedding(CgCtx *c, NodeId id) {
  * scale) applied before the one rounding, as the interpreter does; the
  * runtime's kernel would round (softmax - onehot) / N first, which f16 can
  * only hold as a subnormal for unlikely classes. In place over the logits
- * when the lowering fused it (a row is read before it is written). */
-/* cross_entropy_bwd on 16-bit logits: softmax - onehot, times the incoming
- * gradient over the global tokens. C: each row in three SIMD loops in float
- * (cg_expf; the max, then the exponentials' sum in the lanes' order, then the
- * result), OpenMP over the rows: it was a row of libm exp() in double, twice
- * an element, 11 % of a bf16 GPT-2 124M step (bench/codegen_cpu/README.md).
- * CUDA: a block per row, its sums through the block tree, as before. */
+ * when the lowering fused it (a row is read before it is written). In float
+ * with the vectorizable cg_expf and SIMD reductions (the runtime's forward
+ * kernel sums the same way): a double libm exp per element, summed in index
+ * order, ran GPT-2 124M's bf16 loss gradient at 0.3 GB/s, 7 % of the step
+ * (bench/codegen_cpu/README.md); the float terms' error (~1e-7 relative) is
+ * far below the one 16-bit rounding. C: OpenMP over the rows (256 rows of
+ * 50257 are far more work than the 4096-point threshold of point kernels). */
 static void ce_bwd_half(CgCtx *c, NodeId id, int64_t V, int64_t rows, int64_t Ng) {
     const Node *n = N_(c, id);
-    char body[1024], cbody[2048], cuda[1200];
+    char body[1536];
     snprintf(body, sizeof body,
              "const $T0 *x = a0 + i * %lld;\n        $T3 *y = a3 + i * %lld;\n"
              "        const int64_t t = a1[i];\n"
-             "        const cg_acc g = $L2(a2[0]) / %lld.0;\n"
-             "        cg_acc mx = -INFINITY, z = 0;\n"
-             "        CG_FOR(j, %lld) if ($L0(x[j]) > mx) mx = $L0(x[j]);\n"
-             "        CG_MAX(mx);\n"
-             "        CG_FOR(j, %lld) z += exp($L0(x[j]) - mx);\n"
-             "        CG_SUM(z);\n"
-             "        CG_FOR(j, %lld) y[j] = $W3(t < 0 ? 0.0 : (exp($L0(x[j]) - mx) / z - (j == t)) * g);",
-             (long long)V, (long long)V, (long long)Ng, (long long)V, (long long)V, (long long)V);
-    snprintf(cbody, sizeof cbody,
-             "const $T0 *x = a0 + i * %lld;\n        $T3 *y = a3 + i * %lld;\n"
-             "        const int64_t t = a1[i];\n"
              "        const float g = (float)($L2(a2[0]) / %lld.0);\n"
-             "        float mx = -INFINITY, z = 0.f;\n"
+             "        float mx = -INFINITY, z = 0;\n"
              "#ifdef _OPENMP\n#pragma omp simd reduction(max : mx)\n#endif\n"
-             "        for (int64_t j = 0; j < %lld; j++) { const float v = $L0(x[j]); mx = v > mx ? v : mx; }\n"
+             "        CG_FOR(j, %lld) mx = $L0(x[j]) > mx ? $L0(x[j]) : mx;\n"
+             "        CG_MAX(mx);\n"
              "#ifdef _OPENMP\n#pragma omp simd reduction(+ : z)\n#endif\n"
-             "        for (int64_t j = 0; j < %lld; j++) z += cg_expf($L0(x[j]) - mx);\n"
-             "        const float rz = 1.0f / z;\n"
+             "        CG_FOR(j, %lld) z += cg_expf($L0(x[j]) - mx);\n"
+             "        CG_SUM(z);\n"
+             "        const float f = g / z;\n"
              "#ifdef _OPENMP\n#pragma omp simd\n#endif\n"
-             "        for (int64_t j = 0; j < %lld; j++)\n"
-             "            y[j] = $W3(t < 0 ? 0.0f : (cg_expf($L0(x[j]) - mx) * rz - (j == t ? 1.0f : 0.0f)) * g);",
+             "        CG_FOR(j, %lld) y[j] = $W3(t < 0 ? 0.0f : cg_expf($L0(x[j]) - mx) * f - (j == t ? g : 0.0f));",
              (long long)V, (long long)V, (long long)Ng, (long long)V, (long long)V, (long long)V);
-    snprintf(cuda, sizeof cuda, "const int64_t i = blockIdx.x;\n    {\n        %s\n    }", body);
     KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
-    CgKernel k = {.n = rows, .prologue = "", .body = cbody, .parallel = true, .npass = 1};
-    k.pass[0] = (CgPass){rows, cg_rows_threads(V), 0, cuda};
+    CgKernel k = {.n = rows, .prologue = "", .body = body, .rows = true, .rows_width = V, .parallel = true};
     cg_kernel_ex(c, id, 4, a, &k);
 }
 
