@@ -302,20 +302,24 @@ static bool emit_unary(CgCtx *c, NodeId id) {
     if (numel(L(c, n->in[0])) != numel(L(c, n->out[0]))) /* mixed precision under ZeRO-3 */
         return unsupported(c, id, "its operand is a ZeRO slice and its result whole (a sharded f32 master cast "
                                   "to a whole compute-dtype parameter is not lowered yet)");
+    bool fcast = n->op == OP_CAST && ir_dtype_is_float(dt_of(c, n->in[0]));
     StrBuf b;
     sb_init(&b);
     if (n->op == OP_GELU) /* in float: cg_tanhf vectorizes */
         sb_puts(&b, "const float x = $L0(a0[i]), r = 0.5f * x * (1 + " GELU_T ");\n        ");
+    else if (fcast) /* a float holds every f32, bf16 and f16 value exactly: one rounding either
+                     * way, and no detour through double (vectorizes at full width) */
+        sb_puts(&b, "const float r = $L0(a0[i]);\n        ");
     else
         sb_puts(&b, "double x = $L0(a0[i]), r;\n        ");
     switch (n->op) {
     case OP_GELU: break;
+    case OP_CAST: if (!fcast) sb_puts(&b, "r = x;"); break;
     case OP_SCALE: sb_printf(&b, "r = x * %.17g;", n->attr[0].f); break;
     case OP_RELU: sb_puts(&b, "r = x > 0 ? x : 0;"); break;
     case OP_SILU: sb_puts(&b, "r = x / (1 + exp(-x));"); break;
     case OP_TANH: sb_puts(&b, "r = tanh(x);"); break;
     case OP_EXP: sb_puts(&b, "r = exp(x);"); break;
-    case OP_CAST: sb_puts(&b, "r = x;"); break;
     default: sb_puts(&b, "r = 0 * x;"); break; /* zeros_like */
     }
     sb_puts(&b, "\n        a1[i] = $W1(r);");
@@ -778,7 +782,8 @@ static bool emit_pos_embedding(CgCtx *c, NodeId id) {
  * kernel sums the same way): a double libm exp per element, summed in index
  * order, ran GPT-2 124M's bf16 loss gradient at 0.3 GB/s, 7 % of the step
  * (bench/codegen_cpu/README.md); the float terms' error (~1e-7 relative) is
- * far below the one 16-bit rounding. */
+ * far below the one 16-bit rounding. C: OpenMP over the rows (256 rows of
+ * 50257 are far more work than the 4096-point threshold of point kernels). */
 static void ce_bwd_half(CgCtx *c, NodeId id, int64_t V, int64_t rows, int64_t Ng) {
     const Node *n = N_(c, id);
     char body[1536];
@@ -798,7 +803,8 @@ static void ce_bwd_half(CgCtx *c, NodeId id, int64_t V, int64_t rows, int64_t Ng
              "        CG_FOR(j, %lld) y[j] = $W3(t < 0 ? 0.0f : cg_expf($L0(x[j]) - mx) * f - (j == t ? g : 0.0f));",
              (long long)V, (long long)V, (long long)Ng, (long long)V, (long long)V, (long long)V);
     KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
-    cg_kernel_rows(c, id, 4, a, rows, V, body, NULL);
+    CgKernel k = {.n = rows, .prologue = "", .body = body, .rows = true, .rows_width = V, .parallel = true};
+    cg_kernel_ex(c, id, 4, a, &k);
 }
 
 /* cross_entropy: the runtime's fused kernel, scaled by 1/(global tokens) so
@@ -924,13 +930,42 @@ static bool emit_view(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* A layout copy (permute, split, concat, slice) of n elements in runs of
+ * `run` contiguous ones on both sides: C copies run by run (rows = n / run
+ * points, OpenMP over them when n is large), each run's loop a plain copy
+ * that vectorizes, instead of one point per element whose source index is a
+ * chain of divisions; CUDA keeps a thread per element (`elem`, coalesced).
+ * row_src and row_dst: the offsets of run i's first element (in terms of
+ * i). The same element conversions either way ($W1($L0(...))). */
+static void copy_runs(CgCtx *c, NodeId id, const KArg a[2], int64_t n, int64_t run, const char *row_src,
+                      const char *row_dst, const char *elem) {
+    if (run <= 1 || n % run) { /* no runs: one point per element in both forms */
+        cg_kernel(c, id, 2, a, n, "", elem);
+        return;
+    }
+    StrBuf b, e;
+    sb_init(&b);
+    sb_init(&e);
+    sb_printf(&b, "const $T0 *src = a0 + (%s);\n        $T1 *dst = a1 + (%s);\n"
+                  "        for (int64_t q = 0; q < %lld; q++) dst[q] = $W1($L0(src[q]));",
+              row_src, row_dst, (long long)run);
+    sb_printf(&e, "const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (i >= %lld) return;\n    %s", (long long)n, elem);
+    CgKernel k = {.n = n / run, .prologue = "", .body = sb_cstr(&b), .parallel = n > 4096, .npass = 1};
+    k.pass[0] = (CgPass){(n + 255) / 256, 256, 0, sb_cstr(&e)};
+    cg_kernel_ex(c, id, 2, a, &k);
+    sb_free(&b);
+    sb_free(&e);
+}
+
 static bool emit_permute(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     Shape x = L(c, n->in[0]), o = L(c, n->out[0]);
     int64_t xs[IR_MAX_DIMS], st = 1;
     for (int d = x.rank - 1; d >= 0; d--) { xs[d] = st; st *= x.d[d]; }
-    StrBuf b;
+    StrBuf b, src;
     sb_init(&b);
+    sb_init(&src);
     sb_puts(&b, "a1[i] = $W1($L0(a0[0");
     st = 1;
     for (int d = o.rank - 1; d >= 0; d--) {
@@ -939,13 +974,28 @@ static bool emit_permute(CgCtx *c, NodeId id) {
         st *= o.d[d];
     }
     sb_puts(&b, "]));");
+    /* the trailing output dims that are the input's trailing dims in order: one run */
+    int t = 0;
+    int64_t run = 1;
+    while (t < o.rank && t < x.rank && n->attr[0].v[o.rank - 1 - t] == x.rank - 1 - t) run *= o.d[o.rank - 1 - t++];
+    sb_puts(&src, "0");
+    st = 1;
+    for (int d = o.rank - 1 - t; d >= 0; d--) {
+        sb_printf(&src, " + ((i / %lld) %% %lld) * %lld", (long long)st, (long long)o.d[d],
+                  (long long)xs[n->attr[0].v[d]]);
+        st *= o.d[d];
+    }
+    char dst[48];
+    snprintf(dst, sizeof dst, "i * %lld", (long long)run);
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
-    cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
+    copy_runs(c, id, a, numel(o), run, sb_cstr(&src), dst, sb_cstr(&b));
     sb_free(&b);
+    sb_free(&src);
     return true;
 }
 
-/* split, concat, slice: one copy kernel per part, blocks of (outer, n, inner). */
+/* split, concat, slice: one copy kernel per part, blocks of (outer, n, inner):
+ * each of the outer blocks a contiguous run of the part's n * inner elements. */
 static bool emit_split_concat(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     int op = n->op;
@@ -971,8 +1021,12 @@ static bool emit_split_concat(CgCtx *c, NodeId id) {
         else
             sb_printf(&b, "a1[i] = $W1($L0(a0[(o * %lld + %lld + j) * %lld + q]));", (long long)nn, (long long)at,
                       (long long)inner);
+        char part[48], wh[64];
+        snprintf(part, sizeof part, "i * %lld", (long long)(pn * inner));
+        snprintf(wh, sizeof wh, "(i * %lld + %lld) * %lld", (long long)nn, (long long)at, (long long)inner);
         KArg a[2] = {{op == OP_CONCAT ? pv : whole, 0, 0}, {op == OP_CONCAT ? whole : pv, 1, 0}};
-        cg_kernel(c, id, 2, a, outer * pn * inner, "", sb_cstr(&b));
+        copy_runs(c, id, a, outer * pn * inner, pn * inner, op == OP_CONCAT ? part : wh, op == OP_CONCAT ? wh : part,
+                  sb_cstr(&b));
         sb_free(&b);
         at += pn;
     }
