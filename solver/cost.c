@@ -52,6 +52,10 @@ int cost_kernel(OpClass cls, int op) {
     }
 }
 
+int cost_attention_kernel(int op) {
+    return op == OP_ATTENTION_DQ ? SHARD_ATT_DQ : op == OP_ATTENTION_DKV ? SHARD_ATT_DKV : SHARD_ATT_FORWARD;
+}
+
 double cost_mem_rate(const ShardCluster *cl, OpClass cls, int op, double bytes) {
     int k = cost_kernel(cls, op);
     if (k >= 0 && cl->kernel[k].n > 0) return shard_rate_at(&cl->kernel[k], bytes);
@@ -64,9 +68,12 @@ double cost_roofline_op(const CostModel *cm, OpClass cls, int op, double flops, 
      * table (shard_gemm_eff); the class factor is for the other classes */
     double eff = cls == OPC_MATMUL ? shard_gemm_eff(cm->cl, cm->dtype, flops) : k->flop_eff;
     double rate = cm->cl->peak_flops[cm->dtype] * eff;
-    /* attention at the cluster's measured rate when it has one (its kernels,
-     * forward and backward, priced per FLOP at the forward's rate) */
-    if (cls == OPC_ATTENTION && cm->cl->attention_flops > 0) rate = cm->cl->attention_flops;
+    /* attention at the cluster's measured rate of its kernel (forward, dq or
+     * dk/dv) at the call's FLOPs, when it has one */
+    if (cls == OPC_ATTENTION) {
+        const ShardRateTable *t = &cm->cl->attention[cost_attention_kernel(op)];
+        if (t->n > 0) rate = shard_rate_at(t, flops);
+    }
     double tf = flops > 0 ? flops / rate : 0;
     double tb = bytes > 0 ? bytes / cost_mem_rate(cm->cl, cls, op, bytes) : 0;
     return tf > tb ? tf : tb;
