@@ -1123,14 +1123,12 @@ static bool emit_reduce(CgCtx *c, NodeId id) {
 
 /* sumsq: C, one sequential sum in double; CUDA, block partials over a
  * strided share of the elements, then one block sums them in order. */
-static bool emit_sumsq(CgCtx *c, NodeId id) {
-    const Node *n = N_(c, id);
-    char body[1024], p0[768], p1[512];
-    int64_t N = numel(L(c, cg_read(c, n->in[0])));
-    /* C: fixed chunks (at most 1024) summed in parallel, each in SIMD lanes,
-     * then the chunks' sums in order: the same result on any thread count */
+/* The C body of a sum of squares of N elements (a0 -> a1[0]): fixed chunks
+ * (at most 1024) summed in parallel, each in SIMD lanes, then the chunks'
+ * sums in order: the same result on any thread count. */
+static void sumsq_c_body(char *body, size_t nbody, int64_t N) {
     int64_t ch = (N + 1023) / 1024 > 4096 ? (N + 1023) / 1024 : 4096, nch = (N + ch - 1) / ch;
-    snprintf(body, sizeof body,
+    snprintf(body, nbody,
              "double s = 0, part[%lld];\n"
              "#ifdef _OPENMP\n#pragma omp parallel for schedule(static) if (%lld > 1)\n#endif\n"
              "        for (int64_t q = 0; q < %lld; q++) {\n"
@@ -1143,9 +1141,30 @@ static bool emit_sumsq(CgCtx *c, NodeId id) {
              "        a1[i] = $W1(s);",
              (long long)nch, (long long)nch, (long long)nch, (long long)ch, (long long)ch, (long long)N, (long long)ch,
              (long long)ch, (long long)N, (long long)ch, (long long)nch);
+}
+
+/* CUDA's blocks of a sum of squares of N elements (its workspace's floats). */
+static int64_t sumsq_blocks(int64_t N) {
     int64_t nb = (N + 256 * 16 - 1) / (256 * 16);
-    if (nb > 1024) nb = 1024;
-    if (nb < 1) nb = 1;
+    return nb > 1024 ? 1024 : nb < 1 ? 1 : nb;
+}
+
+void cg_sumsq_c_function(StrBuf *out, const char *name, int64_t n) {
+    IR_ASSERT(n > 0);
+    char body[1024];
+    sumsq_c_body(body, sizeof body, n);
+    DType dts[2] = {DT_F32, DT_F32};
+    bool outs[2] = {false, true};
+    CgKernel k = {.n = 1, .prologue = "", .body = body, .npass = 2, .work_bytes = 4 * sumsq_blocks(n)};
+    cg_c_function(out, name, 2, dts, outs, &k);
+}
+
+static bool emit_sumsq(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    char body[1024], p0[768], p1[512];
+    int64_t N = numel(L(c, cg_read(c, n->in[0])));
+    sumsq_c_body(body, sizeof body, N);
+    int64_t nb = sumsq_blocks(N);
     snprintf(p0, sizeof p0,
              "float s = 0.f;\n"
              "    for (int64_t e = (int64_t)blockIdx.x * 256 + threadIdx.x; e < %lld; e += %lld) {\n"

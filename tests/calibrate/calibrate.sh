@@ -66,7 +66,7 @@ for name, t in kg.items():
     assert all(a < b for a, b in zip(t["bytes"], t["bytes"][1:])), (name, t)
     assert all(g > 0 for g in t["gbs"]), (name, t)
 for name, t in kg.items():   # the program's own kernels down to its smallest tensors (64 elements); colrt's from 4096
-    own = name in ("elementwise", "transcendental", "norm", "optimizer")
+    own = name in ("elementwise", "transcendental", "norm", "reduce", "optimizer")
     assert (t["bytes"][0] <= 2048) if own else (t["bytes"][0] >= 4096 * 4), (name, t["bytes"])
 at, pts = c["attention_tflops"], c["calibration"]["attention"]["points"]   # the program's attention kernels
 assert set(at) == {"forward", "dq", "dkv"}, list(at)

@@ -326,8 +326,8 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
  * kernels for are timed on those kernels (calibrate_kernels.h, written by the
  * code generator at build time): its add (elementwise), GELU (transcendental:
  * since its kernels file vectorizes cg_tanhf, several times colrt_gelu_fwd's
- * rate), layer norm and AdamW update; the softmax and the sum of squares are
- * colrt's, the loss colrt's as the program calls it. On CUDA a device copy
+ * rate), layer norm, sum of squares and AdamW update; the softmax is colrt's,
+ * the loss colrt's as the program calls it. On CUDA a device copy
  * and colrt's kernels. Rows of the norm and softmax are 256 wide (one row of
  * all the elements below 256), the loss's vocabulary 4096 (at least one row). */
 enum { K_COLS = 256, K_VOCAB = 4096, K_MIN_LOG2 = 6, K_COLRT_MIN_LOG2 = 12, K_MAX_LOG2 = 24 };
@@ -335,19 +335,16 @@ enum { K_COLS = 256, K_VOCAB = 4096, K_MIN_LOG2 = 6, K_COLRT_MIN_LOG2 = 12, K_MA
 /* The smallest size a class is timed at: 2^6 elements where the kernel is the
  * program's own (its small calls' fixed cost is the program's); 2^12 where it
  * is colrt's, whose fixed cost on a tiny call (an OpenMP region, a dtype
- * switch) is not the program's kernel's: the sum of squares of 64 elements
- * took 0.5 us, pricing the program's bias-gradient sums ~5x above their
- * measured time (COLRT_PROFILE=1, tiny GPT-2, 2026-12-04); the table is
- * clamped below its first point. */
+ * switch) is not the program's kernel's: colrt's sum of squares of 64
+ * elements took 0.5 us, pricing the tiny GPT-2's sums ~5x above their
+ * measured time (COLRT_PROFILE=1, 2026-12-04, before the program's own sum
+ * of squares was timed here); the table is clamped below its first point. */
 static int kern_min_log2(int kind) {
 #ifdef COLOSSAL_CALIBRATE_CUDA
     (void)kind;
     return K_COLRT_MIN_LOG2;
 #else
-    return kind == SHARD_K_ELEMWISE || kind == SHARD_K_TRANSCENDENTAL || kind == SHARD_K_NORM ||
-                   kind == SHARD_K_OPTIMIZER
-               ? K_MIN_LOG2
-               : K_COLRT_MIN_LOG2;
+    return kind == SHARD_K_SOFTMAX || kind == SHARD_K_LOSS ? K_COLRT_MIN_LOG2 : K_MIN_LOG2;
 #endif
 }
 #ifndef COLOSSAL_CALIBRATE_CUDA
@@ -394,7 +391,11 @@ static void kern_work(void *p) {
         colrt_cross_entropy(NULL, COLRT_F32, k->a, k->tgt, k->acc, NULL, k->b, loss_rows(n), K_VOCAB,
                             1.0f / (float)loss_rows(n));
         break;
+#ifdef COLOSSAL_CALIBRATE_CUDA
     case SHARD_K_REDUCE: colrt_sum_squares(NULL, COLRT_F32, k->a, n, k->acc); break;
+#else
+    case SHARD_K_REDUCE: k->elem->sumsq(NULL, k->a, k->acc, k->d); break;
+#endif
     default:
 #ifdef COLOSSAL_CALIBRATE_CUDA
         colrt_adamw(NULL, COLRT_F32, k->a, k->b, k->c, k->d, NULL, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++k->step, 1.0f);
@@ -460,11 +461,11 @@ static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
                             "elementwise: colrt_memcpy device to device; transcendental: colrt_gelu_fwd; "
 #else
                             "elementwise: the generated program's add; transcendental: its GELU; norm: its layer "
-                            "norm, rows of 256; optimizer: its AdamW (generated, f32); "
+                            "norm, rows of 256; reduce: its sum of squares; optimizer: its AdamW (generated, f32); "
 #endif
                                            "norm (CUDA): colrt_layer_norm_fwd, rows of 256; softmax: "
                                            "colrt_softmax_fwd, rows of 256; loss: colrt_cross_entropy, vocabulary "
-                                           "4096, writing its gradient; reduce: colrt_sum_squares; optimizer (CUDA): "
+                                           "4096, writing its gradient; reduce (CUDA): colrt_sum_squares; optimizer (CUDA): "
                                            "colrt_adamw (all f32)");
     for (int c = 0; c < SHARD_K__COUNT; c++) {
         k.kind = c;

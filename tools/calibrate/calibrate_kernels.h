@@ -3,7 +3,8 @@
  * (calibrate_kernels.c, written at build time by gen_kernels.c): a CPU
  * program's attention kernels, forward, dq and dk/dv, at a ladder of shapes
  * (causal, S = T, G = H, f32), as cg_attention_c_function writes them, and
- * its element-wise add, GELU, layer norm and AdamW update by size.
+ * its element-wise add, GELU, layer norm, sum of squares and AdamW update by
+ * size.
  */
 #ifndef COLOSSAL_CALIBRATE_KERNELS_H
 #define COLOSSAL_CALIBRATE_KERNELS_H
@@ -24,8 +25,8 @@ typedef struct CalAttention {
 } CalAttention;
 
 /* The program's kernels over n f32 elements: an add (the `elementwise`
- * class), a GELU (`transcendental`), a layer norm (`norm`) and an AdamW update
- * (`optimizer`). */
+ * class), a GELU (`transcendental`), a layer norm (`norm`), a sum of squares
+ * (`reduce`) and an AdamW update (`optimizer`). */
 enum { CAL_NORM_COLS = 256 };
 typedef struct CalElementwise {
     int64_t n;
@@ -33,6 +34,8 @@ typedef struct CalElementwise {
     void (*gelu)(colrt_stream *, const float *, float *);
     /* x, weight, bias -> y: rows of CAL_NORM_COLS (one row of n below it) */
     void (*norm)(colrt_stream *, const float *, const float *, const float *, float *);
+    /* x -> the sum of its squares (one element), workspace (unused in C) */
+    void (*sumsq)(colrt_stream *, const float *, float *, float *);
     /* p, g, m, v, lr, step, coef -> p', m', v' */
     void (*adamw)(colrt_stream *, const float *, const float *, const float *, const float *, const float *,
                   const float *, const float *, float *, float *, float *);
