@@ -422,17 +422,23 @@ static bool rate_table(const cJSON *o, const char *field, const RateUnits *u, Sh
 }
 
 /* The optional measured kernel rates: {"elementwise": GB/s or a table, ...},
- * every class given; absent: priced from mem_bw_gbs (cost.c). */
+ * every class given but `rope`, which files written before it lack: then
+ * RoPE is priced at the transcendental rate, as it was when they were
+ * written; absent: priced from mem_bw_gbs (cost.c). */
 static bool kernel_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "kernel_gbs");
     if (!o) return true;
     if (!cJSON_IsObject(o)) {
         sb_printf(err, "field 'kernel_gbs' must be an object of GB/s per kernel class "
-                       "(elementwise, transcendental, norm, softmax, loss, reduce, optimizer)");
+                       "(elementwise, transcendental, norm, softmax, loss, reduce, optimizer, rope)");
         return false;
     }
     for (int k = 0; k < SHARD_K__COUNT; k++) {
         char field[64];
+        if (k == SHARD_K_ROPE && !cJSON_GetObjectItemCaseSensitive(o, shard_kernel_name((ShardKernel)k))) {
+            c->kernel[k] = c->kernel[SHARD_K_TRANSCENDENTAL];
+            continue;
+        }
         snprintf(field, sizeof field, "kernel_gbs.%s", shard_kernel_name((ShardKernel)k));
         if (!rate_table(cJSON_GetObjectItemCaseSensitive(o, shard_kernel_name((ShardKernel)k)), field, &GBS,
                         &c->kernel[k], err))

@@ -39,7 +39,8 @@ typedef struct ShardEffTable {
     X(SHARD_K_SOFTMAX, "softmax")                              \
     X(SHARD_K_LOSS, "loss")                                    \
     X(SHARD_K_REDUCE, "reduce")                                \
-    X(SHARD_K_OPTIMIZER, "optimizer")
+    X(SHARD_K_OPTIMIZER, "optimizer")                          \
+    X(SHARD_K_ROPE, "rope") /* optional in a file: the last, and absent from files before it */
 
 typedef enum {
 #define X(id, name) id,

@@ -43,8 +43,9 @@ DType cost_dtype(const CostModel *cm, DType value_dtype);
 /* The memory-bound kernel class (ShardKernel) whose measured rate prices the
  * kernels of op (an OpKind) of class cls, or -1 where the bandwidth times the
  * class's factor does (matmul, attention, gather, layout). Element-wise ops
- * split into plain and transcendental (GELU, SiLU, tanh, exp, RoPE and their
- * backwards); op < 0 (not known): by the class alone. */
+ * split into plain, transcendental (GELU, SiLU, tanh, exp and their
+ * backwards) and RoPE (and its backward); op < 0 (not known): by the class
+ * alone. */
 int cost_kernel(OpClass cls, int op);
 
 /* The attention kernel (ShardAttention) whose measured FLOP/s table prices a

@@ -980,24 +980,43 @@ int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t
     return k.work_bytes;
 }
 
-static bool emit_rope(CgCtx *c, NodeId id) {
-    const Node *n = N_(c, id);
-    Shape s = L(c, n->in[0]);
-    int64_t T = s.d[1], H = s.d[2], Dh = s.d[3], half = Dh / 2;
-    StrBuf b, off; /* sequence parallel: the angle of the position's global index */
-    sb_init(&b);
-    sb_init(&off);
-    bool split = cg_shard_start(c, n->in[0], 1, &off);
-    sb_printf(&b,
+/* RoPE (or its backward) over x [B,T,H,Dh] -> a1, a point per pair (j, j +
+ * Dh/2) of a row; split: the position is o0 past the row's (sequence parallel). */
+static void rope_body(StrBuf *b, int op, int64_t T, int64_t H, int64_t Dh, double theta, bool split) {
+    int64_t half = Dh / 2;
+    sb_printf(b,
               "const int64_t j = i %% %lld, row = i / %lld, t = (row / %lld) %% %lld%s;\n"
               "        const double ang = (double)t * pow(%.17g, -2.0 * (double)j / %lld);\n"
               "        const double cs = cos(ang), sn = %s sin(ang);\n"
               "        const double x0 = $L0(a0[row * %lld + j]), x1 = $L0(a0[row * %lld + j + %lld]);\n"
               "        a1[row * %lld + j] = $W1(x0 * cs - x1 * sn);\n"
               "        a1[row * %lld + j + %lld] = $W1(x1 * cs + x0 * sn);",
-              (long long)half, (long long)half, (long long)H, (long long)T, split ? " + o0" : "", n->attr[0].f,
-              (long long)Dh, n->op == OP_ROPE ? "" : "-", (long long)Dh, (long long)Dh,
+              (long long)half, (long long)half, (long long)H, (long long)T, split ? " + o0" : "", theta,
+              (long long)Dh, op == OP_ROPE ? "" : "-", (long long)Dh, (long long)Dh,
               (long long)half, (long long)Dh, (long long)Dh, (long long)half);
+}
+
+void cg_rope_c_function(StrBuf *out, const char *name, int64_t T, int64_t H, int64_t Dh) {
+    IR_ASSERT(T > 0 && H > 0 && Dh > 1 && Dh % 2 == 0);
+    StrBuf b;
+    sb_init(&b);
+    rope_body(&b, OP_ROPE, T, H, Dh, 10000, false);
+    DType dts[2] = {DT_F32, DT_F32};
+    bool outs[2] = {false, true};
+    CgKernel k = {.n = T * H * Dh / 2, .prologue = "", .body = sb_cstr(&b)};
+    cg_c_function(out, name, 2, dts, outs, &k);
+    sb_free(&b);
+}
+
+static bool emit_rope(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    Shape s = L(c, n->in[0]);
+    int64_t T = s.d[1], H = s.d[2], Dh = s.d[3];
+    StrBuf b, off; /* sequence parallel: the angle of the position's global index */
+    sb_init(&b);
+    sb_init(&off);
+    bool split = cg_shard_start(c, n->in[0], 1, &off);
+    rope_body(&b, n->op, T, H, Dh, n->attr[0].f, split);
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel_off(c, id, 2, a, numel(s) / 2, "", sb_cstr(&b), split ? sb_cstr(&off) : NULL);
     sb_free(&b);

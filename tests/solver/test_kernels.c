@@ -2,7 +2,7 @@
  * test_kernels.c — memory-bound kernels priced at a measured rate per kernel
  * class (shard.h SHARD_KERNELS, cost.c cost_kernel / cost_mem_rate):
  *   - ops map to their kernel class (GELU and its backward are transcendental,
- *     an add is plain element-wise, a norm's backward is a norm, matmul and
+ *     RoPE and its backward rope, an add is plain element-wise, a norm's backward is a norm, matmul and
  *     attention have none);
  *   - a preset (no measured rates) prices each class at the bandwidth times
  *     the class factor, a cluster file's `kernel_gbs` at its own rate, exactly;
@@ -19,7 +19,8 @@
  *     order are refused naming the field;
  *   - a class's rate by size: read linearly in log(bytes), clamped;
  *   - `kernel_gbs` round-trips, and a file missing a class or with a rate
- *     that is not positive is refused naming the field.
+ *     that is not positive is refused naming the field, but a file without
+ *     `rope` (written before it), whose RoPE takes the transcendental rate.
  * Every expected time is computed by hand from the bytes and the rates.
  */
 #include <cjson/cJSON.h>
@@ -52,7 +53,7 @@ static const char *cir =
     "%loss : f32[] = cross_entropy(%logits, %y)\n"
     "output %loss\n";
 
-/* the cluster file of a preset with kernel_gbs set to 1..7 GB/s */
+/* the cluster file of a preset with kernel_gbs set to 1..8 GB/s (drop: a class left out) */
 static char *with_rates(const ShardCluster *cl, const char *drop, double first) {
     cJSON *j = shard_cluster_to_json(cl);
     cJSON *k = cJSON_AddObjectToObject(j, "kernel_gbs");
@@ -71,6 +72,8 @@ int main(void) {
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_GELU), SHARD_K_TRANSCENDENTAL);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_GELU_BWD), SHARD_K_TRANSCENDENTAL);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_SILU), SHARD_K_TRANSCENDENTAL);
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ROPE), SHARD_K_ROPE);
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ROPE_BWD), SHARD_K_ROPE);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ADD), SHARD_K_ELEMWISE);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, -1), SHARD_K_ELEMWISE);
     CHECK_INT(cost_kernel(OPC_NORM, OP_LAYER_NORM_DX), SHARD_K_NORM);
@@ -87,7 +90,7 @@ int main(void) {
     CHECK(close_rel(cost_mem_rate(&pre, OPC_ELEMWISE, OP_GELU, 1e6), pre.mem_bw * 0.80));
     CHECK(close_rel(cost_mem_rate(&pre, OPC_NORM, OP_LAYER_NORM, 1e6), pre.mem_bw * 0.70));
 
-    /* measured rates: 1..7 GB/s in SHARD_KERNELS order */
+    /* measured rates: 1..8 GB/s in SHARD_KERNELS order */
     char *txt = with_rates(&pre, NULL, 1.0);
     CHECK(shard_cluster_from_json(txt, "k.json", &cl, &e));
     cJSON_free(txt);
@@ -133,6 +136,13 @@ int main(void) {
     CHECK(strstr(sb_cstr(&e), "kernel_gbs.norm") != NULL);
     cJSON_free(txt);
     cJSON_Delete(j);
+
+    /* a file written before the rope class: RoPE at the transcendental rate */
+    txt = with_rates(&pre, "rope", 1.0);
+    CHECK(shard_cluster_from_json(txt, "k.json", &back, &e));
+    cJSON_free(txt);
+    CHECK(close_rel(cost_mem_rate(&back, OPC_ELEMWISE, OP_ROPE, 1e6), 2e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_ROPE_BWD, 1e6), 8e9)); /* with it: its own */
 
     /* bad files name the field */
     txt = with_rates(&pre, "softmax", 1.0);

@@ -326,7 +326,8 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
  * kernels for are timed on those kernels (calibrate_kernels.h, written by the
  * code generator at build time): its add (elementwise), GELU (transcendental:
  * since its kernels file vectorizes cg_tanhf, several times colrt_gelu_fwd's
- * rate), layer norm, sum of squares and AdamW update; the softmax is colrt's,
+ * rate), layer norm, sum of squares, RoPE (an angle's pow, cos and sin a
+ * pair: ~10x a GELU's time an element) and AdamW update; the softmax is colrt's,
  * the loss colrt's as the program calls it. On CUDA a device copy
  * and colrt's kernels. Rows of the norm and softmax are 256 wide (one row of
  * all the elements below 256), the loss's vocabulary 4096 (at least one row). */
@@ -396,6 +397,13 @@ static void kern_work(void *p) {
 #else
     case SHARD_K_REDUCE: k->elem->sumsq(NULL, k->a, k->acc, k->d); break;
 #endif
+    case SHARD_K_ROPE:
+#ifdef COLOSSAL_CALIBRATE_CUDA
+        colrt_rope_fwd(NULL, COLRT_F32, k->a, k->b, 1, n / 16, 1, 16, 0, 10000.0f);
+#else
+        k->elem->rope(NULL, k->a, k->b);
+#endif
+        break;
     default:
 #ifdef COLOSSAL_CALIBRATE_CUDA
         colrt_adamw(NULL, COLRT_F32, k->a, k->b, k->c, k->d, NULL, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++k->step, 1.0f);
@@ -418,6 +426,7 @@ static double kern_bytes(int kind, int64_t n64) {
     case SHARD_K_TRANSCENDENTAL: return 2 * n * f;                        /* x, y */
     case SHARD_K_NORM: return 2 * n * f + 2.0 * (double)kern_cols(n64) * f; /* x, y, weight, bias */
     case SHARD_K_SOFTMAX: return 2 * n * f;                               /* x, y */
+    case SHARD_K_ROPE: return 2 * n * f;                                  /* x, y */
     case SHARD_K_LOSS: {
         double logits = (double)loss_rows(n64) * K_VOCAB;
         return 2 * logits * f + (double)loss_rows(n64) * 4 + f;           /* logits, their gradient, targets, loss */
@@ -461,12 +470,13 @@ static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
                             "elementwise: colrt_memcpy device to device; transcendental: colrt_gelu_fwd; "
 #else
                             "elementwise: the generated program's add; transcendental: its GELU; norm: its layer "
-                            "norm, rows of 256; reduce: its sum of squares; optimizer: its AdamW (generated, f32); "
+                            "norm, rows of 256; reduce: its sum of squares; rope: its RoPE, heads of 16; optimizer: "
+                            "its AdamW (generated, f32); "
 #endif
                                            "norm (CUDA): colrt_layer_norm_fwd, rows of 256; softmax: "
                                            "colrt_softmax_fwd, rows of 256; loss: colrt_cross_entropy, vocabulary "
-                                           "4096, writing its gradient; reduce (CUDA): colrt_sum_squares; optimizer (CUDA): "
-                                           "colrt_adamw (all f32)");
+                                           "4096, writing its gradient; reduce (CUDA): colrt_sum_squares; rope (CUDA): "
+                                           "colrt_rope_fwd; optimizer (CUDA): colrt_adamw (all f32)");
     for (int c = 0; c < SHARD_K__COUNT; c++) {
         k.kind = c;
         ShardRateTable *rt = &cl->kernel[c];

@@ -3,8 +3,8 @@
  * (calibrate_kernels.c, written at build time by gen_kernels.c): a CPU
  * program's attention kernels, forward, dq and dk/dv, at a ladder of shapes
  * (causal, S = T, G = H, f32), as cg_attention_c_function writes them, and
- * its element-wise add, GELU, layer norm, sum of squares and AdamW update by
- * size.
+ * its element-wise add, GELU, layer norm, sum of squares, RoPE and AdamW
+ * update by size.
  */
 #ifndef COLOSSAL_CALIBRATE_KERNELS_H
 #define COLOSSAL_CALIBRATE_KERNELS_H
@@ -26,8 +26,8 @@ typedef struct CalAttention {
 
 /* The program's kernels over n f32 elements: an add (the `elementwise`
  * class), a GELU (`transcendental`), a layer norm (`norm`), a sum of squares
- * (`reduce`) and an AdamW update (`optimizer`). */
-enum { CAL_NORM_COLS = 256 };
+ * (`reduce`), RoPE (`rope`) and an AdamW update (`optimizer`). */
+enum { CAL_NORM_COLS = 256, CAL_ROPE_H = 1, CAL_ROPE_DH = 16 };
 typedef struct CalElementwise {
     int64_t n;
     void (*add)(colrt_stream *, const float *, const float *, float *);
@@ -36,6 +36,8 @@ typedef struct CalElementwise {
     void (*norm)(colrt_stream *, const float *, const float *, const float *, float *);
     /* x -> the sum of its squares (one element), workspace (unused in C) */
     void (*sumsq)(colrt_stream *, const float *, float *, float *);
+    /* x -> y: RoPE over one sequence [1, n / (CAL_ROPE_H CAL_ROPE_DH), CAL_ROPE_H, CAL_ROPE_DH] */
+    void (*rope)(colrt_stream *, const float *, float *);
     /* p, g, m, v, lr, step, coef -> p', m', v' */
     void (*adamw)(colrt_stream *, const float *, const float *, const float *, const float *, const float *,
                   const float *, const float *, float *, float *, float *);

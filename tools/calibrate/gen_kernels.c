@@ -17,10 +17,11 @@
  *
  * And the kernels the program runs for an add (the kernel class
  * `elementwise`), a GELU (`transcendental`), a layer norm (`norm`, rows of
- * CAL_NORM_COLS), a sum of squares (`reduce`) and an AdamW update
- * (`optimizer`), over 2^6, 2^9, ..., 2^24 elements (cg_elementwise_c_function,
- * cg_layer_norm_c_function, cg_sumsq_c_function, cg_adamw_c_function), the
- * sizes of calibrate.c's other kernel classes.
+ * CAL_NORM_COLS), a sum of squares (`reduce`), RoPE (`rope`) and an AdamW
+ * update (`optimizer`), over 2^6, 2^9, ..., 2^24 elements
+ * (cg_elementwise_c_function, cg_layer_norm_c_function, cg_sumsq_c_function,
+ * cg_rope_c_function, cg_adamw_c_function), the sizes of calibrate.c's other
+ * kernel classes.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -101,11 +102,13 @@ int main(int argc, char **argv) {
         cg_layer_norm_c_function(&b, name, n / cols, cols);
         snprintf(name, sizeof name, "cal_sumsq_%d", l);
         cg_sumsq_c_function(&b, name, n);
+        snprintf(name, sizeof name, "cal_rope_%d", l); /* its cost is the angle's pow, cos and sin: any shape */
+        cg_rope_c_function(&b, name, n / (CAL_ROPE_H * CAL_ROPE_DH), CAL_ROPE_H, CAL_ROPE_DH);
     }
     sb_printf(&b, "const int cal_elementwise_n = %d;\nconst CalElementwise cal_elementwise[] = {\n", n_elem);
     for (int l = ELEM_MIN_LOG2; l <= ELEM_MAX_LOG2; l += ELEM_STEP)
-        sb_printf(&b, "    {%lld, cal_add_%d, cal_gelu_%d, cal_norm_%d, cal_sumsq_%d, cal_adamw_%d},\n", 1LL << l, l, l, l,
-                  l, l);
+        sb_printf(&b, "    {%lld, cal_add_%d, cal_gelu_%d, cal_norm_%d, cal_sumsq_%d, cal_rope_%d, cal_adamw_%d},\n",
+                  1LL << l, l, l, l, l, l, l);
     sb_puts(&b, "};\n\n");
     sb_printf(&b, "const int cal_attention_n = %d, cal_attention_quick = %d;\n", N_LADDER, N_QUICK);
     sb_puts(&b, "const CalAttention cal_attention[] = {\n");
