@@ -2,9 +2,10 @@
 """compare_profile.py — where the cost model is wrong for one generated program:
 the measured time per op class (COLRT_PROFILE=1, docs/generated-api.md) beside
 the simulation's (colossal-compile simulate --json: the recorded program
-replayed under the cluster's tables) and the planner's (the plan's `ops`, each
-node's own time as the ILP priced it), per step, then the nodes whose measured
-time is furthest from the planner's.
+replayed under the cluster's tables; its classes leave out the update part and
+recomputation, which get rows of their own) and the planner's (the plan's
+`ops`, each node's own time as the ILP priced it, update nodes included), per
+step, then the nodes whose measured time is furthest from the planner's.
 
 usage: compare_profile.py PLAN.json PROFILE.json --steps N
            [--compiler build/compiler/colossal-compile] [--cluster C] [--nodes K]
@@ -121,6 +122,13 @@ def main():
         tot = [tot[0] + m, tot[1] + s, tot[2] + p]
         r = lambda x: f"{x / m:9.2f}" if m > 0 else f"{'-':>9}"
         print(f"{c:<16} {m:10.5f} {s:10.5f} {p:10.5f} {r(s)} {r(p)}")
+    # simulate --json's classes leave out the update part and recomputation
+    # (compiler/simulate.c): their simulated seconds as rows of their own
+    for key, label in (("update_s", "(sim: update)"), ("recompute_s", "(sim: recompute)")):
+        v = float(sim.get(key, 0) or 0)
+        if v > 0:
+            tot[1] += v
+            print(f"{label:<16} {'':>10} {v:10.5f}")
     r = lambda x: f"{x / tot[0]:9.2f}" if tot[0] > 0 else f"{'-':>9}"
     print(f"{'kernels':<16} {tot[0]:10.5f} {tot[1]:10.5f} {tot[2]:10.5f} {r(tot[1])} {r(tot[2])}")
     print(f"{'step':<16} {'':>10} {sim.get('step_s', 0):10.5f} {plan.get('step_time_s', 0):10.5f}"
