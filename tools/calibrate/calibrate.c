@@ -10,12 +10,14 @@
  *     best rate over dtype and size is the dtype's peak, each size's mean
  *     rate over its shapes / peak its efficiency, made monotone by isotonic
  *     regression (pool-adjacent-violators, least squares);
- *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate per
- *     memory-bound kernel class (element-wise, transcendental, norm, softmax,
- *     loss, reduce, optimizer) from colrt's own kernels, in bytes/s as the
- *     cost model counts them (the file's kernel_gbs), and on the CPU the
- *     generated program's own attention kernels (forward, dq, dk/dv: FLOP/s
- *     by call FLOPs, attention_tflops);
+ *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate table
+ *     by call size per memory-bound kernel class (element-wise,
+ *     transcendental, norm, softmax, loss, reduce, optimizer, rope), in bytes/s
+ *     as the cost model counts them (the file's kernel_gbs), and on the CPU
+ *     the generated program's own attention kernels (forward, dq, dk/dv:
+ *     FLOP/s by call FLOPs, attention_tflops); on the CPU each class is timed
+ *     on the program's own kernel where it runs one (calibrate_kernels.h),
+ *     else on colrt's;
  *   - the host (host offload): its physical memory, copies between a host
  *     arena and the device arena in each direction on a stream (the smaller
  *     rate is the cluster's PCIe figure), and the host AdamW's elements/s
@@ -317,19 +319,18 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
  * class on f32 operands of 2^6 (kern_min_log2), 2^9, ..., 2^21 and (not
  * --quick) 2^24 elements (256 bytes to 64 MiB a tensor: a program's biases and
  * norm weights are a few hundred bytes, and each of their calls pays the
- * call's fixed cost;
- * on a CPU a small call runs in cache, a large one at DRAM bandwidth), in
+ * call's fixed cost; on a CPU a small call runs in cache, a large one at DRAM
+ * bandwidth), in
  * bytes read and written per second, counted as the cost model counts a
  * node's bytes: every operand and result (cost.c cost_op), the fused loss
  * with its gradient (as the generated program runs it: it calls
  * colrt_cross_entropy). On the CPU the classes the program runs its own
  * kernels for are timed on those kernels (calibrate_kernels.h, written by the
- * code generator at build time): its add (elementwise), GELU (transcendental:
- * since its kernels file vectorizes cg_tanhf, several times colrt_gelu_fwd's
- * rate), layer norm, sum of squares, RoPE (an angle's pow, cos and sin a
- * pair: ~10x a GELU's time an element) and AdamW update; the softmax is colrt's,
- * the loss colrt's as the program calls it. On CUDA a device copy
- * and colrt's kernels. Rows of the norm and softmax are 256 wide (one row of
+ * code generator at build time): its add (elementwise), GELU (transcendental),
+ * layer norm, sum of squares, RoPE (an angle's pow, cos and sin a pair: an
+ * order of magnitude below the GELU's rate) and AdamW update; the softmax is
+ * colrt's, the loss colrt's as the program calls it. On CUDA a device copy and
+ * colrt's kernels. Rows of the norm and softmax are 256 wide (one row of
  * all the elements below 256), the loss's vocabulary 4096 (at least one row). */
 enum { K_COLS = 256, K_VOCAB = 4096, K_MIN_LOG2 = 6, K_COLRT_MIN_LOG2 = 12, K_MAX_LOG2 = 24 };
 
