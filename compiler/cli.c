@@ -57,6 +57,9 @@ static const char usage_text[] =
     "  --schedule S          1f1b (default) | interleaved[:V] | auto: interleaved 1F1B holds\n"
     "                        V model chunks per stage (V chosen when not given); auto prices\n"
     "                        1F1B and every V and keeps the fastest\n"
+    "  --pp-activations A    auto (default) | keep | rerun: a stage keeps its in-flight\n"
+    "                        micro-batches' activations (a slot each), or runs a micro-batch's\n"
+    "                        forward again before its backward; auto keeps where it fits\n"
     "  --mem BYTES           per-device memory limit, e.g. 70GB (default: the device's)\n"
     "  --dtype T             f32 | bf16 | f16 compute dtype\n"
     "  --strategy S          auto | dp | zero1 | zero2 | zero3 | megatron (+ -recompute)\n"
@@ -97,7 +100,7 @@ enum {
     OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_OFFLOAD, OPT_OFFLOAD_INFLIGHT, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
     OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_NO_SHARE, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
     OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN, OPT_BETAS, OPT_EPS, OPT_WEIGHT_DECAY,
-    OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST, OPT_PP_BLOCKS, OPT_SCHEDULE,
+    OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST, OPT_PP_BLOCKS, OPT_SCHEDULE, OPT_PP_ACTS,
 };
 
 static const struct option long_opts[] = {
@@ -117,6 +120,7 @@ static const struct option long_opts[] = {
     {"pp", required_argument, 0, OPT_PP},
     {"pp-blocks", required_argument, 0, OPT_PP_BLOCKS},
     {"schedule", required_argument, 0, OPT_SCHEDULE},
+    {"pp-activations", required_argument, 0, OPT_PP_ACTS},
     {"cluster", required_argument, 0, OPT_CLUSTER},
     {"mesh", required_argument, 0, OPT_MESH},
     {"mem", required_argument, 0, OPT_MEM},
@@ -360,6 +364,15 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             o->pp = (int)v;
             break;
         }
+        case OPT_PP_ACTS: /* auto | keep | rerun (PipeKeep) */
+            if (!strcmp(optarg, "auto")) o->pp_keep = 0;
+            else if (!strcmp(optarg, "keep")) o->pp_keep = 1;
+            else if (!strcmp(optarg, "rerun")) o->pp_keep = 2;
+            else {
+                diag_plain("give auto, keep or rerun", "invalid value '%s' for --pp-activations", optarg);
+                ok = false;
+            }
+            break;
         case OPT_SCHEDULE: { /* 1f1b | interleaved[:V] | auto */
             const char *v = !strncmp(optarg, "interleaved:", 12) ? optarg + 12 : NULL;
             char *end = NULL;

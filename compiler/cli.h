@@ -42,6 +42,7 @@ typedef struct CliOptions {
     int n_pp_blocks;
     int pp_chunks;                /* --schedule: 0 not given (1F1B), 1 1f1b, v >= 2 interleaved:v,
                                    * -1 interleaved (v chosen), -2 auto (PlanOptions.pp_chunks) */
+    int pp_keep;                  /* --pp-activations: 0 auto, 1 keep, 2 rerun (PlanOptions.pp_keep) */
     const char *cluster;          /* --cluster PRESET|FILE.json */
     const char *mesh;             /* --mesh 8x8 */
     int64_t mem_bytes;            /* --mem, 0 = the device's memory */

@@ -185,6 +185,7 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->pp_blocks = o->pp_blocks;
     po->n_pp_blocks = o->n_pp_blocks;
     po->pp_chunks = o->pp_chunks;
+    po->pp_keep = o->pp_keep;
     po->batch = o->batch;
     po->progress = !o->quiet;
     po->sweep_points = o->sweep_mem;

@@ -92,6 +92,10 @@ typedef struct PlacePipeline {
     int first[PLACE_MAX_STAGES + 1]; /* first[stages] = the block's instances */
     PlaceSchedule schedule;
     uint32_t *stage_mask;       /* per node: bit s, it runs on (virtual) stage s */
+    bool keep[PLACE_MAX_STAGES]; /* per virtual stage: it keeps the saved activations of the
+                                 * micro-batches it holds in flight (a slot each) instead of
+                                 * running a micro-batch's forward again before its backward;
+                                 * never the last (docs/pipeline.md; pipeline_choose_keep) */
 } PlacePipeline;
 /* The devices along the pipeline axis: stages / chunks (1 when not pipelined). */
 int placement_pipe_devices(const PlacePipeline *pp);

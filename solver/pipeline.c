@@ -821,10 +821,17 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
             cJSON_AddNumberToObject(o, "send_bytes", q->send_bytes);
             cJSON_AddNumberToObject(o, "update_s", q->update_s);
             cJSON_AddNumberToObject(o, "end_s", q->end_s);
+            /* its in-flight activations: kept (a slot per micro-batch), rerun (the forward again before
+             * each backward), mixed (some of its model chunks each), none (the last stage's backward
+             * follows its forward) */
+            int may = 0;
+            for (int vq = s; P > 1 && vq + 1 < pl->pipe.stages; vq += P) may++;
+            cJSON_AddStringToObject(o, "activations", !may ? "none" : q->kept_chunks == may ? "kept" : q->kept_chunks ? "mixed" : "rerun");
             cJSON *mo = cJSON_AddObjectToObject(o, "memory");
             cJSON_AddNumberToObject(mo, "params_grads_optimizer_bytes", q->mem_static);
             cJSON_AddNumberToObject(mo, "activations_bytes", q->mem_acts);
             cJSON_AddNumberToObject(mo, "in_flight_bytes", q->mem_inflight);
+            cJSON_AddNumberToObject(mo, "kept_activations_bytes", q->mem_kept);
             cJSON_AddNumberToObject(mo, "transient_bytes", q->mem_transient);
             cJSON_AddNumberToObject(mo, "peak_bytes", q->peak_bytes);
         } else /* not pipelined: the plan's step */

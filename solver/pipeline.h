@@ -158,6 +158,8 @@ typedef struct PipeStagePrice {
     double mem_static, mem_grads_late, mem_acts, mem_inflight, mem_transient, peak_bytes;
     double mem_update;          /* held at the update beyond mem_static (mixed precision's f32
                                  * gradient copies, IlpStrat.mem_update) */
+    double mem_kept;            /* kept activations: its slots of saved activations (in mem_inflight) */
+    int kept_chunks;            /* its virtual stages keeping their activations (PlacePipeline.keep) */
 } PipeStagePrice;
 
 typedef struct PipePrice {
@@ -208,6 +210,16 @@ double pipeline_replay_v(int devices, int chunks, int micro_batches, const doubl
  * made. */
 struct PlanResult;
 bool pipeline_price(const struct PlanResult *r, const ShardCluster *whole, PipePrice *out, StrBuf *err);
+
+/* Which virtual stages keep their in-flight micro-batches' activations
+ * (PlacePipeline.keep) instead of running each micro-batch's forward again
+ * before its backward: none (PK_RERUN), every one but the last (PK_KEEP),
+ * or (PK_AUTO) those where it is faster, less, on a device over `limit`
+ * bytes, its kept virtual stages one by one (the first first) until it fits
+ * or keeps none. Leaves r->pipe priced with the choice; false with err when
+ * pricing fails. */
+typedef enum { PK_AUTO, PK_KEEP, PK_RERUN } PipeKeep;
+bool pipeline_choose_keep(struct PlanResult *r, const ShardCluster *whole, double limit, PipeKeep mode, StrBuf *err);
 
 /* The intra-stage problem: a pipeline's stages plan with the ILP of one
  * stage, the cut block's tied groups at the largest stage's instance count

@@ -44,6 +44,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cost.h"
 #include "pipeline.h"
 #include "plan.h"
 
@@ -245,6 +246,9 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     memset(vs, 0, sizeof vs);
     bool last_rerun = P > 1 && pipeline_last_reruns(devs, V, m);
     const uint32_t *mask = pl->pipe.stage_mask;
+    /* a virtual stage keeping its activations runs no forward again (never the last) */
+#define KEPT(q) (P > 1 && (q) + 1 < P && pl->pipe.keep[q])
+#define RERUNS(q) (((q) + 1 < P || last_rerun) && !KEPT(q))
 #define MASK(id) (P > 1 ? mask[id] : 1u)
     /* the problem's times are for its graph's rows; one micro-batch is global / m rows */
     double k = p->batch > 0 ? (double)p->global_batch / m / (double)p->batch : 1;
@@ -302,7 +306,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
                 if (z == 3) {
                     double ag = own * S->gather_s[z] / (2.0 * m);
                     fwd[s] += ag;
-                    bwd[s] += s + 1 < P || last_rerun ? 2 * ag : ag;
+                    bwd[s] += RERUNS(s) ? 2 * ag : ag;
                 } else st->gather_s += own * S->gather_s[z];
             }
             if (!inst) continue;
@@ -311,7 +315,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
             fwd[s] += f + cm * fshare;
             bwd[s] += inst * S->bwd_s * k + cm * (1 - fshare);
             bwd[s] += (cnt[s][RC_SELECTIVE] * S->rec_sel_s + cnt[s][RC_FULL] * S->fwd_s) * k;
-            if (s + 1 < P || last_rerun) bwd[s] += f; /* the forward again before the backward (docs/pipeline.md) */
+            if (RERUNS(s)) bwd[s] += f; /* the forward again before the backward (docs/pipeline.md) */
             for (int pol = 0; pol < RC__COUNT; pol++) st->mem_acts += cnt[s][pol] * S->act[pol];
             st->mem_transient = maxd(st->mem_transient, ilp_transient(S, z));
         }
@@ -331,6 +335,14 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
         }
     }
     ir_free(share);
+    /* a kept stage copies one micro-batch's saved activations into its slot after the forward
+     * and back before the backward (cg_pipeline.c): a copy each, read and write, at the
+     * memory-bound layout class's rate (as the simulator prices a copy, sim.c) */
+    for (int q = 0; q < P; q++)
+        if (KEPT(q) && vs[q].mem_acts > 0) {
+            double cp = cost_roofline(&r->cm, OPC_LAYOUT, 0, 2 * vs[q].mem_acts);
+            fwd[q] += cp, bwd[q] += cp;
+        }
     /* the boundaries: forward values defined on stage b read on b + 1, and the gradients back */
     double fbytes[PLACE_MAX_STAGES] = {0}, gbytes[PLACE_MAX_STAGES] = {0};
     bool *seen = ir_alloc(sizeof(bool) * (size_t)(g->n_values ? g->n_values : 1));
@@ -408,8 +420,12 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
         /* its slots of received forward values (the micro-batches it holds in flight), the gradients it
          * receives, and the outboxes of what it sends (cg_pipeline.c's layout) */
         double slot = q ? fbytes[q - 1] : 0;
-        st->mem_inflight += pipeline_in_flight(devs, V, m, q) * slot + (q + 1 < P ? gbytes[q] + fbytes[q] : 0) +
-                            (q ? gbytes[q - 1] : 0);
+        int k_in = pipeline_in_flight(devs, V, m, q);
+        st->mem_inflight += k_in * slot + (q + 1 < P ? gbytes[q] + fbytes[q] : 0) + (q ? gbytes[q - 1] : 0);
+        /* kept: a slot of saved activations per micro-batch in flight, beside the arena's one */
+        double kept = KEPT(q) ? k_in * align256(x->mem_acts) : 0;
+        st->mem_kept += kept, st->mem_inflight += kept;
+        if (KEPT(q)) st->kept_chunks++;
     }
     for (int d = 0; d < devs; d++) {
         PipeStagePrice *st = &out->st[d];
@@ -429,7 +445,46 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     out->step_s = T;
     out->idle_fraction = T > 0 && devs > 1 ? 1 - busy / (devs * T) : 0;
 #undef MASK
+#undef KEPT
+#undef RERUNS
     return true;
+}
+
+bool pipeline_choose_keep(PlanResult *r, const ShardCluster *whole, double limit, PipeKeep mode, StrBuf *err) {
+    PlacePipeline *pp = &r->pl->pipe;
+    int P = pp->stages;
+    memset(pp->keep, 0, sizeof pp->keep);
+    if (P <= 1) return pipeline_price(r, whole, r->pipe, err);
+    if (mode == PK_RERUN) return pipeline_price(r, whole, r->pipe, err);
+    /* every stage but the last keeps; under auto, a virtual stage whose backward is not shorter kept
+     * (the copies cost more than the forward) goes back, then the one with the most kept bytes on
+     * the fullest device while a device does not fit */
+    for (int q = 0; q + 1 < P; q++) pp->keep[q] = true;
+    if (!pipeline_price(r, whole, r->pipe, err)) return false;
+    if (mode == PK_KEEP) return true;
+    PipePrice *rerun = ir_alloc(sizeof *rerun);
+    bool ok = true;
+    PlacePipeline save = *pp;
+    memset(pp->keep, 0, sizeof pp->keep);
+    ok = pipeline_price(r, whole, rerun, err);
+    *pp = save;
+    for (int q = 0; ok && q + 1 < P; q++)
+        if (!(r->pipe->vbwd_s[q] + r->pipe->vfwd_s[q] < rerun->vbwd_s[q] + rerun->vfwd_s[q])) pp->keep[q] = false;
+    ir_free(rerun);
+    int devs = placement_pipe_devices(pp);
+    while (ok && (ok = pipeline_price(r, whole, r->pipe, err))) {
+        int worst = -1;
+        for (int d = 0; d < devs; d++)
+            if (r->pipe->st[d].peak_bytes > limit && r->pipe->st[d].kept_chunks > 0 &&
+                (worst < 0 || r->pipe->st[d].peak_bytes > r->pipe->st[worst].peak_bytes))
+                worst = d;
+        if (worst < 0) break;
+        int drop = -1; /* its kept virtual stage holding the most: the first (the most in flight) */
+        for (int q = worst; q + 1 < P; q += devs)
+            if (pp->keep[q] && drop < 0) drop = q;
+        pp->keep[drop] = false;
+    }
+    return ok;
 }
 
 /* ---- the intra-stage problem ------------------------------------------------ */

@@ -618,8 +618,11 @@ static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCl
         sb_init(&e), sb_init(&h);
         bool placed = cand[i] == 1 ? pipeline_place_ranges(best->pl, P, first, PS_1F1B, &e, &h)
                                    : pipeline_place_chunks(best->pl, P, cand[i], &e, &h);
-        bool ok = placed && pipeline_price(best, whole, best->pipe, &e);
-        if (ok && cand[i] == 1 && !first) pipeline_rebalance(best, whole, limit); /* 1F1B's boundaries by cost */
+        bool ok = placed && pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, &e);
+        if (ok && cand[i] == 1 && !first) { /* 1F1B's boundaries by cost, then which stages keep again */
+            pipeline_rebalance(best, whole, limit);
+            ok = pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, &e);
+        }
         if (!ok && nc == 1) { /* the one asked for cannot run */
             if (placed) sb_printf(perr, "cannot price the pipeline: %s", sb_cstr(&e)), sb_puts(phint, "give another --pp or --mesh");
             else sb_puts(perr, sb_cstr(&e)), sb_puts(phint, sb_cstr(&h));
@@ -659,7 +662,7 @@ static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCl
     sb_init(&e), sb_init(&h);
     bool ok = cand[pick] == 1 ? pipeline_place_ranges(best->pl, P, pick_first, PS_1F1B, &e, &h)
                               : pipeline_place_chunks(best->pl, P, cand[pick], &e, &h);
-    ok = ok && pipeline_price(best, whole, best->pipe, &e);
+    ok = ok && pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, &e);
     best->pipe->start_step_s = pick_equal;
     if (!ok) sb_printf(perr, "cannot price the pipeline: %s", sb_cstr(&e)), sb_puts(phint, "give another --pp or --mesh");
     sb_free(&e), sb_free(&h);

@@ -38,6 +38,8 @@ typedef struct PlanOptions {
     int n_pp_blocks;
     int pp_chunks;              /* the schedule (--schedule): 1 (or 0) 1F1B; v >= 2 interleaved with v
                                  * model chunks per device; -1 interleaved, v chosen; -2 auto */
+    int pp_keep;                /* --pp-activations: a PipeKeep (0 auto: the planner keeps the
+                                 * in-flight activations where they fit and it is faster) */
     int64_t batch;              /* --batch (0: the model's); IR text fixes it */
     bool tie;                   /* tie repeated blocks (true unless testing) */
     bool lowerable;             /* plans for generated code: no strategy the lowering

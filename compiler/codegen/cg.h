@@ -49,6 +49,11 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
  * parse); *predicted gets memory.predicted_peak_bytes (0 if absent). */
 char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predicted);
 
+/* Pipelined: the bytes of device d's pipeline buffer that hold kept
+ * activations (each kept virtual stage's slots x its stash; 0 where its
+ * virtual stages run the forward again; cg_pipeline.c). */
+int64_t cg_pipe_kept_bytes(const LowerProgram *lp, int d);
+
 /* colossal-calibrate's kernels (tools/calibrate/gen_kernels.c): the C
  * kernels file's prelude (the vectorizable float math every kernel calls),
  * and the C function the CPU program runs for a causal attention node with

@@ -687,6 +687,9 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
             sb_printf(m, "%s%lld", s ? ", " : "", (long long)(lp->stage_arena_bytes[s] + arena - lp->arena_bytes));
         sb_printf(m, "};\nstatic const size_t %s_stage_scratch[] = {", px);
         for (int s = 0; s < cg_pipe_devices(c); s++) sb_printf(m, "%s%lld", s ? ", " : "", (long long)lp->stage_arena_bytes[s]);
+        sb_printf(m, "};\n/* Per stage: its pipeline buffer (slots, stashes, outboxes; cg_pipeline.c). */\n"
+                     "static const size_t %s_stage_pipe_bytes[] = {", px);
+        for (int s = 0; s < cg_pipe_devices(c); s++) sb_printf(m, "%s%lld", s ? ", " : "", (long long)cg_pipe_buffer_bytes(c, s));
         sb_puts(m, "};\n\n");
     }
     sb_free(&leaf_stages);
@@ -812,7 +815,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     }
     if (pipe)
         sb_printf(&pipe_init, "    M->stage = colrt_mesh_coord(M->mesh, %d);\n    M->scratch = %s_stage_scratch[M->stage];\n"
-                              "    M->pipe = colrt_arena_create(%lld);\n", o->mesh_axes, px, (long long)cg_pipe_buffer_bytes(c));
+                              "    M->pipe = colrt_arena_create(%s_stage_pipe_bytes[M->stage]);\n", o->mesh_axes, px, px);
     char arena_sz[96], init_if[128] = "";
     if (pipe) {
         snprintf(arena_sz, sizeof arena_sz, "%s_stage_arena_bytes[M->stage]", px);

@@ -10,10 +10,13 @@
  *     forward values of lower.h's boundary lists, the gradients back) and
  *     its 1F1B schedule as a table of actions (solver/pipeline.c builds and
  *     checks it), which train_step runs;
- *   - a stage that is not the last runs a micro-batch's backward after its
- *     forward again from the values it received (kept in p - s slots: the
- *     micro-batches it holds in flight), so one micro-batch's activations
- *     live in the arena at a time;
+ *   - a stage that is not the last either runs a micro-batch's forward
+ *     again before its backward from the values it received (kept in p - s
+ *     slots: the micro-batches it holds in flight), so one micro-batch's
+ *     activations live in the arena at a time; or, where the plan keeps its
+ *     activations (PlacePipeline.keep), copies what its backward reads of
+ *     its forward into the micro-batch's slot of as many, and back before
+ *     the backward (no forward again);
  *   - the loss summed over the stages (only the last computes it).
  * Takes the CgCtx of cg_emit; writes into the schedule file being built.
  */
@@ -194,7 +197,7 @@ static int pipe_micro(const CgCtx *c) {
  * the stage before the send). Interleaved, a device's buffer holds those of
  * its virtual stages one after the other: base. */
 typedef struct PipeLayout {
-    int64_t base, slot, gin, out_fwd, out_bwd, end; /* offsets past base; end: its size */
+    int64_t base, slot, gin, out_fwd, out_bwd, stash, end; /* offsets past base; end: its size */
     int slots;
 } PipeLayout;
 
@@ -207,7 +210,9 @@ static PipeLayout layout1(const CgCtx *c, int s) {
     L.gin = L.slots * L.slot;
     L.out_fwd = L.gin + (s + 1 < pp->stages ? list_bytes(lp, pp->bwd[s], pp->n_bwd[s]) : 0);
     L.out_bwd = L.out_fwd + (s + 1 < pp->stages ? list_bytes(lp, pp->fwd[s], pp->n_fwd[s]) : 0);
-    L.end = L.out_bwd + (s ? list_bytes(lp, pp->bwd[s - 1], pp->n_bwd[s - 1]) : 0);
+    L.stash = L.out_bwd + (s ? list_bytes(lp, pp->bwd[s - 1], pp->n_bwd[s - 1]) : 0);
+    /* a stage keeping its activations: a slot of them per micro-batch in flight (lowering's stash) */
+    L.end = L.stash + (pp->keep[s] ? L.slots * pp->stash_bytes[s] : 0);
     return L;
 }
 
@@ -293,13 +298,47 @@ static void copy_in_fn(CgCtx *c, StrBuf *m, int s, bool grads, int64_t slot_byte
     sb_puts(m, "    (void)from;\n}\n\n");
 }
 
-int64_t cg_pipe_buffer_bytes(const CgCtx *c) {
+int64_t cg_pipe_buffer_bytes(const CgCtx *c, int d) {
     int64_t most = 256;
     for (int s = 0; s < c->lp->pipe.stages; s++) {
         PipeLayout L = layout(c, s);
-        if (L.base + L.end > most) most = L.base + L.end;
+        if (s % cg_pipe_devices(c) == d && L.base + L.end > most) most = L.base + L.end;
     }
     return most;
+}
+
+int64_t cg_pipe_kept_bytes(const LowerProgram *lp, int d) {
+    CgCtx c = {.lp = lp, .g = lp->g}; /* the layout reads only these */
+    int64_t b = 0;
+    for (int s = 0; s < lp->pipe.stages; s++) {
+        PipeLayout L = layout(&c, s);
+        if (s % cg_pipe_devices(&c) == d) b += L.end - L.stash;
+    }
+    return b;
+}
+
+/* A stage keeping its activations: its stash copied into micro-batch j's
+ * slot after the forward (out), and back before the backward (in). */
+static void stash_fn(CgCtx *c, StrBuf *m, int s, bool out) {
+    const LowerPipe *pp = &c->lp->pipe;
+    PipeLayout L = layout(c, s);
+    sb_printf(m, "/* Virtual stage %d's saved activations %s micro-batch j's slot (j %% %d): %lld bytes. */\n"
+                 "static void %s_stash_%s_s%d(%s *M, int j) {\n    char *slot = M->pipe.base + %lld + (size_t)(j %% %d) * %lld;\n",
+              s, out ? "into" : "from", L.slots, (long long)pp->stash_bytes[s], c->prefix, out ? "out" : "in", s, c->prefix,
+              (long long)(L.base + L.stash), L.slots, (long long)pp->stash_bytes[s]);
+    int64_t off = 0;
+    c->cur_node = -1;
+    for (int k = 0; k < pp->n_stash[s]; k++) {
+        ValueId v = pp->stash[s][k];
+        const char *name = v < c->g->n_values ? ir_val(c->g, v)->name : c->lp->v[v].name;
+        sb_puts(m, "    colrt_memcpy(");
+        if (out) sb_printf(m, "slot + %lld, ", (long long)off);
+        cg_ptr(c, m, v);
+        if (!out) sb_printf(m, ", slot + %lld", (long long)off);
+        sb_printf(m, ", %lld, COLRT_D2D, NULL); /* %%%s */\n", (long long)c->lp->v[v].bytes, name ? name : "?");
+        off += align256(c->lp->v[v].bytes);
+    }
+    sb_puts(m, "    (void)slot;\n}\n\n");
 }
 
 void cg_pipe_after_node(CgCtx *c, NodeId id) {
@@ -430,6 +469,7 @@ static bool emit_interleaved(CgCtx *c, StrBuf *m, const CgOptions *o) {
         sb_printf(m, "/* ---- virtual stage %d of %d (model chunk %d on stage %d) ---- */\n\n", q, V, q / D, q % D);
         if (q) copy_in_fn(c, m, q, false, L.slot, L.gin);
         if (q + 1 < V) copy_in_fn(c, m, q, true, L.slot, L.gin);
+        if (pp->keep[q]) stash_fn(c, m, q, true), stash_fn(c, m, q, false);
     }
     if (ok) { /* the transfers */
         sb_printf(m, "/* A transfer action's messages, each {send, gradients, virtual stage sending it, micro-batch},\n"
@@ -480,6 +520,7 @@ static bool emit_interleaved(CgCtx *c, StrBuf *m, const CgOptions *o) {
             sb_printf(m, "            case %d:\n", ch);
             if (q) sb_printf(m, "                %s_restore_s%d(M, a[2]);\n", px, q);
             sb_printf(m, "                %s_forward_nodes_s%d(M);\n", px, q);
+            if (pp->keep[q]) sb_printf(m, "                %s_stash_out_s%d(M, a[2]);\n", px, q);
             if (q == V - 1) sb_printf(m, "                l += %s_loss_local(M);\n", px);
             sb_puts(m, "                break;\n");
         }
@@ -487,7 +528,11 @@ static bool emit_interleaved(CgCtx *c, StrBuf *m, const CgOptions *o) {
         for (int ch = 0; ch < v; ch++) {
             int q = ch * D + d;
             sb_printf(m, "            case %d:\n", ch);
-            if (q + 1 < V || rerun_last) { /* the forward again, from the micro-batch's inputs */
+            if (pp->keep[q]) { /* its activations from the micro-batch's slot */
+                sb_printf(m, "                %s_feed(M, in, a[2], lr);\n", px);
+                if (q) sb_printf(m, "                %s_restore_s%d(M, a[2]);\n", px, q);
+                sb_printf(m, "                %s_stash_in_s%d(M, a[2]);\n", px, q);
+            } else if (q + 1 < V || rerun_last) { /* the forward again, from the micro-batch's inputs */
                 sb_printf(m, "                %s_feed(M, in, a[2], lr);\n", px);
                 if (q) sb_printf(m, "                %s_restore_s%d(M, a[2]);\n", px, q);
                 sb_printf(m, "                M->pipe_rerun = 1;\n                %s_forward_nodes_s%d(M);\n"
@@ -549,6 +594,7 @@ bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o) {
         if (!first) xfer_fn(c, o, m, s, false, fin, gstash);
         if (!first) copy_in_fn(c, m, s, false, fin, gstash);
         if (!last) copy_in_fn(c, m, s, true, fin, gstash);
+        if (pp->keep[s]) stash_fn(c, m, s, true), stash_fn(c, m, s, false);
         sb_printf(m, "/* Stage %d's 1F1B schedule (solver/pipeline.c): {action, micro-batch, send, receive};\n"
                      " * actions: 0 forward, 1 backward, 2 transfer with the next stage, 3 with the previous. */\n"
                      "static const int %s_sched_s%d[%d][4] = {\n",
@@ -562,12 +608,15 @@ bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o) {
         sb_printf(m, "        case 0:\n            %s_feed(M, in, a[1], lr);\n", px);
         if (!first) sb_printf(m, "            %s_restore_s%d(M, a[1]);\n", px, s);
         sb_printf(m, "            %s_forward_nodes_s%d(M);\n", px, s);
+        if (pp->keep[s]) sb_printf(m, "            %s_stash_out_s%d(M, a[1]);\n", px, s);
         if (last) sb_printf(m, "            l += %s_loss_local(M);\n", px);
         sb_puts(m, "            break;\n        case 1:\n");
-        if (!last) { /* the forward again, from the micro-batch's inputs */
+        if (!last) { /* the forward again, from the micro-batch's inputs; or its kept activations */
             sb_printf(m, "            %s_feed(M, in, a[1], lr);\n", px);
             if (!first) sb_printf(m, "            %s_restore_s%d(M, a[1]);\n", px, s);
-            sb_printf(m, "            %s_forward_nodes_s%d(M);\n            %s_grads_in_s%d(M);\n", px, s, px, s);
+            if (pp->keep[s]) sb_printf(m, "            %s_stash_in_s%d(M, a[1]);\n", px, s);
+            else sb_printf(m, "            %s_forward_nodes_s%d(M);\n", px, s);
+            sb_printf(m, "            %s_grads_in_s%d(M);\n", px, s);
         }
         sb_printf(m, "            %s_backward_nodes_s%d(M);\n            break;\n", px, s);
         if (!last) sb_printf(m, "        case 2: %s_next_s%d(M, a[2], a[3]); break;\n", px, s);

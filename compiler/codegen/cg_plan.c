@@ -49,6 +49,9 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         cJSON_DeleteItemFromObjectCaseSensitive(sm, "planned_over_predicted");
         cJSON_AddNumberToObject(sm, "planned_arena_bytes", (double)lp->stage_arena_bytes[s]);
         cJSON_AddNumberToObject(sm, "lower_bound_bytes", (double)lp->stage_lower_bound_bytes[s]);
+        /* kept activations: the slots of its pipeline buffer that hold them (0: it re-runs the forward) */
+        cJSON_DeleteItemFromObjectCaseSensitive(sm, "planned_kept_activations_bytes");
+        cJSON_AddNumberToObject(sm, "planned_kept_activations_bytes", (double)cg_pipe_kept_bytes(lp, s));
         cJSON *pk = cJSON_GetObjectItemCaseSensitive(sm, "peak_bytes");
         if (cJSON_IsNumber(pk) && pk->valuedouble > 0)
             cJSON_AddNumberToObject(sm, "planned_over_predicted", (double)lp->stage_arena_bytes[s] / pk->valuedouble);

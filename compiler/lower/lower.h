@@ -175,6 +175,14 @@ typedef struct LowerPipe {
     ValueId *fwd[PLACE_MAX_STAGES], *bwd[PLACE_MAX_STAGES];
     int n_sums;
     LowerPipeSum *sums;
+    /* per virtual stage that keeps its activations (the Placement's keep; never the last):
+     * the buffers its forward writes that its backward reads (storage roots, each copied
+     * at a 256-byte boundary into the micro-batch's slot after the forward and back before
+     * the backward), their bytes, and its slots (the micro-batches it holds in flight) */
+    bool keep[PLACE_MAX_STAGES];
+    int n_stash[PLACE_MAX_STAGES], stash_slots[PLACE_MAX_STAGES];
+    ValueId *stash[PLACE_MAX_STAGES];
+    int64_t stash_bytes[PLACE_MAX_STAGES];
 } LowerPipe;
 
 typedef struct LowerValue {

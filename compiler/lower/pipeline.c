@@ -83,6 +83,7 @@ bool lower_pass_pipeline(LowerCtx *c) {
     pp->chunks = pl->chunks > 1 ? pl->chunks : 1;
     pp->devices = placement_pipe_devices(pl);
     pp->mask = pl->stage_mask;
+    for (int q = 0; q + 1 < pl->stages; q++) pp->keep[q] = pl->keep[q]; /* the last runs each backward after its forward */
     uint32_t all = pl->stages >= 32 ? ~0u : (1u << pl->stages) - 1;
     int step_begin = g->n_nodes;
     for (NodeId id = 0; id < g->n_nodes; id++)
@@ -160,6 +161,7 @@ void lower_pipe_free(LowerPipe *pp) {
     for (int b = 0; b < PLACE_MAX_STAGES; b++) {
         ir_free(pp->fwd[b]);
         ir_free(pp->bwd[b]);
+        ir_free(pp->stash[b]);
     }
     ir_free(pp->sums);
 }
@@ -179,6 +181,12 @@ void lower_pipe_print(const LowerProgram *p, StrBuf *b) {
         for (int k = 0; k < pp->n_fwd[s]; k++) sb_printf(b, " %%%s", ir_val(g, pp->fwd[s][k])->name);
         sb_printf(b, "\n;   stage %d -> %d after each backward:", s + 1, s);
         for (int k = 0; k < pp->n_bwd[s]; k++) sb_printf(b, " %%%s", ir_val(g, pp->bwd[s][k])->name);
+        sb_puts(b, "\n");
+    }
+    for (int q = 0; q < pp->stages; q++) {
+        if (!pp->keep[q]) continue;
+        sb_printf(b, ";   stage %d keeps its activations (%lld bytes a micro-batch):", q, (long long)pp->stash_bytes[q]);
+        for (int k = 0; k < pp->n_stash[q]; k++) sb_printf(b, " %%%s", pp->stash[q][k] < g->n_values ? ir_val(g, pp->stash[q][k])->name : p->v[pp->stash[q][k]].name);
         sb_puts(b, "\n");
     }
     for (int k = 0; k < pp->n_sums; k++) {

@@ -210,6 +210,42 @@ static void buffer_stages(const Graph *g, LowerProgram *p, const int *tn, const 
     ir_free(m);
 }
 
+/* Pipelines: each virtual stage that keeps its activations (LowerPipe.keep)
+ * stashes the buffers its forward writes and its backward reads: a storage
+ * root in the device arena, not a leaf, written on the stage before the
+ * backward starts (the first node whose result is not an activation, as the
+ * code generator splits them) and read by a node of the stage (its
+ * recomputes, gathers and scatters included: note_reads) from the
+ * backward's first slot on. Received forward values are not among them
+ * (their slots hold them), nor the inputs (fed again). */
+static void pipe_stash(const Graph *g, LowerProgram *p, const int *tn, const int *tx, int tend, const MemBuffer *bufs,
+                       const ValueId *buf_val, int nb) {
+    LowerPipe *pp = &p->pipe;
+    int nn = g->n_nodes, nv = g->n_values, fwd_end = nn;
+    for (NodeId id = 0; id < nn; id++)
+        if (ir_val(g, ir_node(g, id)->out[0])->role != ROLE_ACT) {
+            fwd_end = id;
+            break;
+        }
+    int t_bwd = fwd_end < nn ? tn[fwd_end] - p->n[fwd_end].n_recompute : tend;
+    int *lu = ir_alloc(sizeof(int) * (size_t)(p->n_values ? p->n_values : 1));
+    for (int q = 0; q < pp->stages; q++) {
+        pp->n_stash[q] = 0, pp->stash_bytes[q] = 0;
+        if (!pp->keep[q]) continue;
+        note_reads(g, p, tn, tx, tend, q, lu);
+        for (int i = 0; i < nb; i++) {
+            ValueId r = buf_val[i];
+            if (r < nv && ir_val(g, r)->def == IR_NONE) continue; /* a leaf */
+            NodeId def = r < nv ? ir_val(g, r)->def : p->v[r].added_first;
+            if (def < 0 || def >= fwd_end || !(pp->mask[def] >> q & 1u) || bufs[i].first >= t_bwd || lu[r] < t_bwd) continue;
+            pp->stash[q] = ir_realloc(pp->stash[q], sizeof(ValueId) * (size_t)(pp->n_stash[q] + 1));
+            pp->stash[q][pp->n_stash[q]++] = r;
+            pp->stash_bytes[q] += (p->v[r].bytes + 255) / 256 * 256;
+        }
+    }
+    ir_free(lu);
+}
+
 /* Pass: schedule time, live intervals, in-place reuse, the memory plan. */
 bool lower_pass_schedule(LowerCtx *c) {
     const Graph *g = c->g;
@@ -310,6 +346,7 @@ bool lower_pass_schedule(LowerCtx *c) {
                 if (!(bufs[i].alias >= 0 && t == bufs[i].first)) lt[t] += sz;
         }
     }
+    if (P > 1) pipe_stash(g, p, tn, tx, tend, bufs, buf_val, nb);
     p->live_bytes = ir_alloc(sizeof(int64_t) * (size_t)(nn + 1));
     memset(p->live_bytes, 0, sizeof(int64_t) * (size_t)(nn + 1));
     for (NodeId id = 0; id < nn; id++)
