@@ -16,8 +16,10 @@
  *     it, its gradient and its optimizer state, and both run its update).
  *   - One micro-batch on a stage: its forward (with its share of the
  *     resharding) and its backward (with its recompute, and on every stage
- *     but the last the forward again: the program re-runs a micro-batch's
- *     forward from its received input before the backward). The problem's
+ *     but the last that does not keep its activations the forward again:
+ *     the program re-runs a micro-batch's forward from its received input
+ *     before the backward; a kept stage copies its saved activations into
+ *     the micro-batch's slot and back instead: PlacePipeline.keep). The problem's
  *     times are those of the graph it was built from (its batch rows);
  *     they are scaled to one micro-batch's rows.
  *   - A transfer: one message of the boundary's values (forward values out,
@@ -38,8 +40,9 @@
  *     its groups (under their recompute policies); the largest transient of
  *     its groups; and the pipeline buffer: p - s slots of received forward
  *     values (stage s holds up to p - s micro-batches in flight), the
- *     received gradients, and the outboxes of the values it sends, each
- *     value at a 256-byte boundary (compiler/codegen/cg_pipeline.c).
+ *     received gradients, the outboxes of the values it sends, each value at
+ *     a 256-byte boundary (compiler/codegen/cg_pipeline.c), and on a kept
+ *     stage as many slots of one micro-batch's saved activations.
  */
 #include <math.h>
 #include <string.h>

@@ -84,14 +84,18 @@ def layout(plan):
 
 
 def rerun(plan):
-    """what the generated program's forward re-run costs: every (virtual) stage but the
-    last runs each micro-batch's forward again just before its backward (docs/pipeline.md,
-    "The program"), on top of any recompute; Megatron-LM keeps the activations instead.
-    Stage 0's micro-batches x forward_s, beside stage 0's time (from the plan, nothing added)"""
+    """how stage 0 holds its in-flight micro-batches' activations (docs/pipeline.md,
+    "In-flight activations"): kept (a slot each, Megatron-LM's layout) or run again
+    (every virtual stage but the last runs each micro-batch's forward again just before
+    its backward, on top of any recompute: then stage 0's micro-batches x forward_s is
+    that re-run, beside stage 0's time; from the plan, nothing added)"""
     pp = plan.get("pipeline", {})
     if len(pp.get("stages", [])) < 2:
         return ""
     s0 = pp["stages"][0]
+    if s0.get("activations") in ("kept", "mixed"):
+        kept = s0.get("memory", {}).get("kept_activations_bytes", 0)
+        return f"stage 0 keeps its in-flight activations ({s0['activations']}, {kept / 1e9:.3g} GB of slots)"
     return (f"of stage 0's {s0['time_s']:.4g} s, {pp['micro_batches'] * s0['forward_s']:.4g} s "
             f"are the forwards re-run before the backwards")
 

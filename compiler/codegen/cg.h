@@ -49,9 +49,12 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
  * parse); *predicted gets memory.predicted_peak_bytes (0 if absent). */
 char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predicted);
 
-/* Pipelined: the bytes of device d's pipeline buffer that hold kept
- * activations (each kept virtual stage's slots x its stash; 0 where its
- * virtual stages run the forward again; cg_pipeline.c). */
+/* Pipelined, device d's pipeline buffer (cg_pipeline.c): its bytes (the
+ * slots of received forward values, the received gradients, the outboxes,
+ * the slots of kept activations), and those holding kept activations alone
+ * (each kept virtual stage's slots x its stash; 0 where its virtual stages
+ * run the forward again). */
+int64_t cg_pipe_buffer_bytes(const LowerProgram *lp, int d);
 int64_t cg_pipe_kept_bytes(const LowerProgram *lp, int d);
 
 /* colossal-calibrate's kernels (tools/calibrate/gen_kernels.c): the C

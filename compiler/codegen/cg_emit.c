@@ -689,7 +689,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         for (int s = 0; s < cg_pipe_devices(c); s++) sb_printf(m, "%s%lld", s ? ", " : "", (long long)lp->stage_arena_bytes[s]);
         sb_printf(m, "};\n/* Per stage: its pipeline buffer (slots, stashes, outboxes; cg_pipeline.c). */\n"
                      "static const size_t %s_stage_pipe_bytes[] = {", px);
-        for (int s = 0; s < cg_pipe_devices(c); s++) sb_printf(m, "%s%lld", s ? ", " : "", (long long)cg_pipe_buffer_bytes(c, s));
+        for (int s = 0; s < cg_pipe_devices(c); s++) sb_printf(m, "%s%lld", s ? ", " : "", (long long)cg_pipe_buffer_bytes(lp, s));
         sb_puts(m, "};\n\n");
     }
     sb_free(&leaf_stages);

@@ -254,10 +254,6 @@ void cg_pipe_rank(const CgCtx *c, const CgOptions *o, StrBuf *b);
  * for a gradient accumulator (zero between steps: not in checkpoints, so
  * a checkpoint of a plan without micro-batches loads). */
 unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v);
-/* Device d's pipeline buffer's bytes: the slots of received forward values,
- * the received gradients, the outboxes and the slots of kept activations
- * (those alone: cg_pipe_kept_bytes, cg.h). */
-int64_t cg_pipe_buffer_bytes(const CgCtx *c, int d);
 /* The transfers, the schedules, train_step, forward and the loss (after the
  * stage functions, feed, the local loss); false with the reason in c->err. */
 bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o);

@@ -298,11 +298,12 @@ static void copy_in_fn(CgCtx *c, StrBuf *m, int s, bool grads, int64_t slot_byte
     sb_puts(m, "    (void)from;\n}\n\n");
 }
 
-int64_t cg_pipe_buffer_bytes(const CgCtx *c, int d) {
+int64_t cg_pipe_buffer_bytes(const LowerProgram *lp, int d) {
+    CgCtx c = {.lp = lp, .g = lp->g}; /* the layout reads only these */
     int64_t most = 256;
-    for (int s = 0; s < c->lp->pipe.stages; s++) {
-        PipeLayout L = layout(c, s);
-        if (s % cg_pipe_devices(c) == d && L.base + L.end > most) most = L.base + L.end;
+    for (int s = 0; s < lp->pipe.stages; s++) {
+        PipeLayout L = layout(&c, s);
+        if (s % cg_pipe_devices(&c) == d && L.base + L.end > most) most = L.base + L.end;
     }
     return most;
 }

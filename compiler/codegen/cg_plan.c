@@ -52,9 +52,13 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         /* kept activations: the slots of its pipeline buffer that hold them (0: it re-runs the forward) */
         cJSON_DeleteItemFromObjectCaseSensitive(sm, "planned_kept_activations_bytes");
         cJSON_AddNumberToObject(sm, "planned_kept_activations_bytes", (double)cg_pipe_kept_bytes(lp, s));
+        cJSON_DeleteItemFromObjectCaseSensitive(sm, "planned_pipe_buffer_bytes");
+        int64_t pipe = cg_pipe_buffer_bytes(lp, s);
+        cJSON_AddNumberToObject(sm, "planned_pipe_buffer_bytes", (double)pipe);
+        /* against the stage's peak, which counts its pipeline buffer (in_flight_bytes) */
         cJSON *pk = cJSON_GetObjectItemCaseSensitive(sm, "peak_bytes");
         if (cJSON_IsNumber(pk) && pk->valuedouble > 0)
-            cJSON_AddNumberToObject(sm, "planned_over_predicted", (double)lp->stage_arena_bytes[s] / pk->valuedouble);
+            cJSON_AddNumberToObject(sm, "planned_over_predicted", (double)(lp->stage_arena_bytes[s] + pipe) / pk->valuedouble);
     }
     cJSON_DeleteItemFromObjectCaseSensitive(mem, "planned_host_arena_bytes");
     cJSON_DeleteItemFromObjectCaseSensitive(mem, "planned_offloaded_bytes");
