@@ -273,6 +273,7 @@ static void test_price(void) {
     o.strategy = "dp";
     o.lowerable = true;
     o.progress = false;
+    o.pp_keep = PK_RERUN; /* the forward again (kept activations: test_keep) */
     PlanResult *r = plan_solve(g, &o);
     CHECK(r && r->pipe);
     if (r && r->pipe) {
@@ -321,6 +322,61 @@ static void test_price(void) {
         CHECK_INT(r->mesh.n_devices, 2);
         CHECK(!r->mesh.inter[r->mesh.n_axes - 1]); /* the stage's own axis stays in the node */
     }
+    plan_free(r);
+    ir_graph_free(g);
+}
+
+/* Kept activations (pipeline_choose_keep, docs/pipeline.md): every stage but the last keeps
+ * p - s slots of its saved activations, runs no forward again (a copy out and back instead) and
+ * the step is shorter; auto keeps where it fits and gives it up on a stage over the limit. */
+static void test_keep(void) {
+    Graph *g = training("tests/e2e/gpt2_tiny_4.cir", 4);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x4";
+    o.pp = 4;
+    o.micro_batches = 4;
+    o.strategy = "dp";
+    o.lowerable = true;
+    o.progress = false;
+    o.pp_keep = PK_RERUN;
+    PlanResult *r = plan_solve(g, &o);
+    ShardCluster whole;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_load("h100:1x4", &whole, &e, NULL));
+    CHECK(r && r->pipe);
+    if (r && r->pipe) {
+        for (int s = 0; s < 4; s++) CHECK(!r->pl->pipe.keep[s]);
+        PipePrice rerun = *r->pipe, keep;
+        CHECK(pipeline_choose_keep(r, &whole, INFINITY, PK_KEEP, &e));
+        keep = *r->pipe;
+        for (int s = 0; s < 4; s++) {
+            const PipeStagePrice *k = &keep.st[s], *x = &rerun.st[s];
+            CHECK(r->pl->pipe.keep[s] == (s < 3));
+            CHECK_INT(k->kept_chunks, s < 3);
+            CHECK_NEAR(k->mem_kept, s < 3 ? (4 - s) * ceil(k->mem_acts / 256) * 256 : 0, 0); /* p - s slots */
+            CHECK_NEAR(k->mem_inflight, x->mem_inflight + k->mem_kept, 1e-6);
+            CHECK(s == 3 ? k->bwd_s == x->bwd_s : (k->bwd_s < x->bwd_s && k->fwd_s > x->fwd_s)); /* no forward again; the copies */
+        }
+        CHECK(keep.step_s < rerun.step_s);
+        CHECK(keep.st[0].peak_bytes > rerun.st[0].peak_bytes);
+        CHECK(pipeline_choose_keep(r, &whole, INFINITY, PK_AUTO, &e)); /* room: auto keeps everywhere */
+        for (int s = 0; s < 3; s++) CHECK(r->pl->pipe.keep[s]);
+        CHECK_NEAR(r->pipe->step_s, keep.step_s, 0);
+        /* a limit stage 0 does not fit kept: auto gives it up there, keeps where the kept stage fits */
+        double lim = keep.st[0].peak_bytes - 1;
+        CHECK(rerun.st[0].peak_bytes <= lim);
+        CHECK(pipeline_choose_keep(r, &whole, lim, PK_AUTO, &e));
+        CHECK(!r->pl->pipe.keep[0]);
+        CHECK(r->pipe->st[0].peak_bytes <= lim);
+        for (int s = 1; s < 3; s++) CHECK(r->pl->pipe.keep[s] == (keep.st[s].peak_bytes <= lim));
+        CHECK(r->pipe->step_s > keep.step_s && r->pipe->step_s <= rerun.step_s);
+        CHECK(pipeline_choose_keep(r, &whole, INFINITY, PK_RERUN, &e));
+        for (int s = 0; s < 4; s++) CHECK(!r->pl->pipe.keep[s]);
+        CHECK_NEAR(r->pipe->step_s, rerun.step_s, 0);
+    }
+    sb_free(&e);
     plan_free(r);
     ir_graph_free(g);
 }
@@ -380,6 +436,7 @@ static void test_price_zero(void) {
     plan_options_default(&o);
     o.cluster = "h100:1x4";
     o.pp = 2;
+    o.pp_keep = PK_RERUN;
     o.mesh = "2";
     o.micro_batches = 4;
     o.lowerable = true;
@@ -734,6 +791,7 @@ static void test_interleaved_price(void) {
     plan_options_default(&o);
     o.cluster = "h100:1x2";
     o.pp = 2;
+    o.pp_keep = PK_RERUN; /* the slots of received values alone */
     o.micro_batches = 4;
     o.strategy = "dp";
     o.lowerable = true;
@@ -793,6 +851,7 @@ int main(void) {
     test_price_zero();
     test_stage_problem();
     test_price();
+    test_keep();
     test_schedules();
     test_checker_catches();
     test_bubble();
