@@ -25,6 +25,10 @@ run() { # name plan-label args...
 import json, sys
 d = json.load(open(sys.argv[1])); m = d["memory"]
 a, lb, p = m["planned_arena_bytes"], m["lower_bound_bytes"], m["predicted_peak_bytes"]
+st = [s["memory"] for s in d.get("pipeline", {}).get("stages", []) if "planned_pipe_buffer_bytes" in s.get("memory", {})]
+if st:  # pipelined: each stage allocates its arena and its pipeline buffer (slots, kept activations); the fullest
+    x = max(st, key=lambda q: q["planned_arena_bytes"] + q["planned_pipe_buffer_bytes"])
+    a, lb = x["planned_arena_bytes"] + x["planned_pipe_buffer_bytes"], x["lower_bound_bytes"] + x["planned_pipe_buffer_bytes"]
 mesh = "x".join(str(x) for x in d["mesh"])
 f = ".3f" if p < 10e6 else ".1f"  # the small models' rows in kB-sized MB
 print(f"{sys.argv[2]:<10} {sys.argv[3]:<28} {mesh:<6} {a/1e6:12{f}} {lb/1e6:12{f}} {a/lb:9.3f} {p/1e6:12{f}} {a/p:10.3f}")

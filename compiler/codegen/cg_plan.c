@@ -34,8 +34,17 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     cJSON_DeleteItemFromObjectCaseSensitive(mem, "lower_bound_bytes");
     cJSON_AddNumberToObject(mem, "planned_arena_bytes", (double)lp->arena_bytes);
     cJSON_AddNumberToObject(mem, "lower_bound_bytes", (double)lp->lower_bound_bytes);
-    if (*predicted > 0)
-        cJSON_AddNumberToObject(mem, "planned_over_predicted", (double)lp->arena_bytes / *predicted);
+    /* pipelined: the predicted peak is the fullest stage's, its pipeline buffer included, so the
+     * planned side is each stage's arena and pipeline buffer, the largest */
+    int64_t planned = lp->arena_bytes;
+    int devs = lp->pipe.stages > 1 ? (lp->pipe.chunks > 1 ? lp->pipe.devices : lp->pipe.stages) : 0;
+    if (devs) planned = 0;
+    for (int s = 0; s < devs; s++) {
+        int64_t b = lp->stage_arena_bytes[s] + cg_pipe_buffer_bytes(lp, s);
+        if (b > planned) planned = b;
+    }
+    if (devs) cJSON_AddNumberToObject(mem, "planned_with_pipe_buffer_bytes", (double)planned);
+    if (*predicted > 0) cJSON_AddNumberToObject(mem, "planned_over_predicted", (double)planned / *predicted);
     /* pipelined: each stage's ranks allocate their own stage's plan
      * (pipeline.stages[s].memory: planned_arena_bytes, lower_bound_bytes,
      * planned_over_predicted against that stage's peak_bytes) */
