@@ -399,10 +399,14 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
                 char *end;
                 errno = 0;
                 long long x = strtoll(q, &end, 10);
-                if (errno || end == q || x <= 0 || x > 1 << 20 || (*end && *end != ',') || o->n_pp_blocks == 32) {
-                    diag_plain("give the block instances of each stage, first to last, joined by ',' (e.g. 5,6,6,5; at "
-                               "most 32 stages)",
-                               "invalid value '%s' for --pp-blocks", optarg);
+                if (errno || end == q || x <= 0 || x > 1 << 20 || (*end && *end != ',') ||
+                    o->n_pp_blocks == PLACE_MAX_STAGES) {
+                    char hint[160];
+                    snprintf(hint, sizeof hint,
+                             "give the block instances of each stage, first to last, joined by ',' (e.g. 5,6,6,5; at most %d "
+                             "stages)",
+                             PLACE_MAX_STAGES);
+                    diag_plain(hint, "invalid value '%s' for --pp-blocks", optarg);
                     ok = false;
                     break;
                 }

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "placement.h"
+
 enum { EXIT_OK = 0, EXIT_USER = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 
 #define CLI_MAX_DEFINES 64
@@ -37,7 +39,7 @@ typedef struct CliOptions {
     int64_t batch;                /* --batch, 0 = not given */
     int micro_batches;            /* --micro-batches, 0 = let the planner choose */
     int pp;                       /* --pp N: pipeline stages (0 = not given, 1 = none, -1 = auto) */
-    int pp_blocks[32];            /* --pp-blocks A,B,...: the cut block's instances per stage
+    int pp_blocks[PLACE_MAX_STAGES]; /* --pp-blocks A,B,...: the cut block's instances per stage
                                    * (at most PLACE_MAX_STAGES); n_pp_blocks 0: chosen by cost */
     int n_pp_blocks;
     int pp_chunks;                /* --schedule: 0 not given (1F1B), 1 1f1b, v >= 2 interleaved:v,

@@ -21,12 +21,12 @@ int placement_pipe_devices(const PlacePipeline *pp) {
     return pp->chunks > 1 ? pp->stages / pp->chunks : pp->stages;
 }
 
-uint32_t placement_pipe_device_mask(const PlacePipeline *pp, uint32_t stages) {
+PlaceMask placement_pipe_device_mask(const PlacePipeline *pp, PlaceMask stages) {
     int d = placement_pipe_devices(pp);
     if (pp->chunks <= 1 || d <= 0) return stages;
-    uint32_t m = 0;
+    PlaceMask m = 0;
     for (int q = 0; q < pp->stages && q < 32; q++)
-        if (stages >> q & 1u) m |= 1u << (q % d);
+        if (stages >> q & 1u) m |= PLACE_BIT(q % d);
     return m;
 }
 
@@ -205,7 +205,7 @@ bool placement_verify(const Placement *pl, StrBuf *why) {
         return false;
     }
     if (pl->pipe.stages > 1) { /* every node on some stage that exists */
-        uint32_t all = pl->pipe.stages >= 32 ? ~0u : (1u << pl->pipe.stages) - 1;
+        PlaceMask all = place_mask_all(pl->pipe.stages);
         for (NodeId id = 0; id < g->n_nodes; id++)
             if (!pl->pipe.stage_mask || !pl->pipe.stage_mask[id] || (pl->pipe.stage_mask[id] & ~all)) {
                 sb_printf(why, "node %%%s (%s) is on no stage of the %d-stage pipeline", ir_val(g, ir_node(g, id)->out[0])->name,

@@ -77,7 +77,17 @@ typedef enum {
  * Placement's intra-stage plan on its own submesh: the runtime mesh is the
  * plan's mesh with a last axis of `stages` (the stage is the coordinate
  * there). stages == 1: not pipelined, stage_mask NULL. */
-#define PLACE_MAX_STAGES 32
+#define PLACE_MAX_STAGES 128
+/* A set of (virtual) pipeline stages or of the devices along the pipeline,
+ * bit s for stage s: 128 bits (GCC and Clang's unsigned __int128, as the
+ * other builtins the compiler uses). */
+typedef unsigned __int128 PlaceMask;
+#define PLACE_BIT(s) ((PlaceMask)1 << (s))
+/* The stages 0 .. n - 1; the count of a set's stages. */
+static inline PlaceMask place_mask_all(int n) { return n >= PLACE_MAX_STAGES ? ~(PlaceMask)0 : PLACE_BIT(n) - 1; }
+static inline int place_mask_count(PlaceMask m) {
+    return __builtin_popcountll((unsigned long long)m) + __builtin_popcountll((unsigned long long)(m >> 64));
+}
 /* The schedule: 1F1B (PipeDream-Flush), or interleaved 1F1B (Megatron-LM's
  * virtual pipeline): each device holds `chunks` model chunks, the stages are
  * then *virtual stages*, stage q on device q % devices (its model chunk q /
@@ -91,7 +101,7 @@ typedef struct PlacePipeline {
     int block;                  /* the graph block cut into stages, or IR_NONE */
     int first[PLACE_MAX_STAGES + 1]; /* first[stages] = the block's instances */
     PlaceSchedule schedule;
-    uint32_t *stage_mask;       /* per node: bit s, it runs on (virtual) stage s */
+    PlaceMask *stage_mask;      /* per node: bit s, it runs on (virtual) stage s */
     bool keep[PLACE_MAX_STAGES]; /* per virtual stage: it keeps the saved activations of the
                                  * micro-batches it holds in flight (a slot each) instead of
                                  * running a micro-batch's forward again before its backward;
@@ -100,7 +110,7 @@ typedef struct PlacePipeline {
 /* The devices along the pipeline axis: stages / chunks (1 when not pipelined). */
 int placement_pipe_devices(const PlacePipeline *pp);
 /* A mask of virtual stages as the mask of the devices running them. */
-uint32_t placement_pipe_device_mask(const PlacePipeline *pp, uint32_t stages);
+PlaceMask placement_pipe_device_mask(const PlacePipeline *pp, PlaceMask stages);
 
 /* Where a parameter's update state lives (host offload, docs/sharding.md):
  * on the device; the optimizer moments on the host (the update runs there,

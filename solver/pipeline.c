@@ -63,16 +63,16 @@ double pipeline_bubble_fraction(int stages, int micro_batches) {
     return (double)(stages - 1) / (double)(micro_batches + stages - 1);
 }
 
-static uint32_t bit(int s) { return 1u << s; }
+static PlaceMask bit(int s) { return PLACE_BIT(s); }
 
 /* The lowest set bit's index. */
-static int lowest(uint32_t m) {
+static int lowest(PlaceMask m) {
     int s = 0;
     while (m && !(m >> s & 1u)) s++;
     return s;
 }
 
-static bool one_bit(uint32_t m) { return m && !(m & (m - 1)); }
+static bool one_bit(PlaceMask m) { return m && !(m & (m - 1)); }
 
 bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *err, StrBuf *hint) {
     return pipeline_place_ranges(pl, stages, NULL, schedule, err, hint);
@@ -174,13 +174,13 @@ static bool place(Placement *pl, int stages, const int *first, PlaceSchedule sch
             return false;
         }
     ir_free(pp->stage_mask);
-    pp->stage_mask = ir_alloc(sizeof(uint32_t) * (size_t)(g->n_nodes ? g->n_nodes : 1));
-    uint32_t *mask = pp->stage_mask, last = bit(stages - 1), all = stages >= 32 ? ~0u : bit(stages) - 1;
-    memset(mask, 0, sizeof(uint32_t) * (size_t)g->n_nodes);
+    pp->stage_mask = ir_alloc(sizeof(PlaceMask) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    PlaceMask *mask = pp->stage_mask, last = bit(stages - 1), all = place_mask_all(stages);
+    memset(mask, 0, sizeof(PlaceMask) * (size_t)g->n_nodes);
     int step_begin = ad_step_begin(g), first_blk = g->n_nodes;
     for (NodeId id = 0; id < g->n_nodes; id++)
         if (ir_node(g, id)->block == blk && id < first_blk) first_blk = id;
-    uint32_t *fwd_readers = NULL;
+    PlaceMask *fwd_readers = NULL;
     /* per value: the stages of its defining node (leaves: 0, everywhere) */
     #define DEF_MASK(v) (ir_val(g, (v))->def == IR_NONE ? 0u : mask[ir_val(g, (v))->def])
     for (NodeId id = 0; id < g->n_nodes; id++) {
@@ -197,7 +197,7 @@ static bool place(Placement *pl, int stages, const int *first, PlaceSchedule sch
             continue;
         }
         if (ph == PH_BACKWARD && id < step_begin) {
-            uint32_t m = 0;
+            PlaceMask m = 0;
             for (int i = 0; i < n->n_in; i++) m |= DEF_MASK(n->in[i]);
             if (!m) m = all; /* only leaves: everywhere */
             if (!one_bit(m) && n->op != OP_ADD && n->op != OP_GRAD_ACCUM && n->op != OP_CAST) {
@@ -213,24 +213,24 @@ static bool place(Placement *pl, int stages, const int *first, PlaceSchedule sch
         /* the update */
         if (ir_op_is_update(n->op)) {
             if (!fwd_readers) { /* per value: the stages whose forward reads it (all forward nodes are placed by now) */
-                fwd_readers = ir_alloc(sizeof(uint32_t) * (size_t)(g->n_values ? g->n_values : 1));
-                memset(fwd_readers, 0, sizeof(uint32_t) * (size_t)g->n_values);
+                fwd_readers = ir_alloc(sizeof(PlaceMask) * (size_t)(g->n_values ? g->n_values : 1));
+                memset(fwd_readers, 0, sizeof(PlaceMask) * (size_t)g->n_values);
                 for (NodeId r = 0; r < g->n_nodes; r++)
                     if (placement_phase(g, r) == PH_FORWARD)
                         for (int i = 0; i < ir_node(g, r)->n_in; i++) fwd_readers[ir_node(g, r)->in[i]] |= mask[r];
             }
-            uint32_t m = 0; /* the stages of its gradient (what it reads that some stages compute) */
+            PlaceMask m = 0; /* the stages of its gradient (what it reads that some stages compute) */
             for (int i = 0; i < n->n_in; i++)
                 if (DEF_MASK(n->in[i]) != all) m |= DEF_MASK(n->in[i]);
             if (!m) m = fwd_readers[n->in[0]]; /* else the stages whose forward reads the parameter */
             mask[id] = m ? m : all;
         } else if (n->op == OP_SUMSQ) {
-            uint32_t m = DEF_MASK(n->in[0]);
+            PlaceMask m = DEF_MASK(n->in[0]);
             mask[id] = m ? bit(lowest(m)) : all;
         } else if (n->op == OP_ADD) { /* the norm's running sum: every stage adds its own part */
             mask[id] = all;
         } else { /* where its operands are (a master's cast to the compute copy) */
-            uint32_t m = 0;
+            PlaceMask m = 0;
             for (int i = 0; i < n->n_in; i++) m |= DEF_MASK(n->in[i]);
             mask[id] = m ? m : all;
         }
@@ -246,7 +246,7 @@ static bool place(Placement *pl, int stages, const int *first, PlaceSchedule sch
         for (int i = 0; i < n->n_in; i++) {
             const Value *x = ir_val(g, n->in[i]);
             if (x->def == IR_NONE || (mask[x->def] & bit(s))) continue;
-            uint32_t from = mask[x->def];
+            PlaceMask from = mask[x->def];
             bool fwd_value = placement_phase(g, x->def) == PH_FORWARD;
             bool ok = one_bit(from) && (fwd_value ? lowest(from) == s - 1 : lowest(from) == s + 1);
             if (!ok) {
@@ -739,8 +739,8 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
         for (int s = 0; s < P; s++)
             if (P == 1 || (placement_pipe_device_mask(&pl->pipe, pl->pipe.stage_mask[id]) >> s & 1u)) flops[s] += f;
     }
-    uint32_t *readers = ir_alloc(sizeof(uint32_t) * (size_t)(g->n_values ? g->n_values : 1)); /* per parameter */
-    memset(readers, 0, sizeof(uint32_t) * (size_t)g->n_values);
+    PlaceMask *readers = ir_alloc(sizeof(PlaceMask) * (size_t)(g->n_values ? g->n_values : 1)); /* per parameter */
+    memset(readers, 0, sizeof(PlaceMask) * (size_t)g->n_values);
     for (NodeId id = 0; P > 1 && id < g->n_nodes; id++)
         if (placement_phase(g, id) == PH_FORWARD)
             for (int i = 0; i < ir_node(g, id)->n_in; i++)

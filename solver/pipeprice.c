@@ -53,7 +53,7 @@
 
 static double maxd(double a, double b) { return a > b ? a : b; }
 static double align256(double b) { return ceil(b / 256.0) * 256.0; }
-static int lowest(uint32_t m) {
+static int lowest(PlaceMask m) {
     int s = 0;
     while (m && !(m >> s & 1u)) s++;
     return s;
@@ -248,16 +248,16 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     PipeStagePrice vs[PLACE_MAX_STAGES]; /* per virtual stage; out->st[] sums them per device */
     memset(vs, 0, sizeof vs);
     bool last_rerun = P > 1 && pipeline_last_reruns(devs, V, m);
-    const uint32_t *mask = pl->pipe.stage_mask;
+    const PlaceMask *mask = pl->pipe.stage_mask;
     /* a virtual stage keeping its activations runs no forward again (never the last) */
 #define KEPT(q) (P > 1 && (q) + 1 < P && pl->pipe.keep[q])
 #define RERUNS(q) (((q) + 1 < P || last_rerun) && !KEPT(q))
-#define MASK(id) (P > 1 ? mask[id] : 1u)
+#define MASK(id) (P > 1 ? mask[id] : (PlaceMask)1)
     /* the problem's times are for its graph's rows; one micro-batch is global / m rows */
     double k = p->batch > 0 ? (double)p->global_batch / m / (double)p->batch : 1;
     /* per value: the stages whose forward reads it */
-    uint32_t *readers = ir_alloc(sizeof(uint32_t) * (size_t)(g->n_values ? g->n_values : 1));
-    memset(readers, 0, sizeof(uint32_t) * (size_t)g->n_values);
+    PlaceMask *readers = ir_alloc(sizeof(PlaceMask) * (size_t)(g->n_values ? g->n_values : 1));
+    memset(readers, 0, sizeof(PlaceMask) * (size_t)g->n_values);
     for (NodeId id = 0; id < g->n_nodes; id++)
         if (placement_phase(g, id) == PH_FORWARD)
             for (int i = 0; i < ir_node(g, id)->n_in; i++) readers[ir_node(g, id)->in[i]] |= MASK(id);
@@ -284,7 +284,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
             sh[s] += 1;
         }
         /* the stages holding its parameters: its own and those whose forward reads them */
-        uint32_t hold = 0;
+        PlaceMask hold = 0;
         for (int mb = 0; mb < G->n_members; mb++) {
             const Node *nd = ir_node(g, G->members[mb].node);
             for (int i = 0; i < nd->n_in; i++)
@@ -353,7 +353,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     bool any_grad = false;
     for (NodeId id = 0; P > 1 && id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
-        uint32_t mk = mask[id];
+        PlaceMask mk = mask[id];
         if (placement_phase(g, id) == PH_UPDATE || (mk & (mk - 1))) continue;
         int s = lowest(mk);
         for (int i = 0; i < n->n_in; i++) {
@@ -391,7 +391,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
         ShardMesh pair = pm;
         pair.size[ax] = 2;
         double tied = 0;
-        uint32_t tied_on = 0;
+        PlaceMask tied_on = 0;
         for (ValueId v = 0; v < g->n_values; v++) {
             if (ir_val(g, v)->role != ROLE_PARAM || !(readers[v] & (readers[v] - 1))) continue;
             DType dt = r->cm.dtype;

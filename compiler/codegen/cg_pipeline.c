@@ -65,7 +65,7 @@ void cg_pipe_rank(const CgCtx *c, const CgOptions *o, StrBuf *b) {
     sb_puts(b, ")");
 }
 
-static int lowest_bit(uint32_t m) {
+static int lowest_bit(PlaceMask m) {
     int s = 0;
     while (m && !(m >> s & 1u)) s++;
     return s;
@@ -87,11 +87,11 @@ void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {
     for (int k = 0; k < pp->n_sums; k++) {
         const LowerPipeSum *u = &pp->sums[k];
         /* interleaved: the update runs per device (c->pipe_device), the sums between devices */
-        uint32_t on = c->pipe_device ? lower_pipe_devmask(lp, u->stages) : u->stages;
+        PlaceMask on = c->pipe_device ? (PlaceMask)lower_pipe_devmask(lp, u->stages) : u->stages;
         int width = c->pipe_device ? cg_pipe_devices(c) : pp->stages;
         if (u->before != id || !(on >> s & 1u)) continue;
         ValueId v = cg_read(c, u->v);
-        uint32_t all = (1u << width) - 1;
+        PlaceMask all = place_mask_all(width);
         if (on == all) {
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", pp_axis(o));
             cg_ptr(c, c->sched, u->v);
@@ -161,14 +161,14 @@ void cg_pipe_stage_begin(CgCtx *c) {
 
 unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v) {
     const LowerProgram *lp = c->lp;
-    unsigned m = 0;
+    PlaceMask m = 0;
     for (NodeId id = 0; id < c->g->n_nodes; id++) {
         const Node *n = ir_node(c->g, id);
         if (n->op == OP_GRAD_ACCUM && n->in[0] == v) return 0; /* an accumulator: zero between steps */
         for (int i = 0; i < n->n_in; i++)
             if (n->in[i] == v) m |= lp->pipe.mask[id];
     }
-    return m ? lower_pipe_devmask(lp, m) : (1u << cg_pipe_devices(c)) - 1;
+    return m ? lower_pipe_devmask(lp, m) : cg_pipe_devices(c) >= 32 ? ~0u : (1u << cg_pipe_devices(c)) - 1;
 }
 
 static int64_t align256(int64_t b) { return (b + 255) / 256 * 256; }

@@ -163,14 +163,20 @@ typedef struct LowerPipeSum {
     int before;                /* the node it runs before; -1: as the update starts (a tied
                                 * gradient: its first readers run on one of its stages only) */
     ValueId v;
-    uint32_t stages;
+    PlaceMask stages;
 } LowerPipeSum;
+
+/* The devices along a generated program's pipeline, at most: the buffers'
+ * and leaves' masks of devices are 32 bits (LowerValue.stages, MemBuffer,
+ * the generated tables); virtual stages are PlaceMask's up to
+ * PLACE_MAX_STAGES. */
+#define LOWER_MAX_PIPE_DEVICES 32
 
 typedef struct LowerPipe {
     int stages;                /* 1: not pipelined (the rest empty); interleaved: the virtual stages */
     int chunks, devices;       /* model chunks per device (1: 1F1B) and the devices: virtual stage
                                 * s runs on device s % devices (the ranks' stage coordinate) */
-    const uint32_t *mask;      /* per node: bit s, it runs on stage s (the Placement's) */
+    const PlaceMask *mask;     /* per node: bit s, it runs on stage s (the Placement's) */
     int n_fwd[PLACE_MAX_STAGES], n_bwd[PLACE_MAX_STAGES];
     ValueId *fwd[PLACE_MAX_STAGES], *bwd[PLACE_MAX_STAGES];
     int n_sums;
@@ -338,7 +344,7 @@ bool lower_pipe_on(const LowerProgram *p, NodeId id, int s);
 /* Whether node id runs on device d (one of its virtual stages is there; 1F1B: lower_pipe_on). */
 bool lower_pipe_on_device(const LowerProgram *p, NodeId id, int d);
 /* A mask of (virtual) stages as the devices running them. */
-uint32_t lower_pipe_devmask(const LowerProgram *p, uint32_t stages);
+uint32_t lower_pipe_devmask(const LowerProgram *p, PlaceMask stages);
 /* Host offload: node id's entry (an update that runs on the host), or NULL;
  * whether value v's buffer is in the host arena. */
 const LowerOffload *lower_offload_of(const LowerProgram *p, NodeId id);

@@ -25,11 +25,11 @@ bool lower_pipe_on(const LowerProgram *p, NodeId id, int s) {
     return p->pipe.stages <= 1 || (p->pipe.mask[id] >> s & 1u);
 }
 
-uint32_t lower_pipe_devmask(const LowerProgram *p, uint32_t stages) {
+uint32_t lower_pipe_devmask(const LowerProgram *p, PlaceMask stages) {
     const LowerPipe *pp = &p->pipe;
-    if (pp->chunks <= 1 || pp->devices <= 0) return stages;
+    if (pp->chunks <= 1 || pp->devices <= 0) return (uint32_t)stages; /* at most 32 devices (lower_pass_pipeline) */
     uint32_t m = 0;
-    for (int q = 0; q < pp->stages && q < 32; q++)
+    for (int q = 0; q < pp->stages; q++)
         if (stages >> q & 1u) m |= 1u << (q % pp->devices);
     return m;
 }
@@ -38,14 +38,14 @@ bool lower_pipe_on_device(const LowerProgram *p, NodeId id, int d) {
     return p->pipe.stages <= 1 || (lower_pipe_devmask(p, p->pipe.mask[id]) >> d & 1u);
 }
 
-static uint32_t def_mask(const LowerProgram *p, ValueId v) {
+static PlaceMask def_mask(const LowerProgram *p, ValueId v) {
     const Value *x = ir_val(p->g, v);
     return x->def == IR_NONE ? 0 : p->pipe.mask[x->def];
 }
 
 bool lower_pipe_zeroed(const LowerProgram *p, NodeId id, int s, ValueId v) {
     if (p->pipe.stages <= 1 || v >= p->g->n_values) return false;
-    uint32_t m = p->pipe.mask[id], d = def_mask(p, v);
+    PlaceMask m = p->pipe.mask[id], d = def_mask(p, v);
     bool several = m & (m - 1);
     return several && d && !(d >> s & 1u);
 }
@@ -57,12 +57,12 @@ static void add_unique(ValueId **list, int *n, ValueId v) {
     (*list)[(*n)++] = v;
 }
 
-static void add_sum(LowerPipe *pp, int before, ValueId v, uint32_t stages) {
+static void add_sum(LowerPipe *pp, int before, ValueId v, PlaceMask stages) {
     pp->sums = ir_realloc(pp->sums, sizeof *pp->sums * (size_t)(pp->n_sums + 1));
     pp->sums[pp->n_sums++] = (LowerPipeSum){before, v, stages};
 }
 
-static int lowest(uint32_t m) {
+static int lowest(PlaceMask m) {
     int s = 0;
     while (m && !(m >> s & 1u)) s++;
     return s;
@@ -78,13 +78,18 @@ bool lower_pass_pipeline(LowerCtx *c) {
             sb_puts(c->err, "pipeline stages with LAMB or LARS (trust-ratio norms) are not supported yet");
             return false;
         }
+    if (placement_pipe_devices(pl) > LOWER_MAX_PIPE_DEVICES) { /* the devices' masks: uint32_t (lower.h) */
+        sb_printf(c->err, "a pipeline of %d stages: the generated program runs at most %d (the planner prices up to %d)",
+                  placement_pipe_devices(pl), LOWER_MAX_PIPE_DEVICES, PLACE_MAX_STAGES);
+        return false;
+    }
     LowerPipe *pp = &p->pipe;
     pp->stages = pl->stages;
     pp->chunks = pl->chunks > 1 ? pl->chunks : 1;
     pp->devices = placement_pipe_devices(pl);
     pp->mask = pl->stage_mask;
     for (int q = 0; q + 1 < pl->stages; q++) pp->keep[q] = pl->keep[q]; /* the last runs each backward after its forward */
-    uint32_t all = pl->stages >= 32 ? ~0u : (1u << pl->stages) - 1;
+    PlaceMask all = place_mask_all(pl->stages);
     int step_begin = g->n_nodes;
     for (NodeId id = 0; id < g->n_nodes; id++)
         if (placement_phase(g, id) == PH_UPDATE) {
@@ -94,11 +99,11 @@ bool lower_pass_pipeline(LowerCtx *c) {
     /* the transfers of each micro-batch */
     for (NodeId id = 0; id < step_begin; id++) {
         const Node *n = ir_node(g, id);
-        uint32_t m = pp->mask[id];
+        PlaceMask m = pp->mask[id];
         if (m & (m - 1)) continue; /* a sum of parts: reads the others' as zero */
         int s = lowest(m);
         for (int i = 0; i < n->n_in; i++) {
-            uint32_t d = def_mask(p, n->in[i]);
+            PlaceMask d = def_mask(p, n->in[i]);
             if (!d || (d >> s & 1u)) continue;
             int from = lowest(d);
             bool fwd = placement_phase(g, ir_val(g, n->in[i])->def) == PH_FORWARD;
@@ -115,22 +120,22 @@ bool lower_pass_pipeline(LowerCtx *c) {
     bool *partial = ir_alloc(sizeof(bool) * (size_t)(g->n_values ? g->n_values : 1));
     memset(partial, 0, sizeof(bool) * (size_t)g->n_values);
     for (NodeId id = 0; id < step_begin; id++) { /* tied gradients: summed on several stages */
-        uint32_t m = pp->mask[id];
+        PlaceMask m = pp->mask[id];
         if (!(m & (m - 1))) continue;
-        if (m != all && __builtin_popcount(m) != 2) {
+        if (m != all && place_mask_count(m) != 2) {
             sb_printf(c->err, "pipeline: %%%s sums parts of %d stages; only two (a tied parameter's first and last) are "
                               "supported",
-                      ir_val(g, ir_node(g, id)->out[0])->name, __builtin_popcount(m));
+                      ir_val(g, ir_node(g, id)->out[0])->name, place_mask_count(m));
             return false;
         }
         for (int o = 0; o < ir_node(g, id)->n_out; o++) partial[ir_node(g, id)->out[o]] = true;
     }
     for (NodeId id = step_begin; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
-        uint32_t m = pp->mask[id];
+        PlaceMask m = pp->mask[id];
         for (int i = 0; i < n->n_in; i++) {
             ValueId v = n->in[i];
-            uint32_t d = def_mask(p, v);
+            PlaceMask d = def_mask(p, v);
             if (!d) continue;
             if (partial[v]) {
                 bool linear = n->op == OP_ADD && m == d;
@@ -143,8 +148,10 @@ bool lower_pass_pipeline(LowerCtx *c) {
             }
             if ((d & m) == m) continue; /* computed wherever it is read */
             if (m == all && n->op == OP_ADD) continue; /* a sum of parts: the others read as zero */
-            sb_printf(c->err, "pipeline: update node %%%s (%s, on stages %#x) reads %%%s, computed on stages %#x only",
-                      ir_val(g, n->out[0])->name, ir_op(n->op)->name, m, ir_val(g, v)->name, d);
+            sb_printf(c->err, "pipeline: update node %%%s (%s, on %d stages from stage %d) reads %%%s, computed on %d stages from "
+                              "stage %d only",
+                      ir_val(g, n->out[0])->name, ir_op(n->op)->name, place_mask_count(m), lowest(m), ir_val(g, v)->name,
+                      place_mask_count(d), lowest(d));
             ir_free(partial);
             return false;
         }

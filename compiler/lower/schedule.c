@@ -178,15 +178,15 @@ static void note_reads(const Graph *g, LowerProgram *p, const int *tn, const int
 static void buffer_stages(const Graph *g, LowerProgram *p, const int *tn, const int *tx, int tend, MemBuffer *bufs,
                           const ValueId *buf_val, int nb) {
     int ntot = p->n_values, nv = g->n_values;
-    uint32_t *m = ir_alloc(sizeof(uint32_t) * (size_t)ntot);
+    PlaceMask *m = ir_alloc(sizeof(PlaceMask) * (size_t)ntot);
     bool *every = ir_alloc(sizeof(bool) * (size_t)ntot);
     int *lu = ir_alloc(sizeof(int) * (size_t)ntot);
-    memset(m, 0, sizeof(uint32_t) * (size_t)ntot);
+    memset(m, 0, sizeof(PlaceMask) * (size_t)ntot);
     memset(every, 0, sizeof(bool) * (size_t)ntot);
     for (int s = 0; s < p->pipe.stages; s++) {
         note_reads(g, p, tn, tx, tend, s, lu);
         for (ValueId v = 0; v < ntot; v++)
-            if (lu[v] >= 0) m[v] |= 1u << s;
+            if (lu[v] >= 0) m[v] |= PLACE_BIT(s);
     }
     for (ValueId v = 0; v < ntot; v++) {
         ValueId r = lower_root_of(p, v);

@@ -138,7 +138,7 @@ static Graph *training(const char *path, int micro) { return fixture_training_fi
 
 static Graph *tiny_gpt2(int micro) { return training("examples/ir/gpt2-tiny.cir", micro); }
 
-static uint32_t mask_of(const Placement *pl, const char *name) {
+static PlaceMask mask_of(const Placement *pl, const char *name) {
     ValueId v = ir_find(pl->g, name);
     CHECK(v != IR_NONE);
     return v == IR_NONE ? 0 : pl->pipe.stage_mask[ir_val(pl->g, v)->def];
@@ -597,6 +597,55 @@ static void test_micro_choice(void) {
     ir_graph_free(g);
 }
 
+/* More than 32 stages (PLACE_MAX_STAGES 128: PlaceMask, 128 bits): a 40-block model in 40
+ * stages on 40 single-GPU nodes is placed, its masks past bit 31 right, its schedules sound,
+ * priced and planned; 129 stages are refused naming the limit. */
+static void test_many_stages(void) {
+    Graph *f = gpt(40, 64, 4, 256, 128, 16, 40), *g = NULL;
+    if (f) { /* its training graph, 40 micro-batches */
+        AdOptions ao;
+        ad_options_default(&ao);
+        ao.micro_batches = 40;
+        StrBuf e;
+        sb_init(&e);
+        g = ad_build(f, &ao, &e);
+        sb_free(&e);
+        ir_graph_free(f);
+    }
+    CHECK(g != NULL);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:40x1";
+    o.dtype = "bf16";
+    o.pp = 40;
+    o.micro_batches = 40;
+    o.progress = false;
+    PlanResult *r = g ? plan_solve(g, &o) : NULL;
+    CHECK(r != NULL);
+    if (r) {
+        CHECK_INT(r->pl->pipe.stages, 40);
+        CHECK(mask_of(r->pl, "tok") == PLACE_BIT(0));
+        CHECK(mask_of(r->pl, "h.33.out") == PLACE_BIT(33));
+        CHECK(mask_of(r->pl, "h.39.out") == PLACE_BIT(39));
+        CHECK(mask_of(r->pl, "loss") == PLACE_BIT(39));
+        CHECK(mask_of(r->pl, "wte.weight.grad") == (PLACE_BIT(0) | PLACE_BIT(39))); /* the tied sum: both ends */
+        CHECK(place_mask_count(mask_of(r->pl, "grad_coef")) == 40);               /* every stage */
+        CHECK(r->pipe && r->pipe->stages == 40 && r->pipe->step_s > 0 && isfinite(r->pipe->step_s));
+        for (int s = 0; r->pipe && s < 40; s++) CHECK(r->pipe->st[s].fwd_s > 0 && r->pipe->st[s].peak_bytes > 0);
+        StrBuf err, hint;
+        sb_init(&err), sb_init(&hint);
+        CHECK(!pipeline_place(r->pl, 129, PS_1F1B, &err, &hint));
+        CHECK(strstr(sb_cstr(&err), "at most 128") != NULL);
+        sb_free(&err), sb_free(&hint);
+    }
+    StrBuf why;
+    sb_init(&why);
+    CHECK(check_all(40, 40, &why) && check_all(40, 80, &why) && check_all(127, 127, &why));
+    sb_free(&why);
+    plan_free(r);
+    ir_graph_free(g);
+}
+
 /* ---- interleaved 1F1B ---------------------------------------------------------- */
 
 static bool check_ileave(int p, int v, int m, PipeAction **acts, int *n, StrBuf *err) {
@@ -843,6 +892,7 @@ static void test_interleaved_price(void) {
 }
 
 int main(void) {
+    test_many_stages();
     test_interleaved_schedules();
     test_interleaved_checker_catches();
     test_interleaved_price();
