@@ -621,7 +621,9 @@ static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCl
         bool ok = placed && pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, &e);
         if (ok && cand[i] == 1 && !first) { /* 1F1B's boundaries by cost, then which stages keep again */
             pipeline_rebalance(best, whole, limit);
+            double equal = best->pipe->start_step_s; /* the step at the equal ranges (repricing clears it) */
             ok = pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, &e);
+            best->pipe->start_step_s = equal;
         }
         if (!ok && nc == 1) { /* the one asked for cannot run */
             if (placed) sb_printf(perr, "cannot price the pipeline: %s", sb_cstr(&e)), sb_puts(phint, "give another --pp or --mesh");
