@@ -59,125 +59,23 @@ static int lowest(PlaceMask m) {
     return s;
 }
 
-/* One half of a transfer: boundary b, direction (0: forward values b ->
- * b+1, 1: gradients b+1 -> b), ordinal k of that direction's messages. */
-typedef struct Half {
-    int b, dir, k;
-    bool send;
-} Half;
-
-double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
-                       double *end) {
-    return pipeline_replay_actions(stages, micro_batches, fwd, bwd, xfer, end, NULL, NULL);
-}
-
-double pipeline_replay_actions(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
-                               double *end, double *const *t0, double *const *t1) {
-    int P = stages, m = micro_batches;
-    if (P <= 1) {
-        double t = m * (fwd[0] + bwd[0]);
-        if (end) end[0] = t;
-        return t;
-    }
-    PipeAction *acts[PLACE_MAX_STAGES];
-    int n[PLACE_MAX_STAGES], pc[PLACE_MAX_STAGES], nh[PLACE_MAX_STAGES];
-    double t[PLACE_MAX_STAGES];
-    bool posted[PLACE_MAX_STAGES];
-    Half h[PLACE_MAX_STAGES][2];
-    int cnt[PLACE_MAX_STAGES][2][2]; /* per boundary, direction, send/recv: halves posted */
-    /* post times per boundary, direction, send/recv, ordinal (-1: not yet) */
-    size_t nq = (size_t)(P - 1) * 2 * 2 * (size_t)m;
-    double *post = ir_alloc(sizeof(double) * (nq ? nq : 1));
-    for (size_t i = 0; i < nq; i++) post[i] = -1;
-#define POST(b, d, snd, k) post[(((size_t)(b) * 2 + (size_t)(d)) * 2 + (snd)) * (size_t)m + (size_t)(k)]
-    memset(cnt, 0, sizeof cnt);
-    for (int s = 0; s < P; s++) {
-        acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
-        n[s] = pipeline_1f1b(P, m, s, acts[s]);
-        pc[s] = 0, t[s] = 0, posted[s] = false;
-    }
-    for (bool progress = true; progress;) {
-        progress = false;
-        for (int s = 0; s < P; s++) {
-            while (pc[s] < n[s]) {
-                const PipeAction *a = &acts[s][pc[s]];
-                if (a->kind == PA_FWD || a->kind == PA_BWD) {
-                    if (t0) t0[s][pc[s]] = t[s];
-                    t[s] += a->kind == PA_FWD ? fwd[s] : bwd[s];
-                    if (t1) t1[s][pc[s]] = t[s];
-                    pc[s]++, progress = true;
-                    continue;
-                }
-                int b = a->kind == PA_NEXT ? s : s - 1;
-                if (!posted[s]) { /* post its halves now */
-                    nh[s] = 0;
-                    if (a->send) {
-                        int d = a->kind == PA_NEXT ? 0 : 1;
-                        h[s][nh[s]++] = (Half){b, d, cnt[b][d][1]++, true};
-                    }
-                    if (a->recv) {
-                        int d = a->kind == PA_NEXT ? 1 : 0;
-                        h[s][nh[s]++] = (Half){b, d, cnt[b][d][0]++, false};
-                    }
-                    for (int i = 0; i < nh[s]; i++)
-                        if (h[s][i].k < m) POST(h[s][i].b, h[s][i].dir, h[s][i].send, h[s][i].k) = t[s];
-                    posted[s] = true;
-                    if (t0) t0[s][pc[s]] = t[s];
-                }
-                double done = t[s];
-                bool ready = true;
-                for (int i = 0; i < nh[s] && ready; i++) {
-                    const Half *x = &h[s][i];
-                    if (x->k >= m) continue; /* more messages than micro-batches: the checker refuses such tables */
-                    double other = POST(x->b, x->dir, !x->send, x->k);
-                    if (other < 0) ready = false;
-                    else done = maxd(done, maxd(other, POST(x->b, x->dir, x->send, x->k)) + xfer[x->b]);
-                }
-                if (!ready) break;
-                t[s] = done;
-                if (t1) t1[s][pc[s]] = done;
-                posted[s] = false;
-                pc[s]++, progress = true;
-            }
-        }
-    }
-#undef POST
-    double T = 0;
-    for (int s = 0; s < P; s++) {
-        if (pc[s] < n[s]) T = INFINITY; /* a deadlock: pipeline_check refuses such tables */
-        T = maxd(T, t[s]);
-        if (end) end[s] = pc[s] < n[s] ? INFINITY : t[s];
-        ir_free(acts[s]);
-    }
-    ir_free(post);
-    return T;
-}
-
-double pipeline_replay_v(int devices, int chunks, int micro_batches, const double *fwd, const double *bwd,
-                         const double *xfer, double *end, double *const *t0, double *const *t1) {
-    if (chunks <= 1 || devices <= 1) {
-        if (devices <= 1 && chunks > 1) { /* one device running every chunk */
-            double t = 0;
-            for (int c = 0; c < chunks; c++) t += micro_batches * (fwd[c] + bwd[c]);
-            if (end) end[0] = t;
-            return t;
-        }
-        return pipeline_replay_actions(devices, micro_batches, fwd, bwd, xfer, end, t0, t1);
-    }
-    int p = devices, v = chunks, m = micro_batches, V = p * v;
-    PipeAction *acts[PLACE_MAX_STAGES];
-    int n[PLACE_MAX_STAGES], pc[PLACE_MAX_STAGES];
+/* One replay of any schedule's action tables (1F1B's converted to messages
+ * first: pipeline_replay_actions): device d's compute actions run virtual
+ * stage chunk x p + d for their time; a transfer posts its messages {the
+ * gradients?, the virtual stage sending, the micro-batch} when the device
+ * reaches it, each delivered xfer[boundary] after both ends have posted it,
+ * and ends when all are. A message past the micro-batches is skipped (the
+ * checkers refuse such tables). t0, t1: when each action starts and ends. */
+static double replay(int p, int v, int m, PipeAction *const *acts, const int *n, const double *fwd, const double *bwd,
+                     const double *xfer, double *end, double *const *t0, double *const *t1) {
+    int V = p * v, pc[PLACE_MAX_STAGES];
     double t[PLACE_MAX_STAGES];
     bool posted[PLACE_MAX_STAGES];
     size_t nq = (size_t)2 * (size_t)V * (size_t)m * 2;
     double *post = ir_alloc(sizeof(double) * nq); /* [grad][q][mb][send?] -> when posted (-1: not yet) */
     for (size_t i = 0; i < nq; i++) post[i] = -1;
 #define POSTV(x, snd) post[((((size_t)(x)->grad * (size_t)V + (size_t)(x)->q) * (size_t)m + (size_t)(x)->mb) * 2) + (snd)]
-    for (int d = 0; d < p; d++) {
-        acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, m));
-        n[d] = pipeline_interleaved(p, v, m, d, acts[d]);
-        pc[d] = 0, t[d] = 0, posted[d] = false;
-    }
+    for (int d = 0; d < p; d++) pc[d] = 0, t[d] = 0, posted[d] = false;
     for (bool progress = true; progress;) {
         progress = false;
         for (int d = 0; d < p; d++) {
@@ -192,8 +90,10 @@ double pipeline_replay_v(int devices, int chunks, int micro_batches, const doubl
                     continue;
                 }
                 if (!posted[d]) {
-                    for (int i = 0; i < a->n_send; i++) POSTV(&a->sends[i], 1) = t[d];
-                    for (int i = 0; i < a->n_recv; i++) POSTV(&a->recvs[i], 0) = t[d];
+                    for (int i = 0; i < a->n_send; i++)
+                        if (a->sends[i].mb < m) POSTV(&a->sends[i], 1) = t[d];
+                    for (int i = 0; i < a->n_recv; i++)
+                        if (a->recvs[i].mb < m) POSTV(&a->recvs[i], 0) = t[d];
                     posted[d] = true;
                     if (t0) t0[d][pc[d]] = t[d];
                 }
@@ -202,10 +102,11 @@ double pipeline_replay_v(int devices, int chunks, int micro_batches, const doubl
                 for (int h = 0; h < a->n_send + a->n_recv && ready; h++) {
                     bool snd = h < a->n_send;
                     const PipeMsg *x = snd ? &a->sends[h] : &a->recvs[h - a->n_send];
+                    if (x->mb >= m) continue;
                     double other = POSTV(x, !snd);
-                    int b = x->grad ? x->q - 1 : x->q; /* the boundary it crosses */
+                    int bd = x->grad ? x->q - 1 : x->q; /* the boundary it crosses */
                     if (other < 0) ready = false;
-                    else done = maxd(done, maxd(other, POSTV(x, snd)) + xfer[b]);
+                    else done = maxd(done, maxd(other, POSTV(x, snd)) + xfer[bd]);
                 }
                 if (!ready) break;
                 t[d] = done;
@@ -218,12 +119,75 @@ double pipeline_replay_v(int devices, int chunks, int micro_batches, const doubl
 #undef POSTV
     double T = 0;
     for (int d = 0; d < p; d++) {
-        if (pc[d] < n[d]) T = INFINITY; /* a deadlock: pipeline_check_schedule refuses such tables */
+        if (pc[d] < n[d]) T = INFINITY; /* a deadlock: the checkers refuse such tables */
         T = maxd(T, t[d]);
         if (end) end[d] = pc[d] < n[d] ? INFINITY : t[d];
-        ir_free(acts[d]);
     }
     ir_free(post);
+    return T;
+}
+
+double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
+                       double *end) {
+    return pipeline_replay_actions(stages, micro_batches, fwd, bwd, xfer, end, NULL, NULL);
+}
+
+double pipeline_replay_actions(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
+                               double *end, double *const *t0, double *const *t1) {
+    int P = stages, m = micro_batches;
+    if (P <= 1) {
+        double t = m * (fwd[0] + bwd[0]);
+        if (end) end[0] = t;
+        return t;
+    }
+    /* 1F1B's transfers as messages: the k-th message of a boundary and direction is micro-batch
+     * k's (each direction's messages go in order); a PA_NEXT sends stage s's forward values and
+     * receives stage s + 1's gradients, a PA_PREV sends stage s's gradients and receives stage
+     * s - 1's forward values */
+    PipeAction *acts[PLACE_MAX_STAGES] = {0};
+    int n[PLACE_MAX_STAGES] = {0}, cnt[PLACE_MAX_STAGES][2][2]; /* per boundary, direction, receive/send: posted */
+    memset(cnt, 0, sizeof cnt);
+    for (int s = 0; s < P; s++) {
+        acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
+        n[s] = pipeline_1f1b(P, m, s, acts[s]);
+        for (int k = 0; k < n[s]; k++) {
+            PipeAction *a = &acts[s][k];
+            if (a->kind != PA_NEXT && a->kind != PA_PREV) continue;
+            bool next = a->kind == PA_NEXT;
+            int b = next ? s : s - 1;
+            a->n_send = a->n_recv = 0;
+            if (a->send) /* next: forward values of s; prev: gradients of s */
+                a->sends[a->n_send++] = (PipeMsg){.q = s, .mb = cnt[b][next ? 0 : 1][1]++, .grad = !next};
+            if (a->recv) /* next: gradients of s + 1; prev: forward values of s - 1 */
+                a->recvs[a->n_recv++] = (PipeMsg){.q = next ? s + 1 : s - 1, .mb = cnt[b][next ? 1 : 0][0]++, .grad = next};
+            a->kind = PA_XFER;
+        }
+    }
+    double T = replay(P, 1, m, acts, n, fwd, bwd, xfer, end, t0, t1);
+    for (int s = 0; s < P; s++) ir_free(acts[s]);
+    return T;
+}
+
+double pipeline_replay_v(int devices, int chunks, int micro_batches, const double *fwd, const double *bwd,
+                         const double *xfer, double *end, double *const *t0, double *const *t1) {
+    if (chunks <= 1 || devices <= 1) {
+        if (devices <= 1 && chunks > 1) { /* one device running every chunk */
+            double t = 0;
+            for (int c = 0; c < chunks; c++) t += micro_batches * (fwd[c] + bwd[c]);
+            if (end) end[0] = t;
+            return t;
+        }
+        return pipeline_replay_actions(devices, micro_batches, fwd, bwd, xfer, end, t0, t1);
+    }
+    int p = devices, v = chunks, m = micro_batches;
+    PipeAction *acts[PLACE_MAX_STAGES] = {0};
+    int n[PLACE_MAX_STAGES] = {0};
+    for (int d = 0; d < p; d++) {
+        acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, m));
+        n[d] = pipeline_interleaved(p, v, m, d, acts[d]);
+    }
+    double T = replay(p, v, m, acts, n, fwd, bwd, xfer, end, t0, t1);
+    for (int d = 0; d < p; d++) ir_free(acts[d]);
     return T;
 }
 
