@@ -168,6 +168,7 @@ typedef struct PipePrice {
     /* per virtual stage (stages x chunks of them): one micro-batch's forward and
      * backward, one message to the next virtual stage (the replay's durations) */
     double vfwd_s[PLACE_MAX_STAGES], vbwd_s[PLACE_MAX_STAGES], vsend_s[PLACE_MAX_STAGES];
+    double vkept_bytes[PLACE_MAX_STAGES]; /* its kept activations' slots (0: not kept) */
     double step_s;              /* the slowest stage's end */
     double pipe_s;              /* the replayed micro-batch schedule, before the updates */
     double idle_fraction;       /* 1 - (stages' busy time) / (stages x step) */
@@ -215,8 +216,8 @@ bool pipeline_price(const struct PlanResult *r, const ShardCluster *whole, PipeP
  * (PlacePipeline.keep) instead of running each micro-batch's forward again
  * before its backward: none (PK_RERUN), every one but the last (PK_KEEP),
  * or (PK_AUTO) those where it is faster, less, on a device over `limit`
- * bytes, its kept virtual stages one by one (the first first) until it fits
- * or keeps none. Leaves r->pipe priced with the choice; false with err when
+ * bytes, its kept virtual stages one by one (the first first: the most in
+ * flight) until it fits or keeps none. Leaves r->pipe priced with the choice; false with err when
  * pricing fails. */
 typedef enum { PK_AUTO, PK_KEEP, PK_RERUN } PipeKeep;
 bool pipeline_choose_keep(struct PlanResult *r, const ShardCluster *whole, double limit, PipeKeep mode, StrBuf *err);

@@ -392,6 +392,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
         /* kept: a slot of saved activations per micro-batch in flight, beside the arena's one */
         double kept = KEPT(q) ? k_in * align256(x->mem_acts) : 0;
         st->mem_kept += kept, st->mem_inflight += kept;
+        out->vkept_bytes[q] = kept;
         if (KEPT(q)) st->kept_chunks++;
     }
     for (int d = 0; d < devs; d++) {
@@ -423,9 +424,9 @@ bool pipeline_choose_keep(PlanResult *r, const ShardCluster *whole, double limit
     memset(pp->keep, 0, sizeof pp->keep);
     if (P <= 1) return pipeline_price(r, whole, r->pipe, err);
     if (mode == PK_RERUN) return pipeline_price(r, whole, r->pipe, err);
-    /* every stage but the last keeps; under auto, a virtual stage whose backward is not shorter kept
-     * (the copies cost more than the forward) goes back, then the one with the most kept bytes on
-     * the fullest device while a device does not fit */
+    /* every stage but the last keeps; under auto, a virtual stage whose forward and backward are
+     * not shorter kept (the copies cost more than the forward again) goes back, then on each device
+     * over the limit its kept virtual stages, the first model chunk first (the most in flight) */
     for (int q = 0; q + 1 < P; q++) pp->keep[q] = true;
     if (!pipeline_price(r, whole, r->pipe, err)) return false;
     if (mode == PK_KEEP) return true;
@@ -438,19 +439,16 @@ bool pipeline_choose_keep(PlanResult *r, const ShardCluster *whole, double limit
     for (int q = 0; ok && q + 1 < P; q++)
         if (!(r->pipe->vbwd_s[q] + r->pipe->vfwd_s[q] < rerun->vbwd_s[q] + rerun->vfwd_s[q])) pp->keep[q] = false;
     ir_free(rerun);
+    /* a device over the limit: its kept slots add to both of its moments alike (pipeline_price),
+     * so giving up a virtual stage's keep lowers its peak by that stage's slots exactly */
     int devs = placement_pipe_devices(pp);
-    while (ok && (ok = pipeline_price(r, whole, r->pipe, err))) {
-        int worst = -1;
-        for (int d = 0; d < devs; d++)
-            if (r->pipe->st[d].peak_bytes > limit && r->pipe->st[d].kept_chunks > 0 &&
-                (worst < 0 || r->pipe->st[d].peak_bytes > r->pipe->st[worst].peak_bytes))
-                worst = d;
-        if (worst < 0) break;
-        int drop = -1; /* its kept virtual stage holding the most: the first (the most in flight) */
-        for (int q = worst; q + 1 < P; q += devs)
-            if (pp->keep[q] && drop < 0) drop = q;
-        pp->keep[drop] = false;
+    if (ok) ok = pipeline_price(r, whole, r->pipe, err);
+    for (int d = 0; ok && d < devs; d++) {
+        double over = r->pipe->st[d].peak_bytes - limit;
+        for (int q = d; over > 0 && q + 1 < P; q += devs)
+            if (pp->keep[q]) pp->keep[q] = false, over -= r->pipe->vkept_bytes[q];
     }
+    if (ok) ok = pipeline_price(r, whole, r->pipe, err);
     return ok;
 }
 
