@@ -146,6 +146,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->offload_mode = offload_level(o, NULL) == PO_DEVICE ? "none" : o->offload;
     r->offload_inflight = shard_cluster_inflight(cl, o->offload_inflight); /* the problem's K */
+    r->chunk_bytes = o->chunk_bytes;
     r->batch = r->prob->batch;
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
     if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp); /* plan one stage (pipeprice.c) */

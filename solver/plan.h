@@ -52,6 +52,7 @@ typedef struct PlanOptions {
                                  * offload: docs/sharding.md) */
     int offload_inflight;       /* parameters on the host: transfers up in flight (0: the
                                  * cluster's host_inflight) */
+    int64_t chunk_bytes;        /* ZeRO-3 chunks: a rank's bytes a chunk (--chunk-bytes; 0: none) */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);
@@ -107,6 +108,7 @@ typedef struct PlanResult {
     CostOp *node_cost;          /* per node: what the planner priced it at (ilp_node_costs) */
     const char *offload_mode;   /* --offload as given ("none" when not) */
     int offload_inflight;       /* PlanOptions', else the cluster's (>= 1) */
+    int64_t chunk_bytes;        /* PlanOptions' (0: no chunks) */
     struct PipePrice *pipe;     /* pipelined: the pipeline's price (pipeprice.c); its step
                                  * is price.step_s; NULL when not pipelined */
     bool micro_chosen;          /* the planner chose the micro-batch count (PlanOptions.micro_auto) */

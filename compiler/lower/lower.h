@@ -68,7 +68,36 @@ typedef struct LowerOptions {
                                 * offload); NULL: every update on the device */
     int offload_inflight;      /* host offload, parameters on the host: at most this many
                                 * transfers up in flight (0: SHARD_INFLIGHT_DEFAULT) */
+    int64_t chunk_bytes;       /* ZeRO-3 chunks (chunk.c): the sliced parameters packed, in
+                                * the order of their first gather, into chunks of at most
+                                * this many bytes of a rank's slices, one all-gather each;
+                                * 0: none (one all-gather per parameter and reader) */
 } LowerOptions;
+
+/* ZeRO-3 chunks (chunk.c, docs/sharding.md "Chunks"): a chunk is a run of
+ * sliced parameters of one dtype, in the order of their first gather. A
+ * gather of it (a round) packs the rank's slices of its members end to end
+ * (send, copy-in), all-gathers them into buf (rank r's part at r x elems:
+ * [rank][member][slice]), and each reader of a member in the round copies
+ * its member out of buf into its whole parameter (a strided copy, the
+ * gather_to of today's per-parameter gathers): one collective for the chunk
+ * instead of one per member and reader, for buf living from the round's
+ * first reader to its last (the trade the chunk size sets). A round ends at
+ * a part of the schedule (forward, backward) or when a member is read again. */
+typedef struct LowerChunk {
+    int n;                     /* members (>= 2) */
+    ValueId *member;           /* the sliced parameters, in order */
+    int64_t *off;              /* each member's slice's place in a rank's part, in elements */
+    int64_t elems;             /* a rank's part: the members' slices end to end */
+    DType dt;
+} LowerChunk;
+
+typedef struct LowerChunkGather {
+    int chunk;                 /* which chunk */
+    NodeId node;               /* the round's first reader: the gather runs before it */
+    int last;                  /* the round's last reader */
+    ValueId send, buf;         /* the packed slices (elems) and the gathered chunk (elems x ranks) */
+} LowerChunkGather;
 
 /* Host offload (offload.c, docs/sharding.md "Host offload"): an AdamW update
  * whose parameter the Placement offloads runs on the host. Its moments live in
@@ -239,6 +268,8 @@ typedef struct LowerNode {
     ValueId gather_from[IR_MAX_IN + 4]; /* host offload, a slice on the host (PO_PARAMS): the
                                 * device staging it is copied up into (at node fetch_at, on
                                 * the copy stream) and gathered from; IR_NONE: the slice */
+    int gather_round[IR_MAX_IN + 4]; /* chunks: the LowerChunkGather gather[k] is copied out
+                                * of, or -1: its own all-gather */
     int fetch_at;              /* those copies are queued before node fetch_at (a transfer:
                                 * a block instance's gathering nodes, or one node), then
                                 * event fetch_ev recorded; fetch_wait: the compute stream waits
@@ -293,6 +324,10 @@ typedef struct LowerProgram {
                                 * gather); NULL: none */
     int64_t fetch_peak_bytes;  /* their most at one node (the planner's memory rows count
                                 * its K largest transfers: IlpPrice.mem_staging) */
+    int n_chunks;              /* ZeRO-3 chunks (chunk.c), 0: none */
+    LowerChunk *chunks;
+    int n_chunk_gathers;       /* their gathers (rounds), in schedule order */
+    LowerChunkGather *chunk_gathers;
     int64_t arena_bytes;       /* pipelined: the largest stage's */
     int64_t lower_bound_bytes;
     int64_t stage_arena_bytes[PLACE_MAX_STAGES];       /* pipelined: each stage's ranks' arena */

@@ -80,13 +80,8 @@ static void plan_fetches(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     int K = p->opt.offload_inflight > 0 ? p->opt.offload_inflight : SHARD_INFLIGHT_DEFAULT;
-    int fwd_end = c->nn, step_begin; /* the parts, as codegen's emit_schedule cuts them */
-    for (NodeId id = 0; id < c->nn; id++)
-        if (ir_val(g, ir_node(g, id)->out[0])->role != ROLE_ACT) {
-            fwd_end = id;
-            break;
-        }
-    step_begin = ad_step_begin(g) > fwd_end ? ad_step_begin(g) : fwd_end;
+    int fwd_end, step_begin; /* the parts, as codegen's emit_schedule cuts them */
+    lower_parts(g, c->nn, &fwd_end, &step_begin);
     NodeId *first = ir_alloc(sizeof(NodeId) * (size_t)(c->nn + 1)); /* the part's transfers' first nodes */
     int64_t *delta = ir_alloc(sizeof(int64_t) * (size_t)(c->nn + 2)); /* staging bytes born - dead, per node */
     int nt = 0, part = -1, blk = IR_NONE, inst = 0;
@@ -96,7 +91,7 @@ static void plan_fetches(LowerCtx *c) {
         for (int k = 0; k < ln->n_gather; k++) any |= p->v[ln->gather[k]].host;
         if (!any) continue;
         const Node *n = ir_node(g, id);
-        int pt = id < fwd_end ? 0 : id < step_begin ? 1 : 2;
+        int pt = lower_part_of(id, fwd_end, step_begin);
         if (pt != part) part = pt, nt = 0;
         bool same = nt > 0 && n->block != IR_NONE && n->block == blk && n->instance == inst;
         if (!same) first[nt++] = id;

@@ -151,6 +151,11 @@ static void note_reads(const Graph *g, LowerProgram *p, const int *tn, const int
             if (tn[id] > last_use[ln->gather_to[k]]) last_use[ln->gather_to[k]] = tn[id];
             if (ln->gather_tmp[k] != IR_NONE) last_use[ln->gather_tmp[k]] = tn[id];
             if (ln->gather_from[k] != IR_NONE) last_use[ln->gather_from[k]] = tn[id]; /* from its copy up */
+            if (ln->gather_round[k] >= 0) { /* a chunk's round: its buffer is read by each copy out */
+                const LowerChunkGather *cg = &p->chunk_gathers[ln->gather_round[k]];
+                if (tn[id] > last_use[cg->buf]) last_use[cg->buf] = tn[id];
+                last_use[cg->send] = tn[cg->node];
+            }
         }
         for (int k = 0; k < ln->n_rs; k++)
             if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = tn[id];
