@@ -283,6 +283,24 @@ static void emit_chunk_copy_out(CgCtx *c, int r, ValueId x, ValueId to) {
               (long long)(ch->elems * es), (long long)lp->v[x].bytes, ranks, ir_val(c->g, x)->name, cg->chunk);
 }
 
+/* Gradient x (whole) copied into its place in chunk scatter r's buffer: its
+ * rank-q slice into rank q's part, at the member's place. */
+static void emit_chunk_copy_in(CgCtx *c, int r, ValueId x, ValueId shard) {
+    const LowerProgram *lp = c->lp;
+    const LowerChunkScatter *cs = &lp->chunk_scatters[r];
+    int64_t es = ir_dtype_size(cs->dt), off = -1;
+    for (int m = 0; m < cs->n; m++)
+        if (cs->grad[m] == x) off = cs->off[m];
+    if (off < 0) ir_panic(__FILE__, __LINE__, "chunk scatter %d has no member %%%s", r, ir_val(c->g, x)->name);
+    int64_t w = lp->v[shard].bytes; /* a rank's slice */
+    cg_stage_check(c, x);
+    cg_stage_check(c, cs->buf);
+    cg_trace_copy(c, (double)lp->v[x].bytes, ir_val(c->g, x)->name);
+    sb_printf(c->sched, "    colrt_memcpy_2d(M->arena.base + %lld, %lld, M->arena.base + %lld, %lld, %lld, %d, NULL); /* %%%s into its chunk */\n",
+              (long long)(lp->v[cs->buf].offset + off * es), (long long)(cs->elems * es), (long long)lp->v[x].offset,
+              (long long)w, (long long)w, lp->opt.zranks, ir_val(c->g, x)->name);
+}
+
 /* Whether the batch's partial sums are all-reduced over mesh axis a: every
  * non-trivial axis, or the plan's data-parallel axes only (lower.h dp_axes). */
 static bool reduces_over(const LowerProgram *lp, const CgOptions *o, int a) {
@@ -505,16 +523,27 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             c->cur_node = id;
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
                 char what[300];
+                if (ln->rs_round[k] >= 0) { /* into its chunk, reduce-scattered with the chunk's last */
+                    emit_chunk_copy_in(c, ln->rs_round[k], ln->rs[k], ln->rs_to[k]);
+                    continue;
+                }
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
                 emit_zero_coll(c, o, false, ln->rs[k], IR_NONE, ln->rs_to[k], ln->rs_tmp[k], lp->v[ln->rs_to[k]].zchunk, what);
             }
+            for (int r = 0; r < lp->n_chunk_scatters; r++) /* chunks of gradients, all copied in */
+                if (lp->chunk_scatters[r].node == id) {
+                    const LowerChunkScatter *cs = &lp->chunk_scatters[r];
+                    char what[300];
+                    snprintf(what, sizeof what, "chunk of %d gradients -> %s", cs->n, lp->v[cs->part].name);
+                    emit_zero_coll(c, o, false, cs->grad[0], cs->buf, cs->part, IR_NONE, cs->elems, what);
+                }
             cg_offload_fetch(c, id); /* host offload: slices on the host copied up for the gathers */
             for (int r = 0; r < lp->n_chunk_gathers; r++) /* ZeRO-3 chunks: the rounds starting here */
                 if (lp->chunk_gathers[r].node == id) emit_chunk_gather(c, o, r);
             for (int k = 0; k < ln->n_gather; k++) { /* ZeRO-3: the whole parameter, for this node */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->gather[k])->name, lp->v[ln->gather_to[k]].name);
-                if (ln->gather_round[k] >= 0) {
+                if (ln->gather_round[k] >= 0) { /* its chunk was gathered: its part copied out */
                     emit_chunk_copy_out(c, ln->gather_round[k], ln->gather[k], ln->gather_to[k]);
                     continue;
                 }

@@ -97,7 +97,8 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const LowerNode *ln = &lp->n[id];
         for (int k = 0; k < ln->n_reduce; k++, nar++) ar += (double)lp->v[ln->reduce[k]].bytes;
-        for (int k = 0; k < ln->n_rs; k++, nrs++) rs += (double)lp->v[ln->rs[k]].bytes;
+        for (int k = 0; k < ln->n_rs; k++) /* a chunk's member: its chunk's reduce-scatter, below */
+            if (ln->rs_round[k] < 0) nrs++, rs += (double)lp->v[ln->rs[k]].bytes;
         for (int k = 0; k < ln->n_gather; k++) /* a chunk's member: its round's all-gather, below */
             if (ln->gather_round[k] < 0) nag++, ag += (double)lp->v[ln->gather[k]].bytes;
         ValueId whole = lower_zero_gather_target(lp, id);
@@ -107,6 +108,7 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         }
     }
     for (int r = 0; r < lp->n_chunk_gathers; r++, nag++) ag += (double)lp->v[lp->chunk_gathers[r].send].bytes;
+    for (int r = 0; r < lp->n_chunk_scatters; r++, nrs++) rs += (double)lp->v[lp->chunk_scatters[r].buf].bytes;
     for (int k = 0; k < lp->n_out_reduce; k++, nar++) ar += (double)lp->v[lp->out_reduce[k]].bytes;
     if (lp->norms.n) nar++, ar += (double)lp->v[lp->norms.buf].bytes; /* the trust ratios' norms, fused */
     double bucket_bytes = 0, a2a = 0;
@@ -182,7 +184,14 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         cJSON_AddNumberToObject(ck, "largest_part_bytes", (double)most);
         cJSON_AddNumberToObject(ck, "largest_gathered_bytes", (double)peak);
         cJSON_AddNumberToObject(ck, "gathers", lp->n_chunk_gathers);
-        cJSON_AddNumberToObject(ck, "padding_bytes", 0); /* each member's slice whole: none */
+        cJSON_AddNumberToObject(ck, "gradient_chunks", lp->n_chunk_scatters);
+        int64_t pad = 0; /* the reduce-scatters' 64-byte slots, a rank's part */
+        for (int r = 0; r < lp->n_chunk_scatters; r++) {
+            const LowerChunkScatter *cs = &lp->chunk_scatters[r];
+            pad += cs->elems * ir_dtype_size(cs->dt);
+            for (int m = 0; m < cs->n; m++) pad -= lp->v[cs->shard[m]].bytes;
+        }
+        cJSON_AddNumberToObject(ck, "padding_bytes", (double)pad);
     }
     if (lp->norms.n) cJSON_AddNumberToObject(low, "trust_norms", lp->norms.n);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);

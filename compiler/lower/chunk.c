@@ -30,6 +30,86 @@ static bool chunkable(const LowerProgram *p, const LowerNode *ln, int k) {
            !(p->opt.offload && p->opt.offload[x] == PO_PARAMS) && p->v[x].zchunk > 0;
 }
 
+/* The first node reading gradient x's slice (from its reduce-scatter on), or nn. */
+static NodeId first_slice_reader(const LowerCtx *c, ValueId x) {
+    for (NodeId id = c->p->v[x].redirect_from; id < c->nn; id++)
+        for (int i = 0; i < ir_node(c->g, id)->n_in; i++)
+            if (ir_node(c->g, id)->in[i] == x) return id;
+    return c->nn;
+}
+
+/* A chunk of reduce-scatters: members[0..n) as (node, k) pairs. */
+static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, int n, int64_t elems, NodeId last) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    p->chunk_scatters = ir_realloc(p->chunk_scatters, sizeof *p->chunk_scatters * (size_t)(p->n_chunk_scatters + 1));
+    int r = p->n_chunk_scatters++;
+    LowerChunkScatter *cs = &p->chunk_scatters[r];
+    ValueId g0 = p->n[at[0]].rs[kk[0]];
+    *cs = (LowerChunkScatter){.n = n, .elems = elems, .dt = ir_val(g, g0)->dtype, .first = at[0], .node = last};
+    cs->grad = ir_alloc(sizeof(ValueId) * (size_t)n);
+    cs->shard = ir_alloc(sizeof(ValueId) * (size_t)n);
+    cs->off = ir_alloc(sizeof(int64_t) * (size_t)n);
+    cs->buf = lower_add_temp(g, p, at[0], elems * p->opt.zranks, cs->dt, "rs_chunk", g0);
+    cs->part = lower_add_temp(g, p, last, elems, cs->dt, "rs_chunk.part", g0);
+    int64_t es = ir_dtype_size(cs->dt), off = 0;
+    for (int m = 0; m < n; m++) {
+        LowerNode *ln = &p->n[at[m]];
+        ValueId e = ln->rs_to[kk[m]];
+        cs->grad[m] = ln->rs[kk[m]];
+        cs->shard[m] = e;
+        cs->off[m] = off;
+        p->v[e].storage = cs->part; /* the slice is a view into the part */
+        p->v[e].view_off = off * es;
+        ln->rs_round[kk[m]] = r;
+        off += (p->v[e].zchunk * es + 63) / 64 * 64 / es;
+    }
+}
+
+/* The backward's reduce-scatters in chunks of at most cap bytes of slices (a
+ * member's slot padded to 64 bytes), one dtype each; a gradient joins while
+ * no member's slice is read before the chunk's reduce-scatter would run. */
+static void pack_scatters(LowerCtx *c, int fwd_end, int step_begin) {
+    LowerProgram *p = c->p;
+    int64_t cap = p->opt.chunk_bytes;
+    int cap_n = 64, n = 0;
+    NodeId *at = ir_alloc(sizeof(NodeId) * (size_t)cap_n);
+    int *kk = ir_alloc(sizeof(int) * (size_t)cap_n);
+    int64_t elems = 0;
+    NodeId last = 0, reader = c->nn; /* the members' latest scatter, earliest slice reader */
+    DType dt = DT_F32;
+    for (NodeId id = fwd_end; id <= step_begin; id++) {
+        bool end = id == step_begin;
+        for (int k = 0; !end && k < p->n[id].n_rs; k++) {
+            const LowerNode *ln = &p->n[id];
+            if (ln->rs_tmp[k] != IR_NONE) continue;
+            ValueId x = ln->rs[k];
+            DType xd = ir_val(c->g, x)->dtype;
+            int64_t es = ir_dtype_size(xd), slot = (p->v[ln->rs_to[k]].zchunk * es + 63) / 64 * 64 / es;
+            NodeId fr = first_slice_reader(c, x);
+            if (fr <= id) continue; /* read right here: stays alone */
+            bool fits = n > 0 && xd == dt && (elems + slot) * es <= cap && (fr < reader ? fr : reader) > id;
+            if (!fits) { /* close the open chunk */
+                if (n >= 2) make_scatter(c, at, kk, n, elems, last);
+                n = 0, elems = 0, reader = c->nn, dt = xd;
+            }
+            if (slot * es > cap) continue;
+            if (n == cap_n) {
+                cap_n *= 2;
+                at = ir_realloc(at, sizeof(NodeId) * (size_t)cap_n);
+                kk = ir_realloc(kk, sizeof(int) * (size_t)cap_n);
+            }
+            at[n] = id, kk[n++] = k;
+            elems += slot;
+            last = id;
+            if (fr < reader) reader = fr;
+        }
+        if (end && n >= 2) make_scatter(c, at, kk, n, elems, last);
+    }
+    ir_free(kk);
+    ir_free(at);
+}
+
 bool lower_pass_chunk(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
@@ -107,6 +187,7 @@ bool lower_pass_chunk(LowerCtx *c) {
         }
     }
     ir_free(open);
+    pack_scatters(c, fwd_end, step_begin);
     ir_free(seen);
     ir_free(order);
     ir_free(last_round);

@@ -221,6 +221,12 @@ void lower_free(LowerProgram *p) {
     }
     ir_free(p->chunks);
     ir_free(p->chunk_gathers);
+    for (int k = 0; k < p->n_chunk_scatters; k++) {
+        ir_free(p->chunk_scatters[k].grad);
+        ir_free(p->chunk_scatters[k].shard);
+        ir_free(p->chunk_scatters[k].off);
+    }
+    ir_free(p->chunk_scatters);
     lower_pipe_free(&p->pipe);
     ir_free(p);
 }
@@ -276,7 +282,17 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             sb_printf(b, "  all-reduce %%%s (%lld bytes)\n", vname(p, ln->reduce[k]),
                       (long long)p->v[ln->reduce[k]].bytes);
         for (int k = 0; k < ln->n_rs; k++)
-            sb_printf(b, "  reduce-scatter %%%s -> %s\n", vname(p, ln->rs[k]), vname(p, ln->rs_to[k]));
+            if (ln->rs_round[k] >= 0)
+                sb_printf(b, "  copy %%%s into %s (reduce-scattered at node %d) -> %s\n", vname(p, ln->rs[k]),
+                          vname(p, p->chunk_scatters[ln->rs_round[k]].buf), p->chunk_scatters[ln->rs_round[k]].node,
+                          vname(p, ln->rs_to[k]));
+            else
+                sb_printf(b, "  reduce-scatter %%%s -> %s\n", vname(p, ln->rs[k]), vname(p, ln->rs_to[k]));
+        for (int r = 0; r < p->n_chunk_scatters; r++)
+            if (p->chunk_scatters[r].node == id)
+                sb_printf(b, "  reduce-scatter chunk %s (%d gradients, %lld elements a rank) -> %s\n",
+                          vname(p, p->chunk_scatters[r].buf), p->chunk_scatters[r].n,
+                          (long long)p->chunk_scatters[r].elems, vname(p, p->chunk_scatters[r].part));
         for (int r = 0; r < p->n_chunk_gathers; r++)
             if (p->chunk_gathers[r].node == id) {
                 const LowerChunkGather *cg = &p->chunk_gathers[r];

@@ -92,6 +92,23 @@ typedef struct LowerChunk {
     DType dt;
 } LowerChunk;
 
+/* Chunks of reduce-scatters (chunk.c; ZeRO-2 and 3): a run of the backward's
+ * gradient reduce-scatters of one dtype, each member's whole gradient copied
+ * where its reduce-scatter was into buf ([rank][member][slice], a member's
+ * slot padded to 64 bytes: the padding is reduced and never read), then one
+ * reduce-scatter of buf into part at the last member's node; each member's
+ * slice (shard) is a view into part. Only gradients whose slices nothing
+ * reads before that node join (the update reads them). */
+typedef struct LowerChunkScatter {
+    int n;
+    ValueId *grad, *shard;     /* the members' whole gradients and their slices (views into part) */
+    int64_t *off;              /* each member's place in a rank's part, in elements */
+    int64_t elems;             /* a rank's part, padded */
+    DType dt;
+    NodeId first, node;        /* the first member's copy in; the reduce-scatter (the last's) */
+    ValueId buf, part;
+} LowerChunkScatter;
+
 typedef struct LowerChunkGather {
     int chunk;                 /* which chunk */
     NodeId node;               /* the round's first reader: the gather runs before it */
@@ -241,6 +258,7 @@ typedef struct LowerNode {
     ValueId reduce[IR_MAX_IN];
     int n_rs;                  /* ZeRO-2: reduce-scatter rs[k] into rs_to[k] first */
     ValueId rs[IR_MAX_IN], rs_to[IR_MAX_IN], rs_tmp[IR_MAX_IN]; /* tmp: IR_NONE or zinner slices */
+    int rs_round[IR_MAX_IN];   /* chunks: the LowerChunkScatter rs[k] is copied into, or -1 */
     NodeId sum_into;           /* a batched matmul summed by this sum_to node: one GEMM
                                 * over the flattened batch writes the sum; IR_NONE */
     bool fused;                /* a sum_to done by the matmul before it; a
@@ -328,6 +346,8 @@ typedef struct LowerProgram {
     LowerChunk *chunks;
     int n_chunk_gathers;       /* their gathers (rounds), in schedule order */
     LowerChunkGather *chunk_gathers;
+    int n_chunk_scatters;      /* the reduce-scatters in chunks, in schedule order */
+    LowerChunkScatter *chunk_scatters;
     int64_t arena_bytes;       /* pipelined: the largest stage's */
     int64_t lower_bound_bytes;
     int64_t stage_arena_bytes[PLACE_MAX_STAGES];       /* pipelined: each stage's ranks' arena */

@@ -159,6 +159,8 @@ static void note_reads(const Graph *g, LowerProgram *p, const int *tn, const int
         }
         for (int k = 0; k < ln->n_rs; k++)
             if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = tn[id];
+        for (int r = 0; r < p->n_chunk_scatters; r++) /* a chunk's gradients, until its reduce-scatter */
+            if (p->chunk_scatters[r].node == id) last_use[p->chunk_scatters[r].buf] = tn[id];
         if (ln->ag_tmp != IR_NONE) last_use[ln->ag_tmp] = tn[id];
     }
     for (int b = 0; b < p->n_buckets; b++) /* the packing reads each gradient */
