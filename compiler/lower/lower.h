@@ -68,10 +68,11 @@ typedef struct LowerOptions {
                                 * offload); NULL: every update on the device */
     int offload_inflight;      /* host offload, parameters on the host: at most this many
                                 * transfers up in flight (0: SHARD_INFLIGHT_DEFAULT) */
-    int64_t chunk_bytes;       /* ZeRO-3 chunks (chunk.c): the sliced parameters packed, in
+    int64_t chunk_bytes;       /* chunks (chunk.c): ZeRO-3's sliced parameters packed, in
                                 * the order of their first gather, into chunks of at most
                                 * this many bytes of a rank's slices, one all-gather each;
-                                * 0: none (one all-gather per parameter and reader) */
+                                * ZeRO-2/3's gradients likewise, one reduce-scatter each;
+                                * 0: none (one collective per parameter and reader) */
 } LowerOptions;
 
 /* ZeRO-3 chunks (chunk.c, docs/sharding.md "Chunks"): a chunk is a run of
