@@ -69,7 +69,8 @@ static const char usage_text[] =
     "                        cluster's host.transfers_in_flight, 2 when it says none)\n"
     "  --chunk-bytes B       ZeRO-2/3: pack the parameters' slices (all-gathers) and the gradients\n"
     "                        (reduce-scatters) into chunks of at most B bytes a rank (e.g. 4MB), one\n"
-    "                        collective per chunk (default: one per parameter)\n"
+    "                        collective per chunk (default: one per parameter); auto: the planner\n"
+    "                        prices a few sizes and chooses\n"
     "  --time-limit SEC      planning time limit: building and solving (default 60)\n"
     "  --mip-gap G           ILP relative gap (default 1e-4)\n"
     "  --dump-ilp FILE.lp    write the ILP in CPLEX LP format\n"
@@ -438,8 +439,12 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             break;
         }
         case OPT_CHUNK_BYTES:
+            if (!strcmp(optarg, "auto")) {
+                o->chunk_bytes = CLI_CHUNK_AUTO;
+                break;
+            }
             if (!cli_parse_bytes(optarg, &o->chunk_bytes) || o->chunk_bytes < 1 || o->chunk_bytes > CLI_MAX_CHUNK_BYTES) {
-                diag_plain("give a size from 1 byte to 1GiB a rank, like 4MB or 65536",
+                diag_plain("give auto, or a size from 1 byte to 1GiB a rank, like 4MB or 65536",
                            "invalid value '%s' for --chunk-bytes", optarg);
                 ok = false;
             }

@@ -62,6 +62,11 @@ static void summary(const cJSON *r, StrBuf *o) {
                   rep_int(ck, "count"), rep_int(ck, "parameters"), rep_int(ck, "gradient_chunks"),
                   B(a, rep_num(ck, "chunk_bytes")), B(b, rep_num(ck, "padding_bytes")), rep_int(low, "all_gather_count"),
                   rep_int(low, "reduce_scatter_count"));
+    const cJSON *pc = rep_get(r, "chunks");
+    if (pc && !strcmp(rep_str(pc, "chosen_by"), "planner"))
+        sb_printf(o, "| Chunk size | %s, chosen by the planner among %d sizes (plan JSON `chunks.candidates`) |\n",
+                  rep_num(pc, "chunk_bytes") > 0 ? B(a, rep_num(pc, "chunk_bytes")) : "none (one collective per tensor)",
+                  cJSON_GetArraySize(rep_get(pc, "candidates")));
     const cJSON *sb = rep_get(r, "step_breakdown");
     sb_puts(o, "\nStep time breakdown:\n\n| term | time | share |\n|---|---:|---:|\n");
     static const char *const terms[][2] = {

@@ -109,6 +109,27 @@ assert ch["chunk_bytes"] == 8000 and ch["count"] >= 2 and ch["parameters"] > ch[
 assert ch["largest_part_bytes"] <= 8000 and ch["largest_gathered_bytes"] == 2 * ch["largest_part_bytes"], ch
 assert "chunks" not in n and c["all_gather_count"] < n["all_gather_count"], (c, n)
 PY
+# --chunk-bytes auto: the planner prices the sizes (chunks.c) and takes the fastest that fits: with the
+# memory to spare a chunk (the lowering builds as many as it priced); under a limit the chunk's
+# memory would pass, none (one collective per tensor)
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes auto \
+  --emit code --target cpu -o "$tmp/chunkauto" -q
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes auto \
+  --mem 140KB --emit code --target cpu -o "$tmp/chunktight" -q
+python3 - "$tmp/chunkauto/gpt2_tiny.plan.json" "$tmp/chunktight/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: --chunk-bytes auto"; fail=$((fail + 1)); }
+import json, sys
+a, t = (json.load(open(f)) for f in sys.argv[1:])
+ca, ct = a["chunks"], t["chunks"]
+chosen = [c for c in ca["candidates"] if c["chosen"]]
+assert ca["chosen_by"] == "planner" and ca["chunk_bytes"] > 0 and len(chosen) == 1, ca
+assert chosen[0]["chunk_bytes"] == ca["chunk_bytes"] and chosen[0]["fits"], ca
+assert a["lowering"]["chunks"]["count"] == chosen[0]["chunks"], (a["lowering"]["chunks"], chosen)
+assert a["lowering"]["chunks"]["gradient_chunks"] == chosen[0]["gradient_chunks"], (a["lowering"]["chunks"], chosen)
+none = ca["candidates"][0]
+assert none["chunk_bytes"] == 0 and chosen[0]["collective_s"] + chosen[0]["copy_s"] < none["collective_s"], ca
+assert ct["chunk_bytes"] == 0 and "chunks" not in t["lowering"], ct
+assert not any(c["fits"] for c in ct["candidates"][1:]), ct
+PY
 # no plan fits with the micro-batches given: the micro-batches that would, named first
 expect 1 "hint: --micro-batches 2 should fit" -- "$src/examples/gpt2/gpt2.c" --batch 64 --cluster h100:1x1 --mem 30GB \
   --recompute none --zero 3 --micro-batches 1 --emit plan -o "$tmp/nofit"
