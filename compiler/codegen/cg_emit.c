@@ -254,6 +254,7 @@ static void emit_chunk_gather(CgCtx *c, const CgOptions *o, int r) {
     sb_printf(c->sched, "    /* chunk %d, round %d: %d parameters' slices packed, one all-gather */\n", cg->chunk, r, ch->n);
     for (int m = 0; m < ch->n; m++) {
         ValueId x = ch->member[m];
+        if (lower_on_host(lp, x)) continue; /* on the host: came up into send with its transfer (cg_offload_fetch) */
         cg_trace_copy(c, (double)lp->v[x].bytes, ir_val(c->g, x)->name);
         sb_printf(c->sched, "    colrt_memcpy(M->arena.base + %lld, M->arena.base + %lld, %lld, COLRT_D2D, NULL); /* %%%s */\n",
                   (long long)(lp->v[cg->send].offset + ch->off[m] * es), (long long)lp->v[x].offset,

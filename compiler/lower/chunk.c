@@ -21,13 +21,12 @@
 
 #include <string.h>
 
-/* Whether the gather of x at node id may come from a chunk: a slice on the
- * device, gathered in one step (two-axis ZeRO's middles and host stagings
- * stay per parameter). */
+/* Whether the gather of x at node id may come from a chunk: a slice gathered
+ * in one step (two-axis ZeRO's middles stay per parameter). A slice the
+ * offload pass puts on the host (--offload params) comes up with the round's
+ * transfer into the chunk's send buffer (offload.c plan_fetches). */
 static bool chunkable(const LowerProgram *p, const LowerNode *ln, int k) {
-    ValueId x = ln->gather[k];
-    return ln->gather_tmp[k] == IR_NONE && ln->gather_from[k] == IR_NONE &&
-           !(p->opt.offload && p->opt.offload[x] == PO_PARAMS) && p->v[x].zchunk > 0;
+    return ln->gather_tmp[k] == IR_NONE && ln->gather_from[k] == IR_NONE && p->v[ln->gather[k]].zchunk > 0;
 }
 
 /* The first node reading gradient x's slice (from its reduce-scatter on), or nn. */
