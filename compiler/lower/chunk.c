@@ -15,7 +15,14 @@
  * backward) up to a member's second read (a tied parameter, a recompute
  * before the backward reads it again); its buffer lives from the round's
  * first reader to its last (schedule.c), the memory the chunk size trades
- * for the collectives it saves.
+ * for the collectives it saves. Members on the host (--offload params) come
+ * up into the round's send buffer with its transfer (offload.c).
+ *
+ * Then the backward's reduce-scatters (ZeRO-2 and 3, split.c's) in chunks of
+ * their own (LowerChunkScatter): each gradient copied into the chunk's buffer
+ * where its reduce-scatter was, one reduce-scatter at the last member, the
+ * slices views into the rank's part. The planner prices the sizes with the
+ * same packing rule (solver/chunks.c).
  */
 #include "lower_internal.h"
 
