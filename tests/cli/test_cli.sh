@@ -101,6 +101,12 @@ expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --st
   --emit code --target cpu -o "$tmp/chunk" -q
 expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --emit code --target cpu \
   -o "$tmp/nochunk" -q
+# the pass dumps its chunks, rounds and copies (--dump-after lower.chunk)
+expect 0 "reduce-scatter chunk" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
+  --chunk-bytes 8KB --emit code --target cpu -o "$tmp/chunkdump" -q --dump-after lower.chunk
+expect 0 "copy %wpe.weight out of wte.weight.chunk -> wpe.weight.gathered" -- "$src/examples/ir/gpt2-tiny.cir" \
+  --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes 8KB --emit code --target cpu -o "$tmp/chunkdump" -q \
+  --dump-after lower.chunk
 python3 - "$tmp/chunk/gpt2_tiny.plan.json" "$tmp/nochunk/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: lowering.chunks"; fail=$((fail + 1)); }
 import json, sys
 c, n = (json.load(open(f))["lowering"] for f in sys.argv[1:])
