@@ -178,6 +178,8 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
         } else continue;
         DType d = cost_dtype(&r->cm, v->dtype);
         t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
+        if (p->bwd_reread[n] >> i & 1) /* again in the backward (plan_bwd_rereads) */
+            t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
         if (ir_dtype_is_float(v->dtype)) {
             ShardSpec gs = shard_grad_spec(&mem->is, st, i), want = shard_spec_unpartial(from);
             t += reshard_into(c, &r->mesh, v->shape, d, &gs, &want);

@@ -374,7 +374,10 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
             int pm = b->p->member_of_node[v->def];
             const ShardStrategy *ps = &gr->members[pm].st[ms[pm]];
             ShardSpec gs = shard_grad_spec(&mem->is, st, i);
-            c += micro_edge(b, v, &ps->out[ir_val(g, nd->in[i])->def_out], &st->in[i], &gs);
+            const ShardSpec *from = &ps->out[ir_val(g, nd->in[i])->def_out];
+            c += micro_edge(b, v, from, &st->in[i], &gs);
+            if (b->p->bwd_reread[mem->node] >> i & 1) /* and again in the backward */
+                c += micro_edge(b, v, from, &st->in[i], NULL);
         }
         CostOp co;
         cost_op(b->cm, g, mem->node, &mem->is, st, &co);
@@ -615,6 +618,8 @@ static void build_edges(Builder *b) {
                     ShardSpec gsp = shard_grad_spec(&D->members[md].is, sc, i);
                     /* once per micro-batch */
                     double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gsp);
+                    if (p->bwd_reread[n] >> i & 1) /* the backward reshards it again */
+                        t += p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL);
                     if (diag) D->strats[c].comm_s += t / D->mult;
                     else cost[a * D->n_strats + c] += t;
                     /* a parameter read in another spec than its owner holds it: the
@@ -717,6 +722,8 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     b.param_owner = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (int v = 0; v < g->n_values; v++) b.param_owner[v] = -1;
     b.bw = plan_bwd_new(g);
+    p->bwd_reread = ir_alloc(sizeof(unsigned) * (size_t)(g->n_nodes + 1));
+    for (NodeId n = 0; n < g->n_nodes; n++) p->bwd_reread[n] = plan_bwd_rereads(g, b.bw, n);
     b.bw_fps = plan_bwd_flops_per_s(cm);
     find_representatives(&b);
     mark_values(&b);
@@ -813,6 +820,7 @@ void ilp_problem_free(IlpProblem *p) {
     }
     for (int e = 0; e < p->n_edges; e++) ir_free(p->edges[e].cost), ir_free(p->edges[e].mem);
     ir_free(p->edges);
+    ir_free(p->bwd_reread);
     ir_free(p->groups);
     ir_free(p->blocks);
     ir_free(p->group_of_node);

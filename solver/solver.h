@@ -124,6 +124,9 @@ typedef struct IlpProblem {
     IlpBlock *blocks;
     int *group_of_node;         /* node -> group */
     int *member_of_node;        /* node -> member index in its group */
+    unsigned *bwd_reread;       /* node -> the operands its backward reads again, as the
+                                 * forward read them (plan_bwd_rereads): an edge into such an
+                                 * operand is resharded twice, forward and backward */
     int n_layers;               /* parameter-group instances (gradient buckets) */
     double param_bytes, grad_bytes, opt_bytes; /* per parameter element */
     double grad32_bytes;        /* the f32 gradient copy the update reads (mixed precision; 0 in f32) */
@@ -203,6 +206,14 @@ typedef struct PlanBwdAssumed {
 void plan_bwd_rule(const Graph *g, const PlanBwd *bw, const ShardMesh *m, bool lowerable, double flops_per_s,
                    NodeId f, const ShardStrategy *fs, ShardStrategy *out, ShardStrategy *held, double *move_s,
                    PlanBwdAssumed *assumed);
+/* The operands of forward node f its backward nodes read again (bit i: operand
+ * i, its first occurrence): the rule assumes each held as f's strategy read it,
+ * but the forward's resharded copy is not kept for the backward (placement.c
+ * copy_phase), so the backward reshards it again from the spec its producer
+ * left it in. The ILP prices that second resharding on the edge into the
+ * operand (problem.c), the report decomposes it (analysis.c), the completion
+ * counts it priced (placement.c). */
+unsigned plan_bwd_rereads(const Graph *g, const PlanBwd *bw, NodeId f);
 /* The strategy plan_bwd_rule's node k is priced at: held[k] when it runs as held, else out[k]. */
 static inline const ShardStrategy *plan_bwd_priced(const ShardStrategy *out, const ShardStrategy *held, int k) {
     return held[k].split > 0 ? &held[k] : &out[k];
