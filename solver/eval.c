@@ -92,7 +92,13 @@ double ilp_transient(const IlpStrat *S, int z) {
     return S->transient + (z >= 2 || S->accumulates ? S->param_local : 0);
 }
 
-double ilp_rerun_bytes(const IlpStrat *S, int z) { return S->act[RC_NONE] + (z >= 3 ? S->param_local : 0); }
+double ilp_rerun_bytes(const IlpStrat *S, int z, int pol) {
+    /* a selective re-run rebuilds what the policy does not keep: the matrix
+     * products' results stay from the forward (a block's output counts in the
+     * re-run under either policy, as it did) */
+    double kept = pol == RC_SELECTIVE ? S->act[RC_SELECTIVE] - S->act[RC_FULL] : 0;
+    return S->act[RC_NONE] - kept + (z >= 3 ? S->param_local : 0);
+}
 
 /* The sum of the k largest transfers: v[i] (one each) and block b's blk[b] (one per instance). */
 static double largest_sum(const double *v, const int *n, int nv, const double *blk, const IlpBlock *blocks, int nb,
@@ -176,7 +182,8 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
             const int *n = c->count[g->block];
             for (int pol = 0; pol < RC__COUNT; pol++) r.mem_acts += n[pol] * S->act[pol];
             r.recompute_s += n[RC_SELECTIVE] * S->rec_sel_s + n[RC_FULL] * S->fwd_s;
-            block_none[g->block] += ilp_rerun_bytes(S, z);
+            /* the re-run instance: a full one where some instance is (the larger) */
+            block_none[g->block] += ilp_rerun_bytes(S, z, n[RC_FULL] > 0 ? RC_FULL : RC_SELECTIVE);
         }
     }
     for (int b = 0; b < p->n_blocks; b++) {
@@ -214,6 +221,8 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     for (int gi = 0; gi < p->n_groups; gi++) /* where the last instance keeps its activations (policy none: */
         if (ilp_group_last_block(&p->groups[gi]) && c->count[p->groups[gi].block][RC_NONE] > 0) /* policy_of) */
             freed += p->groups[gi].strats[c->strat[gi]].act[RC_NONE]; /* the backward frees them group by group */
+    /* once the instance's backward is done (the other blocks' transient): all of them freed */
+    last_at -= freed, g_freed = freed;
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *g = &p->groups[gi];
         if (!ilp_group_last_block(g)) continue;

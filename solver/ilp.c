@@ -560,7 +560,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 r[RC_FULL] = maxd(r[RC_FULL], S->fwd_s);
                 for (int q = 0; q < RC__COUNT; q++) a[q] = maxd(a[q], S->act[q]);
                 for (int z = 0; z < ZERO_STAGES; z++) /* the re-run's bytes bound */
-                    if (m->x[g][s * ZERO_STAGES + z]) a[RC_NONE] = maxd(a[RC_NONE], ilp_rerun_bytes(S, z));
+                    if (m->x[g][s * ZERO_STAGES + z]) a[RC_NONE] = maxd(a[RC_NONE], ilp_rerun_bytes(S, z, RC_FULL));
             }
             for (int q = 0; q < RC__COUNT; q++) Rmax[q] += r[q] * ts, Amax[q] += a[q] * ms;
         }
@@ -574,7 +574,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         for (int z = 0; z < ZERO_STAGES; z++)
                             if (m->x[g][s * ZERO_STAGES + z])
                                 put(lp, row, m->x[g][s * ZERO_STAGES + z],
-                                    -ilp_rerun_bytes(&p->groups[g].strats[s], z) * ms);
+                                    -ilp_rerun_bytes(&p->groups[g].strats[s], z, fixed_rc) * ms);
             }
             continue;
         }
@@ -622,7 +622,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     int c = m->x[g][s * ZERO_STAGES + z];
                     if (!c) continue;
                     put(lp, xrow, c, -N);
-                    put(lp, trow, c, -ilp_rerun_bytes(S, z) * ms);
+                    put(lp, trow, c, -ilp_rerun_bytes(S, z, RC_FULL) * ms);
                 }
                 for (int pol = 0; pol < RC__COUNT; pol++) {
                     double t = pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0;
@@ -642,10 +642,14 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
      * <= their bytes (linear in x), F <= Amax l, l <= n[none] (l = 1 under
      * a fixed policy none, 0 under another); the row subtracts F, which the
      * solver raises to l times their bytes */
-    for (int g = 0; g < p->n_groups; g++) {
-        if (!brow[g]) continue;
-        const IlpGroup *G = &p->groups[g];
-        int k = G->block;
+    /* g = -1: the moment once the instance's backward is done (mrow[1], the
+     * other blocks' transient), every group's freed */
+    int last_k = -1;
+    for (int g = 0; g < p->n_groups; g++)
+        if (brow[g]) last_k = p->groups[g].block;
+    for (int g = last_k >= 0 ? -1 : 0; g < p->n_groups; g++) {
+        if (g >= 0 && !brow[g]) continue;
+        int k = g >= 0 ? p->groups[g].block : last_k, row = g >= 0 ? brow[g] : mrow[1];
         bool lnone = fixed_rc < 0 ? m->nbits[k] > 0 : fixed_rc == RC_NONE;
         if (!lnone) continue;
         double amax = 0;
@@ -653,7 +657,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         int F = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
         int arow = add_row(lp, GLP_UP, -INFINITY, 0, nm);
         put(lp, arow, F, 1);
-        put(lp, brow[g], F, -1);
+        put(lp, row, F, -1);
         for (int q = g + 1; q < p->n_groups; q++) {
             const IlpGroup *Q = &p->groups[q];
             if (!ilp_group_last_block(Q) || Q->block != k) continue;

@@ -544,6 +544,15 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                 const Value *x = ir_val(g, nd->in[i]);
                 bool act = x->role == ROLE_ACT || (x->role == ROLE_INPUT && gr->mult > 1 && ir_dtype_is_float(x->dtype));
                 if (act && !b->grad_in_place[nd->in[i]] && !grad_shares_dy(g, nd, i)) work += buf(co.in_bytes[i]);
+                /* an operand made in the group in another spec, which the backward reshards
+                 * again (the forward's copy is not kept): its copy lives while it runs */
+                if ((b->p->bwd_reread[mem->node] >> i & 1) && x->def >= 0 &&
+                    b->p->group_of_node[x->def] == b->p->group_of_node[mem->node] &&
+                    key_of(ir_node(g, x->def)) == key_of(nd)) {
+                    int pm = b->p->member_of_node[x->def];
+                    const ShardStrategy *ps = &gr->members[pm].st[S->member_st[pm]];
+                    if (!shard_spec_eq(&ps->out[x->def_out], &st->in[i])) work += buf(co.in_bytes[i]);
+                }
             }
             for (int r = 0; r < nd->n_out; r++) {
                 ValueId v = nd->out[r];
@@ -625,6 +634,15 @@ static void build_edges(Builder *b) {
                     /* a parameter read in another spec than its owner holds it: the
                      * consumer's resharded copy and the gradient it writes in that spec
                      * live while it runs (GPT-2's tied embedding, gathered for the head) */
+                    /* an activation the backward reshards again: its copy lives beside the
+                     * consumer's backward working set */
+                    if (!diag && in_idx < 0 && (p->bwd_reread[n] >> i & 1) && !shard_spec_eq(from, &sc->in[i])) {
+                        double es = (double)ir_dtype_size(v->dtype);
+                        double bytes = buf(es * (double)ir_shape_numel(shard_spec_local(&sc->in[i], b->cm->mesh, v->shape))) +
+                                       D->strats[c].transient;
+                        double *slot = &mem[a * D->n_strats + c];
+                        if (bytes > *slot) *slot = bytes;
+                    }
                     if (!diag && in_idx >= 0 && !shard_spec_eq(from, &sc->in[i])) {
                         double es = (double)ir_dtype_size(v->dtype);
                         double bytes = buf(es * (double)ir_shape_numel(shard_spec_local(&sc->in[i], b->cm->mesh, v->shape))) +

@@ -310,8 +310,9 @@ double ilp_transient(const IlpStrat *S, int z);
  * of it until its backward: the activations re-made, and under ZeRO stage 3
  * the parameters gathered before the re-run and read again by the backward
  * (compiler/lower/schedule.c places a recomputed node's gathers before its
- * recomputes). The ILP's re-run rows and the evaluator read this. */
-double ilp_rerun_bytes(const IlpStrat *S, int z);
+ * recomputes); under policy selective less the matrix products' results it
+ * keeps. The ILP's re-run rows and the evaluator read this. */
+double ilp_rerun_bytes(const IlpStrat *S, int z, int pol); /* pol: the re-run's policy */
 
 /* Where group gi's update state lives under choice c (a PlaceOffload): the
  * device; the problem's level; at level params, PO_PARAMS for a group at ZeRO-3
