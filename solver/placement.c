@@ -98,7 +98,7 @@ static bool priced_again(const Walk *w, NodeId id, ValueId x) {
  * (shard_grad_spec of c's strategy): the ILP priced that move, to y's spec as
  * its producer wrote it, made whole, on the edge y -> c (cost_edge's gradient
  * part). y: a result of id's forward node f of x's shape, or the value x is
- * named the gradient of (a gradient an add passes through, grad_shares_dy,
+ * named the gradient of (a gradient an add passes through, problem.c grad_shares_dy,
  * is its result's: the move is made where it is read). */
 static bool priced_grad(const Walk *w, NodeId id, int i, ValueId x) {
     const Graph *g = w->g;

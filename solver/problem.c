@@ -59,17 +59,6 @@ double ilp_buffer_bytes(double bytes) { return bytes > 0 ? ceil(bytes / COLRT_AL
 
 static double buf(double bytes) { return ilp_buffer_bytes(bytes); }
 
-/* Does operand i's gradient share the result gradient's buffer? An add's
- * operand of the result's shape gets dY itself (ir/backward.c bw_add_sub),
- * a sub's first; GELU_BWD and its kin write dX over dY (compiler/lower/
- * schedule.c op_in_place_operand): one gradient buffer, not two. */
-static bool grad_shares_dy(const Graph *g, const Node *nd, int i) {
-    int op = nd->op;
-    if (op == OP_GELU || op == OP_RELU || op == OP_SILU || op == OP_TANH) return i == 0;
-    return (op == OP_ADD || (op == OP_SUB && i == 0)) &&
-           ir_shape_eq(ir_val(g, nd->in[i])->shape, ir_val(g, nd->out[0])->shape);
-}
-
 /* ---- building ----------------------------------------------------------------- */
 
 typedef struct Builder {
@@ -88,6 +77,23 @@ typedef struct Builder {
     PlanBwd *bw;       /* a training graph's backward nodes per forward node (bwdrule.c) */
     double bw_fps;     /* the rule's compute rate (plan_bwd_flops_per_s) */
 } Builder;
+
+/* Does operand i of forward node f get its gradient in the result gradient's
+ * buffer? An add's operand of the result's shape gets dY itself (ir/backward.c
+ * bw_add_sub), a sub's first; a one-operand op whose backward is one node
+ * writing in place over dY (ir_op_in_place_operand, the lowering's rule: GELU
+ * and its kin) writes dX over it: one gradient buffer, not two. */
+static bool grad_shares_dy(const Builder *b, NodeId f, int i) {
+    const Graph *g = b->g;
+    const Node *nd = ir_node(g, f);
+    if (nd->op == OP_ADD || (nd->op == OP_SUB && i == 0))
+        return ir_shape_eq(ir_val(g, nd->in[i])->shape, ir_val(g, nd->out[0])->shape);
+    const NodeId *chain;
+    if (nd->n_in != 1 || nd->n_out != 1 || plan_bwd_chain(b->bw, f, &chain) != 1) return false;
+    const Node *c = ir_node(g, chain[0]);
+    int k = ir_op_in_place_operand(g, c);
+    return k >= 0 && c->in[k] != nd->in[0] && c->in[k] != nd->out[0] && ir_val(g, c->in[k])->role == ROLE_GRAD;
+}
 
 /* The planner chooses the forward ops' strategies; a training graph's
  * backward nodes are priced with their forward op (member_bwd), its
@@ -543,7 +549,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                  * whose gradient they write */
                 const Value *x = ir_val(g, nd->in[i]);
                 bool act = x->role == ROLE_ACT || (x->role == ROLE_INPUT && gr->mult > 1 && ir_dtype_is_float(x->dtype));
-                if (act && !b->grad_in_place[nd->in[i]] && !grad_shares_dy(g, nd, i)) work += buf(co.in_bytes[i]);
+                if (act && !b->grad_in_place[nd->in[i]] && !grad_shares_dy(b, mem->node, i)) work += buf(co.in_bytes[i]);
                 /* an operand made in the group in another spec, which the backward reshards
                  * again (the forward's copy is not kept): its copy lives while it runs */
                 if ((b->p->bwd_reread[mem->node] >> i & 1) && x->def >= 0 &&

@@ -12,23 +12,6 @@
 #include "memplan.h"
 #include "ops.h"
 
-/* Ops whose result may take over an operand's buffer in place: every result
- * element reads only the same element of that operand. */
-static int op_in_place_operand(const Graph *g, const Node *n) {
-    switch (n->op) {
-    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
-        for (int i = 0; i < 2; i++)
-            if (ir_shape_eq(ir_val(g, n->in[i])->shape, ir_val(g, n->out[0])->shape)) return i;
-        return -1;
-    case OP_SCALE: case OP_GELU: case OP_RELU: case OP_SILU: case OP_TANH: case OP_EXP:
-        return 0;
-    case OP_GELU_BWD: case OP_RELU_BWD: case OP_SILU_BWD: case OP_TANH_BWD:
-        return 1;
-    default:
-        return -1;
-    }
-}
-
 /* Gradient buckets (lower.h): the all-reduces the data-parallel split puts
  * at update nodes, of gradients defined in the backward, stored alone and
  * read by the update only, grouped in definition order per block instance
@@ -272,7 +255,7 @@ bool lower_pass_schedule(LowerCtx *c) {
     }
     for (NodeId id = 0; id < nn; id++) { /* in-place candidates */
         const Node *n = ir_node(g, id);
-        int k = op_in_place_operand(g, n);
+        int k = ir_op_in_place_operand(g, n);
         if (k < 0 || lower_root_of(p, n->out[0]) != n->out[0]) continue;
         ValueId src = lower_root_of(p, lower_node_input(p, id, n->in[k]));
         if (buf_of[src] < 0 || buf_of[n->out[0]] < 0) continue;
