@@ -208,7 +208,7 @@ static void test_objective_runs(void) {
  * the tiny graph over 1x2: the edge from the layer norm's group into the
  * second dense's (which reads %n; its dW reads %n again), for every pair of
  * strategies, is the forward resharding, the gradient's way back, and the
- * forward resharding again. */
+ * forward resharding again; the copy that makes is a transient of the pair. */
 static void test_second_use(void) {
     Graph *g = fixture_training_text("tiny.cir", tiny, 1);
     PlanResult *r = plan(g, "h100:1x2", "1x2", NULL);
@@ -238,6 +238,11 @@ static void test_second_use(void) {
             double want = cost_edge(&p->call_cm, v->shape, v->dtype, &sa->out[0], &sc->in[0], &gsp) + once;
             CHECK_NEAR(e->cost[a * D->n_strats + c], want, 1e-15 + 1e-12 * want);
             moved += once > 0;
+            /* and its copy lives beside the consumer's backward working set: a transient of the pair */
+            if (once > 0) {
+                double copy = ilp_buffer_bytes(4.0 * (double)ir_shape_numel(shard_spec_local(&sc->in[0], &r->mesh, v->shape)));
+                CHECK(e->mem[a * D->n_strats + c] >= copy + D->strats[c].transient - 1e-9);
+            }
         }
     CHECK(moved > 0); /* some pair reshards %n: the check above sees the second use */
 out:
