@@ -94,7 +94,10 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
                     continue;
                 }
                 if (o->kind == SIM_WAIT) {
-                    if (ev[o->event] > t[s]) t[s] = ev[o->event];
+                    if (ev[o->event] > t[s]) {
+                        r->wait_s[s] += ev[o->event] - t[s];
+                        t[s] = ev[o->event];
+                    }
                     continue;
                 }
                 double d = op_time(o, cm);
@@ -113,10 +116,15 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
                 } else if (o->kind == SIM_COPY) {
                     r->copy_s += d;
                     r->n_copies++;
+                    r->copy_part_s[o->part] += d;
                 } else {
                     r->n_colls++;
                     if (s == SIM_COMM) r->coll_comm_s += d;
                     else r->coll_compute_s += d;
+                    r->coll_n[o->coll][s]++;
+                    r->coll_s[o->coll][s] += d;
+                    r->coll_lat_s[o->coll][s] +=
+                        d - shard_coll_sent(cm->mesh, o->coll, o->axis, o->bytes) * cm->mesh->beta[o->axis];
                 }
                 if (o->kind != SIM_COLL) r->part_s[o->part] += d;
             }
