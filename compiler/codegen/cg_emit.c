@@ -276,7 +276,7 @@ static void emit_bucket(CgCtx *c, const CgOptions *o, int k) {
     char what[64];
     snprintf(what, sizeof what, "gradient bucket %d", k);
     for (int a = 0; a < o->mesh_axes; a++)
-        if (reduces_over(lp, o, a)) {
+        if (bk->axes ? (bk->axes >> a & 1u) != 0 : reduces_over(lp, o, a)) {
             cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)bk->elems * (double)ir_dtype_size(dt), SIM_COMM, what);
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, M->arena.base + %lld, M->arena.base + %lld, %lld, %s, COLRT_SUM, M->comm);\n",
                       a, (long long)lp->v[bk->buf].offset, (long long)lp->v[bk->buf].offset, (long long)bk->elems,

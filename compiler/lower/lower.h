@@ -117,6 +117,8 @@ typedef struct LowerBucket {
     ValueId *grad, *view;
     ValueId buf;
     int64_t elems;             /* the buffer's elements (members padded to 64 bytes) */
+    unsigned axes;             /* the mesh axes it is summed over (the sharded lowering: its
+                                * members' pending axes); 0: the batch's (reduces_over) */
 } LowerBucket;
 
 /* The trust ratios' norms (LAMB, LARS; norms.c): each parameter's pair of
