@@ -156,9 +156,18 @@ const char *shard_coll_name(ShardColl k);
 
 /* Time of one collective over mesh axis `axis` (ring algorithms, α–β model),
  * where `bytes` is each rank's local buffer going in (the shard for an
- * all-gather, the whole local tensor for the others). Local ops (slice, mask)
- * cost their output bytes over the memory bandwidth. */
+ * all-gather, the whole local tensor for the others). Local ops are the
+ * copies the program makes: a slice copies this rank's block (bytes / n), a
+ * mask the whole buffer (shard_copy_time). */
 double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes);
+
+/* A device copy of `bytes` (read and written) at SHARD_COPY_BW_EFF of the
+ * memory bandwidth: what the sim prices a recorded copy at (cost.c's layout
+ * class takes the same fraction). The fraction: element-wise kernels reach
+ * ~80 % of HBM bandwidth (NVIDIA's CUDA best-practices guide, the
+ * bandwidthTest / STREAM-copy figures of the A100/H100 data sheets). */
+#define SHARD_COPY_BW_EFF 0.80
+double shard_copy_time(const ShardMesh *m, double bytes);
 /* Bytes each rank sends over the link for that collective. */
 double shard_coll_sent(const ShardMesh *m, ShardColl k, int axis, double bytes);
 
