@@ -6,7 +6,9 @@
  *
  *   step = compute + resharding + recompute + exposed gradient sync
  *          + optimizer + ZeRO gathers
- *   exposed sync = max(sync - backward compute, sync / buckets, 0)
+ *   exposed sync = ZeRO-2/3's reduce-scatters (on the compute stream)
+ *          + max(the buckets' sync - the backward they run behind,
+ *                the last buckets' sync, 0)   (solver.h, IlpGroup.sync_last)
  *   offloaded groups (host offload): their state's bytes leave the device
  *          (every moment) for the host; their device update leaves
  *          optimizer; the offloaded updates' pipeline runs beside the
@@ -90,7 +92,7 @@ double ilp_rerun_bytes(const IlpStrat *S, int z) { return S->act[RC_NONE] + (z >
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     IlpPrice r;
     memset(&r, 0, sizeof r);
-    double bwd = 0;
+    double bwd = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0;
     double *block_none = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *g = &p->groups[gi];
@@ -100,6 +102,9 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         bwd += g->mult * S->bwd_s;
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
+        if (z >= 2) sync_block += g->mult * S->sync_s[z];
+        else sync_over += g->mult * S->sync_s[z], sync_last += g->sync_last * g->mult * S->sync_s[z];
+        if (!g->after_blocks) hide += g->mult * S->bwd_s;
         r.optimizer_s += g->mult * S->opt_s[z];
         r.gather_s += g->mult * S->gather_s[z];
         r.mem_params += g->mult * S->mem_static[z];
@@ -150,7 +155,8 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         if (D->after_blocks) r.mem_transient_head = maxd(r.mem_transient_head, E->mem[k]);
         else if (D->block >= 0) r.mem_transient_blocks = maxd(r.mem_transient_blocks, E->mem[k]);
     }
-    r.sync_exposed_s = maxd(0, maxd(r.sync_s - bwd, p->n_layers ? r.sync_s / p->n_layers : 0));
+    hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
+    r.sync_exposed_s = sync_block + maxd(0, maxd(sync_over - hide, sync_last));
     r.offload_exposed_s = maxd(0, maxd(r.offload_s - bwd, p->n_layers ? r.offload_s / p->n_layers : 0));
     r.fetch_exposed_s = maxd(0, maxd(r.fetch_s - r.compute_s, p->n_layers ? r.fetch_s / p->n_layers : 0));
     r.mem_params -= r.mem_offloaded;

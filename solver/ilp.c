@@ -472,8 +472,11 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 put(lp, frow, c, first * ms);
                 put(lp, trow, c, -ilp_transient(S, z) * ms);
                 if (crow) put(lp, crow, c, -ilp_transient(S, z) * ms);
-                put(lp, erow1, c, (-G->mult * S->sync_s[z] + G->mult * S->bwd_s) * ts);
-                if (p->n_layers) put(lp, erow2, c, -G->mult * S->sync_s[z] / p->n_layers * ts);
+                /* the exposed sync (solver.h): ZeRO-2/3's whole, the buckets' past the
+                 * backward they hide behind, or at least the last buckets' */
+                double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
+                put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
+                put(lp, erow2, c, -G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_last) * ts);
             }
     }
 
