@@ -116,6 +116,9 @@ typedef struct Placement {
     int *rc_selective;          /* the next rc_selective selectively */
     int micro_batches;
     const char *source;         /* who made it ("ilp" or a baseline's name): for reports only */
+    int n_unpriced_rsh;         /* backward operands the lowering reshards from a spec the
+                                 * planner's rule did not assume (solver/placement.c): */
+    double unpriced_rsh_s;      /* their count and α–β time, which the ILP did not price */
     PlacePipeline pipe;         /* stages: 1 unless pipelined (solver/pipeline.c) */
     /* derived (placement_derive) */
     PlaceLayout layout;

@@ -341,10 +341,13 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
         /* host offload: the group's moments (and from optim+master its master, at params its
          * parameter's slice) live on the host */
         int lv = ilp_group_offload(p, &r->choice, p->group_of_node[n]);
-        pa += lv == PO_PARAMS ? 0 : p->param_bytes * local / (z >= 3 ? Z : 1);
-        gr += p->grad_bytes * local / (z >= 2 ? Z : 1);
-        mo += lv != PO_DEVICE ? 0 : moments_b * local / (z >= 1 ? Z : 1);
-        ma += lv >= PO_MASTER ? 0 : master_b * local / (z >= 1 ? Z : 1);
+        /* each its own buffer (ilp_buffer_bytes), as problem.c price_params counts them */
+        double el = z >= 1 ? local / Z : local, acc = p->opt.micro_batches > 1 && p->grad32_bytes > p->grad_bytes
+                                                           ? p->grad32_bytes : p->grad_bytes;
+        pa += lv == PO_PARAMS ? 0 : ilp_buffer_bytes(p->param_bytes * local / (z >= 3 ? Z : 1));
+        gr += ilp_buffer_bytes(acc * local / (z >= 2 ? Z : 1));
+        mo += lv != PO_DEVICE ? 0 : moments_b / 4 * ilp_buffer_bytes(4 * el);
+        ma += lv >= PO_MASTER ? 0 : master_b / 4 * ilp_buffer_bytes(4 * el);
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "parameters_bytes", pa);
@@ -353,7 +356,8 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     cJSON_AddNumberToObject(o, "master_weights_bytes", ma);
     cJSON_AddNumberToObject(o, "saved_activations_bytes", r->price.mem_acts);
     cJSON_AddNumberToObject(o, "transient_bytes", r->price.mem_transient);
-    cJSON_AddNumberToObject(o, "gradients_not_yet_written_bytes", r->price.mem_grads_late);
+    cJSON_AddNumberToObject(o, "gradients_not_yet_written_bytes", r->price.mem_grads_late + r->price.mem_unwritten);
+    cJSON_AddNumberToObject(o, "activations_freed_bytes", r->price.mem_acts_freed);
     cJSON_AddNumberToObject(o, "head_activations_bytes", r->price.mem_acts_head);
     cJSON_AddNumberToObject(o, "recompute_bytes", r->price.mem_recompute);
     cJSON_AddNumberToObject(o, "gradient_f32_extra_bytes", r->price.mem_update);

@@ -147,7 +147,8 @@ static ShardStrategy as_held(const Graph *g, const ShardMesh *m, NodeId id, cons
 }
 
 void plan_bwd_rule(const Graph *g, const PlanBwd *bw, const ShardMesh *m, bool lowerable, double flops_per_s,
-                   NodeId f, const ShardStrategy *fs, ShardStrategy *out, ShardStrategy *held, double *move_s) {
+                   NodeId f, const ShardStrategy *fs, ShardStrategy *out, ShardStrategy *held, double *move_s,
+                   PlanBwdAssumed *assumed) {
     const Node *fn = ir_node(g, f);
     const NodeId *chain;
     int nch = plan_bwd_chain(bw, f, &chain);
@@ -287,6 +288,10 @@ void plan_bwd_rule(const Graph *g, const PlanBwd *bw, const ShardMesh *m, bool l
             }
         }
         if (move_s) move_s[c] = keep ? 0 : best_mv;
+        for (int i = 0; assumed && i < n->n_in; i++) {
+            assumed[c].has[i] = has_as[i];
+            if (has_as[i]) assumed[c].in[i] = as[i];
+        }
         IR_ASSERT(found); /* code 0, every axis on none, is always legal */
         for (int r = 0; r < n->n_out && nh < MAX_HELD; r++) h[nh++] = (Held){n->out[r], keep ? ps : out[c].out[r]};
     }

@@ -21,15 +21,20 @@
  *          can be live then:
  *          - the head's backward: parameters, optimizer state, saved
  *            activations, the gradients held across micro-batches and those
- *            the head and the last block instance have written, plus the
+ *            the head has written, plus the
  *            largest transient of the head's groups and of those whose
  *            gradient the head writes (a tied embedding), and of edges into
  *            the head's groups;
  *          - the last block instance's backward: the same, less the head's
  *            saved activations (freed by then), plus a recomputed block's
  *            re-made activations (and under ZeRO-3 its gathered
- *            parameters), plus the largest transient of the blocks' groups
- *            (and of edges into them);
+ *            parameters), at the backward of each of its groups g: the
+ *            gradients of the instance's groups before g not yet written
+ *            (g's own counted), the activations of those after g freed
+ *            where the instance keeps them (policy none), plus g's
+ *            transient; and once the instance's
+ *            backward is done, with the largest transient of the other
+ *            blocks' groups (and of edges into blocks);
  *          - the first block instance's backward (the backward's end): the
  *            parameters and optimizer state, every gradient but those of the
  *            groups before the blocks, their saved activations (the first
@@ -83,6 +88,8 @@ int ilp_group_offload(const IlpProblem *p, const IlpChoice *c, int gi) {
 
 bool ilp_group_at_head(const IlpGroup *g) { return g->after_blocks || (g->block < 0 && g->early > 0); }
 
+bool ilp_group_last_block(const IlpGroup *g) { return g->block >= 0 && g->early > 0; }
+
 double ilp_transient(const IlpStrat *S, int z) {
     return S->transient + (z >= 2 || S->accumulates ? S->param_local : 0);
 }
@@ -92,7 +99,7 @@ double ilp_rerun_bytes(const IlpStrat *S, int z) { return S->act[RC_NONE] + (z >
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     IlpPrice r;
     memset(&r, 0, sizeof r);
-    double bwd = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0;
+    double bwd = 0, other_blocks = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0;
     double *block_none = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *g = &p->groups[gi];
@@ -112,7 +119,10 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         r.mem_update += g->mult * S->mem_update[z];
         r.mem_transient_max = maxd(r.mem_transient_max, ilp_transient(S, z));
         if (ilp_group_at_head(g)) r.mem_transient_head = maxd(r.mem_transient_head, ilp_transient(S, z));
-        else if (g->block >= 0) r.mem_transient_blocks = maxd(r.mem_transient_blocks, ilp_transient(S, z));
+        else if (g->block >= 0) {
+            r.mem_transient_blocks = maxd(r.mem_transient_blocks, ilp_transient(S, z));
+            if (!ilp_group_last_block(g)) other_blocks = maxd(other_blocks, ilp_transient(S, z));
+        }
         if (c->offload[gi] && S->off_elems[z] > 0) {
             double e = g->mult * S->off_elems[z];
             r.mem_offloaded += e * p->off_dev;
@@ -153,7 +163,10 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         r.mem_transient_max = maxd(r.mem_transient_max, E->mem[k]);
         const IlpGroup *D = &p->groups[E->dst];
         if (D->after_blocks) r.mem_transient_head = maxd(r.mem_transient_head, E->mem[k]);
-        else if (D->block >= 0) r.mem_transient_blocks = maxd(r.mem_transient_blocks, E->mem[k]);
+        else if (D->block >= 0) {
+            r.mem_transient_blocks = maxd(r.mem_transient_blocks, E->mem[k]);
+            other_blocks = maxd(other_blocks, E->mem[k]);
+        }
     }
     hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
     r.sync_exposed_s = sync_block + maxd(0, maxd(sync_over - hide, sync_last));
@@ -165,16 +178,33 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
                r.gather_s + r.offload_exposed_s + r.fetch_exposed_s;
     /* four moments (above), each with its transients */
     double start = r.mem_params - r.mem_grads_late + r.mem_acts;
+    /* the last block instance's backward, group by group (its groups in
+     * forward order: the backward reaches g with those before it unwritten) */
+    double last = other_blocks, last_at = other_blocks, unwritten = 0, freed = 0, g_unw = 0, g_freed = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) /* where the last instance keeps its activations (policy none: */
+        if (ilp_group_last_block(&p->groups[gi]) && c->count[p->groups[gi].block][RC_NONE] > 0) /* policy_of) */
+            freed += p->groups[gi].strats[c->strat[gi]].act[RC_NONE]; /* the backward frees them group by group */
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *g = &p->groups[gi];
+        if (!ilp_group_last_block(g)) continue;
+        const IlpStrat *S = &g->strats[c->strat[gi]];
+        int z = c->zero[gi];
+        if (c->count[g->block][RC_NONE] > 0) freed -= S->act[RC_NONE]; /* those of the groups after g */
+        double at_g = ilp_transient(S, z) - unwritten - freed;
+        if (at_g > last_at) last_at = at_g, last = ilp_transient(S, z), g_unw = unwritten, g_freed = freed;
+        unwritten += S->mem_grad_late[z];
+    }
     double at[ILP_MOMENTS] = {
-        start + r.mem_transient_head, start - r.mem_acts_head + r.mem_recompute + r.mem_transient_blocks,
+        start - unwritten + r.mem_transient_head, start - r.mem_acts_head + r.mem_recompute + last_at,
         r.mem_params + r.mem_update + r.mem_transient_max,
         r.mem_params - r.mem_grads_late_pre + r.mem_acts_pre + r.mem_recompute + r.mem_transient_blocks};
-    const double tr[ILP_MOMENTS] = {r.mem_transient_head, r.mem_transient_blocks, r.mem_transient_max,
-                                    r.mem_transient_blocks};
+    const double tr[ILP_MOMENTS] = {r.mem_transient_head, last, r.mem_transient_max, r.mem_transient_blocks};
     r.peak_moment = 0;
     for (int k = 1; k < ILP_MOMENTS; k++) /* the first of equal peaks */
         if (at[k] > at[r.peak_moment]) r.peak_moment = k;
     r.peak_bytes = at[r.peak_moment];
+    r.mem_unwritten = r.peak_moment == 0 ? unwritten : r.peak_moment == 1 ? g_unw : 0;
+    r.mem_acts_freed = r.peak_moment == 1 ? g_freed : 0;
     r.mem_transient = tr[r.peak_moment];
     ir_free(block_none);
     return r;

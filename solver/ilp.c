@@ -101,6 +101,7 @@ typedef struct Model {
     int *nbits;
     int mem_row, M_col, T_col;
     int TH_col, TB_col;         /* the head's and the blocks' largest transients */
+    int TO_col;                 /* ... of the blocks' groups outside the last block, and edges into blocks */
     int rc_row, TR_col;         /* a block's backward's row; a re-run block's activations */
     int first_row;              /* the first block instance's backward's row */
     int *h;         /* per group: the offload column, or 0 */
@@ -321,6 +322,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     m->T_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient");
     m->TH_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient_head");
     m->TB_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient_blocks");
+    m->TO_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient_other_blocks");
     m->TR_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "recompute_transient");
 
     /* edges */
@@ -357,12 +359,14 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
          * the head's or a block's (rows only where the edge holds one) */
         bool has_mem = false;
         for (int k = 0; k < na * nb && !has_mem; k++) has_mem = E->mem[k] > 0;
-        int mrows[2] = {0, 0}, nmrows = 0;
-        int cls = B->after_blocks ? m->TH_col : B->block >= 0 ? m->TB_col : 0;
-        for (int k = 0; has_mem && k < (cls ? 2 : 1); k++) {
+        int mrows[3] = {0, 0, 0}, nmrows = 0;
+        int cls[3] = {m->T_col, B->after_blocks ? m->TH_col : B->block >= 0 ? m->TB_col : 0,
+                      B->block >= 0 ? m->TO_col : 0};
+        for (int k = 0; has_mem && k < 3; k++) {
+            if (!cls[k]) continue;
             snprintf(nm, sizeof nm, "etrans_%d_%d", e, k);
             mrows[nmrows] = add_row(lp, GLP_LO, 0, 0, nm);
-            put(lp, mrows[nmrows++], k ? cls : m->T_col, 1);
+            put(lp, mrows[nmrows++], cls[k], 1);
         }
         if (nr <= 1 || nc <= 1) {
             /* the cost depends on one end only: fold it into that end's x */
@@ -431,13 +435,43 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         if (min_mem) put(lp, mrow[k], m->M_col, -1);
     }
     m->mem_row = mrow[0];
-    m->rc_row = mrow[1];
     int urow = mrow[2], frow = m->first_row = mrow[3];
     int T = m->T_col, TR = m->TR_col;
+    /* the last block instance's backward (eval.c): rc_row defines its base
+     * (every term but the transient) as the free column RB; the moment is
+     * the row of RB plus the other blocks' transient (mrow[1]) and one row
+     * per group g of the last block: RB less the gradients of the groups
+     * before g, plus g's transient */
+    int RB = add_col(lp, GLP_CV, 0, INFINITY, 0, "block_backward_base");
+    m->rc_row = add_row(lp, GLP_FX, 0, 0, "block_backward_base");
+    put(lp, m->rc_row, RB, -1);
+    put(lp, mrow[1], RB, 1);
+    put(lp, mrow[1], m->TO_col, 1);
+    put(lp, mrow[1], TR, 1);
     put(lp, m->mem_row, m->TH_col, 1);
     put(lp, urow, T, 1);
-    put(lp, m->rc_row, m->TB_col, 1);
-    put(lp, m->rc_row, TR, 1);
+    int *brow = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1)); /* per last-block group: its row */
+    for (int g = 0; g < p->n_groups; g++) {
+        if (!ilp_group_last_block(&p->groups[g])) continue;
+        snprintf(nm, sizeof nm, "memory_block_%d", g);
+        int row = min_mem || isfinite(set->mem_limit) ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, nm)
+                                                      : add_row(lp, GLP_FR, 0, 0, nm);
+        if (min_mem) put(lp, row, m->M_col, -1);
+        brow[g] = row;
+        put(lp, row, RB, 1);
+        put(lp, row, TR, 1);
+        for (int k = 0; k <= g; k++) {
+            const IlpGroup *K = &p->groups[k];
+            if (!ilp_group_last_block(K)) continue;
+            for (int s = 0; s < K->n_strats; s++)
+                for (int z = 0; z < ZERO_STAGES; z++) {
+                    int c = m->x[k][s * ZERO_STAGES + z];
+                    if (!c) continue;
+                    double v = k == g ? ilp_transient(&K->strats[s], z) : -K->strats[s].mem_grad_late[z];
+                    if (v != 0) put(lp, row, c, v * ms);
+                }
+        }
+    }
     put(lp, frow, m->TB_col, 1);
     put(lp, frow, TR, 1);
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
@@ -450,10 +484,16 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         snprintf(nm, sizeof nm, "transient_%d", g);
         int trow = add_row(lp, GLP_LO, 0, 0, nm), crow = 0;
         put(lp, trow, T, 1);
+        int orow = 0;
         if (ilp_group_at_head(G) || G->block >= 0) { /* and the moment's own */
             snprintf(nm, sizeof nm, "transient_%d_m", g);
             crow = add_row(lp, GLP_LO, 0, 0, nm);
             put(lp, crow, ilp_group_at_head(G) ? m->TH_col : m->TB_col, 1);
+        }
+        if (G->block >= 0 && !ilp_group_last_block(G)) { /* the other blocks' */
+            snprintf(nm, sizeof nm, "transient_%d_o", g);
+            orow = add_row(lp, GLP_LO, 0, 0, nm);
+            put(lp, orow, m->TO_col, 1);
         }
         for (int s = 0; s < G->n_strats; s++)
             for (int z = 0; z < ZERO_STAGES; z++) {
@@ -463,7 +503,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 double mem = G->mult * S->mem_static[z] - (G->mult - G->early) * S->mem_grad_late[z];
                 if (G->block < 0) mem += S->act[RC_NONE];
                 else if (fixed_rc >= 0) mem += p->blocks[G->block].instances * S->act[fixed_rc];
-                put(lp, m->mem_row, c, mem * ms);
+                /* the head's backward: the last block's gradients not yet written */
+                put(lp, m->mem_row, c, (mem - (ilp_group_last_block(G) ? S->mem_grad_late[z] : 0)) * ms);
                 put(lp, m->rc_row, c, (mem - (G->after_blocks ? S->act[RC_NONE] : 0)) * ms);
                 put(lp, urow, c, G->mult * (S->mem_static[z] + S->mem_update[z]) * ms);
                 double first = G->mult * S->mem_static[z]; /* the first block instance's backward */
@@ -472,6 +513,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 put(lp, frow, c, first * ms);
                 put(lp, trow, c, -ilp_transient(S, z) * ms);
                 if (crow) put(lp, crow, c, -ilp_transient(S, z) * ms);
+                if (orow) put(lp, orow, c, -ilp_transient(S, z) * ms);
                 /* the exposed sync (solver.h): ZeRO-2/3's whole, the buckets' past the
                  * backward they hide behind, or at least the last buckets' */
                 double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
@@ -575,6 +617,48 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             }
         }
     }
+    /* the last block's rows: where its last instance keeps its activations
+     * (policy none: some instance is, and the last one is then; eval.c), the
+     * backward reaches group g with those of the groups after g freed. F
+     * <= their bytes (linear in x), F <= Amax l, l <= n[none] (l = 1 under
+     * a fixed policy none, 0 under another); the row subtracts F, which the
+     * solver raises to l times their bytes */
+    for (int g = 0; g < p->n_groups; g++) {
+        if (!brow[g]) continue;
+        const IlpGroup *G = &p->groups[g];
+        int k = G->block;
+        bool lnone = fixed_rc < 0 ? m->nbits[k] > 0 : fixed_rc == RC_NONE;
+        if (!lnone) continue;
+        double amax = 0;
+        snprintf(nm, sizeof nm, "freed_%d", g);
+        int F = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+        int arow = add_row(lp, GLP_UP, -INFINITY, 0, nm);
+        put(lp, arow, F, 1);
+        put(lp, brow[g], F, -1);
+        for (int q = g + 1; q < p->n_groups; q++) {
+            const IlpGroup *Q = &p->groups[q];
+            if (!ilp_group_last_block(Q) || Q->block != k) continue;
+            double qmax = 0;
+            for (int s2 = 0; s2 < Q->n_strats; s2++)
+                for (int z = 0; z < ZERO_STAGES; z++) {
+                    int c = m->x[q][s2 * ZERO_STAGES + z];
+                    if (!c) continue;
+                    put(lp, arow, c, -Q->strats[s2].act[RC_NONE] * ms);
+                    qmax = maxd(qmax, Q->strats[s2].act[RC_NONE] * ms);
+                }
+            amax += qmax;
+        }
+        if (fixed_rc < 0) { /* F <= Amax l, l <= n[none] */
+            snprintf(nm, sizeof nm, "lastnone_%d", g);
+            int l = add_col(lp, GLP_BV, 0, 1, 0, nm);
+            int r1 = add_row(lp, GLP_UP, -INFINITY, 0, nm), r2 = add_row(lp, GLP_UP, -INFINITY, 0, nm);
+            put(lp, r1, F, 1);
+            put(lp, r1, l, -amax);
+            put(lp, r2, l, 1);
+            put(lp, r2, m->bits[k][RC_NONE], -1);
+        }
+    }
+    ir_free(brow);
     glp_load_matrix(lp->P, lp->nz, lp->ia, lp->ja, lp->ar);
 }
 

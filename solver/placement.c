@@ -46,6 +46,7 @@ typedef struct Walk {
     ValueId *gparam;               /* per value: the parameter an update reads it as the gradient of */
     ValueId *grad_of;              /* per value: the value it is the gradient of (ad_grad_of) */
     ShardStrategy *rule_st;        /* per node: a backward node's strategy by plan_bwd_rule */
+    PlanBwdAssumed *rule_as;       /* and the specs the rule assumed its operands held in */
     bool *has_rule;
     int in_nax;                    /* the inputs' row split, fixed by the first input */
     int8_t in_ax[SHARD_MAX_AXES];
@@ -244,7 +245,18 @@ static bool complete(Walk *w) {
                     first_held(w, x, &s);
                 }
             }
-            if (!held(w, x, &st.in[i], id)) add_copy(w, x, &st.in[i], copy_phase(g, id), id);
+            if (!held(w, x, &st.in[i], id)) {
+                /* a backward node placed by the rule reads x resharded: priced (the
+                 * rule's move_s) only where the rule assumed x held as it is */
+                if (w->has_rule[id] && !pl->keep_partial[id] && !(is_leaf(g, x) && zero_of(w, x) >= 3) &&
+                    !(w->rule_as[id].has[i] && shard_spec_eq(&w->rule_as[id].in[i], &w->spec[x]))) {
+                    const Value *xv = ir_val(g, x); /* (a ZeRO-3 parameter's gather is priced as such) */
+                    pl->n_unpriced_rsh++;
+                    pl->unpriced_rsh_s += pl->micro_batches * /* once per micro-batch */
+                                          shard_reshard_time(w->m, xv->shape, xv->dtype, &w->spec[x], &st.in[i]);
+                }
+                add_copy(w, x, &st.in[i], copy_phase(g, id), id);
+            }
         }
         for (int o = 0; o < n->n_out; o++) {
             ValueId y = n->out[o];
@@ -349,17 +361,22 @@ Placement *plan_placement(const Graph *g, const PlanResult *r, bool lowerable, S
     w.has_rule = ir_alloc(sizeof *w.has_rule * (size_t)(g->n_nodes + 1));
     PlanBwd *bw = plan_bwd_new(g);
     ShardStrategy *chain_st = ir_alloc(sizeof *chain_st * (size_t)(g->n_nodes + 1));
+    PlanBwdAssumed *chain_as = ir_alloc(sizeof *chain_as * (size_t)(g->n_nodes + 1));
+    w.rule_as = ir_alloc(sizeof *w.rule_as * (size_t)(g->n_nodes + 1));
     for (NodeId f = 0; f < g->n_nodes; f++) {
         const NodeId *chain;
         int n = plan_bwd_chain(bw, f, &chain);
         if (!n || !pl->has_st[f]) continue;
-        plan_bwd_rule(g, bw, &pl->mesh, lowerable, w.flops_per_s, f, &pl->st[f], chain_st, NULL, NULL);
-        for (int k = 0; k < n; k++) w.rule_st[chain[k]] = chain_st[k], w.has_rule[chain[k]] = true;
+        plan_bwd_rule(g, bw, &pl->mesh, lowerable, w.flops_per_s, f, &pl->st[f], chain_st, NULL, NULL, chain_as);
+        for (int k = 0; k < n; k++)
+            w.rule_st[chain[k]] = chain_st[k], w.rule_as[chain[k]] = chain_as[k], w.has_rule[chain[k]] = true;
     }
     ir_free(chain_st);
+    ir_free(chain_as);
     plan_bwd_free(bw);
     bool ok = complete(&w);
     ir_free(w.rule_st);
+    ir_free(w.rule_as);
     ir_free(w.has_rule);
     ir_free(w.spec);
     ir_free(w.known);

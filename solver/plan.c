@@ -951,6 +951,13 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
     cJSON_AddStringToObject(root, "chosen_by", r->chosen);
     cJSON_AddNumberToObject(root, "step_time_s", r->price.step_s);
     cJSON_AddItemToObject(root, "step_breakdown", price_json(&r->price));
+    if (r->pl) { /* the backward's reshardings the rule did not assume, so the ILP did not price
+                  * (the sharded lowering's, compiler/lower/spec.c; the others lower no such copy) */
+        bool sharded = r->pl->layout == PL_SHARDED;
+        cJSON *cp = cJSON_AddObjectToObject(root, "completion");
+        cJSON_AddNumberToObject(cp, "unpriced_reshardings", sharded ? r->pl->n_unpriced_rsh : 0);
+        cJSON_AddNumberToObject(cp, "unpriced_resharding_s", sharded ? r->pl->unpriced_rsh_s : 0);
+    }
     cJSON *mem = cJSON_AddObjectToObject(root, "memory");
     cJSON_AddNumberToObject(mem, "limit_bytes", r->mem_limit);
     cJSON_AddNumberToObject(mem, "reserve_bytes", shard_cluster_reserve(&r->cl));

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "colossal/colrt.h"
 #include "ops.h"
 #include "placement.h"
 #include "solver.h"
@@ -53,6 +54,21 @@ static unsigned saved_mask(int op) {
     case OP_ATTENTION: return 0x107;
     default: return 0;
     }
+}
+
+double ilp_buffer_bytes(double bytes) { return bytes > 0 ? ceil(bytes / COLRT_ALIGN) * COLRT_ALIGN : 0; }
+
+static double buf(double bytes) { return ilp_buffer_bytes(bytes); }
+
+/* Does operand i's gradient share the result gradient's buffer? An add's
+ * operand of the result's shape gets dY itself (ir/backward.c bw_add_sub),
+ * a sub's first; GELU_BWD and its kin write dX over dY (compiler/lower/
+ * schedule.c op_in_place_operand): one gradient buffer, not two. */
+static bool grad_shares_dy(const Graph *g, const Node *nd, int i) {
+    int op = nd->op;
+    if (op == OP_GELU || op == OP_RELU || op == OP_SILU || op == OP_TANH) return i == 0;
+    return (op == OP_ADD || (op == OP_SUB && i == 0)) &&
+           ir_shape_eq(ir_val(g, nd->in[i])->shape, ir_val(g, nd->out[0])->shape);
 }
 
 /* ---- building ----------------------------------------------------------------- */
@@ -338,7 +354,7 @@ static double member_bwd(const Builder *b, const IlpMember *mem, int s, const Co
     if (n) {
         ShardStrategy *st = ir_alloc(sizeof *st * (size_t)n * 2), *held = st + n;
         double *mv = ir_alloc(sizeof *mv * (size_t)n);
-        plan_bwd_rule(b->g, b->bw, b->cm->mesh, b->p->opt.lowerable, b->bw_fps, mem->node, &mem->st[s], st, held, mv);
+        plan_bwd_rule(b->g, b->bw, b->cm->mesh, b->p->opt.lowerable, b->bw_fps, mem->node, &mem->st[s], st, held, mv, NULL);
         for (int k = 0; k < n; k++) {
             IterSpace is;
             ir_itspace(b->g, chain[k], &is);
@@ -445,7 +461,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
             for (int a = 0; a < mesh->n_axes; a++)
                 if (shard_spec_axis_dim(&st->in[i], a, NULL) >= 0 && mesh->size[a] > 1) split_axes |= 1u << a;
             bool trust = oi->trust && !ad_name_matches(b->train->no_trust, vv->name);
-            S->param_local += local * ps;
+            S->param_local += buf(local * ps);
             /* its share of its run's gradients: of one bucket's latency when they fit in one */
             double run_frac = p->run_frac[v];
             /* the gradient held across the step: under micro-batches the
@@ -456,14 +472,13 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
             for (int z = 0; z < ZERO_STAGES; z++) {
                 if (Z > 1) S->zero_ok[z] = true;
                 double shard = Z > 1 ? Z : 1;
-                double mem_z = z == 0   ? (ps + acc + os) * local
-                               : z == 1 ? (ps + acc) * local + os * local / shard
-                               : z == 2 ? ps * local + (acc + os) * local / shard
-                                        : (ps + acc + os) * local / shard;
-                S->mem_static[z] += mem_z;
-                if (p->grads_late) S->mem_grad_late[z] += gs * local / (z >= 2 ? shard : 1);
-                if (p->grad32_bytes > acc)
-                    S->mem_update[z] += (p->grad32_bytes - acc) * local / (z >= 2 ? shard : 1);
+                /* each its own buffer: the parameter, its gradient (or accumulator), and
+                 * per 4 bytes of optimizer state an f32 tensor (AdamW's m and v, the master) */
+                double pe = z >= 3 ? local / shard : local, ge = z >= 2 ? local / shard : local,
+                       oe = z >= 1 ? local / shard : local;
+                S->mem_static[z] += buf(ps * pe) + buf(acc * ge) + os / 4 * buf(4 * oe);
+                if (p->grads_late) S->mem_grad_late[z] += buf(gs * ge);
+                if (p->grad32_bytes > acc) S->mem_update[z] += buf(p->grad32_bytes * ge) - buf(acc * ge);
                 /* per step, as the lowering runs them (compiler/lower/split.c,
                  * zero.c): ZeRO-2/3 reduce-scatter each micro-batch's gradient
                  * and ZeRO-3 gathers the parameters in each micro-batch's forward
@@ -503,7 +518,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 /* over ZeRO-2/3's slices the norm is a partial sum over the ranks: one
                  * all-reduce of it a step (compiler/lower/split.c), its share here */
                 if (z >= 2 && b->n_params) S->opt_s[z] += cost_allreduce_axes(cm, rep_axes, 4) / b->n_params;
-                if (p->opt.offload != PO_DEVICE) S->off_elems[z] += z == 0 ? local : local / shard;
+                if (p->opt.offload != PO_DEVICE) S->off_elems[z] += oe;
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
                  * all-reduce of every parameter's pair: a share of its latency */
@@ -551,7 +566,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                  * whose gradient they write */
                 const Value *x = ir_val(g, nd->in[i]);
                 bool act = x->role == ROLE_ACT || (x->role == ROLE_INPUT && gr->mult > 1 && ir_dtype_is_float(x->dtype));
-                if (act && !b->grad_in_place[nd->in[i]]) work += co.in_bytes[i];
+                if (act && !b->grad_in_place[nd->in[i]] && !grad_shares_dy(g, nd, i)) work += buf(co.in_bytes[i]);
             }
             for (int r = 0; r < nd->n_out; r++) {
                 ValueId v = nd->out[r];
@@ -559,8 +574,8 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                  * after its node, each micro-batch (spec.c out_reduce, cg_emit.c) */
                 if ((ir_val(g, v)->flags & VF_OUTPUT) && st->out[r].partial)
                     S->comm_s += cost_allreduce_axes(cm, st->out[r].partial, co.out_bytes[r]);
-                if (!b->grad_in_place[v]) work += co.out_bytes[r];
-                double bytes = co.out_bytes[r];
+                double bytes = buf(co.out_bytes[r]);
+                if (!b->grad_in_place[v]) work += bytes;
                 if (b->saved[v]) S->act[RC_NONE] += bytes;
                 /* selective keeps the matrix products' results (the lowering's rule) */
                 if (placement_selective_keeps(nd->op) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
@@ -639,9 +654,9 @@ static void build_edges(Builder *b) {
                      * consumer's resharded copy and the gradient it writes in that spec
                      * live while it runs (GPT-2's tied embedding, gathered for the head) */
                     if (!diag && in_idx >= 0 && !shard_spec_eq(from, &sc->in[i])) {
-                        double bytes = (double)ir_dtype_size(v->dtype) *
-                                       (double)(ir_shape_numel(shard_spec_local(&sc->in[i], b->cm->mesh, v->shape)) +
-                                                ir_shape_numel(shard_spec_local(&gsp, b->cm->mesh, v->shape)));
+                        double es = (double)ir_dtype_size(v->dtype);
+                        double bytes = buf(es * (double)ir_shape_numel(shard_spec_local(&sc->in[i], b->cm->mesh, v->shape))) +
+                                       buf(es * (double)ir_shape_numel(shard_spec_local(&gsp, b->cm->mesh, v->shape)));
                         double *slot = &mem[a * D->n_strats + c];
                         if (bytes > *slot) *slot = bytes;
                     }
@@ -853,7 +868,7 @@ void ilp_node_costs(const IlpProblem *p, const IlpChoice *c, CostOp *out) {
         if (!bw->training) continue;
         const NodeId *chain;
         int nb = plan_bwd_chain(bw, n, &chain);
-        plan_bwd_rule(g, bw, p->cm->mesh, p->opt.lowerable, plan_bwd_flops_per_s(p->cm), n, fs, st, held, NULL);
+        plan_bwd_rule(g, bw, p->cm->mesh, p->opt.lowerable, plan_bwd_flops_per_s(p->cm), n, fs, st, held, NULL, NULL);
         out[n].bwd_s = 0;
         for (int k = 0; k < nb; k++) {
             IterSpace is;

@@ -207,8 +207,15 @@ int plan_bwd_chain(const PlanBwd *b, NodeId f, const NodeId **nodes);
  * move_s (NULL: not wanted): per node, the reshardings it implies (operands
  * read away from their assumed specs, results moved to their targets).
  * The ILP prices f's strategies with it and the completion places with it. */
+/* assumed (NULL: not wanted): per node, the spec the rule assumed each operand
+ * held in (has[i] false: none assumed), which move_s priced reading it from. */
+typedef struct PlanBwdAssumed {
+    ShardSpec in[IR_MAX_IN];
+    bool has[IR_MAX_IN];
+} PlanBwdAssumed;
 void plan_bwd_rule(const Graph *g, const PlanBwd *bw, const ShardMesh *m, bool lowerable, double flops_per_s,
-                   NodeId f, const ShardStrategy *fs, ShardStrategy *out, ShardStrategy *held, double *move_s);
+                   NodeId f, const ShardStrategy *fs, ShardStrategy *out, ShardStrategy *held, double *move_s,
+                   PlanBwdAssumed *assumed);
 /* The strategy plan_bwd_rule's node k is priced at: held[k] when it runs as held, else out[k]. */
 static inline const ShardStrategy *plan_bwd_priced(const ShardStrategy *out, const ShardStrategy *held, int k) {
     return held[k].split > 0 ? &held[k] : &out[k];
@@ -254,6 +261,12 @@ typedef struct IlpPrice {
     double mem_grads_late_pre;  /* of mem_grads_late: those still not written when the backward
                                  * reaches the first block instance (groups before the blocks) */
     double mem_acts_pre;        /* of mem_acts: the groups' before the blocks (the embedding's) */
+    double mem_unwritten;       /* at the peak's moment, the gradients of the last block
+                                 * instance not yet written beyond mem_grads_late (the head's
+                                 * backward: all of them; that instance's: its groups' before
+                                 * the peak's group) */
+    double mem_acts_freed;      /* at the peak's moment, of mem_acts: those the last block
+                                 * instance's backward has freed (its groups' after the peak's) */
     int peak_moment;            /* 0: the head's backward, 1: a block's backward (the last
                                  * instance's), 2: the update, 3: the first block instance's
                                  * backward (the backward's end) */
@@ -269,6 +282,17 @@ typedef struct IlpPrice {
 /* Whether group g's transients are live at the head's backward: the head's
  * groups, and those whose gradient the head writes (a tied embedding). */
 bool ilp_group_at_head(const IlpGroup *g);
+
+/* One buffer of `bytes` as the memory plan places it: every buffer of the
+ * arena starts at a multiple of COLRT_ALIGN (compiler/lower/memplan.c), so a
+ * buffer takes its bytes rounded up to it (a 16-float bias takes 256). The
+ * memory model counts each parameter, gradient, optimizer state tensor,
+ * saved activation and gradient buffer so. */
+double ilp_buffer_bytes(double bytes);
+
+/* Group g is one of the last block's, whose last instance the backward
+ * runs first (its gradients, IlpGroup.early = 1, are written first). */
+bool ilp_group_last_block(const IlpGroup *g);
 
 /* The largest transient of one group instance under ZeRO stage z: its
  * backward's gradient buffers (IlpStrat.transient), plus under stages 2 and

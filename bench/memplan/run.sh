@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/memplan/run.sh — the static memory plan against its lower bound and
 # against the planner's predicted peak, for GPT-2 124M and LLaMA-2 7B under
-# several plans. Generates each program (colossal-compile --emit code) into a
+# several plans, and for the small models of the e2e tests and the README
+# demo. Generates each program (colossal-compile --emit code) into a
 # temporary directory and reads memory.* from its plan JSON.
 # usage: bench/memplan/run.sh [BUILD_DIR]
 set -euo pipefail
@@ -25,7 +26,8 @@ import json, sys
 d = json.load(open(sys.argv[1])); m = d["memory"]
 a, lb, p = m["planned_arena_bytes"], m["lower_bound_bytes"], m["predicted_peak_bytes"]
 mesh = "x".join(str(x) for x in d["mesh"])
-print(f"{sys.argv[2]:<10} {sys.argv[3]:<28} {mesh:<6} {a/1e6:12.1f} {lb/1e6:12.1f} {a/lb:9.3f} {p/1e6:12.1f} {a/p:10.3f}")
+f = ".3f" if p < 10e6 else ".1f"  # the small models' rows in kB-sized MB
+print(f"{sys.argv[2]:<10} {sys.argv[3]:<28} {mesh:<6} {a/1e6:12{f}} {lb/1e6:12{f}} {a/lb:9.3f} {p/1e6:12{f}} {a/p:10.3f}")
 PY
 }
 run gpt2-124m "1 GPU"                      "${gpt2[@]}" --cluster h100:1x1
@@ -56,6 +58,25 @@ run llama-7b  "8 GPUs auto"                "${llama7b[@]}" --cluster h100:1x8
 run llama-7b  "8 GPUs megatron 1x8"        "${llama7b[@]}" --cluster h100:1x8 --mesh 1x8 --strategy megatron
 run llama-7b  "8 GPUs megatron-recompute"  "${llama7b[@]}" --cluster h100:1x8 --mesh 1x8 --strategy megatron-recompute
 run llama-7b  "8 GPUs auto, no ZeRO"       "${llama7b[@]}" --cluster h100:1x8 --zero 0
+# small models (the e2e tests' and the README demo's): every buffer rounded up to 256 bytes counts
+tiny=(examples/ir/gpt2-tiny.cir)
+ltiny=(examples/ir/llama-tiny.cir)
+demo=(examples/gpt2/gpt2.c -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8)
+run gpt2-demo "2 ranks auto (README demo)"  "${demo[@]}" --cluster h100:1x2
+run gpt2-tiny "1 rank"                      "${tiny[@]}" --cluster h100:1x1
+run gpt2-tiny "2 ranks dp"                  "${tiny[@]}" --cluster h100:1x2 --mesh 2 --strategy dp
+run gpt2-tiny "2 ranks dp-recompute"        "${tiny[@]}" --cluster h100:1x2 --mesh 2 --strategy dp-recompute
+run gpt2-tiny "2 ranks zero2"               "${tiny[@]}" --cluster h100:1x2 --mesh 2 --strategy zero2
+run gpt2-tiny "2 ranks zero3"               "${tiny[@]}" --cluster h100:1x2 --mesh 2 --strategy zero3
+run gpt2-tiny "megatron 1x2, 130KB"         "${tiny[@]}" --cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 130KB
+run gpt2-tiny "megatron 2x2, 105KB"         "${tiny[@]}" --cluster h100:1x4 --mesh 2x2 --strategy megatron --mem 105KB
+run gpt2-tiny "zero1 2x2, 82KB (recompute)" "${tiny[@]}" --cluster h100:1x4 --mesh 2x2 --zero 1 --mem 82KB
+run gpt2-tiny "selective 2x2, 100KB"        "${tiny[@]}" --cluster h100:1x4 --mesh 2x2 --recompute selective --zero 0 --mem 100KB
+run gpt2-tiny "1 rank, 2 micro-batches"     "${tiny[@]}" --cluster h100:1x1 --micro-batches 2
+run llama-tiny "1 rank"                     "${ltiny[@]}" --cluster h100:1x1
+run llama-tiny "megatron 2x2, 104KB"        "${ltiny[@]}" --cluster h100:1x4 --mesh 2x2 --strategy megatron --mem 104KB
+run llama-tiny "selective zero2 2, 100KB"   "${ltiny[@]}" --cluster h100:1x2 --mesh 2 --recompute selective --mem 100KB
+run llama-tiny "2 ranks dp"                 "${ltiny[@]}" --cluster h100:1x2 --mesh 2x1 --strategy dp
 # pipelines: each stage its own memory plan (the README's second table)
 run gpt2-124m "8 GPUs pp 2, 8 micro"       examples/gpt2/gpt2.c --batch 32 --cluster h100:1x8 --pp 2 --micro-batches 8
 run gpt2-124m "8 GPUs pp 4, 8 micro"       examples/gpt2/gpt2.c --batch 32 --cluster h100:1x8 --pp 4 --micro-batches 8

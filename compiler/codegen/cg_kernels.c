@@ -773,20 +773,29 @@ static bool emit_pos_embedding(CgCtx *c, NodeId id) {
  * scale) applied before the one rounding, as the interpreter does; the
  * runtime's kernel would round (softmax - onehot) / N first, which f16 can
  * only hold as a subnormal for unlikely classes. In place over the logits
- * when the lowering fused it (a row is read before it is written). */
+ * when the lowering fused it (a row is read before it is written). In float
+ * with the vectorizable cg_expf and SIMD reductions (the runtime's forward
+ * kernel sums the same way): a double libm exp per element, summed in index
+ * order, ran GPT-2 124M's bf16 loss gradient at 0.3 GB/s, 7 % of the step
+ * (bench/codegen_cpu/README.md); the float terms' error (~1e-7 relative) is
+ * far below the one 16-bit rounding. */
 static void ce_bwd_half(CgCtx *c, NodeId id, int64_t V, int64_t rows, int64_t Ng) {
     const Node *n = N_(c, id);
-    char body[1024];
+    char body[1536];
     snprintf(body, sizeof body,
              "const $T0 *x = a0 + i * %lld;\n        $T3 *y = a3 + i * %lld;\n"
              "        const int64_t t = a1[i];\n"
-             "        const cg_acc g = $L2(a2[0]) / %lld.0;\n"
-             "        cg_acc mx = -INFINITY, z = 0;\n"
-             "        CG_FOR(j, %lld) if ($L0(x[j]) > mx) mx = $L0(x[j]);\n"
+             "        const float g = (float)($L2(a2[0]) / %lld.0);\n"
+             "        float mx = -INFINITY, z = 0;\n"
+             "#ifdef _OPENMP\n#pragma omp simd reduction(max : mx)\n#endif\n"
+             "        CG_FOR(j, %lld) mx = $L0(x[j]) > mx ? $L0(x[j]) : mx;\n"
              "        CG_MAX(mx);\n"
-             "        CG_FOR(j, %lld) z += exp($L0(x[j]) - mx);\n"
+             "#ifdef _OPENMP\n#pragma omp simd reduction(+ : z)\n#endif\n"
+             "        CG_FOR(j, %lld) z += cg_expf($L0(x[j]) - mx);\n"
              "        CG_SUM(z);\n"
-             "        CG_FOR(j, %lld) y[j] = $W3(t < 0 ? 0.0 : (exp($L0(x[j]) - mx) / z - (j == t)) * g);",
+             "        const float f = g / z;\n"
+             "#ifdef _OPENMP\n#pragma omp simd\n#endif\n"
+             "        CG_FOR(j, %lld) y[j] = $W3(t < 0 ? 0.0f : cg_expf($L0(x[j]) - mx) * f - (j == t ? g : 0.0f));",
              (long long)V, (long long)V, (long long)Ng, (long long)V, (long long)V, (long long)V);
     KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel_rows(c, id, 4, a, rows, V, body, NULL);

@@ -39,8 +39,13 @@ static float *partials(int64_t nb) {
         b.t = (T);                                                                    \
         float **acc = COLRT_ACC(&b);                                                  \
         if (!acc || !*acc) {                                                          \
-            _Pragma("omp parallel for schedule(static)")                              \
-            for (int64_t i = 0; i < n; i++) colrt_k_##name(&b, i);                    \
+            _Pragma("omp parallel")                                                   \
+            {                                                                         \
+                args c = b;                                                           \
+                c.t = (T);                                                            \
+                _Pragma("omp for schedule(static)")                                   \
+                for (int64_t i = 0; i < n; i++) colrt_k_##name(&c, i);                \
+            }                                                                         \
             break;                                                                    \
         }                                                                             \
         const int64_t blk = COLRT_ACC_BLOCK(&b), nb = (n + blk - 1) / blk;            \
@@ -48,6 +53,7 @@ static float *partials(int64_t nb) {
         _Pragma("omp parallel for schedule(static)")                                  \
         for (int64_t k = 0; k < nb; k++) {                                            \
             args c = b;                                                               \
+            c.t = (T);                                                                \
             *COLRT_ACC(&c) = &part[k];                                                \
             int64_t e = (k + 1) * blk < n ? (k + 1) * blk : n;                        \
             for (int64_t i = k * blk; i < e; i++) colrt_k_##name(&c, i);              \

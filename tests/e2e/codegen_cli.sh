@@ -71,12 +71,12 @@ check "megatron 2x2 with whole parameters: all-reduces over axis 0 only" "grep -
 check "... and each rank feeds the rows of its axis-0 coordinate" "grep -q 'colrt_rank() / 2 % 2' '$work/mt/gpt2_tiny.c'"
 
 # the static memory plan against the limit asked for: the planner's
-# tensor-parallel plans on these sizes come out a few percent over its
+# tensor-parallel plans on these sizes can come out a few percent over its
 # prediction; the compiler solves again under a tighter limit, and either
 # fits (code written) or stops with exit 1
 out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x4 --mesh 2x2 --zero 0 --mem 100KB -o "$work/tight1" 2>&1); rc=$?
 check "an arena over the limit: solved again, then it fits" "[ $rc = 0 ] && echo \"\$out\" | grep -q 'solving again under a tighter limit' && [ -f $work/tight1/gpt2_tiny.c ]"
-out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x2 --mesh 1x2 --zero 0 --mem 80KB -o "$work/tight2" 2>&1); rc=$?
+out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x2 --mesh 1x2 --zero 0 --mem 88KB -o "$work/tight2" 2>&1); rc=$?
 check "an arena over the limit: solved again, then exit 1" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'solving again under a tighter limit' && [ ! -f $work/tight2/gpt2_tiny.c ]"
 out=$("$cc" "$ex/ir/mlp.cir" --emit code --cluster h100:1x1 --strategy dp --mem 300KB -o "$work/tight3" 2>&1); rc=$?
 check "a forced strategy over the limit, the same plan twice again: exit 1 saying it was forced" "[ $rc = 1 ] && echo \"\$out\" | grep -q \"the plan 'dp' (forced with --strategy) needs an arena of\" && [ \$(echo \"\$out\" | grep -c 'solving again') = 2 ]"

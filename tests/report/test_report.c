@@ -105,7 +105,8 @@ static void check_sums(const char *text) {
         CHECK(num(bd, "head_activations_bytes") <= num(bd, "saved_activations_bytes") * (1 + RTOL));
         double want = !strcmp(when, "backward start") ? parts - late
                       : !strcmp(when, "block backward")
-                          ? parts - late - num(bd, "head_activations_bytes") + num(bd, "recompute_bytes")
+                          ? parts - late - num(bd, "head_activations_bytes") + num(bd, "recompute_bytes") -
+                                (get(bd, "activations_freed_bytes") ? num(bd, "activations_freed_bytes") : 0)
                       : !strcmp(when, "first block backward")
                           ? parts - num(bd, "gradients_not_yet_written_at_first_block_bytes") -
                                 num(bd, "saved_activations_bytes") + num(bd, "before_blocks_activations_bytes") +

@@ -390,7 +390,11 @@ static void test_price_zero(void) {
         for (int s = 0; s < 2; s++) {
             const PipeStagePrice *a = &r[0]->pipe->st[s], *b = &r[1]->pipe->st[s], *c = &r[3]->pipe->st[s];
             CHECK(b->param_bytes > 0);
-            CHECK_NEAR(a->mem_static - b->mem_static, b->param_bytes, 1e-6 * b->param_bytes);
+            /* ZeRO-1 over 2 ranks halves AdamW's m and v (8 bytes an element): the
+             * parameter bytes, less where a buffer's half rounds up to the same 256
+             * bytes as the whole (ilp_buffer_bytes: the tiny model's biases) */
+            CHECK(a->mem_static - b->mem_static <= b->param_bytes * (1 + 1e-6));
+            CHECK(a->mem_static - b->mem_static >= 0.8 * b->param_bytes);
             CHECK(a->gather_s == 0 && b->gather_s > 0 && c->gather_s == 0);
             CHECK(b->update_s >= b->gather_s + b->optimizer_s);
             CHECK(c->fwd_s > b->fwd_s && c->bwd_s > b->bwd_s); /* the same plan but for the gathers */

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""memfit.py — the planner's predicted peak is the arena the program gets.
+
+Plans a set of small models with `colossal-compile --emit code` (GPT-2 and
+LLaMA tiny, the README demo's small GPT-2; data parallel, tensor parallel on
+1x2 and 2x2, ZeRO-1/2/3, full and selective recompute, micro-batches, bf16)
+and checks, for each, that the static memory plan's arena over the planner's
+predicted peak (plan JSON memory.planned_over_predicted) is within [0.97,
+1.03], and that the plan is the kind the row names (a weight split, a ZeRO
+stage, recompute, micro-batches), so the row covers what it says. Both
+numbers are deterministic (no timing), so the tolerance is the model's: the
+issue "One plan, one program" asks for ±3 %.
+
+usage: memfit.py COLOSSAL_COMPILE SOURCE_DIR WORK_DIR
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+cc, src, work = sys.argv[1], sys.argv[2], sys.argv[3]
+tiny = os.path.join(src, "examples/ir/gpt2-tiny.cir")
+llama = os.path.join(src, "examples/ir/llama-tiny.cir")
+demo = [os.path.join(src, "examples/gpt2/gpt2.c"), "-DN_LAYER=2", "-DN_EMBD=64", "-DN_HEAD=4", "-DVOCAB=256",
+        "-DCTX=32", "--batch", "8"]
+
+# name, model arguments, flags, what the plan must be
+ROWS = [
+    ("gpt2_1", [tiny], "--cluster h100:1x1", ""),
+    ("llama_1", [llama], "--cluster h100:1x1", ""),
+    ("demo_gpt2_2", demo, "--cluster h100:1x2", ""),
+    ("gpt2_bf16_dp_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy dp --dtype bf16", "dp"),
+    ("gpt2_dp_recompute_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy dp-recompute", "dp full"),
+    ("gpt2_tp_1x2", [tiny], "--cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 130KB", "tp"),
+    ("llama_tp_1x2", [llama], "--cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 80KB --optimizer sgd", "tp"),
+    ("llama_tp_2x2", [llama], "--cluster h100:1x4 --mesh 2x2 --strategy megatron --mem 104KB", "tp"),
+    ("gpt2_tp_zero1_2x2", [tiny], "--cluster h100:1x4 --mesh 2x2 --zero 1 --mem 82KB", "tp zero1 full"),
+    ("llama_tp_zero1_2x2", [llama], "--cluster h100:1x4 --mesh 2x2 --zero 1 --mem 60KB --optimizer sgd", "tp zero1"),
+    ("gpt2_zero2_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero2", "zero2"),
+    ("gpt2_zero3_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero3", "zero3"),
+    ("llama_zero3_2", [llama], "--cluster h100:1x2 --mesh 1x2 --strategy zero3 --optimizer sgd", "zero3"),
+    ("gpt2_auto_tp_recompute_1x2", [tiny], "--cluster h100:1x2 --zero 0 --mem 98KB", "tp full"),
+    ("llama_selective_zero2_2", [llama], "--cluster h100:1x2 --mesh 2 --recompute selective --mem 100KB",
+     "selective"),
+    ("llama_selective_tp_1x2", [llama], "--cluster h100:1x2 --mesh 2 --recompute selective --zero 0 --mem 120KB",
+     "tp selective"),
+    ("gpt2_selective_tp_2x2", [tiny], "--cluster h100:1x4 --mesh 2x2 --recompute selective --zero 0 --mem 100KB",
+     "tp selective"),
+    ("gpt2_micro2_1", [tiny], "--cluster h100:1x1 --micro-batches 2", "micro"),
+    ("llama_micro2_zero2_2", [llama], "--cluster h100:1x2 --mesh 2 --strategy zero2 --micro-batches 2",
+     "zero2 micro"),
+    ("gpt2_tp_micro2_1x2", [tiny], "--cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 120KB "
+     "--micro-batches 2 --optimizer sgd", "tp micro"),
+]
+
+
+def kinds(plan):
+    """What the plan is: tp (a matrix weight split), dp, zeroN, full, selective, micro."""
+    k = set()
+    for o in plan["ops"]:
+        if o.get("phase", "forward") == "forward" and o["op"] in ("dense", "matmul") and \
+                any("S" in s for s in o["inputs"][1:]):
+            k.add("tp")
+        if o.get("phase", "forward") == "forward" and o["op"] == "dense" and o["inputs"][0].startswith("[S"):
+            k.add("dp")
+    for z in plan.get("zero", []):
+        if z["stage"]:
+            k.add("zero%d" % z["stage"])
+    for b in plan.get("blocks", []):
+        for pol in ("full", "selective"):
+            if b["recompute"][pol]:
+                k.add(pol)
+    if plan["micro_batches"] > 1:
+        k.add("micro")
+    return k
+
+
+bad = 0
+for name, model, flags, want in ROWS:
+    out = os.path.join(work, name)
+    os.makedirs(out, exist_ok=True)
+    r = subprocess.run([cc] + model + flags.split() + ["--emit", "code", "--target", "cpu", "-q", "-o", out],
+                       capture_output=True, text=True)
+    if r.returncode:
+        print(f"FAIL {name}: colossal-compile exited {r.returncode}: {r.stderr.strip()[:300]}")
+        bad += 1
+        continue
+    plan = json.load(open(glob.glob(os.path.join(out, "*.plan.json"))[0]))
+    mem = plan["memory"]
+    ratio = mem["planned_over_predicted"]
+    has = kinds(plan)
+    missing = [w for w in want.split() if w not in has]
+    ok = 0.97 <= ratio <= 1.03 and not missing
+    print(f"{'ok  ' if ok else 'FAIL'} {name:28s} arena {mem['planned_arena_bytes']:9.0f} predicted "
+          f"{mem['predicted_peak_bytes']:9.0f} arena/predicted {ratio:.3f} (peak at "
+          f"{mem['breakdown'].get('peak_at')}){' not ' + ','.join(missing) if missing else ''}")
+    bad += not ok
+print(f"{len(ROWS) - bad} of {len(ROWS)} plans within [0.97, 1.03] and of their kind")
+sys.exit(1 if bad else 0)
