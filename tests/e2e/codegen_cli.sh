@@ -38,7 +38,7 @@ check "... and counted in the plan JSON" "grep -q '\"gradient_buckets\":.*4' '$w
 
 # sequence parallel: attention's queries split over 4 ranks; the kernels
 # take the shard's first position (o0) for the causal mask
-"$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x4 --mesh 1x4 --zero 0 --mem 58KB -q -o "$work/seq"
+"$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x4 --mesh 1x4 --zero 0 --mem 61KB -q -o "$work/seq"
 check "sequence-parallel attention: the mask counts from the shard's first query" "grep -q 'cs = o0 + ' '$work/seq/gpt2_tiny_kernels.c' && grep -q ', (int64_t)(0 + (int64_t)colrt_mesh_coord(M->mesh, 1) \\* ' '$work/seq/gpt2_tiny.c'"
 
 # the planner's plan on 8 devices with ZeRO-2 (pinned, with the mesh: left to
