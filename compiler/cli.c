@@ -54,6 +54,9 @@ static const char usage_text[] =
     "                        it runs fastest with (or those --micro-batches gives)\n"
     "  --pp-blocks A,B,...   the repeated block's instances per stage (default: moved by\n"
     "                        cost from nearly equal ranges); implies --pp with their count\n"
+    "  --schedule S          1f1b (default) | interleaved[:V] | auto: interleaved 1F1B holds\n"
+    "                        V model chunks per stage (V chosen when not given); auto prices\n"
+    "                        1F1B and every V and keeps the fastest\n"
     "  --mem BYTES           per-device memory limit, e.g. 70GB (default: the device's)\n"
     "  --dtype T             f32 | bf16 | f16 compute dtype\n"
     "  --strategy S          auto | dp | zero1 | zero2 | zero3 | megatron (+ -recompute)\n"
@@ -93,7 +96,7 @@ enum {
     OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_OFFLOAD, OPT_OFFLOAD_INFLIGHT, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
     OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_NO_SHARE, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
     OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN, OPT_BETAS, OPT_EPS, OPT_WEIGHT_DECAY,
-    OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST, OPT_PP_BLOCKS,
+    OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST, OPT_PP_BLOCKS, OPT_SCHEDULE,
 };
 
 static const struct option long_opts[] = {
@@ -112,6 +115,7 @@ static const struct option long_opts[] = {
     {"micro-batches", required_argument, 0, OPT_MICRO},
     {"pp", required_argument, 0, OPT_PP},
     {"pp-blocks", required_argument, 0, OPT_PP_BLOCKS},
+    {"schedule", required_argument, 0, OPT_SCHEDULE},
     {"cluster", required_argument, 0, OPT_CLUSTER},
     {"mesh", required_argument, 0, OPT_MESH},
     {"mem", required_argument, 0, OPT_MEM},
@@ -353,6 +357,26 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             if (!strcmp(optarg, "auto")) v = -1; /* the planner chooses (plan_solve) */
             else ok = parse_pos_int("--pp", optarg, 1 << 10, &v);
             o->pp = (int)v;
+            break;
+        }
+        case OPT_SCHEDULE: { /* 1f1b | interleaved[:V] | auto */
+            const char *v = !strncmp(optarg, "interleaved:", 12) ? optarg + 12 : NULL;
+            char *end = NULL;
+            long long x = 0;
+            if (v) {
+                errno = 0;
+                x = strtoll(v, &end, 10);
+            }
+            if (!strcmp(optarg, "1f1b")) o->pp_chunks = 1;
+            else if (!strcmp(optarg, "interleaved")) o->pp_chunks = -1;
+            else if (!strcmp(optarg, "auto")) o->pp_chunks = -2;
+            else if (v && !errno && end != v && !*end && x >= 2 && x <= 32) o->pp_chunks = (int)x;
+            else {
+                diag_plain("give 1f1b, interleaved (the planner chooses the model chunks per stage), interleaved:V with V "
+                           "from 2 to 32, or auto",
+                           "invalid value '%s' for --schedule", optarg);
+                ok = false;
+            }
             break;
         }
         case OPT_PP_BLOCKS: { /* A,B,...: positive counts, one per stage */

@@ -40,6 +40,8 @@ typedef struct CliOptions {
     int pp_blocks[32];            /* --pp-blocks A,B,...: the cut block's instances per stage
                                    * (at most PLACE_MAX_STAGES); n_pp_blocks 0: chosen by cost */
     int n_pp_blocks;
+    int pp_chunks;                /* --schedule: 0 not given (1F1B), 1 1f1b, v >= 2 interleaved:v,
+                                   * -1 interleaved (v chosen), -2 auto (PlanOptions.pp_chunks) */
     const char *cluster;          /* --cluster PRESET|FILE.json */
     const char *mesh;             /* --mesh 8x8 */
     int64_t mem_bytes;            /* --mem, 0 = the device's memory */

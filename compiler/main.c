@@ -184,6 +184,7 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->pp = o->pp;
     po->pp_blocks = o->pp_blocks;
     po->n_pp_blocks = o->n_pp_blocks;
+    po->pp_chunks = o->pp_chunks;
     po->batch = o->batch;
     po->progress = !o->quiet;
     po->sweep_points = o->sweep_mem;
@@ -275,7 +276,8 @@ static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, 
              * batch: the caller builds the graph of one micro-batch */
             *rebuild_micro = r->prob->opt.micro_batches;
             *rebuild_batch = r->prob->global_batch;
-            *rebuild_pp = r->pl && r->pl->pipe.stages > 1 ? r->pl->pipe.stages : 1; /* --pp auto: the count chosen with them */
+            /* --pp auto: the count chosen with them (the devices along the pipeline) */
+            *rebuild_pp = r->pl && r->pl->pipe.stages > 1 ? placement_pipe_devices(&r->pl->pipe) : 1;
             plan_free(r);
             return EXIT_OK;
         }

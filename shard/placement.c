@@ -12,7 +12,23 @@
 static const char *const phase_names[] = {"forward", "backward", "update"};
 const char *placement_phase_name(PlacePhase p) { return phase_names[p]; }
 
-const char *placement_schedule_name(PlaceSchedule s) { return s == PS_1F1B ? "1f1b" : "?"; }
+const char *placement_schedule_name(PlaceSchedule s) {
+    return s == PS_1F1B ? "1f1b" : s == PS_INTERLEAVED ? "interleaved" : "?";
+}
+
+int placement_pipe_devices(const PlacePipeline *pp) {
+    if (pp->stages <= 1) return 1;
+    return pp->chunks > 1 ? pp->stages / pp->chunks : pp->stages;
+}
+
+uint32_t placement_pipe_device_mask(const PlacePipeline *pp, uint32_t stages) {
+    int d = placement_pipe_devices(pp);
+    if (pp->chunks <= 1 || d <= 0) return stages;
+    uint32_t m = 0;
+    for (int q = 0; q < pp->stages && q < 32; q++)
+        if (stages >> q & 1u) m |= 1u << (q % d);
+    return m;
+}
 
 const char *placement_offload_name(PlaceOffload o) {
     static const char *const names[] = {"device", "optim", "optim+master", "params"};
@@ -181,6 +197,12 @@ bool placement_verify(const Placement *pl, StrBuf *why) {
             return false;
         }
         sb_free(&w);
+    }
+    if (pl->pipe.stages > 1 && pl->pipe.chunks > 1 &&
+        (pl->pipe.stages % pl->pipe.chunks || pl->pipe.schedule != PS_INTERLEAVED)) {
+        sb_printf(why, "a %d-stage pipeline with %d model chunks per device is not an interleaved schedule of whole devices",
+                  pl->pipe.stages, pl->pipe.chunks);
+        return false;
     }
     if (pl->pipe.stages > 1) { /* every node on some stage that exists */
         uint32_t all = pl->pipe.stages >= 32 ? ~0u : (1u << pl->pipe.stages) - 1;

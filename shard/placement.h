@@ -78,15 +78,25 @@ typedef enum {
  * plan's mesh with a last axis of `stages` (the stage is the coordinate
  * there). stages == 1: not pipelined, stage_mask NULL. */
 #define PLACE_MAX_STAGES 32
-typedef enum { PS_1F1B } PlaceSchedule;
+/* The schedule: 1F1B (PipeDream-Flush), or interleaved 1F1B (Megatron-LM's
+ * virtual pipeline): each device holds `chunks` model chunks, the stages are
+ * then *virtual stages*, stage q on device q % devices (its model chunk q /
+ * devices), so `stages` = devices x chunks and the mesh's pipeline axis has
+ * `devices` ranks (placement_pipe_devices). 1F1B: chunks = 1. */
+typedef enum { PS_1F1B, PS_INTERLEAVED } PlaceSchedule;
 const char *placement_schedule_name(PlaceSchedule s);
 typedef struct PlacePipeline {
-    int stages;
+    int stages;                 /* virtual stages (devices x chunks) */
+    int chunks;                 /* model chunks per device (1: 1F1B; 0 reads as 1) */
     int block;                  /* the graph block cut into stages, or IR_NONE */
     int first[PLACE_MAX_STAGES + 1]; /* first[stages] = the block's instances */
     PlaceSchedule schedule;
-    uint32_t *stage_mask;       /* per node: bit s, it runs on stage s */
+    uint32_t *stage_mask;       /* per node: bit s, it runs on (virtual) stage s */
 } PlacePipeline;
+/* The devices along the pipeline axis: stages / chunks (1 when not pipelined). */
+int placement_pipe_devices(const PlacePipeline *pp);
+/* A mask of virtual stages as the mask of the devices running them. */
+uint32_t placement_pipe_device_mask(const PlacePipeline *pp, uint32_t stages);
 
 /* Where a parameter's update state lives (host offload, docs/sharding.md):
  * on the device; the optimizer moments on the host (the update runs there,

@@ -31,6 +31,14 @@ bool pipeline_place(Placement *pl, int stages, PlaceSchedule schedule, StrBuf *e
 bool pipeline_place_ranges(Placement *pl, int stages, const int *first, PlaceSchedule schedule, StrBuf *err,
                            StrBuf *hint);
 
+/* An interleaved pipeline (PS_INTERLEAVED): `devices` devices of `chunks`
+ * >= 2 model chunks each, devices x chunks virtual stages of equal ranges
+ * (Megatron-LM's layout: the block's instances must divide into them), the
+ * micro-batches a multiple of the devices. chunks <= 1: 1F1B on `devices`
+ * stages (pipeline_place). false with a message naming the numbers and a
+ * hint (user errors). */
+bool pipeline_place_chunks(Placement *pl, int devices, int chunks, StrBuf *err, StrBuf *hint);
+
 /* The stage boundaries chosen by cost (after pipeline_place and
  * pipeline_price on r): from the current ranges, moves one block instance
  * across a boundary at a time, to the move that shortens the priced step
@@ -47,6 +55,11 @@ int pipeline_rebalance(struct PlanResult *r, const ShardCluster *whole, double l
  * GPU Clusters Using Megatron-LM", section 2.2.1: the bubble is p - 1
  * micro-batch times of an m + p - 1 long step). 0 for one stage. */
 double pipeline_bubble_fraction(int stages, int micro_batches);
+/* The same for `devices` devices each holding `chunks` model chunks
+ * (interleaved 1F1B, Narayanan et al. 2021 section 2.2.2: the bubble shrinks
+ * v times, (p - 1) / v micro-batch times of an m + (p - 1) / v long step):
+ * (p - 1) / (v m + p - 1). chunks 1: pipeline_bubble_fraction. */
+double pipeline_bubble_fraction_v(int devices, int chunks, int micro_batches);
 
 /* One stage's 1F1B schedule (PipeDream-Flush, as Megatron-LM runs it:
  * warm-up forwards, then one forward and one backward in turn, then the
@@ -56,16 +69,55 @@ double pipeline_bubble_fraction(int stages, int micro_batches);
  * one (PA_PREV: sends the gradients of the backward just run, receives the
  * forward values of micro-batch mb); send and recv say which halves
  * happen; both halves run at once (colrt_sendrecv). */
-typedef enum { PA_FWD, PA_BWD, PA_NEXT, PA_PREV } PipeActionKind;
+typedef enum { PA_FWD, PA_BWD, PA_NEXT, PA_PREV, PA_XFER } PipeActionKind;
+/* A message of the interleaved schedule, named by its sender: virtual
+ * stage q's forward values of micro-batch mb to stage q + 1 (grad false,
+ * on device (q + 1) % devices), or its gradients to stage q - 1 (grad true). */
+typedef struct PipeMsg {
+    int q, mb;
+    bool grad;
+} PipeMsg;
 typedef struct PipeAction {
     PipeActionKind kind;
     int mb;                     /* the micro-batch (forward, backward; a PA_PREV receive) */
     bool send, recv;
+    int chunk;                  /* PA_FWD, PA_BWD: the model chunk (virtual stage chunk x devices +
+                                 * device; 0 in 1F1B) */
+    int n_send, n_recv;         /* PA_XFER (interleaved): its messages, all posted at once and waited */
+    PipeMsg sends[2], recvs[2]; /* for together (Megatron's batched isend/irecv) */
 } PipeAction;
 
 /* Stage s's actions into out (room for 6 * micro_batches); returns their
  * count. */
 int pipeline_1f1b(int stages, int micro_batches, int s, PipeAction *out);
+
+/* Device d's interleaved 1F1B schedule (Megatron-LM's virtual pipeline,
+ * Narayanan et al. 2021 section 2.2.2; its forward_backward_pipelining_with_
+ * interleaving): `devices` devices, `chunks` >= 2 model chunks each,
+ * micro_batches a multiple of devices. The k-th forward runs chunk
+ * (k mod (p v)) / p on micro-batch (k / (p v)) p + k mod p, the k-th backward
+ * the chunks the other way round; (p - d - 1) 2 + (v - 1) p warm-up forwards
+ * (all when the micro-batches are the devices), then one forward and one
+ * backward in turn, then the remaining backwards. After each forward (warm
+ * up), each forward-backward pair (steady state) and each backward (cool
+ * down), one PA_XFER sends what they computed and receives what the next
+ * ones read (one more before the first). Returns the actions' count (at
+ * most pipeline_room). */
+int pipeline_interleaved(int devices, int chunks, int micro_batches, int d, PipeAction *out);
+/* Device d's schedule: pipeline_1f1b (stage d) when chunks <= 1, else
+ * pipeline_interleaved. */
+int pipeline_schedule(int devices, int chunks, int micro_batches, int d, PipeAction *out);
+/* Whether the last virtual stage runs other actions between a micro-batch's
+ * forward and its backward (interleaved with as many micro-batches as
+ * devices: every forward first), so that it too runs the forward again
+ * before the backward, from the values it received. false for 1F1B. */
+bool pipeline_last_reruns(int devices, int chunks, int micro_batches);
+/* The room one device's actions need. */
+int pipeline_room(int chunks, int micro_batches);
+/* The micro-batches virtual stage q holds between receiving (or, on stage
+ * 0, starting) its forward and running its backward, at most: the slots of
+ * received forward values it keeps (1F1B: devices - q). */
+int pipeline_in_flight(int devices, int chunks, int micro_batches, int q);
 
 /* Checks every stage's schedule against the others: each stage runs the
  * forward and then the backward of every micro-batch once, in order;
@@ -76,6 +128,17 @@ int pipeline_1f1b(int stages, int micro_batches, int s, PipeAction *out);
  * between their forward and backward. false with the first problem in
  * err. acts[s], n[s]: stage s's actions. */
 bool pipeline_check(int stages, int micro_batches, PipeAction *const *acts, const int *n, StrBuf *err);
+/* The same for any schedule (chunks <= 1: pipeline_check on the devices);
+ * interleaved: each device runs every chunk's forward and then backward of
+ * every micro-batch once and in order; every forward (backward) that reads
+ * another stage's values receives them before it runs, and what it computes
+ * for another stage is sent after it runs, once; per ordered pair of
+ * devices the messages are received in the order sent (a pair's messages
+ * share one channel: with 2 devices both directions of the ring do); and a
+ * run where each PA_XFER waits until the partner of each of its messages is
+ * posted reaches the end (no deadlock). */
+bool pipeline_check_schedule(int devices, int chunks, int micro_batches, PipeAction *const *acts, const int *n,
+                             StrBuf *err);
 
 /* ---- pipeprice.c: what a pipeline costs --------------------------------- */
 
@@ -98,7 +161,11 @@ typedef struct PipeStagePrice {
 } PipeStagePrice;
 
 typedef struct PipePrice {
-    int stages, micro_batches;
+    int stages, micro_batches;  /* stages: the devices along the pipeline (st[] is per device) */
+    int chunks;                 /* model chunks per device (interleaved; 1: 1F1B) */
+    /* per virtual stage (stages x chunks of them): one micro-batch's forward and
+     * backward, one message to the next virtual stage (the replay's durations) */
+    double vfwd_s[PLACE_MAX_STAGES], vbwd_s[PLACE_MAX_STAGES], vsend_s[PLACE_MAX_STAGES];
     double step_s;              /* the slowest stage's end */
     double pipe_s;              /* the replayed micro-batch schedule, before the updates */
     double idle_fraction;       /* 1 - (stages' busy time) / (stages x step) */
@@ -125,6 +192,15 @@ double pipeline_replay(int stages, int micro_batches, const double *fwd, const d
  * (waiting for the partner included). stages >= 2. */
 double pipeline_replay_actions(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
                                double *end, double *const *t0, double *const *t1);
+
+/* The replay of any schedule (pipeline_schedule): `devices` devices, each
+ * `chunks` model chunks; fwd, bwd, xfer per virtual stage (xfer[q]: one
+ * message between virtual stages q and q + 1, either way); end, t0, t1 per
+ * device as pipeline_replay_actions (rooms of pipeline_room). chunks <= 1:
+ * pipeline_replay_actions. A PA_XFER's messages are each delivered xfer
+ * after both ends have posted them; the action ends when all are. */
+double pipeline_replay_v(int devices, int chunks, int micro_batches, const double *fwd, const double *bwd,
+                         const double *xfer, double *end, double *const *t0, double *const *t1);
 
 /* Prices r's pipelined Placement (r->pl->pipe) on the whole cluster (the
  * stages' link is the runtime mesh's outermost axis: inter-node when the

@@ -149,6 +149,80 @@ double pipeline_replay_actions(int stages, int micro_batches, const double *fwd,
     return T;
 }
 
+double pipeline_replay_v(int devices, int chunks, int micro_batches, const double *fwd, const double *bwd,
+                         const double *xfer, double *end, double *const *t0, double *const *t1) {
+    if (chunks <= 1 || devices <= 1) {
+        if (devices <= 1 && chunks > 1) { /* one device running every chunk */
+            double t = 0;
+            for (int c = 0; c < chunks; c++) t += micro_batches * (fwd[c] + bwd[c]);
+            if (end) end[0] = t;
+            return t;
+        }
+        return pipeline_replay_actions(devices, micro_batches, fwd, bwd, xfer, end, t0, t1);
+    }
+    int p = devices, v = chunks, m = micro_batches, V = p * v;
+    PipeAction *acts[PLACE_MAX_STAGES];
+    int n[PLACE_MAX_STAGES], pc[PLACE_MAX_STAGES];
+    double t[PLACE_MAX_STAGES];
+    bool posted[PLACE_MAX_STAGES];
+    size_t nq = (size_t)2 * (size_t)V * (size_t)m * 2;
+    double *post = ir_alloc(sizeof(double) * nq); /* [grad][q][mb][send?] -> when posted (-1: not yet) */
+    for (size_t i = 0; i < nq; i++) post[i] = -1;
+#define POSTV(x, snd) post[((((size_t)(x)->grad * (size_t)V + (size_t)(x)->q) * (size_t)m + (size_t)(x)->mb) * 2) + (snd)]
+    for (int d = 0; d < p; d++) {
+        acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, m));
+        n[d] = pipeline_interleaved(p, v, m, d, acts[d]);
+        pc[d] = 0, t[d] = 0, posted[d] = false;
+    }
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (int d = 0; d < p; d++) {
+            while (pc[d] < n[d]) {
+                const PipeAction *a = &acts[d][pc[d]];
+                if (a->kind == PA_FWD || a->kind == PA_BWD) {
+                    int q = a->chunk * p + d;
+                    if (t0) t0[d][pc[d]] = t[d];
+                    t[d] += a->kind == PA_FWD ? fwd[q] : bwd[q];
+                    if (t1) t1[d][pc[d]] = t[d];
+                    pc[d]++, progress = true;
+                    continue;
+                }
+                if (!posted[d]) {
+                    for (int i = 0; i < a->n_send; i++) POSTV(&a->sends[i], 1) = t[d];
+                    for (int i = 0; i < a->n_recv; i++) POSTV(&a->recvs[i], 0) = t[d];
+                    posted[d] = true;
+                    if (t0) t0[d][pc[d]] = t[d];
+                }
+                double done = t[d];
+                bool ready = true;
+                for (int h = 0; h < a->n_send + a->n_recv && ready; h++) {
+                    bool snd = h < a->n_send;
+                    const PipeMsg *x = snd ? &a->sends[h] : &a->recvs[h - a->n_send];
+                    double other = POSTV(x, !snd);
+                    int b = x->grad ? x->q - 1 : x->q; /* the boundary it crosses */
+                    if (other < 0) ready = false;
+                    else done = maxd(done, maxd(other, POSTV(x, snd)) + xfer[b]);
+                }
+                if (!ready) break;
+                t[d] = done;
+                if (t1) t1[d][pc[d]] = done;
+                posted[d] = false;
+                pc[d]++, progress = true;
+            }
+        }
+    }
+#undef POSTV
+    double T = 0;
+    for (int d = 0; d < p; d++) {
+        if (pc[d] < n[d]) T = INFINITY; /* a deadlock: pipeline_check_schedule refuses such tables */
+        T = maxd(T, t[d]);
+        if (end) end[d] = pc[d] < n[d] ? INFINITY : t[d];
+        ir_free(acts[d]);
+    }
+    ir_free(post);
+    return T;
+}
+
 /* Per value: its local bytes as the plan holds it, in the compute dtype for
  * floating values. */
 static double value_bytes(const PlanResult *r, const Graph *g, ValueId v) {
@@ -163,9 +237,13 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     const IlpProblem *p = r->prob;
     const Graph *g = pl->g;
     memset(out, 0, sizeof *out);
-    int P = pl->pipe.stages > 1 ? pl->pipe.stages : 1;
+    int P = pl->pipe.stages > 1 ? pl->pipe.stages : 1; /* virtual stages (the devices x their chunks) */
+    int devs = pl->pipe.stages > 1 ? placement_pipe_devices(&pl->pipe) : 1, V = P / devs;
     int m = p->opt.micro_batches > 0 ? p->opt.micro_batches : 1;
-    out->stages = P, out->micro_batches = m;
+    out->stages = devs, out->micro_batches = m, out->chunks = V;
+    PipeStagePrice vs[PLACE_MAX_STAGES]; /* per virtual stage; out->st[] sums them per device */
+    memset(vs, 0, sizeof vs);
+    bool last_rerun = P > 1 && pipeline_last_reruns(devs, V, m);
     const uint32_t *mask = pl->pipe.stage_mask;
 #define MASK(id) (P > 1 ? mask[id] : 1u)
     /* the problem's times are for its graph's rows; one micro-batch is global / m rows */
@@ -209,7 +287,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
             int inst = cnt[s][RC_NONE] + cnt[s][RC_SELECTIVE] + cnt[s][RC_FULL];
             double own = inst; /* instances whose parameters it holds */
             if (!own && G->n_params && (hold >> s & 1u)) own = G->mult;
-            PipeStagePrice *st = &out->st[s];
+            PipeStagePrice *st = &vs[s];
             if (own > 0 && G->n_params) {
                 st->mem_static += own * S->mem_static[z];
                 st->mem_grads_late += own * S->mem_grad_late[z];
@@ -224,7 +302,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
                 if (z == 3) {
                     double ag = own * S->gather_s[z] / (2.0 * m);
                     fwd[s] += ag;
-                    bwd[s] += s + 1 < P ? 2 * ag : ag;
+                    bwd[s] += s + 1 < P || last_rerun ? 2 * ag : ag;
                 } else st->gather_s += own * S->gather_s[z];
             }
             if (!inst) continue;
@@ -233,7 +311,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
             fwd[s] += f + cm * fshare;
             bwd[s] += inst * S->bwd_s * k + cm * (1 - fshare);
             bwd[s] += (cnt[s][RC_SELECTIVE] * S->rec_sel_s + cnt[s][RC_FULL] * S->fwd_s) * k;
-            if (s + 1 < P) bwd[s] += f; /* the forward again before the backward (docs/pipeline.md) */
+            if (s + 1 < P || last_rerun) bwd[s] += f; /* the forward again before the backward (docs/pipeline.md) */
             for (int pol = 0; pol < RC__COUNT; pol++) st->mem_acts += cnt[s][pol] * S->act[pol];
             st->mem_transient = maxd(st->mem_transient, ilp_transient(S, z));
         }
@@ -249,7 +327,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
             const IlpStrat *S = &D->strats[r->choice.strat[E->dst]];
             double tot = S->fwd_s + S->bwd_s, fshare = tot > 0 ? S->fwd_s / tot : 0.5;
             fwd[s] += c * fshare, bwd[s] += c * (1 - fshare);
-            out->st[s].mem_transient = maxd(out->st[s].mem_transient, E->mem[kk]);
+            vs[s].mem_transient = maxd(vs[s].mem_transient, E->mem[kk]);
         }
     }
     ir_free(share);
@@ -283,7 +361,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     ShardMesh pm = r->mesh;
     double xfer[PLACE_MAX_STAGES] = {0};
     if (P > 1) {
-        int sizes[2] = {P, r->mesh.n_devices};
+        int sizes[2] = {devs, r->mesh.n_devices};
         if (!shard_mesh_make(whole, 2, sizes, &pm, err)) {
             ir_free(readers);
             return false;
@@ -304,41 +382,52 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
             DType dt = r->cm.dtype;
             double b = pl->has_spec[v] ? shard_spec_bytes(&pl->spec[v], &r->mesh, ir_val(g, v)->shape, dt)
                                        : (double)ir_shape_numel(ir_val(g, v)->shape) * ir_dtype_size(dt);
-            tied += shard_coll_time(P == 2 ? &pm : &pair, COLL_ALL_REDUCE, ax, b);
-            tied_on |= readers[v];
+            tied += shard_coll_time(devs == 2 ? &pm : &pair, COLL_ALL_REDUCE, ax, b);
+            tied_on |= placement_pipe_device_mask(&pl->pipe, readers[v]);
         }
         out->tied_s = tied;
         double norm = shard_coll_time(&pm, COLL_ALL_REDUCE, ax, 4); /* the gradient norm's parts */
-        for (int s = 0; s < P; s++) out->st[s].update_s = (tied_on >> s & 1u ? tied : 0) + norm;
+        for (int d = 0; d < devs; d++) out->st[d].update_s = (tied_on >> d & 1u ? tied : 0) + norm;
     }
     ir_free(readers);
     double T = 0, busy = 0;
     double end[PLACE_MAX_STAGES];
     int layers = p->n_layers > 0 ? p->n_layers : 1;
-    double pipe_s = pipeline_replay(P, m, fwd, bwd, xfer, end);
-    for (int s = 0; s < P; s++) {
-        PipeStagePrice *st = &out->st[s];
-        st->fwd_s = fwd[s], st->bwd_s = bwd[s];
-        st->send_s = s + 1 < P ? xfer[s] : 0;
-        st->send_bytes = s + 1 < P ? fbytes[s] : 0;
-        st->grad_sync_s = sync[s];
+    for (int q = 0; q < P; q++) out->vfwd_s[q] = fwd[q], out->vbwd_s[q] = bwd[q], out->vsend_s[q] = q + 1 < P ? xfer[q] : 0;
+    double pipe_s = pipeline_replay_v(devs, V, m, fwd, bwd, xfer, end, NULL, NULL);
+    for (int q = 0; q < P; q++) { /* each virtual stage into its device's */
+        PipeStagePrice *x = &vs[q], *st = &out->st[q % devs];
+        st->fwd_s += fwd[q], st->bwd_s += bwd[q];
+        st->send_s += q + 1 < P ? xfer[q] : 0;
+        st->send_bytes += q + 1 < P ? fbytes[q] : 0;
+        st->grad_sync_s += sync[q];
+        st->optimizer_s += x->optimizer_s, st->gather_s += x->gather_s, st->param_bytes += x->param_bytes;
+        st->mem_static += x->mem_static, st->mem_grads_late += x->mem_grads_late, st->mem_update += x->mem_update;
+        st->mem_acts += x->mem_acts;
+        st->mem_transient = maxd(st->mem_transient, x->mem_transient);
+        /* its slots of received forward values (the micro-batches it holds in flight), the gradients it
+         * receives, and the outboxes of what it sends (cg_pipeline.c's layout) */
+        double slot = q ? fbytes[q - 1] : 0;
+        st->mem_inflight += pipeline_in_flight(devs, V, m, q) * slot + (q + 1 < P ? gbytes[q] + fbytes[q] : 0) +
+                            (q ? gbytes[q - 1] : 0);
+    }
+    for (int d = 0; d < devs; d++) {
+        PipeStagePrice *st = &out->st[d];
         /* the gradient sync overlaps the last backward but its last bucket (eval.c's rule) */
-        st->grad_sync_exposed_s = maxd(0, maxd(sync[s] - bwd[s], sync[s] * P / layers));
+        st->grad_sync_exposed_s = maxd(0, maxd(st->grad_sync_s - st->bwd_s, st->grad_sync_s * devs / layers));
         st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
-        st->busy_s = m * (fwd[s] + bwd[s]);
-        double slot = s ? fbytes[s - 1] : 0;
-        st->mem_inflight = (P - s) * slot + (s + 1 < P ? gbytes[s] + fbytes[s] : 0) + (s ? gbytes[s - 1] : 0);
+        st->busy_s = m * (st->fwd_s + st->bwd_s);
         double start = st->mem_static - st->mem_grads_late + st->mem_acts + st->mem_inflight;
         double update = st->mem_static + st->mem_update + st->mem_inflight;
         st->peak_bytes = maxd(start, update) + st->mem_transient;
-        st->end_s = end[s] + st->update_s;
+        st->end_s = end[d] + st->update_s;
         T = maxd(T, st->end_s);
         busy += st->busy_s;
         out->peak_bytes = maxd(out->peak_bytes, st->peak_bytes);
     }
     out->pipe_s = pipe_s;
     out->step_s = T;
-    out->idle_fraction = T > 0 && P > 1 ? 1 - busy / (P * T) : 0;
+    out->idle_fraction = T > 0 && devs > 1 ? 1 - busy / (devs * T) : 0;
 #undef MASK
     return true;
 }
@@ -425,7 +514,7 @@ static double max_peak(const PipePrice *q) {
 int pipeline_rebalance(PlanResult *r, const ShardCluster *whole, double limit) {
     PlacePipeline *pp = &r->pl->pipe;
     int P = pp->stages;
-    if (P <= 1 || !r->pipe) return 0;
+    if (P <= 1 || !r->pipe || pp->chunks > 1) return 0; /* interleaved: equal model chunks, as Megatron-LM's */
     int first[PLACE_MAX_STAGES + 1], f[PLACE_MAX_STAGES + 1], moves = 0, evals = 0;
     memcpy(first, pp->first, sizeof first);
     PipePrice cur = *r->pipe, trial;

@@ -49,6 +49,7 @@ void plan_free(PlanResult *r) {
     ir_free(r->node_cost);
     ir_free(r->pipe);
     ir_free(r->counts);
+    ir_free(r->schedules);
     ir_free(r->sweep);
     ir_free(r);
 }
@@ -399,9 +400,9 @@ static bool micro_split_ok(const PlanResult *r, int64_t rows, int m, char *why, 
 }
 
 /* The largest divisor of rows in [lo, hi], or 0. */
-static int64_t divisor_at_most(int64_t rows, int64_t lo, int64_t hi) {
+static int64_t divisor_at_most(int64_t rows, int64_t lo, int64_t hi, int64_t step) {
     for (int64_t k = hi < rows ? hi : rows; k >= lo && k >= 1; k--)
-        if (rows % k == 0) return k;
+        if (rows % k == 0 && k % step == 0) return k;
     return 0;
 }
 
@@ -431,9 +432,11 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
     StrBuf mesh;
     sb_init(&mesh);
     snprintf(why, n, "no count of micro-batches of at least %d divides the batch of %lld rows", o->pp, (long long)rows);
-    int64_t k = divisor_at_most(rows, o->pp, (int64_t)PIPE_MICRO_PER_STAGE * o->pp);
+    /* an interleaved schedule runs the micro-batches in groups of the stages: multiples of them */
+    int64_t step = o->pp_chunks >= 2 || o->pp_chunks == -1 ? o->pp : 1;
+    int64_t k = divisor_at_most(rows, o->pp, (int64_t)PIPE_MICRO_PER_STAGE * o->pp, step);
     if (!k) { /* the stages need more micro-batches than 32 each: the fewest that divide the batch */
-        for (k = (int64_t)PIPE_MICRO_PER_STAGE * o->pp + 1; k <= rows && rows % k; k++) {}
+        for (k = (int64_t)PIPE_MICRO_PER_STAGE * o->pp + 1; k <= rows && (rows % k || k % step); k++) {}
         if (k > rows) k = 0;
     }
     for (int t = 0; t < PIPE_MICRO_TRIES && k >= o->pp && k <= (1 << 20); t++) {
@@ -455,7 +458,7 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
             plan_free(r);
             break;
         }
-        k = divisor_at_most(rows, o->pp, k / 2);
+        k = divisor_at_most(rows, o->pp, k / 2, step);
     }
     sb_free(&mesh);
     return best;
@@ -500,6 +503,15 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
             snprintf(c->why, sizeof c->why, "needs at least %d micro-batches (--micro-batches %d)", p, m);
             continue;
         }
+        if (p > 1 && o->pp_chunks >= 2 && (n_inst % (p * o->pp_chunks) || p * o->pp_chunks > PLACE_MAX_STAGES)) {
+            snprintf(c->why, sizeof c->why, "--schedule interleaved:%d: the %d block instances do not make %d x %d model chunks",
+                     o->pp_chunks, n_inst, p, o->pp_chunks);
+            continue;
+        }
+        if (p > 1 && o->pp_chunks >= 2 && !o->micro_auto && m % p) {
+            snprintf(c->why, sizeof c->why, "--schedule interleaved:%d: %d micro-batches are not a multiple of %d", o->pp_chunks, m, p);
+            continue;
+        }
         PlanOptions op = *o;
         op.pp = p;
         op.quiet_no_fit = true;
@@ -541,6 +553,15 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
         ilp_set_deadline(0);
         return NULL;
     }
+    if ((o->pp_chunks >= 2 || o->pp_chunks == -1) && o->pp >= 0 && o->pp <= 1) {
+        char v[16] = "";
+        if (o->pp_chunks >= 2) snprintf(v, sizeof v, ":%d", o->pp_chunks);
+        diag_plain("give --pp 2 or more (or --pp auto), or leave --schedule out",
+                   "--schedule interleaved%s interleaves the model chunks of a pipeline's stages, but there is no pipeline "
+                   "(--pp %d)", v, o->pp > 0 ? o->pp : 1);
+        ilp_set_deadline(0);
+        return NULL;
+    }
     PlanResult *r = NULL;
     if (o->pp < 0) r = plan_stage_counts(g, o);
     else if (o->pp > 1 && o->micro_auto) { /* --pp N: the micro-batches chosen */
@@ -561,6 +582,88 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
     if (r) r->micro_chosen = o->micro_auto;
     ilp_set_deadline(0);
     return r;
+}
+
+/* The pipeline's schedule on best's stage plan (--schedule: PlanOptions.pp_chunks).
+ * Each schedule tried is placed and priced (1F1B's boundaries moved by cost
+ * unless first gives them); the fastest whose fullest stage fits in limit is
+ * kept in best->pl->pipe and best->pipe (none fits: the smallest, for the
+ * caller's message). `interleaved` tries every v whose p v equal model chunks
+ * divide the block, `auto` 1F1B too (interleaving only where the
+ * micro-batches are a multiple of p); both list what they priced in
+ * best->schedules. false with perr and phint (a user error) when the
+ * schedule asked for cannot run, or none can. */
+static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCluster *whole, double limit, const int *first,
+                           StrBuf *perr, StrBuf *phint) {
+    int n_inst = pipeline_stage_instances(best->pl->g, 1), P = o->pp, want = o->pp_chunks;
+    int cand[PLACE_MAX_STAGES + 2], nc = 0;
+    if (want == 0 || want == 1) cand[nc++] = 1;
+    else if (want >= 2) cand[nc++] = want;
+    else {
+        if (want == -2) cand[nc++] = 1;
+        for (int v = 2; v * P <= PLACE_MAX_STAGES && v * P <= n_inst; v++)
+            if (n_inst % (v * P) == 0 && (want == -1 || best->pl->micro_batches % P == 0)) cand[nc++] = v;
+        if (nc == 0) cand[nc++] = 2; /* none divides: its message says why */
+    }
+    if (want < 0) {
+        best->schedules = ir_alloc(sizeof *best->schedules * (size_t)nc);
+        best->n_schedules = 0;
+    }
+    if (!best->pipe) best->pipe = ir_alloc(sizeof *best->pipe);
+    int pick = -1, pick_first[PLACE_MAX_STAGES + 1];
+    bool pick_fits = false;
+    double pick_step = INFINITY, pick_peak = INFINITY, pick_equal = 0;
+    for (int i = 0; i < nc; i++) {
+        StrBuf e, h;
+        sb_init(&e), sb_init(&h);
+        bool placed = cand[i] == 1 ? pipeline_place_ranges(best->pl, P, first, PS_1F1B, &e, &h)
+                                   : pipeline_place_chunks(best->pl, P, cand[i], &e, &h);
+        bool ok = placed && pipeline_price(best, whole, best->pipe, &e);
+        if (ok && cand[i] == 1 && !first) pipeline_rebalance(best, whole, limit); /* 1F1B's boundaries by cost */
+        if (!ok && nc == 1) { /* the one asked for cannot run */
+            if (placed) sb_printf(perr, "cannot price the pipeline: %s", sb_cstr(&e)), sb_puts(phint, "give another --pp or --mesh");
+            else sb_puts(perr, sb_cstr(&e)), sb_puts(phint, sb_cstr(&h));
+            sb_free(&e), sb_free(&h);
+            return false;
+        }
+        if (want < 0) {
+            PlanScheduleTry *t = &best->schedules[best->n_schedules++];
+            memset(t, 0, sizeof *t);
+            t->chunks = cand[i];
+            t->planned = ok && best->pipe->peak_bytes <= limit;
+            if (ok) t->step_s = best->pipe->step_s, t->peak_bytes = best->pipe->peak_bytes;
+            if (!ok) snprintf(t->why, sizeof t->why, "%s", sb_cstr(&e));
+            else if (!t->planned) snprintf(t->why, sizeof t->why, "a stage does not fit in the memory of a device");
+        }
+        sb_free(&e), sb_free(&h);
+        if (!ok) continue;
+        bool fits = best->pipe->peak_bytes <= limit;
+        bool better = pick < 0 || (fits && !pick_fits) ||
+                      (fits == pick_fits && (fits ? best->pipe->step_s < pick_step : best->pipe->peak_bytes < pick_peak));
+        if (better) {
+            pick = i, pick_fits = fits, pick_step = best->pipe->step_s, pick_peak = best->pipe->peak_bytes;
+            pick_equal = best->pipe->start_step_s;
+            memcpy(pick_first, best->pl->pipe.first, sizeof pick_first);
+        }
+    }
+    if (pick < 0) { /* nothing can run: the reasons listed */
+        sb_printf(perr, "--schedule %s on --pp %d: no schedule can run (", want == -2 ? "auto" : "interleaved", P);
+        for (int i = 0; i < best->n_schedules; i++)
+            sb_printf(perr, "%s%s: %s", i ? "; " : "", best->schedules[i].chunks > 1 ? "interleaved" : "1f1b", best->schedules[i].why);
+        sb_puts(perr, ")");
+        sb_puts(phint, "give --schedule 1f1b, another --pp, or a block count the model chunks divide");
+        return false;
+    }
+    /* the one kept, placed and priced again */
+    StrBuf e, h;
+    sb_init(&e), sb_init(&h);
+    bool ok = cand[pick] == 1 ? pipeline_place_ranges(best->pl, P, pick_first, PS_1F1B, &e, &h)
+                              : pipeline_place_chunks(best->pl, P, cand[pick], &e, &h);
+    ok = ok && pipeline_price(best, whole, best->pipe, &e);
+    best->pipe->start_step_s = pick_equal;
+    if (!ok) sb_printf(perr, "cannot price the pipeline: %s", sb_cstr(&e)), sb_puts(phint, "give another --pp or --mesh");
+    sb_free(&e), sb_free(&h);
+    return ok;
 }
 
 static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
@@ -790,16 +893,16 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                 ok = false;
             }
         }
-        if (ok) ok = pipeline_place_ranges(best->pl, o->pp, o->n_pp_blocks ? first : NULL, PS_1F1B, &perr, &phint);
-        if (!ok) diag_plain(sb_cstr(&phint), "%s", sb_cstr(&perr));
+        if (ok && o->n_pp_blocks && o->pp_chunks != 0 && o->pp_chunks != 1) {
+            sb_printf(&perr, "--pp-blocks gives the ranges of 1F1B stages; --schedule %s cuts the block into equal model chunks",
+                      o->pp_chunks == -2 ? "auto" : "interleaved");
+            sb_puts(&phint, "give --pp-blocks with --schedule 1f1b, or leave --pp-blocks out");
+            ok = false;
+        }
+        if (ok) ok = pipe_schedules(best, o, &whole, limit, o->n_pp_blocks ? first : NULL, &perr, &phint);
+        if (!ok && perr.len && !o->quiet_no_fit) diag_plain(sb_cstr(&phint), "%s", sb_cstr(&perr));
         sb_free(&phint);
-        if (ok) { /* its price: the stages, the bubble, the transfers (pipeprice.c) */
-            best->pipe = ir_alloc(sizeof *best->pipe);
-            ok = pipeline_price(best, &whole, best->pipe, &perr);
-            /* the stage boundaries by cost (pipeprice.c), unless --pp-blocks gave them */
-            if (ok && !o->n_pp_blocks) pipeline_rebalance(best, &whole, limit);
-            if (!ok) diag_plain("give another --pp or --mesh", "cannot price the pipeline: %s", sb_cstr(&perr));
-            else { /* the plan's step and peak are the pipeline's: its slowest stage's end, its fullest stage */
+        if (ok) { /* the plan's step and peak are the pipeline's: its slowest stage's end, its fullest stage */
                 const PipeStagePrice *top = &best->pipe->st[0];
                 for (int st = 1; st < best->pipe->stages; st++)
                     if (best->pipe->st[st].peak_bytes > top->peak_bytes) top = &best->pipe->st[st];
@@ -826,7 +929,6 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                                    (int)(top - best->pipe->st), a, b, c);
                     }
                 }
-            }
         }
         if (!ok) {
             sb_free(&perr);
@@ -1090,9 +1192,22 @@ void plan_summary(FILE *f, const Graph *g, const PlanResult *r) {
             g->name, r->price.step_s, P * r->cl.nodes * r->cl.per_node, r->cl.device, P > 1 ? "pipeline stages on mesh " : "mesh ",
             sb_cstr(&m), ir_dtype_name(r->cm.dtype), mb, pk, lim);
     sb_free(&m);
-    if (P > 1)
+    if (P > 1 && r->pipe->chunks > 1)
+        fprintf(f, "  pipeline: %d stages of %d model chunks, interleaved 1F1B over %d micro-batches, stages idle %.1f%% of the "
+                   "step (docs/pipeline.md)\n",
+                P, r->pipe->chunks, r->pipe->micro_batches, 100 * r->pipe->idle_fraction);
+    else if (P > 1)
         fprintf(f, "  pipeline: %d stages, 1F1B over %d micro-batches, stages idle %.1f%% of the step (docs/pipeline.md)\n", P,
                 r->pipe->micro_batches, 100 * r->pipe->idle_fraction);
+    for (int i = 0; i < r->n_schedules; i++) { /* --schedule auto or interleaved: why this schedule */
+        const PlanScheduleTry *t = &r->schedules[i];
+        char name[32] = "1F1B";
+        if (t->chunks > 1) snprintf(name, sizeof name, "interleaved:%d", t->chunks);
+        if (t->planned)
+            fprintf(f, "  schedule %s: %.4g s/step (%.2fx)%s\n", name, t->step_s, t->step_s / r->price.step_s,
+                    r->pipe && t->chunks == r->pipe->chunks ? ", chosen" : "");
+        else fprintf(f, "  schedule %s: %s\n", name, t->why);
+    }
     for (int i = 0; i < r->n_counts; i++) { /* --pp auto: why this count */
         const PlanStageCount *c = &r->counts[i];
         if (c->planned)

@@ -36,6 +36,8 @@ typedef struct PlanOptions {
     const int *pp_blocks;       /* n_pp_blocks > 0: the cut block's instances per stage (else
                                  * nearly equal ranges, then moved by cost: pipeline_rebalance) */
     int n_pp_blocks;
+    int pp_chunks;              /* the schedule (--schedule): 1 (or 0) 1F1B; v >= 2 interleaved with v
+                                 * model chunks per device; -1 interleaved, v chosen; -2 auto */
     int64_t batch;              /* --batch (0: the model's); IR text fixes it */
     bool tie;                   /* tie repeated blocks (true unless testing) */
     bool lowerable;             /* plans for generated code: no strategy the lowering
@@ -74,6 +76,14 @@ typedef struct PlanStageCount {
     char why[200];              /* not planned: why */
 } PlanStageCount;
 
+/* --schedule auto: one schedule priced on the chosen stage plan. */
+typedef struct PlanScheduleTry {
+    int chunks;                 /* 1: 1F1B; v >= 2: interleaved with v model chunks per device */
+    bool planned;               /* it runs and fits */
+    double step_s, peak_bytes;
+    char why[160];              /* not planned: why */
+} PlanScheduleTry;
+
 typedef struct PlanResult {
     ShardCluster cl;
     ShardMesh mesh;
@@ -101,6 +111,8 @@ typedef struct PlanResult {
     bool micro_chosen;          /* the planner chose the micro-batch count (PlanOptions.micro_auto) */
     int n_counts;               /* --pp auto: the stage counts tried (0 otherwise) */
     PlanStageCount *counts;
+    int n_schedules;            /* --schedule auto: the schedules priced for the chosen stages */
+    PlanScheduleTry *schedules;
 } PlanResult;
 
 /* Plans g. Returns NULL after reporting a user error (bad cluster, mesh,

@@ -7,7 +7,7 @@ print a Markdown table: compile time (parse to plan, wall), ILP size, predicted
 step time, the best baseline that fits, and the ratio.
 
     run.py --compiler build/compiler/colossal-compile --work /tmp/bench [--models ...] [--sizes 8,64]
-    run.py ... --pipelines [--seqs-per-device 1,8] [--micro-batches M]   the stage-count table
+    run.py ... --pipelines [--seqs-per-device 1,8] [--micro-batches M] [--schedule auto]   the stage-count table
         instead: `--pp auto` (every stage count the cluster can run, priced as a pipeline;
         docs/pipeline.md) on a global batch of devices x seqs-per-device sequences, each count
         with the micro-batch count it runs fastest with (--micro-batches forces one for all);
@@ -38,6 +38,7 @@ def main():
     ap.add_argument("--pipelines", action="store_true", help="the --pp auto table")
     ap.add_argument("--seqs-per-device", default="1,8", help="--pipelines: global batches, in sequences per device")
     ap.add_argument("--micro-batches", default="", help="--pipelines: force this count on every stage count")
+    ap.add_argument("--schedule", default="", help="--pipelines: --schedule (1f1b, interleaved[:V], auto); adds a column")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     if a.pipelines:
@@ -76,9 +77,10 @@ def pipelines(a):
     stage count, its micro-batches and the stage's mesh, its predicted step; the unpipelined
     plan's (p = 1) and the best pipeline's (p > 1) from the same run (pipeline.stage_counts),
     each with its own micro-batch count unless --micro-batches forces one."""
+    sched = " schedule (v) | schedules tried: v, step s |" if a.schedule else ""
     print("| model | devices | batch | compile s | CPU s | chosen p | micro-batches | stage mesh | step s | p = 1: m, step s | "
-          "best p > 1: p, m, step s | best pipeline / p = 1 |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          f"best p > 1: p, m, step s | best pipeline / p = 1 |{sched}")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if a.schedule else ""))
     for m in a.models.split(","):
         for n in [int(x) for x in a.sizes.split(",")]:
             for spd in [int(x) for x in a.seqs_per_device.split(",")]:
@@ -88,6 +90,8 @@ def pipelines(a):
                        "--time-limit", a.time_limit, "-q", "-o", out]
                 if a.micro_batches:
                     cmd += ["--micro-batches", a.micro_batches]
+                if a.schedule:
+                    cmd += ["--schedule", a.schedule]
                 t0, r0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
                 p = subprocess.run(cmd, capture_output=True, text=True)
                 wall, r1 = time.monotonic() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -108,8 +112,13 @@ def pipelines(a):
                 bps = f"{bp['stages']}, {bp['micro_batches']}, {bp['step_time_s']:.4g}" if bp else "none fits"
                 ratio = f"{bp['step_time_s'] / one['step_time_s']:.2f}" if bp and one.get("planned") else "-"
                 mesh = "x".join(str(x) for x in d["mesh"])
+                extra = ""
+                if a.schedule:
+                    tried = ", ".join(f"{e['chunks']}: {e['step_time_s']:.4g}" if "step_time_s" in e else f"{e['chunks']}: -"
+                                      for e in pp.get("schedules_tried", []))
+                    extra = f" {pp['schedule']} ({pp.get('chunks', 1)}) | {tried or '-'} |"
                 print(f"{row} {len(pp['stages'])} | {pp['micro_batches']} | {mesh} | {d['step_time_s']:.4g} | {one_s} | "
-                      f"{bps} | {ratio} |", flush=True)
+                      f"{bps} | {ratio} |{extra}", flush=True)
 
 
 if __name__ == "__main__":

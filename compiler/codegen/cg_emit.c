@@ -31,10 +31,10 @@ bool cg_shard_start(CgCtx *c, ValueId v, int d, StrBuf *out) {
 }
 
 void cg_stage_check(const CgCtx *c, ValueId v) {
-    uint32_t held = c->lp->v[v].stages;
-    if (c->stage >= 0 && held && !(held >> c->stage & 1u))
+    uint32_t held = c->lp->v[v].stages; /* the devices (ranks' stages) holding it */
+    if (c->stage >= 0 && held && !(held >> cg_pipe_device(c) & 1u))
         ir_panic(__FILE__, __LINE__, "stage %d's code touches %s, which only stages 0x%x hold (lower/schedule.c)",
-                 c->stage, v < c->g->n_values ? ir_val(c->g, v)->name : c->lp->v[v].name ? c->lp->v[v].name : "a temporary",
+                 cg_pipe_device(c), v < c->g->n_values ? ir_val(c->g, v)->name : c->lp->v[v].name ? c->lp->v[v].name : "a temporary",
                  (unsigned)held);
 }
 
@@ -123,7 +123,12 @@ static void emit_header(StrBuf *h, const Graph *g, const LowerProgram *lp, const
               world, world == 1 ? "" : "s", px, px);
     int micro = micro_batches(g);
     sb_printf(h, "/* Micro-batches per step (gradient accumulation). */\n#define %s_MICRO_BATCHES %d\n\n", px, micro);
-    if (lp->pipe.stages > 1)
+    if (lp->pipe.stages > 1 && lp->pipe.chunks > 1)
+        sb_printf(h, "/* Pipeline stages (interleaved 1F1B, docs/pipeline.md): the mesh's last axis, outermost in\n"
+                     " * the rank order (a stage's ranks are contiguous); each stage runs %d model chunks (virtual\n"
+                     " * stages s, s + %d, ...). */\n#define %s_PIPELINE_STAGES %d\n#define %s_PIPELINE_CHUNKS %d\n\n",
+                  lp->pipe.chunks, lp->pipe.devices, px, lp->pipe.devices, px, lp->pipe.chunks);
+    else if (lp->pipe.stages > 1)
         sb_printf(h, "/* Pipeline stages (1F1B, docs/pipeline.md): the mesh's last axis, outermost in the\n"
                      " * rank order (a stage's ranks are contiguous); each rank runs its stage's part of the step. */\n#define %s_PIPELINE_STAGES %d\n\n",
                   px, lp->pipe.stages);
@@ -425,7 +430,12 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
     CgSegs segs[3] = {{0}};
     int prof_base = c->n_prof;
     for (int p = 0; p < 3; p++) sb_init(&parts[p]); /* all three: an error frees them all */
+    /* interleaved: a virtual stage's forward and backward; its device's update once, with its first
+     * chunk's functions (the nodes of all its virtual stages: c->pipe_device) */
+    bool ileave = c->stage >= 0 && cg_pipe_interleaved(c), with_update = !ileave || c->stage < cg_pipe_devices(c);
     for (int p = 0; p < 3; p++) {
+        if (p == 2 && !with_update) break;
+        if (p == 2 && ileave) c->pipe_device = true, cg_pipe_stage_begin(c);
         c->sched = &parts[p];
         c->trace_part = p; /* SIM_FORWARD, SIM_BACKWARD, SIM_UPDATE */
         int first = p == 0 ? 0 : p == 1 ? *fwd_end : *step_begin;
@@ -531,12 +541,18 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
     sb_printf(m, "static void %s_forward_nodes%s(%s *M) {\n%s}\n\n", px, sfx, px, sb_cstr(&parts[0]));
     sb_printf(m, "static void %s_backward_nodes%s(%s *M) {\n%s", px, sfx, px, sb_cstr(&parts[1]));
     c->trace_part = SIM_BACKWARD;
+    bool dev = c->pipe_device;
+    c->pipe_device = false; /* the backward's commits: the virtual stage's */
     emit_commits(c, m, 0, *step_begin);
+    c->pipe_device = dev;
     sb_puts(m, "}\n\n");
-    sb_printf(m, "static void %s_update_nodes%s(%s *M) {\n%s", px, sfx, px, sb_cstr(&parts[2]));
-    c->trace_part = SIM_UPDATE;
-    emit_commits(c, m, *step_begin, nn);
-    sb_puts(m, "}\n\n");
+    if (with_update) {
+        sb_printf(m, "static void %s_update_nodes%s(%s *M) {\n%s", px, sfx, px, sb_cstr(&parts[2]));
+        c->trace_part = SIM_UPDATE;
+        emit_commits(c, m, *step_begin, nn);
+        sb_puts(m, "}\n\n");
+    }
+    c->pipe_device = false;
     for (int q = 0; q < 3; q++) sb_free(&parts[q]);
     return true;
 }
@@ -580,13 +596,14 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               pipe ? "    int stage; /* this rank's pipeline stage: its coordinate on the mesh's last axis (outermost in rank order) */\n"
                      "    size_t scratch; /* the arena's scratch: past this stage's memory plan */\n"
                      "    colrt_arena pipe; /* received forward values (a slot per micro-batch in flight) and gradients */\n"
+                     "    int pipe_rerun; /* interleaved: the forward runs again before its backward (sends nothing) */\n"
                    : "");
     cg_offload_fields(c, m);
     sb_puts(m, "};\n\n");
     sb_printf(m, "static const int %s_mesh_axes = %d;\nstatic const int %s_mesh[%d] = {", px, o->mesh_axes + pipe,
               px, o->mesh_axes + pipe);
     for (int a = 0; a < o->mesh_axes; a++) sb_printf(m, "%s%d", a ? ", " : "", o->mesh[a]);
-    if (pipe) sb_printf(m, ", %d", lp->pipe.stages); /* the pipeline's axis */
+    if (pipe) sb_printf(m, ", %d", cg_pipe_devices(c)); /* the pipeline's axis */
     sb_puts(m, "};\n");
     if (pipe) { /* the rank order: the stages outermost, so a stage's ranks are contiguous (a node or nodes) */
         sb_printf(m, "static const int %s_mesh_order[%d] = {%d", px, o->mesh_axes + 1, o->mesh_axes);
@@ -666,10 +683,10 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
                   px, leaf_held.len ? sb_cstr(&leaf_held) : "0u");
         sb_printf(m, "/* Per stage: the arena (its memory plan, the scratch, the kernels' workspace) and where the scratch starts. */\n"
                      "static const size_t %s_stage_arena_bytes[] = {", px);
-        for (int s = 0; s < lp->pipe.stages; s++)
+        for (int s = 0; s < cg_pipe_devices(c); s++)
             sb_printf(m, "%s%lld", s ? ", " : "", (long long)(lp->stage_arena_bytes[s] + arena - lp->arena_bytes));
         sb_printf(m, "};\nstatic const size_t %s_stage_scratch[] = {", px);
-        for (int s = 0; s < lp->pipe.stages; s++) sb_printf(m, "%s%lld", s ? ", " : "", (long long)lp->stage_arena_bytes[s]);
+        for (int s = 0; s < cg_pipe_devices(c); s++) sb_printf(m, "%s%lld", s ? ", " : "", (long long)lp->stage_arena_bytes[s]);
         sb_puts(m, "};\n\n");
     }
     sb_free(&leaf_stages);

@@ -40,6 +40,8 @@ typedef struct CgCtx {
     int n_shared;              /* cg_share.c: shared schedule functions written so far */
     int stage;                 /* a pipelined program: the stage whose functions are being
                                 * written (cg_pipeline.c); -1: every node */
+    bool pipe_device;          /* interleaved: c->stage is a device (its update: the nodes of all
+                                * its virtual stages), not a virtual stage (forward, backward) */
     bool *pipe_zeroed;         /* per value: a node of that stage reads it as zero (another
                                 * stage's part of a sum); NULL: none (cg_pipe_stage_begin) */
     /* cg_trace.c: the program as emitted, op by op, for the simulator (NULL: not recorded) */
@@ -219,6 +221,12 @@ void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id, bool post);
 
 /* Pipelined programs (cg_pipeline.c, docs/pipeline.md). */
 bool cg_pipelined(const CgCtx *c);
+/* The devices along the pipeline (the ranks' stage coordinates; interleaved:
+ * each runs several virtual stages), and whether it interleaves. */
+int cg_pipe_devices(const CgCtx *c);
+bool cg_pipe_interleaved(const CgCtx *c);
+/* The device c->stage names (a virtual stage's, or the device itself). */
+int cg_pipe_device(const CgCtx *c);
 /* Whether the functions being written (c->stage) run node id; whether
  * they compute value v (leaves: every stage holds them). */
 bool cg_pipe_on(const CgCtx *c, NodeId id);

@@ -22,13 +22,28 @@
 #include "cg_internal.h"
 #include "pipeline.h"
 
-bool cg_pipe_on(const CgCtx *c, NodeId id) { return c->stage < 0 || lower_pipe_on(c->lp, id, c->stage); }
+bool cg_pipe_on(const CgCtx *c, NodeId id) {
+    if (c->stage < 0) return true;
+    return c->pipe_device ? lower_pipe_on_device(c->lp, id, c->stage) : lower_pipe_on(c->lp, id, c->stage);
+}
 
 bool cg_pipelined(const CgCtx *c) { return c->lp->pipe.stages > 1; }
 
+bool cg_pipe_interleaved(const CgCtx *c) { return c->lp->pipe.stages > 1 && c->lp->pipe.chunks > 1; }
+
+int cg_pipe_devices(const CgCtx *c) {
+    const LowerPipe *pp = &c->lp->pipe;
+    return pp->stages <= 1 ? 1 : pp->chunks > 1 ? pp->devices : pp->stages;
+}
+
+int cg_pipe_device(const CgCtx *c) {
+    if (c->stage < 0 || c->pipe_device) return c->stage;
+    return c->stage % cg_pipe_devices(c);
+}
+
 bool cg_pipe_holds(const CgCtx *c, ValueId v) {
     if (c->stage < 0 || v >= c->g->n_values || ir_val(c->g, v)->def == IR_NONE) return true;
-    return lower_pipe_on(c->lp, ir_val(c->g, v)->def, c->stage);
+    return cg_pipe_on(c, ir_val(c->g, v)->def);
 }
 
 void cg_pipe_rank(const CgCtx *c, const CgOptions *o, StrBuf *b) {
@@ -68,10 +83,13 @@ void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {
     c->cur_node = id >= 0 ? id : -1;
     for (int k = 0; k < pp->n_sums; k++) {
         const LowerPipeSum *u = &pp->sums[k];
-        if (u->before != id || !(u->stages >> s & 1u)) continue;
+        /* interleaved: the update runs per device (c->pipe_device), the sums between devices */
+        uint32_t on = c->pipe_device ? lower_pipe_devmask(lp, u->stages) : u->stages;
+        int width = c->pipe_device ? cg_pipe_devices(c) : pp->stages;
+        if (u->before != id || !(on >> s & 1u)) continue;
         ValueId v = cg_read(c, u->v);
-        uint32_t all = (1u << pp->stages) - 1;
-        if (u->stages == all) {
+        uint32_t all = (1u << width) - 1;
+        if (on == all) {
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", pp_axis(o));
             cg_ptr(c, c->sched, u->v);
             sb_puts(c->sched, ", ");
@@ -80,7 +98,7 @@ void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {
                       (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(g, u->v)->dtype), ir_val(g, u->v)->name);
         } else {
             int peer = 0;
-            while (peer == s || !(u->stages >> peer & 1u)) peer++;
+            while (peer == s || !(on >> peer & 1u)) peer++;
             sb_printf(c->sched, "    colrt_pair_all_reduce(M->mesh, %d, %d, ", pp_axis(o), peer);
             cg_ptr(c, c->sched, u->v);
             sb_printf(c->sched, ", %lld, %s, NULL); /* %%%s: this stage's part and stage %d's (a tied parameter) */\n",
@@ -122,10 +140,19 @@ void cg_pipe_stage_begin(CgCtx *c) {
     c->pipe_zeroed = ir_alloc(sizeof(bool) * (size_t)(g->n_values ? g->n_values : 1));
     memset(c->pipe_zeroed, 0, sizeof(bool) * (size_t)g->n_values);
     for (NodeId r = 0; r < g->n_nodes; r++) {
-        if (!lower_pipe_on(c->lp, r, c->stage)) continue;
+        if (!cg_pipe_on(c, r)) continue;
         const Node *rn = ir_node(g, r);
-        for (int i = 0; i < rn->n_in; i++)
-            if (lower_pipe_zeroed(c->lp, r, c->stage, rn->in[i])) c->pipe_zeroed[rn->in[i]] = true;
+        for (int i = 0; i < rn->n_in; i++) {
+            ValueId x = rn->in[i];
+            bool zero = lower_pipe_zeroed(c->lp, r, c->stage, x);
+            if (c->pipe_device) { /* the device's update: another device's part of a sum reads as zero */
+                uint32_t m = lower_pipe_devmask(c->lp, c->lp->pipe.mask[r]);
+                NodeId d = x < g->n_values ? ir_val(g, x)->def : IR_NONE;
+                uint32_t dm = d == IR_NONE ? 0 : lower_pipe_devmask(c->lp, c->lp->pipe.mask[d]);
+                zero = (m & (m - 1)) && dm && !(dm >> c->stage & 1u);
+            }
+            if (zero) c->pipe_zeroed[x] = true;
+        }
     }
 }
 
@@ -138,7 +165,7 @@ unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v) {
         for (int i = 0; i < n->n_in; i++)
             if (n->in[i] == v) m |= lp->pipe.mask[id];
     }
-    return m ? m : (1u << lp->pipe.stages) - 1;
+    return m ? lower_pipe_devmask(lp, m) : (1u << cg_pipe_devices(c)) - 1;
 }
 
 static int64_t align256(int64_t b) { return (b + 255) / 256 * 256; }
@@ -150,22 +177,44 @@ static int64_t list_bytes(const LowerProgram *lp, const ValueId *v, int n) {
     return b;
 }
 
-/* Stage s's pipeline buffer: p - s slots of received forward values
- * (slot bytes each), the received gradients, and the outboxes the values
- * it sends are copied into as soon as they are computed (the memory plan
- * may give their buffers to later nodes of the stage before the send). */
+/* The micro-batches of a step (the gradient accumulation's 1 / m). */
+static int pipe_micro(const CgCtx *c) {
+    int micro = 1;
+    for (NodeId id = 0; id < c->g->n_nodes; id++)
+        if (ir_node(c->g, id)->op == OP_GRAD_ACCUM && ir_node(c->g, id)->attr[0].f > 0)
+            micro = (int)(1 / ir_node(c->g, id)->attr[0].f + 0.5);
+    return micro;
+}
+
+/* Stage s's pipeline buffer: its slots of received forward values (slot
+ * bytes each; 1F1B p - s of them: the micro-batches it holds in flight;
+ * interleaved, what its schedule holds: pipeline_in_flight), the received
+ * gradients, and the outboxes the values it sends are copied into as soon as
+ * they are computed (the memory plan may give their buffers to later nodes of
+ * the stage before the send). Interleaved, a device's buffer holds those of
+ * its virtual stages one after the other: base. */
 typedef struct PipeLayout {
-    int64_t slot, gin, out_fwd, out_bwd, end;
+    int64_t base, slot, gin, out_fwd, out_bwd, end; /* offsets past base; end: its size */
+    int slots;
 } PipeLayout;
 
-static PipeLayout layout(const LowerProgram *lp, int s) {
+static PipeLayout layout1(const CgCtx *c, int s) {
+    const LowerProgram *lp = c->lp;
     const LowerPipe *pp = &lp->pipe;
     PipeLayout L = {0};
+    L.slots = pp->chunks > 1 ? pipeline_in_flight(pp->devices, pp->chunks, pipe_micro(c), s) : pp->stages - s;
     L.slot = s ? list_bytes(lp, pp->fwd[s - 1], pp->n_fwd[s - 1]) : 0;
-    L.gin = (pp->stages - s) * L.slot;
+    L.gin = L.slots * L.slot;
     L.out_fwd = L.gin + (s + 1 < pp->stages ? list_bytes(lp, pp->bwd[s], pp->n_bwd[s]) : 0);
     L.out_bwd = L.out_fwd + (s + 1 < pp->stages ? list_bytes(lp, pp->fwd[s], pp->n_fwd[s]) : 0);
     L.end = L.out_bwd + (s ? list_bytes(lp, pp->bwd[s - 1], pp->n_bwd[s - 1]) : 0);
+    return L;
+}
+
+static PipeLayout layout(const CgCtx *c, int s) {
+    PipeLayout L = layout1(c, s);
+    int D = cg_pipe_devices(c);
+    for (int q = s % D; c->lp->pipe.chunks > 1 && q < s; q += D) L.base += layout1(c, q).end;
     return L;
 }
 
@@ -190,7 +239,7 @@ static void xfer_fn(CgCtx *c, const CgOptions *o, StrBuf *m, int s, bool next, i
                      "static void %s_prev_s%d(%s *M, int send, int recv, int j) {\n"
                      "    char *slot = M->pipe.base + (size_t)(j %% %d) * %lld;\n    (void)slot;\n",
                   s, peer, P - s, px, s, px, P - s, (long long)slot_bytes);
-    PipeLayout L = layout(lp, s);
+    PipeLayout L = layout(c, s);
     int64_t roff = next ? gstash_off : 0, soff = next ? L.out_fwd : L.out_bwd; /* sends go from the outboxes */
     for (int k = 0; k < (ns > nr ? ns : nr); k++) {
         bool hs = k < ns, hr = k < nr;
@@ -223,10 +272,15 @@ static void copy_in_fn(CgCtx *c, StrBuf *m, int s, bool grads, int64_t slot_byte
     int P = pp->stages;
     const ValueId *v = grads ? pp->bwd[s] : pp->fwd[s - 1];
     int n = grads ? pp->n_bwd[s] : pp->n_fwd[s - 1];
+    PipeLayout L = layout(c, s);
+    (void)P;
     if (grads) sb_printf(m, "static void %s_grads_in_s%d(%s *M) {\n    const char *from = M->pipe.base + %lld;\n", px, s, px,
-                         (long long)gstash_off);
+                         (long long)(L.base + gstash_off));
+    else if (L.base)
+        sb_printf(m, "static void %s_restore_s%d(%s *M, int j) {\n    const char *from = M->pipe.base + %lld + (size_t)(j %% %d) * %lld;\n",
+                  px, s, px, (long long)L.base, L.slots, (long long)slot_bytes);
     else sb_printf(m, "static void %s_restore_s%d(%s *M, int j) {\n    const char *from = M->pipe.base + (size_t)(j %% %d) * %lld;\n",
-                   px, s, px, P - s, (long long)slot_bytes);
+                   px, s, px, L.slots, (long long)slot_bytes);
     int64_t off = 0;
     c->cur_node = -1;
     for (int k = 0; k < n; k++) {
@@ -241,8 +295,10 @@ static void copy_in_fn(CgCtx *c, StrBuf *m, int s, bool grads, int64_t slot_byte
 
 int64_t cg_pipe_buffer_bytes(const CgCtx *c) {
     int64_t most = 256;
-    for (int s = 0; s < c->lp->pipe.stages; s++)
-        if (layout(c->lp, s).end > most) most = layout(c->lp, s).end;
+    for (int s = 0; s < c->lp->pipe.stages; s++) {
+        PipeLayout L = layout(c, s);
+        if (L.base + L.end > most) most = L.base + L.end;
+    }
     return most;
 }
 
@@ -251,36 +307,227 @@ void cg_pipe_after_node(CgCtx *c, NodeId id) {
     const LowerPipe *pp = &lp->pipe;
     if (pp->stages <= 1 || c->stage < 0) return;
     int s = c->stage;
-    PipeLayout L = layout(lp, s);
+    if (c->pipe_device) return; /* the update sends nothing */
+    PipeLayout L = layout(c, s);
     const Node *n = ir_node(c->g, id);
     for (int dir = 0; dir < 2; dir++) { /* 0: forward values to s + 1; 1: gradients to s - 1 */
         if (dir ? s == 0 : s + 1 >= pp->stages) continue;
         const ValueId *v = dir ? pp->bwd[s - 1] : pp->fwd[s];
         int nv = dir ? pp->n_bwd[s - 1] : pp->n_fwd[s];
-        int64_t off = dir ? L.out_bwd : L.out_fwd;
+        int64_t off = L.base + (dir ? L.out_bwd : L.out_fwd);
         for (int k = 0; k < nv; off += align256(lp->v[v[k]].bytes), k++)
             for (int o = 0; o < n->n_out; o++)
                 if (n->out[o] == v[k]) {
-                    sb_printf(c->sched, "    colrt_memcpy(M->pipe.base + %lld, ", (long long)off);
+                    /* interleaved: a forward run again before its backward must not overwrite the outbox a
+                     * forward of the same virtual stage filled just before (both run before one transfer) */
+                    sb_printf(c->sched, "    %scolrt_memcpy(M->pipe.base + %lld, ", pp->chunks > 1 && !dir ? "if (!M->pipe_rerun) " : "",
+                              (long long)off);
                     NodeId save = c->cur_node;
                     c->cur_node = -1;
                     cg_ptr(c, c->sched, v[k]);
                     c->cur_node = save;
-                    sb_printf(c->sched, ", %lld, COLRT_D2D, NULL); /* %%%s, to send to stage %d */\n",
-                              (long long)lp->v[v[k]].bytes, ir_val(c->g, v[k])->name, dir ? s - 1 : s + 1);
+                    sb_printf(c->sched, ", %lld, COLRT_D2D, NULL); /* %%%s, to send to %sstage %d */\n",
+                              (long long)lp->v[v[k]].bytes, ir_val(c->g, v[k])->name, pp->chunks > 1 ? "virtual " : "",
+                              dir ? s - 1 : s + 1);
                 }
     }
+}
+
+/* The loss summed over the stages, train_step's tail and forward: the same
+ * for both schedules. last: the device computing the loss. */
+static void emit_tail(CgCtx *c, StrBuf *m, const CgOptions *o, int last) {
+    const char *px = c->prefix;
+    int ax = o->mesh_axes, D = cg_pipe_devices(c);
+    sb_printf(m, "/* The sum over the stages of each one's loss (only the last stage computes one). */\n"
+                 "static double %s_stages_sum(%s *M, double l) {\n"
+                 "    float f = (float)l;\n"
+                 "    colrt_memcpy(M->arena.base + %s, &f, 4, COLRT_H2D, NULL);\n"
+                 "    colrt_all_reduce(M->mesh, %d, M->arena.base + %s, M->arena.base + %s, 1, COLRT_F32, COLRT_SUM, NULL);\n"
+                 "    colrt_memcpy(&f, M->arena.base + %s, 4, COLRT_D2H, NULL);\n"
+                 "    colrt_device_sync();\n"
+                 "    return f;\n}\n\n",
+              px, px, cg_scratch(c, 192).s, ax, cg_scratch(c, 192).s, cg_scratch(c, 192).s, cg_scratch(c, 192).s);
+    sb_printf(m, "static float %s_loss(%s *M) { return (float)%s_stages_sum(M, M->stage == %d ? %s_loss_local(M) : 0.0); }\n\n",
+              px, px, px, last, px);
+    sb_printf(m, "float %s_train_step(%s *M, const %s_inputs *in, float lr) {\n"
+                 "    double t0 = %s_now(), l = 0;\n"
+                 "    M->step++;\n"
+                 "    switch (M->stage) {\n",
+              px, px, px, px);
+    for (int s = 0; s < D; s++) {
+        sb_printf(m, "    case %d:\n        l = %s_run_s%d(M, in, lr);\n        %s_update_nodes_s%d(M);\n        break;\n", s, px,
+                  s, px, s);
+    }
+    sb_printf(m, "    }\n"
+                 "    if (%s_MICRO_BATCHES > 1) %s_clear_accumulators(M);\n"
+                 "    l = %s_stages_sum(M, l);\n"
+                 "    colrt_device_sync();\n"
+                 "    M->stats.last_step_s = %s_now() - t0;\n"
+                 "    M->stats.total_step_s += M->stats.last_step_s;\n"
+                 "    M->stats.steps++;\n"
+                 "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
+              px, px, px, px, px);
+    sb_printf(m, "float %s_forward(%s *M, const %s_inputs *in) {\n"
+                 "    double l = 0;\n"
+                 "    for (int j = 0; j < %s_MICRO_BATCHES; j++) {\n"
+                 "        %s_feed(M, in, j, 0.0f);\n"
+                 "        %s_forward_nodes(M);\n"
+                 "        if (M->stage == %d) l += %s_loss_local(M);\n"
+                 "    }\n"
+                 "    return (float)(%s_stages_sum(M, l) / %s_MICRO_BATCHES);\n}\n\n",
+              px, px, px, px, px, px, last, px, px, px);
+}
+
+/* One message of the interleaved schedule as the transfer function's case:
+ * its buffer on this rank (an outbox, a slot, the gradient stash), its
+ * 16-bit words, the peer's coordinate. */
+static void ileave_msg_case(CgCtx *c, StrBuf *m, int q, bool send, bool grad) {
+    const LowerProgram *lp = c->lp;
+    const LowerPipe *pp = &lp->pipe;
+    int D = cg_pipe_devices(c);
+    /* forward values of q -> q + 1 (q's outbox, q + 1's slot), gradients of q -> q - 1 (q's outbox, q - 1's stash) */
+    int64_t words = grad ? list_bytes(lp, pp->bwd[q - 1], pp->n_bwd[q - 1]) / 2 : list_bytes(lp, pp->fwd[q], pp->n_fwd[q]) / 2;
+    int at = send ? q : grad ? q - 1 : q + 1, peer = send ? (grad ? q - 1 : q + 1) % D : q % D;
+    PipeLayout L = layout(c, at);
+    sb_printf(m, "        case %d: /* %s %s of virtual stage %d for virtual stage %d */\n", (q * 2 + grad) * 2 + send,
+              send ? "send the" : "receive the", grad ? "gradients" : "forward values", q, grad ? q - 1 : q + 1);
+    if (send)
+        sb_printf(m, "            x[i].buf = M->pipe.base + %lld;\n", (long long)(L.base + (grad ? L.out_bwd : L.out_fwd)));
+    else if (grad)
+        sb_printf(m, "            x[i].buf = M->pipe.base + %lld;\n", (long long)(L.base + L.gin));
+    else
+        sb_printf(m, "            x[i].buf = M->pipe.base + %lld + (size_t)(op[3] %% %d) * %lld;\n", (long long)L.base, L.slots,
+                  (long long)L.slot);
+    sb_printf(m, "            x[i].count = %lld, x[i].peer = %d;\n            break;\n", (long long)words, peer);
+}
+
+/* Interleaved 1F1B (docs/pipeline.md): each device runs the forward and
+ * backward functions of its virtual stages s, s + D, ... from one table of
+ * actions (solver/pipeline.c builds and checks it); a transfer action is one
+ * colrt_sendrecv_batch of up to two sends and two receives, each message's
+ * buffer a virtual stage's outbox, slot or gradient stash. */
+static bool emit_interleaved(CgCtx *c, StrBuf *m, const CgOptions *o) {
+    const LowerProgram *lp = c->lp;
+    const LowerPipe *pp = &lp->pipe;
+    const char *px = c->prefix;
+    int V = pp->stages, D = cg_pipe_devices(c), v = pp->chunks, micro = pipe_micro(c), ax = o->mesh_axes;
+    PipeAction *acts[PLACE_MAX_STAGES];
+    int na[PLACE_MAX_STAGES];
+    for (int d = 0; d < D; d++) {
+        acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, micro));
+        na[d] = pipeline_schedule(D, v, micro, d, acts[d]);
+    }
+    StrBuf why;
+    sb_init(&why);
+    bool ok = pipeline_check_schedule(D, v, micro, acts, na, &why);
+    if (!ok)
+        sb_printf(c->err, "the interleaved 1F1B schedule of %d stages x %d model chunks and %d micro-batches fails its check: %s",
+                  D, v, micro, sb_cstr(&why));
+    sb_free(&why);
+    bool rerun_last = pipeline_last_reruns(D, v, micro);
+    for (int q = 0; ok && q < V; q++) { /* the copies from the pipeline buffer */
+        PipeLayout L = layout(c, q);
+        sb_printf(m, "/* ---- virtual stage %d of %d (model chunk %d on stage %d) ---- */\n\n", q, V, q / D, q % D);
+        if (q) copy_in_fn(c, m, q, false, L.slot, L.gin);
+        if (q + 1 < V) copy_in_fn(c, m, q, true, L.slot, L.gin);
+    }
+    if (ok) { /* the transfers */
+        sb_printf(m, "/* A transfer action's messages, each {send, gradients, virtual stage sending it, micro-batch},\n"
+                     " * posted together (colrt_sendrecv_batch: receives, then sends, each in order). */\n"
+                     "static void %s_xfer(%s *M, const int *op, int n) {\n"
+                     "    colrt_p2p_op x[4];\n"
+                     "    for (int i = 0; i < n; i++, op += 4) {\n"
+                     "        x[i].send = op[0];\n"
+                     "        switch ((op[2] * 2 + op[1]) * 2 + op[0]) {\n",
+                  px, px);
+        for (int q = 0; q < V; q++)
+            for (int grad = 0; grad < 2; grad++)
+                for (int send = 0; send < 2; send++) {
+                    if (grad ? q == 0 : q + 1 == V) continue;
+                    ileave_msg_case(c, m, q, send, grad);
+                }
+        sb_printf(m, "        default: colrt_die(\"%s: no such pipeline message\");\n"
+                     "        }\n    }\n"
+                     "    colrt_sendrecv_batch(M->mesh, %d, x, n, COLRT_F16, NULL);\n}\n\n",
+                  px, ax);
+    }
+    for (int d = 0; ok && d < D; d++) {
+        sb_printf(m, "/* Stage %d's interleaved 1F1B schedule (solver/pipeline.c): {action, model chunk, micro-batch,\n"
+                     " * messages, then each message's {send, gradients, virtual stage, micro-batch}}; actions: 0 forward,\n"
+                     " * 1 backward, 4 transfer. */\n"
+                     "static const int %s_sched_s%d[%d][20] = {\n",
+                  d, px, d, na[d]);
+        for (int k = 0; k < na[d]; k++) {
+            const PipeAction *a = &acts[d][k];
+            if (a->kind != PA_XFER) {
+                sb_printf(m, "    {%d, %d, %d},\n", (int)a->kind, a->chunk, a->mb);
+                continue;
+            }
+            sb_printf(m, "    {4, 0, 0, %d", a->n_send + a->n_recv);
+            for (int i = 0; i < a->n_send; i++)
+                sb_printf(m, ", 1, %d, %d, %d", a->sends[i].grad, a->sends[i].q, a->sends[i].mb);
+            for (int i = 0; i < a->n_recv; i++)
+                sb_printf(m, ", 0, %d, %d, %d", a->recvs[i].grad, a->recvs[i].q, a->recvs[i].mb);
+            sb_puts(m, "},\n");
+        }
+        sb_puts(m, "};\n\n");
+        sb_printf(m, "static double %s_run_s%d(%s *M, const %s_inputs *in, float lr) {\n    double l = 0;\n"
+                     "    for (int k = 0; k < %d; k++) {\n        const int *a = %s_sched_s%d[k];\n        switch (a[0]) {\n"
+                     "        case 0:\n            %s_feed(M, in, a[2], lr);\n            switch (a[1]) {\n",
+                  px, d, px, px, na[d], px, d, px);
+        for (int ch = 0; ch < v; ch++) {
+            int q = ch * D + d;
+            sb_printf(m, "            case %d:\n", ch);
+            if (q) sb_printf(m, "                %s_restore_s%d(M, a[2]);\n", px, q);
+            sb_printf(m, "                %s_forward_nodes_s%d(M);\n", px, q);
+            if (q == V - 1) sb_printf(m, "                l += %s_loss_local(M);\n", px);
+            sb_puts(m, "                break;\n");
+        }
+        sb_puts(m, "            }\n            break;\n        case 1:\n            switch (a[1]) {\n");
+        for (int ch = 0; ch < v; ch++) {
+            int q = ch * D + d;
+            sb_printf(m, "            case %d:\n", ch);
+            if (q + 1 < V || rerun_last) { /* the forward again, from the micro-batch's inputs */
+                sb_printf(m, "                %s_feed(M, in, a[2], lr);\n", px);
+                if (q) sb_printf(m, "                %s_restore_s%d(M, a[2]);\n", px, q);
+                sb_printf(m, "                M->pipe_rerun = 1;\n                %s_forward_nodes_s%d(M);\n"
+                             "                M->pipe_rerun = 0;\n", px, q);
+            }
+            if (q + 1 < V) sb_printf(m, "                %s_grads_in_s%d(M);\n", px, q);
+            sb_printf(m, "                %s_backward_nodes_s%d(M);\n                break;\n", px, q);
+        }
+        sb_printf(m, "            }\n            break;\n        case 4: %s_xfer(M, a + 4, a[3]); break;\n"
+                     "        }\n    }\n    (void)in, (void)lr;\n    return l;\n}\n\n",
+                  px);
+    }
+    for (int d = 0; d < D; d++) ir_free(acts[d]);
+    if (!ok) return false;
+    /* the read-outs' pass: one micro-batch (fed already) through the virtual stages in order */
+    sb_printf(m, "/* One micro-batch (fed already) through the pipeline's forward: the read-outs' pass. */\n"
+                 "static void %s_forward_nodes(%s *M) {\n    switch (M->stage) {\n", px, px);
+    for (int d = 0; d < D; d++) {
+        sb_printf(m, "    case %d:\n", d);
+        for (int q = d; q < V; q += D) {
+            if (q) sb_printf(m, "        {\n            const int op[4] = {0, 0, %d, 0};\n            %s_xfer(M, op, 1);\n"
+                                "        }\n        %s_restore_s%d(M, 0);\n", q - 1, px, px, q);
+            sb_printf(m, "        %s_forward_nodes_s%d(M);\n", px, q);
+            if (q + 1 < V) sb_printf(m, "        {\n            const int op[4] = {1, 0, %d, 0};\n            %s_xfer(M, op, 1);\n"
+                                        "        }\n", q, px);
+        }
+        sb_puts(m, "        break;\n");
+    }
+    sb_puts(m, "    }\n}\n\n");
+    emit_tail(c, m, o, D - 1);
+    return true;
 }
 
 bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o) {
     const LowerProgram *lp = c->lp;
     const LowerPipe *pp = &lp->pipe;
     const char *px = c->prefix;
-    int P = pp->stages, ax = o->mesh_axes;
-    int micro = 1;
-    for (NodeId id = 0; id < c->g->n_nodes; id++)
-        if (ir_node(c->g, id)->op == OP_GRAD_ACCUM && ir_node(c->g, id)->attr[0].f > 0)
-            micro = (int)(1 / ir_node(c->g, id)->attr[0].f + 0.5);
+    if (pp->chunks > 1) return emit_interleaved(c, m, o);
+    int P = pp->stages;
+    int micro = pipe_micro(c);
     /* the schedules, checked against each other before they are written */
     PipeAction *acts[PLACE_MAX_STAGES];
     int na[PLACE_MAX_STAGES];
@@ -340,41 +587,6 @@ bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o) {
         sb_puts(m, "        break;\n");
     }
     sb_puts(m, "    }\n}\n\n");
-    sb_printf(m, "/* The sum over the stages of each one's loss (only the last stage computes one). */\n"
-                 "static double %s_stages_sum(%s *M, double l) {\n"
-                 "    float f = (float)l;\n"
-                 "    colrt_memcpy(M->arena.base + %s, &f, 4, COLRT_H2D, NULL);\n"
-                 "    colrt_all_reduce(M->mesh, %d, M->arena.base + %s, M->arena.base + %s, 1, COLRT_F32, COLRT_SUM, NULL);\n"
-                 "    colrt_memcpy(&f, M->arena.base + %s, 4, COLRT_D2H, NULL);\n"
-                 "    colrt_device_sync();\n"
-                 "    return f;\n}\n\n",
-              px, px, cg_scratch(c, 192).s, ax, cg_scratch(c, 192).s, cg_scratch(c, 192).s, cg_scratch(c, 192).s);
-    sb_printf(m, "static float %s_loss(%s *M) { return (float)%s_stages_sum(M, M->stage == %d ? %s_loss_local(M) : 0.0); }\n\n",
-              px, px, px, P - 1, px);
-    sb_printf(m, "float %s_train_step(%s *M, const %s_inputs *in, float lr) {\n"
-                 "    double t0 = %s_now(), l = 0;\n"
-                 "    M->step++;\n"
-                 "    switch (M->stage) {\n",
-              px, px, px, px);
-    for (int s = 0; s < P; s++)
-        sb_printf(m, "    case %d:\n        l = %s_run_s%d(M, in, lr);\n        %s_update_nodes_s%d(M);\n        break;\n", s, px, s, px, s);
-    sb_printf(m, "    }\n"
-                 "    if (%s_MICRO_BATCHES > 1) %s_clear_accumulators(M);\n"
-                 "    l = %s_stages_sum(M, l);\n"
-                 "    colrt_device_sync();\n"
-                 "    M->stats.last_step_s = %s_now() - t0;\n"
-                 "    M->stats.total_step_s += M->stats.last_step_s;\n"
-                 "    M->stats.steps++;\n"
-                 "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
-              px, px, px, px, px);
-    sb_printf(m, "float %s_forward(%s *M, const %s_inputs *in) {\n"
-                 "    double l = 0;\n"
-                 "    for (int j = 0; j < %s_MICRO_BATCHES; j++) {\n"
-                 "        %s_feed(M, in, j, 0.0f);\n"
-                 "        %s_forward_nodes(M);\n"
-                 "        if (M->stage == %d) l += %s_loss_local(M);\n"
-                 "    }\n"
-                 "    return (float)(%s_stages_sum(M, l) / %s_MICRO_BATCHES);\n}\n\n",
-              px, px, px, px, px, px, P - 1, px, px, px);
+    emit_tail(c, m, o, P - 1);
     return true;
 }

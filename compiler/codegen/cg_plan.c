@@ -40,7 +40,8 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
      * (pipeline.stages[s].memory: planned_arena_bytes, lower_bound_bytes,
      * planned_over_predicted against that stage's peak_bytes) */
     cJSON *stages = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "pipeline"), "stages");
-    for (int s = 0; lp->pipe.stages > 1 && s < lp->pipe.stages; s++) {
+    int devices = lp->pipe.chunks > 1 ? lp->pipe.devices : lp->pipe.stages; /* each device's plan */
+    for (int s = 0; lp->pipe.stages > 1 && s < devices; s++) {
         cJSON *sm = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(stages, s), "memory");
         if (!sm) continue;
         cJSON_DeleteItemFromObjectCaseSensitive(sm, "planned_arena_bytes");

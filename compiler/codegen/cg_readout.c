@@ -72,7 +72,7 @@ static void logits_body(CgCtx *c, StrBuf *m, const CgOptions *o, NodeId ce, int 
     sb_printf(m, "    int writer = 1;\n    for (int a = 0; a < %s_mesh_axes; a++)\n"
                  "        if (((%uu >> a) & 1u) && colrt_mesh_coord(M->mesh, a) != 0) writer = 0;\n", px, rep);
     if (cg_pipelined(c)) /* the last stage computes the logits; the sum over the mesh adds nothing else */
-        sb_printf(m, "    if (M->stage != %d) writer = 0;\n", lp->pipe.stages - 1);
+        sb_printf(m, "    if (M->stage != %d) writer = 0;\n", cg_pipe_devices(c) - 1);
     sb_printf(m, "    if (pos < 0 || pos >= %lld) colrt_die(\"%s_logits: position %%lld outside 0..%lld\", (long long)pos);\n",
               (long long)(seq ? gs.d[1] : 1), px, (long long)(seq ? gs.d[1] - 1 : 0));
     sb_printf(m, "    const size_t total = (size_t)%d * (size_t)GR * (size_t)GV;\n", micro);

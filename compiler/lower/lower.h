@@ -169,7 +169,9 @@ typedef struct LowerPipeSum {
 } LowerPipeSum;
 
 typedef struct LowerPipe {
-    int stages;                /* 1: not pipelined (the rest empty) */
+    int stages;                /* 1: not pipelined (the rest empty); interleaved: the virtual stages */
+    int chunks, devices;       /* model chunks per device (1: 1F1B) and the devices: virtual stage
+                                * s runs on device s % devices (the ranks' stage coordinate) */
     const uint32_t *mask;      /* per node: bit s, it runs on stage s (the Placement's) */
     int n_fwd[PLACE_MAX_STAGES], n_bwd[PLACE_MAX_STAGES];
     ValueId *fwd[PLACE_MAX_STAGES], *bwd[PLACE_MAX_STAGES];
@@ -322,6 +324,10 @@ ValueId lower_zero_gather_target(const LowerProgram *p, NodeId id);
  * stage s, reads operand v as zero (a part another stage computes: the node
  * sums the stages' parts, finished by a LowerPipeSum). */
 bool lower_pipe_on(const LowerProgram *p, NodeId id, int s);
+/* Whether node id runs on device d (one of its virtual stages is there; 1F1B: lower_pipe_on). */
+bool lower_pipe_on_device(const LowerProgram *p, NodeId id, int d);
+/* A mask of (virtual) stages as the devices running them. */
+uint32_t lower_pipe_devmask(const LowerProgram *p, uint32_t stages);
 /* Host offload: node id's entry (an update that runs on the host), or NULL;
  * whether value v's buffer is in the host arena. */
 const LowerOffload *lower_offload_of(const LowerProgram *p, NodeId id);

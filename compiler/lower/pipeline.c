@@ -25,6 +25,19 @@ bool lower_pipe_on(const LowerProgram *p, NodeId id, int s) {
     return p->pipe.stages <= 1 || (p->pipe.mask[id] >> s & 1u);
 }
 
+uint32_t lower_pipe_devmask(const LowerProgram *p, uint32_t stages) {
+    const LowerPipe *pp = &p->pipe;
+    if (pp->chunks <= 1 || pp->devices <= 0) return stages;
+    uint32_t m = 0;
+    for (int q = 0; q < pp->stages && q < 32; q++)
+        if (stages >> q & 1u) m |= 1u << (q % pp->devices);
+    return m;
+}
+
+bool lower_pipe_on_device(const LowerProgram *p, NodeId id, int d) {
+    return p->pipe.stages <= 1 || (lower_pipe_devmask(p, p->pipe.mask[id]) >> d & 1u);
+}
+
 static uint32_t def_mask(const LowerProgram *p, ValueId v) {
     const Value *x = ir_val(p->g, v);
     return x->def == IR_NONE ? 0 : p->pipe.mask[x->def];
@@ -67,6 +80,8 @@ bool lower_pass_pipeline(LowerCtx *c) {
         }
     LowerPipe *pp = &p->pipe;
     pp->stages = pl->stages;
+    pp->chunks = pl->chunks > 1 ? pl->chunks : 1;
+    pp->devices = placement_pipe_devices(pl);
     pp->mask = pl->stage_mask;
     uint32_t all = pl->stages >= 32 ? ~0u : (1u << pl->stages) - 1;
     int step_begin = g->n_nodes;

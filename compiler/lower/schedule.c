@@ -259,10 +259,13 @@ static void buffer_stages(const Graph *g, LowerProgram *p, const int *tn, const 
             if (x->role == ROLE_INPUT || x->role == ROLE_HYPER || (x->flags & VF_OUTPUT)) every[r] = true;
         }
     }
-    uint32_t all = p->pipe.stages >= 32 ? ~0u : (1u << p->pipe.stages) - 1;
+    /* interleaved: the devices holding it (the virtual stages of a device share its memory plan) */
+    int D = p->pipe.chunks > 1 ? p->pipe.devices : p->pipe.stages;
+    uint32_t all = D >= 32 ? ~0u : (1u << D) - 1;
     for (int i = 0; i < nb; i++) {
         ValueId r = buf_val[i];
-        bufs[i].stages = every[r] || !m[r] || (m[r] & all) == all ? 0 : m[r];
+        uint32_t dm = lower_pipe_devmask(p, m[r]);
+        bufs[i].stages = every[r] || !dm || (dm & all) == all ? 0 : dm;
     }
     ir_free(lu);
     ir_free(every);
@@ -341,7 +344,8 @@ bool lower_pass_schedule(LowerCtx *c) {
             (src >= nv || ir_val(g, src)->dtype == ir_val(g, n->out[0])->dtype))
             a->reuse = buf_of[src];
     }
-    int P = p->pipe.stages > 1 ? p->pipe.stages : 1;
+    /* P: the ranks' stages, the devices along the pipeline (interleaved: each holds several virtual stages) */
+    int P = p->pipe.stages > 1 ? (p->pipe.chunks > 1 ? p->pipe.devices : p->pipe.stages) : 1;
     if (P > 1) buffer_stages(g, p, tn, tx, tend, bufs, buf_val, nb);
     MemPlanStats st = mem_plan(bufs, nb, p->opt.alignment);
     char why[200];
@@ -372,7 +376,7 @@ bool lower_pass_schedule(LowerCtx *c) {
     memset(p->live_bytes, 0, sizeof(int64_t) * (size_t)(nn + 1));
     for (NodeId id = 0; id < nn; id++)
         for (int s = 0; s < P; s++) {
-            if (P > 1 && !lower_pipe_on(p, id, s)) continue;
+            if (P > 1 && !lower_pipe_on_device(p, id, s)) continue;
             const int64_t *lt = live_t + (size_t)s * (size_t)(tend + 1);
             for (int t = T_START(id); t <= tn[id]; t++)
                 if (lt[t] > p->live_bytes[id]) p->live_bytes[id] = lt[t];

@@ -517,11 +517,17 @@ static void pipeline_timeline(StrBuf *o, const RepDoc *d) {
     if (!(T > 0)) return;
     char t1[32], t2[32];
     heading(o, "Pipeline timeline");
-    sb_printf(o, "<div class=note>One step as priced: each stage's 1F1B table replayed with its own times (%s, idle "
+    int V = cJSON_IsNumber(rep_get(pp, "chunks")) ? rep_int(pp, "chunks") : 1;
+    sb_printf(o, "<div class=note>One step as priced: each stage's %s table replayed with its own times (%s, idle "
                  "%.1f%% of p x step). Forward, backward (with the forward again before it on every stage but the "
                  "last), transfers with a neighbour (waiting for it included), then the update; the light rest of "
-                 "each lane idles. Hover for each action.</div>",
-              T(t1, T), 100 * rep_num(pp, "idle_fraction"));
+                 "each lane idles. Hover for each action.",
+              V > 1 ? "interleaved 1F1B" : "1F1B", T(t1, T), 100 * rep_num(pp, "idle_fraction"));
+    if (V > 1)
+        sb_printf(o, " Each stage holds %d model chunks: a compute action is labelled chunk.micro-batch, the chunks after "
+                     "the first drawn in a darker shade.",
+                  V);
+    sb_puts(o, "</div>");
     const double lane = 22, gap = 8, top = 30, left = 70, right = 20, W = 1100;
     double H = top + P * (lane + gap) + 26;
     sb_printf(o, "<svg xmlns='http://www.w3.org/2000/svg' width='%.0f' height='%.0f' viewBox='0 0 %.0f %.0f' role='img' "
@@ -544,16 +550,31 @@ static void pipeline_timeline(StrBuf *o, const RepDoc *d) {
         cJSON_ArrayForEach(a, rep_get(s, "actions")) {
             const char *dd = rep_str(a, "do");
             int kind = !strcmp(dd, "forward") ? 0 : !strcmp(dd, "backward") ? 1 : !strcmp(dd, "next") ? 2 : 3;
+            int chunk = cJSON_IsNumber(rep_get(a, "chunk")) ? rep_int(a, "chunk") : -1; /* interleaved: its model chunk */
             double a0 = rep_num(a, "start_s"), a1 = rep_num(a, "end_s");
             last = fmax(last, a1);
             if (!(a1 > a0)) continue;
             double x = TX(a0), w = fmax(TX(a1) - x, 0.5), h = kind >= 2 ? lane / 3 : lane;
-            sb_printf(o, "<g class=act><title>stage %d: %s, micro-batch %d, %s to %s</title>", i, what[kind],
-                      rep_int(a, "micro_batch"), T(t1, a0), T(t2, a1));
-            sb_printf(o, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s'/>", x, y + lane - h, w, h, fill[kind]);
-            if (kind < 2 && w >= 14)
-                sb_printf(o, "<text x='%.1f' y='%.1f' font-size='10' text-anchor='middle' fill='#fff'>%d</text>", x + w / 2,
-                          y + lane / 2 + 4, rep_int(a, "micro_batch"));
+            if (chunk >= 0)
+                sb_printf(o, "<g class=act><title>stage %d: %s of model chunk %d (virtual stage %d), micro-batch %d, %s to %s</title>",
+                          i, what[kind], chunk, chunk * P + i, rep_int(a, "micro_batch"), T(t1, a0), T(t2, a1));
+            else if (kind == 3 && !strcmp(dd, "transfer"))
+                sb_printf(o, "<g class=act><title>stage %d: transfers with its neighbours, %s to %s</title>", i, T(t1, a0),
+                          T(t2, a1));
+            else
+                sb_printf(o, "<g class=act><title>stage %d: %s, micro-batch %d, %s to %s</title>", i, what[kind],
+                          rep_int(a, "micro_batch"), T(t1, a0), T(t2, a1));
+            /* model chunks after the first a darker shade of their kind's colour */
+            sb_printf(o, "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='%s'%s/>", x, y + lane - h, w, h, fill[kind],
+                      chunk > 0 ? " fill-opacity='0.6' stroke='#1b2a45' stroke-width='0.6'" : "");
+            if (kind < 2 && w >= 14) {
+                if (chunk >= 0)
+                    sb_printf(o, "<text x='%.1f' y='%.1f' font-size='10' text-anchor='middle' fill='#fff'>%d.%d</text>", x + w / 2,
+                              y + lane / 2 + 4, chunk, rep_int(a, "micro_batch"));
+                else
+                    sb_printf(o, "<text x='%.1f' y='%.1f' font-size='10' text-anchor='middle' fill='#fff'>%d</text>", x + w / 2,
+                              y + lane / 2 + 4, rep_int(a, "micro_batch"));
+            }
             sb_puts(o, "</g>");
         }
         double e = rep_num(s, "end_s");

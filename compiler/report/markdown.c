@@ -189,17 +189,23 @@ static void pipeline_stages(const cJSON *r, StrBuf *o) {
     if (!pp || n < 2) return;
     char a[32], b[32], c[32], d[32], f[32], h[32], q[32];
     bool priced = cJSON_IsNumber(rep_get(pp, "step_time_s"));
-    sb_printf(o, "## Pipeline stages\n\n%d stages, schedule %s over %d micro-batches: the schedule's bubble is %.1f%% "
-                 "((p - 1) / (m + p - 1) for equal stages).",
-              n, rep_str(pp, "schedule"), rep_int(pp, "micro_batches"), 100 * rep_num(pp, "bubble_fraction"));
+    int V = cJSON_IsNumber(rep_get(pp, "chunks")) ? rep_int(pp, "chunks") : 1;
+    if (V > 1) /* interleaved: v model chunks per stage */
+        sb_printf(o, "## Pipeline stages\n\n%d stages of %d model chunks each, schedule %s over %d micro-batches: the "
+                     "schedule's bubble is %.1f%% ((p - 1) / (v m + p - 1) for equal stages).",
+                  n, V, rep_str(pp, "schedule"), rep_int(pp, "micro_batches"), 100 * rep_num(pp, "bubble_fraction"));
+    else
+        sb_printf(o, "## Pipeline stages\n\n%d stages, schedule %s over %d micro-batches: the schedule's bubble is %.1f%% "
+                     "((p - 1) / (m + p - 1) for equal stages).",
+                  n, rep_str(pp, "schedule"), rep_int(pp, "micro_batches"), 100 * rep_num(pp, "bubble_fraction"));
     if (priced) /* pipeprice.c: the stages' action tables replayed with their own times */
         sb_printf(o, " Replayed with each stage's own times and the %s link's transfers, the step takes %s and the "
                      "stages idle %.1f%% of it; the tied parameters' all-reduce takes %s. Per micro-batch: forward, "
-                     "backward (with the forward again on every stage but the last), the message to the next stage; "
-                     "memory: what the stage holds at its peak, of it the pipeline buffer (p - s micro-batches' inputs "
-                     "in flight, the outboxes).",
+                     "backward (with the forward again on every stage but the last), the message to the next stage%s; "
+                     "memory: what the stage holds at its peak, of it the pipeline buffer (%s, the outboxes).",
                   rep_str(rep_get(pp, "link"), "link"), T(a, rep_num(pp, "step_time_s")), 100 * rep_num(pp, "idle_fraction"),
-                  T(b, rep_num(pp, "tied_all_reduce_s")));
+                  T(b, rep_num(pp, "tied_all_reduce_s")), V > 1 ? " (its chunks' messages together)" : "",
+                  V > 1 ? "the inputs each of its virtual stages holds in flight" : "p - s micro-batches' inputs in flight");
     double eq = rep_num(pp, "equal_ranges_step_time_s");
     if (priced && eq > rep_num(pp, "step_time_s")) /* pipeline_rebalance moved the boundaries */
         sb_printf(o, " The stage boundaries were moved by cost: nearly equal ranges would take %s.", T(a, eq));
@@ -211,8 +217,16 @@ static void pipeline_stages(const cJSON *r, StrBuf *o) {
                         "|---:|---|---|---|---:|---:|---:|---:|\n");
     cJSON_ArrayForEach(e, st) {
         int first = rep_int(e, "first_instance"), cnt = rep_int(e, "instances");
-        sb_printf(o, "| %d | %s[%d..%d] | %s%s%s | ", rep_int(e, "stage"), rep_str(e, "block"), first, first + cnt - 1,
-                  cJSON_IsTrue(rep_get(e, "embedding")) ? "embedding" : "",
+        const cJSON *ch = rep_get(e, "model_chunks"), *y;
+        if (cJSON_GetArraySize(ch) > 0) { /* interleaved: each model chunk's range */
+            sb_printf(o, "| %d | ", rep_int(e, "stage"));
+            int n_ch = 0;
+            cJSON_ArrayForEach(y, ch) {
+                int f0 = rep_int(y, "first_instance"), c0 = rep_int(y, "instances");
+                sb_printf(o, "%s%s[%d..%d]", n_ch++ ? ", " : "", rep_str(e, "block"), f0, f0 + c0 - 1);
+            }
+        } else sb_printf(o, "| %d | %s[%d..%d]", rep_int(e, "stage"), rep_str(e, "block"), first, first + cnt - 1);
+        sb_printf(o, " | %s%s%s | ", cJSON_IsTrue(rep_get(e, "embedding")) ? "embedding" : "",
                   cJSON_IsTrue(rep_get(e, "embedding")) && cJSON_IsTrue(rep_get(e, "head")) ? ", " : "",
                   cJSON_IsTrue(rep_get(e, "head")) ? "head, loss" : "");
         const cJSON *x;

@@ -256,6 +256,21 @@ void colrt_recv(colrt_mesh *m, int axis, int peer, void *buf, size_t count, colr
                 colrt_stream *s);
 void colrt_sendrecv(colrt_mesh *m, int axis, int send_peer, const void *send, size_t send_count,
                     int recv_peer, void *recv, size_t recv_count, colrt_dtype t, colrt_stream *s);
+/* Several transfers along one axis posted together and waited for together
+ * (Megatron-LM's batched isend/irecv): an interleaved pipeline's step sends
+ * two results and receives two inputs at once, with 2 stages to and from the
+ * same neighbour both ways. Each op sends (send != 0) or receives `count`
+ * elements of dtype t with the rank at coordinate `peer` on the axis. The
+ * receives are posted in their order, then the sends in theirs, so a pair's
+ * messages match in the order each side lists them. At most
+ * COLRT_P2P_BATCH_MAX ops; CPU and CUDA as colrt_sendrecv. */
+#define COLRT_P2P_BATCH_MAX 8
+typedef struct colrt_p2p_op {
+    int send, peer;
+    void *buf;
+    size_t count;
+} colrt_p2p_op;
+void colrt_sendrecv_batch(colrt_mesh *m, int axis, const colrt_p2p_op *ops, int n, colrt_dtype t, colrt_stream *s);
 /* The sum of buf on this rank and on the peer, in place on both (the same
  * bits on both: IEEE addition commutes), over the pair's communicator: a
  * parameter held by two pipeline stages (tied embeddings) stays equal when

@@ -38,6 +38,30 @@ void colrt_sendrecv(colrt_mesh *m, int axis, int send_peer, const void *send, si
     colrt__coll_end();
 }
 
+void colrt_sendrecv_batch(colrt_mesh *m, int axis, const colrt_p2p_op *ops, int n, colrt_dtype t, colrt_stream *s) {
+    if (n < 1 || n > COLRT_P2P_BATCH_MAX) colrt_die("sendrecv_batch: %d transfers (1 to %d)", n, COLRT_P2P_BATCH_MAX);
+    MPI_Datatype dt = colrt__mpi_type(t);
+    MPI_Request r[COLRT_P2P_BATCH_MAX];
+    int nr = 0;
+    for (int i = 0; i < n; i++) {
+        if (ops[i].peer < 0) colrt_die("sendrecv_batch: peer coordinate %d on mesh axis %d is not a rank's", ops[i].peer, axis);
+        if (!ops[i].buf && ops[i].count) colrt_die("sendrecv_batch: a NULL buffer for %zu elements", ops[i].count);
+        colrt__pair_comm(m, axis, ops[i].peer, ops[i].send ? "send" : "recv");
+    }
+    colrt__stream_order(s);
+    for (int pass = 0; pass < 2; pass++) /* the receives first, then the sends, each in order */
+        for (int i = 0; i < n; i++) {
+            if (!ops[i].send != !pass) continue;
+            MPI_Comm c = colrt__pair_comm(m, axis, ops[i].peer, pass ? "send" : "recv");
+            int cnt = icount(ops[i].count, "sendrecv_batch"), peer = colrt__pair_peer_rank(m, axis, ops[i].peer);
+            if (pass) COLRT_MPI(MPI_Isend(ops[i].buf, cnt, dt, peer, 0, c, &r[nr++]));
+            else COLRT_MPI(MPI_Irecv(ops[i].buf, cnt, dt, peer, 0, c, &r[nr++]));
+        }
+    colrt__coll_begin(colrt__p2p_what("sendrecv_batch", ops[0].send ? ops[0].peer : -1, ops[0].send ? -1 : ops[0].peer), axis);
+    COLRT_MPI(MPI_Waitall(nr, r, MPI_STATUSES_IGNORE));
+    colrt__coll_end();
+}
+
 void colrt_send(colrt_mesh *m, int axis, int peer, const void *buf, size_t count, colrt_dtype t, colrt_stream *s) {
     if (peer < 0) colrt_die("send: peer coordinate %d on mesh axis %d is not a rank's", peer, axis);
     colrt_sendrecv(m, axis, peer, buf, count, -1, NULL, 0, t, s);

@@ -239,6 +239,25 @@ void colrt_sendrecv(colrt_mesh *m, int axis, int send_peer, const void *send, si
     COLRT_NCCL(ncclGroupEnd());
 }
 
+void colrt_sendrecv_batch(colrt_mesh *m, int axis, const colrt_p2p_op *ops, int n, colrt_dtype t, colrt_stream *s) {
+    if (n < 1 || n > COLRT_P2P_BATCH_MAX) colrt_die("sendrecv_batch: %d transfers (1 to %d)", n, COLRT_P2P_BATCH_MAX);
+    for (int i = 0; i < n; i++) {
+        if (ops[i].peer < 0) colrt_die("sendrecv_batch: peer coordinate %d on mesh axis %d is not a rank's", ops[i].peer, axis);
+        colrt__pair_comm(m, axis, ops[i].peer, ops[i].send ? "send" : "recv");
+    }
+    cudaStream_t st = colrt__cuda_stream(s);
+    COLRT_NCCL(ncclGroupStart());
+    for (int pass = 0; pass < 2; pass++) /* the receives first, then the sends, each in order */
+        for (int i = 0; i < n; i++) {
+            if (!ops[i].send != !pass) continue;
+            ncclComm_t c = (ncclComm_t)m->pair_be[axis][ops[i].peer];
+            int peer = colrt__pair_peer_rank(m, axis, ops[i].peer);
+            if (pass) COLRT_NCCL(ncclSend(ops[i].buf, ops[i].count, nccl_type(t), peer, c, st));
+            else COLRT_NCCL(ncclRecv(ops[i].buf, ops[i].count, nccl_type(t), peer, c, st));
+        }
+    COLRT_NCCL(ncclGroupEnd());
+}
+
 void colrt_send(colrt_mesh *m, int axis, int peer, const void *buf, size_t count, colrt_dtype t, colrt_stream *s) {
     if (peer < 0) colrt_die("send: peer coordinate %d on mesh axis %d is not a rank's", peer, axis);
     colrt_sendrecv(m, axis, peer, buf, count, -1, NULL, 0, t, s);

@@ -152,6 +152,46 @@ expect 1 "hint: give --pp-blocks 2 counts (one per stage) that sum to 4, e.g. 2,
 expect 1 "--pp-blocks lists 2 stages but --pp is auto" -- "$src/tests/e2e/gpt2_tiny_4.cir" --emit plan --cluster h100:1x2 \
   --pp auto --pp-blocks 1,3 -o "$tmp/ppbl"
 expect 2 "invalid value '0,4' for --pp-blocks" -- --pp-blocks 0,4 x.cir
+# --schedule: interleaved 1F1B's model chunks must divide the block, its micro-batches be a multiple
+# of the stages; auto prices 1F1B and every chunk count and keeps the faster
+p4=("$src/tests/e2e/gpt2_tiny_4.cir" --emit plan --cluster h100:1x2 --pp 2)
+expect 2 "invalid value 'interleaved:1' for --schedule" -- --schedule interleaved:1 x.cir
+expect 2 "invalid value 'zb' for --schedule" -- --schedule zb x.cir
+expect 1 "--schedule interleaved:3 on --pp 2: the 4 instances of block 'h' do not divide into 2 x 3 = 6 equal model chunks" \
+  -- "${p4[@]}" --micro-batches 4 --schedule interleaved:3 -o "$tmp/il"
+expect 1 "hint: give a chunk count v with 2 x v dividing 4 (interleaved:2), or --schedule 1f1b" \
+  -- "${p4[@]}" --micro-batches 4 --schedule interleaved:3 -o "$tmp/il"
+expect 1 "--schedule interleaved:2 on --pp 2 with 3 micro-batches: the interleaved schedule runs the micro-batches in groups of the 2 stages" \
+  -- "${p4[@]}" --micro-batches 3 --schedule interleaved:2 -o "$tmp/il"
+expect 1 "hint: give --micro-batches 4 (or another multiple of 2 that divides the batch), or --schedule 1f1b" \
+  -- "${p4[@]}" --micro-batches 3 --schedule interleaved:2 -o "$tmp/il"
+expect 1 "--schedule interleaved:2 interleaves the model chunks of a pipeline's stages, but there is no pipeline (--pp 1)" \
+  -- "$src/tests/e2e/gpt2_tiny_4.cir" --emit plan --cluster h100:1x2 --schedule interleaved:2 -o "$tmp/il"
+expect 1 "give --pp-blocks with --schedule 1f1b" -- "$src/tests/e2e/gpt2_tiny_4.cir" --emit plan --cluster h100:1x2 \
+  --pp-blocks 1,3 --micro-batches 4 --schedule interleaved:2 -o "$tmp/il"
+expect 0 "" -- "${p4[@]}" --micro-batches 4 --schedule auto -q -o "$tmp/ila"
+python3 - "$tmp/ila/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: --schedule auto: 1f1b and interleaved:2 priced, the faster kept"; fail=$((fail + 1)); }
+import json, sys
+d = json.load(open(sys.argv[1]))
+pp = d["pipeline"]
+t = {(e["schedule"], e["chunks"]): e for e in pp["schedules_tried"]}
+assert sorted(t) == [("1f1b", 1), ("interleaved", 2)], t
+best = min(t.values(), key=lambda e: e["step_time_s"])
+assert (pp["schedule"], pp["chunks"]) == (best["schedule"], best["chunks"]), (pp["schedule"], pp["chunks"], best)
+assert abs(d["step_time_s"] - best["step_time_s"]) <= 1e-12 * best["step_time_s"], d["step_time_s"]
+PY
+expect 0 "4 stages: --schedule interleaved:2: the 4 block instances do not make 4 x 2 model chunks" -- \
+  "$src/tests/e2e/gpt2_tiny_4.cir" --emit plan --cluster h100:1x4 --pp auto --micro-batches 4 --schedule interleaved:2 -o "$tmp/ilpa"
+expect 0 "" -- "${p4[@]}" --micro-batches 4 --schedule interleaved:2 -q -o "$tmp/ili"
+python3 - "$tmp/ili/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: --schedule interleaved:2 in the plan JSON"; fail=$((fail + 1)); }
+import json, sys
+pp = json.load(open(sys.argv[1]))["pipeline"]
+assert pp["schedule"] == "interleaved" and pp["chunks"] == 2, pp["schedule"]
+assert abs(pp["bubble_fraction"] - 1 / 9) < 1e-12, pp["bubble_fraction"]   # (p - 1) / (v m + p - 1)
+s0 = pp["stages"][0]
+assert [(c["virtual_stage"], c["first_instance"], c["instances"]) for c in s0["model_chunks"]] == [(0, 0, 1), (2, 2, 1)], s0
+assert any(a["do"] == "transfer" and len(a["sends"]) == 2 for a in s0["actions"])
+PY
 # --pp auto: every stage count the cluster can run is priced; the fastest is kept, the others say why
 expect 2 "invalid value 'two' for --pp" -- --pp two x.cir
 expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --emit plan --cluster h100:1x4 --pp auto --micro-batches 2 -q -o "$tmp/ppa"

@@ -5,7 +5,8 @@
  * the one before, adds, sends on; then the same backwards); a ring of
  * sendrecvs; the first and last coordinates summing a buffer
  * (colrt_pair_all_reduce); two neighbours exchanging 8 MB each way at once (which a send
- * before a receive would deadlock on: MPI's rendezvous); a send given a
+ * before a receive would deadlock on: MPI's rendezvous), and two messages each way in one
+ * colrt_sendrecv_batch, received in the order sent; a send given a
  * stream waits for that stream's queued copy. Values are small integers:
  * exact in every dtype, tolerance zero.
  * Run under mpirun -np 1 (misuse only: a peer that is this rank or off the
@@ -84,6 +85,27 @@ static void exchange_large(colrt_mesh *m, int a) {
     free(x), free(y);
 }
 
+/* colrt_sendrecv_batch: neighbours 2k and 2k+1 each send two 8 MB messages to the other
+ * and receive two from it in one batch (an interleaved pipeline on 2 stages: forward values
+ * and gradients on the same pair both ways); each receive gets the message of its place in
+ * the sender's list, and all four complete (posted one at a time, rendezvous would hang). */
+static void exchange_batch(colrt_mesh *m, int a) {
+    int n = colrt_mesh_size(m, a), me = colrt_mesh_coord(m, a);
+    int other = me ^ 1;
+    if (other >= n) return;
+    const size_t count = 2u << 20;
+    float *x0 = malloc(count * 4), *x1 = malloc(count * 4), *y0 = malloc(count * 4), *y1 = malloc(count * 4);
+    for (size_t i = 0; i < count; i++)
+        x0[i] = (float)(me * 1000 + (int)(i % 999)), x1[i] = (float)(me * 1000 + 500 + (int)(i % 333));
+    colrt_p2p_op ops[4] = {{1, other, x0, count}, {0, other, y0, count}, {1, other, x1, count}, {0, other, y1, count}};
+    colrt_sendrecv_batch(m, a, ops, 4, COLRT_F32, NULL);
+    int bad = 0;
+    for (size_t i = 0; i < count; i++)
+        bad += y0[i] != (float)(other * 1000 + (int)(i % 999)) || y1[i] != (float)(other * 1000 + 500 + (int)(i % 333));
+    CHECK_INT(bad, 0);
+    free(x0), free(x1), free(y0), free(y1);
+}
+
 /* The first and the last coordinate sum a buffer (a tied parameter's
  * gradient on the first and last pipeline stage): both hold the sum. */
 static void pair_sum(colrt_mesh *m, int a, colrt_dtype t) {
@@ -125,7 +147,7 @@ static void test_mesh(int naxes, const int *sizes) {
             ring(m, a, ts[k]);
             pair_sum(m, a, ts[k]);
         }
-    for (int a = 0; a < naxes; a++) exchange_large(m, a);
+    for (int a = 0; a < naxes; a++) exchange_large(m, a), exchange_batch(m, a);
     colrt_mesh_destroy(m);
 }
 

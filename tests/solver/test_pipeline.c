@@ -22,6 +22,13 @@
  *     stage's peak is its parts' sum, its backward holds the forward again
  *     on every stage but the last, and the step is the replay plus the
  *     slowest update;
+ *   - interleaved 1F1B: every (p, v, m) up to 32 virtual stages passes the
+ *     check; device 0's order is Megatron-LM's; the checker catches messages
+ *     swapped on a pair, a dropped receive, and the batched transfers split
+ *     (a deadlock); the replay of equal stages is (m + (p - 1) / v)(f + b);
+ *     the cut of 4 blocks into 2 x 2 virtual stages, the errors naming the
+ *     numbers; the price per device sums its chunks, its in-flight buffer the
+ *     schedule's slots; --schedule auto keeps the faster;
  *   - the intra-stage problem: the 4-block GPT-2 cut into 2 stages plans
  *     2 instances of the block (its memory and time terms are those of 2),
  *     and scaled back it prices exactly as the problem built whole; a
@@ -94,16 +101,16 @@ static void test_checker_catches(void) {
     sb_free(&err);
     /* a deadlock: stage 0 waits for backward 0's gradient before sending forward 0 */
     int k = 0;
-    s0[k++] = (PipeAction){PA_FWD, 0, false, false};
-    s0[k++] = (PipeAction){PA_NEXT, 0, false, true};
-    s0[k++] = (PipeAction){PA_NEXT, 0, true, false};
-    s0[k++] = (PipeAction){PA_BWD, 0, false, false};
+    s0[k++] = (PipeAction){.kind = PA_FWD, .mb = 0, .send = false, .recv = false};
+    s0[k++] = (PipeAction){.kind = PA_NEXT, .mb = 0, .send = false, .recv = true};
+    s0[k++] = (PipeAction){.kind = PA_NEXT, .mb = 0, .send = true, .recv = false};
+    s0[k++] = (PipeAction){.kind = PA_BWD, .mb = 0, .send = false, .recv = false};
     n[0] = k;
     k = 0;
-    s1[k++] = (PipeAction){PA_PREV, 0, false, true};
-    s1[k++] = (PipeAction){PA_FWD, 0, false, false};
-    s1[k++] = (PipeAction){PA_BWD, 0, false, false};
-    s1[k++] = (PipeAction){PA_PREV, 0, true, false};
+    s1[k++] = (PipeAction){.kind = PA_PREV, .mb = 0, .send = false, .recv = true};
+    s1[k++] = (PipeAction){.kind = PA_FWD, .mb = 0, .send = false, .recv = false};
+    s1[k++] = (PipeAction){.kind = PA_BWD, .mb = 0, .send = false, .recv = false};
+    s1[k++] = (PipeAction){.kind = PA_PREV, .mb = 0, .send = true, .recv = false};
     n[1] = k;
     sb_init(&err);
     CHECK(!pipeline_check(2, 1, acts, n, &err));
@@ -533,7 +540,254 @@ static void test_micro_choice(void) {
     ir_graph_free(g);
 }
 
+/* ---- interleaved 1F1B ---------------------------------------------------------- */
+
+static bool check_ileave(int p, int v, int m, PipeAction **acts, int *n, StrBuf *err) {
+    for (int d = 0; d < p; d++) {
+        acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, m));
+        n[d] = pipeline_schedule(p, v, m, d, acts[d]);
+    }
+    return pipeline_check_schedule(p, v, m, acts, n, err);
+}
+
+static void test_interleaved_schedules(void) {
+    /* every (p, v, m) with p v virtual stages up to 32 and m a multiple of p up to 4 p: each device
+     * runs every chunk's forwards then backwards in order, each message is received in the order
+     * sent on its pair of devices, and the rendezvous run ends */
+    int tried = 0;
+    for (int p = 2; p <= 8; p++)
+        for (int v = 2; v <= 4 && p * v <= PLACE_MAX_STAGES; v++)
+            for (int m = p; m <= 4 * p; m += p) {
+                PipeAction *acts[PLACE_MAX_STAGES];
+                int n[PLACE_MAX_STAGES];
+                StrBuf err;
+                sb_init(&err);
+                bool ok = check_ileave(p, v, m, acts, n, &err);
+                if (!ok) fprintf(stderr, "interleaved p=%d v=%d m=%d: %s\n", p, v, m, sb_cstr(&err));
+                CHECK(ok);
+                for (int d = 0; d < p; d++) {
+                    int computes = 0;
+                    for (int k = 0; k < n[d]; k++) computes += acts[d][k].kind == PA_FWD || acts[d][k].kind == PA_BWD;
+                    CHECK_INT(computes, 2 * m * v);
+                    CHECK(n[d] <= pipeline_room(v, m));
+                    ir_free(acts[d]);
+                }
+                sb_free(&err);
+                tried++;
+            }
+    CHECK_INT(tried, 7 * 3 * 4); /* p 2-8, v 2-4 (8 x 4 = 32 virtual stages at most), 4 counts of m */
+    /* Megatron-LM's order on p = 2, v = 2, m = 4, device 0: 4 warm-up forwards (2 (p - 1) + (v - 1) p),
+     * chunk 0 on micro-batches 0 1, chunk 1 on 0 1; then forward-backward pairs; the backwards
+     * take the chunks the other way round */
+    PipeAction a[64];
+    int n = pipeline_interleaved(2, 2, 4, 0, a);
+    const char *want = "F0.0 F0.1 F1.0 F1.1 F0.2 B1.0 F0.3 B1.1 F1.2 B0.0 F1.3 B0.1 B1.2 B1.3 B0.2 B0.3";
+    char got[256] = "";
+    for (int k = 0; k < n; k++)
+        if (a[k].kind == PA_FWD || a[k].kind == PA_BWD)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%c%d.%d", got[0] ? " " : "", a[k].kind == PA_FWD ? 'F' : 'B',
+                     a[k].chunk, a[k].mb);
+    CHECK_STR(got, want);
+    /* after the pair F0.2 B1.0 one transfer: the forward's values out to stage 1 (virtual stage
+     * 0 -> 1), the backward's gradients out to stage 1 too (virtual 2 -> 1), and the next pair's
+     * inputs in: F0.3 (virtual stage 0) reads none, B1.1 the gradients of virtual stage 3 */
+    int pair = -1;
+    for (int k = 0; k + 2 < n; k++)
+        if (a[k].kind == PA_FWD && a[k].chunk == 0 && a[k].mb == 2 && a[k + 1].kind == PA_BWD) pair = k;
+    CHECK(pair >= 0 && a[pair + 2].kind == PA_XFER);
+    if (pair >= 0) {
+        const PipeAction *x = &a[pair + 2];
+        CHECK_INT(x->n_send, 2);
+        CHECK(!x->sends[0].grad && x->sends[0].q == 0 && x->sends[0].mb == 2);
+        CHECK(x->sends[1].grad && x->sends[1].q == 2 && x->sends[1].mb == 0);
+        CHECK_INT(x->n_recv, 1); /* forward of chunk 0 needs nothing; backward 1.1 the gradients of virtual stage 3 */
+        CHECK(x->recvs[0].grad && x->recvs[0].q == 3 && x->recvs[0].mb == 1);
+    }
+    /* the slots a virtual stage keeps: virtual stage 1 (device 1's chunk 0) receives micro-batches
+     * 0 1 before its first backward and holds up to 3 (more than 1F1B's p - s = 1) */
+    CHECK_INT(pipeline_in_flight(2, 1, 4, 1), 1);
+    CHECK(pipeline_in_flight(2, 2, 4, 1) >= 2);
+    /* the last virtual stage runs each backward right after its forward, but when the micro-batches
+     * are the devices (every forward first) */
+    CHECK(!pipeline_last_reruns(2, 2, 4));
+    CHECK(pipeline_last_reruns(2, 2, 2));
+    CHECK(!pipeline_last_reruns(4, 1, 4));
+}
+
+static void test_interleaved_checker_catches(void) {
+    enum { P = 2, V = 2, M = 4 };
+    PipeAction *acts[PLACE_MAX_STAGES];
+    int n[PLACE_MAX_STAGES];
+    StrBuf err;
+    sb_init(&err);
+    CHECK(check_ileave(P, V, M, acts, n, &err));
+    /* two messages of one transfer swapped on the sender: received out of order on the pair 0 -> 1 */
+    for (int k = 0; k < n[0]; k++)
+        if (acts[0][k].kind == PA_XFER && acts[0][k].n_send == 2) {
+            PipeMsg t = acts[0][k].sends[0];
+            acts[0][k].sends[0] = acts[0][k].sends[1], acts[0][k].sends[1] = t;
+            break;
+        }
+    sb_free(&err), sb_init(&err);
+    CHECK(!pipeline_check_schedule(P, V, M, acts, n, &err));
+    CHECK_CONTAINS(sb_cstr(&err), "from device 0 to 1: received as");
+    for (int d = 0; d < P; d++) ir_free(acts[d]);
+    /* a receive dropped: the backward runs before its gradients arrive */
+    sb_free(&err), sb_init(&err);
+    CHECK(check_ileave(P, V, M, acts, n, &err));
+    for (int k = 0; k < n[1]; k++)
+        if (acts[1][k].kind == PA_XFER && acts[1][k].n_recv == 1 && acts[1][k].recvs[0].grad) {
+            acts[1][k].n_recv = 0;
+            break;
+        }
+    CHECK(!pipeline_check_schedule(P, V, M, acts, n, &err));
+    CHECK_CONTAINS(sb_cstr(&err), "before receiving its gradients");
+    for (int d = 0; d < P; d++) ir_free(acts[d]);
+    /* the batched transfers split, sends first and then receives, on both devices: each waits to
+     * send to the other (rendezvous), which waits to send too (Megatron-LM posts all four at once) */
+    sb_free(&err), sb_init(&err);
+    CHECK(check_ileave(P, V, M, acts, n, &err));
+    for (int d = 0; d < P; d++) {
+        PipeAction *b = ir_alloc(sizeof(PipeAction) * (size_t)(2 * n[d] + 2));
+        int nb = 0;
+        for (int k = 0; k < n[d]; k++) {
+            PipeAction x = acts[d][k];
+            if (x.kind == PA_XFER && x.n_send && x.n_recv) {
+                PipeAction s1 = x, r1 = x;
+                s1.n_recv = 0, s1.recv = false;
+                r1.n_send = 0, r1.send = false;
+                b[nb++] = s1, b[nb++] = r1;
+            } else b[nb++] = x;
+        }
+        ir_free(acts[d]);
+        acts[d] = b, n[d] = nb;
+    }
+    CHECK(!pipeline_check_schedule(P, V, M, acts, n, &err));
+    CHECK_CONTAINS(sb_cstr(&err), "deadlock: device");
+    for (int d = 0; d < P; d++) ir_free(acts[d]);
+    sb_free(&err);
+}
+
+static void test_interleaved_price(void) {
+    /* the bubble v times smaller: (p - 1) / (v m + p - 1) */
+    CHECK_NEAR(pipeline_bubble_fraction_v(4, 2, 8), 3.0 / 19.0, 1e-15);
+    CHECK_NEAR(pipeline_bubble_fraction_v(4, 1, 8), pipeline_bubble_fraction(4, 8), 0);
+    /* equal stages, free transfers: each device's chunks take f / v and b / v, and the step is
+     * (m + (p - 1) / v)(f + b) (Narayanan et al. 2021 section 2.2.2) */
+    const int cases[][3] = {{2, 2, 4}, {2, 2, 8}, {4, 2, 8}, {4, 4, 8}, {3, 2, 6}, {8, 4, 16}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int p = cases[i][0], v = cases[i][1], m = cases[i][2];
+        double f[PLACE_MAX_STAGES], b[PLACE_MAX_STAGES], x[PLACE_MAX_STAGES], f1[PLACE_MAX_STAGES], b1[PLACE_MAX_STAGES];
+        for (int q = 0; q < p * v; q++) f[q] = 1.0 / v, b[q] = 2.0 / v, x[q] = 0, f1[q] = 1, b1[q] = 2;
+        double t = pipeline_replay_v(p, v, m, f, b, x, NULL, NULL, NULL);
+        CHECK_NEAR(t, (m + (double)(p - 1) / v) * 3.0, 1e-9);
+        /* 1F1B on the same stages (each stage's whole f + b at once): (m + p - 1)(f + b), longer */
+        CHECK_NEAR(pipeline_replay_v(p, 1, m, f1, b1, x, NULL, NULL, NULL), (m + p - 1) * 3.0, 1e-9);
+        CHECK(t < (m + p - 1) * 3.0);
+        /* with a message 0.05 a boundary: micro-batch 0's forward and then its backward cross all
+         * p v - 1 boundaries one after the other, each taking the message's time */
+        for (int q = 0; q < p * v; q++) x[q] = 0.05;
+        double tx = pipeline_replay_v(p, v, m, f, b, x, NULL, NULL, NULL);
+        CHECK(tx >= 3.0 * p + 2 * (p * v - 1) * 0.05 - 1e-9 && tx > t);
+    }
+    /* the cut: GPT-2 of 4 blocks on 2 stages of 2 model chunks: virtual stage q holds block q on
+     * device q % 2; the embedding on virtual stage 0, the head on 3 */
+    Graph *g = tiny_gpt2_4();
+    ShardMesh mesh = {0};
+    mesh.n_axes = 1, mesh.size[0] = 1, mesh.n_devices = 1;
+    Placement *pl = placement_new(g, &mesh);
+    pl->micro_batches = 4;
+    StrBuf err, hint;
+    sb_init(&err), sb_init(&hint);
+    CHECK(pipeline_place_chunks(pl, 2, 2, &err, &hint));
+    CHECK_INT(pl->pipe.stages, 4);
+    CHECK_INT(pl->pipe.chunks, 2);
+    CHECK_INT(placement_pipe_devices(&pl->pipe), 2);
+    CHECK_INT(mask_of(pl, "h.0.out"), 1);
+    CHECK_INT(mask_of(pl, "h.1.out"), 2);
+    CHECK_INT(mask_of(pl, "h.2.out"), 4);
+    CHECK_INT(mask_of(pl, "h.3.out"), 8);
+    CHECK_INT(mask_of(pl, "tok"), 1);
+    CHECK_INT(mask_of(pl, "loss"), 8);
+    CHECK_INT(placement_pipe_device_mask(&pl->pipe, mask_of(pl, "h.2.out")), 1); /* block 2 on device 0 */
+    CHECK_INT(placement_pipe_device_mask(&pl->pipe, mask_of(pl, "wte.weight.grad")), 3);
+    placement_free(pl);
+    /* user errors naming the numbers: 4 blocks do not make 2 x 3 chunks; 3 micro-batches are not a multiple of 2 */
+    pl = placement_new(g, &mesh);
+    pl->micro_batches = 4;
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(!pipeline_place_chunks(pl, 2, 3, &err, &hint));
+    CHECK_CONTAINS(sb_cstr(&err), "--schedule interleaved:3 on --pp 2: the 4 instances of block 'h' do not divide into 2 x 3 = 6");
+    CHECK_CONTAINS(sb_cstr(&hint), "(interleaved:2)");
+    placement_free(pl);
+    pl = placement_new(g, &mesh);
+    pl->micro_batches = 3;
+    sb_free(&err), sb_free(&hint), sb_init(&err), sb_init(&hint);
+    CHECK(!pipeline_place_chunks(pl, 2, 2, &err, &hint));
+    CHECK_CONTAINS(sb_cstr(&err), "with 3 micro-batches");
+    CHECK_CONTAINS(sb_cstr(&err), "must be a multiple of 2");
+    CHECK_CONTAINS(sb_cstr(&hint), "--micro-batches 4");
+    placement_free(pl);
+    sb_free(&err), sb_free(&hint);
+    /* the price: per device the sum of its chunks; the in-flight buffer the schedule's slots */
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x2";
+    o.pp = 2;
+    o.micro_batches = 4;
+    o.strategy = "dp";
+    o.lowerable = true;
+    o.progress = false;
+    PlanResult *one = plan_solve(g, &o);
+    o.pp_chunks = 2;
+    PlanResult *r = plan_solve(g, &o);
+    CHECK(one && one->pipe && r && r->pipe);
+    if (one && one->pipe && r && r->pipe) {
+        const PipePrice *q = r->pipe;
+        CHECK_INT(q->stages, 2);
+        CHECK_INT(q->chunks, 2);
+        CHECK_INT(r->pl->pipe.schedule, PS_INTERLEAVED);
+        for (int d = 0; d < 2; d++) {
+            CHECK_NEAR(q->st[d].fwd_s, q->vfwd_s[d] + q->vfwd_s[d + 2], 1e-15);
+            CHECK_NEAR(q->st[d].bwd_s, q->vbwd_s[d] + q->vbwd_s[d + 2], 1e-15);
+        }
+        double u = 2 * 8 * 16 * 4; /* one micro-batch's residual stream [2, 8, 16] f32 */
+        /* device 0: virtual stages 0 (outboxes out, gradients in) and 2 (slots, both outboxes, both stashes) */
+        CHECK_NEAR(q->st[0].mem_inflight, (u + u) + (pipeline_in_flight(2, 2, 4, 2) * u + u + u + u), 0);
+        CHECK_NEAR(q->st[1].mem_inflight, (pipeline_in_flight(2, 2, 4, 1) * u + u + u + u) + (pipeline_in_flight(2, 2, 4, 3) * u + u), 0);
+        /* virtual stage 1 (device 1's first chunk) holds 3 micro-batches' inputs, 2 more than 1F1B's last stage */
+        CHECK_INT(pipeline_in_flight(2, 2, 4, 1), 3);
+        CHECK_INT(pipeline_in_flight(2, 2, 4, 2), 2);
+        /* the same intra-stage plan: the chunks add up to the 1F1B stages' work, and 3 message
+         * boundaries instead of 1 */
+        CHECK_NEAR(q->st[0].fwd_s + q->st[1].fwd_s, one->pipe->st[0].fwd_s + one->pipe->st[1].fwd_s,
+                   1e-9 * one->pipe->st[0].fwd_s);
+        CHECK(q->vsend_s[0] > 0 && q->vsend_s[1] > 0 && q->vsend_s[2] > 0 && q->vsend_s[3] == 0);
+        CHECK_NEAR(r->price.step_s, q->step_s, 0);
+    }
+    /* --schedule auto lists both and keeps the faster that fits */
+    o.pp_chunks = -2;
+    PlanResult *a = plan_solve(g, &o);
+    CHECK(a && a->n_schedules == 2);
+    if (a && a->n_schedules == 2 && one && r) {
+        CHECK_INT(a->schedules[0].chunks, 1);
+        CHECK_INT(a->schedules[1].chunks, 2);
+        CHECK_NEAR(a->schedules[0].step_s, one->price.step_s, 1e-12);
+        CHECK_NEAR(a->schedules[1].step_s, r->price.step_s, 1e-12);
+        bool ileave = r->price.step_s < one->price.step_s;
+        CHECK_INT(a->pl->pipe.chunks, ileave ? 2 : 1);
+        CHECK_NEAR(a->price.step_s, fmin(one->price.step_s, r->price.step_s), 1e-12);
+    }
+    plan_free(a);
+    plan_free(one);
+    plan_free(r);
+    ir_graph_free(g);
+}
+
 int main(void) {
+    test_interleaved_schedules();
+    test_interleaved_checker_catches();
+    test_interleaved_price();
     test_micro_choice();
     test_replay();
     test_price_zero();
