@@ -65,7 +65,8 @@ static const char usage_text[] =
     "  --offload O           none | optim | optim+master | params | auto: optimizer state (and fp32\n"
     "                        master weights; params: under ZeRO-3 the parameters' slices too) in\n"
     "                        host memory, updated there (default none)\n"
-    "  --offload-inflight N  parameters on the host: at most N copies up in flight (default 2)\n"
+    "  --offload-inflight N  parameters on the host: at most N copies up in flight (default: the\n"
+    "                        cluster's host.transfers_in_flight, 2 when it says none)\n"
     "  --time-limit SEC      planning time limit: building and solving (default 60)\n"
     "  --mip-gap G           ILP relative gap (default 1e-4)\n"
     "  --dump-ilp FILE.lp    write the ILP in CPLEX LP format\n"
@@ -427,7 +428,7 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             break;
         case OPT_OFFLOAD_INFLIGHT: {
             int64_t v = 0;
-            ok = parse_pos_int("--offload-inflight", optarg, 64, &v);
+            ok = parse_pos_int("--offload-inflight", optarg, SHARD_INFLIGHT_MAX, &v);
             o->offload_inflight = (int)v;
             break;
         }

@@ -149,10 +149,12 @@ int run_simulate(int argc, char **argv) {
         printf("{\"step_s\": %.9g, \"planned_step_s\": %.9g, \"kernel_s\": %.9g, \"copy_s\": %.9g, "
                "\"coll_compute_s\": %.9g, \"coll_comm_s\": %.9g, \"exposed_comm_s\": %.9g, \"recompute_s\": %.9g, "
                "\"forward_s\": %.9g, \"backward_s\": %.9g, \"update_s\": %.9g, \"kernels\": %d, \"collectives\": %d, "
-               "\"copies\": %d, \"peak_live_bytes\": %.17g, \"micro_batches\": %d, ",
+               "\"copies\": %d, \"peak_live_bytes\": %.17g, \"micro_batches\": %d, \"host_s\": %.9g, "
+               "\"host_copy_s\": %.9g, \"host_copies\": %d, \"offload_exposed_s\": %.9g, ",
                r.step_s, planned, r.kernel_s, r.copy_s, r.coll_compute_s, r.coll_comm_s, r.exposed_comm_s,
                r.recompute_s, r.part_s[SIM_FORWARD], r.part_s[SIM_BACKWARD], r.part_s[SIM_UPDATE], r.n_kernels,
-               r.n_colls, r.n_copies, r.peak_live_bytes, p.micro_batches);
+               r.n_colls, r.n_copies, r.peak_live_bytes, p.micro_batches, r.host_s, r.hcopy_s, r.n_hcopies,
+               r.offload_exposed_s);
         /* forward and backward kernels by op class (not recomputed), to set beside the planner's ops */
         double by[OPC_OPTIMIZER + 1] = {0};
         for (int i = 0; i < r.n_spans; i++) {
@@ -185,6 +187,10 @@ int run_simulate(int argc, char **argv) {
                "collectives %.6g s\n", r.busy_s[SIM_COMPUTE], r.kernel_s, r.n_kernels, r.copy_s, r.n_copies,
                r.coll_compute_s);
         printf("  communication stream:  %.6g s busy: collectives %.6g s\n", r.busy_s[SIM_COMM], r.coll_comm_s);
+        if (r.n_host || r.n_hcopies)
+            printf("  host offload:          host AdamW %.6g s (%d updates), copies %.6g s (%d) on the copy streams "
+                   "(down %.6g s, up %.6g s); the step's part they add: %.6g s\n",
+                   r.host_s, r.n_host, r.hcopy_s, r.n_hcopies, r.busy_s[SIM_D2H], r.busy_s[SIM_H2D], r.offload_exposed_s);
         printf("  exposed communication: %.6g s (the step less the compute stream's kernels and copies; %d collectives)\n",
                r.exposed_comm_s, r.n_colls);
         printf("  kernels by part:       forward %.6g s, backward %.6g s, update %.6g s; of which recompute %.6g s\n",

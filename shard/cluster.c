@@ -116,6 +116,7 @@ static void preset_extras(const char *name, ShardCluster *c) {
         c->host_mem_bytes = (gb) * GIGA;                            \
         c->pcie_bw = (pcie) * GIGA;                                 \
         c->host_adamw_rate = (rate) * 1e9;                          \
+        c->host_inflight = SHARD_INFLIGHT_DEFAULT;                  \
         host = true;                                                \
     }
     HOSTS(X)
@@ -313,7 +314,9 @@ static bool reserve_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
 }
 
 /* The optional host: {"memory_gb", "pcie_gbs", "adamw_gelems"}, all three
- * positive; absent: no host offload on this cluster. */
+ * positive, and optionally "transfers_in_flight", a whole number from 1 to
+ * SHARD_INFLIGHT_MAX (SHARD_INFLIGHT_DEFAULT when absent); absent: no host
+ * offload on this cluster. */
 static bool host_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "host");
     if (!o) return true;
@@ -321,9 +324,28 @@ static bool host_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
         sb_printf(err, "field 'host' must be an object {\"memory_gb\", \"pcie_gbs\", \"adamw_gelems\"}");
         return false;
     }
-    return num_field(o, "host.", "memory_gb", GIGA, &c->host_mem_bytes, err) &&
-           num_field(o, "host.", "pcie_gbs", GIGA, &c->pcie_bw, err) &&
-           num_field(o, "host.", "adamw_gelems", 1e9, &c->host_adamw_rate, err);
+    if (!num_field(o, "host.", "memory_gb", GIGA, &c->host_mem_bytes, err) ||
+        !num_field(o, "host.", "pcie_gbs", GIGA, &c->pcie_bw, err) ||
+        !num_field(o, "host.", "adamw_gelems", 1e9, &c->host_adamw_rate, err))
+        return false;
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "transfers_in_flight");
+    c->host_inflight = SHARD_INFLIGHT_DEFAULT;
+    if (!k) return true;
+    if (!cJSON_IsNumber(k) || !isfinite(k->valuedouble) || k->valuedouble != floor(k->valuedouble) ||
+        k->valuedouble < 1 || k->valuedouble > SHARD_INFLIGHT_MAX) {
+        if (cJSON_IsNumber(k))
+            sb_printf(err, "field 'host.transfers_in_flight' must be a whole number from 1 to %d, got %g",
+                      SHARD_INFLIGHT_MAX, k->valuedouble);
+        else
+            sb_printf(err, "field 'host.transfers_in_flight' must be a whole number from 1 to %d", SHARD_INFLIGHT_MAX);
+        return false;
+    }
+    c->host_inflight = (int)k->valuedouble;
+    return true;
+}
+
+int shard_cluster_inflight(const ShardCluster *c, int flag) {
+    return flag > 0 ? flag : c->host_inflight > 0 ? c->host_inflight : SHARD_INFLIGHT_DEFAULT;
 }
 
 const char *shard_kernel_name(ShardKernel k) {
@@ -335,95 +357,143 @@ const char *shard_kernel_name(ShardKernel k) {
     return (int)k >= 0 && k < SHARD_K__COUNT ? names[k] : "?";
 }
 
-double shard_rate_at(const ShardRateTable *t, double bytes) {
+const char *shard_attention_name(ShardAttention k) {
+    static const char *const names[] = {
+#define X(id, name) name,
+        SHARD_ATTENTIONS(X)
+#undef X
+    };
+    return (int)k >= 0 && k < SHARD_ATT__COUNT ? names[k] : "?";
+}
+
+double shard_rate_at(const ShardRateTable *t, double size) {
     if (t->n < 1) return 0;
-    if (t->n == 1 || bytes <= t->bytes[0]) return t->rate[0];
-    if (bytes >= t->bytes[t->n - 1]) return t->rate[t->n - 1];
+    if (t->n == 1 || size <= t->size[0]) return t->rate[0];
+    if (size >= t->size[t->n - 1]) return t->rate[t->n - 1];
     int i = 1;
-    while (bytes > t->bytes[i]) i++;
-    double f = log(bytes / t->bytes[i - 1]) / log(t->bytes[i] / t->bytes[i - 1]);
+    while (size > t->size[i]) i++;
+    double f = log(size / t->size[i - 1]) / log(t->size[i] / t->size[i - 1]);
     return t->rate[i - 1] + f * (t->rate[i] - t->rate[i - 1]);
 }
 
-/* One rate in GB/s: a finite positive number, at most 1e30 bytes/s and at least 1. */
-static bool gbs_value(const cJSON *v, const char *field, double *out, StrBuf *err) {
+/* What a rate table's file form counts: its sizes' key, its rates' key and
+ * the rates' unit (kernel_gbs: bytes and GB/s; attention_tflops: FLOPs and
+ * TFLOP/s). */
+typedef struct RateUnits {
+    const char *size_key, *rate_key, *rate_name;
+    double scale;
+} RateUnits;
+static const RateUnits GBS = {"bytes", "gbs", "GB/s", GIGA}, TFLOPS = {"flops", "tflops", "TFLOP/s", TERA};
+
+/* One rate: a finite positive number of the unit, at most 1e30 and at least 1
+ * per second. */
+static bool rate_value(const cJSON *v, const char *field, const RateUnits *u, double *out, StrBuf *err) {
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !(v->valuedouble > 0)) {
-        sb_printf(err, "field '%s' must be a positive number of GB/s", field);
+        sb_printf(err, "field '%s' must be a positive number of %s", field, u->rate_name);
         return false;
     }
-    if (v->valuedouble * GIGA > 1e30 || v->valuedouble * GIGA < 1) {
-        sb_printf(err, "field '%s' is %g GB/s, outside what any device has", field, v->valuedouble);
+    if (v->valuedouble * u->scale > 1e30 || v->valuedouble * u->scale < 1) {
+        sb_printf(err, "field '%s' is %g %s, outside what any device has", field, v->valuedouble, u->rate_name);
         return false;
     }
-    *out = v->valuedouble * GIGA;
+    *out = v->valuedouble * u->scale;
     return true;
 }
 
-/* One class of kernel_gbs: a number (GB/s at every size) or {"bytes": [...],
- * "gbs": [...]}, 1..SHARD_RATE_POINTS points, bytes strictly increasing. */
-static bool rate_table(const cJSON *o, const char *field, ShardRateTable *t, StrBuf *err) {
+/* One rate table: a number (the rate at every size) or {"SIZES": [...],
+ * "RATES": [...]}, 1..SHARD_RATE_POINTS points, sizes strictly increasing. */
+static bool rate_table(const cJSON *o, const char *field, const RateUnits *u, ShardRateTable *t, StrBuf *err) {
     memset(t, 0, sizeof *t);
     if (!o) {
-        sb_printf(err, "missing field '%s' (GB/s, or {\"bytes\": [...], \"gbs\": [...]})", field);
+        sb_printf(err, "missing field '%s' (%s, or {\"%s\": [...], \"%s\": [...]})", field, u->rate_name,
+                  u->size_key, u->rate_key);
         return false;
     }
     if (cJSON_IsNumber(o)) {
-        t->n = 1, t->bytes[0] = 1;
-        return gbs_value(o, field, &t->rate[0], err);
+        t->n = 1, t->size[0] = 1;
+        return rate_value(o, field, u, &t->rate[0], err);
     }
-    const cJSON *by = cJSON_GetObjectItemCaseSensitive(o, "bytes"), *gb = cJSON_GetObjectItemCaseSensitive(o, "gbs");
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(o, u->size_key);
+    const cJSON *gb = cJSON_GetObjectItemCaseSensitive(o, u->rate_key);
     if (!cJSON_IsObject(o) || !cJSON_IsArray(by) || !cJSON_IsArray(gb)) {
-        sb_printf(err, "field '%s' must be GB/s or {\"bytes\": [...], \"gbs\": [...]}", field);
+        sb_printf(err, "field '%s' must be %s or {\"%s\": [...], \"%s\": [...]}", field, u->rate_name, u->size_key,
+                  u->rate_key);
         return false;
     }
     int n = cJSON_GetArraySize(by);
     if (n < 1 || n > SHARD_RATE_POINTS || n != cJSON_GetArraySize(gb)) {
-        sb_printf(err, "field '%s': 'bytes' and 'gbs' must have the same 1 to %d entries (%d and %d)", field,
-                  SHARD_RATE_POINTS, n, cJSON_GetArraySize(gb));
+        sb_printf(err, "field '%s': '%s' and '%s' must have the same 1 to %d entries (%d and %d)", field, u->size_key,
+                  u->rate_key, SHARD_RATE_POINTS, n, cJSON_GetArraySize(gb));
         return false;
     }
     t->n = n;
     for (int i = 0; i < n; i++) {
         const cJSON *x = cJSON_GetArrayItem(by, i);
         char f[96];
-        snprintf(f, sizeof f, "%s.gbs[%d]", field, i);
-        if (!gbs_value(cJSON_GetArrayItem(gb, i), f, &t->rate[i], err)) return false;
+        snprintf(f, sizeof f, "%s.%s[%d]", field, u->rate_key, i);
+        if (!rate_value(cJSON_GetArrayItem(gb, i), f, u, &t->rate[i], err)) return false;
         if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 1 || x->valuedouble > 1e30 ||
-            (i && !(x->valuedouble > t->bytes[i - 1]))) {
-            sb_printf(err, "field '%s.bytes[%d]' must be a number of bytes in [1, 1e30], larger than the entry "
-                           "before",
-                      field, i);
+            (i && !(x->valuedouble > t->size[i - 1]))) {
+            sb_printf(err, "field '%s.%s[%d]' must be a number of %s in [1, 1e30], larger than the entry before",
+                      field, u->size_key, i, u->size_key);
             return false;
         }
-        t->bytes[i] = x->valuedouble;
+        t->size[i] = x->valuedouble;
     }
     return true;
 }
 
 /* The optional measured kernel rates: {"elementwise": GB/s or a table, ...},
- * every class given; absent: priced from mem_bw_gbs (cost.c). */
+ * every class given but `rope`, which files written before it lack: then
+ * RoPE is priced at the transcendental rate, as it was when they were
+ * written; absent: priced from mem_bw_gbs (cost.c). */
 static bool kernel_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "kernel_gbs");
     if (!o) return true;
     if (!cJSON_IsObject(o)) {
         sb_printf(err, "field 'kernel_gbs' must be an object of GB/s per kernel class "
-                       "(elementwise, transcendental, norm, softmax, loss, reduce, optimizer)");
+                       "(elementwise, transcendental, norm, softmax, loss, reduce, optimizer, rope)");
         return false;
     }
     for (int k = 0; k < SHARD_K__COUNT; k++) {
         char field[64];
+        if (k == SHARD_K_ROPE && !cJSON_GetObjectItemCaseSensitive(o, shard_kernel_name((ShardKernel)k))) {
+            c->kernel[k] = c->kernel[SHARD_K_TRANSCENDENTAL];
+            continue;
+        }
         snprintf(field, sizeof field, "kernel_gbs.%s", shard_kernel_name((ShardKernel)k));
-        if (!rate_table(cJSON_GetObjectItemCaseSensitive(o, shard_kernel_name((ShardKernel)k)), field,
+        if (!rate_table(cJSON_GetObjectItemCaseSensitive(o, shard_kernel_name((ShardKernel)k)), field, &GBS,
                         &c->kernel[k], err))
             return false;
     }
     return true;
 }
 
-/* The optional measured attention rate, TFLOP/s; absent: peak x the class factor. */
-static bool attention_field(const cJSON *root, ShardCluster *c, StrBuf *err) {
-    if (!cJSON_GetObjectItemCaseSensitive(root, "attention_tflops")) return true;
-    return num_field(root, "", "attention_tflops", TERA, &c->attention_flops, err);
+/* The optional measured attention rates: a number (TFLOP/s of every attention
+ * kernel at every size: the files before the tables) or {"forward": TFLOP/s
+ * or a table by call FLOPs, "dq": ..., "dkv": ...}, every kernel given;
+ * absent: peak x the class factor (cost.c). */
+static bool attention_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "attention_tflops");
+    if (!o) return true;
+    if (cJSON_IsNumber(o)) {
+        if (!rate_table(o, "attention_tflops", &TFLOPS, &c->attention[0], err)) return false;
+        for (int k = 1; k < SHARD_ATT__COUNT; k++) c->attention[k] = c->attention[0];
+        return true;
+    }
+    if (!cJSON_IsObject(o)) {
+        sb_printf(err, "field 'attention_tflops' must be TFLOP/s or an object of tables by call FLOPs per "
+                       "attention kernel (forward, dq, dkv)");
+        return false;
+    }
+    for (int k = 0; k < SHARD_ATT__COUNT; k++) {
+        char field[64];
+        snprintf(field, sizeof field, "attention_tflops.%s", shard_attention_name((ShardAttention)k));
+        if (!rate_table(cJSON_GetObjectItemCaseSensitive(o, shard_attention_name((ShardAttention)k)), field, &TFLOPS,
+                        &c->attention[k], err))
+            return false;
+    }
+    return true;
 }
 
 /* One table: {"flops": [...], "efficiency": [...]}, same lengths. */
@@ -482,6 +552,15 @@ static bool gemm_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     return true;
 }
 
+static cJSON *num_array(const double *v, int n, double scale);
+
+/* A rate table as rate_table reads it: {"SIZES": [...], "RATES": [...]}. */
+static void rate_json(cJSON *parent, const char *name, const ShardRateTable *t, const RateUnits *u) {
+    cJSON *e = cJSON_AddObjectToObject(parent, name);
+    cJSON_AddItemToObject(e, u->size_key, num_array(t->size, t->n, 1));
+    cJSON_AddItemToObject(e, u->rate_key, num_array(t->rate, t->n, u->scale));
+}
+
 static cJSON *num_array(const double *v, int n, double scale) {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i] / scale));
@@ -514,17 +593,17 @@ cJSON *shard_cluster_to_json(const ShardCluster *c) {
         cJSON_AddNumberToObject(h, "memory_gb", c->host_mem_bytes / GIGA);
         cJSON_AddNumberToObject(h, "pcie_gbs", c->pcie_bw / GIGA);
         cJSON_AddNumberToObject(h, "adamw_gelems", c->host_adamw_rate / 1e9);
+        if (c->host_inflight > 0) cJSON_AddNumberToObject(h, "transfers_in_flight", c->host_inflight);
     }
     if (c->kernel[0].n > 0) {
         cJSON *k = cJSON_AddObjectToObject(o, "kernel_gbs");
-        for (int i = 0; i < SHARD_K__COUNT; i++) {
-            const ShardRateTable *t = &c->kernel[i];
-            cJSON *e = cJSON_AddObjectToObject(k, shard_kernel_name((ShardKernel)i));
-            cJSON_AddItemToObject(e, "bytes", num_array(t->bytes, t->n, 1));
-            cJSON_AddItemToObject(e, "gbs", num_array(t->rate, t->n, GIGA));
-        }
+        for (int i = 0; i < SHARD_K__COUNT; i++) rate_json(k, shard_kernel_name((ShardKernel)i), &c->kernel[i], &GBS);
     }
-    if (c->attention_flops > 0) cJSON_AddNumberToObject(o, "attention_tflops", c->attention_flops / TERA);
+    if (c->attention[0].n > 0) {
+        cJSON *k = cJSON_AddObjectToObject(o, "attention_tflops");
+        for (int i = 0; i < SHARD_ATT__COUNT; i++)
+            rate_json(k, shard_attention_name((ShardAttention)i), &c->attention[i], &TFLOPS);
+    }
     cJSON *ge = cJSON_AddObjectToObject(o, "gemm_efficiency");
     static const DType dts[] = {DT_F32, DT_BF16, DT_F16};
     for (int i = 0; i < 3; i++) {
@@ -578,7 +657,7 @@ bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *
             ok = false;
         }
         ok = ok && reserve_obj(root, c, &e) && gemm_obj(root, c, &e) && host_obj(root, c, &e) &&
-             kernel_obj(root, c, &e) && attention_field(root, c, &e);
+             kernel_obj(root, c, &e) && attention_obj(root, c, &e);
         if (!ok) sb_printf(err, "%s: %s", where, sb_cstr(&e));
     }
     sb_free(&e);

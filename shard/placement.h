@@ -121,7 +121,8 @@ typedef struct Placement {
     int8_t *zero;               /* per value: a parameter's ZeRO stage 0-3, else -1 */
     int8_t *offload;            /* per value: a parameter's PlaceOffload, else -1 */
     int offload_inflight;       /* parameters on the host: at most this many transfers up in
-                                 * flight (0: the default, 2) */
+                                 * flight (the plan's: --offload-inflight or the cluster's; 0:
+                                 * SHARD_INFLIGHT_DEFAULT) */
     int *rc_full;               /* per graph block: its first rc_full instances recompute fully, */
     int *rc_selective;          /* the next rc_selective selectively */
     int micro_batches;

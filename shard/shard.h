@@ -39,7 +39,8 @@ typedef struct ShardEffTable {
     X(SHARD_K_SOFTMAX, "softmax")                              \
     X(SHARD_K_LOSS, "loss")                                    \
     X(SHARD_K_REDUCE, "reduce")                                \
-    X(SHARD_K_OPTIMIZER, "optimizer")
+    X(SHARD_K_OPTIMIZER, "optimizer")                          \
+    X(SHARD_K_ROPE, "rope") /* optional in a file: the last, and absent from files before it */
 
 typedef enum {
 #define X(id, name) id,
@@ -50,19 +51,44 @@ typedef enum {
 
 const char *shard_kernel_name(ShardKernel k);
 
-/* A kernel class's rate by size: bytes/s at a call's bytes (read + written),
- * at increasing sizes; read between points linearly in log(bytes), clamped at
- * the ends (shard_rate_at). Not monotone: on a CPU a small call runs in cache. */
+/* A kernel's rate by call size, at increasing sizes: bytes/s by the bytes a
+ * call reads and writes (a memory-bound kernel class), or FLOP/s by the FLOPs
+ * of a call (attention); read between points linearly in log(size), clamped
+ * at the ends (shard_rate_at). Not monotone: on a CPU a small call runs in
+ * cache. */
 #define SHARD_RATE_POINTS 8
 typedef struct ShardRateTable {
     int n;                              /* points, 0 (not measured) .. SHARD_RATE_POINTS */
-    double bytes[SHARD_RATE_POINTS];    /* strictly increasing, >= 1 */
-    double rate[SHARD_RATE_POINTS];     /* bytes/s, positive */
+    double size[SHARD_RATE_POINTS];     /* strictly increasing, >= 1 */
+    double rate[SHARD_RATE_POINTS];     /* per second, positive */
 } ShardRateTable;
 
-/* The rate at `bytes`; 0 for a table of no points. */
-double shard_rate_at(const ShardRateTable *t, double bytes);
+/* The rate at `size`; 0 for a table of no points. */
+double shard_rate_at(const ShardRateTable *t, double size);
 
+/* The attention kernels a calibration measures a FLOP/s table for (FLOPs as
+ * the IR counts each node: rule_attention, rule_attention_dq, _dkv); the
+ * cluster file's optional `attention_tflops` object (docs/sharding.md,
+ * "Attention"). */
+#define SHARD_ATTENTIONS(X)               \
+    X(SHARD_ATT_FORWARD, "forward")       \
+    X(SHARD_ATT_DQ, "dq")                 \
+    X(SHARD_ATT_DKV, "dkv")
+
+typedef enum {
+#define X(id, name) id,
+    SHARD_ATTENTIONS(X)
+#undef X
+    SHARD_ATT__COUNT
+} ShardAttention;
+
+const char *shard_attention_name(ShardAttention k);
+
+/* Host offload's transfers up in flight when nothing says (the next block's slices
+ * come up while this one computes: one ahead), and the most a cluster or
+ * --offload-inflight may ask (a staging each, in device memory). */
+#define SHARD_INFLIGHT_DEFAULT 2
+#define SHARD_INFLIGHT_MAX 64
 #define SHARD_MAX_DEVICES (1 << 20) /* a cluster larger than this is refused (sizes stay in int) */
 typedef struct ShardCluster {
     char device[32];            /* "H100-SXM" */
@@ -82,13 +108,18 @@ typedef struct ShardCluster {
     double pcie_bw;             /* host<->device bytes/s per direction per device */
     double host_adamw_rate;     /* elements/s of the host AdamW for one device (its share
                                  * of the node's cores and memory bandwidth) */
+    int host_inflight;          /* parameters on the host (ZeRO-3 slices): at most this many
+                                 * transfers up in flight (host.transfers_in_flight: 1 to
+                                 * SHARD_INFLIGHT_MAX, SHARD_INFLIGHT_DEFAULT when a host is
+                                 * given without it; 0: no host); --offload-inflight overrides */
     /* bytes/s each memory-bound kernel class reaches by call size
      * (colossal-calibrate, by running colrt's kernels); no points: not
      * measured, and each class is priced at mem_bw times its factor (cost.c) */
     ShardRateTable kernel[SHARD_K__COUNT];
-    /* FLOP/s the attention kernels reach (FLOPs as the IR counts them: the
-     * pairs the mask keeps); 0: not measured, peak x the class factor */
-    double attention_flops;
+    /* FLOP/s each attention kernel reaches by call FLOPs (colossal-calibrate,
+     * by running the generated program's kernels); no points: not measured,
+     * priced at peak x the class factor (cost.c) */
+    ShardRateTable attention[SHARD_ATT__COUNT];
 } ShardCluster;
 
 /* Reads `--cluster`: a preset (`h100`, `a100-40gb`, `a100-80gb`, `h200`,
@@ -99,6 +130,9 @@ bool shard_cluster_load(const char *arg, ShardCluster *c, StrBuf *err, StrBuf *h
 bool shard_cluster_preset(const char *name, ShardCluster *c, StrBuf *err);
 bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *c, StrBuf *err);
 int shard_cluster_devices(const ShardCluster *c);
+/* Host offload's transfers up in flight: `flag` (--offload-inflight) when > 0, else
+ * the cluster's host_inflight, else SHARD_INFLIGHT_DEFAULT. */
+int shard_cluster_inflight(const ShardCluster *c, int flag);
 /* The whole reserve per device, bytes. */
 double shard_cluster_reserve(const ShardCluster *c);
 /* Fraction of peak FLOP/s that one GEMM of `flops` reaches in dtype dt. */

@@ -356,6 +356,8 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     cJSON_AddNumberToObject(o, "master_weights_bytes", ma);
     cJSON_AddNumberToObject(o, "saved_activations_bytes", r->price.mem_acts);
     cJSON_AddNumberToObject(o, "transient_bytes", r->price.mem_transient);
+    if (r->price.mem_staging > 0 && r->price.peak_moment != 2) /* of transient_bytes */
+        cJSON_AddNumberToObject(o, "param_staging_bytes", r->price.mem_staging);
     cJSON_AddNumberToObject(o, "gradients_not_yet_written_bytes", r->price.mem_grads_late + r->price.mem_unwritten);
     cJSON_AddNumberToObject(o, "activations_freed_bytes", r->price.mem_acts_freed);
     cJSON_AddNumberToObject(o, "head_activations_bytes", r->price.mem_acts_head);
@@ -389,7 +391,8 @@ typedef struct GInst {
 
 /* Predicted live bytes through forward then backward, one point per group
  * instance: static state (less the gradients not yet written) + saved
- * activations so far + the largest transient at that point. The predicted
+ * activations so far + the largest transient at that point (+ with parameters
+ * on the host the stagings of the transfers in flight). The predicted
  * peak prices the two ends of the backward with the step's largest
  * transients; a point in between exceeds it only where a group's gradients
  * outweigh the activations its backward frees. */
@@ -436,7 +439,7 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
             double tr = ilp_transient(S, z);
             if (pass == 1 && e->pol != RC_NONE) tr = fmax(tr, block_none[e->block]);
             if (pass == 0) acts += S->act[e->pol];
-            double live = base + acts + tr;
+            double live = base + acts + tr + r->price.mem_staging; /* parameters on the host: the stagings */
             if (pass == 1) acts -= S->act[e->pol], base += S->mem_grad_late[z];
             peak = fmax(peak, live);
             cJSON *pt = cJSON_CreateObject();

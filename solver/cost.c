@@ -38,9 +38,10 @@ int cost_kernel(OpClass cls, int op) {
     switch (cls) {
     case OPC_ELEMWISE:
         switch (op) {
-        case OP_GELU: case OP_SILU: case OP_TANH: case OP_EXP: case OP_ROPE:
-        case OP_GELU_BWD: case OP_SILU_BWD: case OP_TANH_BWD: case OP_ROPE_BWD:
+        case OP_GELU: case OP_SILU: case OP_TANH: case OP_EXP:
+        case OP_GELU_BWD: case OP_SILU_BWD: case OP_TANH_BWD:
             return SHARD_K_TRANSCENDENTAL;
+        case OP_ROPE: case OP_ROPE_BWD: return SHARD_K_ROPE; /* an angle, pow, cos and sin a pair */
         default: return SHARD_K_ELEMWISE;
         }
     case OPC_NORM: return SHARD_K_NORM;
@@ -50,6 +51,10 @@ int cost_kernel(OpClass cls, int op) {
     case OPC_OPTIMIZER: return SHARD_K_OPTIMIZER;
     default: return -1;
     }
+}
+
+int cost_attention_kernel(int op) {
+    return op == OP_ATTENTION_DQ ? SHARD_ATT_DQ : op == OP_ATTENTION_DKV ? SHARD_ATT_DKV : SHARD_ATT_FORWARD;
 }
 
 double cost_mem_rate(const ShardCluster *cl, OpClass cls, int op, double bytes) {
@@ -64,9 +69,12 @@ double cost_roofline_op(const CostModel *cm, OpClass cls, int op, double flops, 
      * table (shard_gemm_eff); the class factor is for the other classes */
     double eff = cls == OPC_MATMUL ? shard_gemm_eff(cm->cl, cm->dtype, flops) : k->flop_eff;
     double rate = cm->cl->peak_flops[cm->dtype] * eff;
-    /* attention at the cluster's measured rate when it has one (its kernels,
-     * forward and backward, priced per FLOP at the forward's rate) */
-    if (cls == OPC_ATTENTION && cm->cl->attention_flops > 0) rate = cm->cl->attention_flops;
+    /* attention at the cluster's measured rate of its kernel (forward, dq or
+     * dk/dv) at the call's FLOPs, when it has one */
+    if (cls == OPC_ATTENTION) {
+        const ShardRateTable *t = &cm->cl->attention[cost_attention_kernel(op)];
+        if (t->n > 0) rate = shard_rate_at(t, flops);
+    }
     double tf = flops > 0 ? flops / rate : 0;
     double tb = bytes > 0 ? bytes / cost_mem_rate(cm->cl, cls, op, bytes) : 0;
     return tf > tb ? tf : tb;

@@ -43,9 +43,15 @@ DType cost_dtype(const CostModel *cm, DType value_dtype);
 /* The memory-bound kernel class (ShardKernel) whose measured rate prices the
  * kernels of op (an OpKind) of class cls, or -1 where the bandwidth times the
  * class's factor does (matmul, attention, gather, layout). Element-wise ops
- * split into plain and transcendental (GELU, SiLU, tanh, exp, RoPE and their
- * backwards); op < 0 (not known): by the class alone. */
+ * split into plain, transcendental (GELU, SiLU, tanh, exp and their
+ * backwards) and RoPE (and its backward); op < 0 (not known): by the class
+ * alone. */
 int cost_kernel(OpClass cls, int op);
+
+/* The attention kernel (ShardAttention) whose measured FLOP/s table prices a
+ * node of op (attention_dq, attention_dkv; any other op, op < 0 included: the
+ * forward). */
+int cost_attention_kernel(int op);
 
 /* Bytes/s that one call of a kernel of class cls (op as for cost_kernel)
  * moving `bytes` (read + written) reaches: the cluster's measured rate of its
@@ -55,7 +61,9 @@ double cost_mem_rate(const ShardCluster *cl, OpClass cls, int op, double bytes);
 
 /* Roofline time of local work: max(flops / (peak * flop_eff), bytes / rate),
  * where a matmul's flop_eff is the cluster's GEMM efficiency at `flops`
- * (shard_gemm_eff: small GEMMs are far below peak) and rate is cost_mem_rate.
+ * (shard_gemm_eff: small GEMMs are far below peak), attention's rate the
+ * cluster's measured rate of its kernel at `flops` (attention_tflops) when
+ * it has one, and rate is cost_mem_rate.
  * cost_roofline knows the class only; cost_roofline_op the op as well. */
 double cost_roofline(const CostModel *cm, OpClass cls, double flops, double bytes);
 double cost_roofline_op(const CostModel *cm, OpClass cls, int op, double flops, double bytes);

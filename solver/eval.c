@@ -96,11 +96,40 @@ double ilp_transient(const IlpStrat *S, int z) {
 
 double ilp_rerun_bytes(const IlpStrat *S, int z) { return S->act[RC_NONE] + (z >= 3 ? S->param_local : 0); }
 
+/* The sum of the k largest transfers: v[i] (one each) and block b's blk[b] (one per instance). */
+static double largest_sum(const double *v, const int *n, int nv, const double *blk, const IlpBlock *blocks, int nb,
+                          int k) {
+    double sum = 0;
+    bool *used = ir_alloc(sizeof(bool) * (size_t)(nv + nb + 1));
+    while (k > 0) {
+        int best = -1;
+        double bv = 0;
+        for (int i = 0; i < nv + nb; i++) {
+            double x = i < nv ? v[i] : blk[i - nv];
+            if (!used[i] && x > bv) best = i, bv = x;
+        }
+        if (best < 0) break;
+        used[best] = true;
+        int cnt = best < nv ? n[best] : blocks[best - nv].instances;
+        int take = cnt < k ? cnt : k;
+        sum += take * bv;
+        k -= take;
+    }
+    ir_free(used);
+    return sum;
+}
+
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     IlpPrice r;
     memset(&r, 0, sizeof r);
     double bwd = 0, other_blocks = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0;
     double *block_none = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
+    /* parameters on the host: a transfer up is one block instance's slices (the block's
+     * groups' per instance; the block has one per instance), or one group's outside the
+     * blocks; the K largest */
+    double *block_xfer = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
+    double *xfer = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
+    int *xn = ir_alloc(sizeof(int) * (size_t)(p->n_groups + p->n_blocks + 1)), nx = 0;
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *g = &p->groups[gi];
         const IlpStrat *S = &g->strats[c->strat[gi]];
@@ -137,6 +166,8 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
                 r.offload_s -= e * (p->off_s - p->off_s3);
                 r.fetch_bytes += e * p->off_fetch;
                 r.fetch_s += e * p->off_fetch_s;
+                if (g->block >= 0) block_xfer[g->block] += S->off_elems[z] * p->off_param;
+                else xfer[nx] = e * p->off_param, xn[nx++] = 1;
             }
         }
         if (g->block < 0) {
@@ -153,9 +184,11 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
             block_none[g->block] += ilp_rerun_bytes(S, z);
         }
     }
-    for (int b = 0; b < p->n_blocks; b++)
+    for (int b = 0; b < p->n_blocks; b++) {
         if (c->count[b][RC_SELECTIVE] + c->count[b][RC_FULL] > 0)
             r.mem_recompute = maxd(r.mem_recompute, block_none[b]);
+    }
+    r.mem_staging = largest_sum(xfer, xn, nx, block_xfer, p->blocks, p->n_blocks, p->off_inflight);
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
         int k = c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst];
@@ -170,14 +203,17 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     }
     hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
     r.sync_exposed_s = sync_block + maxd(0, maxd(sync_over - hide, sync_last));
-    r.offload_exposed_s = maxd(0, maxd(r.offload_s - bwd, p->n_layers ? r.offload_s / p->n_layers : 0));
+    /* the offloaded updates run after the backward (each reads the gradient norm's clipping
+     * coefficient; compiler/codegen/cg_offload.c): nothing hides their pipeline */
+    r.offload_exposed_s = r.offload_s;
     r.fetch_exposed_s = maxd(0, maxd(r.fetch_s - r.compute_s, p->n_layers ? r.fetch_s / p->n_layers : 0));
     r.mem_params -= r.mem_offloaded;
     if (r.optimizer_s < 0) r.optimizer_s = 0; /* every update offloaded: rounding */
     r.step_s = r.compute_s + r.comm_s + r.recompute_s + r.sync_exposed_s + r.optimizer_s +
                r.gather_s + r.offload_exposed_s + r.fetch_exposed_s;
-    /* four moments (above), each with its transients */
-    double start = r.mem_params - r.mem_grads_late + r.mem_acts;
+    /* four moments (above), each with its transients; the backward's with the stagings of the
+     * transfers up in flight (parameters on the host) */
+    double start = r.mem_params - r.mem_grads_late + r.mem_acts, stg = r.mem_staging;
     /* the last block instance's backward, group by group (its groups in
      * forward order: the backward reaches g with those before it unwritten) */
     double last = other_blocks, last_at = other_blocks, unwritten = 0, freed = 0, g_unw = 0, g_freed = 0;
@@ -195,10 +231,11 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         unwritten += S->mem_grad_late[z];
     }
     double at[ILP_MOMENTS] = {
-        start - unwritten + r.mem_transient_head, start - r.mem_acts_head + r.mem_recompute + last_at,
+        start - unwritten + r.mem_transient_head + stg, start - r.mem_acts_head + r.mem_recompute + last_at + stg,
         r.mem_params + r.mem_update + r.mem_transient_max,
-        r.mem_params - r.mem_grads_late_pre + r.mem_acts_pre + r.mem_recompute + r.mem_transient_blocks};
-    const double tr[ILP_MOMENTS] = {r.mem_transient_head, last, r.mem_transient_max, r.mem_transient_blocks};
+        r.mem_params - r.mem_grads_late_pre + r.mem_acts_pre + r.mem_recompute + r.mem_transient_blocks + stg};
+    const double tr[ILP_MOMENTS] = {r.mem_transient_head + stg, last + stg, r.mem_transient_max,
+                                    r.mem_transient_blocks + stg};
     r.peak_moment = 0;
     for (int k = 1; k < ILP_MOMENTS; k++) /* the first of equal peaks */
         if (at[k] > at[r.peak_moment]) r.peak_moment = k;
@@ -207,5 +244,8 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     r.mem_acts_freed = r.peak_moment == 1 ? g_freed : 0;
     r.mem_transient = tr[r.peak_moment];
     ir_free(block_none);
+    ir_free(block_xfer);
+    ir_free(xfer);
+    ir_free(xn);
     return r;
 }

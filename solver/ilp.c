@@ -28,13 +28,18 @@
  *             any of its (s, z) moves: o = sum x E / Emax when h = 1, else 0
  *             (three rows; exact for one-hot x). Memory (every moment's
  *             row), host memory and the offload pipeline are linear in o;
- *             q >= 0: the pipeline's part the backward does not hide (as e).
+ *             q >= 0: the pipeline, exposed whole (the program runs it after the backward).
  *   hp[g], o3[g] level params: binary, group g's parameter slice lives on
  *             the host too (hp <= h); o3 as o over the ZeRO-3 choices only
  *             (the slice exists there), tied to hp the same way. Device
  *             memory, the pipeline (no copy up) and the gathers' copies up
  *             are linear in o3; qf >= 0: those copies' part the forward and
- *             backward compute does not hide.
+ *             backward compute does not hide; the stagings of the K
+ *             largest transfers up (IlpProblem.off_inflight; a transfer is a
+ *             block instance's o3 x slice bytes summed over the block's groups,
+ *             each block a transfer per instance, or a group's outside the
+ *             blocks) at the backward's three moments, as min over t >= 0 of
+ *             K t + sum of n u, u >= transfer - t, u >= 0 (n: its count).
  * Objective: ilp_evaluate()'s step time. Memory rows: its peak bytes <= limit
  * at the four moments it prices (the head's backward + TH, the last block
  * instance's backward + TB + TR, the update + T, the first block instance's
@@ -106,6 +111,8 @@ typedef struct Model {
     int first_row;              /* the first block instance's backward's row */
     int *h;         /* per group: the offload column, or 0 */
     int *hp;        /* per group: level params, the parameter-on-host column, or 0 */
+    int stg_col;    /* level params: t of the K largest transfers' sum (memory units), or 0 */
+    int *stg_row;   /* per block: u + t >= its instance's transfer, or 0 (made at its first group) */
     double ts;      /* seconds -> model time units */
     double ms;      /* bytes -> model memory units */
 } Model;
@@ -132,7 +139,7 @@ static double maxd(double a, double b) { return a > b ? a : b; }
 /* Level params, group g (offload column h): the header's hp and o3, and the
  * gathers' copies up, exposed past the compute (qf, made at the first group). */
 static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g, int h, const int qf_rows[2],
-                           int qrow1, int qrow2, int urow) {
+                           int qrow1, int urow) {
     Lp *lp = &m->lp;
     const IlpGroup *G = &p->groups[g];
     double emax = 0;
@@ -174,9 +181,25 @@ static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g
     put(lp, m->first_row, o, -E * p->off_param * ms);
     put(lp, urow, o, -E * p->off_param * ms);
     put(lp, qrow1, o, E * (p->off_s - p->off_s3) * m->ts); /* no copy up after the update */
-    if (p->n_layers) put(lp, qrow2, o, E * (p->off_s - p->off_s3) / p->n_layers * m->ts);
     put(lp, qf_rows[0], o, -E * p->off_fetch_s * m->ts);
     if (p->n_layers) put(lp, qf_rows[1], o, -E * p->off_fetch_s / p->n_layers * m->ts);
+    /* the transfer it belongs to: its block instance's (one of the block's instances transfers,
+     * its row and u shared by the block's groups), or its own: u >= the transfer - t */
+    int xr = G->block >= 0 ? m->stg_row[G->block] : 0;
+    if (!xr) {
+        snprintf(nm, sizeof nm, "staging_u_%s_%d", G->block >= 0 ? "b" : "g", G->block >= 0 ? G->block : g);
+        int u = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+        int n = G->block >= 0 ? p->blocks[G->block].instances : 1;
+        put(lp, m->mem_row, u, n); /* the backward's moments, not the update's */
+        put(lp, m->rc_row, u, n);
+        put(lp, m->first_row, u, n);
+        snprintf(nm, sizeof nm, "staging_%s_%d", G->block >= 0 ? "b" : "g", G->block >= 0 ? G->block : g);
+        xr = add_row(lp, GLP_LO, 0, 0, nm);
+        put(lp, xr, u, 1);
+        put(lp, xr, m->stg_col, 1);
+        if (G->block >= 0) m->stg_row[G->block] = xr;
+    }
+    put(lp, xr, o, -(G->block >= 0 ? emax : E) * p->off_param * ms);
 }
 
 /* Host offload's columns and rows (the header's h, o, q); none unless the
@@ -193,11 +216,11 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
     /* the host's limit; free when minimizing the device's peak (on == 0), so
      * that solve says how much host memory its plan would need */
     int hrow = add_row(lp, on ? GLP_UP : GLP_FR, 0, 1, "host_memory");
+    /* q >= the offloaded updates' pipeline: the program runs them after the backward (each
+     * reads the gradient norm's clipping coefficient), so nothing hides it */
     int qcol = add_col(lp, GLP_CV, 0, INFINITY, on, "offload_exposed");
-    int qrow1 = add_row(lp, GLP_LO, 0, 0, "offload_vs_bwd");
-    int qrow2 = add_row(lp, GLP_LO, 0, 0, "offload_last_bucket");
+    int qrow1 = add_row(lp, GLP_LO, 0, 0, "offload_pipeline");
     put(lp, qrow1, qcol, 1);
-    put(lp, qrow2, qcol, 1);
     int qf_rows[2] = {0, 0}; /* level params: qf >= the gathers' copies up - the compute, and >= their first */
     if (p->off_param > 0) {
         int qf = add_col(lp, GLP_CV, 0, INFINITY, on, "fetch_exposed");
@@ -205,6 +228,11 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
         qf_rows[1] = add_row(lp, GLP_LO, 0, 0, "fetch_first");
         put(lp, qf_rows[0], qf, 1);
         put(lp, qf_rows[1], qf, 1);
+        m->stg_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "staging_t");
+        m->stg_row = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 1));
+        put(lp, m->mem_row, m->stg_col, p->off_inflight); /* the backward's moments, not the update's */
+        put(lp, m->rc_row, m->stg_col, p->off_inflight);
+        put(lp, m->first_row, m->stg_col, p->off_inflight);
         for (int k = 0; k < p->n_groups; k++)
             for (int s = 0; s < p->groups[k].n_strats; s++)
                 for (int z = 0; z < ZERO_STAGES; z++)
@@ -251,14 +279,8 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
         put(lp, urow, o, -E * p->off_dev * ms);
         put(lp, hrow, o, E * p->off_host / p->host_limit);
         put(lp, qrow1, o, -E * p->off_s * m->ts);
-        if (p->n_layers) put(lp, qrow2, o, -E * p->off_s / p->n_layers * m->ts);
-        if (p->off_param > 0) params_columns(p, f, m, g, h, qf_rows, qrow1, qrow2, urow);
+        if (p->off_param > 0) params_columns(p, f, m, g, h, qf_rows, qrow1, urow);
     }
-    for (int g = 0; g < p->n_groups; g++) /* q >= offload - the whole backward */
-        for (int s = 0; s < p->groups[g].n_strats; s++)
-            for (int z = 0; z < ZERO_STAGES; z++)
-                if (m->x[g][s * ZERO_STAGES + z])
-                    put(lp, qrow1, m->x[g][s * ZERO_STAGES + z], p->groups[g].mult * p->groups[g].strats[s].bwd_s * m->ts);
 }
 
 static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool min_mem) {
@@ -729,6 +751,7 @@ static void model_free(const IlpProblem *p, Model *m) {
     ir_free(m->x);
     ir_free(m->h);
     ir_free(m->hp);
+    ir_free(m->stg_row);
     ir_free(m->bits);
     ir_free(m->nbits);
     ir_free(m->lp.ia);

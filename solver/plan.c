@@ -142,10 +142,10 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->cm = (CostModel){&r->cl, &r->mesh, dt, 1};
     r->mem_limit = limit;
     r->mip_gap = o->mip_gap;
-    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL)};
+    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight};
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->offload_mode = offload_level(o, NULL) == PO_DEVICE ? "none" : o->offload;
-    r->offload_inflight = o->offload_inflight;
+    r->offload_inflight = shard_cluster_inflight(cl, o->offload_inflight); /* the problem's K */
     r->batch = r->prob->batch;
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
     if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp); /* plan one stage (pipeprice.c) */
@@ -231,7 +231,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
                        PlanResult *best) {
     CostModel *cms = ir_alloc(sizeof *cms * (size_t)nm);
     IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)nm);
-    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL)};
+    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight};
     double lo = INFINITY;
     /* the sweep's solves run within a --time-limit of their own; a mesh whose
      * problem is not built by then drops out of the sweep */
@@ -990,7 +990,8 @@ static void offload_json(cJSON *root, const Graph *g, const PlanResult *r) {
         cJSON_AddNumberToObject(o, "param_fetch_bytes_per_step", pr->fetch_bytes);
         cJSON_AddNumberToObject(o, "param_fetch_s", pr->fetch_s);
         cJSON_AddNumberToObject(o, "param_fetch_exposed_s", pr->fetch_exposed_s);
-        cJSON_AddNumberToObject(o, "transfers_in_flight", r->offload_inflight > 0 ? r->offload_inflight : 2);
+        cJSON_AddNumberToObject(o, "transfers_in_flight", r->offload_inflight);
+        cJSON_AddNumberToObject(o, "param_staging_bytes", pr->mem_staging); /* in the memory rows */
     }
     cJSON *gr = cJSON_AddArrayToObject(o, "groups");
     for (int gi = 0; gi < p->n_groups; gi++) {

@@ -50,7 +50,8 @@ typedef struct PlanOptions {
     AdOptions train;            /* the optimizer the plan prices (default AdamW) */
     const char *offload;        /* NULL/"none", "optim", "optim+master", "params", "auto" (host
                                  * offload: docs/sharding.md) */
-    int offload_inflight;       /* parameters on the host: transfers up in flight (0: 2) */
+    int offload_inflight;       /* parameters on the host: transfers up in flight (0: the
+                                 * cluster's host_inflight) */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);
@@ -105,7 +106,7 @@ typedef struct PlanResult {
     Placement *pl;              /* the plan as the lowering reads it (placement.c) */
     CostOp *node_cost;          /* per node: what the planner priced it at (ilp_node_costs) */
     const char *offload_mode;   /* --offload as given ("none" when not) */
-    int offload_inflight;       /* PlanOptions' (0: 2) */
+    int offload_inflight;       /* PlanOptions', else the cluster's (>= 1) */
     struct PipePrice *pipe;     /* pipelined: the pipeline's price (pipeprice.c); its step
                                  * is price.step_s; NULL when not pipelined */
     bool micro_chosen;          /* the planner chose the micro-batch count (PlanOptions.micro_auto) */

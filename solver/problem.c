@@ -701,6 +701,7 @@ static void offload_prices(IlpProblem *p, const AdOptions *train, bool half) {
      * them) copies the slice up first, queued ahead of the compute (compiler/lower/offload.c) */
     if (level == PO_PARAMS) {
         p->off_param = ps;
+        p->off_inflight = shard_cluster_inflight(cl, p->opt.offload_inflight);
         p->off_s3 = fmax(p->off_d2h / cl->pcie_bw, 1 / cl->host_adamw_rate);
         p->off_fetch = 2.0 * p->opt.micro_batches * ps;
         p->off_fetch_s = p->off_fetch / cl->pcie_bw;

@@ -12,7 +12,7 @@
 
 #include "sim.h"
 
-static const char *const kind_names[SIM__KINDS] = {"kernel", "coll", "copy", "record", "wait"};
+static const char *const kind_names[SIM__KINDS] = {"kernel", "coll", "copy", "record", "wait", "hcopy", "host", "hsync"};
 static const char *const class_names[] = {
     [OPC_MATMUL] = "matmul", [OPC_ELEMWISE] = "elementwise", [OPC_NORM] = "norm",
     [OPC_SOFTMAX] = "softmax", [OPC_ATTENTION] = "attention", [OPC_GATHER] = "gather",
@@ -53,32 +53,25 @@ void sim_result_free(SimResult *r) {
 
 /* ---- the replay ---------------------------------------------------------------------------- */
 
-static double op_time(const SimOp *o, const CostModel *cm) {
+/* An op's time. Host offload's copies and host work need the cluster's host figures:
+ * a cluster without them prices them 0 (no_host: 0 too, the replay without them). */
+static double op_time(const SimOp *o, const CostModel *cm, bool no_host) {
+    const ShardCluster *cl = cm->cl;
     switch (o->kind) {
     case SIM_KERNEL: return cost_roofline_op(cm, o->cls, o->op, o->flops, o->bytes);
     case SIM_COPY: return cost_roofline(cm, OPC_LAYOUT, 0, 2 * o->bytes); /* read and write */
     case SIM_COLL: return shard_coll_time(cm->mesh, o->coll, o->axis, o->bytes);
+    case SIM_HCOPY: return no_host || !(cl->pcie_bw > 0) ? 0 : o->bytes / cl->pcie_bw;
+    case SIM_HOST: return no_host || !(cl->host_adamw_rate > 0) ? 0 : o->flops / cl->host_adamw_rate;
     default: return 0;
     }
 }
 
-bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err) {
-    memset(r, 0, sizeof *r);
-    r->peak_live_bytes = -1;
-    for (int i = 0; i < p->n; i++) { /* checked before anything runs */
-        const SimOp *o = &p->op[i];
-        if (o->kind == SIM_COLL && (o->axis < 0 || o->axis >= cm->mesh->n_axes)) {
-            sb_printf(err, "op %d (%s) runs on mesh axis %d; the mesh has %d", i, o->name, o->axis, cm->mesh->n_axes);
-            return false;
-        }
-        if ((o->kind == SIM_RECORD || o->kind == SIM_WAIT) && (o->event < 0 || o->event >= p->n_events)) {
-            sb_printf(err, "op %d names event %d; the program has %d", i, o->event, p->n_events);
-            return false;
-        }
-    }
+/* One replay (sim.h); no_host: host work and host copies take no time. */
+static void replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool no_host) {
     int micro = p->micro_batches > 0 ? p->micro_batches : 1;
     double *ev = ir_alloc(sizeof(double) * (size_t)(p->n_events + 1));
-    double t[SIM_STREAMS] = {0, 0};
+    double t[SIM_STREAMS] = {0}, h = 0; /* each stream's time, the host's */
     int cap = 0;
     for (int m = 0; m < micro; m++)
         for (int pass = 0; pass < 2; pass++) {
@@ -88,7 +81,8 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
                 const SimOp *o = &p->op[i];
                 if ((o->part == SIM_UPDATE) != upd) continue;
                 if (o->last_micro && m != micro - 1) continue;
-                int s = o->stream == SIM_COMM ? SIM_COMM : SIM_COMPUTE;
+                int s = o->stream >= 0 && o->stream < SIM_STREAMS ? o->stream : SIM_COMPUTE;
+                if (t[s] < h) t[s] = h; /* issued by the host at h */
                 if (o->kind == SIM_RECORD) {
                     ev[o->event] = t[s];
                     continue;
@@ -100,12 +94,24 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
                     }
                     continue;
                 }
-                double d = op_time(o, cm);
+                if (o->kind == SIM_HSYNC) {
+                    if (ev[o->event] > h) h = ev[o->event];
+                    continue;
+                }
+                double d = op_time(o, cm, no_host), *at = o->kind == SIM_HOST ? &h : &t[s];
                 IR_GROW(r->spans, r->n_spans, cap);
-                r->spans[r->n_spans++] = (SimSpan){i, m, t[s], t[s] + d};
-                t[s] += d;
+                r->spans[r->n_spans++] = (SimSpan){i, m, *at, *at + d};
+                *at += d;
+                if (o->kind == SIM_HOST) {
+                    r->host_s += d;
+                    r->n_host++;
+                    continue;
+                }
                 r->busy_s[s] += d;
-                if (o->kind == SIM_KERNEL) {
+                if (o->kind == SIM_HCOPY) {
+                    r->hcopy_s += d;
+                    r->n_hcopies++;
+                } else if (o->kind == SIM_KERNEL) {
                     r->kernel_s += d;
                     r->n_kernels++;
                     if (o->recompute) r->recompute_s += d;
@@ -126,12 +132,48 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
                     r->coll_lat_s[o->coll][s] +=
                         d - shard_coll_sent(cm->mesh, o->coll, o->axis, o->bytes) * cm->mesh->beta[o->axis];
                 }
-                if (o->kind != SIM_COLL) r->part_s[o->part] += d;
+                if (o->kind != SIM_COLL && o->kind != SIM_HCOPY) r->part_s[o->part] += d;
             }
         }
     ir_free(ev);
-    r->step_s = t[0] > t[1] ? t[0] : t[1];
-    r->exposed_comm_s = r->step_s - r->kernel_s - r->copy_s;
+    r->step_s = h;
+    for (int s = 0; s < SIM_STREAMS; s++)
+        if (t[s] > r->step_s) r->step_s = t[s];
+}
+
+bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err) {
+    memset(r, 0, sizeof *r);
+    r->peak_live_bytes = -1;
+    bool host = false;
+    for (int i = 0; i < p->n; i++) { /* checked before anything runs */
+        const SimOp *o = &p->op[i];
+        if (o->kind == SIM_COLL && (o->axis < 0 || o->axis >= cm->mesh->n_axes)) {
+            sb_printf(err, "op %d (%s) runs on mesh axis %d; the mesh has %d", i, o->name, o->axis, cm->mesh->n_axes);
+            return false;
+        }
+        if ((o->kind == SIM_RECORD || o->kind == SIM_WAIT || o->kind == SIM_HSYNC) &&
+            (o->event < 0 || o->event >= p->n_events)) {
+            sb_printf(err, "op %d names event %d; the program has %d", i, o->event, p->n_events);
+            return false;
+        }
+        if (o->stream < 0 || o->stream >= SIM_STREAMS) {
+            sb_printf(err, "op %d (%s) runs on stream %d; there are %d", i, o->name, o->stream, SIM_STREAMS);
+            return false;
+        }
+        host |= o->kind == SIM_HCOPY || o->kind == SIM_HOST;
+    }
+    replay(p, cm, r, false);
+    double base = r->step_s; /* what host offload's work adds: the step less the replay without it */
+    if (host) {
+        SimResult q;
+        memset(&q, 0, sizeof q);
+        q.peak_live_bytes = -1;
+        replay(p, cm, &q, true);
+        base = q.step_s;
+        sim_result_free(&q);
+    }
+    r->offload_exposed_s = r->step_s - base > 0 ? r->step_s - base : 0;
+    r->exposed_comm_s = base - r->kernel_s - r->copy_s;
     if (r->exposed_comm_s < 0) r->exposed_comm_s = 0;
     return true;
 }
@@ -167,7 +209,9 @@ cJSON *sim_program_to_json(const SimProgram *p, const ShardCluster *cl) {
             cJSON_AddNumberToObject(j, "a", s->axis);
             cJSON_AddNumberToObject(j, "b", s->bytes);
             break;
-        case SIM_COPY: cJSON_AddNumberToObject(j, "b", s->bytes); break;
+        case SIM_COPY:
+        case SIM_HCOPY: cJSON_AddNumberToObject(j, "b", s->bytes); break;
+        case SIM_HOST: cJSON_AddNumberToObject(j, "f", s->flops); break;
         default: cJSON_AddNumberToObject(j, "e", s->event); break;
         }
         if (s->name[0]) cJSON_AddStringToObject(j, "n", s->name);
@@ -258,7 +302,8 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
         const char *k = str(j, "k"), *nm = str(j, "n");
         int kind = k ? lookup(k, kind_names, SIM__KINDS) : -1;
         if (kind < 0) {
-            sb_printf(err, "%s: %s: field 'k' must be one of kernel, coll, copy, record, wait", where, ctx);
+            sb_printf(err, "%s: %s: field 'k' must be one of kernel, coll, copy, record, wait, hcopy, host, hsync",
+                      where, ctx);
             goto bad;
         }
         if (nm && strlen(nm) > 1024) {
@@ -266,7 +311,7 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
             goto bad;
         }
         double s, part, lm, rc;
-        if (!num(j, "s", 0, 1, 0, &s, where, ctx, err) || !num(j, "p", 0, 2, -1, &part, where, ctx, err) ||
+        if (!num(j, "s", 0, SIM_STREAMS - 1, 0, &s, where, ctx, err) || !num(j, "p", 0, 2, -1, &part, where, ctx, err) ||
             !num(j, "lm", 0, 1, 0, &lm, where, ctx, err) || !num(j, "rc", 0, 1, 0, &rc, where, ctx, err))
             goto bad;
         SimOp *o = sim_add(p, (SimKind)kind, (int)s, (int)part, nm);
@@ -311,7 +356,11 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
             break;
         }
         case SIM_COPY:
+        case SIM_HCOPY:
             if (!num(j, "b", 0, 1e30, -1, &o->bytes, where, ctx, err)) goto bad;
+            break;
+        case SIM_HOST:
+            if (!num(j, "f", 0, 1e30, -1, &o->flops, where, ctx, err)) goto bad;
             break;
         default:
             if (!num(j, "e", 0, p->n_events > 0 ? p->n_events - 1 : -1, -1, &e, where, ctx, err)) goto bad;
@@ -401,15 +450,16 @@ static void esc(StrBuf *b, const char *s) {
 
 void sim_svg(const SimProgram *p, const SimResult *r, const char *title, StrBuf *b) {
     const double W = 1100, X0 = 110, LH = 34, Y0 = 44;
-    double H = Y0 + SIM_STREAMS * LH + 60;
+    double H = Y0 + (SIM_STREAMS + 1) * LH + 60;
     double step = r->step_s > 0 ? r->step_s : 1;
     sb_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                  "font-family=\"sans-serif\" font-size=\"12\">\n", X0 + W + 20, H);
     sb_puts(b, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-size=\"14\">");
     esc(b, title);
     sb_printf(b, ": one step, %.4g s (simulated)</text>\n", r->step_s);
-    const char *lanes[SIM_STREAMS] = {"compute", "communication"};
-    for (int s = 0; s < SIM_STREAMS; s++)
+    /* lanes: the streams, then the host (host offload's AdamW) */
+    const char *lanes[SIM_STREAMS + 1] = {"compute", "communication", "copies down", "copies up", "host"};
+    for (int s = 0; s < SIM_STREAMS + 1; s++)
         sb_printf(b, "<text x=\"10\" y=\"%.0f\">%s</text><line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" "
                      "stroke=\"#ddd\"/>\n", Y0 + s * LH + 20, lanes[s], X0, X0 + W, Y0 + s * LH + LH - 2,
                   Y0 + s * LH + LH - 2);
@@ -418,18 +468,21 @@ void sim_svg(const SimProgram *p, const SimResult *r, const char *title, StrBuf 
         const SimSpan *sp = &r->spans[i];
         const SimOp *o = &p->op[sp->op];
         if (sp->end <= sp->start) continue;
-        const char *f = o->kind == SIM_COLL ? "#e15759" : o->kind == SIM_COPY ? "#9c755f"
-                        : o->recompute      ? "#b07aa1" : fill[o->part];
+        const char *f = o->kind == SIM_COLL                            ? "#e15759"
+                        : o->kind == SIM_COPY || o->kind == SIM_HCOPY ? "#9c755f"
+                        : o->recompute                                ? "#b07aa1"
+                                                                      : fill[o->part];
+        int lane = o->kind == SIM_HOST ? SIM_STREAMS : o->stream;
         double x = X0 + W * sp->start / step, w = W * (sp->end - sp->start) / step;
         sb_printf(b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>", x,
-                  Y0 + o->stream * LH + 4, w < 0.3 ? 0.3 : w, LH - 10, f);
+                  Y0 + lane * LH + 4, w < 0.3 ? 0.3 : w, LH - 10, f);
         esc(b, o->name);
         sb_printf(b, " (%s%s%s, micro-batch %d): %.3g ms</title></rect>\n",
                   o->kind == SIM_COLL ? shard_coll_name(o->coll) : kind_names[o->kind],
                   o->kind == SIM_KERNEL ? " " : "", o->kind == SIM_KERNEL ? class_names[o->cls] : "", sp->micro,
                   1e3 * (sp->end - sp->start));
     }
-    double ly = Y0 + SIM_STREAMS * LH + 20, lx = X0;
+    double ly = Y0 + (SIM_STREAMS + 1) * LH + 20, lx = X0;
     const char *lab[] = {"forward", "backward", "update", "recompute", "collective", "copy"};
     const char *col[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#9c755f"};
     for (int k = 0; k < 6; k++, lx += 120)

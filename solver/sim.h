@@ -33,10 +33,17 @@ typedef enum {
     SIM_COPY,       /* a device-to-device copy (bucket packing, strided staging) */
     SIM_RECORD,     /* an event recorded on the stream */
     SIM_WAIT,       /* the stream waits for an event */
+    SIM_HCOPY,      /* host offload: a copy between the host arena and the device, on a copy
+                     * stream (SIM_D2H, SIM_H2D): bytes at the cluster's PCIe rate */
+    SIM_HOST,       /* host offload: the host's AdamW over elems elements (the cluster's host
+                     * AdamW rate); the host runs it, so every op issued after it starts after */
+    SIM_HSYNC,      /* the host waits for an event (colrt_event_sync) */
     SIM__KINDS
 } SimKind;
 
-enum { SIM_COMPUTE = 0, SIM_COMM = 1, SIM_STREAMS = 2 };
+/* Streams: compute (host-ordered), communication, and host offload's copy streams
+ * (gradients down, parameters up). */
+enum { SIM_COMPUTE = 0, SIM_COMM = 1, SIM_D2H = 2, SIM_H2D = 3, SIM_STREAMS = 4 };
 /* Parts of the step: forward and backward run once per micro-batch, the
  * update once per step. */
 enum { SIM_FORWARD = 0, SIM_BACKWARD = 1, SIM_UPDATE = 2, SIM_PARTS = 3 };
@@ -53,7 +60,7 @@ typedef struct SimOp {
     ShardColl coll;     /* SIM_COLL */
     int axis;           /* SIM_COLL: mesh axis */
     int event;          /* SIM_RECORD, SIM_WAIT */
-    double flops;       /* SIM_KERNEL: local FLOPs */
+    double flops;       /* SIM_KERNEL: local FLOPs; SIM_HOST: elements updated */
     double bytes;       /* kernel: bytes read and written; collective: each rank's buffer going in
                          * (as shard_coll_time takes it); copy: bytes copied */
     double live;        /* SIM_KERNEL: arena bytes live while it runs (-1: not known) */
@@ -85,7 +92,12 @@ typedef struct SimResult {
     double kernel_s, copy_s;        /* compute stream: kernels, copies */
     double coll_compute_s;          /* collectives run on the compute stream (blocking it) */
     double coll_comm_s;             /* collectives on the communication stream */
-    double exposed_comm_s;          /* step less the compute stream's kernels and copies */
+    double exposed_comm_s;          /* step less the compute stream's kernels and copies, in
+                                     * the replay without host offload's work (below) */
+    double host_s, hcopy_s;         /* host offload: the host's AdamW, the copy streams' copies */
+    double offload_exposed_s;       /* the step less the same replay with host work and host
+                                     * copies taking no time */
+    int n_hcopies, n_host;
     double recompute_s;             /* kernels of recomputed nodes */
     double part_s[SIM_PARTS];       /* kernels and copies per part, all micro-batches */
     double copy_part_s[SIM_PARTS];  /* of part_s: the copies */
@@ -102,8 +114,10 @@ typedef struct SimResult {
 } SimResult;
 
 /* Replays the program: ops of a stream run in order; a wait holds its stream
- * until the event's record; a record marks its stream's current time.
- * false with a message when an op names an axis the mesh lacks or an event
+ * until the event's record; a record marks its stream's current time. The host
+ * has a time of its own, which host work (SIM_HOST) and waits (SIM_HSYNC)
+ * advance: no op issued after starts before it (without host offload it stays
+ * 0). false with a message when an op names an axis the mesh lacks or an event
  * out of range. */
 bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err);
 void sim_result_free(SimResult *r);

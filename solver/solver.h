@@ -124,6 +124,8 @@ typedef struct IlpOptions {
                                  * norms); NULL: AdamW's defaults */
     int offload;                /* PlaceOffload: the level a group that offloads takes;
                                  * PO_DEVICE: none may (the default) */
+    int offload_inflight;       /* level PO_PARAMS: transfers up in flight (--offload-inflight);
+                                 * 0: the cluster's host_inflight (IlpProblem.off_inflight) */
 } IlpOptions;
 
 typedef struct IlpProblem {
@@ -161,6 +163,12 @@ typedef struct IlpProblem {
     double off_s3;              /* off_s without the parameter's copy up after the update */
     double off_fetch;           /* bytes the step's gathers copy up first (2 per micro-batch) */
     double off_fetch_s;         /* seconds of those copies (overlapped with the compute) */
+    int off_inflight;           /* transfers up in flight, K (the option's, else the cluster's,
+                                 * else SHARD_INFLIGHT_DEFAULT): the program holds the stagings
+                                 * of at most K transfers at once, a transfer being a block
+                                 * instance's slices on the host, or a group's outside the blocks
+                                 * (compiler/lower/offload.c); the memory rows count K times the
+                                 * largest (IlpPrice.mem_staging) */
     CostModel call_cm;          /* the model one kernel call is priced on: cm, on 1/M of the
                                  * rows when a graph of the whole batch runs as M micro-batches */
     double *run_frac;           /* per value: a parameter's share of the elements of its run of
@@ -277,6 +285,10 @@ typedef struct IlpPrice {
     /* parameters on the host: bytes the gathers copy up per step, their time, and what of
      * it the forward and backward compute does not hide (in step_s) */
     double fetch_bytes, fetch_s, fetch_exposed_s;
+    /* and the device stagings those copies land in, live at the forward's and backward's
+     * moments (not the update's): the K largest transfers (IlpProblem.off_inflight); in
+     * mem_transient where the peak is such a moment */
+    double mem_staging;
 } IlpPrice;
 
 /* Whether group g's transients are live at the head's backward: the head's

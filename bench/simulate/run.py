@@ -5,7 +5,7 @@ colossal-compile simulate) disagree, over every end-to-end test's plan
 (tests/e2e/CMakeLists.txt, CPU programs of tiny models on 1-4 ranks) and the
 planner benchmark's models (bench/solver/gen_models.py, bf16 on H100s).
 
-    python3 bench/simulate/run.py --compiler build/compiler/colossal-compile [--set e2e,bench]
+    python3 bench/simulate/run.py --compiler build/compiler/colossal-compile [--set e2e,bench] [--only REGEX]
 
 For each plan it writes one Markdown row: predicted and simulated seconds,
 their ratio, and the difference split by cause (simulated less predicted):
@@ -16,7 +16,10 @@ their ratio, and the difference split by cause (simulated less predicted):
              commits into the leaves) vs optimizer_s (which prices the packing; the
              staging is priced with the resharding, in comm)
   comm       the step less kernels and copies (collectives on the critical path)
-             vs resharding_s + grad_sync_exposed_s + zero_gather_s (+ host offload's exposed terms)
+             vs resharding_s + grad_sync_exposed_s + zero_gather_s (less local copies),
+             both without host offload's work
+  offload    host offload: what the host AdamW and the host copies add to the simulated step
+             (offload_exposed_s) vs offload_exposed_s + param_fetch_exposed_s
   of which latency   the simulation's exposed communication less the same replay with
              every link's latency ~0 (--cluster with latency_us 1e-6): the share of
              the comm column the collectives' per-call latency makes
@@ -62,12 +65,12 @@ def row(cc, name, args, out):
     p = subprocess.run([cc] + args + ["--emit", "code", "-q", "-o", out], capture_output=True, text=True)
     if p.returncode != 0:
         msg = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[0].replace("colossal-compile: error: ", "")
-        return f"| {name} | | | | no code: {msg[:80]} ||||| "
+        return f"| {name} | | | | no code: {msg[:80]} |||||| "
     plan = [f for f in os.listdir(out) if f.endswith(".plan.json")][0]
     path = os.path.join(out, plan)
     d = json.load(open(path))
     if "program" not in d:  # pipelined programs are not recorded yet (docs/simulate.md)
-        return f"| {name} | | | | no program recorded ||||| "
+        return f"| {name} | | | | no program recorded |||||| "
     s = json.loads(subprocess.run([cc, "simulate", path, "--json"], capture_output=True, text=True, check=True).stdout)
     # the same replay with every link's latency ~0: how much of the exposed communication is latency
     cl = d["program"]["cluster"]
@@ -78,8 +81,7 @@ def row(cc, name, args, out):
     s0 = json.loads(subprocess.run([cc, "simulate", path, "--json", "--cluster", nolat], capture_output=True,
                                    text=True, check=True).stdout)
     b = d["step_breakdown"]
-    comm_ilp = (b["resharding_s"] + b["grad_sync_exposed_s"] + b["zero_gather_s"] + b.get("offload_exposed_s", 0) +
-                b.get("param_fetch_exposed_s", 0))
+    comm_ilp = b["resharding_s"] + b["grad_sync_exposed_s"] + b["zero_gather_s"]
     # the parts' kernels without their copies (an older compiler does not split them: its
     # copies stay in their parts, and the update column leaves them out)
     cp = s.get("copy_by_part", [0, 0, 0])
@@ -90,6 +92,7 @@ def row(cc, name, args, out):
         "recompute": s["recompute_s"] - b["recompute_s"],
         "update": kern[2] + copies - b["optimizer_s"],
         "comm": s["exposed_comm_s"] - comm_ilp,
+        "offload": s["offload_exposed_s"] - b.get("offload_exposed_s", 0) - b.get("param_fetch_exposed_s", 0),
         "of which latency": s["exposed_comm_s"] - s0["exposed_comm_s"],
     }
     pred, sim = d["step_time_s"], s["step_s"]
@@ -104,6 +107,7 @@ def main():
     ap.add_argument("--compiler", required=True)
     ap.add_argument("--work", default="/tmp/colossal-bench-simulate")
     ap.add_argument("--set", default="e2e,bench")
+    ap.add_argument("--only", default="", help="only the plans whose name matches this regular expression")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     cases = []
@@ -111,9 +115,10 @@ def main():
         cases += list(e2e_cases())
     if "bench" in a.set:
         cases += list(bench_cases(a.work))
+    cases = [c for c in cases if re.search(a.only, c[0])]
     print("| plan | mesh, chosen by | predicted s | simulated s | sim/pred | compute | recompute | update+copies | comm "
-          "| of which latency |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| offload | of which latency |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     ratios, causes = [], {}
     for k, (name, args) in enumerate(cases):
         r = row(a.compiler, name, args, os.path.join(a.work, f"case{k}"))

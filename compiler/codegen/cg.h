@@ -49,4 +49,33 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
  * parse); *predicted gets memory.predicted_peak_bytes (0 if absent). */
 char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predicted);
 
+/* colossal-calibrate's kernels (tools/calibrate/gen_kernels.c): the C
+ * kernels file's prelude (the vectorizable float math every kernel calls),
+ * and the C function the CPU program runs for a causal attention node with
+ * f32 operands q [B,T,H,Dh], k and v [B,T,G,Dh], named `name`: kind 0 the
+ * forward (q, k, v, out), 1 attention_dq (q, k, v, dy, dq), 2 attention_dkv
+ * (q, k, v, dy, dk, dv, then the workspace cg_w). Returns the workspace's
+ * bytes (0: none). */
+void cg_c_prelude(StrBuf *b);
+int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t B, int64_t T, int64_t H, int64_t G,
+                                int64_t Dh);
+/* The C function the CPU program runs for an element-wise node of op over n
+ * f32 elements, operands of one shape: a binary op (add, sub, mul, div: a0,
+ * a1 -> a2), a unary one (gelu, scale, relu, silu, tanh, exp, cast: a0 -> a1)
+ * or a backward (gelu_bwd, relu_bwd, silu_bwd, tanh_bwd: x, dy -> dx); false
+ * for another op. */
+bool cg_elementwise_c_function(StrBuf *out, const char *name, int op, int64_t n);
+/* The C function of an AdamW update of n f32 elements (the default
+ * hyper-parameters): p, g, m, v, lr, step, coef (one element each) -> p', m', v'. */
+void cg_adamw_c_function(StrBuf *out, const char *name, int64_t n);
+/* The C function of a layer norm's forward over rows x D f32 elements (eps
+ * 1e-5): x, weight, bias -> y. */
+void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D);
+/* The C function of a sum of squares of n f32 elements (the update's global
+ * norm): x -> the sum (one element), then its workspace cg_w (unused in C). */
+void cg_sumsq_c_function(StrBuf *out, const char *name, int64_t n);
+/* The C function of RoPE (theta 10000) over one sequence x [1,T,H,Dh] f32:
+ * x -> y. */
+void cg_rope_c_function(StrBuf *out, const char *name, int64_t T, int64_t H, int64_t Dh);
+
 #endif

@@ -50,7 +50,8 @@ typedef struct CgCtx {
     bool trace_last_micro;     /* inside `if (M->last_micro)` */
 } CgCtx;
 
-/* A kernel operand: value v; out: written. */
+/* A kernel operand: value v; out: written. A kernel has at most CG_MAX_KARGS. */
+#define CG_MAX_KARGS 16
 typedef struct KArg {
     ValueId v;
     bool out;
@@ -89,6 +90,9 @@ typedef struct CgKernel {
     bool parallel;             /* C: OpenMP over the points however few (each is much work) */
 } CgKernel;
 void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKernel *k);
+/* The C form of kernel k as cg_kernel_ex writes it, a function named `name`
+ * whose operand i has dtype dts[i] and is written when outs[i]. */
+void cg_c_function(StrBuf *out, const char *name, int nargs, const DType *dts, const bool *outs, const CgKernel *k);
 /* A row kernel: body per row i, its loops CG_FOR(j, n), CG_SUM/CG_MAX(v). */
 void cg_kernel_rows(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t rows, int64_t width,
                     const char *body, const char *off);
@@ -101,7 +105,6 @@ int cg_rows_threads(int64_t width);
 #define CG_UNUSED_DEF                                                                            \
     "#ifndef CG_UNUSED\n#if defined(__GNUC__) || defined(__clang__)\n"                           \
     "#define CG_UNUSED __attribute__((unused))\n#else\n#define CG_UNUSED\n#endif\n#endif\n"
-void cg_c_prelude(StrBuf *b);
 void cg_cuda_prelude(StrBuf *b);
 void cg_launch_free(CgCtx *c);
 /* The launch audit's `cg-audit` lines (tests/gpu/launch_audit.sh), identical
@@ -168,6 +171,8 @@ void cg_half_helpers(StrBuf *b, const Graph *g, bool cuda);
  * k's C element type; $Lk(e), element e of operand k read as float; $Wk(e),
  * the value e converted for storing into operand k. */
 void cg_body(CgCtx *c, StrBuf *out, int nargs, const KArg *args, const char *body);
+/* The same for operands of dtypes dts (cg_body: the args' values' dtypes). */
+void cg_body_dt(StrBuf *out, int nargs, const DType *dts, const char *body);
 /* The parameter a state leaf is the f32 master copy of (mixed precision:
  * the optimizer updates the master, a cast of it replaces the parameter),
  * or IR_NONE. */
@@ -271,6 +276,9 @@ void cg_offload_destroy(const CgCtx *c, StrBuf *m);
 void cg_trace_node(CgCtx *c, NodeId id);                  /* the node's kernels */
 void cg_trace_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int stream, const char *what);
 void cg_trace_copy(CgCtx *c, double bytes, const char *what);
+/* host offload: a copy on a copy stream (SIM_D2H, SIM_H2D), the host's AdamW over elems */
+void cg_trace_hcopy(CgCtx *c, int stream, double bytes, const char *what);
+void cg_trace_host(CgCtx *c, double elems, const char *what);
 void cg_trace_event(CgCtx *c, SimKind k, int stream, int event);
 /* The plan JSON with "program" (the recorded ops) and "simulated_step_time_s"
  * (their replay) added; malloc'd, NULL when plan_json does not parse or the

@@ -106,8 +106,8 @@ ValueId cg_master_of(const Graph *g, ValueId state) {
 
 /* Kernel bodies name operand k's element type $Tk, read an element as
  * $Lk(expr) (a float) and convert a result for storing as $Wk(expr); here
- * they become the operand's C type and conversions. */
-void cg_body(CgCtx *c, StrBuf *out, int nargs, const KArg *args, const char *body) {
+ * they become the operand's C type (dts[k]) and conversions. */
+void cg_body_dt(StrBuf *out, int nargs, const DType *dts, const char *body) {
     for (const char *p = body; *p; p++) {
         if (p[0] != '$' || !(p[1] == 'T' || p[1] == 'L' || p[1] == 'W') || p[2] < '0' || p[2] > '9') {
             sb_putc(out, *p);
@@ -117,7 +117,7 @@ void cg_body(CgCtx *c, StrBuf *out, int nargs, const KArg *args, const char *bod
         char *end;
         long k = strtol(p + 2, &end, 10);
         IR_ASSERT(k >= 0 && k < nargs);
-        DType t = dt_of(c, args[k].v);
+        DType t = dts[k];
         p = end - 1;
         if (kind == 'T') { sb_puts(out, cg_dt[t].ctype); continue; }
         IR_ASSERT(p[1] == '(');
@@ -136,10 +136,17 @@ void cg_body(CgCtx *c, StrBuf *out, int nargs, const KArg *args, const char *bod
         StrBuf inner;
         sb_init(&inner);
         sb_printf(&inner, "%.*s", (int)(q - 1 - (p + 1)), p + 1);
-        cg_body(c, out, nargs, args, sb_cstr(&inner));
+        cg_body_dt(out, nargs, dts, sb_cstr(&inner));
         sb_free(&inner);
         p = q - 1;
     }
+}
+
+void cg_body(CgCtx *c, StrBuf *out, int nargs, const KArg *args, const char *body) {
+    DType dts[CG_MAX_KARGS];
+    IR_ASSERT(nargs <= CG_MAX_KARGS);
+    for (int k = 0; k < nargs; k++) dts[k] = dt_of(c, args[k].v);
+    cg_body_dt(out, nargs, dts, body);
 }
 
 /* Offset into a tensor of shape s broadcast to o, for flat index `i` of o. */
@@ -268,6 +275,12 @@ static bool emit_dense(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* The body of an element-wise binary op: a2 = a0[i0] op a1[i1]. */
+static void binary_body(StrBuf *b, int op, const char *i0, const char *i1) {
+    static const char ops[] = {[OP_ADD] = '+', [OP_SUB] = '-', [OP_MUL] = '*', [OP_DIV] = '/'};
+    sb_printf(b, "a2[i] = $W2($L0(a0[%s]) %c $L1(a1[%s]));", i0, ops[op], i1);
+}
+
 static bool emit_binary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     if (c->lp->n[id].fused) {
@@ -281,14 +294,15 @@ static bool emit_binary(CgCtx *c, NodeId id) {
         return true;
     }
     Shape o = L(c, n->out[0]);
-    static const char ops[] = {[OP_ADD] = '+', [OP_SUB] = '-', [OP_MUL] = '*', [OP_DIV] = '/'};
-    StrBuf b;
+    StrBuf b, i0, i1;
     sb_init(&b);
-    sb_puts(&b, "a2[i] = $W2($L0(a0[");
-    bidx(&b, L(c, n->in[0]), o, "i");
-    sb_printf(&b, "]) %c $L1(a1[", ops[n->op]);
-    bidx(&b, L(c, n->in[1]), o, "i");
-    sb_puts(&b, "]));");
+    sb_init(&i0);
+    sb_init(&i1);
+    bidx(&i0, L(c, n->in[0]), o, "i");
+    bidx(&i1, L(c, n->in[1]), o, "i");
+    binary_body(&b, n->op, sb_cstr(&i0), sb_cstr(&i1));
+    sb_free(&i0);
+    sb_free(&i1);
     KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, numel(o), "", sb_cstr(&b));
     sb_free(&b);
@@ -297,55 +311,94 @@ static bool emit_binary(CgCtx *c, NodeId id) {
 
 #define GELU_T "cg_tanhf(0.7978845608f * (x + 0.044715f * x * x * x))"
 
+/* The body of an element-wise unary op (a1 = f(a0)); attr: scale's factor;
+ * fcast: a cast between float types. */
+static void unary_body(StrBuf *b, int op, double attr, bool fcast) {
+    if (op == OP_GELU) /* in float: cg_tanhf vectorizes */
+        sb_puts(b, "const float x = $L0(a0[i]), r = 0.5f * x * (1 + " GELU_T ");\n        ");
+    else if (fcast) /* a float holds every f32, bf16 and f16 value exactly: one rounding either
+                     * way, and no detour through double (vectorizes at full width) */
+        sb_puts(b, "const float r = $L0(a0[i]);\n        ");
+    else
+        sb_puts(b, "double x = $L0(a0[i]), r;\n        ");
+    switch (op) {
+    case OP_GELU: break;
+    case OP_SCALE: sb_printf(b, "r = x * %.17g;", attr); break;
+    case OP_RELU: sb_puts(b, "r = x > 0 ? x : 0;"); break;
+    case OP_SILU: sb_puts(b, "r = x / (1 + exp(-x));"); break;
+    case OP_TANH: sb_puts(b, "r = tanh(x);"); break;
+    case OP_EXP: sb_puts(b, "r = exp(x);"); break;
+    case OP_CAST: if (!fcast) sb_puts(b, "r = x;"); break;
+    default: sb_puts(b, "r = 0 * x;"); break; /* zeros_like */
+    }
+    sb_puts(b, "\n        a1[i] = $W1(r);");
+}
+
 static bool emit_unary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     if (numel(L(c, n->in[0])) != numel(L(c, n->out[0]))) /* mixed precision under ZeRO-3 */
         return unsupported(c, id, "its operand is a ZeRO slice and its result whole (a sharded f32 master cast "
                                   "to a whole compute-dtype parameter is not lowered yet)");
+    bool fcast = n->op == OP_CAST && ir_dtype_is_float(dt_of(c, n->in[0]));
     StrBuf b;
     sb_init(&b);
-    if (n->op == OP_GELU) /* in float: cg_tanhf vectorizes */
-        sb_puts(&b, "const float x = $L0(a0[i]), r = 0.5f * x * (1 + " GELU_T ");\n        ");
-    else
-        sb_puts(&b, "double x = $L0(a0[i]), r;\n        ");
-    switch (n->op) {
-    case OP_GELU: break;
-    case OP_SCALE: sb_printf(&b, "r = x * %.17g;", n->attr[0].f); break;
-    case OP_RELU: sb_puts(&b, "r = x > 0 ? x : 0;"); break;
-    case OP_SILU: sb_puts(&b, "r = x / (1 + exp(-x));"); break;
-    case OP_TANH: sb_puts(&b, "r = tanh(x);"); break;
-    case OP_EXP: sb_puts(&b, "r = exp(x);"); break;
-    case OP_CAST: sb_puts(&b, "r = x;"); break;
-    default: sb_puts(&b, "r = 0 * x;"); break; /* zeros_like */
-    }
-    sb_puts(&b, "\n        a1[i] = $W1(r);");
+    unary_body(&b, n->op, n->attr[0].f, fcast);
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 2, a, numel(L(c, n->out[0])), "", sb_cstr(&b));
     sb_free(&b);
     return true;
 }
 
+/* The body of an element-wise backward (a2 = f(a0, dy = a1)); attr:
+ * grad_accum's factor. */
+static void elem_bwd_body(StrBuf *b, int op, double attr) {
+    if (op == OP_GELU_BWD) /* in float: cg_tanhf vectorizes */
+        sb_puts(b, "const float x = $L0(a0[i]), dy = $L1(a1[i]), t = " GELU_T ";\n        "
+                    "const float r = dy * (0.5f * (1 + t) + 0.5f * x * (1 - t * t) * 0.7978845608f * (1 + 3 * 0.044715f * x * x));");
+    else
+        sb_puts(b, "double x = $L0(a0[i]), dy = $L1(a1[i]), r;\n        ");
+    switch (op) {
+    case OP_GELU_BWD: break;
+    case OP_RELU_BWD: sb_puts(b, "r = x > 0 ? dy : 0;"); break;
+    case OP_SILU_BWD:
+        sb_puts(b, "double sg = 1 / (1 + exp(-x));\n        r = dy * sg * (1 + x * (1 - sg));");
+        break;
+    case OP_TANH_BWD: sb_puts(b, "r = dy * (1 - x * x);"); break;
+    default: sb_printf(b, "r = x + %.17g * dy;", attr); break; /* grad_accum */
+    }
+    sb_puts(b, "\n        a2[i] = $W2(r);");
+}
+
 static bool emit_elem_bwd(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     StrBuf b;
     sb_init(&b);
-    if (n->op == OP_GELU_BWD) /* in float: cg_tanhf vectorizes */
-        sb_puts(&b, "const float x = $L0(a0[i]), dy = $L1(a1[i]), t = " GELU_T ";\n        "
-                    "const float r = dy * (0.5f * (1 + t) + 0.5f * x * (1 - t * t) * 0.7978845608f * (1 + 3 * 0.044715f * x * x));");
-    else
-        sb_puts(&b, "double x = $L0(a0[i]), dy = $L1(a1[i]), r;\n        ");
-    switch (n->op) {
-    case OP_GELU_BWD: break;
-    case OP_RELU_BWD: sb_puts(&b, "r = x > 0 ? dy : 0;"); break;
-    case OP_SILU_BWD:
-        sb_puts(&b, "double sg = 1 / (1 + exp(-x));\n        r = dy * sg * (1 + x * (1 - sg));");
-        break;
-    case OP_TANH_BWD: sb_puts(&b, "r = dy * (1 - x * x);"); break;
-    default: sb_printf(&b, "r = x + %.17g * dy;", n->attr[0].f); break; /* grad_accum */
-    }
-    sb_puts(&b, "\n        a2[i] = $W2(r);");
+    elem_bwd_body(&b, n->op, n->attr[0].f);
     KArg a[3] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel(c, id, 3, a, numel(L(c, n->out[0])), "", sb_cstr(&b));
+    sb_free(&b);
+    return true;
+}
+
+bool cg_elementwise_c_function(StrBuf *out, const char *name, int op, int64_t n) {
+    if (n < 1) return false;
+    StrBuf b;
+    sb_init(&b);
+    int nargs;
+    if (op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_DIV) binary_body(&b, op, "i", "i"), nargs = 3;
+    else if (op == OP_GELU || op == OP_SCALE || op == OP_RELU || op == OP_SILU || op == OP_TANH || op == OP_EXP ||
+             op == OP_CAST)
+        unary_body(&b, op, 1.0, op == OP_CAST), nargs = 2; /* f32 to f32 */
+    else if (op == OP_GELU_BWD || op == OP_RELU_BWD || op == OP_SILU_BWD || op == OP_TANH_BWD)
+        elem_bwd_body(&b, op, 1.0), nargs = 3;
+    else {
+        sb_free(&b);
+        return false;
+    }
+    DType dts[3] = {DT_F32, DT_F32, DT_F32};
+    bool outs[3] = {false, nargs == 2, true};
+    CgKernel k = {.n = n, .prologue = "", .body = sb_cstr(&b)};
+    cg_c_function(out, name, nargs, dts, outs, &k);
     sb_free(&b);
     return true;
 }
@@ -541,6 +594,27 @@ static void norm_stats(StrBuf *b, bool ln, int64_t D, double eps, const char *ro
               (long long)D, (long long)D, eps);
 }
 
+/* A norm's forward, row i: y = (x - mean) rstd w (+ b): layer norm's operands
+ * x, w, b -> y (a0..a3), RMS norm's x, w -> y (a0..a2). */
+static void norm_fwd_body(StrBuf *b, bool ln, int64_t D, double eps) {
+    norm_stats(b, ln, D, eps, "i");
+    const char *y = ln ? "a3" : "a2";
+    sb_printf(b, "        CG_FOR(j, %lld) %s[i * %lld + j] = $W%d(($L0(x[j]) - mean) * rstd * $L1(a1[j])%s);",
+              (long long)D, y, (long long)D, ln ? 3 : 2, ln ? " + $L2(a2[j])" : "");
+}
+
+void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D) {
+    IR_ASSERT(rows > 0 && D > 0);
+    StrBuf b;
+    sb_init(&b);
+    norm_fwd_body(&b, true, D, 1e-5);
+    DType dts[4] = {DT_F32, DT_F32, DT_F32, DT_F32};
+    bool outs[4] = {false, false, false, true};
+    CgKernel k = {.n = rows, .prologue = "", .body = sb_cstr(&b), .rows = true, .rows_width = D};
+    cg_c_function(out, name, 4, dts, outs, &k);
+    sb_free(&b);
+}
+
 static bool emit_norm(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     bool ln = n->op == OP_LAYER_NORM || n->op == OP_LAYER_NORM_DX;
@@ -553,11 +627,8 @@ static bool emit_norm(CgCtx *c, NodeId id) {
     if (fa != IR_NONE) /* the sum, rounded as the add rounds it; each thread reads back its own j */
         sb_printf(&b, "CG_FOR(j, %lld) a0[i * %lld + j] = $W0($L%d(a%d[i * %lld + j]) + $L%d(a%d[i * %lld + j]));\n        ",
                   (long long)D, (long long)D, na, na, (long long)D, na + 1, na + 1, (long long)D);
-    norm_stats(&b, ln, D, n->attr[0].f, "i");
     if (n->op == OP_LAYER_NORM || n->op == OP_RMS_NORM) {
-        const char *y = ln ? "a3" : "a2";
-        sb_printf(&b, "        CG_FOR(j, %lld) %s[i * %lld + j] = $W%d(($L0(x[j]) - mean) * rstd * $L1(a1[j])%s);",
-                  (long long)D, y, (long long)D, ln ? 3 : 2, ln ? " + $L2(a2[j])" : "");
+        norm_fwd_body(&b, ln, D, n->attr[0].f);
         KArg a[6] = {{n->in[0], fa != IR_NONE, 0}, {n->in[1], 0, 0}, {ln ? n->in[2] : n->out[0], !ln, 0},
                      {n->out[0], 1, 0}};
         if (fa != IR_NONE) {
@@ -566,6 +637,7 @@ static bool emit_norm(CgCtx *c, NodeId id) {
         }
         cg_kernel_rows(c, id, fa != IR_NONE ? na + 2 : na, a, rows, D, sb_cstr(&b), NULL);
     } else { /* dx(x, w, dy) */
+        norm_stats(&b, ln, D, n->attr[0].f, "i");
         /* layer norm subtracts the mean of g = dy * w; RMS norm has no mean (no mg) */
         char mg_div[48] = "";
         if (ln) snprintf(mg_div, sizeof mg_div, "mg /= %lld; ", (long long)D);
@@ -778,7 +850,8 @@ static bool emit_pos_embedding(CgCtx *c, NodeId id) {
  * kernel sums the same way): a double libm exp per element, summed in index
  * order, ran GPT-2 124M's bf16 loss gradient at 0.3 GB/s, 7 % of the step
  * (bench/codegen_cpu/README.md); the float terms' error (~1e-7 relative) is
- * far below the one 16-bit rounding. */
+ * far below the one 16-bit rounding. C: OpenMP over the rows (256 rows of
+ * 50257 are far more work than the 4096-point threshold of point kernels). */
 static void ce_bwd_half(CgCtx *c, NodeId id, int64_t V, int64_t rows, int64_t Ng) {
     const Node *n = N_(c, id);
     char body[1536];
@@ -798,7 +871,8 @@ static void ce_bwd_half(CgCtx *c, NodeId id, int64_t V, int64_t rows, int64_t Ng
              "        CG_FOR(j, %lld) y[j] = $W3(t < 0 ? 0.0f : cg_expf($L0(x[j]) - mx) * f - (j == t ? g : 0.0f));",
              (long long)V, (long long)V, (long long)Ng, (long long)V, (long long)V, (long long)V);
     KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
-    cg_kernel_rows(c, id, 4, a, rows, V, body, NULL);
+    CgKernel k = {.n = rows, .prologue = "", .body = body, .rows = true, .rows_width = V, .parallel = true};
+    cg_kernel_ex(c, id, 4, a, &k);
 }
 
 /* cross_entropy: the runtime's fused kernel, scaled by 1/(global tokens) so
@@ -865,6 +939,15 @@ static AttDims att_dims(CgCtx *c, const Node *n) {
     return a;
 }
 
+/* The kernel of an attention node, kind 0 forward, 1 dq, 2 dk/dv, in both
+ * forms: its C body (body) and CUDA passes (cu) as the emitters below and
+ * colossal-calibrate's kernels (cg_attention_c_function) write it. */
+static void attention_kernel(int kind, const AttDims *d, const char *cs, StrBuf *body, StrBuf cu[2], CgKernel *k) {
+    int64_t points = cg_attention_c(kind, d->B, d->T, d->S, d->H, d->G, d->Dh, d->scale, cs, body);
+    *k = (CgKernel){.n = points, .prologue = "", .body = sb_cstr(body), .off = d->off[0] ? d->off : NULL, .parallel = true};
+    cg_attention_cuda(kind, d->B, d->T, d->S, d->H, d->G, d->Dh, d->scale, cs, cu, k);
+}
+
 /* attention(q, k, v) -> out, attention_dq(q, k, v, dy) -> dq and
  * attention_dkv(q, k, v, dy) -> dk, dv: tiled with online softmax in both
  * forms (C: cg_attention_c.c, CUDA: cg_attention.c); query t sees key s
@@ -881,9 +964,8 @@ static bool emit_attention(CgCtx *c, NodeId id) {
     sb_init(&body);
     sb_init(&cu[0]);
     sb_init(&cu[1]);
-    int64_t points = cg_attention_c(kind, d.B, d.T, d.S, d.H, d.G, d.Dh, d.scale, cs, &body);
-    CgKernel k = {.n = points, .prologue = "", .body = sb_cstr(&body), .off = d.off[0] ? d.off : NULL, .parallel = true};
-    cg_attention_cuda(kind, d.B, d.T, d.S, d.H, d.G, d.Dh, d.scale, cs, cu, &k);
+    CgKernel k;
+    attention_kernel(kind, &d, cs, &body, cu, &k);
     KArg a[6] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {kind == 0 ? n->out[0] : n->in[3], kind == 0, 0},
                  {n->out[0], 1, 0}, {kind == 2 ? n->out[1] : IR_NONE, 1, 0}};
     cg_kernel_ex(c, id, kind == 0 ? 4 : kind == 1 ? 5 : 6, a, &k);
@@ -893,24 +975,64 @@ static bool emit_attention(CgCtx *c, NodeId id) {
     return true;
 }
 
-static bool emit_rope(CgCtx *c, NodeId id) {
-    const Node *n = N_(c, id);
-    Shape s = L(c, n->in[0]);
-    int64_t T = s.d[1], H = s.d[2], Dh = s.d[3], half = Dh / 2;
-    StrBuf b, off; /* sequence parallel: the angle of the position's global index */
-    sb_init(&b);
-    sb_init(&off);
-    bool split = cg_shard_start(c, n->in[0], 1, &off);
-    sb_printf(&b,
+int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t B, int64_t T, int64_t H, int64_t G,
+                                int64_t Dh) {
+    IR_ASSERT(kind >= 0 && kind <= 2 && B > 0 && T > 0 && H > 0 && G > 0 && H % G == 0 && Dh > 0);
+    AttDims d = {B, T, H, Dh, T, G, 1, 1 / sqrt((double)Dh), T, ""};
+    StrBuf body, cu[2];
+    sb_init(&body);
+    sb_init(&cu[0]);
+    sb_init(&cu[1]);
+    CgKernel k;
+    attention_kernel(kind, &d, "0", &body, cu, &k); /* causal, S = T: the shift is 0 */
+    /* operands as emit_attention passes them: q, k, v, then out (forward) or
+     * dy and the gradients */
+    DType dts[6] = {DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32};
+    bool outs[6] = {false, false, false, kind == 0, true, true};
+    cg_c_function(out, name, kind == 0 ? 4 : kind == 1 ? 5 : 6, dts, outs, &k);
+    sb_free(&cu[0]);
+    sb_free(&cu[1]);
+    sb_free(&body);
+    return k.work_bytes;
+}
+
+/* RoPE (or its backward) over x [B,T,H,Dh] -> a1, a point per pair (j, j +
+ * Dh/2) of a row; split: the position is o0 past the row's (sequence parallel). */
+static void rope_body(StrBuf *b, int op, int64_t T, int64_t H, int64_t Dh, double theta, bool split) {
+    int64_t half = Dh / 2;
+    sb_printf(b,
               "const int64_t j = i %% %lld, row = i / %lld, t = (row / %lld) %% %lld%s;\n"
               "        const double ang = (double)t * pow(%.17g, -2.0 * (double)j / %lld);\n"
               "        const double cs = cos(ang), sn = %s sin(ang);\n"
               "        const double x0 = $L0(a0[row * %lld + j]), x1 = $L0(a0[row * %lld + j + %lld]);\n"
               "        a1[row * %lld + j] = $W1(x0 * cs - x1 * sn);\n"
               "        a1[row * %lld + j + %lld] = $W1(x1 * cs + x0 * sn);",
-              (long long)half, (long long)half, (long long)H, (long long)T, split ? " + o0" : "", n->attr[0].f,
-              (long long)Dh, n->op == OP_ROPE ? "" : "-", (long long)Dh, (long long)Dh,
+              (long long)half, (long long)half, (long long)H, (long long)T, split ? " + o0" : "", theta,
+              (long long)Dh, op == OP_ROPE ? "" : "-", (long long)Dh, (long long)Dh,
               (long long)half, (long long)Dh, (long long)Dh, (long long)half);
+}
+
+void cg_rope_c_function(StrBuf *out, const char *name, int64_t T, int64_t H, int64_t Dh) {
+    IR_ASSERT(T > 0 && H > 0 && Dh > 1 && Dh % 2 == 0);
+    StrBuf b;
+    sb_init(&b);
+    rope_body(&b, OP_ROPE, T, H, Dh, 10000, false);
+    DType dts[2] = {DT_F32, DT_F32};
+    bool outs[2] = {false, true};
+    CgKernel k = {.n = T * H * Dh / 2, .prologue = "", .body = sb_cstr(&b)};
+    cg_c_function(out, name, 2, dts, outs, &k);
+    sb_free(&b);
+}
+
+static bool emit_rope(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    Shape s = L(c, n->in[0]);
+    int64_t T = s.d[1], H = s.d[2], Dh = s.d[3];
+    StrBuf b, off; /* sequence parallel: the angle of the position's global index */
+    sb_init(&b);
+    sb_init(&off);
+    bool split = cg_shard_start(c, n->in[0], 1, &off);
+    rope_body(&b, n->op, T, H, Dh, n->attr[0].f, split);
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
     cg_kernel_off(c, id, 2, a, numel(s) / 2, "", sb_cstr(&b), split ? sb_cstr(&off) : NULL);
     sb_free(&b);
@@ -924,13 +1046,42 @@ static bool emit_view(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* A layout copy (permute, split, concat, slice) of n elements in runs of
+ * `run` contiguous ones on both sides: C copies run by run (rows = n / run
+ * points, OpenMP over them when n is large), each run's loop a plain copy
+ * that vectorizes, instead of one point per element whose source index is a
+ * chain of divisions; CUDA keeps a thread per element (`elem`, coalesced).
+ * row_src and row_dst: the offsets of run i's first element (in terms of
+ * i). The same element conversions either way ($W1($L0(...))). */
+static void copy_runs(CgCtx *c, NodeId id, const KArg a[2], int64_t n, int64_t run, const char *row_src,
+                      const char *row_dst, const char *elem) {
+    if (run <= 1 || n % run) { /* no runs: one point per element in both forms */
+        cg_kernel(c, id, 2, a, n, "", elem);
+        return;
+    }
+    StrBuf b, e;
+    sb_init(&b);
+    sb_init(&e);
+    sb_printf(&b, "const $T0 *src = a0 + (%s);\n        $T1 *dst = a1 + (%s);\n"
+                  "        for (int64_t q = 0; q < %lld; q++) dst[q] = $W1($L0(src[q]));",
+              row_src, row_dst, (long long)run);
+    sb_printf(&e, "const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                  "    if (i >= %lld) return;\n    %s", (long long)n, elem);
+    CgKernel k = {.n = n / run, .prologue = "", .body = sb_cstr(&b), .parallel = n > 4096, .npass = 1};
+    k.pass[0] = (CgPass){(n + 255) / 256, 256, 0, sb_cstr(&e)};
+    cg_kernel_ex(c, id, 2, a, &k);
+    sb_free(&b);
+    sb_free(&e);
+}
+
 static bool emit_permute(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     Shape x = L(c, n->in[0]), o = L(c, n->out[0]);
     int64_t xs[IR_MAX_DIMS], st = 1;
     for (int d = x.rank - 1; d >= 0; d--) { xs[d] = st; st *= x.d[d]; }
-    StrBuf b;
+    StrBuf b, src;
     sb_init(&b);
+    sb_init(&src);
     sb_puts(&b, "a1[i] = $W1($L0(a0[0");
     st = 1;
     for (int d = o.rank - 1; d >= 0; d--) {
@@ -939,13 +1090,28 @@ static bool emit_permute(CgCtx *c, NodeId id) {
         st *= o.d[d];
     }
     sb_puts(&b, "]));");
+    /* the trailing output dims that are the input's trailing dims in order: one run */
+    int t = 0;
+    int64_t run = 1;
+    while (t < o.rank && t < x.rank && n->attr[0].v[o.rank - 1 - t] == x.rank - 1 - t) run *= o.d[o.rank - 1 - t++];
+    sb_puts(&src, "0");
+    st = 1;
+    for (int d = o.rank - 1 - t; d >= 0; d--) {
+        sb_printf(&src, " + ((i / %lld) %% %lld) * %lld", (long long)st, (long long)o.d[d],
+                  (long long)xs[n->attr[0].v[d]]);
+        st *= o.d[d];
+    }
+    char dst[48];
+    snprintf(dst, sizeof dst, "i * %lld", (long long)run);
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
-    cg_kernel(c, id, 2, a, numel(o), "", sb_cstr(&b));
+    copy_runs(c, id, a, numel(o), run, sb_cstr(&src), dst, sb_cstr(&b));
     sb_free(&b);
+    sb_free(&src);
     return true;
 }
 
-/* split, concat, slice: one copy kernel per part, blocks of (outer, n, inner). */
+/* split, concat, slice: one copy kernel per part, blocks of (outer, n, inner):
+ * each of the outer blocks a contiguous run of the part's n * inner elements. */
 static bool emit_split_concat(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     int op = n->op;
@@ -971,8 +1137,12 @@ static bool emit_split_concat(CgCtx *c, NodeId id) {
         else
             sb_printf(&b, "a1[i] = $W1($L0(a0[(o * %lld + %lld + j) * %lld + q]));", (long long)nn, (long long)at,
                       (long long)inner);
+        char part[48], wh[64];
+        snprintf(part, sizeof part, "i * %lld", (long long)(pn * inner));
+        snprintf(wh, sizeof wh, "(i * %lld + %lld) * %lld", (long long)nn, (long long)at, (long long)inner);
         KArg a[2] = {{op == OP_CONCAT ? pv : whole, 0, 0}, {op == OP_CONCAT ? whole : pv, 1, 0}};
-        cg_kernel(c, id, 2, a, outer * pn * inner, "", sb_cstr(&b));
+        copy_runs(c, id, a, outer * pn * inner, pn * inner, op == OP_CONCAT ? part : wh, op == OP_CONCAT ? wh : part,
+                  sb_cstr(&b));
         sb_free(&b);
         at += pn;
     }
@@ -1036,14 +1206,12 @@ static bool emit_reduce(CgCtx *c, NodeId id) {
 
 /* sumsq: C, one sequential sum in double; CUDA, block partials over a
  * strided share of the elements, then one block sums them in order. */
-static bool emit_sumsq(CgCtx *c, NodeId id) {
-    const Node *n = N_(c, id);
-    char body[1024], p0[768], p1[512];
-    int64_t N = numel(L(c, cg_read(c, n->in[0])));
-    /* C: fixed chunks (at most 1024) summed in parallel, each in SIMD lanes,
-     * then the chunks' sums in order: the same result on any thread count */
+/* The C body of a sum of squares of N elements (a0 -> a1[0]): fixed chunks
+ * (at most 1024) summed in parallel, each in SIMD lanes, then the chunks'
+ * sums in order: the same result on any thread count. */
+static void sumsq_c_body(char *body, size_t nbody, int64_t N) {
     int64_t ch = (N + 1023) / 1024 > 4096 ? (N + 1023) / 1024 : 4096, nch = (N + ch - 1) / ch;
-    snprintf(body, sizeof body,
+    snprintf(body, nbody,
              "double s = 0, part[%lld];\n"
              "#ifdef _OPENMP\n#pragma omp parallel for schedule(static) if (%lld > 1)\n#endif\n"
              "        for (int64_t q = 0; q < %lld; q++) {\n"
@@ -1056,9 +1224,30 @@ static bool emit_sumsq(CgCtx *c, NodeId id) {
              "        a1[i] = $W1(s);",
              (long long)nch, (long long)nch, (long long)nch, (long long)ch, (long long)ch, (long long)N, (long long)ch,
              (long long)ch, (long long)N, (long long)ch, (long long)nch);
+}
+
+/* CUDA's blocks of a sum of squares of N elements (its workspace's floats). */
+static int64_t sumsq_blocks(int64_t N) {
     int64_t nb = (N + 256 * 16 - 1) / (256 * 16);
-    if (nb > 1024) nb = 1024;
-    if (nb < 1) nb = 1;
+    return nb > 1024 ? 1024 : nb < 1 ? 1 : nb;
+}
+
+void cg_sumsq_c_function(StrBuf *out, const char *name, int64_t n) {
+    IR_ASSERT(n > 0);
+    char body[1024];
+    sumsq_c_body(body, sizeof body, n);
+    DType dts[2] = {DT_F32, DT_F32};
+    bool outs[2] = {false, true};
+    CgKernel k = {.n = 1, .prologue = "", .body = body, .npass = 2, .work_bytes = 4 * sumsq_blocks(n)};
+    cg_c_function(out, name, 2, dts, outs, &k);
+}
+
+static bool emit_sumsq(CgCtx *c, NodeId id) {
+    const Node *n = N_(c, id);
+    char body[1024], p0[768], p1[512];
+    int64_t N = numel(L(c, cg_read(c, n->in[0])));
+    sumsq_c_body(body, sizeof body, N);
+    int64_t nb = sumsq_blocks(N);
     snprintf(p0, sizeof p0,
              "float s = 0.f;\n"
              "    for (int64_t e = (int64_t)blockIdx.x * 256 + threadIdx.x; e < %lld; e += %lld) {\n"
@@ -1264,6 +1453,37 @@ static bool emit_trust_norms(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* AdamW's prologue and per-element body (operands p, g, m, v, lr, step,
+ * coef; results p', m', v' as a7, a8, a9): scalars in double once, the
+ * per-element update in float (vectorizes). */
+static void adamw_text(char *pro, size_t npro, char *body, size_t nbody, double b1, double b2, double eps, double wd) {
+    snprintf(pro, npro,
+             "const double lr = a4[0], step = a5[0], coef = a6[0];\n"
+             "    const double bc1 = 1 - pow(%.17g, step), bc2 = 1 - pow(%.17g, step);\n"
+             "    const int skip = !isfinite(coef);\n"
+             "    const float fc = (float)coef, decay = (float)(1 - lr * %.17g), size = (float)(lr / bc1);\n"
+             "    const float rb2 = (float)(1 / sqrt(bc2));\n",
+             b1, b2, wd);
+    snprintf(body, nbody,
+             "if (skip) { a7[i] = a0[i]; a8[i] = a2[i]; a9[i] = a3[i]; } else {\n"
+             "        const float g = $L1(a1[i]) * fc, p = a0[i] * decay;\n"
+             "        const float m = %.9gf * a2[i] + %.9gf * g, v = %.9gf * a3[i] + %.9gf * g * g;\n"
+             "        a7[i] = p - size * m / (cg_sqrtf(v) * rb2 + %.9gf);\n"
+             "        a8[i] = m;\n        a9[i] = v;\n        }",
+             b1, 1 - b1, b2, 1 - b2, eps);
+}
+
+void cg_adamw_c_function(StrBuf *out, const char *name, int64_t n) {
+    IR_ASSERT(n > 0);
+    char pro[512], body[1024];
+    adamw_text(pro, sizeof pro, body, sizeof body, 0.9, 0.999, 1e-8, 0.01); /* AdamW's defaults (ir/autodiff.c) */
+    DType dts[10];
+    bool outs[10];
+    for (int i = 0; i < 10; i++) dts[i] = DT_F32, outs[i] = i >= 7;
+    CgKernel k = {.n = n, .prologue = pro, .body = body};
+    cg_c_function(out, name, 10, dts, outs, &k);
+}
+
 /* adamw, sgd, lamb and lars: element-wise; results may be written over their
  * leaves (the lowering aliases them), so each point reads everything first.
  * The trust ratio (lamb, lars) comes from the norms operand, summed by then. */
@@ -1282,21 +1502,7 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
     int64_t pshift, gshift, N = zero_slice(c, id, &pshift, &gshift);
     int y = n->n_in; /* the results are operands y, y + 1, ... of the kernel */
     if (n->op == OP_ADAMW) {
-        /* scalars in double once; the per-element update in float (vectorizes) */
-        snprintf(pro, sizeof pro,
-                 "const double lr = a4[0], step = a5[0], coef = a6[0];\n"
-                 "    const double bc1 = 1 - pow(%.17g, step), bc2 = 1 - pow(%.17g, step);\n"
-                 "    const int skip = !isfinite(coef);\n"
-                 "    const float fc = (float)coef, decay = (float)(1 - lr * %.17g), size = (float)(lr / bc1);\n"
-                 "    const float rb2 = (float)(1 / sqrt(bc2));\n",
-                 at[0].f, at[1].f, at[3].f);
-        snprintf(body, sizeof body,
-                 "if (skip) { a7[i] = a0[i]; a8[i] = a2[i]; a9[i] = a3[i]; } else {\n"
-                 "        const float g = $L1(a1[i]) * fc, p = a0[i] * decay;\n"
-                 "        const float m = %.9gf * a2[i] + %.9gf * g, v = %.9gf * a3[i] + %.9gf * g * g;\n"
-                 "        a7[i] = p - size * m / (cg_sqrtf(v) * rb2 + %.9gf);\n"
-                 "        a8[i] = m;\n        a9[i] = v;\n        }",
-                 at[0].f, 1 - at[0].f, at[1].f, 1 - at[1].f, at[2].f);
+        adamw_text(pro, sizeof pro, body, sizeof body, at[0].f, at[1].f, at[2].f, at[3].f);
     } else if (n->op == OP_SGD) {
         snprintf(pro, sizeof pro, "const double lr = a3[0], coef = a4[0];\n    const int skip = !isfinite(coef);\n");
         snprintf(body, sizeof body,

@@ -27,6 +27,13 @@
 
 bool cg_offloads(const CgCtx *c) { return c->lp->n_offload > 0; }
 
+/* The simulator's event ids for the program's offload events (after the gradient
+ * buckets' 2 a bucket, cg_emit.c): off_ready, off_up, off_down[k], fetch_go, fetch[j]. */
+enum { EV_READY, EV_UP, EV_DOWN };
+static int ev_id(const CgCtx *c, int which, int k) { return 2 * c->lp->n_buckets + which + k; }
+static int ev_fetch_go(const CgCtx *c) { return ev_id(c, EV_DOWN, c->lp->n_offload); }
+static int ev_fetch(const CgCtx *c, int j) { return ev_fetch_go(c) + 1 + j; }
+
 /* Whether every offloaded gradient (and each update's scalars) is final at
  * the first offloaded update: nothing between it and the last offloaded
  * update reduces, scatters or gathers, and all are defined before it. */
@@ -62,12 +69,15 @@ static void copy_down(CgCtx *c, int k) {
     if (ln->zero && !lp->v[cg_read(c, n->in[1])].zchunk) sb_printf(c->sched, " + M->zrank * %lld", (long long)ln->zchunk);
     sb_printf(c->sched, ", %lld, COLRT_D2H, M->d2h); /* %%%s */\n", (long long)(4 * e->elems),
               ir_val(c->g, n->in[1])->name);
+    cg_trace_hcopy(c, SIM_D2H, 4.0 * (double)e->elems, ir_val(c->g, n->in[1])->name);
     for (int s = 0; s < 3; s++) { /* lr, step, coefficient */
         sb_printf(c->sched, "    colrt_memcpy_async(CG_HF(%lld), ", (long long)(lp->v[e->host_scalars].offset + 4 * s));
         cg_ptr(c, c->sched, n->in[4 + s]);
         sb_printf(c->sched, ", 4, COLRT_D2H, M->d2h); /* %%%s */\n", ir_val(c->g, n->in[4 + s])->name);
+        cg_trace_hcopy(c, SIM_D2H, 4, ir_val(c->g, n->in[4 + s])->name);
     }
     sb_printf(c->sched, "    colrt_event_record(M->off_down[%d], M->d2h);\n", k);
+    cg_trace_event(c, SIM_RECORD, SIM_D2H, ev_id(c, EV_DOWN, k));
     c->cur_node = at;
 }
 
@@ -83,23 +93,33 @@ void cg_offload_fetch(CgCtx *c, NodeId id) {
     for (NodeId b = id; b < c->g->n_nodes; b++) {
         const LowerNode *ln = &lp->n[b];
         if (ln->fetch_at != id) continue;
-        if (!go) sb_puts(c->sched, "    colrt_event_record(M->fetch_go, NULL); /* the stagings are free */\n"
-                                   "    colrt_stream_wait(M->h2d, M->fetch_go);\n");
+        if (!go) {
+            sb_puts(c->sched, "    colrt_event_record(M->fetch_go, NULL); /* the stagings are free */\n"
+                              "    colrt_stream_wait(M->h2d, M->fetch_go);\n");
+            cg_trace_event(c, SIM_RECORD, SIM_COMPUTE, ev_fetch_go(c));
+            cg_trace_event(c, SIM_WAIT, SIM_H2D, ev_fetch_go(c));
+        }
         go = true;
         for (int k = 0; k < ln->n_gather; k++) /* the host's slice: its address, not this node's gathered copy */
-            if (ln->gather_from[k] != IR_NONE)
+            if (ln->gather_from[k] != IR_NONE) {
                 sb_printf(c->sched, "    colrt_memcpy_async(CG_F(%lld), M->host.base + %lld, %lld, COLRT_H2D, M->h2d); "
                                     "/* %%%s's slice up, for node %d */\n",
                           (long long)lp->v[ln->gather_from[k]].offset, (long long)lp->v[ln->gather[k]].offset,
                           (long long)lp->v[ln->gather_from[k]].bytes, ir_val(c->g, ln->gather[k])->name, b);
+                cg_trace_hcopy(c, SIM_H2D, (double)lp->v[ln->gather_from[k]].bytes, ir_val(c->g, ln->gather[k])->name);
+            }
         NodeId q = b + 1; /* the next node with copies: a new transfer's, or none, ends this one */
         while (q < c->g->n_nodes && lp->n[q].fetch_at < 0) q++;
-        if (q == c->g->n_nodes || lp->n[q].fetch_wait)
+        if (q == c->g->n_nodes || lp->n[q].fetch_wait) {
             sb_printf(c->sched, "    colrt_event_record(M->fetch[%d], M->h2d);\n", ln->fetch_ev);
+            cg_trace_event(c, SIM_RECORD, SIM_H2D, ev_fetch(c, ln->fetch_ev));
+        }
     }
     const LowerNode *ln = &lp->n[id];
-    if (ln->fetch_at >= 0 && ln->fetch_wait)
+    if (ln->fetch_at >= 0 && ln->fetch_wait) {
         sb_printf(c->sched, "    colrt_stream_wait(NULL, M->fetch[%d]); /* this transfer's slices are up */\n", ln->fetch_ev);
+        cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, ev_fetch(c, ln->fetch_ev));
+    }
 }
 
 bool cg_offload_cast(const CgCtx *c, NodeId id) {
@@ -118,10 +138,14 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
                         "the parameter up */\n", ir_val(c->g, e->param)->name);
     if (!early || k == 0) { /* the copy-down stream starts once the compute stream has the gradients */
         sb_puts(c->sched, "    colrt_event_record(M->off_ready, NULL);\n    colrt_stream_wait(M->d2h, M->off_ready);\n");
+        cg_trace_event(c, SIM_RECORD, SIM_COMPUTE, ev_id(c, EV_READY, 0));
+        cg_trace_event(c, SIM_WAIT, SIM_D2H, ev_id(c, EV_READY, 0));
         for (int j = early ? 0 : k; j < (early ? lp->n_offload : k + 1); j++) copy_down(c, j);
     }
     const Attr *at = n->attr;
     sb_printf(c->sched, "    colrt_event_sync(M->off_down[%d]); /* the host reads what came down */\n", k);
+    cg_trace_event(c, SIM_HSYNC, SIM_COMPUTE, ev_id(c, EV_DOWN, k));
+    cg_trace_host(c, (double)e->elems, ir_val(c->g, e->param)->name);
     sb_printf(c->sched, "    {\n        const float *s = CG_HF(%lld); /* lr, step, coefficient */\n",
               (long long)lp->v[e->host_scalars].offset);
     sb_puts(c->sched, "        if (isfinite(s[2])) /* else skipped, as on the device (an overflowed f16 step) */\n"
@@ -149,10 +173,16 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
         cg_ptr(c, c->sched, e->up_to);
         sb_printf(c->sched, ", M->host.base + %lld, %lld, COLRT_H2D, M->h2d);\n", (long long)lp->v[e->host_param].offset,
                   (long long)up);
+        cg_trace_hcopy(c, SIM_H2D, (double)up, ir_val(c->g, e->param)->name);
     }
-    if (k == lp->n_offload - 1 || e->gathered) sb_puts(c->sched, "    colrt_event_record(M->off_up, M->h2d);\n");
-    if (e->gathered) /* ZeRO-1/2: the slice is all-gathered next, on the compute stream */
+    if (k == lp->n_offload - 1 || e->gathered) {
+        sb_puts(c->sched, "    colrt_event_record(M->off_up, M->h2d);\n");
+        cg_trace_event(c, SIM_RECORD, SIM_H2D, ev_id(c, EV_UP, 0));
+    }
+    if (e->gathered) { /* ZeRO-1/2: the slice is all-gathered next, on the compute stream */
         sb_puts(c->sched, "    colrt_stream_wait(NULL, M->off_up);\n");
+        cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, ev_id(c, EV_UP, 0));
+    }
     return true;
 }
 

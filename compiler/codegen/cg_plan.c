@@ -155,6 +155,13 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     if (lp->n_fetch_ev) { /* parameters on the host: the gathers' slices copied up */
         cJSON_AddNumberToObject(low, "param_fetch_bytes_per_micro_batch", (double)lp->fetch_bytes);
         cJSON_AddNumberToObject(low, "transfers_in_flight", lp->n_fetch_ev);
+        /* their device stagings: the most live at once, and those live where the arena's most
+         * bytes are (the planner's memory rows: offload.param_staging_bytes) */
+        int pk = 0;
+        for (int t = 0; t < g->n_nodes; t++)
+            if (lp->live_bytes[t] > lp->live_bytes[pk]) pk = t;
+        cJSON_AddNumberToObject(low, "param_staging_peak_bytes", (double)lp->fetch_peak_bytes);
+        cJSON_AddNumberToObject(low, "param_staging_at_peak_bytes", g->n_nodes ? (double)lp->fetch_live[pk] : 0);
     }
     if (lp->norms.n) cJSON_AddNumberToObject(low, "trust_norms", lp->norms.n);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);

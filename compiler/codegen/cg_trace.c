@@ -112,6 +112,20 @@ void cg_trace_copy(CgCtx *c, double bytes, const char *what) {
     o->last_micro = c->trace_last_micro;
 }
 
+void cg_trace_hcopy(CgCtx *c, int stream, double bytes, const char *what) {
+    if (!c->trace) return;
+    SimOp *o = sim_add(c->trace, SIM_HCOPY, stream, c->trace_part, what);
+    o->bytes = bytes;
+    o->last_micro = c->trace_last_micro;
+}
+
+void cg_trace_host(CgCtx *c, double elems, const char *what) {
+    if (!c->trace) return;
+    SimOp *o = sim_add(c->trace, SIM_HOST, SIM_COMPUTE, c->trace_part, what);
+    o->flops = elems;
+    o->last_micro = c->trace_last_micro;
+}
+
 void cg_trace_event(CgCtx *c, SimKind k, int stream, int event) {
     if (!c->trace) return;
     SimOp *o = sim_add(c->trace, k, stream, c->trace_part, NULL);

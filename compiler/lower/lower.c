@@ -198,6 +198,7 @@ void lower_free(LowerProgram *p) {
     ir_free(p->norms.val);
     ir_free(p->norms.axes);
     ir_free(p->live_bytes);
+    ir_free(p->fetch_live);
     ir_free(p->offload);
     lower_pipe_free(&p->pipe);
     ir_free(p);
@@ -327,8 +328,10 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
         sb_printf(b, "; host arena %lld bytes: %d updates on the host, %lld device bytes moved there\n",
                   (long long)p->host_arena_bytes, p->n_offload, (long long)p->offloaded_bytes);
     if (p->n_fetch_ev)
-        sb_printf(b, "; parameters on the host: %lld bytes copied up per micro-batch, at most %d transfers in flight\n",
-                  (long long)p->fetch_bytes, p->n_fetch_ev);
+        sb_printf(b, "; parameters on the host: %lld bytes copied up per micro-batch, at most %d transfers in flight, "
+                     "their stagings at most %lld bytes at once (%lld at node %d)\n",
+                  (long long)p->fetch_bytes, p->n_fetch_ev, (long long)p->fetch_peak_bytes,
+                  (long long)(g->n_nodes ? p->fetch_live[pk] : 0), pk);
     lower_pipe_print(p, b);
 }
 

@@ -67,7 +67,7 @@ typedef struct LowerOptions {
     const int8_t *offload;     /* per value: a parameter's PlaceOffload (the Placement's host
                                 * offload); NULL: every update on the device */
     int offload_inflight;      /* host offload, parameters on the host: at most this many
-                                * transfers up in flight (0: 2, one ahead) */
+                                * transfers up in flight (0: SHARD_INFLIGHT_DEFAULT) */
 } LowerOptions;
 
 /* Host offload (offload.c, docs/sharding.md "Host offload"): an AdamW update
@@ -290,6 +290,11 @@ typedef struct LowerProgram {
     int n_fetch_ev;            /* parameters on the host: the transfers' events (a ring of
                                 * opt.offload_inflight), 0: none */
     int64_t fetch_bytes;       /* and the bytes they copy up per micro-batch */
+    int64_t *fetch_live;       /* per node of the schedule: the stagings' bytes live while it
+                                * runs (aligned; each from its transfer's queueing to its
+                                * gather); NULL: none */
+    int64_t fetch_peak_bytes;  /* their most at one node (the planner's memory rows count
+                                * its K largest transfers: IlpPrice.mem_staging) */
     int64_t arena_bytes;       /* pipelined: the largest stage's */
     int64_t lower_bound_bytes;
     int64_t stage_arena_bytes[PLACE_MAX_STAGES];       /* pipelined: each stage's ranks' arena */

@@ -79,7 +79,7 @@ static NodeId master_cast(const Graph *g, NodeId id) {
 static void plan_fetches(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
-    int K = p->opt.offload_inflight > 0 ? p->opt.offload_inflight : 2;
+    int K = p->opt.offload_inflight > 0 ? p->opt.offload_inflight : SHARD_INFLIGHT_DEFAULT;
     int fwd_end = c->nn, step_begin; /* the parts, as codegen's emit_schedule cuts them */
     for (NodeId id = 0; id < c->nn; id++)
         if (ir_val(g, ir_node(g, id)->out[0])->role != ROLE_ACT) {
@@ -88,6 +88,7 @@ static void plan_fetches(LowerCtx *c) {
         }
     step_begin = ad_step_begin(g) > fwd_end ? ad_step_begin(g) : fwd_end;
     NodeId *first = ir_alloc(sizeof(NodeId) * (size_t)(c->nn + 1)); /* the part's transfers' first nodes */
+    int64_t *delta = ir_alloc(sizeof(int64_t) * (size_t)(c->nn + 2)); /* staging bytes born - dead, per node */
     int nt = 0, part = -1, blk = IR_NONE, inst = 0;
     for (NodeId id = 0; id < c->nn; id++) {
         LowerNode *ln = &p->n[id];
@@ -108,10 +109,22 @@ static void plan_fetches(LowerCtx *c) {
             ValueId x = ln->gather[k];
             if (!p->v[x].host) continue;
             ln->gather_from[k] = lower_add_temp(g, p, ln->fetch_at, p->v[x].zchunk, ir_val(g, x)->dtype, "fetch", x);
-            p->fetch_bytes += p->v[ln->gather_from[k]].bytes;
+            int64_t b = p->v[ln->gather_from[k]].bytes;
+            p->fetch_bytes += b;
+            b = (b + p->opt.alignment - 1) / p->opt.alignment * p->opt.alignment;
+            delta[ln->fetch_at] += b; /* live from its queueing to its gather, this node */
+            delta[id + 1] -= b;
         }
         p->n_fetch_ev = K;
     }
+    if (p->n_fetch_ev) {
+        p->fetch_live = ir_alloc(sizeof(int64_t) * (size_t)(c->nn + 1));
+        for (NodeId id = 0; id < c->nn; id++) {
+            p->fetch_live[id] = (id ? p->fetch_live[id - 1] : 0) + delta[id];
+            if (p->fetch_live[id] > p->fetch_peak_bytes) p->fetch_peak_bytes = p->fetch_live[id];
+        }
+    }
+    ir_free(delta);
     ir_free(first);
 }
 

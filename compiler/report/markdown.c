@@ -278,8 +278,8 @@ static void host_offload(const cJSON *r, StrBuf *o) {
     sb_puts(o, "## Host offload\n\n");
     sb_printf(&w, "`--offload %s` (level %s): %d of %d parameter groups keep their optimizer state "
                  "in host memory and update it there. Device memory freed: %s; host memory: %s of %s per device; "
-                 "copied each step: %s down, %s up; the offloaded updates' pipeline %s, of it not hidden by the "
-                 "backward %s.",
+                 "copied each step: %s down, %s up; the offloaded updates' pipeline %s, run after the backward "
+                 "(in the step: %s).",
               rep_str(of, "mode"), rep_str(of, "level"), on, n, B(a, rep_num(of, "device_bytes_offloaded")),
               B(b, rep_num(of, "host_bytes")), B(c, rep_num(of, "host_limit_bytes")),
               B(d, rep_num(of, "d2h_bytes_per_step")), B(x, rep_num(of, "h2d_bytes_per_step")),
@@ -287,10 +287,13 @@ static void host_offload(const cJSON *r, StrBuf *o) {
     if (rep_get(of, "param_fetch_bytes_per_step")) { /* level params: ZeRO-3 slices on the host */
         int hp = 0;
         cJSON_ArrayForEach(e, rep_get(of, "groups")) hp += !strcmp(rep_str(e, "parameters"), "host");
+        char st[32];
         sb_printf(&w, " %d groups keep their parameter's ZeRO-3 slice on the host too; their gathers copy %s up a "
-                      "step, at most %d transfers in flight, taking %s, of it not hidden by the compute %s.",
+                      "step, at most %d transfers in flight (device stagings: %s in the memory rows), taking %s, "
+                      "of it not hidden by the compute %s.",
                   hp, B(a, rep_num(of, "param_fetch_bytes_per_step")), rep_int(of, "transfers_in_flight"),
-                  T(t, rep_num(of, "param_fetch_s")), T(y, rep_num(of, "param_fetch_exposed_s")));
+                  B(st, rep_num(of, "param_staging_bytes")), T(t, rep_num(of, "param_fetch_s")),
+                  T(y, rep_num(of, "param_fetch_exposed_s")));
     }
     rep_wrap(o, sb_cstr(&w), 100);
     sb_free(&w);

@@ -36,11 +36,13 @@
  *
  * COLRT_BLAS=onednn|blis|openblas|builtin overrides the choice (benchmarks use it),
  * COLRT_GEMM_BF16=widen keeps bf16 on the widening path (benchmarks compare);
+ * COLRT_GEMM_F32=matmul|sgemm picks oneDNN's f32 path;
  * a BLIS_ARCH_TYPE or OPENBLAS_CORETYPE set by the user is respected.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,11 +67,13 @@ static struct {
     dnnl_sgemm_fn dnnl;   /* oneDNN, when chosen */
     dnnl_bf16_fn bf16;    /* oneDNN's bf16 GEMM, when it passed the probe */
     int bf16_kind;        /* BF16_WIDEN, BF16_GEMM (bf16 above) or BF16_MATMUL (dnnl_matmul.c) */
+    int f32_matmul;       /* f32 through oneDNN's matmul primitive (dnnl_matmul.c), not dnnl_sgemm */
     char desc[200];
 } blas;
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 enum { BF16_WIDEN, BF16_GEMM, BF16_MATMUL };
+enum { F32_MATMUL_DEFAULT = 0 }; /* COLRT_GEMM_F32 unset: 1 matmul primitive, 0 dnnl_sgemm */
 static const char *const BF16_NAME[] = {"widened to f32", "dnnl_gemm_bf16bf16f32", "matmul primitive"};
 
 /* The best core type for this CPU by its features (not its model number),
@@ -140,7 +144,7 @@ static int probe_bf16(int kind, dnnl_bf16_fn f) {
     for (int i = 0; i < 6; i++) b16[i] = colrt_f32_bf16(b[i]), c16[i] = colrt_f32_bf16(1.f);
     float c[6] = {1, 1, 1, 1, 1, 1};
     int st = kind == BF16_GEMM ? f('N', 'T', 2, 3, 2, 2.f, a16, 2, b16, 2, 1.f, c, 3)
-                               : colrt__dnnl_matmul_bf16(0, 1, 2, 3, 2, 2.f, a16, 2, b16, 2, 1.f, c16, 3);
+                               : colrt__dnnl_matmul(COLRT_DNNL_BF16, 0, 1, 2, 3, 2, 2.f, a16, 2, b16, 2, 1.f, c16, 3);
     if (st != 0) return 0;
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 3; j++) {
@@ -148,6 +152,17 @@ static int probe_bf16(int kind, dnnl_bf16_fn f) {
             float got = kind == BF16_GEMM ? c[i * 3 + j] : colrt_bf16_f32(c16[i * 3 + j]);
             if (got != want) return 0;
         }
+    return 1;
+}
+
+/* Whether oneDNN's f32 matmul primitive is right on the same product. */
+static int probe_f32(void) {
+    static const float a[4] = {1, 2, 3, 4}, b[6] = {1, -1, 2, 0.5f, 3, -2}; /* A 2x2, B^T stored 3x2 */
+    float c[6] = {1, 1, 1, 1, 1, 1};
+    if (colrt__dnnl_matmul(COLRT_DNNL_F32, 0, 1, 2, 3, 2, 2.f, a, 2, b, 2, 1.f, c, 3) != 0) return 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            if (c[i * 3 + j] != 1.f + 2.f * (a[i * 2] * b[j * 2] + a[i * 2 + 1] * b[j * 2 + 1])) return 0;
     return 1;
 }
 
@@ -171,14 +186,24 @@ static int load_dnnl(int threads) {
     if (want == -2) colrt_die("COLRT_GEMM_BF16=%s: expected matmul, gemm or widen", env);
     blas.bf16 = (dnnl_bf16_fn)dlsym(h, "dnnl_gemm_bf16bf16f32");
     blas.bf16_kind = BF16_WIDEN;
-    if ((want < 0 || want == BF16_MATMUL) && colrt__dnnl_matmul_load(h) && probe_bf16(BF16_MATMUL, NULL))
+    int matmul = colrt__dnnl_matmul_load(h);
+    if ((want < 0 || want == BF16_MATMUL) && matmul && probe_bf16(BF16_MATMUL, NULL))
         blas.bf16_kind = BF16_MATMUL;
     else if ((want < 0 || want == BF16_GEMM) && blas.bf16 && probe_bf16(BF16_GEMM, blas.bf16))
         blas.bf16_kind = BF16_GEMM;
     if (want > BF16_WIDEN && blas.bf16_kind != want)
         colrt_die("COLRT_GEMM_BF16=%s: oneDNN's %s is missing or fails on this CPU", env, BF16_NAME[want]);
-    snprintf(blas.desc, sizeof blas.desc, "onednn %d.%d.%d (dnnl_sgemm; bf16: %s), %d threads", v ? v->major : 0,
-             v ? v->minor : 0, v ? v->patch : 0, BF16_NAME[blas.bf16_kind], threads);
+    /* f32: the matmul primitive or dnnl_sgemm, by measurement (bench/codegen_cpu/README.md) */
+    const char *f32 = getenv("COLRT_GEMM_F32");
+    if (f32 && *f32 && strcmp(f32, "matmul") && strcmp(f32, "sgemm"))
+        colrt_die("COLRT_GEMM_F32=%s: expected matmul or sgemm", f32);
+    int want_mm = f32 && *f32 ? !strcmp(f32, "matmul") : F32_MATMUL_DEFAULT;
+    blas.f32_matmul = want_mm && matmul && probe_f32();
+    if (want_mm && !blas.f32_matmul && f32 && *f32)
+        colrt_die("COLRT_GEMM_F32=matmul: oneDNN's matmul primitive is missing or fails on this CPU");
+    snprintf(blas.desc, sizeof blas.desc, "onednn %d.%d.%d (f32: %s; bf16: %s), %d threads", v ? v->major : 0,
+             v ? v->minor : 0, v ? v->patch : 0, blas.f32_matmul ? "matmul primitive" : "dnnl_sgemm",
+             BF16_NAME[blas.bf16_kind], threads);
     return 1;
 }
 
@@ -188,6 +213,7 @@ void colrt__blas_init(int threads) {
     blas.dnnl = NULL;
     blas.bf16 = NULL;
     blas.bf16_kind = BF16_WIDEN;
+    blas.f32_matmul = 0;
     if (want && strcmp(want, "onednn") && strcmp(want, "blis") && strcmp(want, "openblas") && strcmp(want, "builtin"))
         colrt_die("COLRT_BLAS=%s: expected onednn, blis, openblas or builtin", want);
     /* oneDNN first: measured fastest at GPT-2's training shapes (bench/codegen_cpu/README.md) */
@@ -224,6 +250,12 @@ static void builtin_sgemm(int ta, int tb, int M, int N, int K, float alpha, cons
 
 void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                   int ldb, float beta, float *C, int ldc) {
+    /* a shape whose primitive cannot be made runs on dnnl_sgemm (the same product);
+     * so do calls from inside a parallel region (the runtime's attention, per
+     * head): the primitives' table and memory objects are not thread-safe */
+    if (blas.f32_matmul && !omp_in_parallel() &&
+        !colrt__dnnl_matmul(COLRT_DNNL_F32, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
     if (blas.dnnl) {
         int st = blas.dnnl(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         if (st != 0) colrt_die("colrt_gemm: dnnl_sgemm failed (status %d) for M %d N %d K %d", st, M, N, K);
@@ -269,8 +301,8 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
     if (t == COLRT_BF16 && blas.bf16_kind == BF16_MATMUL) {
         int st = 0;
         for (int64_t i = 0; i < batch && !st; i++)
-            st = colrt__dnnl_matmul_bf16(transa, transb, M, N, K, alpha, (const uint16_t *)A + i * strideA, lda,
-                                         (const uint16_t *)B + i * strideB, ldb, beta, (uint16_t *)C + i * strideC, ldc);
+            st = colrt__dnnl_matmul(COLRT_DNNL_BF16, transa, transb, M, N, K, alpha, (const uint16_t *)A + i * strideA,
+                                    lda, (const uint16_t *)B + i * strideB, ldb, beta, (uint16_t *)C + i * strideC, ldc);
         if (st) colrt_die("colrt_gemm: oneDNN's bf16 matmul failed (status %d) for M %lld N %lld K %lld", st,
                           (long long)M, (long long)N, (long long)K);
         return;

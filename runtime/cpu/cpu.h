@@ -9,12 +9,14 @@ void colrt__blas_init(int threads);
 /* Row-major f32 GEMM on the chosen BLAS: C = alpha op(A) op(B) + beta C. */
 void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);
-/* bf16 GEMM through oneDNN's matmul primitive (dnnl_matmul.c): load resolves
- * it from oneDNN's handle h (1: usable); the call runs C = alpha op(A) op(B) +
- * beta C on bf16 storage, row-major, and returns 0 or oneDNN's status. */
+/* GEMM through oneDNN's matmul primitive (dnnl_matmul.c): load resolves it
+ * from oneDNN's handle h (1: usable); the call runs C = alpha op(A) op(B) +
+ * beta C on storage of oneDNN data type dt (COLRT_DNNL_BF16, COLRT_DNNL_F32),
+ * row-major, and returns 0 or oneDNN's status. */
+enum { COLRT_DNNL_BF16 = 2, COLRT_DNNL_F32 = 3 }; /* oneDNN 2.x's dnnl_data_type_t */
 int colrt__dnnl_matmul_load(void *h);
-int colrt__dnnl_matmul_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
-                            int64_t lda, const uint16_t *B, int64_t ldb, float beta, uint16_t *C, int64_t ldc);
+int colrt__dnnl_matmul(int dt, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A,
+                       int64_t lda, const void *B, int64_t ldb, float beta, void *C, int64_t ldc);
 
 /* One collective, checked and resolved to MPI terms by the caller's thread
  * (collectives.c), run by colrt__coll_run on a communicator: the mesh

@@ -1,8 +1,8 @@
 /*
- * dnnl_matmul.c — bf16 GEMM through oneDNN's matmul primitive (Debian's
- * libdnnl2, oneDNN 2.x, dlopen'ed by blas.c): C = alpha op(A) op(B) + beta C
- * with A, B and C in bf16 as stored (row-major, any leading dimensions),
- * accumulated in f32 and rounded once into C.
+ * dnnl_matmul.c — GEMM through oneDNN's matmul primitive (Debian's libdnnl2,
+ * oneDNN 2.x, dlopen'ed by blas.c): C = alpha op(A) op(B) + beta C with A, B
+ * and C in one dtype as stored (bf16 or f32; row-major, any leading
+ * dimensions), accumulated in f32 and rounded once into C.
  *
  * Why a primitive and not dnnl_gemm_bf16bf16f32: the matmul primitive picks
  * oneDNN's brgemm kernels (AVX512_BF16 dot products, "brg_matmul:
@@ -17,7 +17,9 @@
  * passed by pointer; the enum values are oneDNN 2.x's (dnnl_types.h).
  * Primitives are created once per shape (a JIT compile, about a millisecond)
  * and kept in a small table; a shape whose primitive cannot be made is
- * reported to the caller, which falls back. Not thread-safe: colrt runs
+ * reported to the caller, which falls back. f32 (issue 21): the primitive's
+ * brgemm kernels ("brg:avx512_core") beside dnnl_sgemm's, chosen in blas.c
+ * by measurement (bench/codegen_cpu/README.md). Not thread-safe: colrt runs
  * kernels on the calling thread (docs/runtime.md).
  */
 #define _GNU_SOURCE
@@ -32,7 +34,7 @@ typedef struct { _Alignas(64) unsigned char b[2048]; } OpaqueMd;     /* >= dnnl_
 typedef struct { _Alignas(64) unsigned char b[8192]; } OpaqueMatmul; /* >= dnnl_matmul_desc_t */
 typedef struct { int arg; dnnl_handle mem; } ExecArg;              /* dnnl_exec_arg_t */
 
-enum { DNNL_BF16 = 2, DNNL_CPU = 1, DNNL_IN_ORDER = 1, ARG_SRC = 1, ARG_DST = 17, ARG_WEIGHTS = 33 };
+enum { DNNL_CPU = 1, DNNL_IN_ORDER = 1, ARG_SRC = 1, ARG_DST = 17, ARG_WEIGHTS = 33 };
 
 static struct {
     int (*engine_create)(dnnl_handle *, int, size_t);
@@ -60,7 +62,7 @@ static struct {
 
 /* One shape's primitive and its three memory objects (data handles set per call). */
 typedef struct {
-    int64_t key[10];
+    int64_t key[11];
     dnnl_handle prim, a, b, c;
 } Entry;
 enum { CACHE = 96 };
@@ -97,7 +99,7 @@ static void entry_free(Entry *e) {
 
 /* The primitive for one shape, made now; 0 on success. */
 static int entry_make(Entry *e, const int64_t *key) {
-    int ta = (int)key[0], tb = (int)key[1];
+    int ta = (int)key[0], tb = (int)key[1], dt = (int)key[10];
     int64_t M = key[2], N = key[3], K = key[4], lda = key[5], ldb = key[6], ldc = key[7];
     float alpha, beta;
     memcpy(&alpha, &key[8], sizeof alpha);
@@ -109,8 +111,8 @@ static int entry_make(Entry *e, const int64_t *key) {
     const int64_t dc[2] = {M, N}, sc[2] = {ldc, 1};
     memset(e, 0, sizeof *e);
     memcpy(e->key, key, sizeof e->key);
-    if (mm.md_init(&ma, 2, da, DNNL_BF16, sa) || mm.md_init(&mb, 2, db, DNNL_BF16, sb) ||
-        mm.md_init(&mc, 2, dc, DNNL_BF16, sc) || mm.matmul_init(&d, &ma, &mb, NULL, &mc))
+    if (mm.md_init(&ma, 2, da, dt, sa) || mm.md_init(&mb, 2, db, dt, sb) || mm.md_init(&mc, 2, dc, dt, sc) ||
+        mm.matmul_init(&d, &ma, &mb, NULL, &mc))
         return 1;
     dnnl_handle attr = NULL, po = NULL, pd = NULL;
     int st = mm.attr_create(&attr);
@@ -132,9 +134,9 @@ static int entry_make(Entry *e, const int64_t *key) {
     return st ? st : 0;
 }
 
-int colrt__dnnl_matmul_bf16(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
-                            int64_t lda, const uint16_t *B, int64_t ldb, float beta, uint16_t *C, int64_t ldc) {
-    int64_t key[10] = {ta, tb, M, N, K, lda, ldb, ldc, 0, 0};
+int colrt__dnnl_matmul(int dt, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A,
+                       int64_t lda, const void *B, int64_t ldb, float beta, void *C, int64_t ldc) {
+    int64_t key[11] = {ta, tb, M, N, K, lda, ldb, ldc, 0, 0, dt};
     memcpy(&key[8], &alpha, sizeof alpha);
     memcpy(&key[9], &beta, sizeof beta);
     Entry *e = NULL;

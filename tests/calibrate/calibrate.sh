@@ -1,8 +1,10 @@
 #!/bin/sh
 # calibrate.sh CALIBRATE COMPILE SRC "MPIRUN..." "EXTRA..." — runs
 # colossal-calibrate --quick on 2 ranks, checks what it wrote (finite numbers,
-# monotone GEMM tables, kernel rate tables by size for every class and an
-# attention rate, a positive reserve, the run's shape, no temp file
+# monotone GEMM tables, kernel rate tables by size for every class reaching
+# down to a program's smallest tensors, the generated attention kernels'
+# FLOP/s tables (forward, dq, dk/dv; FLOPs as the IR counts each node, rates
+# from the times kept beside them), a positive reserve, the run's shape, no temp file
 # left), and plans a tiny GPT-2 with the file: the plan carries the file's
 # device and reserve_bytes, and its memory limit is the file's memory less
 # the reserve. A run that cannot write (a missing folder) exits 1 naming it.
@@ -58,12 +60,27 @@ h, hc = c["host"], c["calibration"]["host_offload"]   # host offload: memory, co
 assert h["memory_gb"] > 0 and h["pcie_gbs"] > 0 and h["adamw_gelems"] > 0, h
 assert h["pcie_gbs"] == min(hc["d2h_gbs"], hc["h2d_gbs"]) and h["adamw_gelems"] == hc["adamw_gelems"], (h, hc)
 kg = c["kernel_gbs"]   # a rate table per memory-bound kernel class, by a call's bytes
-assert set(kg) == {"elementwise", "transcendental", "norm", "softmax", "loss", "reduce", "optimizer"}, list(kg)
+assert set(kg) == {"elementwise", "transcendental", "norm", "softmax", "loss", "reduce", "optimizer", "rope"}, list(kg)
 for name, t in kg.items():
     assert 2 <= len(t["bytes"]) == len(t["gbs"]), (name, t)
     assert all(a < b for a, b in zip(t["bytes"], t["bytes"][1:])), (name, t)
     assert all(g > 0 for g in t["gbs"]), (name, t)
-assert c["attention_tflops"] > 0 and c["calibration"]["attention"]["tflops"] == c["attention_tflops"]
+for name, t in kg.items():   # the program's own kernels down to its smallest tensors (64 elements); colrt's from 4096
+    own = name in ("elementwise", "transcendental", "norm", "reduce", "rope", "optimizer")
+    assert (t["bytes"][0] <= 2048) if own else (t["bytes"][0] >= 4096 * 4), (name, t["bytes"])
+at, pts = c["attention_tflops"], c["calibration"]["attention"]["points"]   # the program's attention kernels
+assert set(at) == {"forward", "dq", "dkv"}, list(at)
+assert len(pts) == 4, pts   # --quick: the ladder's first four shapes
+for name, t in at.items():
+    assert len(t["flops"]) == len(t["tflops"]) == len(pts), (name, t)
+    assert all(a < b for a, b in zip(t["flops"], t["flops"][1:])), (name, t)
+    assert all(r > 0 for r in t["tflops"]), (name, t)
+for i, p in enumerate(pts):   # FLOPs as the IR counts each node: 4 B H Dh T(T+1)/2, dq 1.5x, dk/dv 2x
+    f = 4 * p["B"] * p["H"] * p["Dh"] * p["T"] * (p["T"] + 1) / 2
+    for name, x in (("forward", 1), ("dq", 1.5), ("dkv", 2)):
+        assert abs(at[name]["flops"][i] - x * f) <= 1e-9 * f, (name, i, at[name]["flops"][i], x * f)
+        rate = at[name]["flops"][i] / p[name + "_seconds"] / 1e12
+        assert abs(at[name]["tflops"][i] - rate) <= 1e-6 * rate, (name, i, at[name]["tflops"][i], rate)
 print("calibrated file ok:", c["device"], "reserve", r)
 PY
 

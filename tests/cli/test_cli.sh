@@ -254,6 +254,15 @@ expect 1 "invalid cluster shape '2000000x1024'" -- --cluster h100:2000000x1024 "
 mkdir -p "$tmp/adir.cir" "$tmp/cdir.json"
 expect 1 "cannot read '$tmp/adir.cir': Is a directory" -- "$tmp/adir.cir"
 expect 1 "cannot read cluster file '$tmp/cdir.json': Is a directory" -- --cluster "$tmp/cdir.json" "$src/examples/ir/mlp.cir"
+# the host's transfers in flight (docs/sharding.md "Host offload"): a bad value is refused by name
+sed 's/"adamw_gelems": 2.7}/"adamw_gelems": 2.7, "transfers_in_flight": 0}/' \
+  "$src/tests/fuzz/seeds/cluster/h100_2x8_host.json" > "$tmp/k0.json"
+expect 1 "field 'host.transfers_in_flight' must be a whole number from 1 to 64, got 0" -- \
+  --cluster "$tmp/k0.json" "$src/examples/ir/mlp.cir"
+sed 's/"adamw_gelems": 2.7}/"adamw_gelems": 2.7, "transfers_in_flight": "two"}/' \
+  "$src/tests/fuzz/seeds/cluster/h100_2x8_host.json" > "$tmp/ks.json"
+expect 1 "field 'host.transfers_in_flight' must be a whole number from 1 to 64" -- \
+  --cluster "$tmp/ks.json" "$src/examples/ir/mlp.cir"
 mkfifo "$tmp/fifo.cir"
 expect 1 "not a regular file" -- "$tmp/fifo.cir" # would block forever if it were opened for reading
 printf 'graph t\ninput %%x : f32[4,8]\n%%y : f32[4,8] = scale(%%x) {s=1e999}\n' > "$tmp/inf.cir"

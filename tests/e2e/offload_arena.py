@@ -24,7 +24,14 @@ Parameters on the host (--offload params, ZeRO-3 on 2 ranks, against --offload o
   - the mixed plan of e2e_gpt2_offload_params_mixed_bf16_4 (gpt2_tiny_b4.cir beside this script, 4
     ranks, --strategy zero3 --dtype bf16 --offload auto --mem 41KB) keeps some groups' parameters on the
     host, some groups' optimizer state and master only, and some groups on the device;
-  - at most K transfers in flight: with --offload-inflight 1 the arena is no larger than with 2.
+  - the device stagings in the planner's memory rows (gpt2_wide.cir beside this script, every slice a multiple
+    of the alignment): offload.param_staging_bytes is the K largest transfers (a block instance's slices, or a
+    group's outside the blocks), counted here from the shapes, and exactly the most the program holds at once
+    (lowering.param_staging_peak_bytes); the predicted peak moves by the slices less it; the arena's peak holds
+    stagings, at most that many; the predicted peak covers the arena (gpt2_wide and gpt2-tiny);
+  - at most K transfers in flight: with --offload-inflight 1 the arena is no larger than with 2;
+    K comes from the cluster's host.transfers_in_flight (a cluster file saying 1 plans as the flag 1
+    does) unless --offload-inflight overrides it.
 """
 import json
 import math
@@ -34,17 +41,25 @@ import subprocess
 import sys
 
 cc, model, work = sys.argv[1], sys.argv[2], sys.argv[3]
+here = os.path.dirname(os.path.abspath(__file__))
 os.makedirs(work, exist_ok=True)
-shapes = {}
-for line in open(model):
-    m = re.match(r"param %(\S+) : f32\[([0-9,]*)\]", line)
-    if m:
-        shapes[m.group(1)] = math.prod(int(d) for d in m.group(2).split(",") if d)
 
 
-def gen(name, *args, cluster="h100:1x1"):
+def shapes_of(path):
+    out = {}
+    for line in open(path):
+        m = re.match(r"param %(\S+) : f32\[([0-9,]*)\]", line)
+        if m:
+            out[m.group(1)] = math.prod(int(d) for d in m.group(2).split(",") if d)
+    return out
+
+
+shapes = shapes_of(model)
+
+
+def gen(name, *args, cluster="h100:1x1", cir=None):
     out = f"{work}/{name}"
-    subprocess.run([cc, model, "--emit", "code", "--target", "cpu", "--cluster", cluster, "-q", "-o", out, *args],
+    subprocess.run([cc, cir or model, "--emit", "code", "--target", "cpu", "--cluster", cluster, "-q", "-o", out, *args],
                    check=True)
     (pj,) = [f for f in subprocess.run(["ls", out], capture_output=True, text=True).stdout.split() if f.endswith(".plan.json")]
     return json.load(open(f"{out}/{pj}"))
@@ -115,11 +130,52 @@ check(pl["h2d_bytes"] == 0 and priced == 2 * 4 * elems and abs(staging - priced)
 one = gen("z3_params_k1", *z3, "--offload", "params", "--offload-inflight", "1", cluster="h100:1x2")
 check(one["lowering"]["transfers_in_flight"] == 1 and one["memory"]["planned_arena_bytes"] <= pm["planned_arena_bytes"],
       f"params, one transfer in flight: arena {one['memory']['planned_arena_bytes']} (two: {pm['planned_arena_bytes']})")
+# the cluster's host.transfers_in_flight sets K (the preset's is 2); --offload-inflight overrides it
+clf = json.loads(json.dumps(par["program"]["cluster"]))
+clf["host"]["transfers_in_flight"] = 1
+with open(f"{work}/k1.json", "w") as f:
+    json.dump(clf, f)
+fk1 = gen("z3_params_file_k1", *z3, "--offload", "params", cluster=f"{work}/k1.json")
+fk3 = gen("z3_params_file_k1_flag3", *z3, "--offload", "params", "--offload-inflight", "3", cluster=f"{work}/k1.json")
+check(par["lowering"]["transfers_in_flight"] == 2 and fk1["lowering"]["transfers_in_flight"] == 1 ==
+      fk1["offload"]["transfers_in_flight"] and fk1["memory"]["planned_arena_bytes"] == one["memory"]["planned_arena_bytes"]
+      and fk3["lowering"]["transfers_in_flight"] == 3 == fk3["offload"]["transfers_in_flight"],
+      f"transfers in flight: preset {par['lowering']['transfers_in_flight']}, cluster file 1: "
+      f"{fk1['lowering']['transfers_in_flight']}, and --offload-inflight 3 over it: {fk3['lowering']['transfers_in_flight']}")
 check(all(g["parameters"] == "host" for g in par["offload"]["groups"]), "params: every group's parameters on the host")
-model = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpt2_tiny_b4.cir")
 mixed = gen("z3_mixed_4", "--mesh", "4", "--strategy", "zero3", "--dtype", "bf16", "--offload", "auto", "--mem", "41KB",
-            cluster="h100:1x4")
+            cluster="h100:1x4", cir=os.path.join(here, "gpt2_tiny_b4.cir"))
 where = [g["placement"] for g in mixed["offload"]["groups"]]
 check(all(where.count(k) > 0 for k in ("params", "optim+master", "device")),
       f"mixed, 4 ranks: the groups' placements {where}")
+# the device stagings in the planner's memory rows, on gpt2_wide.cir (beside this script: every ZeRO slice over 2
+# ranks a multiple of the arena's 256-byte alignment, so the planner's bytes and the memory plan's are the same)
+wide = os.path.join(here, "gpt2_wide.cir")
+wsh = shapes_of(wide)
+wo = gen("w_optim", *z3, "--offload", "optim", cluster="h100:1x2", cir=wide)
+wp = gen("w_params", *z3, "--offload", "params", cluster="h100:1x2", cir=wide)
+K = wp["offload"]["transfers_in_flight"]
+xfer = {}  # a transfer up: a block instance's slices, or one group's outside the blocks (ln_f's weight and bias)
+for q, n in wsh.items():
+    m = re.match(r"h\.(\d+)\.", q)
+    key = "h." + m.group(1) if m else q.rsplit(".", 1)[0]
+    xfer[key] = xfer.get(key, 0) + 4 * n // 2
+stg, wslices = K * max(xfer.values()), sum(4 * n // 2 for n in wsh.values())
+wl = wp["lowering"]
+check(wp["offload"]["param_staging_bytes"] == stg == wl["param_staging_peak_bytes"],
+      f"stagings: the planner counts {wp['offload']['param_staging_bytes']} bytes, the K={K} largest transfers "
+      f"({max(xfer.values())}, counted {stg}); the program holds at most {wl['param_staging_peak_bytes']} at once")
+# both peaks priced where the slices count (optim: the update; params: the first block instance's backward, the
+# stagings added there), so the prediction moves by exactly the slices less the stagings
+dpred = wo["memory"]["predicted_peak_bytes"] - wp["memory"]["predicted_peak_bytes"]
+check(dpred == wslices - stg and wp["memory"]["breakdown"].get("param_staging_bytes") == stg,
+      f"predicted peak {wo['memory']['predicted_peak_bytes']} -> {wp['memory']['predicted_peak_bytes']}: "
+      f"less the slices {wslices}, plus the stagings {stg}")
+# the program's arena peaks with stagings live (at most the planner's), and the prediction covers it (without the
+# stagings it would not on gpt2-tiny: 42,112 predicted against a 43,264-byte arena)
+at = wl["param_staging_at_peak_bytes"]
+check(0 < at <= stg, f"gpt2_wide, params: the arena's peak holds {at} bytes of stagings, at most the planner's {stg}")
+for nm, d in (("gpt2_wide", wp), ("gpt2-tiny", par)):
+    pk, ar = d["memory"]["predicted_peak_bytes"], d["memory"]["planned_arena_bytes"]
+    check(ar <= pk, f"{nm}, params: arena {ar} <= predicted {pk} (stagings {d['offload']['param_staging_bytes']})")
 sys.exit(1 if fails else 0)

@@ -2,16 +2,31 @@
  * fuzz_cluster.c — libFuzzer target for cluster JSON (--cluster FILE.json,
  * shard/cluster.c): any input is rejected with a message, or gives
  * a cluster whose sizes are positive, finite and within SHARD_MAX_DEVICES
- * (and a host, when it has one, with its three figures positive and finite).
+ * (and a host, when it has one, with its three figures positive and finite
+ * and its transfers in flight from 1 to SHARD_INFLIGHT_MAX, none without;
+ * every rate table, the kernel classes' and the attention kernels', of 0 to
+ * SHARD_RATE_POINTS points with sizes strictly increasing from 1 and rates
+ * positive and finite), which is written back as JSON the loader reads again.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "shard.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_rates(const ShardRateTable *t) {
+    if (t->n < 0 || t->n > SHARD_RATE_POINTS) abort();
+    for (int i = 0; i < t->n; i++)
+        if (!(t->size[i] >= 1) || !isfinite(t->size[i]) || (i && !(t->size[i] > t->size[i - 1])) ||
+            !(t->rate[i] > 0) || !isfinite(t->rate[i]))
+            abort();
+    if (t->n > 0 && !(shard_rate_at(t, 1e4) > 0)) abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size + 1);
@@ -29,6 +44,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (host && (!(c.host_mem_bytes > 0) || !isfinite(c.host_mem_bytes) || !(c.pcie_bw > 0) ||
                      !isfinite(c.pcie_bw) || !(c.host_adamw_rate > 0) || !isfinite(c.host_adamw_rate)))
             abort();
+        if (host ? c.host_inflight < 1 || c.host_inflight > SHARD_INFLIGHT_MAX : c.host_inflight != 0) abort();
+        for (int k = 0; k < SHARD_K__COUNT; k++) check_rates(&c.kernel[k]);
+        for (int k = 0; k < SHARD_ATT__COUNT; k++) check_rates(&c.attention[k]);
+        /* written back, it loads again */
+        cJSON *j = shard_cluster_to_json(&c);
+        char *back = cJSON_PrintUnformatted(j);
+        cJSON_Delete(j);
+        ShardCluster c2;
+        StrBuf e2;
+        sb_init(&e2);
+        if (!shard_cluster_from_json(back, "back.json", &c2, &e2)) abort();
+        sb_free(&e2);
+        cJSON_free(back);
     } else if (!err.len) {
         abort(); /* a refusal says why */
     }

@@ -660,6 +660,9 @@ int main(int argc, char **argv) {
     if (!strncmp(lib, "onednn", 6) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16") && !getenv("COLRT_GEMM_BF16"))
         CHECK(strstr(lib, "bf16: matmul primitive") != NULL);
+    /* COLRT_GEMM_F32=matmul (test_colrt_kernels_generic): f32 through the primitive, or a refusal */
+    const char *f32 = getenv("COLRT_GEMM_F32");
+    if (!strncmp(lib, "onednn", 6)) CHECK((strstr(lib, "f32: matmul primitive") != NULL) == (f32 && !strcmp(f32, "matmul")));
     test_conversions();
     test_memcpy_2d();
     test_attention_more_queries();

@@ -2,7 +2,7 @@
  * test_kernels.c — memory-bound kernels priced at a measured rate per kernel
  * class (shard.h SHARD_KERNELS, cost.c cost_kernel / cost_mem_rate):
  *   - ops map to their kernel class (GELU and its backward are transcendental,
- *     an add is plain element-wise, a norm's backward is a norm, matmul and
+ *     RoPE and its backward rope, an add is plain element-wise, a norm's backward is a norm, matmul and
  *     attention have none);
  *   - a preset (no measured rates) prices each class at the bandwidth times
  *     the class factor, a cluster file's `kernel_gbs` at its own rate, exactly;
@@ -12,11 +12,15 @@
  *     kind by its class), and the plan's program keeps the op through JSON;
  *   - the ILP's optimizer update at the optimizer rate, and the global norm's
  *     sum of squares over every gradient at the reduce rate;
- *   - attention at the cluster's measured FLOP rate (`attention_tflops`), else
- *     at peak x its class factor;
+ *   - attention at the cluster's measured FLOP rate (`attention_tflops`: one
+ *     number for every kernel, or a table by call FLOPs per kernel, forward,
+ *     dq and dk/dv, each op priced by its own), else at peak x its class
+ *     factor; the tables round-trip, and a kernel missing or FLOPs out of
+ *     order are refused naming the field;
  *   - a class's rate by size: read linearly in log(bytes), clamped;
  *   - `kernel_gbs` round-trips, and a file missing a class or with a rate
- *     that is not positive is refused naming the field.
+ *     that is not positive is refused naming the field, but a file without
+ *     `rope` (written before it), whose RoPE takes the transcendental rate.
  * Every expected time is computed by hand from the bytes and the rates.
  */
 #include <cjson/cJSON.h>
@@ -49,7 +53,7 @@ static const char *cir =
     "%loss : f32[] = cross_entropy(%logits, %y)\n"
     "output %loss\n";
 
-/* the cluster file of a preset with kernel_gbs set to 1..7 GB/s */
+/* the cluster file of a preset with kernel_gbs set to 1..8 GB/s (drop: a class left out) */
 static char *with_rates(const ShardCluster *cl, const char *drop, double first) {
     cJSON *j = shard_cluster_to_json(cl);
     cJSON *k = cJSON_AddObjectToObject(j, "kernel_gbs");
@@ -68,6 +72,8 @@ int main(void) {
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_GELU), SHARD_K_TRANSCENDENTAL);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_GELU_BWD), SHARD_K_TRANSCENDENTAL);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_SILU), SHARD_K_TRANSCENDENTAL);
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ROPE), SHARD_K_ROPE);
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ROPE_BWD), SHARD_K_ROPE);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ADD), SHARD_K_ELEMWISE);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, -1), SHARD_K_ELEMWISE);
     CHECK_INT(cost_kernel(OPC_NORM, OP_LAYER_NORM_DX), SHARD_K_NORM);
@@ -84,7 +90,7 @@ int main(void) {
     CHECK(close_rel(cost_mem_rate(&pre, OPC_ELEMWISE, OP_GELU, 1e6), pre.mem_bw * 0.80));
     CHECK(close_rel(cost_mem_rate(&pre, OPC_NORM, OP_LAYER_NORM, 1e6), pre.mem_bw * 0.70));
 
-    /* measured rates: 1..7 GB/s in SHARD_KERNELS order */
+    /* measured rates: 1..8 GB/s in SHARD_KERNELS order */
     char *txt = with_rates(&pre, NULL, 1.0);
     CHECK(shard_cluster_from_json(txt, "k.json", &cl, &e));
     cJSON_free(txt);
@@ -131,6 +137,13 @@ int main(void) {
     cJSON_free(txt);
     cJSON_Delete(j);
 
+    /* a file written before the rope class: RoPE at the transcendental rate */
+    txt = with_rates(&pre, "rope", 1.0);
+    CHECK(shard_cluster_from_json(txt, "k.json", &back, &e));
+    cJSON_free(txt);
+    CHECK(close_rel(cost_mem_rate(&back, OPC_ELEMWISE, OP_ROPE, 1e6), 2e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_ROPE_BWD, 1e6), 8e9)); /* with it: its own */
+
     /* bad files name the field */
     txt = with_rates(&pre, "softmax", 1.0);
     reset(&e);
@@ -165,11 +178,17 @@ int main(void) {
         ShardCluster at;
         CHECK(shard_cluster_from_json(txt, "a.json", &at, &e));
         cJSON_free(txt);
-        CHECK(close_rel(at.attention_flops, 4e9));
+        for (int k = 0; k < SHARD_ATT__COUNT; k++) CHECK(close_rel(shard_rate_at(&at.attention[k], 1e6), 4e9));
         cp.cl = &at;
         CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION_DQ, 1e9, 0), 0.25));
-        j = shard_cluster_to_json(&at); /* written back */
-        CHECK(close_rel(cJSON_GetObjectItemCaseSensitive(j, "attention_tflops")->valuedouble, 0.004));
+        j = shard_cluster_to_json(&at); /* written back, as a table per kernel */
+        CHECK(close_rel(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                               cJSON_GetObjectItemCaseSensitive(
+                                                   cJSON_GetObjectItemCaseSensitive(j, "attention_tflops"), "dkv"),
+                                               "tflops"),
+                                           0)
+                            ->valuedouble,
+                        0.004));
         cJSON_ReplaceItemInObject(j, "attention_tflops", cJSON_CreateNumber(0));
         txt = cJSON_PrintUnformatted(j);
         cJSON_Delete(j);
@@ -177,6 +196,57 @@ int main(void) {
         CHECK(!shard_cluster_from_json(txt, "a.json", &at, &e));
         CHECK(strstr(sb_cstr(&e), "attention_tflops") != NULL);
         cJSON_free(txt);
+
+        /* a table per kernel by call FLOPs (colossal-calibrate's): each op
+         * priced by its own kernel's table, linear in log(FLOPs) between
+         * points, clamped at the ends */
+        j = shard_cluster_to_json(&pre);
+        cJSON_AddItemToObject(j, "attention_tflops",
+                              cJSON_Parse("{\"forward\": {\"flops\": [1e5, 1e7], \"tflops\": [0.002, 0.008]},"
+                                          " \"dq\": 0.001, \"dkv\": {\"flops\": [1e6], \"tflops\": [0.003]}}"));
+        txt = cJSON_PrintUnformatted(j);
+        CHECK(shard_cluster_from_json(txt, "a.json", &at, &e));
+        cJSON_free(txt);
+        cp.cl = &at;
+        /* forward: 1e4 FLOPs clamped to 2 GFLOP/s; 1e6 halfway in log: 5 GFLOP/s; 1e9 clamped to 8 */
+        CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION, 1e4, 0), 1e4 / 2e9));
+        CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION, 1e6, 0), 1e6 / 5e9));
+        CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION, 1e9, 0), 1e9 / 8e9));
+        CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, -1, 1e6, 0), 1e6 / 5e9)); /* op unknown: the forward */
+        CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION_DQ, 1e6, 0), 1e6 / 1e9));
+        CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION_DKV, 1e6, 0), 1e6 / 3e9));
+        CHECK_INT(cost_attention_kernel(OP_ATTENTION_DKV), SHARD_ATT_DKV);
+        ShardCluster back2;
+        cJSON *w = shard_cluster_to_json(&at); /* round trip */
+        txt = cJSON_PrintUnformatted(w);
+        cJSON_Delete(w);
+        CHECK(shard_cluster_from_json(txt, "a2.json", &back2, &e));
+        cJSON_free(txt);
+        CHECK_INT(back2.attention[SHARD_ATT_FORWARD].n, 2);
+        CHECK(close_rel(shard_rate_at(&back2.attention[SHARD_ATT_FORWARD], 1e6), 5e9));
+        CHECK(close_rel(shard_rate_at(&back2.attention[SHARD_ATT_DKV], 1e3), 3e9));
+        /* a kernel missing, or FLOPs out of order, is refused naming the field */
+        cJSON *ao = cJSON_GetObjectItemCaseSensitive(j, "attention_tflops");
+        cJSON_DeleteItemFromObject(ao, "dkv");
+        txt = cJSON_PrintUnformatted(j);
+        reset(&e);
+        CHECK(!shard_cluster_from_json(txt, "a.json", &at, &e));
+        CHECK(strstr(sb_cstr(&e), "attention_tflops.dkv") != NULL);
+        cJSON_free(txt);
+        cJSON_AddNumberToObject(ao, "dkv", 0.003);
+        cJSON_ReplaceItemInObject(ao, "forward", cJSON_Parse("{\"flops\": [1e7, 1e5], \"tflops\": [0.002, 0.008]}"));
+        txt = cJSON_PrintUnformatted(j);
+        reset(&e);
+        CHECK(!shard_cluster_from_json(txt, "a.json", &at, &e));
+        CHECK(strstr(sb_cstr(&e), "attention_tflops.forward.flops[1]") != NULL);
+        cJSON_free(txt);
+        cJSON_ReplaceItemInObject(j, "attention_tflops", cJSON_CreateString("fast"));
+        txt = cJSON_PrintUnformatted(j);
+        reset(&e);
+        CHECK(!shard_cluster_from_json(txt, "a.json", &at, &e));
+        CHECK(strstr(sb_cstr(&e), "'attention_tflops' must be") != NULL);
+        cJSON_free(txt);
+        cJSON_Delete(j);
     }
 
     /* cost_op: the GELU node's bytes (x and h, f32 64x32) over 2 GB/s */
@@ -248,7 +318,7 @@ int main(void) {
     sim_program_free(&p);
 
     /* the ILP's update: AdamW's 28 bytes per parameter element at 7 GB/s */
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
     IlpProblem *ip = ilp_problem_build(g, &cm, &io);
     CHECK(ip && !ip->timed_out);
     IlpChoice c = ilp_choice_new(ip);

@@ -70,13 +70,34 @@ static void clusters(void) {
     CHECK(c.host_mem_bytes == 2000e9 && c.pcie_bw == 63e9 && c.host_adamw_rate == 2.7e9);
     CHECK(shard_cluster_preset("cpu", &c, &e));
     CHECK(c.host_mem_bytes == 6e9 && c.pcie_bw == 4.3e9 && c.host_adamw_rate == 0.7e9);
-    /* written and read back */
+    CHECK(c.host_inflight == SHARD_INFLIGHT_DEFAULT && SHARD_INFLIGHT_DEFAULT == 2);
+    /* written and read back, the transfers in flight too */
+    c.host_inflight = 5;
     cJSON *j = shard_cluster_to_json(&c);
     char *text = cJSON_PrintUnformatted(j);
     ShardCluster back;
     CHECK(shard_cluster_from_json(text, "back.json", &back, &e));
     CHECK(back.host_mem_bytes == c.host_mem_bytes && back.pcie_bw == c.pcie_bw &&
-          back.host_adamw_rate == c.host_adamw_rate);
+          back.host_adamw_rate == c.host_adamw_rate && back.host_inflight == 5);
+    /* host.transfers_in_flight: absent, the default; out of range or not whole, refused by name */
+    cJSON *hk = cJSON_GetObjectItem(j, "host");
+    cJSON_DeleteItemFromObject(hk, "transfers_in_flight");
+    free(text);
+    text = cJSON_PrintUnformatted(j);
+    CHECK(shard_cluster_from_json(text, "default.json", &back, &e) && back.host_inflight == SHARD_INFLIGHT_DEFAULT);
+    static const double bad_k[] = {0, 65, 2.5, -1};
+    for (int i = 0; i < 4; i++) {
+        cJSON_AddItemToObject(hk, "transfers_in_flight", cJSON_CreateNumber(bad_k[i]));
+        free(text);
+        text = cJSON_PrintUnformatted(j);
+        sb_free(&e);
+        sb_init(&e);
+        CHECK(!shard_cluster_from_json(text, "badk.json", &back, &e));
+        CHECK_CONTAINS(sb_cstr(&e), "field 'host.transfers_in_flight' must be a whole number from 1 to 64");
+        cJSON_DeleteItemFromObject(hk, "transfers_in_flight");
+    }
+    sb_free(&e);
+    sb_init(&e);
     /* a bad host field is named */
     cJSON *h = cJSON_GetObjectItem(j, "host");
     cJSON_ReplaceItemInObject(h, "pcie_gbs", cJSON_CreateNumber(-1));
@@ -91,7 +112,7 @@ static void clusters(void) {
     free(text);
     text = cJSON_PrintUnformatted(j);
     CHECK(shard_cluster_from_json(text, "nohost.json", &back, &e));
-    CHECK(back.host_mem_bytes == 0);
+    CHECK(back.host_mem_bytes == 0 && back.host_inflight == 0);
     free(text);
     cJSON_Delete(j);
     sb_free(&e);
@@ -145,7 +166,7 @@ static void pricing(void) {
     setup("cpu:1x1", "1");
     Graph *g = ir_parse("test.cir", mlp_cir, strlen(mlp_cir));
     IR_ASSERT(g);
-    IlpOptions dev = {true, 1, false, NULL, PO_DEVICE}, off = {true, 1, false, NULL, PO_OPTIM};
+    IlpOptions dev = {true, 1, false, NULL, PO_DEVICE, 0}, off = {true, 1, false, NULL, PO_OPTIM, 0};
     IlpProblem *pd = ilp_problem_build(g, &cm, &dev), *po = ilp_problem_build(g, &cm, &off);
     CHECK(pd->off_dev == 0 && po->off_dev == 8 && po->off_host == 16 && po->off_d2h == 4 && po->off_h2d == 4);
     IlpResult rd = solve(pd, INFINITY, 0), ro = solve(po, INFINITY, 1);
@@ -184,7 +205,7 @@ static void pricing(void) {
     AdOptions lamb;
     ad_options_default(&lamb);
     ad_options_optimizer(&lamb, AD_OPT_LAMB);
-    IlpOptions ol = {true, 1, false, &lamb, PO_OPTIM};
+    IlpOptions ol = {true, 1, false, &lamb, PO_OPTIM, 0};
     IlpProblem *pl2 = ilp_problem_build(g, &cm, &ol);
     CHECK_INT(pl2->opt.offload, PO_DEVICE);
     IlpResult rl = solve(pl2, INFINITY, 1);
@@ -222,7 +243,7 @@ static void exactness(void) {
     setup("h100:1x4", "2x2");
     Graph *g = ir_parse("test.cir", mlp_cir, strlen(mlp_cir));
     IR_ASSERT(g);
-    IlpOptions io = {true, 1, false, NULL, PO_MASTER};
+    IlpOptions io = {true, 1, false, NULL, PO_MASTER, 0};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     double limit, want;
     IlpResult r = solve_at_midpoint(p, &limit, &want, NULL);
@@ -258,9 +279,14 @@ static void params(void) {
     setup("h100:1x2", "2");
     Graph *g = ir_parse("test.cir", mlp_cir, strlen(mlp_cir));
     IR_ASSERT(g);
-    IlpOptions io = {true, 1, false, NULL, PO_PARAMS}, om = {true, 1, false, NULL, PO_MASTER};
-    IlpProblem *p = ilp_problem_build(g, &cm, &io), *pm = ilp_problem_build(g, &cm, &om);
+    /* one transfer up in flight: with two (the cpu preset's), both groups' stagings could be live at once,
+     * as many bytes as their slices, and a slice on the host would save nothing (checked below) */
+    IlpOptions io = {true, 1, false, NULL, PO_PARAMS, 1}, om = {true, 1, false, NULL, PO_MASTER, 0},
+               i2 = {true, 1, false, NULL, PO_PARAMS, 0};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io), *pm = ilp_problem_build(g, &cm, &om),
+               *p2 = ilp_problem_build(g, &cm, &i2);
     CHECK(p->off_dev == 8 && p->off_param == 4 && p->off_fetch == 8 && pm->off_param == 0);
+    CHECK(p->off_inflight == 1 && p2->off_inflight == cl.host_inflight && cl.host_inflight == 2);
     CHECK_NEAR(p->off_fetch_s, 8 / cl.pcie_bw, 1e-12);
     CHECK(p->off_s3 < p->off_s || p->off_s3 == 1 / cl.host_adamw_rate);
     /* every group data parallel (its parameters replicated: ZeRO-3 slices them) at ZeRO-3,
@@ -275,17 +301,29 @@ static void params(void) {
     }
     ilp_choice_copy(p, &cm1, &c);
     for (int gi = 0; gi < p->n_groups; gi++) cm1.offload[gi] = c.offload[gi] ? 1 : 0;
-    IlpPrice r = ilp_evaluate(p, &c), rm = ilp_evaluate(p, &cm1);
+    IlpPrice r = ilp_evaluate(p, &c), rm = ilp_evaluate(p, &cm1), r2 = ilp_evaluate(p2, &c);
     double elems = (64 * 256 + 256 + 256 * 8 + 8) / 2.0; /* this rank's slices */
+    double big = 4 * (64 * 256 + 256) / 2.0, small = 4 * (256 * 8 + 8) / 2.0; /* fc1's, fc2's transfer */
     CHECK_NEAR(r.mem_offloaded, 12 * elems, 1e-12);
     CHECK_NEAR(rm.mem_offloaded, 8 * elems, 1e-12);
-    CHECK_NEAR(rm.peak_bytes - r.peak_bytes, 4 * elems, 1e-9);
+    /* the stagings: the K largest transfers, in the backward's moments */
+    CHECK_NEAR(r.mem_staging, big, 1e-9);
+    CHECK_NEAR(r2.mem_staging, big + small, 1e-9);
+    CHECK_NEAR(rm.mem_staging, 0, 1e-12);
+    CHECK(r.peak_moment != 2 && rm.peak_moment == r.peak_moment);
+    CHECK_NEAR(rm.peak_bytes - r.peak_bytes, 4 * elems - big, 1e-9);
+    CHECK_NEAR(r.mem_transient - rm.mem_transient, big, 1e-9);
+    CHECK_NEAR(r2.peak_bytes - r.peak_bytes, small, 1e-9);
     CHECK_NEAR(r.h2d_bytes, 0, 1e-9);
     CHECK_NEAR(rm.h2d_bytes, 4 * elems, 1e-9);
     CHECK_NEAR(r.fetch_bytes, 8 * elems, 1e-9);
     CHECK_NEAR(r.fetch_s, 8 * elems / cl.pcie_bw, 1e-15);
     CHECK(r.fetch_exposed_s > 0 && r.fetch_exposed_s <= r.fetch_s);
     CHECK_NEAR(r.offload_s, elems * p->off_s3, 1e-15);
+    /* the program runs the offloaded updates after the backward: nothing hides their pipeline */
+    CHECK(r.offload_s > 0 && rm.offload_s >= r.offload_s);
+    CHECK_NEAR(r.offload_exposed_s, r.offload_s, 1e-18);
+    CHECK_NEAR(rm.offload_exposed_s, rm.offload_s, 1e-18);
     CHECK_NEAR(r.host_bytes, rm.host_bytes, 1e-9); /* the host's copy is the parameter */
     CHECK_NEAR(r.step_s - r.fetch_exposed_s - r.offload_exposed_s, rm.step_s - rm.offload_exposed_s, 1e-12);
     PlanResult pr = {0};
@@ -311,9 +349,11 @@ static void params(void) {
     /* free choices: a device limit between the smallest peak and the unconstrained plan's */
     double limit, want, min_peak;
     IlpResult rs = solve_at_midpoint(p, &limit, &want, &min_peak);
-    /* the smallest peak needs the parameters on the host */
+    /* the smallest peak: the ILP reaches it (with the stagings priced, parameters on the host save
+     * this MLP little: its two groups' slices less the larger one's staging) */
     IlpResult rmin = solve(p, min_peak * (1 + 1e-9), -1);
     CHECK_INT(rmin.status, ILP_OPTIMAL);
+    CHECK(rmin.price.peak_bytes <= min_peak * (1 + 1e-9));
     /* the smallest peak keeps every group's update state on the host (with
      * each buffer counted as the arena places it, splitting the weights
      * over the two ranks now beats ZeRO-3 with the slices on the host there) */
@@ -324,7 +364,12 @@ static void params(void) {
     printf("offload params: device limit %.0f B: brute force %.9g s, ILP %.9g s; at the smallest peak %.0f B "
            "%d groups' state on the host\n", limit, want, rs.objective, min_peak, on);
     ilp_result_free(&rs), ilp_result_free(&rmin);
-    ilp_problem_free(p), ilp_problem_free(pm);
+    /* two in flight: both groups' stagings, as many bytes as the slices, so the smallest peak keeps them */
+    double limit2, want2, min_peak2;
+    IlpResult rs2 = solve_at_midpoint(p2, &limit2, &want2, &min_peak2);
+    CHECK(min_peak2 >= min_peak);
+    ilp_result_free(&rs2);
+    ilp_problem_free(p), ilp_problem_free(pm), ilp_problem_free(p2);
     ir_graph_free(g);
 }
 

@@ -140,7 +140,7 @@ static IlpResult solve(const IlpProblem *p, double limit) {
 
 static void exactness(const char *name, const char *cir, const AdOptions *train) {
     Graph *g = parse(cir);
-    IlpOptions io = {true, 1, false, train, PO_DEVICE};
+    IlpOptions io = {true, 1, false, train, PO_DEVICE, 0};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     double min_peak, free_peak;
     double free_t = brute(p, INFINITY, &min_peak, &free_peak);
@@ -180,7 +180,7 @@ static void optimizers(void) {
     for (int k = 0; k < 4; k++) {
         ad_options_default(&o[k]);
         ad_options_optimizer(&o[k], kinds[k]);
-        IlpOptions io = {true, 1, false, &o[k], PO_DEVICE};
+        IlpOptions io = {true, 1, false, &o[k], PO_DEVICE, 0};
         p[k] = ilp_problem_build(g, &cm, &io);
     }
     CHECK(p[0]->opt_bytes == 8 && p[1]->opt_bytes == 4 && p[2]->opt_bytes == 8 && p[3]->opt_bytes == 4);
@@ -212,7 +212,7 @@ static void optimizers(void) {
 
 static void tying(void) {
     Graph *g = parse(rep_cir);
-    IlpOptions tied = {true, 1, false, NULL, PO_DEVICE}, untied = {false, 1, false, NULL, PO_DEVICE};
+    IlpOptions tied = {true, 1, false, NULL, PO_DEVICE, 0}, untied = {false, 1, false, NULL, PO_DEVICE, 0};
     IlpProblem *pt = ilp_problem_build(g, &cm, &tied), *pu = ilp_problem_build(g, &cm, &untied);
     CHECK_INT(pt->n_blocks, 1);
     CHECK_INT(pt->blocks[0].instances, 2);
@@ -257,7 +257,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
     IR_ASSERT(text);
     Graph *g = ir_parse(path, text, len);
     ir_free(text);
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL};
     IlpResult r = ilp_solve(p, &s);
@@ -285,7 +285,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
 static void dump_lp(void) {
     setup("h100:1x4", "2x2", DT_F32);
     Graph *g = parse(mlp_cir);
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     char path[] = "/tmp/colossal-ilp-test.lp";
     IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL};

@@ -6,6 +6,10 @@
  *     kernels after its record and delays only the op waiting for it;
  *   - micro-batches repeat forward and backward, the update runs once, a
  *     last-micro-batch op once;
+ *   - host offload: a gradient copied down on its stream after the backward,
+ *     the host waiting for it and running AdamW, the parameter copied up, the
+ *     next kernel issued by the host after its AdamW: the step is the chain,
+ *     offload_exposed_s what it adds over the replay without host work;
  *   - the plan's "program" object round-trips, and bad ones are refused
  *     naming the field.
  */
@@ -99,6 +103,57 @@ int main(void) {
     CHECK(sim_run(&p, &cm, &r, &err));
     CHECK_INT(r.n_colls, 1);
     sim_result_free(&r);
+
+    /* host offload: kernel, gradient down (waits for it), host AdamW (waits for the copy),
+     * a device kernel the host issues after its AdamW, the parameter up */
+    {
+        SimProgram h;
+        sim_program_init(&h);
+        kernel(&h, SIM_BACKWARD, OPC_MATMUL, 1e12, 1e8);
+        event(&h, SIM_RECORD, SIM_COMPUTE, SIM_UPDATE, 0);
+        event(&h, SIM_WAIT, SIM_D2H, SIM_UPDATE, 0);
+        sim_add(&h, SIM_HCOPY, SIM_D2H, SIM_UPDATE, "g")->bytes = 4e8;
+        event(&h, SIM_RECORD, SIM_D2H, SIM_UPDATE, 1);
+        event(&h, SIM_HSYNC, SIM_COMPUTE, SIM_UPDATE, 1);
+        sim_add(&h, SIM_HOST, SIM_COMPUTE, SIM_UPDATE, "w")->flops = 1e8;
+        kernel(&h, SIM_UPDATE, OPC_ELEMWISE, 0, 4e8);
+        sim_add(&h, SIM_HCOPY, SIM_H2D, SIM_UPDATE, "w")->bytes = 2e8;
+        double down = 4e8 / cl.pcie_bw, host = 1e8 / cl.host_adamw_rate, up = 2e8 / cl.pcie_bw;
+        CHECK(down > 0 && host > 0 && up > 0);
+        CHECK(sim_run(&h, &cm, &r, &err));
+        CHECK_NEAR(r.step_s, tk + down + host + fmax(te, up), 1e-12);
+        CHECK_NEAR(r.host_s, host, 1e-15);
+        CHECK_NEAR(r.hcopy_s, down + up, 1e-15);
+        CHECK_INT(r.n_hcopies, 2);
+        CHECK_INT(r.n_host, 1);
+        CHECK_NEAR(r.busy_s[SIM_D2H], down, 1e-15);
+        CHECK_NEAR(r.busy_s[SIM_H2D], up, 1e-15);
+        CHECK_NEAR(r.offload_exposed_s, r.step_s - (tk + te), 1e-12); /* without them: the two kernels */
+        CHECK_NEAR(r.part_s[SIM_UPDATE], te, 1e-15);                    /* kernels only */
+        sim_result_free(&r);
+        /* through JSON: the same */
+        cJSON *hj = sim_program_to_json(&h, &cl);
+        char *ht = cJSON_PrintUnformatted(hj);
+        cJSON_Delete(hj);
+        SimProgram hq;
+        ShardCluster hc;
+        CHECK(from_text(ht, &hq, &hc, &err));
+        CHECK(hc.pcie_bw == cl.pcie_bw && hc.host_adamw_rate == cl.host_adamw_rate);
+        CostModel hcm = {.cl = &hc, .mesh = &m, .dtype = DT_BF16};
+        CHECK(sim_run(&hq, &hcm, &r, &err));
+        CHECK_NEAR(r.step_s, tk + down + host + fmax(te, up), 1e-12);
+        sim_result_free(&r);
+        sim_program_free(&hq);
+        cJSON_free(ht);
+        /* a stream out of range is refused by name */
+        h.op[3].stream = 4;
+        StrBuf he;
+        sb_init(&he);
+        CHECK(!sim_run(&h, &cm, &r, &he));
+        CHECK_CONTAINS(sb_cstr(&he), "runs on stream 4");
+        sb_free(&he);
+        sim_program_free(&h);
+    }
 
     /* the JSON round trip gives the same replay */
     cJSON *j = sim_program_to_json(&p, &cl);

@@ -77,5 +77,30 @@ PY
 "$cc" simulate "$tmp/dp/gpt2.plan.json" --cluster h100:1x4 2>"$tmp/err"; rc=$?
 { [ $rc -eq 1 ] && grep -q "does not fit the cluster" "$tmp/err"; } || { echo "FAIL: cluster mismatch: rc $rc"; cat "$tmp/err"; fail=1; }
 grep -q "reshard" "$tmp/megatron/gpt2.c" || { echo "FAIL: the megatron plan has no resharding"; fail=1; }
+# host offload (ZeRO-3, parameters on the host): the replay has the host AdamW and every host copy the
+# program makes (one recorded beside each colrt_host_adamw and each colrt_memcpy_async), and says what
+# they add to the step
+"$cc" "$src/examples/gpt2/gpt2.c" "${tiny[@]}" --strategy zero3 --offload params --emit code -o "$tmp/off" ||
+  { echo "FAIL: generate offload"; fail=1; }
+out=$("$cc" simulate "$tmp/off/gpt2.plan.json") || { echo "FAIL: simulate offload"; fail=1; }
+grep -q "host offload: .*host AdamW" <<<"$out" || { echo "FAIL: offload: no 'host offload:' line in: $out"; fail=1; }
+python3 - "$tmp/off/gpt2.plan.json" "$tmp/off/gpt2.c" <<'PY' || fail=1
+import json, re, sys
+plan = json.load(open(sys.argv[1]))
+src = open(sys.argv[2]).read()
+ops = plan["program"]["ops"]
+# the schedule: the forward's, backward's and update's functions (not creation's or a checkpoint load's copies)
+step = src[re.search(r"static void \w+_forward_nodes\(", src).start():re.search(r"static void \w+_feed\(", src).start()]
+for kind, want in (("host", len(re.findall(r"colrt_host_adamw\(", step))),
+                   ("hcopy", len(re.findall(r"colrt_memcpy_async\(", step)))):
+    got = sum(1 for o in ops if o["k"] == kind)
+    if got != want or not got:
+        print("FAIL: offload: %d %s ops recorded, %d emitted" % (got, kind, want)); sys.exit(1)
+down = sum(1 for o in ops if o["k"] == "hcopy" and o["s"] == 2)
+up = sum(1 for o in ops if o["k"] == "hcopy" and o["s"] == 3)
+if down != len(re.findall(r"COLRT_D2H, M->d2h", step)) or up != len(re.findall(r"COLRT_H2D, M->h2d", step)):
+    print("FAIL: offload: %d copies down, %d up recorded" % (down, up)); sys.exit(1)
+print("offload: simulated", plan["simulated_step_time_s"], "planned", plan["step_time_s"], "ok")
+PY
 [ $fail -eq 0 ] && echo "test_simulate: ok"
 exit $fail

@@ -10,11 +10,14 @@
  *     best rate over dtype and size is the dtype's peak, each size's mean
  *     rate over its shapes / peak its efficiency, made monotone by isotonic
  *     regression (pool-adjacent-violators, least squares);
- *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate per
- *     memory-bound kernel class (element-wise, transcendental, norm, softmax,
- *     loss, reduce, optimizer) from colrt's own kernels, in bytes/s as the
- *     cost model counts them (the file's kernel_gbs), and attention's
- *     FLOP/s (attention_tflops);
+ *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate table
+ *     by call size per memory-bound kernel class (element-wise,
+ *     transcendental, norm, softmax, loss, reduce, optimizer, rope), in bytes/s
+ *     as the cost model counts them (the file's kernel_gbs), and on the CPU
+ *     the generated program's own attention kernels (forward, dq, dk/dv:
+ *     FLOP/s by call FLOPs, attention_tflops); on the CPU each class is timed
+ *     on the program's own kernel where it runs one (calibrate_kernels.h),
+ *     else on colrt's;
  *   - the host (host offload): its physical memory, copies between a host
  *     arena and the device arena in each direction on a stream (the smaller
  *     rate is the cluster's PCIe figure), and the host AdamW's elements/s
@@ -45,6 +48,9 @@
 
 #include "colossal/colrt.h"
 #include "shard.h"
+#ifndef COLOSSAL_CALIBRATE_CUDA
+#include "calibrate_kernels.h"
+#endif
 
 #ifdef COLOSSAL_CALIBRATE_CUDA
 #include <cuda_runtime.h>
@@ -309,20 +315,45 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
 
 /* ---- memory-bound kernel classes ------------------------------------------ */
 
-/* One rate table per kernel class (shard.h SHARD_KERNELS): colrt's own kernel
- * of that class on f32 operands of 2^12, 2^15, 2^18, 2^21 and (not --quick)
- * 2^24 elements (16 KiB to 64 MiB a tensor: on a CPU a small call runs in
- * cache, a large one at DRAM bandwidth), in bytes read and written per second,
- * counted as the cost model counts a node's bytes: every operand and result
- * (cost.c cost_op), the fused loss with its gradient (as the generated program
- * runs it: it calls colrt_cross_entropy). Element-wise kernels are timed as a
- * device copy of the same size: the generated program's element-wise loops are
- * specialized to their dtypes and run at about a copy's rate (its add at 38
- * GB/s in cache, COLRT_PROFILE=1 on the tiny GPT-2), while colrt's generic
- * cast, which loads and stores through a dtype switch per element, runs ~10x
- * slower (2.7 GB/s). Rows of the norm and softmax are 256 wide, the loss's
- * vocabulary 4096 (at least one row). */
-enum { K_COLS = 256, K_VOCAB = 4096, K_MAX_LOG2 = 24 };
+/* One rate table per kernel class (shard.h SHARD_KERNELS): a kernel of that
+ * class on f32 operands of 2^6 (kern_min_log2), 2^9, ..., 2^21 and (not
+ * --quick) 2^24 elements (256 bytes to 64 MiB a tensor: a program's biases and
+ * norm weights are a few hundred bytes, and each of their calls pays the
+ * call's fixed cost; on a CPU a small call runs in cache, a large one at DRAM
+ * bandwidth), in
+ * bytes read and written per second, counted as the cost model counts a
+ * node's bytes: every operand and result (cost.c cost_op), the fused loss
+ * with its gradient (as the generated program runs it: it calls
+ * colrt_cross_entropy). On the CPU the classes the program runs its own
+ * kernels for are timed on those kernels (calibrate_kernels.h, written by the
+ * code generator at build time): its add (elementwise), GELU (transcendental),
+ * layer norm, sum of squares, RoPE (an angle's pow, cos and sin a pair: an
+ * order of magnitude below the GELU's rate) and AdamW update; the softmax is
+ * colrt's, the loss colrt's as the program calls it. On CUDA a device copy and
+ * colrt's kernels. Rows of the norm and softmax are 256 wide (one row of
+ * all the elements below 256), the loss's vocabulary 4096 (at least one row). */
+enum { K_COLS = 256, K_VOCAB = 4096, K_MIN_LOG2 = 6, K_COLRT_MIN_LOG2 = 12, K_MAX_LOG2 = 24 };
+
+/* The smallest size a class is timed at: 2^6 elements where the kernel is the
+ * program's own (its small calls' fixed cost is the program's); 2^12 where it
+ * is colrt's, whose fixed cost on a tiny call (an OpenMP region, a dtype
+ * switch) is not the program's kernel's: colrt's sum of squares of 64
+ * elements took 0.5 us, pricing the tiny GPT-2's sums ~5x above their
+ * measured time (COLRT_PROFILE=1, 2026-12-04, before the program's own sum
+ * of squares was timed here); the table is clamped below its first point. */
+static int kern_min_log2(int kind) {
+#ifdef COLOSSAL_CALIBRATE_CUDA
+    (void)kind;
+    return K_COLRT_MIN_LOG2;
+#else
+    return kind == SHARD_K_SOFTMAX || kind == SHARD_K_LOSS ? K_COLRT_MIN_LOG2 : K_MIN_LOG2;
+#endif
+}
+#ifndef COLOSSAL_CALIBRATE_CUDA
+_Static_assert((int)K_COLS == (int)CAL_NORM_COLS, "the generated norm's rows are calibrate's");
+#endif
+
+static int64_t kern_cols(int64_t n) { return n < K_COLS ? n : K_COLS; }
 
 typedef struct KernCtx {
     int kind; /* ShardKernel */
@@ -330,6 +361,9 @@ typedef struct KernCtx {
     float *a, *b, *c, *d, *w, *bias, *mean, *rstd, *acc;
     int32_t *tgt;
     int64_t step;
+#ifndef COLOSSAL_CALIBRATE_CUDA
+    const CalElementwise *elem; /* the program's kernels over n elements */
+#endif
 } KernCtx;
 
 static int64_t loss_rows(int64_t n) { return n / K_VOCAB > 0 ? n / K_VOCAB : 1; }
@@ -338,20 +372,45 @@ static void kern_work(void *p) {
     KernCtx *k = p;
     const int64_t n = k->n;
     switch (k->kind) {
+#ifdef COLOSSAL_CALIBRATE_CUDA
     case SHARD_K_ELEMWISE: colrt_memcpy(k->b, k->a, (size_t)n * sizeof(float), COLRT_D2D, NULL); break;
     case SHARD_K_TRANSCENDENTAL: colrt_gelu_fwd(NULL, COLRT_F32, k->a, k->b, n); break;
+#else
+    case SHARD_K_ELEMWISE: k->elem->add(NULL, k->a, k->c, k->b); break;
+    case SHARD_K_TRANSCENDENTAL: k->elem->gelu(NULL, k->a, k->b); break;
+#endif
     case SHARD_K_NORM:
-        colrt_layer_norm_fwd(NULL, COLRT_F32, k->a, k->w, k->bias, k->b, k->mean, k->rstd, n / K_COLS, K_COLS, 1e-5f);
+#ifdef COLOSSAL_CALIBRATE_CUDA
+        colrt_layer_norm_fwd(NULL, COLRT_F32, k->a, k->w, k->bias, k->b, k->mean, k->rstd, n / kern_cols(n), kern_cols(n),
+                             1e-5f);
+#else
+        k->elem->norm(NULL, k->a, k->w, k->bias, k->b);
+#endif
         break;
-    case SHARD_K_SOFTMAX: colrt_softmax_fwd(NULL, COLRT_F32, k->a, k->b, n / K_COLS, K_COLS, 0, 1.0f, 0); break;
+    case SHARD_K_SOFTMAX: colrt_softmax_fwd(NULL, COLRT_F32, k->a, k->b, n / kern_cols(n), kern_cols(n), 0, 1.0f, 0); break;
     case SHARD_K_LOSS:
         colrt_memset0(k->acc, sizeof(float), NULL);
         colrt_cross_entropy(NULL, COLRT_F32, k->a, k->tgt, k->acc, NULL, k->b, loss_rows(n), K_VOCAB,
                             1.0f / (float)loss_rows(n));
         break;
+#ifdef COLOSSAL_CALIBRATE_CUDA
     case SHARD_K_REDUCE: colrt_sum_squares(NULL, COLRT_F32, k->a, n, k->acc); break;
+#else
+    case SHARD_K_REDUCE: k->elem->sumsq(NULL, k->a, k->acc, k->d); break;
+#endif
+    case SHARD_K_ROPE:
+#ifdef COLOSSAL_CALIBRATE_CUDA
+        colrt_rope_fwd(NULL, COLRT_F32, k->a, k->b, 1, n / 16, 1, 16, 0, 10000.0f);
+#else
+        k->elem->rope(NULL, k->a, k->b);
+#endif
+        break;
     default:
+#ifdef COLOSSAL_CALIBRATE_CUDA
         colrt_adamw(NULL, COLRT_F32, k->a, k->b, k->c, k->d, NULL, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++k->step, 1.0f);
+#else /* in place, as the lowering aliases the results over the leaves; lr, step, coef in acc[1..3] */
+        k->elem->adamw(NULL, k->a, k->b, k->c, k->d, k->acc + 1, k->acc + 2, k->acc + 3, k->a, k->c, k->d);
+#endif
         break;
     }
 }
@@ -360,10 +419,15 @@ static void kern_work(void *p) {
 static double kern_bytes(int kind, int64_t n64) {
     const double n = (double)n64, f = 4;
     switch (kind) {
-    case SHARD_K_ELEMWISE: return 2 * n * f;                              /* read and write */
+#ifdef COLOSSAL_CALIBRATE_CUDA
+    case SHARD_K_ELEMWISE: return 2 * n * f;                              /* a copy: read and write */
+#else
+    case SHARD_K_ELEMWISE: return 3 * n * f;                              /* an add: a, b, the sum */
+#endif
     case SHARD_K_TRANSCENDENTAL: return 2 * n * f;                        /* x, y */
-    case SHARD_K_NORM: return 2 * n * f + 2.0 * K_COLS * f;               /* x, y, weight, bias */
+    case SHARD_K_NORM: return 2 * n * f + 2.0 * (double)kern_cols(n64) * f; /* x, y, weight, bias */
     case SHARD_K_SOFTMAX: return 2 * n * f;                               /* x, y */
+    case SHARD_K_ROPE: return 2 * n * f;                                  /* x, y */
     case SHARD_K_LOSS: {
         double logits = (double)loss_rows(n64) * K_VOCAB;
         return 2 * logits * f + (double)loss_rows(n64) * 4 + f;           /* logits, their gradient, targets, loss */
@@ -385,85 +449,149 @@ static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
     k.w = (float *)(base + 4 * fb), k.bias = k.w + K_COLS, k.mean = k.bias + K_COLS, k.rstd = k.mean + rows;
     k.acc = k.rstd + rows;
     k.tgt = (int32_t *)(k.acc + 64);
-    /* real values: x in [-1, 1), weight 1, bias 0, targets in range, m = v = 0 */
+    /* real values: x in [-1, 1), weight 1, bias 0, targets in range, v = 0 */
     float *h = malloc(fb);
     if (!h) fail("out of host memory (%zu bytes)", fb);
     for (int64_t i = 0; i < nmax; i++) h[i] = (float)(i % 17) / 8.5f - 1.0f;
     colrt_memcpy(k.a, h, fb, COLRT_H2D, NULL);
     colrt_memcpy(k.b, h, fb, COLRT_H2D, NULL);
+    colrt_memcpy(k.c, h, fb, COLRT_H2D, NULL); /* the add's second operand (and AdamW's m) */
     for (int i = 0; i < K_COLS; i++) h[i] = 1.0f;
     colrt_memcpy(k.w, h, K_COLS * sizeof(float), COLRT_H2D, NULL);
     int32_t *t = (int32_t *)h;
     for (int64_t i = 0; i < loss_rows(nmax); i++) t[i] = (int32_t)((i * 37) % K_VOCAB);
     colrt_memcpy(k.tgt, t, (size_t)loss_rows(nmax) * sizeof(int32_t), COLRT_H2D, NULL);
+    const float lr_step_coef[3] = {1e-4f, 1.0f, 1.0f}; /* the generated AdamW's scalar operands */
+    colrt_memcpy(k.acc + 1, lr_step_coef, sizeof lr_step_coef, COLRT_H2D, NULL);
     free(h);
     colrt_device_sync();
     cJSON *kj = cJSON_AddObjectToObject(cal, "kernels");
-    cJSON_AddStringToObject(kj, "kernels", "elementwise: colrt_memcpy device to device; transcendental: "
-                                           "colrt_gelu_fwd; norm: colrt_layer_norm_fwd, rows of 256; softmax: "
+    cJSON_AddStringToObject(kj, "kernels",
+#ifdef COLOSSAL_CALIBRATE_CUDA
+                            "elementwise: colrt_memcpy device to device; transcendental: colrt_gelu_fwd; "
+#else
+                            "elementwise: the generated program's add; transcendental: its GELU; norm: its layer "
+                            "norm, rows of 256; reduce: its sum of squares; rope: its RoPE, heads of 16; optimizer: "
+                            "its AdamW (generated, f32); "
+#endif
+                                           "norm (CUDA): colrt_layer_norm_fwd, rows of 256; softmax: "
                                            "colrt_softmax_fwd, rows of 256; loss: colrt_cross_entropy, vocabulary "
-                                           "4096, writing its gradient; reduce: colrt_sum_squares; optimizer: "
-                                           "colrt_adamw (all f32)");
+                                           "4096, writing its gradient; reduce (CUDA): colrt_sum_squares; rope (CUDA): "
+                                           "colrt_rope_fwd; optimizer (CUDA): colrt_adamw (all f32)");
     for (int c = 0; c < SHARD_K__COUNT; c++) {
         k.kind = c;
         ShardRateTable *rt = &cl->kernel[c];
         rt->n = 0;
-        for (int l = 12; l <= top; l += 3) {
+        for (int l = kern_min_log2(c); l <= top; l += 3) {
             k.n = (int64_t)1 << l;
+#ifndef COLOSSAL_CALIBRATE_CUDA
+            k.elem = NULL;
+            for (int e = 0; e < cal_elementwise_n; e++)
+                if (cal_elementwise[e].n == k.n) k.elem = &cal_elementwise[e];
+            if (!k.elem) fail("internal: no generated element-wise kernel of %lld elements", (long long)k.n);
+#endif
             double s = time_op(kern_work, &k, o->min_time);
             double by = kern_bytes(c, k.n);
-            if (rt->n > 0 && !(by > rt->bytes[rt->n - 1])) continue; /* the loss's smallest sizes are one row */
-            rt->bytes[rt->n] = by;
+            if (rt->n > 0 && !(by > rt->size[rt->n - 1])) continue; /* the loss's smallest sizes are one row */
+            rt->size[rt->n] = by;
             rt->rate[rt->n] = by / s;
             rt->n++;
         }
         if (R == 0) {
             printf("kernel %-14s", shard_kernel_name((ShardKernel)c));
             for (int i = 0; i < rt->n; i++) printf(" %.2f", rt->rate[i] / 1e9);
-            printf(" GB/s at %.3g .. %.3g bytes\n", rt->bytes[0], rt->bytes[rt->n - 1]);
+            printf(" GB/s at %.3g .. %.3g bytes\n", rt->size[0], rt->size[rt->n - 1]);
         }
     }
     colrt_arena_destroy(&a);
 }
 
-/* Attention: colrt_attention_fwd, causal, B=8 T=S=64 H=8 Dh=32 (between the
- * validation's tiny GPT-2, T=32 H=4 Dh=16, and GPT-2 124M at T=64 H=12
- * Dh=64), FLOPs as the IR counts them (rule_attention: 4 B H Dh x the pairs
- * the mask keeps). */
-enum { A_B = 8, A_T = 64, A_H = 8, A_D = 32 };
-
+/* Attention: the generated CPU program's own kernels (attention,
+ * attention_dq, attention_dkv: compiler/codegen/cg_attention_c.c, written at
+ * build time by gen_kernels.c as the code generator writes them), each timed
+ * at the ladder's shapes (calibrate_kernels.h: causal, f32, from the
+ * validation's tiny programs, T = 32 Dh = 16, to GPT-2 124M's T = 64 Dh = 64
+ * and longer sequences), FLOPs as the IR counts each node (rule_attention: 4 B
+ * H Dh x the pairs the mask keeps; dq 1.5x that, dk/dv 2x): one FLOP/s table
+ * by call FLOPs per kernel. The CUDA program runs other kernels (the CUDA
+ * passes of cg_attention.c), which this tool does not build: on CUDA attention
+ * is not measured (priced at peak x the class factor). */
+#ifndef COLOSSAL_CALIBRATE_CUDA
 typedef struct AttnCtx {
-    float *q, *k, *v, *o, *lse;
+    const CalAttention *at;
+    int kind;
+    float *q, *k, *v, *dy, *o, *o2, *w;
 } AttnCtx;
 
 static void attn_work(void *p) {
     AttnCtx *c = p;
-    colrt_attention_fwd(NULL, COLRT_F32, c->q, c->k, c->v, c->o, c->lse, A_B, A_T, A_T, A_H, A_H, A_D,
-                        1.0f / sqrtf((float)A_D), 1);
+    if (c->kind == 0) c->at->fwd(NULL, c->q, c->k, c->v, c->o);
+    else if (c->kind == 1) c->at->dq(NULL, c->q, c->k, c->v, c->dy, c->o, c->w);
+    else c->at->dkv(NULL, c->q, c->k, c->v, c->dy, c->o, c->o2, c->w);
 }
 
+/* FLOPs of one call as the IR counts the node (ir/ops.c rule_attention,
+ * ir/ops_train.c rule_attention_dq / _dkv). */
+static double attn_flops(const CalAttention *at, int kind) {
+    double pairs = (double)at->T * (double)(at->T + 1) / 2; /* causal, S = T */
+    double f = 4.0 * (double)(at->B * at->H * at->Dh) * pairs;
+    return kind == SHARD_ATT_DQ ? 1.5 * f : kind == SHARD_ATT_DKV ? 2.0 * f : f;
+}
+#endif
+
 static void bench_attention(const Opts *o, ShardCluster *cl, cJSON *cal) {
-    const size_t n = (size_t)A_B * A_T * A_H * A_D, fb = n * sizeof(float);
-    colrt_arena a = colrt_arena_create(4 * fb + (size_t)A_B * A_H * A_T * sizeof(float));
-    char *base = a.base;
-    AttnCtx c = {(float *)base, (float *)(base + fb), (float *)(base + 2 * fb), (float *)(base + 3 * fb),
-                 (float *)(base + 4 * fb)};
-    float *h = malloc(fb);
-    if (!h) fail("out of host memory (%zu bytes)", fb);
-    for (size_t i = 0; i < n; i++) h[i] = (float)(i % 13) / 6.5f - 1.0f;
-    for (int t = 0; t < 3; t++) colrt_memcpy((float *)(base + (size_t)t * fb), h, fb, COLRT_H2D, NULL);
+    cJSON *aj = cJSON_AddObjectToObject(cal, "attention");
+#ifdef COLOSSAL_CALIBRATE_CUDA
+    (void)o, (void)cl;
+    cJSON_AddStringToObject(aj, "kernel", "not measured: the CUDA program's attention passes are not built here");
+#else
+    int npts = o->quick ? cal_attention_quick : cal_attention_n;
+    if (npts > SHARD_RATE_POINTS) fail("internal: %d attention shapes, more than a table holds", npts);
+    size_t big = 0, work = 0; /* the largest operand and workspace */
+    for (int i = 0; i < npts; i++) {
+        const CalAttention *at = &cal_attention[i];
+        size_t n = (size_t)(at->B * at->T * at->H * at->Dh) * sizeof(float);
+        if (n > big) big = n;
+        if ((size_t)at->work_bytes > work) work = (size_t)at->work_bytes;
+    }
+    colrt_arena a = colrt_arena_create(7 * big + work);
+    float *h = malloc(big);
+    if (!h) fail("out of host memory (%zu bytes)", big);
+    for (size_t i = 0; i < big / sizeof(float); i++) h[i] = (float)(i % 13) / 6.5f - 1.0f;
+    AttnCtx c = {0};
+    float **bufs[7] = {&c.q, &c.k, &c.v, &c.dy, &c.o, &c.o2, &c.w};
+    for (int t = 0; t < 7; t++) *bufs[t] = (float *)((char *)a.base + (size_t)t * big);
+    for (int t = 0; t < 4; t++) colrt_memcpy(*bufs[t], h, big, COLRT_H2D, NULL);
     free(h);
     colrt_device_sync();
-    double pairs = (double)A_T * (A_T + 1) / 2; /* causal, S = T */
-    double flops = 4.0 * A_B * A_H * A_D * pairs;
-    double s = time_op(attn_work, &c, o->min_time);
-    cl->attention_flops = flops / s;
-    cJSON *aj = cJSON_AddObjectToObject(cal, "attention");
-    cJSON_AddStringToObject(aj, "kernel", "colrt_attention_fwd f32, causal, B=8 T=S=64 H=8 Dh=32");
-    cJSON_AddNumberToObject(aj, "seconds", s);
-    cJSON_AddNumberToObject(aj, "tflops", cl->attention_flops / 1e12);
-    if (R == 0) printf("attention %.2f GFLOP/s (%.1f us a call)\n", cl->attention_flops / 1e9, s * 1e6);
+    cJSON_AddStringToObject(aj, "kernel", "the generated CPU program's attention, attention_dq and attention_dkv "
+                                          "(cg_attention_c.c), f32, causal, S = T, G = H");
+    cJSON *pts = cJSON_AddArrayToObject(aj, "points");
+    for (int k = 0; k < SHARD_ATT__COUNT; k++) cl->attention[k].n = npts;
+    for (int i = 0; i < npts; i++) {
+        c.at = &cal_attention[i];
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "B", (double)c.at->B);
+        cJSON_AddNumberToObject(p, "T", (double)c.at->T);
+        cJSON_AddNumberToObject(p, "H", (double)c.at->H);
+        cJSON_AddNumberToObject(p, "Dh", (double)c.at->Dh);
+        if (R == 0) printf("attention B=%lld T=%lld H=%lld Dh=%lld:", (long long)c.at->B, (long long)c.at->T,
+                           (long long)c.at->H, (long long)c.at->Dh);
+        for (int k = 0; k < SHARD_ATT__COUNT; k++) {
+            c.kind = k;
+            double s = time_op(attn_work, &c, o->min_time), f = attn_flops(c.at, k);
+            ShardRateTable *t = &cl->attention[k];
+            t->size[i] = f, t->rate[i] = f / s;
+            char key[32];
+            snprintf(key, sizeof key, "%s_seconds", shard_attention_name((ShardAttention)k));
+            cJSON_AddNumberToObject(p, key, s);
+            if (R == 0) printf(" %s %.2f GFLOP/s", shard_attention_name((ShardAttention)k), f / s / 1e9);
+        }
+        if (R == 0) printf(" (%.3g FLOPs forward)\n", attn_flops(c.at, 0));
+        cJSON_AddItemToArray(pts, p);
+    }
     colrt_arena_destroy(&a);
+#endif
 }
 
 /* ---- the host (offload) ---------------------------------------------------- */
