@@ -232,6 +232,15 @@ bool shard_spec_valid(const ShardSpec *s, const ShardMesh *m, Shape sh, StrBuf *
 int64_t shard_spec_split(const ShardSpec *s, const ShardMesh *m, int d);
 Shape shard_spec_local(const ShardSpec *s, const ShardMesh *m, Shape global);
 double shard_spec_bytes(const ShardSpec *s, const ShardMesh *m, Shape global, DType dt);
+/* Gradient buckets: the lowering packs the gradients it sums into buckets
+ * (compiler/lower/schedule.c make_buckets), members in definition order per
+ * block instance, dtype and summed axes, each padded to 64 bytes, a bucket
+ * taking members up to SHARD_BUCKET_BYTES (PyTorch DDP's default 25 MiB; a
+ * larger gradient is a bucket of its own); the planner prices their sync
+ * (solver/cost.h COST_BUCKET_BYTES) and their buffers (solver/problem.c
+ * IlpStrat.bucket) from the same two facts. */
+#define SHARD_BUCKET_BYTES ((int64_t)25 << 20)
+static inline int64_t shard_bucket_member_bytes(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 /* Product of the sizes of the axes that split no dim and are not partial:
  * the tensor is replicated over them. */
 int shard_spec_replicas(const ShardSpec *s, const ShardMesh *m);

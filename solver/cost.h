@@ -101,7 +101,7 @@ ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held);
  * 25 MiB), one run of buckets per block instance (and for the parameters
  * outside the blocks, one before them and one after), all-reduced on the
  * communication stream. */
-#define COST_BUCKET_BYTES (25.0 * (1 << 20))
+#define COST_BUCKET_BYTES ((double)SHARD_BUCKET_BYTES)
 
 /* Gradient synchronization of a parameter whose gradient arrives as
  * grad_spec, in dtype dt as summed (not mapped by cost_dtype). ZeRO 0 and 1: its resharding to replicated (an all-reduce per pending

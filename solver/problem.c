@@ -84,6 +84,8 @@ typedef struct Builder {
     bool *grad_in_place; /* value read only by cross_entropy: its gradient is written over
                           * it (the lowering fuses the loss and its backward, ce_grad) */
     int *param_owner;  /* value -> owning node (first use) or -1 */
+    int *fwd_reads;    /* parameter -> forward nodes reading it (a tied one: more than one,
+                        * its gradient a sum made in place, in no bucket: schedule.c bucketable) */
     const AdOptions *train; /* the optimizer (IlpOptions.train, or AdamW's defaults) */
     int n_trust;       /* parameters with a trust ratio (LAMB, LARS): entries of the norms collective */
     int n_params;      /* parameters: each pays its share of the gradient norm's one all-reduce */
@@ -489,8 +491,19 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 double sync = cost_grad_sync(cm, vv->shape, sdt, &gspec, z >= 2 ? 2 : 0, run_frac);
                 S->sync_s[z] += z >= 2 ? M * sync : sync;
                 /* a bucketed gradient is first copied into its bucket (schedule.c) */
-                if (z < 2 && gspec.partial)
-                    S->opt_s[z] += cost_bucket_copy(cm, shard_spec_bytes(&gspec, mesh, vv->shape, sdt));
+                if (z < 2 && gspec.partial) {
+                    double gb = shard_spec_bytes(&gspec, mesh, vv->shape, sdt);
+                    S->opt_s[z] += cost_bucket_copy(cm, gb);
+                    /* in a bucket (schedule.c make_buckets): ZeRO-0's gradients of a replicated
+                     * parameter but a tied one's (the data-parallel lowering's). Not counted:
+                     * ZeRO-1's (the data-parallel lowering buckets them, the sharded one
+                     * reduce-scatters them at the update) and a split parameter's (the sharded
+                     * lowering buckets a gradient only where its one resharding is the sum:
+                     * the clipping norm's reduce-scatter of it, which the completion adds,
+                     * makes a second) */
+                    if (z == 0 && b->fwd_reads[v] <= 1 && !split_axes)
+                        S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
+                }
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
                 S->gather_s[z] += z == 3 ? p->param_reads[v] * M * ag : ag;
                 /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3
@@ -807,6 +820,15 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
             if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) p->param_reads[nd->in[i]]++;
         }
     }
+    b.fwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    for (NodeId n = 0; n < g->n_nodes; n++) {
+        const Node *nd = ir_node(g, n);
+        for (int i = 0; nd->origin == IR_NONE && !ir_op_is_update(nd->op) && i < nd->n_in; i++) {
+            bool again = false;
+            for (int k = 0; k < i; k++) again |= nd->in[k] == nd->in[i];
+            if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) b.fwd_reads[nd->in[i]]++;
+        }
+    }
     p->run_frac = ir_alloc(sizeof(double) * (size_t)(g->n_values + 1));
     for (ValueId v = 0; v < g->n_values; v++) { /* every instance's parameters, as its group's */
         int own = b.param_owner[v], gi = own >= 0 ? p->group_of_node[own] : -1;
@@ -846,6 +868,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     ir_free(b.grad_in_place);
     ir_free(b.block_out);
     ir_free(b.param_owner);
+    ir_free(b.fwd_reads);
     ir_free(b.run_elems);
     plan_bwd_free(b.bw);
     return p;

@@ -45,6 +45,11 @@ typedef struct IlpStrat {
     double mem_update[ZERO_STAGES]; /* bytes held at the update beyond mem_static: under mixed
                                      * precision the f32 copy of each gradient the optimizer
                                      * reads, less the gradient it replaces */
+    double bucket[ZERO_STAGES];     /* bytes of its gradients the lowering packs into a bucket
+                                     * (ZeRO 0 and 1: those it sums), each padded as there
+                                     * (shard_bucket_member_bytes); a bucket is a second copy of
+                                     * its gradients at its launch, the end of its block
+                                     * instance's backward (eval.c) */
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
     double gather_s[ZERO_STAGES];   /* parameter all-gathers (ZeRO 1-3) */
     double opt_s[ZERO_STAGES];      /* optimizer step */
@@ -86,10 +91,20 @@ typedef struct IlpGroup {
                                  * there are none one instance of the first block */
 } IlpGroup;
 
+/* The gradient buckets' sets (compiler/lower/schedule.c make_buckets: a bucket
+ * holds one block instance's gradients, or those outside the blocks the
+ * backward makes before the blocks' (the head's) or after them): a group's
+ * set, 0..n_blocks-1 its block's (an instance's), n_blocks the head's,
+ * n_blocks + 1 the groups' before the blocks (without blocks: the head's, all
+ * one run); and the bytes a group's gradients add to its set's buckets per
+ * instance (IlpStrat.bucket; a group outside the blocks: all its instances'). */
+struct IlpProblem;
+int ilp_bucket_set(const struct IlpProblem *p, const IlpGroup *g);
+double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z);
+
 /* The dtype a parameter's gradient is summed in at ZeRO stage z, dt its
  * compute dtype: under mixed precision and micro-batches ZeRO 0 and 1 sum
  * the f32 accumulator (compiler/lower/split.c); else the gradient itself. */
-struct IlpProblem;
 DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
 
 /* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters

@@ -102,7 +102,7 @@ static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *
  * to the byte cap. */
 static void make_buckets(const Graph *g, LowerProgram *p) {
     int nn = g->n_nodes, sb = ad_step_begin(g);
-    int64_t cap = p->opt.bucket_bytes ? p->opt.bucket_bytes : 25 << 20; /* solver/cost.h COST_BUCKET_BYTES prices it */
+    int64_t cap = p->opt.bucket_bytes ? p->opt.bucket_bytes : SHARD_BUCKET_BYTES; /* the planner prices it */
     if (cap < 0 || sb <= 0 || sb >= nn) return;
     ValueId *cand = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + 1));
     unsigned *cax = ir_alloc(sizeof(unsigned) * (size_t)(g->n_values + 1)); /* sharded: the axes summed over */
@@ -131,7 +131,7 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
         int j = i;
         while (j < nc) {
             const Node *dj = ir_node(g, ir_val(g, cand[j])->def);
-            int64_t b = (p->v[cand[j]].bytes + 63) / 64 * 64;
+            int64_t b = shard_bucket_member_bytes(p->v[cand[j]].bytes);
             if (j > i && (dj->block != d0->block || dj->instance != d0->instance || ir_val(g, cand[j])->dtype != dt ||
                           cax[j] != cax[i] || bytes + b > cap))
                 break;
@@ -169,7 +169,7 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
             p->v[e].name = ir_strdup(sb_cstr(&nm));
             p->v[x].redirect = e;
             p->v[x].redirect_from = bk->launch + 1;
-            off += (p->v[x].bytes + 63) / 64 * 64;
+            off += shard_bucket_member_bytes(p->v[x].bytes);
         }
         sb_free(&nm);
         i = j;
