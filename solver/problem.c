@@ -528,9 +528,12 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 }
                 double nb = 4 * el + 4;
                 S->opt_s[z] += nb / cost_mem_rate(cm->cl, OPC_REDUCE, OP_SUMSQ, nb);
-                /* over ZeRO-2/3's slices the norm is a partial sum over the ranks: one
-                 * all-reduce of it a step (compiler/lower/split.c), its share here */
-                if (z >= 2 && b->n_params) S->opt_s[z] += cost_allreduce_axes(cm, rep_axes, 4) / b->n_params;
+                /* over ZeRO-2/3's slices and a tensor-parallel shard the norm is a partial
+                 * sum over the ranks: the partial sums are summed pending (the completion's
+                 * placement_pending_sum) and all-reduced once a step, over each of their
+                 * axes (compiler/lower/split.c, spec.c); its share here */
+                unsigned norm_axes = split_axes | (z >= 2 ? rep_axes : 0);
+                if (norm_axes && b->n_params) S->opt_s[z] += cost_allreduce_axes(cm, norm_axes, 4) / b->n_params;
                 if (p->opt.offload != PO_DEVICE) S->off_elems[z] += oe;
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
