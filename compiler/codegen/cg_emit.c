@@ -456,6 +456,11 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 cg_pipe_foreign_node(c, id);
                 continue;
             }
+            for (int k = 0; k < lp->n_buckets; k++) /* a gradient's cast reads its bucket, summed */
+                if (lp->buckets[k].wait_at == id) {
+                    sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]); /* its gradient bucket, summed */\n", k);
+                    cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, 2 * k + 1);
+                }
             const Node *n = ir_node(g, id);
             const LowerNode *ln = &lp->n[id];
             cg_pipe_before_node(c, o, id);

@@ -31,16 +31,17 @@ static int op_in_place_operand(const Graph *g, const Node *n) {
 
 /* Whether x, defined in the backward, may move into a bucket: stored alone
  * (or in place over the accumulator it updates), not an output, no views of
- * it, read by the update only. */
-static bool bucketable(const Graph *g, const LowerProgram *p, ValueId x, int sb) {
+ * it, read by the update only, or before it by node `cast` (IR_NONE: none),
+ * its cast to f32, which then waits for the bucket. */
+static bool bucketable(const Graph *g, const LowerProgram *p, ValueId x, int sb, NodeId cast) {
     const Value *xv = ir_val(g, x);
     ValueId st = p->v[x].storage;
     bool ok = xv->def != IR_NONE && xv->def < sb && (st == x || st == xv->updates) && !p->v[x].zchunk &&
               p->v[x].redirect == IR_NONE && !(xv->flags & VF_OUTPUT);
     for (ValueId w = 0; ok && w < g->n_values; w++) /* no views of it */
         ok = w == x || w == st || (p->v[w].storage != x && p->v[w].storage != st);
-    for (NodeId r = 0; ok && r < sb; r++) /* read by the update only */
-        for (int i = 0; i < ir_node(g, r)->n_in; i++) ok &= ir_node(g, r)->in[i] != x;
+    for (NodeId r = 0; ok && r < sb; r++) /* read by the update only (or the cast) */
+        for (int i = 0; r != cast && i < ir_node(g, r)->n_in; i++) ok &= ir_node(g, r)->in[i] != x;
     return ok;
 }
 
@@ -55,7 +56,7 @@ static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *
     int nc = 0, nn = g->n_nodes;
     for (ValueId x = 0; x < g->n_values; x++) {
         const ShardSpec *xs = &p->v[x].spec;
-        if (!xs->partial || xs->pmax || !ir_dtype_is_float(ir_val(g, x)->dtype) || !bucketable(g, p, x, sb)) continue;
+        if (!xs->partial || xs->pmax || !ir_dtype_is_float(ir_val(g, x)->dtype) || !bucketable(g, p, x, sb, IR_NONE)) continue;
         int at = -1, k_at = -1, n_from = 0;
         for (NodeId id = 0; id < nn; id++)
             for (int k = 0; k < p->n[id].n_rsh; k++)
@@ -106,13 +107,26 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
     if (cap < 0 || sb <= 0 || sb >= nn) return;
     ValueId *cand = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + 1));
     unsigned *cax = ir_alloc(sizeof(unsigned) * (size_t)(g->n_values + 1)); /* sharded: the axes summed over */
+    NodeId *cast = ir_alloc(sizeof(NodeId) * (size_t)(g->n_values + 1)); /* per candidate: its cast, or IR_NONE */
     int nc = p->sharded ? sharded_candidates(g, p, sb, cand, cax) : 0;
-    for (NodeId id = sb; !p->sharded && id < nn; id++) {
+    for (int k = 0; k < nc; k++) cast[k] = IR_NONE;
+    /* the data-parallel lowering: the sums at the update, and those at a 16-bit gradient's
+     * cast to f32 (autodiff puts the casts after the backward, before the update part:
+     * summed there, per tensor on the compute stream, they would block it), where every
+     * cast comes after every gradient defined there: the cast waits for its bucket */
+    int last_def = -1;
+    for (NodeId id = 0; !p->sharded && id < sb; id++)
+        for (int k = 0; ir_node(g, id)->op == OP_CAST && k < p->n[id].n_reduce; k++)
+            if (ir_val(g, p->n[id].reduce[k])->def > last_def) last_def = ir_val(g, p->n[id].reduce[k])->def;
+    for (NodeId id = 0; !p->sharded && id < nn; id++) {
         LowerNode *ln = &p->n[id];
+        NodeId at = id < sb ? id : IR_NONE;
+        if (id < sb && (ir_node(g, id)->op != OP_CAST || id <= last_def)) continue;
         for (int k = 0; k < ln->n_reduce; k++) {
             ValueId x = ln->reduce[k];
-            if (!bucketable(g, p, x, sb)) continue;
+            if (!bucketable(g, p, x, sb, at) || (at != IR_NONE && ir_node(g, at)->in[0] != x)) continue;
             cax[nc] = 0;
+            cast[nc] = at;
             cand[nc++] = x;
             ln->reduce[k--] = ln->reduce[--ln->n_reduce];
         }
@@ -121,8 +135,9 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
         for (int j = i; j > 0 && ir_val(g, cand[j])->def < ir_val(g, cand[j - 1])->def; j--) {
             ValueId t = cand[j];
             unsigned ta = cax[j];
-            cand[j] = cand[j - 1], cax[j] = cax[j - 1];
-            cand[j - 1] = t, cax[j - 1] = ta;
+            NodeId tc = cast[j];
+            cand[j] = cand[j - 1], cax[j] = cax[j - 1], cast[j] = cast[j - 1];
+            cand[j - 1] = t, cax[j - 1] = ta, cast[j - 1] = tc;
         }
     for (int i = 0; i < nc;) {
         const Node *d0 = ir_node(g, ir_val(g, cand[i])->def);
@@ -140,7 +155,9 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
         }
         p->buckets = ir_realloc(p->buckets, sizeof *p->buckets * (size_t)(p->n_buckets + 1));
         LowerBucket *bk = &p->buckets[p->n_buckets++];
-        *bk = (LowerBucket){.n = j - i, .elems = bytes / es, .axes = cax[i]};
+        *bk = (LowerBucket){.n = j - i, .elems = bytes / es, .axes = cax[i], .wait_at = -1};
+        for (int k = i; k < j; k++)
+            if (cast[k] != IR_NONE && (bk->wait_at < 0 || cast[k] < bk->wait_at)) bk->wait_at = cast[k];
         bk->grad = ir_alloc(sizeof(ValueId) * (size_t)bk->n);
         bk->view = ir_alloc(sizeof(ValueId) * (size_t)bk->n);
         bk->buf = lower_new_value(p);
@@ -176,6 +193,7 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
     }
     ir_free(cand);
     ir_free(cax);
+    ir_free(cast);
 }
 
 /* Pass: the gradient buckets. */
