@@ -22,7 +22,7 @@ check() { # name want-norm-all-reduces model args...
   awk '/^; ---- program after lower ----/ {n++; buf=""} {buf = buf $0 "\n"} END {printf "%s", buf}' "$dump.all" >"$dump"
   local per total masks
   per=$(grep -c 'reshard %[A-Za-z0-9_.]*\.grad_sq .*all-reduce' "$dump" || true)
-  total=$(grep 'reshard %grad_norm_sq ' "$dump" | grep -o 'all-reduce' | wc -l)
+  total=$(awk '/reshard %grad_norm_sq / {n += gsub(/all-reduce/, "")} END {print n + 0}' "$dump")
   masks=$(grep -c 'grad_sq .*-> mask' "$dump" || true)
   if [ "$per" -ne 0 ] || [ "$total" -ne "$want" ] || [ "$masks" -lt 1 ]; then
     echo "FAIL $name: $per per-parameter all-reduces of a partial sum (want 0), $total of the sum (want $want), $masks masks"
