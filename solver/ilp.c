@@ -473,15 +473,38 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     put(lp, m->mem_row, m->TH_col, 1);
     put(lp, urow, T, 1);
     int *brow = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1)); /* per last-block group: its row */
+    int g_first = -1;
     for (int g = 0; g < p->n_groups; g++) {
         if (!ilp_group_last_block(&p->groups[g])) continue;
+        /* the first group's backward ends the instance's: its transient and the re-made
+         * activations or, once it is done, the instance's bucket (eval.c): Y >= each */
+        int Y = 0, yrow[2] = {0, 0};
+        if (g_first < 0) {
+            g_first = g;
+            snprintf(nm, sizeof nm, "bucket_last_%d", g);
+            Y = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+            for (int q = 0; q < 2; q++) {
+                yrow[q] = add_row(lp, GLP_LO, 0, 0, nm);
+                put(lp, yrow[q], Y, 1);
+            }
+            put(lp, yrow[0], TR, -1);
+            for (int k = 0; k < p->n_groups; k++) {
+                const IlpGroup *K = &p->groups[k];
+                if (ilp_bucket_set(p, K) != p->groups[g].block) continue;
+                for (int s = 0; s < K->n_strats; s++)
+                    for (int z = 0; z < ZERO_STAGES; z++) {
+                        double v = ilp_bucket_bytes(K, &K->strats[s], z);
+                        if (m->x[k][s * ZERO_STAGES + z] && v > 0) put(lp, yrow[1], m->x[k][s * ZERO_STAGES + z], -v * ms);
+                    }
+            }
+        }
         snprintf(nm, sizeof nm, "memory_block_%d", g);
         int row = min_mem || isfinite(set->mem_limit) ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, nm)
                                                       : add_row(lp, GLP_FR, 0, 0, nm);
         if (min_mem) put(lp, row, m->M_col, -1);
         brow[g] = row;
         put(lp, row, RB, 1);
-        put(lp, row, TR, 1);
+        put(lp, row, Y ? Y : TR, 1);
         for (int k = 0; k <= g; k++) {
             const IlpGroup *K = &p->groups[k];
             if (!ilp_group_last_block(K)) continue;
@@ -490,12 +513,18 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     int c = m->x[k][s * ZERO_STAGES + z];
                     if (!c) continue;
                     double v = k == g ? ilp_transient(&K->strats[s], z) : -K->strats[s].mem_grad_late[z];
-                    if (v != 0) put(lp, row, c, v * ms);
+                    if (v != 0 && k == g && Y) put(lp, yrow[0], c, -v * ms);
+                    else if (v != 0) put(lp, row, c, v * ms);
                 }
         }
     }
-    put(lp, frow, m->TB_col, 1);
-    put(lp, frow, TR, 1);
+    /* the first block instance's: W >= TB + TR, W >= each block's bucket (eval.c) */
+    int W = add_col(lp, GLP_CV, 0, INFINITY, 0, "first_block_transient");
+    int wrow = add_row(lp, GLP_LO, 0, 0, "first_block_transient");
+    put(lp, frow, W, 1);
+    put(lp, wrow, W, 1);
+    put(lp, wrow, m->TB_col, -1);
+    put(lp, wrow, TR, -1);
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
@@ -536,9 +565,39 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 put(lp, trow, c, -ilp_transient(S, z) * ms);
                 if (crow) put(lp, crow, c, -ilp_transient(S, z) * ms);
                 if (orow) put(lp, orow, c, -ilp_transient(S, z) * ms);
-                put(lp, erow1, c, (-G->mult * S->sync_s[z] + G->mult * S->bwd_s) * ts);
-                if (p->n_layers) put(lp, erow2, c, -G->mult * S->sync_s[z] / p->n_layers * ts);
+                /* the exposed sync (solver.h): ZeRO-2/3's whole, the buckets' past the
+                 * backward they hide behind, or at least the last buckets' */
+                double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
+                put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
+                put(lp, erow2, c, -G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_last) * ts);
             }
+    }
+
+    /* the gradient buckets (eval.c): each set's bytes a transient of the update (T), of the
+     * head's backward (TH, the head's set) and of the first block instance's (W, a block's
+     * set); the last block instance's: its first group's row (above) */
+    for (int k = 0; k < p->n_blocks + 2; k++) {
+        int cols[2] = {T, k == p->n_blocks ? m->TH_col : k < p->n_blocks ? W : 0};
+        for (int q = 0; q < 2; q++) {
+            if (!cols[q]) continue;
+            int row = 0;
+            for (int g = 0; g < p->n_groups; g++) {
+                const IlpGroup *G = &p->groups[g];
+                if (ilp_bucket_set(p, G) != k) continue;
+                for (int s = 0; s < G->n_strats; s++)
+                    for (int z = 0; z < ZERO_STAGES; z++) {
+                        int c = m->x[g][s * ZERO_STAGES + z];
+                        double v = ilp_bucket_bytes(G, &G->strats[s], z);
+                        if (!c || !(v > 0)) continue;
+                        if (!row) {
+                            snprintf(nm, sizeof nm, "bucket_%d_%d", k, q);
+                            row = add_row(lp, GLP_LO, 0, 0, nm);
+                            put(lp, row, cols[q], 1);
+                        }
+                        put(lp, row, c, -v * ms);
+                    }
+            }
+        }
     }
 
     offload_columns(p, set, m, urow, tscale, on);

@@ -180,11 +180,28 @@ static bool strategy_ok(const Walk *w, NodeId id, const IterSpace *is, const Sha
     return true;
 }
 
+/* The update part's sum of pending scalars (placement_pending_sum): pending
+ * over the union of its operands' axes, as they are held. */
+static bool pending_sum(const Walk *w, NodeId id, ShardStrategy *st) {
+    const Node *n = ir_node(w->g, id);
+    unsigned u = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        if (!w->known[n->in[i]] || w->spec[n->in[i]].pmax) return false;
+        u |= w->spec[n->in[i]].partial;
+    }
+    return placement_pending_sum(w->g, id, u, st);
+}
+
 /* The rule for a node the planner's choice does not cover. */
 static bool choose(Walk *w, NodeId id, const IterSpace *is, ShardStrategy *out) {
     const Node *n = ir_node(w->g, id);
     ShardStrategy *all;
     int ns = shard_strategies(is, w->m, &all);
+    ShardStrategy ps;
+    if (pending_sum(w, id, &ps)) {
+        all = ir_realloc(all, sizeof *all * (size_t)(ns + 1));
+        all[ns++] = ps;
+    }
     double flops = ir_node_flops(w->g, id), best = INFINITY;
     int bi = -1, best_cover = 0;
     ValueId zp = zero_update(w, id);

@@ -45,6 +45,11 @@ typedef struct IlpStrat {
     double mem_update[ZERO_STAGES]; /* bytes held at the update beyond mem_static: under mixed
                                      * precision the f32 copy of each gradient the optimizer
                                      * reads, less the gradient it replaces */
+    double bucket[ZERO_STAGES];     /* bytes of its gradients the lowering packs into a bucket
+                                     * (ZeRO 0 and 1: those it sums), each padded as there
+                                     * (shard_bucket_member_bytes); a bucket is a second copy of
+                                     * its gradients at its launch, the end of its block
+                                     * instance's backward (eval.c) */
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
     double gather_s[ZERO_STAGES];   /* parameter all-gathers (ZeRO 1-3) */
     double opt_s[ZERO_STAGES];      /* optimizer step */
@@ -80,7 +85,33 @@ typedef struct IlpGroup {
     int early;                  /* of its instances, those whose gradients the backward writes
                                  * while every activation is still saved: the groups after the
                                  * last block (the head) and one instance of the last block */
+    double sync_last;           /* the share of its gradient sync (ZeRO 0 and 1) the backward
+                                 * makes last, whose buckets nothing is left to hide behind:
+                                 * the parameters before the blocks (the embedding), or where
+                                 * there are none one instance of the first block */
 } IlpGroup;
+
+/* The gradient buckets' sets (compiler/lower/schedule.c make_buckets: a bucket
+ * holds one block instance's gradients, or those outside the blocks the
+ * backward makes before the blocks' (the head's) or after them): a group's
+ * set, 0..n_blocks-1 its block's (an instance's), n_blocks the head's,
+ * n_blocks + 1 the groups' before the blocks (without blocks: the head's, all
+ * one run); and the bytes a group's gradients add to its set's buckets per
+ * instance (IlpStrat.bucket; a group outside the blocks: all its instances'). */
+struct IlpProblem;
+int ilp_bucket_set(const struct IlpProblem *p, const IlpGroup *g);
+double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z);
+
+/* The dtype a parameter's gradient is summed in at ZeRO stage z, dt its
+ * compute dtype: under mixed precision and micro-batches ZeRO 0 and 1 sum
+ * the f32 accumulator (compiler/lower/split.c); else the gradient itself. */
+DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
+
+/* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters
+ * block the compute stream (all of them); the buckets of ZeRO 0 and 1 run on
+ * the communication stream behind the backward that follows the first of
+ * them (every group's but the head's; under micro-batches the last one's):
+ * max(their sync less that backward, the last buckets' sync, 0). */
 
 /* Resharding between two groups, forward and backward, already multiplied
  * by the number of times the edge occurs. */
@@ -158,6 +189,11 @@ typedef struct IlpProblem {
                                  * largest (IlpPrice.mem_staging) */
     CostModel call_cm;          /* the model one kernel call is priced on: cm, on 1/M of the
                                  * rows when a graph of the whole batch runs as M micro-batches */
+    double *run_frac;           /* per value: a parameter's share of the elements of its run of
+                                 * gradient buckets (cost_grad_sync's run_frac; problem.c run_of) */
+    int *param_reads;           /* per value: the nodes that read a parameter in a micro-batch's
+                                 * forward and backward, each gathering it under ZeRO-3
+                                 * (compiler/lower/zero.c); 2 in a forward graph */
 } IlpProblem;
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);
