@@ -18,20 +18,16 @@
 
 static MPI_Op op16[2][2]; /* [bf16?][max?] */
 
-#define DEF_OP16(name, conv_in, conv_out, expr)                                 \
-    static void name(void *in, void *inout, int *len, MPI_Datatype *dt) {       \
-        (void)dt;                                                               \
-        const uint16_t *a = in;                                                 \
-        uint16_t *b = inout;                                                    \
-        for (int i = 0; i < *len; i++) {                                        \
-            float x = conv_in(a[i]), y = conv_in(b[i]);                         \
-            b[i] = conv_out(expr);                                              \
-        }                                                                       \
+/* the loops are kernels.c's (vectorized there) */
+#define DEF_OP16(name, t, max)                                                \
+    static void name(void *in, void *inout, int *len, MPI_Datatype *dt) {     \
+        (void)dt;                                                             \
+        colrt__run_reduce16((t), (max), in, inout, *len);                     \
     }
-DEF_OP16(sum_bf16, colrt_bf16_f32, colrt_f32_bf16, x + y)
-DEF_OP16(max_bf16, colrt_bf16_f32, colrt_f32_bf16, x > y ? x : y)
-DEF_OP16(sum_f16, colrt_f16_f32, colrt_f32_f16, x + y)
-DEF_OP16(max_f16, colrt_f16_f32, colrt_f32_f16, x > y ? x : y)
+DEF_OP16(sum_bf16, COLRT_BF16, 0)
+DEF_OP16(max_bf16, COLRT_BF16, 1)
+DEF_OP16(sum_f16, COLRT_F16, 0)
+DEF_OP16(max_f16, COLRT_F16, 1)
 
 static void ops_init(void) {
     if (op16[0][0]) return;
