@@ -74,6 +74,39 @@ static void scale(void *p, size_t n, colrt_dtype t, float f) {
     for (size_t i = 0; i < n; i++) colrt_st(p, t, (int64_t)i, colrt_ld(p, t, (int64_t)i) * f);
 }
 
+/* Reduce-scatter as a ring: p - 1 steps, each sends one block of count
+ * elements to the next rank and adds the previous rank's partial sum of
+ * another block into this rank's (MPI_Reduce_local: the same op), so each rank
+ * moves and adds (p - 1) / p of the buffer once; rank r ends with block r.
+ * Open MPI 4.1's MPI_Reduce_scatter_block took 1.5-2x the time of an
+ * all-reduce of the whole buffer on 2 ranks, every algorithm of its tuned
+ * component (124.7M bf16, one core each, loaded; bench/codegen_cpu/README.md),
+ * which made a ZeRO-2 step's gradient sync dearer than data parallelism's.
+ * 0 when it cannot run (recv overlaps send, or no memory): MPI's then. */
+static int ring_reduce_scatter(const colrt_coll *c, MPI_Comm comm) {
+    int p, r, es;
+    COLRT_MPI(MPI_Comm_size(comm, &p));
+    COLRT_MPI(MPI_Comm_rank(comm, &r));
+    COLRT_MPI(MPI_Type_size(c->dt, &es));
+    const size_t blk = (size_t)c->count * (size_t)es;
+    const char *send = c->send;
+    char *recv = c->recv;
+    if (p < 2 || blk == 0 || (recv < send + blk * (size_t)p && send < recv + blk)) return 0;
+    char *tmp = p > 2 ? malloc(blk) : NULL;
+    if (p > 2 && !tmp) return 0;
+    const int right = (r + 1) % p, left = (r + p - 1) % p;
+    const char *out = send + blk * (size_t)((r + p - 1) % p); /* step 0 sends this rank's own block r - 1 */
+    for (int st = 0; st < p - 1; st++) {
+        char *in = (p - 2 - st) % 2 == 0 ? recv : tmp; /* the last step receives into recv */
+        int b = ((r - 2 - st) % p + p) % p;            /* the block received: its sum so far, left's */
+        COLRT_MPI(MPI_Sendrecv(out, c->count, c->dt, right, 0, in, c->count, c->dt, left, 0, comm, MPI_STATUS_IGNORE));
+        COLRT_MPI(MPI_Reduce_local(send + blk * (size_t)b, in, c->count, c->dt, c->op));
+        out = in;
+    }
+    free(tmp);
+    return 1;
+}
+
 /* Runs on the caller's thread or a stream's worker: touches only c's buffers. */
 void colrt__coll_run(const colrt_coll *c, MPI_Comm comm) {
     colrt__coll_begin(c->what, c->axis);
@@ -82,7 +115,10 @@ void colrt__coll_run(const colrt_coll *c, MPI_Comm comm) {
         COLRT_MPI(MPI_Allreduce(c->send == c->recv ? MPI_IN_PLACE : c->send, c->recv, c->count, c->dt, c->op, comm));
         break;
     case COLL_ALL_GATHER: COLRT_MPI(MPI_Allgather(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm)); break;
-    case COLL_REDUCE_SCATTER: COLRT_MPI(MPI_Reduce_scatter_block(c->send, c->recv, c->count, c->dt, c->op, comm)); break;
+    case COLL_REDUCE_SCATTER:
+        if (!ring_reduce_scatter(c, comm))
+            COLRT_MPI(MPI_Reduce_scatter_block(c->send, c->recv, c->count, c->dt, c->op, comm));
+        break;
     case COLL_ALL_TO_ALL: COLRT_MPI(MPI_Alltoall(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm)); break;
     case COLL_BROADCAST: COLRT_MPI(MPI_Bcast(c->recv, c->count, c->dt, c->root, comm)); break;
     }
