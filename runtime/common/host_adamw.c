@@ -17,7 +17,17 @@
 
 #include "internal.h"
 
-void colrt_host_adamw(float *restrict p, const float *restrict g, float *restrict m, float *restrict v, int64_t n,
+/* One copy per instruction set, chosen by the loader from the CPU's features (GCC's
+ * function multi-versioning): the baseline x86-64 copy moves 4 floats per
+ * instruction, the AVX-512 one 16. The file is built with -ffp-contract=off, so no
+ * copy fuses a multiply and an add the device kernel keeps apart (same bits). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define HOST_ADAMW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define HOST_ADAMW_CLONES
+#endif
+
+HOST_ADAMW_CLONES void colrt_host_adamw(float *restrict p, const float *restrict g, float *restrict m, float *restrict v, int64_t n,
                       float lr, float beta1, float beta2, float eps, float weight_decay, int64_t step,
                       float grad_scale) {
     if (n < 0) colrt_die("colrt_host_adamw: n = %lld is negative", (long long)n);
