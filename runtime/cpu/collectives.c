@@ -107,12 +107,50 @@ static int ring_reduce_scatter(const colrt_coll *c, MPI_Comm comm) {
     return 1;
 }
 
+/* All-reduce as a ring over recv (the send buffer copied in first unless in
+ * place): a reduce-scatter in place, after which rank r holds block r + 1
+ * summed, then an all-gather of the summed blocks around the same ring. Each
+ * block is reduced on one rank, so every rank ends with the same values.
+ * 124.7M bf16 on 2 ranks (loaded, one core each): MPI_Allreduce 0.8-0.9 s,
+ * a reduce-scatter and an all-gather of it 0.2-0.3 s each. Only for
+ * buffers of at least RING_MIN elements a rank that split evenly: small
+ * all-reduces (norms, the loss) keep MPI's latency-bound algorithms. 0 when
+ * it does not run. */
+enum { RING_MIN = 1 << 14 };
+static int ring_all_reduce(const colrt_coll *c, MPI_Comm comm) {
+    int p, r, es;
+    COLRT_MPI(MPI_Comm_size(comm, &p));
+    COLRT_MPI(MPI_Comm_rank(comm, &r));
+    if (p < 2 || c->count % p || c->count / p < RING_MIN) return 0;
+    COLRT_MPI(MPI_Type_size(c->dt, &es));
+    const int n = c->count / p;
+    const size_t blk = (size_t)n * (size_t)es;
+    char *buf = c->recv, *tmp = malloc(blk);
+    if (!tmp) return 0;
+    if (c->send != c->recv) memcpy(buf, c->send, blk * (size_t)p);
+    const int right = (r + 1) % p, left = (r + p - 1) % p;
+    for (int st = 0; st < p - 1; st++) { /* send the block summed last step (first: this rank's own) */
+        int sb = ((r - st) % p + p) % p, rb = ((r - st - 1) % p + p) % p;
+        COLRT_MPI(MPI_Sendrecv(buf + blk * (size_t)sb, n, c->dt, right, 0, tmp, n, c->dt, left, 0, comm,
+                               MPI_STATUS_IGNORE));
+        COLRT_MPI(MPI_Reduce_local(tmp, buf + blk * (size_t)rb, n, c->dt, c->op));
+    }
+    for (int st = 0; st < p - 1; st++) { /* pass the summed blocks on: first block r + 1 */
+        int sb = ((r + 1 - st) % p + p) % p, rb = ((r - st) % p + p) % p;
+        COLRT_MPI(MPI_Sendrecv(buf + blk * (size_t)sb, n, c->dt, right, 0, buf + blk * (size_t)rb, n, c->dt, left, 0,
+                               comm, MPI_STATUS_IGNORE));
+    }
+    free(tmp);
+    return 1;
+}
+
 /* Runs on the caller's thread or a stream's worker: touches only c's buffers. */
 void colrt__coll_run(const colrt_coll *c, MPI_Comm comm) {
     colrt__coll_begin(c->what, c->axis);
     switch (c->kind) {
     case COLL_ALL_REDUCE:
-        COLRT_MPI(MPI_Allreduce(c->send == c->recv ? MPI_IN_PLACE : c->send, c->recv, c->count, c->dt, c->op, comm));
+        if (!ring_all_reduce(c, comm))
+            COLRT_MPI(MPI_Allreduce(c->send == c->recv ? MPI_IN_PLACE : c->send, c->recv, c->count, c->dt, c->op, comm));
         break;
     case COLL_ALL_GATHER: COLRT_MPI(MPI_Allgather(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm)); break;
     case COLL_REDUCE_SCATTER:
