@@ -67,6 +67,10 @@ static const char usage_text[] =
     "                        host memory, updated there (default none)\n"
     "  --offload-inflight N  parameters on the host: at most N copies up in flight (default: the\n"
     "                        cluster's host.transfers_in_flight, 2 when it says none)\n"
+    "  --chunk-bytes B       ZeRO-2/3: pack the parameters' slices (all-gathers) and the gradients\n"
+    "                        (reduce-scatters) into chunks of at most B bytes a rank (e.g. 4MB), one\n"
+    "                        collective per chunk (default: one per parameter); auto: the planner\n"
+    "                        prices a few sizes and chooses\n"
     "  --time-limit SEC      planning time limit: building and solving (default 60)\n"
     "  --mip-gap G           ILP relative gap (default 1e-4)\n"
     "  --dump-ilp FILE.lp    write the ILP in CPLEX LP format\n"
@@ -94,7 +98,7 @@ static const char usage_text[] =
 
 enum {
     OPT_MODEL = 256, OPT_GRAPH, OPT_BATCH, OPT_MICRO, OPT_PP, OPT_CLUSTER, OPT_MESH, OPT_MEM, OPT_DTYPE,
-    OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_OFFLOAD, OPT_OFFLOAD_INFLIGHT, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
+    OPT_STRATEGY, OPT_RECOMPUTE, OPT_ZERO, OPT_OFFLOAD, OPT_OFFLOAD_INFLIGHT, OPT_CHUNK_BYTES, OPT_TIME_LIMIT, OPT_MIP_GAP, OPT_DUMP_ILP, OPT_EMIT,
     OPT_TARGET, OPT_DUMP_AFTER, OPT_VERIFY_EACH, OPT_NO_SHARE, OPT_VERSION, OPT_OPTIMIZER, OPT_GRAD_CLIP,
     OPT_SWEEP_MEM, OPT_FORMAT, OPT_OP, OPT_BLOCK, OPT_EXPLAIN, OPT_BETAS, OPT_EPS, OPT_WEIGHT_DECAY,
     OPT_MOMENTUM, OPT_TRUST_COEF, OPT_NO_DECAY, OPT_NO_TRUST, OPT_PP_BLOCKS, OPT_SCHEDULE,
@@ -126,6 +130,7 @@ static const struct option long_opts[] = {
     {"zero", required_argument, 0, OPT_ZERO},
     {"offload", required_argument, 0, OPT_OFFLOAD},
     {"offload-inflight", required_argument, 0, OPT_OFFLOAD_INFLIGHT},
+    {"chunk-bytes", required_argument, 0, OPT_CHUNK_BYTES},
     {"time-limit", required_argument, 0, OPT_TIME_LIMIT},
     {"mip-gap", required_argument, 0, OPT_MIP_GAP},
     {"dump-ilp", required_argument, 0, OPT_DUMP_ILP},
@@ -158,6 +163,7 @@ static bool bad_choice(const char *flag, const char *v, const char *const *choic
 }
 
 #define CLI_MAX_TIME_LIMIT_S 2e6 /* < 2^31 ms */
+#define CLI_MAX_CHUNK_BYTES (1LL << 30) /* a chunk's elements stay an int for MPI (colrt icount) */
 
 static bool parse_pos_int(const char *flag, const char *v, int64_t max, int64_t *out) {
     char *end;
@@ -432,6 +438,17 @@ void cli_parse(int argc, char **argv, CliOptions *o, int *exit_now) {
             o->offload_inflight = (int)v;
             break;
         }
+        case OPT_CHUNK_BYTES:
+            if (!strcmp(optarg, "auto")) {
+                o->chunk_bytes = CLI_CHUNK_AUTO;
+                break;
+            }
+            if (!cli_parse_bytes(optarg, &o->chunk_bytes) || o->chunk_bytes < 1 || o->chunk_bytes > CLI_MAX_CHUNK_BYTES) {
+                diag_plain("give auto, or a size from 1 byte to 1GiB a rank, like 4MB or 65536",
+                           "invalid value '%s' for --chunk-bytes", optarg);
+                ok = false;
+            }
+            break;
         case OPT_TIME_LIMIT:
             ok = parse_pos_double("--time-limit", optarg, &o->time_limit_s, false);
             if (ok && (o->time_limit_s > CLI_MAX_TIME_LIMIT_S || o->time_limit_s < 1e-3)) {

@@ -51,6 +51,9 @@ typedef struct CliOptions {
     const char *zero;             /* --zero auto|0|1|2|3 */
     const char *offload;          /* --offload none|optim|optim+master|params|auto */
     int offload_inflight;         /* --offload-inflight (0: the default, 2) */
+    int64_t chunk_bytes;          /* --chunk-bytes (0: none, one collective per parameter;
+                                   * CLI_CHUNK_AUTO: the planner chooses) */
+#define CLI_CHUNK_AUTO (-1)
     const char *target;           /* --target cpu|cuda|both */
     double time_limit_s;          /* --time-limit */
     double mip_gap;               /* --mip-gap */

@@ -173,6 +173,7 @@ static void planner_options(const CliOptions *o, PlanOptions *po) {
     po->zero = o->zero;
     po->offload = o->offload;
     po->offload_inflight = o->offload_inflight;
+    po->chunk_bytes = o->chunk_bytes == CLI_CHUNK_AUTO ? PLAN_CHUNK_AUTO : o->chunk_bytes;
     po->time_limit_s = o->time_limit_s;
     po->mip_gap = o->mip_gap;
     po->dump_ilp = o->dump_ilp;

@@ -123,6 +123,8 @@ typedef struct Placement {
     int offload_inflight;       /* parameters on the host: at most this many transfers up in
                                  * flight (the plan's: --offload-inflight or the cluster's; 0:
                                  * SHARD_INFLIGHT_DEFAULT) */
+    int64_t chunk_bytes;        /* ZeRO-3 chunks: at most this many bytes of a rank's slices
+                                 * a chunk, one all-gather each (lower.h LowerChunk); 0: none */
     int *rc_full;               /* per graph block: its first rc_full instances recompute fully, */
     int *rc_selective;          /* the next rc_selective selectively */
     int micro_batches;

@@ -315,6 +315,7 @@ static void from_choice(Placement *pl, const PlanResult *r) {
     }
     pl->micro_batches = p->opt.micro_batches > 0 ? p->opt.micro_batches : 1;
     pl->offload_inflight = r->offload_inflight;
+    pl->chunk_bytes = r->chunk_bytes;
     pl->source = r->chosen;
 }
 

@@ -146,6 +146,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->offload_mode = offload_level(o, NULL) == PO_DEVICE ? "none" : o->offload;
     r->offload_inflight = shard_cluster_inflight(cl, o->offload_inflight); /* the problem's K */
+    r->chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes : 0; /* auto: plan_price_chunks, below */
     r->batch = r->prob->batch;
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
     if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp); /* plan one stage (pipeprice.c) */
@@ -876,6 +877,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         plan_free(best);
         return NULL;
     }
+    plan_price_chunks(g, best, o->chunk_bytes);
     best->node_cost = ir_alloc(sizeof *best->node_cost * (size_t)(g->n_nodes + 1));
     ilp_node_costs(best->prob, &best->choice, best->node_cost);
     if (o->pp > 1) { /* the stages of every node (pipeline.c) */
@@ -973,6 +975,28 @@ static const IlpBaseline *best_baseline(const PlanResult *r) {
 /* "offload" (docs/plan-format.md): where each parameter group's update
  * state lives, the bytes moved per step, the host bytes. Written when
  * --offload is not none. */
+/* ZeRO chunks (chunks.c): the sizes priced and the one the Placement takes. */
+static void chunks_json(cJSON *root, const PlanResult *r) {
+    cJSON *o = cJSON_AddObjectToObject(root, "chunks");
+    cJSON_AddStringToObject(o, "chosen_by", r->chunk_auto ? "planner" : "--chunk-bytes");
+    cJSON_AddNumberToObject(o, "chunk_bytes", (double)r->chunk_bytes);
+    cJSON *a = cJSON_AddArrayToObject(o, "candidates");
+    for (int k = 0; k < r->n_chunk_prices; k++) {
+        const PlanChunkPrice *c = &r->chunk_price[k];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "chunk_bytes", (double)c->bytes);
+        cJSON_AddNumberToObject(e, "chunks", c->chunks);
+        cJSON_AddNumberToObject(e, "gradient_chunks", c->grad_chunks);
+        cJSON_AddNumberToObject(e, "collectives", c->collectives);
+        cJSON_AddNumberToObject(e, "collective_s", c->coll_s);
+        cJSON_AddNumberToObject(e, "copy_s", c->copy_s);
+        cJSON_AddNumberToObject(e, "extra_bytes", c->extra_bytes);
+        cJSON_AddBoolToObject(e, "fits", c->fits);
+        cJSON_AddBoolToObject(e, "chosen", k == r->chunk_chosen);
+        cJSON_AddItemToArray(a, e);
+    }
+}
+
 static void offload_json(cJSON *root, const Graph *g, const PlanResult *r) {
     const IlpProblem *p = r->prob;
     const IlpPrice *pr = &r->price;
@@ -1131,6 +1155,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
         cJSON_AddItemToArray(zero, o);
     }
     if (r->offload_mode && strcmp(r->offload_mode, "none")) offload_json(root, g, r);
+    if (r->n_chunk_prices) chunks_json(root, r);
     plan_json_report(root, g, r);
     if (r->n_sweep) {
         cJSON *sw = cJSON_AddArrayToObject(root, "memory_sweep");

@@ -52,6 +52,7 @@ typedef struct PlanOptions {
                                  * offload: docs/sharding.md) */
     int offload_inflight;       /* parameters on the host: transfers up in flight (0: the
                                  * cluster's host_inflight) */
+    int64_t chunk_bytes;        /* ZeRO-3 chunks: a rank's bytes a chunk (--chunk-bytes; 0: none) */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);
@@ -85,6 +86,18 @@ typedef struct PlanScheduleTry {
     char why[160];              /* not planned: why */
 } PlanScheduleTry;
 
+/* ZeRO chunks (chunks.c, docs/sharding.md "Chunks (ZeRO-3)"): one chunk size's price. */
+#define PLAN_CHUNK_AUTO (-1)    /* PlanOptions.chunk_bytes: the planner chooses */
+#define PLAN_MAX_CHUNK_SIZES 8
+typedef struct PlanChunkPrice {
+    int64_t bytes;              /* a rank's bytes a chunk at most; 0: one collective per tensor */
+    int chunks, grad_chunks;    /* of parameters (ZeRO-3, all-gathered), of gradients (reduce-scattered) */
+    int collectives;            /* the ZeRO all-gathers and reduce-scatters a step */
+    double coll_s, copy_s;      /* their time, and the chunks' copies in and out, a step */
+    double extra_bytes;         /* the memory rows' bound: a gathered chunk and a gradient chunk */
+    bool fits;                  /* the predicted peak plus extra_bytes within the limit */
+} PlanChunkPrice;
+
 typedef struct PlanResult {
     ShardCluster cl;
     ShardMesh mesh;
@@ -107,6 +120,12 @@ typedef struct PlanResult {
     CostOp *node_cost;          /* per node: what the planner priced it at (ilp_node_costs) */
     const char *offload_mode;   /* --offload as given ("none" when not) */
     int offload_inflight;       /* PlanOptions', else the cluster's (>= 1) */
+    int64_t chunk_bytes;        /* the chunk size the Placement takes (0: no chunks): PlanOptions',
+                                 * or with PLAN_CHUNK_AUTO the planner's choice (plan_price_chunks) */
+    bool chunk_auto;            /* chosen by the planner */
+    int n_chunk_prices;         /* the sizes priced (0: none, no ZeRO-2/3 group or no --chunk-bytes) */
+    PlanChunkPrice chunk_price[PLAN_MAX_CHUNK_SIZES];
+    int chunk_chosen;           /* its index among them */
     struct PipePrice *pipe;     /* pipelined: the pipeline's price (pipeprice.c); its step
                                  * is price.step_s; NULL when not pipelined */
     bool micro_chosen;          /* the planner chose the micro-batch count (PlanOptions.micro_auto) */
@@ -120,6 +139,10 @@ typedef struct PlanResult {
  * option, or no plan fits: with the smallest memory that would fit). */
 PlanResult *plan_solve(const Graph *g, const PlanOptions *o);
 void plan_free(PlanResult *r);
+/* ZeRO chunks (chunks.c): prices the chunk sizes for r's Placement and sets
+ * r->chunk_bytes (and the Placement's): asked (PlanOptions.chunk_bytes) when
+ * it is a size, the fastest that fits when PLAN_CHUNK_AUTO; 0: none. */
+void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked);
 
 /* ---- placement.c: the plan as a Placement ---------------------------------- */
 

@@ -243,6 +243,65 @@ static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId sr
               gather ? "outer" : "inner");
 }
 
+/* ZeRO-3 chunk round r (lower.h LowerChunkGather): the rank's slices of the
+ * members packed end to end, then one all-gather of them. */
+static void emit_chunk_gather(CgCtx *c, const CgOptions *o, int r) {
+    const LowerProgram *lp = c->lp;
+    const LowerChunkGather *cg = &lp->chunk_gathers[r];
+    const LowerChunk *ch = &lp->chunks[cg->chunk];
+    int64_t es = ir_dtype_size(ch->dt);
+    cg_stage_check(c, cg->send);
+    sb_printf(c->sched, "    /* chunk %d, round %d: %d parameters' slices packed, one all-gather */\n", cg->chunk, r, ch->n);
+    for (int m = 0; m < ch->n; m++) {
+        ValueId x = ch->member[m];
+        if (lower_on_host(lp, x)) continue; /* on the host: came up into send with its transfer (cg_offload_fetch) */
+        cg_trace_copy(c, (double)lp->v[x].bytes, ir_val(c->g, x)->name);
+        sb_printf(c->sched, "    colrt_memcpy(M->arena.base + %lld, M->arena.base + %lld, %lld, COLRT_D2D, NULL); /* %%%s */\n",
+                  (long long)(lp->v[cg->send].offset + ch->off[m] * es), (long long)lp->v[x].offset,
+                  (long long)lp->v[x].bytes, ir_val(c->g, x)->name);
+    }
+    char what[300];
+    snprintf(what, sizeof what, "chunk %d (%d parameters) -> %s", cg->chunk, ch->n, lp->v[cg->buf].name);
+    emit_zero_coll(c, o, true, ch->member[0], cg->send, cg->buf, IR_NONE, ch->elems, what);
+}
+
+/* A member x of chunk round r copied out of the gathered chunk into its
+ * whole (to): rank q's slice of it is at q x the chunk's part plus x's place. */
+static void emit_chunk_copy_out(CgCtx *c, int r, ValueId x, ValueId to) {
+    const LowerProgram *lp = c->lp;
+    const LowerChunkGather *cg = &lp->chunk_gathers[r];
+    const LowerChunk *ch = &lp->chunks[cg->chunk];
+    int64_t es = ir_dtype_size(ch->dt), off = -1;
+    for (int m = 0; m < ch->n; m++)
+        if (ch->member[m] == x) off = ch->off[m];
+    if (off < 0) ir_panic(__FILE__, __LINE__, "chunk %d has no member %%%s", cg->chunk, ir_val(c->g, x)->name);
+    int ranks = lp->opt.zranks; /* over the one busy mesh axis (chunk.c) */
+    cg_stage_check(c, to);
+    cg_stage_check(c, cg->buf);
+    cg_trace_copy(c, (double)lp->v[to].bytes, ir_val(c->g, x)->name);
+    sb_printf(c->sched, "    colrt_memcpy_2d(M->arena.base + %lld, %lld, M->arena.base + %lld, %lld, %lld, %d, NULL); /* %%%s out of chunk %d */\n",
+              (long long)lp->v[to].offset, (long long)lp->v[x].bytes, (long long)(lp->v[cg->buf].offset + off * es),
+              (long long)(ch->elems * es), (long long)lp->v[x].bytes, ranks, ir_val(c->g, x)->name, cg->chunk);
+}
+
+/* Gradient x (whole) copied into its place in chunk scatter r's buffer: its
+ * rank-q slice into rank q's part, at the member's place. */
+static void emit_chunk_copy_in(CgCtx *c, int r, ValueId x, ValueId shard) {
+    const LowerProgram *lp = c->lp;
+    const LowerChunkScatter *cs = &lp->chunk_scatters[r];
+    int64_t es = ir_dtype_size(cs->dt), off = -1;
+    for (int m = 0; m < cs->n; m++)
+        if (cs->grad[m] == x) off = cs->off[m];
+    if (off < 0) ir_panic(__FILE__, __LINE__, "chunk scatter %d has no member %%%s", r, ir_val(c->g, x)->name);
+    int64_t w = lp->v[shard].bytes; /* a rank's slice */
+    cg_stage_check(c, x);
+    cg_stage_check(c, cs->buf);
+    cg_trace_copy(c, (double)lp->v[x].bytes, ir_val(c->g, x)->name);
+    sb_printf(c->sched, "    colrt_memcpy_2d(M->arena.base + %lld, %lld, M->arena.base + %lld, %lld, %lld, %d, NULL); /* %%%s into its chunk */\n",
+              (long long)(lp->v[cs->buf].offset + off * es), (long long)(cs->elems * es), (long long)lp->v[x].offset,
+              (long long)w, (long long)w, lp->opt.zranks, ir_val(c->g, x)->name);
+}
+
 /* Whether the batch's partial sums are all-reduced over mesh axis a: every
  * non-trivial axis, or the plan's data-parallel axes only (lower.h dp_axes). */
 static bool reduces_over(const LowerProgram *lp, const CgOptions *o, int a) {
@@ -465,13 +524,30 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
             c->cur_node = id;
             for (int k = 0; k < ln->n_rs; k++) { /* ZeRO-2: each rank gets its slice's sum */
                 char what[300];
+                if (ln->rs_round[k] >= 0) { /* into its chunk, reduce-scattered with the chunk's last */
+                    emit_chunk_copy_in(c, ln->rs_round[k], ln->rs[k], ln->rs_to[k]);
+                    continue;
+                }
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->rs[k])->name, lp->v[ln->rs_to[k]].name);
                 emit_zero_coll(c, o, false, ln->rs[k], IR_NONE, ln->rs_to[k], ln->rs_tmp[k], lp->v[ln->rs_to[k]].zchunk, what);
             }
+            for (int r = 0; r < lp->n_chunk_scatters; r++) /* chunks of gradients, all copied in */
+                if (lp->chunk_scatters[r].node == id) {
+                    const LowerChunkScatter *cs = &lp->chunk_scatters[r];
+                    char what[300];
+                    snprintf(what, sizeof what, "chunk of %d gradients -> %s", cs->n, lp->v[cs->part].name);
+                    emit_zero_coll(c, o, false, cs->grad[0], cs->buf, cs->part, IR_NONE, cs->elems, what);
+                }
             cg_offload_fetch(c, id); /* host offload: slices on the host copied up for the gathers */
+            for (int r = 0; r < lp->n_chunk_gathers; r++) /* ZeRO-3 chunks: the rounds starting here */
+                if (lp->chunk_gathers[r].node == id) emit_chunk_gather(c, o, r);
             for (int k = 0; k < ln->n_gather; k++) { /* ZeRO-3: the whole parameter, for this node */
                 char what[300];
                 snprintf(what, sizeof what, "%%%s -> %s", ir_val(g, ln->gather[k])->name, lp->v[ln->gather_to[k]].name);
+                if (ln->gather_round[k] >= 0) { /* its chunk was gathered: its part copied out */
+                    emit_chunk_copy_out(c, ln->gather_round[k], ln->gather[k], ln->gather_to[k]);
+                    continue;
+                }
                 emit_zero_coll(c, o, true, ln->gather[k], ln->gather_from[k], ln->gather_to[k], ln->gather_tmp[k],
                                lp->v[ln->gather[k]].zchunk, what);
             }

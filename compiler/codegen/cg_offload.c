@@ -108,6 +108,19 @@ void cg_offload_fetch(CgCtx *c, NodeId id) {
                           (long long)lp->v[ln->gather_from[k]].bytes, ir_val(c->g, ln->gather[k])->name, b);
                 cg_trace_hcopy(c, SIM_H2D, (double)lp->v[ln->gather_from[k]].bytes, ir_val(c->g, ln->gather[k])->name);
             }
+        for (int r = 0; r < lp->n_chunk_gathers; r++) { /* a chunk's slices on the host, into its send buffer */
+            const LowerChunkGather *cg = &lp->chunk_gathers[r];
+            const LowerChunk *ch = &lp->chunks[cg->chunk];
+            for (int m = 0; cg->node == b && m < ch->n; m++) {
+                ValueId x = ch->member[m];
+                if (!lower_on_host(lp, x)) continue;
+                sb_printf(c->sched, "    colrt_memcpy_async(M->arena.base + %lld, M->host.base + %lld, %lld, COLRT_H2D, M->h2d); "
+                                    "/* %%%s's slice up into chunk %d, for node %d */\n",
+                          (long long)(lp->v[cg->send].offset + ch->off[m] * ir_dtype_size(ch->dt)), (long long)lp->v[x].offset,
+                          (long long)lp->v[x].bytes, ir_val(c->g, x)->name, cg->chunk, b);
+                cg_trace_hcopy(c, SIM_H2D, (double)lp->v[x].bytes, ir_val(c->g, x)->name);
+            }
+        }
         NodeId q = b + 1; /* the next node with copies: a new transfer's, or none, ends this one */
         while (q < c->g->n_nodes && lp->n[q].fetch_at < 0) q++;
         if (q == c->g->n_nodes || lp->n[q].fetch_wait) {

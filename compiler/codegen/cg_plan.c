@@ -97,14 +97,18 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const LowerNode *ln = &lp->n[id];
         for (int k = 0; k < ln->n_reduce; k++, nar++) ar += (double)lp->v[ln->reduce[k]].bytes;
-        for (int k = 0; k < ln->n_rs; k++, nrs++) rs += (double)lp->v[ln->rs[k]].bytes;
-        for (int k = 0; k < ln->n_gather; k++, nag++) ag += (double)lp->v[ln->gather[k]].bytes;
+        for (int k = 0; k < ln->n_rs; k++) /* a chunk's member: its chunk's reduce-scatter, below */
+            if (ln->rs_round[k] < 0) nrs++, rs += (double)lp->v[ln->rs[k]].bytes;
+        for (int k = 0; k < ln->n_gather; k++) /* a chunk's member: its round's all-gather, below */
+            if (ln->gather_round[k] < 0) nag++, ag += (double)lp->v[ln->gather[k]].bytes;
         ValueId whole = lower_zero_gather_target(lp, id);
         if (whole != IR_NONE) { /* the update's all-gather */
             nag++;
             ag += (double)ir_dtype_size(g->values[whole].dtype) * (double)ln->zchunk;
         }
     }
+    for (int r = 0; r < lp->n_chunk_gathers; r++, nag++) ag += (double)lp->v[lp->chunk_gathers[r].send].bytes;
+    for (int r = 0; r < lp->n_chunk_scatters; r++, nrs++) rs += (double)lp->v[lp->chunk_scatters[r].buf].bytes;
     for (int k = 0; k < lp->n_out_reduce; k++, nar++) ar += (double)lp->v[lp->out_reduce[k]].bytes;
     if (lp->norms.n) nar++, ar += (double)lp->v[lp->norms.buf].bytes; /* the trust ratios' norms, fused */
     double bucket_bytes = 0, a2a = 0;
@@ -162,6 +166,32 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
             if (lp->live_bytes[t] > lp->live_bytes[pk]) pk = t;
         cJSON_AddNumberToObject(low, "param_staging_peak_bytes", (double)lp->fetch_peak_bytes);
         cJSON_AddNumberToObject(low, "param_staging_at_peak_bytes", g->n_nodes ? (double)lp->fetch_live[pk] : 0);
+    }
+    if (lp->opt.chunk_bytes > 0) { /* ZeRO-3 chunks (lower.h LowerChunk) */
+        cJSON *ck = cJSON_AddObjectToObject(low, "chunks");
+        int members = 0;
+        int64_t most = 0, peak = 0;
+        for (int k = 0; k < lp->n_chunks; k++) {
+            members += lp->chunks[k].n;
+            int64_t b = lp->chunks[k].elems * ir_dtype_size(lp->chunks[k].dt);
+            if (b > most) most = b;
+        }
+        for (int r = 0; r < lp->n_chunk_gathers; r++) /* the gathered chunk, the most bytes of one */
+            if (lp->v[lp->chunk_gathers[r].buf].bytes > peak) peak = lp->v[lp->chunk_gathers[r].buf].bytes;
+        cJSON_AddNumberToObject(ck, "chunk_bytes", (double)lp->opt.chunk_bytes);
+        cJSON_AddNumberToObject(ck, "count", lp->n_chunks);
+        cJSON_AddNumberToObject(ck, "parameters", members);
+        cJSON_AddNumberToObject(ck, "largest_part_bytes", (double)most);
+        cJSON_AddNumberToObject(ck, "largest_gathered_bytes", (double)peak);
+        cJSON_AddNumberToObject(ck, "gathers", lp->n_chunk_gathers);
+        cJSON_AddNumberToObject(ck, "gradient_chunks", lp->n_chunk_scatters);
+        int64_t pad = 0; /* the reduce-scatters' 64-byte slots, a rank's part */
+        for (int r = 0; r < lp->n_chunk_scatters; r++) {
+            const LowerChunkScatter *cs = &lp->chunk_scatters[r];
+            pad += cs->elems * ir_dtype_size(cs->dt);
+            for (int m = 0; m < cs->n; m++) pad -= lp->v[cs->shard[m]].bytes;
+        }
+        cJSON_AddNumberToObject(ck, "padding_bytes", (double)pad);
     }
     if (lp->norms.n) cJSON_AddNumberToObject(low, "trust_norms", lp->norms.n);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);

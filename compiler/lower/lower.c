@@ -10,6 +10,7 @@
  *   buckets    schedule.c   gradient buckets
  *   norms      norms.c      the trust ratios' fused norms all-reduce (LAMB, LARS)
  *   gathers    zero.c       ZeRO-3 gathers before each reader
+ *   chunk      chunk.c      ZeRO-3 chunks: one all-gather per chunk of parameters
  *   fuse       fuse.c       kernels merged into the one before (GEMM bias epilogues)
  *   offload    offload.c    host offload: updates on the host, the host arena
  *   pipeline   pipeline.c   pipeline stages: transfers, the update's sums of parts
@@ -24,7 +25,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autodiff.h"
 #include "ops.h"
+
+void lower_parts(const Graph *g, int nn, int *fwd_end, int *step_begin) {
+    *fwd_end = nn;
+    for (NodeId id = 0; id < nn; id++)
+        if (ir_val(g, ir_node(g, id)->out[0])->role != ROLE_ACT) {
+            *fwd_end = id;
+            break;
+        }
+    *step_begin = ad_step_begin(g) > *fwd_end ? ad_step_begin(g) : *fwd_end;
+}
+
+int lower_part_of(NodeId id, int fwd_end, int step_begin) { return id < fwd_end ? 0 : id < step_begin ? 1 : 2; }
 
 /* A temporary of the lowering (a two-step collective's middle), live at node id. */
 ValueId lower_add_temp(const Graph *g, LowerProgram *p, NodeId id, int64_t elems, DType dt, const char *what,
@@ -111,6 +125,7 @@ static const LowerPass passes[] = {
     {"buckets", lower_pass_buckets},
     {"norms", lower_pass_norms},
     {"gathers", lower_pass_gathers},
+    {"chunk", lower_pass_chunk},
     {"fuse", lower_pass_fuse},
     {"offload", lower_pass_offload},
     {"pipeline", lower_pass_pipeline},
@@ -200,6 +215,18 @@ void lower_free(LowerProgram *p) {
     ir_free(p->live_bytes);
     ir_free(p->fetch_live);
     ir_free(p->offload);
+    for (int k = 0; k < p->n_chunks; k++) {
+        ir_free(p->chunks[k].member);
+        ir_free(p->chunks[k].off);
+    }
+    ir_free(p->chunks);
+    ir_free(p->chunk_gathers);
+    for (int k = 0; k < p->n_chunk_scatters; k++) {
+        ir_free(p->chunk_scatters[k].grad);
+        ir_free(p->chunk_scatters[k].shard);
+        ir_free(p->chunk_scatters[k].off);
+    }
+    ir_free(p->chunk_scatters);
     lower_pipe_free(&p->pipe);
     ir_free(p);
 }
@@ -255,9 +282,31 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             sb_printf(b, "  all-reduce %%%s (%lld bytes)\n", vname(p, ln->reduce[k]),
                       (long long)p->v[ln->reduce[k]].bytes);
         for (int k = 0; k < ln->n_rs; k++)
-            sb_printf(b, "  reduce-scatter %%%s -> %s\n", vname(p, ln->rs[k]), vname(p, ln->rs_to[k]));
+            if (ln->rs_round[k] >= 0)
+                sb_printf(b, "  copy %%%s into %s (reduce-scattered at node %d) -> %s\n", vname(p, ln->rs[k]),
+                          vname(p, p->chunk_scatters[ln->rs_round[k]].buf), p->chunk_scatters[ln->rs_round[k]].node,
+                          vname(p, ln->rs_to[k]));
+            else
+                sb_printf(b, "  reduce-scatter %%%s -> %s\n", vname(p, ln->rs[k]), vname(p, ln->rs_to[k]));
+        for (int r = 0; r < p->n_chunk_scatters; r++)
+            if (p->chunk_scatters[r].node == id)
+                sb_printf(b, "  reduce-scatter chunk %s (%d gradients, %lld elements a rank) -> %s\n",
+                          vname(p, p->chunk_scatters[r].buf), p->chunk_scatters[r].n,
+                          (long long)p->chunk_scatters[r].elems, vname(p, p->chunk_scatters[r].part));
+        for (int r = 0; r < p->n_chunk_gathers; r++)
+            if (p->chunk_gathers[r].node == id) {
+                const LowerChunkGather *cg = &p->chunk_gathers[r];
+                const LowerChunk *ch = &p->chunks[cg->chunk];
+                sb_printf(b, "  all-gather chunk %d (%d parameters, %lld elements a rank) -> %s, round %d, read to node %d:",
+                          cg->chunk, ch->n, (long long)ch->elems, vname(p, cg->buf), r, cg->last);
+                for (int m = 0; m < ch->n; m++) sb_printf(b, " %%%s@%lld", vname(p, ch->member[m]), (long long)ch->off[m]);
+                sb_puts(b, "\n");
+            }
         for (int k = 0; k < ln->n_gather; k++)
-            if (ln->gather_from[k] != IR_NONE) /* host offload: the slice is on the host */
+            if (ln->gather_round[k] >= 0)
+                sb_printf(b, "  copy %%%s out of %s -> %s\n", vname(p, ln->gather[k]),
+                          vname(p, p->chunk_gathers[ln->gather_round[k]].buf), vname(p, ln->gather_to[k]));
+            else if (ln->gather_from[k] != IR_NONE) /* host offload: the slice is on the host */
                 sb_printf(b, "  all-gather %%%s -> %s (copied up into %s before node %d, transfer event %d)\n",
                           vname(p, ln->gather[k]), vname(p, ln->gather_to[k]), vname(p, ln->gather_from[k]), ln->fetch_at,
                           ln->fetch_ev);
@@ -340,6 +389,13 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     const ShardMesh *m = &pl->mesh;
     int world = m->n_devices, busy_axes = 0;
     for (int a = 0; a < m->n_axes; a++) busy_axes += m->size[a] > 1;
+    if (pl->chunk_bytes > 0 && world > 1 && (pl->layout == PL_SHARDED || busy_axes > 1 || pl->pipe.stages > 1)) {
+        sb_printf(err, "--chunk-bytes %lld: the plan is %s; this build packs ZeRO-3 chunks over one mesh axis "
+                       "without pipeline stages only (chunk.c)", (long long)pl->chunk_bytes,
+                  pl->pipe.stages > 1 ? "pipelined" : pl->layout == PL_SHARDED ? "tensor parallel" : "over two mesh axes");
+        *hint = "generate without --chunk-bytes, or on one mesh axis (--mesh N) without --pp";
+        return NULL;
+    }
     const int8_t *offload = NULL; /* host offload (offload.c): what this build lowers */
     for (ValueId v = 0; v < g->n_values; v++)
         if (pl->offload[v] > PO_DEVICE) {
@@ -400,7 +456,7 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
                        .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0,
                        .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
                        .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .offload = offload,
-                       .offload_inflight = pl->offload_inflight};
+                       .offload_inflight = pl->offload_inflight, .chunk_bytes = pl->chunk_bytes};
     StrBuf e;
     sb_init(&e);
     lp = lower_build(g, &lo, &e);

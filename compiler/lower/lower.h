@@ -68,7 +68,54 @@ typedef struct LowerOptions {
                                 * offload); NULL: every update on the device */
     int offload_inflight;      /* host offload, parameters on the host: at most this many
                                 * transfers up in flight (0: SHARD_INFLIGHT_DEFAULT) */
+    int64_t chunk_bytes;       /* chunks (chunk.c): ZeRO-3's sliced parameters packed, in
+                                * the order of their first gather, into chunks of at most
+                                * this many bytes of a rank's slices, one all-gather each;
+                                * ZeRO-2/3's gradients likewise, one reduce-scatter each;
+                                * 0: none (one collective per parameter and reader) */
 } LowerOptions;
+
+/* ZeRO-3 chunks (chunk.c, docs/sharding.md "Chunks"): a chunk is a run of
+ * sliced parameters of one dtype, in the order of their first gather. A
+ * gather of it (a round) packs the rank's slices of its members end to end
+ * (send, copy-in), all-gathers them into buf (rank r's part at r x elems:
+ * [rank][member][slice]), and each reader of a member in the round copies
+ * its member out of buf into its whole parameter (a strided copy, the
+ * gather_to of today's per-parameter gathers): one collective for the chunk
+ * instead of one per member and reader, for buf living from the round's
+ * first reader to its last (the trade the chunk size sets). A round ends at
+ * a part of the schedule (forward, backward) or when a member is read again. */
+typedef struct LowerChunk {
+    int n;                     /* members (>= 2) */
+    ValueId *member;           /* the sliced parameters, in order */
+    int64_t *off;              /* each member's slice's place in a rank's part, in elements */
+    int64_t elems;             /* a rank's part: the members' slices end to end */
+    DType dt;
+} LowerChunk;
+
+/* Chunks of reduce-scatters (chunk.c; ZeRO-2 and 3): a run of the backward's
+ * gradient reduce-scatters of one dtype, each member's whole gradient copied
+ * where its reduce-scatter was into buf ([rank][member][slice], a member's
+ * slot padded to 64 bytes: the padding is reduced and never read), then one
+ * reduce-scatter of buf into part at the last member's node; each member's
+ * slice (shard) is a view into part. Only gradients whose slices nothing
+ * reads before that node join (the update reads them). */
+typedef struct LowerChunkScatter {
+    int n;
+    ValueId *grad, *shard;     /* the members' whole gradients and their slices (views into part) */
+    int64_t *off;              /* each member's place in a rank's part, in elements */
+    int64_t elems;             /* a rank's part, padded */
+    DType dt;
+    NodeId first, node;        /* the first member's copy in; the reduce-scatter (the last's) */
+    ValueId buf, part;
+} LowerChunkScatter;
+
+typedef struct LowerChunkGather {
+    int chunk;                 /* which chunk */
+    NodeId node;               /* the round's first reader: the gather runs before it */
+    int last;                  /* the round's last reader */
+    ValueId send, buf;         /* the packed slices (elems) and the gathered chunk (elems x ranks) */
+} LowerChunkGather;
 
 /* Host offload (offload.c, docs/sharding.md "Host offload"): an AdamW update
  * whose parameter the Placement offloads runs on the host. Its moments live in
@@ -212,6 +259,7 @@ typedef struct LowerNode {
     ValueId reduce[IR_MAX_IN];
     int n_rs;                  /* ZeRO-2: reduce-scatter rs[k] into rs_to[k] first */
     ValueId rs[IR_MAX_IN], rs_to[IR_MAX_IN], rs_tmp[IR_MAX_IN]; /* tmp: IR_NONE or zinner slices */
+    int rs_round[IR_MAX_IN];   /* chunks: the LowerChunkScatter rs[k] is copied into, or -1 */
     NodeId sum_into;           /* a batched matmul summed by this sum_to node: one GEMM
                                 * over the flattened batch writes the sum; IR_NONE */
     bool fused;                /* a sum_to done by the matmul before it; a
@@ -239,6 +287,8 @@ typedef struct LowerNode {
     ValueId gather_from[IR_MAX_IN + 4]; /* host offload, a slice on the host (PO_PARAMS): the
                                 * device staging it is copied up into (at node fetch_at, on
                                 * the copy stream) and gathered from; IR_NONE: the slice */
+    int gather_round[IR_MAX_IN + 4]; /* chunks: the LowerChunkGather gather[k] is copied out
+                                * of, or -1: its own all-gather */
     int fetch_at;              /* those copies are queued before node fetch_at (a transfer:
                                 * a block instance's gathering nodes, or one node), then
                                 * event fetch_ev recorded; fetch_wait: the compute stream waits
@@ -293,6 +343,12 @@ typedef struct LowerProgram {
                                 * gather); NULL: none */
     int64_t fetch_peak_bytes;  /* their most at one node (the planner's memory rows count
                                 * its K largest transfers: IlpPrice.mem_staging) */
+    int n_chunks;              /* ZeRO-3 chunks (chunk.c), 0: none */
+    LowerChunk *chunks;
+    int n_chunk_gathers;       /* their gathers (rounds), in schedule order */
+    LowerChunkGather *chunk_gathers;
+    int n_chunk_scatters;      /* the reduce-scatters in chunks, in schedule order */
+    LowerChunkScatter *chunk_scatters;
     int64_t arena_bytes;       /* pipelined: the largest stage's */
     int64_t lower_bound_bytes;
     int64_t stage_arena_bytes[PLACE_MAX_STAGES];       /* pipelined: each stage's ranks' arena */

@@ -24,6 +24,7 @@ typedef struct LowerPass {
 
 bool lower_pass_zero(LowerCtx *c);      /* zero.c */
 bool lower_pass_gathers(LowerCtx *c);   /* zero.c */
+bool lower_pass_chunk(LowerCtx *c);     /* chunk.c */
 bool lower_pass_aliases(LowerCtx *c);   /* alias.c */
 bool lower_pass_split(LowerCtx *c);     /* split.c */
 bool lower_pass_recompute(LowerCtx *c); /* recompute.c */
@@ -44,6 +45,12 @@ ValueId lower_add_temp(const Graph *g, LowerProgram *p, NodeId id, int64_t elems
 /* Marks the reads of node f run at node `at` (itself, or a recompute before
  * `at`) at schedule time t in last_use (lower.c says what counts as a read). */
 void lower_note_reads_at(const LowerProgram *p, NodeId f, int at, int t, int t_end, int *last_use);
+
+/* The schedule's parts as codegen's functions cut them: the forward is
+ * [0, *fwd_end), the backward [*fwd_end, *step_begin), the update the rest;
+ * lower_part_of says which of them (0, 1, 2) node id is in. */
+void lower_parts(const Graph *g, int nn, int *fwd_end, int *step_begin);
+int lower_part_of(NodeId id, int fwd_end, int step_begin);
 
 /* A new value of the lowering (zeroed; the array grows as needed). */
 ValueId lower_new_value(LowerProgram *p);

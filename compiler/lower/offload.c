@@ -75,28 +75,28 @@ static NodeId master_cast(const Graph *g, NodeId id) {
  * alone leaves none in flight). Transfer t is queued before the first node of
  * transfer max(0, t - K + 1): at most K (opt.offload_inflight) are in flight,
  * the next block's slices coming up while this one computes (K = 2), and its
- * staging lives from there to its gather. */
+ * staging lives from there to its gather. A chunk's round (chunk.c) is a
+ * gathering node too: its members' slices on the host are copied up into its
+ * send buffer, the staging, which then lives from the transfer's queueing. */
 static void plan_fetches(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     int K = p->opt.offload_inflight > 0 ? p->opt.offload_inflight : SHARD_INFLIGHT_DEFAULT;
-    int fwd_end = c->nn, step_begin; /* the parts, as codegen's emit_schedule cuts them */
-    for (NodeId id = 0; id < c->nn; id++)
-        if (ir_val(g, ir_node(g, id)->out[0])->role != ROLE_ACT) {
-            fwd_end = id;
-            break;
-        }
-    step_begin = ad_step_begin(g) > fwd_end ? ad_step_begin(g) : fwd_end;
+    int fwd_end, step_begin; /* the parts, as codegen's emit_schedule cuts them */
+    lower_parts(g, c->nn, &fwd_end, &step_begin);
     NodeId *first = ir_alloc(sizeof(NodeId) * (size_t)(c->nn + 1)); /* the part's transfers' first nodes */
     int64_t *delta = ir_alloc(sizeof(int64_t) * (size_t)(c->nn + 2)); /* staging bytes born - dead, per node */
     int nt = 0, part = -1, blk = IR_NONE, inst = 0;
     for (NodeId id = 0; id < c->nn; id++) {
         LowerNode *ln = &p->n[id];
-        bool any = false;
-        for (int k = 0; k < ln->n_gather; k++) any |= p->v[ln->gather[k]].host;
+        bool any = false; /* a gather of its own of a slice on the host, or a chunk's (chunk.c) */
+        for (int k = 0; k < ln->n_gather; k++) any |= p->v[ln->gather[k]].host && ln->gather_round[k] < 0;
+        for (int r = 0; r < p->n_chunk_gathers; r++)
+            for (int m = 0; p->chunk_gathers[r].node == id && m < p->chunks[p->chunk_gathers[r].chunk].n; m++)
+                any |= p->v[p->chunks[p->chunk_gathers[r].chunk].member[m]].host;
         if (!any) continue;
         const Node *n = ir_node(g, id);
-        int pt = id < fwd_end ? 0 : id < step_begin ? 1 : 2;
+        int pt = lower_part_of(id, fwd_end, step_begin);
         if (pt != part) part = pt, nt = 0;
         bool same = nt > 0 && n->block != IR_NONE && n->block == blk && n->instance == inst;
         if (!same) first[nt++] = id;
@@ -107,12 +107,24 @@ static void plan_fetches(LowerCtx *c) {
         ln->fetch_wait = !same;
         for (int k = 0; k < ln->n_gather; k++) {
             ValueId x = ln->gather[k];
-            if (!p->v[x].host) continue;
+            if (!p->v[x].host || ln->gather_round[k] >= 0) continue;
             ln->gather_from[k] = lower_add_temp(g, p, ln->fetch_at, p->v[x].zchunk, ir_val(g, x)->dtype, "fetch", x);
             int64_t b = p->v[ln->gather_from[k]].bytes;
             p->fetch_bytes += b;
             b = (b + p->opt.alignment - 1) / p->opt.alignment * p->opt.alignment;
             delta[ln->fetch_at] += b; /* live from its queueing to its gather, this node */
+            delta[id + 1] -= b;
+        }
+        for (int r = 0; r < p->n_chunk_gathers; r++) { /* a chunk's slices on the host come up into its send */
+            const LowerChunkGather *cg = &p->chunk_gathers[r];
+            const LowerChunk *ch = &p->chunks[cg->chunk];
+            bool up = false;
+            for (int m = 0; cg->node == id && m < ch->n; m++)
+                if (p->v[ch->member[m]].host) up = true, p->fetch_bytes += p->v[ch->member[m]].bytes;
+            if (!up) continue;
+            p->v[cg->send].added_first = ln->fetch_at; /* the staging: live from the transfer's queueing */
+            int64_t b = (p->v[cg->send].bytes + p->opt.alignment - 1) / p->opt.alignment * p->opt.alignment;
+            delta[ln->fetch_at] += b;
             delta[id + 1] -= b;
         }
         p->n_fetch_ev = K;

@@ -38,6 +38,7 @@ static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x
     p->v[e].added_first = id;
     p->v[e].rc_slot = -1; /* scattered before the node's recomputes */
     ln->rs[ln->n_rs] = x;
+    ln->rs_round[ln->n_rs] = -1; /* its own reduce-scatter (chunk.c may pack it) */
     ln->rs_tmp[ln->n_rs] = p->opt.zinner > 1 ? lower_add_temp(g, p, id, chunk * p->opt.zinner, ir_val(g, x)->dtype, "rs_tmp", x)
                                               : IR_NONE;
     ln->rs_to[ln->n_rs++] = e;

@@ -141,6 +141,7 @@ bool lower_pass_gathers(LowerCtx *c) {
                 sb_free(&nm);
                 ln->gather[ln->n_gather] = x;
                 ln->gather_from[ln->n_gather] = IR_NONE; /* the slice (offload.c may stage it) */
+                ln->gather_round[ln->n_gather] = -1;     /* its own all-gather (chunk.c may pack it) */
                 ln->gather_tmp[ln->n_gather] =
                     p->opt.zinner > 1 ? lower_add_temp(g, p, id, p->v[x].zchunk * p->opt.zinner, ir_val(g, x)->dtype, "ag_tmp", x)
                                       : IR_NONE;

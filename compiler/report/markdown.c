@@ -55,6 +55,18 @@ static void summary(const cJSON *r, StrBuf *o) {
         sb_printf(o, "| Planned arena | %s (lower bound %s) |\n", B(a, rep_num(mem, "planned_arena_bytes")),
                   B(c, rep_num(mem, "lower_bound_bytes")));
     else sb_puts(o, "| Planned arena | not available: no buffer plan yet (code generation) |\n");
+    const cJSON *low = rep_get(r, "lowering"), *ck = rep_get(low, "chunks");
+    if (ck) /* --chunk-bytes (docs/sharding.md "Chunks (ZeRO-3)") */
+        sb_printf(o, "| Chunks | %d of parameters (%d members), %d of gradients, at most %s a rank (%s padding): %d all-gathers, "
+                     "%d reduce-scatters a step |\n",
+                  rep_int(ck, "count"), rep_int(ck, "parameters"), rep_int(ck, "gradient_chunks"),
+                  B(a, rep_num(ck, "chunk_bytes")), B(b, rep_num(ck, "padding_bytes")), rep_int(low, "all_gather_count"),
+                  rep_int(low, "reduce_scatter_count"));
+    const cJSON *pc = rep_get(r, "chunks");
+    if (pc && !strcmp(rep_str(pc, "chosen_by"), "planner"))
+        sb_printf(o, "| Chunk size | %s, chosen by the planner among %d sizes (plan JSON `chunks.candidates`) |\n",
+                  rep_num(pc, "chunk_bytes") > 0 ? B(a, rep_num(pc, "chunk_bytes")) : "none (one collective per tensor)",
+                  cJSON_GetArraySize(rep_get(pc, "candidates")));
     const cJSON *sb = rep_get(r, "step_breakdown");
     sb_puts(o, "\nStep time breakdown:\n\n| term | time | share |\n|---|---:|---:|\n");
     static const char *const terms[][2] = {

@@ -47,6 +47,9 @@ expect 2 "invalid value '4' for --zero" -- --zero 4 x.cir
 expect 2 "invalid value 'host' for --offload" -- --offload host x.cir
 expect 2 "invalid value '0' for --offload-inflight" -- --offload-inflight 0 x.cir
 expect 2 "invalid value '65' for --offload-inflight" -- --offload-inflight 65 x.cir
+expect 2 "invalid value '0' for --chunk-bytes" -- --chunk-bytes 0 x.cir
+expect 2 "invalid value '2GiB' for --chunk-bytes" -- --chunk-bytes 2GiB x.cir
+expect 2 "invalid value 'lots' for --chunk-bytes" -- --chunk-bytes lots x.cir
 expect 2 "invalid value 'tpu' for --target" -- --target tpu x.cir
 expect 2 "invalid value '-1' for --time-limit" -- --time-limit -1 x.cir
 expect 2 "unexpected argument 'b.cir'" -- a.cir b.cir
@@ -90,6 +93,49 @@ grep -q "#define gpt2_idx_ROWS 2" "$tmp/mb/gpt2.h" \
   && python3 -c "import json,sys; sys.exit(json.load(open('$tmp/mb/gpt2.plan.json'))['batch'] != 8)" \
   && pass=$((pass + 1)) || { echo "FAIL: --batch 8 --micro-batches 2 on 2 ranks: 2 rows a rank a micro-batch"; fail=$((fail + 1)); }
 expect 0 "each step runs N micro-batches of batch/N" -- --help
+# ZeRO-3 chunks over two mesh axes: refused with the plan's shape (chunk.c packs one axis)
+expect 1 "--chunk-bytes 4000: the plan is over two mesh axes" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 \
+  --strategy zero3 --chunk-bytes 4KB --emit code --target cpu -o "$tmp/chunk2x2"
+# on one axis: the lowering's chunks in the plan JSON, and fewer all-gathers than without
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes 8KB \
+  --emit code --target cpu -o "$tmp/chunk" -q
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --emit code --target cpu \
+  -o "$tmp/nochunk" -q
+# the pass dumps its chunks, rounds and copies (--dump-after lower.chunk)
+expect 0 "reduce-scatter chunk" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
+  --chunk-bytes 8KB --emit code --target cpu -o "$tmp/chunkdump" -q --dump-after lower.chunk
+expect 0 "copy %wpe.weight out of wte.weight.chunk -> wpe.weight.gathered" -- "$src/examples/ir/gpt2-tiny.cir" \
+  --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes 8KB --emit code --target cpu -o "$tmp/chunkdump" -q \
+  --dump-after lower.chunk
+python3 - "$tmp/chunk/gpt2_tiny.plan.json" "$tmp/nochunk/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: lowering.chunks"; fail=$((fail + 1)); }
+import json, sys
+c, n = (json.load(open(f))["lowering"] for f in sys.argv[1:])
+ch = c["chunks"]
+assert ch["chunk_bytes"] == 8000 and ch["count"] >= 2 and ch["parameters"] > ch["count"], ch
+assert ch["largest_part_bytes"] <= 8000 and ch["largest_gathered_bytes"] == 2 * ch["largest_part_bytes"], ch
+assert "chunks" not in n and c["all_gather_count"] < n["all_gather_count"], (c, n)
+PY
+# --chunk-bytes auto: the planner prices the sizes (chunks.c) and takes the fastest that fits: with the
+# memory to spare a chunk (the lowering builds as many as it priced); under a limit the chunk's
+# memory would pass, none (one collective per tensor)
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes auto \
+  --emit code --target cpu -o "$tmp/chunkauto" -q
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes auto \
+  --mem 140KB --emit code --target cpu -o "$tmp/chunktight" -q
+python3 - "$tmp/chunkauto/gpt2_tiny.plan.json" "$tmp/chunktight/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: --chunk-bytes auto"; fail=$((fail + 1)); }
+import json, sys
+a, t = (json.load(open(f)) for f in sys.argv[1:])
+ca, ct = a["chunks"], t["chunks"]
+chosen = [c for c in ca["candidates"] if c["chosen"]]
+assert ca["chosen_by"] == "planner" and ca["chunk_bytes"] > 0 and len(chosen) == 1, ca
+assert chosen[0]["chunk_bytes"] == ca["chunk_bytes"] and chosen[0]["fits"], ca
+assert a["lowering"]["chunks"]["count"] == chosen[0]["chunks"], (a["lowering"]["chunks"], chosen)
+assert a["lowering"]["chunks"]["gradient_chunks"] == chosen[0]["gradient_chunks"], (a["lowering"]["chunks"], chosen)
+none = ca["candidates"][0]
+assert none["chunk_bytes"] == 0 and chosen[0]["collective_s"] + chosen[0]["copy_s"] < none["collective_s"], ca
+assert ct["chunk_bytes"] == 0 and "chunks" not in t["lowering"], ct
+assert not any(c["fits"] for c in ct["candidates"][1:]), ct
+PY
 # no plan fits with the micro-batches given: the micro-batches that would, named first
 expect 1 "hint: --micro-batches 2 should fit" -- "$src/examples/gpt2/gpt2.c" --batch 64 --cluster h100:1x1 --mem 30GB \
   --recompute none --zero 3 --micro-batches 1 --emit plan -o "$tmp/nofit"

@@ -54,6 +54,9 @@ grep -q "Memory over the step (planned)" "$tmp/mlp-code/mlp.report.md" || { echo
 # host offload chosen per group (auto) under a binding --mem, in bf16 (the master weights move too)
 plan gpt2-offload "$src/examples/ir/gpt2-tiny.cir" --offload auto --mem 120KB --dtype bf16
 plan gpt2-offload-optim "$src/examples/ir/gpt2-tiny.cir" --offload optim
+# ZeRO-3 chunks priced and chosen (solver/chunks.c): the plan's "chunks"
+plan gpt2-chunks "$src/examples/gpt2/gpt2.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 \
+  --mesh 4 --strategy zero3 --chunk-bytes auto
 plan llama-tiny "$src/examples/llama/llama.c" -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DN_KV_HEAD=2 -DFFN=128 -DVOCAB=256 -DSEQ=16 --batch 8 --dtype bf16
 "$py" - "$src/docs/plan.schema.json" "$tmp"/*/*.plan.json "$src"/tests/report/*.plan.json <<'PY' || fail=$((fail + 1))
 import json, sys

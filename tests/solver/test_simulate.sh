@@ -5,7 +5,7 @@
 #   - it prints the step, both streams and the memory timeline, and writes
 #     the SVG; plan.json has simulated_step_time_s beside step_time_s;
 #   - the recorded program has as many collectives of each kind as the
-#     generated C calls (the record is taken beside each emitted call; the
+#     generated C calls (ZeRO-3 chunks: one collective a chunk) (the record is taken beside each emitted call; the
 #     schedule written out, --no-share, so each call in the text runs once);
 #   - bad input exits 1 saying why: a plan without a program (--emit plan),
 #     a plan of another schema version, a program op with a bad field.
@@ -17,11 +17,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 tiny=(-DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 --cluster cpu:1x2 --target cpu -q --no-share)
-for s in dp zero2 megatron; do
+for s in dp zero2 megatron zero3-chunks; do
   if [ $s = megatron ]; then # the tiny GPT-2 is too small to split: the MLP on a 1x2 mesh
     "$cc" "$src/examples/ir/mlp.cir" --cluster cpu:1x2 --mesh 1x2 --target cpu -q --no-share --strategy megatron --emit code -o "$tmp/$s" &&
       mv "$tmp/$s/mlp.plan.json" "$tmp/$s/gpt2.plan.json" && mv "$tmp/$s/mlp.c" "$tmp/$s/gpt2.c" ||
       { echo "FAIL: generate $s"; fail=1; continue; }
+  elif [ $s = zero3-chunks ]; then # ZeRO-3 chunks (docs/sharding.md): one collective a chunk, as emitted
+    "$cc" "$src/examples/gpt2/gpt2.c" "${tiny[@]}" --strategy zero3 --chunk-bytes 64KB --emit code -o "$tmp/$s" ||
+      { echo "FAIL: generate $s"; fail=1; continue; }
+    grep -q "out of chunk" "$tmp/$s/gpt2.c" && grep -q "into its chunk" "$tmp/$s/gpt2.c" || { echo "FAIL: $s: no chunks"; fail=1; }
   else
     "$cc" "$src/examples/gpt2/gpt2.c" "${tiny[@]}" --strategy $s --emit code -o "$tmp/$s" || { echo "FAIL: generate $s"; fail=1; continue; }
   fi
