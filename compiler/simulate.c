@@ -19,19 +19,75 @@
 #include "simulate.h"
 
 static const char usage[] =
-    "usage: colossal-compile simulate PLAN.json [--cluster C] [--svg FILE] [--timeline] [--json]\n"
+    "usage: colossal-compile simulate PLAN.json [--cluster C] [--svg FILE] [--timeline] [--breakdown] [--json]\n"
     "  Replays one rank's generated program (the plan written beside the code by --emit code or all)\n"
     "  op by op on its compute and communication streams, under the plan's cluster tables.\n"
     "  --cluster C   price it on another cluster (a preset or a JSON file) with the same device count\n"
     "  --svg FILE    write the one-step timeline (one lane per stream) as SVG\n"
     "  --timeline    print every point of the memory timeline (default: 8 slices of the step)\n"
+    "  --breakdown   set the replay beside the planner's terms (step_breakdown): kernels by part,\n"
+    "                copies, each kind of collective per stream with its latency part\n"
     "  --json        print the figures as one JSON object instead (bench/simulate reads it)\n";
 
 static void fmt_bytes(char *b, size_t n, double v) { cli_fmt_bytes(b, n, v); }
 
+static void brow(const char *what, double planned, double sim, double step) {
+    if (planned >= 0)
+        printf("  %-34s %12.6g %12.6g %+9.1f%%\n", what, planned, sim, step > 0 ? 100 * (sim - planned) / step : 0);
+    else printf("  %-34s %12s %12.6g %+9.1f%%\n", what, "-", sim, step > 0 ? 100 * sim / step : 0);
+}
+
+/* The replay beside the planner's terms (the plan's step_breakdown): what
+ * each counts, the difference as a share of the planned step. The planner's
+ * communication terms (resharding, exposed gradient sync, ZeRO gathers,
+ * exposed host transfers) stand against the replay's step less its kernels
+ * and copies; the collectives under it by kind and stream say where that
+ * time goes (docs/simulate.md, "The breakdown"). */
+static double term_of(const cJSON *b, const char *key) {
+    const cJSON *v = b ? cJSON_GetObjectItemCaseSensitive(b, key) : NULL;
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : 0;
+}
+
+static void print_breakdown(const cJSON *root, const SimResult *r) {
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "step_breakdown");
+    double planned = term_of(root, "step_time_s");
+    double term[8];
+    static const char *const keys[8] = {"compute_s", "recompute_s", "optimizer_s", "resharding_s",
+                                        "grad_sync_exposed_s", "zero_gather_s", "offload_exposed_s",
+                                        "param_fetch_exposed_s"};
+    for (int k = 0; k < 8; k++) term[k] = term_of(b, keys[k]);
+    double comm = term[3] + term[4] + term[5] + term[6] + term[7];
+    double kern[SIM_PARTS];
+    for (int q = 0; q < SIM_PARTS; q++) kern[q] = r->part_s[q] - r->copy_part_s[q];
+    printf("breakdown (seconds a step; difference: simulated less planned, %% of the planned step)\n");
+    printf("  %-34s %12s %12s %10s\n", "", "planned", "simulated", "diff");
+    brow("forward+backward kernels", term[0], kern[SIM_FORWARD] + kern[SIM_BACKWARD] - r->recompute_s, planned);
+    brow("recompute kernels", term[1], r->recompute_s, planned);
+    brow("update kernels", term[2], kern[SIM_UPDATE], planned);
+    brow("copies (not priced)", -1, r->copy_s, planned);
+    char w[64];
+    for (int q = 0; q < SIM_PARTS; q++) {
+        static const char *const part[] = {"forward", "backward", "update"};
+        snprintf(w, sizeof w, "  in the %s", part[q]);
+        if (r->copy_part_s[q] > 0) brow(w, -1, r->copy_part_s[q], planned);
+    }
+    brow("communication on the step's path", comm, r->step_s - r->kernel_s - r->copy_s, planned);
+    printf("    planned: resharding %.6g, exposed gradient sync %.6g (of %.6g), ZeRO gathers %.6g\n", term[3], term[4],
+           term_of(b, "grad_sync_s"), term[5]);
+    for (int s = 0; s < SIM_STREAMS; s++)
+        for (int k = 0; k < COLL__COUNT; k++) {
+            if (!r->coll_n[k][s]) continue;
+            printf("    simulated: %-14s on the %-13s stream: %5d, %.6g s, of which latency %.6g s\n",
+                   shard_coll_name((ShardColl)k), s == SIM_COMM ? "communication" : "compute", r->coll_n[k][s],
+                   r->coll_s[k][s], r->coll_lat_s[k][s]);
+        }
+    printf("    simulated: the compute stream waited %.6g s for the communication stream\n", r->wait_s[SIM_COMPUTE]);
+    brow("step", planned, r->step_s, planned);
+}
+
 int run_simulate(int argc, char **argv) {
     const char *input = NULL, *cluster = NULL, *svg = NULL;
-    bool all_points = false, json = false;
+    bool all_points = false, json = false, breakdown = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -49,6 +105,7 @@ int run_simulate(int argc, char **argv) {
         else if (!strncmp(a, "--svg=", 6)) svg = a + 6;
         else if (!strcmp(a, "--timeline")) all_points = true;
         else if (!strcmp(a, "--json")) json = true;
+        else if (!strcmp(a, "--breakdown")) breakdown = true;
         else if (a[0] == '-' && a[1]) {
             diag_plain("see colossal-compile simulate --help", "unknown option '%s'", a);
             return EXIT_USER;
@@ -108,7 +165,18 @@ int run_simulate(int argc, char **argv) {
         printf("\"kernels_by_class\": {");
         for (int c = 0; c <= OPC_OPTIMIZER; c++)
             printf("%s\"%s\": %.9g", c ? ", " : "", sim_class_name((OpClass)c), by[c]);
-        printf("}}\n");
+        printf("}, \"copy_by_part\": [%.9g, %.9g, %.9g], \"wait_compute_s\": %.9g, \"collectives\": [",
+               r.copy_part_s[0], r.copy_part_s[1], r.copy_part_s[2], r.wait_s[SIM_COMPUTE]);
+        bool first = true;
+        for (int s = 0; s < SIM_STREAMS; s++)
+            for (int k = 0; k < COLL__COUNT; k++)
+                if (r.coll_n[k][s]) {
+                    printf("%s{\"kind\": \"%s\", \"stream\": \"%s\", \"n\": %d, \"s\": %.9g, \"latency_s\": %.9g}",
+                           first ? "" : ", ", shard_coll_name((ShardColl)k), s == SIM_COMM ? "communication" : "compute",
+                           r.coll_n[k][s], r.coll_s[k][s], r.coll_lat_s[k][s]);
+                    first = false;
+                }
+        printf("]}\n");
         all_points = false;
     } else {
         printf("simulated step: %.6g s on %s (%d devices; one rank replayed: every rank runs the same program)",
@@ -154,6 +222,7 @@ int run_simulate(int argc, char **argv) {
             }
         }
     }
+    if (breakdown && !json) print_breakdown(d->root, &r);
     if (svg) {
         StrBuf b;
         sb_init(&b);

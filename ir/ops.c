@@ -818,3 +818,18 @@ double ir_node_flops(const Graph *g, NodeId id) {
     ir_itspace(g, id, &is);
     return is.flops;
 }
+
+int ir_op_in_place_operand(const Graph *g, const Node *n) {
+    switch (n->op) {
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+        for (int i = 0; i < 2; i++)
+            if (ir_shape_eq(ir_val(g, n->in[i])->shape, ir_val(g, n->out[0])->shape)) return i;
+        return -1;
+    case OP_SCALE: case OP_GELU: case OP_RELU: case OP_SILU: case OP_TANH: case OP_EXP:
+        return 0;
+    case OP_GELU_BWD: case OP_RELU_BWD: case OP_SILU_BWD: case OP_TANH_BWD:
+        return 1;
+    default:
+        return -1;
+    }
+}

@@ -160,4 +160,11 @@ void ir_itspace(const Graph *g, NodeId n, IterSpace *is);
 double ir_node_bytes(const Graph *g, NodeId n);
 double ir_node_flops(const Graph *g, NodeId n);
 
+/* The operand whose buffer node n's result may take over in place (every
+ * result element reads only the same element of it, as large as the result),
+ * or -1. The lowering's in-place reuse (compiler/lower/schedule.c, where that
+ * operand's last use is n) and the planner's gradient buffers (solver/
+ * problem.c: a backward node writing dX over dY) both ask this. */
+int ir_op_in_place_operand(const Graph *g, const Node *n);
+
 #endif

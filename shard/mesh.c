@@ -120,12 +120,14 @@ double shard_coll_sent(const ShardMesh *m, ShardColl k, int axis, double bytes) 
     }
 }
 
+double shard_copy_time(const ShardMesh *m, double bytes) { return 2 * bytes / (m->mem_bw * SHARD_COPY_BW_EFF); }
+
 double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) {
     double n = m->size[axis];
     if (n <= 1) return 0;
     switch (k) {
-    case COLL_SLICE: return bytes / n / m->mem_bw;
-    case COLL_ZERO: return bytes / m->mem_bw;
+    case COLL_SLICE: return shard_copy_time(m, bytes / n);
+    case COLL_ZERO: return shard_copy_time(m, bytes);
     default: break;
     }
     double steps = k == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;

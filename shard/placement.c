@@ -163,6 +163,32 @@ void placement_derive(Placement *pl, bool all_batch) {
     else pl->layout = PL_SHARDED;
 }
 
+bool placement_pending_sum(const Graph *g, NodeId id, unsigned axes, ShardStrategy *st) {
+    const Node *n = ir_node(g, id);
+    if (!axes || axes >= 1u << SHARD_MAX_AXES || n->op != OP_ADD || n->n_in != 2 || n->n_out != 1 ||
+        placement_phase(g, id) != PH_UPDATE || ir_val(g, n->out[0])->updates != IR_NONE)
+        return false;
+    for (int i = 0; i < 2; i++)
+        if (ir_val(g, n->in[i])->shape.rank) return false;
+    if (ir_val(g, n->out[0])->shape.rank) return false;
+    memset(st, 0, sizeof *st);
+    for (int a = 0; a < SHARD_MAX_AXES; a++) st->iter_of_axis[a] = -1;
+    st->n_in = 2, st->n_out = 1, st->split = 1;
+    st->out[0] = shard_spec_replicated(0);
+    st->out[0].partial = (uint8_t)axes;
+    st->in[0] = st->in[1] = st->out[0];
+    return true;
+}
+
+bool placement_is_pending_sum(const Graph *g, NodeId id, const ShardStrategy *st) {
+    ShardStrategy want;
+    if (!placement_pending_sum(g, id, st->out[0].partial, &want)) return false;
+    for (int a = 0; a < SHARD_MAX_AXES; a++)
+        if (st->iter_of_axis[a] != -1) return false;
+    return st->n_in == 2 && st->n_out == 1 && shard_spec_eq(&st->in[0], &want.in[0]) &&
+           shard_spec_eq(&st->in[1], &want.in[1]) && shard_spec_eq(&st->out[0], &want.out[0]);
+}
+
 bool placement_verify(const Placement *pl, StrBuf *why) {
     const Graph *g = pl->g;
     const ShardMesh *m = &pl->mesh;
@@ -172,7 +198,7 @@ bool placement_verify(const Placement *pl, StrBuf *why) {
             sb_printf(why, "node %%%s (%s) has no strategy", name, ir_op(ir_node(g, id)->op)->name);
             return false;
         }
-        if (pl->keep_partial[id]) continue;
+        if (pl->keep_partial[id] || placement_is_pending_sum(g, id, &pl->st[id])) continue;
         IterSpace is;
         ir_itspace(g, id, &is);
         ShardStrategy again;

@@ -41,6 +41,16 @@ PlacePhase placement_phase(const Graph *g, NodeId id);
  * and the lowering both ask this one function (keep_partial). */
 bool placement_partial_result(const Graph *g, NodeId id, const ShardSpec *held0, ShardSpec *out);
 
+/* The update part's sum of pending scalars (the clipping norm's partial sums
+ * of squares, over tensor-parallel or ZeRO slices): node id (a scalar add
+ * there) kept pending over the mesh axes `axes`, the union of its operands',
+ * each operand masked to them where it is pending over fewer, so that the
+ * norm's reader sums it once. Writes that strategy into *st (axes != 0) and
+ * tells whether st is it (the completion makes it, placement_verify accepts
+ * it though its specs are not the iteration space's). */
+bool placement_pending_sum(const Graph *g, NodeId id, unsigned axes, ShardStrategy *st);
+bool placement_is_pending_sum(const Graph *g, NodeId id, const ShardStrategy *st);
+
 /* A parameter's gradient resharded right after the node that computes it,
  * into *t, so that only that layout lives until the update: under ZeRO-2/3
  * the update's slice (a reduce-scatter); otherwise, when the gradient is a

@@ -287,6 +287,27 @@ static ShardSpec apply_move(const ShardSpec *cur, ShardColl kind, int a, int dim
     return s;
 }
 
+/* One step's time as the program runs it (compiler/lower/spec.c
+ * step_buffers, compiler/codegen/cg_reshard.c): the collective and the local
+ * copies around it. An all-gather or a reduce-scatter of a dim that is not
+ * the outermost of the local tensor goes through a staging buffer (a copy of
+ * its result, of its input); an all-to-all packs and unpacks (two copies of
+ * its input). `bytes`: the local bytes of `cur`, the spec it starts from. */
+static double step_time(const ShardMesh *m, Shape sh, const ShardSpec *cur, ShardColl kind, int axis, int dim,
+                        double bytes) {
+    double t = shard_coll_time(m, kind, axis, bytes);
+    if (m->size[axis] <= 1) return t;
+    Shape lb = shard_spec_local(cur, m, sh);
+    int64_t outer = 1;
+    for (int k = 0; k < dim && k < lb.rank; k++) outer *= lb.d[k];
+    switch (kind) {
+    case COLL_ALL_GATHER: return outer > 1 ? t + shard_copy_time(m, bytes * m->size[axis]) : t;
+    case COLL_REDUCE_SCATTER: return outer > 1 ? t + shard_copy_time(m, bytes) : t;
+    case COLL_ALL_TO_ALL: return t + 2 * shard_copy_time(m, bytes);
+    default: return t;
+    }
+}
+
 typedef struct Ctx {
     Source *s;
     int from;            /* the node being expanded */
@@ -298,7 +319,7 @@ static void relax(Ctx *c, ShardColl kind, int axis, int dim, int dim2, bool to_m
     Source *s = c->s;
     ShardSpec next = apply_move(c->cur, kind, axis, dim, dim2, to_max);
     if (!shard_spec_valid(&next, &s->m, s->sh, NULL)) return;
-    double t = shard_coll_time(&s->m, kind, axis, c->bytes);
+    double t = step_time(&s->m, s->sh, c->cur, kind, axis, dim, c->bytes);
     double d = s->t[c->from].dist + t + STEP_EPS;
     double time = s->t[c->from].time + t;
     int i = node_get(s, spec_key(&next, s->m.n_axes)); /* may move s->t */
@@ -458,7 +479,7 @@ bool shard_reshard(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *a, c
         ShardSpec cur = key_spec(s->t[nd->prev].key, m->n_axes, sh.rank);
         double bytes = shard_spec_bytes(&cur, m, sh, dt);
         ShardColl kind = (ShardColl)nd->kind;
-        double t = shard_coll_time(m, kind, nd->axis, bytes);
+        double t = step_time(m, sh, &cur, kind, nd->axis, nd->dim, bytes);
         out->step[k] = (ShardStep){kind, nd->axis, nd->dim, nd->dim2, bytes, shard_coll_sent(m, kind, nd->axis, bytes), t,
                                    apply_move(&cur, kind, nd->axis, nd->dim, nd->dim2, nd->to_max)};
         out->time += out->step[k].time;

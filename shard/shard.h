@@ -190,9 +190,18 @@ const char *shard_coll_name(ShardColl k);
 
 /* Time of one collective over mesh axis `axis` (ring algorithms, α–β model),
  * where `bytes` is each rank's local buffer going in (the shard for an
- * all-gather, the whole local tensor for the others). Local ops (slice, mask)
- * cost their output bytes over the memory bandwidth. */
+ * all-gather, the whole local tensor for the others). Local ops are the
+ * copies the program makes: a slice copies this rank's block (bytes / n), a
+ * mask the whole buffer (shard_copy_time). */
 double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes);
+
+/* A device copy of `bytes` (read and written) at SHARD_COPY_BW_EFF of the
+ * memory bandwidth: what the sim prices a recorded copy at (cost.c's layout
+ * class takes the same fraction). The fraction: element-wise kernels reach
+ * ~80 % of HBM bandwidth (NVIDIA's CUDA best-practices guide, the
+ * bandwidthTest / STREAM-copy figures of the A100/H100 data sheets). */
+#define SHARD_COPY_BW_EFF 0.80
+double shard_copy_time(const ShardMesh *m, double bytes);
 /* Bytes each rank sends over the link for that collective. */
 double shard_coll_sent(const ShardMesh *m, ShardColl k, int axis, double bytes);
 
@@ -223,6 +232,15 @@ bool shard_spec_valid(const ShardSpec *s, const ShardMesh *m, Shape sh, StrBuf *
 int64_t shard_spec_split(const ShardSpec *s, const ShardMesh *m, int d);
 Shape shard_spec_local(const ShardSpec *s, const ShardMesh *m, Shape global);
 double shard_spec_bytes(const ShardSpec *s, const ShardMesh *m, Shape global, DType dt);
+/* Gradient buckets: the lowering packs the gradients it sums into buckets
+ * (compiler/lower/schedule.c make_buckets), members in definition order per
+ * block instance, dtype and summed axes, each padded to 64 bytes, a bucket
+ * taking members up to SHARD_BUCKET_BYTES (PyTorch DDP's default 25 MiB; a
+ * larger gradient is a bucket of its own); the planner prices their sync
+ * (solver/cost.h COST_BUCKET_BYTES) and their buffers (solver/problem.c
+ * IlpStrat.bucket) from the same two facts. */
+#define SHARD_BUCKET_BYTES ((int64_t)25 << 20)
+static inline int64_t shard_bucket_member_bytes(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 /* Product of the sizes of the axes that split no dim and are not partial:
  * the tensor is replicated over them. */
 int shard_spec_replicas(const ShardSpec *s, const ShardMesh *m);

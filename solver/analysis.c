@@ -178,9 +178,27 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
         } else continue;
         DType d = cost_dtype(&r->cm, v->dtype);
         t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
+        if (p->bwd_reread[n] >> i & 1) /* again in the backward (plan_bwd_rereads) */
+            t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
         if (ir_dtype_is_float(v->dtype)) {
             ShardSpec gs = shard_grad_spec(&mem->is, st, i), want = shard_spec_unpartial(from);
+            if (v->role == ROLE_PARAM || ir_node(g, v->def)->op == OP_POS_EMBEDDING) /* as problem.c */
+                gs = cost_deferred_grad(&gs, from);
             t += reshard_into(c, &r->mesh, v->shape, d, &gs, &want);
+        }
+    }
+    for (int o = 0; o < nd->n_out; o++) { /* the loss summed over the batch's ranks (problem.c) */
+        const Value *v = ir_val(g, nd->out[o]);
+        if (!(v->flags & VF_OUTPUT) || !st->out[o].partial) continue;
+        double frac = p->call_cm.batch_frac > 0 && p->call_cm.batch_frac < 1 ? p->call_cm.batch_frac : 1;
+        double bytes = shard_spec_bytes(&st->out[o], &r->mesh, v->shape, cost_dtype(&r->cm, v->dtype)) * frac;
+        for (int a = 0; a < r->mesh.n_axes; a++) {
+            if (!(st->out[o].partial >> a & 1u)) continue;
+            ShardStep s = {.kind = COLL_ALL_REDUCE, .axis = (int8_t)a,
+                           .sent = shard_coll_sent(&r->mesh, COLL_ALL_REDUCE, a, bytes)};
+            double ta = shard_coll_time(&r->mesh, COLL_ALL_REDUCE, a, bytes);
+            if (c) comm_add(c, PUR_RESHARD, &s, ta);
+            t += ta;
         }
     }
     return t;
@@ -202,12 +220,12 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
         const Value *vv = ir_val(g, v);
         DType d = cost_dtype(&r->cm, vv->dtype);
         ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
-        double bytes = shard_spec_bytes(&gspec, m, vv->shape, d);
-        double share = fmin(1, bytes / COST_BUCKET_BYTES);
-        if (z < 2) {
+        double bytes = shard_spec_bytes(&gspec, m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d);
+        double share = fmin(1, fmax(bytes / COST_BUCKET_BYTES, p->run_frac[v]));
+        if (z < 2) { /* as cost_grad_sync: the resharding to replicated, a share of its latency */
             ShardSpec want = shard_spec_unpartial(&gspec);
             ShardReshard rs;
-            if (shard_reshard(m, vv->shape, d, &gspec, &want, &rs, NULL))
+            if (shard_reshard(m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d, &gspec, &want, &rs, NULL))
                 for (int k = 0; k < rs.n; k++) {
                     const ShardStep *s = &rs.step[k];
                     double lat = s->time - s->sent * m->beta[s->axis];
@@ -248,7 +266,7 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
             ShardStep s = {.kind = COLL_ALL_GATHER, .axis = (int8_t)w,
                            .sent = shard_coll_sent(m, COLL_ALL_GATHER, w, piece)};
             double t = shard_coll_time(m, COLL_ALL_GATHER, w, piece); /* per tensor */
-            for (int k = 0; k < (z == 3 ? 2 * p->opt.micro_batches : 1); k++) comm_add(c, PUR_GATHER, &s, t);
+            for (int k = 0; k < (z == 3 ? p->param_reads[v] * p->opt.micro_batches : 1); k++) comm_add(c, PUR_GATHER, &s, t);
             piece *= m->size[w];
         }
     }

@@ -84,6 +84,23 @@ int plan_bwd_chain(const PlanBwd *b, NodeId f, const NodeId **nodes) {
     return b->first[f + 1] - b->first[f];
 }
 
+unsigned plan_bwd_rereads(const Graph *g, const PlanBwd *bw, NodeId f) {
+    const Node *fn = ir_node(g, f);
+    const NodeId *chain;
+    int nch = plan_bwd_chain(bw, f, &chain);
+    unsigned mask = 0;
+    for (int i = 0; i < fn->n_in; i++) {
+        bool first = true; /* an operand read twice by f: the rule assumes its first spec */
+        for (int j = 0; j < i; j++) first &= fn->in[j] != fn->in[i];
+        for (int c = 0; first && c < nch && !(mask & (1u << i)); c++) {
+            const Node *n = ir_node(g, chain[c]);
+            for (int k = 0; k < n->n_in; k++)
+                if (n->in[k] == fn->in[i]) mask |= 1u << i;
+        }
+    }
+    return mask;
+}
+
 enum { MAX_HELD = 64, MAX_CAND = 10 };
 
 typedef struct Held {

@@ -25,7 +25,7 @@ static const CostClass classes[] = {
     [OPC_ATTENTION] = {0.50, 0.80, 2.5},
     [OPC_GATHER] = {1.00, 0.60, 1.0},
     [OPC_LOSS] = {1.00, 0.70, 1.0},
-    [OPC_LAYOUT] = {1.00, 0.80, 1.0},
+    [OPC_LAYOUT] = {1.00, SHARD_COPY_BW_EFF, 1.0}, /* copies: shard_copy_time's fraction */
     [OPC_REDUCE] = {1.00, 0.80, 1.0},
     [OPC_OPTIMIZER] = {1.00, 0.80, 0.0},
 };
@@ -147,23 +147,36 @@ double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_
     return t;
 }
 
-/* The latency part of one step of a plan (its time less its bandwidth part). */
-static double step_latency(const ShardMesh *m, const ShardStep *st) {
-    return st->time - st->sent * m->beta[st->axis];
+ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held) {
+    ShardSpec s = *grad;
+    for (int a = 0; a < SHARD_MAX_AXES; a++)
+        if ((s.partial >> a & 1u) && shard_spec_axis_dim(held, a, NULL) < 0) s.partial &= (uint8_t)~(1u << a);
+    return s;
 }
 
-double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec,
-                      int zero_stage) {
+double cost_allreduce_axes(const CostModel *cm, unsigned axes, double bytes) {
+    double t = 0;
+    for (int a = 0; a < cm->mesh->n_axes; a++)
+        if (axes >> a & 1u) t += shard_coll_time(cm->mesh, COLL_ALL_REDUCE, a, bytes);
+    return t;
+}
+
+double cost_bucket_copy(const CostModel *cm, double bytes) { return cost_roofline(cm, OPC_LAYOUT, 0, 2 * bytes); }
+
+double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
+                      double run_frac) {
     const ShardMesh *m = cm->mesh;
-    DType d = cost_dtype(cm, dt);
-    double bytes = shard_spec_bytes(grad_spec, m, sh, d), t = 0;
-    double share = bytes / COST_BUCKET_BYTES;
-    if (share > 1) share = 1;
+    double bytes = shard_spec_bytes(grad_spec, m, sh, dt), t = 0;
     if (zero_stage < 2) {
+        /* the bucket's sum: the resharding to replicated (an all-reduce per pending
+         * axis; over a slow axis hierarchical where that is cheaper, which the
+         * buckets do not do yet: cg_emit.c emit_bucket, bench/simulate) */
+        double share = fmin(1, fmax(bytes / COST_BUCKET_BYTES, run_frac));
         ShardSpec want = shard_spec_unpartial(grad_spec);
         ShardReshard r;
-        if (!shard_reshard(m, sh, d, grad_spec, &want, &r, NULL)) return INFINITY;
-        for (int i = 0; i < r.n; i++) t += r.step[i].time - (1 - share) * step_latency(m, &r.step[i]);
+        if (!shard_reshard(m, sh, dt, grad_spec, &want, &r, NULL)) return INFINITY;
+        for (int i = 0; i < r.n; i++)
+            t += r.step[i].time - (1 - share) * (r.step[i].time - r.step[i].sent * m->beta[r.step[i].axis]);
         return t;
     }
     /* ZeRO-2/3: reduce-scatter the flattened gradient over the pending axes,

@@ -88,17 +88,39 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId n, const IterSpace *is,
 double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,
                  const ShardSpec *cons_in, const ShardSpec *cons_grad);
 
-/* The data-parallel lowering fuses gradients into buckets of this size
- * (PyTorch DDP's default): each tensor's all-reduce pays its bandwidth term
- * and its share (bytes / bucket, at most 1) of the latency term. ZeRO's
- * reduce-scatters and all-gathers run one per tensor, each paying its whole
- * latency. */
-#define COST_BUCKET_BYTES 25e6
+/* A gradient flowing back into a parameter (a parameter read by a second
+ * consumer, GPT-2's tied embedding; the position embedding's table): its
+ * pending sums over the ranks are not reduced at the edge, the lowering
+ * keeps them pending into the parameter's gradient and sums them once, with
+ * its gradient sync (compiler/lower/split.c). Gives grad less the pending
+ * axes that do not split `held` (the spec the parameter's owner holds). */
+ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held);
+
+/* The lowering packs the gradients it sums into buckets of at most this many
+ * bytes (compiler/lower/schedule.c make_buckets, PyTorch DDP's default
+ * 25 MiB), one run of buckets per block instance (and for the parameters
+ * outside the blocks, one before them and one after), all-reduced on the
+ * communication stream. */
+#define COST_BUCKET_BYTES ((double)SHARD_BUCKET_BYTES)
 
 /* Gradient synchronization of a parameter whose gradient arrives as
- * grad_spec: reduce its pending axes, by all-reduce (ZeRO 0 and 1, bucketed)
- * or reduce-scatter over the replicated axes (ZeRO 2 and 3, per tensor). */
-double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec,
-                      int zero_stage);
+ * grad_spec, in dtype dt as summed (not mapped by cost_dtype). ZeRO 0 and 1: its resharding to replicated (an all-reduce per pending
+ * axis, hierarchical over a slow axis where cheaper), bucketed: the
+ * bandwidth term and a share of each step's latency, the larger of
+ * its bytes over COST_BUCKET_BYTES and run_frac, its share of its block
+ * instance's gradient bytes (the bucket it rides holds them), at most 1.
+ * ZeRO 2 and 3: a reduce-scatter over each pending axis, one collective per
+ * tensor where the backward makes it, on the compute stream. */
+double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
+                      double run_frac);
+
+/* A gradient bucket's packing copy (schedule.c): the gradient read and
+ * written into the bucket on the compute stream, once a step. */
+double cost_bucket_copy(const CostModel *cm, double bytes);
+
+/* The time of one all-reduce of `bytes` over each mesh axis in `axes` (a
+ * bitmask): the loss's sum over the ranks splitting the batch, a gradient
+ * norm's over the ranks holding its parts. */
+double cost_allreduce_axes(const CostModel *cm, unsigned axes, double bytes);
 
 #endif

@@ -6,7 +6,9 @@
  *
  *   step = compute + resharding + recompute + exposed gradient sync
  *          + optimizer + ZeRO gathers
- *   exposed sync = max(sync - backward compute, sync / buckets, 0)
+ *   exposed sync = ZeRO-2/3's reduce-scatters (on the compute stream)
+ *          + max(the buckets' sync - the backward they run behind,
+ *                the last buckets' sync, 0)   (solver.h, IlpGroup.sync_last)
  *   offloaded groups (host offload): their state's bytes leave the device
  *          (every moment) for the host; their device update leaves
  *          optimizer; the offloaded updates' pipeline runs beside the
@@ -43,6 +45,13 @@
  *            mixed precision the f32 copies of the gradients), plus the
  *            largest transient of all (the first groups' backward runs with
  *            nearly every gradient written)
+ *          a gradient bucket (IlpStrat.bucket, ilp_bucket_set) is a second
+ *          copy of its set's gradients at its launch, where the set's
+ *          backward ends: a transient of the head's moment (the head's set),
+ *          of the update (every set), of the last block instance's first
+ *          group and of the first block instance's moment (a block's set;
+ *          there in place of the instance's transients and re-made
+ *          activations, freed by then)
  */
 #include <math.h>
 #include <string.h>
@@ -88,11 +97,26 @@ bool ilp_group_at_head(const IlpGroup *g) { return g->after_blocks || (g->block 
 
 bool ilp_group_last_block(const IlpGroup *g) { return g->block >= 0 && g->early > 0; }
 
+int ilp_bucket_set(const IlpProblem *p, const IlpGroup *g) {
+    if (g->block >= 0) return g->block;
+    return ilp_group_at_head(g) || !p->n_blocks ? p->n_blocks : p->n_blocks + 1;
+}
+
+double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z) {
+    return S->bucket[z] * (g->block >= 0 ? 1 : g->mult);
+}
+
 double ilp_transient(const IlpStrat *S, int z) {
     return S->transient + (z >= 2 || S->accumulates ? S->param_local : 0);
 }
 
-double ilp_rerun_bytes(const IlpStrat *S, int z) { return S->act[RC_NONE] + (z >= 3 ? S->param_local : 0); }
+double ilp_rerun_bytes(const IlpStrat *S, int z, int pol) {
+    /* a selective re-run rebuilds what the policy does not keep: the matrix
+     * products' results stay from the forward (a block's output counts in the
+     * re-run under either policy, as it did) */
+    double kept = pol == RC_SELECTIVE ? S->act[RC_SELECTIVE] - S->act[RC_FULL] : 0;
+    return S->act[RC_NONE] - kept + (z >= 3 ? S->param_local : 0);
+}
 
 /* The sum of the k largest transfers: v[i] (one each) and block b's blk[b] (one per instance). */
 static double largest_sum(const double *v, const int *n, int nv, const double *blk, const IlpBlock *blocks, int nb,
@@ -120,7 +144,7 @@ static double largest_sum(const double *v, const int *n, int nv, const double *b
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     IlpPrice r;
     memset(&r, 0, sizeof r);
-    double bwd = 0, other_blocks = 0;
+    double bwd = 0, other_blocks = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0;
     double *block_none = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
     /* parameters on the host: a transfer up is one block instance's slices (the block's
      * groups' per instance; the block has one per instance), or one group's outside the
@@ -128,6 +152,8 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     double *block_xfer = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
     double *xfer = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
     int *xn = ir_alloc(sizeof(int) * (size_t)(p->n_groups + p->n_blocks + 1)), nx = 0;
+    /* the gradient buckets (ilp_bucket_sets): one block instance's, the head's, those before the blocks */
+    double *bk = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 2)), bk_blocks = 0;
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *g = &p->groups[gi];
         const IlpStrat *S = &g->strats[c->strat[gi]];
@@ -136,11 +162,15 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         bwd += g->mult * S->bwd_s;
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
+        if (z >= 2) sync_block += g->mult * S->sync_s[z];
+        else sync_over += g->mult * S->sync_s[z], sync_last += g->sync_last * g->mult * S->sync_s[z];
+        if (!g->after_blocks) hide += g->mult * S->bwd_s;
         r.optimizer_s += g->mult * S->opt_s[z];
         r.gather_s += g->mult * S->gather_s[z];
         r.mem_params += g->mult * S->mem_static[z];
         r.mem_grads_late += (g->mult - g->early) * S->mem_grad_late[z];
         r.mem_update += g->mult * S->mem_update[z];
+        bk[ilp_bucket_set(p, g)] += ilp_bucket_bytes(g, S, z);
         r.mem_transient_max = maxd(r.mem_transient_max, ilp_transient(S, z));
         if (ilp_group_at_head(g)) r.mem_transient_head = maxd(r.mem_transient_head, ilp_transient(S, z));
         else if (g->block >= 0) {
@@ -176,12 +206,23 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
             const int *n = c->count[g->block];
             for (int pol = 0; pol < RC__COUNT; pol++) r.mem_acts += n[pol] * S->act[pol];
             r.recompute_s += n[RC_SELECTIVE] * S->rec_sel_s + n[RC_FULL] * S->fwd_s;
-            block_none[g->block] += ilp_rerun_bytes(S, z);
+            /* the re-run instance: a full one where some instance is (the larger) */
+            block_none[g->block] += ilp_rerun_bytes(S, z, n[RC_FULL] > 0 ? RC_FULL : RC_SELECTIVE);
         }
     }
     for (int b = 0; b < p->n_blocks; b++) {
         if (c->count[b][RC_SELECTIVE] + c->count[b][RC_FULL] > 0)
             r.mem_recompute = maxd(r.mem_recompute, block_none[b]);
+    }
+    /* a bucket is a second copy of its gradients at its launch, as its set's backward ends
+     * (compiler/lower/schedule.c: they are freed after the packing): a transient of that
+     * moment, the head's (its set), the update's (every set), and a block instance's: the
+     * last's at its first group (below), the first's at its moment, once the instance's
+     * transients and re-made activations are freed */
+    for (int k = 0; k < p->n_blocks + 2; k++) {
+        r.mem_transient_max = maxd(r.mem_transient_max, bk[k]);
+        if (k == p->n_blocks) r.mem_transient_head = maxd(r.mem_transient_head, bk[k]);
+        else if (k < p->n_blocks) bk_blocks = maxd(bk_blocks, bk[k]);
     }
     r.mem_staging = largest_sum(xfer, xn, nx, block_xfer, p->blocks, p->n_blocks, p->off_inflight);
     for (int e = 0; e < p->n_edges; e++) {
@@ -196,7 +237,8 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
             other_blocks = maxd(other_blocks, E->mem[k]);
         }
     }
-    r.sync_exposed_s = maxd(0, maxd(r.sync_s - bwd, p->n_layers ? r.sync_s / p->n_layers : 0));
+    hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
+    r.sync_exposed_s = sync_block + maxd(0, maxd(sync_over - hide, sync_last));
     /* the offloaded updates run after the backward (each reads the gradient norm's clipping
      * coefficient; compiler/codegen/cg_offload.c): nothing hides their pipeline */
     r.offload_exposed_s = r.offload_s;
@@ -211,25 +253,32 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     /* the last block instance's backward, group by group (its groups in
      * forward order: the backward reaches g with those before it unwritten) */
     double last = other_blocks, last_at = other_blocks, unwritten = 0, freed = 0, g_unw = 0, g_freed = 0;
+    int g_first = 0;
     for (int gi = 0; gi < p->n_groups; gi++) /* where the last instance keeps its activations (policy none: */
         if (ilp_group_last_block(&p->groups[gi]) && c->count[p->groups[gi].block][RC_NONE] > 0) /* policy_of) */
             freed += p->groups[gi].strats[c->strat[gi]].act[RC_NONE]; /* the backward frees them group by group */
+    /* once the instance's backward is done (the other blocks' transient): all of them freed */
+    last_at -= freed, g_freed = freed;
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *g = &p->groups[gi];
         if (!ilp_group_last_block(g)) continue;
         const IlpStrat *S = &g->strats[c->strat[gi]];
         int z = c->zero[gi];
         if (c->count[g->block][RC_NONE] > 0) freed -= S->act[RC_NONE]; /* those of the groups after g */
-        double at_g = ilp_transient(S, z) - unwritten - freed;
-        if (at_g > last_at) last_at = at_g, last = ilp_transient(S, z), g_unw = unwritten, g_freed = freed;
+        /* the first group's backward ends the instance's: its bucket launches (every
+         * gradient written, those after it freed) */
+        double tg = maxd(ilp_transient(S, z), g_first++ == 0 ? bk[g->block] - r.mem_recompute : 0);
+        double at_g = tg - unwritten - freed;
+        if (at_g > last_at) last_at = at_g, last = tg, g_unw = unwritten, g_freed = freed;
         unwritten += S->mem_grad_late[z];
     }
     double at[ILP_MOMENTS] = {
         start - unwritten + r.mem_transient_head + stg, start - r.mem_acts_head + r.mem_recompute + last_at + stg,
         r.mem_params + r.mem_update + r.mem_transient_max,
-        r.mem_params - r.mem_grads_late_pre + r.mem_acts_pre + r.mem_recompute + r.mem_transient_blocks + stg};
+        r.mem_params - r.mem_grads_late_pre + r.mem_acts_pre + maxd(r.mem_recompute + r.mem_transient_blocks, bk_blocks) +
+            stg};
     const double tr[ILP_MOMENTS] = {r.mem_transient_head + stg, last + stg, r.mem_transient_max,
-                                    r.mem_transient_blocks + stg};
+                                    maxd(r.mem_transient_blocks, bk_blocks - r.mem_recompute) + stg};
     r.peak_moment = 0;
     for (int k = 1; k < ILP_MOMENTS; k++) /* the first of equal peaks */
         if (at[k] > at[r.peak_moment]) r.peak_moment = k;
@@ -237,6 +286,7 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     r.mem_unwritten = r.peak_moment == 0 ? unwritten : r.peak_moment == 1 ? g_unw : 0;
     r.mem_acts_freed = r.peak_moment == 1 ? g_freed : 0;
     r.mem_transient = tr[r.peak_moment];
+    ir_free(bk);
     ir_free(block_none);
     ir_free(block_xfer);
     ir_free(xfer);

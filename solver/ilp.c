@@ -473,15 +473,38 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     put(lp, m->mem_row, m->TH_col, 1);
     put(lp, urow, T, 1);
     int *brow = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1)); /* per last-block group: its row */
+    int g_first = -1;
     for (int g = 0; g < p->n_groups; g++) {
         if (!ilp_group_last_block(&p->groups[g])) continue;
+        /* the first group's backward ends the instance's: its transient and the re-made
+         * activations or, once it is done, the instance's bucket (eval.c): Y >= each */
+        int Y = 0, yrow[2] = {0, 0};
+        if (g_first < 0) {
+            g_first = g;
+            snprintf(nm, sizeof nm, "bucket_last_%d", g);
+            Y = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+            for (int q = 0; q < 2; q++) {
+                yrow[q] = add_row(lp, GLP_LO, 0, 0, nm);
+                put(lp, yrow[q], Y, 1);
+            }
+            put(lp, yrow[0], TR, -1);
+            for (int k = 0; k < p->n_groups; k++) {
+                const IlpGroup *K = &p->groups[k];
+                if (ilp_bucket_set(p, K) != p->groups[g].block) continue;
+                for (int s = 0; s < K->n_strats; s++)
+                    for (int z = 0; z < ZERO_STAGES; z++) {
+                        double v = ilp_bucket_bytes(K, &K->strats[s], z);
+                        if (m->x[k][s * ZERO_STAGES + z] && v > 0) put(lp, yrow[1], m->x[k][s * ZERO_STAGES + z], -v * ms);
+                    }
+            }
+        }
         snprintf(nm, sizeof nm, "memory_block_%d", g);
         int row = min_mem || isfinite(set->mem_limit) ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms, nm)
                                                       : add_row(lp, GLP_FR, 0, 0, nm);
         if (min_mem) put(lp, row, m->M_col, -1);
         brow[g] = row;
         put(lp, row, RB, 1);
-        put(lp, row, TR, 1);
+        put(lp, row, Y ? Y : TR, 1);
         for (int k = 0; k <= g; k++) {
             const IlpGroup *K = &p->groups[k];
             if (!ilp_group_last_block(K)) continue;
@@ -490,12 +513,18 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     int c = m->x[k][s * ZERO_STAGES + z];
                     if (!c) continue;
                     double v = k == g ? ilp_transient(&K->strats[s], z) : -K->strats[s].mem_grad_late[z];
-                    if (v != 0) put(lp, row, c, v * ms);
+                    if (v != 0 && k == g && Y) put(lp, yrow[0], c, -v * ms);
+                    else if (v != 0) put(lp, row, c, v * ms);
                 }
         }
     }
-    put(lp, frow, m->TB_col, 1);
-    put(lp, frow, TR, 1);
+    /* the first block instance's: W >= TB + TR, W >= each block's bucket (eval.c) */
+    int W = add_col(lp, GLP_CV, 0, INFINITY, 0, "first_block_transient");
+    int wrow = add_row(lp, GLP_LO, 0, 0, "first_block_transient");
+    put(lp, frow, W, 1);
+    put(lp, wrow, W, 1);
+    put(lp, wrow, m->TB_col, -1);
+    put(lp, wrow, TR, -1);
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
@@ -536,9 +565,39 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 put(lp, trow, c, -ilp_transient(S, z) * ms);
                 if (crow) put(lp, crow, c, -ilp_transient(S, z) * ms);
                 if (orow) put(lp, orow, c, -ilp_transient(S, z) * ms);
-                put(lp, erow1, c, (-G->mult * S->sync_s[z] + G->mult * S->bwd_s) * ts);
-                if (p->n_layers) put(lp, erow2, c, -G->mult * S->sync_s[z] / p->n_layers * ts);
+                /* the exposed sync (solver.h): ZeRO-2/3's whole, the buckets' past the
+                 * backward they hide behind, or at least the last buckets' */
+                double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
+                put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
+                put(lp, erow2, c, -G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_last) * ts);
             }
+    }
+
+    /* the gradient buckets (eval.c): each set's bytes a transient of the update (T), of the
+     * head's backward (TH, the head's set) and of the first block instance's (W, a block's
+     * set); the last block instance's: its first group's row (above) */
+    for (int k = 0; k < p->n_blocks + 2; k++) {
+        int cols[2] = {T, k == p->n_blocks ? m->TH_col : k < p->n_blocks ? W : 0};
+        for (int q = 0; q < 2; q++) {
+            if (!cols[q]) continue;
+            int row = 0;
+            for (int g = 0; g < p->n_groups; g++) {
+                const IlpGroup *G = &p->groups[g];
+                if (ilp_bucket_set(p, G) != k) continue;
+                for (int s = 0; s < G->n_strats; s++)
+                    for (int z = 0; z < ZERO_STAGES; z++) {
+                        int c = m->x[g][s * ZERO_STAGES + z];
+                        double v = ilp_bucket_bytes(G, &G->strats[s], z);
+                        if (!c || !(v > 0)) continue;
+                        if (!row) {
+                            snprintf(nm, sizeof nm, "bucket_%d_%d", k, q);
+                            row = add_row(lp, GLP_LO, 0, 0, nm);
+                            put(lp, row, cols[q], 1);
+                        }
+                        put(lp, row, c, -v * ms);
+                    }
+            }
+        }
     }
 
     offload_columns(p, set, m, urow, tscale, on);
@@ -560,7 +619,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 r[RC_FULL] = maxd(r[RC_FULL], S->fwd_s);
                 for (int q = 0; q < RC__COUNT; q++) a[q] = maxd(a[q], S->act[q]);
                 for (int z = 0; z < ZERO_STAGES; z++) /* the re-run's bytes bound */
-                    if (m->x[g][s * ZERO_STAGES + z]) a[RC_NONE] = maxd(a[RC_NONE], ilp_rerun_bytes(S, z));
+                    if (m->x[g][s * ZERO_STAGES + z]) a[RC_NONE] = maxd(a[RC_NONE], ilp_rerun_bytes(S, z, RC_FULL));
             }
             for (int q = 0; q < RC__COUNT; q++) Rmax[q] += r[q] * ts, Amax[q] += a[q] * ms;
         }
@@ -574,7 +633,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         for (int z = 0; z < ZERO_STAGES; z++)
                             if (m->x[g][s * ZERO_STAGES + z])
                                 put(lp, row, m->x[g][s * ZERO_STAGES + z],
-                                    -ilp_rerun_bytes(&p->groups[g].strats[s], z) * ms);
+                                    -ilp_rerun_bytes(&p->groups[g].strats[s], z, fixed_rc) * ms);
             }
             continue;
         }
@@ -622,7 +681,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     int c = m->x[g][s * ZERO_STAGES + z];
                     if (!c) continue;
                     put(lp, xrow, c, -N);
-                    put(lp, trow, c, -ilp_rerun_bytes(S, z) * ms);
+                    put(lp, trow, c, -ilp_rerun_bytes(S, z, RC_FULL) * ms);
                 }
                 for (int pol = 0; pol < RC__COUNT; pol++) {
                     double t = pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0;
@@ -642,10 +701,14 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
      * <= their bytes (linear in x), F <= Amax l, l <= n[none] (l = 1 under
      * a fixed policy none, 0 under another); the row subtracts F, which the
      * solver raises to l times their bytes */
-    for (int g = 0; g < p->n_groups; g++) {
-        if (!brow[g]) continue;
-        const IlpGroup *G = &p->groups[g];
-        int k = G->block;
+    /* g = -1: the moment once the instance's backward is done (mrow[1], the
+     * other blocks' transient), every group's freed */
+    int last_k = -1;
+    for (int g = 0; g < p->n_groups; g++)
+        if (brow[g]) last_k = p->groups[g].block;
+    for (int g = last_k >= 0 ? -1 : 0; g < p->n_groups; g++) {
+        if (g >= 0 && !brow[g]) continue;
+        int k = g >= 0 ? p->groups[g].block : last_k, row = g >= 0 ? brow[g] : mrow[1];
         bool lnone = fixed_rc < 0 ? m->nbits[k] > 0 : fixed_rc == RC_NONE;
         if (!lnone) continue;
         double amax = 0;
@@ -653,7 +716,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         int F = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
         int arow = add_row(lp, GLP_UP, -INFINITY, 0, nm);
         put(lp, arow, F, 1);
-        put(lp, brow[g], F, -1);
+        put(lp, row, F, -1);
         for (int q = g + 1; q < p->n_groups; q++) {
             const IlpGroup *Q = &p->groups[q];
             if (!ilp_group_last_block(Q) || Q->block != k) continue;

@@ -47,6 +47,8 @@ typedef struct Walk {
     ValueId *grad_of;              /* per value: the value it is the gradient of (ad_grad_of) */
     ShardStrategy *rule_st;        /* per node: a backward node's strategy by plan_bwd_rule */
     PlanBwdAssumed *rule_as;       /* and the specs the rule assumed its operands held in */
+    unsigned *reread;              /* per forward node: the operands its backward reads again
+                                    * (plan_bwd_rereads), priced on the edges into them */
     bool *has_rule;
     int in_nax;                    /* the inputs' row split, fixed by the first input */
     int8_t in_ax[SHARD_MAX_AXES];
@@ -75,6 +77,58 @@ static void add_copy(Walk *w, ValueId x, const ShardSpec *s, int ph, NodeId at) 
     int slot = w->n_copy[x] < MAX_COPIES ? w->n_copy[x]++ : (at + 1) % MAX_COPIES;
     w->copy[x][slot] = *s;
     w->copy_phase[x][slot] = (int8_t)ph;
+}
+
+/* Backward node id reads x, an operand of its forward node the rule assumed
+ * held as the forward read it, resharded again from the spec its producer
+ * left: the ILP priced that on the edge into the operand (problem.c, a
+ * parameter's from its owner's, an activation's from its producer's). */
+static bool priced_again(const Walk *w, NodeId id, ValueId x) {
+    NodeId f = ir_node(w->g, id)->origin;
+    Role r = ir_val(w->g, x)->role;
+    if (f == IR_NONE || (r != ROLE_ACT && r != ROLE_PARAM)) return false;
+    const Node *fn = ir_node(w->g, f);
+    for (int k = 0; k < fn->n_in; k++)
+        if (fn->in[k] == x) return w->reread[f] >> k & 1;
+    return false;
+}
+
+/* Backward node id reads x, a gradient, in the spec the rule assumed, from the
+ * spec a forward reader c of the value y it is the gradient of left it in
+ * (shard_grad_spec of c's strategy): the ILP priced that move, to y's spec as
+ * its producer wrote it, made whole, on the edge y -> c (cost_edge's gradient
+ * part). y: a result of id's forward node f of x's shape, or the value x is
+ * named the gradient of (a gradient an add passes through, problem.c grad_shares_dy,
+ * is its result's: the move is made where it is read). */
+static bool priced_grad(const Walk *w, NodeId id, int i, ValueId x) {
+    const Graph *g = w->g;
+    NodeId f = ir_node(g, id)->origin;
+    if (f == IR_NONE || !w->rule_as[id].has[i] || ir_val(g, x)->role != ROLE_GRAD) return false;
+    const Node *fn = ir_node(g, f);
+    ValueId ys[IR_MAX_OUT + 1];
+    int ny = 0;
+    for (int r = 0; r < fn->n_out; r++)
+        if (ir_shape_eq(ir_val(g, fn->out[r])->shape, ir_val(g, x)->shape)) ys[ny++] = fn->out[r];
+    if (w->grad_of[x] != IR_NONE) ys[ny++] = w->grad_of[x];
+    for (int k = 0; k < ny; k++) {
+        ValueId y = ys[k];
+        const Value *yv = ir_val(g, y);
+        if (yv->def == IR_NONE || !w->pl->has_st[yv->def] || placement_phase(g, yv->def) != PH_FORWARD) continue;
+        ShardSpec a = shard_spec_unpartial(&w->pl->st[yv->def].out[yv->def_out]);
+        if (!shard_spec_eq(&a, &w->rule_as[id].in[i])) continue;
+        for (NodeId c = yv->def + 1; c < g->n_nodes; c++) {
+            const Node *cn = ir_node(g, c);
+            if (placement_phase(g, c) != PH_FORWARD || !w->pl->has_st[c]) continue;
+            for (int j = 0; j < cn->n_in; j++) {
+                if (cn->in[j] != y) continue;
+                IterSpace is;
+                ir_itspace(g, c, &is);
+                ShardSpec gs = shard_grad_spec(&is, &w->pl->st[c], j);
+                if (shard_spec_eq(&gs, &w->spec[x])) return true;
+            }
+        }
+    }
+    return false;
 }
 
 static double read_cost(const Walk *w, ValueId x, const ShardSpec *s, NodeId at) {
@@ -126,11 +180,28 @@ static bool strategy_ok(const Walk *w, NodeId id, const IterSpace *is, const Sha
     return true;
 }
 
+/* The update part's sum of pending scalars (placement_pending_sum): pending
+ * over the union of its operands' axes, as they are held. */
+static bool pending_sum(const Walk *w, NodeId id, ShardStrategy *st) {
+    const Node *n = ir_node(w->g, id);
+    unsigned u = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        if (!w->known[n->in[i]] || w->spec[n->in[i]].pmax) return false;
+        u |= w->spec[n->in[i]].partial;
+    }
+    return placement_pending_sum(w->g, id, u, st);
+}
+
 /* The rule for a node the planner's choice does not cover. */
 static bool choose(Walk *w, NodeId id, const IterSpace *is, ShardStrategy *out) {
     const Node *n = ir_node(w->g, id);
     ShardStrategy *all;
     int ns = shard_strategies(is, w->m, &all);
+    ShardStrategy ps;
+    if (pending_sum(w, id, &ps)) {
+        all = ir_realloc(all, sizeof *all * (size_t)(ns + 1));
+        all[ns++] = ps;
+    }
     double flops = ir_node_flops(w->g, id), best = INFINITY;
     int bi = -1, best_cover = 0;
     ValueId zp = zero_update(w, id);
@@ -249,7 +320,8 @@ static bool complete(Walk *w) {
                 /* a backward node placed by the rule reads x resharded: priced (the
                  * rule's move_s) only where the rule assumed x held as it is */
                 if (w->has_rule[id] && !pl->keep_partial[id] && !(is_leaf(g, x) && zero_of(w, x) >= 3) &&
-                    !(w->rule_as[id].has[i] && shard_spec_eq(&w->rule_as[id].in[i], &w->spec[x]))) {
+                    !(w->rule_as[id].has[i] && shard_spec_eq(&w->rule_as[id].in[i], &w->spec[x])) &&
+                    !priced_again(w, id, x) && !priced_grad(w, id, i, x)) {
                     const Value *xv = ir_val(g, x); /* (a ZeRO-3 parameter's gather is priced as such) */
                     pl->n_unpriced_rsh++;
                     pl->unpriced_rsh_s += pl->micro_batches * /* once per micro-batch */
@@ -364,6 +436,8 @@ Placement *plan_placement(const Graph *g, const PlanResult *r, bool lowerable, S
     ShardStrategy *chain_st = ir_alloc(sizeof *chain_st * (size_t)(g->n_nodes + 1));
     PlanBwdAssumed *chain_as = ir_alloc(sizeof *chain_as * (size_t)(g->n_nodes + 1));
     w.rule_as = ir_alloc(sizeof *w.rule_as * (size_t)(g->n_nodes + 1));
+    w.reread = ir_alloc(sizeof *w.reread * (size_t)(g->n_nodes + 1));
+    for (NodeId f = 0; f < g->n_nodes; f++) w.reread[f] = plan_bwd_rereads(g, bw, f);
     for (NodeId f = 0; f < g->n_nodes; f++) {
         const NodeId *chain;
         int n = plan_bwd_chain(bw, f, &chain);
@@ -378,6 +452,7 @@ Placement *plan_placement(const Graph *g, const PlanResult *r, bool lowerable, S
     bool ok = complete(&w);
     ir_free(w.rule_st);
     ir_free(w.rule_as);
+    ir_free(w.reread);
     ir_free(w.has_rule);
     ir_free(w.spec);
     ir_free(w.known);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "colossal/colrt.h"
+#include "ops.h"
 #include "placement.h"
 #include "solver.h"
 
@@ -59,17 +60,6 @@ double ilp_buffer_bytes(double bytes) { return bytes > 0 ? ceil(bytes / COLRT_AL
 
 static double buf(double bytes) { return ilp_buffer_bytes(bytes); }
 
-/* Does operand i's gradient share the result gradient's buffer? An add's
- * operand of the result's shape gets dY itself (ir/backward.c bw_add_sub),
- * a sub's first; GELU_BWD and its kin write dX over dY (compiler/lower/
- * schedule.c op_in_place_operand): one gradient buffer, not two. */
-static bool grad_shares_dy(const Graph *g, const Node *nd, int i) {
-    int op = nd->op;
-    if (op == OP_GELU || op == OP_RELU || op == OP_SILU || op == OP_TANH) return i == 0;
-    return (op == OP_ADD || (op == OP_SUB && i == 0)) &&
-           ir_shape_eq(ir_val(g, nd->in[i])->shape, ir_val(g, nd->out[0])->shape);
-}
-
 /* ---- building ----------------------------------------------------------------- */
 
 typedef struct Builder {
@@ -83,11 +73,46 @@ typedef struct Builder {
     bool *grad_in_place; /* value read only by cross_entropy: its gradient is written over
                           * it (the lowering fuses the loss and its backward, ce_grad) */
     int *param_owner;  /* value -> owning node (first use) or -1 */
+    int *fwd_reads;    /* parameter -> forward nodes reading it (a tied one: more than one,
+                        * its gradient a sum made in place, in no bucket: schedule.c bucketable) */
     const AdOptions *train; /* the optimizer (IlpOptions.train, or AdamW's defaults) */
     int n_trust;       /* parameters with a trust ratio (LAMB, LARS): entries of the norms collective */
+    int n_params;      /* parameters: each pays its share of the gradient norm's one all-reduce */
     PlanBwd *bw;       /* a training graph's backward nodes per forward node (bwdrule.c) */
     double bw_fps;     /* the rule's compute rate (plan_bwd_flops_per_s) */
+    double *run_elems; /* per run of gradient buckets (run_of): its parameters' elements */
 } Builder;
+
+/* Does operand i of forward node f get its gradient in the result gradient's
+ * buffer? An add's operand of the result's shape gets dY itself (ir/backward.c
+ * bw_add_sub), a sub's first; a one-operand op whose backward is one node
+ * writing in place over dY (ir_op_in_place_operand, the lowering's rule: GELU
+ * and its kin) writes dX over it: one gradient buffer, not two. */
+static bool grad_shares_dy(const Builder *b, NodeId f, int i) {
+    const Graph *g = b->g;
+    const Node *nd = ir_node(g, f);
+    if (nd->op == OP_ADD || (nd->op == OP_SUB && i == 0))
+        return ir_shape_eq(ir_val(g, nd->in[i])->shape, ir_val(g, nd->out[0])->shape);
+    const NodeId *chain;
+    if (nd->n_in != 1 || nd->n_out != 1 || plan_bwd_chain(b->bw, f, &chain) != 1) return false;
+    const Node *c = ir_node(g, chain[0]);
+    int k = ir_op_in_place_operand(g, c);
+    return k >= 0 && c->in[k] != nd->in[0] && c->in[k] != nd->out[0] && ir_val(g, c->in[k])->role == ROLE_GRAD;
+}
+
+/* The run of gradient buckets a group's gradients ride (cost.h
+ * COST_BUCKET_BYTES): its block instance's (a tied group stands for each of
+ * its instances), or outside the blocks the head's (after them, whose
+ * gradients the backward makes first) or the others' (made last). An index
+ * into Builder.run_elems. */
+static int run_of(const Builder *b, const IlpGroup *gr) {
+    (void)b;
+    return gr->block >= 0 ? gr->block + 2 : gr->after_blocks ? 1 : 0;
+}
+
+DType ilp_sync_dtype(const IlpProblem *p, int zero_stage, DType dt) {
+    return zero_stage < 2 && p->opt.micro_batches > 1 && p->grad32_bytes > p->grad_bytes ? DT_F32 : dt;
+}
 
 /* The planner chooses the forward ops' strategies; a training graph's
  * backward nodes are priced with their forward op (member_bwd), its
@@ -374,7 +399,10 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
             int pm = b->p->member_of_node[v->def];
             const ShardStrategy *ps = &gr->members[pm].st[ms[pm]];
             ShardSpec gs = shard_grad_spec(&mem->is, st, i);
-            c += micro_edge(b, v, &ps->out[ir_val(g, nd->in[i])->def_out], &st->in[i], &gs);
+            const ShardSpec *from = &ps->out[ir_val(g, nd->in[i])->def_out];
+            c += micro_edge(b, v, from, &st->in[i], &gs);
+            if (b->p->bwd_reread[mem->node] >> i & 1) /* and again in the backward */
+                c += micro_edge(b, v, from, &st->in[i], NULL);
         }
         CostOp co;
         cost_op(b->cm, g, mem->node, &mem->is, st, &co);
@@ -445,6 +473,8 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 if (shard_spec_axis_dim(&st->in[i], a, NULL) >= 0 && mesh->size[a] > 1) split_axes |= 1u << a;
             bool trust = oi->trust && !ad_name_matches(b->train->no_trust, vv->name);
             S->param_local += buf(local * ps);
+            /* its share of its run's gradients: of one bucket's latency when they fit in one */
+            double run_frac = p->run_frac[v];
             /* the gradient held across the step: under micro-batches the
              * accumulator, which autodiff keeps in f32 (the update reads it,
              * no cast at the update); else the gradient itself, cast to f32
@@ -466,10 +496,25 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                  * and backward; a gradient without ZeRO slices is accumulated as
                  * this rank's partial sum and all-reduced once, and ZeRO-1/2
                  * gather the updated parameters once */
-                double sync = cost_grad_sync(cm, vv->shape, dt, &gspec, z >= 2 ? 2 : 0);
+                DType sdt = ilp_sync_dtype(p, z, dt);
+                double sync = cost_grad_sync(cm, vv->shape, sdt, &gspec, z >= 2 ? 2 : 0, run_frac);
                 S->sync_s[z] += z >= 2 ? M * sync : sync;
+                /* a bucketed gradient is first copied into its bucket (schedule.c) */
+                if (z < 2 && gspec.partial) {
+                    double gb = shard_spec_bytes(&gspec, mesh, vv->shape, sdt);
+                    S->opt_s[z] += cost_bucket_copy(cm, gb);
+                    /* in a bucket (schedule.c make_buckets): ZeRO-0's gradients of a replicated
+                     * parameter but a tied one's (the data-parallel lowering's). Not counted:
+                     * ZeRO-1's (the data-parallel lowering buckets them, the sharded one
+                     * reduce-scatters them at the update) and a split parameter's (the sharded
+                     * lowering buckets a gradient only where its one resharding is the sum:
+                     * the clipping norm's reduce-scatter of it, which the completion adds,
+                     * makes a second) */
+                    if (z == 0 && b->fwd_reads[v] <= 1 && !split_axes)
+                        S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
+                }
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
-                S->gather_s[z] += z == 3 ? 2 * M * ag : ag;
+                S->gather_s[z] += z == 3 ? p->param_reads[v] * M * ag : ag;
                 /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3
                  * slice) added to its accumulator, which is read and written */
                 if (M > 1) { /* one add a micro-batch, at the element-wise rate of its size */
@@ -492,6 +537,12 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 }
                 double nb = 4 * el + 4;
                 S->opt_s[z] += nb / cost_mem_rate(cm->cl, OPC_REDUCE, OP_SUMSQ, nb);
+                /* over ZeRO-2/3's slices and a tensor-parallel shard the norm is a partial
+                 * sum over the ranks: the partial sums are summed pending (the completion's
+                 * placement_pending_sum) and all-reduced once a step, over each of their
+                 * axes (compiler/lower/split.c, spec.c); its share here */
+                unsigned norm_axes = split_axes | (z >= 2 ? rep_axes : 0);
+                if (norm_axes && b->n_params) S->opt_s[z] += cost_allreduce_axes(cm, norm_axes, 4) / b->n_params;
                 if (p->opt.offload != PO_DEVICE) S->off_elems[z] += oe;
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
@@ -540,10 +591,23 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                  * whose gradient they write */
                 const Value *x = ir_val(g, nd->in[i]);
                 bool act = x->role == ROLE_ACT || (x->role == ROLE_INPUT && gr->mult > 1 && ir_dtype_is_float(x->dtype));
-                if (act && !b->grad_in_place[nd->in[i]] && !grad_shares_dy(g, nd, i)) work += buf(co.in_bytes[i]);
+                if (act && !b->grad_in_place[nd->in[i]] && !grad_shares_dy(b, mem->node, i)) work += buf(co.in_bytes[i]);
+                /* an operand made in the group in another spec, which the backward reshards
+                 * again (the forward's copy is not kept): its copy lives while it runs */
+                if ((b->p->bwd_reread[mem->node] >> i & 1) && x->def >= 0 &&
+                    b->p->group_of_node[x->def] == b->p->group_of_node[mem->node] &&
+                    key_of(ir_node(g, x->def)) == key_of(nd)) {
+                    int pm = b->p->member_of_node[x->def];
+                    const ShardStrategy *ps = &gr->members[pm].st[S->member_st[pm]];
+                    if (!shard_spec_eq(&ps->out[x->def_out], &st->in[i])) work += buf(co.in_bytes[i]);
+                }
             }
             for (int r = 0; r < nd->n_out; r++) {
                 ValueId v = nd->out[r];
+                /* the loss, left a pending sum over the ranks splitting the batch: summed
+                 * after its node, each micro-batch (spec.c out_reduce, cg_emit.c) */
+                if ((ir_val(g, v)->flags & VF_OUTPUT) && st->out[r].partial)
+                    S->comm_s += cost_allreduce_axes(cm, st->out[r].partial, co.out_bytes[r]);
                 double bytes = buf(co.out_bytes[r]);
                 if (!b->grad_in_place[v]) work += bytes;
                 if (b->saved[v]) S->act[RC_NONE] += bytes;
@@ -613,13 +677,27 @@ static void build_edges(Builder *b) {
                     const ShardStrategy *sc = &D->members[md].st[D->strats[c].member_st[md]];
                     const ShardSpec *from = out_idx >= 0 ? &sa->out[out_idx] : &sa->in[in_idx];
                     ShardSpec gsp = shard_grad_spec(&D->members[md].is, sc, i);
+                    /* into a parameter (or the position embedding's table): summed with its sync */
+                    ShardSpec gpr = in_idx >= 0 || ir_node(g, src_node)->op == OP_POS_EMBEDDING
+                                        ? cost_deferred_grad(&gsp, from) : gsp;
                     /* once per micro-batch */
-                    double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gsp);
+                    double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gpr);
+                    if (p->bwd_reread[n] >> i & 1) /* the backward reshards it again */
+                        t += p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL);
                     if (diag) D->strats[c].comm_s += t / D->mult;
                     else cost[a * D->n_strats + c] += t;
                     /* a parameter read in another spec than its owner holds it: the
                      * consumer's resharded copy and the gradient it writes in that spec
                      * live while it runs (GPT-2's tied embedding, gathered for the head) */
+                    /* an activation the backward reshards again: its copy lives beside the
+                     * consumer's backward working set */
+                    if (!diag && in_idx < 0 && (p->bwd_reread[n] >> i & 1) && !shard_spec_eq(from, &sc->in[i])) {
+                        double es = (double)ir_dtype_size(v->dtype);
+                        double bytes = buf(es * (double)ir_shape_numel(shard_spec_local(&sc->in[i], b->cm->mesh, v->shape))) +
+                                       D->strats[c].transient;
+                        double *slot = &mem[a * D->n_strats + c];
+                        if (bytes > *slot) *slot = bytes;
+                    }
                     if (!diag && in_idx >= 0 && !shard_spec_eq(from, &sc->in[i])) {
                         double es = (double)ir_dtype_size(v->dtype);
                         double bytes = buf(es * (double)ir_shape_numel(shard_spec_local(&sc->in[i], b->cm->mesh, v->shape))) +
@@ -708,8 +786,10 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     if (!accumulates && p->opt.micro_batches > 1) micro_cm.batch_frac = 1.0 / p->opt.micro_batches;
     p->call_cm = micro_cm;
     Builder b = {.p = p, .g = g, .cm = &micro_cm, .train = train};
-    for (int v = 0; v < g->n_values; v++)
+    for (int v = 0; v < g->n_values; v++) {
         b.n_trust += g->values[v].role == ROLE_PARAM && !ad_name_matches(train->no_trust, g->values[v].name);
+        b.n_params += g->values[v].role == ROLE_PARAM;
+    }
     b.rep = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     b.saved = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
     b.block_out = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
@@ -717,6 +797,8 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     b.param_owner = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (int v = 0; v < g->n_values; v++) b.param_owner[v] = -1;
     b.bw = plan_bwd_new(g);
+    p->bwd_reread = ir_alloc(sizeof(unsigned) * (size_t)(g->n_nodes + 1));
+    for (NodeId n = 0; n < g->n_nodes; n++) p->bwd_reread[n] = plan_bwd_rereads(g, b.bw, n);
     b.bw_fps = plan_bwd_flops_per_s(cm);
     find_representatives(&b);
     mark_values(&b);
@@ -745,6 +827,61 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
                 p->groups[p->group_of_node[own]].early = p->groups[p->group_of_node[own]].mult;
         }
     }
+    /* the runs of gradient buckets: each one's parameter elements (run_of),
+     * and which the backward makes last (IlpGroup.sync_last) */
+    b.run_elems = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 2));
+    int *run_params = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 2));
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *gr = &p->groups[gi];
+        for (int m = 0; m < gr->n_members; m++) {
+            const Node *nd = ir_node(g, gr->members[m].node);
+            for (int i = 0; i < nd->n_in; i++)
+                if (b.param_owner[nd->in[i]] == gr->members[m].node) {
+                    b.run_elems[run_of(&b, gr)] += (double)ir_shape_numel(ir_val(g, nd->in[i])->shape);
+                    run_params[run_of(&b, gr)]++;
+                }
+        }
+    }
+    /* ZeRO-3 gathers a parameter before each node reading it but its update */
+    p->param_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    for (ValueId v = 0; v < g->n_values; v++) p->param_reads[v] = b.bw->training ? 0 : 2;
+    for (NodeId n = 0; b.bw->training && n < g->n_nodes; n++) {
+        const Node *nd = ir_node(g, n);
+        if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
+        for (int i = 0; i < nd->n_in; i++) {
+            bool again = false;
+            for (int k = 0; k < i; k++) again |= nd->in[k] == nd->in[i];
+            if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) p->param_reads[nd->in[i]]++;
+        }
+    }
+    b.fwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    for (NodeId n = 0; n < g->n_nodes; n++) {
+        const Node *nd = ir_node(g, n);
+        for (int i = 0; nd->origin == IR_NONE && !ir_op_is_update(nd->op) && i < nd->n_in; i++) {
+            bool again = false;
+            for (int k = 0; k < i; k++) again |= nd->in[k] == nd->in[i];
+            if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) b.fwd_reads[nd->in[i]]++;
+        }
+    }
+    p->run_frac = ir_alloc(sizeof(double) * (size_t)(g->n_values + 1));
+    for (ValueId v = 0; v < g->n_values; v++) { /* every instance's parameters, as its group's */
+        int own = b.param_owner[v], gi = own >= 0 ? p->group_of_node[own] : -1;
+        if (gi >= 0 && b.run_elems[run_of(&b, &p->groups[gi])] > 0)
+            p->run_frac[v] = (double)ir_shape_numel(ir_val(g, v)->shape) / b.run_elems[run_of(&b, &p->groups[gi])];
+    }
+    int first_blk = -1;
+    for (NodeId n = 0; n < g->n_nodes && first_blk < 0; n++)
+        if (p->group_of_node[n] >= 0 && ir_node(g, n)->block >= 0) first_blk = p->groups[p->group_of_node[n]].block;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        IlpGroup *gr = &p->groups[gi];
+        if (b.run_elems[0] > 0) gr->sync_last = run_of(&b, gr) == 0;
+        else gr->sync_last = gr->block >= 0 && gr->block == first_blk ? 1.0 / gr->mult : 0;
+        /* of that run, the last bucket: 25 MiB, or a tensor larger than that alone */
+        int k = run_of(&b, gr);
+        if (gr->sync_last > 0 && run_params[k] > 0)
+            gr->sync_last *= fmin(1, fmax(COST_BUCKET_BYTES / (b.run_elems[k] * p->grad_bytes), 1.0 / run_params[k]));
+    }
+    ir_free(run_params);
     for (int gi = 0; gi < p->n_groups; gi++) {
         if ((p->timed_out = ilp_deadline_passed())) break; /* --time-limit */
         IlpGroup *gr = &p->groups[gi];
@@ -765,6 +902,8 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     ir_free(b.grad_in_place);
     ir_free(b.block_out);
     ir_free(b.param_owner);
+    ir_free(b.fwd_reads);
+    ir_free(b.run_elems);
     plan_bwd_free(b.bw);
     return p;
 }
@@ -813,9 +952,12 @@ void ilp_problem_free(IlpProblem *p) {
     }
     for (int e = 0; e < p->n_edges; e++) ir_free(p->edges[e].cost), ir_free(p->edges[e].mem);
     ir_free(p->edges);
+    ir_free(p->bwd_reread);
     ir_free(p->groups);
     ir_free(p->blocks);
     ir_free(p->group_of_node);
     ir_free(p->member_of_node);
+    ir_free(p->run_frac);
+    ir_free(p->param_reads);
     ir_free(p);
 }

@@ -88,7 +88,10 @@ static void replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool 
                     continue;
                 }
                 if (o->kind == SIM_WAIT) {
-                    if (ev[o->event] > t[s]) t[s] = ev[o->event];
+                    if (ev[o->event] > t[s]) {
+                        r->wait_s[s] += ev[o->event] - t[s];
+                        t[s] = ev[o->event];
+                    }
                     continue;
                 }
                 if (o->kind == SIM_HSYNC) {
@@ -119,10 +122,15 @@ static void replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool 
                 } else if (o->kind == SIM_COPY) {
                     r->copy_s += d;
                     r->n_copies++;
+                    r->copy_part_s[o->part] += d;
                 } else {
                     r->n_colls++;
                     if (s == SIM_COMM) r->coll_comm_s += d;
                     else r->coll_compute_s += d;
+                    r->coll_n[o->coll][s]++;
+                    r->coll_s[o->coll][s] += d;
+                    r->coll_lat_s[o->coll][s] +=
+                        d - shard_coll_sent(cm->mesh, o->coll, o->axis, o->bytes) * cm->mesh->beta[o->axis];
                 }
                 if (o->kind != SIM_COLL && o->kind != SIM_HCOPY) r->part_s[o->part] += d;
             }

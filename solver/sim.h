@@ -100,6 +100,12 @@ typedef struct SimResult {
     int n_hcopies, n_host;
     double recompute_s;             /* kernels of recomputed nodes */
     double part_s[SIM_PARTS];       /* kernels and copies per part, all micro-batches */
+    double copy_part_s[SIM_PARTS];  /* of part_s: the copies */
+    /* the collectives by kind and stream (the breakdown, simulate --breakdown): their
+     * count, time, and the latency part of that time (steps x the axis's α) */
+    int coll_n[COLL__COUNT][SIM_STREAMS];
+    double coll_s[COLL__COUNT][SIM_STREAMS], coll_lat_s[COLL__COUNT][SIM_STREAMS];
+    double wait_s[SIM_STREAMS];     /* time each stream stood waiting for an event */
     int n_kernels, n_colls, n_copies;
     double peak_live_bytes;         /* largest live bytes (-1: not known) */
     const char *peak_at;            /* the op where it is reached (points into the program) */

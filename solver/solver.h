@@ -45,6 +45,11 @@ typedef struct IlpStrat {
     double mem_update[ZERO_STAGES]; /* bytes held at the update beyond mem_static: under mixed
                                      * precision the f32 copy of each gradient the optimizer
                                      * reads, less the gradient it replaces */
+    double bucket[ZERO_STAGES];     /* bytes of its gradients the lowering packs into a bucket
+                                     * (ZeRO 0 and 1: those it sums), each padded as there
+                                     * (shard_bucket_member_bytes); a bucket is a second copy of
+                                     * its gradients at its launch, the end of its block
+                                     * instance's backward (eval.c) */
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
     double gather_s[ZERO_STAGES];   /* parameter all-gathers (ZeRO 1-3) */
     double opt_s[ZERO_STAGES];      /* optimizer step */
@@ -80,7 +85,33 @@ typedef struct IlpGroup {
     int early;                  /* of its instances, those whose gradients the backward writes
                                  * while every activation is still saved: the groups after the
                                  * last block (the head) and one instance of the last block */
+    double sync_last;           /* the share of its gradient sync (ZeRO 0 and 1) the backward
+                                 * makes last, whose buckets nothing is left to hide behind:
+                                 * the parameters before the blocks (the embedding), or where
+                                 * there are none one instance of the first block */
 } IlpGroup;
+
+/* The gradient buckets' sets (compiler/lower/schedule.c make_buckets: a bucket
+ * holds one block instance's gradients, or those outside the blocks the
+ * backward makes before the blocks' (the head's) or after them): a group's
+ * set, 0..n_blocks-1 its block's (an instance's), n_blocks the head's,
+ * n_blocks + 1 the groups' before the blocks (without blocks: the head's, all
+ * one run); and the bytes a group's gradients add to its set's buckets per
+ * instance (IlpStrat.bucket; a group outside the blocks: all its instances'). */
+struct IlpProblem;
+int ilp_bucket_set(const struct IlpProblem *p, const IlpGroup *g);
+double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z);
+
+/* The dtype a parameter's gradient is summed in at ZeRO stage z, dt its
+ * compute dtype: under mixed precision and micro-batches ZeRO 0 and 1 sum
+ * the f32 accumulator (compiler/lower/split.c); else the gradient itself. */
+DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
+
+/* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters
+ * block the compute stream (all of them); the buckets of ZeRO 0 and 1 run on
+ * the communication stream behind the backward that follows the first of
+ * them (every group's but the head's; under micro-batches the last one's):
+ * max(their sync less that backward, the last buckets' sync, 0). */
 
 /* Resharding between two groups, forward and backward, already multiplied
  * by the number of times the edge occurs. */
@@ -124,6 +155,9 @@ typedef struct IlpProblem {
     IlpBlock *blocks;
     int *group_of_node;         /* node -> group */
     int *member_of_node;        /* node -> member index in its group */
+    unsigned *bwd_reread;       /* node -> the operands its backward reads again, as the
+                                 * forward read them (plan_bwd_rereads): an edge into such an
+                                 * operand is resharded twice, forward and backward */
     int n_layers;               /* parameter-group instances (gradient buckets) */
     double param_bytes, grad_bytes, opt_bytes; /* per parameter element */
     double grad32_bytes;        /* the f32 gradient copy the update reads (mixed precision; 0 in f32) */
@@ -155,6 +189,11 @@ typedef struct IlpProblem {
                                  * largest (IlpPrice.mem_staging) */
     CostModel call_cm;          /* the model one kernel call is priced on: cm, on 1/M of the
                                  * rows when a graph of the whole batch runs as M micro-batches */
+    double *run_frac;           /* per value: a parameter's share of the elements of its run of
+                                 * gradient buckets (cost_grad_sync's run_frac; problem.c run_of) */
+    int *param_reads;           /* per value: the nodes that read a parameter in a micro-batch's
+                                 * forward and backward, each gathering it under ZeRO-3
+                                 * (compiler/lower/zero.c); 2 in a forward graph */
 } IlpProblem;
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);
@@ -203,6 +242,14 @@ typedef struct PlanBwdAssumed {
 void plan_bwd_rule(const Graph *g, const PlanBwd *bw, const ShardMesh *m, bool lowerable, double flops_per_s,
                    NodeId f, const ShardStrategy *fs, ShardStrategy *out, ShardStrategy *held, double *move_s,
                    PlanBwdAssumed *assumed);
+/* The operands of forward node f its backward nodes read again (bit i: operand
+ * i, its first occurrence): the rule assumes each held as f's strategy read it,
+ * but the forward's resharded copy is not kept for the backward (placement.c
+ * copy_phase), so the backward reshards it again from the spec its producer
+ * left it in. The ILP prices that second resharding on the edge into the
+ * operand (problem.c), the report decomposes it (analysis.c), the completion
+ * counts it priced (placement.c). */
+unsigned plan_bwd_rereads(const Graph *g, const PlanBwd *bw, NodeId f);
 /* The strategy plan_bwd_rule's node k is priced at: held[k] when it runs as held, else out[k]. */
 static inline const ShardStrategy *plan_bwd_priced(const ShardStrategy *out, const ShardStrategy *held, int k) {
     return held[k].split > 0 ? &held[k] : &out[k];
@@ -299,8 +346,9 @@ double ilp_transient(const IlpStrat *S, int z);
  * of it until its backward: the activations re-made, and under ZeRO stage 3
  * the parameters gathered before the re-run and read again by the backward
  * (compiler/lower/schedule.c places a recomputed node's gathers before its
- * recomputes). The ILP's re-run rows and the evaluator read this. */
-double ilp_rerun_bytes(const IlpStrat *S, int z);
+ * recomputes); under policy selective less the matrix products' results it
+ * keeps. The ILP's re-run rows and the evaluator read this. */
+double ilp_rerun_bytes(const IlpStrat *S, int z, int pol); /* pol: the re-run's policy */
 
 /* Where group gi's update state lives under choice c (a PlaceOffload): the
  * device; the problem's level; at level params, PO_PARAMS for a group at ZeRO-3

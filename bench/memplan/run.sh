@@ -70,7 +70,7 @@ run gpt2-tiny "2 ranks zero2"               "${tiny[@]}" --cluster h100:1x2 --me
 run gpt2-tiny "2 ranks zero3"               "${tiny[@]}" --cluster h100:1x2 --mesh 2 --strategy zero3
 run gpt2-tiny "megatron 1x2, 130KB"         "${tiny[@]}" --cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 130KB
 run gpt2-tiny "megatron 2x2, 105KB"         "${tiny[@]}" --cluster h100:1x4 --mesh 2x2 --strategy megatron --mem 105KB
-run gpt2-tiny "zero1 2x2, 82KB (recompute)" "${tiny[@]}" --cluster h100:1x4 --mesh 2x2 --zero 1 --mem 82KB
+run gpt2-tiny "zero1 2x2, 72KB (recompute)" "${tiny[@]}" --cluster h100:1x4 --mesh 2x2 --zero 1 --mem 72KB
 run gpt2-tiny "selective 2x2, 100KB"        "${tiny[@]}" --cluster h100:1x4 --mesh 2x2 --recompute selective --zero 0 --mem 100KB
 run gpt2-tiny "1 rank, 2 micro-batches"     "${tiny[@]}" --cluster h100:1x1 --micro-batches 2
 run llama-tiny "1 rank"                     "${ltiny[@]}" --cluster h100:1x1

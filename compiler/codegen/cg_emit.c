@@ -340,7 +340,7 @@ static void emit_bucket(CgCtx *c, const CgOptions *o, int k) {
     char what[64];
     snprintf(what, sizeof what, "gradient bucket %d", k);
     for (int a = 0; a < o->mesh_axes; a++)
-        if (reduces_over(lp, o, a)) {
+        if (bk->axes ? (bk->axes >> a & 1u) != 0 : reduces_over(lp, o, a)) {
             cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)bk->elems * (double)ir_dtype_size(dt), SIM_COMM, what);
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, M->arena.base + %lld, M->arena.base + %lld, %lld, %s, COLRT_SUM, M->comm);\n",
                       a, (long long)lp->v[bk->buf].offset, (long long)lp->v[bk->buf].offset, (long long)bk->elems,
@@ -515,6 +515,11 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 cg_pipe_foreign_node(c, id);
                 continue;
             }
+            for (int k = 0; k < lp->n_buckets; k++) /* a gradient's cast reads its bucket, summed */
+                if (lp->buckets[k].wait_at == id) {
+                    sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]); /* its gradient bucket, summed */\n", k);
+                    cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, 2 * k + 1);
+                }
             const Node *n = ir_node(g, id);
             const LowerNode *ln = &lp->n[id];
             cg_pipe_before_node(c, o, id);

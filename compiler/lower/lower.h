@@ -164,6 +164,12 @@ typedef struct LowerBucket {
     ValueId *grad, *view;
     ValueId buf;
     int64_t elems;             /* the buffer's elements (members padded to 64 bytes) */
+    unsigned axes;             /* the mesh axes it is summed over (the sharded lowering: its
+                                * members' pending axes); 0: the batch's (reduces_over) */
+    int wait_at;               /* the first node before the update part that reads one of its
+                                * gradients (a 16-bit gradient's cast to f32 after the
+                                * backward), which waits for the bucket first; -1: none,
+                                * the update waits */
 } LowerBucket;
 
 /* The trust ratios' norms (LAMB, LARS; norms.c): each parameter's pair of

@@ -12,47 +12,104 @@
 #include "memplan.h"
 #include "ops.h"
 
-/* Ops whose result may take over an operand's buffer in place: every result
- * element reads only the same element of that operand. */
-static int op_in_place_operand(const Graph *g, const Node *n) {
-    switch (n->op) {
-    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
-        for (int i = 0; i < 2; i++)
-            if (ir_shape_eq(ir_val(g, n->in[i])->shape, ir_val(g, n->out[0])->shape)) return i;
-        return -1;
-    case OP_SCALE: case OP_GELU: case OP_RELU: case OP_SILU: case OP_TANH: case OP_EXP:
-        return 0;
-    case OP_GELU_BWD: case OP_RELU_BWD: case OP_SILU_BWD: case OP_TANH_BWD:
-        return 1;
-    default:
-        return -1;
+/* Whether x, defined in the backward, may move into a bucket: stored alone
+ * (or in place over the accumulator it updates), not an output, no views of
+ * it, read by the update only, or before it by node `cast` (IR_NONE: none),
+ * its cast to f32, which then waits for the bucket. */
+static bool bucketable(const Graph *g, const LowerProgram *p, ValueId x, int sb, NodeId cast) {
+    const Value *xv = ir_val(g, x);
+    ValueId st = p->v[x].storage;
+    bool ok = xv->def != IR_NONE && xv->def < sb && (st == x || st == xv->updates) && !p->v[x].zchunk &&
+              p->v[x].redirect == IR_NONE && !(xv->flags & VF_OUTPUT);
+    for (ValueId w = 0; ok && w < g->n_values; w++) /* no views of it */
+        ok = w == x || w == st || (p->v[w].storage != x && p->v[w].storage != st);
+    for (NodeId r = 0; ok && r < sb; r++) /* read by the update only (or the cast) */
+        for (int i = 0; r != cast && i < ir_node(g, r)->n_in; i++) ok &= ir_node(g, r)->in[i] != x;
+    return ok;
+}
+
+/* The sharded lowering's gradient sums: a gradient x pending over some mesh
+ * axes that the update reads whole through one resharding (spec.c's copy at
+ * its first reader, on the compute stream, per tensor) is summed in a bucket
+ * instead, in place, by an all-reduce over each of those axes as the
+ * data-parallel lowering's are (cost_grad_sync prices both so): the
+ * resharding and its copy go, its readers read x, now whole. Gives the
+ * candidates with the axes each is summed over. */
+static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *cand, unsigned *cax) {
+    int nc = 0, nn = g->n_nodes;
+    for (ValueId x = 0; x < g->n_values; x++) {
+        const ShardSpec *xs = &p->v[x].spec;
+        if (!xs->partial || xs->pmax || !ir_dtype_is_float(ir_val(g, x)->dtype) || !bucketable(g, p, x, sb, IR_NONE)) continue;
+        int at = -1, k_at = -1, n_from = 0;
+        for (NodeId id = 0; id < nn; id++)
+            for (int k = 0; k < p->n[id].n_rsh; k++)
+                if (p->n[id].rsh[k].from == x) n_from++, at = id, k_at = k;
+        if (n_from != 1 || at < sb) continue;
+        const LowerReshard *r = &p->n[at].rsh[k_at];
+        ShardSpec whole = shard_spec_unpartial(xs);
+        bool ok = r->plan.n > 0 && shard_spec_eq(&p->v[r->to].spec, &whole);
+        for (NodeId id = sb; ok && id < nn; id++) { /* every read of x is of the copy */
+            const Node *n = ir_node(g, id);
+            for (int i = 0; ok && i < n->n_in; i++)
+                if (n->in[i] == x) ok = lower_node_input(p, id, x) == r->to;
+        }
+        if (!ok) continue;
+        ValueId to = r->to;
+        for (int s = 0; s < r->plan.n; s++) { /* the copy's buffers: nothing writes them now, */
+            ValueId b3[3] = {r->buf[s], r->tmp[s], r->tmp2[s]};     /* no memory of their own */
+            for (int q = 0; q < 3; q++)
+                if (b3[q] != IR_NONE) p->v[b3[q]].storage = x, p->v[b3[q]].view_off = 0;
+        }
+        LowerNode *la = &p->n[at];
+        memmove(&la->rsh[k_at], &la->rsh[k_at + 1], sizeof *la->rsh * (size_t)(la->n_rsh - k_at - 1));
+        la->n_rsh--;
+        for (NodeId id = sb; id < nn; id++) {
+            LowerNode *ln = &p->n[id];
+            for (int k = 0; k < ln->n_xin; k++)
+                if (ln->xin_from[k] == x && ln->xin_to[k] == to) {
+                    ln->xin_from[k] = ln->xin_from[ln->n_xin - 1];
+                    ln->xin_to[k] = ln->xin_to[--ln->n_xin];
+                    k--;
+                }
+        }
+        cax[nc] = xs->partial;
+        p->v[x].spec = whole;
+        cand[nc++] = x;
     }
+    return nc;
 }
 
 /* Gradient buckets (lower.h): the all-reduces the data-parallel split puts
- * at update nodes, of gradients defined in the backward, stored alone and
- * read by the update only, grouped in definition order per block instance
- * and dtype, up to the byte cap. */
+ * at update nodes (the sharded lowering: sharded_candidates), of gradients
+ * defined in the backward, stored alone and read by the update only,
+ * grouped in definition order per block instance, dtype and mesh axes, up
+ * to the byte cap. */
 static void make_buckets(const Graph *g, LowerProgram *p) {
     int nn = g->n_nodes, sb = ad_step_begin(g);
-    int64_t cap = p->opt.bucket_bytes ? p->opt.bucket_bytes : 25 << 20;
+    int64_t cap = p->opt.bucket_bytes ? p->opt.bucket_bytes : SHARD_BUCKET_BYTES; /* the planner prices it */
     if (cap < 0 || sb <= 0 || sb >= nn) return;
     ValueId *cand = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + 1));
-    int nc = 0;
-    for (NodeId id = sb; id < nn; id++) {
+    unsigned *cax = ir_alloc(sizeof(unsigned) * (size_t)(g->n_values + 1)); /* sharded: the axes summed over */
+    NodeId *cast = ir_alloc(sizeof(NodeId) * (size_t)(g->n_values + 1)); /* per candidate: its cast, or IR_NONE */
+    int nc = p->sharded ? sharded_candidates(g, p, sb, cand, cax) : 0;
+    for (int k = 0; k < nc; k++) cast[k] = IR_NONE;
+    /* the data-parallel lowering: the sums at the update, and those at a 16-bit gradient's
+     * cast to f32 (autodiff puts the casts after the backward, before the update part:
+     * summed there, per tensor on the compute stream, they would block it), where every
+     * cast comes after every gradient defined there: the cast waits for its bucket */
+    int last_def = -1;
+    for (NodeId id = 0; !p->sharded && id < sb; id++)
+        for (int k = 0; ir_node(g, id)->op == OP_CAST && k < p->n[id].n_reduce; k++)
+            if (ir_val(g, p->n[id].reduce[k])->def > last_def) last_def = ir_val(g, p->n[id].reduce[k])->def;
+    for (NodeId id = 0; !p->sharded && id < nn; id++) {
         LowerNode *ln = &p->n[id];
+        NodeId at = id < sb ? id : IR_NONE;
+        if (id < sb && (ir_node(g, id)->op != OP_CAST || id <= last_def)) continue;
         for (int k = 0; k < ln->n_reduce; k++) {
             ValueId x = ln->reduce[k];
-            const Value *xv = ir_val(g, x);
-            /* stored alone, or in place over the accumulator it updates */
-            ValueId st = p->v[x].storage;
-            bool ok = xv->def != IR_NONE && xv->def < sb && (st == x || st == xv->updates) && !p->v[x].zchunk &&
-                      p->v[x].redirect == IR_NONE && !(xv->flags & VF_OUTPUT);
-            for (ValueId w = 0; ok && w < g->n_values; w++) /* no views of it */
-                ok = w == x || w == st || (p->v[w].storage != x && p->v[w].storage != st);
-            for (NodeId r = 0; ok && r < sb; r++) /* read by the update only */
-                for (int i = 0; i < ir_node(g, r)->n_in; i++) ok &= ir_node(g, r)->in[i] != x;
-            if (!ok) continue;
+            if (!bucketable(g, p, x, sb, at) || (at != IR_NONE && ir_node(g, at)->in[0] != x)) continue;
+            cax[nc] = 0;
+            cast[nc] = at;
             cand[nc++] = x;
             ln->reduce[k--] = ln->reduce[--ln->n_reduce];
         }
@@ -60,8 +117,10 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
     for (int i = 1; i < nc; i++) /* definition order */
         for (int j = i; j > 0 && ir_val(g, cand[j])->def < ir_val(g, cand[j - 1])->def; j--) {
             ValueId t = cand[j];
-            cand[j] = cand[j - 1];
-            cand[j - 1] = t;
+            unsigned ta = cax[j];
+            NodeId tc = cast[j];
+            cand[j] = cand[j - 1], cax[j] = cax[j - 1], cast[j] = cast[j - 1];
+            cand[j - 1] = t, cax[j - 1] = ta, cast[j - 1] = tc;
         }
     for (int i = 0; i < nc;) {
         const Node *d0 = ir_node(g, ir_val(g, cand[i])->def);
@@ -70,16 +129,18 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
         int j = i;
         while (j < nc) {
             const Node *dj = ir_node(g, ir_val(g, cand[j])->def);
-            int64_t b = (p->v[cand[j]].bytes + 63) / 64 * 64;
+            int64_t b = shard_bucket_member_bytes(p->v[cand[j]].bytes);
             if (j > i && (dj->block != d0->block || dj->instance != d0->instance || ir_val(g, cand[j])->dtype != dt ||
-                          bytes + b > cap))
+                          cax[j] != cax[i] || bytes + b > cap))
                 break;
             bytes += b;
             j++;
         }
         p->buckets = ir_realloc(p->buckets, sizeof *p->buckets * (size_t)(p->n_buckets + 1));
         LowerBucket *bk = &p->buckets[p->n_buckets++];
-        *bk = (LowerBucket){.n = j - i, .elems = bytes / es};
+        *bk = (LowerBucket){.n = j - i, .elems = bytes / es, .axes = cax[i], .wait_at = -1};
+        for (int k = i; k < j; k++)
+            if (cast[k] != IR_NONE && (bk->wait_at < 0 || cast[k] < bk->wait_at)) bk->wait_at = cast[k];
         bk->grad = ir_alloc(sizeof(ValueId) * (size_t)bk->n);
         bk->view = ir_alloc(sizeof(ValueId) * (size_t)bk->n);
         bk->buf = lower_new_value(p);
@@ -108,17 +169,19 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
             p->v[e].name = ir_strdup(sb_cstr(&nm));
             p->v[x].redirect = e;
             p->v[x].redirect_from = bk->launch + 1;
-            off += (p->v[x].bytes + 63) / 64 * 64;
+            off += shard_bucket_member_bytes(p->v[x].bytes);
         }
         sb_free(&nm);
         i = j;
     }
     ir_free(cand);
+    ir_free(cax);
+    ir_free(cast);
 }
 
-/* Pass: the gradient buckets (data-parallel lowering only). */
+/* Pass: the gradient buckets. */
 bool lower_pass_buckets(LowerCtx *c) {
-    if (!c->p->sharded) make_buckets(c->g, c->p);
+    make_buckets(c->g, c->p);
     return true;
 }
 
@@ -279,7 +342,7 @@ bool lower_pass_schedule(LowerCtx *c) {
     }
     for (NodeId id = 0; id < nn; id++) { /* in-place candidates */
         const Node *n = ir_node(g, id);
-        int k = op_in_place_operand(g, n);
+        int k = ir_op_in_place_operand(g, n);
         if (k < 0 || lower_root_of(p, n->out[0]) != n->out[0]) continue;
         ValueId src = lower_root_of(p, lower_node_input(p, id, n->in[k]));
         if (buf_of[src] < 0 || buf_of[n->out[0]] < 0) continue;

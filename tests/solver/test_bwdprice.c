@@ -11,7 +11,10 @@
  *     strategy (GPT-2 tiny, tied blocks: the ILP on one device, data parallel
  *     and Megatron on two, Megatron on 2x2), so a class
  *     factor (backward = k x forward) would fail it; and the plan result keeps
- *     each node's price (PlanResult.node_cost), which the report reads.
+ *     each node's price (PlanResult.node_cost), which the report reads;
+ *   - a forward operand the backward reads again is resharded twice, and the
+ *     ILP's edge prices both (plan_bwd_rereads); the completion finds no
+ *     resharding the ILP did not price on Megatron 1x2.
  */
 #include <stdlib.h>
 
@@ -177,17 +180,19 @@ static void test_objective_runs(void) {
         PlanResult *r = plan(g, clusters[k], meshes[k], strategies[k]);
         if (k == 2) {
             CHECK_INT(r->pl->layout, PL_SHARDED); /* a weight split: reshardings in the backward */
-            /* the completion counts the backward's reads it reshards from a spec the rule did
-             * not assume (item 2 of issue 14: unpriced): the rule assumes a forward node's
-             * operand as the forward read it, but the forward's resharded copy is not kept for
-             * the backward (placement.c copy_phase), so a weight gradient reading the activation
-             * reshards it again; each costs at least one collective's latency */
-            CHECK(r->pl->n_unpriced_rsh > 0);
-            CHECK(r->pl->unpriced_rsh_s >= r->pl->n_unpriced_rsh * r->mesh.alpha[r->mesh.n_axes - 1] * (1 - 1e-9));
+            /* the completion counts the backward's reads it reshards where the ILP priced no
+             * move: none. A forward operand the backward reads again (the forward's resharded
+             * copy is not kept) is priced on its edge (test_second_use); a gradient read away
+             * from the rule's assumed spec, from the spec its reader left it in, is the move
+             * the edge's gradient part priced (cost_edge) */
+            CHECK_INT(r->pl->n_unpriced_rsh, 0);
+            CHECK_NEAR(r->pl->unpriced_rsh_s, 0, 1e-15);
         }
         if (k == 0) CHECK_INT(r->pl->n_unpriced_rsh, 0); /* one device: nothing resharded */
-        int kp = 0; /* a gradient sum kept pending (dp: the tied embedding's two dW) */
-        for (NodeId id = 0; id < g->n_nodes; id++) kp += r->pl->keep_partial[id];
+        int kp = 0; /* a gradient sum kept pending in the backward (dp: the tied embedding's two dW;
+                     * the update's norm sums pending too, placement_pending_sum: not counted) */
+        for (NodeId id = 0; id < g->n_nodes; id++)
+            kp += r->pl->keep_partial[id] && placement_phase(g, id) == PH_BACKWARD;
         if (k == 1) CHECK_INT(kp, 1);
         double run = runs(r, g);
         CHECK_NEAR(r->price.compute_s, run, 1e-9);
@@ -199,8 +204,57 @@ static void test_objective_runs(void) {
     ir_graph_free(g);
 }
 
+/* A forward operand its backward reads again is resharded twice: the
+ * forward's copy is not kept for the backward (placement.c copy_phase), so the
+ * ILP's edge into it prices the resharding once more (issue 14 item 2). On
+ * the tiny graph over 1x2: the edge from the layer norm's group into the
+ * second dense's (which reads %n; its dW reads %n again), for every pair of
+ * strategies, is the forward resharding, the gradient's way back, and the
+ * forward resharding again; the copy that makes is a transient of the pair. */
+static void test_second_use(void) {
+    Graph *g = fixture_training_text("tiny.cir", tiny, 1);
+    PlanResult *r = plan(g, "h100:1x2", "1x2", NULL);
+    const IlpProblem *p = r->prob;
+    NodeId ln = producer(g, "n"), d2 = producer(g, "logits");
+    PlanBwd *bw = plan_bwd_new(g);
+    CHECK_INT(plan_bwd_rereads(g, bw, d2), 3u); /* dense_dw reads %n, dense_dx %w2 */
+    CHECK_INT(p->bwd_reread[d2], 3u);
+    CHECK_INT(plan_bwd_rereads(g, bw, producer(g, "h")), 1u); /* its dW reads %x; no dx of an input reads %w1 */
+    plan_bwd_free(bw);
+    int gs = p->group_of_node[ln], gd = p->group_of_node[d2];
+    CHECK(gs >= 0 && gd >= 0 && gs != gd);
+    const IlpEdge *e = NULL;
+    for (int k = 0; k < p->n_edges; k++)
+        if (p->edges[k].src == gs && p->edges[k].dst == gd) e = &p->edges[k];
+    CHECK(e != NULL);
+    if (!e) goto out;
+    const IlpGroup *S = &p->groups[gs], *D = &p->groups[gd];
+    int ms = p->member_of_node[ln], md = p->member_of_node[d2], moved = 0;
+    const Value *v = ir_val(g, ir_find(g, "n"));
+    for (int a = 0; a < S->n_strats; a++)
+        for (int c = 0; c < D->n_strats; c++) {
+            const ShardStrategy *sa = &S->members[ms].st[S->strats[a].member_st[ms]];
+            const ShardStrategy *sc = &D->members[md].st[D->strats[c].member_st[md]];
+            ShardSpec gsp = shard_grad_spec(&D->members[md].is, sc, 0);
+            double once = cost_edge(&p->call_cm, v->shape, v->dtype, &sa->out[0], &sc->in[0], NULL);
+            double want = cost_edge(&p->call_cm, v->shape, v->dtype, &sa->out[0], &sc->in[0], &gsp) + once;
+            CHECK_NEAR(e->cost[a * D->n_strats + c], want, 1e-15 + 1e-12 * want);
+            moved += once > 0;
+            /* and its copy lives beside the consumer's backward working set: a transient of the pair */
+            if (once > 0) {
+                double copy = ilp_buffer_bytes(4.0 * (double)ir_shape_numel(shard_spec_local(&sc->in[0], &r->mesh, v->shape)));
+                CHECK(e->mem[a * D->n_strats + c] >= copy + D->strats[c].transient - 1e-9);
+            }
+        }
+    CHECK(moved > 0); /* some pair reshards %n: the check above sees the second use */
+out:
+    plan_free(r);
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_hand_priced();
+    test_second_use();
     test_objective_runs();
     return check_done("test_bwdprice");
 }

@@ -290,7 +290,8 @@ static void test_memory_moments(void) {
     CHECK(pr->mem_update == 0); /* f32: the update reads the gradients themselves */
     /* the head's backward: the last block's gradients not yet written; the last
      * block instance's, group by group: those before g unwritten, the activations
-     * of those after g freed (dp: the instance keeps them), g's transient */
+     * of those after g freed (dp: the instance keeps them), g's transient; after
+     * it, the other blocks' transient with all of them freed */
     double unwritten = 0, acts_last = 0, blk = 0; /* blk: the other blocks' transient (none: one tied block) */
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
@@ -304,6 +305,7 @@ static void test_memory_moments(void) {
             unwritten += S->mem_grad_late[r->choice.zero[gi]];
             acts_last += S->act[RC_NONE];
         }
+    blk -= acts_last; /* once the instance's backward is done: all its activations freed */
     for (int gi = 0; gi < p->n_groups; gi++) {
         if (!ilp_group_last_block(&p->groups[gi])) continue;
         const IlpStrat *S = &p->groups[gi].strats[r->choice.strat[gi]];

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# test_sim_agree.sh — the planner's predicted step (step_time_s, the ILP's
+# terms) and the replay of the program generated from the plan
+# (simulated_step_time_s, solver/sim.c) agree within 3 % on small plans of
+# each class the lowering builds (docs/simulate.md, bench/simulate): data
+# parallel with its gradient buckets on the communication stream (one and two
+# mesh axes), ZeRO-1/2/3 (collectives on the compute stream) and micro-batches.
+# Tensor-parallel plans are not here yet: their norms' per-tensor all-reduces
+# (bench/simulate/README.md, "Left"). Both are models over the
+# same cluster tables, so the comparison is deterministic: 3 % is the
+# project's target for the two (issue 15), not a noise allowance.
+# usage: test_sim_agree.sh PATH/TO/colossal-compile SOURCE_DIR
+set -u
+cc=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+ir=$src/examples/ir
+check() { # name, then the compiler's arguments
+  local name=$1
+  shift
+  "$cc" "$@" --target cpu -q --emit code -o "$tmp/$name" || { echo "FAIL: $name: generate"; fail=1; return; }
+  python3 - "$name" "$tmp/$name" <<'PY' || fail=1
+import json, os, sys
+name, d = sys.argv[1], sys.argv[2]
+plan = json.load(open(os.path.join(d, next(f for f in os.listdir(d) if f.endswith(".plan.json")))))
+pred, sim = plan["step_time_s"], plan.get("simulated_step_time_s", 0)
+ok = pred > 0 and abs(sim / pred - 1) <= 0.03
+print("%-28s predicted %.4g s, simulated %.4g s, sim/pred %.3f %s" % (name, pred, sim, sim / pred if pred else 0,
+                                                                     "ok" if ok else "FAIL (more than 3 % apart)"))
+sys.exit(0 if ok else 1)
+PY
+}
+# the end-to-end tests' plans (tests/e2e), generated for the CPU backend on the h100 preset
+check mlp_dp_2x2 "$ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 --strategy dp
+check llama_dp_2 "$ir/llama-tiny.cir" --cluster h100:1x2 --mesh 2x1 --strategy dp
+check mlp_micro2_dp_2 "$ir/mlp.cir" --cluster h100:1x2 --mesh 2 --strategy dp --micro-batches 2
+check llama_zero1_2 "$ir/llama-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero1
+check mlp_zero2_1x2 "$ir/mlp.cir" --cluster h100:1x2 --mesh 1x2 --strategy zero2 --optimizer sgd
+check llama_micro2_zero2_2 "$ir/llama-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero2 --micro-batches 2
+check gpt2_zero3_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3
+[ $fail -eq 0 ] && echo "test_sim_agree: ok"
+exit $fail
