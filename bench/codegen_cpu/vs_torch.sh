@@ -17,7 +17,11 @@
 #      ours with bf16 parameters and f32 masters, torch under autocast), NP
 #      (ranks, default 1: NP > 1 runs ours data parallel on NP ranks of
 #      OMP_NUM_THREADS threads each, torch in one process with NP times the
-#      threads: the same cores, as one would run PyTorch on one CPU).
+#      threads: the same cores, as one would run PyTorch on one CPU), CLUSTER
+#      (NP > 1: the cluster file the planner plans with; default this machine's
+#      committed calibration, tools/calibrate/measured/cpu-epyc-2core-1x2-own-
+#      kernels.json, 2 ranks), STRATEGY (NP > 1: colossal-compile --strategy,
+#      default zero2: the update of each parameter on one rank).
 # Not a test: it downloads torch and takes minutes.
 set -euo pipefail
 build=${1:-build}
@@ -43,7 +47,8 @@ case $model in
   *) echo "vs_torch: MODEL is gpt2 or llama" >&2; exit 2 ;;
 esac
 cluster=(--cluster h100:1x1)
-[ "$np" -gt 1 ] && cluster=(--cluster "h100:1x$np" --mesh "$np" --strategy dp)
+[ "$np" -gt 1 ] && cluster=(--cluster "${CLUSTER:-tools/calibrate/measured/cpu-epyc-2core-1x2-own-kernels.json}"
+                            --mesh "$np" --strategy "${STRATEGY:-zero2}")
 # shellcheck disable=SC2086
 "$build/compiler/colossal-compile" "${src[@]}" --batch 4 "${cluster[@]}" --dtype "$dtype" \
   --emit code --target cpu -q -o "$out" ${COMPILE_FLAGS:-}
@@ -71,7 +76,7 @@ for r in $(seq 1 "$rounds"); do
   printf 'round %d: ours %.3f s, torch %.3f s, torch/ours %.2fx (load %s)\n' "$r" "$o" "$t" \
     "$(echo "$t / $o" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
   if [ -n "${BASELINE_BIN:-}" ]; then
-    b=$(OMP_NUM_THREADS=$threads "${mpirun[@]}" -np 1 "$BASELINE_BIN" "$steps" 1e-4 1 |
+    b=$(OMP_NUM_THREADS=$threads "${mpirun[@]}" -np "$np" "$BASELINE_BIN" "$steps" 1e-4 1 |
         sed -n 's/.*, \([0-9.]*\) s per step.*/\1/p')
     base_all+=("$b")
     printf 'round %d: baseline %.3f s, torch/baseline %.2fx\n' "$r" "$b" "$(echo "$t / $b" | bc -l)"

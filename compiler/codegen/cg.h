@@ -82,8 +82,8 @@ void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64
 /* The C function of a sum of squares of n f32 elements (the update's global
  * norm): x -> the sum (one element), then its workspace cg_w (unused in C). */
 void cg_sumsq_c_function(StrBuf *out, const char *name, int64_t n);
-/* The C function of RoPE (theta 10000) over one sequence x [1,T,H,Dh] f32:
- * x -> y. */
-void cg_rope_c_function(StrBuf *out, const char *name, int64_t T, int64_t H, int64_t Dh);
+/* The C function of RoPE (theta 10000), or its backward, over x [B,T,H,Dh]
+ * f32: x -> y. */
+void cg_rope_c_function(StrBuf *out, const char *name, bool backward, int64_t B, int64_t T, int64_t H, int64_t Dh);
 
 #endif

@@ -316,6 +316,9 @@ static bool emit_binary(CgCtx *c, NodeId id) {
 static void unary_body(StrBuf *b, int op, double attr, bool fcast) {
     if (op == OP_GELU) /* in float: cg_tanhf vectorizes */
         sb_puts(b, "const float x = $L0(a0[i]), r = 0.5f * x * (1 + " GELU_T ");\n        ");
+    else if (op == OP_SILU) /* in float: cg_expf vectorizes (libm's exp in double was 2.7 % of
+                             * LLaMA ~124M's bf16 step at 0.16 GB/s; issue 21) */
+        sb_puts(b, "const float x = $L0(a0[i]), r = x / (1 + cg_expf(-x));\n        ");
     else if (fcast) /* a float holds every f32, bf16 and f16 value exactly: one rounding either
                      * way, and no detour through double (vectorizes at full width) */
         sb_puts(b, "const float r = $L0(a0[i]);\n        ");
@@ -325,7 +328,7 @@ static void unary_body(StrBuf *b, int op, double attr, bool fcast) {
     case OP_GELU: break;
     case OP_SCALE: sb_printf(b, "r = x * %.17g;", attr); break;
     case OP_RELU: sb_puts(b, "r = x > 0 ? x : 0;"); break;
-    case OP_SILU: sb_puts(b, "r = x / (1 + exp(-x));"); break;
+    case OP_SILU: break;
     case OP_TANH: sb_puts(b, "r = tanh(x);"); break;
     case OP_EXP: sb_puts(b, "r = exp(x);"); break;
     case OP_CAST: if (!fcast) sb_puts(b, "r = x;"); break;
@@ -355,14 +358,15 @@ static void elem_bwd_body(StrBuf *b, int op, double attr) {
     if (op == OP_GELU_BWD) /* in float: cg_tanhf vectorizes */
         sb_puts(b, "const float x = $L0(a0[i]), dy = $L1(a1[i]), t = " GELU_T ";\n        "
                     "const float r = dy * (0.5f * (1 + t) + 0.5f * x * (1 - t * t) * 0.7978845608f * (1 + 3 * 0.044715f * x * x));");
+    else if (op == OP_SILU_BWD) /* in float: cg_expf vectorizes */
+        sb_puts(b, "const float x = $L0(a0[i]), dy = $L1(a1[i]), sg = 1 / (1 + cg_expf(-x));\n        "
+                   "const float r = dy * sg * (1 + x * (1 - sg));");
     else
         sb_puts(b, "double x = $L0(a0[i]), dy = $L1(a1[i]), r;\n        ");
     switch (op) {
     case OP_GELU_BWD: break;
+    case OP_SILU_BWD: break;
     case OP_RELU_BWD: sb_puts(b, "r = x > 0 ? dy : 0;"); break;
-    case OP_SILU_BWD:
-        sb_puts(b, "double sg = 1 / (1 + exp(-x));\n        r = dy * sg * (1 + x * (1 - sg));");
-        break;
     case OP_TANH_BWD: sb_puts(b, "r = dy * (1 - x * x);"); break;
     default: sb_printf(b, "r = x + %.17g * dy;", attr); break; /* grad_accum */
     }
@@ -997,7 +1001,8 @@ int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t
 }
 
 /* RoPE (or its backward) over x [B,T,H,Dh] -> a1, a point per pair (j, j +
- * Dh/2) of a row; split: the position is o0 past the row's (sequence parallel). */
+ * Dh/2) of a row; split: the position is o0 past the row's (sequence
+ * parallel). The CUDA form: a thread per pair. */
 static void rope_body(StrBuf *b, int op, int64_t T, int64_t H, int64_t Dh, double theta, bool split) {
     int64_t half = Dh / 2;
     sb_printf(b,
@@ -1012,30 +1017,84 @@ static void rope_body(StrBuf *b, int op, int64_t T, int64_t H, int64_t Dh, doubl
               (long long)half, (long long)Dh, (long long)Dh, (long long)half);
 }
 
-void cg_rope_c_function(StrBuf *out, const char *name, int64_t T, int64_t H, int64_t Dh) {
-    IR_ASSERT(T > 0 && H > 0 && Dh > 1 && Dh % 2 == 0);
-    StrBuf b;
+/* The C form of RoPE: a point per position t (local index i), its Dh/2
+ * angles computed once (the same double pow, cos and sin as the CUDA form's,
+ * so the same values) and applied to the B x H rows at t in a loop over j
+ * that vectorizes. A point per pair computed the angle's cos and sin per
+ * element: 3 libm calls in double, scalar, for each of B x T x H x Dh/2
+ * pairs (LLaMA ~124M bf16: 3 % of the step at 0.05 GFLOP/s; issue 21). */
+static void rope_c_body(StrBuf *b, int op, int64_t B, int64_t T, int64_t H, int64_t Dh, double theta, bool split) {
+    int64_t half = Dh / 2;
+    sb_printf(b,
+              "const int64_t t = i%s;\n"
+              "        double cs[%lld], sn[%lld];\n"
+              "        for (int64_t j = 0; j < %lld; j++) {\n"
+              "            const double ang = (double)t * pow(%.17g, -2.0 * (double)j / %lld);\n"
+              "            cs[j] = cos(ang);\n"
+              "            sn[j] = %s sin(ang);\n"
+              "        }\n"
+              "        for (int64_t r = 0; r < %lld; r++) {\n"
+              "            const int64_t row = ((r / %lld) * %lld + i) * %lld + r %% %lld;\n"
+              "            const $T0 *x = a0 + row * %lld;\n"
+              "            $T1 *y = a1 + row * %lld;\n"
+              "#ifdef _OPENMP\n#pragma omp simd\n#endif\n"
+              "            for (int64_t j = 0; j < %lld; j++) {\n"
+              "                const double x0 = $L0(x[j]), x1 = $L0(x[j + %lld]);\n"
+              "                y[j] = $W1(x0 * cs[j] - x1 * sn[j]);\n"
+              "                y[j + %lld] = $W1(x1 * cs[j] + x0 * sn[j]);\n"
+              "            }\n"
+              "        }",
+              split ? " + o0" : "", (long long)half, (long long)half, (long long)half, theta, (long long)Dh,
+              op == OP_ROPE ? "" : "-", (long long)(B * H), (long long)H, (long long)T, (long long)H, (long long)H,
+              (long long)Dh, (long long)Dh, (long long)half, (long long)half, (long long)half);
+}
+
+/* RoPE's kernel: the C form a point per position, the CUDA form a thread per
+ * pair (one pass; the body rope_body's). */
+static void rope_kernel(CgKernel *k, StrBuf *cbody, StrBuf *pass, int op, int64_t B, int64_t T, int64_t H, int64_t Dh,
+                        double theta, bool split) {
+    int64_t pairs = B * T * H * (Dh / 2);
+    StrBuf pt;
+    sb_init(&pt);
+    rope_body(&pt, op, T, H, Dh, theta, split);
+    sb_printf(pass, "const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= %lld) return;\n    {\n        %s\n    }",
+              (long long)pairs, sb_cstr(&pt));
+    sb_free(&pt);
+    rope_c_body(cbody, op, B, T, H, Dh, theta, split);
+    *k = (CgKernel){.n = T, .prologue = "", .body = sb_cstr(cbody), .parallel = true, .npass = 1};
+    k->pass[0] = (CgPass){(pairs + 255) / 256, 256, 0, sb_cstr(pass)};
+}
+
+void cg_rope_c_function(StrBuf *out, const char *name, bool backward, int64_t B, int64_t T, int64_t H, int64_t Dh) {
+    IR_ASSERT(B > 0 && T > 0 && H > 0 && Dh > 1 && Dh % 2 == 0);
+    StrBuf b, pass;
     sb_init(&b);
-    rope_body(&b, OP_ROPE, T, H, Dh, 10000, false);
+    sb_init(&pass);
+    CgKernel k;
+    rope_kernel(&k, &b, &pass, backward ? OP_ROPE_BWD : OP_ROPE, B, T, H, Dh, 10000, false);
     DType dts[2] = {DT_F32, DT_F32};
     bool outs[2] = {false, true};
-    CgKernel k = {.n = T * H * Dh / 2, .prologue = "", .body = sb_cstr(&b)};
     cg_c_function(out, name, 2, dts, outs, &k);
     sb_free(&b);
+    sb_free(&pass);
 }
 
 static bool emit_rope(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     Shape s = L(c, n->in[0]);
-    int64_t T = s.d[1], H = s.d[2], Dh = s.d[3];
-    StrBuf b, off; /* sequence parallel: the angle of the position's global index */
+    int64_t T = s.d[1], H = s.d[2], Dh = s.d[3], B = numel(s) / (T * H * Dh);
+    StrBuf b, pass, off; /* sequence parallel: the angle of the position's global index */
     sb_init(&b);
+    sb_init(&pass);
     sb_init(&off);
     bool split = cg_shard_start(c, n->in[0], 1, &off);
-    rope_body(&b, n->op, T, H, Dh, n->attr[0].f, split);
+    CgKernel k;
+    rope_kernel(&k, &b, &pass, n->op, B, T, H, Dh, n->attr[0].f, split);
+    k.off = split ? sb_cstr(&off) : NULL;
     KArg a[2] = {{n->in[0], 0, 0}, {n->out[0], 1, 0}};
-    cg_kernel_off(c, id, 2, a, numel(s) / 2, "", sb_cstr(&b), split ? sb_cstr(&off) : NULL);
+    cg_kernel_ex(c, id, 2, a, &k);
     sb_free(&b);
+    sb_free(&pass);
     sb_free(&off);
     return true;
 }

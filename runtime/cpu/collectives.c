@@ -18,20 +18,16 @@
 
 static MPI_Op op16[2][2]; /* [bf16?][max?] */
 
-#define DEF_OP16(name, conv_in, conv_out, expr)                                 \
-    static void name(void *in, void *inout, int *len, MPI_Datatype *dt) {       \
-        (void)dt;                                                               \
-        const uint16_t *a = in;                                                 \
-        uint16_t *b = inout;                                                    \
-        for (int i = 0; i < *len; i++) {                                        \
-            float x = conv_in(a[i]), y = conv_in(b[i]);                         \
-            b[i] = conv_out(expr);                                              \
-        }                                                                       \
+/* the loops are kernels.c's (vectorized there) */
+#define DEF_OP16(name, t, max)                                                \
+    static void name(void *in, void *inout, int *len, MPI_Datatype *dt) {     \
+        (void)dt;                                                             \
+        colrt__run_reduce16((t), (max), in, inout, *len);                     \
     }
-DEF_OP16(sum_bf16, colrt_bf16_f32, colrt_f32_bf16, x + y)
-DEF_OP16(max_bf16, colrt_bf16_f32, colrt_f32_bf16, x > y ? x : y)
-DEF_OP16(sum_f16, colrt_f16_f32, colrt_f32_f16, x + y)
-DEF_OP16(max_f16, colrt_f16_f32, colrt_f32_f16, x > y ? x : y)
+DEF_OP16(sum_bf16, COLRT_BF16, 0)
+DEF_OP16(max_bf16, COLRT_BF16, 1)
+DEF_OP16(sum_f16, COLRT_F16, 0)
+DEF_OP16(max_f16, COLRT_F16, 1)
 
 static void ops_init(void) {
     if (op16[0][0]) return;
@@ -78,15 +74,89 @@ static void scale(void *p, size_t n, colrt_dtype t, float f) {
     for (size_t i = 0; i < n; i++) colrt_st(p, t, (int64_t)i, colrt_ld(p, t, (int64_t)i) * f);
 }
 
+/* Reduce-scatter as a ring: p - 1 steps, each sends one block of count
+ * elements to the next rank and adds the previous rank's partial sum of
+ * another block into this rank's (MPI_Reduce_local: the same op), so each rank
+ * moves and adds (p - 1) / p of the buffer once; rank r ends with block r.
+ * Open MPI 4.1's MPI_Reduce_scatter_block took 1.5-2x the time of an
+ * all-reduce of the whole buffer on 2 ranks, every algorithm of its tuned
+ * component (124.7M bf16, one core each, loaded; bench/codegen_cpu/README.md),
+ * which made a ZeRO-2 step's gradient sync dearer than data parallelism's.
+ * 0 when it cannot run (recv overlaps send, or no memory): MPI's then. */
+static int ring_reduce_scatter(const colrt_coll *c, MPI_Comm comm) {
+    int p, r, es;
+    COLRT_MPI(MPI_Comm_size(comm, &p));
+    COLRT_MPI(MPI_Comm_rank(comm, &r));
+    COLRT_MPI(MPI_Type_size(c->dt, &es));
+    const size_t blk = (size_t)c->count * (size_t)es;
+    const char *send = c->send;
+    char *recv = c->recv;
+    if (p < 2 || blk == 0 || (recv < send + blk * (size_t)p && send < recv + blk)) return 0;
+    char *tmp = p > 2 ? malloc(blk) : NULL;
+    if (p > 2 && !tmp) return 0;
+    const int right = (r + 1) % p, left = (r + p - 1) % p;
+    const char *out = send + blk * (size_t)((r + p - 1) % p); /* step 0 sends this rank's own block r - 1 */
+    for (int st = 0; st < p - 1; st++) {
+        char *in = (p - 2 - st) % 2 == 0 ? recv : tmp; /* the last step receives into recv */
+        int b = ((r - 2 - st) % p + p) % p;            /* the block received: its sum so far, left's */
+        COLRT_MPI(MPI_Sendrecv(out, c->count, c->dt, right, 0, in, c->count, c->dt, left, 0, comm, MPI_STATUS_IGNORE));
+        COLRT_MPI(MPI_Reduce_local(send + blk * (size_t)b, in, c->count, c->dt, c->op));
+        out = in;
+    }
+    free(tmp);
+    return 1;
+}
+
+/* All-reduce as a ring over recv (the send buffer copied in first unless in
+ * place): a reduce-scatter in place, after which rank r holds block r + 1
+ * summed, then an all-gather of the summed blocks around the same ring. Each
+ * block is reduced on one rank, so every rank ends with the same values.
+ * 124.7M bf16 on 2 ranks (loaded, one core each): MPI_Allreduce 0.8-0.9 s,
+ * a reduce-scatter and an all-gather of it 0.2-0.3 s each. Only for
+ * buffers of at least RING_MIN elements a rank that split evenly: small
+ * all-reduces (norms, the loss) keep MPI's latency-bound algorithms. 0 when
+ * it does not run. */
+enum { RING_MIN = 1 << 14 };
+static int ring_all_reduce(const colrt_coll *c, MPI_Comm comm) {
+    int p, r, es;
+    COLRT_MPI(MPI_Comm_size(comm, &p));
+    COLRT_MPI(MPI_Comm_rank(comm, &r));
+    if (p < 2 || c->count % p || c->count / p < RING_MIN) return 0;
+    COLRT_MPI(MPI_Type_size(c->dt, &es));
+    const int n = c->count / p;
+    const size_t blk = (size_t)n * (size_t)es;
+    char *buf = c->recv, *tmp = malloc(blk);
+    if (!tmp) return 0;
+    if (c->send != c->recv) memcpy(buf, c->send, blk * (size_t)p);
+    const int right = (r + 1) % p, left = (r + p - 1) % p;
+    for (int st = 0; st < p - 1; st++) { /* send the block summed last step (first: this rank's own) */
+        int sb = ((r - st) % p + p) % p, rb = ((r - st - 1) % p + p) % p;
+        COLRT_MPI(MPI_Sendrecv(buf + blk * (size_t)sb, n, c->dt, right, 0, tmp, n, c->dt, left, 0, comm,
+                               MPI_STATUS_IGNORE));
+        COLRT_MPI(MPI_Reduce_local(tmp, buf + blk * (size_t)rb, n, c->dt, c->op));
+    }
+    for (int st = 0; st < p - 1; st++) { /* pass the summed blocks on: first block r + 1 */
+        int sb = ((r + 1 - st) % p + p) % p, rb = ((r - st) % p + p) % p;
+        COLRT_MPI(MPI_Sendrecv(buf + blk * (size_t)sb, n, c->dt, right, 0, buf + blk * (size_t)rb, n, c->dt, left, 0,
+                               comm, MPI_STATUS_IGNORE));
+    }
+    free(tmp);
+    return 1;
+}
+
 /* Runs on the caller's thread or a stream's worker: touches only c's buffers. */
 void colrt__coll_run(const colrt_coll *c, MPI_Comm comm) {
     colrt__coll_begin(c->what, c->axis);
     switch (c->kind) {
     case COLL_ALL_REDUCE:
-        COLRT_MPI(MPI_Allreduce(c->send == c->recv ? MPI_IN_PLACE : c->send, c->recv, c->count, c->dt, c->op, comm));
+        if (!ring_all_reduce(c, comm))
+            COLRT_MPI(MPI_Allreduce(c->send == c->recv ? MPI_IN_PLACE : c->send, c->recv, c->count, c->dt, c->op, comm));
         break;
     case COLL_ALL_GATHER: COLRT_MPI(MPI_Allgather(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm)); break;
-    case COLL_REDUCE_SCATTER: COLRT_MPI(MPI_Reduce_scatter_block(c->send, c->recv, c->count, c->dt, c->op, comm)); break;
+    case COLL_REDUCE_SCATTER:
+        if (!ring_reduce_scatter(c, comm))
+            COLRT_MPI(MPI_Reduce_scatter_block(c->send, c->recv, c->count, c->dt, c->op, comm));
+        break;
     case COLL_ALL_TO_ALL: COLRT_MPI(MPI_Alltoall(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm)); break;
     case COLL_BROADCAST: COLRT_MPI(MPI_Bcast(c->recv, c->count, c->dt, c->root, comm)); break;
     }

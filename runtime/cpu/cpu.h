@@ -6,6 +6,10 @@
 #include "../common/internal.h"
 
 void colrt__blas_init(int threads);
+/* inout[i] = in[i] op inout[i] (sum, or max when max) over n bf16 or f16
+ * elements, in f32 and rounded once (kernels.c: vectorized, AVX-512 where the
+ * CPU has it); the collectives' 16-bit MPI ops. */
+void colrt__run_reduce16(colrt_dtype t, int max, const uint16_t *in, uint16_t *inout, int64_t n);
 /* Row-major f32 GEMM on the chosen BLAS: C = alpha op(A) op(B) + beta C. */
 void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);

@@ -102,8 +102,10 @@ int main(int argc, char **argv) {
         cg_layer_norm_c_function(&b, name, n / cols, cols);
         snprintf(name, sizeof name, "cal_sumsq_%d", l);
         cg_sumsq_c_function(&b, name, n);
-        snprintf(name, sizeof name, "cal_rope_%d", l); /* its cost is the angle's pow, cos and sin: any shape */
-        cg_rope_c_function(&b, name, n / (CAL_ROPE_H * CAL_ROPE_DH), CAL_ROPE_H, CAL_ROPE_DH);
+        /* one row per position: each position's angles (pow, cos and sin) serve one row of
+         * Dh / 2 pairs, the kernel's dearest per element (a program's B x H rows share them) */
+        snprintf(name, sizeof name, "cal_rope_%d", l);
+        cg_rope_c_function(&b, name, false, 1, n / (CAL_ROPE_H * CAL_ROPE_DH), CAL_ROPE_H, CAL_ROPE_DH);
     }
     sb_printf(&b, "const int cal_elementwise_n = %d;\nconst CalElementwise cal_elementwise[] = {\n", n_elem);
     for (int l = ELEM_MIN_LOG2; l <= ELEM_MAX_LOG2; l += ELEM_STEP)
