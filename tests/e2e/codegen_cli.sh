@@ -38,20 +38,21 @@ check "... and counted in the plan JSON" "grep -q '\"gradient_buckets\":.*4' '$w
 
 # sequence parallel: attention's queries split over 4 ranks; the kernels
 # take the shard's first position (o0) for the causal mask
-"$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x4 --mesh 1x4 --zero 0 --mem 61KB -q -o "$work/seq"
+"$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x4 --mesh 1x4 --zero 0 --mem 58KB -q -o "$work/seq"
 check "sequence-parallel attention: the mask counts from the shard's first query" "grep -q 'cs = o0 + ' '$work/seq/gpt2_tiny_kernels.c' && grep -q ', (int64_t)(0 + (int64_t)colrt_mesh_coord(M->mesh, 1) \\* ' '$work/seq/gpt2_tiny.c'"
 
 # the planner's plan on 8 devices with ZeRO-2 (pinned, with the mesh: left to
 # choose, it prices ZeRO's per-tensor collectives and keeps ZeRO off this
 # model): tensor parallel and ZeRO-2 together; the updates run on slices of
-# each shard, gathered back after. The attention's output projection is the
-# layer checked: under the sync as run (ZeRO-2's reduce-scatters exposed, its
-# gathers per reader) the planner shards c_attn's weight over both axes (row-
-# parallel over axis 0, no ZeRO slice) and keeps c_proj batch x column-parallel
+# each shard, gathered back after. The attention's input projection is the
+# layer checked: with the clipping norm's partial sums all-reduced once and the
+# backward's second resharding priced, the planner splits c_attn's heads over
+# axis 1 (column parallel) and slices each shard over axis 0 for ZeRO-2
+# (c_proj row parallel over axis 1, sliced the same way)
 out=$("$cc" "$ex/ir/gpt2-2layer.cir" --emit code --cluster h100:1x8 --mesh 2x4 --zero 2 -q -o "$work/z" 2>&1); rc=$?
 check "tensor parallel with ZeRO is generated" "[ $rc = 0 ] && [ -f $work/z/gpt2.c ]"
-check "... the updated slices gathered back into the shards" "grep -q 'reshard %h.0.attn.c_proj.weight.next: \\[S0,R,S1\\] -all-gather-> \\[R,R,S1\\]' '$work/z/gpt2.c'"
-check "... the gradients reduce-scattered into the slices" "grep -q 'reshard %h.0.attn.c_proj.weight.grad: \\[R,R,S1\\]P0 -reduce-scatter-> \\[S0,R,S1\\]' '$work/z/gpt2.c'"
+check "... the updated slices gathered back into the shards" "grep -q 'reshard %h.0.attn.c_attn.weight.next: \\[S0,R,S1,R\\] -all-gather-> \\[R,R,S1,R\\]' '$work/z/gpt2.c'"
+check "... the gradients reduce-scattered into the slices" "grep -q 'reshard %h.0.attn.c_attn.weight.grad: \\[R,R,S1,R\\]P0 -reduce-scatter-> \\[S0,R,S1,R\\]' '$work/z/gpt2.c'"
 
 # mixed precision: bf16 code is generated, with 16-bit operands, and compiles with the project's warnings
 "$cc" "$ex/mlp/mlp.c" --batch 8 --cluster h100:1x1 --dtype bf16 --emit code -q -o "$work/bf"
