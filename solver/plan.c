@@ -446,7 +446,10 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
         if (r && !micro_split_ok(r, rows, (int)k, why, n)) {
             plan_free(r); /* fewer micro-batches have more rows */
         } else if (!r) {
-            snprintf(why, n, "no plan fits in the memory of a device (%lld micro-batches tried)", (long long)k);
+            if (ilp_deadline_passed()) /* not memory: the search stopped */
+                snprintf(why, n, "not planned: --time-limit %g s reached (raise it to try this count)", o->time_limit_s);
+            else
+                snprintf(why, n, "no plan fits in the memory of a device (%lld micro-batches tried)", (long long)k);
             break;
         } else if (!best || r->price.step_s < best->price.step_s) {
             plan_free(best);
@@ -520,7 +523,11 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
          * unpipelined plan (plan_within), a pipeline the fastest of its own */
         PlanResult *r = p > 1 && o->micro_auto ? plan_pipeline_micro(g, &op, c->why, sizeof c->why) : plan_within(g, &op);
         if (!r) {
-            if (!(p > 1 && o->micro_auto)) snprintf(c->why, sizeof c->why, "no plan fits in the memory of a device");
+            if (ilp_deadline_passed()) /* not memory: the search stopped */
+                snprintf(c->why, sizeof c->why, "not planned: --time-limit %g s reached (raise it to try this count)",
+                         o->time_limit_s);
+            else if (!(p > 1 && o->micro_auto))
+                snprintf(c->why, sizeof c->why, "no plan fits in the memory of a device");
             continue;
         }
         c->micro_batches = r->prob->opt.micro_batches;
