@@ -144,7 +144,7 @@ static double largest_sum(const double *v, const int *n, int nv, const double *b
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     IlpPrice r;
     memset(&r, 0, sizeof r);
-    double bwd = 0, other_blocks = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0;
+    double other_blocks = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0;
     double *block_none = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
     /* parameters on the host: a transfer up is one block instance's slices (the block's
      * groups' per instance; the block has one per instance), or one group's outside the
@@ -159,7 +159,6 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         const IlpStrat *S = &g->strats[c->strat[gi]];
         int z = c->zero[gi];
         r.compute_s += g->mult * (S->fwd_s + S->bwd_s);
-        bwd += g->mult * S->bwd_s;
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
         if (z >= 2) sync_block += g->mult * S->sync_s[z];
