@@ -150,11 +150,13 @@ void placement_derive(Placement *pl, bool all_batch) {
                     }
     }
     pl->zero_min = 3;
+    pl->zero_max = 0;
     bool any_param = false;
     for (ValueId v = 0; v < g->n_values; v++)
         if (pl->zero[v] >= 0) {
             any_param = true;
             if (pl->zero[v] < pl->zero_min) pl->zero_min = pl->zero[v];
+            if (pl->zero[v] > pl->zero_max) pl->zero_max = pl->zero[v];
         }
     if (!any_param || pl->zero_min == 3) pl->zero_min = any_param ? 3 : 0;
     if (all_batch) pl->layout = PL_DATA_PARALLEL;

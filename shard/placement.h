@@ -161,6 +161,7 @@ typedef struct Placement {
     PlaceLayout layout;
     unsigned batch_axes;        /* mesh axes (size > 1) some planned node splits work over */
     int zero_min;               /* the smallest ZeRO stage among the parameters (0 if none) */
+    int zero_max;               /* the largest (0 if none) */
     ValueId split_param;        /* PL_SHARDED: the first parameter read split, or IR_NONE */
     ShardSpec split_spec;       /* and how it is read */
 } Placement;

@@ -417,7 +417,7 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     /* recompute: per graph block, the instances the Placement recomputes */
     int *rc = pl->rc_full, *rc_sel = pl->rc_selective;
     LowerProgram *lp = NULL;
-    int zero = world > 1 ? pl->zero_min : 0;
+    int zero = world > 1 ? pl->zero_max : 0; /* each parameter at its own stage (zero_of) */
     if (world > 1 && pl->layout == PL_SHARDED) { /* tensor parallel */
         LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .pl = pl,
                            .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
@@ -432,9 +432,12 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
         sb_free(&e);
         return lp;
     }
-    if (world > 1 && ((pl->layout == PL_BATCH_SOME && zero) || (zero && busy_axes > 2))) {
+    unsigned busy_mask = 0; /* a batch over every busy axis (some ops replicated) lowers as data parallel */
+    for (int a = 0; a < m->n_axes; a++) busy_mask |= m->size[a] > 1 ? 1u << a : 0u;
+    bool batch_some = pl->layout == PL_BATCH_SOME && (pl->batch_axes & busy_mask) != busy_mask;
+    if (world > 1 && ((batch_some && zero) || (zero && busy_axes > 2))) {
         sb_printf(err, "the plan chose '%s' on a mesh of %d devices", pl->source, world);
-        if (pl->layout == PL_BATCH_SOME) sb_puts(err, " with ZeRO and the batch over some mesh axes only");
+        if (batch_some) sb_puts(err, " with ZeRO and the batch over some mesh axes only");
         else sb_printf(err, " with ZeRO over %d mesh axes", busy_axes);
         sb_puts(err, "; this build lowers data-parallel, replicated and ZeRO-1/2/3 plans, and tensor-parallel plans "
                      "without ZeRO");
@@ -452,7 +455,7 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
         for (int a = 0; a < m->n_axes; a++)
             if (pl->batch_axes & (1u << a)) dp *= m->size[a];
     }
-    LowerOptions lo = {.dp = dp, .zranks = world, .zero = zero, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
+    LowerOptions lo = {.dp = dp, .zranks = world, .zero = zero, .zero_of = pl->zero, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
                        .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0,
                        .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
                        .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .offload = offload,

@@ -37,6 +37,9 @@ typedef struct LowerOptions {
     int zero;                  /* ZeRO stage over the dp ranks: 0, 1 (optimizer state
                                 * sliced), 2 (and gradients reduce-scattered), 3 (and
                                 * parameters sliced, all-gathered before each use) */
+    const int8_t *zero_of;     /* per graph value: a parameter's own ZeRO stage (the
+                                * Placement's, one per parameter group), -1 for a
+                                * non-parameter; NULL: every parameter at zero */
     int64_t alignment;         /* arena alignment (COLRT_ALIGN) */
     int64_t zinner;            /* ZeRO over two mesh axes: the inner axis's size (the
                                 * collectives go in two steps through a temporary of
