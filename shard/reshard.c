@@ -502,6 +502,31 @@ void shard_reshard_print(StrBuf *b, const ShardReshard *r) {
     }
 }
 
+void shard_step_staging(const ShardMesh *m, Shape sh, const ShardSpec *before, const ShardStep *st, int64_t tmp[2]) {
+    Shape lb = shard_spec_local(before, m, sh);
+    int64_t nb = ir_shape_numel(lb), outer = 1;
+    for (int k = 0; k < st->dim && k < lb.rank; k++) outer *= lb.d[k];
+    tmp[0] = tmp[1] = 0;
+    if (st->kind == COLL_ALL_GATHER && outer > 1) tmp[0] = nb * m->size[st->axis];
+    if (st->kind == COLL_REDUCE_SCATTER && outer > 1) tmp[0] = nb;
+    if (st->kind == COLL_ALL_TO_ALL) tmp[0] = tmp[1] = nb;
+}
+
+int64_t shard_reshard_bytes(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *a, const ShardReshard *r,
+                            int64_t align) {
+    int64_t es = ir_dtype_size(dt), sum = 0;
+#define ROUND(e) (((e) * es + align - 1) / align * align)
+    for (int k = 0; k < r->n; k++) {
+        const ShardSpec *before = k ? &r->step[k - 1].after : a;
+        int64_t tmp[2];
+        shard_step_staging(m, sh, before, &r->step[k], tmp);
+        sum += ROUND(ir_shape_numel(shard_spec_local(&r->step[k].after, m, sh)));
+        for (int t = 0; t < 2; t++) sum += tmp[t] ? ROUND(tmp[t]) : 0;
+    }
+#undef ROUND
+    return sum;
+}
+
 /* ---- memoized times for the planner --------------------------------------- */
 
 /* Keyed by the search context's number and both specs' keys: the same

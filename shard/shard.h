@@ -320,6 +320,17 @@ bool shard_reshard(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *a, c
 double shard_reshard_time(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *a,
                           const ShardSpec *b);
 void shard_reshard_print(StrBuf *b, const ShardReshard *r);
+/* Step st of a resharding (from spec `before`, the previous step's result) of a
+ * tensor of shape sh: the elements of its staging buffers, tmp[0] and tmp[1] (0:
+ * none). An all-gather or a reduce-scatter that moves a dim other than the
+ * outermost stages through one buffer (all the pieces, or the rank's input), an
+ * all-to-all through two (send and receive); compiler/lower/spec.c allocates
+ * them, compiler/codegen/cg_reshard.c uses them. */
+void shard_step_staging(const ShardMesh *m, Shape sh, const ShardSpec *before, const ShardStep *st, int64_t tmp[2]);
+/* The bytes r (from spec a) holds while it runs, as the lowering allocates it:
+ * every step's result and staging buffers, each rounded up to align bytes. */
+int64_t shard_reshard_bytes(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *a, const ShardReshard *r,
+                            int64_t align);
 /* Drops the memoized times and the paused searches, and zeroes the counters. */
 void shard_reshard_cache_clear(void);
 /* Work counters since the last clear (for tests and benchmarks). One search

@@ -44,7 +44,9 @@
  *          - the update: parameters, gradients, optimizer state (and under
  *            mixed precision the f32 copies of the gradients), plus the
  *            largest transient of all (the first groups' backward runs with
- *            nearly every gradient written)
+ *            nearly every gradient written; a parameter's gradient parts
+ *            summed there by the tensor-parallel lowering, IlpEdge.mem_end,
+ *            count here only)
  *          a gradient bucket (IlpStrat.bucket, ilp_bucket_set) is a second
  *          copy of its set's gradients at its launch, where the set's
  *          backward ends: a transient of the head's moment (the head's set),
@@ -224,11 +226,13 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
         else if (k < p->n_blocks) bk_blocks = maxd(bk_blocks, bk[k]);
     }
     r.mem_staging = largest_sum(xfer, xn, nx, block_xfer, p->blocks, p->n_blocks, p->off_inflight);
+    bool sharded = false; /* the tensor-parallel lowering (IlpStrat.splits_param) */
+    for (int gi = 0; gi < p->n_groups; gi++) sharded |= p->groups[gi].strats[c->strat[gi]].splits_param;
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
         int k = c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst];
         r.comm_s += E->cost[k];
-        r.mem_transient_max = maxd(r.mem_transient_max, E->mem[k]);
+        r.mem_transient_max = maxd(r.mem_transient_max, maxd(E->mem[k], sharded ? E->mem_end[k] : 0));
         const IlpGroup *D = &p->groups[E->dst];
         if (D->after_blocks) r.mem_transient_head = maxd(r.mem_transient_head, E->mem[k]);
         else if (D->block >= 0) {

@@ -346,6 +346,22 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     m->TB_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient_blocks");
     m->TO_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient_other_blocks");
     m->TR_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "recompute_transient");
+    /* SH = 1 where a chosen strategy splits a parameter (the tensor-parallel
+     * lowering, which holds the edges' mem_end): SH >= each group's such x */
+    int SH = add_col(lp, GLP_CV, 0, 1, 0, "sharded");
+    for (int g = 0; g < p->n_groups; g++) {
+        int row = 0;
+        for (int s = 0; s < p->groups[g].n_strats; s++)
+            for (int z = 0; p->groups[g].strats[s].splits_param && z < ZERO_STAGES; z++)
+                if (m->x[g][s * ZERO_STAGES + z]) {
+                    if (!row) {
+                        snprintf(nm, sizeof nm, "sharded_%d", g);
+                        row = add_row(lp, GLP_LO, 0, 0, nm);
+                        put(lp, row, SH, 1);
+                    }
+                    put(lp, row, m->x[g][s * ZERO_STAGES + z], -1);
+                }
+    }
 
     /* edges */
     for (int e = 0; e < p->n_edges; e++) {
@@ -360,7 +376,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             if (!allowed(p, f, E->src, a)) continue;
             for (int r = 0; r < nr && rc[a] < 0; r++)
                 if (!memcmp(&E->cost[a * nb], &E->cost[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
-                    !memcmp(&E->mem[a * nb], &E->mem[rrep[r] * nb], sizeof(double) * (size_t)nb))
+                    !memcmp(&E->mem[a * nb], &E->mem[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
+                    !memcmp(&E->mem_end[a * nb], &E->mem_end[rrep[r] * nb], sizeof(double) * (size_t)nb))
                     rc[a] = r;
             if (rc[a] < 0) rrep[nr] = a, rc[a] = nr++;
         }
@@ -371,7 +388,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 bool same = true;
                 for (int a = 0; a < na && same; a++)
                     if (rc[a] >= 0 && (E->cost[a * nb + b] != E->cost[a * nb + crep[c]] ||
-                                       E->mem[a * nb + b] != E->mem[a * nb + crep[c]]))
+                                       E->mem[a * nb + b] != E->mem[a * nb + crep[c]] ||
+                                       E->mem_end[a * nb + b] != E->mem_end[a * nb + crep[c]]))
                         same = false;
                 if (same) cc[b] = c;
             }
@@ -390,6 +408,17 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             mrows[nmrows] = add_row(lp, GLP_LO, 0, 0, nm);
             put(lp, mrows[nmrows++], cls[k], 1);
         }
+        /* the parameter's gradient sum at the backward's end: T only, under the
+         * tensor-parallel lowering: T >= mem_end(pair) - big (1 - SH) */
+        int erow = 0;
+        double big = 0;
+        for (int k = 0; k < na * nb; k++) big = E->mem_end[k] > big ? E->mem_end[k] : big;
+        if (big > 0) {
+            snprintf(nm, sizeof nm, "etrans_end_%d", e);
+            erow = add_row(lp, GLP_LO, -big * ms, 0, nm);
+            put(lp, erow, m->T_col, 1);
+            put(lp, erow, SH, -big * ms);
+        }
         if (nr <= 1 || nc <= 1) {
             /* the cost depends on one end only: fold it into that end's x */
             for (int a = 0; a < na; a++)
@@ -405,6 +434,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                                              glp_get_obj_coef(lp->P, col) + tscale * E->cost[a * nb + b]);
                         for (int k = 0; col && k < nmrows && E->mem[a * nb + b] > 0; k++)
                             put(lp, mrows[k], col, -E->mem[a * nb + b] * ms);
+                        if (col && erow && E->mem_end[a * nb + b] > 0) put(lp, erow, col, -E->mem_end[a * nb + b] * ms);
                     }
                 }
         } else {
@@ -425,6 +455,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     put(lp, rows_c[c], col, 1);
                     for (int k = 0; k < nmrows && E->mem[rrep[r] * nb + crep[c]] > 0; k++)
                         put(lp, mrows[k], col, -E->mem[rrep[r] * nb + crep[c]] * ms);
+                    if (erow && E->mem_end[rrep[r] * nb + crep[c]] > 0)
+                        put(lp, erow, col, -E->mem_end[rrep[r] * nb + crep[c]] * ms);
                 }
             for (int a = 0; a < na; a++)
                 for (int z = 0; a < na && rc[a] >= 0 && z < ZERO_STAGES; z++)

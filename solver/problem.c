@@ -577,6 +577,9 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             const ShardStrategy *st = &mem->st[S->member_st[m]];
             CostOp co;
             cost_op(cm, g, mem->node, &mem->is, st, &co);
+            for (int i = 0; i < nd->n_in && i < st->n_in; i++)
+                for (int a = 0; ir_val(g, nd->in[i])->role == ROLE_PARAM && a < cm->mesh->n_axes; a++)
+                    if (cm->mesh->size[a] > 1 && shard_spec_axis_dim(&st->in[i], a, NULL) >= 0) S->splits_param = true;
             S->fwd_s += co.fwd_s;
             double mv;
             S->bwd_s += member_bwd(b, mem, S->member_st[m], &co, &mv);
@@ -622,6 +625,31 @@ static void build_strats(Builder *b, IlpGroup *gr) {
     }
 }
 
+/* The bytes the owner's backward holds where it sums parameter v's gradient:
+ * its own part (the owner's strategy sa, operand i) and a consumer's part
+ * (spec gsp, written in the consumer's backward and held since), when they
+ * cannot be added as they are (other partial axes or splits): each is
+ * resharded to the parameter's spec first (compiler/lower/spec.c; GPT-2's tied
+ * embedding under tensor parallelism: the head's part partial over both mesh
+ * axes, the lookup's over the batch axis), both parts and every step's buffers
+ * live at once. 0 where the parts add as they are. */
+static double grad_sum_bytes(const Builder *b, const Value *v, const IlpMember *owner, const ShardStrategy *sa, int i,
+                             const ShardSpec *gsp) {
+    const ShardMesh *m = b->cm->mesh;
+    ShardSpec own = shard_grad_spec(&owner->is, sa, i), to = sa->in[i];
+    if (shard_spec_eq(&own, gsp)) return 0;
+    to.partial = 0;
+    double sum = 0;
+    const ShardSpec *part[2] = {&own, gsp};
+    for (int k = 0; k < 2; k++) {
+        ShardReshard r;
+        sum += buf((double)ir_dtype_size(v->dtype) * (double)ir_shape_numel(shard_spec_local(part[k], m, v->shape)));
+        if (shard_reshard(m, v->shape, v->dtype, part[k], &to, &r, NULL))
+            sum += (double)shard_reshard_bytes(m, v->shape, v->dtype, part[k], &r, COLRT_ALIGN);
+    }
+    return sum;
+}
+
 /* Edges: every activation (or parameter reused by a later group) crossing
  * groups, priced for every pair of strategies, merged per group pair. */
 static void build_edges(Builder *b) {
@@ -653,7 +681,7 @@ static void build_edges(Builder *b) {
             IlpGroup *S = &p->groups[gs];
             /* self edge across instances of a tied block: both ends share variables */
             bool diag = gs == gd;
-            double *cost = NULL, *mem = NULL;
+            double *cost = NULL, *mem = NULL, *mem_end = NULL;
             if (!diag) {
                 int e = 0;
                 while (e < p->n_edges && !(p->edges[e].src == gs && p->edges[e].dst == gd)) e++;
@@ -665,10 +693,13 @@ static void build_edges(Builder *b) {
                                                 (size_t)(D->n_strats ? D->n_strats : 1));
                     p->edges[e].mem = ir_alloc(sizeof(double) * (size_t)S->n_strats *
                                                (size_t)(D->n_strats ? D->n_strats : 1));
+                    p->edges[e].mem_end = ir_alloc(sizeof(double) * (size_t)S->n_strats *
+                                                   (size_t)(D->n_strats ? D->n_strats : 1));
                     p->n_edges++;
                 }
                 cost = p->edges[e].cost;
                 mem = p->edges[e].mem;
+                mem_end = p->edges[e].mem_end;
             }
             for (int a = 0; a < S->n_strats; a++)
                 for (int c = 0; c < D->n_strats; c++) {
@@ -703,6 +734,11 @@ static void build_edges(Builder *b) {
                         double bytes = buf(es * (double)ir_shape_numel(shard_spec_local(&sc->in[i], b->cm->mesh, v->shape))) +
                                        buf(es * (double)ir_shape_numel(shard_spec_local(&gsp, b->cm->mesh, v->shape)));
                         double *slot = &mem[a * D->n_strats + c];
+                        if (bytes > *slot) *slot = bytes;
+                    }
+                    if (!diag && in_idx >= 0) {
+                        double bytes = grad_sum_bytes(b, v, &S->members[ms], sa, in_idx, &gsp);
+                        double *slot = &mem_end[a * D->n_strats + c];
                         if (bytes > *slot) *slot = bytes;
                     }
                 }
@@ -950,7 +986,8 @@ void ilp_problem_free(IlpProblem *p) {
         for (int m = 0; m < gr->n_members; m++) ir_free(gr->members[m].st), ir_free(gr->members[m].bwd_s), ir_free(gr->members[m].bwd_move_s);
         ir_free(gr->members);
     }
-    for (int e = 0; e < p->n_edges; e++) ir_free(p->edges[e].cost), ir_free(p->edges[e].mem);
+    for (int e = 0; e < p->n_edges; e++)
+        ir_free(p->edges[e].cost), ir_free(p->edges[e].mem), ir_free(p->edges[e].mem_end);
     ir_free(p->edges);
     ir_free(p->bwd_reread);
     ir_free(p->groups);

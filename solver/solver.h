@@ -58,6 +58,9 @@ typedef struct IlpStrat {
     double param_local;         /* bytes of the group's parameters as used (gathered) */
     bool accumulates;           /* gradients accumulate across micro-batches: each is
                                  * computed into a temporary, then added */
+    bool splits_param;          /* a member reads a parameter split over a mesh axis: the
+                                 * plan lowers tensor parallel (shard/placement.c's layout),
+                                 * where IlpEdge.mem_end is held */
 } IlpStrat;
 
 typedef struct IlpMember {
@@ -121,6 +124,12 @@ typedef struct IlpEdge {
     double *mem;                /* same layout: a transient the pair holds (a parameter the
                                  * consumer reads in another spec than its owner: the
                                  * resharded copy and its gradient in that spec), or 0 */
+    double *mem_end;            /* same layout: a transient of the backward's end only (the
+                                 * update's moment), where the owner sums a parameter's
+                                 * gradient parts that cannot be added as they are (a tied
+                                 * embedding's head part, partial over other axes than the
+                                 * owner's): both parts and their reshardings to the
+                                 * parameter's spec, held since the consumer's backward */
 } IlpEdge;
 
 typedef struct IlpBlock {

@@ -80,12 +80,6 @@ static ValueId add_value(SpecCtx *c, NodeId at, Shape local, DType dt, const cha
     return e;
 }
 
-static int64_t outer_of(Shape s, int d) {
-    int64_t o = 1;
-    for (int k = 0; k < d; k++) o *= s.d[k];
-    return o;
-}
-
 /* The buffers of r's steps, written at node `at`: each step's result
  * (named PREFIX<k>) and, where a step moves a dim that is not the outermost,
  * its staging buffers (cg_reshard.c says how each is used). */
@@ -94,21 +88,19 @@ static void step_buffers(SpecCtx *c, NodeId at, LowerReshard *r, const Value *v,
     for (int k = 0; k < r->plan.n; k++) {
         const ShardStep *st = &r->plan.step[k];
         const ShardSpec *before = k ? &r->plan.step[k - 1].after : &r->spec_from;
-        Shape lb = shard_spec_local(before, c->m, v->shape), la = shard_spec_local(&st->after, c->m, v->shape);
-        int64_t nb = ir_shape_numel(lb), n = c->m->size[st->axis];
+        Shape la = shard_spec_local(&st->after, c->m, v->shape);
         char what[32];
         snprintf(what, sizeof what, "%s%d", prefix, k);
         r->buf[k] = add_value(c, at, la, v->dtype, v->name, what);
         p->v[r->buf[k]].spec = st->after;
         r->tmp[k] = r->tmp2[k] = IR_NONE;
-        if (st->kind == COLL_ALL_GATHER && outer_of(lb, st->dim) > 1)
-            r->tmp[k] = add_value(c, at, ir_shape(1, (int64_t[]){n * nb}), v->dtype, v->name, "gather_tmp");
-        if (st->kind == COLL_REDUCE_SCATTER && outer_of(lb, st->dim) > 1)
-            r->tmp[k] = add_value(c, at, ir_shape(1, &nb), v->dtype, v->name, "scatter_tmp");
-        if (st->kind == COLL_ALL_TO_ALL) {
-            r->tmp[k] = add_value(c, at, ir_shape(1, &nb), v->dtype, v->name, "a2a_send");
-            r->tmp2[k] = add_value(c, at, ir_shape(1, &nb), v->dtype, v->name, "a2a_recv");
-        }
+        int64_t tmp[2]; /* the staging, as the planner counts it (shard_reshard_bytes) */
+        shard_step_staging(c->m, v->shape, before, st, tmp);
+        bool a2a = st->kind == COLL_ALL_TO_ALL;
+        if (tmp[0])
+            r->tmp[k] = add_value(c, at, ir_shape(1, &tmp[0]), v->dtype, v->name,
+                                  a2a ? "a2a_send" : st->kind == COLL_ALL_GATHER ? "gather_tmp" : "scatter_tmp");
+        if (tmp[1]) r->tmp2[k] = add_value(c, at, ir_shape(1, &tmp[1]), v->dtype, v->name, "a2a_recv");
     }
 }
 
