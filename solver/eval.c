@@ -228,6 +228,9 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
     r.mem_staging = largest_sum(xfer, xn, nx, block_xfer, p->blocks, p->n_blocks, p->off_inflight);
     bool sharded = false; /* the tensor-parallel lowering (IlpStrat.splits_param) */
     for (int gi = 0; gi < p->n_groups; gi++) sharded |= p->groups[gi].strats[c->strat[gi]].splits_param;
+    for (int gi = 0; sharded && gi < p->n_groups; gi++) /* its ZeRO updates' copies */
+        r.mem_transient_max =
+            maxd(r.mem_transient_max, p->groups[gi].strats[c->strat[gi]].update_transient[c->zero[gi]]);
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
         int k = c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst];

@@ -362,6 +362,23 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     put(lp, row, m->x[g][s * ZERO_STAGES + z], -1);
                 }
     }
+    /* the tensor-parallel lowering's ZeRO updates: T >= update_transient - big (1 - SH) */
+    for (int g = 0; g < p->n_groups; g++) {
+        double big = 0;
+        for (int s = 0; s < p->groups[g].n_strats; s++)
+            for (int z = 0; z < ZERO_STAGES; z++)
+                if (m->x[g][s * ZERO_STAGES + z] && p->groups[g].strats[s].update_transient[z] > big)
+                    big = p->groups[g].strats[s].update_transient[z];
+        if (!(big > 0)) continue;
+        snprintf(nm, sizeof nm, "utrans_%d", g);
+        int row = add_row(lp, GLP_LO, -big * ms, 0, nm);
+        put(lp, row, m->T_col, 1);
+        put(lp, row, SH, -big * ms);
+        for (int s = 0; s < p->groups[g].n_strats; s++)
+            for (int z = 0; z < ZERO_STAGES; z++)
+                if (m->x[g][s * ZERO_STAGES + z])
+                    put(lp, row, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].update_transient[z] * ms);
+    }
 
     /* edges */
     for (int e = 0; e < p->n_edges; e++) {

@@ -440,6 +440,39 @@ static double gather_time(const ShardMesh *m, double bytes, unsigned axes) {
     return t;
 }
 
+/* The bytes r (from spec a) holds while it runs (the lowering's buffers), 0 when a == b. */
+static double reshard_bytes(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *a, const ShardSpec *b) {
+    ShardReshard r;
+    if (shard_spec_eq(a, b) || !shard_reshard(m, sh, dt, a, b, &r, NULL)) return 0;
+    return (double)shard_reshard_bytes(m, sh, dt, a, &r, COLRT_ALIGN);
+}
+
+/* The tensor-parallel lowering's update of parameter pv (held in spec held,
+ * its gradient computed in gspec) at ZeRO stage z (compiler/lower/spec.c): the
+ * update reads its gradient resharded into the update's spec (as
+ * placement_grad_scatter left it; a pending sum the buckets did not sum:
+ * all-reduced into a copy), and under ZeRO the parameter resharded into the
+ * slice (shard_spec_refine, the planner's rule for update nodes) too; it
+ * writes the updated slice and gathers it back into the parameter's spec, the
+ * last step writing the parameter itself unless a later node reads it. What
+ * those copies hold while the update runs. */
+static double update_bytes(const Graph *g, const ShardMesh *m, ValueId pv, DType dt, const ShardSpec *held,
+                           const ShardSpec *gspec, int z, bool bucketed) {
+    const Value *v = ir_val(g, pv);
+    ShardSpec P = shard_spec_unpartial(held), T = z >= 1 ? shard_spec_refine(&P, m, v->shape) : P, G = *gspec, t;
+    if (placement_grad_scatter(m, &P, z, gspec, v->shape, &t)) G = t;
+    double bytes = bucketed ? 0 : reshard_bytes(m, v->shape, dt, &G, &T);
+    if (shard_spec_eq(&P, &T)) return bytes; /* nothing sliced */
+    bool later = false;
+    NodeId u = 0;
+    while (u < g->n_nodes && !(ir_op_is_update(ir_node(g, u)->op) && ir_node(g, u)->in[0] == pv)) u++;
+    for (NodeId k = u + 1; k < g->n_nodes && !later; k++)
+        for (int i = 0; i < ir_node(g, k)->n_in; i++) later |= ir_node(g, k)->in[i] == pv;
+    double es = (double)ir_dtype_size(dt);
+    return bytes + reshard_bytes(m, v->shape, dt, &P, &T) + buf(es * (double)ir_shape_numel(shard_spec_local(&T, m, v->shape))) +
+           reshard_bytes(m, v->shape, dt, &T, &P) - (later ? 0 : buf(es * (double)ir_shape_numel(shard_spec_local(&P, m, v->shape))));
+}
+
 static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
     const Graph *g = b->g;
     const CostModel *cm = b->cm;
@@ -513,6 +546,9 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                     if (z == 0 && b->fwd_reads[v] <= 1 && !split_axes)
                         S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
                 }
+                bool bucketed = z == 0 && gspec.partial && b->fwd_reads[v] <= 1 && !split_axes;
+                S->update_transient[z] =
+                    fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, z, bucketed));
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
                 S->gather_s[z] += z == 3 ? p->param_reads[v] * M * ag : ag;
                 /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3

@@ -58,6 +58,12 @@ typedef struct IlpStrat {
     double param_local;         /* bytes of the group's parameters as used (gathered) */
     bool accumulates;           /* gradients accumulate across micro-batches: each is
                                  * computed into a temporary, then added */
+    double update_transient[ZERO_STAGES]; /* the tensor-parallel lowering's update
+                                 * (compiler/lower/spec.c): the largest of its parameters'
+                                 * copies resharded into the update's spec (the gradient's, and
+                                 * under ZeRO the parameter's slice), the updated slice and the
+                                 * steps gathering it back; a transient of the update's moment
+                                 * under the tensor-parallel lowering only */
     bool splits_param;          /* a member reads a parameter split over a mesh axis: the
                                  * plan lowers tensor parallel (shard/placement.c's layout),
                                  * where IlpEdge.mem_end is held */

@@ -192,7 +192,10 @@ static bool gather_back(SpecCtx *c, NodeId id, ValueId y, ValueId leaf) {
     bool later = false;
     for (NodeId k = id + 1; k < c->g->n_nodes && !later; k++)
         for (int i = 0; i < ir_node(c->g, k)->n_in; i++) later |= ir_node(c->g, k)->in[i] == leaf;
-    if (!later) r.buf[r.plan.n - 1] = leaf;
+    if (!later) { /* its own buffer unused: a name for the leaf's (no memory of its own) */
+        p->v[r.buf[r.plan.n - 1]].storage = leaf;
+        r.buf[r.plan.n - 1] = leaf;
+    }
     r.to = r.buf[r.plan.n - 1];
     p->v[y].commit_from = r.to;
     LowerNode *ln = &p->n[id];
