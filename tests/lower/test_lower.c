@@ -285,6 +285,30 @@ int main(void) {
     if (p) CHECK_INT(ln_of(p, "fc1.weight.trust_sq")->dir_for, ir_val(g, ir_find(g, "fc1.weight.next"))->def);
     lower_free(p);
     ir_graph_free(g);
+    /* ZeRO per parameter (the Placement's stage per group, zero_of): ZeRO-1 on
+     * fc1.weight alone slices its update and moments and nothing else; the
+     * moments, live the whole step, take exactly their sliced bytes off the
+     * lower bound against data parallel without ZeRO */
+    g = training_with("mlp.cir", 1, AD_OPT_ADAMW);
+    int8_t *zof = ir_alloc(sizeof(int8_t) * (size_t)g->n_values);
+    for (ValueId v = 0; v < g->n_values; v++) zof[v] = ir_val(g, v)->role == ROLE_PARAM ? 0 : -1;
+    zof[ir_find(g, "fc1.weight")] = 1;
+    LowerOptions omix = {.dp = 4, .zero = 1, .zero_of = zof, .alignment = 256};
+    LowerProgram *q = lower_build(g, &odp, &err);
+    p = lower_build(g, &omix, &err);
+    CHECK(p != NULL && q != NULL);
+    if (p && q) {
+        int64_t whole = lv(q, "fc1.weight.adam_m")->bytes, slice = lv(p, "fc1.weight.adam_m")->bytes;
+        CHECK_INT(slice * 4, whole);
+        CHECK_INT(ln_of(p, "fc1.weight.next")->zero, 1);
+        CHECK_INT(ln_of(p, "fc2.weight.next")->zero, 0);
+        CHECK_INT(lv(p, "fc2.weight.adam_m")->bytes, lv(q, "fc2.weight.adam_m")->bytes);
+        CHECK_INT(q->lower_bound_bytes - p->lower_bound_bytes, 2 * (whole - slice)); /* m and v */
+    }
+    lower_free(p);
+    lower_free(q);
+    ir_free(zof);
+    ir_graph_free(g);
     /* ... but not into a micro-batch accumulator (a leaf the next step adds
      * into; one rank reads it in place): there the update computes its
      * direction itself; on 4 ranks the sweep reads the all-reduced bucket */
