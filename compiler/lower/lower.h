@@ -36,7 +36,9 @@ typedef struct LowerOptions {
                                 * so stage 2 lowers as stage 1 */
     int zero;                  /* ZeRO stage over the dp ranks: 0, 1 (optimizer state
                                 * sliced), 2 (and gradients reduce-scattered), 3 (and
-                                * parameters sliced, all-gathered before each use) */
+                                * parameters sliced, all-gathered before each use); with
+                                * zero_of, the largest (what the dump and the plan JSON's
+                                * lowering.zero_stage print) */
     const int8_t *zero_of;     /* per graph value: a parameter's own ZeRO stage (the
                                 * Placement's, one per parameter group), -1 for a
                                 * non-parameter; NULL: every parameter at zero */
