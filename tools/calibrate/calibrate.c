@@ -48,9 +48,7 @@
 
 #include "colossal/colrt.h"
 #include "shard.h"
-#ifndef COLOSSAL_CALIBRATE_CUDA
-#include "calibrate_kernels.h"
-#endif
+#include "calibrate_kernels.h" /* the generated kernels (CPU), RoPE's shape (both) */
 
 #ifdef COLOSSAL_CALIBRATE_CUDA
 #include <cuda_runtime.h>
@@ -327,8 +325,8 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
  * colrt_cross_entropy). On the CPU the classes the program runs its own
  * kernels for are timed on those kernels (calibrate_kernels.h, written by the
  * code generator at build time): its add (elementwise), GELU (transcendental),
- * layer norm, sum of squares, RoPE (an angle's pow, cos and sin a pair: an
- * order of magnitude below the GELU's rate) and AdamW update; the softmax is
+ * layer norm, sum of squares, RoPE (a position's angles, pow, cos and sin a
+ * pair, shared by CAL_ROPE_ROWS rows: calibrate_kernels.h) and AdamW update; the softmax is
  * colrt's, the loss colrt's as the program calls it. On CUDA a device copy and
  * colrt's kernels. Rows of the norm and softmax are 256 wide (one row of
  * all the elements below 256), the loss's vocabulary 4096 (at least one row). */
@@ -400,7 +398,11 @@ static void kern_work(void *p) {
 #endif
     case SHARD_K_ROPE:
 #ifdef COLOSSAL_CALIBRATE_CUDA
-        colrt_rope_fwd(NULL, COLRT_F32, k->a, k->b, 1, n / 16, 1, 16, 0, 10000.0f);
+    {
+        int64_t rB, rT, rH;
+        cal_rope_shape(n, &rB, &rT, &rH);
+        colrt_rope_fwd(NULL, COLRT_F32, k->a, k->b, rB, rT, rH, CAL_ROPE_DH, 0, 10000.0f);
+    }
 #else
         k->elem->rope(NULL, k->a, k->b);
 #endif
@@ -471,7 +473,7 @@ static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
                             "elementwise: colrt_memcpy device to device; transcendental: colrt_gelu_fwd; "
 #else
                             "elementwise: the generated program's add; transcendental: its GELU; norm: its layer "
-                            "norm, rows of 256; reduce: its sum of squares; rope: its RoPE, heads of 16; optimizer: "
+                            "norm, rows of 256; reduce: its sum of squares; rope: its RoPE, 16 rows a position, heads of 16; optimizer: "
                             "its AdamW (generated, f32); "
 #endif
                                            "norm (CUDA): colrt_layer_norm_fwd, rows of 256; softmax: "

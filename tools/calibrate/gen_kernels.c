@@ -102,10 +102,11 @@ int main(int argc, char **argv) {
         cg_layer_norm_c_function(&b, name, n / cols, cols);
         snprintf(name, sizeof name, "cal_sumsq_%d", l);
         cg_sumsq_c_function(&b, name, n);
-        /* one row per position: each position's angles (pow, cos and sin) serve one row of
-         * Dh / 2 pairs, the kernel's dearest per element (a program's B x H rows share them) */
+        /* CAL_ROPE_ROWS rows a position share its angles, as a program's B x H rows do */
+        int64_t rB, rT, rH;
+        cal_rope_shape(n, &rB, &rT, &rH);
         snprintf(name, sizeof name, "cal_rope_%d", l);
-        cg_rope_c_function(&b, name, false, 1, n / (CAL_ROPE_H * CAL_ROPE_DH), CAL_ROPE_H, CAL_ROPE_DH);
+        cg_rope_c_function(&b, name, false, rB, rT, rH, CAL_ROPE_DH);
     }
     sb_printf(&b, "const int cal_elementwise_n = %d;\nconst CalElementwise cal_elementwise[] = {\n", n_elem);
     for (int l = ELEM_MIN_LOG2; l <= ELEM_MAX_LOG2; l += ELEM_STEP)
