@@ -26,7 +26,8 @@ typedef struct CalAttention {
 
 /* The program's kernels over n f32 elements: an add (the `elementwise`
  * class), a GELU (`transcendental`), a layer norm (`norm`), a sum of squares
- * (`reduce`), RoPE (`rope`) and an AdamW update (`optimizer`). */
+ * (`reduce`), RoPE (`rope`), a SiLU (`silu`) and an AdamW update
+ * (`optimizer`). */
 enum { CAL_NORM_COLS = 256 };
 
 /* RoPE's calibration shape over n elements, [B, T, H, Dh]: the generated C
@@ -53,6 +54,7 @@ typedef struct CalElementwise {
     int64_t n;
     void (*add)(colrt_stream *, const float *, const float *, float *);
     void (*gelu)(colrt_stream *, const float *, float *);
+    void (*silu)(colrt_stream *, const float *, float *); /* the `silu` class */
     /* x, weight, bias -> y: rows of CAL_NORM_COLS (one row of n below it) */
     void (*norm)(colrt_stream *, const float *, const float *, const float *, float *);
     /* x -> the sum of its squares (one element), workspace (unused in C) */
