@@ -417,7 +417,7 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     /* recompute: per graph block, the instances the Placement recomputes */
     int *rc = pl->rc_full, *rc_sel = pl->rc_selective;
     LowerProgram *lp = NULL;
-    int zero = world > 1 ? pl->zero_max : 0; /* each parameter at its own stage (zero_of) */
+    int zero = world > 1 ? pl->zero_min : 0;
     if (world > 1 && pl->layout == PL_SHARDED) { /* tensor parallel */
         LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .pl = pl,
                            .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
@@ -445,6 +445,12 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
                 "(ZeRO over at most two mesh axes), or for one device (--cluster h100:1x1)";
         return NULL;
     }
+    /* each parameter group at its own stage, as the planner priced it (the
+     * stages may differ: ZeRO-1 on the GEMMs' weights, none on the norms'),
+     * where this build lowers ZeRO at all; the lowest for every group under the
+     * layouts refused above when any group has none (as before) */
+    int zmax = world > 1 ? pl->zero_max : 0;
+    bool per_group = zmax > zero && !batch_some && busy_axes <= 2;
     int64_t zinner = 1; /* ZeRO over two busy axes: the inner one's size */
     if (busy_axes == 2)
         for (int a = 0; a < m->n_axes; a++)
@@ -455,7 +461,8 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
         for (int a = 0; a < m->n_axes; a++)
             if (pl->batch_axes & (1u << a)) dp *= m->size[a];
     }
-    LowerOptions lo = {.dp = dp, .zranks = world, .zero = zero, .zero_of = pl->zero, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
+    LowerOptions lo = {.dp = dp, .zranks = world, .zero = per_group ? zmax : zero, .zero_of = per_group ? pl->zero : NULL,
+                       .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
                        .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0,
                        .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
                        .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .offload = offload,

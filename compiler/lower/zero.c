@@ -38,23 +38,27 @@ static const Node *def_of(const Graph *g, ValueId v, int op, int64_t numel) {
     return d && d->op == op && ir_shape_numel(ir_val(g, d->in[d->n_in - 1])->shape) == numel ? d : NULL;
 }
 
-/* The ZeRO stage of update node id: its parameter's own (the Placement's,
- * under mixed precision the parameter the updated master is cast into), else
- * the program's; with one batch rank (a replicated plan) every rank holds the
- * whole gradient, so stage 2 lowers as stage 1. */
-static int update_stage(const LowerProgram *p, int nn, NodeId id) {
-    const Graph *g = p->g;
-    ValueId w = ir_node(g, id)->in[0];
-    if (ir_val(g, w)->role == ROLE_STATE) {
-        NodeId r = master_cast(g, nn, id, ir_shape_numel(ir_val(g, w)->shape));
-        w = r != IR_NONE ? ir_val(g, ir_node(g, r)->out[0])->updates : IR_NONE;
+/* The ZeRO stage of update node id: its parameter's (opt.zero_of: the
+ * Placement's per group; under mixed precision the parameter the master's
+ * cast writes), else opt.zero; at most 1 without a batch split (every rank
+ * holds the whole gradient). */
+static int update_stage(const LowerProgram *p, const Graph *g, int nn, NodeId id) {
+    int z = p->opt.zero;
+    const Node *n = ir_node(g, id);
+    if (p->opt.zero_of) {
+        ValueId pv = n->in[0];
+        if (ir_val(g, pv)->role != ROLE_PARAM) {
+            NodeId r = master_cast(g, nn, id, ir_shape_numel(ir_val(g, pv)->shape));
+            pv = r != IR_NONE ? ir_val(g, ir_node(g, r)->out[0])->updates : IR_NONE;
+        }
+        if (pv != IR_NONE && p->opt.zero_of[pv] >= 0) z = p->opt.zero_of[pv];
     }
-    int z = p->opt.zero_of && w != IR_NONE && p->opt.zero_of[w] >= 0 ? p->opt.zero_of[w] : p->opt.zero;
     return p->opt.dp == 1 && z > 1 ? 1 : z;
 }
 
 /* Pass: the ZeRO slices of the updates, their state and (stage 3) their
- * parameters; c->zgrad[gradient] = its slice's elements under stage 2/3. */
+ * parameters; c->zgrad[gradient] = its slice's elements under stage 2/3.
+ * Each update at its own parameter's stage (update_stage). */
 bool lower_pass_zero(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
@@ -62,11 +66,11 @@ bool lower_pass_zero(LowerCtx *c) {
     int64_t *zgrad = c->zgrad;
     /* 0. ZeRO: optimizer updates on this rank's slice of each parameter whose
      * size the ranks divide; their state and results are slices */
-    for (NodeId id = 0; p->opt.zranks > 1 && id < nn; id++) {
+    for (NodeId id = 0; p->opt.zero >= 1 && p->opt.zranks > 1 && id < nn; id++) {
         const Node *n = ir_node(g, id);
         if (!ir_op_is_update(n->op)) continue;
-        int z = update_stage(p, nn, id);
         int64_t numel = ir_shape_numel(ir_val(g, n->in[0])->shape);
+        const int z = update_stage(p, g, nn, id);
         if (z < 1 || numel % p->opt.zranks) continue; /* stays whole (stage 0) */
         int64_t chunk = numel / p->opt.zranks;
         p->n[id].zero = z;
