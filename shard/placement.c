@@ -30,6 +30,19 @@ PlaceMask placement_pipe_device_mask(const PlacePipeline *pp, PlaceMask stages) 
     return m;
 }
 
+int placement_chunk_pack(const int64_t *bytes, const DType *dt, int n, int64_t cap, int *chunk) {
+    int n_chunks = 0;
+    for (int i = 0; i < n;) {
+        int64_t part = bytes[i];
+        int j = i + 1;
+        while (j < n && dt[j] == dt[i] && part + bytes[j] <= cap) part += bytes[j++];
+        for (int m = i; m < j; m++) chunk[m] = j - i >= 2 ? n_chunks : -1;
+        if (j - i >= 2) n_chunks++;
+        i = j;
+    }
+    return n_chunks;
+}
+
 const char *placement_offload_name(PlaceOffload o) {
     static const char *const names[] = {"device", "optim", "optim+master", "params"};
     return o >= 0 && o < PO__COUNT ? names[o] : "?";

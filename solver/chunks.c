@@ -20,72 +20,172 @@
  */
 #include "plan.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Decimal sizes, as --chunk-bytes reads "4MB" */
 static const int64_t sizes[] = {0, 1000000, 4000000, 16000000, 64000000};
 
 typedef struct Member {
+    ValueId v;
     int64_t slice;  /* a rank's bytes */
     DType dt;
     bool gathered;  /* ZeRO-3 */
+    bool on_host;   /* --offload params: comes up into the chunk's send buffer, no device copy in */
+    NodeId rs_at;   /* the node making its gradient (its reduce-scatter follows: lower/split.c) */
 } Member;
 
-/* Greedy packing in order (the lowering's rule, chunk.c): runs of one dtype
- * of at most cap bytes a rank; a run of one stays alone. Of the ZeRO-3
- * members (gathers) or of every member (reduce-scatters): the chunks, the
- * members alone, the largest part, the parts' bytes and the collectives' time
- * (one each). The gradients' 64-byte slots are not counted (under 0.1 %). */
-static void pack(const Member *m, int n, bool gathers, int64_t cap, int *n_chunks, int *n_alone, int64_t *largest,
-                 double *chunked_bytes, const ShardMesh *mesh, int axis, double *coll_s) {
-    *n_chunks = *n_alone = 0;
-    *largest = 0;
-    *chunked_bytes = 0;
-    *coll_s = 0;
-    int ranks = mesh->size[axis];
-    ShardColl k = gathers ? COLL_ALL_GATHER : COLL_REDUCE_SCATTER;
-    for (int i = 0; i < n;) {
-        if (gathers && !m[i].gathered) {
+typedef struct Ctx {
+    const Graph *g;
+    const PlanResult *r;
+    int axis, ranks, mb, fwd_end, step_begin;
+    Member *m;
+    int n;
+    int *of;        /* per value: its index in m, or -1 */
+} Ctx;
+
+/* What a chunk size runs a micro-batch (times the micro-batches: a step). */
+typedef struct Run {
+    int chunks, grad_chunks, collectives;
+    double ag_s, rs_s, copy_s;
+    int64_t ag_largest, rs_largest; /* a rank's part of the largest chunk */
+} Run;
+
+static int by_rs_at(const void *a, const void *b) {
+    const Member *x = *(const Member *const *)a, *y = *(const Member *const *)b;
+    return x->rs_at != y->rs_at ? (x->rs_at > y->rs_at) - (x->rs_at < y->rs_at) : (x->v > y->v) - (x->v < y->v);
+}
+
+/* The gathers as lower.chunk makes them: the ZeRO-3 members in first-read
+ * order cut by placement_chunk_pack, then the reads replayed: an all-gather
+ * before each node reading a member alone; a round of a chunk (its slices
+ * copied in, one all-gather) opened by a read in another part than its open
+ * round's or of a member the round has read, a copy out per read. */
+static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
+    const Graph *g = c->g;
+    const ShardMesh *mesh = &c->r->mesh;
+    const CostModel *cm = &c->r->cm;
+    int k = 0;
+    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(c->n + 1));
+    DType *dt = ir_alloc(sizeof(DType) * (size_t)(c->n + 1));
+    int *idx = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *ck = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
+    int *chunk_of = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *last = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
+    for (int i = 0; i < c->n; i++) {
+        chunk_of[i] = -1, last[i] = -1;
+        if (c->m[i].gathered) idx[k] = i, bytes[k] = c->m[i].slice, dt[k++] = c->m[i].dt;
+    }
+    int nc = placement_chunk_pack(bytes, dt, k, cap, ck);
+    int64_t *part = ir_alloc(sizeof(int64_t) * (size_t)(nc + 1));
+    double *copy_in = ir_alloc(sizeof(double) * (size_t)(nc + 1));
+    int *open = ir_alloc(sizeof(int) * (size_t)(nc + 1)), *open_part = ir_alloc(sizeof(int) * (size_t)(nc + 1));
+    for (int q = 0; q < nc; q++) part[q] = 0, copy_in[q] = 0, open[q] = -1, open_part[q] = -1;
+    for (int j = 0; j < k; j++) {
+        chunk_of[idx[j]] = ck[j];
+        if (ck[j] < 0) continue;
+        part[ck[j]] += bytes[j];
+        if (!c->m[idx[j]].on_host) copy_in[ck[j]] += cost_copy(cm, (double)bytes[j]);
+    }
+    o->chunks = nc;
+    for (int q = 0; q < nc; q++)
+        if (part[q] > o->ag_largest) o->ag_largest = part[q];
+    int rounds = 0;
+    for (NodeId id = 0; id < c->step_begin; id++) {
+        const Node *nd = ir_node(g, id);
+        if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
+        int pt = id < c->fwd_end ? 0 : 1;
+        for (int i = 0; i < nd->n_in; i++) {
+            int mi = c->of[nd->in[i]];
+            bool again = false;
+            for (int j = 0; j < i; j++) again |= nd->in[j] == nd->in[i];
+            if (again || mi < 0 || !c->m[mi].gathered) continue;
+            int q = chunk_of[mi];
+            if (q < 0) { /* alone: its own all-gather */
+                o->collectives++;
+                o->ag_s += shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)c->m[mi].slice);
+                continue;
+            }
+            if (open[q] < 0 || open_part[q] != pt || last[mi] == open[q]) { /* a new round */
+                open[q] = rounds++, open_part[q] = pt;
+                o->collectives++;
+                o->ag_s += shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)part[q]);
+                o->copy_s += copy_in[q];
+            }
+            last[mi] = open[q];
+            o->copy_s += cost_copy(cm, (double)c->m[mi].slice * c->ranks); /* its whole out of the chunk */
+        }
+    }
+    ir_free(open_part);
+    ir_free(open);
+    ir_free(copy_in);
+    ir_free(part);
+    ir_free(last);
+    ir_free(chunk_of);
+    ir_free(ck);
+    ir_free(idx);
+    ir_free(dt);
+    ir_free(bytes);
+}
+
+/* The reduce-scatters as lower.chunk makes them: the ZeRO-2/3 members in the
+ * backward's order, each slot padded to 64 bytes, cut by
+ * placement_chunk_pack; a chunk's gradients copied in whole, one
+ * reduce-scatter. Not modelled: the lowering's cut where a member's slice is
+ * read before the chunk's reduce-scatter would run (none in these plans: the
+ * update reads the slices). */
+static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
+    const ShardMesh *mesh = &c->r->mesh;
+    const CostModel *cm = &c->r->cm;
+    const Member **s = ir_alloc(sizeof(Member *) * (size_t)(c->n + 1));
+    for (int i = 0; i < c->n; i++) s[i] = &c->m[i];
+    qsort(s, (size_t)c->n, sizeof *s, by_rs_at);
+    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(c->n + 1));
+    DType *dt = ir_alloc(sizeof(DType) * (size_t)(c->n + 1));
+    int *ck = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
+    for (int i = 0; i < c->n; i++) bytes[i] = (s[i]->slice + 63) / 64 * 64, dt[i] = s[i]->dt;
+    o->grad_chunks = placement_chunk_pack(bytes, dt, c->n, cap, ck);
+    for (int i = 0; i < c->n;) {
+        if (ck[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
+            o->collectives++;
+            o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)s[i]->slice * c->ranks);
             i++;
             continue;
         }
-        int64_t part = m[i].slice;
-        int j = i + 1, cnt = 1;
-        while (cap > 0 && j < n) {
-            if (gathers && !m[j].gathered) { /* a ZeRO-2 parameter is not gathered: it breaks no run */
-                j++;
-                continue;
-            }
-            if (m[j].dt != m[i].dt || part + m[j].slice > cap) break;
-            part += m[j++].slice, cnt++;
+        int64_t part = 0;
+        int j = i;
+        for (; j < c->n && ck[j] == ck[i]; j++) {
+            part += bytes[j];
+            o->copy_s += cost_copy(cm, (double)s[j]->slice * c->ranks);
         }
-        if (cnt >= 2) {
-            (*n_chunks)++;
-            if (part > *largest) *largest = part;
-            *chunked_bytes += (double)part;
-            *coll_s += shard_coll_time(mesh, k, axis, gathers ? (double)part : (double)part * ranks);
-        } else {
-            (*n_alone)++;
-            *coll_s += shard_coll_time(mesh, k, axis, gathers ? (double)m[i].slice : (double)m[i].slice * ranks);
-        }
-        i = cnt >= 2 ? j : i + 1;
+        if (part > o->rs_largest) o->rs_largest = part;
+        o->collectives++;
+        o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)part * c->ranks);
+        i = j;
     }
+    ir_free(ck);
+    ir_free(dt);
+    ir_free(bytes);
+    ir_free(s);
 }
 
-static void price(const Member *m, int n, int64_t cap, int mb, const PlanResult *r, int axis, PlanChunkPrice *out) {
-    int ag_c, ag_a, rs_c, rs_a;
-    int64_t ag_l, rs_l;
-    double ag_b, rs_b, ag_s, rs_s;
-    pack(m, n, true, cap, &ag_c, &ag_a, &ag_l, &ag_b, &r->mesh, axis, &ag_s);
-    pack(m, n, false, cap, &rs_c, &rs_a, &rs_l, &rs_b, &r->mesh, axis, &rs_s);
-    int ranks = r->mesh.size[axis];
-    *out = (PlanChunkPrice){.bytes = cap, .chunks = ag_c, .grad_chunks = rs_c};
-    out->collectives = 2 * mb * (ag_c + ag_a) + mb * (rs_c + rs_a);
-    out->coll_s = 2 * mb * ag_s + mb * rs_s;
-    /* copy-in of the slices and copy-out of the wholes a round; a gradient's whole copied in */
-    out->copy_s = (2.0 * mb * ag_b * (1 + ranks) + mb * rs_b * ranks) / r->mesh.mem_bw;
-    out->extra_bytes = (double)ranks * (double)(ag_l + rs_l);
-    out->fits = r->price.peak_bytes + out->extra_bytes <= r->mem_limit;
+static Run run(const Ctx *c, int64_t cap) {
+    Run o = {0};
+    run_gathers(c, cap, &o);
+    run_scatters(c, cap, &o);
+    o.collectives *= c->mb;
+    o.ag_s *= c->mb, o.rs_s *= c->mb, o.copy_s *= c->mb;
+    return o;
+}
+
+/* A size's price: its run, and the step's difference from what the ILP
+ * priced for the same collectives (ilp: one per tensor). */
+static void price(const Ctx *c, int64_t cap, const Run *ilp, PlanChunkPrice *out) {
+    Run k = run(c, cap);
+    *out = (PlanChunkPrice){.bytes = cap, .chunks = k.chunks, .grad_chunks = k.grad_chunks,
+                            .collectives = k.collectives, .coll_s = k.ag_s + k.rs_s, .copy_s = k.copy_s,
+                            .gather_delta_s = k.ag_s - ilp->ag_s, .scatter_delta_s = k.rs_s - ilp->rs_s};
+    /* a round's send buffer and gathered chunk, a gradient chunk's buffer and part */
+    out->extra_bytes = (double)(c->ranks + 1) * (double)(k.ag_largest + k.rs_largest);
+    out->fits = c->r->price.peak_bytes + out->extra_bytes <= c->r->mem_limit;
 }
 
 void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
@@ -102,39 +202,65 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
         return;
     }
     int ranks = r->mesh.size[axis];
-    Member *m = ir_alloc(sizeof(Member) * (size_t)(g->n_values + 1));
-    bool *seen = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
-    memset(seen, 0, sizeof(bool) * (size_t)(g->n_values + 1));
-    int n = 0;
+    Ctx c = {.g = g, .r = r, .axis = axis, .ranks = ranks, .mb = pl->micro_batches > 0 ? pl->micro_batches : 1,
+             .fwd_end = ad_forward_end(g), .step_begin = ad_step_begin(g)};
+    c.m = ir_alloc(sizeof(Member) * (size_t)(g->n_values + 1));
+    c.of = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    for (ValueId v = 0; v < g->n_values; v++) c.of[v] = -1;
     for (NodeId id = 0; id < g->n_nodes; id++) { /* the ZeRO-2/3 parameters, in the order of their first reader */
         const Node *nd = ir_node(g, id);
         if (ir_op_is_update(nd->op)) continue;
         for (int i = 0; i < nd->n_in; i++) {
             ValueId v = nd->in[i];
             const Value *x = ir_val(g, v);
-            if (seen[v] || x->role != ROLE_PARAM || pl->zero[v] < 2 || ir_shape_numel(x->shape) % ranks) continue;
-            seen[v] = true;
-            m[n++] = (Member){.slice = ir_shape_numel(x->shape) / ranks * ir_dtype_size(x->dtype), .dt = x->dtype,
-                              .gathered = pl->zero[v] >= 3};
+            if (c.of[v] >= 0 || x->role != ROLE_PARAM || pl->zero[v] < 2 || ir_shape_numel(x->shape) % ranks) continue;
+            ValueId gv = ad_grad_of(g, x->name);
+            c.of[v] = c.n;
+            c.m[c.n++] = (Member){.v = v, .slice = ir_shape_numel(x->shape) / ranks * ir_dtype_size(x->dtype),
+                                  .dt = x->dtype, .gathered = pl->zero[v] >= 3,
+                                  .on_host = pl->offload && pl->offload[v] == PO_PARAMS,
+                                  .rs_at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? ir_val(g, gv)->def : g->n_nodes};
         }
     }
-    int mb = pl->micro_batches > 0 ? pl->micro_batches : 1;
+    /* what the ILP priced for them: ZeRO-2/3's reduce-scatters and ZeRO-3's gathers
+     * (eval.c: each group's at its stage, times its instances) */
+    Run ilp = {0};
+    for (int gi = 0; gi < r->prob->n_groups; gi++) {
+        const IlpGroup *G = &r->prob->groups[gi];
+        const IlpStrat *S = &G->strats[r->choice.strat[gi]];
+        int z = r->choice.zero[gi];
+        if (z >= 2) ilp.rs_s += G->mult * S->sync_s[z];
+        if (z >= 3) ilp.ag_s += G->mult * S->gather_s[z];
+    }
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-        price(m, n, sizes[k], mb, r, axis, &r->chunk_price[r->n_chunk_prices++]);
+        price(&c, sizes[k], &ilp, &r->chunk_price[r->n_chunk_prices++]);
     bool listed = asked == PLAN_CHUNK_AUTO;
     for (int k = 0; k < r->n_chunk_prices; k++) listed |= r->chunk_price[k].bytes == asked;
-    if (!listed) price(m, n, asked, mb, r, axis, &r->chunk_price[r->n_chunk_prices++]);
+    if (!listed) price(&c, asked, &ilp, &r->chunk_price[r->n_chunk_prices++]);
     int best = 0; /* auto: the fastest that fits (none always does: it adds nothing) */
     for (int k = 0; k < r->n_chunk_prices; k++) {
-        const PlanChunkPrice *c = &r->chunk_price[k], *b = &r->chunk_price[best];
+        const PlanChunkPrice *p = &r->chunk_price[k], *b = &r->chunk_price[best];
         if (asked != PLAN_CHUNK_AUTO) {
-            if (c->bytes == asked) best = k;
-        } else if (c->fits && c->coll_s + c->copy_s < b->coll_s + b->copy_s)
+            if (p->bytes == asked) best = k;
+        } else if (p->fits && p->coll_s + p->copy_s < b->coll_s + b->copy_s)
             best = k;
     }
     r->chunk_chosen = best;
     r->chunk_bytes = r->chunk_price[best].bytes;
     r->pl->chunk_bytes = r->chunk_bytes;
-    ir_free(seen);
-    ir_free(m);
+    /* the plan's step and peak: the chosen size's collectives and copies in place of
+     * the ILP's one collective per tensor, its buffers on the predicted peak */
+    const PlanChunkPrice *ch = &r->chunk_price[best];
+    if (ch->bytes > 0) {
+        IlpPrice *pr = &r->price;
+        pr->gather_s += ch->gather_delta_s;
+        pr->sync_s += ch->scatter_delta_s;
+        pr->sync_exposed_s += ch->scatter_delta_s; /* ZeRO-2/3's reduce-scatters: all exposed (eval.c) */
+        pr->chunk_copy_s = ch->copy_s;
+        pr->step_s += ch->gather_delta_s + ch->scatter_delta_s + ch->copy_s;
+        pr->mem_chunks = ch->extra_bytes;
+        pr->peak_bytes += ch->extra_bytes;
+    }
+    ir_free(c.of);
+    ir_free(c.m);
 }

@@ -96,7 +96,10 @@ typedef struct PlanChunkPrice {
     int chunks, grad_chunks;    /* of parameters (ZeRO-3, all-gathered), of gradients (reduce-scattered) */
     int collectives;            /* the ZeRO all-gathers and reduce-scatters a step */
     double coll_s, copy_s;      /* their time, and the chunks' copies in and out, a step */
-    double extra_bytes;         /* the memory rows' bound: a gathered chunk and a gradient chunk */
+    double gather_delta_s;      /* the all-gathers' time less one per tensor's (the ILP's) */
+    double scatter_delta_s;     /* the reduce-scatters' time less one per tensor's */
+    double extra_bytes;         /* the memory rows' bound: a gathered chunk and a gradient chunk,
+                                 * each with its rank's part (send buffer, scattered part) */
     bool fits;                  /* the predicted peak plus extra_bytes within the limit */
 } PlanChunkPrice;
 

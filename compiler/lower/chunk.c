@@ -140,30 +140,38 @@ bool lower_pass_chunk(LowerCtx *c) {
             ValueId x = p->n[id].gather[k];
             if (!seen[x] && chunkable(p, &p->n[id], k)) seen[x] = true, order[no++] = x;
         }
-    /* cut them into chunks: one dtype, at most cap bytes of slices (a slice
-     * larger than cap, or a run of one, stays per parameter) */
-    for (int i = 0; i < no;) {
-        DType dt = ir_val(g, order[i])->dtype;
-        int64_t es = ir_dtype_size(dt), bytes = p->v[order[i]].zchunk * es;
-        int j = i + 1;
-        while (j < no && ir_val(g, order[j])->dtype == dt && bytes + p->v[order[j]].zchunk * es <= cap)
-            bytes += p->v[order[j++]].zchunk * es;
-        if (j - i >= 2) {
-            p->chunks = ir_realloc(p->chunks, sizeof *p->chunks * (size_t)(p->n_chunks + 1));
-            LowerChunk *ch = &p->chunks[p->n_chunks];
-            *ch = (LowerChunk){.n = j - i, .dt = dt};
-            ch->member = ir_alloc(sizeof(ValueId) * (size_t)ch->n);
-            ch->off = ir_alloc(sizeof(int64_t) * (size_t)ch->n);
-            for (int m = 0; m < ch->n; m++) {
-                ch->member[m] = order[i + m];
-                ch->off[m] = ch->elems;
-                ch->elems += p->v[order[i + m]].zchunk;
-                chunk_of[order[i + m]] = p->n_chunks;
-            }
-            p->n_chunks++;
-        }
-        i = j;
+    /* cut them into chunks: the planner's rule (placement_chunk_pack: one
+     * dtype, at most cap bytes of slices; a slice larger than cap, or a run
+     * of one, stays per parameter) */
+    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(no + 1));
+    DType *dts = ir_alloc(sizeof(DType) * (size_t)(no + 1));
+    int *ck_of = ir_alloc(sizeof(int) * (size_t)(no + 1));
+    for (int i = 0; i < no; i++) {
+        dts[i] = ir_val(g, order[i])->dtype;
+        bytes[i] = p->v[order[i]].zchunk * ir_dtype_size(dts[i]);
     }
+    int n_new = placement_chunk_pack(bytes, dts, no, cap, ck_of);
+    p->chunks = ir_realloc(p->chunks, sizeof *p->chunks * (size_t)(p->n_chunks + n_new + 1));
+    for (int i = 0; i < no; i++) {
+        if (ck_of[i] < 0) continue;
+        int k = p->n_chunks + ck_of[i];
+        LowerChunk *ch = &p->chunks[k];
+        if (i == 0 || ck_of[i - 1] != ck_of[i]) { /* the chunk's first member */
+            int n = 1;
+            while (i + n < no && ck_of[i + n] == ck_of[i]) n++;
+            *ch = (LowerChunk){.n = 0, .dt = dts[i]};
+            ch->member = ir_alloc(sizeof(ValueId) * (size_t)n);
+            ch->off = ir_alloc(sizeof(int64_t) * (size_t)n);
+        }
+        ch->member[ch->n] = order[i];
+        ch->off[ch->n++] = ch->elems;
+        ch->elems += p->v[order[i]].zchunk;
+        chunk_of[order[i]] = k;
+    }
+    p->n_chunks += n_new;
+    ir_free(ck_of);
+    ir_free(dts);
+    ir_free(bytes);
     /* the rounds: a gather of a member joins its chunk's open round in the
      * same part unless the round has read it already */
     int fwd_end, step_begin;
