@@ -32,7 +32,7 @@ typedef struct Member {
     DType dt;
     bool gathered;  /* ZeRO-3 */
     bool on_host;   /* --offload params: comes up into the chunk's send buffer, no device copy in */
-    NodeId rs_at;   /* the node making its gradient (its reduce-scatter follows: lower/split.c) */
+    NodeId rs_at;   /* its reduce-scatter's node: the one after its gradient's (lower/split.c) */
 } Member;
 
 typedef struct Ctx {
@@ -141,8 +141,13 @@ static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
     int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(c->n + 1));
     DType *dt = ir_alloc(sizeof(DType) * (size_t)(c->n + 1));
     int *ck = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
-    for (int i = 0; i < c->n; i++) bytes[i] = (s[i]->slice + 63) / 64 * 64, dt[i] = s[i]->dt;
-    o->grad_chunks = placement_chunk_pack(bytes, dt, c->n, cap, ck);
+    /* a reduce-scatter at the step's first node (the gradient the backward makes
+     * last) stays alone: lower.chunk packs the backward's */
+    int n = 0;
+    while (n < c->n && s[n]->rs_at < c->step_begin) n++;
+    for (int i = 0; i < n; i++) bytes[i] = (s[i]->slice + 63) / 64 * 64, dt[i] = s[i]->dt;
+    o->grad_chunks = placement_chunk_pack(bytes, dt, n, cap, ck);
+    for (int i = n; i < c->n; i++) ck[i] = -1;
     for (int i = 0; i < c->n;) {
         if (ck[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
             o->collectives++;
@@ -219,7 +224,8 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
             c.m[c.n++] = (Member){.v = v, .slice = ir_shape_numel(x->shape) / ranks * ir_dtype_size(x->dtype),
                                   .dt = x->dtype, .gathered = pl->zero[v] >= 3,
                                   .on_host = pl->offload && pl->offload[v] == PO_PARAMS,
-                                  .rs_at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? ir_val(g, gv)->def : g->n_nodes};
+                                  .rs_at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? ir_val(g, gv)->def + 1
+                                                                                          : g->n_nodes};
         }
     }
     /* what the ILP priced for them: ZeRO-2/3's reduce-scatters and ZeRO-3's gathers
