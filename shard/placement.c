@@ -3,6 +3,7 @@
  * from it, its verifier and its text form. Filling one is the planner's job
  * (solver/placement.c); this file knows nothing of how it was chosen.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "autodiff.h"
@@ -30,16 +31,32 @@ PlaceMask placement_pipe_device_mask(const PlacePipeline *pp, PlaceMask stages) 
     return m;
 }
 
-int placement_chunk_pack(const int64_t *bytes, const DType *dt, int n, int64_t cap, int *chunk) {
-    int n_chunks = 0;
-    for (int i = 0; i < n;) {
-        int64_t part = bytes[i];
-        int j = i + 1;
-        while (j < n && dt[j] == dt[i] && part + bytes[j] <= cap) part += bytes[j++];
-        for (int m = i; m < j; m++) chunk[m] = j - i >= 2 ? n_chunks : -1;
-        if (j - i >= 2) n_chunks++;
-        i = j;
+/* Closes the open run [from, to): its pending members (-2) a chunk if two or more. */
+static void close_run(int *chunk, int from, int to, int cnt, int *n_chunks) {
+    for (int m = from; m < to; m++)
+        if (chunk[m] == -2) chunk[m] = cnt >= 2 ? *n_chunks : -1;
+    if (cnt >= 2) (*n_chunks)++;
+}
+
+int placement_chunk_pack(const int64_t *bytes, const DType *dt, const int *at, const int *reader, int n, int64_t cap,
+                         int *chunk) {
+    int n_chunks = 0, first = 0, cnt = 0, rd = INT_MAX;
+    int64_t part = 0;
+    for (int i = 0; i < n; i++) {
+        chunk[i] = -1;
+        int r = reader ? reader[i] : INT_MAX;
+        if (reader && r <= at[i]) continue; /* read where it is made: alone, the run goes on */
+        bool fits = cnt > 0 && dt[i] == dt[first] && part + bytes[i] <= cap && (reader ? (r < rd ? r : rd) > at[i] : true);
+        if (!fits) { /* close the open run */
+            close_run(chunk, first, i, cnt, &n_chunks);
+            first = i, cnt = 0, part = 0, rd = INT_MAX;
+        }
+        if (bytes[i] > cap) continue; /* alone */
+        chunk[i] = -2;
+        cnt++, part += bytes[i];
+        if (r < rd) rd = r;
     }
+    close_run(chunk, first, n, cnt, &n_chunks);
     return n_chunks;
 }
 

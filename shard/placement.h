@@ -167,12 +167,17 @@ typedef struct Placement {
 
 /* ZeRO chunks (docs/sharding.md "Chunks (ZeRO-3)"): the one packing rule the
  * planner prices (solver/chunks.c) and the lowering builds (compiler/lower/
- * chunk.c). Members in order, member i a rank's slice of bytes[i] in dtype
- * dt[i]: greedy runs of one dtype of at most cap bytes; a run of one (a slice
- * larger than cap, or a dtype change on both sides) stays alone, its own
- * collective. Writes chunk[i], the index of member i's chunk or -1 when
+ * chunk.c), for the gathers and the reduce-scatters. Members in order, member
+ * i a rank's slice of bytes[i] in dtype dt[i]: greedy runs of one dtype of at
+ * most cap bytes; a run of one (a slice larger than cap, or a dtype change on
+ * both sides) stays alone, its own collective. Reduce-scatters (reader not
+ * NULL): member i is scattered at node at[i] and its slice first read at
+ * reader[i]; one read where it is scattered stays alone without ending the
+ * run, and a run ends before a member scattered at or after the first read
+ * of a slice in it. Writes chunk[i], the index of member i's chunk or -1 when
  * alone, and returns the number of chunks. */
-int placement_chunk_pack(const int64_t *bytes, const DType *dt, int n, int64_t cap, int *chunk);
+int placement_chunk_pack(const int64_t *bytes, const DType *dt, const int *at, const int *reader, int n, int64_t cap,
+                         int *chunk);
 
 Placement *placement_new(const Graph *g, const ShardMesh *m);
 void placement_free(Placement *pl);

@@ -33,6 +33,7 @@ typedef struct Member {
     bool gathered;  /* ZeRO-3 */
     bool on_host;   /* --offload params: comes up into the chunk's send buffer, no device copy in */
     NodeId rs_at;   /* its reduce-scatter's node: the one after its gradient's (lower/split.c) */
+    NodeId reader;  /* the first node from rs_at on reading its gradient (its slice, once scattered) */
 } Member;
 
 typedef struct Ctx {
@@ -74,7 +75,7 @@ static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
         chunk_of[i] = -1, last[i] = -1;
         if (c->m[i].gathered) idx[k] = i, bytes[k] = c->m[i].slice, dt[k++] = c->m[i].dt;
     }
-    int nc = placement_chunk_pack(bytes, dt, k, cap, ck);
+    int nc = placement_chunk_pack(bytes, dt, NULL, NULL, k, cap, ck);
     int64_t *part = ir_alloc(sizeof(int64_t) * (size_t)(nc + 1));
     double *copy_in = ir_alloc(sizeof(double) * (size_t)(nc + 1));
     int *open = ir_alloc(sizeof(int) * (size_t)(nc + 1)), *open_part = ir_alloc(sizeof(int) * (size_t)(nc + 1));
@@ -128,10 +129,8 @@ static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
 
 /* The reduce-scatters as lower.chunk makes them: the ZeRO-2/3 members in the
  * backward's order, each slot padded to 64 bytes, cut by
- * placement_chunk_pack; a chunk's gradients copied in whole, one
- * reduce-scatter. Not modelled: the lowering's cut where a member's slice is
- * read before the chunk's reduce-scatter would run (none in these plans: the
- * update reads the slices). */
+ * placement_chunk_pack (with where each is scattered and its slice first
+ * read); a chunk's gradients copied in whole, one reduce-scatter. */
 static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
     const ShardMesh *mesh = &c->r->mesh;
     const CostModel *cm = &c->r->cm;
@@ -143,10 +142,11 @@ static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
     int *ck = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
     /* a reduce-scatter at the step's first node (the gradient the backward makes
      * last) stays alone: lower.chunk packs the backward's */
-    int n = 0;
+    int n = 0, *at = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *rd = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
     while (n < c->n && s[n]->rs_at < c->step_begin) n++;
-    for (int i = 0; i < n; i++) bytes[i] = (s[i]->slice + 63) / 64 * 64, dt[i] = s[i]->dt;
-    o->grad_chunks = placement_chunk_pack(bytes, dt, n, cap, ck);
+    for (int i = 0; i < n; i++)
+        bytes[i] = (s[i]->slice + 63) / 64 * 64, dt[i] = s[i]->dt, at[i] = s[i]->rs_at, rd[i] = s[i]->reader;
+    o->grad_chunks = placement_chunk_pack(bytes, dt, at, rd, n, cap, ck);
     for (int i = n; i < c->n; i++) ck[i] = -1;
     for (int i = 0; i < c->n;) {
         if (ck[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
@@ -166,6 +166,8 @@ static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
         o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)part * c->ranks);
         i = j;
     }
+    ir_free(rd);
+    ir_free(at);
     ir_free(ck);
     ir_free(dt);
     ir_free(bytes);
@@ -220,12 +222,14 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
             const Value *x = ir_val(g, v);
             if (c.of[v] >= 0 || x->role != ROLE_PARAM || pl->zero[v] < 2 || ir_shape_numel(x->shape) % ranks) continue;
             ValueId gv = ad_grad_of(g, x->name);
+            NodeId at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? ir_val(g, gv)->def + 1 : g->n_nodes, rd = at;
+            for (bool hit = false; !hit && rd < g->n_nodes; rd += !hit)
+                for (int j = 0; j < ir_node(g, rd)->n_in; j++) hit |= ir_node(g, rd)->in[j] == gv;
             c.of[v] = c.n;
             c.m[c.n++] = (Member){.v = v, .slice = ir_shape_numel(x->shape) / ranks * ir_dtype_size(x->dtype),
                                   .dt = x->dtype, .gathered = pl->zero[v] >= 3,
                                   .on_host = pl->offload && pl->offload[v] == PO_PARAMS,
-                                  .rs_at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? ir_val(g, gv)->def + 1
-                                                                                          : g->n_nodes};
+                                  .rs_at = at, .reader = rd};
         }
     }
     /* what the ILP priced for them: ZeRO-2/3's reduce-scatters and ZeRO-3's gathers
