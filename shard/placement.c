@@ -31,6 +31,23 @@ PlaceMask placement_pipe_device_mask(const PlacePipeline *pp, PlaceMask stages) 
     return m;
 }
 
+int placement_recompute_nodes(const Graph *g, int b, int inst, bool selective, NodeId *first_bwd, NodeId *nodes) {
+    NodeId b0 = IR_NONE;
+    for (NodeId id = 0; id < g->n_nodes && b0 == IR_NONE; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->block == b && n->instance == inst && ir_val(g, n->out[0])->role == ROLE_GRAD) b0 = id;
+    }
+    *first_bwd = b0;
+    int nf = 0;
+    for (NodeId id = 0; b0 != IR_NONE && id < b0; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
+        if (selective && placement_selective_keeps(n->op)) continue;
+        nodes[nf++] = id;
+    }
+    return nf;
+}
+
 /* Closes the open run [from, to): its pending members (-2) a chunk if two or more. */
 static void close_run(int *chunk, int from, int to, int cnt, int *n_chunks) {
     for (int m = from; m < to; m++)

@@ -67,6 +67,13 @@ bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero
  * forward op of the block instance before its backward. The planner's memory
  * and time terms and the lowering both ask this one predicate. */
 bool placement_selective_keeps(int op);
+/* Recompute: block b's instance inst (a training graph's) re-runs its forward
+ * nodes (selective: but those placement_selective_keeps keeps) just before its
+ * first backward node. Writes that node to *first_bwd and the nodes re-run,
+ * in order, to nodes (room for g->n_nodes); returns their count (0: nothing
+ * re-runs). The lowering builds it (compiler/lower/recompute.c); the
+ * planner's chunk replay reads the gathers it adds (solver/chunks.c). */
+int placement_recompute_nodes(const Graph *g, int b, int inst, bool selective, NodeId *first_bwd, NodeId *nodes);
 
 /* What the strategies amount to, derived once (placement_derive). */
 typedef enum {

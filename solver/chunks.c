@@ -43,6 +43,8 @@ typedef struct Ctx {
     Member *m;
     int n;
     int *of;        /* per value: its index in m, or -1 */
+    int *n_rc;      /* per node: the forward nodes recompute re-runs before it (rc[id][..]) */
+    NodeId **rc;
 } Ctx;
 
 /* What a chunk size runs a micro-batch (times the micro-batches: a step). */
@@ -94,11 +96,21 @@ static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
         const Node *nd = ir_node(g, id);
         if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
         int pt = id < c->fwd_end ? 0 : 1;
-        for (int i = 0; i < nd->n_in; i++) {
-            int mi = c->of[nd->in[i]];
-            bool again = false;
-            for (int j = 0; j < i; j++) again |= nd->in[j] == nd->in[i];
-            if (again || mi < 0 || !c->m[mi].gathered) continue;
+        /* the node's parameters, then those of the recompute before it, each once
+         * (lower/zero.c lower_pass_gathers) */
+        ValueId in[IR_MAX_IN + 4];
+        int n_in = 0;
+        for (int f = -1; f < c->n_rc[id]; f++) {
+            const Node *r = f < 0 ? nd : ir_node(g, c->rc[id][f]);
+            for (int i = 0; i < r->n_in && n_in < IR_MAX_IN + 4; i++) {
+                int mi = c->of[r->in[i]];
+                bool again = false;
+                for (int j = 0; j < n_in; j++) again |= in[j] == r->in[i];
+                if (!again && mi >= 0 && c->m[mi].gathered) in[n_in++] = r->in[i];
+            }
+        }
+        for (int i = 0; i < n_in; i++) {
+            int mi = c->of[in[i]];
             int q = chunk_of[mi];
             if (q < 0) { /* alone: its own all-gather */
                 o->collectives++;
@@ -234,6 +246,23 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
     }
     /* what the ILP priced for them: ZeRO-2/3's reduce-scatters and ZeRO-3's gathers
      * (eval.c: each group's at its stage, times its instances) */
+    c.n_rc = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    c.rc = ir_alloc(sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
+    memset(c.n_rc, 0, sizeof(int) * (size_t)(g->n_nodes + 1));
+    memset(c.rc, 0, sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
+    NodeId *tmp = ir_alloc(sizeof(NodeId) * (size_t)(g->n_nodes + 1));
+    for (int b = 0; b < g->n_blocks; b++) { /* recompute (lower/recompute.c) */
+        int full = pl->rc_full ? pl->rc_full[b] : 0, sel = pl->rc_selective ? pl->rc_selective[b] : 0;
+        for (int inst = 0; inst < full + sel && inst < g->blocks[b].n_instances; inst++) {
+            NodeId b0;
+            int nf = placement_recompute_nodes(g, b, inst, inst >= full, &b0, tmp);
+            if (!nf) continue;
+            c.rc[b0] = ir_alloc(sizeof(NodeId) * (size_t)nf);
+            memcpy(c.rc[b0], tmp, sizeof(NodeId) * (size_t)nf);
+            c.n_rc[b0] = nf;
+        }
+    }
+    ir_free(tmp);
     Run ilp = {0};
     for (int gi = 0; gi < r->prob->n_groups; gi++) {
         const IlpGroup *G = &r->prob->groups[gi];
@@ -271,6 +300,9 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
         pr->mem_chunks = ch->extra_bytes;
         pr->peak_bytes += ch->extra_bytes;
     }
+    for (NodeId id = 0; id < g->n_nodes; id++) ir_free(c.rc[id]);
+    ir_free(c.rc);
+    ir_free(c.n_rc);
     ir_free(c.of);
     ir_free(c.m);
 }
