@@ -51,8 +51,22 @@ typedef struct Ctx {
 typedef struct Run {
     int chunks, grad_chunks, collectives;
     double ag_s, rs_s, copy_s;
-    int64_t ag_largest, rs_largest; /* a rank's part of the largest chunk */
+    double live_max; /* the most bytes the chunks' buffers hold at once (at a node) */
+    double *live;    /* per node: the bytes starting there less those ending before (a diff) */
 } Run;
+
+/* A buffer of `bytes` live from node a to node b. */
+static void hold(Run *o, NodeId a, NodeId b, double bytes) {
+    o->live[a] += bytes;
+    o->live[b + 1] -= bytes;
+}
+
+/* A round's buffers: the slices packed to send, at its first reader (the
+ * all-gather's), and the gathered chunk, from its first reader to its last. */
+static void round_held(Run *o, NodeId first, NodeId last, int ranks, int64_t part) {
+    hold(o, first, first, (double)part);
+    hold(o, first, last, (double)part * ranks);
+}
 
 static int by_rs_at(const void *a, const void *b) {
     const Member *x = *(const Member *const *)a, *y = *(const Member *const *)b;
@@ -89,9 +103,8 @@ static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
         if (!c->m[idx[j]].on_host) copy_in[ck[j]] += cost_copy(cm, (double)bytes[j]);
     }
     o->chunks = nc;
-    for (int q = 0; q < nc; q++)
-        if (part[q] > o->ag_largest) o->ag_largest = part[q];
     int rounds = 0;
+    NodeId *first = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1)), *end = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1));
     for (NodeId id = 0; id < c->step_begin; id++) {
         const Node *nd = ir_node(g, id);
         if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
@@ -118,15 +131,20 @@ static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
                 continue;
             }
             if (open[q] < 0 || open_part[q] != pt || last[mi] == open[q]) { /* a new round */
-                open[q] = rounds++, open_part[q] = pt;
+                if (open[q] >= 0) round_held(o, first[q], end[q], c->ranks, part[q]);
+                open[q] = rounds++, open_part[q] = pt, first[q] = id;
                 o->collectives++;
                 o->ag_s += shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)part[q]);
                 o->copy_s += copy_in[q];
             }
-            last[mi] = open[q];
+            last[mi] = open[q], end[q] = id;
             o->copy_s += cost_copy(cm, (double)c->m[mi].slice * c->ranks); /* its whole out of the chunk */
         }
     }
+    for (int q = 0; q < nc; q++)
+        if (open[q] >= 0) round_held(o, first[q], end[q], c->ranks, part[q]);
+    ir_free(end);
+    ir_free(first);
     ir_free(open_part);
     ir_free(open);
     ir_free(copy_in);
@@ -160,23 +178,24 @@ static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
         bytes[i] = (s[i]->slice + 63) / 64 * 64, dt[i] = s[i]->dt, at[i] = s[i]->rs_at, rd[i] = s[i]->reader;
     o->grad_chunks = placement_chunk_pack(bytes, dt, at, rd, n, cap, ck);
     for (int i = n; i < c->n; i++) ck[i] = -1;
-    for (int i = 0; i < c->n;) {
+    for (int i = 0; i < c->n; i++)
         if (ck[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
             o->collectives++;
             o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)s[i]->slice * c->ranks);
-            i++;
-            continue;
         }
+    for (int q = 0; q < o->grad_chunks; q++) { /* its members need not be adjacent (placement_chunk_pack) */
         int64_t part = 0;
-        int j = i;
-        for (; j < c->n && ck[j] == ck[i]; j++) {
+        NodeId a = -1, b = 0;
+        for (int j = 0; j < n; j++) {
+            if (ck[j] != q) continue;
             part += bytes[j];
             o->copy_s += cost_copy(cm, (double)s[j]->slice * c->ranks);
+            if (a < 0) a = at[j];
+            b = at[j];
         }
-        if (part > o->rs_largest) o->rs_largest = part;
         o->collectives++;
         o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)part * c->ranks);
-        i = j;
+        hold(o, a, b, (double)part * c->ranks); /* the chunk's buffer, from its first member to its reduce-scatter */
     }
     ir_free(rd);
     ir_free(at);
@@ -188,8 +207,17 @@ static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
 
 static Run run(const Ctx *c, int64_t cap) {
     Run o = {0};
+    o.live = ir_alloc(sizeof(double) * (size_t)(c->g->n_nodes + 2));
+    memset(o.live, 0, sizeof(double) * (size_t)(c->g->n_nodes + 2));
     run_gathers(c, cap, &o);
     run_scatters(c, cap, &o);
+    double held = 0;
+    for (NodeId id = 0; id <= c->g->n_nodes; id++) {
+        held += o.live[id];
+        if (held > o.live_max) o.live_max = held;
+    }
+    ir_free(o.live);
+    o.live = NULL;
     o.collectives *= c->mb;
     o.ag_s *= c->mb, o.rs_s *= c->mb, o.copy_s *= c->mb;
     return o;
@@ -202,8 +230,9 @@ static void price(const Ctx *c, int64_t cap, const Run *ilp, PlanChunkPrice *out
     *out = (PlanChunkPrice){.bytes = cap, .chunks = k.chunks, .grad_chunks = k.grad_chunks,
                             .collectives = k.collectives, .coll_s = k.ag_s + k.rs_s, .copy_s = k.copy_s,
                             .gather_delta_s = k.ag_s - ilp->ag_s, .scatter_delta_s = k.rs_s - ilp->rs_s};
-    /* a round's send buffer and gathered chunk, a gradient chunk's buffer and part */
-    out->extra_bytes = (double)(c->ranks + 1) * (double)(k.ag_largest + k.rs_largest);
+    /* the most the chunks' buffers hold at once: rounds' send buffers and gathered
+     * chunks, gradient chunks' buffers (a bound: added to the ILP's peak wherever it is) */
+    out->extra_bytes = k.live_max;
     out->fits = c->r->price.peak_bytes + out->extra_bytes <= c->r->mem_limit;
 }
 
