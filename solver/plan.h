@@ -55,6 +55,9 @@ typedef struct PlanOptions {
     int offload_inflight;       /* parameters on the host: transfers up in flight (0: the
                                  * cluster's host_inflight) */
     int64_t chunk_bytes;        /* ZeRO-3 chunks: a rank's bytes a chunk (--chunk-bytes; 0: none) */
+    double chunk_reserve;       /* internal (plan.c): bytes of the limit the ILP leaves a forced
+                                 * chunk size's buffers, after a plan without them did not fit */
+    int chunk_tries;            /* internal: the plans made so */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);
