@@ -2,21 +2,25 @@
  * chunks.c — the planner's price of ZeRO chunks (docs/sharding.md "Chunks
  * (ZeRO-3)"; the lowering builds them, compiler/lower/chunk.c). Takes a plan
  * with its Placement; prices a small set of chunk sizes (none, 1, 4, 16 and
- * 64 MB a rank, and the size --chunk-bytes gives) by the collectives they run
- * (the α–β time of each, shard_coll_time) and the chunks' copies in and out
- * (over the memory bandwidth) against the memory a chunk holds (a gathered
- * chunk and a gradient chunk, both at once: a bound, added to the predicted
- * peak); with --chunk-bytes auto it chooses the fastest that fits, so one
- * tensor per chunk (none) wins where the latency saved is less than the
- * copies, or where nothing else fits. The ILP does not see chunks: this runs
- * after it, on the groups' ZeRO stages it chose.
+ * 64 MB a rank, and the size --chunk-bytes gives) by replaying the chunked
+ * program's ZeRO collectives and copies as lower.chunk builds them: the one
+ * packing rule (placement_chunk_pack) for the gathers (ZeRO-3 members in
+ * first-read order) and the reduce-scatters (ZeRO-2/3 gradients in the
+ * backward's order, with where each is scattered and first read), the rounds
+ * replayed over the training graph's reads (and the recompute's,
+ * placement_recompute_nodes), each collective at its α–β time
+ * (shard_coll_time) and each copy at cost_copy (the simulator's), times the
+ * micro-batches; its memory the most the chunks' buffers hold at once. With
+ * --chunk-bytes auto it chooses the fastest that fits beside the plan's peak,
+ * so one tensor per chunk (none) wins where nothing else does.
  *
- * The model, per step with M micro-batches: a ZeRO-3 parameter is gathered
- * twice a micro-batch (forward, backward: as the ILP prices ZeRO-3), a chunk
- * of them twice too; a ZeRO-2/3 gradient is reduce-scattered once a
- * micro-batch, a chunk of them once. Not priced: recompute's extra rounds, a
- * parameter read more than twice (a tied embedding), the backward's rounds
- * gathering members it does not read (bytes, not count).
+ * The ILP does not see chunks: this runs after it, on the groups' ZeRO stages
+ * it chose, and then the plan's step is the chunked program's (the chosen
+ * size's collectives in place of every ZeRO-3 gather and ZeRO-2/3
+ * reduce-scatter the ILP priced, the copies in step_breakdown.chunk_copy_s)
+ * and its peak has the chunks' memory on it (a bound: where the ILP's peak
+ * moment is, the chunks need not be live). Not modelled: the bytes of a
+ * backward round gathering members it does not read (the count is right).
  */
 #include "plan.h"
 
