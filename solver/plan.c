@@ -893,7 +893,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
     }
     best->mem_limit = full;
     plan_price_chunks(g, best, o->chunk_bytes);
-    if (best->chunk_bytes > 0 && !best->chunk_price[best->chunk_chosen].fits) { /* a forced size (auto takes one that fits) */
+    if (best->chunk_bytes > 0 && best->n_chunk_prices && !best->chunk_price[best->chunk_chosen].fits) { /* a forced size (auto takes one that fits) */
         /* planned again with the chunks' bytes held back from the ILP's limit (the plan
          * then leaves room for them: more offloaded, recomputed or sharded), twice at most */
         double need = best->chunk_price[best->chunk_chosen].extra_bytes;
