@@ -19,8 +19,8 @@
  * size's collectives in place of every ZeRO-3 gather and ZeRO-2/3
  * reduce-scatter the ILP priced, the copies in step_breakdown.chunk_copy_s)
  * and its peak has the chunks' memory on it (a bound: where the ILP's peak
- * moment is, the chunks need not be live). Not modelled: the bytes of a
- * backward round gathering members it does not read (the count is right).
+ * moment is, the chunks need not be live). A backward round gathering
+ * members it does not read is priced as run: the whole chunk, each round.
  */
 #include "plan.h"
 
