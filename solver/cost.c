@@ -163,7 +163,9 @@ double cost_allreduce_axes(const CostModel *cm, unsigned axes, double bytes) {
     return t;
 }
 
-double cost_bucket_copy(const CostModel *cm, double bytes) { return cost_roofline(cm, OPC_LAYOUT, 0, 2 * bytes); }
+double cost_copy(const CostModel *cm, double bytes) { return cost_roofline(cm, OPC_LAYOUT, 0, 2 * bytes); }
+
+double cost_bucket_copy(const CostModel *cm, double bytes) { return cost_copy(cm, bytes); }
 
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
                       double run_frac) {

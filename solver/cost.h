@@ -114,6 +114,11 @@ ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held);
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
                       double run_frac);
 
+/* A device-to-device copy of `bytes` on the compute stream (read and
+ * written, at the layout class's rate): what the simulator prices each copy
+ * of the generated program at (sim.c), a gradient bucket's packing, a ZeRO
+ * chunk's copies in and out (chunks.c). */
+double cost_copy(const CostModel *cm, double bytes);
 /* A gradient bucket's packing copy (schedule.c): the gradient read and
  * written into the bucket on the compute stream, once a step. */
 double cost_bucket_copy(const CostModel *cm, double bytes);

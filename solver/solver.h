@@ -315,6 +315,10 @@ typedef struct IlpPrice {
      * moments (not the update's): the K largest transfers (IlpProblem.off_inflight); in
      * mem_transient where the peak is such a moment */
     double mem_staging;
+    /* ZeRO chunks (plan.h, chunks.c; set after the ILP, which prices one collective per
+     * tensor): the chunks' copies in and out a step (in step_s), and their buffers' bound
+     * (in peak_bytes) */
+    double chunk_copy_s, mem_chunks;
 } IlpPrice;
 
 /* Whether group g's transients are live at the head's backward: the head's
