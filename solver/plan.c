@@ -139,11 +139,12 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     PlanResult *r = ir_alloc(sizeof *r);
     r->cl = *cl;
     r->mesh = *mesh;
-    r->cm = (CostModel){&r->cl, &r->mesh, dt, 1};
+    r->cm = (CostModel){&r->cl, &r->mesh, dt, 1, NULL};
     r->mem_limit = limit;
     r->mip_gap = o->mip_gap;
     IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight};
     r->prob = ilp_problem_build(g, &r->cm, &io);
+    r->cm.fuse = r->prob->fuse; /* the reports price the adds as the problem does */
     r->offload_mode = offload_level(o, NULL) == PO_DEVICE ? "none" : o->offload;
     r->offload_inflight = shard_cluster_inflight(cl, o->offload_inflight); /* the problem's K */
     r->chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes : 0; /* auto: plan_price_chunks, below */
@@ -238,7 +239,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
      * problem is not built by then drops out of the sweep */
     ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
     for (int i = 0; i < nm; i++) {
-        cms[i] = (CostModel){cl, &meshes[i], dt, 1};
+        cms[i] = (CostModel){cl, &meshes[i], dt, 1, NULL};
         probs[i] = ilp_problem_build(g, &cms[i], &io);
         if (probs[i]->timed_out) continue;
         IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, fix};

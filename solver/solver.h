@@ -187,6 +187,7 @@ typedef struct IlpProblem {
                                  * instance's slices on the host, or a group's outside the blocks
                                  * (compiler/lower/offload.c); the memory rows count K times the
                                  * largest (IlpPrice.mem_staging) */
+    CostFuse *fuse;             /* per node, the fusion cost_op prices (cost_fuse_table) */
     CostModel call_cm;          /* the model one kernel call is priced on: cm, on 1/M of the
                                  * rows when a graph of the whole batch runs as M micro-batches */
     double *run_frac;           /* per value: a parameter's share of the elements of its run of
