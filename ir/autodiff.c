@@ -534,6 +534,12 @@ ValueId ad_grad_of(const Graph *train, const char *name) {
     return ir_find(train, buf);
 }
 
+int ad_forward_end(const Graph *g) {
+    for (NodeId id = 0; id < g->n_nodes; id++)
+        if (ir_val(g, g->nodes[id].out[0])->role != ROLE_ACT) return id;
+    return g->n_nodes;
+}
+
 int ad_step_begin(const Graph *g) {
     int k = g->n_nodes;
     for (NodeId i = g->n_nodes - 1; i >= 0; i--)

@@ -83,4 +83,9 @@ ValueId ad_grad_of(const Graph *train, const char *name);
  * update). Returns k (n_nodes when the graph has no update part). */
 int ad_step_begin(const Graph *train);
 
+/* The forward's end: the first node whose first result is not an activation
+ * (the backward's first node), or n_nodes. Nodes [ad_forward_end,
+ * ad_step_begin) are the backward (and accumulation). */
+int ad_forward_end(const Graph *train);
+
 #endif

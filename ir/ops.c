@@ -833,3 +833,79 @@ int ir_op_in_place_operand(const Graph *g, const Node *n) {
         return -1;
     }
 }
+
+int *ir_value_readers(const Graph *g) {
+    int *readers = ir_alloc(sizeof(int) * (size_t)(g->n_values ? g->n_values : 1));
+    for (ValueId v = 0; v < g->n_values; v++) readers[v] = 0;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        for (int i = 0; i < n->n_in; i++) readers[n->in[i]]++;
+    }
+    return readers;
+}
+
+bool ir_fuse_bias_shapes(Shape out, Shape bias, Shape w, int64_t k) {
+    if (bias.rank > out.rank || bias.rank < 1) return false;
+    for (int q = 0; q < bias.rank; q++)
+        if (bias.d[q] != out.d[out.rank - bias.rank + q]) return false;
+    int64_t K = 1; /* the GEMM's columns: the weight's dims past the contracted ones */
+    for (int q = 0; q < k && q < w.rank; q++) K *= w.d[q];
+    return K > 0 && ir_shape_numel(bias) == ir_shape_numel(w) / K;
+}
+
+/* e, read by the add only and no graph output */
+static bool read_once(const Graph *g, ValueId e, const int *readers) {
+    return readers[e] == 1 && !(ir_val(g, e)->flags & VF_OUTPUT);
+}
+
+/* The dense whose product add node a writes onto its bias (IR_FUSE_BIAS), or IR_NONE */
+static NodeId bias_dense(const Graph *g, NodeId a, const int *readers) {
+    int b;
+    if (ir_fuse_add(g, a, readers, &b) != IR_FUSE_BIAS) return IR_NONE;
+    return ir_val(g, ir_node(g, a)->in[1 - b])->def;
+}
+
+IrFuse ir_fuse_add(const Graph *g, NodeId id, const int *readers, int *operand) {
+    *operand = -1;
+    const Node *n = ir_node(g, id);
+    if (n->op != OP_ADD) return IR_FUSE_NONE;
+    const Value *y = ir_val(g, n->out[0]);
+    for (int k = 0; k < 2; k++) { /* bias: the product and the bias, same dtype */
+        ValueId e = n->in[k], b = n->in[1 - k];
+        NodeId d = ir_val(g, e)->def;
+        if (d == IR_NONE || ir_node(g, d)->op != OP_DENSE || !read_once(g, e, readers)) continue;
+        if (ir_val(g, e)->dtype != y->dtype || ir_val(g, b)->dtype != y->dtype) continue;
+        const Node *dn = ir_node(g, d);
+        if (!ir_shape_eq(ir_val(g, e)->shape, y->shape) ||
+            !ir_fuse_bias_shapes(y->shape, ir_val(g, b)->shape, ir_val(g, dn->in[1])->shape, dn->attr[0].i))
+            continue;
+        *operand = 1 - k;
+        return IR_FUSE_BIAS;
+    }
+    for (int k = 0; k < 2 && n->in[0] != n->in[1]; k++) { /* residual: f32 only (a 16-bit residual
+                                                             * would be rounded once more, before the GEMM) */
+        ValueId s = n->in[k], x = n->in[1 - k];
+        NodeId d = ir_val(g, s)->def, bd = d == IR_NONE ? IR_NONE : bias_dense(g, d, readers);
+        if (bd != IR_NONE) d = bd;
+        if (d == IR_NONE || ir_node(g, d)->op != OP_DENSE || !read_once(g, s, readers)) continue;
+        NodeId xd = ir_val(g, x)->def;
+        if (xd != IR_NONE && xd >= d) continue;
+        if (ir_val(g, x)->dtype != DT_F32 || ir_val(g, s)->dtype != DT_F32 || y->dtype != DT_F32) continue;
+        if (!ir_shape_eq(ir_val(g, x)->shape, y->shape) || !ir_shape_eq(ir_val(g, s)->shape, y->shape)) continue;
+        *operand = 1 - k;
+        return bd != IR_NONE ? IR_FUSE_RESIDUAL_BIAS : IR_FUSE_RESIDUAL;
+    }
+    return ir_fuse_norm_add(g, id) ? IR_FUSE_NORM : IR_FUSE_NONE;
+}
+
+bool ir_fuse_norm_add(const Graph *g, NodeId id) {
+    const Node *n = ir_node(g, id);
+    if (n->op != OP_ADD || id + 1 >= g->n_nodes) return false;
+    const Value *y = ir_val(g, n->out[0]);
+    const Node *nn = ir_node(g, id + 1);
+    if ((nn->op != OP_LAYER_NORM && nn->op != OP_RMS_NORM) || nn->in[0] != n->out[0] || (y->flags & VF_OUTPUT))
+        return false;
+    for (int k = 0; k < 2; k++)
+        if (ir_val(g, n->in[k])->dtype != y->dtype || !ir_shape_eq(ir_val(g, n->in[k])->shape, y->shape)) return false;
+    return true;
+}

@@ -167,4 +167,38 @@ double ir_node_flops(const Graph *g, NodeId n);
  * problem.c: a backward node writing dX over dY) both ask this. */
 int ir_op_in_place_operand(const Graph *g, const Node *n);
 
+/* Fusion (compiler/lower/fuse.c decides it, solver/cost.c prices it): what
+ * an add can be folded into, read from the graph alone. The lowering adds
+ * the conditions only it knows (buffers, splits, recompute, pipelines);
+ * the planner prices every add the graph allows (cost_op, the fused
+ * group's bytes). */
+typedef enum {
+    IR_FUSE_NONE,
+    IR_FUSE_BIAS,          /* add(dense(x, w), b), b a row broadcast over the product's rows:
+                            * the GEMM writes onto b (beta = 1); the add runs no kernel */
+    IR_FUSE_RESIDUAL,      /* add(dense(x, w), r), all f32, r computed before the dense: one
+                            * pass writes r into the product's buffer, the GEMM adds onto it */
+    IR_FUSE_RESIDUAL_BIAS, /* add(s, r), s a fused bias sum: the bias's pass writes r + b */
+    IR_FUSE_NORM,          /* add(a, b) right before the layer / RMS norm that reads it (not
+                            * taken by a GEMM): the norm writes it row by row and normalizes it */
+} IrFuse;
+
+/* The number of nodes reading each value (an ir_alloc'd array, one per value). */
+int *ir_value_readers(const Graph *g);
+
+/* Whether a GEMM of the weight shape w (its first k dims contracted) writing
+ * out can start from bias broadcast along out's rows: bias's shape a suffix of
+ * out's, as many elements as the GEMM's columns. Global or local shapes. */
+bool ir_fuse_bias_shapes(Shape out, Shape bias, Shape w, int64_t k);
+
+/* What add node id folds into (readers from ir_value_readers), and in
+ * *operand the add's operand the fused pass reads (the bias, the residual;
+ * -1 for IR_FUSE_NORM and IR_FUSE_NONE). A node that is no add: IR_FUSE_NONE. */
+IrFuse ir_fuse_add(const Graph *g, NodeId id, const int *readers, int *operand);
+
+/* Whether add node id can be written by the layer / RMS norm right after it
+ * (IR_FUSE_NORM when no GEMM takes it): the next node a norm of its sum,
+ * the sum no graph output, both operands of its dtype and shape. */
+bool ir_fuse_norm_add(const Graph *g, NodeId id);
+
 #endif

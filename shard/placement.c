@@ -3,6 +3,7 @@
  * from it, its verifier and its text form. Filling one is the planner's job
  * (solver/placement.c); this file knows nothing of how it was chosen.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "autodiff.h"
@@ -28,6 +29,52 @@ PlaceMask placement_pipe_device_mask(const PlacePipeline *pp, PlaceMask stages) 
     for (int q = 0; q < pp->stages && q < 32; q++)
         if (stages >> q & 1u) m |= PLACE_BIT(q % d);
     return m;
+}
+
+int placement_recompute_nodes(const Graph *g, int b, int inst, bool selective, NodeId *first_bwd, NodeId *nodes) {
+    NodeId b0 = IR_NONE;
+    for (NodeId id = 0; id < g->n_nodes && b0 == IR_NONE; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->block == b && n->instance == inst && ir_val(g, n->out[0])->role == ROLE_GRAD) b0 = id;
+    }
+    *first_bwd = b0;
+    int nf = 0;
+    for (NodeId id = 0; b0 != IR_NONE && id < b0; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
+        if (selective && placement_selective_keeps(n->op)) continue;
+        nodes[nf++] = id;
+    }
+    return nf;
+}
+
+/* Closes the open run [from, to): its pending members (-2) a chunk if two or more. */
+static void close_run(int *chunk, int from, int to, int cnt, int *n_chunks) {
+    for (int m = from; m < to; m++)
+        if (chunk[m] == -2) chunk[m] = cnt >= 2 ? *n_chunks : -1;
+    if (cnt >= 2) (*n_chunks)++;
+}
+
+int placement_chunk_pack(const int64_t *bytes, const DType *dt, const int *at, const int *reader, int n, int64_t cap,
+                         int *chunk) {
+    int n_chunks = 0, first = 0, cnt = 0, rd = INT_MAX;
+    int64_t part = 0;
+    for (int i = 0; i < n; i++) {
+        chunk[i] = -1;
+        int r = reader ? reader[i] : INT_MAX;
+        if (reader && r <= at[i]) continue; /* read where it is made: alone, the run goes on */
+        bool fits = cnt > 0 && dt[i] == dt[first] && part + bytes[i] <= cap && (reader ? (r < rd ? r : rd) > at[i] : true);
+        if (!fits) { /* close the open run */
+            close_run(chunk, first, i, cnt, &n_chunks);
+            first = i, cnt = 0, part = 0, rd = INT_MAX;
+        }
+        if (bytes[i] > cap) continue; /* alone */
+        chunk[i] = -2;
+        cnt++, part += bytes[i];
+        if (r < rd) rd = r;
+    }
+    close_run(chunk, first, n, cnt, &n_chunks);
+    return n_chunks;
 }
 
 const char *placement_offload_name(PlaceOffload o) {

@@ -67,6 +67,13 @@ bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero
  * forward op of the block instance before its backward. The planner's memory
  * and time terms and the lowering both ask this one predicate. */
 bool placement_selective_keeps(int op);
+/* Recompute: block b's instance inst (a training graph's) re-runs its forward
+ * nodes (selective: but those placement_selective_keeps keeps) just before its
+ * first backward node. Writes that node to *first_bwd and the nodes re-run,
+ * in order, to nodes (room for g->n_nodes); returns their count (0: nothing
+ * re-runs). The lowering builds it (compiler/lower/recompute.c); the
+ * planner's chunk replay reads the gathers it adds (solver/chunks.c). */
+int placement_recompute_nodes(const Graph *g, int b, int inst, bool selective, NodeId *first_bwd, NodeId *nodes);
 
 /* What the strategies amount to, derived once (placement_derive). */
 typedef enum {
@@ -165,6 +172,20 @@ typedef struct Placement {
     ValueId split_param;        /* PL_SHARDED: the first parameter read split, or IR_NONE */
     ShardSpec split_spec;       /* and how it is read */
 } Placement;
+
+/* ZeRO chunks (docs/sharding.md "Chunks (ZeRO-3)"): the one packing rule the
+ * planner prices (solver/chunks.c) and the lowering builds (compiler/lower/
+ * chunk.c), for the gathers and the reduce-scatters. Members in order, member
+ * i a rank's slice of bytes[i] in dtype dt[i]: greedy runs of one dtype of at
+ * most cap bytes; a run of one (a slice larger than cap, or a dtype change on
+ * both sides) stays alone, its own collective. Reduce-scatters (reader not
+ * NULL): member i is scattered at node at[i] and its slice first read at
+ * reader[i]; one read where it is scattered stays alone without ending the
+ * run, and a run ends before a member scattered at or after the first read
+ * of a slice in it. Writes chunk[i], the index of member i's chunk or -1 when
+ * alone, and returns the number of chunks. */
+int placement_chunk_pack(const int64_t *bytes, const DType *dt, const int *at, const int *reader, int n, int64_t cap,
+                         int *chunk);
 
 Placement *placement_new(const Graph *g, const ShardMesh *m);
 void placement_free(Placement *pl);

@@ -2,90 +2,242 @@
  * chunks.c — the planner's price of ZeRO chunks (docs/sharding.md "Chunks
  * (ZeRO-3)"; the lowering builds them, compiler/lower/chunk.c). Takes a plan
  * with its Placement; prices a small set of chunk sizes (none, 1, 4, 16 and
- * 64 MB a rank, and the size --chunk-bytes gives) by the collectives they run
- * (the α–β time of each, shard_coll_time) and the chunks' copies in and out
- * (over the memory bandwidth) against the memory a chunk holds (a gathered
- * chunk and a gradient chunk, both at once: a bound, added to the predicted
- * peak); with --chunk-bytes auto it chooses the fastest that fits, so one
- * tensor per chunk (none) wins where the latency saved is less than the
- * copies, or where nothing else fits. The ILP does not see chunks: this runs
- * after it, on the groups' ZeRO stages it chose.
+ * 64 MB a rank, and the size --chunk-bytes gives) by replaying the chunked
+ * program's ZeRO collectives and copies as lower.chunk builds them: the one
+ * packing rule (placement_chunk_pack) for the gathers (ZeRO-3 members in
+ * first-read order) and the reduce-scatters (ZeRO-2/3 gradients in the
+ * backward's order, with where each is scattered and first read), the rounds
+ * replayed over the training graph's reads (and the recompute's,
+ * placement_recompute_nodes), each collective at its α–β time
+ * (shard_coll_time) and each copy at cost_copy (the simulator's), times the
+ * micro-batches; its memory the most the chunks' buffers hold at once. With
+ * --chunk-bytes auto it chooses the fastest that fits beside the plan's peak,
+ * so one tensor per chunk (none) wins where nothing else does.
  *
- * The model, per step with M micro-batches: a ZeRO-3 parameter is gathered
- * twice a micro-batch (forward, backward: as the ILP prices ZeRO-3), a chunk
- * of them twice too; a ZeRO-2/3 gradient is reduce-scattered once a
- * micro-batch, a chunk of them once. Not priced: recompute's extra rounds, a
- * parameter read more than twice (a tied embedding), the backward's rounds
- * gathering members it does not read (bytes, not count).
+ * The ILP does not see chunks: this runs after it, on the groups' ZeRO stages
+ * it chose, and then the plan's step is the chunked program's (the chosen
+ * size's collectives in place of every ZeRO-3 gather and ZeRO-2/3
+ * reduce-scatter the ILP priced, the copies in step_breakdown.chunk_copy_s)
+ * and its peak has the chunks' memory on it (a bound: where the ILP's peak
+ * moment is, the chunks need not be live). A backward round gathering
+ * members it does not read is priced as run: the whole chunk, each round.
  */
 #include "plan.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Decimal sizes, as --chunk-bytes reads "4MB" */
 static const int64_t sizes[] = {0, 1000000, 4000000, 16000000, 64000000};
 
 typedef struct Member {
+    ValueId v;
     int64_t slice;  /* a rank's bytes */
     DType dt;
     bool gathered;  /* ZeRO-3 */
+    bool on_host;   /* --offload params: comes up into the chunk's send buffer, no device copy in */
+    NodeId rs_at;   /* its reduce-scatter's node: the one after its gradient's (lower/split.c) */
+    NodeId reader;  /* the first node from rs_at on reading its gradient (its slice, once scattered) */
 } Member;
 
-/* Greedy packing in order (the lowering's rule, chunk.c): runs of one dtype
- * of at most cap bytes a rank; a run of one stays alone. Of the ZeRO-3
- * members (gathers) or of every member (reduce-scatters): the chunks, the
- * members alone, the largest part, the parts' bytes and the collectives' time
- * (one each). The gradients' 64-byte slots are not counted (under 0.1 %). */
-static void pack(const Member *m, int n, bool gathers, int64_t cap, int *n_chunks, int *n_alone, int64_t *largest,
-                 double *chunked_bytes, const ShardMesh *mesh, int axis, double *coll_s) {
-    *n_chunks = *n_alone = 0;
-    *largest = 0;
-    *chunked_bytes = 0;
-    *coll_s = 0;
-    int ranks = mesh->size[axis];
-    ShardColl k = gathers ? COLL_ALL_GATHER : COLL_REDUCE_SCATTER;
-    for (int i = 0; i < n;) {
-        if (gathers && !m[i].gathered) {
-            i++;
-            continue;
-        }
-        int64_t part = m[i].slice;
-        int j = i + 1, cnt = 1;
-        while (cap > 0 && j < n) {
-            if (gathers && !m[j].gathered) { /* a ZeRO-2 parameter is not gathered: it breaks no run */
-                j++;
-                continue;
-            }
-            if (m[j].dt != m[i].dt || part + m[j].slice > cap) break;
-            part += m[j++].slice, cnt++;
-        }
-        if (cnt >= 2) {
-            (*n_chunks)++;
-            if (part > *largest) *largest = part;
-            *chunked_bytes += (double)part;
-            *coll_s += shard_coll_time(mesh, k, axis, gathers ? (double)part : (double)part * ranks);
-        } else {
-            (*n_alone)++;
-            *coll_s += shard_coll_time(mesh, k, axis, gathers ? (double)m[i].slice : (double)m[i].slice * ranks);
-        }
-        i = cnt >= 2 ? j : i + 1;
-    }
+typedef struct Ctx {
+    const Graph *g;
+    const PlanResult *r;
+    int axis, ranks, mb, fwd_end, step_begin;
+    Member *m;
+    int n;
+    int *of;        /* per value: its index in m, or -1 */
+    int *n_rc;      /* per node: the forward nodes recompute re-runs before it (rc[id][..]) */
+    NodeId **rc;
+} Ctx;
+
+/* What a chunk size runs a micro-batch (times the micro-batches: a step). */
+typedef struct Run {
+    int chunks, grad_chunks, collectives;
+    double ag_s, rs_s, copy_s;
+    double live_max; /* the most bytes the chunks' buffers hold at once (at a node) */
+    double *live;    /* per node: the bytes starting there less those ending before (a diff) */
+} Run;
+
+/* A buffer of `bytes` live from node a to node b. */
+static void hold(Run *o, NodeId a, NodeId b, double bytes) {
+    o->live[a] += bytes;
+    o->live[b + 1] -= bytes;
 }
 
-static void price(const Member *m, int n, int64_t cap, int mb, const PlanResult *r, int axis, PlanChunkPrice *out) {
-    int ag_c, ag_a, rs_c, rs_a;
-    int64_t ag_l, rs_l;
-    double ag_b, rs_b, ag_s, rs_s;
-    pack(m, n, true, cap, &ag_c, &ag_a, &ag_l, &ag_b, &r->mesh, axis, &ag_s);
-    pack(m, n, false, cap, &rs_c, &rs_a, &rs_l, &rs_b, &r->mesh, axis, &rs_s);
-    int ranks = r->mesh.size[axis];
-    *out = (PlanChunkPrice){.bytes = cap, .chunks = ag_c, .grad_chunks = rs_c};
-    out->collectives = 2 * mb * (ag_c + ag_a) + mb * (rs_c + rs_a);
-    out->coll_s = 2 * mb * ag_s + mb * rs_s;
-    /* copy-in of the slices and copy-out of the wholes a round; a gradient's whole copied in */
-    out->copy_s = (2.0 * mb * ag_b * (1 + ranks) + mb * rs_b * ranks) / r->mesh.mem_bw;
-    out->extra_bytes = (double)ranks * (double)(ag_l + rs_l);
-    out->fits = r->price.peak_bytes + out->extra_bytes <= r->mem_limit;
+/* A round's buffers: the slices packed to send, at its first reader (the
+ * all-gather's), and the gathered chunk, from its first reader to its last. */
+static void round_held(Run *o, NodeId first, NodeId last, int ranks, int64_t part) {
+    hold(o, first, first, (double)part);
+    hold(o, first, last, (double)part * ranks);
+}
+
+static int by_rs_at(const void *a, const void *b) {
+    const Member *x = *(const Member *const *)a, *y = *(const Member *const *)b;
+    return x->rs_at != y->rs_at ? (x->rs_at > y->rs_at) - (x->rs_at < y->rs_at) : (x->v > y->v) - (x->v < y->v);
+}
+
+/* The gathers as lower.chunk makes them: the ZeRO-3 members in first-read
+ * order cut by placement_chunk_pack, then the reads replayed: an all-gather
+ * before each node reading a member alone; a round of a chunk (its slices
+ * copied in, one all-gather) opened by a read in another part than its open
+ * round's or of a member the round has read, a copy out per read. */
+static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
+    const Graph *g = c->g;
+    const ShardMesh *mesh = &c->r->mesh;
+    const CostModel *cm = &c->r->cm;
+    int k = 0;
+    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(c->n + 1));
+    DType *dt = ir_alloc(sizeof(DType) * (size_t)(c->n + 1));
+    int *idx = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *ck = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
+    int *chunk_of = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *last = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
+    for (int i = 0; i < c->n; i++) {
+        chunk_of[i] = -1, last[i] = -1;
+        if (c->m[i].gathered) idx[k] = i, bytes[k] = c->m[i].slice, dt[k++] = c->m[i].dt;
+    }
+    int nc = placement_chunk_pack(bytes, dt, NULL, NULL, k, cap, ck);
+    int64_t *part = ir_alloc(sizeof(int64_t) * (size_t)(nc + 1));
+    double *copy_in = ir_alloc(sizeof(double) * (size_t)(nc + 1));
+    int *open = ir_alloc(sizeof(int) * (size_t)(nc + 1)), *open_part = ir_alloc(sizeof(int) * (size_t)(nc + 1));
+    for (int q = 0; q < nc; q++) part[q] = 0, copy_in[q] = 0, open[q] = -1, open_part[q] = -1;
+    for (int j = 0; j < k; j++) {
+        chunk_of[idx[j]] = ck[j];
+        if (ck[j] < 0) continue;
+        part[ck[j]] += bytes[j];
+        if (!c->m[idx[j]].on_host) copy_in[ck[j]] += cost_copy(cm, (double)bytes[j]);
+    }
+    o->chunks = nc;
+    int rounds = 0;
+    NodeId *first = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1)), *end = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1));
+    for (NodeId id = 0; id < c->step_begin; id++) {
+        const Node *nd = ir_node(g, id);
+        if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
+        int pt = id < c->fwd_end ? 0 : 1;
+        /* the node's parameters, then those of the recompute before it, each once
+         * (lower/zero.c lower_pass_gathers) */
+        ValueId in[IR_MAX_IN + 4];
+        int n_in = 0;
+        for (int f = -1; f < c->n_rc[id]; f++) {
+            const Node *r = f < 0 ? nd : ir_node(g, c->rc[id][f]);
+            for (int i = 0; i < r->n_in && n_in < IR_MAX_IN + 4; i++) {
+                int mi = c->of[r->in[i]];
+                bool again = false;
+                for (int j = 0; j < n_in; j++) again |= in[j] == r->in[i];
+                if (!again && mi >= 0 && c->m[mi].gathered) in[n_in++] = r->in[i];
+            }
+        }
+        for (int i = 0; i < n_in; i++) {
+            int mi = c->of[in[i]];
+            int q = chunk_of[mi];
+            if (q < 0) { /* alone: its own all-gather */
+                o->collectives++;
+                o->ag_s += shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)c->m[mi].slice);
+                continue;
+            }
+            if (open[q] < 0 || open_part[q] != pt || last[mi] == open[q]) { /* a new round */
+                if (open[q] >= 0) round_held(o, first[q], end[q], c->ranks, part[q]);
+                open[q] = rounds++, open_part[q] = pt, first[q] = id;
+                o->collectives++;
+                o->ag_s += shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)part[q]);
+                o->copy_s += copy_in[q];
+            }
+            last[mi] = open[q], end[q] = id;
+            o->copy_s += cost_copy(cm, (double)c->m[mi].slice * c->ranks); /* its whole out of the chunk */
+        }
+    }
+    for (int q = 0; q < nc; q++)
+        if (open[q] >= 0) round_held(o, first[q], end[q], c->ranks, part[q]);
+    ir_free(end);
+    ir_free(first);
+    ir_free(open_part);
+    ir_free(open);
+    ir_free(copy_in);
+    ir_free(part);
+    ir_free(last);
+    ir_free(chunk_of);
+    ir_free(ck);
+    ir_free(idx);
+    ir_free(dt);
+    ir_free(bytes);
+}
+
+/* The reduce-scatters as lower.chunk makes them: the ZeRO-2/3 members in the
+ * backward's order, each slot padded to 64 bytes, cut by
+ * placement_chunk_pack (with where each is scattered and its slice first
+ * read); a chunk's gradients copied in whole, one reduce-scatter. */
+static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
+    const ShardMesh *mesh = &c->r->mesh;
+    const CostModel *cm = &c->r->cm;
+    const Member **s = ir_alloc(sizeof(Member *) * (size_t)(c->n + 1));
+    for (int i = 0; i < c->n; i++) s[i] = &c->m[i];
+    qsort(s, (size_t)c->n, sizeof *s, by_rs_at);
+    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(c->n + 1));
+    DType *dt = ir_alloc(sizeof(DType) * (size_t)(c->n + 1));
+    int *ck = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
+    /* a reduce-scatter at the step's first node (the gradient the backward makes
+     * last) stays alone: lower.chunk packs the backward's */
+    int n = 0, *at = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *rd = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
+    while (n < c->n && s[n]->rs_at < c->step_begin) n++;
+    for (int i = 0; i < n; i++)
+        bytes[i] = (s[i]->slice + 63) / 64 * 64, dt[i] = s[i]->dt, at[i] = s[i]->rs_at, rd[i] = s[i]->reader;
+    o->grad_chunks = placement_chunk_pack(bytes, dt, at, rd, n, cap, ck);
+    for (int i = n; i < c->n; i++) ck[i] = -1;
+    for (int i = 0; i < c->n; i++)
+        if (ck[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
+            o->collectives++;
+            o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)s[i]->slice * c->ranks);
+        }
+    for (int q = 0; q < o->grad_chunks; q++) { /* its members need not be adjacent (placement_chunk_pack) */
+        int64_t part = 0;
+        NodeId a = -1, b = 0;
+        for (int j = 0; j < n; j++) {
+            if (ck[j] != q) continue;
+            part += bytes[j];
+            o->copy_s += cost_copy(cm, (double)s[j]->slice * c->ranks);
+            if (a < 0) a = at[j];
+            b = at[j];
+        }
+        o->collectives++;
+        o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)part * c->ranks);
+        hold(o, a, b, (double)part * c->ranks); /* the chunk's buffer, from its first member to its reduce-scatter */
+    }
+    ir_free(rd);
+    ir_free(at);
+    ir_free(ck);
+    ir_free(dt);
+    ir_free(bytes);
+    ir_free(s);
+}
+
+static Run run(const Ctx *c, int64_t cap) {
+    Run o = {0};
+    o.live = ir_alloc(sizeof(double) * (size_t)(c->g->n_nodes + 2));
+    memset(o.live, 0, sizeof(double) * (size_t)(c->g->n_nodes + 2));
+    run_gathers(c, cap, &o);
+    run_scatters(c, cap, &o);
+    double held = 0;
+    for (NodeId id = 0; id <= c->g->n_nodes; id++) {
+        held += o.live[id];
+        if (held > o.live_max) o.live_max = held;
+    }
+    ir_free(o.live);
+    o.live = NULL;
+    o.collectives *= c->mb;
+    o.ag_s *= c->mb, o.rs_s *= c->mb, o.copy_s *= c->mb;
+    return o;
+}
+
+/* A size's price: its run, and the step's difference from what the ILP
+ * priced for the same collectives (ilp: one per tensor). */
+static void price(const Ctx *c, int64_t cap, const Run *ilp, PlanChunkPrice *out) {
+    Run k = run(c, cap);
+    *out = (PlanChunkPrice){.bytes = cap, .chunks = k.chunks, .grad_chunks = k.grad_chunks,
+                            .collectives = k.collectives, .coll_s = k.ag_s + k.rs_s, .copy_s = k.copy_s,
+                            .gather_delta_s = k.ag_s - ilp->ag_s, .scatter_delta_s = k.rs_s - ilp->rs_s};
+    /* the most the chunks' buffers hold at once: rounds' send buffers and gathered
+     * chunks, gradient chunks' buffers (a bound: added to the ILP's peak wherever it is) */
+    out->extra_bytes = k.live_max;
+    out->fits = c->r->price.peak_bytes + out->extra_bytes <= c->r->mem_limit;
 }
 
 void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
@@ -102,39 +254,88 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
         return;
     }
     int ranks = r->mesh.size[axis];
-    Member *m = ir_alloc(sizeof(Member) * (size_t)(g->n_values + 1));
-    bool *seen = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
-    memset(seen, 0, sizeof(bool) * (size_t)(g->n_values + 1));
-    int n = 0;
+    Ctx c = {.g = g, .r = r, .axis = axis, .ranks = ranks, .mb = pl->micro_batches > 0 ? pl->micro_batches : 1,
+             .fwd_end = ad_forward_end(g), .step_begin = ad_step_begin(g)};
+    c.m = ir_alloc(sizeof(Member) * (size_t)(g->n_values + 1));
+    c.of = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    for (ValueId v = 0; v < g->n_values; v++) c.of[v] = -1;
     for (NodeId id = 0; id < g->n_nodes; id++) { /* the ZeRO-2/3 parameters, in the order of their first reader */
         const Node *nd = ir_node(g, id);
         if (ir_op_is_update(nd->op)) continue;
         for (int i = 0; i < nd->n_in; i++) {
             ValueId v = nd->in[i];
             const Value *x = ir_val(g, v);
-            if (seen[v] || x->role != ROLE_PARAM || pl->zero[v] < 2 || ir_shape_numel(x->shape) % ranks) continue;
-            seen[v] = true;
-            m[n++] = (Member){.slice = ir_shape_numel(x->shape) / ranks * ir_dtype_size(x->dtype), .dt = x->dtype,
-                              .gathered = pl->zero[v] >= 3};
+            if (c.of[v] >= 0 || x->role != ROLE_PARAM || pl->zero[v] < 2 || ir_shape_numel(x->shape) % ranks) continue;
+            ValueId gv = ad_grad_of(g, x->name);
+            NodeId at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? ir_val(g, gv)->def + 1 : g->n_nodes, rd = at;
+            for (bool hit = false; !hit && rd < g->n_nodes; rd += !hit)
+                for (int j = 0; j < ir_node(g, rd)->n_in; j++) hit |= ir_node(g, rd)->in[j] == gv;
+            c.of[v] = c.n;
+            c.m[c.n++] = (Member){.v = v, .slice = ir_shape_numel(x->shape) / ranks * ir_dtype_size(x->dtype),
+                                  .dt = x->dtype, .gathered = pl->zero[v] >= 3,
+                                  .on_host = pl->offload && pl->offload[v] == PO_PARAMS,
+                                  .rs_at = at, .reader = rd};
         }
     }
-    int mb = pl->micro_batches > 0 ? pl->micro_batches : 1;
+    /* what the ILP priced for them: ZeRO-2/3's reduce-scatters and ZeRO-3's gathers
+     * (eval.c: each group's at its stage, times its instances) */
+    c.n_rc = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    c.rc = ir_alloc(sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
+    memset(c.n_rc, 0, sizeof(int) * (size_t)(g->n_nodes + 1));
+    memset(c.rc, 0, sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
+    NodeId *tmp = ir_alloc(sizeof(NodeId) * (size_t)(g->n_nodes + 1));
+    for (int b = 0; b < g->n_blocks; b++) { /* recompute (lower/recompute.c) */
+        int full = pl->rc_full ? pl->rc_full[b] : 0, sel = pl->rc_selective ? pl->rc_selective[b] : 0;
+        for (int inst = 0; inst < full + sel && inst < g->blocks[b].n_instances; inst++) {
+            NodeId b0;
+            int nf = placement_recompute_nodes(g, b, inst, inst >= full, &b0, tmp);
+            if (!nf) continue;
+            c.rc[b0] = ir_alloc(sizeof(NodeId) * (size_t)nf);
+            memcpy(c.rc[b0], tmp, sizeof(NodeId) * (size_t)nf);
+            c.n_rc[b0] = nf;
+        }
+    }
+    ir_free(tmp);
+    Run ilp = {0};
+    for (int gi = 0; gi < r->prob->n_groups; gi++) {
+        const IlpGroup *G = &r->prob->groups[gi];
+        const IlpStrat *S = &G->strats[r->choice.strat[gi]];
+        int z = r->choice.zero[gi];
+        if (z >= 2) ilp.rs_s += G->mult * S->sync_s[z];
+        if (z >= 3) ilp.ag_s += G->mult * S->gather_s[z];
+    }
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-        price(m, n, sizes[k], mb, r, axis, &r->chunk_price[r->n_chunk_prices++]);
+        price(&c, sizes[k], &ilp, &r->chunk_price[r->n_chunk_prices++]);
     bool listed = asked == PLAN_CHUNK_AUTO;
     for (int k = 0; k < r->n_chunk_prices; k++) listed |= r->chunk_price[k].bytes == asked;
-    if (!listed) price(m, n, asked, mb, r, axis, &r->chunk_price[r->n_chunk_prices++]);
+    if (!listed) price(&c, asked, &ilp, &r->chunk_price[r->n_chunk_prices++]);
     int best = 0; /* auto: the fastest that fits (none always does: it adds nothing) */
     for (int k = 0; k < r->n_chunk_prices; k++) {
-        const PlanChunkPrice *c = &r->chunk_price[k], *b = &r->chunk_price[best];
+        const PlanChunkPrice *p = &r->chunk_price[k], *b = &r->chunk_price[best];
         if (asked != PLAN_CHUNK_AUTO) {
-            if (c->bytes == asked) best = k;
-        } else if (c->fits && c->coll_s + c->copy_s < b->coll_s + b->copy_s)
+            if (p->bytes == asked) best = k;
+        } else if (p->fits && p->coll_s + p->copy_s < b->coll_s + b->copy_s)
             best = k;
     }
     r->chunk_chosen = best;
     r->chunk_bytes = r->chunk_price[best].bytes;
     r->pl->chunk_bytes = r->chunk_bytes;
-    ir_free(seen);
-    ir_free(m);
+    /* the plan's step and peak: the chosen size's collectives and copies in place of
+     * the ILP's one collective per tensor, its buffers on the predicted peak */
+    const PlanChunkPrice *ch = &r->chunk_price[best];
+    if (ch->bytes > 0) {
+        IlpPrice *pr = &r->price;
+        pr->gather_s += ch->gather_delta_s;
+        pr->sync_s += ch->scatter_delta_s;
+        pr->sync_exposed_s += ch->scatter_delta_s; /* ZeRO-2/3's reduce-scatters: all exposed (eval.c) */
+        pr->chunk_copy_s = ch->copy_s;
+        pr->step_s += ch->gather_delta_s + ch->scatter_delta_s + ch->copy_s;
+        pr->mem_chunks = ch->extra_bytes;
+        pr->peak_bytes += ch->extra_bytes;
+    }
+    for (NodeId id = 0; id < g->n_nodes; id++) ir_free(c.rc[id]);
+    ir_free(c.rc);
+    ir_free(c.n_rc);
+    ir_free(c.of);
+    ir_free(c.m);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cost.h"
+#include "ops.h"
 
 /* Per op class: fraction of peak FLOP/s, fraction of memory bandwidth, and
  * backward/forward time. Matmuls take their FLOP/s fraction from the
@@ -112,6 +113,9 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is
     if (n->op == OP_RESHAPE) bytes = 0; /* a view: no data moves */
     out->fwd_s = cost_roofline_op(cm, oi->cls, n->op, out->flops, bytes);
     out->bwd_s = classes[oi->cls].bwd * out->fwd_s;
+    /* a fused add: its forward is the fused kernel's bytes (its backward is not fused) */
+    if (cm->fuse && cm->fuse[id].kind != IR_FUSE_NONE)
+        out->fwd_s = cost_roofline_op(cm, oi->cls, n->op, out->flops, cost_fused_bytes(&cm->fuse[id], out, bytes));
     /* one product per operand that takes a gradient: an input's (the first layer's
      * features) is never computed (autodiff writes none). Not inside a repeated
      * block: its instances share one price (tying), so they keep both products */
@@ -163,7 +167,9 @@ double cost_allreduce_axes(const CostModel *cm, unsigned axes, double bytes) {
     return t;
 }
 
-double cost_bucket_copy(const CostModel *cm, double bytes) { return cost_roofline(cm, OPC_LAYOUT, 0, 2 * bytes); }
+double cost_copy(const CostModel *cm, double bytes) { return cost_roofline(cm, OPC_LAYOUT, 0, 2 * bytes); }
+
+double cost_bucket_copy(const CostModel *cm, double bytes) { return cost_copy(cm, bytes); }
 
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
                       double run_frac) {
@@ -199,4 +205,25 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
         bytes /= m->size[best];
     }
     return t;
+}
+
+CostFuse *cost_fuse_table(const Graph *g) {
+    CostFuse *t = ir_alloc(sizeof *t * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    int *readers = ir_value_readers(g);
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        int operand;
+        t[id].kind = (uint8_t)ir_fuse_add(g, id, readers, &operand);
+        t[id].operand = (int8_t)operand;
+    }
+    ir_free(readers);
+    return t;
+}
+
+double cost_fused_bytes(const CostFuse *f, const CostOp *c, double bytes) {
+    switch ((IrFuse)f->kind) {
+    case IR_FUSE_BIAS: case IR_FUSE_RESIDUAL: return c->in_bytes[f->operand] + c->out_bytes[0];
+    case IR_FUSE_RESIDUAL_BIAS: return c->in_bytes[f->operand];
+    case IR_FUSE_NORM: return c->in_bytes[0] + c->in_bytes[1];
+    default: return bytes;
+    }
 }

@@ -20,6 +20,14 @@
 
 #include "shard.h"
 
+/* An add's fusion as the graph allows it (ir_fuse_add): what the planner
+ * prices (cost_op), what the lowering's fusion pass takes where its own
+ * conditions hold (compiler/lower/fuse.c). */
+typedef struct CostFuse {
+    uint8_t kind;             /* IrFuse */
+    int8_t operand;           /* the add's operand its pass reads (bias, residual), or -1 */
+} CostFuse;
+
 typedef struct CostModel {
     const ShardCluster *cl;
     const ShardMesh *mesh;
@@ -27,7 +35,9 @@ typedef struct CostModel {
     double batch_frac;        /* the fraction of the graph's rows one kernel call runs on: 1/M
                                * when a graph of the whole batch runs as M micro-batches
                                * (the problem's micro-batch pricing); 0 or 1: all of them */
+    const CostFuse *fuse;     /* per node, the fusion cost_op prices (cost_fuse_table); NULL: none */
 } CostModel;
+
 
 typedef struct CostClass {
     double flop_eff;          /* fraction of peak FLOP/s reached */
@@ -82,6 +92,17 @@ typedef struct CostOp {
 void cost_op(const CostModel *cm, const Graph *g, NodeId n, const IterSpace *is,
              const ShardStrategy *st, CostOp *out);
 
+/* Per node of g, the fusion the graph allows (an ir_alloc'd table). */
+CostFuse *cost_fuse_table(const Graph *g);
+
+/* The bytes the kernel of a fused add moves, from the add's own operand and
+ * result bytes (c) as cost_op counts them: a bias the GEMM starts from, its
+ * pass writing the bias over the product's rows; a residual, its pass
+ * copying it into the product's buffer (with a bias, that pass reads it as
+ * well); a sum the norm after it writes, its operands (the norm's read of
+ * the sum becomes that write, the same bytes). IR_FUSE_NONE: bytes. */
+double cost_fused_bytes(const CostFuse *f, const CostOp *c, double bytes);
+
 /* Resharding time of one edge, forward and backward: the producer's result
  * spec to the consumer's operand spec, and the consumer's operand gradient
  * (partial) back to the producer's result spec without pending axes. */
@@ -114,6 +135,11 @@ ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held);
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
                       double run_frac);
 
+/* A device-to-device copy of `bytes` on the compute stream (read and
+ * written, at the layout class's rate): what the simulator prices each copy
+ * of the generated program at (sim.c), a gradient bucket's packing, a ZeRO
+ * chunk's copies in and out (chunks.c). */
+double cost_copy(const CostModel *cm, double bytes);
 /* A gradient bucket's packing copy (schedule.c): the gradient read and
  * written into the bucket on the compute stream, once a step. */
 double cost_bucket_copy(const CostModel *cm, double bytes);

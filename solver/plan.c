@@ -139,11 +139,12 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     PlanResult *r = ir_alloc(sizeof *r);
     r->cl = *cl;
     r->mesh = *mesh;
-    r->cm = (CostModel){&r->cl, &r->mesh, dt, 1};
+    r->cm = (CostModel){&r->cl, &r->mesh, dt, 1, NULL};
     r->mem_limit = limit;
     r->mip_gap = o->mip_gap;
     IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight};
     r->prob = ilp_problem_build(g, &r->cm, &io);
+    r->cm.fuse = r->prob->fuse; /* the reports price the adds as the problem does */
     r->offload_mode = offload_level(o, NULL) == PO_DEVICE ? "none" : o->offload;
     r->offload_inflight = shard_cluster_inflight(cl, o->offload_inflight); /* the problem's K */
     r->chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes : 0; /* auto: plan_price_chunks, below */
@@ -238,7 +239,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
      * problem is not built by then drops out of the sweep */
     ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
     for (int i = 0; i < nm; i++) {
-        cms[i] = (CostModel){cl, &meshes[i], dt, 1};
+        cms[i] = (CostModel){cl, &meshes[i], dt, 1, NULL};
         probs[i] = ilp_problem_build(g, &cms[i], &io);
         if (probs[i]->timed_out) continue;
         IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, fix};
@@ -756,6 +757,8 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                         "planning for %s\n", a, b);
         limit = usable;
     }
+    double full = limit; /* the limit; the ILP's leaves forced chunks their reserve (below) */
+    limit -= o->chunk_reserve;
 
     /* the micro-batch counts tried: the one asked for, then (--micro-batches
      * not given) more while memory shapes the plan (next_micro) */
@@ -889,7 +892,36 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         plan_free(best);
         return NULL;
     }
+    best->mem_limit = full;
     plan_price_chunks(g, best, o->chunk_bytes);
+    if (best->chunk_bytes > 0 && best->n_chunk_prices && !best->chunk_price[best->chunk_chosen].fits) { /* a forced size (auto takes one that fits) */
+        /* planned again with the chunks' bytes held back from the ILP's limit (the plan
+         * then leaves room for them: more offloaded, recomputed or sharded), twice at most */
+        double need = best->chunk_price[best->chunk_chosen].extra_bytes;
+        if (o->chunk_tries < 2 && need > o->chunk_reserve && need < full) {
+            PlanOptions oc = *o;
+            oc.chunk_reserve = need;
+            oc.chunk_tries++;
+            plan_free(best);
+            sb_free(&perr);
+            return plan_within(g, &oc);
+        }
+        if (!o->quiet_no_fit) {
+            const PlanChunkPrice *c = &best->chunk_price[best->chunk_chosen];
+            char a[32], b[32], l[32];
+            fmt_bytes(a, sizeof a, c->extra_bytes);
+            fmt_bytes(b, sizeof b, best->price.peak_bytes - c->extra_bytes);
+            fmt_bytes(l, sizeof l, best->mem_limit);
+            diag_plain("give a smaller --chunk-bytes, --chunk-bytes auto (the planner takes a size that fits), or more --mem",
+                       "the chunks of --chunk-bytes %lld hold %s at once, over what the plan leaves of the limit: "
+                       "its peak is %s without them, the limit %s per device%s",
+                       (long long)best->chunk_bytes, a, b, l,
+                       o->chunk_tries ? " (planned again with room held back for them)" : "");
+        }
+        sb_free(&perr);
+        plan_free(best);
+        return NULL;
+    }
     best->node_cost = ir_alloc(sizeof *best->node_cost * (size_t)(g->n_nodes + 1));
     ilp_node_costs(best->prob, &best->choice, best->node_cost);
     if (o->pp > 1) { /* the stages of every node (pipeline.c) */
@@ -972,6 +1004,7 @@ static cJSON *price_json(const IlpPrice *p) {
     cJSON_AddNumberToObject(o, "zero_gather_s", p->gather_s);
     if (p->offload_s > 0) cJSON_AddNumberToObject(o, "offload_exposed_s", p->offload_exposed_s);
     if (p->fetch_s > 0) cJSON_AddNumberToObject(o, "param_fetch_exposed_s", p->fetch_exposed_s);
+    if (p->chunk_copy_s > 0) cJSON_AddNumberToObject(o, "chunk_copy_s", p->chunk_copy_s);
     return o;
 }
 

@@ -55,6 +55,9 @@ typedef struct PlanOptions {
     int offload_inflight;       /* parameters on the host: transfers up in flight (0: the
                                  * cluster's host_inflight) */
     int64_t chunk_bytes;        /* ZeRO-3 chunks: a rank's bytes a chunk (--chunk-bytes; 0: none) */
+    double chunk_reserve;       /* internal (plan.c): bytes of the limit the ILP leaves a forced
+                                 * chunk size's buffers, after a plan without them did not fit */
+    int chunk_tries;            /* internal: the plans made so */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);
@@ -96,7 +99,10 @@ typedef struct PlanChunkPrice {
     int chunks, grad_chunks;    /* of parameters (ZeRO-3, all-gathered), of gradients (reduce-scattered) */
     int collectives;            /* the ZeRO all-gathers and reduce-scatters a step */
     double coll_s, copy_s;      /* their time, and the chunks' copies in and out, a step */
-    double extra_bytes;         /* the memory rows' bound: a gathered chunk and a gradient chunk */
+    double gather_delta_s;      /* the all-gathers' time less one per tensor's (the ILP's) */
+    double scatter_delta_s;     /* the reduce-scatters' time less one per tensor's */
+    double extra_bytes;         /* the memory rows' bound: a gathered chunk and a gradient chunk,
+                                 * each with its rank's part (send buffer, scattered part) */
     bool fits;                  /* the predicted peak plus extra_bytes within the limit */
 } PlanChunkPrice;
 

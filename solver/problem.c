@@ -856,6 +856,8 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
      * runs on 1/M of its rows (cost_op), M calls a step */
     CostModel micro_cm = *cm;
     if (!accumulates && p->opt.micro_batches > 1) micro_cm.batch_frac = 1.0 / p->opt.micro_batches;
+    p->fuse = cost_fuse_table(g); /* each add priced as the lowering's fusion runs it */
+    micro_cm.fuse = p->fuse;
     p->call_cm = micro_cm;
     Builder b = {.p = p, .g = g, .cm = &micro_cm, .train = train};
     for (int v = 0; v < g->n_values; v++) {
@@ -1030,6 +1032,7 @@ void ilp_problem_free(IlpProblem *p) {
     ir_free(p->blocks);
     ir_free(p->group_of_node);
     ir_free(p->member_of_node);
+    ir_free(p->fuse);
     ir_free(p->run_frac);
     ir_free(p->param_reads);
     ir_free(p);

@@ -59,7 +59,7 @@ static double op_time(const SimOp *o, const CostModel *cm, bool no_host) {
     const ShardCluster *cl = cm->cl;
     switch (o->kind) {
     case SIM_KERNEL: return cost_roofline_op(cm, o->cls, o->op, o->flops, o->bytes);
-    case SIM_COPY: return cost_roofline(cm, OPC_LAYOUT, 0, 2 * o->bytes); /* read and write */
+    case SIM_COPY: return cost_copy(cm, o->bytes);
     case SIM_COLL: return shard_coll_time(cm->mesh, o->coll, o->axis, o->bytes);
     case SIM_HCOPY: return no_host || !(cl->pcie_bw > 0) ? 0 : o->bytes / cl->pcie_bw;
     case SIM_HOST: return no_host || !(cl->host_adamw_rate > 0) ? 0 : o->flops / cl->host_adamw_rate;

@@ -202,6 +202,7 @@ typedef struct IlpProblem {
                                  * instance's slices on the host, or a group's outside the blocks
                                  * (compiler/lower/offload.c); the memory rows count K times the
                                  * largest (IlpPrice.mem_staging) */
+    CostFuse *fuse;             /* per node, the fusion cost_op prices (cost_fuse_table) */
     CostModel call_cm;          /* the model one kernel call is priced on: cm, on 1/M of the
                                  * rows when a graph of the whole batch runs as M micro-batches */
     double *run_frac;           /* per value: a parameter's share of the elements of its run of
@@ -330,6 +331,10 @@ typedef struct IlpPrice {
      * moments (not the update's): the K largest transfers (IlpProblem.off_inflight); in
      * mem_transient where the peak is such a moment */
     double mem_staging;
+    /* ZeRO chunks (plan.h, chunks.c; set after the ILP, which prices one collective per
+     * tensor): the chunks' copies in and out a step (in step_s), and their buffers' bound
+     * (in peak_bytes) */
+    double chunk_copy_s, mem_chunks;
 } IlpPrice;
 
 /* Whether group g's transients are live at the head's backward: the head's

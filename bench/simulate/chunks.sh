@@ -18,8 +18,8 @@ out=$build/bench-chunks
 mkdir -p "$out"
 tiny=(examples/gpt2/gpt2.c -DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8)
 big=(examples/gpt2/gpt2.c --batch 8)
-echo "| model | --chunk-bytes | chunks (params / grads) | all-gathers (bytes) | reduce-scatters (bytes) | collectives | copies | arena MB | simulated step ms | exposed comm ms | planner ms |"
-echo "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|"
+echo "| model | --chunk-bytes | chunks (params / grads) | all-gathers (bytes) | reduce-scatters (bytes) | collectives | copies | arena MB | planner peak MB | simulated step ms | exposed comm ms | planner ms |"
+echo "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
 row() { # NAME SIZE ARGS...
   local name=$1 size=$2
   shift 2
@@ -33,9 +33,10 @@ import glob, json, sys
 name, size, out = sys.argv[1:]
 j = json.load(open(glob.glob(out + "/sim/*.plan.json")[0])); l = j["lowering"]; s = json.load(open(out + "/sim.json"))
 c = l.get("chunks", {})
+n = s["collectives"] if isinstance(s["collectives"], int) else sum(k["n"] for k in s["collectives"])
 print(f"| {name} | {size} | {c.get('count', 0)} / {c.get('gradient_chunks', 0)} | {l['all_gather_count']} ({l['all_gather_bytes'] / 1e6:.3f} MB) "
-      f"| {l['reduce_scatter_count']} ({l['reduce_scatter_bytes'] / 1e6:.3f} MB) | {s['collectives']} | {s['copies']} "
-      f"| {j['memory']['planned_arena_bytes'] / 1e6:.3f} | {s['step_s'] * 1e3:.4f} | {s['exposed_comm_s'] * 1e3:.4f} | {j['step_time_s'] * 1e3:.4f} |")
+      f"| {l['reduce_scatter_count']} ({l['reduce_scatter_bytes'] / 1e6:.3f} MB) | {n} | {s['copies']} "
+      f"| {j['memory']['planned_arena_bytes'] / 1e6:.3f} | {j['memory']['predicted_peak_bytes'] / 1e6:.3f} | {s['step_s'] * 1e3:.4f} | {s['exposed_comm_s'] * 1e3:.4f} | {j['step_time_s'] * 1e3:.4f} |")
 PY
 }
 for s in none 16KB 64KB 256KB; do row gpt2-tiny-2 "$s" "${tiny[@]}" --cluster h100:1x2 --mesh 2; done

@@ -14,7 +14,7 @@ their ratio, and the difference split by cause (simulated less predicted):
   update     the update part's kernels (norms, optimizer) and every device copy (the
              gradient buckets' packing, the strided staging of reshardings, the
              commits into the leaves) vs optimizer_s (which prices the packing; the
-             staging is priced with the resharding, in comm)
+             staging is priced with the resharding, in comm) + chunk_copy_s (ZeRO chunks' copies)
   comm       the step less kernels and copies (collectives on the critical path)
              vs resharding_s + grad_sync_exposed_s + zero_gather_s (less local copies),
              both without host offload's work
@@ -90,7 +90,7 @@ def row(cc, name, args, out):
     cause = {
         "compute": kern[0] + kern[1] - s["recompute_s"] - b["compute_s"],
         "recompute": s["recompute_s"] - b["recompute_s"],
-        "update": kern[2] + copies - b["optimizer_s"],
+        "update": kern[2] + copies - b["optimizer_s"] - b.get("chunk_copy_s", 0),
         "comm": s["exposed_comm_s"] - comm_ilp,
         "offload": s["offload_exposed_s"] - b.get("offload_exposed_s", 0) - b.get("param_fetch_exposed_s", 0),
         "of which latency": s["exposed_comm_s"] - s0["exposed_comm_s"],

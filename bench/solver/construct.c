@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
     }
     int reps = argc > 5 ? atoi(argv[5]) : 3;
     if (reps < 1) reps = 1;
-    CostModel cm = {&cl, &mesh, dt, 1};
+    CostModel cm = {&cl, &mesh, dt, 1, NULL};
     ShardReshardStats shared, fresh;
     int strats;
     double ts = build_s(g, &cm, reps, &shared, &strats);

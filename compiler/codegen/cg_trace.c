@@ -86,6 +86,32 @@ void cg_trace_node(CgCtx *c, NodeId id) {
         flops = (double)ir_shape_numel(lp->v[n->out[0]].local);
     }
     bool rc = c->rc_node >= 0;
+    if (ln->bias_add != IR_NONE || ln->res_add != IR_NONE) { /* lower.fuse: the pass writing the bias and
+                                                              * the residual into the product's buffer,
+                                                              * priced as the planner prices the adds */
+        double fill = 0;
+        NodeId adds[2] = {ln->bias_add, ln->res_add};
+        ValueId onto = n->out[0]; /* the value each add reads besides its bias or residual */
+        for (int k = 0; k < 2; k++) {
+            if (adds[k] == IR_NONE) continue;
+            const Node *a = ir_node(g, adds[k]);
+            CostOp co = {0};
+            CostFuse f = {(uint8_t)(k == 0 ? IR_FUSE_BIAS : ln->bias_add != IR_NONE ? IR_FUSE_RESIDUAL_BIAS
+                                                                                    : IR_FUSE_RESIDUAL),
+                          (int8_t)(a->in[0] == onto ? 1 : 0)};
+            for (int q = 0; q < a->n_in; q++) co.in_bytes[q] = read_bytes(c, adds[k], a->in[q]);
+            co.out_bytes[0] = (double)lp->v[a->out[0]].bytes;
+            fill += cost_fused_bytes(&f, &co, 0);
+            onto = a->out[0];
+        }
+        SimOp *fo = sim_add(c->trace, SIM_KERNEL, SIM_COMPUTE, c->trace_part, ir_val(g, onto)->name);
+        fo->cls = OPC_ELEMWISE;
+        fo->op = OP_ADD;
+        fo->bytes = fill;
+        fo->recompute = rc;
+        fo->last_micro = c->trace_last_micro;
+        if (lp->live_bytes && c->cur_node >= 0) fo->live = (double)lp->live_bytes[c->cur_node];
+    }
     SimOp *o = sim_add(c->trace, SIM_KERNEL, SIM_COMPUTE, c->trace_part, ir_val(g, n->out[0])->name);
     o->cls = ir_op(op)->cls;
     o->op = op;

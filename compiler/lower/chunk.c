@@ -73,45 +73,49 @@ static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, int n, in
 }
 
 /* The backward's reduce-scatters in chunks of at most cap bytes of slices (a
- * member's slot padded to 64 bytes), one dtype each; a gradient joins while
- * no member's slice is read before the chunk's reduce-scatter would run. */
+ * member's slot padded to 64 bytes), one dtype each, cut by the planner's
+ * rule (placement_chunk_pack): a gradient joins while no member's slice is
+ * read before the chunk's reduce-scatter would run. */
 static void pack_scatters(LowerCtx *c, int fwd_end, int step_begin) {
     LowerProgram *p = c->p;
-    int64_t cap = p->opt.chunk_bytes;
     int cap_n = 64, n = 0;
     NodeId *at = ir_alloc(sizeof(NodeId) * (size_t)cap_n);
-    int *kk = ir_alloc(sizeof(int) * (size_t)cap_n);
-    int64_t elems = 0;
-    NodeId last = 0, reader = c->nn; /* the members' latest scatter, earliest slice reader */
-    DType dt = DT_F32;
-    for (NodeId id = fwd_end; id <= step_begin; id++) {
-        bool end = id == step_begin;
-        for (int k = 0; !end && k < p->n[id].n_rs; k++) {
+    int *kk = ir_alloc(sizeof(int) * (size_t)cap_n), *rd = ir_alloc(sizeof(int) * (size_t)cap_n);
+    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)cap_n);
+    DType *dt = ir_alloc(sizeof(DType) * (size_t)cap_n);
+    for (NodeId id = fwd_end; id < step_begin; id++)
+        for (int k = 0; k < p->n[id].n_rs; k++) {
             const LowerNode *ln = &p->n[id];
             if (ln->rs_tmp[k] != IR_NONE) continue;
-            ValueId x = ln->rs[k];
-            DType xd = ir_val(c->g, x)->dtype;
-            int64_t es = ir_dtype_size(xd), slot = (p->v[ln->rs_to[k]].zchunk * es + 63) / 64 * 64 / es;
-            NodeId fr = first_slice_reader(c, x);
-            if (fr <= id) continue; /* read right here: stays alone */
-            bool fits = n > 0 && xd == dt && (elems + slot) * es <= cap && (fr < reader ? fr : reader) > id;
-            if (!fits) { /* close the open chunk */
-                if (n >= 2) make_scatter(c, at, kk, n, elems, last);
-                n = 0, elems = 0, reader = c->nn, dt = xd;
-            }
-            if (slot * es > cap) continue;
             if (n == cap_n) {
                 cap_n *= 2;
                 at = ir_realloc(at, sizeof(NodeId) * (size_t)cap_n);
                 kk = ir_realloc(kk, sizeof(int) * (size_t)cap_n);
+                rd = ir_realloc(rd, sizeof(int) * (size_t)cap_n);
+                bytes = ir_realloc(bytes, sizeof(int64_t) * (size_t)cap_n);
+                dt = ir_realloc(dt, sizeof(DType) * (size_t)cap_n);
             }
-            at[n] = id, kk[n++] = k;
-            elems += slot;
-            last = id;
-            if (fr < reader) reader = fr;
+            dt[n] = ir_val(c->g, ln->rs[k])->dtype;
+            bytes[n] = (p->v[ln->rs_to[k]].zchunk * ir_dtype_size(dt[n]) + 63) / 64 * 64;
+            at[n] = id, kk[n] = k, rd[n++] = first_slice_reader(c, ln->rs[k]);
         }
-        if (end && n >= 2) make_scatter(c, at, kk, n, elems, last);
+    int *ck = ir_alloc(sizeof(int) * (size_t)(n + 1));
+    int nc = placement_chunk_pack(bytes, dt, at, rd, n, p->opt.chunk_bytes, ck);
+    NodeId *m_at = ir_alloc(sizeof(NodeId) * (size_t)(n + 1));
+    int *m_k = ir_alloc(sizeof(int) * (size_t)(n + 1));
+    for (int q = 0; q < nc; q++) {
+        int cnt = 0;
+        int64_t elems = 0;
+        for (int i = 0; i < n; i++)
+            if (ck[i] == q) m_at[cnt] = at[i], m_k[cnt++] = kk[i], elems += bytes[i] / ir_dtype_size(dt[i]);
+        make_scatter(c, m_at, m_k, cnt, elems, m_at[cnt - 1]);
     }
+    ir_free(m_k);
+    ir_free(m_at);
+    ir_free(ck);
+    ir_free(dt);
+    ir_free(bytes);
+    ir_free(rd);
     ir_free(kk);
     ir_free(at);
 }
@@ -140,30 +144,38 @@ bool lower_pass_chunk(LowerCtx *c) {
             ValueId x = p->n[id].gather[k];
             if (!seen[x] && chunkable(p, &p->n[id], k)) seen[x] = true, order[no++] = x;
         }
-    /* cut them into chunks: one dtype, at most cap bytes of slices (a slice
-     * larger than cap, or a run of one, stays per parameter) */
-    for (int i = 0; i < no;) {
-        DType dt = ir_val(g, order[i])->dtype;
-        int64_t es = ir_dtype_size(dt), bytes = p->v[order[i]].zchunk * es;
-        int j = i + 1;
-        while (j < no && ir_val(g, order[j])->dtype == dt && bytes + p->v[order[j]].zchunk * es <= cap)
-            bytes += p->v[order[j++]].zchunk * es;
-        if (j - i >= 2) {
-            p->chunks = ir_realloc(p->chunks, sizeof *p->chunks * (size_t)(p->n_chunks + 1));
-            LowerChunk *ch = &p->chunks[p->n_chunks];
-            *ch = (LowerChunk){.n = j - i, .dt = dt};
-            ch->member = ir_alloc(sizeof(ValueId) * (size_t)ch->n);
-            ch->off = ir_alloc(sizeof(int64_t) * (size_t)ch->n);
-            for (int m = 0; m < ch->n; m++) {
-                ch->member[m] = order[i + m];
-                ch->off[m] = ch->elems;
-                ch->elems += p->v[order[i + m]].zchunk;
-                chunk_of[order[i + m]] = p->n_chunks;
-            }
-            p->n_chunks++;
-        }
-        i = j;
+    /* cut them into chunks: the planner's rule (placement_chunk_pack: one
+     * dtype, at most cap bytes of slices; a slice larger than cap, or a run
+     * of one, stays per parameter) */
+    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(no + 1));
+    DType *dts = ir_alloc(sizeof(DType) * (size_t)(no + 1));
+    int *ck_of = ir_alloc(sizeof(int) * (size_t)(no + 1));
+    for (int i = 0; i < no; i++) {
+        dts[i] = ir_val(g, order[i])->dtype;
+        bytes[i] = p->v[order[i]].zchunk * ir_dtype_size(dts[i]);
     }
+    int n_new = placement_chunk_pack(bytes, dts, NULL, NULL, no, cap, ck_of);
+    p->chunks = ir_realloc(p->chunks, sizeof *p->chunks * (size_t)(p->n_chunks + n_new + 1));
+    for (int i = 0; i < no; i++) {
+        if (ck_of[i] < 0) continue;
+        int k = p->n_chunks + ck_of[i];
+        LowerChunk *ch = &p->chunks[k];
+        if (i == 0 || ck_of[i - 1] != ck_of[i]) { /* the chunk's first member */
+            int n = 1;
+            while (i + n < no && ck_of[i + n] == ck_of[i]) n++;
+            *ch = (LowerChunk){.n = 0, .dt = dts[i]};
+            ch->member = ir_alloc(sizeof(ValueId) * (size_t)n);
+            ch->off = ir_alloc(sizeof(int64_t) * (size_t)n);
+        }
+        ch->member[ch->n] = order[i];
+        ch->off[ch->n++] = ch->elems;
+        ch->elems += p->v[order[i]].zchunk;
+        chunk_of[order[i]] = k;
+    }
+    p->n_chunks += n_new;
+    ir_free(ck_of);
+    ir_free(dts);
+    ir_free(bytes);
     /* the rounds: a gather of a member joins its chunk's open round in the
      * same part unless the round has read it already */
     int fwd_end, step_begin;

@@ -26,6 +26,11 @@
  *             and the norm reads the rounded h: the same numbers. The add's
  *             operands are read at the norm's slot (schedule.c).
  *
+ * What the graph allows of each kind is one function, ir_fuse_add (ir/ops.c),
+ * which the planner prices too (solver/cost.c cost_fused_bytes: an add at the
+ * bytes its fused kernel moves); this pass adds the conditions only the
+ * lowering knows.
+ *
  * Takes the program after the aliases, split, recompute, bucket and gather
  * passes (so it knows what runs where) and leaves out nodes that run
  * collectives, reshardings or gathers, or are re-run by a recompute. Gives:
@@ -49,99 +54,80 @@ static bool plain(const LowerNode *ln) {
 bool lower_pass_fuse(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
-    int nn = c->nn, nv = c->nv;
+    int nn = c->nn;
     for (NodeId id = 0; id < nn; id++)
         p->n[id].bias_add = p->n[id].res_add = p->n[id].res_of = p->n[id].norm_add = p->n[id].add_norm = IR_NONE;
-    int *readers = ir_alloc(sizeof(int) * (size_t)(nv ? nv : 1));
+    /* what the graph allows (ir_fuse_add, ir/ops.c: the planner prices the
+     * same answer, solver/cost.c), then what the lowering adds: the nodes run
+     * where they are, no recompute, buffers as stored, splits that agree */
+    int *readers = ir_value_readers(g);
     bool *rerun = ir_alloc(sizeof(bool) * (size_t)(nn ? nn : 1));
-    for (ValueId v = 0; v < nv; v++) readers[v] = 0;
     for (NodeId id = 0; id < nn; id++) rerun[id] = false;
-    for (NodeId id = 0; id < nn; id++) {
-        const Node *n = ir_node(g, id);
-        for (int i = 0; i < n->n_in; i++) readers[n->in[i]]++;
+    for (NodeId id = 0; id < nn; id++)
         for (int k = 0; k < p->n[id].n_recompute; k++) rerun[p->n[id].recompute[k]] = true;
-    }
     for (NodeId id = 0; id < nn; id++) {
         const Node *n = ir_node(g, id);
-        if (n->op != OP_ADD || rerun[id] || !plain(&p->n[id])) continue;
-        ValueId y = n->out[0];
-        for (int k = 0; k < 2; k++) {
-            ValueId e = n->in[k], b = n->in[1 - k];
-            NodeId d = ir_val(g, e)->def;
-            if (d == IR_NONE || ir_node(g, d)->op != OP_DENSE || rerun[d] || !plain(&p->n[d])) continue;
-            if (p->n[d].bias_add != IR_NONE || readers[e] != 1 || (ir_val(g, e)->flags & VF_OUTPUT)) continue;
-            if (p->v[e].storage != e || p->v[y].storage != y || p->v[e].partial || p->v[y].partial) continue;
-            if (ir_val(g, e)->dtype != ir_val(g, y)->dtype || ir_val(g, b)->dtype != ir_val(g, y)->dtype) continue;
-            Shape so = p->v[e].local, sb = p->v[b].local;
-            if (!ir_shape_eq(so, p->v[y].local) || sb.rank > so.rank || sb.rank < 1) continue;
-            bool suffix = true;
-            for (int q = 0; suffix && q < sb.rank; q++) suffix = sb.d[q] == so.d[so.rank - sb.rank + q];
-            /* the GEMM's columns: the weight's dims past the contracted ones */
-            const Node *dn = ir_node(g, d);
-            Shape w = p->v[dn->in[1]].local;
-            int64_t K = 1;
-            for (int q = 0; q < dn->attr[0].i && q < w.rank; q++) K *= w.d[q];
-            if (!suffix || K <= 0 || ir_shape_numel(sb) != ir_shape_numel(w) / K) continue;
-            if (p->sharded && (!shard_spec_eq(&p->v[e].spec, &p->v[y].spec))) continue;
-            p->n[d].bias_add = id;
-            p->n[id].fused = true;
-            p->v[y].storage = e;
-            break;
-        }
+        int bi;
+        if (rerun[id] || !plain(&p->n[id]) || ir_fuse_add(g, id, readers, &bi) != IR_FUSE_BIAS) continue;
+        ValueId y = n->out[0], e = n->in[1 - bi], b = n->in[bi];
+        NodeId d = ir_val(g, e)->def;
+        const Node *dn = ir_node(g, d);
+        if (rerun[d] || !plain(&p->n[d])) continue;
+        if (p->v[e].storage != e || p->v[y].storage != y || p->v[e].partial || p->v[y].partial) continue;
+        if (!ir_shape_eq(p->v[e].local, p->v[y].local) ||
+            !ir_fuse_bias_shapes(p->v[e].local, p->v[b].local, p->v[dn->in[1]].local, dn->attr[0].i))
+            continue;
+        if (p->sharded && (!shard_spec_eq(&p->v[e].spec, &p->v[y].spec))) continue;
+        p->n[d].bias_add = id;
+        p->n[id].fused = true;
+        p->v[y].storage = e;
     }
     /* residual adds: add(s, x), s the product of a dense or its bias sum (fused
      * above), read by nothing else; x computed before the dense, read as stored */
     bool piped = p->opt.pipe && p->opt.pipe->stages > 1; /* a stage's received values: not yet */
     for (NodeId id = 0; id < nn && !piped; id++) {
         const Node *n = ir_node(g, id);
-        if (n->op != OP_ADD || rerun[id] || !plain(&p->n[id]) || n->in[0] == n->in[1]) continue;
-        ValueId y = n->out[0];
-        for (int k = 0; k < 2; k++) {
-            ValueId s = n->in[k], x = n->in[1 - k];
-            NodeId d = ir_val(g, s)->def;
-            if (d != IR_NONE && ir_node(g, d)->op == OP_ADD && p->n[d].fused) { /* a bias sum: its dense */
-                NodeId bd = IR_NONE;
-                for (int q = 0; q < 2; q++) {
-                    NodeId dd = ir_val(g, ir_node(g, d)->in[q])->def;
-                    if (dd != IR_NONE && p->n[dd].bias_add == d) bd = dd;
-                }
-                d = bd;
+        int xi;
+        IrFuse f = rerun[id] || !plain(&p->n[id]) ? IR_FUSE_NONE : ir_fuse_add(g, id, readers, &xi);
+        if (f != IR_FUSE_RESIDUAL && f != IR_FUSE_RESIDUAL_BIAS) continue;
+        ValueId y = n->out[0], s = n->in[1 - xi], x = n->in[xi];
+        NodeId d = ir_val(g, s)->def;
+        if (f == IR_FUSE_RESIDUAL_BIAS) { /* the bias sum: its dense, when the GEMM took the bias */
+            if (!p->n[d].fused) continue;
+            NodeId bd = IR_NONE;
+            for (int q = 0; q < 2; q++) {
+                NodeId dd = ir_val(g, ir_node(g, d)->in[q])->def;
+                if (dd != IR_NONE && p->n[dd].bias_add == d) bd = dd;
             }
-            if (d == IR_NONE || ir_node(g, d)->op != OP_DENSE || rerun[d] || p->n[d].res_add != IR_NONE) continue;
-            if (!plain(&p->n[d])) continue;
-            ValueId e = ir_node(g, d)->out[0];
-            NodeId xd = ir_val(g, x)->def;
-            if (readers[s] != 1 || (ir_val(g, s)->flags & VF_OUTPUT) || (xd != IR_NONE && xd >= d)) continue;
-            if (p->v[s].storage != e || p->v[y].storage != y || p->v[x].redirect != IR_NONE) continue;
-            if (p->v[s].partial || p->v[y].partial || p->v[x].partial) continue;
-            /* f32 only: a 16-bit residual would be rounded once more, before the GEMM */
-            if (ir_val(g, x)->dtype != DT_F32 || ir_val(g, s)->dtype != DT_F32 || ir_val(g, y)->dtype != DT_F32) continue;
-            if (!ir_shape_eq(p->v[x].local, p->v[y].local) || !ir_shape_eq(p->v[s].local, p->v[y].local)) continue;
-            if (p->sharded && (!shard_spec_eq(&p->v[x].spec, &p->v[y].spec) || !shard_spec_eq(&p->v[s].spec, &p->v[y].spec)))
-                continue;
-            p->n[d].res_add = id;
-            p->n[id].res_of = d;
-            p->n[id].fused = true;
-            p->v[y].storage = e;
-            break;
+            d = bd;
         }
+        if (d == IR_NONE || rerun[d] || p->n[d].res_add != IR_NONE || !plain(&p->n[d])) continue;
+        ValueId e = ir_node(g, d)->out[0];
+        if (p->v[s].storage != e || p->v[y].storage != y || p->v[x].redirect != IR_NONE) continue;
+        if (p->v[s].partial || p->v[y].partial || p->v[x].partial) continue;
+        if (!ir_shape_eq(p->v[x].local, p->v[y].local) || !ir_shape_eq(p->v[s].local, p->v[y].local)) continue;
+        if (p->sharded && (!shard_spec_eq(&p->v[x].spec, &p->v[y].spec) || !shard_spec_eq(&p->v[s].spec, &p->v[y].spec)))
+            continue;
+        p->n[d].res_add = id;
+        p->n[id].res_of = d;
+        p->n[id].fused = true;
+        p->v[y].storage = e;
     }
     /* norm adds: norm(add(a, b)), the add right before the norm, every
-     * operand read as stored, nothing split differently */
+     * operand read as stored, nothing split differently; an add the GEMM
+     * took is not one */
     for (NodeId id = 1; id < nn && !piped; id++) {
         const Node *n = ir_node(g, id);
         NodeId a = id - 1;
-        if ((n->op != OP_LAYER_NORM && n->op != OP_RMS_NORM) || rerun[id] || rerun[a] || !plain(&p->n[id])) continue;
+        if (rerun[id] || rerun[a] || !plain(&p->n[id]) || !plain(&p->n[a]) || p->n[a].res_of != IR_NONE) continue;
+        if (!ir_fuse_norm_add(g, a)) continue;
         const Node *an = ir_node(g, a);
         ValueId h = n->in[0];
-        if (an->op != OP_ADD || an->out[0] != h || !plain(&p->n[a]) || p->n[a].res_of != IR_NONE) continue;
-        if (p->v[h].storage != h || p->v[h].partial || p->v[h].redirect != IR_NONE || (ir_val(g, h)->flags & VF_OUTPUT))
-            continue;
+        if (p->v[h].storage != h || p->v[h].partial || p->v[h].redirect != IR_NONE) continue;
         bool ok = true;
         for (int k = 0; ok && k < 2; k++) {
             ValueId x = an->in[k];
-            ok = ir_val(g, x)->dtype == ir_val(g, h)->dtype && ir_shape_eq(p->v[x].local, p->v[h].local) &&
-                 !p->v[x].partial && p->v[x].redirect == IR_NONE &&
+            ok = ir_shape_eq(p->v[x].local, p->v[h].local) && !p->v[x].partial && p->v[x].redirect == IR_NONE &&
                  (!p->sharded || shard_spec_eq(&p->v[x].spec, &p->v[h].spec));
         }
         if (!ok) continue;

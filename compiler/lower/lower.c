@@ -29,12 +29,7 @@
 #include "ops.h"
 
 void lower_parts(const Graph *g, int nn, int *fwd_end, int *step_begin) {
-    *fwd_end = nn;
-    for (NodeId id = 0; id < nn; id++)
-        if (ir_val(g, ir_node(g, id)->out[0])->role != ROLE_ACT) {
-            *fwd_end = id;
-            break;
-        }
+    *fwd_end = ad_forward_end(g) < nn ? ad_forward_end(g) : nn;
     *step_begin = ad_step_begin(g) > *fwd_end ? ad_step_begin(g) : *fwd_end;
 }
 

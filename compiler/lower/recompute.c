@@ -13,29 +13,21 @@ bool lower_pass_recompute(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     const LowerOptions *o = &p->opt;
-    int nn = c->nn;
+    NodeId *rc = ir_alloc(sizeof(NodeId) * (size_t)(g->n_nodes + 1));
     /* recompute: a chosen block instance's forward nodes re-run just before
      * its first backward node, writing copies that the backward reads */
     for (int b = 0; (o->recompute || o->recompute_sel) && b < g->n_blocks; b++) {
         int full = o->recompute ? o->recompute[b] : 0, sel = o->recompute_sel ? o->recompute_sel[b] : 0;
         for (int inst = 0; inst < full + sel && inst < g->blocks[b].n_instances; inst++) {
             bool selective = inst >= full; /* matrix products kept, the rest re-run */
-            NodeId b0 = IR_NONE;
-            int nf = 0;
-            for (NodeId id = 0; id < nn; id++) {
-                const Node *n = ir_node(g, id);
-                if (n->block != b || n->instance != inst) continue;
-                Role r = ir_val(g, n->out[0])->role;
-                if (r == ROLE_ACT && !(selective && placement_selective_keeps(n->op))) nf++;
-                if (r == ROLE_GRAD && b0 == IR_NONE) b0 = id;
-            }
-            if (b0 == IR_NONE || !nf) continue;
+            NodeId b0;
+            int nf = placement_recompute_nodes(g, b, inst, selective, &b0, rc);
+            if (!nf) continue;
             LowerNode *ln = &p->n[b0];
             ln->recompute = ir_alloc(sizeof(NodeId) * (size_t)nf);
-            for (NodeId id = 0; id < b0; id++) {
+            for (int f = 0; f < nf; f++) {
+                NodeId id = rc[f];
                 const Node *n = ir_node(g, id);
-                if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
-                if (selective && placement_selective_keeps(n->op)) continue;
                 ln->recompute[ln->n_recompute++] = id;
                 /* sharded: its reshardings run again too, into fresh buffers */
                 for (int k = 0; k < p->n[id].n_rsh; k++)
@@ -81,5 +73,6 @@ bool lower_pass_recompute(LowerCtx *c) {
             }
         }
     }
+    ir_free(rc);
     return true;
 }

@@ -72,9 +72,10 @@ static void summary(const cJSON *r, StrBuf *o) {
     static const char *const terms[][2] = {
         {"compute_s", "compute (forward + backward)"}, {"resharding_s", "resharding"},
         {"recompute_s", "recompute"}, {"grad_sync_exposed_s", "gradient sync (exposed)"},
-        {"optimizer_s", "optimizer"}, {"zero_gather_s", "ZeRO gathers"}};
+        {"optimizer_s", "optimizer"}, {"zero_gather_s", "ZeRO gathers"},
+        {"chunk_copy_s", "ZeRO chunks' copies in and out"}};
     double step = rep_num(r, "step_time_s");
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < (int)(sizeof terms / sizeof terms[0]); i++) {
         double v = rep_num(sb, terms[i][0]);
         if (!isfinite(v)) continue;
         sb_printf(o, "| %s | %s | %.1f%% |\n", terms[i][1], T(a, v), 100 * v / step);

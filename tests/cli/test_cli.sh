@@ -136,6 +136,25 @@ assert none["chunk_bytes"] == 0 and chosen[0]["collective_s"] + chosen[0]["copy_
 assert ct["chunk_bytes"] == 0 and "chunks" not in t["lowering"], ct
 assert not any(c["fits"] for c in ct["candidates"][1:]), ct
 PY
+# a forced --chunk-bytes and a tight --mem: the chunks' buffers are on the predicted peak (chunks.c), so a
+# size that does not fit beside the plan is refused naming its bytes (the ILP planned again with them held
+# back first); one that fits has its arena within the limit and the predicted peak at least 0.97 of it
+expect 1 "the chunks of --chunk-bytes 8000 hold" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 \
+  --strategy zero3 --chunk-bytes 8KB --mem 100KB --emit code --target cpu -o "$tmp/chunkmem" -q
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes 8KB \
+  --mem 140KB --emit code --target cpu -o "$tmp/chunkmem" -q
+# the mixed offload plan: planned with the chunks' bytes held back, it offloads more and fits 60KB
+expect 0 "" -- "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x4 --mesh 4 --strategy zero3 --dtype bf16 \
+  --offload auto --mem 60KB --offload-inflight 3 --chunk-bytes 2KB --emit code --target cpu -o "$tmp/chunkmix" -q
+python3 - "$tmp/chunkmem/gpt2_tiny.plan.json" "$tmp/chunkmix/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: chunks' memory"; fail=$((fail + 1)); }
+import json, sys
+for f, limit in zip(sys.argv[1:], (140000, 60000)):
+    j = json.load(open(f))
+    m, c = j["memory"], [c for c in j["chunks"]["candidates"] if c["chosen"]][0]
+    assert m["planned_arena_bytes"] <= limit and m["limit_bytes"] == limit, (f, m)
+    assert c["extra_bytes"] > 0 and c["fits"] and m["predicted_peak_bytes"] <= limit, (f, c, m)
+    assert m["planned_arena_bytes"] / m["predicted_peak_bytes"] <= 1.03, (f, m)
+PY
 # no plan fits with the micro-batches given: the micro-batches that would, named first
 expect 1 "hint: --micro-batches 2 should fit" -- "$src/examples/gpt2/gpt2.c" --batch 64 --cluster h100:1x1 --mem 30GB \
   --recompute none --zero 3 --micro-batches 1 --emit plan -o "$tmp/nofit"

@@ -17,7 +17,7 @@
 #include "ops.h"
 #include "text.h"
 
-static Graph *training_with(const char *file, int micro, AdOptimizer opt) {
+static Graph *training_dt(const char *file, int micro, AdOptimizer opt, DType compute) {
     char path[512];
     snprintf(path, sizeof path, "%s/examples/ir/%s", COLOSSAL_SOURCE_DIR, file);
     size_t len;
@@ -30,6 +30,7 @@ static Graph *training_with(const char *file, int micro, AdOptimizer opt) {
     ad_options_default(&o);
     ad_options_optimizer(&o, opt);
     o.micro_batches = micro;
+    o.compute = compute;
     StrBuf err;
     sb_init(&err);
     Graph *g = ad_build(f, &o, &err);
@@ -38,6 +39,9 @@ static Graph *training_with(const char *file, int micro, AdOptimizer opt) {
     return g;
 }
 
+static Graph *training_with(const char *file, int micro, AdOptimizer opt) {
+    return training_dt(file, micro, opt, DT_F32);
+}
 static Graph *training(const char *file, int micro) { return training_with(file, micro, AD_OPT_ADAMW); }
 
 /* The arena bytes live at the first backward node (every forward value the
@@ -113,6 +117,56 @@ static int count_reduces(const LowerProgram *p) {
     int n = p->n_out_reduce;
     for (NodeId id = 0; id < p->g->n_nodes; id++) n += p->n[id].n_reduce;
     return n;
+}
+
+/* The fusion pass takes what the graph allows (ir_fuse_add, the one
+ * definition the planner prices: solver/cost.c): on one device, gpt2-tiny's
+ * training graph has bias and residual-onto-bias adds in f32, bias and norm
+ * adds in bf16 (a 16-bit residual is no GEMM's: the norm after it writes it),
+ * and every add the pass fuses is the kind ir_fuse_add names, with the
+ * operand it names, and every add ir_fuse_add names is fused. */
+static void test_fusion_agrees(DType dt) {
+    Graph *g = training_dt("gpt2-tiny.cir", 1, AD_OPT_ADAMW, dt);
+    if (!g) return;
+    StrBuf err;
+    sb_init(&err);
+    LowerOptions o = {.dp = 1, .alignment = 256};
+    LowerProgram *p = lower_build(g, &o, &err);
+    CHECK(p != NULL);
+    int *readers = ir_value_readers(g);
+    int count[IR_FUSE_NORM + 1] = {0};
+    for (NodeId id = 0; p && id < g->n_nodes; id++) {
+        const LowerNode *ln = &p->n[id];
+        int operand;
+        IrFuse f = ir_fuse_add(g, id, readers, &operand);
+        count[f]++;
+        if (f == IR_FUSE_NONE) continue;
+        CHECK(ln->fused);
+        const Node *n = ir_node(g, id);
+        if (f == IR_FUSE_BIAS) { /* the dense whose product the add reads took it */
+            NodeId d = ir_val(g, n->in[1 - operand])->def;
+            CHECK_INT(p->n[d].bias_add, id);
+        } else if (f == IR_FUSE_RESIDUAL || f == IR_FUSE_RESIDUAL_BIAS) {
+            CHECK(ln->res_of != IR_NONE);
+            NodeId s = ir_val(g, n->in[1 - operand])->def; /* the product, or the bias sum onto it */
+            CHECK(f == IR_FUSE_RESIDUAL ? s == ln->res_of : p->n[ln->res_of].bias_add == s);
+        } else {
+            CHECK_INT(ln->add_norm, id + 1);
+        }
+    }
+    for (NodeId id = 0; p && id < g->n_nodes; id++) { /* and nothing fused the graph does not allow */
+        int operand;
+        if (p->n[id].bias_add != IR_NONE) CHECK_INT(ir_fuse_add(g, p->n[id].bias_add, readers, &operand), IR_FUSE_BIAS);
+        if (p->n[id].add_norm != IR_NONE) CHECK_INT(ir_fuse_add(g, id, readers, &operand), IR_FUSE_NORM);
+    }
+    CHECK_INT(count[IR_FUSE_BIAS], 8); /* qkv, proj, fc, mlp proj in 2 layers */
+    /* the residuals before ln_2 of each layer, ln_1 of the second and ln_f */
+    CHECK_INT(count[IR_FUSE_RESIDUAL_BIAS], dt == DT_F32 ? 4 : 0);
+    CHECK_INT(count[IR_FUSE_NORM], dt == DT_F32 ? 0 : 4);
+    ir_free(readers);
+    lower_free(p);
+    ir_graph_free(g);
+    sb_free(&err);
 }
 
 int main(void) {
@@ -325,5 +379,7 @@ int main(void) {
     ir_graph_free(g);
     sb_free(&err);
     test_recompute_policies();
+    test_fusion_agrees(DT_F32);
+    test_fusion_agrees(DT_BF16);
     return check_done("lower");
 }

@@ -161,7 +161,7 @@ static void construction_work(void) {
     ShardCluster cl;
     ShardMesh mesh = mesh_of("h100:1x8", "2x2x2", &cl);
     Graph *g = fixture_graph_file("examples/ir/gpt2-tiny.cir");
-    CostModel cm = {&cl, &mesh, DT_F32, 1};
+    CostModel cm = {&cl, &mesh, DT_F32, 1, NULL};
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
     shard_reshard_cache_clear();
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
@@ -189,7 +189,7 @@ static void same_problem(const char *model, const char *cluster, const char *m) 
     ShardCluster cl;
     ShardMesh mesh = mesh_of(cluster, m, &cl);
     Graph *g = fixture_graph_file(model);
-    CostModel cm = {&cl, &mesh, DT_F32, 1};
+    CostModel cm = {&cl, &mesh, DT_F32, 1, NULL};
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
     shard_reshard_cache_clear();
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
@@ -225,7 +225,7 @@ static void deadline(void) {
     ShardCluster cl;
     ShardMesh mesh = mesh_of("h100:1x8", "2x2x2", &cl);
     Graph *g = fixture_graph_file("examples/ir/gpt2-tiny.cir");
-    CostModel cm = {&cl, &mesh, DT_F32, 1};
+    CostModel cm = {&cl, &mesh, DT_F32, 1, NULL};
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
     shard_reshard_cache_clear();
     ilp_set_deadline(ilp_clock_s() - 1); /* already passed */

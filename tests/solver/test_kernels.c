@@ -54,6 +54,30 @@ static const char *cir =
     "%loss : f32[] = cross_entropy(%logits, %y)\n"
     "output %loss\n";
 
+/* a bias, a residual onto a bias sum, a residual onto a product, a sum the norm after it writes */
+static const char *fused_cir =
+    "# colossal-ir 1\n"
+    "graph f\n"
+    "input %x : f32[64,32]\n"
+    "input %y : i32[64]\n"
+    "param %w : f32[32,32] init=normal(0.02)\n"
+    "param %v : f32[32,32] init=normal(0.02)\n"
+    "param %c : f32[32] init=zeros\n"
+    "param %g : f32[32] init=ones\n"
+    "param %b : f32[32] init=zeros\n"
+    "param %o : f32[32,16] init=normal(0.02)\n"
+    "%p : f32[64,32] = dense(%x, %w) {k=1}\n"
+    "%pb : f32[64,32] = add(%p, %c)\n"
+    "%r : f32[64,32] = add(%x, %pb)\n"
+    "%q : f32[64,32] = dense(%r, %v) {k=1}\n"
+    "%s : f32[64,32] = add(%q, %r)\n"
+    "%t : f32[64,32] = gelu(%s)\n"
+    "%u : f32[64,32] = add(%t, %x)\n"
+    "%n : f32[64,32] = layer_norm(%u, %g, %b)\n"
+    "%logits : f32[64,16] = matmul(%n, %o) {ta=0, tb=0}\n"
+    "%loss : f32[] = cross_entropy(%logits, %y)\n"
+    "output %loss\n";
+
 /* the cluster file of a preset with kernel_gbs set to 1..8 GB/s (drop: a class left out) */
 static char *with_rates(const ShardCluster *cl, const char *drop, double first) {
     cJSON *j = shard_cluster_to_json(cl);
@@ -180,7 +204,7 @@ int main(void) {
         ShardMesh m1;
         int n1 = 1;
         CHECK(shard_mesh_make(&pre, 1, &n1, &m1, &e));
-        CostModel cp = {&pre, &m1, DT_F32, 1};
+        CostModel cp = {&pre, &m1, DT_F32, 1, NULL};
         CHECK(close_rel(cost_roofline_op(&cp, OPC_ATTENTION, OP_ATTENTION, 1e9, 0), 1e9 / (pre.peak_flops[DT_F32] * 0.5)));
         j = shard_cluster_to_json(&pre);
         cJSON_AddNumberToObject(j, "attention_tflops", 0.004);
@@ -264,7 +288,7 @@ int main(void) {
     ShardMesh m;
     int one = 1;
     CHECK(shard_mesh_make(&cl, 1, &one, &m, &e));
-    CostModel cm = {&cl, &m, DT_F32, 1};
+    CostModel cm = {&cl, &m, DT_F32, 1, NULL};
     Graph *g = ir_parse("k.cir", cir, strlen(cir));
     CHECK(g != NULL);
     IterSpace is;
@@ -293,6 +317,53 @@ int main(void) {
     cost_op(&cm, g, 2, &is, &st[0], &co);
     CHECK(close_rel(co.fwd_s, (2.0 * 64 * 32 + 2 * 32) * 4 / 3e9));
     ir_free(st);
+
+    /* a fused add is priced as the fused kernel runs (cost_fuse_table, the
+     * lowering's fusion): each add of fused_cir moves 3 x 64x32 f32 (plus a
+     * bias) unfused; fused, a bias add its pass writing the bias over the
+     * rows, a residual onto a bias sum its read by that pass, a residual onto
+     * a product its pass copying it, a sum the norm writes its operands'
+     * reads; the backward is not fused (the same with and without) */
+    {
+        Graph *fg = ir_parse("f.cir", fused_cir, strlen(fused_cir));
+        CHECK(fg != NULL);
+        CostFuse *ft = fg ? cost_fuse_table(fg) : NULL;
+        static const struct { const char *name; IrFuse kind; int operand; double unfused, fused; } want[] = {
+            {"pb", IR_FUSE_BIAS, 1, 2 * 64 * 32 + 32, 64 * 32 + 32},
+            {"r", IR_FUSE_RESIDUAL_BIAS, 0, 3 * 64 * 32, 64 * 32},
+            {"s", IR_FUSE_RESIDUAL, 1, 3 * 64 * 32, 2 * 64 * 32},
+            {"u", IR_FUSE_NORM, -1, 3 * 64 * 32, 2 * 64 * 32},
+        };
+        for (int i = 0; fg && i < 4; i++) {
+            NodeId id = ir_val(fg, ir_find(fg, want[i].name))->def;
+            CHECK_INT(ft[id].kind, want[i].kind);
+            CHECK_INT(ft[id].operand, want[i].operand);
+            ir_itspace(fg, id, &is);
+            CHECK(shard_strategies(&is, &m, &st) >= 1);
+            CostModel plain = cm, fused = cm;
+            fused.fuse = ft;
+            CostOp cu, cf;
+            cost_op(&plain, fg, id, &is, &st[0], &cu);
+            cost_op(&fused, fg, id, &is, &st[0], &cf);
+            CHECK(close_rel(cu.fwd_s, want[i].unfused * 4 / 1e9));
+            CHECK(close_rel(cf.fwd_s, want[i].fused * 4 / 1e9));
+            CHECK(close_rel(cf.bwd_s, cu.bwd_s));
+            ir_free(st);
+        }
+        /* nodes that fuse nothing: the GELU and the denses */
+        for (int i = 0; fg && i < fg->n_nodes; i++) {
+            int op = ir_node(fg, i)->op;
+            if (op != OP_ADD) CHECK_INT(ft[i].kind, IR_FUSE_NONE);
+        }
+        /* the problem prices its nodes with the table (its kernel-call model) */
+        IlpOptions fo = {true, 1, false, NULL, PO_DEVICE, 0};
+        IlpProblem *fp = fg ? ilp_problem_build(fg, &cm, &fo) : NULL;
+        CHECK(fp && !fp->timed_out && fp->fuse != NULL && fp->call_cm.fuse == fp->fuse);
+        for (int i = 0; fp && i < fg->n_nodes; i++) CHECK_INT(fp->fuse[i].kind, ft[i].kind);
+        ilp_problem_free(fp);
+        ir_free(ft);
+        ir_graph_free(fg);
+    }
 
     /* the simulator: a GELU kernel at 2 GB/s, an element-wise kernel of unknown op at 1 GB/s */
     SimProgram p;

@@ -46,7 +46,7 @@ int main(void) {
     sb_init(&e);
     IR_ASSERT(shard_cluster_load("h100:1x4", &cl, &e, NULL));
     IR_ASSERT(shard_mesh_parse(&cl, "1x4", &m, &e));
-    CostModel cm = {&cl, &m, DT_BF16, 1};
+    CostModel cm = {&cl, &m, DT_BF16, 1, NULL};
     Graph *g = mlp(1024, 4096, 16384);
     Op op[3];
     for (int i = 0; i < 3; i++) {

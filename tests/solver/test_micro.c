@@ -80,7 +80,7 @@ static void test_one_device(void) {
     IR_ASSERT(shard_cluster_load("h100:1x1", &cl, &e, NULL));
     IR_ASSERT(shard_mesh_parse(&cl, "1", &mesh, &e));
     sb_free(&e);
-    CostModel cm = {&cl, &mesh, DT_F32, 1};
+    CostModel cm = {&cl, &mesh, DT_F32, 1, NULL};
     Graph *g = ir_parse("big.cir", big_cir, strlen(big_cir));
     IR_ASSERT(g);
     IlpProblem *p1 = build(g, &cm, 1), *p2 = build(g, &cm, 2), *p4 = build(g, &cm, 4);
@@ -111,7 +111,7 @@ static void test_zero_per_micro_batch(void) {
     IR_ASSERT(shard_cluster_load("h100:1x2", &cl, &e, NULL));
     IR_ASSERT(shard_mesh_parse(&cl, "2", &mesh, &e));
     sb_free(&e);
-    CostModel cm = {&cl, &mesh, DT_F32, 1};
+    CostModel cm = {&cl, &mesh, DT_F32, 1, NULL};
     Graph *g = ir_parse("big.cir", big_cir, strlen(big_cir));
     IR_ASSERT(g);
     IlpProblem *p1 = build(g, &cm, 1), *p2 = build(g, &cm, 2);

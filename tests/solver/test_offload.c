@@ -59,7 +59,7 @@ static void setup(const char *cluster, const char *m) {
     IR_ASSERT(shard_cluster_load(cluster, &cl, &e, NULL));
     IR_ASSERT(shard_mesh_parse(&cl, m, &mesh, &e));
     sb_free(&e);
-    cm = (CostModel){&cl, &mesh, DT_F32, 1};
+    cm = (CostModel){&cl, &mesh, DT_F32, 1, NULL};
 }
 
 static void clusters(void) {

@@ -392,7 +392,7 @@ static void test_stage_problem(void) {
     CHECK(shard_cluster_load("h100:1x2", &cl, &e, NULL));
     CHECK(shard_mesh_parse(&cl, "2", &mesh, &e));
     sb_free(&e);
-    CostModel cm = {&cl, &mesh, DT_F32, 1};
+    CostModel cm = {&cl, &mesh, DT_F32, 1, NULL};
     IlpOptions io = {.tie = true, .micro_batches = 4, .lowerable = true};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     CHECK_INT(pipeline_stage_instances(g, 1), 4);

@@ -73,7 +73,7 @@ static void setup(const char *cluster, const char *m, DType dt) {
     IR_ASSERT(shard_cluster_load(cluster, &cl, &e, NULL));
     IR_ASSERT(shard_mesh_parse(&cl, m, &mesh, &e));
     sb_free(&e);
-    cm = (CostModel){&cl, &mesh, dt, 1};
+    cm = (CostModel){&cl, &mesh, dt, 1, NULL};
 }
 
 /* ---- brute force ---------------------------------------------------------------- */
