@@ -40,7 +40,13 @@ PlacePhase placement_phase(const Graph *g, NodeId id) {
     return id >= ad_step_begin(g) ? PH_UPDATE : PH_BACKWARD;
 }
 
-bool placement_selective_keeps(int op) { return ir_op(op)->cls == OPC_MATMUL; }
+bool placement_selective_keeps(const Graph *g, NodeId id) {
+    const Node *n = ir_node(g, id);
+    if (ir_op(n->op)->cls != OPC_MATMUL) return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (ir_val(g, n->in[i])->role == ROLE_PARAM) return true;
+    return false;
+}
 
 bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero, const ShardSpec *grad, Shape sh,
                             ShardSpec *t) {

@@ -19,14 +19,14 @@ bool lower_pass_recompute(LowerCtx *c) {
     for (int b = 0; (o->recompute || o->recompute_sel) && b < g->n_blocks; b++) {
         int full = o->recompute ? o->recompute[b] : 0, sel = o->recompute_sel ? o->recompute_sel[b] : 0;
         for (int inst = 0; inst < full + sel && inst < g->blocks[b].n_instances; inst++) {
-            bool selective = inst >= full; /* matrix products kept, the rest re-run */
+            bool selective = inst >= full; /* linear layers' products kept, the rest re-run */
             NodeId b0 = IR_NONE;
             int nf = 0;
             for (NodeId id = 0; id < nn; id++) {
                 const Node *n = ir_node(g, id);
                 if (n->block != b || n->instance != inst) continue;
                 Role r = ir_val(g, n->out[0])->role;
-                if (r == ROLE_ACT && !(selective && placement_selective_keeps(n->op))) nf++;
+                if (r == ROLE_ACT && !(selective && placement_selective_keeps(g, id))) nf++;
                 if (r == ROLE_GRAD && b0 == IR_NONE) b0 = id;
             }
             if (b0 == IR_NONE || !nf) continue;
@@ -35,7 +35,7 @@ bool lower_pass_recompute(LowerCtx *c) {
             for (NodeId id = 0; id < b0; id++) {
                 const Node *n = ir_node(g, id);
                 if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
-                if (selective && placement_selective_keeps(n->op)) continue;
+                if (selective && placement_selective_keeps(g, id)) continue;
                 ln->recompute[ln->n_recompute++] = id;
                 /* sharded: its reshardings run again too, into fresh buffers */
                 for (int k = 0; k < p->n[id].n_rsh; k++)
