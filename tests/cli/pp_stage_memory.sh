@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# pp_stage_memory.sh — each pipeline stage's memory plan (its arena and pipeline buffer)
+# against its own predicted peak (solver/pipeprice.c), within ±3 %: GPT-2 124M on 8 ranks,
+# 4 stages of 2, 8 micro-batches (bench/memplan/run.sh's pp 4 row), without ZeRO (the
+# data-parallel lowering applies one ZeRO stage to every parameter, the plan's smallest:
+# a ZeRO-1 tied embedding is priced sliced and held whole, mem14c's issue). The last
+# stage holds the tied embedding its head reads: the head's part of its gradient is a
+# buffer of its own (1.09 x without that term).
+# usage: pp_stage_memory.sh COMPILER SOURCE_DIR
+set -eu
+cc=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$cc" "$src/examples/gpt2/gpt2.c" --batch 32 --cluster h100:1x8 --pp 4 --micro-batches 8 --zero 0 \
+    --emit code --target cpu -q -o "$tmp/out"
+python3 - "$tmp/out" <<'PY'
+import glob, json, sys
+d = json.load(open(glob.glob(sys.argv[1] + "/*.plan.json")[0]))
+bad = []
+for s in d["pipeline"]["stages"]:
+    m = s["memory"]
+    r = (m["planned_arena_bytes"] + m["planned_pipe_buffer_bytes"]) / m["peak_bytes"]
+    print(f"stage {s['stage']}: planned {(m['planned_arena_bytes'] + m['planned_pipe_buffer_bytes']) / 1e6:.1f} MB, "
+          f"predicted {m['peak_bytes'] / 1e6:.1f} MB, {r:.3f}")
+    if not 0.97 <= r <= 1.03:
+        bad.append(s["stage"])
+sys.exit(f"FAIL: stages {bad} outside [0.97, 1.03]" if bad else 0)
+PY
