@@ -72,14 +72,30 @@ static int add_col(Lp *lp, int kind, double lb, double ub, double obj, const cha
     glp_set_col_kind(lp->P, j, kind);
     if (kind != GLP_BV) glp_set_col_bnds(lp->P, j, ub < INFINITY ? GLP_DB : GLP_LO, lb, ub);
     glp_set_obj_coef(lp->P, j, obj);
-    if (lp->names && name) glp_set_col_name(lp->P, j, name);
+    if (lp->names && name) {
+        if (glp_find_col(lp->P, name) == 0) {
+            glp_set_col_name(lp->P, j, name);
+        } else {
+            char un[96];
+            snprintf(un, sizeof un, "%.60s_c%d", name, j);
+            glp_set_col_name(lp->P, j, un);
+        }
+    }
     return j;
 }
 
 static int add_row(Lp *lp, int type, double lb, double ub, const char *name) {
     int i = glp_add_rows(lp->P, 1);
     glp_set_row_bnds(lp->P, i, type, lb, ub);
-    if (lp->names && name) glp_set_row_name(lp->P, i, name);
+    if (lp->names && name) { /* unique, so that GLPK reads the dumped file back */
+        if (glp_find_row(lp->P, name) == 0) {
+            glp_set_row_name(lp->P, i, name);
+        } else {
+            char un[96];
+            snprintf(un, sizeof un, "%.60s_r%d", name, i);
+            glp_set_row_name(lp->P, i, un);
+        }
+    }
     return i;
 }
 
@@ -483,8 +499,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             g_first = g;
             snprintf(nm, sizeof nm, "bucket_last_%d", g);
             Y = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
-            for (int q = 0; q < 2; q++) {
-                yrow[q] = add_row(lp, GLP_LO, 0, 0, nm);
+            for (int q = 0; q < 2; q++) { /* row names unique: --dump-ilp writes a file GLPK reads back */
+                char rn[64];
+                snprintf(rn, sizeof rn, "bucket_last_%d_%s", g, q ? "bucket" : "transient");
+                yrow[q] = add_row(lp, GLP_LO, 0, 0, rn);
                 put(lp, yrow[q], Y, 1);
             }
             put(lp, yrow[0], TR, -1);
@@ -826,6 +844,7 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     memset(m, 0, sizeof *m);
     m->lp.P = glp_create_prob();
     m->lp.names = s->dump_lp && !min_mem;
+    if (m->lp.names) glp_create_index(m->lp.P);
     build(p, s, m, min_mem);
     if (!min_mem) {
         r->variables = glp_get_num_cols(m->lp.P);
