@@ -284,18 +284,14 @@ static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, 
             return EXIT_OK;
         }
         po.micro_auto = false; /* tighter limits re-plan the program built */
+        if (attempt > 0 && o->dump_after) /* the plan and pass dumps repeat per attempt: say which */
+            fprintf(stderr, "; ==== re-plan %d under a planner limit of %lld bytes (the last arena did not fit) ====\n",
+                    attempt, (long long)po.mem_bytes);
         dump_placement(o, r);
         lp = lower_plan(o, g, r);
         if (!lp) {
             plan_free(r);
             return EXIT_USER;
-        }
-        if (dump) {
-            StrBuf db;
-            sb_init(&db);
-            lower_print(lp, &db);
-            fprintf(stderr, "; ---- program after lower ----\n%s", sb_cstr(&db));
-            sb_free(&db);
         }
         if (attempt == 0) user_limit = r->mem_limit;
         if ((double)lp->arena_bytes <= user_limit) break;
@@ -337,6 +333,13 @@ static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, 
         po.quiet_no_fit = true;
         lower_free(lp);
         plan_free(r);
+    }
+    if (dump) { /* the program generated: once, not each re-plan's */
+        StrBuf db;
+        sb_init(&db);
+        lower_print(lp, &db);
+        fprintf(stderr, "; ---- program after lower ----\n%s", sb_cstr(&db));
+        sb_free(&db);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);

@@ -357,6 +357,10 @@ const char *shard_kernel_name(ShardKernel k) {
     return (int)k >= 0 && k < SHARD_K__COUNT ? names[k] : "?";
 }
 
+int shard_kernel_fallback(ShardKernel k) {
+    return k == SHARD_K_ROPE || k == SHARD_K_SILU ? SHARD_K_TRANSCENDENTAL : -1;
+}
+
 const char *shard_attention_name(ShardAttention k) {
     static const char *const names[] = {
 #define X(id, name) name,
@@ -444,21 +448,23 @@ static bool rate_table(const cJSON *o, const char *field, const RateUnits *u, Sh
 }
 
 /* The optional measured kernel rates: {"elementwise": GB/s or a table, ...},
- * every class given but `rope`, which files written before it lack: then
- * RoPE is priced at the transcendental rate, as it was when they were
- * written; absent: priced from mem_bw_gbs (cost.c). */
+ * every class given but `rope` and `silu`, which files written before them
+ * lack: then RoPE and SiLU are priced at the transcendental rate
+ * (shard_kernel_fallback), as they were when those were written; absent:
+ * priced from mem_bw_gbs (cost.c). */
 static bool kernel_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "kernel_gbs");
     if (!o) return true;
     if (!cJSON_IsObject(o)) {
         sb_printf(err, "field 'kernel_gbs' must be an object of GB/s per kernel class "
-                       "(elementwise, transcendental, norm, softmax, loss, reduce, optimizer, rope)");
+                       "(elementwise, transcendental, norm, softmax, loss, reduce, optimizer, rope, silu)");
         return false;
     }
     for (int k = 0; k < SHARD_K__COUNT; k++) {
         char field[64];
-        if (k == SHARD_K_ROPE && !cJSON_GetObjectItemCaseSensitive(o, shard_kernel_name((ShardKernel)k))) {
-            c->kernel[k] = c->kernel[SHARD_K_TRANSCENDENTAL];
+        int fb = shard_kernel_fallback((ShardKernel)k);
+        if (fb >= 0 && !cJSON_GetObjectItemCaseSensitive(o, shard_kernel_name((ShardKernel)k))) {
+            c->kernel[k] = c->kernel[fb]; /* before k (fallbacks come earlier in SHARD_KERNELS) */
             continue;
         }
         snprintf(field, sizeof field, "kernel_gbs.%s", shard_kernel_name((ShardKernel)k));

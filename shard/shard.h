@@ -40,7 +40,8 @@ typedef struct ShardEffTable {
     X(SHARD_K_LOSS, "loss")                                    \
     X(SHARD_K_REDUCE, "reduce")                                \
     X(SHARD_K_OPTIMIZER, "optimizer")                          \
-    X(SHARD_K_ROPE, "rope") /* optional in a file: the last, and absent from files before it */
+    X(SHARD_K_ROPE, "rope") /* optional in a file (shard_kernel_fallback): absent from files before it */ \
+    X(SHARD_K_SILU, "silu") /* optional likewise */
 
 typedef enum {
 #define X(id, name) id,
@@ -50,6 +51,10 @@ typedef enum {
 } ShardKernel;
 
 const char *shard_kernel_name(ShardKernel k);
+/* The class a file without k's table prices k's kernels at (files written
+ * before k was measured: as they were priced then), or -1 where a file that
+ * has `kernel_gbs` must give k: rope and silu take the transcendental rate. */
+int shard_kernel_fallback(ShardKernel k);
 
 /* A kernel's rate by call size, at increasing sizes: bytes/s by the bytes a
  * call reads and writes (a memory-bound kernel class), or FLOP/s by the FLOPs

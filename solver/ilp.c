@@ -55,8 +55,8 @@
 
 #include "solver.h"
 
-static const char *const status_names[] = {"optimal", "optimal within gap", "feasible (time limit)",
-                                           "infeasible", "error"};
+static const char *const status_names[] = {"optimal", "optimal within gap", "within gap, stalled",
+                                           "feasible (time limit)", "infeasible", "error"};
 const char *ilp_status_name(IlpStatus s) { return status_names[s]; }
 
 typedef struct Lp {
@@ -768,6 +768,9 @@ typedef struct Progress {
     struct timespec t0;
     double last;
     bool on;
+    int found_at;               /* the nodes when the current plan turned up */
+    bool stalled;               /* the stall rule stopped the search (solver.h) */
+    double gap;                 /* the relative gap at the last callback */
 } Progress;
 
 static double since(const struct timespec *t0) {
@@ -776,8 +779,29 @@ static double since(const struct timespec *t0) {
     return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
 }
 
+bool ilp_stalled(double gap, int found_at, int total) {
+    int quiet = found_at > ILP_STALL_NODES ? found_at : ILP_STALL_NODES;
+    return gap <= ILP_STALL_GAP && total - found_at >= quiet;
+}
+
 static void progress_cb(glp_tree *T, void *info) {
     Progress *pr = info;
+    int reason = glp_ios_reason(T);
+    if (reason == GLP_IBINGO || reason == GLP_ISELECT) {
+        int active, current, total;
+        glp_ios_tree_size(T, &active, &current, &total);
+        glp_prob *P = glp_ios_get_prob(T);
+        bool have = glp_mip_status(P) == GLP_FEAS || glp_mip_status(P) == GLP_OPT;
+        if (reason == GLP_IBINGO) pr->found_at = total;
+        else if (have) {
+            pr->gap = glp_ios_mip_gap(T);
+            if (ilp_stalled(pr->gap, pr->found_at, total)) {
+                pr->stalled = true;
+                glp_ios_terminate(T);
+                return;
+            }
+        }
+    }
     if (!pr->on) return;
     double t = since(&pr->t0);
     if (t < 1 || t - pr->last < 1) return;
@@ -863,10 +887,14 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     parm.tm_lim = (int)(1000 * (left > 0.1 ? left : 0.1));
     parm.cb_func = progress_cb;
     parm.cb_info = pr;
+    pr->found_at = 0;
+    pr->stalled = false;
+    pr->gap = 0;
     int rc = glp_intopt(m->lp.P, &parm);
     int st = glp_mip_status(m->lp.P);
     if (rc == GLP_ENOPFS) st = GLP_NOFEAS;
     r->gap_stop = rc == GLP_EMIPGAP;
+    r->gap = st == GLP_OPT ? 0 : rc == GLP_EMIPGAP ? s->mip_gap : pr->gap;
     return st;
 }
 
@@ -874,7 +902,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     IlpResult r;
     memset(&r, 0, sizeof r);
     glp_term_out(GLP_OFF);
-    Progress pr = {{0, 0}, 0, s->progress};
+    Progress pr = {{0, 0}, 0, s->progress, 0, false, 0};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
     if (p->timed_out) { /* an incomplete problem (ilp_problem_build stopped at the deadline) */
         r.status = ILP_ERROR;
@@ -883,7 +911,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     Model m;
     int st = run(p, s, &m, false, &pr, &r);
     if (st == GLP_OPT || st == GLP_FEAS) {
-        r.status = st == GLP_OPT ? ILP_OPTIMAL : r.gap_stop ? ILP_GAP : ILP_FEASIBLE;
+        r.status = st == GLP_OPT ? ILP_OPTIMAL : r.gap_stop ? ILP_GAP : pr.stalled ? ILP_STALLED : ILP_FEASIBLE;
         r.choice = extract(p, &m, s->fix);
         r.objective = glp_mip_obj_val(m.lp.P) / m.ts;
         r.price = ilp_evaluate(p, &r.choice);

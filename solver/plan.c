@@ -1118,8 +1118,8 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
     /* "optimal": GLPK exhausted the tree (gap 0); "within gap": at most the
      * limit; stopped by the time limit: unknown */
     if (r->res.choice.strat && r->res.status == ILP_OPTIMAL) cJSON_AddNumberToObject(sv, "gap", 0);
-    else if (r->res.choice.strat && r->res.status == ILP_GAP)
-        cJSON_AddNumberToObject(sv, "gap", r->mip_gap);
+    else if (r->res.choice.strat && (r->res.status == ILP_GAP || r->res.status == ILP_STALLED))
+        cJSON_AddNumberToObject(sv, "gap", r->res.gap);
     else cJSON_AddNullToObject(sv, "gap");
     cJSON_AddNumberToObject(sv, "groups", p->n_groups);
     cJSON_AddNumberToObject(sv, "edges", p->n_edges);

@@ -5,7 +5,9 @@ the simulation's (colossal-compile simulate --json: the recorded program
 replayed under the cluster's tables; its classes leave out the update part and
 recomputation, which get rows of their own) and the planner's (the plan's
 `ops`, each node's own time as the ILP priced it, update nodes included), per
-step, then the nodes whose measured time is furthest from the planner's.
+step; then each kind of collective, the profile's wall time of its calls
+(CPU backend) beside the simulation's; then the nodes whose measured time is
+furthest from the planner's.
 
 usage: compare_profile.py PLAN.json PROFILE.json --steps N
            [--compiler build/compiler/colossal-compile] [--cluster C] [--nodes K]
@@ -51,6 +53,17 @@ def profile_program(prof, path):
     return progs[0]
 
 
+# the simulator's collective kinds (solver/sim.c) by the runtime's names (the
+# profile's kinds: colrt's collective calls)
+COLL_KIND = {"all-reduce": "all_reduce", "all-gather": "all_gather", "reduce-scatter": "reduce_scatter",
+             "all-to-all": "all_to_all", "broadcast": "broadcast", "send/recv": "sendrecv"}
+
+
+def prof_colls(prof):
+    """The profile's collectives by kind: (calls, seconds) over the run."""
+    return {c["kind"]: (c.get("calls", 0), float(c.get("seconds", 0) or 0)) for c in prof.get("collectives", [])}
+
+
 def simulate(compiler, plan_path, cluster):
     cmd = [compiler, "simulate", plan_path, "--json"]
     if cluster:
@@ -91,7 +104,8 @@ def main():
     if a.steps < 1:
         die("--steps must be at least 1")
     plan = load(a.plan, "plan")
-    prog = profile_program(load(a.profile, "profile"), a.profile)
+    a.profile_json = load(a.profile, "profile")
+    prog = profile_program(a.profile_json, a.profile)
     sim = load(a.sim_json, "simulation") if a.sim_json else simulate(a.compiler, a.plan, a.cluster)
     nodes = planner_by_node(plan, a.plan)
 
@@ -134,6 +148,26 @@ def main():
     print(f"{'step':<16} {'':>10} {sim.get('step_s', 0):10.5f} {plan.get('step_time_s', 0):10.5f}"
           f"   (the measured step is the run's own print; the profiled entries sum to "
           f"{prog.get('seconds', 0) / a.steps:.5f} s a step)")
+
+    # communication: each kind of collective's wall time a call as the profile
+    # timed it (COLRT_PROFILE, CPU backend; on the communication stream it
+    # overlaps the kernels above) beside the simulation's busy time of that kind
+    # on either stream (simulate --json `collectives`)
+    colls = prof_colls(a.profile_json)
+    sim_c = {}
+    for c in sim.get("collectives", []):
+        k = COLL_KIND.get(c.get("kind", "?"), c.get("kind", "?"))
+        n, t = sim_c.get(k, (0, 0.0))
+        sim_c[k] = (n + c.get("n", 0), t + float(c.get("s", 0) or 0))
+    if colls or sim_c:
+        print(f"\ncollectives (seconds a step; measured: the wall time of each call on rank 0)")
+        print(f"{'kind':<16} {'calls':>6} {'measured':>10} {'sim calls':>9} {'simulated':>10} {'sim/meas':>9}")
+        for k in sorted(set(colls) | set(sim_c), key=lambda k: -max(colls.get(k, (0, 0))[1], sim_c.get(k, (0, 0))[1])):
+            mc, ms = colls.get(k, (0, 0.0))
+            sc, ss = sim_c.get(k, (0, 0.0))
+            ms, mc = ms / a.steps, mc / a.steps
+            r = f"{ss / ms:9.2f}" if ms > 0 else f"{'-':>9}"
+            print(f"{k:<16} {mc:6.1f} {ms:10.6f} {sc:9d} {ss:10.6f} {r}")
 
     # the nodes furthest from the planner's price
     rows = []

@@ -1514,7 +1514,15 @@ static bool emit_trust_norms(CgCtx *c, NodeId id) {
 
 /* AdamW's prologue and per-element body (operands p, g, m, v, lr, step,
  * coef; results p', m', v' as a7, a8, a9): scalars in double once, the
- * per-element update in float (vectorizes). */
+ * per-element update in float (vectorizes). A skipped step (a non-finite
+ * coef) keeps p, m and v by selects, not a branch around the update: the
+ * branch's conditional stores kept GCC from vectorizing the loop without
+ * masked stores (-O2 for x86-64's baseline, as bench/validate and
+ * colossal-calibrate build it: scalar divss, 1.4 GB/s against 3.4-5.1 GB/s
+ * vectorized on GPT-2 124M's wte, alternating, loaded; -march=native with
+ * AVX-512 vectorized it, so the calibrated rate was 3-5x below what such a
+ * build ran). Every operand is read before any result is written (results
+ * alias their leaves). */
 static void adamw_text(char *pro, size_t npro, char *body, size_t nbody, double b1, double b2, double eps, double wd) {
     snprintf(pro, npro,
              "const double lr = a4[0], step = a5[0], coef = a6[0];\n"
@@ -1524,11 +1532,11 @@ static void adamw_text(char *pro, size_t npro, char *body, size_t nbody, double 
              "    const float rb2 = (float)(1 / sqrt(bc2));\n",
              b1, b2, wd);
     snprintf(body, nbody,
-             "if (skip) { a7[i] = a0[i]; a8[i] = a2[i]; a9[i] = a3[i]; } else {\n"
-             "        const float g = $L1(a1[i]) * fc, p = a0[i] * decay;\n"
-             "        const float m = %.9gf * a2[i] + %.9gf * g, v = %.9gf * a3[i] + %.9gf * g * g;\n"
-             "        a7[i] = p - size * m / (cg_sqrtf(v) * rb2 + %.9gf);\n"
-             "        a8[i] = m;\n        a9[i] = v;\n        }",
+             "const float p0 = a0[i], m0 = a2[i], v0 = a3[i];\n"
+             "        const float g = $L1(a1[i]) * fc, p = p0 * decay;\n"
+             "        const float m = %.9gf * m0 + %.9gf * g, v = %.9gf * v0 + %.9gf * g * g;\n"
+             "        const float u = p - size * m / (cg_sqrtf(v) * rb2 + %.9gf);\n"
+             "        a7[i] = skip ? p0 : u;\n        a8[i] = skip ? m0 : m;\n        a9[i] = skip ? v0 : v;",
              b1, 1 - b1, b2, 1 - b2, eps);
 }
 

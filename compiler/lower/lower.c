@@ -442,6 +442,14 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
                 "(ZeRO over at most two mesh axes), or for one device (--cluster h100:1x1)";
         return NULL;
     }
+    /* each parameter group at its own stage, as the planner priced it (the
+     * stages may differ: ZeRO-1 on the GEMMs' weights, none on the norms'),
+     * where this build lowers ZeRO at all; the lowest for every group under the
+     * layouts refused above when any group has none (as before) */
+    int zmax = 0;
+    for (ValueId v = 0; world > 1 && v < g->n_values; v++)
+        if (pl->zero[v] > zmax) zmax = pl->zero[v];
+    bool per_group = zmax > zero && pl->layout != PL_BATCH_SOME && busy_axes <= 2;
     int64_t zinner = 1; /* ZeRO over two busy axes: the inner one's size */
     if (busy_axes == 2)
         for (int a = 0; a < m->n_axes; a++)
@@ -452,7 +460,8 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
         for (int a = 0; a < m->n_axes; a++)
             if (pl->batch_axes & (1u << a)) dp *= m->size[a];
     }
-    LowerOptions lo = {.dp = dp, .zranks = world, .zero = zero, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
+    LowerOptions lo = {.dp = dp, .zranks = world, .zero = per_group ? zmax : zero, .zero_of = per_group ? pl->zero : NULL,
+                       .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
                        .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0,
                        .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
                        .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .offload = offload,

@@ -36,7 +36,11 @@ typedef struct LowerOptions {
                                 * so stage 2 lowers as stage 1 */
     int zero;                  /* ZeRO stage over the dp ranks: 0, 1 (optimizer state
                                 * sliced), 2 (and gradients reduce-scattered), 3 (and
-                                * parameters sliced, all-gathered before each use) */
+                                * parameters sliced, all-gathered before each use);
+                                * with zero_of, the highest of the groups' */
+    const int8_t *zero_of;     /* per value: a parameter's own stage (the Placement's
+                                * per group, as the planner priced it), or NULL:
+                                * every update at `zero` */
     int64_t alignment;         /* arena alignment (COLRT_ALIGN) */
     int64_t zinner;            /* ZeRO over two mesh axes: the inner axis's size (the
                                 * collectives go in two steps through a temporary of

@@ -38,8 +38,27 @@ static const Node *def_of(const Graph *g, ValueId v, int op, int64_t numel) {
     return d && d->op == op && ir_shape_numel(ir_val(g, d->in[d->n_in - 1])->shape) == numel ? d : NULL;
 }
 
+/* The ZeRO stage of update node id: its parameter's (opt.zero_of: the
+ * Placement's per group; under mixed precision the parameter the master's
+ * cast writes), else opt.zero; at most 1 without a batch split (every rank
+ * holds the whole gradient). */
+static int update_stage(const LowerProgram *p, const Graph *g, int nn, NodeId id) {
+    int z = p->opt.zero;
+    const Node *n = ir_node(g, id);
+    if (p->opt.zero_of) {
+        ValueId pv = n->in[0];
+        if (ir_val(g, pv)->role != ROLE_PARAM) {
+            NodeId r = master_cast(g, nn, id, ir_shape_numel(ir_val(g, pv)->shape));
+            pv = r != IR_NONE ? ir_val(g, ir_node(g, r)->out[0])->updates : IR_NONE;
+        }
+        if (pv != IR_NONE && p->opt.zero_of[pv] >= 0) z = p->opt.zero_of[pv];
+    }
+    return p->opt.dp == 1 && z > 1 ? 1 : z;
+}
+
 /* Pass: the ZeRO slices of the updates, their state and (stage 3) their
- * parameters; c->zgrad[gradient] = its slice's elements under stage 2/3. */
+ * parameters; c->zgrad[gradient] = its slice's elements under stage 2/3.
+ * Each update at its own parameter's stage (update_stage). */
 bool lower_pass_zero(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
@@ -51,21 +70,22 @@ bool lower_pass_zero(LowerCtx *c) {
         const Node *n = ir_node(g, id);
         if (!ir_op_is_update(n->op)) continue;
         int64_t numel = ir_shape_numel(ir_val(g, n->in[0])->shape);
-        if (numel % p->opt.zranks) continue; /* stays whole (stage 0) */
+        const int z = update_stage(p, g, nn, id);
+        if (z < 1 || numel % p->opt.zranks) continue; /* stays whole (stage 0) */
         int64_t chunk = numel / p->opt.zranks;
-        p->n[id].zero = p->opt.zero;
+        p->n[id].zero = z;
         p->n[id].zchunk = chunk;
         int n_state = n->n_out - 1;
         for (int k = 0; k < n_state; k++) p->v[n->in[2 + k]].zchunk = chunk;
         for (int k = 0; k < n->n_out; k++) p->v[n->out[k]].zchunk = chunk;
-        if (p->opt.zero >= 2) zgrad[n->in[1]] = chunk;
+        if (z >= 2) zgrad[n->in[1]] = chunk;
         /* micro-batches: each micro-batch's gradient is reduce-scattered into
          * its slice and accumulated there, so the accumulator is a slice too
          * (what the planner prices for stage 2: a reduce-scatter a
          * micro-batch, the gradient never held whole across micro-batches) */
         ValueId gin = n->in[1];
         const Node *acc = def_of(g, gin, OP_GRAD_ACCUM, numel);
-        if (p->opt.zero >= 2 && acc) {
+        if (z >= 2 && acc) {
             p->v[acc->in[0]].zchunk = p->v[gin].zchunk = chunk;
             gin = acc->in[1];
             zgrad[gin] = chunk;
@@ -74,23 +94,23 @@ bool lower_pass_zero(LowerCtx *c) {
          * gradient in the compute dtype is reduce-scattered into its slice and
          * the cast runs slice to slice, so neither is ever held whole */
         const Node *cast = def_of(g, gin, OP_CAST, numel);
-        if (p->opt.zero >= 2 && cast) {
+        if (z >= 2 && cast) {
             zgrad[cast->in[0]] = chunk;
             p->v[gin].zchunk = chunk;
         }
         /* stage 3: the parameter itself is a slice, unless a view reads it */
         bool viewed = read_by_view(g, nn, n->in[0]);
-        if (p->opt.zero >= 3 && !viewed) p->v[n->in[0]].zchunk = chunk;
-        else if (p->opt.zero >= 3) p->n[id].zero = 2;
+        if (z >= 3 && !viewed) p->v[n->in[0]].zchunk = chunk;
+        else if (z >= 3) p->n[id].zero = 2;
         /* mixed precision: the update writes the f32 master (a slice at
          * every stage); its cast to the compute dtype writes a slice of the
          * parameter too. Stages 1 and 2: that slice is all-gathered into the
          * whole parameter after the cast; stage 3: the parameter stays a
          * slice, gathered before each reader like the master would be */
         NodeId r = ir_val(g, n->in[0])->role == ROLE_STATE && !viewed ? master_cast(g, nn, id, numel) : IR_NONE;
-        if (r != IR_NONE && p->opt.zero <= 2) {
+        if (r != IR_NONE && z <= 2) {
             p->v[n->in[0]].zchunk = p->v[ir_node(g, r)->out[0]].zchunk = chunk;
-            p->n[r].zero = p->opt.zero;
+            p->n[r].zero = z;
             p->n[r].zchunk = chunk;
         } else if (r != IR_NONE && !read_by_view(g, nn, ir_val(g, ir_node(g, r)->out[0])->updates)) {
             p->v[ir_val(g, ir_node(g, r)->out[0])->updates].zchunk = p->v[ir_node(g, r)->out[0]].zchunk = chunk;

@@ -40,6 +40,13 @@ void colrt__mpi_fail(int rc, const char *call, const char *file, int line);
         if (_rc != MPI_SUCCESS) colrt__mpi_fail(_rc, #call, __FILE__, __LINE__); \
     } while (0)
 
+/* COLRT_PROFILE=1 (profile.c): a monotonic clock in seconds, and one
+ * collective or point-to-point call's wall time on the thread that ran it, by
+ * kind (a string literal: "all_reduce", "send", ...), with the bytes of its
+ * larger buffer; thread-safe (stream workers call it). */
+double colrt__profile_now(void);
+void colrt__profile_coll(const char *kind, double bytes, double seconds);
+
 /* Brackets a blocking collective: past the timeout inside it, the watchdog
  * ends the job naming `what` and the mesh axis (-1: the world). Each thread
  * that runs collectives (the caller, a CPU stream's worker) has its own

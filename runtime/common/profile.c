@@ -11,9 +11,15 @@
  * written atomically to COLRT_PROFILE_OUT (default colrt_profile.json;
  * rank r > 0 writes PATH.rank<r>). docs/generated-api.md gives the format.
  * The clock waits for the compute stream first (CUDA: the kernels have run).
+ * Collectives (CPU backend): the wall time of each colrt collective and
+ * point-to-point call where it runs (the caller's thread, or the
+ * communication stream's worker, where it overlaps the entries), by kind
+ * (colrt__profile_coll): the table's "collective" rows and the JSON's
+ * `collectives`, per rank.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,14 +45,41 @@ int colrt_profile_enabled(void) {
     return enabled;
 }
 
+/* the collectives' wall time by kind (colrt__profile_coll) */
+#define MAX_COLL_KINDS 16
+static pthread_mutex_t coll_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    const char *kind;
+    long long calls;
+    double seconds, bytes;
+} colls[MAX_COLL_KINDS];
+static int n_colls;
+
+double colrt__profile_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void colrt__profile_coll(const char *kind, double bytes, double seconds) {
+    pthread_mutex_lock(&coll_mu);
+    int k = 0;
+    while (k < n_colls && strcmp(colls[k].kind, kind)) k++;
+    if (k == n_colls && n_colls < MAX_COLL_KINDS) colls[n_colls++].kind = kind;
+    if (k < n_colls) {
+        colls[k].calls++;
+        colls[k].seconds += seconds;
+        colls[k].bytes += bytes;
+    }
+    pthread_mutex_unlock(&coll_mu);
+}
+
 static colrt_prof_entry *open_entry;
 static double open_since;
 
 void colrt_profile_mark(colrt_prof_entry *e) {
     colrt_stream_sync(NULL);
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    double now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    double now = colrt__profile_now();
     if (open_entry) {
         open_entry->seconds += now - open_since;
         open_entry->calls++;
@@ -169,6 +202,20 @@ static void report(void) {
         }
         cJSON_AddItemToArray(progs, p);
     }
+    /* the collectives, beside the entries (those on the communication
+     * stream's worker overlap them) */
+    pthread_mutex_lock(&coll_mu);
+    static Group cg[MAX_COLL_KINDS];
+    int ncg = n_colls;
+    for (int k = 0; k < ncg; k++)
+        cg[k] = (Group){.key = colls[k].kind, .seconds = colls[k].seconds, .calls = colls[k].calls,
+                        .bytes = colls[k].bytes};
+    pthread_mutex_unlock(&coll_mu);
+    if (ncg && rank_at_register == 0) {
+        fputc('\n', stderr);
+        print_groups("collective (wall time a call, rank 0)", cg, ncg, 0, MAX_COLL_KINDS);
+    }
+    cJSON_AddItemToObject(root, "collectives", group_json(cg, ncg, "kind"));
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     const char *path = getenv("COLRT_PROFILE_OUT");

@@ -144,8 +144,20 @@ static int ring_all_reduce(const colrt_coll *c, MPI_Comm comm) {
     return 1;
 }
 
-/* Runs on the caller's thread or a stream's worker: touches only c's buffers. */
+/* The bytes of a collective's larger buffer: the whole tensor it reduces,
+ * gathers, scatters or exchanges (COLRT_PROFILE's figure). */
+static double coll_bytes(const colrt_coll *c, MPI_Comm comm) {
+    int p, es;
+    COLRT_MPI(MPI_Comm_size(comm, &p));
+    COLRT_MPI(MPI_Type_size(c->dt, &es));
+    double b = (double)c->count * es;
+    return c->kind == COLL_ALL_REDUCE || c->kind == COLL_BROADCAST ? b : b * p;
+}
+
+/* Runs on the caller's thread or a stream's worker: touches only c's buffers.
+ * COLRT_PROFILE=1: its wall time here, by kind (colrt__profile_coll). */
 void colrt__coll_run(const colrt_coll *c, MPI_Comm comm) {
+    const double t0 = colrt_profile_enabled() ? colrt__profile_now() : -1;
     colrt__coll_begin(c->what, c->axis);
     switch (c->kind) {
     case COLL_ALL_REDUCE:
@@ -162,6 +174,7 @@ void colrt__coll_run(const colrt_coll *c, MPI_Comm comm) {
     }
     colrt__coll_end();
     if (c->avg != 0.f) scale(c->recv, (size_t)c->count, c->t, c->avg);
+    if (t0 >= 0) colrt__profile_coll(c->what, coll_bytes(c, comm), colrt__profile_now() - t0);
 }
 
 void colrt_all_reduce(colrt_mesh *m, int axis, const void *send, void *recv, size_t count, colrt_dtype t,

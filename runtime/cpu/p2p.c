@@ -17,6 +17,13 @@ static int icount(size_t n, const char *what) {
     return (int)n;
 }
 
+/* COLRT_PROFILE=1: a transfer's wall time since t0, by kind (a literal) */
+static void p2p_profile(const char *kind, double count, MPI_Datatype dt, double t0) {
+    int es;
+    COLRT_MPI(MPI_Type_size(dt, &es));
+    colrt__profile_coll(kind, count * es, colrt__profile_now() - t0);
+}
+
 void colrt_sendrecv(colrt_mesh *m, int axis, int send_peer, const void *send, size_t send_count, int recv_peer,
                     void *recv, size_t recv_count, colrt_dtype t, colrt_stream *s) {
     const char *call = send_peer >= 0 && recv_peer >= 0 ? "sendrecv" : send_peer >= 0 ? "send" : "recv";
@@ -27,6 +34,7 @@ void colrt_sendrecv(colrt_mesh *m, int axis, int send_peer, const void *send, si
     int ns = send_peer >= 0 ? icount(send_count, call) : 0, nr = recv_peer >= 0 ? icount(recv_count, call) : 0;
     if ((ns && !send) || (nr && !recv)) colrt_die("%s: a NULL buffer for %d elements", call, ns ? ns : nr);
     colrt__stream_order(s);
+    const double t0 = colrt_profile_enabled() ? colrt__profile_now() : -1;
     MPI_Request r[2];
     int n = 0;
     if (recv_peer >= 0)
@@ -36,6 +44,7 @@ void colrt_sendrecv(colrt_mesh *m, int axis, int send_peer, const void *send, si
     colrt__coll_begin(colrt__p2p_what(call, send_peer, recv_peer), axis);
     COLRT_MPI(MPI_Waitall(n, r, MPI_STATUSES_IGNORE));
     colrt__coll_end();
+    if (t0 >= 0) p2p_profile(call, (ns > nr ? ns : nr), dt, t0);
 }
 
 void colrt_sendrecv_batch(colrt_mesh *m, int axis, const colrt_p2p_op *ops, int n, colrt_dtype t, colrt_stream *s) {
@@ -49,6 +58,10 @@ void colrt_sendrecv_batch(colrt_mesh *m, int axis, const colrt_p2p_op *ops, int 
         colrt__pair_comm(m, axis, ops[i].peer, ops[i].send ? "send" : "recv");
     }
     colrt__stream_order(s);
+    const double t0 = colrt_profile_enabled() ? colrt__profile_now() : -1;
+    size_t most = 0;
+    for (int i = 0; i < n; i++)
+        if (ops[i].count > most) most = ops[i].count;
     for (int pass = 0; pass < 2; pass++) /* the receives first, then the sends, each in order */
         for (int i = 0; i < n; i++) {
             if (!ops[i].send != !pass) continue;
@@ -60,6 +73,7 @@ void colrt_sendrecv_batch(colrt_mesh *m, int axis, const colrt_p2p_op *ops, int 
     colrt__coll_begin(colrt__p2p_what("sendrecv_batch", ops[0].send ? ops[0].peer : -1, ops[0].send ? -1 : ops[0].peer), axis);
     COLRT_MPI(MPI_Waitall(nr, r, MPI_STATUSES_IGNORE));
     colrt__coll_end();
+    if (t0 >= 0) p2p_profile("sendrecv_batch", (double)most, dt, t0);
 }
 
 void colrt_send(colrt_mesh *m, int axis, int peer, const void *buf, size_t count, colrt_dtype t, colrt_stream *s) {
@@ -78,7 +92,9 @@ void colrt_pair_all_reduce(colrt_mesh *m, int axis, int peer, void *buf, size_t 
     MPI_Datatype dt = colrt__mpi_type(t);
     MPI_Op op = colrt__mpi_sum(t);
     colrt__stream_order(s);
+    const double t0 = colrt_profile_enabled() ? colrt__profile_now() : -1;
     colrt__coll_begin(colrt__p2p_what("pair_all_reduce", peer, -1), axis);
     COLRT_MPI(MPI_Allreduce(MPI_IN_PLACE, buf, n, dt, op, c));
     colrt__coll_end();
+    if (t0 >= 0) p2p_profile("pair_all_reduce", n, dt, t0);
 }

@@ -60,13 +60,13 @@ h, hc = c["host"], c["calibration"]["host_offload"]   # host offload: memory, co
 assert h["memory_gb"] > 0 and h["pcie_gbs"] > 0 and h["adamw_gelems"] > 0, h
 assert h["pcie_gbs"] == min(hc["d2h_gbs"], hc["h2d_gbs"]) and h["adamw_gelems"] == hc["adamw_gelems"], (h, hc)
 kg = c["kernel_gbs"]   # a rate table per memory-bound kernel class, by a call's bytes
-assert set(kg) == {"elementwise", "transcendental", "norm", "softmax", "loss", "reduce", "optimizer", "rope"}, list(kg)
+assert set(kg) == {"elementwise", "transcendental", "norm", "softmax", "loss", "reduce", "optimizer", "rope", "silu"}, list(kg)
 for name, t in kg.items():
     assert 2 <= len(t["bytes"]) == len(t["gbs"]), (name, t)
     assert all(a < b for a, b in zip(t["bytes"], t["bytes"][1:])), (name, t)
     assert all(g > 0 for g in t["gbs"]), (name, t)
 for name, t in kg.items():   # the program's own kernels down to its smallest tensors (64 elements); colrt's from 4096
-    own = name in ("elementwise", "transcendental", "norm", "reduce", "rope", "optimizer")
+    own = name in ("elementwise", "transcendental", "norm", "reduce", "rope", "silu", "optimizer")
     assert (t["bytes"][0] <= 2048) if own else (t["bytes"][0] >= 4096 * 4), (name, t["bytes"])
 at, pts = c["attention_tflops"], c["calibration"]["attention"]["points"]   # the program's attention kernels
 assert set(at) == {"forward", "dq", "dkv"}, list(at)

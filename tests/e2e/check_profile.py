@@ -1,7 +1,10 @@
-"""check_profile.py OUT_DIR PROFILE_JSON — the COLRT_PROFILE table a generated
-program wrote (runtime/common/profile.c) against its source: one entry per
-M_prof(k) mark in M.c, each called at least once, times >= 0 and some > 0,
-the op classes' sums equal to the nodes', matrix products with FLOPs."""
+"""check_profile.py OUT_DIR PROFILE_JSON [STEPS] — the COLRT_PROFILE table a
+generated program wrote (runtime/common/profile.c) against its source: one
+entry per M_prof(k) mark in M.c, each called at least once, times >= 0 and
+some > 0, the op classes' sums equal to the nodes', matrix products with FLOPs.
+With STEPS (a multi-rank run of that many steps): the collectives timed, at
+least the program's all-reduces (its plan's lowering.all_reduce_count, with
+their bytes) each step, with time > 0."""
 import glob
 import json
 import re
@@ -29,5 +32,18 @@ if abs(cls - total) > 1e-9 * max(1.0, total) + 1e-12 * len(nodes):
 mm = [c for c in p["classes"] if c["class"] == "matmul"]
 if not mm or not mm[0]["flops"] > 0:
     errs.append("no matmul class with FLOPs")
+if len(sys.argv) > 3:
+    steps = int(sys.argv[3])
+    low = json.load(open(glob.glob(out + "/*.plan.json")[0]))["lowering"]
+    ar = [c for c in d.get("collectives", []) if c["kind"] == "all_reduce"]
+    if not ar:
+        errs.append("no all_reduce among the profile's collectives %s" % [c["kind"] for c in d.get("collectives", [])])
+    elif (ar[0]["calls"] < steps * low["all_reduce_count"] or ar[0]["bytes"] < steps * low["all_reduce_bytes"]
+          or not ar[0]["seconds"] > 0):
+        errs.append("all_reduce: %d calls, %g bytes, %g s; want at least %d calls and %d bytes (%d steps of the "
+                    "program's) in > 0 s" % (ar[0]["calls"], ar[0]["bytes"], ar[0]["seconds"],
+                                           steps * low["all_reduce_count"], steps * low["all_reduce_bytes"], steps))
+    else:
+        print("all_reduce: %d calls, %.0f bytes, %.6f s" % (ar[0]["calls"], ar[0]["bytes"], ar[0]["seconds"]))
 print("%d entries, %.4f s, classes: %s" % (len(nodes), total, ", ".join(c["class"] for c in p["classes"])))
 sys.exit("; ".join(errs) if errs else 0)

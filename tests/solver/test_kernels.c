@@ -2,7 +2,7 @@
  * test_kernels.c — memory-bound kernels priced at a measured rate per kernel
  * class (shard.h SHARD_KERNELS, cost.c cost_kernel / cost_mem_rate):
  *   - ops map to their kernel class (GELU and its backward are transcendental,
- *     RoPE and its backward rope, an add is plain element-wise, a norm's backward is a norm, matmul and
+ *     RoPE and its backward rope, SiLU and its backward silu, an add is plain element-wise, a norm's backward is a norm, matmul and
  *     attention have none);
  *   - a preset (no measured rates) prices each class at the bandwidth times
  *     the class factor, a cluster file's `kernel_gbs` at its own rate, exactly;
@@ -20,7 +20,8 @@
  *   - a class's rate by size: read linearly in log(bytes), clamped;
  *   - `kernel_gbs` round-trips, and a file missing a class or with a rate
  *     that is not positive is refused naming the field, but a file without
- *     `rope` (written before it), whose RoPE takes the transcendental rate.
+ *     `rope` or `silu` (written before them), whose RoPE or SiLU takes the
+ *     transcendental rate.
  * Every expected time is computed by hand from the bytes and the rates.
  */
 #include <cjson/cJSON.h>
@@ -71,7 +72,10 @@ int main(void) {
     /* the op -> kernel class map */
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_GELU), SHARD_K_TRANSCENDENTAL);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_GELU_BWD), SHARD_K_TRANSCENDENTAL);
-    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_SILU), SHARD_K_TRANSCENDENTAL);
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_TANH), SHARD_K_TRANSCENDENTAL);
+    /* SiLU at its own rate: the CPU program's runs in float, ~2x its GELU's */
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_SILU), SHARD_K_SILU);
+    CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_SILU_BWD), SHARD_K_SILU);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ROPE), SHARD_K_ROPE);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ROPE_BWD), SHARD_K_ROPE);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ADD), SHARD_K_ELEMWISE);
@@ -143,6 +147,13 @@ int main(void) {
     cJSON_free(txt);
     CHECK(close_rel(cost_mem_rate(&back, OPC_ELEMWISE, OP_ROPE, 1e6), 2e9));
     CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_ROPE_BWD, 1e6), 8e9)); /* with it: its own */
+    /* and before the silu class: SiLU at the transcendental rate; with it, its own */
+    txt = with_rates(&pre, "silu", 1.0);
+    CHECK(shard_cluster_from_json(txt, "k.json", &back, &e));
+    cJSON_free(txt);
+    CHECK(close_rel(cost_mem_rate(&back, OPC_ELEMWISE, OP_SILU_BWD, 1e6), 2e9));
+    CHECK(close_rel(cost_mem_rate(&back, OPC_ELEMWISE, OP_ROPE, 1e6), 8e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_SILU, 1e6), 9e9));
 
     /* bad files name the field */
     txt = with_rates(&pre, "softmax", 1.0);

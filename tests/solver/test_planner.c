@@ -286,6 +286,17 @@ static void baselines_inside(const char *path, const char *cluster, const char *
 /* --dump-ilp writes CPLEX LP that GLPK reads back as the same problem: every row and
  * column name unique (a model with tied blocks has per-group rows of the last block
  * instance that used to share names, and GLPK refused the file). */
+/* The stall rule (solver.h): at most 2 % from the bound, and quiet for as many nodes
+ * as it took to find the plan, at least 1000. */
+static void stall_rule(void) {
+    CHECK(!ilp_stalled(0.019, 0, 999));
+    CHECK(ilp_stalled(0.019, 0, 1000));
+    CHECK(!ilp_stalled(0.021, 0, 100000));
+    CHECK(!ilp_stalled(0.01, 3000, 5999));
+    CHECK(ilp_stalled(0.01, 3000, 6000));
+    CHECK(ilp_stalled(0.0, 10, 1010));
+}
+
 static void dump_lp(void) {
     setup("h100:1x4", "2x2", DT_F32);
     size_t len;
@@ -330,6 +341,7 @@ int main(void) {
     optimizers();
     tying();
     dump_lp();
+    stall_rule();
     baselines_inside(COLOSSAL_SOURCE_DIR "/examples/ir/gpt2-2layer.cir", "h100:1x4", "2x2", 10);
     /* batch 4 does not split 8 ways: only megatron (4-way TP x 2-way DP) applies */
     baselines_inside(COLOSSAL_SOURCE_DIR "/examples/ir/gpt2-2layer.cir", "h100:2x4", "2x4", 2);

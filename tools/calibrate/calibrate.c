@@ -12,7 +12,7 @@
  *     regression (pool-adjacent-violators, least squares);
  *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate table
  *     by call size per memory-bound kernel class (element-wise,
- *     transcendental, norm, softmax, loss, reduce, optimizer, rope), in bytes/s
+ *     transcendental, norm, softmax, loss, reduce, optimizer, rope, silu), in bytes/s
  *     as the cost model counts them (the file's kernel_gbs), and on the CPU
  *     the generated program's own attention kernels (forward, dq, dk/dv:
  *     FLOP/s by call FLOPs, attention_tflops); on the CPU each class is timed
@@ -48,9 +48,7 @@
 
 #include "colossal/colrt.h"
 #include "shard.h"
-#ifndef COLOSSAL_CALIBRATE_CUDA
-#include "calibrate_kernels.h"
-#endif
+#include "calibrate_kernels.h" /* the generated kernels (CPU), RoPE's shape (both) */
 
 #ifdef COLOSSAL_CALIBRATE_CUDA
 #include <cuda_runtime.h>
@@ -327,8 +325,9 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
  * colrt_cross_entropy). On the CPU the classes the program runs its own
  * kernels for are timed on those kernels (calibrate_kernels.h, written by the
  * code generator at build time): its add (elementwise), GELU (transcendental),
- * layer norm, sum of squares, RoPE (an angle's pow, cos and sin a pair: an
- * order of magnitude below the GELU's rate) and AdamW update; the softmax is
+ * layer norm, sum of squares, RoPE (a position's angles, pow, cos and sin a
+ * pair, shared by CAL_ROPE_ROWS rows: calibrate_kernels.h), SiLU and AdamW
+ * update; the softmax is
  * colrt's, the loss colrt's as the program calls it. On CUDA a device copy and
  * colrt's kernels. Rows of the norm and softmax are 256 wide (one row of
  * all the elements below 256), the loss's vocabulary 4096 (at least one row). */
@@ -379,6 +378,11 @@ static void kern_work(void *p) {
     case SHARD_K_ELEMWISE: k->elem->add(NULL, k->a, k->c, k->b); break;
     case SHARD_K_TRANSCENDENTAL: k->elem->gelu(NULL, k->a, k->b); break;
 #endif
+#ifdef COLOSSAL_CALIBRATE_CUDA
+    case SHARD_K_SILU: colrt_silu_fwd(NULL, COLRT_F32, k->a, k->b, n); break;
+#else
+    case SHARD_K_SILU: k->elem->silu(NULL, k->a, k->b); break;
+#endif
     case SHARD_K_NORM:
 #ifdef COLOSSAL_CALIBRATE_CUDA
         colrt_layer_norm_fwd(NULL, COLRT_F32, k->a, k->w, k->bias, k->b, k->mean, k->rstd, n / kern_cols(n), kern_cols(n),
@@ -400,7 +404,11 @@ static void kern_work(void *p) {
 #endif
     case SHARD_K_ROPE:
 #ifdef COLOSSAL_CALIBRATE_CUDA
-        colrt_rope_fwd(NULL, COLRT_F32, k->a, k->b, 1, n / 16, 1, 16, 0, 10000.0f);
+    {
+        int64_t rB, rT, rH;
+        cal_rope_shape(n, &rB, &rT, &rH);
+        colrt_rope_fwd(NULL, COLRT_F32, k->a, k->b, rB, rT, rH, CAL_ROPE_DH, 0, 10000.0f);
+    }
 #else
         k->elem->rope(NULL, k->a, k->b);
 #endif
@@ -428,6 +436,7 @@ static double kern_bytes(int kind, int64_t n64) {
     case SHARD_K_NORM: return 2 * n * f + 2.0 * (double)kern_cols(n64) * f; /* x, y, weight, bias */
     case SHARD_K_SOFTMAX: return 2 * n * f;                               /* x, y */
     case SHARD_K_ROPE: return 2 * n * f;                                  /* x, y */
+    case SHARD_K_SILU: return 2 * n * f;                                  /* x, y */
     case SHARD_K_LOSS: {
         double logits = (double)loss_rows(n64) * K_VOCAB;
         return 2 * logits * f + (double)loss_rows(n64) * 4 + f;           /* logits, their gradient, targets, loss */
@@ -471,13 +480,13 @@ static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
                             "elementwise: colrt_memcpy device to device; transcendental: colrt_gelu_fwd; "
 #else
                             "elementwise: the generated program's add; transcendental: its GELU; norm: its layer "
-                            "norm, rows of 256; reduce: its sum of squares; rope: its RoPE, heads of 16; optimizer: "
+                            "norm, rows of 256; reduce: its sum of squares; rope: its RoPE, 16 rows a position, heads of 16; silu: its SiLU; optimizer: "
                             "its AdamW (generated, f32); "
 #endif
                                            "norm (CUDA): colrt_layer_norm_fwd, rows of 256; softmax: "
                                            "colrt_softmax_fwd, rows of 256; loss: colrt_cross_entropy, vocabulary "
                                            "4096, writing its gradient; reduce (CUDA): colrt_sum_squares; rope (CUDA): "
-                                           "colrt_rope_fwd; optimizer (CUDA): colrt_adamw (all f32)");
+                                           "colrt_rope_fwd; silu (CUDA): colrt_silu_fwd; optimizer (CUDA): colrt_adamw (all f32)");
     for (int c = 0; c < SHARD_K__COUNT; c++) {
         k.kind = c;
         ShardRateTable *rt = &cl->kernel[c];

@@ -16,7 +16,7 @@
  * and longer sequences at Dh = 64; --quick times the first cal_attention_quick.
  *
  * And the kernels the program runs for an add (the kernel class
- * `elementwise`), a GELU (`transcendental`), a layer norm (`norm`, rows of
+ * `elementwise`), a GELU (`transcendental`), a SiLU (`silu`), a layer norm (`norm`, rows of
  * CAL_NORM_COLS), a sum of squares (`reduce`), RoPE (`rope`) and an AdamW
  * update (`optimizer`), over 2^6, 2^9, ..., 2^24 elements
  * (cg_elementwise_c_function, cg_layer_norm_c_function, cg_sumsq_c_function,
@@ -78,14 +78,15 @@ int main(int argc, char **argv) {
             if (w > work[i]) work[i] = w;
         }
     }
-    /* the element-wise kernels: an add and a GELU per size */
+    /* the element-wise kernels: an add, a GELU and a SiLU per size */
     static const struct {
         int op;
         const char *name;
-    } ELEM[] = {{OP_ADD, "add"}, {OP_GELU, "gelu"}};
+    } ELEM[] = {{OP_ADD, "add"}, {OP_GELU, "gelu"}, {OP_SILU, "silu"}};
+    enum { N_ELEM = sizeof ELEM / sizeof ELEM[0] };
     int n_elem = 0;
     for (int l = ELEM_MIN_LOG2; l <= ELEM_MAX_LOG2; l += ELEM_STEP, n_elem++)
-        for (int e = 0; e < 2; e++) {
+        for (int e = 0; e < N_ELEM; e++) {
             char name[64];
             snprintf(name, sizeof name, "cal_%s_%d", ELEM[e].name, l);
             if (!cg_elementwise_c_function(&b, name, ELEM[e].op, (int64_t)1 << l)) {
@@ -102,15 +103,16 @@ int main(int argc, char **argv) {
         cg_layer_norm_c_function(&b, name, n / cols, cols);
         snprintf(name, sizeof name, "cal_sumsq_%d", l);
         cg_sumsq_c_function(&b, name, n);
-        /* one row per position: each position's angles (pow, cos and sin) serve one row of
-         * Dh / 2 pairs, the kernel's dearest per element (a program's B x H rows share them) */
+        /* CAL_ROPE_ROWS rows a position share its angles, as a program's B x H rows do */
+        int64_t rB, rT, rH;
+        cal_rope_shape(n, &rB, &rT, &rH);
         snprintf(name, sizeof name, "cal_rope_%d", l);
-        cg_rope_c_function(&b, name, false, 1, n / (CAL_ROPE_H * CAL_ROPE_DH), CAL_ROPE_H, CAL_ROPE_DH);
+        cg_rope_c_function(&b, name, false, rB, rT, rH, CAL_ROPE_DH);
     }
     sb_printf(&b, "const int cal_elementwise_n = %d;\nconst CalElementwise cal_elementwise[] = {\n", n_elem);
     for (int l = ELEM_MIN_LOG2; l <= ELEM_MAX_LOG2; l += ELEM_STEP)
-        sb_printf(&b, "    {%lld, cal_add_%d, cal_gelu_%d, cal_norm_%d, cal_sumsq_%d, cal_rope_%d, cal_adamw_%d},\n",
-                  1LL << l, l, l, l, l, l, l);
+        sb_printf(&b, "    {%lld, cal_add_%d, cal_gelu_%d, cal_silu_%d, cal_norm_%d, cal_sumsq_%d, cal_rope_%d, cal_adamw_%d},\n",
+                  1LL << l, l, l, l, l, l, l, l);
     sb_puts(&b, "};\n\n");
     sb_printf(&b, "const int cal_attention_n = %d, cal_attention_quick = %d;\n", N_LADDER, N_QUICK);
     sb_puts(&b, "const CalAttention cal_attention[] = {\n");
