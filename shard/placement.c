@@ -42,7 +42,7 @@ int placement_recompute_nodes(const Graph *g, int b, int inst, bool selective, N
     for (NodeId id = 0; b0 != IR_NONE && id < b0; id++) {
         const Node *n = ir_node(g, id);
         if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
-        if (selective && placement_selective_keeps(n->op)) continue;
+        if (selective && placement_selective_keeps(g, id)) continue;
         nodes[nf++] = id;
     }
     return nf;
@@ -87,7 +87,13 @@ PlacePhase placement_phase(const Graph *g, NodeId id) {
     return id >= ad_step_begin(g) ? PH_UPDATE : PH_BACKWARD;
 }
 
-bool placement_selective_keeps(int op) { return ir_op(op)->cls == OPC_MATMUL; }
+bool placement_selective_keeps(const Graph *g, NodeId id) {
+    const Node *n = ir_node(g, id);
+    if (ir_op(n->op)->cls != OPC_MATMUL) return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (ir_val(g, n->in[i])->role == ROLE_PARAM) return true;
+    return false;
+}
 
 bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero, const ShardSpec *grad, Shape sh,
                             ShardSpec *t) {

@@ -62,11 +62,15 @@ bool placement_is_pending_sum(const Graph *g, NodeId id, const ShardStrategy *st
 bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero, const ShardSpec *grad, Shape sh,
                             ShardSpec *t);
 
-/* Selective recompute keeps the results of these ops (the matrix products:
- * costly to redo, and what rebuilding the rest needs) and re-runs every other
- * forward op of the block instance before its backward. The planner's memory
- * and time terms and the lowering both ask this one predicate. */
-bool placement_selective_keeps(int op);
+/* Selective recompute keeps the results of node id when it is a product with
+ * a parameter operand (a linear layer: costly to redo, and what rebuilding the
+ * rest needs) and re-runs every other forward op of the block instance before
+ * its backward, the attention's parameter-free products (scores, probabilities
+ * times values) included: Korthikanti et al. 2022's selective recompute, which
+ * re-runs the attention core because its s x s results dominate the memory.
+ * The planner's memory and time terms and the lowering both ask this one
+ * predicate. */
+bool placement_selective_keeps(const Graph *g, NodeId id);
 /* Recompute: block b's instance inst (a training graph's) re-runs its forward
  * nodes (selective: but those placement_selective_keeps keeps) just before its
  * first backward node. Writes that node to *first_bwd and the nodes re-run,

@@ -276,6 +276,11 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
                     bwd[s] += RERUNS(s) ? 2 * ag : ag;
                 } else st->gather_s += own * S->gather_s[z];
             }
+            /* a stage holding a tied parameter whose group runs elsewhere (the head's reader
+             * of the embedding): its backward writes its part of the gradient into a buffer
+             * of its own, added to the accumulator (or reduce-scattered) after, as the head's
+             * moment counts the tied group's transient (eval.c, ilp_group_at_head) */
+            if (!inst && own > 0 && G->n_params) st->mem_transient = maxd(st->mem_transient, ilp_transient(S, z));
             if (!inst) continue;
             double f = inst * S->fwd_s * k, cm = inst * S->comm_s * k, tot = S->fwd_s + S->bwd_s;
             double fshare = tot > 0 ? S->fwd_s / tot : 0.5;

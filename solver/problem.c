@@ -620,7 +620,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             double mv;
             S->bwd_s += member_bwd(b, mem, S->member_st[m], &co, &mv);
             if (m == 0) S->comm_s += mv; /* a follower's is in follow()'s */
-            if (!placement_selective_keeps(nd->op)) S->rec_sel_s += co.fwd_s; /* re-run under selective */
+            if (!placement_selective_keeps(g, mem->node)) S->rec_sel_s += co.fwd_s; /* re-run under selective */
             double work = 0;
             /* the backward's gradient buffers: dX per activation operand, dY per
              * result, except a gradient written over its (saved) value */
@@ -651,7 +651,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                 if (!b->grad_in_place[v]) work += bytes;
                 if (b->saved[v]) S->act[RC_NONE] += bytes;
                 /* selective keeps the matrix products' results (the lowering's rule) */
-                if (placement_selective_keeps(nd->op) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
+                if (placement_selective_keeps(g, mem->node) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
                 if (b->block_out[v]) S->act[RC_FULL] += bytes;
             }
             if (work > S->transient) S->transient = work;

@@ -31,11 +31,11 @@ bool cg_shard_start(CgCtx *c, ValueId v, int d, StrBuf *out) {
 }
 
 void cg_stage_check(const CgCtx *c, ValueId v) {
-    uint32_t held = c->lp->v[v].stages; /* the devices (ranks' stages) holding it */
+    PlaceMask held = c->lp->v[v].stages; /* the devices (ranks' stages) holding it */
     if (c->stage >= 0 && held && !(held >> cg_pipe_device(c) & 1u))
-        ir_panic(__FILE__, __LINE__, "stage %d's code touches %s, which only stages 0x%x hold (lower/schedule.c)",
+        ir_panic(__FILE__, __LINE__, "stage %d's code touches %s, which only stages 0x%llx%016llx hold (lower/schedule.c)",
                  cg_pipe_device(c), v < c->g->n_values ? ir_val(c->g, v)->name : c->lp->v[v].name ? c->lp->v[v].name : "a temporary",
-                 (unsigned)held);
+                 (unsigned long long)(held >> 64), (unsigned long long)held);
 }
 
 void cg_ptr(CgCtx *c, StrBuf *b, ValueId v) {
@@ -710,8 +710,12 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
         for (ValueId w = 0; w < g->n_values && x->role == ROLE_HYPER; w++) updated |= ir_val(g, w)->updates == v;
         if (x->role != ROLE_PARAM && x->role != ROLE_STATE && !updated) continue;
         n_leaves++;
-        if (pipe) sb_printf(&leaf_stages, "%s%uu", n_leaves > 1 ? ", " : "", cg_pipe_leaf_stages(c, v));
-        if (pipe) sb_printf(&leaf_held, "%s%uu", n_leaves > 1 ? ", " : "", lp->v[v].stages);
+        if (pipe) {
+            sb_puts(&leaf_stages, n_leaves > 1 ? ", " : "");
+            cg_mask_words(&leaf_stages, cg_pipe_leaf_stages(c, v));
+            sb_puts(&leaf_held, n_leaves > 1 ? ", " : "");
+            cg_mask_words(&leaf_held, lp->v[v].stages);
+        }
         /* an f32 master starts as its parameter's values (the parameter is the master rounded) */
         ValueId of = x->role == ROLE_STATE ? cg_master_of(g, v) : IR_NONE;
         Init in = updated ? (Init){INIT_UNIFORM, CG_INITIAL_LOSS_SCALE, CG_INITIAL_LOSS_SCALE} : x->init;
@@ -753,15 +757,16 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     if (!n_leaves) sb_puts(m, "    {0},\n");
     sb_printf(m, "};\nstatic const int %s_n_leaves = %d;\n\n", px, n_leaves);
     if (pipe) {
-        sb_printf(m, "/* The pipeline stages holding each leaf (bit s: stage s; 0: a gradient accumulator, in no checkpoint). */\n"
-                     "static const unsigned %s_leaf_stages[] = {%s};\n\n",
-                  px, leaf_stages.len ? sb_cstr(&leaf_stages) : "0u");
+        sb_printf(m, "/* The pipeline stages holding each leaf (bit s of word s / 64: stage s; 0: a gradient accumulator, in no\n"
+                     " * checkpoint). */\n"
+                     "static const unsigned long long %s_leaf_stages[][2] = {%s};\n\n",
+                  px, leaf_stages.len ? sb_cstr(&leaf_stages) : "{0u, 0u}");
         /* each stage's ranks allocate their own stage's memory plan (buffers of
          * other stages share its memory: lower/schedule.c) and its scratch past it */
         sb_printf(m, "/* The pipeline stages whose arenas hold each leaf (0: every stage's); another stage's memory\n"
                      " * plan may use the same bytes, so a rank initializes only its own. */\n"
-                     "static const unsigned %s_leaf_held[] = {%s};\n\n",
-                  px, leaf_held.len ? sb_cstr(&leaf_held) : "0u");
+                     "static const unsigned long long %s_leaf_held[][2] = {%s};\n\n",
+                  px, leaf_held.len ? sb_cstr(&leaf_held) : "{0u, 0u}");
         sb_printf(m, "/* Per stage: the arena (its memory plan, the scratch, the kernels' workspace) and where the scratch starts. */\n"
                      "static const size_t %s_stage_arena_bytes[] = {", px);
         for (int s = 0; s < cg_pipe_devices(c); s++)
@@ -897,10 +902,12 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     if (pipe)
         sb_printf(&pipe_init, "    M->stage = colrt_mesh_coord(M->mesh, %d);\n    M->scratch = %s_stage_scratch[M->stage];\n"
                               "    M->pipe = colrt_arena_create(%s_stage_pipe_bytes[M->stage]);\n", o->mesh_axes, px, px);
-    char arena_sz[96], init_if[128] = "";
+    char arena_sz[96], init_if[256] = "";
     if (pipe) {
         snprintf(arena_sz, sizeof arena_sz, "%s_stage_arena_bytes[M->stage]", px);
-        snprintf(init_if, sizeof init_if, "if (!%s_leaf_held[i] || %s_leaf_held[i] >> M->stage & 1u) ", px, px);
+        snprintf(init_if, sizeof init_if,
+                 "if (!(%s_leaf_held[i][0] | %s_leaf_held[i][1]) || (%s_leaf_held[i][M->stage >> 6] >> (M->stage & 63) & 1u)) ",
+                 px, px, px);
     } else snprintf(arena_sz, sizeof arena_sz, "%s_ARENA_BYTES", px);
     sb_printf(m,
               "int %s_create(const %s_config *cfg, %s **out) {\n"
@@ -944,8 +951,11 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
         if (n->op != OP_GRAD_ACCUM) continue;
-        uint32_t held = lp->v[n->in[0]].stages; /* pipelined: not in another stage's arena */
-        if (held) sb_printf(m, "    if (%uu >> M->stage & 1u)", held);
+        PlaceMask held = lp->v[n->in[0]].stages; /* pipelined: not in another stage's arena */
+        if (held) {
+            sb_puts(m, "    if ");
+            cg_mask_test(m, held, "M->stage");
+        }
         sb_puts(m, held ? " colrt_memset0(" : "    colrt_memset0(");
         cg_ptr(c, m, n->in[0]);
         sb_printf(m, ", %lld, NULL); /* %%%s */\n", (long long)lp->v[n->in[0]].bytes, ir_val(g, n->in[0])->name);
@@ -991,10 +1001,10 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
               px, px, px, px, px, off ? "        colrt_stream_wait(NULL, M->off_up); /* host offload: the parameters back up */\n" : "", px, px, px);
     }
-    char pipe_here[200] = "";
+    char pipe_here[320] = "";
     if (pipe)
         snprintf(pipe_here, sizeof pipe_here,
-                 "        int here = (%s_leaf_stages[i] >> M->stage) & 1u; /* the parameters list every leaf */\n"
+                 "        int here = (%s_leaf_stages[i][M->stage >> 6] >> (M->stage & 63)) & 1u; /* the parameters list every leaf */\n"
                  "        if (!here && !params_only) continue;\n", px);
     sb_printf(m,
               "static int %s_tensors(%s *M, colrt_tensor *t, int params_only, int writers_only) {\n"

@@ -253,7 +253,12 @@ void cg_pipe_rank(const CgCtx *c, const CgOptions *o, StrBuf *b);
 /* The stages whose nodes read leaf v (bit s), which save and load it; 0
  * for a gradient accumulator (zero between steps: not in checkpoints, so
  * a checkpoint of a plan without micro-batches loads). */
-unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v);
+PlaceMask cg_pipe_leaf_stages(const CgCtx *c, ValueId v);
+/* A set of pipeline devices in the generated code: two 64-bit words, low first
+ * ({0x..ull, 0x..ull}: an initializer), and the test whether device S (a C
+ * expression) is in it. */
+void cg_mask_words(StrBuf *b, PlaceMask m);
+void cg_mask_test(StrBuf *b, PlaceMask m, const char *s);
 /* The transfers, the schedules, train_step, forward and the loss (after the
  * stage functions, feed, the local loss); false with the reason in c->err. */
 bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o);

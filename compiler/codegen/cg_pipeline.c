@@ -149,9 +149,9 @@ void cg_pipe_stage_begin(CgCtx *c) {
             ValueId x = rn->in[i];
             bool zero = lower_pipe_zeroed(c->lp, r, c->stage, x);
             if (c->pipe_device) { /* the device's update: another device's part of a sum reads as zero */
-                uint32_t m = lower_pipe_devmask(c->lp, c->lp->pipe.mask[r]);
+                PlaceMask m = lower_pipe_devmask(c->lp, c->lp->pipe.mask[r]);
                 NodeId d = x < g->n_values ? ir_val(g, x)->def : IR_NONE;
-                uint32_t dm = d == IR_NONE ? 0 : lower_pipe_devmask(c->lp, c->lp->pipe.mask[d]);
+                PlaceMask dm = d == IR_NONE ? 0 : lower_pipe_devmask(c->lp, c->lp->pipe.mask[d]);
                 zero = (m & (m - 1)) && dm && !(dm >> c->stage & 1u);
             }
             if (zero) c->pipe_zeroed[x] = true;
@@ -159,7 +159,16 @@ void cg_pipe_stage_begin(CgCtx *c) {
     }
 }
 
-unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v) {
+void cg_mask_words(StrBuf *b, PlaceMask m) {
+    sb_printf(b, "{0x%llxull, 0x%llxull}", (unsigned long long)m, (unsigned long long)(m >> 64));
+}
+
+void cg_mask_test(StrBuf *b, PlaceMask m, const char *s) {
+    sb_printf(b, "((%s) < 64 ? 0x%llxull >> (%s) & 1u : 0x%llxull >> ((%s) - 64) & 1u)", s, (unsigned long long)m, s,
+              (unsigned long long)(m >> 64), s);
+}
+
+PlaceMask cg_pipe_leaf_stages(const CgCtx *c, ValueId v) {
     const LowerProgram *lp = c->lp;
     PlaceMask m = 0;
     for (NodeId id = 0; id < c->g->n_nodes; id++) {
@@ -168,7 +177,7 @@ unsigned cg_pipe_leaf_stages(const CgCtx *c, ValueId v) {
         for (int i = 0; i < n->n_in; i++)
             if (n->in[i] == v) m |= lp->pipe.mask[id];
     }
-    return m ? lower_pipe_devmask(lp, m) : cg_pipe_devices(c) >= 32 ? ~0u : (1u << cg_pipe_devices(c)) - 1;
+    return m ? lower_pipe_devmask(lp, m) : place_mask_all(cg_pipe_devices(c));
 }
 
 static int64_t align256(int64_t b) { return (b + 255) / 256 * 256; }

@@ -212,12 +212,17 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     if (lp->norms.n) cJSON_AddNumberToObject(low, "trust_norms", lp->norms.n);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);
     cJSON_AddNumberToObject(low, "reshardings", nrsh);
-    int rerun = 0, rerun_mm = 0; /* recompute: forward nodes re-run before a backward node */
+    /* recompute: forward nodes re-run before a backward node; of them, those
+     * selective recompute keeps (the linear layers) and all matrix products */
+    int rerun = 0, rerun_mm = 0, rerun_prod = 0;
     for (NodeId id = 0; id < g->n_nodes; id++)
-        for (int k = 0; k < lp->n[id].n_recompute; k++, rerun++)
-            rerun_mm += placement_selective_keeps(ir_node(g, lp->n[id].recompute[k])->op);
+        for (int k = 0; k < lp->n[id].n_recompute; k++, rerun++) {
+            rerun_mm += placement_selective_keeps(g, lp->n[id].recompute[k]);
+            rerun_prod += ir_op(ir_node(g, lp->n[id].recompute[k])->op)->cls == OPC_MATMUL;
+        }
     cJSON_AddNumberToObject(low, "rerun_nodes", rerun);
     cJSON_AddNumberToObject(low, "rerun_matmul_nodes", rerun_mm);
+    cJSON_AddNumberToObject(low, "rerun_products", rerun_prod);
     int fused_bias = 0; /* lower.fuse: bias adds done by their GEMM */
     for (NodeId id = 0; id < g->n_nodes; id++) fused_bias += lp->n[id].bias_add != IR_NONE;
     cJSON_AddNumberToObject(low, "fused_bias_adds", fused_bias);

@@ -40,6 +40,7 @@ typedef struct Seg {
     size_t a, b;               /* [a, b) of the part's text */
     NodeId node;
     uint64_t h;                /* of skel */
+    int id;                    /* equal skeletons, equal ids (intern_skels) */
     char *skel;                /* the tokens, integers as '#', marks as their entry */
     bool ok;                   /* balanced brackets, comments closed: may be moved into a function */
     Int *ints;
@@ -145,8 +146,28 @@ static void scan(CgCtx *c, const char *t, Seg *s) {
     sb_free(&sk);
 }
 
-static bool seg_eq(const Seg *x, const Seg *y) {
-    return x->ok && y->ok && x->h == y->h && !strcmp(x->skel, y->skel);
+static bool seg_eq(const Seg *x, const Seg *y) { return x->ok && y->ok && x->id == y->id; }
+
+/* Each segment's id: segments sorted by (hash, skeleton), equal ones numbered
+ * alike, so that the search for repeats compares integers, not texts (a deep
+ * pipeline's stages repeat the same segments thousands of times). */
+static const Seg *sort_segs;
+static int cmp_seg(const void *a, const void *b) {
+    const Seg *x = &sort_segs[*(const int *)a], *y = &sort_segs[*(const int *)b];
+    if (x->h != y->h) return x->h < y->h ? -1 : 1;
+    return strcmp(x->skel, y->skel);
+}
+
+static void intern_skels(Seg *sg, int n) {
+    int *ix = ir_alloc((size_t)n * sizeof *ix);
+    for (int k = 0; k < n; k++) ix[k] = k;
+    sort_segs = sg;
+    qsort(ix, (size_t)n, sizeof *ix, cmp_seg);
+    for (int k = 0, id = 0; k < n; k++) {
+        if (k && cmp_seg(&ix[k - 1], &ix[k])) id++;
+        sg[ix[k]].id = id;
+    }
+    ir_free(ix);
 }
 
 /* Segments [s, s+L) equal to [u, u+L). */
@@ -283,6 +304,7 @@ void cg_share(CgCtx *c, StrBuf *parts, CgSegs *segs, int n_parts, StrBuf *fns, i
             sg[k].node = segs[p].node[k];
             scan(c, t, &sg[k]);
         }
+        intern_skels(sg, n);
         StrBuf out;
         sb_init(&out);
         sb_printf(&out, "%.*s", (int)sg[0].a, t);

@@ -467,11 +467,9 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     lp = lower_build(g, &lo, &e);
     if (!lp) {
         sb_printf(err, "cannot lower the plan: %s", sb_cstr(&e));
-        *hint = placement_pipe_devices(&pl->pipe) > LOWER_MAX_PIPE_DEVICES
-                    ? "give --pp 32 or fewer for a program (--emit plan or report prices more)"
-                : pl->pipe.stages > 1 ? "pipeline stages run with AdamW or SGD for now (not LAMB or LARS): give another "
-                                        "--optimizer, or --pp 1"
-                                      : "try a batch the ranks divide, or fewer ranks";
+        *hint = pl->pipe.stages > 1 ? "pipeline stages run with AdamW or SGD for now (not LAMB or LARS): give another "
+                                      "--optimizer, or --pp 1"
+                                    : "try a batch the ranks divide, or fewer ranks";
     }
     sb_free(&e);
     return lp;

@@ -223,12 +223,6 @@ typedef struct LowerPipeSum {
     PlaceMask stages;
 } LowerPipeSum;
 
-/* The devices along a generated program's pipeline, at most: the buffers'
- * and leaves' masks of devices are 32 bits (LowerValue.stages, MemBuffer,
- * the generated tables); virtual stages are PlaceMask's up to
- * PLACE_MAX_STAGES. */
-#define LOWER_MAX_PIPE_DEVICES 32
-
 typedef struct LowerPipe {
     int stages;                /* 1: not pipelined (the rest empty); interleaved: the virtual stages */
     int chunks, devices;       /* model chunks per device (1: 1F1B) and the devices: virtual stage
@@ -250,7 +244,7 @@ typedef struct LowerPipe {
 
 typedef struct LowerValue {
     Shape local;               /* this rank's shape */
-    uint32_t stages;           /* pipelined, a buffer's root: the stages whose ranks hold it
+    PlaceMask stages;          /* pipelined, a buffer's root: the devices whose ranks hold it
                                 * (bit s); 0: every rank (schedule.c) */
     bool split;                /* leading dim split over the dp ranks */
     bool partial;              /* a pending sum over the dp ranks when defined */
@@ -410,7 +404,7 @@ bool lower_pipe_on(const LowerProgram *p, NodeId id, int s);
 /* Whether node id runs on device d (one of its virtual stages is there; 1F1B: lower_pipe_on). */
 bool lower_pipe_on_device(const LowerProgram *p, NodeId id, int d);
 /* A mask of (virtual) stages as the devices running them. */
-uint32_t lower_pipe_devmask(const LowerProgram *p, PlaceMask stages);
+PlaceMask lower_pipe_devmask(const LowerProgram *p, PlaceMask stages);
 /* Host offload: node id's entry (an update that runs on the host), or NULL;
  * whether value v's buffer is in the host arena. */
 const LowerOffload *lower_offload_of(const LowerProgram *p, NodeId id);

@@ -23,11 +23,15 @@ typedef struct Group {
     int first, last;
     int64_t offset;
     int root;        /* the buffer whose memory the group uses */
-    uint32_t stages; /* the union of its buffers' (every stage: all ones) */
+    MemStages stages; /* the union of its buffers' (every stage: all ones) */
 } Group;
 
 /* A buffer's stages: 0 names every stage. */
-static uint32_t stages_of(uint32_t m) { return m ? m : ~0u; }
+static MemStages stages_of(MemStages m) { return m ? m : ~(MemStages)0; }
+
+static int count_stages(MemStages m) {
+    return __builtin_popcountll((unsigned long long)m) + __builtin_popcountll((unsigned long long)(m >> 64));
+}
 
 typedef struct Span {
     int64_t lo, hi;  /* [lo, hi) */
@@ -44,10 +48,10 @@ static int cmp_group(const void *a, const void *b) {
      * smallest (what two neighbours exchange) to the largest (a tied
      * parameter's state on the first and last stage), so a large shared
      * buffer does not lift a small one above the other stages' space */
-    int cx = __builtin_popcount(x->stages), cy = __builtin_popcount(y->stages);
-    if ((cx == 32) != (cy == 32)) return cx == 32 ? -1 : 1;
+    int cx = count_stages(x->stages), cy = count_stages(y->stages);
+    if ((cx == MEMPLAN_MAX_STAGES) != (cy == MEMPLAN_MAX_STAGES)) return cx == MEMPLAN_MAX_STAGES ? -1 : 1;
     if ((cx > 1) != (cy > 1)) return cx > 1 ? -1 : 1;
-    if (cx > 1 && cx < 32 && x->size != y->size) return x->size < y->size ? -1 : 1;
+    if (cx > 1 && cx < MEMPLAN_MAX_STAGES && x->size != y->size) return x->size < y->size ? -1 : 1;
     if (x->size != y->size) return x->size > y->size ? -1 : 1;
     if (x->first != y->first) return x->first < y->first ? -1 : 1;
     return *(const int *)a < *(const int *)b ? -1 : 1;
@@ -123,13 +127,13 @@ MemPlanStats mem_plan(MemBuffer *bufs, int n, int64_t alignment) {
      * and the lower bound, a sweep over steps of its groups' live bytes */
     for (int i = 0; i < n; i++)
         for (int s = 0; s < MEMPLAN_MAX_STAGES; s++)
-            if (bufs[i].stages >> s & 1u && s + 1 > st.n_stages) st.n_stages = s + 1;
+            if ((bufs[i].stages >> s & 1u) && s + 1 > st.n_stages) st.n_stages = s + 1;
     int max_step = 0;
     for (int i = 0; i < ng; i++)
         if (gs[i].last > max_step) max_step = gs[i].last;
     int64_t *delta = ir_alloc(sizeof(int64_t) * (size_t)(max_step + 2));
     for (int s = 0; s < (st.n_stages ? st.n_stages : 1); s++) {
-        uint32_t bit = st.n_stages ? 1u << s : ~0u;
+        MemStages bit = st.n_stages ? (MemStages)1 << s : ~(MemStages)0;
         memset(delta, 0, sizeof(int64_t) * (size_t)(max_step + 2));
         int64_t top = 0, live = 0, lb = 0;
         int peak = 0;

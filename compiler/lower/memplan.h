@@ -21,17 +21,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* A set of pipeline stages (bit s: stage s), as wide as the planner's PlaceMask. */
+typedef unsigned __int128 MemStages;
+
 typedef struct MemBuffer {
     int64_t size;      /* bytes, > 0 */
     int first, last;   /* live steps, first <= last */
     int reuse;         /* index of a buffer whose memory this one may take over in place, or -1 */
-    uint32_t stages;   /* pipelines: bit s, stage s's ranks hold it; 0: every rank */
+    MemStages stages;  /* pipelines: bit s, stage s's ranks hold it; 0: every rank */
     /* results */
     int64_t offset;    /* byte offset in the arena (aligned) */
     int alias;         /* the buffer it shares memory with in place, or -1 */
 } MemBuffer;
 
-enum { MEMPLAN_MAX_STAGES = 32 };
+enum { MEMPLAN_MAX_STAGES = 128 };
 
 typedef struct MemPlanStats {
     int64_t arena_bytes;        /* the arena's size (the largest stage's) */

@@ -25,12 +25,12 @@ bool lower_pipe_on(const LowerProgram *p, NodeId id, int s) {
     return p->pipe.stages <= 1 || (p->pipe.mask[id] >> s & 1u);
 }
 
-uint32_t lower_pipe_devmask(const LowerProgram *p, PlaceMask stages) {
+PlaceMask lower_pipe_devmask(const LowerProgram *p, PlaceMask stages) {
     const LowerPipe *pp = &p->pipe;
-    if (pp->chunks <= 1 || pp->devices <= 0) return (uint32_t)stages; /* at most 32 devices (lower_pass_pipeline) */
-    uint32_t m = 0;
+    if (pp->chunks <= 1 || pp->devices <= 0) return stages;
+    PlaceMask m = 0;
     for (int q = 0; q < pp->stages; q++)
-        if (stages >> q & 1u) m |= 1u << (q % pp->devices);
+        if (stages >> q & 1u) m |= PLACE_BIT(q % pp->devices);
     return m;
 }
 
@@ -78,11 +78,6 @@ bool lower_pass_pipeline(LowerCtx *c) {
             sb_puts(c->err, "pipeline stages with LAMB or LARS (trust-ratio norms) are not supported yet");
             return false;
         }
-    if (placement_pipe_devices(pl) > LOWER_MAX_PIPE_DEVICES) { /* the devices' masks: uint32_t (lower.h) */
-        sb_printf(c->err, "a pipeline of %d stages: the generated program runs at most %d (the planner prices up to %d)",
-                  placement_pipe_devices(pl), LOWER_MAX_PIPE_DEVICES, PLACE_MAX_STAGES);
-        return false;
-    }
     LowerPipe *pp = &p->pipe;
     pp->stages = pl->stages;
     pp->chunks = pl->chunks > 1 ? pl->chunks : 1;

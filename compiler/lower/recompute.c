@@ -19,7 +19,7 @@ bool lower_pass_recompute(LowerCtx *c) {
     for (int b = 0; (o->recompute || o->recompute_sel) && b < g->n_blocks; b++) {
         int full = o->recompute ? o->recompute[b] : 0, sel = o->recompute_sel ? o->recompute_sel[b] : 0;
         for (int inst = 0; inst < full + sel && inst < g->blocks[b].n_instances; inst++) {
-            bool selective = inst >= full; /* matrix products kept, the rest re-run */
+            bool selective = inst >= full; /* linear layers' products kept, the rest re-run */
             NodeId b0;
             int nf = placement_recompute_nodes(g, b, inst, selective, &b0, rc);
             if (!nf) continue;

@@ -12,6 +12,9 @@
 #include "memplan.h"
 #include "ops.h"
 
+/* a buffer names the devices holding it, any of the planner's stages */
+_Static_assert(MEMPLAN_MAX_STAGES >= PLACE_MAX_STAGES, "MemStages narrower than PlaceMask");
+
 /* Whether x, defined in the backward, may move into a bucket: stored alone
  * (or in place over the accumulator it updates), not an output, no views of
  * it, read by the update only, or before it by node `cast` (IR_NONE: none),
@@ -269,10 +272,10 @@ static void buffer_stages(const Graph *g, LowerProgram *p, const int *tn, const 
     }
     /* interleaved: the devices holding it (the virtual stages of a device share its memory plan) */
     int D = p->pipe.chunks > 1 ? p->pipe.devices : p->pipe.stages;
-    uint32_t all = D >= 32 ? ~0u : (1u << D) - 1;
+    PlaceMask all = place_mask_all(D);
     for (int i = 0; i < nb; i++) {
         ValueId r = buf_val[i];
-        uint32_t dm = lower_pipe_devmask(p, m[r]);
+        PlaceMask dm = lower_pipe_devmask(p, m[r]);
         bufs[i].stages = every[r] || !dm || (dm & all) == all ? 0 : dm;
     }
     ir_free(lu);

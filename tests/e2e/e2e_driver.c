@@ -87,6 +87,9 @@
 #define CG_STR(x) CG_STR2(x)
 #include CG_STR(CG_HEADER)
 
+/* parameters of a model at most (the 34-layer pipeline model has 412) */
+enum { E2E_MAX_PARAMS = 1024 };
+
 typedef CG_FN(inputs) model_inputs;
 
 /* Mixed precision tolerances (the header comment says how they were measured). */
@@ -347,13 +350,13 @@ int main(int argc, char **argv) {
     /* the interpreter starts from the generated program's parameters */
     Interp *it = interp_new(g);
     interp_init_leaves(it, 1);
-    colrt_tensor ps[256];
-    float *init[256] = {0}; /* mixed precision: the parameters before training */
-    int np = CG_FN(params)(m, ps, 256);
-    CHECK(np > 0 && np <= 256);
+    colrt_tensor ps[E2E_MAX_PARAMS];
+    float *init[E2E_MAX_PARAMS] = {0}; /* mixed precision: the parameters before training */
+    int np = CG_FN(params)(m, ps, E2E_MAX_PARAMS);
+    CHECK(np > 0 && np <= E2E_MAX_PARAMS);
     if (getenv("COLOSSAL_E2E_EXPECT_TP")) { /* the plan must split a matrix (tensor parallel) */
         int split = 0;
-        for (int i = 0; i < np && i < 256; i++)
+        for (int i = 0; i < np && i < E2E_MAX_PARAMS; i++)
             for (int d = 0; ps[i].ndim >= 2 && d < ps[i].ndim; d++) split |= ps[i].shape[d] < ps[i].global_shape[d];
         CHECK(split);
     }
@@ -370,7 +373,7 @@ int main(int argc, char **argv) {
             q = end;
         }
         int found = 0;
-        for (int i = 0; colon && i < np && i < 256; i++) {
+        for (int i = 0; colon && i < np && i < E2E_MAX_PARAMS; i++) {
             if (strncmp(ps[i].name, holds, (size_t)(colon - holds))) continue;
             found++;
             bool held = ps[i].ndim == 0 || ps[i].shape[0] > 0;
@@ -379,7 +382,7 @@ int main(int argc, char **argv) {
         }
         CHECK(found > 0);
     }
-    for (int i = 0; i < np && i < 256; i++) {
+    for (int i = 0; i < np && i < E2E_MAX_PARAMS; i++) {
         ValueId v = ir_find(g, ps[i].name);
         CHECK(v != IR_NONE);
         if (v == IR_NONE) continue;
@@ -458,7 +461,7 @@ int main(int argc, char **argv) {
         printf("dynamic loss scale after %d steps: %g (reference)\n", steps, interp_data(it, scale)[0]);
     double worst_param = 0;
     const char *worst_name = "";
-    for (int i = 0; i < np && i < 256; i++) {
+    for (int i = 0; i < np && i < E2E_MAX_PARAMS; i++) {
         ValueId v = ir_find(g, ps[i].name);
         if (v == IR_NONE) continue;
         int64_t n = ir_shape_numel(ir_val(g, v)->shape);
@@ -496,9 +499,9 @@ int main(int argc, char **argv) {
         CG_FN(config) cfg2 = {.mesh = NULL, .seed = 999};
         CHECK(CG_FN(create)(&cfg2, &m2) == 0);
         CHECK(CG_FN(load)(m2, argv[4]) == 0);
-        colrt_tensor ps2[256];
-        CHECK(CG_FN(params)(m2, ps2, 256) == np);
-        for (int i = 0; i < np && i < 256; i++) {
+        colrt_tensor ps2[E2E_MAX_PARAMS];
+        CHECK(CG_FN(params)(m2, ps2, E2E_MAX_PARAMS) == np);
+        for (int i = 0; i < np && i < E2E_MAX_PARAMS; i++) {
             int64_t n = 1;
             for (int d = 0; d < ps[i].ndim; d++) n *= ps[i].shape[d];
             float *a = to_host(&ps[i]), *b = to_host(&ps2[i]);
@@ -518,10 +521,10 @@ int main(int argc, char **argv) {
         memcpy(&in, ptrs, sizeof in);
         float l1 = CG_FN(train_step)(m, &in, (float)lr), l2 = CG_FN(train_step)(m2, &in, (float)lr);
         CHECK(l1 == l2);
-        colrt_tensor q1[256], q2[256];
-        CG_FN(params)(m, q1, 256);
-        CG_FN(params)(m2, q2, 256);
-        for (int i = 0; i < np && i < 256; i++) {
+        colrt_tensor q1[E2E_MAX_PARAMS], q2[E2E_MAX_PARAMS];
+        CG_FN(params)(m, q1, E2E_MAX_PARAMS);
+        CG_FN(params)(m2, q2, E2E_MAX_PARAMS);
+        for (int i = 0; i < np && i < E2E_MAX_PARAMS; i++) {
             int64_t n = 1;
             for (int d = 0; d < q1[i].ndim; d++) n *= q1[i].shape[d];
             float *a = to_host(&q1[i]), *b = to_host(&q2[i]);

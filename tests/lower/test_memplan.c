@@ -109,6 +109,22 @@ int main(void) {
     CHECK(mem_plan_check(sh, 2, 128, 64, NULL, 0));
     sh[1].stages = 3u;
     CHECK(!mem_plan_check(sh, 2, 128, 64, NULL, 0));
+    /* stages past bit 31 and 63 (a pipeline of up to 128 devices): stage 40's and stage 100's
+     * buffers share memory, a buffer of stages 40 and 100 sits below both */
+    MemBuffer hi[3] = {buf(1024, 0, 9), buf(2048, 0, 9), buf(256, 0, 9)};
+    hi[0].stages = (MemStages)1 << 40;
+    hi[1].stages = (MemStages)1 << 100;
+    hi[2].stages = hi[0].stages | hi[1].stages;
+    st = mem_plan(hi, 3, 64);
+    check_valid(hi, 3, st);
+    CHECK_INT(st.n_stages, 101);
+    CHECK_INT(hi[2].offset, 0);
+    CHECK_INT(hi[0].offset, 256);
+    CHECK_INT(hi[1].offset, 256);
+    CHECK_INT(st.stage_arena_bytes[40], 256 + 1024);
+    CHECK_INT(st.stage_arena_bytes[100], 256 + 2048);
+    CHECK_INT(st.stage_arena_bytes[0], 0);
+    CHECK_INT(st.arena_bytes, 256 + 2048);
 
     /* the checker catches an overlap */
     MemBuffer bad[2] = {buf(128, 0, 2), buf(128, 1, 3)};
