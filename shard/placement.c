@@ -26,7 +26,7 @@ PlaceMask placement_pipe_device_mask(const PlacePipeline *pp, PlaceMask stages) 
     int d = placement_pipe_devices(pp);
     if (pp->chunks <= 1 || d <= 0) return stages;
     PlaceMask m = 0;
-    for (int q = 0; q < pp->stages && q < 32; q++)
+    for (int q = 0; q < pp->stages && q < PLACE_MAX_STAGES; q++) /* every virtual stage: 128-bit masks */
         if (stages >> q & 1u) m |= PLACE_BIT(q % d);
     return m;
 }

@@ -818,6 +818,8 @@ typedef struct Progress {
     double last;
     bool on;
     int found_at;               /* the nodes when the current plan turned up */
+    double best;                /* its objective (a heuristic's plan raises no GLP_IBINGO) */
+    bool stall_rule;            /* off for the smallest-peak solve: its answer is a limit */
     bool stalled;               /* the stall rule stopped the search (solver.h) */
     double gap;                 /* the relative gap at the last callback */
 } Progress;
@@ -841,8 +843,9 @@ static void progress_cb(glp_tree *T, void *info) {
         glp_ios_tree_size(T, &active, &current, &total);
         glp_prob *P = glp_ios_get_prob(T);
         bool have = glp_mip_status(P) == GLP_FEAS || glp_mip_status(P) == GLP_OPT;
-        if (reason == GLP_IBINGO) pr->found_at = total;
-        else if (have) {
+        double obj = have ? glp_mip_obj_val(P) : INFINITY;
+        if (have && (reason == GLP_IBINGO || obj < pr->best)) pr->found_at = total, pr->best = obj;
+        if (have && reason == GLP_ISELECT && pr->stall_rule) {
             pr->gap = glp_ios_mip_gap(T);
             if (ilp_stalled(pr->gap, pr->found_at, total)) {
                 pr->stalled = true;
@@ -937,6 +940,8 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     parm.cb_func = progress_cb;
     parm.cb_info = pr;
     pr->found_at = 0;
+    pr->best = INFINITY;
+    pr->stall_rule = !min_mem;
     pr->stalled = false;
     pr->gap = 0;
     int rc = glp_intopt(m->lp.P, &parm);
@@ -951,7 +956,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     IlpResult r;
     memset(&r, 0, sizeof r);
     glp_term_out(GLP_OFF);
-    Progress pr = {{0, 0}, 0, s->progress, 0, false, 0};
+    Progress pr = {{0, 0}, 0, s->progress, 0, INFINITY, true, false, 0};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
     if (p->timed_out) { /* an incomplete problem (ilp_problem_build stopped at the deadline) */
         r.status = ILP_ERROR;

@@ -650,7 +650,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                 double bytes = buf(co.out_bytes[r]);
                 if (!b->grad_in_place[v]) work += bytes;
                 if (b->saved[v]) S->act[RC_NONE] += bytes;
-                /* selective keeps the matrix products' results (the lowering's rule) */
+                /* selective keeps the linear layers' products (placement_selective_keeps, the lowering's rule) */
                 if (placement_selective_keeps(g, mem->node) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
                 if (b->block_out[v]) S->act[RC_FULL] += bytes;
             }

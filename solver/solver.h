@@ -366,7 +366,7 @@ double ilp_transient(const IlpStrat *S, int z);
  * of it until its backward: the activations re-made, and under ZeRO stage 3
  * the parameters gathered before the re-run and read again by the backward
  * (compiler/lower/schedule.c places a recomputed node's gathers before its
- * recomputes); under policy selective less the matrix products' results it
+ * recomputes); under policy selective less the linear layers' products (placement_selective_keeps) it
  * keeps. The ILP's re-run rows and the evaluator read this. */
 double ilp_rerun_bytes(const IlpStrat *S, int z, int pol); /* pol: the re-run's policy */
 

@@ -148,7 +148,12 @@ bool lower_pass_gathers(LowerCtx *c) {
                 if (ir_val(g, x)->role != ROLE_PARAM || !p->v[x].zchunk) continue;
                 bool have = false;
                 for (int q = 0; q < ln->n_gather; q++) have |= ln->gather[q] == x;
-                if (have || ln->n_gather >= IR_MAX_IN + 4) continue;
+                if (have) continue;
+                if (ln->n_gather >= IR_MAX_IN + 4) { /* never read a slice as the whole */
+                    sb_printf(c->err, "ZeRO-3: the node writing '%s' and the recompute before it read more than %d sliced parameters, "
+                                      "the most this build gathers before one node", ir_val(g, n->out[0])->name, IR_MAX_IN + 4);
+                    return false;
+                }
                 ValueId e = lower_new_value(p);
                 Shape whole = ir_val(g, x)->shape;
                 p->v[e] = (LowerValue){.local = whole, .storage = e, .offset = -1, .redirect = IR_NONE,
