@@ -7,7 +7,7 @@
 # 2. Measured: the tiny GPT-2's CPU step, ZeRO-3 on 2 ranks, without chunks and with CHUNK
 #    (default 64KB), built with bench/codegen_cpu/train.c and run in alternation, ROUNDS rounds
 #    of STEPS timed steps after 5 warm-up steps, so a slow moment of a shared machine hits both.
-# usage: bench/simulate/chunks.sh [BUILD_DIR [ROUNDS [STEPS [CHUNK]]]]   (OMP_NUM_THREADS, default 1)
+# usage: bench/simulate/chunks.sh [BUILD_DIR [ROUNDS [STEPS [CHUNK]]]]   (OMP_NUM_THREADS, default 1; ROUNDS 0: part 1 only)
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-5}
@@ -62,6 +62,7 @@ for r in $(seq "$rounds"); do
     echo "$mode $mean" >>"$out/means.txt"
   done
 done
+[ "$rounds" -gt 0 ] || exit 0 # ROUNDS 0: the deterministic table only
 python3 - "$out/means.txt" "$chunk" <<'PY'
 import statistics, sys
 m = {}
