@@ -67,35 +67,31 @@ typedef struct Lp {
     bool names;
 } Lp;
 
+/* Names a row or column (--dump-ilp), unique so that GLPK reads the dumped file
+ * back: a repeated name gets the index appended. */
+static void set_name(Lp *lp, bool row, int k, const char *name) {
+    char un[96];
+    if ((row ? glp_find_row(lp->P, name) : glp_find_col(lp->P, name)) != 0) {
+        snprintf(un, sizeof un, "%.60s_%c%d", name, row ? 'r' : 'c', k);
+        name = un;
+    }
+    if (row) glp_set_row_name(lp->P, k, name);
+    else glp_set_col_name(lp->P, k, name);
+}
+
 static int add_col(Lp *lp, int kind, double lb, double ub, double obj, const char *name) {
     int j = glp_add_cols(lp->P, 1);
     glp_set_col_kind(lp->P, j, kind);
     if (kind != GLP_BV) glp_set_col_bnds(lp->P, j, ub < INFINITY ? GLP_DB : GLP_LO, lb, ub);
     glp_set_obj_coef(lp->P, j, obj);
-    if (lp->names && name) {
-        if (glp_find_col(lp->P, name) == 0) {
-            glp_set_col_name(lp->P, j, name);
-        } else {
-            char un[96];
-            snprintf(un, sizeof un, "%.60s_c%d", name, j);
-            glp_set_col_name(lp->P, j, un);
-        }
-    }
+    if (lp->names && name) set_name(lp, false, j, name);
     return j;
 }
 
 static int add_row(Lp *lp, int type, double lb, double ub, const char *name) {
     int i = glp_add_rows(lp->P, 1);
     glp_set_row_bnds(lp->P, i, type, lb, ub);
-    if (lp->names && name) { /* unique, so that GLPK reads the dumped file back */
-        if (glp_find_row(lp->P, name) == 0) {
-            glp_set_row_name(lp->P, i, name);
-        } else {
-            char un[96];
-            snprintf(un, sizeof un, "%.60s_r%d", name, i);
-            glp_set_row_name(lp->P, i, un);
-        }
-    }
+    if (lp->names && name) set_name(lp, true, i, name);
     return i;
 }
 
