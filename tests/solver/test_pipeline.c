@@ -47,8 +47,8 @@
 #include "text.h"
 
 static bool check_all(int p, int m, StrBuf *err) {
-    PipeAction *acts[PLACE_MAX_STAGES];
-    int n[PLACE_MAX_STAGES];
+    PipeAction *acts[PLACE_MAX_STAGES] = {0};
+    int n[PLACE_MAX_STAGES] = {0};
     for (int s = 0; s < p; s++) {
         acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m));
         n[s] = pipeline_1f1b(p, m, s, acts[s]);
