@@ -892,6 +892,18 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         plan_free(best);
         return NULL;
     }
+    /* generated code: a plan whose ZeRO the lowering cannot run in its layout
+     * (placement_zero_runs: the batch over some mesh axes only, or ZeRO over three)
+     * is planned again without ZeRO where --zero and --strategy leave the choice
+     * to the planner (else the lowering refuses it, naming the rule) */
+    if (o->lowerable && fix.zero < 0 && !(o->strategy && strcmp(o->strategy, "auto")) &&
+        !placement_zero_runs(best->pl, NULL)) {
+        PlanOptions oz = *o;
+        oz.zero = "0";
+        plan_free(best);
+        sb_free(&perr);
+        return plan_within(g, &oz);
+    }
     best->mem_limit = full;
     plan_price_chunks(g, best, o->chunk_bytes);
     if (best->chunk_bytes > 0 && best->n_chunk_prices && !best->chunk_price[best->chunk_chosen].fits) { /* a forced size (auto takes one that fits) */
