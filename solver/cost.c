@@ -47,7 +47,8 @@ int cost_kernel(OpClass cls, int op) {
         case OP_ROPE: case OP_ROPE_BWD: return SHARD_K_ROPE; /* an angle, pow, cos and sin a pair */
         default: return SHARD_K_ELEMWISE;
         }
-    case OPC_NORM: return SHARD_K_NORM;
+    case OPC_NORM: /* RMS norm: no mean and no bias, one pass fewer than layer norm's (CPU: its own rate) */
+        return op == OP_RMS_NORM || op == OP_RMS_NORM_DX || op == OP_RMS_NORM_DW ? SHARD_K_RMSNORM : SHARD_K_NORM;
     case OPC_SOFTMAX: return SHARD_K_SOFTMAX;
     case OPC_LOSS: return SHARD_K_LOSS;
     case OPC_REDUCE: return SHARD_K_REDUCE;

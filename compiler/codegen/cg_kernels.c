@@ -619,6 +619,18 @@ void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64
     sb_free(&b);
 }
 
+void cg_rms_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D) {
+    IR_ASSERT(rows > 0 && D > 0);
+    StrBuf b;
+    sb_init(&b);
+    norm_fwd_body(&b, false, D, 1e-5);
+    DType dts[3] = {DT_F32, DT_F32, DT_F32};
+    bool outs[3] = {false, false, true};
+    CgKernel k = {.n = rows, .prologue = "", .body = sb_cstr(&b), .rows = true, .rows_width = D};
+    cg_c_function(out, name, 3, dts, outs, &k);
+    sb_free(&b);
+}
+
 static bool emit_norm(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     bool ln = n->op == OP_LAYER_NORM || n->op == OP_LAYER_NORM_DX;
