@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,15 @@ double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) 
         return shard_coll_table_at(&l->kind[k], bytes);
     double steps = k == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
     return steps * m->alpha[axis] + shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
+}
+
+double shard_coll_fixed(const ShardMesh *m, ShardColl k, int axis, double bytes) {
+    double n = m->size[axis];
+    if (n <= 1 || k >= SHARD_COLL_KINDS) return 0;
+    const ShardCollLink *l = &m->coll[m->inter[axis]];
+    if (l->ranks == m->size[axis] && l->kind[k].n > 0)
+        return fmin(l->kind[k].seconds[0], shard_coll_table_at(&l->kind[k], bytes));
+    return (k == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1) * m->alpha[axis];
 }
 
 double shard_coll_table_at(const ShardCollTable *t, double bytes) {

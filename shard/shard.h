@@ -241,6 +241,12 @@ double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes);
  * bandwidthTest / STREAM-copy figures of the A100/H100 data sheets). */
 #define SHARD_COPY_BW_EFF 0.80
 double shard_copy_time(const ShardMesh *m, double bytes);
+/* The part of shard_coll_time(m, k, axis, bytes) that does not grow with the
+ * bytes: the α–β model's steps x α; a measured table's first point (its
+ * smallest message), at most the whole time; 0 for local ops. What a gradient
+ * bucket pays once for the tensors it batches (cost_grad_sync, the analysis,
+ * the simulator's latency figure). */
+double shard_coll_fixed(const ShardMesh *m, ShardColl k, int axis, double bytes);
 /* Bytes each rank sends over the link for that collective. */
 double shard_coll_sent(const ShardMesh *m, ShardColl k, int axis, double bytes);
 

@@ -185,7 +185,8 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
         ShardReshard r;
         if (!shard_reshard(m, sh, dt, grad_spec, &want, &r, NULL)) return INFINITY;
         for (int i = 0; i < r.n; i++)
-            t += r.step[i].time - (1 - share) * (r.step[i].time - r.step[i].sent * m->beta[r.step[i].axis]);
+            t += r.step[i].time -
+                 (1 - share) * shard_coll_fixed(m, r.step[i].kind, r.step[i].axis, r.step[i].bytes_in);
         return t;
     }
     /* ZeRO-2/3: reduce-scatter the flattened gradient over the pending axes,

@@ -321,6 +321,12 @@ static void test_collective_tables(void) {
     CHECK(shard_mesh_make(&c, 3, two, &m2, &e));
     CHECK_NEAR(shard_coll_time(&m2, COLL_ALL_GATHER, 2, 1e6), 1e-6 + 1e6 / 100e9, TIGHT);
     CHECK(m.coll_id != 0 && m2.coll_id == m.coll_id);
+    /* the fixed part a bucket pays once: the table's first point (at most the time); α–β: steps x α */
+    CHECK_NEAR(shard_coll_fixed(&m, COLL_ALL_REDUCE, 1, 1048576), 40e-6, TIGHT);
+    CHECK_NEAR(shard_coll_fixed(&m, COLL_ALL_GATHER, 1, 4), 20e-6, TIGHT);
+    CHECK_NEAR(shard_coll_fixed(&m, COLL_ALL_GATHER, 0, 1e6), 10e-6, TIGHT);
+    CHECK_NEAR(shard_coll_fixed(&m2, COLL_ALL_REDUCE, 2, 1e6), 2e-6, TIGHT);
+    CHECK_NEAR(shard_coll_fixed(&m, COLL_SLICE, 1, 1e6), 0, TIGHT);
     /* written and read back alike */
     cJSON *j = shard_cluster_to_json(&c);
     char *text = cJSON_Print(j);
