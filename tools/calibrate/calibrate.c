@@ -733,7 +733,7 @@ static double time_coll(CollCtx *c, double min_time) {
     coll_work(c);
     double one = MPI_Wtime() - t0, slow;
     MPI_Allreduce(&one, &slow, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    int calls = slow > 0 ? (int)fmin(1e5, fmax(2, min_time / (2 * COLL_ROUNDS) / slow)) : 1000;
+    int calls = slow > 0 ? (int)fmin(1e5, fmax(1, min_time / (2 * COLL_ROUNDS) / slow)) : 1000;
     MPI_Bcast(&calls, 1, MPI_INT, 0, MPI_COMM_WORLD);
     double with[COLL_ROUNDS], alone[COLL_ROUNDS];
     for (int round = 0; round < 2 * COLL_ROUNDS; round++) {
