@@ -79,6 +79,8 @@ void cg_adamw_c_function(StrBuf *out, const char *name, int64_t n);
 /* The C function of a layer norm's forward over rows x D f32 elements (eps
  * 1e-5): x, weight, bias -> y. */
 void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D);
+/* The program's RMS norm forward (x, w -> y), rows x D, as a C function (calibrate). */
+void cg_rms_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D);
 /* The C function of a sum of squares of n f32 elements (the update's global
  * norm): x -> the sum (one element), then its workspace cg_w (unused in C). */
 void cg_sumsq_c_function(StrBuf *out, const char *name, int64_t n);
