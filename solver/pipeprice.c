@@ -503,10 +503,20 @@ int pipeline_stage_instances(const Graph *g, int stages) {
     return (n + stages - 1) / stages;
 }
 
-void pipeline_stage_problem(IlpProblem *p, int stages) {
+void pipeline_stage_acts(IlpProblem *p, double copies) {
+    double from = p->act_copies > 0 ? p->act_copies : 1, to = copies > 1 ? copies : 1;
+    if (from == to) return;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        for (int s = 0; !p->groups[gi].after_blocks && s < p->groups[gi].n_strats; s++)
+            for (int pol = 0; pol < RC__COUNT; pol++) p->groups[gi].strats[s].act[pol] = p->groups[gi].strats[s].act[pol] / from * to;
+    p->act_copies = to;
+}
+
+void pipeline_stage_problem(IlpProblem *p, int stages, double copies) {
     int blk = cut_block(p->g);
     if (stages <= 1 || blk == IR_NONE) return;
     rescale(p, blk, p->g->blocks[blk].n_instances, pipeline_stage_instances(p->g, stages));
+    pipeline_stage_acts(p, copies);
 }
 
 void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices, int n_choices) {
@@ -515,6 +525,7 @@ void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices
     int n = p->g->blocks[blk].n_instances, k = pipeline_stage_instances(p->g, stages), bi = -1;
     for (int gi = 0; gi < p->n_groups; gi++)
         if (in_cut(p, gi, blk)) bi = p->groups[gi].block;
+    pipeline_stage_acts(p, 1);
     rescale(p, blk, k, n);
     if (bi < 0) return;
     for (int i = 0; i < n_choices; i++) {

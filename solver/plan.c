@@ -150,11 +150,23 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes : 0; /* auto: plan_price_chunks, below */
     r->batch = r->prob->batch;
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
-    if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp); /* plan one stage (pipeprice.c) */
+    bool forced = o->strategy && strcmp(o->strategy, "auto");
+    /* plan one stage (pipeprice.c); tried again (plan_within) where not every stage could keep
+     * its in-flight activations, the ILP's memory rows counting those the first stage keeps
+     * (1F1B: one slot per stage, beside the arena's copy) */
+    int inflight = o->micro_batches > 0 && o->micro_batches < o->pp ? o->micro_batches : o->pp;
+    double copies = o->pp_keep_acts && !forced ? 1 + inflight : 1;
+    if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp, copies);
     IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
     double t0 = now_s();
-    bool forced = o->strategy && strcmp(o->strategy, "auto");
     if (!forced) r->res = ilp_solve(r->prob, &s);
+    if (!forced && o->pp > 1 && copies > 1 && r->res.status == ILP_INFEASIBLE) {
+        /* even recomputing does not let the stages keep them: a plan for one micro-batch, whose
+         * stages run the forward again where their slots do not fit (pipeline_choose_keep) */
+        ilp_result_free(&r->res);
+        pipeline_stage_acts(r->prob, 1);
+        r->res = ilp_solve(r->prob, &s);
+    }
     r->n_base = ilp_baselines(r->prob, &s, r->base);
     r->solve_s = now_s() - t0;
     r->chosen = "ilp";
@@ -980,6 +992,23 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
             sb_free(&perr);
             plan_free(best);
             return NULL;
+        }
+        /* a (virtual) stage but the last runs its forward again (its slots did not fit beside a
+         * plan for one micro-batch): planned again with the kept activations in the stage
+         * problem's memory rows (it may recompute to keep them), the faster kept */
+        bool all_kept = true;
+        for (int q = 0; q + 1 < best->pl->pipe.stages; q++) all_kept &= best->pl->pipe.keep[q];
+        if (!all_kept && !o->pp_keep_acts && (PipeKeep)o->pp_keep == PK_AUTO && !(o->strategy && strcmp(o->strategy, "auto"))) {
+            PlanOptions ok2 = *o;
+            ok2.pp_keep_acts = true;
+            ok2.quiet_no_fit = true;
+            PlanResult *alt = plan_within(g, &ok2);
+            if (alt && alt->price.step_s < best->price.step_s) {
+                sb_free(&perr);
+                plan_free(best);
+                return alt;
+            }
+            plan_free(alt);
         }
     }
     if (!placement_verify(best->pl, &perr)) { /* an internal error: the planner made it */
