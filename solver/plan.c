@@ -311,6 +311,8 @@ static int micro_batches_that_fit(const Graph *g, const PlanOptions *o, const Il
 }
 
 static PlanResult *plan_within(const Graph *g, const PlanOptions *o);
+static PlanResult *plan_keep_again(const Graph *g, const PlanOptions *o, const PlanResult *r);
+static int oa_stages(const PlanResult *r);
 
 /* What planning on the candidate meshes found besides the best plan. */
 typedef struct MeshSearch {
@@ -584,10 +586,12 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
         return NULL;
     }
     PlanResult *r = NULL;
-    if (o->pp < 0) r = plan_stage_counts(g, o);
+    PlanOptions ow = *o; /* the walks: the plan again with kept activations once, below */
+    ow.pp_keep_later = true;
+    if (o->pp < 0) r = plan_stage_counts(g, &ow);
     else if (o->pp > 1 && o->micro_auto) { /* --pp N: the micro-batches chosen */
         char why[200];
-        r = plan_pipeline_micro(g, o, why, sizeof why);
+        r = plan_pipeline_micro(g, &ow, why, sizeof why);
         if (!r && !o->quiet_no_fit) { /* the message of the fewest micro-batches that can run */
             PlanOptions om = *o;
             om.micro_auto = false;
@@ -600,6 +604,19 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
             }
         }
     } else r = plan_within(g, o);
+    if (r && (o->pp < 0 || (o->pp > 1 && o->micro_auto))) {
+        PlanResult *alt = plan_keep_again(g, o, r);
+        if (alt) { /* the walk's record moves with it; its count's entry says the new step */
+            alt->counts = r->counts, alt->n_counts = r->n_counts, r->counts = NULL, r->n_counts = 0;
+            for (int i = 0; i < alt->n_counts; i++)
+                if (alt->counts[i].stages == oa_stages(alt)) {
+                    alt->counts[i].step_s = alt->price.step_s;
+                    alt->counts[i].peak_bytes = alt->price.peak_bytes;
+                }
+            plan_free(r);
+            r = alt;
+        }
+    }
     if (r) r->micro_chosen = o->micro_auto;
     ilp_set_deadline(0);
     return r;
@@ -690,6 +707,35 @@ static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCl
     if (!ok) sb_printf(perr, "cannot price the pipeline: %s", sb_cstr(&e)), sb_puts(phint, "give another --pp or --mesh");
     sb_free(&e), sb_free(&h);
     return ok;
+}
+
+/* A pipeline whose (virtual) stages but the last do not all keep their in-flight
+ * activations (their slots did not fit beside a stage plan made for one micro-batch):
+ * planned again, on its stage mesh, stage count and micro-batches, with the kept
+ * activations in the stage problem's memory rows (it may recompute to keep them).
+ * The new plan if it is faster, else NULL. Not for a forced --strategy, nor under
+ * --pp-activations keep|rerun. */
+static int oa_stages(const PlanResult *r) { return r->pl ? placement_pipe_devices(&r->pl->pipe) : 1; }
+
+static PlanResult *plan_keep_again(const Graph *g, const PlanOptions *o, const PlanResult *r) {
+    if (!r || !r->pl || r->pl->pipe.stages <= 1 || o->pp_keep_acts || (PipeKeep)o->pp_keep != PK_AUTO ||
+        (o->strategy && strcmp(o->strategy, "auto")))
+        return NULL;
+    bool all_kept = true;
+    for (int q = 0; q + 1 < r->pl->pipe.stages; q++) all_kept &= r->pl->pipe.keep[q];
+    if (all_kept) return NULL;
+    PlanOptions oa = *o;
+    oa.pp_keep_acts = true, oa.pp_keep_later = false, oa.quiet_no_fit = true, oa.micro_auto = false;
+    oa.pp = placement_pipe_devices(&r->pl->pipe);
+    oa.micro_batches = r->prob->opt.micro_batches;
+    StrBuf mesh;
+    sb_init(&mesh);
+    if (!o->mesh) shard_mesh_print(&mesh, &r->mesh), oa.mesh = sb_cstr(&mesh);
+    PlanResult *alt = plan_within(g, &oa);
+    sb_free(&mesh);
+    if (alt && alt->price.step_s < r->price.step_s) return alt;
+    plan_free(alt);
+    return NULL;
 }
 
 static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
@@ -996,19 +1042,13 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         /* a (virtual) stage but the last runs its forward again (its slots did not fit beside a
          * plan for one micro-batch): planned again with the kept activations in the stage
          * problem's memory rows (it may recompute to keep them), the faster kept */
-        bool all_kept = true;
-        for (int q = 0; q + 1 < best->pl->pipe.stages; q++) all_kept &= best->pl->pipe.keep[q];
-        if (!all_kept && !o->pp_keep_acts && (PipeKeep)o->pp_keep == PK_AUTO && !(o->strategy && strcmp(o->strategy, "auto"))) {
-            PlanOptions ok2 = *o;
-            ok2.pp_keep_acts = true;
-            ok2.quiet_no_fit = true;
-            PlanResult *alt = plan_within(g, &ok2);
-            if (alt && alt->price.step_s < best->price.step_s) {
+        if (!o->pp_keep_later) {
+            PlanResult *alt = plan_keep_again(g, o, best);
+            if (alt) {
                 sb_free(&perr);
                 plan_free(best);
                 return alt;
             }
-            plan_free(alt);
         }
     }
     if (!placement_verify(best->pl, &perr)) { /* an internal error: the planner made it */

@@ -61,6 +61,8 @@ typedef struct PlanOptions {
     bool pp_keep_acts;          /* internal (plan.c): the stage problem counts the first stage's
                                  * kept in-flight activations (pipeline_stage_problem's copies),
                                  * tried after a plan whose stages could not all keep them */
+    bool pp_keep_later;         /* internal: the walks over stage counts and micro-batches leave
+                                 * that second plan to plan_solve, once, for the plan they keep */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);
