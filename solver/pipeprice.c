@@ -66,13 +66,21 @@ static int lowest(PlaceMask m) {
  * reaches it, each delivered xfer[boundary] after both ends have posted it,
  * and ends when all are. A message past the micro-batches is skipped (the
  * checkers refuse such tables). t0, t1: when each action starts and ends. */
+static double *post_buf; /* replay's messages, kept between replays */
+static size_t post_cap;
+
 static double replay(int p, int v, int m, PipeAction *const *acts, const int *n, const double *fwd, const double *bwd,
                      const double *xfer, double *end, double *const *t0, double *const *t1) {
     int V = p * v, pc[PLACE_MAX_STAGES];
     double t[PLACE_MAX_STAGES];
     bool posted[PLACE_MAX_STAGES];
     size_t nq = (size_t)2 * (size_t)V * (size_t)m * 2;
-    double *post = ir_alloc(sizeof(double) * nq); /* [grad][q][mb][send?] -> when posted (-1: not yet) */
+    if (nq > post_cap) { /* kept between replays, as the tables (below) */
+        ir_free(post_buf);
+        post_buf = ir_alloc(sizeof(double) * nq);
+        post_cap = nq;
+    }
+    double *post = post_buf; /* [grad][q][mb][send?] -> when posted (-1: not yet) */
     for (size_t i = 0; i < nq; i++) post[i] = -1;
 #define POSTV(x, snd) post[((((size_t)(x)->grad * (size_t)V + (size_t)(x)->q) * (size_t)m + (size_t)(x)->mb) * 2) + (snd)]
     for (int d = 0; d < p; d++) pc[d] = 0, t[d] = 0, posted[d] = false;
@@ -123,8 +131,54 @@ static double replay(int p, int v, int m, PipeAction *const *acts, const int *n,
         T = maxd(T, t[d]);
         if (end) end[d] = pc[d] < n[d] ? INFINITY : t[d];
     }
-    ir_free(post);
     return T;
+}
+
+/* The action tables of the last (devices, chunks, micro-batches) replayed, 1F1B's with
+ * its transfers as messages: they depend on nothing else, and the boundaries' search
+ * (pipeline_rebalance) and the keep choice replay one schedule many times (a table set
+ * of 128 stages and 4096 micro-batches is some 300 MB, allocated and cleared each time
+ * before: most of GPT-3 175B's `--pp auto` on 1024 devices). Kept until the next
+ * (p, v, m); the planner is single-threaded. */
+static struct {
+    int p, v, m;
+    PipeAction *acts[PLACE_MAX_STAGES];
+    int n[PLACE_MAX_STAGES];
+} tabs;
+
+static void tables(int p, int v, int m) {
+    if (tabs.p == p && tabs.v == v && tabs.m == m && tabs.acts[0]) return;
+    for (int d = 0; d < PLACE_MAX_STAGES; d++) ir_free(tabs.acts[d]), tabs.acts[d] = NULL, tabs.n[d] = 0;
+    tabs.p = p, tabs.v = v, tabs.m = m;
+    if (v > 1) {
+        for (int d = 0; d < p; d++) {
+            tabs.acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, m));
+            tabs.n[d] = pipeline_interleaved(p, v, m, d, tabs.acts[d]);
+        }
+        return;
+    }
+    /* 1F1B's transfers as messages: the k-th message of a boundary and direction is micro-batch
+     * k's (each direction's messages go in order); a PA_NEXT sends stage s's forward values and
+     * receives stage s + 1's gradients, a PA_PREV sends stage s's gradients and receives stage
+     * s - 1's forward values */
+    int cnt[PLACE_MAX_STAGES][2][2]; /* per boundary, direction, receive/send: posted */
+    memset(cnt, 0, sizeof cnt);
+    for (int s = 0; s < p; s++) {
+        tabs.acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
+        tabs.n[s] = pipeline_1f1b(p, m, s, tabs.acts[s]);
+        for (int k = 0; k < tabs.n[s]; k++) {
+            PipeAction *a = &tabs.acts[s][k];
+            if (a->kind != PA_NEXT && a->kind != PA_PREV) continue;
+            bool next = a->kind == PA_NEXT;
+            int b = next ? s : s - 1;
+            a->n_send = a->n_recv = 0;
+            if (a->send) /* next: forward values of s; prev: gradients of s */
+                a->sends[a->n_send++] = (PipeMsg){.q = s, .mb = cnt[b][next ? 0 : 1][1]++, .grad = !next};
+            if (a->recv) /* next: gradients of s + 1; prev: forward values of s - 1 */
+                a->recvs[a->n_recv++] = (PipeMsg){.q = next ? s + 1 : s - 1, .mb = cnt[b][next ? 1 : 0][0]++, .grad = next};
+            a->kind = PA_XFER;
+        }
+    }
 }
 
 double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
@@ -140,32 +194,8 @@ double pipeline_replay_actions(int stages, int micro_batches, const double *fwd,
         if (end) end[0] = t;
         return t;
     }
-    /* 1F1B's transfers as messages: the k-th message of a boundary and direction is micro-batch
-     * k's (each direction's messages go in order); a PA_NEXT sends stage s's forward values and
-     * receives stage s + 1's gradients, a PA_PREV sends stage s's gradients and receives stage
-     * s - 1's forward values */
-    PipeAction *acts[PLACE_MAX_STAGES] = {0};
-    int n[PLACE_MAX_STAGES] = {0}, cnt[PLACE_MAX_STAGES][2][2]; /* per boundary, direction, receive/send: posted */
-    memset(cnt, 0, sizeof cnt);
-    for (int s = 0; s < P; s++) {
-        acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
-        n[s] = pipeline_1f1b(P, m, s, acts[s]);
-        for (int k = 0; k < n[s]; k++) {
-            PipeAction *a = &acts[s][k];
-            if (a->kind != PA_NEXT && a->kind != PA_PREV) continue;
-            bool next = a->kind == PA_NEXT;
-            int b = next ? s : s - 1;
-            a->n_send = a->n_recv = 0;
-            if (a->send) /* next: forward values of s; prev: gradients of s */
-                a->sends[a->n_send++] = (PipeMsg){.q = s, .mb = cnt[b][next ? 0 : 1][1]++, .grad = !next};
-            if (a->recv) /* next: gradients of s + 1; prev: forward values of s - 1 */
-                a->recvs[a->n_recv++] = (PipeMsg){.q = next ? s + 1 : s - 1, .mb = cnt[b][next ? 1 : 0][0]++, .grad = next};
-            a->kind = PA_XFER;
-        }
-    }
-    double T = replay(P, 1, m, acts, n, fwd, bwd, xfer, end, t0, t1);
-    for (int s = 0; s < P; s++) ir_free(acts[s]);
-    return T;
+    tables(P, 1, m);
+    return replay(P, 1, m, tabs.acts, tabs.n, fwd, bwd, xfer, end, t0, t1);
 }
 
 double pipeline_replay_v(int devices, int chunks, int micro_batches, const double *fwd, const double *bwd,
@@ -179,16 +209,8 @@ double pipeline_replay_v(int devices, int chunks, int micro_batches, const doubl
         }
         return pipeline_replay_actions(devices, micro_batches, fwd, bwd, xfer, end, t0, t1);
     }
-    int p = devices, v = chunks, m = micro_batches;
-    PipeAction *acts[PLACE_MAX_STAGES] = {0};
-    int n[PLACE_MAX_STAGES] = {0};
-    for (int d = 0; d < p; d++) {
-        acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, m));
-        n[d] = pipeline_interleaved(p, v, m, d, acts[d]);
-    }
-    double T = replay(p, v, m, acts, n, fwd, bwd, xfer, end, t0, t1);
-    for (int d = 0; d < p; d++) ir_free(acts[d]);
-    return T;
+    tables(devices, chunks, micro_batches);
+    return replay(devices, chunks, micro_batches, tabs.acts, tabs.n, fwd, bwd, xfer, end, t0, t1);
 }
 
 /* Per value: its local bytes as the plan holds it, in the compute dtype for
