@@ -243,6 +243,11 @@ static double value_bytes(const PlanResult *r, const Graph *g, ValueId v) {
     return (double)ir_shape_numel(x->shape) * ir_dtype_size(dt);
 }
 
+/* Set only by pipeline_rebalance around its trial prices: a pipeline whose fullest stage
+ * is over it is not replayed (its step reads INFINITY): the search rejects such a move
+ * whatever its step, and the replay is most of a deep pipeline's price. */
+static double price_cap = INFINITY;
+
 bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *out, StrBuf *err) {
     const Placement *pl = r->pl;
     const IlpProblem *p = r->prob;
@@ -421,7 +426,6 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     double end[PLACE_MAX_STAGES];
     int layers = p->n_layers > 0 ? p->n_layers : 1;
     for (int q = 0; q < P; q++) out->vfwd_s[q] = fwd[q], out->vbwd_s[q] = bwd[q], out->vsend_s[q] = q + 1 < P ? xfer[q] : 0;
-    double pipe_s = pipeline_replay_v(devs, V, m, fwd, bwd, xfer, end, NULL, NULL);
     for (int q = 0; q < P; q++) { /* each virtual stage into its device's */
         PipeStagePrice *x = &vs[q], *st = &out->st[q % devs];
         st->fwd_s += fwd[q], st->bwd_s += bwd[q];
@@ -452,10 +456,18 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
         double start = st->mem_static - st->mem_grads_late + st->mem_acts + st->mem_inflight;
         double update = st->mem_static + st->mem_update + st->mem_inflight;
         st->peak_bytes = maxd(start, update) + st->mem_transient;
-        st->end_s = end[d] + st->update_s;
-        T = maxd(T, st->end_s);
         busy += st->busy_s;
         out->peak_bytes = maxd(out->peak_bytes, st->peak_bytes);
+    }
+    if (out->peak_bytes > price_cap) { /* the boundaries' search rejects it unreplayed (pipeline_rebalance) */
+        out->pipe_s = out->step_s = INFINITY;
+        return true;
+    }
+    double pipe_s = pipeline_replay_v(devs, V, m, fwd, bwd, xfer, end, NULL, NULL);
+    for (int d = 0; d < devs; d++) {
+        PipeStagePrice *st = &out->st[d];
+        st->end_s = end[d] + st->update_s;
+        T = maxd(T, st->end_s);
     }
     out->pipe_s = pipe_s;
     out->step_s = T;
@@ -609,8 +621,10 @@ int pipeline_rebalance(PlanResult *r, const ShardCluster *whole, double limit) {
                 f[b] += d;
                 if (f[b] <= f[b - 1] || f[b] >= f[b + 1]) continue;
                 sb_init(&err), sb_init(&hint);
+                price_cap = cap; /* over it: rejected below, not replayed */
                 bool ok = pipeline_place_ranges(r->pl, P, f, pp->schedule, &err, &hint) &&
                           pipeline_price(r, whole, &trial, &err);
+                price_cap = INFINITY;
                 sb_free(&err), sb_free(&hint);
                 evals++;
                 if (ok && trial.step_s < best_t && max_peak(&trial) <= cap) best_t = trial.step_s, best_b = b, best_d = d;
