@@ -403,7 +403,7 @@ static void test_stage_problem(void) {
     for (int gi = 0; gi < p->n_groups; gi++)
         if (p->groups[gi].mult == 4) bi = p->groups[gi].block, gb = gi;
     CHECK(bi >= 0);
-    pipeline_stage_problem(p, 2);
+    pipeline_stage_problem(p, 2, 1);
     CHECK_INT(p->groups[gb].mult, 2);
     CHECK_INT(p->blocks[bi].instances, 2);
     IlpChoice cs = ilp_choice_new(p); /* every block instance kept, as c */
