@@ -79,6 +79,9 @@ void cg_adamw_c_function(StrBuf *out, const char *name, int64_t n);
 /* The C function of a layer norm's forward over rows x D f32 elements (eps
  * 1e-5): x, weight, bias -> y. */
 void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D);
+/* Its backward's two C functions (eps 1e-5): dx (x, weight, dy -> dx) and dw
+ * (x, dy -> the weight's gradient, then a workspace cg_w of 2 rows floats). */
+void cg_layer_norm_bwd_c_functions(StrBuf *out, const char *dx, const char *dw, int64_t rows, int64_t D);
 /* The C function of a sum of squares of n f32 elements (the update's global
  * norm): x -> the sum (one element), then its workspace cg_w (unused in C). */
 void cg_sumsq_c_function(StrBuf *out, const char *name, int64_t n);
