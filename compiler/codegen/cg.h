@@ -95,6 +95,9 @@ void cg_adamw_c_function(StrBuf *out, const char *name, int64_t n);
 void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D);
 /* The program's RMS norm forward (x, w -> y), rows x D, as a C function (calibrate). */
 void cg_rms_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D);
+/* Its backward's two C functions (eps 1e-5): dx (x, weight, dy -> dx) and dw
+ * (x, dy -> the weight's gradient, then a workspace cg_w of 2 rows floats). */
+void cg_layer_norm_bwd_c_functions(StrBuf *out, const char *dx, const char *dw, int64_t rows, int64_t D);
 /* The C function of a sum of squares of n f32 elements (the update's global
  * norm): x -> the sum (one element), then its workspace cg_w (unused in C). */
 void cg_sumsq_c_function(StrBuf *out, const char *name, int64_t n);

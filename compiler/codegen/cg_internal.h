@@ -73,9 +73,11 @@ typedef struct CgPass {
 } CgPass;
 
 /* A kernel in both forms (cg_launch.c). C: `prologue`, then `body` for each
- * point i in [0, n) (OpenMP when n > 4096). CUDA: `pass` when npass > 0;
- * else a block per row i when `rows` (rows_width elements: CG_FOR, CG_SUM,
- * CG_MAX, CG_ONE in the body, cg_acc accumulators); else a thread per point.
+ * point i in [0, n) (OpenMP when n > 4096, or over a row kernel's rows when
+ * they hold more than 4096 elements). CUDA: `pass` when npass > 0; else a
+ * block per row i when `rows` (rows_width elements: CG_FOR, CG_FOR_SUM,
+ * CG_SUM, CG_MAX, CG_ONE in the body, cg_acc accumulators); else a thread per
+ * point.
  * off: o0's expression (or NULL); work_bytes: the f32 workspace `cg_w` the
  * passes use (the arena grows by the largest). */
 typedef struct CgKernel {

@@ -421,6 +421,10 @@ static bool emit_expand(CgCtx *c, NodeId id) {
     return true;
 }
 
+/* C's column sums (sum_to, *_norm_dw): blocks of this many contiguous
+ * columns, each summed row by row in SIMD lanes, the blocks over the threads */
+enum { CG_SUM_COLS = 64 };
+
 /* A two-pass column reduction over `rows` rows on CUDA: chunks of rows, so
  * that (column, chunk) threads fill the GPU with at least 16 rows each; the
  * rows per chunk in *per. */
@@ -481,7 +485,6 @@ static bool emit_sum_to(CgCtx *c, NodeId id) {
     sb_init(&cb);
     sb_init(&one);
     if (trailing) {
-        enum { CG_SUM_COLS = 64 };
         sb_printf(&cb,
                   "const int64_t j0 = i * %d, nj = j0 + %d < %lld ? %d : %lld - j0;\n"
                   "        double acc[%d];\n"
@@ -589,10 +592,10 @@ static void norm_stats(StrBuf *b, bool ln, int64_t D, double eps, const char *ro
     sb_printf(b, "const $T0 *x = a0 + %s * %lld;\n        cg_acc mean = 0, ss = 0;\n", row,
               (long long)D);
     if (ln)
-        sb_printf(b, "        CG_FOR(j, %lld) mean += $L0(x[j]);\n        CG_SUM(mean);\n        mean /= %lld;\n",
+        sb_printf(b, "        CG_FOR_SUM(j, %lld, mean) mean += $L0(x[j]);\n        CG_SUM(mean);\n        mean /= %lld;\n",
                   (long long)D, (long long)D);
     sb_printf(b,
-              "        CG_FOR(j, %lld) ss += ($L0(x[j]) - mean) * ($L0(x[j]) - mean);\n"
+              "        CG_FOR_SUM(j, %lld, ss) ss += ($L0(x[j]) - mean) * ($L0(x[j]) - mean);\n"
               "        CG_SUM(ss);\n"
               "        const cg_acc rstd = 1 / sqrt(ss / %lld + %.17g);\n",
               (long long)D, (long long)D, eps);
@@ -605,6 +608,51 @@ static void norm_fwd_body(StrBuf *b, bool ln, int64_t D, double eps) {
     const char *y = ln ? "a3" : "a2";
     sb_printf(b, "        CG_FOR(j, %lld) %s[i * %lld + j] = $W%d(($L0(x[j]) - mean) * rstd * $L1(a1[j])%s);",
               (long long)D, y, (long long)D, ln ? 3 : 2, ln ? " + $L2(a2[j])" : "");
+}
+
+/* A norm's dx, row i: x, w, dy -> dx (a0..a3). */
+static void norm_dx_body(StrBuf *b, bool ln, int64_t D, double eps) {
+    norm_stats(b, ln, D, eps, "i");
+    /* layer norm subtracts the mean of g = dy * w; RMS norm has no mean (no mg) */
+    char mg_div[48] = "";
+    if (ln) snprintf(mg_div, sizeof mg_div, "mg /= %lld; ", (long long)D);
+    sb_printf(b,
+              "        const $T2 *dy = a2 + i * %lld;\n        $T3 *dx = a3 + i * %lld;\n"
+              "        cg_acc %smgx = 0;\n"
+              "        CG_FOR_SUM(j, %lld, %smgx) { cg_acc g = (cg_acc)$L2(dy[j]) * $L1(a1[j]); %smgx += g * ($L0(x[j]) - mean) * rstd; }\n"
+              "        %sCG_SUM(mgx);\n"
+              "        %smgx /= %lld;\n"
+              "        CG_FOR(j, %lld) dx[j] = $W3(rstd * ((cg_acc)$L2(dy[j]) * $L1(a1[j]) - %s - ($L0(x[j]) - mean) * rstd * mgx));",
+              (long long)D, (long long)D, ln ? "mg = 0, " : "", (long long)D, ln ? "mg, " : "", ln ? "mg += g; " : "",
+              ln ? "CG_SUM(mg);\n        " : "", mg_div, (long long)D, (long long)D, ln ? "mg" : "0");
+}
+
+/* A norm's dw in C, the kernel's one point (x, dy -> dw as a0..a2): the
+ * rows' statistics into the workspace cg_w (2 rows floats: f32, as the CUDA
+ * form keeps them), OpenMP over the rows; then OpenMP over blocks of
+ * CG_SUM_COLS columns, each summed over the rows in double SIMD lanes (as
+ * sum_to). It was one thread's pass over the rows. */
+static void norm_dw_c_body(StrBuf *b, bool ln, int64_t rows, int64_t D, double eps) {
+    sb_puts(b, "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n");
+    sb_printf(b, "        for (int64_t r = 0; r < %lld; r++) {\n        ", (long long)rows);
+    norm_stats(b, ln, D, eps, "r");
+    sb_puts(b, "        cg_w[2 * r] = (float)mean;\n        cg_w[2 * r + 1] = (float)rstd;\n        }\n");
+    sb_puts(b, "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n");
+    sb_printf(b,
+              "        for (int64_t q = 0; q < %lld; q++) {\n"
+              "        const int64_t j0 = q * %d, nj = j0 + %d < %lld ? %d : %lld - j0;\n"
+              "        double acc[%d];\n"
+              "        for (int64_t j = 0; j < nj; j++) acc[j] = 0;\n"
+              "        for (int64_t r = 0; r < %lld; r++) {\n"
+              "            const $T0 *x = a0 + r * %lld + j0;\n            const $T1 *dy = a1 + r * %lld + j0;\n"
+              "            const double mean = cg_w[2 * r], rstd = cg_w[2 * r + 1];\n"
+              "#ifdef _OPENMP\n#pragma omp simd\n#endif\n"
+              "            for (int64_t j = 0; j < nj; j++) acc[j] += (double)$L1(dy[j]) * ($L0(x[j]) - mean) * rstd;\n"
+              "        }\n"
+              "        for (int64_t j = 0; j < nj; j++) a2[j0 + j] = $W2(acc[j]);\n"
+              "        }\n        (void)i;",
+              (long long)((D + CG_SUM_COLS - 1) / CG_SUM_COLS), CG_SUM_COLS, CG_SUM_COLS, (long long)D, CG_SUM_COLS,
+              (long long)D, CG_SUM_COLS, (long long)rows, (long long)D, (long long)D);
 }
 
 void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D) {
@@ -631,6 +679,24 @@ void cg_rms_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t
     sb_free(&b);
 }
 
+void cg_layer_norm_bwd_c_functions(StrBuf *out, const char *dx, const char *dw, int64_t rows, int64_t D) {
+    IR_ASSERT(rows > 0 && D > 0);
+    StrBuf b;
+    sb_init(&b);
+    norm_dx_body(&b, true, D, 1e-5);
+    DType dts[4] = {DT_F32, DT_F32, DT_F32, DT_F32};
+    bool outs[4] = {false, false, false, true};
+    CgKernel k = {.n = rows, .prologue = "", .body = sb_cstr(&b), .rows = true, .rows_width = D};
+    cg_c_function(out, dx, 4, dts, outs, &k);
+    sb_free(&b);
+    sb_init(&b);
+    norm_dw_c_body(&b, true, rows, D, 1e-5);
+    outs[1] = false, outs[2] = true;
+    k = (CgKernel){.n = 1, .prologue = "", .body = sb_cstr(&b), .npass = 1, .work_bytes = 8 * rows};
+    cg_c_function(out, dw, 3, dts, outs, &k);
+    sb_free(&b);
+}
+
 static bool emit_norm(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     bool ln = n->op == OP_LAYER_NORM || n->op == OP_LAYER_NORM_DX;
@@ -653,20 +719,7 @@ static bool emit_norm(CgCtx *c, NodeId id) {
         }
         cg_kernel_rows(c, id, fa != IR_NONE ? na + 2 : na, a, rows, D, sb_cstr(&b), NULL);
     } else { /* dx(x, w, dy) */
-        norm_stats(&b, ln, D, n->attr[0].f, "i");
-        /* layer norm subtracts the mean of g = dy * w; RMS norm has no mean (no mg) */
-        char mg_div[48] = "";
-        if (ln) snprintf(mg_div, sizeof mg_div, "mg /= %lld; ", (long long)D);
-        sb_printf(&b,
-                  "        const $T2 *dy = a2 + i * %lld;\n        $T3 *dx = a3 + i * %lld;\n"
-                  "        cg_acc %smgx = 0;\n"
-                  "        CG_FOR(j, %lld) { cg_acc g = (cg_acc)$L2(dy[j]) * $L1(a1[j]); %smgx += g * ($L0(x[j]) - mean) * rstd; }\n"
-                  "        %sCG_SUM(mgx);\n"
-                  "        %smgx /= %lld;\n"
-                  "        CG_FOR(j, %lld) dx[j] = $W3(rstd * ((cg_acc)$L2(dy[j]) * $L1(a1[j]) - %s - ($L0(x[j]) - mean) * rstd * mgx));",
-                  (long long)D, (long long)D, ln ? "mg = 0, " : "", (long long)D, ln ? "mg += g; " : "",
-                  ln ? "CG_SUM(mg);\n        " : "", mg_div, (long long)D, (long long)D,
-                  ln ? "mg" : "0");
+        norm_dx_body(&b, ln, D, n->attr[0].f);
         KArg a[4] = {{n->in[0], 0, 0}, {n->in[1], 0, 0}, {n->in[2], 0, 0}, {n->out[0], 1, 0}};
         cg_kernel_rows(c, id, 4, a, rows, D, sb_cstr(&b), NULL);
     }
@@ -674,9 +727,9 @@ static bool emit_norm(CgCtx *c, NodeId id) {
     return true;
 }
 
-/* *_norm_dw(x, dy). C: one pass over the rows, summing in double. CUDA: the
- * rows' statistics (a block per row), then column partials over chunks of
- * rows, then each column's partials in chunk order (deterministic). */
+/* *_norm_dw(x, dy). C: norm_dw_c_body. CUDA: the rows' statistics (a block
+ * per row), then column partials over chunks of rows, then each column's
+ * partials in chunk order (deterministic). */
 static bool emit_norm_dw(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     bool ln = n->op == OP_LAYER_NORM_DW;
@@ -689,15 +742,8 @@ static bool emit_norm_dw(CgCtx *c, NodeId id) {
     sb_init(&p0);
     sb_init(&p1);
     sb_init(&p2);
-    sb_printf(&b, "double acc[%lld];\n        for (int64_t j = 0; j < %lld; j++) acc[j] = 0;\n"
-                  "        for (int64_t r = 0; r < %lld; r++) {\n        ",
-              (long long)D, (long long)D, (long long)rows);
-    norm_stats(&b, ln, D, n->attr[0].f, "r");
-    sb_printf(&b, "        const $T1 *dy = a1 + r * %lld;\n"
-                  "        for (int64_t j = 0; j < %lld; j++) acc[j] += (double)$L1(dy[j]) * ($L0(x[j]) - mean) * rstd;\n"
-                  "        }\n        for (int64_t j = 0; j < %lld; j++) a2[j] = $W2(acc[j]);\n        (void)i;",
-              (long long)D, (long long)D, (long long)D);
     int64_t per, ch = col_chunks(rows, D, &per);
+    norm_dw_c_body(&b, ln, rows, D, n->attr[0].f);
     sb_puts(&p0, "const int64_t r = blockIdx.x;\n    ");
     norm_stats(&p0, ln, D, n->attr[0].f, "r");
     sb_puts(&p0, "    if (threadIdx.x == 0) { cg_w[2 * r] = mean; cg_w[2 * r + 1] = rstd; }");

@@ -11,7 +11,8 @@
  *           row's elements, written CG_FOR(j, n), are strided over the block,
  *           and CG_SUM(v) / CG_MAX(v) make v the row's sum / max through a
  *           deterministic tree in shared memory; in C they are plain loops
- *           and no-ops, so the C form is the sequential body;
+ *           and no-ops (a loop summing, CG_FOR_SUM(j, n, v...), in SIMD
+ *           lanes), rows over the threads when they hold many elements;
  *   passes  up to CG_MAX_PASSES CUDA launches written by the emitter (tiled
  *           attention, two-pass column reductions), with a workspace past the
  *           plan's arena; the C form is the emitter's C body.
@@ -42,9 +43,14 @@ void cg_c_prelude(StrBuf *b) {
      * request is a hint about speed, not about meaning. */
     sb_puts(b, "/* clang: an `omp simd` loop left scalar is a note on speed, not an error. */\n"
                "#if defined(__clang__)\n#pragma clang diagnostic ignored \"-Wpass-failed\"\n#endif\n\n");
+    /* CG_FOR_SUM(j, n, v...): a loop summing into v..., in SIMD lanes under
+     * OpenMP (double lanes: a norm's row statistics, scalar chains before) */
     sb_puts(b, "/* Row kernels' loops and reductions (see M_kernels.cu for the CUDA form):\n"
-               " * sequential here, so a row's sums are in index order, in double. */\n"
+               " * a row's sums in double, in SIMD lanes where the loop says CG_FOR_SUM. */\n"
                "#define CG_FOR(j, n) for (int64_t j = 0; j < (n); j++)\n"
+               "#ifdef _OPENMP\n#define CG_PRAGMA(...) _Pragma(#__VA_ARGS__)\n"
+               "#define CG_FOR_SUM(j, n, ...) CG_PRAGMA(omp simd reduction(+ : __VA_ARGS__)) CG_FOR(j, n)\n"
+               "#else\n#define CG_FOR_SUM(j, n, ...) CG_FOR(j, n)\n#endif\n"
                "#define CG_SUM(v) ((void)0)\n#define CG_MAX(v) ((void)0)\n#define CG_ONE(...) __VA_ARGS__\n"
                "typedef double cg_acc;\n\n");
     /* Vectorizable float math: inline, branch-free and errno-free, so the
@@ -134,6 +140,7 @@ void cg_cuda_prelude(StrBuf *b) {
             " * sums and maxima go through a fixed tree (warp shuffles, then the warps'\n"
             " * partials in order), so results do not depend on timing. f32 accumulation. */\n"
             "#define CG_FOR(j, n) for (int64_t j = threadIdx.x; j < (n); j += blockDim.x)\n"
+            "#define CG_FOR_SUM(j, n, ...) CG_FOR(j, n)\n"
             "#define CG_SUM(v) ((v) = cg_bsum(v))\n#define CG_MAX(v) ((v) = cg_bmax(v))\n"
             "#define CG_ONE(...) if (threadIdx.x == 0) { __VA_ARGS__ }\n"
             "typedef float cg_acc;\n"
@@ -233,7 +240,11 @@ static void c_form(StrBuf *kc, int nargs, const DType *dts, const bool *outs, co
      * says so, which lets the compiler vectorize a body whose operands it
      * cannot prove apart (results written over operands, many pointers) */
     bool simd = !k->rows && k->npass == 0 && !strstr(k->body, "#pragma");
-    if (k->n > 4096 || (k->parallel && k->n > 1))
+    /* a row kernel's rows are independent too (a CUDA block each), and each
+     * is a whole row's work: OpenMP over them once the rows hold many points
+     * (each row's sums stay in its own order: the same results) */
+    bool many_rows = k->rows && k->npass == 0 && k->n > 1 && k->n * k->rows_width > 4096;
+    if (k->n > 4096 || (k->parallel && k->n > 1) || many_rows)
         sb_printf(kc, "#ifdef _OPENMP\n#pragma omp parallel for%s schedule(static)\n#endif\n", simd ? " simd" : "");
     sb_printf(kc, "    for (int64_t i = 0; i < %lld; i++) {\n        %s\n    }\n}\n\n", (long long)k->n, sb_cstr(&body));
     sb_free(&sig);

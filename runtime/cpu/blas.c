@@ -248,6 +248,41 @@ static void builtin_sgemm(int ta, int tb, int M, int N, int K, float alpha, cons
         }
 }
 
+static void dnnl_call(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                      int ldb, float beta, float *C, int ldc) {
+    int st = blas.dnnl(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (st != 0) colrt_die("colrt_gemm: dnnl_sgemm failed (status %d) for M %d N %d K %d", st, M, N, K);
+}
+
+/* dnnl_sgemm on T threads as T independent one-thread products, each a block
+ * of C's columns (of its rows when M > N: then each thread reads all of B,
+ * the smaller operand, not all of A), block edges on multiples of
+ * SPLIT_ALIGN; a product too narrow for SPLIT_MIN per thread, or a call from
+ * inside a parallel region, goes to the library as it is. The threads share
+ * no barrier inside the product, and oneDNN's own two-thread partition of
+ * some of GPT-2 124M's shapes was slower: the step's 15 GEMMs 8 % less time
+ * (2 threads, alternating; bench/codegen_cpu/README.md). */
+enum { SPLIT_ALIGN = 16, SPLIT_MIN = 64 };
+static void dnnl_split(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                       int ldb, float beta, float *C, int ldc) {
+    int nt = omp_in_parallel() ? 1 : omp_get_max_threads(), rows = M > N, len = rows ? M : N;
+    if (nt < 2 || len < SPLIT_MIN * nt) {
+        dnnl_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num(), n = omp_get_num_threads();
+        int64_t lo = (int64_t)len * t / n / SPLIT_ALIGN * SPLIT_ALIGN;
+        int64_t hi = t == n - 1 ? len : (int64_t)len * (t + 1) / n / SPLIT_ALIGN * SPLIT_ALIGN;
+        if (hi > lo && rows) /* rows [lo, hi) of C: of A's rows (columns when transposed) */
+            dnnl_call(ta, tb, (int)(hi - lo), N, K, alpha, ta ? A + lo : A + lo * lda, lda, B, ldb, beta,
+                      C + lo * ldc, ldc);
+        else if (hi > lo) /* columns [lo, hi) of C: of B's columns (rows when transposed) */
+            dnnl_call(ta, tb, M, (int)(hi - lo), K, alpha, A, lda, tb ? B + lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+    }
+}
+
 void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                   int ldb, float beta, float *C, int ldc) {
     /* a shape whose primitive cannot be made runs on dnnl_sgemm (the same product);
@@ -257,8 +292,7 @@ void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float 
         !colrt__dnnl_matmul(COLRT_DNNL_F32, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
     if (blas.dnnl) {
-        int st = blas.dnnl(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        if (st != 0) colrt_die("colrt_gemm: dnnl_sgemm failed (status %d) for M %d N %d K %d", st, M, N, K);
+        dnnl_split(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     } else if (blas.sgemm)
         blas.sgemm(CBLAS_ROW_MAJOR, ta ? CBLAS_TRANS : CBLAS_NO_TRANS, tb ? CBLAS_TRANS : CBLAS_NO_TRANS, M, N, K,
                    alpha, A, lda, B, ldb, beta, C, ldc);

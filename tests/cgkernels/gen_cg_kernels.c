@@ -2,7 +2,8 @@
  * gen_cg_kernels.c — writes the C kernels test_cg_kernels.c checks, as the
  * code generator writes them into a CPU program's M_kernels.c: RoPE and its
  * backward at a shape with several rows per position (B = 2, H = 3), SiLU and
- * its backward over more than 4096 elements (the OpenMP simd loop).
+ * its backward over more than 4096 elements (the OpenMP simd loop), layer
+ * norm's forward, dx and dw over rows that OpenMP splits.
  *
  * usage: colossal-gen-cg-kernels OUT.c   (written atomically; exit 0, or 1
  * with a message)
@@ -36,6 +37,8 @@ int main(int argc, char **argv) {
         fputs("colossal-gen-cg-kernels: error: no C kernel for silu\n", stderr);
         return 1;
     }
+    cg_layer_norm_c_function(&b, "cgk_layer_norm", CGK_LR, CGK_LD);
+    cg_layer_norm_bwd_c_functions(&b, "cgk_layer_norm_dx", "cgk_layer_norm_dw", CGK_LR, CGK_LD);
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", argv[1]) >= (int)sizeof tmp) {
         fprintf(stderr, "colossal-gen-cg-kernels: error: output path too long: %s\n", argv[1]);

@@ -1,6 +1,6 @@
 /*
- * test_cg_kernels.c — the code generator's C kernels for RoPE and SiLU
- * (forward and backward) against references written out here, per element in
+ * test_cg_kernels.c — the code generator's C kernels for RoPE, SiLU and
+ * layer norm (forward and backward) against references written out here, per element in
  * double, the way the kernels computed them before issue 21's rewrite (RoPE:
  * an angle's pow, cos and sin per pair; SiLU: libm's exp in double).
  *
@@ -9,6 +9,10 @@
  * SiLU runs in float with cg_expf (7.8e-8 relative to libm) and a few float
  * roundings: 2e-6 (1 + |ref|) over x in [-30, 30] (the backward's factor
  * 1 + x (1 - sigmoid) cancels near x = -1.28: absolute, not relative).
+ * Layer norm (forward, dx, dw; rows over two threads, the row sums in double
+ * SIMD lanes) against the textbook formulas in double: forward and dx keep
+ * double statistics, 1e-6 (1 + |ref|); dw reads each row's mean and rstd
+ * back as f32 (as its CUDA form), 2e-6 (1 + |ref|) over 37 rows.
  * A wrong index, sign or angle is off by O(1).
  */
 #include <math.h>
@@ -49,6 +53,48 @@ static void rope_ref(const float *x, double *y, int backward) {
                 }
 }
 
+/* Layer norm's references over x [CGK_LR, CGK_LD] (eps 1e-5): y, dx, dw. */
+static void layer_norm_ref(const float *x, const float *w, const float *b, const float *dy, double *y, double *dx,
+                           double *dw) {
+    for (int j = 0; j < CGK_LD; j++) dw[j] = 0;
+    for (int r = 0; r < CGK_LR; r++) {
+        const float *xr = x + r * CGK_LD, *dyr = dy + r * CGK_LD;
+        double mean = 0, var = 0, mg = 0, mgx = 0;
+        for (int j = 0; j < CGK_LD; j++) mean += xr[j];
+        mean /= CGK_LD;
+        for (int j = 0; j < CGK_LD; j++) var += (xr[j] - mean) * (xr[j] - mean);
+        const double rstd = 1 / sqrt(var / CGK_LD + 1e-5);
+        for (int j = 0; j < CGK_LD; j++) {
+            const double xh = (xr[j] - mean) * rstd, g = (double)dyr[j] * w[j];
+            y[r * CGK_LD + j] = xh * w[j] + b[j];
+            dw[j] += (double)dyr[j] * xh;
+            mg += g / CGK_LD, mgx += g * xh / CGK_LD;
+        }
+        for (int j = 0; j < CGK_LD; j++)
+            dx[r * CGK_LD + j] = rstd * ((double)dyr[j] * w[j] - mg - (xr[j] - mean) * rstd * mgx);
+    }
+}
+
+static void test_layer_norm(void) {
+    enum { N = CGK_LR * CGK_LD };
+    static float x[N], dy[N], y[N], dx[N], w[CGK_LD], b[CGK_LD], dw[CGK_LD], work[2 * CGK_LR];
+    static double ry[N], rdx[N], rdw[CGK_LD];
+    unsigned seed = 11;
+    for (int i = 0; i < N; i++) /* rows off zero mean, of different scales */
+        x[i] = (float)((6 * frand(&seed) - 3) * (1 + i / CGK_LD % 4) + 0.5), dy[i] = (float)(2 * frand(&seed) - 1);
+    for (int j = 0; j < CGK_LD; j++) w[j] = (float)(frand(&seed) + 0.5), b[j] = (float)(frand(&seed) - 0.5);
+    for (int i = 0; i < N; i++) y[i] = dx[i] = NAN;
+    cgk_layer_norm(NULL, x, w, b, y);
+    cgk_layer_norm_dx(NULL, x, w, dy, dx);
+    cgk_layer_norm_dw(NULL, x, dy, dw, work);
+    layer_norm_ref(x, w, b, dy, ry, rdx, rdw);
+    double wy = worst(y, ry, N), wx = worst(dx, rdx, N), ww = worst(dw, rdw, CGK_LD);
+    printf("layer_norm: worst %.3g, dx %.3g (bounds 1e-6), dw %.3g (bound 2e-6)\n", wy, wx, ww);
+    CHECK(wy <= 1e-6);
+    CHECK(wx <= 1e-6);
+    CHECK(ww <= 2e-6);
+}
+
 int main(void) {
     unsigned seed = 7;
     static float x[CGK_N], dy[CGK_N], y[CGK_N];
@@ -83,5 +129,6 @@ int main(void) {
     w = worst(y, ref, CGK_N);
     printf("silu_bwd: worst %.3g (bound 2e-6)\n", w);
     CHECK(w <= 2e-6);
+    test_layer_norm();
     return check_done("test_cg_kernels");
 }

@@ -208,6 +208,39 @@ static void test_gemm_large(void) {
     free(A), free(B), free(C), free(ref), free(Ad), free(Bd), free(Cd);
 }
 
+/* GEMMs wide enough that colrt splits them over two threads (oneDNN: a
+ * one-thread product per block of C's columns, of its rows when M > N),
+ * every transpose, padded leading dimensions, sizes off the 16-element block
+ * edges, alpha and beta; the padding must stay untouched. */
+static void test_gemm_split(void) {
+    static const int shape[][3] = {{37, 203, 29}, {211, 19, 33}, {130, 130, 7}};
+    int threads = omp_get_max_threads();
+    omp_set_num_threads(2);
+    for (int s = 0; s < 3; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                int64_t M = shape[s][0], N = shape[s][1], K = shape[s][2];
+                int64_t lda = (ta ? M : K) + LDP, ldb = (tb ? K : N) + LDP, ldc = N + LDP;
+                int64_t na = (ta ? K : M) * lda, nb = (tb ? N : K) * ldb, nc = M * ldc;
+                double *A = rnd(na, 1), *B = rnd(nb, 1), *C = rnd(nc, 1), *ref = zeros(nc);
+                void *Ad = dev(T, A, na), *Bd = dev(T, B, nb), *Cd = dev(T, C, nc);
+                colrt_gemm(NULL, T, ta, tb, M, N, K, 0.5f, Ad, lda, 0, Bd, ldb, 0, 0.25f, Cd, ldc, 0, 1);
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < ldc; j++) {
+                        double acc = 0;
+                        for (int64_t k = 0; k < K && j < N; k++)
+                            acc += A[ta ? k * lda + i : i * lda + k] * B[tb ? j * ldb + k : k * ldb + j];
+                        ref[i * ldc + j] = j < N ? 0.5 * acc + 0.25 * C[i * ldc + j] : C[i * ldc + j];
+                    }
+                char name[80];
+                snprintf(name, sizeof name, "gemm split %lldx%lldx%lld ta=%d tb=%d", (long long)M, (long long)N,
+                         (long long)K, ta, tb);
+                expect(name, T, Cd, ref, nc, tol_of(T));
+                free(A), free(B), free(C), free(ref), free(Ad), free(Bd), free(Cd);
+            }
+    omp_set_num_threads(threads);
+}
+
 /* ---- layer norm / RMS norm --------------------------------------------------------- */
 
 enum { NN = 6, ND = 40 };
@@ -670,6 +703,7 @@ int main(int argc, char **argv) {
         T = FLOATS[k];
         test_gemm();
         test_gemm_large();
+        test_gemm_split();
         test_norms();
         test_softmax();
         test_attention();
