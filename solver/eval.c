@@ -54,6 +54,12 @@
  *          group and of the first block instance's moment (a block's set;
  *          there in place of the instance's transients and re-made
  *          activations, freed by then)
+ *   ZeRO-3 with recompute: a recomputed instance gathers the parameters its
+ *          re-run reads once more (IlpStrat.rc_gather_s), in gather_s
+ *   each moment's bytes are kept (IlpPrice.mem_at); ilp_price_peak takes the
+ *   peak from them plus what is live beside the model at each (ZeRO chunks,
+ *   chunks.c, which reads the last block instance's moment group by group:
+ *   ilp_evaluate_at)
  */
 #include <math.h>
 #include <string.h>
