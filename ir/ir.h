@@ -67,6 +67,9 @@ typedef struct Shape {
 #define IR_MAX_NUMEL ((int64_t)1 << 48)
 #define IR_MAX_NODES (1 << 20)
 #define IR_MAX_VALUES (1 << 22)
+/* A model's name is the generated files' prefix ("NAME_kernels.cu", "NAME.plan.json": within
+ * NAME_MAX, 255 bytes) and of the generated C identifiers; both parsers refuse a longer one. */
+#define IR_MAX_GRAPH_NAME 128
 
 Shape ir_shape(int rank, const int64_t *dims);
 /* false, with a message, when a dim is negative or the volume exceeds IR_MAX_NUMEL. */

@@ -650,8 +650,13 @@ static bool parse_header(Parser *ps) {
         unexpected(ps, "the graph's name", NULL);
         return false;
     }
-    char name[128];
-    snprintf(name, sizeof name, "%.*s", (int)(ps->tok.n < 127 ? ps->tok.n : 127), ps->tok.s);
+    if (ps->tok.n > IR_MAX_GRAPH_NAME) {
+        perr(ps, ps->tok, "the name prefixes the generated files and functions: shorten it",
+             "the graph's name is %zu characters; at most %d", (size_t)ps->tok.n, IR_MAX_GRAPH_NAME);
+        return false;
+    }
+    char name[IR_MAX_GRAPH_NAME + 1];
+    snprintf(name, sizeof name, "%.*s", (int)ps->tok.n, ps->tok.s);
     ps->g->name = arena_strdup(&ps->g->arena, name);
     next(ps);
     return true;

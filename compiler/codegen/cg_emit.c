@@ -902,7 +902,8 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
     if (pipe)
         sb_printf(&pipe_init, "    M->stage = colrt_mesh_coord(M->mesh, %d);\n    M->scratch = %s_stage_scratch[M->stage];\n"
                               "    M->pipe = colrt_arena_create(%s_stage_pipe_bytes[M->stage]);\n", o->mesh_axes, px, px);
-    char arena_sz[96], init_if[256] = "";
+    /* the prefix is at most IR_MAX_GRAPH_NAME + 1 characters (c_ident), three times in init_if */
+    char arena_sz[IR_MAX_GRAPH_NAME + 64], init_if[3 * IR_MAX_GRAPH_NAME + 160] = "";
     if (pipe) {
         snprintf(arena_sz, sizeof arena_sz, "%s_stage_arena_bytes[M->stage]", px);
         snprintf(init_if, sizeof init_if,
@@ -1001,7 +1002,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    return (float)(l / %s_MICRO_BATCHES);\n}\n\n",
               px, px, px, px, px, off ? "        colrt_stream_wait(NULL, M->off_up); /* host offload: the parameters back up */\n" : "", px, px, px);
     }
-    char pipe_here[320] = "";
+    char pipe_here[IR_MAX_GRAPH_NAME + 256] = "";
     if (pipe)
         snprintf(pipe_here, sizeof pipe_here,
                  "        int here = (%s_leaf_stages[i][M->stage >> 6] >> (M->stage & 63)) & 1u; /* the parameters list every leaf */\n"

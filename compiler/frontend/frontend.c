@@ -186,6 +186,9 @@ static Graph *lower(Fe *fe, const char *path, const char *text, size_t len) {
         fe->g->name = arena_strdup(&fe->g->arena, model_name(fe, mc));
         int fn = fe_func(fe, mc);
         SrcLoc loc = fe_cursor_loc(fe, mc);
+        if (strlen(fe->g->name) > IR_MAX_GRAPH_NAME)
+            fe_fail(fe, loc, "the name prefixes the generated files and functions: shorten it",
+                    "the model's name is %zu characters; at most %d", strlen(fe->g->name), IR_MAX_GRAPH_NAME);
         if (fe->funcs[fn]->ret != TY_TENSOR || fe->funcs[fn]->n_params != 0)
             fe_fail(fe, loc, "write MODEL(name) { ... return loss; }", "a model takes no "
                     "parameters and returns a tensor");

@@ -195,6 +195,20 @@ grep -qF "gpt2_leaf_stages[][2] = {{0x100000001ull, 0x0ull}" "$tmp/pp33c/gpt2.c"
   && pass=$((pass + 1)) || { echo "FAIL: the 33-stage program's wte on stages 0 and 32"; fail=$((fail + 1)); }
 expect 1 "--pp 129: at most 128 pipeline stages" -- "$src/examples/gpt2/gpt2.c" -DN_LAYER=130 -DN_EMBD=64 -DN_HEAD=4 \
   -DVOCAB=256 -DCTX=32 --batch 129 --cluster h100:129x1 --pp 129 --micro-batches 129 --emit plan -o "$tmp/pp129"
+# a model's name prefixes the generated files and identifiers (IR_MAX_GRAPH_NAME 128): a pipelined
+# program of a 128-character name writes it whole in the stage tables (they were cut at 96 and
+# 256 bytes) and compiles; 129 characters are refused at the name, in IR text and in C
+long=$(printf 'm%.0s' $(seq 128))
+sed "s/^graph gpt2_tiny\$/graph $long/" "$src/examples/ir/gpt2-tiny.cir" > "$tmp/long.cir"
+expect 0 "" -- "$tmp/long.cir" --emit code --target cpu -q --cluster h100:1x2 --pp 2 -o "$tmp/long"
+grep -qF "(${long}_leaf_held[i][M->stage >> 6] >> (M->stage & 63) & 1u)) " "$tmp/long/$long.c" \
+  && grep -qF "colrt_arena_create(${long}_stage_arena_bytes[M->stage])" "$tmp/long/$long.c" \
+  && cc -std=c17 -Wall -Wextra -Werror -fsyntax-only -I"$src/include" "$tmp/long/$long.c" \
+  && pass=$((pass + 1)) || { echo "FAIL: a pipelined program of a 128-character model name"; fail=$((fail + 1)); }
+sed "s/^graph gpt2_tiny\$/graph ${long}x/" "$src/examples/ir/gpt2-tiny.cir" > "$tmp/long129.cir"
+expect 1 "long129.cir:2:7: error: the graph's name is 129 characters; at most 128" -- "$tmp/long129.cir" --emit plan -o "$tmp/long129"
+printf '#include <colossal/model.h>\nMODEL(%sx) {\n    tensor w = param_ones("w", 4);\n    return reduce_sum(w, 0, 0);\n}\n' "$long" > "$tmp/long129.c"
+expect 1 "the model's name is 129 characters; at most 128" -- "$tmp/long129.c" --emit plan -o "$tmp/long129"
 # the stages are outermost in the rank order: whole nodes, or an equal part of one node (2 of 3 nodes: neither)
 expect 1 "--pp 2 does not divide the cluster: 3 nodes of 2 devices (6 devices); each stage needs an equal submesh (whole nodes, or an equal part of one node)" \
   -- "${ptiny[@]}" --cluster h100:3x2 --pp 2
