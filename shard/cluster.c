@@ -358,6 +358,7 @@ const char *shard_kernel_name(ShardKernel k) {
 }
 
 int shard_kernel_fallback(ShardKernel k) {
+    if (k == SHARD_K_RMSNORM) return SHARD_K_NORM;
     return k == SHARD_K_ROPE || k == SHARD_K_SILU ? SHARD_K_TRANSCENDENTAL : -1;
 }
 
@@ -448,16 +449,17 @@ static bool rate_table(const cJSON *o, const char *field, const RateUnits *u, Sh
 }
 
 /* The optional measured kernel rates: {"elementwise": GB/s or a table, ...},
- * every class given but `rope` and `silu`, which files written before them
- * lack: then RoPE and SiLU are priced at the transcendental rate
- * (shard_kernel_fallback), as they were when those were written; absent:
+ * every class given but `rope`, `silu` and `rmsnorm`, which files written
+ * before them lack: then RoPE and SiLU are priced at the transcendental rate
+ * and RMS norm at the norm rate (shard_kernel_fallback), as they were when
+ * those were written; absent:
  * priced from mem_bw_gbs (cost.c). */
 static bool kernel_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "kernel_gbs");
     if (!o) return true;
     if (!cJSON_IsObject(o)) {
         sb_printf(err, "field 'kernel_gbs' must be an object of GB/s per kernel class "
-                       "(elementwise, transcendental, norm, softmax, loss, reduce, optimizer, rope, silu)");
+                       "(elementwise, transcendental, norm, softmax, loss, reduce, optimizer, rope, silu, rmsnorm)");
         return false;
     }
     for (int k = 0; k < SHARD_K__COUNT; k++) {
@@ -503,6 +505,89 @@ static bool attention_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
 }
 
 /* One table: {"flops": [...], "efficiency": [...]}, same lengths. */
+/* One measured collective table: {"bytes": [...], "us": [...]}, 1 to
+ * SHARD_COLL_POINTS points, bytes strictly increasing in [1, 1e15], times
+ * positive, finite, at most an hour and non-decreasing (a larger message never
+ * takes less time: the calibration makes its points monotone). */
+static bool coll_table(const cJSON *o, const char *field, ShardCollTable *t, StrBuf *err) {
+    memset(t, 0, sizeof *t);
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(o, "bytes");
+    const cJSON *us = cJSON_GetObjectItemCaseSensitive(o, "us");
+    if (!cJSON_IsObject(o) || !cJSON_IsArray(by) || !cJSON_IsArray(us)) {
+        sb_printf(err, o ? "field '%s' must be {\"bytes\": [...], \"us\": [...]}"
+                         : "missing field '%s' ({\"bytes\": [...], \"us\": [...]})",
+                  field);
+        return false;
+    }
+    int n = cJSON_GetArraySize(by);
+    if (n < 1 || n > SHARD_COLL_POINTS || n != cJSON_GetArraySize(us)) {
+        sb_printf(err, "field '%s': 'bytes' and 'us' must have the same 1 to %d entries (%d and %d)", field,
+                  SHARD_COLL_POINTS, n, cJSON_GetArraySize(us));
+        return false;
+    }
+    t->n = n;
+    for (int i = 0; i < n; i++) {
+        const cJSON *x = cJSON_GetArrayItem(by, i), *y = cJSON_GetArrayItem(us, i);
+        if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || x->valuedouble < 1 || x->valuedouble > 1e15 ||
+            (i && !(x->valuedouble > t->bytes[i - 1]))) {
+            sb_printf(err, "field '%s.bytes[%d]' must be a number of bytes in [1, 1e15], larger than the entry before",
+                      field, i);
+            return false;
+        }
+        if (!cJSON_IsNumber(y) || !isfinite(y->valuedouble) || !(y->valuedouble >= 1e-6) || y->valuedouble > 3.6e9) {
+            sb_printf(err, "field '%s.us[%d]' must be a number of microseconds in [1e-6, 3.6e9]", field, i);
+            return false;
+        }
+        t->bytes[i] = x->valuedouble;
+        t->seconds[i] = y->valuedouble * 1e-6;
+        if (i && t->seconds[i] < t->seconds[i - 1]) {
+            sb_printf(err, "field '%s.us[%d]' must not decrease (%g after %g): the table must be monotone", field, i,
+                      y->valuedouble, t->seconds[i - 1] * 1e6);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The optional measured collectives: {"intra": LINK, "inter": LINK}, each
+ * link optional, a LINK {"ranks": N, and a table per kind: all-gather,
+ * reduce-scatter, all-reduce, all-to-all}; absent: the α–β model alone. */
+static bool coll_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "collective_us");
+    if (!o) return true;
+    if (!cJSON_IsObject(o)) {
+        sb_printf(err, "field 'collective_us' must be an object {\"intra\": ..., \"inter\": ...}");
+        return false;
+    }
+    static const char *const link[2] = {"intra", "inter"};
+    for (int l = 0; l < 2; l++) {
+        const cJSON *lo = cJSON_GetObjectItemCaseSensitive(o, link[l]);
+        if (!lo) continue;
+        char field[64];
+        snprintf(field, sizeof field, "collective_us.%s.", link[l]);
+        double r;
+        if (!cJSON_IsObject(lo)) {
+            sb_printf(err, "field 'collective_us.%s' must be an object with 'ranks' and a table per collective",
+                      link[l]);
+            return false;
+        }
+        if (!num_field(lo, field, "ranks", 1, &r, err)) return false;
+        if (r != floor(r) || r < 2 || r > SHARD_MAX_DEVICES) {
+            sb_printf(err, "field 'collective_us.%s.ranks' must be a whole number from 2 to %d, got %g", link[l],
+                      SHARD_MAX_DEVICES, r);
+            return false;
+        }
+        c->coll[l].ranks = (int)r;
+        for (int k = 0; k < SHARD_COLL_KINDS; k++) {
+            snprintf(field, sizeof field, "collective_us.%s.%s", link[l], shard_coll_name((ShardColl)k));
+            if (!coll_table(cJSON_GetObjectItemCaseSensitive(lo, shard_coll_name((ShardColl)k)), field,
+                            &c->coll[l].kind[k], err))
+                return false;
+        }
+    }
+    return true;
+}
+
 static bool eff_table(const cJSON *o, const char *field, ShardEffTable *t, StrBuf *err) {
     if (!cJSON_IsObject(o)) {
         sb_printf(err, o ? "field '%s' must be an object {\"flops\": [...], \"efficiency\": [...]}"
@@ -610,6 +695,21 @@ cJSON *shard_cluster_to_json(const ShardCluster *c) {
         for (int i = 0; i < SHARD_ATT__COUNT; i++)
             rate_json(k, shard_attention_name((ShardAttention)i), &c->attention[i], &TFLOPS);
     }
+    if (c->coll[0].ranks || c->coll[1].ranks) {
+        cJSON *cu = cJSON_AddObjectToObject(o, "collective_us");
+        static const char *const link[2] = {"intra", "inter"};
+        for (int l = 0; l < 2; l++) {
+            if (!c->coll[l].ranks) continue;
+            cJSON *lo = cJSON_AddObjectToObject(cu, link[l]);
+            cJSON_AddNumberToObject(lo, "ranks", c->coll[l].ranks);
+            for (int k = 0; k < SHARD_COLL_KINDS; k++) {
+                const ShardCollTable *t = &c->coll[l].kind[k];
+                cJSON *e = cJSON_AddObjectToObject(lo, shard_coll_name((ShardColl)k));
+                cJSON_AddItemToObject(e, "bytes", num_array(t->bytes, t->n, 1));
+                cJSON_AddItemToObject(e, "us", num_array(t->seconds, t->n, 1e-6));
+            }
+        }
+    }
     cJSON *ge = cJSON_AddObjectToObject(o, "gemm_efficiency");
     static const DType dts[] = {DT_F32, DT_BF16, DT_F16};
     for (int i = 0; i < 3; i++) {
@@ -663,7 +763,7 @@ bool shard_cluster_from_json(const char *text, const char *where, ShardCluster *
             ok = false;
         }
         ok = ok && reserve_obj(root, c, &e) && gemm_obj(root, c, &e) && host_obj(root, c, &e) &&
-             kernel_obj(root, c, &e) && attention_obj(root, c, &e);
+             kernel_obj(root, c, &e) && attention_obj(root, c, &e) && coll_obj(root, c, &e);
         if (!ok) sb_printf(err, "%s: %s", where, sb_cstr(&e));
     }
     sb_free(&e);

@@ -5,6 +5,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +44,14 @@ bool shard_mesh_make(const ShardCluster *c, int n_axes, const int *sizes, ShardM
     m->n_axes = n_axes;
     m->n_devices = devices;
     m->mem_bw = c->mem_bw;
+    memcpy(m->coll, c->coll, sizeof m->coll);
+    m->coll_id = 0;
+    if (c->coll[0].ranks || c->coll[1].ranks) { /* FNV-1a over the tables' bytes (the structs are zeroed first) */
+        const unsigned char *p = (const unsigned char *)c->coll;
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i < sizeof c->coll; i++) h = (h ^ p[i]) * 1099511628211ull;
+        m->coll_id = h ? h : 1;
+    }
     int64_t stride = 1;
     for (int a = n_axes - 1; a >= 0; a--) {
         m->size[a] = sizes[a];
@@ -130,6 +140,28 @@ double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) 
     case COLL_ZERO: return shard_copy_time(m, bytes);
     default: break;
     }
+    const ShardCollLink *l = &m->coll[m->inter[axis]];
+    if (l->ranks == m->size[axis] && k < SHARD_COLL_KINDS && l->kind[k].n > 0)
+        return shard_coll_table_at(&l->kind[k], bytes);
     double steps = k == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
     return steps * m->alpha[axis] + shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
+}
+
+double shard_coll_fixed(const ShardMesh *m, ShardColl k, int axis, double bytes) {
+    double n = m->size[axis];
+    if (n <= 1 || k >= SHARD_COLL_KINDS) return 0;
+    const ShardCollLink *l = &m->coll[m->inter[axis]];
+    if (l->ranks == m->size[axis] && l->kind[k].n > 0)
+        return fmin(l->kind[k].seconds[0], shard_coll_table_at(&l->kind[k], bytes));
+    return (k == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1) * m->alpha[axis];
+}
+
+double shard_coll_table_at(const ShardCollTable *t, double bytes) {
+    if (t->n < 1) return 0;
+    if (t->n == 1 || !(bytes > t->bytes[0])) return t->seconds[0];
+    int i = 1;
+    while (i < t->n - 1 && bytes > t->bytes[i]) i++;
+    /* the segment (i-1, i); past the last point its slope goes on */
+    double slope = (t->seconds[i] - t->seconds[i - 1]) / (t->bytes[i] - t->bytes[i - 1]);
+    return t->seconds[i - 1] + slope * (bytes - t->bytes[i - 1]);
 }

@@ -218,6 +218,24 @@ void placement_derive(Placement *pl, bool all_batch) {
     else pl->layout = PL_SHARDED;
 }
 
+bool placement_zero_runs(const Placement *pl, StrBuf *why) {
+    const ShardMesh *m = &pl->mesh;
+    if (m->n_devices <= 1 || pl->zero_max == 0 || pl->layout == PL_SHARDED) return true;
+    unsigned busy = 0;
+    int n_busy = 0;
+    for (int a = 0; a < m->n_axes; a++)
+        if (m->size[a] > 1) busy |= 1u << a, n_busy++;
+    if (pl->layout == PL_BATCH_SOME && (pl->batch_axes & busy) != busy) {
+        if (why) sb_puts(why, "ZeRO with the batch over some mesh axes only");
+        return false;
+    }
+    if (n_busy > 2) {
+        if (why) sb_printf(why, "ZeRO over %d mesh axes", n_busy);
+        return false;
+    }
+    return true;
+}
+
 bool placement_pending_sum(const Graph *g, NodeId id, unsigned axes, ShardStrategy *st) {
     const Node *n = ir_node(g, id);
     if (!axes || axes >= 1u << SHARD_MAX_AXES || n->op != OP_ADD || n->n_in != 2 || n->n_out != 1 ||

@@ -199,6 +199,16 @@ void placement_free(Placement *pl);
  * planner knows it from its dp baseline. */
 void placement_derive(Placement *pl, bool all_batch);
 
+/* Whether the lowering runs the Placement's ZeRO stages as planned (derived
+ * fields set): outside tensor parallelism the data-parallel lowering slices
+ * updates over at most two busy mesh axes, and only where the batch is split
+ * over every busy axis (or no op splits it). One rule for the planner, which
+ * plans again without ZeRO when it would choose such a plan for generated
+ * code (solver/plan.c), and the lowering, which refuses a Placement that
+ * breaks it (compiler/lower/lower.c). false with the reason in why (may be
+ * NULL). */
+bool placement_zero_runs(const Placement *pl, StrBuf *why);
+
 /* Checks the Placement against its graph and mesh: every node has a strategy
  * that exists on the mesh for its iteration space (or keeps partial sums),
  * ZeRO stages only on parameters and in 0-3, recompute counts within the

@@ -97,6 +97,8 @@ typedef struct SNode {
 typedef struct CtxKey {
     int n_axes, size[SHARD_MAX_AXES];
     double alpha[SHARD_MAX_AXES], beta[SHARD_MAX_AXES], mem_bw;
+    uint64_t coll_id;            /* the measured collective tables (ShardMesh.coll_id) */
+    int inter[SHARD_MAX_AXES];   /* which link's table an axis reads */
     Shape sh;
     int dt;
 } CtxKey;
@@ -174,8 +176,10 @@ static uint32_t ctx_id(const ShardMesh *m, Shape sh, DType dt) {
         k.size[i] = m->size[i];
         k.alpha[i] = m->alpha[i];
         k.beta[i] = m->beta[i];
+        k.inter[i] = m->inter[i];
     }
     k.mem_bw = m->mem_bw;
+    k.coll_id = m->coll_id;
     k.sh.rank = sh.rank;
     for (int d = 0; d < sh.rank; d++) k.sh.d[d] = sh.d[d];
     k.dt = dt;

@@ -41,7 +41,8 @@ typedef struct ShardEffTable {
     X(SHARD_K_REDUCE, "reduce")                                \
     X(SHARD_K_OPTIMIZER, "optimizer")                          \
     X(SHARD_K_ROPE, "rope") /* optional in a file (shard_kernel_fallback): absent from files before it */ \
-    X(SHARD_K_SILU, "silu") /* optional likewise */
+    X(SHARD_K_SILU, "silu") /* optional likewise */                                       \
+    X(SHARD_K_RMSNORM, "rmsnorm") /* optional likewise: absent, the norm rate */
 
 typedef enum {
 #define X(id, name) id,
@@ -53,7 +54,8 @@ typedef enum {
 const char *shard_kernel_name(ShardKernel k);
 /* The class a file without k's table prices k's kernels at (files written
  * before k was measured: as they were priced then), or -1 where a file that
- * has `kernel_gbs` must give k: rope and silu take the transcendental rate. */
+ * has `kernel_gbs` must give k: rope and silu take the transcendental rate,
+ * rmsnorm the norm rate (layer norm's). */
 int shard_kernel_fallback(ShardKernel k);
 
 /* A kernel's rate by call size, at increasing sizes: bytes/s by the bytes a
@@ -70,6 +72,30 @@ typedef struct ShardRateTable {
 
 /* The rate at `size`; 0 for a table of no points. */
 double shard_rate_at(const ShardRateTable *t, double size);
+
+/* A collective's measured time by size on one link, as the generated program
+ * runs it (colossal-calibrate: on a stream, waited for by an event, between
+ * two busy ranks): seconds by the bytes shard_coll_time takes (the shard
+ * going into an all-gather, the local buffer into the others), read linearly
+ * in bytes between points (each segment its own latency + bytes/bandwidth),
+ * the first point's time below it, the last segment's slope above the last
+ * (docs/sharding.md, "Collective costs"). The cluster file's optional
+ * `collective_us`. */
+#define SHARD_COLL_POINTS 16
+#define SHARD_COLL_KINDS 4 /* all-gather, reduce-scatter, all-reduce, all-to-all (ShardColl's first four) */
+typedef struct ShardCollTable {
+    int n;                              /* points, 0 (not measured) .. SHARD_COLL_POINTS */
+    double bytes[SHARD_COLL_POINTS];    /* strictly increasing, >= 1 */
+    double seconds[SHARD_COLL_POINTS];  /* positive, non-decreasing */
+} ShardCollTable;
+/* One link's tables: measured on an axis of `ranks` ranks (0: none), and
+ * used for axes of that size only (others: the α–β ring model). */
+typedef struct ShardCollLink {
+    int ranks;
+    ShardCollTable kind[SHARD_COLL_KINDS];
+} ShardCollLink;
+/* The time the table gives for `bytes`; 0 for a table of no points. */
+double shard_coll_table_at(const ShardCollTable *t, double bytes);
 
 /* The attention kernels a calibration measures a FLOP/s table for (FLOPs as
  * the IR counts each node: rule_attention, rule_attention_dq, _dkv); the
@@ -125,6 +151,9 @@ typedef struct ShardCluster {
      * by running the generated program's kernels); no points: not measured,
      * priced at peak x the class factor (cost.c) */
     ShardRateTable attention[SHARD_ATT__COUNT];
+    /* each collective's measured time by size, inside a node [0] and across
+     * nodes [1] (colossal-calibrate); ranks 0: not measured, the α–β model */
+    ShardCollLink coll[2];
 } ShardCluster;
 
 /* Reads `--cluster`: a preset (`h100`, `a100-40gb`, `a100-80gb`, `h200`,
@@ -164,6 +193,10 @@ typedef struct ShardMesh {
     bool inter[SHARD_MAX_AXES];   /* crosses nodes */
     int n_devices;
     double mem_bw;                /* for local copies (slices) */
+    /* the cluster's measured collective tables, inside a node [0] and across
+     * [1]: an axis of the size a table was measured on is priced by it */
+    ShardCollLink coll[2];
+    uint64_t coll_id;             /* a hash of coll (0: no tables), for caches keyed on the mesh */
 } ShardMesh;
 
 bool shard_mesh_make(const ShardCluster *c, int n_axes, const int *sizes, ShardMesh *m,
@@ -193,7 +226,8 @@ typedef enum {
 
 const char *shard_coll_name(ShardColl k);
 
-/* Time of one collective over mesh axis `axis` (ring algorithms, α–β model),
+/* Time of one collective over mesh axis `axis` (ring algorithms, α–β model;
+ * the link's measured table where the cluster has one for the axis's size),
  * where `bytes` is each rank's local buffer going in (the shard for an
  * all-gather, the whole local tensor for the others). Local ops are the
  * copies the program makes: a slice copies this rank's block (bytes / n), a
@@ -207,6 +241,12 @@ double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes);
  * bandwidthTest / STREAM-copy figures of the A100/H100 data sheets). */
 #define SHARD_COPY_BW_EFF 0.80
 double shard_copy_time(const ShardMesh *m, double bytes);
+/* The part of shard_coll_time(m, k, axis, bytes) that does not grow with the
+ * bytes: the α–β model's steps x α; a measured table's first point (its
+ * smallest message), at most the whole time; 0 for local ops. What a gradient
+ * bucket pays once for the tensors it batches (cost_grad_sync, the analysis,
+ * the simulator's latency figure). */
+double shard_coll_fixed(const ShardMesh *m, ShardColl k, int axis, double bytes);
 /* Bytes each rank sends over the link for that collective. */
 double shard_coll_sent(const ShardMesh *m, ShardColl k, int axis, double bytes);
 

@@ -228,7 +228,7 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
             if (shard_reshard(m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d, &gspec, &want, &rs, NULL))
                 for (int k = 0; k < rs.n; k++) {
                     const ShardStep *s = &rs.step[k];
-                    double lat = s->time - s->sent * m->beta[s->axis];
+                    double lat = shard_coll_fixed(m, s->kind, s->axis, s->bytes_in);
                     comm_add(c, PUR_SYNC, s, s->time - (1 - share) * lat);
                 }
         } else {

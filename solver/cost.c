@@ -47,7 +47,8 @@ int cost_kernel(OpClass cls, int op) {
         case OP_ROPE: case OP_ROPE_BWD: return SHARD_K_ROPE; /* an angle, pow, cos and sin a pair */
         default: return SHARD_K_ELEMWISE;
         }
-    case OPC_NORM: return SHARD_K_NORM;
+    case OPC_NORM: /* RMS norm: no mean and no bias, one pass fewer than layer norm's (CPU: its own rate) */
+        return op == OP_RMS_NORM || op == OP_RMS_NORM_DX || op == OP_RMS_NORM_DW ? SHARD_K_RMSNORM : SHARD_K_NORM;
     case OPC_SOFTMAX: return SHARD_K_SOFTMAX;
     case OPC_LOSS: return SHARD_K_LOSS;
     case OPC_REDUCE: return SHARD_K_REDUCE;
@@ -184,7 +185,8 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
         ShardReshard r;
         if (!shard_reshard(m, sh, dt, grad_spec, &want, &r, NULL)) return INFINITY;
         for (int i = 0; i < r.n; i++)
-            t += r.step[i].time - (1 - share) * (r.step[i].time - r.step[i].sent * m->beta[r.step[i].axis]);
+            t += r.step[i].time -
+                 (1 - share) * shard_coll_fixed(m, r.step[i].kind, r.step[i].axis, r.step[i].bytes_in);
         return t;
     }
     /* ZeRO-2/3: reduce-scatter the flattened gradient over the pending axes,

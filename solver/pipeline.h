@@ -230,9 +230,17 @@ bool pipeline_choose_keep(struct PlanResult *r, const ShardCluster *whole, doubl
  * pipeline_whole_problem scales it back and each choice's recompute counts
  * to the whole block (c of a stage's k instances recomputed: c x stages of
  * the block's, the first ones; all of them when c = k). The in-flight
- * buffer is priced after (pipeline_price). */
+ * buffer is priced after (pipeline_price). `copies` (at least 1) scales the
+ * saved activations of each group but the head's (after the blocks: the last
+ * stage keeps none in flight) in the stage problem: the first stage, keeping its
+ * in-flight micro-batches' activations, holds 1 + in-flight copies of them (a
+ * slot each beside the arena's, pipeline_price), so the ILP chooses the
+ * recompute that lets it keep them rather than a plan for one micro-batch whose
+ * stages must then run the forward again; pipeline_stage_acts sets another
+ * count on a scaled problem (1: as built), pipeline_whole_problem undoes it. */
 int pipeline_stage_instances(const Graph *g, int stages);
-void pipeline_stage_problem(IlpProblem *p, int stages);
+void pipeline_stage_problem(IlpProblem *p, int stages, double copies);
+void pipeline_stage_acts(IlpProblem *p, double copies);
 void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices, int n_choices);
 
 /* The plan JSON's `pipeline` object (docs/plan-format.md) into obj: the

@@ -66,19 +66,41 @@ static int lowest(PlaceMask m) {
  * reaches it, each delivered xfer[boundary] after both ends have posted it,
  * and ends when all are. A message past the micro-batches is skipped (the
  * checkers refuse such tables). t0, t1: when each action starts and ends. */
+static double *post_buf; /* replay's messages, kept between replays */
+static size_t post_cap;
+
 static double replay(int p, int v, int m, PipeAction *const *acts, const int *n, const double *fwd, const double *bwd,
                      const double *xfer, double *end, double *const *t0, double *const *t1) {
     int V = p * v, pc[PLACE_MAX_STAGES];
     double t[PLACE_MAX_STAGES];
     bool posted[PLACE_MAX_STAGES];
     size_t nq = (size_t)2 * (size_t)V * (size_t)m * 2;
-    double *post = ir_alloc(sizeof(double) * nq); /* [grad][q][mb][send?] -> when posted (-1: not yet) */
+    if (nq > post_cap) { /* kept between replays, as the tables (below) */
+        ir_free(post_buf);
+        post_buf = ir_alloc(sizeof(double) * nq);
+        post_cap = nq;
+    }
+    double *post = post_buf; /* [grad][q][mb][send?] -> when posted (-1: not yet) */
     for (size_t i = 0; i < nq; i++) post[i] = -1;
 #define POSTV(x, snd) post[((((size_t)(x)->grad * (size_t)V + (size_t)(x)->q) * (size_t)m + (size_t)(x)->mb) * 2) + (snd)]
     for (int d = 0; d < p; d++) pc[d] = 0, t[d] = 0, posted[d] = false;
-    for (bool progress = true; progress;) {
-        progress = false;
-        for (int d = 0; d < p; d++) {
+    /* a work list of the devices that may go on: each runs until it waits for a message whose
+     * other end is not posted; posting a transfer's messages puts their other ends' devices
+     * back on it. The times do not depend on the order (a message's post time is its device's
+     * clock when it reaches the transfer), so this is the sweep over every device until none
+     * moves, without its p sweeps per action (p^2 m a replay at 128 stages) */
+    int wl[PLACE_MAX_STAGES], nw = 0;
+    bool inq[PLACE_MAX_STAGES];
+    for (int d = p - 1; d >= 0; d--) wl[nw++] = d, inq[d] = true;
+#define WAKE(qq)                                                                                                       \
+    do {                                                                                                               \
+        int w_ = ((qq) % p + p) % p;                                                                                   \
+        if (!inq[w_]) wl[nw++] = w_, inq[w_] = true;                                                                   \
+    } while (0)
+    while (nw > 0) {
+        int d = wl[--nw];
+        inq[d] = false;
+        {
             while (pc[d] < n[d]) {
                 const PipeAction *a = &acts[d][pc[d]];
                 if (a->kind == PA_FWD || a->kind == PA_BWD) {
@@ -86,14 +108,20 @@ static double replay(int p, int v, int m, PipeAction *const *acts, const int *n,
                     if (t0) t0[d][pc[d]] = t[d];
                     t[d] += a->kind == PA_FWD ? fwd[q] : bwd[q];
                     if (t1) t1[d][pc[d]] = t[d];
-                    pc[d]++, progress = true;
+                    pc[d]++;
                     continue;
                 }
                 if (!posted[d]) {
                     for (int i = 0; i < a->n_send; i++)
-                        if (a->sends[i].mb < m) POSTV(&a->sends[i], 1) = t[d];
+                        if (a->sends[i].mb < m) {
+                            POSTV(&a->sends[i], 1) = t[d];
+                            WAKE(a->sends[i].grad ? a->sends[i].q - 1 : a->sends[i].q + 1);
+                        }
                     for (int i = 0; i < a->n_recv; i++)
-                        if (a->recvs[i].mb < m) POSTV(&a->recvs[i], 0) = t[d];
+                        if (a->recvs[i].mb < m) {
+                            POSTV(&a->recvs[i], 0) = t[d];
+                            WAKE(a->recvs[i].q);
+                        }
                     posted[d] = true;
                     if (t0) t0[d][pc[d]] = t[d];
                 }
@@ -112,10 +140,11 @@ static double replay(int p, int v, int m, PipeAction *const *acts, const int *n,
                 t[d] = done;
                 if (t1) t1[d][pc[d]] = done;
                 posted[d] = false;
-                pc[d]++, progress = true;
+                pc[d]++;
             }
         }
     }
+#undef WAKE
 #undef POSTV
     double T = 0;
     for (int d = 0; d < p; d++) {
@@ -123,8 +152,54 @@ static double replay(int p, int v, int m, PipeAction *const *acts, const int *n,
         T = maxd(T, t[d]);
         if (end) end[d] = pc[d] < n[d] ? INFINITY : t[d];
     }
-    ir_free(post);
     return T;
+}
+
+/* The action tables of the last (devices, chunks, micro-batches) replayed, 1F1B's with
+ * its transfers as messages: they depend on nothing else, and the boundaries' search
+ * (pipeline_rebalance) and the keep choice replay one schedule many times (a table set
+ * of 128 stages and 4096 micro-batches is some 300 MB, allocated and cleared each time
+ * before: most of GPT-3 175B's `--pp auto` on 1024 devices). Kept until the next
+ * (p, v, m); the planner is single-threaded. */
+static struct {
+    int p, v, m;
+    PipeAction *acts[PLACE_MAX_STAGES];
+    int n[PLACE_MAX_STAGES];
+} tabs;
+
+static void tables(int p, int v, int m) {
+    if (tabs.p == p && tabs.v == v && tabs.m == m && tabs.acts[0]) return;
+    for (int d = 0; d < PLACE_MAX_STAGES; d++) ir_free(tabs.acts[d]), tabs.acts[d] = NULL, tabs.n[d] = 0;
+    tabs.p = p, tabs.v = v, tabs.m = m;
+    if (v > 1) {
+        for (int d = 0; d < p; d++) {
+            tabs.acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, m));
+            tabs.n[d] = pipeline_interleaved(p, v, m, d, tabs.acts[d]);
+        }
+        return;
+    }
+    /* 1F1B's transfers as messages: the k-th message of a boundary and direction is micro-batch
+     * k's (each direction's messages go in order); a PA_NEXT sends stage s's forward values and
+     * receives stage s + 1's gradients, a PA_PREV sends stage s's gradients and receives stage
+     * s - 1's forward values */
+    int cnt[PLACE_MAX_STAGES][2][2]; /* per boundary, direction, receive/send: posted */
+    memset(cnt, 0, sizeof cnt);
+    for (int s = 0; s < p; s++) {
+        tabs.acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
+        tabs.n[s] = pipeline_1f1b(p, m, s, tabs.acts[s]);
+        for (int k = 0; k < tabs.n[s]; k++) {
+            PipeAction *a = &tabs.acts[s][k];
+            if (a->kind != PA_NEXT && a->kind != PA_PREV) continue;
+            bool next = a->kind == PA_NEXT;
+            int b = next ? s : s - 1;
+            a->n_send = a->n_recv = 0;
+            if (a->send) /* next: forward values of s; prev: gradients of s */
+                a->sends[a->n_send++] = (PipeMsg){.q = s, .mb = cnt[b][next ? 0 : 1][1]++, .grad = !next};
+            if (a->recv) /* next: gradients of s + 1; prev: forward values of s - 1 */
+                a->recvs[a->n_recv++] = (PipeMsg){.q = next ? s + 1 : s - 1, .mb = cnt[b][next ? 1 : 0][0]++, .grad = next};
+            a->kind = PA_XFER;
+        }
+    }
 }
 
 double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
@@ -140,32 +215,8 @@ double pipeline_replay_actions(int stages, int micro_batches, const double *fwd,
         if (end) end[0] = t;
         return t;
     }
-    /* 1F1B's transfers as messages: the k-th message of a boundary and direction is micro-batch
-     * k's (each direction's messages go in order); a PA_NEXT sends stage s's forward values and
-     * receives stage s + 1's gradients, a PA_PREV sends stage s's gradients and receives stage
-     * s - 1's forward values */
-    PipeAction *acts[PLACE_MAX_STAGES] = {0};
-    int n[PLACE_MAX_STAGES] = {0}, cnt[PLACE_MAX_STAGES][2][2]; /* per boundary, direction, receive/send: posted */
-    memset(cnt, 0, sizeof cnt);
-    for (int s = 0; s < P; s++) {
-        acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
-        n[s] = pipeline_1f1b(P, m, s, acts[s]);
-        for (int k = 0; k < n[s]; k++) {
-            PipeAction *a = &acts[s][k];
-            if (a->kind != PA_NEXT && a->kind != PA_PREV) continue;
-            bool next = a->kind == PA_NEXT;
-            int b = next ? s : s - 1;
-            a->n_send = a->n_recv = 0;
-            if (a->send) /* next: forward values of s; prev: gradients of s */
-                a->sends[a->n_send++] = (PipeMsg){.q = s, .mb = cnt[b][next ? 0 : 1][1]++, .grad = !next};
-            if (a->recv) /* next: gradients of s + 1; prev: forward values of s - 1 */
-                a->recvs[a->n_recv++] = (PipeMsg){.q = next ? s + 1 : s - 1, .mb = cnt[b][next ? 1 : 0][0]++, .grad = next};
-            a->kind = PA_XFER;
-        }
-    }
-    double T = replay(P, 1, m, acts, n, fwd, bwd, xfer, end, t0, t1);
-    for (int s = 0; s < P; s++) ir_free(acts[s]);
-    return T;
+    tables(P, 1, m);
+    return replay(P, 1, m, tabs.acts, tabs.n, fwd, bwd, xfer, end, t0, t1);
 }
 
 double pipeline_replay_v(int devices, int chunks, int micro_batches, const double *fwd, const double *bwd,
@@ -179,16 +230,8 @@ double pipeline_replay_v(int devices, int chunks, int micro_batches, const doubl
         }
         return pipeline_replay_actions(devices, micro_batches, fwd, bwd, xfer, end, t0, t1);
     }
-    int p = devices, v = chunks, m = micro_batches;
-    PipeAction *acts[PLACE_MAX_STAGES] = {0};
-    int n[PLACE_MAX_STAGES] = {0};
-    for (int d = 0; d < p; d++) {
-        acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, m));
-        n[d] = pipeline_interleaved(p, v, m, d, acts[d]);
-    }
-    double T = replay(p, v, m, acts, n, fwd, bwd, xfer, end, t0, t1);
-    for (int d = 0; d < p; d++) ir_free(acts[d]);
-    return T;
+    tables(devices, chunks, micro_batches);
+    return replay(devices, chunks, micro_batches, tabs.acts, tabs.n, fwd, bwd, xfer, end, t0, t1);
 }
 
 /* Per value: its local bytes as the plan holds it, in the compute dtype for
@@ -199,6 +242,11 @@ static double value_bytes(const PlanResult *r, const Graph *g, ValueId v) {
     if (r->pl->has_spec[v]) return shard_spec_bytes(&r->pl->spec[v], &r->mesh, x->shape, dt);
     return (double)ir_shape_numel(x->shape) * ir_dtype_size(dt);
 }
+
+/* Set only by pipeline_rebalance around its trial prices: a pipeline whose fullest stage
+ * is over it is not replayed (its step reads INFINITY): the search rejects such a move
+ * whatever its step, and the replay is most of a deep pipeline's price. */
+static double price_cap = INFINITY;
 
 bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *out, StrBuf *err) {
     const Placement *pl = r->pl;
@@ -378,7 +426,6 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     double end[PLACE_MAX_STAGES];
     int layers = p->n_layers > 0 ? p->n_layers : 1;
     for (int q = 0; q < P; q++) out->vfwd_s[q] = fwd[q], out->vbwd_s[q] = bwd[q], out->vsend_s[q] = q + 1 < P ? xfer[q] : 0;
-    double pipe_s = pipeline_replay_v(devs, V, m, fwd, bwd, xfer, end, NULL, NULL);
     for (int q = 0; q < P; q++) { /* each virtual stage into its device's */
         PipeStagePrice *x = &vs[q], *st = &out->st[q % devs];
         st->fwd_s += fwd[q], st->bwd_s += bwd[q];
@@ -409,10 +456,18 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
         double start = st->mem_static - st->mem_grads_late + st->mem_acts + st->mem_inflight;
         double update = st->mem_static + st->mem_update + st->mem_inflight;
         st->peak_bytes = maxd(start, update) + st->mem_transient;
-        st->end_s = end[d] + st->update_s;
-        T = maxd(T, st->end_s);
         busy += st->busy_s;
         out->peak_bytes = maxd(out->peak_bytes, st->peak_bytes);
+    }
+    if (out->peak_bytes > price_cap) { /* the boundaries' search rejects it unreplayed (pipeline_rebalance) */
+        out->pipe_s = out->step_s = INFINITY;
+        return true;
+    }
+    double pipe_s = pipeline_replay_v(devs, V, m, fwd, bwd, xfer, end, NULL, NULL);
+    for (int d = 0; d < devs; d++) {
+        PipeStagePrice *st = &out->st[d];
+        st->end_s = end[d] + st->update_s;
+        T = maxd(T, st->end_s);
     }
     out->pipe_s = pipe_s;
     out->step_s = T;
@@ -503,10 +558,20 @@ int pipeline_stage_instances(const Graph *g, int stages) {
     return (n + stages - 1) / stages;
 }
 
-void pipeline_stage_problem(IlpProblem *p, int stages) {
+void pipeline_stage_acts(IlpProblem *p, double copies) {
+    double from = p->act_copies > 0 ? p->act_copies : 1, to = copies > 1 ? copies : 1;
+    if (from == to) return;
+    for (int gi = 0; gi < p->n_groups; gi++)
+        for (int s = 0; !p->groups[gi].after_blocks && s < p->groups[gi].n_strats; s++)
+            for (int pol = 0; pol < RC__COUNT; pol++) p->groups[gi].strats[s].act[pol] = p->groups[gi].strats[s].act[pol] / from * to;
+    p->act_copies = to;
+}
+
+void pipeline_stage_problem(IlpProblem *p, int stages, double copies) {
     int blk = cut_block(p->g);
     if (stages <= 1 || blk == IR_NONE) return;
     rescale(p, blk, p->g->blocks[blk].n_instances, pipeline_stage_instances(p->g, stages));
+    pipeline_stage_acts(p, copies);
 }
 
 void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices, int n_choices) {
@@ -515,6 +580,7 @@ void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices
     int n = p->g->blocks[blk].n_instances, k = pipeline_stage_instances(p->g, stages), bi = -1;
     for (int gi = 0; gi < p->n_groups; gi++)
         if (in_cut(p, gi, blk)) bi = p->groups[gi].block;
+    pipeline_stage_acts(p, 1);
     rescale(p, blk, k, n);
     if (bi < 0) return;
     for (int i = 0; i < n_choices; i++) {
@@ -555,8 +621,10 @@ int pipeline_rebalance(PlanResult *r, const ShardCluster *whole, double limit) {
                 f[b] += d;
                 if (f[b] <= f[b - 1] || f[b] >= f[b + 1]) continue;
                 sb_init(&err), sb_init(&hint);
+                price_cap = cap; /* over it: rejected below, not replayed */
                 bool ok = pipeline_place_ranges(r->pl, P, f, pp->schedule, &err, &hint) &&
                           pipeline_price(r, whole, &trial, &err);
+                price_cap = INFINITY;
                 sb_free(&err), sb_free(&hint);
                 evals++;
                 if (ok && trial.step_s < best_t && max_peak(&trial) <= cap) best_t = trial.step_s, best_b = b, best_d = d;

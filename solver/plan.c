@@ -150,11 +150,23 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes : 0; /* auto: plan_price_chunks, below */
     r->batch = r->prob->batch;
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
-    if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp); /* plan one stage (pipeprice.c) */
+    bool forced = o->strategy && strcmp(o->strategy, "auto");
+    /* plan one stage (pipeprice.c); tried again (plan_within) where not every stage could keep
+     * its in-flight activations, the ILP's memory rows counting those the first stage keeps
+     * (1F1B: one slot per stage, beside the arena's copy) */
+    int inflight = o->micro_batches > 0 && o->micro_batches < o->pp ? o->micro_batches : o->pp;
+    double copies = o->pp_keep_acts && !forced ? 1 + inflight : 1;
+    if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp, copies);
     IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
     double t0 = now_s();
-    bool forced = o->strategy && strcmp(o->strategy, "auto");
     if (!forced) r->res = ilp_solve(r->prob, &s);
+    if (!forced && o->pp > 1 && copies > 1 && r->res.status == ILP_INFEASIBLE) {
+        /* even recomputing does not let the stages keep them: a plan for one micro-batch, whose
+         * stages run the forward again where their slots do not fit (pipeline_choose_keep) */
+        ilp_result_free(&r->res);
+        pipeline_stage_acts(r->prob, 1);
+        r->res = ilp_solve(r->prob, &s);
+    }
     r->n_base = ilp_baselines(r->prob, &s, r->base);
     r->solve_s = now_s() - t0;
     r->chosen = "ilp";
@@ -299,6 +311,8 @@ static int micro_batches_that_fit(const Graph *g, const PlanOptions *o, const Il
 }
 
 static PlanResult *plan_within(const Graph *g, const PlanOptions *o);
+static PlanResult *plan_keep_again(const Graph *g, const PlanOptions *o, const PlanResult *r);
+static int oa_stages(const PlanResult *r);
 
 /* What planning on the candidate meshes found besides the best plan. */
 typedef struct MeshSearch {
@@ -572,10 +586,12 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
         return NULL;
     }
     PlanResult *r = NULL;
-    if (o->pp < 0) r = plan_stage_counts(g, o);
+    PlanOptions ow = *o; /* the walks: the plan again with kept activations once, below */
+    ow.pp_keep_later = true;
+    if (o->pp < 0) r = plan_stage_counts(g, &ow);
     else if (o->pp > 1 && o->micro_auto) { /* --pp N: the micro-batches chosen */
         char why[200];
-        r = plan_pipeline_micro(g, o, why, sizeof why);
+        r = plan_pipeline_micro(g, &ow, why, sizeof why);
         if (!r && !o->quiet_no_fit) { /* the message of the fewest micro-batches that can run */
             PlanOptions om = *o;
             om.micro_auto = false;
@@ -588,6 +604,19 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
             }
         }
     } else r = plan_within(g, o);
+    if (r && (o->pp < 0 || (o->pp > 1 && o->micro_auto))) {
+        PlanResult *alt = plan_keep_again(g, o, r);
+        if (alt) { /* the walk's record moves with it; its count's entry says the new step */
+            alt->counts = r->counts, alt->n_counts = r->n_counts, r->counts = NULL, r->n_counts = 0;
+            for (int i = 0; i < alt->n_counts; i++)
+                if (alt->counts[i].stages == oa_stages(alt)) {
+                    alt->counts[i].step_s = alt->price.step_s;
+                    alt->counts[i].peak_bytes = alt->price.peak_bytes;
+                }
+            plan_free(r);
+            r = alt;
+        }
+    }
     if (r) r->micro_chosen = o->micro_auto;
     ilp_set_deadline(0);
     return r;
@@ -678,6 +707,35 @@ static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCl
     if (!ok) sb_printf(perr, "cannot price the pipeline: %s", sb_cstr(&e)), sb_puts(phint, "give another --pp or --mesh");
     sb_free(&e), sb_free(&h);
     return ok;
+}
+
+/* A pipeline whose (virtual) stages but the last do not all keep their in-flight
+ * activations (their slots did not fit beside a stage plan made for one micro-batch):
+ * planned again, on its stage mesh, stage count and micro-batches, with the kept
+ * activations in the stage problem's memory rows (it may recompute to keep them).
+ * The new plan if it is faster, else NULL. Not for a forced --strategy, nor under
+ * --pp-activations keep|rerun. */
+static int oa_stages(const PlanResult *r) { return r->pl ? placement_pipe_devices(&r->pl->pipe) : 1; }
+
+static PlanResult *plan_keep_again(const Graph *g, const PlanOptions *o, const PlanResult *r) {
+    if (!r || !r->pl || r->pl->pipe.stages <= 1 || o->pp_keep_acts || (PipeKeep)o->pp_keep != PK_AUTO ||
+        (o->strategy && strcmp(o->strategy, "auto")))
+        return NULL;
+    bool all_kept = true;
+    for (int q = 0; q + 1 < r->pl->pipe.stages; q++) all_kept &= r->pl->pipe.keep[q];
+    if (all_kept) return NULL;
+    PlanOptions oa = *o;
+    oa.pp_keep_acts = true, oa.pp_keep_later = false, oa.quiet_no_fit = true, oa.micro_auto = false;
+    oa.pp = placement_pipe_devices(&r->pl->pipe);
+    oa.micro_batches = r->prob->opt.micro_batches;
+    StrBuf mesh;
+    sb_init(&mesh);
+    if (!o->mesh) shard_mesh_print(&mesh, &r->mesh), oa.mesh = sb_cstr(&mesh);
+    PlanResult *alt = plan_within(g, &oa);
+    sb_free(&mesh);
+    if (alt && alt->price.step_s < r->price.step_s) return alt;
+    plan_free(alt);
+    return NULL;
 }
 
 static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
@@ -892,6 +950,18 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         plan_free(best);
         return NULL;
     }
+    /* generated code: a plan whose ZeRO the lowering cannot run in its layout
+     * (placement_zero_runs: the batch over some mesh axes only, or ZeRO over three)
+     * is planned again without ZeRO where --zero and --strategy leave the choice
+     * to the planner (else the lowering refuses it, naming the rule) */
+    if (o->lowerable && fix.zero < 0 && !(o->strategy && strcmp(o->strategy, "auto")) &&
+        !placement_zero_runs(best->pl, NULL)) {
+        PlanOptions oz = *o;
+        oz.zero = "0";
+        plan_free(best);
+        sb_free(&perr);
+        return plan_within(g, &oz);
+    }
     best->mem_limit = full;
     plan_price_chunks(g, best, o->chunk_bytes);
     if (best->chunk_bytes > 0 && best->n_chunk_prices && !best->chunk_price[best->chunk_chosen].fits) { /* a forced size (auto takes one that fits) */
@@ -982,6 +1052,17 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
             sb_free(&perr);
             plan_free(best);
             return NULL;
+        }
+        /* a (virtual) stage but the last runs its forward again (its slots did not fit beside a
+         * plan for one micro-batch): planned again with the kept activations in the stage
+         * problem's memory rows (it may recompute to keep them), the faster kept */
+        if (!o->pp_keep_later) {
+            PlanResult *alt = plan_keep_again(g, o, best);
+            if (alt) {
+                sb_free(&perr);
+                plan_free(best);
+                return alt;
+            }
         }
     }
     if (!placement_verify(best->pl, &perr)) { /* an internal error: the planner made it */

@@ -58,6 +58,11 @@ typedef struct PlanOptions {
     double chunk_reserve;       /* internal (plan.c): bytes of the limit the ILP leaves a forced
                                  * chunk size's buffers, after a plan without them did not fit */
     int chunk_tries;            /* internal: the plans made so */
+    bool pp_keep_acts;          /* internal (plan.c): the stage problem counts the first stage's
+                                 * kept in-flight activations (pipeline_stage_problem's copies),
+                                 * tried after a plan whose stages could not all keep them */
+    bool pp_keep_later;         /* internal: the walks over stage counts and micro-batches leave
+                                 * that second plan to plan_solve, once, for the plan they keep */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);

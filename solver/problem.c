@@ -561,9 +561,12 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 for (int pol = RC_SELECTIVE; z == 3 && pol <= RC_FULL; pol++) /* a recomputed instance's */
                     if (p->rc_reads[v] >> pol & 1) S->rc_gather_s[pol] += M * ag;
                 /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3
-                 * slice) added to its accumulator, which is read and written */
+                 * slice) added to its accumulator, which is read and written: the
+                 * accumulator's bytes (f32 under mixed precision, as the gradient
+                 * it adds, cast to f32 first: below) three times an element */
+                double ae = z >= 2 ? local / shard : local; /* the elements accumulated */
                 if (M > 1) { /* one add a micro-batch, at the element-wise rate of its size */
-                    double ab = 3 * gs * (z >= 2 ? local / shard : local);
+                    double ab = 3 * acc * ae;
                     S->opt_s[z] += M * ab / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_GRAD_ACCUM, ab);
                 }
                 /* AdamW: read and write master weights, m and v, read the
@@ -574,11 +577,13 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 S->opt_s[z] += ob / cost_mem_rate(cm->cl, OPC_OPTIMIZER, -1, ob);
                 /* the passes autodiff puts before every update (ir/autodiff.c): a
                  * gradient not in f32 cast to f32 (read it, write 4 bytes an
-                 * element), and the global norm's sum of squares over the f32
-                 * gradient (its clipping, overflow check and loss-scale division) */
+                 * element; under micro-batches each micro-batch's, before it is
+                 * accumulated: the generated program's backward runs it M times),
+                 * and the global norm's sum of squares over the f32 gradient (its
+                 * clipping, overflow check and loss-scale division) */
                 if (gs < 4) {
-                    double cb = (gs + 4) * el;
-                    S->opt_s[z] += cb / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_CAST, cb);
+                    double cb = (gs + 4) * (M > 1 ? ae : el);
+                    S->opt_s[z] += (M > 1 ? M : 1) * cb / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_CAST, cb);
                 }
                 double nb = 4 * el + 4;
                 S->opt_s[z] += nb / cost_mem_rate(cm->cl, OPC_REDUCE, OP_SUMSQ, nb);

@@ -129,8 +129,7 @@ static void replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool 
                     else r->coll_compute_s += d;
                     r->coll_n[o->coll][s]++;
                     r->coll_s[o->coll][s] += d;
-                    r->coll_lat_s[o->coll][s] +=
-                        d - shard_coll_sent(cm->mesh, o->coll, o->axis, o->bytes) * cm->mesh->beta[o->axis];
+                    r->coll_lat_s[o->coll][s] += fmin(d, shard_coll_fixed(cm->mesh, o->coll, o->axis, o->bytes));
                 }
                 if (o->kind != SIM_COLL && o->kind != SIM_HCOPY) r->part_s[o->part] += d;
             }

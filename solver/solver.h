@@ -176,6 +176,9 @@ typedef struct IlpProblem {
                                  * forward read them (plan_bwd_rereads): an edge into such an
                                  * operand is resharded twice, forward and backward */
     int n_layers;               /* parameter-group instances (gradient buckets) */
+    double act_copies;          /* a pipeline's stage problem: the copies of each group's saved
+                                 * activations its memory rows count (IlpStrat.act scaled by it,
+                                 * pipeline_stage_problem); 0: not scaled */
     double param_bytes, grad_bytes, opt_bytes; /* per parameter element */
     double grad32_bytes;        /* the f32 gradient copy the update reads (mixed precision; 0 in f32) */
     int64_t batch;              /* the graph's inputs' leading dim */

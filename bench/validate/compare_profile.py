@@ -169,6 +169,22 @@ def main():
             r = f"{ss / ms:9.2f}" if ms > 0 else f"{'-':>9}"
             print(f"{k:<16} {mc:6.1f} {ms:10.6f} {sc:9d} {ss:10.6f} {r}")
 
+    # by kind and size (profiles since 2026-12-05: `collectives_by_size`): each
+    # size's calls a step and mean wall time a call, to set beside the cluster
+    # file's `collective_us` table (bytes there: the shard into an all-gather,
+    # here the larger buffer, the whole tensor)
+    by_size = a.profile_json.get("collectives_by_size") or []
+    if by_size:
+        print(f"\ncollectives by size (rank 0; bytes of the larger buffer, the whole tensor)")
+        print(f"{'kind':<16} {'bytes':>21} {'calls':>6} {'us a call':>10} {'s a step':>10}")
+        for c in sorted(by_size, key=lambda c: (c.get("kind", "?"), c.get("bytes_min", 0))):
+            n = c.get("calls", 0)
+            t = float(c.get("seconds", 0) or 0)
+            lo, hi = c.get("bytes_min", 0), c.get("bytes_max", 0)
+            rng = f"{lo:.0f}" if lo == hi else f"{lo:.0f}-{hi:.0f}"
+            print(f"{c.get('kind', '?'):<16} {rng:>21} {n / a.steps:6.1f} {t / n * 1e6 if n else 0:10.1f} "
+                  f"{t / a.steps:10.6f}")
+
     # the nodes furthest from the planner's price
     rows = []
     for n in prog.get("nodes", []):

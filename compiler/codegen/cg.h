@@ -44,10 +44,24 @@ typedef struct CgOptions {
 bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const char *plan_json,
              const char *dir);
 
+/* The memory plan against the planner's prediction, as the compiler's
+ * summary says it: unpipelined the arena over the predicted peak; pipelined
+ * each stage's arena and pipeline buffer over that stage's own predicted
+ * peak, the stage farthest from it (a deep pipeline's stages differ by their
+ * in-flight micro-batches: the fullest stage's peak is no measure of the
+ * others'). */
+typedef struct CgMemCheck {
+    double predicted;          /* memory.predicted_peak_bytes (0 if absent) */
+    double planned;            /* the arena; pipelined, the fullest stage's arena and pipeline buffer */
+    double ratio;              /* planned over predicted; pipelined, the stage farthest from 1 (0: none) */
+    int stage;                 /* that stage (-1: unpipelined) */
+    double ratio_lo, ratio_hi; /* pipelined: the stages' smallest and largest */
+} CgMemCheck;
+
 /* The planner's JSON with memory.planned_arena_bytes and
  * memory.lower_bound_bytes added (malloc'd, NULL if plan_json does not
- * parse); *predicted gets memory.predicted_peak_bytes (0 if absent). */
-char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predicted);
+ * parse); *chk as above. */
+char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *chk);
 
 /* Pipelined, device d's pipeline buffer (cg_pipeline.c): its bytes (the
  * slots of received forward values, the received gradients, the outboxes,
@@ -79,6 +93,8 @@ void cg_adamw_c_function(StrBuf *out, const char *name, int64_t n);
 /* The C function of a layer norm's forward over rows x D f32 elements (eps
  * 1e-5): x, weight, bias -> y. */
 void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D);
+/* The program's RMS norm forward (x, w -> y), rows x D, as a C function (calibrate). */
+void cg_rms_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D);
 /* The C function of a sum of squares of n f32 elements (the update's global
  * norm): x -> the sum (one element), then its workspace cg_w (unused in C). */
 void cg_sumsq_c_function(StrBuf *out, const char *name, int64_t n);

@@ -619,6 +619,18 @@ void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64
     sb_free(&b);
 }
 
+void cg_rms_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D) {
+    IR_ASSERT(rows > 0 && D > 0);
+    StrBuf b;
+    sb_init(&b);
+    norm_fwd_body(&b, false, D, 1e-5);
+    DType dts[3] = {DT_F32, DT_F32, DT_F32};
+    bool outs[3] = {false, false, true};
+    CgKernel k = {.n = rows, .prologue = "", .body = sb_cstr(&b), .rows = true, .rows_width = D};
+    cg_c_function(out, name, 3, dts, outs, &k);
+    sb_free(&b);
+}
+
 static bool emit_norm(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     bool ln = n->op == OP_LAYER_NORM || n->op == OP_LAYER_NORM_DX;
@@ -1553,7 +1565,13 @@ void cg_adamw_c_function(StrBuf *out, const char *name, int64_t n) {
 
 /* adamw, sgd, lamb and lars: element-wise; results may be written over their
  * leaves (the lowering aliases them), so each point reads everything first.
- * The trust ratio (lamb, lars) comes from the norms operand, summed by then. */
+ * The trust ratio (lamb, lars) comes from the norms operand, summed by then.
+ * A skipped step keeps the old values by selects between values already
+ * computed, all made before the first store: a branch around the stores, a
+ * select with a load or an operation in one arm, or selects on one condition
+ * with stores between them (GCC merges them into one branch) is control flow
+ * GCC does not vectorize at -O2 without masked stores (gcc 12;
+ * tests/calibrate/kernels_as_run.sh checks all four). */
 static bool emit_optimizer(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
     const Attr *at = n->attr;
@@ -1573,10 +1591,12 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
     } else if (n->op == OP_SGD) {
         snprintf(pro, sizeof pro, "const double lr = a3[0], coef = a4[0];\n    const int skip = !isfinite(coef);\n");
         snprintf(body, sizeof body,
-                 "if (skip) { a5[i] = a0[i]; a6[i] = a2[i]; } else {\n"
-                 "        const double d = $L1(a1[i]) * coef + %.17g * a0[i];\n"
-                 "        const double m = %.17g * a2[i] + d;\n"
-                 "        a5[i] = (float)(a0[i] - lr * m);\n        a6[i] = (float)m;\n        }",
+                 "const float p0 = a0[i], b0 = a2[i];\n"
+                 "        const double d = $L1(a1[i]) * coef + %.17g * p0;\n"
+                 "        const double m = %.17g * b0 + d;\n"
+                 "        const float p1 = (float)(p0 - lr * m), b1 = (float)m;\n"
+                 "        const float r0 = skip ? p0 : p1, r1 = skip ? b0 : b1;\n"
+                 "        a5[i] = r0;\n        a6[i] = r1;",
                  at[1].f, at[0].f);
     } else if (n->op == OP_LAMB) { /* p' = p - lr ratio u, ratio = ||p|| / ||u|| (1 if either is 0 or no norms) */
         /* fused (LowerNode.dir_for): its norms node wrote m', v' and u (over the gradient) */
@@ -1591,12 +1611,14 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
             sb_puts(&pb, "    if (a7[0] > 0 && a7[1] > 0) ratio = sqrt((double)a7[0]) / sqrt((double)a7[1]);\n");
         sb_puts(&pb, "    const float size = (float)(a4[0] * ratio);\n");
         if (fused) {
-            sb_printf(&bb, "a%d[i] = skip ? a0[i] : a0[i] - size * a1[i];", y);
-        } else {
-            sb_printf(&bb, "if (skip) { a%d[i] = a0[i]; a%d[i] = a2[i]; a%d[i] = a3[i]; } else {\n        ", y, y + 1, y + 2);
+            sb_printf(&bb, "const float p0 = a0[i], p1 = p0 - size * a1[i];\n        a%d[i] = skip ? p0 : p1;", y);
+        } else { /* lamb_dir_body reads a0, a2 and a3 first: the selects below load nothing conditionally */
             lamb_dir_body(&bb, at, "i", "        ");
-            sb_printf(&bb, "        a%d[i] = a0[i] - size * u;\n        a%d[i] = m;\n        a%d[i] = v;\n        }", y, y + 1,
-                      y + 2);
+            sb_printf(&bb,
+                      "        const float p0 = a0[i], m0 = a2[i], v0 = a3[i], p1 = p0 - size * u;\n"
+                      "        const float r0 = skip ? p0 : p1, r1 = skip ? m0 : m, r2 = skip ? v0 : v;\n"
+                      "        a%d[i] = r0;\n        a%d[i] = r1;\n        a%d[i] = r2;",
+                      y, y + 1, y + 2);
         }
         snprintf(pro, sizeof pro, "%s", sb_cstr(&pb));
         snprintf(body, sizeof body, "%s", sb_cstr(&bb));
@@ -1612,10 +1634,12 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
                      "    if (wn > 0 && gn > 0) local = %.17g * wn / (gn + %.17g * wn);\n",
                      at[2].f, at[1].f);
         snprintf(body, sizeof body,
-                 "if (skip) { a%d[i] = a0[i]; a%d[i] = a2[i]; } else {\n"
-                 "        const double b = %.17g * a2[i] + lr * local * ($L1(a1[i]) * coef + %.17g * a0[i]);\n"
-                 "        a%d[i] = (float)(a0[i] - b);\n        a%d[i] = (float)b;\n        }",
-                 y, y + 1, at[0].f, at[1].f, y, y + 1);
+                 "const float p0 = a0[i], b0 = a2[i];\n"
+                 "        const double b = %.17g * b0 + lr * local * ($L1(a1[i]) * coef + %.17g * p0);\n"
+                 "        const float p1 = (float)(p0 - b), b1 = (float)b;\n"
+                 "        const float r0 = skip ? p0 : p1, r1 = skip ? b0 : b1;\n"
+                 "        a%d[i] = r0;\n        a%d[i] = r1;",
+                 at[0].f, at[1].f, y, y + 1);
     }
     KArg a[IR_MAX_IN + IR_MAX_OUT];
     for (int i = 0; i < n->n_in; i++) a[i] = (KArg){n->in[i], 0, 0};

@@ -10,15 +10,17 @@
  * all-reduce sums, LAMB and LARS).
  */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cg.h"
 #include "ops.h"
 
-char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predicted) {
+char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *chk) {
     cJSON *root = cJSON_Parse(plan_json);
-    *predicted = 0;
+    *chk = (CgMemCheck){.stage = -1};
+    double *predicted = &chk->predicted;
     if (!root) return NULL;
     /* timings differ from run to run: generated files must not (null = not recorded) */
     cJSON *sol = cJSON_GetObjectItemCaseSensitive(root, "solver");
@@ -45,6 +47,8 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
     }
     if (devs) cJSON_AddNumberToObject(mem, "planned_with_pipe_buffer_bytes", (double)planned);
     if (*predicted > 0) cJSON_AddNumberToObject(mem, "planned_over_predicted", (double)planned / *predicted);
+    chk->planned = (double)planned;
+    if (*predicted > 0 && !devs) chk->ratio = (double)planned / *predicted;
     /* pipelined: each stage's ranks allocate their own stage's plan
      * (pipeline.stages[s].memory: planned_arena_bytes, lower_bound_bytes,
      * planned_over_predicted against that stage's peak_bytes) */
@@ -66,8 +70,13 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, double *predic
         cJSON_AddNumberToObject(sm, "planned_pipe_buffer_bytes", (double)pipe);
         /* against the stage's peak, which counts its pipeline buffer (in_flight_bytes) */
         cJSON *pk = cJSON_GetObjectItemCaseSensitive(sm, "peak_bytes");
-        if (cJSON_IsNumber(pk) && pk->valuedouble > 0)
-            cJSON_AddNumberToObject(sm, "planned_over_predicted", (double)(lp->stage_arena_bytes[s] + pipe) / pk->valuedouble);
+        if (cJSON_IsNumber(pk) && pk->valuedouble > 0) {
+            double q = (double)(lp->stage_arena_bytes[s] + pipe) / pk->valuedouble;
+            cJSON_AddNumberToObject(sm, "planned_over_predicted", q);
+            if (chk->stage < 0 || fabs(q - 1) > fabs(chk->ratio - 1)) chk->ratio = q, chk->stage = s;
+            if (chk->ratio_lo == 0 || q < chk->ratio_lo) chk->ratio_lo = q;
+            if (q > chk->ratio_hi) chk->ratio_hi = q;
+        }
     }
     cJSON_DeleteItemFromObjectCaseSensitive(mem, "planned_host_arena_bytes");
     cJSON_DeleteItemFromObjectCaseSensitive(mem, "planned_offloaded_bytes");

@@ -146,8 +146,6 @@ static void scan(CgCtx *c, const char *t, Seg *s) {
     sb_free(&sk);
 }
 
-static bool seg_eq(const Seg *x, const Seg *y) { return x->ok && y->ok && x->id == y->id; }
-
 /* Each segment's id: segments sorted by (hash, skeleton), equal ones numbered
  * alike, so that the search for repeats compares integers, not texts (a deep
  * pipeline's stages repeat the same segments thousands of times). */
@@ -170,11 +168,86 @@ static void intern_skels(Seg *sg, int n) {
     ir_free(ix);
 }
 
-/* Segments [s, s+L) equal to [u, u+L). */
-static bool win_eq(const Seg *sg, int s, int u, int L) {
-    for (int t = 0; t < L; t++)
-        if (!seg_eq(&sg[s + t], &sg[u + t])) return false;
-    return true;
+/* The longest common prefix of any two suffixes of the segments' id
+ * sequence in O(1): a suffix array (prefix doubling), its LCP array
+ * (Kasai) and a sparse table of minima over it. Window [s, s+L) repeats R
+ * times from s exactly when the suffixes at s and s+L agree on (R-1) L
+ * segments, so the search for repeats asks lcp(s, s+L) instead of comparing
+ * windows segment by segment (which was quadratic in a deep pipeline's
+ * thousands of equal segments). A segment that may not be moved (!ok)
+ * takes an id of its own, so it equals no other position (and two that
+ * may are equal when their skeletons are: equal ids). */
+typedef struct Lcp {
+    int n, levels;
+    int *rank;                 /* of each suffix in the sorted order */
+    int *tab;                  /* [level][n]: min of lcp over 2^level entries from i */
+} Lcp;
+
+static const int *sa_key, *sa_key2;
+static int cmp_suffix(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (sa_key[x] != sa_key[y]) return sa_key[x] < sa_key[y] ? -1 : 1;
+    if (sa_key2[x] != sa_key2[y]) return sa_key2[x] < sa_key2[y] ? -1 : 1;
+    return 0;
+}
+
+static void lcp_build(Lcp *q, const int *a, int n) {
+    int *sa = ir_alloc((size_t)n * sizeof *sa), *rk = ir_alloc((size_t)n * sizeof *rk),
+        *k2 = ir_alloc((size_t)n * sizeof *k2), *tmp = ir_alloc((size_t)n * sizeof *tmp);
+    for (int i = 0; i < n; i++) sa[i] = i, rk[i] = a[i];
+    for (int h = 1;; h *= 2) { /* sort by (rank of [i, i+h), rank of [i+h, i+2h)) */
+        for (int i = 0; i < n; i++) k2[i] = i + h < n ? rk[i + h] : -1;
+        sa_key = rk, sa_key2 = k2;
+        qsort(sa, (size_t)n, sizeof *sa, cmp_suffix);
+        tmp[sa[0]] = 0;
+        for (int i = 1; i < n; i++) tmp[sa[i]] = tmp[sa[i - 1]] + (cmp_suffix(&sa[i - 1], &sa[i]) != 0);
+        memcpy(rk, tmp, (size_t)n * sizeof *rk);
+        if (rk[sa[n - 1]] == n - 1 || h >= n) break;
+    }
+    /* Kasai: lcp[r] = lcp of the suffixes ranked r - 1 and r */
+    int *lcp = tmp;
+    lcp[0] = 0;
+    for (int i = 0, h = 0; i < n; i++) {
+        if (rk[i] == 0) {
+            h = 0;
+            continue;
+        }
+        int j = sa[rk[i] - 1];
+        while (i + h < n && j + h < n && a[i + h] == a[j + h]) h++;
+        lcp[rk[i]] = h;
+        if (h) h--;
+    }
+    int levels = 1;
+    while ((1 << levels) <= n) levels++;
+    q->n = n, q->levels = levels, q->rank = rk;
+    q->tab = ir_alloc((size_t)levels * (size_t)n * sizeof *q->tab);
+    memcpy(q->tab, lcp, (size_t)n * sizeof *lcp);
+    for (int l = 1; l < levels; l++)
+        for (int i = 0; i + (1 << l) <= n; i++) {
+            int x = q->tab[(size_t)(l - 1) * n + i], y = q->tab[(size_t)(l - 1) * n + i + (1 << (l - 1))];
+            q->tab[(size_t)l * n + i] = x < y ? x : y;
+        }
+    ir_free(sa);
+    ir_free(k2);
+    ir_free(tmp);
+}
+
+static int lcp_of(const Lcp *q, int x, int y) { /* x != y */
+    int a = q->rank[x], b = q->rank[y];
+    if (a > b) {
+        int t = a;
+        a = b, b = t;
+    }
+    a++; /* min of lcp[a+1 .. b] */
+    int l = 0;
+    while ((2 << l) <= b - a + 1) l++;
+    int u = q->tab[(size_t)l * q->n + a], v = q->tab[(size_t)l * q->n + b - (1 << l) + 1];
+    return u < v ? u : v;
+}
+
+static void lcp_free(Lcp *q) {
+    ir_free(q->rank);
+    ir_free(q->tab);
 }
 
 /* One shared run: window [s, s+L) repeated R times; writes the function
@@ -305,16 +378,30 @@ void cg_share(CgCtx *c, StrBuf *parts, CgSegs *segs, int n_parts, StrBuf *fns, i
             scan(c, t, &sg[k]);
         }
         intern_skels(sg, n);
+        /* the ids as the search compares them (a segment that may not move: its own), and
+         * for each segment the next one after it that it equals */
+        int *ids = ir_alloc((size_t)n * sizeof *ids), *next = ir_alloc((size_t)n * sizeof *next),
+            *last = ir_alloc((size_t)n * sizeof *last);
+        for (int k = 0; k < n; k++) ids[k] = sg[k].ok ? sg[k].id : n + k, last[k] = -1;
+        for (int k = n - 1; k >= 0; k--) {
+            next[k] = sg[k].ok ? last[sg[k].id] : -1;
+            if (sg[k].ok) last[sg[k].id] = k;
+        }
+        ir_free(last);
+        Lcp lq;
+        lcp_build(&lq, ids, n);
         StrBuf out;
         sb_init(&out);
         sb_printf(&out, "%.*s", (int)sg[0].a, t);
         for (int s = 0; s < n;) {
             int bL = 0, bR = 0;
             size_t best = 0;
-            for (int L = 1; s + 2 * L <= n; L++) {
-                if (!seg_eq(&sg[s], &sg[s + L]) || !win_eq(sg, s, s + L, L)) continue;
-                int R = 2;
-                while (s + (R + 1) * L <= n && win_eq(sg, s, s + R * L, L)) R++;
+            /* every window length L whose window repeats right after it, shortest first: the
+             * next segment equal to s's starts the repeat; it repeats R = 1 + lcp / L times */
+            for (int u = next[s]; u >= 0 && s + 2 * (u - s) <= n; u = next[u]) {
+                int L = u - s, l = lcp_of(&lq, s, u);
+                if (l < L) continue;
+                int R = 1 + l / L;
                 size_t saved = (size_t)(R - 1) * (sg[s + L - 1].b - sg[s].a);
                 if (saved > best) best = saved, bL = L, bR = R;
             }
@@ -326,6 +413,9 @@ void cg_share(CgCtx *c, StrBuf *parts, CgSegs *segs, int n_parts, StrBuf *fns, i
                 s++;
             }
         }
+        lcp_free(&lq);
+        ir_free(ids);
+        ir_free(next);
         for (int k = 0; k < n; k++) ir_free(sg[k].skel), ir_free(sg[k].ints);
         ir_free(sg);
         sb_free(&parts[p]);

@@ -427,25 +427,23 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
         sb_free(&e);
         return lp;
     }
-    unsigned busy_mask = 0; /* a batch over every busy axis (some ops replicated) lowers as data parallel */
-    for (int a = 0; a < m->n_axes; a++) busy_mask |= m->size[a] > 1 ? 1u << a : 0u;
-    bool batch_some = pl->layout == PL_BATCH_SOME && (pl->batch_axes & busy_mask) != busy_mask;
-    if (world > 1 && ((batch_some && zero) || (zero && busy_axes > 2))) {
-        sb_printf(err, "the plan chose '%s' on a mesh of %d devices", pl->source, world);
-        if (batch_some) sb_puts(err, " with ZeRO and the batch over some mesh axes only");
-        else sb_printf(err, " with ZeRO over %d mesh axes", busy_axes);
-        sb_puts(err, "; this build lowers data-parallel, replicated and ZeRO-1/2/3 plans, and tensor-parallel plans "
-                     "without ZeRO");
-        *hint = "generate with --zero 0 (tensor parallel without ZeRO), --strategy megatron|dp|zero1|zero2|zero3 "
-                "(ZeRO over at most two mesh axes), or for one device (--cluster h100:1x1)";
+    StrBuf zw;
+    sb_init(&zw);
+    if (!placement_zero_runs(pl, &zw)) { /* any group's ZeRO, not only the smallest stage's */
+        sb_printf(err, "the plan chose '%s' on a mesh of %d devices with %s (ZeRO-%d on some parameter groups)",
+                  pl->source, world, sb_cstr(&zw), pl->zero_max);
+        sb_puts(err, "; this build lowers data-parallel, replicated and ZeRO-1/2/3 plans over at most two mesh axes, "
+                     "and tensor-parallel plans");
+        *hint = "generate with --zero 0, --strategy megatron|dp|zero1|zero2|zero3 (ZeRO over at most two mesh axes), "
+                "or for one device (--cluster h100:1x1)";
+        sb_free(&zw);
         return NULL;
     }
+    sb_free(&zw);
     /* each parameter group at its own stage, as the planner priced it (the
-     * stages may differ: ZeRO-1 on the GEMMs' weights, none on the norms'),
-     * where this build lowers ZeRO at all; the lowest for every group under the
-     * layouts refused above when any group has none (as before) */
+     * stages may differ: ZeRO-1 on the GEMMs' weights, none on the norms') */
     int zmax = world > 1 ? pl->zero_max : 0;
-    bool per_group = zmax > zero && !batch_some && busy_axes <= 2;
+    bool per_group = zmax > zero;
     int64_t zinner = 1; /* ZeRO over two busy axes: the inner one's size */
     if (busy_axes == 2)
         for (int a = 0; a < m->n_axes; a++)

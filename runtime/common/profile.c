@@ -15,7 +15,8 @@
  * point-to-point call where it runs (the caller's thread, or the
  * communication stream's worker, where it overlaps the entries), by kind
  * (colrt__profile_coll): the table's "collective" rows and the JSON's
- * `collectives`, per rank.
+ * `collectives`, per rank, and by kind and size (powers of 4 of the larger
+ * buffer's bytes) the JSON's `collectives_by_size`.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
@@ -54,6 +55,23 @@ static struct {
     double seconds, bytes;
 } colls[MAX_COLL_KINDS];
 static int n_colls;
+/* and by kind and size: the calls of one kind whose larger buffer has
+ * [4^b, 4^(b+1)) bytes (b = 0 below 4 bytes), as the cost model's tables go */
+#define MAX_COLL_SIZES 128
+typedef struct CollSize {
+    const char *kind;
+    int bin;
+    long long calls;
+    double seconds, bytes_min, bytes_max;
+} CollSize;
+static CollSize coll_sizes[MAX_COLL_SIZES];
+static int n_coll_sizes;
+
+static int size_bin(double bytes) {
+    int b = 0;
+    for (double x = 4; x <= bytes && b < 40; x *= 4) b++;
+    return b;
+}
 
 double colrt__profile_now(void) {
     struct timespec t;
@@ -70,6 +88,16 @@ void colrt__profile_coll(const char *kind, double bytes, double seconds) {
         colls[k].calls++;
         colls[k].seconds += seconds;
         colls[k].bytes += bytes;
+    }
+    int bin = size_bin(bytes), s = 0;
+    while (s < n_coll_sizes && (coll_sizes[s].bin != bin || strcmp(coll_sizes[s].kind, kind))) s++;
+    if (s == n_coll_sizes && n_coll_sizes < MAX_COLL_SIZES)
+        coll_sizes[n_coll_sizes++] = (CollSize){.kind = kind, .bin = bin, .bytes_min = bytes, .bytes_max = bytes};
+    if (s < n_coll_sizes) {
+        coll_sizes[s].calls++;
+        coll_sizes[s].seconds += seconds;
+        if (bytes < coll_sizes[s].bytes_min) coll_sizes[s].bytes_min = bytes;
+        if (bytes > coll_sizes[s].bytes_max) coll_sizes[s].bytes_max = bytes;
     }
     pthread_mutex_unlock(&coll_mu);
 }
@@ -216,6 +244,18 @@ static void report(void) {
         print_groups("collective (wall time a call, rank 0)", cg, ncg, 0, MAX_COLL_KINDS);
     }
     cJSON_AddItemToObject(root, "collectives", group_json(cg, ncg, "kind"));
+    cJSON *bs = cJSON_AddArrayToObject(root, "collectives_by_size");
+    pthread_mutex_lock(&coll_mu);
+    for (int s = 0; s < n_coll_sizes; s++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "kind", coll_sizes[s].kind);
+        cJSON_AddNumberToObject(o, "bytes_min", coll_sizes[s].bytes_min);
+        cJSON_AddNumberToObject(o, "bytes_max", coll_sizes[s].bytes_max);
+        cJSON_AddNumberToObject(o, "calls", (double)coll_sizes[s].calls);
+        cJSON_AddNumberToObject(o, "seconds", coll_sizes[s].seconds);
+        cJSON_AddItemToArray(bs, o);
+    }
+    pthread_mutex_unlock(&coll_mu);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     const char *path = getenv("COLRT_PROFILE_OUT");

@@ -4,7 +4,8 @@
 # monotone GEMM tables, kernel rate tables by size for every class reaching
 # down to a program's smallest tensors, the generated attention kernels'
 # FLOP/s tables (forward, dq, dk/dv; FLOPs as the IR counts each node, rates
-# from the times kept beside them), a positive reserve, the run's shape, no temp file
+# from the times kept beside them), each collective's time table by size (from
+# 64 bytes, monotone), a positive reserve, the run's shape, no temp file
 # left), and plans a tiny GPT-2 with the file: the plan carries the file's
 # device and reserve_bytes, and its memory limit is the file's memory less
 # the reserve. A run that cannot write (a missing folder) exits 1 naming it.
@@ -56,17 +57,29 @@ for link in ("intra", "inter"):
 assert c["mem_bw_gbs"] > 0
 k = c["calibration"]["collectives"]["intra"]
 assert set(k) >= {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"}, list(k)
+# each collective's times by size as a program runs it: from 64-byte buffers (the shard for an
+# all-gather: 32 bytes on 2 ranks), non-decreasing, the points kept beside them
+cu = c["collective_us"]
+assert set(cu) == {"intra"} and cu["intra"]["ranks"] == 2, cu.keys()
+for kind in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
+    t = cu["intra"][kind]
+    b, us = t["bytes"], t["us"]
+    assert 2 <= len(b) == len(us) and b[0] <= 64, (kind, t)
+    assert all(x < y for x, y in zip(b, b[1:])) and all(x <= y for x, y in zip(us, us[1:])), (kind, t)
+    assert all(u > 0 for u in us), (kind, t)
+    assert [p[0] for p in k[kind]["points_bytes_seconds"]] == b, (kind, b)
 h, hc = c["host"], c["calibration"]["host_offload"]   # host offload: memory, copies, host AdamW
 assert h["memory_gb"] > 0 and h["pcie_gbs"] > 0 and h["adamw_gelems"] > 0, h
 assert h["pcie_gbs"] == min(hc["d2h_gbs"], hc["h2d_gbs"]) and h["adamw_gelems"] == hc["adamw_gelems"], (h, hc)
 kg = c["kernel_gbs"]   # a rate table per memory-bound kernel class, by a call's bytes
-assert set(kg) == {"elementwise", "transcendental", "norm", "softmax", "loss", "reduce", "optimizer", "rope", "silu"}, list(kg)
+assert set(kg) == {"elementwise", "transcendental", "norm", "softmax", "loss", "reduce", "optimizer", "rope", "silu",
+                   "rmsnorm"}, list(kg)
 for name, t in kg.items():
     assert 2 <= len(t["bytes"]) == len(t["gbs"]), (name, t)
     assert all(a < b for a, b in zip(t["bytes"], t["bytes"][1:])), (name, t)
     assert all(g > 0 for g in t["gbs"]), (name, t)
 for name, t in kg.items():   # the program's own kernels down to its smallest tensors (64 elements); colrt's from 4096
-    own = name in ("elementwise", "transcendental", "norm", "reduce", "rope", "silu", "optimizer")
+    own = name in ("elementwise", "transcendental", "norm", "reduce", "rope", "silu", "optimizer", "rmsnorm")
     assert (t["bytes"][0] <= 2048) if own else (t["bytes"][0] >= 4096 * 4), (name, t["bytes"])
 at, pts = c["attention_tflops"], c["calibration"]["attention"]["points"]   # the program's attention kernels
 assert set(at) == {"forward", "dq", "dkv"}, list(at)

@@ -4,7 +4,8 @@ entry per M_prof(k) mark in M.c, each called at least once, times >= 0 and
 some > 0, the op classes' sums equal to the nodes', matrix products with FLOPs.
 With STEPS (a multi-rank run of that many steps): the collectives timed, at
 least the program's all-reduces (its plan's lowering.all_reduce_count, with
-their bytes) each step, with time > 0."""
+their bytes) each step, with time > 0, and by kind and size
+(`collectives_by_size`) summing to each kind's calls and seconds."""
 import glob
 import json
 import re
@@ -45,5 +46,18 @@ if len(sys.argv) > 3:
                                            steps * low["all_reduce_count"], steps * low["all_reduce_bytes"], steps))
     else:
         print("all_reduce: %d calls, %.0f bytes, %.6f s" % (ar[0]["calls"], ar[0]["bytes"], ar[0]["seconds"]))
+    # by kind and size: each kind's sizes sum to its calls and seconds; a size's
+    # bytes within one power of 4; the program's all-reduces have several sizes
+    # (the loss's 4 bytes, the gradient buckets')
+    by = d.get("collectives_by_size", [])
+    for c in d.get("collectives", []):
+        mine = [b for b in by if b["kind"] == c["kind"]]
+        n, t = sum(b["calls"] for b in mine), sum(b["seconds"] for b in mine)
+        if n != c["calls"] or abs(t - c["seconds"]) > 1e-9 * max(1.0, c["seconds"]):
+            errs.append("%s by size: %d calls, %g s; by kind %d calls, %g s" % (c["kind"], n, t, c["calls"], c["seconds"]))
+        if any(not (b["bytes_min"] <= b["bytes_max"] < 4 * max(b["bytes_min"], 1)) for b in mine):
+            errs.append("%s: a size bucket wider than a power of 4: %s" % (c["kind"], mine))
+    if len([b for b in by if b["kind"] == "all_reduce"]) < 2:
+        errs.append("all_reduce by size: %s (want the loss's and the buckets' sizes apart)" % by)
 print("%d entries, %.4f s, classes: %s" % (len(nodes), total, ", ".join(c["class"] for c in p["classes"])))
 sys.exit("; ".join(errs) if errs else 0)

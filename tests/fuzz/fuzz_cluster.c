@@ -6,7 +6,8 @@
  * and its transfers in flight from 1 to SHARD_INFLIGHT_MAX, none without;
  * every rate table, the kernel classes' and the attention kernels', of 0 to
  * SHARD_RATE_POINTS points with sizes strictly increasing from 1 and rates
- * positive and finite), which is written back as JSON the loader reads again.
+ * positive and finite; the measured collective tables' times positive, finite
+ * and monotone), which is written back as JSON the loader reads again.
  */
 #include <math.h>
 #include <stdint.h>
@@ -28,6 +29,32 @@ static void check_rates(const ShardRateTable *t) {
     if (t->n > 0 && !(shard_rate_at(t, 1e4) > 0)) abort();
 }
 
+/* a link's measured collective tables: none (ranks 0, no points), or ranks
+ * from 2 and every kind 1 to SHARD_COLL_POINTS points, bytes strictly
+ * increasing from 1, times positive, finite and non-decreasing, so every
+ * price is positive and finite */
+static void check_colls(const ShardCollLink *l) {
+    if (l->ranks == 0) {
+        for (int k = 0; k < SHARD_COLL_KINDS; k++)
+            if (l->kind[k].n) abort();
+        return;
+    }
+    if (l->ranks < 2 || l->ranks > SHARD_MAX_DEVICES) abort();
+    for (int k = 0; k < SHARD_COLL_KINDS; k++) {
+        const ShardCollTable *t = &l->kind[k];
+        if (t->n < 1 || t->n > SHARD_COLL_POINTS) abort();
+        for (int i = 0; i < t->n; i++)
+            if (!(t->bytes[i] >= 1) || !isfinite(t->bytes[i]) || (i && !(t->bytes[i] > t->bytes[i - 1])) ||
+                !(t->seconds[i] > 0) || !isfinite(t->seconds[i]) || (i && t->seconds[i] < t->seconds[i - 1]))
+                abort();
+        double at[3] = {1, 1e6, 1e12};
+        for (int i = 0; i < 3; i++) {
+            double s = shard_coll_table_at(t, at[i]);
+            if (!(s > 0) || !isfinite(s)) abort();
+        }
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size + 1);
     memcpy(text, data, size);
@@ -47,6 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (host ? c.host_inflight < 1 || c.host_inflight > SHARD_INFLIGHT_MAX : c.host_inflight != 0) abort();
         for (int k = 0; k < SHARD_K__COUNT; k++) check_rates(&c.kernel[k]);
         for (int k = 0; k < SHARD_ATT__COUNT; k++) check_rates(&c.attention[k]);
+        for (int l = 0; l < 2; l++) check_colls(&c.coll[l]);
         /* written back, it loads again */
         cJSON *j = shard_cluster_to_json(&c);
         char *back = cJSON_PrintUnformatted(j);

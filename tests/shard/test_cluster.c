@@ -272,11 +272,100 @@ static void test_reserve_and_gemm(void) {
                "missing field 'reserve_mb'");
 }
 
+/* A cluster file's measured collective tables (collective_us): an axis of the
+ * size they were measured on is priced by the table (flat below the first
+ * point, linear between points, the last segment's slope past the last), an
+ * axis of another size by the α–β ring model; the writer's JSON reads back
+ * the same; bad tables are refused naming the field. */
+static char *with_colls(const char *tables) {
+    static char buf[4096];
+    const char *head = good_json;
+    size_t n = strlen(head) - 1; /* without the closing brace */
+    snprintf(buf, sizeof buf, "%.*s, \"collective_us\": %s}", (int)n, head, tables);
+    return buf;
+}
+
+static const char *colls_ok =
+    "{\"intra\": {\"ranks\": 4,"
+    " \"all-gather\": {\"bytes\": [64, 1024], \"us\": [20, 30]},"
+    " \"reduce-scatter\": {\"bytes\": [64], \"us\": [25]},"
+    " \"all-reduce\": {\"bytes\": [64, 4096, 1048576], \"us\": [40, 40, 1040]},"
+    " \"all-to-all\": {\"bytes\": [64, 1024], \"us\": [10, 10]}}}";
+
+static void test_collective_tables(void) {
+    ShardCluster c;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_from_json(with_colls(colls_ok), "c.json", &c, &e));
+    CHECK_INT(c.coll[0].ranks, 4);
+    CHECK_INT(c.coll[1].ranks, 0);
+    ShardMesh m;
+    int sizes[2] = {2, 4}; /* axis 1 inside a node, 4 ranks: the table's; axis 0 across nodes */
+    CHECK(shard_mesh_make(&c, 2, sizes, &m, &e));
+    /* below the first point: its time (the α–β model gave 3 x 1 us + 0.75 x 4 B / 100 GB/s) */
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 1, 4), 20e-6, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_REDUCE, 1, 64), 40e-6, TIGHT);
+    /* between points: linear in bytes */
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 1, 544), 25e-6, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_REDUCE, 1, 4096 + (1048576 - 4096) / 4.0), 290e-6, TIGHT);
+    /* past the last: the last segment's slope; one point: flat */
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_REDUCE, 1, 2 * 1048576 - 4096), 2040e-6, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_REDUCE_SCATTER, 1, 1e6), 25e-6, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_TO_ALL, 1, 1e6), 10e-6, TIGHT);
+    /* local ops and the other axis (2 ranks across nodes: no table there) keep their models */
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 0, 1e6), 10e-6 + 1e6 / 10e9, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_SLICE, 1, 8e6), 4e6 / (1000e9 * SHARD_COPY_BW_EFF), TIGHT);
+    /* an inside axis of another size than the table's: α–β */
+    int two[3] = {2, 2, 2};
+    ShardMesh m2;
+    CHECK(shard_mesh_make(&c, 3, two, &m2, &e));
+    CHECK_NEAR(shard_coll_time(&m2, COLL_ALL_GATHER, 2, 1e6), 1e-6 + 1e6 / 100e9, TIGHT);
+    CHECK(m.coll_id != 0 && m2.coll_id == m.coll_id);
+    /* the fixed part a bucket pays once: the table's first point (at most the time); α–β: steps x α */
+    CHECK_NEAR(shard_coll_fixed(&m, COLL_ALL_REDUCE, 1, 1048576), 40e-6, TIGHT);
+    CHECK_NEAR(shard_coll_fixed(&m, COLL_ALL_GATHER, 1, 4), 20e-6, TIGHT);
+    CHECK_NEAR(shard_coll_fixed(&m, COLL_ALL_GATHER, 0, 1e6), 10e-6, TIGHT);
+    CHECK_NEAR(shard_coll_fixed(&m2, COLL_ALL_REDUCE, 2, 1e6), 2e-6, TIGHT);
+    CHECK_NEAR(shard_coll_fixed(&m, COLL_SLICE, 1, 1e6), 0, TIGHT);
+    /* written and read back alike */
+    cJSON *j = shard_cluster_to_json(&c);
+    char *text = cJSON_Print(j);
+    ShardCluster back;
+    CHECK(shard_cluster_from_json(text, "back.json", &back, &e));
+    CHECK_INT(back.coll[0].ranks, 4);
+    CHECK_INT(back.coll[0].kind[COLL_ALL_REDUCE].n, 3);
+    CHECK_NEAR(back.coll[0].kind[COLL_ALL_REDUCE].seconds[2], 1040e-6, TIGHT);
+    CHECK_NEAR(back.coll[0].kind[COLL_ALL_GATHER].bytes[1], 1024, TIGHT);
+    free(text);
+    cJSON_Delete(j);
+    /* without tables: no id, the α–β model */
+    CHECK(shard_cluster_from_json(good_json, "c.json", &c, &e));
+    CHECK(shard_mesh_make(&c, 2, sizes, &m, &e));
+    CHECK(m.coll_id == 0);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 1, 4), 3e-6 + 12 / 100e9, TIGHT);
+    sb_free(&e);
+
+    json_error(with_colls("[1]"), "field 'collective_us' must be an object");
+    json_error(with_colls("{\"intra\": {\"all-gather\": {}}}"), "missing field 'collective_us.intra.ranks'");
+    json_error(with_colls("{\"intra\": {\"ranks\": 1}}"), "field 'collective_us.intra.ranks' must be a whole number from 2");
+    json_error(with_colls("{\"inter\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64], \"us\": [1]}}}"),
+               "missing field 'collective_us.inter.reduce-scatter'");
+    json_error(with_colls("{\"intra\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64, 128], \"us\": [5, 4]}}}"),
+               "field 'collective_us.intra.all-gather.us[1]' must not decrease (4 after 5)");
+    json_error(with_colls("{\"intra\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64, 64], \"us\": [5, 6]}}}"),
+               "field 'collective_us.intra.all-gather.bytes[1]' must be a number of bytes in [1, 1e15], larger");
+    json_error(with_colls("{\"intra\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64], \"us\": [1e300]}}}"),
+               "field 'collective_us.intra.all-gather.us[0]' must be a number of microseconds");
+    json_error(with_colls("{\"intra\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64], \"us\": [1, 2]}}}"),
+               "field 'collective_us.intra.all-gather': 'bytes' and 'us' must have the same 1 to 16 entries (1 and 2)");
+}
+
 int main(void) {
     test_presets();
     test_json();
     test_reserve_and_gemm();
     test_mesh();
     test_collective_costs();
+    test_collective_tables();
     return check_done("test_shard_cluster");
 }

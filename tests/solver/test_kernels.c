@@ -105,6 +105,11 @@ int main(void) {
     CHECK_INT(cost_kernel(OPC_ELEMWISE, OP_ADD), SHARD_K_ELEMWISE);
     CHECK_INT(cost_kernel(OPC_ELEMWISE, -1), SHARD_K_ELEMWISE);
     CHECK_INT(cost_kernel(OPC_NORM, OP_LAYER_NORM_DX), SHARD_K_NORM);
+    CHECK_INT(cost_kernel(OPC_NORM, OP_LAYER_NORM), SHARD_K_NORM);
+    /* RMS norm at its own rate: no mean, no bias (LLaMA's profile: 1.4x high at layer norm's) */
+    CHECK_INT(cost_kernel(OPC_NORM, OP_RMS_NORM), SHARD_K_RMSNORM);
+    CHECK_INT(cost_kernel(OPC_NORM, OP_RMS_NORM_DX), SHARD_K_RMSNORM);
+    CHECK_INT(cost_kernel(OPC_NORM, OP_RMS_NORM_DW), SHARD_K_RMSNORM);
     CHECK_INT(cost_kernel(OPC_SOFTMAX, OP_SOFTMAX_BWD), SHARD_K_SOFTMAX);
     CHECK_INT(cost_kernel(OPC_LOSS, OP_CROSS_ENTROPY), SHARD_K_LOSS);
     CHECK_INT(cost_kernel(OPC_REDUCE, OP_SUM_TO), SHARD_K_REDUCE);
@@ -178,6 +183,14 @@ int main(void) {
     CHECK(close_rel(cost_mem_rate(&back, OPC_ELEMWISE, OP_SILU_BWD, 1e6), 2e9));
     CHECK(close_rel(cost_mem_rate(&back, OPC_ELEMWISE, OP_ROPE, 1e6), 8e9));
     CHECK(close_rel(cost_mem_rate(&cl, OPC_ELEMWISE, OP_SILU, 1e6), 9e9));
+    /* and before the rmsnorm class: RMS norm at the norm rate (layer norm's); with it, its own */
+    txt = with_rates(&pre, "rmsnorm", 1.0);
+    CHECK(shard_cluster_from_json(txt, "k.json", &back, &e));
+    cJSON_free(txt);
+    CHECK(close_rel(cost_mem_rate(&back, OPC_NORM, OP_RMS_NORM, 1e6), 3e9));
+    CHECK(close_rel(cost_mem_rate(&back, OPC_NORM, OP_RMS_NORM_DX, 1e6), 3e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_NORM, OP_RMS_NORM, 1e6), 10e9));
+    CHECK(close_rel(cost_mem_rate(&cl, OPC_NORM, OP_LAYER_NORM, 1e6), 3e9));
 
     /* bad files name the field */
     txt = with_rates(&pre, "softmax", 1.0);

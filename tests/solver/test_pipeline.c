@@ -47,8 +47,8 @@
 #include "text.h"
 
 static bool check_all(int p, int m, StrBuf *err) {
-    PipeAction *acts[PLACE_MAX_STAGES];
-    int n[PLACE_MAX_STAGES];
+    PipeAction *acts[PLACE_MAX_STAGES] = {0};
+    int n[PLACE_MAX_STAGES] = {0};
     for (int s = 0; s < p; s++) {
         acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m));
         n[s] = pipeline_1f1b(p, m, s, acts[s]);
@@ -403,7 +403,7 @@ static void test_stage_problem(void) {
     for (int gi = 0; gi < p->n_groups; gi++)
         if (p->groups[gi].mult == 4) bi = p->groups[gi].block, gb = gi;
     CHECK(bi >= 0);
-    pipeline_stage_problem(p, 2);
+    pipeline_stage_problem(p, 2, 1);
     CHECK_INT(p->groups[gb].mult, 2);
     CHECK_INT(p->blocks[bi].instances, 2);
     IlpChoice cs = ilp_choice_new(p); /* every block instance kept, as c */

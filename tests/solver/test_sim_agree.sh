@@ -60,6 +60,11 @@ check gpt2_micro2_bf16_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --me
 check gpt2_offload_params_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
   --offload params --chunk-bytes 8KB
 
+# mixed precision under micro-batches: each micro-batch's gradient cast to f32 and added into
+# the f32 accumulator, in the backward (ir/autodiff.c), 18 bytes an element a micro-batch; priced
+# 6 (3 x the bf16 gradient's) and the cast once a step, GPT-2 124M's replay was 1.052 x its price
+check gpt2_124m_bf16_micro8 "$src/examples/gpt2/gpt2.c" --batch 32 --cluster h100:1x1 --dtype bf16 --micro-batches 8
+
 # lower.fuse's passes before the GEMMs are in the replay as the planner prices
 # the fused adds (solver/cost.c cost_fused_bytes): gpt2-tiny on one device has
 # 8 bias adds, 4 of them with the residual after them; each pass one element-wise

@@ -12,7 +12,7 @@
  *     regression (pool-adjacent-violators, least squares);
  *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate table
  *     by call size per memory-bound kernel class (element-wise,
- *     transcendental, norm, softmax, loss, reduce, optimizer, rope, silu), in bytes/s
+ *     transcendental, norm, softmax, loss, reduce, optimizer, rope, silu, rmsnorm), in bytes/s
  *     as the cost model counts them (the file's kernel_gbs), and on the CPU
  *     the generated program's own attention kernels (forward, dq, dk/dv:
  *     FLOP/s by call FLOPs, attention_tflops); on the CPU each class is timed
@@ -23,9 +23,13 @@
  *     rate is the cluster's PCIe figure), and the host AdamW's elements/s
  *     (colrt_host_adamw, every rank at once: a device's share of the node);
  *   - all-reduce, all-gather, reduce-scatter and all-to-all per mesh axis
- *     (inside a node; across nodes when there are several), 1 KiB up to a
- *     cap, each fitted to latency + bytes/bandwidth by least squares on
- *     relative error, then turned into the ring model's α and β;
+ *     (inside a node; across nodes when there are several), 64 bytes up to a
+ *     cap, each call as the generated program makes it (on a communication
+ *     stream, between event waits, after a busy pass on every rank: the
+ *     median cost over rounds): a time table by size per kind (the file's
+ *     collective_us), and each kind fitted to latency + bytes/bandwidth by
+ *     least squares on relative error, turned into the ring model's α and β
+ *     (for axes of other sizes);
  *   - the memory reserve: what the runtime, the communicators and the GEMM
  *     library hold beyond the program's own buffers.
  * Rank 0 checks the result with the compiler's own loader (every number
@@ -325,7 +329,7 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
  * colrt_cross_entropy). On the CPU the classes the program runs its own
  * kernels for are timed on those kernels (calibrate_kernels.h, written by the
  * code generator at build time): its add (elementwise), GELU (transcendental),
- * layer norm, sum of squares, RoPE (a position's angles, pow, cos and sin a
+ * layer norm, RMS norm, sum of squares, RoPE (a position's angles, pow, cos and sin a
  * pair, shared by CAL_ROPE_ROWS rows: calibrate_kernels.h), SiLU and AdamW
  * update; the softmax is
  * colrt's, the loss colrt's as the program calls it. On CUDA a device copy and
@@ -391,6 +395,13 @@ static void kern_work(void *p) {
         k->elem->norm(NULL, k->a, k->w, k->bias, k->b);
 #endif
         break;
+    case SHARD_K_RMSNORM:
+#ifdef COLOSSAL_CALIBRATE_CUDA
+        colrt_rms_norm_fwd(NULL, COLRT_F32, k->a, k->w, k->b, k->rstd, n / kern_cols(n), kern_cols(n), 1e-5f);
+#else
+        k->elem->rmsnorm(NULL, k->a, k->w, k->b);
+#endif
+        break;
     case SHARD_K_SOFTMAX: colrt_softmax_fwd(NULL, COLRT_F32, k->a, k->b, n / kern_cols(n), kern_cols(n), 0, 1.0f, 0); break;
     case SHARD_K_LOSS:
         colrt_memset0(k->acc, sizeof(float), NULL);
@@ -434,6 +445,7 @@ static double kern_bytes(int kind, int64_t n64) {
 #endif
     case SHARD_K_TRANSCENDENTAL: return 2 * n * f;                        /* x, y */
     case SHARD_K_NORM: return 2 * n * f + 2.0 * (double)kern_cols(n64) * f; /* x, y, weight, bias */
+    case SHARD_K_RMSNORM: return 2 * n * f + (double)kern_cols(n64) * f;  /* x, y, weight */
     case SHARD_K_SOFTMAX: return 2 * n * f;                               /* x, y */
     case SHARD_K_ROPE: return 2 * n * f;                                  /* x, y */
     case SHARD_K_SILU: return 2 * n * f;                                  /* x, y */
@@ -480,13 +492,14 @@ static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
                             "elementwise: colrt_memcpy device to device; transcendental: colrt_gelu_fwd; "
 #else
                             "elementwise: the generated program's add; transcendental: its GELU; norm: its layer "
-                            "norm, rows of 256; reduce: its sum of squares; rope: its RoPE, 16 rows a position, heads of 16; silu: its SiLU; optimizer: "
+                            "norm, rows of 256; reduce: its sum of squares; rope: its RoPE, 16 rows a position, heads of 16; silu: its SiLU; rmsnorm: its RMS norm, rows of 256; optimizer: "
                             "its AdamW (generated, f32); "
 #endif
                                            "norm (CUDA): colrt_layer_norm_fwd, rows of 256; softmax: "
                                            "colrt_softmax_fwd, rows of 256; loss: colrt_cross_entropy, vocabulary "
                                            "4096, writing its gradient; reduce (CUDA): colrt_sum_squares; rope (CUDA): "
-                                           "colrt_rope_fwd; silu (CUDA): colrt_silu_fwd; optimizer (CUDA): colrt_adamw (all f32)");
+                                           "colrt_rope_fwd; silu (CUDA): colrt_silu_fwd; rmsnorm (CUDA): colrt_rms_norm_fwd, rows of 256; "
+                                           "optimizer (CUDA): colrt_adamw (all f32)");
     for (int c = 0; c < SHARD_K__COUNT; c++) {
         k.kind = c;
         ShardRateTable *rt = &cl->kernel[c];
@@ -657,22 +670,89 @@ static void bench_host(const Opts *o, ShardCluster *cl, cJSON *cal) {
 enum { AR, AG, RS, A2A, NKIND };
 static const char *KIND[NKIND] = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"};
 
+/* the cost model's kind (ShardColl, the file's table order) of each measured kind */
+static const ShardColl SHARD_KIND[NKIND] = {COLL_ALL_REDUCE, COLL_ALL_GATHER, COLL_REDUCE_SCATTER, COLL_ALL_TO_ALL};
+
 typedef struct CollCtx {
     colrt_mesh *m;
     int axis, kind, n;
     size_t count; /* f32 elements of the whole buffer: all-gather's result, the others' input */
     void *s, *r;
+    colrt_stream *st;          /* the communication stream the call is queued on */
+    colrt_event *ready, *done; /* the generated program's pair around it */
 } CollCtx;
 
+/* One collective as the generated program issues one (cg_*: a gradient
+ * bucket's sync): the stream waits for the caller's work (event), the call is
+ * queued on the communication stream (its worker thread), and the caller
+ * waits for it (event): the hand-off to the worker and back is in the time. */
 static void coll_work(void *p) {
     CollCtx *c = p;
     size_t per = c->count / (size_t)c->n;
+    colrt_event_record(c->ready, NULL);
+    colrt_stream_wait(c->st, c->ready);
     switch (c->kind) {
-    case AR: colrt_all_reduce(c->m, c->axis, c->s, c->r, c->count, COLRT_F32, COLRT_SUM, NULL); break;
-    case AG: colrt_all_gather(c->m, c->axis, c->s, c->r, per, COLRT_F32, NULL); break;
-    case RS: colrt_reduce_scatter(c->m, c->axis, c->s, c->r, per, COLRT_F32, COLRT_SUM, NULL); break;
-    default: colrt_all_to_all(c->m, c->axis, c->s, c->r, per, COLRT_F32, NULL); break;
+    case AR: colrt_all_reduce(c->m, c->axis, c->s, c->r, c->count, COLRT_F32, COLRT_SUM, c->st); break;
+    case AG: colrt_all_gather(c->m, c->axis, c->s, c->r, per, COLRT_F32, c->st); break;
+    case RS: colrt_reduce_scatter(c->m, c->axis, c->s, c->r, per, COLRT_F32, COLRT_SUM, c->st); break;
+    default: colrt_all_to_all(c->m, c->axis, c->s, c->r, per, COLRT_F32, c->st); break;
     }
+    colrt_event_record(c->done, c->st);
+    colrt_stream_wait(NULL, c->done);
+}
+
+/* The ranks' own work between two collectives, as a program's kernels keep
+ * both ranks busy: a fixed element-wise pass over a private 16 KiB buffer,
+ * the same on every rank (~10-30 us on a CPU core). The collective after it
+ * finds its worker asleep and its peer arriving as a program's does. */
+enum { BUSY_ELEMS = 4096, BUSY_PASSES = 8, COLL_ROUNDS = 5 };
+static float busy_buf[BUSY_ELEMS];
+static volatile float busy_sink;
+static void busy(void) {
+    float acc = 0;
+    for (int r = 0; r < BUSY_PASSES; r++)
+        for (int i = 0; i < BUSY_ELEMS; i++) busy_buf[i] = busy_buf[i] * 0.999f + 1.0f, acc += busy_buf[i];
+    busy_sink = acc;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Seconds a collective costs as a program runs it: per call, the median over
+ * COLL_ROUNDS rounds of (busy work, then the collective as coll_work issues
+ * it) less the median of rounds of the busy work alone, the two kinds of
+ * round alternating; each round's time is the slowest rank's. The median, not
+ * the best: a program pays the typical call, scheduler and peer included. */
+static double time_coll(CollCtx *c, double min_time) {
+    coll_work(c); /* warm-up: the stream's communicator, first touch */
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    busy();
+    coll_work(c);
+    double one = MPI_Wtime() - t0, slow;
+    MPI_Allreduce(&one, &slow, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    int calls = slow > 0 ? (int)fmin(1e5, fmax(1, min_time / (2 * COLL_ROUNDS) / slow)) : 1000;
+    MPI_Bcast(&calls, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    double with[COLL_ROUNDS], alone[COLL_ROUNDS];
+    for (int round = 0; round < 2 * COLL_ROUNDS; round++) {
+        bool coll = round % 2;
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        for (int i = 0; i < calls; i++) {
+            busy();
+            if (coll) coll_work(c);
+        }
+        double dt = (MPI_Wtime() - t0) / calls;
+        MPI_Allreduce(&dt, &slow, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        (coll ? with : alone)[round / 2] = slow;
+    }
+    qsort(with, COLL_ROUNDS, sizeof *with, cmp_double);
+    qsort(alone, COLL_ROUNDS, sizeof *alone, cmp_double);
+    /* a difference lost in the noise is floored at 0.1 us (the isotonic fit
+     * after lifts it to the smaller sizes' time) */
+    return fmax(with[COLL_ROUNDS / 2] - alone[COLL_ROUNDS / 2], 1e-7);
 }
 
 /* Fits t = a + b x minimizing the squared relative error sum ((a + b x - t) / t)^2,
@@ -705,10 +785,15 @@ static void ring_factors(int kind, int n, double *steps, double *bytes) {
     }
 }
 
-/* Measures every kind over one axis; α and β of the link are the geometric
- * means over the kinds. */
+/* Measures every kind over one axis, from 64-byte buffers (a program's
+ * scalars and biases: the loss, the norm's sums) by factors of 4 up to
+ * --max-bytes, each as a program runs it (time_coll); each kind's times, made
+ * non-decreasing (isotonic least squares), are the link's table (`lt`,
+ * shard_coll_time's price for an axis of this size); α and β of the link (the
+ * ring model's, for axes of other sizes) are the geometric means over the
+ * kinds of each kind's fit. */
 static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label, double *lat,
-                       double *bw, double *grew, cJSON *cj) {
+                       double *bw, double *grew, ShardCollLink *lt, cJSON *cj) {
     int n = colrt_mesh_size(m, axis);
     size_t cap = (size_t)o->max_bytes;
     colrt_arena a = colrt_arena_create(2 * cap);
@@ -718,27 +803,52 @@ static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label
     double before = mem_used();
     cJSON *ax = cJSON_AddObjectToObject(cj, label);
     cJSON_AddNumberToObject(ax, "ranks", n);
+    cJSON_AddStringToObject(ax, "method",
+                            "each call queued on a communication stream between event waits, after a fixed "
+                            "busy pass on every rank; median of 5 rounds less the busy pass's median");
+    colrt_stream *st = colrt_stream_create();
+    colrt_event *ready = colrt_event_create(), *done = colrt_event_create();
+    memset(lt, 0, sizeof *lt);
+    lt->ranks = n;
     double log_a = 0, log_b = 0;
     for (int k = 0; k < NKIND; k++) {
-        double x[40], t[40];
+        double x[SHARD_COLL_POINTS], t[SHARD_COLL_POINTS];
         int np = 0;
         cJSON *pts = cJSON_CreateArray();
-        for (double bytes = KIB; bytes <= cap && np < 40; bytes *= 4) {
+        for (double bytes = 64; bytes <= cap && np < SHARD_COLL_POINTS; bytes *= 4) {
             size_t count = (size_t)(bytes / 4) / (size_t)n * (size_t)n;
             if (count == 0) continue;
-            CollCtx c = {m, axis, k, n, count, s, r};
+            CollCtx c = {m, axis, k, n, count, s, r, st, ready, done};
             /* each rank's bytes going in: the shard for all-gather */
             x[np] = (double)(k == AG ? count / (size_t)n : count) * 4;
-            t[np] = time_op(coll_work, &c, o->min_time);
+            t[np] = time_coll(&c, o->min_time);
             cJSON *p = cJSON_CreateArray();
             cJSON_AddItemToArray(p, cJSON_CreateNumber(x[np]));
             cJSON_AddItemToArray(p, cJSON_CreateNumber(t[np]));
             cJSON_AddItemToArray(pts, p);
             np++;
         }
-        if (np < 2) fail("--max-bytes %.0f: need at least two collective sizes (4 KiB or more)", o->max_bytes);
+        if (np < 2) fail("--max-bytes %.0f: need at least two collective sizes (256 bytes or more)", o->max_bytes);
+        ShardCollTable *tt = &lt->kind[SHARD_KIND[k]];
+        tt->n = np;
+        for (int i = 0; i < np; i++) tt->bytes[i] = x[i], tt->seconds[i] = t[i];
+        isotonic(tt->seconds, np);
         double fa, fb;
-        double worst = fit_line(x, t, np, &fa, &fb);
+        /* the fit on the table's (monotone) times; where it gives no
+         * positive bandwidth (times flat over sizes: a loaded machine), the
+         * secant from the first point to the last, and if that is flat too
+         * the last point's time all as bandwidth (the table prices this axis
+         * size; these figures only other sizes) */
+        double worst = fit_line(x, tt->seconds, np, &fa, &fb);
+        const char *how = "least squares on relative error";
+        if (!(fb > 0)) {
+            fa = tt->seconds[0];
+            fb = (tt->seconds[np - 1] - tt->seconds[0]) / (x[np - 1] - x[0]);
+            how = "secant (no positive bandwidth in the least-squares fit)";
+            if (!(fb > 0)) fa = 0, fb = tt->seconds[np - 1] / x[np - 1], how = "last point (flat times)";
+            worst = 0;
+            for (int i = 0; i < np; i++) worst = fmax(worst, fabs(fa + fb * x[i] - tt->seconds[i]) / tt->seconds[i]);
+        }
         double steps, factor;
         ring_factors(k, n, &steps, &factor);
         double alpha = fmax(fa / steps, 1e-9); /* a latency of 0 fits as 1 ns */
@@ -749,6 +859,7 @@ static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label
                  KIND[k], label);
         log_a += log(alpha), log_b += log(beta);
         cJSON *kj = cJSON_AddObjectToObject(ax, KIND[k]);
+        cJSON_AddStringToObject(kj, "fit", how);
         cJSON_AddNumberToObject(kj, "fit_latency_us", fa * 1e6);
         cJSON_AddNumberToObject(kj, "fit_us_per_mib", fb * MIB * 1e6);
         cJSON_AddNumberToObject(kj, "alpha_us", alpha * 1e6);
@@ -756,9 +867,14 @@ static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label
         cJSON_AddNumberToObject(kj, "worst_relative_residual", worst);
         cJSON_AddItemToObject(kj, "points_bytes_seconds", pts);
         if (R == 0)
-            printf("%-14s %-5s n=%d: alpha %.2f us, bandwidth %.2f GB/s (worst residual %.0f%%)\n",
-                   KIND[k], label, n, alpha * 1e6, 1 / beta / 1e9, worst * 100);
+            printf("%-14s %-5s n=%d: %.1f us at %.0f B .. %.0f us at %.3g B; alpha-beta fit: alpha %.2f us, "
+                   "bandwidth %.2f GB/s (worst residual %.0f%%)\n",
+                   KIND[k], label, n, tt->seconds[0] * 1e6, tt->bytes[0], tt->seconds[np - 1] * 1e6,
+                   tt->bytes[np - 1], alpha * 1e6, 1 / beta / 1e9, worst * 100);
     }
+    colrt_event_destroy(ready);
+    colrt_event_destroy(done);
+    colrt_stream_destroy(st);
     *lat = exp(log_a / NKIND);
     *bw = 1 / exp(log_b / NKIND);
     *grew += max_over_ranks(fmax(0, mem_used() - before));
@@ -918,14 +1034,15 @@ int main(int argc, char **argv) {
     cJSON *cj = cJSON_AddObjectToObject(cal, "collectives");
     double grew = 0;
     char note[256];
-    if (world > 1) bench_axis(&o, m, nodes > 1 ? 1 : 0, "intra", &cl.intra_lat, &cl.intra_bw, &grew, cj);
+    if (world > 1)
+        bench_axis(&o, m, nodes > 1 ? 1 : 0, "intra", &cl.intra_lat, &cl.intra_bw, &grew, &cl.coll[0], cj);
     else {
         cl.intra_lat = from.intra_lat, cl.intra_bw = from.intra_bw;
         snprintf(note, sizeof note, "one rank: the intra-node link was not measured; taken from '%s'",
                  o.links_from);
         cJSON_AddItemToArray(notes, cJSON_CreateString(note));
     }
-    if (nodes > 1) bench_axis(&o, m, 0, "inter", &cl.inter_lat, &cl.inter_bw, &grew, cj);
+    if (nodes > 1) bench_axis(&o, m, 0, "inter", &cl.inter_lat, &cl.inter_bw, &grew, &cl.coll[1], cj);
     else if (o.links_from) {
         cl.inter_lat = from.inter_lat, cl.inter_bw = from.inter_bw;
         snprintf(note, sizeof note, "one node: the inter-node link was not measured; taken from '%s'",

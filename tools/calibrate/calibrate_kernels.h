@@ -25,7 +25,8 @@ typedef struct CalAttention {
 } CalAttention;
 
 /* The program's kernels over n f32 elements: an add (the `elementwise`
- * class), a GELU (`transcendental`), a layer norm (`norm`), a sum of squares
+ * class), a GELU (`transcendental`), a layer norm (`norm`), an RMS norm
+ * (`rmsnorm`), a sum of squares
  * (`reduce`), RoPE (`rope`), a SiLU (`silu`) and an AdamW update
  * (`optimizer`). */
 enum { CAL_NORM_COLS = 256 };
@@ -57,6 +58,8 @@ typedef struct CalElementwise {
     void (*silu)(colrt_stream *, const float *, float *); /* the `silu` class */
     /* x, weight, bias -> y: rows of CAL_NORM_COLS (one row of n below it) */
     void (*norm)(colrt_stream *, const float *, const float *, const float *, float *);
+    /* x, weight -> y: the RMS norm (`rmsnorm`), rows as the layer norm's */
+    void (*rmsnorm)(colrt_stream *, const float *, const float *, float *);
     /* x -> the sum of its squares (one element), workspace (unused in C) */
     void (*sumsq)(colrt_stream *, const float *, float *, float *);
     /* x -> y: RoPE over [B, T, H, CAL_ROPE_DH] (cal_rope_shape) */

@@ -17,6 +17,7 @@
  *
  * And the kernels the program runs for an add (the kernel class
  * `elementwise`), a GELU (`transcendental`), a SiLU (`silu`), a layer norm (`norm`, rows of
+ * CAL_NORM_COLS), an RMS norm (`rmsnorm`, likewise; cg_rms_norm_c_function)
  * CAL_NORM_COLS), a sum of squares (`reduce`), RoPE (`rope`) and an AdamW
  * update (`optimizer`), over 2^6, 2^9, ..., 2^24 elements
  * (cg_elementwise_c_function, cg_layer_norm_c_function, cg_sumsq_c_function,
@@ -101,6 +102,8 @@ int main(int argc, char **argv) {
         cg_adamw_c_function(&b, name, n);
         snprintf(name, sizeof name, "cal_norm_%d", l);
         cg_layer_norm_c_function(&b, name, n / cols, cols);
+        snprintf(name, sizeof name, "cal_rmsnorm_%d", l);
+        cg_rms_norm_c_function(&b, name, n / cols, cols);
         snprintf(name, sizeof name, "cal_sumsq_%d", l);
         cg_sumsq_c_function(&b, name, n);
         /* CAL_ROPE_ROWS rows a position share its angles, as a program's B x H rows do */
@@ -111,8 +114,10 @@ int main(int argc, char **argv) {
     }
     sb_printf(&b, "const int cal_elementwise_n = %d;\nconst CalElementwise cal_elementwise[] = {\n", n_elem);
     for (int l = ELEM_MIN_LOG2; l <= ELEM_MAX_LOG2; l += ELEM_STEP)
-        sb_printf(&b, "    {%lld, cal_add_%d, cal_gelu_%d, cal_silu_%d, cal_norm_%d, cal_sumsq_%d, cal_rope_%d, cal_adamw_%d},\n",
-                  1LL << l, l, l, l, l, l, l, l);
+        sb_printf(&b,
+                  "    {%lld, cal_add_%d, cal_gelu_%d, cal_silu_%d, cal_norm_%d, cal_rmsnorm_%d, cal_sumsq_%d, cal_rope_%d, "
+                  "cal_adamw_%d},\n",
+                  1LL << l, l, l, l, l, l, l, l, l);
     sb_puts(&b, "};\n\n");
     sb_printf(&b, "const int cal_attention_n = %d, cal_attention_quick = %d;\n", N_LADDER, N_QUICK);
     sb_puts(&b, "const CalAttention cal_attention[] = {\n");
