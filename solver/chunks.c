@@ -10,20 +10,27 @@
  * replayed over the training graph's reads (and the recompute's,
  * placement_recompute_nodes), each collective at its α–β time
  * (shard_coll_time) and each copy at cost_copy (the simulator's), times the
- * micro-batches; its memory the most the chunks' buffers hold at once. With
- * --chunk-bytes auto it chooses the fastest that fits beside the plan's peak,
- * so one tensor per chunk (none) wins where nothing else does.
+ * micro-batches. Its memory: the chunks' buffers live at each node (a
+ * round's gathered chunk and send buffer, a gradient chunk's buffer; the
+ * members' gradient slices, views into the chunk's part, made only at its
+ * reduce-scatter; with parameters on the host the stagings of the transfers
+ * up, lower/offload.c's rule), on the memory model's bytes at the node's
+ * moment (eval.c; the last block instance's group by group): the peak is the
+ * largest over the moments. With --chunk-bytes auto it chooses the fastest
+ * that fits beside the plan, so one tensor per chunk (none) wins where
+ * nothing else does.
  *
  * The ILP does not see chunks: this runs after it, on the groups' ZeRO stages
  * it chose, and then the plan's step is the chunked program's (the chosen
- * size's collectives in place of every ZeRO-3 gather and ZeRO-2/3
- * reduce-scatter the ILP priced, the copies in step_breakdown.chunk_copy_s)
- * and its peak has the chunks' memory on it (a bound: where the ILP's peak
- * moment is, the chunks need not be live). A backward round gathering
- * members it does not read is priced as run: the whole chunk, each round.
+ * size's collectives in place of the same replay's without chunks, which is
+ * what the ILP priced one collective per tensor, the copies in
+ * step_breakdown.chunk_copy_s) and its peak the chunked program's. A backward
+ * round gathering members it does not read is priced as run: the whole
+ * chunk, each round.
  */
 #include "plan.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,11 +51,15 @@ typedef struct Ctx {
     const Graph *g;
     const PlanResult *r;
     int axis, ranks, mb, fwd_end, step_begin;
+    int inflight;   /* parameters on the host: transfers up in flight (Placement.offload_inflight) */
     Member *m;
     int n;
     int *of;        /* per value: its index in m, or -1 */
     int *n_rc;      /* per node: the forward nodes recompute re-runs before it (rc[id][..]) */
     NodeId **rc;
+    int *moment;    /* per node: the memory model's moment it is at (eval.c), or -1 (the forward) */
+    double *base;   /* per node: the model's bytes there, less the chunks' (its moment's; the
+                     * last block instance's group by group, ilp_evaluate_at) */
 } Ctx;
 
 /* What a chunk size runs a micro-batch (times the micro-batches: a step). */
@@ -56,20 +67,24 @@ typedef struct Run {
     int chunks, grad_chunks, collectives;
     double ag_s, rs_s, copy_s;
     double live_max; /* the most bytes the chunks' buffers hold at once (at a node) */
+    double at[ILP_MOMENTS]; /* per moment: the most a node of it holds with them, less the
+                             * moment's bytes (what they change it by: less where the chunks
+                             * hold the gradients' slices in one buffer, or the stagings of
+                             * parameters on the host are fewer than the model's) */
     double *live;    /* per node: the bytes starting there less those ending before (a diff) */
 } Run;
 
-/* A buffer of `bytes` live from node a to node b. */
+/* A buffer of `bytes` (as the memory plan places it: ilp_buffer_bytes) live
+ * from node a to node b. */
 static void hold(Run *o, NodeId a, NodeId b, double bytes) {
     o->live[a] += bytes;
     o->live[b + 1] -= bytes;
 }
 
-/* A round's buffers: the slices packed to send, at its first reader (the
- * all-gather's), and the gathered chunk, from its first reader to its last. */
+/* A round's gathered chunk, from its first reader to its last (its send buffer:
+ * run_gathers). */
 static void round_held(Run *o, NodeId first, NodeId last, int ranks, int64_t part) {
-    hold(o, first, first, (double)part);
-    hold(o, first, last, (double)part * ranks);
+    hold(o, first, last, ilp_buffer_bytes((double)part * ranks));
 }
 
 static int by_rs_at(const void *a, const void *b) {
@@ -81,7 +96,12 @@ static int by_rs_at(const void *a, const void *b) {
  * order cut by placement_chunk_pack, then the reads replayed: an all-gather
  * before each node reading a member alone; a round of a chunk (its slices
  * copied in, one all-gather) opened by a read in another part than its open
- * round's or of a member the round has read, a copy out per read. */
+ * round's or of a member the round has read, a copy out per read. A round's
+ * send buffer lives at its all-gather; with parameters on the host (the
+ * offload pass's rule, lower/offload.c plan_fetches) a node gathering slices
+ * on the host (alone, or a round's members) is a transfer up, one per block
+ * instance's run of such nodes in a part, queued K transfers ahead: its
+ * stagings (the round's send buffer, a slice alone's) live from there. */
 static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
     const Graph *g = c->g;
     const ShardMesh *mesh = &c->r->mesh;
@@ -106,13 +126,19 @@ static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
         part[ck[j]] += bytes[j];
         if (!c->m[idx[j]].on_host) copy_in[ck[j]] += cost_copy(cm, (double)bytes[j]);
     }
+    bool *up = ir_alloc(sizeof(bool) * (size_t)(nc + 1)); /* a member on the host */
+    for (int q = 0; q < nc; q++) up[q] = false;
+    for (int j = 0; j < k; j++)
+        if (ck[j] >= 0 && c->m[idx[j]].on_host) up[ck[j]] = true;
     o->chunks = nc;
-    int rounds = 0;
+    int rounds = 0, nt = 0, part_t = -1, blk = IR_NONE, inst = 0;
     NodeId *first = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1)), *end = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1));
+    NodeId *xfer = ir_alloc(sizeof(NodeId) * (size_t)(c->step_begin + 1)); /* the part's transfers' first nodes */
     for (NodeId id = 0; id < c->step_begin; id++) {
         const Node *nd = ir_node(g, id);
         if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
         int pt = id < c->fwd_end ? 0 : 1;
+        double staged = 0; /* the node's stagings of slices on the host */
         /* the node's parameters, then those of the recompute before it, each once
          * (lower/zero.c lower_pass_gathers) */
         ValueId in[IR_MAX_IN + 4];
@@ -132,6 +158,7 @@ static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
             if (q < 0) { /* alone: its own all-gather */
                 o->collectives++;
                 o->ag_s += shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)c->m[mi].slice);
+                if (c->m[mi].on_host) staged += ilp_buffer_bytes((double)c->m[mi].slice);
                 continue;
             }
             if (open[q] < 0 || open_part[q] != pt || last[mi] == open[q]) { /* a new round */
@@ -140,11 +167,22 @@ static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
                 o->collectives++;
                 o->ag_s += shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)part[q]);
                 o->copy_s += copy_in[q];
+                if (up[q]) staged += ilp_buffer_bytes((double)part[q]);
+                else hold(o, id, id, ilp_buffer_bytes((double)part[q]));
             }
             last[mi] = open[q], end[q] = id;
             o->copy_s += cost_copy(cm, (double)c->m[mi].slice * c->ranks); /* its whole out of the chunk */
         }
+        if (staged > 0) { /* a transfer up: this node's, or its block instance's run's */
+            if (pt != part_t) part_t = pt, nt = 0;
+            bool same = nt > 0 && nd->block != IR_NONE && nd->block == blk && nd->instance == inst;
+            if (!same) xfer[nt++] = id;
+            blk = nd->block, inst = nd->instance;
+            hold(o, xfer[nt - c->inflight > 0 ? nt - c->inflight : 0], id, staged);
+        }
     }
+    ir_free(xfer);
+    ir_free(up);
     for (int q = 0; q < nc; q++)
         if (open[q] >= 0) round_held(o, first[q], end[q], c->ranks, part[q]);
     ir_free(end);
@@ -199,7 +237,21 @@ static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
         }
         o->collectives++;
         o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)part * c->ranks);
-        hold(o, a, b, (double)part * c->ranks); /* the chunk's buffer, from its first member to its reduce-scatter */
+        hold(o, a, b, ilp_buffer_bytes((double)part * c->ranks)); /* the chunk's buffer, from its first member to
+                                                                    * its reduce-scatter */
+        /* the members' slices are views into the rank's part (lower.chunk), made at the chunk's
+         * reduce-scatter: a step of one micro-batch (the memory model's gradients written in
+         * the backward, IlpStrat.mem_grad_late) holds none of a member's slice from its own
+         * reduce-scatter until then, and one buffer for them all after */
+        if (c->mb > 1) continue;
+        double slices = 0;
+        for (int j = 0; j < n; j++) {
+            if (ck[j] != q) continue;
+            double sb = ilp_buffer_bytes((double)s[j]->slice);
+            slices += sb;
+            if (at[j] < b) hold(o, at[j], b - 1, -sb);
+        }
+        hold(o, b, c->g->n_nodes - 1, ilp_buffer_bytes((double)part) - slices);
     }
     ir_free(rd);
     ir_free(at);
@@ -215,11 +267,19 @@ static Run run(const Ctx *c, int64_t cap) {
     memset(o.live, 0, sizeof(double) * (size_t)(c->g->n_nodes + 2));
     run_gathers(c, cap, &o);
     run_scatters(c, cap, &o);
-    double held = 0;
+    /* the model's stagings of parameters on the host at the backward's moments (eval.c:
+     * the K largest transfers) are the replay's here, node by node */
+    double held = 0, stg = c->r->price.mem_staging;
+    for (int k = 0; k < ILP_MOMENTS; k++) o.at[k] = -INFINITY;
     for (NodeId id = 0; id <= c->g->n_nodes; id++) {
         held += o.live[id];
         if (held > o.live_max) o.live_max = held;
+        int k = id < c->g->n_nodes ? c->moment[id] : -1;
+        double at = k >= 0 ? c->base[id] - (k != 2 ? stg : 0) + held - c->r->price.mem_at[k] : 0;
+        if (k >= 0 && at > o.at[k]) o.at[k] = at;
     }
+    for (int k = 0; k < ILP_MOMENTS; k++)
+        if (o.at[k] == -INFINITY) o.at[k] = 0; /* a moment without nodes: as the model has it */
     ir_free(o.live);
     o.live = NULL;
     o.collectives *= c->mb;
@@ -227,17 +287,61 @@ static Run run(const Ctx *c, int64_t cap) {
     return o;
 }
 
-/* A size's price: its run, and the step's difference from what the ILP
- * priced for the same collectives (ilp: one per tensor). */
-static void price(const Ctx *c, int64_t cap, const Run *ilp, PlanChunkPrice *out) {
+/* A size's price: its run, and the step's difference from the run without
+ * chunks (none: one collective per tensor, what the ILP priced). */
+static void price(const Ctx *c, int64_t cap, const Run *none, PlanChunkPrice *out) {
     Run k = run(c, cap);
     *out = (PlanChunkPrice){.bytes = cap, .chunks = k.chunks, .grad_chunks = k.grad_chunks,
                             .collectives = k.collectives, .coll_s = k.ag_s + k.rs_s, .copy_s = k.copy_s,
-                            .gather_delta_s = k.ag_s - ilp->ag_s, .scatter_delta_s = k.rs_s - ilp->rs_s};
-    /* the most the chunks' buffers hold at once: rounds' send buffers and gathered
-     * chunks, gradient chunks' buffers (a bound: added to the ILP's peak wherever it is) */
-    out->extra_bytes = k.live_max;
-    out->fits = c->r->price.peak_bytes + out->extra_bytes <= c->r->mem_limit;
+                            .gather_delta_s = k.ag_s - none->ag_s, .scatter_delta_s = k.rs_s - none->rs_s};
+    /* the chunks' buffers (rounds' send buffers and gathered chunks, gradient chunks'
+     * buffers) at each of the ILP's moments, on that moment's bytes: what they add to
+     * the peak, the largest of the moments */
+    IlpPrice pr = c->r->price;
+    if (cap > 0) ilp_price_peak(&pr, k.at); /* none: the plan as the model has it */
+    out->held_bytes = k.live_max;
+    out->extra_bytes = pr.peak_bytes - c->r->price.peak_bytes;
+    out->fits = pr.peak_bytes <= c->r->mem_limit;
+}
+
+/* The moment of the ILP's memory model (eval.c) each node is at, and the
+ * model's bytes there: the head's backward (0) from the backward's first node
+ * to the first of a block's; the last block instance's backward (1), at each
+ * node its forward node's group's bytes (ilp_evaluate_at), and after it the
+ * other instances' to the first instance's; the first instance's (3; with one
+ * instance, 1); the update (2) from there on (the backward of what precedes
+ * the blocks, the update). The forward is at none: its saved activations are
+ * fewer. */
+static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_begin, int *mom, double *base) {
+    const IlpProblem *p = r->prob;
+    double *group_at = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
+    ilp_evaluate_at(p, &r->choice, group_at);
+    NodeId b_first = -1, b_last = -1;
+    for (NodeId id = fwd_end; id < step_begin; id++)
+        if (ir_node(g, id)->block != IR_NONE) {
+            if (b_first < 0) b_first = id;
+            b_last = id;
+        }
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        if (id < fwd_end) mom[id] = -1;
+        else if (b_first < 0) mom[id] = id < step_begin ? 0 : 2; /* no blocks: the head's, the update */
+        else if (id < b_first) mom[id] = 0;
+        else if (id > b_last) mom[id] = 2;
+        else {
+            const Node *f = ir_node(g, b_first), *l = ir_node(g, b_last);
+            bool last = n->block == f->block && n->instance == f->instance,
+                 first = n->block == l->block && n->instance == l->instance;
+            mom[id] = first && !last ? 3 : 1;
+            int gi = last && n->origin != IR_NONE ? p->group_of_node[n->origin] : -1;
+            if (mom[id] == 1) {
+                base[id] = gi >= 0 && !isnan(group_at[gi]) ? group_at[gi] : group_at[p->n_groups];
+                continue;
+            }
+        }
+        base[id] = mom[id] >= 0 ? r->price.mem_at[mom[id]] : 0;
+    }
+    ir_free(group_at);
 }
 
 void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
@@ -255,7 +359,11 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
     }
     int ranks = r->mesh.size[axis];
     Ctx c = {.g = g, .r = r, .axis = axis, .ranks = ranks, .mb = pl->micro_batches > 0 ? pl->micro_batches : 1,
-             .fwd_end = ad_forward_end(g), .step_begin = ad_step_begin(g)};
+             .fwd_end = ad_forward_end(g), .step_begin = ad_step_begin(g),
+             .inflight = pl->offload_inflight > 0 ? pl->offload_inflight : SHARD_INFLIGHT_DEFAULT};
+    c.moment = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    c.base = ir_alloc(sizeof(double) * (size_t)(g->n_nodes + 1));
+    moments(g, r, c.fwd_end, c.step_begin, c.moment, c.base);
     c.m = ir_alloc(sizeof(Member) * (size_t)(g->n_values + 1));
     c.of = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (ValueId v = 0; v < g->n_values; v++) c.of[v] = -1;
@@ -277,8 +385,6 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
                                   .rs_at = at, .reader = rd};
         }
     }
-    /* what the ILP priced for them: ZeRO-2/3's reduce-scatters and ZeRO-3's gathers
-     * (eval.c: each group's at its stage, times its instances) */
     c.n_rc = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     c.rc = ir_alloc(sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
     memset(c.n_rc, 0, sizeof(int) * (size_t)(g->n_nodes + 1));
@@ -296,19 +402,16 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
         }
     }
     ir_free(tmp);
-    Run ilp = {0};
-    for (int gi = 0; gi < r->prob->n_groups; gi++) {
-        const IlpGroup *G = &r->prob->groups[gi];
-        const IlpStrat *S = &G->strats[r->choice.strat[gi]];
-        int z = r->choice.zero[gi];
-        if (z >= 2) ilp.rs_s += G->mult * S->sync_s[z];
-        if (z >= 3) ilp.ag_s += G->mult * S->gather_s[z];
-    }
+    /* the baseline: the same replay without chunks, one collective per tensor as the ILP
+     * priced them, so a size's delta is what chunking changes alone (the ILP's own terms
+     * count what the replay does not, a tensor that does not divide, and price the
+     * recompute's gathers as problem.c does) */
+    Run none = run(&c, 0);
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-        price(&c, sizes[k], &ilp, &r->chunk_price[r->n_chunk_prices++]);
+        price(&c, sizes[k], &none, &r->chunk_price[r->n_chunk_prices++]);
     bool listed = asked == PLAN_CHUNK_AUTO;
     for (int k = 0; k < r->n_chunk_prices; k++) listed |= r->chunk_price[k].bytes == asked;
-    if (!listed) price(&c, asked, &ilp, &r->chunk_price[r->n_chunk_prices++]);
+    if (!listed) price(&c, asked, &none, &r->chunk_price[r->n_chunk_prices++]);
     int best = 0; /* auto: the fastest that fits (none always does: it adds nothing) */
     for (int k = 0; k < r->n_chunk_prices; k++) {
         const PlanChunkPrice *p = &r->chunk_price[k], *b = &r->chunk_price[best];
@@ -330,12 +433,14 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
         pr->sync_exposed_s += ch->scatter_delta_s; /* ZeRO-2/3's reduce-scatters: all exposed (eval.c) */
         pr->chunk_copy_s = ch->copy_s;
         pr->step_s += ch->gather_delta_s + ch->scatter_delta_s + ch->copy_s;
-        pr->mem_chunks = ch->extra_bytes;
-        pr->peak_bytes += ch->extra_bytes;
+        Run k = run(&c, ch->bytes);
+        ilp_price_peak(pr, k.at);
     }
     for (NodeId id = 0; id < g->n_nodes; id++) ir_free(c.rc[id]);
     ir_free(c.rc);
     ir_free(c.n_rc);
+    ir_free(c.base);
+    ir_free(c.moment);
     ir_free(c.of);
     ir_free(c.m);
 }

@@ -54,6 +54,12 @@
  *          group and of the first block instance's moment (a block's set;
  *          there in place of the instance's transients and re-made
  *          activations, freed by then)
+ *   ZeRO-3 with recompute: a recomputed instance gathers the parameters its
+ *          re-run reads once more (IlpStrat.rc_gather_s), in gather_s
+ *   each moment's bytes are kept (IlpPrice.mem_at); ilp_price_peak takes the
+ *   peak from them plus what is live beside the model at each (ZeRO chunks,
+ *   chunks.c, which reads the last block instance's moment group by group:
+ *   ilp_evaluate_at)
  */
 #include <math.h>
 #include <string.h>
@@ -143,7 +149,22 @@ static double largest_sum(const double *v, const int *n, int nv, const double *b
     return sum;
 }
 
-IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
+void ilp_price_peak(IlpPrice *r, const double *extra) {
+    double at[ILP_MOMENTS];
+    for (int k = 0; k < ILP_MOMENTS; k++) at[k] = r->mem_at[k] + (extra ? extra[k] : 0);
+    r->peak_moment = 0;
+    for (int k = 1; k < ILP_MOMENTS; k++) /* the first of equal peaks */
+        if (at[k] > at[r->peak_moment]) r->peak_moment = k;
+    r->peak_bytes = at[r->peak_moment];
+    r->mem_unwritten = r->unwritten_at[r->peak_moment];
+    r->mem_acts_freed = r->freed_at[r->peak_moment];
+    r->mem_transient = r->tr_at[r->peak_moment];
+    r->mem_chunks = extra ? extra[r->peak_moment] : 0;
+}
+
+IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) { return ilp_evaluate_at(p, c, NULL); }
+
+IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_at) {
     IlpPrice r;
     memset(&r, 0, sizeof r);
     double other_blocks = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0;
@@ -207,6 +228,7 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
             const int *n = c->count[g->block];
             for (int pol = 0; pol < RC__COUNT; pol++) r.mem_acts += n[pol] * S->act[pol];
             r.recompute_s += n[RC_SELECTIVE] * S->rec_sel_s + n[RC_FULL] * S->fwd_s;
+            if (z == 3) r.gather_s += n[RC_SELECTIVE] * S->rc_gather_s[RC_SELECTIVE] + n[RC_FULL] * S->rc_gather_s[RC_FULL];
             /* the re-run instance: a full one where some instance is (the larger) */
             block_none[g->block] += ilp_rerun_bytes(S, z, n[RC_FULL] > 0 ? RC_FULL : RC_SELECTIVE);
         }
@@ -265,6 +287,9 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
             freed += p->groups[gi].strats[c->strat[gi]].act[RC_NONE]; /* the backward frees them group by group */
     /* once the instance's backward is done (the other blocks' transient): all of them freed */
     last_at -= freed, g_freed = freed;
+    double base1 = start - r.mem_acts_head + r.mem_recompute + stg; /* the moment's bytes less at_g */
+    if (group_at)
+        for (int gi = 0; gi <= p->n_groups; gi++) group_at[gi] = gi < p->n_groups ? NAN : base1 + last_at;
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *g = &p->groups[gi];
         if (!ilp_group_last_block(g)) continue;
@@ -275,6 +300,7 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
          * gradient written, those after it freed) */
         double tg = maxd(ilp_transient(S, z), g_first++ == 0 ? bk[g->block] - r.mem_recompute : 0);
         double at_g = tg - unwritten - freed;
+        if (group_at) group_at[gi] = base1 + at_g;
         if (at_g > last_at) last_at = at_g, last = tg, g_unw = unwritten, g_freed = freed;
         unwritten += S->mem_grad_late[z];
     }
@@ -285,13 +311,9 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) {
             stg};
     const double tr[ILP_MOMENTS] = {r.mem_transient_head + stg, last + stg, r.mem_transient_max,
                                     maxd(r.mem_transient_blocks, bk_blocks - r.mem_recompute) + stg};
-    r.peak_moment = 0;
-    for (int k = 1; k < ILP_MOMENTS; k++) /* the first of equal peaks */
-        if (at[k] > at[r.peak_moment]) r.peak_moment = k;
-    r.peak_bytes = at[r.peak_moment];
-    r.mem_unwritten = r.peak_moment == 0 ? unwritten : r.peak_moment == 1 ? g_unw : 0;
-    r.mem_acts_freed = r.peak_moment == 1 ? g_freed : 0;
-    r.mem_transient = tr[r.peak_moment];
+    for (int k = 0; k < ILP_MOMENTS; k++) r.mem_at[k] = at[k], r.tr_at[k] = tr[k];
+    r.unwritten_at[0] = unwritten, r.unwritten_at[1] = g_unw, r.freed_at[1] = g_freed;
+    ilp_price_peak(&r, NULL);
     ir_free(bk);
     ir_free(block_none);
     ir_free(block_xfer);

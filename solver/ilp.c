@@ -342,6 +342,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     obj += n * (fixed_rc == RC_SELECTIVE ? S->rec_sel_s
                                 : fixed_rc == RC_FULL    ? S->fwd_s
                                                          : 0);
+                    if (z == 3) obj += n * S->rc_gather_s[fixed_rc];
                 }
                 snprintf(nm, sizeof nm, "x_%d_%d_%d", g, s, z);
                 int c = add_col(lp, GLP_BV, 0, 1, tscale * obj, nm);
@@ -754,6 +755,19 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     put(lp, prow[pol], u, 1);
                     put(lp, m->mem_row, u, S->act[pol] * ms);
                     put(lp, m->rc_row, u, S->act[pol] * ms);
+                    /* under ZeRO-3 the re-run's gathers: w >= u - N (x[g,s] - x[g,s,3]), w >= 0
+                     * (w = u where the stage is 3, the objective holding it down): the row
+                     * w - u + N sum_{z<3} x[g,s,z] >= 0 */
+                    int c3 = m->x[g][s * ZERO_STAGES + 3];
+                    if (!c3 || S->rc_gather_s[pol] <= 0) continue;
+                    snprintf(nm, sizeof nm, "w_%d_%d_%d", g, s, pol);
+                    int w = add_col(lp, GLP_CV, 0, N, tscale * S->rc_gather_s[pol], nm);
+                    snprintf(nm, sizeof nm, "wz_%d_%d_%d", g, s, pol);
+                    int grow = add_row(lp, GLP_LO, 0, 0, nm);
+                    put(lp, grow, w, 1);
+                    put(lp, grow, u, -1);
+                    for (int z = 0; z < 3; z++)
+                        if (m->x[g][s * ZERO_STAGES + z]) put(lp, grow, m->x[g][s * ZERO_STAGES + z], N);
                 }
             }
         }

@@ -979,13 +979,15 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         if (!o->quiet_no_fit) {
             const PlanChunkPrice *c = &best->chunk_price[best->chunk_chosen];
             char a[32], b[32], l[32];
+            char h[32];
             fmt_bytes(a, sizeof a, c->extra_bytes);
+            fmt_bytes(h, sizeof h, c->held_bytes);
             fmt_bytes(b, sizeof b, best->price.peak_bytes - c->extra_bytes);
             fmt_bytes(l, sizeof l, best->mem_limit);
             diag_plain("give a smaller --chunk-bytes, --chunk-bytes auto (the planner takes a size that fits), or more --mem",
-                       "the chunks of --chunk-bytes %lld hold %s at once, over what the plan leaves of the limit: "
-                       "its peak is %s without them, the limit %s per device%s",
-                       (long long)best->chunk_bytes, a, b, l,
+                       "the chunks of --chunk-bytes %lld add %s to the peak (they hold %s at once), over what the plan "
+                       "leaves of the limit: its peak is %s without them, the limit %s per device%s",
+                       (long long)best->chunk_bytes, a, h, b, l,
                        o->chunk_tries ? " (planned again with room held back for them)" : "");
         }
         sb_free(&perr);
@@ -1116,6 +1118,7 @@ static void chunks_json(cJSON *root, const PlanResult *r) {
         cJSON_AddNumberToObject(e, "collectives", c->collectives);
         cJSON_AddNumberToObject(e, "collective_s", c->coll_s);
         cJSON_AddNumberToObject(e, "copy_s", c->copy_s);
+        cJSON_AddNumberToObject(e, "held_bytes", c->held_bytes);
         cJSON_AddNumberToObject(e, "extra_bytes", c->extra_bytes);
         cJSON_AddBoolToObject(e, "fits", c->fits);
         cJSON_AddBoolToObject(e, "chosen", k == r->chunk_chosen);

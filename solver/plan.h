@@ -106,8 +106,10 @@ typedef struct PlanChunkPrice {
     double coll_s, copy_s;      /* their time, and the chunks' copies in and out, a step */
     double gather_delta_s;      /* the all-gathers' time less one per tensor's (the ILP's) */
     double scatter_delta_s;     /* the reduce-scatters' time less one per tensor's */
-    double extra_bytes;         /* the memory rows' bound: a gathered chunk and a gradient chunk,
-                                 * each with its rank's part (send buffer, scattered part) */
+    double held_bytes;          /* the most the chunks' buffers (rounds' send buffers and gathered
+                                 * chunks, gradient chunks) hold at once, at any node */
+    double extra_bytes;         /* what they add to the predicted peak: each of the memory
+                                 * model's moments with the buffers live at its nodes (chunks.c) */
     bool fits;                  /* the predicted peak plus extra_bytes within the limit */
 } PlanChunkPrice;
 

@@ -530,7 +530,14 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                  * this rank's partial sum and all-reduced once, and ZeRO-1/2
                  * gather the updated parameters once */
                 DType sdt = ilp_sync_dtype(p, z, dt);
-                double sync = cost_grad_sync(cm, vv->shape, sdt, &gspec, z >= 2 ? 2 : 0, run_frac);
+                /* the position embedding's table: its output's gradient comes summed over the
+                 * batch its reader splits, and the edge defers that sum to here (build_edges,
+                 * cost_deferred_grad); under ZeRO-2/3, where the lowering reduce-scatters it
+                 * over the ZeRO axes, the table replicated there (over another axis it would
+                 * not be partial; the buckets of ZeRO 0-1 are not priced so yet) */
+                ShardSpec sspec = gspec;
+                if (z >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
+                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 ? 2 : 0, run_frac);
                 S->sync_s[z] += z >= 2 ? M * sync : sync;
                 /* a bucketed gradient is first copied into its bucket (schedule.c) */
                 if (z < 2 && gspec.partial) {
@@ -551,6 +558,8 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                     fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, z, bucketed));
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
                 S->gather_s[z] += z == 3 ? p->param_reads[v] * M * ag : ag;
+                for (int pol = RC_SELECTIVE; z == 3 && pol <= RC_FULL; pol++) /* a recomputed instance's */
+                    if (p->rc_reads[v] >> pol & 1) S->rc_gather_s[pol] += M * ag;
                 /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3
                  * slice) added to its accumulator, which is read and written: the
                  * accumulator's bytes (f32 under mixed precision, as the gradient
@@ -933,6 +942,28 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
             if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) p->param_reads[nd->in[i]]++;
         }
     }
+    /* and under recompute once more at a block instance's first backward node, where the
+     * lowering re-runs its forward (placement_recompute_nodes): the parameters the re-run
+     * reads that the node itself does not (lower/zero.c gathers each once a node) */
+    p->rc_reads = ir_alloc(sizeof(unsigned char) * (size_t)(g->n_values + 1));
+    memset(p->rc_reads, 0, sizeof(unsigned char) * (size_t)(g->n_values + 1));
+    NodeId *rerun = ir_alloc(sizeof(NodeId) * (size_t)(g->n_nodes + 1));
+    for (int k = 0; b.bw->training && k < g->n_blocks; k++)
+        for (int inst = 0; inst < g->blocks[k].n_instances; inst++)
+            for (int pol = RC_SELECTIVE; pol <= RC_FULL; pol++) {
+                NodeId b0;
+                int nf = placement_recompute_nodes(g, k, inst, pol == RC_SELECTIVE, &b0, rerun);
+                for (int f = 0; f < nf; f++) {
+                    const Node *nd = ir_node(g, rerun[f]);
+                    for (int i = 0; i < nd->n_in; i++) {
+                        if (ir_val(g, nd->in[i])->role != ROLE_PARAM) continue;
+                        bool own = false;
+                        for (int j = 0; j < ir_node(g, b0)->n_in; j++) own |= ir_node(g, b0)->in[j] == nd->in[i];
+                        if (!own) p->rc_reads[nd->in[i]] |= 1u << pol;
+                    }
+                }
+            }
+    ir_free(rerun);
     b.fwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (NodeId n = 0; n < g->n_nodes; n++) {
         const Node *nd = ir_node(g, n);
@@ -1040,5 +1071,6 @@ void ilp_problem_free(IlpProblem *p) {
     ir_free(p->fuse);
     ir_free(p->run_frac);
     ir_free(p->param_reads);
+    ir_free(p->rc_reads);
     ir_free(p);
 }

@@ -53,6 +53,8 @@ typedef struct IlpStrat {
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
     double gather_s[ZERO_STAGES];   /* parameter all-gathers (ZeRO 1-3) */
     double opt_s[ZERO_STAGES];      /* optimizer step */
+    double rc_gather_s[RC__COUNT];  /* under ZeRO-3, an instance's gathers for its recompute's
+                                     * re-run under each policy (IlpProblem.rc_reads) */
     double off_elems[ZERO_STAGES];  /* elements of this rank's optimizer slice that host offload
                                      * may move (0: its optimizer cannot run on the host) */
     double param_local;         /* bytes of the group's parameters as used (gathered) */
@@ -213,6 +215,9 @@ typedef struct IlpProblem {
     int *param_reads;           /* per value: the nodes that read a parameter in a micro-batch's
                                  * forward and backward, each gathering it under ZeRO-3
                                  * (compiler/lower/zero.c); 2 in a forward graph */
+    unsigned char *rc_reads;    /* per value: bit p (RC_SELECTIVE, RC_FULL) where an instance
+                                 * recomputed under policy p gathers the parameter once more
+                                 * under ZeRO-3, for its re-run forward (problem.c) */
 } IlpProblem;
 
 IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOptions *o);
@@ -335,10 +340,18 @@ typedef struct IlpPrice {
      * mem_transient where the peak is such a moment */
     double mem_staging;
     /* ZeRO chunks (plan.h, chunks.c; set after the ILP, which prices one collective per
-     * tensor): the chunks' copies in and out a step (in step_s), and their buffers' bound
-     * (in peak_bytes) */
+     * tensor): the chunks' copies in and out a step (in step_s), and their buffers' bytes
+     * live at the peak's moment (in peak_bytes, ilp_price_peak) */
     double chunk_copy_s, mem_chunks;
+    /* each moment's bytes, its transient, and (the backward's first two) its gradients not
+     * yet written and activations freed: what the peak's fields are taken from */
+    double mem_at[ILP_MOMENTS], tr_at[ILP_MOMENTS], unwritten_at[ILP_MOMENTS], freed_at[ILP_MOMENTS];
 } IlpPrice;
+
+/* Sets r's peak (peak_bytes, peak_moment, the moment's mem_transient, mem_unwritten,
+ * mem_acts_freed, mem_chunks) as the largest over the moments of mem_at plus extra's
+ * bytes live then (NULL: none; ZeRO chunks' buffers, chunks.c), the first of equal ones. */
+void ilp_price_peak(IlpPrice *r, const double *extra);
 
 /* Whether group g's transients are live at the head's backward: the head's
  * groups, and those whose gradient the head writes (a tied embedding). */
@@ -383,6 +396,10 @@ void ilp_choice_free(IlpChoice *c);
 void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src);
 /* Prices a choice directly (no ILP): the reference the ILP must agree with. */
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c);
+/* The same, and the last block instance's backward moment (1) group by group:
+ * group_at[g] its bytes at the backward of group g of the last block (NaN for the
+ * other groups), group_at[n_groups] once that instance's backward is done. */
+IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_at);
 
 /* ---- ilp.c: the formulation and GLPK ---------------------------------------- */
 

@@ -7,9 +7,11 @@ cpu -q -o DIR args...` (the test's own command) and prints, from the plan
 JSON: the arena over the predicted peak (memory.planned_over_predicted) and
 the completion's unpriced reshardings (completion.unpriced_reshardings). The
 last lines count the plans within [0.97, 1.03] and those with an unpriced
-resharding. Deterministic (no timing).
+resharding. With --unchunked, a plan made with --chunk-bytes is made again
+without it and its ratio printed beside (the memory model's terms without
+chunks: what the chunks' own terms stand on). Deterministic (no timing).
 
-usage: bench/memplan/e2e_plans.py [BUILD_DIR] [-j N] [--only REGEX]
+usage: bench/memplan/e2e_plans.py [BUILD_DIR] [-j N] [--only REGEX] [--unchunked]
 """
 import argparse
 import concurrent.futures
@@ -70,13 +72,24 @@ def main():
     ap.add_argument("build", nargs="?", default="build")
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("--only", default="")
+    ap.add_argument("--unchunked", action="store_true")
     a = ap.parse_args()
     cc = os.path.join(a.build, "compiler/colossal-compile")
     todo = [c for c in calls() if re.search(a.only, c[0])]
+
+    def unchunked(c):
+        name, model, args = c
+        if not a.unchunked or "--chunk-bytes" not in args:
+            return None
+        k = args.index("--chunk-bytes")
+        r = plan(cc, work, (name + ".unchunked", model, args[:k] + args[k + 2:]))[1]
+        return r["memory"].get("planned_over_predicted", 0) if r else None
+
     fit = unpriced = lowered = 0
     with tempfile.TemporaryDirectory() as work, concurrent.futures.ThreadPoolExecutor(a.j) as ex:
-        print(f"{'test':<40} {'mesh':<6} {'arena/pred':>10} {'unpriced':>8} {'unpriced_s':>10}")
-        for name, p, err in ex.map(lambda c: plan(cc, work, c), todo):
+        print(f"{'test':<40} {'mesh':<6} {'arena/pred':>10} {'unpriced':>8} {'unpriced_s':>10}"
+              + (f" {'unchunked':>9}" if a.unchunked else ""))
+        for (name, p, err), u in zip(ex.map(lambda c: plan(cc, work, c), todo), ex.map(unchunked, todo)):
             if p is None:
                 print(f"{name:<40} not lowered: {err}")
                 continue
@@ -88,7 +101,7 @@ def main():
             fit += 0.97 <= ratio <= 1.03
             unpriced += n > 0
             flag = "" if 0.97 <= ratio <= 1.03 else "  *"
-            print(f"{name:<40} {mesh:<6} {ratio:10.3f} {n:8d} {s:10.3g}{flag}")
+            print(f"{name:<40} {mesh:<6} {ratio:10.3f} {n:8d} {s:10.3g}" + (f" {u:9.3f}" if u else "") + flag)
     print(f"{len(todo)} plans, {lowered} lowered: {fit} within [0.97, 1.03]; {unpriced} with unpriced reshardings")
     return 0
 

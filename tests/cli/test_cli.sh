@@ -139,7 +139,7 @@ PY
 # a forced --chunk-bytes and a tight --mem: the chunks' buffers are on the predicted peak (chunks.c), so a
 # size that does not fit beside the plan is refused naming its bytes (the ILP planned again with them held
 # back first); one that fits has its arena within the limit and the predicted peak at least 0.97 of it
-expect 1 "the chunks of --chunk-bytes 8000 hold" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 \
+expect 1 "the chunks of --chunk-bytes 8000 add" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 \
   --strategy zero3 --chunk-bytes 8KB --mem 100KB --emit code --target cpu -o "$tmp/chunkmem" -q
 expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes 8KB \
   --mem 140KB --emit code --target cpu -o "$tmp/chunkmem" -q
