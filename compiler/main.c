@@ -373,14 +373,9 @@ static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, 
         printf("memory plan: arena %s per rank (lower bound %s, %.3fx; %d buffers, %d in place)",
                ab, lb, (double)lp->arena_bytes / (double)(lp->lower_bound_bytes ? lp->lower_bound_bytes : 1),
                lp->n_buffers, lp->n_in_place);
-        if (predicted > 0 && chk.stage < 0) printf("; planner predicted %s (arena/predicted %.3f)", pb, chk.ratio);
-        else if (predicted > 0) { /* each stage against its own prediction (cg_plan.c) */
-            char wb[32];
-            cli_fmt_bytes(wb, sizeof wb, chk.planned);
-            printf("; the fullest stage's arena and pipeline buffer %s, planner predicted %s; each stage's over its own "
-                   "prediction %.3f-%.3f",
-                   wb, pb, chk.ratio_lo, chk.ratio_hi);
-        }
+        char wb[32];
+        cli_fmt_bytes(wb, sizeof wb, chk.planned);
+        cg_mem_check_print(stdout, &chk, pb, wb);
         if (simulated > 0)
             printf("\nsimulated step: %.4g s (the generated program replayed; planner %.4g s, %+.1f%%: "
                    "colossal-compile simulate)", simulated, r->price.step_s, 100 * (simulated / r->price.step_s - 1));

@@ -490,7 +490,7 @@ int pipeline_schedule(int devices, int chunks, int micro_batches, int d, PipeAct
 }
 
 int pipeline_in_flight(int devices, int chunks, int micro_batches, int q) {
-    if (chunks <= 1) return devices - q;
+    if (chunks <= 1) return devices - q < micro_batches ? devices - q : micro_batches;
     int p = devices, d = q % p, c = q / p, most = 0, nr = 0, nf = 0, nb = 0;
     PipeAction *a = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(chunks, micro_batches));
     int n = pipeline_interleaved(p, chunks, micro_batches, d, a);
@@ -504,6 +504,13 @@ int pipeline_in_flight(int devices, int chunks, int micro_batches, int q) {
     }
     ir_free(a);
     return most;
+}
+
+double pipeline_kept_copies(int devices, int chunks, int micro_batches, int d) {
+    int v = chunks > 1 ? chunks : 1;
+    double slots = 0;
+    for (int c = 0; c < v; c++) slots += pipeline_in_flight(devices, v, micro_batches, c * devices + d);
+    return 1 + slots / v;
 }
 
 /* A message's ordinal on its ordered pair of devices, per device and action. */

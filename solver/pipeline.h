@@ -45,9 +45,11 @@ bool pipeline_place_chunks(Placement *pl, int devices, int chunks, StrBuf *err, 
  * most while every stage's peak stays within limit, until none does (a
  * local search: the instances' prices are the stage plan's, so a move only
  * shifts whole instances' times and bytes between neighbours). Leaves
- * r->pl->pipe and *r->pipe at the best ranges; returns the moves made. */
+ * r->pl->pipe and *r->pipe at the best ranges; returns the moves made. Its
+ * prices replay with rp's scratch (pipeline_replay_new; NULL: each its own). */
 struct PlanResult;
-int pipeline_rebalance(struct PlanResult *r, const ShardCluster *whole, double limit);
+typedef struct PipeReplay PipeReplay;
+int pipeline_rebalance(struct PlanResult *r, const ShardCluster *whole, double limit, PipeReplay *rp);
 
 /* The fraction of a 1F1B step the stages idle (the bubble): with p stages
  * of equal time and m micro-batches, (p - 1) / (m + p - 1) of the step
@@ -116,8 +118,15 @@ bool pipeline_last_reruns(int devices, int chunks, int micro_batches);
 int pipeline_room(int chunks, int micro_batches);
 /* The micro-batches virtual stage q holds between receiving (or, on stage
  * 0, starting) its forward and running its backward, at most: the slots of
- * received forward values it keeps (1F1B: devices - q). */
+ * received forward values it keeps (1F1B: devices - q, at most the
+ * micro-batches). */
 int pipeline_in_flight(int devices, int chunks, int micro_batches, int q);
+/* The copies of one micro-batch's activations device d holds when each of
+ * its virtual stages keeps its in-flight ones: the arena's, and each model
+ * chunk's slots (pipeline_in_flight of its virtual stage, as pipeline_price
+ * counts them), a chunk holding 1 / chunks of the device's activations. 1F1B:
+ * 1 + pipeline_in_flight. The stage problem's memory rows (plan.c). */
+double pipeline_kept_copies(int devices, int chunks, int micro_batches, int d);
 
 /* Checks every stage's schedule against the others: each stage runs the
  * forward and then the backward of every micro-batch once, in order;
@@ -180,7 +189,19 @@ typedef struct PipePrice {
     PipeStagePrice st[PLACE_MAX_STAGES];
 } PipePrice;
 
-/* The replay of the stages' 1F1B tables (pipeline_1f1b) with these
+/* A replay's scratch: the action tables of the last schedule (devices,
+ * chunks, micro-batches) it replayed and its messages' post times, kept for
+ * the next replay of the same schedule. The boundaries' search and the keep
+ * choice price one schedule many times, and a deep pipeline's tables are
+ * large (128 stages of 4096 micro-batches: some 300 MB), so whoever runs
+ * them makes one, passes it to each (pipeline_price, pipeline_choose_keep,
+ * pipeline_rebalance) and frees it; NULL there: one made and freed for that
+ * call. Its maker owns it; one thread at a time. */
+PipeReplay *pipeline_replay_new(void);
+void pipeline_replay_free(PipeReplay *rp); /* NULL: nothing */
+
+/* The replay of the stages' 1F1B tables (pipeline_1f1b), with a scratch of
+ * its own (freed before it returns; as the two below), with these
  * durations: fwd[s], bwd[s] per micro-batch on stage s, xfer[b] one message
  * across boundary b (stages b and b + 1), both halves of a transfer at once,
  * a message delivered xfer after both ends have posted it. Returns when the
@@ -207,10 +228,15 @@ double pipeline_replay_v(int devices, int chunks, int micro_batches, const doubl
 
 /* Prices r's pipelined Placement (r->pl->pipe) on the whole cluster (the
  * stages' link is the runtime mesh's outermost axis: inter-node when the
- * cluster has several nodes). false with a message when that mesh cannot be
- * made. */
+ * cluster has several nodes), replaying with rp's scratch (NULL: its own).
+ * A pipeline whose fullest stage holds more than cap bytes is not replayed:
+ * its memory is priced, its pipe_s and step_s read INFINITY (the boundaries'
+ * search rejects such a move whatever its step, and the replay is most of a
+ * deep pipeline's price); INFINITY: always replayed. false with a message
+ * when that mesh cannot be made. */
 struct PlanResult;
-bool pipeline_price(const struct PlanResult *r, const ShardCluster *whole, PipePrice *out, StrBuf *err);
+bool pipeline_price(const struct PlanResult *r, const ShardCluster *whole, double cap, PipeReplay *rp, PipePrice *out,
+                    StrBuf *err);
 
 /* Which virtual stages keep their in-flight micro-batches' activations
  * (PlacePipeline.keep) instead of running each micro-batch's forward again
@@ -218,9 +244,10 @@ bool pipeline_price(const struct PlanResult *r, const ShardCluster *whole, PipeP
  * or (PK_AUTO) those where it is faster, less, on a device over `limit`
  * bytes, its kept virtual stages one by one (the first first: the most in
  * flight) until it fits or keeps none. Leaves r->pipe priced with the choice; false with err when
- * pricing fails. */
+ * pricing fails. Its prices replay with rp's scratch (NULL: each its own). */
 typedef enum { PK_AUTO, PK_KEEP, PK_RERUN } PipeKeep;
-bool pipeline_choose_keep(struct PlanResult *r, const ShardCluster *whole, double limit, PipeKeep mode, StrBuf *err);
+bool pipeline_choose_keep(struct PlanResult *r, const ShardCluster *whole, double limit, PipeKeep mode, PipeReplay *rp,
+                          StrBuf *err);
 
 /* The intra-stage problem: a pipeline's stages plan with the ILP of one
  * stage, the cut block's tied groups at the largest stage's instance count
@@ -233,7 +260,7 @@ bool pipeline_choose_keep(struct PlanResult *r, const ShardCluster *whole, doubl
  * buffer is priced after (pipeline_price). `copies` (at least 1) scales the
  * saved activations of each group but the head's (after the blocks: the last
  * stage keeps none in flight) in the stage problem: the first stage, keeping its
- * in-flight micro-batches' activations, holds 1 + in-flight copies of them (a
+ * in-flight micro-batches' activations, holds pipeline_kept_copies of them (a
  * slot each beside the arena's, pipeline_price), so the ILP chooses the
  * recompute that lets it keep them rather than a plan for one micro-batch whose
  * stages must then run the forward again; pipeline_stage_acts sets another

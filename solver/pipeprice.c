@@ -59,28 +59,54 @@ static int lowest(PlaceMask m) {
     return s;
 }
 
-/* One replay of any schedule's action tables (1F1B's converted to messages
- * first: pipeline_replay_actions): device d's compute actions run virtual
- * stage chunk x p + d for their time; a transfer posts its messages {the
- * gradients?, the virtual stage sending, the micro-batch} when the device
- * reaches it, each delivered xfer[boundary] after both ends have posted it,
- * and ends when all are. A message past the micro-batches is skipped (the
- * checkers refuse such tables). t0, t1: when each action starts and ends. */
-static double *post_buf; /* replay's messages, kept between replays */
-static size_t post_cap;
+/* A replay's scratch (pipeline.h): the action tables of the last (devices, chunks,
+ * micro-batches) replayed, 1F1B's with its transfers as messages (they depend on nothing
+ * else, and the boundaries' search and the keep choice replay one schedule many times: a
+ * table set of 128 stages and 4096 micro-batches is some 300 MB, most of GPT-3 175B's
+ * `--pp auto` on 1024 devices when it was allocated and cleared each time), and the
+ * messages' post times. Its maker owns it and frees it. */
+struct PipeReplay {
+    double *post; /* [grad][q][mb][send?] -> when posted (-1: not yet) */
+    size_t post_cap;
+    int p, v, m; /* the tables' schedule */
+    PipeAction *acts[PLACE_MAX_STAGES];
+    int n[PLACE_MAX_STAGES];
+};
 
-static double replay(int p, int v, int m, PipeAction *const *acts, const int *n, const double *fwd, const double *bwd,
-                     const double *xfer, double *end, double *const *t0, double *const *t1) {
+PipeReplay *pipeline_replay_new(void) {
+    PipeReplay *rp = ir_alloc(sizeof *rp);
+    memset(rp, 0, sizeof *rp);
+    return rp;
+}
+
+void pipeline_replay_free(PipeReplay *rp) {
+    if (!rp) return;
+    for (int d = 0; d < PLACE_MAX_STAGES; d++) ir_free(rp->acts[d]);
+    ir_free(rp->post);
+    ir_free(rp);
+}
+
+/* One replay of any schedule's action tables (1F1B's converted to messages
+ * first: tables): device d's compute actions run virtual stage chunk x p + d
+ * for their time; a transfer posts its messages {the gradients?, the virtual
+ * stage sending, the micro-batch} when the device reaches it, each delivered
+ * xfer[boundary] after both ends have posted it, and ends when all are. A
+ * message past the micro-batches is skipped (the checkers refuse such tables).
+ * t0, t1: when each action starts and ends. */
+static double replay(PipeReplay *rp, int p, int v, int m, const double *fwd, const double *bwd, const double *xfer,
+                     double *end, double *const *t0, double *const *t1) {
+    PipeAction *const *acts = rp->acts;
+    const int *n = rp->n;
     int V = p * v, pc[PLACE_MAX_STAGES];
     double t[PLACE_MAX_STAGES];
     bool posted[PLACE_MAX_STAGES];
     size_t nq = (size_t)2 * (size_t)V * (size_t)m * 2;
-    if (nq > post_cap) { /* kept between replays, as the tables (below) */
-        ir_free(post_buf);
-        post_buf = ir_alloc(sizeof(double) * nq);
-        post_cap = nq;
+    if (nq > rp->post_cap) {
+        ir_free(rp->post);
+        rp->post = ir_alloc(sizeof(double) * nq);
+        rp->post_cap = nq;
     }
-    double *post = post_buf; /* [grad][q][mb][send?] -> when posted (-1: not yet) */
+    double *post = rp->post;
     for (size_t i = 0; i < nq; i++) post[i] = -1;
 #define POSTV(x, snd) post[((((size_t)(x)->grad * (size_t)V + (size_t)(x)->q) * (size_t)m + (size_t)(x)->mb) * 2) + (snd)]
     for (int d = 0; d < p; d++) pc[d] = 0, t[d] = 0, posted[d] = false;
@@ -155,26 +181,15 @@ static double replay(int p, int v, int m, PipeAction *const *acts, const int *n,
     return T;
 }
 
-/* The action tables of the last (devices, chunks, micro-batches) replayed, 1F1B's with
- * its transfers as messages: they depend on nothing else, and the boundaries' search
- * (pipeline_rebalance) and the keep choice replay one schedule many times (a table set
- * of 128 stages and 4096 micro-batches is some 300 MB, allocated and cleared each time
- * before: most of GPT-3 175B's `--pp auto` on 1024 devices). Kept until the next
- * (p, v, m); the planner is single-threaded. */
-static struct {
-    int p, v, m;
-    PipeAction *acts[PLACE_MAX_STAGES];
-    int n[PLACE_MAX_STAGES];
-} tabs;
-
-static void tables(int p, int v, int m) {
-    if (tabs.p == p && tabs.v == v && tabs.m == m && tabs.acts[0]) return;
-    for (int d = 0; d < PLACE_MAX_STAGES; d++) ir_free(tabs.acts[d]), tabs.acts[d] = NULL, tabs.n[d] = 0;
-    tabs.p = p, tabs.v = v, tabs.m = m;
+/* rp's tables for (p, v, m), kept from the last replay when it ran the same. */
+static void tables(PipeReplay *rp, int p, int v, int m) {
+    if (rp->p == p && rp->v == v && rp->m == m && rp->acts[0]) return;
+    for (int d = 0; d < PLACE_MAX_STAGES; d++) ir_free(rp->acts[d]), rp->acts[d] = NULL, rp->n[d] = 0;
+    rp->p = p, rp->v = v, rp->m = m;
     if (v > 1) {
         for (int d = 0; d < p; d++) {
-            tabs.acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, m));
-            tabs.n[d] = pipeline_interleaved(p, v, m, d, tabs.acts[d]);
+            rp->acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(v, m));
+            rp->n[d] = pipeline_interleaved(p, v, m, d, rp->acts[d]);
         }
         return;
     }
@@ -185,10 +200,10 @@ static void tables(int p, int v, int m) {
     int cnt[PLACE_MAX_STAGES][2][2]; /* per boundary, direction, receive/send: posted */
     memset(cnt, 0, sizeof cnt);
     for (int s = 0; s < p; s++) {
-        tabs.acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
-        tabs.n[s] = pipeline_1f1b(p, m, s, tabs.acts[s]);
-        for (int k = 0; k < tabs.n[s]; k++) {
-            PipeAction *a = &tabs.acts[s][k];
+        rp->acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(6 * m + 6));
+        rp->n[s] = pipeline_1f1b(p, m, s, rp->acts[s]);
+        for (int k = 0; k < rp->n[s]; k++) {
+            PipeAction *a = &rp->acts[s][k];
             if (a->kind != PA_NEXT && a->kind != PA_PREV) continue;
             bool next = a->kind == PA_NEXT;
             int b = next ? s : s - 1;
@@ -202,6 +217,22 @@ static void tables(int p, int v, int m) {
     }
 }
 
+/* Any schedule replayed with rp's scratch: as pipeline_replay_v. */
+static double replay_v(PipeReplay *rp, int devices, int chunks, int micro_batches, const double *fwd, const double *bwd,
+                       const double *xfer, double *end, double *const *t0, double *const *t1) {
+    int m = micro_batches;
+    if (devices <= 1) {
+        double t = 0; /* one device running every chunk */
+        for (int c = 0; c < (chunks > 1 ? chunks : 1); c++) t += m * (fwd[c] + bwd[c]);
+        if (end) end[0] = t;
+        return t;
+    }
+    int v = chunks > 1 ? chunks : 1;
+    tables(rp, devices, v, m);
+    return replay(rp, devices, v, m, fwd, bwd, xfer, end, t0, t1);
+}
+
+/* The one-shot replays: a scratch of their own, freed before they return. */
 double pipeline_replay(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
                        double *end) {
     return pipeline_replay_actions(stages, micro_batches, fwd, bwd, xfer, end, NULL, NULL);
@@ -209,29 +240,15 @@ double pipeline_replay(int stages, int micro_batches, const double *fwd, const d
 
 double pipeline_replay_actions(int stages, int micro_batches, const double *fwd, const double *bwd, const double *xfer,
                                double *end, double *const *t0, double *const *t1) {
-    int P = stages, m = micro_batches;
-    if (P <= 1) {
-        double t = m * (fwd[0] + bwd[0]);
-        if (end) end[0] = t;
-        return t;
-    }
-    tables(P, 1, m);
-    return replay(P, 1, m, tabs.acts, tabs.n, fwd, bwd, xfer, end, t0, t1);
+    return pipeline_replay_v(stages, 1, micro_batches, fwd, bwd, xfer, end, t0, t1);
 }
 
 double pipeline_replay_v(int devices, int chunks, int micro_batches, const double *fwd, const double *bwd,
                          const double *xfer, double *end, double *const *t0, double *const *t1) {
-    if (chunks <= 1 || devices <= 1) {
-        if (devices <= 1 && chunks > 1) { /* one device running every chunk */
-            double t = 0;
-            for (int c = 0; c < chunks; c++) t += micro_batches * (fwd[c] + bwd[c]);
-            if (end) end[0] = t;
-            return t;
-        }
-        return pipeline_replay_actions(devices, micro_batches, fwd, bwd, xfer, end, t0, t1);
-    }
-    tables(devices, chunks, micro_batches);
-    return replay(devices, chunks, micro_batches, tabs.acts, tabs.n, fwd, bwd, xfer, end, t0, t1);
+    PipeReplay *rp = pipeline_replay_new();
+    double t = replay_v(rp, devices, chunks, micro_batches, fwd, bwd, xfer, end, t0, t1);
+    pipeline_replay_free(rp);
+    return t;
 }
 
 /* Per value: its local bytes as the plan holds it, in the compute dtype for
@@ -243,12 +260,8 @@ static double value_bytes(const PlanResult *r, const Graph *g, ValueId v) {
     return (double)ir_shape_numel(x->shape) * ir_dtype_size(dt);
 }
 
-/* Set only by pipeline_rebalance around its trial prices: a pipeline whose fullest stage
- * is over it is not replayed (its step reads INFINITY): the search rejects such a move
- * whatever its step, and the replay is most of a deep pipeline's price. */
-static double price_cap = INFINITY;
-
-bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *out, StrBuf *err) {
+bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, PipeReplay *rp, PipePrice *out,
+                    StrBuf *err) {
     const Placement *pl = r->pl;
     const IlpProblem *p = r->prob;
     const Graph *g = pl->g;
@@ -459,11 +472,13 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
         busy += st->busy_s;
         out->peak_bytes = maxd(out->peak_bytes, st->peak_bytes);
     }
-    if (out->peak_bytes > price_cap) { /* the boundaries' search rejects it unreplayed (pipeline_rebalance) */
+    if (out->peak_bytes > cap) { /* the boundaries' search rejects it unreplayed (pipeline_rebalance) */
         out->pipe_s = out->step_s = INFINITY;
         return true;
     }
-    double pipe_s = pipeline_replay_v(devs, V, m, fwd, bwd, xfer, end, NULL, NULL);
+    PipeReplay *own = rp ? NULL : pipeline_replay_new();
+    double pipe_s = replay_v(rp ? rp : own, devs, V, m, fwd, bwd, xfer, end, NULL, NULL);
+    pipeline_replay_free(own);
     for (int d = 0; d < devs; d++) {
         PipeStagePrice *st = &out->st[d];
         st->end_s = end[d] + st->update_s;
@@ -478,23 +493,24 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, PipePrice *o
     return true;
 }
 
-bool pipeline_choose_keep(PlanResult *r, const ShardCluster *whole, double limit, PipeKeep mode, StrBuf *err) {
+bool pipeline_choose_keep(PlanResult *r, const ShardCluster *whole, double limit, PipeKeep mode, PipeReplay *rp,
+                          StrBuf *err) {
     PlacePipeline *pp = &r->pl->pipe;
     int P = pp->stages;
     memset(pp->keep, 0, sizeof pp->keep);
-    if (P <= 1) return pipeline_price(r, whole, r->pipe, err);
-    if (mode == PK_RERUN) return pipeline_price(r, whole, r->pipe, err);
+    if (P <= 1) return pipeline_price(r, whole, INFINITY, rp, r->pipe, err);
+    if (mode == PK_RERUN) return pipeline_price(r, whole, INFINITY, rp, r->pipe, err);
     /* every stage but the last keeps; under auto, a virtual stage whose forward and backward are
      * not shorter kept (the copies cost more than the forward again) goes back, then on each device
      * over the limit its kept virtual stages, the first model chunk first (the most in flight) */
     for (int q = 0; q + 1 < P; q++) pp->keep[q] = true;
-    if (!pipeline_price(r, whole, r->pipe, err)) return false;
+    if (!pipeline_price(r, whole, INFINITY, rp, r->pipe, err)) return false;
     if (mode == PK_KEEP) return true;
     PipePrice *rerun = ir_alloc(sizeof *rerun);
     bool ok = true;
     PlacePipeline save = *pp;
     memset(pp->keep, 0, sizeof pp->keep);
-    ok = pipeline_price(r, whole, rerun, err);
+    ok = pipeline_price(r, whole, INFINITY, rp, rerun, err);
     *pp = save;
     for (int q = 0; ok && q + 1 < P; q++)
         if (!(r->pipe->vbwd_s[q] + r->pipe->vfwd_s[q] < rerun->vbwd_s[q] + rerun->vfwd_s[q])) pp->keep[q] = false;
@@ -502,13 +518,13 @@ bool pipeline_choose_keep(PlanResult *r, const ShardCluster *whole, double limit
     /* a device over the limit: its kept slots add to both of its moments alike (pipeline_price),
      * so giving up a virtual stage's keep lowers its peak by that stage's slots exactly */
     int devs = placement_pipe_devices(pp);
-    if (ok) ok = pipeline_price(r, whole, r->pipe, err);
+    if (ok) ok = pipeline_price(r, whole, INFINITY, rp, r->pipe, err);
     for (int d = 0; ok && d < devs; d++) {
         double over = r->pipe->st[d].peak_bytes - limit;
         for (int q = d; over > 0 && q + 1 < P; q += devs)
             if (pp->keep[q]) pp->keep[q] = false, over -= r->pipe->vkept_bytes[q];
     }
-    if (ok) ok = pipeline_price(r, whole, r->pipe, err);
+    if (ok) ok = pipeline_price(r, whole, INFINITY, rp, r->pipe, err);
     return ok;
 }
 
@@ -602,7 +618,7 @@ static double max_peak(const PipePrice *q) {
     return m;
 }
 
-int pipeline_rebalance(PlanResult *r, const ShardCluster *whole, double limit) {
+int pipeline_rebalance(PlanResult *r, const ShardCluster *whole, double limit, PipeReplay *rp) {
     PlacePipeline *pp = &r->pl->pipe;
     int P = pp->stages;
     if (P <= 1 || !r->pipe || pp->chunks > 1) return 0; /* interleaved: equal model chunks, as Megatron-LM's */
@@ -621,10 +637,9 @@ int pipeline_rebalance(PlanResult *r, const ShardCluster *whole, double limit) {
                 f[b] += d;
                 if (f[b] <= f[b - 1] || f[b] >= f[b + 1]) continue;
                 sb_init(&err), sb_init(&hint);
-                price_cap = cap; /* over it: rejected below, not replayed */
+                /* over the cap: rejected below, not replayed */
                 bool ok = pipeline_place_ranges(r->pl, P, f, pp->schedule, &err, &hint) &&
-                          pipeline_price(r, whole, &trial, &err);
-                price_cap = INFINITY;
+                          pipeline_price(r, whole, cap, rp, &trial, &err);
                 sb_free(&err), sb_free(&hint);
                 evals++;
                 if (ok && trial.step_s < best_t && max_peak(&trial) <= cap) best_t = trial.step_s, best_b = b, best_d = d;
@@ -633,12 +648,14 @@ int pipeline_rebalance(PlanResult *r, const ShardCluster *whole, double limit) {
         first[best_b] += best_d;
         moves++;
         sb_init(&err), sb_init(&hint);
-        if (pipeline_place_ranges(r->pl, P, first, pp->schedule, &err, &hint)) pipeline_price(r, whole, &cur, &err);
+        if (pipeline_place_ranges(r->pl, P, first, pp->schedule, &err, &hint))
+            pipeline_price(r, whole, INFINITY, rp, &cur, &err);
         sb_free(&err), sb_free(&hint);
     }
     /* the Placement and the price at the ranges kept */
     sb_init(&err), sb_init(&hint);
-    if (pipeline_place_ranges(r->pl, P, first, pp->schedule, &err, &hint)) pipeline_price(r, whole, r->pipe, &err);
+    if (pipeline_place_ranges(r->pl, P, first, pp->schedule, &err, &hint))
+        pipeline_price(r, whole, INFINITY, rp, r->pipe, &err);
     sb_free(&err), sb_free(&hint);
     r->pipe->start_step_s = equal;
     return moves;

@@ -152,10 +152,14 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
     bool forced = o->strategy && strcmp(o->strategy, "auto");
     /* plan one stage (pipeprice.c); tried again (plan_within) where not every stage could keep
-     * its in-flight activations, the ILP's memory rows counting those the first stage keeps
-     * (1F1B: one slot per stage, beside the arena's copy) */
-    int inflight = o->micro_batches > 0 && o->micro_batches < o->pp ? o->micro_batches : o->pp;
-    double copies = o->pp_keep_acts && !forced ? 1 + inflight : 1;
+     * its in-flight activations, the ILP's memory rows counting those the first device keeps
+     * beside the arena's copy (1F1B: one slot per stage; interleaved: its chunks' slots, as
+     * pipeline_price counts them). The schedule is chosen after, on this plan: under
+     * --schedule auto or interleaved with no count, and where the micro-batches cannot run
+     * the chunks asked for (placement says so), 1F1B's */
+    int m = o->micro_batches > 0 ? o->micro_batches : o->pp;
+    int v = o->pp_chunks >= 2 && o->pp > 1 && m % o->pp == 0 ? o->pp_chunks : 1;
+    double copies = o->pp_keep_acts && !forced && o->pp > 1 ? pipeline_kept_copies(o->pp, v, m, 0) : 1;
     if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp, copies);
     IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
     double t0 = now_s();
@@ -631,8 +635,8 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
  * micro-batches are a multiple of p); both list what they priced in
  * best->schedules. false with perr and phint (a user error) when the
  * schedule asked for cannot run, or none can. */
-static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCluster *whole, double limit, const int *first,
-                           StrBuf *perr, StrBuf *phint) {
+static bool pipe_schedules_with(PlanResult *best, const PlanOptions *o, const ShardCluster *whole, double limit,
+                                const int *first, PipeReplay *rp, StrBuf *perr, StrBuf *phint) {
     int n_inst = pipeline_stage_instances(best->pl->g, 1), P = o->pp, want = o->pp_chunks;
     int cand[PLACE_MAX_STAGES + 2], nc = 0;
     if (want == 0 || want == 1) cand[nc++] = 1;
@@ -656,11 +660,11 @@ static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCl
         sb_init(&e), sb_init(&h);
         bool placed = cand[i] == 1 ? pipeline_place_ranges(best->pl, P, first, PS_1F1B, &e, &h)
                                    : pipeline_place_chunks(best->pl, P, cand[i], &e, &h);
-        bool ok = placed && pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, &e);
+        bool ok = placed && pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, rp, &e);
         if (ok && cand[i] == 1 && !first) { /* 1F1B's boundaries by cost, then which stages keep again */
-            pipeline_rebalance(best, whole, limit);
+            pipeline_rebalance(best, whole, limit, rp);
             double equal = best->pipe->start_step_s; /* the step at the equal ranges (repricing clears it) */
-            ok = pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, &e);
+            ok = pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, rp, &e);
             best->pipe->start_step_s = equal;
         }
         if (!ok && nc == 1) { /* the one asked for cannot run */
@@ -702,10 +706,21 @@ static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCl
     sb_init(&e), sb_init(&h);
     bool ok = cand[pick] == 1 ? pipeline_place_ranges(best->pl, P, pick_first, PS_1F1B, &e, &h)
                               : pipeline_place_chunks(best->pl, P, cand[pick], &e, &h);
-    ok = ok && pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, &e);
+    ok = ok && pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, rp, &e);
     best->pipe->start_step_s = pick_equal;
     if (!ok) sb_printf(perr, "cannot price the pipeline: %s", sb_cstr(&e)), sb_puts(phint, "give another --pp or --mesh");
     sb_free(&e), sb_free(&h);
+    return ok;
+}
+
+/* pipe_schedules_with one replay scratch for all its prices (the schedules tried, the
+ * boundaries' search, the keep choices: one schedule's tables are kept between them),
+ * freed before it returns. */
+static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCluster *whole, double limit, const int *first,
+                           StrBuf *perr, StrBuf *phint) {
+    PipeReplay *rp = pipeline_replay_new();
+    bool ok = pipe_schedules_with(best, o, whole, limit, first, rp, perr, phint);
+    pipeline_replay_free(rp);
     return ok;
 }
 

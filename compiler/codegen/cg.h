@@ -18,6 +18,7 @@
 #define COLOSSAL_CG_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "ir.h"
 #include "lower.h"
@@ -54,9 +55,17 @@ typedef struct CgMemCheck {
     double predicted;          /* memory.predicted_peak_bytes (0 if absent) */
     double planned;            /* the arena; pipelined, the fullest stage's arena and pipeline buffer */
     double ratio;              /* planned over predicted; pipelined, the stage farthest from 1 (0: none) */
-    int stage;                 /* that stage (-1: unpipelined) */
+    int stage;                 /* that stage (-1: unpipelined, or no stage carries its own peak) */
     double ratio_lo, ratio_hi; /* pipelined: the stages' smallest and largest */
+    bool pipelined;            /* the program runs a pipeline (LowerProgram.pipe) */
 } CgMemCheck;
+
+/* The summary's comparison, after its memory plan (compiler/main.c): unpipelined
+ * "; planner predicted PB (arena/predicted R)", pipelined the fullest stage's arena and
+ * pipeline buffer (WB) and each stage's ratio to its own prediction; nothing where there
+ * is none to compare with (no predicted peak, or pipelined and no stage carries its own).
+ * pb, wb: chk->predicted and chk->planned as the summary formats bytes. */
+void cg_mem_check_print(FILE *f, const CgMemCheck *chk, const char *pb, const char *wb);
 
 /* The planner's JSON with memory.planned_arena_bytes and
  * memory.lower_bound_bytes added (malloc'd, NULL if plan_json does not

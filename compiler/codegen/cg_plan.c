@@ -11,15 +11,25 @@
  */
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cg.h"
 #include "ops.h"
 
+void cg_mem_check_print(FILE *f, const CgMemCheck *chk, const char *pb, const char *wb) {
+    if (chk->predicted <= 0) return;
+    if (!chk->pipelined) fprintf(f, "; planner predicted %s (arena/predicted %.3f)", pb, chk->ratio);
+    else if (chk->stage >= 0) /* each stage against its own prediction */
+        fprintf(f, "; the fullest stage's arena and pipeline buffer %s, planner predicted %s; each stage's over its own "
+                   "prediction %.3f-%.3f",
+                wb, pb, chk->ratio_lo, chk->ratio_hi);
+}
+
 char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *chk) {
     cJSON *root = cJSON_Parse(plan_json);
-    *chk = (CgMemCheck){.stage = -1};
+    *chk = (CgMemCheck){.stage = -1, .pipelined = lp->pipe.stages > 1};
     double *predicted = &chk->predicted;
     if (!root) return NULL;
     /* timings differ from run to run: generated files must not (null = not recorded) */

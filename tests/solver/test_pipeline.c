@@ -349,7 +349,7 @@ static void test_keep(void) {
     if (r && r->pipe) {
         for (int s = 0; s < 4; s++) CHECK(!r->pl->pipe.keep[s]);
         PipePrice rerun = *r->pipe, keep;
-        CHECK(pipeline_choose_keep(r, &whole, INFINITY, PK_KEEP, &e));
+        CHECK(pipeline_choose_keep(r, &whole, INFINITY, PK_KEEP, NULL, &e));
         keep = *r->pipe;
         for (int s = 0; s < 4; s++) {
             const PipeStagePrice *k = &keep.st[s], *x = &rerun.st[s];
@@ -361,20 +361,33 @@ static void test_keep(void) {
         }
         CHECK(keep.step_s < rerun.step_s);
         CHECK(keep.st[0].peak_bytes > rerun.st[0].peak_bytes);
-        CHECK(pipeline_choose_keep(r, &whole, INFINITY, PK_AUTO, &e)); /* room: auto keeps everywhere */
+        CHECK(pipeline_choose_keep(r, &whole, INFINITY, PK_AUTO, NULL, &e)); /* room: auto keeps everywhere */
         for (int s = 0; s < 3; s++) CHECK(r->pl->pipe.keep[s]);
         CHECK_NEAR(r->pipe->step_s, keep.step_s, 0);
         /* a limit stage 0 does not fit kept: auto gives it up there, keeps where the kept stage fits */
         double lim = keep.st[0].peak_bytes - 1;
         CHECK(rerun.st[0].peak_bytes <= lim);
-        CHECK(pipeline_choose_keep(r, &whole, lim, PK_AUTO, &e));
+        CHECK(pipeline_choose_keep(r, &whole, lim, PK_AUTO, NULL, &e));
         CHECK(!r->pl->pipe.keep[0]);
         CHECK(r->pipe->st[0].peak_bytes <= lim);
         for (int s = 1; s < 3; s++) CHECK(r->pl->pipe.keep[s] == (keep.st[s].peak_bytes <= lim));
         CHECK(r->pipe->step_s > keep.step_s && r->pipe->step_s <= rerun.step_s);
-        CHECK(pipeline_choose_keep(r, &whole, INFINITY, PK_RERUN, &e));
+        CHECK(pipeline_choose_keep(r, &whole, INFINITY, PK_RERUN, NULL, &e));
         for (int s = 0; s < 4; s++) CHECK(!r->pl->pipe.keep[s]);
         CHECK_NEAR(r->pipe->step_s, rerun.step_s, 0);
+        /* the price's cap and scratch are its arguments: over the cap its memory alone (the step
+         * INFINITY, not replayed); a scratch the caller owns, kept across prices, gives the same
+         * as each price's own */
+        PipePrice capped, again;
+        PipeReplay *rp = pipeline_replay_new();
+        CHECK(pipeline_price(r, &whole, rerun.peak_bytes - 1, rp, &capped, &e));
+        CHECK(isinf(capped.step_s) && isinf(capped.pipe_s));
+        CHECK_NEAR(capped.peak_bytes, rerun.peak_bytes, 0);
+        CHECK(pipeline_price(r, &whole, rerun.peak_bytes, rp, &again, &e));
+        CHECK_NEAR(again.step_s, rerun.step_s, 0);
+        CHECK(pipeline_price(r, &whole, INFINITY, rp, &again, &e));
+        CHECK_NEAR(again.step_s, rerun.step_s, 0);
+        pipeline_replay_free(rp);
     }
     sb_free(&e);
     plan_free(r);
@@ -719,6 +732,13 @@ static void test_interleaved_schedules(void) {
      * 0 1 before its first backward and holds up to 3 (more than 1F1B's p - s = 1) */
     CHECK_INT(pipeline_in_flight(2, 1, 4, 1), 1);
     CHECK(pipeline_in_flight(2, 2, 4, 1) >= 2);
+    /* the copies of one micro-batch's activations the first device keeps (the stage problem's
+     * memory rows, plan.c): 1F1B the arena's and p slots (at most the micro-batches); interleaved
+     * its chunks' slots as priced, more than 1F1B's 1 + min(m, p) on 4 devices of 2 chunks */
+    CHECK_NEAR(pipeline_kept_copies(4, 1, 8, 0), 5, 0);
+    CHECK_NEAR(pipeline_kept_copies(4, 1, 2, 0), 3, 0);
+    CHECK_NEAR(pipeline_kept_copies(4, 2, 8, 0), 1 + (pipeline_in_flight(4, 2, 8, 0) + pipeline_in_flight(4, 2, 8, 4)) / 2.0, 0);
+    CHECK_NEAR(pipeline_kept_copies(4, 2, 8, 0), 7, 0);
     /* the last virtual stage runs each backward right after its forward, but when the micro-batches
      * are the devices (every forward first) */
     CHECK(!pipeline_last_reruns(2, 2, 4));
