@@ -334,6 +334,10 @@ static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, 
         lower_free(lp);
         plan_free(r);
     }
+    if (r->zero_left_out[0] && !o->quiet) /* the plan kept, once (not each re-plan's) */
+        fprintf(stderr, "colossal-compile: note: planned without ZeRO on mesh %s: the lowering cannot run the "
+                        "ZeRO plan chosen there (placement_zero_runs)\n",
+                r->zero_left_out);
     if (dump) { /* the program generated: once, not each re-plan's */
         StrBuf db;
         sb_init(&db);

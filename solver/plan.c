@@ -245,8 +245,10 @@ static void describe_choice(const IlpProblem *p, const IlpChoice *c, PlanSweepPo
 }
 
 static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
-                       const ShardMesh *meshes, int nm, DType dt, double limit, const IlpFix *fix,
-                       PlanResult *best) {
+                       const ShardMesh *meshes, int nm, DType dt, double limit, const IlpFix *fix_all,
+                       unsigned no_zero, PlanResult *best) {
+    IlpFix fz = *fix_all; /* the meshes the plan left ZeRO out of (no_zero, ZeroLeftOut) */
+    fz.zero = 0;
     CostModel *cms = ir_alloc(sizeof *cms * (size_t)nm);
     IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)nm);
     IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight};
@@ -258,6 +260,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
         cms[i] = (CostModel){cl, &meshes[i], dt, 1, NULL};
         probs[i] = ilp_problem_build(g, &cms[i], &io);
         if (probs[i]->timed_out) continue;
+        const IlpFix *fix = no_zero & 1u << i ? &fz : fix_all;
         IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, fix};
         IlpResult r = ilp_solve(probs[i], &s);
         if (r.status == ILP_INFEASIBLE && r.min_mem > 0) lo = fmin(lo, r.min_mem);
@@ -273,7 +276,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
         pt->limit_bytes = n == 1 ? limit : lo * pow(limit / lo, (double)k / (n - 1));
         for (int i = 0; i < nm; i++) {
             if (probs[i]->timed_out) continue;
-            IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, fix};
+            IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, no_zero & 1u << i ? &fz : fix_all};
             IlpResult r = ilp_solve(probs[i], &s);
             if (ilp_has_plan(r.status) && (!pt->fits || r.price.step_s < pt->step_s)) {
                 pt->fits = true;
@@ -326,12 +329,60 @@ typedef struct MeshSearch {
     int timed_out;              /* the mesh whose problem the deadline cut short, or -1 */
 } MeshSearch;
 
-/* The best plan over the meshes for o->micro_batches, or NULL. */
+/* Generated code with ZeRO left to the planner: the meshes whose best plan had ZeRO the
+ * lowering cannot run in that plan's layout (placement_zero_runs), planned again there
+ * without ZeRO; the other meshes keep it. Gathered over the micro-batch counts, for the
+ * note (PlanResult.zero_left_out), the sweep and the message when no plan fits. */
+typedef struct ZeroLeftOut {
+    unsigned meshes;            /* bit i: meshes[i] */
+    int n;
+    char text[200];             /* "2x2x2 (ZeRO over 3 mesh axes)", comma-separated */
+} ZeroLeftOut;
+
+/* Whether the lowering runs the ZeRO of r's plan (placement_zero_runs, asked of
+ * the plan's Placement); false with the rule in why. */
+static bool plan_zero_runs(const Graph *g, const PlanResult *r, StrBuf *why) {
+    if (!r->chosen) return true;
+    PlanSweepPoint d;
+    describe_choice(r->prob, &r->choice, &d);
+    if (d.zero_max == 0) return true;
+    StrBuf e;
+    sb_init(&e);
+    Placement *pl = plan_placement(g, r, true, &e);
+    sb_free(&e);
+    bool runs = !pl || placement_zero_runs(pl, why); /* no Placement: plan_within says why */
+    placement_free(pl);
+    return runs;
+}
+
+/* The best plan over the meshes for o->micro_batches, or NULL. zl (NULL: ZeRO is
+ * not the planner's to drop) gathers the meshes planned again without ZeRO. */
 static PlanResult *plan_meshes(const Graph *g, const PlanOptions *o, const ShardCluster *cl, const ShardMesh *meshes,
-                               int nm, DType dt, double limit, const IlpFix *fix, MeshSearch *ms) {
+                               int nm, DType dt, double limit, const IlpFix *fix, MeshSearch *ms, ZeroLeftOut *zl) {
     PlanResult *best = NULL;
+    PlanOptions oz = *o; /* the options and fix of a mesh planned without ZeRO */
+    oz.zero = "0";
+    IlpFix fz = *fix;
+    fz.zero = 0;
     for (int i = 0; i < nm; i++) {
         PlanResult *r = plan_mesh(g, o, cl, &meshes[i], dt, limit, fix);
+        StrBuf why;
+        sb_init(&why);
+        if (zl && !r->prob->timed_out && !plan_zero_runs(g, r, &why)) {
+            if (!(zl->meshes & 1u << i)) {
+                StrBuf m;
+                sb_init(&m);
+                shard_mesh_print(&m, &meshes[i]);
+                size_t n = strlen(zl->text);
+                snprintf(zl->text + n, sizeof zl->text - n, "%s%s (%s)", n ? ", " : "", sb_cstr(&m), sb_cstr(&why));
+                sb_free(&m);
+                zl->meshes |= 1u << i;
+                zl->n++;
+            }
+            plan_free(r);
+            r = plan_mesh(g, &oz, cl, &meshes[i], dt, limit, &fz);
+        }
+        sb_free(&why);
         if (r->prob->timed_out) {
             ms->timed_out = i;
             plan_free(r);
@@ -838,7 +889,12 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
     PlanOptions om = *o;
     if (om.micro_batches < 1) om.micro_batches = 1;
     MeshSearch ms = {.min_mem = INFINITY, .timed_out = -1};
-    PlanResult *best = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, &ms);
+    /* generated code: ZeRO left out only on the meshes whose plan the lowering could
+     * not run with it, where --zero and --strategy leave it to the planner (else the
+     * lowering refuses the plan, naming the rule) */
+    ZeroLeftOut zl = {0};
+    ZeroLeftOut *zlp = o->lowerable && fix.zero < 0 && !(o->strategy && strcmp(o->strategy, "auto")) ? &zl : NULL;
+    PlanResult *best = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, &ms, zlp);
     int timed_out = ms.timed_out;
     double min_mem = ms.min_mem, solve_s = ms.solve_s;
     IlpPrice min_price = ms.min_price;
@@ -848,7 +904,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         if (!next) break;
         om.micro_batches = tried = next;
         MeshSearch mk = {.min_mem = INFINITY, .timed_out = -1};
-        PlanResult *r = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, &mk);
+        PlanResult *r = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, &mk, zlp);
         solve_s += mk.solve_s;
         if (mk.timed_out >= 0) { /* the deadline: keep what the earlier counts found */
             plan_free(r);
@@ -885,8 +941,11 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         nm = timed_out;
     }
     if (!best) {
-        char lim[32], mn[32], pa[32], ac[32], tr[32];
+        char lim[32], mn[32], pa[32], ac[32], tr[32], zlo[300] = "";
         fmt_bytes(lim, sizeof lim, limit);
+        if (zl.n) /* the rule that took ZeRO from some meshes, said where it may be why */
+            snprintf(zlo, sizeof zlo, "; ZeRO was left out on mesh%s %s, which the lowering cannot run "
+                     "(placement_zero_runs)", zl.n > 1 ? "es" : "", zl.text);
         if (o->strategy && strcmp(o->strategy, "auto")) {
             diag_plain("try --strategy auto", "strategy '%s' does not apply to this model and mesh",
                        o->strategy);
@@ -915,8 +974,8 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
             diag_plain("use more devices, --offload auto or none, or a cluster with more host memory",
                        "no plan fits: at its smallest (%s per device) the plan offloads state needing %s of host "
                        "memory per device, more than the host's %s per device (%s per node over %d devices); "
-                       "the device limit is %s",
-                       mn, hb, hl, hn, cl.per_node, lim);
+                       "the device limit is %s%s",
+                       mn, hb, hl, hn, cl.per_node, lim, zlo);
             return NULL;
         }
         bool params_dominate = min_price.mem_params >= min_price.mem_acts;
@@ -924,6 +983,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
             params_dominate ? (o->pp > 1 ? "use more stages (--pp) or more devices: a pipeline's stages choose ZeRO-1 at most"
                                : fix.zero >= 0 && fix.zero < 3
                                    ? "allow ZeRO (--zero auto), or use more devices"
+                               : zl.n ? "use more devices (a larger --cluster), or another --mesh"
                                    : "use more devices (a larger --cluster)")
             : fix.recompute >= 0 && fix.recompute != RC_FULL
                 ? "allow recompute (--recompute auto), or use a smaller --batch"
@@ -944,8 +1004,8 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         }
         diag_plain(fixhint,
                    "no plan fits in %s per device: the smallest that fits is %s, dominated by %s "
-                   "(parameters/gradients/optimizer %s, activations %s, transient %s)",
-                   lim, mn, dom, pa, ac, tr);
+                   "(parameters/gradients/optimizer %s, activations %s, transient %s)%s",
+                   lim, mn, dom, pa, ac, tr, zlo);
         return NULL;
     }
     if (o->batch && o->batch != best->prob->global_batch)
@@ -954,7 +1014,8 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                      (long long)o->batch, (long long)best->prob->global_batch, (long long)best->prob->global_batch);
     best->meshes_tried = nm;
     best->solve_s = solve_s;
-    if (o->sweep_points > 0) plan_sweep(g, &om, &cl, meshes, nm, dt, limit, &fix, best);
+    snprintf(best->zero_left_out, sizeof best->zero_left_out, "%s", zl.text);
+    if (o->sweep_points > 0) plan_sweep(g, &om, &cl, meshes, nm, dt, limit, &fix, zl.meshes, best);
     StrBuf perr;
     sb_init(&perr);
     best->pl = plan_placement(g, best, o->lowerable, &perr);
@@ -964,18 +1025,6 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         sb_free(&perr);
         plan_free(best);
         return NULL;
-    }
-    /* generated code: a plan whose ZeRO the lowering cannot run in its layout
-     * (placement_zero_runs: the batch over some mesh axes only, or ZeRO over three)
-     * is planned again without ZeRO where --zero and --strategy leave the choice
-     * to the planner (else the lowering refuses it, naming the rule) */
-    if (o->lowerable && fix.zero < 0 && !(o->strategy && strcmp(o->strategy, "auto")) &&
-        !placement_zero_runs(best->pl, NULL)) {
-        PlanOptions oz = *o;
-        oz.zero = "0";
-        plan_free(best);
-        sb_free(&perr);
-        return plan_within(g, &oz);
     }
     best->mem_limit = full;
     plan_price_chunks(g, best, o->chunk_bytes);

@@ -148,6 +148,10 @@ typedef struct PlanResult {
     PlanStageCount *counts;
     int n_schedules;            /* --schedule auto: the schedules priced for the chosen stages */
     PlanScheduleTry *schedules;
+    char zero_left_out[200];    /* generated code: the meshes planned without ZeRO because the
+                                 * lowering could not run the ZeRO plan the planner chose there
+                                 * (placement_zero_runs), with the rule: "2x2x2 (ZeRO over 3 mesh
+                                 * axes)"; "" when none. The driver says it once */
 } PlanResult;
 
 /* Plans g. Returns NULL after reporting a user error (bad cluster, mesh,
