@@ -505,10 +505,11 @@ static bool attention_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
 }
 
 /* One table: {"flops": [...], "efficiency": [...]}, same lengths. */
-/* One measured collective table: {"bytes": [...], "us": [...]}, 1 to
- * SHARD_COLL_POINTS points, bytes strictly increasing in [1, 1e15], times
- * positive, finite, at most an hour and non-decreasing (a larger message never
- * takes less time: the calibration makes its points monotone). */
+/* One measured collective table: {"bytes": [...], "us": [...]}, 2 to
+ * SHARD_COLL_POINTS points (one point would price every size at one time),
+ * bytes strictly increasing in [1, 1e15], times positive, finite, at most an
+ * hour and non-decreasing (a larger message never takes less time: the
+ * calibration makes its points monotone). */
 static bool coll_table(const cJSON *o, const char *field, ShardCollTable *t, StrBuf *err) {
     memset(t, 0, sizeof *t);
     const cJSON *by = cJSON_GetObjectItemCaseSensitive(o, "bytes");
@@ -520,8 +521,8 @@ static bool coll_table(const cJSON *o, const char *field, ShardCollTable *t, Str
         return false;
     }
     int n = cJSON_GetArraySize(by);
-    if (n < 1 || n > SHARD_COLL_POINTS || n != cJSON_GetArraySize(us)) {
-        sb_printf(err, "field '%s': 'bytes' and 'us' must have the same 1 to %d entries (%d and %d)", field,
+    if (n < 2 || n > SHARD_COLL_POINTS || n != cJSON_GetArraySize(us)) {
+        sb_printf(err, "field '%s': 'bytes' and 'us' must have the same 2 to %d entries (%d and %d)", field,
                   SHARD_COLL_POINTS, n, cJSON_GetArraySize(us));
         return false;
     }

@@ -141,8 +141,18 @@ double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) 
     default: break;
     }
     const ShardCollLink *l = &m->coll[m->inter[axis]];
-    if (l->ranks == m->size[axis] && k < SHARD_COLL_KINDS && l->kind[k].n > 0)
-        return shard_coll_table_at(&l->kind[k], bytes);
+    if (l->ranks == m->size[axis] && k < SHARD_COLL_KINDS && l->kind[k].n > 0) {
+        const ShardCollTable *t = &l->kind[k];
+        double s = shard_coll_table_at(t, bytes), last = t->bytes[t->n - 1];
+        /* Past the last point the table's last slope can be 0 (the isotonic
+         * step flattens a noisy tail): a larger message never costs less
+         * than the last point plus the link's bandwidth term for the extra
+         * bytes (a slope of at least β per byte sent). */
+        if (bytes > last)
+            s = fmax(s, t->seconds[t->n - 1] +
+                            (shard_coll_sent(m, k, axis, bytes) - shard_coll_sent(m, k, axis, last)) * m->beta[axis]);
+        return s;
+    }
     double steps = k == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
     return steps * m->alpha[axis] + shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
 }

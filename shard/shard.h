@@ -79,12 +79,13 @@ double shard_rate_at(const ShardRateTable *t, double size);
  * going into an all-gather, the local buffer into the others), read linearly
  * in bytes between points (each segment its own latency + bytes/bandwidth),
  * the first point's time below it, the last segment's slope above the last
- * (docs/sharding.md, "Collective costs"). The cluster file's optional
+ * (shard_coll_time: a slope of at least the link's β per byte sent there;
+ * docs/sharding.md, "Collective costs"). The cluster file's optional
  * `collective_us`. */
 #define SHARD_COLL_POINTS 16
 #define SHARD_COLL_KINDS 4 /* all-gather, reduce-scatter, all-reduce, all-to-all (ShardColl's first four) */
 typedef struct ShardCollTable {
-    int n;                              /* points, 0 (not measured) .. SHARD_COLL_POINTS */
+    int n;                              /* points, 0 (not measured) or 2 .. SHARD_COLL_POINTS */
     double bytes[SHARD_COLL_POINTS];    /* strictly increasing, >= 1 */
     double seconds[SHARD_COLL_POINTS];  /* positive, non-decreasing */
 } ShardCollTable;

@@ -184,9 +184,19 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
         ShardSpec want = shard_spec_unpartial(grad_spec);
         ShardReshard r;
         if (!shard_reshard(m, sh, dt, grad_spec, &want, &r, NULL)) return INFINITY;
-        for (int i = 0; i < r.n; i++)
-            t += r.step[i].time -
-                 (1 - share) * shard_coll_fixed(m, r.step[i].kind, r.step[i].axis, r.step[i].bytes_in);
+        /* the tensor's share of a bucket of bytes / share: share x the
+         * bucket's time. Under the α-β model that is the bandwidth term and
+         * share x the latency; a measured table is not linear in bytes (each
+         * tensor's own time less the shared latency overpriced a bucket of
+         * small tensors on a concave table: cli_sim_agree mlp_dp_2_tables) */
+        for (int i = 0; i < r.n; i++) {
+            const ShardStep *st = &r.step[i];
+            if (share < 1 && st->kind < SHARD_COLL_KINDS)
+                t += st->time - shard_coll_time(m, st->kind, st->axis, st->bytes_in) +
+                     share * shard_coll_time(m, st->kind, st->axis, st->bytes_in / share);
+            else
+                t += st->time - (1 - share) * shard_coll_fixed(m, st->kind, st->axis, st->bytes_in);
+        }
         return t;
     }
     /* ZeRO-2/3: reduce-scatter the flattened gradient over the pending axes,

@@ -126,10 +126,13 @@ ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held);
 
 /* Gradient synchronization of a parameter whose gradient arrives as
  * grad_spec, in dtype dt as summed (not mapped by cost_dtype). ZeRO 0 and 1: its resharding to replicated (an all-reduce per pending
- * axis, hierarchical over a slow axis where cheaper), bucketed: the
- * bandwidth term and a share of each step's latency, the larger of
- * its bytes over COST_BUCKET_BYTES and run_frac, its share of its block
- * instance's gradient bytes (the bucket it rides holds them), at most 1.
+ * axis, hierarchical over a slow axis where cheaper), bucketed: its share
+ * of a bucket's time, the share the larger of its bytes over
+ * COST_BUCKET_BYTES and run_frac, its share of its block instance's
+ * gradient bytes (the bucket it rides holds them), at most 1; each step
+ * share x the step's time for bytes / share (α-β: the bandwidth term and
+ * share x the latency; a measured table: as the simulator prices the
+ * bucket).
  * ZeRO 2 and 3: a reduce-scatter over each pending axis, one collective per
  * tensor where the backward makes it, on the compute stream. */
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,

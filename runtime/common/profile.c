@@ -66,6 +66,9 @@ typedef struct CollSize {
 } CollSize;
 static CollSize coll_sizes[MAX_COLL_SIZES];
 static int n_coll_sizes;
+/* calls left out of the tables: a kind past MAX_COLL_KINDS, a (kind, size)
+ * past MAX_COLL_SIZES; said once, at exit with the table */
+static long long dropped_kinds, dropped_sizes;
 
 static int size_bin(double bytes) {
     int b = 0;
@@ -88,6 +91,8 @@ void colrt__profile_coll(const char *kind, double bytes, double seconds) {
         colls[k].calls++;
         colls[k].seconds += seconds;
         colls[k].bytes += bytes;
+    } else {
+        dropped_kinds++;
     }
     int bin = size_bin(bytes), s = 0;
     while (s < n_coll_sizes && (coll_sizes[s].bin != bin || strcmp(coll_sizes[s].kind, kind))) s++;
@@ -98,6 +103,8 @@ void colrt__profile_coll(const char *kind, double bytes, double seconds) {
         coll_sizes[s].seconds += seconds;
         if (bytes < coll_sizes[s].bytes_min) coll_sizes[s].bytes_min = bytes;
         if (bytes > coll_sizes[s].bytes_max) coll_sizes[s].bytes_max = bytes;
+    } else {
+        dropped_sizes++;
     }
     pthread_mutex_unlock(&coll_mu);
 }
@@ -255,7 +262,14 @@ static void report(void) {
         cJSON_AddNumberToObject(o, "seconds", coll_sizes[s].seconds);
         cJSON_AddItemToArray(bs, o);
     }
+    long long lost_kinds = dropped_kinds, lost_sizes = dropped_sizes;
     pthread_mutex_unlock(&coll_mu);
+    if (lost_kinds)
+        fprintf(stderr, "colrt profile (rank %d): %lld collective calls of kinds past the first %d left out of "
+                "'collectives'\n", rank_at_register, lost_kinds, MAX_COLL_KINDS);
+    if (lost_sizes)
+        fprintf(stderr, "colrt profile (rank %d): %lld collective calls left out of 'collectives_by_size': "
+                "more than %d (kind, size) rows\n", rank_at_register, lost_sizes, MAX_COLL_SIZES);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     const char *path = getenv("COLRT_PROFILE_OUT");

@@ -263,6 +263,8 @@ static void dnnl_call(int ta, int tb, int M, int N, int K, float alpha, const fl
  * some of GPT-2 124M's shapes was slower: the step's 15 GEMMs 8 % less time
  * (2 threads, alternating; bench/codegen_cpu/README.md). */
 enum { SPLIT_ALIGN = 16, SPLIT_MIN = 64 };
+static long long n_splits;
+long long colrt__gemm_splits(void) { return __atomic_load_n(&n_splits, __ATOMIC_RELAXED); }
 static void dnnl_split(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                        int ldb, float beta, float *C, int ldc) {
     int nt = omp_in_parallel() ? 1 : omp_get_max_threads(), rows = M > N, len = rows ? M : N;
@@ -270,6 +272,7 @@ static void dnnl_split(int ta, int tb, int M, int N, int K, float alpha, const f
         dnnl_call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
+    __atomic_fetch_add(&n_splits, 1, __ATOMIC_RELAXED); /* streams' workers may call at once */
 #pragma omp parallel num_threads(nt)
     {
         int t = omp_get_thread_num(), n = omp_get_num_threads();

@@ -10,6 +10,9 @@ void colrt__blas_init(int threads);
  * elements, in f32 and rounded once (kernels.c: vectorized, AVX-512 where the
  * CPU has it); the collectives' 16-bit MPI ops. */
 void colrt__run_reduce16(colrt_dtype t, int max, const uint16_t *in, uint16_t *inout, int64_t n);
+/* Calls that dnnl_split (blas.c) ran as one-thread products, one per thread
+ * (a debug counter: tests check that the split path ran). */
+long long colrt__gemm_splits(void);
 /* Row-major f32 GEMM on the chosen BLAS: C = alpha op(A) op(B) + beta C. */
 void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                   float beta, float *C, int ldc);

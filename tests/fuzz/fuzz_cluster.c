@@ -30,7 +30,7 @@ static void check_rates(const ShardRateTable *t) {
 }
 
 /* a link's measured collective tables: none (ranks 0, no points), or ranks
- * from 2 and every kind 1 to SHARD_COLL_POINTS points, bytes strictly
+ * from 2 and every kind 2 to SHARD_COLL_POINTS points, bytes strictly
  * increasing from 1, times positive, finite and non-decreasing, so every
  * price is positive and finite */
 static void check_colls(const ShardCollLink *l) {
@@ -42,7 +42,7 @@ static void check_colls(const ShardCollLink *l) {
     if (l->ranks < 2 || l->ranks > SHARD_MAX_DEVICES) abort();
     for (int k = 0; k < SHARD_COLL_KINDS; k++) {
         const ShardCollTable *t = &l->kind[k];
-        if (t->n < 1 || t->n > SHARD_COLL_POINTS) abort();
+        if (t->n < 2 || t->n > SHARD_COLL_POINTS) abort();
         for (int i = 0; i < t->n; i++)
             if (!(t->bytes[i] >= 1) || !isfinite(t->bytes[i]) || (i && !(t->bytes[i] > t->bytes[i - 1])) ||
                 !(t->seconds[i] > 0) || !isfinite(t->seconds[i]) || (i && t->seconds[i] < t->seconds[i - 1]))

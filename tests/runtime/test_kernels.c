@@ -212,8 +212,17 @@ static void test_gemm_large(void) {
  * one-thread product per block of C's columns, of its rows when M > N),
  * every transpose, padded leading dimensions, sizes off the 16-element block
  * edges, alpha and beta; the padding must stay untouched. */
+/* the CPU backend's count of split products (runtime/cpu/blas.c) */
+long long colrt__gemm_splits(void);
+
 static void test_gemm_split(void) {
     static const int shape[][3] = {{37, 203, 29}, {211, 19, 33}, {130, 130, 7}};
+    /* f32 products split only on oneDNN's dnnl_sgemm: not on another library,
+     * nor with f32 through the matmul primitive (COLRT_GEMM_F32=matmul) */
+    const char *lib = colrt_gemm_library();
+    int split = T == COLRT_F32 && !strncmp(lib, "onednn", 6) && strstr(lib, "f32: dnnl_sgemm");
+    if (T == COLRT_F32 && !split) printf("SKIP gemm split: the split path is not in use (%s); products checked only\n", lib);
+    long long before = colrt__gemm_splits();
     int threads = omp_get_max_threads();
     omp_set_num_threads(2);
     for (int s = 0; s < 3; s++)
@@ -239,6 +248,11 @@ static void test_gemm_split(void) {
                 free(A), free(B), free(C), free(ref), free(Ad), free(Bd), free(Cd);
             }
     omp_set_num_threads(threads);
+    /* every shape is wide enough for two threads: 12 products split */
+    if (split) {
+        printf("gemm split: %lld of 12 products split\n", colrt__gemm_splits() - before);
+        CHECK(colrt__gemm_splits() - before == 12);
+    }
 }
 
 /* ---- layer norm / RMS norm --------------------------------------------------------- */

@@ -288,7 +288,7 @@ static char *with_colls(const char *tables) {
 static const char *colls_ok =
     "{\"intra\": {\"ranks\": 4,"
     " \"all-gather\": {\"bytes\": [64, 1024], \"us\": [20, 30]},"
-    " \"reduce-scatter\": {\"bytes\": [64], \"us\": [25]},"
+    " \"reduce-scatter\": {\"bytes\": [64, 1024], \"us\": [25, 25]},"
     " \"all-reduce\": {\"bytes\": [64, 4096, 1048576], \"us\": [40, 40, 1040]},"
     " \"all-to-all\": {\"bytes\": [64, 1024], \"us\": [10, 10]}}}";
 
@@ -308,10 +308,13 @@ static void test_collective_tables(void) {
     /* between points: linear in bytes */
     CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 1, 544), 25e-6, TIGHT);
     CHECK_NEAR(shard_coll_time(&m, COLL_ALL_REDUCE, 1, 4096 + (1048576 - 4096) / 4.0), 290e-6, TIGHT);
-    /* past the last: the last segment's slope; one point: flat */
+    /* past the last: the last segment's slope, at least the link's β per byte sent there (a flat
+     * tail priced a 1 MB reduce-scatter or all-to-all at a 1 KiB one's 25 and 10 us) */
     CHECK_NEAR(shard_coll_time(&m, COLL_ALL_REDUCE, 1, 2 * 1048576 - 4096), 2040e-6, TIGHT);
-    CHECK_NEAR(shard_coll_time(&m, COLL_REDUCE_SCATTER, 1, 1e6), 25e-6, TIGHT);
-    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_TO_ALL, 1, 1e6), 10e-6, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_REDUCE_SCATTER, 1, 1e6), 25e-6 + 0.75 * (1e6 - 1024) / 100e9, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_TO_ALL, 1, 1e6), 10e-6 + 0.75 * (1e6 - 1024) / 100e9, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_TO_ALL, 1, 1024), 10e-6, TIGHT);
+    CHECK(shard_coll_time(&m, COLL_ALL_TO_ALL, 1, 1e9) > 0.75 * 1e9 / 100e9);
     /* local ops and the other axis (2 ranks across nodes: no table there) keep their models */
     CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 0, 1e6), 10e-6 + 1e6 / 10e9, TIGHT);
     CHECK_NEAR(shard_coll_time(&m, COLL_SLICE, 1, 8e6), 4e6 / (1000e9 * SHARD_COPY_BW_EFF), TIGHT);
@@ -348,16 +351,19 @@ static void test_collective_tables(void) {
     json_error(with_colls("[1]"), "field 'collective_us' must be an object");
     json_error(with_colls("{\"intra\": {\"all-gather\": {}}}"), "missing field 'collective_us.intra.ranks'");
     json_error(with_colls("{\"intra\": {\"ranks\": 1}}"), "field 'collective_us.intra.ranks' must be a whole number from 2");
-    json_error(with_colls("{\"inter\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64], \"us\": [1]}}}"),
+    json_error(with_colls("{\"inter\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64, 128], \"us\": [1, 1]}}}"),
                "missing field 'collective_us.inter.reduce-scatter'");
     json_error(with_colls("{\"intra\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64, 128], \"us\": [5, 4]}}}"),
                "field 'collective_us.intra.all-gather.us[1]' must not decrease (4 after 5)");
     json_error(with_colls("{\"intra\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64, 64], \"us\": [5, 6]}}}"),
                "field 'collective_us.intra.all-gather.bytes[1]' must be a number of bytes in [1, 1e15], larger");
-    json_error(with_colls("{\"intra\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64], \"us\": [1e300]}}}"),
+    json_error(with_colls("{\"intra\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64, 128], \"us\": [1e300, 1e300]}}}"),
                "field 'collective_us.intra.all-gather.us[0]' must be a number of microseconds");
     json_error(with_colls("{\"intra\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64], \"us\": [1, 2]}}}"),
-               "field 'collective_us.intra.all-gather': 'bytes' and 'us' must have the same 1 to 16 entries (1 and 2)");
+               "field 'collective_us.intra.all-gather': 'bytes' and 'us' must have the same 2 to 16 entries (1 and 2)");
+    /* one point would price every size at that point's time */
+    json_error(with_colls("{\"intra\": {\"ranks\": 2, \"all-gather\": {\"bytes\": [64], \"us\": [1]}}}"),
+               "field 'collective_us.intra.all-gather': 'bytes' and 'us' must have the same 2 to 16 entries (1 and 1)");
 }
 
 int main(void) {

@@ -60,6 +60,16 @@ check gpt2_micro2_bf16_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --me
 check gpt2_offload_params_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
   --offload params --chunk-bytes 8KB
 
+# measured collective tables (collective_us): the h100 preset on 1x2 with a table for 2 ranks
+# inside the node (h100_1x2_collectives.json; the all-reduce's last segment flat, so a
+# bucket past 64 KiB is priced by the β floor), so the ILP and the replay are checked to
+# price collectives alike under tables: dp's gradient buckets, ZeRO-2's and ZeRO-3's
+# reduce-scatters and gathers, chunked
+tab=$src/tests/solver/h100_1x2_collectives.json
+check mlp_dp_2_tables "$ir/mlp.cir" --cluster "$tab" --mesh 2 --strategy dp
+check llama_zero2_2_tables "$ir/llama-tiny.cir" --cluster "$tab" --mesh 2 --strategy zero2
+check gpt2_zero3_chunk_2_tables "$ir/gpt2-tiny.cir" --cluster "$tab" --mesh 2 --strategy zero3 --chunk-bytes 8KB
+
 # mixed precision under micro-batches: each micro-batch's gradient cast to f32 and added into
 # the f32 accumulator, in the backward (ir/autodiff.c), 18 bytes an element a micro-batch; priced
 # 6 (3 x the bf16 gradient's) and the cast once a step, GPT-2 124M's replay was 1.052 x its price
