@@ -220,6 +220,11 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
         const Value *vv = ir_val(g, v);
         DType d = cost_dtype(&r->cm, vv->dtype);
         ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
+        /* as problem.c prices it: under ZeRO-2/3 the position embedding's gradient, whose
+         * batch sum its edge defers, is reduce-scattered over the axes it is replicated on */
+        if (z >= 2 && ir_node(g, n)->op == OP_POS_EMBEDDING)
+            for (int a = 0; a < m->n_axes; a++)
+                if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && m->size[a] > 1) gspec.partial |= (uint8_t)(1u << a);
         double bytes = shard_spec_bytes(&gspec, m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d);
         double share = fmin(1, fmax(bytes / COST_BUCKET_BYTES, p->run_frac[v]));
         if (z < 2) { /* as cost_grad_sync: the resharding to replicated, a share of its latency */
@@ -256,6 +261,19 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
         unsigned axes = 0;
         for (int a = 0; a < m->n_axes; a++)
             if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && m->size[a] > 1) axes |= 1u << a, piece /= m->size[a];
+        /* ZeRO-3: each read, a micro-batch; and once more where its instance is recomputed and
+         * the re-run reads it (IlpProblem.rc_reads, priced as IlpStrat.rc_gather_s: the
+         * choice's first count[RC_FULL] instances re-run fully, the next count[RC_SELECTIVE]
+         * selectively, as Placement.rc_full/rc_selective) */
+        int reps = z == 3 ? p->param_reads[v] * p->opt.micro_batches : 1;
+        const Node *on = ir_node(g, n);
+        if (z == 3 && on->block >= 0) {
+            const int *cnt = r->choice.count[on->block];
+            int pol = on->instance < cnt[RC_FULL]                          ? RC_FULL
+                      : on->instance < cnt[RC_FULL] + cnt[RC_SELECTIVE] ? RC_SELECTIVE
+                                                                          : RC_NONE;
+            if (pol != RC_NONE && (p->rc_reads[v] >> pol & 1)) reps += p->opt.micro_batches;
+        }
         bool done[SHARD_MAX_AXES] = {0};
         for (;;) {
             int w = -1;
@@ -266,7 +284,7 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
             ShardStep s = {.kind = COLL_ALL_GATHER, .axis = (int8_t)w,
                            .sent = shard_coll_sent(m, COLL_ALL_GATHER, w, piece)};
             double t = shard_coll_time(m, COLL_ALL_GATHER, w, piece); /* per tensor */
-            for (int k = 0; k < (z == 3 ? p->param_reads[v] * p->opt.micro_batches : 1); k++) comm_add(c, PUR_GATHER, &s, t);
+            for (int k = 0; k < reps; k++) comm_add(c, PUR_GATHER, &s, t);
             piece *= m->size[w];
         }
     }

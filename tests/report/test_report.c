@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "autodiff.h"
 #include "check.h"
 #include "plan.h"
 #include "report.h"
@@ -173,6 +174,32 @@ static void test_sums(void) {
     t = plan_text(g, "h100:2x4", "2x4", "megatron", 0);
     check_sums(t);
     free(t);
+    /* ZeRO-3 with full recompute on the training graph (as --emit code plans): the re-run's
+     * gathers (IlpStrat.rc_gather_s) among the listed collectives as in the step's gather
+     * time, and the position embedding's reduce-scatter as in its gradient sync */
+    AdOptions ao;
+    ad_options_default(&ao);
+    StrBuf e;
+    sb_init(&e);
+    Graph *tg = ad_build(g, &ao, &e);
+    sb_free(&e);
+    CHECK(tg != NULL);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x2";
+    o.mesh = "2";
+    o.strategy = "zero3-recompute";
+    o.train = ao;
+    o.lowerable = true;
+    PlanResult *r = plan_solve(tg, &o);
+    CHECK(r != NULL);
+    t = plan_json(tg, r, 0);
+    check_sums(t);
+    CHECK_CONTAINS(t, "\"full\":\t2");
+    CHECK(r->price.gather_s > 0);
+    plan_free(r);
+    free(t);
+    ir_graph_free(tg);
     ir_graph_free(g);
 }
 
