@@ -101,8 +101,12 @@ static const char *result_name(Fe *fe, int op, bool last) {
     return ir_fresh_name(fe->g, buf);
 }
 
+/* Fails the call with err's message (taken over: copied to the arena and freed here,
+ * since fe_fail does not return). */
 static IR_NORETURN void op_failed(Fe *fe, const Expr *call, const ValueId *in, int n,
-                                  const StrBuf *err) {
+                                  StrBuf *err) {
+    const char *msg = arena_strdup(&fe->arena, err->data ? err->data : "invalid operands");
+    sb_free(err);
     StrBuf h;
     sb_init(&h);
     sb_printf(&h, "%s() was given ", bname(call));
@@ -112,7 +116,7 @@ static IR_NORETURN void op_failed(Fe *fe, const Expr *call, const ValueId *in, i
     }
     const char *hint = arena_strdup(&fe->arena, sb_cstr(&h));
     sb_free(&h);
-    fe_fail(fe, call->loc, hint, "%s", err->data ? err->data : "invalid operands");
+    fe_fail(fe, call->loc, hint, "%s", msg);
 }
 
 static ValueId build(Fe *fe, const Expr *call, int op, const ValueId *in, int n, const Attr *at,
@@ -120,12 +124,7 @@ static ValueId build(Fe *fe, const Expr *call, int op, const ValueId *in, int n,
     StrBuf err;
     sb_init(&err);
     IterSpace is;
-    if (!ir_check(fe->g, op, in, n, at, &is, &err)) {
-        const char *msg = arena_strdup(&fe->arena, sb_cstr(&err));
-        sb_free(&err);
-        StrBuf e2 = {(char *)msg, strlen(msg), 0};
-        op_failed(fe, call, in, n, &e2);
-    }
+    if (!ir_check(fe->g, op, in, n, at, &is, &err)) op_failed(fe, call, in, n, &err);
     const char *names[IR_MAX_OUT] = {result_name(fe, op, last)};
     ValueId out[IR_MAX_OUT];
     NodeId id = ir_build(fe->g, op, in, n, at, names, out, call->loc, &err);
