@@ -10,7 +10,10 @@
 #  - pml ob1 over the self and vader BTLs: what Open MPI 4.1 selects on one node anyway
 #    (--mca pml_base_verbose 10: "selected ob1", "Using vader btl"), without opening and
 #    probing the others first (tcp, ofi, openib, ucx).
-foreach(kv odls_base_sigkill_timeout=0 pml=ob1 btl=self,vader)
+#  - mpi_yield_when_idle 1: a rank waiting for a message yields the core instead of spinning on
+#    it, as Open MPI does by itself when one job oversubscribes the node; here ctest runs a job
+#    beside another test (PROCESSORS 1 for the launch-bound MPI tests), which it cannot see.
+foreach(kv odls_base_sigkill_timeout=0 pml=ob1 btl=self,vader mpi_yield_when_idle=1)
   string(REPLACE "=" ";" kv "${kv}")
   list(GET kv 0 k)
   list(GET kv 1 v)
