@@ -101,6 +101,13 @@ int ilp_group_offload(const IlpProblem *p, const IlpChoice *c, int gi) {
     return c->offload[gi] == 2 && z == 3 && p->off_param > 0 ? PO_PARAMS : PO_MASTER;
 }
 
+double ilp_group_offloaded_bytes(const IlpProblem *p, const IlpChoice *c, int gi) {
+    const IlpGroup *G = &p->groups[gi];
+    const IlpStrat *S = &G->strats[c->strat[gi]];
+    int z = c->zero[gi], lv = ilp_group_offload(p, c, gi);
+    return lv == PO_DEVICE ? 0 : G->mult * (S->off_dev_bytes[z] + (lv == PO_PARAMS ? S->off_param_bytes[z] : 0));
+}
+
 bool ilp_group_at_head(const IlpGroup *g) { return g->after_blocks || (g->block < 0 && g->early > 0); }
 
 bool ilp_group_last_block(const IlpGroup *g) { return g->block >= 0 && g->early > 0; }
@@ -201,20 +208,19 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         }
         if (c->offload[gi] && S->off_elems[z] > 0) {
             double e = g->mult * S->off_elems[z];
-            r.mem_offloaded += e * p->off_dev;
+            r.mem_offloaded += ilp_group_offloaded_bytes(p, c, gi);
             r.host_bytes += e * p->off_host;
             r.d2h_bytes += e * p->off_d2h;
             r.h2d_bytes += e * p->off_h2d;
             r.offload_s += e * p->off_s;
             r.optimizer_s -= e * p->off_opt_s;
             if (c->offload[gi] == 2 && z == 3 && p->off_param > 0) { /* and the parameter's slice */
-                r.mem_offloaded += e * p->off_param;
                 r.h2d_bytes -= e * p->off_h2d; /* nothing goes up after the update */
                 r.offload_s -= e * (p->off_s - p->off_s3);
                 r.fetch_bytes += e * p->off_fetch;
                 r.fetch_s += e * p->off_fetch_s;
-                if (g->block >= 0) block_xfer[g->block] += S->off_elems[z] * p->off_param;
-                else xfer[nx] = e * p->off_param, xn[nx++] = 1;
+                if (g->block >= 0) block_xfer[g->block] += S->off_param_bytes[z];
+                else xfer[nx] = g->mult * S->off_param_bytes[z], xn[nx++] = 1;
             }
         }
         if (g->block < 0) {

@@ -593,7 +593,11 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                  * axes (compiler/lower/split.c, spec.c); its share here */
                 unsigned norm_axes = split_axes | (z >= 2 ? rep_axes : 0);
                 if (norm_axes && b->n_params) S->opt_s[z] += cost_allreduce_axes(cm, norm_axes, 4) / b->n_params;
-                if (p->opt.offload != PO_DEVICE) S->off_elems[z] += oe;
+                if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
+                    S->off_elems[z] += oe;
+                    S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);
+                    if (z == 3) S->off_param_bytes[z] += buf(p->off_param * oe);
+                }
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
                  * all-reduce of every parameter's pair: a share of its latency */
