@@ -128,6 +128,8 @@ typedef struct Model {
     int *hp;        /* per group: level params, the parameter-on-host column, or 0 */
     int stg_col;    /* level params: t of the K largest transfers' sum (memory units), or 0 */
     int *stg_row;   /* per block: u + t >= its instance's transfer, or 0 (made at its first group) */
+    int *stg_rc_row; /* per block: the same with its re-run's stagings, where it recomputes (d) */
+    double *stg_rc_sum; /* per block: the most those re-run stagings can be (memory units) */
     double ts;      /* seconds -> model time units */
     double ms;      /* bytes -> model memory units */
 } Model;
@@ -190,6 +192,8 @@ static int tied_col(Lp *lp, const Model *m, const IlpGroup *G, int g, int gate, 
 static const double *off_elems(const IlpStrat *S) { return S->off_elems; }
 static const double *off_dev_bytes(const IlpStrat *S) { return S->off_dev_bytes; }
 static const double *off_param_bytes(const IlpStrat *S) { return S->off_param_bytes; }
+static const double *off_bwd_bytes(const IlpStrat *S) { return S->off_bwd_bytes; }
+static const double *off_rc_bytes(const IlpStrat *S) { return S->off_rc_bytes; }
 
 /* Level params, group g (offload column h): the header's hp and o3, and the
  * gathers' copies up, exposed past the compute (qf, made at the first group). */
@@ -224,8 +228,13 @@ static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g
     put(lp, qrow1, o, E * (p->off_s - p->off_s3) * m->ts); /* no copy up after the update */
     put(lp, qf_rows[0], o, -E * p->off_fetch_s * m->ts);
     if (p->n_layers) put(lp, qf_rows[1], o, -E * p->off_fetch_s / p->n_layers * m->ts);
-    /* the transfer it belongs to: its block instance's (one of the block's instances transfers,
-     * its row and u shared by the block's groups), or its own: u >= the transfer - t */
+    /* the transfer it belongs to in the backward: its block instance's (one of the block's
+     * instances transfers, its rows and u shared by the block's groups), or its own: u >= the
+     * transfer - t, the transfer being the stagings of the backward's gathers (o3b), and where
+     * the block recomputes those of the re-run too (o3r; the second row, tied to d there) */
+    double bmax, rmax;
+    int ob = tied_col(lp, m, G, g, hp, off_bwd_bytes, true, 0, "o3b", &bmax);
+    int orc = G->block >= 0 ? tied_col(lp, m, G, g, hp, off_rc_bytes, true, 0, "o3r", &rmax) : 0;
     int xr = G->block >= 0 ? m->stg_row[G->block] : 0;
     if (!xr) {
         snprintf(nm, sizeof nm, "staging_u_%s_%d", G->block >= 0 ? "b" : "g", G->block >= 0 ? G->block : g);
@@ -238,9 +247,20 @@ static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g
         xr = add_row(lp, GLP_LO, 0, 0, nm);
         put(lp, xr, u, 1);
         put(lp, xr, m->stg_col, 1);
-        if (G->block >= 0) m->stg_row[G->block] = xr;
+        if (G->block >= 0) {
+            m->stg_row[G->block] = xr;
+            snprintf(nm, sizeof nm, "staging_rc_b_%d", G->block);
+            int xrc = m->stg_rc_row[G->block] = add_row(lp, GLP_LO, 0, 0, nm); /* bounds: the recompute's */
+            put(lp, xrc, u, 1);
+            put(lp, xrc, m->stg_col, 1);
+        }
     }
-    put(lp, xr, od, -(G->block >= 0 ? dmax : D) * ms);
+    if (ob) put(lp, xr, ob, -(G->block >= 0 ? bmax : G->mult * bmax) * ms);
+    if (G->block >= 0) {
+        int xrc = m->stg_rc_row[G->block];
+        if (ob) put(lp, xrc, ob, -bmax * ms);
+        if (orc) put(lp, xrc, orc, -rmax * ms), m->stg_rc_sum[G->block] += rmax * ms;
+    }
 }
 
 /* Host offload's columns and rows (the header's h, o, q); none unless the
@@ -271,6 +291,8 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
         put(lp, qf_rows[1], qf, 1);
         m->stg_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "staging_t");
         m->stg_row = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 1));
+        m->stg_rc_row = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 1));
+        m->stg_rc_sum = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
         put(lp, m->mem_row, m->stg_col, p->off_inflight); /* the backward's moments, not the update's */
         put(lp, m->rc_row, m->stg_col, p->off_inflight);
         put(lp, m->first_row, m->stg_col, p->off_inflight);
@@ -594,13 +616,36 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 }
         }
     }
-    /* the first block instance's: W >= TB + TR, W >= each block's bucket (eval.c) */
+    /* the first block instance's (eval.c): W >= TB; W >= TR + TB (several blocks), or (one
+     * block) per group g of the instance W >= TR + g's transient - the gradients of the
+     * groups before g - the re-made activations of those after g (freed; the policy's, full
+     * where the ILP chooses it, as TR counts); W >= each block's bucket */
+    int rpol = fixed_rc >= 0 ? fixed_rc : RC_FULL;
     int W = add_col(lp, GLP_CV, 0, INFINITY, 0, "first_block_transient");
     int wrow = add_row(lp, GLP_LO, 0, 0, "first_block_transient");
     put(lp, frow, W, 1);
     put(lp, wrow, W, 1);
     put(lp, wrow, m->TB_col, -1);
-    put(lp, wrow, TR, -1);
+    if (p->n_blocks != 1) put(lp, wrow, TR, -1);
+    for (int g = 0; p->n_blocks == 1 && g < p->n_groups; g++) {
+        if (!ilp_group_last_block(&p->groups[g])) continue;
+        snprintf(nm, sizeof nm, "first_block_%d", g);
+        int row = add_row(lp, GLP_LO, 0, 0, nm);
+        put(lp, row, W, 1);
+        put(lp, row, TR, -1);
+        for (int k = 0; k < p->n_groups; k++) {
+            const IlpGroup *K = &p->groups[k];
+            if (!ilp_group_last_block(K) || (k > g && rpol == RC_NONE)) continue;
+            for (int s = 0; s < K->n_strats; s++)
+                for (int z = 0; z < ZERO_STAGES; z++) {
+                    int c = m->x[k][s * ZERO_STAGES + z];
+                    double v = k == g  ? -ilp_transient(&K->strats[s], z)
+                               : k < g ? K->strats[s].mem_grad_late[z]
+                                       : ilp_rerun_bytes(&K->strats[s], 0, rpol);
+                    if (c && v != 0) put(lp, row, c, v * ms);
+                }
+        }
+    }
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
@@ -699,7 +744,9 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             }
             for (int q = 0; q < RC__COUNT; q++) Rmax[q] += r[q] * ts, Amax[q] += a[q] * ms;
         }
+        int xrc = m->stg_rc_row ? m->stg_rc_row[k] : 0; /* parameters on the host: the re-run's stagings */
         if (fixed_rc >= 0) {
+            if (xrc && fixed_rc == RC_NONE) glp_set_row_bnds(lp->P, xrc, GLP_FR, 0, 0);
             if (fixed_rc != RC_NONE) { /* the block's activations are a transient */
                 snprintf(nm, sizeof nm, "rtrans_%d", k);
                 int row = add_row(lp, GLP_LO, 0, 0, nm);
@@ -725,6 +772,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         snprintf(nm, sizeof nm, "anyr_%d", k);
         int drow = add_row(lp, GLP_LO, 0, 0, nm); /* N d >= n_sel + n_full */
         put(lp, drow, dcol, N);
+        if (xrc) { /* u + t >= the transfer with the re-run's stagings - their most (1 - d) */
+            glp_set_row_bnds(lp->P, xrc, GLP_LO, -m->stg_rc_sum[k], 0);
+            put(lp, xrc, dcol, -m->stg_rc_sum[k]);
+        }
         for (int pol = 0; pol < RC__COUNT; pol++) {
             snprintf(nm, sizeof nm, "n_%d_%d", k, pol);
             int nc = add_col(lp, GLP_IV, 0, N, 0, nm);
@@ -928,6 +979,8 @@ static void model_free(const IlpProblem *p, Model *m) {
     ir_free(m->h);
     ir_free(m->hp);
     ir_free(m->stg_row);
+    ir_free(m->stg_rc_row);
+    ir_free(m->stg_rc_sum);
     ir_free(m->bits);
     ir_free(m->nbits);
     ir_free(m->lp.ia);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autodiff.h"
 #include "colossal/colrt.h"
 #include "ops.h"
 #include "placement.h"
@@ -75,6 +76,7 @@ typedef struct Builder {
     int *param_owner;  /* value -> owning node (first use) or -1 */
     int *fwd_reads;    /* parameter -> forward nodes reading it (a tied one: more than one,
                         * its gradient a sum made in place, in no bucket: schedule.c bucketable) */
+    int *bwd_reads;    /* parameter -> backward nodes reading it (ZeRO-3 gathers it before each) */
     const AdOptions *train; /* the optimizer (IlpOptions.train, or AdamW's defaults) */
     int n_trust;       /* parameters with a trust ratio (LAMB, LARS): entries of the norms collective */
     int n_params;      /* parameters: each pays its share of the gradient norm's one all-reduce */
@@ -596,7 +598,12 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
                     S->off_elems[z] += oe;
                     S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);
-                    if (z == 3) S->off_param_bytes[z] += buf(p->off_param * oe);
+                    if (z == 3) { /* level params: the slice, and the stagings its gathers copy it up into */
+                        double sb = buf(p->off_param * oe);
+                        S->off_param_bytes[z] += sb;
+                        S->off_bwd_bytes[z] += b->bwd_reads[v] * sb;
+                        S->off_rc_bytes[z] += (p->rc_reads[v] ? 1 : 0) * sb;
+                    }
                 }
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
@@ -977,6 +984,16 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
             if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) b.fwd_reads[nd->in[i]]++;
         }
     }
+    b.bwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    for (NodeId n = b.bw->training ? ad_forward_end(g) : g->n_nodes; n < ad_step_begin(g); n++) {
+        const Node *nd = ir_node(g, n);
+        if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
+        for (int i = 0; i < nd->n_in; i++) {
+            bool again = false;
+            for (int k = 0; k < i; k++) again |= nd->in[k] == nd->in[i];
+            if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) b.bwd_reads[nd->in[i]]++;
+        }
+    }
     p->run_frac = ir_alloc(sizeof(double) * (size_t)(g->n_values + 1));
     for (ValueId v = 0; v < g->n_values; v++) { /* every instance's parameters, as its group's */
         int own = b.param_owner[v], gi = own >= 0 ? p->group_of_node[own] : -1;
@@ -1017,6 +1034,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     ir_free(b.block_out);
     ir_free(b.param_owner);
     ir_free(b.fwd_reads);
+    ir_free(b.bwd_reads);
     ir_free(b.run_elems);
     plan_bwd_free(b.bw);
     return p;

@@ -62,8 +62,13 @@ typedef struct IlpStrat {
                                      * master), each aligned as the memory plan places it
                                      * (ilp_buffer_bytes; compiler/lower/offload.c moves those) */
     double off_param_bytes[ZERO_STAGES]; /* level params (stage 3): the parameter slices'
-                                     * buffers, aligned the same way, freed more, and the
-                                     * stagings a gather copies them up into */
+                                     * buffers, aligned the same way, freed more */
+    double off_bwd_bytes[ZERO_STAGES]; /* level params (stage 3): the stagings the backward's
+                                     * gathers copy those slices up into, one per backward node
+                                     * reading a parameter (compiler/lower/offload.c), of an
+                                     * instance: its transfers there (IlpPrice.mem_staging) */
+    double off_rc_bytes[ZERO_STAGES]; /* and those of a recomputed instance's re-run, gathered
+                                     * once more (IlpProblem.rc_reads, either policy) */
     double param_local;         /* bytes of the group's parameters as used (gathered) */
     bool accumulates;           /* gradients accumulate across micro-batches: each is
                                  * computed into a temporary, then added */
