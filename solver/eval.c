@@ -9,8 +9,8 @@
  *   exposed sync = ZeRO-2/3's reduce-scatters (on the compute stream)
  *          + max(the buckets' sync - the backward they run behind,
  *                the last buckets' sync, 0)   (solver.h, IlpGroup.sync_last)
- *   offloaded groups (host offload): their state's bytes leave the device
- *          (every moment) for the host; their device update leaves
+ *   offloaded groups (host offload): their state's buffers leave the device
+ *          (every moment; IlpStrat.off_dev_bytes, aligned as placed) for the host; their device update leaves
  *          optimizer; the offloaded updates' pipeline runs beside the
  *          backward, exposed like the sync: max(offload - backward,
  *          offload / buckets); at level params, a ZeRO-3 group's parameter
@@ -35,12 +35,16 @@
  *            transient; and once the instance's
  *            backward is done, with the largest transient of the other
  *            blocks' groups (and of edges into blocks);
- *          - the first block instance's backward (the backward's end): the
+ *          - the first block instance's backward (to the backward's end): the
  *            parameters and optimizer state, every gradient but those of the
  *            groups before the blocks, their saved activations (the first
- *            instance's input among them), plus a recomputed block's re-made
- *            activations (and gathered parameters), plus the blocks' largest
- *            transient: where a recomputing plan with whole gradients peaks;
+ *            instance's input among them), plus the blocks' largest
+ *            transient; and with a recomputed block its re-made activations
+ *            (and gathered parameters): with one block, group by group as the
+ *            last instance's (the instance's gradients of the groups before g
+ *            not yet written, the re-made activations of those after g freed,
+ *            g's transient), else beside the blocks' largest transient with
+ *            every gradient written: where a recomputing plan peaks;
  *          - the update: parameters, gradients, optimizer state (and under
  *            mixed precision the f32 copies of the gradients), plus the
  *            largest transient of all (the first groups' backward runs with

@@ -984,8 +984,9 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
             if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) b.fwd_reads[nd->in[i]]++;
         }
     }
-    b.bwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
-    for (NodeId n = b.bw->training ? ad_forward_end(g) : g->n_nodes; n < ad_step_begin(g); n++) {
+    b.bwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1)); /* a forward graph: one each, as param_reads */
+    for (ValueId v = 0; v < g->n_values; v++) b.bwd_reads[v] = b.bw->training ? 0 : 1;
+    for (NodeId n = b.bw->training ? ad_forward_end(g) : g->n_nodes; b.bw->training && n < ad_step_begin(g); n++) {
         const Node *nd = ir_node(g, n);
         if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
         for (int i = 0; i < nd->n_in; i++) {
