@@ -378,7 +378,12 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     cJSON_AddNumberToObject(o, "transient_bytes", r->price.mem_transient);
     if (r->price.mem_staging > 0 && r->price.peak_moment != 2) /* of transient_bytes */
         cJSON_AddNumberToObject(o, "param_staging_bytes", r->price.mem_staging);
-    cJSON_AddNumberToObject(o, "gradients_not_yet_written_bytes", r->price.mem_grads_late + r->price.mem_unwritten);
+    /* at the first block instance's backward: those of the groups before the blocks and of the
+     * instance's groups before the peak's (eval.c); earlier: every one written in the backward
+     * but those already written */
+    cJSON_AddNumberToObject(o, "gradients_not_yet_written_bytes",
+                            (r->price.peak_moment == 3 ? r->price.mem_grads_late_pre : r->price.mem_grads_late) +
+                                r->price.mem_unwritten);
     cJSON_AddNumberToObject(o, "activations_freed_bytes", r->price.mem_acts_freed);
     cJSON_AddNumberToObject(o, "head_activations_bytes", r->price.mem_acts_head);
     cJSON_AddNumberToObject(o, "recompute_bytes", r->price.mem_recompute);

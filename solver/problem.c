@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autodiff.h"
 #include "colossal/colrt.h"
 #include "ops.h"
 #include "placement.h"
@@ -75,6 +76,7 @@ typedef struct Builder {
     int *param_owner;  /* value -> owning node (first use) or -1 */
     int *fwd_reads;    /* parameter -> forward nodes reading it (a tied one: more than one,
                         * its gradient a sum made in place, in no bucket: schedule.c bucketable) */
+    int *bwd_reads;    /* parameter -> backward nodes reading it (ZeRO-3 gathers it before each) */
     const AdOptions *train; /* the optimizer (IlpOptions.train, or AdamW's defaults) */
     int n_trust;       /* parameters with a trust ratio (LAMB, LARS): entries of the norms collective */
     int n_params;      /* parameters: each pays its share of the gradient norm's one all-reduce */
@@ -593,7 +595,16 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                  * axes (compiler/lower/split.c, spec.c); its share here */
                 unsigned norm_axes = split_axes | (z >= 2 ? rep_axes : 0);
                 if (norm_axes && b->n_params) S->opt_s[z] += cost_allreduce_axes(cm, norm_axes, 4) / b->n_params;
-                if (p->opt.offload != PO_DEVICE) S->off_elems[z] += oe;
+                if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
+                    S->off_elems[z] += oe;
+                    S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);
+                    if (z == 3) { /* level params: the slice, and the stagings its gathers copy it up into */
+                        double sb = buf(p->off_param * oe);
+                        S->off_param_bytes[z] += sb;
+                        S->off_bwd_bytes[z] += b->bwd_reads[v] * sb;
+                        S->off_rc_bytes[z] += (p->rc_reads[v] ? 1 : 0) * sb;
+                    }
+                }
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
                  * all-reduce of every parameter's pair: a share of its latency */
@@ -973,6 +984,17 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
             if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) b.fwd_reads[nd->in[i]]++;
         }
     }
+    b.bwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1)); /* a forward graph: one each, as param_reads */
+    for (ValueId v = 0; v < g->n_values; v++) b.bwd_reads[v] = b.bw->training ? 0 : 1;
+    for (NodeId n = b.bw->training ? ad_forward_end(g) : g->n_nodes; b.bw->training && n < ad_step_begin(g); n++) {
+        const Node *nd = ir_node(g, n);
+        if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
+        for (int i = 0; i < nd->n_in; i++) {
+            bool again = false;
+            for (int k = 0; k < i; k++) again |= nd->in[k] == nd->in[i];
+            if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) b.bwd_reads[nd->in[i]]++;
+        }
+    }
     p->run_frac = ir_alloc(sizeof(double) * (size_t)(g->n_values + 1));
     for (ValueId v = 0; v < g->n_values; v++) { /* every instance's parameters, as its group's */
         int own = b.param_owner[v], gi = own >= 0 ? p->group_of_node[own] : -1;
@@ -1013,6 +1035,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     ir_free(b.block_out);
     ir_free(b.param_owner);
     ir_free(b.fwd_reads);
+    ir_free(b.bwd_reads);
     ir_free(b.run_elems);
     plan_bwd_free(b.bw);
     return p;

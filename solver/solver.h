@@ -57,6 +57,18 @@ typedef struct IlpStrat {
                                      * re-run under each policy (IlpProblem.rc_reads) */
     double off_elems[ZERO_STAGES];  /* elements of this rank's optimizer slice that host offload
                                      * may move (0: its optimizer cannot run on the host) */
+    double off_dev_bytes[ZERO_STAGES]; /* the device bytes offloading that slice frees: per
+                                     * parameter, off_dev / 4 f32 buffers of its slice (m, v, the
+                                     * master), each aligned as the memory plan places it
+                                     * (ilp_buffer_bytes; compiler/lower/offload.c moves those) */
+    double off_param_bytes[ZERO_STAGES]; /* level params (stage 3): the parameter slices'
+                                     * buffers, aligned the same way, freed more */
+    double off_bwd_bytes[ZERO_STAGES]; /* level params (stage 3): the stagings the backward's
+                                     * gathers copy those slices up into, one per backward node
+                                     * reading a parameter (compiler/lower/offload.c), of an
+                                     * instance: its transfers there (IlpPrice.mem_staging) */
+    double off_rc_bytes[ZERO_STAGES]; /* and those of a recomputed instance's re-run, gathered
+                                     * once more (IlpProblem.rc_reads, either policy) */
     double param_local;         /* bytes of the group's parameters as used (gathered) */
     bool accumulates;           /* gradients accumulate across micro-batches: each is
                                  * computed into a temporary, then added */
@@ -390,6 +402,8 @@ double ilp_rerun_bytes(const IlpStrat *S, int z, int pol); /* pol: the re-run's 
  * device; the problem's level; at level params, PO_PARAMS for a group at ZeRO-3
  * that chose it (IlpChoice.offload 2), else optim+master. */
 int ilp_group_offload(const IlpProblem *p, const IlpChoice *c, int gi);
+/* The device bytes group gi's offload frees (every instance; 0 on the device). */
+double ilp_group_offloaded_bytes(const IlpProblem *p, const IlpChoice *c, int gi);
 
 IlpChoice ilp_choice_new(const IlpProblem *p);
 void ilp_choice_free(IlpChoice *c);
