@@ -540,17 +540,20 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                  * batch its reader splits, and the edge defers that sum to here (build_edges,
                  * cost_deferred_grad); under ZeRO-2/3, where the lowering reduce-scatters it
                  * over the ZeRO axes, the table replicated there (over another axis it would
-                 * not be partial; the buckets of ZeRO 0-1 are not priced so yet) */
+                 * not be partial). Under ZeRO 0-1 not priced yet: the axes it is summed over
+                 * are the reader's batch axes, known at the edge only (the table's replicated
+                 * axes include a tensor-parallel one, where nothing is summed: priced so,
+                 * bench/simulate's gpt2_megatron_1x2 went 0.998 -> 0.818) */
                 ShardSpec sspec = gspec;
                 if (z >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
                 /* in a bucket, all-reduced on the communication stream; every other sum on
                  * the caller's thread */
-                bool queued = ilp_grad_bucketed(p, v, z, &gspec, &st->in[i]);
+                bool queued = ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
                 double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += z >= 2 ? M * sync : sync;
                 /* a bucketed gradient is first copied into its bucket (schedule.c) */
-                if (z < 2 && gspec.partial) {
-                    double gb = shard_spec_bytes(&gspec, mesh, vv->shape, sdt);
+                if (z < 2 && sspec.partial) {
+                    double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
                     S->opt_s[z] += cost_bucket_copy(cm, gb);
                     /* in a bucket (ilp_grad_bucketed): its bytes. Not counted: ZeRO-1's (the
                      * data-parallel lowering buckets them, the sharded one reduce-scatters
