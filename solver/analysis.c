@@ -227,15 +227,11 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
                 if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && m->size[a] > 1) gspec.partial |= (uint8_t)(1u << a);
         double bytes = shard_spec_bytes(&gspec, m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d);
         double share = fmin(1, fmax(bytes / COST_BUCKET_BYTES, p->run_frac[v]));
-        if (z < 2) { /* as cost_grad_sync: the resharding to replicated, a share of its latency */
-            ShardSpec want = shard_spec_unpartial(&gspec);
-            ShardReshard rs;
-            if (shard_reshard(m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d, &gspec, &want, &rs, NULL))
-                for (int k = 0; k < rs.n; k++) {
-                    const ShardStep *s = &rs.step[k];
-                    double lat = shard_coll_fixed(m, s->kind, s->axis, s->bytes_in);
-                    comm_add(c, PUR_SYNC, s, s->time - (1 - share) * lat);
-                }
+        if (z < 2) { /* as cost_grad_sync: in a bucket or on the caller's thread, its share */
+            ShardStep ss[SHARD_MAX_STEPS];
+            int ns = cost_sync_steps(m, vv->shape, ilp_sync_dtype(p, z, d), &gspec, share,
+                                     ilp_grad_bucketed(p, v, z, &gspec, &st->in[i]), ss);
+            for (int k = 0; k < ns; k++) comm_add(c, PUR_SYNC, &ss[k], ss[k].time);
         } else {
             bool done[SHARD_MAX_AXES] = {0};
             double b = bytes;

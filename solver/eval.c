@@ -8,7 +8,11 @@
  *          + optimizer + ZeRO gathers
  *   exposed sync = ZeRO-2/3's reduce-scatters (on the compute stream)
  *          + max(the buckets' sync - the backward they run behind,
- *                the last buckets' sync, 0)   (solver.h, IlpGroup.sync_last)
+ *                the last buckets' sync,    (solver.h, IlpGroup.sync_last)
+ *                the last two runs' sync - the backward of the groups before
+ *                  the blocks (IlpGroup.sync_tail: the first block instance's
+ *                  bucket runs on the communication stream behind that
+ *                  backward only, the first parameters' bucket after it), 0)
  *   offloaded groups (host offload): their state's buffers leave the device
  *          (every moment; IlpStrat.off_dev_bytes, aligned as placed) for the host; their device update leaves
  *          optimizer; the offloaded updates' pipeline runs beside the
@@ -178,7 +182,7 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) { return ilp_eval
 IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_at) {
     IlpPrice r;
     memset(&r, 0, sizeof r);
-    double other_blocks = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0;
+    double other_blocks = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0, sync_tail = 0, hide_tail = 0;
     double *block_none = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
     /* parameters on the host: a transfer up in the backward is one block instance's
      * stagings (the block's groups' per instance; the block has one per instance), or one
@@ -196,8 +200,13 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
         if (z >= 2) sync_block += g->mult * S->sync_s[z];
-        else sync_over += g->mult * S->sync_s[z], sync_last += g->sync_last * g->mult * S->sync_s[z];
+        else {
+            sync_over += g->mult * S->sync_s[z];
+            sync_last += g->sync_last * g->mult * S->sync_s[z];
+            sync_tail += g->sync_tail * g->mult * S->sync_s[z];
+        }
         if (!g->after_blocks) hide += g->mult * S->bwd_s;
+        if (!g->after_blocks && g->block < 0) hide_tail += g->mult * S->bwd_s;
         r.optimizer_s += g->mult * S->opt_s[z];
         r.gather_s += g->mult * S->gather_s[z];
         r.mem_params += g->mult * S->mem_static[z];
@@ -280,7 +289,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         }
     }
     hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
-    r.sync_exposed_s = sync_block + maxd(0, maxd(sync_over - hide, sync_last));
+    hide_tail /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1;
+    r.sync_exposed_s = sync_block + maxd(0, maxd(maxd(sync_over - hide, sync_last), sync_tail - hide_tail));
     /* the offloaded updates run after the backward (each reads the gradient norm's clipping
      * coefficient; compiler/codegen/cg_offload.c): nothing hides their pipeline */
     r.offload_exposed_s = r.offload_s;

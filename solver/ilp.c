@@ -649,8 +649,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
+    int erow3 = add_row(lp, GLP_LO, 0, 0, "sync_tail_buckets");
     put(lp, erow1, ecol, 1);
     put(lp, erow2, ecol, 1);
+    put(lp, erow3, ecol, 1);
     for (int g = 0; g < p->n_groups; g++) {
         const IlpGroup *G = &p->groups[g];
         snprintf(nm, sizeof nm, "transient_%d", g);
@@ -687,10 +689,13 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 if (crow) put(lp, crow, c, -ilp_transient(S, z) * ms);
                 if (orow) put(lp, orow, c, -ilp_transient(S, z) * ms);
                 /* the exposed sync (solver.h): ZeRO-2/3's whole, the buckets' past the
-                 * backward they hide behind, or at least the last buckets' */
+                 * backward they hide behind, at least the last buckets', and the last two
+                 * runs' past the backward of the groups before the blocks (eval.c) */
                 double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
                 put(lp, erow2, c, -G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_last) * ts);
+                put(lp, erow3, c,
+                    (-G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_tail) + (G->block < 0 ? hide : 0)) * ts);
             }
     }
 

@@ -112,6 +112,11 @@ typedef struct IlpGroup {
                                  * makes last, whose buckets nothing is left to hide behind:
                                  * the parameters before the blocks (the embedding), or where
                                  * there are none one instance of the first block */
+    double sync_tail;           /* the share of its gradient sync (ZeRO 0 and 1) in the last two
+                                 * runs of buckets: one instance of the first block and the
+                                 * parameters before the blocks, queued on the communication
+                                 * stream one after the other behind nothing but the backward
+                                 * of the groups before the blocks (eval.c) */
 } IlpGroup;
 
 /* The gradient buckets' sets (compiler/lower/schedule.c make_buckets: a bucket
@@ -129,6 +134,16 @@ double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z);
  * compute dtype: under mixed precision and micro-batches ZeRO 0 and 1 sum
  * the f32 accumulator (compiler/lower/split.c); else the gradient itself. */
 DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
+
+/* Is parameter v's gradient (grad: its spec as the backward makes it; held:
+ * the parameter's) summed in a gradient bucket at ZeRO stage z, all-reduced on
+ * the communication stream (compiler/lower/schedule.c make_buckets)? ZeRO 0
+ * and 1 (eval.c's buckets) when it is pending, the parameter is read by one
+ * forward node (a tied one's sum is made in place, in no bucket) and no mesh
+ * axis splits it (the sharded lowering's sum of a split one is its
+ * resharding). Else the sum runs on the caller's thread (cost_grad_sync). */
+bool ilp_grad_bucketed(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
+                       const ShardSpec *held);
 
 /* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters
  * block the compute stream (all of them); the buckets of ZeRO 0 and 1 run on
@@ -224,6 +239,8 @@ typedef struct IlpProblem {
                                  * rows when a graph of the whole batch runs as M micro-batches */
     double *run_frac;           /* per value: a parameter's share of the elements of its run of
                                  * gradient buckets (cost_grad_sync's run_frac; problem.c run_of) */
+    int *fwd_reads;             /* per value: the forward nodes reading a parameter (a tied one:
+                                 * more than one; ilp_grad_bucketed) */
     int *param_reads;           /* per value: the nodes that read a parameter in a micro-batch's
                                  * forward and backward, each gathering it under ZeRO-3
                                  * (compiler/lower/zero.c); 2 in a forward graph */
