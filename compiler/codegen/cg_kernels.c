@@ -1609,6 +1609,46 @@ void cg_adamw_c_function(StrBuf *out, const char *name, int64_t n) {
     cg_c_function(out, name, 10, dts, outs, &k);
 }
 
+/* A group of AdamW updates (lower.updates: consecutive, the same
+ * hyperparameters and step operands, no ZeRO slice), run by its last node
+ * `run` as one multi-tensor kernel with the body of one (pro, body): the
+ * step's scalars (lr, step, coefficient) shared, each member's parameter,
+ * gradient, moments and results its own. The members emitted a comment at
+ * their slots; the simulator sees each member's kernel here, at the slot
+ * where the group runs. */
+static bool emit_update_group(CgCtx *c, NodeId run, const char *pro, const char *body) {
+    const LowerProgram *lp = c->lp;
+    NodeId first = lp->n[run].upd_first;
+    int nseg = run - first + 1;
+    IR_ASSERT(nseg >= 2 && nseg <= LOWER_UPDATE_GROUP_MAX);
+    NodeId ids[LOWER_UPDATE_GROUP_MAX];
+    int64_t npts[LOWER_UPDATE_GROUP_MAX];
+    const Node *n0 = N_(c, run);
+    int nt = n0->n_in + n0->n_out;
+    bool shared[CG_MAX_KARGS];
+    for (int j = 0; j < nt; j++) shared[j] = j >= 4 && j < 7; /* lr, step, coefficient */
+    KArg a[CG_MAX_GROUP_ARGS];
+    int na = 0;
+    for (int s = 0; s < nseg; s++) {
+        NodeId id = first + s;
+        const Node *n = N_(c, id);
+        IR_ASSERT(n->op == OP_ADAMW && n->n_in + n->n_out == nt && lp->n[id].upd_run == run && !lp->n[id].zero);
+        ids[s] = id;
+        npts[s] = numel(L(c, n->in[0]));
+        for (int j = 0; j < nt; j++) {
+            if (s > 0 && shared[j]) {
+                IR_ASSERT(n->in[j] == n0->in[j]);
+                continue;
+            }
+            IR_ASSERT(na < CG_MAX_GROUP_ARGS);
+            a[na++] = j < n->n_in ? (KArg){n->in[j], 0, 0} : (KArg){n->out[j - n->n_in], 1, 0};
+        }
+    }
+    cg_kernel_group(c, ids, nseg, nt, shared, a, npts, pro, body);
+    for (int s = 0; s + 1 < nseg; s++) cg_trace_node(c, ids[s]); /* the last: cg_emit_node traces it */
+    return true;
+}
+
 /* adamw, sgd, lamb and lars: element-wise; results may be written over their
  * leaves (the lowering aliases them), so each point reads everything first.
  * The trust ratio (lamb, lars) comes from the norms operand, summed by then.
@@ -1626,6 +1666,10 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
         if (dt_of(c, n->in[k == 0 ? 0 : k + 1]) != DT_F32 || dt_of(c, n->out[k]) != DT_F32)
             return unsupported(c, id, "a parameter or optimizer state that is not f32 (mixed precision updates f32 masters)");
     const LowerNode *ln = &c->lp->n[id];
+    if (ln->upd_run != IR_NONE && ln->upd_run != id) { /* lower.updates: the group's last node runs it */
+        sb_printf(c->sched, "    /* updated by node %d's kernel, with its group */\n", ln->upd_run);
+        return true;
+    }
     if (ln->zero && !c->lp->v[n->in[0]].zchunk && c->lp->v[n->out[0]].offset == c->lp->v[n->in[0]].offset)
         return unsupported(c, id, "ZeRO stage 1/2: this rank's updated slice shares storage with the whole "
                                   "parameter it is all-gathered into (mixed precision: the f32 master; the "
@@ -1687,6 +1731,7 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
                  "        a%d[i] = r0;\n        a%d[i] = r1;",
                  at[0].f, at[1].f, y, y + 1);
     }
+    if (ln->upd_first != IR_NONE) return emit_update_group(c, id, pro, body);
     KArg a[IR_MAX_IN + IR_MAX_OUT];
     for (int i = 0; i < n->n_in; i++) a[i] = (KArg){n->in[i], 0, 0};
     for (int k = 0; k < n->n_out; k++) a[y + k] = (KArg){n->out[k], 1, 0};

@@ -139,3 +139,87 @@ bool lower_pass_fuse(LowerCtx *c) {
     ir_free(rerun);
     return true;
 }
+
+/* ---- lower.updates: AdamW updates in groups ------------------------------------------ */
+
+/* An update that can run inside another node's kernel, later in its group:
+ * an AdamW on f32 tensors (the kernel's one form) with nothing of its own
+ * before or after it (no collective, resharding, recompute, ZeRO gather of
+ * its result, ZeRO slice, host offload), so moving its kernel to the group's last slot
+ * moves nothing another node reads before then: its results are read only
+ * by the next step (in place over the parameter and moments, or committed at
+ * the step's end). */
+static bool update_alone(const LowerProgram *p, NodeId id) {
+    const Graph *g = p->g;
+    const Node *n = ir_node(g, id);
+    const LowerNode *ln = &p->n[id];
+    if (n->op != OP_ADAMW || !plain(ln) || ln->n_rs || ln->n_gather || ln->fetch_at >= 0) return false;
+    if (lower_zero_gather_target(p, id) != IR_NONE || lower_offload_of(p, id)) return false;
+    for (int k = 0; k < p->n_buckets; k++)
+        if (p->buckets[k].launch == id || p->buckets[k].wait_at == id) return false;
+    if (p->norms.n && p->norms.launch == id) return false;
+    for (int k = 0; k < n->n_in; k++)
+        if (ir_val(g, n->in[k])->dtype != DT_F32 ||
+            (p->v[n->in[k]].redirect != IR_NONE && p->v[n->in[k]].redirect_from > id)) /* read as the same value */
+            return false;                                                                     /* at the group's slot */
+    for (int k = 0; k < n->n_out; k++)
+        if (ir_val(g, n->out[k])->dtype != DT_F32 || lower_on_host(p, n->out[k])) return false;
+    return true;
+}
+
+/* Whether update b can join a's group: the same hyperparameters and the same
+ * step operands (lr, step, clipping coefficient: one prologue), parameters
+ * of the same tied-block instance (so each instance's group is the same
+ * kernel, called with its offsets: cg_share), the same pipeline stages. */
+static bool update_joins(const LowerProgram *p, const int32_t *home, NodeId a, NodeId b) {
+    const Graph *g = p->g;
+    const Node *x = ir_node(g, a), *y = ir_node(g, b);
+    for (int k = 0; k < 4; k++)
+        if (x->attr[k].f != y->attr[k].f) return false;
+    for (int k = 4; k < 7; k++)
+        if (x->in[k] != y->in[k]) return false;
+    if (home[2 * x->in[0]] != home[2 * y->in[0]] || home[2 * x->in[0] + 1] != home[2 * y->in[0] + 1]) return false;
+    return p->pipe.stages <= 1 || !p->pipe.mask || p->pipe.mask[a] == p->pipe.mask[b];
+}
+
+/* Groups runs of consecutive AdamW updates (no other node between them, as
+ * scheduled) into one kernel: the multi-tensor update (PyTorch's foreach and
+ * fused AdamW, apex's multi_tensor_apply): one OpenMP region or one CUDA
+ * launch instead of one per parameter. The members' reads and writes move
+ * to the group's last slot (schedule.c), which is all the schedule sees of
+ * it; the planner's price is unchanged (the same bytes in one pass each:
+ * solver/cost.c prices memory-bound kernels by bytes, with no per-launch
+ * term). At most CG_GROUP_MAX members (the kernel's parameters stay within
+ * C17's 127). */
+bool lower_pass_updates(LowerCtx *c) {
+    LowerProgram *p = c->p;
+    const Graph *g = c->g;
+    int nn = c->nn;
+    for (NodeId id = 0; id < nn; id++) p->n[id].upd_run = p->n[id].upd_first = IR_NONE;
+    /* a parameter's home: the block instance of its first reader (the update
+     * nodes themselves are outside blocks) */
+    int32_t *home = ir_alloc(sizeof(int32_t) * 2 * (size_t)(c->nv ? c->nv : 1));
+    for (ValueId v = 0; v < c->nv; v++) home[2 * v] = home[2 * v + 1] = IR_NONE - 1;
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        for (int k = 0; k < n->n_in; k++)
+            if (home[2 * n->in[k]] == IR_NONE - 1) home[2 * n->in[k]] = n->block, home[2 * n->in[k] + 1] = n->instance;
+    }
+    for (NodeId a = 0; a < nn;) {
+        if (!update_alone(p, a)) {
+            a++;
+            continue;
+        }
+        NodeId b = a;
+        while (b + 1 < nn && b + 1 - a < LOWER_UPDATE_GROUP_MAX && update_alone(p, b + 1) && update_joins(p, home, a, b + 1))
+            b++;
+        if (b > a) {
+            for (NodeId k = a; k <= b; k++) p->n[k].upd_run = b;
+            p->n[b].upd_first = a;
+        }
+        a = b + 1;
+    }
+    ir_free(home);
+    return true;
+}
+
