@@ -468,7 +468,13 @@ static void prof_close(CgCtx *c, NodeId f, bool recomputed, size_t mark) {
     StrBuf nm;
     sb_init(&nm);
     sb_printf(&nm, "%s%s", ir_val(g, out)->name, recomputed ? " (recomputed)" : "");
-    if (first != IR_NONE) sb_printf(&nm, " (a group of %d updates)", (int)(f - first) + 1);
+    int op = n->op;
+    if (first != IR_NONE) { /* named and classed as its updates (a cast may run it) */
+        int nu = 0;
+        for (NodeId m = first; m <= f; m++) nu += ir_op_is_update(ir_node(g, m)->op);
+        sb_printf(&nm, " (a group of %d updates)", nu);
+        op = ir_node(g, first)->op;
+    }
     if (c->n_prof > c->cap_prof_at) {
         c->cap_prof_at = 2 * c->n_prof + 16;
         c->prof_at = ir_realloc(c->prof_at, (size_t)c->cap_prof_at * sizeof *c->prof_at);
@@ -476,8 +482,8 @@ static void prof_close(CgCtx *c, NodeId f, bool recomputed, size_t mark) {
     c->prof_at[c->n_prof - 1] = c->prof.len;
     sb_puts(&c->prof, "    {");
     put_cstring(&c->prof, sb_cstr(&nm));
-    sb_printf(&c->prof, ", \"%s\", \"%s\", %.17g, %.17g, 0, 0},\n", ir_op(n->op)->name,
-              ir_op_class_name(ir_op(n->op)->cls), flops, bytes);
+    sb_printf(&c->prof, ", \"%s\", \"%s\", %.17g, %.17g, 0, 0},\n", ir_op(op)->name,
+              ir_op_class_name(ir_op(op)->cls), flops, bytes);
     sb_free(&nm);
 }
 

@@ -254,7 +254,7 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
     int upd_groups = 0, upd_grouped = 0; /* lower.updates: AdamW updates run by one kernel a group */
     for (NodeId id = 0; id < g->n_nodes; id++) {
         upd_groups += lp->n[id].upd_first != IR_NONE;
-        upd_grouped += lp->n[id].upd_run != IR_NONE;
+        upd_grouped += lp->n[id].upd_run != IR_NONE && ir_op_is_update(ir_node(g, id)->op);
     }
     cJSON_AddNumberToObject(low, "update_groups", upd_groups);
     cJSON_AddNumberToObject(low, "grouped_updates", upd_grouped);
