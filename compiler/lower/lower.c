@@ -154,7 +154,8 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
     for (int i = 0; i < nn; i++) /* lower.fuse sets them */
-        p->n[i].bias_add = p->n[i].res_add = p->n[i].res_of = p->n[i].norm_add = p->n[i].add_norm = IR_NONE;
+        p->n[i].bias_add = p->n[i].res_add = p->n[i].res_of = p->n[i].norm_add = p->n[i].add_norm =
+            p->n[i].grad_acc = IR_NONE;
     for (NodeId id = 0; id < nn; id++) p->n[id].dir_for = IR_NONE;
     LowerCtx c = {.g = g, .p = p, .err = err, .nv = nv, .nn = nn};
     c.pending = ir_alloc(sizeof(bool) * (size_t)(nv ? nv : 1));
@@ -335,6 +336,11 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
         if (ln->res_of != IR_NONE) sb_printf(b, "  (fused into the GEMM of node %d: the residual)", ln->res_of);
         if (ln->norm_add != IR_NONE) sb_printf(b, "  (fused: does the add of node %d first)", ln->norm_add);
         if (ln->add_norm != IR_NONE) sb_printf(b, "  (fused into the norm of node %d)", ln->add_norm);
+        if (ln->grad_acc != IR_NONE)
+            sb_printf(b, "  (fused: accumulates into %%%s, node %d's add)", vname(p, ir_node(g, ln->grad_acc)->in[0]),
+                      ln->grad_acc);
+        if (ln->fused && (n->op == OP_CAST || n->op == OP_GRAD_ACCUM))
+            sb_puts(b, "  (fused into the weight gradient's GEMM before)");
         for (int k = 0; ln->fused && n->op == OP_ADD && k < 2; k++)
             if (ir_val(g, n->in[k])->def != IR_NONE && p->n[ir_val(g, n->in[k])->def].bias_add == id)
                 sb_puts(b, "  (fused into the GEMM before)");

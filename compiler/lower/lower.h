@@ -293,6 +293,11 @@ typedef struct LowerNode {
                                 * row, then normalizes it; IR_NONE */
     NodeId add_norm;           /* on that add: the norm doing it (the add runs no kernel and
                                 * its operands are read at the norm's slot); IR_NONE */
+    NodeId grad_acc;           /* lower.fuse: on a weight gradient's GEMM (dense_dw), the
+                                * grad_accum it does: the GEMM adds scale x its product to the
+                                * f32 accumulator (alpha = scale, beta = 1; bf16 operands through
+                                * colrt_gemm_f32c), and the cast to f32 and the add between them
+                                * run no kernel (fused); IR_NONE */
     ValueId acc_into;          /* embedding_dw: scatter-add into this value's buffer
                                 * (the other operand of the add that sums them); IR_NONE */
     NodeId ce_grad;            /* cross_entropy: also writes this cross_entropy_bwd's
