@@ -598,6 +598,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 double fused_s = nd->op == OP_DENSE && i == 1 ? mem->acc_fused_s[S->member_st[m]] : NAN;
                 bool fused = M > 1 && z < 2 && !isnan(fused_s) && ir_fuse_grad_dtype(dt) && !(gspec.partial && gs < 4);
                 if (fused) S->opt_s[z] += M * fused_s;
+                if (fused && z == 0) S->fused_local += buf(local * ps); /* no temporary (ilp_transient) */
                 if (M > 1 && !fused) { /* one add a micro-batch, at the element-wise rate of its size */
                     double ab = 3 * acc * ae;
                     S->opt_s[z] += M * ab / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_GRAD_ACCUM, ab);

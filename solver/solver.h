@@ -60,6 +60,8 @@ typedef struct IlpStrat {
     double param_local;         /* bytes of the group's parameters as used (gathered) */
     bool accumulates;           /* gradients accumulate across micro-batches: each is
                                  * computed into a temporary, then added */
+    double fused_local;         /* of param_local, the parameters whose gradient's GEMM adds onto
+                                 * the accumulator itself at ZeRO 0-1 (lower.fuse): no temporary */
     double update_transient[ZERO_STAGES]; /* the tensor-parallel lowering's update
                                  * (compiler/lower/spec.c): the largest of its parameters'
                                  * copies resharded into the update's spec (the gradient's, and
