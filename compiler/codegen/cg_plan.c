@@ -254,6 +254,13 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
     int fused_acc = 0; /* lower.fuse: gradient accumulations done by the weight gradient's GEMM */
     for (NodeId id = 0; id < g->n_nodes; id++) fused_acc += lp->n[id].grad_acc != IR_NONE;
     cJSON_AddNumberToObject(low, "fused_grad_accumulations", fused_acc);
+    int upd_groups = 0, upd_grouped = 0; /* lower.updates: AdamW updates run by one kernel a group */
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        upd_groups += lp->n[id].upd_first != IR_NONE;
+        upd_grouped += lp->n[id].upd_run != IR_NONE && ir_op_is_update(ir_node(g, id)->op);
+    }
+    cJSON_AddNumberToObject(low, "update_groups", upd_groups);
+    cJSON_AddNumberToObject(low, "grouped_updates", upd_grouped);
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     size_t n = strlen(txt);
