@@ -365,7 +365,7 @@ static double member_bwd(const Builder *b, const IlpMember *mem, int s, const Co
          * reading x and dy (the result's shape), writing the weight's gradient, or adding
          * onto its f32 accumulator where the lowering will fuse it (ir_fuse_grad_dense) */
         const Node *nd = ir_node(b->g, mem->node);
-        if (ir_fuse_grad_dense(b->g, mem->node, b->fwd_reads[nd->in[1]])) {
+        if (ir_fuse_grad_dense(b->g, mem->node, b->p->fwd_reads[nd->in[1]])) {
             double xdy = co->in_bytes[0] + co->out_bytes[0], w = co->in_bytes[1];
             double el = w / (double)ir_dtype_size(cost_dtype(b->cm, ir_val(b->g, nd->in[1])->dtype));
             mem->acc_fused_s[s] = cost_roofline_op(b->cm, OPC_MATMUL, OP_DENSE_DW, co->flops, xdy + 8 * el) -
