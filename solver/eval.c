@@ -130,7 +130,9 @@ double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z) {
 }
 
 double ilp_transient(const IlpStrat *S, int z) {
-    return S->transient + (z >= 2 || S->accumulates ? S->param_local : 0);
+    /* the gradients' temporaries under micro-batches (and ZeRO-2/3), but those the GEMM
+     * accumulates itself (lower.fuse: at ZeRO 0-1) */
+    return S->transient + (z >= 2 ? S->param_local : S->accumulates ? S->param_local - S->fused_local : 0);
 }
 
 double ilp_rerun_bytes(const IlpStrat *S, int z, int pol) {
