@@ -119,9 +119,12 @@ bool lower_pass_aliases(LowerCtx *c) {
         if (x->updates == IR_NONE) continue;
         ValueId leaf = lower_root_of(p, x->updates);
         /* in place only if nothing reads the leaf after the update and the
-         * update reads it element by element (adamw, sgd, grad_accum) */
+         * update reads it element by element (adamw, sgd, grad_accum; the cast
+         * of an updated f32 master to the 16-bit parameter: it reads the master,
+         * so it writes the parameter itself instead of a copy committed at the
+         * step's end, and a grouped update (lower.updates) holds no copy either) */
         int op = ir_node(g, x->def)->op;
-        bool elementwise = ir_op_is_update(op) || op == OP_GRAD_ACCUM ||
+        bool elementwise = ir_op_is_update(op) || op == OP_GRAD_ACCUM || op == OP_CAST ||
                            op == OP_LOSS_SCALE_UPDATE;
         /* a ZeRO slice of a whole parameter is all-gathered into it instead
          * (stage 3: the parameter is a slice too, updated in place) */
