@@ -89,14 +89,12 @@ ROWS = [
 # kind and OUTSIDE [0.97, 1.03] (a strict expected failure): when the model
 # learns the term, the test fails until the row leaves this table.
 KNOWN_MISS = {
-    # tensor parallel with ZeRO-1 on 2x2 (2026-12-05, mem14c): the update's copies are now
-    # counted (1.115 -> 1.030; at 80, 90, 98 KB 1.016, 1.003, 1.009); what is left is the
-    # arena's packing: 5.4 % over its own lower bound (66560 bytes, 0.977 of the prediction)
-    "gpt2_tp_zero1_2x2": "the arena's fragmentation (arena / lower bound 1.054)",
     # SGD, ZeRO-1 on 2x2, full recompute (0.971 until the lowering stopped allocating the
     # last gather step's unused buffer, which fragmented the arena): the first block
     # instance's moment adds the re-run block's re-made activations whole to the blocks'
-    # largest transient, where the program frees them group by group (safe side)
+    # largest transient, where the program frees them group by group (safe side). (The
+    # tensor-parallel ZeRO-1 2x2 GPT-2 row, 1.030 from the arena's packing, came inside with
+    # the packer's four orders: 2026-12-05, mem14e)
     "llama_tp_zero1_2x2": "the first block instance's moment: re-made activations whole beside the largest transient",
 }
 
