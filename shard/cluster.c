@@ -551,8 +551,9 @@ static bool coll_table(const cJSON *o, const char *field, ShardCollTable *t, Str
 }
 
 /* The optional measured collectives: {"intra": LINK, "inter": LINK}, each
- * link optional, a LINK {"ranks": N, and a table per kind: all-gather,
- * reduce-scatter, all-reduce, all-to-all}; absent: the α–β model alone. */
+ * link optional, a LINK {"ranks": N, a table per kind: all-gather,
+ * reduce-scatter, all-reduce, all-to-all, and optionally "handoff_us"};
+ * absent: the α–β model alone. */
 static bool coll_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "collective_us");
     if (!o) return true;
@@ -585,6 +586,14 @@ static bool coll_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
                             &c->coll[l].kind[k], err))
                 return false;
         }
+        /* optional: what queuing a call on a stream adds to it (0 when absent) */
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(lo, "handoff_us");
+        if (h && (!cJSON_IsNumber(h) || !isfinite(h->valuedouble) || h->valuedouble < 0 || h->valuedouble > 3.6e9)) {
+            sb_printf(err, "field 'collective_us.%s.handoff_us' must be a number of microseconds in [0, 3.6e9]",
+                      link[l]);
+            return false;
+        }
+        c->coll[l].handoff = h ? h->valuedouble * 1e-6 : 0;
     }
     return true;
 }
@@ -703,6 +712,7 @@ cJSON *shard_cluster_to_json(const ShardCluster *c) {
             if (!c->coll[l].ranks) continue;
             cJSON *lo = cJSON_AddObjectToObject(cu, link[l]);
             cJSON_AddNumberToObject(lo, "ranks", c->coll[l].ranks);
+            if (c->coll[l].handoff > 0) cJSON_AddNumberToObject(lo, "handoff_us", c->coll[l].handoff * 1e6);
             for (int k = 0; k < SHARD_COLL_KINDS; k++) {
                 const ShardCollTable *t = &c->coll[l].kind[k];
                 cJSON *e = cJSON_AddObjectToObject(lo, shard_coll_name((ShardColl)k));

@@ -132,7 +132,13 @@ double shard_coll_sent(const ShardMesh *m, ShardColl k, int axis, double bytes) 
 
 double shard_copy_time(const ShardMesh *m, double bytes) { return 2 * bytes / (m->mem_bw * SHARD_COPY_BW_EFF); }
 
-double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) {
+/* The link table that prices collective k over axis, or NULL (the α–β model). */
+static const ShardCollLink *coll_link(const ShardMesh *m, ShardColl k, int axis) {
+    const ShardCollLink *l = &m->coll[m->inter[axis]];
+    return l->ranks == m->size[axis] && k < SHARD_COLL_KINDS && l->kind[k].n > 0 ? l : NULL;
+}
+
+double shard_coll_time_on(const ShardMesh *m, ShardColl k, int axis, double bytes, bool queued) {
     double n = m->size[axis];
     if (n <= 1) return 0;
     switch (k) {
@@ -140,8 +146,8 @@ double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) 
     case COLL_ZERO: return shard_copy_time(m, bytes);
     default: break;
     }
-    const ShardCollLink *l = &m->coll[m->inter[axis]];
-    if (l->ranks == m->size[axis] && k < SHARD_COLL_KINDS && l->kind[k].n > 0) {
+    const ShardCollLink *l = coll_link(m, k, axis);
+    if (l) {
         const ShardCollTable *t = &l->kind[k];
         double s = shard_coll_table_at(t, bytes), last = t->bytes[t->n - 1];
         /* Past the last point the table's last slope can be 0 (the isotonic
@@ -151,19 +157,32 @@ double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) 
         if (bytes > last)
             s = fmax(s, t->seconds[t->n - 1] +
                             (shard_coll_sent(m, k, axis, bytes) - shard_coll_sent(m, k, axis, last)) * m->beta[axis]);
+        /* on the caller's thread: no hand-off to a stream's worker and back */
+        if (!queued && l->handoff > 0) s = fmax(s - l->handoff, shard_coll_sent(m, k, axis, bytes) * m->beta[axis]);
         return s;
     }
     double steps = k == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
     return steps * m->alpha[axis] + shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
 }
 
-double shard_coll_fixed(const ShardMesh *m, ShardColl k, int axis, double bytes) {
+double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) {
+    return shard_coll_time_on(m, k, axis, bytes, false);
+}
+
+double shard_coll_fixed_on(const ShardMesh *m, ShardColl k, int axis, double bytes, bool queued) {
     double n = m->size[axis];
     if (n <= 1 || k >= SHARD_COLL_KINDS) return 0;
-    const ShardCollLink *l = &m->coll[m->inter[axis]];
-    if (l->ranks == m->size[axis] && l->kind[k].n > 0)
-        return fmin(l->kind[k].seconds[0], shard_coll_table_at(&l->kind[k], bytes));
+    const ShardCollLink *l = coll_link(m, k, axis);
+    if (l) {
+        double f = fmin(l->kind[k].seconds[0], shard_coll_table_at(&l->kind[k], bytes));
+        if (!queued) f = fmax(0, f - l->handoff);
+        return fmin(f, shard_coll_time_on(m, k, axis, bytes, queued));
+    }
     return (k == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1) * m->alpha[axis];
+}
+
+double shard_coll_fixed(const ShardMesh *m, ShardColl k, int axis, double bytes) {
+    return shard_coll_fixed_on(m, k, axis, bytes, false);
 }
 
 double shard_coll_table_at(const ShardCollTable *t, double bytes) {

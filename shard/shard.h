@@ -90,10 +90,19 @@ typedef struct ShardCollTable {
     double seconds[SHARD_COLL_POINTS];  /* positive, non-decreasing */
 } ShardCollTable;
 /* One link's tables: measured on an axis of `ranks` ranks (0: none), and
- * used for axes of that size only (others: the α–β ring model). */
+ * used for axes of that size only (others: the α–β ring model). The tables
+ * time a call queued on a communication stream and waited for through
+ * events (a gradient bucket's sync); `handoff` is what that way of issuing
+ * adds to a call made on the caller's thread (the NULL stream: ZeRO's
+ * collectives, the reshardings, the loss's and the norm's sums): on the CPU
+ * backend the wake-up of the stream's worker thread and of the waiting
+ * caller (colossal-calibrate measures both ways; the file's optional
+ * `collective_us.LINK.handoff_us`, 0 when absent: every call priced as the
+ * tables). */
 typedef struct ShardCollLink {
     int ranks;
     ShardCollTable kind[SHARD_COLL_KINDS];
+    double handoff;                     /* seconds, >= 0 */
 } ShardCollLink;
 /* The time the table gives for `bytes`; 0 for a table of no points. */
 double shard_coll_table_at(const ShardCollTable *t, double bytes);
@@ -234,6 +243,13 @@ const char *shard_coll_name(ShardColl k);
  * copies the program makes: a slice copies this rank's block (bytes / n), a
  * mask the whole buffer (shard_copy_time). */
 double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes);
+/* The same call by the way the program issues it: queued on a communication
+ * stream between event waits (queued: a gradient bucket's all-reduce), the
+ * link table's time; on the caller's thread (not queued: every other
+ * collective the program makes), that time less the link's hand-off, never
+ * less than the bytes sent over the link's bandwidth. shard_coll_time is the
+ * caller's (not queued). Without a table (the α–β model) both are the same. */
+double shard_coll_time_on(const ShardMesh *m, ShardColl k, int axis, double bytes, bool queued);
 
 /* A device copy of `bytes` (read and written) at SHARD_COPY_BW_EFF of the
  * memory bandwidth: what the sim prices a recorded copy at (cost.c's layout
@@ -242,12 +258,16 @@ double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes);
  * bandwidthTest / STREAM-copy figures of the A100/H100 data sheets). */
 #define SHARD_COPY_BW_EFF 0.80
 double shard_copy_time(const ShardMesh *m, double bytes);
-/* The part of shard_coll_time(m, k, axis, bytes) that does not grow with the
- * bytes: the α–β model's steps x α; a measured table's first point (its
- * smallest message), at most the whole time; 0 for local ops. What a gradient
- * bucket pays once for the tensors it batches (cost_grad_sync, the analysis,
- * the simulator's latency figure). */
+/* The part of shard_coll_time_on(m, k, axis, bytes, true) that does not
+ * grow with the bytes: the α–β model's steps x α; a measured table's first
+ * point (its smallest message), at most the whole time; 0 for local ops. What
+ * a gradient bucket pays once for the tensors it batches (cost_grad_sync, the
+ * analysis, the simulator's latency figure). shard_coll_fixed: the caller's
+ * (shard_coll_fixed_on, not queued). */
 double shard_coll_fixed(const ShardMesh *m, ShardColl k, int axis, double bytes);
+/* As shard_coll_time_on: queued, the table's first point; on the caller's
+ * thread, that less the hand-off (at least 0); at most the whole time. */
+double shard_coll_fixed_on(const ShardMesh *m, ShardColl k, int axis, double bytes, bool queued);
 /* Bytes each rank sends over the link for that collective. */
 double shard_coll_sent(const ShardMesh *m, ShardColl k, int axis, double bytes);
 

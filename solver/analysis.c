@@ -227,15 +227,11 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
                 if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && m->size[a] > 1) gspec.partial |= (uint8_t)(1u << a);
         double bytes = shard_spec_bytes(&gspec, m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d);
         double share = fmin(1, fmax(bytes / COST_BUCKET_BYTES, p->run_frac[v]));
-        if (z < 2) { /* as cost_grad_sync: the resharding to replicated, a share of its latency */
-            ShardSpec want = shard_spec_unpartial(&gspec);
-            ShardReshard rs;
-            if (shard_reshard(m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d, &gspec, &want, &rs, NULL))
-                for (int k = 0; k < rs.n; k++) {
-                    const ShardStep *s = &rs.step[k];
-                    double lat = shard_coll_fixed(m, s->kind, s->axis, s->bytes_in);
-                    comm_add(c, PUR_SYNC, s, s->time - (1 - share) * lat);
-                }
+        if (z < 2) { /* as cost_grad_sync: in a bucket or on the caller's thread, its share */
+            ShardStep ss[SHARD_MAX_STEPS];
+            int ns = cost_sync_steps(m, vv->shape, ilp_sync_dtype(p, z, d), &gspec, share,
+                                     ilp_grad_bucketed(p, v, z, &gspec, &st->in[i]), ss);
+            for (int k = 0; k < ns; k++) comm_add(c, PUR_SYNC, &ss[k], ss[k].time);
         } else {
             bool done[SHARD_MAX_AXES] = {0};
             double b = bytes;
@@ -378,7 +374,12 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     cJSON_AddNumberToObject(o, "transient_bytes", r->price.mem_transient);
     if (r->price.mem_staging > 0 && r->price.peak_moment != 2) /* of transient_bytes */
         cJSON_AddNumberToObject(o, "param_staging_bytes", r->price.mem_staging);
-    cJSON_AddNumberToObject(o, "gradients_not_yet_written_bytes", r->price.mem_grads_late + r->price.mem_unwritten);
+    /* at the first block instance's backward: those of the groups before the blocks and of the
+     * instance's groups before the peak's (eval.c); earlier: every one written in the backward
+     * but those already written */
+    cJSON_AddNumberToObject(o, "gradients_not_yet_written_bytes",
+                            (r->price.peak_moment == 3 ? r->price.mem_grads_late_pre : r->price.mem_grads_late) +
+                                r->price.mem_unwritten);
     cJSON_AddNumberToObject(o, "activations_freed_bytes", r->price.mem_acts_freed);
     cJSON_AddNumberToObject(o, "head_activations_bytes", r->price.mem_acts_head);
     cJSON_AddNumberToObject(o, "recompute_bytes", r->price.mem_recompute);

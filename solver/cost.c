@@ -172,31 +172,57 @@ double cost_copy(const CostModel *cm, double bytes) { return cost_roofline(cm, O
 
 double cost_bucket_copy(const CostModel *cm, double bytes) { return cost_copy(cm, bytes); }
 
+_Static_assert(SHARD_MAX_STEPS >= SHARD_MAX_AXES, "a bucket's all-reduces fit a step list");
+
+int cost_sync_steps(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *grad_spec, double share, bool queued,
+                    ShardStep *out) {
+    double bytes = shard_spec_bytes(grad_spec, m, sh, dt);
+    share = fmin(1, fmax(share, 1e-12));
+    int n = 0;
+    if (queued) {
+        /* in a bucket: an all-reduce of the bucket over each pending axis, queued on the
+         * communication stream (cg_emit.c emit_bucket; not hierarchical yet) */
+        for (int a = 0; a < m->n_axes; a++) {
+            if (!(grad_spec->partial >> a & 1u) || m->size[a] <= 1) continue;
+            out[n] = (ShardStep){.kind = COLL_ALL_REDUCE, .axis = (int8_t)a, .dim = -1, .dim2 = -1,
+                                 .bytes_in = bytes, .sent = shard_coll_sent(m, COLL_ALL_REDUCE, a, bytes)};
+            out[n].time = share * shard_coll_time_on(m, COLL_ALL_REDUCE, a, bytes / share, true);
+            n++;
+        }
+        return n;
+    }
+    /* on the caller's thread: the resharding to replicated, as the lowering's in-place
+     * sum (an all-reduce per pending axis, or the path shard_reshard finds cheaper) */
+    ShardSpec want = shard_spec_unpartial(grad_spec);
+    ShardReshard r;
+    if (!shard_reshard(m, sh, dt, grad_spec, &want, &r, NULL)) return -1;
+    for (int i = 0; i < r.n; i++) {
+        const ShardStep *st = &r.step[i];
+        out[n] = *st;
+        /* the tensor's share of a bucket of bytes / share: share x the bucket's time.
+         * Under the α-β model that is the bandwidth term and share x the latency; a
+         * measured table is not linear in bytes (each tensor's own time less the shared
+         * latency overpriced a bucket of small tensors on a concave table:
+         * cli_sim_agree mlp_dp_2_tables) */
+        if (st->kind < SHARD_COLL_KINDS)
+            out[n].time = st->time - shard_coll_time(m, st->kind, st->axis, st->bytes_in) +
+                          share * shard_coll_time(m, st->kind, st->axis, st->bytes_in / share);
+        else
+            out[n].time = st->time - (1 - share) * shard_coll_fixed(m, st->kind, st->axis, st->bytes_in);
+        n++;
+    }
+    return n;
+}
+
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
-                      double run_frac) {
+                      double run_frac, bool queued) {
     const ShardMesh *m = cm->mesh;
     double bytes = shard_spec_bytes(grad_spec, m, sh, dt), t = 0;
     if (zero_stage < 2) {
-        /* the bucket's sum: the resharding to replicated (an all-reduce per pending
-         * axis; over a slow axis hierarchical where that is cheaper, which the
-         * buckets do not do yet: cg_emit.c emit_bucket, bench/simulate) */
-        double share = fmin(1, fmax(bytes / COST_BUCKET_BYTES, run_frac));
-        ShardSpec want = shard_spec_unpartial(grad_spec);
-        ShardReshard r;
-        if (!shard_reshard(m, sh, dt, grad_spec, &want, &r, NULL)) return INFINITY;
-        /* the tensor's share of a bucket of bytes / share: share x the
-         * bucket's time. Under the α-β model that is the bandwidth term and
-         * share x the latency; a measured table is not linear in bytes (each
-         * tensor's own time less the shared latency overpriced a bucket of
-         * small tensors on a concave table: cli_sim_agree mlp_dp_2_tables) */
-        for (int i = 0; i < r.n; i++) {
-            const ShardStep *st = &r.step[i];
-            if (share < 1 && st->kind < SHARD_COLL_KINDS)
-                t += st->time - shard_coll_time(m, st->kind, st->axis, st->bytes_in) +
-                     share * shard_coll_time(m, st->kind, st->axis, st->bytes_in / share);
-            else
-                t += st->time - (1 - share) * shard_coll_fixed(m, st->kind, st->axis, st->bytes_in);
-        }
+        ShardStep st[SHARD_MAX_STEPS];
+        int n = cost_sync_steps(m, sh, dt, grad_spec, fmin(1, fmax(bytes / COST_BUCKET_BYTES, run_frac)), queued, st);
+        if (n < 0) return INFINITY;
+        for (int i = 0; i < n; i++) t += st[i].time;
         return t;
     }
     /* ZeRO-2/3: reduce-scatter the flattened gradient over the pending axes,

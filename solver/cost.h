@@ -133,10 +133,23 @@ ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held);
  * share x the step's time for bytes / share (α-β: the bandwidth term and
  * share x the latency; a measured table: as the simulator prices the
  * bucket).
+ * queued: in a gradient bucket, all-reduced over each pending axis on the
+ * communication stream (shard_coll_time_on); else the resharding to
+ * replicated on the caller's thread (cost_sync_steps).
  * ZeRO 2 and 3: a reduce-scatter over each pending axis, one collective per
- * tensor where the backward makes it, on the compute stream. */
+ * tensor where the backward makes it, on the compute stream (the caller's). */
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
-                      double run_frac);
+                      double run_frac, bool queued);
+/* The collectives of a ZeRO-0/1 gradient's sum as cost_grad_sync prices them
+ * (into out, at most SHARD_MAX_STEPS; returns their
+ * count, -1 when there is no resharding): queued (in a bucket), an all-reduce
+ * over each pending axis on the communication stream, each its share of the
+ * bucket's time, share x the time of bytes / share; else the resharding to
+ * replicated on the caller's thread, each collective likewise, a local step
+ * its time less (1 - share) x its fixed part. The analysis's decomposition
+ * calls it. */
+int cost_sync_steps(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *grad_spec, double share, bool queued,
+                    ShardStep *out);
 
 /* A device-to-device copy of `bytes` on the compute stream (read and
  * written, at the layout class's rate): what the simulator prices each copy

@@ -8,9 +8,13 @@
  *          + optimizer + ZeRO gathers
  *   exposed sync = ZeRO-2/3's reduce-scatters (on the compute stream)
  *          + max(the buckets' sync - the backward they run behind,
- *                the last buckets' sync, 0)   (solver.h, IlpGroup.sync_last)
- *   offloaded groups (host offload): their state's bytes leave the device
- *          (every moment) for the host; their device update leaves
+ *                the last buckets' sync,    (solver.h, IlpGroup.sync_last)
+ *                the last two runs' sync - the backward of the groups before
+ *                  the blocks (IlpGroup.sync_tail: the first block instance's
+ *                  bucket runs on the communication stream behind that
+ *                  backward only, the first parameters' bucket after it), 0)
+ *   offloaded groups (host offload): their state's buffers leave the device
+ *          (every moment; IlpStrat.off_dev_bytes, aligned as placed) for the host; their device update leaves
  *          optimizer; the offloaded updates' pipeline runs beside the
  *          backward, exposed like the sync: max(offload - backward,
  *          offload / buckets); at level params, a ZeRO-3 group's parameter
@@ -35,12 +39,16 @@
  *            transient; and once the instance's
  *            backward is done, with the largest transient of the other
  *            blocks' groups (and of edges into blocks);
- *          - the first block instance's backward (the backward's end): the
+ *          - the first block instance's backward (to the backward's end): the
  *            parameters and optimizer state, every gradient but those of the
  *            groups before the blocks, their saved activations (the first
- *            instance's input among them), plus a recomputed block's re-made
- *            activations (and gathered parameters), plus the blocks' largest
- *            transient: where a recomputing plan with whole gradients peaks;
+ *            instance's input among them), plus the blocks' largest
+ *            transient; and with a recomputed block its re-made activations
+ *            (and gathered parameters): with one block, group by group as the
+ *            last instance's (the instance's gradients of the groups before g
+ *            not yet written, the re-made activations of those after g freed,
+ *            g's transient), else beside the blocks' largest transient with
+ *            every gradient written: where a recomputing plan peaks;
  *          - the update: parameters, gradients, optimizer state (and under
  *            mixed precision the f32 copies of the gradients), plus the
  *            largest transient of all (the first groups' backward runs with
@@ -99,6 +107,13 @@ int ilp_group_offload(const IlpProblem *p, const IlpChoice *c, int gi) {
     if (!c->offload[gi] || !G->n_params || !(G->strats[c->strat[gi]].off_elems[z] > 0)) return PO_DEVICE;
     if (p->opt.offload != PO_PARAMS) return p->opt.offload;
     return c->offload[gi] == 2 && z == 3 && p->off_param > 0 ? PO_PARAMS : PO_MASTER;
+}
+
+double ilp_group_offloaded_bytes(const IlpProblem *p, const IlpChoice *c, int gi) {
+    const IlpGroup *G = &p->groups[gi];
+    const IlpStrat *S = &G->strats[c->strat[gi]];
+    int z = c->zero[gi], lv = ilp_group_offload(p, c, gi);
+    return lv == PO_DEVICE ? 0 : G->mult * (S->off_dev_bytes[z] + (lv == PO_PARAMS ? S->off_param_bytes[z] : 0));
 }
 
 bool ilp_group_at_head(const IlpGroup *g) { return g->after_blocks || (g->block < 0 && g->early > 0); }
@@ -171,11 +186,11 @@ IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c) { return ilp_eval
 IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_at) {
     IlpPrice r;
     memset(&r, 0, sizeof r);
-    double other_blocks = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0;
+    double other_blocks = 0, sync_block = 0, sync_over = 0, sync_last = 0, hide = 0, sync_tail = 0, hide_tail = 0;
     double *block_none = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
-    /* parameters on the host: a transfer up is one block instance's slices (the block's
-     * groups' per instance; the block has one per instance), or one group's outside the
-     * blocks; the K largest */
+    /* parameters on the host: a transfer up in the backward is one block instance's
+     * stagings (the block's groups' per instance; the block has one per instance), or one
+     * group's outside the blocks; the K largest */
     double *block_xfer = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
     double *xfer = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
     int *xn = ir_alloc(sizeof(int) * (size_t)(p->n_groups + p->n_blocks + 1)), nx = 0;
@@ -189,8 +204,13 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
         if (z >= 2) sync_block += g->mult * S->sync_s[z];
-        else sync_over += g->mult * S->sync_s[z], sync_last += g->sync_last * g->mult * S->sync_s[z];
+        else {
+            sync_over += g->mult * S->sync_s[z];
+            sync_last += g->sync_last * g->mult * S->sync_s[z];
+            sync_tail += g->sync_tail * g->mult * S->sync_s[z];
+        }
         if (!g->after_blocks) hide += g->mult * S->bwd_s;
+        if (!g->after_blocks && g->block < 0) hide_tail += g->mult * S->bwd_s;
         r.optimizer_s += g->mult * S->opt_s[z];
         r.gather_s += g->mult * S->gather_s[z];
         r.mem_params += g->mult * S->mem_static[z];
@@ -205,20 +225,23 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         }
         if (c->offload[gi] && S->off_elems[z] > 0) {
             double e = g->mult * S->off_elems[z];
-            r.mem_offloaded += e * p->off_dev;
+            r.mem_offloaded += ilp_group_offloaded_bytes(p, c, gi);
             r.host_bytes += e * p->off_host;
             r.d2h_bytes += e * p->off_d2h;
             r.h2d_bytes += e * p->off_h2d;
             r.offload_s += e * p->off_s;
             r.optimizer_s -= e * p->off_opt_s;
             if (c->offload[gi] == 2 && z == 3 && p->off_param > 0) { /* and the parameter's slice */
-                r.mem_offloaded += e * p->off_param;
                 r.h2d_bytes -= e * p->off_h2d; /* nothing goes up after the update */
                 r.offload_s -= e * (p->off_s - p->off_s3);
                 r.fetch_bytes += e * p->off_fetch;
                 r.fetch_s += e * p->off_fetch_s;
-                if (g->block >= 0) block_xfer[g->block] += S->off_elems[z] * p->off_param;
-                else xfer[nx] = e * p->off_param, xn[nx++] = 1;
+                /* the backward's transfer: the stagings of its gathers (and of a recomputed
+                 * instance's re-run: every instance counted so where one recomputes) */
+                bool rc = g->block >= 0 && c->count[g->block][RC_SELECTIVE] + c->count[g->block][RC_FULL] > 0;
+                double xb = S->off_bwd_bytes[z] + (rc ? S->off_rc_bytes[z] : 0);
+                if (g->block >= 0) block_xfer[g->block] += xb;
+                else xfer[nx] = g->mult * xb, xn[nx++] = 1;
             }
         }
         if (g->block < 0) {
@@ -270,7 +293,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         }
     }
     hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
-    r.sync_exposed_s = sync_block + maxd(0, maxd(sync_over - hide, sync_last));
+    hide_tail /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1;
+    r.sync_exposed_s = sync_block + maxd(0, maxd(maxd(sync_over - hide, sync_last), sync_tail - hide_tail));
     /* the offloaded updates run after the backward (each reads the gradient norm's clipping
      * coefficient; compiler/codegen/cg_offload.c): nothing hides their pipeline */
     r.offload_exposed_s = r.offload_s;
@@ -285,6 +309,18 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     /* the last block instance's backward, group by group (its groups in
      * forward order: the backward reaches g with those before it unwritten) */
     double last = other_blocks, last_at = other_blocks, unwritten = 0, freed = 0, g_unw = 0, g_freed = 0;
+    /* the first block instance's group by group (one block): a recomputed instance's re-made
+     * activations of the groups after g are freed when the backward reaches g (the re-run's
+     * gathered parameters, under ZeRO-3, counted throughout) */
+    double first_at = -INFINITY, first_unw = 0, first_freed = 0, rr_left = 0; /* at the largest g */
+    int rr_pol = -1;
+    for (int gi = 0; p->n_blocks == 1 && gi < p->n_groups; gi++) {
+        const IlpGroup *g = &p->groups[gi];
+        if (!ilp_group_last_block(g)) continue;
+        const int *n = c->count[g->block];
+        if (rr_pol < 0) rr_pol = n[RC_FULL] > 0 ? RC_FULL : n[RC_SELECTIVE] > 0 ? RC_SELECTIVE : RC_NONE;
+        if (rr_pol != RC_NONE) rr_left += ilp_rerun_bytes(&g->strats[c->strat[gi]], 0, rr_pol);
+    }
     int g_first = 0;
     double done = 0; /* the backward frees them group by group (ilp_freed_bytes; the last */
     for (int gi = 0; gi < p->n_groups; gi++) /* instance keeps its activations where some instance does) */
@@ -314,17 +350,31 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         double at_g = tg - unwritten - freed - own;
         if (group_at) group_at[gi] = base1 + at_g;
         if (at_g > last_at) last_at = at_g, last = tg, g_unw = unwritten, g_freed = freed + own;
+        /* the first instance's backward at g (below): its re-made activations but those of
+         * the groups after g, g's transient */
+        if (rr_pol > RC_NONE) rr_left -= ilp_rerun_bytes(S, 0, rr_pol);
+        if (ilp_transient(S, z) - unwritten - rr_left > first_at - first_unw - first_freed)
+            first_at = ilp_transient(S, z), first_unw = unwritten, first_freed = rr_left;
         unwritten += S->mem_grad_late[z];
     }
+    /* the first block instance's backward: with one block, group by group as the last
+     * instance's (its groups' gradients before g not yet written: a recomputed instance's
+     * re-run runs before them), the re-made activations beside g's transient; once they are
+     * freed, the blocks' largest transient; else (several blocks) the re-made activations
+     * beside that transient, every gradient written */
+    double tr3 = r.mem_transient_blocks, unw3 = 0, freed3 = r.mem_recompute; /* the re-run freed */
+    if (p->n_blocks != 1 || first_at == -INFINITY) first_at = r.mem_transient_blocks, first_unw = first_freed = 0;
+    if (r.mem_recompute > 0 && first_at - first_unw - first_freed > tr3 - r.mem_recompute)
+        tr3 = first_at, unw3 = first_unw, freed3 = first_freed;
+    if (bk_blocks > r.mem_recompute + tr3 - unw3 - freed3) tr3 = bk_blocks, unw3 = 0, freed3 = r.mem_recompute;
     double at[ILP_MOMENTS] = {
         start - unwritten + r.mem_transient_head + stg, start - r.mem_acts_head + r.mem_recompute + last_at + stg,
         r.mem_params + r.mem_update + r.mem_transient_max,
-        r.mem_params - r.mem_grads_late_pre + r.mem_acts_pre + maxd(r.mem_recompute + r.mem_transient_blocks, bk_blocks) +
-            stg};
-    const double tr[ILP_MOMENTS] = {r.mem_transient_head + stg, last + stg, r.mem_transient_max,
-                                    maxd(r.mem_transient_blocks, bk_blocks - r.mem_recompute) + stg};
+        r.mem_params - r.mem_grads_late_pre + r.mem_acts_pre + r.mem_recompute + tr3 - unw3 - freed3 + stg};
+    const double tr[ILP_MOMENTS] = {r.mem_transient_head + stg, last + stg, r.mem_transient_max, tr3 + stg};
     for (int k = 0; k < ILP_MOMENTS; k++) r.mem_at[k] = at[k], r.tr_at[k] = tr[k];
     r.unwritten_at[0] = unwritten, r.unwritten_at[1] = g_unw, r.freed_at[1] = g_freed;
+    r.unwritten_at[3] = unw3, r.freed_at[3] = freed3;
     ilp_price_peak(&r, NULL);
     ir_free(bk);
     ir_free(block_none);

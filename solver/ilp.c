@@ -26,17 +26,20 @@
  *             offload; only where IlpOptions.offload allows it).
  *   o[g]      in [0, 1]: the elements it moves, as a fraction of the most
  *             any of its (s, z) moves: o = sum x E / Emax when h = 1, else 0
- *             (three rows; exact for one-hot x). Memory (every moment's
- *             row), host memory and the offload pipeline are linear in o;
+ *             (three rows; exact for one-hot x). Host memory and the
+ *             offload pipeline are linear in o; od[g] as o over the device
+ *             bytes it frees (IlpStrat.off_dev_bytes: buffers, aligned, so
+ *             not proportional to the elements): every moment's row;
  *             q >= 0: the pipeline, exposed whole (the program runs it after the backward).
  *   hp[g], o3[g] level params: binary, group g's parameter slice lives on
  *             the host too (hp <= h); o3 as o over the ZeRO-3 choices only
- *             (the slice exists there), tied to hp the same way. Device
- *             memory, the pipeline (no copy up) and the gathers' copies up
- *             are linear in o3; qf >= 0: those copies' part the forward and
+ *             (the slice exists there), tied to hp the same way, and o3d
+ *             as od (IlpStrat.off_param_bytes). The pipeline (no copy up)
+ *             and the gathers' copies up are linear in o3, device memory
+ *             and the stagings in o3d; qf >= 0: those copies' part the forward and
  *             backward compute does not hide; the stagings of the K
  *             largest transfers up (IlpProblem.off_inflight; a transfer is a
- *             block instance's o3 x slice bytes summed over the block's groups,
+ *             block instance's o3d x slice bytes summed over the block's groups,
  *             each block a transfer per instance, or a group's outside the
  *             blocks) at the backward's three moments, as min over t >= 0 of
  *             K t + sum of n u, u >= transfer - t, u >= 0 (n: its count).
@@ -125,6 +128,8 @@ typedef struct Model {
     int *hp;        /* per group: level params, the parameter-on-host column, or 0 */
     int stg_col;    /* level params: t of the K largest transfers' sum (memory units), or 0 */
     int *stg_row;   /* per block: u + t >= its instance's transfer, or 0 (made at its first group) */
+    int *stg_rc_row; /* per block: the same with its re-run's stagings, where it recomputes (d) */
+    double *stg_rc_sum; /* per block: the most those re-run stagings can be (memory units) */
     double ts;      /* seconds -> model time units */
     double ms;      /* bytes -> model memory units */
 } Model;
@@ -148,6 +153,48 @@ static bool zero_allowed(const IlpGroup *g, const IlpStrat *S, const IlpFix *f, 
 
 static double maxd(double a, double b) { return a > b ? a : b; }
 
+/* A column in [0, 1] tied to group g's choice where the binary gate is 1: sum over its
+ * (strategy, stage) columns of x w / wmax, and 0 where the gate is 0 (three rows; exact for
+ * one-hot x). w(S, z) <= 0 leaves a choice out; stage3 takes stage 3 alone. wmax (out):
+ * the largest w, 0 (and no column) where none is positive. */
+static int tied_col(Lp *lp, const Model *m, const IlpGroup *G, int g, int gate, const double *(*w)(const IlpStrat *),
+                    bool stage3, double obj, const char *what, double *wmax) {
+    char nm[64];
+    *wmax = 0;
+    for (int s = 0; s < G->n_strats; s++)
+        for (int z = stage3 ? 3 : 0; z < ZERO_STAGES; z++)
+            if (m->x[g][s * ZERO_STAGES + z]) *wmax = fmax(*wmax, w(&G->strats[s])[z]);
+    if (!(*wmax > 0)) return 0;
+    snprintf(nm, sizeof nm, "%s_%d", what, g);
+    int o = add_col(lp, GLP_CV, 0, 1, obj * *wmax, nm);
+    snprintf(nm, sizeof nm, "%s_le_x_%d", what, g);
+    int r1 = add_row(lp, GLP_UP, -INFINITY, 0, nm); /* o <= sum x w / wmax */
+    snprintf(nm, sizeof nm, "%s_le_gate_%d", what, g);
+    int r2 = add_row(lp, GLP_UP, -INFINITY, 0, nm); /* o <= gate */
+    snprintf(nm, sizeof nm, "%s_ge_%d", what, g);
+    int r3 = add_row(lp, GLP_LO, -1, 0, nm); /* o >= sum x w / wmax - (1 - gate) */
+    put(lp, r1, o, 1);
+    put(lp, r2, o, 1);
+    put(lp, r2, gate, -1);
+    put(lp, r3, o, 1);
+    put(lp, r3, gate, -1);
+    for (int s = 0; s < G->n_strats; s++)
+        for (int z = stage3 ? 3 : 0; z < ZERO_STAGES; z++) {
+            int c = m->x[g][s * ZERO_STAGES + z];
+            if (!c) continue;
+            double frac = w(&G->strats[s])[z] / *wmax;
+            put(lp, r1, c, -frac);
+            put(lp, r3, c, -frac);
+        }
+    return o;
+}
+
+static const double *off_elems(const IlpStrat *S) { return S->off_elems; }
+static const double *off_dev_bytes(const IlpStrat *S) { return S->off_dev_bytes; }
+static const double *off_param_bytes(const IlpStrat *S) { return S->off_param_bytes; }
+static const double *off_bwd_bytes(const IlpStrat *S) { return S->off_bwd_bytes; }
+static const double *off_rc_bytes(const IlpStrat *S) { return S->off_rc_bytes; }
+
 /* Level params, group g (offload column h): the header's hp and o3, and the
  * gathers' copies up, exposed past the compute (qf, made at the first group). */
 static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g, int h, const int qf_rows[2],
@@ -167,36 +214,27 @@ static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g
     int r0 = add_row(lp, GLP_UP, -INFINITY, 0, nm); /* hp <= h */
     put(lp, r0, hp, 1);
     put(lp, r0, h, -1);
+    double dmax;
+    int o = tied_col(lp, m, G, g, hp, off_elems, true, 0, "o3", &emax);
     double E = G->mult * emax;
-    snprintf(nm, sizeof nm, "o3_%d", g);
-    int o = add_col(lp, GLP_CV, 0, 1, 0, nm);
-    snprintf(nm, sizeof nm, "o3_le_x_%d", g);
-    int r1 = add_row(lp, GLP_UP, -INFINITY, 0, nm);
-    snprintf(nm, sizeof nm, "o3_le_hp_%d", g);
-    int r2 = add_row(lp, GLP_UP, -INFINITY, 0, nm);
-    snprintf(nm, sizeof nm, "o3_ge_%d", g);
-    int r3 = add_row(lp, GLP_LO, -1, 0, nm);
-    put(lp, r1, o, 1);
-    put(lp, r2, o, 1);
-    put(lp, r2, hp, -1);
-    put(lp, r3, o, 1);
-    put(lp, r3, hp, -1);
-    for (int s = 0; s < G->n_strats; s++) {
-        int c = m->x[g][s * ZERO_STAGES + 3];
-        if (!c) continue;
-        put(lp, r1, c, -G->strats[s].off_elems[3] / emax);
-        put(lp, r3, c, -G->strats[s].off_elems[3] / emax);
-    }
-    double ms = m->ms;
-    put(lp, m->mem_row, o, -E * p->off_param * ms);
-    put(lp, m->rc_row, o, -E * p->off_param * ms);
-    put(lp, m->first_row, o, -E * p->off_param * ms);
-    put(lp, urow, o, -E * p->off_param * ms);
+    /* the device bytes: the slices' buffers (the staging's too), not proportional to the
+     * elements where they are aligned */
+    int od = tied_col(lp, m, G, g, hp, off_param_bytes, true, 0, "o3d", &dmax);
+    double ms = m->ms, D = G->mult * dmax;
+    put(lp, m->mem_row, od, -D * ms);
+    put(lp, m->rc_row, od, -D * ms);
+    put(lp, m->first_row, od, -D * ms);
+    put(lp, urow, od, -D * ms);
     put(lp, qrow1, o, E * (p->off_s - p->off_s3) * m->ts); /* no copy up after the update */
     put(lp, qf_rows[0], o, -E * p->off_fetch_s * m->ts);
     if (p->n_layers) put(lp, qf_rows[1], o, -E * p->off_fetch_s / p->n_layers * m->ts);
-    /* the transfer it belongs to: its block instance's (one of the block's instances transfers,
-     * its row and u shared by the block's groups), or its own: u >= the transfer - t */
+    /* the transfer it belongs to in the backward: its block instance's (one of the block's
+     * instances transfers, its rows and u shared by the block's groups), or its own: u >= the
+     * transfer - t, the transfer being the stagings of the backward's gathers (o3b), and where
+     * the block recomputes those of the re-run too (o3r; the second row, tied to d there) */
+    double bmax, rmax;
+    int ob = tied_col(lp, m, G, g, hp, off_bwd_bytes, true, 0, "o3b", &bmax);
+    int orc = G->block >= 0 ? tied_col(lp, m, G, g, hp, off_rc_bytes, true, 0, "o3r", &rmax) : 0;
     int xr = G->block >= 0 ? m->stg_row[G->block] : 0;
     if (!xr) {
         snprintf(nm, sizeof nm, "staging_u_%s_%d", G->block >= 0 ? "b" : "g", G->block >= 0 ? G->block : g);
@@ -209,9 +247,20 @@ static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g
         xr = add_row(lp, GLP_LO, 0, 0, nm);
         put(lp, xr, u, 1);
         put(lp, xr, m->stg_col, 1);
-        if (G->block >= 0) m->stg_row[G->block] = xr;
+        if (G->block >= 0) {
+            m->stg_row[G->block] = xr;
+            snprintf(nm, sizeof nm, "staging_rc_b_%d", G->block);
+            int xrc = m->stg_rc_row[G->block] = add_row(lp, GLP_LO, 0, 0, nm); /* bounds: the recompute's */
+            put(lp, xrc, u, 1);
+            put(lp, xrc, m->stg_col, 1);
+        }
     }
-    put(lp, xr, o, -(G->block >= 0 ? emax : E) * p->off_param * ms);
+    if (ob) put(lp, xr, ob, -(G->block >= 0 ? bmax : G->mult * bmax) * ms);
+    if (G->block >= 0) {
+        int xrc = m->stg_rc_row[G->block];
+        if (ob) put(lp, xrc, ob, -bmax * ms);
+        if (orc) put(lp, xrc, orc, -rmax * ms), m->stg_rc_sum[G->block] += rmax * ms;
+    }
 }
 
 /* Host offload's columns and rows (the header's h, o, q); none unless the
@@ -242,6 +291,8 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
         put(lp, qf_rows[1], qf, 1);
         m->stg_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "staging_t");
         m->stg_row = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 1));
+        m->stg_rc_row = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 1));
+        m->stg_rc_sum = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
         put(lp, m->mem_row, m->stg_col, p->off_inflight); /* the backward's moments, not the update's */
         put(lp, m->rc_row, m->stg_col, p->off_inflight);
         put(lp, m->first_row, m->stg_col, p->off_inflight);
@@ -254,7 +305,7 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
     }
     for (int g = 0; g < p->n_groups; g++) {
         const IlpGroup *G = &p->groups[g];
-        double emax = 0;
+        double emax = 0, dmax;
         for (int s = 0; s < G->n_strats; s++)
             for (int z = 0; z < ZERO_STAGES; z++)
                 if (m->x[g][s * ZERO_STAGES + z]) emax = fmax(emax, G->strats[s].off_elems[z]);
@@ -263,32 +314,15 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
         int h = add_col(lp, GLP_BV, 0, 1, 0, nm);
         if (f && f->offload == 1) glp_set_col_bnds(lp->P, h, GLP_FX, 1, 1);
         m->h[g] = h;
-        double E = G->mult * emax; /* elements at o = 1 */
-        snprintf(nm, sizeof nm, "o_%d", g);
-        int o = add_col(lp, GLP_CV, 0, 1, -tscale * E * p->off_opt_s, nm);
-        snprintf(nm, sizeof nm, "o_le_x_%d", g);
-        int r1 = add_row(lp, GLP_UP, -INFINITY, 0, nm); /* o <= sum x E / Emax */
-        snprintf(nm, sizeof nm, "o_le_h_%d", g);
-        int r2 = add_row(lp, GLP_UP, -INFINITY, 0, nm); /* o <= h */
-        snprintf(nm, sizeof nm, "o_ge_%d", g);
-        int r3 = add_row(lp, GLP_LO, -1, 0, nm); /* o >= sum x E / Emax - (1 - h) */
-        put(lp, r1, o, 1);
-        put(lp, r2, o, 1);
-        put(lp, r2, h, -1);
-        put(lp, r3, o, 1);
-        put(lp, r3, h, -1);
-        for (int s = 0; s < G->n_strats; s++)
-            for (int z = 0; z < ZERO_STAGES; z++) {
-                int c = m->x[g][s * ZERO_STAGES + z];
-                if (!c) continue;
-                double frac = G->strats[s].off_elems[z] / emax;
-                put(lp, r1, c, -frac);
-                put(lp, r3, c, -frac);
-            }
-        put(lp, m->mem_row, o, -E * p->off_dev * ms); /* every moment's row */
-        put(lp, m->rc_row, o, -E * p->off_dev * ms);
-        put(lp, m->first_row, o, -E * p->off_dev * ms);
-        put(lp, urow, o, -E * p->off_dev * ms);
+        /* o: the elements it moves (host memory, the pipeline, the device update it saves);
+         * od: the device bytes it frees (their buffers, aligned: not proportional) */
+        int o = tied_col(lp, m, G, g, h, off_elems, false, -tscale * G->mult * p->off_opt_s, "o", &emax);
+        int od = tied_col(lp, m, G, g, h, off_dev_bytes, false, 0, "od", &dmax);
+        double E = G->mult * emax, D = G->mult * dmax; /* elements, bytes at 1 */
+        put(lp, m->mem_row, od, -D * ms); /* every moment's row */
+        put(lp, m->rc_row, od, -D * ms);
+        put(lp, m->first_row, od, -D * ms);
+        put(lp, urow, od, -D * ms);
         put(lp, hrow, o, E * p->off_host / p->host_limit);
         put(lp, qrow1, o, -E * p->off_s * m->ts);
         if (p->off_param > 0) params_columns(p, f, m, g, h, qf_rows, qrow1, urow);
@@ -582,18 +616,43 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 }
         }
     }
-    /* the first block instance's: W >= TB + TR, W >= each block's bucket (eval.c) */
+    /* the first block instance's (eval.c): W >= TB; W >= TR + TB (several blocks), or (one
+     * block) per group g of the instance W >= TR + g's transient - the gradients of the
+     * groups before g - the re-made activations of those after g (freed; the policy's, full
+     * where the ILP chooses it, as TR counts); W >= each block's bucket */
+    int rpol = fixed_rc >= 0 ? fixed_rc : RC_FULL;
     int W = add_col(lp, GLP_CV, 0, INFINITY, 0, "first_block_transient");
     int wrow = add_row(lp, GLP_LO, 0, 0, "first_block_transient");
     put(lp, frow, W, 1);
     put(lp, wrow, W, 1);
     put(lp, wrow, m->TB_col, -1);
-    put(lp, wrow, TR, -1);
+    if (p->n_blocks != 1) put(lp, wrow, TR, -1);
+    for (int g = 0; p->n_blocks == 1 && g < p->n_groups; g++) {
+        if (!ilp_group_last_block(&p->groups[g])) continue;
+        snprintf(nm, sizeof nm, "first_block_%d", g);
+        int row = add_row(lp, GLP_LO, 0, 0, nm);
+        put(lp, row, W, 1);
+        put(lp, row, TR, -1);
+        for (int k = 0; k < p->n_groups; k++) {
+            const IlpGroup *K = &p->groups[k];
+            if (!ilp_group_last_block(K) || (k > g && rpol == RC_NONE)) continue;
+            for (int s = 0; s < K->n_strats; s++)
+                for (int z = 0; z < ZERO_STAGES; z++) {
+                    int c = m->x[k][s * ZERO_STAGES + z];
+                    double v = k == g  ? -ilp_transient(&K->strats[s], z)
+                               : k < g ? K->strats[s].mem_grad_late[z]
+                                       : ilp_rerun_bytes(&K->strats[s], 0, rpol);
+                    if (c && v != 0) put(lp, row, c, v * ms);
+                }
+        }
+    }
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
+    int erow3 = add_row(lp, GLP_LO, 0, 0, "sync_tail_buckets");
     put(lp, erow1, ecol, 1);
     put(lp, erow2, ecol, 1);
+    put(lp, erow3, ecol, 1);
     for (int g = 0; g < p->n_groups; g++) {
         const IlpGroup *G = &p->groups[g];
         snprintf(nm, sizeof nm, "transient_%d", g);
@@ -630,10 +689,13 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 if (crow) put(lp, crow, c, -ilp_transient(S, z) * ms);
                 if (orow) put(lp, orow, c, -ilp_transient(S, z) * ms);
                 /* the exposed sync (solver.h): ZeRO-2/3's whole, the buckets' past the
-                 * backward they hide behind, or at least the last buckets' */
+                 * backward they hide behind, at least the last buckets', and the last two
+                 * runs' past the backward of the groups before the blocks (eval.c) */
                 double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
                 put(lp, erow2, c, -G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_last) * ts);
+                put(lp, erow3, c,
+                    (-G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_tail) + (G->block < 0 ? hide : 0)) * ts);
             }
     }
 
@@ -687,7 +749,9 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             }
             for (int q = 0; q < RC__COUNT; q++) Rmax[q] += r[q] * ts, Amax[q] += a[q] * ms;
         }
+        int xrc = m->stg_rc_row ? m->stg_rc_row[k] : 0; /* parameters on the host: the re-run's stagings */
         if (fixed_rc >= 0) {
+            if (xrc && fixed_rc == RC_NONE) glp_set_row_bnds(lp->P, xrc, GLP_FR, 0, 0);
             if (fixed_rc != RC_NONE) { /* the block's activations are a transient */
                 snprintf(nm, sizeof nm, "rtrans_%d", k);
                 int row = add_row(lp, GLP_LO, 0, 0, nm);
@@ -713,6 +777,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         snprintf(nm, sizeof nm, "anyr_%d", k);
         int drow = add_row(lp, GLP_LO, 0, 0, nm); /* N d >= n_sel + n_full */
         put(lp, drow, dcol, N);
+        if (xrc) { /* u + t >= the transfer with the re-run's stagings - their most (1 - d) */
+            glp_set_row_bnds(lp->P, xrc, GLP_LO, -m->stg_rc_sum[k], 0);
+            put(lp, xrc, dcol, -m->stg_rc_sum[k]);
+        }
         for (int pol = 0; pol < RC__COUNT; pol++) {
             snprintf(nm, sizeof nm, "n_%d_%d", k, pol);
             int nc = add_col(lp, GLP_IV, 0, N, 0, nm);
@@ -930,6 +998,8 @@ static void model_free(const IlpProblem *p, Model *m) {
     ir_free(m->h);
     ir_free(m->hp);
     ir_free(m->stg_row);
+    ir_free(m->stg_rc_row);
+    ir_free(m->stg_rc_sum);
     ir_free(m->bits);
     ir_free(m->nbits);
     ir_free(m->lp.ia);

@@ -1253,7 +1253,7 @@ static void offload_json(cJSON *root, const Graph *g, const PlanResult *r) {
         cJSON_AddStringToObject(x, "update", host ? "host" : "device");
         cJSON_AddNumberToObject(x, "elements", e);
         cJSON_AddNumberToObject(x, "host_bytes", e * p->off_host);
-        cJSON_AddNumberToObject(x, "device_bytes_offloaded", e * p->off_dev + ep * p->off_param);
+        cJSON_AddNumberToObject(x, "device_bytes_offloaded", ilp_group_offloaded_bytes(p, &r->choice, gi));
         cJSON_AddNumberToObject(x, "d2h_bytes_per_step", e * p->off_d2h);
         cJSON_AddNumberToObject(x, "h2d_bytes_per_step", (e - ep) * p->off_h2d + ep * p->off_fetch);
         cJSON_AddItemToArray(gr, x);

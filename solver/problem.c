@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autodiff.h"
 #include "colossal/colrt.h"
 #include "ops.h"
 #include "placement.h"
@@ -73,8 +74,7 @@ typedef struct Builder {
     bool *grad_in_place; /* value read only by cross_entropy: its gradient is written over
                           * it (the lowering fuses the loss and its backward, ce_grad) */
     int *param_owner;  /* value -> owning node (first use) or -1 */
-    int *fwd_reads;    /* parameter -> forward nodes reading it (a tied one: more than one,
-                        * its gradient a sum made in place, in no bucket: schedule.c bucketable) */
+    int *bwd_reads;    /* parameter -> backward nodes reading it (ZeRO-3 gathers it before each) */
     const AdOptions *train; /* the optimizer (IlpOptions.train, or AdamW's defaults) */
     int n_trust;       /* parameters with a trust ratio (LAMB, LARS): entries of the norms collective */
     int n_params;      /* parameters: each pays its share of the gradient norm's one all-reduce */
@@ -112,6 +112,14 @@ static int run_of(const Builder *b, const IlpGroup *gr) {
 
 DType ilp_sync_dtype(const IlpProblem *p, int zero_stage, DType dt) {
     return zero_stage < 2 && p->opt.micro_batches > 1 && p->grad32_bytes > p->grad_bytes ? DT_F32 : dt;
+}
+
+bool ilp_grad_bucketed(const IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
+                       const ShardSpec *held) {
+    const ShardMesh *m = p->cm->mesh;
+    for (int a = 0; a < m->n_axes; a++)
+        if (shard_spec_axis_dim(held, a, NULL) >= 0 && m->size[a] > 1) return false;
+    return zero_stage < 2 && grad->partial && p->fwd_reads[v] <= 1;
 }
 
 /* The planner chooses the forward ops' strategies; a training graph's
@@ -537,26 +545,27 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * batch its reader splits, and the edge defers that sum to here (build_edges,
                  * cost_deferred_grad); under ZeRO-2/3, where the lowering reduce-scatters it
                  * over the ZeRO axes, the table replicated there (over another axis it would
-                 * not be partial; the buckets of ZeRO 0-1 are not priced so yet) */
+                 * not be partial). Under ZeRO 0-1 not priced yet: the axes it is summed over
+                 * are the reader's batch axes, known at the edge only (the table's replicated
+                 * axes include a tensor-parallel one, where nothing is summed: priced so,
+                 * bench/simulate's gpt2_megatron_1x2 went 0.998 -> 0.818) */
                 ShardSpec sspec = gspec;
                 if (z >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
-                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 ? 2 : 0, run_frac);
+                /* in a bucket, all-reduced on the communication stream; every other sum on
+                 * the caller's thread */
+                bool queued = ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
+                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += z >= 2 ? M * sync : sync;
                 /* a bucketed gradient is first copied into its bucket (schedule.c) */
-                if (z < 2 && gspec.partial) {
-                    double gb = shard_spec_bytes(&gspec, mesh, vv->shape, sdt);
+                if (z < 2 && sspec.partial) {
+                    double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
                     S->opt_s[z] += cost_bucket_copy(cm, gb);
-                    /* in a bucket (schedule.c make_buckets): ZeRO-0's gradients of a replicated
-                     * parameter but a tied one's (the data-parallel lowering's). Not counted:
-                     * ZeRO-1's (the data-parallel lowering buckets them, the sharded one
-                     * reduce-scatters them at the update) and a split parameter's (the sharded
-                     * lowering buckets a gradient only where its one resharding is the sum:
-                     * the clipping norm's reduce-scatter of it, which the completion adds,
-                     * makes a second) */
-                    if (z == 0 && b->fwd_reads[v] <= 1 && !split_axes)
-                        S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
+                    /* in a bucket (ilp_grad_bucketed): its bytes. Not counted: ZeRO-1's (the
+                     * data-parallel lowering buckets them, the sharded one reduce-scatters
+                     * them at the update) */
+                    if (z == 0 && queued) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
                 }
-                bool bucketed = z == 0 && gspec.partial && b->fwd_reads[v] <= 1 && !split_axes;
+                bool bucketed = z == 0 && queued;
                 S->update_transient[z] =
                     fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, z, bucketed));
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
@@ -596,7 +605,16 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * axes (compiler/lower/split.c, spec.c); its share here */
                 unsigned norm_axes = split_axes | (z >= 2 ? rep_axes : 0);
                 if (norm_axes && b->n_params) S->opt_s[z] += cost_allreduce_axes(cm, norm_axes, 4) / b->n_params;
-                if (p->opt.offload != PO_DEVICE) S->off_elems[z] += oe;
+                if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
+                    S->off_elems[z] += oe;
+                    S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);
+                    if (z == 3) { /* level params: the slice, and the stagings its gathers copy it up into */
+                        double sb = buf(p->off_param * oe);
+                        S->off_param_bytes[z] += sb;
+                        S->off_bwd_bytes[z] += b->bwd_reads[v] * sb;
+                        S->off_rc_bytes[z] += (p->rc_reads[v] ? 1 : 0) * sb;
+                    }
+                }
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
                  * all-reduce of every parameter's pair: a share of its latency */
@@ -729,11 +747,16 @@ static void build_strats(Builder *b, IlpGroup *gr) {
         /* where the instance keeps its activations (policy none), those of the
          * group read last by the members after m (or by later groups only) are
          * freed by then: held less that, the most; held_freed the difference */
+        /* host offload under ZeRO-2/3: priced as before members were (the group's whole
+         * gradients at once, its activations all live): member by member, cli_memfit's
+         * gpt2_offload_zero3_2 fell to 1.043 (main 1.000), where the offloaded backward holds
+         * more; not traced yet */
+#define whole(m) (b->p->opt.offload != PO_DEVICE && z >= 2 ? S->param_local : m_pl[m])
         for (int z = 0; z < ZERO_STAGES; z++) {
             double before = 0, kept = 0;
             S->held[z] = 0;
             for (int m = 0; m < gr->n_members; m++) {
-                double h = m_work[m] + (z >= 2 || S->accumulates ? m_pl[m] : 0) - before;
+                double h = m_work[m] + (z >= 2 || S->accumulates ? whole(m) : 0) - before;
                 if (h > S->held[z]) S->held[z] = h;
                 before += m_late[m * ZERO_STAGES + z];
             }
@@ -741,12 +764,13 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             for (int m = 0; m < gr->n_members; m++) {
                 double freed = 0;
                 for (int q = m + 1; q <= gr->n_members; q++) freed += m_freed[q];
-                double h = m_work[m] + (z >= 2 || S->accumulates ? m_pl[m] : 0) - before - freed;
+                double h = m_work[m] + (z >= 2 || S->accumulates ? whole(m) : 0) - before - freed;
                 if (m == 0 || h > kept) kept = h;
                 before += m_late[m * ZERO_STAGES + z];
             }
-            S->held_freed[z] = S->held[z] - kept;
+            S->held_freed[z] = b->p->opt.offload != PO_DEVICE && z >= 2 ? 0 : S->held[z] - kept; /* (above) */
         }
+#undef whole
     }
     ir_free(m_work);
     ir_free(m_pl);
@@ -1045,13 +1069,24 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
                 }
             }
     ir_free(rerun);
-    b.fwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    p->fwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (NodeId n = 0; n < g->n_nodes; n++) {
         const Node *nd = ir_node(g, n);
         for (int i = 0; nd->origin == IR_NONE && !ir_op_is_update(nd->op) && i < nd->n_in; i++) {
             bool again = false;
             for (int k = 0; k < i; k++) again |= nd->in[k] == nd->in[i];
-            if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) b.fwd_reads[nd->in[i]]++;
+            if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) p->fwd_reads[nd->in[i]]++;
+        }
+    }
+    b.bwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1)); /* a forward graph: one each, as param_reads */
+    for (ValueId v = 0; v < g->n_values; v++) b.bwd_reads[v] = b.bw->training ? 0 : 1;
+    for (NodeId n = b.bw->training ? ad_forward_end(g) : g->n_nodes; b.bw->training && n < ad_step_begin(g); n++) {
+        const Node *nd = ir_node(g, n);
+        if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
+        for (int i = 0; i < nd->n_in; i++) {
+            bool again = false;
+            for (int k = 0; k < i; k++) again |= nd->in[k] == nd->in[i];
+            if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) b.bwd_reads[nd->in[i]]++;
         }
     }
     p->run_frac = ir_alloc(sizeof(double) * (size_t)(g->n_values + 1));
@@ -1065,12 +1100,19 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
         if (p->group_of_node[n] >= 0 && ir_node(g, n)->block >= 0) first_blk = p->groups[p->group_of_node[n]].block;
     for (int gi = 0; gi < p->n_groups; gi++) {
         IlpGroup *gr = &p->groups[gi];
+        bool first_inst = gr->block >= 0 && gr->block == first_blk;
         if (b.run_elems[0] > 0) gr->sync_last = run_of(&b, gr) == 0;
-        else gr->sync_last = gr->block >= 0 && gr->block == first_blk ? 1.0 / gr->mult : 0;
+        else gr->sync_last = first_inst ? 1.0 / gr->mult : 0;
+        /* the last two runs the backward launches: one instance of the first block and the
+         * parameters before the blocks */
+        gr->sync_tail = first_inst ? 1.0 / gr->mult : run_of(&b, gr) == 0;
         /* of that run, the last bucket: 25 MiB, or a tensor larger than that alone */
         int k = run_of(&b, gr);
-        if (gr->sync_last > 0 && run_params[k] > 0)
-            gr->sync_last *= fmin(1, fmax(COST_BUCKET_BYTES / (b.run_elems[k] * p->grad_bytes), 1.0 / run_params[k]));
+        double last = run_params[k] > 0
+                          ? fmin(1, fmax(COST_BUCKET_BYTES / (b.run_elems[k] * p->grad_bytes), 1.0 / run_params[k]))
+                          : 1;
+        gr->sync_last *= last;
+        gr->sync_tail *= last;
     }
     ir_free(run_params);
     for (int gi = 0; gi < p->n_groups; gi++) {
@@ -1093,7 +1135,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     ir_free(b.grad_in_place);
     ir_free(b.block_out);
     ir_free(b.param_owner);
-    ir_free(b.fwd_reads);
+    ir_free(b.bwd_reads);
     ir_free(b.run_elems);
     plan_bwd_free(b.bw);
     return p;
@@ -1151,6 +1193,7 @@ void ilp_problem_free(IlpProblem *p) {
     ir_free(p->member_of_node);
     ir_free(p->fuse);
     ir_free(p->run_frac);
+    ir_free(p->fwd_reads);
     ir_free(p->param_reads);
     ir_free(p->rc_reads);
     ir_free(p);

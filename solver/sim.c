@@ -1,7 +1,7 @@
 /*
  * sim.c — the simulator (sim.h): replays one rank's generated program op by
  * op on its two streams, prices each op with the planner's own functions
- * (cost_roofline_op for kernels and copies, shard_coll_time for collectives),
+ * (cost_roofline_op for kernels and copies, shard_coll_time_on for collectives),
  * and writes the program to and reads it from the plan JSON's "program"
  * object; draws the replay as an SVG Gantt chart.
  */
@@ -60,7 +60,9 @@ static double op_time(const SimOp *o, const CostModel *cm, bool no_host) {
     switch (o->kind) {
     case SIM_KERNEL: return cost_roofline_op(cm, o->cls, o->op, o->flops, o->bytes);
     case SIM_COPY: return cost_copy(cm, o->bytes);
-    case SIM_COLL: return shard_coll_time(cm->mesh, o->coll, o->axis, o->bytes);
+    /* a collective on the communication stream is queued there between event
+     * waits (a gradient bucket's); on the compute stream it runs on the caller */
+    case SIM_COLL: return shard_coll_time_on(cm->mesh, o->coll, o->axis, o->bytes, o->stream == SIM_COMM);
     case SIM_HCOPY: return no_host || !(cl->pcie_bw > 0) ? 0 : o->bytes / cl->pcie_bw;
     case SIM_HOST: return no_host || !(cl->host_adamw_rate > 0) ? 0 : o->flops / cl->host_adamw_rate;
     default: return 0;
@@ -129,7 +131,8 @@ static void replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool 
                     else r->coll_compute_s += d;
                     r->coll_n[o->coll][s]++;
                     r->coll_s[o->coll][s] += d;
-                    r->coll_lat_s[o->coll][s] += fmin(d, shard_coll_fixed(cm->mesh, o->coll, o->axis, o->bytes));
+                    r->coll_lat_s[o->coll][s] +=
+                        fmin(d, shard_coll_fixed_on(cm->mesh, o->coll, o->axis, o->bytes, s == SIM_COMM));
                 }
                 if (o->kind != SIM_COLL && o->kind != SIM_HCOPY) r->part_s[o->part] += d;
             }

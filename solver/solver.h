@@ -67,6 +67,18 @@ typedef struct IlpStrat {
                                      * re-run under each policy (IlpProblem.rc_reads) */
     double off_elems[ZERO_STAGES];  /* elements of this rank's optimizer slice that host offload
                                      * may move (0: its optimizer cannot run on the host) */
+    double off_dev_bytes[ZERO_STAGES]; /* the device bytes offloading that slice frees: per
+                                     * parameter, off_dev / 4 f32 buffers of its slice (m, v, the
+                                     * master), each aligned as the memory plan places it
+                                     * (ilp_buffer_bytes; compiler/lower/offload.c moves those) */
+    double off_param_bytes[ZERO_STAGES]; /* level params (stage 3): the parameter slices'
+                                     * buffers, aligned the same way, freed more */
+    double off_bwd_bytes[ZERO_STAGES]; /* level params (stage 3): the stagings the backward's
+                                     * gathers copy those slices up into, one per backward node
+                                     * reading a parameter (compiler/lower/offload.c), of an
+                                     * instance: its transfers there (IlpPrice.mem_staging) */
+    double off_rc_bytes[ZERO_STAGES]; /* and those of a recomputed instance's re-run, gathered
+                                     * once more (IlpProblem.rc_reads, either policy) */
     double param_local;         /* bytes of the group's parameters as used (gathered) */
     bool accumulates;           /* gradients accumulate across micro-batches: each is
                                  * computed into a temporary, then added */
@@ -110,6 +122,11 @@ typedef struct IlpGroup {
                                  * makes last, whose buckets nothing is left to hide behind:
                                  * the parameters before the blocks (the embedding), or where
                                  * there are none one instance of the first block */
+    double sync_tail;           /* the share of its gradient sync (ZeRO 0 and 1) in the last two
+                                 * runs of buckets: one instance of the first block and the
+                                 * parameters before the blocks, queued on the communication
+                                 * stream one after the other behind nothing but the backward
+                                 * of the groups before the blocks (eval.c) */
 } IlpGroup;
 
 /* The gradient buckets' sets (compiler/lower/schedule.c make_buckets: a bucket
@@ -127,6 +144,16 @@ double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z);
  * compute dtype: under mixed precision and micro-batches ZeRO 0 and 1 sum
  * the f32 accumulator (compiler/lower/split.c); else the gradient itself. */
 DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
+
+/* Is parameter v's gradient (grad: its spec as the backward makes it; held:
+ * the parameter's) summed in a gradient bucket at ZeRO stage z, all-reduced on
+ * the communication stream (compiler/lower/schedule.c make_buckets)? ZeRO 0
+ * and 1 (eval.c's buckets) when it is pending, the parameter is read by one
+ * forward node (a tied one's sum is made in place, in no bucket) and no mesh
+ * axis splits it (the sharded lowering's sum of a split one is its
+ * resharding). Else the sum runs on the caller's thread (cost_grad_sync). */
+bool ilp_grad_bucketed(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
+                       const ShardSpec *held);
 
 /* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters
  * block the compute stream (all of them); the buckets of ZeRO 0 and 1 run on
@@ -222,6 +249,8 @@ typedef struct IlpProblem {
                                  * rows when a graph of the whole batch runs as M micro-batches */
     double *run_frac;           /* per value: a parameter's share of the elements of its run of
                                  * gradient buckets (cost_grad_sync's run_frac; problem.c run_of) */
+    int *fwd_reads;             /* per value: the forward nodes reading a parameter (a tied one:
+                                 * more than one; ilp_grad_bucketed) */
     int *param_reads;           /* per value: the nodes that read a parameter in a micro-batch's
                                  * forward and backward, each gathering it under ZeRO-3
                                  * (compiler/lower/zero.c); 2 in a forward graph */
@@ -414,6 +443,8 @@ double ilp_freed_bytes(const IlpStrat *S, int z, bool keeps, bool done);
  * device; the problem's level; at level params, PO_PARAMS for a group at ZeRO-3
  * that chose it (IlpChoice.offload 2), else optim+master. */
 int ilp_group_offload(const IlpProblem *p, const IlpChoice *c, int gi);
+/* The device bytes group gi's offload frees (every instance; 0 on the device). */
+double ilp_group_offloaded_bytes(const IlpProblem *p, const IlpChoice *c, int gi);
 
 IlpChoice ilp_choice_new(const IlpProblem *p);
 void ilp_choice_free(IlpChoice *c);

@@ -457,9 +457,24 @@ static void prof_close(CgCtx *c, NodeId f, bool recomputed, size_t mark) {
     ValueId out = n->out[0];
     double glob = (double)ir_shape_numel(ir_val(g, out)->shape), loc = (double)ir_shape_numel(c->lp->v[out].local);
     double share = glob > 0 && loc < glob ? loc / glob : 1;
+    double flops = ir_node_flops(g, f) * share, bytes = ir_node_bytes(g, f) * share;
+    NodeId first = c->lp->n[f].upd_first; /* lower.updates: the group's kernel, its members' work too */
+    for (NodeId m = first; first != IR_NONE && m < f; m++) {
+        const LowerValue *lv = &c->lp->v[ir_node(g, m)->out[0]];
+        double gm = (double)ir_shape_numel(ir_val(g, ir_node(g, m)->out[0])->shape), lm = (double)ir_shape_numel(lv->local);
+        double sm = gm > 0 && lm < gm ? lm / gm : 1;
+        flops += ir_node_flops(g, m) * sm, bytes += ir_node_bytes(g, m) * sm;
+    }
     StrBuf nm;
     sb_init(&nm);
     sb_printf(&nm, "%s%s", ir_val(g, out)->name, recomputed ? " (recomputed)" : "");
+    int op = n->op;
+    if (first != IR_NONE) { /* named and classed as its updates (a cast may run it) */
+        int nu = 0;
+        for (NodeId m = first; m <= f; m++) nu += ir_op_is_update(ir_node(g, m)->op);
+        sb_printf(&nm, " (a group of %d updates)", nu);
+        op = ir_node(g, first)->op;
+    }
     if (c->n_prof > c->cap_prof_at) {
         c->cap_prof_at = 2 * c->n_prof + 16;
         c->prof_at = ir_realloc(c->prof_at, (size_t)c->cap_prof_at * sizeof *c->prof_at);
@@ -467,8 +482,8 @@ static void prof_close(CgCtx *c, NodeId f, bool recomputed, size_t mark) {
     c->prof_at[c->n_prof - 1] = c->prof.len;
     sb_puts(&c->prof, "    {");
     put_cstring(&c->prof, sb_cstr(&nm));
-    sb_printf(&c->prof, ", \"%s\", \"%s\", %.17g, %.17g, 0, 0},\n", ir_op(n->op)->name,
-              ir_op_class_name(ir_op(n->op)->cls), ir_node_flops(g, f) * share, ir_node_bytes(g, f) * share);
+    sb_printf(&c->prof, ", \"%s\", \"%s\", %.17g, %.17g, 0, 0},\n", ir_op(op)->name,
+              ir_op_class_name(ir_op(op)->cls), flops, bytes);
     sb_free(&nm);
 }
 

@@ -92,6 +92,11 @@ typedef struct CgKernel {
     bool parallel;             /* C: OpenMP over the points however few (each is much work) */
 } CgKernel;
 void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKernel *k);
+/* A multi-tensor kernel (cg_launch.c): one body over the segments ids[0..nseg),
+ * operands shared where shared[j], else each segment's (see there). */
+#define CG_MAX_GROUP_ARGS 127
+void cg_kernel_group(CgCtx *c, const NodeId *ids, int nseg, int nt, const bool *shared, const KArg *args,
+                     const int64_t *n, const char *prologue, const char *body);
 /* The C form of kernel k as cg_kernel_ex writes it, a function named `name`
  * whose operand i has dtype dts[i] and is written when outs[i]. */
 void cg_c_function(StrBuf *out, const char *name, int nargs, const DType *dts, const bool *outs, const CgKernel *k);

@@ -337,8 +337,16 @@ static void unary_body(StrBuf *b, int op, double attr, bool fcast) {
     sb_puts(b, "\n        a1[i] = $W1(r);");
 }
 
+static bool emit_update_group(CgCtx *c, NodeId run);
+
 static bool emit_unary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
+    NodeId run = c->lp->n[id].upd_run; /* lower.updates: the cast of an update's result in its group */
+    if (run != IR_NONE && run != id) {
+        sb_printf(c->sched, "    /* written by node %d's kernel, with its group */\n", run);
+        return true;
+    }
+    if (run != IR_NONE) return emit_update_group(c, id);
     if (numel(L(c, n->in[0])) != numel(L(c, n->out[0]))) /* mixed precision under ZeRO-3 */
         return unsupported(c, id, "its operand is a ZeRO slice and its result whole (a sharded f32 master cast "
                                   "to a whole compute-dtype parameter is not lowered yet)");
@@ -1609,6 +1617,56 @@ void cg_adamw_c_function(StrBuf *out, const char *name, int64_t n) {
     cg_c_function(out, name, 10, dts, outs, &k);
 }
 
+/* A group of AdamW updates (lower.updates: consecutive, the same
+ * hyperparameters and step operands, no ZeRO slice, each with the cast of
+ * its result to the 16-bit parameter after it or none), run by its last
+ * node `run` as one multi-tensor kernel with one update's body: the step's
+ * scalars (lr, step, coefficient) shared, each member's parameter,
+ * gradient, moments and results (and 16-bit parameter) its own. The other
+ * members emitted a comment at their slots; the simulator sees each
+ * member's kernels here, at the slot where the group runs. */
+static bool emit_update_group(CgCtx *c, NodeId run) {
+    const LowerProgram *lp = c->lp;
+    NodeId first = lp->n[run].upd_first;
+    const Node *n0 = N_(c, first);
+    int unit = first + 1 <= run && N_(c, first + 1)->op == OP_CAST ? 2 : 1;
+    int nseg = (run - first + 1) / unit;
+    IR_ASSERT(n0->op == OP_ADAMW && nseg >= 2 && nseg <= LOWER_UPDATE_GROUP_MAX && (run - first + 1) % unit == 0);
+    const Attr *at = n0->attr;
+    char pro[512], body[1200];
+    adamw_text(pro, sizeof pro, body, sizeof body, at[0].f, at[1].f, at[2].f, at[3].f);
+    if (unit == 2) /* the cast, from the value just stored (a float: one rounding, as the cast rounds) */
+        snprintf(body + strlen(body), sizeof body - strlen(body), "\n        a10[i] = $W10(a7[i]);");
+    NodeId ids[LOWER_UPDATE_GROUP_MAX];
+    int64_t npts[LOWER_UPDATE_GROUP_MAX];
+    int nt = n0->n_in + n0->n_out + (unit == 2);
+    bool shared[CG_MAX_KARGS];
+    for (int j = 0; j < nt; j++) shared[j] = j >= 4 && j < 7; /* lr, step, coefficient */
+    KArg a[CG_MAX_GROUP_ARGS];
+    int na = 0;
+    for (int s = 0; s < nseg; s++) {
+        NodeId id = first + s * unit;
+        const Node *n = N_(c, id);
+        IR_ASSERT(n->op == OP_ADAMW && n->n_in + n->n_out + (unit == 2) == nt && lp->n[id].upd_run == run &&
+                  !lp->n[id].zero);
+        ids[s] = id;
+        npts[s] = numel(L(c, n->in[0]));
+        for (int j = 0; j < nt; j++) {
+            if (s > 0 && shared[j]) {
+                IR_ASSERT(n->in[j] == n0->in[j]);
+                continue;
+            }
+            IR_ASSERT(na < CG_MAX_GROUP_ARGS);
+            if (j < n->n_in) a[na++] = (KArg){n->in[j], 0, 0};
+            else if (j < n->n_in + n->n_out) a[na++] = (KArg){n->out[j - n->n_in], 1, 0};
+            else a[na++] = (KArg){N_(c, id + 1)->out[0], 1, 0}; /* the cast's 16-bit parameter */
+        }
+    }
+    cg_kernel_group(c, ids, nseg, nt, shared, a, npts, pro, body);
+    for (NodeId id = first; id < run; id++) cg_trace_node(c, id); /* run: cg_emit_node traces it */
+    return true;
+}
+
 /* adamw, sgd, lamb and lars: element-wise; results may be written over their
  * leaves (the lowering aliases them), so each point reads everything first.
  * The trust ratio (lamb, lars) comes from the norms operand, summed by then.
@@ -1626,6 +1684,10 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
         if (dt_of(c, n->in[k == 0 ? 0 : k + 1]) != DT_F32 || dt_of(c, n->out[k]) != DT_F32)
             return unsupported(c, id, "a parameter or optimizer state that is not f32 (mixed precision updates f32 masters)");
     const LowerNode *ln = &c->lp->n[id];
+    if (ln->upd_run != IR_NONE && ln->upd_run != id) { /* lower.updates: the group's last node runs it */
+        sb_printf(c->sched, "    /* updated by node %d's kernel, with its group */\n", ln->upd_run);
+        return true;
+    }
     if (ln->zero && !c->lp->v[n->in[0]].zchunk && c->lp->v[n->out[0]].offset == c->lp->v[n->in[0]].offset)
         return unsupported(c, id, "ZeRO stage 1/2: this rank's updated slice shares storage with the whole "
                                   "parameter it is all-gathered into (mixed precision: the f32 master; the "
@@ -1687,6 +1749,7 @@ static bool emit_optimizer(CgCtx *c, NodeId id) {
                  "        a%d[i] = r0;\n        a%d[i] = r1;",
                  at[0].f, at[1].f, y, y + 1);
     }
+    if (ln->upd_first != IR_NONE) return emit_update_group(c, id);
     KArg a[IR_MAX_IN + IR_MAX_OUT];
     for (int i = 0; i < n->n_in; i++) a[i] = (KArg){n->in[i], 0, 0};
     for (int k = 0; k < n->n_out; k++) a[y + k] = (KArg){n->out[k], 1, 0};

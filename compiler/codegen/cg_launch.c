@@ -289,6 +289,64 @@ int cg_rows_threads(int64_t width) {
     return t;
 }
 
+/* Kernel text kc (C) and kcu (CUDA), its name written @K@, with the C
+ * signature sig: the same text written before is shared (its name), else it
+ * is added to the kernel files under a new name. Writes the name. */
+static void kernel_register(CgCtx *c, const char *kc, const char *kcu, const char *sig, const char *what,
+                            const char *res, char name[256]) {
+    StrBuf both;
+    sb_init(&both);
+    sb_printf(&both, "%s\n%s", kc, kcu);
+    uint64_t h = hash(sb_cstr(&both));
+    int kid = -1;
+    for (int q = 0; q < c->n_uniq && kid < 0; q++)
+        if (c->uniq_hash[q] == h && !strcmp(sb_cstr(&c->uniq_text[q]), sb_cstr(&both))) kid = c->uniq_kid[q];
+    if (kid >= 0) {
+        snprintf(name, 256, "%s_k%d", c->prefix, kid);
+        sb_free(&both);
+        return;
+    }
+    kid = c->n_kernels++;
+    snprintf(name, 256, "%s_k%d", c->prefix, kid);
+    if (c->n_uniq == c->cap_uniq) {
+        c->cap_uniq = c->cap_uniq ? 2 * c->cap_uniq : 64;
+        c->uniq_hash = realloc(c->uniq_hash, sizeof *c->uniq_hash * (size_t)c->cap_uniq);
+        c->uniq_kid = realloc(c->uniq_kid, sizeof *c->uniq_kid * (size_t)c->cap_uniq);
+        c->uniq_text = realloc(c->uniq_text, sizeof *c->uniq_text * (size_t)c->cap_uniq);
+        if (!c->uniq_hash || !c->uniq_kid || !c->uniq_text) {
+            fprintf(stderr, "colossal-compile: out of memory\n");
+            exit(1);
+        }
+    }
+    c->uniq_hash[c->n_uniq] = h;
+    c->uniq_kid[c->n_uniq] = kid;
+    c->uniq_text[c->n_uniq] = both; /* kept */
+    c->n_uniq++;
+    StrBuf sg;
+    sb_init(&sg);
+    put_named(&sg, sig, name);
+    sb_printf(&c->proto, "void %s(%s);\n", name, sb_cstr(&sg));
+    sb_free(&sg);
+    sb_printf(&c->kc, "/* %s -> %%%s */\n", what, res);
+    put_named(&c->kc, kc, name);
+    sb_printf(&c->kcu, "/* %s -> %%%s */\n", what, res);
+    put_named(&c->kcu, kcu, name);
+}
+
+/* The launch of kernel `name` in the schedule: its operands' pointers (a
+ * ZeRO slice's shifted to this rank's), o0 and the workspace. */
+static void kernel_launch(CgCtx *c, const char *name, int nargs, const KArg *args, const char *off, bool work) {
+    sb_printf(c->sched, "    %s(NULL", name);
+    for (int i = 0; i < nargs; i++) {
+        sb_puts(c->sched, ", ");
+        cg_ptr(c, c->sched, args[i].v);
+        if (args[i].zshift) sb_printf(c->sched, " + M->zrank * %lld", (long long)args[i].zshift);
+    }
+    if (off) sb_printf(c->sched, ", (int64_t)(%s)", off);
+    if (work) sb_printf(c->sched, ", CG_F(%s)", cg_scratch(c, 256).s);
+    sb_puts(c->sched, ");\n");
+}
+
 void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKernel *k) {
     const char *what = ir_op(ir_node(c->g, id)->op)->name;
     const char *res = ir_val(c->g, ir_node(c->g, id)->out[0])->name;
@@ -353,46 +411,8 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
     sb_puts(&kcu, "}\n\n");
     sb_free(&rowbody);
 
-    /* the same kernel written before: share it */
-    StrBuf both;
-    sb_init(&both);
-    sb_printf(&both, "%s\n%s", sb_cstr(&kc), sb_cstr(&kcu));
-    uint64_t h = hash(sb_cstr(&both));
-    int kid = -1;
-    for (int q = 0; q < c->n_uniq && kid < 0; q++)
-        if (c->uniq_hash[q] == h && !strcmp(sb_cstr(&c->uniq_text[q]), sb_cstr(&both))) kid = c->uniq_kid[q];
     char name[256];
-    if (kid < 0) {
-        kid = c->n_kernels++;
-        snprintf(name, sizeof name, "%s_k%d", c->prefix, kid);
-        if (c->n_uniq == c->cap_uniq) {
-            c->cap_uniq = c->cap_uniq ? 2 * c->cap_uniq : 64;
-            c->uniq_hash = realloc(c->uniq_hash, sizeof *c->uniq_hash * (size_t)c->cap_uniq);
-            c->uniq_kid = realloc(c->uniq_kid, sizeof *c->uniq_kid * (size_t)c->cap_uniq);
-            c->uniq_text = realloc(c->uniq_text, sizeof *c->uniq_text * (size_t)c->cap_uniq);
-            if (!c->uniq_hash || !c->uniq_kid || !c->uniq_text) {
-                fprintf(stderr, "colossal-compile: out of memory\n");
-                exit(1);
-            }
-        }
-        c->uniq_hash[c->n_uniq] = h;
-        c->uniq_kid[c->n_uniq] = kid;
-        c->uniq_text[c->n_uniq] = both;
-        c->n_uniq++;
-        sb_init(&both);
-        StrBuf sg;
-        sb_init(&sg);
-        put_named(&sg, sb_cstr(&sig), name);
-        sb_printf(&c->proto, "void %s(%s);\n", name, sb_cstr(&sg));
-        sb_free(&sg);
-        sb_printf(&c->kc, "/* %s -> %%%s */\n", what, res);
-        put_named(&c->kc, sb_cstr(&kc), name);
-        sb_printf(&c->kcu, "/* %s -> %%%s */\n", what, res);
-        put_named(&c->kcu, sb_cstr(&kcu), name);
-    } else {
-        snprintf(name, sizeof name, "%s_k%d", c->prefix, kid);
-    }
-    sb_free(&both);
+    kernel_register(c, sb_cstr(&kc), sb_cstr(&kcu), sb_cstr(&sig), what, res, name);
     if (k->work_bytes > c->work_bytes) c->work_bytes = k->work_bytes;
 
     /* the audit line: this launch's threads beside the node's extent */
@@ -403,17 +423,7 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
               "flops=%.0f bytes=%.0f */\n",
               name, (int)id, c->emit_serial, what, res, par, wk, (long long)threads, CG_FILL_THREADS,
               ir_node_flops(c->g, id) * share, ir_node_bytes(c->g, id) * share);
-
-    /* the launch */
-    sb_printf(c->sched, "    %s(NULL", name);
-    for (int i = 0; i < nargs; i++) {
-        sb_puts(c->sched, ", ");
-        cg_ptr(c, c->sched, args[i].v);
-        if (args[i].zshift) sb_printf(c->sched, " + M->zrank * %lld", (long long)args[i].zshift);
-    }
-    if (off) sb_printf(c->sched, ", (int64_t)(%s)", k->off);
-    if (work) sb_printf(c->sched, ", CG_F(%s)", cg_scratch(c, 256).s);
-    sb_puts(c->sched, ");\n");
+    kernel_launch(c, name, nargs, args, k->off, work);
     sb_free(&sig);
     sb_free(&dsig);
     sb_free(&kc);
@@ -441,6 +451,122 @@ void cg_kernel_rows(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t ro
                     const char *body, const char *off) {
     CgKernel k = {.n = rows, .prologue = "", .body = body, .off = off, .rows = true, .rows_width = width};
     cg_kernel_ex(c, id, nargs, args, &k);
+}
+
+/* The kernel of a group of updates (lower.updates): the same point body
+ * over nseg segments, segment s being node ids[s] with n[s] points. The body
+ * names the nt operands of one node (a0 .. a{nt-1}); operand j is the same
+ * value in every segment when shared[j] (read only: the step's scalars),
+ * else each segment's own. args: segment 0's nt operands, then each later
+ * segment's unshared ones in order; the kernel's parameters g0 .. are
+ * those, and each segment names its operands a0 .. again in a block of its
+ * own. C: one OpenMP region with a `for simd nowait` loop per segment (one
+ * fork and join for the group); CUDA: one launch over every segment's
+ * points, each thread finding its segment. */
+void cg_kernel_group(CgCtx *c, const NodeId *ids, int nseg, int nt, const bool *shared, const KArg *args,
+                     const int64_t *n, const char *prologue, const char *body) {
+    IR_ASSERT(nseg >= 2 && nt <= CG_MAX_KARGS);
+    int nu = 0;
+    for (int j = 0; j < nt; j++) nu += !shared[j];
+    int nargs = nt + (nseg - 1) * nu;
+    IR_ASSERT(nargs <= CG_MAX_GROUP_ARGS);
+    DType dts[CG_MAX_GROUP_ARGS];
+    bool outs[CG_MAX_GROUP_ARGS];
+    for (int i = 0; i < nargs; i++) dts[i] = ir_val(c->g, args[i].v)->dtype, outs[i] = args[i].out;
+    /* the parameter of operand j in segment s */
+#define GARG(s, j) ((s) == 0 || shared[j] ? (j) : nt + ((s) - 1) * nu + unshared_rank[j])
+    int unshared_rank[CG_MAX_KARGS];
+    for (int j = 0, r = 0; j < nt; j++) unshared_rank[j] = shared[j] ? -1 : r++;
+    for (int s = 1; s < nseg; s++)
+        for (int j = 0; j < nt; j++) IR_ASSERT(dts[GARG(s, j)] == dts[j] && outs[GARG(s, j)] == outs[j]);
+    StrBuf sig, dsig, pro, bd, kc, kcu;
+    sb_init(&sig);
+    sb_init(&dsig);
+    sb_init(&pro);
+    sb_init(&bd);
+    sb_init(&kc);
+    sb_init(&kcu);
+    sb_puts(&sig, "colrt_stream *cg_s");
+    for (int i = 0; i < nargs; i++) {
+        const char *q = outs[i] ? "" : "const ";
+        sb_printf(&sig, ", %s%s *g%d", q, cg_ctype(dts[i]), i);
+        sb_printf(&dsig, "%s%s%s *g%d", i ? ", " : "", q, cg_ctype(dts[i]), i);
+    }
+    cg_body_dt(&pro, nt, dts, prologue);
+    cg_body_dt(&bd, nt, dts, body);
+    int64_t total = 0;
+    for (int s = 0; s < nseg; s++) total += n[s];
+    StrBuf shr;
+    sb_init(&shr);
+    for (int j = 0; j < nt; j++)
+        if (shared[j]) sb_printf(&shr, "    %s%s *const a%d = g%d;\n    (void)a%d;\n", outs[j] ? "" : "const ", cg_ctype(dts[j]), j, j, j);
+
+    /* C */
+    sb_printf(&kc, "void @K@(%s) {\n    (void)cg_s;\n%s    %s", sb_cstr(&sig), sb_cstr(&shr), sb_cstr(&pro));
+    if (total > 4096) sb_puts(&kc, "#ifdef _OPENMP\n#pragma omp parallel\n#endif\n");
+    sb_puts(&kc, "    {\n");
+    for (int s = 0; s < nseg; s++) {
+        sb_puts(&kc, "    {\n");
+        for (int j = 0; j < nt; j++)
+            if (!shared[j])
+                sb_printf(&kc, "        %s%s *const a%d = g%d;\n", outs[j] ? "" : "const ", cg_ctype(dts[j]), j, GARG(s, j));
+        sb_printf(&kc, "#ifdef _OPENMP\n#pragma omp for simd schedule(static) nowait\n#endif\n"
+                       "        for (int64_t i = 0; i < %lld; i++) {\n            %s\n        }\n    }\n",
+                  (long long)n[s], sb_cstr(&bd));
+    }
+    sb_puts(&kc, "    }\n}\n\n");
+
+    /* CUDA: a thread per point of all segments */
+    sb_printf(&kcu, "__global__ static void __launch_bounds__(256) @K@_p0(%s) {\n", sb_cstr(&dsig));
+    sb_printf(&kcu, "    const int64_t cg_i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "    if (cg_i >= %lld) return;\n%s    %s",
+              (long long)total, sb_cstr(&shr), sb_cstr(&pro));
+    int64_t at = 0;
+    for (int s = 0; s < nseg; s++) {
+        if (s + 1 < nseg) sb_printf(&kcu, "    %sif (cg_i < %lld) {\n", s ? "else " : "", (long long)(at + n[s]));
+        else sb_puts(&kcu, "    else {\n");
+        sb_printf(&kcu, "        const int64_t i = cg_i - %lld;\n", (long long)at);
+        for (int j = 0; j < nt; j++)
+            if (!shared[j])
+                sb_printf(&kcu, "        %s%s *const a%d = g%d;\n", outs[j] ? "" : "const ", cg_ctype(dts[j]), j, GARG(s, j));
+        sb_printf(&kcu, "        {\n        %s\n        }\n    }\n", sb_cstr(&bd));
+        at += n[s];
+    }
+    sb_puts(&kcu, "}\n");
+    int64_t blocks = (total + 255) / 256;
+    const char *what = ir_op(ir_node(c->g, ids[nseg - 1])->op)->name;
+    char whatn[64];
+    snprintf(whatn, sizeof whatn, "%s x%d", what, nseg);
+    sb_printf(&kcu, "extern \"C\" void @K@(%s) {\n    {\n    CG_T0();\n    @K@_p0<<<%lld, 256, 0, cg_stream(cg_s)>>>(",
+              sb_cstr(&sig), (long long)blocks);
+    for (int i = 0; i < nargs; i++) sb_printf(&kcu, "%sg%d", i ? ", " : "", i);
+    sb_printf(&kcu, ");\n    CG_CHECK(\"@K@_p0 (%s)\");\n    CG_T1(\"@K@_p0 (%s)\");\n    }\n}\n\n", whatn, whatn);
+#undef GARG
+
+    const char *res = ir_val(c->g, ir_node(c->g, ids[nseg - 1])->out[0])->name;
+    char name[256];
+    kernel_register(c, sb_cstr(&kc), sb_cstr(&kcu), sb_cstr(&sig), whatn, res, name);
+    /* the audit line: the group's extent, FLOPs and bytes, summed */
+    double par = 0, wk = 0, fl = 0, by = 0;
+    for (int s = 0; s < nseg; s++) {
+        double p1, w1, sh = 1;
+        node_extent(c, ids[s], &p1, &w1, &sh);
+        par += p1, wk += w1;
+        fl += ir_node_flops(c->g, ids[s]) * sh, by += ir_node_bytes(c->g, ids[s]) * sh;
+    }
+    sb_printf(&c->audit,
+              "/* cg-audit kernel=%s node=%d emit=%d op=%s value=%%%s parallel=%.0f work=%.0f threads=%lld fill=%d "
+              "flops=%.0f bytes=%.0f */\n",
+              name, (int)ids[nseg - 1], c->emit_serial, what, res, par, wk, (long long)(blocks * 256), CG_FILL_THREADS,
+              fl, by);
+    kernel_launch(c, name, nargs, args, NULL, false);
+    sb_free(&sig);
+    sb_free(&dsig);
+    sb_free(&pro);
+    sb_free(&bd);
+    sb_free(&kc);
+    sb_free(&kcu);
+    sb_free(&shr);
 }
 
 /* The audit lines, one group per node emission (emit=), identical groups

@@ -251,6 +251,13 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
     int fused_norm = 0; /* lower.fuse: adds done by the norm after them */
     for (NodeId id = 0; id < g->n_nodes; id++) fused_norm += lp->n[id].norm_add != IR_NONE;
     cJSON_AddNumberToObject(low, "fused_norm_adds", fused_norm);
+    int upd_groups = 0, upd_grouped = 0; /* lower.updates: AdamW updates run by one kernel a group */
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        upd_groups += lp->n[id].upd_first != IR_NONE;
+        upd_grouped += lp->n[id].upd_run != IR_NONE && ir_op_is_update(ir_node(g, id)->op);
+    }
+    cJSON_AddNumberToObject(low, "update_groups", upd_groups);
+    cJSON_AddNumberToObject(low, "grouped_updates", upd_grouped);
     char *txt = cJSON_Print(root);
     cJSON_Delete(root);
     size_t n = strlen(txt);

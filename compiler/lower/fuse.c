@@ -139,3 +139,119 @@ bool lower_pass_fuse(LowerCtx *c) {
     ir_free(rerun);
     return true;
 }
+
+/* ---- lower.updates: AdamW updates in groups ------------------------------------------ */
+
+/* Nothing of the node's own before or after its kernel that another node
+ * could see move: no collective, resharding, recompute, ZeRO gather of its
+ * result or ZeRO slice, host offload, bucket or norms launch, operands read
+ * as a value other than the one they are at a later slot. */
+static bool runs_alone(const LowerProgram *p, NodeId id) {
+    const Graph *g = p->g;
+    const Node *n = ir_node(g, id);
+    const LowerNode *ln = &p->n[id];
+    if (!plain(ln) || ln->n_rs || ln->n_gather || ln->fetch_at >= 0) return false;
+    if (lower_zero_gather_target(p, id) != IR_NONE || lower_offload_of(p, id)) return false;
+    for (int k = 0; k < p->n_buckets; k++)
+        if (p->buckets[k].launch == id || p->buckets[k].wait_at == id) return false;
+    if (p->norms.n && p->norms.launch == id) return false;
+    for (int k = 0; k < n->n_in; k++)
+        if (p->v[n->in[k]].redirect != IR_NONE && p->v[n->in[k]].redirect_from > id) return false;
+    for (int k = 0; k < n->n_out; k++)
+        if (lower_on_host(p, n->out[k])) return false;
+    return true;
+}
+
+/* The nodes of the update unit at id: an AdamW on f32 tensors (the
+ * kernel's one form) that runs alone (above), and when the node after it is
+ * the cast of its parameter result to the 16-bit parameter (mixed
+ * precision) that runs alone too and whose result only the next step reads,
+ * that cast (the group's kernel writes both); 0: no unit. Moving the unit's
+ * kernels to the group's last slot moves nothing another node reads before
+ * then: its results are read by the next step only (in place over the
+ * parameter and moments, or committed at the step's end). */
+static int update_unit(const LowerProgram *p, NodeId id) {
+    const Graph *g = p->g;
+    const Node *n = ir_node(g, id);
+    if (n->op != OP_ADAMW || !runs_alone(p, id)) return 0;
+    for (int k = 0; k < n->n_in; k++)
+        if (ir_val(g, n->in[k])->dtype != DT_F32) return 0;
+    for (int k = 0; k < n->n_out; k++)
+        if (ir_val(g, n->out[k])->dtype != DT_F32) return 0;
+    if (id + 1 >= g->n_nodes) return 1;
+    const Node *x = ir_node(g, id + 1);
+    if (x->op != OP_CAST || x->in[0] != n->out[0] || !runs_alone(p, id + 1)) return 1;
+    const Value *w = ir_val(g, x->out[0]);
+    bool ok = (w->dtype == DT_BF16 || w->dtype == DT_F16) && w->updates != IR_NONE &&
+              ir_shape_numel(p->v[x->out[0]].local) == ir_shape_numel(p->v[n->out[0]].local);
+    return ok ? 2 : 1;
+}
+
+/* Whether update b can join a's group: the same hyperparameters and the same
+ * step operands (lr, step, clipping coefficient: one prologue), the same
+ * unit (with or without the cast, and the cast's dtype), parameters of the
+ * same tied-block instance (so each instance's group is the same kernel,
+ * called with its offsets: cg_share), the same pipeline stages. */
+static bool update_joins(const LowerProgram *p, const int32_t *home, NodeId a, int ua, NodeId b, int ub) {
+    const Graph *g = p->g;
+    const Node *x = ir_node(g, a), *y = ir_node(g, b);
+    if (ua != ub || (ua == 2 && ir_val(g, ir_node(g, a + 1)->out[0])->dtype != ir_val(g, ir_node(g, b + 1)->out[0])->dtype))
+        return false;
+    for (int k = 0; k < 4; k++)
+        if (x->attr[k].f != y->attr[k].f) return false;
+    for (int k = 4; k < 7; k++)
+        if (x->in[k] != y->in[k]) return false;
+    /* the parameter the forward reads: the 16-bit one a cast writes, else the updated one */
+    ValueId px = ua == 2 ? ir_val(g, ir_node(g, a + 1)->out[0])->updates : x->in[0];
+    ValueId py = ub == 2 ? ir_val(g, ir_node(g, b + 1)->out[0])->updates : y->in[0];
+    if (home[2 * px] != home[2 * py] || home[2 * px + 1] != home[2 * py + 1]) return false;
+    return p->pipe.stages <= 1 || !p->pipe.mask || p->pipe.mask[a] == p->pipe.mask[b];
+}
+
+/* Groups runs of consecutive AdamW updates (and their casts; no other node
+ * between them, as scheduled) into one kernel: the multi-tensor update
+ * (PyTorch's foreach and fused AdamW, apex's multi_tensor_apply): one OpenMP
+ * region or one CUDA launch instead of one or two per parameter, the 16-bit
+ * parameter written from the update's value in registers. The members'
+ * reads and writes move to the group's last slot (schedule.c), which is all
+ * the schedule sees of it; the planner's price is unchanged (solver/cost.c
+ * prices memory-bound kernels by bytes, with no per-launch term; the cast's
+ * read of the master it no longer does is left in: the price is the unfused
+ * program's, an over-estimate of 4 bytes a parameter). At most
+ * LOWER_UPDATE_GROUP_MAX updates. */
+bool lower_pass_updates(LowerCtx *c) {
+    LowerProgram *p = c->p;
+    const Graph *g = c->g;
+    int nn = c->nn;
+    for (NodeId id = 0; id < nn; id++) p->n[id].upd_run = p->n[id].upd_first = IR_NONE;
+    /* a parameter's home: the block instance of its first reader (the update
+     * nodes themselves are outside blocks); HOME_UNSET before */
+    enum { HOME_UNSET = IR_NONE - 1 };
+    int32_t *home = ir_alloc(sizeof(int32_t) * 2 * (size_t)(c->nv ? c->nv : 1));
+    for (ValueId v = 0; v < c->nv; v++) home[2 * v] = home[2 * v + 1] = HOME_UNSET;
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        for (int k = 0; k < n->n_in; k++)
+            if (home[2 * n->in[k]] == HOME_UNSET) home[2 * n->in[k]] = n->block, home[2 * n->in[k] + 1] = n->instance;
+    }
+    for (NodeId a = 0; a < nn;) {
+        int ua = update_unit(p, a);
+        if (!ua) {
+            a++;
+            continue;
+        }
+        NodeId b = a; /* the last unit's first node */
+        int units = 1;
+        while (units < LOWER_UPDATE_GROUP_MAX && b + ua < nn && update_unit(p, b + ua) == ua &&
+               update_joins(p, home, a, ua, b + ua, ua))
+            b += ua, units++;
+        NodeId last = b + ua - 1;
+        if (units > 1) {
+            for (NodeId k = a; k <= last; k++) p->n[k].upd_run = last;
+            p->n[last].upd_first = a;
+        }
+        a = last + 1;
+    }
+    ir_free(home);
+    return true;
+}

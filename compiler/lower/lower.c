@@ -14,6 +14,7 @@
  *   fuse       fuse.c       kernels merged into the one before (GEMM bias epilogues)
  *   offload    offload.c    host offload: updates on the host, the host arena
  *   pipeline   pipeline.c   pipeline stages: transfers, the update's sums of parts
+ *   updates    fuse.c       consecutive AdamW updates in one kernel (multi-tensor)
  *   schedule   schedule.c   slots, live intervals, the static memory plan (pipelined:
  *                           each stage's, buffers of disjoint stages sharing memory)
  *
@@ -124,6 +125,7 @@ static const LowerPass passes[] = {
     {"fuse", lower_pass_fuse},
     {"offload", lower_pass_offload},
     {"pipeline", lower_pass_pipeline},
+    {"updates", lower_pass_updates},
     {"schedule", lower_pass_schedule},
 };
 
@@ -154,7 +156,8 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     p->n = ir_alloc(sizeof *p->n * (size_t)(nn ? nn : 1));
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
     for (int i = 0; i < nn; i++) /* lower.fuse sets them */
-        p->n[i].bias_add = p->n[i].res_add = p->n[i].res_of = p->n[i].norm_add = p->n[i].add_norm = IR_NONE;
+        p->n[i].bias_add = p->n[i].res_add = p->n[i].res_of = p->n[i].norm_add = p->n[i].add_norm =
+            p->n[i].upd_run = p->n[i].upd_first = IR_NONE;
     for (NodeId id = 0; id < nn; id++) p->n[id].dir_for = IR_NONE;
     LowerCtx c = {.g = g, .p = p, .err = err, .nv = nv, .nn = nn};
     c.pending = ir_alloc(sizeof(bool) * (size_t)(nv ? nv : 1));
@@ -335,6 +338,10 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
         if (ln->res_of != IR_NONE) sb_printf(b, "  (fused into the GEMM of node %d: the residual)", ln->res_of);
         if (ln->norm_add != IR_NONE) sb_printf(b, "  (fused: does the add of node %d first)", ln->norm_add);
         if (ln->add_norm != IR_NONE) sb_printf(b, "  (fused into the norm of node %d)", ln->add_norm);
+        if (ln->upd_first != IR_NONE)
+            sb_printf(b, "  (fused: updates nodes %d-%d, one kernel)", ln->upd_first, id);
+        else if (ln->upd_run != IR_NONE)
+            sb_printf(b, "  (fused into the update of node %d)", ln->upd_run);
         for (int k = 0; ln->fused && n->op == OP_ADD && k < 2; k++)
             if (ir_val(g, n->in[k])->def != IR_NONE && p->n[ir_val(g, n->in[k])->def].bias_add == id)
                 sb_puts(b, "  (fused into the GEMM before)");

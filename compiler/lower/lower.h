@@ -272,6 +272,11 @@ typedef struct LowerValue {
                                 * (offset: into it), not in the device arena */
 } LowerValue;
 
+/* The most updates one multi-tensor AdamW kernel runs (lower.updates, fuse.c):
+ * its 3 + 8 per member parameters (7 and the cast's result) within the 127
+ * C17 lets a function have. */
+#define LOWER_UPDATE_GROUP_MAX 15
+
 typedef struct LowerNode {
     int n_reduce;              /* all-reduce (sum over dp ranks) these operands first */
     ValueId reduce[IR_MAX_IN];
@@ -293,6 +298,13 @@ typedef struct LowerNode {
                                 * row, then normalizes it; IR_NONE */
     NodeId add_norm;           /* on that add: the norm doing it (the add runs no kernel and
                                 * its operands are read at the norm's slot); IR_NONE */
+    NodeId upd_run;            /* lower.updates (fuse.c): an AdamW update (or the cast of its
+                                * result to the 16-bit parameter) in a group of consecutive
+                                * ones whose last node's kernel does every member's work, one
+                                * launch at that node's slot; the group's last node (itself
+                                * on it); IR_NONE: no group */
+    NodeId upd_first;          /* on the group's last node: its first (the members are
+                                * upd_first .. it, consecutive); IR_NONE elsewhere */
     ValueId acc_into;          /* embedding_dw: scatter-add into this value's buffer
                                 * (the other operand of the add that sums them); IR_NONE */
     NodeId ce_grad;            /* cross_entropy: also writes this cross_entropy_bwd's

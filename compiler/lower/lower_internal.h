@@ -32,6 +32,7 @@ bool lower_pass_buckets(LowerCtx *c);   /* schedule.c */
 bool lower_pass_norms(LowerCtx *c);     /* norms.c */
 bool lower_pass_schedule(LowerCtx *c);  /* schedule.c */
 bool lower_pass_fuse(LowerCtx *c);      /* fuse.c */
+bool lower_pass_updates(LowerCtx *c);   /* fuse.c */
 bool lower_pass_pipeline(LowerCtx *c);  /* pipeline.c */
 bool lower_pass_offload(LowerCtx *c);   /* offload.c */
 void lower_pipe_free(LowerPipe *pp);    /* pipeline.c */

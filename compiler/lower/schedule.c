@@ -335,9 +335,11 @@ bool lower_pass_schedule(LowerCtx *c) {
     int tend = nn ? tn[nn - 1] + 1 : 0;
 #define T_START(id) (tn[id] - p->n[id].n_recompute) /* before the node's recomputes */
     /* the slot a node's work runs in: its own, or for an add a norm does
-     * (lower.fuse) the norm's: its operands are read and its sum written there */
+     * (lower.fuse) the norm's: its operands are read and its sum written
+     * there; for an update in a group (lower.updates), the group's last */
     int *tx = ir_alloc(sizeof(int) * (size_t)(nn + 1));
-    for (NodeId id = 0; id < nn; id++) tx[id] = tn[p->n[id].add_norm != IR_NONE ? p->n[id].add_norm : id];
+    for (NodeId id = 0; id < nn; id++)
+        tx[id] = tn[p->n[id].add_norm != IR_NONE ? p->n[id].add_norm : p->n[id].upd_run != IR_NONE ? p->n[id].upd_run : id];
     int ntot = p->n_values;
     last_use = c->last_use = ir_realloc(c->last_use, sizeof(int) * (size_t)ntot);
     note_reads(g, p, tn, tx, tend, -1, last_use);

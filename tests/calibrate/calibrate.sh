@@ -68,6 +68,19 @@ for kind in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
     assert all(x < y for x, y in zip(b, b[1:])) and all(x <= y for x, y in zip(us, us[1:])), (kind, t)
     assert all(u > 0 for u in us), (kind, t)
     assert [p[0] for p in k[kind]["points_bytes_seconds"]] == b, (kind, b)
+# the stream's hand-off: each kind's first 3 sizes also timed on the caller's thread; the
+# median of the 12 differences (stream less caller), at least 0, is the link's handoff_us
+hd = k["handoff"]
+d = []
+for kind in ("all-reduce", "all-gather", "reduce-scatter", "all-to-all"):
+    cp, sp = hd["caller_points_bytes_seconds"][kind], k[kind]["points_bytes_seconds"][:3]
+    assert len(cp) == 3 and [p[0] for p in cp] == [p[0] for p in sp], (kind, cp, sp)
+    assert all(p[1] > 0 for p in cp), (kind, cp)
+    d += [s[1] - q[1] for s, q in zip(sp, cp)]
+d.sort()
+want = max(0.0, (d[5] + d[6]) / 2) * 1e6
+assert abs(hd["handoff_us"] - want) <= 1e-6 * max(1.0, want), (hd["handoff_us"], want, d)
+assert abs(cu["intra"].get("handoff_us", 0) - want) <= 1e-6 * max(1.0, want), (cu["intra"].get("handoff_us"), want)
 h, hc = c["host"], c["calibration"]["host_offload"]   # host offload: memory, copies, host AdamW
 assert h["memory_gb"] > 0 and h["pcie_gbs"] > 0 and h["adamw_gelems"] > 0, h
 assert h["pcie_gbs"] == min(hc["d2h_gbs"], hc["h2d_gbs"]) and h["adamw_gelems"] == hc["adamw_gelems"], (h, hc)

@@ -82,6 +82,17 @@ ROWS = [
      "--chunk-bytes 3KB", "zero3 chunk"),
     ("llama_micro2_zero2_chunk_2", [llama], "--cluster h100:1x2 --mesh 2 --strategy zero2 --micro-batches 2 "
      "--chunk-bytes 8KB", "zero2 micro chunk"),
+    # host offload (solver/problem.c offload_prices): the device bytes freed are the buffers the memory plan
+    # moves to the host arena, each aligned (IlpStrat.off_dev_bytes: 0.872, 0.778 and 0.903 counted per
+    # element); with the parameters' slices on the host the backward's transfers stage only the slices its
+    # nodes gather (IlpStrat.off_bwd_bytes: 0.783 with every slice of a block instance)
+    ("gpt2_offload_zero3_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero3 --offload optim", "zero3 offload"),
+    ("gpt2_offload_bf16_zero2_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero2 --dtype bf16 "
+     "--offload optim+master", "zero2 offload"),
+    ("gpt2_offload_params_zero3_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero3 --offload params",
+     "zero3 params"),
+    ("gpt2_offload_zero3_chunk_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero3 --offload optim "
+     "--chunk-bytes 8KB", "zero3 offload chunk"),
 ]
 
 
@@ -89,13 +100,9 @@ ROWS = [
 # kind and OUTSIDE [0.97, 1.03] (a strict expected failure): when the model
 # learns the term, the test fails until the row leaves this table.
 KNOWN_MISS = {
-    # SGD, ZeRO-1 on 2x2, full recompute (0.971 until the lowering stopped allocating the
-    # last gather step's unused buffer, which fragmented the arena): the first block
-    # instance's moment adds the re-run block's re-made activations whole to the blocks'
-    # largest transient, where the program frees them group by group (safe side). (The
-    # tensor-parallel ZeRO-1 2x2 GPT-2 row, 1.030 from the arena's packing, came inside with
-    # the packer's four orders: 2026-12-05, mem14e)
-    "llama_tp_zero1_2x2": "the first block instance's moment: re-made activations whole beside the largest transient",
+    # (empty since 2026-12-05: llama_tp_zero1_2x2 came inside with the first block instance's
+    # backward priced group by group; gpt2_tp_zero1_2x2, 1.030 from the arena's packing, with
+    # the packer's four orders, mem14e)
 }
 
 
@@ -119,6 +126,11 @@ def kinds(plan):
         k.add("micro")
     if plan.get("chunks", {}).get("chunk_bytes", 0) > 0:
         k.add("chunk")
+    for g in plan.get("offload", {}).get("groups", []):
+        if g["placement"] != "device":
+            k.add("offload")
+        if g["placement"] == "params":
+            k.add("params")
     return k
 
 

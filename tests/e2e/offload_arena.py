@@ -22,13 +22,14 @@ Parameters on the host (--offload params, ZeRO-3 on 2 ranks, against --offload o
   - nothing goes up after the update (lowering.h2d_bytes 0); the gathers copy up 2 slices of every
     parameter a step (forward, backward), what the planner priced (offload.param_fetch_bytes_per_step);
   - the mixed plan of e2e_gpt2_offload_params_mixed_bf16_4 (gpt2_tiny_b4.cir beside this script, 4
-    ranks, --strategy zero3 --dtype bf16 --offload auto --mem 41KB) keeps some groups' parameters on the
+    ranks, --strategy zero3 --dtype bf16 --offload auto --mem 42KB) keeps some groups' parameters on the
     host, some groups' optimizer state and master only, and some groups on the device;
   - the device stagings in the planner's memory rows (gpt2_wide.cir beside this script, every slice a multiple
-    of the alignment): offload.param_staging_bytes is the K largest transfers (a block instance's slices, or a
-    group's outside the blocks), counted here from the shapes, and exactly the most the program holds at once
-    (lowering.param_staging_peak_bytes); the predicted peak moves by the slices less it; the arena's peak holds
-    stagings, at most that many; the predicted peak covers the arena (gpt2_wide and gpt2-tiny);
+    of the alignment): offload.param_staging_bytes is the K largest transfers in the backward (the slices a
+    block instance's backward gathers, its weights, or a group's outside the blocks), counted here from the
+    shapes, at most the program's most at once (lowering.param_staging_peak_bytes: the forward's, which
+    gathers the biases too); the predicted peak moves by the slices less it; the arena's peak, in the
+    backward, holds exactly that many; the predicted peak covers the arena (gpt2_wide and gpt2-tiny);
   - at most K transfers in flight: with --offload-inflight 1 the arena is no larger than with 2;
     K comes from the cluster's host.transfers_in_flight (a cluster file saying 1 plans as the flag 1
     does) unless --offload-inflight overrides it.
@@ -143,7 +144,7 @@ check(par["lowering"]["transfers_in_flight"] == 2 and fk1["lowering"]["transfers
       f"transfers in flight: preset {par['lowering']['transfers_in_flight']}, cluster file 1: "
       f"{fk1['lowering']['transfers_in_flight']}, and --offload-inflight 3 over it: {fk3['lowering']['transfers_in_flight']}")
 check(all(g["parameters"] == "host" for g in par["offload"]["groups"]), "params: every group's parameters on the host")
-mixed = gen("z3_mixed_4", "--mesh", "4", "--strategy", "zero3", "--dtype", "bf16", "--offload", "auto", "--mem", "41KB",
+mixed = gen("z3_mixed_4", "--mesh", "4", "--strategy", "zero3", "--dtype", "bf16", "--offload", "auto", "--mem", "42KB",
             cluster="h100:1x4", cir=os.path.join(here, "gpt2_tiny_b4.cir"))
 where = [g["placement"] for g in mixed["offload"]["groups"]]
 check(all(where.count(k) > 0 for k in ("params", "optim+master", "device")),
@@ -155,16 +156,21 @@ wsh = shapes_of(wide)
 wo = gen("w_optim", *z3, "--offload", "optim", cluster="h100:1x2", cir=wide)
 wp = gen("w_params", *z3, "--offload", "params", cluster="h100:1x2", cir=wide)
 K = wp["offload"]["transfers_in_flight"]
-xfer = {}  # a transfer up: a block instance's slices, or one group's outside the blocks (ln_f's weight and bias)
+# a transfer up in the backward: the slices a block instance's backward gathers, or one group's outside the blocks
+# (ln_f's): the weights (a linear layer's and a norm's input gradient read them), not the biases
+xfer = {}
 for q, n in wsh.items():
+    if q.endswith(".bias"):
+        continue
     m = re.match(r"h\.(\d+)\.", q)
     key = "h." + m.group(1) if m else q.rsplit(".", 1)[0]
     xfer[key] = xfer.get(key, 0) + 4 * n // 2
 stg, wslices = K * max(xfer.values()), sum(4 * n // 2 for n in wsh.values())
 wl = wp["lowering"]
-check(wp["offload"]["param_staging_bytes"] == stg == wl["param_staging_peak_bytes"],
+check(wp["offload"]["param_staging_bytes"] == stg <= wl["param_staging_peak_bytes"],
       f"stagings: the planner counts {wp['offload']['param_staging_bytes']} bytes, the K={K} largest transfers "
-      f"({max(xfer.values())}, counted {stg}); the program holds at most {wl['param_staging_peak_bytes']} at once")
+      f"({max(xfer.values())}, counted {stg}); the program holds at most {wl['param_staging_peak_bytes']} at once "
+      "(the forward's, with the biases)")
 # both peaks priced where the slices count (optim: the update; params: the first block instance's backward, the
 # stagings added there), so the prediction moves by exactly the slices less the stagings
 dpred = wo["memory"]["predicted_peak_bytes"] - wp["memory"]["predicted_peak_bytes"]
@@ -174,7 +180,7 @@ check(dpred == wslices - stg and wp["memory"]["breakdown"].get("param_staging_by
 # the program's arena peaks with stagings live (at most the planner's), and the prediction covers it (without the
 # stagings it would not on gpt2-tiny: 42,112 predicted against a 43,264-byte arena)
 at = wl["param_staging_at_peak_bytes"]
-check(0 < at <= stg, f"gpt2_wide, params: the arena's peak holds {at} bytes of stagings, at most the planner's {stg}")
+check(at == stg, f"gpt2_wide, params: the arena's peak (in the backward) holds {at} bytes of stagings, the planner's {stg}")
 for nm, d in (("gpt2_wide", wp), ("gpt2-tiny", par)):
     pk, ar = d["memory"]["predicted_peak_bytes"], d["memory"]["planned_arena_bytes"]
     check(ar <= pk, f"{nm}, params: arena {ar} <= predicted {pk} (stagings {d['offload']['param_staging_bytes']})")

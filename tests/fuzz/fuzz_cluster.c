@@ -7,7 +7,8 @@
  * every rate table, the kernel classes' and the attention kernels', of 0 to
  * SHARD_RATE_POINTS points with sizes strictly increasing from 1 and rates
  * positive and finite; the measured collective tables' times positive, finite
- * and monotone), which is written back as JSON the loader reads again.
+ * and monotone, their hand-off finite and at least 0), which is written back as
+ * JSON the loader reads again.
  */
 #include <math.h>
 #include <stdint.h>
@@ -32,8 +33,9 @@ static void check_rates(const ShardRateTable *t) {
 /* a link's measured collective tables: none (ranks 0, no points), or ranks
  * from 2 and every kind 2 to SHARD_COLL_POINTS points, bytes strictly
  * increasing from 1, times positive, finite and non-decreasing, so every
- * price is positive and finite */
+ * price is positive and finite; its hand-off finite and at least 0 */
 static void check_colls(const ShardCollLink *l) {
+    if (!(l->handoff >= 0) || !isfinite(l->handoff)) abort();
     if (l->ranks == 0) {
         for (int k = 0; k < SHARD_COLL_KINDS; k++)
             if (l->kind[k].n) abort();

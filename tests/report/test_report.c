@@ -109,9 +109,9 @@ static void check_sums(const char *text) {
                           ? parts - late - num(bd, "head_activations_bytes") + num(bd, "recompute_bytes") -
                                 (get(bd, "activations_freed_bytes") ? num(bd, "activations_freed_bytes") : 0)
                       : !strcmp(when, "first block backward")
-                          ? parts - num(bd, "gradients_not_yet_written_at_first_block_bytes") -
-                                num(bd, "saved_activations_bytes") + num(bd, "before_blocks_activations_bytes") +
-                                num(bd, "recompute_bytes")
+                          ? parts - late - num(bd, "saved_activations_bytes") +
+                                num(bd, "before_blocks_activations_bytes") + num(bd, "recompute_bytes") -
+                                (get(bd, "activations_freed_bytes") ? num(bd, "activations_freed_bytes") : 0)
                           : parts - num(bd, "saved_activations_bytes") + (get(bd, "gradient_f32_extra_bytes") ? num(bd, "gradient_f32_extra_bytes") : 0);
         CHECK(!strcmp(when, "backward start") || !strcmp(when, "block backward") || !strcmp(when, "update") ||
               !strcmp(when, "first block backward"));

@@ -366,6 +366,68 @@ static void test_collective_tables(void) {
                "field 'collective_us.intra.all-gather': 'bytes' and 'us' must have the same 2 to 16 entries (1 and 1)");
 }
 
+/* The link's hand-off (collective_us.LINK.handoff_us): the tables time a call
+ * queued on a communication stream (a gradient bucket's); a call on the
+ * caller's thread is priced that less the hand-off, never below its bytes
+ * over the link's bandwidth, and its fixed part likewise (at least 0); an
+ * axis without a table (α–β) is the same both ways. Written and read back;
+ * a bad value is refused naming the field. */
+static void test_collective_handoff(void) {
+    static const char *colls_h =
+        "{\"intra\": {\"ranks\": 4, \"handoff_us\": 15,"
+        " \"all-gather\": {\"bytes\": [64, 1024], \"us\": [20, 30]},"
+        " \"reduce-scatter\": {\"bytes\": [64, 1024], \"us\": [25, 25]},"
+        " \"all-reduce\": {\"bytes\": [64, 4096, 1048576], \"us\": [40, 40, 1040]},"
+        " \"all-to-all\": {\"bytes\": [64, 1024], \"us\": [10, 10]}}}";
+    ShardCluster c, plain;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_from_json(with_colls(colls_h), "c.json", &c, &e));
+    CHECK_NEAR(c.coll[0].handoff, 15e-6, TIGHT);
+    ShardMesh m, mp;
+    int sizes[2] = {2, 4};
+    CHECK(shard_mesh_make(&c, 2, sizes, &m, &e));
+    /* queued: the table's time, as without a hand-off */
+    CHECK_NEAR(shard_coll_time_on(&m, COLL_ALL_REDUCE, 1, 64, true), 40e-6, TIGHT);
+    CHECK_NEAR(shard_coll_time_on(&m, COLL_ALL_REDUCE, 1, 4096 + (1048576 - 4096) / 4.0, true), 290e-6, TIGHT);
+    /* on the caller's thread: 15 us less (shard_coll_time is the caller's) */
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_REDUCE, 1, 64), 25e-6, TIGHT);
+    CHECK_NEAR(shard_coll_time_on(&m, COLL_ALL_REDUCE, 1, 4096 + (1048576 - 4096) / 4.0, false), 275e-6, TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 1, 544), 10e-6, TIGHT);
+    /* a table point under the hand-off: the bytes sent over the link's bandwidth (3/4 x 1 KiB at 100 GB/s) */
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_TO_ALL, 1, 1024), 0.75 * 1024 / 100e9, TIGHT);
+    /* the fixed part: the first point, less the hand-off on the caller's thread, at least 0 */
+    CHECK_NEAR(shard_coll_fixed_on(&m, COLL_ALL_REDUCE, 1, 1048576, true), 40e-6, TIGHT);
+    CHECK_NEAR(shard_coll_fixed(&m, COLL_ALL_REDUCE, 1, 1048576), 25e-6, TIGHT);
+    CHECK_NEAR(shard_coll_fixed(&m, COLL_ALL_TO_ALL, 1, 1024), 0, TIGHT);
+    /* the α–β axis (across nodes) and local ops: the same both ways */
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 0, 1e6), shard_coll_time_on(&m, COLL_ALL_GATHER, 0, 1e6, true),
+               TIGHT);
+    CHECK_NEAR(shard_coll_time(&m, COLL_ALL_GATHER, 0, 1e6), 10e-6 + 1e6 / 10e9, TIGHT);
+    CHECK_NEAR(shard_coll_time_on(&m, COLL_SLICE, 1, 8e6, true), shard_coll_time(&m, COLL_SLICE, 1, 8e6), TIGHT);
+    /* the hand-off is part of the tables' identity (caches keyed on the mesh) */
+    CHECK(shard_cluster_from_json(with_colls(colls_ok), "c.json", &plain, &e));
+    CHECK_NEAR(plain.coll[0].handoff, 0, TIGHT);
+    CHECK(shard_mesh_make(&plain, 2, sizes, &mp, &e));
+    CHECK(mp.coll_id != m.coll_id);
+    CHECK_NEAR(shard_coll_time(&mp, COLL_ALL_REDUCE, 1, 64), 40e-6, TIGHT);
+    /* written and read back alike */
+    cJSON *j = shard_cluster_to_json(&c);
+    char *text = cJSON_Print(j);
+    ShardCluster back;
+    CHECK(shard_cluster_from_json(text, "back.json", &back, &e));
+    CHECK_NEAR(back.coll[0].handoff, 15e-6, TIGHT);
+    free(text);
+    cJSON_Delete(j);
+    sb_free(&e);
+    json_error(with_colls("{\"intra\": {\"ranks\": 2, \"handoff_us\": -1,"
+                          " \"all-gather\": {\"bytes\": [64, 1024], \"us\": [20, 30]},"
+                          " \"reduce-scatter\": {\"bytes\": [64, 1024], \"us\": [25, 25]},"
+                          " \"all-reduce\": {\"bytes\": [64, 1024], \"us\": [40, 40]},"
+                          " \"all-to-all\": {\"bytes\": [64, 1024], \"us\": [10, 10]}}}"),
+               "field 'collective_us.intra.handoff_us' must be a number of microseconds in [0, 3.6e9]");
+}
+
 int main(void) {
     test_presets();
     test_json();
@@ -373,5 +435,6 @@ int main(void) {
     test_mesh();
     test_collective_costs();
     test_collective_tables();
+    test_collective_handoff();
     return check_done("test_shard_cluster");
 }

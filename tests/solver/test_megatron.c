@@ -82,7 +82,7 @@ int main(void) {
                 for (int i = 0; i < 3; i += 2) {
                     const Value *w = ir_val(g, ir_node(g, i)->in[1]);
                     ShardSpec gw = shard_grad_spec(&op[i].is, s[i], 1);
-                    t += cost_grad_sync(&cm, w->shape, cost_dtype(&cm, w->dtype), &gw, 0, 1); /* one bucket each */
+                    t += cost_grad_sync(&cm, w->shape, cost_dtype(&cm, w->dtype), &gw, 0, 1, true); /* one bucket each */
                 }
                 if (t < best) best = t, bi[0] = a, bi[1] = b, bi[2] = c;
             }

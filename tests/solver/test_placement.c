@@ -212,8 +212,12 @@ static void test_partial_sum_to(void) {
 
 /* The first block instance's backward, by hand from the groups: the state
  * less the gradients of the groups before the blocks, their activations (the
- * first instance's input among them), the largest re-run block (activations, and ZeRO-3's
- * gathered parameters) and the blocks' transient tb. */
+ * first instance's input among them), and the larger of the blocks' transient tb
+ * and, where a block recomputes, its re-run (activations, and ZeRO-3's gathered
+ * parameters): with one block group by group, at each group g of the instance its
+ * gradients of the groups before g not yet written, the re-made activations of the
+ * groups after g freed, g's transient (the program re-runs the instance before its
+ * backward writes any of its gradients). */
 static double first_block_moment(const PlanResult *r, double tb) {
     const IlpProblem *p = r->prob;
     double pre = 0, late_pre = 0, *rerun = calloc((size_t)p->n_blocks + 1, sizeof(double));
@@ -233,7 +237,23 @@ static double first_block_moment(const PlanResult *r, double tb) {
     free(rerun);
     CHECK_NEAR(r->price.mem_acts_pre, pre, 1e-12);
     CHECK_NEAR(r->price.mem_recompute, most, 1e-12);
-    return r->price.mem_params - late_pre + pre + most + tb;
+    double m = tb;
+    if (most > 0 && p->n_blocks != 1) m = most + tb;
+    if (most > 0 && p->n_blocks == 1) {
+        double before = 0, after = 0; /* full recompute: a group's re-made activations are its own */
+        for (int gi = 0; gi < p->n_groups; gi++)
+            if (ilp_group_last_block(&p->groups[gi])) after += p->groups[gi].strats[r->choice.strat[gi]].act[RC_NONE];
+        for (int gi = 0; gi < p->n_groups; gi++) {
+            if (!ilp_group_last_block(&p->groups[gi])) continue;
+            const IlpStrat *S = &p->groups[gi].strats[r->choice.strat[gi]];
+            int z = r->choice.zero[gi];
+            after -= S->act[RC_NONE];
+            double a = most + S->transient + (z >= 2 || S->accumulates ? S->param_local : 0) - before - after;
+            if (a > m) m = a;
+            before += S->mem_grad_late[z];
+        }
+    }
+    return r->price.mem_params - late_pre + pre + m;
 }
 
 /* The moments of the peak (eval.c): in a step of one micro-batch the

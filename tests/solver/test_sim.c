@@ -3,7 +3,9 @@
  *   - one stream: the step is the sum of each op priced by the planner's own
  *     functions (cost_roofline, shard_coll_time);
  *   - two streams: a collective on the communication stream overlaps the
- *     kernels after its record and delays only the op waiting for it;
+ *     kernels after its record and delays only the op waiting for it; with a
+ *     measured table and a hand-off, it is priced as queued (the table), one
+ *     on the compute stream as on the caller's thread (less the hand-off);
  *   - micro-batches repeat forward and backward, the update runs once, a
  *     last-micro-batch op once;
  *   - host offload: a gradient copied down on its stream after the backward,
@@ -208,6 +210,31 @@ int main(void) {
     CHECK(!sim_run(&p, &cm, &r, &e2));
     CHECK_CONTAINS(sb_cstr(&e2), "mesh axis 2");
     sb_free(&e2);
+    sim_program_free(&p);
+
+    /* a measured table with a hand-off: an all-reduce on the communication stream
+     * (queued between events) is priced at the table's 50 us, the same call on the
+     * compute stream (the caller's thread) at 50 - 30 = 20 us */
+    ShardCluster ch = cl;
+    ch.coll[0].ranks = 8;
+    for (int k = 0; k < SHARD_COLL_KINDS; k++)
+        ch.coll[0].kind[k] = (ShardCollTable){.n = 2, .bytes = {64, 1024}, .seconds = {50e-6, 50e-6}};
+    ch.coll[0].handoff = 30e-6;
+    ShardMesh mh;
+    CHECK(shard_mesh_make(&ch, 1, sizes, &mh, &err));
+    CostModel cmh = {.cl = &ch, .mesh = &mh, .dtype = DT_BF16};
+    sim_program_init(&p);
+    coll(&p, SIM_COMPUTE, SIM_BACKWARD, 256);
+    event(&p, SIM_RECORD, SIM_COMPUTE, SIM_BACKWARD, 0);
+    event(&p, SIM_WAIT, SIM_COMM, SIM_BACKWARD, 0);
+    coll(&p, SIM_COMM, SIM_BACKWARD, 256);
+    event(&p, SIM_RECORD, SIM_COMM, SIM_BACKWARD, 1);
+    event(&p, SIM_WAIT, SIM_COMPUTE, SIM_UPDATE, 1);
+    CHECK(sim_run(&p, &cmh, &r, &err));
+    CHECK_NEAR(r.busy_s[SIM_COMPUTE], 20e-6, 1e-9);
+    CHECK_NEAR(r.busy_s[SIM_COMM], 50e-6, 1e-9);
+    CHECK_NEAR(r.step_s, 70e-6, 1e-9);
+    sim_result_free(&r);
     sim_program_free(&p);
     sb_free(&err);
     return check_done("test_sim");

@@ -17,18 +17,19 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 ir=$src/examples/ir
-check() { # name, then the compiler's arguments
+tol=0.03
+check() { # name, then the compiler's arguments (the tolerance: $tol)
   local name=$1
   shift
   "$cc" "$@" --target cpu -q --emit code -o "$tmp/$name" || { echo "FAIL: $name: generate"; fail=1; return; }
-  python3 - "$name" "$tmp/$name" <<'PY' || fail=1
+  python3 - "$name" "$tmp/$name" "$tol" <<'PY' || fail=1
 import json, os, sys
-name, d = sys.argv[1], sys.argv[2]
+name, d, tol = sys.argv[1], sys.argv[2], float(sys.argv[3])
 plan = json.load(open(os.path.join(d, next(f for f in os.listdir(d) if f.endswith(".plan.json")))))
 pred, sim = plan["step_time_s"], plan.get("simulated_step_time_s", 0)
-ok = pred > 0 and abs(sim / pred - 1) <= 0.03
+ok = pred > 0 and abs(sim / pred - 1) <= tol
 print("%-28s predicted %.4g s, simulated %.4g s, sim/pred %.3f %s" % (name, pred, sim, sim / pred if pred else 0,
-                                                                     "ok" if ok else "FAIL (more than 3 % apart)"))
+                                                                     "ok" if ok else "FAIL (more than %g %% apart)" % (100 * tol)))
 sys.exit(0 if ok else 1)
 PY
 }
@@ -94,5 +95,18 @@ ok = len(passes) == low["fused_bias_adds"] == 8 and low["fused_residual_adds"] =
 print("gpt2_fused_1: %d fused passes replayed %s %s" % (len(passes), {k: got.get(k) for k in want}, "ok" if ok else "FAIL"))
 sys.exit(0 if ok else 1)
 PY
+# the CPU programs of bench/validate on this machine's idle calibration with the stream's
+# hand-off (bench/validate/testdata/cpu-idle-1x2-1035.json, handoff_us 19.47: docs/sharding.md,
+# "Collective costs"), within 1 %: ZeRO-2's 56 collectives a step run on the caller's thread
+# (priced at the stream's time they were 1.20x the measured step); the data-parallel buckets
+# queued one after the other at the backward's end, the first block instance's hidden behind
+# the embedding's backward only (IlpGroup.sync_tail: without it 1.013 and 1.017)
+cpu=$src/tests/solver/cpu_1x2_handoff.json
+tiny=(-DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 --cluster "$cpu")
+tol=0.01
+check gpt2_tiny_zero2_2_cpu "$src/examples/gpt2/gpt2.c" "${tiny[@]}" --strategy zero2
+check gpt2_tiny_dp_2_cpu "$src/examples/gpt2/gpt2.c" "${tiny[@]}" --strategy dp
+check gpt2_tiny_dp_recompute_2_cpu "$src/examples/gpt2/gpt2.c" "${tiny[@]}" --strategy dp-recompute
+tol=0.03
 [ $fail -eq 0 ] && echo "test_sim_agree: ok"
 exit $fail

@@ -682,23 +682,29 @@ typedef struct CollCtx {
     colrt_event *ready, *done; /* the generated program's pair around it */
 } CollCtx;
 
-/* One collective as the generated program issues one (cg_*: a gradient
- * bucket's sync): the stream waits for the caller's work (event), the call is
- * queued on the communication stream (its worker thread), and the caller
- * waits for it (event): the hand-off to the worker and back is in the time. */
+/* One collective as the generated program issues one. On a stream (st; cg_*:
+ * a gradient bucket's sync): the stream waits for the caller's work (event),
+ * the call is queued on the communication stream (its worker thread), and
+ * the caller waits for it (event): the hand-off to the worker and back is in
+ * the time. st NULL: on the caller's thread (ZeRO's collectives, the
+ * reshardings, the loss's sum). */
 static void coll_work(void *p) {
     CollCtx *c = p;
     size_t per = c->count / (size_t)c->n;
-    colrt_event_record(c->ready, NULL);
-    colrt_stream_wait(c->st, c->ready);
+    if (c->st) {
+        colrt_event_record(c->ready, NULL);
+        colrt_stream_wait(c->st, c->ready);
+    }
     switch (c->kind) {
     case AR: colrt_all_reduce(c->m, c->axis, c->s, c->r, c->count, COLRT_F32, COLRT_SUM, c->st); break;
     case AG: colrt_all_gather(c->m, c->axis, c->s, c->r, per, COLRT_F32, c->st); break;
     case RS: colrt_reduce_scatter(c->m, c->axis, c->s, c->r, per, COLRT_F32, COLRT_SUM, c->st); break;
     default: colrt_all_to_all(c->m, c->axis, c->s, c->r, per, COLRT_F32, c->st); break;
     }
-    colrt_event_record(c->done, c->st);
-    colrt_stream_wait(NULL, c->done);
+    if (c->st) {
+        colrt_event_record(c->done, c->st);
+        colrt_stream_wait(NULL, c->done);
+    }
 }
 
 /* The ranks' own work between two collectives, as a program's kernels keep
@@ -785,13 +791,20 @@ static void ring_factors(int kind, int n, double *steps, double *bytes) {
     }
 }
 
+/* The hand-off's sizes: each kind's first HANDOFF_POINTS sizes (64 B to
+ * 1 KiB), where a call's time is mostly its fixed part. */
+enum { HANDOFF_POINTS = 3 };
+
 /* Measures every kind over one axis, from 64-byte buffers (a program's
  * scalars and biases: the loss, the norm's sums) by factors of 4 up to
  * --max-bytes, each as a program runs it (time_coll); each kind's times, made
  * non-decreasing (isotonic least squares), are the link's table (`lt`,
  * shard_coll_time's price for an axis of this size); α and β of the link (the
  * ring model's, for axes of other sizes) are the geometric means over the
- * kinds of each kind's fit. */
+ * kinds of each kind's fit. The link's hand-off (lt->handoff, what queuing a
+ * call on the stream adds to it on the caller's thread): the median over
+ * kinds and the first HANDOFF_POINTS sizes of (the stream's time less the
+ * same call's on the caller's thread, by the same method), at least 0. */
 static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label, double *lat,
                        double *bw, double *grew, ShardCollLink *lt, cJSON *cj) {
     int n = colrt_mesh_size(m, axis);
@@ -810,11 +823,13 @@ static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label
     colrt_event *ready = colrt_event_create(), *done = colrt_event_create();
     memset(lt, 0, sizeof *lt);
     lt->ranks = n;
-    double log_a = 0, log_b = 0;
+    double log_a = 0, log_b = 0, diff[NKIND * HANDOFF_POINTS];
+    int nd = 0;
+    cJSON *caller = cJSON_CreateObject();
     for (int k = 0; k < NKIND; k++) {
         double x[SHARD_COLL_POINTS], t[SHARD_COLL_POINTS];
         int np = 0;
-        cJSON *pts = cJSON_CreateArray();
+        cJSON *pts = cJSON_CreateArray(), *cpts = cJSON_AddArrayToObject(caller, KIND[k]);
         for (double bytes = 64; bytes <= cap && np < SHARD_COLL_POINTS; bytes *= 4) {
             size_t count = (size_t)(bytes / 4) / (size_t)n * (size_t)n;
             if (count == 0) continue;
@@ -826,6 +841,16 @@ static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label
             cJSON_AddItemToArray(p, cJSON_CreateNumber(x[np]));
             cJSON_AddItemToArray(p, cJSON_CreateNumber(t[np]));
             cJSON_AddItemToArray(pts, p);
+            if (np < HANDOFF_POINTS) { /* the same call on the caller's thread */
+                CollCtx cc = c;
+                cc.st = NULL;
+                double tc = time_coll(&cc, o->min_time);
+                diff[nd++] = t[np] - tc;
+                cJSON *q = cJSON_CreateArray();
+                cJSON_AddItemToArray(q, cJSON_CreateNumber(x[np]));
+                cJSON_AddItemToArray(q, cJSON_CreateNumber(tc));
+                cJSON_AddItemToArray(cpts, q);
+            }
             np++;
         }
         if (np < 2) fail("--max-bytes %.0f: need at least two collective sizes (256 bytes or more)", o->max_bytes);
@@ -872,6 +897,19 @@ static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label
                    KIND[k], label, n, tt->seconds[0] * 1e6, tt->bytes[0], tt->seconds[np - 1] * 1e6,
                    tt->bytes[np - 1], alpha * 1e6, 1 / beta / 1e9, worst * 100);
     }
+    qsort(diff, (size_t)nd, sizeof *diff, cmp_double);
+    double med = nd % 2 ? diff[nd / 2] : (diff[nd / 2 - 1] + diff[nd / 2]) / 2;
+    lt->handoff = fmax(0, med);
+    cJSON *hj = cJSON_AddObjectToObject(ax, "handoff");
+    cJSON_AddStringToObject(hj, "method",
+                            "each kind's first 3 sizes also on the caller's thread (no stream, no events), the same "
+                            "busy pass and medians; handoff_us: the median over them of the stream's time less the "
+                            "caller's, at least 0");
+    cJSON_AddNumberToObject(hj, "handoff_us", lt->handoff * 1e6);
+    cJSON_AddItemToObject(hj, "caller_points_bytes_seconds", caller);
+    if (R == 0)
+        printf("%-14s %-5s n=%d: %.1f us (median of %d: the stream's time less the caller's thread's, %.1f .. %.1f us)\n",
+               "hand-off", label, n, lt->handoff * 1e6, nd, diff[0] * 1e6, diff[nd - 1] * 1e6);
     colrt_event_destroy(ready);
     colrt_event_destroy(done);
     colrt_stream_destroy(st);
