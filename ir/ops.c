@@ -6,6 +6,7 @@
 #include "ops_rules.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -896,6 +897,52 @@ IrFuse ir_fuse_add(const Graph *g, NodeId id, const int *readers, int *operand) 
         return bd != IR_NONE ? IR_FUSE_RESIDUAL_BIAS : IR_FUSE_RESIDUAL;
     }
     return ir_fuse_norm_add(g, id) ? IR_FUSE_NORM : IR_FUSE_NONE;
+}
+
+bool ir_fuse_grad_dtype(DType dt) { return dt == DT_F32 || dt == DT_BF16; }
+
+bool ir_fuse_grad_dense(const Graph *g, NodeId f, int weight_readers) {
+    const Node *n = ir_node(g, f);
+    return n->op == OP_DENSE && ir_val(g, n->in[1])->role == ROLE_PARAM && weight_readers == 1 &&
+           !getenv("COLOSSAL_DEBUG_UNFUSED_ACCUM");
+}
+
+ValueId *ir_fuse_grad_table(const Graph *g) {
+    int nv = g->n_values, nn = g->n_nodes;
+    ValueId *t = ir_alloc(sizeof *t * (size_t)(nn ? nn : 1));
+    int *readers = ir_value_readers(g);
+    NodeId *reader = ir_alloc(sizeof *reader * (size_t)(nv ? nv : 1)); /* a value's (last) reader */
+    uint8_t *takes = ir_alloc(sizeof *takes * (size_t)(nv ? nv : 1));  /* 1: a grad_accum adds it, 2: an update reads it */
+    for (ValueId v = 0; v < nv; v++) reader[v] = IR_NONE, takes[v] = 0;
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *n = ir_node(g, id);
+        for (int i = 0; i < n->n_in; i++) reader[n->in[i]] = id;
+        if (n->op == OP_GRAD_ACCUM) takes[n->in[1]] |= 1;
+        else if (ir_op_is_update(n->op) && n->n_in > 1) takes[n->in[1]] |= 2;
+    }
+    bool off = getenv("COLOSSAL_DEBUG_UNFUSED_ACCUM") != NULL; /* the program and its price as before */
+    for (NodeId id = 0; id < nn; id++) {
+        t[id] = IR_NONE;
+        const Node *n = ir_node(g, id);
+        if (n->op != OP_DENSE_DW || off) continue;
+        ValueId v = n->out[0];
+        DType dt = ir_val(g, v)->dtype;
+        if (!ir_dtype_is_float(dt) || ir_val(g, n->in[0])->dtype != dt || ir_val(g, n->in[1])->dtype != dt) continue;
+        bool cast = false;
+        while (read_once(g, v, readers)) { /* through one cast to f32 and views */
+            const Node *r = ir_node(g, reader[v]);
+            bool to32 = r->op == OP_CAST && !cast && ir_val(g, r->out[0])->dtype == DT_F32;
+            if (!to32 && r->op != OP_RESHAPE) break;
+            cast |= to32;
+            v = r->out[0];
+        }
+        if (ir_val(g, v)->dtype != DT_F32 || (ir_val(g, v)->flags & VF_OUTPUT)) continue;
+        if (takes[v] == 1 ? readers[v] == 1 : takes[v] == 2) t[id] = v;
+    }
+    ir_free(takes);
+    ir_free(reader);
+    ir_free(readers);
+    return t;
 }
 
 bool ir_fuse_norm_add(const Graph *g, NodeId id) {

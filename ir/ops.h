@@ -196,6 +196,36 @@ bool ir_fuse_bias_shapes(Shape out, Shape bias, Shape w, int64_t k);
  * -1 for IR_FUSE_NORM and IR_FUSE_NONE). A node that is no add: IR_FUSE_NONE. */
 IrFuse ir_fuse_add(const Graph *g, NodeId id, const int *readers, int *operand);
 
+/* Gradient accumulation fused into the weight-gradient GEMM (compiler/lower/
+ * fuse.c does it, solver/problem.c prices it; Megatron-LM's
+ * gradient_accumulation_fusion): per node, for a dense_dw whose result is a
+ * parameter's gradient as the update path takes it in (the operand a
+ * grad_accum adds, or, in a graph without micro-batches, the gradient the
+ * update reads), reached through at most one cast to f32 and reshapes, each
+ * value on the way read by the next step only (and no graph output): that
+ * gradient value (the accumulation's increment); IR_NONE for every other
+ * node. The GEMM then runs alpha 1/M, beta 1 into the f32 accumulator, and the
+ * cast and the add run no kernel. An ir_alloc'd table, one entry per node.
+ * The dtypes are the caller's (the lowering: the graph's; the planner: its
+ * compute dtype), by ir_fuse_grad_dtype. COLOSSAL_DEBUG_UNFUSED_ACCUM=1 in
+ * the environment names none: the program and its price as before the
+ * fusion (the tests' and the benches' comparison). */
+ValueId *ir_fuse_grad_table(const Graph *g);
+
+/* The same rule on a forward graph (the planner's, before autodiff): a dense
+ * node whose weight, a parameter only it reads (weight_readers: the forward
+ * nodes reading it), takes its gradient from the dense_dw autodiff builds for
+ * it, which nothing sums with another part (a tied weight's is a sum). */
+bool ir_fuse_grad_dense(const Graph *g, NodeId f, int weight_readers);
+
+/* Whether a weight gradient computed in dt can be accumulated by its GEMM into
+ * an f32 accumulator: f32 (beta 1) and bf16 (bf16 operands, f32 C:
+ * colrt_gemm_f32c). Not f16: an f16 gradient's overflow to inf is what the
+ * dynamic loss scale's check finds (the step skipped, the scale halved);
+ * summed in f32 it would not overflow, and the program would no longer skip
+ * the steps the reference skips. */
+bool ir_fuse_grad_dtype(DType dt);
+
 /* Whether add node id can be written by the layer / RMS norm right after it
  * (IR_FUSE_NORM when no GEMM takes it): the next node a norm of its sum,
  * the sum no graph output, both operands of its dtype and shape. */

@@ -71,11 +71,14 @@ struct PipeReplay {
     int p, v, m; /* the tables' schedule */
     PipeAction *acts[PLACE_MAX_STAGES];
     int n[PLACE_MAX_STAGES];
+    double beat; /* the boundaries' search's best step so far (pipeline_rebalance sets it around a
+                  * move's price): a pipeline that cannot beat it is not replayed; INFINITY */
 };
 
 PipeReplay *pipeline_replay_new(void) {
     PipeReplay *rp = ir_alloc(sizeof *rp);
     memset(rp, 0, sizeof *rp);
+    rp->beat = INFINITY;
     return rp;
 }
 
@@ -476,6 +479,15 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         out->pipe_s = out->step_s = INFINITY;
         return true;
     }
+    /* nor one that cannot beat the search's best: a device ends no sooner than its compute
+     * actions' sum (the replay runs them one after another, m forwards and m backwards of
+     * each of its virtual stages: busy_s) and its update follows (the 1e-9: the sums' order) */
+    double lb = 0;
+    for (int d = 0; d < devs; d++) lb = maxd(lb, out->st[d].busy_s + out->st[d].update_s);
+    if (rp && lb * (1 - 1e-9) >= rp->beat) {
+        out->pipe_s = out->step_s = INFINITY;
+        return true;
+    }
     PipeReplay *own = rp ? NULL : pipeline_replay_new();
     double pipe_s = replay_v(rp ? rp : own, devs, V, m, fwd, bwd, xfer, end, NULL, NULL);
     pipeline_replay_free(own);
@@ -637,9 +649,12 @@ int pipeline_rebalance(PlanResult *r, const ShardCluster *whole, double limit, P
                 f[b] += d;
                 if (f[b] <= f[b - 1] || f[b] >= f[b + 1]) continue;
                 sb_init(&err), sb_init(&hint);
-                /* over the cap: rejected below, not replayed */
+                /* over the cap, or no faster than the best so far by its busiest device's
+                 * compute and update alone: rejected below, not replayed (the same moves) */
+                if (rp) rp->beat = best_t;
                 bool ok = pipeline_place_ranges(r->pl, P, f, pp->schedule, &err, &hint) &&
                           pipeline_price(r, whole, cap, rp, &trial, &err);
+                if (rp) rp->beat = INFINITY;
                 sb_free(&err), sb_free(&hint);
                 evals++;
                 if (ok && trial.step_s < best_t && max_peak(&trial) <= cap) best_t = trial.step_s, best_b = b, best_d = d;

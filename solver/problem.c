@@ -308,7 +308,8 @@ static void form_groups(Builder *b) {
         drop_unsplittable_micro(b, m); /* one micro-batch's rows split whole */
         m->bwd_s = ir_alloc(sizeof(double) * (size_t)(m->n_st ? m->n_st : 1));
         m->bwd_move_s = ir_alloc(sizeof(double) * (size_t)(m->n_st ? m->n_st : 1));
-        for (int s = 0; s < m->n_st; s++) m->bwd_s[s] = NAN;
+        m->acc_fused_s = ir_alloc(sizeof(double) * (size_t)(m->n_st ? m->n_st : 1));
+        for (int s = 0; s < m->n_st; s++) m->bwd_s[s] = m->acc_fused_s[s] = NAN;
         p->group_of_node[n] = join;
         p->member_of_node[n] = gr->n_members++;
     }
@@ -359,7 +360,19 @@ static void form_blocks(Builder *b) {
  * estimate (co->bwd_s, cost.c). */
 static double member_bwd(const Builder *b, const IlpMember *mem, int s, const CostOp *co, double *move) {
     *move = 0;
-    if (!b->bw->training) return co->bwd_s;
+    if (!b->bw->training) {
+        /* a forward graph: its dense's weight gradient, the GEMM of the forward's FLOPs
+         * reading x and dy (the result's shape), writing the weight's gradient, or adding
+         * onto its f32 accumulator where the lowering will fuse it (ir_fuse_grad_dense) */
+        const Node *nd = ir_node(b->g, mem->node);
+        if (ir_fuse_grad_dense(b->g, mem->node, b->p->fwd_reads[nd->in[1]])) {
+            double xdy = co->in_bytes[0] + co->out_bytes[0], w = co->in_bytes[1];
+            double el = w / (double)ir_dtype_size(cost_dtype(b->cm, ir_val(b->g, nd->in[1])->dtype));
+            mem->acc_fused_s[s] = cost_roofline_op(b->cm, OPC_MATMUL, OP_DENSE_DW, co->flops, xdy + 8 * el) -
+                                  cost_roofline_op(b->cm, OPC_MATMUL, OP_DENSE_DW, co->flops, xdy + w);
+        }
+        return co->bwd_s;
+    }
     if (!isnan(mem->bwd_s[s])) {
         *move = mem->bwd_move_s[s];
         return mem->bwd_s[s];
@@ -375,9 +388,20 @@ static double member_bwd(const Builder *b, const IlpMember *mem, int s, const Co
             IterSpace is;
             ir_itspace(b->g, chain[k], &is);
             CostOp c;
-            cost_op(b->cm, b->g, chain[k], &is, plan_bwd_priced(st, held, k), &c);
+            const ShardStrategy *pst = plan_bwd_priced(st, held, k);
+            cost_op(b->cm, b->g, chain[k], &is, pst, &c);
             t += c.fwd_s; /* a node's own time: cost_op prices it as it runs */
             *move += mv[k];
+            /* a weight gradient's GEMM the lowering makes add onto the f32 accumulator
+             * (lower.fuse, ir_fuse_grad_table): its C read and written in f32, not
+             * written in the compute dtype (price_params takes it where it fuses) */
+            if (b->p->grad_inc[chain[k]] != IR_NONE) {
+                const Value *gv = ir_val(b->g, ir_node(b->g, chain[k])->out[0]);
+                double in = 0;
+                for (int i = 0; i < ir_node(b->g, chain[k])->n_in; i++) in += c.in_bytes[i];
+                double cb = 2 * shard_spec_bytes(&pst->out[0], b->cm->mesh, gv->shape, DT_F32);
+                mem->acc_fused_s[s] = cost_roofline_op(b->cm, OPC_MATMUL, OP_DENSE_DW, c.flops, in + cb) - c.fwd_s;
+            }
         }
         ir_free(mv);
         ir_free(st);
@@ -481,9 +505,9 @@ static double update_bytes(const Graph *g, const ShardMesh *m, ValueId pv, DType
            reshard_bytes(m, v->shape, dt, &T, &P) - (later ? 0 : buf(es * (double)ir_shape_numel(shard_spec_local(&P, m, v->shape))));
 }
 
-/* m_pl[m], m_late[m * ZERO_STAGES + z]: member m's share of S->param_local and
- * S->mem_grad_late[z] (the parameters it owns) */
-static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_pl, double *m_late) {
+/* m_pl[m], m_late[m * ZERO_STAGES + z], m_fused[m]: member m's share of S->param_local,
+ * S->mem_grad_late[z] and S->fused_local (the parameters it owns) */
+static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_pl, double *m_late, double *m_fused) {
     const Graph *g = b->g;
     const CostModel *cm = b->cm;
     const ShardMesh *mesh = cm->mesh;
@@ -577,7 +601,17 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * accumulator's bytes (f32 under mixed precision, as the gradient
                  * it adds, cast to f32 first: below) three times an element */
                 double ae = z >= 2 ? local / shard : local; /* the elements accumulated */
-                if (M > 1) { /* one add a micro-batch, at the element-wise rate of its size */
+                /* ... unless the weight gradient's GEMM adds onto the accumulator itself
+                 * (lower.fuse: not under ZeRO-2/3, whose reduce-scatter comes between;
+                 * not in f16; not a 16-bit gradient pending a sum over the ranks, which
+                 * the lowering sums before its cast, compiler/lower/split.c): then
+                 * neither the add nor the cast before it runs, and its GEMM reads and
+                 * writes the f32 accumulator (member_bwd's price) */
+                double fused_s = nd->op == OP_DENSE && i == 1 ? mem->acc_fused_s[S->member_st[m]] : NAN;
+                bool fused = M > 1 && z < 2 && !isnan(fused_s) && ir_fuse_grad_dtype(dt) && !(gspec.partial && gs < 4);
+                if (fused) S->opt_s[z] += M * fused_s;
+                if (fused && z == 0) S->fused_local += buf(local * ps), m_fused[m] += buf(local * ps); /* no temporary (ilp_transient) */
+                if (M > 1 && !fused) { /* one add a micro-batch, at the element-wise rate of its size */
                     double ab = 3 * acc * ae;
                     S->opt_s[z] += M * ab / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_GRAD_ACCUM, ab);
                 }
@@ -593,7 +627,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * accumulated: the generated program's backward runs it M times),
                  * and the global norm's sum of squares over the f32 gradient (its
                  * clipping, overflow check and loss-scale division) */
-                if (gs < 4) {
+                if (gs < 4 && !fused) {
                     double cb = (gs + 4) * (M > 1 ? ae : el);
                     S->opt_s[z] += (M > 1 ? M : 1) * cb / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_CAST, cb);
                 }
@@ -665,7 +699,8 @@ static void build_strats(Builder *b, IlpGroup *gr) {
     int M = b->p->opt.micro_batches;
     size_t nm = (size_t)gr->n_members;
     double *m_work = ir_alloc(sizeof(double) * nm), *m_pl = ir_alloc(sizeof(double) * nm),
-           *m_late = ir_alloc(sizeof(double) * nm * ZERO_STAGES), *m_freed = ir_alloc(sizeof(double) * (nm + 1));
+           *m_late = ir_alloc(sizeof(double) * nm * ZERO_STAGES), *m_freed = ir_alloc(sizeof(double) * (nm + 1)),
+           *m_fused = ir_alloc(sizeof(double) * nm);
     /* per member and result: the first member whose backward reads it (first_bwd_reader) */
     int *m_out = ir_alloc(sizeof(int) * (nm + 1)), n_outs = 0;
     for (int m = 0; m < gr->n_members; m++) m_out[m] = n_outs, n_outs += ir_node(g, gr->members[m].node)->n_out;
@@ -680,6 +715,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
         memset(m_pl, 0, sizeof(double) * nm);
         memset(m_late, 0, sizeof(double) * nm * ZERO_STAGES);
         memset(m_freed, 0, sizeof(double) * (nm + 1));
+        memset(m_fused, 0, sizeof(double) * nm);
         S->leader_st = s;
         S->member_st = ir_alloc(sizeof(int) * (size_t)gr->n_members);
         S->member_st[0] = s;
@@ -738,7 +774,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             m_work[m] = work;
         }
         S->fwd_s *= M, S->bwd_s *= M, S->rec_sel_s *= M, S->comm_s *= M;
-        price_params(b, gr, S, m_pl, m_late);
+        price_params(b, gr, S, m_pl, m_late, m_fused);
         /* the backward runs the members last to first (members are in forward
          * order): at member m's it holds m's gradient buffers and, under ZeRO-2/3
          * or micro-batches, m's parameters' whole gradient (computed whole, then
@@ -751,7 +787,8 @@ static void build_strats(Builder *b, IlpGroup *gr) {
          * gradients at once, its activations all live): member by member, cli_memfit's
          * gpt2_offload_zero3_2 fell to 1.043 (main 1.000), where the offloaded backward holds
          * more; not traced yet */
-#define whole(m) (b->p->opt.offload != PO_DEVICE && z >= 2 ? S->param_local : m_pl[m])
+/* (at ZeRO 0-1 but those the GEMM accumulates itself: lower.fuse, S->fused_local) */
+#define whole(m) (b->p->opt.offload != PO_DEVICE && z >= 2 ? S->param_local : z >= 2 ? m_pl[m] : m_pl[m] - m_fused[m])
         for (int z = 0; z < ZERO_STAGES; z++) {
             double before = 0, kept = 0;
             S->held[z] = 0;
@@ -776,6 +813,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
     ir_free(m_pl);
     ir_free(m_late);
     ir_free(m_freed);
+    ir_free(m_fused);
     ir_free(m_out);
     ir_free(rd);
 }
@@ -976,6 +1014,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     CostModel micro_cm = *cm;
     if (!accumulates && p->opt.micro_batches > 1) micro_cm.batch_frac = 1.0 / p->opt.micro_batches;
     p->fuse = cost_fuse_table(g); /* each add priced as the lowering's fusion runs it */
+    p->grad_inc = ir_fuse_grad_table(g); /* the accumulations the lowering fuses into a GEMM */
     micro_cm.fuse = p->fuse;
     p->call_cm = micro_cm;
     Builder b = {.p = p, .g = g, .cm = &micro_cm, .train = train};
@@ -1180,7 +1219,8 @@ void ilp_problem_free(IlpProblem *p) {
         IlpGroup *gr = &p->groups[gi];
         for (int s = 0; s < gr->n_strats; s++) ir_free(gr->strats[s].member_st);
         ir_free(gr->strats);
-        for (int m = 0; m < gr->n_members; m++) ir_free(gr->members[m].st), ir_free(gr->members[m].bwd_s), ir_free(gr->members[m].bwd_move_s);
+        for (int m = 0; m < gr->n_members; m++) ir_free(gr->members[m].st), ir_free(gr->members[m].bwd_s), ir_free(gr->members[m].bwd_move_s),
+                                                     ir_free(gr->members[m].acc_fused_s);
         ir_free(gr->members);
     }
     for (int e = 0; e < p->n_edges; e++)
@@ -1192,6 +1232,7 @@ void ilp_problem_free(IlpProblem *p) {
     ir_free(p->group_of_node);
     ir_free(p->member_of_node);
     ir_free(p->fuse);
+    ir_free(p->grad_inc);
     ir_free(p->run_frac);
     ir_free(p->fwd_reads);
     ir_free(p->param_reads);

@@ -82,6 +82,8 @@ typedef struct IlpStrat {
     double param_local;         /* bytes of the group's parameters as used (gathered) */
     bool accumulates;           /* gradients accumulate across micro-batches: each is
                                  * computed into a temporary, then added */
+    double fused_local;         /* of param_local, the parameters whose gradient's GEMM adds onto
+                                 * the accumulator itself at ZeRO 0-1 (lower.fuse): no temporary */
     double update_transient[ZERO_STAGES]; /* the tensor-parallel lowering's update
                                  * (compiler/lower/spec.c): the largest of its parameters'
                                  * copies resharded into the update's spec (the gradient's, and
@@ -101,6 +103,9 @@ typedef struct IlpMember {
     double *bwd_s;              /* per strategy: its backward's compute (problem.c member_bwd;
                                  * NaN until asked) */
     double *bwd_move_s;         /* per strategy: the reshardings its backward implies */
+    double *acc_fused_s;        /* per strategy, one micro-batch: its weight gradient's GEMM adding
+                                 * onto the f32 accumulator (lower.fuse) less that GEMM writing the
+                                 * gradient; NaN: no such GEMM (problem.c member_bwd) */
 } IlpMember;
 
 typedef struct IlpGroup {
@@ -245,6 +250,8 @@ typedef struct IlpProblem {
                                  * (compiler/lower/offload.c); the memory rows count K times the
                                  * largest (IlpPrice.mem_staging) */
     CostFuse *fuse;             /* per node, the fusion cost_op prices (cost_fuse_table) */
+    ValueId *grad_inc;          /* per node, a weight gradient's GEMM whose accumulation over
+                                 * micro-batches the lowering fuses into it (ir_fuse_grad_table) */
     CostModel call_cm;          /* the model one kernel call is priced on: cm, on 1/M of the
                                  * rows when a graph of the whole batch runs as M micro-batches */
     double *run_frac;           /* per value: a parameter's share of the elements of its run of

@@ -270,7 +270,23 @@ static bool emit_dense(CgCtx *c, NodeId id) {
         for (int d = 0; d < x.rank - k; d++) Lr *= x.d[d];
         K = numel(x) / Lr;
         N = numel(L(c, n->in[1])) / Lr;
-        gemm(c, 1, 0, K, N, Lr, n->in[0], K, 0, n->in[1], N, 0, n->out[0], N, 0, 1);
+        NodeId ga = c->lp->n[id].grad_acc;
+        if (ga == IR_NONE) {
+            gemm(c, 1, 0, K, N, Lr, n->in[0], K, 0, n->in[1], N, 0, n->out[0], N, 0, 1);
+            return true;
+        }
+        /* lower.fuse: acc += scale x^T dy in f32, the gradient accumulation's add
+         * (and the cast to f32 before it) done by the GEMM */
+        const Node *an = N_(c, ga);
+        StrBuf *sc = c->sched;
+        sb_printf(sc, "    colrt_gemm_f32c(NULL, %s, 1, 0, %lld, %lld, %lld, (float)%.17g, ", cg_colrt_dtype(dt_of(c, n->out[0])),
+                  (long long)K, (long long)N, (long long)Lr, an->attr[0].f);
+        cg_ptr(c, sc, n->in[0]);
+        sb_printf(sc, ", %lld, 0, ", (long long)K);
+        cg_ptr(c, sc, n->in[1]);
+        sb_printf(sc, ", %lld, 0, 1.0f, ", (long long)N);
+        cg_ptr(c, sc, an->in[0]);
+        sb_printf(sc, ", %lld, 0, 1); /* accumulates into %%%s */\n", (long long)N, ir_val(c->g, an->in[0])->name);
     }
     return true;
 }
@@ -337,10 +353,18 @@ static void unary_body(StrBuf *b, int op, double attr, bool fcast) {
     sb_puts(b, "\n        a1[i] = $W1(r);");
 }
 
+/* A cast or a gradient accumulation the weight gradient's GEMM does (lower.fuse). */
+static bool fused_grad_acc(CgCtx *c, NodeId id) {
+    if (!c->lp->n[id].fused) return false;
+    sb_puts(c->sched, "    /* accumulated by the weight gradient's GEMM above (lower.fuse) */\n");
+    return true;
+}
+
 static bool emit_update_group(CgCtx *c, NodeId run);
 
 static bool emit_unary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
+    if (n->op == OP_CAST && fused_grad_acc(c, id)) return true;
     NodeId run = c->lp->n[id].upd_run; /* lower.updates: the cast of an update's result in its group */
     if (run != IR_NONE && run != id) {
         sb_printf(c->sched, "    /* written by node %d's kernel, with its group */\n", run);
@@ -383,6 +407,7 @@ static void elem_bwd_body(StrBuf *b, int op, double attr) {
 
 static bool emit_elem_bwd(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
+    if (n->op == OP_GRAD_ACCUM && fused_grad_acc(c, id)) return true;
     StrBuf b;
     sb_init(&b);
     elem_bwd_body(&b, n->op, n->attr[0].f);

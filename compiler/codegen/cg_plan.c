@@ -251,6 +251,9 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
     int fused_norm = 0; /* lower.fuse: adds done by the norm after them */
     for (NodeId id = 0; id < g->n_nodes; id++) fused_norm += lp->n[id].norm_add != IR_NONE;
     cJSON_AddNumberToObject(low, "fused_norm_adds", fused_norm);
+    int fused_acc = 0; /* lower.fuse: gradient accumulations done by the weight gradient's GEMM */
+    for (NodeId id = 0; id < g->n_nodes; id++) fused_acc += lp->n[id].grad_acc != IR_NONE;
+    cJSON_AddNumberToObject(low, "fused_grad_accumulations", fused_acc);
     int upd_groups = 0, upd_grouped = 0; /* lower.updates: AdamW updates run by one kernel a group */
     for (NodeId id = 0; id < g->n_nodes; id++) {
         upd_groups += lp->n[id].upd_first != IR_NONE;

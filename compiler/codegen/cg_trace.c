@@ -61,6 +61,10 @@ void cg_trace_node(CgCtx *c, NodeId id) {
             double el = whole > 0 ? (double)lp->v[v].bytes / whole : 4;
             bytes += (double)ln->zchunk * el < (double)lp->v[v].bytes ? (double)ln->zchunk * el : (double)lp->v[v].bytes;
         }
+    } else if (ln->grad_acc != IR_NONE) { /* lower.fuse: the product added onto the f32 accumulator
+                                            * (read and written) instead of written in its dtype */
+        for (int k = 0; k < n->n_in; k++) bytes += read_bytes(c, id, n->in[k]);
+        bytes += 2.0 * (double)lp->v[ir_node(g, ln->grad_acc)->in[0]].bytes;
     } else {
         for (int k = 0; k < n->n_in; k++) bytes += read_bytes(c, id, n->in[k]);
         for (int k = 0; k < n->n_out; k++) bytes += (double)lp->v[n->out[k]].bytes;

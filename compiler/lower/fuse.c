@@ -26,6 +26,20 @@
  *             and the norm reads the rounded h: the same numbers. The add's
  *             operands are read at the norm's slot (schedule.c).
  *
+ * and one gradient epilogue:
+ *
+ *   grad acc  grad_accum(acc, cast(dense_dw(x, dy))) (or without the cast in
+ *             f32), each micro-batch's weight gradient added to its f32
+ *             accumulator: the GEMM adds its product, scaled by the
+ *             accumulation's 1/M, onto the accumulator (alpha 1/M, beta 1;
+ *             bf16 operands, f32 C: colrt_gemm_f32c), so the bf16 gradient,
+ *             its cast and the add never run (Megatron-LM's
+ *             gradient_accumulation_fusion). The product is no longer rounded
+ *             to bf16 before the sum: closer to the reference interpreter,
+ *             which does not round it either. Not under ZeRO-2/3 (the
+ *             gradient is reduce-scattered each micro-batch: a collective on
+ *             the cast), nor f16 (ir_fuse_grad_dtype).
+ *
  * What the graph allows of each kind is one function, ir_fuse_add (ir/ops.c),
  * which the planner prices too (solver/cost.c cost_fused_bytes: an add at the
  * bytes its fused kernel moves); this pass adds the conditions only the
@@ -34,6 +48,9 @@
  * Takes the program after the aliases, split, recompute, bucket and gather
  * passes (so it knows what runs where) and leaves out nodes that run
  * collectives, reshardings or gathers, or are re-run by a recompute. Gives:
+ * LowerNode.grad_acc on the dense_dw (its accumulation: ir_fuse_grad_table
+ * names the candidates, solver/problem.c prices the same ones) and fused on
+ * its cast and add;
  * LowerNode.bias_add and res_add on the dense node (the adds it absorbs),
  * fused (and res_of) on the adds, and their results stored in the product's buffer;
  * norm_add on the norm and fused, add_norm on its add. Both targets'
@@ -135,6 +152,54 @@ bool lower_pass_fuse(LowerCtx *c) {
         p->n[a].add_norm = id;
         p->n[a].fused = true;
     }
+    /* gradient accumulation: the weight gradient's GEMM adds into the f32
+     * accumulator, every node of the chain run where it is, as stored */
+    ValueId *grad_inc = ir_fuse_grad_table(g);
+    for (NodeId d = 0; d < nn; d++) {
+        ValueId inc = grad_inc[d];
+        /* the GEMM may read resharded or gathered operands; its result must be its own */
+        if (inc == IR_NONE || rerun[d] || p->n[d].n_post || p->n[d].fused || p->n[d].zero) continue;
+        const Node *dn = ir_node(g, d);
+        ValueId y = dn->out[0];
+        if (!ir_fuse_grad_dtype(ir_val(g, y)->dtype)) continue;
+        NodeId a = ir_val(g, inc)->def + 1; /* the accumulation reading it */
+        while (a < nn && !(ir_node(g, a)->op == OP_GRAD_ACCUM && ir_node(g, a)->in[1] == inc)) a++;
+        if (a >= nn || !plain(&p->n[a])) continue;
+        const Node *an = ir_node(g, a);
+        ValueId acc = an->in[0], root = lower_root_of(p, acc);
+        if (lower_root_of(p, an->out[0]) != root || p->v[acc].zchunk || p->v[an->out[0]].zchunk ||
+            ir_val(g, acc)->dtype != DT_F32 || p->v[y].partial != p->v[an->out[0]].partial ||
+            ir_shape_numel(p->v[y].local) != ir_shape_numel(p->v[acc].local))
+            continue;
+        if (p->sharded && !shard_spec_eq(&p->v[y].spec, &p->v[an->out[0]].spec)) continue; /* held alike */
+        /* the chain from y to inc: a cast and views, each plain and as stored */
+        NodeId cast = IR_NONE;
+        bool ok = p->v[y].storage == y && p->v[y].redirect == IR_NONE && !p->v[y].zchunk;
+        for (ValueId v = y; ok && v != inc;) {
+            NodeId r = IR_NONE;
+            for (NodeId k = ir_val(g, v)->def + 1; k <= a && r == IR_NONE; k++)
+                for (int i = 0; i < ir_node(g, k)->n_in; i++)
+                    if (ir_node(g, k)->in[i] == v) r = k;
+            if (r == IR_NONE || r == a) { ok = false; break; }
+            const Node *rn = ir_node(g, r);
+            ValueId w = rn->out[0];
+            ok = !rerun[r] && plain(&p->n[r]) && p->v[w].redirect == IR_NONE && !p->v[w].zchunk &&
+                 p->v[w].partial == p->v[y].partial &&
+                 (rn->op == OP_RESHAPE ? p->v[w].storage == v : p->v[w].storage == w && cast == IR_NONE) &&
+                 (!p->sharded || shard_spec_eq(&p->v[w].spec, &p->v[y].spec));
+            if (rn->op == OP_CAST) cast = r;
+            v = w;
+        }
+        if (!ok) continue;
+        p->n[d].grad_acc = a;
+        p->n[a].fused = true;
+        p->v[y].storage = root; /* never written: the GEMM adds into the accumulator */
+        if (cast != IR_NONE) {
+            p->n[cast].fused = true;
+            p->v[ir_node(g, cast)->out[0]].storage = root;
+        }
+    }
+    ir_free(grad_inc);
     ir_free(readers);
     ir_free(rerun);
     return true;

@@ -157,7 +157,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     memset(p->n, 0, sizeof *p->n * (size_t)(nn ? nn : 1));
     for (int i = 0; i < nn; i++) /* lower.fuse sets them */
         p->n[i].bias_add = p->n[i].res_add = p->n[i].res_of = p->n[i].norm_add = p->n[i].add_norm =
-            p->n[i].upd_run = p->n[i].upd_first = IR_NONE;
+            p->n[i].grad_acc = p->n[i].upd_run = p->n[i].upd_first = IR_NONE;
     for (NodeId id = 0; id < nn; id++) p->n[id].dir_for = IR_NONE;
     LowerCtx c = {.g = g, .p = p, .err = err, .nv = nv, .nn = nn};
     c.pending = ir_alloc(sizeof(bool) * (size_t)(nv ? nv : 1));
@@ -338,6 +338,11 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
         if (ln->res_of != IR_NONE) sb_printf(b, "  (fused into the GEMM of node %d: the residual)", ln->res_of);
         if (ln->norm_add != IR_NONE) sb_printf(b, "  (fused: does the add of node %d first)", ln->norm_add);
         if (ln->add_norm != IR_NONE) sb_printf(b, "  (fused into the norm of node %d)", ln->add_norm);
+        if (ln->grad_acc != IR_NONE)
+            sb_printf(b, "  (fused: accumulates into %%%s, node %d's add)", vname(p, ir_node(g, ln->grad_acc)->in[0]),
+                      ln->grad_acc);
+        if (ln->fused && (n->op == OP_CAST || n->op == OP_GRAD_ACCUM))
+            sb_puts(b, "  (fused into the weight gradient's GEMM before)");
         if (ln->upd_first != IR_NONE)
             sb_printf(b, "  (fused: updates nodes %d-%d, one kernel)", ln->upd_first, id);
         else if (ln->upd_run != IR_NONE)

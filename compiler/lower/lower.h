@@ -298,6 +298,11 @@ typedef struct LowerNode {
                                 * row, then normalizes it; IR_NONE */
     NodeId add_norm;           /* on that add: the norm doing it (the add runs no kernel and
                                 * its operands are read at the norm's slot); IR_NONE */
+    NodeId grad_acc;           /* lower.fuse: on a weight gradient's GEMM (dense_dw), the
+                                * grad_accum it does: the GEMM adds scale x its product to the
+                                * f32 accumulator (alpha = scale, beta = 1; bf16 operands through
+                                * colrt_gemm_f32c), and the cast to f32 and the add between them
+                                * run no kernel (fused); IR_NONE */
     NodeId upd_run;            /* lower.updates (fuse.c): an AdamW update (or the cast of its
                                 * result to the 16-bit parameter) in a group of consecutive
                                 * ones whose last node's kernel does every member's work, one

@@ -289,6 +289,18 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
                 const void *B, int64_t ldb, int64_t strideB, float beta, void *C, int64_t ldc,
                 int64_t strideC, int64_t batch);
 
+/* The same GEMM with C in f32 and A, B in t (f32, bf16 or f16): the product
+ * is summed in f32 and added to C without a rounding to t, so that a weight
+ * gradient's GEMM accumulates straight into its f32 gradient over the
+ * micro-batches (alpha 1/M, beta 1: the lowering's gradient accumulation
+ * fusion, docs/training-graph.md; Megatron-LM's gradient_accumulation_fusion). CPU:
+ * oneDNN's bf16 GEMM with an f32 destination where it is loaded, else the
+ * operands widened; CUDA: cuBLASLt, A/B in t, C/D in f32, f32 compute.
+ * t == COLRT_F32 is colrt_gemm. */
+void colrt_gemm_f32c(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t M, int64_t N, int64_t K,
+                     float alpha, const void *A, int64_t lda, int64_t strideA, const void *B, int64_t ldb,
+                     int64_t strideB, float beta, float *C, int64_t ldc, int64_t strideC, int64_t batch);
+
 /* Which GEMM library (and kernel) the backend uses, e.g.
  * "blis (arch skx, forced by colrt), 2 threads" or "cublasLt (f32 compute)". */
 const char *colrt_gemm_library(void);

@@ -34,6 +34,10 @@
  * without oneDNN bf16 is widened as before. The function is probed once at
  * init on a small product (a CPU without AVX-512 gets "unimplemented").
  *
+ * colrt_gemm_f32c (issue 16): bf16 operands onto an f32 C (a weight gradient
+ * accumulated into its f32 gradient over micro-batches): the matmul primitive
+ * with an f32 destination, else dnnl_gemm_bf16bf16f32, else widened.
+ *
  * COLRT_BLAS=onednn|blis|openblas|builtin overrides the choice (benchmarks use it),
  * COLRT_GEMM_BF16=widen keeps bf16 on the widening path (benchmarks compare);
  * COLRT_GEMM_F32=matmul|sgemm picks oneDNN's f32 path;
@@ -321,18 +325,25 @@ static void narrow(void *dst, const float *src, colrt_dtype t, int64_t rows, int
     else NARROW_LOOP(COLRT_F16);
 }
 
+/* The checks colrt_gemm and colrt_gemm_f32c share (what names the caller). */
+static void gemm_check(const char *what, colrt_dtype t, int transa, int transb, int64_t M, int64_t N, int64_t K,
+                       int64_t lda, int64_t ldb, int64_t ldc, int64_t batch) {
+    if (t == COLRT_I32) colrt_die("%s: dtype I32 is not supported", what);
+    if (M < 0 || N < 0 || K < 0 || batch < 0) colrt_die("%s: negative size", what);
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
+        colrt_die("%s: sizes exceed the BLAS int range", what);
+    int64_t ac = transa ? M : K, bc = transb ? K : N;
+    if (lda < ac || ldb < bc || ldc < N)
+        colrt_die("%s: leading dimension too small (lda %lld, ldb %lld, ldc %lld for M %lld N %lld K %lld)", what,
+                  (long long)lda, (long long)ldb, (long long)ldc, (long long)M, (long long)N, (long long)K);
+}
+
 void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t M, int64_t N, int64_t K,
                 float alpha, const void *A, int64_t lda, int64_t strideA, const void *B, int64_t ldb,
                 int64_t strideB, float beta, void *C, int64_t ldc, int64_t strideC, int64_t batch) {
     colrt__stream_order(s);
-    if (t == COLRT_I32) colrt_die("colrt_gemm: dtype I32 is not supported");
-    if (M < 0 || N < 0 || K < 0 || batch < 0) colrt_die("colrt_gemm: negative size");
-    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
-        colrt_die("colrt_gemm: sizes exceed the BLAS int range");
+    gemm_check("colrt_gemm", t, transa, transb, M, N, K, lda, ldb, ldc, batch);
     int64_t ar = transa ? K : M, ac = transa ? M : K, br = transb ? N : K, bc = transb ? K : N;
-    if (lda < ac || ldb < bc || ldc < N)
-        colrt_die("colrt_gemm: leading dimension too small (lda %lld, ldb %lld, ldc %lld for M %lld N %lld K %lld)",
-                  (long long)lda, (long long)ldb, (long long)ldc, (long long)M, (long long)N, (long long)K);
     if (M == 0 || N == 0) return;
     size_t es = colrt_dtype_size(t);
     if (t == COLRT_BF16 && blas.bf16_kind == BF16_MATMUL) {
@@ -381,6 +392,51 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
         if (beta != 0.f) widen(c32, Ci, t, M, N, ldc);
         colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, a32, (int)ac, b32, (int)bc, beta, c32, (int)N);
         narrow(Ci, c32, t, M, N, ldc);
+    }
+    free(a32);
+}
+
+/* C (f32) = alpha op(A) op(B) + beta C with A and B in t (colrt.h): the
+ * product's f32 sum goes into C unrounded. bf16: oneDNN's matmul primitive
+ * with an f32 destination (bf16 source and weights, f32 dst: a combination
+ * oneDNN's matmul supports), else dnnl_gemm_bf16bf16f32 (its C is f32
+ * anyway), else widened; f16 (oneDNN 2.x has no f16 GEMM on these CPUs) is
+ * widened as colrt_gemm widens it, without the rounding of C. */
+void colrt_gemm_f32c(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t M, int64_t N, int64_t K,
+                     float alpha, const void *A, int64_t lda, int64_t strideA, const void *B, int64_t ldb,
+                     int64_t strideB, float beta, float *C, int64_t ldc, int64_t strideC, int64_t batch) {
+    if (t == COLRT_F32) {
+        colrt_gemm(s, t, transa, transb, M, N, K, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batch);
+        return;
+    }
+    colrt__stream_order(s);
+    gemm_check("colrt_gemm_f32c", t, transa, transb, M, N, K, lda, ldb, ldc, batch);
+    if (M == 0 || N == 0) return;
+    int64_t ar = transa ? K : M, ac = transa ? M : K, br = transb ? N : K, bc = transb ? K : N;
+    size_t es = colrt_dtype_size(t);
+    float *a32 = NULL, *b32 = NULL;
+    for (int64_t i = 0; i < batch; i++) {
+        const char *Ai = (const char *)A + (size_t)(i * strideA) * es, *Bi = (const char *)B + (size_t)(i * strideB) * es;
+        float *Ci = C + i * strideC;
+        if (t == COLRT_BF16 && blas.bf16_kind == BF16_MATMUL &&
+            !colrt__dnnl_matmul_c(COLRT_DNNL_BF16, COLRT_DNNL_F32, transa, transb, M, N, K, alpha, Ai, lda, Bi, ldb,
+                                  beta, Ci, ldc))
+            continue;
+        if (t == COLRT_BF16 && blas.bf16_kind == BF16_GEMM) {
+            int st = blas.bf16(transa ? 'T' : 'N', transb ? 'T' : 'N', M, N, K, alpha, (const uint16_t *)Ai, lda,
+                               (const uint16_t *)Bi, ldb, beta, Ci, ldc);
+            if (st != 0) colrt_die("colrt_gemm_f32c: dnnl_gemm_bf16bf16f32 failed (status %d) for M %lld N %lld K %lld", st,
+                                   (long long)M, (long long)N, (long long)K);
+            continue;
+        }
+        if (!a32) {
+            a32 = malloc(sizeof(float) * (size_t)(ar * ac + br * bc) + 1);
+            if (!a32) colrt_die("colrt_gemm_f32c: out of memory for the f32 staging buffers");
+            b32 = a32 + ar * ac;
+        }
+        widen(a32, Ai, t, ar, ac, lda);
+        widen(b32, Bi, t, br, bc, ldb);
+        colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, a32, (int)ac, b32, (int)bc, beta, Ci, (int)ldc);
     }
     free(a32);
 }

@@ -24,6 +24,9 @@ enum { COLRT_DNNL_BF16 = 2, COLRT_DNNL_F32 = 3 }; /* oneDNN 2.x's dnnl_data_type
 int colrt__dnnl_matmul_load(void *h);
 int colrt__dnnl_matmul(int dt, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A,
                        int64_t lda, const void *B, int64_t ldb, float beta, void *C, int64_t ldc);
+/* The same with C in data type cdt (bf16 A and B onto f32 C: colrt_gemm_f32c). */
+int colrt__dnnl_matmul_c(int dt, int cdt, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const void *A, int64_t lda, const void *B, int64_t ldb, float beta, void *C, int64_t ldc);
 
 /* One collective, checked and resolved to MPI terms by the caller's thread
  * (collectives.c), run by colrt__coll_run on a communicator: the mesh

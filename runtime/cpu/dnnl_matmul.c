@@ -9,7 +9,9 @@
  * avx512_core_bf16" in DNNL_VERBOSE), the one PyTorch's autocast runs, and
  * writes bf16 C itself (alpha as the output scale, beta as a sum post-op), so
  * no f32 copy of C is made or rounded; measured at GPT-2 124M's shapes in
- * bench/codegen_cpu/README.md.
+ * bench/codegen_cpu/README.md. C may also be f32 beside bf16 A and B
+ * (colrt__dnnl_matmul_c): a weight gradient accumulated into its f32
+ * gradient (colrt_gemm_f32c, issue 16).
  *
  * oneDNN's C API is used without its headers (no build dependency, as for
  * dnnl_sgemm): the descriptors are opaque buffers larger than oneDNN 2.6's
@@ -62,7 +64,7 @@ static struct {
 
 /* One shape's primitive and its three memory objects (data handles set per call). */
 typedef struct {
-    int64_t key[11];
+    int64_t key[12];
     dnnl_handle prim, a, b, c;
 } Entry;
 enum { CACHE = 96 };
@@ -99,7 +101,7 @@ static void entry_free(Entry *e) {
 
 /* The primitive for one shape, made now; 0 on success. */
 static int entry_make(Entry *e, const int64_t *key) {
-    int ta = (int)key[0], tb = (int)key[1], dt = (int)key[10];
+    int ta = (int)key[0], tb = (int)key[1], dt = (int)key[10], cdt = (int)key[11];
     int64_t M = key[2], N = key[3], K = key[4], lda = key[5], ldb = key[6], ldc = key[7];
     float alpha, beta;
     memcpy(&alpha, &key[8], sizeof alpha);
@@ -111,7 +113,7 @@ static int entry_make(Entry *e, const int64_t *key) {
     const int64_t dc[2] = {M, N}, sc[2] = {ldc, 1};
     memset(e, 0, sizeof *e);
     memcpy(e->key, key, sizeof e->key);
-    if (mm.md_init(&ma, 2, da, dt, sa) || mm.md_init(&mb, 2, db, dt, sb) || mm.md_init(&mc, 2, dc, dt, sc) ||
+    if (mm.md_init(&ma, 2, da, dt, sa) || mm.md_init(&mb, 2, db, dt, sb) || mm.md_init(&mc, 2, dc, cdt, sc) ||
         mm.matmul_init(&d, &ma, &mb, NULL, &mc))
         return 1;
     dnnl_handle attr = NULL, po = NULL, pd = NULL;
@@ -136,7 +138,12 @@ static int entry_make(Entry *e, const int64_t *key) {
 
 int colrt__dnnl_matmul(int dt, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const void *A,
                        int64_t lda, const void *B, int64_t ldb, float beta, void *C, int64_t ldc) {
-    int64_t key[11] = {ta, tb, M, N, K, lda, ldb, ldc, 0, 0, dt};
+    return colrt__dnnl_matmul_c(dt, dt, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+int colrt__dnnl_matmul_c(int dt, int cdt, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha,
+                         const void *A, int64_t lda, const void *B, int64_t ldb, float beta, void *C, int64_t ldc) {
+    int64_t key[12] = {ta, tb, M, N, K, lda, ldb, ldc, 0, 0, dt, cdt};
     memcpy(&key[8], &alpha, sizeof alpha);
     memcpy(&key[9], &beta, sizeof beta);
     Entry *e = NULL;

@@ -125,6 +125,66 @@ static int count_reduces(const LowerProgram *p) {
  * adds in bf16 (a 16-bit residual is no GEMM's: the norm after it writes it),
  * and every add the pass fuses is the kind ir_fuse_add names, with the
  * operand it names, and every add ir_fuse_add names is fused. */
+/* lower.fuse's gradient accumulation (ir_fuse_grad_table, the rule the
+ * planner prices by, solver/problem.c): the number of weight gradients whose
+ * GEMM does its accumulation in gpt2-tiny's program, after checking each:
+ * the GEMM's accumulation is the grad_accum adding the gradient the table
+ * names, its cast (mixed precision) and add are fused, and the GEMM's result
+ * has the accumulator's storage (never written in its dtype); and every
+ * GEMM the table names is fused when its dtype is f32 or bf16, below ZeRO-2
+ * and with micro-batches. */
+static ValueId root_of(const LowerProgram *p, ValueId v) {
+    while (p->v[v].storage != v) v = p->v[v].storage;
+    return v;
+}
+
+static int grad_acc_fused(DType dt, int micro, int dp, int zero) {
+    Graph *g = training_dt("gpt2-tiny.cir", micro, AD_OPT_ADAMW, dt);
+    if (!g) return -1;
+    StrBuf err;
+    sb_init(&err);
+    LowerOptions o = {.dp = dp, .zero = zero, .alignment = 256};
+    LowerProgram *p = lower_build(g, &o, &err);
+    CHECK(p != NULL);
+    ValueId *inc = ir_fuse_grad_table(g);
+    int n = 0, named = 0;
+    for (NodeId d = 0; p && d < g->n_nodes; d++) {
+        named += inc[d] != IR_NONE;
+        NodeId a = p->n[d].grad_acc;
+        if (inc[d] != IR_NONE && micro > 1 && zero < 2 && (dt == DT_F32 || (dt == DT_BF16 && dp == 1)))
+            CHECK(a != IR_NONE);
+        if (a == IR_NONE) continue;
+        n++;
+        const Node *an = ir_node(g, a);
+        CHECK(ir_node(g, d)->op == OP_DENSE_DW && inc[d] != IR_NONE);
+        CHECK(an->op == OP_GRAD_ACCUM && an->in[1] == inc[d] && p->n[a].fused);
+        CHECK_INT(root_of(p, ir_node(g, d)->out[0]), root_of(p, an->in[0]));
+        const Node *c = ir_node(g, ir_val(g, inc[d])->def);
+        CHECK(dt == DT_F32 ? c == ir_node(g, d) : c->op == OP_CAST && p->n[ir_val(g, inc[d])->def].fused);
+    }
+    if (p) CHECK_INT(named, 8); /* the rule names the same GEMMs with and without micro-batches */
+    ir_free(inc);
+    lower_free(p);
+    ir_graph_free(g);
+    sb_free(&err);
+    return n;
+}
+
+static void test_grad_acc_fusion(void) {
+    /* qkv, the attention projection and both MLP linears in 2 layers; the tied
+     * wte's gradient is the head's and the embedding's parts summed: not one GEMM's */
+    CHECK_INT(grad_acc_fused(DT_F32, 4, 1, 0), 8);
+    CHECK_INT(grad_acc_fused(DT_BF16, 4, 1, 0), 8);
+    CHECK_INT(grad_acc_fused(DT_F32, 4, 2, 0), 8); /* data parallel: the partial sums accumulate */
+    CHECK_INT(grad_acc_fused(DT_F32, 4, 2, 1), 8); /* ZeRO-1: the accumulator whole */
+    /* a bf16 gradient pending over the ranks is summed (bucketed) before its cast, every
+     * micro-batch (split.c): the cast reads the sum (the planner prices it alike) */
+    CHECK_INT(grad_acc_fused(DT_BF16, 4, 2, 0), 0);
+    CHECK_INT(grad_acc_fused(DT_BF16, 4, 2, 2), 0); /* ZeRO-2: each gradient reduce-scattered first */
+    CHECK_INT(grad_acc_fused(DT_F16, 4, 1, 0), 0);  /* f16: the loss scale must see an overflow */
+    CHECK_INT(grad_acc_fused(DT_BF16, 1, 1, 0), 0); /* nothing to accumulate */
+}
+
 static void test_fusion_agrees(DType dt) {
     Graph *g = training_dt("gpt2-tiny.cir", 1, AD_OPT_ADAMW, dt);
     if (!g) return;
@@ -381,5 +441,6 @@ int main(void) {
     test_recompute_policies();
     test_fusion_agrees(DT_F32);
     test_fusion_agrees(DT_BF16);
+    test_grad_acc_fusion();
     return check_done("lower");
 }

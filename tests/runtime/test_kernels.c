@@ -208,6 +208,55 @@ static void test_gemm_large(void) {
     free(A), free(B), free(C), free(ref), free(Ad), free(Bd), free(Cd);
 }
 
+/* colrt_gemm_f32c: a weight gradient's GEMM (C = x^T dy, K = 320 rows
+ * summed) accumulated into an f32 C over 4 micro-batches (alpha 1/4, beta
+ * 1), as the fused program runs it, against the f64 sum of the same rounded
+ * operands and against the unfused program's path (each micro-batch's
+ * product rounded to T by colrt_gemm, cast to f32, added with 1/4).
+ * Tolerances, over the whole C (max|got - ref| <= tol x max|ref|): fused
+ * 1e-5, f32 accumulation of 320-term sums (the product is never rounded to
+ * T, so this holds for bf16 and f16 operands as for f32); unfused against
+ * fused 2^-8 (bf16) / 2^-11 (f16), one rounding of each micro-batch's
+ * product to T. ldc is padded: the padding stays untouched. */
+static void test_gemm_f32c(void) {
+    enum { FK = 48, FN = 80, FL = 320, FM = 4, LDC = FN + 3 };
+    double *ref = zeros(FK * FN);
+    float *C = calloc(FK * LDC, sizeof(float)), *U = calloc(FK * FN, sizeof(float));
+    for (int i = 0; i < FK; i++) C[i * LDC + FN] = C[i * LDC + FN + 1] = C[i * LDC + FN + 2] = 7.f; /* padding */
+    void *G = devz(FK * FN);
+    for (int j = 0; j < FM; j++) {
+        double *A = rnd(FL * FK, 1), *B = rnd(FL * FN, 1);
+        void *Ad = dev(T, A, FL * FK), *Bd = dev(T, B, FL * FN);
+        colrt_gemm_f32c(NULL, T, 1, 0, FK, FN, FL, 1.f / FM, Ad, FK, 0, Bd, FN, 0, 1.f, C, LDC, 0, 1);
+        colrt_gemm(NULL, T, 1, 0, FK, FN, FL, 1.f, Ad, FK, 0, Bd, FN, 0, 0.f, G, FN, 0, 1); /* unfused */
+        for (int i = 0; i < FK * FN; i++) U[i] += colrt_ld(G, T, i) / FM;
+        for (int i = 0; i < FK; i++)
+            for (int n = 0; n < FN; n++) {
+                double sum = 0;
+                for (int k = 0; k < FL; k++) sum += A[k * FK + i] * B[k * FN + n];
+                ref[i * FN + n] += sum / FM;
+            }
+        free(A), free(B), free(Ad), free(Bd);
+    }
+    double top = 0, err = 0, uerr = 0;
+    for (int i = 0; i < FK * FN; i++) top = fmax(top, fabs(ref[i]));
+    int pad = 1;
+    for (int i = 0; i < FK; i++) {
+        for (int n = 0; n < FN; n++) {
+            err = fmax(err, fabs(C[i * LDC + n] - ref[i * FN + n]));
+            uerr = fmax(uerr, fabs(U[i * FN + n] - C[i * LDC + n]));
+        }
+        pad &= C[i * LDC + FN] == 7.f && C[i * LDC + FN + 2] == 7.f;
+    }
+    double utol = T == COLRT_BF16 ? 1.0 / 256 : T == COLRT_F16 ? 1.0 / 2048 : 1e-5;
+    printf("gemm_f32c [%s] 4 micro-batches: fused %.2e, unfused - fused %.2e (of max|ref| %.3g)\n", colrt_dtype_name(T),
+           err / top, uerr / top, top);
+    CHECK(err <= 1e-5 * top);
+    CHECK(uerr <= utol * top);
+    CHECK(pad);
+    free(ref), free(C), free(U), free(G);
+}
+
 /* GEMMs wide enough that colrt splits them over two threads (oneDNN: a
  * one-thread product per block of C's columns, of its rows when M > N),
  * every transpose, padded leading dimensions, sizes off the 16-element block
@@ -717,6 +766,7 @@ int main(int argc, char **argv) {
         T = FLOATS[k];
         test_gemm();
         test_gemm_large();
+        test_gemm_f32c();
         test_gemm_split();
         test_norms();
         test_softmax();

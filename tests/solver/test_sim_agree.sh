@@ -76,6 +76,31 @@ check gpt2_zero3_chunk_2_tables "$ir/gpt2-tiny.cir" --cluster "$tab" --mesh 2 --
 # 6 (3 x the bf16 gradient's) and the cast once a step, GPT-2 124M's replay was 1.052 x its price
 check gpt2_124m_bf16_micro8 "$src/examples/gpt2/gpt2.c" --batch 32 --cluster h100:1x1 --dtype bf16 --micro-batches 8
 
+# the weight gradients' GEMMs doing their accumulation (lower.fuse, ir_fuse_grad_table): the
+# GEMM reads and writes the f32 accumulator, no cast and no add run; the planner prices the
+# same rule (problem.c member_bwd, price_params). gpt2-tiny's 8 dense weights on one device, bf16
+# and f32 (gpt2-tiny f32 dp 2 with 4 micro-batches replays at 0.73 of its price, fused or not
+# (COLOSSAL_DEBUG_UNFUSED_ACCUM=1): its resharding term, not this);
+# and the same plans unfused (COLOSSAL_DEBUG_UNFUSED_ACCUM=1): 8 fewer accumulations and casts
+# replayed per micro-batch where fused
+check gpt2_bf16_micro4_1 "$ir/gpt2-tiny.cir" --cluster h100:1x1 --dtype bf16 --micro-batches 4
+check gpt2_micro4_1 "$ir/gpt2-tiny.cir" --cluster h100:1x1 --micro-batches 4
+COLOSSAL_DEBUG_UNFUSED_ACCUM=1 check gpt2_bf16_micro4_1_unfused "$ir/gpt2-tiny.cir" --cluster h100:1x1 --dtype bf16 \
+  --micro-batches 4
+python3 - "$tmp/gpt2_bf16_micro4_1" "$tmp/gpt2_bf16_micro4_1_unfused" <<'PY' || fail=1
+import json, os, sys
+def load(d):
+    plan = json.load(open(os.path.join(d, next(f for f in os.listdir(d) if f.endswith(".plan.json")))))
+    ops = plan["program"]["ops"]
+    return (plan["lowering"].get("fused_grad_accumulations"), sum(o.get("o") == "grad_accum" for o in ops),
+            sum(o.get("o") == "cast" and o.get("n", "").endswith(".grad32") for o in ops))
+fused, unfused = load(sys.argv[1]), load(sys.argv[2])
+ok = fused[0] == 8 and unfused[0] == 0 and unfused[1] - fused[1] == 8 and unfused[2] - fused[2] == 8
+print("gpt2_bf16_micro4_1: fused accumulations, accumulations and casts replayed: %s, unfused %s %s" %
+      (fused, unfused, "ok" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
+PY
+
 # lower.fuse's passes before the GEMMs are in the replay as the planner prices
 # the fused adds (solver/cost.c cost_fused_bytes): gpt2-tiny on one device has
 # 8 bias adds, 4 of them with the residual after them; each pass one element-wise
