@@ -335,8 +335,8 @@ static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, 
         plan_free(r);
     }
     if (r->zero_left_out[0] && !o->quiet) /* the plan kept, once (not each re-plan's) */
-        fprintf(stderr, "colossal-compile: note: planned without ZeRO on mesh %s: the lowering cannot run the "
-                        "ZeRO plan chosen there (placement_zero_runs)\n",
+        fprintf(stderr, "colossal-compile: note: planned %s: the lowering cannot run the "
+                        "ZeRO plan chosen there (placement_zero_limit)\n",
                 r->zero_left_out);
     if (dump) { /* the program generated: once, not each re-plan's */
         StrBuf db;

@@ -236,6 +236,15 @@ bool placement_zero_runs(const Placement *pl, StrBuf *why) {
     return true;
 }
 
+int placement_zero_limit(const Placement *pl, StrBuf *why) {
+    if (!placement_zero_runs(pl, why)) return 0;
+    if (pl->layout == PL_REPLICATED && pl->mesh.n_devices > 1) { /* compiler/lower/lower.c, zero.c: dp 1 */
+        if (why) sb_puts(why, "every op replicated: each rank holds the whole gradient");
+        return 1;
+    }
+    return 3;
+}
+
 bool placement_pending_sum(const Graph *g, NodeId id, unsigned axes, ShardStrategy *st) {
     const Node *n = ir_node(g, id);
     if (!axes || axes >= 1u << SHARD_MAX_AXES || n->op != OP_ADD || n->n_in != 2 || n->n_out != 1 ||

@@ -209,6 +209,16 @@ void placement_derive(Placement *pl, bool all_batch);
  * NULL). */
 bool placement_zero_runs(const Placement *pl, StrBuf *why);
 
+/* The highest ZeRO stage the lowering runs as planned in pl's layout: 0 where
+ * placement_zero_runs says no; 1 where every op is replicated on several
+ * devices (each rank computes the whole gradient: the data-parallel lowering,
+ * with one data-parallel rank, runs stages 2 and 3 as 1, the gradients and
+ * parameters whole, compiler/lower/lower.c lower_build, zero.c
+ * update_stage); else 3. Where it is below the plan's stages, the reason in
+ * why (may be NULL). The planner plans again at that stage at most
+ * (solver/plan.c). */
+int placement_zero_limit(const Placement *pl, StrBuf *why);
+
 /* Checks the Placement against its graph and mesh: every node has a strategy
  * that exists on the mesh for its iteration space (or keeps partial sums),
  * ZeRO stages only on parameters and in 0-3, recompute counts within the

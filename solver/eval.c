@@ -129,11 +129,7 @@ double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z) {
     return S->bucket[z] * (g->block >= 0 ? 1 : g->mult);
 }
 
-double ilp_transient(const IlpStrat *S, int z) {
-    /* the gradients' temporaries under micro-batches (and ZeRO-2/3), but those the GEMM
-     * accumulates itself (lower.fuse: at ZeRO 0-1) */
-    return S->transient + (z >= 2 ? S->param_local : S->accumulates ? S->param_local - S->fused_local : 0);
-}
+double ilp_transient(const IlpStrat *S, int z) { return S->held[z]; }
 
 double ilp_rerun_bytes(const IlpStrat *S, int z, int pol) {
     /* a selective re-run rebuilds what the policy does not keep: the matrix
@@ -141,6 +137,12 @@ double ilp_rerun_bytes(const IlpStrat *S, int z, int pol) {
      * re-run under either policy, as it did) */
     double kept = pol == RC_SELECTIVE ? S->act[RC_SELECTIVE] - S->act[RC_FULL] : 0;
     return S->act[RC_NONE] - kept + (z >= 3 ? S->param_local : 0);
+}
+
+double ilp_freed_bytes(const IlpStrat *S, int z, bool keeps, bool done) {
+    if (done) return keeps ? S->act[RC_NONE] : S->act[RC_FULL]; /* the next instance re-runs in its place */
+    /* recomputed: act[pol] + ilp_rerun_bytes(S, z, pol), the same under either policy */
+    return S->act[RC_NONE] + (keeps ? 0 : S->act[RC_FULL] + (z >= 3 ? S->param_local : 0));
 }
 
 /* The sum of the k largest transfers: v[i] (one each) and block b's blk[b] (one per instance). */
@@ -320,11 +322,16 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         if (rr_pol != RC_NONE) rr_left += ilp_rerun_bytes(&g->strats[c->strat[gi]], 0, rr_pol);
     }
     int g_first = 0;
-    for (int gi = 0; gi < p->n_groups; gi++) /* where the last instance keeps its activations (policy none: */
-        if (ilp_group_last_block(&p->groups[gi]) && c->count[p->groups[gi].block][RC_NONE] > 0) /* policy_of) */
-            freed += p->groups[gi].strats[c->strat[gi]].act[RC_NONE]; /* the backward frees them group by group */
+    double done = 0; /* the backward frees them group by group (ilp_freed_bytes; the last */
+    for (int gi = 0; gi < p->n_groups; gi++) /* instance keeps its activations where some instance does) */
+        if (ilp_group_last_block(&p->groups[gi])) {
+            const IlpStrat *S = &p->groups[gi].strats[c->strat[gi]];
+            bool keeps = c->count[p->groups[gi].block][RC_NONE] > 0;
+            freed += ilp_freed_bytes(S, c->zero[gi], keeps, false);
+            done += ilp_freed_bytes(S, c->zero[gi], keeps, true);
+        }
     /* once the instance's backward is done (the other blocks' transient): all of them freed */
-    last_at -= freed, g_freed = freed;
+    last_at -= done, g_freed = done;
     double base1 = start - r.mem_acts_head + r.mem_recompute + stg; /* the moment's bytes less at_g */
     if (group_at)
         for (int gi = 0; gi <= p->n_groups; gi++) group_at[gi] = gi < p->n_groups ? NAN : base1 + last_at;
@@ -333,13 +340,16 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         if (!ilp_group_last_block(g)) continue;
         const IlpStrat *S = &g->strats[c->strat[gi]];
         int z = c->zero[gi];
-        if (c->count[g->block][RC_NONE] > 0) freed -= S->act[RC_NONE]; /* those of the groups after g */
+        freed -= ilp_freed_bytes(S, z, c->count[g->block][RC_NONE] > 0, false); /* those of the groups after g */
         /* the first group's backward ends the instance's: its bucket launches (every
          * gradient written, those after it freed) */
         double tg = maxd(ilp_transient(S, z), g_first++ == 0 ? bk[g->block] - r.mem_recompute : 0);
-        double at_g = tg - unwritten - freed;
+        /* and, where the instance keeps them, g's own activations read last by its members
+         * after the one where it holds the most (IlpStrat.held_freed) */
+        double own = c->count[g->block][RC_NONE] > 0 ? S->held_freed[z] : 0;
+        double at_g = tg - unwritten - freed - own;
         if (group_at) group_at[gi] = base1 + at_g;
-        if (at_g > last_at) last_at = at_g, last = tg, g_unw = unwritten, g_freed = freed;
+        if (at_g > last_at) last_at = at_g, last = tg, g_unw = unwritten, g_freed = freed + own;
         /* the first instance's backward at g (below): its re-made activations but those of
          * the groups after g, g's transient */
         if (rr_pol > RC_NONE) rr_left -= ilp_rerun_bytes(S, 0, rr_pol);

@@ -840,49 +840,63 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             }
         }
     }
-    /* the last block's rows: where its last instance keeps its activations
-     * (policy none: some instance is, and the last one is then; eval.c), the
-     * backward reaches group g with those of the groups after g freed. F
-     * <= their bytes (linear in x), F <= Amax l, l <= n[none] (l = 1 under
-     * a fixed policy none, 0 under another); the row subtracts F, which the
-     * solver raises to l times their bytes */
-    /* g = -1: the moment once the instance's backward is done (mrow[1], the
-     * other blocks' transient), every group's freed */
+    /* the last block's rows (eval.c): the backward reaches group g with the
+     * activations of the groups after g freed (ilp_freed_bytes): where the
+     * last instance keeps its activations (some instance does: under free
+     * policies the binary k = [n[none] > 0], k <= n[none], N k >= n[none])
+     * their saved ones and g's own read last by its members after the one
+     * where it holds the most (IlpStrat.held_freed), Fk <= their bytes (linear
+     * in x), Fk <= Amax k; where it is recomputed those it keeps and re-made,
+     * Fr <= their bytes, Fr <= Bmax (1 - k). The rows subtract Fk + Fr, which
+     * the solver raises to their bounds. g = -1: the moment once the
+     * instance's backward is done (mrow[1], the other blocks' transient),
+     * every group's freed (recomputed: those it keeps, the next instance's
+     * re-run in the re-made ones' place) */
     int last_k = -1;
     for (int g = 0; g < p->n_groups; g++)
         if (brow[g]) last_k = p->groups[g].block;
+    int kcol = 0; /* k (free policies) */
+    if (last_k >= 0 && fixed_rc < 0 && m->nbits[last_k] > 0) {
+        int N = p->blocks[last_k].instances;
+        kcol = add_col(lp, GLP_BV, 0, 1, 0, "last_keeps");
+        int r1 = add_row(lp, GLP_UP, -INFINITY, 0, "last_keeps_le"), r2 = add_row(lp, GLP_LO, 0, INFINITY, "last_keeps_ge");
+        put(lp, r1, kcol, 1);
+        put(lp, r1, m->bits[last_k][RC_NONE], -1);
+        put(lp, r2, kcol, N);
+        put(lp, r2, m->bits[last_k][RC_NONE], -1);
+    }
     for (int g = last_k >= 0 ? -1 : 0; g < p->n_groups; g++) {
         if (g >= 0 && !brow[g]) continue;
         int k = g >= 0 ? p->groups[g].block : last_k, row = g >= 0 ? brow[g] : mrow[1];
-        bool lnone = fixed_rc < 0 ? m->nbits[k] > 0 : fixed_rc == RC_NONE;
-        if (!lnone) continue;
-        double amax = 0;
-        snprintf(nm, sizeof nm, "freed_%d", g);
-        int F = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
-        int arow = add_row(lp, GLP_UP, -INFINITY, 0, nm);
-        put(lp, arow, F, 1);
-        put(lp, row, F, -1);
-        for (int q = g + 1; q < p->n_groups; q++) {
-            const IlpGroup *Q = &p->groups[q];
-            if (!ilp_group_last_block(Q) || Q->block != k) continue;
-            double qmax = 0;
-            for (int s2 = 0; s2 < Q->n_strats; s2++)
-                for (int z = 0; z < ZERO_STAGES; z++) {
-                    int c = m->x[q][s2 * ZERO_STAGES + z];
-                    if (!c) continue;
-                    put(lp, arow, c, -Q->strats[s2].act[RC_NONE] * ms);
-                    qmax = maxd(qmax, Q->strats[s2].act[RC_NONE] * ms);
-                }
-            amax += qmax;
-        }
-        if (fixed_rc < 0) { /* F <= Amax l, l <= n[none] */
-            snprintf(nm, sizeof nm, "lastnone_%d", g);
-            int l = add_col(lp, GLP_BV, 0, 1, 0, nm);
-            int r1 = add_row(lp, GLP_UP, -INFINITY, 0, nm), r2 = add_row(lp, GLP_UP, -INFINITY, 0, nm);
-            put(lp, r1, F, 1);
-            put(lp, r1, l, -amax);
-            put(lp, r2, l, 1);
-            put(lp, r2, m->bits[k][RC_NONE], -1);
+        for (int keeps = 1; keeps >= 0; keeps--) {
+            if (!kcol && (fixed_rc == RC_NONE) != keeps) continue; /* every instance under fixed_rc */
+            double amax = 0;
+            snprintf(nm, sizeof nm, "freed_%d_%s", g, keeps ? "kept" : "rerun");
+            int F = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+            int arow = add_row(lp, GLP_UP, -INFINITY, 0, nm);
+            put(lp, arow, F, 1);
+            put(lp, row, F, -1);
+            for (int q = g < 0 ? 0 : g; q < p->n_groups; q++) {
+                const IlpGroup *Q = &p->groups[q];
+                if (!ilp_group_last_block(Q) || Q->block != k || (q == g && !keeps)) continue;
+                double qmax = 0;
+                for (int s2 = 0; s2 < Q->n_strats; s2++)
+                    for (int z = 0; z < ZERO_STAGES; z++) {
+                        int c = m->x[q][s2 * ZERO_STAGES + z];
+                        if (!c) continue;
+                        const IlpStrat *S2 = &Q->strats[s2];
+                        double a = q == g ? S2->held_freed[z] : ilp_freed_bytes(S2, z, keeps, g < 0);
+                        put(lp, arow, c, -a * ms);
+                        qmax = maxd(qmax, a * ms);
+                    }
+                amax += qmax;
+            }
+            if (kcol) { /* Fk <= Amax k, Fr <= Bmax (1 - k) */
+                snprintf(nm, sizeof nm, "freed_%d_%s_cap", g, keeps ? "kept" : "rerun");
+                int r1 = add_row(lp, GLP_UP, -INFINITY, keeps ? 0 : amax, nm);
+                put(lp, r1, F, 1);
+                put(lp, r1, kcol, keeps ? -amax : amax);
+            }
         }
     }
     ir_free(brow);

@@ -244,11 +244,32 @@ static void describe_choice(const IlpProblem *p, const IlpChoice *c, PlanSweepPo
     }
 }
 
+/* Generated code with ZeRO left to the planner: the meshes whose best plan had ZeRO the
+ * lowering cannot run in that plan's layout (placement_zero_limit), planned again there
+ * without ZeRO, or at the stage it runs (every op replicated: ZeRO-1); the other meshes
+ * keep theirs. Gathered over the micro-batch counts, for the
+ * note (PlanResult.zero_left_out), the sweep and the message when no plan fits. */
+typedef struct ZeroLeftOut {
+    unsigned meshes;            /* bit i: meshes[i] */
+    int n;
+    char text[200];             /* "without ZeRO on mesh 2x2x2 (ZeRO over 3 mesh axes)", comma-separated */
+    int8_t zmax[32];            /* meshes[i]'s stage at most (0: without ZeRO) */
+} ZeroLeftOut;
+
+/* The fix of a mesh planned again at ZeRO stage zmax at most. */
+static IlpFix zero_capped(const IlpFix *fix, int zmax) {
+    IlpFix f = *fix;
+    if (zmax == 0) f.zero = 0;
+    else f.zero_max = f.zero_max > 0 && f.zero_max < zmax ? f.zero_max : zmax;
+    return f;
+}
+
 static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
                        const ShardMesh *meshes, int nm, DType dt, double limit, const IlpFix *fix_all,
-                       unsigned no_zero, PlanResult *best) {
-    IlpFix fz = *fix_all; /* the meshes the plan left ZeRO out of (no_zero, ZeroLeftOut) */
-    fz.zero = 0;
+                       const ZeroLeftOut *zl, PlanResult *best) {
+    /* the meshes the plan capped ZeRO on (ZeroLeftOut), at their stage */
+    IlpFix *fz = ir_alloc(sizeof *fz * (size_t)(nm ? nm : 1));
+    for (int i = 0; i < nm; i++) fz[i] = zl->meshes & 1u << i ? zero_capped(fix_all, zl->zmax[i]) : *fix_all;
     CostModel *cms = ir_alloc(sizeof *cms * (size_t)nm);
     IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)nm);
     IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight};
@@ -260,8 +281,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
         cms[i] = (CostModel){cl, &meshes[i], dt, 1, NULL};
         probs[i] = ilp_problem_build(g, &cms[i], &io);
         if (probs[i]->timed_out) continue;
-        const IlpFix *fix = no_zero & 1u << i ? &fz : fix_all;
-        IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, fix};
+        IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, &fz[i]};
         IlpResult r = ilp_solve(probs[i], &s);
         if (r.status == ILP_INFEASIBLE && r.min_mem > 0) lo = fmin(lo, r.min_mem);
         ilp_result_free(&r);
@@ -276,7 +296,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
         pt->limit_bytes = n == 1 ? limit : lo * pow(limit / lo, (double)k / (n - 1));
         for (int i = 0; i < nm; i++) {
             if (probs[i]->timed_out) continue;
-            IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, no_zero & 1u << i ? &fz : fix_all};
+            IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, &fz[i]};
             IlpResult r = ilp_solve(probs[i], &s);
             if (ilp_has_plan(r.status) && (!pt->fits || r.price.step_s < pt->step_s)) {
                 pt->fits = true;
@@ -294,6 +314,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
     }
     for (int i = 0; i < nm; i++) ilp_problem_free(probs[i]);
     ir_free(probs);
+    ir_free(fz);
     ir_free(cms);
 }
 
@@ -329,30 +350,21 @@ typedef struct MeshSearch {
     int timed_out;              /* the mesh whose problem the deadline cut short, or -1 */
 } MeshSearch;
 
-/* Generated code with ZeRO left to the planner: the meshes whose best plan had ZeRO the
- * lowering cannot run in that plan's layout (placement_zero_runs), planned again there
- * without ZeRO; the other meshes keep it. Gathered over the micro-batch counts, for the
- * note (PlanResult.zero_left_out), the sweep and the message when no plan fits. */
-typedef struct ZeroLeftOut {
-    unsigned meshes;            /* bit i: meshes[i] */
-    int n;
-    char text[200];             /* "2x2x2 (ZeRO over 3 mesh axes)", comma-separated */
-} ZeroLeftOut;
-
-/* Whether the lowering runs the ZeRO of r's plan (placement_zero_runs, asked of
- * the plan's Placement); false with the rule in why. */
-static bool plan_zero_runs(const Graph *g, const PlanResult *r, StrBuf *why) {
-    if (!r->chosen) return true;
+/* The ZeRO stage below r's plan's largest the lowering runs in its layout
+ * (placement_zero_limit, asked of the plan's Placement), with the rule in why;
+ * -1 where it runs the plan's stages. */
+static int plan_zero_limit(const Graph *g, const PlanResult *r, StrBuf *why) {
+    if (!r->chosen) return -1;
     PlanSweepPoint d;
     describe_choice(r->prob, &r->choice, &d);
-    if (d.zero_max == 0) return true;
+    if (d.zero_max == 0) return -1;
     StrBuf e;
     sb_init(&e);
     Placement *pl = plan_placement(g, r, true, &e);
     sb_free(&e);
-    bool runs = !pl || placement_zero_runs(pl, why); /* no Placement: plan_within says why */
+    int lim = pl ? placement_zero_limit(pl, why) : 3; /* no Placement: plan_within says why */
     placement_free(pl);
-    return runs;
+    return lim < d.zero_max ? lim : -1;
 }
 
 /* The best plan over the meshes for o->micro_batches, or NULL. zl (NULL: ZeRO is
@@ -360,27 +372,33 @@ static bool plan_zero_runs(const Graph *g, const PlanResult *r, StrBuf *why) {
 static PlanResult *plan_meshes(const Graph *g, const PlanOptions *o, const ShardCluster *cl, const ShardMesh *meshes,
                                int nm, DType dt, double limit, const IlpFix *fix, MeshSearch *ms, ZeroLeftOut *zl) {
     PlanResult *best = NULL;
-    PlanOptions oz = *o; /* the options and fix of a mesh planned without ZeRO */
+    PlanOptions oz = *o; /* the options of a mesh planned without ZeRO */
     oz.zero = "0";
-    IlpFix fz = *fix;
-    fz.zero = 0;
     for (int i = 0; i < nm; i++) {
         PlanResult *r = plan_mesh(g, o, cl, &meshes[i], dt, limit, fix);
         StrBuf why;
         sb_init(&why);
-        if (zl && !r->prob->timed_out && !plan_zero_runs(g, r, &why)) {
-            if (!(zl->meshes & 1u << i)) {
+        /* planned again at the stage the layout runs, until the plan's does (the cap falls each time) */
+        for (int lim; zl && !r->prob->timed_out && (lim = plan_zero_limit(g, r, &why)) >= 0;) {
+            if (!(zl->meshes & 1u << i) || lim < zl->zmax[i]) {
                 StrBuf m;
                 sb_init(&m);
                 shard_mesh_print(&m, &meshes[i]);
                 size_t n = strlen(zl->text);
-                snprintf(zl->text + n, sizeof zl->text - n, "%s%s (%s)", n ? ", " : "", sb_cstr(&m), sb_cstr(&why));
+                char at[32] = "without ZeRO";
+                if (lim > 0) snprintf(at, sizeof at, "with ZeRO-%d at most", lim);
+                snprintf(zl->text + n, sizeof zl->text - n, "%s%s on mesh %s (%s)", n ? ", " : "", at, sb_cstr(&m),
+                         sb_cstr(&why));
                 sb_free(&m);
+                zl->n += !(zl->meshes & 1u << i);
                 zl->meshes |= 1u << i;
-                zl->n++;
+                zl->zmax[i] = (int8_t)lim;
             }
+            sb_free(&why);
+            sb_init(&why);
             plan_free(r);
-            r = plan_mesh(g, &oz, cl, &meshes[i], dt, limit, &fz);
+            IlpFix fz = zero_capped(fix, lim);
+            r = plan_mesh(g, lim ? o : &oz, cl, &meshes[i], dt, limit, &fz);
         }
         sb_free(&why);
         if (r->prob->timed_out) {
@@ -944,8 +962,8 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         char lim[32], mn[32], pa[32], ac[32], tr[32], zlo[300] = "";
         fmt_bytes(lim, sizeof lim, limit);
         if (zl.n) /* the rule that took ZeRO from some meshes, said where it may be why */
-            snprintf(zlo, sizeof zlo, "; ZeRO was left out on mesh%s %s, which the lowering cannot run "
-                     "(placement_zero_runs)", zl.n > 1 ? "es" : "", zl.text);
+            snprintf(zlo, sizeof zlo, "; planned %s: the ZeRO the lowering cannot run there left out "
+                     "(placement_zero_limit)", zl.text);
         if (o->strategy && strcmp(o->strategy, "auto")) {
             diag_plain("try --strategy auto", "strategy '%s' does not apply to this model and mesh",
                        o->strategy);
@@ -1015,7 +1033,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
     best->meshes_tried = nm;
     best->solve_s = solve_s;
     snprintf(best->zero_left_out, sizeof best->zero_left_out, "%s", zl.text);
-    if (o->sweep_points > 0) plan_sweep(g, &om, &cl, meshes, nm, dt, limit, &fix, zl.meshes, best);
+    if (o->sweep_points > 0) plan_sweep(g, &om, &cl, meshes, nm, dt, limit, &fix, &zl, best);
     StrBuf perr;
     sb_init(&perr);
     best->pl = plan_placement(g, best, o->lowerable, &perr);

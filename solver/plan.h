@@ -148,10 +148,12 @@ typedef struct PlanResult {
     PlanStageCount *counts;
     int n_schedules;            /* --schedule auto: the schedules priced for the chosen stages */
     PlanScheduleTry *schedules;
-    char zero_left_out[200];    /* generated code: the meshes planned without ZeRO because the
-                                 * lowering could not run the ZeRO plan the planner chose there
-                                 * (placement_zero_runs), with the rule: "2x2x2 (ZeRO over 3 mesh
-                                 * axes)"; "" when none. The driver says it once */
+    char zero_left_out[200];    /* generated code: the meshes planned again without ZeRO, or at
+                                 * a lower stage, because the lowering could not run the ZeRO
+                                 * plan the planner chose there (placement_zero_limit), with the
+                                 * rule: "without ZeRO on mesh 2x2x2 (ZeRO over 3 mesh axes)",
+                                 * "with ZeRO-1 at most on mesh 2 (every op replicated: ...)";
+                                 * "" when none. The driver says it once */
 } PlanResult;
 
 /* Plans g. Returns NULL after reporting a user error (bad cluster, mesh,

@@ -505,7 +505,9 @@ static double update_bytes(const Graph *g, const ShardMesh *m, ValueId pv, DType
            reshard_bytes(m, v->shape, dt, &T, &P) - (later ? 0 : buf(es * (double)ir_shape_numel(shard_spec_local(&P, m, v->shape))));
 }
 
-static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
+/* m_pl[m], m_late[m * ZERO_STAGES + z], m_fused[m]: member m's share of S->param_local,
+ * S->mem_grad_late[z] and S->fused_local (the parameters it owns) */
+static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_pl, double *m_late, double *m_fused) {
     const Graph *g = b->g;
     const CostModel *cm = b->cm;
     const ShardMesh *mesh = cm->mesh;
@@ -538,6 +540,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 if (shard_spec_axis_dim(&st->in[i], a, NULL) >= 0 && mesh->size[a] > 1) split_axes |= 1u << a;
             bool trust = oi->trust && !ad_name_matches(b->train->no_trust, vv->name);
             S->param_local += buf(local * ps);
+            m_pl[m] += buf(local * ps);
             /* its share of its run's gradients: of one bucket's latency when they fit in one */
             double run_frac = p->run_frac[v];
             /* the gradient held across the step: under micro-batches the
@@ -553,7 +556,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 double pe = z >= 3 ? local / shard : local, ge = z >= 2 ? local / shard : local,
                        oe = z >= 1 ? local / shard : local;
                 S->mem_static[z] += buf(ps * pe) + buf(acc * ge) + os / 4 * buf(4 * oe);
-                if (p->grads_late) S->mem_grad_late[z] += buf(gs * ge);
+                if (p->grads_late) S->mem_grad_late[z] += buf(gs * ge), m_late[m * ZERO_STAGES + z] += buf(gs * ge);
                 if (p->grad32_bytes > acc) S->mem_update[z] += buf(p->grad32_bytes * ge) - buf(acc * ge);
                 /* per step, as the lowering runs them (compiler/lower/split.c,
                  * zero.c): ZeRO-2/3 reduce-scatter each micro-batch's gradient
@@ -607,7 +610,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
                 double fused_s = nd->op == OP_DENSE && i == 1 ? mem->acc_fused_s[S->member_st[m]] : NAN;
                 bool fused = M > 1 && z < 2 && !isnan(fused_s) && ir_fuse_grad_dtype(dt) && !(gspec.partial && gs < 4);
                 if (fused) S->opt_s[z] += M * fused_s;
-                if (fused && z == 0) S->fused_local += buf(local * ps); /* no temporary (ilp_transient) */
+                if (fused && z == 0) S->fused_local += buf(local * ps), m_fused[m] += buf(local * ps); /* no temporary (ilp_transient) */
                 if (M > 1 && !fused) { /* one add a micro-batch, at the element-wise rate of its size */
                     double ab = 3 * acc * ae;
                     S->opt_s[z] += M * ab / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_GRAD_ACCUM, ab);
@@ -658,6 +661,33 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S) {
     }
 }
 
+/* The first member of group gi (in forward order) whose backward reads value v
+ * (saved_mask: an operand or the result it saves; through a reshape, a view of
+ * v), among the nodes of v's block instance: the backward, running the members
+ * last to first, frees v after that member's. gr->n_members where no member of
+ * gi reads it (only later groups' backward: freed before gi's). */
+static int first_bwd_reader(const Builder *b, int gi, const IlpGroup *gr, ValueId v, int key) {
+    const Graph *g = b->g;
+    int first = gr->n_members;
+    for (NodeId n = 0; n < g->n_nodes; n++) {
+        const Node *nd = ir_node(g, n);
+        if (!is_forward(g, n) || key_of(nd) != key) continue;
+        unsigned mask = saved_mask(nd->op);
+        bool here = b->p->group_of_node[n] == gi;
+        for (int i = 0; i < nd->n_in; i++) {
+            if (nd->in[i] != v) continue;
+            if (nd->op == OP_RESHAPE) {
+                int r = first_bwd_reader(b, gi, gr, nd->out[0], key);
+                if (r < first) first = r;
+            } else if (here && (mask >> i & 1) && b->p->member_of_node[n] < first)
+                first = b->p->member_of_node[n];
+        }
+        for (int r = 0; here && (mask & 0x100) && r < nd->n_out; r++)
+            if (nd->out[r] == v && b->p->member_of_node[n] < first) first = b->p->member_of_node[n];
+    }
+    return first;
+}
+
 static void build_strats(Builder *b, IlpGroup *gr) {
     const Graph *g = b->g;
     const CostModel *cm = b->cm;
@@ -667,8 +697,25 @@ static void build_strats(Builder *b, IlpGroup *gr) {
      * its rows: cm->batch_frac), so the activations and transients are one
      * micro-batch's; its compute and resharding run M times a step */
     int M = b->p->opt.micro_batches;
+    size_t nm = (size_t)gr->n_members;
+    double *m_work = ir_alloc(sizeof(double) * nm), *m_pl = ir_alloc(sizeof(double) * nm),
+           *m_late = ir_alloc(sizeof(double) * nm * ZERO_STAGES), *m_freed = ir_alloc(sizeof(double) * (nm + 1)),
+           *m_fused = ir_alloc(sizeof(double) * nm);
+    /* per member and result: the first member whose backward reads it (first_bwd_reader) */
+    int *m_out = ir_alloc(sizeof(int) * (nm + 1)), n_outs = 0;
+    for (int m = 0; m < gr->n_members; m++) m_out[m] = n_outs, n_outs += ir_node(g, gr->members[m].node)->n_out;
+    m_out[nm] = n_outs;
+    int *rd = ir_alloc(sizeof(int) * (size_t)(n_outs + 1)), gi = (int)(gr - b->p->groups);
+    for (int m = 0; m < gr->n_members; m++) {
+        const Node *nd = ir_node(g, gr->members[m].node);
+        for (int r = 0; r < nd->n_out; r++) rd[m_out[m] + r] = first_bwd_reader(b, gi, gr, nd->out[r], key_of(nd));
+    }
     for (int s = 0; s < ld->n_st; s++) {
         IlpStrat *S = &gr->strats[gr->n_strats++];
+        memset(m_pl, 0, sizeof(double) * nm);
+        memset(m_late, 0, sizeof(double) * nm * ZERO_STAGES);
+        memset(m_freed, 0, sizeof(double) * (nm + 1));
+        memset(m_fused, 0, sizeof(double) * nm);
         S->leader_st = s;
         S->member_st = ir_alloc(sizeof(int) * (size_t)gr->n_members);
         S->member_st[0] = s;
@@ -715,16 +762,60 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                     S->comm_s += cost_allreduce_axes(cm, st->out[r].partial, co.out_bytes[r]);
                 double bytes = buf(co.out_bytes[r]);
                 if (!b->grad_in_place[v]) work += bytes;
-                if (b->saved[v]) S->act[RC_NONE] += bytes;
+                if (b->saved[v]) {
+                    S->act[RC_NONE] += bytes;
+                    m_freed[rd[m_out[m] + r]] += bytes; /* freed before the backward of the members before it */
+                }
                 /* selective keeps the linear layers' products (placement_selective_keeps, the lowering's rule) */
                 if (placement_selective_keeps(g, mem->node) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
                 if (b->block_out[v]) S->act[RC_FULL] += bytes;
             }
             if (work > S->transient) S->transient = work;
+            m_work[m] = work;
         }
         S->fwd_s *= M, S->bwd_s *= M, S->rec_sel_s *= M, S->comm_s *= M;
-        price_params(b, gr, S);
+        price_params(b, gr, S, m_pl, m_late, m_fused);
+        /* the backward runs the members last to first (members are in forward
+         * order): at member m's it holds m's gradient buffers and, under ZeRO-2/3
+         * or micro-batches, m's parameters' whole gradient (computed whole, then
+         * reduce-scattered into the slice or added to the accumulator), while the
+         * gradients of the members before m are not written yet (ilp_transient) */
+        /* where the instance keeps its activations (policy none), those of the
+         * group read last by the members after m (or by later groups only) are
+         * freed by then: held less that, the most; held_freed the difference */
+        /* host offload under ZeRO-2/3: priced as before members were (the group's whole
+         * gradients at once, its activations all live): member by member, cli_memfit's
+         * gpt2_offload_zero3_2 fell to 1.043 (main 1.000), where the offloaded backward holds
+         * more; not traced yet */
+/* (at ZeRO 0-1 but those the GEMM accumulates itself: lower.fuse, S->fused_local) */
+#define whole(m) (b->p->opt.offload != PO_DEVICE && z >= 2 ? S->param_local : z >= 2 ? m_pl[m] : m_pl[m] - m_fused[m])
+        for (int z = 0; z < ZERO_STAGES; z++) {
+            double before = 0, kept = 0;
+            S->held[z] = 0;
+            for (int m = 0; m < gr->n_members; m++) {
+                double h = m_work[m] + (z >= 2 || S->accumulates ? whole(m) : 0) - before;
+                if (h > S->held[z]) S->held[z] = h;
+                before += m_late[m * ZERO_STAGES + z];
+            }
+            before = 0;
+            for (int m = 0; m < gr->n_members; m++) {
+                double freed = 0;
+                for (int q = m + 1; q <= gr->n_members; q++) freed += m_freed[q];
+                double h = m_work[m] + (z >= 2 || S->accumulates ? whole(m) : 0) - before - freed;
+                if (m == 0 || h > kept) kept = h;
+                before += m_late[m * ZERO_STAGES + z];
+            }
+            S->held_freed[z] = b->p->opt.offload != PO_DEVICE && z >= 2 ? 0 : S->held[z] - kept; /* (above) */
+        }
+#undef whole
     }
+    ir_free(m_work);
+    ir_free(m_pl);
+    ir_free(m_late);
+    ir_free(m_freed);
+    ir_free(m_fused);
+    ir_free(m_out);
+    ir_free(rd);
 }
 
 /* The bytes the owner's backward holds where it sums parameter v's gradient:

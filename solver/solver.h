@@ -37,6 +37,16 @@ typedef struct IlpStrat {
     double rec_sel_s;           /* forward time recomputed under selective recompute */
     double act[RC__COUNT];      /* activation bytes saved for backward under each policy */
     double transient;           /* largest per-op working set (gradient buffers) */
+    double held[ZERO_STAGES];   /* the most its backward holds beyond the group's state and
+                                 * activations (every gradient of the group counted written):
+                                 * over its members m, m's gradient buffers, plus under ZeRO
+                                 * 2/3 or micro-batches m's parameters' whole gradient, less
+                                 * the gradients of the members before m, written after it
+                                 * (problem.c build_strats; ilp_transient) */
+    double held_freed[ZERO_STAGES]; /* where the instance keeps its activations (policy
+                                 * none): how much less it holds, the group's activations
+                                 * whose last reader's backward is done (a member after
+                                 * m's, or a later group's) freed at each member m */
     bool zero_ok[ZERO_STAGES];  /* stage allowed: 1-3 only where parameters are replicated */
     double mem_static[ZERO_STAGES]; /* parameters + gradients + optimizer state */
     double mem_grad_late[ZERO_STAGES]; /* the gradient bytes of mem_static that are first
@@ -404,14 +414,16 @@ double ilp_buffer_bytes(double bytes);
  * runs first (its gradients, IlpGroup.early = 1, are written first). */
 bool ilp_group_last_block(const IlpGroup *g);
 
-/* The largest transient of one group instance under ZeRO stage z: its
- * backward's gradient buffers (IlpStrat.transient), plus under stages 2 and
- * 3, or when gradients accumulate across micro-batches, the whole gradient
- * of its parameters (computed whole, then reduce-scattered into the slice,
- * or added to the accumulator; under stage 3 the gathered parameters,
+/* The largest transient of one group instance under ZeRO stage z, where
+ * every gradient of the group is counted written: member by member, as the
+ * backward runs them (IlpStrat.held), its gradient buffers, plus under stages
+ * 2 and 3, or when gradients accumulate across micro-batches, the member's
+ * parameters' whole gradient (computed whole, then reduce-scattered into the
+ * slice, or added to the accumulator; under stage 3 the gathered parameters,
  * the same bytes, live at other nodes: the input gradient's, not the weight
- * gradient's). The ILP's memory rows, the evaluator and the report's
- * timeline all read this. */
+ * gradient's), less the gradients of the members before it, not written yet.
+ * The ILP's memory rows, the evaluator and the report's timeline all read
+ * this. */
 double ilp_transient(const IlpStrat *S, int z);
 
 /* What one re-run instance of a recomputed block holds for group g's part
@@ -421,6 +433,18 @@ double ilp_transient(const IlpStrat *S, int z);
  * recomputes); under policy selective less the linear layers' products (placement_selective_keeps) it
  * keeps. The ILP's re-run rows and the evaluator read this. */
 double ilp_rerun_bytes(const IlpStrat *S, int z, int pol); /* pol: the re-run's policy */
+
+/* What group g's part of the last block instance holds from the forward until
+ * g's backward is done, then freed: where the instance keeps its activations
+ * (keeps), the saved ones (act[RC_NONE]); where it is recomputed, those it
+ * keeps and those its re-run makes (act[pol] + ilp_rerun_bytes(S, z, pol),
+ * the same under either policy: the saved ones, the block's output, and under
+ * ZeRO stage 3 the gathered parameters). done: once the instance's backward
+ * is over, where the next instance's re-run holds the re-made ones' place
+ * (the re-run bytes stay counted): those it keeps, act[RC_FULL] where
+ * recomputed (the least either policy keeps). The evaluator and the ILP's
+ * rows of the last block instance's backward read this. */
+double ilp_freed_bytes(const IlpStrat *S, int z, bool keeps, bool done);
 
 /* Where group gi's update state lives under choice c (a PlaceOffload): the
  * device; the problem's level; at level params, PO_PARAMS for a group at ZeRO-3

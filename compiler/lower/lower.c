@@ -148,7 +148,7 @@ LowerProgram *lower_build(const Graph *g, const LowerOptions *o, StrBuf *err) {
     if (p->opt.alignment <= 0) p->opt.alignment = 256;
     if (p->opt.zranks <= 0) p->opt.zranks = p->opt.dp;
     if (p->opt.zinner <= 0) p->opt.zinner = 1;
-    if (p->opt.dp == 1 && p->opt.zero > 1) p->opt.zero = 1;
+    if (p->opt.dp == 1 && p->opt.zero > 1) p->opt.zero = 1; /* the planner's rule: placement_zero_limit */
     int nv = g->n_values, nn = g->n_nodes;
     p->cap_values = 4 * nv + 4 * nn + 1; /* room for slices, copies, temporaries; grows */
     p->v = ir_alloc(sizeof *p->v * (size_t)p->cap_values);

@@ -100,10 +100,9 @@ ROWS = [
 # kind and OUTSIDE [0.97, 1.03] (a strict expected failure): when the model
 # learns the term, the test fails until the row leaves this table.
 KNOWN_MISS = {
-    # tensor parallel with ZeRO-1 on 2x2 (2026-12-05, mem14c): the update's copies are now
-    # counted (1.115 -> 1.030; at 80, 90, 98 KB 1.016, 1.003, 1.009); what is left is the
-    # arena's packing: 5.4 % over its own lower bound (66560 bytes, 0.977 of the prediction)
-    "gpt2_tp_zero1_2x2": "the arena's fragmentation (arena / lower bound 1.054)",
+    # (empty since 2026-12-05: llama_tp_zero1_2x2 came inside with the first block instance's
+    # backward priced group by group; gpt2_tp_zero1_2x2, 1.030 from the arena's packing, with
+    # the packer's four orders, mem14e)
 }
 
 

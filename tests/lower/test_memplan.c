@@ -57,6 +57,15 @@ int main(void) {
     CHECK_INT(st.n_in_place, 0);
     CHECK_INT(no[1].alias, -1);
 
+    /* an order that matters: best fit by size (ties to the earlier) puts the second 128-byte
+     * buffer above the long-lived 64-byte one, 256 bytes; by lifetime the arena meets the
+     * lower bound, 192: the packer tries several orders and keeps the smallest (memplan.c) */
+    MemBuffer ord[4] = {buf(128, 0, 0), buf(64, 0, 1), buf(128, 2, 4), buf(64, 1, 3)};
+    st = mem_plan(ord, 4, 64);
+    check_valid(ord, 4, st);
+    CHECK_INT(st.lower_bound_bytes, 192);
+    CHECK_INT(st.arena_bytes, 192);
+
     /* random schedules: always valid, deterministic, close to the bound.
      * Best-fit by decreasing size is a heuristic (the problem is NP-hard);
      * on these inputs it stays within 25% of the lower bound. */

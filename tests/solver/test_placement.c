@@ -335,7 +335,7 @@ static void test_memory_moments(void) {
         for (int k = 0; k < gi; k++)
             if (ilp_group_last_block(&p->groups[k]))
                 before += p->groups[k].strats[r->choice.strat[k]].mem_grad_late[r->choice.zero[k]];
-        double a = ilp_transient(S, z) - before - acts_last;
+        double a = ilp_transient(S, z) - before - acts_last - S->held_freed[z]; /* dp keeps them */
         if (a > blk) blk = a;
     }
     double at[ILP_MOMENTS] = {start - unwritten + th, start - pr->mem_acts_head + blk, pr->mem_params + tall,
@@ -375,6 +375,116 @@ static void test_memory_moments(void) {
         CHECK(r->price.mem_transient >= whole); /* the largest gradient's temporary */
         plan_free(r);
     }
+    ir_graph_free(g);
+}
+
+static const char member_cir[] = "# colossal-ir 1\n"
+                                 "graph members\n"
+                                 "input %x : f32[64,32]\n"
+                                 "input %y : i32[64]\n"
+                                 "param %w1 : f32[32,32] init=normal(0.02)\n"
+                                 "param %b1 : f32[32] init=zeros\n"
+                                 "param %w2 : f32[32,16] init=normal(0.02)\n"
+                                 "%h : f32[64,32] = dense(%x, %w1) {k=1}\n"
+                                 "%hb : f32[64,32] = add(%h, %b1)\n"
+                                 "%a : f32[64,32] = gelu(%hb)\n"
+                                 "%logits : f32[64,16] = dense(%a, %w2) {k=1}\n"
+                                 "%loss : f32[] = cross_entropy(%logits, %y)\n"
+                                 "output %loss\n";
+
+/* A group's backward member by member (IlpStrat.held, held_freed; the
+ * backward runs dense -> add -> gelu last to first), counted by hand on one
+ * device for the group {h = dense(x, w1), hb = h + b1, a = gelu(hb)}: each
+ * member's gradient buffers are one [64,32] f32 dY (8 KB: the add's and the
+ * GELU's dX share it); w1's gradient (4 KB) is written at the dense's, b1's
+ * (256 B) at the add's; hb (8 KB, the GELU's saved input) is read last by the
+ * GELU, a (8 KB, the second dense's saved operand) by no member. */
+static void test_member_by_member(void) {
+    Graph *g = fixture_training_text("members.cir", member_cir, 1);
+    PlanResult *r = plan(g, "h100:1x1", NULL);
+    const IlpProblem *p = r->prob;
+    int gi = p->group_of_node[ir_val(g, ir_find(g, "h"))->def];
+    CHECK_INT(p->groups[gi].n_members, 3);
+    const IlpStrat *S = &p->groups[gi].strats[r->choice.strat[gi]];
+    CHECK_NEAR(S->transient, 8192, 1e-9);
+    CHECK_NEAR(S->act[RC_NONE], 16384, 1e-9);
+    CHECK_NEAR(S->mem_grad_late[0], 4096 + 256, 1e-9);
+    /* held: the dense's 8 KB (the add's and the GELU's: 8 KB less w1's gradient, and b1's) */
+    CHECK_NEAR(S->held[0], 8192, 1e-9);
+    CHECK_NEAR(ilp_transient(S, 0), 8192, 1e-9);
+    /* keeping its activations: at the dense's, hb and a are freed (8192 - 16384); at the
+     * add's, w1's gradient is unwritten as well (-12288); at the GELU's, hb is live, w1's
+     * and b1's unwritten, a freed (8192 - 4096 - 256 - 8192 = -4352): the most, 12544 less */
+    CHECK_NEAR(S->held_freed[0], 8192 + 4352, 1e-9);
+    plan_free(r);
+    ir_graph_free(g);
+    /* two micro-batches: gradients accumulate (each member's whole gradient a temporary
+     * beside its buffers), none is late */
+    g = fixture_training_text("members.cir", member_cir, 2);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x1";
+    o.micro_batches = 2;
+    o.lowerable = true;
+    o.progress = false;
+    r = plan_solve(g, &o);
+    CHECK(r != NULL);
+    if (r) {
+        p = r->prob;
+        gi = p->group_of_node[ir_val(g, ir_find(g, "h"))->def];
+        S = &p->groups[gi].strats[r->choice.strat[gi]];
+        CHECK(S->accumulates);
+        CHECK_NEAR(S->mem_grad_late[0], 0, 1e-9);
+        /* the dense's 8 KB and w1's 4 KB temporary, unless its GEMM accumulates itself (lower.fuse:
+         * S->fused_local), or the add's 8 KB and b1's 256 B: not the group's 4 KB + 256 B at once */
+        double w1_tmp = 4096 - S->fused_local;
+        CHECK(S->fused_local == 0 || S->fused_local == 4096);
+        CHECK_NEAR(S->held[0], S->transient + (w1_tmp > 256 ? w1_tmp : 256), 1e-9);
+        CHECK_NEAR(S->param_local, 4096 + 256, 1e-9);
+        plan_free(r);
+    }
+    ir_graph_free(g);
+}
+
+/* placement_zero_limit: a plan with every op replicated on 2 devices runs ZeRO-1 at most
+ * (the data-parallel lowering with one data-parallel rank holds every gradient whole), and
+ * the planner, left ZeRO for generated code, plans such a mesh again at that stage (LLaMA
+ * tiny, selective recompute under 100 KB: its replicated plan took ZeRO-2/3 on the GEMMs'
+ * weights, priced sliced, which the program held whole: arena/predicted 1.035) */
+static void test_zero_limit(void) {
+    Graph *g = training("llama-tiny.cir");
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x2";
+    o.mesh = "2";
+    o.recompute = "selective";
+    o.mem_bytes = 100 << 10;
+    o.lowerable = true;
+    o.progress = false;
+    PlanResult *r = plan_solve(g, &o);
+    CHECK(r && r->pl);
+    if (r && r->pl) {
+        StrBuf why;
+        sb_init(&why);
+        int lim = placement_zero_limit(r->pl, &why);
+        CHECK(r->pl->zero_max <= lim);
+        if (r->pl->layout == PL_REPLICATED) {
+            CHECK_INT(lim, 1);
+            CHECK(strstr(sb_cstr(&why), "replicated") != NULL);
+            CHECK(strstr(r->zero_left_out, "with ZeRO-1 at most on mesh 2") != NULL);
+        }
+        sb_free(&why);
+        /* the rule itself: the same Placement with every op replicated and a stage-2 group */
+        Placement *pl = r->pl;
+        PlaceLayout lay = pl->layout;
+        int zmax = pl->zero_max;
+        pl->layout = PL_REPLICATED, pl->zero_max = 2;
+        CHECK_INT(placement_zero_limit(pl, NULL), 1);
+        pl->layout = PL_DATA_PARALLEL;
+        CHECK_INT(placement_zero_limit(pl, NULL), 3);
+        pl->layout = lay, pl->zero_max = zmax;
+    }
+    plan_free(r);
     ir_graph_free(g);
 }
 
@@ -423,6 +533,8 @@ int main(void) {
     test_layouts();
     test_partial_sum_to();
     test_memory_moments();
+    test_member_by_member();
+    test_zero_limit();
     test_selective_time();
     test_verifier();
     return check_done("test_placement");
