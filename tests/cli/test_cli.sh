@@ -151,7 +151,8 @@ import json, sys
 for f, limit in zip(sys.argv[1:], (140000, 60000)):
     j = json.load(open(f))
     m, c = j["memory"], [c for c in j["chunks"]["candidates"] if c["chosen"]][0]
-    assert m["planned_arena_bytes"] <= limit and m["limit_bytes"] == limit, (f, m)
+    # the planner's limit: the user's, or a tighter one if the first program came out over it
+    assert m["planned_arena_bytes"] <= limit and m["limit_bytes"] <= limit, (f, m)
     assert c["extra_bytes"] > 0 and c["fits"] and m["predicted_peak_bytes"] <= limit, (f, c, m)
     assert m["planned_arena_bytes"] / m["predicted_peak_bytes"] <= 1.03, (f, m)
 PY
