@@ -455,15 +455,13 @@ static void prof_close(CgCtx *c, NodeId f, bool recomputed, size_t mark) {
     const Graph *g = c->g;
     const Node *n = ir_node(g, f);
     ValueId out = n->out[0];
-    double glob = (double)ir_shape_numel(ir_val(g, out)->shape), loc = (double)ir_shape_numel(c->lp->v[out].local);
-    double share = glob > 0 && loc < glob ? loc / glob : 1;
-    double flops = ir_node_flops(g, f) * share, bytes = ir_node_bytes(g, f) * share;
     NodeId first = c->lp->n[f].upd_first; /* lower.updates: the group's kernel, its members' work too */
-    for (NodeId m = first; first != IR_NONE && m < f; m++) {
-        const LowerValue *lv = &c->lp->v[ir_node(g, m)->out[0]];
-        double gm = (double)ir_shape_numel(ir_val(g, ir_node(g, m)->out[0])->shape), lm = (double)ir_shape_numel(lv->local);
-        double sm = gm > 0 && lm < gm ? lm / gm : 1;
-        flops += ir_node_flops(g, m) * sm, bytes += ir_node_bytes(g, m) * sm;
+    double flops = 0, bytes = 0;
+    for (NodeId m = first != IR_NONE ? first : f; m <= f; m++) { /* each node's local share of its work */
+        ValueId o = ir_node(g, m)->out[0];
+        double glob = (double)ir_shape_numel(ir_val(g, o)->shape), loc = (double)ir_shape_numel(c->lp->v[o].local);
+        double share = glob > 0 && loc < glob ? loc / glob : 1;
+        flops += ir_node_flops(g, m) * share, bytes += ir_node_bytes(g, m) * share;
     }
     StrBuf nm;
     sb_init(&nm);

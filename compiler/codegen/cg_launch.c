@@ -289,6 +289,24 @@ int cg_rows_threads(int64_t width) {
     return t;
 }
 
+/* The audit line of a launch of kernel `name` with `threads` threads, doing
+ * the work of nodes ids[0..n) (a group: their extents, FLOPs and bytes summed;
+ * named by the last): bench/gpu_estimate and the launch audit read it. */
+static void audit_line(CgCtx *c, const char *name, const NodeId *ids, int n, const char *what, const char *res,
+                       int64_t threads) {
+    double par = 0, wk = 0, fl = 0, by = 0;
+    for (int s = 0; s < n; s++) {
+        double p1, w1, sh = 1;
+        node_extent(c, ids[s], &p1, &w1, &sh);
+        par += p1, wk += w1;
+        fl += ir_node_flops(c->g, ids[s]) * sh, by += ir_node_bytes(c->g, ids[s]) * sh;
+    }
+    sb_printf(&c->audit,
+              "/* cg-audit kernel=%s node=%d emit=%d op=%s value=%%%s parallel=%.0f work=%.0f threads=%lld fill=%d "
+              "flops=%.0f bytes=%.0f */\n",
+              name, (int)ids[n - 1], c->emit_serial, what, res, par, wk, (long long)threads, CG_FILL_THREADS, fl, by);
+}
+
 /* Kernel text kc (C) and kcu (CUDA), its name written @K@, with the C
  * signature sig: the same text written before is shared (its name), else it
  * is added to the kernel files under a new name. Writes the name. */
@@ -415,14 +433,7 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
     kernel_register(c, sb_cstr(&kc), sb_cstr(&kcu), sb_cstr(&sig), what, res, name);
     if (k->work_bytes > c->work_bytes) c->work_bytes = k->work_bytes;
 
-    /* the audit line: this launch's threads beside the node's extent */
-    double par, wk, share = 1;
-    node_extent(c, id, &par, &wk, &share);
-    sb_printf(&c->audit,
-              "/* cg-audit kernel=%s node=%d emit=%d op=%s value=%%%s parallel=%.0f work=%.0f threads=%lld fill=%d "
-              "flops=%.0f bytes=%.0f */\n",
-              name, (int)id, c->emit_serial, what, res, par, wk, (long long)threads, CG_FILL_THREADS,
-              ir_node_flops(c->g, id) * share, ir_node_bytes(c->g, id) * share);
+    audit_line(c, name, &id, 1, what, res, threads);
     kernel_launch(c, name, nargs, args, k->off, work);
     sb_free(&sig);
     sb_free(&dsig);
@@ -546,19 +557,7 @@ void cg_kernel_group(CgCtx *c, const NodeId *ids, int nseg, int nt, const bool *
     const char *res = ir_val(c->g, ir_node(c->g, ids[nseg - 1])->out[0])->name;
     char name[256];
     kernel_register(c, sb_cstr(&kc), sb_cstr(&kcu), sb_cstr(&sig), whatn, res, name);
-    /* the audit line: the group's extent, FLOPs and bytes, summed */
-    double par = 0, wk = 0, fl = 0, by = 0;
-    for (int s = 0; s < nseg; s++) {
-        double p1, w1, sh = 1;
-        node_extent(c, ids[s], &p1, &w1, &sh);
-        par += p1, wk += w1;
-        fl += ir_node_flops(c->g, ids[s]) * sh, by += ir_node_bytes(c->g, ids[s]) * sh;
-    }
-    sb_printf(&c->audit,
-              "/* cg-audit kernel=%s node=%d emit=%d op=%s value=%%%s parallel=%.0f work=%.0f threads=%lld fill=%d "
-              "flops=%.0f bytes=%.0f */\n",
-              name, (int)ids[nseg - 1], c->emit_serial, what, res, par, wk, (long long)(blocks * 256), CG_FILL_THREADS,
-              fl, by);
+    audit_line(c, name, ids, nseg, what, res, blocks * 256);
     kernel_launch(c, name, nargs, args, NULL, false);
     sb_free(&sig);
     sb_free(&dsig);
