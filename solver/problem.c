@@ -580,6 +580,11 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 bool queued = ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
                 double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += z >= 2 ? M * sync : sync;
+                if (z >= 2) S->rs_handoff_s[z] += M * cost_zero_rs_handoff(cm, &sspec);
+                /* queued in a bucket; so is the position table's sum at ZeRO 0-1, deferred to
+                 * the table's sync (build_edges, cost_deferred_grad), which the data-parallel
+                 * lowering buckets */
+                else if ((queued && sspec.partial) || (nd->op == OP_POS_EMBEDDING && rep_axes)) S->queues[z] = true;
                 /* a bucketed gradient is first copied into its bucket (schedule.c) */
                 if (z < 2 && sspec.partial) {
                     double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
