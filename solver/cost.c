@@ -245,10 +245,10 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
     return t;
 }
 
-double cost_zero_rs_handoff(const CostModel *cm, const ShardSpec *grad_spec) {
+double cost_zero_handoff(const CostModel *cm, ShardColl k, unsigned axes) {
     double h = 0;
     for (int a = 0; a < cm->mesh->n_axes; a++)
-        if (grad_spec->partial & (1u << a)) h += shard_coll_handoff(cm->mesh, COLL_REDUCE_SCATTER, a);
+        if (axes & (1u << a)) h += shard_coll_handoff(cm->mesh, k, a);
     return h;
 }
 

@@ -140,16 +140,16 @@ ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held);
  * tensor where the backward makes it, on the compute stream (the caller's). */
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
                       double run_frac, bool queued);
-/* The hand-off conflict of a ZeRO-2/3 gradient (grad_spec pending over its
- * ZeRO axes): the stream hand-off (shard_coll_handoff) of each reduce-scatter
- * cost_grad_sync prices for it, one per pending axis. A plan that also queues
- * gradient buckets on the communication stream pays it once per
- * reduce-scatter (eval.c, ilp.c; the simulator likewise, sim.c): on the CPU
- * backend (one core a rank) such a call on the caller's thread meets ranks
- * whose bucket worker runs or wakes, and waits for the thread switch the
+/* The hand-off conflict of one of ZeRO's collectives of kind k (a gradient's
+ * reduce-scatter, a parameter's all-gather) over the mesh axes in `axes`: the
+ * stream hand-off (shard_coll_handoff) of each of its steps, one per axis. A
+ * plan that also queues gradient buckets on the communication stream pays it
+ * on each such collective on the caller's thread (eval.c, ilp.c; the
+ * simulator likewise, sim.c): on the CPU backend (one core a rank) a rank that
+ * runs a bucket worker beside its caller's thread pays the thread switch the
  * hand-off measures (docs/sharding.md, "Queued or on the caller's thread").
  * 0 without a hand-off (the GPU presets, tables without handoff_us). */
-double cost_zero_rs_handoff(const CostModel *cm, const ShardSpec *grad_spec);
+double cost_zero_handoff(const CostModel *cm, ShardColl k, unsigned axes);
 /* The collectives of a ZeRO-0/1 gradient's sum as cost_grad_sync prices them
  * (into out, at most SHARD_MAX_STEPS; returns their
  * count, -1 when there is no resharding): queued (in a bucket), an all-reduce

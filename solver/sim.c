@@ -62,11 +62,11 @@ static double op_time(const SimOp *o, const CostModel *cm, bool no_host, bool qu
     case SIM_COPY: return cost_copy(cm, o->bytes);
     /* a collective on the communication stream is queued there between event
      * waits (a gradient bucket's); on the compute stream it runs on the caller;
-     * a ZeRO reduce-scatter there pays the hand-off too where the program queues
-     * any (the hand-off conflict, cost_zero_rs_handoff) */
+     * one of ZeRO's there pays the hand-off too where the program queues any
+     * (the hand-off conflict, cost_zero_handoff) */
     case SIM_COLL:
         return shard_coll_time_on(cm->mesh, o->coll, o->axis, o->bytes, o->stream == SIM_COMM) +
-               (queues && o->zero && o->coll == COLL_REDUCE_SCATTER && o->stream != SIM_COMM
+               (queues && o->zero && o->stream != SIM_COMM
                     ? shard_coll_handoff(cm->mesh, o->coll, o->axis)
                     : 0);
     case SIM_HCOPY: return no_host || !(cl->pcie_bw > 0) ? 0 : o->bytes / cl->pcie_bw;

@@ -61,9 +61,10 @@ typedef struct IlpStrat {
                                      * its gradients at its launch, the end of its block
                                      * instance's backward (eval.c) */
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
-    double rs_handoff_s[ZERO_STAGES]; /* ZeRO-2/3: the hand-off its gradients' reduce-scatters
-                                     * pay in a plan that queues gradient buckets, per micro-batch
-                                     * summed (cost_zero_rs_handoff; eval.c, the conflict) */
+    double zero_handoff_s[ZERO_STAGES]; /* ZeRO 1-3: the hand-off its ZeRO collectives on the
+                                     * caller's thread (ZeRO-2/3's reduce-scatters, the all-gathers
+                                     * of sync_s and gather_s; not rc_gather_s's) pay in a plan
+                                     * that queues gradient buckets (cost_zero_handoff; eval.c) */
     bool queues[ZERO_STAGES];       /* ZeRO 0/1: a gradient of it rides a bucket, queued on the
                                      * communication stream (ilp_grad_bucketed) */
     double gather_s[ZERO_STAGES];   /* parameter all-gathers (ZeRO 1-3) */
@@ -354,8 +355,8 @@ void ilp_node_costs(const IlpProblem *p, const IlpChoice *c, CostOp *out);
 typedef struct IlpPrice {
     double step_s;
     double compute_s, comm_s, recompute_s, sync_exposed_s, sync_s, optimizer_s, gather_s;
-    double handoff_s;           /* of sync_exposed_s and sync_s: the hand-off conflict, the ZeRO-2/3
-                                 * reduce-scatters' hand-off where the plan also queues buckets */
+    double handoff_s;           /* of sync_exposed_s and sync_s: the hand-off conflict, the hand-off
+                                 * of ZeRO's collectives where the plan also queues buckets */
     double peak_bytes;
     double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes (the transient
                                                  * of the peak's moment) */

@@ -255,10 +255,10 @@ static void exactness_training(void) {
     ir_graph_free(g);
 }
 
-/* The hand-off conflict (eval.c, cost_zero_rs_handoff; docs/sharding.md "Queued or on
+/* The hand-off conflict (eval.c, cost_zero_handoff; docs/sharding.md "Queued or on
  * the caller's thread"): on a table with a hand-off, a choice that queues a gradient
- * bucket pays each ZeRO-2/3 reduce-scatter's hand-off again, one that queues none does
- * not, and the ILP's objective is eval.c's price of a mixed plan it is held to (the
+ * bucket pays the hand-off again on each of ZeRO's collectives (ZeRO-2's reduce-scatters
+ * and all-gathers), one that queues none does not, and the ILP's objective is eval.c's price of a mixed plan it is held to (the
  * queues / h columns; without them it prices the mix short by the conflict). */
 static void handoff_conflict(void) {
     AdOptions ao;
@@ -278,7 +278,7 @@ static void handoff_conflict(void) {
         z2.zero[gi] = two ? 2 : 0;
         if (two && first < 0) first = gi;
         mix.zero[gi] = two && gi != first ? 2 : 0;
-        if (mix.zero[gi] == 2) want += G->mult * G->strats[s].rs_handoff_s[2];
+        if (mix.zero[gi] == 2) want += G->mult * G->strats[s].zero_handoff_s[2];
     }
     CHECK(first >= 0 && want > 0);
     IlpPrice pm = ilp_evaluate(p, &mix), pz = ilp_evaluate(p, &z2);
