@@ -131,8 +131,23 @@ static bool priced_grad(const Walk *w, NodeId id, int i, ValueId x) {
     return false;
 }
 
+/* The spec the update of parameter p reads its gradient in: p's own, under
+ * ZeRO >= 1 the slice of it the update runs on (choose's cover rule). */
+static ShardSpec update_grad_spec(const Walk *w, ValueId p) {
+    ShardSpec u = shard_spec_unpartial(&w->spec[p]);
+    return zero_of(w, p) >= 1 ? shard_spec_refine(&u, w->m, ir_val(w->g, p)->shape) : u;
+}
+
 static double read_cost(const Walk *w, ValueId x, const ShardSpec *s, NodeId at) {
     if (!w->known[x] || held(w, x, s, at)) return 0;
+    /* a gradient read before its update (the clipping norm's squares) in the
+     * spec the update reads it in: that resharding is the update's, its copy
+     * reused (compiler/lower/spec.c); another spec is one more collective */
+    ValueId p = w->gparam[x];
+    if (p != IR_NONE && w->known[p] && !ir_op_is_update(ir_node(w->g, at)->op)) {
+        ShardSpec u = update_grad_spec(w, p);
+        if (shard_spec_eq(&u, s)) return 0;
+    }
     const Value *v = ir_val(w->g, x);
     return shard_reshard_time(w->m, v->shape, v->dtype, &w->spec[x], s);
 }
