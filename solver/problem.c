@@ -117,7 +117,7 @@ DType ilp_sync_dtype(const IlpProblem *p, int zero_stage, DType dt) {
 bool ilp_grad_bucketed(const IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
                        const ShardSpec *held) {
     const ShardMesh *m = p->cm->mesh;
-    for (int a = 0; a < m->n_axes; a++)
+    for (int a = 0; zero_stage == 1 && a < m->n_axes; a++)
         if (shard_spec_axis_dim(held, a, NULL) >= 0 && m->size[a] > 1) return false;
     return zero_stage < 2 && grad->partial && p->fwd_reads[v] <= 1;
 }

@@ -159,10 +159,13 @@ DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
 /* Is parameter v's gradient (grad: its spec as the backward makes it; held:
  * the parameter's) summed in a gradient bucket at ZeRO stage z, all-reduced on
  * the communication stream (compiler/lower/schedule.c make_buckets)? ZeRO 0
- * and 1 (eval.c's buckets) when it is pending, the parameter is read by one
- * forward node (a tied one's sum is made in place, in no bucket) and no mesh
- * axis splits it (the sharded lowering's sum of a split one is its
- * resharding). Else the sum runs on the caller's thread (cost_grad_sync). */
+ * and 1 (eval.c's buckets) when it is pending and the parameter is read by one
+ * forward node (a tied one's sum is made in place, in no bucket); at ZeRO 1
+ * only where no mesh axis splits it (the sharded lowering reduce-scatters a
+ * split one into its update's slice). At ZeRO 0 the sharded lowering buckets
+ * a split one too: every reader before the update (the clipping norm, the f32
+ * cast) reads it in the update's spec (solver/placement.c read_cost). Else the
+ * sum runs on the caller's thread (cost_grad_sync). */
 bool ilp_grad_bucketed(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
                        const ShardSpec *held);
 
