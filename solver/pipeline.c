@@ -719,6 +719,7 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
             if (r->schedules[i].planned) {
                 cJSON_AddNumberToObject(o, "step_time_s", r->schedules[i].step_s);
                 cJSON_AddNumberToObject(o, "peak_bytes", r->schedules[i].peak_bytes);
+                if (r->schedules[i].plan_for > 0) cJSON_AddNumberToObject(o, "stage_plan_kept_for", r->schedules[i].plan_for);
             } else cJSON_AddStringToObject(o, "why", r->schedules[i].why);
             cJSON_AddItemToArray(arr, o);
         }

@@ -61,6 +61,9 @@ typedef struct PlanOptions {
     bool pp_keep_acts;          /* internal (plan.c): the stage problem counts the first stage's
                                  * kept in-flight activations (pipeline_stage_problem's copies),
                                  * tried after a plan whose stages could not all keep them */
+    int pp_keep_chunks;         /* internal (plan.c), with pp_keep_acts: the schedule whose kept
+                                 * activations the stage problem counts (1: 1F1B; v >= 2:
+                                 * interleaved with v chunks; 0: pp_chunks's) */
     bool pp_keep_later;         /* internal: the walks over stage counts and micro-batches leave
                                  * that second plan to plan_solve, once, for the plan they keep */
 } PlanOptions;
@@ -88,10 +91,15 @@ typedef struct PlanStageCount {
     char why[200];              /* not planned: why */
 } PlanStageCount;
 
-/* --schedule auto: one schedule priced on the chosen stage plan. */
+/* --schedule auto or interleaved: one schedule priced on the stage plan made for one
+ * micro-batch and on each stage plan made again with some schedule's kept activations
+ * (plan_keep_again): the fastest is listed. */
 typedef struct PlanScheduleTry {
     int chunks;                 /* 1: 1F1B; v >= 2: interleaved with v model chunks per device */
     bool planned;               /* it runs and fits */
+    int plan_for;               /* 0: step_s, peak_bytes are on the plan for one micro-batch;
+                                 * c >= 1: on the stage plan made again with the kept
+                                 * activations of the schedule of c chunks (1: 1F1B's) */
     double step_s, peak_bytes;
     char why[160];              /* not planned: why */
 } PlanScheduleTry;
