@@ -533,6 +533,19 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
         PlanResult *r = plan_within(g, &om);
         if (r && !micro_split_ok(r, rows, (int)k, why, n)) {
             plan_free(r); /* fewer micro-batches have more rows */
+        } else if (r && r->boundaries_floor_s > 0 && o->pp_beat > 0 && r->price.step_s >= o->pp_beat) {
+            /* cannot win: 1F1B's floor (its boundaries not searched) and every other schedule no faster
+             * than the best stage count's before (pipe_schedules). Passed, and the walk goes on: it
+             * stops only at a count priced in full, so it reaches every count the walk priced in full
+             * reached (the plan kept is the same, or a faster one found past this count) */
+            if (!best)
+                snprintf(why, n, "no faster than the best stage count before (%.4g s a step): at %lld micro-batches its busiest "
+                         "device computes at least %.4g s", o->pp_beat, (long long)k, r->boundaries_floor_s);
+            if (!o->mesh && !mesh.len) { /* the next counts on its stage mesh, as after any first count */
+                shard_mesh_print(&mesh, &r->mesh);
+                om.mesh = sb_cstr(&mesh);
+            }
+            plan_free(r);
         } else if (!r) {
             if (ilp_deadline_passed()) /* not memory: the search stopped */
                 snprintf(why, n, "not planned: --time-limit %g s reached (raise it to try this count)", o->time_limit_s);
@@ -607,6 +620,7 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
         PlanOptions op = *o;
         op.pp = p;
         op.quiet_no_fit = true;
+        op.pp_beat = best ? best->price.step_s : 0;
         /* without --micro-batches each count runs its own best: p = 1 as any
          * unpipelined plan (plan_within), a pipeline the fastest of its own */
         PlanResult *r = p > 1 && o->micro_auto ? plan_pipeline_micro(g, &op, c->why, sizeof c->why) : plan_within(g, &op);
@@ -620,6 +634,7 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
         }
         c->micro_batches = r->prob->opt.micro_batches;
         c->planned = true;
+        c->floor_s = r->boundaries_floor_s;
         c->step_s = r->price.step_s;
         c->peak_bytes = r->price.peak_bytes;
         if (!best || r->price.step_s < best->price.step_s) {
@@ -737,7 +752,15 @@ static bool pipe_schedules_with(PlanResult *best, const PlanOptions *o, const Sh
         bool placed = cand[i] == 1 ? pipeline_place_ranges(best->pl, P, first, PS_1F1B, &e, &h)
                                    : pipeline_place_chunks(best->pl, P, cand[i], &e, &h);
         bool ok = placed && pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, rp, &e);
-        if (ok && cand[i] == 1 && !first) { /* 1F1B's boundaries by cost, then which stages keep again */
+        /* a 1F1B pipeline of this stage plan runs no faster than its busiest device's compute, at
+         * least m x the least largest stage's work over every cut (floor_s) wherever the
+         * boundaries are: where that is no faster than the step to beat (--pp auto: the best
+         * count's so far) the boundaries are not searched (the chosen plan is the same; the
+         * count's entry says so) */
+        double floor_s = best->pipe ? best->prob->opt.micro_batches * fmax(best->pipe->work_s / P, best->pipe->floor_s) : 0;
+        bool hopeless = ok && cand[i] == 1 && !first && o->pp_beat > 0 && floor_s * (1 - 1e-9) >= o->pp_beat;
+        if (hopeless) best->boundaries_floor_s = floor_s;
+        if (ok && cand[i] == 1 && !first && !hopeless) { /* 1F1B's boundaries by cost, then which stages keep again */
             pipeline_rebalance(best, whole, limit, rp);
             double equal = best->pipe->start_step_s; /* the step at the equal ranges (repricing clears it) */
             ok = pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, rp, &e);

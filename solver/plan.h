@@ -64,6 +64,9 @@ typedef struct PlanOptions {
     int pp_keep_chunks;         /* internal (plan.c), with pp_keep_acts: the schedule whose kept
                                  * activations the stage problem counts (1: 1F1B; v >= 2:
                                  * interleaved with v chunks; 0: pp_chunks's) */
+    double pp_beat;             /* internal (--pp auto): the best count's step so far; a 1F1B
+                                 * pipeline whose compute alone is no faster keeps nearly equal
+                                 * ranges (pipe_schedules; 0: none) */
     bool pp_keep_later;         /* internal: the walks over stage counts and micro-batches leave
                                  * that second plan to plan_solve, once, for the plan they keep */
 } PlanOptions;
@@ -88,6 +91,9 @@ typedef struct PlanStageCount {
     int micro_batches;          /* the count it was planned with (planned) */
     bool planned;               /* a plan fits */
     double step_s, peak_bytes;  /* its pipeline's (planned) */
+    double floor_s;             /* > 0: its 1F1B boundaries were not searched (step_s is at nearly
+                                 * equal ranges, or another schedule's): no boundaries run its stage
+                                 * plan faster than this, no faster than the best count's before */
     char why[200];              /* not planned: why */
 } PlanStageCount;
 
@@ -154,6 +160,7 @@ typedef struct PlanResult {
     bool micro_chosen;          /* the planner chose the micro-batch count (PlanOptions.micro_auto) */
     int n_counts;               /* --pp auto: the stage counts tried (0 otherwise) */
     PlanStageCount *counts;
+    double boundaries_floor_s;  /* > 0: 1F1B's boundaries not searched (PlanOptions.pp_beat), its floor */
     int n_schedules;            /* --schedule auto: the schedules priced for the chosen stages */
     PlanScheduleTry *schedules;
     char zero_left_out[200];    /* generated code: the meshes planned again without ZeRO, or at
