@@ -73,6 +73,9 @@ struct PipeReplay {
     int n[PLACE_MAX_STAGES];
     double beat; /* the boundaries' search's best step so far (pipeline_rebalance sets it around a
                   * move's price): a pipeline that cannot beat it is not replayed; INFINITY */
+    int fp, fv, fm; /* in_flight's schedule */
+    int *in_flight; /* per virtual stage: pipeline_in_flight of (fp, fv, fm), each a schedule's
+                     * table to build, asked once per virtual stage per price */
 };
 
 PipeReplay *pipeline_replay_new(void) {
@@ -86,6 +89,7 @@ void pipeline_replay_free(PipeReplay *rp) {
     if (!rp) return;
     for (int d = 0; d < PLACE_MAX_STAGES; d++) ir_free(rp->acts[d]);
     ir_free(rp->post);
+    ir_free(rp->in_flight);
     ir_free(rp);
 }
 
@@ -182,6 +186,18 @@ static double replay(PipeReplay *rp, int p, int v, int m, const double *fwd, con
         if (end) end[d] = pc[d] < n[d] ? INFINITY : t[d];
     }
     return T;
+}
+
+/* pipeline_in_flight of virtual stage q, kept in rp (NULL: asked) for the last schedule. */
+static int in_flight(PipeReplay *rp, int p, int v, int m, int q) {
+    if (!rp) return pipeline_in_flight(p, v, m, q);
+    if (!rp->in_flight || rp->fp != p || rp->fv != v || rp->fm != m) {
+        ir_free(rp->in_flight);
+        rp->in_flight = ir_alloc(sizeof(int) * (size_t)(p * v));
+        for (int k = 0; k < p * v; k++) rp->in_flight[k] = pipeline_in_flight(p, v, m, k);
+        rp->fp = p, rp->fv = v, rp->fm = m;
+    }
+    return rp->in_flight[q];
 }
 
 /* rp's tables for (p, v, m), kept from the last replay when it ran the same. */
@@ -505,7 +521,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         /* its slots of received forward values (the micro-batches it holds in flight), the gradients it
          * receives, and the outboxes of what it sends (cg_pipeline.c's layout) */
         double slot = q ? fbytes[q - 1] : 0;
-        int k_in = pipeline_in_flight(devs, V, m, q);
+        int k_in = in_flight(rp, devs, V, m, q);
         st->mem_inflight += k_in * slot + (q + 1 < P ? gbytes[q] + fbytes[q] : 0) + (q ? gbytes[q - 1] : 0);
         /* kept: a slot of saved activations per micro-batch in flight, beside the arena's one */
         double kept = KEPT(q) ? k_in * align256(x->mem_acts) : 0;
