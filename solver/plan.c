@@ -154,9 +154,10 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     /* plan one stage (pipeprice.c); tried again (plan_within) where not every stage could keep
      * its in-flight activations, the ILP's memory rows counting those the first device keeps
      * beside the arena's copy (1F1B: one slot per stage; interleaved: its chunks' slots, as
-     * pipeline_price counts them). The schedule is chosen after, on this plan: under
-     * --schedule auto or interleaved with no count, and where the micro-batches cannot run
-     * the chunks asked for (placement says so), 1F1B's */
+     * pipeline_price counts them): those of the schedule plan_keep_again plans for
+     * (pp_keep_chunks), else of the one asked for; under --schedule auto or interleaved with
+     * no count, and where the micro-batches cannot run the chunks asked for (placement says
+     * so), 1F1B's */
     int m = o->micro_batches > 0 ? o->micro_batches : o->pp, vk = o->pp_keep_chunks ? o->pp_keep_chunks : o->pp_chunks;
     int v = vk >= 2 && o->pp > 1 && m % o->pp == 0 ? vk : 1;
     double copies = o->pp_keep_acts && !forced && o->pp > 1 ? pipeline_kept_copies(o->pp, v, m, 0) : 1;
@@ -827,9 +828,9 @@ static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCl
  * activations (their slots did not fit beside a stage plan made for one micro-batch):
  * planned again, on its stage mesh, stage count and micro-batches, with the kept
  * activations in the stage problem's memory rows (it may recompute to keep them).
- * Under --schedule auto or interleaved every schedule priced whose stages did not all
- * keep on r's plan gets such a plan of its own (its schedule's pipeline_kept_copies;
- * equal copies planned once), and every schedule is priced on each of them: the
+ * Under --schedule auto or interleaved every schedule priced gets such a plan of its
+ * own (its schedule's pipeline_kept_copies; equal copies planned once), kept or not
+ * everywhere on r's plan, and every schedule is priced on each of them: the
  * schedule and the stage plan are chosen together, so no schedule is judged only on a
  * plan made for another's memory (a forced --schedule interleaved:V prices V on r's
  * plan and on V's own: both are among these). r->schedules lists each schedule's
