@@ -518,7 +518,7 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
     om.micro_auto = false;
     om.quiet_no_fit = true;
     if (acc || rows < 1) return plan_within(g, &om); /* the graph is one micro-batch: its count is set */
-    PlanResult *best = NULL;
+    PlanResult *best = NULL, *passed = NULL; /* passed: the fastest count that cannot win (below) */
     StrBuf mesh;
     sb_init(&mesh);
     snprintf(why, n, "no count of micro-batches of at least %d divides the batch of %lld rows", o->pp, (long long)rows);
@@ -538,15 +538,17 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
             /* cannot win: 1F1B's floor (its boundaries not searched) and every other schedule no faster
              * than the best stage count's before (pipe_schedules). Passed, and the walk goes on: it
              * stops only at a count priced in full, so it reaches every count the walk priced in full
-             * reached (the plan kept is the same, or a faster one found past this count) */
-            if (!best)
-                snprintf(why, n, "no faster than the best stage count before (%.4g s a step): at %lld micro-batches its busiest "
-                         "device computes at least %.4g s", o->pp_beat, (long long)k, r->boundaries_floor_s);
+             * reached (the plan kept is the same, or a faster one found past this count); where no
+             * count is priced in full, the fastest passed stands for the stage count (its step at
+             * nearly equal ranges, no faster than the best count's) */
             if (!o->mesh && !mesh.len) { /* the next counts on its stage mesh, as after any first count */
                 shard_mesh_print(&mesh, &r->mesh);
                 om.mesh = sb_cstr(&mesh);
             }
-            plan_free(r);
+            if (!passed || r->price.step_s < passed->price.step_s) {
+                plan_free(passed);
+                passed = r;
+            } else plan_free(r);
         } else if (!r) {
             if (ilp_deadline_passed()) /* not memory: the search stopped */
                 snprintf(why, n, "not planned: --time-limit %g s reached (raise it to try this count)", o->time_limit_s);
@@ -567,6 +569,8 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
         k = divisor_at_most(rows, o->pp, k / 2, step);
     }
     sb_free(&mesh);
+    if (!best) return passed;
+    plan_free(passed);
     return best;
 }
 
