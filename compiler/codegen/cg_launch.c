@@ -95,9 +95,15 @@ void cg_c_prelude(StrBuf *b) {
      * product and sum stay apart there */
     sb_puts(b, "#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)\n#define CG_FMA(a, b, c) fmaf(a, b, c)\n"
                "#else\n#define CG_FMA(a, b, c) ((a) * (b) + (c))\n#endif\n");
+    /* Out of line: inlined at each of an attention kernel's calls it grew
+     * the file past GCC's inline-unit-growth limit at -O2, and GCC then left
+     * cg_sqrtf a call in later kernels, so their loops stayed scalar
+     * (colossal-calibrate's AdamW of 2^24: test_calibrate_kernels_as_run) */
+    sb_puts(b, "#if defined(__GNUC__) || defined(__clang__)\n#define CG_NOINLINE __attribute__((noinline))\n"
+               "#else\n#define CG_NOINLINE\n#endif\n");
     sb_puts(b, "/* C[i][j] (+)= sum_k A(i,k) B[k][j] for i < m (a multiple of 4), j < n (of 16),\n"
                " * k < kk; A(i,k) = a[i sai + k sak], B and C by rows (ldb, ldc); acc: add to C. */\n"
-               "static inline CG_UNUSED void cg_mm4x16(int64_t m, int64_t n, int64_t kk, const float *a, int64_t sai,\n"
+               "static CG_NOINLINE CG_UNUSED void cg_mm4x16(int64_t m, int64_t n, int64_t kk, const float *a, int64_t sai,\n"
                "                                       int64_t sak, const float *b, int64_t ldb, float *c, int64_t ldc, int acc) {\n"
                "    for (int64_t i = 0; i < m; i += 4)\n"
                "        for (int64_t j = 0; j < n; j += 16) {\n"
