@@ -322,6 +322,17 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
             if (b_first < 0) b_first = id;
             b_last = id;
         }
+    /* the head's backward frees a head group's saved activations once the group's own
+     * backward nodes are done (its readers', after it in the forward, ran before): the
+     * logits, dead before the head's last groups' backward (head_freed, per node) */
+    NodeId *bwd_end = ir_alloc(sizeof(NodeId) * (size_t)(p->n_groups + 1));
+    for (int gi = 0; gi < p->n_groups; gi++) bwd_end[gi] = -1;
+    for (NodeId id = fwd_end; id < step_begin; id++) {
+        const Node *n = ir_node(g, id);
+        int gi = n->origin != IR_NONE ? p->group_of_node[n->origin] : -1;
+        if (gi >= 0 && p->groups[gi].after_blocks) bwd_end[gi] = id;
+    }
+    double head_freed = 0;
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
         if (id < fwd_end) mom[id] = -1;
@@ -340,7 +351,11 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
             }
         }
         base[id] = mom[id] >= 0 ? r->price.mem_at[mom[id]] : 0;
+        if (mom[id] == 0) base[id] -= head_freed;
+        for (int gi = 0; gi < p->n_groups; gi++)
+            if (bwd_end[gi] == id) head_freed += p->groups[gi].strats[r->choice.strat[gi]].act[RC_NONE];
     }
+    ir_free(bwd_end);
     ir_free(group_at);
 }
 

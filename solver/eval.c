@@ -216,6 +216,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.mem_params += g->mult * S->mem_static[z];
         r.mem_grads_late += (g->mult - g->early) * S->mem_grad_late[z];
         r.mem_update += g->mult * S->mem_update[z];
+        r.mem_head_grad += g->mult * S->head_grad[z];
         bk[ilp_bucket_set(p, g)] += ilp_bucket_bytes(g, S, z);
         r.mem_transient_max = maxd(r.mem_transient_max, ilp_transient(S, z));
         if (ilp_group_at_head(g)) r.mem_transient_head = maxd(r.mem_transient_head, ilp_transient(S, z));
@@ -332,7 +333,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         }
     /* once the instance's backward is done (the other blocks' transient): all of them freed */
     last_at -= done, g_freed = done;
-    double base1 = start - r.mem_acts_head + r.mem_recompute + stg; /* the moment's bytes less at_g */
+    double base1 = start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute + stg; /* the moment's bytes less at_g */
     if (group_at)
         for (int gi = 0; gi <= p->n_groups; gi++) group_at[gi] = gi < p->n_groups ? NAN : base1 + last_at;
     for (int gi = 0; gi < p->n_groups; gi++) {
@@ -368,9 +369,11 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         tr3 = first_at, unw3 = first_unw, freed3 = first_freed;
     if (bk_blocks > r.mem_recompute + tr3 - unw3 - freed3) tr3 = bk_blocks, unw3 = 0, freed3 = r.mem_recompute;
     double at[ILP_MOMENTS] = {
-        start - unwritten + r.mem_transient_head + stg, start - r.mem_acts_head + r.mem_recompute + last_at + stg,
+        start - unwritten + r.mem_transient_head + stg,
+        start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute + last_at + stg,
         r.mem_params + r.mem_update + r.mem_transient_max,
-        r.mem_params - r.mem_grads_late_pre + r.mem_acts_pre + r.mem_recompute + tr3 - unw3 - freed3 + stg};
+        r.mem_params - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + tr3 - unw3 - freed3 +
+            stg};
     const double tr[ILP_MOMENTS] = {r.mem_transient_head + stg, last + stg, r.mem_transient_max, tr3 + stg};
     for (int k = 0; k < ILP_MOMENTS; k++) r.mem_at[k] = at[k], r.tr_at[k] = tr[k];
     r.unwritten_at[0] = unwritten, r.unwritten_at[1] = g_unw, r.freed_at[1] = g_freed;

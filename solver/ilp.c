@@ -679,9 +679,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 else if (fixed_rc >= 0) mem += p->blocks[G->block].instances * S->act[fixed_rc];
                 /* the head's backward: the last block's gradients not yet written */
                 put(lp, m->mem_row, c, (mem - (ilp_group_last_block(G) ? S->mem_grad_late[z] : 0)) * ms);
-                put(lp, m->rc_row, c, (mem - (G->after_blocks ? S->act[RC_NONE] : 0)) * ms);
+                /* the blocks' moments: the head's part of a tied parameter's gradient held (eval.c) */
+                put(lp, m->rc_row, c, (mem - (G->after_blocks ? S->act[RC_NONE] : 0) + G->mult * S->head_grad[z]) * ms);
                 put(lp, urow, c, G->mult * (S->mem_static[z] + S->mem_update[z]) * ms);
-                double first = G->mult * S->mem_static[z]; /* the first block instance's backward */
+                double first = G->mult * (S->mem_static[z] + S->head_grad[z]); /* the first block instance's backward */
                 if (G->block < 0 && !G->after_blocks)
                     first += S->act[RC_NONE] - (G->mult - G->early) * S->mem_grad_late[z];
                 put(lp, frow, c, first * ms);

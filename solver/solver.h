@@ -52,6 +52,11 @@ typedef struct IlpStrat {
     double mem_grad_late[ZERO_STAGES]; /* the gradient bytes of mem_static that are first
                                      * written in the backward (a step of one micro-batch:
                                      * nothing is accumulated), absent when it starts */
+    double head_grad[ZERO_STAGES];  /* a group before the blocks owning a parameter the head
+                                     * reads (a tied embedding), under ZeRO-2/3 in a step of one
+                                     * micro-batch: the head's part of its gradient, whole from
+                                     * the head's backward to this group's, less the slice
+                                     * mem_static counts (held at the blocks' moments, eval.c) */
     double mem_update[ZERO_STAGES]; /* bytes held at the update beyond mem_static: under mixed
                                      * precision the f32 copy of each gradient the optimizer
                                      * reads, less the gradient it replaces */
@@ -365,6 +370,9 @@ typedef struct IlpPrice {
     double mem_grads_late_pre;  /* of mem_grads_late: those still not written when the backward
                                  * reaches the first block instance (groups before the blocks) */
     double mem_acts_pre;        /* of mem_acts: the groups' before the blocks (the embedding's) */
+    double mem_head_grad;       /* held at the blocks' moments: the head's parts of the
+                                 * gradients of parameters owned before the blocks
+                                 * (IlpStrat.head_grad) */
     double mem_unwritten;       /* at the peak's moment, the gradients of the last block
                                  * instance not yet written beyond mem_grads_late (the head's
                                  * backward: all of them; that instance's: its groups' before
