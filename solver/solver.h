@@ -436,11 +436,20 @@ double ilp_transient(const IlpStrat *S, int z);
 
 /* What one re-run instance of a recomputed block holds for group g's part
  * of it until its backward: the activations re-made, and under ZeRO stage 3
- * the parameters gathered before the re-run and read again by the backward
- * (compiler/lower/schedule.c places a recomputed node's gathers before its
- * recomputes); under policy selective less the linear layers' products (placement_selective_keeps) it
- * keeps. The ILP's re-run rows and the evaluator read this. */
+ * the parameters gathered before the re-run (compiler/lower/schedule.c places
+ * a recomputed node's gathers before its recomputes; they live to the end of
+ * the instance's first backward node, whose slot runs the re-run: the
+ * backward's nodes gather their own); under policy selective less the linear
+ * layers' products (placement_selective_keeps) it keeps. The ILP's re-run rows
+ * and the evaluator read this. */
 double ilp_rerun_bytes(const IlpStrat *S, int z, int pol); /* pol: the re-run's policy */
+/* Of that, the gathered parameters (ZeRO stage 3): freed once the backward begins. */
+double ilp_rerun_params(const IlpStrat *S, int z);
+/* Of that, the re-made activations of g freed inside g's backward, at the member after
+ * which nothing reads them (IlpStrat.held_freed, at most what either policy re-makes): the
+ * GELU's output at the MLP's weight gradient. The block moments of a recomputed
+ * instance read this (eval.c, the ILP's rows). */
+double ilp_rerun_own_freed(const IlpStrat *S, int z);
 
 /* What group g's part of the last block instance holds from the forward until
  * g's backward is done, then freed: where the instance keeps its activations
@@ -466,9 +475,13 @@ void ilp_choice_free(IlpChoice *c);
 void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src);
 /* Prices a choice directly (no ILP): the reference the ILP must agree with. */
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c);
-/* The same, and the last block instance's backward moment (1) group by group:
- * group_at[g] its bytes at the backward of group g of the last block (NaN for the
- * other groups), group_at[n_groups] once that instance's backward is done. */
+/* The same, and the block moments group by group (group_at: 2 n_groups + 3 entries):
+ * the last block instance's backward (1), group_at[g] its bytes at the backward of
+ * group g of the last block (NaN for the other groups), group_at[n_groups] once
+ * that instance's backward is done, group_at[n_groups + 1] where it is recomputed,
+ * at its re-run's end (else NaN); with one block whose instances recompute, the
+ * first instance's (3) the same way, group_at[n_groups + 2 + g] at group g's
+ * backward and group_at[2 n_groups + 2] at its re-run's end (else NaN). */
 IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_at);
 
 /* ---- ilp.c: the formulation and GLPK ---------------------------------------- */
