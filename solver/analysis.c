@@ -386,6 +386,7 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     cJSON_AddNumberToObject(o, "gradient_f32_extra_bytes", r->price.mem_update);
     cJSON_AddNumberToObject(o, "before_blocks_activations_bytes", r->price.mem_acts_pre);
     cJSON_AddNumberToObject(o, "gradients_not_yet_written_at_first_block_bytes", r->price.mem_grads_late_pre);
+    cJSON_AddNumberToObject(o, "tied_gradient_head_part_bytes", r->price.mem_head_grad);
     static const char *const moments[ILP_MOMENTS] = {"backward start", "block backward", "update",
                                                      "first block backward"};
     cJSON_AddStringToObject(o, "peak_at", moments[r->price.peak_moment]);
