@@ -30,13 +30,17 @@
  *            gradient the head writes (a tied embedding), and of edges into
  *            the head's groups;
  *          - the last block instance's backward: the same, less the head's
- *            saved activations (freed by then), plus a recomputed block's
- *            re-made activations (and under ZeRO-3 its gathered
- *            parameters), at the backward of each of its groups g: the
- *            gradients of the instance's groups before g not yet written
+ *            saved activations (freed by then), plus the head's part of a
+ *            tied parameter's gradient (IlpStrat.head_grad), plus a
+ *            recomputed block's re-made activations (and under ZeRO-3 its
+ *            gathered parameters), at the backward of each of its groups g:
+ *            the gradients of the instance's groups before g not yet written
  *            (g's own counted), the activations of those after g freed
- *            where the instance keeps them (policy none), plus g's
- *            transient; and once the instance's
+ *            and g's own read last inside its backward (held_freed; where
+ *            the instance is recomputed, its re-made ones, and the re-run's
+ *            gathered parameters, freed once its backward begins), plus g's
+ *            transient; a recomputed instance also at its re-run's end (none
+ *            of its gradients, no transient); and once the instance's
  *            backward is done, with the largest transient of the other
  *            blocks' groups (and of edges into blocks);
  *          - the first block instance's backward (to the backward's end): the
