@@ -165,6 +165,12 @@ double shard_coll_time_on(const ShardMesh *m, ShardColl k, int axis, double byte
     return steps * m->alpha[axis] + shard_coll_sent(m, k, axis, bytes) * m->beta[axis];
 }
 
+double shard_coll_handoff(const ShardMesh *m, ShardColl k, int axis) {
+    if (m->size[axis] <= 1) return 0;
+    const ShardCollLink *l = coll_link(m, k, axis);
+    return l ? l->handoff : 0;
+}
+
 double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) {
     return shard_coll_time_on(m, k, axis, bytes, false);
 }

@@ -250,6 +250,13 @@ double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes);
  * less than the bytes sent over the link's bandwidth. shard_coll_time is the
  * caller's (not queued). Without a table (the α–β model) both are the same. */
 double shard_coll_time_on(const ShardMesh *m, ShardColl k, int axis, double bytes, bool queued);
+/* The stream hand-off of collective k over axis (collective_us.LINK.handoff_us
+ * where a table prices that axis, else 0): what a call on the caller's thread
+ * does not pay (shard_coll_time_on), and what one of ZeRO's collectives on the
+ * caller's thread pays again in a program that also queues gradient buckets
+ * (the hand-off conflict: docs/sharding.md, "Queued or on the caller's
+ * thread"; cost_zero_handoff, sim.c). */
+double shard_coll_handoff(const ShardMesh *m, ShardColl k, int axis);
 
 /* A device copy of `bytes` (read and written) at SHARD_COPY_BW_EFF of the
  * memory bandwidth: what the sim prices a recorded copy at (cost.c's layout

@@ -245,6 +245,13 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
     return t;
 }
 
+double cost_zero_handoff(const CostModel *cm, ShardColl k, unsigned axes) {
+    double h = 0;
+    for (int a = 0; a < cm->mesh->n_axes; a++)
+        if (axes & (1u << a)) h += shard_coll_handoff(cm->mesh, k, a);
+    return h;
+}
+
 CostFuse *cost_fuse_table(const Graph *g) {
     CostFuse *t = ir_alloc(sizeof *t * (size_t)(g->n_nodes ? g->n_nodes : 1));
     int *readers = ir_value_readers(g);

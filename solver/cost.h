@@ -140,6 +140,16 @@ ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held);
  * tensor where the backward makes it, on the compute stream (the caller's). */
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
                       double run_frac, bool queued);
+/* The hand-off conflict of one of ZeRO's collectives of kind k (a gradient's
+ * reduce-scatter, a parameter's all-gather) over the mesh axes in `axes`: the
+ * stream hand-off (shard_coll_handoff) of each of its steps, one per axis. A
+ * plan that also queues gradient buckets on the communication stream pays it
+ * on each such collective on the caller's thread (eval.c, ilp.c; the
+ * simulator likewise, sim.c): on the CPU backend (one core a rank) a rank that
+ * runs a bucket worker beside its caller's thread pays the thread switch the
+ * hand-off measures (docs/sharding.md, "Queued or on the caller's thread").
+ * 0 without a hand-off (the GPU presets, tables without handoff_us). */
+double cost_zero_handoff(const CostModel *cm, ShardColl k, unsigned axes);
 /* The collectives of a ZeRO-0/1 gradient's sum as cost_grad_sync prices them
  * (into out, at most SHARD_MAX_STEPS; returns their
  * count, -1 when there is no resharding): queued (in a bucket), an all-reduce

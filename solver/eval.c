@@ -307,6 +307,14 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
     hide_tail /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1;
     r.sync_exposed_s = sync_block + maxd(0, maxd(maxd(sync_over - hide, sync_last), sync_tail - hide_tail));
+    /* the hand-off conflict (cost_zero_handoff): where a bucket is queued, each of ZeRO's
+     * collectives on the caller's thread pays the hand-off too */
+    bool queues = false;
+    for (int gi = 0; gi < p->n_groups; gi++) queues |= p->groups[gi].strats[c->strat[gi]].queues[c->zero[gi]];
+    for (int gi = 0; queues && gi < p->n_groups; gi++)
+        r.handoff_s += p->groups[gi].mult * p->groups[gi].strats[c->strat[gi]].zero_handoff_s[c->zero[gi]];
+    r.sync_s += r.handoff_s;
+    r.sync_exposed_s += r.handoff_s;
     /* the offloaded updates run after the backward (each reads the gradient norm's clipping
      * coefficient; compiler/codegen/cg_offload.c): nothing hides their pipeline */
     r.offload_exposed_s = r.offload_s;

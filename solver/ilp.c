@@ -665,6 +665,43 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 }
         }
     }
+    /* the hand-off conflict (eval.c, cost_zero_handoff): Q >= each column that queues a
+     * bucket (so Q is 1 where any does); a ZeRO column's collectives pay their hand-off
+     * through h >= x + Q - 1 */
+    bool any_q = false, any_h = false;
+    for (int g = 0; g < p->n_groups; g++)
+        for (int s = 0; s < p->groups[g].n_strats; s++)
+            for (int z = 0; z < ZERO_STAGES; z++)
+                if (m->x[g][s * ZERO_STAGES + z]) {
+                    any_q |= p->groups[g].strats[s].queues[z];
+                    any_h |= p->groups[g].strats[s].zero_handoff_s[z] > 0;
+                }
+    if (any_q && any_h) {
+        int Q = add_col(lp, GLP_CV, 0, 1, 0, "queues");
+        for (int g = 0; g < p->n_groups; g++) {
+            const IlpGroup *G = &p->groups[g];
+            for (int s = 0; s < G->n_strats; s++)
+                for (int z = 0; z < ZERO_STAGES; z++) {
+                    int c = m->x[g][s * ZERO_STAGES + z];
+                    const IlpStrat *S = &G->strats[s];
+                    if (!c) continue;
+                    if (S->queues[z]) {
+                        snprintf(nm, sizeof nm, "queues_%d_%d_%d", g, s, z);
+                        int row = add_row(lp, GLP_LO, 0, 0, nm);
+                        put(lp, row, Q, 1);
+                        put(lp, row, c, -1);
+                    }
+                    if (S->zero_handoff_s[z] > 0) {
+                        snprintf(nm, sizeof nm, "handoff_%d_%d_%d", g, s, z);
+                        int h = add_col(lp, GLP_CV, 0, 1, tscale * G->mult * S->zero_handoff_s[z], nm);
+                        int row = add_row(lp, GLP_LO, -1, 0, nm);
+                        put(lp, row, h, 1);
+                        put(lp, row, c, -1);
+                        put(lp, row, Q, -1);
+                    }
+                }
+        }
+    }
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");

@@ -18,10 +18,14 @@
  *     plus its compute, preferring to leave a gradient `X.grad` in X's layout
  *     (in its ZeRO slice for a stage >= 2 parameter's gradient), and for an
  *     update under ZeRO the one running on the largest slice of the
- *     parameter's shard.
+ *     parameter's shard. A gradient pending a sum, read before its update
+ *     (the clipping norm, the f32 cast) in the spec its update reads it in,
+ *     costs nothing: that is the update's one collective, shared (read_cost).
  *
  * Leaves take the spec of their first reader (a ZeRO-3 parameter a slice of
- * it); inputs split their leading dim only, as their first reader splits it.
+ * it); a mixed-precision master its parameter's update spec (Walk.owner: the
+ * group's ZeRO stage, as the ILP priced it); inputs split their leading dim
+ * only, as their first reader splits it.
  */
 #include <math.h>
 #include <string.h>
@@ -43,7 +47,9 @@ typedef struct Walk {
     int *n_copy;                   /* per value: copies so far, their specs and phases */
     ShardSpec (*copy)[MAX_COPIES];
     int8_t (*copy_phase)[MAX_COPIES];
-    ValueId *gparam;               /* per value: the parameter an update reads it as the gradient of */
+    ValueId *gparam;               /* per value: the parameter an update reads it (or its cast) as the
+                                    * gradient of */
+    ValueId *owner;                /* per value: the 16-bit parameter an f32 master is updated for, else IR_NONE */
     ValueId *grad_of;              /* per value: the value it is the gradient of (ad_grad_of) */
     ShardStrategy *rule_st;        /* per node: a backward node's strategy by plan_bwd_rule */
     PlanBwdAssumed *rule_as;       /* and the specs the rule assumed its operands held in */
@@ -59,7 +65,12 @@ typedef struct Walk {
  * between they would hold memory nothing priced). */
 static int copy_phase(const Graph *g, NodeId id) { return placement_phase(g, id) == PH_FORWARD ? 0 : 1; }
 
-static int zero_of(const Walk *w, ValueId v) { return v != IR_NONE && w->pl->zero[v] > 0 ? w->pl->zero[v] : 0; }
+/* A parameter's ZeRO stage; a master's, its parameter's (the stage is the group's, the master
+ * one of the states it slices, problem.c price_params). */
+static int zero_of(const Walk *w, ValueId v) {
+    if (v != IR_NONE && w->owner[v] != IR_NONE) v = w->owner[v];
+    return v != IR_NONE && w->pl->zero[v] > 0 ? w->pl->zero[v] : 0;
+}
 
 static bool is_leaf(const Graph *g, ValueId v) {
     Role r = ir_val(g, v)->role;
@@ -131,8 +142,29 @@ static bool priced_grad(const Walk *w, NodeId id, int i, ValueId x) {
     return false;
 }
 
+/* The spec the update of parameter p runs in (reads its gradient, its
+ * master and moments in): p's own, under ZeRO >= 1 the slice of it the
+ * gradient is reduce-scattered into (choose's cover rule). */
+static ShardSpec update_spec(const Walk *w, ValueId p) {
+    ShardSpec u = shard_spec_unpartial(&w->spec[p]);
+    return zero_of(w, p) >= 1 ? shard_spec_refine(&u, w->m, ir_val(w->g, p)->shape) : u;
+}
+
 static double read_cost(const Walk *w, ValueId x, const ShardSpec *s, NodeId at) {
     if (!w->known[x] || held(w, x, s, at)) return 0;
+    /* a gradient pending a sum read before its update (the clipping norm's
+     * squares, the cast to f32) in the spec the update reads it in: that
+     * collective is the update's, made once at the first reader and its copy
+     * reused (compiler/lower/spec.c), or the gradient summed in place in a
+     * bucket (schedule.c), as the ILP prices it (ilp_grad_bucketed); any other
+     * spec is one more collective of the same gradient. (One held whole is
+     * read as held: a local slice shared with the update would only live
+     * longer.) */
+    ValueId p = w->gparam[x];
+    if (p != IR_NONE && w->known[p] && w->spec[x].partial && !ir_op_is_update(ir_node(w->g, at)->op)) {
+        ShardSpec u = update_spec(w, p);
+        if (shard_spec_eq(&u, s)) return 0;
+    }
     const Value *v = ir_val(w->g, x);
     return shard_reshard_time(w->m, v->shape, v->dtype, &w->spec[x], s);
 }
@@ -282,6 +314,13 @@ static bool complete(Walk *w) {
         ir_itspace(g, id, &is);
         ShardStrategy st;
         ShardSpec pass_spec;
+        for (int i = 0; i < n->n_in; i++) { /* a master: in its parameter's update spec (the group's ZeRO) */
+            ValueId x = n->in[i], o = w->owner[x];
+            if (!w->known[x] && o != IR_NONE && w->known[o]) {
+                ShardSpec s = update_spec(w, o);
+                first_held(w, x, &s);
+            }
+        }
         if (pl->has_st[id]) {
             st = pl->st[id];
             for (int a = 0; w->lowerable && a < w->m->n_axes; a++)
@@ -415,9 +454,10 @@ Placement *plan_placement(const Graph *g, const PlanResult *r, bool lowerable, S
     w.copy = ir_alloc(sizeof *w.copy * (size_t)(nv + 1));
     w.copy_phase = ir_alloc(sizeof *w.copy_phase * (size_t)(nv + 1));
     w.gparam = ir_alloc(sizeof *w.gparam * (size_t)(nv + 1));
+    w.owner = ir_alloc(sizeof *w.owner * (size_t)(nv + 1));
     w.grad_of = ir_alloc(sizeof *w.grad_of * (size_t)(nv + 1));
     for (ValueId v = 0; v < nv; v++) {
-        w.gparam[v] = w.grad_of[v] = IR_NONE;
+        w.gparam[v] = w.grad_of[v] = w.owner[v] = IR_NONE;
         w.spec[v] = shard_spec_replicated(ir_val(g, v)->shape.rank);
         if (ir_val(g, v)->role == ROLE_HYPER) first_held(&w, v, &w.spec[v]);
     }
@@ -425,9 +465,28 @@ Placement *plan_placement(const Graph *g, const PlanResult *r, bool lowerable, S
         ValueId d = ad_grad_of(g, ir_val(g, v)->name);
         if (d != IR_NONE) w.grad_of[d] = v;
     }
+    /* mixed precision: the master an update writes, cast into the 16-bit parameter
+     * (ir/autodiff.c), stands for that parameter */
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
-        if (ir_op_is_update(n->op)) w.gparam[n->in[1]] = n->in[0];
+        if (n->op != OP_CAST) continue;
+        ValueId pv = ir_val(g, n->out[0])->updates, src = n->in[0];
+        NodeId u = ir_val(g, src)->def;
+        if (pv == IR_NONE || ir_val(g, pv)->role != ROLE_PARAM || u == IR_NONE || !ir_op_is_update(ir_node(g, u)->op))
+            continue;
+        ValueId m = ir_node(g, u)->in[0];
+        if (ir_val(g, m)->role == ROLE_STATE && ir_val(g, src)->updates == m) w.owner[m] = pv;
+    }
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        if (ir_op_is_update(n->op))
+            w.gparam[n->in[1]] = w.owner[n->in[0]] != IR_NONE ? w.owner[n->in[0]] : n->in[0];
+    }
+    for (NodeId id = g->n_nodes; id-- > 0;) { /* and the 16-bit gradient its f32 cast is made from */
+        const Node *n = ir_node(g, id);
+        if (n->op == OP_CAST && w.gparam[n->out[0]] != IR_NONE && w.gparam[n->in[0]] == IR_NONE &&
+            ir_val(g, n->in[0])->role == ROLE_GRAD)
+            w.gparam[n->in[0]] = w.gparam[n->out[0]];
     }
     /* the backward nodes' strategies, from their forward node's */
     w.rule_st = ir_alloc(sizeof *w.rule_st * (size_t)(g->n_nodes + 1));
@@ -460,6 +519,7 @@ Placement *plan_placement(const Graph *g, const PlanResult *r, bool lowerable, S
     ir_free(w.copy);
     ir_free(w.copy_phase);
     ir_free(w.gparam);
+    ir_free(w.owner);
     ir_free(w.grad_of);
     if (!ok) {
         placement_free(pl);

@@ -1170,6 +1170,7 @@ static cJSON *price_json(const IlpPrice *p) {
     if (p->offload_s > 0) cJSON_AddNumberToObject(o, "offload_exposed_s", p->offload_exposed_s);
     if (p->fetch_s > 0) cJSON_AddNumberToObject(o, "param_fetch_exposed_s", p->fetch_exposed_s);
     if (p->chunk_copy_s > 0) cJSON_AddNumberToObject(o, "chunk_copy_s", p->chunk_copy_s);
+    if (p->handoff_s > 0) cJSON_AddNumberToObject(o, "grad_sync_handoff_s", p->handoff_s);
     return o;
 }
 

@@ -117,7 +117,7 @@ DType ilp_sync_dtype(const IlpProblem *p, int zero_stage, DType dt) {
 bool ilp_grad_bucketed(const IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
                        const ShardSpec *held) {
     const ShardMesh *m = p->cm->mesh;
-    for (int a = 0; a < m->n_axes; a++)
+    for (int a = 0; zero_stage == 1 && a < m->n_axes; a++)
         if (shard_spec_axis_dim(held, a, NULL) >= 0 && m->size[a] > 1) return false;
     return zero_stage < 2 && grad->partial && p->fwd_reads[v] <= 1;
 }
@@ -587,6 +587,11 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 bool queued = ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
                 double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += z >= 2 ? M * sync : sync;
+                if (z >= 2) S->zero_handoff_s[z] += M * cost_zero_handoff(cm, COLL_REDUCE_SCATTER, sspec.partial);
+                /* queued in a bucket; so is the position table's sum at ZeRO 0-1, deferred to
+                 * the table's sync (build_edges, cost_deferred_grad), which the data-parallel
+                 * lowering buckets */
+                else if ((queued && sspec.partial) || (nd->op == OP_POS_EMBEDDING && rep_axes)) S->queues[z] = true;
                 /* a bucketed gradient is first copied into its bucket (schedule.c) */
                 if (z < 2 && sspec.partial) {
                     double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
@@ -601,6 +606,8 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                     fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, z, bucketed));
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
                 S->gather_s[z] += z == 3 ? p->param_reads[v] * M * ag : ag;
+                double agh = z == 0 ? 0 : cost_zero_handoff(cm, COLL_ALL_GATHER, rep_axes);
+                S->zero_handoff_s[z] += z == 3 ? p->param_reads[v] * M * agh : agh;
                 for (int pol = RC_SELECTIVE; z == 3 && pol <= RC_FULL; pol++) /* a recomputed instance's */
                     if (p->rc_reads[v] >> pol & 1) S->rc_gather_s[pol] += M * ag;
                 /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3

@@ -55,14 +55,20 @@ void sim_result_free(SimResult *r) {
 
 /* An op's time. Host offload's copies and host work need the cluster's host figures:
  * a cluster without them prices them 0 (no_host: 0 too, the replay without them). */
-static double op_time(const SimOp *o, const CostModel *cm, bool no_host) {
+static double op_time(const SimOp *o, const CostModel *cm, bool no_host, bool queues) {
     const ShardCluster *cl = cm->cl;
     switch (o->kind) {
     case SIM_KERNEL: return cost_roofline_op(cm, o->cls, o->op, o->flops, o->bytes);
     case SIM_COPY: return cost_copy(cm, o->bytes);
     /* a collective on the communication stream is queued there between event
-     * waits (a gradient bucket's); on the compute stream it runs on the caller */
-    case SIM_COLL: return shard_coll_time_on(cm->mesh, o->coll, o->axis, o->bytes, o->stream == SIM_COMM);
+     * waits (a gradient bucket's); on the compute stream it runs on the caller;
+     * one of ZeRO's there pays the hand-off too where the program queues any
+     * (the hand-off conflict, cost_zero_handoff) */
+    case SIM_COLL:
+        return shard_coll_time_on(cm->mesh, o->coll, o->axis, o->bytes, o->stream == SIM_COMM) +
+               (queues && o->zero && o->stream != SIM_COMM
+                    ? shard_coll_handoff(cm->mesh, o->coll, o->axis)
+                    : 0);
     case SIM_HCOPY: return no_host || !(cl->pcie_bw > 0) ? 0 : o->bytes / cl->pcie_bw;
     case SIM_HOST: return no_host || !(cl->host_adamw_rate > 0) ? 0 : o->flops / cl->host_adamw_rate;
     default: return 0;
@@ -75,6 +81,8 @@ static void replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool 
     double *ev = ir_alloc(sizeof(double) * (size_t)(p->n_events + 1));
     double t[SIM_STREAMS] = {0}, h = 0; /* each stream's time, the host's */
     int cap = 0;
+    bool queues = false; /* the program queues a collective on the communication stream */
+    for (int i = 0; i < p->n; i++) queues |= p->op[i].kind == SIM_COLL && p->op[i].stream == SIM_COMM;
     for (int m = 0; m < micro; m++)
         for (int pass = 0; pass < 2; pass++) {
             bool upd = pass == 1;
@@ -100,7 +108,7 @@ static void replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool 
                     if (ev[o->event] > h) h = ev[o->event];
                     continue;
                 }
-                double d = op_time(o, cm, no_host), *at = o->kind == SIM_HOST ? &h : &t[s];
+                double d = op_time(o, cm, no_host, queues), *at = o->kind == SIM_HOST ? &h : &t[s];
                 IR_GROW(r->spans, r->n_spans, cap);
                 r->spans[r->n_spans++] = (SimSpan){i, m, *at, *at + d};
                 *at += d;
@@ -198,6 +206,7 @@ cJSON *sim_program_to_json(const SimProgram *p, const ShardCluster *cl) {
         cJSON_AddNumberToObject(j, "p", s->part);
         if (s->last_micro) cJSON_AddNumberToObject(j, "lm", 1);
         if (s->recompute) cJSON_AddNumberToObject(j, "rc", 1);
+        if (s->zero) cJSON_AddNumberToObject(j, "z", 1);
         switch (s->kind) {
         case SIM_KERNEL:
             cJSON_AddStringToObject(j, "c", class_names[s->cls]);
@@ -312,13 +321,15 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
             sb_printf(err, "%s: %s: field 'n' is longer than 1024 characters", where, ctx);
             goto bad;
         }
-        double s, part, lm, rc;
+        double s, part, lm, rc, zr;
         if (!num(j, "s", 0, SIM_STREAMS - 1, 0, &s, where, ctx, err) || !num(j, "p", 0, 2, -1, &part, where, ctx, err) ||
-            !num(j, "lm", 0, 1, 0, &lm, where, ctx, err) || !num(j, "rc", 0, 1, 0, &rc, where, ctx, err))
+            !num(j, "lm", 0, 1, 0, &lm, where, ctx, err) || !num(j, "rc", 0, 1, 0, &rc, where, ctx, err) ||
+            !num(j, "z", 0, 1, 0, &zr, where, ctx, err))
             goto bad;
         SimOp *o = sim_add(p, (SimKind)kind, (int)s, (int)part, nm);
         o->last_micro = lm != 0;
         o->recompute = rc != 0;
+        o->zero = zr != 0;
         double a, e;
         switch (o->kind) {
         case SIM_KERNEL: {

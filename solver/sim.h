@@ -54,6 +54,8 @@ typedef struct SimOp {
     int part;           /* SIM_FORWARD, SIM_BACKWARD, SIM_UPDATE */
     bool last_micro;    /* runs after the last micro-batch only (a gradient bucket under accumulation) */
     bool recompute;     /* a recomputed forward node */
+    bool zero;          /* SIM_COLL: a ZeRO collective of a parameter or its gradient
+                         * (compiler/codegen emit_zero_coll; "z" in the plan JSON) */
     OpClass cls;        /* SIM_KERNEL */
     int op;             /* SIM_KERNEL: the node's OpKind, which picks its kernel class's
                          * measured rate (cost_kernel); -1: not known, by cls alone */

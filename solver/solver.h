@@ -66,6 +66,12 @@ typedef struct IlpStrat {
                                      * its gradients at its launch, the end of its block
                                      * instance's backward (eval.c) */
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
+    double zero_handoff_s[ZERO_STAGES]; /* ZeRO 1-3: the hand-off its ZeRO collectives on the
+                                     * caller's thread (ZeRO-2/3's reduce-scatters, the all-gathers
+                                     * of sync_s and gather_s; not rc_gather_s's) pay in a plan
+                                     * that queues gradient buckets (cost_zero_handoff; eval.c) */
+    bool queues[ZERO_STAGES];       /* ZeRO 0/1: a gradient of it rides a bucket, queued on the
+                                     * communication stream (ilp_grad_bucketed) */
     double gather_s[ZERO_STAGES];   /* parameter all-gathers (ZeRO 1-3) */
     double opt_s[ZERO_STAGES];      /* optimizer step */
     double rc_gather_s[RC__COUNT];  /* under ZeRO-3, an instance's gathers for its recompute's
@@ -158,10 +164,13 @@ DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
 /* Is parameter v's gradient (grad: its spec as the backward makes it; held:
  * the parameter's) summed in a gradient bucket at ZeRO stage z, all-reduced on
  * the communication stream (compiler/lower/schedule.c make_buckets)? ZeRO 0
- * and 1 (eval.c's buckets) when it is pending, the parameter is read by one
- * forward node (a tied one's sum is made in place, in no bucket) and no mesh
- * axis splits it (the sharded lowering's sum of a split one is its
- * resharding). Else the sum runs on the caller's thread (cost_grad_sync). */
+ * and 1 (eval.c's buckets) when it is pending and the parameter is read by one
+ * forward node (a tied one's sum is made in place, in no bucket); at ZeRO 1
+ * only where no mesh axis splits it (the sharded lowering reduce-scatters a
+ * split one into its update's slice). At ZeRO 0 the sharded lowering buckets
+ * a split one too: every reader before the update (the clipping norm, the f32
+ * cast) reads it in the update's spec (solver/placement.c read_cost). Else the
+ * sum runs on the caller's thread (cost_grad_sync). */
 bool ilp_grad_bucketed(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
                        const ShardSpec *held);
 
@@ -354,6 +363,8 @@ void ilp_node_costs(const IlpProblem *p, const IlpChoice *c, CostOp *out);
 typedef struct IlpPrice {
     double step_s;
     double compute_s, comm_s, recompute_s, sync_exposed_s, sync_s, optimizer_s, gather_s;
+    double handoff_s;           /* of sync_exposed_s and sync_s: the hand-off conflict, the hand-off
+                                 * of ZeRO's collectives where the plan also queues buckets */
     double peak_bytes;
     double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes (the transient
                                                  * of the peak's moment) */

@@ -224,7 +224,7 @@ static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId sr
     if (tmp != IR_NONE) cg_stage_check(c, tmp);
     if (outer < 0 || tmp == IR_NONE) {
         int ax = inner < 0 ? 0 : inner; /* an all-gather sends its slice; a reduce-scatter takes n slices */
-        cg_trace_coll(c, kind, ax, es * (double)chunk * (gather ? 1 : o->mesh[ax]), SIM_COMPUTE, what);
+        cg_trace_zero_coll(c, kind, ax, es * (double)chunk * (gather ? 1 : o->mesh[ax]), what);
         sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s */\n", fn,
                   inner < 0 ? 0 : inner, (long long)src_off, (long long)lp->v[dst].offset, (long long)chunk,
                   dt, op, what);
@@ -233,8 +233,8 @@ static void emit_zero_coll(CgCtx *c, const CgOptions *o, bool gather, ValueId sr
     /* reduce-scatter: outer axis, then inner; all-gather: inner, then outer */
     int first = gather ? inner : outer, second = gather ? outer : inner;
     int64_t n1 = gather ? chunk : chunk * o->mesh[inner], n2 = gather ? chunk * o->mesh[inner] : chunk;
-    cg_trace_coll(c, kind, first, es * (double)n1 * (gather ? 1 : o->mesh[first]), SIM_COMPUTE, what);
-    cg_trace_coll(c, kind, second, es * (double)n2 * (gather ? 1 : o->mesh[second]), SIM_COMPUTE, what);
+    cg_trace_zero_coll(c, kind, first, es * (double)n1 * (gather ? 1 : o->mesh[first]), what);
+    cg_trace_zero_coll(c, kind, second, es * (double)n2 * (gather ? 1 : o->mesh[second]), what);
     sb_printf(c->sched, "    colrt_%s(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s%s, NULL); /* %s, %s axis */\n", fn,
               first, (long long)src_off, (long long)lp->v[tmp].offset, (long long)n1, dt, op, what,
               gather ? "inner" : "outer");

@@ -283,7 +283,9 @@ void cg_offload_destroy(const CgCtx *c, StrBuf *m);
 
 /* Each is called beside the colrt call it describes; nothing when c->trace is NULL. */
 void cg_trace_node(CgCtx *c, NodeId id);                  /* the node's kernels */
+/* zero: a ZeRO collective (emit_zero_coll; SimOp.zero) */
 void cg_trace_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int stream, const char *what);
+void cg_trace_zero_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, const char *what);
 void cg_trace_copy(CgCtx *c, double bytes, const char *what);
 /* host offload: a copy on a copy stream (SIM_D2H, SIM_H2D), the host's AdamW over elems */
 void cg_trace_hcopy(CgCtx *c, int stream, double bytes, const char *what);

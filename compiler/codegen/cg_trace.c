@@ -135,6 +135,12 @@ void cg_trace_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int stream,
     o->last_micro = c->trace_last_micro;
 }
 
+void cg_trace_zero_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, const char *what) {
+    int n = c->trace ? c->trace->n : 0;
+    cg_trace_coll(c, k, axis, bytes_in, SIM_COMPUTE, what);
+    if (c->trace && c->trace->n > n) c->trace->op[n].zero = true;
+}
+
 void cg_trace_copy(CgCtx *c, double bytes, const char *what) {
     if (!c->trace) return;
     SimOp *o = sim_add(c->trace, SIM_COPY, SIM_COMPUTE, c->trace_part, what);

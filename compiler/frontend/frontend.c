@@ -5,11 +5,13 @@
  * here), picks the MODEL to lower, runs it (parse.c, eval.c, builtins.c) and
  * verifies the graph it built.
  */
-#define _POSIX_C_SOURCE 200809L /* readlink */
+#define _POSIX_C_SOURCE 200809L /* readlink, fork, alarm */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fe.h"
@@ -154,6 +156,96 @@ static const char *model_include_dir(Fe *fe) {
     return COLOSSAL_INCLUDE_DIR;
 }
 
+/* Skips a comment at t[i] (none: i unchanged), counting lines. */
+static size_t skip_comment(const char *t, size_t len, size_t i, int *line, size_t *bol) {
+    if (i + 1 >= len || t[i] != '/') return i;
+    if (t[i + 1] == '/') {
+        for (i += 2; i < len && !(t[i] == '\n' && t[i - 1] != '\\'); i++)
+            if (t[i] == '\n') ++*line, *bol = i + 1;
+        return i;
+    }
+    if (t[i + 1] != '*') return i;
+    for (i += 2; i + 1 < len && !(t[i] == '*' && t[i + 1] == '/'); i++)
+        if (t[i] == '\n') ++*line, *bol = i + 1;
+    return i + 1 < len ? i + 2 : len;
+}
+
+/* libclang 19 never returns from C where '(' is followed by '::' (clang-19
+ * -fsyntax-only hangs the same way). '::' means nothing in C17, so the
+ * common spelling of it is refused here with its place; spellings that only
+ * macros make are caught by parse_finishes' time limit. */
+static bool no_paren_colons(const char *path, const char *text, size_t len) {
+    int line = 1;
+    size_t bol = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        if (c == '\n') {
+            line++, bol = i + 1;
+        } else if (c == '/') {
+            size_t j = skip_comment(text, len, i, &line, &bol);
+            if (j != i) i = j - 1;
+        } else if (c == '"' || c == '\'') {
+            for (i++; i < len && text[i] != c && text[i] != '\n'; i++)
+                if (text[i] == '\\' && i + 1 < len && text[i + 1] != '\n') i++;
+            if (i < len && text[i] == '\n') line++, bol = i + 1;
+        } else if (c == '(') {
+            size_t j = i + 1;
+            int l = line;
+            size_t b = bol;
+            for (;;) {
+                while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r'))
+                    if (text[j++] == '\n') l++, b = j;
+                size_t k = skip_comment(text, len, j, &l, &b);
+                if (k == j) break;
+                j = k;
+            }
+            if (j + 1 < len && text[j] == ':' && text[j + 1] == ':') {
+                SrcFile f = {path, text, len};
+                diag_error((SrcLoc){&f, l, (int)(j - b) + 1},
+                           "the model language is C17, where '::' means nothing; remove it",
+                           "'::' after '(' is not C (libclang does not return from it)");
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Parses the file once in a child process that may take at most limit_s
+ * seconds, so that input on which libclang never returns (see
+ * no_paren_colons) ends the compile with a message, not a hang. True when
+ * the parse finished (the caller then parses for real) or no child could be
+ * started (then the parse runs unguarded, as before). */
+static bool parse_finishes(const char *path, const char *const *argv, int argc,
+                           struct CXUnsavedFile *uf, int limit_s) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return true;
+    if (pid == 0) {
+        alarm((unsigned)limit_s);
+        CXIndex index = clang_createIndex(0, 0);
+        CXTranslationUnit tu;
+        enum CXErrorCode ec = clang_parseTranslationUnit2(index, path, argv, argc, uf, 1,
+                                                          CXTranslationUnit_None, &tu);
+        _exit(ec == CXError_Success ? 0 : 2);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return true;
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM) {
+        diag_plain("libclang 19 never returns from some malformed C, e.g. '(' followed by '::' "
+                   "made by a macro; look for '::' or for macros that paste ':'",
+                   "libclang did not finish parsing '%s' in %d s", path, limit_s);
+        return false;
+    }
+    if (WIFSIGNALED(st)) {
+        diag_plain("run clang-19 -fsyntax-only on the file to see where; please report it with the file",
+                   "libclang crashed parsing '%s' (signal %d)", path, WTERMSIG(st));
+        return false;
+    }
+    return true;
+}
+
 static Graph *lower(Fe *fe, const char *path, const char *text, size_t len) {
     const FeOptions *o = fe->opt;
     /* the clang command line */
@@ -168,8 +260,11 @@ static Graph *lower(Fe *fe, const char *path, const char *text, size_t len) {
     for (int i = 0; i < o->n_defines; i++)
         argv[argc++] = arena_printf(&fe->arena, "-D%s", o->defines[i]);
 
-    CXIndex index = clang_createIndex(0, 0);
     struct CXUnsavedFile uf = {path, text, (unsigned long)len};
+    int limit_s = o->parse_timeout_s > 0 ? o->parse_timeout_s : FE_DEFAULT_PARSE_TIMEOUT_S;
+    if (limit_s > FE_MAX_PARSE_TIMEOUT_S) limit_s = FE_MAX_PARSE_TIMEOUT_S;
+    if (!no_paren_colons(path, text, len) || !parse_finishes(path, argv, argc, &uf, limit_s)) return NULL;
+    CXIndex index = clang_createIndex(0, 0);
     enum CXErrorCode ec = clang_parseTranslationUnit2(index, path, argv, argc, &uf, 1,
                                                       CXTranslationUnit_None, &fe->tu);
     Graph *volatile result = NULL;

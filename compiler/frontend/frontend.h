@@ -17,6 +17,11 @@
 
 #define FE_DEFAULT_MAX_DEPTH 64
 #define FE_DEFAULT_MAX_STEPS 100000000LL
+/* Seconds libclang may take to parse a model before the compile gives up:
+ * a model's parse takes well under a second; libclang 19 never returns on
+ * some malformed C (a '(' followed by '::'), so the parse is bounded. */
+#define FE_DEFAULT_PARSE_TIMEOUT_S 30
+#define FE_MAX_PARSE_TIMEOUT_S 3600
 
 typedef struct FeOptions {
     const char *model;              /* MODEL to lower; NULL: the only one in the file */
@@ -27,6 +32,7 @@ typedef struct FeOptions {
     const char *const *includes;    /* directories, as for -I */
     int max_depth;                  /* call depth limit; 0: FE_DEFAULT_MAX_DEPTH */
     int64_t max_steps;              /* statements run before giving up; 0: FE_DEFAULT_MAX_STEPS */
+    int parse_timeout_s;            /* libclang's parse limit, 1..FE_MAX_PARSE_TIMEOUT_S; 0: the default */
 } FeOptions;
 
 /* Lowers the model in the file at path. Returns the graph (owned by the

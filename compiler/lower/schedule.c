@@ -31,27 +31,52 @@ static bool bucketable(const Graph *g, const LowerProgram *p, ValueId x, int sb,
     return ok;
 }
 
+/* Whether x may be summed in a bucket by the sharded lowering: pending over
+ * some mesh axes, a float, and bucketable with its one resharding (whole) at
+ * node at: in the update part, or (a 16-bit gradient) at its cast to f32
+ * before it; *k_at: the resharding's index there. */
+static bool sharded_summable(const Graph *g, const LowerProgram *p, ValueId x, int sb, NodeId *at, int *k_at) {
+    const ShardSpec *xs = &p->v[x].spec;
+    if (!xs->partial || xs->pmax || !ir_dtype_is_float(ir_val(g, x)->dtype)) return false;
+    int n_from = 0;
+    for (NodeId id = 0; id < g->n_nodes; id++)
+        for (int k = 0; k < p->n[id].n_rsh; k++)
+            if (p->n[id].rsh[k].from == x) n_from++, *at = id, *k_at = k;
+    if (n_from != 1) return false;
+    NodeId cast = *at < sb && ir_node(g, *at)->op == OP_CAST && ir_node(g, *at)->in[0] == x ? *at : IR_NONE;
+    return (*at >= sb || cast != IR_NONE) && bucketable(g, p, x, sb, cast);
+}
+
 /* The sharded lowering's gradient sums: a gradient x pending over some mesh
  * axes that the update reads whole through one resharding (spec.c's copy at
  * its first reader, on the compute stream, per tensor) is summed in a bucket
  * instead, in place, by an all-reduce over each of those axes as the
  * data-parallel lowering's are (cost_grad_sync prices both so): the
- * resharding and its copy go, its readers read x, now whole. Gives the
- * candidates with the axes each is summed over. */
-static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *cand, unsigned *cax) {
+ * resharding and its copy go, its readers read x, now whole. A 16-bit
+ * gradient read whole by its cast to f32 (autodiff puts the casts after the
+ * backward) likewise, where every such cast comes after every candidate's
+ * definition: the cast waits for the bucket (cast[]). Gives the candidates
+ * with the axes each is summed over. */
+static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *cand, unsigned *cax, NodeId *cast) {
     int nc = 0, nn = g->n_nodes;
+    NodeId last_def = -1, first_cast = nn; /* the casts wait only where the backward is done */
+    for (ValueId x = 0; x < g->n_values; x++) {
+        NodeId at;
+        int k_at;
+        if (!sharded_summable(g, p, x, sb, &at, &k_at)) continue;
+        if (ir_val(g, x)->def > last_def) last_def = ir_val(g, x)->def;
+        if (at < sb && at < first_cast) first_cast = at;
+    }
     for (ValueId x = 0; x < g->n_values; x++) {
         const ShardSpec *xs = &p->v[x].spec;
-        if (!xs->partial || xs->pmax || !ir_dtype_is_float(ir_val(g, x)->dtype) || !bucketable(g, p, x, sb, IR_NONE)) continue;
-        int at = -1, k_at = -1, n_from = 0;
-        for (NodeId id = 0; id < nn; id++)
-            for (int k = 0; k < p->n[id].n_rsh; k++)
-                if (p->n[id].rsh[k].from == x) n_from++, at = id, k_at = k;
-        if (n_from != 1 || at < sb) continue;
+        NodeId at;
+        int k_at;
+        if (!sharded_summable(g, p, x, sb, &at, &k_at) || (at < sb && first_cast <= last_def)) continue;
         const LowerReshard *r = &p->n[at].rsh[k_at];
         ShardSpec whole = shard_spec_unpartial(xs);
         bool ok = r->plan.n > 0 && shard_spec_eq(&p->v[r->to].spec, &whole);
-        for (NodeId id = sb; ok && id < nn; id++) { /* every read of x is of the copy */
+        NodeId from = at < sb ? at : sb;
+        for (NodeId id = from; ok && id < nn; id++) { /* every read of x is of the copy */
             const Node *n = ir_node(g, id);
             for (int i = 0; ok && i < n->n_in; i++)
                 if (n->in[i] == x) ok = lower_node_input(p, id, x) == r->to;
@@ -66,7 +91,7 @@ static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *
         LowerNode *la = &p->n[at];
         memmove(&la->rsh[k_at], &la->rsh[k_at + 1], sizeof *la->rsh * (size_t)(la->n_rsh - k_at - 1));
         la->n_rsh--;
-        for (NodeId id = sb; id < nn; id++) {
+        for (NodeId id = from; id < nn; id++) {
             LowerNode *ln = &p->n[id];
             for (int k = 0; k < ln->n_xin; k++)
                 if (ln->xin_from[k] == x && ln->xin_to[k] == to) {
@@ -76,6 +101,7 @@ static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *
                 }
         }
         cax[nc] = xs->partial;
+        cast[nc] = at < sb ? at : IR_NONE;
         p->v[x].spec = whole;
         cand[nc++] = x;
     }
@@ -94,8 +120,7 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
     ValueId *cand = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + 1));
     unsigned *cax = ir_alloc(sizeof(unsigned) * (size_t)(g->n_values + 1)); /* sharded: the axes summed over */
     NodeId *cast = ir_alloc(sizeof(NodeId) * (size_t)(g->n_values + 1)); /* per candidate: its cast, or IR_NONE */
-    int nc = p->sharded ? sharded_candidates(g, p, sb, cand, cax) : 0;
-    for (int k = 0; k < nc; k++) cast[k] = IR_NONE;
+    int nc = p->sharded ? sharded_candidates(g, p, sb, cand, cax, cast) : 0;
     /* the data-parallel lowering: the sums at the update, and those at a 16-bit gradient's
      * cast to f32 (autodiff puts the casts after the backward, before the update part:
      * summed there, per tensor on the compute stream, they would block it), where every

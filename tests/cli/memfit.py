@@ -56,6 +56,9 @@ ROWS = [
     ("gpt2_124m_tp_2x4", gpt2, "--cluster h100:1x8 --mesh 2x4 --strategy megatron", "tp"),
     ("gpt2_124m_auto_8", gpt2, "--cluster h100:1x8", "zero1"),
     ("gpt2_tp_zero1_2x2", [tiny], "--cluster h100:1x4 --mesh 2x2 --zero 1 --mem 72KB", "tp zero1"),
+    # mixed precision: the f32 master a ZeRO slice as the group's stage says (solver/placement.c
+    # Walk.owner; it took the spec of the update's cheapest read: 1.176 on another plan)
+    ("gpt2_bf16_tp_zero1_2x2", [tiny], "--cluster h100:1x4 --mesh 2x2 --zero 1 --mem 90KB --dtype bf16", "tp zero1"),
     ("llama_tp_zero1_2x2", [llama], "--cluster h100:1x4 --mesh 2x2 --zero 1 --mem 54KB --optimizer sgd", "tp zero1"),
     ("gpt2_zero2_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero2", "zero2"),
     ("gpt2_zero3_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero3", "zero3"),

@@ -4,7 +4,8 @@
  * and the bad models of tests/frontend. Any input is rejected with a
  * diagnostic or gives a graph that verifies; never a crash, a stack
  * overflow, undefined behaviour or a hang (the front end's step, depth and
- * nesting limits, and the graph's size limits, bound the work).
+ * nesting limits, the graph's size limits and libclang's parse time limit,
+ * 2 s here, bound the work).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -26,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_write(path, data, size);
     /* small sizes for the examples' -D macros: a mutation keeps them fast */
     const char *defs[] = {"N_LAYER=2", "N_EMBD=32", "N_HEAD=4", "VOCAB=128", "CTX=32", "SEQ=16", "FFN=64", "N_KV_HEAD=2"};
-    FeOptions o = {.n_defines = 8, .defines = defs, .max_steps = 1000000};
+    FeOptions o = {.n_defines = 8, .defines = defs, .max_steps = 1000000, .parse_timeout_s = 2};
     Graph *g = fe_load(path, &o);
     if (g) {
         StrBuf err;

@@ -255,6 +255,66 @@ static void exactness_training(void) {
     ir_graph_free(g);
 }
 
+/* The hand-off conflict (eval.c, cost_zero_handoff; docs/sharding.md "Queued or on
+ * the caller's thread"): on a table with a hand-off, a choice that queues a gradient
+ * bucket pays the hand-off again on each of ZeRO's collectives (ZeRO-2's reduce-scatters
+ * and all-gathers), one that queues none does not, and the ILP's objective is eval.c's price of a mixed plan it is held to (the
+ * queues / h columns; without them it prices the mix short by the conflict). */
+static void handoff_conflict(void) {
+    AdOptions ao;
+    Graph *g = training(rep_cir, &ao);
+    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    IlpChoice mix = ilp_choice_new(p), z2 = ilp_choice_new(p);
+    int first = -1; /* the first parameter group: stage 0 in the mix, its gradients in a bucket */
+    double want = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        int s = 0;
+        while (s < G->n_strats && G->n_params && !(G->strats[s].zero_ok[2] && G->strats[s].queues[0])) s++;
+        if (s == G->n_strats) s = 0;
+        mix.strat[gi] = z2.strat[gi] = s;
+        bool two = G->n_params && G->strats[s].zero_ok[2];
+        z2.zero[gi] = two ? 2 : 0;
+        if (two && first < 0) first = gi;
+        mix.zero[gi] = two && gi != first ? 2 : 0;
+        if (mix.zero[gi] == 2) want += G->mult * G->strats[s].zero_handoff_s[2];
+    }
+    CHECK(first >= 0 && want > 0);
+    IlpPrice pm = ilp_evaluate(p, &mix), pz = ilp_evaluate(p, &z2);
+    CHECK_NEAR(pm.handoff_s, want, RTOL);
+    CHECK_NEAR(pz.handoff_s, 0, RTOL);
+    /* held to the mix (each group's one strategy, stages free at most 2, none offloaded),
+     * the ILP's price is eval.c's */
+    int off = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) off += p->groups[gi].n_strats;
+    bool *allowed = ir_alloc(sizeof(bool) * (size_t)off);
+    off = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        allowed[off + mix.strat[gi]] = true;
+        off += p->groups[gi].n_strats;
+    }
+    IlpFix fix = {allowed, -1, RC_NONE, 0, 2};
+    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix};
+    IlpResult r = ilp_solve(p, &st);
+    CHECK_INT(r.status, ILP_OPTIMAL);
+    IlpPrice pr = ilp_evaluate(p, &r.choice);
+    CHECK_NEAR(r.objective, pr.step_s, RTOL);
+    /* and the exact optimum over every choice */
+    double best = brute(p, INFINITY, NULL, NULL);
+    ilp_result_free(&r);
+    r = solve(p, INFINITY);
+    CHECK_NEAR(r.objective, best, RTOL);
+    printf("hand-off conflict: the mix pays %.3g s (%.9g s, pure ZeRO-2 %.9g s); ILP %.9g s, brute force %.9g s\n",
+           pm.handoff_s, pm.step_s, pz.step_s, r.objective, best);
+    ilp_result_free(&r);
+    ir_free(allowed);
+    ilp_choice_free(&mix);
+    ilp_choice_free(&z2);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
 /* The optimizer's price (--optimizer): its state, its traffic per element,
  * and for LAMB and LARS the trust ratios' norms summed over each parameter's
  * split and ZeRO axes. */
@@ -427,6 +487,8 @@ int main(void) {
     exactness_of("repeated (training)", training(rep_cir, &ao), &ao);
     setup("h100:1x2", "2", DT_F32); /* one axis: the layers' weights whole, so ZeRO-3 applies */
     exactness_training();
+    setup(COLOSSAL_SOURCE_DIR "/tests/solver/cpu_1x2_handoff.json", "2", DT_F32);
+    handoff_conflict();
     setup("h100:1x4", "2x2", DT_F32);
     optimizers();
     tying();

@@ -5,8 +5,9 @@
 # each class the lowering builds (docs/simulate.md, bench/simulate): data
 # parallel with its gradient buckets on the communication stream (one and two
 # mesh axes), ZeRO-1/2/3 (collectives on the compute stream) and micro-batches.
-# Tensor-parallel plans are not here yet: their norms' per-tensor all-reduces
-# (bench/simulate/README.md, "Left"). Both are models over the
+# Tensor-parallel plans are not here yet: each gradient is summed once now
+# (tests/cli/grad_sync_once.py), but the planner prices activation reshardings
+# the program does not run (bench/simulate/README.md, branch norm15). Both are models over the
 # same cluster tables, so the comparison is deterministic: 3 % is the
 # project's target for the two (issue 15), not a noise allowance.
 # usage: test_sim_agree.sh PATH/TO/colossal-compile SOURCE_DIR
