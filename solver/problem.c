@@ -140,17 +140,53 @@ static int key_of(const Node *n) { return n->block < 0 ? -1 : n->block * 65536 +
  * over the devices, else as 1/M of the whole; a graph of one micro-batch is
  * its own shape. */
 static double micro_edge(const Builder *b, const Value *v, const ShardSpec *from, const ShardSpec *to,
-                         const ShardSpec *grad) {
+                         const ShardSpec *grad, const ShardSpec *want) {
     Shape s = v->shape;
     double frac = b->cm->batch_frac;
     bool rows = v->role == ROLE_INPUT || v->role == ROLE_ACT || v->role == ROLE_GRAD;
     if (!rows || frac <= 0 || frac >= 1 || s.rank == 0 || s.d[0] != b->p->batch)
-        return cost_edge(b->cm, s, v->dtype, from, to, grad);
+        return cost_edge(b->cm, s, v->dtype, from, to, grad, want);
     int64_t M = b->p->opt.micro_batches, devices = 1;
     for (int a = 0; a < b->cm->mesh->n_axes; a++) devices *= b->cm->mesh->size[a];
-    if (s.d[0] % (M * devices)) return frac * cost_edge(b->cm, s, v->dtype, from, to, grad);
+    if (s.d[0] % (M * devices)) return frac * cost_edge(b->cm, s, v->dtype, from, to, grad, want);
     s.d[0] /= M;
-    return cost_edge(b->cm, s, v->dtype, from, to, grad);
+    return cost_edge(b->cm, s, v->dtype, from, to, grad, want);
+}
+
+/* Where the backward wants each node's result gradient (IlpProblem.grad_at,
+ * grad_pass). An add's operand of the result's shape gets dY itself (ir/
+ * backward.c bw_add_sub: no node), so the program moves that gradient only
+ * where a reader wants it: from how dY is held straight to the spec the
+ * operand's producer's backward reads it in, not to the add's result spec
+ * first and back (gpt2 megatron's MLP output: its gradient sliced over the
+ * heads' axis at the residual add and gathered again at the row-parallel
+ * product, an all-gather a block the program never runs). Followed through
+ * the node's group and block instance, where both ends' strategies are one
+ * choice: across groups an edge knows only its own two ends. */
+static void grad_chain(Builder *b) {
+    const Graph *g = b->g;
+    IlpProblem *p = b->p;
+    p->grad_at = ir_alloc(sizeof(NodeId) * (size_t)(g->n_nodes + 1));
+    p->grad_pass = ir_alloc(sizeof(unsigned) * (size_t)(g->n_nodes + 1));
+    for (NodeId n = 0; n < g->n_nodes; n++) {
+        p->grad_at[n] = n;
+        const Node *nd = ir_node(g, n);
+        if (p->group_of_node[n] < 0 || !is_forward(g, n) || (nd->op != OP_ADD && nd->op != OP_SUB)) continue;
+        int k = -1, found = 0;
+        for (int i = 0; i < nd->n_in && i < (nd->op == OP_SUB ? 1 : nd->n_in); i++) {
+            const Value *v = ir_val(g, nd->in[i]);
+            if (!ir_shape_eq(v->shape, ir_val(g, nd->out[0])->shape) || v->dtype != ir_val(g, nd->out[0])->dtype ||
+                !ir_dtype_is_float(v->dtype))
+                continue;
+            found++;
+            if (v->role == ROLE_ACT && v->def >= 0 && v->def_out == 0 && p->group_of_node[v->def] == p->group_of_node[n] &&
+                key_of(ir_node(g, v->def)) == key_of(nd))
+                k = i;
+        }
+        if (k < 0 || found != 1) continue; /* dY read by two producers: each edge moves its own */
+        p->grad_at[n] = p->grad_at[ir_val(g, nd->in[k])->def];
+        p->grad_pass[n] = 1u << k;
+    }
 }
 
 /* Do instance k of block b and instance 0 have the same structure? */
@@ -422,7 +458,7 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
     double best_t = INFINITY, best_c = 0;
     for (int s = 0; s < mem->n_st; s++) {
         const ShardStrategy *st = &mem->st[s];
-        double c = 0;
+        double c = 0, ahead = 0;
         for (int i = 0; i < nd->n_in; i++) {
             const Value *v = ir_val(g, nd->in[i]);
             if (v->def < 0 || b->p->group_of_node[v->def] != b->p->group_of_node[mem->node] ||
@@ -432,13 +468,22 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
             const ShardStrategy *ps = &gr->members[pm].st[ms[pm]];
             ShardSpec gs = shard_grad_spec(&mem->is, st, i);
             const ShardSpec *from = &ps->out[ir_val(g, nd->in[i])->def_out];
-            c += micro_edge(b, v, from, &st->in[i], &gs);
+            /* dY passed through (grad_chain): moved on the edges out of this node */
+            bool pass = b->p->grad_pass[mem->node] >> i & 1;
+            const ShardSpec *want = &gr->members[b->p->member_of_node[b->p->grad_at[v->def]]]
+                                         .st[ms[b->p->member_of_node[b->p->grad_at[v->def]]]]
+                                         .out[b->p->grad_at[v->def] == v->def ? v->def_out : 0];
+            c += micro_edge(b, v, from, &st->in[i], pass ? NULL : &gs, want);
+            /* chosen as if the readers of this node's result held its gradient as it holds
+             * the result (the edges out of it price the move): a member chosen on what it
+             * moves itself alone would split what the next group then gathers */
+            if (pass) ahead += micro_edge(b, v, from, &st->in[i], &gs, want) - micro_edge(b, v, from, &st->in[i], NULL, want);
             if (b->p->bwd_reread[mem->node] >> i & 1) /* and again in the backward */
-                c += micro_edge(b, v, from, &st->in[i], NULL);
+                c += micro_edge(b, v, from, &st->in[i], NULL, NULL);
         }
         CostOp co;
         cost_op(b->cm, g, mem->node, &mem->is, st, &co);
-        double mv, t = c + co.fwd_s + member_bwd(b, mem, s, &co, &mv);
+        double mv, t = c + ahead + co.fwd_s + member_bwd(b, mem, s, &co, &mv);
         c += mv;
         t += mv;
         if (t < best_t - 1e-15 || (t <= best_t + 1e-15 && best >= 0 && st->split > mem->st[best].split)) {
@@ -911,10 +956,16 @@ static void build_edges(Builder *b) {
                     /* into a parameter (or the position embedding's table): summed with its sync */
                     ShardSpec gpr = in_idx >= 0 || ir_node(g, src_node)->op == OP_POS_EMBEDDING
                                         ? cost_deferred_grad(&gsp, from) : gsp;
+                    /* made whole where the backward wants it (grad_chain) */
+                    const ShardSpec *want = from;
+                    if (out_idx >= 0 && p->grad_at[src_node] != src_node) {
+                        int mt = p->member_of_node[p->grad_at[src_node]];
+                        want = &S->members[mt].st[S->strats[a].member_st[mt]].out[0];
+                    }
                     /* once per micro-batch */
-                    double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gpr);
+                    double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gpr, want);
                     if (p->bwd_reread[n] >> i & 1) /* the backward reshards it again */
-                        t += p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL);
+                        t += p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL, NULL);
                     if (diag) D->strats[c].comm_s += t / D->mult;
                     else cost[a * D->n_strats + c] += t;
                     /* a parameter read in another spec than its owner holds it: the
@@ -1043,6 +1094,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     mark_values(&b);
     form_groups(&b);
     form_blocks(&b);
+    grad_chain(&b);
     /* the groups whose gradients the backward writes first: those owning a
      * parameter read after the last block (the head; a tied embedding), and
      * one instance of the last block */
@@ -1234,6 +1286,8 @@ void ilp_problem_free(IlpProblem *p) {
         ir_free(p->edges[e].cost), ir_free(p->edges[e].mem), ir_free(p->edges[e].mem_end);
     ir_free(p->edges);
     ir_free(p->bwd_reread);
+    ir_free(p->grad_at);
+    ir_free(p->grad_pass);
     ir_free(p->groups);
     ir_free(p->blocks);
     ir_free(p->group_of_node);

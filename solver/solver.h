@@ -226,6 +226,14 @@ typedef struct IlpProblem {
     unsigned *bwd_reread;       /* node -> the operands its backward reads again, as the
                                  * forward read them (plan_bwd_rereads): an edge into such an
                                  * operand is resharded twice, forward and backward */
+    NodeId *grad_at;            /* node -> the node in whose result spec (made whole) the backward
+                                 * wants the gradient of its result: itself, or for an add (a
+                                 * sub's first operand) whose one operand of its shape made in
+                                 * its group and block instance gets dY itself (no backward node:
+                                 * the program moves that gradient only where a reader wants
+                                 * it), that operand's producer's, followed on (grad_chain) */
+    unsigned *grad_pass;        /* node -> that operand (bit i): its edge moves no gradient, the
+                                 * edges out of the node move it to grad_at's spec at once */
     int n_layers;               /* parameter-group instances (gradient buckets) */
     double act_copies;          /* a pipeline's stage problem: the copies of each group's saved
                                  * activations its memory rows count (IlpStrat.act scaled by it,
