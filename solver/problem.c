@@ -77,7 +77,6 @@ typedef struct Builder {
     int *bwd_reads;    /* parameter -> backward nodes reading it (ZeRO-3 gathers it before each) */
     const AdOptions *train; /* the optimizer (IlpOptions.train, or AdamW's defaults) */
     int n_trust;       /* parameters with a trust ratio (LAMB, LARS): entries of the norms collective */
-    int n_params;      /* parameters: each pays its share of the gradient norm's one all-reduce */
     PlanBwd *bw;       /* a training graph's backward nodes per forward node (bwdrule.c) */
     double bw_fps;     /* the rule's compute rate (plan_bwd_flops_per_s) */
     double *run_elems; /* per run of gradient buckets (run_of): its parameters' elements */
@@ -108,6 +107,13 @@ static bool grad_shares_dy(const Builder *b, NodeId f, int i) {
 static int run_of(const Builder *b, const IlpGroup *gr) {
     (void)b;
     return gr->block >= 0 ? gr->block + 2 : gr->after_blocks ? 1 : 0;
+}
+
+double ilp_norm_sum_s(const IlpProblem *p, unsigned axes) {
+    unsigned real = 0;
+    for (int a = 0; a < p->cm->mesh->n_axes; a++)
+        if (p->cm->mesh->size[a] > 1) real |= 1u << a;
+    return cost_allreduce_axes(p->cm, axes & real, 4);
 }
 
 DType ilp_sync_dtype(const IlpProblem *p, int zero_stage, DType dt) {
@@ -688,9 +694,10 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 /* over ZeRO-2/3's slices and a tensor-parallel shard the norm is a partial
                  * sum over the ranks: the partial sums are summed pending (the completion's
                  * placement_pending_sum) and all-reduced once a step, over each of their
-                 * axes (compiler/lower/split.c, spec.c); its share here */
-                unsigned norm_axes = split_axes | (z >= 2 ? rep_axes : 0);
-                if (norm_axes && b->n_params) S->opt_s[z] += cost_allreduce_axes(cm, norm_axes, 4) / b->n_params;
+                 * axes (compiler/lower/split.c, spec.c): once for all such parameters
+                 * (ilp_norm_sum_s), not a share each (a share per parameter of the model's
+                 * priced 8 of gpt2-tiny's 26 where its tensor-parallel MLP alone split) */
+                S->norm_axes[z] |= split_axes | (z >= 2 ? rep_axes : 0);
                 if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
                     S->off_elems[z] += oe;
                     S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);
@@ -1078,7 +1085,6 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     Builder b = {.p = p, .g = g, .cm = &micro_cm, .train = train};
     for (int v = 0; v < g->n_values; v++) {
         b.n_trust += g->values[v].role == ROLE_PARAM && !ad_name_matches(train->no_trust, g->values[v].name);
-        b.n_params += g->values[v].role == ROLE_PARAM;
     }
     b.rep = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     b.saved = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
