@@ -719,6 +719,7 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
             if (r->schedules[i].planned) {
                 cJSON_AddNumberToObject(o, "step_time_s", r->schedules[i].step_s);
                 cJSON_AddNumberToObject(o, "peak_bytes", r->schedules[i].peak_bytes);
+                if (r->schedules[i].plan_for > 0) cJSON_AddNumberToObject(o, "stage_plan_kept_for", r->schedules[i].plan_for);
             } else cJSON_AddStringToObject(o, "why", r->schedules[i].why);
             cJSON_AddItemToArray(arr, o);
         }
@@ -764,6 +765,7 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
                 cJSON_AddNumberToObject(o, "micro_batches", c->micro_batches);
                 cJSON_AddNumberToObject(o, "step_time_s", c->step_s);
                 cJSON_AddNumberToObject(o, "peak_bytes", c->peak_bytes);
+                if (c->floor_s > 0) cJSON_AddNumberToObject(o, "boundaries_not_searched_floor_s", c->floor_s);
             } else cJSON_AddStringToObject(o, "why", c->why);
             cJSON_AddItemToArray(arr, o);
         }

@@ -186,6 +186,15 @@ typedef struct PipePrice {
     bool link_inter;            /* the pipeline axis crosses nodes */
     double peak_bytes;          /* the largest stage's */
     double start_step_s;        /* pipeline_rebalance: the step at the ranges it started from (0: not run) */
+    double work_s;              /* one micro-batch's forwards and backwards over all stages, without
+                                 * the forwards run again and the kept activations' copies: the same
+                                 * wherever the boundaries are and whichever stages keep, so no
+                                 * 1F1B pipeline of this stage plan runs faster than m x work_s /
+                                 * stages (its busiest device's compute; pipe_schedules) */
+    double floor_s;             /* 1F1B: the least largest such work of a stage over every cut of the
+                                 * block into contiguous ranges (each instance's own, the first and
+                                 * last stages' besides; 0: not priced): no 1F1B pipeline of this
+                                 * stage plan, wherever its boundaries, runs faster than m x floor_s */
     PipeStagePrice st[PLACE_MAX_STAGES];
 } PipePrice;
 

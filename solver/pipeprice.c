@@ -73,6 +73,9 @@ struct PipeReplay {
     int n[PLACE_MAX_STAGES];
     double beat; /* the boundaries' search's best step so far (pipeline_rebalance sets it around a
                   * move's price): a pipeline that cannot beat it is not replayed; INFINITY */
+    int fp, fv, fm; /* in_flight's schedule */
+    int *in_flight; /* per virtual stage: pipeline_in_flight of (fp, fv, fm), each a schedule's
+                     * table to build, asked once per virtual stage per price */
 };
 
 PipeReplay *pipeline_replay_new(void) {
@@ -86,6 +89,7 @@ void pipeline_replay_free(PipeReplay *rp) {
     if (!rp) return;
     for (int d = 0; d < PLACE_MAX_STAGES; d++) ir_free(rp->acts[d]);
     ir_free(rp->post);
+    ir_free(rp->in_flight);
     ir_free(rp);
 }
 
@@ -184,6 +188,18 @@ static double replay(PipeReplay *rp, int p, int v, int m, const double *fwd, con
     return T;
 }
 
+/* pipeline_in_flight of virtual stage q, kept in rp (NULL: asked) for the last schedule. */
+static int in_flight(PipeReplay *rp, int p, int v, int m, int q) {
+    if (!rp) return pipeline_in_flight(p, v, m, q);
+    if (!rp->in_flight || rp->fp != p || rp->fv != v || rp->fm != m) {
+        ir_free(rp->in_flight);
+        rp->in_flight = ir_alloc(sizeof(int) * (size_t)(p * v));
+        for (int k = 0; k < p * v; k++) rp->in_flight[k] = pipeline_in_flight(p, v, m, k);
+        rp->fp = p, rp->fv = v, rp->fm = m;
+    }
+    return rp->in_flight[q];
+}
+
 /* rp's tables for (p, v, m), kept from the last replay when it ran the same. */
 static void tables(PipeReplay *rp, int p, int v, int m) {
     if (rp->p == p && rp->v == v && rp->m == m && rp->acts[0]) return;
@@ -263,6 +279,33 @@ static double value_bytes(const PlanResult *r, const Graph *g, ValueId v) {
     return (double)ir_shape_numel(x->shape) * ir_dtype_size(dt);
 }
 
+/* The least, over every cut of n instances of works w[] into p contiguous non-empty
+ * ranges, of the largest range's work, the first range's with first more, the last's with
+ * last more (a dynamic program over (ranges, instances): O(p n^2)). */
+static double pipe_floor(const double *w, int n, int p, double first, double last) {
+    double *pre = ir_alloc(sizeof(double) * (size_t)(n + 1)), *cur = ir_alloc(sizeof(double) * (size_t)(n + 1)),
+           *nxt = ir_alloc(sizeof(double) * (size_t)(n + 1));
+    pre[0] = 0;
+    for (int i = 0; i < n; i++) pre[i + 1] = pre[i] + w[i];
+    /* cur[j]: the best largest range over the first j instances in r + 1 ranges */
+    for (int j = 0; j <= n; j++) cur[j] = j >= 1 ? pre[j] + first + (p == 1 ? last : 0) : INFINITY;
+    for (int r = 1; r < p; r++) {
+        for (int j = 0; j <= n; j++) {
+            nxt[j] = INFINITY;
+            for (int i = r; i < j; i++) { /* the last range is instances [i, j) */
+                double range = pre[j] - pre[i] + (r == p - 1 ? last : 0);
+                double v = maxd(cur[i], range);
+                if (v < nxt[j]) nxt[j] = v;
+            }
+        }
+        double *t = cur;
+        cur = nxt, nxt = t;
+    }
+    double best = cur[n];
+    ir_free(pre), ir_free(cur), ir_free(nxt);
+    return best;
+}
+
 bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, PipeReplay *rp, PipePrice *out,
                     StrBuf *err) {
     const Placement *pl = r->pl;
@@ -291,8 +334,14 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             for (int i = 0; i < ir_node(g, id)->n_in; i++) readers[ir_node(g, id)->in[i]] |= MASK(id);
     double fwd[PLACE_MAX_STAGES] = {0}, bwd[PLACE_MAX_STAGES] = {0}, sync[PLACE_MAX_STAGES] = {0};
     unsigned nax[PLACE_MAX_STAGES] = {0}; /* the axes of the stage's gradient norm sums (ilp_norm_sum_s) */
+    double again[PLACE_MAX_STAGES] = {0}; /* of fwd + bwd: the forward run again, the kept copies */
     int blk = P > 1 ? pl->pipe.block : IR_NONE;
     double *share = ir_alloc(sizeof(double) * (size_t)p->n_groups * PLACE_MAX_STAGES); /* [group][stage] */
+    /* 1F1B: each instance's own part of one micro-batch's forward and backward (without the forward
+     * again and the copies), for the floor below */
+    int n_cut = P > 1 && pl->pipe.chunks <= 1 && blk != IR_NONE ? g->blocks[blk].n_instances : 0;
+    double *iw = ir_alloc(sizeof(double) * (size_t)(n_cut + 1));
+    memset(iw, 0, sizeof(double) * (size_t)(n_cut + 1));
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *G = &p->groups[gi];
         const IlpStrat *S = &G->strats[r->choice.strat[gi]];
@@ -311,6 +360,9 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             int pol = !c ? RC_NONE : i < c[RC_FULL] ? RC_FULL : i < c[RC_FULL] + c[RC_SELECTIVE] ? RC_SELECTIVE : RC_NONE;
             cnt[s][pol]++;
             sh[s] += 1;
+            if (n_cut && G->mult > 1 && ld->block == blk && i < n_cut)
+                iw[i] += (S->fwd_s + S->bwd_s + S->comm_s + (pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0)) * k +
+                         (z == 3 && G->n_params ? S->gather_s[z] / m : 0);
         }
         /* the stages holding its parameters: its own and those whose forward reads them */
         PlaceMask hold = 0;
@@ -340,6 +392,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
                     double ag = own * S->gather_s[z] / (2.0 * m);
                     fwd[s] += ag;
                     bwd[s] += RERUNS(s) ? 2 * ag : ag;
+                    again[s] += RERUNS(s) ? ag : 0;
                 } else st->gather_s += own * S->gather_s[z];
             }
             /* a stage holding a tied parameter whose group runs elsewhere (the head's reader
@@ -353,7 +406,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             fwd[s] += f + cm * fshare;
             bwd[s] += inst * S->bwd_s * k + cm * (1 - fshare);
             bwd[s] += (cnt[s][RC_SELECTIVE] * S->rec_sel_s + cnt[s][RC_FULL] * S->fwd_s) * k;
-            if (RERUNS(s)) bwd[s] += f; /* the forward again before the backward (docs/pipeline.md) */
+            if (RERUNS(s)) bwd[s] += f, again[s] += f; /* the forward again before the backward (docs/pipeline.md) */
             for (int pol = 0; pol < RC__COUNT; pol++) st->mem_acts += cnt[s][pol] * S->act[pol];
             st->mem_transient = maxd(st->mem_transient, ilp_transient(S, z));
         }
@@ -363,6 +416,8 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         const IlpGroup *D = &p->groups[E->dst];
         int kk = r->choice.strat[E->src] * D->n_strats + r->choice.strat[E->dst];
         const double *sh = &share[(size_t)E->dst * PLACE_MAX_STAGES];
+        if (n_cut && D->mult > 1 && ir_node(g, D->members[0].node)->block == blk) /* its part per instance */
+            for (int i = 0; i < n_cut && i < D->mult; i++) iw[i] += E->cost[kk] * k / D->mult;
         for (int s = 0; s < P; s++) {
             if (sh[s] <= 0) continue;
             double c = E->cost[kk] * k * sh[s] / D->mult;
@@ -380,7 +435,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     for (int q = 0; q < P; q++)
         if (KEPT(q) && vs[q].mem_acts > 0) {
             double cp = cost_roofline(&r->cm, OPC_LAYOUT, 0, 2 * vs[q].mem_acts);
-            fwd[q] += cp, bwd[q] += cp;
+            fwd[q] += cp, bwd[q] += cp, again[q] += 2 * cp;
         }
     /* the boundaries: forward values defined on stage b read on b + 1, and the gradients back */
     double fbytes[PLACE_MAX_STAGES] = {0}, gbytes[PLACE_MAX_STAGES] = {0};
@@ -445,6 +500,17 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     double end[PLACE_MAX_STAGES];
     int layers = p->n_layers > 0 ? p->n_layers : 1;
     for (int q = 0; q < P; q++) out->vfwd_s[q] = fwd[q], out->vbwd_s[q] = bwd[q], out->vsend_s[q] = q + 1 < P ? xfer[q] : 0;
+    for (int q = 0; q < P; q++) out->work_s += fwd[q] + bwd[q] - again[q];
+    if (n_cut >= P) { /* 1F1B: the floor of the stages' largest such work over every contiguous cut */
+        double fix[2] = {0, 0}; /* what no boundary moves: the first stage's and the last's besides their instances */
+        for (int s = 0; s < P; s += P - 1) {
+            double own = fwd[s] + bwd[s] - again[s];
+            for (int i = pl->pipe.first[s]; i < (s + 1 < P ? pl->pipe.first[s + 1] : n_cut); i++) own -= iw[i];
+            fix[s ? 1 : 0] = maxd(0, own * (1 - 1e-9));
+        }
+        out->floor_s = pipe_floor(iw, n_cut, P, fix[0], fix[1]);
+    }
+    ir_free(iw);
     for (int q = 0; q < P; q++) { /* each virtual stage into its device's */
         PipeStagePrice *x = &vs[q], *st = &out->st[q % devs];
         st->fwd_s += fwd[q], st->bwd_s += bwd[q];
@@ -458,7 +524,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         /* its slots of received forward values (the micro-batches it holds in flight), the gradients it
          * receives, and the outboxes of what it sends (cg_pipeline.c's layout) */
         double slot = q ? fbytes[q - 1] : 0;
-        int k_in = pipeline_in_flight(devs, V, m, q);
+        int k_in = in_flight(rp, devs, V, m, q);
         st->mem_inflight += k_in * slot + (q + 1 < P ? gbytes[q] + fbytes[q] : 0) + (q ? gbytes[q - 1] : 0);
         /* kept: a slot of saved activations per micro-batch in flight, beside the arena's one */
         double kept = KEPT(q) ? k_in * align256(x->mem_acts) : 0;
@@ -482,11 +548,26 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         out->pipe_s = out->step_s = INFINITY;
         return true;
     }
-    /* nor one that cannot beat the search's best: a device ends no sooner than its compute
-     * actions' sum (the replay runs them one after another, m forwards and m backwards of
-     * each of its virtual stages: busy_s) and its update follows (the 1e-9: the sums' order) */
+    /* nor one that cannot beat the search's best (a lower bound of the replay's step): a device
+     * ends no sooner than its compute actions' sum (the replay runs them one after another, m
+     * forwards and m backwards of each of its virtual stages: busy_s) and its update follows
+     * (the 1e-9: the sums' order) */
     double lb = 0;
     for (int d = 0; d < devs; d++) lb = maxd(lb, out->st[d].busy_s + out->st[d].update_s);
+    /* 1F1B (one virtual stage a device), tighter: device d computes nothing before micro-batch
+     * 0's forward values reach it (S_d: the forwards and messages of the devices before it), and
+     * its last backward (micro-batch m - 1's) follows device d + 1's and its gradients' message:
+     * that backward ends no sooner than L_d = max(S_d + busy_d, L_{d+1} + x_d + b_d). The
+     * pipeline's fill and drain, which the compute sums alone leave out */
+    if (V == 1 && P > 1) {
+        double S[PLACE_MAX_STAGES], L = 0;
+        S[0] = 0;
+        for (int d = 1; d < devs; d++) S[d] = S[d - 1] + fwd[d - 1] + xfer[d - 1];
+        for (int d = devs - 1; d >= 0; d--) {
+            L = maxd(S[d] + out->st[d].busy_s, d + 1 < devs ? L + xfer[d] + bwd[d] : 0);
+            lb = maxd(lb, L + out->st[d].update_s);
+        }
+    }
     if (rp && lb * (1 - 1e-9) >= rp->beat) {
         out->pipe_s = out->step_s = INFINITY;
         return true;

@@ -154,11 +154,12 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     /* plan one stage (pipeprice.c); tried again (plan_within) where not every stage could keep
      * its in-flight activations, the ILP's memory rows counting those the first device keeps
      * beside the arena's copy (1F1B: one slot per stage; interleaved: its chunks' slots, as
-     * pipeline_price counts them). The schedule is chosen after, on this plan: under
-     * --schedule auto or interleaved with no count, and where the micro-batches cannot run
-     * the chunks asked for (placement says so), 1F1B's */
-    int m = o->micro_batches > 0 ? o->micro_batches : o->pp;
-    int v = o->pp_chunks >= 2 && o->pp > 1 && m % o->pp == 0 ? o->pp_chunks : 1;
+     * pipeline_price counts them): those of the schedule plan_keep_again plans for
+     * (pp_keep_chunks), else of the one asked for; under --schedule auto or interleaved with
+     * no count, and where the micro-batches cannot run the chunks asked for (placement says
+     * so), 1F1B's */
+    int m = o->micro_batches > 0 ? o->micro_batches : o->pp, vk = o->pp_keep_chunks ? o->pp_keep_chunks : o->pp_chunks;
+    int v = vk >= 2 && o->pp > 1 && m % o->pp == 0 ? vk : 1;
     double copies = o->pp_keep_acts && !forced && o->pp > 1 ? pipeline_kept_copies(o->pp, v, m, 0) : 1;
     if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp, copies);
     IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
@@ -339,7 +340,7 @@ static int micro_batches_that_fit(const Graph *g, const PlanOptions *o, const Il
 }
 
 static PlanResult *plan_within(const Graph *g, const PlanOptions *o);
-static PlanResult *plan_keep_again(const Graph *g, const PlanOptions *o, const PlanResult *r);
+static PlanResult *plan_keep_again(const Graph *g, const PlanOptions *o, PlanResult *r);
 static int oa_stages(const PlanResult *r);
 
 /* What planning on the candidate meshes found besides the best plan. */
@@ -517,7 +518,7 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
     om.micro_auto = false;
     om.quiet_no_fit = true;
     if (acc || rows < 1) return plan_within(g, &om); /* the graph is one micro-batch: its count is set */
-    PlanResult *best = NULL;
+    PlanResult *best = NULL, *passed = NULL; /* passed: the fastest count that cannot win (below) */
     StrBuf mesh;
     sb_init(&mesh);
     snprintf(why, n, "no count of micro-batches of at least %d divides the batch of %lld rows", o->pp, (long long)rows);
@@ -533,6 +534,21 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
         PlanResult *r = plan_within(g, &om);
         if (r && !micro_split_ok(r, rows, (int)k, why, n)) {
             plan_free(r); /* fewer micro-batches have more rows */
+        } else if (r && r->boundaries_floor_s > 0 && o->pp_beat > 0 && r->price.step_s >= o->pp_beat) {
+            /* cannot win: 1F1B's floor (its boundaries not searched) and every other schedule no faster
+             * than the best stage count's before (pipe_schedules). Passed, and the walk goes on: it
+             * stops only at a count priced in full, so it reaches every count the walk priced in full
+             * reached (the plan kept is the same, or a faster one found past this count); where no
+             * count is priced in full, the fastest passed stands for the stage count (its step at
+             * nearly equal ranges, no faster than the best count's) */
+            if (!o->mesh && !mesh.len) { /* the next counts on its stage mesh, as after any first count */
+                shard_mesh_print(&mesh, &r->mesh);
+                om.mesh = sb_cstr(&mesh);
+            }
+            if (!passed || r->price.step_s < passed->price.step_s) {
+                plan_free(passed);
+                passed = r;
+            } else plan_free(r);
         } else if (!r) {
             if (ilp_deadline_passed()) /* not memory: the search stopped */
                 snprintf(why, n, "not planned: --time-limit %g s reached (raise it to try this count)", o->time_limit_s);
@@ -553,6 +569,8 @@ static PlanResult *plan_pipeline_micro(const Graph *g, const PlanOptions *o, cha
         k = divisor_at_most(rows, o->pp, k / 2, step);
     }
     sb_free(&mesh);
+    if (!best) return passed;
+    plan_free(passed);
     return best;
 }
 
@@ -607,6 +625,7 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
         PlanOptions op = *o;
         op.pp = p;
         op.quiet_no_fit = true;
+        op.pp_beat = best ? best->price.step_s : 0;
         /* without --micro-batches each count runs its own best: p = 1 as any
          * unpipelined plan (plan_within), a pipeline the fastest of its own */
         PlanResult *r = p > 1 && o->micro_auto ? plan_pipeline_micro(g, &op, c->why, sizeof c->why) : plan_within(g, &op);
@@ -620,6 +639,7 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
         }
         c->micro_batches = r->prob->opt.micro_batches;
         c->planned = true;
+        c->floor_s = r->boundaries_floor_s;
         c->step_s = r->price.step_s;
         c->peak_bytes = r->price.peak_bytes;
         if (!best || r->price.step_s < best->price.step_s) {
@@ -695,6 +715,13 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
     return r;
 }
 
+/* Whether every (virtual) stage of pp but the last keeps its in-flight activations. */
+static bool all_kept(const PlacePipeline *pp) {
+    bool all = true;
+    for (int q = 0; q + 1 < pp->stages; q++) all &= pp->keep[q];
+    return all;
+}
+
 /* The pipeline's schedule on best's stage plan (--schedule: PlanOptions.pp_chunks).
  * Each schedule tried is placed and priced (1F1B's boundaries moved by cost
  * unless first gives them); the fastest whose fullest stage fits in limit is
@@ -730,7 +757,15 @@ static bool pipe_schedules_with(PlanResult *best, const PlanOptions *o, const Sh
         bool placed = cand[i] == 1 ? pipeline_place_ranges(best->pl, P, first, PS_1F1B, &e, &h)
                                    : pipeline_place_chunks(best->pl, P, cand[i], &e, &h);
         bool ok = placed && pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, rp, &e);
-        if (ok && cand[i] == 1 && !first) { /* 1F1B's boundaries by cost, then which stages keep again */
+        /* a 1F1B pipeline of this stage plan runs no faster than its busiest device's compute, at
+         * least m x the least largest stage's work over every cut (floor_s) wherever the
+         * boundaries are: where that is no faster than the step to beat (--pp auto: the best
+         * count's so far) the boundaries are not searched (the chosen plan is the same; the
+         * count's entry says so) */
+        double floor_s = best->pipe ? best->prob->opt.micro_batches * fmax(best->pipe->work_s / P, best->pipe->floor_s) : 0;
+        bool hopeless = ok && cand[i] == 1 && !first && o->pp_beat > 0 && floor_s * (1 - 1e-9) >= o->pp_beat;
+        if (hopeless) best->boundaries_floor_s = floor_s;
+        if (ok && cand[i] == 1 && !first && !hopeless) { /* 1F1B's boundaries by cost, then which stages keep again */
             pipeline_rebalance(best, whole, limit, rp);
             double equal = best->pipe->start_step_s; /* the step at the equal ranges (repricing clears it) */
             ok = pipeline_choose_keep(best, whole, limit, (PipeKeep)o->pp_keep, rp, &e);
@@ -797,29 +832,65 @@ static bool pipe_schedules(PlanResult *best, const PlanOptions *o, const ShardCl
  * activations (their slots did not fit beside a stage plan made for one micro-batch):
  * planned again, on its stage mesh, stage count and micro-batches, with the kept
  * activations in the stage problem's memory rows (it may recompute to keep them).
- * The new plan if it is faster, else NULL. Not for a forced --strategy, nor under
- * --pp-activations keep|rerun. */
+ * Under --schedule auto or interleaved every schedule priced gets such a plan of its
+ * own (its schedule's pipeline_kept_copies; equal copies planned once), kept or not
+ * everywhere on r's plan, and every schedule is priced on each of them: the
+ * schedule and the stage plan are chosen together, so no schedule is judged only on a
+ * plan made for another's memory (a forced --schedule interleaved:V prices V on r's
+ * plan and on V's own: both are among these). r->schedules lists each schedule's
+ * fastest. The fastest plan if it is faster than r (with the list), else NULL. Not for
+ * a forced --strategy, nor under --pp-activations keep|rerun. */
 static int oa_stages(const PlanResult *r) { return r->pl ? placement_pipe_devices(&r->pl->pipe) : 1; }
 
-static PlanResult *plan_keep_again(const Graph *g, const PlanOptions *o, const PlanResult *r) {
+static PlanResult *plan_keep_again(const Graph *g, const PlanOptions *o, PlanResult *r) {
     if (!r || !r->pl || r->pl->pipe.stages <= 1 || o->pp_keep_acts || (PipeKeep)o->pp_keep != PK_AUTO ||
         (o->strategy && strcmp(o->strategy, "auto")))
         return NULL;
-    bool all_kept = true;
-    for (int q = 0; q + 1 < r->pl->pipe.stages; q++) all_kept &= r->pl->pipe.keep[q];
-    if (all_kept) return NULL;
+    int P = placement_pipe_devices(&r->pl->pipe), m = r->prob->opt.micro_batches;
+    /* the schedules whose kept activations a plan is made for: each one priced that ran (one
+     * that keeps everywhere on r's plan too: a plan recomputing more to hold its slots may
+     * still price faster under another schedule), or without a list (one schedule asked for)
+     * the plan's own where it did not keep everywhere; one plan per count of copies */
+    int cand[PLACE_MAX_STAGES + 2], nc = 0;
+    double copies[PLACE_MAX_STAGES + 2];
+    for (int i = 0; i < r->n_schedules + (r->n_schedules == 0) && nc < PLACE_MAX_STAGES + 2; i++) {
+        int v = r->n_schedules ? r->schedules[i].chunks : r->pl->pipe.chunks > 1 ? r->pl->pipe.chunks : 1;
+        bool want = r->n_schedules ? r->schedules[i].step_s > 0 : !all_kept(&r->pl->pipe);
+        double c = pipeline_kept_copies(P, v >= 2 && m % P == 0 ? v : 1, m, 0);
+        for (int k = 0; want && k < nc; k++) want = copies[k] != c;
+        if (want) cand[nc] = v, copies[nc++] = c;
+    }
     PlanOptions oa = *o;
     oa.pp_keep_acts = true, oa.pp_keep_later = false, oa.quiet_no_fit = true, oa.micro_auto = false;
-    oa.pp = placement_pipe_devices(&r->pl->pipe);
-    oa.micro_batches = r->prob->opt.micro_batches;
+    oa.pp = P;
+    oa.micro_batches = m;
     StrBuf mesh;
     sb_init(&mesh);
     if (!o->mesh) shard_mesh_print(&mesh, &r->mesh), oa.mesh = sb_cstr(&mesh);
-    PlanResult *alt = plan_within(g, &oa);
+    PlanResult *best = NULL;
+    for (int c = 0; c < nc; c++) {
+        oa.pp_keep_chunks = cand[c];
+        PlanResult *alt = plan_within(g, &oa);
+        if (!alt) continue;
+        for (int i = 0; i < alt->n_schedules; i++) /* each schedule's entry: its fastest plan */
+            for (int k = 0; k < r->n_schedules; k++) {
+                PlanScheduleTry *t = &r->schedules[k];
+                const PlanScheduleTry *u = &alt->schedules[i];
+                if (t->chunks == u->chunks && u->planned && (!t->planned || u->step_s < t->step_s))
+                    t->planned = true, t->step_s = u->step_s, t->peak_bytes = u->peak_bytes, t->plan_for = cand[c], t->why[0] = 0;
+            }
+        if (alt->price.step_s < (best ? best->price.step_s : r->price.step_s)) {
+            plan_free(best);
+            best = alt;
+        } else plan_free(alt);
+    }
     sb_free(&mesh);
-    if (alt && alt->price.step_s < r->price.step_s) return alt;
-    plan_free(alt);
-    return NULL;
+    if (best && r->n_schedules > 0) { /* the list moves with the plan kept */
+        ir_free(best->schedules);
+        best->schedules = r->schedules, best->n_schedules = r->n_schedules;
+        r->schedules = NULL, r->n_schedules = 0;
+    }
+    return best;
 }
 
 static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {

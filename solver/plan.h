@@ -61,6 +61,12 @@ typedef struct PlanOptions {
     bool pp_keep_acts;          /* internal (plan.c): the stage problem counts the first stage's
                                  * kept in-flight activations (pipeline_stage_problem's copies),
                                  * tried after a plan whose stages could not all keep them */
+    int pp_keep_chunks;         /* internal (plan.c), with pp_keep_acts: the schedule whose kept
+                                 * activations the stage problem counts (1: 1F1B; v >= 2:
+                                 * interleaved with v chunks; 0: pp_chunks's) */
+    double pp_beat;             /* internal (--pp auto): the best count's step so far; a 1F1B
+                                 * pipeline whose compute alone is no faster keeps nearly equal
+                                 * ranges (pipe_schedules; 0: none) */
     bool pp_keep_later;         /* internal: the walks over stage counts and micro-batches leave
                                  * that second plan to plan_solve, once, for the plan they keep */
 } PlanOptions;
@@ -85,13 +91,21 @@ typedef struct PlanStageCount {
     int micro_batches;          /* the count it was planned with (planned) */
     bool planned;               /* a plan fits */
     double step_s, peak_bytes;  /* its pipeline's (planned) */
+    double floor_s;             /* > 0: its 1F1B boundaries were not searched (step_s is at nearly
+                                 * equal ranges, or another schedule's): no boundaries run its stage
+                                 * plan faster than this, no faster than the best count's before */
     char why[200];              /* not planned: why */
 } PlanStageCount;
 
-/* --schedule auto: one schedule priced on the chosen stage plan. */
+/* --schedule auto or interleaved: one schedule priced on the stage plan made for one
+ * micro-batch and on each stage plan made again with some schedule's kept activations
+ * (plan_keep_again): the fastest is listed. */
 typedef struct PlanScheduleTry {
     int chunks;                 /* 1: 1F1B; v >= 2: interleaved with v model chunks per device */
     bool planned;               /* it runs and fits */
+    int plan_for;               /* 0: step_s, peak_bytes are on the plan for one micro-batch;
+                                 * c >= 1: on the stage plan made again with the kept
+                                 * activations of the schedule of c chunks (1: 1F1B's) */
     double step_s, peak_bytes;
     char why[160];              /* not planned: why */
 } PlanScheduleTry;
@@ -146,6 +160,7 @@ typedef struct PlanResult {
     bool micro_chosen;          /* the planner chose the micro-batch count (PlanOptions.micro_auto) */
     int n_counts;               /* --pp auto: the stage counts tried (0 otherwise) */
     PlanStageCount *counts;
+    double boundaries_floor_s;  /* > 0: 1F1B's boundaries not searched (PlanOptions.pp_beat), its floor */
     int n_schedules;            /* --schedule auto: the schedules priced for the chosen stages */
     PlanScheduleTry *schedules;
     char zero_left_out[200];    /* generated code: the meshes planned again without ZeRO, or at

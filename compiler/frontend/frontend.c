@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -219,9 +220,20 @@ static bool no_paren_colons(const char *path, const char *text, size_t len) {
 static bool parse_finishes(const char *path, const char *const *argv, int argc,
                            struct CXUnsavedFile *uf, int limit_s) {
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) return true;
     if (pid == 0) {
+        /* the limit is the default SIGALRM (a handler the caller installed, such
+         * as a fuzzer's, would not end the child), and the child ends with
+         * its parent */
+        signal(SIGALRM, SIG_DFL);
+        sigset_t alrm;
+        sigemptyset(&alrm);
+        sigaddset(&alrm, SIGALRM);
+        sigprocmask(SIG_UNBLOCK, &alrm, NULL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(2);
         alarm((unsigned)limit_s);
         CXIndex index = clang_createIndex(0, 0);
         CXTranslationUnit tu;

@@ -326,6 +326,53 @@ static void test_price(void) {
     ir_graph_free(g);
 }
 
+/* The floor of a 1F1B pipeline's step over every cut (PipePrice.floor_s, pipe_schedules'
+ * bound): the same wherever the boundaries are, and under every cut, whichever stages keep,
+ * no more than the busiest device's compute of one micro-batch; at least the stages' average.
+ * GPT-2 tiny's 4 blocks in 3 stages: each of the 3 cuts priced with the forward run again and
+ * with the activations kept. */
+static void test_floor(void) {
+    Graph *g = training("tests/e2e/gpt2_tiny_4.cir", 4);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x3";
+    o.pp = 3;
+    o.micro_batches = 3;
+    o.strategy = "dp";
+    o.lowerable = true;
+    o.progress = false;
+    PlanResult *r = plan_solve(g, &o);
+    ShardCluster whole;
+    StrBuf e, h;
+    sb_init(&e), sb_init(&h);
+    CHECK(shard_cluster_load("h100:1x3", &whole, &e, NULL));
+    CHECK(r && r->pipe);
+    static const int cuts[3][4] = {{0, 1, 2, 4}, {0, 1, 3, 4}, {0, 2, 3, 4}};
+    double floor = -1, least = INFINITY; /* the least busiest device over the cuts, kept */
+    for (int k = 0; r && r->pipe && k < 2; k++)
+        for (int c = 0; c < 3; c++) {
+            CHECK(pipeline_place_ranges(r->pl, 3, cuts[c], PS_1F1B, &e, &h));
+            memset(r->pl->pipe.keep, k, sizeof r->pl->pipe.keep);
+            PipePrice q;
+            CHECK(pipeline_price(r, &whole, INFINITY, NULL, &q, &e));
+            double busy = 0;
+            for (int d = 0; d < 3; d++) busy = fmax(busy, q.st[d].fwd_s + q.st[d].bwd_s);
+            if (k) least = fmin(least, busy);
+            if (floor < 0) floor = q.floor_s;
+            CHECK(q.floor_s > 0);
+            CHECK_NEAR(q.floor_s, floor, 1e-12 * floor);
+            CHECK(q.floor_s <= busy * (1 + 1e-12));
+            CHECK(q.floor_s >= q.work_s / 3 * (1 - 1e-12));
+            CHECK(q.step_s >= 3 * q.floor_s);
+        }
+    /* kept, a device's compute is its stage's work and two copies of its activations: the floor is
+     * the least cut's largest stage but those copies (9.098 us against 9.147 us) */
+    CHECK(floor >= 0.98 * least && floor <= least);
+    sb_free(&e), sb_free(&h);
+    plan_free(r);
+    ir_graph_free(g);
+}
+
 /* Kept activations (pipeline_choose_keep, docs/pipeline.md): every stage but the last keeps
  * p - s slots of its saved activations, runs no forward again (a copy out and back instead) and
  * the step is shorter; auto keeps where it fits and gives it up on a stage over the limit. */
@@ -918,6 +965,7 @@ static void test_interleaved_price(void) {
 }
 
 int main(void) {
+    test_floor();
     test_many_stages();
     test_interleaved_schedules();
     test_interleaved_checker_catches();
