@@ -389,6 +389,7 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     cJSON_AddNumberToObject(o, "gradient_f32_extra_bytes", r->price.mem_update);
     cJSON_AddNumberToObject(o, "before_blocks_activations_bytes", r->price.mem_acts_pre);
     cJSON_AddNumberToObject(o, "gradients_not_yet_written_at_first_block_bytes", r->price.mem_grads_late_pre);
+    cJSON_AddNumberToObject(o, "tied_gradient_head_part_bytes", r->price.mem_head_grad);
     static const char *const moments[ILP_MOMENTS] = {"backward start", "block backward", "update",
                                                      "first block backward"};
     cJSON_AddStringToObject(o, "peak_at", moments[r->price.peak_moment]);
@@ -416,7 +417,8 @@ typedef struct GInst {
 /* Predicted live bytes through forward then backward, one point per group
  * instance: static state (less the gradients not yet written) + saved
  * activations so far + the largest transient at that point (+ with parameters
- * on the host the stagings of the transfers in flight). The predicted
+ * on the host the stagings of the transfers in flight; in a recomputed
+ * instance's backward, its re-made activations not yet freed). The predicted
  * peak prices the two ends of the backward with the step's largest
  * transients; a point in between exceeds it only where a group's gradients
  * outweigh the activations its backward frees. */
@@ -439,10 +441,12 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
         }
         gi[n++] = e;
     }
-    double *block_none = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
+    /* per block and policy: the activations an instance's re-run makes (ilp_rerun_bytes) */
+    double *block_none = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1) * RC__COUNT);
     for (int gg = 0; gg < p->n_groups; gg++)
-        if (p->groups[gg].block >= 0)
-            block_none[p->groups[gg].block] += p->groups[gg].strats[r->choice.strat[gg]].act[RC_NONE];
+        for (int pol = RC_SELECTIVE; pol < RC__COUNT && p->groups[gg].block >= 0; pol++)
+            block_none[p->groups[gg].block * RC__COUNT + pol] +=
+                ilp_rerun_bytes(&p->groups[gg].strats[r->choice.strat[gg]], 0, pol);
     /* the gradients first written in the backward are born group by group */
     double base = r->price.mem_params, acts = 0, peak = 0;
     for (int gg = 0; gg < p->n_groups; gg++)
@@ -454,6 +458,8 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
                             "then backward); the generated program's buffer plan will replace it");
     cJSON_AddNumberToObject(o, "static_bytes", base);
     cJSON *pts = cJSON_AddArrayToObject(o, "points");
+    int at_blk = -1, at_inst = -1;
+    double rerun = 0; /* a recomputed instance's re-made activations still live (its groups' up to g) */
     for (int pass = 0; pass < 2; pass++)
         for (int k = 0; k < n; k++) {
             const GInst *e = &gi[pass ? n - 1 - k : k];
@@ -461,7 +467,15 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
             const IlpStrat *S = &G->strats[r->choice.strat[e->group]];
             int z = r->choice.zero[e->group];
             double tr = ilp_transient(S, z);
-            if (pass == 1 && e->pol != RC_NONE) tr = fmax(tr, block_none[e->block]);
+            /* a recomputed instance's backward at group g (eval.c): the re-run's activations of
+             * the groups up to g less g's own read last inside its backward, and g's transient
+             * (its gathered parameters freed once the backward begins) */
+            if (pass == 1 && e->pol != RC_NONE) {
+                if (e->block != at_blk || e->inst != at_inst)
+                    at_blk = e->block, at_inst = e->inst, rerun = block_none[e->block * RC__COUNT + e->pol];
+                tr += rerun - ilp_rerun_own_freed(S, z);
+                rerun -= ilp_rerun_bytes(S, 0, e->pol);
+            }
             if (pass == 0) acts += S->act[e->pol];
             double live = base + acts + tr + r->price.mem_staging; /* parameters on the host: the stagings */
             if (pass == 1) acts -= S->act[e->pol], base += S->mem_grad_late[z];

@@ -314,14 +314,28 @@ static void price(const Ctx *c, int64_t cap, const Run *none, PlanChunkPrice *ou
  * fewer. */
 static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_begin, int *mom, double *base) {
     const IlpProblem *p = r->prob;
-    double *group_at = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
+    double *group_at = ir_alloc(sizeof(double) * (size_t)(2 * p->n_groups + 3));
     ilp_evaluate_at(p, &r->choice, group_at);
-    NodeId b_first = -1, b_last = -1;
+    NodeId b_first = -1, b_last = -1, f_first = -1; /* f_first: the first instance's first */
     for (NodeId id = fwd_end; id < step_begin; id++)
         if (ir_node(g, id)->block != IR_NONE) {
             if (b_first < 0) b_first = id;
             b_last = id;
         }
+    for (NodeId id = b_first; b_first >= 0 && id <= b_last && f_first < 0; id++)
+        if (ir_node(g, id)->block == ir_node(g, b_last)->block && ir_node(g, id)->instance == ir_node(g, b_last)->instance)
+            f_first = id;
+    /* the head's backward frees a head group's saved activations once the group's own
+     * backward nodes are done (its readers', after it in the forward, ran before): the
+     * logits, dead before the head's last groups' backward (head_freed, per node) */
+    NodeId *bwd_end = ir_alloc(sizeof(NodeId) * (size_t)(p->n_groups + 1));
+    for (int gi = 0; gi < p->n_groups; gi++) bwd_end[gi] = -1;
+    for (NodeId id = fwd_end; id < step_begin; id++) {
+        const Node *n = ir_node(g, id);
+        int gi = n->origin != IR_NONE ? p->group_of_node[n->origin] : -1;
+        if (gi >= 0 && p->groups[gi].after_blocks) bwd_end[gi] = id;
+    }
+    double head_freed = 0;
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
         if (id < fwd_end) mom[id] = -1;
@@ -333,14 +347,28 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
             bool last = n->block == f->block && n->instance == f->instance,
                  first = n->block == l->block && n->instance == l->instance;
             mom[id] = first && !last ? 3 : 1;
-            int gi = last && n->origin != IR_NONE ? p->group_of_node[n->origin] : -1;
+            int gi = (last || first) && n->origin != IR_NONE ? p->group_of_node[n->origin] : -1;
+            if (mom[id] == 3) { /* a recomputed first instance's, group by group (at its re-run's end) */
+                double at = gi >= 0 ? group_at[p->n_groups + 2 + gi] : NAN;
+                if (id == f_first && !isnan(group_at[2 * p->n_groups + 2]))
+                    at = isnan(at) ? group_at[2 * p->n_groups + 2] : fmax(at, group_at[2 * p->n_groups + 2]);
+                base[id] = isnan(at) ? r->price.mem_at[3] : at;
+                continue;
+            }
             if (mom[id] == 1) {
                 base[id] = gi >= 0 && !isnan(group_at[gi]) ? group_at[gi] : group_at[p->n_groups];
+                /* the instance's first backward node, whose slot runs a recomputed one's re-run */
+                if (last && id == b_first && !isnan(group_at[p->n_groups + 1]))
+                    base[id] = fmax(base[id], group_at[p->n_groups + 1]);
                 continue;
             }
         }
         base[id] = mom[id] >= 0 ? r->price.mem_at[mom[id]] : 0;
+        if (mom[id] == 0) base[id] -= head_freed;
+        for (int gi = 0; gi < p->n_groups; gi++)
+            if (bwd_end[gi] == id) head_freed += p->groups[gi].strats[r->choice.strat[gi]].act[RC_NONE];
     }
+    ir_free(bwd_end);
     ir_free(group_at);
 }
 

@@ -30,13 +30,17 @@
  *            gradient the head writes (a tied embedding), and of edges into
  *            the head's groups;
  *          - the last block instance's backward: the same, less the head's
- *            saved activations (freed by then), plus a recomputed block's
- *            re-made activations (and under ZeRO-3 its gathered
- *            parameters), at the backward of each of its groups g: the
- *            gradients of the instance's groups before g not yet written
+ *            saved activations (freed by then), plus the head's part of a
+ *            tied parameter's gradient (IlpStrat.head_grad), plus a
+ *            recomputed block's re-made activations (and under ZeRO-3 its
+ *            gathered parameters), at the backward of each of its groups g:
+ *            the gradients of the instance's groups before g not yet written
  *            (g's own counted), the activations of those after g freed
- *            where the instance keeps them (policy none), plus g's
- *            transient; and once the instance's
+ *            and g's own read last inside its backward (held_freed; where
+ *            the instance is recomputed, its re-made ones, and the re-run's
+ *            gathered parameters, freed once its backward begins), plus g's
+ *            transient; a recomputed instance also at its re-run's end (none
+ *            of its gradients, no transient); and once the instance's
  *            backward is done, with the largest transient of the other
  *            blocks' groups (and of edges into blocks);
  *          - the first block instance's backward (to the backward's end): the
@@ -136,7 +140,14 @@ double ilp_rerun_bytes(const IlpStrat *S, int z, int pol) {
      * products' results stay from the forward (a block's output counts in the
      * re-run under either policy, as it did) */
     double kept = pol == RC_SELECTIVE ? S->act[RC_SELECTIVE] - S->act[RC_FULL] : 0;
-    return S->act[RC_NONE] - kept + (z >= 3 ? S->param_local : 0);
+    return S->act[RC_NONE] - kept + ilp_rerun_params(S, z);
+}
+
+double ilp_rerun_params(const IlpStrat *S, int z) { return z >= 3 ? S->param_local : 0; }
+
+double ilp_rerun_own_freed(const IlpStrat *S, int z) {
+    double a = maxd(0, ilp_rerun_bytes(S, 0, RC_SELECTIVE)); /* the fewer re-made, either policy */
+    return S->held_freed[z] < a ? S->held_freed[z] : a;
 }
 
 double ilp_freed_bytes(const IlpStrat *S, int z, bool keeps, bool done) {
@@ -218,6 +229,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.mem_params += g->mult * S->mem_static[z];
         r.mem_grads_late += (g->mult - g->early) * S->mem_grad_late[z];
         r.mem_update += g->mult * S->mem_update[z];
+        r.mem_head_grad += g->mult * S->head_grad[z];
         bk[ilp_bucket_set(p, g)] += ilp_bucket_bytes(g, S, z);
         r.mem_transient_max = maxd(r.mem_transient_max, ilp_transient(S, z));
         if (ilp_group_at_head(g)) r.mem_transient_head = maxd(r.mem_transient_head, ilp_transient(S, z));
@@ -323,31 +335,45 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
      * forward order: the backward reaches g with those before it unwritten) */
     double last = other_blocks, last_at = other_blocks, unwritten = 0, freed = 0, g_unw = 0, g_freed = 0;
     /* the first block instance's group by group (one block): a recomputed instance's re-made
-     * activations of the groups after g are freed when the backward reaches g (the re-run's
-     * gathered parameters, under ZeRO-3, counted throughout) */
+     * activations of the groups after g are freed when the backward reaches g, g's own read
+     * last by its members after the one where it holds the most (ilp_rerun_own_freed), and
+     * the re-run's gathered parameters (ZeRO-3) once its backward begins */
     double first_at = -INFINITY, first_unw = 0, first_freed = 0, rr_left = 0; /* at the largest g */
+    double rr_params = 0, late_all = 0; /* the re-run's gathered parameters; the instance's gradients */
     int rr_pol = -1;
     for (int gi = 0; p->n_blocks == 1 && gi < p->n_groups; gi++) {
         const IlpGroup *g = &p->groups[gi];
         if (!ilp_group_last_block(g)) continue;
         const int *n = c->count[g->block];
         if (rr_pol < 0) rr_pol = n[RC_FULL] > 0 ? RC_FULL : n[RC_SELECTIVE] > 0 ? RC_SELECTIVE : RC_NONE;
-        if (rr_pol != RC_NONE) rr_left += ilp_rerun_bytes(&g->strats[c->strat[gi]], 0, rr_pol);
+        const IlpStrat *S = &g->strats[c->strat[gi]];
+        if (rr_pol != RC_NONE) rr_left += ilp_rerun_bytes(S, 0, rr_pol), rr_params += ilp_rerun_params(S, c->zero[gi]);
+        late_all += S->mem_grad_late[c->zero[gi]];
     }
     int g_first = 0;
-    double done = 0; /* the backward frees them group by group (ilp_freed_bytes; the last */
-    for (int gi = 0; gi < p->n_groups; gi++) /* instance keeps its activations where some instance does) */
+    bool last_keeps = true;
+    double done = 0, last_params = 0; /* the backward frees them group by group (ilp_freed_bytes; the */
+    for (int gi = 0; gi < p->n_groups; gi++) /* last instance keeps its activations where some instance does) */
         if (ilp_group_last_block(&p->groups[gi])) {
             const IlpStrat *S = &p->groups[gi].strats[c->strat[gi]];
             bool keeps = c->count[p->groups[gi].block][RC_NONE] > 0;
             freed += ilp_freed_bytes(S, c->zero[gi], keeps, false);
             done += ilp_freed_bytes(S, c->zero[gi], keeps, true);
+            last_params += ilp_rerun_params(S, c->zero[gi]);
+            last_keeps = keeps;
         }
+    if (last_keeps) last_params = 0; /* recomputed: its re-run's gathered parameters freed at g */
     /* once the instance's backward is done (the other blocks' transient): all of them freed */
     last_at -= done, g_freed = done;
-    double base1 = start - r.mem_acts_head + r.mem_recompute + stg; /* the moment's bytes less at_g */
-    if (group_at)
+    double base1 = start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute + stg; /* the moment's bytes less at_g */
+    /* the first instance's moment less its transient (one block, recomputed: per group) */
+    double base3 = r.mem_params - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + stg;
+    bool per3 = group_at && p->n_blocks == 1 && rr_pol > RC_NONE;
+    if (group_at) {
         for (int gi = 0; gi <= p->n_groups; gi++) group_at[gi] = gi < p->n_groups ? NAN : base1 + last_at;
+        for (int gi = p->n_groups + 1; gi < 2 * p->n_groups + 3; gi++) group_at[gi] = NAN;
+        if (per3) group_at[2 * p->n_groups + 2] = base3 - late_all;
+    }
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *g = &p->groups[gi];
         if (!ilp_group_last_block(g)) continue;
@@ -357,33 +383,47 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         /* the first group's backward ends the instance's: its bucket launches (every
          * gradient written, those after it freed) */
         double tg = maxd(ilp_transient(S, z), g_first++ == 0 ? bk[g->block] - r.mem_recompute : 0);
-        /* and, where the instance keeps them, g's own activations read last by its members
-         * after the one where it holds the most (IlpStrat.held_freed) */
-        double own = c->count[g->block][RC_NONE] > 0 ? S->held_freed[z] : 0;
+        /* and g's own activations read last by its members after the one where it holds
+         * the most (IlpStrat.held_freed; where recomputed, of the re-made ones, and the
+         * re-run's gathered parameters, freed once the instance's backward begins) */
+        double own = last_keeps ? S->held_freed[z] : last_params + ilp_rerun_own_freed(S, z);
         double at_g = tg - unwritten - freed - own;
         if (group_at) group_at[gi] = base1 + at_g;
         if (at_g > last_at) last_at = at_g, last = tg, g_unw = unwritten, g_freed = freed + own;
         /* the first instance's backward at g (below): its re-made activations but those of
          * the groups after g, g's transient */
         if (rr_pol > RC_NONE) rr_left -= ilp_rerun_bytes(S, 0, rr_pol);
-        if (ilp_transient(S, z) - unwritten - rr_left > first_at - first_unw - first_freed)
-            first_at = ilp_transient(S, z), first_unw = unwritten, first_freed = rr_left;
+        double f1 = rr_pol > RC_NONE ? rr_left + rr_params + ilp_rerun_own_freed(S, z) : rr_left;
+        if (per3) group_at[p->n_groups + 2 + gi] = base3 + ilp_transient(S, z) - unwritten - f1;
+        if (ilp_transient(S, z) - unwritten - f1 > first_at - first_unw - first_freed)
+            first_at = ilp_transient(S, z), first_unw = unwritten, first_freed = f1;
         unwritten += S->mem_grad_late[z];
     }
+    /* a recomputed last instance's re-run done, its backward not begun: every re-made
+     * activation and gathered parameter, none of its gradients written, no transient */
+    if (!last_keeps && group_at) group_at[p->n_groups + 1] = base1 - unwritten;
+    if (!last_keeps && -unwritten > last_at) last_at = -unwritten, last = 0, g_unw = unwritten, g_freed = 0;
     /* the first block instance's backward: with one block, group by group as the last
      * instance's (its groups' gradients before g not yet written: a recomputed instance's
      * re-run runs before them), the re-made activations beside g's transient; once they are
      * freed, the blocks' largest transient; else (several blocks) the re-made activations
      * beside that transient, every gradient written */
+    /* the re-run done, its backward not begun: every re-made activation and gathered
+     * parameter, none of the instance's gradients written, no transient (where the
+     * program peaks: the backward's first node frees the re-run's gathered parameters) */
+    if (p->n_blocks == 1 && rr_pol > RC_NONE && -late_all > first_at - first_unw - first_freed)
+        first_at = 0, first_unw = late_all, first_freed = 0;
     double tr3 = r.mem_transient_blocks, unw3 = 0, freed3 = r.mem_recompute; /* the re-run freed */
     if (p->n_blocks != 1 || first_at == -INFINITY) first_at = r.mem_transient_blocks, first_unw = first_freed = 0;
     if (r.mem_recompute > 0 && first_at - first_unw - first_freed > tr3 - r.mem_recompute)
         tr3 = first_at, unw3 = first_unw, freed3 = first_freed;
     if (bk_blocks > r.mem_recompute + tr3 - unw3 - freed3) tr3 = bk_blocks, unw3 = 0, freed3 = r.mem_recompute;
     double at[ILP_MOMENTS] = {
-        start - unwritten + r.mem_transient_head + stg, start - r.mem_acts_head + r.mem_recompute + last_at + stg,
+        start - unwritten + r.mem_transient_head + stg,
+        start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute + last_at + stg,
         r.mem_params + r.mem_update + r.mem_transient_max,
-        r.mem_params - r.mem_grads_late_pre + r.mem_acts_pre + r.mem_recompute + tr3 - unw3 - freed3 + stg};
+        r.mem_params - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + tr3 - unw3 - freed3 +
+            stg};
     const double tr[ILP_MOMENTS] = {r.mem_transient_head + stg, last + stg, r.mem_transient_max, tr3 + stg};
     for (int k = 0; k < ILP_MOMENTS; k++) r.mem_at[k] = at[k], r.tr_at[k] = tr[k];
     r.unwritten_at[0] = unwritten, r.unwritten_at[1] = g_unw, r.freed_at[1] = g_freed;

@@ -660,10 +660,29 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             for (int s = 0; s < K->n_strats; s++)
                 for (int z = 0; z < ZERO_STAGES; z++) {
                     int c = m->x[k][s * ZERO_STAGES + z];
-                    double v = k == g  ? -ilp_transient(&K->strats[s], z)
-                               : k < g ? K->strats[s].mem_grad_late[z]
-                                       : ilp_rerun_bytes(&K->strats[s], 0, rpol);
+                    const IlpStrat *S = &K->strats[s];
+                    /* recomputing: the re-run's gathered parameters freed, and g's own re-made
+                     * activations read last inside its backward */
+                    double v = k == g  ? -ilp_transient(S, z) + ilp_rerun_own_freed(S, z)
+                               : k < g ? S->mem_grad_late[z]
+                                       : ilp_rerun_bytes(S, 0, rpol);
+                    if (rpol != RC_NONE) v += ilp_rerun_params(S, z);
                     if (c && v != 0) put(lp, row, c, v * ms);
+                }
+        }
+    }
+    /* and the re-run done, its backward not begun: W >= TR less the instance's gradients */
+    if (p->n_blocks == 1 && rpol != RC_NONE) {
+        int row = add_row(lp, GLP_LO, 0, 0, "first_block_rerun");
+        put(lp, row, W, 1);
+        put(lp, row, TR, -1);
+        for (int k = 0; k < p->n_groups; k++) {
+            const IlpGroup *K = &p->groups[k];
+            if (!ilp_group_last_block(K)) continue;
+            for (int s = 0; s < K->n_strats; s++)
+                for (int z = 0; z < ZERO_STAGES; z++) {
+                    int c = m->x[k][s * ZERO_STAGES + z];
+                    if (c && K->strats[s].mem_grad_late[z] != 0) put(lp, row, c, K->strats[s].mem_grad_late[z] * ms);
                 }
         }
     }
@@ -737,9 +756,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 else if (fixed_rc >= 0) mem += p->blocks[G->block].instances * S->act[fixed_rc];
                 /* the head's backward: the last block's gradients not yet written */
                 put(lp, m->mem_row, c, (mem - (ilp_group_last_block(G) ? S->mem_grad_late[z] : 0)) * ms);
-                put(lp, m->rc_row, c, (mem - (G->after_blocks ? S->act[RC_NONE] : 0)) * ms);
+                /* the blocks' moments: the head's part of a tied parameter's gradient held (eval.c) */
+                put(lp, m->rc_row, c, (mem - (G->after_blocks ? S->act[RC_NONE] : 0) + G->mult * S->head_grad[z]) * ms);
                 put(lp, urow, c, G->mult * (S->mem_static[z] + S->mem_update[z]) * ms);
-                double first = G->mult * S->mem_static[z]; /* the first block instance's backward */
+                double first = G->mult * (S->mem_static[z] + S->head_grad[z]); /* the first block instance's backward */
                 if (G->block < 0 && !G->after_blocks)
                     first += S->act[RC_NONE] - (G->mult - G->early) * S->mem_grad_late[z];
                 put(lp, frow, c, first * ms);
@@ -923,6 +943,33 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         put(lp, r2, kcol, N);
         put(lp, r2, m->bits[last_k][RC_NONE], -1);
     }
+    /* a recomputed last instance at its re-run's end, its backward not begun (eval.c):
+     * RB + TR less every gradient of the instance, no transient, nothing freed; held off
+     * by Amax k where the instance keeps its activations (k = 1), or left out under
+     * fixed_rc none */
+    if (last_k >= 0 && (kcol || fixed_rc != RC_NONE)) {
+        int row = min_mem || isfinite(set->mem_limit) ? add_row(lp, GLP_UP, 0, min_mem ? 0 : set->mem_limit * ms,
+                                                                "memory_block_rerun")
+                                                      : add_row(lp, GLP_FR, 0, 0, "memory_block_rerun");
+        if (min_mem) put(lp, row, m->M_col, -1);
+        put(lp, row, RB, 1);
+        put(lp, row, TR, 1);
+        double kmax = 0;
+        for (int q = 0; q < p->n_groups; q++) {
+            const IlpGroup *Q = &p->groups[q];
+            if (!ilp_group_last_block(Q) || Q->block != last_k) continue;
+            double qmax = 0;
+            for (int s2 = 0; s2 < Q->n_strats; s2++)
+                for (int z = 0; z < ZERO_STAGES; z++) {
+                    int c = m->x[q][s2 * ZERO_STAGES + z];
+                    if (!c) continue;
+                    put(lp, row, c, -Q->strats[s2].mem_grad_late[z] * ms);
+                    qmax = maxd(qmax, (Q->strats[s2].act[RC_NONE] + Q->strats[s2].mem_static[z]) * ms);
+                }
+            kmax += qmax;
+        }
+        if (kcol) put(lp, row, kcol, -kmax);
+    }
     for (int g = last_k >= 0 ? -1 : 0; g < p->n_groups; g++) {
         if (g >= 0 && !brow[g]) continue;
         int k = g >= 0 ? p->groups[g].block : last_k, row = g >= 0 ? brow[g] : mrow[1];
@@ -934,16 +981,20 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             int arow = add_row(lp, GLP_UP, -INFINITY, 0, nm);
             put(lp, arow, F, 1);
             put(lp, row, F, -1);
-            for (int q = g < 0 ? 0 : g; q < p->n_groups; q++) {
+            /* recomputed, at g: every group's re-run's gathered parameters too, and g's own
+             * re-made activations read last inside its backward (ilp_rerun_own_freed) */
+            for (int q = g < 0 || !keeps ? 0 : g; q < p->n_groups; q++) {
                 const IlpGroup *Q = &p->groups[q];
-                if (!ilp_group_last_block(Q) || Q->block != k || (q == g && !keeps)) continue;
+                if (!ilp_group_last_block(Q) || Q->block != k) continue;
                 double qmax = 0;
                 for (int s2 = 0; s2 < Q->n_strats; s2++)
                     for (int z = 0; z < ZERO_STAGES; z++) {
                         int c = m->x[q][s2 * ZERO_STAGES + z];
                         if (!c) continue;
                         const IlpStrat *S2 = &Q->strats[s2];
-                        double a = q == g ? S2->held_freed[z] : ilp_freed_bytes(S2, z, keeps, g < 0);
+                        double a = g < 0 || q > g ? ilp_freed_bytes(S2, z, keeps, g < 0)
+                                   : keeps        ? S2->held_freed[z]
+                                                  : ilp_rerun_params(S2, z) + (q == g ? ilp_rerun_own_freed(S2, z) : 0);
                         put(lp, arow, c, -a * ms);
                         qmax = maxd(qmax, a * ms);
                     }

@@ -558,6 +558,18 @@ static double update_bytes(const Graph *g, const ShardMesh *m, ValueId pv, DType
 
 /* m_pl[m], m_late[m * ZERO_STAGES + z], m_fused[m]: member m's share of S->param_local,
  * S->mem_grad_late[z] and S->fused_local (the parameters it owns) */
+/* The ranks ZeRO slices a parameter held in spec sp over: the product of the busy mesh
+ * axes that do not split it (their mask into axes, when asked). */
+static double zero_ranks(const ShardMesh *mesh, const ShardSpec *sp, unsigned *axes) {
+    double Z = 1;
+    for (int a = 0; a < mesh->n_axes; a++)
+        if (shard_spec_axis_dim(sp, a, NULL) < 0 && mesh->size[a] > 1) {
+            if (axes) *axes |= 1u << a;
+            Z *= mesh->size[a];
+        }
+    return Z;
+}
+
 static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_pl, double *m_late, double *m_fused) {
     const Graph *g = b->g;
     const CostModel *cm = b->cm;
@@ -577,12 +589,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
             if (vv->role != ROLE_PARAM || b->param_owner[v] != mem->node) continue;
             double local = (double)ir_shape_numel(shard_spec_local(&st->in[i], mesh, vv->shape));
             unsigned rep_axes = 0;
-            double Z = 1;
-            for (int a = 0; a < mesh->n_axes; a++)
-                if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && mesh->size[a] > 1) {
-                    rep_axes |= 1u << a;
-                    Z *= mesh->size[a];
-                }
+            double Z = zero_ranks(mesh, &st->in[i], &rep_axes);
             ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
             DType dt = cost_dtype(cm, vv->dtype);
             const AdOptimizerInfo *oi = ad_optimizer_info(b->train->optimizer);
@@ -842,12 +849,11 @@ static void build_strats(Builder *b, IlpGroup *gr) {
         /* where the instance keeps its activations (policy none), those of the
          * group read last by the members after m (or by later groups only) are
          * freed by then: held less that, the most; held_freed the difference */
-        /* host offload under ZeRO-2/3: priced as before members were (the group's whole
-         * gradients at once, its activations all live): member by member, cli_memfit's
-         * gpt2_offload_zero3_2 fell to 1.043 (main 1.000), where the offloaded backward holds
-         * more; not traced yet */
+        /* host offload under ZeRO-2/3 alike: its backward holds what the device's does
+         * (traced on gpt2_offload_zero3_2: what it seemed to hold more was the tied
+         * embedding's head part, IlpStrat.head_grad) */
 /* (at ZeRO 0-1 but those the GEMM accumulates itself: lower.fuse, S->fused_local) */
-#define whole(m) (b->p->opt.offload != PO_DEVICE && z >= 2 ? S->param_local : z >= 2 ? m_pl[m] : m_pl[m] - m_fused[m])
+#define whole(m) (z >= 2 ? m_pl[m] : m_pl[m] - m_fused[m])
         for (int z = 0; z < ZERO_STAGES; z++) {
             double before = 0, kept = 0;
             S->held[z] = 0;
@@ -864,7 +870,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                 if (m == 0 || h > kept) kept = h;
                 before += m_late[m * ZERO_STAGES + z];
             }
-            S->held_freed[z] = b->p->opt.offload != PO_DEVICE && z >= 2 ? 0 : S->held[z] - kept; /* (above) */
+            S->held_freed[z] = S->held[z] - kept; /* (above) */
         }
 #undef whole
     }
@@ -1233,6 +1239,37 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
         }
         if (gr->n_params) p->n_layers += gr->mult;
     }
+    /* a parameter owned before the blocks and read after them (GPT-2's tied embedding):
+     * the head's backward writes its part of the gradient whole, held until the owner's
+     * backward adds the other part (then, under ZeRO-2/3, reduce-scattered into the slice):
+     * through the blocks' backward the program holds that whole part where the model
+     * counts the gradient written, its slice (IlpStrat.head_grad). A step of one
+     * micro-batch: under micro-batches the parts add onto the accumulator. */
+    bool *head_read = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
+    memset(head_read, 0, sizeof(bool) * (size_t)(g->n_values + 1));
+    for (NodeId n = last_node + 1; !p->timed_out && p->grads_late && last_node >= 0 && n < g->n_nodes; n++) {
+        const Node *nd = ir_node(g, n);
+        if (p->group_of_node[n] < 0 || ir_op_is_update(nd->op)) continue;
+        for (int i = 0; i < nd->n_in; i++) {
+            ValueId v = nd->in[i];
+            int own = b.param_owner[v];
+            if (own < 0 || head_read[v]) continue;
+            IlpGroup *G = &p->groups[p->group_of_node[own]];
+            if (G->block >= 0 || G->after_blocks) continue;
+            head_read[v] = true;
+            const Node *on = ir_node(g, own);
+            int mo = p->member_of_node[own], oi = 0;
+            while (oi < on->n_in && on->in[oi] != v) oi++;
+            for (int s = 0; s < G->n_strats; s++) {
+                const ShardStrategy *st = &G->members[mo].st[G->strats[s].member_st[mo]];
+                double local = (double)ir_shape_numel(shard_spec_local(&st->in[oi], cm->mesh, ir_val(g, v)->shape));
+                double Z = zero_ranks(cm->mesh, &st->in[oi], NULL);
+                for (int z = 2; z < ZERO_STAGES && Z > 1; z++)
+                    G->strats[s].head_grad[z] += buf(p->grad_bytes * local) - buf(p->grad_bytes * local / Z);
+            }
+        }
+    }
+    ir_free(head_read);
     if (!p->timed_out) build_edges(&b);
     ir_free(b.rep);
     ir_free(b.saved);

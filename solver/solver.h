@@ -52,6 +52,11 @@ typedef struct IlpStrat {
     double mem_grad_late[ZERO_STAGES]; /* the gradient bytes of mem_static that are first
                                      * written in the backward (a step of one micro-batch:
                                      * nothing is accumulated), absent when it starts */
+    double head_grad[ZERO_STAGES];  /* a group before the blocks owning a parameter the head
+                                     * reads (a tied embedding), under ZeRO-2/3 in a step of one
+                                     * micro-batch: the head's part of its gradient, whole from
+                                     * the head's backward to this group's, less the slice
+                                     * mem_static counts (held at the blocks' moments, eval.c) */
     double mem_update[ZERO_STAGES]; /* bytes held at the update beyond mem_static: under mixed
                                      * precision the f32 copy of each gradient the optimizer
                                      * reads, less the gradient it replaces */
@@ -395,6 +400,9 @@ typedef struct IlpPrice {
     double mem_grads_late_pre;  /* of mem_grads_late: those still not written when the backward
                                  * reaches the first block instance (groups before the blocks) */
     double mem_acts_pre;        /* of mem_acts: the groups' before the blocks (the embedding's) */
+    double mem_head_grad;       /* held at the blocks' moments: the head's parts of the
+                                 * gradients of parameters owned before the blocks
+                                 * (IlpStrat.head_grad) */
     double mem_unwritten;       /* at the peak's moment, the gradients of the last block
                                  * instance not yet written beyond mem_grads_late (the head's
                                  * backward: all of them; that instance's: its groups' before
@@ -458,11 +466,20 @@ double ilp_transient(const IlpStrat *S, int z);
 
 /* What one re-run instance of a recomputed block holds for group g's part
  * of it until its backward: the activations re-made, and under ZeRO stage 3
- * the parameters gathered before the re-run and read again by the backward
- * (compiler/lower/schedule.c places a recomputed node's gathers before its
- * recomputes); under policy selective less the linear layers' products (placement_selective_keeps) it
- * keeps. The ILP's re-run rows and the evaluator read this. */
+ * the parameters gathered before the re-run (compiler/lower/schedule.c places
+ * a recomputed node's gathers before its recomputes; they live to the end of
+ * the instance's first backward node, whose slot runs the re-run: the
+ * backward's nodes gather their own); under policy selective less the linear
+ * layers' products (placement_selective_keeps) it keeps. The ILP's re-run rows
+ * and the evaluator read this. */
 double ilp_rerun_bytes(const IlpStrat *S, int z, int pol); /* pol: the re-run's policy */
+/* Of that, the gathered parameters (ZeRO stage 3): freed once the backward begins. */
+double ilp_rerun_params(const IlpStrat *S, int z);
+/* Of that, the re-made activations of g freed inside g's backward, at the member after
+ * which nothing reads them (IlpStrat.held_freed, at most what either policy re-makes): the
+ * GELU's output at the MLP's weight gradient. The block moments of a recomputed
+ * instance read this (eval.c, the ILP's rows). */
+double ilp_rerun_own_freed(const IlpStrat *S, int z);
 
 /* What group g's part of the last block instance holds from the forward until
  * g's backward is done, then freed: where the instance keeps its activations
@@ -488,9 +505,13 @@ void ilp_choice_free(IlpChoice *c);
 void ilp_choice_copy(const IlpProblem *p, IlpChoice *dst, const IlpChoice *src);
 /* Prices a choice directly (no ILP): the reference the ILP must agree with. */
 IlpPrice ilp_evaluate(const IlpProblem *p, const IlpChoice *c);
-/* The same, and the last block instance's backward moment (1) group by group:
- * group_at[g] its bytes at the backward of group g of the last block (NaN for the
- * other groups), group_at[n_groups] once that instance's backward is done. */
+/* The same, and the block moments group by group (group_at: 2 n_groups + 3 entries):
+ * the last block instance's backward (1), group_at[g] its bytes at the backward of
+ * group g of the last block (NaN for the other groups), group_at[n_groups] once
+ * that instance's backward is done, group_at[n_groups + 1] where it is recomputed,
+ * at its re-run's end (else NaN); with one block whose instances recompute, the
+ * first instance's (3) the same way, group_at[n_groups + 2 + g] at group g's
+ * backward and group_at[2 n_groups + 2] at its re-run's end (else NaN). */
 IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_at);
 
 /* ---- ilp.c: the formulation and GLPK ---------------------------------------- */

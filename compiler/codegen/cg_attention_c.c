@@ -26,6 +26,16 @@
  * T = 64) that pass's scores are kept and used again, so the backward does
  * the products the row kernels did (dq 3, dk/dv 4 of B H T S DH), else two
  * more per kernel.
+ * Every product of a tile is a small GEMM over whole 4 x 16 blocks
+ * (cg_mm4x16, the C prelude's: the four rows' sums held in registers over k):
+ * scores = q kt and dp = dy vt (the keys transposed when loaded), acc += p v,
+ * dq += ds k, and dv += p^T dy, dk += ds^T q over the query tile's rows. The
+ * tiles are zero-padded for it (rows of queries to a multiple of 4, keys to
+ * 16, DH to DHP, a multiple of 16) and the weights zero past a row's last
+ * visible key. Before, a row at a time with its sums in memory and no FMA
+ * (-std=c17 contracts none): GPT-2 124M's three kernels take 1.9x less CPU
+ * time now (bench/codegen_cpu/README.md). With one key tile the dk/dv
+ * kernel loads it once for all its query tiles.
  * Operands: q [B,T,H,DH], k, v [B,S,G,DH], dy like q (kv group g = h / R);
  * query t sees key s when s <= t + cs. 16-bit operands are widened when a
  * tile is loaded ($Lk), results rounded once ($Wk).
@@ -38,54 +48,60 @@
 #define SIMD_SUM2(a, b) "#ifdef _OPENMP\n#pragma omp simd reduction(+ : " a ", " b ")\n#endif\n"
 #define SIMD_MAX(v) "#ifdef _OPENMP\n#pragma omp simd reduction(max : " v ")\n#endif\n"
 
-/* Query rows t0 .. t0+nq of head h: q (and dy) widened into qs (ys). */
+/* Query rows t0 .. t0+nq of head h: q (and dy) widened into qs (ys); rows up
+ * to nqp (nq rounded up to 4) and columns up to DHP (DH rounded up to 16)
+ * zero, so the tile products run whole 4 x 16 blocks. */
 static const char *load_q =
-    "for (int64_t r = 0; r < nq; r++) {\n"
+    "for (int64_t r = 0; r < nqp; r++) {\n"
     "            const int64_t o = ((b * @T@ + t0 + r) * @H@ + h) * @DH@;\n"
-    "            for (int64_t d = 0; d < @DH@; d++) qs[r][d] = $L0(a0[o + d]);\n"
+    "            if (r < nq)\n"
+    "                for (int64_t d = 0; d < @DH@; d++) qs[r][d] = $L0(a0[o + d]);\n"
+    "            else\n"
+    "                for (int64_t d = 0; d < @DH@; d++) qs[r][d] = 0.f;\n"
+    "            for (int64_t d = @DH@; d < @DHP@; d++) qs[r][d] = 0.f;\n"
     "        }\n";
 static const char *load_y =
-    "        for (int64_t r = 0; r < nq; r++) {\n"
+    "        for (int64_t r = 0; r < nqp; r++) {\n"
     "            const int64_t o = ((b * @T@ + t0 + r) * @H@ + h) * @DH@;\n"
-    "            for (int64_t d = 0; d < @DH@; d++) ys[r][d] = $L3(a3[o + d]);\n"
+    "            if (r < nq)\n"
+    "                for (int64_t d = 0; d < @DH@; d++) ys[r][d] = $L3(a3[o + d]);\n"
+    "            else\n"
+    "                for (int64_t d = 0; d < @DH@; d++) ys[r][d] = 0.f;\n"
+    "            for (int64_t d = @DH@; d < @DHP@; d++) ys[r][d] = 0.f;\n"
     "        }\n";
 
-/* Keys s0 .. s0+nc of kv head g: k transposed into kt, v into vt (or vs, rows). */
-static const char *load_kv_open =
-    "            for (int64_t c = 0; c < nc; c++) {\n"
-    "                const int64_t o = ((b * @S@ + s0 + c) * @G@ + g) * @DH@;\n"
-    "                for (int64_t d = 0; d < @DH@; d++) kt[d][c] = $L1(a1[o + d]);\n";
-static const char *load_vt = "                for (int64_t d = 0; d < @DH@; d++) vt[d][c] = $L2(a2[o + d]);\n";
-static const char *load_vs = "                for (int64_t d = 0; d < @DH@; d++) vs[c][d] = $L2(a2[o + d]);\n";
-static const char *load_ks = "                for (int64_t d = 0; d < @DH@; d++) ks[c][d] = $L1(a1[o + d]);\n";
-static const char *load_kv_close = "            }\n";
+/* Keys s0 .. s0+nc of kv head g into `dst` (kt[d][c], vt: transposed; ks[c][d],
+ * vs: rows) from operand a<arg> (1: k, 2: v); keys up to ncp (nc rounded up
+ * to 16, defined first by the call with `ncp`) and columns up to DHP zero. */
+static void load_keys(StrBuf *b, const char *dst, int arg, bool ncp) {
+    if (ncp) sb_puts(b, "            const int64_t ncp = (nc + 15) / 16 * 16;\n");
+    sb_printf(b,
+              "            for (int64_t c = 0; c < ncp; c++) {\n"
+              "                const int64_t o = ((b * @S@ + s0 + c) * @G@ + g) * @DH@;\n"
+              "                if (c < nc)\n"
+              "                    for (int64_t d = 0; d < @DH@; d++) %s = $L%d(a%d[o + d]);\n"
+              "                else\n"
+              "                    for (int64_t d = 0; d < @DH@; d++) %s = 0.f;\n"
+              "                for (int64_t d = @DH@; d < @DHP@; d++) %s = 0.f;\n"
+              "            }\n",
+              dst, arg, arg, dst, dst);
+}
+#define KT "kt[d][c]"
+#define VT "vt[d][c]"
+#define KS "ks[c][d]"
+#define VS "vs[c][d]"
 
-/* Row r's visible keys of the tile (nv) and its scores q.k (unscaled) in
- * sr[0..nv), with dp = dy.v in pr when dp is asked. */
+/* The tile's scores q.k (unscaled) into sc, and dp = dy.v into dp: products
+ * of the zero-padded tiles (cg_mm4x16, the prelude's), nqp x ncp each. */
+static const char *mm_s = "            cg_mm4x16(nqp, ncp, @DHP@, qs[0], @DHP@, 1, kt[0], @BC@, sc[0], @BC@, 0);\n";
+static const char *mm_p = "            cg_mm4x16(nqp, ncp, @DHP@, ys[0], @DHP@, 1, vt[0], @BC@, dp[0], @BC@, 0);\n";
+
+/* Row r's visible keys of the tile (nv; none for the padding rows), its
+ * scores (and dp) in the tile products' rows. */
 static const char *scores_open =
-    "                const int64_t nv0 = t0 + r + cs - s0 + 1, nv = nv0 < nc ? nv0 : nc;\n"
-    "                if (nv <= 0) continue;\n"
+    "                const int64_t nv0 = t0 + r + cs - s0 + 1, nv = r >= nq ? 0 : nv0 < nc ? nv0 : nc;\n"
     "                float *sr = sc[r];\n";
-static const char *scores_s =
-    SIMD
-    "                for (int64_t c = 0; c < nv; c++) sr[c] = 0.f;\n"
-    "                for (int64_t d = 0; d < @DH@; d++) {\n"
-    "                    const float x = qs[r][d];\n"
-    SIMD
-    "                    for (int64_t c = 0; c < nv; c++) sr[c] += x * kt[d][c];\n"
-    "                }\n";
-static const char *scores_sp =
-    "                float *pr = dp[r];\n"
-    SIMD
-    "                for (int64_t c = 0; c < nv; c++) sr[c] = pr[c] = 0.f;\n"
-    "                for (int64_t d = 0; d < @DH@; d++) {\n"
-    "                    const float x = qs[r][d], y = ys[r][d];\n"
-    SIMD
-    "                    for (int64_t c = 0; c < nv; c++) {\n"
-    "                        sr[c] += x * kt[d][c];\n"
-    "                        pr[c] += y * vt[d][c];\n"
-    "                    }\n"
-    "                }\n";
+static const char *row_dp = "                float *pr = dp[r];\n";
 
 /* The query tile's key tiles: up to the last key its last row sees. */
 static const char *key_tiles =
@@ -94,17 +110,26 @@ static const char *key_tiles =
     "        for (int64_t s0 = 0; s0 <= smax; s0 += @BC@) {\n"
     "            const int64_t nc = smax + 1 - s0 < @BC@ ? smax + 1 - s0 : @BC@;\n";
 
-/* The statistics of the query tile (qs, ys loaded): lse and delta per row. */
-static void stats(StrBuf *b) {
-    sb_puts(b, "        for (int64_t r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0.f, ds[r] = 0.f;\n        {\n");
+/* The statistics of the query tile (qs, ys loaded): lse and delta per row
+ * (-INFINITY and 0 for a row that sees no key and for the padding rows).
+ * `load`: load the key tiles into kt, vt; else they are there already, all
+ * S keys (one tile: kt's keys past a row's last visible one are never read). */
+static void stats(StrBuf *b, bool load) {
+    sb_puts(b, "        for (int64_t r = 0; r < nqp; r++) m[r] = -INFINITY, l[r] = 0.f, ds[r] = 0.f;\n        {\n");
     sb_puts(b, key_tiles);
-    sb_puts(b, load_kv_open);
-    sb_puts(b, load_vt);
-    sb_puts(b, load_kv_close);
+    if (load) {
+        load_keys(b, KT, 1, true);
+        load_keys(b, VT, 2, false);
+    } else {
+        sb_puts(b, "            const int64_t ncp = (nc + 15) / 16 * 16;\n");
+    }
+    sb_puts(b, mm_s);
+    sb_puts(b, mm_p);
     sb_puts(b, "            for (int64_t r = 0; r < nq; r++) {\n");
     sb_puts(b, scores_open);
-    sb_puts(b, scores_sp);
-    sb_puts(b, "                float mt = -INFINITY;\n" SIMD_MAX("mt")
+    sb_puts(b, row_dp);
+    sb_puts(b, "                if (nv <= 0) continue;\n"
+               "                float mt = -INFINITY;\n" SIMD_MAX("mt")
                "                for (int64_t c = 0; c < nv; c++) {\n"
                "                    const float x = sr[c] * @SCALE@f;\n"
                "                    mt = x > mt ? x : mt;\n"
@@ -122,7 +147,7 @@ static void stats(StrBuf *b) {
                "            }\n"
                "        }\n"
                "        }\n"
-               "        for (int64_t r = 0; r < nq; r++) {\n"
+               "        for (int64_t r = 0; r < nqp; r++) {\n"
                "            lse[r] = l[r] > 0.f ? m[r] + logf(l[r]) : -INFINITY;\n"
                "            dl[r] = l[r] > 0.f ? ds[r] / l[r] : 0.f;\n"
                "        }\n");
@@ -130,22 +155,27 @@ static void stats(StrBuf *b) {
 
 static void fwd(StrBuf *b) {
     sb_puts(b, "const int64_t tile = i % @NT@, bh = i / @NT@, h = bh % @H@, b = bh / @H@, g = h / @R@;\n"
-               "        const int64_t t0 = tile * @BR@, nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, cs = @CS@;\n"
-               "        float qs[@BR@][@DH@], acc[@BR@][@DH@], sc[@BR@][@BC@], kt[@DH@][@BC@], vs[@BC@][@DH@];\n"
+               "        const int64_t t0 = tile * @BR@, nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4, cs = @CS@;\n"
+               "        float qs[@BR@][@DHP@], acc[@BR@][@DHP@], sc[@BR@][@BC@], kt[@DHP@][@BC@], vs[@BC@][@DHP@];\n"
                "        float m[@BR@], l[@BR@];\n        ");
     sb_puts(b, load_q);
-    sb_puts(b, "        for (int64_t r = 0; r < nq; r++) {\n"
+    sb_puts(b, "        for (int64_t r = 0; r < nqp; r++) {\n"
                "            m[r] = -INFINITY, l[r] = 0.f;\n"
-               "            for (int64_t d = 0; d < @DH@; d++) acc[r][d] = 0.f;\n"
+               "            for (int64_t d = 0; d < @DHP@; d++) acc[r][d] = 0.f;\n"
                "        }\n");
     sb_puts(b, key_tiles);
-    sb_puts(b, load_kv_open);
-    sb_puts(b, load_vs);
-    sb_puts(b, load_kv_close);
-    sb_puts(b, "            for (int64_t r = 0; r < nq; r++) {\n");
+    load_keys(b, KT, 1, true);
+    load_keys(b, VS, 2, false);
+    sb_puts(b, mm_s);
+    sb_puts(b, "            for (int64_t r = 0; r < nqp; r++) {\n");
     sb_puts(b, scores_open);
-    sb_puts(b, scores_s);
-    sb_puts(b, "                float mt = -INFINITY;\n" SIMD_MAX("mt")
+    /* p = exp(scaled score - running max) over the visible keys, zero past
+     * them (and on rows that see none), then acc = acc corr + p v */
+    sb_puts(b, "                if (nv <= 0) {\n"
+               "                    for (int64_t c = 0; c < ncp; c++) sr[c] = 0.f;\n"
+               "                    continue;\n"
+               "                }\n"
+               "                float mt = -INFINITY;\n" SIMD_MAX("mt")
                "                for (int64_t c = 0; c < nv; c++) {\n"
                "                    sr[c] *= @SCALE@f;\n"
                "                    mt = sr[c] > mt ? sr[c] : mt;\n"
@@ -154,15 +184,13 @@ static void fwd(StrBuf *b) {
                "                float ls = 0.f;\n"
                "#ifdef _OPENMP\n#pragma omp simd reduction(+ : ls)\n#endif\n"
                "                for (int64_t c = 0; c < nv; c++) ls += (sr[c] = cg_expf(sr[c] - mn));\n"
+               "                for (int64_t c = nv; c < ncp; c++) sr[c] = 0.f;\n"
                "                l[r] = l[r] * corr + ls;\n"
                "                m[r] = mn;\n"
                "                float *ar = acc[r];\n" SIMD
-               "                for (int64_t d = 0; d < @DH@; d++) ar[d] *= corr;\n"
-               "                for (int64_t c = 0; c < nv; c++) {\n"
-               "                    const float p = sr[c];\n" SIMD
-               "                    for (int64_t d = 0; d < @DH@; d++) ar[d] += p * vs[c][d];\n"
-               "                }\n"
+               "                for (int64_t d = 0; d < @DHP@; d++) ar[d] *= corr;\n"
                "            }\n"
+               "            cg_mm4x16(nqp, @DHP@, ncp, sc[0], @BC@, 1, vs[0], @DHP@, acc[0], @DHP@, 1);\n"
                "        }\n"
                "        for (int64_t r = 0; r < nq; r++) {\n"
                "            $T3 *o = a3 + ((b * @T@ + t0 + r) * @H@ + h) * @DH@;\n"
@@ -171,13 +199,6 @@ static void fwd(StrBuf *b) {
                "        }");
 }
 
-/* Keys 0 .. nc of kv head g as rows, into ks (the one-tile case). */
-static const char *load_ks_only =
-    "            for (int64_t c = 0; c < nc; c++) {\n"
-    "                const int64_t o = ((b * @S@ + s0 + c) * @G@ + g) * @DH@;\n"
-    "                for (int64_t d = 0; d < @DH@; d++) ks[c][d] = $L1(a1[o + d]);\n"
-    "            }\n";
-
 /* The single key tile of a query tile whose keys all fit one (S <= BC):
  * the statistics pass left its scores and dp in sc, dp, so they are read
  * back instead of computed again. */
@@ -185,68 +206,68 @@ static const char *one_tile =
     "        {\n"
     "        int64_t smax = t0 + nq - 1 + cs;\n"
     "        if (smax > @S@ - 1) smax = @S@ - 1;\n"
-    "        const int64_t s0 = 0, nc = smax + 1;\n";
+    "        const int64_t s0 = 0, nc = smax + 1, ncp = (nc + 15) / 16 * 16;\n";
 
-/* dq's sums over a row's visible keys: ds = p (dp - delta) scale, dq += ds k. */
-static const char *dq_acc =
-    "                const float lr = lse[r], dr = dl[r];\n" SIMD
+/* Row r's weights over the tile, zero past its visible keys and on the rows
+ * that see none: dq's ds = p (dp - delta) scale in sr; dk and dv's p in sr
+ * and ds in pr. */
+static const char *row_open =
+    "            for (int64_t r = 0; r < nqp; r++) {\n";
+static const char *row_skip =
+    "                if (nv <= 0 || lse[r] == -INFINITY) {\n"
+    "                    for (int64_t c = 0; c < ncp; c++) sr[c] = pr[c] = 0.f;\n"
+    "                    continue;\n"
+    "                }\n"
+    "                const float lr = lse[r], dr = dl[r];\n";
+static const char *dq_w =
+    SIMD
     "                for (int64_t c = 0; c < nv; c++) sr[c] = cg_expf(sr[c] * @SCALE@f - lr) * (pr[c] - dr) * @SCALE@f;\n"
-    "                float *ar = acc[r];\n"
-    "                for (int64_t c = 0; c < nv; c++) {\n"
-    "                    const float w = sr[c];\n" SIMD
-    "                    for (int64_t d = 0; d < @DH@; d++) ar[d] += w * ks[c][d];\n"
-    "                }\n";
-
-/* dk and dv's sums over a row's visible keys: dv += p dy, dk += ds q. */
-static const char *dkv_acc =
-    "                const float lr = lse[r], dr = dl[r];\n" SIMD
+    "                for (int64_t c = nv; c < ncp; c++) sr[c] = 0.f;\n"
+    "            }\n";
+static const char *dkv_w =
+    SIMD
     "                for (int64_t c = 0; c < nv; c++) {\n"
     "                    const float p = cg_expf(sr[c] * @SCALE@f - lr);\n"
     "                    sr[c] = p;\n"
     "                    pr[c] = p * (pr[c] - dr) * @SCALE@f;\n"
     "                }\n"
-    "                for (int64_t c = 0; c < nv; c++) {\n"
-    "                    const float p = sr[c], w = pr[c];\n" SIMD
-    "                    for (int64_t d = 0; d < @DH@; d++) {\n"
-    "                        dva[c][d] += p * ys[r][d];\n"
-    "                        dka[c][d] += w * qs[r][d];\n"
-    "                    }\n"
-    "                }\n";
+    "                for (int64_t c = nv; c < ncp; c++) sr[c] = pr[c] = 0.f;\n"
+    "            }\n";
 
-static const char *row_open =
-    "            for (int64_t r = 0; r < nq; r++) {\n"
-    "                if (lse[r] == -INFINITY) continue;\n";
+/* dq += ds k; dv += p^T dy, dk += ds^T q (the weights' rows are queries). */
+static const char *mm_dq = "            cg_mm4x16(nqp, @DHP@, ncp, sc[0], @BC@, 1, ks[0], @DHP@, acc[0], @DHP@, 1);\n";
+static const char *mm_dkv = "            cg_mm4x16(ncp, @DHP@, nqp, sc[0], 1, @BC@, ys[0], @DHP@, dva[0], @DHP@, 1);\n"
+                            "            cg_mm4x16(ncp, @DHP@, nqp, dp[0], 1, @BC@, qs[0], @DHP@, dka[0], @DHP@, 1);\n";
 
 static void dq(StrBuf *b, bool one) {
     sb_puts(b, "const int64_t tile = i % @NT@, bh = i / @NT@, h = bh % @H@, b = bh / @H@, g = h / @R@;\n"
-               "        const int64_t t0 = tile * @BR@, nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, cs = @CS@;\n"
-               "        float qs[@BR@][@DH@], ys[@BR@][@DH@], acc[@BR@][@DH@], sc[@BR@][@BC@], dp[@BR@][@BC@];\n"
-               "        float kt[@DH@][@BC@], vt[@DH@][@BC@], ks[@BC@][@DH@];\n"
+               "        const int64_t t0 = tile * @BR@, nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4, cs = @CS@;\n"
+               "        float qs[@BR@][@DHP@], ys[@BR@][@DHP@], acc[@BR@][@DHP@], sc[@BR@][@BC@], dp[@BR@][@BC@];\n"
+               "        float kt[@DHP@][@BC@], vt[@DHP@][@BC@], ks[@BC@][@DHP@];\n"
                "        float m[@BR@], l[@BR@], ds[@BR@], lse[@BR@], dl[@BR@];\n        ");
     sb_puts(b, load_q);
     sb_puts(b, load_y);
-    stats(b);
-    sb_puts(b, "        for (int64_t r = 0; r < nq; r++)\n"
-               "            for (int64_t d = 0; d < @DH@; d++) acc[r][d] = 0.f;\n");
+    stats(b, true);
+    sb_puts(b, "        for (int64_t r = 0; r < nqp; r++)\n"
+               "            for (int64_t d = 0; d < @DHP@; d++) acc[r][d] = 0.f;\n");
     if (one) {
         sb_puts(b, one_tile);
-        sb_puts(b, load_ks_only);
-        sb_puts(b, row_open);
-        sb_puts(b, scores_open);
-        sb_puts(b, "                float *pr = dp[r];\n");
+        load_keys(b, KS, 1, false);
     } else {
         sb_puts(b, key_tiles);
-        sb_puts(b, load_kv_open);
-        sb_puts(b, load_vt);
-        sb_puts(b, load_ks);
-        sb_puts(b, load_kv_close);
-        sb_puts(b, row_open);
-        sb_puts(b, scores_open);
-        sb_puts(b, scores_sp);
+        load_keys(b, KT, 1, true);
+        load_keys(b, VT, 2, false);
+        load_keys(b, KS, 1, false);
+        sb_puts(b, mm_s);
+        sb_puts(b, mm_p);
     }
-    sb_puts(b, dq_acc);
-    sb_puts(b, "            }\n"
-               "        }\n"
+    sb_puts(b, row_open);
+    sb_puts(b, scores_open);
+    sb_puts(b, row_dp);
+    sb_puts(b, row_skip);
+    sb_puts(b, dq_w);
+    sb_puts(b, mm_dq);
+    sb_puts(b, "        }\n"
                "        for (int64_t r = 0; r < nq; r++) {\n"
                "            $T4 *o = a4 + ((b * @T@ + t0 + r) * @H@ + h) * @DH@;\n"
                "            for (int64_t d = 0; d < @DH@; d++) o[d] = $W4(acc[r][d]);\n"
@@ -265,31 +286,37 @@ static const char *dkv_write =
 
 /* Opens the loop over the kv group's query heads and query tiles (left open),
  * loads the tile's queries and output gradients and computes their statistics. */
-static void group_query_tiles(StrBuf *b) {
+static void group_query_tiles(StrBuf *b, bool load) {
     sb_puts(b, "        for (int64_t h = g * @R@; h < (g + 1) * @R@; h++)\n"
                "        for (int64_t t0 = 0; t0 < @T@; t0 += @BR@) {\n"
-               "        const int64_t nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@;\n        ");
+               "        const int64_t nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4;\n        ");
     sb_puts(b, load_q);
     sb_puts(b, load_y);
-    stats(b);
+    stats(b, load);
 }
 
 static void dkv(StrBuf *b, bool one) {
     sb_puts(b, "const int64_t g = i % @G@, b = i / @G@, cs = @CS@;\n"
-               "        float qs[@BR@][@DH@], ys[@BR@][@DH@], sc[@BR@][@BC@], dp[@BR@][@BC@];\n"
-               "        float kt[@DH@][@BC@], vt[@DH@][@BC@], dka[@BC@][@DH@], dva[@BC@][@DH@];\n"
+               "        float qs[@BR@][@DHP@], ys[@BR@][@DHP@], sc[@BR@][@BC@], dp[@BR@][@BC@];\n"
+               "        float kt[@DHP@][@BC@], vt[@DHP@][@BC@], dka[@BC@][@DHP@], dva[@BC@][@DHP@];\n"
                "        float m[@BR@], l[@BR@], ds[@BR@], lse[@BR@], dl[@BR@];\n");
     if (one) { /* every key in one tile: per query tile, its statistics, then its sums */
-        sb_puts(b, "        for (int64_t c = 0; c < @S@; c++)\n"
-                   "            for (int64_t d = 0; d < @DH@; d++) dka[c][d] = dva[c][d] = 0.f;\n");
-        group_query_tiles(b);
+        sb_puts(b, "        for (int64_t c = 0; c < @BC@; c++)\n"
+                   "            for (int64_t d = 0; d < @DHP@; d++) dka[c][d] = dva[c][d] = 0.f;\n"
+                   "        {\n"
+                   "        const int64_t s0 = 0, nc = @S@;\n");
+        load_keys(b, KT, 1, true); /* once for all the group's query tiles */
+        load_keys(b, VT, 2, false);
+        sb_puts(b, "        }\n");
+        group_query_tiles(b, false);
         sb_puts(b, one_tile);
         sb_puts(b, row_open);
         sb_puts(b, scores_open);
-        sb_puts(b, "                float *pr = dp[r];\n");
-        sb_puts(b, dkv_acc);
-        sb_puts(b, "            }\n"
-                   "        }\n"
+    sb_puts(b, row_dp);
+        sb_puts(b, row_skip);
+        sb_puts(b, dkv_w);
+        sb_puts(b, mm_dkv);
+        sb_puts(b, "        }\n"
                    "        }\n"
                    "        {\n"
                    "        const int64_t s0 = 0, nc = @S@;\n");
@@ -298,7 +325,7 @@ static void dkv(StrBuf *b, bool one) {
         return;
     }
     sb_puts(b, "        /* the group's query statistics, into the workspace */\n");
-    group_query_tiles(b);
+    group_query_tiles(b, true);
     sb_puts(b, "        for (int64_t r = 0; r < nq; r++) {\n"
                "            const int64_t row = (b * @H@ + h) * @T@ + t0 + r;\n"
                "            cg_w[row] = lse[r];\n"
@@ -308,28 +335,31 @@ static void dkv(StrBuf *b, bool one) {
                "        /* per key tile: the query tiles that see it */\n"
                "        for (int64_t s0 = 0; s0 < @S@; s0 += @BC@) {\n"
                "        const int64_t nc = @S@ - s0 < @BC@ ? @S@ - s0 : @BC@;\n");
-    sb_puts(b, load_kv_open);
-    sb_puts(b, load_vt);
-    sb_puts(b, "                for (int64_t d = 0; d < @DH@; d++) dka[c][d] = dva[c][d] = 0.f;\n");
-    sb_puts(b, load_kv_close);
+    load_keys(b, KT, 1, true);
+    load_keys(b, VT, 2, false);
+    sb_puts(b, "        for (int64_t c = 0; c < ncp; c++)\n"
+               "            for (int64_t d = 0; d < @DHP@; d++) dka[c][d] = dva[c][d] = 0.f;\n");
     sb_puts(b, "        int64_t tf = s0 - cs;\n"
                "        tf = tf < 0 ? 0 : tf / @BR@ * @BR@;\n"
                "        for (int64_t h = g * @R@; h < (g + 1) * @R@; h++)\n"
                "        for (int64_t t0 = tf; t0 < @T@; t0 += @BR@) {\n"
-               "        const int64_t nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@;\n        ");
+               "        const int64_t nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4;\n        ");
     sb_puts(b, load_q);
     sb_puts(b, load_y);
-    sb_puts(b, "        for (int64_t r = 0; r < nq; r++) {\n"
+    sb_puts(b, "        for (int64_t r = 0; r < nqp; r++) {\n"
                "            const int64_t row = (b * @H@ + h) * @T@ + t0 + r;\n"
-               "            lse[r] = cg_w[row];\n"
-               "            dl[r] = cg_w[@NROWS@ + row];\n"
+               "            lse[r] = r < nq ? cg_w[row] : -INFINITY;\n"
+               "            dl[r] = r < nq ? cg_w[@NROWS@ + row] : 0.f;\n"
                "        }\n");
+    sb_puts(b, mm_s);
+    sb_puts(b, mm_p);
     sb_puts(b, row_open);
     sb_puts(b, scores_open);
-    sb_puts(b, scores_sp);
-    sb_puts(b, dkv_acc);
-    sb_puts(b, "            }\n"
-               "        }\n");
+    sb_puts(b, row_dp);
+    sb_puts(b, row_skip);
+    sb_puts(b, dkv_w);
+    sb_puts(b, mm_dkv);
+    sb_puts(b, "        }\n");
     sb_puts(b, dkv_write);
     sb_puts(b, "        }");
 }
@@ -339,13 +369,13 @@ int64_t cg_attention_c(int kind, int64_t B, int64_t T, int64_t S, int64_t H, int
     /* A tile of BR queries against BC keys: a point's arrays stay near the
      * L1 data cache (the forward's qs, acc, sc, kt and vs: 44 KB at DH 64) */
     int64_t br = 16, bc = DH > 64 ? 32 : 64, nt = (T + br - 1) / br;
-    CgSub subs[] = {{"DH", ""}, {"BR", ""}, {"BC", ""}, {"T", ""},     {"S", ""},     {"H", ""},
-                    {"G", ""},  {"R", ""},  {"NT", ""}, {"NROWS", ""}, {"SCALE", ""}, {"CS", ""}};
-    long long vals[] = {DH, br, bc, T, S, H, G, H / G, nt, B * H * T};
-    for (int i = 0; i < 10; i++) snprintf(subs[i].val, sizeof subs[i].val, "%lld", vals[i]);
-    snprintf(subs[10].val, sizeof subs[10].val, "%.9g", scale);
-    if (!strchr(subs[10].val, '.') && !strchr(subs[10].val, 'e')) strcat(subs[10].val, ".0");
-    snprintf(subs[11].val, sizeof subs[11].val, "%s", cs);
+    CgSub subs[] = {{"DHP", ""}, {"DH", ""}, {"BR", ""}, {"BC", ""},    {"T", ""},     {"S", ""},
+                    {"H", ""},   {"G", ""},  {"R", ""},  {"NT", ""}, {"NROWS", ""}, {"SCALE", ""}, {"CS", ""}};
+    long long vals[] = {(DH + 15) / 16 * 16, DH, br, bc, T, S, H, G, H / G, nt, B * H * T};
+    for (int i = 0; i < 11; i++) snprintf(subs[i].val, sizeof subs[i].val, "%lld", vals[i]);
+    snprintf(subs[11].val, sizeof subs[11].val, "%.9g", scale);
+    if (!strchr(subs[11].val, '.') && !strchr(subs[11].val, 'e')) strcat(subs[11].val, ".0");
+    snprintf(subs[12].val, sizeof subs[12].val, "%s", cs);
     StrBuf t;
     sb_init(&t);
     bool one = S <= bc; /* every query tile's keys fit one tile */

@@ -79,7 +79,53 @@ void cg_c_prelude(StrBuf *b) {
                "    int32_t k;\n    memcpy(&k, &x, sizeof k);\n    k = 0x5f375a86 - (k >> 1);\n"
                "    float y;\n    memcpy(&y, &k, sizeof y);\n    const float h = 0.5f * x;\n"
                "    y = y * (1.5f - h * y * y);\n    y = y * (1.5f - h * y * y);\n    y = y * (1.5f - h * y * y);\n"
-               "    const float s = x * y;\n    return x > 0 ? s + 0.5f * y * (x - s * s) : 0.0f;\n}\n\n");
+               "    const float s = x * y;\n    return x > 0 ? s + 0.5f * y * (x - s * s) : 0.0f;\n}\n");
+    /* The attention tiles' products (cg_attention_c.c): four rows by 16
+     * columns of C summed in registers over k, each step one row of B and a
+     * broadcast of four values of A (one load for four FMAs). Written as one
+     * simd loop over the 16 columns with four named accumulators, which GCC
+     * 12 keeps in registers at -O2 as at -O3 (a [4][16] array with a loop
+     * over its rows stays in memory at -O2: a load and a store per FMA);
+     * clang-19 keeps them too. The row-at-a-time loops before ran the tiles'
+     * products at 20-26 GFLOP/s on 2 cores (attention 4.7 % of GPT-2 124M's
+     * step, bench/codegen_cpu/README.md). */
+    /* fmaf where the target has FMA: GCC contracts a * b + c into one only
+     * under -ffp-contract=fast, which -std=c17 turns off (a multiply and an
+     * add per step: half the rate); elsewhere fmaf is a libm call, so the
+     * product and sum stay apart there */
+    sb_puts(b, "#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)\n#define CG_FMA(a, b, c) fmaf(a, b, c)\n"
+               "#else\n#define CG_FMA(a, b, c) ((a) * (b) + (c))\n#endif\n");
+    /* Out of line: inlined at each of an attention kernel's calls it grew
+     * the file past GCC's inline-unit-growth limit at -O2, and GCC then left
+     * cg_sqrtf a call in later kernels, so their loops stayed scalar
+     * (colossal-calibrate's AdamW of 2^24: test_calibrate_kernels_as_run) */
+    sb_puts(b, "#if defined(__GNUC__) || defined(__clang__)\n#define CG_NOINLINE __attribute__((noinline))\n"
+               "#else\n#define CG_NOINLINE\n#endif\n");
+    sb_puts(b, "/* C[i][j] (+)= sum_k A(i,k) B[k][j] for i < m (a multiple of 4), j < n (of 16),\n"
+               " * k < kk; A(i,k) = a[i sai + k sak], B and C by rows (ldb, ldc); acc: add to C. */\n"
+               "static CG_NOINLINE CG_UNUSED void cg_mm4x16(int64_t m, int64_t n, int64_t kk, const float *a, int64_t sai,\n"
+               "                                       int64_t sak, const float *b, int64_t ldb, float *c, int64_t ldc, int acc) {\n"
+               "    for (int64_t i = 0; i < m; i += 4)\n"
+               "        for (int64_t j = 0; j < n; j += 16) {\n"
+               "            float *c0 = c + i * ldc + j, *c1 = c0 + ldc, *c2 = c1 + ldc, *c3 = c2 + ldc;\n"
+               "            float t0[16], t1[16], t2[16], t3[16];\n"
+               "            for (int jj = 0; jj < 16; jj++) t0[jj] = t1[jj] = t2[jj] = t3[jj] = 0.f;\n"
+               "            const float *ai = a + i * sai;\n"
+               "            for (int64_t k = 0; k < kk; k++) {\n"
+               "                const float *bk = b + k * ldb + j, *ak = ai + k * sak;\n"
+               "                const float x0 = ak[0], x1 = ak[sai], x2 = ak[2 * sai], x3 = ak[3 * sai];\n"
+               "#ifdef _OPENMP\n#pragma omp simd\n#endif\n"
+               "                for (int jj = 0; jj < 16; jj++) {\n"
+               "                    t0[jj] = CG_FMA(x0, bk[jj], t0[jj]);\n                    t1[jj] = CG_FMA(x1, bk[jj], t1[jj]);\n"
+               "                    t2[jj] = CG_FMA(x2, bk[jj], t2[jj]);\n                    t3[jj] = CG_FMA(x3, bk[jj], t3[jj]);\n"
+               "                }\n"
+               "            }\n"
+               "#ifdef _OPENMP\n#pragma omp simd\n#endif\n"
+               "            for (int jj = 0; jj < 16; jj++) {\n"
+               "                c0[jj] = acc ? c0[jj] + t0[jj] : t0[jj];\n                c1[jj] = acc ? c1[jj] + t1[jj] : t1[jj];\n"
+               "                c2[jj] = acc ? c2[jj] + t2[jj] : t2[jj];\n                c3[jj] = acc ? c3[jj] + t3[jj] : t3[jj];\n"
+               "            }\n"
+               "        }\n}\n\n");
 }
 
 void cg_cuda_prelude(StrBuf *b) {
@@ -244,8 +290,14 @@ static void c_form(StrBuf *kc, int nargs, const DType *dts, const bool *outs, co
      * is a whole row's work: OpenMP over them once the rows hold many points
      * (each row's sums stay in its own order: the same results) */
     bool many_rows = k->rows && k->npass == 0 && k->n > 1 && k->n * k->rows_width > 4096;
+    /* one thread below 4096 points (a parallel region costs more than it
+     * saves), but still SIMD: GCC 12 at -O2 left such loops scalar (a bias's
+     * AdamW of 768 points: its operands may overlap, and -O2's cheap cost
+     * model versions no loop for that) */
     if (k->n > 4096 || (k->parallel && k->n > 1) || many_rows)
         sb_printf(kc, "#ifdef _OPENMP\n#pragma omp parallel for%s schedule(static)\n#endif\n", simd ? " simd" : "");
+    else if (simd && k->n > 1)
+        sb_puts(kc, "#ifdef _OPENMP\n#pragma omp simd\n#endif\n");
     sb_printf(kc, "    for (int64_t i = 0; i < %lld; i++) {\n        %s\n    }\n}\n\n", (long long)k->n, sb_cstr(&body));
     sb_free(&sig);
     sb_free(&body);

@@ -352,13 +352,15 @@ static void memory(const RepDoc *d, StrBuf *o) {
             {"block backward", "gradients_not_yet_written_bytes", "less gradients not yet written (the peak is in the backward)", -1},
             {"block backward", "head_activations_bytes", "less the head's activations, freed before the blocks' backward", -1},
             {"block backward", "recompute_bytes", "plus a recomputed block's activations, re-made", 1},
+            {"block backward", "tied_gradient_head_part_bytes", "plus the head's part of a tied parameter's gradient, whole until its owner's backward", 1},
             {"update", "saved_activations_bytes", "less saved activations, freed by the update (the peak's moment)", -1},
             {"update", "gradient_f32_extra_bytes", "plus the gradients' f32 copies (less the gradients), which the update reads", 1},
             {"first block backward", "gradients_not_yet_written_bytes", "less gradients not yet written (those before the blocks; at a re-run, the instance's)", -1},
             {"first block backward", "saved_activations_bytes", "less saved activations, freed by the backward's end", -1},
             {"first block backward", "before_blocks_activations_bytes", "plus those of the ops before the blocks (the first block's input), still saved", 1},
             {"first block backward", "recompute_bytes", "plus a recomputed block's activations, re-made", 1},
-            {"first block backward", "activations_freed_bytes", "less those its backward has freed", -1}};
+            {"first block backward", "activations_freed_bytes", "less those its backward has freed", -1},
+            {"first block backward", "tied_gradient_head_part_bytes", "plus the head's part of a tied parameter's gradient, whole until its owner's backward", 1}};
         for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
             if (strcmp(at->valuestring, rows[i].moment)) continue;
             double v = rep_num(bd, rows[i].field);

@@ -3,7 +3,8 @@
  * code generator writes them into a CPU program's M_kernels.c: RoPE and its
  * backward at a shape with several rows per position (B = 2, H = 3), SiLU and
  * its backward over more than 4096 elements (the OpenMP simd loop), layer
- * norm's forward, dx and dw over rows that OpenMP splits.
+ * norm's forward, dx and dw over rows that OpenMP splits, causal attention's
+ * forward, dq and dk/dv at two shapes (test_cg_kernels.h).
  *
  * usage: colossal-gen-cg-kernels OUT.c   (written atomically; exit 0, or 1
  * with a message)
@@ -39,6 +40,23 @@ int main(int argc, char **argv) {
     }
     cg_layer_norm_c_function(&b, "cgk_layer_norm", CGK_LR, CGK_LD);
     cg_layer_norm_bwd_c_functions(&b, "cgk_layer_norm_dx", "cgk_layer_norm_dw", CGK_LR, CGK_LD);
+    static const struct {
+        const char *name;
+        int64_t B, T, H, G, DH;
+    } att[2] = {{"cgk_att1", CGK_A1_B, CGK_A1_T, CGK_A1_H, CGK_A1_G, CGK_A1_DH},
+                {"cgk_att2", CGK_A2_B, CGK_A2_T, CGK_A2_H, CGK_A2_G, CGK_A2_DH}};
+    for (int i = 0; i < 2; i++)
+        for (int kind = 0; kind < 3; kind++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s%s", att[i].name, kind == 0 ? "" : kind == 1 ? "_dq" : "_dkv");
+            int64_t w = cg_attention_c_function(&b, name, kind, att[i].B, att[i].T, att[i].H, att[i].G, att[i].DH);
+            if ((kind == 0) != (w == 0) || w > CGK_ATT_WORK) {
+                fprintf(stderr, "colossal-gen-cg-kernels: error: %s wants %lld bytes of workspace; "
+                                "test_cg_kernels.h declares it with%s one of at most %d\n",
+                        name, (long long)w, kind ? "" : "out", CGK_ATT_WORK);
+                return 1;
+            }
+        }
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", argv[1]) >= (int)sizeof tmp) {
         fprintf(stderr, "colossal-gen-cg-kernels: error: output path too long: %s\n", argv[1]);

@@ -13,6 +13,8 @@
  * SIMD lanes) against the textbook formulas in double: forward and dx keep
  * double statistics, 1e-6 (1 + |ref|); dw reads each row's mean and rstd
  * back as f32 (as its CUDA form), 2e-6 (1 + |ref|) over 37 rows.
+ * Causal attention (forward, dq, dk/dv; the tiles' products in float) against
+ * the textbook formulas in double at two shapes: 2e-6 (1 + |ref|).
  * A wrong index, sign or angle is off by O(1).
  */
 #include <math.h>
@@ -95,6 +97,83 @@ static void test_layer_norm(void) {
     CHECK(ww <= 2e-6);
 }
 
+/* Causal attention in double, the textbook way: P = softmax(scale q.k) over
+ * s <= t, o = P v; dp = dy.v, ds = P (dp - sum_s P dp), dq = scale ds k,
+ * dk = scale ds^T q, dv = P^T dy (kv head g = h / (H / G)). */
+static void attention_ref(int B, int T, int H, int G, int D, const float *q, const float *k, const float *v,
+                          const float *dy, double *o, double *dq, double *dk, double *dv) {
+    const double scale = 1 / sqrt((double)D);
+    double *p = malloc(sizeof(double) * (size_t)T), *dp = malloc(sizeof(double) * (size_t)T);
+    if (!p || !dp) abort();
+    for (int i = 0; i < B * T * G * D; i++) dk[i] = dv[i] = 0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int t = 0; t < T; t++) {
+                const int g = h / (H / G), qo = ((b * T + t) * H + h) * D;
+                double mx = -INFINITY, sum = 0, delta = 0;
+                for (int s = 0; s <= t; s++) {
+                    const int ko = ((b * T + s) * G + g) * D;
+                    double x = 0, y = 0;
+                    for (int d = 0; d < D; d++) x += (double)q[qo + d] * k[ko + d], y += (double)dy[qo + d] * v[ko + d];
+                    p[s] = scale * x, dp[s] = y;
+                    mx = fmax(mx, p[s]);
+                }
+                for (int s = 0; s <= t; s++) sum += (p[s] = exp(p[s] - mx));
+                for (int s = 0; s <= t; s++) p[s] /= sum, delta += p[s] * dp[s];
+                for (int d = 0; d < D; d++) o[qo + d] = dq[qo + d] = 0;
+                for (int s = 0; s <= t; s++) {
+                    const int ko = ((b * T + s) * G + g) * D;
+                    const double ds = p[s] * (dp[s] - delta) * scale;
+                    for (int d = 0; d < D; d++) {
+                        o[qo + d] += p[s] * v[ko + d];
+                        dq[qo + d] += ds * k[ko + d];
+                        dk[ko + d] += ds * q[qo + d];
+                        dv[ko + d] += p[s] * dy[qo + d];
+                    }
+                }
+            }
+    free(p), free(dp);
+}
+
+typedef void AttFwd(colrt_stream *, const float *, const float *, const float *, float *);
+typedef void AttDq(colrt_stream *, const float *, const float *, const float *, const float *, float *, float *);
+typedef void AttDkv(colrt_stream *, const float *, const float *, const float *, const float *, float *, float *,
+                    float *);
+
+/* One shape's three kernels against attention_ref. Scores large enough
+ * (q, k in [-2, 2], |q.k| up to 4 DH before the scale) that the softmax is
+ * far from uniform. The kernels sum in float (products of tiles, cg_expf
+ * 7.8e-8 relative): 2e-6 (1 + |ref|) over sums of up to 75 keys; a wrong
+ * mask, padding or index is off by O(0.1-1). */
+static void test_attention(const char *name, int B, int T, int H, int G, int D, AttFwd *fwd, AttDq *dqk, AttDkv *dkvk) {
+    const int nq = B * T * H * D, nk = B * T * G * D;
+    float *q = malloc(sizeof(float) * (size_t)nq), *dy = malloc(sizeof(float) * (size_t)nq);
+    float *o = malloc(sizeof(float) * (size_t)nq), *dq = malloc(sizeof(float) * (size_t)nq);
+    float *k = malloc(sizeof(float) * (size_t)nk), *v = malloc(sizeof(float) * (size_t)nk);
+    float *dk = malloc(sizeof(float) * (size_t)nk), *dv = malloc(sizeof(float) * (size_t)nk);
+    float *w = malloc(CGK_ATT_WORK);
+    double *ro = malloc(sizeof(double) * (size_t)nq), *rdq = malloc(sizeof(double) * (size_t)nq);
+    double *rdk = malloc(sizeof(double) * (size_t)nk), *rdv = malloc(sizeof(double) * (size_t)nk);
+    if (!q || !dy || !o || !dq || !k || !v || !dk || !dv || !w || !ro || !rdq || !rdk || !rdv) abort();
+    unsigned seed = 11;
+    for (int i = 0; i < nq; i++) q[i] = (float)(4 * frand(&seed) - 2), dy[i] = (float)(2 * frand(&seed) - 1);
+    for (int i = 0; i < nk; i++) k[i] = (float)(4 * frand(&seed) - 2), v[i] = (float)(2 * frand(&seed) - 1);
+    for (int i = 0; i < nq; i++) o[i] = dq[i] = NAN;
+    for (int i = 0; i < nk; i++) dk[i] = dv[i] = NAN;
+    fwd(NULL, q, k, v, o);
+    dqk(NULL, q, k, v, dy, dq, w);
+    dkvk(NULL, q, k, v, dy, dk, dv, w);
+    attention_ref(B, T, H, G, D, q, k, v, dy, ro, rdq, rdk, rdv);
+    const double wo = worst(o, ro, nq), wq = worst(dq, rdq, nq), wk = worst(dk, rdk, nk), wv = worst(dv, rdv, nk);
+    printf("%s: worst out %.3g, dq %.3g, dk %.3g, dv %.3g (bound 2e-6)\n", name, wo, wq, wk, wv);
+    CHECK(wo <= 2e-6);
+    CHECK(wq <= 2e-6);
+    CHECK(wk <= 2e-6);
+    CHECK(wv <= 2e-6);
+    free(q), free(dy), free(o), free(dq), free(k), free(v), free(dk), free(dv), free(w);
+    free(ro), free(rdq), free(rdk), free(rdv);
+}
+
 int main(void) {
     unsigned seed = 7;
     static float x[CGK_N], dy[CGK_N], y[CGK_N];
@@ -130,5 +209,9 @@ int main(void) {
     printf("silu_bwd: worst %.3g (bound 2e-6)\n", w);
     CHECK(w <= 2e-6);
     test_layer_norm();
+    test_attention("attention (one key tile, DH 64, 2 query heads per kv head)", CGK_A1_B, CGK_A1_T, CGK_A1_H, CGK_A1_G,
+                   CGK_A1_DH, cgk_att1, cgk_att1_dq, cgk_att1_dkv);
+    test_attention("attention (two key tiles, 11-row last query tile, DH 24)", CGK_A2_B, CGK_A2_T, CGK_A2_H, CGK_A2_G,
+                   CGK_A2_DH, cgk_att2, cgk_att2_dq, cgk_att2_dkv);
     return check_done("test_cg_kernels");
 }

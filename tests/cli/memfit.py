@@ -85,6 +85,18 @@ ROWS = [
      "--chunk-bytes 3KB", "zero3 chunk"),
     ("llama_micro2_zero2_chunk_2", [llama], "--cluster h100:1x2 --mesh 2 --strategy zero2 --micro-batches 2 "
      "--chunk-bytes 8KB", "zero2 micro chunk"),
+    # a recomputed instance's re-run as run: its gathered parameters freed once its backward begins,
+    # its re-made activations inside a group's backward, a moment at the re-run's end, the first
+    # instance's moment group by group under the chunks (0.913 before)
+    ("gpt2_zero3_chunk_rc_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero3 --recompute full "
+     "--chunk-bytes 16KB", "zero3 full chunk"),
+    # GPT-2 124M: the head's moment frees the logits once the head's groups' backward is done (chunks.c),
+    # the blocks' moments hold the head's part of the tied embedding's gradient, whole (IlpStrat.head_grad):
+    # 0.854 and 0.896 before
+    ("gpt2_124m_zero3_chunk_16mb", gpt2, "--cluster h100:1x8 --mesh 8 --strategy zero3 --chunk-bytes 16MB",
+     "zero3 chunk"),
+    ("gpt2_124m_zero3_chunk_64mb", gpt2, "--cluster h100:1x8 --mesh 8 --strategy zero3 --chunk-bytes 64MB",
+     "zero3 chunk"),
     # host offload (solver/problem.c offload_prices): the device bytes freed are the buffers the memory plan
     # moves to the host arena, each aligned (IlpStrat.off_dev_bytes: 0.872, 0.778 and 0.903 counted per
     # element); with the parameters' slices on the host the backward's transfers stage only the slices its
@@ -96,6 +108,10 @@ ROWS = [
      "zero3 params"),
     ("gpt2_offload_zero3_chunk_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero3 --offload optim "
      "--chunk-bytes 8KB", "zero3 offload chunk"),
+    # the offloaded backward member by member like the device's (0.966 before, when it held the group's
+    # whole gradients at once and that hid the tied embedding's head part)
+    ("gpt2_offload_params_zero3_chunk_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy zero3 --offload params "
+     "--chunk-bytes 8KB", "zero3 params chunk"),
 ]
 
 

@@ -240,18 +240,29 @@ static double first_block_moment(const PlanResult *r, double tb) {
     double m = tb;
     if (most > 0 && p->n_blocks != 1) m = most + tb;
     if (most > 0 && p->n_blocks == 1) {
-        double before = 0, after = 0; /* full recompute: a group's re-made activations are its own */
+        /* full recompute: a group's re-made activations are its own; ZeRO-3's gathered
+         * parameters of the re-run are freed once the instance's backward begins */
+        double before = 0, after = 0, params = 0;
         for (int gi = 0; gi < p->n_groups; gi++)
-            if (ilp_group_last_block(&p->groups[gi])) after += p->groups[gi].strats[r->choice.strat[gi]].act[RC_NONE];
+            if (ilp_group_last_block(&p->groups[gi])) {
+                const IlpStrat *S = &p->groups[gi].strats[r->choice.strat[gi]];
+                after += S->act[RC_NONE];
+                params += r->choice.zero[gi] == 3 ? S->param_local : 0;
+            }
         for (int gi = 0; gi < p->n_groups; gi++) {
             if (!ilp_group_last_block(&p->groups[gi])) continue;
             const IlpStrat *S = &p->groups[gi].strats[r->choice.strat[gi]];
             int z = r->choice.zero[gi];
             after -= S->act[RC_NONE];
-            double a = most + S->transient + (z >= 2 || S->accumulates ? S->param_local : 0) - before - after;
+            /* g's own re-made activations read last inside its backward, at most those re-made */
+            double own = S->act[RC_NONE] - (S->act[RC_SELECTIVE] - S->act[RC_FULL]);
+            own = own < 0 ? 0 : own < S->held_freed[z] ? own : S->held_freed[z];
+            double a = most + S->transient + (z >= 2 || S->accumulates ? S->param_local : 0) - before - after -
+                       params - own;
             if (a > m) m = a;
             before += S->mem_grad_late[z];
         }
+        if (most - before > m) m = most - before; /* the re-run's end: none of its gradients written */
     }
     return r->price.mem_params - late_pre + pre + m;
 }
