@@ -237,6 +237,14 @@ static bool choose(Walk *w, NodeId id, const IterSpace *is, ShardStrategy *out) 
     double flops = ir_node_flops(w->g, id), best = INFINITY;
     int bi = -1, best_cover = 0;
     ValueId zp = zero_update(w, id);
+    if (zp != IR_NONE && ns > 0) { /* and each in the axis order of the slice (a master is held in it) */
+        ShardSpec t = shard_spec_refine(&w->spec[zp], w->m, ir_val(w->g, zp)->shape);
+        all = ir_realloc(all, sizeof *all * (size_t)(2 * ns));
+        for (int s = 0, n0 = ns; s < n0; s++) {
+            all[ns] = all[s];
+            if (shard_strategy_order_as(is, &all[ns], 0, &t)) ns++;
+        }
+    }
     for (int s = 0; s < ns; s++) {
         if (!strategy_ok(w, id, is, &all[s])) continue;
         /* ZeRO: as many of the parameter's replica axes sliced as the dims allow
