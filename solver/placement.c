@@ -18,7 +18,9 @@
  *     plus its compute, preferring to leave a gradient `X.grad` in X's layout
  *     (in its ZeRO slice for a stage >= 2 parameter's gradient), and for an
  *     update under ZeRO the one running on the largest slice of the
- *     parameter's shard. A gradient pending a sum, read before its update
+ *     parameter's shard (each strategy offered too with its axes in the order
+ *     the slice holds them, shard_strategy_order_as: a master is held in it).
+ *     A gradient pending a sum, read before its update
  *     (the clipping norm, the f32 cast) in the spec its update reads it in,
  *     costs nothing: that is the update's one collective, shared (read_cost).
  *
