@@ -1023,6 +1023,8 @@ typedef struct Progress {
     bool stall_rule;            /* off for the smallest-peak solve: its answer is a limit */
     bool stalled;               /* the stall rule stopped the search (solver.h) */
     double gap;                 /* the relative gap at the last callback */
+    double beat;                /* > 0: IlpSettings.beat in the model's units (objective x ts) */
+    bool beaten;                /* the bound reached it: the search stopped */
 } Progress;
 
 static double since(const struct timespec *t0) {
@@ -1039,6 +1041,16 @@ bool ilp_stalled(double gap, int found_at, int total) {
 static void progress_cb(glp_tree *T, void *info) {
     Progress *pr = info;
     int reason = glp_ios_reason(T);
+    if (reason == GLP_ISELECT && pr->beat > 0) {
+        /* the least bound of the open nodes bounds every plan still possible (the LP relaxation,
+         * with GLPK's tolerances: the margin): none can step faster than the plan to beat */
+        int b = glp_ios_best_node(T);
+        if (b && glp_ios_node_bound(T, b) >= pr->beat * (1 + ILP_BEAT_MARGIN)) {
+            pr->beaten = true;
+            glp_ios_terminate(T);
+            return;
+        }
+    }
     if (reason == GLP_IBINGO || reason == GLP_ISELECT) {
         int active, current, total;
         glp_ios_tree_size(T, &active, &current, &total);
@@ -1147,6 +1159,8 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     pr->stall_rule = !min_mem;
     pr->stalled = false;
     pr->gap = 0;
+    pr->beat = !min_mem && s->beat > 0 && isfinite(s->beat) ? s->beat * m->ts : 0;
+    pr->beaten = false;
     int rc = glp_intopt(m->lp.P, &parm);
     int st = glp_mip_status(m->lp.P);
     if (rc == GLP_ENOPFS) st = GLP_NOFEAS;
@@ -1159,7 +1173,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     IlpResult r;
     memset(&r, 0, sizeof r);
     glp_term_out(GLP_OFF);
-    Progress pr = {{0, 0}, 0, s->progress, 0, INFINITY, true, false, 0};
+    Progress pr = {{0, 0}, 0, s->progress, 0, INFINITY, true, false, 0, 0, false};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
     if (p->timed_out) { /* an incomplete problem (ilp_problem_build stopped at the deadline) */
         r.status = ILP_ERROR;
@@ -1167,6 +1181,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     }
     Model m;
     int st = run(p, s, &m, false, &pr, &r);
+    r.beaten = pr.beaten;
     if (st == GLP_OPT || st == GLP_FEAS) {
         r.status = st == GLP_OPT ? ILP_OPTIMAL : r.gap_stop ? ILP_GAP : pr.stalled ? ILP_STALLED : ILP_FEASIBLE;
         r.choice = extract(p, &m, s->fix);
@@ -1176,7 +1191,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
         r.status = st == GLP_NOFEAS ? ILP_INFEASIBLE : ILP_ERROR;
     }
     model_free(p, &m);
-    if (r.status == ILP_INFEASIBLE) {
+    if (r.status == ILP_INFEASIBLE && !r.beaten) {
         IlpSettings s2 = *s;
         s2.time_limit_s = s->time_limit_s + 5;
         Model m2;

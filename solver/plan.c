@@ -133,9 +133,9 @@ static bool offload_check(const PlanOptions *o, const ShardCluster *cl) {
     return true;
 }
 
-/* The plan for one mesh. */
-static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
-                             const ShardMesh *mesh, DType dt, double limit, const IlpFix *fix) {
+/* One mesh's problem, built (r->prob->timed_out: --time-limit reached while building). */
+static PlanResult *plan_mesh_build(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
+                                   const ShardMesh *mesh, DType dt, double limit) {
     PlanResult *r = ir_alloc(sizeof *r);
     r->cl = *cl;
     r->mesh = *mesh;
@@ -149,7 +149,14 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     r->offload_inflight = shard_cluster_inflight(cl, o->offload_inflight); /* the problem's K */
     r->chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes : 0; /* auto: plan_price_chunks, below */
     r->batch = r->prob->batch;
-    if (r->prob->timed_out) return r; /* --time-limit reached while building: no plan */
+    return r;
+}
+
+/* The plan for r's mesh (plan_mesh_build). beat > 0 (unpipelined only: there the ILP's
+ * objective is the step compared): the plan of another mesh, which this one must step
+ * faster than to matter; the ILP stops once its bound proves it cannot (res.beaten). */
+static void plan_mesh_solve(const PlanOptions *o, PlanResult *r, double limit, const IlpFix *fix, double beat) {
+    if (r->prob->timed_out) return; /* --time-limit reached while building: no plan */
     bool forced = o->strategy && strcmp(o->strategy, "auto");
     /* plan one stage (pipeprice.c); tried again (plan_within) where not every stage could keep
      * its in-flight activations, the ILP's memory rows counting those the first device keeps
@@ -162,7 +169,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
     int v = vk >= 2 && o->pp > 1 && m % o->pp == 0 ? vk : 1;
     double copies = o->pp_keep_acts && !forced && o->pp > 1 ? pipeline_kept_copies(o->pp, v, m, 0) : 1;
     if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp, copies);
-    IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix};
+    IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix, o->pp > 1 ? 0 : beat};
     double t0 = now_s();
     if (!forced) r->res = ilp_solve(r->prob, &s);
     if (!forced && o->pp > 1 && copies > 1 && r->res.status == ILP_INFEASIBLE) {
@@ -202,6 +209,13 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
             if (r->base[i].applicable && r->base[i].choice.strat) r->base[i].price = ilp_evaluate(r->prob, &r->base[i].choice);
         if (r->chosen) r->price = ilp_evaluate(r->prob, &r->choice);
     }
+}
+
+/* The plan for one mesh. */
+static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
+                             const ShardMesh *mesh, DType dt, double limit, const IlpFix *fix, double beat) {
+    PlanResult *r = plan_mesh_build(g, o, cl, mesh, dt, limit);
+    plan_mesh_solve(o, r, limit, fix, beat);
     return r;
 }
 
@@ -282,7 +296,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
         cms[i] = (CostModel){cl, &meshes[i], dt, 1, NULL};
         probs[i] = ilp_problem_build(g, &cms[i], &io);
         if (probs[i]->timed_out) continue;
-        IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, &fz[i]};
+        IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, &fz[i], 0};
         IlpResult r = ilp_solve(probs[i], &s);
         if (r.status == ILP_INFEASIBLE && r.min_mem > 0) lo = fmin(lo, r.min_mem);
         ilp_result_free(&r);
@@ -297,7 +311,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
         pt->limit_bytes = n == 1 ? limit : lo * pow(limit / lo, (double)k / (n - 1));
         for (int i = 0; i < nm; i++) {
             if (probs[i]->timed_out) continue;
-            IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, &fz[i]};
+            IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, &fz[i], 0};
             IlpResult r = ilp_solve(probs[i], &s);
             if (ilp_has_plan(r.status) && (!pt->fits || r.price.step_s < pt->step_s)) {
                 pt->fits = true;
@@ -346,6 +360,7 @@ static int oa_stages(const PlanResult *r);
 /* What planning on the candidate meshes found besides the best plan. */
 typedef struct MeshSearch {
     double solve_s;
+    int beaten;                 /* the ILPs stopped by their bound (plan_mesh_solve) */
     double min_mem;             /* no plan fits: the smallest limit that would, */
     IlpPrice min_price;         /* and its breakdown */
     int timed_out;              /* the mesh whose problem the deadline cut short, or -1 */
@@ -369,18 +384,42 @@ static int plan_zero_limit(const Graph *g, const PlanResult *r, StrBuf *why) {
 }
 
 /* The best plan over the meshes for o->micro_batches, or NULL. zl (NULL: ZeRO is
- * not the planner's to drop) gathers the meshes planned again without ZeRO. */
+ * not the planner's to drop) gathers the meshes planned again without ZeRO. beat > 0:
+ * a plan (another micro-batch count's) the best must step faster than.
+ * Every mesh's problem is built first, in the list's order (--time-limit stops there as
+ * before: the meshes before it are planned), then solved from the last (the squarest
+ * mesh, where large models' plans fall) to the first, each ILP stopped once its bound
+ * proves it cannot step faster than the best so far (plan_mesh_solve): a mesh so beaten
+ * loses whatever its search would have found, so the best is the one found solving
+ * every mesh in full, ties going to the earlier mesh of the list as before. */
 static PlanResult *plan_meshes(const Graph *g, const PlanOptions *o, const ShardCluster *cl, const ShardMesh *meshes,
-                               int nm, DType dt, double limit, const IlpFix *fix, MeshSearch *ms, ZeroLeftOut *zl) {
+                               int nm, DType dt, double limit, const IlpFix *fix, double beat, MeshSearch *ms,
+                               ZeroLeftOut *zl) {
     PlanResult *best = NULL;
     PlanOptions oz = *o; /* the options of a mesh planned without ZeRO */
     oz.zero = "0";
+    PlanResult **built = ir_alloc(sizeof *built * (size_t)(nm > 0 ? nm : 1));
+    int nb = 0;
     for (int i = 0; i < nm; i++) {
-        PlanResult *r = plan_mesh(g, o, cl, &meshes[i], dt, limit, fix);
+        built[i] = plan_mesh_build(g, o, cl, &meshes[i], dt, limit);
+        if (built[i]->prob->timed_out) {
+            ms->timed_out = i;
+            plan_free(built[i]);
+            break;
+        }
+        nb++;
+    }
+    for (int i = nb - 1; i >= 0; i--) {
+        PlanResult *r = built[i];
+        double b = best ? best->price.step_s : 0; /* the step this mesh must beat */
+        if (beat > 0 && (b == 0 || beat < b)) b = beat;
+        plan_mesh_solve(o, r, limit, fix, b);
+        /* beaten, with no plan under b (a baseline's): it loses, as every replan below would */
+        bool loses = r->res.beaten && (!r->chosen || r->price.step_s >= b);
         StrBuf why;
         sb_init(&why);
         /* planned again at the stage the layout runs, until the plan's does (the cap falls each time) */
-        for (int lim; zl && !r->prob->timed_out && (lim = plan_zero_limit(g, r, &why)) >= 0;) {
+        for (int lim; zl && !loses && !r->prob->timed_out && (lim = plan_zero_limit(g, r, &why)) >= 0;) {
             if (!(zl->meshes & 1u << i) || lim < zl->zmax[i]) {
                 StrBuf m;
                 sb_init(&m);
@@ -399,25 +438,31 @@ static PlanResult *plan_meshes(const Graph *g, const PlanOptions *o, const Shard
             sb_init(&why);
             plan_free(r);
             IlpFix fz = zero_capped(fix, lim);
-            r = plan_mesh(g, lim ? o : &oz, cl, &meshes[i], dt, limit, &fz);
+            r = plan_mesh(g, lim ? o : &oz, cl, &meshes[i], dt, limit, &fz, b);
+            loses = r->res.beaten && (!r->chosen || r->price.step_s >= b);
         }
         sb_free(&why);
-        if (r->prob->timed_out) {
+        if (r->prob->timed_out) { /* a replan reached the deadline: the meshes before it are not planned
+                                   * (those after it were: the best of them is kept) */
             ms->timed_out = i;
             plan_free(r);
+            for (int k = 0; k < i; k++) plan_free(built[k]);
             break;
         }
         ms->solve_s += r->solve_s;
+        ms->beaten += r->res.beaten;
         if (r->res.status == ILP_INFEASIBLE && r->res.min_mem > 0 && r->res.min_mem < ms->min_mem) {
             ms->min_mem = r->res.min_mem;
             ms->min_price = r->res.min_mem_price;
         }
-        bool better = r->chosen && (!best || r->price.step_s < best->price.step_s);
+        /* ties: the earlier mesh of the list (this one) */
+        bool better = r->chosen && (!best || r->price.step_s <= best->price.step_s);
         if (better) {
             plan_free(best);
             best = r;
         } else plan_free(r);
     }
+    ir_free(built);
     return best;
 }
 
@@ -983,9 +1028,10 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
      * lowering refuses the plan, naming the rule) */
     ZeroLeftOut zl = {0};
     ZeroLeftOut *zlp = o->lowerable && fix.zero < 0 && !(o->strategy && strcmp(o->strategy, "auto")) ? &zl : NULL;
-    PlanResult *best = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, &ms, zlp);
+    PlanResult *best = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, 0, &ms, zlp);
     int timed_out = ms.timed_out;
     double min_mem = ms.min_mem, solve_s = ms.solve_s;
+    int beaten = ms.beaten;
     IlpPrice min_price = ms.min_price;
     int tried = om.micro_batches;
     for (int k = 0; om.micro_auto && timed_out < 0 && k < MICRO_TRIES; k++) {
@@ -993,8 +1039,9 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         if (!next) break;
         om.micro_batches = tried = next;
         MeshSearch mk = {.min_mem = INFINITY, .timed_out = -1};
-        PlanResult *r = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, &mk, zlp);
+        PlanResult *r = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, best ? best->price.step_s : 0, &mk, zlp);
         solve_s += mk.solve_s;
+        beaten += mk.beaten;
         if (mk.timed_out >= 0) { /* the deadline: keep what the earlier counts found */
             plan_free(r);
             break;
@@ -1102,6 +1149,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                      "--batch %lld differs from the model's batch %lld; planning for %lld",
                      (long long)o->batch, (long long)best->prob->global_batch, (long long)best->prob->global_batch);
     best->meshes_tried = nm;
+    best->meshes_beaten = beaten;
     best->solve_s = solve_s;
     snprintf(best->zero_left_out, sizeof best->zero_left_out, "%s", zl.text);
     if (o->sweep_points > 0) plan_sweep(g, &om, &cl, meshes, nm, dt, limit, &fix, &zl, best);

@@ -140,6 +140,8 @@ typedef struct PlanResult {
     IlpPrice price;
     double mem_limit;
     int meshes_tried;
+    int meshes_beaten;          /* of them, the ILPs stopped once their bound proved they lose
+                                 * (IlpSettings.beat; not in the plan JSON) */
     double solve_s;             /* all ILP solves, this plan's mesh and the others */
     int64_t batch;
     double mip_gap;             /* the gap the solver was asked for */

@@ -535,6 +535,8 @@ typedef struct IlpSettings {
     const char *dump_lp;        /* write the model in CPLEX LP format */
     bool progress;              /* progress lines on solves longer than a second */
     const IlpFix *fix;
+    double beat;                /* > 0: a plan must step faster than this to matter (another mesh's);
+                                 * the search stops once its bound proves none does (IlpResult.beaten) */
 } IlpSettings;
 
 /* OPTIMAL: proven; GAP: within --mip-gap of the bound; STALLED: the branch and
@@ -553,6 +555,10 @@ typedef enum { ILP_OPTIMAL, ILP_GAP, ILP_STALLED, ILP_FEASIBLE, ILP_INFEASIBLE, 
  * 60 s --time-limit on one mesh (bench/solver/README.md). */
 #define ILP_STALL_GAP 0.02
 #define ILP_STALL_NODES 1000
+/* IlpSettings.beat stops a search when its least open bound is this much (relative) above the
+ * plan to beat: GLPK's LP tolerances are 1e-7 relative (glpk.h, tol_bnd / tol_dj), so a bound
+ * 1e-6 over is over in exact arithmetic too */
+#define ILP_BEAT_MARGIN 1e-6
 /* Whether the rule stops a search at `total` nodes whose current plan turned up at
  * node `found_at`, with the bound `gap` (relative) away. */
 bool ilp_stalled(double gap, int found_at, int total);
@@ -570,6 +576,8 @@ typedef struct IlpResult {
     double gap;                 /* the relative gap where the search stopped (0: proven) */
     double min_mem;             /* when infeasible: the smallest limit that fits */
     IlpPrice min_mem_price;     /* and the breakdown at that point */
+    bool beaten;                /* stopped by IlpSettings.beat: every plan of this problem steps
+                                 * at least that long (its plan, if any, is not the best) */
 } IlpResult;
 
 IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s);

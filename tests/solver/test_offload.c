@@ -158,7 +158,7 @@ static double brute(const IlpProblem *p, double limit, double host_limit, double
 
 static IlpResult solve(const IlpProblem *p, double limit, int forced) {
     IlpFix fix = {NULL, -1, -1, forced, 0};
-    IlpSettings s = {limit, 60, 0, NULL, false, &fix};
+    IlpSettings s = {limit, 60, 0, NULL, false, &fix, 0};
     return ilp_solve(p, &s);
 }
 

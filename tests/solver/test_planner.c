@@ -135,7 +135,7 @@ static double brute(const IlpProblem *p, double limit, double *min_peak, double 
 }
 
 static IlpResult solve(const IlpProblem *p, double limit) {
-    IlpSettings s = {limit, 60, 0, NULL, false, NULL};
+    IlpSettings s = {limit, 60, 0, NULL, false, NULL, 0};
     return ilp_solve(p, &s);
 }
 
@@ -229,7 +229,7 @@ static void exactness_training(void) {
      * is eval.c's price of its plan, which recomputes and pays the gathers (without the w
      * columns the objective is short of them) */
     IlpFix fix = {NULL, 3, -1, -1, 0};
-    IlpSettings st = {1, 60, 0, NULL, false, &fix};
+    IlpSettings st = {1, 60, 0, NULL, false, &fix, 0};
     IlpResult r = ilp_solve(p, &st); /* infeasible: the smallest limit found */
     CHECK_INT(r.status, ILP_INFEASIBLE);
     double lean = r.min_mem;
@@ -295,7 +295,7 @@ static void handoff_conflict(void) {
         off += p->groups[gi].n_strats;
     }
     IlpFix fix = {allowed, -1, RC_NONE, 0, 2};
-    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix};
+    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0};
     IlpResult r = ilp_solve(p, &st);
     CHECK_INT(r.status, ILP_OPTIMAL);
     IlpPrice pr = ilp_evaluate(p, &r.choice);
@@ -405,7 +405,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
     ir_free(text);
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
-    IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL};
+    IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL, 0};
     IlpResult r = ilp_solve(p, &s);
     CHECK_INT(r.status, ILP_OPTIMAL);
     CHECK_NEAR(r.objective, r.price.step_s, RTOL);
@@ -453,7 +453,7 @@ static void dump_lp(void) {
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     char path[] = "/tmp/colossal-ilp-test.lp";
-    IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL};
+    IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL, 0};
     IlpResult r = ilp_solve(p, &s);
     char *text = ir_read_file(path, &len);
     CHECK(text != NULL);
