@@ -295,6 +295,8 @@ bool placement_verify(const Placement *pl, StrBuf *why) {
             }
         }
         ok = ok && shard_strategy_from(&is, m, pl->st[id].iter_of_axis, &again, &w);
+        for (int i = 0; ok && i < again.n_in; i++) /* (or with an iterator's axes in another order: a ZeRO slice's) */
+            if (!shard_spec_eq(&again.in[i], &pl->st[id].in[i])) shard_strategy_order_as(&is, &again, i, &pl->st[id].in[i]);
         for (int i = 0; ok && i < again.n_in; i++) ok = shard_spec_eq(&again.in[i], &pl->st[id].in[i]);
         for (int o = 0; ok && o < again.n_out; o++) ok = shard_spec_eq(&again.out[o], &pl->st[id].out[o]);
         if (!ok) {

@@ -351,6 +351,12 @@ bool shard_strategy_from(const IterSpace *is, const ShardMesh *m, const int8_t *
                          ShardStrategy *st, StrBuf *why);
 /* Every legal, non-duplicate strategy. Returns the count; *out is ir_alloc'ed. */
 int shard_strategies(const IterSpace *is, const ShardMesh *m, ShardStrategy **out);
+/* st with the axes on each iterator in the order t holds operand k's dims split
+ * in (t: a ZeRO slice, whose axes shard_spec_refine appends innermost, after
+ * the ones the shard already splits by): every operand and result dim that
+ * iterator splits takes that order. false, st unchanged, where t splits a dim
+ * of operand k over other axes than st, or in the order st already has. */
+bool shard_strategy_order_as(const IterSpace *is, ShardStrategy *st, int k, const ShardSpec *t);
 /* "b:0,n:1" (iterator:axes), or "replicated". */
 void shard_strategy_name(StrBuf *b, const IterSpace *is, const ShardStrategy *st);
 /* The spec of operand i's gradient in the backward of this strategy: the

@@ -107,6 +107,38 @@ static bool same_specs(const ShardStrategy *a, const ShardStrategy *b) {
     return true;
 }
 
+/* Sets to order (n axes) every dim of specs[0..n_specs) whose outermost iterator is it. */
+static void order_iter(ShardSpec *specs, int n_specs, const DimMap (*dims)[IR_MAX_DIMS], int it, const int8_t *order,
+                       int n) {
+    for (int i = 0; i < n_specs; i++)
+        for (int d = 0; d < specs[i].rank; d++)
+            if (dims[i][d].n > 0 && dims[i][d].it[0] == it && specs[i].n[d] == n)
+                memcpy(specs[i].ax[d], order, (size_t)n);
+}
+
+bool shard_strategy_order_as(const IterSpace *is, ShardStrategy *st, int k, const ShardSpec *t) {
+    const ShardSpec *s = &st->in[k];
+    if (k >= st->n_in || t->rank != s->rank) return false;
+    bool moved = false;
+    for (int d = 0; d < s->rank; d++) {
+        if (t->n[d] != s->n[d]) return false;
+        unsigned hs = 0, ht = 0;
+        for (int j = 0; j < s->n[d]; j++) hs |= 1u << s->ax[d][j], ht |= 1u << t->ax[d][j];
+        if (hs != ht) return false;
+        moved |= s->n[d] > 0 && memcmp(s->ax[d], t->ax[d], (size_t)s->n[d]) != 0;
+    }
+    if (!moved) return false;
+    ShardStrategy r = *st;
+    for (int d = 0; d < t->rank; d++) {
+        if (!t->n[d] || !is->in[k][d].n) continue;
+        int it = is->in[k][d].it[0];
+        order_iter(r.in, r.n_in, is->in, it, t->ax[d], t->n[d]);
+        order_iter(r.out, r.n_out, is->out, it, t->ax[d], t->n[d]);
+    }
+    *st = r;
+    return true;
+}
+
 int shard_strategies(const IterSpace *is, const ShardMesh *m, ShardStrategy **out) {
     int choices = is->n_iters + 1, total = 1;
     for (int a = 0; a < m->n_axes; a++) total *= choices;

@@ -184,7 +184,10 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
             ShardSpec gs = shard_grad_spec(&mem->is, st, i), want = shard_spec_unpartial(from);
             if (v->role == ROLE_PARAM || ir_node(g, v->def)->op == OP_POS_EMBEDDING) /* as problem.c */
                 gs = cost_deferred_grad(&gs, from);
-            t += reshard_into(c, &r->mesh, v->shape, d, &gs, &want);
+            if (v->role == ROLE_ACT && p->grad_at[v->def] != v->def) /* as problem.c grad_chain */
+                want = shard_spec_unpartial(&chosen_strategy(r, p->grad_at[v->def], &pm)->out[0]);
+            if (!(p->grad_pass[n] >> i & 1))
+                t += reshard_into(c, &r->mesh, v->shape, d, &gs, &want);
         }
     }
     for (int o = 0; o < nd->n_out; o++) { /* the loss summed over the batch's ranks (problem.c) */

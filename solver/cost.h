@@ -105,9 +105,10 @@ double cost_fused_bytes(const CostFuse *f, const CostOp *c, double bytes);
 
 /* Resharding time of one edge, forward and backward: the producer's result
  * spec to the consumer's operand spec, and the consumer's operand gradient
- * (partial) back to the producer's result spec without pending axes. */
+ * (partial) back to grad_want (NULL: the producer's result spec without
+ * pending axes; IlpProblem.grad_at says where else). */
 double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,
-                 const ShardSpec *cons_in, const ShardSpec *cons_grad);
+                 const ShardSpec *cons_in, const ShardSpec *cons_grad, const ShardSpec *grad_want);
 
 /* A gradient flowing back into a parameter (a parameter read by a second
  * consumer, GPT-2's tied embedding; the position embedding's table): its

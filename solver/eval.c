@@ -207,6 +207,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     int *xn = ir_alloc(sizeof(int) * (size_t)(p->n_groups + p->n_blocks + 1)), nx = 0;
     /* the gradient buckets (ilp_bucket_sets): one block instance's, the head's, those before the blocks */
     double *bk = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 2)), bk_blocks = 0;
+    unsigned norm_axes = 0; /* the gradient norm's all-reduces (ilp_norm_sum_s) */
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *g = &p->groups[gi];
         const IlpStrat *S = &g->strats[c->strat[gi]];
@@ -223,6 +224,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         if (!g->after_blocks) hide += g->mult * S->bwd_s;
         if (!g->after_blocks && g->block < 0) hide_tail += g->mult * S->bwd_s;
         r.optimizer_s += g->mult * S->opt_s[z];
+        norm_axes |= S->norm_axes[z];
         r.gather_s += g->mult * S->gather_s[z];
         r.mem_params += g->mult * S->mem_static[z];
         r.mem_grads_late += (g->mult - g->early) * S->mem_grad_late[z];
@@ -321,6 +323,9 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     r.fetch_exposed_s = maxd(0, maxd(r.fetch_s - r.compute_s, p->n_layers ? r.fetch_s / p->n_layers : 0));
     r.mem_params -= r.mem_offloaded;
     if (r.optimizer_s < 0) r.optimizer_s = 0; /* every update offloaded: rounding */
+    /* with the update's passes (optimizer_s), as the share per parameter was: resharding_s
+     * is the ops' and the communication table's reshardings (test_report) */
+    r.optimizer_s += ilp_norm_sum_s(p, norm_axes);
     r.step_s = r.compute_s + r.comm_s + r.recompute_s + r.sync_exposed_s + r.optimizer_s +
                r.gather_s + r.offload_exposed_s + r.fetch_exposed_s;
     /* four moments (above), each with its transients; the backward's with the stagings of the

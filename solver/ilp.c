@@ -409,6 +409,27 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     put(lp, row, m->x[g][s * ZERO_STAGES + z], -1);
                 }
     }
+    /* the gradient norm's all-reduce over axis a, once a step where any chosen strategy's
+     * parameters hold a partial norm over it (ilp_norm_sum_s): NA >= each such x */
+    for (int a = 0; a < p->cm->mesh->n_axes; a++) {
+        double t = ilp_norm_sum_s(p, 1u << a);
+        if (!(t > 0)) continue;
+        snprintf(nm, sizeof nm, "norm_sum_%d", a);
+        int NA = add_col(lp, GLP_CV, 0, 1, tscale * t, nm);
+        for (int g = 0; g < p->n_groups; g++) {
+            int row = 0;
+            for (int s = 0; s < p->groups[g].n_strats; s++)
+                for (int z = 0; z < ZERO_STAGES; z++)
+                    if (m->x[g][s * ZERO_STAGES + z] && (p->groups[g].strats[s].norm_axes[z] >> a & 1u)) {
+                        if (!row) {
+                            snprintf(nm, sizeof nm, "norm_sum_%d_%d", a, g);
+                            row = add_row(lp, GLP_LO, 0, 0, nm);
+                            put(lp, row, NA, 1);
+                        }
+                        put(lp, row, m->x[g][s * ZERO_STAGES + z], -1);
+                    }
+        }
+    }
     /* the tensor-parallel lowering's ZeRO updates: T >= update_transient - big (1 - SH) */
     for (int g = 0; g < p->n_groups; g++) {
         double big = 0;

@@ -333,6 +333,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         if (placement_phase(g, id) == PH_FORWARD)
             for (int i = 0; i < ir_node(g, id)->n_in; i++) readers[ir_node(g, id)->in[i]] |= MASK(id);
     double fwd[PLACE_MAX_STAGES] = {0}, bwd[PLACE_MAX_STAGES] = {0}, sync[PLACE_MAX_STAGES] = {0};
+    unsigned nax[PLACE_MAX_STAGES] = {0}; /* the axes of the stage's gradient norm sums (ilp_norm_sum_s) */
     double again[PLACE_MAX_STAGES] = {0}; /* of fwd + bwd: the forward run again, the kept copies */
     int blk = P > 1 ? pl->pipe.block : IR_NONE;
     double *share = ir_alloc(sizeof(double) * (size_t)p->n_groups * PLACE_MAX_STAGES); /* [group][stage] */
@@ -380,6 +381,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
                 st->mem_grads_late += own * S->mem_grad_late[z];
                 st->mem_update += own * S->mem_update[z];
                 st->optimizer_s += own * S->opt_s[z];
+                nax[s] |= S->norm_axes[z];
                 sync[s] += own * S->sync_s[z];
                 st->param_bytes += own * S->param_local;
                 /* ZeRO over the stage's submesh: stages 1 and 2 all-gather the updated slices once
@@ -426,6 +428,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         }
     }
     ir_free(share);
+    for (int q = 0; q < P; q++) vs[q].optimizer_s += ilp_norm_sum_s(p, nax[q]);
     /* a kept stage copies one micro-batch's saved activations into its slot after the forward
      * and back before the backward (cg_pipeline.c): a copy each, read and write, at the
      * memory-bound layout class's rate (as the simulator prices a copy, sim.c) */

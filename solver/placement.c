@@ -18,7 +18,9 @@
  *     plus its compute, preferring to leave a gradient `X.grad` in X's layout
  *     (in its ZeRO slice for a stage >= 2 parameter's gradient), and for an
  *     update under ZeRO the one running on the largest slice of the
- *     parameter's shard. A gradient pending a sum, read before its update
+ *     parameter's shard (each strategy offered too with its axes in the order
+ *     the slice holds them, shard_strategy_order_as: a master is held in it).
+ *     A gradient pending a sum, read before its update
  *     (the clipping norm, the f32 cast) in the spec its update reads it in,
  *     costs nothing: that is the update's one collective, shared (read_cost).
  *
@@ -237,6 +239,14 @@ static bool choose(Walk *w, NodeId id, const IterSpace *is, ShardStrategy *out) 
     double flops = ir_node_flops(w->g, id), best = INFINITY;
     int bi = -1, best_cover = 0;
     ValueId zp = zero_update(w, id);
+    if (zp != IR_NONE && ns > 0) { /* and each in the axis order of the slice (a master is held in it) */
+        ShardSpec t = shard_spec_refine(&w->spec[zp], w->m, ir_val(w->g, zp)->shape);
+        all = ir_realloc(all, sizeof *all * (size_t)(2 * ns));
+        for (int s = 0, n0 = ns; s < n0; s++) {
+            all[ns] = all[s];
+            if (shard_strategy_order_as(is, &all[ns], 0, &t)) ns++;
+        }
+    }
     for (int s = 0; s < ns; s++) {
         if (!strategy_ok(w, id, is, &all[s])) continue;
         /* ZeRO: as many of the parameter's replica axes sliced as the dims allow

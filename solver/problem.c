@@ -77,7 +77,6 @@ typedef struct Builder {
     int *bwd_reads;    /* parameter -> backward nodes reading it (ZeRO-3 gathers it before each) */
     const AdOptions *train; /* the optimizer (IlpOptions.train, or AdamW's defaults) */
     int n_trust;       /* parameters with a trust ratio (LAMB, LARS): entries of the norms collective */
-    int n_params;      /* parameters: each pays its share of the gradient norm's one all-reduce */
     PlanBwd *bw;       /* a training graph's backward nodes per forward node (bwdrule.c) */
     double bw_fps;     /* the rule's compute rate (plan_bwd_flops_per_s) */
     double *run_elems; /* per run of gradient buckets (run_of): its parameters' elements */
@@ -110,6 +109,13 @@ static int run_of(const Builder *b, const IlpGroup *gr) {
     return gr->block >= 0 ? gr->block + 2 : gr->after_blocks ? 1 : 0;
 }
 
+double ilp_norm_sum_s(const IlpProblem *p, unsigned axes) {
+    unsigned real = 0;
+    for (int a = 0; a < p->cm->mesh->n_axes; a++)
+        if (p->cm->mesh->size[a] > 1) real |= 1u << a;
+    return cost_allreduce_axes(p->cm, axes & real, 4);
+}
+
 DType ilp_sync_dtype(const IlpProblem *p, int zero_stage, DType dt) {
     return zero_stage < 2 && p->opt.micro_batches > 1 && p->grad32_bytes > p->grad_bytes ? DT_F32 : dt;
 }
@@ -140,17 +146,53 @@ static int key_of(const Node *n) { return n->block < 0 ? -1 : n->block * 65536 +
  * over the devices, else as 1/M of the whole; a graph of one micro-batch is
  * its own shape. */
 static double micro_edge(const Builder *b, const Value *v, const ShardSpec *from, const ShardSpec *to,
-                         const ShardSpec *grad) {
+                         const ShardSpec *grad, const ShardSpec *want) {
     Shape s = v->shape;
     double frac = b->cm->batch_frac;
     bool rows = v->role == ROLE_INPUT || v->role == ROLE_ACT || v->role == ROLE_GRAD;
     if (!rows || frac <= 0 || frac >= 1 || s.rank == 0 || s.d[0] != b->p->batch)
-        return cost_edge(b->cm, s, v->dtype, from, to, grad);
+        return cost_edge(b->cm, s, v->dtype, from, to, grad, want);
     int64_t M = b->p->opt.micro_batches, devices = 1;
     for (int a = 0; a < b->cm->mesh->n_axes; a++) devices *= b->cm->mesh->size[a];
-    if (s.d[0] % (M * devices)) return frac * cost_edge(b->cm, s, v->dtype, from, to, grad);
+    if (s.d[0] % (M * devices)) return frac * cost_edge(b->cm, s, v->dtype, from, to, grad, want);
     s.d[0] /= M;
-    return cost_edge(b->cm, s, v->dtype, from, to, grad);
+    return cost_edge(b->cm, s, v->dtype, from, to, grad, want);
+}
+
+/* Where the backward wants each node's result gradient (IlpProblem.grad_at,
+ * grad_pass). An add's operand of the result's shape gets dY itself (ir/
+ * backward.c bw_add_sub: no node), so the program moves that gradient only
+ * where a reader wants it: from how dY is held straight to the spec the
+ * operand's producer's backward reads it in, not to the add's result spec
+ * first and back (gpt2 megatron's MLP output: its gradient sliced over the
+ * heads' axis at the residual add and gathered again at the row-parallel
+ * product, an all-gather a block the program never runs). Followed through
+ * the node's group and block instance, where both ends' strategies are one
+ * choice: across groups an edge knows only its own two ends. */
+static void grad_chain(Builder *b) {
+    const Graph *g = b->g;
+    IlpProblem *p = b->p;
+    p->grad_at = ir_alloc(sizeof(NodeId) * (size_t)(g->n_nodes + 1));
+    p->grad_pass = ir_alloc(sizeof(unsigned) * (size_t)(g->n_nodes + 1));
+    for (NodeId n = 0; n < g->n_nodes; n++) {
+        p->grad_at[n] = n;
+        const Node *nd = ir_node(g, n);
+        if (p->group_of_node[n] < 0 || !is_forward(g, n) || (nd->op != OP_ADD && nd->op != OP_SUB)) continue;
+        int k = -1, found = 0;
+        for (int i = 0; i < nd->n_in && i < (nd->op == OP_SUB ? 1 : nd->n_in); i++) {
+            const Value *v = ir_val(g, nd->in[i]);
+            if (!ir_shape_eq(v->shape, ir_val(g, nd->out[0])->shape) || v->dtype != ir_val(g, nd->out[0])->dtype ||
+                !ir_dtype_is_float(v->dtype))
+                continue;
+            found++;
+            if (v->role == ROLE_ACT && v->def >= 0 && v->def_out == 0 && p->group_of_node[v->def] == p->group_of_node[n] &&
+                key_of(ir_node(g, v->def)) == key_of(nd))
+                k = i;
+        }
+        if (k < 0 || found != 1) continue; /* dY read by two producers: each edge moves its own */
+        p->grad_at[n] = p->grad_at[ir_val(g, nd->in[k])->def];
+        p->grad_pass[n] = 1u << k;
+    }
 }
 
 /* Do instance k of block b and instance 0 have the same structure? */
@@ -422,7 +464,7 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
     double best_t = INFINITY, best_c = 0;
     for (int s = 0; s < mem->n_st; s++) {
         const ShardStrategy *st = &mem->st[s];
-        double c = 0;
+        double c = 0, ahead = 0;
         for (int i = 0; i < nd->n_in; i++) {
             const Value *v = ir_val(g, nd->in[i]);
             if (v->def < 0 || b->p->group_of_node[v->def] != b->p->group_of_node[mem->node] ||
@@ -432,13 +474,22 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
             const ShardStrategy *ps = &gr->members[pm].st[ms[pm]];
             ShardSpec gs = shard_grad_spec(&mem->is, st, i);
             const ShardSpec *from = &ps->out[ir_val(g, nd->in[i])->def_out];
-            c += micro_edge(b, v, from, &st->in[i], &gs);
+            /* dY passed through (grad_chain): moved on the edges out of this node */
+            bool pass = b->p->grad_pass[mem->node] >> i & 1;
+            const ShardSpec *want = &gr->members[b->p->member_of_node[b->p->grad_at[v->def]]]
+                                         .st[ms[b->p->member_of_node[b->p->grad_at[v->def]]]]
+                                         .out[b->p->grad_at[v->def] == v->def ? v->def_out : 0];
+            c += micro_edge(b, v, from, &st->in[i], pass ? NULL : &gs, want);
+            /* chosen as if the readers of this node's result held its gradient as it holds
+             * the result (the edges out of it price the move): a member chosen on what it
+             * moves itself alone would split what the next group then gathers */
+            if (pass) ahead += micro_edge(b, v, from, &st->in[i], &gs, want) - micro_edge(b, v, from, &st->in[i], NULL, want);
             if (b->p->bwd_reread[mem->node] >> i & 1) /* and again in the backward */
-                c += micro_edge(b, v, from, &st->in[i], NULL);
+                c += micro_edge(b, v, from, &st->in[i], NULL, NULL);
         }
         CostOp co;
         cost_op(b->cm, g, mem->node, &mem->is, st, &co);
-        double mv, t = c + co.fwd_s + member_bwd(b, mem, s, &co, &mv);
+        double mv, t = c + ahead + co.fwd_s + member_bwd(b, mem, s, &co, &mv);
         c += mv;
         t += mv;
         if (t < best_t - 1e-15 || (t <= best_t + 1e-15 && best >= 0 && st->split > mem->st[best].split)) {
@@ -650,9 +701,10 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 /* over ZeRO-2/3's slices and a tensor-parallel shard the norm is a partial
                  * sum over the ranks: the partial sums are summed pending (the completion's
                  * placement_pending_sum) and all-reduced once a step, over each of their
-                 * axes (compiler/lower/split.c, spec.c); its share here */
-                unsigned norm_axes = split_axes | (z >= 2 ? rep_axes : 0);
-                if (norm_axes && b->n_params) S->opt_s[z] += cost_allreduce_axes(cm, norm_axes, 4) / b->n_params;
+                 * axes (compiler/lower/split.c, spec.c): once for all such parameters
+                 * (ilp_norm_sum_s), not a share each (a share per parameter of the model's
+                 * priced 8 of gpt2-tiny's 26 where its tensor-parallel MLP alone split) */
+                S->norm_axes[z] |= split_axes | (z >= 2 ? rep_axes : 0);
                 if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
                     S->off_elems[z] += oe;
                     S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);
@@ -917,10 +969,16 @@ static void build_edges(Builder *b) {
                     /* into a parameter (or the position embedding's table): summed with its sync */
                     ShardSpec gpr = in_idx >= 0 || ir_node(g, src_node)->op == OP_POS_EMBEDDING
                                         ? cost_deferred_grad(&gsp, from) : gsp;
+                    /* made whole where the backward wants it (grad_chain) */
+                    const ShardSpec *want = from;
+                    if (out_idx >= 0 && p->grad_at[src_node] != src_node) {
+                        int mt = p->member_of_node[p->grad_at[src_node]];
+                        want = &S->members[mt].st[S->strats[a].member_st[mt]].out[0];
+                    }
                     /* once per micro-batch */
-                    double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gpr);
+                    double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gpr, want);
                     if (p->bwd_reread[n] >> i & 1) /* the backward reshards it again */
-                        t += p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL);
+                        t += p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL, NULL);
                     if (diag) D->strats[c].comm_s += t / D->mult;
                     else cost[a * D->n_strats + c] += t;
                     /* a parameter read in another spec than its owner holds it: the
@@ -1033,7 +1091,6 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     Builder b = {.p = p, .g = g, .cm = &micro_cm, .train = train};
     for (int v = 0; v < g->n_values; v++) {
         b.n_trust += g->values[v].role == ROLE_PARAM && !ad_name_matches(train->no_trust, g->values[v].name);
-        b.n_params += g->values[v].role == ROLE_PARAM;
     }
     b.rep = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     b.saved = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
@@ -1049,6 +1106,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     mark_values(&b);
     form_groups(&b);
     form_blocks(&b);
+    grad_chain(&b);
     /* the groups whose gradients the backward writes first: those owning a
      * parameter read after the last block (the head; a tied embedding), and
      * one instance of the last block */
@@ -1271,6 +1329,8 @@ void ilp_problem_free(IlpProblem *p) {
         ir_free(p->edges[e].cost), ir_free(p->edges[e].mem), ir_free(p->edges[e].mem_end);
     ir_free(p->edges);
     ir_free(p->bwd_reread);
+    ir_free(p->grad_at);
+    ir_free(p->grad_pass);
     ir_free(p->groups);
     ir_free(p->blocks);
     ir_free(p->group_of_node);

@@ -104,6 +104,10 @@ typedef struct IlpStrat {
     bool splits_param;          /* a member reads a parameter split over a mesh axis: the
                                  * plan lowers tensor parallel (shard/placement.c's layout),
                                  * where IlpEdge.mem_end is held */
+    unsigned norm_axes[ZERO_STAGES]; /* the mesh axes its parameters' share of the gradient norm
+                                 * is a partial sum over (a tensor-parallel shard; ZeRO-2/3's
+                                 * slices): the step all-reduces the norm once over each axis any
+                                 * chosen strategy names (ilp_norm_sum_s) */
 } IlpStrat;
 
 typedef struct IlpMember {
@@ -231,6 +235,14 @@ typedef struct IlpProblem {
     unsigned *bwd_reread;       /* node -> the operands its backward reads again, as the
                                  * forward read them (plan_bwd_rereads): an edge into such an
                                  * operand is resharded twice, forward and backward */
+    NodeId *grad_at;            /* node -> the node in whose result spec (made whole) the backward
+                                 * wants the gradient of its result: itself, or for an add (a
+                                 * sub's first operand) whose one operand of its shape made in
+                                 * its group and block instance gets dY itself (no backward node:
+                                 * the program moves that gradient only where a reader wants
+                                 * it), that operand's producer's, followed on (grad_chain) */
+    unsigned *grad_pass;        /* node -> that operand (bit i): its edge moves no gradient, the
+                                 * edges out of the node move it to grad_at's spec at once */
     int n_layers;               /* parameter-group instances (gradient buckets) */
     double act_copies;          /* a pipeline's stage problem: the copies of each group's saved
                                  * activations its memory rows count (IlpStrat.act scaled by it,
@@ -334,6 +346,13 @@ void plan_bwd_rule(const Graph *g, const PlanBwd *bw, const ShardMesh *m, bool l
  * operand (problem.c), the report decomposes it (analysis.c), the completion
  * counts it priced (placement.c). */
 unsigned plan_bwd_rereads(const Graph *g, const PlanBwd *bw, NodeId f);
+
+/* The gradient norm's all-reduces a step (a scalar over each axis in `axes`,
+ * the union of the chosen strategies' IlpStrat.norm_axes): one per axis,
+ * however many parameters are split over it (compiler/lower/norms.c sums the
+ * partial squares pending first, placement_pending_sum). The ILP prices it
+ * with an indicator per axis (ilp.c), eval.c the same union. */
+double ilp_norm_sum_s(const IlpProblem *p, unsigned axes);
 /* The strategy plan_bwd_rule's node k is priced at: held[k] when it runs as held, else out[k]. */
 static inline const ShardStrategy *plan_bwd_priced(const ShardStrategy *out, const ShardStrategy *held, int k) {
     return held[k].split > 0 ? &held[k] : &out[k];

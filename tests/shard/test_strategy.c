@@ -218,10 +218,40 @@ static void test_illegal(void) {
     sb_free(&e);
 }
 
+/* A ZeRO slice's axis order: a bias split over axis 1, sliced over axis 0
+ * (shard_spec_refine appends it innermost), read by an element-wise update,
+ * whose strategies split its one iterator over both axes in axis order only */
+static void test_order_as(void) {
+    ShardMesh m = mesh("h100:1x4", "2x2");
+    Shape sh[2] = {{1, {8}}, {1, {8}}};
+    IterSpace add = space(OP_ADD, 2, sh, NULL, NULL);
+    int8_t col[2] = {-1, 0}, both[2] = {0, 0};
+    ShardStrategy c, st;
+    StrBuf s, e;
+    sb_init(&s);
+    sb_init(&e);
+    CHECK(shard_strategy_from(&add, &m, col, &c, &e));
+    CHECK(shard_strategy_from(&add, &m, both, &st, &e));
+    ShardSpec t = shard_spec_refine(&c.in[0], &m, sh[0]);
+    shard_spec_print(&s, &t), sb_putc(&s, ' ');
+    shard_spec_print(&s, &st.in[0]), sb_putc(&s, '|');
+    CHECK(shard_spec_refines(&st.in[0], &c.in[0], &m) < 0); /* not a slice of each [S1] shard */
+    CHECK(shard_strategy_order_as(&add, &st, 0, &t));
+    for (int i = 0; i < 2; i++) shard_spec_print(&s, &st.in[i]), sb_putc(&s, ' ');
+    shard_spec_print(&s, &st.out[0]);
+    CHECK_STR(sb_cstr(&s), "[S10] [S01]|[S10] [S10] [S10]");
+    CHECK_INT(shard_spec_refines(&st.out[0], &c.in[0], &m), 1);
+    CHECK(!shard_strategy_order_as(&add, &st, 0, &t));     /* already in that order */
+    CHECK(!shard_strategy_order_as(&add, &c, 0, &t));      /* [S1]: other axes */
+    sb_free(&s);
+    sb_free(&e);
+}
+
 int main(void) {
     test_matmul_listing();
     test_counts();
     test_megatron_specs();
     test_illegal();
+    test_order_as();
     return check_done("test_shard_strategy");
 }

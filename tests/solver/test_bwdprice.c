@@ -236,8 +236,8 @@ static void test_second_use(void) {
             const ShardStrategy *sa = &S->members[ms].st[S->strats[a].member_st[ms]];
             const ShardStrategy *sc = &D->members[md].st[D->strats[c].member_st[md]];
             ShardSpec gsp = shard_grad_spec(&D->members[md].is, sc, 0);
-            double once = cost_edge(&p->call_cm, v->shape, v->dtype, &sa->out[0], &sc->in[0], NULL);
-            double want = cost_edge(&p->call_cm, v->shape, v->dtype, &sa->out[0], &sc->in[0], &gsp) + once;
+            double once = cost_edge(&p->call_cm, v->shape, v->dtype, &sa->out[0], &sc->in[0], NULL, NULL);
+            double want = cost_edge(&p->call_cm, v->shape, v->dtype, &sa->out[0], &sc->in[0], &gsp, NULL) + once;
             CHECK_NEAR(e->cost[a * D->n_strats + c], want, 1e-15 + 1e-12 * want);
             moved += once > 0;
             /* and its copy lives beside the consumer's backward working set: a transient of the pair */

@@ -71,14 +71,14 @@ int main(void) {
                 }
                 /* x (replicated) -> dense 1; its gradient must come back replicated */
                 ShardSpec gx = shard_grad_spec(&op[0].is, s[0], 0);
-                t += cost_edge(&cm, vx->shape, vx->dtype, &rep, &s[0]->in[0], &gx);
+                t += cost_edge(&cm, vx->shape, vx->dtype, &rep, &s[0]->in[0], &gx, NULL);
                 for (int i = 1; i < 3; i++) {
                     const Value *v = ir_val(g, ir_node(g, i)->in[0]);
                     ShardSpec gv = shard_grad_spec(&op[i].is, s[i], 0);
-                    t += cost_edge(&cm, v->shape, v->dtype, &s[i - 1]->out[0], &s[i]->in[0], &gv);
+                    t += cost_edge(&cm, v->shape, v->dtype, &s[i - 1]->out[0], &s[i]->in[0], &gv, NULL);
                 }
                 /* y must leave replicated; its gradient arrives replicated */
-                t += cost_edge(&cm, vx->shape, vx->dtype, &s[2]->out[0], &rep, &rep);
+                t += cost_edge(&cm, vx->shape, vx->dtype, &s[2]->out[0], &rep, &rep, NULL);
                 for (int i = 0; i < 3; i += 2) {
                     const Value *w = ir_val(g, ir_node(g, i)->in[1]);
                     ShardSpec gw = shard_grad_spec(&op[i].is, s[i], 1);
