@@ -29,8 +29,10 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -120,8 +122,12 @@ def main():
           "| offload | of which latency |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     ratios, causes = [], {}
+    # each run's programs in a folder of its own, removed at the end: a case
+    # folder reused from an earlier run (another case list) held another
+    # model's plan beside this one's, and the row read whichever came first
+    run = tempfile.mkdtemp(dir=a.work, prefix="run-")
     for k, (name, args) in enumerate(cases):
-        r = row(a.compiler, name, args, os.path.join(a.work, f"case{k}"))
+        r = row(a.compiler, name, args, os.path.join(run, f"case{k}"))
         if isinstance(r, str):
             print(r, flush=True)
             continue
@@ -129,6 +135,7 @@ def main():
         ratios.append(r[1])
         for c, v in r[2].items():
             causes.setdefault(c, []).append(abs(v) / r[3])
+    shutil.rmtree(run)
     if ratios:
         within = sum(1 for x in ratios if abs(x - 1) <= 0.03)
         ratios.sort()
