@@ -12,7 +12,8 @@
  *                  key tile per (batch, head), its query tiles in turn): key/value
  *                  tiles of BC keys, a running max m and sum l per query,
  *                  the output rescaled by exp(m_old - m_new) at each tile.
- *   attention_dq   a point per query tile: first its log-sum-exp and
+ *   attention_dq   a point per query tile (with one key tile per (batch,
+ *                  head), its query tiles in turn): first its log-sum-exp and
  *                  delta = sum_s p dp (online, the same pass), then over the
  *                  tiles again, p = exp(s - lse), dq += scale p (dp - delta) k.
  *   attention_dkv  a point per (batch, kv head): the statistics of the
@@ -117,7 +118,9 @@ static const char *key_tiles =
 /* The statistics of the query tile (qs, ys loaded): lse and delta per row
  * (-INFINITY and 0 for a row that sees no key and for the padding rows).
  * `load`: load the key tiles into kt, vt; else they are there already, all
- * S keys (one tile: kt's keys past a row's last visible one are never read). */
+ * S keys (one tile: kt's keys past a row's last visible one are never read).
+ * `keep` (one key tile only): each visible score's exp(s - max) replaces it
+ * in sc, for the weights pass to read (row_p). */
 static void stats(StrBuf *b, bool load, bool keep) {
     sb_puts(b, "        for (int64_t r = 0; r < nqp; r++) m[r] = -INFINITY, l[r] = 0.f, ds[r] = 0.f;\n        {\n");
     sb_puts(b, key_tiles);
@@ -159,8 +162,9 @@ static void stats(StrBuf *b, bool load, bool keep) {
 }
 
 /* The single key tile of a query tile whose keys all fit one (S <= BC):
- * the statistics pass left its scores and dp in sc, dp, so they are read
- * back instead of computed again. */
+ * the statistics pass left its scores (their exponentials, `keep`) and dp in
+ * sc, dp, so they are read back instead of computed again; the forward's
+ * point computes its scores here, from the keys it loaded once. */
 static const char *one_tile =
     "        {\n"
     "        int64_t smax = t0 + nq - 1 + cs;\n"
