@@ -15,8 +15,9 @@
  * run:   OMP_NUM_THREADS=1 /tmp/attention_kernels 50
  * Prints the process CPU time per call of each kernel (mean of N calls after
  * three warm-up calls; CPU time, so that a loaded machine's waits are not
- * counted) and the sum of the four results (the same in two builds when the
- * kernels agree to float rounding).
+ * counted; at 2 threads it counts the threads' spinning at the barrier too),
+ * the wall time of all three per call, and the sum of the four results (the
+ * same in two builds when the kernels agree to float rounding).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -33,11 +34,12 @@ void K_FWD(colrt_stream *, const float *, const float *, const float *, float *)
 void K_DQ(colrt_stream *, const float *, const float *, const float *, const float *, float *, float *);
 void K_DKV(colrt_stream *, const float *, const float *, const float *, const float *, float *, float *, float *);
 
-static double cpu_s(void) {
+static double clock_s(clockid_t id) {
     struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    clock_gettime(id, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
+static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 static float *alloc(size_t n) {
     float *p = calloc(n, sizeof *p);
@@ -64,22 +66,22 @@ int main(int argc, char **argv) {
         v[i] = (float)rand() / (float)RAND_MAX - 0.5f;
         dy[i] = (float)rand() / (float)RAND_MAX - 0.5f;
     }
-    double t[3] = {0, 0, 0};
+    double t[3] = {0, 0, 0}, wall = 0;
     for (long it = 0; it < n + 3; it++) {
-        const double a = cpu_s();
+        const double w0 = clock_s(CLOCK_MONOTONIC), a = cpu_s();
         K_FWD(NULL, q, k, v, o);
         const double b = cpu_s();
         K_DQ(NULL, q, k, v, dy, dq, w);
         const double c = cpu_s();
         K_DKV(NULL, q, k, v, dy, dk, dv, w);
-        const double d = cpu_s();
-        if (it >= 3) t[0] += b - a, t[1] += c - b, t[2] += d - c;
+        const double d = cpu_s(), w1 = clock_s(CLOCK_MONOTONIC);
+        if (it >= 3) t[0] += b - a, t[1] += c - b, t[2] += d - c, wall += w1 - w0;
     }
     double s = 0;
     for (size_t i = 0; i < N; i++) s += (double)o[i] + dq[i] + dk[i] + dv[i];
-    printf("ms per call (CPU): forward %.3f  dq %.3f  dk/dv %.3f  all %.3f  (sum of results %.6g)\n",
+    printf("ms per call (CPU): forward %.3f  dq %.3f  dk/dv %.3f  all %.3f  (wall %.3f; sum of results %.6g)\n",
            1e3 * t[0] / (double)n, 1e3 * t[1] / (double)n, 1e3 * t[2] / (double)n,
-           1e3 * (t[0] + t[1] + t[2]) / (double)n, s);
+           1e3 * (t[0] + t[1] + t[2]) / (double)n, 1e3 * wall / (double)n, s);
     free(q), free(k), free(v), free(dy), free(o), free(dq), free(dk), free(dv), free(w);
     return 0;
 }
