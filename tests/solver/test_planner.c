@@ -475,6 +475,82 @@ static void dump_lp(void) {
     ir_graph_free(g);
 }
 
+/* Contention (eval.c; docs/sharding.md "Contention"): the buckets hidden behind the
+ * backward slow it by f = shard_overlap_paid of their time where the backward is the
+ * longer; where the sync is the longer (comm-bound), the slowed backward still ends
+ * first and the step pays nothing more (the simulator's replay: the compute stream's
+ * kernels stretch, the communication stream ends the step). Each regime by the link's
+ * speed: the plan queueing every gradient; the ILP exact against the brute force. */
+static void contention_case(const char *name, double link_scale, bool comm_bound) {
+    mesh.alpha[0] *= link_scale, mesh.beta[0] *= link_scale;
+    AdOptions ao;
+    Graph *g = training(rep_cir, &ao);
+    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    IlpChoice c = ilp_choice_new(p);
+    double hide = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        int s = 0;
+        while (s < G->n_strats && G->n_params && !G->strats[s].queues[0]) s++;
+        if (s == G->n_strats) s = 0;
+        c.strat[gi] = s;
+        if (!G->after_blocks) hide += G->mult * G->strats[s].bwd_s;
+    }
+    double slow = cl.overlap_slowdown, f = slow / (1 + slow);
+    CHECK(f > 0);
+    cl.overlap_slowdown = 0;
+    IlpPrice p0 = ilp_evaluate(p, &c);
+    cl.overlap_slowdown = slow;
+    IlpPrice ps = ilp_evaluate(p, &c);
+    CHECK(p0.sync_s > 0 && p0.sync_exposed_s < p0.sync_s); /* some of it hidden */
+    CHECK_NEAR(p0.contention_s, 0, RTOL);
+    CHECK_NEAR(ps.sync_exposed_s - p0.sync_exposed_s, ps.contention_s, RTOL);
+    if (comm_bound) { /* the sync past the backward exceeds f of it: nothing to pay */
+        CHECK(p0.sync_s - hide > f * p0.sync_s);
+        CHECK_NEAR(ps.contention_s, 0, RTOL);
+    } else { /* the last buckets exposed, f of the rest paid */
+        CHECK(p0.sync_s < hide);
+        CHECK(ps.contention_s > 0);
+        CHECK_NEAR(ps.contention_s, f * (p0.sync_s - p0.sync_exposed_s), RTOL);
+    }
+    /* the ILP held to the choice prices it as eval.c does */
+    int off = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) off += p->groups[gi].n_strats;
+    bool *allowed = ir_alloc(sizeof(bool) * (size_t)off);
+    off = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        allowed[off + c.strat[gi]] = true;
+        off += p->groups[gi].n_strats;
+    }
+    IlpFix fix = {allowed, 0, RC_NONE, 0, 0};
+    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0};
+    IlpResult r = ilp_solve(p, &st);
+    CHECK_INT(r.status, ILP_OPTIMAL);
+    CHECK_NEAR(r.objective, ps.step_s, RTOL);
+    ilp_result_free(&r);
+    ir_free(allowed);
+    /* and the optimum over every choice */
+    r = solve(p, INFINITY);
+    CHECK_INT(r.status, ILP_OPTIMAL);
+    double best = brute(p, INFINITY, NULL, NULL);
+    CHECK_NEAR(r.objective, best, RTOL);
+    printf("contention, %s: sync %.3g s beside a backward of %.3g s: pays %.3g s (exposed %.3g s, %.3g s "
+           "without; step %.9g s); ILP %.9g s, brute force %.9g s\n",
+           name, p0.sync_s, hide, ps.contention_s, ps.sync_exposed_s, p0.sync_exposed_s, ps.step_s, r.objective,
+           best);
+    ilp_result_free(&r);
+    ilp_choice_free(&c);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+    mesh.alpha[0] /= link_scale, mesh.beta[0] /= link_scale;
+}
+
+static void contention(void) {
+    contention_case("comm-bound (the link 10x slower)", 10, true);
+    contention_case("compute-bound (the link 10x faster)", 0.1, false);
+}
+
 int main(void) {
     setup("h100:1x4", "2x2", DT_F32);
     exactness("mlp", mlp_cir, NULL);
@@ -489,6 +565,8 @@ int main(void) {
     exactness_training();
     setup(COLOSSAL_SOURCE_DIR "/tests/solver/cpu_1x2_handoff.json", "2", DT_F32);
     handoff_conflict();
+    setup("h100:1x2", "2", DT_F32);
+    contention();
     setup("h100:1x4", "2x2", DT_F32);
     optimizers();
     tying();
