@@ -771,9 +771,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                  * runs' past the backward of the groups before the blocks (eval.c) */
                 double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
-                put(lp, erow2, c, -G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_last) * ts);
+                bool blocks = ilp_sync_blocks(p, z);
+                put(lp, erow2, c, -G->mult * S->sync_s[z] * (blocks ? 1 : G->sync_last) * ts);
                 put(lp, erow3, c,
-                    (-G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_tail) + (G->block < 0 ? hide : 0)) * ts);
+                    (-G->mult * S->sync_s[z] * (blocks ? 1 : G->sync_tail) + (G->block < 0 ? hide : 0)) * ts);
             }
     }
 

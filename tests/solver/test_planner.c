@@ -140,7 +140,7 @@ static IlpResult solve(const IlpProblem *p, double limit) {
 }
 
 static void exactness_of(const char *name, Graph *g, const AdOptions *train) {
-    IlpOptions io = {true, 1, false, train, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, train, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     double min_peak, free_peak;
     double free_t = brute(p, INFINITY, &min_peak, &free_peak);
@@ -218,7 +218,7 @@ static Graph *training(const char *cir, AdOptions *ao) {
 static void exactness_training(void) {
     AdOptions ao;
     Graph *g = training(rep_wide_cir, &ao);
-    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     int priced = 0;
     for (int gi = 0; gi < p->n_groups; gi++)
@@ -263,7 +263,7 @@ static void exactness_training(void) {
 static void handoff_conflict(void) {
     AdOptions ao;
     Graph *g = training(rep_cir, &ao);
-    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     IlpChoice mix = ilp_choice_new(p), z2 = ilp_choice_new(p);
     int first = -1; /* the first parameter group: stage 0 in the mix, its gradients in a bucket */
@@ -326,7 +326,7 @@ static void optimizers(void) {
     for (int k = 0; k < 4; k++) {
         ad_options_default(&o[k]);
         ad_options_optimizer(&o[k], kinds[k]);
-        IlpOptions io = {true, 1, false, &o[k], PO_DEVICE, 0};
+        IlpOptions io = {true, 1, false, &o[k], PO_DEVICE, 0, false};
         p[k] = ilp_problem_build(g, &cm, &io);
     }
     CHECK(p[0]->opt_bytes == 8 && p[1]->opt_bytes == 4 && p[2]->opt_bytes == 8 && p[3]->opt_bytes == 4);
@@ -358,7 +358,7 @@ static void optimizers(void) {
 
 static void tying(void) {
     Graph *g = parse(rep_cir);
-    IlpOptions tied = {true, 1, false, NULL, PO_DEVICE, 0}, untied = {false, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions tied = {true, 1, false, NULL, PO_DEVICE, 0, false}, untied = {false, 1, false, NULL, PO_DEVICE, 0};
     IlpProblem *pt = ilp_problem_build(g, &cm, &tied), *pu = ilp_problem_build(g, &cm, &untied);
     CHECK_INT(pt->n_blocks, 1);
     CHECK_INT(pt->blocks[0].instances, 2);
@@ -403,7 +403,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
     IR_ASSERT(text);
     Graph *g = ir_parse(path, text, len);
     ir_free(text);
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL, 0};
     IlpResult r = ilp_solve(p, &s);
@@ -450,7 +450,7 @@ static void dump_lp(void) {
     IR_ASSERT(src);
     Graph *g = ir_parse(model, src, len);
     ir_free(src);
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     char path[] = "/tmp/colossal-ilp-test.lp";
     IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL, 0};
