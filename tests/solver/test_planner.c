@@ -358,7 +358,7 @@ static void optimizers(void) {
 
 static void tying(void) {
     Graph *g = parse(rep_cir);
-    IlpOptions tied = {true, 1, false, NULL, PO_DEVICE, 0, false}, untied = {false, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions tied = {true, 1, false, NULL, PO_DEVICE, 0, false}, untied = {false, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *pt = ilp_problem_build(g, &cm, &tied), *pu = ilp_problem_build(g, &cm, &untied);
     CHECK_INT(pt->n_blocks, 1);
     CHECK_INT(pt->blocks[0].instances, 2);
