@@ -221,7 +221,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.compute_s += g->mult * (S->fwd_s + S->bwd_s);
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
-        if (z >= 2) sync_block += g->mult * S->sync_s[z];
+        if (ilp_sync_blocks(p, z)) sync_block += g->mult * S->sync_s[z];
         else {
             sync_over += g->mult * S->sync_s[z];
             sync_last += g->sync_last * g->mult * S->sync_s[z];

@@ -775,8 +775,9 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
                 double last = G->sync_last + paid * (1 - G->sync_last), tail = G->sync_tail + paid * (1 - G->sync_tail);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
-                put(lp, erow2, c, -G->mult * S->sync_s[z] * (z >= 2 ? 1 : last) * ts);
-                put(lp, erow3, c, (-G->mult * S->sync_s[z] * (z >= 2 ? 1 : tail) + (G->block < 0 ? hide : 0)) * ts);
+                bool blocks = ilp_sync_blocks(p, z);
+                put(lp, erow2, c, -G->mult * S->sync_s[z] * (blocks ? 1 : last) * ts);
+                put(lp, erow3, c, (-G->mult * S->sync_s[z] * (blocks ? 1 : tail) + (G->block < 0 ? hide : 0)) * ts);
             }
     }
 
