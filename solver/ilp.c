@@ -723,6 +723,9 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 }
         }
     }
+    /* contention (eval.c, f): the last buckets' and the last two runs' rows pay f of the
+     * other buckets' sync, each group's share (1 - sync_last) and (1 - sync_tail) */
+    double paid = shard_overlap_paid(p->cm->cl);
     int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
@@ -770,10 +773,11 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                  * backward they hide behind, at least the last buckets', and the last two
                  * runs' past the backward of the groups before the blocks (eval.c) */
                 double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
+                double last = G->sync_last + paid * (1 - G->sync_last), tail = G->sync_tail + paid * (1 - G->sync_tail);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
-                put(lp, erow2, c, -G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_last) * ts);
-                put(lp, erow3, c,
-                    (-G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_tail) + (G->block < 0 ? hide : 0)) * ts);
+                bool blocks = ilp_sync_blocks(p, z);
+                put(lp, erow2, c, -G->mult * S->sync_s[z] * (blocks ? 1 : last) * ts);
+                put(lp, erow3, c, (-G->mult * S->sync_s[z] * (blocks ? 1 : tail) + (G->block < 0 ? hide : 0)) * ts);
             }
     }
 

@@ -535,7 +535,11 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     for (int d = 0; d < devs; d++) {
         PipeStagePrice *st = &out->st[d];
         /* the gradient sync overlaps the last backward but its last bucket (eval.c's rule) */
-        st->grad_sync_exposed_s = maxd(0, maxd(st->grad_sync_s - st->bwd_s, st->grad_sync_s * devs / layers));
+        /* with contention (eval.c): the last bucket after f of the rest, where the backward
+         * is the longer */
+        double last = st->grad_sync_s * devs / layers;
+        st->grad_sync_exposed_s = maxd(0, maxd(st->grad_sync_s - st->bwd_s,
+                                               last + shard_overlap_paid(r->cm.cl) * maxd(0, st->grad_sync_s - last)));
         st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
         st->busy_s = m * (st->fwd_s + st->bwd_s);
         double start = st->mem_static - st->mem_grads_late + st->mem_acts + st->mem_inflight;
