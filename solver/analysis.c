@@ -186,7 +186,8 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
                 gs = cost_deferred_grad(&gs, from);
             if (v->role == ROLE_ACT && p->grad_at[v->def] != v->def) /* as problem.c grad_chain */
                 want = shard_spec_unpartial(&chosen_strategy(r, p->grad_at[v->def], &pm)->out[0]);
-            if (!(p->grad_pass[n] >> i & 1))
+            /* not where it is added to an earlier reader's part held alike (IlpGradShare) */
+            if (!(p->grad_pass[n] >> i & 1) && !ilp_grad_share_dup(p, r->choice.strat, n, i))
                 t += reshard_into(c, &r->mesh, v->shape, d, &gs, &want);
         }
     }
@@ -515,6 +516,12 @@ static GroupTerms group_terms(const PlanResult *r, int gi, int s, int z) {
         else if (E->dst == gi)
             t.resharding_s += E->cost[r->choice.strat[E->src] * G->n_strats + s];
     }
+    /* less the refunds of the shared gradient sums it takes part in (IlpGradShare), at s */
+    int *st = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
+    memcpy(st, r->choice.strat, sizeof(int) * (size_t)p->n_groups);
+    st[gi] = s;
+    t.resharding_s -= ilp_grad_share_refund(p, st, gi, NULL);
+    ir_free(st);
     return t;
 }
 

@@ -306,6 +306,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
             other_blocks = maxd(other_blocks, E->mem[k]);
         }
     }
+    /* an activation's gradient parts held alike are added and moved once (IlpGradShare) */
+    r.comm_s -= ilp_grad_share_refund(p, c->strat, -1, NULL);
     hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
     hide_tail /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1;
     r.sync_exposed_s = sync_block + maxd(0, maxd(maxd(sync_over - hide, sync_last), sync_tail - hide_tail));

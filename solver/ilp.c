@@ -153,6 +153,13 @@ static bool zero_allowed(const IlpGroup *g, const IlpStrat *S, const IlpFix *f, 
 
 static double maxd(double a, double b) { return a > b ? a : b; }
 
+/* Has group g's strategy s a column (some ZeRO stage allowed)? */
+static bool any_x(const Model *m, int g, int s) {
+    for (int z = 0; z < ZERO_STAGES; z++)
+        if (m->x[g][s * ZERO_STAGES + z]) return true;
+    return false;
+}
+
 /* A column in [0, 1] tied to group g's choice where the binary gate is 1: sum over its
  * (strategy, stage) columns of x w / wmax, and 0 where the gate is 0 (three rows; exact for
  * one-hot x). w(S, z) <= 0 leaves a choice out; stage3 takes stage 3 alone. wmax (out):
@@ -411,7 +418,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     }
     /* the gradient norm's all-reduce over axis a, once a step where any chosen strategy's
      * parameters hold a partial norm over it (ilp_norm_sum_s): NA >= each such x */
-    for (int a = 0; a < p->cm->mesh->n_axes; a++) {
+    for (int k = 0; k < 2 * p->cm->mesh->n_axes; k++) { /* the trust ratios' norms too: bit a + ILP_TRUST_SHIFT */
+        int a = k < p->cm->mesh->n_axes ? k : k - p->cm->mesh->n_axes + ILP_TRUST_SHIFT;
         double t = ilp_norm_sum_s(p, 1u << a);
         if (!(t > 0)) continue;
         snprintf(nm, sizeof nm, "norm_sum_%d", a);
@@ -556,6 +564,48 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         ir_free(cc);
         ir_free(rrep);
         ir_free(crep);
+    }
+
+    /* the activations' shared gradient sums (IlpGradShare): per producer strategy a,
+     * spec k and reader r after the first, a refund column R in [0, 1] of the part's
+     * move, R <= x[src, a], R <= reader r holds its part in k, R <= an earlier reader
+     * does (exact for one-hot x: the objective takes R to the least of the three) */
+    for (int k = 0; k < p->n_shares; k++) {
+        const IlpGradShare *H = &p->shares[k];
+        const IlpGroup *S = &p->groups[H->src];
+        for (int a = 0; a < S->n_strats; a++)
+            for (int sp = 0; sp < H->n_specs; sp++) {
+                double t = H->weight * H->t[a * H->n_specs + sp];
+                if (!(t > 0) || !any_x(m, H->src, a)) continue;
+                for (int r = 1; r < H->n_readers; r++) {
+                    bool here = false, before = false;
+                    for (int c = 0; c < p->groups[H->dst[r]].n_strats && !here; c++)
+                        here = H->spec[r][c] == sp && any_x(m, H->dst[r], c);
+                    for (int j = 0; j < r && !before; j++)
+                        for (int c = 0; c < p->groups[H->dst[j]].n_strats && !before; c++)
+                            before = H->spec[j][c] == sp && any_x(m, H->dst[j], c);
+                    if (!here || !before) continue;
+                    snprintf(nm, sizeof nm, "share_%d_%d_%d_%d", k, a, sp, r);
+                    int R = add_col(lp, GLP_CV, 0, 1, -tscale * t, nm);
+                    int rows[3];
+                    for (int q = 0; q < 3; q++) {
+                        snprintf(nm, sizeof nm, "share_%d_%d_%d_%d_%d", k, a, sp, r, q);
+                        rows[q] = add_row(lp, GLP_UP, -INFINITY, 0, nm);
+                        put(lp, rows[q], R, 1);
+                    }
+                    for (int z = 0; z < ZERO_STAGES; z++)
+                        if (m->x[H->src][a * ZERO_STAGES + z]) put(lp, rows[0], m->x[H->src][a * ZERO_STAGES + z], -1);
+                    for (int j = 0; j <= r; j++)
+                        for (int c = 0; c < p->groups[H->dst[j]].n_strats; c++) {
+                            /* an earlier reader in the same group put this column in row 2 already */
+                            bool dup = false;
+                            for (int q = 0; q < j && j < r; q++) dup |= H->dst[q] == H->dst[j] && H->spec[q][c] == sp;
+                            for (int z = 0; H->spec[j][c] == sp && !dup && z < ZERO_STAGES; z++)
+                                if (m->x[H->dst[j]][c * ZERO_STAGES + z])
+                                    put(lp, rows[j == r ? 1 : 2], m->x[H->dst[j]][c * ZERO_STAGES + z], -1);
+                        }
+                }
+            }
     }
 
     /* memory row, transient, exposed sync */
