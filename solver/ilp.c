@@ -456,7 +456,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     put(lp, row, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].update_transient[z] * ms);
     }
 
-    /* edges */
+    /* edges; each edge's pair columns kept for the shared sums' rows below (ey: NULL where
+     * the cost folds into one end) */
+    int **ey = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1)), **erc = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1));
+    int **ecc = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1)), *enc = ir_alloc(sizeof(int) * (size_t)(p->n_edges + 1));
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
         const IlpGroup *A = &p->groups[E->src], *B = &p->groups[E->dst];
@@ -544,6 +547,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 for (int c = 0; c < nc; c++) {
                     snprintf(nm, sizeof nm, "y_%d_%d_%d", e, r, c);
                     int col = add_col(lp, GLP_CV, 0, INFINITY, tscale * E->cost[rrep[r] * nb + crep[c]], nm);
+                    if (!ey[e]) ey[e] = ir_alloc(sizeof(int) * (size_t)(nr * nc));
+                    ey[e][r * nc + c] = col;
                     put(lp, rows_r[r], col, 1);
                     put(lp, rows_c[c], col, 1);
                     for (int k = 0; k < nmrows && E->mem[rrep[r] * nb + crep[c]] > 0; k++)
@@ -560,8 +565,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             ir_free(rows_r);
             ir_free(rows_c);
         }
-        ir_free(rc);
-        ir_free(cc);
+        erc[e] = rc, ecc[e] = cc, enc[e] = nc;
         ir_free(rrep);
         ir_free(crep);
     }
@@ -587,7 +591,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     if (!here || !before) continue;
                     snprintf(nm, sizeof nm, "share_%d_%d_%d_%d", k, a, sp, r);
                     int R = add_col(lp, GLP_CV, 0, 1, -tscale * t, nm);
-                    int rows[3];
+                    int rows[4];
                     for (int q = 0; q < 3; q++) {
                         snprintf(nm, sizeof nm, "share_%d_%d_%d_%d_%d", k, a, sp, r, q);
                         rows[q] = add_row(lp, GLP_UP, -INFINITY, 0, nm);
@@ -604,9 +608,30 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                                 if (m->x[H->dst[j]][c * ZERO_STAGES + z])
                                     put(lp, rows[j == r ? 1 : 2], m->x[H->dst[j]][c * ZERO_STAGES + z], -1);
                         }
+                    /* and R <= the pair columns of reader r's edge holding (a, its part in sp): never
+                     * more than the edge pays (a tight bound; rows[0] and [1] alone are weak) */
+                    int e = 0;
+                    while (e < p->n_edges && !(p->edges[e].src == H->src && p->edges[e].dst == H->dst[r])) e++;
+                    if (e < p->n_edges && ey[e] && erc[e][a] >= 0) {
+                        int nc = enc[e];
+                        snprintf(nm, sizeof nm, "share_%d_%d_%d_%d_y", k, a, sp, r);
+                        rows[3] = add_row(lp, GLP_UP, -INFINITY, 0, nm);
+                        put(lp, rows[3], R, 1);
+                        bool *seen = ir_alloc(sizeof(bool) * (size_t)(nc + 1));
+                        memset(seen, 0, sizeof(bool) * (size_t)(nc + 1));
+                        for (int c = 0; c < p->groups[H->dst[r]].n_strats; c++)
+                            if (H->spec[r][c] == sp && ecc[e][c] >= 0 && !seen[ecc[e][c]]) {
+                                seen[ecc[e][c]] = true;
+                                put(lp, rows[3], ey[e][erc[e][a] * nc + ecc[e][c]], -1);
+                            }
+                        ir_free(seen);
+                    }
                 }
             }
     }
+
+    for (int e = 0; e < p->n_edges; e++) ir_free(ey[e]), ir_free(erc[e]), ir_free(ecc[e]);
+    ir_free(ey), ir_free(erc), ir_free(ecc), ir_free(enc);
 
     /* memory row, transient, exposed sync */
     /* one row per moment (eval.c), each <= the limit, or <= the peak M when
