@@ -216,10 +216,12 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
         if (z >= 2) sync_block += g->mult * S->sync_s[z];
-        else {
-            sync_over += g->mult * S->sync_s[z];
-            sync_last += g->sync_last * g->mult * S->sync_s[z];
-            sync_tail += g->sync_tail * g->mult * S->sync_s[z];
+        else { /* the buckets; what blocks the compute stream exposed whole (ilp_zero1_scatters) */
+            double q = S->sync_s[z] - S->sync_blocking_s[z];
+            sync_block += g->mult * S->sync_blocking_s[z];
+            sync_over += g->mult * q;
+            sync_last += g->sync_last * g->mult * q;
+            sync_tail += g->sync_tail * g->mult * q;
         }
         if (!g->after_blocks) hide += g->mult * S->bwd_s;
         if (!g->after_blocks && g->block < 0) hide_tail += g->mult * S->bwd_s;

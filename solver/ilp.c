@@ -845,10 +845,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                  * backward they hide behind, at least the last buckets', and the last two
                  * runs' past the backward of the groups before the blocks (eval.c) */
                 double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
+                double blk = z >= 2 ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
-                put(lp, erow2, c, -G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_last) * ts);
-                put(lp, erow3, c,
-                    (-G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_tail) + (G->block < 0 ? hide : 0)) * ts);
+                put(lp, erow2, c, -G->mult * (blk + q * G->sync_last) * ts);
+                put(lp, erow3, c, (-G->mult * (blk + q * G->sync_tail) + (G->block < 0 ? hide : 0)) * ts);
             }
     }
 

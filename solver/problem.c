@@ -129,6 +129,10 @@ bool ilp_grad_bucketed(const IlpProblem *p, ValueId v, int zero_stage, const Sha
     return zero_stage < 2 && grad->partial && p->fwd_reads[v] <= 1;
 }
 
+bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad) {
+    return zero_stage == 1 && S->splits_param && grad->partial;
+}
+
 /* The planner chooses the forward ops' strategies; a training graph's
  * backward nodes are priced with their forward op (member_bwd), its
  * optimizer nodes with the parameters (price_params). */
@@ -636,9 +640,11 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 if (z >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
                 /* in a bucket, all-reduced on the communication stream; every other sum on
                  * the caller's thread */
-                bool queued = ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
-                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 ? 2 : 0, run_frac, queued);
+                bool scatters = ilp_zero1_scatters(S, z, &sspec);
+                bool queued = !scatters && ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
+                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 || scatters ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += z >= 2 ? M * sync : sync;
+                if (scatters) S->sync_blocking_s[z] += sync; /* once a step, at the update */
                 if (z >= 2) S->zero_handoff_s[z] += M * cost_zero_handoff(cm, COLL_REDUCE_SCATTER, sspec.partial);
                 /* queued in a bucket; so is the position table's sum at ZeRO 0-1, deferred to
                  * the table's sync (build_edges, cost_deferred_grad), which the data-parallel
@@ -705,7 +711,8 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * axes (compiler/lower/split.c, spec.c): once for all such parameters
                  * (ilp_norm_sum_s), not a share each (a share per parameter of the model's
                  * priced 8 of gpt2-tiny's 26 where its tensor-parallel MLP alone split) */
-                S->norm_axes[z] |= split_axes | (z >= 2 ? rep_axes : 0);
+                S->norm_axes[z] |= split_axes | (z >= 2 || scatters ? rep_axes : 0); /* (the squares of
+                                                      * ZeRO-1's slice where it is reduce-scattered) */
                 if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
                     S->off_elems[z] += oe;
                     S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);

@@ -66,6 +66,10 @@ typedef struct IlpStrat {
                                      * its gradients at its launch, the end of its block
                                      * instance's backward (eval.c) */
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
+    double sync_blocking_s[ZERO_STAGES]; /* ZeRO 0-1: of sync_s, the collectives on the caller's
+                                     * thread that block the compute stream (ilp_zero1_scatters:
+                                     * ZeRO-1's reduce-scatters under the sharded lowering);
+                                     * exposed whole, as ZeRO-2/3's (eval.c) */
     double zero_handoff_s[ZERO_STAGES]; /* ZeRO 1-3: the hand-off its ZeRO collectives on the
                                      * caller's thread (ZeRO-2/3's reduce-scatters, the all-gathers
                                      * of sync_s and gather_s; not rc_gather_s's) pay in a plan
@@ -180,6 +184,15 @@ DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
  * sum runs on the caller's thread (cost_grad_sync). */
 bool ilp_grad_bucketed(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
                        const ShardSpec *held);
+
+/* Does the sharded lowering (a strategy S splitting a parameter: the plan
+ * lowers tensor parallel) reduce-scatter parameter gradient `grad` into its
+ * ZeRO-1 update's slice, on the caller's thread, once a step? At ZeRO 1
+ * wherever the gradient is pending: the update reads it in the slice, through
+ * one resharding (compiler/lower/spec.c), which schedule.c buckets only where
+ * it is read whole. (A group not splitting a parameter in a plan whose other
+ * groups do runs the same; priced as bucketed: bench/simulate/README.md.) */
+bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad);
 
 /* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters
  * block the compute stream (all of them); the buckets of ZeRO 0 and 1 run on
