@@ -1290,6 +1290,7 @@ static cJSON *price_json(const IlpPrice *p) {
     if (p->fetch_s > 0) cJSON_AddNumberToObject(o, "param_fetch_exposed_s", p->fetch_exposed_s);
     if (p->chunk_copy_s > 0) cJSON_AddNumberToObject(o, "chunk_copy_s", p->chunk_copy_s);
     if (p->handoff_s > 0) cJSON_AddNumberToObject(o, "grad_sync_handoff_s", p->handoff_s);
+    if (p->contention_s > 0) cJSON_AddNumberToObject(o, "grad_sync_contention_s", p->contention_s);
     return o;
 }
 

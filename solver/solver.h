@@ -445,6 +445,8 @@ typedef struct IlpPrice {
     double compute_s, comm_s, recompute_s, sync_exposed_s, sync_s, optimizer_s, gather_s;
     double handoff_s;           /* of sync_exposed_s and sync_s: the hand-off conflict, the hand-off
                                  * of ZeRO's collectives where the plan also queues buckets */
+    double contention_s;        /* of sync_exposed_s: what the buckets' sync hidden behind the
+                                 * backward costs it in contention (shard_overlap_paid) */
     double peak_bytes;
     double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes (the transient
                                                  * of the peak's moment) */
