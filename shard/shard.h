@@ -267,6 +267,13 @@ double shard_coll_time_on(const ShardMesh *m, ShardColl k, int axis, double byte
  * (the hand-off conflict: docs/sharding.md, "Queued or on the caller's
  * thread"; cost_zero_handoff, sim.c). */
 double shard_coll_handoff(const ShardMesh *m, ShardColl k, int axis);
+/* The mesh of a program that queues gradient buckets on a communication stream:
+ * m with every link's hand-off 0, so that every collective, queued or on the
+ * caller's thread, is priced at the stream's time (the hand-off conflict: a
+ * blocking call on the caller's thread beside a stream's worker pays the
+ * hand-off too; docs/sharding.md). true when m has a hand-off on some busy axis
+ * (then the two ways of running the gradient sums price differently). */
+bool shard_mesh_queueing(const ShardMesh *m, ShardMesh *out);
 
 /* A device copy of `bytes` (read and written) at SHARD_COPY_BW_EFF of the
  * memory bandwidth: what the sim prices a recorded copy at (cost.c's layout

@@ -218,10 +218,10 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.compute_s += g->mult * (S->fwd_s + S->bwd_s);
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
-        if (z >= 2) sync_block += g->mult * S->sync_s[z];
-        else { /* the buckets; what blocks the compute stream exposed whole (ilp_zero1_scatters) */
-            double q = S->sync_s[z] - S->sync_blocking_s[z];
-            sync_block += g->mult * S->sync_blocking_s[z];
+        { /* the buckets; what blocks the compute stream exposed whole (ilp_sync_blocks: ZeRO-2/3,
+           * every sum on the caller's thread; ilp_zero1_scatters: ZeRO-1's under the sharded lowering) */
+            double blk = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
+            sync_block += g->mult * blk;
             sync_over += g->mult * q;
             sync_last += g->sync_last * g->mult * q;
             sync_tail += g->sync_tail * g->mult * q;

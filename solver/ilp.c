@@ -848,7 +848,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                  * backward they hide behind, at least the last buckets', and the last two
                  * runs' past the backward of the groups before the blocks (eval.c) */
                 double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
-                double blk = z >= 2 ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
+                double blk = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
                 if (paid > 0 && S->sync_s[z] > 0)
                     glp_set_obj_coef(lp->P, c, glp_get_obj_coef(lp->P, c) + tscale * paid * G->mult * S->sync_s[z]);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);

@@ -61,14 +61,11 @@ static double op_time(const SimOp *o, const CostModel *cm, bool no_host, bool qu
     case SIM_KERNEL: return cost_roofline_op(cm, o->cls, o->op, o->flops, o->bytes);
     case SIM_COPY: return cost_copy(cm, o->bytes);
     /* a collective on the communication stream is queued there between event
-     * waits (a gradient bucket's); on the compute stream it runs on the caller;
-     * one of ZeRO's there pays the hand-off too where the program queues any
-     * (the hand-off conflict, cost_zero_handoff) */
-    case SIM_COLL:
-        return shard_coll_time_on(cm->mesh, o->coll, o->axis, o->bytes, o->stream == SIM_COMM) +
-               (queues && o->zero && o->stream != SIM_COMM
-                    ? shard_coll_handoff(cm->mesh, o->coll, o->axis)
-                    : 0);
+     * waits (a gradient bucket's); on the compute stream it runs on the caller,
+     * at the caller's time unless the program queues any: then at the stream's
+     * time too (the hand-off conflict: shard_mesh_queueing, the planner's mesh
+     * of such a program) */
+    case SIM_COLL: return shard_coll_time_on(cm->mesh, o->coll, o->axis, o->bytes, o->stream == SIM_COMM || queues);
     case SIM_HCOPY: return no_host || !(cl->pcie_bw > 0) ? 0 : o->bytes / cl->pcie_bw;
     case SIM_HOST: return no_host || !(cl->host_adamw_rate > 0) ? 0 : o->flops / cl->host_adamw_rate;
     default: return 0;

@@ -184,6 +184,13 @@ DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
  * sum runs on the caller's thread (cost_grad_sync). */
 bool ilp_grad_bucketed(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
                        const ShardSpec *held);
+/* ilp_grad_bucketed, and its bucket queued on the communication stream (not
+ * IlpOptions.sync_on_caller) */
+bool ilp_grad_queued(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
+                     const ShardSpec *held);
+/* A gradient sync at this ZeRO stage blocks the compute stream (exposed whole): ZeRO-2/3's
+ * reduce-scatters, and every sum under IlpOptions.sync_on_caller (eval.c, ilp.c) */
+bool ilp_sync_blocks(const struct IlpProblem *p, int zero_stage);
 
 /* Does the sharded lowering (a strategy S splitting a parameter: the plan
  * lowers tensor parallel) reduce-scatter parameter gradient `grad` into its
@@ -270,6 +277,11 @@ typedef struct IlpOptions {
                                  * PO_DEVICE: none may (the default) */
     int offload_inflight;       /* level PO_PARAMS: transfers up in flight (--offload-inflight);
                                  * 0: the cluster's host_inflight (IlpProblem.off_inflight) */
+    bool sync_on_caller;        /* the gradient buckets all-reduced on the caller's thread, in
+                                 * the backward where they are launched, not queued on a
+                                 * communication stream (no stream, nothing overlapped, no
+                                 * hand-off conflict: the planner prices both ways where the
+                                 * mesh has a hand-off, solver/plan.c; docs/sharding.md) */
 } IlpOptions;
 
 typedef struct IlpProblem {
