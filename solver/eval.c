@@ -221,11 +221,13 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.compute_s += g->mult * (S->fwd_s + S->bwd_s);
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
-        if (ilp_sync_blocks(p, z)) sync_block += g->mult * S->sync_s[z];
-        else {
-            sync_over += g->mult * S->sync_s[z];
-            sync_last += g->sync_last * g->mult * S->sync_s[z];
-            sync_tail += g->sync_tail * g->mult * S->sync_s[z];
+        { /* the buckets; what blocks the compute stream exposed whole (ilp_sync_blocks: ZeRO-2/3,
+           * every sum on the caller's thread; ilp_zero1_scatters: ZeRO-1's under the sharded lowering) */
+            double blk = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
+            sync_block += g->mult * blk;
+            sync_over += g->mult * q;
+            sync_last += g->sync_last * g->mult * q;
+            sync_tail += g->sync_tail * g->mult * q;
         }
         if (!g->after_blocks) hide += g->mult * S->bwd_s;
         if (!g->after_blocks && g->block < 0) hide_tail += g->mult * S->bwd_s;
@@ -312,6 +314,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
             other_blocks = maxd(other_blocks, E->mem[k]);
         }
     }
+    /* an activation's gradient parts held alike are added and moved once (IlpGradShare) */
+    r.comm_s -= ilp_grad_share_refund(p, c->strat, -1, NULL);
     hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
     hide_tail /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1;
     /* contention (shard_overlap_paid f): the buckets beside the backward slow it, f of

@@ -427,6 +427,21 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             vs[s].mem_transient = maxd(vs[s].mem_transient, E->mem[kk]);
         }
     }
+    /* the shared gradient sums' refunds (IlpGradShare): the backward of the reader's stages,
+     * as its edge's cost was spread */
+    double *refund = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
+    memset(refund, 0, sizeof(double) * (size_t)(p->n_groups + 1));
+    ilp_grad_share_refund(p, r->choice.strat, -1, refund);
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *D = &p->groups[gi];
+        const double *sh = &share[(size_t)gi * PLACE_MAX_STAGES];
+        if (!(refund[gi] > 0)) continue;
+        if (n_cut && D->mult > 1 && ir_node(g, D->members[0].node)->block == blk)
+            for (int i = 0; i < n_cut && i < D->mult; i++) iw[i] -= refund[gi] * k / D->mult;
+        for (int s = 0; s < P; s++)
+            if (sh[s] > 0) bwd[s] -= refund[gi] * k * sh[s] / D->mult;
+    }
+    ir_free(refund);
     ir_free(share);
     for (int q = 0; q < P; q++) vs[q].optimizer_s += ilp_norm_sum_s(p, nax[q]);
     /* a kept stage copies one micro-batch's saved activations into its slot after the forward
@@ -661,6 +676,12 @@ static void rescale(IlpProblem *p, int blk, int from, int to) {
         if (p->groups[E->src].block != bi || p->groups[E->dst].block != bi) continue;
         size_t n = (size_t)p->groups[E->src].n_strats * (size_t)p->groups[E->dst].n_strats;
         for (size_t j = 0; j < n; j++) E->cost[j] = E->cost[j] / from * to;
+    }
+    for (int k = 0; k < p->n_shares; k++) { /* the shared gradient sums inside it, per instance */
+        IlpGradShare *H = &p->shares[k];
+        bool in = p->groups[H->src].block == bi;
+        for (int j = 0; in && j < H->n_readers; j++) in = p->groups[H->dst[j]].block == bi;
+        if (in) H->weight = H->weight / from * to;
     }
     p->n_layers = 0;
     for (int gi = 0; gi < p->n_groups; gi++)
