@@ -44,6 +44,9 @@ typedef struct colrt_coll {
     float avg; /* AVG: scale recv (count elements) by this afterwards; 0: no scaling */
 } colrt_coll;
 void colrt__coll_run(const colrt_coll *c, MPI_Comm comm);
+/* This thread (a stream's worker) waits for its collectives without polling
+ * a core away from the caller (collectives.c). */
+void colrt__coll_polite(void);
 /* The MPI datatype a colrt dtype travels as (16-bit floats: MPI_UINT16_T). */
 MPI_Datatype colrt__mpi_type(colrt_dtype t);
 /* The MPI sum of a colrt dtype (16-bit floats: added in f32, rounded once). */

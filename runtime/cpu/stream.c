@@ -170,6 +170,7 @@ static void run_op(const op *o) {
 static void *worker(void *arg) {
     colrt_stream *s = arg;
     colrt__coll_thread_name(s->name);
+    colrt__coll_polite();
     pthread_mutex_lock(&s->mu);
     for (;;) {
         while (!s->len && !s->stop) pthread_cond_wait(&s->work, &s->mu);
