@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cpu.h"
 
@@ -123,6 +124,13 @@ void colrt__streams_init(void) {
 }
 
 int colrt__cpu_streams_async(void) { return async; }
+
+double colrt__stream_worker_cpu_s(colrt_stream *s) {
+    clockid_t id;
+    struct timespec t;
+    if (!s || !s->has_thread || pthread_getcpuclockid(s->thread, &id) || clock_gettime(id, &t)) return 0;
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 /* ---- the worker ------------------------------------------------------------------ */
 
