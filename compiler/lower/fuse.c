@@ -267,9 +267,11 @@ static int update_unit(const LowerProgram *p, NodeId id) {
  * unit (with or without the cast, and the cast's dtype), parameters of the
  * same tied-block instance (so each instance's group is the same kernel,
  * called with its offsets: cg_share), the same pipeline stages, the same
- * ZeRO slicing (whole, or slices of the same stage), and where the lowering
- * packed ZeRO-3 chunks (chunk.c), the same chunk: one update kernel a chunk
- * (chunk_of: a parameter's chunk, or -1). */
+ * ZeRO slicing (whole, or slices of the same stage); where the lowering
+ * packed ZeRO-3 chunks (chunk.c) the same chunk instead of the same
+ * instance: one update kernel a chunk (chunk_of: a parameter's chunk, or
+ * -1; a chunk across instances makes kernels cg_share does not repeat,
+ * which costs source text, not correctness). */
 static bool update_joins(const LowerProgram *p, const int32_t *home, const int *chunk_of, NodeId a, int ua, NodeId b,
                          int ub) {
     const Graph *g = p->g;
@@ -283,8 +285,8 @@ static bool update_joins(const LowerProgram *p, const int32_t *home, const int *
     /* the parameter the forward reads: the 16-bit one a cast writes, else the updated one */
     ValueId px = ua == 2 ? ir_val(g, ir_node(g, a + 1)->out[0])->updates : x->in[0];
     ValueId py = ub == 2 ? ir_val(g, ir_node(g, b + 1)->out[0])->updates : y->in[0];
-    if (home[2 * px] != home[2 * py] || home[2 * px + 1] != home[2 * py + 1]) return false;
     if (p->n[a].zero != p->n[b].zero || chunk_of[px] != chunk_of[py]) return false;
+    if (chunk_of[px] < 0 && (home[2 * px] != home[2 * py] || home[2 * px + 1] != home[2 * py + 1])) return false;
     return p->pipe.stages <= 1 || !p->pipe.mask || p->pipe.mask[a] == p->pipe.mask[b];
 }
 
