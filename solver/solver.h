@@ -430,6 +430,11 @@ typedef struct IlpPrice {
     /* each moment's bytes, its transient, and (the backward's first two) its gradients not
      * yet written and activations freed: what the peak's fields are taken from */
     double mem_at[ILP_MOMENTS], tr_at[ILP_MOMENTS], unwritten_at[ILP_MOMENTS], freed_at[ILP_MOMENTS];
+    /* the stagings in each moment's bytes (mem_staging but at the first block instance's,
+     * one block: its own transfer and the K - 1 largest of the groups before the blocks,
+     * the later instances' done), and in the point after the last instance's backward
+     * (ilp_evaluate_at's group_at[n_groups]: the first instance's where the block has two) */
+    double stg_at[ILP_MOMENTS], stg_done;
 } IlpPrice;
 
 /* Sets r's peak (peak_bytes, peak_moment, the moment's mem_transient, mem_unwritten,
