@@ -69,8 +69,9 @@
  *   parameters on the host: the backward's moments hold the stagings of the
  *          K largest transfers up (IlpPrice.mem_staging), but the first
  *          block instance's (one block) its own transfer and the K - 1
- *          largest of the groups' before the blocks, the later instances'
- *          done (IlpPrice.stg_at); so the point after the last instance's
+ *          largest of those after the blocks' backward (IlpStrat.
+ *          off_late_bytes), the later instances' and the head's done
+ *          (IlpPrice.stg_at); so the point after the last instance's
  *          backward too where the block has two instances (the next is the
  *          first: IlpPrice.stg_done)
  *   ZeRO-3 with recompute: a recomputed instance gathers the parameters its
@@ -212,8 +213,9 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     double *block_xfer = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
     double *xfer = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
     int *xn = ir_alloc(sizeof(int) * (size_t)(p->n_groups + p->n_blocks + 1)), nx = 0;
-    /* and those of the groups before the blocks: at the first block instance's backward
-     * the transfers in flight are its own and theirs (the later instances' are done) */
+    /* and those after the blocks' backward (IlpStrat.off_late_bytes: of the groups before
+     * the blocks): at the first block instance's backward the transfers in flight are its
+     * own and those (the later instances' and the head's are done) */
     double *xfer_pre = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
     int *xn_pre = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1)), nx_pre = 0;
     /* the gradient buckets (ilp_bucket_sets): one block instance's, the head's, those before the blocks */
@@ -267,7 +269,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
                 double xb = S->off_bwd_bytes[z] + (rc ? S->off_rc_bytes[z] : 0);
                 if (g->block >= 0) block_xfer[g->block] += xb;
                 else xfer[nx] = g->mult * xb, xn[nx++] = 1;
-                if (g->block < 0 && !g->after_blocks) xfer_pre[nx_pre] = g->mult * xb, xn_pre[nx_pre++] = 1;
+                if (g->block < 0 && S->off_late_bytes[z] > 0) xfer_pre[nx_pre] = g->mult * S->off_late_bytes[z], xn_pre[nx_pre++] = 1;
             }
         }
         if (g->block < 0) {

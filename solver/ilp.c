@@ -132,7 +132,8 @@ typedef struct Model {
     double *stg_rc_sum; /* per block: the most those re-run stagings can be (memory units) */
     /* one block: the first instance's stagings (eval.c stg1), its own transfer X1 (>= the
      * instance's, and with the re-run's where it recomputes: x1_rc_row, as stg_rc_row) and
-     * the K - 1 largest of the groups' before the blocks (t1, and a u per group), on
+     * the K - 1 largest of the transfers after the blocks' backward (t1, and a u per group
+     * outside the blocks over its o3l: IlpStrat.off_late_bytes), on
      * first_row, and on m1_row (moment 1's row: its point after the last instance's
      * backward) in place of the K largest where the block has two instances */
     int m1_row, x1_col, x1_row, x1_rc_row, stg1_col;
@@ -201,6 +202,7 @@ static const double *off_dev_bytes(const IlpStrat *S) { return S->off_dev_bytes;
 static const double *off_param_bytes(const IlpStrat *S) { return S->off_param_bytes; }
 static const double *off_bwd_bytes(const IlpStrat *S) { return S->off_bwd_bytes; }
 static const double *off_rc_bytes(const IlpStrat *S) { return S->off_rc_bytes; }
+static const double *off_late_bytes(const IlpStrat *S) { return S->off_late_bytes; }
 
 /* Level params, group g (offload column h): the header's hp and o3, and the
  * gathers' copies up, exposed past the compute (qf, made at the first group). */
@@ -267,15 +269,19 @@ static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g
     if (m->one && G->block >= 0) { /* the first instance's own transfer */
         if (ob) put(lp, m->x1_row, ob, -bmax * ms), put(lp, m->x1_rc_row, ob, -bmax * ms);
         if (orc) put(lp, m->x1_rc_row, orc, -rmax * ms);
-    } else if (m->one && !G->after_blocks && m->stg1_col && ob) { /* before the blocks: u1 + t1 >= its transfer */
-        snprintf(nm, sizeof nm, "staging_first_u_%d", g);
-        int u1 = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
-        int row = add_row(lp, GLP_LO, 0, 0, nm);
-        put(lp, row, u1, 1);
-        put(lp, row, m->stg1_col, 1);
-        put(lp, row, ob, -G->mult * bmax * ms);
-        put(lp, m->first_row, u1, 1);
-        if (m->two) put(lp, m->m1_row, u1, 1);
+    } else if (m->one && m->stg1_col) { /* its transfer after the blocks' backward: u1 + t1 >= it */
+        double lmax;
+        int ol = tied_col(lp, m, G, g, hp, off_late_bytes, true, 0, "o3l", &lmax);
+        if (ol) {
+            snprintf(nm, sizeof nm, "staging_first_u_%d", g);
+            int u1 = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+            int row = add_row(lp, GLP_LO, 0, 0, nm);
+            put(lp, row, u1, 1);
+            put(lp, row, m->stg1_col, 1);
+            put(lp, row, ol, -G->mult * lmax * ms);
+            put(lp, m->first_row, u1, 1);
+            if (m->two) put(lp, m->m1_row, u1, 1);
+        }
     }
     if (G->block >= 0) {
         int xrc = m->stg_rc_row[G->block];
