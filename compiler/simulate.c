@@ -72,8 +72,8 @@ static void print_breakdown(const cJSON *root, const SimResult *r) {
         if (r->copy_part_s[q] > 0) brow(w, -1, r->copy_part_s[q], planned);
     }
     brow("communication on the step's path", comm, r->step_s - r->kernel_s - r->copy_s, planned);
-    printf("    planned: resharding %.6g, exposed gradient sync %.6g (of %.6g), ZeRO gathers %.6g\n", term[3], term[4],
-           term_of(b, "grad_sync_s"), term[5]);
+    printf("    planned: resharding %.6g, exposed gradient sync %.6g (of %.6g; contention %.6g), ZeRO gathers %.6g\n",
+           term[3], term[4], term_of(b, "grad_sync_s"), term_of(b, "grad_sync_contention_s"), term[5]);
     for (int s = 0; s < SIM_STREAMS; s++)
         for (int k = 0; k < COLL__COUNT; k++) {
             if (!r->coll_n[k][s]) continue;
@@ -82,6 +82,7 @@ static void print_breakdown(const cJSON *root, const SimResult *r) {
                    r->coll_s[k][s], r->coll_lat_s[k][s]);
         }
     printf("    simulated: the compute stream waited %.6g s for the communication stream\n", r->wait_s[SIM_COMPUTE]);
+    printf("    simulated: contention (kernels and copies beside the communication stream) %.6g s\n", r->contention_s);
     brow("step", planned, r->step_s, planned);
 }
 
@@ -150,17 +151,17 @@ int run_simulate(int argc, char **argv) {
                "\"coll_compute_s\": %.9g, \"coll_comm_s\": %.9g, \"exposed_comm_s\": %.9g, \"recompute_s\": %.9g, "
                "\"forward_s\": %.9g, \"backward_s\": %.9g, \"update_s\": %.9g, \"kernels\": %d, \"collectives\": %d, "
                "\"copies\": %d, \"peak_live_bytes\": %.17g, \"micro_batches\": %d, \"host_s\": %.9g, "
-               "\"host_copy_s\": %.9g, \"host_copies\": %d, \"offload_exposed_s\": %.9g, ",
+               "\"host_copy_s\": %.9g, \"host_copies\": %d, \"offload_exposed_s\": %.9g, \"contention_s\": %.9g, ",
                r.step_s, planned, r.kernel_s, r.copy_s, r.coll_compute_s, r.coll_comm_s, r.exposed_comm_s,
                r.recompute_s, r.part_s[SIM_FORWARD], r.part_s[SIM_BACKWARD], r.part_s[SIM_UPDATE], r.n_kernels,
                r.n_colls, r.n_copies, r.peak_live_bytes, p.micro_batches, r.host_s, r.hcopy_s, r.n_hcopies,
-               r.offload_exposed_s);
+               r.offload_exposed_s, r.contention_s);
         /* forward and backward kernels by op class (not recomputed), to set beside the planner's ops */
         double by[OPC_OPTIMIZER + 1] = {0};
         for (int i = 0; i < r.n_spans; i++) {
             const SimOp *o = &p.op[r.spans[i].op];
             if (o->kind == SIM_KERNEL && o->part != SIM_UPDATE && !o->recompute && (int)o->cls <= OPC_OPTIMIZER)
-                by[o->cls] += r.spans[i].end - r.spans[i].start;
+                by[o->cls] += r.spans[i].end - r.spans[i].start - r.spans[i].contention;
         }
         printf("\"kernels_by_class\": {");
         for (int c = 0; c <= OPC_OPTIMIZER; c++)
@@ -193,6 +194,10 @@ int run_simulate(int argc, char **argv) {
                    r.host_s, r.n_host, r.hcopy_s, r.n_hcopies, r.busy_s[SIM_D2H], r.busy_s[SIM_H2D], r.offload_exposed_s);
         printf("  exposed communication: %.6g s (the step less the compute stream's kernels and copies; %d collectives)\n",
                r.exposed_comm_s, r.n_colls);
+        if (r.contention_s > 0)
+            printf("  contention:            %.6g s of it: the compute stream's kernels and copies ran longer beside the "
+                   "communication stream's collectives (overlap_slowdown %g)\n",
+                   r.contention_s, cl.overlap_slowdown);
         printf("  kernels by part:       forward %.6g s, backward %.6g s, update %.6g s; of which recompute %.6g s\n",
                r.part_s[SIM_FORWARD], r.part_s[SIM_BACKWARD], r.part_s[SIM_UPDATE], r.recompute_s);
         if (r.peak_live_bytes >= 0) {

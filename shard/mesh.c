@@ -20,6 +20,15 @@ static const char *const coll_names[] = {
 
 const char *shard_coll_name(ShardColl k) { return coll_names[k]; }
 
+/* FNV-1a over the tables' bytes (the structs are zeroed first); 0: no tables */
+static uint64_t coll_hash(const ShardCollLink coll[2]) {
+    if (!coll[0].ranks && !coll[1].ranks) return 0;
+    const unsigned char *p = (const unsigned char *)coll;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < 2 * sizeof *coll; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h ? h : 1;
+}
+
 bool shard_mesh_make(const ShardCluster *c, int n_axes, const int *sizes, ShardMesh *m,
                      StrBuf *err) {
     memset(m, 0, sizeof *m);
@@ -45,13 +54,7 @@ bool shard_mesh_make(const ShardCluster *c, int n_axes, const int *sizes, ShardM
     m->n_devices = devices;
     m->mem_bw = c->mem_bw;
     memcpy(m->coll, c->coll, sizeof m->coll);
-    m->coll_id = 0;
-    if (c->coll[0].ranks || c->coll[1].ranks) { /* FNV-1a over the tables' bytes (the structs are zeroed first) */
-        const unsigned char *p = (const unsigned char *)c->coll;
-        uint64_t h = 1469598103934665603ull;
-        for (size_t i = 0; i < sizeof c->coll; i++) h = (h ^ p[i]) * 1099511628211ull;
-        m->coll_id = h ? h : 1;
-    }
+    m->coll_id = coll_hash(m->coll);
     int64_t stride = 1;
     for (int a = n_axes - 1; a >= 0; a--) {
         m->size[a] = sizes[a];
@@ -169,6 +172,16 @@ double shard_coll_handoff(const ShardMesh *m, ShardColl k, int axis) {
     if (m->size[axis] <= 1) return 0;
     const ShardCollLink *l = coll_link(m, k, axis);
     return l ? l->handoff : 0;
+}
+
+bool shard_mesh_queueing(const ShardMesh *m, ShardMesh *out) {
+    bool any = false;
+    for (int a = 0; a < m->n_axes; a++)
+        for (int k = 0; k < SHARD_COLL_KINDS; k++) any |= shard_coll_handoff(m, (ShardColl)k, a) > 0;
+    *out = *m;
+    for (int l = 0; l < 2; l++) out->coll[l].handoff = 0;
+    out->coll_id = coll_hash(out->coll);
+    return any;
 }
 
 double shard_coll_time(const ShardMesh *m, ShardColl k, int axis, double bytes) {

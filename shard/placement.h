@@ -163,6 +163,8 @@ typedef struct Placement {
     int *rc_full;               /* per graph block: its first rc_full instances recompute fully, */
     int *rc_selective;          /* the next rc_selective selectively */
     int micro_batches;
+    bool sync_on_caller;        /* the gradient buckets all-reduced on the caller's thread, no
+                                 * communication stream (IlpOptions.sync_on_caller) */
     const char *source;         /* who made it ("ilp" or a baseline's name): for reports only */
     int n_unpriced_rsh;         /* backward operands the lowering reshards from a spec the
                                  * planner's rule did not assume (solver/placement.c): */

@@ -164,6 +164,11 @@ typedef struct ShardCluster {
     /* each collective's measured time by size, inside a node [0] and across
      * nodes [1] (colossal-calibrate); ranks 0: not measured, the α–β model */
     ShardCollLink coll[2];
+    /* contention (docs/sharding.md, "Contention"): how much slower a compute
+     * kernel runs while a collective runs beside it on the communication
+     * stream: a kernel wholly overlapped takes (1 + overlap_slowdown) x its
+     * time; 0: overlap is free */
+    double overlap_slowdown;
 } ShardCluster;
 
 /* Reads `--cluster`: a preset (`h100`, `a100-40gb`, `a100-80gb`, `h200`,
@@ -177,6 +182,11 @@ int shard_cluster_devices(const ShardCluster *c);
 /* Host offload's transfers up in flight: `flag` (--offload-inflight) when > 0, else
  * the cluster's host_inflight, else SHARD_INFLIGHT_DEFAULT. */
 int shard_cluster_inflight(const ShardCluster *c, int flag);
+/* The share of communication time hidden behind compute that the step still
+ * pays through contention: s / (1 + s), s = c->overlap_slowdown (compute runs
+ * at 1 / (1 + s) of its speed while the collective runs, so the compute done
+ * beside a collective of t seconds takes t, where alone it took t / (1 + s)). */
+double shard_overlap_paid(const ShardCluster *c);
 /* The whole reserve per device, bytes. */
 double shard_cluster_reserve(const ShardCluster *c);
 /* Fraction of peak FLOP/s that one GEMM of `flops` reaches in dtype dt. */
@@ -257,6 +267,13 @@ double shard_coll_time_on(const ShardMesh *m, ShardColl k, int axis, double byte
  * (the hand-off conflict: docs/sharding.md, "Queued or on the caller's
  * thread"; cost_zero_handoff, sim.c). */
 double shard_coll_handoff(const ShardMesh *m, ShardColl k, int axis);
+/* The mesh of a program that queues gradient buckets on a communication stream:
+ * m with every link's hand-off 0, so that every collective, queued or on the
+ * caller's thread, is priced at the stream's time (the hand-off conflict: a
+ * blocking call on the caller's thread beside a stream's worker pays the
+ * hand-off too; docs/sharding.md). true when m has a hand-off on some busy axis
+ * (then the two ways of running the gradient sums price differently). */
+bool shard_mesh_queueing(const ShardMesh *m, ShardMesh *out);
 
 /* A device copy of `bytes` (read and written) at SHARD_COPY_BW_EFF of the
  * memory bandwidth: what the sim prices a recorded copy at (cost.c's layout

@@ -13,6 +13,9 @@
  *                  the blocks (IlpGroup.sync_tail: the first block instance's
  *                  bucket runs on the communication stream behind that
  *                  backward only, the first parameters' bucket after it), 0)
+ *          + contention: the buckets' sync less their exposed part (what runs
+ *            beside the backward) x shard_overlap_paid (the compute beside a
+ *            collective slowed by the cluster's overlap_slowdown)
  *   offloaded groups (host offload): their state's buffers leave the device
  *          (every moment; IlpStrat.off_dev_bytes, aligned as placed) for the host; their device update leaves
  *          optimizer; the offloaded updates' pipeline runs beside the
@@ -228,7 +231,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.compute_s += g->mult * (S->fwd_s + S->bwd_s);
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
-        if (z >= 2) sync_block += g->mult * S->sync_s[z];
+        if (ilp_sync_blocks(p, z)) sync_block += g->mult * S->sync_s[z];
         else {
             sync_over += g->mult * S->sync_s[z];
             sync_last += g->sync_last * g->mult * S->sync_s[z];
@@ -326,7 +329,11 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     }
     hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
     hide_tail /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1;
-    r.sync_exposed_s = sync_block + maxd(0, maxd(maxd(sync_over - hide, sync_last), sync_tail - hide_tail));
+    double over_exposed = maxd(0, maxd(maxd(sync_over - hide, sync_last), sync_tail - hide_tail));
+    r.sync_exposed_s = sync_block + over_exposed;
+    /* contention (shard_overlap_paid): the buckets' hidden part slows the backward beside it */
+    r.contention_s = shard_overlap_paid(p->cm->cl) * maxd(0, sync_over - over_exposed);
+    r.sync_exposed_s += r.contention_s;
     /* the hand-off conflict (cost_zero_handoff): where a bucket is queued, each of ZeRO's
      * collectives on the caller's thread pays the hand-off too */
     bool queues = false;

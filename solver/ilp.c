@@ -766,7 +766,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 }
         }
     }
-    int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
+    /* contention (eval.c): the step pays E + f (the buckets' sync - their exposed part), which
+     * with E = ZeRO-2/3's sync + that exposed part is (1 - f) E + f x every column's sync */
+    double paid = shard_overlap_paid(p->cm->cl);
+    int ecol = add_col(lp, GLP_CV, 0, INFINITY, on * (1 - paid), "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
     int erow3 = add_row(lp, GLP_LO, 0, 0, "sync_tail_buckets");
@@ -813,10 +816,13 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                  * backward they hide behind, at least the last buckets', and the last two
                  * runs' past the backward of the groups before the blocks (eval.c) */
                 double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
+                if (paid > 0 && S->sync_s[z] > 0)
+                    glp_set_obj_coef(lp->P, c, glp_get_obj_coef(lp->P, c) + tscale * paid * G->mult * S->sync_s[z]);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
-                put(lp, erow2, c, -G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_last) * ts);
+                bool blocks = ilp_sync_blocks(p, z);
+                put(lp, erow2, c, -G->mult * S->sync_s[z] * (blocks ? 1 : G->sync_last) * ts);
                 put(lp, erow3, c,
-                    (-G->mult * S->sync_s[z] * (z >= 2 ? 1 : G->sync_tail) + (G->block < 0 ? hide : 0)) * ts);
+                    (-G->mult * S->sync_s[z] * (blocks ? 1 : G->sync_tail) + (G->block < 0 ? hide : 0)) * ts);
             }
     }
 

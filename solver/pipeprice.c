@@ -536,6 +536,8 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         PipeStagePrice *st = &out->st[d];
         /* the gradient sync overlaps the last backward but its last bucket (eval.c's rule) */
         st->grad_sync_exposed_s = maxd(0, maxd(st->grad_sync_s - st->bwd_s, st->grad_sync_s * devs / layers));
+        /* and its hidden part's contention with that backward (eval.c) */
+        st->grad_sync_exposed_s += shard_overlap_paid(r->cm.cl) * maxd(0, st->grad_sync_s - st->grad_sync_exposed_s);
         st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
         st->busy_s = m * (st->fwd_s + st->bwd_s);
         double start = st->mem_static - st->mem_grads_late + st->mem_acts + st->mem_inflight;

@@ -435,6 +435,7 @@ static void from_choice(Placement *pl, const PlanResult *r) {
         pl->rc_selective[b] = r->choice.count[k][RC_SELECTIVE];
     }
     pl->micro_batches = p->opt.micro_batches > 0 ? p->opt.micro_batches : 1;
+    pl->sync_on_caller = p->opt.sync_on_caller;
     pl->offload_inflight = r->offload_inflight;
     pl->chunk_bytes = r->chunk_bytes;
     pl->source = r->chosen;

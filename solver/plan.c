@@ -133,22 +133,63 @@ static bool offload_check(const PlanOptions *o, const ShardCluster *cl) {
     return true;
 }
 
-/* One mesh's problem, built (r->prob->timed_out: --time-limit reached while building). */
-static PlanResult *plan_mesh_build(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
-                                   const ShardMesh *mesh, DType dt, double limit) {
+/* One mesh's problem, built (r->prob->timed_out: --time-limit reached while building).
+ * The gradient buckets queued on a communication stream (on_caller false) or summed on
+ * the caller's thread (IlpOptions.sync_on_caller). Where the mesh has a hand-off (a
+ * calibrated table's), a program that queues runs a stream worker beside the caller's
+ * thread and every collective pays the stream's time (shard_mesh_queueing: the hand-off
+ * conflict); plan_sync_way prices both ways and keeps the faster. */
+static PlanResult *plan_mesh_build_way(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
+                                       const ShardMesh *mesh, DType dt, double limit, bool on_caller) {
     PlanResult *r = ir_alloc(sizeof *r);
     r->cl = *cl;
     r->mesh = *mesh;
+    ShardMesh qm;
+    if (!on_caller && o->pp <= 1 && shard_mesh_queueing(mesh, &qm)) r->mesh = qm;
     r->cm = (CostModel){&r->cl, &r->mesh, dt, 1, NULL};
     r->mem_limit = limit;
     r->mip_gap = o->mip_gap;
-    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight};
+    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight,
+                     on_caller};
     r->prob = ilp_problem_build(g, &r->cm, &io);
     r->cm.fuse = r->prob->fuse; /* the reports price the adds as the problem does */
     r->offload_mode = offload_level(o, NULL) == PO_DEVICE ? "none" : o->offload;
     r->offload_inflight = shard_cluster_inflight(cl, o->offload_inflight); /* the problem's K */
     r->chunk_bytes = o->chunk_bytes > 0 ? o->chunk_bytes : 0; /* auto: plan_price_chunks, below */
     r->batch = r->prob->batch;
+    return r;
+}
+
+static PlanResult *plan_mesh_build(const Graph *g, const PlanOptions *o, const ShardCluster *cl,
+                                   const ShardMesh *mesh, DType dt, double limit) {
+    return plan_mesh_build_way(g, o, cl, mesh, dt, limit, false);
+}
+
+static void plan_mesh_solve(const PlanOptions *o, PlanResult *r, double limit, const IlpFix *fix, double beat);
+
+/* r planned with its buckets queued (plan_mesh_build): where the mesh has a hand-off
+ * (unpipelined), the same mesh planned with them on the caller's thread too, and the
+ * faster of the two kept (ties: the caller's thread, the program without a stream
+ * worker); the other freed. Measured (bench/validate/README.md, issue 15): on the CPU
+ * backend, one core a rank, gpt2-tiny-tp-1x2's program ran 3.4 ms a step with its
+ * buckets on the caller's thread and 7-13 ms with them queued. */
+static PlanResult *plan_sync_way(const Graph *g, const PlanOptions *o, const ShardCluster *cl, const ShardMesh *mesh,
+                                 DType dt, double limit, const IlpFix *fix, double beat, PlanResult *r) {
+    ShardMesh qm;
+    if (o->pp > 1 || !shard_mesh_queueing(mesh, &qm) || r->prob->timed_out) return r;
+    PlanResult *c = plan_mesh_build_way(g, o, cl, mesh, dt, limit, true);
+    if (c->prob->timed_out) {
+        plan_free(c);
+        return r;
+    }
+    plan_mesh_solve(o, c, limit, fix, beat);
+    c->solve_s += r->solve_s;
+    if (c->chosen && (!r->chosen || c->price.step_s <= r->price.step_s)) {
+        plan_free(r);
+        return c;
+    }
+    r->solve_s = c->solve_s;
+    plan_free(c);
     return r;
 }
 
@@ -216,7 +257,7 @@ static PlanResult *plan_mesh(const Graph *g, const PlanOptions *o, const ShardCl
                              const ShardMesh *mesh, DType dt, double limit, const IlpFix *fix, double beat) {
     PlanResult *r = plan_mesh_build(g, o, cl, mesh, dt, limit);
     plan_mesh_solve(o, r, limit, fix, beat);
-    return r;
+    return plan_sync_way(g, o, cl, mesh, dt, limit, fix, beat, r);
 }
 
 static bool pick_dtype(const Graph *g, const PlanOptions *o, DType *dt) {
@@ -287,7 +328,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
     for (int i = 0; i < nm; i++) fz[i] = zl->meshes & 1u << i ? zero_capped(fix_all, zl->zmax[i]) : *fix_all;
     CostModel *cms = ir_alloc(sizeof *cms * (size_t)nm);
     IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)nm);
-    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight};
+    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight, false};
     double lo = INFINITY;
     /* the sweep's solves run within a --time-limit of their own; a mesh whose
      * problem is not built by then drops out of the sweep */
@@ -414,6 +455,7 @@ static PlanResult *plan_meshes(const Graph *g, const PlanOptions *o, const Shard
         double b = best ? best->price.step_s : 0; /* the step this mesh must beat */
         if (beat > 0 && (b == 0 || beat < b)) b = beat;
         plan_mesh_solve(o, r, limit, fix, b);
+        r = built[i] = plan_sync_way(g, o, cl, &meshes[i], dt, limit, fix, b, r);
         /* beaten, with no plan under b (a baseline's): it loses, as every replan below would */
         bool loses = r->res.beaten && (!r->chosen || r->price.step_s >= b);
         StrBuf why;
@@ -1290,6 +1332,7 @@ static cJSON *price_json(const IlpPrice *p) {
     if (p->fetch_s > 0) cJSON_AddNumberToObject(o, "param_fetch_exposed_s", p->fetch_exposed_s);
     if (p->chunk_copy_s > 0) cJSON_AddNumberToObject(o, "chunk_copy_s", p->chunk_copy_s);
     if (p->handoff_s > 0) cJSON_AddNumberToObject(o, "grad_sync_handoff_s", p->handoff_s);
+    if (p->contention_s > 0) cJSON_AddNumberToObject(o, "grad_sync_contention_s", p->contention_s);
     return o;
 }
 

@@ -129,6 +129,12 @@ bool ilp_grad_bucketed(const IlpProblem *p, ValueId v, int zero_stage, const Sha
     return zero_stage < 2 && grad->partial && p->fwd_reads[v] <= 1;
 }
 
+bool ilp_grad_queued(const IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
+    return !p->opt.sync_on_caller && ilp_grad_bucketed(p, v, zero_stage, grad, held);
+}
+
+bool ilp_sync_blocks(const IlpProblem *p, int zero_stage) { return zero_stage >= 2 || p->opt.sync_on_caller; }
+
 /* The planner chooses the forward ops' strategies; a training graph's
  * backward nodes are priced with their forward op (member_bwd), its
  * optimizer nodes with the parameters (price_params). */
@@ -636,14 +642,16 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 if (z >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
                 /* in a bucket, all-reduced on the communication stream; every other sum on
                  * the caller's thread */
-                bool queued = ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
+                bool in_bucket = ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
+                bool queued = in_bucket && !p->opt.sync_on_caller;
                 double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += z >= 2 ? M * sync : sync;
                 if (z >= 2) S->zero_handoff_s[z] += M * cost_zero_handoff(cm, COLL_REDUCE_SCATTER, sspec.partial);
                 /* queued in a bucket; so is the position table's sum at ZeRO 0-1, deferred to
                  * the table's sync (build_edges, cost_deferred_grad), which the data-parallel
                  * lowering buckets */
-                else if ((queued && sspec.partial) || (nd->op == OP_POS_EMBEDDING && rep_axes)) S->queues[z] = true;
+                else if (!p->opt.sync_on_caller && ((queued && sspec.partial) || (nd->op == OP_POS_EMBEDDING && rep_axes)))
+                    S->queues[z] = true;
                 /* a bucketed gradient is first copied into its bucket (schedule.c) */
                 if (z < 2 && sspec.partial) {
                     double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
@@ -651,9 +659,9 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                     /* in a bucket (ilp_grad_bucketed): its bytes. Not counted: ZeRO-1's (the
                      * data-parallel lowering buckets them, the sharded one reduce-scatters
                      * them at the update) */
-                    if (z == 0 && queued) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
+                    if (z == 0 && in_bucket) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
                 }
-                bool bucketed = z == 0 && queued;
+                bool bucketed = z == 0 && in_bucket;
                 S->update_transient[z] =
                     fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, z, bucketed));
                 double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);

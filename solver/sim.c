@@ -61,18 +61,39 @@ static double op_time(const SimOp *o, const CostModel *cm, bool no_host, bool qu
     case SIM_KERNEL: return cost_roofline_op(cm, o->cls, o->op, o->flops, o->bytes);
     case SIM_COPY: return cost_copy(cm, o->bytes);
     /* a collective on the communication stream is queued there between event
-     * waits (a gradient bucket's); on the compute stream it runs on the caller;
-     * one of ZeRO's there pays the hand-off too where the program queues any
-     * (the hand-off conflict, cost_zero_handoff) */
-    case SIM_COLL:
-        return shard_coll_time_on(cm->mesh, o->coll, o->axis, o->bytes, o->stream == SIM_COMM) +
-               (queues && o->zero && o->stream != SIM_COMM
-                    ? shard_coll_handoff(cm->mesh, o->coll, o->axis)
-                    : 0);
+     * waits (a gradient bucket's); on the compute stream it runs on the caller,
+     * at the caller's time unless the program queues any: then at the stream's
+     * time too (the hand-off conflict: shard_mesh_queueing, the planner's mesh
+     * of such a program) */
+    case SIM_COLL: return shard_coll_time_on(cm->mesh, o->coll, o->axis, o->bytes, o->stream == SIM_COMM || queues);
     case SIM_HCOPY: return no_host || !(cl->pcie_bw > 0) ? 0 : o->bytes / cl->pcie_bw;
     case SIM_HOST: return no_host || !(cl->host_adamw_rate > 0) ? 0 : o->flops / cl->host_adamw_rate;
     default: return 0;
     }
+}
+
+/* Contention (ShardCluster.overlap_slowdown s): a compute-stream op of d
+ * seconds starting at x runs at 1 / (1 + s) of its speed while a collective
+ * runs on the communication stream (iv: those collectives' [start, end), in
+ * order; *from: the first that may still matter, moved on as compute time
+ * only grows). Gives its end. */
+static double contended_end(const double *iv, int n, int *from, double x, double d, double s) {
+    while (*from < n && iv[2 * *from + 1] <= x) (*from)++;
+    double left = d; /* seconds of work left at full speed */
+    for (int i = *from; i < n && left > 0; i++) {
+        double a = iv[2 * i], b = iv[2 * i + 1];
+        if (b <= x) continue;
+        if (a > x) { /* alone until the collective starts */
+            if (left <= a - x) return x + left;
+            left -= a - x;
+            x = a;
+        }
+        double can = (b - x) / (1 + s); /* work done beside it */
+        if (left <= can) return x + left * (1 + s);
+        left -= can;
+        x = b;
+    }
+    return x + left;
 }
 
 /* One replay (sim.h); no_host: host work and host copies take no time. */
@@ -80,7 +101,9 @@ static void replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool 
     int micro = p->micro_batches > 0 ? p->micro_batches : 1;
     double *ev = ir_alloc(sizeof(double) * (size_t)(p->n_events + 1));
     double t[SIM_STREAMS] = {0}, h = 0; /* each stream's time, the host's */
-    int cap = 0;
+    int cap = 0, n_iv = 0, iv_cap = 0, from = 0;
+    double *iv = NULL; /* the communication stream's collectives, [start, end) pairs */
+    double slow = cm->cl->overlap_slowdown;
     bool queues = false; /* the program queues a collective on the communication stream */
     for (int i = 0; i < p->n; i++) queues |= p->op[i].kind == SIM_COLL && p->op[i].stream == SIM_COMM;
     for (int m = 0; m < micro; m++)
@@ -109,9 +132,22 @@ static void replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool 
                     continue;
                 }
                 double d = op_time(o, cm, no_host, queues), *at = o->kind == SIM_HOST ? &h : &t[s];
+                double run = d; /* d and the contention beside the communication stream's collectives */
+                if (slow > 0 && s == SIM_COMPUTE && (o->kind == SIM_KERNEL || o->kind == SIM_COPY) && n_iv)
+                    run = contended_end(iv, n_iv, &from, *at, d, slow) - *at;
+                r->contention_s += run - d;
                 IR_GROW(r->spans, r->n_spans, cap);
-                r->spans[r->n_spans++] = (SimSpan){i, m, *at, *at + d};
-                *at += d;
+                r->spans[r->n_spans++] = (SimSpan){i, m, *at, *at + run, run - d};
+                if (o->kind == SIM_COLL && s == SIM_COMM) {
+                    if (2 * n_iv + 2 > iv_cap) {
+                        iv_cap = iv_cap ? 2 * iv_cap : 64;
+                        iv = ir_realloc(iv, sizeof(double) * (size_t)iv_cap);
+                    }
+                    iv[2 * n_iv] = *at, iv[2 * n_iv + 1] = *at + d;
+                    n_iv++;
+                }
+                *at += run;
+                r->busy_s[s] += run - d;
                 if (o->kind == SIM_HOST) {
                     r->host_s += d;
                     r->n_host++;
@@ -146,6 +182,7 @@ static void replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool 
             }
         }
     ir_free(ev);
+    ir_free(iv);
     r->step_s = h;
     for (int s = 0; s < SIM_STREAMS; s++)
         if (t[s] > r->step_s) r->step_s = t[s];

@@ -86,6 +86,7 @@ typedef struct SimSpan {
     int op;             /* index into the program */
     int micro;          /* micro-batch (the update: micro_batches - 1) */
     double start, end;
+    double contention;  /* of end - start: the slowdown beside a collective (SimResult.contention_s) */
 } SimSpan;
 
 typedef struct SimResult {
@@ -108,6 +109,10 @@ typedef struct SimResult {
     int coll_n[COLL__COUNT][SIM_STREAMS];
     double coll_s[COLL__COUNT][SIM_STREAMS], coll_lat_s[COLL__COUNT][SIM_STREAMS];
     double wait_s[SIM_STREAMS];     /* time each stream stood waiting for an event */
+    double contention_s;            /* what the compute stream's kernels and copies ran longer
+                                     * beside the communication stream's collectives (the
+                                     * cluster's overlap_slowdown); in busy_s, not in kernel_s,
+                                     * copy_s or part_s: exposed communication */
     int n_kernels, n_colls, n_copies;
     double peak_live_bytes;         /* largest live bytes (-1: not known) */
     const char *peak_at;            /* the op where it is reached (points into the program) */

@@ -181,6 +181,13 @@ DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
  * sum runs on the caller's thread (cost_grad_sync). */
 bool ilp_grad_bucketed(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
                        const ShardSpec *held);
+/* ilp_grad_bucketed, and its bucket queued on the communication stream (not
+ * IlpOptions.sync_on_caller) */
+bool ilp_grad_queued(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
+                     const ShardSpec *held);
+/* A gradient sync at this ZeRO stage blocks the compute stream (exposed whole): ZeRO-2/3's
+ * reduce-scatters, and every sum under IlpOptions.sync_on_caller (eval.c, ilp.c) */
+bool ilp_sync_blocks(const struct IlpProblem *p, int zero_stage);
 
 /* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters
  * block the compute stream (all of them); the buckets of ZeRO 0 and 1 run on
@@ -222,6 +229,11 @@ typedef struct IlpOptions {
                                  * PO_DEVICE: none may (the default) */
     int offload_inflight;       /* level PO_PARAMS: transfers up in flight (--offload-inflight);
                                  * 0: the cluster's host_inflight (IlpProblem.off_inflight) */
+    bool sync_on_caller;        /* the gradient buckets all-reduced on the caller's thread, in
+                                 * the backward where they are launched, not queued on a
+                                 * communication stream (no stream, nothing overlapped, no
+                                 * hand-off conflict: the planner prices both ways where the
+                                 * mesh has a hand-off, solver/plan.c; docs/sharding.md) */
 } IlpOptions;
 
 typedef struct IlpProblem {
@@ -388,6 +400,8 @@ typedef struct IlpPrice {
     double compute_s, comm_s, recompute_s, sync_exposed_s, sync_s, optimizer_s, gather_s;
     double handoff_s;           /* of sync_exposed_s and sync_s: the hand-off conflict, the hand-off
                                  * of ZeRO's collectives where the plan also queues buckets */
+    double contention_s;        /* of sync_exposed_s: what the buckets' sync hidden behind the
+                                 * backward costs it in contention (shard_overlap_paid) */
     double peak_bytes;
     double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes (the transient
                                                  * of the peak's moment) */

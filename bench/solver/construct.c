@@ -32,7 +32,7 @@ static double build_s(const Graph *g, const CostModel *cm, int reps, ShardReshar
     double best = 1e300;
     for (int k = 0; k < reps; k++) {
         shard_reshard_cache_clear();
-        IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
+        IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
         double t0 = cpu_s();
         IlpProblem *p = ilp_problem_build(g, cm, &io);
         double t = cpu_s() - t0;

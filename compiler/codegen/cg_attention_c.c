@@ -8,10 +8,12 @@
  * whatever the sequence length (the row kernels before held S doubles per
  * query on the stack).
  *
- *   attention      a point per (batch, head, tile of BR queries): key/value
+ *   attention      a point per (batch, head, tile of BR queries; with one
+ *                  key tile per (batch, head), its query tiles in turn): key/value
  *                  tiles of BC keys, a running max m and sum l per query,
  *                  the output rescaled by exp(m_old - m_new) at each tile.
- *   attention_dq   a point per query tile: first its log-sum-exp and
+ *   attention_dq   a point per query tile (with one key tile per (batch,
+ *                  head), its query tiles in turn): first its log-sum-exp and
  *                  delta = sum_s p dp (online, the same pass), then over the
  *                  tiles again, p = exp(s - lse), dq += scale p (dp - delta) k.
  *   attention_dkv  a point per (batch, kv head): the statistics of the
@@ -23,9 +25,12 @@
  * The forward does not save the log-sum-exp (the IR's attention has one
  * result), so both backward kernels first recompute it with delta, online,
  * from the same q.k and dy.v; when all keys fit one tile (S <= BC, GPT-2 at
- * T = 64) that pass's scores are kept and used again, so the backward does
+ * T = 64) that pass's scores and their exponentials are kept and used again
+ * (p = exp(s - max) / sum: one exponential a score), so the backward does
  * the products the row kernels did (dq 3, dk/dv 4 of B H T S DH), else two
- * more per kernel.
+ * more per kernel and two exponentials a score. With one key tile the
+ * forward and dq kernels' point is a (batch, head), not a query tile: its
+ * keys and values are loaded (k transposed) once for all its query tiles.
  * Every product of a tile is a small GEMM over whole 4 x 16 blocks
  * (cg_mm4x16, the C prelude's: the four rows' sums held in registers over k):
  * scores = q kt and dp = dy vt (the keys transposed when loaded), acc += p v,
@@ -113,8 +118,10 @@ static const char *key_tiles =
 /* The statistics of the query tile (qs, ys loaded): lse and delta per row
  * (-INFINITY and 0 for a row that sees no key and for the padding rows).
  * `load`: load the key tiles into kt, vt; else they are there already, all
- * S keys (one tile: kt's keys past a row's last visible one are never read). */
-static void stats(StrBuf *b, bool load) {
+ * S keys (one tile: kt's keys past a row's last visible one are never read).
+ * `keep` (one key tile only): each visible score's exp(s - max) replaces it
+ * in sc, for the weights pass to read (row_p). */
+static void stats(StrBuf *b, bool load, bool keep) {
     sb_puts(b, "        for (int64_t r = 0; r < nqp; r++) m[r] = -INFINITY, l[r] = 0.f, ds[r] = 0.f;\n        {\n");
     sb_puts(b, key_tiles);
     if (load) {
@@ -137,8 +144,9 @@ static void stats(StrBuf *b, bool load) {
                "                const float mn = m[r] > mt ? m[r] : mt, corr = cg_expf(m[r] - mn);\n"
                "                float ls = 0.f, dsum = 0.f;\n" SIMD_SUM2("ls", "dsum")
                "                for (int64_t c = 0; c < nv; c++) {\n"
-               "                    const float p = cg_expf(sr[c] * @SCALE@f - mn);\n"
-               "                    ls += p;\n"
+               "                    const float p = cg_expf(sr[c] * @SCALE@f - mn);\n");
+    if (keep) sb_puts(b, "                    sr[c] = p;\n");
+    sb_puts(b, "                    ls += p;\n"
                "                    dsum += p * pr[c];\n"
                "                }\n"
                "                l[r] = l[r] * corr + ls;\n"
@@ -153,19 +161,49 @@ static void stats(StrBuf *b, bool load) {
                "        }\n");
 }
 
-static void fwd(StrBuf *b) {
-    sb_puts(b, "const int64_t tile = i % @NT@, bh = i / @NT@, h = bh % @H@, b = bh / @H@, g = h / @R@;\n"
-               "        const int64_t t0 = tile * @BR@, nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4, cs = @CS@;\n"
-               "        float qs[@BR@][@DHP@], acc[@BR@][@DHP@], sc[@BR@][@BC@], kt[@DHP@][@BC@], vs[@BC@][@DHP@];\n"
-               "        float m[@BR@], l[@BR@];\n        ");
+/* The single key tile of a query tile whose keys all fit one (S <= BC):
+ * the statistics pass left its scores (their exponentials, `keep`) and dp in
+ * sc, dp, so they are read back instead of computed again; the forward's
+ * point computes its scores here, from the keys it loaded once. */
+static const char *one_tile =
+    "        {\n"
+    "        int64_t smax = t0 + nq - 1 + cs;\n"
+    "        if (smax > @S@ - 1) smax = @S@ - 1;\n"
+    "        const int64_t s0 = 0, nc = smax + 1, ncp = (nc + 15) / 16 * 16;\n";
+
+/* `one`: every key fits one tile (S <= BC); a point is then a (batch, head)
+ * whose keys and values are loaded once for all its query tiles (else once
+ * per query tile: the T = 64 GPT-2 transposed its keys four times a head). */
+static void fwd(StrBuf *b, bool one) {
+    if (one) {
+        sb_puts(b, "const int64_t h = i % @H@, b = i / @H@, g = h / @R@, cs = @CS@;\n"
+                   "        float qs[@BR@][@DHP@], acc[@BR@][@DHP@], sc[@BR@][@BC@], kt[@DHP@][@BC@], vs[@BC@][@DHP@];\n"
+                   "        float m[@BR@], l[@BR@];\n"
+                   "        {\n"
+                   "        const int64_t s0 = 0, nc = @S@;\n");
+        load_keys(b, KT, 1, true);
+        load_keys(b, VS, 2, false);
+        sb_puts(b, "        }\n"
+                   "        for (int64_t t0 = 0; t0 < @T@; t0 += @BR@) {\n"
+                   "        const int64_t nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4;\n        ");
+    } else {
+        sb_puts(b, "const int64_t tile = i % @NT@, bh = i / @NT@, h = bh % @H@, b = bh / @H@, g = h / @R@;\n"
+                   "        const int64_t t0 = tile * @BR@, nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4, cs = @CS@;\n"
+                   "        float qs[@BR@][@DHP@], acc[@BR@][@DHP@], sc[@BR@][@BC@], kt[@DHP@][@BC@], vs[@BC@][@DHP@];\n"
+                   "        float m[@BR@], l[@BR@];\n        ");
+    }
     sb_puts(b, load_q);
     sb_puts(b, "        for (int64_t r = 0; r < nqp; r++) {\n"
                "            m[r] = -INFINITY, l[r] = 0.f;\n"
                "            for (int64_t d = 0; d < @DHP@; d++) acc[r][d] = 0.f;\n"
                "        }\n");
-    sb_puts(b, key_tiles);
-    load_keys(b, KT, 1, true);
-    load_keys(b, VS, 2, false);
+    if (one) {
+        sb_puts(b, one_tile);
+    } else {
+        sb_puts(b, key_tiles);
+        load_keys(b, KT, 1, true);
+        load_keys(b, VS, 2, false);
+    }
     sb_puts(b, mm_s);
     sb_puts(b, "            for (int64_t r = 0; r < nqp; r++) {\n");
     sb_puts(b, scores_open);
@@ -197,16 +235,8 @@ static void fwd(StrBuf *b) {
                "            const float inv = l[r] > 0.f ? 1.0f / l[r] : 0.f;\n"
                "            for (int64_t d = 0; d < @DH@; d++) o[d] = $W3(acc[r][d] * inv);\n"
                "        }");
+    if (one) sb_puts(b, "\n        }");
 }
-
-/* The single key tile of a query tile whose keys all fit one (S <= BC):
- * the statistics pass left its scores and dp in sc, dp, so they are read
- * back instead of computed again. */
-static const char *one_tile =
-    "        {\n"
-    "        int64_t smax = t0 + nq - 1 + cs;\n"
-    "        if (smax > @S@ - 1) smax = @S@ - 1;\n"
-    "        const int64_t s0 = 0, nc = smax + 1, ncp = (nc + 15) / 16 * 16;\n";
 
 /* Row r's weights over the tile, zero past its visible keys and on the rows
  * that see none: dq's ds = p (dp - delta) scale in sr; dk and dv's p in sr
@@ -217,22 +247,35 @@ static const char *row_skip =
     "                if (nv <= 0 || lse[r] == -INFINITY) {\n"
     "                    for (int64_t c = 0; c < ncp; c++) sr[c] = pr[c] = 0.f;\n"
     "                    continue;\n"
-    "                }\n"
-    "                const float lr = lse[r], dr = dl[r];\n";
-static const char *dq_w =
-    SIMD
-    "                for (int64_t c = 0; c < nv; c++) sr[c] = cg_expf(sr[c] * @SCALE@f - lr) * (pr[c] - dr) * @SCALE@f;\n"
-    "                for (int64_t c = nv; c < ncp; c++) sr[c] = 0.f;\n"
-    "            }\n";
-static const char *dkv_w =
-    SIMD
-    "                for (int64_t c = 0; c < nv; c++) {\n"
-    "                    const float p = cg_expf(sr[c] * @SCALE@f - lr);\n"
-    "                    sr[c] = p;\n"
-    "                    pr[c] = p * (pr[c] - dr) * @SCALE@f;\n"
-    "                }\n"
-    "                for (int64_t c = nv; c < ncp; c++) sr[c] = pr[c] = 0.f;\n"
-    "            }\n";
+    "                }\n";
+/* p of the row's scores: exp(s - lse), or (`kept`: the statistics pass of
+ * the one key tile left exp(s - max) in sr, its max the row's) that over the
+ * row's sum, one exponential a score instead of two. */
+static void row_p(StrBuf *b, bool kept) {
+    sb_puts(b, kept ? "                const float il = 1.0f / l[r], dr = dl[r];\n"
+                    : "                const float lr = lse[r], dr = dl[r];\n");
+}
+#define P_OF(kept) ((kept) ? "sr[c] * il" : "cg_expf(sr[c] * @SCALE@f - lr)")
+static void dq_w(StrBuf *b, bool kept) {
+    row_p(b, kept);
+    sb_printf(b,
+              SIMD "                for (int64_t c = 0; c < nv; c++) sr[c] = %s * (pr[c] - dr) * @SCALE@f;\n"
+                   "                for (int64_t c = nv; c < ncp; c++) sr[c] = 0.f;\n"
+                   "            }\n",
+              P_OF(kept));
+}
+static void dkv_w(StrBuf *b, bool kept) {
+    row_p(b, kept);
+    sb_printf(b,
+              SIMD "                for (int64_t c = 0; c < nv; c++) {\n"
+                   "                    const float p = %s;\n"
+                   "                    sr[c] = p;\n"
+                   "                    pr[c] = p * (pr[c] - dr) * @SCALE@f;\n"
+                   "                }\n"
+                   "                for (int64_t c = nv; c < ncp; c++) sr[c] = pr[c] = 0.f;\n"
+                   "            }\n",
+              P_OF(kept));
+}
 
 /* dq += ds k; dv += p^T dy, dk += ds^T q (the weights' rows are queries). */
 static const char *mm_dq = "            cg_mm4x16(nqp, @DHP@, ncp, sc[0], @BC@, 1, ks[0], @DHP@, acc[0], @DHP@, 1);\n";
@@ -240,19 +283,33 @@ static const char *mm_dkv = "            cg_mm4x16(ncp, @DHP@, nqp, sc[0], 1, @B
                             "            cg_mm4x16(ncp, @DHP@, nqp, dp[0], 1, @BC@, qs[0], @DHP@, dka[0], @DHP@, 1);\n";
 
 static void dq(StrBuf *b, bool one) {
-    sb_puts(b, "const int64_t tile = i % @NT@, bh = i / @NT@, h = bh % @H@, b = bh / @H@, g = h / @R@;\n"
-               "        const int64_t t0 = tile * @BR@, nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4, cs = @CS@;\n"
-               "        float qs[@BR@][@DHP@], ys[@BR@][@DHP@], acc[@BR@][@DHP@], sc[@BR@][@BC@], dp[@BR@][@BC@];\n"
-               "        float kt[@DHP@][@BC@], vt[@DHP@][@BC@], ks[@BC@][@DHP@];\n"
-               "        float m[@BR@], l[@BR@], ds[@BR@], lse[@BR@], dl[@BR@];\n        ");
+    const char *arrays = "        float qs[@BR@][@DHP@], ys[@BR@][@DHP@], acc[@BR@][@DHP@], sc[@BR@][@BC@], dp[@BR@][@BC@];\n"
+                         "        float kt[@DHP@][@BC@], vt[@DHP@][@BC@], ks[@BC@][@DHP@];\n"
+                         "        float m[@BR@], l[@BR@], ds[@BR@], lse[@BR@], dl[@BR@];\n";
+    if (one) { /* a point per (batch, head): its keys and values loaded once */
+        sb_puts(b, "const int64_t h = i % @H@, b = i / @H@, g = h / @R@, cs = @CS@;\n");
+        sb_puts(b, arrays);
+        sb_puts(b, "        {\n"
+                   "        const int64_t s0 = 0, nc = @S@;\n");
+        load_keys(b, KT, 1, true);
+        load_keys(b, VT, 2, false);
+        load_keys(b, KS, 1, false);
+        sb_puts(b, "        }\n"
+                   "        for (int64_t t0 = 0; t0 < @T@; t0 += @BR@) {\n"
+                   "        const int64_t nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4;\n        ");
+    } else {
+        sb_puts(b, "const int64_t tile = i % @NT@, bh = i / @NT@, h = bh % @H@, b = bh / @H@, g = h / @R@;\n"
+                   "        const int64_t t0 = tile * @BR@, nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4, cs = @CS@;\n");
+        sb_puts(b, arrays);
+        sb_puts(b, "        ");
+    }
     sb_puts(b, load_q);
     sb_puts(b, load_y);
-    stats(b, true);
+    stats(b, !one, one);
     sb_puts(b, "        for (int64_t r = 0; r < nqp; r++)\n"
                "            for (int64_t d = 0; d < @DHP@; d++) acc[r][d] = 0.f;\n");
     if (one) {
         sb_puts(b, one_tile);
-        load_keys(b, KS, 1, false);
     } else {
         sb_puts(b, key_tiles);
         load_keys(b, KT, 1, true);
@@ -265,13 +322,14 @@ static void dq(StrBuf *b, bool one) {
     sb_puts(b, scores_open);
     sb_puts(b, row_dp);
     sb_puts(b, row_skip);
-    sb_puts(b, dq_w);
+    dq_w(b, one);
     sb_puts(b, mm_dq);
     sb_puts(b, "        }\n"
                "        for (int64_t r = 0; r < nq; r++) {\n"
                "            $T4 *o = a4 + ((b * @T@ + t0 + r) * @H@ + h) * @DH@;\n"
                "            for (int64_t d = 0; d < @DH@; d++) o[d] = $W4(acc[r][d]);\n"
                "        }");
+    if (one) sb_puts(b, "\n        }");
 }
 
 /* dk, dv of key tile s0 .. s0+nc written (rounded once). */
@@ -286,13 +344,13 @@ static const char *dkv_write =
 
 /* Opens the loop over the kv group's query heads and query tiles (left open),
  * loads the tile's queries and output gradients and computes their statistics. */
-static void group_query_tiles(StrBuf *b, bool load) {
+static void group_query_tiles(StrBuf *b, bool load, bool keep) {
     sb_puts(b, "        for (int64_t h = g * @R@; h < (g + 1) * @R@; h++)\n"
                "        for (int64_t t0 = 0; t0 < @T@; t0 += @BR@) {\n"
                "        const int64_t nq = @T@ - t0 < @BR@ ? @T@ - t0 : @BR@, nqp = (nq + 3) / 4 * 4;\n        ");
     sb_puts(b, load_q);
     sb_puts(b, load_y);
-    stats(b, load);
+    stats(b, load, keep);
 }
 
 static void dkv(StrBuf *b, bool one) {
@@ -308,13 +366,13 @@ static void dkv(StrBuf *b, bool one) {
         load_keys(b, KT, 1, true); /* once for all the group's query tiles */
         load_keys(b, VT, 2, false);
         sb_puts(b, "        }\n");
-        group_query_tiles(b, false);
+        group_query_tiles(b, false, true);
         sb_puts(b, one_tile);
         sb_puts(b, row_open);
         sb_puts(b, scores_open);
-    sb_puts(b, row_dp);
+        sb_puts(b, row_dp);
         sb_puts(b, row_skip);
-        sb_puts(b, dkv_w);
+        dkv_w(b, true);
         sb_puts(b, mm_dkv);
         sb_puts(b, "        }\n"
                    "        }\n"
@@ -325,7 +383,7 @@ static void dkv(StrBuf *b, bool one) {
         return;
     }
     sb_puts(b, "        /* the group's query statistics, into the workspace */\n");
-    group_query_tiles(b, true);
+    group_query_tiles(b, true, false);
     sb_puts(b, "        for (int64_t r = 0; r < nq; r++) {\n"
                "            const int64_t row = (b * @H@ + h) * @T@ + t0 + r;\n"
                "            cg_w[row] = lse[r];\n"
@@ -357,7 +415,7 @@ static void dkv(StrBuf *b, bool one) {
     sb_puts(b, scores_open);
     sb_puts(b, row_dp);
     sb_puts(b, row_skip);
-    sb_puts(b, dkv_w);
+    dkv_w(b, false);
     sb_puts(b, mm_dkv);
     sb_puts(b, "        }\n");
     sb_puts(b, dkv_write);
@@ -379,10 +437,10 @@ int64_t cg_attention_c(int kind, int64_t B, int64_t T, int64_t S, int64_t H, int
     StrBuf t;
     sb_init(&t);
     bool one = S <= bc; /* every query tile's keys fit one tile */
-    if (kind == 0) fwd(&t);
+    if (kind == 0) fwd(&t, one);
     else if (kind == 1) dq(&t, one);
     else dkv(&t, one);
     cg_subst(body, sb_cstr(&t), subs, (int)(sizeof subs / sizeof subs[0]));
     sb_free(&t);
-    return kind == 2 ? B * G : B * H * nt;
+    return kind == 2 ? B * G : one ? B * H : B * H * nt;
 }

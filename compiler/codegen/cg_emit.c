@@ -334,20 +334,23 @@ static void emit_bucket(CgCtx *c, const CgOptions *o, int k) {
                   (long long)lp->v[bk->view[q]].offset, (long long)lp->v[bk->grad[q]].offset,
                   (long long)lp->v[bk->grad[q]].bytes, ir_val(c->g, bk->grad[q])->name);
     }
+    /* the plan's buckets on the caller's thread (Placement.sync_on_caller): M->comm is NULL
+     * (no stream is made), so the all-reduce runs here and the events complete as recorded */
+    const int ss = lp->opt.sync_on_caller ? SIM_COMPUTE : SIM_COMM;
     sb_printf(c->sched, "    colrt_event_record(M->bucket_ready[%d], NULL);\n    colrt_stream_wait(M->comm, M->bucket_ready[%d]);\n", k, k);
     cg_trace_event(c, SIM_RECORD, SIM_COMPUTE, 2 * k);
-    cg_trace_event(c, SIM_WAIT, SIM_COMM, 2 * k);
+    cg_trace_event(c, SIM_WAIT, ss, 2 * k);
     char what[64];
     snprintf(what, sizeof what, "gradient bucket %d", k);
     for (int a = 0; a < o->mesh_axes; a++)
         if (bk->axes ? (bk->axes >> a & 1u) != 0 : reduces_over(lp, o, a)) {
-            cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)bk->elems * (double)ir_dtype_size(dt), SIM_COMM, what);
+            cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)bk->elems * (double)ir_dtype_size(dt), ss, what);
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, M->arena.base + %lld, M->arena.base + %lld, %lld, %s, COLRT_SUM, M->comm);\n",
                       a, (long long)lp->v[bk->buf].offset, (long long)lp->v[bk->buf].offset, (long long)bk->elems,
                       cg_colrt_dtype(dt));
         }
     sb_printf(c->sched, "    colrt_event_record(M->bucket_done[%d], M->comm);\n", k);
-    cg_trace_event(c, SIM_RECORD, SIM_COMM, 2 * k + 1);
+    cg_trace_event(c, SIM_RECORD, ss, 2 * k + 1);
     c->trace_last_micro = false;
     if (accum) sb_puts(c->sched, "    }\n");
 }
@@ -955,7 +958,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    *out = M;\n"
               "    return 0;\n}\n\n",
               px, px, px, px, px, px, px, sb_cstr(&mk), c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0,
-              sb_cstr(&rank), sb_cstr(&pipe_init), lp->n_buckets, lp->n_buckets, px, px, px, c->n_prof, arena_sz,
+              sb_cstr(&rank), sb_cstr(&pipe_init), lp->n_buckets && !lp->opt.sync_on_caller, lp->n_buckets, px, px, px, c->n_prof, arena_sz,
               sb_cstr(&off_create), px, init_if, px, px, sb_cstr(&off_pull), arena_sz, px);
     sb_free(&off_create);
     sb_free(&pipe_init);

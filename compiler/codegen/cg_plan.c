@@ -180,6 +180,9 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
     cJSON_AddNumberToObject(low, "all_to_all_bytes", a2a);
     cJSON_AddNumberToObject(low, "gradient_buckets", lp->n_buckets);
     cJSON_AddNumberToObject(low, "gradient_bucket_bytes", bucket_bytes);
+    /* queued on the communication stream; 0 where the plan sums them on the caller's thread
+     * (Placement.sync_on_caller) */
+    cJSON_AddNumberToObject(low, "gradient_buckets_queued", lp->opt.sync_on_caller ? 0 : lp->n_buckets);
     if (lp->n_offload) { /* host offload: per step, gradients (and three scalars) down, parameters up */
         double down = 0, up = 0;
         for (int k = 0; k < lp->n_offload; k++) {

@@ -68,6 +68,8 @@ typedef struct LowerOptions {
                                 * (0: 25 MB; < 0: none, each gradient all-reduced
                                 * where it is first read) */
     const PlacePipeline *pipe; /* pipeline stages (the Placement's); NULL or one stage: none */
+    bool sync_on_caller;       /* the buckets all-reduced on the caller's thread (NULL stream),
+                                * no communication stream (Placement.sync_on_caller) */
     const int8_t *offload;     /* per value: a parameter's PlaceOffload (the Placement's host
                                 * offload); NULL: every update on the device */
     int offload_inflight;      /* host offload, parameters on the host: at most this many

@@ -428,8 +428,48 @@ static void test_collective_handoff(void) {
                "field 'collective_us.intra.handoff_us' must be a number of microseconds in [0, 3.6e9]");
 }
 
+/* Contention (overlap_slowdown): the GPU presets' cited figure, the cpu preset
+ * and a file without it 0; read, written back, the share of hidden time paid
+ * s / (1 + s); a bad value refused naming the field. */
+static char *with_field(const char *field) {
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%.*s, %s}", (int)strlen(good_json) - 1, good_json, field);
+    return buf;
+}
+
+static void test_overlap_slowdown(void) {
+    ShardCluster c;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_preset("h100", &c, &e));
+    CHECK_NEAR(c.overlap_slowdown, 0.189, TIGHT);
+    CHECK_NEAR(shard_overlap_paid(&c), 0.189 / 1.189, TIGHT);
+    CHECK(shard_cluster_preset("a100-80gb", &c, &e));
+    CHECK_NEAR(c.overlap_slowdown, 0.189, TIGHT);
+    CHECK(shard_cluster_from_json(good_json, "c.json", &c, &e));
+    CHECK_NEAR(c.overlap_slowdown, 0, TIGHT);
+    CHECK_NEAR(shard_overlap_paid(&c), 0, TIGHT);
+    CHECK(shard_cluster_from_json(with_field("\"overlap_slowdown\": 1"), "c.json", &c, &e));
+    CHECK_NEAR(c.overlap_slowdown, 1, TIGHT);
+    CHECK_NEAR(shard_overlap_paid(&c), 0.5, TIGHT);
+    cJSON *j = shard_cluster_to_json(&c);
+    char *text = cJSON_Print(j);
+    ShardCluster back;
+    CHECK(shard_cluster_from_json(text, "back.json", &back, &e));
+    CHECK_NEAR(back.overlap_slowdown, 1, TIGHT);
+    free(text);
+    cJSON_Delete(j);
+    sb_free(&e);
+    const char *msg = "field 'overlap_slowdown' must be a number in [0, 10]";
+    json_error(with_field("\"overlap_slowdown\": -0.1"), msg);
+    json_error(with_field("\"overlap_slowdown\": 11"), msg);
+    json_error(with_field("\"overlap_slowdown\": \"0.2\""), msg);
+    json_error(with_field("\"overlap_slowdown\": 1e999"), msg);
+}
+
 int main(void) {
     test_presets();
+    test_overlap_slowdown();
     test_json();
     test_reserve_and_gemm();
     test_mesh();

@@ -162,7 +162,7 @@ static void construction_work(void) {
     ShardMesh mesh = mesh_of("h100:1x8", "2x2x2", &cl);
     Graph *g = fixture_graph_file("examples/ir/gpt2-tiny.cir");
     CostModel cm = {&cl, &mesh, DT_F32, 1, NULL};
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     shard_reshard_cache_clear();
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     ShardReshardStats a, b;
@@ -190,7 +190,7 @@ static void same_problem(const char *model, const char *cluster, const char *m) 
     ShardMesh mesh = mesh_of(cluster, m, &cl);
     Graph *g = fixture_graph_file(model);
     CostModel cm = {&cl, &mesh, DT_F32, 1, NULL};
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     shard_reshard_cache_clear();
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     size_t old = shard_reshard_set_budget(0);
@@ -226,7 +226,7 @@ static void deadline(void) {
     ShardMesh mesh = mesh_of("h100:1x8", "2x2x2", &cl);
     Graph *g = fixture_graph_file("examples/ir/gpt2-tiny.cir");
     CostModel cm = {&cl, &mesh, DT_F32, 1, NULL};
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     shard_reshard_cache_clear();
     ilp_set_deadline(ilp_clock_s() - 1); /* already passed */
     IlpProblem *p = ilp_problem_build(g, &cm, &io);

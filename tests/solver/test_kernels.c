@@ -369,7 +369,7 @@ int main(void) {
             if (op != OP_ADD) CHECK_INT(ft[i].kind, IR_FUSE_NONE);
         }
         /* the problem prices its nodes with the table (its kernel-call model) */
-        IlpOptions fo = {true, 1, false, NULL, PO_DEVICE, 0};
+        IlpOptions fo = {true, 1, false, NULL, PO_DEVICE, 0, false};
         IlpProblem *fp = fg ? ilp_problem_build(fg, &cm, &fo) : NULL;
         CHECK(fp && !fp->timed_out && fp->fuse != NULL && fp->call_cm.fuse == fp->fuse);
         for (int i = 0; fp && i < fg->n_nodes; i++) CHECK_INT(fp->fuse[i].kind, ft[i].kind);
@@ -413,7 +413,7 @@ int main(void) {
     sim_program_free(&p);
 
     /* the ILP's update: AdamW's 28 bytes per parameter element at 7 GB/s */
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *ip = ilp_problem_build(g, &cm, &io);
     CHECK(ip && !ip->timed_out);
     IlpChoice c = ilp_choice_new(ip);

@@ -37,7 +37,7 @@ static const char *big_cir =
 static bool close_rel(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(fabs(a), fabs(b)); }
 
 static IlpProblem *build(const Graph *g, const CostModel *cm, int micro) {
-    IlpOptions io = {true, micro, false, NULL, PO_DEVICE, 0};
+    IlpOptions io = {true, micro, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, cm, &io);
     IR_ASSERT(p && !p->timed_out);
     return p;

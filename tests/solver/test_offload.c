@@ -175,7 +175,7 @@ static void pricing(void) {
     setup("cpu:1x1", "1");
     Graph *g = ir_parse("test.cir", mlp_cir, strlen(mlp_cir));
     IR_ASSERT(g);
-    IlpOptions dev = {true, 1, false, NULL, PO_DEVICE, 0}, off = {true, 1, false, NULL, PO_OPTIM, 0};
+    IlpOptions dev = {true, 1, false, NULL, PO_DEVICE, 0, false}, off = {true, 1, false, NULL, PO_OPTIM, 0, false};
     IlpProblem *pd = ilp_problem_build(g, &cm, &dev), *po = ilp_problem_build(g, &cm, &off);
     CHECK(pd->off_dev == 0 && po->off_dev == 8 && po->off_host == 16 && po->off_d2h == 4 && po->off_h2d == 4);
     IlpResult rd = solve(pd, INFINITY, 0), ro = solve(po, INFINITY, 1);
@@ -216,7 +216,7 @@ static void pricing(void) {
     AdOptions lamb;
     ad_options_default(&lamb);
     ad_options_optimizer(&lamb, AD_OPT_LAMB);
-    IlpOptions ol = {true, 1, false, &lamb, PO_OPTIM, 0};
+    IlpOptions ol = {true, 1, false, &lamb, PO_OPTIM, 0, false};
     IlpProblem *pl2 = ilp_problem_build(g, &cm, &ol);
     CHECK_INT(pl2->opt.offload, PO_DEVICE);
     IlpResult rl = solve(pl2, INFINITY, 1);
@@ -263,7 +263,7 @@ static void exactness(void) {
     setup("h100:1x4", "2x2");
     Graph *g = ir_parse("test.cir", mlp_cir, strlen(mlp_cir));
     IR_ASSERT(g);
-    IlpOptions io = {true, 1, false, NULL, PO_MASTER, 0};
+    IlpOptions io = {true, 1, false, NULL, PO_MASTER, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     double limit, want;
     /* the device limit: the midpoint, or nearer the smallest peak until the
@@ -308,8 +308,8 @@ static void params(void) {
     IR_ASSERT(g);
     /* one transfer up in flight: with two (the cpu preset's), both groups' stagings could be live at once,
      * as many bytes as their slices, and a slice on the host would save nothing (checked below) */
-    IlpOptions io = {true, 1, false, NULL, PO_PARAMS, 1}, om = {true, 1, false, NULL, PO_MASTER, 0},
-               i2 = {true, 1, false, NULL, PO_PARAMS, 0};
+    IlpOptions io = {true, 1, false, NULL, PO_PARAMS, 1, false}, om = {true, 1, false, NULL, PO_MASTER, 0, false},
+               i2 = {true, 1, false, NULL, PO_PARAMS, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io), *pm = ilp_problem_build(g, &cm, &om),
                *p2 = ilp_problem_build(g, &cm, &i2);
     CHECK(p->off_dev == 8 && p->off_param == 4 && p->off_fetch == 8 && pm->off_param == 0);

@@ -140,7 +140,7 @@ static IlpResult solve(const IlpProblem *p, double limit) {
 }
 
 static void exactness_of(const char *name, Graph *g, const AdOptions *train) {
-    IlpOptions io = {true, 1, false, train, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, train, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     double min_peak, free_peak;
     double free_t = brute(p, INFINITY, &min_peak, &free_peak);
@@ -218,7 +218,7 @@ static Graph *training(const char *cir, AdOptions *ao) {
 static void exactness_training(void) {
     AdOptions ao;
     Graph *g = training(rep_wide_cir, &ao);
-    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     int priced = 0;
     for (int gi = 0; gi < p->n_groups; gi++)
@@ -263,7 +263,7 @@ static void exactness_training(void) {
 static void handoff_conflict(void) {
     AdOptions ao;
     Graph *g = training(rep_cir, &ao);
-    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     IlpChoice mix = ilp_choice_new(p), z2 = ilp_choice_new(p);
     int first = -1; /* the first parameter group: stage 0 in the mix, its gradients in a bucket */
@@ -315,6 +315,61 @@ static void handoff_conflict(void) {
     ir_graph_free(g);
 }
 
+/* The two ways of running the gradient sums (solver/plan.c plan_sync_way; docs/sharding.md
+ * "The hand-off conflict"), on a table with a hand-off: on the caller's thread
+ * (IlpOptions.sync_on_caller) nothing queues, every sum is exposed whole, and the ILP's
+ * optimum is eval.c's brute-force optimum; queued, on the mesh without its hand-off
+ * (shard_mesh_queueing), every collective costs the stream's time, and the same holds. */
+static void sync_ways(void) {
+    AdOptions ao;
+    Graph *g = training(rep_cir, &ao);
+    ShardMesh qm;
+    CHECK(shard_mesh_queueing(&mesh, &qm));
+    CHECK(qm.coll_id != mesh.coll_id);
+    CHECK_NEAR(shard_coll_time_on(&qm, COLL_ALL_GATHER, 0, 1024, false), shard_coll_time_on(&mesh, COLL_ALL_GATHER, 0, 1024, true), RTOL);
+    CHECK(shard_coll_time_on(&mesh, COLL_ALL_GATHER, 0, 1024, false) < shard_coll_time_on(&qm, COLL_ALL_GATHER, 0, 1024, false));
+    CostModel cq = {&cl, &qm, cm.dtype, 1, NULL};
+    int *pick = NULL; /* per group: a strategy whose gradients ride a bucket (queued way), else 0 */
+    for (int way = 0; way < 2; way++) {
+        IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0, way == 1};
+        IlpProblem *p = ilp_problem_build(g, way ? &cm : &cq, &io);
+        bool queues = false, synced = false;
+        if (!pick) {
+            pick = ir_alloc(sizeof(int) * (size_t)p->n_groups);
+            for (int gi = 0; gi < p->n_groups; gi++)
+                for (int s = p->groups[gi].n_strats - 1; s >= 0; s--)
+                    if (p->groups[gi].strats[s].queues[0]) pick[gi] = s;
+        }
+        IlpChoice dp = ilp_choice_new(p); /* the picked strategies at ZeRO 0 */
+        for (int gi = 0; gi < p->n_groups; gi++) {
+            dp.strat[gi] = pick[gi];
+            for (int s = 0; s < p->groups[gi].n_strats; s++) queues |= p->groups[gi].strats[s].queues[0];
+        }
+        IlpPrice pd = ilp_evaluate(p, &dp);
+        synced = pd.sync_s > 0;
+        CHECK(synced);
+        if (way) { /* on the caller's thread: nothing queued, nothing overlapped */
+            CHECK(!queues);
+            CHECK_NEAR(pd.sync_exposed_s, pd.sync_s, RTOL);
+        } else {
+            CHECK(queues);
+            CHECK(pd.sync_exposed_s < pd.sync_s);
+        }
+        double best = brute(p, INFINITY, NULL, NULL);
+        IlpResult r = solve(p, INFINITY);
+        CHECK_INT(r.status, ILP_OPTIMAL);
+        CHECK_NEAR(r.objective, best, RTOL);
+        CHECK_NEAR(r.price.step_s, best, RTOL);
+        printf("sync ways: %s %.9g s (dp-like: sync %.3g s, exposed %.3g s), brute force %.9g s\n",
+               way ? "on the caller's thread" : "queued", r.objective, pd.sync_s, pd.sync_exposed_s, best);
+        ilp_result_free(&r);
+        ilp_choice_free(&dp);
+        ilp_problem_free(p);
+    }
+    ir_free(pick);
+    ir_graph_free(g);
+}
+
 /* The optimizer's price (--optimizer): its state, its traffic per element,
  * and for LAMB and LARS the trust ratios' norms summed over each parameter's
  * split and ZeRO axes. */
@@ -326,7 +381,7 @@ static void optimizers(void) {
     for (int k = 0; k < 4; k++) {
         ad_options_default(&o[k]);
         ad_options_optimizer(&o[k], kinds[k]);
-        IlpOptions io = {true, 1, false, &o[k], PO_DEVICE, 0};
+        IlpOptions io = {true, 1, false, &o[k], PO_DEVICE, 0, false};
         p[k] = ilp_problem_build(g, &cm, &io);
     }
     CHECK(p[0]->opt_bytes == 8 && p[1]->opt_bytes == 4 && p[2]->opt_bytes == 8 && p[3]->opt_bytes == 4);
@@ -358,7 +413,7 @@ static void optimizers(void) {
 
 static void tying(void) {
     Graph *g = parse(rep_cir);
-    IlpOptions tied = {true, 1, false, NULL, PO_DEVICE, 0}, untied = {false, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions tied = {true, 1, false, NULL, PO_DEVICE, 0, false}, untied = {false, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *pt = ilp_problem_build(g, &cm, &tied), *pu = ilp_problem_build(g, &cm, &untied);
     CHECK_INT(pt->n_blocks, 1);
     CHECK_INT(pt->blocks[0].instances, 2);
@@ -403,7 +458,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
     IR_ASSERT(text);
     Graph *g = ir_parse(path, text, len);
     ir_free(text);
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL, 0};
     IlpResult r = ilp_solve(p, &s);
@@ -450,7 +505,7 @@ static void dump_lp(void) {
     IR_ASSERT(src);
     Graph *g = ir_parse(model, src, len);
     ir_free(src);
-    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     char path[] = "/tmp/colossal-ilp-test.lp";
     IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL, 0};
@@ -489,6 +544,7 @@ int main(void) {
     exactness_training();
     setup(COLOSSAL_SOURCE_DIR "/tests/solver/cpu_1x2_handoff.json", "2", DT_F32);
     handoff_conflict();
+    sync_ways();
     setup("h100:1x4", "2x2", DT_F32);
     optimizers();
     tying();

@@ -6,6 +6,8 @@
  *     kernels after its record and delays only the op waiting for it; with a
  *     measured table and a hand-off, it is priced as queued (the table), one
  *     on the compute stream as on the caller's thread (less the hand-off);
+ *   - contention: a kernel beside the communication stream's collective runs at
+ *     1 / (1 + overlap_slowdown) of its speed, exposed, not kernel time;
  *   - micro-batches repeat forward and backward, the update runs once, a
  *     last-micro-batch op once;
  *   - host offload: a gradient copied down on its stream after the backward,
@@ -56,6 +58,9 @@ int main(void) {
     StrBuf err;
     sb_init(&err);
     CHECK(shard_cluster_load("h100:1x8", &cl, &err, NULL));
+    CHECK(cl.overlap_slowdown > 0); /* the GPU presets' (Lee et al.) */
+    double preset_slow = cl.overlap_slowdown;
+    cl.overlap_slowdown = 0; /* contention: its own case below */
     int sizes[1] = {8};
     CHECK(shard_mesh_make(&cl, 1, sizes, &m, &err));
     CostModel cm = {.cl = &cl, .mesh = &m, .dtype = DT_BF16};
@@ -94,6 +99,24 @@ int main(void) {
     CHECK_NEAR(r.busy_s[SIM_COMM], tc, 1e-12);
     CHECK_NEAR(r.exposed_comm_s, fmax(tc - te, 0), 1e-6);
     sim_result_free(&r);
+
+    /* contention: beside the all-reduce the second kernel runs at 1 / (1 + s) of its
+     * speed; the first (before the record) and the update (after the wait) do not */
+    for (int k = 0; k < 3; k++) {
+        double s = k == 0 ? preset_slow : k == 1 ? 0.5 : 4.0;
+        cl.overlap_slowdown = s;
+        CHECK(sim_run(&p, &cm, &r, &err));
+        double e2 = tc >= te * (1 + s) ? te * (1 + s) : tc + te - tc / (1 + s);
+        CHECK(e2 > te);
+        CHECK_NEAR(r.step_s, tk + fmax(tc, e2) + te, 1e-12);
+        CHECK_NEAR(r.contention_s, e2 - te, 1e-12);
+        CHECK_NEAR(r.kernel_s, tk + 2 * te, 1e-12);                 /* kernels at their own time */
+        CHECK_NEAR(r.exposed_comm_s, fmax(tc, e2) - te, 1e-9);       /* the contention is exposed */
+        CHECK_NEAR(r.busy_s[SIM_COMPUTE], tk + e2 + te, 1e-12);
+        CHECK_NEAR(r.spans[2].contention, e2 - te, 1e-12);
+        sim_result_free(&r);
+    }
+    cl.overlap_slowdown = 0;
 
     /* micro-batches: forward and backward three times, the update once */
     p.micro_batches = 3;
@@ -213,8 +236,10 @@ int main(void) {
     sim_program_free(&p);
 
     /* a measured table with a hand-off: an all-reduce on the communication stream
-     * (queued between events) is priced at the table's 50 us, the same call on the
-     * compute stream (the caller's thread) at 50 - 30 = 20 us */
+     * (queued between events) is priced at the table's 50 us; the same call on the
+     * compute stream (the caller's thread) at 50 - 30 = 20 us where nothing is queued,
+     * and at the stream's 50 us in a program that queues a collective (the hand-off
+     * conflict, shard_mesh_queueing: every caller-thread collective, ZeRO's or not) */
     ShardCluster ch = cl;
     ch.coll[0].ranks = 8;
     for (int k = 0; k < SHARD_COLL_KINDS; k++)
@@ -225,30 +250,32 @@ int main(void) {
     CostModel cmh = {.cl = &ch, .mesh = &mh, .dtype = DT_BF16};
     sim_program_init(&p);
     coll(&p, SIM_COMPUTE, SIM_BACKWARD, 256);
+    CHECK(sim_run(&p, &cmh, &r, &err));
+    CHECK_NEAR(r.busy_s[SIM_COMPUTE], 20e-6, 1e-9);
+    sim_result_free(&r);
     event(&p, SIM_RECORD, SIM_COMPUTE, SIM_BACKWARD, 0);
     event(&p, SIM_WAIT, SIM_COMM, SIM_BACKWARD, 0);
     coll(&p, SIM_COMM, SIM_BACKWARD, 256);
     event(&p, SIM_RECORD, SIM_COMM, SIM_BACKWARD, 1);
     event(&p, SIM_WAIT, SIM_COMPUTE, SIM_UPDATE, 1);
     CHECK(sim_run(&p, &cmh, &r, &err));
-    CHECK_NEAR(r.busy_s[SIM_COMPUTE], 20e-6, 1e-9);
+    CHECK_NEAR(r.busy_s[SIM_COMPUTE], 50e-6, 1e-9);
     CHECK_NEAR(r.busy_s[SIM_COMM], 50e-6, 1e-9);
-    CHECK_NEAR(r.step_s, 70e-6, 1e-9);
+    CHECK_NEAR(r.step_s, 100e-6, 1e-9);
     sim_result_free(&r);
 
-    /* the hand-off conflict: a ZeRO reduce-scatter on the caller's thread pays the
-     * hand-off again in a program that queues a collective (20 + 30 us), not where
-     * nothing is queued (20 us); a collective not of ZeRO's never does */
+    /* a reduce-scatter on the caller's thread there: the stream's 50 us too, ZeRO's
+     * (marked z) or not; in a program that queues nothing, the caller's 20 us */
     SimOp *rs = coll(&p, SIM_COMPUTE, SIM_BACKWARD, 256);
     rs->coll = COLL_REDUCE_SCATTER;
     rs->zero = true;
     CHECK(sim_run(&p, &cmh, &r, &err));
-    CHECK_NEAR(r.busy_s[SIM_COMPUTE], 20e-6 + 50e-6, 1e-9);
+    CHECK_NEAR(r.busy_s[SIM_COMPUTE], 50e-6 + 50e-6, 1e-9);
     CHECK_NEAR(r.coll_s[COLL_REDUCE_SCATTER][SIM_COMPUTE], 50e-6, 1e-9);
     sim_result_free(&r);
     rs->zero = false;
     CHECK(sim_run(&p, &cmh, &r, &err));
-    CHECK_NEAR(r.coll_s[COLL_REDUCE_SCATTER][SIM_COMPUTE], 20e-6, 1e-9);
+    CHECK_NEAR(r.coll_s[COLL_REDUCE_SCATTER][SIM_COMPUTE], 50e-6, 1e-9);
     sim_result_free(&r);
     sim_program_free(&p);
     sim_program_init(&p);

@@ -30,6 +30,9 @@
  *     collective_us), and each kind fitted to latency + bytes/bandwidth by
  *     least squares on relative error, turned into the ring model's α and β
  *     (for axes of other sizes);
+ *   - contention: how much slower a GEMM and a memory-bound kernel run while
+ *     all-reduces run beside them on a communication stream (the file's
+ *     overlap_slowdown, the `overlap` section says how);
  *   - the memory reserve: what the runtime, the communicators and the GEMM
  *     library hold beyond the program's own buffers.
  * Rank 0 checks the result with the compiler's own loader (every number
@@ -919,6 +922,127 @@ static void bench_axis(const Opts *o, colrt_mesh *m, int axis, const char *label
     colrt_arena_destroy(&a);
 }
 
+/* ---- contention ------------------------------------------------------------ */
+
+/* The compute work beside a collective: a GEMM (f32, s x s x s with s doubled
+ * from 128 until one call takes 1 ms, at most --gemm-max) and GELU over 16 MiB
+ * (memory-bound), as the backward's kernels are. */
+typedef struct OverlapCtx {
+    int kind; /* 0: GEMM, 1: GELU */
+    GemmCtx g;
+    void *x, *y;
+    int64_t n;
+} OverlapCtx;
+
+static void overlap_work(void *p) {
+    OverlapCtx *c = p;
+    if (c->kind == 0) gemm_work(&c->g);
+    else colrt_gelu_fwd(NULL, COLRT_F32, c->x, c->y, c->n);
+}
+
+enum { OVERLAP_ROUNDS = 5 };
+
+/* Seconds per call of `calls` calls of w on the caller (its stream synced), on
+ * the slowest rank. */
+static double overlap_loop(OverlapCtx *c, int calls) {
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < calls; i++) overlap_work(c);
+    colrt_stream_sync(NULL);
+    return (MPI_Wtime() - t0) / calls;
+}
+
+/* How much slower compute runs while a collective runs beside it on the
+ * communication stream (ShardCluster.overlap_slowdown; docs/sharding.md,
+ * "Contention"): per kind of work, rounds alternating the work alone and the
+ * work with all-reduces of 4 MiB (or --max-bytes) queued back to back on a
+ * stream on every rank before it starts, as many as outlast it (checked: the
+ * last one's event not yet done when the work ends, else the round is rerun
+ * with twice as many); the kind's slowdown is the median over rounds of
+ * with / alone - 1, at least 0, and the cluster's the mean over the two kinds. */
+static void bench_overlap(const Opts *o, colrt_mesh *m, int axis, ShardCluster *cl, cJSON *cal) {
+    int n = colrt_mesh_size(m, axis);
+    size_t bytes = (size_t)fmin(o->max_bytes, 4 * MIB) / 4 / (size_t)n * (size_t)n * 4;
+    int64_t gelu_n = (int64_t)(16 * MIB / 4);
+    size_t gmax = (size_t)o->gemm_max * (size_t)o->gemm_max * 4;
+    size_t need = 2 * bytes + 2 * (size_t)gelu_n * 4 + 3 * gmax;
+    colrt_arena a = colrt_arena_create(need);
+    colrt_memset0(a.base, need, NULL);
+    char *base = a.base;
+    void *cs = base, *cr = base + bytes;
+    OverlapCtx c = {0};
+    c.x = base + 2 * bytes, c.y = base + 2 * bytes + (size_t)gelu_n * 4, c.n = gelu_n;
+    char *gb = base + 2 * bytes + 2 * (size_t)gelu_n * 4;
+    c.g = (GemmCtx){COLRT_F32, 128, 128, 128, gb, gb + gmax, gb + 2 * gmax};
+    colrt_stream *st = colrt_stream_create();
+    colrt_event *last = colrt_event_create();
+    colrt_device_sync();
+    /* one all-reduce's time on the stream */
+    colrt_all_reduce(m, axis, cs, cr, bytes / 4, COLRT_F32, COLRT_SUM, st);
+    colrt_stream_sync(st);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < 4; i++) colrt_all_reduce(m, axis, cs, cr, bytes / 4, COLRT_F32, COLRT_SUM, st);
+    colrt_stream_sync(st);
+    double ar = max_over_ranks((MPI_Wtime() - t0) / 4);
+    cJSON *oj = cJSON_AddObjectToObject(cal, "overlap");
+    cJSON_AddStringToObject(oj, "method",
+                            "per kind of work, 5 rounds each of the work alone and of the work with all-reduces "
+                            "queued on a communication stream on every rank that outlast it; slowdown: the median "
+                            "of with / alone - 1 (at least 0); overlap_slowdown: the mean over the kinds");
+    cJSON_AddNumberToObject(oj, "all_reduce_bytes", (double)bytes);
+    cJSON_AddNumberToObject(oj, "all_reduce_us", ar * 1e6);
+    static const char *const kname[2] = {"gemm_f32", "gelu_16mib"};
+    double sum = 0;
+    for (int k = 0; k < 2; k++) {
+        c.kind = k;
+        if (k == 0) /* a GEMM of about a millisecond */
+            for (;;) {
+                double one = max_over_ranks(overlap_loop(&c, 2));
+                if (one >= 1e-3 || 2 * c.g.M > o->gemm_max) break;
+                c.g.M *= 2, c.g.N *= 2, c.g.K *= 2;
+            }
+        double one = max_over_ranks(overlap_loop(&c, 2));
+        int calls = one > 0 ? (int)fmin(1e5, fmax(2, o->min_time / OVERLAP_ROUNDS / one)) : 100;
+        MPI_Bcast(&calls, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        double ratio[OVERLAP_ROUNDS];
+        int queue = (int)fmin(1e6, ceil(2 * calls * one / fmax(ar, 1e-9)) + 1), reruns = 0;
+        for (int r = 0; r < OVERLAP_ROUNDS; r++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double alone = max_over_ranks(overlap_loop(&c, calls));
+            MPI_Barrier(MPI_COMM_WORLD);
+            for (int i = 0; i < queue; i++) colrt_all_reduce(m, axis, cs, cr, bytes / 4, COLRT_F32, COLRT_SUM, st);
+            colrt_event_record(last, st);
+            double with = overlap_loop(&c, calls);
+            int outlasted = !colrt_event_done(last), all;
+            colrt_stream_sync(st);
+            MPI_Allreduce(&outlasted, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+            with = max_over_ranks(with);
+            if (!all && reruns < 6 && queue < 500000) { /* the collectives ended first: again, twice as many */
+                queue *= 2, reruns++, r--;
+                continue;
+            }
+            ratio[r] = with / alone;
+        }
+        qsort(ratio, OVERLAP_ROUNDS, sizeof *ratio, cmp_double);
+        double slow = fmax(0, ratio[OVERLAP_ROUNDS / 2] - 1);
+        sum += slow;
+        cJSON *kj = cJSON_AddObjectToObject(oj, kname[k]);
+        if (k == 0) cJSON_AddNumberToObject(kj, "gemm_side", (double)c.g.M);
+        cJSON_AddNumberToObject(kj, "alone_us", one * 1e6);
+        cJSON_AddNumberToObject(kj, "slowdown", slow);
+        cJSON *rj = cJSON_AddArrayToObject(kj, "rounds_with_over_alone");
+        for (int r = 0; r < OVERLAP_ROUNDS; r++) cJSON_AddItemToArray(rj, cJSON_CreateNumber(ratio[r]));
+        if (R == 0)
+            printf("%-14s %-10s: %.0f us a call alone, %.1f%% slower beside all-reduces of %.0f KiB (median of %d)\n",
+                   "overlap", kname[k], one * 1e6, 100 * slow, bytes / KIB, OVERLAP_ROUNDS);
+    }
+    cl->overlap_slowdown = fmin(sum / 2, 10);
+    cJSON_AddNumberToObject(oj, "overlap_slowdown", cl->overlap_slowdown);
+    colrt_event_destroy(last);
+    colrt_stream_destroy(st);
+    colrt_arena_destroy(&a);
+}
+
 /* ---- output ----------------------------------------------------------------- */
 
 static void write_atomic(const char *path, const char *text) {
@@ -1078,6 +1202,13 @@ int main(int argc, char **argv) {
         cl.intra_lat = from.intra_lat, cl.intra_bw = from.intra_bw;
         snprintf(note, sizeof note, "one rank: the intra-node link was not measured; taken from '%s'",
                  o.links_from);
+        cJSON_AddItemToArray(notes, cJSON_CreateString(note));
+    }
+    if (world > 1) bench_overlap(&o, m, nodes > 1 ? 1 : 0, &cl, cal);
+    else {
+        cl.overlap_slowdown = from.overlap_slowdown;
+        snprintf(note, sizeof note, "one rank: contention beside a collective was not measured; taken from '%s'",
+                 o.links_from ? o.links_from : "nothing (0)");
         cJSON_AddItemToArray(notes, cJSON_CreateString(note));
     }
     if (nodes > 1) bench_axis(&o, m, 0, "inter", &cl.inter_lat, &cl.inter_bw, &grew, &cl.coll[1], cj);
