@@ -20,7 +20,9 @@
 # changes that) unless the target sets its own. The generated sources are
 # compiled with -O2 when the project sets no build type (CMake's default
 # compiles without optimization, and generated kernels are hot loops); a build
-# type the project chooses (Debug, Release, ...) is left alone. Sets
+# type the project chooses (Debug, Release, ...) is left alone. No -march is
+# added: built by GCC on x86-64 glibc, the kernels carry x86-64-v4/v3 clones
+# the loader picks from (docs/cmake.md, "Vector kernels without -march"). Sets
 # <TARGET>_COLOSSAL_DIR in the caller's scope to the output directory.
 # Works in the colossal source tree (examples/) and from an installed
 # package (find_package(Colossal)); see docs/cmake.md.

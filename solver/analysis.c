@@ -186,7 +186,8 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
                 gs = cost_deferred_grad(&gs, from);
             if (v->role == ROLE_ACT && p->grad_at[v->def] != v->def) /* as problem.c grad_chain */
                 want = shard_spec_unpartial(&chosen_strategy(r, p->grad_at[v->def], &pm)->out[0]);
-            if (!(p->grad_pass[n] >> i & 1))
+            /* not where it is added to an earlier reader's part held alike (IlpGradShare) */
+            if (!(p->grad_pass[n] >> i & 1) && !ilp_grad_share_dup(p, r->choice.strat, n, i))
                 t += reshard_into(c, &r->mesh, v->shape, d, &gs, &want);
         }
     }
@@ -230,7 +231,9 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
                 if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && m->size[a] > 1) gspec.partial |= (uint8_t)(1u << a);
         double bytes = shard_spec_bytes(&gspec, m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d);
         double share = fmin(1, fmax(bytes / COST_BUCKET_BYTES, p->run_frac[v]));
-        if (z < 2) { /* as cost_grad_sync: in a bucket or on the caller's thread, its share */
+        int gi = p->group_of_node[n];
+        bool scatters = ilp_zero1_scatters(&p->groups[gi].strats[r->choice.strat[gi]], z, &gspec);
+        if (z < 2 && !scatters) { /* as cost_grad_sync: in a bucket or on the caller's thread, its share */
             ShardStep ss[SHARD_MAX_STEPS];
             int ns = cost_sync_steps(m, vv->shape, ilp_sync_dtype(p, z, d), &gspec, share,
                                      ilp_grad_queued(p, v, z, &gspec, &st->in[i]), ss);
@@ -247,7 +250,8 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
                 done[best] = true;
                 ShardStep s = {.kind = COLL_REDUCE_SCATTER, .axis = (int8_t)best,
                                .sent = shard_coll_sent(m, COLL_REDUCE_SCATTER, best, b)};
-                for (int k = 0; k < p->opt.micro_batches; k++) /* every micro-batch's gradient, per tensor */
+                /* every micro-batch's gradient, per tensor (ZeRO-1's: once, at the update) */
+                for (int k = 0; k < (scatters ? 1 : p->opt.micro_batches); k++)
                     comm_add(c, PUR_SYNC, &s, shard_coll_time(m, COLL_REDUCE_SCATTER, best, b));
                 b /= m->size[best];
             }
@@ -518,6 +522,12 @@ static GroupTerms group_terms(const PlanResult *r, int gi, int s, int z) {
         else if (E->dst == gi)
             t.resharding_s += E->cost[r->choice.strat[E->src] * G->n_strats + s];
     }
+    /* less the refunds of the shared gradient sums it takes part in (IlpGradShare), at s */
+    int *st = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
+    memcpy(st, r->choice.strat, sizeof(int) * (size_t)p->n_groups);
+    st[gi] = s;
+    t.resharding_s -= ilp_grad_share_refund(p, st, gi, NULL);
+    ir_free(st);
     return t;
 }
 

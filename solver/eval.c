@@ -13,9 +13,12 @@
  *                  the blocks (IlpGroup.sync_tail: the first block instance's
  *                  bucket runs on the communication stream behind that
  *                  backward only, the first parameters' bucket after it), 0)
- *          + contention: the buckets' sync less their exposed part (what runs
- *            beside the backward) x shard_overlap_paid (the compute beside a
- *            collective slowed by the cluster's overlap_slowdown)
+ *          with contention (shard_overlap_paid f: the compute beside a collective
+ *            slowed by the cluster's overlap_slowdown), the last buckets' term
+ *            plus f x the other buckets' sync, the last two runs' plus f x the
+ *            blocks' other buckets' sync: the backward beside them is the longer;
+ *            where the buckets' sync is the longer (the first term) the slowed
+ *            backward still ends first and contention costs nothing
  *   offloaded groups (host offload): their state's buffers leave the device
  *          (every moment; IlpStrat.off_dev_bytes, aligned as placed) for the host; their device update leaves
  *          optimizer; the offloaded updates' pipeline runs beside the
@@ -231,11 +234,13 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.compute_s += g->mult * (S->fwd_s + S->bwd_s);
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
-        if (ilp_sync_blocks(p, z)) sync_block += g->mult * S->sync_s[z];
-        else {
-            sync_over += g->mult * S->sync_s[z];
-            sync_last += g->sync_last * g->mult * S->sync_s[z];
-            sync_tail += g->sync_tail * g->mult * S->sync_s[z];
+        { /* the buckets; what blocks the compute stream exposed whole (ilp_sync_blocks: ZeRO-2/3,
+           * every sum on the caller's thread; ilp_zero1_scatters: ZeRO-1's under the sharded lowering) */
+            double blk = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
+            sync_block += g->mult * blk;
+            sync_over += g->mult * q;
+            sync_last += g->sync_last * g->mult * q;
+            sync_tail += g->sync_tail * g->mult * q;
         }
         if (!g->after_blocks) hide += g->mult * S->bwd_s;
         if (!g->after_blocks && g->block < 0) hide_tail += g->mult * S->bwd_s;
@@ -327,13 +332,21 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
             other_blocks = maxd(other_blocks, E->mem[k]);
         }
     }
+    /* an activation's gradient parts held alike are added and moved once (IlpGradShare) */
+    r.comm_s -= ilp_grad_share_refund(p, c->strat, -1, NULL);
     hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
     hide_tail /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1;
-    double over_exposed = maxd(0, maxd(maxd(sync_over - hide, sync_last), sync_tail - hide_tail));
+    /* contention (shard_overlap_paid f): the buckets beside the backward slow it, f of
+     * their time, where the backward is the longer: comm-bound (sync_over - hide), the
+     * compute slowed beside it still ends first and pays nothing; the last buckets
+     * (nothing left to hide behind) after the rest's f; the last two runs after the
+     * other blocks' buckets' f (sync_last, sync_tail <= 1 of each group's) */
+    double f = shard_overlap_paid(p->cm->cl);
+    double bare = maxd(0, maxd(maxd(sync_over - hide, sync_last), sync_tail - hide_tail));
+    double over_exposed = maxd(0, maxd(maxd(sync_over - hide, sync_last + f * (sync_over - sync_last)),
+                                       sync_tail - hide_tail + f * (sync_over - sync_tail)));
+    r.contention_s = over_exposed - bare;
     r.sync_exposed_s = sync_block + over_exposed;
-    /* contention (shard_overlap_paid): the buckets' hidden part slows the backward beside it */
-    r.contention_s = shard_overlap_paid(p->cm->cl) * maxd(0, sync_over - over_exposed);
-    r.sync_exposed_s += r.contention_s;
     /* the hand-off conflict (cost_zero_handoff): where a bucket is queued, each of ZeRO's
      * collectives on the caller's thread pays the hand-off too */
     bool queues = false;

@@ -161,6 +161,13 @@ static bool zero_allowed(const IlpGroup *g, const IlpStrat *S, const IlpFix *f, 
 
 static double maxd(double a, double b) { return a > b ? a : b; }
 
+/* Has group g's strategy s a column (some ZeRO stage allowed)? */
+static bool any_x(const Model *m, int g, int s) {
+    for (int z = 0; z < ZERO_STAGES; z++)
+        if (m->x[g][s * ZERO_STAGES + z]) return true;
+    return false;
+}
+
 /* A column in [0, 1] tied to group g's choice where the binary gate is 1: sum over its
  * (strategy, stage) columns of x w / wmax, and 0 where the gate is 0 (three rows; exact for
  * one-hot x). w(S, z) <= 0 leaves a choice out; stage3 takes stage 3 alone. wmax (out):
@@ -453,7 +460,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     }
     /* the gradient norm's all-reduce over axis a, once a step where any chosen strategy's
      * parameters hold a partial norm over it (ilp_norm_sum_s): NA >= each such x */
-    for (int a = 0; a < p->cm->mesh->n_axes; a++) {
+    for (int k = 0; k < 2 * p->cm->mesh->n_axes; k++) { /* the trust ratios' norms too: bit a + ILP_TRUST_SHIFT */
+        int a = k < p->cm->mesh->n_axes ? k : k - p->cm->mesh->n_axes + ILP_TRUST_SHIFT;
         double t = ilp_norm_sum_s(p, 1u << a);
         if (!(t > 0)) continue;
         snprintf(nm, sizeof nm, "norm_sum_%d", a);
@@ -490,7 +498,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     put(lp, row, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].update_transient[z] * ms);
     }
 
-    /* edges */
+    /* edges; each edge's pair columns kept for the shared sums' rows below (ey: NULL where
+     * the cost folds into one end) */
+    int **ey = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1)), **erc = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1));
+    int **ecc = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1)), *enc = ir_alloc(sizeof(int) * (size_t)(p->n_edges + 1));
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
         const IlpGroup *A = &p->groups[E->src], *B = &p->groups[E->dst];
@@ -578,6 +589,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 for (int c = 0; c < nc; c++) {
                     snprintf(nm, sizeof nm, "y_%d_%d_%d", e, r, c);
                     int col = add_col(lp, GLP_CV, 0, INFINITY, tscale * E->cost[rrep[r] * nb + crep[c]], nm);
+                    if (!ey[e]) ey[e] = ir_alloc(sizeof(int) * (size_t)(nr * nc));
+                    ey[e][r * nc + c] = col;
                     put(lp, rows_r[r], col, 1);
                     put(lp, rows_c[c], col, 1);
                     for (int k = 0; k < nmrows && E->mem[rrep[r] * nb + crep[c]] > 0; k++)
@@ -594,11 +607,73 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             ir_free(rows_r);
             ir_free(rows_c);
         }
-        ir_free(rc);
-        ir_free(cc);
+        erc[e] = rc, ecc[e] = cc, enc[e] = nc;
         ir_free(rrep);
         ir_free(crep);
     }
+
+    /* the activations' shared gradient sums (IlpGradShare): per producer strategy a,
+     * spec k and reader r after the first, a refund column R in [0, 1] of the part's
+     * move, R <= x[src, a], R <= reader r holds its part in k, R <= an earlier reader
+     * does (exact for one-hot x: the objective takes R to the least of the three) */
+    for (int k = 0; k < p->n_shares; k++) {
+        const IlpGradShare *H = &p->shares[k];
+        const IlpGroup *S = &p->groups[H->src];
+        for (int a = 0; a < S->n_strats; a++)
+            for (int sp = 0; sp < H->n_specs; sp++) {
+                double t = H->weight * H->t[a * H->n_specs + sp];
+                if (!(t > 0) || !any_x(m, H->src, a)) continue;
+                for (int r = 1; r < H->n_readers; r++) {
+                    bool here = false, before = false;
+                    for (int c = 0; c < p->groups[H->dst[r]].n_strats && !here; c++)
+                        here = H->spec[r][c] == sp && any_x(m, H->dst[r], c);
+                    for (int j = 0; j < r && !before; j++)
+                        for (int c = 0; c < p->groups[H->dst[j]].n_strats && !before; c++)
+                            before = H->spec[j][c] == sp && any_x(m, H->dst[j], c);
+                    if (!here || !before) continue;
+                    snprintf(nm, sizeof nm, "share_%d_%d_%d_%d", k, a, sp, r);
+                    int R = add_col(lp, GLP_CV, 0, 1, -tscale * t, nm);
+                    int rows[4];
+                    for (int q = 0; q < 3; q++) {
+                        snprintf(nm, sizeof nm, "share_%d_%d_%d_%d_%d", k, a, sp, r, q);
+                        rows[q] = add_row(lp, GLP_UP, -INFINITY, 0, nm);
+                        put(lp, rows[q], R, 1);
+                    }
+                    for (int z = 0; z < ZERO_STAGES; z++)
+                        if (m->x[H->src][a * ZERO_STAGES + z]) put(lp, rows[0], m->x[H->src][a * ZERO_STAGES + z], -1);
+                    for (int j = 0; j <= r; j++)
+                        for (int c = 0; c < p->groups[H->dst[j]].n_strats; c++) {
+                            /* an earlier reader in the same group put this column in row 2 already */
+                            bool dup = false;
+                            for (int q = 0; q < j && j < r; q++) dup |= H->dst[q] == H->dst[j] && H->spec[q][c] == sp;
+                            for (int z = 0; H->spec[j][c] == sp && !dup && z < ZERO_STAGES; z++)
+                                if (m->x[H->dst[j]][c * ZERO_STAGES + z])
+                                    put(lp, rows[j == r ? 1 : 2], m->x[H->dst[j]][c * ZERO_STAGES + z], -1);
+                        }
+                    /* and R <= the pair columns of reader r's edge holding (a, its part in sp): never
+                     * more than the edge pays (a tight bound; rows[0] and [1] alone are weak) */
+                    int e = 0;
+                    while (e < p->n_edges && !(p->edges[e].src == H->src && p->edges[e].dst == H->dst[r])) e++;
+                    if (e < p->n_edges && ey[e] && erc[e][a] >= 0) {
+                        int nc = enc[e];
+                        snprintf(nm, sizeof nm, "share_%d_%d_%d_%d_y", k, a, sp, r);
+                        rows[3] = add_row(lp, GLP_UP, -INFINITY, 0, nm);
+                        put(lp, rows[3], R, 1);
+                        bool *seen = ir_alloc(sizeof(bool) * (size_t)(nc + 1));
+                        memset(seen, 0, sizeof(bool) * (size_t)(nc + 1));
+                        for (int c = 0; c < p->groups[H->dst[r]].n_strats; c++)
+                            if (H->spec[r][c] == sp && ecc[e][c] >= 0 && !seen[ecc[e][c]]) {
+                                seen[ecc[e][c]] = true;
+                                put(lp, rows[3], ey[e][erc[e][a] * nc + ecc[e][c]], -1);
+                            }
+                        ir_free(seen);
+                    }
+                }
+            }
+    }
+
+    for (int e = 0; e < p->n_edges; e++) ir_free(ey[e]), ir_free(erc[e]), ir_free(ecc[e]);
+    ir_free(ey), ir_free(erc), ir_free(ecc), ir_free(enc);
 
     /* memory row, transient, exposed sync */
     /* one row per moment (eval.c), each <= the limit, or <= the peak M when
@@ -766,10 +841,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 }
         }
     }
-    /* contention (eval.c): the step pays E + f (the buckets' sync - their exposed part), which
-     * with E = ZeRO-2/3's sync + that exposed part is (1 - f) E + f x every column's sync */
+    /* contention (eval.c, f): the last buckets' and the last two runs' rows pay f of the
+     * other buckets' sync, each group's share (1 - sync_last) and (1 - sync_tail) */
     double paid = shard_overlap_paid(p->cm->cl);
-    int ecol = add_col(lp, GLP_CV, 0, INFINITY, on * (1 - paid), "sync_exposed");
+    int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
     int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
     int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
     int erow3 = add_row(lp, GLP_LO, 0, 0, "sync_tail_buckets");
@@ -816,13 +891,11 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                  * backward they hide behind, at least the last buckets', and the last two
                  * runs' past the backward of the groups before the blocks (eval.c) */
                 double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
-                if (paid > 0 && S->sync_s[z] > 0)
-                    glp_set_obj_coef(lp->P, c, glp_get_obj_coef(lp->P, c) + tscale * paid * G->mult * S->sync_s[z]);
+                double blk = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
+                double last = G->sync_last + paid * (1 - G->sync_last), tail = G->sync_tail + paid * (1 - G->sync_tail);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
-                bool blocks = ilp_sync_blocks(p, z);
-                put(lp, erow2, c, -G->mult * S->sync_s[z] * (blocks ? 1 : G->sync_last) * ts);
-                put(lp, erow3, c,
-                    (-G->mult * S->sync_s[z] * (blocks ? 1 : G->sync_tail) + (G->block < 0 ? hide : 0)) * ts);
+                put(lp, erow2, c, -G->mult * (blk + q * last) * ts);
+                put(lp, erow3, c, (-G->mult * (blk + q * tail) + (G->block < 0 ? hide : 0)) * ts);
             }
     }
 

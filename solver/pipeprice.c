@@ -427,6 +427,21 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             vs[s].mem_transient = maxd(vs[s].mem_transient, E->mem[kk]);
         }
     }
+    /* the shared gradient sums' refunds (IlpGradShare): the backward of the reader's stages,
+     * as its edge's cost was spread */
+    double *refund = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
+    memset(refund, 0, sizeof(double) * (size_t)(p->n_groups + 1));
+    ilp_grad_share_refund(p, r->choice.strat, -1, refund);
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *D = &p->groups[gi];
+        const double *sh = &share[(size_t)gi * PLACE_MAX_STAGES];
+        if (!(refund[gi] > 0)) continue;
+        if (n_cut && D->mult > 1 && ir_node(g, D->members[0].node)->block == blk)
+            for (int i = 0; i < n_cut && i < D->mult; i++) iw[i] -= refund[gi] * k / D->mult;
+        for (int s = 0; s < P; s++)
+            if (sh[s] > 0) bwd[s] -= refund[gi] * k * sh[s] / D->mult;
+    }
+    ir_free(refund);
     ir_free(share);
     for (int q = 0; q < P; q++) vs[q].optimizer_s += ilp_norm_sum_s(p, nax[q]);
     /* a kept stage copies one micro-batch's saved activations into its slot after the forward
@@ -535,9 +550,11 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     for (int d = 0; d < devs; d++) {
         PipeStagePrice *st = &out->st[d];
         /* the gradient sync overlaps the last backward but its last bucket (eval.c's rule) */
-        st->grad_sync_exposed_s = maxd(0, maxd(st->grad_sync_s - st->bwd_s, st->grad_sync_s * devs / layers));
-        /* and its hidden part's contention with that backward (eval.c) */
-        st->grad_sync_exposed_s += shard_overlap_paid(r->cm.cl) * maxd(0, st->grad_sync_s - st->grad_sync_exposed_s);
+        /* with contention (eval.c): the last bucket after f of the rest, where the backward
+         * is the longer */
+        double last = st->grad_sync_s * devs / layers;
+        st->grad_sync_exposed_s = maxd(0, maxd(st->grad_sync_s - st->bwd_s,
+                                               last + shard_overlap_paid(r->cm.cl) * maxd(0, st->grad_sync_s - last)));
         st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
         st->busy_s = m * (st->fwd_s + st->bwd_s);
         double start = st->mem_static - st->mem_grads_late + st->mem_acts + st->mem_inflight;
@@ -659,6 +676,12 @@ static void rescale(IlpProblem *p, int blk, int from, int to) {
         if (p->groups[E->src].block != bi || p->groups[E->dst].block != bi) continue;
         size_t n = (size_t)p->groups[E->src].n_strats * (size_t)p->groups[E->dst].n_strats;
         for (size_t j = 0; j < n; j++) E->cost[j] = E->cost[j] / from * to;
+    }
+    for (int k = 0; k < p->n_shares; k++) { /* the shared gradient sums inside it, per instance */
+        IlpGradShare *H = &p->shares[k];
+        bool in = p->groups[H->src].block == bi;
+        for (int j = 0; in && j < H->n_readers; j++) in = p->groups[H->dst[j]].block == bi;
+        if (in) H->weight = H->weight / from * to;
     }
     p->n_layers = 0;
     for (int gi = 0; gi < p->n_groups; gi++)

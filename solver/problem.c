@@ -114,7 +114,8 @@ double ilp_norm_sum_s(const IlpProblem *p, unsigned axes) {
     unsigned real = 0;
     for (int a = 0; a < p->cm->mesh->n_axes; a++)
         if (p->cm->mesh->size[a] > 1) real |= 1u << a;
-    return cost_allreduce_axes(p->cm, axes & real, 4);
+    return cost_allreduce_axes(p->cm, axes & real, 4) +
+           cost_allreduce_axes(p->cm, (axes >> ILP_TRUST_SHIFT) & real, 8.0 * p->n_trust);
 }
 
 DType ilp_sync_dtype(const IlpProblem *p, int zero_stage, DType dt) {
@@ -127,6 +128,10 @@ bool ilp_grad_bucketed(const IlpProblem *p, ValueId v, int zero_stage, const Sha
     for (int a = 0; zero_stage == 1 && a < m->n_axes; a++)
         if (shard_spec_axis_dim(held, a, NULL) >= 0 && m->size[a] > 1) return false;
     return zero_stage < 2 && grad->partial && p->fwd_reads[v] <= 1;
+}
+
+bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad) {
+    return zero_stage == 1 && S->splits_param && grad->partial;
 }
 
 bool ilp_grad_queued(const IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
@@ -642,10 +647,12 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 if (z >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
                 /* in a bucket, all-reduced on the communication stream; every other sum on
                  * the caller's thread */
-                bool in_bucket = ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
+                bool scatters = ilp_zero1_scatters(S, z, &sspec);
+                bool in_bucket = !scatters && ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
                 bool queued = in_bucket && !p->opt.sync_on_caller;
-                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 ? 2 : 0, run_frac, queued);
+                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 || scatters ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += z >= 2 ? M * sync : sync;
+                if (scatters) S->sync_blocking_s[z] += sync; /* once a step, at the update */
                 if (z >= 2) S->zero_handoff_s[z] += M * cost_zero_handoff(cm, COLL_REDUCE_SCATTER, sspec.partial);
                 /* queued in a bucket; so is the position table's sum at ZeRO 0-1, deferred to
                  * the table's sync (build_edges, cost_deferred_grad), which the data-parallel
@@ -713,7 +720,8 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * axes (compiler/lower/split.c, spec.c): once for all such parameters
                  * (ilp_norm_sum_s), not a share each (a share per parameter of the model's
                  * priced 8 of gpt2-tiny's 26 where its tensor-parallel MLP alone split) */
-                S->norm_axes[z] |= split_axes | (z >= 2 ? rep_axes : 0);
+                S->norm_axes[z] |= split_axes | (z >= 2 || scatters ? rep_axes : 0); /* (the squares of
+                                                      * ZeRO-1's slice where it is reduce-scattered) */
                 if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
                     S->off_elems[z] += oe;
                     S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);
@@ -727,11 +735,10 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 }
                 /* a trust ratio: its two partial sums of squares, summed over
                  * the axes splitting the parameter and its ZeRO slice, ride one
-                 * all-reduce of every parameter's pair: a share of its latency */
-                unsigned axes = split_axes | (z >= 1 ? rep_axes : 0);
-                for (int a = 0; trust && a < mesh->n_axes; a++)
-                    if (axes & (1u << a))
-                        S->opt_s[z] += shard_coll_time(mesh, COLL_ALL_REDUCE, a, 8.0 * b->n_trust) / b->n_trust;
+                 * all-reduce of every parameter's pair, once a step per axis
+                 * (ilp_norm_sum_s; a share of its latency each priced 6 of
+                 * llama-tiny's 15 where its MLP alone split) */
+                if (trust) S->norm_axes[z] |= (split_axes | (z >= 1 ? rep_axes : 0)) << ILP_TRUST_SHIFT;
             }
         }
     }
@@ -1020,6 +1027,146 @@ static void build_edges(Builder *b) {
     }
 }
 
+/* Is node n's operand i an activation whose edge (build_edges) crosses from
+ * another group (not inside its group, not a tied block's self edge) and moves
+ * its gradient as its own (float, not the position table's deferred sum)? */
+static bool share_reader(const Builder *b, NodeId n, int i) {
+    const Graph *g = b->g;
+    const IlpProblem *p = b->p;
+    const Node *nd = ir_node(g, n);
+    const Value *v = ir_val(g, nd->in[i]);
+    if (p->group_of_node[n] < 0 || v->role != ROLE_ACT || v->def < 0 || p->group_of_node[v->def] < 0 ||
+        !ir_dtype_is_float(v->dtype) || ir_node(g, v->def)->op == OP_POS_EMBEDDING)
+        return false;
+    return p->group_of_node[v->def] != p->group_of_node[n];
+}
+
+/* The activations' gradient sums shared by their readers (IlpGradShare): every
+ * activation with two or more readers by share_reader, one entry per pattern
+ * (producer and readers' groups, members and operands), tied instances adding
+ * to its weight. */
+static void grad_shares(Builder *b) {
+    const Graph *g = b->g;
+    IlpProblem *p = b->p;
+    size_t slots = (size_t)g->n_nodes * IR_MAX_IN;
+    p->share_at = ir_alloc(sizeof(int) * (slots + 1));
+    for (size_t k = 0; k < slots; k++) p->share_at[k] = -1;
+    /* per value its readers (node * IR_MAX_IN + operand, in node order): first[x]..first[x+1] */
+    int *first = ir_alloc(sizeof(int) * (size_t)(g->n_values + 2)), *rd = ir_alloc(sizeof(int) * (slots + 1));
+    memset(first, 0, sizeof(int) * (size_t)(g->n_values + 2));
+    for (NodeId n = 0; n < g->n_nodes; n++)
+        for (int i = 0; i < ir_node(g, n)->n_in; i++)
+            if (share_reader(b, n, i)) first[ir_node(g, n)->in[i] + 1]++;
+    for (ValueId x = 0; x < g->n_values; x++) first[x + 1] += first[x];
+    int *fill = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1)), cap = 0;
+    memcpy(fill, first, sizeof(int) * (size_t)g->n_values);
+    for (NodeId n = 0; n < g->n_nodes; n++)
+        for (int i = 0; i < ir_node(g, n)->n_in; i++)
+            if (share_reader(b, n, i)) rd[fill[ir_node(g, n)->in[i]]++] = n * IR_MAX_IN + i;
+    ir_free(fill);
+    for (ValueId x = 0; x < g->n_values; x++) {
+        const Value *v = ir_val(g, x);
+        const int *rn = &rd[first[x]];
+        int nr = first[x + 1] - first[x];
+        if (nr < 2) continue;
+        int gs = p->group_of_node[v->def], ms = p->member_of_node[v->def];
+        const IlpGroup *S = &p->groups[gs];
+        /* the same pattern as an earlier entry (another instance of a tied block)? */
+        int e = -1;
+        for (int k = 0; k < p->n_shares && e < 0; k++) {
+            const IlpGradShare *H = &p->shares[k];
+            bool same = H->src == gs && H->src_member == ms && H->src_out == v->def_out && H->n_readers == nr;
+            for (int r = 0; same && r < nr; r++)
+                same = H->dst[r] == p->group_of_node[rn[r] / IR_MAX_IN] &&
+                       H->member[r] == p->member_of_node[rn[r] / IR_MAX_IN] && H->operand[r] == rn[r] % IR_MAX_IN;
+            if (same) e = k;
+        }
+        if (e >= 0) { /* tied: the same variables, the same tables */
+            p->shares[e].weight += 1;
+            for (int r = 0; r < nr; r++) p->share_at[rn[r]] = e * 65536 + r;
+            continue;
+        }
+        if (nr >= 65536) continue;
+        IR_GROW(p->shares, p->n_shares, cap);
+        IlpGradShare *H = &p->shares[p->n_shares];
+        memset(H, 0, sizeof *H);
+        H->src = gs;
+        H->src_member = ms;
+        H->src_out = v->def_out;
+        H->n_readers = nr;
+        H->weight = 1;
+        H->dst = ir_alloc(sizeof(int) * (size_t)nr);
+        H->member = ir_alloc(sizeof(int) * (size_t)nr);
+        H->operand = ir_alloc(sizeof(int) * (size_t)nr);
+        H->spec = ir_alloc(sizeof(int *) * (size_t)nr);
+        ShardSpec *specs = NULL;
+        int scap = 0;
+        for (int r = 0; r < nr; r++) {
+            NodeId n = rn[r] / IR_MAX_IN;
+            int i = H->operand[r] = rn[r] % IR_MAX_IN, gd = H->dst[r] = p->group_of_node[n];
+            int md = H->member[r] = p->member_of_node[n];
+            const IlpGroup *D = &p->groups[gd];
+            H->spec[r] = ir_alloc(sizeof(int) * (size_t)(D->n_strats + 1));
+            for (int c = 0; c < D->n_strats; c++) {
+                ShardSpec gsp = shard_grad_spec(&D->members[md].is, &D->members[md].st[D->strats[c].member_st[md]], i);
+                int k = 0;
+                while (k < H->n_specs && !shard_spec_eq(&specs[k], &gsp)) k++;
+                if (k == H->n_specs) {
+                    IR_GROW(specs, H->n_specs, scap);
+                    specs[H->n_specs++] = gsp;
+                }
+                H->spec[r][c] = k;
+            }
+        }
+        /* each part's move, as build_edges prices an edge's gradient term: from the
+         * spec it is held in to where the producer's backward wants the sum */
+        H->t = ir_alloc(sizeof(double) * (size_t)(S->n_strats * H->n_specs + 1));
+        for (int a = 0; a < S->n_strats; a++) {
+            const ShardSpec *from = &S->members[ms].st[S->strats[a].member_st[ms]].out[v->def_out];
+            const ShardSpec *want = from;
+            if (p->grad_at[v->def] != v->def) {
+                int mt = p->member_of_node[p->grad_at[v->def]];
+                want = &S->members[mt].st[S->strats[a].member_st[mt]].out[0];
+            }
+            for (int k = 0; k < H->n_specs; k++)
+                H->t[a * H->n_specs + k] = p->opt.micro_batches * micro_edge(b, v, from, from, &specs[k], want);
+        }
+        ir_free(specs);
+        for (int r = 0; r < nr; r++) p->share_at[rn[r]] = p->n_shares * 65536 + r;
+        p->n_shares++;
+    }
+    ir_free(first);
+    ir_free(rd);
+}
+
+double ilp_grad_share_refund(const IlpProblem *p, const int *strat, int touching, double *per_group) {
+    double sum = 0;
+    for (int k = 0; k < p->n_shares; k++) {
+        const IlpGradShare *H = &p->shares[k];
+        bool in = touching < 0 || H->src == touching;
+        for (int r = 0; !in && r < H->n_readers; r++) in = H->dst[r] == touching;
+        if (!in) continue;
+        const double *t = &H->t[strat[H->src] * H->n_specs];
+        for (int r = 1; r < H->n_readers; r++) {
+            int sr = H->spec[r][strat[H->dst[r]]], j = 0;
+            while (j < r && H->spec[j][strat[H->dst[j]]] != sr) j++;
+            if (j == r || !(t[sr] > 0)) continue;
+            sum += H->weight * t[sr];
+            if (per_group) per_group[H->dst[r]] += H->weight * t[sr];
+        }
+    }
+    return sum;
+}
+
+bool ilp_grad_share_dup(const IlpProblem *p, const int *strat, NodeId n, int i) {
+    int at = p->share_at ? p->share_at[(size_t)n * IR_MAX_IN + (size_t)i] : -1;
+    if (at < 0) return false;
+    const IlpGradShare *H = &p->shares[at / 65536];
+    int r = at % 65536, sr = H->spec[r][strat[H->dst[r]]], j = 0;
+    while (j < r && H->spec[j][strat[H->dst[j]]] != sr) j++;
+    return j < r && H->t[strat[H->src] * H->n_specs + sr] > 0;
+}
+
 /* Host offload's prices per element of an offloaded optimizer slice (docs/
  * sharding.md "Host offload"). Only AdamW runs on the host (colrt_host_adamw);
  * other optimizers, or a cluster without a host, offload nothing. The host
@@ -1102,6 +1249,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     for (int v = 0; v < g->n_values; v++) {
         b.n_trust += g->values[v].role == ROLE_PARAM && !ad_name_matches(train->no_trust, g->values[v].name);
     }
+    p->n_trust = b.n_trust;
     b.rep = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     b.saved = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
     b.block_out = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
@@ -1288,6 +1436,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     }
     ir_free(head_read);
     if (!p->timed_out) build_edges(&b);
+    if (!p->timed_out) grad_shares(&b);
     ir_free(b.rep);
     ir_free(b.saved);
     ir_free(b.grad_in_place);
@@ -1346,6 +1495,13 @@ void ilp_problem_free(IlpProblem *p) {
     for (int e = 0; e < p->n_edges; e++)
         ir_free(p->edges[e].cost), ir_free(p->edges[e].mem), ir_free(p->edges[e].mem_end);
     ir_free(p->edges);
+    for (int k = 0; k < p->n_shares; k++) {
+        for (int r = 0; r < p->shares[k].n_readers; r++) ir_free(p->shares[k].spec[r]);
+        ir_free(p->shares[k].spec), ir_free(p->shares[k].dst), ir_free(p->shares[k].t);
+        ir_free(p->shares[k].member), ir_free(p->shares[k].operand);
+    }
+    ir_free(p->shares);
+    ir_free(p->share_at);
     ir_free(p->bwd_reread);
     ir_free(p->grad_at);
     ir_free(p->grad_pass);

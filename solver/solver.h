@@ -66,6 +66,10 @@ typedef struct IlpStrat {
                                      * its gradients at its launch, the end of its block
                                      * instance's backward (eval.c) */
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
+    double sync_blocking_s[ZERO_STAGES]; /* ZeRO 0-1: of sync_s, the collectives on the caller's
+                                     * thread that block the compute stream (ilp_zero1_scatters:
+                                     * ZeRO-1's reduce-scatters under the sharded lowering);
+                                     * exposed whole, as ZeRO-2/3's (eval.c) */
     double zero_handoff_s[ZERO_STAGES]; /* ZeRO 1-3: the hand-off its ZeRO collectives on the
                                      * caller's thread (ZeRO-2/3's reduce-scatters, the all-gathers
                                      * of sync_s and gather_s; not rc_gather_s's) pay in a plan
@@ -111,7 +115,10 @@ typedef struct IlpStrat {
     unsigned norm_axes[ZERO_STAGES]; /* the mesh axes its parameters' share of the gradient norm
                                  * is a partial sum over (a tensor-parallel shard; ZeRO-2/3's
                                  * slices): the step all-reduces the norm once over each axis any
-                                 * chosen strategy names (ilp_norm_sum_s) */
+                                 * chosen strategy names (ilp_norm_sum_s); and shifted by
+                                 * ILP_TRUST_SHIFT, the axes its trust ratios' sums of squares
+                                 * are partial over (the shard, ZeRO 1-3's slices): one
+                                 * all-reduce of every parameter's pair per axis */
 } IlpStrat;
 
 typedef struct IlpMember {
@@ -189,6 +196,15 @@ bool ilp_grad_queued(const struct IlpProblem *p, ValueId v, int zero_stage, cons
  * reduce-scatters, and every sum under IlpOptions.sync_on_caller (eval.c, ilp.c) */
 bool ilp_sync_blocks(const struct IlpProblem *p, int zero_stage);
 
+/* Does the sharded lowering (a strategy S splitting a parameter: the plan
+ * lowers tensor parallel) reduce-scatter parameter gradient `grad` into its
+ * ZeRO-1 update's slice, on the caller's thread, once a step? At ZeRO 1
+ * wherever the gradient is pending: the update reads it in the slice, through
+ * one resharding (compiler/lower/spec.c), which schedule.c buckets only where
+ * it is read whole. (A group not splitting a parameter in a plan whose other
+ * groups do runs the same; priced as bucketed: bench/simulate/README.md.) */
+bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad);
+
 /* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters
  * block the compute stream (all of them); the buckets of ZeRO 0 and 1 run on
  * the communication stream behind the backward that follows the first of
@@ -210,6 +226,42 @@ typedef struct IlpEdge {
                                  * owner's): both parts and their reshardings to the
                                  * parameter's spec, held since the consumer's backward */
 } IlpEdge;
+
+/* One activation's gradient sum shared by its readers (problem.c grad_shares):
+ * an activation read by two or more nodes in groups other than its producer's
+ * gets each reader's gradient part, and the backward adds the parts before
+ * the producer's backward reads the sum. Parts held alike add as they are
+ * (compiler's placement: a pending sum stays pending, keep_partial), so the
+ * sum is moved to where the producer's backward wants it once, not once per
+ * reader as each edge prices it (LLaMA's gate and up: both column-parallel,
+ * their partial gradients of the norm's output added, one all-reduce). The
+ * refund: per reader after the first whose part is held as an earlier
+ * reader's, that part's move (its edge's gradient term) less. Tied instances
+ * share one entry (weight: the instances). */
+typedef struct IlpGradShare {
+    int src;                    /* the producer's group */
+    int src_member, src_out;    /* the producer: its member, its result */
+    int n_readers;
+    int *dst;                   /* per reader: its group (not src) */
+    int *member, *operand;      /* per reader: its member, the operand reading the activation */
+    int **spec;                 /* per reader, per strategy of its group: the index of the
+                                 * spec its gradient part is held in */
+    int n_specs;
+    double *t;                  /* [src strategy * n_specs + spec]: that part's move to where
+                                 * the producer's backward wants it, per step (its edge's
+                                 * gradient term, cost_edge) */
+    double weight;              /* instances */
+} IlpGradShare;
+
+/* What the shared sums give back under strategies strat (per group): the moves
+ * of every part held as an earlier reader's part (ilp.c prices the same with a
+ * column per reader, eval.c and pipeprice.c subtract it). touching >= 0: only
+ * the sums group `touching` produces or reads. per_group (NULL: not wanted):
+ * each refund added to its reader's group (sized n_groups). */
+double ilp_grad_share_refund(const struct IlpProblem *p, const int *strat, int touching, double *per_group);
+/* Is node n's operand i a reader of a shared sum whose gradient part is held as an
+ * earlier reader's under strat (its move not made: analysis.c)? */
+bool ilp_grad_share_dup(const struct IlpProblem *p, const int *strat, NodeId n, int i);
 
 typedef struct IlpBlock {
     const char *name;
@@ -244,6 +296,9 @@ typedef struct IlpProblem {
     IlpGroup *groups;
     int n_edges;
     IlpEdge *edges;
+    int n_shares;
+    IlpGradShare *shares;       /* the activations' gradient sums shared by their readers */
+    int *share_at;              /* [node * IR_MAX_IN + operand]: share * 65536 + reader, or -1 */
     int n_blocks;
     IlpBlock *blocks;
     int *group_of_node;         /* node -> group */
@@ -260,6 +315,7 @@ typedef struct IlpProblem {
     unsigned *grad_pass;        /* node -> that operand (bit i): its edge moves no gradient, the
                                  * edges out of the node move it to grad_at's spec at once */
     int n_layers;               /* parameter-group instances (gradient buckets) */
+    int n_trust;                /* parameters with a trust ratio: pairs in the norms collective */
     double act_copies;          /* a pipeline's stage problem: the copies of each group's saved
                                  * activations its memory rows count (IlpStrat.act scaled by it,
                                  * pipeline_stage_problem); 0: not scaled */
@@ -368,6 +424,11 @@ unsigned plan_bwd_rereads(const Graph *g, const PlanBwd *bw, NodeId f);
  * however many parameters are split over it (compiler/lower/norms.c sums the
  * partial squares pending first, placement_pending_sum). The ILP prices it
  * with an indicator per axis (ilp.c), eval.c the same union. */
+/* Bits ILP_TRUST_SHIFT and up: the trust ratios' norms (LAMB, LARS), one all-reduce
+ * of every parameter's two sums of squares over each such axis (compiler/lower/norms.c:
+ * one collective for all of them), priced at every trust parameter's pair. */
+#define ILP_TRUST_SHIFT 8
+_Static_assert(SHARD_MAX_AXES <= ILP_TRUST_SHIFT, "the norm and trust bits do not overlap");
 double ilp_norm_sum_s(const IlpProblem *p, unsigned axes);
 /* The strategy plan_bwd_rule's node k is priced at: held[k] when it runs as held, else out[k]. */
 static inline const ShardStrategy *plan_bwd_priced(const ShardStrategy *out, const ShardStrategy *held, int k) {

@@ -185,8 +185,11 @@ static void emit_header(StrBuf *h, const Graph *g, const LowerProgram *lp, const
               "void %s_input_rows(const %s *m, int64_t *first, int64_t *count);\n"
               "/* The parameters as this rank holds them (name, shapes, offset, data); returns\n"
               " * the count, fills at most cap. */\n"
-              "int %s_params(%s *m, colrt_tensor *out, int cap);\n\n",
-              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
+              "int %s_params(%s *m, colrt_tensor *out, int cap);\n"
+              "/* The instruction set the kernels run with on this machine (M_kernels.c: e.g.\n"
+              " * \"x86-64-v3 (dispatched)\", docs/cmake.md; M_kernels.cu: \"cuda\"). */\n"
+              "const char *%s_kernels_isa(void);\n\n",
+              px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px, px);
 }
 
 typedef struct Leaf {
@@ -949,7 +952,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "        colrt_event_record(M->bucket_done[k], NULL);\n"
               "    }\n"
               "    if ((%s_prof_on = colrt_profile_enabled()))\n"
-              "        colrt_profile_register(\"%s\", %s_prof_tab, %d);\n"
+              "        colrt_profile_register(\"%s\", %s_kernels_isa(), %s_prof_tab, %d);\n"
               "    M->arena = colrt_arena_create(%s);\n%s"
               "    for (int i = 0; i < %s_n_leaves; i++) %s%s_init_leaf(M, &%s_leaves[i]);\n%s"
               "    M->stats.arena_bytes = %s;\n"
@@ -958,7 +961,7 @@ static bool emit_main(CgCtx *c, StrBuf *m, const CgOptions *o, const char *sched
               "    *out = M;\n"
               "    return 0;\n}\n\n",
               px, px, px, px, px, px, px, sb_cstr(&mk), c->predicted_step_s * 100 > 300 ? c->predicted_step_s * 100 : 300.0,
-              sb_cstr(&rank), sb_cstr(&pipe_init), lp->n_buckets && !lp->opt.sync_on_caller, lp->n_buckets, px, px, px, c->n_prof, arena_sz,
+              sb_cstr(&rank), sb_cstr(&pipe_init), lp->n_buckets && !lp->opt.sync_on_caller, lp->n_buckets, px, px, px, px, c->n_prof, arena_sz,
               sb_cstr(&off_create), px, init_if, px, px, sb_cstr(&off_pull), arena_sz, px);
     sb_free(&off_create);
     sb_free(&pipe_init);

@@ -80,6 +80,40 @@ void cg_c_prelude(StrBuf *b) {
                "    float y;\n    memcpy(&y, &k, sizeof y);\n    const float h = 0.5f * x;\n"
                "    y = y * (1.5f - h * y * y);\n    y = y * (1.5f - h * y * y);\n    y = y * (1.5f - h * y * y);\n"
                "    const float s = x * y;\n    return x > 0 ? s + 0.5f * y * (x - s * s) : 0.0f;\n}\n");
+    /* Vector kernels without -march (issue 21, docs/cmake.md "Vector kernels
+     * without -march"). A project's default flags compile for the baseline
+     * ISA, SSE2 on x86-64: no AVX, no FMA. Where the compile target lacks
+     * AVX2 or FMA, GCC on x86-64 glibc compiles each kernel (and each of its
+     * OpenMP regions) for x86-64-v4 (AVX-512), x86-64-v3 (AVX2, FMA) and the
+     * target itself, and an ifunc resolver runs the best this CPU has
+     * (target_clones; GCC 12 on: the x86-64-vN names in target_clones and
+     * __builtin_cpu_supports are GCC PR target/101696, whose resolvers test
+     * __builtin_cpu_supports("x86-64-vN"); older GCC builds the target's
+     * only). Clang builds the target's only: its clones leave the OpenMP
+     * regions' outlined bodies on the file's target (clang 14 and 19: no ymm
+     * in them), so there is nothing to gain. -DCG_NO_DISPATCH turns it off
+     * (the target's kernels only: GPT-2 124M's compile 1.2-1.5 s of CPU
+     * against 3.5-3.6 s). Measured, GPT-2 124M f32, bench/codegen_cpu/README.md. */
+    sb_puts(b, "/* Kernels for x86-64-v4, x86-64-v3 and the target, the loader picking (docs/cmake.md). */\n"
+               "#if defined(__GNUC__) && __GNUC__ >= 12 && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \\\n"
+               "    defined(__GLIBC__) && !(defined(__AVX2__) && defined(__FMA__)) && !defined(CG_NO_DISPATCH)\n"
+               "#define CG_DISPATCH 1\n"
+               "#define CG_KERNEL __attribute__((target_clones(\"arch=x86-64-v4\", \"arch=x86-64-v3\", \"default\")))\n"
+               "#else\n#define CG_DISPATCH 0\n#define CG_KERNEL\n#endif\n");
+    /* what the kernels run with on this machine: under dispatch the test
+     * GCC's resolvers make (PR 101696: __builtin_cpu_supports of the clones'
+     * arch names, best first; tests/consumer/vector_kernels.sh checks it
+     * against the CPU's flags); M_kernels_isa, the profile's "kernels" */
+    sb_puts(b, "/* The instruction set this file's kernels run with on this CPU. */\n"
+               "static inline CG_UNUSED const char *cg_kernels_isa(void) {\n"
+               "#if CG_DISPATCH\n"
+               "    __builtin_cpu_init();\n"
+               "    return __builtin_cpu_supports(\"x86-64-v4\")   ? \"x86-64-v4 (dispatched)\"\n"
+               "           : __builtin_cpu_supports(\"x86-64-v3\") ? \"x86-64-v3 (dispatched)\"\n"
+               "                                                 : \"x86-64 (dispatched)\";\n"
+               "#elif defined(__AVX512F__)\n    return \"avx512f (compile target)\";\n"
+               "#elif defined(__AVX2__)\n    return \"avx2 (compile target)\";\n"
+               "#else\n    return \"compile target\";\n#endif\n}\n");
     /* The attention tiles' products (cg_attention_c.c): four rows by 16
      * columns of C summed in registers over k, each step one row of B and a
      * broadcast of four values of A (one load for four FMAs). Written as one
@@ -95,6 +129,11 @@ void cg_c_prelude(StrBuf *b) {
      * product and sum stay apart there */
     sb_puts(b, "#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)\n#define CG_FMA(a, b, c) fmaf(a, b, c)\n"
                "#else\n#define CG_FMA(a, b, c) ((a) * (b) + (c))\n#endif\n");
+    /* Under dispatch a clone cannot ask for __FMA__ (the macros are the
+     * file's target's), so cg_mm4x16 has contraction on: a * b + c becomes
+     * one FMA, fmaf's single rounding, in the clones whose target has FMA
+     * (x86-64-v3, v4), and stays a multiply and an add in the baseline one. */
+    sb_puts(b, "#if CG_DISPATCH\n#pragma GCC push_options\n#pragma GCC optimize(\"fp-contract=fast\")\n#endif\n");
     /* Out of line: inlined at each of an attention kernel's calls it grew
      * the file past GCC's inline-unit-growth limit at -O2, and GCC then left
      * cg_sqrtf a call in later kernels, so their loops stayed scalar
@@ -103,7 +142,7 @@ void cg_c_prelude(StrBuf *b) {
                "#else\n#define CG_NOINLINE\n#endif\n");
     sb_puts(b, "/* C[i][j] (+)= sum_k A(i,k) B[k][j] for i < m (a multiple of 4), j < n (of 16),\n"
                " * k < kk; A(i,k) = a[i sai + k sak], B and C by rows (ldb, ldc); acc: add to C. */\n"
-               "static CG_NOINLINE CG_UNUSED void cg_mm4x16(int64_t m, int64_t n, int64_t kk, const float *a, int64_t sai,\n"
+               "CG_KERNEL static CG_NOINLINE CG_UNUSED void cg_mm4x16(int64_t m, int64_t n, int64_t kk, const float *a, int64_t sai,\n"
                "                                       int64_t sak, const float *b, int64_t ldb, float *c, int64_t ldc, int acc) {\n"
                "    for (int64_t i = 0; i < m; i += 4)\n"
                "        for (int64_t j = 0; j < n; j += 16) {\n"
@@ -125,7 +164,8 @@ void cg_c_prelude(StrBuf *b) {
                "                c0[jj] = acc ? c0[jj] + t0[jj] : t0[jj];\n                c1[jj] = acc ? c1[jj] + t1[jj] : t1[jj];\n"
                "                c2[jj] = acc ? c2[jj] + t2[jj] : t2[jj];\n                c3[jj] = acc ? c3[jj] + t3[jj] : t3[jj];\n"
                "            }\n"
-               "        }\n}\n\n");
+               "        }\n}\n"
+               "#if CG_DISPATCH\n#pragma GCC pop_options\n#endif\n\n");
 }
 
 void cg_cuda_prelude(StrBuf *b) {
@@ -271,7 +311,7 @@ static void c_form(StrBuf *kc, int nargs, const DType *dts, const bool *outs, co
     sb_init(&body);
     params(&sig, nargs, dts, outs, true, off, work);
     cg_body_dt(&body, nargs, dts, k->body);
-    sb_printf(kc, "void @K@(%s) {\n    (void)cg_s;\n", sb_cstr(&sig));
+    sb_printf(kc, "CG_KERNEL\nvoid @K@(%s) {\n    (void)cg_s;\n", sb_cstr(&sig));
     for (int i = 0; i < nargs; i++) sb_printf(kc, "    (void)a%d;\n", i);
     if (off) sb_puts(kc, "    (void)o0;\n");
     if (work) sb_puts(kc, "    (void)cg_w;\n");
@@ -565,7 +605,7 @@ void cg_kernel_group(CgCtx *c, const NodeId *ids, int nseg, int nt, const bool *
         if (shared[j]) sb_printf(&shr, "    %s%s *const a%d = g%d;\n    (void)a%d;\n", outs[j] ? "" : "const ", cg_ctype(dts[j]), j, j, j);
 
     /* C */
-    sb_printf(&kc, "void @K@(%s) {\n    (void)cg_s;\n%s    %s", sb_cstr(&sig), sb_cstr(&shr), sb_cstr(&pro));
+    sb_printf(&kc, "CG_KERNEL\nvoid @K@(%s) {\n    (void)cg_s;\n%s    %s", sb_cstr(&sig), sb_cstr(&shr), sb_cstr(&pro));
     if (total > 4096) sb_puts(&kc, "#ifdef _OPENMP\n#pragma omp parallel\n#endif\n");
     sb_puts(&kc, "    {\n");
     for (int s = 0; s < nseg; s++) {
@@ -764,6 +804,10 @@ void cg_init_kernels(CgCtx *c) {
                       "#ifdef _OPENMP\n#pragma omp parallel for schedule(static)\n#endif\n"
                       "    for (int64_t i = 0; i < n; i++) cg_init_store(p, dst, i);\n}\n\n",
               sb_cstr(&t), px);
+    /* the instruction set the kernels run with (the prelude's cg_kernels_isa) */
+    sb_printf(&c->proto, "const char *%s_kernels_isa(void);\n", px);
+    sb_printf(&c->kc, "const char *%s_kernels_isa(void) { return cg_kernels_isa(); }\n\n", px);
+    sb_printf(&c->kcu, "extern \"C\" const char *%s_kernels_isa(void) { return \"cuda\"; }\n\n", px);
     sb_printf(&c->kcu, "%s#define CG_HD __host__ __device__\n%s"
                        "__global__ static void __launch_bounds__(256) %s_init_dev(void *dst, int64_t n, cg_init_args p) {\n"
                        "    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)\n"

@@ -452,7 +452,9 @@ const char *colrt_checkpoint_state(void);
  * entry (the clock waits for the compute stream first).
  * At exit colrt prints the time per op class, per op and the slowest nodes
  * (rank 0, stderr) and writes the table as JSON atomically to
- * COLRT_PROFILE_OUT (default colrt_profile.json; rank r > 0: PATH.rank<r>). */
+ * COLRT_PROFILE_OUT (default colrt_profile.json; rank r > 0: PATH.rank<r>).
+ * kernels: the instruction set its kernels run with (M_kernels_isa()), printed
+ * with the table and its JSON's "kernels". */
 typedef struct colrt_prof_entry {
     const char *node, *op, *cls;
     double flops, bytes;       /* per call */
@@ -461,7 +463,7 @@ typedef struct colrt_prof_entry {
 } colrt_prof_entry;
 int colrt_profile_enabled(void);
 void colrt_profile_mark(colrt_prof_entry *e);
-void colrt_profile_register(const char *program, colrt_prof_entry *table, int n);
+void colrt_profile_register(const char *program, const char *kernels, colrt_prof_entry *table, int n);
 
 /* Writes n bytes to path atomically: a temporary in the same directory,
  * fsync, rename over path. Returns 0, or -1 with errno set; on failure path

@@ -32,7 +32,7 @@
 #define MAX_GROUPS 128
 
 static struct {
-    const char *program;
+    const char *program, *kernels;
     colrt_prof_entry *e;
     int n;
 } tables[MAX_TABLES];
@@ -190,8 +190,9 @@ static void report(void) {
             nops = group(ops, nops, e[i].op, &e[i]);
         }
         if (rank_at_register == 0) {
-            fprintf(stderr, "\ncolrt profile of %s (rank 0): %.4f s in %d schedule entries, %.2f GFLOP/s overall\n",
-                    tables[t].program, all, n, all > 0 ? 1e-9 * flops / all : 0.0);
+            fprintf(stderr, "\ncolrt profile of %s (rank 0): %.4f s in %d schedule entries, %.2f GFLOP/s overall\n"
+                            "kernels: %s\n",
+                    tables[t].program, all, n, all > 0 ? 1e-9 * flops / all : 0.0, tables[t].kernels);
             print_groups("op class", cls, ncls, all, MAX_GROUPS);
             fputc('\n', stderr);
             print_groups("op", ops, nops, all, MAX_GROUPS);
@@ -217,6 +218,7 @@ static void report(void) {
         }
         cJSON *p = cJSON_CreateObject();
         cJSON_AddStringToObject(p, "program", tables[t].program);
+        cJSON_AddStringToObject(p, "kernels", tables[t].kernels);
         cJSON_AddNumberToObject(p, "seconds", all);
         cJSON_AddNumberToObject(p, "flops", flops);
         qsort(cls, (size_t)ncls, sizeof *cls, by_time);
@@ -286,7 +288,7 @@ static void report(void) {
     free(text);
 }
 
-void colrt_profile_register(const char *program, colrt_prof_entry *table, int n) {
+void colrt_profile_register(const char *program, const char *kernels, colrt_prof_entry *table, int n) {
     if (n_tables == MAX_TABLES) {
         fprintf(stderr, "colrt: COLRT_PROFILE: more than %d programs in one process; %s is not profiled\n",
                 MAX_TABLES, program);
@@ -297,6 +299,7 @@ void colrt_profile_register(const char *program, colrt_prof_entry *table, int n)
         atexit(report);
     }
     tables[n_tables].program = program;
+    tables[n_tables].kernels = kernels ? kernels : "";
     tables[n_tables].e = table;
     tables[n_tables].n = n;
     n_tables++;

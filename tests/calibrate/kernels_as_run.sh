@@ -28,7 +28,9 @@ if [ "$cc_id" != GNU ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$cc" -std=c17 -O2 -fopenmp -I"$src/include" -I"$src/tools/calibrate" -c "$kern" -o "$work/k.o" \
+# -DCG_NO_DISPATCH: the baseline kernels alone (with the x86-64-v3/v4 clones,
+# docs/cmake.md, a loop vectorized in a clone would pass for the baseline's)
+"$cc" -std=c17 -O2 -fopenmp -DCG_NO_DISPATCH -I"$src/include" -I"$src/tools/calibrate" -c "$kern" -o "$work/k.o" \
   -fopt-info-vec-optimized 2>"$work/vec.txt" || fail "compiling $kern"
 # the lines of cal_adamw_24, and GCC's notes on a loop among them
 range=$(awk -v m="void cal_adamw_24(" 'index($0, m) == 1 { a = NR } a && /^}/ { print a, NR; exit }' "$kern")
@@ -42,7 +44,7 @@ for o in sgd lars lamb; do
   "$compiler" "$src/examples/gpt2/gpt2.c" -DN_LAYER=1 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 \
     --optimizer "$o" --cluster cpu --emit code --target cpu -q -o "$work/$o" || fail "generating the $o program"
   k=$work/$o/gpt2_kernels.c
-  "$cc" -std=c17 -O2 -fopenmp -I"$src/include" -c "$k" -o "$work/$o.o" -fopt-info-vec-optimized 2>"$work/$o.txt" ||
+  "$cc" -std=c17 -O2 -fopenmp -DCG_NO_DISPATCH -I"$src/include" -c "$k" -o "$work/$o.o" -fopt-info-vec-optimized 2>"$work/$o.txt" ||
     fail "compiling $k"
   # each update kernel (a skipped step's flag) OpenMP runs as simd: first and last line
   awk '/^void [a-z0-9_]+\(.*\{$/ { name = $2; sub(/\(.*/, "", name); a = NR; skip = 0; simd = 0 }

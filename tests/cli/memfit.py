@@ -119,9 +119,13 @@ ROWS = [
 # kind and OUTSIDE [0.97, 1.03] (a strict expected failure): when the model
 # learns the term, the test fails until the row leaves this table.
 KNOWN_MISS = {
-    # (empty since 2026-12-05: llama_tp_zero1_2x2 came inside with the first block instance's
-    # backward priced group by group; gpt2_tp_zero1_2x2, 1.030 from the arena's packing, with
-    # the packer's four orders, mem14e)
+    # (gpt2_tp_zero1_2x2, 1.030 from the arena's packing, came inside with the packer's four
+    # orders, mem14e)
+    # since one gradient sum per activation read alike (sim15c, IlpGradShare) the planner
+    # splits LLaMA's q, k, v by heads at 54 KB (their norm's gradient one all-reduce) and
+    # recomputes: the arena is 0.957 of the predicted peak (at the update), untraced; main's
+    # plan (MLP split only) was inside
+    "llama_tp_zero1_2x2": "over-predicted at the update on the head-parallel, recomputed plan (untraced)",
 }
 
 

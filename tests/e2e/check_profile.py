@@ -1,7 +1,8 @@
 """check_profile.py OUT_DIR PROFILE_JSON [STEPS] — the COLRT_PROFILE table a
 generated program wrote (runtime/common/profile.c) against its source: one
 entry per M_prof(k) mark in M.c, each called at least once, times >= 0 and
-some > 0, the op classes' sums equal to the nodes', matrix products with FLOPs.
+some > 0, the op classes' sums equal to the nodes', matrix products with FLOPs,
+the kernels' instruction set named.
 With STEPS (a multi-rank run of that many steps): the collectives timed, at
 least the program's all-reduces (its plan's lowering.all_reduce_count, with
 their bytes) each step, with time > 0, and by kind and size
@@ -30,6 +31,10 @@ if not total > 0:
 cls = sum(c["seconds"] for c in p["classes"])
 if abs(cls - total) > 1e-9 * max(1.0, total) + 1e-12 * len(nodes):
     errs.append("classes sum to %g s, nodes to %g s" % (cls, total))
+# the instruction set the kernels ran with (M_kernels_isa(): "x86-64-v4 (dispatched)",
+# "compile target", ...; tests/consumer/vector_kernels.sh checks its level)
+if not p.get("kernels"):
+    errs.append("no 'kernels' (the kernels' instruction set) in the profile")
 mm = [c for c in p["classes"] if c["class"] == "matmul"]
 if not mm or not mm[0]["flops"] > 0:
     errs.append("no matmul class with FLOPs")

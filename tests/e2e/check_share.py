@@ -55,7 +55,7 @@ def tokens(text):
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"%s_prof\((\d+)\)" % px, "%s_prof(#)" % px, text)  # entries are renumbered
     text = re.sub(r"static colrt_prof_entry %s_prof_tab\[\d+\] = \{\n.*?^\};" % px, "", text, flags=re.S | re.M)
-    text = re.sub(r"colrt_profile_register\(\"%s\", %s_prof_tab, \d+\)" % (px, px), "", text)
+    text = re.sub(r"colrt_profile_register\(\"%s\", %s_kernels_isa\(\), %s_prof_tab, \d+\)" % (px, px, px), "", text)
     return re.findall(r"\"(?:\\.|[^\"\\])*\"|\w+|[^\s\w]", text)
 
 

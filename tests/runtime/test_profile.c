@@ -14,7 +14,7 @@ void colrt__profile_coll(const char *kind, double bytes, double seconds);
 int main(int argc, char **argv) {
     colrt_init(&argc, &argv);
     static colrt_prof_entry e[1] = {{.node = "x", .op = "add", .cls = "elementwise", .flops = 1, .bytes = 4}};
-    colrt_profile_register("test_profile", e, 1);
+    colrt_profile_register("test_profile", "test", e, 1);
     colrt_profile_mark(&e[0]);
     colrt_profile_mark(NULL);
     /* 4 kinds x 33 sizes (powers of 4 of bytes: one row each) = 132 rows, 4 past the 128 */

@@ -5,9 +5,8 @@
 # each class the lowering builds (docs/simulate.md, bench/simulate): data
 # parallel with its gradient buckets on the communication stream (one and two
 # mesh axes), ZeRO-1/2/3 (collectives on the compute stream) and micro-batches.
-# Tensor parallel: GPT-2's and the MLP's megatron plans on 1x2, and GPT-2's on 2x2 (its
-# gathers and scatters counted against the program's); LLaMA's are not here yet
-# (bench/simulate/README.md). Both are models over the
+# Tensor parallel: GPT-2's, LLaMA's and the MLP's megatron plans on 1x2, and GPT-2's and
+# LLaMA's on 2x2 (their collectives counted against the program's; bench/simulate/README.md). Both are models over the
 # same cluster tables, so the comparison is deterministic: 3 % is the
 # project's target for the two (issue 15), not a noise allowance.
 # usage: test_sim_agree.sh PATH/TO/colossal-compile SOURCE_DIR
@@ -144,6 +143,32 @@ tol=0.03
 # (problem.c grad_chain). mlp_tp_1x2 was 1.142
 check gpt2_tp_1x2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 130KB
 check mlp_tp_1x2 "$ir/mlp.cir" --cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 300KB
+# LLaMA's megatron plans: gate and up both read the norm's output, column-parallel, and the
+# program adds their partial gradients and all-reduces the sum once, where each edge priced its
+# own all-reduce (problem.c IlpGradShare; main 0.734); the trust ratios' norms (LARS, LAMB) one
+# all-reduce of every parameter's pair per axis, not a share per parameter (ilp_norm_sum_s from
+# ILP_TRUST_SHIFT; main 0.835 and 1.134)
+check llama_tp_1x2 "$ir/llama-tiny.cir" --cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 80KB --optimizer sgd
+check llama_lars_tp_1x2 "$ir/llama-tiny.cir" --cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 80KB --optimizer lars
+check gpt2_lamb_bf16_tp_1x2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 128KB \
+  --optimizer lamb --dtype bf16
+# and on 2x2 the all-reduces the program runs on the compute stream (the reshardings' and the
+# loss's; not the norms') are the ones priced (main: 6 priced over axis 1, 4 run); its step is not
+# within 3 % yet (0.815: its buckets hide behind the backward's compute-stream all-reduces)
+"$cc" "$ir/llama-tiny.cir" --cluster h100:1x4 --mesh 2x2 --strategy megatron --mem 104KB --target cpu -q --emit code \
+  -o "$tmp/llama_tp_2x2" || { echo "FAIL: llama_tp_2x2: generate"; fail=1; }
+python3 - "$tmp/llama_tp_2x2" <<'PY' || fail=1
+import collections, json, os, sys
+d = sys.argv[1]
+plan = json.load(open(os.path.join(d, next(f for f in os.listdir(d) if f.endswith(".plan.json")))))
+priced = collections.Counter({(c["axis"], c["kind"]): c["count"] for c in plan["communication"]["collectives"]
+                              if c["purpose"] == "resharding"})
+run = collections.Counter((o["a"], o["x"]) for o in plan["program"]["ops"]
+                          if o["k"] == "coll" and o.get("s", 0) == 0 and o["n"] not in ("grad_norm_sq", "trust-ratio norms"))
+ok = priced == run and sum(run.values()) > 0
+print("llama_tp_2x2: reshardings priced %s, run %s %s" % (dict(priced), dict(run), "ok" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
+PY
 # on 2x2 the collectives the program runs are the ones priced (8 all-gathers priced where 6 ran
 # before grad_chain); its step is not within 3 % yet (0.942: the buckets priced exposed where the
 # backward's compute-stream all-reduces hide some: bench/simulate/README.md, branch tp15)
