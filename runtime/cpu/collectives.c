@@ -85,9 +85,9 @@ static void scale(void *p, size_t n, colrt_dtype t, float f) {
  * tests: with a core per rank (OMP_NUM_THREADS=1, 2 ranks on 2 cores) a
  * worker that polled inside MPI_Allreduce for its peer's half took the core
  * from the caller beside it, or from the peer's caller, in scheduler slices:
- * one step in 5 of gpt2-tiny tp-1x2 took 15-30 ms instead of ~3 (issue 15;
- * bench/validate/README.md). Yielding removes them (slow steps 0-1 of 300, as
- * without a worker); sleeping between tests (nanosleep) removed them too but
+ * 104-214 steps of 500 of gpt2-tiny tp-1x2 took 15-30 ms instead of ~2.5
+ * (issue 15; bench/validate/README.md). Yielding removes them (1-2 of 500 in
+ * 7 rounds of 8, as without a worker); sleeping between tests (nanosleep) removed them too but
  * added ~0.7 ms to every step of the dp-2 program. Where the worker has a
  * core to itself sched_yield returns at once and the loop polls as MPI would.
  * The caller's progress drives the worker's nonblocking collectives too
