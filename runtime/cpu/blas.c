@@ -23,7 +23,9 @@
  * oneDNN's dnnl_sgemm (Debian's libdnnl2) comes before them all when it is
  * installed: at GPT-2 124M's training shapes (256 tokens) it measured 25-40%
  * faster than BLIS and at least as fast as PyTorch's MKL, one thread and two
- * (bench/codegen_cpu/gemm_shapes.c, README.md there).
+ * (bench/codegen_cpu/gemm_shapes.c, README.md there). Its f32 NT products
+ * (C = A B^T) go to oneDNN's matmul primitive instead, faster there by
+ * measurement (F32_DEFAULT below).
  *
  * bf16 (issue 21): oneDNN's dnnl_gemm_bf16bf16f32 (exported by libdnnl2 2.x,
  * row-major like dnnl_sgemm; AVX512_BF16 kernels where the CPU has them)
