@@ -54,7 +54,7 @@ typedef struct LowerOptions {
                                 * backward); NULL: none */
     const int *recompute_sel;  /* per graph block: the next N instances recompute
                                 * selectively (the forward re-runs except the ops
-                                * placement_selective_keeps, whose results are kept);
+                                * placement_selective_table keeps);
                                 * NULL: none */
     /* The sharded lowering (spec.c): set pl (and mesh, &pl->mesh) to lower a
      * Placement of layout PL_SHARDED: every node's strategy and every value's

@@ -152,7 +152,7 @@ static void test_verifier(void) {
 }
 
 /* Selective recompute's time lies strictly between none (0) and full (the
- * block's whole forward): it re-runs all but the linear layers' products (placement_selective_keeps). */
+ * block's whole forward): it re-runs all but the linear layers' products and their GEMMs' adds (placement_selective_table). */
 static void test_selective_time(void) {
     Graph *g = training("gpt2-tiny.cir");
     PlanResult *r = plan(g, "h100:1x1", NULL);
