@@ -306,7 +306,7 @@ static void binary_body(StrBuf *b, int op, const char *i0, const char *i1) {
 
 static bool emit_binary(CgCtx *c, NodeId id) {
     const Node *n = N_(c, id);
-    if (c->lp->n[id].fused) {
+    if (c->lp->n[id].fused && (c->lp->n[id].add_norm == IR_NONE || cg_add_by_norm(c, id))) {
         bool bias = false;
         for (int k = 0; k < 2; k++)
             bias |= ir_val(c->g, n->in[k])->def != IR_NONE && c->lp->n[ir_val(c->g, n->in[k])->def].bias_add == id;
@@ -744,7 +744,7 @@ static bool emit_norm(CgCtx *c, NodeId id) {
     int64_t D = s.d[s.rank - 1], rows = numel(s) / D;
     StrBuf b;
     sb_init(&b);
-    NodeId fa = c->lp->n[id].norm_add; /* lower.fuse: the add before it, done here first */
+    NodeId fa = cg_norm_add(c, id); /* lower.fuse: the add before it, done here first */
     int na = ln ? 4 : 3;
     if (fa != IR_NONE) /* the sum, rounded as the add rounds it; each thread reads back its own j */
         sb_printf(&b, "CG_FOR(j, %lld) a0[i * %lld + j] = $W0($L%d(a%d[i * %lld + j]) + $L%d(a%d[i * %lld + j]));\n        ",

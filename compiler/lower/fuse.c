@@ -47,11 +47,15 @@
  *
  * Takes the program after the aliases, split, recompute, bucket and gather
  * passes (so it knows what runs where) and leaves out nodes that run
- * collectives, reshardings or gathers. Recompute: an add and the node it
- * fuses into are re-run both or neither (placement_selective_table keeps the
- * adds a kept product's GEMM does: the kept buffer is the sum); re-run, the
- * fused kernel runs again into the copies (recompute.c), and a sum's copy is
- * stored in the product's copy as the sum is in the product. Gives:
+ * collectives, reshardings or gathers. Recompute: a bias or residual add and
+ * its dense re-run in the same recompute or neither does
+ * (placement_selective_table keeps the adds a kept product's GEMM does: the
+ * kept buffer is the sum); re-run, the fused kernel runs again into the
+ * copies (recompute.c), and a sum's copy is stored in the product's copy as
+ * the sum is in the product. A norm and its add re-run in different
+ * recomputes (the add closing a block instance, the norm opening the next or
+ * outside blocks) stay fused in the forward and re-run each alone
+ * (norm_add_rerun). Gives:
  * LowerNode.grad_acc on the dense_dw (its accumulation: ir_fuse_grad_table
  * names the candidates, solver/problem.c prices the same ones) and fused on
  * its cast and add;
@@ -93,8 +97,10 @@ bool lower_pass_fuse(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     int nn = c->nn;
-    for (NodeId id = 0; id < nn; id++)
+    for (NodeId id = 0; id < nn; id++) {
         p->n[id].bias_add = p->n[id].res_add = p->n[id].res_of = p->n[id].norm_add = p->n[id].add_norm = IR_NONE;
+        p->n[id].norm_add_rerun = false;
+    }
     /* what the graph allows (ir_fuse_add, ir/ops.c: the planner prices the
      * same answer, solver/cost.c), then what the lowering adds: the nodes run
      * where they are, re-run both or neither, buffers as stored, splits that agree */
@@ -158,11 +164,12 @@ bool lower_pass_fuse(LowerCtx *c) {
     }
     /* norm adds: norm(add(a, b)), the add right before the norm, every
      * operand read as stored, nothing split differently; an add the GEMM
-     * took is not one */
+     * took is not one. Re-run in different recomputes (or one of them only),
+     * each re-runs alone: the norm_add_rerun flag */
     for (NodeId id = 1; id < nn && !piped; id++) {
         const Node *n = ir_node(g, id);
         NodeId a = id - 1;
-        if (rerun[id] != rerun[a] || !plain(&p->n[id]) || !plain(&p->n[a]) || p->n[a].res_of != IR_NONE) continue;
+        if (!plain(&p->n[id]) || !plain(&p->n[a]) || p->n[a].res_of != IR_NONE) continue;
         if (!ir_fuse_norm_add(g, a)) continue;
         const Node *an = ir_node(g, a);
         ValueId h = n->in[0];
@@ -177,6 +184,7 @@ bool lower_pass_fuse(LowerCtx *c) {
         p->n[id].norm_add = a;
         p->n[a].add_norm = id;
         p->n[a].fused = true;
+        p->n[id].norm_add_rerun = p->n[a].norm_add_rerun = rerun[id] == rerun[a];
     }
     /* gradient accumulation: the weight gradient's GEMM adds into the f32
      * accumulator, every node of the chain run where it is, as stored */
