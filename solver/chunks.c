@@ -4,9 +4,10 @@
  * with its Placement; prices a small set of chunk sizes (none, 1, 4, 16 and
  * 64 MB a rank, and the size --chunk-bytes gives) by replaying the chunked
  * program's ZeRO collectives and copies as lower.chunk builds them: the one
- * packing rule (placement_chunk_pack) for the gathers (ZeRO-3 members in
- * first-read order) and the reduce-scatters (ZeRO-2/3 gradients in the
- * backward's order, with where each is scattered and first read), the rounds
+ * layout (placement_chunk_layout) of the gathers (ZeRO-3 members in
+ * first-read order) and the reduce-scatters (a ZeRO-3 chunk's gradients in
+ * its member order and slots, the other ZeRO-2/3 gradients in the backward's
+ * order, with where each is scattered and first read), the rounds
  * replayed over the training graph's reads (and the recompute's,
  * placement_recompute_nodes), each collective at its α–β time
  * (shard_coll_time) and each copy at cost_copy (the simulator's), times the
@@ -92,8 +93,9 @@ static int by_rs_at(const void *a, const void *b) {
     return x->rs_at != y->rs_at ? (x->rs_at > y->rs_at) - (x->rs_at < y->rs_at) : (x->v > y->v) - (x->v < y->v);
 }
 
-/* The gathers as lower.chunk makes them: the ZeRO-3 members in first-read
- * order cut by placement_chunk_pack, then the reads replayed: an all-gather
+/* The gathers as lower.chunk makes them: the ZeRO-3 members' chunks
+ * (placement_chunk_layout: in first-read order, each in its 64-byte slot),
+ * then the reads replayed: an all-gather
  * before each node reading a member alone; a round of a chunk (its slices
  * copied in, one all-gather) opened by a read in another part than its open
  * round's or of a member the round has read, a copy out per read. A round's
@@ -102,34 +104,28 @@ static int by_rs_at(const void *a, const void *b) {
  * on the host (alone, or a round's members) is a transfer up, one per block
  * instance's run of such nodes in a part, queued K transfers ahead: its
  * stagings (the round's send buffer, a slice alone's) live from there. */
-static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
+static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
     const Graph *g = c->g;
     const ShardMesh *mesh = &c->r->mesh;
     const CostModel *cm = &c->r->cm;
-    int k = 0;
-    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(c->n + 1));
-    DType *dt = ir_alloc(sizeof(DType) * (size_t)(c->n + 1));
-    int *idx = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *ck = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
-    int *chunk_of = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *last = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
-    for (int i = 0; i < c->n; i++) {
-        chunk_of[i] = -1, last[i] = -1;
-        if (c->m[i].gathered) idx[k] = i, bytes[k] = c->m[i].slice, dt[k++] = c->m[i].dt;
-    }
-    int nc = placement_chunk_pack(bytes, dt, NULL, NULL, k, cap, ck);
+    int nc = pc->n_chunks;
+    const int *chunk_of = pc->chunk;
+    int *last = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
+    for (int i = 0; i < c->n; i++) last[i] = -1;
     int64_t *part = ir_alloc(sizeof(int64_t) * (size_t)(nc + 1));
     double *copy_in = ir_alloc(sizeof(double) * (size_t)(nc + 1));
     int *open = ir_alloc(sizeof(int) * (size_t)(nc + 1)), *open_part = ir_alloc(sizeof(int) * (size_t)(nc + 1));
     for (int q = 0; q < nc; q++) part[q] = 0, copy_in[q] = 0, open[q] = -1, open_part[q] = -1;
-    for (int j = 0; j < k; j++) {
-        chunk_of[idx[j]] = ck[j];
-        if (ck[j] < 0) continue;
-        part[ck[j]] += bytes[j];
-        if (!c->m[idx[j]].on_host) copy_in[ck[j]] += cost_copy(cm, (double)bytes[j]);
+    for (int i = 0; i < c->n; i++) { /* a chunk's part: its members' slots (placement_chunk_slot) */
+        int q = chunk_of[i];
+        if (q < 0) continue;
+        part[q] += placement_chunk_slot(c->m[i].slice);
+        if (!c->m[i].on_host) copy_in[q] += cost_copy(cm, (double)c->m[i].slice);
     }
     bool *up = ir_alloc(sizeof(bool) * (size_t)(nc + 1)); /* a member on the host */
     for (int q = 0; q < nc; q++) up[q] = false;
-    for (int j = 0; j < k; j++)
-        if (ck[j] >= 0 && c->m[idx[j]].on_host) up[ck[j]] = true;
+    for (int i = 0; i < c->n; i++)
+        if (chunk_of[i] >= 0 && c->m[i].on_host) up[chunk_of[i]] = true;
     o->chunks = nc;
     int rounds = 0, nt = 0, part_t = -1, blk = IR_NONE, inst = 0;
     NodeId *first = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1)), *end = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1));
@@ -192,48 +188,30 @@ static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
     ir_free(copy_in);
     ir_free(part);
     ir_free(last);
-    ir_free(chunk_of);
-    ir_free(ck);
-    ir_free(idx);
-    ir_free(dt);
-    ir_free(bytes);
 }
 
-/* The reduce-scatters as lower.chunk makes them: the ZeRO-2/3 members in the
- * backward's order, each slot padded to 64 bytes, cut by
- * placement_chunk_pack (with where each is scattered and its slice first
- * read); a chunk's gradients copied in whole, one reduce-scatter. */
-static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
+/* The reduce-scatters as lower.chunk makes them (placement_chunk_layout: a
+ * ZeRO-3 chunk's gradients in its slots, the others in the backward's order,
+ * each slot padded to 64 bytes); a chunk's gradients copied in whole, one
+ * reduce-scatter at its latest member's node. */
+static void run_scatters(const Ctx *c, const PlaceChunks *pc, Run *o) {
     const ShardMesh *mesh = &c->r->mesh;
     const CostModel *cm = &c->r->cm;
-    const Member **s = ir_alloc(sizeof(Member *) * (size_t)(c->n + 1));
-    for (int i = 0; i < c->n; i++) s[i] = &c->m[i];
-    qsort(s, (size_t)c->n, sizeof *s, by_rs_at);
-    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(c->n + 1));
-    DType *dt = ir_alloc(sizeof(DType) * (size_t)(c->n + 1));
-    int *ck = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
-    /* a reduce-scatter at the step's first node (the gradient the backward makes
-     * last) stays alone: lower.chunk packs the backward's */
-    int n = 0, *at = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *rd = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
-    while (n < c->n && s[n]->rs_at < c->step_begin) n++;
-    for (int i = 0; i < n; i++)
-        bytes[i] = (s[i]->slice + 63) / 64 * 64, dt[i] = s[i]->dt, at[i] = s[i]->rs_at, rd[i] = s[i]->reader;
-    o->grad_chunks = placement_chunk_pack(bytes, dt, at, rd, n, cap, ck);
-    for (int i = n; i < c->n; i++) ck[i] = -1;
+    o->grad_chunks = pc->n_grad;
     for (int i = 0; i < c->n; i++)
-        if (ck[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
+        if (pc->grad[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
             o->collectives++;
-            o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)s[i]->slice * c->ranks);
+            o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)c->m[i].slice * c->ranks);
         }
-    for (int q = 0; q < o->grad_chunks; q++) { /* its members need not be adjacent (placement_chunk_pack) */
+    for (int q = 0; q < o->grad_chunks; q++) {
         int64_t part = 0;
         NodeId a = -1, b = 0;
-        for (int j = 0; j < n; j++) {
-            if (ck[j] != q) continue;
-            part += bytes[j];
-            o->copy_s += cost_copy(cm, (double)s[j]->slice * c->ranks);
-            if (a < 0) a = at[j];
-            b = at[j];
+        for (int j = 0; j < c->n; j++) {
+            if (pc->grad[j] != q) continue;
+            part += placement_chunk_slot(c->m[j].slice);
+            o->copy_s += cost_copy(cm, (double)c->m[j].slice * c->ranks);
+            if (a < 0 || c->m[j].rs_at < a) a = c->m[j].rs_at;
+            if (c->m[j].rs_at > b) b = c->m[j].rs_at;
         }
         o->collectives++;
         o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)part * c->ranks);
@@ -245,28 +223,43 @@ static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
          * reduce-scatter until then, and one buffer for them all after */
         if (c->mb > 1) continue;
         double slices = 0;
-        for (int j = 0; j < n; j++) {
-            if (ck[j] != q) continue;
-            double sb = ilp_buffer_bytes((double)s[j]->slice);
+        for (int j = 0; j < c->n; j++) {
+            if (pc->grad[j] != q) continue;
+            double sb = ilp_buffer_bytes((double)c->m[j].slice);
             slices += sb;
-            if (at[j] < b) hold(o, at[j], b - 1, -sb);
+            if (c->m[j].rs_at < b) hold(o, c->m[j].rs_at, b - 1, -sb);
         }
         hold(o, b, c->g->n_nodes - 1, ilp_buffer_bytes((double)part) - slices);
     }
-    ir_free(rd);
-    ir_free(at);
-    ir_free(ck);
-    ir_free(dt);
-    ir_free(bytes);
-    ir_free(s);
 }
 
 static Run run(const Ctx *c, int64_t cap) {
     Run o = {0};
     o.live = ir_alloc(sizeof(double) * (size_t)(c->g->n_nodes + 2));
     memset(o.live, 0, sizeof(double) * (size_t)(c->g->n_nodes + 2));
-    run_gathers(c, cap, &o);
-    run_scatters(c, cap, &o);
+    /* the one layout (placement_chunk_layout, the lowering's): the members in first-read
+     * order, the gradients scattered in the backward (not at the step's first node, whose
+     * reduce-scatter stays alone) in the backward's order */
+    PlaceChunkMember *pm = ir_alloc(sizeof(PlaceChunkMember) * (size_t)(c->n + 1));
+    const Member **s = ir_alloc(sizeof(Member *) * (size_t)(c->n + 1));
+    int *bwd = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), nb = 0;
+    for (int i = 0; i < c->n; i++) {
+        const Member *x = &c->m[i];
+        bool scattered = x->rs_at < c->step_begin;
+        pm[i] = (PlaceChunkMember){.slice = x->slice, .dt = x->dt, .gathered = x->gathered,
+                                   .at = scattered ? x->rs_at : -1, .reader = x->reader};
+        if (scattered) s[nb++] = x;
+    }
+    qsort(s, (size_t)nb, sizeof *s, by_rs_at);
+    for (int j = 0; j < nb; j++) bwd[j] = (int)(s[j] - c->m);
+    PlaceChunks pc;
+    placement_chunk_layout(pm, c->n, bwd, nb, cap, &pc);
+    run_gathers(c, &pc, &o);
+    run_scatters(c, &pc, &o);
+    placement_chunks_free(&pc);
+    ir_free(bwd);
+    ir_free(s);
+    ir_free(pm);
     /* the model's stagings of parameters on the host at the backward's moments (eval.c:
      * IlpPrice.stg_at; moments() took them off base) are the replay's here, node by node */
     double held = 0;
