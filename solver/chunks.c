@@ -61,6 +61,7 @@ typedef struct Ctx {
     int *moment;    /* per node: the memory model's moment it is at (eval.c), or -1 (the forward) */
     double *base;   /* per node: the model's bytes there, less the chunks' (its moment's; the
                      * last block instance's group by group, ilp_evaluate_at) */
+    bool *grouped;  /* per node: base is its group's bytes (ilp_evaluate_at) */
 } Ctx;
 
 /* What a chunk size runs a micro-batch (times the micro-batches: a step). */
@@ -305,7 +306,8 @@ static void price(const Ctx *c, int64_t cap, const Run *none, PlanChunkPrice *ou
  * instance, 1); the update (2) from there on (the backward of what precedes
  * the blocks, the update). The forward is at none: its saved activations are
  * fewer. */
-static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_begin, int *mom, double *base) {
+static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_begin, int *mom, double *base,
+                    bool *grouped) {
     const IlpProblem *p = r->prob;
     double *group_at = ir_alloc(sizeof(double) * (size_t)(2 * p->n_groups + 3));
     ilp_evaluate_at(p, &r->choice, group_at);
@@ -332,6 +334,7 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
     double head_freed = 0;
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
+        grouped[id] = false;
         if (id < fwd_end) mom[id] = -1;
         else if (b_first < 0) mom[id] = id < step_begin ? 0 : 2; /* no blocks: the head's, the update */
         else if (id < b_first) mom[id] = 0;
@@ -351,8 +354,8 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
             }
             if (mom[id] == 1) { /* less the model's stagings there (the point after the last
                                  * instance's backward: stg_done) */
-                base[id] = gi >= 0 && !isnan(group_at[gi]) ? group_at[gi] - stg
-                                                           : group_at[p->n_groups] - r->price.stg_done;
+                grouped[id] = gi >= 0 && !isnan(group_at[gi]);
+                base[id] = grouped[id] ? group_at[gi] - stg : group_at[p->n_groups] - r->price.stg_done;
                 /* the instance's first backward node, whose slot runs a recomputed one's re-run */
                 if (last && id == b_first && !isnan(group_at[p->n_groups + 1]))
                     base[id] = fmax(base[id], group_at[p->n_groups + 1] - stg);
@@ -387,7 +390,8 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
              .inflight = pl->offload_inflight > 0 ? pl->offload_inflight : SHARD_INFLIGHT_DEFAULT};
     c.moment = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     c.base = ir_alloc(sizeof(double) * (size_t)(g->n_nodes + 1));
-    moments(g, r, c.fwd_end, c.step_begin, c.moment, c.base);
+    c.grouped = ir_alloc(sizeof(bool) * (size_t)(g->n_nodes + 1));
+    moments(g, r, c.fwd_end, c.step_begin, c.moment, c.base, c.grouped);
     c.m = ir_alloc(sizeof(Member) * (size_t)(g->n_values + 1));
     c.of = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (ValueId v = 0; v < g->n_values; v++) c.of[v] = -1;
@@ -408,6 +412,19 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
                                   .on_host = pl->offload && pl->offload[v] == PO_PARAMS,
                                   .rs_at = at, .reader = rd};
         }
+    }
+    /* a gradient made by the last node of a group lives into the next node, where its
+     * reduce-scatter (or its copy into its chunk) reads it: the group-by-group bytes there
+     * (the next group's) do not hold it (the arena at gpt2-tiny ZeRO-3's layer_norm_dx after
+     * c_attn's weight gradient: 3,072 B over the model, with chunks and without) */
+    const IlpProblem *ip = r->prob;
+    for (int i = 0; i < c.n; i++) {
+        NodeId at = c.m[i].rs_at, def = at - 1;
+        if (at >= c.step_begin || def < c.fwd_end || !c.grouped[at]) continue;
+        const Node *a = ir_node(g, at), *d = ir_node(g, def);
+        int ga = a->origin != IR_NONE ? ip->group_of_node[a->origin] : -1,
+            gd = d->origin != IR_NONE ? ip->group_of_node[d->origin] : -1;
+        if (ga != gd) c.base[at] += ilp_buffer_bytes((double)c.m[i].slice * ranks);
     }
     c.n_rc = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     c.rc = ir_alloc(sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
@@ -463,6 +480,7 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
     for (NodeId id = 0; id < g->n_nodes; id++) ir_free(c.rc[id]);
     ir_free(c.rc);
     ir_free(c.n_rc);
+    ir_free(c.grouped);
     ir_free(c.base);
     ir_free(c.moment);
     ir_free(c.of);
