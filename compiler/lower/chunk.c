@@ -102,7 +102,8 @@ bool lower_pass_chunk(LowerCtx *c) {
     lower_parts(g, c->nn, &fwd_end, &step_begin);
     /* the members: the gathered slices in the order of their first gather, then
      * the backward's other reduce-scattered gradients (ZeRO-2) */
-    int nv = c->nv, cap_m = 64, no = 0, nb = 0;
+    int nv = c->nv, cap_m = 1, no = 0, nb = 0;
+    for (NodeId id = 0; id < c->nn; id++) cap_m += p->n[id].n_gather + p->n[id].n_rs; /* at most one member each */
     int *chunk_of = ir_alloc(sizeof(int) * (size_t)nv), *last_round = ir_alloc(sizeof(int) * (size_t)nv);
     int *mem_of = ir_alloc(sizeof(int) * (size_t)nv); /* per value (a parameter or a gradient): its member */
     for (ValueId v = 0; v < nv; v++) chunk_of[v] = -1, last_round[v] = -1, mem_of[v] = -1;
@@ -110,20 +111,10 @@ bool lower_pass_chunk(LowerCtx *c) {
     PlaceChunkMember *m = ir_alloc(sizeof(PlaceChunkMember) * (size_t)cap_m);
     NodeId *rs_at = ir_alloc(sizeof(NodeId) * (size_t)cap_m);
     int *rs_k = ir_alloc(sizeof(int) * (size_t)cap_m), *bwd = ir_alloc(sizeof(int) * (size_t)cap_m);
-#define GROW()                                                                                                         \
-    if (no == cap_m) {                                                                                                 \
-        cap_m *= 2;                                                                                                    \
-        order = ir_realloc(order, sizeof(ValueId) * (size_t)cap_m);                                                    \
-        m = ir_realloc(m, sizeof(PlaceChunkMember) * (size_t)cap_m);                                                   \
-        rs_at = ir_realloc(rs_at, sizeof(NodeId) * (size_t)cap_m);                                                     \
-        rs_k = ir_realloc(rs_k, sizeof(int) * (size_t)cap_m);                                                          \
-        bwd = ir_realloc(bwd, sizeof(int) * (size_t)cap_m);                                                            \
-    }
     for (NodeId id = 0; id < c->nn; id++)
         for (int k = 0; k < p->n[id].n_gather; k++) {
             ValueId x = p->n[id].gather[k];
             if (mem_of[x] >= 0 || !chunkable(p, &p->n[id], k)) continue;
-            GROW();
             DType dt = ir_val(g, x)->dtype;
             m[no] = (PlaceChunkMember){.slice = p->v[x].zchunk * ir_dtype_size(dt), .dt = dt, .gathered = true, .at = -1};
             ValueId gv = ad_grad_of(g, ir_val(g, x)->name); /* its gradient, reduce-scattered in the backward */
@@ -137,7 +128,6 @@ bool lower_pass_chunk(LowerCtx *c) {
             if (ln->rs_tmp[k] != IR_NONE) continue;
             int i = mem_of[x];
             if (i < 0 || m[i].at >= 0) { /* a gradient of its own (ZeRO-2) */
-                GROW();
                 DType dt = ir_val(g, x)->dtype;
                 m[no] = (PlaceChunkMember){.slice = p->v[ln->rs_to[k]].zchunk * ir_dtype_size(dt), .dt = dt};
                 order[no] = IR_NONE, i = no++;
@@ -145,7 +135,6 @@ bool lower_pass_chunk(LowerCtx *c) {
             m[i].at = id, m[i].reader = first_slice_reader(c, x);
             rs_at[i] = id, rs_k[i] = k, bwd[nb++] = i;
         }
-#undef GROW
     /* the one layout (placement_chunk_layout: the planner's) */
     PlaceChunks pc;
     placement_chunk_layout(m, no, bwd, nb, cap, &pc);
