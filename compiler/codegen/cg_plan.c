@@ -230,6 +230,9 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
             for (int m = 0; m < cs->n; m++) pad -= lp->v[cs->shard[m]].bytes;
         }
         cJSON_AddNumberToObject(ck, "padding_bytes", (double)pad);
+        int aligned = 0; /* parameter chunks whose gradients are one chunk in their layout */
+        for (int r = 0; r < lp->n_chunk_scatters; r++) aligned += lp->chunk_scatters[r].chunk >= 0;
+        cJSON_AddNumberToObject(ck, "aligned", aligned);
     }
     if (lp->norms.n) cJSON_AddNumberToObject(low, "trust_norms", lp->norms.n);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);

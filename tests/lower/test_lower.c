@@ -232,6 +232,52 @@ static void test_fusion_agrees(DType dt) {
     sb_free(&err);
 }
 
+/* ZeRO-3 chunks (chunk.c, placement_chunk_layout): each parameter chunk's
+ * gradients are one reduce-scatter chunk with the same members in the same
+ * order at the same offsets (the layout a flat update over the chunk needs);
+ * the embedding, whose gradient the backward finishes last and the step reads
+ * where it is scattered, is gathered alone. */
+static void test_chunk_layout(DType dt, int64_t cap) {
+    Graph *g = training_dt("gpt2-tiny.cir", 1, AD_OPT_ADAMW, dt);
+    if (!g) return;
+    StrBuf err;
+    sb_init(&err);
+    LowerOptions o = {.dp = 2, .zero = 3, .alignment = 256, .chunk_bytes = cap};
+    LowerProgram *p = lower_build(g, &o, &err);
+    CHECK(p != NULL);
+    if (!p) {
+        fprintf(stderr, "%s\n", sb_cstr(&err));
+        sb_free(&err);
+        ir_graph_free(g);
+        return;
+    }
+    CHECK(p->n_chunks >= 2);
+    for (int k = 0; k < p->n_chunks; k++) {
+        const LowerChunk *ch = &p->chunks[k];
+        int found = 0;
+        for (int r = 0; r < p->n_chunk_scatters; r++) {
+            const LowerChunkScatter *cs = &p->chunk_scatters[r];
+            bool has = false;
+            for (int m = 0; m < cs->n; m++) has |= cs->grad[m] == ad_grad_of(g, ir_val(g, ch->member[0])->name);
+            if (!has) continue;
+            found++;
+            CHECK_INT(cs->chunk, k);
+            CHECK_INT(cs->n, ch->n);
+            CHECK_INT(cs->elems, ch->elems);
+            for (int m = 0; m < cs->n && m < ch->n; m++) {
+                CHECK_INT(cs->grad[m], ad_grad_of(g, ir_val(g, ch->member[m])->name));
+                CHECK_INT(cs->off[m], ch->off[m]);
+                CHECK_INT(ch->off[m] * ir_dtype_size(ch->dt) % 64, 0); /* 64-byte slots */
+            }
+        }
+        CHECK_INT(found, 1);
+        for (int m = 0; m < ch->n; m++) CHECK(strcmp(ir_val(g, ch->member[m])->name, "wte.weight") != 0);
+    }
+    lower_free(p);
+    sb_free(&err);
+    ir_graph_free(g);
+}
+
 int main(void) {
     Graph *g = training("mlp.cir", 1);
     if (!g) return check_done("lower");
@@ -445,5 +491,7 @@ int main(void) {
     test_fusion_agrees(DT_F32);
     test_fusion_agrees(DT_BF16);
     test_grad_acc_fusion();
+    test_chunk_layout(DT_F32, 8000);
+    test_chunk_layout(DT_BF16, 3000);
     return check_done("lower");
 }
