@@ -2,7 +2,8 @@
 # no_division.sh — the CPU kernels colossal-compile writes compute no
 # element's index with a division by a non-power of two (check_no_div.py):
 # GPT-2 124M (its wpe add: [B,T,768] + [T,768]) in f32 and bf16, LLaMA ~124M,
-# mlp-loud's bias adds ([32,10] + [10]), gpt2-tiny's vocabulary-parallel
+# mlp-loud's bias adds ([32,10] + [10]), bcast_mid.cir's middle-dim broadcast,
+# its expand and non-trailing sum_to, gpt2-tiny's vocabulary-parallel
 # embedding; and GPT-2 124M's kernels, rows and all, compile with
 # -Wall -Wextra -Werror -fopenmp (issue 21, bidx21).
 # usage: no_division.sh COLOSSAL_COMPILE SOURCE_DIR WORK_DIR
@@ -19,6 +20,7 @@ gen gpt2 "$src/examples/gpt2/gpt2.c" -DSEQ=64 --batch 4 --cluster h100:1x1
 gen gpt2_bf16 "$src/examples/gpt2/gpt2.c" -DSEQ=64 --batch 4 --cluster h100:1x1 --dtype bf16
 gen llama "$src/examples/llama/llama.c" -DSEQ=64 --batch 4 --cluster h100:1x1
 gen mlp_loud "$src/tests/e2e/mlp_loud.cir" --cluster h100:1x1
+gen bcast_mid "$src/tests/e2e/bcast_mid.cir" --cluster h100:1x1
 gen vocab "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x4 --mesh 1x4 --strategy megatron --mem 70KB
 grep -q 'o0, d = i % ' "$work/vocab/gpt2_tiny_kernels.c" || grep -q 'int64_t)a0\[i\] - o0' "$work/vocab/gpt2_tiny_kernels.c" ||
   { echo "FAIL the vocabulary-parallel program has no vocabulary-parallel embedding"; fail=1; }
