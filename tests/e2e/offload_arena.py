@@ -22,7 +22,7 @@ Parameters on the host (--offload params, ZeRO-3 on 2 ranks, against --offload o
   - nothing goes up after the update (lowering.h2d_bytes 0); the gathers copy up 2 slices of every
     parameter a step (forward, backward), what the planner priced (offload.param_fetch_bytes_per_step);
   - a mixed plan like e2e_gpt2_offload_params_mixed_bf16_4's (gpt2_tiny_b4.cir beside this script, 4
-    ranks, --strategy zero3 --dtype bf16 --offload auto --mem 41KB, two transfers in flight; at 42KB that test's three) keeps some groups' parameters on the
+    ranks, --strategy zero3 --dtype bf16 --offload auto --mem 41KB, two transfers in flight; that test: 42KB, three) keeps some groups' parameters on the
     host, some groups' optimizer state and master only, and some groups on the device;
   - the device stagings in the planner's memory rows (gpt2_wide.cir beside this script, every slice a multiple
     of the alignment): offload.param_staging_bytes is the K largest transfers in the backward (the slices a
