@@ -39,12 +39,14 @@ int placement_recompute_nodes(const Graph *g, int b, int inst, bool selective, N
     }
     *first_bwd = b0;
     int nf = 0;
+    uint8_t *sel = selective && b0 != IR_NONE ? placement_selective_table(g) : NULL;
     for (NodeId id = 0; b0 != IR_NONE && id < b0; id++) {
         const Node *n = ir_node(g, id);
         if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
-        if (selective && placement_selective_keeps(g, id)) continue;
+        if (sel && sel[id] != PLACE_SEL_RERUN) continue;
         nodes[nf++] = id;
     }
+    ir_free(sel);
     return nf;
 }
 
@@ -154,12 +156,27 @@ PlacePhase placement_phase(const Graph *g, NodeId id) {
     return id >= ad_step_begin(g) ? PH_UPDATE : PH_BACKWARD;
 }
 
-bool placement_selective_keeps(const Graph *g, NodeId id) {
-    const Node *n = ir_node(g, id);
-    if (ir_op(n->op)->cls != OPC_MATMUL) return false;
-    for (int i = 0; i < n->n_in; i++)
-        if (ir_val(g, n->in[i])->role == ROLE_PARAM) return true;
-    return false;
+uint8_t *placement_selective_table(const Graph *g) {
+    uint8_t *t = ir_alloc(sizeof *t * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    int *readers = ir_value_readers(g);
+    for (NodeId id = 0; id < g->n_nodes; id++) { /* in order: a product before the adds onto it */
+        const Node *n = ir_node(g, id);
+        t[id] = PLACE_SEL_RERUN;
+        if (ir_op(n->op)->cls == OPC_MATMUL) {
+            for (int i = 0; i < n->n_in; i++)
+                if (ir_val(g, n->in[i])->role == ROLE_PARAM) t[id] = PLACE_SEL_KEEP;
+            continue;
+        }
+        int k;
+        IrFuse f = ir_fuse_add(g, id, readers, &k);
+        if (f != IR_FUSE_BIAS && f != IR_FUSE_RESIDUAL && f != IR_FUSE_RESIDUAL_BIAS) continue;
+        NodeId s = ir_val(g, n->in[1 - k])->def; /* the product, or its bias sum */
+        if (t[s] == PLACE_SEL_RERUN) continue;
+        t[s] = PLACE_SEL_SUMMED;
+        t[id] = PLACE_SEL_KEEP;
+    }
+    ir_free(readers);
+    return t;
 }
 
 bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero, const ShardSpec *grad, Shape sh,

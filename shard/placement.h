@@ -62,17 +62,27 @@ bool placement_is_pending_sum(const Graph *g, NodeId id, const ShardStrategy *st
 bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero, const ShardSpec *grad, Shape sh,
                             ShardSpec *t);
 
-/* Selective recompute keeps the results of node id when it is a product with
- * a parameter operand (a linear layer: costly to redo, and what rebuilding the
- * rest needs) and re-runs every other forward op of the block instance before
- * its backward, the attention's parameter-free products (scores, probabilities
- * times values) included: Korthikanti et al. 2022's selective recompute, which
- * re-runs the attention core because its s x s results dominate the memory.
- * The planner's memory and time terms and the lowering both ask this one
- * predicate. */
-bool placement_selective_keeps(const Graph *g, NodeId id);
+/* What selective recompute does with a forward node's results. It keeps the
+ * products with a parameter operand (linear layers: costly to redo, and what
+ * rebuilding the rest needs) and re-runs every other forward op of the block
+ * instance before its backward, the attention's parameter-free products
+ * (scores, probabilities times values) included: Korthikanti et al. 2022's
+ * selective recompute, which re-runs the attention core because its s x s
+ * results dominate the memory. An add the GEMM of a kept product does
+ * (ir_fuse_add: its bias, the residual after it; lower.fuse writes the
+ * product onto them) is kept with it: the kept buffer is the sum, so
+ * re-running the add would add it twice, and keeping it costs nothing (the
+ * product, read by that add alone, is held as the sum: PLACE_SEL_SUMMED). The
+ * planner's memory and time terms and the lowering all read this one table. */
+typedef enum {
+    PLACE_SEL_RERUN,  /* re-run before the block instance's backward */
+    PLACE_SEL_KEEP,   /* kept from the forward */
+    PLACE_SEL_SUMMED, /* kept, held as the result of the add its GEMM does (one buffer) */
+} PlaceSel;
+/* Per node of g (ir_alloc'd, g->n_nodes entries; the caller frees it). */
+uint8_t *placement_selective_table(const Graph *g);
 /* Recompute: block b's instance inst (a training graph's) re-runs its forward
- * nodes (selective: but those placement_selective_keeps keeps) just before its
+ * nodes (selective: those placement_selective_table re-runs) just before its
  * first backward node. Writes that node to *first_bwd and the nodes re-run,
  * in order, to nodes (room for g->n_nodes); returns their count (0: nothing
  * re-runs). The lowering builds it (compiler/lower/recompute.c); the

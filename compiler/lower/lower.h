@@ -54,7 +54,7 @@ typedef struct LowerOptions {
                                 * backward); NULL: none */
     const int *recompute_sel;  /* per graph block: the next N instances recompute
                                 * selectively (the forward re-runs except the ops
-                                * placement_selective_keeps, whose results are kept);
+                                * placement_selective_table keeps);
                                 * NULL: none */
     /* The sharded lowering (spec.c): set pl (and mesh, &pl->mesh) to lower a
      * Placement of layout PL_SHARDED: every node's strategy and every value's
@@ -304,6 +304,10 @@ typedef struct LowerNode {
                                 * row, then normalizes it; IR_NONE */
     NodeId add_norm;           /* on that add: the norm doing it (the add runs no kernel and
                                 * its operands are read at the norm's slot); IR_NONE */
+    bool norm_add_rerun;       /* on both: the fusion holds in a recompute's re-run too (the
+                                * add and the norm re-run in the same one, or neither re-runs);
+                                * false: fused in the forward only, each re-run alone (the
+                                * add closing one block instance, its norm opening the next) */
     NodeId grad_acc;           /* lower.fuse: on a weight gradient's GEMM (dense_dw), the
                                 * grad_accum it does: the GEMM adds scale x its product to the
                                 * f32 accumulator (alpha = scale, beta = 1; bf16 operands through
