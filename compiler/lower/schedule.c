@@ -296,10 +296,7 @@ static void buffer_stages(const Graph *g, LowerProgram *p, const int *tn, const 
         ValueId r = lower_root_of(p, v);
         NodeId def = v < nv ? ir_val(g, v)->def : p->v[v].added_first;
         if (def != IR_NONE && def >= 0 && def < g->n_nodes) m[r] |= p->pipe.mask[def];
-        if (v < nv) {
-            const Value *x = ir_val(g, v);
-            if (x->role == ROLE_INPUT || x->role == ROLE_HYPER || (x->flags & VF_OUTPUT)) every[r] = true;
-        }
+        if (v < nv && ir_value_step_io(g, v)) every[r] = true;
     }
     /* interleaved: the devices holding it (the virtual stages of a device share its memory plan) */
     int D = p->pipe.chunks > 1 ? p->pipe.devices : p->pipe.stages;
