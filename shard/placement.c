@@ -83,6 +83,42 @@ int placement_chunk_pack(const int64_t *bytes, const DType *dt, const int *at, c
     return n_chunks;
 }
 
+/* placement_chunk_pack over each pipeline stage's members apart (stage[i];
+ * -1: alone), in the order of each stage's first member: chunk[i] the index
+ * among all the stages' chunks. Returns their count. */
+static int pack_by_stage(const int64_t *bytes, const DType *dt, const int *at, const int *rd, const int *stage, int n,
+                         int64_t cap, int *chunk) {
+    size_t nz = (size_t)(n + 1);
+    int64_t *sb = ir_alloc(sizeof(int64_t) * nz);
+    DType *sd = ir_alloc(sizeof(DType) * nz);
+    int *sa = ir_alloc(sizeof(int) * nz), *sr = ir_alloc(sizeof(int) * nz), *sub = ir_alloc(sizeof(int) * nz);
+    int *sck = ir_alloc(sizeof(int) * nz);
+    bool *done = ir_alloc(sizeof(bool) * nz);
+    for (int i = 0; i < n; i++) chunk[i] = -1, done[i] = stage[i] < 0; /* on several stages: alone */
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        if (done[i]) continue;
+        int k = 0;
+        for (int j = i; j < n; j++)
+            if (!done[j] && stage[j] == stage[i]) {
+                sub[k] = j, sb[k] = bytes[j], sd[k] = dt[j], sa[k] = at[j], sr[k++] = rd[j];
+                done[j] = true;
+            }
+        int nc = placement_chunk_pack(sb, sd, sa, sr, k, cap, sck);
+        for (int j = 0; j < k; j++)
+            if (sck[j] >= 0) chunk[sub[j]] = total + sck[j];
+        total += nc;
+    }
+    ir_free(done);
+    ir_free(sck);
+    ir_free(sub);
+    ir_free(sr);
+    ir_free(sa);
+    ir_free(sd);
+    ir_free(sb);
+    return total;
+}
+
 void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, int n_bwd, int64_t cap, PlaceChunks *out) {
     size_t nz = (size_t)(n + 1);
     *out = (PlaceChunks){.chunk = ir_alloc(sizeof(int) * nz), .grad = ir_alloc(sizeof(int) * nz),
@@ -90,7 +126,7 @@ void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, in
     int64_t *bytes = ir_alloc(sizeof(int64_t) * nz);
     DType *dt = ir_alloc(sizeof(DType) * nz);
     int *idx = ir_alloc(sizeof(int) * nz), *ck = ir_alloc(sizeof(int) * nz);
-    int *at = ir_alloc(sizeof(int) * nz), *rd = ir_alloc(sizeof(int) * nz);
+    int *at = ir_alloc(sizeof(int) * nz), *rd = ir_alloc(sizeof(int) * nz), *st = ir_alloc(sizeof(int) * nz);
     for (int i = 0; i < n; i++) out->chunk[i] = out->grad[i] = -1, out->off[i] = out->grad_off[i] = 0;
     /* the parameter chunks: the gathered members in first-gather order, by the rule for
      * reduce-scatters (their gradients are the same chunk): a member whose reduce-scatter
@@ -99,9 +135,9 @@ void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, in
     for (int i = 0; i < n; i++) {
         if (!m[i].gathered) continue;
         idx[k] = i, bytes[k] = placement_chunk_slot(m[i].slice), dt[k] = m[i].dt;
-        at[k] = m[i].at >= 0 ? m[i].at : INT_MAX, rd[k++] = m[i].at >= 0 ? m[i].reader : INT_MAX;
+        at[k] = m[i].at >= 0 ? m[i].at : INT_MAX, rd[k] = m[i].at >= 0 ? m[i].reader : INT_MAX, st[k++] = m[i].stage;
     }
-    out->n_chunks = out->n_grad = placement_chunk_pack(bytes, dt, at, rd, k, cap, ck);
+    out->n_chunks = out->n_grad = pack_by_stage(bytes, dt, at, rd, st, k, cap, ck);
     int64_t *part = ir_alloc(sizeof(int64_t) * (size_t)(out->n_chunks + 1));
     for (int q = 0; q < out->n_chunks; q++) part[q] = 0;
     for (int j = 0; j < k; j++) {
@@ -116,9 +152,10 @@ void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, in
     for (int j = 0; j < n_bwd; j++) {
         const PlaceChunkMember *x = &m[bwd[j]];
         if (out->chunk[bwd[j]] >= 0 || x->at < 0) continue;
-        idx[c] = bwd[j], bytes[c] = placement_chunk_slot(x->slice), dt[c] = x->dt, at[c] = x->at, rd[c++] = x->reader;
+        idx[c] = bwd[j], bytes[c] = placement_chunk_slot(x->slice), dt[c] = x->dt, at[c] = x->at, rd[c] = x->reader;
+        st[c++] = x->stage;
     }
-    int ns = placement_chunk_pack(bytes, dt, at, rd, c, cap, ck);
+    int ns = pack_by_stage(bytes, dt, at, rd, st, c, cap, ck);
     int64_t *soff = ir_alloc(sizeof(int64_t) * (size_t)(ns + 1));
     for (int s = 0; s < ns; s++) soff[s] = 0;
     for (int j = 0; j < c; j++)
@@ -130,6 +167,7 @@ void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, in
     out->n_grad += ns;
     ir_free(soff);
     ir_free(part);
+    ir_free(st);
     ir_free(rd);
     ir_free(at);
     ir_free(ck);

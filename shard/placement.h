@@ -211,12 +211,18 @@ static inline int64_t placement_chunk_slot(int64_t bytes) { return (bytes + 63) 
  * parameter, its rank's slice of `slice` bytes in dtype dt. gathered: its
  * all-gathers may come from a chunk (ZeRO-3); at: the node of its gradient's
  * reduce-scatter and reader the first node reading the scattered slice, or
- * at < 0 when its reduce-scatter stays its own. */
+ * at < 0 when its reduce-scatter stays its own. stage: the (virtual)
+ * pipeline stage whose ranks gather it and reduce-scatter its gradient
+ * (0 when not pipelined): members of different stages share no chunk, each
+ * stage's packed apart in their order; -1: on several stages (a tied
+ * parameter, summed between the stages), gathered and reduce-scattered
+ * alone. */
 typedef struct PlaceChunkMember {
     int64_t slice;
     DType dt;
     bool gathered;
     int at, reader;
+    int stage;
 } PlaceChunkMember;
 
 /* Where each member went: chunk[i] its parameter chunk (-1: gathered alone,
@@ -234,7 +240,9 @@ typedef struct PlaceChunks {
 /* The one ZeRO chunk layout the planner prices (solver/chunks.c) and the
  * lowering builds (compiler/lower/chunk.c). m[0..n) in the order of their
  * first gather; bwd[0..n_bwd) the members with at >= 0 in the backward's
- * order of their reduce-scatters. The gathered members packed in m's order by
+ * order of their reduce-scatters. Each pipeline stage's members are laid out
+ * apart (stage by stage, in the order of each stage's first member; a member
+ * of stage -1 alone), each stage as follows. The gathered members packed in m's order by
  * placement_chunk_pack's rule for reduce-scatters (slots, one dtype, cap; a
  * run reduce-scattered before any slice of it is read, in any order), so that
  * a parameter chunk's gradients are one chunk in the same member order and

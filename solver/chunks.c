@@ -21,6 +21,14 @@
  * that fits beside the plan, so one tensor per chunk (none) wins where
  * nothing else does.
  *
+ * Pipelined plans are priced per stage instead (their stages are placed
+ * after plan_price_chunks runs): each stage packs its own members
+ * (PlaceChunkMember.stage, compiler/lower/chunk.c), plan_chunk_stages
+ * charges the same replay's collectives and copies to each node's stage and
+ * part, pipeprice.c adds them to the stages' forward and backward and the
+ * stage's chunk buffers to its peak, and plan_price_pipe_chunks prices each
+ * size as the pipeline it makes.
+ *
  * The ILP does not see chunks: this runs after it, on the groups' ZeRO stages
  * it chose, and then the plan's step is the chunked program's (the chosen
  * size's collectives in place of the same replay's without chunks, which is
@@ -29,6 +37,7 @@
  * round gathering members it does not read is priced as run: the whole
  * chunk, each round.
  */
+#include "pipeline.h"
 #include "plan.h"
 
 #include <math.h>
@@ -46,6 +55,8 @@ typedef struct Member {
     bool on_host;   /* --offload params: comes up into the chunk's send buffer, no device copy in */
     NodeId rs_at;   /* its reduce-scatter's node: the one after its gradient's (lower/split.c) */
     NodeId reader;  /* the first node from rs_at on reading its gradient (its slice, once scattered) */
+    int stage;      /* pipelined: the virtual stage gathering and scattering it, -1 on several
+                     * (PlaceChunkMember.stage, as lower/chunk.c finds it); 0 otherwise */
 } Member;
 
 typedef struct Ctx {
@@ -58,7 +69,10 @@ typedef struct Ctx {
     int *of;        /* per value: its index in m, or -1 */
     int *n_rc;      /* per node: the forward nodes recompute re-runs before it (rc[id][..]) */
     NodeId **rc;
-    int *moment;    /* per node: the memory model's moment it is at (eval.c), or -1 (the forward) */
+    int P;          /* pipelined: the virtual stages; 1 otherwise */
+    int *stage_of;  /* per node: the (lowest) virtual stage it runs on; 0 when not pipelined */
+    int *moment;    /* per node: the memory model's moment it is at (eval.c), or -1 (the forward);
+                     * NULL: the per-stage price of a pipeline (plan_chunk_stages), no moments */
     double *base;   /* per node: the model's bytes there, less the chunks' (its moment's; the
                      * last block instance's group by group, ilp_evaluate_at) */
     bool *grouped;  /* per node: base is its group's bytes (ilp_evaluate_at) */
@@ -73,14 +87,34 @@ typedef struct Run {
                              * moment's bytes (what they change it by: less where the chunks
                              * hold the gradients' slices in one buffer, or the stagings of
                              * parameters on the host are fewer than the model's) */
-    double *live;    /* per node: the bytes starting there less those ending before (a diff) */
+    double *live;    /* per stage, per node: the bytes starting there less those ending before
+                      * (a diff; one stage when not pipelined) */
+    const int *stage_of; /* Ctx.stage_of: a buffer belongs to its first node's stage */
+    int stride;      /* live's entries per stage */
+    /* per (virtual) stage, one micro-batch's (not times the micro-batches): its all-gathers
+     * and its copies in the forward and in the backward, its reduce-scatters; and the most
+     * its chunks' buffers hold at once */
+    double ag_fwd[PLACE_MAX_STAGES], ag_bwd[PLACE_MAX_STAGES], copy_fwd[PLACE_MAX_STAGES], copy_bwd[PLACE_MAX_STAGES];
+    double rs[PLACE_MAX_STAGES], held[PLACE_MAX_STAGES];
 } Run;
 
 /* A buffer of `bytes` (as the memory plan places it: ilp_buffer_bytes) live
  * from node a to node b. */
 static void hold(Run *o, NodeId a, NodeId b, double bytes) {
-    o->live[a] += bytes;
-    o->live[b + 1] -= bytes;
+    double *l = o->live + (size_t)o->stage_of[a] * (size_t)o->stride;
+    l[a] += bytes;
+    l[b + 1] -= bytes;
+}
+
+/* An all-gather, a copy or a reduce-scatter of `s` seconds at node id: its stage's,
+ * the forward's or the backward's. */
+typedef enum { SP_GATHER, SP_COPY, SP_SCATTER } Spent;
+static void spend(const Ctx *c, Run *o, NodeId id, Spent k, double s) {
+    int q = c->stage_of[id];
+    bool fwd = id < c->fwd_end;
+    if (k == SP_SCATTER) o->rs[q] += s;
+    else if (k == SP_GATHER) *(fwd ? &o->ag_fwd[q] : &o->ag_bwd[q]) += s;
+    else *(fwd ? &o->copy_fwd[q] : &o->copy_bwd[q]) += s;
 }
 
 /* A round's gathered chunk, from its first reader to its last (its send buffer:
@@ -153,22 +187,29 @@ static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
             int mi = c->of[in[i]];
             int q = chunk_of[mi];
             if (q < 0) { /* alone: its own all-gather */
+                double t = shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)c->m[mi].slice);
                 o->collectives++;
-                o->ag_s += shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)c->m[mi].slice);
+                o->ag_s += t;
+                spend(c, o, id, SP_GATHER, t);
                 if (c->m[mi].on_host) staged += ilp_buffer_bytes((double)c->m[mi].slice);
                 continue;
             }
             if (open[q] < 0 || open_part[q] != pt || last[mi] == open[q]) { /* a new round */
                 if (open[q] >= 0) round_held(o, first[q], end[q], c->ranks, part[q]);
                 open[q] = rounds++, open_part[q] = pt, first[q] = id;
+                double t = shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)part[q]);
                 o->collectives++;
-                o->ag_s += shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)part[q]);
+                o->ag_s += t;
                 o->copy_s += copy_in[q];
+                spend(c, o, id, SP_GATHER, t);
+                spend(c, o, id, SP_COPY, copy_in[q]);
                 if (up[q]) staged += ilp_buffer_bytes((double)part[q]);
                 else hold(o, id, id, ilp_buffer_bytes((double)part[q]));
             }
             last[mi] = open[q], end[q] = id;
-            o->copy_s += cost_copy(cm, (double)c->m[mi].slice * c->ranks); /* its whole out of the chunk */
+            double out = cost_copy(cm, (double)c->m[mi].slice * c->ranks); /* its whole out of the chunk */
+            o->copy_s += out;
+            spend(c, o, id, SP_COPY, out);
         }
         if (staged > 0) { /* a transfer up: this node's, or its block instance's run's */
             if (pt != part_t) part_t = pt, nt = 0;
@@ -201,8 +242,10 @@ static void run_scatters(const Ctx *c, const PlaceChunks *pc, Run *o) {
     o->grad_chunks = pc->n_grad;
     for (int i = 0; i < c->n; i++)
         if (pc->grad[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
+            double t = shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)c->m[i].slice * c->ranks);
             o->collectives++;
-            o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)c->m[i].slice * c->ranks);
+            o->rs_s += t;
+            if (c->m[i].rs_at < c->g->n_nodes) spend(c, o, c->m[i].rs_at, SP_SCATTER, t);
         }
     for (int q = 0; q < o->grad_chunks; q++) {
         int64_t part = 0;
@@ -210,12 +253,16 @@ static void run_scatters(const Ctx *c, const PlaceChunks *pc, Run *o) {
         for (int j = 0; j < c->n; j++) {
             if (pc->grad[j] != q) continue;
             part += placement_chunk_slot(c->m[j].slice);
-            o->copy_s += cost_copy(cm, (double)c->m[j].slice * c->ranks);
+            double in = cost_copy(cm, (double)c->m[j].slice * c->ranks);
+            o->copy_s += in;
+            spend(c, o, c->m[j].rs_at, SP_COPY, in);
             if (a < 0 || c->m[j].rs_at < a) a = c->m[j].rs_at;
             if (c->m[j].rs_at > b) b = c->m[j].rs_at;
         }
+        double t = shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)part * c->ranks);
         o->collectives++;
-        o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)part * c->ranks);
+        o->rs_s += t;
+        spend(c, o, b, SP_SCATTER, t);
         hold(o, a, b, ilp_buffer_bytes((double)part * c->ranks)); /* the chunk's buffer, from its first member to
                                                                     * its reduce-scatter */
         /* the members' slices are views into the rank's part (lower.chunk), made at the chunk's
@@ -235,9 +282,10 @@ static void run_scatters(const Ctx *c, const PlaceChunks *pc, Run *o) {
 }
 
 static Run run(const Ctx *c, int64_t cap) {
-    Run o = {0};
-    o.live = ir_alloc(sizeof(double) * (size_t)(c->g->n_nodes + 2));
-    memset(o.live, 0, sizeof(double) * (size_t)(c->g->n_nodes + 2));
+    Run o = {.stage_of = c->stage_of, .stride = c->g->n_nodes + 2};
+    size_t nl = (size_t)c->P * (size_t)o.stride;
+    o.live = ir_alloc(sizeof(double) * nl);
+    memset(o.live, 0, sizeof(double) * nl);
     /* the one layout (placement_chunk_layout, the lowering's): the members in first-read
      * order, the gradients scattered in the backward (not at the step's first node, whose
      * reduce-scatter stays alone) in the backward's order */
@@ -248,7 +296,7 @@ static Run run(const Ctx *c, int64_t cap) {
         const Member *x = &c->m[i];
         bool scattered = x->rs_at < c->step_begin;
         pm[i] = (PlaceChunkMember){.slice = x->slice, .dt = x->dt, .gathered = x->gathered,
-                                   .at = scattered ? x->rs_at : -1, .reader = x->reader};
+                                   .at = scattered ? x->rs_at : -1, .reader = x->reader, .stage = x->stage};
         if (scattered) s[nb++] = x;
     }
     qsort(s, (size_t)nb, sizeof *s, by_rs_at);
@@ -263,14 +311,18 @@ static Run run(const Ctx *c, int64_t cap) {
     ir_free(pm);
     /* the model's stagings of parameters on the host at the backward's moments (eval.c:
      * IlpPrice.stg_at; moments() took them off base) are the replay's here, node by node */
-    double held = 0;
     for (int k = 0; k < ILP_MOMENTS; k++) o.at[k] = -INFINITY;
-    for (NodeId id = 0; id <= c->g->n_nodes; id++) {
-        held += o.live[id];
-        if (held > o.live_max) o.live_max = held;
-        int k = id < c->g->n_nodes ? c->moment[id] : -1;
-        double at = k >= 0 ? c->base[id] + held - c->r->price.mem_at[k] : 0;
-        if (k >= 0 && at > o.at[k]) o.at[k] = at;
+    for (int q = 0; q < c->P; q++) { /* each stage's buffers: its ranks hold only its own */
+        const double *l = o.live + (size_t)q * (size_t)o.stride;
+        double held = 0;
+        for (NodeId id = 0; id <= c->g->n_nodes; id++) {
+            held += l[id];
+            if (held > o.held[q]) o.held[q] = held;
+            int k = id < c->g->n_nodes && c->moment ? c->moment[id] : -1;
+            double at = k >= 0 ? c->base[id] + held - c->r->price.mem_at[k] : 0;
+            if (k >= 0 && at > o.at[k]) o.at[k] = at;
+        }
+        if (o.held[q] > o.live_max) o.live_max = o.held[q];
     }
     for (int k = 0; k < ILP_MOMENTS; k++)
         if (o.at[k] == -INFINITY) o.at[k] = 0; /* a moment without nodes: as the model has it */
@@ -371,15 +423,169 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
     ir_free(group_at);
 }
 
-void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
+/* The mesh axis ZeRO slices over (the one of size > 1), or -1 when there are
+ * none or several (chunks are built over one axis: lower/chunk.c). */
+static int zero_axis(const ShardMesh *m) {
+    int axis = -1, busy = 0;
+    for (int a = 0; a < m->n_axes; a++)
+        if (m->size[a] > 1) axis = a, busy++;
+    return busy == 1 ? axis : -1;
+}
+
+/* c's members: the ZeRO-2/3 parameters in the order of their first reader,
+ * and pipelined (c->P > 1) each one's stage: those of the nodes reading it
+ * (ZeRO-3: its gathers) and of its reduce-scatter's, -1 for several (as
+ * lower/chunk.c finds them); the recompute's re-run nodes per node. */
+static void ctx_build(Ctx *c) {
+    const Graph *g = c->g;
+    const Placement *pl = c->r->pl;
+    int ranks = c->ranks;
+    const PlaceMask *mask = c->P > 1 ? pl->pipe.stage_mask : NULL;
+    c->stage_of = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    for (NodeId id = 0; id <= g->n_nodes; id++) {
+        int q = 0;
+        while (mask && id < g->n_nodes && mask[id] && !(mask[id] >> q & 1u)) q++;
+        c->stage_of[id] = q;
+    }
+    c->m = ir_alloc(sizeof(Member) * (size_t)(g->n_values + 1));
+    c->of = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    PlaceMask *on = ir_alloc(sizeof(PlaceMask) * (size_t)(g->n_values + 1));
+    for (ValueId v = 0; v < g->n_values; v++) c->of[v] = -1;
+    for (NodeId id = 0; id < g->n_nodes; id++) { /* the ZeRO-2/3 parameters, in the order of their first reader */
+        const Node *nd = ir_node(g, id);
+        if (ir_op_is_update(nd->op)) continue;
+        for (int i = 0; i < nd->n_in; i++) {
+            ValueId v = nd->in[i];
+            const Value *x = ir_val(g, v);
+            if (c->of[v] >= 0) {
+                if (mask && c->m[c->of[v]].gathered) on[c->of[v]] |= mask[id];
+                continue;
+            }
+            if (x->role != ROLE_PARAM || pl->zero[v] < 2 || ir_shape_numel(x->shape) % ranks) continue;
+            ValueId gv = ad_grad_of(g, x->name);
+            NodeId at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? ir_val(g, gv)->def + 1 : g->n_nodes, rd = at;
+            for (bool hit = false; !hit && rd < g->n_nodes; rd += !hit)
+                for (int j = 0; j < ir_node(g, rd)->n_in; j++) hit |= ir_node(g, rd)->in[j] == gv;
+            on[c->n] = mask ? (pl->zero[v] >= 3 ? mask[id] : 0) | (at < c->step_begin ? mask[at] : 0) : 1;
+            c->of[v] = c->n;
+            c->m[c->n++] = (Member){.v = v, .slice = ir_shape_numel(x->shape) / ranks * ir_dtype_size(x->dtype),
+                                    .dt = x->dtype, .gathered = pl->zero[v] >= 3,
+                                    .on_host = pl->offload && pl->offload[v] == PO_PARAMS,
+                                    .rs_at = at, .reader = rd};
+        }
+    }
+    for (int i = 0; i < c->n; i++) {
+        int q = 0;
+        while (on[i] && !(on[i] >> q & 1u)) q++;
+        c->m[i].stage = (on[i] & (on[i] - 1)) ? -1 : q;
+    }
+    ir_free(on);
+    c->n_rc = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    c->rc = ir_alloc(sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
+    memset(c->n_rc, 0, sizeof(int) * (size_t)(g->n_nodes + 1));
+    memset(c->rc, 0, sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
+    NodeId *tmp = ir_alloc(sizeof(NodeId) * (size_t)(g->n_nodes + 1));
+    for (int b = 0; b < g->n_blocks; b++) { /* recompute (lower/recompute.c) */
+        int full = pl->rc_full ? pl->rc_full[b] : 0, sel = pl->rc_selective ? pl->rc_selective[b] : 0;
+        for (int inst = 0; inst < full + sel && inst < g->blocks[b].n_instances; inst++) {
+            NodeId b0;
+            int nf = placement_recompute_nodes(g, b, inst, inst >= full, &b0, tmp);
+            if (!nf) continue;
+            c->rc[b0] = ir_alloc(sizeof(NodeId) * (size_t)nf);
+            memcpy(c->rc[b0], tmp, sizeof(NodeId) * (size_t)nf);
+            c->n_rc[b0] = nf;
+        }
+    }
+    ir_free(tmp);
+}
+
+static void ctx_free(Ctx *c) {
+    for (NodeId id = 0; id < c->g->n_nodes; id++) ir_free(c->rc[id]);
+    ir_free(c->rc);
+    ir_free(c->n_rc);
+    ir_free(c->grouped);
+    ir_free(c->base);
+    ir_free(c->moment);
+    ir_free(c->of);
+    ir_free(c->m);
+    ir_free(c->stage_of);
+}
+
+void plan_chunk_stages(const Graph *g, const PlanResult *r, int64_t cap, PlanChunkStages *out) {
+    memset(out, 0, sizeof *out);
+    const Placement *pl = r->pl;
+    int axis = zero_axis(&r->mesh);
+    if (cap < 0 || axis < 0 || !pl || pl->layout == PL_SHARDED || pl->pipe.stages <= 1) return;
+    Ctx c = {.g = g, .r = r, .axis = axis, .ranks = r->mesh.size[axis], .mb = pl->micro_batches > 0 ? pl->micro_batches : 1,
+             .fwd_end = ad_forward_end(g), .step_begin = ad_step_begin(g), .inflight = SHARD_INFLIGHT_DEFAULT,
+             .P = pl->pipe.stages};
+    ctx_build(&c);
+    Run none = run(&c, 0), k = run(&c, cap); /* per stage: one micro-batch's forward and backward */
+    for (int q = 0; q < c.P; q++) {
+        out->gather_fwd_s[q] = k.ag_fwd[q], out->base_gather_fwd_s[q] = none.ag_fwd[q];
+        out->gather_bwd_s[q] = k.ag_bwd[q], out->base_gather_bwd_s[q] = none.ag_bwd[q];
+        out->scatter_s[q] = k.rs[q], out->base_scatter_s[q] = none.rs[q];
+        out->copy_fwd_s[q] = k.copy_fwd[q]; /* none copies nothing */
+        out->copy_bwd_s[q] = k.copy_bwd[q];
+        out->held_bytes[q] = k.held[q];
+    }
+    out->chunks = k.chunks, out->grad_chunks = k.grad_chunks;
+    out->collectives = k.collectives, out->unchunked_collectives = none.collectives;
+    out->coll_s = k.ag_s + k.rs_s, out->copy_s = k.copy_s;
+    ctx_free(&c);
+}
+
+bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const ShardCluster *whole, double limit,
+                            StrBuf *err) {
     r->n_chunk_prices = 0;
     r->chunk_chosen = 0;
     r->chunk_auto = asked == PLAN_CHUNK_AUTO;
-    int axis = -1, busy = 0;
-    for (int a = 0; a < r->mesh.n_axes; a++)
-        if (r->mesh.size[a] > 1) axis = a, busy++;
     const Placement *pl = r->pl;
-    if (!asked || busy != 1 || !pl || pl->layout == PL_SHARDED || pl->pipe.stages > 1) {
+    if (!asked || zero_axis(&r->mesh) < 0 || !pl || pl->layout == PL_SHARDED || pl->pipe.stages <= 1) {
+        r->chunk_bytes = asked > 0 ? asked : 0; /* the lowering refuses what it does not build */
+        if (r->pl) r->pl->chunk_bytes = r->chunk_bytes;
+        return true;
+    }
+    int64_t cand[PLAN_MAX_CHUNK_SIZES];
+    int n = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) cand[n++] = sizes[k];
+    bool listed = asked == PLAN_CHUNK_AUTO;
+    for (int k = 0; k < n; k++) listed |= cand[k] == asked;
+    if (!listed) cand[n++] = asked;
+    PipePrice trial;
+    double none_peak = 0;
+    int best = 0;
+    for (int k = 0; k < n; k++) { /* each size on the stages chosen (pipeline_price adds its chunks) */
+        r->chunk_bytes = r->pl->chunk_bytes = cand[k];
+        if (!pipeline_price(r, whole, INFINITY, NULL, &trial, err)) return false;
+        PlanChunkStages cs;
+        plan_chunk_stages(g, r, cand[k], &cs);
+        if (!k) none_peak = trial.peak_bytes; /* sizes[0]: none */
+        double held = 0;
+        for (int q = 0; q < pl->pipe.stages; q++) held = cs.held_bytes[q] > held ? cs.held_bytes[q] : held;
+        PlanChunkPrice *c = &r->chunk_price[r->n_chunk_prices++];
+        *c = (PlanChunkPrice){.bytes = cand[k], .chunks = cs.chunks, .grad_chunks = cs.grad_chunks,
+                              .collectives = cand[k] ? cs.collectives : cs.unchunked_collectives,
+                              .coll_s = cs.coll_s, .copy_s = cs.copy_s, .held_bytes = held,
+                              .extra_bytes = trial.peak_bytes - none_peak, .fits = trial.peak_bytes <= limit,
+                              .step_s = trial.step_s};
+        if (asked != PLAN_CHUNK_AUTO) {
+            if (cand[k] == asked) best = k;
+        } else if (c->fits && c->step_s < r->chunk_price[best].step_s)
+            best = k;
+    }
+    r->chunk_chosen = best;
+    r->chunk_bytes = r->pl->chunk_bytes = r->chunk_price[best].bytes;
+    return pipeline_price(r, whole, INFINITY, NULL, r->pipe, err); /* the plan's: the chosen size's */
+}
+
+void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipelined) {
+    r->n_chunk_prices = 0;
+    r->chunk_chosen = 0;
+    r->chunk_auto = asked == PLAN_CHUNK_AUTO;
+    int axis = zero_axis(&r->mesh);
+    const Placement *pl = r->pl;
+    if (!asked || axis < 0 || !pl || pl->layout == PL_SHARDED || pipelined || pl->pipe.stages > 1) {
         r->chunk_bytes = asked > 0 ? asked : 0; /* the lowering refuses what it does not build */
         if (pl) r->pl->chunk_bytes = r->chunk_bytes;
         return;
@@ -387,32 +593,12 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
     int ranks = r->mesh.size[axis];
     Ctx c = {.g = g, .r = r, .axis = axis, .ranks = ranks, .mb = pl->micro_batches > 0 ? pl->micro_batches : 1,
              .fwd_end = ad_forward_end(g), .step_begin = ad_step_begin(g),
-             .inflight = pl->offload_inflight > 0 ? pl->offload_inflight : SHARD_INFLIGHT_DEFAULT};
+             .inflight = pl->offload_inflight > 0 ? pl->offload_inflight : SHARD_INFLIGHT_DEFAULT, .P = 1};
     c.moment = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     c.base = ir_alloc(sizeof(double) * (size_t)(g->n_nodes + 1));
     c.grouped = ir_alloc(sizeof(bool) * (size_t)(g->n_nodes + 1));
     moments(g, r, c.fwd_end, c.step_begin, c.moment, c.base, c.grouped);
-    c.m = ir_alloc(sizeof(Member) * (size_t)(g->n_values + 1));
-    c.of = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
-    for (ValueId v = 0; v < g->n_values; v++) c.of[v] = -1;
-    for (NodeId id = 0; id < g->n_nodes; id++) { /* the ZeRO-2/3 parameters, in the order of their first reader */
-        const Node *nd = ir_node(g, id);
-        if (ir_op_is_update(nd->op)) continue;
-        for (int i = 0; i < nd->n_in; i++) {
-            ValueId v = nd->in[i];
-            const Value *x = ir_val(g, v);
-            if (c.of[v] >= 0 || x->role != ROLE_PARAM || pl->zero[v] < 2 || ir_shape_numel(x->shape) % ranks) continue;
-            ValueId gv = ad_grad_of(g, x->name);
-            NodeId at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? ir_val(g, gv)->def + 1 : g->n_nodes, rd = at;
-            for (bool hit = false; !hit && rd < g->n_nodes; rd += !hit)
-                for (int j = 0; j < ir_node(g, rd)->n_in; j++) hit |= ir_node(g, rd)->in[j] == gv;
-            c.of[v] = c.n;
-            c.m[c.n++] = (Member){.v = v, .slice = ir_shape_numel(x->shape) / ranks * ir_dtype_size(x->dtype),
-                                  .dt = x->dtype, .gathered = pl->zero[v] >= 3,
-                                  .on_host = pl->offload && pl->offload[v] == PO_PARAMS,
-                                  .rs_at = at, .reader = rd};
-        }
-    }
+    ctx_build(&c);
     /* a gradient made by the last node of a group lives into the next node, where its
      * reduce-scatter (or its copy into its chunk) reads it: the group-by-group bytes there
      * (the next group's) do not hold it (the arena at gpt2-tiny ZeRO-3's layer_norm_dx after
@@ -426,23 +612,6 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
             gd = d->origin != IR_NONE ? ip->group_of_node[d->origin] : -1;
         if (ga != gd) c.base[at] += ilp_buffer_bytes((double)c.m[i].slice * ranks);
     }
-    c.n_rc = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
-    c.rc = ir_alloc(sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
-    memset(c.n_rc, 0, sizeof(int) * (size_t)(g->n_nodes + 1));
-    memset(c.rc, 0, sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
-    NodeId *tmp = ir_alloc(sizeof(NodeId) * (size_t)(g->n_nodes + 1));
-    for (int b = 0; b < g->n_blocks; b++) { /* recompute (lower/recompute.c) */
-        int full = pl->rc_full ? pl->rc_full[b] : 0, sel = pl->rc_selective ? pl->rc_selective[b] : 0;
-        for (int inst = 0; inst < full + sel && inst < g->blocks[b].n_instances; inst++) {
-            NodeId b0;
-            int nf = placement_recompute_nodes(g, b, inst, inst >= full, &b0, tmp);
-            if (!nf) continue;
-            c.rc[b0] = ir_alloc(sizeof(NodeId) * (size_t)nf);
-            memcpy(c.rc[b0], tmp, sizeof(NodeId) * (size_t)nf);
-            c.n_rc[b0] = nf;
-        }
-    }
-    ir_free(tmp);
     /* the baseline: the same replay without chunks, one collective per tensor as the ILP
      * priced them, so a size's delta is what chunking changes alone (the ILP's own terms
      * count what the replay does not, a tensor that does not divide, and price the
@@ -477,12 +646,5 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
         Run k = run(&c, ch->bytes);
         ilp_price_peak(pr, k.at);
     }
-    for (NodeId id = 0; id < g->n_nodes; id++) ir_free(c.rc[id]);
-    ir_free(c.rc);
-    ir_free(c.n_rc);
-    ir_free(c.grouped);
-    ir_free(c.base);
-    ir_free(c.moment);
-    ir_free(c.of);
-    ir_free(c.m);
+    ctx_free(&c);
 }

@@ -842,6 +842,7 @@ void pipeline_json(cJSON *obj, const Graph *g, const PlanResult *r) {
             cJSON_AddNumberToObject(mo, "in_flight_bytes", q->mem_inflight);
             cJSON_AddNumberToObject(mo, "kept_activations_bytes", q->mem_kept);
             cJSON_AddNumberToObject(mo, "transient_bytes", q->mem_transient);
+            if (q->mem_chunks > 0) cJSON_AddNumberToObject(mo, "chunk_buffers_bytes", q->mem_chunks);
             cJSON_AddNumberToObject(mo, "peak_bytes", q->peak_bytes);
         } else /* not pipelined: the plan's step */
             cJSON_AddNumberToObject(o, "time_s", r->price.step_s);

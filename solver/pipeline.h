@@ -171,6 +171,9 @@ typedef struct PipeStagePrice {
     double mem_io;              /* the step's inputs, hyper-parameters and outputs: every stage's
                                  * ranks hold all of them (compiler/lower/schedule.c; eval.c mem_io) */
     int kept_chunks;            /* its virtual stages keeping their activations (PlacePipeline.keep) */
+    double mem_chunks;          /* ZeRO chunks (--chunk-bytes): the most its chunks' buffers hold at
+                                 * once (chunks.c plan_chunk_stages), on its backward's start: an
+                                 * upper bound of what they add there */
 } PipeStagePrice;
 
 typedef struct PipePrice {

@@ -333,6 +333,8 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         if (placement_phase(g, id) == PH_FORWARD)
             for (int i = 0; i < ir_node(g, id)->n_in; i++) readers[ir_node(g, id)->in[i]] |= MASK(id);
     double fwd[PLACE_MAX_STAGES] = {0}, bwd[PLACE_MAX_STAGES] = {0}, sync[PLACE_MAX_STAGES] = {0};
+    double agp[PLACE_MAX_STAGES] = {0}; /* ZeRO-3: a micro-batch's gathers in one pass (forward or backward) */
+    double zsync[PLACE_MAX_STAGES] = {0}; /* of sync: ZeRO-2/3's reduce-scatters */
     unsigned nax[PLACE_MAX_STAGES] = {0}; /* the axes of the stage's gradient norm sums (ilp_norm_sum_s) */
     double again[PLACE_MAX_STAGES] = {0}; /* of fwd + bwd: the forward run again, the kept copies */
     int blk = P > 1 ? pl->pipe.block : IR_NONE;
@@ -385,6 +387,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
                 st->optimizer_s += own * S->opt_s[z];
                 nax[s] |= S->norm_axes[z];
                 sync[s] += own * S->sync_s[z];
+                if (z >= 2) zsync[s] += own * S->sync_s[z];
                 st->param_bytes += own * S->param_local;
                 /* ZeRO over the stage's submesh: stages 1 and 2 all-gather the updated slices once
                  * per step; stage 3 gathers the parameters before every use (problem.c prices 2 per
@@ -392,6 +395,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
                  * micro-batch's forward twice */
                 if (z == 3) {
                     double ag = own * S->gather_s[z] / (2.0 * m);
+                    agp[s] += ag;
                     fwd[s] += ag;
                     bwd[s] += RERUNS(s) ? 2 * ag : ag;
                     again[s] += RERUNS(s) ? ag : 0;
@@ -446,6 +450,27 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     ir_free(refund);
     ir_free(share);
     for (int q = 0; q < P; q++) vs[q].optimizer_s += ilp_norm_sum_s(p, nax[q]);
+    /* ZeRO chunks (--chunk-bytes; chunks.c plan_chunk_stages): each stage's own. The replay of
+     * the stage's collectives with and without chunks scales its priced ZeRO terms: each pass's
+     * all-gathers (the forward's again in a backward that re-runs it) and its reduce-scatters by
+     * the replay's ratio (the replay gathers before each node reading a parameter, the price
+     * one per group and pass: the ratio, not the difference, keeps them apart), plus the
+     * chunks' copies in and out; their buffers on its peak */
+    if (P > 1 && r->chunk_bytes > 0) {
+        PlanChunkStages cs;
+        plan_chunk_stages(g, r, r->chunk_bytes, &cs);
+        for (int q = 0; q < P; q++) {
+            double rf = cs.base_gather_fwd_s[q] > 0 ? cs.gather_fwd_s[q] / cs.base_gather_fwd_s[q] : 1;
+            double rb = cs.base_gather_bwd_s[q] > 0 ? cs.gather_bwd_s[q] / cs.base_gather_bwd_s[q] : 1;
+            double rs = cs.base_scatter_s[q] > 0 ? cs.scatter_s[q] / cs.base_scatter_s[q] : 1;
+            double f = agp[q] * (rf - 1) + cs.copy_fwd_s[q];
+            fwd[q] += f;
+            bwd[q] += agp[q] * (rb - 1) + cs.copy_bwd_s[q] + (RERUNS(q) ? f : 0);
+            again[q] += RERUNS(q) ? f : 0;
+            sync[q] += zsync[q] * (rs - 1);
+            vs[q].mem_chunks = cs.held_bytes[q];
+        }
+    }
     /* a kept stage copies one micro-batch's saved activations into its slot after the forward
      * and back before the backward (cg_pipeline.c): a copy each, read and write, at the
      * memory-bound layout class's rate (as the simulator prices a copy, sim.c) */
@@ -538,6 +563,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         st->mem_static += x->mem_static, st->mem_grads_late += x->mem_grads_late, st->mem_update += x->mem_update;
         st->mem_acts += x->mem_acts;
         st->mem_transient = maxd(st->mem_transient, x->mem_transient);
+        st->mem_chunks = maxd(st->mem_chunks, x->mem_chunks); /* its model chunks run one at a time */
         /* its slots of received forward values (the micro-batches it holds in flight), the gradients it
          * receives, and the outboxes of what it sends (cg_pipeline.c's layout) */
         double slot = q ? fbytes[q - 1] : 0;
@@ -560,7 +586,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
         st->busy_s = m * (st->fwd_s + st->bwd_s);
         st->mem_io = io;
-        double start = st->mem_static + io - st->mem_grads_late + st->mem_acts + st->mem_inflight;
+        double start = st->mem_static + io - st->mem_grads_late + st->mem_acts + st->mem_inflight + st->mem_chunks;
         double update = st->mem_static + io + st->mem_update + st->mem_inflight;
         st->peak_bytes = maxd(start, update) + st->mem_transient;
         busy += st->busy_s;

@@ -1225,7 +1225,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         return NULL;
     }
     best->mem_limit = full;
-    plan_price_chunks(g, best, o->chunk_bytes);
+    plan_price_chunks(g, best, o->chunk_bytes, o->pp > 1);
     if (best->chunk_bytes > 0 && best->n_chunk_prices && !best->chunk_price[best->chunk_chosen].fits) { /* a forced size (auto takes one that fits) */
         /* planned again with the chunks' bytes held back from the ILP's limit (the plan
          * then leaves room for them: more offloaded, recomputed or sharded), twice at most */
@@ -1280,6 +1280,8 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
             ok = false;
         }
         if (ok) ok = pipe_schedules(best, o, &whole, limit, o->n_pp_blocks ? first : NULL, &perr, &phint);
+        /* ZeRO chunks, each stage's own (chunks.c): a size priced on the stages placed */
+        if (ok) ok = plan_price_pipe_chunks(g, best, o->chunk_bytes, &whole, limit, &perr);
         if (!ok && perr.len && !o->quiet_no_fit) diag_plain(sb_cstr(&phint), "%s", sb_cstr(&perr));
         sb_free(&phint);
         if (ok) { /* the plan's step and peak are the pipeline's: its slowest stage's end, its fullest stage */
@@ -1387,6 +1389,7 @@ static void chunks_json(cJSON *root, const PlanResult *r) {
         cJSON_AddNumberToObject(e, "extra_bytes", c->extra_bytes);
         cJSON_AddBoolToObject(e, "fits", c->fits);
         cJSON_AddBoolToObject(e, "chosen", k == r->chunk_chosen);
+        if (c->step_s > 0) cJSON_AddNumberToObject(e, "step_time_s", c->step_s); /* pipelined */
         cJSON_AddItemToArray(a, e);
     }
 }

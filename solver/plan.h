@@ -127,6 +127,8 @@ typedef struct PlanChunkPrice {
     double extra_bytes;         /* what they add to the predicted peak: each of the memory
                                  * model's moments with the buffers live at its nodes (chunks.c) */
     bool fits;                  /* the predicted peak plus extra_bytes within the limit */
+    double step_s;              /* pipelined: the pipeline's step with this size (plan_price_pipe_chunks:
+                                 * what auto minimizes there); 0 otherwise */
 } PlanChunkPrice;
 
 typedef struct PlanResult {
@@ -156,7 +158,7 @@ typedef struct PlanResult {
     int64_t chunk_bytes;        /* the chunk size the Placement takes (0: no chunks): PlanOptions',
                                  * or with PLAN_CHUNK_AUTO the planner's choice (plan_price_chunks) */
     bool chunk_auto;            /* chosen by the planner */
-    int n_chunk_prices;         /* the sizes priced (0: none, no ZeRO-2/3 group or no --chunk-bytes) */
+    int n_chunk_prices;         /* the sizes priced (0: none, no ZeRO-2/3 group, no --chunk-bytes, or pipelined) */
     PlanChunkPrice chunk_price[PLAN_MAX_CHUNK_SIZES];
     int chunk_chosen;           /* its index among them */
     struct PipePrice *pipe;     /* pipelined: the pipeline's price (pipeprice.c); its step
@@ -181,8 +183,44 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o);
 void plan_free(PlanResult *r);
 /* ZeRO chunks (chunks.c): prices the chunk sizes for r's Placement and sets
  * r->chunk_bytes (and the Placement's): asked (PlanOptions.chunk_bytes) when
- * it is a size, the fastest that fits when PLAN_CHUNK_AUTO; 0: none. */
-void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked);
+ * it is a size, the fastest that fits when PLAN_CHUNK_AUTO; 0: none.
+ * pipelined (a plan of --pp 2 or more stages, priced before its stages are
+ * placed): nothing priced, a size as asked (each stage's program packs its
+ * own members, compiler/lower/chunk.c); plan_solve refuses PLAN_CHUNK_AUTO
+ * there. */
+void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipelined);
+
+/* ZeRO chunks of a pipelined plan (chunks.c; pipeprice.c prices each stage
+ * with them): each (virtual) stage packs its own members (lower/chunk.c),
+ * and the same replay as plan_price_chunks', node by node on each stage's
+ * nodes, gives per stage and micro-batch the all-gathers of its forward and
+ * of its backward and its reduce-scatters with chunks of `cap` bytes and
+ * (base_) one collective per tensor, the chunks' copies in and out, and the
+ * most the stage's chunk buffers hold at once (cap 0: none, the two alike).
+ * All zero when r is not pipelined or ZeRO is not over one mesh axis of the
+ * submesh. */
+typedef struct PlanChunkStages {
+    double gather_fwd_s[PLACE_MAX_STAGES], gather_bwd_s[PLACE_MAX_STAGES], scatter_s[PLACE_MAX_STAGES];
+    double base_gather_fwd_s[PLACE_MAX_STAGES], base_gather_bwd_s[PLACE_MAX_STAGES], base_scatter_s[PLACE_MAX_STAGES];
+    double copy_fwd_s[PLACE_MAX_STAGES], copy_bwd_s[PLACE_MAX_STAGES];
+    double held_bytes[PLACE_MAX_STAGES];
+    int chunks, grad_chunks;       /* of parameters, of gradients, every stage's */
+    int collectives;               /* the ZeRO all-gathers and reduce-scatters a step, every stage's */
+    int unchunked_collectives;     /* the same one per tensor */
+    double coll_s, copy_s;         /* the collectives' time and the copies', a step, every stage's */
+} PlanChunkStages;
+void plan_chunk_stages(const Graph *g, const PlanResult *r, int64_t cap, PlanChunkStages *out);
+/* A pipelined plan's chunk size (after its stages are placed and priced,
+ * plan.c plan_within): the sizes plan_price_chunks prices (and the one
+ * asked), each priced as the pipeline it makes (pipeline_price with the
+ * stages' chunks: r->chunk_price[].step_s); auto takes the fastest step
+ * whose fullest stage fits in limit (none always does: it adds nothing), a
+ * size is taken as asked. Sets r->chunk_bytes (and the Placement's) and
+ * prices r->pipe with it. The stages' boundaries and schedule were chosen
+ * without chunks under auto, with the asked size's otherwise. false with
+ * pipeline_price's error. */
+bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const ShardCluster *whole, double limit,
+                            StrBuf *err);
 
 /* ---- placement.c: the plan as a Placement ---------------------------------- */
 

@@ -27,6 +27,46 @@ void cg_mem_check_print(FILE *f, const CgMemCheck *chk, const char *pb, const ch
                 wb, pb, chk->ratio_lo, chk->ratio_hi);
 }
 
+/* Pipelines: the ZeRO chunks of each (virtual) stage, which packs its own
+ * (compiler/lower/chunk.c), and the stage's all-gathers and reduce-scatters
+ * as lowering.all_gather_count counts them (each node's once), beside the
+ * same without chunks (one per parameter and reader, one per gradient). */
+static void chunk_stages_json(cJSON *ck, const LowerProgram *lp) {
+    const Graph *g = lp->g;
+    cJSON *arr = cJSON_AddArrayToObject(ck, "stages");
+    for (int s = 0; s < lp->pipe.stages; s++) {
+        int chunks = 0, members = 0, rounds = 0, scatters = 0, ag = 0, ag0 = 0, rs = 0, rs0 = 0;
+        for (int k = 0; k < lp->n_chunks; k++) { /* a chunk's rounds run on its stage's nodes */
+            bool on = false;
+            for (int r = 0; r < lp->n_chunk_gathers; r++)
+                on |= lp->chunk_gathers[r].chunk == k && lower_pipe_on(lp, lp->chunk_gathers[r].node, s);
+            if (on) chunks++, members += lp->chunks[k].n;
+        }
+        for (int r = 0; r < lp->n_chunk_gathers; r++) rounds += lower_pipe_on(lp, lp->chunk_gathers[r].node, s);
+        for (int r = 0; r < lp->n_chunk_scatters; r++) scatters += lower_pipe_on(lp, lp->chunk_scatters[r].node, s);
+        for (NodeId id = 0; id < g->n_nodes; id++) {
+            if (!lower_pipe_on(lp, id, s)) continue;
+            const LowerNode *ln = &lp->n[id];
+            int upd = lower_zero_gather_target(lp, id) != IR_NONE; /* the update's all-gather */
+            ag0 += ln->n_gather + upd, ag += upd, rs0 += ln->n_rs;
+            for (int k = 0; k < ln->n_gather; k++) ag += ln->gather_round[k] < 0;
+            for (int k = 0; k < ln->n_rs; k++) rs += ln->rs_round[k] < 0;
+        }
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "stage", s);
+        cJSON_AddNumberToObject(e, "count", chunks);
+        cJSON_AddNumberToObject(e, "parameters", members);
+        cJSON_AddNumberToObject(e, "gathers", rounds);
+        cJSON_AddNumberToObject(e, "gradient_chunks", scatters);
+        cJSON_AddNumberToObject(e, "all_gather_count", ag + rounds);
+        cJSON_AddNumberToObject(e, "unchunked_all_gather_count", ag0);
+        cJSON_AddNumberToObject(e, "reduce_scatter_count", rs + scatters);
+        cJSON_AddNumberToObject(e, "unchunked_reduce_scatter_count", rs0);
+        cJSON_AddItemToArray(arr, e);
+    }
+}
+
+
 char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *chk) {
     cJSON *root = cJSON_Parse(plan_json);
     *chk = (CgMemCheck){.stage = -1, .pipelined = lp->pipe.stages > 1};
@@ -233,6 +273,7 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
         int aligned = 0; /* parameter chunks whose gradients are one chunk in their layout */
         for (int r = 0; r < lp->n_chunk_scatters; r++) aligned += lp->chunk_scatters[r].chunk >= 0;
         cJSON_AddNumberToObject(ck, "aligned", aligned);
+        if (lp->pipe.stages > 1) chunk_stages_json(ck, lp);
     }
     if (lp->norms.n) cJSON_AddNumberToObject(low, "trust_norms", lp->norms.n);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);

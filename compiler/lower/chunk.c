@@ -20,6 +20,14 @@
  * for the collectives it saves. Members on the host (--offload params) come
  * up into the round's send buffer with its transfer (offload.c).
  *
+ * Pipelines (docs/pipeline.md): each (virtual) stage's ranks gather and
+ * reduce-scatter over the stage's submesh, so each stage packs its own
+ * members apart (PlaceChunkMember.stage: the stages of the nodes gathering
+ * and scattering it); a member on several stages (a tied parameter whose
+ * gradient the stages sum) stays alone. A round's readers are then all one
+ * stage's nodes of one part, run in that stage's forward or backward of
+ * each micro-batch.
+ *
  * Then the backward's reduce-scatters (ZeRO-2 and 3, split.c's) in chunks of
  * their own (LowerChunkScatter): a parameter chunk's gradients one chunk in
  * the same member order and slots (LowerChunkScatter.chunk; cut only where a
@@ -41,6 +49,12 @@
  * transfer into the chunk's send buffer (offload.c plan_fetches). */
 static bool chunkable(const LowerProgram *p, const LowerNode *ln, int k) {
     return ln->gather_tmp[k] == IR_NONE && ln->gather_from[k] == IR_NONE && p->v[ln->gather[k]].zchunk > 0;
+}
+
+/* The (virtual) pipeline stages node id runs on; 1 (stage 0) when not pipelined. */
+static PlaceMask stages_at(const LowerProgram *p, NodeId id) {
+    const PlacePipeline *pp = p->opt.pipe;
+    return pp && pp->stages > 1 && pp->stage_mask ? pp->stage_mask[id] : 1;
 }
 
 /* The first node reading gradient x's slice (from its reduce-scatter on), or nn. */
@@ -92,10 +106,9 @@ bool lower_pass_chunk(LowerCtx *c) {
     LowerProgram *p = c->p;
     int64_t cap = p->opt.chunk_bytes;
     if (cap <= 0) return true;
-    if (p->sharded || p->opt.zinner > 1 || (p->opt.pipe && p->opt.pipe->stages > 1)) {
-        sb_printf(c->err, "chunks (%lld bytes) are built for ZeRO-3 over one mesh axis without pipeline stages; "
-                          "this plan is %s", (long long)cap,
-                  p->sharded ? "tensor parallel" : p->opt.zinner > 1 ? "ZeRO over two mesh axes" : "pipelined");
+    if (p->sharded || p->opt.zinner > 1) {
+        sb_printf(c->err, "chunks (%lld bytes) are built for ZeRO over one mesh axis (of each pipeline stage); "
+                          "this plan is %s", (long long)cap, p->sharded ? "tensor parallel" : "ZeRO over two mesh axes");
         return false;
     }
     int fwd_end, step_begin;
@@ -111,15 +124,19 @@ bool lower_pass_chunk(LowerCtx *c) {
     PlaceChunkMember *m = ir_alloc(sizeof(PlaceChunkMember) * (size_t)cap_m);
     NodeId *rs_at = ir_alloc(sizeof(NodeId) * (size_t)cap_m);
     int *rs_k = ir_alloc(sizeof(int) * (size_t)cap_m), *bwd = ir_alloc(sizeof(int) * (size_t)cap_m);
+    PlaceMask *on = ir_alloc(sizeof(PlaceMask) * (size_t)cap_m); /* per member: the stages gathering or scattering it */
     for (NodeId id = 0; id < c->nn; id++)
         for (int k = 0; k < p->n[id].n_gather; k++) {
             ValueId x = p->n[id].gather[k];
-            if (mem_of[x] >= 0 || !chunkable(p, &p->n[id], k)) continue;
-            DType dt = ir_val(g, x)->dtype;
-            m[no] = (PlaceChunkMember){.slice = p->v[x].zchunk * ir_dtype_size(dt), .dt = dt, .gathered = true, .at = -1};
-            ValueId gv = ad_grad_of(g, ir_val(g, x)->name); /* its gradient, reduce-scattered in the backward */
-            if (gv != IR_NONE && mem_of[gv] < 0) mem_of[gv] = no;
-            mem_of[x] = no, order[no++] = x;
+            if (!chunkable(p, &p->n[id], k)) continue;
+            if (mem_of[x] < 0) {
+                DType dt = ir_val(g, x)->dtype;
+                m[no] = (PlaceChunkMember){.slice = p->v[x].zchunk * ir_dtype_size(dt), .dt = dt, .gathered = true, .at = -1};
+                ValueId gv = ad_grad_of(g, ir_val(g, x)->name); /* its gradient, reduce-scattered in the backward */
+                if (gv != IR_NONE && mem_of[gv] < 0) mem_of[gv] = no;
+                on[no] = 0, mem_of[x] = no, order[no++] = x;
+            }
+            on[mem_of[x]] |= stages_at(p, id);
         }
     for (NodeId id = fwd_end; id < step_begin; id++)
         for (int k = 0; k < p->n[id].n_rs; k++) {
@@ -130,11 +147,21 @@ bool lower_pass_chunk(LowerCtx *c) {
             if (i < 0 || m[i].at >= 0) { /* a gradient of its own (ZeRO-2) */
                 DType dt = ir_val(g, x)->dtype;
                 m[no] = (PlaceChunkMember){.slice = p->v[ln->rs_to[k]].zchunk * ir_dtype_size(dt), .dt = dt};
-                order[no] = IR_NONE, i = no++;
+                on[no] = 0, order[no] = IR_NONE, i = no++;
             }
             m[i].at = id, m[i].reader = first_slice_reader(c, x);
+            on[i] |= stages_at(p, id);
             rs_at[i] = id, rs_k[i] = k, bwd[nb++] = i;
         }
+    /* pipelines: each stage packs its own members (a stage's ranks run the round's
+     * all-gather and the chunk's reduce-scatter); one on several stages (a tied
+     * parameter, its gradient summed between them) stays alone */
+    for (int i = 0; i < no; i++) {
+        int s = 0;
+        while (on[i] && !(on[i] >> s & 1u)) s++;
+        m[i].stage = (on[i] & (on[i] - 1)) ? -1 : s;
+    }
+    ir_free(on);
     /* the one layout (placement_chunk_layout: the planner's) */
     PlaceChunks pc;
     placement_chunk_layout(m, no, bwd, nb, cap, &pc);

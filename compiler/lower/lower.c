@@ -407,11 +407,11 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     const ShardMesh *m = &pl->mesh;
     int world = m->n_devices, busy_axes = 0;
     for (int a = 0; a < m->n_axes; a++) busy_axes += m->size[a] > 1;
-    if (pl->chunk_bytes > 0 && world > 1 && (pl->layout == PL_SHARDED || busy_axes > 1 || pl->pipe.stages > 1)) {
-        sb_printf(err, "--chunk-bytes %lld: the plan is %s; this build packs ZeRO-3 chunks over one mesh axis "
-                       "without pipeline stages only (chunk.c)", (long long)pl->chunk_bytes,
-                  pl->pipe.stages > 1 ? "pipelined" : pl->layout == PL_SHARDED ? "tensor parallel" : "over two mesh axes");
-        *hint = "generate without --chunk-bytes, or on one mesh axis (--mesh N) without --pp";
+    if (pl->chunk_bytes > 0 && world > 1 && (pl->layout == PL_SHARDED || busy_axes > 1)) {
+        sb_printf(err, "--chunk-bytes %lld: the plan is %s; this build packs ZeRO chunks over one mesh axis "
+                       "(of each pipeline stage's submesh) only (chunk.c)", (long long)pl->chunk_bytes,
+                  pl->layout == PL_SHARDED ? "tensor parallel" : "over two mesh axes");
+        *hint = "generate without --chunk-bytes, or on one mesh axis (--mesh N)";
         return NULL;
     }
     const int8_t *offload = NULL; /* host offload (offload.c): what this build lowers */

@@ -167,6 +167,37 @@ for f, limit, tol in zip(sys.argv[1:], (140000, 60000), (1.03, 1.03)):
     assert c["extra_bytes"] > 0 and c["fits"] and m["predicted_peak_bytes"] <= limit, (f, c, m)
     assert m["planned_arena_bytes"] / m["predicted_peak_bytes"] <= tol, (f, m)
 PY
+# chunks under pipelines (docs/sharding.md "Chunks"): each stage packs its own (the e2e
+# gpt2_pp_2_*_chunk_2 programs run them) and the planner prices each size as the pipeline it makes
+# (chunks.c plan_price_pipe_chunks): auto takes the fastest step that fits, and the program's chunks
+# are the ones priced (one layout: placement_chunk_layout with each member's stage)
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero3 --micro-batches 4 \
+  --chunk-bytes auto --emit code --target cpu -q -o "$tmp/chunkpp"
+expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero3 --micro-batches 4 \
+  --chunk-bytes 8KB --emit code --target cpu -q -o "$tmp/chunkpp8"
+python3 - "$tmp/chunkpp/gpt2_tiny.plan.json" "$tmp/chunkpp8/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: chunks priced per pipeline stage"; fail=$((fail + 1)); }
+import json, sys
+a, f = (json.load(open(x)) for x in sys.argv[1:])
+ca = a["chunks"]
+chosen = [c for c in ca["candidates"] if c["chosen"]]
+assert ca["chosen_by"] == "planner" and len(chosen) == 1 and chosen[0]["fits"], ca
+fastest = min((c for c in ca["candidates"] if c["fits"]), key=lambda c: c["step_time_s"])
+assert chosen[0]["step_time_s"] == fastest["step_time_s"], ca
+assert abs(a["step_time_s"] - chosen[0]["step_time_s"]) <= 1e-12 * a["step_time_s"], (a["step_time_s"], chosen)
+if ca["chunk_bytes"] > 0:
+    assert a["lowering"]["chunks"]["count"] == chosen[0]["chunks"], (a["lowering"]["chunks"], chosen)
+    assert a["lowering"]["chunks"]["gradient_chunks"] == chosen[0]["gradient_chunks"], (a["lowering"]["chunks"], chosen)
+# the forced size: priced as asked, the program built with the chunks priced, its step the priced one
+cf = f["chunks"]
+c8 = [c for c in cf["candidates"] if c["chosen"]]
+none = cf["candidates"][0]
+assert cf["chosen_by"] == "--chunk-bytes" and cf["chunk_bytes"] == 8000 and c8[0]["chunk_bytes"] == 8000, cf
+assert none["chunk_bytes"] == 0 and c8[0]["collectives"] < none["collectives"], cf
+assert f["lowering"]["chunks"]["count"] == c8[0]["chunks"] > 0, (f["lowering"]["chunks"], c8)
+assert f["lowering"]["chunks"]["gradient_chunks"] == c8[0]["gradient_chunks"], (f["lowering"]["chunks"], c8)
+assert abs(f["step_time_s"] - c8[0]["step_time_s"]) <= 1e-12 * f["step_time_s"], (f["step_time_s"], c8)
+assert any(s["memory"].get("chunk_buffers_bytes", 0) > 0 for s in f["pipeline"]["stages"]), f["pipeline"]["stages"]
+PY
 # no plan fits with the micro-batches given: the micro-batches that would, named first
 expect 1 "hint: --micro-batches 2 should fit" -- "$src/examples/gpt2/gpt2.c" --batch 64 --cluster h100:1x1 --mem 30GB \
   --recompute none --zero 3 --micro-batches 1 --emit plan -o "$tmp/nofit"

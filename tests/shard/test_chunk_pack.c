@@ -7,7 +7,7 @@
  * or after the first read of a slice in it (in any order: the run's latest
  * reduce-scatter before its first read). placement_chunk_layout, the one
  * layout: a parameter chunk's gradients one chunk in its member order and
- * 64-byte slots.
+ * 64-byte slots; under pipelines each stage's members packed apart.
  */
 #include "check.h"
 #include "placement.h"
@@ -44,13 +44,13 @@ int main(void) {
      * whose J's slice is read at K's reduce-scatter, and gathered L whose reduce-scatter
      * is its own (the embedding's, at the step's first node) between M and N */
     PlaceChunkMember m[] = {
-        {100, DT_F32, true, 13, 60}, {100, DT_F32, true, 12, 60},  /* A B */
-        {100, DT_F32, true, 11, 60}, {100, DT_F32, true, 10, 60},  /* C D */
-        {100, DT_F32, false, 14, 60}, {100, DT_F32, false, 15, 60}, /* E F */
-        {60, DT_BF16, true, 9, 60}, {60, DT_BF16, true, 8, 8},      /* G H */
-        {60, DT_BF16, true, 7, 60},                                 /* I */
-        {40, DT_F16, true, 5, 6}, {40, DT_F16, true, 6, 60},        /* J K */
-        {40, DT_F16, true, 4, 60}, {40, DT_F16, true, -1, 0}, {40, DT_F16, true, 3, 60}, /* M L N */
+        {100, DT_F32, true, 13, 60, 0}, {100, DT_F32, true, 12, 60, 0},  /* A B */
+        {100, DT_F32, true, 11, 60, 0}, {100, DT_F32, true, 10, 60, 0},  /* C D */
+        {100, DT_F32, false, 14, 60, 0}, {100, DT_F32, false, 15, 60, 0}, /* E F */
+        {60, DT_BF16, true, 9, 60, 0}, {60, DT_BF16, true, 8, 8, 0},      /* G H */
+        {60, DT_BF16, true, 7, 60, 0},                                 /* I */
+        {40, DT_F16, true, 5, 6, 0}, {40, DT_F16, true, 6, 60, 0},        /* J K */
+        {40, DT_F16, true, 4, 60, 0}, {40, DT_F16, true, -1, 0, 0}, {40, DT_F16, true, 3, 60, 0}, /* M L N */
     };
     int bwd[] = {13, 11, 9, 10, 8, 7, 6, 3, 2, 1, 0, 4, 5};
     PlaceChunks pc;
@@ -70,6 +70,36 @@ int main(void) {
     for (int i = 0; i < 14; i++) {
         CHECK_INT(pc.grad[i], wg[i]);
         CHECK_INT(pc.grad_off[i], wgo[i]);
+    }
+    placement_chunks_free(&pc);
+
+    /* pipeline stages (PlaceChunkMember.stage): each stage's members packed apart, in the
+     * order of its first member, though they interleave in m's order (P Q on stage 1, R S T
+     * on stage 0, U on stage 1); W on several stages (a tied parameter) alone, its gradient
+     * too; the ZeRO-2 gradients X Y Z of stages 0, 1, 0: X and Z one chunk, Y alone */
+    PlaceChunkMember ms[] = {
+        {100, DT_F32, true, 30, 90, 1}, {100, DT_F32, true, 29, 90, 1},  /* P Q */
+        {100, DT_F32, true, 40, 90, 0}, {100, DT_F32, true, 39, 90, 0},  /* R S */
+        {100, DT_F32, true, 38, 90, 0}, {100, DT_F32, true, 28, 90, 1},  /* T U */
+        {100, DT_F32, true, 50, 90, -1},                                 /* W */
+        {100, DT_F32, false, 41, 90, 0}, {100, DT_F32, false, 31, 90, 1}, /* X Y */
+        {100, DT_F32, false, 42, 90, 0},                                 /* Z */
+    };
+    int bwds[] = {5, 1, 0, 8, 4, 3, 2, 7, 9, 6};
+    placement_chunk_layout(ms, 10, bwds, 10, 1000, &pc);
+    CHECK_INT(pc.n_chunks, 2); /* {P Q U} (stage 1's first member comes first) {R S T} */
+    int wsc[] = {0, 0, 1, 1, 1, 0, -1, -1, -1, -1};
+    int64_t wso[] = {0, 128, 0, 128, 256, 256, 0, 0, 0, 0};
+    for (int i = 0; i < 10; i++) {
+        CHECK_INT(pc.chunk[i], wsc[i]);
+        CHECK_INT(pc.off[i], wso[i]);
+    }
+    CHECK_INT(pc.n_grad, 3); /* and {X Z}, stage 0's in the backward's order */
+    int wsg[] = {0, 0, 1, 1, 1, 0, -1, 2, -1, 2};
+    int64_t wsgo[] = {0, 128, 0, 128, 256, 256, 0, 0, 0, 128};
+    for (int i = 0; i < 10; i++) {
+        CHECK_INT(pc.grad[i], wsg[i]);
+        CHECK_INT(pc.grad_off[i], wsgo[i]);
     }
     placement_chunks_free(&pc);
     return check_done("test_chunk_pack");
