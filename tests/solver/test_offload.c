@@ -195,9 +195,12 @@ static void pricing(void) {
     CHECK_NEAR(ro.price.host_bytes, 16 * elems, 1e-12);
     CHECK_NEAR(ro.price.d2h_bytes, 4 * elems, 1e-12);
     CHECK_NEAR(ro.price.h2d_bytes, 4 * elems, 1e-12);
-    /* no device update left: only the gradient norm's pass, which runs before the copy down */
+    /* no device update left: only the gradient norm's pass, which runs before the copy down
+     * (on the cpu preset's measured rates 3.0 of the 13.8 us: its sum of squares runs at 21-35
+     * GB/s at these sizes, AdamW at 46-50, so a quarter, not the 4 of 28 bytes an element a
+     * single rate gives; the update left would be three quarters) */
     CHECK_NEAR(ro.price.optimizer_s, rd.price.optimizer_s - elems * po->off_opt_s, 1e-9);
-    CHECK(ro.price.optimizer_s > 0 && ro.price.optimizer_s < 0.2 * rd.price.optimizer_s);
+    CHECK(ro.price.optimizer_s > 0 && ro.price.optimizer_s < 0.25 * rd.price.optimizer_s);
     CHECK_NEAR(ro.price.offload_s, elems * po->off_s, 1e-12);
     CHECK(ro.price.offload_exposed_s > 0 && ro.price.offload_exposed_s <= ro.price.offload_s);
     CHECK_NEAR(ro.objective, ro.price.step_s, RTOL);
