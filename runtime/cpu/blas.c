@@ -320,6 +320,41 @@ void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float 
         builtin_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+/* The f32 staging of a widened bf16 / f16 GEMM. On the caller's thread (not
+ * inside a parallel region) one buffer, grown to the largest product staged
+ * and kept until colrt__blas_finalize: a fresh malloc per call gave every call
+ * of GPT-2's tied head (207 MB staged) fresh pages to fault in and zero
+ * (bench/codegen_cpu/README.md, "bf16 on a CPU without AVX-512"). Calls from
+ * inside a parallel region (the runtime's attention, per head) take their own
+ * buffer, freed by staging_done. */
+static float *stage_buf;
+static size_t stage_len;
+static float *staging(size_t floats, const char *what) {
+    if (omp_in_parallel()) {
+        float *p = malloc(sizeof(float) * floats + 1);
+        if (!p) colrt_die("%s: out of memory for the f32 staging buffers", what);
+        return p;
+    }
+    if (floats > stage_len) {
+        free(stage_buf);
+        stage_buf = malloc(sizeof(float) * floats + 1);
+        if (!stage_buf) {
+            stage_len = 0;
+            colrt_die("%s: out of memory for the f32 staging buffers", what);
+        }
+        stage_len = floats;
+    }
+    return stage_buf;
+}
+static void staging_done(float *p) {
+    if (p != stage_buf) free(p);
+}
+void colrt__blas_finalize(void) {
+    free(stage_buf);
+    stage_buf = NULL;
+    stage_len = 0;
+}
+
 /* Dense f32 copy of a rows x cols matrix stored as t with leading dim ld
  * (one loop per dtype, so the conversion inlines and vectorizes). */
 #define WIDEN_LOOP(T)                                                                  \
@@ -371,8 +406,7 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
     if (t == COLRT_BF16 && blas.bf16_kind == BF16_GEMM) {
         /* A and B as stored; C through an f32 buffer (the product's f32 sum
          * plus beta C, rounded once as on the widening path) */
-        float *c32 = malloc(sizeof(float) * (size_t)(M * N) + 1);
-        if (!c32) colrt_die("colrt_gemm: out of memory for the f32 result buffer");
+        float *c32 = staging((size_t)(M * N), "colrt_gemm");
         for (int64_t i = 0; i < batch; i++) {
             const uint16_t *Ai = (const uint16_t *)A + i * strideA, *Bi = (const uint16_t *)B + i * strideB;
             uint16_t *Ci = (uint16_t *)C + i * strideC;
@@ -382,13 +416,12 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
                                    (long long)M, (long long)N, (long long)K);
             narrow(Ci, c32, t, M, N, ldc);
         }
-        free(c32);
+        staging_done(c32);
         return;
     }
     float *a32 = NULL, *b32 = NULL, *c32 = NULL;
     if (t != COLRT_F32) {
-        a32 = malloc(sizeof(float) * (size_t)(ar * ac + br * bc + M * N) + 1);
-        if (!a32) colrt_die("colrt_gemm: out of memory for the f32 staging buffers");
+        a32 = staging((size_t)(ar * ac + br * bc + M * N), "colrt_gemm");
         b32 = a32 + ar * ac;
         c32 = b32 + br * bc;
     }
@@ -406,7 +439,7 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
         colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, a32, (int)ac, b32, (int)bc, beta, c32, (int)N);
         narrow(Ci, c32, t, M, N, ldc);
     }
-    free(a32);
+    if (a32) staging_done(a32);
 }
 
 /* C (f32) = alpha op(A) op(B) + beta C with A and B in t (colrt.h): the
@@ -443,13 +476,12 @@ void colrt_gemm_f32c(colrt_stream *s, colrt_dtype t, int transa, int transb, int
             continue;
         }
         if (!a32) {
-            a32 = malloc(sizeof(float) * (size_t)(ar * ac + br * bc) + 1);
-            if (!a32) colrt_die("colrt_gemm_f32c: out of memory for the f32 staging buffers");
+            a32 = staging((size_t)(ar * ac + br * bc), "colrt_gemm_f32c");
             b32 = a32 + ar * ac;
         }
         widen(a32, Ai, t, ar, ac, lda);
         widen(b32, Bi, t, br, bc, ldb);
         colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, a32, (int)ac, b32, (int)bc, beta, Ci, (int)ldc);
     }
-    free(a32);
+    if (a32) staging_done(a32);
 }
