@@ -1,6 +1,7 @@
 /*
- * cluster.c — what the devices are: built-in presets (vendor figures, cited
- * in docs/sharding.md), `preset:NODESxPER_NODE` shorthands, and JSON cluster
+ * cluster.c — what the devices are: built-in presets (the GPUs' vendor
+ * figures and the `cpu` preset's calibration file, cited in
+ * docs/sharding.md), `preset:NODESxPER_NODE` shorthands, and JSON cluster
  * files read with cJSON. Gives a ShardCluster; every figure is checked
  * positive, and a bad one is reported by its field name.
  */
@@ -24,29 +25,56 @@
  * (2021), H100 datasheet (2023), H200 product brief (2024), DGX A100 / DGX
  * H100 user guides (one HDR / NDR port per GPU). The GPU latencies are
  * assumptions (typical NCCL per-step latency), not vendor figures: a
- * calibration run on real hardware replaces them.
- *
- * `cpu`: one colrt CPU rank (one core, OMP_NUM_THREADS=1, `mpirun -np N` on
- * one machine), colossal-calibrate's measurement of this project's 2-core
- * development machine, committed as tools/calibrate/measured/cpu-2core-1x2.json
- * (OMP_NUM_THREADS=1 mpirun --oversubscribe -np 2 colossal-calibrate
- * --gemm-max 1024 --max-bytes 67108864, 2026-12-01, other jobs sharing the
- * machine), rounded:
- *   compute:  peak f32 0.085, bf16 0.086, f16 0.052 TFLOP/s (the best GEMM rate seen);
- *             the GEMM efficiency table by size is the file's (cpu_gemm below)
- *   memory:   4.3 GB/s (the best of a device copy and GELU over 256 MiB)
- *   intra:    9.5 us and 2.2 GB/s (the link's fit, geometric mean over the four kinds)
- *   inter:    no second node here: 10 Gb/s Ethernet and 50 us, an assumption
- *   memory:   8 GB per rank (this machine's 23 GB, two ranks, room for the system; the file's
- *             12.6 GB is the host's memory over the ranks, with nothing left for the system) */
+ * calibration run on real hardware replaces them. The `cpu` preset is not a
+ * row: it is a calibration file (cpu_preset below). */
 #define PRESETS(X)                                                                    \
     X("a100-40gb", "A100-SXM4-40GB", 40, 19.5, 312, 312, 1555, 300, 200, 8, 2, 5)     \
     X("a100-80gb", "A100-SXM4-80GB", 80, 19.5, 312, 312, 2039, 300, 200, 8, 2, 5)     \
     X("h100", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400, 8, 2, 5)        \
     X("h100-sxm", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400, 8, 2, 5)    \
     X("h100-80gb", "H100-SXM5-80GB", 80, 67, 989.5, 989.5, 3350, 450, 400, 8, 2, 5)   \
-    X("h200", "H200-SXM-141GB", 141, 67, 989.5, 989.5, 4800, 450, 400, 8, 2, 5)       \
-    X("cpu", "CPU-rank", 8, 0.085, 0.086, 0.052, 4.3, 2.2, 10, 1, 9.5, 50)
+    X("h200", "H200-SXM-141GB", 141, 67, 989.5, 989.5, 4800, 450, 400, 8, 2, 5)
+
+/* `cpu`: one colrt CPU rank (one core, OMP_NUM_THREADS=1, `mpirun -np N` on
+ * one machine): our calibration of this project's 2-core development machine
+ * (host "AMD EPYC", idle), committed as
+ * bench/validate/testdata/cpu-idle-1x2-2030.json (OMP_NUM_THREADS=1 mpirun
+ * --oversubscribe --bind-to none -np 2 colossal-calibrate,
+ * 2026-12-05T20:32Z; bench/validate/README.md's 20:30 table, 11 of 12
+ * programs predicted within 15 % with it). The file's bytes are built into the
+ * library (shard/CMakeLists.txt: cpu_preset.inc) and read by
+ * shard_cluster_from_json, as `--cluster FILE.json` would read it, so every
+ * measured figure is the file's: peaks, memory rate, the link between ranks
+ * and its collective tables by bytes with the stream hand-off (handoff_us
+ * 17.0), overlap_slowdown (0.169), the GEMM, kernel and attention tables, the
+ * per-process reserve, the host's copy rate and AdamW rate. The preset then
+ * sets what the file does not measure or measures for another purpose:
+ *   shape:    one rank a node (`cpu:1x2` for two; the file ran 1x2)
+ *   memory:   8 GB per rank (this machine's 23 GB, two ranks, room for the system; the file's
+ *             12.6 GB is the host's memory over the ranks, with nothing left for the system)
+ *   host:     6 GB (the 23 GB less two 8 GB ranks and 1 GB for the system; the file's 25.3 GB
+ *             is the whole host's)
+ *   inter:    no second node here (the file's `inter` repeats `intra`): 10 Gb/s Ethernet and
+ *             50 us, an assumption */
+#define CPU_MEMORY_GB 8
+#define CPU_HOST_GB 6
+#define CPU_INTER_GBITS 10
+#define CPU_INTER_LAT_US 50
+static const char cpu_preset_json[] = {
+#include "cpu_preset.inc"
+    0};
+
+static bool cpu_preset(ShardCluster *c, StrBuf *err) {
+    if (!shard_cluster_from_json(cpu_preset_json, "the cpu preset (" COLOSSAL_CPU_PRESET_NAME ")", c, err))
+        return false;
+    c->nodes = 1;
+    c->per_node = 1;
+    c->mem_bytes = CPU_MEMORY_GB * GIGA;
+    c->host_mem_bytes = CPU_HOST_GB * GIGA;
+    c->inter_lat = CPU_INTER_LAT_US * 1e-6;
+    c->inter_bw = CPU_INTER_GBITS * GIGA / 8;
+    return true;
+}
 
 /* Per-device reserve of the GPU presets, MiB (docs/sharding.md, "Memory
  * reserve"): the CUDA context (an assumption until calibrated: 512 MiB) plus
@@ -64,16 +92,15 @@
     X("h200", 512 + 264, 512, 32)
 #define MIB 1048576.0
 
-/* The host beside the devices (host offload), matched by the start of the
+/* The host beside the GPUs (host offload), matched by the start of the
  * preset's name: host memory per node GB, PCIe GB/s per direction per
- * device, host AdamW 1e9 elements/s per device.
+ * device, host AdamW 1e9 elements/s per device (the `cpu` preset's host is
+ * its file's, cpu_preset above).
  *   memory: NVIDIA DGX A100 datasheet (320 GB system: 1 TB, 640 GB: 2 TB),
- *           DGX H100 and DGX H200 user guides (2 TB); `cpu`: this machine's
- *           23 GB less two 8 GB ranks and 1 GB for the system: 6 GB.
+ *           DGX H100 and DGX H200 user guides (2 TB).
  *   PCIe:   the PCI Express 4.0 / 5.0 x16 link rate, per direction (16 and
  *           32 GT/s x 16 lanes, 128b/130b: 31.5 and 63 GB/s; A100: Gen4,
- *           H100/H200: Gen5 per their datasheets); `cpu`: a host copy is a
- *           memcpy, the calibrated memory rate (4.3 GB/s, above).
+ *           H100/H200: Gen5 per their datasheets).
  *   AdamW:  the host AdamW is bound by host memory bandwidth (bench/offload:
  *           28 bytes per element; it moves 20 GB/s on one core here, the
  *           machine's copy rate), so a node's rate is its memory bandwidth
@@ -82,32 +109,19 @@
  *           409.6 / 28 / 8 = 1.8e9; DGX H100/H200, 2 Intel Xeon 8480C x 8
  *           channels DDR5-4800 (307.2 GB/s per socket, Intel's
  *           specification): 614.4 / 28 / 8 = 2.7e9. Peak bandwidths: an
- *           assumption until calibrated. `cpu`: bench/offload's measurement,
- *           one thread (7.0e8 elements/s, bench/offload/README.md). */
+ *           assumption until calibrated. */
 #define HOSTS(X)                  \
     X("a100-40gb", 1000, 31.5, 1.8) \
     X("a100-80gb", 2000, 31.5, 1.8) \
     X("h100", 2000, 63, 2.7)        \
-    X("h200", 2000, 63, 2.7)        \
-    X("cpu", 6, 4.3, 0.70)
+    X("h200", 2000, 63, 2.7)
 
 /* GPU presets' GEMM tables: one GEMM of F FLOPs takes a fixed GEMM_T0_S
  * (launch and tail, an assumption until calibrated) plus F at GEMM_EFF of
  * peak, so eff(F) = GEMM_EFF * F / (F + GEMM_T0_S * GEMM_EFF * peak); tabled
- * at every decade from 1e6 to 1e13 FLOPs. Presets without a reserve row (no
- * GPU) get one point at GEMM_EFF. */
+ * at every decade from 1e6 to 1e13 FLOPs. */
 #define GEMM_EFF 0.70
 #define GEMM_T0_S 5e-6
-
-/* The `cpu` preset's GEMM efficiency by size, per dtype (f32, bf16, f16),
- * from tools/calibrate/measured/cpu-2core-1x2.json (gemm_efficiency): the
- * mean rate of three shapes per size over the best rate seen, made monotone. */
-static const double cpu_gemm_flops[6] = {65536, 524288, 4194304, 33554432, 268435456, 2147483648};
-static const double cpu_gemm_eff[3][6] = {
-    {0.0350, 0.2171, 0.4045, 0.4045, 0.4045, 0.4045},
-    {0.0185, 0.0839, 0.3312, 0.4051, 0.4051, 0.4051},
-    {0.0491, 0.1252, 0.4638, 0.4638, 0.4638, 0.4638},
-};
 
 /* Contention on the GPU presets (ShardCluster.overlap_slowdown): compute
  * kernels ran 18.9 % slower on average while NCCL collectives overlapped them
@@ -120,6 +134,7 @@ static const double cpu_gemm_eff[3][6] = {
  * collective is a measurement gone wrong) */
 #define OVERLAP_SLOWDOWN_MAX 10
 
+/* A GPU preset's host, reserve, contention and GEMM tables. */
 static void preset_extras(const char *name, ShardCluster *c) {
     bool gpu = false, host = false;
 #define X(pre, gb, pcie, rate)                                      \
@@ -142,19 +157,9 @@ static void preset_extras(const char *name, ShardCluster *c) {
     }
     RESERVES(X)
 #undef X
+    IR_ASSERT(gpu && host); /* every PRESETS row has its RESERVES and HOSTS rows */
     for (int d = 0; d < DT__COUNT; d++) {
         ShardEffTable *t = &c->gemm[d];
-        if (!gpu && !strcmp(name, "cpu")) { /* i32 takes f32's */
-            t->n = 6;
-            for (int i = 0; i < 6; i++) t->flops[i] = cpu_gemm_flops[i], t->eff[i] = cpu_gemm_eff[d < 3 ? d : 0][i];
-            continue;
-        }
-        if (!gpu) {
-            t->n = 1;
-            t->flops[0] = 1;
-            t->eff[0] = GEMM_EFF;
-            continue;
-        }
         double knee = GEMM_T0_S * GEMM_EFF * c->peak_flops[d];
         t->n = 8;
         for (int i = 0; i < t->n; i++) {
@@ -217,6 +222,7 @@ bool shard_eff_check(const ShardEffTable *t, const char *field, StrBuf *err) {
 }
 
 bool shard_cluster_preset(const char *name, ShardCluster *c, StrBuf *err) {
+    if (!strcmp(name, "cpu")) return cpu_preset(c, err);
     memset(c, 0, sizeof *c);
 #define X(nm, dev, gb, f32, bf16, f16, bw, nvl, ib, per, lat_in, lat_out) \
     if (!strcmp(name, nm)) {                                         \

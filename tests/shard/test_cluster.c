@@ -1,7 +1,8 @@
 /*
  * test_cluster.c — cluster presets and shorthands, JSON cluster files and
  * their errors, meshes (α, β per axis from the links crossed, bad meshes,
- * default factorizations), and collective costs against hand-computed values.
+ * default factorizations), and collective costs against hand-computed values;
+ * the `cpu` preset against its calibration file.
  */
 #define _DEFAULT_SOURCE
 #include <stdio.h>
@@ -467,6 +468,53 @@ static void test_overlap_slowdown(void) {
     json_error(with_field("\"overlap_slowdown\": 1e999"), msg);
 }
 
+/* The `cpu` preset is its calibration file (COLOSSAL_CPU_PRESET_FILE, built
+ * into the library): read as `--cluster FILE.json` reads it, less the four
+ * things the preset sets itself (shape, memory, host memory, the link across
+ * nodes), it is the same cluster figure for figure; so it carries the file's
+ * measured collective tables with their hand-off and its contention, and an
+ * axis of two ranks inside a node is priced by the tables. */
+static void test_cpu_preset(void) {
+    ShardCluster c, f;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_load("cpu:1x2", &c, &e, NULL));
+    CHECK_INT(c.nodes, 1);
+    CHECK_INT(c.per_node, 2);
+    CHECK_NEAR(c.mem_bytes, 8e9, TIGHT);
+    CHECK_NEAR(c.host_mem_bytes, 6e9, TIGHT);
+    CHECK_NEAR(c.inter_lat, 50e-6, TIGHT);
+    CHECK_NEAR(c.inter_bw, 10e9 / 8, TIGHT);
+    /* the measured communication (the file: handoff_us 17.04, overlap_slowdown 0.169) */
+    CHECK_INT(c.coll[0].ranks, 2);
+    CHECK_INT(c.coll[1].ranks, 0);
+    for (int k = 0; k < SHARD_COLL_KINDS; k++) CHECK_INT(c.coll[0].kind[k].n, 12);
+    CHECK(fabs(c.coll[0].handoff - 17.04e-6) < 0.01e-6);
+    CHECK(fabs(c.overlap_slowdown - 0.169) < 0.001);
+    CHECK(c.kernel[SHARD_K_ELEMWISE].n > 1 && c.attention[0].n > 1);
+    ShardMesh m;
+    int two = 2;
+    CHECK(shard_mesh_make(&c, 1, &two, &m, &e));
+    CHECK(m.coll_id != 0);
+    CHECK(shard_coll_handoff(&m, COLL_ALL_REDUCE, 0) > 0);
+    /* the rest is the file's, figure for figure */
+    size_t len;
+    char *text = ir_read_file(COLOSSAL_CPU_PRESET_FILE, &len);
+    CHECK(text != NULL);
+    if (text) {
+        CHECK(shard_cluster_from_json(text, COLOSSAL_CPU_PRESET_FILE, &f, &e));
+        f.nodes = c.nodes, f.per_node = c.per_node, f.mem_bytes = c.mem_bytes, f.host_mem_bytes = c.host_mem_bytes;
+        f.inter_lat = c.inter_lat, f.inter_bw = c.inter_bw;
+        cJSON *a = shard_cluster_to_json(&c), *b = shard_cluster_to_json(&f);
+        char *ta = cJSON_PrintUnformatted(a), *tb = cJSON_PrintUnformatted(b);
+        CHECK_STR(ta, tb);
+        free(ta), free(tb);
+        cJSON_Delete(a), cJSON_Delete(b);
+        ir_free(text);
+    }
+    sb_free(&e);
+}
+
 int main(void) {
     test_presets();
     test_overlap_slowdown();
@@ -476,5 +524,6 @@ int main(void) {
     test_collective_costs();
     test_collective_tables();
     test_collective_handoff();
+    test_cpu_preset();
     return check_done("test_shard_cluster");
 }

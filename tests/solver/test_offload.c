@@ -75,7 +75,9 @@ static void clusters(void) {
     CHECK(shard_cluster_preset("h200", &c, &e));
     CHECK(c.host_mem_bytes == 2000e9 && c.pcie_bw == 63e9 && c.host_adamw_rate == 2.7e9);
     CHECK(shard_cluster_preset("cpu", &c, &e));
-    CHECK(c.host_mem_bytes == 6e9 && c.pcie_bw == 4.3e9 && c.host_adamw_rate == 0.7e9);
+    /* the host's memory the preset's own, its copy and AdamW rates its calibration file's
+     * (bench/validate/testdata/cpu-idle-1x2-2030.json: h2d 9.49 GB/s, 1.60e9 elements/s) */
+    CHECK(c.host_mem_bytes == 6e9 && fabs(c.pcie_bw - 9.49e9) < 0.01e9 && fabs(c.host_adamw_rate - 1.60e9) < 0.01e9);
     CHECK(c.host_inflight == SHARD_INFLIGHT_DEFAULT && SHARD_INFLIGHT_DEFAULT == 2);
     /* written and read back, the transfers in flight too */
     c.host_inflight = 5;
@@ -193,9 +195,12 @@ static void pricing(void) {
     CHECK_NEAR(ro.price.host_bytes, 16 * elems, 1e-12);
     CHECK_NEAR(ro.price.d2h_bytes, 4 * elems, 1e-12);
     CHECK_NEAR(ro.price.h2d_bytes, 4 * elems, 1e-12);
-    /* no device update left: only the gradient norm's pass, which runs before the copy down */
+    /* no device update left: only the gradient norm's pass, which runs before the copy down
+     * (on the cpu preset's measured rates 3.0 of the 13.8 us: its sum of squares runs at 21-35
+     * GB/s at these sizes, AdamW at 46-50, so a quarter, not the 4 of 28 bytes an element a
+     * single rate gives; the update left would be three quarters) */
     CHECK_NEAR(ro.price.optimizer_s, rd.price.optimizer_s - elems * po->off_opt_s, 1e-9);
-    CHECK(ro.price.optimizer_s > 0 && ro.price.optimizer_s < 0.2 * rd.price.optimizer_s);
+    CHECK(ro.price.optimizer_s > 0 && ro.price.optimizer_s < 0.25 * rd.price.optimizer_s);
     CHECK_NEAR(ro.price.offload_s, elems * po->off_s, 1e-12);
     CHECK(ro.price.offload_exposed_s > 0 && ro.price.offload_exposed_s <= ro.price.offload_s);
     CHECK_NEAR(ro.objective, ro.price.step_s, RTOL);
