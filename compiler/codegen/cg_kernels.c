@@ -239,7 +239,8 @@ static void kernel_c_rows(CgCtx *c, NodeId id, int nargs, const KArg *args, int6
  * of rows, 0 when no flat index divides (the flat kernel is then the same). */
 static int64_t brow_body(StrBuf *row, StrBuf *flat, const Shape *s, int ns, Shape o, const char *line) {
     StrBuf base[CG_MAX_KARGS], fi[CG_MAX_KARGS];
-    bool whole[CG_MAX_KARGS] = {false}, divides = false; /* whole: brows sets it; without a division the row below is built but not used */
+    /* whole: brows sets it; without a division the row below is built but not used */
+    bool whole[CG_MAX_KARGS] = {false}, divides = false;
     for (int q = 0; q < ns; q++) {
         sb_init(&base[q]);
         sb_init(&fi[q]);
