@@ -336,6 +336,63 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
     }
 }
 
+/* The reshardings a recomputed instance of block k runs again on the edges into
+ * its groups (IlpEdge.rerun_s), free policies: n[pol] rerun(a, b) where the
+ * source takes a and the consumer b. u[dst,b,pol] is n[pol] x[dst,b], so where
+ * the cost does not depend on a it goes on u; else a column r >= 0 per edge and
+ * policy, r >= sum_b rerun(a, b) u[dst,b,pol] - N max_b rerun(a, b) (1 - X[src,a])
+ * per source strategy a (exact for one-hot x; the objective holds r down). */
+static void rerun_edges(const IlpProblem *p, Model *m, int k, int *const *uc, double tscale) {
+    Lp *lp = &m->lp;
+    char nm[96];
+    int N = p->blocks[k].instances;
+    for (int e = 0; e < p->n_edges; e++) {
+        const IlpEdge *E = &p->edges[e];
+        const IlpGroup *A = &p->groups[E->src], *B = &p->groups[E->dst];
+        if (B->block != k || !uc[E->dst]) continue;
+        int na = A->n_strats, nb = B->n_strats;
+        for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++) {
+            const double *rr = E->rerun_s[pol];
+            if (!rr) continue;
+            int a0 = -1;
+            bool dep = false, any = false;
+            for (int a = 0; a < na; a++) {
+                if (!any_x(m, E->src, a)) continue;
+                if (a0 < 0) a0 = a;
+                else dep |= memcmp(&rr[a * nb], &rr[a0 * nb], sizeof(double) * (size_t)nb) != 0;
+                for (int b = 0; b < nb; b++) any |= rr[a * nb + b] > 0;
+            }
+            if (!any) continue;
+            if (!dep) {
+                for (int b = 0; b < nb; b++) {
+                    int u = uc[E->dst][b * RC__COUNT + pol];
+                    if (u && rr[a0 * nb + b] > 0)
+                        glp_set_obj_coef(lp->P, u, glp_get_obj_coef(lp->P, u) + tscale * rr[a0 * nb + b]);
+                }
+                continue;
+            }
+            snprintf(nm, sizeof nm, "rr_%d_%d", e, pol);
+            int r = add_col(lp, GLP_CV, 0, INFINITY, tscale, nm);
+            for (int a = 0; a < na; a++) {
+                if (!any_x(m, E->src, a)) continue;
+                double big = 0;
+                for (int b = 0; b < nb; b++) big = rr[a * nb + b] > big ? rr[a * nb + b] : big;
+                if (!(big > 0)) continue;
+                big *= N;
+                snprintf(nm, sizeof nm, "rr_%d_%d_%d", e, pol, a);
+                int row = add_row(lp, GLP_LO, -big, INFINITY, nm);
+                put(lp, row, r, 1);
+                for (int b = 0; b < nb; b++) {
+                    int u = uc[E->dst][b * RC__COUNT + pol];
+                    if (u && rr[a * nb + b] > 0) put(lp, row, u, -rr[a * nb + b]);
+                }
+                for (int z = 0; z < ZERO_STAGES; z++)
+                    if (m->x[E->src][a * ZERO_STAGES + z]) put(lp, row, m->x[E->src][a * ZERO_STAGES + z], -big);
+            }
+        }
+    }
+}
+
 static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool min_mem) {
     const IlpFix *f = set->fix;
     Lp *lp = &m->lp;
@@ -383,6 +440,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     obj += n * (fixed_rc == RC_SELECTIVE ? S->rec_sel_s
                                 : fixed_rc == RC_FULL    ? S->fwd_s
                                                          : 0);
+                    obj += n * S->rc_comm_s[fixed_rc]; /* its reshardings again */
                     if (z == 3) obj += n * S->rc_gather_s[fixed_rc];
                 }
                 snprintf(nm, sizeof nm, "x_%d_%d_%d", g, s, z);
@@ -464,6 +522,13 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         const IlpEdge *E = &p->edges[e];
         const IlpGroup *A = &p->groups[E->src], *B = &p->groups[E->dst];
         int na = A->n_strats, nb = B->n_strats;
+        /* the pair's cost; with a fixed policy, its instances' re-run reshardings too
+         * (IlpEdge.rerun_s; free policies: per block below) */
+        double *ec = ir_alloc(sizeof(double) * (size_t)(na * nb + 1));
+        for (int k = 0; k < na * nb; k++)
+            ec[k] = E->cost[k] + (fixed_rc > RC_NONE && B->block >= 0 && E->rerun_s[fixed_rc]
+                                      ? p->blocks[B->block].instances * E->rerun_s[fixed_rc][k]
+                                      : 0);
         int *rc = ir_alloc(sizeof(int) * (size_t)(na + 1)), *cc = ir_alloc(sizeof(int) * (size_t)(nb + 1));
         int nr = 0, nc = 0;
         int *rrep = ir_alloc(sizeof(int) * (size_t)(na + 1)), *crep = ir_alloc(sizeof(int) * (size_t)(nb + 1));
@@ -471,7 +536,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             rc[a] = -1;
             if (!allowed(p, f, E->src, a)) continue;
             for (int r = 0; r < nr && rc[a] < 0; r++)
-                if (!memcmp(&E->cost[a * nb], &E->cost[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
+                if (!memcmp(&ec[a * nb], &ec[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
                     !memcmp(&E->mem[a * nb], &E->mem[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
                     !memcmp(&E->mem_end[a * nb], &E->mem_end[rrep[r] * nb], sizeof(double) * (size_t)nb))
                     rc[a] = r;
@@ -483,7 +548,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             for (int c = 0; c < nc && cc[b] < 0; c++) {
                 bool same = true;
                 for (int a = 0; a < na && same; a++)
-                    if (rc[a] >= 0 && (E->cost[a * nb + b] != E->cost[a * nb + crep[c]] ||
+                    if (rc[a] >= 0 && (ec[a * nb + b] != ec[a * nb + crep[c]] ||
                                        E->mem[a * nb + b] != E->mem[a * nb + crep[c]] ||
                                        E->mem_end[a * nb + b] != E->mem_end[a * nb + crep[c]]))
                         same = false;
@@ -527,7 +592,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         int col = m->x[g][s * ZERO_STAGES + z];
                         if (col)
                             glp_set_obj_coef(lp->P, col,
-                                             glp_get_obj_coef(lp->P, col) + tscale * E->cost[a * nb + b]);
+                                             glp_get_obj_coef(lp->P, col) + tscale * ec[a * nb + b]);
                         for (int k = 0; col && k < nmrows && E->mem[a * nb + b] > 0; k++)
                             put(lp, mrows[k], col, -E->mem[a * nb + b] * ms);
                         if (col && erow && E->mem_end[a * nb + b] > 0) put(lp, erow, col, -E->mem_end[a * nb + b] * ms);
@@ -546,7 +611,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             for (int r = 0; r < nr; r++)
                 for (int c = 0; c < nc; c++) {
                     snprintf(nm, sizeof nm, "y_%d_%d_%d", e, r, c);
-                    int col = add_col(lp, GLP_CV, 0, INFINITY, tscale * E->cost[rrep[r] * nb + crep[c]], nm);
+                    int col = add_col(lp, GLP_CV, 0, INFINITY, tscale * ec[rrep[r] * nb + crep[c]], nm);
                     if (!ey[e]) ey[e] = ir_alloc(sizeof(int) * (size_t)(nr * nc));
                     ey[e][r * nc + c] = col;
                     put(lp, rows_r[r], col, 1);
@@ -565,6 +630,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             ir_free(rows_r);
             ir_free(rows_c);
         }
+        ir_free(ec);
         erc[e] = rc, ecc[e] = cc, enc[e] = nc;
         ir_free(rrep);
         ir_free(crep);
@@ -885,7 +951,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
 
     offload_columns(p, set, m, urow, tscale, on);
 
-    /* recompute per block */
+    /* recompute per block; uc[g][s * RC__COUNT + pol]: the u columns (free policies) */
+    int **uc = ir_alloc(sizeof(int *) * (size_t)(p->n_groups + 1));
     m->bits = ir_alloc(sizeof(int *) * (size_t)(p->n_blocks + 1));
     m->nbits = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 1));
     for (int k = 0; k < p->n_blocks; k++) {
@@ -975,7 +1042,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 for (int pol = 0; pol < RC__COUNT; pol++) {
                     double t = pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0;
                     snprintf(nm, sizeof nm, "u_%d_%d_%d", g, s, pol);
+                    t += S->rc_comm_s[pol]; /* and its reshardings again */
                     int u = add_col(lp, GLP_CV, 0, N, tscale * t, nm);
+                    if (!uc[g]) uc[g] = ir_alloc(sizeof(int) * (size_t)(G->n_strats * RC__COUNT + 1));
+                    uc[g][s * RC__COUNT + pol] = u;
                     put(lp, xrow, u, 1);
                     put(lp, prow[pol], u, 1);
                     put(lp, m->mem_row, u, S->act[pol] * ms);
@@ -996,7 +1066,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 }
             }
         }
+        rerun_edges(p, m, k, uc, tscale);
     }
+    for (int g = 0; g < p->n_groups; g++) ir_free(uc[g]);
+    ir_free(uc);
     /* the last block's rows (eval.c): the backward reaches group g with the
      * activations of the groups after g freed (ilp_freed_bytes): where the
      * last instance keeps its activations (some instance does: under free

@@ -35,6 +35,8 @@ typedef struct IlpStrat {
     double fwd_s, bwd_s;        /* compute */
     double comm_s;              /* resharding inside the group, forward and backward */
     double rec_sel_s;           /* forward time recomputed under selective recompute */
+    double rc_comm_s[RC__COUNT]; /* the forward resharding inside the group a recomputed
+                                 * instance runs again, per instance, under each policy */
     double act[RC__COUNT];      /* activation bytes saved for backward under each policy */
     double transient;           /* largest per-op working set (gradient buffers) */
     double held[ZERO_STAGES];   /* the most its backward holds beyond the group's state and
@@ -221,6 +223,10 @@ typedef struct IlpEdge {
                                  * embedding's head part, partial over other axes than the
                                  * owner's): both parts and their reshardings to the
                                  * parameter's spec, held since the consumer's backward */
+    double *rerun_s[RC__COUNT]; /* same layout, per policy (NULL for RC_NONE): the forward
+                                 * resharding a recomputed instance of the consumer's block
+                                 * runs again (lower/recompute.c), per instance recomputed
+                                 * under that policy (problem.c build_edges) */
 } IlpEdge;
 
 /* One activation's gradient sum shared by its readers (problem.c grad_shares):
