@@ -6,6 +6,9 @@
  *
  *   step = compute + resharding + recompute + exposed gradient sync
  *          + optimizer + ZeRO gathers
+ *   recompute = per instance recomputed under a policy, the re-run's compute
+ *          and the reshardings it runs again (IlpStrat.rc_comm_s inside a
+ *          group, IlpEdge.rerun_s on the edges into the block)
  *   exposed sync = ZeRO-2/3's reduce-scatters (on the compute stream)
  *          + max(the buckets' sync - the backward they run behind,
  *                the last buckets' sync,    (solver.h, IlpGroup.sync_last)
