@@ -341,7 +341,8 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
  * source takes a and the consumer b. u[dst,b,pol] is n[pol] x[dst,b], so where
  * the cost does not depend on a it goes on u; else a column r >= 0 per edge and
  * policy, r >= sum_b rerun(a, b) u[dst,b,pol] - N max_b rerun(a, b) (1 - X[src,a])
- * per source strategy a (exact for one-hot x; the objective holds r down). The
+ * per distinct row rerun(a, .) (X: the sum over the source strategies sharing it;
+ * exact for one-hot x; the objective holds r down). The
  * rows are in the objective's units (x ts): in seconds their coefficients (1e-10
  * to 1e-6) sat below GLPK's tolerances, and gpt2_tp_zero1_2x2's search stopped
  * at a bound above the megatron baseline's step with a plan 22 % faster to find. */
@@ -376,8 +377,27 @@ static void rerun_edges(const IlpProblem *p, Model *m, int k, int *const *uc, do
             }
             snprintf(nm, sizeof nm, "rr_%d_%d", e, pol);
             int r = add_col(lp, GLP_CV, 0, INFINITY, tscale / m->ts, nm); /* r in the objective's units */
+            { /* and r >= sum_b min_a rerun(a, b) u[dst,b,pol]: what any source pays (valid;
+               * it tightens the relaxation, which the rows below leave loose) */
+                snprintf(nm, sizeof nm, "rr_%d_%d_min", e, pol);
+                int row = add_row(lp, GLP_LO, 0, INFINITY, nm);
+                put(lp, row, r, 1);
+                for (int b = 0; b < nb; b++) {
+                    double lo = INFINITY;
+                    for (int a = 0; a < na; a++)
+                        if (any_x(m, E->src, a)) lo = fmin(lo, rr[a * nb + b]);
+                    int u = uc[E->dst][b * RC__COUNT + pol];
+                    if (u && isfinite(lo) && lo > 0) put(lp, row, u, -lo * m->ts);
+                }
+            }
             for (int a = 0; a < na; a++) {
                 if (!any_x(m, E->src, a)) continue;
+                /* one row per distinct re-run row: the source strategies sharing it summed
+                 * (their x one-hot: the sum is 1 where one of them is chosen) */
+                bool seen = false;
+                for (int a2 = 0; a2 < a && !seen; a2++)
+                    seen = any_x(m, E->src, a2) && !memcmp(&rr[a * nb], &rr[a2 * nb], sizeof(double) * (size_t)nb);
+                if (seen) continue;
                 double big = 0;
                 for (int b = 0; b < nb; b++) big = rr[a * nb + b] > big ? rr[a * nb + b] : big;
                 if (!(big > 0)) continue;
@@ -389,8 +409,11 @@ static void rerun_edges(const IlpProblem *p, Model *m, int k, int *const *uc, do
                     int u = uc[E->dst][b * RC__COUNT + pol];
                     if (u && rr[a * nb + b] > 0) put(lp, row, u, -rr[a * nb + b] * m->ts);
                 }
-                for (int z = 0; z < ZERO_STAGES; z++)
-                    if (m->x[E->src][a * ZERO_STAGES + z]) put(lp, row, m->x[E->src][a * ZERO_STAGES + z], -big);
+                for (int a2 = a; a2 < na; a2++) {
+                    if (a2 > a && memcmp(&rr[a * nb], &rr[a2 * nb], sizeof(double) * (size_t)nb)) continue;
+                    for (int z = 0; z < ZERO_STAGES; z++)
+                        if (m->x[E->src][a2 * ZERO_STAGES + z]) put(lp, row, m->x[E->src][a2 * ZERO_STAGES + z], -big);
+                }
             }
         }
     }
