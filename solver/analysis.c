@@ -379,8 +379,8 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     cJSON_AddNumberToObject(o, "master_weights_bytes", ma);
     cJSON_AddNumberToObject(o, "saved_activations_bytes", r->price.mem_acts);
     cJSON_AddNumberToObject(o, "transient_bytes", r->price.mem_transient);
-    if (r->price.mem_staging > 0 && r->price.peak_moment != 2) /* of transient_bytes */
-        cJSON_AddNumberToObject(o, "param_staging_bytes", r->price.mem_staging);
+    if (r->price.stg_at[r->price.peak_moment] > 0) /* of transient_bytes */
+        cJSON_AddNumberToObject(o, "param_staging_bytes", r->price.stg_at[r->price.peak_moment]);
     /* at the first block instance's backward: those of the groups before the blocks and of the
      * instance's groups before the peak's (eval.c); earlier: every one written in the backward
      * but those already written */
@@ -481,7 +481,10 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
                 rerun -= ilp_rerun_bytes(S, 0, e->pol);
             }
             if (pass == 0) acts += S->act[e->pol];
-            double live = base + acts + tr + r->price.mem_staging; /* parameters on the host: the stagings */
+            /* parameters on the host: the stagings (at the first instance's backward, one block,
+             * its own and the groups' before the blocks: IlpPrice.stg_at[3]) */
+            bool first = pass == 1 && p->n_blocks == 1 && e->block >= 0 && e->inst == 0;
+            double live = base + acts + tr + (first ? r->price.stg_at[3] : r->price.mem_staging);
             if (pass == 1) acts -= S->act[e->pol], base += S->mem_grad_late[z];
             peak = fmax(peak, live);
             cJSON *pt = cJSON_CreateObject();

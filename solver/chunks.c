@@ -268,14 +268,14 @@ static Run run(const Ctx *c, int64_t cap) {
     run_gathers(c, cap, &o);
     run_scatters(c, cap, &o);
     /* the model's stagings of parameters on the host at the backward's moments (eval.c:
-     * the K largest transfers) are the replay's here, node by node */
-    double held = 0, stg = c->r->price.mem_staging;
+     * IlpPrice.stg_at; moments() took them off base) are the replay's here, node by node */
+    double held = 0;
     for (int k = 0; k < ILP_MOMENTS; k++) o.at[k] = -INFINITY;
     for (NodeId id = 0; id <= c->g->n_nodes; id++) {
         held += o.live[id];
         if (held > o.live_max) o.live_max = held;
         int k = id < c->g->n_nodes ? c->moment[id] : -1;
-        double at = k >= 0 ? c->base[id] - (k != 2 ? stg : 0) + held - c->r->price.mem_at[k] : 0;
+        double at = k >= 0 ? c->base[id] + held - c->r->price.mem_at[k] : 0;
         if (k >= 0 && at > o.at[k]) o.at[k] = at;
     }
     for (int k = 0; k < ILP_MOMENTS; k++)
@@ -316,6 +316,7 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
     const IlpProblem *p = r->prob;
     double *group_at = ir_alloc(sizeof(double) * (size_t)(2 * p->n_groups + 3));
     ilp_evaluate_at(p, &r->choice, group_at);
+    const double stg = r->price.mem_staging; /* in the last instance's group by group */
     NodeId b_first = -1, b_last = -1, f_first = -1; /* f_first: the first instance's first */
     for (NodeId id = fwd_end; id < step_begin; id++)
         if (ir_node(g, id)->block != IR_NONE) {
@@ -352,18 +353,20 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
                 double at = gi >= 0 ? group_at[p->n_groups + 2 + gi] : NAN;
                 if (id == f_first && !isnan(group_at[2 * p->n_groups + 2]))
                     at = isnan(at) ? group_at[2 * p->n_groups + 2] : fmax(at, group_at[2 * p->n_groups + 2]);
-                base[id] = isnan(at) ? r->price.mem_at[3] : at;
+                base[id] = (isnan(at) ? r->price.mem_at[3] : at) - r->price.stg_at[3];
                 continue;
             }
-            if (mom[id] == 1) {
-                base[id] = gi >= 0 && !isnan(group_at[gi]) ? group_at[gi] : group_at[p->n_groups];
+            if (mom[id] == 1) { /* less the model's stagings there (the point after the last
+                                 * instance's backward: stg_done) */
+                base[id] = gi >= 0 && !isnan(group_at[gi]) ? group_at[gi] - stg
+                                                           : group_at[p->n_groups] - r->price.stg_done;
                 /* the instance's first backward node, whose slot runs a recomputed one's re-run */
                 if (last && id == b_first && !isnan(group_at[p->n_groups + 1]))
-                    base[id] = fmax(base[id], group_at[p->n_groups + 1]);
+                    base[id] = fmax(base[id], group_at[p->n_groups + 1] - stg);
                 continue;
             }
         }
-        base[id] = mom[id] >= 0 ? r->price.mem_at[mom[id]] : 0;
+        base[id] = mom[id] >= 0 ? r->price.mem_at[mom[id]] - r->price.stg_at[mom[id]] : 0;
         if (mom[id] == 0) base[id] -= head_freed;
         for (int gi = 0; gi < p->n_groups; gi++)
             if (bwd_end[gi] == id) head_freed += p->groups[gi].strats[r->choice.strat[gi]].act[RC_NONE];

@@ -75,6 +75,14 @@
  *          group and of the first block instance's moment (a block's set;
  *          there in place of the instance's transients and re-made
  *          activations, freed by then)
+ *   parameters on the host: the backward's moments hold the stagings of the
+ *          K largest transfers up (IlpPrice.mem_staging), but the first
+ *          block instance's (one block) its own transfer and the K - 1
+ *          largest of those after the blocks' backward (IlpStrat.
+ *          off_late_bytes), the later instances' and the head's done
+ *          (IlpPrice.stg_at); so the point after the last instance's
+ *          backward too where the block has two instances (the next is the
+ *          first: IlpPrice.stg_done)
  *   ZeRO-3 with recompute: a recomputed instance gathers the parameters its
  *          re-run reads once more (IlpStrat.rc_gather_s), in gather_s
  *   each moment's bytes are kept (IlpPrice.mem_at); ilp_price_peak takes the
@@ -214,6 +222,11 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     double *block_xfer = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
     double *xfer = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
     int *xn = ir_alloc(sizeof(int) * (size_t)(p->n_groups + p->n_blocks + 1)), nx = 0;
+    /* and those after the blocks' backward (IlpStrat.off_late_bytes: of the groups before
+     * the blocks): at the first block instance's backward the transfers in flight are its
+     * own and those (the later instances' and the head's are done) */
+    double *xfer_pre = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
+    int *xn_pre = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1)), nx_pre = 0;
     /* the gradient buckets (ilp_bucket_sets): one block instance's, the head's, those before the blocks */
     double *bk = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 2)), bk_blocks = 0;
     unsigned norm_axes = 0; /* the gradient norm's all-reduces (ilp_norm_sum_s) */
@@ -267,6 +280,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
                 double xb = S->off_bwd_bytes[z] + (rc ? S->off_rc_bytes[z] : 0);
                 if (g->block >= 0) block_xfer[g->block] += xb;
                 else xfer[nx] = g->mult * xb, xn[nx++] = 1;
+                if (g->block < 0 && S->off_late_bytes[z] > 0) xfer_pre[nx_pre] = g->mult * S->off_late_bytes[z], xn_pre[nx_pre++] = 1;
             }
         }
         if (g->block < 0) {
@@ -301,6 +315,10 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         else if (k < p->n_blocks) bk_blocks = maxd(bk_blocks, bk[k]);
     }
     r.mem_staging = largest_sum(xfer, xn, nx, block_xfer, p->blocks, p->n_blocks, p->off_inflight);
+    /* the first block instance's (one block; several: as the others') */
+    double stg1 = p->n_blocks == 1 && p->off_inflight > 0
+                      ? block_xfer[0] + largest_sum(xfer_pre, xn_pre, nx_pre, NULL, NULL, 0, p->off_inflight - 1)
+                      : r.mem_staging;
     bool sharded = false; /* the tensor-parallel lowering (IlpStrat.splits_param) */
     for (int gi = 0; gi < p->n_groups; gi++) sharded |= p->groups[gi].strats[c->strat[gi]].splits_param;
     for (int gi = 0; sharded && gi < p->n_groups; gi++) /* its ZeRO updates' copies */
@@ -390,11 +408,15 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
             last_keeps = keeps;
         }
     if (last_keeps) last_params = 0; /* recomputed: its re-run's gathered parameters freed at g */
-    /* once the instance's backward is done (the other blocks' transient): all of them freed */
-    last_at -= done, g_freed = done;
+    /* once the instance's backward is done (the other blocks' transient): all of them freed;
+     * with two instances of one block the next is the first, its stagings stg1 */
+    bool two = p->n_blocks == 1 && p->blocks[0].instances == 2;
+    double stg_done = two ? stg1 : stg;
+    last_at -= done + stg - stg_done, g_freed = done;
+    double stg_m1 = stg_done; /* the stagings at moment 1's point */
     double base1 = start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute + stg; /* the moment's bytes less at_g */
     /* the first instance's moment less its transient (one block, recomputed: per group) */
-    double base3 = r.mem_params - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + stg;
+    double base3 = r.mem_params - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + stg1;
     bool per3 = group_at && p->n_blocks == 1 && rr_pol > RC_NONE;
     if (group_at) {
         for (int gi = 0; gi <= p->n_groups; gi++) group_at[gi] = gi < p->n_groups ? NAN : base1 + last_at;
@@ -416,7 +438,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         double own = last_keeps ? S->held_freed[z] : last_params + ilp_rerun_own_freed(S, z);
         double at_g = tg - unwritten - freed - own;
         if (group_at) group_at[gi] = base1 + at_g;
-        if (at_g > last_at) last_at = at_g, last = tg, g_unw = unwritten, g_freed = freed + own;
+        if (at_g > last_at) last_at = at_g, last = tg, g_unw = unwritten, g_freed = freed + own, stg_m1 = stg;
         /* the first instance's backward at g (below): its re-made activations but those of
          * the groups after g, g's transient */
         if (rr_pol > RC_NONE) rr_left -= ilp_rerun_bytes(S, 0, rr_pol);
@@ -429,7 +451,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     /* a recomputed last instance's re-run done, its backward not begun: every re-made
      * activation and gathered parameter, none of its gradients written, no transient */
     if (!last_keeps && group_at) group_at[p->n_groups + 1] = base1 - unwritten;
-    if (!last_keeps && -unwritten > last_at) last_at = -unwritten, last = 0, g_unw = unwritten, g_freed = 0;
+    if (!last_keeps && -unwritten > last_at) last_at = -unwritten, last = 0, g_unw = unwritten, g_freed = 0, stg_m1 = stg;
     /* the first block instance's backward: with one block, group by group as the last
      * instance's (its groups' gradients before g not yet written: a recomputed instance's
      * re-run runs before them), the re-made activations beside g's transient; once they are
@@ -450,16 +472,19 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute + last_at + stg,
         r.mem_params + r.mem_update + r.mem_transient_max,
         r.mem_params - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + tr3 - unw3 - freed3 +
-            stg};
-    const double tr[ILP_MOMENTS] = {r.mem_transient_head + stg, last + stg, r.mem_transient_max, tr3 + stg};
+            stg1};
+    const double tr[ILP_MOMENTS] = {r.mem_transient_head + stg, last + stg_m1, r.mem_transient_max, tr3 + stg1};
     for (int k = 0; k < ILP_MOMENTS; k++) r.mem_at[k] = at[k], r.tr_at[k] = tr[k];
     r.unwritten_at[0] = unwritten, r.unwritten_at[1] = g_unw, r.freed_at[1] = g_freed;
     r.unwritten_at[3] = unw3, r.freed_at[3] = freed3;
+    r.stg_at[0] = stg, r.stg_at[1] = stg_m1, r.stg_at[2] = 0, r.stg_at[3] = stg1, r.stg_done = stg_done;
     ilp_price_peak(&r, NULL);
     ir_free(bk);
     ir_free(block_none);
     ir_free(block_xfer);
     ir_free(xfer);
     ir_free(xn);
+    ir_free(xfer_pre);
+    ir_free(xn_pre);
     return r;
 }

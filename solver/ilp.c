@@ -130,6 +130,14 @@ typedef struct Model {
     int *stg_row;   /* per block: u + t >= its instance's transfer, or 0 (made at its first group) */
     int *stg_rc_row; /* per block: the same with its re-run's stagings, where it recomputes (d) */
     double *stg_rc_sum; /* per block: the most those re-run stagings can be (memory units) */
+    /* one block: the first instance's stagings (eval.c stg1), its own transfer X1 (>= the
+     * instance's, and with the re-run's where it recomputes: x1_rc_row, as stg_rc_row) and
+     * the K - 1 largest of the transfers after the blocks' backward (t1, and a u per group
+     * outside the blocks over its o3l: IlpStrat.off_late_bytes), on
+     * first_row, and on m1_row (moment 1's row: its point after the last instance's
+     * backward) in place of the K largest where the block has two instances */
+    int m1_row, x1_col, x1_row, x1_rc_row, stg1_col;
+    bool one, two;
     double ts;      /* seconds -> model time units */
     double ms;      /* bytes -> model memory units */
 } Model;
@@ -201,6 +209,7 @@ static const double *off_dev_bytes(const IlpStrat *S) { return S->off_dev_bytes;
 static const double *off_param_bytes(const IlpStrat *S) { return S->off_param_bytes; }
 static const double *off_bwd_bytes(const IlpStrat *S) { return S->off_bwd_bytes; }
 static const double *off_rc_bytes(const IlpStrat *S) { return S->off_rc_bytes; }
+static const double *off_late_bytes(const IlpStrat *S) { return S->off_late_bytes; }
 
 /* Level params, group g (offload column h): the header's hp and o3, and the
  * gathers' copies up, exposed past the compute (qf, made at the first group). */
@@ -249,7 +258,8 @@ static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g
         int n = G->block >= 0 ? p->blocks[G->block].instances : 1;
         put(lp, m->mem_row, u, n); /* the backward's moments, not the update's */
         put(lp, m->rc_row, u, n);
-        put(lp, m->first_row, u, n);
+        if (!m->one) put(lp, m->first_row, u, n);
+        if (m->two) put(lp, m->m1_row, u, -n);
         snprintf(nm, sizeof nm, "staging_%s_%d", G->block >= 0 ? "b" : "g", G->block >= 0 ? G->block : g);
         xr = add_row(lp, GLP_LO, 0, 0, nm);
         put(lp, xr, u, 1);
@@ -263,6 +273,23 @@ static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g
         }
     }
     if (ob) put(lp, xr, ob, -(G->block >= 0 ? bmax : G->mult * bmax) * ms);
+    if (m->one && G->block >= 0) { /* the first instance's own transfer */
+        if (ob) put(lp, m->x1_row, ob, -bmax * ms), put(lp, m->x1_rc_row, ob, -bmax * ms);
+        if (orc) put(lp, m->x1_rc_row, orc, -rmax * ms);
+    } else if (m->one && m->stg1_col) { /* its transfer after the blocks' backward: u1 + t1 >= it */
+        double lmax;
+        int ol = tied_col(lp, m, G, g, hp, off_late_bytes, true, 0, "o3l", &lmax);
+        if (ol) {
+            snprintf(nm, sizeof nm, "staging_first_u_%d", g);
+            int u1 = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+            int row = add_row(lp, GLP_LO, 0, 0, nm);
+            put(lp, row, u1, 1);
+            put(lp, row, m->stg1_col, 1);
+            put(lp, row, ol, -G->mult * lmax * ms);
+            put(lp, m->first_row, u1, 1);
+            if (m->two) put(lp, m->m1_row, u1, 1);
+        }
+    }
     if (G->block >= 0) {
         int xrc = m->stg_rc_row[G->block];
         if (ob) put(lp, xrc, ob, -bmax * ms);
@@ -302,7 +329,22 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
         m->stg_rc_sum = ir_alloc(sizeof(double) * (size_t)(p->n_blocks + 1));
         put(lp, m->mem_row, m->stg_col, p->off_inflight); /* the backward's moments, not the update's */
         put(lp, m->rc_row, m->stg_col, p->off_inflight);
-        put(lp, m->first_row, m->stg_col, p->off_inflight);
+        m->one = p->n_blocks == 1, m->two = m->one && p->blocks[0].instances == 2;
+        if (!m->one) put(lp, m->first_row, m->stg_col, p->off_inflight);
+        else {
+            m->x1_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "staging_first");
+            m->x1_row = add_row(lp, GLP_LO, 0, 0, "staging_first");
+            m->x1_rc_row = add_row(lp, GLP_LO, 0, 0, "staging_first_rc"); /* bounds: the recompute's */
+            put(lp, m->x1_row, m->x1_col, 1);
+            put(lp, m->x1_rc_row, m->x1_col, 1);
+            put(lp, m->first_row, m->x1_col, 1);
+            if (m->two) put(lp, m->m1_row, m->stg_col, -p->off_inflight), put(lp, m->m1_row, m->x1_col, 1);
+            if (p->off_inflight > 1) {
+                m->stg1_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "staging_first_t");
+                put(lp, m->first_row, m->stg1_col, p->off_inflight - 1);
+                if (m->two) put(lp, m->m1_row, m->stg1_col, p->off_inflight - 1);
+            }
+        }
         for (int k = 0; k < p->n_groups; k++)
             for (int s = 0; s < p->groups[k].n_strats; s++)
                 for (int z = 0; z < ZERO_STAGES; z++)
@@ -742,6 +784,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     }
     m->mem_row = mrow[0];
     int urow = mrow[2], frow = m->first_row = mrow[3];
+    m->m1_row = mrow[1];
     int T = m->T_col, TR = m->TR_col;
     /* the last block instance's backward (eval.c): rc_row defines its base
      * (every term but the transient) as the free column RB; the moment is
@@ -1000,8 +1043,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             for (int q = 0; q < RC__COUNT; q++) Rmax[q] += r[q] * ts, Amax[q] += a[q] * ms;
         }
         int xrc = m->stg_rc_row ? m->stg_rc_row[k] : 0; /* parameters on the host: the re-run's stagings */
+        int x1rc = xrc && m->one ? m->x1_rc_row : 0; /* and the first instance's, the same */
         if (fixed_rc >= 0) {
             if (xrc && fixed_rc == RC_NONE) glp_set_row_bnds(lp->P, xrc, GLP_FR, 0, 0);
+            if (x1rc && fixed_rc == RC_NONE) glp_set_row_bnds(lp->P, x1rc, GLP_FR, 0, 0);
             if (fixed_rc != RC_NONE) { /* the block's activations are a transient */
                 snprintf(nm, sizeof nm, "rtrans_%d", k);
                 int row = add_row(lp, GLP_LO, 0, 0, nm);
@@ -1030,6 +1075,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         if (xrc) { /* u + t >= the transfer with the re-run's stagings - their most (1 - d) */
             glp_set_row_bnds(lp->P, xrc, GLP_LO, -m->stg_rc_sum[k], 0);
             put(lp, xrc, dcol, -m->stg_rc_sum[k]);
+        }
+        if (x1rc) {
+            glp_set_row_bnds(lp->P, x1rc, GLP_LO, -m->stg_rc_sum[k], 0);
+            put(lp, x1rc, dcol, -m->stg_rc_sum[k]);
         }
         for (int pol = 0; pol < RC__COUNT; pol++) {
             snprintf(nm, sizeof nm, "n_%d_%d", k, pol);

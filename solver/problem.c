@@ -75,6 +75,7 @@ typedef struct Builder {
                           * it (the lowering fuses the loss and its backward, ce_grad) */
     int *param_owner;  /* value -> owning node (first use) or -1 */
     int *bwd_reads;    /* parameter -> backward nodes reading it (ZeRO-3 gathers it before each) */
+    int *bwd_late;     /* ... of them, those after the last block instance's backward node */
     const AdOptions *train; /* the optimizer (IlpOptions.train, or AdamW's defaults) */
     int n_trust;       /* parameters with a trust ratio (LAMB, LARS): entries of the norms collective */
     PlanBwd *bw;       /* a training graph's backward nodes per forward node (bwdrule.c) */
@@ -753,6 +754,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                         double sb = buf(p->off_param * oe);
                         S->off_param_bytes[z] += sb;
                         S->off_bwd_bytes[z] += b->bwd_reads[v] * sb;
+                        S->off_late_bytes[z] += b->bwd_late[v] * sb;
                         S->off_rc_bytes[z] += (p->rc_reads[v] ? 1 : 0) * sb;
                     }
                 }
@@ -1394,14 +1396,21 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
         }
     }
     b.bwd_reads = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1)); /* a forward graph: one each, as param_reads */
-    for (ValueId v = 0; v < g->n_values; v++) b.bwd_reads[v] = b.bw->training ? 0 : 1;
+    b.bwd_late = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    for (ValueId v = 0; v < g->n_values; v++) b.bwd_reads[v] = b.bw->training ? 0 : 1, b.bwd_late[v] = 0;
+    NodeId blk_last = -1; /* the last block instance's backward node (the first instance's last) */
+    for (NodeId n = b.bw->training ? ad_forward_end(g) : g->n_nodes; b.bw->training && n < ad_step_begin(g); n++)
+        if (ir_node(g, n)->block != IR_NONE) blk_last = n;
     for (NodeId n = b.bw->training ? ad_forward_end(g) : g->n_nodes; b.bw->training && n < ad_step_begin(g); n++) {
         const Node *nd = ir_node(g, n);
         if (ir_op_is_update(nd->op) || ir_op_is_trust_norms(nd->op)) continue;
         for (int i = 0; i < nd->n_in; i++) {
             bool again = false;
             for (int k = 0; k < i; k++) again |= nd->in[k] == nd->in[i];
-            if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) b.bwd_reads[nd->in[i]]++;
+            if (!again && ir_val(g, nd->in[i])->role == ROLE_PARAM) {
+                b.bwd_reads[nd->in[i]]++;
+                if (blk_last >= 0 && n > blk_last) b.bwd_late[nd->in[i]]++;
+            }
         }
     }
     p->run_frac = ir_alloc(sizeof(double) * (size_t)(g->n_values + 1));
@@ -1483,6 +1492,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     ir_free(b.block_out);
     ir_free(b.param_owner);
     ir_free(b.bwd_reads);
+    ir_free(b.bwd_late);
     ir_free(b.run_elems);
     plan_bwd_free(b.bw);
     return p;

@@ -96,6 +96,10 @@ typedef struct IlpStrat {
                                      * instance: its transfers there (IlpPrice.mem_staging) */
     double off_rc_bytes[ZERO_STAGES]; /* and those of a recomputed instance's re-run, gathered
                                      * once more (IlpProblem.rc_reads, either policy) */
+    double off_late_bytes[ZERO_STAGES]; /* of off_bwd_bytes, those of backward nodes after the
+                                     * blocks' backward: still ahead at the first block instance's
+                                     * (a group before the blocks; a tied embedding's read by the
+                                     * head's backward is not) */
     double param_local;         /* bytes of the group's parameters as used (gathered) */
     bool accumulates;           /* gradients accumulate across micro-batches: each is
                                  * computed into a temporary, then added */
@@ -511,6 +515,11 @@ typedef struct IlpPrice {
     /* each moment's bytes, its transient, and (the backward's first two) its gradients not
      * yet written and activations freed: what the peak's fields are taken from */
     double mem_at[ILP_MOMENTS], tr_at[ILP_MOMENTS], unwritten_at[ILP_MOMENTS], freed_at[ILP_MOMENTS];
+    /* the stagings in each moment's bytes (mem_staging but at the first block instance's,
+     * one block: its own transfer and the K - 1 largest of those after the blocks' backward,
+     * IlpStrat.off_late_bytes; the later instances' and the head's done), and in the point after the last instance's backward
+     * (ilp_evaluate_at's group_at[n_groups]: the first instance's where the block has two) */
+    double stg_at[ILP_MOMENTS], stg_done;
 } IlpPrice;
 
 /* Sets r's peak (peak_bytes, peak_moment, the moment's mem_transient, mem_unwritten,

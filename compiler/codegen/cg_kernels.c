@@ -1643,8 +1643,9 @@ void cg_adamw_c_function(StrBuf *out, const char *name, int64_t n) {
 }
 
 /* A group of AdamW updates (lower.updates: consecutive, the same
- * hyperparameters and step operands, no ZeRO slice, each with the cast of
- * its result to the 16-bit parameter after it or none), run by its last
+ * hyperparameters and step operands, each on the whole parameter or each on
+ * its ZeRO-3 slice (a chunk's members: one kernel a chunk), each with the
+ * cast of its result to the 16-bit parameter after it or none), run by its last
  * node `run` as one multi-tensor kernel with one update's body: the step's
  * scalars (lr, step, coefficient) shared, each member's parameter,
  * gradient, moments and results (and 16-bit parameter) its own. The other
@@ -1672,17 +1673,17 @@ static bool emit_update_group(CgCtx *c, NodeId run) {
     for (int s = 0; s < nseg; s++) {
         NodeId id = first + s * unit;
         const Node *n = N_(c, id);
-        IR_ASSERT(n->op == OP_ADAMW && n->n_in + n->n_out + (unit == 2) == nt && lp->n[id].upd_run == run &&
-                  !lp->n[id].zero);
+        IR_ASSERT(n->op == OP_ADAMW && n->n_in + n->n_out + (unit == 2) == nt && lp->n[id].upd_run == run);
         ids[s] = id;
-        npts[s] = numel(L(c, n->in[0]));
+        int64_t pshift, gshift; /* ZeRO: the member's slice (its own size and shifts) */
+        npts[s] = zero_slice(c, id, &pshift, &gshift);
         for (int j = 0; j < nt; j++) {
             if (s > 0 && shared[j]) {
                 IR_ASSERT(n->in[j] == n0->in[j]);
                 continue;
             }
             IR_ASSERT(na < CG_MAX_GROUP_ARGS);
-            if (j < n->n_in) a[na++] = (KArg){n->in[j], 0, 0};
+            if (j < n->n_in) a[na++] = (KArg){n->in[j], 0, j == 0 ? pshift : j == 1 ? gshift : 0};
             else if (j < n->n_in + n->n_out) a[na++] = (KArg){n->out[j - n->n_in], 1, 0};
             else a[na++] = (KArg){N_(c, id + 1)->out[0], 1, 0}; /* the cast's 16-bit parameter */
         }

@@ -215,7 +215,12 @@ static bool runs_alone(const LowerProgram *p, NodeId id) {
     const Graph *g = p->g;
     const Node *n = ir_node(g, id);
     const LowerNode *ln = &p->n[id];
-    if (!plain(ln) || ln->n_rs || ln->n_gather || ln->fetch_at >= 0) return false;
+    /* a ZeRO update on its slice (stage 3: the parameter a slice too, no
+     * all-gather after it, checked below) runs alone as well: its operands'
+     * pointers move to the rank's slice at the launch (codegen's zshift) */
+    LowerNode bare = *ln;
+    if (ir_op_is_update(n->op)) bare.zero = 0;
+    if (!plain(&bare) || ln->n_rs || ln->n_gather || ln->fetch_at >= 0) return false;
     if (lower_zero_gather_target(p, id) != IR_NONE || lower_offload_of(p, id)) return false;
     for (int k = 0; k < p->n_buckets; k++)
         if (p->buckets[k].launch == id || p->buckets[k].wait_at == id) return false;
@@ -243,21 +248,32 @@ static int update_unit(const LowerProgram *p, NodeId id) {
         if (ir_val(g, n->in[k])->dtype != DT_F32) return 0;
     for (int k = 0; k < n->n_out; k++)
         if (ir_val(g, n->out[k])->dtype != DT_F32) return 0;
-    if (id + 1 >= g->n_nodes) return 1;
-    const Node *x = ir_node(g, id + 1);
-    if (x->op != OP_CAST || x->in[0] != n->out[0] || !runs_alone(p, id + 1)) return 1;
-    const Value *w = ir_val(g, x->out[0]);
-    bool ok = (w->dtype == DT_BF16 || w->dtype == DT_F16) && w->updates != IR_NONE &&
-              ir_shape_numel(p->v[x->out[0]].local) == ir_shape_numel(p->v[n->out[0]].local);
-    return ok ? 2 : 1;
+    const Node *x = id + 1 < g->n_nodes ? ir_node(g, id + 1) : NULL;
+    const Value *w = x && x->op == OP_CAST && x->in[0] == n->out[0] ? ir_val(g, x->out[0]) : NULL;
+    bool cast = w && runs_alone(p, id + 1) && (w->dtype == DT_BF16 || w->dtype == DT_F16) && w->updates != IR_NONE &&
+                ir_shape_numel(p->v[x->out[0]].local) == ir_shape_numel(p->v[n->out[0]].local);
+    /* a result another node of the step reads (a cast that does not join:
+     * ZeRO-1/2's cast of a master slice, all-gathered after it) pins the
+     * update to its slot */
+    for (NodeId r = id + 1 + cast; r < g->n_nodes; r++)
+        for (int i = 0; i < ir_node(g, r)->n_in; i++)
+            for (int k = 0; k < n->n_out; k++)
+                if (ir_node(g, r)->in[i] == n->out[k]) return 0;
+    return cast ? 2 : 1;
 }
 
 /* Whether update b can join a's group: the same hyperparameters and the same
  * step operands (lr, step, clipping coefficient: one prologue), the same
  * unit (with or without the cast, and the cast's dtype), parameters of the
  * same tied-block instance (so each instance's group is the same kernel,
- * called with its offsets: cg_share), the same pipeline stages. */
-static bool update_joins(const LowerProgram *p, const int32_t *home, NodeId a, int ua, NodeId b, int ub) {
+ * called with its offsets: cg_share), the same pipeline stages, the same
+ * ZeRO slicing (whole, or slices of the same stage); where the lowering
+ * packed ZeRO-3 chunks (chunk.c) the same chunk instead of the same
+ * instance: one update kernel a chunk (chunk_of: a parameter's chunk, or
+ * -1; a chunk across instances makes kernels cg_share does not repeat,
+ * which costs source text, not correctness). */
+static bool update_joins(const LowerProgram *p, const int32_t *home, const int *chunk_of, NodeId a, int ua, NodeId b,
+                         int ub) {
     const Graph *g = p->g;
     const Node *x = ir_node(g, a), *y = ir_node(g, b);
     if (ua != ub || (ua == 2 && ir_val(g, ir_node(g, a + 1)->out[0])->dtype != ir_val(g, ir_node(g, b + 1)->out[0])->dtype))
@@ -269,7 +285,8 @@ static bool update_joins(const LowerProgram *p, const int32_t *home, NodeId a, i
     /* the parameter the forward reads: the 16-bit one a cast writes, else the updated one */
     ValueId px = ua == 2 ? ir_val(g, ir_node(g, a + 1)->out[0])->updates : x->in[0];
     ValueId py = ub == 2 ? ir_val(g, ir_node(g, b + 1)->out[0])->updates : y->in[0];
-    if (home[2 * px] != home[2 * py] || home[2 * px + 1] != home[2 * py + 1]) return false;
+    if (p->n[a].zero != p->n[b].zero || chunk_of[px] != chunk_of[py]) return false;
+    if (chunk_of[px] < 0 && (home[2 * px] != home[2 * py] || home[2 * px + 1] != home[2 * py + 1])) return false;
     return p->pipe.stages <= 1 || !p->pipe.mask || p->pipe.mask[a] == p->pipe.mask[b];
 }
 
@@ -299,6 +316,10 @@ bool lower_pass_updates(LowerCtx *c) {
         for (int k = 0; k < n->n_in; k++)
             if (home[2 * n->in[k]] == HOME_UNSET) home[2 * n->in[k]] = n->block, home[2 * n->in[k] + 1] = n->instance;
     }
+    int *chunk_of = ir_alloc(sizeof(int) * (size_t)(c->nv ? c->nv : 1));
+    for (ValueId v = 0; v < c->nv; v++) chunk_of[v] = -1;
+    for (int k = 0; k < p->n_chunks; k++)
+        for (int m = 0; m < p->chunks[k].n; m++) chunk_of[p->chunks[k].member[m]] = k;
     for (NodeId a = 0; a < nn;) {
         int ua = update_unit(p, a);
         if (!ua) {
@@ -308,7 +329,7 @@ bool lower_pass_updates(LowerCtx *c) {
         NodeId b = a; /* the last unit's first node */
         int units = 1;
         while (units < LOWER_UPDATE_GROUP_MAX && b + ua < nn && update_unit(p, b + ua) == ua &&
-               update_joins(p, home, a, ua, b + ua, ua))
+               update_joins(p, home, chunk_of, a, ua, b + ua, ua))
             b += ua, units++;
         NodeId last = b + ua - 1;
         if (units > 1) {
@@ -317,6 +338,7 @@ bool lower_pass_updates(LowerCtx *c) {
         }
         a = last + 1;
     }
+    ir_free(chunk_of);
     ir_free(home);
     return true;
 }

@@ -17,7 +17,12 @@
  *     copy 2 x 4 bytes an element up per step; the brute force over (strategy,
  *     stage, device / state on the host / and the parameter) agrees with the
  *     ILP; the Placement says params only at ZeRO-3;
- *   - an optimizer the host does not run (LAMB) offloads nothing.
+ *   - an optimizer the host does not run (LAMB) offloads nothing;
+ *   - level params with a recomputed block of two instances (gpt2-tiny on 2,
+ *     ZeRO-3, two transfers in flight): at the first instance's backward the
+ *     stagings are its own transfer (and the groups' before the blocks), the
+ *     last instance's done, and the ILP's rows say the same bytes as the
+ *     evaluator (feasible at its peak, infeasible just below).
  * Times: relative tolerance 1e-7 (GLPK's feasibility tolerance acts on the
  * continuous columns).
  */
@@ -27,6 +32,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
+#include "fixtures.h"
 #include "plan.h"
 #include "text.h"
 
@@ -397,10 +403,86 @@ static void params(void) {
     ir_graph_free(g);
 }
 
+/* Level params, one recomputed block of two instances (the program, traced on
+ * `gpt2-tiny --strategy zero3 --offload params --recompute full`: at the last
+ * instance's re-run end it holds both instances' stagings, the first's
+ * prefetched; at the first instance's re-run end only the first's, as nothing
+ * before the blocks reads a parameter in the backward). The model's first
+ * instance (moment 3) and, with two instances, the point after the last
+ * instance's backward count that; the ILP with every choice pinned is feasible
+ * at the evaluator's peak and not 1e-6 below it. */
+static void params_first_instance(void) {
+    Graph *g = fixture_training_file("examples/ir/gpt2-tiny.cir", 1);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x2", o.mesh = "2", o.strategy = "zero3", o.recompute = "full", o.offload = "params";
+    o.offload_inflight = 2, o.lowerable = true, o.progress = false;
+    PlanResult *pr = plan_solve(g, &o);
+    IR_ASSERT(pr && pr->pl);
+    const IlpProblem *p = pr->prob;
+    CHECK_INT(p->off_inflight, 2);
+    CHECK_INT(p->n_blocks, 1);
+    CHECK_INT(p->blocks[0].instances, 2);
+    IlpResult r = {.choice = pr->choice, .price = pr->price};
+    /* one instance's transfer (its backward's stagings and its re-run's), those of the
+     * backward after the blocks' (the K - 1 = 1 largest), the groups' outside the blocks */
+    double inst = 0, pre = 0, head = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        const IlpStrat *S = &G->strats[r.choice.strat[gi]];
+        int z = r.choice.zero[gi];
+        CHECK(!G->n_params || (z == 3 && r.choice.offload[gi] == 2));
+        double x = S->off_bwd_bytes[z] + (G->block >= 0 ? S->off_rc_bytes[z] : 0);
+        if (ilp_group_last_block(G)) inst += x;
+        else if (G->block < 0) pre = fmax(pre, G->mult * S->off_late_bytes[z]), head = fmax(head, G->mult * x);
+    }
+    /* the tied embedding's slice goes up for the head's backward, before the blocks': nothing
+     * before the blocks reads a parameter in the backward after them */
+    CHECK(inst > 0 && head > 0 && pre == 0);
+    CHECK_NEAR(r.price.mem_staging, 2 * inst, 1e-9);    /* the last instance's and the first's */
+    CHECK(r.price.stg_at[1] == 2 * inst || r.price.stg_at[1] == r.price.stg_done); /* its point's */
+    CHECK_NEAR(r.price.stg_at[3], inst + pre, 1e-9);  /* the first's, the last's done */
+    CHECK_NEAR(r.price.stg_done, inst + pre, 1e-9);
+    /* the same choice with the parameters' slices on the device (the optimizer state still
+     * on the host): every backward moment's bytes differ by the slices and the stagings */
+    IlpChoice cm1 = ilp_choice_new(p);
+    ilp_choice_copy(p, &cm1, &r.choice);
+    for (int gi = 0; gi < p->n_groups; gi++) cm1.offload[gi] = r.choice.offload[gi] ? 1 : 0;
+    IlpPrice rm = ilp_evaluate(p, &cm1);
+    double slices = rm.mem_params - r.price.mem_params;
+    CHECK(slices > 0 && rm.mem_staging == 0);
+    CHECK_NEAR(r.price.mem_at[3] - rm.mem_at[3], inst + pre - slices, 1e-9);
+    CHECK_NEAR(r.price.mem_at[0] - rm.mem_at[0], 2 * inst - slices, 1e-9);
+    CHECK_NEAR(r.price.mem_at[2] - rm.mem_at[2], -slices, 1e-9);
+    /* the ILP's rows: the choice pinned (each group's strategy), feasible at the
+     * evaluator's peak, infeasible 1e-6 below it */
+    int nf = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) nf += p->groups[gi].n_strats;
+    bool *allowed = calloc((size_t)nf, sizeof(bool));
+    for (int gi = 0, off = 0; gi < p->n_groups; off += p->groups[gi++].n_strats) allowed[off + r.choice.strat[gi]] = true;
+    IlpFix pin = {allowed, 3, RC_FULL, 1, 0};
+    double peak = r.price.peak_bytes;
+    IlpSettings at = {peak * (1 + 1e-9), 60, 0, NULL, false, &pin, 0}, below = at;
+    below.mem_limit = peak * (1 - 1e-6);
+    IlpResult ra = ilp_solve(p, &at), rb = ilp_solve(p, &below);
+    CHECK_INT(ra.status, ILP_OPTIMAL);
+    CHECK_INT(rb.status, ILP_INFEASIBLE);
+    CHECK_NEAR(ra.price.peak_bytes, peak, 1e-9);
+    printf("params, first instance: stagings %.0f B at the last instance, %.0f B at the first; peak %.0f B "
+           "(moment %d)\n", r.price.stg_at[1], r.price.stg_at[3], peak, r.price.peak_moment);
+    free(allowed);
+    ilp_choice_free(&cm1);
+    ilp_result_free(&ra);
+    ilp_result_free(&rb);
+    plan_free(pr);
+    ir_graph_free(g);
+}
+
 int main(void) {
     clusters();
     pricing();
     exactness();
     params();
+    params_first_instance();
     return check_done("test_solver_offload");
 }
