@@ -174,7 +174,7 @@ static bool any_x(const Model *m, int g, int s) {
  * the largest w, 0 (and no column) where none is positive. */
 static int tied_col(Lp *lp, const Model *m, const IlpGroup *G, int g, int gate, const double *(*w)(const IlpStrat *),
                     bool stage3, double obj, const char *what, double *wmax) {
-    char nm[64];
+    char nm[96]; /* the longest name, five ints and "share": 65 bytes */
     *wmax = 0;
     for (int s = 0; s < G->n_strats; s++)
         for (int z = stage3 ? 3 : 0; z < ZERO_STAGES; z++)
@@ -221,7 +221,7 @@ static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g
     for (int s = 0; s < G->n_strats; s++)
         if (m->x[g][s * ZERO_STAGES + 3]) emax = fmax(emax, G->strats[s].off_elems[3]);
     if (!(emax > 0)) return;
-    char nm[64];
+    char nm[96];
     snprintf(nm, sizeof nm, "hp_%d", g);
     int hp = add_col(lp, GLP_BV, 0, 1, 0, nm);
     if (f && f->offload == 1) glp_set_col_bnds(lp->P, hp, GLP_FX, 1, 1);
@@ -303,7 +303,7 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
                             double on) {
     const IlpFix *f = set->fix;
     Lp *lp = &m->lp;
-    char nm[64];
+    char nm[96];
     m->h = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
     m->hp = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
     if (p->opt.offload == PO_DEVICE || (f && f->offload == 0)) return;
@@ -465,7 +465,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     const IlpFix *f = set->fix;
     Lp *lp = &m->lp;
     glp_set_obj_dir(lp->P, GLP_MIN);
-    char nm[64];
+    char nm[96];
     /* Units: GLPK's tolerances are absolute (1e-7 on reduced costs), so time
      * is measured in units of a reference step (the least compute) and memory
      * in units of the limit (or of a reference footprint). */

@@ -167,10 +167,12 @@ void colrt_barrier(void) {
 
 /* ---- the watchdog ------------------------------------------------------------
  * Collectives are blocking MPI calls (the tuned algorithms, which are faster
- * here than the nonblocking ones), bracketed by colrt__coll_begin/end. Every
- * thread that runs collectives owns a slot (the caller's, one per CPU stream
- * worker); a thread checks every 20 ms whether any slot's collective has run
- * past the timeout; if so it names the collective and aborts the job. */
+ * here than the nonblocking ones; a CPU stream's worker posts them
+ * nonblocking and yields between tests, cpu/collectives.c), bracketed by
+ * colrt__coll_begin/end. Every thread that runs collectives owns a slot (the
+ * caller's, one per CPU stream worker); a thread checks every 20 ms whether
+ * any slot's collective has run past the timeout; if so it names the
+ * collective and aborts the job. */
 
 #define WD_SLOTS 72 /* the caller, up to 64 streams, and a few spare */
 

@@ -5,9 +5,13 @@
  * user-defined MPI ops that add in f32 and round once per step; AVG is SUM
  * then a scale by 1/n. Each call is checked and resolved to MPI terms in the
  * caller, then run now on the mesh axis's communicator (NULL stream) or
- * queued on the stream's worker (stream.c), on the stream's own duplicate.
+ * queued on the stream's worker (stream.c), on the stream's own duplicate,
+ * which posts the same collectives nonblocking and yields its core between
+ * tests (coll_wait).
  */
+#define _POSIX_C_SOURCE 200809L
 #include <limits.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +78,49 @@ static void scale(void *p, size_t n, colrt_dtype t, float f) {
     for (size_t i = 0; i < n; i++) colrt_st(p, t, (int64_t)i, colrt_ld(p, t, (int64_t)i) * f);
 }
 
+/* How this thread waits for its collectives' messages. The caller's thread
+ * runs MPI's blocking collectives, which poll until they are done. A
+ * stream's worker (colrt__coll_polite, stream.c) posts them nonblocking and
+ * tests, and after a few tests gives its core away (sched_yield) between
+ * tests: with a core per rank (OMP_NUM_THREADS=1, 2 ranks on 2 cores) a
+ * worker that polled inside MPI_Allreduce for its peer's half took the core
+ * from the caller beside it, or from the peer's caller, in scheduler slices:
+ * 104-214 steps of 500 of gpt2-tiny tp-1x2 took 15-30 ms instead of ~2.5
+ * (issue 15; bench/validate/README.md). Yielding removes them (1-2 of 500 in
+ * 7 rounds of 8, as without a worker); sleeping between tests (nanosleep) removed them too but
+ * added ~0.7 ms to every step of the dp-2 program. Where the worker has a
+ * core to itself sched_yield returns at once and the loop polls as MPI would.
+ * The caller's progress drives the worker's nonblocking collectives too
+ * (Open MPI progresses every request from any thread in MPI). */
+static _Thread_local int polite;
+enum { POLITE_SPINS = 16 }; /* tests before the first yield: a message already under way */
+
+void colrt__coll_polite(void) { polite = 1; }
+
+static void coll_wait(int n, MPI_Request *r) {
+    if (!polite) {
+        COLRT_MPI(MPI_Waitall(n, r, MPI_STATUSES_IGNORE));
+        return;
+    }
+    for (unsigned tries = 0;; tries++) {
+        int done = 0;
+        COLRT_MPI(MPI_Testall(n, r, &done, MPI_STATUSES_IGNORE));
+        if (done) return;
+        if (tries >= POLITE_SPINS) sched_yield();
+    }
+}
+
+static void sendrecv(const void *out, void *in, int count, MPI_Datatype dt, int right, int left, MPI_Comm comm) {
+    if (!polite) {
+        COLRT_MPI(MPI_Sendrecv(out, count, dt, right, 0, in, count, dt, left, 0, comm, MPI_STATUS_IGNORE));
+        return;
+    }
+    MPI_Request r[2];
+    COLRT_MPI(MPI_Irecv(in, count, dt, left, 0, comm, &r[0]));
+    COLRT_MPI(MPI_Isend(out, count, dt, right, 0, comm, &r[1]));
+    coll_wait(2, r);
+}
+
 /* Reduce-scatter as a ring: p - 1 steps, each sends one block of count
  * elements to the next rank and adds the previous rank's partial sum of
  * another block into this rank's (MPI_Reduce_local: the same op), so each rank
@@ -99,7 +146,7 @@ static int ring_reduce_scatter(const colrt_coll *c, MPI_Comm comm) {
     for (int st = 0; st < p - 1; st++) {
         char *in = (p - 2 - st) % 2 == 0 ? recv : tmp; /* the last step receives into recv */
         int b = ((r - 2 - st) % p + p) % p;            /* the block received: its sum so far, left's */
-        COLRT_MPI(MPI_Sendrecv(out, c->count, c->dt, right, 0, in, c->count, c->dt, left, 0, comm, MPI_STATUS_IGNORE));
+        sendrecv(out, in, c->count, c->dt, right, left, comm);
         COLRT_MPI(MPI_Reduce_local(send + blk * (size_t)b, in, c->count, c->dt, c->op));
         out = in;
     }
@@ -131,14 +178,12 @@ static int ring_all_reduce(const colrt_coll *c, MPI_Comm comm) {
     const int right = (r + 1) % p, left = (r + p - 1) % p;
     for (int st = 0; st < p - 1; st++) { /* send the block summed last step (first: this rank's own) */
         int sb = ((r - st) % p + p) % p, rb = ((r - st - 1) % p + p) % p;
-        COLRT_MPI(MPI_Sendrecv(buf + blk * (size_t)sb, n, c->dt, right, 0, tmp, n, c->dt, left, 0, comm,
-                               MPI_STATUS_IGNORE));
+        sendrecv(buf + blk * (size_t)sb, tmp, n, c->dt, right, left, comm);
         COLRT_MPI(MPI_Reduce_local(tmp, buf + blk * (size_t)rb, n, c->dt, c->op));
     }
     for (int st = 0; st < p - 1; st++) { /* pass the summed blocks on: first block r + 1 */
         int sb = ((r + 1 - st) % p + p) % p, rb = ((r - st) % p + p) % p;
-        COLRT_MPI(MPI_Sendrecv(buf + blk * (size_t)sb, n, c->dt, right, 0, buf + blk * (size_t)rb, n, c->dt, left, 0,
-                               comm, MPI_STATUS_IGNORE));
+        sendrecv(buf + blk * (size_t)sb, buf + blk * (size_t)rb, n, c->dt, right, left, comm);
     }
     free(tmp);
     return 1;
@@ -159,19 +204,33 @@ static double coll_bytes(const colrt_coll *c, MPI_Comm comm) {
 void colrt__coll_run(const colrt_coll *c, MPI_Comm comm) {
     const double t0 = colrt_profile_enabled() ? colrt__profile_now() : -1;
     colrt__coll_begin(c->what, c->axis);
+    const void *send = c->send == c->recv ? MPI_IN_PLACE : c->send;
+    MPI_Request r = MPI_REQUEST_NULL;
     switch (c->kind) {
     case COLL_ALL_REDUCE:
-        if (!ring_all_reduce(c, comm))
-            COLRT_MPI(MPI_Allreduce(c->send == c->recv ? MPI_IN_PLACE : c->send, c->recv, c->count, c->dt, c->op, comm));
+        if (ring_all_reduce(c, comm)) break;
+        if (polite) COLRT_MPI(MPI_Iallreduce(send, c->recv, c->count, c->dt, c->op, comm, &r));
+        else COLRT_MPI(MPI_Allreduce(send, c->recv, c->count, c->dt, c->op, comm));
         break;
-    case COLL_ALL_GATHER: COLRT_MPI(MPI_Allgather(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm)); break;
+    case COLL_ALL_GATHER:
+        if (polite) COLRT_MPI(MPI_Iallgather(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm, &r));
+        else COLRT_MPI(MPI_Allgather(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm));
+        break;
     case COLL_REDUCE_SCATTER:
-        if (!ring_reduce_scatter(c, comm))
-            COLRT_MPI(MPI_Reduce_scatter_block(c->send, c->recv, c->count, c->dt, c->op, comm));
+        if (ring_reduce_scatter(c, comm)) break;
+        if (polite) COLRT_MPI(MPI_Ireduce_scatter_block(c->send, c->recv, c->count, c->dt, c->op, comm, &r));
+        else COLRT_MPI(MPI_Reduce_scatter_block(c->send, c->recv, c->count, c->dt, c->op, comm));
         break;
-    case COLL_ALL_TO_ALL: COLRT_MPI(MPI_Alltoall(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm)); break;
-    case COLL_BROADCAST: COLRT_MPI(MPI_Bcast(c->recv, c->count, c->dt, c->root, comm)); break;
+    case COLL_ALL_TO_ALL:
+        if (polite) COLRT_MPI(MPI_Ialltoall(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm, &r));
+        else COLRT_MPI(MPI_Alltoall(c->send, c->count, c->dt, c->recv, c->count, c->dt, comm));
+        break;
+    case COLL_BROADCAST:
+        if (polite) COLRT_MPI(MPI_Ibcast(c->recv, c->count, c->dt, c->root, comm, &r));
+        else COLRT_MPI(MPI_Bcast(c->recv, c->count, c->dt, c->root, comm));
+        break;
     }
+    if (r != MPI_REQUEST_NULL) coll_wait(1, &r);
     colrt__coll_end();
     if (c->avg != 0.f) scale(c->recv, (size_t)c->count, c->t, c->avg);
     if (t0 >= 0) colrt__profile_coll(c->what, coll_bytes(c, comm), colrt__profile_now() - t0);

@@ -44,6 +44,9 @@ typedef struct colrt_coll {
     float avg; /* AVG: scale recv (count elements) by this afterwards; 0: no scaling */
 } colrt_coll;
 void colrt__coll_run(const colrt_coll *c, MPI_Comm comm);
+/* This thread (a stream's worker) waits for its collectives without polling
+ * a core away from the caller (collectives.c). */
+void colrt__coll_polite(void);
 /* The MPI datatype a colrt dtype travels as (16-bit floats: MPI_UINT16_T). */
 MPI_Datatype colrt__mpi_type(colrt_dtype t);
 /* The MPI sum of a colrt dtype (16-bit floats: added in f32, rounded once). */
@@ -53,6 +56,9 @@ MPI_Op colrt__mpi_sum(colrt_dtype t);
  * 0 when it runs in the caller (MPI without MPI_THREAD_MULTIPLE, or
  * COLRT_STREAMS=sync). Fixed by colrt_init. */
 int colrt__cpu_streams_async(void);
+/* CPU seconds s's worker thread has used so far (0 without a worker): the
+ * streams test checks that a waiting worker leaves the caller its core. */
+double colrt__stream_worker_cpu_s(colrt_stream *s);
 /* Runs c in s's order: queued on s's worker (on s's duplicate of the mesh
  * axis's communicator) when streams are asynchronous and s is not NULL,
  * otherwise now, in the caller, on the mesh's communicator. */

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cpu.h"
 
@@ -124,6 +125,13 @@ void colrt__streams_init(void) {
 
 int colrt__cpu_streams_async(void) { return async; }
 
+double colrt__stream_worker_cpu_s(colrt_stream *s) {
+    clockid_t id;
+    struct timespec t;
+    if (!s || !s->has_thread || pthread_getcpuclockid(s->thread, &id) || clock_gettime(id, &t)) return 0;
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 /* ---- the worker ------------------------------------------------------------------ */
 
 static void event_pass(colrt_event *e, uint64_t gen, int wait) {
@@ -170,6 +178,7 @@ static void run_op(const op *o) {
 static void *worker(void *arg) {
     colrt_stream *s = arg;
     colrt__coll_thread_name(s->name);
+    colrt__coll_polite();
     pthread_mutex_lock(&s->mu);
     for (;;) {
         while (!s->len && !s->stop) pthread_cond_wait(&s->work, &s->mu);

@@ -13,16 +13,22 @@
  *  - overlap is real: the launch returns before the collective completes
  *    (deterministic, no timing: the peers join the collective only after a
  *    barrier that the launching rank enters after checking its event);
+ *  - a worker waiting in a collective for a late peer leaves its core to
+ *    the caller: on one CPU with a computing caller it uses under a quarter
+ *    of the caller's CPU time (a worker that polled in MPI took about as
+ *    much as the caller: issue 15's slow steps);
  *  - misuse (a NULL event) ends the process with a message (1 rank).
  * Values are small integers (and halves), exact in f32 and bf16 for sums of
  * up to four ranks: the tolerance is zero. Run under mpirun -np 1, 2, 4 and
  * once with COLRT_STREAMS=sync (stream work in the caller; the overlap check
  * is skipped there, as nothing overlaps by design).
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -236,6 +242,69 @@ static void overlap(colrt_mesh *m, colrt_stream *comm) {
     free(g);
 }
 
+/* ---- a waiting worker leaves the caller its core ------------------------------------------------
+ * Rank 0 pins its thread to the CPU it is on and creates a stream there (the
+ * worker inherits the pin), queues a small and a ring-sized all-reduce whose
+ * peers join 0.2 s later (they sleep first), and computes until both are
+ * done. The worker shares the caller's CPU all the while: it must take only
+ * a sliver of it, waiting. A worker that polled inside MPI took its fair
+ * share, about the caller's (checked: with the blocking collectives on the
+ * worker the ratio was ~1). CPU times, not wall times, so other load on the
+ * machine does not decide it. */
+
+static double thread_cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void worker_yields(colrt_mesh *m) {
+    cpu_set_t was, one;
+    int cpu = sched_getcpu();
+    if (sched_getaffinity(0, sizeof was, &was) || cpu < 0) {
+        if (R == 0) printf("worker_yields: no CPU affinity here; skipped\n");
+        return;
+    }
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (R == 0) CHECK(!sched_setaffinity(0, sizeof one, &one));
+    colrt_stream *s = colrt_stream_create();
+    const size_t small = 1000, big = (size_t)W << 15; /* MPI's all-reduce; the ring (RING_MIN per rank) */
+    float *a = malloc(small * 4), *b = malloc(big * 4);
+    for (size_t i = 0; i < small; i++) a[i] = 1.f;
+    for (size_t i = 0; i < big; i++) b[i] = 1.f;
+    colrt_all_reduce(m, 0, a, a, small, COLRT_F32, COLRT_SUM, s); /* the stream's duplicate, made */
+    colrt_stream_sync(s);
+    colrt_barrier();
+    colrt_event *done = colrt_event_create();
+    if (R == 0) {
+        colrt_all_reduce(m, 0, a, a, small, COLRT_F32, COLRT_SUM, s);
+        colrt_all_reduce(m, 0, b, b, big, COLRT_F32, COLRT_SUM, s);
+        colrt_event_record(done, s);
+        const double w0 = colrt__stream_worker_cpu_s(s), c0 = thread_cpu_s();
+        volatile double x = 0;
+        while (!colrt_event_done(done))
+            for (int i = 0; i < 100000; i++) x = x * 0.5 + 1.0;
+        const double worker = colrt__stream_worker_cpu_s(s) - w0, caller = thread_cpu_s() - c0;
+        printf("worker_yields: caller %.3f s CPU, its worker beside it %.4f s while waiting\n", caller, worker);
+        CHECK(caller > 0.01);          /* the peers joined 0.2 s later: the caller computed meanwhile */
+        CHECK(worker < 0.25 * caller); /* a polling worker: ~caller */
+        CHECK(!sched_setaffinity(0, sizeof was, &was));
+    } else {
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        colrt_all_reduce(m, 0, a, a, small, COLRT_F32, COLRT_SUM, s);
+        colrt_all_reduce(m, 0, b, b, big, COLRT_F32, COLRT_SUM, s);
+        colrt_event_record(done, s);
+    }
+    colrt_stream_wait(NULL, done);
+    CHECK_INT(a[small - 1], W * W);
+    CHECK_INT(b[big - 1], W);
+    colrt_event_destroy(done);
+    colrt_stream_destroy(s);
+    free(a), free(b);
+}
+
 /* ---- misuse ends the process with a message (1 rank, in a child) -------------------------------- */
 
 static void null_record(void) { colrt_event_record(NULL, NULL); }
@@ -263,6 +332,7 @@ int main(int argc, char **argv) {
     wait_across_streams(m1, comm);
     destroy_drains(m1);
     if (async && W > 1) overlap(m1, comm);
+    if (async && W > 1) worker_yields(m1);
     if (W == 1) {
         expect_death("record a NULL event", null_record, "colrt_event_record: the event is NULL");
         expect_death("wait for a NULL event", null_wait, "colrt_stream_wait: the event is NULL");

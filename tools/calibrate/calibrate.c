@@ -967,11 +967,12 @@ static void bench_overlap(const Opts *o, colrt_mesh *m, int axis, ShardCluster *
     size_t need = 2 * bytes + 2 * (size_t)gelu_n * 4 + 3 * gmax;
     colrt_arena a = colrt_arena_create(need);
     colrt_memset0(a.base, need, NULL);
-    char *base = a.base;
+    /* the GEMM's matrices first: with them at the arena's end oneDNN's sgemm read past it
+     * (ASan: SEGV in its JIT code; OpenBLAS and BLIS did not); GELU's buffers last */
+    char *gb = a.base, *base = gb + 3 * gmax;
     void *cs = base, *cr = base + bytes;
     OverlapCtx c = {0};
     c.x = base + 2 * bytes, c.y = base + 2 * bytes + (size_t)gelu_n * 4, c.n = gelu_n;
-    char *gb = base + 2 * bytes + 2 * (size_t)gelu_n * 4;
     c.g = (GemmCtx){COLRT_F32, 128, 128, 128, gb, gb + gmax, gb + 2 * gmax};
     colrt_stream *st = colrt_stream_create();
     colrt_event *last = colrt_event_create();
