@@ -380,15 +380,21 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
 
 /* The reshardings a recomputed instance of block k runs again on the edges into
  * its groups (IlpEdge.rerun_s), free policies: n[pol] rerun(a, b) where the
- * source takes a and the consumer b. u[dst,b,pol] is n[pol] x[dst,b], so where
- * the cost does not depend on a it goes on u; else a column r >= 0 per edge and
- * policy, r >= sum_b rerun(a, b) u[dst,b,pol] - N max_b rerun(a, b) (1 - X[src,a])
- * per distinct row rerun(a, .) (X: the sum over the source strategies sharing it;
- * exact for one-hot x; the objective holds r down). The
- * rows are in the objective's units (x ts): in seconds their coefficients (1e-10
- * to 1e-6) sat below GLPK's tolerances, and gpt2_tp_zero1_2x2's search stopped
- * at a bound above the megatron baseline's step with a plan 22 % faster to find. */
+ * source takes a and the consumer b. u[g,s,pol] is n[pol] x[g,s], so the
+ * pair's share is a transportation between both ends' u, as y is between their
+ * x: columns v[r,c] >= 0 (r, c: the classes of source, consumer strategies with
+ * the same re-run row, column) priced rerun(r, c), with sum_r v[r,c] the
+ * consumer's u in class c, and sum_c v[r,c] the source's u in class r where
+ * the source is a group of the same block (the same n[pol] times its x), else
+ * <= N times its x in class r. Exact for one-hot x (the other classes' v are
+ * 0), and its relaxation is the consumer's u routed to the sources' strategies
+ * in proportion (a row per source strategy with a big-M, tried before, left it
+ * loose: `--sweep-mem` plans took 20 x main's time to close). Where the cost
+ * depends on one end only it goes on that end's u (the source's only inside
+ * the block). Policies whose matrices are the same (the consumer's product not
+ * kept under selective) share one transportation over u[., sel] + u[., full]. */
 static void rerun_edges(const IlpProblem *p, Model *m, int k, int *const *uc, double tscale) {
+    if (!(tscale > 0)) return; /* the least memory's solve: time is not asked */
     Lp *lp = &m->lp;
     char nm[96];
     int N = p->blocks[k].instances;
@@ -397,67 +403,83 @@ static void rerun_edges(const IlpProblem *p, Model *m, int k, int *const *uc, do
         const IlpGroup *A = &p->groups[E->src], *B = &p->groups[E->dst];
         if (B->block != k || !uc[E->dst]) continue;
         int na = A->n_strats, nb = B->n_strats;
+        bool inside = A->block == k && uc[E->src]; /* the source's u: the same n[pol] */
+        size_t row_bytes = sizeof(double) * (size_t)nb, all_bytes = row_bytes * (size_t)na;
+        int *rcl = ir_alloc(sizeof(int) * (size_t)(na + 1)), *ccl = ir_alloc(sizeof(int) * (size_t)(nb + 1));
+        int *rrep = ir_alloc(sizeof(int) * (size_t)(na + 1)), *crep = ir_alloc(sizeof(int) * (size_t)(nb + 1));
         for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++) {
             const double *rr = E->rerun_s[pol];
             if (!rr) continue;
-            int a0 = -1;
-            bool dep = false, any = false;
+            /* the policies pricing this matrix (full's is selective's where the product re-runs) */
+            const double *sel = E->rerun_s[RC_SELECTIVE], *full = E->rerun_s[RC_FULL];
+            bool same = sel && full && !memcmp(sel, full, all_bytes);
+            if (pol == RC_FULL && same) continue;
+            bool pols[RC__COUNT] = {false};
+            pols[pol] = true;
+            if (same) pols[RC_FULL] = true;
+            int nr = 0, nc = 0;
             for (int a = 0; a < na; a++) {
+                rcl[a] = -1;
                 if (!any_x(m, E->src, a)) continue;
-                if (a0 < 0) a0 = a;
-                else dep |= memcmp(&rr[a * nb], &rr[a0 * nb], sizeof(double) * (size_t)nb) != 0;
-                for (int b = 0; b < nb; b++) any |= rr[a * nb + b] > 0;
+                for (int r = 0; r < nr && rcl[a] < 0; r++)
+                    if (!memcmp(&rr[a * nb], &rr[rrep[r] * nb], row_bytes)) rcl[a] = r;
+                if (rcl[a] < 0) rrep[nr] = a, rcl[a] = nr++;
+            }
+            bool any = false;
+            for (int b = 0; b < nb; b++) {
+                ccl[b] = -1;
+                if (!uc[E->dst][b * RC__COUNT + pol]) continue;
+                for (int c = 0; c < nc && ccl[b] < 0; c++) {
+                    bool eq = true;
+                    for (int r = 0; r < nr && eq; r++) eq = rr[rrep[r] * nb + b] == rr[rrep[r] * nb + crep[c]];
+                    if (eq) ccl[b] = c;
+                }
+                if (ccl[b] < 0) crep[nc] = b, ccl[b] = nc++;
+                for (int r = 0; r < nr; r++) any |= rr[rrep[r] * nb + b] > 0;
             }
             if (!any) continue;
-            if (!dep) {
-                for (int b = 0; b < nb; b++) {
-                    int u = uc[E->dst][b * RC__COUNT + pol];
-                    if (u && rr[a0 * nb + b] > 0)
-                        glp_set_obj_coef(lp->P, u, glp_get_obj_coef(lp->P, u) + tscale * rr[a0 * nb + b]);
+            if (nr == 1 || (nc == 1 && inside)) { /* one end's choice prices it: on its u */
+                bool on_dst = nr == 1;
+                int g = on_dst ? E->dst : E->src, n = on_dst ? nb : na;
+                for (int s = 0; s < n; s++) {
+                    double t = on_dst ? (ccl[s] >= 0 ? rr[rrep[0] * nb + s] : 0) : (rcl[s] >= 0 ? rr[s * nb + crep[0]] : 0);
+                    for (int q = pol; q < RC__COUNT && t > 0; q++) {
+                        int u = pols[q] ? uc[g][s * RC__COUNT + q] : 0;
+                        if (u) glp_set_obj_coef(lp->P, u, glp_get_obj_coef(lp->P, u) + tscale * t);
+                    }
                 }
                 continue;
             }
-            snprintf(nm, sizeof nm, "rr_%d_%d", e, pol);
-            int r = add_col(lp, GLP_CV, 0, INFINITY, tscale / m->ts, nm); /* r in the objective's units */
-            { /* and r >= sum_b min_a rerun(a, b) u[dst,b,pol]: what any source pays (valid;
-               * it tightens the relaxation, which the rows below leave loose) */
-                snprintf(nm, sizeof nm, "rr_%d_%d_min", e, pol);
-                int row = add_row(lp, GLP_LO, 0, INFINITY, nm);
-                put(lp, row, r, 1);
-                for (int b = 0; b < nb; b++) {
-                    double lo = INFINITY;
-                    for (int a = 0; a < na; a++)
-                        if (any_x(m, E->src, a)) lo = fmin(lo, rr[a * nb + b]);
-                    int u = uc[E->dst][b * RC__COUNT + pol];
-                    if (u && isfinite(lo) && lo > 0) put(lp, row, u, -lo * m->ts);
-                }
+            int *rows_r = ir_alloc(sizeof(int) * (size_t)nr), *rows_c = ir_alloc(sizeof(int) * (size_t)nc);
+            for (int r = 0; r < nr; r++) {
+                snprintf(nm, sizeof nm, "rvr_%d_%d_%d", e, pol, r);
+                rows_r[r] = inside ? add_row(lp, GLP_FX, 0, 0, nm) : add_row(lp, GLP_UP, -INFINITY, 0, nm);
             }
-            for (int a = 0; a < na; a++) {
-                if (!any_x(m, E->src, a)) continue;
-                /* one row per distinct re-run row: the source strategies sharing it summed
-                 * (their x one-hot: the sum is 1 where one of them is chosen) */
-                bool seen = false;
-                for (int a2 = 0; a2 < a && !seen; a2++)
-                    seen = any_x(m, E->src, a2) && !memcmp(&rr[a * nb], &rr[a2 * nb], sizeof(double) * (size_t)nb);
-                if (seen) continue;
-                double big = 0;
-                for (int b = 0; b < nb; b++) big = rr[a * nb + b] > big ? rr[a * nb + b] : big;
-                if (!(big > 0)) continue;
-                big *= N * m->ts;
-                snprintf(nm, sizeof nm, "rr_%d_%d_%d", e, pol, a);
-                int row = add_row(lp, GLP_LO, -big, INFINITY, nm);
-                put(lp, row, r, 1);
-                for (int b = 0; b < nb; b++) {
-                    int u = uc[E->dst][b * RC__COUNT + pol];
-                    if (u && rr[a * nb + b] > 0) put(lp, row, u, -rr[a * nb + b] * m->ts);
-                }
-                for (int a2 = a; a2 < na; a2++) {
-                    if (a2 > a && memcmp(&rr[a * nb], &rr[a2 * nb], sizeof(double) * (size_t)nb)) continue;
-                    for (int z = 0; z < ZERO_STAGES; z++)
-                        if (m->x[E->src][a2 * ZERO_STAGES + z]) put(lp, row, m->x[E->src][a2 * ZERO_STAGES + z], -big);
-                }
+            for (int c = 0; c < nc; c++) {
+                snprintf(nm, sizeof nm, "rvc_%d_%d_%d", e, pol, c);
+                rows_c[c] = add_row(lp, GLP_FX, 0, 0, nm);
             }
+            for (int r = 0; r < nr; r++)
+                for (int c = 0; c < nc; c++) {
+                    snprintf(nm, sizeof nm, "rv_%d_%d_%d_%d", e, pol, r, c);
+                    int v = add_col(lp, GLP_CV, 0, INFINITY, tscale * rr[rrep[r] * nb + crep[c]], nm);
+                    put(lp, rows_r[r], v, 1);
+                    put(lp, rows_c[c], v, 1);
+                }
+            for (int q = pol; q < RC__COUNT; q++) {
+                if (!pols[q]) continue;
+                for (int b = 0; b < nb; b++)
+                    if (ccl[b] >= 0) put(lp, rows_c[ccl[b]], uc[E->dst][b * RC__COUNT + q], -1);
+                for (int a = 0; inside && a < na; a++)
+                    if (rcl[a] >= 0) put(lp, rows_r[rcl[a]], uc[E->src][a * RC__COUNT + q], -1);
+            }
+            for (int a = 0; !inside && a < na; a++)
+                for (int z = 0; rcl[a] >= 0 && z < ZERO_STAGES; z++)
+                    if (m->x[E->src][a * ZERO_STAGES + z]) put(lp, rows_r[rcl[a]], m->x[E->src][a * ZERO_STAGES + z], -N);
+            ir_free(rows_r);
+            ir_free(rows_c);
         }
+        ir_free(rcl), ir_free(ccl), ir_free(rrep), ir_free(crep);
     }
 }
 
