@@ -16,6 +16,8 @@
  *             disaggregation (sum_p u = N x[g,s], sum_s u = n[k,p]): exact
  *             for one-hot x, and far tighter than big-M products. Recompute
  *             time and saved bytes are linear in u.
+ *   v[e,p,r,c] >= 0: an edge's re-run resharding (n[k,p] x[src] x[dst]), a
+ *             transportation between both ends' u (rerun_edges).
  *   d[k]      binary: block k recomputes somewhere (its activations become
  *             a transient).
  *   T, TH, TB >= 0: the largest transient of every group and edge, of the
