@@ -39,12 +39,14 @@ int placement_recompute_nodes(const Graph *g, int b, int inst, bool selective, N
     }
     *first_bwd = b0;
     int nf = 0;
+    uint8_t *sel = selective && b0 != IR_NONE ? placement_selective_table(g) : NULL;
     for (NodeId id = 0; b0 != IR_NONE && id < b0; id++) {
         const Node *n = ir_node(g, id);
         if (n->block != b || n->instance != inst || ir_val(g, n->out[0])->role != ROLE_ACT) continue;
-        if (selective && placement_selective_keeps(g, id)) continue;
+        if (sel && sel[id] != PLACE_SEL_RERUN) continue;
         nodes[nf++] = id;
     }
+    ir_free(sel);
     return nf;
 }
 
@@ -57,24 +59,91 @@ static void close_run(int *chunk, int from, int to, int cnt, int *n_chunks) {
 
 int placement_chunk_pack(const int64_t *bytes, const DType *dt, const int *at, const int *reader, int n, int64_t cap,
                          int *chunk) {
-    int n_chunks = 0, first = 0, cnt = 0, rd = INT_MAX;
+    int n_chunks = 0, first = 0, cnt = 0, rd = INT_MAX, late = INT_MIN;
     int64_t part = 0;
     for (int i = 0; i < n; i++) {
         chunk[i] = -1;
-        int r = reader ? reader[i] : INT_MAX;
-        if (reader && r <= at[i]) continue; /* read where it is made: alone, the run goes on */
-        bool fits = cnt > 0 && dt[i] == dt[first] && part + bytes[i] <= cap && (reader ? (r < rd ? r : rd) > at[i] : true);
+        int r = reader ? reader[i] : INT_MAX, a = reader ? at[i] : INT_MIN;
+        if (reader && r <= a) continue; /* read where it is made: alone, the run goes on */
+        /* the run's reduce-scatter (at its latest member's node) before any of its slices is read
+         * (in the backward's order: before the first read so far, at[i] the latest) */
+        bool fits = cnt > 0 && dt[i] == dt[first] && part + bytes[i] <= cap &&
+                    (r < rd ? r : rd) > (a > late ? a : late);
         if (!fits) { /* close the open run */
             close_run(chunk, first, i, cnt, &n_chunks);
-            first = i, cnt = 0, part = 0, rd = INT_MAX;
+            first = i, cnt = 0, part = 0, rd = INT_MAX, late = INT_MIN;
         }
         if (bytes[i] > cap) continue; /* alone */
         chunk[i] = -2;
         cnt++, part += bytes[i];
         if (r < rd) rd = r;
+        if (a > late) late = a;
     }
     close_run(chunk, first, n, cnt, &n_chunks);
     return n_chunks;
+}
+
+void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, int n_bwd, int64_t cap, PlaceChunks *out) {
+    size_t nz = (size_t)(n + 1);
+    *out = (PlaceChunks){.chunk = ir_alloc(sizeof(int) * nz), .grad = ir_alloc(sizeof(int) * nz),
+                         .off = ir_alloc(sizeof(int64_t) * nz), .grad_off = ir_alloc(sizeof(int64_t) * nz)};
+    int64_t *bytes = ir_alloc(sizeof(int64_t) * nz);
+    DType *dt = ir_alloc(sizeof(DType) * nz);
+    int *idx = ir_alloc(sizeof(int) * nz), *ck = ir_alloc(sizeof(int) * nz);
+    int *at = ir_alloc(sizeof(int) * nz), *rd = ir_alloc(sizeof(int) * nz);
+    for (int i = 0; i < n; i++) out->chunk[i] = out->grad[i] = -1, out->off[i] = out->grad_off[i] = 0;
+    /* the parameter chunks: the gathered members in first-gather order, by the rule for
+     * reduce-scatters (their gradients are the same chunk): a member whose reduce-scatter
+     * is its own or whose slice is read where it is scattered stays alone */
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (!m[i].gathered) continue;
+        idx[k] = i, bytes[k] = placement_chunk_slot(m[i].slice), dt[k] = m[i].dt;
+        at[k] = m[i].at >= 0 ? m[i].at : INT_MAX, rd[k++] = m[i].at >= 0 ? m[i].reader : INT_MAX;
+    }
+    out->n_chunks = out->n_grad = placement_chunk_pack(bytes, dt, at, rd, k, cap, ck);
+    int64_t *part = ir_alloc(sizeof(int64_t) * (size_t)(out->n_chunks + 1));
+    for (int q = 0; q < out->n_chunks; q++) part[q] = 0;
+    for (int j = 0; j < k; j++) {
+        int i = idx[j], q = ck[j];
+        if (q < 0) continue;
+        out->chunk[i] = out->grad[i] = q;
+        out->off[i] = out->grad_off[i] = part[q];
+        part[q] += bytes[j];
+    }
+    /* the other gradients (ZeRO-2, a gathered member alone) in the backward's order */
+    int c = 0;
+    for (int j = 0; j < n_bwd; j++) {
+        const PlaceChunkMember *x = &m[bwd[j]];
+        if (out->chunk[bwd[j]] >= 0 || x->at < 0) continue;
+        idx[c] = bwd[j], bytes[c] = placement_chunk_slot(x->slice), dt[c] = x->dt, at[c] = x->at, rd[c++] = x->reader;
+    }
+    int ns = placement_chunk_pack(bytes, dt, at, rd, c, cap, ck);
+    int64_t *soff = ir_alloc(sizeof(int64_t) * (size_t)(ns + 1));
+    for (int s = 0; s < ns; s++) soff[s] = 0;
+    for (int j = 0; j < c; j++)
+        if (ck[j] >= 0) {
+            out->grad[idx[j]] = out->n_grad + ck[j];
+            out->grad_off[idx[j]] = soff[ck[j]];
+            soff[ck[j]] += bytes[j];
+        }
+    out->n_grad += ns;
+    ir_free(soff);
+    ir_free(part);
+    ir_free(rd);
+    ir_free(at);
+    ir_free(ck);
+    ir_free(idx);
+    ir_free(dt);
+    ir_free(bytes);
+}
+
+void placement_chunks_free(PlaceChunks *c) {
+    ir_free(c->chunk);
+    ir_free(c->grad);
+    ir_free(c->off);
+    ir_free(c->grad_off);
+    *c = (PlaceChunks){0};
 }
 
 const char *placement_offload_name(PlaceOffload o) {
@@ -87,12 +156,27 @@ PlacePhase placement_phase(const Graph *g, NodeId id) {
     return id >= ad_step_begin(g) ? PH_UPDATE : PH_BACKWARD;
 }
 
-bool placement_selective_keeps(const Graph *g, NodeId id) {
-    const Node *n = ir_node(g, id);
-    if (ir_op(n->op)->cls != OPC_MATMUL) return false;
-    for (int i = 0; i < n->n_in; i++)
-        if (ir_val(g, n->in[i])->role == ROLE_PARAM) return true;
-    return false;
+uint8_t *placement_selective_table(const Graph *g) {
+    uint8_t *t = ir_alloc(sizeof *t * (size_t)(g->n_nodes ? g->n_nodes : 1));
+    int *readers = ir_value_readers(g);
+    for (NodeId id = 0; id < g->n_nodes; id++) { /* in order: a product before the adds onto it */
+        const Node *n = ir_node(g, id);
+        t[id] = PLACE_SEL_RERUN;
+        if (ir_op(n->op)->cls == OPC_MATMUL) {
+            for (int i = 0; i < n->n_in; i++)
+                if (ir_val(g, n->in[i])->role == ROLE_PARAM) t[id] = PLACE_SEL_KEEP;
+            continue;
+        }
+        int k;
+        IrFuse f = ir_fuse_add(g, id, readers, &k);
+        if (f != IR_FUSE_BIAS && f != IR_FUSE_RESIDUAL && f != IR_FUSE_RESIDUAL_BIAS) continue;
+        NodeId s = ir_val(g, n->in[1 - k])->def; /* the product, or its bias sum */
+        if (t[s] == PLACE_SEL_RERUN) continue;
+        t[s] = PLACE_SEL_SUMMED;
+        t[id] = PLACE_SEL_KEEP;
+    }
+    ir_free(readers);
+    return t;
 }
 
 bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero, const ShardSpec *grad, Shape sh,

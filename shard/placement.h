@@ -62,17 +62,27 @@ bool placement_is_pending_sum(const Graph *g, NodeId id, const ShardStrategy *st
 bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero, const ShardSpec *grad, Shape sh,
                             ShardSpec *t);
 
-/* Selective recompute keeps the results of node id when it is a product with
- * a parameter operand (a linear layer: costly to redo, and what rebuilding the
- * rest needs) and re-runs every other forward op of the block instance before
- * its backward, the attention's parameter-free products (scores, probabilities
- * times values) included: Korthikanti et al. 2022's selective recompute, which
- * re-runs the attention core because its s x s results dominate the memory.
- * The planner's memory and time terms and the lowering both ask this one
- * predicate. */
-bool placement_selective_keeps(const Graph *g, NodeId id);
+/* What selective recompute does with a forward node's results. It keeps the
+ * products with a parameter operand (linear layers: costly to redo, and what
+ * rebuilding the rest needs) and re-runs every other forward op of the block
+ * instance before its backward, the attention's parameter-free products
+ * (scores, probabilities times values) included: Korthikanti et al. 2022's
+ * selective recompute, which re-runs the attention core because its s x s
+ * results dominate the memory. An add the GEMM of a kept product does
+ * (ir_fuse_add: its bias, the residual after it; lower.fuse writes the
+ * product onto them) is kept with it: the kept buffer is the sum, so
+ * re-running the add would add it twice, and keeping it costs nothing (the
+ * product, read by that add alone, is held as the sum: PLACE_SEL_SUMMED). The
+ * planner's memory and time terms and the lowering all read this one table. */
+typedef enum {
+    PLACE_SEL_RERUN,  /* re-run before the block instance's backward */
+    PLACE_SEL_KEEP,   /* kept from the forward */
+    PLACE_SEL_SUMMED, /* kept, held as the result of the add its GEMM does (one buffer) */
+} PlaceSel;
+/* Per node of g (ir_alloc'd, g->n_nodes entries; the caller frees it). */
+uint8_t *placement_selective_table(const Graph *g);
 /* Recompute: block b's instance inst (a training graph's) re-runs its forward
- * nodes (selective: but those placement_selective_keeps keeps) just before its
+ * nodes (selective: those placement_selective_table re-runs) just before its
  * first backward node. Writes that node to *first_bwd and the nodes re-run,
  * in order, to nodes (room for g->n_nodes); returns their count (0: nothing
  * re-runs). The lowering builds it (compiler/lower/recompute.c); the
@@ -192,6 +202,48 @@ typedef struct Placement {
  * alone, and returns the number of chunks. */
 int placement_chunk_pack(const int64_t *bytes, const DType *dt, const int *at, const int *reader, int n, int64_t cap,
                          int *chunk);
+
+/* A ZeRO chunk member's slot: its rank's slice of `bytes` padded to 64 bytes,
+ * the one layout of a chunk's parameters and gradients. */
+static inline int64_t placement_chunk_slot(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/* One member of the ZeRO chunks (placement_chunk_layout): a ZeRO-2/3
+ * parameter, its rank's slice of `slice` bytes in dtype dt. gathered: its
+ * all-gathers may come from a chunk (ZeRO-3); at: the node of its gradient's
+ * reduce-scatter and reader the first node reading the scattered slice, or
+ * at < 0 when its reduce-scatter stays its own. */
+typedef struct PlaceChunkMember {
+    int64_t slice;
+    DType dt;
+    bool gathered;
+    int at, reader;
+} PlaceChunkMember;
+
+/* Where each member went: chunk[i] its parameter chunk (-1: gathered alone,
+ * or not gathered), off[i] its slot's byte offset in that chunk's part;
+ * grad[i] and grad_off[i] the same for its gradient's reduce-scatter chunk
+ * (-1: its own reduce-scatter). Gradient chunks 0 .. n_chunks-1 are the
+ * parameter chunks' gradients, each member at its parameter's offset; the
+ * others follow. */
+typedef struct PlaceChunks {
+    int n_chunks, n_grad;
+    int *chunk, *grad;
+    int64_t *off, *grad_off;
+} PlaceChunks;
+
+/* The one ZeRO chunk layout the planner prices (solver/chunks.c) and the
+ * lowering builds (compiler/lower/chunk.c). m[0..n) in the order of their
+ * first gather; bwd[0..n_bwd) the members with at >= 0 in the backward's
+ * order of their reduce-scatters. The gathered members packed in m's order by
+ * placement_chunk_pack's rule for reduce-scatters (slots, one dtype, cap; a
+ * run reduce-scattered before any slice of it is read, in any order), so that
+ * a parameter chunk's gradients are one chunk in the same member order and
+ * slots: a member whose reduce-scatter is its own (at < 0) or whose slice is
+ * read where it is scattered is gathered alone. The other gradients (ZeRO-2,
+ * a gathered member alone) packed in bwd's order by the same rule. Fills out
+ * (placement_chunks_free frees it). */
+void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, int n_bwd, int64_t cap, PlaceChunks *out);
+void placement_chunks_free(PlaceChunks *c);
 
 Placement *placement_new(const Graph *g, const ShardMesh *m);
 void placement_free(Placement *pl);

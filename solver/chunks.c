@@ -4,9 +4,10 @@
  * with its Placement; prices a small set of chunk sizes (none, 1, 4, 16 and
  * 64 MB a rank, and the size --chunk-bytes gives) by replaying the chunked
  * program's ZeRO collectives and copies as lower.chunk builds them: the one
- * packing rule (placement_chunk_pack) for the gathers (ZeRO-3 members in
- * first-read order) and the reduce-scatters (ZeRO-2/3 gradients in the
- * backward's order, with where each is scattered and first read), the rounds
+ * layout (placement_chunk_layout) of the gathers (ZeRO-3 members in
+ * first-read order) and the reduce-scatters (a ZeRO-3 chunk's gradients in
+ * its member order and slots, the other ZeRO-2/3 gradients in the backward's
+ * order, with where each is scattered and first read), the rounds
  * replayed over the training graph's reads (and the recompute's,
  * placement_recompute_nodes), each collective at its α–β time
  * (shard_coll_time) and each copy at cost_copy (the simulator's), times the
@@ -60,6 +61,7 @@ typedef struct Ctx {
     int *moment;    /* per node: the memory model's moment it is at (eval.c), or -1 (the forward) */
     double *base;   /* per node: the model's bytes there, less the chunks' (its moment's; the
                      * last block instance's group by group, ilp_evaluate_at) */
+    bool *grouped;  /* per node: base is its group's bytes (ilp_evaluate_at) */
 } Ctx;
 
 /* What a chunk size runs a micro-batch (times the micro-batches: a step). */
@@ -92,8 +94,9 @@ static int by_rs_at(const void *a, const void *b) {
     return x->rs_at != y->rs_at ? (x->rs_at > y->rs_at) - (x->rs_at < y->rs_at) : (x->v > y->v) - (x->v < y->v);
 }
 
-/* The gathers as lower.chunk makes them: the ZeRO-3 members in first-read
- * order cut by placement_chunk_pack, then the reads replayed: an all-gather
+/* The gathers as lower.chunk makes them: the ZeRO-3 members' chunks
+ * (placement_chunk_layout: in first-read order, each in its 64-byte slot),
+ * then the reads replayed: an all-gather
  * before each node reading a member alone; a round of a chunk (its slices
  * copied in, one all-gather) opened by a read in another part than its open
  * round's or of a member the round has read, a copy out per read. A round's
@@ -102,34 +105,28 @@ static int by_rs_at(const void *a, const void *b) {
  * on the host (alone, or a round's members) is a transfer up, one per block
  * instance's run of such nodes in a part, queued K transfers ahead: its
  * stagings (the round's send buffer, a slice alone's) live from there. */
-static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
+static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
     const Graph *g = c->g;
     const ShardMesh *mesh = &c->r->mesh;
     const CostModel *cm = &c->r->cm;
-    int k = 0;
-    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(c->n + 1));
-    DType *dt = ir_alloc(sizeof(DType) * (size_t)(c->n + 1));
-    int *idx = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *ck = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
-    int *chunk_of = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *last = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
-    for (int i = 0; i < c->n; i++) {
-        chunk_of[i] = -1, last[i] = -1;
-        if (c->m[i].gathered) idx[k] = i, bytes[k] = c->m[i].slice, dt[k++] = c->m[i].dt;
-    }
-    int nc = placement_chunk_pack(bytes, dt, NULL, NULL, k, cap, ck);
+    int nc = pc->n_chunks;
+    const int *chunk_of = pc->chunk;
+    int *last = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
+    for (int i = 0; i < c->n; i++) last[i] = -1;
     int64_t *part = ir_alloc(sizeof(int64_t) * (size_t)(nc + 1));
     double *copy_in = ir_alloc(sizeof(double) * (size_t)(nc + 1));
     int *open = ir_alloc(sizeof(int) * (size_t)(nc + 1)), *open_part = ir_alloc(sizeof(int) * (size_t)(nc + 1));
     for (int q = 0; q < nc; q++) part[q] = 0, copy_in[q] = 0, open[q] = -1, open_part[q] = -1;
-    for (int j = 0; j < k; j++) {
-        chunk_of[idx[j]] = ck[j];
-        if (ck[j] < 0) continue;
-        part[ck[j]] += bytes[j];
-        if (!c->m[idx[j]].on_host) copy_in[ck[j]] += cost_copy(cm, (double)bytes[j]);
+    for (int i = 0; i < c->n; i++) { /* a chunk's part: its members' slots (placement_chunk_slot) */
+        int q = chunk_of[i];
+        if (q < 0) continue;
+        part[q] += placement_chunk_slot(c->m[i].slice);
+        if (!c->m[i].on_host) copy_in[q] += cost_copy(cm, (double)c->m[i].slice);
     }
     bool *up = ir_alloc(sizeof(bool) * (size_t)(nc + 1)); /* a member on the host */
     for (int q = 0; q < nc; q++) up[q] = false;
-    for (int j = 0; j < k; j++)
-        if (ck[j] >= 0 && c->m[idx[j]].on_host) up[ck[j]] = true;
+    for (int i = 0; i < c->n; i++)
+        if (chunk_of[i] >= 0 && c->m[i].on_host) up[chunk_of[i]] = true;
     o->chunks = nc;
     int rounds = 0, nt = 0, part_t = -1, blk = IR_NONE, inst = 0;
     NodeId *first = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1)), *end = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1));
@@ -192,48 +189,30 @@ static void run_gathers(const Ctx *c, int64_t cap, Run *o) {
     ir_free(copy_in);
     ir_free(part);
     ir_free(last);
-    ir_free(chunk_of);
-    ir_free(ck);
-    ir_free(idx);
-    ir_free(dt);
-    ir_free(bytes);
 }
 
-/* The reduce-scatters as lower.chunk makes them: the ZeRO-2/3 members in the
- * backward's order, each slot padded to 64 bytes, cut by
- * placement_chunk_pack (with where each is scattered and its slice first
- * read); a chunk's gradients copied in whole, one reduce-scatter. */
-static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
+/* The reduce-scatters as lower.chunk makes them (placement_chunk_layout: a
+ * ZeRO-3 chunk's gradients in its slots, the others in the backward's order,
+ * each slot padded to 64 bytes); a chunk's gradients copied in whole, one
+ * reduce-scatter at its latest member's node. */
+static void run_scatters(const Ctx *c, const PlaceChunks *pc, Run *o) {
     const ShardMesh *mesh = &c->r->mesh;
     const CostModel *cm = &c->r->cm;
-    const Member **s = ir_alloc(sizeof(Member *) * (size_t)(c->n + 1));
-    for (int i = 0; i < c->n; i++) s[i] = &c->m[i];
-    qsort(s, (size_t)c->n, sizeof *s, by_rs_at);
-    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(c->n + 1));
-    DType *dt = ir_alloc(sizeof(DType) * (size_t)(c->n + 1));
-    int *ck = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
-    /* a reduce-scatter at the step's first node (the gradient the backward makes
-     * last) stays alone: lower.chunk packs the backward's */
-    int n = 0, *at = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), *rd = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
-    while (n < c->n && s[n]->rs_at < c->step_begin) n++;
-    for (int i = 0; i < n; i++)
-        bytes[i] = (s[i]->slice + 63) / 64 * 64, dt[i] = s[i]->dt, at[i] = s[i]->rs_at, rd[i] = s[i]->reader;
-    o->grad_chunks = placement_chunk_pack(bytes, dt, at, rd, n, cap, ck);
-    for (int i = n; i < c->n; i++) ck[i] = -1;
+    o->grad_chunks = pc->n_grad;
     for (int i = 0; i < c->n; i++)
-        if (ck[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
+        if (pc->grad[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
             o->collectives++;
-            o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)s[i]->slice * c->ranks);
+            o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)c->m[i].slice * c->ranks);
         }
-    for (int q = 0; q < o->grad_chunks; q++) { /* its members need not be adjacent (placement_chunk_pack) */
+    for (int q = 0; q < o->grad_chunks; q++) {
         int64_t part = 0;
         NodeId a = -1, b = 0;
-        for (int j = 0; j < n; j++) {
-            if (ck[j] != q) continue;
-            part += bytes[j];
-            o->copy_s += cost_copy(cm, (double)s[j]->slice * c->ranks);
-            if (a < 0) a = at[j];
-            b = at[j];
+        for (int j = 0; j < c->n; j++) {
+            if (pc->grad[j] != q) continue;
+            part += placement_chunk_slot(c->m[j].slice);
+            o->copy_s += cost_copy(cm, (double)c->m[j].slice * c->ranks);
+            if (a < 0 || c->m[j].rs_at < a) a = c->m[j].rs_at;
+            if (c->m[j].rs_at > b) b = c->m[j].rs_at;
         }
         o->collectives++;
         o->rs_s += shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)part * c->ranks);
@@ -245,28 +224,43 @@ static void run_scatters(const Ctx *c, int64_t cap, Run *o) {
          * reduce-scatter until then, and one buffer for them all after */
         if (c->mb > 1) continue;
         double slices = 0;
-        for (int j = 0; j < n; j++) {
-            if (ck[j] != q) continue;
-            double sb = ilp_buffer_bytes((double)s[j]->slice);
+        for (int j = 0; j < c->n; j++) {
+            if (pc->grad[j] != q) continue;
+            double sb = ilp_buffer_bytes((double)c->m[j].slice);
             slices += sb;
-            if (at[j] < b) hold(o, at[j], b - 1, -sb);
+            if (c->m[j].rs_at < b) hold(o, c->m[j].rs_at, b - 1, -sb);
         }
         hold(o, b, c->g->n_nodes - 1, ilp_buffer_bytes((double)part) - slices);
     }
-    ir_free(rd);
-    ir_free(at);
-    ir_free(ck);
-    ir_free(dt);
-    ir_free(bytes);
-    ir_free(s);
 }
 
 static Run run(const Ctx *c, int64_t cap) {
     Run o = {0};
     o.live = ir_alloc(sizeof(double) * (size_t)(c->g->n_nodes + 2));
     memset(o.live, 0, sizeof(double) * (size_t)(c->g->n_nodes + 2));
-    run_gathers(c, cap, &o);
-    run_scatters(c, cap, &o);
+    /* the one layout (placement_chunk_layout, the lowering's): the members in first-read
+     * order, the gradients scattered in the backward (not at the step's first node, whose
+     * reduce-scatter stays alone) in the backward's order */
+    PlaceChunkMember *pm = ir_alloc(sizeof(PlaceChunkMember) * (size_t)(c->n + 1));
+    const Member **s = ir_alloc(sizeof(Member *) * (size_t)(c->n + 1));
+    int *bwd = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), nb = 0;
+    for (int i = 0; i < c->n; i++) {
+        const Member *x = &c->m[i];
+        bool scattered = x->rs_at < c->step_begin;
+        pm[i] = (PlaceChunkMember){.slice = x->slice, .dt = x->dt, .gathered = x->gathered,
+                                   .at = scattered ? x->rs_at : -1, .reader = x->reader};
+        if (scattered) s[nb++] = x;
+    }
+    qsort(s, (size_t)nb, sizeof *s, by_rs_at);
+    for (int j = 0; j < nb; j++) bwd[j] = (int)(s[j] - c->m);
+    PlaceChunks pc;
+    placement_chunk_layout(pm, c->n, bwd, nb, cap, &pc);
+    run_gathers(c, &pc, &o);
+    run_scatters(c, &pc, &o);
+    placement_chunks_free(&pc);
+    ir_free(bwd);
+    ir_free(s);
+    ir_free(pm);
     /* the model's stagings of parameters on the host at the backward's moments (eval.c:
      * IlpPrice.stg_at; moments() took them off base) are the replay's here, node by node */
     double held = 0;
@@ -312,7 +306,8 @@ static void price(const Ctx *c, int64_t cap, const Run *none, PlanChunkPrice *ou
  * instance, 1); the update (2) from there on (the backward of what precedes
  * the blocks, the update). The forward is at none: its saved activations are
  * fewer. */
-static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_begin, int *mom, double *base) {
+static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_begin, int *mom, double *base,
+                    bool *grouped) {
     const IlpProblem *p = r->prob;
     double *group_at = ir_alloc(sizeof(double) * (size_t)(2 * p->n_groups + 3));
     ilp_evaluate_at(p, &r->choice, group_at);
@@ -339,6 +334,7 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
     double head_freed = 0;
     for (NodeId id = 0; id < g->n_nodes; id++) {
         const Node *n = ir_node(g, id);
+        grouped[id] = false;
         if (id < fwd_end) mom[id] = -1;
         else if (b_first < 0) mom[id] = id < step_begin ? 0 : 2; /* no blocks: the head's, the update */
         else if (id < b_first) mom[id] = 0;
@@ -358,8 +354,8 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
             }
             if (mom[id] == 1) { /* less the model's stagings there (the point after the last
                                  * instance's backward: stg_done) */
-                base[id] = gi >= 0 && !isnan(group_at[gi]) ? group_at[gi] - stg
-                                                           : group_at[p->n_groups] - r->price.stg_done;
+                grouped[id] = gi >= 0 && !isnan(group_at[gi]);
+                base[id] = grouped[id] ? group_at[gi] - stg : group_at[p->n_groups] - r->price.stg_done;
                 /* the instance's first backward node, whose slot runs a recomputed one's re-run */
                 if (last && id == b_first && !isnan(group_at[p->n_groups + 1]))
                     base[id] = fmax(base[id], group_at[p->n_groups + 1] - stg);
@@ -394,7 +390,8 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
              .inflight = pl->offload_inflight > 0 ? pl->offload_inflight : SHARD_INFLIGHT_DEFAULT};
     c.moment = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     c.base = ir_alloc(sizeof(double) * (size_t)(g->n_nodes + 1));
-    moments(g, r, c.fwd_end, c.step_begin, c.moment, c.base);
+    c.grouped = ir_alloc(sizeof(bool) * (size_t)(g->n_nodes + 1));
+    moments(g, r, c.fwd_end, c.step_begin, c.moment, c.base, c.grouped);
     c.m = ir_alloc(sizeof(Member) * (size_t)(g->n_values + 1));
     c.of = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (ValueId v = 0; v < g->n_values; v++) c.of[v] = -1;
@@ -415,6 +412,19 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
                                   .on_host = pl->offload && pl->offload[v] == PO_PARAMS,
                                   .rs_at = at, .reader = rd};
         }
+    }
+    /* a gradient made by the last node of a group lives into the next node, where its
+     * reduce-scatter (or its copy into its chunk) reads it: the group-by-group bytes there
+     * (the next group's) do not hold it (the arena at gpt2-tiny ZeRO-3's layer_norm_dx after
+     * c_attn's weight gradient: 3,072 B over the model, with chunks and without) */
+    const IlpProblem *ip = r->prob;
+    for (int i = 0; i < c.n; i++) {
+        NodeId at = c.m[i].rs_at, def = at - 1;
+        if (at >= c.step_begin || def < c.fwd_end || !c.grouped[at]) continue;
+        const Node *a = ir_node(g, at), *d = ir_node(g, def);
+        int ga = a->origin != IR_NONE ? ip->group_of_node[a->origin] : -1,
+            gd = d->origin != IR_NONE ? ip->group_of_node[d->origin] : -1;
+        if (ga != gd) c.base[at] += ilp_buffer_bytes((double)c.m[i].slice * ranks);
     }
     c.n_rc = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     c.rc = ir_alloc(sizeof(NodeId *) * (size_t)(g->n_nodes + 1));
@@ -470,6 +480,7 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked) {
     for (NodeId id = 0; id < g->n_nodes; id++) ir_free(c.rc[id]);
     ir_free(c.rc);
     ir_free(c.n_rc);
+    ir_free(c.grouped);
     ir_free(c.base);
     ir_free(c.moment);
     ir_free(c.of);

@@ -273,7 +273,9 @@ static bool pick_dtype(const Graph *g, const PlanOptions *o, DType *dt) {
 
 /* --sweep-mem: the best ILP plan over the candidate meshes at limits spaced
  * geometrically from the smallest that fits (the ILP's minimum-peak solve) to
- * the device limit. Baselines are skipped: the ILP's space contains them. */
+ * the device limit, at the plan's micro-batch count, each mesh both ways of
+ * running its gradient sums where the plan weighs both (plan_sync_way). Baselines
+ * are skipped: the ILP's space contains them. */
 /* The sweep point's description of a choice (PlanSweepPoint). */
 static void describe_choice(const IlpProblem *p, const IlpChoice *c, PlanSweepPoint *pt) {
     pt->zero_min = 3, pt->zero_max = 0;
@@ -326,19 +328,29 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
     /* the meshes the plan capped ZeRO on (ZeroLeftOut), at their stage */
     IlpFix *fz = ir_alloc(sizeof *fz * (size_t)(nm ? nm : 1));
     for (int i = 0; i < nm; i++) fz[i] = zl->meshes & 1u << i ? zero_capped(fix_all, zl->zmax[i]) : *fix_all;
-    CostModel *cms = ir_alloc(sizeof *cms * (size_t)nm);
-    IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)nm);
-    IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight, false};
+    /* each mesh's problem two ways where plan_sync_way plans two (a hand-off, no pipeline):
+     * problem 2i with the buckets on the caller's thread, 2i + 1 queued (under the queueing
+     * mesh, the hand-off conflict priced); elsewhere only 2i + 1, queued */
+    int np = 2 * nm;
+    CostModel *cms = ir_alloc(sizeof *cms * (size_t)(np ? np : 1));
+    ShardMesh *qms = ir_alloc(sizeof *qms * (size_t)(nm ? nm : 1));
+    IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)(np ? np : 1));
     double lo = INFINITY;
     /* the sweep's solves run within a --time-limit of their own; a mesh whose
      * problem is not built by then drops out of the sweep */
     ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
-    for (int i = 0; i < nm; i++) {
-        cms[i] = (CostModel){cl, &meshes[i], dt, 1, NULL};
-        probs[i] = ilp_problem_build(g, &cms[i], &io);
-        if (probs[i]->timed_out) continue;
+    for (int j = 0; j < np; j++) {
+        int i = j / 2;
+        bool on_caller = j % 2 == 0, queueing = o->pp <= 1 && shard_mesh_queueing(&meshes[i], &qms[i]);
+        probs[j] = NULL;
+        if (on_caller && !queueing) continue;
+        IlpOptions io = {o->tie, o->micro_batches, o->lowerable, &o->train, offload_level(o, NULL), o->offload_inflight,
+                         on_caller};
+        cms[j] = (CostModel){cl, queueing && !on_caller ? &qms[i] : &meshes[i], dt, 1, NULL};
+        probs[j] = ilp_problem_build(g, &cms[j], &io);
+        if (probs[j]->timed_out) continue;
         IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, &fz[i], 0};
-        IlpResult r = ilp_solve(probs[i], &s);
+        IlpResult r = ilp_solve(probs[j], &s);
         if (r.status == ILP_INFEASIBLE && r.min_mem > 0) lo = fmin(lo, r.min_mem);
         ilp_result_free(&r);
     }
@@ -350,15 +362,17 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
     for (int k = 0; k < n; k++) {
         PlanSweepPoint *pt = &best->sweep[k];
         pt->limit_bytes = n == 1 ? limit : lo * pow(limit / lo, (double)k / (n - 1));
-        for (int i = 0; i < nm; i++) {
-            if (probs[i]->timed_out) continue;
+        for (int j = 0; j < np; j++) { /* ties: the earlier mesh; in a mesh the caller's thread */
+            int i = j / 2;
+            if (!probs[j] || probs[j]->timed_out) continue;
             IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, &fz[i], 0};
-            IlpResult r = ilp_solve(probs[i], &s);
+            IlpResult r = ilp_solve(probs[j], &s);
             if (ilp_has_plan(r.status) && (!pt->fits || r.price.step_s < pt->step_s)) {
                 pt->fits = true;
                 pt->step_s = r.price.step_s;
                 pt->peak_bytes = r.price.peak_bytes;
-                describe_choice(probs[i], &r.choice, pt);
+                pt->sync_on_caller = probs[j]->opt.sync_on_caller;
+                describe_choice(probs[j], &r.choice, pt);
                 StrBuf m;
                 sb_init(&m);
                 shard_mesh_print(&m, &meshes[i]);
@@ -368,10 +382,12 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
             ilp_result_free(&r);
         }
     }
-    for (int i = 0; i < nm; i++) ilp_problem_free(probs[i]);
+    for (int j = 0; j < np; j++)
+        if (probs[j]) ilp_problem_free(probs[j]);
     ir_free(probs);
     ir_free(fz);
     ir_free(cms);
+    ir_free(qms);
 }
 
 /* The fewest micro-batches (a divisor of the global batch, more than now)
@@ -1194,7 +1210,10 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
     best->meshes_beaten = beaten;
     best->solve_s = solve_s;
     snprintf(best->zero_left_out, sizeof best->zero_left_out, "%s", zl.text);
-    if (o->sweep_points > 0) plan_sweep(g, &om, &cl, meshes, nm, dt, limit, &fix, &zl, best);
+    if (o->sweep_points > 0) { /* at the plan's micro-batch count (om's is the last one tried) */
+        om.micro_batches = best->prob->opt.micro_batches;
+        plan_sweep(g, &om, &cl, meshes, nm, dt, limit, &fix, &zl, best);
+    }
     StrBuf perr;
     sb_init(&perr);
     best->pl = plan_placement(g, best, o->lowerable, &perr);
@@ -1547,6 +1566,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
                 cJSON_AddNumberToObject(o, "recompute_full", pt->rc_full);
                 cJSON_AddNumberToObject(o, "recompute_selective", pt->rc_selective);
                 cJSON_AddBoolToObject(o, "tensor_parallel", pt->tensor_parallel);
+                cJSON_AddBoolToObject(o, "gradient_sums_on_caller", pt->sync_on_caller);
             }
             cJSON_AddItemToArray(sw, o);
         }

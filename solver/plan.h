@@ -83,6 +83,8 @@ typedef struct PlanSweepPoint {
     int zero_min, zero_max;     /* ZeRO stages among the parameter groups */
     int rc_full, rc_selective;  /* block instances recomputed */
     bool tensor_parallel;       /* some parameter is split */
+    bool sync_on_caller;        /* the gradient sums on the caller's thread (plan_sync_way's
+                                 * second way), not queued on a communication stream */
 } PlanSweepPoint;
 
 /* --pp auto: one stage count the planner tried, and what came of it. */

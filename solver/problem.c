@@ -81,6 +81,7 @@ typedef struct Builder {
     PlanBwd *bw;       /* a training graph's backward nodes per forward node (bwdrule.c) */
     double bw_fps;     /* the rule's compute rate (plan_bwd_flops_per_s) */
     double *run_elems; /* per run of gradient buckets (run_of): its parameters' elements */
+    uint8_t *sel;      /* node -> what selective recompute does with it (placement_selective_table) */
 } Builder;
 
 /* Does operand i of forward node f get its gradient in the result gradient's
@@ -843,7 +844,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             double mv;
             S->bwd_s += member_bwd(b, mem, S->member_st[m], &co, &mv);
             if (m == 0) S->comm_s += mv; /* a follower's is in follow()'s */
-            if (!placement_selective_keeps(g, mem->node)) S->rec_sel_s += co.fwd_s; /* re-run under selective */
+            if (b->sel[mem->node] == PLACE_SEL_RERUN) S->rec_sel_s += co.fwd_s; /* re-run under selective */
             double work = 0;
             /* the backward's gradient buffers: dX per activation operand, dY per
              * result, except a gradient written over its (saved) value */
@@ -876,8 +877,9 @@ static void build_strats(Builder *b, IlpGroup *gr) {
                     S->act[RC_NONE] += bytes;
                     m_freed[rd[m_out[m] + r]] += bytes; /* freed before the backward of the members before it */
                 }
-                /* selective keeps the linear layers' products (placement_selective_keeps, the lowering's rule) */
-                if (placement_selective_keeps(g, mem->node) || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
+                /* selective keeps the linear layers' products and the adds their GEMM does, a
+                 * product held as its sum (placement_selective_table, the lowering's rule) */
+                if (b->sel[mem->node] == PLACE_SEL_KEEP || b->block_out[v]) S->act[RC_SELECTIVE] += bytes;
                 if (b->block_out[v]) S->act[RC_FULL] += bytes;
             }
             if (work > S->transient) S->transient = work;
@@ -1302,6 +1304,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     b.rep = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));
     b.saved = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
     b.block_out = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
+    b.sel = placement_selective_table(g);
     b.grad_in_place = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
     b.param_owner = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (int v = 0; v < g->n_values; v++) b.param_owner[v] = -1;
@@ -1490,6 +1493,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     ir_free(b.saved);
     ir_free(b.grad_in_place);
     ir_free(b.block_out);
+    ir_free(b.sel);
     ir_free(b.param_owner);
     ir_free(b.bwd_reads);
     ir_free(b.bwd_late);

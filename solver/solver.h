@@ -560,7 +560,7 @@ double ilp_transient(const IlpStrat *S, int z);
  * a recomputed node's gathers before its recomputes; they live to the end of
  * the instance's first backward node, whose slot runs the re-run: the
  * backward's nodes gather their own); under policy selective less the linear
- * layers' products (placement_selective_keeps) it keeps. The ILP's re-run rows
+ * layers' products and their GEMMs' adds (placement_selective_table) it keeps. The ILP's re-run rows
  * and the evaluator read this. */
 double ilp_rerun_bytes(const IlpStrat *S, int z, int pol); /* pol: the re-run's policy */
 /* Of that, the gathered parameters (ZeRO stage 3): freed once the backward begins. */

@@ -283,6 +283,17 @@ void cg_offload_destroy(const CgCtx *c, StrBuf *m);
 
 /* Each is called beside the colrt call it describes; nothing when c->trace is NULL. */
 void cg_trace_node(CgCtx *c, NodeId id);                  /* the node's kernels */
+/* lower.fuse's norm add where the code runs now: the add norm `id` does
+ * (IR_NONE: none), and whether add `id` is done by its norm; in a recompute's
+ * re-run only where the fusion holds there (LowerNode.norm_add_rerun) */
+static inline NodeId cg_norm_add(const CgCtx *c, NodeId id) {
+    const LowerNode *ln = &c->lp->n[id];
+    return c->rc_node >= 0 && !ln->norm_add_rerun ? IR_NONE : ln->norm_add;
+}
+static inline bool cg_add_by_norm(const CgCtx *c, NodeId id) {
+    const LowerNode *ln = &c->lp->n[id];
+    return ln->add_norm != IR_NONE && (c->rc_node < 0 || ln->norm_add_rerun);
+}
 /* zero: a ZeRO collective (emit_zero_coll; SimOp.zero) */
 void cg_trace_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int stream, const char *what);
 void cg_trace_zero_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, const char *what);

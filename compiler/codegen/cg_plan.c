@@ -230,18 +230,24 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
             for (int m = 0; m < cs->n; m++) pad -= lp->v[cs->shard[m]].bytes;
         }
         cJSON_AddNumberToObject(ck, "padding_bytes", (double)pad);
+        int aligned = 0; /* parameter chunks whose gradients are one chunk in their layout */
+        for (int r = 0; r < lp->n_chunk_scatters; r++) aligned += lp->chunk_scatters[r].chunk >= 0;
+        cJSON_AddNumberToObject(ck, "aligned", aligned);
     }
     if (lp->norms.n) cJSON_AddNumberToObject(low, "trust_norms", lp->norms.n);
     cJSON_AddBoolToObject(low, "tensor_parallel", lp->sharded);
     cJSON_AddNumberToObject(low, "reshardings", nrsh);
     /* recompute: forward nodes re-run before a backward node; of them, those
-     * selective recompute keeps (the linear layers) and all matrix products */
+     * selective recompute keeps (the linear layers' products and the adds their
+     * GEMM does: placement_selective_table) and all matrix products */
     int rerun = 0, rerun_mm = 0, rerun_prod = 0;
+    uint8_t *sel = placement_selective_table(g);
     for (NodeId id = 0; id < g->n_nodes; id++)
         for (int k = 0; k < lp->n[id].n_recompute; k++, rerun++) {
-            rerun_mm += placement_selective_keeps(g, lp->n[id].recompute[k]);
+            rerun_mm += sel[lp->n[id].recompute[k]] != PLACE_SEL_RERUN;
             rerun_prod += ir_op(ir_node(g, lp->n[id].recompute[k])->op)->cls == OPC_MATMUL;
         }
+    ir_free(sel);
     cJSON_AddNumberToObject(low, "rerun_nodes", rerun);
     cJSON_AddNumberToObject(low, "rerun_matmul_nodes", rerun_mm);
     cJSON_AddNumberToObject(low, "rerun_products", rerun_prod);

@@ -75,11 +75,12 @@ void cg_trace_node(CgCtx *c, NodeId id) {
         flops += ir_node_flops(g, ln->ce_grad) * work_share(c, ln->ce_grad);
         bytes += (double)lp->v[b->out[0]].bytes;
     }
-    if (ln->norm_add != IR_NONE) { /* lower.fuse: the norm also reads the add's operands; its read
-                                    * of the sum becomes the sum's write (the same bytes) */
-        const Node *a = ir_node(g, ln->norm_add);
-        for (int k = 0; k < a->n_in; k++) bytes += read_bytes(c, ln->norm_add, a->in[k]);
-        flops += ir_node_flops(g, ln->norm_add) * work_share(c, ln->norm_add);
+    NodeId fa = cg_norm_add(c, id);
+    if (fa != IR_NONE) { /* lower.fuse: the norm also reads the add's operands; its read
+                          * of the sum becomes the sum's write (the same bytes) */
+        const Node *a = ir_node(g, fa);
+        for (int k = 0; k < a->n_in; k++) bytes += read_bytes(c, fa, a->in[k]);
+        flops += ir_node_flops(g, fa) * work_share(c, fa);
     }
     int op = n->op;
     if (op == OP_CROSS_ENTROPY_BWD && ln->fused) {

@@ -2,14 +2,16 @@
  * chunk.c — the lowering's `chunk` pass: ZeRO-3 chunks (lower.h LowerChunk,
  * docs/sharding.md "Chunks"). Takes the program after `gathers` (an
  * all-gather of each sliced parameter before each node reading it) and
- * LowerOptions.chunk_bytes; packs the sliced parameters, in the order of
- * their first gather, into chunks of at most chunk_bytes of a rank's slices
- * (one dtype each), and replaces their gathers by rounds: one all-gather of
- * the whole chunk before the first reader of a round, each reader then
- * copying its member out of it. Each parameter keeps its own slice (the
- * update, the state, the checkpoints and the host offload see what they did):
- * a round packs the slices end to end first (FSDP2's copy-in / copy-out), so
- * a member's whole is strided in the gathered chunk.
+ * LowerOptions.chunk_bytes; lays out the sliced parameters and their
+ * gradients by the planner's rule (placement_chunk_layout, shard/placement.c):
+ * the parameters, in the order of their first gather, in chunks of at most
+ * chunk_bytes of a rank's slices (one dtype each, each slice in a 64-byte
+ * slot), and replaces their gathers by rounds: one all-gather of the whole
+ * chunk before the first reader of a round, each reader then copying its
+ * member out of it. Each parameter keeps its own slice (the update, the
+ * state, the checkpoints and the host offload see what they did): a round
+ * packs the slices into their slots first (FSDP2's copy-in / copy-out), so a
+ * member's whole is strided in the gathered chunk.
  *
  * A round is the gathers of one chunk in one part of the schedule (forward,
  * backward) up to a member's second read (a tied parameter, a recompute
@@ -19,12 +21,17 @@
  * up into the round's send buffer with its transfer (offload.c).
  *
  * Then the backward's reduce-scatters (ZeRO-2 and 3, split.c's) in chunks of
- * their own (LowerChunkScatter): each gradient copied into the chunk's buffer
- * where its reduce-scatter was, one reduce-scatter at the last member, the
- * slices views into the rank's part. The planner prices the sizes with the
- * same packing rule (solver/chunks.c).
+ * their own (LowerChunkScatter): a parameter chunk's gradients one chunk in
+ * the same member order and slots (LowerChunkScatter.chunk; cut only where a
+ * member's slice is read before the chunk's reduce-scatter), the other
+ * gradients (ZeRO-2) in runs in the backward's order; each gradient copied
+ * into the chunk's buffer where its reduce-scatter was, one reduce-scatter at
+ * the latest member, the slices views into the rank's part. The planner
+ * prices the sizes with the same layout (solver/chunks.c).
  */
 #include "lower_internal.h"
+
+#include "autodiff.h"
 
 #include <string.h>
 
@@ -44,80 +51,40 @@ static NodeId first_slice_reader(const LowerCtx *c, ValueId x) {
     return c->nn;
 }
 
-/* A chunk of reduce-scatters: members[0..n) as (node, k) pairs. */
-static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, int n, int64_t elems, NodeId last) {
+/* A chunk of reduce-scatters: members[0..n) as (node, k) pairs at their
+ * places off[m] (elements) in a rank's part of elems; the buffer from the
+ * earliest member's copy in, the reduce-scatter at the latest's node. */
+static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, const int64_t *offs, int n, int64_t elems,
+                         int chunk) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     p->chunk_scatters = ir_realloc(p->chunk_scatters, sizeof *p->chunk_scatters * (size_t)(p->n_chunk_scatters + 1));
     int r = p->n_chunk_scatters++;
     LowerChunkScatter *cs = &p->chunk_scatters[r];
+    NodeId first = at[0], last = at[0];
+    for (int m = 1; m < n; m++) {
+        if (at[m] < first) first = at[m];
+        if (at[m] > last) last = at[m];
+    }
     ValueId g0 = p->n[at[0]].rs[kk[0]];
-    *cs = (LowerChunkScatter){.n = n, .elems = elems, .dt = ir_val(g, g0)->dtype, .first = at[0], .node = last};
+    *cs = (LowerChunkScatter){.n = n, .elems = elems, .dt = ir_val(g, g0)->dtype, .first = first, .node = last,
+                              .chunk = chunk};
     cs->grad = ir_alloc(sizeof(ValueId) * (size_t)n);
     cs->shard = ir_alloc(sizeof(ValueId) * (size_t)n);
     cs->off = ir_alloc(sizeof(int64_t) * (size_t)n);
-    cs->buf = lower_add_temp(g, p, at[0], elems * p->opt.zranks, cs->dt, "rs_chunk", g0);
+    cs->buf = lower_add_temp(g, p, first, elems * p->opt.zranks, cs->dt, "rs_chunk", g0);
     cs->part = lower_add_temp(g, p, last, elems, cs->dt, "rs_chunk.part", g0);
-    int64_t es = ir_dtype_size(cs->dt), off = 0;
+    int64_t es = ir_dtype_size(cs->dt);
     for (int m = 0; m < n; m++) {
         LowerNode *ln = &p->n[at[m]];
         ValueId e = ln->rs_to[kk[m]];
         cs->grad[m] = ln->rs[kk[m]];
         cs->shard[m] = e;
-        cs->off[m] = off;
+        cs->off[m] = offs[m];
         p->v[e].storage = cs->part; /* the slice is a view into the part */
-        p->v[e].view_off = off * es;
+        p->v[e].view_off = offs[m] * es;
         ln->rs_round[kk[m]] = r;
-        off += (p->v[e].zchunk * es + 63) / 64 * 64 / es;
     }
-}
-
-/* The backward's reduce-scatters in chunks of at most cap bytes of slices (a
- * member's slot padded to 64 bytes), one dtype each, cut by the planner's
- * rule (placement_chunk_pack): a gradient joins while no member's slice is
- * read before the chunk's reduce-scatter would run. */
-static void pack_scatters(LowerCtx *c, int fwd_end, int step_begin) {
-    LowerProgram *p = c->p;
-    int cap_n = 64, n = 0;
-    NodeId *at = ir_alloc(sizeof(NodeId) * (size_t)cap_n);
-    int *kk = ir_alloc(sizeof(int) * (size_t)cap_n), *rd = ir_alloc(sizeof(int) * (size_t)cap_n);
-    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)cap_n);
-    DType *dt = ir_alloc(sizeof(DType) * (size_t)cap_n);
-    for (NodeId id = fwd_end; id < step_begin; id++)
-        for (int k = 0; k < p->n[id].n_rs; k++) {
-            const LowerNode *ln = &p->n[id];
-            if (ln->rs_tmp[k] != IR_NONE) continue;
-            if (n == cap_n) {
-                cap_n *= 2;
-                at = ir_realloc(at, sizeof(NodeId) * (size_t)cap_n);
-                kk = ir_realloc(kk, sizeof(int) * (size_t)cap_n);
-                rd = ir_realloc(rd, sizeof(int) * (size_t)cap_n);
-                bytes = ir_realloc(bytes, sizeof(int64_t) * (size_t)cap_n);
-                dt = ir_realloc(dt, sizeof(DType) * (size_t)cap_n);
-            }
-            dt[n] = ir_val(c->g, ln->rs[k])->dtype;
-            bytes[n] = (p->v[ln->rs_to[k]].zchunk * ir_dtype_size(dt[n]) + 63) / 64 * 64;
-            at[n] = id, kk[n] = k, rd[n++] = first_slice_reader(c, ln->rs[k]);
-        }
-    int *ck = ir_alloc(sizeof(int) * (size_t)(n + 1));
-    int nc = placement_chunk_pack(bytes, dt, at, rd, n, p->opt.chunk_bytes, ck);
-    NodeId *m_at = ir_alloc(sizeof(NodeId) * (size_t)(n + 1));
-    int *m_k = ir_alloc(sizeof(int) * (size_t)(n + 1));
-    for (int q = 0; q < nc; q++) {
-        int cnt = 0;
-        int64_t elems = 0;
-        for (int i = 0; i < n; i++)
-            if (ck[i] == q) m_at[cnt] = at[i], m_k[cnt++] = kk[i], elems += bytes[i] / ir_dtype_size(dt[i]);
-        make_scatter(c, m_at, m_k, cnt, elems, m_at[cnt - 1]);
-    }
-    ir_free(m_k);
-    ir_free(m_at);
-    ir_free(ck);
-    ir_free(dt);
-    ir_free(bytes);
-    ir_free(rd);
-    ir_free(kk);
-    ir_free(at);
 }
 
 bool lower_pass_chunk(LowerCtx *c) {
@@ -131,55 +98,102 @@ bool lower_pass_chunk(LowerCtx *c) {
                   p->sharded ? "tensor parallel" : p->opt.zinner > 1 ? "ZeRO over two mesh axes" : "pipelined");
         return false;
     }
-    /* the members, in the order of their first gather */
-    int nv = c->nv;
+    int fwd_end, step_begin;
+    lower_parts(g, c->nn, &fwd_end, &step_begin);
+    /* the members: the gathered slices in the order of their first gather, then
+     * the backward's other reduce-scattered gradients (ZeRO-2) */
+    int nv = c->nv, cap_m = 1, no = 0, nb = 0;
+    for (NodeId id = 0; id < c->nn; id++) cap_m += p->n[id].n_gather + p->n[id].n_rs; /* at most one member each */
     int *chunk_of = ir_alloc(sizeof(int) * (size_t)nv), *last_round = ir_alloc(sizeof(int) * (size_t)nv);
-    for (ValueId v = 0; v < nv; v++) chunk_of[v] = -1, last_round[v] = -1;
-    ValueId *order = ir_alloc(sizeof(ValueId) * (size_t)(nv + 1));
-    bool *seen = ir_alloc(sizeof(bool) * (size_t)nv);
-    memset(seen, 0, sizeof(bool) * (size_t)nv);
-    int no = 0;
+    int *mem_of = ir_alloc(sizeof(int) * (size_t)nv); /* per value (a parameter or a gradient): its member */
+    for (ValueId v = 0; v < nv; v++) chunk_of[v] = -1, last_round[v] = -1, mem_of[v] = -1;
+    ValueId *order = ir_alloc(sizeof(ValueId) * (size_t)cap_m);
+    PlaceChunkMember *m = ir_alloc(sizeof(PlaceChunkMember) * (size_t)cap_m);
+    NodeId *rs_at = ir_alloc(sizeof(NodeId) * (size_t)cap_m);
+    int *rs_k = ir_alloc(sizeof(int) * (size_t)cap_m), *bwd = ir_alloc(sizeof(int) * (size_t)cap_m);
     for (NodeId id = 0; id < c->nn; id++)
         for (int k = 0; k < p->n[id].n_gather; k++) {
             ValueId x = p->n[id].gather[k];
-            if (!seen[x] && chunkable(p, &p->n[id], k)) seen[x] = true, order[no++] = x;
+            if (mem_of[x] >= 0 || !chunkable(p, &p->n[id], k)) continue;
+            DType dt = ir_val(g, x)->dtype;
+            m[no] = (PlaceChunkMember){.slice = p->v[x].zchunk * ir_dtype_size(dt), .dt = dt, .gathered = true, .at = -1};
+            ValueId gv = ad_grad_of(g, ir_val(g, x)->name); /* its gradient, reduce-scattered in the backward */
+            if (gv != IR_NONE && mem_of[gv] < 0) mem_of[gv] = no;
+            mem_of[x] = no, order[no++] = x;
         }
-    /* cut them into chunks: the planner's rule (placement_chunk_pack: one
-     * dtype, at most cap bytes of slices; a slice larger than cap, or a run
-     * of one, stays per parameter) */
-    int64_t *bytes = ir_alloc(sizeof(int64_t) * (size_t)(no + 1));
-    DType *dts = ir_alloc(sizeof(DType) * (size_t)(no + 1));
-    int *ck_of = ir_alloc(sizeof(int) * (size_t)(no + 1));
-    for (int i = 0; i < no; i++) {
-        dts[i] = ir_val(g, order[i])->dtype;
-        bytes[i] = p->v[order[i]].zchunk * ir_dtype_size(dts[i]);
-    }
-    int n_new = placement_chunk_pack(bytes, dts, NULL, NULL, no, cap, ck_of);
-    p->chunks = ir_realloc(p->chunks, sizeof *p->chunks * (size_t)(p->n_chunks + n_new + 1));
-    for (int i = 0; i < no; i++) {
-        if (ck_of[i] < 0) continue;
-        int k = p->n_chunks + ck_of[i];
-        LowerChunk *ch = &p->chunks[k];
-        if (i == 0 || ck_of[i - 1] != ck_of[i]) { /* the chunk's first member */
-            int n = 1;
-            while (i + n < no && ck_of[i + n] == ck_of[i]) n++;
-            *ch = (LowerChunk){.n = 0, .dt = dts[i]};
-            ch->member = ir_alloc(sizeof(ValueId) * (size_t)n);
-            ch->off = ir_alloc(sizeof(int64_t) * (size_t)n);
+    for (NodeId id = fwd_end; id < step_begin; id++)
+        for (int k = 0; k < p->n[id].n_rs; k++) {
+            const LowerNode *ln = &p->n[id];
+            ValueId x = ln->rs[k];
+            if (ln->rs_tmp[k] != IR_NONE) continue;
+            int i = mem_of[x];
+            if (i < 0 || m[i].at >= 0) { /* a gradient of its own (ZeRO-2) */
+                DType dt = ir_val(g, x)->dtype;
+                m[no] = (PlaceChunkMember){.slice = p->v[ln->rs_to[k]].zchunk * ir_dtype_size(dt), .dt = dt};
+                order[no] = IR_NONE, i = no++;
+            }
+            m[i].at = id, m[i].reader = first_slice_reader(c, x);
+            rs_at[i] = id, rs_k[i] = k, bwd[nb++] = i;
         }
-        ch->member[ch->n] = order[i];
-        ch->off[ch->n++] = ch->elems;
-        ch->elems += p->v[order[i]].zchunk;
-        chunk_of[order[i]] = k;
+    /* the one layout (placement_chunk_layout: the planner's) */
+    PlaceChunks pc;
+    placement_chunk_layout(m, no, bwd, nb, cap, &pc);
+    p->chunks = ir_realloc(p->chunks, sizeof *p->chunks * (size_t)(p->n_chunks + pc.n_chunks + 1));
+    for (int q = 0; q < pc.n_chunks; q++) {
+        LowerChunk *ch = &p->chunks[p->n_chunks + q];
+        int n = 0;
+        for (int i = 0; i < no; i++) n += pc.chunk[i] == q;
+        *ch = (LowerChunk){.n = 0};
+        ch->member = ir_alloc(sizeof(ValueId) * (size_t)n);
+        ch->off = ir_alloc(sizeof(int64_t) * (size_t)n);
+        for (int i = 0; i < no; i++) { /* in member order: their offsets rise */
+            if (pc.chunk[i] != q) continue;
+            int64_t es = ir_dtype_size(m[i].dt);
+            ch->dt = m[i].dt;
+            ch->member[ch->n] = order[i];
+            ch->off[ch->n++] = pc.off[i] / es;
+            ch->elems = (pc.off[i] + placement_chunk_slot(m[i].slice)) / es;
+            chunk_of[order[i]] = p->n_chunks + q;
+        }
     }
-    p->n_chunks += n_new;
-    ir_free(ck_of);
-    ir_free(dts);
-    ir_free(bytes);
+    int chunk0 = p->n_chunks;
+    p->n_chunks += pc.n_chunks;
+    /* the gradient chunks, in the order of their reduce-scatters (each at its latest member's node) */
+    NodeId *rs_node = ir_alloc(sizeof(NodeId) * (size_t)(pc.n_grad + 1));
+    int *gorder = ir_alloc(sizeof(int) * (size_t)(pc.n_grad + 1));
+    for (int q = 0; q < pc.n_grad; q++) rs_node[q] = -1, gorder[q] = q;
+    for (int i = 0; i < no; i++)
+        if (pc.grad[i] >= 0 && rs_at[i] > rs_node[pc.grad[i]]) rs_node[pc.grad[i]] = rs_at[i];
+    for (int a = 1; a < pc.n_grad; a++) /* insertion sort: a handful */
+        for (int b = a; b > 0 && rs_node[gorder[b - 1]] > rs_node[gorder[b]]; b--) {
+            int t = gorder[b];
+            gorder[b] = gorder[b - 1], gorder[b - 1] = t;
+        }
+    NodeId *m_at = ir_alloc(sizeof(NodeId) * (size_t)(no + 1));
+    int *m_k = ir_alloc(sizeof(int) * (size_t)(no + 1));
+    int64_t *m_off = ir_alloc(sizeof(int64_t) * (size_t)(no + 1));
+    for (int s = 0; s < pc.n_grad; s++) {
+        int q = gorder[s], cnt = 0;
+        int64_t bytes = 0, es = 1;
+        for (int i = 0; i < no; i++) { /* members in their offsets' order (placement_chunk_layout) */
+            if (pc.grad[i] != q) continue;
+            int j = cnt++;
+            while (j > 0 && m_off[j - 1] > pc.grad_off[i]) m_at[j] = m_at[j - 1], m_k[j] = m_k[j - 1], m_off[j] = m_off[j - 1], j--;
+            es = ir_dtype_size(m[i].dt);
+            m_at[j] = rs_at[i], m_k[j] = rs_k[i], m_off[j] = pc.grad_off[i];
+            if (pc.grad_off[i] + placement_chunk_slot(m[i].slice) > bytes) bytes = pc.grad_off[i] + placement_chunk_slot(m[i].slice);
+        }
+        for (int j = 0; j < cnt; j++) m_off[j] /= es;
+        make_scatter(c, m_at, m_k, m_off, cnt, bytes / es, q < pc.n_chunks ? chunk0 + q : -1);
+    }
+    ir_free(m_off);
+    ir_free(m_k);
+    ir_free(m_at);
+    ir_free(gorder);
+    ir_free(rs_node);
+    placement_chunks_free(&pc);
     /* the rounds: a gather of a member joins its chunk's open round in the
      * same part unless the round has read it already */
-    int fwd_end, step_begin;
-    lower_parts(g, c->nn, &fwd_end, &step_begin);
     int *open = ir_alloc(sizeof(int) * (size_t)(p->n_chunks + 1));
     for (int k = 0; k < p->n_chunks; k++) open[k] = -1;
     for (NodeId id = 0; id < c->nn; id++) {
@@ -205,9 +219,12 @@ bool lower_pass_chunk(LowerCtx *c) {
         }
     }
     ir_free(open);
-    pack_scatters(c, fwd_end, step_begin);
-    ir_free(seen);
+    ir_free(bwd);
+    ir_free(rs_k);
+    ir_free(rs_at);
+    ir_free(m);
     ir_free(order);
+    ir_free(mem_of);
     ir_free(last_round);
     ir_free(chunk_of);
     return true;

@@ -47,7 +47,15 @@
  *
  * Takes the program after the aliases, split, recompute, bucket and gather
  * passes (so it knows what runs where) and leaves out nodes that run
- * collectives, reshardings or gathers, or are re-run by a recompute. Gives:
+ * collectives, reshardings or gathers. Recompute: a bias or residual add and
+ * its dense re-run in the same recompute or neither does
+ * (placement_selective_table keeps the adds a kept product's GEMM does: the
+ * kept buffer is the sum); re-run, the fused kernel runs again into the
+ * copies (recompute.c), and a sum's copy is stored in the product's copy as
+ * the sum is in the product. A norm and its add re-run in different
+ * recomputes (the add closing a block instance, the norm opening the next or
+ * outside blocks) stay fused in the forward and re-run each alone
+ * (norm_add_rerun). Gives:
  * LowerNode.grad_acc on the dense_dw (its accumulation: ir_fuse_grad_table
  * names the candidates, solver/problem.c prices the same ones) and fused on
  * its cast and add;
@@ -68,33 +76,56 @@ static bool plain(const LowerNode *ln) {
            !ln->n_recompute && !ln->zero && !ln->fused;
 }
 
+/* v reads as itself at every node up to `last` (forward nodes; a re-run reads
+ * every value as of its backward node: the same for all of them) */
+static bool as_is(const LowerProgram *p, ValueId v, NodeId last) {
+    return p->v[v].redirect == IR_NONE || p->v[v].redirect_from > last;
+}
+
+/* A re-run sum y stored in its product e: y's copy in e's copy (recompute.c
+ * made both, each its own buffer); false when either is not such a copy. */
+static bool alias_copies(LowerProgram *p, ValueId y, ValueId e) {
+    ValueId y2 = p->v[y].redirect, e2 = p->v[e].redirect;
+    if (y2 == IR_NONE || e2 == IR_NONE || p->v[y].redirect_from != p->v[e].redirect_from || p->v[y2].storage != y2 ||
+        lower_root_of(p, e2) != e2 || p->v[y2].rc_slot <= 0 || p->v[e2].rc_slot <= 0)
+        return false;
+    p->v[y2].storage = e2;
+    return true;
+}
+
 bool lower_pass_fuse(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     int nn = c->nn;
-    for (NodeId id = 0; id < nn; id++)
+    for (NodeId id = 0; id < nn; id++) {
         p->n[id].bias_add = p->n[id].res_add = p->n[id].res_of = p->n[id].norm_add = p->n[id].add_norm = IR_NONE;
+        p->n[id].norm_add_rerun = false;
+    }
     /* what the graph allows (ir_fuse_add, ir/ops.c: the planner prices the
      * same answer, solver/cost.c), then what the lowering adds: the nodes run
-     * where they are, no recompute, buffers as stored, splits that agree */
+     * where they are, re-run both or neither, buffers as stored, splits that agree */
     int *readers = ir_value_readers(g);
-    bool *rerun = ir_alloc(sizeof(bool) * (size_t)(nn ? nn : 1));
-    for (NodeId id = 0; id < nn; id++) rerun[id] = false;
+    /* per node: the backward node whose recompute re-runs it (IR_NONE: none);
+     * nodes fused together re-run in the same recompute or in none (a fused
+     * node re-run apart from its partner would run no kernel, or the wrong one) */
+    NodeId *rerun = ir_alloc(sizeof(NodeId) * (size_t)(nn ? nn : 1));
+    for (NodeId id = 0; id < nn; id++) rerun[id] = IR_NONE;
     for (NodeId id = 0; id < nn; id++)
-        for (int k = 0; k < p->n[id].n_recompute; k++) rerun[p->n[id].recompute[k]] = true;
+        for (int k = 0; k < p->n[id].n_recompute; k++) rerun[p->n[id].recompute[k]] = id;
     for (NodeId id = 0; id < nn; id++) {
         const Node *n = ir_node(g, id);
         int bi;
-        if (rerun[id] || !plain(&p->n[id]) || ir_fuse_add(g, id, readers, &bi) != IR_FUSE_BIAS) continue;
+        if (!plain(&p->n[id]) || ir_fuse_add(g, id, readers, &bi) != IR_FUSE_BIAS) continue;
         ValueId y = n->out[0], e = n->in[1 - bi], b = n->in[bi];
         NodeId d = ir_val(g, e)->def;
         const Node *dn = ir_node(g, d);
-        if (rerun[d] || !plain(&p->n[d])) continue;
+        if (rerun[d] != rerun[id] || !plain(&p->n[d]) || !as_is(p, b, id)) continue;
         if (p->v[e].storage != e || p->v[y].storage != y || p->v[e].partial || p->v[y].partial) continue;
         if (!ir_shape_eq(p->v[e].local, p->v[y].local) ||
             !ir_fuse_bias_shapes(p->v[e].local, p->v[b].local, p->v[dn->in[1]].local, dn->attr[0].i))
             continue;
         if (p->sharded && (!shard_spec_eq(&p->v[e].spec, &p->v[y].spec))) continue;
+        if (rerun[id] != IR_NONE && !alias_copies(p, y, e)) continue;
         p->n[d].bias_add = id;
         p->n[id].fused = true;
         p->v[y].storage = e;
@@ -105,7 +136,7 @@ bool lower_pass_fuse(LowerCtx *c) {
     for (NodeId id = 0; id < nn && !piped; id++) {
         const Node *n = ir_node(g, id);
         int xi;
-        IrFuse f = rerun[id] || !plain(&p->n[id]) ? IR_FUSE_NONE : ir_fuse_add(g, id, readers, &xi);
+        IrFuse f = !plain(&p->n[id]) ? IR_FUSE_NONE : ir_fuse_add(g, id, readers, &xi);
         if (f != IR_FUSE_RESIDUAL && f != IR_FUSE_RESIDUAL_BIAS) continue;
         ValueId y = n->out[0], s = n->in[1 - xi], x = n->in[xi];
         NodeId d = ir_val(g, s)->def;
@@ -118,13 +149,14 @@ bool lower_pass_fuse(LowerCtx *c) {
             }
             d = bd;
         }
-        if (d == IR_NONE || rerun[d] || p->n[d].res_add != IR_NONE || !plain(&p->n[d])) continue;
+        if (d == IR_NONE || rerun[d] != rerun[id] || p->n[d].res_add != IR_NONE || !plain(&p->n[d])) continue;
         ValueId e = ir_node(g, d)->out[0];
-        if (p->v[s].storage != e || p->v[y].storage != y || p->v[x].redirect != IR_NONE) continue;
+        if (p->v[s].storage != e || p->v[y].storage != y || !as_is(p, x, id)) continue;
         if (p->v[s].partial || p->v[y].partial || p->v[x].partial) continue;
         if (!ir_shape_eq(p->v[x].local, p->v[y].local) || !ir_shape_eq(p->v[s].local, p->v[y].local)) continue;
         if (p->sharded && (!shard_spec_eq(&p->v[x].spec, &p->v[y].spec) || !shard_spec_eq(&p->v[s].spec, &p->v[y].spec)))
             continue;
+        if (rerun[id] != IR_NONE && !alias_copies(p, y, e)) continue; /* the bias sum's copy is e's already */
         p->n[d].res_add = id;
         p->n[id].res_of = d;
         p->n[id].fused = true;
@@ -132,25 +164,27 @@ bool lower_pass_fuse(LowerCtx *c) {
     }
     /* norm adds: norm(add(a, b)), the add right before the norm, every
      * operand read as stored, nothing split differently; an add the GEMM
-     * took is not one */
+     * took is not one. Re-run in different recomputes (or one of them only),
+     * each re-runs alone: the norm_add_rerun flag */
     for (NodeId id = 1; id < nn && !piped; id++) {
         const Node *n = ir_node(g, id);
         NodeId a = id - 1;
-        if (rerun[id] || rerun[a] || !plain(&p->n[id]) || !plain(&p->n[a]) || p->n[a].res_of != IR_NONE) continue;
+        if (!plain(&p->n[id]) || !plain(&p->n[a]) || p->n[a].res_of != IR_NONE) continue;
         if (!ir_fuse_norm_add(g, a)) continue;
         const Node *an = ir_node(g, a);
         ValueId h = n->in[0];
-        if (p->v[h].storage != h || p->v[h].partial || p->v[h].redirect != IR_NONE) continue;
+        if (p->v[h].storage != h || p->v[h].partial || !as_is(p, h, id)) continue;
         bool ok = true;
         for (int k = 0; ok && k < 2; k++) {
             ValueId x = an->in[k];
-            ok = ir_shape_eq(p->v[x].local, p->v[h].local) && !p->v[x].partial && p->v[x].redirect == IR_NONE &&
+            ok = ir_shape_eq(p->v[x].local, p->v[h].local) && !p->v[x].partial && as_is(p, x, id) &&
                  (!p->sharded || shard_spec_eq(&p->v[x].spec, &p->v[h].spec));
         }
         if (!ok) continue;
         p->n[id].norm_add = a;
         p->n[a].add_norm = id;
         p->n[a].fused = true;
+        p->n[id].norm_add_rerun = p->n[a].norm_add_rerun = rerun[id] == rerun[a];
     }
     /* gradient accumulation: the weight gradient's GEMM adds into the f32
      * accumulator, every node of the chain run where it is, as stored */
@@ -158,7 +192,7 @@ bool lower_pass_fuse(LowerCtx *c) {
     for (NodeId d = 0; d < nn; d++) {
         ValueId inc = grad_inc[d];
         /* the GEMM may read resharded or gathered operands; its result must be its own */
-        if (inc == IR_NONE || rerun[d] || p->n[d].n_post || p->n[d].fused || p->n[d].zero) continue;
+        if (inc == IR_NONE || rerun[d] != IR_NONE || p->n[d].n_post || p->n[d].fused || p->n[d].zero) continue;
         const Node *dn = ir_node(g, d);
         ValueId y = dn->out[0];
         if (!ir_fuse_grad_dtype(ir_val(g, y)->dtype)) continue;
@@ -183,7 +217,7 @@ bool lower_pass_fuse(LowerCtx *c) {
             if (r == IR_NONE || r == a) { ok = false; break; }
             const Node *rn = ir_node(g, r);
             ValueId w = rn->out[0];
-            ok = !rerun[r] && plain(&p->n[r]) && p->v[w].redirect == IR_NONE && !p->v[w].zchunk &&
+            ok = rerun[r] == IR_NONE && plain(&p->n[r]) && p->v[w].redirect == IR_NONE && !p->v[w].zchunk &&
                  p->v[w].partial == p->v[y].partial &&
                  (rn->op == OP_RESHAPE ? p->v[w].storage == v : p->v[w].storage == w && cast == IR_NONE) &&
                  (!p->sharded || shard_spec_eq(&p->v[w].spec, &p->v[y].spec));

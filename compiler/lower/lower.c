@@ -287,10 +287,14 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             else
                 sb_printf(b, "  reduce-scatter %%%s -> %s\n", vname(p, ln->rs[k]), vname(p, ln->rs_to[k]));
         for (int r = 0; r < p->n_chunk_scatters; r++)
-            if (p->chunk_scatters[r].node == id)
-                sb_printf(b, "  reduce-scatter chunk %s (%d gradients, %lld elements a rank) -> %s\n",
-                          vname(p, p->chunk_scatters[r].buf), p->chunk_scatters[r].n,
-                          (long long)p->chunk_scatters[r].elems, vname(p, p->chunk_scatters[r].part));
+            if (p->chunk_scatters[r].node == id) {
+                const LowerChunkScatter *cs = &p->chunk_scatters[r];
+                sb_printf(b, "  reduce-scatter chunk %s (%d gradients, %lld elements a rank) -> %s", vname(p, cs->buf),
+                          cs->n, (long long)cs->elems, vname(p, cs->part));
+                if (cs->chunk >= 0) sb_printf(b, ", chunk %d's layout", cs->chunk);
+                for (int m = 0; m < cs->n; m++) sb_printf(b, " %%%s@%lld", vname(p, cs->grad[m]), (long long)cs->off[m]);
+                sb_puts(b, "\n");
+            }
         for (int r = 0; r < p->n_chunk_gathers; r++)
             if (p->chunk_gathers[r].node == id) {
                 const LowerChunkGather *cg = &p->chunk_gathers[r];

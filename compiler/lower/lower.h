@@ -54,7 +54,7 @@ typedef struct LowerOptions {
                                 * backward); NULL: none */
     const int *recompute_sel;  /* per graph block: the next N instances recompute
                                 * selectively (the forward re-runs except the ops
-                                * placement_selective_keeps, whose results are kept);
+                                * placement_selective_table keeps);
                                 * NULL: none */
     /* The sharded lowering (spec.c): set pl (and mesh, &pl->mesh) to lower a
      * Placement of layout PL_SHARDED: every node's strategy and every value's
@@ -84,7 +84,8 @@ typedef struct LowerOptions {
 /* ZeRO-3 chunks (chunk.c, docs/sharding.md "Chunks"): a chunk is a run of
  * sliced parameters of one dtype, in the order of their first gather. A
  * gather of it (a round) packs the rank's slices of its members end to end
- * (send, copy-in), all-gathers them into buf (rank r's part at r x elems:
+ * (send, copy-in; each in its 64-byte slot, placement_chunk_slot, the layout
+ * its gradients' chunk has: placement_chunk_layout), all-gathers them into buf (rank r's part at r x elems:
  * [rank][member][slice]), and each reader of a member in the round copies
  * its member out of buf into its whole parameter (a strided copy, the
  * gather_to of today's per-parameter gathers): one collective for the chunk
@@ -94,16 +95,17 @@ typedef struct LowerOptions {
 typedef struct LowerChunk {
     int n;                     /* members (>= 2) */
     ValueId *member;           /* the sliced parameters, in order */
-    int64_t *off;              /* each member's slice's place in a rank's part, in elements */
-    int64_t elems;             /* a rank's part: the members' slices end to end */
+    int64_t *off;              /* each member's slot's place in a rank's part, in elements */
+    int64_t elems;             /* a rank's part: the members' slots end to end */
     DType dt;
 } LowerChunk;
 
-/* Chunks of reduce-scatters (chunk.c; ZeRO-2 and 3): a run of the backward's
- * gradient reduce-scatters of one dtype, each member's whole gradient copied
+/* Chunks of reduce-scatters (chunk.c; ZeRO-2 and 3): a ZeRO-3 chunk's
+ * gradients in its member order and slots (placement_chunk_layout), or a run
+ * of the backward's other gradient reduce-scatters of one dtype; each member's whole gradient copied
  * where its reduce-scatter was into buf ([rank][member][slice], a member's
  * slot padded to 64 bytes: the padding is reduced and never read), then one
- * reduce-scatter of buf into part at the last member's node; each member's
+ * reduce-scatter of buf into part at the latest member's node; each member's
  * slice (shard) is a view into part. Only gradients whose slices nothing
  * reads before that node join (the update reads them). */
 typedef struct LowerChunkScatter {
@@ -112,8 +114,10 @@ typedef struct LowerChunkScatter {
     int64_t *off;              /* each member's place in a rank's part, in elements */
     int64_t elems;             /* a rank's part, padded */
     DType dt;
-    NodeId first, node;        /* the first member's copy in; the reduce-scatter (the last's) */
+    NodeId first, node;        /* the earliest member's copy in; the reduce-scatter (the latest's) */
     ValueId buf, part;
+    int chunk;                 /* the LowerChunk whose members these are, at the same offsets
+                                * (its parameters' layout); -1: none */
 } LowerChunkScatter;
 
 typedef struct LowerChunkGather {
@@ -300,6 +304,10 @@ typedef struct LowerNode {
                                 * row, then normalizes it; IR_NONE */
     NodeId add_norm;           /* on that add: the norm doing it (the add runs no kernel and
                                 * its operands are read at the norm's slot); IR_NONE */
+    bool norm_add_rerun;       /* on both: the fusion holds in a recompute's re-run too (the
+                                * add and the norm re-run in the same one, or neither re-runs);
+                                * false: fused in the forward only, each re-run alone (the
+                                * add closing one block instance, its norm opening the next) */
     NodeId grad_acc;           /* lower.fuse: on a weight gradient's GEMM (dense_dw), the
                                 * grad_accum it does: the GEMM adds scale x its product to the
                                 * f32 accumulator (alpha = scale, beta = 1; bf16 operands through

@@ -1,7 +1,7 @@
 /*
  * recompute.c — recompute in the lowering (lower.h): a recomputed block
  * instance's forward nodes (under selective recompute, all but those whose
- * results placement_selective_keeps keeps) re-run just before its first
+ * results placement_selective_table keeps) re-run just before its first
  * backward node, writing copies (and their reshardings' buffers) that the
  * backward reads from then on.
  */

@@ -232,9 +232,15 @@ static void note_reads(const Graph *g, LowerProgram *p, const int *tn, const int
         }
         lower_note_reads_at(p, id, id, tx[id], tend, last_use);
     }
-    for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run */
-        for (int k = 0; ON(id) && k < p->n[id].n_recompute; k++)
-            lower_note_reads_at(p, p->n[id].recompute[k], id, (tn[id] - p->n[id].n_recompute) + k, tend, last_use);
+    for (NodeId id = 0; id < nn; id++) /* recomputed nodes read at their re-run (an add a norm
+                                         * does: at the norm's, lower.fuse) */
+        for (int k = 0; ON(id) && k < p->n[id].n_recompute; k++) {
+            NodeId f = p->n[id].recompute[k], an = p->n[f].add_norm;
+            int j = k;
+            for (int q = k + 1; an != IR_NONE && q < p->n[id].n_recompute; q++)
+                if (p->n[id].recompute[q] == an) j = q;
+            lower_note_reads_at(p, f, id, (tn[id] - p->n[id].n_recompute) + j, tend, last_use);
+        }
     for (NodeId id = 0; id < nn; id++) { /* a gathered parameter and the temporaries live at their node */
         const LowerNode *ln = &p->n[id];
         if (!ON(id)) continue;

@@ -119,6 +119,7 @@ void rep_sweep_change(const cJSON *prev, const cJSON *cur, StrBuf *b) {
         sb_puts(b, ", recompute ");
         sweep_rc(b, cur);
         sb_puts(b, tp ? ", parameters split" : ", parameters whole");
+        if (cJSON_IsTrue(rep_get(cur, "gradient_sums_on_caller"))) sb_puts(b, ", gradient sums on the caller's thread");
         return;
     }
     size_t n0 = b->len;
@@ -140,6 +141,9 @@ void rep_sweep_change(const cJSON *prev, const cJSON *cur, StrBuf *b) {
         sb_puts(b, "; ");
     }
     if (cJSON_IsTrue(rep_get(prev, "tensor_parallel")) != tp) sb_puts(b, tp ? "parameters now split; " : "parameters now whole; ");
+    bool oc = cJSON_IsTrue(rep_get(cur, "gradient_sums_on_caller"));
+    if (cJSON_IsTrue(rep_get(prev, "gradient_sums_on_caller")) != oc)
+        sb_puts(b, oc ? "gradient sums now on the caller's thread; " : "gradient sums now queued on a stream; ");
     if (b->len == n0) sb_puts(b, "the same kind of plan (strategies of some ops differ)");
     else b->len -= 2, b->data[b->len] = 0; /* the last "; " */
 }

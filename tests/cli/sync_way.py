@@ -17,7 +17,11 @@ measured 7-13 ms a step against 3.4 ms with the same buckets on the caller's thr
   - the same calibration without its hand-off: the buckets queued (the choice
     follows the price: no conflict, and the stream overlaps the backward);
   - --strategy dp with the calibration: the buckets queued (its only caller-thread
-    collectives are the loss's and the norm's sums: the overlap wins as priced).
+    collectives are the loss's and the norm's sums: the overlap wins as priced);
+  - --sweep-mem on mesh 1x2 with the calibration: the sweep plans both ways too, so
+    its point at the device's limit is the plan itself (its step within 1 %, the same
+    way; before, the sweep priced only the queued way, and without the hand-off
+    conflict).
 
 usage: sync_way.py COLOSSAL_COMPILE SOURCE_DIR WORK_DIR
 """
@@ -84,5 +88,16 @@ if not q or not stream:
 dp, q, stream = plan("dp", cluster, "--strategy", "dp")
 if not q or not stream:
     print("FAIL: --strategy dp should queue its buckets (%d queued)" % q)
+    fail = 1
+sw, q, _ = plan("sweep", cluster, "--mesh", "1x2", "--sweep-mem=3")
+top = sw["memory_sweep"][-1]
+print("sweep at the limit: %.4g s, sums on the caller's thread %s; the plan: %.4g s, %d of %d buckets queued"
+      % (top["step_time_s"], top.get("gradient_sums_on_caller"), sw["step_time_s"], q,
+         sw["lowering"]["gradient_buckets"]))
+if abs(top["step_time_s"] / sw["step_time_s"] - 1) > 0.01:
+    print("FAIL: the sweep's point at the device limit prices %.4g s, the plan %.4g s" % (top["step_time_s"], sw["step_time_s"]))
+    fail = 1
+if top.get("gradient_sums_on_caller") != (q == 0 and sw["lowering"]["gradient_buckets"] > 0):
+    print("FAIL: the sweep's point at the device limit runs its sums another way than the plan")
     fail = 1
 sys.exit(fail)

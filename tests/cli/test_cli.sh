@@ -104,9 +104,18 @@ expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --st
 # the pass dumps its chunks, rounds and copies (--dump-after lower.chunk)
 expect 0 "reduce-scatter chunk" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
   --chunk-bytes 8KB --emit code --target cpu -o "$tmp/chunkdump" -q --dump-after lower.chunk
-expect 0 "copy %wpe.weight out of wte.weight.chunk -> wpe.weight.gathered" -- "$src/examples/ir/gpt2-tiny.cir" \
+expect 0 "copy %h.0.ln_1.weight out of wpe.weight.chunk -> h.0.ln_1.weight.gathered" -- "$src/examples/ir/gpt2-tiny.cir" \
   --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes 8KB --emit code --target cpu -o "$tmp/chunkdump" -q \
   --dump-after lower.chunk
+# the tied embedding's gradient is finished last and read where it is scattered: it joins no
+# chunk of gradients, so it is gathered alone too (one layout for a chunk's parameters and
+# gradients, placement_chunk_layout), and each gradient chunk says whose layout it has
+expect 0 "all-gather %wte.weight -> wte.weight.gathered" -- "$src/examples/ir/gpt2-tiny.cir" \
+  --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes 8KB --emit code --target cpu -o "$tmp/chunkdump" -q \
+  --dump-after lower.chunk
+expect 0 "-> wpe.weight.grad.rs_chunk.part, chunk 0's layout %wpe.weight.grad@0 %h.0.ln_1.weight.grad@128" -- \
+  "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes 8KB --emit code \
+  --target cpu -o "$tmp/chunkdump" -q --dump-after lower.chunk
 python3 - "$tmp/chunk/gpt2_tiny.plan.json" "$tmp/nochunk/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: lowering.chunks"; fail=$((fail + 1)); }
 import json, sys
 c, n = (json.load(open(f))["lowering"] for f in sys.argv[1:])

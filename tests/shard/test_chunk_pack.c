@@ -4,7 +4,10 @@
  * (compiler/lower/chunk.c): greedy runs of one dtype up to the cap, a run of
  * one alone; for reduce-scatters, a gradient read where it is scattered stays
  * alone without ending the run, and a run ends before a member scattered at
- * or after the first read of a slice in it.
+ * or after the first read of a slice in it (in any order: the run's latest
+ * reduce-scatter before its first read). placement_chunk_layout, the one
+ * layout: a parameter chunk's gradients one chunk in its member order and
+ * 64-byte slots.
  */
 #include "check.h"
 #include "placement.h"
@@ -28,5 +31,46 @@ int main(void) {
     CHECK_INT(placement_chunk_pack(b2, d2, at, rd, 6, 100, ck), 2);
     int w2[] = {0, -1, 0, 0, 1, 1};
     for (int i = 0; i < 6; i++) CHECK_INT(ck[i], w2[i]);
+    /* the symmetric rule: members not in the backward's order (a chunk's gradients in its
+     * parameters' order): member 1's slice is read at 21, where member 0 is scattered */
+    int at3[] = {21, 20, 19}, rd3[] = {50, 21, 50};
+    CHECK_INT(placement_chunk_pack(b2, d2, at3, rd3, 3, 100, ck), 1);
+    int w3[] = {-1, 0, 0}; /* {0, 1} would reduce-scatter at 21: member 1 starts a run, 2 joins */
+    for (int i = 0; i < 3; i++) CHECK_INT(ck[i], w3[i]);
+
+    /* placement_chunk_layout: gathered members A B C D (first-gather order, 100-byte
+     * slices: 128-byte slots) with their gradients scattered in reverse (D first), a
+     * ZeRO-2 pair E F, gathered G H I whose H is read where it is scattered, gathered J K
+     * whose J's slice is read at K's reduce-scatter, and gathered L whose reduce-scatter
+     * is its own (the embedding's, at the step's first node) between M and N */
+    PlaceChunkMember m[] = {
+        {100, DT_F32, true, 13, 60}, {100, DT_F32, true, 12, 60},  /* A B */
+        {100, DT_F32, true, 11, 60}, {100, DT_F32, true, 10, 60},  /* C D */
+        {100, DT_F32, false, 14, 60}, {100, DT_F32, false, 15, 60}, /* E F */
+        {60, DT_BF16, true, 9, 60}, {60, DT_BF16, true, 8, 8},      /* G H */
+        {60, DT_BF16, true, 7, 60},                                 /* I */
+        {40, DT_F16, true, 5, 6}, {40, DT_F16, true, 6, 60},        /* J K */
+        {40, DT_F16, true, 4, 60}, {40, DT_F16, true, -1, 0}, {40, DT_F16, true, 3, 60}, /* M L N */
+    };
+    int bwd[] = {13, 11, 9, 10, 8, 7, 6, 3, 2, 1, 0, 4, 5};
+    PlaceChunks pc;
+    placement_chunk_layout(m, 14, bwd, 13, 300, &pc);
+    CHECK_INT(pc.n_chunks, 4); /* {A B} {C D} {G I} {K M N}: the runs go on past H and L */
+    int wc[] = {0, 0, 1, 1, -1, -1, 2, -1, 2, -1, 3, 3, -1, 3};
+    int64_t wo[] = {0, 128, 0, 128, 0, 0, 0, 0, 64, 0, 0, 64, 0, 128};
+    for (int i = 0; i < 14; i++) {
+        CHECK_INT(pc.chunk[i], wc[i]);
+        CHECK_INT(pc.off[i], wo[i]);
+    }
+    /* each parameter chunk's gradients one chunk at the same offsets (the backward's
+     * order would lay out B before A), then E F; H, J and L alone */
+    CHECK_INT(pc.n_grad, 5);
+    int wg[] = {0, 0, 1, 1, 4, 4, 2, -1, 2, -1, 3, 3, -1, 3};
+    int64_t wgo[] = {0, 128, 0, 128, 0, 128, 0, 0, 64, 0, 0, 64, 0, 128};
+    for (int i = 0; i < 14; i++) {
+        CHECK_INT(pc.grad[i], wg[i]);
+        CHECK_INT(pc.grad_off[i], wgo[i]);
+    }
+    placement_chunks_free(&pc);
     return check_done("test_chunk_pack");
 }
