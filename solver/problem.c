@@ -525,7 +525,7 @@ static double rerun_reshard(const Builder *b, const IlpGroup *gr, int m, const i
     const IlpMember *mem = &gr->members[m];
     const Node *nd = ir_node(g, mem->node);
     if (nd->block < 0 || pol == RC_NONE || ir_val(g, nd->out[0])->role != ROLE_ACT ||
-        (pol == RC_SELECTIVE && placement_selective_keeps(g, mem->node)))
+        (pol == RC_SELECTIVE && b->sel[mem->node] != PLACE_SEL_RERUN))
         return 0;
     const ShardStrategy *st = &mem->st[ms[m]];
     double t = 0;
@@ -1016,7 +1016,7 @@ static void build_edges(Builder *b) {
             bool rerun[RC__COUNT] = {false};
             if (nd->block >= 0 && ir_val(g, nd->out[0])->role == ROLE_ACT && g->blocks[nd->block].n_instances > 0) {
                 rerun[RC_FULL] = true;
-                rerun[RC_SELECTIVE] = !placement_selective_keeps(g, n);
+                rerun[RC_SELECTIVE] = b->sel[n] == PLACE_SEL_RERUN;
             }
             for (int a = 0; a < S->n_strats; a++)
                 for (int c = 0; c < D->n_strats; c++) {
