@@ -1276,6 +1276,10 @@ typedef struct Progress {
     double gap;                 /* the relative gap at the last callback */
     double beat;                /* > 0: IlpSettings.beat in the model's units (objective x ts) */
     bool beaten;                /* the bound reached it: the search stopped */
+    const double *start;        /* IlpSettings.start's columns (start_point), handed to GLPK once */
+    int start_after;            /* > 0: with IlpSettings.start, stop a search that has no plan
+                                 * after this many nodes (then run again from the start) */
+    bool no_plan_yet;           /* it stopped so */
 } Progress;
 
 static double since(const struct timespec *t0) {
@@ -1292,6 +1296,10 @@ bool ilp_stalled(double gap, int found_at, int total) {
 static void progress_cb(glp_tree *T, void *info) {
     Progress *pr = info;
     int reason = glp_ios_reason(T);
+    if (reason == GLP_IHEUR && pr->start) { /* the plan known to fit: the first incumbent */
+        glp_ios_heur_sol(T, pr->start);
+        pr->start = NULL;
+    }
     if (reason == GLP_ISELECT && pr->beat > 0) {
         /* the least bound of the open nodes bounds every plan still possible (the LP relaxation,
          * with GLPK's tolerances: the margin): none can step faster than the plan to beat */
@@ -1307,6 +1315,11 @@ static void progress_cb(glp_tree *T, void *info) {
         glp_ios_tree_size(T, &active, &current, &total);
         glp_prob *P = glp_ios_get_prob(T);
         bool have = glp_mip_status(P) == GLP_FEAS || glp_mip_status(P) == GLP_OPT;
+        if (!have && pr->start_after > 0 && total >= pr->start_after) {
+            pr->no_plan_yet = true;
+            glp_ios_terminate(T);
+            return;
+        }
         double obj = have ? glp_mip_obj_val(P) : INFINITY;
         if (have && (reason == GLP_IBINGO || obj < pr->best)) pr->found_at = total, pr->best = obj;
         if (have && reason == GLP_ISELECT && pr->stall_rule) {
@@ -1333,6 +1346,57 @@ static void progress_cb(glp_tree *T, void *info) {
                 glp_mip_obj_val(P), bound, 100 * gap, tot);
     else
         fprintf(stderr, "ilp: %5.1f s  no plan yet  bound %.6g  nodes %d\n", t, bound, tot);
+}
+
+/* The model's columns at choice c (IlpSettings.start; 1-based, GLPK's order, ir_alloc'd):
+ * its strategies, ZeRO stages, offloads and recompute counts fixed, every other column
+ * at its best for them (a small MIP: d and the last instance's k are its integers); NULL
+ * where c has no column here (a strategy the fix rules out) or does not fit. */
+static double *start_point(const IlpProblem *p, Model *m, const IlpChoice *c, double tm_lim_s) {
+    glp_prob *P = m->lp.P;
+    int n = glp_get_num_cols(P), nf = 0;
+    int *col = ir_alloc(sizeof(int) * (size_t)(n + 1)), *type = ir_alloc(sizeof(int) * (size_t)(n + 1));
+    double *val = ir_alloc(sizeof(double) * (size_t)(n + 1)), *lb = ir_alloc(sizeof(double) * (size_t)(n + 1)),
+           *ub = ir_alloc(sizeof(double) * (size_t)(n + 1));
+    bool ok = true;
+#define FIX(j, v) (col[nf] = (j), val[nf++] = (v))
+    for (int g = 0; g < p->n_groups && ok; g++) {
+        const IlpGroup *G = &p->groups[g];
+        ok = c->strat[g] >= 0 && c->strat[g] < G->n_strats && m->x[g][c->strat[g] * ZERO_STAGES + c->zero[g]];
+        for (int s = 0; ok && s < G->n_strats; s++)
+            for (int z = 0; z < ZERO_STAGES; z++)
+                if (m->x[g][s * ZERO_STAGES + z]) FIX(m->x[g][s * ZERO_STAGES + z], s == c->strat[g] && z == c->zero[g]);
+        if (ok && m->h && m->h[g]) FIX(m->h[g], c->offload[g] > 0);
+        else ok &= !c->offload[g];
+        if (ok && m->hp && m->hp[g]) FIX(m->hp[g], c->offload[g] == 2);
+    }
+    for (int k = 0; k < p->n_blocks && ok; k++)
+        for (int pol = 0; m->bits[k] && pol < RC__COUNT; pol++) FIX(m->bits[k][pol], c->count[k][pol]);
+#undef FIX
+    double *x = NULL;
+    if (ok) {
+        for (int i = 0; i < nf; i++) {
+            type[i] = glp_get_col_type(P, col[i]), lb[i] = glp_get_col_lb(P, col[i]), ub[i] = glp_get_col_ub(P, col[i]);
+            glp_set_col_bnds(P, col[i], GLP_FX, val[i], val[i]);
+        }
+        glp_iocp parm;
+        glp_init_iocp(&parm);
+        parm.msg_lev = GLP_MSG_OFF;
+        parm.presolve = GLP_ON;
+        parm.tm_lim = (int)(1000 * (tm_lim_s > 0.1 ? tm_lim_s : 0.1));
+        glp_intopt(P, &parm);
+        int st = glp_mip_status(P);
+        if (st == GLP_OPT || st == GLP_FEAS) {
+            x = ir_alloc(sizeof(double) * (size_t)(n + 1));
+            for (int j = 1; j <= n; j++) {
+                x[j] = glp_mip_col_val(P, j);
+                if (glp_get_col_kind(P, j) != GLP_CV) x[j] = round(x[j]); /* glp_ios_heur_sol asks integers */
+            }
+        }
+        for (int i = 0; i < nf; i++) glp_set_col_bnds(P, col[i], type[i], lb[i], ub[i]);
+    }
+    ir_free(col), ir_free(type), ir_free(val), ir_free(lb), ir_free(ub);
+    return x;
 }
 
 static IlpChoice extract(const IlpProblem *p, const Model *m, const IlpFix *f) {
@@ -1380,6 +1444,13 @@ static void model_free(const IlpProblem *p, Model *m) {
     glp_delete_prob(m->lp.P);
 }
 
+/* Seconds a solve may still take (IlpSettings.time_limit_s, --time-limit's deadline), 0.1 at least. */
+static double time_left(const IlpSettings *s, const Progress *pr) {
+    double left = s->time_limit_s - since(&pr->t0);
+    if (ilp_deadline() > 0 && ilp_deadline() - ilp_clock_s() < left) left = ilp_deadline() - ilp_clock_s(); /* --time-limit */
+    return left > 0.1 ? left : 0.1;
+}
+
 /* One GLPK solve; returns the GLPK MIP status (GLP_OPT, GLP_FEAS, GLP_NOFEAS, GLP_UNDEF). */
 static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem, Progress *pr,
                IlpResult *r) {
@@ -1400,9 +1471,7 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     parm.msg_lev = GLP_MSG_OFF;
     parm.presolve = GLP_ON;
     parm.mip_gap = s->mip_gap;
-    double left = s->time_limit_s - since(&pr->t0);
-    if (ilp_deadline() > 0 && ilp_deadline() - ilp_clock_s() < left) left = ilp_deadline() - ilp_clock_s(); /* --time-limit */
-    parm.tm_lim = (int)(1000 * (left > 0.1 ? left : 0.1));
+    parm.tm_lim = (int)(1000 * time_left(s, pr));
     parm.cb_func = progress_cb;
     parm.cb_info = pr;
     pr->found_at = 0;
@@ -1412,7 +1481,36 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     pr->gap = 0;
     pr->beat = !min_mem && s->beat > 0 && isfinite(s->beat) ? s->beat * m->ts : 0;
     pr->beaten = false;
-    int rc = glp_intopt(m->lp.P, &parm);
+    /* a plan known to fit (IlpSettings.start): where the search finds none in ILP_START_NODES
+     * nodes, it runs again with that plan as its first incumbent, on the model itself
+     * (glp_ios_heur_sol takes the columns of the problem the search runs on: no presolve,
+     * so the root's relaxation solved here, as glp_intopt's presolve path does). Not at
+     * once: without the presolve the search takes more nodes (bench/simulate/README.md) */
+    pr->start_after = s->start && !min_mem ? (s->start_nodes > 0 ? s->start_nodes : ILP_START_NODES) : 0;
+    pr->no_plan_yet = false;
+    pr->start = NULL;
+    int rc = s->start && !min_mem && s->start_nodes < 0 ? (pr->no_plan_yet = true, GLP_ESTOP) : glp_intopt(m->lp.P, &parm);
+    pr->start_after = 0;
+    if (pr->no_plan_yet) { /* again, from the start; where it has no columns here, as before */
+        double *start = start_point(p, m, s->start, time_left(s, pr));
+        if (start) {
+            glp_smcp sp;
+            glp_init_smcp(&sp);
+            sp.msg_lev = GLP_MSG_OFF;
+            glp_scale_prob(m->lp.P, GLP_SF_GM | GLP_SF_EQ | GLP_SF_2N | GLP_SF_SKIP);
+            glp_adv_basis(m->lp.P, 0);
+            if (glp_simplex(m->lp.P, &sp) == 0 && glp_get_status(m->lp.P) == GLP_OPT) parm.presolve = GLP_OFF;
+            else ir_free(start), start = NULL;
+        }
+        parm.tm_lim = (int)(1000 * time_left(s, pr));
+        r->from_start = start != NULL;
+        pr->start = start;
+        pr->found_at = 0;
+        pr->best = INFINITY;
+        rc = glp_intopt(m->lp.P, &parm);
+        pr->start = NULL;
+        ir_free(start);
+    }
     int st = glp_mip_status(m->lp.P);
     if (rc == GLP_ENOPFS) st = GLP_NOFEAS;
     r->gap_stop = rc == GLP_EMIPGAP;
@@ -1424,7 +1522,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     IlpResult r;
     memset(&r, 0, sizeof r);
     glp_term_out(GLP_OFF);
-    Progress pr = {{0, 0}, 0, s->progress, 0, INFINITY, true, false, 0, 0, false};
+    Progress pr = {{0, 0}, 0, s->progress, 0, INFINITY, true, false, 0, 0, false, NULL, 0, false};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
     if (p->timed_out) { /* an incomplete problem (ilp_problem_build stopped at the deadline) */
         r.status = ILP_ERROR;

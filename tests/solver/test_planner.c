@@ -139,7 +139,7 @@ static double brute(const IlpProblem *p, double limit, double *min_peak, double 
 }
 
 static IlpResult solve(const IlpProblem *p, double limit) {
-    IlpSettings s = {limit, 60, 0, NULL, false, NULL, 0};
+    IlpSettings s = {limit, 60, 0, NULL, false, NULL, 0, NULL, 0};
     return ilp_solve(p, &s);
 }
 
@@ -233,7 +233,7 @@ static void exactness_training(void) {
      * is eval.c's price of its plan, which recomputes and pays the gathers (without the w
      * columns the objective is short of them) */
     IlpFix fix = {NULL, 3, -1, -1, 0};
-    IlpSettings st = {1, 60, 0, NULL, false, &fix, 0};
+    IlpSettings st = {1, 60, 0, NULL, false, &fix, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &st); /* infeasible: the smallest limit found */
     CHECK_INT(r.status, ILP_INFEASIBLE);
     double lean = r.min_mem;
@@ -374,7 +374,7 @@ static void rerun_reshardings(void) {
                 for (int k = 0; k < na; k++) allow[src_off + k] = k == a;
                 for (int k = 0; k < nb; k++) allow[dst_off + k] = k == b2;
                 IlpFix fix = {allow, -1, -1, -1, 0};
-                IlpSettings st = {1, 60, 0, NULL, false, &fix, 0};
+                IlpSettings st = {1, 60, 0, NULL, false, &fix, 0, NULL, 0};
                 IlpResult r = ilp_solve(p, &st);
                 st.mem_limit = r.min_mem * (1 + 1e-5);
                 ilp_result_free(&r);
@@ -394,7 +394,7 @@ static void rerun_reshardings(void) {
      * the leanest peak under full recompute the optimum splits the layers and pays them */
     for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++) {
         IlpFix fix = {NULL, -1, pol, -1, 0};
-        IlpSettings st = {1, 60, 0, NULL, false, &fix, 0};
+        IlpSettings st = {1, 60, 0, NULL, false, &fix, 0, NULL, 0};
         IlpResult r = ilp_solve(p, &st); /* infeasible: the smallest limit found */
         CHECK_INT(r.status, ILP_INFEASIBLE);
         st.mem_limit = r.min_mem * (1 + 1e-5);
@@ -459,7 +459,7 @@ static void handoff_conflict(void) {
         off += p->groups[gi].n_strats;
     }
     IlpFix fix = {allowed, -1, RC_NONE, 0, 2};
-    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0};
+    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &st);
     CHECK_INT(r.status, ILP_OPTIMAL);
     IlpPrice pr = ilp_evaluate(p, &r.choice);
@@ -544,7 +544,7 @@ static void shared_sum(void) {
         off += p->groups[gi].n_strats;
     }
     IlpFix fix = {allowed, -1, RC_NONE, 0, 0};
-    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0};
+    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0, NULL, 0};
     IlpResult held = ilp_solve(p, &st);
     CHECK_INT(held.status, ILP_OPTIMAL);
     for (int gi = 0; gi < p->n_groups; gi++) CHECK_INT(held.choice.strat[gi], c.strat[gi]);
@@ -718,7 +718,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
     ir_free(text);
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
-    IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL, 0};
+    IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &s);
     CHECK_INT(r.status, ILP_OPTIMAL);
     CHECK_NEAR(r.objective, r.price.step_s, RTOL);
@@ -737,6 +737,44 @@ static void baselines_inside(const char *path, const char *cluster, const char *
     CHECK_INT(applicable, want_applicable);
     ilp_baselines_free(b, n);
     ilp_result_free(&r);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
+/* IlpSettings.start: at the least memory a search that finds no plan runs again with the least
+ * memory's plan as its first incumbent (start_nodes < 0: at once), and ends at the same optimum as
+ * the search alone (the brute force's); a start that does not fit under the limit is not used */
+static void least_memory_start(void) {
+    AdOptions ao;
+    Graph *g = training(rc_tp_cir, &ao);
+    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0, false};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    IlpResult least = solve(p, 1);
+    CHECK_INT(least.status, ILP_INFEASIBLE);
+    CHECK(least.min_mem > 0);
+    double limit = least.min_mem * (1 + 1e-6);
+    IlpResult alone = solve(p, limit);
+    CHECK_INT(alone.status, ILP_OPTIMAL);
+    CHECK(!alone.from_start);
+    IlpSettings s = {limit, 60, 0, NULL, false, NULL, 0, &least.choice, -1};
+    IlpResult from = ilp_solve(p, &s);
+    CHECK(from.from_start);
+    CHECK_INT(from.status, ILP_OPTIMAL);
+    /* the plans' prices (the objective sits within GLPK's tolerances of it: 4e-7 here) */
+    double want = brute(p, limit, NULL, NULL);
+    CHECK_NEAR(from.price.step_s, want, RTOL);
+    CHECK_NEAR(alone.price.step_s, want, RTOL);
+    CHECK(from.price.peak_bytes <= limit);
+    printf("least memory %.0f B: from its plan %.9g s (priced %.9g), alone %.9g s\n", least.min_mem, from.objective, from.price.step_s, alone.objective);
+    IlpSettings below = s;
+    below.mem_limit = least.min_mem * (1 - 1e-3); /* nothing fits: the start neither */
+    IlpResult none = ilp_solve(p, &below);
+    CHECK(!none.from_start);
+    CHECK_INT(none.status, ILP_INFEASIBLE);
+    ilp_result_free(&none);
+    ilp_result_free(&from);
+    ilp_result_free(&alone);
+    ilp_result_free(&least);
     ilp_problem_free(p);
     ir_graph_free(g);
 }
@@ -766,7 +804,7 @@ static void dump_lp(void) {
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     char path[] = "/tmp/colossal-ilp-test.lp";
-    IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL, 0};
+    IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &s);
     char *text = ir_read_file(path, &len);
     CHECK(text != NULL);
@@ -837,7 +875,7 @@ static void contention_case(const char *name, double link_scale, bool comm_bound
         off += p->groups[gi].n_strats;
     }
     IlpFix fix = {allowed, 0, RC_NONE, 0, 0};
-    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0};
+    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &st);
     CHECK_INT(r.status, ILP_OPTIMAL);
     CHECK_NEAR(r.objective, ps.step_s, RTOL);
@@ -884,6 +922,7 @@ int main(void) {
     setup("h100:1x2", "1x2", DT_F32);
     shared_sum();
     rerun_reshardings();
+    least_memory_start();
     setup("h100:1x4", "2x2", DT_F32);
     optimizers();
     tying();
