@@ -31,6 +31,11 @@ bool ir_dtype_parse(const char *s, size_t n, DType *out) {
 const char *ir_role_name(Role r) { return role_names[r]; }
 bool ir_role_is_leaf(Role r) { return r == ROLE_INPUT || r == ROLE_PARAM || r == ROLE_HYPER || r == ROLE_STATE; }
 
+bool ir_value_step_io(const Graph *g, ValueId v) {
+    const Value *x = &g->values[v];
+    return x->role == ROLE_INPUT || x->role == ROLE_HYPER || (x->flags & VF_OUTPUT);
+}
+
 bool ir_role_parse(const char *s, size_t n, Role *out) {
     for (int i = 0; i < ROLE__COUNT; i++)
         if (strlen(role_names[i]) == n && !strncmp(s, role_names[i], n)) {

@@ -164,6 +164,12 @@ Graph *ir_graph_new(const char *name);
 void ir_graph_free(Graph *g);
 
 static inline Value *ir_val(const Graph *g, ValueId v) { return &g->values[v]; }
+/* Whether v is one of the step's inputs (tokens, targets), hyper-parameters or
+ * outputs (the loss): what the caller feeds or reads each step. The program's
+ * arena holds each the whole step (an output from its definition) on every
+ * rank (compiler/lower/schedule.c), and the memory model counts them so at
+ * every moment (solver/problem.c IlpStrat.step_io, IlpProblem.step_io_fixed). */
+bool ir_value_step_io(const Graph *g, ValueId v);
 static inline Node *ir_node(const Graph *g, NodeId n) { return &g->nodes[n]; }
 
 ValueId ir_find(const Graph *g, const char *name);   /* IR_NONE if absent */

@@ -396,6 +396,7 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     cJSON_AddNumberToObject(o, "tied_gradient_head_part_bytes", r->price.mem_head_grad);
     static const char *const moments[ILP_MOMENTS] = {"backward start", "block backward", "update",
                                                      "first block backward"};
+    cJSON_AddNumberToObject(o, "step_io_bytes", r->price.mem_io);
     cJSON_AddStringToObject(o, "peak_at", moments[r->price.peak_moment]);
     /* the planner's three terms, kept for older readers */
     cJSON_AddNumberToObject(o, "params_grads_optimizer_bytes", r->price.mem_params);
@@ -452,7 +453,7 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
             block_none[p->groups[gg].block * RC__COUNT + pol] +=
                 ilp_rerun_bytes(&p->groups[gg].strats[r->choice.strat[gg]], 0, pol);
     /* the gradients first written in the backward are born group by group */
-    double base = r->price.mem_params, acts = 0, peak = 0;
+    double base = r->price.mem_params + r->price.mem_io, acts = 0, peak = 0;
     for (int gg = 0; gg < p->n_groups; gg++)
         base -= p->groups[gg].mult * p->groups[gg].strats[r->choice.strat[gg]].mem_grad_late[r->choice.zero[gg]];
     cJSON *o = cJSON_CreateObject();

@@ -251,6 +251,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         norm_axes |= S->norm_axes[z];
         r.gather_s += g->mult * S->gather_s[z];
         r.mem_params += g->mult * S->mem_static[z];
+        r.mem_io += S->step_io;
         r.mem_grads_late += (g->mult - g->early) * S->mem_grad_late[z];
         r.mem_update += g->mult * S->mem_update[z];
         r.mem_head_grad += g->mult * S->head_grad[z];
@@ -367,6 +368,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     r.offload_exposed_s = r.offload_s;
     r.fetch_exposed_s = maxd(0, maxd(r.fetch_s - r.compute_s, p->n_layers ? r.fetch_s / p->n_layers : 0));
     r.mem_params -= r.mem_offloaded;
+    r.mem_io += p->step_io_fixed; /* held at every moment, each once */
+    const double held = r.mem_params + r.mem_io;
     if (r.optimizer_s < 0) r.optimizer_s = 0; /* every update offloaded: rounding */
     /* with the update's passes (optimizer_s), as the share per parameter was: resharding_s
      * is the ops' and the communication table's reshardings (test_report) */
@@ -375,7 +378,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
                r.gather_s + r.offload_exposed_s + r.fetch_exposed_s;
     /* four moments (above), each with its transients; the backward's with the stagings of the
      * transfers up in flight (parameters on the host) */
-    double start = r.mem_params - r.mem_grads_late + r.mem_acts, stg = r.mem_staging;
+    double start = held - r.mem_grads_late + r.mem_acts, stg = r.mem_staging;
     /* the last block instance's backward, group by group (its groups in
      * forward order: the backward reaches g with those before it unwritten) */
     double last = other_blocks, last_at = other_blocks, unwritten = 0, freed = 0, g_unw = 0, g_freed = 0;
@@ -416,7 +419,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     double stg_m1 = stg_done; /* the stagings at moment 1's point */
     double base1 = start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute + stg; /* the moment's bytes less at_g */
     /* the first instance's moment less its transient (one block, recomputed: per group) */
-    double base3 = r.mem_params - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + stg1;
+    double base3 = held - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + stg1;
     bool per3 = group_at && p->n_blocks == 1 && rr_pol > RC_NONE;
     if (group_at) {
         for (int gi = 0; gi <= p->n_groups; gi++) group_at[gi] = gi < p->n_groups ? NAN : base1 + last_at;
@@ -470,8 +473,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     double at[ILP_MOMENTS] = {
         start - unwritten + r.mem_transient_head + stg,
         start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute + last_at + stg,
-        r.mem_params + r.mem_update + r.mem_transient_max,
-        r.mem_params - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + tr3 - unw3 - freed3 +
+        held + r.mem_update + r.mem_transient_max,
+        held - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + tr3 - unw3 - freed3 +
             stg1};
     const double tr[ILP_MOMENTS] = {r.mem_transient_head + stg, last + stg_m1, r.mem_transient_max, tr3 + stg1};
     for (int k = 0; k < ILP_MOMENTS; k++) r.mem_at[k] = at[k], r.tr_at[k] = tr[k];

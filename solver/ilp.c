@@ -988,15 +988,18 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 int c = m->x[g][s * ZERO_STAGES + z];
                 if (!c) continue;
                 const IlpStrat *S = &G->strats[s];
-                double mem = G->mult * S->mem_static[z] - (G->mult - G->early) * S->mem_grad_late[z];
+                /* the step's inputs, hyper-parameters and outputs, at every moment (eval.c
+                 * mem_io): the group's, and the problem's on group 0's (one column chosen) */
+                double io = S->step_io + (g == 0 ? p->step_io_fixed : 0);
+                double mem = G->mult * S->mem_static[z] - (G->mult - G->early) * S->mem_grad_late[z] + io;
                 if (G->block < 0) mem += S->act[RC_NONE];
                 else if (fixed_rc >= 0) mem += p->blocks[G->block].instances * S->act[fixed_rc];
                 /* the head's backward: the last block's gradients not yet written */
                 put(lp, m->mem_row, c, (mem - (ilp_group_last_block(G) ? S->mem_grad_late[z] : 0)) * ms);
                 /* the blocks' moments: the head's part of a tied parameter's gradient held (eval.c) */
                 put(lp, m->rc_row, c, (mem - (G->after_blocks ? S->act[RC_NONE] : 0) + G->mult * S->head_grad[z]) * ms);
-                put(lp, urow, c, G->mult * (S->mem_static[z] + S->mem_update[z]) * ms);
-                double first = G->mult * (S->mem_static[z] + S->head_grad[z]); /* the first block instance's backward */
+                put(lp, urow, c, (G->mult * (S->mem_static[z] + S->mem_update[z]) + io) * ms);
+                double first = G->mult * (S->mem_static[z] + S->head_grad[z]) + io; /* the first block instance's backward */
                 if (G->block < 0 && !G->after_blocks)
                     first += S->act[RC_NONE] - (G->mult - G->early) * S->mem_grad_late[z];
                 put(lp, frow, c, first * ms);

@@ -168,6 +168,8 @@ typedef struct PipeStagePrice {
     double mem_update;          /* held at the update beyond mem_static (mixed precision's f32
                                  * gradient copies, IlpStrat.mem_update) */
     double mem_kept;            /* kept activations: its slots of saved activations (in mem_inflight) */
+    double mem_io;              /* the step's inputs, hyper-parameters and outputs: every stage's
+                                 * ranks hold all of them (compiler/lower/schedule.c; eval.c mem_io) */
     int kept_chunks;            /* its virtual stages keeping their activations (PlacePipeline.keep) */
 } PipeStagePrice;
 

@@ -342,11 +342,13 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     int n_cut = P > 1 && pl->pipe.chunks <= 1 && blk != IR_NONE ? g->blocks[blk].n_instances : 0;
     double *iw = ir_alloc(sizeof(double) * (size_t)(n_cut + 1));
     memset(iw, 0, sizeof(double) * (size_t)(n_cut + 1));
+    double io = p->step_io_fixed; /* the step's inputs, hyper-parameters and outputs, on every rank */
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *G = &p->groups[gi];
         const IlpStrat *S = &G->strats[r->choice.strat[gi]];
         int z = r->choice.zero[gi];
         const Node *ld = ir_node(g, G->members[0].node);
+        io += S->step_io;
         double *sh = &share[(size_t)gi * PLACE_MAX_STAGES];
         for (int s = 0; s < PLACE_MAX_STAGES; s++) sh[s] = 0;
         /* its instances per stage, and per stage how many of them are under each recompute policy */
@@ -559,8 +561,9 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
                                                last + shard_overlap_paid(r->cm.cl) * maxd(0, st->grad_sync_s - last)));
         st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
         st->busy_s = m * (st->fwd_s + st->bwd_s);
-        double start = st->mem_static - st->mem_grads_late + st->mem_acts + st->mem_inflight;
-        double update = st->mem_static + st->mem_update + st->mem_inflight;
+        st->mem_io = io;
+        double start = st->mem_static + io - st->mem_grads_late + st->mem_acts + st->mem_inflight;
+        double update = st->mem_static + io + st->mem_update + st->mem_inflight;
         st->peak_bytes = maxd(start, update) + st->mem_transient;
         busy += st->busy_s;
         out->peak_bytes = maxd(out->peak_bytes, st->peak_bytes);

@@ -1302,6 +1302,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                 best->price.step_s = best->pipe->step_s;
                 best->price.peak_bytes = top->peak_bytes;
                 best->price.mem_params = top->mem_static;
+                best->price.mem_io = top->mem_io;
                 best->price.mem_grads_late = top->mem_grads_late;
                 best->price.mem_acts = top->mem_acts + top->mem_inflight;
                 best->price.mem_transient = top->mem_transient;

@@ -81,6 +81,7 @@ typedef struct Builder {
     PlanBwd *bw;       /* a training graph's backward nodes per forward node (bwdrule.c) */
     double bw_fps;     /* the rule's compute rate (plan_bwd_flops_per_s) */
     double *run_elems; /* per run of gradient buckets (run_of): its parameters' elements */
+    NodeId *first_read; /* value -> the first node reading it (IR_NONE: none) */
     uint8_t *sel;      /* node -> what selective recompute does with it (placement_selective_table) */
 } Builder;
 
@@ -797,6 +798,13 @@ static int first_bwd_reader(const Builder *b, int gi, const IlpGroup *gr, ValueI
     return first;
 }
 
+/* One of the step's inputs or outputs (ir_value_step_io) held in spec sp: its buffer */
+static double step_io_bytes(const Graph *g, const ShardMesh *mesh, ValueId v, const ShardSpec *sp) {
+    const Value *x = ir_val(g, v);
+    Shape local = sp ? shard_spec_local(sp, mesh, x->shape) : x->shape;
+    return buf((double)ir_dtype_size(x->dtype) * (double)ir_shape_numel(local));
+}
+
 static void build_strats(Builder *b, IlpGroup *gr) {
     const Graph *g = b->g;
     const CostModel *cm = b->cm;
@@ -887,6 +895,24 @@ static void build_strats(Builder *b, IlpGroup *gr) {
         }
         S->fwd_s *= M, S->bwd_s *= M, S->rec_sel_s *= M, S->comm_s *= M;
         for (int pol = 0; pol < RC__COUNT; pol++) S->rc_comm_s[pol] *= M;
+        /* the step's inputs a member reads first (its instance 0's node) and the outputs it
+         * writes, each the whole step in its own buffer of the spec the strategy holds it in
+         * (placement.c place_input; the lowering's buffers, compiler/lower/schedule.c) */
+        for (int m = 0; m < gr->n_members; m++) {
+            const IlpMember *mem = &gr->members[m];
+            const Node *nd = ir_node(g, mem->node);
+            const ShardStrategy *st = &mem->st[S->member_st[m]];
+            for (int i = 0; i < nd->n_in && i < st->n_in; i++) {
+                ValueId v = nd->in[i];
+                NodeId f = b->first_read[v];
+                if (ir_val(g, v)->role != ROLE_INPUT || f == IR_NONE || b->rep[f] != mem->node) continue;
+                bool again = false;
+                for (int k = 0; k < i; k++) again |= nd->in[k] == v;
+                if (!again) S->step_io += step_io_bytes(g, cm->mesh, v, &st->in[i]);
+            }
+            for (int r = 0; r < nd->n_out && r < st->n_out; r++)
+                if (ir_value_step_io(g, nd->out[r])) S->step_io += step_io_bytes(g, cm->mesh, nd->out[r], &st->out[r]);
+        }
         price_params(b, gr, S, m_pl, m_late, m_fused);
         /* the backward runs the members last to first (members are in forward
          * order): at member m's it holds m's gradient buffers and, under ZeRO-2/3
@@ -901,11 +927,15 @@ static void build_strats(Builder *b, IlpGroup *gr) {
          * embedding's head part, IlpStrat.head_grad) */
 /* (at ZeRO 0-1 but those the GEMM accumulates itself: lower.fuse, S->fused_local) */
 #define whole(m) (z >= 2 ? m_pl[m] : m_pl[m] - m_fused[m])
+/* under ZeRO-2/3 the member's own slice is not written yet: the program holds the whole
+ * gradient and makes the slice at the reduce-scatter after the member (traced at the
+ * arena's peak of gpt2_zero3_2: h.1.mlp.c_proj's backward) */
+#define own(m) (z >= 2 ? m_late[(m) * ZERO_STAGES + z] : 0)
         for (int z = 0; z < ZERO_STAGES; z++) {
             double before = 0, kept = 0;
             S->held[z] = 0;
             for (int m = 0; m < gr->n_members; m++) {
-                double h = m_work[m] + (z >= 2 || S->accumulates ? whole(m) : 0) - before;
+                double h = m_work[m] + (z >= 2 || S->accumulates ? whole(m) : 0) - before - own(m);
                 if (h > S->held[z]) S->held[z] = h;
                 before += m_late[m * ZERO_STAGES + z];
             }
@@ -913,13 +943,14 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             for (int m = 0; m < gr->n_members; m++) {
                 double freed = 0;
                 for (int q = m + 1; q <= gr->n_members; q++) freed += m_freed[q];
-                double h = m_work[m] + (z >= 2 || S->accumulates ? whole(m) : 0) - before - freed;
+                double h = m_work[m] + (z >= 2 || S->accumulates ? whole(m) : 0) - before - freed - own(m);
                 if (m == 0 || h > kept) kept = h;
                 before += m_late[m * ZERO_STAGES + z];
             }
             S->held_freed[z] = S->held[z] - kept; /* (above) */
         }
 #undef whole
+#undef own
     }
     ir_free(m_work);
     ir_free(m_pl);
@@ -1317,6 +1348,20 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     form_groups(&b);
     form_blocks(&b);
     grad_chain(&b);
+    /* the step's inputs, hyper-parameters and outputs (ir_value_step_io): a group's
+     * strategies count those its members read first or write (IlpStrat.step_io), the
+     * problem the rest, the hyper-parameters replicated (placement.c) */
+    b.first_read = ir_alloc(sizeof(NodeId) * (size_t)(g->n_values + 1));
+    for (ValueId v = 0; v < g->n_values; v++) b.first_read[v] = IR_NONE;
+    for (NodeId n = g->n_nodes - 1; n >= 0; n--)
+        for (int i = 0; i < ir_node(g, n)->n_in; i++) b.first_read[ir_node(g, n)->in[i]] = n;
+    for (ValueId v = 0; v < g->n_values; v++) {
+        const Value *x = ir_val(g, v);
+        if (!ir_value_step_io(g, v)) continue;
+        NodeId at = x->role == ROLE_INPUT ? b.first_read[v] : x->def;
+        bool in_group = x->role != ROLE_HYPER && at != IR_NONE && at >= 0 && p->group_of_node[at] >= 0;
+        if (!in_group) p->step_io_fixed += step_io_bytes(g, cm->mesh, v, NULL);
+    }
     /* the groups whose gradients the backward writes first: those owning a
      * parameter read after the last block (the head; a tied embedding), and
      * one instance of the last block */
@@ -1495,6 +1540,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
     ir_free(b.block_out);
     ir_free(b.sel);
     ir_free(b.param_owner);
+    ir_free(b.first_read);
     ir_free(b.bwd_reads);
     ir_free(b.bwd_late);
     ir_free(b.run_elems);

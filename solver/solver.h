@@ -51,6 +51,10 @@ typedef struct IlpStrat {
                                  * m's, or a later group's) freed at each member m */
     bool zero_ok[ZERO_STAGES];  /* stage allowed: 1-3 only where parameters are replicated */
     double mem_static[ZERO_STAGES]; /* parameters + gradients + optimizer state */
+    double step_io;             /* the step's inputs its members read first and its outputs (the
+                                 * loss), as their strategies split them (ir_value_step_io): the
+                                 * arena holds them the whole step; counted once, not per
+                                 * instance (IlpPrice.mem_io) */
     double mem_grad_late[ZERO_STAGES]; /* the gradient bytes of mem_static that are first
                                      * written in the backward (a step of one micro-batch:
                                      * nothing is accumulated), absent when it starts */
@@ -327,6 +331,9 @@ typedef struct IlpProblem {
                                  * pipeline_stage_problem); 0: not scaled */
     double param_bytes, grad_bytes, opt_bytes; /* per parameter element */
     double grad32_bytes;        /* the f32 gradient copy the update reads (mixed precision; 0 in f32) */
+    double step_io_fixed;       /* the step's hyper-parameters (replicated), and its inputs and
+                                 * outputs no group's member reads first or writes: held the
+                                 * whole step beside the groups' IlpStrat.step_io */
     int64_t batch;              /* the graph's inputs' leading dim */
     int64_t global_batch;       /* rows per step: batch x micro-batches when the graph is one */
     bool grads_late;            /* one micro-batch per step: the parameters' gradients are
@@ -472,6 +479,9 @@ typedef struct IlpPrice {
     double peak_bytes;
     double mem_params, mem_acts, mem_transient; /* the breakdown of peak_bytes (the transient
                                                  * of the peak's moment) */
+    double mem_io;              /* the step's inputs, hyper-parameters and outputs (the loss),
+                                 * held at every moment beside mem_params (IlpProblem.step_io_fixed
+                                 * and the groups' IlpStrat.step_io) */
     double mem_transient_head;  /* the largest transient of the groups ilp_group_at_head() and
                                  * of edges into the head's groups */
     double mem_transient_blocks; /* ... of the blocks' groups and edges into them */

@@ -347,10 +347,12 @@ static void emit_bucket(CgCtx *c, const CgOptions *o, int k) {
     snprintf(what, sizeof what, "gradient bucket %d", k);
     for (int a = 0; a < o->mesh_axes; a++)
         if (bk->axes ? (bk->axes >> a & 1u) != 0 : reduces_over(lp, o, a)) {
-            cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)bk->elems * (double)ir_dtype_size(dt), ss, what);
+            /* the sharded lowering's: the range of the members pending over a (make_buckets) */
+            int64_t off = bk->axes ? bk->ax_off[a] : 0, n = bk->axes ? bk->ax_elems[a] : bk->elems;
+            long long at = (long long)(lp->v[bk->buf].offset + off * ir_dtype_size(dt));
+            cg_trace_coll(c, COLL_ALL_REDUCE, a, (double)n * (double)ir_dtype_size(dt), ss, what);
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, M->arena.base + %lld, M->arena.base + %lld, %lld, %s, COLRT_SUM, M->comm);\n",
-                      a, (long long)lp->v[bk->buf].offset, (long long)lp->v[bk->buf].offset, (long long)bk->elems,
-                      cg_colrt_dtype(dt));
+                      a, at, at, (long long)n, cg_colrt_dtype(dt));
         }
     sb_printf(c->sched, "    colrt_event_record(M->bucket_done[%d], M->comm);\n", k);
     cg_trace_event(c, SIM_RECORD, ss, 2 * k + 1);

@@ -371,6 +371,13 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
             sb_printf(b, "  bucket %d: %d gradients (%lld bytes) packed, all-reduced on the communication stream:",
                       k, bk->n, (long long)p->v[bk->buf].bytes);
             for (int q = 0; q < bk->n; q++) sb_printf(b, " %%%s", vname(p, bk->grad[q]));
+            const char *sep = "; over"; /* the sharded lowering's: a range of elements per axis */
+            for (int a = 0; a < SHARD_MAX_AXES; a++)
+                if (bk->axes >> a & 1u) {
+                    sb_printf(b, "%s @%d [%lld, %lld)", sep, a, (long long)bk->ax_off[a],
+                              (long long)(bk->ax_off[a] + bk->ax_elems[a]));
+                    sep = ",";
+                }
             sb_puts(b, "\n");
         }
     }

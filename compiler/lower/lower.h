@@ -174,8 +174,12 @@ typedef struct LowerBucket {
     ValueId *grad, *view;
     ValueId buf;
     int64_t elems;             /* the buffer's elements (members padded to 64 bytes) */
-    unsigned axes;             /* the mesh axes it is summed over (the sharded lowering: its
-                                * members' pending axes); 0: the batch's (reduces_over) */
+    unsigned axes;             /* the mesh axes it is summed over (the sharded lowering: the
+                                * union of its members' pending axes); 0: the batch's
+                                * (reduces_over), the whole buffer over each */
+    int64_t ax_off[SHARD_MAX_AXES], ax_elems[SHARD_MAX_AXES]; /* the sharded lowering: per axis
+                                * of `axes`, the elements all-reduced over it (from ax_off, of
+                                * its members pending over it: one range, make_buckets) */
     int wait_at;               /* the first node before the update part that reads one of its
                                 * gradients (a 16-bit gradient's cast to f32 after the
                                 * backward), which waits for the bucket first; -1: none,

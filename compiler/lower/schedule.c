@@ -108,11 +108,22 @@ static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *
     return nc;
 }
 
+/* The place of a set of mesh axes in a run's bucket: the sets in the order of the
+ * reflected Gray code ({0}, {0,1}, {1}, {1,2}, {0,1,2}, {0,2}, {2}), each a neighbour's
+ * set with one axis more or less, so that the members over an axis lie in one range
+ * where the run's sets allow it (two axes: always; make_buckets splits where not). */
+static unsigned axes_rank(unsigned axes) {
+    unsigned r = axes;
+    for (unsigned s = axes >> 1; s; s >>= 1) r ^= s;
+    return r;
+}
+
 /* Gradient buckets (lower.h): the all-reduces the data-parallel split puts
  * at update nodes (the sharded lowering: sharded_candidates), of gradients
  * defined in the backward, stored alone and read by the update only,
- * grouped in definition order per block instance, dtype and mesh axes, up
- * to the byte cap. */
+ * grouped in definition order per block instance and dtype, up to the byte
+ * cap; the sharded lowering's with different pending axes in one bucket, each
+ * axis all-reducing the range of its members (axes_rank). */
 static void make_buckets(const Graph *g, LowerProgram *p) {
     int nn = g->n_nodes, sb = ad_step_begin(g);
     int64_t cap = p->opt.bucket_bytes ? p->opt.bucket_bytes : SHARD_BUCKET_BYTES; /* the planner prices it */
@@ -142,8 +153,19 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
             ln->reduce[k--] = ln->reduce[--ln->n_reduce];
         }
     }
-    for (int i = 1; i < nc; i++) /* definition order */
-        for (int j = i; j > 0 && ir_val(g, cand[j])->def < ir_val(g, cand[j - 1])->def; j--) {
+    /* definition order; within a run of one block instance's (or outside the blocks
+     * one span's) the sharded lowering's by set of axes (axes_rank), definition order
+     * inside a set: the sets' members side by side, so that one bucket holds the run
+     * and each axis's all-reduce one range of it (the planner prices a run of buckets
+     * per block instance: solver/problem.c) */
+    for (int i = 1; i < nc; i++)
+        for (int j = i; j > 0; j--) {
+            const Node *a = ir_node(g, ir_val(g, cand[j - 1])->def), *b = ir_node(g, ir_val(g, cand[j])->def);
+            bool run = a->block == b->block && a->instance == b->instance;
+            if (run ? axes_rank(cax[j]) > axes_rank(cax[j - 1]) ||
+                          (cax[j] == cax[j - 1] && ir_val(g, cand[j])->def >= ir_val(g, cand[j - 1])->def)
+                    : ir_val(g, cand[j])->def >= ir_val(g, cand[j - 1])->def)
+                break;
             ValueId t = cand[j];
             unsigned ta = cax[j];
             NodeId tc = cast[j];
@@ -155,18 +177,31 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
         DType dt = ir_val(g, cand[i])->dtype;
         int64_t es = ir_dtype_size(dt), bytes = 0;
         int j = i;
+        unsigned seen = 0; /* the axes of the members so far: each axis's members one range */
         while (j < nc) {
             const Node *dj = ir_node(g, ir_val(g, cand[j])->def);
             int64_t b = shard_bucket_member_bytes(p->v[cand[j]].bytes);
             if (j > i && (dj->block != d0->block || dj->instance != d0->instance || ir_val(g, cand[j])->dtype != dt ||
-                          cax[j] != cax[i] || bytes + b > cap))
+                          (cax[j] & seen & ~cax[j - 1]) || !cax[j] != !cax[i] || bytes + b > cap))
                 break;
+            seen |= cax[j];
             bytes += b;
             j++;
         }
         p->buckets = ir_realloc(p->buckets, sizeof *p->buckets * (size_t)(p->n_buckets + 1));
         LowerBucket *bk = &p->buckets[p->n_buckets++];
-        *bk = (LowerBucket){.n = j - i, .elems = bytes / es, .axes = cax[i], .wait_at = -1};
+        *bk = (LowerBucket){.n = j - i, .elems = bytes / es, .axes = seen, .wait_at = -1};
+        for (int a = 0; a < SHARD_MAX_AXES; a++) { /* each axis's range */
+            int64_t off = 0;
+            for (int k = i; k < j; k++) {
+                int64_t e = shard_bucket_member_bytes(p->v[cand[k]].bytes) / es;
+                if (cax[k] >> a & 1u) {
+                    if (!bk->ax_elems[a]) bk->ax_off[a] = off;
+                    bk->ax_elems[a] += e;
+                }
+                off += e;
+            }
+        }
         for (int k = i; k < j; k++)
             if (cast[k] != IR_NONE && (bk->wait_at < 0 || cast[k] < bk->wait_at)) bk->wait_at = cast[k];
         bk->grad = ir_alloc(sizeof(ValueId) * (size_t)bk->n);
@@ -296,10 +331,7 @@ static void buffer_stages(const Graph *g, LowerProgram *p, const int *tn, const 
         ValueId r = lower_root_of(p, v);
         NodeId def = v < nv ? ir_val(g, v)->def : p->v[v].added_first;
         if (def != IR_NONE && def >= 0 && def < g->n_nodes) m[r] |= p->pipe.mask[def];
-        if (v < nv) {
-            const Value *x = ir_val(g, v);
-            if (x->role == ROLE_INPUT || x->role == ROLE_HYPER || (x->flags & VF_OUTPUT)) every[r] = true;
-        }
+        if (v < nv && ir_value_step_io(g, v)) every[r] = true;
     }
     /* interleaved: the devices holding it (the virtual stages of a device share its memory plan) */
     int D = p->pipe.chunks > 1 ? p->pipe.devices : p->pipe.stages;

@@ -23,7 +23,9 @@
  * oneDNN's dnnl_sgemm (Debian's libdnnl2) comes before them all when it is
  * installed: at GPT-2 124M's training shapes (256 tokens) it measured 25-40%
  * faster than BLIS and at least as fast as PyTorch's MKL, one thread and two
- * (bench/codegen_cpu/gemm_shapes.c, README.md there).
+ * (bench/codegen_cpu/gemm_shapes.c, README.md there). Its f32 NT products
+ * (C = A B^T) go to oneDNN's matmul primitive instead, faster there by
+ * measurement (F32_DEFAULT below).
  *
  * bf16 (issue 21): oneDNN's dnnl_gemm_bf16bf16f32 (exported by libdnnl2 2.x,
  * row-major like dnnl_sgemm; AVX512_BF16 kernels where the CPU has them)
@@ -40,7 +42,8 @@
  *
  * COLRT_BLAS=onednn|blis|openblas|builtin overrides the choice (benchmarks use it),
  * COLRT_GEMM_BF16=widen keeps bf16 on the widening path (benchmarks compare);
- * COLRT_GEMM_F32=matmul|sgemm picks oneDNN's f32 path;
+ * COLRT_GEMM_F32=nt|matmul|sgemm picks oneDNN's f32 path (default nt: the
+ * NT products on the matmul primitive, the rest on dnnl_sgemm);
  * a BLIS_ARCH_TYPE or OPENBLAS_CORETYPE set by the user is respected.
  */
 #define _GNU_SOURCE
@@ -71,13 +74,22 @@ static struct {
     dnnl_sgemm_fn dnnl;   /* oneDNN, when chosen */
     dnnl_bf16_fn bf16;    /* oneDNN's bf16 GEMM, when it passed the probe */
     int bf16_kind;        /* BF16_WIDEN, BF16_GEMM (bf16 above) or BF16_MATMUL (dnnl_matmul.c) */
-    int f32_matmul;       /* f32 through oneDNN's matmul primitive (dnnl_matmul.c), not dnnl_sgemm */
+    int f32_path;         /* F32_SGEMM, F32_MATMUL_NT or F32_MATMUL: which f32 products take oneDNN's
+                             matmul primitive (dnnl_matmul.c) instead of dnnl_sgemm */
     char desc[200];
 } blas;
 
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 enum { BF16_WIDEN, BF16_GEMM, BF16_MATMUL };
-enum { F32_MATMUL_DEFAULT = 0 }; /* COLRT_GEMM_F32 unset: 1 matmul primitive, 0 dnnl_sgemm */
+/* f32: dnnl_sgemm for every product, the matmul primitive for the NT ones
+ * (C = A B^T: a linear layer's input gradient with weights stored [in, out],
+ * the tied head's forward) or for all. By measurement at GPT-2 124M's 15
+ * step shapes (bench/codegen_cpu/gemm_variants.c, README.md there, "The
+ * GEMMs by variant"): the primitive is 3-10 % faster than dnnl_sgemm (split
+ * or not) on the four NT input gradients at 1 and 2 threads and level on
+ * the head's NT forward, and slower on NN and TN shapes (up to 30 %). */
+enum { F32_SGEMM, F32_MATMUL_NT, F32_MATMUL, F32_DEFAULT = F32_MATMUL_NT };
+static const char *const F32_NAME[] = {"dnnl_sgemm", "NT products on the matmul primitive, the rest on dnnl_sgemm", "matmul primitive"};
 static const char *const BF16_NAME[] = {"widened to f32", "dnnl_gemm_bf16bf16f32", "matmul primitive"};
 
 /* The best core type for this CPU by its features (not its model number),
@@ -197,17 +209,17 @@ static int load_dnnl(int threads) {
         blas.bf16_kind = BF16_GEMM;
     if (want > BF16_WIDEN && blas.bf16_kind != want)
         colrt_die("COLRT_GEMM_BF16=%s: oneDNN's %s is missing or fails on this CPU", env, BF16_NAME[want]);
-    /* f32: the matmul primitive or dnnl_sgemm, by measurement (bench/codegen_cpu/README.md) */
+    /* f32: which products take the matmul primitive, by measurement (F32_DEFAULT above) */
     const char *f32 = getenv("COLRT_GEMM_F32");
-    if (f32 && *f32 && strcmp(f32, "matmul") && strcmp(f32, "sgemm"))
-        colrt_die("COLRT_GEMM_F32=%s: expected matmul or sgemm", f32);
-    int want_mm = f32 && *f32 ? !strcmp(f32, "matmul") : F32_MATMUL_DEFAULT;
-    blas.f32_matmul = want_mm && matmul && probe_f32();
-    if (want_mm && !blas.f32_matmul && f32 && *f32)
-        colrt_die("COLRT_GEMM_F32=matmul: oneDNN's matmul primitive is missing or fails on this CPU");
+    if (f32 && !*f32) f32 = NULL;
+    int want_f32 = !f32 ? F32_DEFAULT : !strcmp(f32, "sgemm") ? F32_SGEMM : !strcmp(f32, "nt") ? F32_MATMUL_NT
+                 : !strcmp(f32, "matmul") ? F32_MATMUL : -1;
+    if (want_f32 < 0) colrt_die("COLRT_GEMM_F32=%s: expected nt, matmul or sgemm", f32);
+    blas.f32_path = want_f32 != F32_SGEMM && matmul && probe_f32() ? want_f32 : F32_SGEMM;
+    if (f32 && blas.f32_path != want_f32)
+        colrt_die("COLRT_GEMM_F32=%s: oneDNN's matmul primitive is missing or fails on this CPU", f32);
     snprintf(blas.desc, sizeof blas.desc, "onednn %d.%d.%d (f32: %s; bf16: %s), %d threads", v ? v->major : 0,
-             v ? v->minor : 0, v ? v->patch : 0, blas.f32_matmul ? "matmul primitive" : "dnnl_sgemm",
-             BF16_NAME[blas.bf16_kind], threads);
+             v ? v->minor : 0, v ? v->patch : 0, F32_NAME[blas.f32_path], BF16_NAME[blas.bf16_kind], threads);
     return 1;
 }
 
@@ -217,7 +229,7 @@ void colrt__blas_init(int threads) {
     blas.dnnl = NULL;
     blas.bf16 = NULL;
     blas.bf16_kind = BF16_WIDEN;
-    blas.f32_matmul = 0;
+    blas.f32_path = F32_SGEMM;
     if (want && strcmp(want, "onednn") && strcmp(want, "blis") && strcmp(want, "openblas") && strcmp(want, "builtin"))
         colrt_die("COLRT_BLAS=%s: expected onednn, blis, openblas or builtin", want);
     /* oneDNN first: measured fastest at GPT-2's training shapes (bench/codegen_cpu/README.md) */
@@ -295,7 +307,8 @@ void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float 
     /* a shape whose primitive cannot be made runs on dnnl_sgemm (the same product);
      * so do calls from inside a parallel region (the runtime's attention, per
      * head): the primitives' table and memory objects are not thread-safe */
-    if (blas.f32_matmul && !omp_in_parallel() &&
+    int mm = blas.f32_path == F32_MATMUL || (blas.f32_path == F32_MATMUL_NT && !ta && tb);
+    if (mm && !omp_in_parallel() &&
         !colrt__dnnl_matmul(COLRT_DNNL_F32, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
     if (blas.dnnl) {
@@ -305,6 +318,41 @@ void colrt__sgemm(int ta, int tb, int M, int N, int K, float alpha, const float 
                    alpha, A, lda, B, ldb, beta, C, ldc);
     else
         builtin_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* The f32 staging of a widened bf16 / f16 GEMM. On the caller's thread (not
+ * inside a parallel region) one buffer, grown to the largest product staged
+ * and kept until colrt__blas_finalize: a fresh malloc per call gave every call
+ * of GPT-2's tied head (207 MB staged) fresh pages to fault in and zero
+ * (bench/codegen_cpu/README.md, "bf16 on a CPU without AVX-512"). Calls from
+ * inside a parallel region (the runtime's attention, per head) take their own
+ * buffer, freed by staging_done. */
+static float *stage_buf;
+static size_t stage_len;
+static float *staging(size_t floats, const char *what) {
+    if (omp_in_parallel()) {
+        float *p = malloc(sizeof(float) * floats + 1);
+        if (!p) colrt_die("%s: out of memory for the f32 staging buffers", what);
+        return p;
+    }
+    if (floats > stage_len) {
+        free(stage_buf);
+        stage_buf = malloc(sizeof(float) * floats + 1);
+        if (!stage_buf) {
+            stage_len = 0;
+            colrt_die("%s: out of memory for the f32 staging buffers", what);
+        }
+        stage_len = floats;
+    }
+    return stage_buf;
+}
+static void staging_done(float *p) {
+    if (p != stage_buf) free(p);
+}
+void colrt__blas_finalize(void) {
+    free(stage_buf);
+    stage_buf = NULL;
+    stage_len = 0;
 }
 
 /* Dense f32 copy of a rows x cols matrix stored as t with leading dim ld
@@ -358,8 +406,7 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
     if (t == COLRT_BF16 && blas.bf16_kind == BF16_GEMM) {
         /* A and B as stored; C through an f32 buffer (the product's f32 sum
          * plus beta C, rounded once as on the widening path) */
-        float *c32 = malloc(sizeof(float) * (size_t)(M * N) + 1);
-        if (!c32) colrt_die("colrt_gemm: out of memory for the f32 result buffer");
+        float *c32 = staging((size_t)(M * N), "colrt_gemm");
         for (int64_t i = 0; i < batch; i++) {
             const uint16_t *Ai = (const uint16_t *)A + i * strideA, *Bi = (const uint16_t *)B + i * strideB;
             uint16_t *Ci = (uint16_t *)C + i * strideC;
@@ -369,13 +416,12 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
                                    (long long)M, (long long)N, (long long)K);
             narrow(Ci, c32, t, M, N, ldc);
         }
-        free(c32);
+        staging_done(c32);
         return;
     }
     float *a32 = NULL, *b32 = NULL, *c32 = NULL;
     if (t != COLRT_F32) {
-        a32 = malloc(sizeof(float) * (size_t)(ar * ac + br * bc + M * N) + 1);
-        if (!a32) colrt_die("colrt_gemm: out of memory for the f32 staging buffers");
+        a32 = staging((size_t)(ar * ac + br * bc + M * N), "colrt_gemm");
         b32 = a32 + ar * ac;
         c32 = b32 + br * bc;
     }
@@ -393,7 +439,7 @@ void colrt_gemm(colrt_stream *s, colrt_dtype t, int transa, int transb, int64_t 
         colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, a32, (int)ac, b32, (int)bc, beta, c32, (int)N);
         narrow(Ci, c32, t, M, N, ldc);
     }
-    free(a32);
+    if (a32) staging_done(a32);
 }
 
 /* C (f32) = alpha op(A) op(B) + beta C with A and B in t (colrt.h): the
@@ -430,13 +476,12 @@ void colrt_gemm_f32c(colrt_stream *s, colrt_dtype t, int transa, int transb, int
             continue;
         }
         if (!a32) {
-            a32 = malloc(sizeof(float) * (size_t)(ar * ac + br * bc) + 1);
-            if (!a32) colrt_die("colrt_gemm_f32c: out of memory for the f32 staging buffers");
+            a32 = staging((size_t)(ar * ac + br * bc), "colrt_gemm_f32c");
             b32 = a32 + ar * ac;
         }
         widen(a32, Ai, t, ar, ac, lda);
         widen(b32, Bi, t, br, bc, ldb);
         colrt__sgemm(transa, transb, (int)M, (int)N, (int)K, alpha, a32, (int)ac, b32, (int)bc, beta, Ci, (int)ldc);
     }
-    free(a32);
+    if (a32) staging_done(a32);
 }

@@ -6,6 +6,7 @@
 #include "../common/internal.h"
 
 void colrt__blas_init(int threads);
+void colrt__blas_finalize(void); /* frees the f32 staging of widened GEMMs */
 /* inout[i] = in[i] op inout[i] (sum, or max when max) over n bf16 or f16
  * elements, in f32 and rounded once (kernels.c: vectorized, AVX-512 where the
  * CPU has it); the collectives' 16-bit MPI ops. */

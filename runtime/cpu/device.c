@@ -23,7 +23,10 @@ void colrt__backend_init(void) {
     colrt__streams_init();
 }
 
-void colrt__backend_finalize(void) { colrt__streams_finalize(); }
+void colrt__backend_finalize(void) {
+    colrt__streams_finalize();
+    colrt__blas_finalize();
+}
 void colrt__backend_mesh_init(colrt_mesh *m) { (void)m; }
 void colrt__backend_mesh_destroy(colrt_mesh *m) { colrt__streams_mesh_destroy(m); }
 /* Point-to-point runs on the pair's MPI communicator itself. */

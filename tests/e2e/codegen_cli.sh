@@ -82,7 +82,7 @@ out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x4 -
 check "an arena over the limit: solved again, then it fits" "[ $rc = 0 ] && echo \"\$out\" | grep -q 'solving again under a tighter limit' && [ -f $work/tight1/gpt2_tiny.c ]"
 out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x4 --mesh 2x2 --zero 0 --mem 92KB --dump-after all -o "$work/tight1d" 2>&1); rc=$?
 check "... with --dump-after all: the program generated printed once, the re-plan marked" "[ $rc = 0 ] && [ \$(echo \"\$out\" | grep -c '^; ---- program after lower ----') = 1 ] && echo \"\$out\" | grep -q '^; ==== re-plan 1 under a planner limit of'"
-out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x2 --mesh 1x2 --zero 0 --mem 84KB -o "$work/tight2" 2>&1); rc=$?
+out=$("$cc" "$ex/ir/gpt2-tiny.cir" --emit code --target cpu --cluster h100:1x4 --mesh 2x2 --zero 0 --mem 53KB -o "$work/tight2" 2>&1); rc=$?
 check "an arena over the limit: solved again, then exit 1" "[ $rc = 1 ] && echo \"\$out\" | grep -q 'solving again under a tighter limit' && [ ! -f $work/tight2/gpt2_tiny.c ]"
 out=$("$cc" "$ex/ir/mlp.cir" --emit code --cluster h100:1x1 --strategy dp --mem 300KB -o "$work/tight3" 2>&1); rc=$?
 check "a forced strategy over the limit, the same plan twice again: exit 1 saying it was forced" "[ $rc = 1 ] && echo \"\$out\" | grep -q \"the plan 'dp' (forced with --strategy) needs an arena of\" && [ \$(echo \"\$out\" | grep -c 'solving again') = 2 ]"

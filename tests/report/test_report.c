@@ -93,6 +93,8 @@ static void check_sums(const char *text) {
     const cJSON *mem = get(root, "memory"), *bd = get(mem, "breakdown");
     double parts = num(bd, "parameters_bytes") + num(bd, "gradients_bytes") + num(bd, "optimizer_state_bytes") +
                    num(bd, "master_weights_bytes") + num(bd, "saved_activations_bytes") + num(bd, "transient_bytes");
+    /* and the step's inputs, hyper-parameters and loss, held at every moment (absent from older plans) */
+    if (get(bd, "step_io_bytes")) parts += num(bd, "step_io_bytes");
     /* the peak is one of two moments: early in the backward (less the gradients
      * not yet written) or the update (less the saved activations); the frozen
      * golden inputs predate the moments: their parts sum to the peak */

@@ -208,6 +208,47 @@ static void test_gemm_large(void) {
     free(A), free(B), free(C), free(ref), free(Ad), free(Bd), free(Cd);
 }
 
+/* The widened GEMMs' f32 staging (runtime/cpu/blas.c) is one buffer kept
+ * between calls on the caller's thread: a large product, then a small one
+ * (staged into the larger buffer's stale contents, beta = 1 reading C), then
+ * the large one again, each against the f64 reference; then one small product
+ * per OpenMP thread from inside a parallel region (each its own buffer). */
+static void staged_ref(int M, int N, int K, const double *A, const double *B, const double *C, double *ref) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = C ? C[i * N + j] : 0;
+            for (int k = 0; k < K; k++) s += A[i * K + k] * B[k * N + j];
+            ref[i * N + j] = s;
+        }
+}
+static void test_gemm_staging(void) {
+    static const int sz[3][3] = {{64, 96, 128}, {3, 5, 7}, {64, 96, 128}};
+    for (int c = 0; c < 3; c++) {
+        int M = sz[c][0], N = sz[c][1], K = sz[c][2];
+        double *A = rnd(M * K, 1), *B = rnd(K * N, 1), *C = rnd(M * N, 1), *ref = zeros(M * N);
+        void *Ad = dev(T, A, M * K), *Bd = dev(T, B, K * N), *Cd = dev(T, C, M * N);
+        staged_ref(M, N, K, A, B, C, ref);
+        colrt_gemm(NULL, T, 0, 0, M, N, K, 1.f, Ad, K, 0, Bd, N, 0, 1.f, Cd, N, 0, 1);
+        char name[64];
+        snprintf(name, sizeof name, "gemm staged %dx%dx%d after %s", M, N, K, c ? "a larger" : "none");
+        expect(name, T, Cd, ref, M * N, tol_of(T));
+        free(A), free(B), free(C), free(ref), free(Ad), free(Bd), free(Cd);
+    }
+    enum { PM = 4, PN = 6, PK = 9, PT = 2 };
+    double *A = rnd(PT * PM * PK, 1), *B = rnd(PK * PN, 1), *ref = zeros(PT * PM * PN);
+    void *Ad = dev(T, A, PT * PM * PK), *Bd = dev(T, B, PK * PN), *Cd = devz(PT * PM * PN);
+    for (int t = 0; t < PT; t++) staged_ref(PM, PN, PK, A + t * PM * PK, B, NULL, ref + t * PM * PN);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(PT);
+#pragma omp parallel for schedule(static, 1)
+    for (int t = 0; t < PT; t++)
+        colrt_gemm(NULL, T, 0, 0, PM, PN, PK, 1.f, (const char *)Ad + (size_t)t * PM * PK * colrt_dtype_size(T), PK,
+                   0, Bd, PN, 0, 0.f, (char *)Cd + (size_t)t * PM * PN * colrt_dtype_size(T), PN, 0, 1);
+    omp_set_num_threads(saved);
+    expect("gemm staged inside a parallel region", T, Cd, ref, PT * PM * PN, tol_of(T));
+    free(A), free(B), free(ref), free(Ad), free(Bd), free(Cd);
+}
+
 /* colrt_gemm_f32c: a weight gradient's GEMM (C = x^T dy, K = 320 rows
  * summed) accumulated into an f32 C over 4 micro-batches (alpha 1/4, beta
  * 1), as the fused program runs it, against the f64 sum of the same rounded
@@ -267,9 +308,11 @@ long long colrt__gemm_splits(void);
 static void test_gemm_split(void) {
     static const int shape[][3] = {{37, 203, 29}, {211, 19, 33}, {130, 130, 7}};
     /* f32 products split only on oneDNN's dnnl_sgemm: not on another library,
-     * nor with f32 through the matmul primitive (COLRT_GEMM_F32=matmul) */
+     * nor with f32 through the matmul primitive (COLRT_GEMM_F32=matmul); by
+     * default (COLRT_GEMM_F32=nt) the NT products take the primitive whole */
     const char *lib = colrt_gemm_library();
-    int split = T == COLRT_F32 && !strncmp(lib, "onednn", 6) && strstr(lib, "f32: dnnl_sgemm");
+    int nt_mm = strstr(lib, "f32: NT products on the matmul primitive") != NULL;
+    int split = T == COLRT_F32 && !strncmp(lib, "onednn", 6) && (strstr(lib, "f32: dnnl_sgemm") || nt_mm);
     if (T == COLRT_F32 && !split) printf("SKIP gemm split: the split path is not in use (%s); products checked only\n", lib);
     long long before = colrt__gemm_splits();
     int threads = omp_get_max_threads();
@@ -297,10 +340,12 @@ static void test_gemm_split(void) {
                 free(A), free(B), free(C), free(ref), free(Ad), free(Bd), free(Cd);
             }
     omp_set_num_threads(threads);
-    /* every shape is wide enough for two threads: 12 products split */
+    /* every shape is wide enough for two threads: 12 products split, or the
+     * 9 that are not NT where the NT ones take the primitive */
     if (split) {
-        printf("gemm split: %lld of 12 products split\n", colrt__gemm_splits() - before);
-        CHECK(colrt__gemm_splits() - before == 12);
+        printf("gemm split: %lld of 12 products split%s\n", colrt__gemm_splits() - before,
+               nt_mm ? " (the 3 NT ones on the matmul primitive)" : "");
+        CHECK(colrt__gemm_splits() - before == (nt_mm ? 9 : 12));
     }
 }
 
@@ -759,6 +804,9 @@ int main(int argc, char **argv) {
     /* COLRT_GEMM_F32=matmul (test_colrt_kernels_generic): f32 through the primitive, or a refusal */
     const char *f32 = getenv("COLRT_GEMM_F32");
     if (!strncmp(lib, "onednn", 6)) CHECK((strstr(lib, "f32: matmul primitive") != NULL) == (f32 && !strcmp(f32, "matmul")));
+    /* unset: the NT products on the primitive (where it passed its probe: AVX-512 here) */
+    if (!strncmp(lib, "onednn", 6) && !f32 && __builtin_cpu_supports("avx512f"))
+        CHECK(strstr(lib, "f32: NT products on the matmul primitive") != NULL);
     test_conversions();
     test_memcpy_2d();
     test_attention_more_queries();
@@ -766,6 +814,7 @@ int main(int argc, char **argv) {
         T = FLOATS[k];
         test_gemm();
         test_gemm_large();
+        test_gemm_staging();
         test_gemm_f32c();
         test_gemm_split();
         test_norms();

@@ -287,7 +287,9 @@ static void test_price(void) {
         for (int s = 0; s < 4; s++) {
             const PipeStagePrice *t = &q->st[s];
             CHECK(t->mem_static > 0 && t->mem_acts > 0 && t->fwd_s > 0);
-            CHECK_NEAR(t->peak_bytes, fmax(t->mem_static - t->mem_grads_late + t->mem_acts, t->mem_static) + t->mem_inflight + t->mem_transient, 1e-6);
+            /* every stage's ranks hold the step's inputs, hyper-parameters and loss (6 buffers of 256) */
+            CHECK_NEAR(t->mem_io, 6 * 256, 0);
+            CHECK_NEAR(t->peak_bytes, fmax(t->mem_static - t->mem_grads_late + t->mem_acts, t->mem_static) + t->mem_io + t->mem_inflight + t->mem_transient, 1e-6);
             CHECK(s == 3 || t->bwd_s > t->fwd_s);    /* the backward and the forward again */
             CHECK_NEAR(t->send_bytes, s < 3 ? u : 0, 0);
             CHECK(s == 3 || fabs(t->send_s - (q->link_alpha_s + u * q->link_beta_s)) < 1e-15);

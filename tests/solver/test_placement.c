@@ -264,7 +264,7 @@ static double first_block_moment(const PlanResult *r, double tb) {
         }
         if (most - before > m) m = most - before; /* the re-run's end: none of its gradients written */
     }
-    return r->price.mem_params - late_pre + pre + m;
+    return r->price.mem_params + r->price.mem_io - late_pre + pre + m;
 }
 
 /* The moments of the peak (eval.c): in a step of one micro-batch the
@@ -317,7 +317,7 @@ static void test_memory_moments(void) {
     CHECK_NEAR(pr->mem_transient_blocks, tb, 1e-12);
     CHECK_NEAR(pr->mem_transient_max, tall, 1e-12);
     CHECK(pr->mem_acts_head > 0 && pr->mem_recompute == 0); /* dp: nothing recomputes */
-    double start = pr->mem_params - pr->mem_grads_late + pr->mem_acts;
+    double start = pr->mem_params + pr->mem_io - pr->mem_grads_late + pr->mem_acts;
     CHECK(pr->mem_update == 0); /* f32: the update reads the gradients themselves */
     /* the head's backward: the last block's gradients not yet written; the last
      * block instance's, group by group: those before g unwritten, the activations
@@ -349,7 +349,7 @@ static void test_memory_moments(void) {
         double a = ilp_transient(S, z) - before - acts_last - S->held_freed[z]; /* dp keeps them */
         if (a > blk) blk = a;
     }
-    double at[ILP_MOMENTS] = {start - unwritten + th, start - pr->mem_acts_head + blk, pr->mem_params + tall,
+    double at[ILP_MOMENTS] = {start - unwritten + th, start - pr->mem_acts_head + blk, pr->mem_params + pr->mem_io + tall,
                               first_block_moment(r, tb)},
            pk = at[0];
     for (int k = 1; k < ILP_MOMENTS; k++) pk = at[k] > pk ? at[k] : pk;
