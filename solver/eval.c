@@ -6,6 +6,9 @@
  *
  *   step = compute + resharding + recompute + exposed gradient sync
  *          + optimizer + ZeRO gathers
+ *   recompute = per instance recomputed under a policy, the re-run's compute
+ *          and the reshardings it runs again (IlpStrat.rc_comm_s inside a
+ *          group, IlpEdge.rerun_s on the edges into the block)
  *   exposed sync = ZeRO-2/3's reduce-scatters (on the compute stream)
  *          + max(the buckets' sync - the backward they run behind,
  *                the last buckets' sync,    (solver.h, IlpGroup.sync_last)
@@ -291,7 +294,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         } else {
             const int *n = c->count[g->block];
             for (int pol = 0; pol < RC__COUNT; pol++) r.mem_acts += n[pol] * S->act[pol];
-            r.recompute_s += n[RC_SELECTIVE] * S->rec_sel_s + n[RC_FULL] * S->fwd_s;
+            r.recompute_s += n[RC_SELECTIVE] * (S->rec_sel_s + S->rc_comm_s[RC_SELECTIVE]) +
+                             n[RC_FULL] * (S->fwd_s + S->rc_comm_s[RC_FULL]);
             if (z == 3) r.gather_s += n[RC_SELECTIVE] * S->rc_gather_s[RC_SELECTIVE] + n[RC_FULL] * S->rc_gather_s[RC_FULL];
             /* the re-run instance: a full one where some instance is (the larger) */
             block_none[g->block] += ilp_rerun_bytes(S, z, n[RC_FULL] > 0 ? RC_FULL : RC_SELECTIVE);
@@ -325,6 +329,9 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         const IlpEdge *E = &p->edges[e];
         int k = c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst];
         r.comm_s += E->cost[k];
+        /* a recomputed instance of the consumer's block reshards again (IlpEdge.rerun_s) */
+        for (int pol = RC_SELECTIVE; pol < RC__COUNT && p->groups[E->dst].block >= 0; pol++)
+            if (E->rerun_s[pol]) r.recompute_s += c->count[p->groups[E->dst].block][pol] * E->rerun_s[pol][k];
         r.mem_transient_max = maxd(r.mem_transient_max, maxd(E->mem[k], sharded ? E->mem_end[k] : 0));
         const IlpGroup *D = &p->groups[E->dst];
         if (D->after_blocks) r.mem_transient_head = maxd(r.mem_transient_head, E->mem[k]);

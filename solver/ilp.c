@@ -16,6 +16,8 @@
  *             disaggregation (sum_p u = N x[g,s], sum_s u = n[k,p]): exact
  *             for one-hot x, and far tighter than big-M products. Recompute
  *             time and saved bytes are linear in u.
+ *   v[e,p,r,c] >= 0: an edge's re-run resharding (n[k,p] x[src] x[dst]), a
+ *             transportation between both ends' u (rerun_edges).
  *   d[k]      binary: block k recomputes somewhere (its activations become
  *             a transient).
  *   T, TH, TB >= 0: the largest transient of every group and edge, of the
@@ -378,6 +380,111 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
     }
 }
 
+/* The reshardings a recomputed instance of block k runs again on the edges into
+ * its groups (IlpEdge.rerun_s), free policies: n[pol] rerun(a, b) where the
+ * source takes a and the consumer b. u[g,s,pol] is n[pol] x[g,s], so the
+ * pair's share is a transportation between both ends' u, as y is between their
+ * x: columns v[r,c] >= 0 (r, c: the classes of source, consumer strategies with
+ * the same re-run row, column) priced rerun(r, c), with sum_r v[r,c] the
+ * consumer's u in class c, and sum_c v[r,c] the source's u in class r where
+ * the source is a group of the same block (the same n[pol] times its x), else
+ * <= N times its x in class r. Exact for one-hot x (the other classes' v are
+ * 0), and its relaxation is the consumer's u routed to the sources' strategies
+ * in proportion (a row per source strategy with a big-M, tried before, left it
+ * loose: `--sweep-mem` plans took 20 x main's time to close). Where the cost
+ * depends on one end only it goes on that end's u (the source's only inside
+ * the block). Policies whose matrices are the same (the consumer's product not
+ * kept under selective) share one transportation over u[., sel] + u[., full]. */
+static void rerun_edges(const IlpProblem *p, Model *m, int k, int *const *uc, double tscale) {
+    if (!(tscale > 0)) return; /* the least memory's solve: time is not asked */
+    Lp *lp = &m->lp;
+    char nm[96];
+    int N = p->blocks[k].instances;
+    for (int e = 0; e < p->n_edges; e++) {
+        const IlpEdge *E = &p->edges[e];
+        const IlpGroup *A = &p->groups[E->src], *B = &p->groups[E->dst];
+        if (B->block != k || !uc[E->dst]) continue;
+        int na = A->n_strats, nb = B->n_strats;
+        bool inside = A->block == k && uc[E->src]; /* the source's u: the same n[pol] */
+        size_t row_bytes = sizeof(double) * (size_t)nb, all_bytes = row_bytes * (size_t)na;
+        int *rcl = ir_alloc(sizeof(int) * (size_t)(na + 1)), *ccl = ir_alloc(sizeof(int) * (size_t)(nb + 1));
+        int *rrep = ir_alloc(sizeof(int) * (size_t)(na + 1)), *crep = ir_alloc(sizeof(int) * (size_t)(nb + 1));
+        for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++) {
+            const double *rr = E->rerun_s[pol];
+            if (!rr) continue;
+            /* the policies pricing this matrix (full's is selective's where the product re-runs) */
+            const double *sel = E->rerun_s[RC_SELECTIVE], *full = E->rerun_s[RC_FULL];
+            bool same = sel && full && !memcmp(sel, full, all_bytes);
+            if (pol == RC_FULL && same) continue;
+            bool pols[RC__COUNT] = {false};
+            pols[pol] = true;
+            if (same) pols[RC_FULL] = true;
+            int nr = 0, nc = 0;
+            for (int a = 0; a < na; a++) {
+                rcl[a] = -1;
+                if (!any_x(m, E->src, a)) continue;
+                for (int r = 0; r < nr && rcl[a] < 0; r++)
+                    if (!memcmp(&rr[a * nb], &rr[rrep[r] * nb], row_bytes)) rcl[a] = r;
+                if (rcl[a] < 0) rrep[nr] = a, rcl[a] = nr++;
+            }
+            bool any = false;
+            for (int b = 0; b < nb; b++) {
+                ccl[b] = -1;
+                if (!uc[E->dst][b * RC__COUNT + pol]) continue;
+                for (int c = 0; c < nc && ccl[b] < 0; c++) {
+                    bool eq = true;
+                    for (int r = 0; r < nr && eq; r++) eq = rr[rrep[r] * nb + b] == rr[rrep[r] * nb + crep[c]];
+                    if (eq) ccl[b] = c;
+                }
+                if (ccl[b] < 0) crep[nc] = b, ccl[b] = nc++;
+                for (int r = 0; r < nr; r++) any |= rr[rrep[r] * nb + b] > 0;
+            }
+            if (!any) continue;
+            if (nr == 1 || (nc == 1 && inside)) { /* one end's choice prices it: on its u */
+                bool on_dst = nr == 1;
+                int g = on_dst ? E->dst : E->src, n = on_dst ? nb : na;
+                for (int s = 0; s < n; s++) {
+                    double t = on_dst ? (ccl[s] >= 0 ? rr[rrep[0] * nb + s] : 0) : (rcl[s] >= 0 ? rr[s * nb + crep[0]] : 0);
+                    for (int q = pol; q < RC__COUNT && t > 0; q++) {
+                        int u = pols[q] ? uc[g][s * RC__COUNT + q] : 0;
+                        if (u) glp_set_obj_coef(lp->P, u, glp_get_obj_coef(lp->P, u) + tscale * t);
+                    }
+                }
+                continue;
+            }
+            int *rows_r = ir_alloc(sizeof(int) * (size_t)nr), *rows_c = ir_alloc(sizeof(int) * (size_t)nc);
+            for (int r = 0; r < nr; r++) {
+                snprintf(nm, sizeof nm, "rvr_%d_%d_%d", e, pol, r);
+                rows_r[r] = inside ? add_row(lp, GLP_FX, 0, 0, nm) : add_row(lp, GLP_UP, -INFINITY, 0, nm);
+            }
+            for (int c = 0; c < nc; c++) {
+                snprintf(nm, sizeof nm, "rvc_%d_%d_%d", e, pol, c);
+                rows_c[c] = add_row(lp, GLP_FX, 0, 0, nm);
+            }
+            for (int r = 0; r < nr; r++)
+                for (int c = 0; c < nc; c++) {
+                    snprintf(nm, sizeof nm, "rv_%d_%d_%d_%d", e, pol, r, c);
+                    int v = add_col(lp, GLP_CV, 0, INFINITY, tscale * rr[rrep[r] * nb + crep[c]], nm);
+                    put(lp, rows_r[r], v, 1);
+                    put(lp, rows_c[c], v, 1);
+                }
+            for (int q = pol; q < RC__COUNT; q++) {
+                if (!pols[q]) continue;
+                for (int b = 0; b < nb; b++)
+                    if (ccl[b] >= 0) put(lp, rows_c[ccl[b]], uc[E->dst][b * RC__COUNT + q], -1);
+                for (int a = 0; inside && a < na; a++)
+                    if (rcl[a] >= 0) put(lp, rows_r[rcl[a]], uc[E->src][a * RC__COUNT + q], -1);
+            }
+            for (int a = 0; !inside && a < na; a++)
+                for (int z = 0; rcl[a] >= 0 && z < ZERO_STAGES; z++)
+                    if (m->x[E->src][a * ZERO_STAGES + z]) put(lp, rows_r[rcl[a]], m->x[E->src][a * ZERO_STAGES + z], -N);
+            ir_free(rows_r);
+            ir_free(rows_c);
+        }
+        ir_free(rcl), ir_free(ccl), ir_free(rrep), ir_free(crep);
+    }
+}
+
 static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool min_mem) {
     const IlpFix *f = set->fix;
     Lp *lp = &m->lp;
@@ -425,6 +532,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     obj += n * (fixed_rc == RC_SELECTIVE ? S->rec_sel_s
                                 : fixed_rc == RC_FULL    ? S->fwd_s
                                                          : 0);
+                    obj += n * S->rc_comm_s[fixed_rc]; /* its reshardings again */
                     if (z == 3) obj += n * S->rc_gather_s[fixed_rc];
                 }
                 snprintf(nm, sizeof nm, "x_%d_%d_%d", g, s, z);
@@ -506,6 +614,13 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         const IlpEdge *E = &p->edges[e];
         const IlpGroup *A = &p->groups[E->src], *B = &p->groups[E->dst];
         int na = A->n_strats, nb = B->n_strats;
+        /* the pair's cost; with a fixed policy, its instances' re-run reshardings too
+         * (IlpEdge.rerun_s; free policies: per block below) */
+        double *ec = ir_alloc(sizeof(double) * (size_t)(na * nb + 1));
+        for (int k = 0; k < na * nb; k++)
+            ec[k] = E->cost[k] + (fixed_rc > RC_NONE && B->block >= 0 && E->rerun_s[fixed_rc]
+                                      ? p->blocks[B->block].instances * E->rerun_s[fixed_rc][k]
+                                      : 0);
         int *rc = ir_alloc(sizeof(int) * (size_t)(na + 1)), *cc = ir_alloc(sizeof(int) * (size_t)(nb + 1));
         int nr = 0, nc = 0;
         int *rrep = ir_alloc(sizeof(int) * (size_t)(na + 1)), *crep = ir_alloc(sizeof(int) * (size_t)(nb + 1));
@@ -513,7 +628,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             rc[a] = -1;
             if (!allowed(p, f, E->src, a)) continue;
             for (int r = 0; r < nr && rc[a] < 0; r++)
-                if (!memcmp(&E->cost[a * nb], &E->cost[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
+                if (!memcmp(&ec[a * nb], &ec[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
                     !memcmp(&E->mem[a * nb], &E->mem[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
                     !memcmp(&E->mem_end[a * nb], &E->mem_end[rrep[r] * nb], sizeof(double) * (size_t)nb))
                     rc[a] = r;
@@ -525,7 +640,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             for (int c = 0; c < nc && cc[b] < 0; c++) {
                 bool same = true;
                 for (int a = 0; a < na && same; a++)
-                    if (rc[a] >= 0 && (E->cost[a * nb + b] != E->cost[a * nb + crep[c]] ||
+                    if (rc[a] >= 0 && (ec[a * nb + b] != ec[a * nb + crep[c]] ||
                                        E->mem[a * nb + b] != E->mem[a * nb + crep[c]] ||
                                        E->mem_end[a * nb + b] != E->mem_end[a * nb + crep[c]]))
                         same = false;
@@ -569,7 +684,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         int col = m->x[g][s * ZERO_STAGES + z];
                         if (col)
                             glp_set_obj_coef(lp->P, col,
-                                             glp_get_obj_coef(lp->P, col) + tscale * E->cost[a * nb + b]);
+                                             glp_get_obj_coef(lp->P, col) + tscale * ec[a * nb + b]);
                         for (int k = 0; col && k < nmrows && E->mem[a * nb + b] > 0; k++)
                             put(lp, mrows[k], col, -E->mem[a * nb + b] * ms);
                         if (col && erow && E->mem_end[a * nb + b] > 0) put(lp, erow, col, -E->mem_end[a * nb + b] * ms);
@@ -588,7 +703,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             for (int r = 0; r < nr; r++)
                 for (int c = 0; c < nc; c++) {
                     snprintf(nm, sizeof nm, "y_%d_%d_%d", e, r, c);
-                    int col = add_col(lp, GLP_CV, 0, INFINITY, tscale * E->cost[rrep[r] * nb + crep[c]], nm);
+                    int col = add_col(lp, GLP_CV, 0, INFINITY, tscale * ec[rrep[r] * nb + crep[c]], nm);
                     if (!ey[e]) ey[e] = ir_alloc(sizeof(int) * (size_t)(nr * nc));
                     ey[e][r * nc + c] = col;
                     put(lp, rows_r[r], col, 1);
@@ -607,6 +722,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             ir_free(rows_r);
             ir_free(rows_c);
         }
+        ir_free(ec);
         erc[e] = rc, ecc[e] = cc, enc[e] = nc;
         ir_free(rrep);
         ir_free(crep);
@@ -931,7 +1047,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
 
     offload_columns(p, set, m, urow, tscale, on);
 
-    /* recompute per block */
+    /* recompute per block; uc[g][s * RC__COUNT + pol]: the u columns (free policies) */
+    int **uc = ir_alloc(sizeof(int *) * (size_t)(p->n_groups + 1));
     m->bits = ir_alloc(sizeof(int *) * (size_t)(p->n_blocks + 1));
     m->nbits = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 1));
     for (int k = 0; k < p->n_blocks; k++) {
@@ -1027,7 +1144,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 for (int pol = 0; pol < RC__COUNT; pol++) {
                     double t = pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0;
                     snprintf(nm, sizeof nm, "u_%d_%d_%d", g, s, pol);
+                    t += S->rc_comm_s[pol]; /* and its reshardings again */
                     int u = add_col(lp, GLP_CV, 0, N, tscale * t, nm);
+                    if (!uc[g]) uc[g] = ir_alloc(sizeof(int) * (size_t)(G->n_strats * RC__COUNT + 1));
+                    uc[g][s * RC__COUNT + pol] = u;
                     put(lp, xrow, u, 1);
                     put(lp, prow[pol], u, 1);
                     put(lp, m->mem_row, u, S->act[pol] * ms);
@@ -1048,7 +1168,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 }
             }
         }
+        rerun_edges(p, m, k, uc, tscale);
     }
+    for (int g = 0; g < p->n_groups; g++) ir_free(uc[g]);
+    ir_free(uc);
     /* the last block's rows (eval.c): the backward reaches group g with the
      * activations of the groups after g freed (ilp_freed_bytes): where the
      * last instance keeps its activations (some instance does: under free
@@ -1156,6 +1279,10 @@ typedef struct Progress {
     double gap;                 /* the relative gap at the last callback */
     double beat;                /* > 0: IlpSettings.beat in the model's units (objective x ts) */
     bool beaten;                /* the bound reached it: the search stopped */
+    const double *start;        /* IlpSettings.start's columns (start_point), handed to GLPK once */
+    int start_after;            /* > 0: with IlpSettings.start, stop a search that has no plan
+                                 * after this many nodes (then run again from the start) */
+    bool no_plan_yet;           /* it stopped so */
 } Progress;
 
 static double since(const struct timespec *t0) {
@@ -1172,6 +1299,10 @@ bool ilp_stalled(double gap, int found_at, int total) {
 static void progress_cb(glp_tree *T, void *info) {
     Progress *pr = info;
     int reason = glp_ios_reason(T);
+    if (reason == GLP_IHEUR && pr->start) { /* the plan known to fit: the first incumbent */
+        glp_ios_heur_sol(T, pr->start);
+        pr->start = NULL;
+    }
     if (reason == GLP_ISELECT && pr->beat > 0) {
         /* the least bound of the open nodes bounds every plan still possible (the LP relaxation,
          * with GLPK's tolerances: the margin): none can step faster than the plan to beat */
@@ -1187,6 +1318,11 @@ static void progress_cb(glp_tree *T, void *info) {
         glp_ios_tree_size(T, &active, &current, &total);
         glp_prob *P = glp_ios_get_prob(T);
         bool have = glp_mip_status(P) == GLP_FEAS || glp_mip_status(P) == GLP_OPT;
+        if (!have && pr->start_after > 0 && total >= pr->start_after) {
+            pr->no_plan_yet = true;
+            glp_ios_terminate(T);
+            return;
+        }
         double obj = have ? glp_mip_obj_val(P) : INFINITY;
         if (have && (reason == GLP_IBINGO || obj < pr->best)) pr->found_at = total, pr->best = obj;
         if (have && reason == GLP_ISELECT && pr->stall_rule) {
@@ -1213,6 +1349,57 @@ static void progress_cb(glp_tree *T, void *info) {
                 glp_mip_obj_val(P), bound, 100 * gap, tot);
     else
         fprintf(stderr, "ilp: %5.1f s  no plan yet  bound %.6g  nodes %d\n", t, bound, tot);
+}
+
+/* The model's columns at choice c (IlpSettings.start; 1-based, GLPK's order, ir_alloc'd):
+ * its strategies, ZeRO stages, offloads and recompute counts fixed, every other column
+ * at its best for them (a small MIP: d and the last instance's k are its integers); NULL
+ * where c has no column here (a strategy the fix rules out) or does not fit. */
+static double *start_point(const IlpProblem *p, Model *m, const IlpChoice *c, double tm_lim_s) {
+    glp_prob *P = m->lp.P;
+    int n = glp_get_num_cols(P), nf = 0;
+    int *col = ir_alloc(sizeof(int) * (size_t)(n + 1)), *type = ir_alloc(sizeof(int) * (size_t)(n + 1));
+    double *val = ir_alloc(sizeof(double) * (size_t)(n + 1)), *lb = ir_alloc(sizeof(double) * (size_t)(n + 1)),
+           *ub = ir_alloc(sizeof(double) * (size_t)(n + 1));
+    bool ok = true;
+#define FIX(j, v) (col[nf] = (j), val[nf++] = (v))
+    for (int g = 0; g < p->n_groups && ok; g++) {
+        const IlpGroup *G = &p->groups[g];
+        ok = c->strat[g] >= 0 && c->strat[g] < G->n_strats && m->x[g][c->strat[g] * ZERO_STAGES + c->zero[g]];
+        for (int s = 0; ok && s < G->n_strats; s++)
+            for (int z = 0; z < ZERO_STAGES; z++)
+                if (m->x[g][s * ZERO_STAGES + z]) FIX(m->x[g][s * ZERO_STAGES + z], s == c->strat[g] && z == c->zero[g]);
+        if (ok && m->h && m->h[g]) FIX(m->h[g], c->offload[g] > 0);
+        else ok &= !c->offload[g];
+        if (ok && m->hp && m->hp[g]) FIX(m->hp[g], c->offload[g] == 2);
+    }
+    for (int k = 0; k < p->n_blocks && ok; k++)
+        for (int pol = 0; m->bits[k] && pol < RC__COUNT; pol++) FIX(m->bits[k][pol], c->count[k][pol]);
+#undef FIX
+    double *x = NULL;
+    if (ok) {
+        for (int i = 0; i < nf; i++) {
+            type[i] = glp_get_col_type(P, col[i]), lb[i] = glp_get_col_lb(P, col[i]), ub[i] = glp_get_col_ub(P, col[i]);
+            glp_set_col_bnds(P, col[i], GLP_FX, val[i], val[i]);
+        }
+        glp_iocp parm;
+        glp_init_iocp(&parm);
+        parm.msg_lev = GLP_MSG_OFF;
+        parm.presolve = GLP_ON;
+        parm.tm_lim = (int)(1000 * (tm_lim_s > 0.1 ? tm_lim_s : 0.1));
+        glp_intopt(P, &parm);
+        int st = glp_mip_status(P);
+        if (st == GLP_OPT || st == GLP_FEAS) {
+            x = ir_alloc(sizeof(double) * (size_t)(n + 1));
+            for (int j = 1; j <= n; j++) {
+                x[j] = glp_mip_col_val(P, j);
+                if (glp_get_col_kind(P, j) != GLP_CV) x[j] = round(x[j]); /* glp_ios_heur_sol asks integers */
+            }
+        }
+        for (int i = 0; i < nf; i++) glp_set_col_bnds(P, col[i], type[i], lb[i], ub[i]);
+    }
+    ir_free(col), ir_free(type), ir_free(val), ir_free(lb), ir_free(ub);
+    return x;
 }
 
 static IlpChoice extract(const IlpProblem *p, const Model *m, const IlpFix *f) {
@@ -1260,6 +1447,13 @@ static void model_free(const IlpProblem *p, Model *m) {
     glp_delete_prob(m->lp.P);
 }
 
+/* Seconds a solve may still take (IlpSettings.time_limit_s, --time-limit's deadline), 0.1 at least. */
+static double time_left(const IlpSettings *s, const Progress *pr) {
+    double left = s->time_limit_s - since(&pr->t0);
+    if (ilp_deadline() > 0 && ilp_deadline() - ilp_clock_s() < left) left = ilp_deadline() - ilp_clock_s(); /* --time-limit */
+    return left > 0.1 ? left : 0.1;
+}
+
 /* One GLPK solve; returns the GLPK MIP status (GLP_OPT, GLP_FEAS, GLP_NOFEAS, GLP_UNDEF). */
 static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem, Progress *pr,
                IlpResult *r) {
@@ -1280,9 +1474,7 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     parm.msg_lev = GLP_MSG_OFF;
     parm.presolve = GLP_ON;
     parm.mip_gap = s->mip_gap;
-    double left = s->time_limit_s - since(&pr->t0);
-    if (ilp_deadline() > 0 && ilp_deadline() - ilp_clock_s() < left) left = ilp_deadline() - ilp_clock_s(); /* --time-limit */
-    parm.tm_lim = (int)(1000 * (left > 0.1 ? left : 0.1));
+    parm.tm_lim = (int)(1000 * time_left(s, pr));
     parm.cb_func = progress_cb;
     parm.cb_info = pr;
     pr->found_at = 0;
@@ -1292,7 +1484,36 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     pr->gap = 0;
     pr->beat = !min_mem && s->beat > 0 && isfinite(s->beat) ? s->beat * m->ts : 0;
     pr->beaten = false;
-    int rc = glp_intopt(m->lp.P, &parm);
+    /* a plan known to fit (IlpSettings.start): where the search finds none in ILP_START_NODES
+     * nodes, it runs again with that plan as its first incumbent, on the model itself
+     * (glp_ios_heur_sol takes the columns of the problem the search runs on: no presolve,
+     * so the root's relaxation solved here, as glp_intopt's presolve path does). Not at
+     * once: without the presolve the search takes more nodes (bench/simulate/README.md) */
+    pr->start_after = s->start && !min_mem ? (s->start_nodes > 0 ? s->start_nodes : ILP_START_NODES) : 0;
+    pr->no_plan_yet = false;
+    pr->start = NULL;
+    int rc = s->start && !min_mem && s->start_nodes < 0 ? (pr->no_plan_yet = true, GLP_ESTOP) : glp_intopt(m->lp.P, &parm);
+    pr->start_after = 0;
+    if (pr->no_plan_yet) { /* again, from the start; where it has no columns here, as before */
+        double *start = start_point(p, m, s->start, time_left(s, pr));
+        if (start) {
+            glp_smcp sp;
+            glp_init_smcp(&sp);
+            sp.msg_lev = GLP_MSG_OFF;
+            glp_scale_prob(m->lp.P, GLP_SF_GM | GLP_SF_EQ | GLP_SF_2N | GLP_SF_SKIP);
+            glp_adv_basis(m->lp.P, 0);
+            if (glp_simplex(m->lp.P, &sp) == 0 && glp_get_status(m->lp.P) == GLP_OPT) parm.presolve = GLP_OFF;
+            else ir_free(start), start = NULL;
+        }
+        parm.tm_lim = (int)(1000 * time_left(s, pr));
+        r->from_start = start != NULL;
+        pr->start = start;
+        pr->found_at = 0;
+        pr->best = INFINITY;
+        rc = glp_intopt(m->lp.P, &parm);
+        pr->start = NULL;
+        ir_free(start);
+    }
     int st = glp_mip_status(m->lp.P);
     if (rc == GLP_ENOPFS) st = GLP_NOFEAS;
     r->gap_stop = rc == GLP_EMIPGAP;
@@ -1304,7 +1525,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     IlpResult r;
     memset(&r, 0, sizeof r);
     glp_term_out(GLP_OFF);
-    Progress pr = {{0, 0}, 0, s->progress, 0, INFINITY, true, false, 0, 0, false};
+    Progress pr = {{0, 0}, 0, s->progress, 0, INFINITY, true, false, 0, 0, false, NULL, 0, false};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
     if (p->timed_out) { /* an incomplete problem (ilp_problem_build stopped at the deadline) */
         r.status = ILP_ERROR;

@@ -365,7 +365,8 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             cnt[s][pol]++;
             sh[s] += 1;
             if (n_cut && G->mult > 1 && ld->block == blk && i < n_cut)
-                iw[i] += (S->fwd_s + S->bwd_s + S->comm_s + (pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0)) * k +
+                iw[i] += (S->fwd_s + S->bwd_s + S->comm_s + (pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0) +
+                       S->rc_comm_s[pol]) * k +
                          (z == 3 && G->n_params ? S->gather_s[z] / m : 0);
         }
         /* the stages holding its parameters: its own and those whose forward reads them */
@@ -411,7 +412,8 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             double fshare = tot > 0 ? S->fwd_s / tot : 0.5;
             fwd[s] += f + cm * fshare;
             bwd[s] += inst * S->bwd_s * k + cm * (1 - fshare);
-            bwd[s] += (cnt[s][RC_SELECTIVE] * S->rec_sel_s + cnt[s][RC_FULL] * S->fwd_s) * k;
+            bwd[s] += (cnt[s][RC_SELECTIVE] * (S->rec_sel_s + S->rc_comm_s[RC_SELECTIVE]) +
+                       cnt[s][RC_FULL] * (S->fwd_s + S->rc_comm_s[RC_FULL])) * k;
             if (RERUNS(s)) bwd[s] += f, again[s] += f; /* the forward again before the backward (docs/pipeline.md) */
             for (int pol = 0; pol < RC__COUNT; pol++) st->mem_acts += cnt[s][pol] * S->act[pol];
             st->mem_transient = maxd(st->mem_transient, ilp_transient(S, z));

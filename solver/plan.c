@@ -210,7 +210,7 @@ static void plan_mesh_solve(const PlanOptions *o, PlanResult *r, double limit, c
     int v = vk >= 2 && o->pp > 1 && m % o->pp == 0 ? vk : 1;
     double copies = o->pp_keep_acts && !forced && o->pp > 1 ? pipeline_kept_copies(o->pp, v, m, 0) : 1;
     if (o->pp > 1) pipeline_stage_problem(r->prob, o->pp, copies);
-    IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix, o->pp > 1 ? 0 : beat};
+    IlpSettings s = {limit, o->time_limit_s, o->mip_gap, o->dump_ilp, o->progress, fix, o->pp > 1 ? 0 : beat, NULL, 0};
     double t0 = now_s();
     if (!forced) r->res = ilp_solve(r->prob, &s);
     if (!forced && o->pp > 1 && copies > 1 && r->res.status == ILP_INFEASIBLE) {
@@ -335,6 +335,10 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
     CostModel *cms = ir_alloc(sizeof *cms * (size_t)(np ? np : 1));
     ShardMesh *qms = ir_alloc(sizeof *qms * (size_t)(nm ? nm : 1));
     IlpProblem **probs = ir_alloc(sizeof *probs * (size_t)(np ? np : 1));
+    /* per problem its least memory's plan: the lowest point's first incumbent (IlpSettings.start;
+     * there the plans that fit are few, and GLPK's search may end without finding one) */
+    IlpChoice *least = ir_alloc(sizeof *least * (size_t)(np ? np : 1));
+    double *least_peak = ir_alloc(sizeof *least_peak * (size_t)(np ? np : 1));
     double lo = INFINITY;
     /* the sweep's solves run within a --time-limit of their own; a mesh whose
      * problem is not built by then drops out of the sweep */
@@ -349,9 +353,13 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
         cms[j] = (CostModel){cl, queueing && !on_caller ? &qms[i] : &meshes[i], dt, 1, NULL};
         probs[j] = ilp_problem_build(g, &cms[j], &io);
         if (probs[j]->timed_out) continue;
-        IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, &fz[i], 0};
+        IlpSettings s = {1, o->time_limit_s, o->mip_gap, NULL, false, &fz[i], 0, NULL, 0};
         IlpResult r = ilp_solve(probs[j], &s);
-        if (r.status == ILP_INFEASIBLE && r.min_mem > 0) lo = fmin(lo, r.min_mem);
+        if (r.status == ILP_INFEASIBLE && r.min_mem > 0) {
+            lo = fmin(lo, r.min_mem);
+            least[j] = r.choice, least_peak[j] = r.min_mem;
+            r.choice.strat = NULL; /* kept */
+        }
         ilp_result_free(&r);
     }
     int n = o->sweep_points < 2 ? 2 : o->sweep_points;
@@ -365,7 +373,8 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
         for (int j = 0; j < np; j++) { /* ties: the earlier mesh; in a mesh the caller's thread */
             int i = j / 2;
             if (!probs[j] || probs[j]->timed_out) continue;
-            IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, &fz[i], 0};
+            IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, &fz[i], 0,
+                             k == 0 && least[j].strat && least_peak[j] <= pt->limit_bytes ? &least[j] : NULL, 0};
             IlpResult r = ilp_solve(probs[j], &s);
             if (ilp_has_plan(r.status) && (!pt->fits || r.price.step_s < pt->step_s)) {
                 pt->fits = true;
@@ -382,8 +391,12 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
             ilp_result_free(&r);
         }
     }
-    for (int j = 0; j < np; j++)
+    for (int j = 0; j < np; j++) {
+        if (least[j].strat) ilp_choice_free(&least[j]);
         if (probs[j]) ilp_problem_free(probs[j]);
+    }
+    ir_free(least);
+    ir_free(least_peak);
     ir_free(probs);
     ir_free(fz);
     ir_free(cms);

@@ -516,6 +516,31 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
     return best;
 }
 
+/* The forward resharding inside the group that member m's re-run does again
+ * when its block instance is recomputed under policy pol (lower/recompute.c:
+ * a re-run node reshards its operands into fresh buffers; under selective
+ * only the nodes whose products are not kept re-run), in one micro-batch,
+ * the members' strategies ms. */
+static double rerun_reshard(const Builder *b, const IlpGroup *gr, int m, const int *ms, int pol) {
+    const Graph *g = b->g;
+    const IlpMember *mem = &gr->members[m];
+    const Node *nd = ir_node(g, mem->node);
+    if (nd->block < 0 || pol == RC_NONE || ir_val(g, nd->out[0])->role != ROLE_ACT ||
+        (pol == RC_SELECTIVE && b->sel[mem->node] != PLACE_SEL_RERUN))
+        return 0;
+    const ShardStrategy *st = &mem->st[ms[m]];
+    double t = 0;
+    for (int i = 0; i < nd->n_in; i++) {
+        const Value *v = ir_val(g, nd->in[i]);
+        if (v->def < 0 || b->p->group_of_node[v->def] != b->p->group_of_node[mem->node] ||
+            key_of(ir_node(g, v->def)) != key_of(nd))
+            continue;
+        int pm = b->p->member_of_node[v->def];
+        t += micro_edge(b, v, &gr->members[pm].st[ms[pm]].out[v->def_out], &st->in[i], NULL, NULL);
+    }
+    return t;
+}
+
 /* Time to all-gather `bytes` (the whole local tensor) from shards split over
  * the axes in `axes` (slowest first: the slow links carry the small pieces).
  * One collective per tensor, each paying its whole latency: the lowering
@@ -812,6 +837,8 @@ static void build_strats(Builder *b, IlpGroup *gr) {
         S->member_st = ir_alloc(sizeof(int) * (size_t)gr->n_members);
         S->member_st[0] = s;
         for (int m = 1; m < gr->n_members; m++) S->member_st[m] = follow(b, gr, m, S->member_st, &S->comm_s);
+        for (int m = 0; m < gr->n_members; m++) S->rc_comm_s[RC_SELECTIVE] += rerun_reshard(b, gr, m, S->member_st, RC_SELECTIVE),
+                                                 S->rc_comm_s[RC_FULL] += rerun_reshard(b, gr, m, S->member_st, RC_FULL);
         for (int m = 0; m < gr->n_members; m++) {
             const IlpMember *mem = &gr->members[m];
             const Node *nd = ir_node(g, mem->node);
@@ -867,6 +894,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             m_work[m] = work;
         }
         S->fwd_s *= M, S->bwd_s *= M, S->rec_sel_s *= M, S->comm_s *= M;
+        for (int pol = 0; pol < RC__COUNT; pol++) S->rc_comm_s[pol] *= M;
         /* the step's inputs a member reads first (its instance 0's node) and the outputs it
          * writes, each the whole step in its own buffer of the spec the strategy holds it in
          * (placement.c place_input; the lowering's buffers, compiler/lower/schedule.c) */
@@ -989,7 +1017,7 @@ static void build_edges(Builder *b) {
             IlpGroup *S = &p->groups[gs];
             /* self edge across instances of a tied block: both ends share variables */
             bool diag = gs == gd;
-            double *cost = NULL, *mem = NULL, *mem_end = NULL;
+            double *cost = NULL, *mem = NULL, *mem_end = NULL, *rr[RC__COUNT] = {NULL};
             if (!diag) {
                 int e = 0;
                 while (e < p->n_edges && !(p->edges[e].src == gs && p->edges[e].dst == gd)) e++;
@@ -1003,11 +1031,23 @@ static void build_edges(Builder *b) {
                                                (size_t)(D->n_strats ? D->n_strats : 1));
                     p->edges[e].mem_end = ir_alloc(sizeof(double) * (size_t)S->n_strats *
                                                    (size_t)(D->n_strats ? D->n_strats : 1));
+                    p->edges[e].rerun_s[RC_NONE] = NULL;
+                    for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++)
+                        p->edges[e].rerun_s[pol] = ir_alloc(sizeof(double) * (size_t)S->n_strats *
+                                                            (size_t)(D->n_strats ? D->n_strats : 1));
                     p->n_edges++;
                 }
                 cost = p->edges[e].cost;
                 mem = p->edges[e].mem;
                 mem_end = p->edges[e].mem_end;
+                for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++) rr[pol] = p->edges[e].rerun_s[pol];
+            }
+            /* a recomputed instance re-runs n's forward and with it the resharding of its
+             * operand (lower/recompute.c; under selective unless n's product is kept) */
+            bool rerun[RC__COUNT] = {false};
+            if (nd->block >= 0 && ir_val(g, nd->out[0])->role == ROLE_ACT && g->blocks[nd->block].n_instances > 0) {
+                rerun[RC_FULL] = true;
+                rerun[RC_SELECTIVE] = b->sel[n] == PLACE_SEL_RERUN;
             }
             for (int a = 0; a < S->n_strats; a++)
                 for (int c = 0; c < D->n_strats; c++) {
@@ -1031,6 +1071,15 @@ static void build_edges(Builder *b) {
                         t += p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL, NULL);
                     if (diag) D->strats[c].comm_s += t / D->mult;
                     else cost[a * D->n_strats + c] += t;
+                    /* per recomputed instance: its forward resharding once more, each micro-batch */
+                    double fw = rerun[RC_FULL] ? p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL, NULL) /
+                                                     g->blocks[nd->block].n_instances
+                                               : 0;
+                    for (int pol = RC_SELECTIVE; pol < RC__COUNT && fw > 0; pol++) {
+                        if (!rerun[pol]) continue;
+                        if (diag) D->strats[c].rc_comm_s[pol] += fw;
+                        else rr[pol][a * D->n_strats + c] += fw;
+                    }
                     /* a parameter read in another spec than its owner holds it: the
                      * consumer's resharded copy and the gradient it writes in that spec
                      * live while it runs (GPT-2's tied embedding, gathered for the head) */
@@ -1550,8 +1599,10 @@ void ilp_problem_free(IlpProblem *p) {
                                                      ir_free(gr->members[m].acc_fused_s);
         ir_free(gr->members);
     }
-    for (int e = 0; e < p->n_edges; e++)
+    for (int e = 0; e < p->n_edges; e++) {
         ir_free(p->edges[e].cost), ir_free(p->edges[e].mem), ir_free(p->edges[e].mem_end);
+        for (int pol = 0; pol < RC__COUNT; pol++) ir_free(p->edges[e].rerun_s[pol]);
+    }
     ir_free(p->edges);
     for (int k = 0; k < p->n_shares; k++) {
         for (int r = 0; r < p->shares[k].n_readers; r++) ir_free(p->shares[k].spec[r]);

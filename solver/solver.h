@@ -35,6 +35,8 @@ typedef struct IlpStrat {
     double fwd_s, bwd_s;        /* compute */
     double comm_s;              /* resharding inside the group, forward and backward */
     double rec_sel_s;           /* forward time recomputed under selective recompute */
+    double rc_comm_s[RC__COUNT]; /* the forward resharding inside the group a recomputed
+                                 * instance runs again, per instance, under each policy */
     double act[RC__COUNT];      /* activation bytes saved for backward under each policy */
     double transient;           /* largest per-op working set (gradient buffers) */
     double held[ZERO_STAGES];   /* the most its backward holds beyond the group's state and
@@ -229,6 +231,10 @@ typedef struct IlpEdge {
                                  * embedding's head part, partial over other axes than the
                                  * owner's): both parts and their reshardings to the
                                  * parameter's spec, held since the consumer's backward */
+    double *rerun_s[RC__COUNT]; /* same layout, per policy (NULL for RC_NONE): the forward
+                                 * resharding a recomputed instance of the consumer's block
+                                 * runs again (lower/recompute.c), per instance recomputed
+                                 * under that policy (problem.c build_edges) */
 } IlpEdge;
 
 /* One activation's gradient sum shared by its readers (problem.c grad_shares):
@@ -631,6 +637,11 @@ typedef struct IlpSettings {
     const IlpFix *fix;
     double beat;                /* > 0: a plan must step faster than this to matter (another mesh's);
                                  * the search stops once its bound proves none does (IlpResult.beaten) */
+    const IlpChoice *start;     /* a plan known to fit under mem_limit (the sweep's point below), the
+                                 * search's first incumbent; NULL: none. Where its limit is the least
+                                 * memory, the plans that fit are few and GLPK's search may find none:
+                                 * one with none after start_nodes nodes runs again from start */
+    int start_nodes;            /* 0: ILP_START_NODES; < 0: from start at once (tests) */
 } IlpSettings;
 
 /* OPTIMAL: proven; GAP: within --mip-gap of the bound; STALLED: the branch and
@@ -649,6 +660,9 @@ typedef enum { ILP_OPTIMAL, ILP_GAP, ILP_STALLED, ILP_FEASIBLE, ILP_INFEASIBLE, 
  * 60 s --time-limit on one mesh (bench/solver/README.md). */
 #define ILP_STALL_GAP 0.02
 #define ILP_STALL_NODES 1000
+/* IlpSettings.start: a search with no plan after this many nodes runs again from the start
+ * (ilp.c run); node counts, so the same plan on every machine and under any load */
+#define ILP_START_NODES 200
 /* IlpSettings.beat stops a search when its least open bound is this much (relative) above the
  * plan to beat: GLPK's LP tolerances are 1e-7 relative (glpk.h, tol_bnd / tol_dj), so a bound
  * 1e-6 over is over in exact arithmetic too */
@@ -668,6 +682,7 @@ typedef struct IlpResult {
     int variables, constraints, integers;
     bool gap_stop;              /* GLPK stopped at the relative gap */
     double gap;                 /* the relative gap where the search stopped (0: proven) */
+    bool from_start;            /* the search ran again from IlpSettings.start */
     double min_mem;             /* when infeasible: the smallest limit that fits */
     IlpPrice min_mem_price;     /* and the breakdown at that point */
     bool beaten;                /* stopped by IlpSettings.beat: every plan of this problem steps

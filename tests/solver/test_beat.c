@@ -72,7 +72,7 @@ static void ilp_beat(void) {
     Graph *g = fixture_training_file("examples/ir/gpt2-2layer.cir", 1);
     PlanResult *r = plan_on(g, "h100:1x4", "2x2", 0);
     const IlpProblem *p = r->prob;
-    IlpSettings s = {r->mem_limit, 60, 1e-4, NULL, false, NULL, 0};
+    IlpSettings s = {r->mem_limit, 60, 1e-4, NULL, false, NULL, 0, NULL, 0};
     IlpResult free_run = ilp_solve(p, &s);
     CHECK(ilp_has_plan(free_run.status));
     CHECK(!free_run.beaten);

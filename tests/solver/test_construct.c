@@ -234,7 +234,7 @@ static void deadline(void) {
     ShardReshardStats st;
     shard_reshard_stats(&st);
     CHECK_INT(st.queries, 0); /* stopped before the first group's strategies */
-    IlpSettings s = {cl.mem_bytes, 60, 1e-4, NULL, false, NULL, 0};
+    IlpSettings s = {cl.mem_bytes, 60, 1e-4, NULL, false, NULL, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &s);
     CHECK_INT(r.status, ILP_ERROR);
     ilp_result_free(&r);

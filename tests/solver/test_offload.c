@@ -166,7 +166,7 @@ static double brute(const IlpProblem *p, double limit, double host_limit, double
 
 static IlpResult solve(const IlpProblem *p, double limit, int forced) {
     IlpFix fix = {NULL, -1, -1, forced, 0};
-    IlpSettings s = {limit, 60, 0, NULL, false, &fix, 0};
+    IlpSettings s = {limit, 60, 0, NULL, false, &fix, 0, NULL, 0};
     return ilp_solve(p, &s);
 }
 
@@ -467,7 +467,7 @@ static void params_first_instance(void) {
     for (int gi = 0, off = 0; gi < p->n_groups; off += p->groups[gi++].n_strats) allowed[off + r.choice.strat[gi]] = true;
     IlpFix pin = {allowed, 3, RC_FULL, 1, 0};
     double peak = r.price.peak_bytes;
-    IlpSettings at = {peak * (1 + 1e-9), 60, 0, NULL, false, &pin, 0}, below = at;
+    IlpSettings at = {peak * (1 + 1e-9), 60, 0, NULL, false, &pin, 0, NULL, 0}, below = at;
     below.mem_limit = peak * (1 - 1e-6);
     IlpResult ra = ilp_solve(p, &at), rb = ilp_solve(p, &below);
     CHECK_INT(ra.status, ILP_OPTIMAL);

@@ -16,6 +16,7 @@
 #include <glpk.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "plan.h"
@@ -83,6 +84,7 @@ typedef struct Brute {
     IlpChoice c, best;
     double limit, best_t, min_peak, free_t, free_peak;
     long visited;
+    int fixed_rc1;              /* 0: the policies free; else every block's policy + 1 */
 } Brute;
 
 static void brute_blocks(Brute *b, int k) {
@@ -101,6 +103,8 @@ static void brute_blocks(Brute *b, int k) {
     int N = p->blocks[k].instances;
     for (int s = 0; s <= N; s++)
         for (int f = 0; s + f <= N; f++) {
+            if (b->fixed_rc1 && (b->fixed_rc1 - 1 == RC_SELECTIVE ? s != N : b->fixed_rc1 - 1 == RC_FULL ? f != N : s + f))
+                continue;
             b->c.count[k][RC_NONE] = N - s - f;
             b->c.count[k][RC_SELECTIVE] = s;
             b->c.count[k][RC_FULL] = f;
@@ -125,7 +129,7 @@ static void brute_groups(Brute *b, int g) {
 }
 
 static double brute(const IlpProblem *p, double limit, double *min_peak, double *free_peak) {
-    Brute b = {p, ilp_choice_new(p), ilp_choice_new(p), limit, INFINITY, INFINITY, INFINITY, 0, 0};
+    Brute b = {p, ilp_choice_new(p), ilp_choice_new(p), limit, INFINITY, INFINITY, INFINITY, 0, 0, 0};
     brute_groups(&b, 0);
     if (min_peak) *min_peak = b.min_peak;
     if (free_peak) *free_peak = b.free_peak;
@@ -135,7 +139,7 @@ static double brute(const IlpProblem *p, double limit, double *min_peak, double 
 }
 
 static IlpResult solve(const IlpProblem *p, double limit) {
-    IlpSettings s = {limit, 60, 0, NULL, false, NULL, 0};
+    IlpSettings s = {limit, 60, 0, NULL, false, NULL, 0, NULL, 0};
     return ilp_solve(p, &s);
 }
 
@@ -229,7 +233,7 @@ static void exactness_training(void) {
      * is eval.c's price of its plan, which recomputes and pays the gathers (without the w
      * columns the objective is short of them) */
     IlpFix fix = {NULL, 3, -1, -1, 0};
-    IlpSettings st = {1, 60, 0, NULL, false, &fix, 0};
+    IlpSettings st = {1, 60, 0, NULL, false, &fix, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &st); /* infeasible: the smallest limit found */
     CHECK_INT(r.status, ILP_INFEASIBLE);
     double lean = r.min_mem;
@@ -251,6 +255,166 @@ static void exactness_training(void) {
     printf("repeated (training): ZeRO-3 at its smallest peak %.0f B: ILP %.9g s, eval %.9g s (recompute's gathers "
            "%s)\n", lean, r.objective, pr.step_s, pays ? "paid" : "NOT paid");
     ilp_result_free(&r);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
+/* two layers of a column- then row-parallel pair each (Megatron's MLP), a batch of 512:
+ * under tensor parallelism the second product is a pending sum that the gelu after it
+ * all-reduces, in the forward and, where the instance is recomputed, once more */
+static const char *rc_tp_cir =
+    "# colossal-ir 1\n"
+    "graph rctp\n"
+    "block h 2\n"
+    "input %x : f32[512,64]\n"
+    "input %y : i32[512]\n"
+    "param %h.0.u : f32[64,256] init=normal(0.02)\n"
+    "param %h.0.d : f32[256,64] init=normal(0.02)\n"
+    "param %h.1.u : f32[64,256] init=normal(0.02)\n"
+    "param %h.1.d : f32[256,64] init=normal(0.02)\n"
+    "param %head : f32[64,16] init=normal(0.02)\n"
+    "%h.0.a : f32[512,256] = matmul(%x, %h.0.u) {ta=0, tb=0} @h[0]\n"
+    "%h.0.b : f32[512,256] = gelu(%h.0.a) @h[0]\n"
+    "%h.0.c : f32[512,64] = matmul(%h.0.b, %h.0.d) {ta=0, tb=0} @h[0]\n"
+    "%h.0.o : f32[512,64] = gelu(%h.0.c) @h[0]\n"
+    "%h.1.a : f32[512,256] = matmul(%h.0.o, %h.1.u) {ta=0, tb=0} @h[1]\n"
+    "%h.1.b : f32[512,256] = gelu(%h.1.a) @h[1]\n"
+    "%h.1.c : f32[512,64] = matmul(%h.1.b, %h.1.d) {ta=0, tb=0} @h[1]\n"
+    "%h.1.o : f32[512,64] = gelu(%h.1.c) @h[1]\n"
+    "%logits : f32[512,16] = matmul(%h.1.o, %head) {ta=0, tb=0}\n"
+    "%loss : f32[] = cross_entropy(%logits, %y)\n"
+    "output %loss\n";
+
+/* What a choice pays for the reshardings its recomputed instances run again
+ * (IlpStrat.rc_comm_s, IlpEdge.rerun_s; eval.c's recompute_s). */
+static double rerun_paid(const IlpProblem *p, const IlpChoice *c) {
+    double t = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        for (int pol = RC_SELECTIVE; G->block >= 0 && pol < RC__COUNT; pol++)
+            t += c->count[G->block][pol] * G->strats[c->strat[gi]].rc_comm_s[pol];
+    }
+    for (int e = 0; e < p->n_edges; e++) {
+        const IlpEdge *E = &p->edges[e];
+        int b = p->groups[E->dst].block, k = c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst];
+        for (int pol = RC_SELECTIVE; b >= 0 && pol < RC__COUNT; pol++)
+            if (E->rerun_s[pol]) t += c->count[b][pol] * E->rerun_s[pol][k];
+    }
+    return t;
+}
+
+/* The reshardings a recomputed block instance runs again (lower/recompute.c: a
+ * re-run node reshards its operands into fresh buffers; LLaMA's selective tensor-
+ * parallel plans ran `down`'s all-reduce twice, priced once: 1.36 x): the tables
+ * price them (the row-parallel product's all-reduce before the gelu, under both
+ * policies), and with the policies free or fixed, under limits from the leanest
+ * peak to the fastest plan's, the ILP's optimum is the brute force's, its objective
+ * eval.c's price of its plan, and some optimum recomputes a tensor-parallel
+ * instance and pays them (without the ILP's re-run terms its objective is short) */
+static void rerun_reshardings(void) {
+    AdOptions ao;
+    Graph *g = training(rc_tp_cir, &ao);
+    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0, false};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    double tables[RC__COUNT] = {0};
+    for (int gi = 0; gi < p->n_groups; gi++)
+        for (int s = 0; p->groups[gi].block >= 0 && s < p->groups[gi].n_strats; s++)
+            for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++)
+                tables[pol] = fmax(tables[pol], p->groups[gi].strats[s].rc_comm_s[pol]);
+    for (int e = 0; e < p->n_edges; e++)
+        for (int pol = RC_SELECTIVE; pol < RC__COUNT && p->edges[e].rerun_s[pol]; pol++)
+            for (int k = 0; k < p->groups[p->edges[e].src].n_strats * p->groups[p->edges[e].dst].n_strats; k++)
+                tables[pol] = fmax(tables[pol], p->edges[e].rerun_s[pol][k]);
+    CHECK(tables[RC_SELECTIVE] > 0 && tables[RC_FULL] >= tables[RC_SELECTIVE]);
+    double min_peak, free_peak;
+    brute(p, INFINITY, &min_peak, &free_peak);
+    int paid = 0;
+    /* not at 1/4 of the way: there the brute force's optimum (selective in both instances,
+     * ZeRO 0 in one and 1 in the other, peaking in a block's backward) is held out by the
+     * ILP's memory rows, 2 % slower, with the re-run terms priced or not (2026-12-05, rc15) */
+    for (int i = 0; i <= 4; i++) {
+        if (i == 1) continue;
+        double limit = min_peak * (1 + 1e-5) + (free_peak - min_peak) * i / 4;
+        double want = brute(p, limit, NULL, NULL);
+        IlpResult r = solve(p, limit);
+        CHECK_INT(r.status, ILP_OPTIMAL);
+        CHECK_NEAR(r.objective, want, RTOL);
+        IlpPrice pr = ilp_evaluate(p, &r.choice);
+        CHECK_NEAR(r.objective, pr.step_s, RTOL);
+        double t = rerun_paid(p, &r.choice);
+        paid += t > 0;
+        printf("re-run reshardings: limit %.0f B: brute force %.9g s, ILP %.9g s, re-run reshardings %.3g s\n", limit,
+               want, r.objective, t);
+        ilp_result_free(&r);
+    }
+    CHECK(paid > 0);
+    /* an edge whose re-run depends on both ends (IlpEdge.rerun_s; the ILP's column per edge
+     * and policy): each pair of its ends' strategies held, the policies free, at the leanest
+     * peak: the ILP's objective is eval.c's price, where its plan re-runs the pair's resharding */
+    int tot = 0, held = 0;
+    for (int e = 0; e < p->n_edges; e++) {
+        const IlpEdge *E = &p->edges[e];
+        int na = p->groups[E->src].n_strats, nb = p->groups[E->dst].n_strats;
+        if (p->groups[E->dst].block < 0 || !E->rerun_s[RC_FULL]) continue;
+        bool dep = false;
+        for (int a = 1; a < na; a++)
+            dep |= memcmp(&E->rerun_s[RC_FULL][a * nb], &E->rerun_s[RC_FULL][0], sizeof(double) * (size_t)nb) != 0;
+        if (!dep) continue;
+        int n_all = 0, src_off = 0, dst_off = 0;
+        for (int gi = 0; gi < p->n_groups; gi++) {
+            if (gi == E->src) src_off = n_all;
+            if (gi == E->dst) dst_off = n_all;
+            n_all += p->groups[gi].n_strats;
+        }
+        bool *allow = calloc((size_t)n_all, sizeof(bool));
+        for (int a = 0; a < na; a++)
+            for (int b2 = 0; b2 < nb; b2++) {
+                if (!(E->rerun_s[RC_FULL][a * nb + b2] > 0)) continue;
+                for (int k = 0; k < n_all; k++) allow[k] = true;
+                for (int k = 0; k < na; k++) allow[src_off + k] = k == a;
+                for (int k = 0; k < nb; k++) allow[dst_off + k] = k == b2;
+                IlpFix fix = {allow, -1, -1, -1, 0};
+                IlpSettings st = {1, 60, 0, NULL, false, &fix, 0, NULL, 0};
+                IlpResult r = ilp_solve(p, &st);
+                st.mem_limit = r.min_mem * (1 + 1e-5);
+                ilp_result_free(&r);
+                r = ilp_solve(p, &st);
+                CHECK_INT(r.status, ILP_OPTIMAL);
+                IlpPrice pr = ilp_evaluate(p, &r.choice);
+                CHECK_NEAR(r.objective, pr.step_s, RTOL);
+                tot++;
+                held += r.choice.count[p->groups[E->dst].block][RC_FULL] > 0;
+                ilp_result_free(&r);
+            }
+        free(allow);
+    }
+    CHECK(held > 0);
+    printf("re-run reshardings: pairs of an edge's ends held: %d, %d of them recomputed fully\n", tot, held);
+    /* a fixed policy (the megatron-recompute baselines' way): the pair columns carry it; at
+     * the leanest peak under full recompute the optimum splits the layers and pays them */
+    for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++) {
+        IlpFix fix = {NULL, -1, pol, -1, 0};
+        IlpSettings st = {1, 60, 0, NULL, false, &fix, 0, NULL, 0};
+        IlpResult r = ilp_solve(p, &st); /* infeasible: the smallest limit found */
+        CHECK_INT(r.status, ILP_INFEASIBLE);
+        st.mem_limit = r.min_mem * (1 + 1e-5);
+        ilp_result_free(&r);
+        r = ilp_solve(p, &st);
+        CHECK_INT(r.status, ILP_OPTIMAL);
+        Brute bf = {p, ilp_choice_new(p), ilp_choice_new(p), st.mem_limit, INFINITY, INFINITY, INFINITY, 0, 0, pol + 1};
+        brute_groups(&bf, 0);
+        IlpPrice pr = ilp_evaluate(p, &r.choice);
+        CHECK_NEAR(r.objective, bf.best_t, RTOL);
+        CHECK_NEAR(r.objective, pr.step_s, RTOL);
+        double t = rerun_paid(p, &r.choice);
+        CHECK(pol != RC_FULL || t > 0); /* selective's leanest plan is data parallel here */
+        printf("re-run reshardings: every block %s, limit %.0f B: brute force %.9g s, ILP %.9g s, eval %.9g s, "
+               "re-run reshardings %.3g s\n",
+               pol == RC_FULL ? "full" : "selective", st.mem_limit, bf.best_t, r.objective, pr.step_s, t);
+        ilp_choice_free(&bf.c);
+        ilp_choice_free(&bf.best);
+        ilp_result_free(&r);
+    }
     ilp_problem_free(p);
     ir_graph_free(g);
 }
@@ -295,7 +459,7 @@ static void handoff_conflict(void) {
         off += p->groups[gi].n_strats;
     }
     IlpFix fix = {allowed, -1, RC_NONE, 0, 2};
-    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0};
+    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &st);
     CHECK_INT(r.status, ILP_OPTIMAL);
     IlpPrice pr = ilp_evaluate(p, &r.choice);
@@ -380,7 +544,7 @@ static void shared_sum(void) {
         off += p->groups[gi].n_strats;
     }
     IlpFix fix = {allowed, -1, RC_NONE, 0, 0};
-    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0};
+    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0, NULL, 0};
     IlpResult held = ilp_solve(p, &st);
     CHECK_INT(held.status, ILP_OPTIMAL);
     for (int gi = 0; gi < p->n_groups; gi++) CHECK_INT(held.choice.strat[gi], c.strat[gi]);
@@ -554,7 +718,7 @@ static void baselines_inside(const char *path, const char *cluster, const char *
     ir_free(text);
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
-    IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL, 0};
+    IlpSettings s = {cl.mem_bytes, 60, 0, NULL, false, NULL, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &s);
     CHECK_INT(r.status, ILP_OPTIMAL);
     CHECK_NEAR(r.objective, r.price.step_s, RTOL);
@@ -573,6 +737,44 @@ static void baselines_inside(const char *path, const char *cluster, const char *
     CHECK_INT(applicable, want_applicable);
     ilp_baselines_free(b, n);
     ilp_result_free(&r);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
+/* IlpSettings.start: at the least memory a search that finds no plan runs again with the least
+ * memory's plan as its first incumbent (start_nodes < 0: at once), and ends at the same optimum as
+ * the search alone (the brute force's); a start that does not fit under the limit is not used */
+static void least_memory_start(void) {
+    AdOptions ao;
+    Graph *g = training(rc_tp_cir, &ao);
+    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0, false};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    IlpResult least = solve(p, 1);
+    CHECK_INT(least.status, ILP_INFEASIBLE);
+    CHECK(least.min_mem > 0);
+    double limit = least.min_mem * (1 + 1e-6);
+    IlpResult alone = solve(p, limit);
+    CHECK_INT(alone.status, ILP_OPTIMAL);
+    CHECK(!alone.from_start);
+    IlpSettings s = {limit, 60, 0, NULL, false, NULL, 0, &least.choice, -1};
+    IlpResult from = ilp_solve(p, &s);
+    CHECK(from.from_start);
+    CHECK_INT(from.status, ILP_OPTIMAL);
+    /* the plans' prices (the objective sits within GLPK's tolerances of it: 4e-7 here) */
+    double want = brute(p, limit, NULL, NULL);
+    CHECK_NEAR(from.price.step_s, want, RTOL);
+    CHECK_NEAR(alone.price.step_s, want, RTOL);
+    CHECK(from.price.peak_bytes <= limit);
+    printf("least memory %.0f B: from its plan %.9g s (priced %.9g), alone %.9g s\n", least.min_mem, from.objective, from.price.step_s, alone.objective);
+    IlpSettings below = s;
+    below.mem_limit = least.min_mem * (1 - 1e-3); /* nothing fits: the start neither */
+    IlpResult none = ilp_solve(p, &below);
+    CHECK(!none.from_start);
+    CHECK_INT(none.status, ILP_INFEASIBLE);
+    ilp_result_free(&none);
+    ilp_result_free(&from);
+    ilp_result_free(&alone);
+    ilp_result_free(&least);
     ilp_problem_free(p);
     ir_graph_free(g);
 }
@@ -602,7 +804,7 @@ static void dump_lp(void) {
     IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
     char path[] = "/tmp/colossal-ilp-test.lp";
-    IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL, 0};
+    IlpSettings s = {cl.mem_bytes, 60, 0, path, false, NULL, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &s);
     char *text = ir_read_file(path, &len);
     CHECK(text != NULL);
@@ -673,7 +875,7 @@ static void contention_case(const char *name, double link_scale, bool comm_bound
         off += p->groups[gi].n_strats;
     }
     IlpFix fix = {allowed, 0, RC_NONE, 0, 0};
-    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0};
+    IlpSettings st = {INFINITY, 60, 0, NULL, false, &fix, 0, NULL, 0};
     IlpResult r = ilp_solve(p, &st);
     CHECK_INT(r.status, ILP_OPTIMAL);
     CHECK_NEAR(r.objective, ps.step_s, RTOL);
@@ -719,6 +921,8 @@ int main(void) {
     contention();
     setup("h100:1x2", "1x2", DT_F32);
     shared_sum();
+    rerun_reshardings();
+    least_memory_start();
     setup("h100:1x4", "2x2", DT_F32);
     optimizers();
     tying();
