@@ -467,6 +467,13 @@ static double member_bwd(const Builder *b, const IlpMember *mem, int s, const Co
     return t;
 }
 
+/* Whether operand v of node n is made inside n's group by a member of the
+ * same kind (the in-group reshardings follow() and rerun_reshard() price). */
+static bool in_group_operand(const Builder *b, NodeId n, const Value *v) {
+    return v->def >= 0 && b->p->group_of_node[v->def] == b->p->group_of_node[n] &&
+           key_of(ir_node(b->g, v->def)) == key_of(ir_node(b->g, n));
+}
+
 /* Index into member m's strategies that the member takes, given the
  * strategies already chosen for earlier members (ms[]). Adds its in-group
  * resharding to *comm. */
@@ -481,9 +488,7 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
         double c = 0, ahead = 0;
         for (int i = 0; i < nd->n_in; i++) {
             const Value *v = ir_val(g, nd->in[i]);
-            if (v->def < 0 || b->p->group_of_node[v->def] != b->p->group_of_node[mem->node] ||
-                key_of(ir_node(g, v->def)) != key_of(nd))
-                continue;
+            if (!in_group_operand(b, mem->node, v)) continue;
             int pm = b->p->member_of_node[v->def];
             const ShardStrategy *ps = &gr->members[pm].st[ms[pm]];
             ShardSpec gs = shard_grad_spec(&mem->is, st, i);
@@ -532,9 +537,7 @@ static double rerun_reshard(const Builder *b, const IlpGroup *gr, int m, const i
     double t = 0;
     for (int i = 0; i < nd->n_in; i++) {
         const Value *v = ir_val(g, nd->in[i]);
-        if (v->def < 0 || b->p->group_of_node[v->def] != b->p->group_of_node[mem->node] ||
-            key_of(ir_node(g, v->def)) != key_of(nd))
-            continue;
+        if (!in_group_operand(b, mem->node, v)) continue;
         int pm = b->p->member_of_node[v->def];
         t += micro_edge(b, v, &gr->members[pm].st[ms[pm]].out[v->def_out], &st->in[i], NULL, NULL);
     }
