@@ -53,7 +53,8 @@ typedef struct Member {
     DType dt;
     bool gathered;  /* ZeRO-3 */
     bool on_host;   /* --offload params: comes up into the chunk's send buffer, no device copy in */
-    NodeId rs_at;   /* its reduce-scatter's node: the one after its gradient's (lower/split.c) */
+    NodeId rs_at;   /* its reduce-scatter's node: the next after its gradient's on its stage
+                     * (placement_scatter_node, as lower/split.c) */
     NodeId reader;  /* the first node from rs_at on reading its gradient (its slice, once scattered) */
     int stage;      /* pipelined: the virtual stage gathering and scattering it, -1 on several
                      * (PlaceChunkMember.stage, as lower/chunk.c finds it); 0 otherwise */
@@ -463,7 +464,9 @@ static void ctx_build(Ctx *c) {
             }
             if (x->role != ROLE_PARAM || pl->zero[v] < 2 || ir_shape_numel(x->shape) % ranks) continue;
             ValueId gv = ad_grad_of(g, x->name);
-            NodeId at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? ir_val(g, gv)->def + 1 : g->n_nodes, rd = at;
+            NodeId at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? placement_scatter_node(g, &pl->pipe, ir_val(g, gv)->def)
+                                                                           : g->n_nodes,
+                   rd = at;
             for (bool hit = false; !hit && rd < g->n_nodes; rd += !hit)
                 for (int j = 0; j < ir_node(g, rd)->n_in; j++) hit |= ir_node(g, rd)->in[j] == gv;
             on[c->n] = mask ? (pl->zero[v] >= 3 ? mask[id] : 0) | (at < c->step_begin ? mask[at] : 0) : 1;
