@@ -124,23 +124,9 @@ static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, const int
     }
 }
 
-/* Whether resharding r (at a node) is a member of a tensor-parallel plan's
- * gradient chunks: a ZeRO-2 gradient's (spec.c scatter_grad) whose one
- * collective is its last step, a sum's reduce-scatter over one mesh axis (the
- * steps before it slices, no communication). Sets *axis. */
-static bool sharded_member(const LowerReshard *r, int *axis) {
-    int n = r->plan.n;
-    if (!r->grad || n < 1 || r->plan.step[n - 1].kind != COLL_REDUCE_SCATTER) return false;
-    for (int k = 0; k < n - 1; k++)
-        if (r->plan.step[k].kind != COLL_SLICE) return false;
-    const ShardSpec *before = n > 1 ? &r->plan.step[n - 2].after : &r->spec_from;
-    *axis = r->plan.step[n - 1].axis;
-    return !((before->pmax >> *axis) & 1u);
-}
-
 /* Tensor-parallel plans (the sharded lowering, spec.c; docs/sharding.md
- * "Chunks"): the members are the gradients' reshardings sharded_member
- * takes, keyed by the mesh axis of their reduce-scatter (a chunk is one
+ * "Chunks"): the members are the gradients' reshardings (spec.c
+ * scatter_grad) placement_chunk_sharded_member takes, keyed by the mesh axis of their reduce-scatter (a chunk is one
  * collective over one axis: PlaceChunkMember.stage is the axis here), laid
  * out in the backward's order by the one layout (placement_chunk_layout, the
  * planner's: solver/chunks.c). A member's last step copies its input's blocks
@@ -159,8 +145,8 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
     for (NodeId id = 0; id < c->nn; id++)
         for (int k = 0; k < p->n[id].n_rsh; k++) {
             const LowerReshard *r = &p->n[id].rsh[k];
-            int axis;
-            if (!sharded_member(r, &axis)) continue;
+            int axis; /* a ZeRO-2 gradient's, its one collective a reduce-scatter over one axis */
+            if (!r->grad || !placement_chunk_sharded_member(&r->plan, &r->spec_from, &axis)) continue;
             NodeId rd = c->nn; /* the first node reading its result */
             for (NodeId q = id; q < c->nn && rd == c->nn; q++)
                 for (int j = 0; j < p->n[q].n_xin; j++)
