@@ -225,7 +225,8 @@ static inline int64_t placement_chunk_slot(int64_t bytes) { return (bytes + 63) 
  * (0 when not pipelined): members of different stages share no chunk, each
  * stage's packed apart in their order; -1: on several stages (a tied
  * parameter, summed between the stages), gathered and reduce-scattered
- * alone. */
+ * alone. Under tensor parallelism (placement_chunk_sharded_member) stage is
+ * the mesh axis its reduce-scatter runs over: the group it packs in. */
 typedef struct PlaceChunkMember {
     int64_t slice;
     DType dt;

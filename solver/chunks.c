@@ -24,6 +24,10 @@
  * ZeRO over two mesh axes: each collective in the code generator's two steps
  * (zero_time), its temporaries held at its node.
  *
+ * Tensor-parallel plans (one micro-batch, no pipeline, ZeRO-2): the
+ * gradients' reduce-scatters over one mesh axis the lowering packs
+ * (price_sharded), replayed and added to the step and peak the same way.
+ *
  * Pipelined plans are priced per stage instead (their stages are placed
  * after plan_price_chunks runs): each stage packs its own members
  * (PlaceChunkMember.stage, compiler/lower/chunk.c), plan_chunk_stages

@@ -41,6 +41,11 @@
  * into the chunk's buffer where its reduce-scatter was, one reduce-scatter at
  * the latest member, the slices views into the rank's part. The planner
  * prices the sizes with the same layout (solver/chunks.c).
+ *
+ * Tensor-parallel plans (the sharded lowering, spec.c): the ZeRO-2
+ * gradients' reshardings whose one collective is a reduce-scatter over one
+ * mesh axis, packed by that axis (chunk_sharded, below); ZeRO-3, micro-batches
+ * and pipelines there are refused before lowering (lower.c).
  */
 #include "lower_internal.h"
 
