@@ -221,8 +221,8 @@ typedef struct LowerReshard {
     ShardSpec spec_from;
     ShardReshard plan;
     ValueId buf[SHARD_MAX_STEPS], tmp[SHARD_MAX_STEPS], tmp2[SHARD_MAX_STEPS];
-    bool grad;                 /* a gradient's resharding into the layout its update reads
-                                * (spec.c scatter_grad) */
+    bool grad;                 /* a ZeRO-2/3 gradient's resharding into the slice its update
+                                * reads (spec.c scatter_grad) */
     int scatter;               /* chunk.c: the LowerChunkScatter its last step (a reduce-scatter)
                                 * copies its input into, the chunk's reduce-scatter its own; -1: none */
 } LowerReshard;

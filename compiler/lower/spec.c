@@ -168,7 +168,7 @@ static bool scatter_grad(SpecCtx *c, NodeId id, ValueId y) {
         !placement_grad_scatter(c->m, &c->p->v[w].spec, zero_of(c, w), &c->p->v[y].spec, ir_val(c->g, w)->shape, &t))
         return true;
     if (make_copy(c, at, y, &t, 1, id) == IR_NONE) return false;
-    c->p->n[at].rsh[c->p->n[at].n_rsh - 1].grad = true; /* chunk.c may pack its reduce-scatter */
+    c->p->n[at].rsh[c->p->n[at].n_rsh - 1].grad = zero_of(c, w) >= 2; /* ZeRO-2/3's: chunk.c may pack it */
     return true;
 }
 
