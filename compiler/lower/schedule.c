@@ -287,12 +287,16 @@ static void note_reads(const Graph *g, LowerProgram *p, const int *tn, const int
                 const LowerChunkGather *cg = &p->chunk_gathers[ln->gather_round[k]];
                 if (tn[id] > last_use[cg->buf]) last_use[cg->buf] = tn[id];
                 last_use[cg->send] = tn[cg->node];
+                if (cg->tmp != IR_NONE) last_use[cg->tmp] = tn[cg->node]; /* two axes: the first step's */
             }
         }
         for (int k = 0; k < ln->n_rs; k++)
             if (ln->rs_tmp[k] != IR_NONE) last_use[ln->rs_tmp[k]] = tn[id];
         for (int r = 0; r < p->n_chunk_scatters; r++) /* a chunk's gradients, until its reduce-scatter */
-            if (p->chunk_scatters[r].node == id) last_use[p->chunk_scatters[r].buf] = tn[id];
+            if (p->chunk_scatters[r].node == id) {
+                last_use[p->chunk_scatters[r].buf] = tn[id];
+                if (p->chunk_scatters[r].tmp != IR_NONE) last_use[p->chunk_scatters[r].tmp] = tn[id];
+            }
         if (ln->ag_tmp != IR_NONE) last_use[ln->ag_tmp] = tn[id];
     }
     for (int b = 0; b < p->n_buckets; b++) /* the packing reads each gradient */

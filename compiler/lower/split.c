@@ -47,13 +47,17 @@ static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x
 }
 
 /* ZeRO-2: a parameter gradient is final where it is defined; it is
- * reduce-scattered right after, so the whole gradient lives one node only. */
+ * reduce-scattered right after, so the whole gradient lives one node only:
+ * before the next node of its own pipeline stage (placement_scatter_node; a
+ * stage runs only its own nodes, and at a stage's end the graph's next node
+ * is another stage's). */
 static void scatter_final(const Graph *g, LowerProgram *p, NodeId id, bool *pending, const int64_t *zgrad) {
     const Node *n = ir_node(g, id);
+    NodeId at = placement_scatter_node(g, p->opt.pipe, id);
     for (int o = 0; o < n->n_out; o++) {
         ValueId v = n->out[o];
-        if (zgrad[v] > 0 && pending[v] && id + 1 < g->n_nodes) {
-            reduce_scatter(g, p, id + 1, v, zgrad[v]);
+        if (zgrad[v] > 0 && pending[v] && at < g->n_nodes) {
+            reduce_scatter(g, p, at, v, zgrad[v]);
             pending[v] = false;
         }
     }

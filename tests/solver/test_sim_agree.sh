@@ -58,6 +58,12 @@ check llama_micro2_zero2_chunk_2 "$ir/llama-tiny.cir" --cluster h100:1x2 --mesh 
   --chunk-bytes 8KB
 check gpt2_micro2_bf16_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --dtype bf16 \
   --micro-batches 2 --chunk-bytes 8KB
+# chunks over two mesh axes: each chunk's collectives in two steps (inner then outer axis for an
+# all-gather, outer then inner for a reduce-scatter), priced as cg_emit.c runs them
+check gpt2_zero3_chunk_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero3 \
+  --optimizer sgd --chunk-bytes 2KB
+check llama_zero2_chunk_2x2 "$src/tests/e2e/llama_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero2 \
+  --chunk-bytes 4KB
 check gpt2_offload_params_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
   --offload params --chunk-bytes 8KB
 
