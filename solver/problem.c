@@ -996,11 +996,6 @@ static double grad_sum_bytes(const Builder *b, const Value *v, const IlpMember *
     return sum;
 }
 
-/* The position table's gradient sum an edge out of its node defers (cost_deferred_grad:
- * summed over `axes`, the consumer's batch axes the table's output is not split on) at
- * the table's ZeRO 0-1, as the lowering runs it: the table's share of its run's bucket
- * (cost_grad_sync, queued unless sums run on the caller's thread), once a step; added
- * to the edge's defer_s at pair k (its source strategy sa). */
 ValueId ilp_defer_table(const Graph *g, NodeId pos, const IterSpace *is, const ShardStrategy *sa, unsigned axes,
                         ShardSpec *gs, const ShardSpec **held) {
     const Node *nd = ir_node(g, pos);
@@ -1015,6 +1010,11 @@ ValueId ilp_defer_table(const Graph *g, NodeId pos, const IterSpace *is, const S
     return IR_NONE;
 }
 
+/* The position table's gradient sum an edge out of its node defers (cost_deferred_grad:
+ * summed over `axes`, the consumer's batch axes the table's output is not split on) at
+ * the table's ZeRO 0-1, as the lowering runs it: the table's share of its run's bucket
+ * (cost_grad_sync, queued unless sums run on the caller's thread), once a step; added
+ * to the edge's defer_s at pair k (its source strategy sa). */
 static void defer_sum(Builder *b, IlpEdge *E, NodeId pos, const ShardStrategy *sa, int k, uint8_t axes) {
     IlpProblem *p = b->p;
     const IlpGroup *S = &p->groups[E->src];
