@@ -983,43 +983,51 @@ static void esc(StrBuf *b, const char *s) {
 }
 
 void sim_svg(const SimProgram *p, const SimResult *r, const char *title, StrBuf *b) {
-    const double W = 1100, X0 = 110, LH = 34, Y0 = 44;
-    double H = Y0 + (SIM_STREAMS + 1) * LH + 60;
+    /* lanes: the streams, then the host (host offload's AdamW); a pipelined program one group
+     * of lanes per stage, its compute (transfers on it) and communication streams */
+    bool pipe = p->stages > 1;
+    int per = pipe ? 2 : SIM_STREAMS + 1, groups = pipe ? p->stages : 1, lanes_n = per * groups;
+    const double W = 1100, X0 = 130, LH = pipe ? 22 : 34, Y0 = 44;
+    double H = Y0 + lanes_n * LH + 60;
     double step = r->step_s > 0 ? r->step_s : 1;
     sb_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                  "font-family=\"sans-serif\" font-size=\"12\">\n", X0 + W + 20, H);
     sb_puts(b, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-size=\"14\">");
     esc(b, title);
     sb_printf(b, ": one step, %.4g s (simulated)</text>\n", r->step_s);
-    /* lanes: the streams, then the host (host offload's AdamW) */
     const char *lanes[SIM_STREAMS + 1] = {"compute", "communication", "copies down", "copies up", "host"};
-    for (int s = 0; s < SIM_STREAMS + 1; s++)
+    for (int l = 0; l < lanes_n; l++) {
+        char nm[64];
+        if (pipe) snprintf(nm, sizeof nm, "stage %d %s", l / per, l % per ? "comm" : "compute");
+        else snprintf(nm, sizeof nm, "%s", lanes[l]);
         sb_printf(b, "<text x=\"10\" y=\"%.0f\">%s</text><line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" "
-                     "stroke=\"#ddd\"/>\n", Y0 + s * LH + 20, lanes[s], X0, X0 + W, Y0 + s * LH + LH - 2,
-                  Y0 + s * LH + LH - 2);
+                     "stroke=\"#ddd\"/>\n", Y0 + l * LH + LH * 0.6, nm, X0, X0 + W, Y0 + l * LH + LH - 2,
+                  Y0 + l * LH + LH - 2);
+    }
     static const char *const fill[] = {"#4e79a7", "#f28e2b", "#59a14f"}; /* forward, backward, update */
     for (int i = 0; i < r->n_spans; i++) {
         const SimSpan *sp = &r->spans[i];
         const SimOp *o = &p->op[sp->op];
         if (sp->end <= sp->start) continue;
         const char *f = o->kind == SIM_COLL                            ? "#e15759"
+                        : o->kind == SIM_P2P                          ? "#76b7b2"
                         : o->kind == SIM_COPY || o->kind == SIM_HCOPY ? "#9c755f"
                         : o->recompute                                ? "#b07aa1"
                                                                       : fill[o->part];
-        int lane = o->kind == SIM_HOST ? SIM_STREAMS : o->stream;
+        int lane = pipe ? o->stage * per + (o->stream == SIM_COMM ? 1 : 0) : o->kind == SIM_HOST ? SIM_STREAMS : o->stream;
         double x = X0 + W * sp->start / step, w = W * (sp->end - sp->start) / step;
         sb_printf(b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>", x,
-                  Y0 + lane * LH + 4, w < 0.3 ? 0.3 : w, LH - 10, f);
+                  Y0 + lane * LH + 3, w < 0.3 ? 0.3 : w, LH - 8, f);
         esc(b, o->name);
         sb_printf(b, " (%s%s%s, micro-batch %d): %.3g ms</title></rect>\n",
                   o->kind == SIM_COLL ? shard_coll_name(o->coll) : kind_names[o->kind],
                   o->kind == SIM_KERNEL ? " " : "", o->kind == SIM_KERNEL ? class_names[o->cls] : "", sp->micro,
                   1e3 * (sp->end - sp->start));
     }
-    double ly = Y0 + (SIM_STREAMS + 1) * LH + 20, lx = X0;
-    const char *lab[] = {"forward", "backward", "update", "recompute", "collective", "copy"};
-    const char *col[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#9c755f"};
-    for (int k = 0; k < 6; k++, lx += 120)
+    double ly = Y0 + lanes_n * LH + 20, lx = X0;
+    const char *lab[] = {"forward", "backward", "update", "recompute", "collective", "copy", "transfer"};
+    const char *col[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#9c755f", "#76b7b2"};
+    for (int k = 0; k < (pipe ? 7 : 6); k++, lx += 120)
         sb_printf(b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.0f\" "
                      "y=\"%.0f\">%s</text>\n", lx, ly, col[k], lx + 16, ly + 11, lab[k]);
     sb_printf(b, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#555\">0 s</text><text x=\"%.0f\" y=\"%.0f\" fill=\"#555\" "
