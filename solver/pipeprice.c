@@ -551,7 +551,6 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     ir_free(readers);
     double T = 0, busy = 0;
     double end[PLACE_MAX_STAGES];
-    int layers = p->n_layers > 0 ? p->n_layers : 1;
     for (int q = 0; q < P; q++) out->vfwd_s[q] = fwd[q], out->vbwd_s[q] = bwd[q], out->vsend_s[q] = q + 1 < P ? xfer[q] : 0;
     for (int q = 0; q < P; q++) out->work_s += fwd[q] + bwd[q] - again[q];
     if (n_cut >= P) { /* 1F1B: the floor of the stages' largest such work over every contiguous cut */
@@ -588,12 +587,11 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     }
     for (int d = 0; d < devs; d++) {
         PipeStagePrice *st = &out->st[d];
-        /* the gradient sync overlaps the last backward but its last bucket (eval.c's rule) */
-        /* with contention (eval.c): the last bucket after f of the rest, where the backward
-         * is the longer */
-        double last = st->grad_sync_s * devs / layers;
-        st->grad_sync_exposed_s = maxd(0, maxd(st->grad_sync_s - st->bwd_s,
-                                               last + shard_overlap_paid(r->cm.cl) * maxd(0, st->grad_sync_s - last)));
+        /* the gradient sync runs after the stage's last backward, in its update, each gradient's
+         * collective blocking the compute stream: a pipelined program has no gradient buckets
+         * (compiler/lower/lower.c bucket_bytes -1), so nothing of it overlaps the backward
+         * (eval.c's rule, the last bucket exposed, is a bucketed program's: bench/simulate/README.md) */
+        st->grad_sync_exposed_s = st->grad_sync_s;
         st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
         st->busy_s = m * (st->fwd_s + st->bwd_s);
         st->mem_io = io;

@@ -525,6 +525,13 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
                       o->stage, o->seg, o->part, p->stages, p->stages == 1 ? "" : "s");
             return false;
         }
+        /* the part of the action that runs each pipeline function (run_compute) */
+        static const int seg_part[SIM_SEGS] = {-1, SIM_FORWARD, SIM_BACKWARD, SIM_FORWARD, SIM_BACKWARD, SIM_FORWARD,
+                                               SIM_FORWARD};
+        if (o->seg != SIM_SEG_BODY && o->part != seg_part[o->seg]) {
+            sb_printf(err, "op %d (%s): segment %d runs in part %d, not %d", i, o->name, o->seg, seg_part[o->seg], o->part);
+            return false;
+        }
         bool xfer = o->seg == SIM_SEG_NEXT || o->seg == SIM_SEG_PREV;
         if ((o->kind == SIM_P2P) != xfer || (xfer && (o->part != SIM_FORWARD || o->stream != SIM_COMPUTE)) ||
             (o->seg == SIM_SEG_NEXT && o->stage + 1 >= p->stages) || (o->seg == SIM_SEG_PREV && o->stage == 0)) {
