@@ -1,9 +1,12 @@
 /*
  * sim.c — the simulator (sim.h): replays one rank's generated program op by
- * op on its two streams, prices each op with the planner's own functions
- * (cost_roofline_op for kernels and copies, shard_coll_time_on for collectives),
- * and writes the program to and reads it from the plan JSON's "program"
- * object; draws the replay as an SVG Gantt chart.
+ * op on its streams (a pipelined program: one rank of each stage, each on its
+ * own clock running its 1F1B action table, a transfer waiting for its partner),
+ * prices each op with the planner's own functions (cost_roofline_op for kernels
+ * and copies, shard_coll_time_on for collectives, pipeline_p2p_time and
+ * pipeline_coll_time on the pipeline's link), and writes the program to and
+ * reads it from the plan JSON's "program" object; draws the replay as an SVG
+ * Gantt chart.
  */
 #include <cjson/cJSON.h>
 #include <math.h>

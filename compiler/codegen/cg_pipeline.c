@@ -18,6 +18,9 @@
  *     its forward into the micro-batch's slot of as many, and back before
  *     the backward (no forward again);
  *   - the loss summed over the stages (only the last computes it).
+ * 1F1B: each of these calls is recorded for the simulator beside it (cg_trace.c;
+ * the stage's functions and its action table into c->pipe_trace: docs/simulate.md);
+ * an interleaved program is not recorded.
  * Takes the CgCtx of cg_emit; writes into the schedule file being built.
  */
 #include <string.h>

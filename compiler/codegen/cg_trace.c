@@ -3,8 +3,11 @@
  * (solver/sim.h). The schedule writers call these beside each colrt call
  * they write: a node's kernels (with its local FLOPs and bytes and its live
  * arena bytes), each collective (kind, axis, each rank's bytes going in),
- * each copy, each event recorded or waited for. So the replay's ops are the
- * emitted ones by construction. Then writes the recorded program and its
+ * each copy, each event recorded or waited for; a pipelined program's
+ * transfers (colrt_sendrecv) and collectives over the pipeline axis, each op
+ * tagged with its stage and the pipeline function it is in (CgCtx.trace_stage,
+ * trace_seg; cg_pipeline.c adds the stages' action tables). So the replay's ops
+ * are the emitted ones by construction. Then writes the recorded program and its
  * replay into the plan JSON ("program", "simulated_step_time_s").
  */
 #include <cjson/cJSON.h>
