@@ -79,6 +79,18 @@ check llama_zero2_chunk_2x2 "$src/tests/e2e/llama_tiny_b4.cir" --cluster h100:1x
 check gpt2_offload_params_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
   --offload params --chunk-bytes 8KB
 
+# pipelines (1F1B, --pp): each stage's program replayed on its own clock, the transfers waiting
+# for the neighbour (docs/simulate.md); the planner's stage times are one micro-batch's (1/m of the
+# problem's, which prices m calls a step: the one-micro-batch graph of --emit code was priced m
+# times over: gpt2_pp_2 predicted 2.04x its replay); stages of one device, tensor parallel in a stage, kept
+# activations over 8 micro-batches, 4 stages (the pipelined plans with data parallel in a stage
+# are bench/simulate's known misses: their gradient sums, bench/simulate/README.md)
+check gpt2_pp_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --pp 2 --micro-batches 4
+check gpt2_pp_2_tp_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 1x2 --strategy megatron --mem 130KB --micro-batches 4
+check gpt2_pp_2_keep_m8 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --pp 2 --micro-batches 8 --pp-activations keep
+check gpt2_pp_4 "$src/tests/e2e/gpt2_tiny_4.cir" --cluster h100:1x4 --pp 4 --micro-batches 4
+check llama_pp_4_rerun "$src/tests/e2e/llama_tiny_4.cir" --cluster h100:1x4 --pp 4 --micro-batches 4 --pp-activations rerun
+
 # measured collective tables (collective_us): the h100 preset on 1x2 with a table for 2 ranks
 # inside the node (h100_1x2_collectives.json; the all-reduce's last segment flat, so a
 # bucket past 64 KiB is priced by the β floor), so the ILP and the replay are checked to
