@@ -161,7 +161,28 @@ typedef struct LowerOffload {
                                 * host (host_param is it): the update writes it there, nothing
                                 * goes up after it; each gather copies it up first (LowerNode
                                 * gather_from) */
+    /* Runs (offload.c, docs/sharding.md "Host offload", "In chunks"): updates whose gradients
+     * a ZeRO chunk's reduce-scatter left side by side (LowerChunkScatter.part) run as one: their
+     * host state (m, v, the fp32 copy or master, the staging, the gradient's) laid out in the
+     * part's slot order, one copy of the gradients down where the part holds them in f32, one
+     * colrt_host_adamw over the span (the padding between slots updated and never read), one
+     * rounding, the scalars down once. The leader (the run's first entry) does the run's work. */
+    int run;                   /* the entry leading this one's run (itself: it leads, or runs alone) */
+    int run_n;                 /* on a leader: its run's entries (1: alone) */
+    int run_lo;                /* on a leader: the entry at the span's start (its buffers are the spans') */
+    int64_t run_elems;         /* on a leader: the span, in elements (members at their slots) */
+    ValueId run_grad;          /* on a leader: the device gradients end to end in f32 from run_lo's
+                                * slice on (a view into the chunk's part): one copy down; IR_NONE:
+                                * each member's gradient copied down into its place on its own */
 } LowerOffload;
+
+/* The host offload's traffic per step as the program runs it (offload.c, cg_offload.c):
+ * colrt_host_adamw calls, copies down (gradients and scalars) and up (parameters), and
+ * their bytes. */
+typedef struct LowerOffloadTraffic {
+    int host_calls, d2h_copies, h2d_copies;
+    double d2h_bytes, h2d_bytes;
+} LowerOffloadTraffic;
 
 /* A gradient bucket (data-parallel all-reduces of parameter gradients read
  * only by the update): right after node `launch` defines the last of them,
@@ -440,6 +461,7 @@ PlaceMask lower_pipe_devmask(const LowerProgram *p, PlaceMask stages);
  * whether value v's buffer is in the host arena. */
 const LowerOffload *lower_offload_of(const LowerProgram *p, NodeId id);
 bool lower_on_host(const LowerProgram *p, ValueId v);
+LowerOffloadTraffic lower_offload_traffic(const LowerProgram *p);
 bool lower_pipe_zeroed(const LowerProgram *p, NodeId id, int s, ValueId v);
 
 /* Whether NAME is one of the lowering's passes (--dump-after=lower.NAME). */
