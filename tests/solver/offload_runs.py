@@ -1,0 +1,58 @@
+"""offload_runs.py — host offload in runs (docs/sharding.md "Host offload", "In chunks").
+
+usage: offload_runs.py COLOSSAL_COMPILE GPT2_TINY_CIR OUT_DIR
+
+gpt2-tiny on 2 ZeRO-3 ranks with --offload optim+master, per update and with 8KB chunks:
+per update every update is its own host call and copies its gradient and three scalars down
+(28 updates: 28 calls, 112 copies down); in chunks the 27 chunked updates run as 2 runs, the
+tied embedding (gathered alone) as its own: 3 colrt_host_adamw calls in the generated C (none
+shared: the runs cross the block instances), 3 x (one gradient copy + 3 scalars) = 12 copies
+down; the parameters still come up each into its own slice (28). The recorder's trace (plan
+JSON program.ops, what `simulate` replays) holds exactly those host calls and copies, and
+the same bytes as the lowering's count; the planner's per-element price of the copies down
+differs from them only by the slots' padding and the scalars.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+cc, model, out = sys.argv[1:4]
+fails = 0
+
+
+def check(ok, what):
+    global fails
+    print(("ok   " if ok else "FAIL ") + what)
+    fails += not ok
+
+
+def gen(name, *extra):
+    d = os.path.join(out, name)
+    subprocess.run([cc, model, "--emit", "code", "--target", "cpu", "-q", "-o", d, "--cluster", "h100:1x2", "--mesh",
+                    "2", "--strategy", "zero3", "--offload", "optim+master", *extra], check=True)
+    plan = json.load(open(os.path.join(d, "gpt2_tiny.plan.json")))
+    src = open(os.path.join(d, "gpt2_tiny.c")).read()
+    return plan, src
+
+
+for name, extra, want in (("per_update", [], (28, 112, 28)), ("chunks", ["--chunk-bytes", "8KB"], (3, 12, 28))):
+    plan, src = gen(name, *extra)
+    low, ops = plan["lowering"], plan["program"]["ops"]
+    got = (low["host_adamw_calls"], low["d2h_copies"], low["h2d_copies"])
+    check(low["host_updates"] == 28 and got == want,
+          f"{name}: 28 updates on the host as {got[0]} host calls, {got[1]} copies down, {got[2]} up (want {want})")
+    host = [o for o in ops if o["k"] == "host"]
+    hcopy = [o for o in ops if o["k"] == "hcopy"]
+    traced = sum(o["b"] for o in hcopy)
+    check(len(host) == got[0] and len(hcopy) == got[1] + got[2] and traced == low["d2h_bytes"] + low["h2d_bytes"],
+          f"{name}: the recorder's trace: {len(host)} host calls, {len(hcopy)} host copies of {traced} bytes")
+    if name == "chunks":
+        calls = len(re.findall(r"colrt_host_adamw\(", src))
+        check(calls == 3, f"chunks: {calls} colrt_host_adamw calls in the generated C")
+        check(len(re.findall(r"the gradients of \d+ updates", src)) == 2, "chunks: each run's gradients one copy down")
+        priced = plan["offload"]["d2h_bytes_per_step"]
+        check(0 < low["d2h_bytes"] - priced <= 64 * 28 + 12 * 3,
+              f"chunks: {low['d2h_bytes']} bytes down, priced {priced} (the padding and the scalars apart)")
+sys.exit(1 if fails else 0)
