@@ -133,11 +133,16 @@ void cg_offload_fetch(CgCtx *c, NodeId id) {
             for (int m = 0; cg->node == b && m < ch->n; m++) {
                 ValueId x = ch->member[m];
                 if (!lower_on_host(lp, x)) continue;
+                int64_t bytes; /* with the members after it whose host slices lie as their slots (a run's) */
+                int n = lower_fetch_span(lp, ch, m, &bytes);
                 sb_printf(c->sched, "    colrt_memcpy_async(M->arena.base + %lld, M->host.base + %lld, %lld, COLRT_H2D, M->h2d); "
-                                    "/* %%%s's slice up into chunk %d, for node %d */\n",
+                                    "/* %%%s's slice up into chunk %d",
                           (long long)(lp->v[cg->send].offset + ch->off[m] * ir_dtype_size(ch->dt)), (long long)lp->v[x].offset,
-                          (long long)lp->v[x].bytes, ir_val(c->g, x)->name, cg->chunk, b);
-                cg_trace_hcopy(c, SIM_H2D, (double)lp->v[x].bytes, ir_val(c->g, x)->name);
+                          (long long)bytes, ir_val(c->g, x)->name, cg->chunk);
+                if (n > 1) sb_printf(c->sched, ", and the %d after it", n - 1);
+                sb_printf(c->sched, ", for node %d */\n", b);
+                cg_trace_hcopy(c, SIM_H2D, (double)bytes, ir_val(c->g, x)->name);
+                m += n - 1;
             }
         }
         NodeId q = b + 1; /* the next node with copies: a new transfer's, or none, ends this one */

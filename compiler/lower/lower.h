@@ -462,6 +462,10 @@ PlaceMask lower_pipe_devmask(const LowerProgram *p, PlaceMask stages);
 const LowerOffload *lower_offload_of(const LowerProgram *p, NodeId id);
 bool lower_on_host(const LowerProgram *p, ValueId v);
 LowerOffloadTraffic lower_offload_traffic(const LowerProgram *p);
+/* Parameters on the host under chunks: how many of chunk ch's members from m on (m's slice on
+ * the host) one copy moves into the round's send buffer: while each next member's host slice
+ * lies as far after m's as its slot in the chunk (a run's span, offload.c); *bytes, the copy's. */
+int lower_fetch_span(const LowerProgram *p, const LowerChunk *ch, int m, int64_t *bytes);
 bool lower_pipe_zeroed(const LowerProgram *p, NodeId id, int s, ValueId v);
 
 /* Whether NAME is one of the lowering's passes (--dump-after=lower.NAME). */

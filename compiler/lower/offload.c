@@ -74,6 +74,15 @@ static NodeId master_cast(const Graph *g, NodeId id) {
     return IR_NONE;
 }
 
+int lower_fetch_span(const LowerProgram *p, const LowerChunk *ch, int m, int64_t *bytes) {
+    int64_t es = ir_dtype_size(ch->dt), o = p->v[ch->member[m]].offset;
+    int k = m + 1;
+    while (k < ch->n && lower_on_host(p, ch->member[k]) && p->v[ch->member[k]].offset - o == (ch->off[k] - ch->off[m]) * es)
+        k++;
+    *bytes = p->v[ch->member[k - 1]].offset + p->v[ch->member[k - 1]].bytes - o;
+    return k - m;
+}
+
 /* Parameters on the host (PO_PARAMS): each gather of a slice in the host arena
  * reads a device staging (gather_from) the slice is copied up into first. A
  * transfer is the copies for a run of gathering nodes of one block instance
@@ -84,7 +93,9 @@ static NodeId master_cast(const Graph *g, NodeId id) {
  * the next block's slices coming up while this one computes (K = 2), and its
  * staging lives from there to its gather. A chunk's round (chunk.c) is a
  * gathering node too: its members' slices on the host are copied up into its
- * send buffer, the staging, which then lives from the transfer's queueing. */
+ * send buffer, the staging, which then lives from the transfer's queueing;
+ * the members of a run (below) in one copy, their host slices laid out as
+ * their slots (lower_fetch_span). */
 static void plan_fetches(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
@@ -126,8 +137,12 @@ static void plan_fetches(LowerCtx *c) {
             const LowerChunkGather *cg = &p->chunk_gathers[r];
             const LowerChunk *ch = &p->chunks[cg->chunk];
             bool up = false;
-            for (int m = 0; cg->node == id && m < ch->n; m++)
-                if (p->v[ch->member[m]].host) up = true, p->fetch_bytes += p->v[ch->member[m]].bytes;
+            for (int m = 0; cg->node == id && m < ch->n; m++) {
+                if (!p->v[ch->member[m]].host) continue;
+                int64_t b; /* a run of them in one copy (lower_fetch_span) */
+                m += lower_fetch_span(p, ch, m, &b) - 1;
+                up = true, p->fetch_bytes += b;
+            }
             if (!up) continue;
             p->v[cg->send].added_first = ln->fetch_at; /* the staging: live from the transfer's queueing */
             int64_t b = (p->v[cg->send].bytes + p->opt.alignment - 1) / p->opt.alignment * p->opt.alignment;

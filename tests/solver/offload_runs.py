@@ -10,7 +10,8 @@ shared: the runs cross the block instances), 3 x (one gradient copy + 3 scalars)
 down; the parameters still come up each into its own slice (28). The recorder's trace (plan
 JSON program.ops, what `simulate` replays) holds exactly those host calls and copies, and
 the same bytes as the lowering's count; the planner's per-element price of the copies down
-differs from them only by the slots' padding and the scalars.
+differs from them only by the slots' padding and the scalars. With --offload params a round's
+transfer copies each run's slices up in one copy.
 """
 import json
 import os
@@ -55,4 +56,11 @@ for name, extra, want in (("per_update", [], (28, 112, 28)), ("chunks", ["--chun
         priced = plan["offload"]["d2h_bytes_per_step"]
         check(0 < low["d2h_bytes"] - priced <= 64 * 28 + 12 * 3,
               f"chunks: {low['d2h_bytes']} bytes down, priced {priced} (the padding and the scalars apart)")
+# --offload params: the slices live on the host in their runs' spans, laid out as their chunk's
+# slots, so each round's transfer copies a run up into the chunk's send buffer in one copy: 2 chunks x
+# 2 rounds (forward, backward) = 4 copies for the 27 chunked slices, not 54
+plan, src = gen("params", "--chunk-bytes", "8KB", "--offload", "params")
+ups = re.findall(r"slice up into chunk \d+(?:, and the (\d+) after it)?", src)
+check(len(ups) == 4 and sum(1 + int(n or 0) for n in ups) == 2 * 27,
+      f"params: {len(ups)} copies up into the chunks' send buffers for {sum(1 + int(n or 0) for n in ups)} slices")
 sys.exit(1 if fails else 0)
