@@ -17,6 +17,10 @@
  * up into a device staging on the copy-up stream, queued a transfer or more
  * ahead (lower.h LowerNode.fetch_at: while the block before computes), and the
  * compute stream waits for the transfer's event before its first gather.
+ * A run of a chunk's updates (lower.h LowerOffload.run) is written at its
+ * leader: the run's gradients down (one copy where its part holds them in f32),
+ * the scalars once, one colrt_host_adamw and one rounding over the span, each
+ * member's parameter up; its other members write only the copy-up event.
  * Also the program's parts that hold it: the struct's fields, creation (the
  * host copies of the parameters), the copy after a checkpoint load, and
  * destruction.

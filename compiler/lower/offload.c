@@ -15,6 +15,13 @@
  * host's copy is the parameter: the update writes it, nothing comes back),
  * and each gather of it reads a device staging the slice is copied up into
  * first, a transfer at most K = offload_inflight ahead (plan_fetches).
+ * Where a ZeRO chunk's reduce-scatter leaves offloaded gradients side by
+ * side (chunk.c's parts), their updates form runs (form_runs): the members'
+ * host buffers are laid out as spans in the part's slot order, so one copy
+ * moves the run's gradients down (f32), one host AdamW updates the span, and
+ * under --offload params one copy moves a run's slices up into a round's send
+ * buffer (lower_fetch_span). A device member or a change of hyperparameters
+ * cuts a run (a mixed chunk splits).
  * The schedule pass then plans the device arena without the host buffers.
  */
 #include "lower_internal.h"
