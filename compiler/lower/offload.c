@@ -18,7 +18,9 @@
  * Where a ZeRO chunk's reduce-scatter leaves offloaded gradients side by
  * side (chunk.c's parts), their updates form runs (form_runs): the members'
  * host buffers are laid out as spans in the part's slot order, so one copy
- * moves the run's gradients down (f32), one host AdamW updates the span, and
+ * moves the run's gradients down (from the part in f32; under mixed precision
+ * from a span their f32 casts write into, cast_span), one host AdamW updates
+ * the span, and
  * under --offload params one copy moves a run's slices up into a round's send
  * buffer (lower_fetch_span). A device member or a change of hyperparameters
  * cuts a run (a mixed chunk splits).
@@ -264,6 +266,36 @@ static void form_runs(const LowerCtx *c, const Cand *e, int n, int *run) {
     ir_free(ord);
 }
 
+/* Candidate e's slot in its run's span (from byte lo of the part), in elements. */
+static int64_t slot_of(const Cand *e, int64_t lo) { return (e->off - lo) / (e->bytes / e->elems); }
+
+/* Mixed precision: the run led by r reads each gradient's f32 cast, a buffer of
+ * its own. The casts write into one device span instead (a buffer the
+ * schedule places from the first cast to the last reader, each cast's result a
+ * view at its slot), so the run's gradients go down in one copy too. Not
+ * where a cast's result already shares a buffer or is not the slice. */
+static void cast_span(LowerCtx *c, Cand *cand, int ne, const int *run, int r, int64_t lo, int64_t span) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    NodeId at = c->nn;
+    for (int j = 0; j < ne; j++) {
+        if (run[j] != r) continue;
+        ValueId x = ir_node(g, cand[j].node)->in[1];
+        if (ir_val(g, x)->dtype != DT_F32 || lower_root_of(p, x) != x || p->v[x].host || p->v[x].bytes != 4 * cand[j].elems ||
+            p->v[x].redirect != IR_NONE)
+            return;
+        if (ir_val(g, x)->def < at) at = ir_val(g, x)->def;
+    }
+    ValueId sp = lower_add_temp(g, p, at, span, DT_F32, "grad32.run", ir_node(g, cand[r].node)->in[1]);
+    for (int j = 0; j < ne; j++) {
+        if (run[j] != r) continue;
+        ValueId x = ir_node(g, cand[j].node)->in[1];
+        p->v[x].storage = sp;
+        p->v[x].view_off = 4 * slot_of(&cand[j], lo);
+        cand[j].whole = true, cand[j].src = x;
+    }
+}
+
 bool lower_pass_offload(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
@@ -309,6 +341,11 @@ bool lower_pass_offload(LowerCtx *c) {
         n_run[run[i]]++;
         if (cand[i].root != IR_NONE && cand[i].off < lo[run[i]]) lo[run[i]] = cand[i].off;
     }
+    for (int j = 0; j < ne; j++) /* each run's span: its members at their slots */
+        if (n_run[run[j]] > 1 && slot_of(&cand[j], lo[run[j]]) + cand[j].elems > span[run[j]])
+            span[run[j]] = slot_of(&cand[j], lo[run[j]]) + cand[j].elems;
+    for (int r = 0; r < ne; r++)
+        if (run[r] == r && n_run[r] > 1 && !cand[r].whole) cast_span(c, cand, ne, run, r, lo[r], span[r]);
     p->offload = ir_realloc(p->offload, sizeof *p->offload * (size_t)(p->n_offload + ne + 1));
     int first = p->n_offload;
     for (int i = 0; i < ne; i++) {
@@ -320,11 +357,8 @@ bool lower_pass_offload(LowerCtx *c) {
         const LowerNode *ln = &p->n[id];
         int r = run[i];
         bool in_run = n_run[r] > 1;
-        int64_t at = in_run ? (ca->off - lo[r]) / (ca->bytes / elems) : 0; /* its slot in the span, in elements */
+        int64_t at = in_run ? slot_of(ca, lo[r]) : 0; /* its slot in the span, in elements */
         if (in_run && r == i) { /* the leader: the run's spans */
-            for (int j = 0; j < ne; j++)
-                if (run[j] == r && (cand[j].off - lo[r]) / (cand[j].bytes / cand[j].elems) + cand[j].elems > span[r])
-                    span[r] = (cand[j].off - lo[r]) / (cand[j].bytes / cand[j].elems) + cand[j].elems;
             for (int k = 0; k < S__N; k++)
                 base[r][k] = k == S_P && cast == IR_NONE ? -1
                                                          : host_alloc(p, span[r] * (k == S_P ? ir_dtype_size(ir_val(g, param)->dtype) : 4));

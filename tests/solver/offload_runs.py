@@ -11,7 +11,8 @@ down; the parameters still come up each into its own slice (28). The recorder's 
 JSON program.ops, what `simulate` replays) holds exactly those host calls and copies, and
 the same bytes as the lowering's count; the planner's per-element price of the copies down
 differs from them only by the slots' padding and the scalars. With --offload params a round's
-transfer copies each run's slices up in one copy.
+transfer copies each run's slices up in one copy; in bf16 under ZeRO-2 a run's f32 gradient casts
+are one span, copied down at once.
 """
 import json
 import os
@@ -56,6 +57,14 @@ for name, extra, want in (("per_update", [], (28, 112, 28)), ("chunks", ["--chun
         priced = plan["offload"]["d2h_bytes_per_step"]
         check(0 < low["d2h_bytes"] - priced <= 64 * 28 + 12 * 3,
               f"chunks: {low['d2h_bytes']} bytes down, priced {priced} (the padding and the scalars apart)")
+# bf16 under ZeRO-2: the updates read each gradient's f32 cast; a run's casts write into one span, so its
+# gradients still go down in one copy: the 27 gradients of one reduce-scatter chunk (8KB of bf16 slices)
+# one run, the tied embedding (scattered alone) its own -> 2 calls, 1 + 1 gradient copies and 2 x 3 scalars
+plan, src = gen("bf16_zero2", "--chunk-bytes", "8KB", "--strategy", "zero2", "--dtype", "bf16")
+low = plan["lowering"]
+got = (low["host_adamw_calls"], low["d2h_copies"], low["h2d_copies"])
+check(got == (2, 8, 28), f"bf16_zero2: {got[0]} host calls, {got[1]} copies down, {got[2]} up (want (2, 8, 28))")
+check(len(re.findall(r"the gradients of 27 updates", src)) == 1, "bf16_zero2: the run's f32 gradients one copy down")
 # --offload params: the slices live on the host in their runs' spans, laid out as their chunk's
 # slots, so each round's transfer copies a run up into the chunk's send buffer in one copy: 2 chunks x
 # 2 rounds (forward, backward) = 4 copies for the 27 chunked slices, not 54

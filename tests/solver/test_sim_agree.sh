@@ -61,8 +61,8 @@ check gpt2_micro2_bf16_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --me
 check gpt2_offload_params_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
   --offload params --chunk-bytes 8KB
 # host offload in runs (docs/sharding.md "Host offload"): a chunk's updates one host call, its
-# gradients one copy down (f32; 1.006, per update 1.002: the run's host update waits for all its
-# gradients) or each its own (bf16 under ZeRO-2: 0.983)
+# gradients one copy down (f32: 1.006, per update 1.002: the run's host update waits for all its
+# gradients; bf16 under ZeRO-2, from the span its f32 casts write into: 0.983)
 check gpt2_offload_master_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
   --offload optim+master --chunk-bytes 8KB
 check gpt2_offload_bf16_zero2_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero2 --dtype bf16 \
