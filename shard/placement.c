@@ -22,6 +22,13 @@ int placement_pipe_devices(const PlacePipeline *pp) {
     return pp->chunks > 1 ? pp->stages / pp->chunks : pp->stages;
 }
 
+NodeId placement_scatter_node(const Graph *g, const PlacePipeline *pp, NodeId def) {
+    if (!pp || pp->stages <= 1 || !pp->stage_mask) return def + 1 < g->n_nodes ? def + 1 : g->n_nodes;
+    for (NodeId id = def + 1; id < g->n_nodes; id++)
+        if (pp->stage_mask[id] == pp->stage_mask[def]) return id;
+    return g->n_nodes;
+}
+
 PlaceMask placement_pipe_device_mask(const PlacePipeline *pp, PlaceMask stages) {
     int d = placement_pipe_devices(pp);
     if (pp->chunks <= 1 || d <= 0) return stages;

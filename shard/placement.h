@@ -140,6 +140,15 @@ typedef struct PlacePipeline {
 } PlacePipeline;
 /* The devices along the pipeline axis: stages / chunks (1 when not pipelined). */
 int placement_pipe_devices(const PlacePipeline *pp);
+/* The node before which a gradient that node def makes whole is resharded
+ * (ZeRO-2/3's reduce-scatter into the update's slice, placement_grad_scatter):
+ * the next node that runs on def's own (virtual) stages, so that the stage
+ * computing the gradient runs its collective (each stage runs only its own
+ * nodes, and the next node of the graph may be another stage's); def + 1
+ * when not pipelined (pp NULL or one stage). g->n_nodes when there is none.
+ * The lowering (split.c, spec.c) and the planner's chunk replay
+ * (solver/chunks.c) ask this one function. */
+NodeId placement_scatter_node(const Graph *g, const PlacePipeline *pp, NodeId def);
 /* A mask of virtual stages as the mask of the devices running them. */
 PlaceMask placement_pipe_device_mask(const PlacePipeline *pp, PlaceMask stages);
 

@@ -154,6 +154,26 @@ static double reshard_into(Comm *c, const ShardMesh *m, Shape sh, DType dt, cons
     return rs.time;
 }
 
+/* The position table's sum an edge out of node pos defers (problem.c defer_sum,
+ * IlpEdge.defer_s) over `axes`, at the table's ZeRO 0-1: its bucket's share. */
+static void defer_comm(const PlanResult *r, const Graph *g, NodeId pos, unsigned axes, Comm *c) {
+    const IlpProblem *p = r->prob;
+    if (p->group_of_node[pos] < 0 || r->choice.zero[p->group_of_node[pos]] >= 2) return;
+    const IlpMember *pm;
+    const ShardStrategy *sa = chosen_strategy(r, pos, &pm);
+    ShardSpec gs;
+    const ShardSpec *held;
+    ValueId t = ilp_defer_table(g, pos, &pm->is, sa, axes, &gs, &held);
+    if (t == IR_NONE) return;
+    const Value *tv = ir_val(g, t);
+    DType d = ilp_sync_dtype(p, 0, cost_dtype(&r->cm, tv->dtype));
+    double bytes = shard_spec_bytes(&gs, &r->mesh, tv->shape, d);
+    ShardStep ss[SHARD_MAX_STEPS];
+    int ns = cost_sync_steps(&r->mesh, tv->shape, d, &gs, fmin(1, fmax(bytes / COST_BUCKET_BYTES, p->run_frac[t])),
+                             ilp_grad_queued(p, t, 0, &gs, held), ss);
+    for (int k = 0; k < ns; k++) comm_add(c, PUR_SYNC, &ss[k], ss[k].time);
+}
+
 /* Resharding of node n's operands (forward and backward), as cost_edge prices
  * it; collectives added to c when not NULL. */
 static double node_resharding(const PlanResult *r, const Graph *g, const int *owner, NodeId n,
@@ -182,8 +202,12 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
             t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
         if (ir_dtype_is_float(v->dtype)) {
             ShardSpec gs = shard_grad_spec(&mem->is, st, i), want = shard_spec_unpartial(from);
-            if (v->role == ROLE_PARAM || ir_node(g, v->def)->op == OP_POS_EMBEDDING) /* as problem.c */
-                gs = cost_deferred_grad(&gs, from);
+            if (v->role == ROLE_PARAM || ir_node(g, v->def)->op == OP_POS_EMBEDDING) { /* as problem.c */
+                ShardSpec kept = cost_deferred_grad(&gs, from);
+                if (v->role == ROLE_ACT && kept.partial != gs.partial && c) /* the table's sum (IlpEdge.defer_s) */
+                    defer_comm(r, g, v->def, (unsigned)(gs.partial & ~kept.partial), c);
+                gs = kept;
+            }
             if (v->role == ROLE_ACT && p->grad_at[v->def] != v->def) /* as problem.c grad_chain */
                 want = shard_spec_unpartial(&chosen_strategy(r, p->grad_at[v->def], &pm)->out[0]);
             /* not where it is added to an earlier reader's part held alike (IlpGradShare) */

@@ -21,6 +21,9 @@
  * that fits beside the plan, so one tensor per chunk (none) wins where
  * nothing else does.
  *
+ * ZeRO over two mesh axes: each collective in the code generator's two steps
+ * (zero_time), its temporaries held at its node.
+ *
  * Pipelined plans are priced per stage instead (their stages are placed
  * after plan_price_chunks runs): each stage packs its own members
  * (PlaceChunkMember.stage, compiler/lower/chunk.c), plan_chunk_stages
@@ -53,7 +56,8 @@ typedef struct Member {
     DType dt;
     bool gathered;  /* ZeRO-3 */
     bool on_host;   /* --offload params: comes up into the chunk's send buffer, no device copy in */
-    NodeId rs_at;   /* its reduce-scatter's node: the one after its gradient's (lower/split.c) */
+    NodeId rs_at;   /* its reduce-scatter's node: the next after its gradient's on its stage
+                     * (placement_scatter_node, as lower/split.c) */
     NodeId reader;  /* the first node from rs_at on reading its gradient (its slice, once scattered) */
     int stage;      /* pipelined: the virtual stage gathering and scattering it, -1 on several
                      * (PlaceChunkMember.stage, as lower/chunk.c finds it); 0 otherwise */
@@ -62,7 +66,8 @@ typedef struct Member {
 typedef struct Ctx {
     const Graph *g;
     const PlanResult *r;
-    int axis, ranks, mb, fwd_end, step_begin;
+    int axis, outer, ranks, mb, fwd_end, step_begin; /* ZeRO's axes (zero_axes): axis the inner, outer -1
+                                                       * or the outer; ranks: their devices */
     int inflight;   /* parameters on the host: transfers up in flight (Placement.offload_inflight) */
     Member *m;
     int n;
@@ -117,6 +122,26 @@ static void spend(const Ctx *c, Run *o, NodeId id, Spent k, double s) {
     else *(fwd ? &o->copy_fwd[q] : &o->copy_bwd[q]) += s;
 }
 
+/* The time of one ZeRO collective of a rank's `slice` bytes (an all-gather
+ * of the slices, or a reduce-scatter of the ranks' whole) as the code
+ * generator runs it (cg_emit.c emit_zero_coll): over the one axis, or over
+ * two in steps, an all-gather the inner axis first (the slice, then the
+ * inner axis's slices over the outer), a reduce-scatter the outer first (the
+ * whole, then the inner axis's part). */
+static double zero_time(const Ctx *c, ShardColl k, double slice) {
+    const ShardMesh *m = &c->r->mesh;
+    if (c->outer < 0) return shard_coll_time(m, k, c->axis, k == COLL_ALL_GATHER ? slice : slice * c->ranks);
+    double in = slice * m->size[c->axis];
+    if (k == COLL_ALL_GATHER) return shard_coll_time(m, k, c->axis, slice) + shard_coll_time(m, k, c->outer, in);
+    return shard_coll_time(m, k, c->outer, slice * c->ranks) + shard_coll_time(m, k, c->axis, in);
+}
+
+/* Over two mesh axes, the bytes of a collective's first step (the temporary
+ * of the inner axis's slices, chunk.c two_step_tmp), else 0. */
+static double step_tmp(const Ctx *c, double slice) {
+    return c->outer < 0 ? 0 : ilp_buffer_bytes(slice * c->r->mesh.size[c->axis]);
+}
+
 /* A round's gathered chunk, from its first reader to its last (its send buffer:
  * run_gathers). */
 static void round_held(Run *o, NodeId first, NodeId last, int ranks, int64_t part) {
@@ -141,7 +166,6 @@ static int by_rs_at(const void *a, const void *b) {
  * stagings (the round's send buffer, a slice alone's) live from there. */
 static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
     const Graph *g = c->g;
-    const ShardMesh *mesh = &c->r->mesh;
     const CostModel *cm = &c->r->cm;
     int nc = pc->n_chunks;
     const int *chunk_of = pc->chunk;
@@ -187,17 +211,18 @@ static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
             int mi = c->of[in[i]];
             int q = chunk_of[mi];
             if (q < 0) { /* alone: its own all-gather */
-                double t = shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)c->m[mi].slice);
+                double t = zero_time(c, COLL_ALL_GATHER, (double)c->m[mi].slice);
                 o->collectives++;
                 o->ag_s += t;
                 spend(c, o, id, SP_GATHER, t);
+                hold(o, id, id, step_tmp(c, (double)c->m[mi].slice)); /* its own temporary (lower/zero.c) */
                 if (c->m[mi].on_host) staged += ilp_buffer_bytes((double)c->m[mi].slice);
                 continue;
             }
             if (open[q] < 0 || open_part[q] != pt || last[mi] == open[q]) { /* a new round */
                 if (open[q] >= 0) round_held(o, first[q], end[q], c->ranks, part[q]);
                 open[q] = rounds++, open_part[q] = pt, first[q] = id;
-                double t = shard_coll_time(mesh, COLL_ALL_GATHER, c->axis, (double)part[q]);
+                double t = zero_time(c, COLL_ALL_GATHER, (double)part[q]);
                 o->collectives++;
                 o->ag_s += t;
                 o->copy_s += copy_in[q];
@@ -205,6 +230,7 @@ static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
                 spend(c, o, id, SP_COPY, copy_in[q]);
                 if (up[q]) staged += ilp_buffer_bytes((double)part[q]);
                 else hold(o, id, id, ilp_buffer_bytes((double)part[q]));
+                hold(o, id, id, step_tmp(c, (double)part[q]));
             }
             last[mi] = open[q], end[q] = id;
             double out = cost_copy(cm, (double)c->m[mi].slice * c->ranks); /* its whole out of the chunk */
@@ -237,15 +263,17 @@ static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
  * each slot padded to 64 bytes); a chunk's gradients copied in whole, one
  * reduce-scatter at its latest member's node. */
 static void run_scatters(const Ctx *c, const PlaceChunks *pc, Run *o) {
-    const ShardMesh *mesh = &c->r->mesh;
     const CostModel *cm = &c->r->cm;
     o->grad_chunks = pc->n_grad;
     for (int i = 0; i < c->n; i++)
         if (pc->grad[i] < 0) { /* alone: its own reduce-scatter of the whole gradient */
-            double t = shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)c->m[i].slice * c->ranks);
+            double t = zero_time(c, COLL_REDUCE_SCATTER, (double)c->m[i].slice);
             o->collectives++;
             o->rs_s += t;
-            if (c->m[i].rs_at < c->g->n_nodes) spend(c, o, c->m[i].rs_at, SP_SCATTER, t);
+            if (c->m[i].rs_at < c->g->n_nodes) {
+                spend(c, o, c->m[i].rs_at, SP_SCATTER, t);
+                hold(o, c->m[i].rs_at, c->m[i].rs_at, step_tmp(c, (double)c->m[i].slice)); /* lower/split.c's */
+            }
         }
     for (int q = 0; q < o->grad_chunks; q++) {
         int64_t part = 0;
@@ -259,12 +287,13 @@ static void run_scatters(const Ctx *c, const PlaceChunks *pc, Run *o) {
             if (a < 0 || c->m[j].rs_at < a) a = c->m[j].rs_at;
             if (c->m[j].rs_at > b) b = c->m[j].rs_at;
         }
-        double t = shard_coll_time(mesh, COLL_REDUCE_SCATTER, c->axis, (double)part * c->ranks);
+        double t = zero_time(c, COLL_REDUCE_SCATTER, (double)part);
         o->collectives++;
         o->rs_s += t;
         spend(c, o, b, SP_SCATTER, t);
         hold(o, a, b, ilp_buffer_bytes((double)part * c->ranks)); /* the chunk's buffer, from its first member to
                                                                     * its reduce-scatter */
+        hold(o, b, b, step_tmp(c, (double)part));
         /* the members' slices are views into the rank's part (lower.chunk), made at the chunk's
          * reduce-scatter: a step of one micro-batch (the memory model's gradients written in
          * the backward, IlpStrat.mem_grad_late) holds none of a member's slice from its own
@@ -423,13 +452,17 @@ static void moments(const Graph *g, const PlanResult *r, int fwd_end, int step_b
     ir_free(group_at);
 }
 
-/* The mesh axis ZeRO slices over (the one of size > 1), or -1 when there are
- * none or several (chunks are built over one axis: lower/chunk.c). */
-static int zero_axis(const ShardMesh *m) {
-    int axis = -1, busy = 0;
+/* The mesh axes ZeRO slices over, as the code generator names them
+ * (cg_emit.c zero_axes): the last of size > 1 is the inner (*axis), the one
+ * before it the outer (-1: one axis), and their devices; false when there
+ * are none or more than two (the lowering slices over at most two:
+ * placement_zero_runs). */
+static bool zero_axes(const ShardMesh *m, int *axis, int *outer, int *ranks) {
+    int busy = 0;
+    *axis = *outer = -1, *ranks = 1;
     for (int a = 0; a < m->n_axes; a++)
-        if (m->size[a] > 1) axis = a, busy++;
-    return busy == 1 ? axis : -1;
+        if (m->size[a] > 1) *outer = *axis, *axis = a, *ranks *= m->size[a], busy++;
+    return busy == 1 || busy == 2;
 }
 
 /* c's members: the ZeRO-2/3 parameters in the order of their first reader,
@@ -463,7 +496,9 @@ static void ctx_build(Ctx *c) {
             }
             if (x->role != ROLE_PARAM || pl->zero[v] < 2 || ir_shape_numel(x->shape) % ranks) continue;
             ValueId gv = ad_grad_of(g, x->name);
-            NodeId at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? ir_val(g, gv)->def + 1 : g->n_nodes, rd = at;
+            NodeId at = gv != IR_NONE && ir_val(g, gv)->def != IR_NONE ? placement_scatter_node(g, &pl->pipe, ir_val(g, gv)->def)
+                                                                           : g->n_nodes,
+                   rd = at;
             for (bool hit = false; !hit && rd < g->n_nodes; rd += !hit)
                 for (int j = 0; j < ir_node(g, rd)->n_in; j++) hit |= ir_node(g, rd)->in[j] == gv;
             on[c->n] = mask ? (pl->zero[v] >= 3 ? mask[id] : 0) | (at < c->step_begin ? mask[at] : 0) : 1;
@@ -514,9 +549,10 @@ static void ctx_free(Ctx *c) {
 void plan_chunk_stages(const Graph *g, const PlanResult *r, int64_t cap, PlanChunkStages *out) {
     memset(out, 0, sizeof *out);
     const Placement *pl = r->pl;
-    int axis = zero_axis(&r->mesh);
-    if (cap < 0 || axis < 0 || !pl || pl->layout == PL_SHARDED || pl->pipe.stages <= 1) return;
-    Ctx c = {.g = g, .r = r, .axis = axis, .ranks = r->mesh.size[axis], .mb = pl->micro_batches > 0 ? pl->micro_batches : 1,
+    int axis, outer, ranks;
+    if (cap < 0 || !zero_axes(&r->mesh, &axis, &outer, &ranks) || !pl || pl->layout == PL_SHARDED || pl->pipe.stages <= 1)
+        return;
+    Ctx c = {.g = g, .r = r, .axis = axis, .outer = outer, .ranks = ranks, .mb = pl->micro_batches > 0 ? pl->micro_batches : 1,
              .fwd_end = ad_forward_end(g), .step_begin = ad_step_begin(g), .inflight = SHARD_INFLIGHT_DEFAULT,
              .P = pl->pipe.stages};
     ctx_build(&c);
@@ -541,7 +577,8 @@ bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const 
     r->chunk_chosen = 0;
     r->chunk_auto = asked == PLAN_CHUNK_AUTO;
     const Placement *pl = r->pl;
-    if (!asked || zero_axis(&r->mesh) < 0 || !pl || pl->layout == PL_SHARDED || pl->pipe.stages <= 1) {
+    int axis, outer, ranks;
+    if (!asked || !zero_axes(&r->mesh, &axis, &outer, &ranks) || !pl || pl->layout == PL_SHARDED || pl->pipe.stages <= 1) {
         r->chunk_bytes = asked > 0 ? asked : 0; /* the lowering refuses what it does not build */
         if (r->pl) r->pl->chunk_bytes = r->chunk_bytes;
         return true;
@@ -583,15 +620,15 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipeli
     r->n_chunk_prices = 0;
     r->chunk_chosen = 0;
     r->chunk_auto = asked == PLAN_CHUNK_AUTO;
-    int axis = zero_axis(&r->mesh);
+    int axis, outer, ranks;
+    bool axes = zero_axes(&r->mesh, &axis, &outer, &ranks);
     const Placement *pl = r->pl;
-    if (!asked || axis < 0 || !pl || pl->layout == PL_SHARDED || pipelined || pl->pipe.stages > 1) {
+    if (!asked || !axes || !pl || pl->layout == PL_SHARDED || pipelined || pl->pipe.stages > 1) {
         r->chunk_bytes = asked > 0 ? asked : 0; /* the lowering refuses what it does not build */
         if (pl) r->pl->chunk_bytes = r->chunk_bytes;
         return;
     }
-    int ranks = r->mesh.size[axis];
-    Ctx c = {.g = g, .r = r, .axis = axis, .ranks = ranks, .mb = pl->micro_batches > 0 ? pl->micro_batches : 1,
+    Ctx c = {.g = g, .r = r, .axis = axis, .outer = outer, .ranks = ranks, .mb = pl->micro_batches > 0 ? pl->micro_batches : 1,
              .fwd_end = ad_forward_end(g), .step_begin = ad_step_begin(g),
              .inflight = pl->offload_inflight > 0 ? pl->offload_inflight : SHARD_INFLIGHT_DEFAULT, .P = 1};
     c.moment = ir_alloc(sizeof(int) * (size_t)(g->n_nodes + 1));

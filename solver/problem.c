@@ -105,10 +105,11 @@ static bool grad_shares_dy(const Builder *b, NodeId f, int i) {
 /* The run of gradient buckets a group's gradients ride (cost.h
  * COST_BUCKET_BYTES): its block instance's (a tied group stands for each of
  * its instances), or outside the blocks the head's (after them, whose
- * gradients the backward makes first) or the others' (made last). An index
- * into Builder.run_elems. */
+ * gradients the backward makes first) or the others' (made last); under
+ * micro-batches one run, the accumulators' after the backward
+ * (ilp_buckets_after_backward). An index into Builder.run_elems. */
 static int run_of(const Builder *b, const IlpGroup *gr) {
-    (void)b;
+    if (ilp_buckets_after_backward(b->p)) return 0;
     return gr->block >= 0 ? gr->block + 2 : gr->after_blocks ? 1 : 0;
 }
 
@@ -129,7 +130,8 @@ bool ilp_grad_bucketed(const IlpProblem *p, ValueId v, int zero_stage, const Sha
     const ShardMesh *m = p->cm->mesh;
     for (int a = 0; zero_stage == 1 && a < m->n_axes; a++)
         if (shard_spec_axis_dim(held, a, NULL) >= 0 && m->size[a] > 1) return false;
-    return zero_stage < 2 && grad->partial && p->fwd_reads[v] <= 1;
+    (void)v; /* a tied parameter's too: its sum rides a bucket (compiler/lower/schedule.c tied_sum) */
+    return zero_stage < 2 && grad->partial;
 }
 
 bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad) {
@@ -141,6 +143,8 @@ bool ilp_grad_queued(const IlpProblem *p, ValueId v, int zero_stage, const Shard
 }
 
 bool ilp_sync_blocks(const IlpProblem *p, int zero_stage) { return zero_stage >= 2 || p->opt.sync_on_caller; }
+
+bool ilp_buckets_after_backward(const IlpProblem *p) { return p->opt.micro_batches > 1; }
 
 /* The planner chooses the forward ops' strategies; a training graph's
  * backward nodes are priced with their forward op (member_bwd), its
@@ -669,10 +673,11 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * batch its reader splits, and the edge defers that sum to here (build_edges,
                  * cost_deferred_grad); under ZeRO-2/3, where the lowering reduce-scatters it
                  * over the ZeRO axes, the table replicated there (over another axis it would
-                 * not be partial). Under ZeRO 0-1 not priced yet: the axes it is summed over
-                 * are the reader's batch axes, known at the edge only (the table's replicated
-                 * axes include a tensor-parallel one, where nothing is summed: priced so,
-                 * bench/simulate's gpt2_megatron_1x2 went 0.998 -> 0.818) */
+                 * not be partial). Under ZeRO 0-1 the edge prices it (IlpEdge.defer_s): the
+                 * axes it is summed over are the reader's batch axes, known at the edge only
+                 * (the table's replicated axes include a tensor-parallel one, where nothing
+                 * is summed: priced here so, bench/simulate's gpt2_megatron_1x2 went 0.998 ->
+                 * 0.818) */
                 ShardSpec sspec = gspec;
                 if (z >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
                 /* in a bucket, all-reduced on the communication stream; every other sum on
@@ -714,12 +719,14 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 double ae = z >= 2 ? local / shard : local; /* the elements accumulated */
                 /* ... unless the weight gradient's GEMM adds onto the accumulator itself
                  * (lower.fuse: not under ZeRO-2/3, whose reduce-scatter comes between;
-                 * not in f16; not a 16-bit gradient pending a sum over the ranks, which
-                 * the lowering sums before its cast, compiler/lower/split.c): then
+                 * not in f16; not a 16-bit gradient pending a sum over the ranks under the
+                 * tensor-parallel lowering, which sums it before its cast (the data-parallel
+                 * lowering passes the sum through the cast, compiler/lower/split.c)): then
                  * neither the add nor the cast before it runs, and its GEMM reads and
                  * writes the f32 accumulator (member_bwd's price) */
                 double fused_s = nd->op == OP_DENSE && i == 1 ? mem->acc_fused_s[S->member_st[m]] : NAN;
-                bool fused = M > 1 && z < 2 && !isnan(fused_s) && ir_fuse_grad_dtype(dt) && !(gspec.partial && gs < 4);
+                bool fused = M > 1 && z < 2 && !isnan(fused_s) && ir_fuse_grad_dtype(dt) &&
+                             !(gspec.partial && gs < 4 && S->splits_param);
                 if (fused) S->opt_s[z] += M * fused_s;
                 if (fused && z == 0) S->fused_local += buf(local * ps), m_fused[m] += buf(local * ps); /* no temporary (ilp_transient) */
                 if (M > 1 && !fused) { /* one add a micro-batch, at the element-wise rate of its size */
@@ -989,6 +996,42 @@ static double grad_sum_bytes(const Builder *b, const Value *v, const IlpMember *
     return sum;
 }
 
+ValueId ilp_defer_table(const Graph *g, NodeId pos, const IterSpace *is, const ShardStrategy *sa, unsigned axes,
+                        ShardSpec *gs, const ShardSpec **held) {
+    const Node *nd = ir_node(g, pos);
+    for (int i = 0; i < nd->n_in; i++) {
+        const Value *tv = ir_val(g, nd->in[i]);
+        if (tv->role != ROLE_PARAM || !ir_dtype_is_float(tv->dtype)) continue;
+        *gs = shard_grad_spec(is, sa, i);
+        gs->partial |= (uint8_t)axes;
+        *held = &sa->in[i];
+        return nd->in[i];
+    }
+    return IR_NONE;
+}
+
+/* The position table's gradient sum an edge out of its node defers (cost_deferred_grad:
+ * summed over `axes`, the consumer's batch axes the table's output is not split on) at
+ * the table's ZeRO 0-1, as the lowering runs it: the table's share of its run's bucket
+ * (cost_grad_sync, queued unless sums run on the caller's thread), once a step; added
+ * to the edge's defer_s at pair k (its source strategy sa). */
+static void defer_sum(Builder *b, IlpEdge *E, NodeId pos, const ShardStrategy *sa, int k, uint8_t axes) {
+    IlpProblem *p = b->p;
+    const IlpGroup *S = &p->groups[E->src];
+    ShardSpec gs;
+    const ShardSpec *held;
+    ValueId t = ilp_defer_table(b->g, pos, &S->members[p->member_of_node[pos]].is, sa, axes, &gs, &held);
+    if (t == IR_NONE) return;
+    const Value *tv = ir_val(b->g, t);
+    DType sdt = ilp_sync_dtype(p, 0, cost_dtype(b->cm, tv->dtype));
+    if (!E->defer_s) {
+        int n = S->n_strats * (p->groups[E->dst].n_strats ? p->groups[E->dst].n_strats : 1);
+        E->defer_s = ir_alloc(sizeof(double) * (size_t)n);
+        memset(E->defer_s, 0, sizeof(double) * (size_t)n);
+    }
+    E->defer_s[k] += cost_grad_sync(b->cm, tv->shape, sdt, &gs, 0, p->run_frac[t], ilp_grad_queued(p, t, 0, &gs, held));
+}
+
 /* Edges: every activation (or parameter reused by a later group) crossing
  * groups, priced for every pair of strategies, merged per group pair. */
 static void build_edges(Builder *b) {
@@ -1021,6 +1064,7 @@ static void build_edges(Builder *b) {
             /* self edge across instances of a tied block: both ends share variables */
             bool diag = gs == gd;
             double *cost = NULL, *mem = NULL, *mem_end = NULL, *rr[RC__COUNT] = {NULL};
+            IlpEdge *edge = NULL;
             if (!diag) {
                 int e = 0;
                 while (e < p->n_edges && !(p->edges[e].src == gs && p->edges[e].dst == gd)) e++;
@@ -1035,6 +1079,7 @@ static void build_edges(Builder *b) {
                     p->edges[e].mem_end = ir_alloc(sizeof(double) * (size_t)S->n_strats *
                                                    (size_t)(D->n_strats ? D->n_strats : 1));
                     p->edges[e].rerun_s[RC_NONE] = NULL;
+                    p->edges[e].defer_s = NULL;
                     for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++)
                         p->edges[e].rerun_s[pol] = ir_alloc(sizeof(double) * (size_t)S->n_strats *
                                                             (size_t)(D->n_strats ? D->n_strats : 1));
@@ -1044,6 +1089,7 @@ static void build_edges(Builder *b) {
                 mem = p->edges[e].mem;
                 mem_end = p->edges[e].mem_end;
                 for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++) rr[pol] = p->edges[e].rerun_s[pol];
+                edge = &p->edges[e];
             }
             /* a recomputed instance re-runs n's forward and with it the resharding of its
              * operand (lower/recompute.c; under selective unless n's product is kept) */
@@ -1068,6 +1114,8 @@ static void build_edges(Builder *b) {
                         int mt = p->member_of_node[p->grad_at[src_node]];
                         want = &S->members[mt].st[S->strats[a].member_st[mt]].out[0];
                     }
+                    if (edge && gpr.partial != gsp.partial && out_idx >= 0) /* the table's sum (IlpEdge.defer_s) */
+                        defer_sum(b, edge, src_node, sa, a * D->n_strats + c, (uint8_t)(gsp.partial & ~gpr.partial));
                     /* once per micro-batch */
                     double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gpr, want);
                     if (p->bwd_reread[n] >> i & 1) /* the backward reshards it again */
@@ -1406,8 +1454,10 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
             const Node *nd = ir_node(g, gr->members[m].node);
             for (int i = 0; i < nd->n_in; i++)
                 if (b.param_owner[nd->in[i]] == gr->members[m].node) {
-                    b.run_elems[run_of(&b, gr)] += (double)ir_shape_numel(ir_val(g, nd->in[i])->shape);
-                    run_params[run_of(&b, gr)]++;
+                    /* a block's run is one instance's; the one run after the backward every one's */
+                    int inst = ilp_buckets_after_backward(p) ? gr->mult : 1;
+                    b.run_elems[run_of(&b, gr)] += inst * (double)ir_shape_numel(ir_val(g, nd->in[i])->shape);
+                    run_params[run_of(&b, gr)] += inst;
                 }
         }
     }
@@ -1488,7 +1538,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
         else gr->sync_last = first_inst ? 1.0 / gr->mult : 0;
         /* the last two runs the backward launches: one instance of the first block and the
          * parameters before the blocks */
-        gr->sync_tail = first_inst ? 1.0 / gr->mult : run_of(&b, gr) == 0;
+        gr->sync_tail = first_inst && !ilp_buckets_after_backward(p) ? 1.0 / gr->mult : run_of(&b, gr) == 0;
         /* of that run, the last bucket: 25 MiB, or a tensor larger than that alone */
         int k = run_of(&b, gr);
         double last = run_params[k] > 0
@@ -1605,6 +1655,7 @@ void ilp_problem_free(IlpProblem *p) {
     for (int e = 0; e < p->n_edges; e++) {
         ir_free(p->edges[e].cost), ir_free(p->edges[e].mem), ir_free(p->edges[e].mem_end);
         for (int pol = 0; pol < RC__COUNT; pol++) ir_free(p->edges[e].rerun_s[pol]);
+        ir_free(p->edges[e].defer_s);
     }
     ir_free(p->edges);
     for (int k = 0; k < p->n_shares; k++) {

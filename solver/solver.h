@@ -185,8 +185,8 @@ DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
 /* Is parameter v's gradient (grad: its spec as the backward makes it; held:
  * the parameter's) summed in a gradient bucket at ZeRO stage z, all-reduced on
  * the communication stream (compiler/lower/schedule.c make_buckets)? ZeRO 0
- * and 1 (eval.c's buckets) when it is pending and the parameter is read by one
- * forward node (a tied one's sum is made in place, in no bucket); at ZeRO 1
+ * and 1 (eval.c's buckets) when it is pending (a tied parameter's too: the
+ * lowering sums its two parts in place, then buckets the sum); at ZeRO 1
  * only where no mesh axis splits it (the sharded lowering reduce-scatters a
  * split one into its update's slice). At ZeRO 0 the sharded lowering buckets
  * a split one too: every reader before the update (the clipping norm, the f32
@@ -201,6 +201,18 @@ bool ilp_grad_queued(const struct IlpProblem *p, ValueId v, int zero_stage, cons
 /* A gradient sync at this ZeRO stage blocks the compute stream (exposed whole): ZeRO-2/3's
  * reduce-scatters, and every sum under IlpOptions.sync_on_caller (eval.c, ilp.c) */
 bool ilp_sync_blocks(const struct IlpProblem *p, int zero_stage);
+/* Are the gradient buckets made after the backward, all in one run with nothing
+ * left to hide behind? Under micro-batches (a step of more than one): autodiff
+ * accumulates every gradient after the backward, outside the blocks, and the
+ * lowering buckets the accumulators there (compiler/lower/schedule.c
+ * make_buckets), launched after the last micro-batch's accumulation. */
+bool ilp_buckets_after_backward(const struct IlpProblem *p);
+/* The position table an edge out of position-embedding node `pos` defers a
+ * sum to (IlpEdge.defer_s): its parameter, its gradient spec under the node's
+ * strategy sa (iteration space is) pending over `axes` too (*gs), and its
+ * held spec (*held); IR_NONE if the node has no float parameter. */
+ValueId ilp_defer_table(const Graph *g, NodeId pos, const IterSpace *is, const ShardStrategy *sa, unsigned axes,
+                        ShardSpec *gs, const ShardSpec **held);
 
 /* Does the sharded lowering (a strategy S splitting a parameter: the plan
  * lowers tensor parallel) reduce-scatter parameter gradient `grad` into its
@@ -235,6 +247,13 @@ typedef struct IlpEdge {
                                  * resharding a recomputed instance of the consumer's block
                                  * runs again (lower/recompute.c), per instance recomputed
                                  * under that policy (problem.c build_edges) */
+    double *defer_s;            /* same layout, or NULL: the sum over the ranks the edge defers
+                                 * to a position table's gradient (cost_deferred_grad: the axes
+                                 * the consumer splits the batch over and the table's output is
+                                 * not split on), where the table's group is at ZeRO 0-1: the
+                                 * table's share of its bucket run's all-reduce (cost_grad_sync),
+                                 * a gradient sync of the source group's (eval.c, ilp.c); at
+                                 * ZeRO 2-3 the group prices the table's reduce-scatter itself */
 } IlpEdge;
 
 /* One activation's gradient sum shared by its readers (problem.c grad_shares):

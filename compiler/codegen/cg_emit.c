@@ -265,7 +265,7 @@ static void emit_chunk_gather(CgCtx *c, const CgOptions *o, int r) {
     }
     char what[300];
     snprintf(what, sizeof what, "chunk %d (%d parameters) -> %s", cg->chunk, ch->n, lp->v[cg->buf].name);
-    emit_zero_coll(c, o, true, ch->member[0], cg->send, cg->buf, IR_NONE, ch->elems, what);
+    emit_zero_coll(c, o, true, ch->member[0], cg->send, cg->buf, cg->tmp, ch->elems, what);
 }
 
 /* A member x of chunk round r copied out of the gathered chunk into its
@@ -278,7 +278,7 @@ static void emit_chunk_copy_out(CgCtx *c, int r, ValueId x, ValueId to) {
     for (int m = 0; m < ch->n; m++)
         if (ch->member[m] == x) off = ch->off[m];
     if (off < 0) ir_panic(__FILE__, __LINE__, "chunk %d has no member %%%s", cg->chunk, ir_val(c->g, x)->name);
-    int ranks = lp->opt.zranks; /* over the one busy mesh axis (chunk.c) */
+    int ranks = lp->opt.zranks; /* over the busy mesh axes: rank q = outer x zinner + inner (emit_zero_coll) */
     cg_stage_check(c, to);
     cg_stage_check(c, cg->buf);
     cg_trace_copy(c, (double)lp->v[to].bytes, ir_val(c->g, x)->name);
@@ -562,7 +562,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                     const LowerChunkScatter *cs = &lp->chunk_scatters[r];
                     char what[300];
                     snprintf(what, sizeof what, "chunk of %d gradients -> %s", cs->n, lp->v[cs->part].name);
-                    emit_zero_coll(c, o, false, cs->grad[0], cs->buf, cs->part, IR_NONE, cs->elems, what);
+                    emit_zero_coll(c, o, false, cs->grad[0], cs->buf, cs->part, cs->tmp, cs->elems, what);
                 }
             cg_offload_fetch(c, id); /* host offload: slices on the host copied up for the gathers */
             for (int r = 0; r < lp->n_chunk_gathers; r++) /* ZeRO-3 chunks: the rounds starting here */

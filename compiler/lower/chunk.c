@@ -28,6 +28,11 @@
  * stage's nodes of one part, run in that stage's forward or backward of
  * each micro-batch.
  *
+ * ZeRO over two mesh axes (LowerOptions.zinner): a chunk's all-gather and
+ * reduce-scatter run in two steps, as a tensor's, through a temporary of the
+ * chunk's own (two_step_tmp); the rank order of the gathered chunk is then
+ * the tensors' (outer x zinner + inner), so nothing else changes.
+ *
  * Then the backward's reduce-scatters (ZeRO-2 and 3, split.c's) in chunks of
  * their own (LowerChunkScatter): a parameter chunk's gradients one chunk in
  * the same member order and slots (LowerChunkScatter.chunk; cut only where a
@@ -43,12 +48,28 @@
 
 #include <string.h>
 
-/* Whether the gather of x at node id may come from a chunk: a slice gathered
- * in one step (two-axis ZeRO's middles stay per parameter). A slice the
- * offload pass puts on the host (--offload params) comes up with the round's
- * transfer into the chunk's send buffer (offload.c plan_fetches). */
+/* Whether the gather of x at node id may come from a chunk: a slice (over
+ * two mesh axes too: the round gathers through a temporary of its own). A
+ * slice the offload pass puts on the host (--offload params) comes up with
+ * the round's transfer into the chunk's send buffer (offload.c plan_fetches). */
 static bool chunkable(const LowerProgram *p, const LowerNode *ln, int k) {
-    return ln->gather_tmp[k] == IR_NONE && ln->gather_from[k] == IR_NONE && p->v[ln->gather[k]].zchunk > 0;
+    return ln->gather_from[k] == IR_NONE && p->v[ln->gather[k]].zchunk > 0;
+}
+
+/* ZeRO over two mesh axes (LowerOptions.zinner): a collective of a chunk runs
+ * in two steps through a temporary of elems x zinner, made at node id; else
+ * IR_NONE. */
+static ValueId two_step_tmp(LowerCtx *c, NodeId id, int64_t elems, DType dt, const char *what, ValueId of) {
+    return c->p->opt.zinner > 1 ? lower_add_temp(c->g, c->p, id, elems * c->p->opt.zinner, dt, what, of) : IR_NONE;
+}
+
+/* A member's own two-step temporary (split.c, zero.c), unused once its
+ * collective is its chunk's: a view of the chunk's, so it takes no memory. */
+static void drop_tmp(LowerProgram *p, ValueId *tmp, ValueId into) {
+    if (*tmp == IR_NONE) return;
+    p->v[*tmp].storage = into;
+    p->v[*tmp].view_off = 0;
+    *tmp = IR_NONE;
 }
 
 /* The (virtual) pipeline stages node id runs on; 1 (stage 0) when not pipelined. */
@@ -88,10 +109,12 @@ static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, const int
     cs->off = ir_alloc(sizeof(int64_t) * (size_t)n);
     cs->buf = lower_add_temp(g, p, first, elems * p->opt.zranks, cs->dt, "rs_chunk", g0);
     cs->part = lower_add_temp(g, p, last, elems, cs->dt, "rs_chunk.part", g0);
+    cs->tmp = two_step_tmp(c, last, elems, cs->dt, "rs_chunk.tmp", g0);
     int64_t es = ir_dtype_size(cs->dt);
     for (int m = 0; m < n; m++) {
         LowerNode *ln = &p->n[at[m]];
         ValueId e = ln->rs_to[kk[m]];
+        if (cs->tmp != IR_NONE) drop_tmp(p, &ln->rs_tmp[kk[m]], cs->tmp);
         cs->grad[m] = ln->rs[kk[m]];
         cs->shard[m] = e;
         cs->off[m] = offs[m];
@@ -106,9 +129,9 @@ bool lower_pass_chunk(LowerCtx *c) {
     LowerProgram *p = c->p;
     int64_t cap = p->opt.chunk_bytes;
     if (cap <= 0) return true;
-    if (p->sharded || p->opt.zinner > 1) {
-        sb_printf(c->err, "chunks (%lld bytes) are built for ZeRO over one mesh axis (of each pipeline stage); "
-                          "this plan is %s", (long long)cap, p->sharded ? "tensor parallel" : "ZeRO over two mesh axes");
+    if (p->sharded) {
+        sb_printf(c->err, "chunks (%lld bytes) are built for the data-parallel lowering's ZeRO (over one or two mesh "
+                          "axes, of each pipeline stage); this plan is tensor parallel", (long long)cap);
         return false;
     }
     int fwd_end, step_begin;
@@ -142,7 +165,6 @@ bool lower_pass_chunk(LowerCtx *c) {
         for (int k = 0; k < p->n[id].n_rs; k++) {
             const LowerNode *ln = &p->n[id];
             ValueId x = ln->rs[k];
-            if (ln->rs_tmp[k] != IR_NONE) continue;
             int i = mem_of[x];
             if (i < 0 || m[i].at >= 0) { /* a gradient of its own (ZeRO-2) */
                 DType dt = ir_val(g, x)->dtype;
@@ -239,7 +261,9 @@ bool lower_pass_chunk(LowerCtx *c) {
                 *cg = (LowerChunkGather){.chunk = ck, .node = id, .last = id};
                 cg->send = lower_add_temp(g, p, id, ch->elems, ch->dt, "chunk.send", ch->member[0]);
                 cg->buf = lower_add_temp(g, p, id, ch->elems * p->opt.zranks, ch->dt, "chunk", ch->member[0]);
+                cg->tmp = two_step_tmp(c, id, ch->elems, ch->dt, "chunk.tmp", ch->member[0]);
             }
+            if (p->chunk_gathers[r].tmp != IR_NONE) drop_tmp(p, &ln->gather_tmp[k], p->chunk_gathers[r].tmp);
             last_round[x] = r;
             p->chunk_gathers[r].last = id;
             ln->gather_round[k] = r;

@@ -412,11 +412,11 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     const ShardMesh *m = &pl->mesh;
     int world = m->n_devices, busy_axes = 0;
     for (int a = 0; a < m->n_axes; a++) busy_axes += m->size[a] > 1;
-    if (pl->chunk_bytes > 0 && world > 1 && (pl->layout == PL_SHARDED || busy_axes > 1)) {
-        sb_printf(err, "--chunk-bytes %lld: the plan is %s; this build packs ZeRO chunks over one mesh axis "
-                       "(of each pipeline stage's submesh) only (chunk.c)", (long long)pl->chunk_bytes,
-                  pl->layout == PL_SHARDED ? "tensor parallel" : "over two mesh axes");
-        *hint = "generate without --chunk-bytes, or on one mesh axis (--mesh N)";
+    if (pl->chunk_bytes > 0 && world > 1 && pl->layout == PL_SHARDED) {
+        sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel; this build packs ZeRO chunks for data-parallel "
+                       "and ZeRO plans (over one or two mesh axes, of each pipeline stage's submesh) only (chunk.c)",
+                  (long long)pl->chunk_bytes);
+        *hint = "generate without --chunk-bytes, or with --strategy dp or zero1-3 (the batch split only)";
         return NULL;
     }
     const int8_t *offload = NULL; /* host offload (offload.c): what this build lowers */

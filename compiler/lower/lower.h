@@ -116,6 +116,8 @@ typedef struct LowerChunkScatter {
     DType dt;
     NodeId first, node;        /* the earliest member's copy in; the reduce-scatter (the latest's) */
     ValueId buf, part;
+    ValueId tmp;               /* ZeRO over two mesh axes: the outer axis's reduce-scatter
+                                * into it (elems x zinner), then the inner's; else IR_NONE */
     int chunk;                 /* the LowerChunk whose members these are, at the same offsets
                                 * (its parameters' layout); -1: none */
 } LowerChunkScatter;
@@ -125,6 +127,8 @@ typedef struct LowerChunkGather {
     NodeId node;               /* the round's first reader: the gather runs before it */
     int last;                  /* the round's last reader */
     ValueId send, buf;         /* the packed slices (elems) and the gathered chunk (elems x ranks) */
+    ValueId tmp;               /* ZeRO over two mesh axes: the inner axis's all-gather into it
+                                * (elems x zinner), then the outer's; else IR_NONE */
 } LowerChunkGather;
 
 /* Host offload (offload.c, docs/sharding.md "Host offload"): an AdamW update

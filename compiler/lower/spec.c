@@ -158,14 +158,16 @@ static bool read_as(SpecCtx *c, NodeId id, ValueId x, const ShardSpec *s) {
  * (reduce-scattered) into the layout the update reads (ZeRO-2 and 3: the
  * slice; a pending sum over the shard's axes: the shard), so the whole
  * gradient lives one node only and the norm sums what the update reads
- * (placement_grad_scatter, which the planner's rule asks too). */
+ * (placement_grad_scatter, which the planner's rule asks too): before the
+ * next node of its own pipeline stage (placement_scatter_node). */
 static bool scatter_grad(SpecCtx *c, NodeId id, ValueId y) {
     ValueId w = c->gparam[y];
     ShardSpec t;
-    if (w == IR_NONE || !c->known[w] || id + 1 >= c->g->n_nodes || ir_node(c->g, id)->op == OP_GRAD_ACCUM ||
+    NodeId at = placement_scatter_node(c->g, c->p->opt.pipe, id);
+    if (w == IR_NONE || !c->known[w] || at >= c->g->n_nodes || ir_node(c->g, id)->op == OP_GRAD_ACCUM ||
         !placement_grad_scatter(c->m, &c->p->v[w].spec, zero_of(c, w), &c->p->v[y].spec, ir_val(c->g, w)->shape, &t))
         return true;
-    return make_copy(c, id + 1, y, &t, 1, id) != IR_NONE;
+    return make_copy(c, at, y, &t, 1, id) != IR_NONE;
 }
 
 /* ZeRO: the update node id wrote y (a slice of each rank's shard of leaf);

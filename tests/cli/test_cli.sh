@@ -93,9 +93,12 @@ grep -q "#define gpt2_idx_ROWS 2" "$tmp/mb/gpt2.h" \
   && python3 -c "import json,sys; sys.exit(json.load(open('$tmp/mb/gpt2.plan.json'))['batch'] != 8)" \
   && pass=$((pass + 1)) || { echo "FAIL: --batch 8 --micro-batches 2 on 2 ranks: 2 rows a rank a micro-batch"; fail=$((fail + 1)); }
 expect 0 "each step runs N micro-batches of batch/N" -- --help
-# ZeRO-3 chunks over two mesh axes: refused with the plan's shape (chunk.c packs one axis)
-expect 1 "--chunk-bytes 4000: the plan is over two mesh axes" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 \
-  --strategy zero3 --chunk-bytes 4KB --emit code --target cpu -o "$tmp/chunk2x2"
+# ZeRO chunks under a tensor-parallel plan: refused with the plan's shape (chunk.c packs the
+# data-parallel lowering's ZeRO); over two mesh axes they are built (e2e_gpt2_zero3_chunk_2x2)
+expect 1 "--chunk-bytes 4000: the plan is tensor parallel" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 \
+  --zero 2 --mem 200KB --chunk-bytes 4KB --emit code --target cpu -o "$tmp/chunktp"
+expect 0 "" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero3 --chunk-bytes 4KB --emit code \
+  --target cpu -o "$tmp/chunk2x2" -q
 # on one axis: the lowering's chunks in the plan JSON, and fewer all-gathers than without
 expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --chunk-bytes 8KB \
   --emit code --target cpu -o "$tmp/chunk" -q

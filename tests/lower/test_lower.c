@@ -237,6 +237,73 @@ static void test_fusion_agrees(DType dt) {
  * order at the same offsets (the layout a flat update over the chunk needs);
  * the embedding, whose gradient the backward finishes last and the step reads
  * where it is scattered, is gathered alone. */
+/* Chunks under ZeRO over two mesh axes (2x2: zinner 2): each round and each
+ * gradient chunk has a temporary of its part times the inner axis (the
+ * collective's first step), and the members packed in them keep none of
+ * their own (views of the chunk's: no memory). */
+static void test_chunk_two_axes(void) {
+    Graph *g = training_dt("gpt2-tiny.cir", 1, AD_OPT_ADAMW, DT_F32);
+    if (!g) return;
+    StrBuf err;
+    sb_init(&err);
+    LowerOptions o = {.dp = 2, .zranks = 4, .zero = 3, .zinner = 2, .alignment = 256, .chunk_bytes = 2000};
+    LowerProgram *p = lower_build(g, &o, &err);
+    CHECK(p != NULL);
+    if (!p) {
+        fprintf(stderr, "%s\n", sb_cstr(&err));
+        sb_free(&err);
+        ir_graph_free(g);
+        return;
+    }
+    CHECK(p->n_chunks >= 2 && p->n_chunk_gathers >= p->n_chunks && p->n_chunk_scatters >= 1);
+    for (int r = 0; r < p->n_chunk_gathers; r++) {
+        const LowerChunkGather *cg = &p->chunk_gathers[r];
+        CHECK(cg->tmp != IR_NONE && p->v[cg->tmp].bytes == 2 * p->v[cg->send].bytes);
+        CHECK(p->v[cg->tmp].storage == cg->tmp); /* a buffer of its own */
+    }
+    for (int r = 0; r < p->n_chunk_scatters; r++) {
+        const LowerChunkScatter *cs = &p->chunk_scatters[r];
+        CHECK(cs->tmp != IR_NONE && p->v[cs->tmp].bytes == 2 * p->v[cs->part].bytes);
+    }
+    int alone = 0;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const LowerNode *ln = &p->n[id];
+        for (int k = 0; k < ln->n_gather; k++) {
+            CHECK((ln->gather_round[k] >= 0) == (ln->gather_tmp[k] == IR_NONE));
+            alone += ln->gather_round[k] < 0;
+        }
+        for (int k = 0; k < ln->n_rs; k++) CHECK((ln->rs_round[k] >= 0) == (ln->rs_tmp[k] == IR_NONE));
+    }
+    CHECK(alone > 0); /* the tied embedding: gathered alone, in two steps of its own */
+    lower_free(p);
+    sb_free(&err);
+    ir_graph_free(g);
+}
+
+/* A gradient's reduce-scatter goes before the next node of its own pipeline
+ * stage (placement_scatter_node): the graph's next node may be another's. */
+static void test_scatter_node(void) {
+    Graph *g = training("mlp.cir", 1);
+    if (!g) return;
+    CHECK_INT(placement_scatter_node(g, NULL, 3), 4);
+    CHECK_INT(placement_scatter_node(g, NULL, g->n_nodes - 1), g->n_nodes);
+    PlaceMask *mask = ir_alloc(sizeof(PlaceMask) * (size_t)g->n_nodes);
+    for (NodeId id = 0; id < g->n_nodes; id++) mask[id] = PLACE_BIT(id % 3 == 1 ? 1 : 0);
+    mask[6] = PLACE_BIT(0) | PLACE_BIT(1); /* on both stages */
+    PlacePipeline pp = {.stages = 2, .chunks = 1, .stage_mask = mask};
+    CHECK_INT(placement_scatter_node(g, &pp, 3), 5);  /* 4 is stage 1's */
+    CHECK_INT(placement_scatter_node(g, &pp, 4), 7);  /* 5, 6 are not (only) stage 1's */
+    CHECK_INT(placement_scatter_node(g, &pp, 2), 3);
+    mask[9] = mask[6];
+    CHECK_INT(placement_scatter_node(g, &pp, 6), 9);  /* both stages: a node on both */
+    mask[9] = PLACE_BIT(0);
+    CHECK_INT(placement_scatter_node(g, &pp, 6), g->n_nodes); /* none after it */
+    pp.stages = 1;
+    CHECK_INT(placement_scatter_node(g, &pp, 4), 5);
+    ir_free(mask);
+    ir_graph_free(g);
+}
+
 static void test_chunk_layout(DType dt, int64_t cap) {
     Graph *g = training_dt("gpt2-tiny.cir", 1, AD_OPT_ADAMW, dt);
     if (!g) return;
@@ -492,6 +559,8 @@ int main(void) {
     test_fusion_agrees(DT_BF16);
     test_grad_acc_fusion();
     test_chunk_layout(DT_F32, 8000);
+    test_chunk_two_axes();
+    test_scatter_node();
     test_chunk_layout(DT_BF16, 3000);
     return check_done("lower");
 }

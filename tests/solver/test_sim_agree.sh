@@ -41,6 +41,18 @@ check llama_zero1_2 "$ir/llama-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy 
 check mlp_zero2_1x2 "$ir/mlp.cir" --cluster h100:1x2 --mesh 1x2 --strategy zero2 --optimizer sgd
 check llama_micro2_zero2_2 "$ir/llama-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero2 --micro-batches 2
 check gpt2_zero3_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3
+# the data-parallel rows of issue 15 (bench/simulate/README.md, branch dp15; main 5816642 in
+# brackets): the tied embedding's gradient sum rides the last bucket (schedule.c tied_sum; it was
+# all-reduced on the caller's thread after every bucket, 1.237), the position table's sum its edge
+# defers priced at ZeRO 0-1 (IlpEdge.defer_s), recompute's re-runs hiding buckets (1.207), under
+# micro-batches one run of buckets after the backward, exposed whole (ilp_buckets_after_backward:
+# 0.728), and a bf16 gradient's sum passed through its cast to the f32 accumulator, summed once a
+# step (split.c casts_into_accum: it was summed in bf16 each micro-batch, 1.157)
+check gpt2_dp_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 1x2 --strategy dp
+check gpt2_bf16_dp_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy dp --dtype bf16
+check gpt2_dp_recompute_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy dp-recompute
+check gpt2_micro4_dp_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy dp --micro-batches 4
+check mlp_bf16_micro2_dp_2 "$ir/mlp.cir" --cluster h100:1x2 --mesh 2 --strategy dp --micro-batches 2 --dtype bf16
 # ZeRO-3 with recompute: the re-run forward gathers its parameters once more before the block's
 # backward (problem.c IlpProblem.rc_reads, placement_recompute_nodes; 1.333, 1.227 and 1.239
 # while the ILP priced none of them)
@@ -58,6 +70,12 @@ check llama_micro2_zero2_chunk_2 "$ir/llama-tiny.cir" --cluster h100:1x2 --mesh 
   --chunk-bytes 8KB
 check gpt2_micro2_bf16_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 --dtype bf16 \
   --micro-batches 2 --chunk-bytes 8KB
+# chunks over two mesh axes: each chunk's collectives in two steps (inner then outer axis for an
+# all-gather, outer then inner for a reduce-scatter), priced as cg_emit.c runs them
+check gpt2_zero3_chunk_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero3 \
+  --optimizer sgd --chunk-bytes 2KB
+check llama_zero2_chunk_2x2 "$src/tests/e2e/llama_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero2 \
+  --chunk-bytes 4KB
 check gpt2_offload_params_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
   --offload params --chunk-bytes 8KB
 # host offload in runs (docs/sharding.md "Host offload"): a chunk's updates one host call, its
