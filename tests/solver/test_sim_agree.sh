@@ -78,6 +78,13 @@ check llama_zero2_chunk_2x2 "$src/tests/e2e/llama_tiny_b4.cir" --cluster h100:1x
   --chunk-bytes 4KB
 check gpt2_offload_params_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
   --offload params --chunk-bytes 8KB
+# host offload in runs (docs/sharding.md "Host offload"): a chunk's updates one host call, its
+# gradients one copy down (f32: 1.006, per update 1.002: the run's host update waits for all its
+# gradients; bf16 under ZeRO-2, from the span its f32 casts write into: 0.983)
+check gpt2_offload_master_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero3 \
+  --offload optim+master --chunk-bytes 8KB
+check gpt2_offload_bf16_zero2_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --strategy zero2 --dtype bf16 \
+  --offload optim+master --chunk-bytes 8KB
 
 # pipelines (1F1B, --pp): each stage's program replayed on its own clock, the transfers waiting
 # for the neighbour (docs/simulate.md); the planner's stage times are one micro-batch's (1/m of the
