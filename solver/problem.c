@@ -598,20 +598,27 @@ static double update_bytes(const Graph *g, const ShardMesh *m, ValueId pv, DType
            reshard_bytes(m, v->shape, dt, &T, &P) - (later ? 0 : buf(es * (double)ir_shape_numel(shard_spec_local(&P, m, v->shape))));
 }
 
-/* m_pl[m], m_late[m * ZERO_STAGES + z], m_fused[m]: member m's share of S->param_local,
- * S->mem_grad_late[z] and S->fused_local (the parameters it owns) */
-/* The ranks ZeRO slices a parameter held in spec sp over: the product of the busy mesh
- * axes that do not split it (their mask into axes, when asked). */
-static double zero_ranks(const ShardMesh *mesh, const ShardSpec *sp, unsigned *axes) {
+/* The ranks ZeRO slices parameter v held in spec sp over, as the lowering
+ * slices it (shard_zero_axes: the tensor-parallel lowering's rule where
+ * strategy S splits a parameter, else the data-parallel one's); their mask
+ * into *axes. 1 where it slices none: the parameter stays whole (under the
+ * data-parallel lowering its update at stage 0, ilp_param_stage). */
+double ilp_zero_ranks(const IlpStrat *S, const ShardMesh *mesh, const Graph *g, ValueId v, const ShardSpec *sp,
+                      unsigned *axes) {
+    unsigned ax = shard_zero_axes(sp, mesh, ir_val(g, v)->shape, !S->splits_param);
     double Z = 1;
     for (int a = 0; a < mesh->n_axes; a++)
-        if (shard_spec_axis_dim(sp, a, NULL) < 0 && mesh->size[a] > 1) {
-            if (axes) *axes |= 1u << a;
-            Z *= mesh->size[a];
-        }
+        if (ax >> a & 1u) Z *= mesh->size[a];
+    if (axes) *axes = ax;
     return Z;
 }
 
+int ilp_param_stage(const IlpStrat *S, int zero_stage, unsigned zero_axes) {
+    return zero_axes || S->splits_param ? zero_stage : 0;
+}
+
+/* m_pl[m], m_late[m * ZERO_STAGES + z], m_fused[m]: member m's share of S->param_local,
+ * S->mem_grad_late[z] and S->fused_local (the parameters it owns) */
 static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_pl, double *m_late, double *m_fused) {
     const Graph *g = b->g;
     const CostModel *cm = b->cm;
@@ -630,8 +637,9 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
             const Value *vv = ir_val(g, v);
             if (vv->role != ROLE_PARAM || b->param_owner[v] != mem->node) continue;
             double local = (double)ir_shape_numel(shard_spec_local(&st->in[i], mesh, vv->shape));
-            unsigned rep_axes = 0;
-            double Z = zero_ranks(mesh, &st->in[i], &rep_axes);
+            /* the mesh axes it is replicated on; of them, those ZeRO slices it over */
+            unsigned repl = shard_spec_replica_axes(&st->in[i], mesh), rep_axes = 0;
+            double Z = ilp_zero_ranks(S, mesh, g, v, &st->in[i], &rep_axes);
             ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
             DType dt = cost_dtype(cm, vv->dtype);
             const AdOptimizerInfo *oi = ad_optimizer_info(b->train->optimizer);
@@ -649,12 +657,13 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
              * at the update when it is narrower */
             double acc = M > 1 && p->grad32_bytes > gs ? p->grad32_bytes : gs;
             for (int z = 0; z < ZERO_STAGES; z++) {
-                if (Z > 1) S->zero_ok[z] = true;
+                if (repl) S->zero_ok[z] = true;
+                int ze = ilp_param_stage(S, z, rep_axes); /* the stage the lowering runs it at */
                 double shard = Z > 1 ? Z : 1;
                 /* each its own buffer: the parameter, its gradient (or accumulator), and
                  * per 4 bytes of optimizer state an f32 tensor (AdamW's m and v, the master) */
-                double pe = z >= 3 ? local / shard : local, ge = z >= 2 ? local / shard : local,
-                       oe = z >= 1 ? local / shard : local;
+                double pe = ze >= 3 ? local / shard : local, ge = ze >= 2 ? local / shard : local,
+                       oe = ze >= 1 ? local / shard : local;
                 S->mem_static[z] += buf(ps * pe) + buf(acc * ge) + os / 4 * buf(4 * oe);
                 if (p->grads_late) S->mem_grad_late[z] += buf(gs * ge), m_late[m * ZERO_STAGES + z] += buf(gs * ge);
                 if (p->grad32_bytes > acc) S->mem_update[z] += buf(p->grad32_bytes * ge) - buf(acc * ge);
@@ -664,7 +673,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * and backward; a gradient without ZeRO slices is accumulated as
                  * this rank's partial sum and all-reduced once, and ZeRO-1/2
                  * gather the updated parameters once */
-                DType sdt = ilp_sync_dtype(p, z, dt);
+                DType sdt = ilp_sync_dtype(p, ze, dt);
                 /* the position embedding's table: its output's gradient comes summed over the
                  * batch its reader splits, and the edge defers that sum to here (build_edges,
                  * cost_deferred_grad); under ZeRO-2/3, where the lowering reduce-scatters it
@@ -674,44 +683,44 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * axes include a tensor-parallel one, where nothing is summed: priced so,
                  * bench/simulate's gpt2_megatron_1x2 went 0.998 -> 0.818) */
                 ShardSpec sspec = gspec;
-                if (z >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
+                if (ze >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
                 /* in a bucket, all-reduced on the communication stream; every other sum on
                  * the caller's thread */
-                bool scatters = ilp_zero1_scatters(S, z, &sspec);
+                bool scatters = ilp_zero1_scatters(S, ze, &sspec);
                 bool in_bucket = !scatters && ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
                 bool queued = in_bucket && !p->opt.sync_on_caller;
-                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 || scatters ? 2 : 0, run_frac, queued);
-                S->sync_s[z] += z >= 2 ? M * sync : sync;
+                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, ze >= 2 || scatters ? 2 : 0, run_frac, queued);
+                S->sync_s[z] += ze >= 2 ? M * sync : sync;
                 if (scatters) S->sync_blocking_s[z] += sync; /* once a step, at the update */
-                if (z >= 2) S->zero_handoff_s[z] += M * cost_zero_handoff(cm, COLL_REDUCE_SCATTER, sspec.partial);
+                if (ze >= 2) S->zero_handoff_s[z] += M * cost_zero_handoff(cm, COLL_REDUCE_SCATTER, sspec.partial);
                 /* queued in a bucket; so is the position table's sum at ZeRO 0-1, deferred to
                  * the table's sync (build_edges, cost_deferred_grad), which the data-parallel
                  * lowering buckets */
-                else if (!p->opt.sync_on_caller && ((queued && sspec.partial) || (nd->op == OP_POS_EMBEDDING && rep_axes)))
+                else if (!p->opt.sync_on_caller && ((queued && sspec.partial) || (nd->op == OP_POS_EMBEDDING && repl)))
                     S->queues[z] = true;
                 /* a bucketed gradient is first copied into its bucket (schedule.c) */
-                if (z < 2 && sspec.partial) {
+                if (ze < 2 && sspec.partial) {
                     double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
                     S->opt_s[z] += cost_bucket_copy(cm, gb);
                     /* in a bucket (ilp_grad_bucketed): its bytes. Not counted: ZeRO-1's (the
                      * data-parallel lowering buckets them, the sharded one reduce-scatters
                      * them at the update) */
-                    if (z == 0 && in_bucket) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
+                    if (ze == 0 && in_bucket) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
                 }
-                bool bucketed = z == 0 && in_bucket;
+                bool bucketed = ze == 0 && in_bucket;
                 S->update_transient[z] =
-                    fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, z, bucketed));
-                double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
-                S->gather_s[z] += z == 3 ? p->param_reads[v] * M * ag : ag;
-                double agh = z == 0 ? 0 : cost_zero_handoff(cm, COLL_ALL_GATHER, rep_axes);
-                S->zero_handoff_s[z] += z == 3 ? p->param_reads[v] * M * agh : agh;
-                for (int pol = RC_SELECTIVE; z == 3 && pol <= RC_FULL; pol++) /* a recomputed instance's */
+                    fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, ze, bucketed));
+                double ag = ze == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
+                S->gather_s[z] += ze == 3 ? p->param_reads[v] * M * ag : ag;
+                double agh = ze == 0 ? 0 : cost_zero_handoff(cm, COLL_ALL_GATHER, rep_axes);
+                S->zero_handoff_s[z] += ze == 3 ? p->param_reads[v] * M * agh : agh;
+                for (int pol = RC_SELECTIVE; ze == 3 && pol <= RC_FULL; pol++) /* a recomputed instance's */
                     if (p->rc_reads[v] >> pol & 1) S->rc_gather_s[pol] += M * ag;
                 /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3
                  * slice) added to its accumulator, which is read and written: the
                  * accumulator's bytes (f32 under mixed precision, as the gradient
                  * it adds, cast to f32 first: below) three times an element */
-                double ae = z >= 2 ? local / shard : local; /* the elements accumulated */
+                double ae = ze >= 2 ? local / shard : local; /* the elements accumulated */
                 /* ... unless the weight gradient's GEMM adds onto the accumulator itself
                  * (lower.fuse: not under ZeRO-2/3, whose reduce-scatter comes between;
                  * not in f16; not a 16-bit gradient pending a sum over the ranks, which
@@ -719,7 +728,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * neither the add nor the cast before it runs, and its GEMM reads and
                  * writes the f32 accumulator (member_bwd's price) */
                 double fused_s = nd->op == OP_DENSE && i == 1 ? mem->acc_fused_s[S->member_st[m]] : NAN;
-                bool fused = M > 1 && z < 2 && !isnan(fused_s) && ir_fuse_grad_dtype(dt) && !(gspec.partial && gs < 4);
+                bool fused = M > 1 && ze < 2 && !isnan(fused_s) && ir_fuse_grad_dtype(dt) && !(gspec.partial && gs < 4);
                 if (fused) S->opt_s[z] += M * fused_s;
                 if (fused && z == 0) S->fused_local += buf(local * ps), m_fused[m] += buf(local * ps); /* no temporary (ilp_transient) */
                 if (M > 1 && !fused) { /* one add a micro-batch, at the element-wise rate of its size */
@@ -729,7 +738,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 /* AdamW: read and write master weights, m and v, read the
                  * gradient, write the parameter: 28 bytes per element (the
                  * optimizer's row in autodiff.c) */
-                double el = z == 0 ? local : local / shard; /* the elements this rank updates */
+                double el = ze == 0 ? local : local / shard; /* the elements this rank updates */
                 double ob = oi->step_bytes * el; /* one call per tensor */
                 S->opt_s[z] += ob / cost_mem_rate(cm->cl, OPC_OPTIMIZER, -1, ob);
                 /* the passes autodiff puts before every update (ir/autodiff.c): a
@@ -750,12 +759,12 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * axes (compiler/lower/split.c, spec.c): once for all such parameters
                  * (ilp_norm_sum_s), not a share each (a share per parameter of the model's
                  * priced 8 of gpt2-tiny's 26 where its tensor-parallel MLP alone split) */
-                S->norm_axes[z] |= split_axes | (z >= 2 || scatters ? rep_axes : 0); /* (the squares of
+                S->norm_axes[z] |= split_axes | (ze >= 2 || scatters ? rep_axes : 0); /* (the squares of
                                                       * ZeRO-1's slice where it is reduce-scattered) */
                 if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
                     S->off_elems[z] += oe;
                     S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);
-                    if (z == 3) { /* level params: the slice, and the stagings its gathers copy it up into */
+                    if (ze == 3) { /* level params: the slice, and the stagings its gathers copy it up into */
                         double sb = buf(p->off_param * oe);
                         S->off_param_bytes[z] += sb;
                         S->off_bwd_bytes[z] += b->bwd_reads[v] * sb;
@@ -768,7 +777,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * all-reduce of every parameter's pair, once a step per axis
                  * (ilp_norm_sum_s; a share of its latency each priced 6 of
                  * llama-tiny's 15 where its MLP alone split) */
-                if (trust) S->norm_axes[z] |= (split_axes | (z >= 1 ? rep_axes : 0)) << ILP_TRUST_SHIFT;
+                if (trust) S->norm_axes[z] |= (split_axes | (ze >= 1 ? rep_axes : 0)) << ILP_TRUST_SHIFT;
             }
         }
     }
@@ -1536,7 +1545,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
             for (int s = 0; s < G->n_strats; s++) {
                 const ShardStrategy *st = &G->members[mo].st[G->strats[s].member_st[mo]];
                 double local = (double)ir_shape_numel(shard_spec_local(&st->in[oi], cm->mesh, ir_val(g, v)->shape));
-                double Z = zero_ranks(cm->mesh, &st->in[oi], NULL);
+                double Z = ilp_zero_ranks(&G->strats[s], cm->mesh, g, v, &st->in[oi], NULL);
                 for (int z = 2; z < ZERO_STAGES && Z > 1; z++)
                     G->strats[s].head_grad[z] += buf(p->grad_bytes * local) - buf(p->grad_bytes * local / Z);
             }

@@ -210,6 +210,14 @@ bool ilp_sync_blocks(const struct IlpProblem *p, int zero_stage);
  * it is read whole. (A group not splitting a parameter in a plan whose other
  * groups do runs the same; priced as bucketed: bench/simulate/README.md.) */
 bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad);
+/* The ranks ZeRO slices parameter v held in spec sp over under strategy S, as the
+ * lowering slices it (shard_zero_axes; the axes into *axes): 1 where it slices none. */
+double ilp_zero_ranks(const IlpStrat *S, const ShardMesh *mesh, const Graph *g, ValueId v, const ShardSpec *sp,
+                      unsigned *axes);
+/* The stage the lowering runs a parameter of a group at stage zero_stage at: 0 where the
+ * data-parallel lowering (S splits no parameter) slices none of it (zero_axes 0:
+ * compiler/lower/zero.c keeps it whole), else the group's. */
+int ilp_param_stage(const IlpStrat *S, int zero_stage, unsigned zero_axes);
 
 /* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters
  * block the compute stream (all of them); the buckets of ZeRO 0 and 1 run on
