@@ -209,5 +209,25 @@ check mlp_zero1_4 "$ir/mlp.cir" --cluster h100:1x4 --mesh 4 --strategy zero1
 check mlp_zero2_2x2 "$ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero2
 check mlp_lamb_zero1_2x2 "$ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero1 --optimizer lamb
 check mlp_tp_zero2_2x2 "$ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 --zero 2 --mem 200KB
+# micro-batches under tensor parallel: a gradient pending a sum (the MLP's output bias under the
+# sequence split) is accumulated as this rank's partial sum and summed once a step, as priced
+# (solver/placement.c accumulates_pending); the accumulator was held reduce-scattered, each
+# micro-batch's gradient reduce-scattered into it and the sum gathered back (1.291). Its step is
+# not within 3 % yet (1.096: the bucket priced as a share of its run's parameters, where only the
+# pending sums ride it)
+"$cc" "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 120KB --micro-batches 2 \
+  --optimizer sgd --target cpu -q --emit code -o "$tmp/gpt2_tp_micro2_1x2" || { echo "FAIL: gpt2_tp_micro2_1x2: generate"; fail=1; }
+python3 - "$tmp/gpt2_tp_micro2_1x2" <<'PY' || fail=1
+import json, os, sys
+d = sys.argv[1]
+plan = json.load(open(os.path.join(d, next(f for f in os.listdir(d) if f.endswith(".plan.json")))))
+ops = plan["program"]["ops"]
+grads = [o["n"] for o in ops if o["k"] == "coll" and ".bias.grad" in o["n"]]  # a bias gradient's own collective
+once = [o["n"] for o in ops if o["k"] == "coll" and o["n"].startswith("gradient bucket") and o.get("lm")]
+ok = not grads and len(once) == 1
+print("gpt2_tp_micro2_1x2: bias gradients' collectives %s, buckets after the last micro-batch %s %s" %
+      (grads, once, "ok" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
+PY
 [ $fail -eq 0 ] && echo "test_sim_agree: ok"
 exit $fail
