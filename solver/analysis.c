@@ -177,7 +177,8 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
             from = &os->in[k];
         } else continue;
         DType d = cost_dtype(&r->cm, v->dtype);
-        t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
+        /* not where an earlier reader's forward copy in this spec is read (IlpGradShare.fwd) */
+        if (!ilp_grad_share_dup(p, r->choice.strat, n, i, true)) t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
         if (p->bwd_reread[n] >> i & 1) /* again in the backward (plan_bwd_rereads) */
             t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
         if (ir_dtype_is_float(v->dtype)) {
@@ -187,7 +188,7 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
             if (v->role == ROLE_ACT && p->grad_at[v->def] != v->def) /* as problem.c grad_chain */
                 want = shard_spec_unpartial(&chosen_strategy(r, p->grad_at[v->def], &pm)->out[0]);
             /* not where it is added to an earlier reader's part held alike (IlpGradShare) */
-            if (!(p->grad_pass[n] >> i & 1) && !ilp_grad_share_dup(p, r->choice.strat, n, i))
+            if (!(p->grad_pass[n] >> i & 1) && !ilp_grad_share_dup(p, r->choice.strat, n, i, false))
                 t += reshard_into(c, &r->mesh, v->shape, d, &gs, &want);
         }
     }
@@ -529,7 +530,7 @@ static GroupTerms group_terms(const PlanResult *r, int gi, int s, int z) {
     int *st = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
     memcpy(st, r->choice.strat, sizeof(int) * (size_t)p->n_groups);
     st[gi] = s;
-    t.resharding_s -= ilp_grad_share_refund(p, st, gi, NULL);
+    t.resharding_s -= ilp_grad_share_refund(p, st, gi, NULL, NULL);
     ir_free(st);
     return t;
 }

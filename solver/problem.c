@@ -1135,16 +1135,98 @@ static bool share_reader(const Builder *b, NodeId n, int i) {
     return p->group_of_node[v->def] != p->group_of_node[n];
 }
 
-/* The activations' gradient sums shared by their readers (IlpGradShare): every
- * activation with two or more readers by share_reader, one entry per pattern
- * (producer and readers' groups, members and operands), tied instances adding
- * to its weight. */
+/* One entry of IlpGradShare for activation x read by nr readers rn (node *
+ * IR_MAX_IN + operand, in node order): the gradient parts' sum (fwd false) or
+ * the forward's resharded copy (fwd true); a pattern an earlier entry has
+ * (another instance of a tied block) adds to that one's weight. at: the
+ * readers' map (IlpProblem.share_at or fwd_share_at). */
+static void add_share(Builder *b, ValueId x, const int *rn, int nr, bool fwd, int *at, int *cap) {
+    const Graph *g = b->g;
+    IlpProblem *p = b->p;
+    const Value *v = ir_val(g, x);
+    int gs = p->group_of_node[v->def], ms = p->member_of_node[v->def];
+    const IlpGroup *S = &p->groups[gs];
+    /* the same pattern as an earlier entry (another instance of a tied block)? */
+    int e = -1;
+    for (int k = 0; k < p->n_shares && e < 0; k++) {
+        const IlpGradShare *H = &p->shares[k];
+        bool same = H->fwd == fwd && H->src == gs && H->src_member == ms && H->src_out == v->def_out &&
+                    H->n_readers == nr;
+        for (int r = 0; same && r < nr; r++)
+            same = H->dst[r] == p->group_of_node[rn[r] / IR_MAX_IN] &&
+                   H->member[r] == p->member_of_node[rn[r] / IR_MAX_IN] && H->operand[r] == rn[r] % IR_MAX_IN;
+        if (same) e = k;
+    }
+    if (e >= 0) { /* tied: the same variables, the same tables */
+        p->shares[e].weight += 1;
+        for (int r = 0; r < nr; r++) at[rn[r]] = e * 65536 + r;
+        return;
+    }
+    if (nr >= 65536) return;
+    IR_GROW(p->shares, p->n_shares, *cap);
+    IlpGradShare *H = &p->shares[p->n_shares];
+    memset(H, 0, sizeof *H);
+    H->fwd = fwd;
+    H->src = gs;
+    H->src_member = ms;
+    H->src_out = v->def_out;
+    H->n_readers = nr;
+    H->weight = 1;
+    H->dst = ir_alloc(sizeof(int) * (size_t)nr);
+    H->member = ir_alloc(sizeof(int) * (size_t)nr);
+    H->operand = ir_alloc(sizeof(int) * (size_t)nr);
+    H->spec = ir_alloc(sizeof(int *) * (size_t)nr);
+    ShardSpec *specs = NULL;
+    int scap = 0;
+    for (int r = 0; r < nr; r++) {
+        NodeId n = rn[r] / IR_MAX_IN;
+        int i = H->operand[r] = rn[r] % IR_MAX_IN, gd = H->dst[r] = p->group_of_node[n];
+        int md = H->member[r] = p->member_of_node[n];
+        const IlpGroup *D = &p->groups[gd];
+        H->spec[r] = ir_alloc(sizeof(int) * (size_t)(D->n_strats + 1));
+        for (int c = 0; c < D->n_strats; c++) {
+            const ShardStrategy *sc = &D->members[md].st[D->strats[c].member_st[md]];
+            ShardSpec gsp = fwd ? sc->in[i] : shard_grad_spec(&D->members[md].is, sc, i);
+            int k = 0;
+            while (k < H->n_specs && !shard_spec_eq(&specs[k], &gsp)) k++;
+            if (k == H->n_specs) {
+                IR_GROW(specs, H->n_specs, scap);
+                specs[H->n_specs++] = gsp;
+            }
+            H->spec[r][c] = k;
+        }
+    }
+    /* each part's move, as build_edges prices an edge's gradient term: from the
+     * spec it is held in to where the producer's backward wants the sum; a copy's,
+     * as it prices the forward's resharding */
+    H->t = ir_alloc(sizeof(double) * (size_t)(S->n_strats * H->n_specs + 1));
+    for (int a = 0; a < S->n_strats; a++) {
+        const ShardSpec *from = &S->members[ms].st[S->strats[a].member_st[ms]].out[v->def_out];
+        const ShardSpec *want = from;
+        if (p->grad_at[v->def] != v->def) {
+            int mt = p->member_of_node[p->grad_at[v->def]];
+            want = &S->members[mt].st[S->strats[a].member_st[mt]].out[0];
+        }
+        for (int k = 0; k < H->n_specs; k++)
+            H->t[a * H->n_specs + k] = p->opt.micro_batches * (fwd ? micro_edge(b, v, from, &specs[k], NULL, NULL)
+                                                                   : micro_edge(b, v, from, from, &specs[k], want));
+    }
+    ir_free(specs);
+    for (int r = 0; r < nr; r++) at[rn[r]] = p->n_shares * 65536 + r;
+    p->n_shares++;
+}
+
+/* The activations' gradient sums and forward copies shared by their readers
+ * (IlpGradShare): every activation with two or more readers by share_reader,
+ * one entry of each kind per pattern (producer and readers' groups, members
+ * and operands), tied instances adding to its weight. */
 static void grad_shares(Builder *b) {
     const Graph *g = b->g;
     IlpProblem *p = b->p;
     size_t slots = (size_t)g->n_nodes * IR_MAX_IN;
     p->share_at = ir_alloc(sizeof(int) * (slots + 1));
-    for (size_t k = 0; k < slots; k++) p->share_at[k] = -1;
+    p->fwd_share_at = ir_alloc(sizeof(int) * (slots + 1));
+    for (size_t k = 0; k < slots; k++) p->share_at[k] = p->fwd_share_at[k] = -1;
     /* per value its readers (node * IR_MAX_IN + operand, in node order): first[x]..first[x+1] */
     int *first = ir_alloc(sizeof(int) * (size_t)(g->n_values + 2)), *rd = ir_alloc(sizeof(int) * (slots + 1));
     memset(first, 0, sizeof(int) * (size_t)(g->n_values + 2));
@@ -1159,81 +1241,17 @@ static void grad_shares(Builder *b) {
             if (share_reader(b, n, i)) rd[fill[ir_node(g, n)->in[i]]++] = n * IR_MAX_IN + i;
     ir_free(fill);
     for (ValueId x = 0; x < g->n_values; x++) {
-        const Value *v = ir_val(g, x);
-        const int *rn = &rd[first[x]];
         int nr = first[x + 1] - first[x];
         if (nr < 2) continue;
-        int gs = p->group_of_node[v->def], ms = p->member_of_node[v->def];
-        const IlpGroup *S = &p->groups[gs];
-        /* the same pattern as an earlier entry (another instance of a tied block)? */
-        int e = -1;
-        for (int k = 0; k < p->n_shares && e < 0; k++) {
-            const IlpGradShare *H = &p->shares[k];
-            bool same = H->src == gs && H->src_member == ms && H->src_out == v->def_out && H->n_readers == nr;
-            for (int r = 0; same && r < nr; r++)
-                same = H->dst[r] == p->group_of_node[rn[r] / IR_MAX_IN] &&
-                       H->member[r] == p->member_of_node[rn[r] / IR_MAX_IN] && H->operand[r] == rn[r] % IR_MAX_IN;
-            if (same) e = k;
-        }
-        if (e >= 0) { /* tied: the same variables, the same tables */
-            p->shares[e].weight += 1;
-            for (int r = 0; r < nr; r++) p->share_at[rn[r]] = e * 65536 + r;
-            continue;
-        }
-        if (nr >= 65536) continue;
-        IR_GROW(p->shares, p->n_shares, cap);
-        IlpGradShare *H = &p->shares[p->n_shares];
-        memset(H, 0, sizeof *H);
-        H->src = gs;
-        H->src_member = ms;
-        H->src_out = v->def_out;
-        H->n_readers = nr;
-        H->weight = 1;
-        H->dst = ir_alloc(sizeof(int) * (size_t)nr);
-        H->member = ir_alloc(sizeof(int) * (size_t)nr);
-        H->operand = ir_alloc(sizeof(int) * (size_t)nr);
-        H->spec = ir_alloc(sizeof(int *) * (size_t)nr);
-        ShardSpec *specs = NULL;
-        int scap = 0;
-        for (int r = 0; r < nr; r++) {
-            NodeId n = rn[r] / IR_MAX_IN;
-            int i = H->operand[r] = rn[r] % IR_MAX_IN, gd = H->dst[r] = p->group_of_node[n];
-            int md = H->member[r] = p->member_of_node[n];
-            const IlpGroup *D = &p->groups[gd];
-            H->spec[r] = ir_alloc(sizeof(int) * (size_t)(D->n_strats + 1));
-            for (int c = 0; c < D->n_strats; c++) {
-                ShardSpec gsp = shard_grad_spec(&D->members[md].is, &D->members[md].st[D->strats[c].member_st[md]], i);
-                int k = 0;
-                while (k < H->n_specs && !shard_spec_eq(&specs[k], &gsp)) k++;
-                if (k == H->n_specs) {
-                    IR_GROW(specs, H->n_specs, scap);
-                    specs[H->n_specs++] = gsp;
-                }
-                H->spec[r][c] = k;
-            }
-        }
-        /* each part's move, as build_edges prices an edge's gradient term: from the
-         * spec it is held in to where the producer's backward wants the sum */
-        H->t = ir_alloc(sizeof(double) * (size_t)(S->n_strats * H->n_specs + 1));
-        for (int a = 0; a < S->n_strats; a++) {
-            const ShardSpec *from = &S->members[ms].st[S->strats[a].member_st[ms]].out[v->def_out];
-            const ShardSpec *want = from;
-            if (p->grad_at[v->def] != v->def) {
-                int mt = p->member_of_node[p->grad_at[v->def]];
-                want = &S->members[mt].st[S->strats[a].member_st[mt]].out[0];
-            }
-            for (int k = 0; k < H->n_specs; k++)
-                H->t[a * H->n_specs + k] = p->opt.micro_batches * micro_edge(b, v, from, from, &specs[k], want);
-        }
-        ir_free(specs);
-        for (int r = 0; r < nr; r++) p->share_at[rn[r]] = p->n_shares * 65536 + r;
-        p->n_shares++;
+        add_share(b, x, &rd[first[x]], nr, false, p->share_at, &cap);
+        add_share(b, x, &rd[first[x]], nr, true, p->fwd_share_at, &cap);
     }
     ir_free(first);
     ir_free(rd);
 }
 
-double ilp_grad_share_refund(const IlpProblem *p, const int *strat, int touching, double *per_group) {
+double ilp_grad_share_refund(const IlpProblem *p, const int *strat, int touching, double *per_group,
+                             double *per_group_fwd) {
     double sum = 0;
     for (int k = 0; k < p->n_shares; k++) {
         const IlpGradShare *H = &p->shares[k];
@@ -1246,14 +1264,16 @@ double ilp_grad_share_refund(const IlpProblem *p, const int *strat, int touching
             while (j < r && H->spec[j][strat[H->dst[j]]] != sr) j++;
             if (j == r || !(t[sr] > 0)) continue;
             sum += H->weight * t[sr];
-            if (per_group) per_group[H->dst[r]] += H->weight * t[sr];
+            double *pg = H->fwd && per_group_fwd ? per_group_fwd : per_group;
+            if (pg) pg[H->dst[r]] += H->weight * t[sr];
         }
     }
     return sum;
 }
 
-bool ilp_grad_share_dup(const IlpProblem *p, const int *strat, NodeId n, int i) {
-    int at = p->share_at ? p->share_at[(size_t)n * IR_MAX_IN + (size_t)i] : -1;
+bool ilp_grad_share_dup(const IlpProblem *p, const int *strat, NodeId n, int i, bool fwd) {
+    const int *map = fwd ? p->fwd_share_at : p->share_at;
+    int at = map ? map[(size_t)n * IR_MAX_IN + (size_t)i] : -1;
     if (at < 0) return false;
     const IlpGradShare *H = &p->shares[at / 65536];
     int r = at % 65536, sr = H->spec[r][strat[H->dst[r]]], j = 0;
@@ -1623,6 +1643,7 @@ void ilp_problem_free(IlpProblem *p) {
     }
     ir_free(p->shares);
     ir_free(p->share_at);
+    ir_free(p->fwd_share_at);
     ir_free(p->bwd_reread);
     ir_free(p->grad_at);
     ir_free(p->grad_pass);

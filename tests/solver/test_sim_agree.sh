@@ -201,6 +201,12 @@ ok = priced == run and sum(run.values()) > 0
 print("gpt2_tp_2x2: gathers and scatters priced %s, run %s %s" % (dict(priced), dict(run), "ok" if ok else "FAIL"))
 sys.exit(0 if ok else 1)
 PY
+# an activation two groups read in the same spec is resharded once in the forward, its copy read
+# by both (solver/placement.c held, compiler/lower/spec.c): LLaMA's embedding output, split over
+# the features, gathered for the first norm and the residual add (IlpGradShare.fwd; each edge
+# priced its own gather before: 0.944)
+check llama_bf16_sgd_tp_1x2 "$ir/llama-tiny.cir" --cluster h100:1x2 --mesh 1x2 --strategy megatron --mem 70KB \
+  --dtype bf16 --optimizer sgd
 # ZeRO slices a parameter only where the lowering can (shard_zero_axes): the MLP's fc2.bias (10
 # elements) stays whole under the data-parallel lowering on 4 ranks (10 % 4: its update at stage
 # 0, no gather; priced as sliced, 0.885, 0.847, 0.912), and the tensor-parallel lowering slices it
