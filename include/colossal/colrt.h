@@ -304,6 +304,11 @@ void colrt_gemm_f32c(colrt_stream *s, colrt_dtype t, int transa, int transb, int
 /* Which GEMM library (and kernel) the backend uses, e.g.
  * "blis (arch skx, forced by colrt), 2 threads" or "cublasLt (f32 compute)". */
 const char *colrt_gemm_library(void);
+/* Which build of the runtime's own kernels (norms, softmax, cross-entropy, the
+ * optimizers: runtime/cpu/kernels.c) runs: "avx512 (AVX-512 build)", "avx2
+ * (x86-64-v3 build)" or "generic (baseline ISA)", chosen by the CPU's features
+ * or forced by COLRT_CPU_KERNELS=generic|avx2|avx512; "cuda" on the CUDA backend. */
+const char *colrt_runtime_kernels(void);
 
 /* Layer norm over the last dim D of x[N,D]: y = (x-mean)*rstd*w + b.
  * mean, rstd: f32 [N], saved for backward. b may be NULL (no bias). */

@@ -25,6 +25,7 @@
 #define COLRT_SIMD_SUM(v)
 #define COLRT_SIMD_MAX(v)
 __device__ __forceinline__ float colrt_expf_v(float x) { return expf(x); }
+__device__ __forceinline__ float colrt_tanhf_v(float x) { return tanhf(x); }
 #else
 /* Always inlined, so the CPU runner's per-dtype copies fold colrt_ld's switch. */
 #define COLRT_KD __attribute__((always_inline)) inline
@@ -48,6 +49,14 @@ static inline float colrt_expf_v(float x) {
     float s;
     memcpy(&s, &k, sizeof s);
     return p * s;
+}
+/* tanhf that vectorizes: 1 - 2 / (e^2|x| + 1) with the sign put back (the
+ * generated kernels' cg_tanhf); |x| clamped at 9, where tanh is 1 in f32.
+ * Absolute error ~1e-7 (relative larger near 0, where GELU adds it to 1).
+ * libm's tanhf ran GELU one element at a time: 24 ns an element. */
+static inline float colrt_tanhf_v(float x) {
+    const float a = x < 0 ? -x : x, e = colrt_expf_v(2.0f * (a < 9.0f ? a : 9.0f)), t = 1.0f - 2.0f / (e + 1.0f);
+    return x < 0 ? -t : t;
 }
 #define COLRT_ATOMIC_ADD(p, v)                 \
     do {                                       \
@@ -400,12 +409,12 @@ COLRT_KD static void colrt_k_attn_bwd_dkv_row(const colrt_attn_args *a, int64_t 
 
 COLRT_KD static void colrt_k_gelu_fwd(const colrt_act_args *a, int64_t i) {
     float x = colrt_ld(a->x, a->t, i);
-    colrt_st(a->y, a->t, i, 0.5f * x * (1.f + tanhf(COLRT_GELU_C * (x + 0.044715f * x * x * x))));
+    colrt_st(a->y, a->t, i, 0.5f * x * (1.f + colrt_tanhf_v(COLRT_GELU_C * (x + 0.044715f * x * x * x))));
 }
 
 COLRT_KD static void colrt_k_gelu_bwd(const colrt_act_args *a, int64_t i) {
     float x = colrt_ld(a->x, a->t, i);
-    float th = tanhf(COLRT_GELU_C * (x + 0.044715f * x * x * x));
+    float th = colrt_tanhf_v(COLRT_GELU_C * (x + 0.044715f * x * x * x));
     float d = 0.5f * (1.f + th) + 0.5f * x * (1.f - th * th) * COLRT_GELU_C * (1.f + 3.f * 0.044715f * x * x);
     colrt_st(a->dx, a->t, i, colrt_ld(a->dy, a->t, i) * d);
 }

@@ -191,8 +191,9 @@ static void report(void) {
         }
         if (rank_at_register == 0) {
             fprintf(stderr, "\ncolrt profile of %s (rank 0): %.4f s in %d schedule entries, %.2f GFLOP/s overall\n"
-                            "kernels: %s\n",
-                    tables[t].program, all, n, all > 0 ? 1e-9 * flops / all : 0.0, tables[t].kernels);
+                            "kernels: %s; runtime kernels: %s\n",
+                    tables[t].program, all, n, all > 0 ? 1e-9 * flops / all : 0.0, tables[t].kernels,
+                    colrt_runtime_kernels());
             print_groups("op class", cls, ncls, all, MAX_GROUPS);
             fputc('\n', stderr);
             print_groups("op", ops, nops, all, MAX_GROUPS);
@@ -219,6 +220,7 @@ static void report(void) {
         cJSON *p = cJSON_CreateObject();
         cJSON_AddStringToObject(p, "program", tables[t].program);
         cJSON_AddStringToObject(p, "kernels", tables[t].kernels);
+        cJSON_AddStringToObject(p, "runtime_kernels", colrt_runtime_kernels());
         cJSON_AddNumberToObject(p, "seconds", all);
         cJSON_AddNumberToObject(p, "flops", flops);
         qsort(cls, (size_t)ncls, sizeof *cls, by_time);

@@ -5,18 +5,20 @@
  * dtype, with the dtype a constant in the copy, so the always-inlined body
  * loses its per-element dtype switch and the compiler can vectorize.
  *
- * Two builds of the runners (issue 21): this file for any x86-64 (or other)
- * CPU, and kernels_avx512.c, which includes it with COLRT_KERNELS_AVX512
- * and AVX-512 code generation (CMake); the plain runners call the AVX-512
- * ones where the CPU has AVX-512 F/BW/DQ/VL, unless COLRT_CPU_KERNELS=generic
- * (tests and benchmarks compare). The library is otherwise built for the
+ * Three builds of the runners (issue 21): this file for any x86-64 (or other)
+ * CPU; kernels_avx512.c, which includes it with COLRT_KERNELS_AVX512 and
+ * AVX-512 code generation (CMake); and kernels_avx2.c, with COLRT_KERNELS_AVX2
+ * and x86-64-v3's (AVX2, FMA, F16C, BMI1/2). The plain runners call the
+ * AVX-512 ones where the CPU has AVX-512 F/BW/DQ/VL, else the AVX2 ones where
+ * it has x86-64-v3's features, unless COLRT_CPU_KERNELS=generic|avx2|avx512
+ * forces one (tests and benchmarks compare). The library is otherwise built for the
  * baseline ISA, where the cross-entropy's exp ran one element at a time (4 %
  * of a GPT-2 124M f32 step, bench/codegen_cpu/README.md). Both builds are
  * compiled with -O3 -fno-trapping-math outside Debug (CMake), so GCC
  * if-converts the float selects of colrt_expf_v and vectorizes the loops (a
  * `#pragma GCC optimize` does not reach OpenMP's outlined loop bodies); no
  * kernel reads the FP flags. The baseline build vectorizes with SSE2, 4
- * lanes; the AVX-512 one with 16 (the cross-entropy over GPT-2's logits
+ * lanes; the AVX2 one with 8, the AVX-512 one with 16 (the cross-entropy over GPT-2's logits
  * 0.12 -> 0.03 s on one core, docs/runtime.md).
  */
 #include <stdlib.h>
@@ -32,38 +34,54 @@
 #include "../common/kernels.h"
 #include "cpu.h"
 
-#ifdef COLRT_KERNELS_AVX512
+#if defined(COLRT_KERNELS_AVX512)
 #define COLRT_RUNNER(name) colrt__run_avx512_##name
+#define COLRT_DISPATCH(name, s, a, n)
+#elif defined(COLRT_KERNELS_AVX2)
+#define COLRT_RUNNER(name) colrt__run_avx2_##name
 #define COLRT_DISPATCH(name, s, a, n)
 #else
 #define COLRT_RUNNER(name) colrt__run_##name
-#ifdef COLRT_HAVE_AVX512_KERNELS
-#define X(name, args) void colrt__run_avx512_##name(colrt_stream *s, const args *a, int64_t n);
+#ifdef COLRT_HAVE_ISA_KERNELS
+#define X(name, args)                                                              \
+    void colrt__run_avx512_##name(colrt_stream *s, const args *a, int64_t n); \
+    void colrt__run_avx2_##name(colrt_stream *s, const args *a, int64_t n);
 COLRT_KERNELS(X)
 #undef X
-/* 1: run the AVX-512 build of the runners (decided once) */
-static int avx512_kernels(void) {
+/* Which build of the runners runs (decided once): 2 the AVX-512 one, 1 the
+ * x86-64-v3 one (AVX2, FMA, F16C), 0 this baseline one. */
+static int kernels_isa(void) {
     static int use = -1;
     if (use < 0) {
         const char *e = getenv("COLRT_CPU_KERNELS");
-        if (e && *e && strcmp(e, "generic") && strcmp(e, "avx512"))
-            colrt_die("COLRT_CPU_KERNELS=%s: expected generic or avx512", e);
+        if (e && *e && strcmp(e, "generic") && strcmp(e, "avx2") && strcmp(e, "avx512"))
+            colrt_die("COLRT_CPU_KERNELS=%s: expected generic, avx2 or avx512", e);
         __builtin_cpu_init();
-        int have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                   __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-        if (e && !strcmp(e, "avx512") && !have) colrt_die("COLRT_CPU_KERNELS=avx512: this CPU lacks AVX-512 F/BW/DQ/VL");
-        use = have && !(e && !strcmp(e, "generic"));
+        int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                 __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi") &&
+                 __builtin_cpu_supports("bmi2");
+        int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+        if (e && !strcmp(e, "avx512") && !v4) colrt_die("COLRT_CPU_KERNELS=avx512: this CPU lacks AVX-512 F/BW/DQ/VL");
+        if (e && !strcmp(e, "avx2") && !v3) colrt_die("COLRT_CPU_KERNELS=avx2: this CPU lacks AVX2, FMA, F16C or BMI1/2");
+        use = !e || !*e ? (v4 ? 2 : v3 ? 1 : 0) : !strcmp(e, "avx512") ? 2 : !strcmp(e, "avx2") ? 1 : 0;
     }
     return use;
 }
 #define COLRT_DISPATCH(name, s, a, n)                                      \
-    if (avx512_kernels()) {                                                \
-        colrt__run_avx512_##name(s, a, n);                                 \
-        return;                                                            \
+    switch (kernels_isa()) {                                               \
+    case 2: colrt__run_avx512_##name(s, a, n); return;                     \
+    case 1: colrt__run_avx2_##name(s, a, n); return;                       \
+    default: break;                                                        \
     }
 #else
 #define COLRT_DISPATCH(name, s, a, n)
+static int kernels_isa(void) { return 0; }
 #endif
+const char *colrt_runtime_kernels(void) {
+    static const char *const name[] = {"generic (baseline ISA)", "avx2 (x86-64-v3 build)", "avx512 (AVX-512 build)"};
+    return name[kernels_isa()];
+}
 #endif
 
 /* Kernels that add into one float (COLRT_ATOMIC_ADD): ce_row's loss and
@@ -146,14 +164,16 @@ COLRT_KERNELS(X)
         const float x = CIN(in[i]), y = CIN(inout[i]);                 \
         inout[i] = COUT(EXPR);                                         \
     }
-#if !defined(COLRT_KERNELS_AVX512) && defined(COLRT_HAVE_AVX512_KERNELS)
+#if !defined(COLRT_KERNELS_AVX512) && !defined(COLRT_KERNELS_AVX2) && defined(COLRT_HAVE_ISA_KERNELS)
 void colrt__run_avx512_reduce16(colrt_dtype t, int max, const uint16_t *in, uint16_t *inout, int64_t n);
+void colrt__run_avx2_reduce16(colrt_dtype t, int max, const uint16_t *in, uint16_t *inout, int64_t n);
 #endif
 void COLRT_RUNNER(reduce16)(colrt_dtype t, int max, const uint16_t *in, uint16_t *inout, int64_t n) {
-#if !defined(COLRT_KERNELS_AVX512) && defined(COLRT_HAVE_AVX512_KERNELS)
-    if (avx512_kernels()) {
-        colrt__run_avx512_reduce16(t, max, in, inout, n);
-        return;
+#if !defined(COLRT_KERNELS_AVX512) && !defined(COLRT_KERNELS_AVX2) && defined(COLRT_HAVE_ISA_KERNELS)
+    switch (kernels_isa()) {
+    case 2: colrt__run_avx512_reduce16(t, max, in, inout, n); return;
+    case 1: colrt__run_avx2_reduce16(t, max, in, inout, n); return;
+    default: break;
     }
 #endif
     if (t == COLRT_BF16 && max) COLRT_REDUCE16(colrt_bf16_f32, colrt_f32_bf16, x > y ? x : y)

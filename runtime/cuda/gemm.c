@@ -29,6 +29,7 @@ void colrt__gemm_finalize(void) {
 }
 
 const char *colrt_gemm_library(void) { return "cublasLt (f32 compute)"; }
+const char *colrt_runtime_kernels(void) { return "cuda"; }
 
 static cublasLtMatrixLayout_t layout(cudaDataType_t dt, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
                                      int64_t batch) {

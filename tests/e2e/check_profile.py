@@ -35,6 +35,9 @@ if abs(cls - total) > 1e-9 * max(1.0, total) + 1e-12 * len(nodes):
 # "compile target", ...; tests/consumer/vector_kernels.sh checks its level)
 if not p.get("kernels"):
     errs.append("no 'kernels' (the kernels' instruction set) in the profile")
+if p.get("runtime_kernels", "").split(" ")[0] not in ("generic", "avx2", "avx512", "cuda"):
+    errs.append("runtime_kernels %r: want generic, avx2, avx512 or cuda (colrt_runtime_kernels())"
+                % p.get("runtime_kernels"))
 mm = [c for c in p["classes"] if c["class"] == "matmul"]
 if not mm or not mm[0]["flops"] > 0:
     errs.append("no matmul class with FLOPs")
