@@ -350,8 +350,9 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
             other_blocks = maxd(other_blocks, E->mem[k]);
         }
     }
-    /* an activation's gradient parts held alike are added and moved once (IlpGradShare) */
-    r.comm_s -= ilp_grad_share_refund(p, c->strat, -1, NULL);
+    /* an activation's gradient parts held alike are added and moved once, and its readers in
+     * one spec read one forward copy (IlpGradShare) */
+    r.comm_s -= ilp_grad_share_refund(p, c->strat, -1, NULL, NULL);
     if (ilp_buckets_after_backward(p)) hide = hide_tail = 0; /* made after the backward: nothing hides them */
     /* contention (shard_overlap_paid f): the buckets beside the backward slow it, f of
      * their time, where the backward is the longer: comm-bound (sync_over - hide), the

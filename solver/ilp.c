@@ -759,10 +759,11 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         ir_free(crep);
     }
 
-    /* the activations' shared gradient sums (IlpGradShare): per producer strategy a,
-     * spec k and reader r after the first, a refund column R in [0, 1] of the part's
-     * move, R <= x[src, a], R <= reader r holds its part in k, R <= an earlier reader
-     * does (exact for one-hot x: the objective takes R to the least of the three) */
+    /* the activations' shared gradient sums and forward copies (IlpGradShare, .fwd): per
+     * producer strategy a, spec k and reader r after the first, a refund column R in [0, 1]
+     * of the part's move (the copy's resharding), R <= x[src, a], R <= reader r holds its
+     * part in k, R <= an earlier reader does (exact for one-hot x: the objective takes R to
+     * the least of the three) */
     for (int k = 0; k < p->n_shares; k++) {
         const IlpGradShare *H = &p->shares[k];
         const IlpGroup *S = &p->groups[H->src];

@@ -450,19 +450,19 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             vs[s].mem_transient = maxd(vs[s].mem_transient, E->mem[kk]);
         }
     }
-    /* the shared gradient sums' refunds (IlpGradShare): the backward of the reader's stages,
-     * as its edge's cost was spread */
-    double *refund = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
-    memset(refund, 0, sizeof(double) * (size_t)(p->n_groups + 1));
-    ilp_grad_share_refund(p, r->choice.strat, -1, refund);
+    /* the shared gradient sums' refunds (IlpGradShare): the backward of the reader's stages;
+     * the shared forward copies', their forward */
+    double *refund = ir_alloc(sizeof(double) * (size_t)(2 * p->n_groups + 1)), *refund_f = refund + p->n_groups;
+    memset(refund, 0, sizeof(double) * (size_t)(2 * p->n_groups + 1));
+    ilp_grad_share_refund(p, r->choice.strat, -1, refund, refund_f);
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *D = &p->groups[gi];
         const double *sh = &share[(size_t)gi * PLACE_MAX_STAGES];
-        if (!(refund[gi] > 0)) continue;
+        if (!(refund[gi] + refund_f[gi] > 0)) continue;
         if (n_cut && D->mult > 1 && ir_node(g, D->members[0].node)->block == blk)
-            for (int i = 0; i < n_cut && i < D->mult; i++) iw[i] -= refund[gi] * k / D->mult;
+            for (int i = 0; i < n_cut && i < D->mult; i++) iw[i] -= (refund[gi] + refund_f[gi]) * k / D->mult;
         for (int s = 0; s < P; s++)
-            if (sh[s] > 0) bwd[s] -= refund[gi] * k * sh[s] / D->mult;
+            if (sh[s] > 0) bwd[s] -= refund[gi] * k * sh[s] / D->mult, fwd[s] -= refund_f[gi] * k * sh[s] / D->mult;
     }
     ir_free(refund);
     ir_free(share);

@@ -222,6 +222,14 @@ ValueId ilp_defer_table(const Graph *g, NodeId pos, const IterSpace *is, const S
  * it is read whole. (A group not splitting a parameter in a plan whose other
  * groups do runs the same; priced as bucketed: bench/simulate/README.md.) */
 bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad);
+/* The ranks ZeRO slices parameter v held in spec sp over under strategy S, as the
+ * lowering slices it (shard_zero_axes; the axes into *axes): 1 where it slices none. */
+double ilp_zero_ranks(const IlpStrat *S, const ShardMesh *mesh, const Graph *g, ValueId v, const ShardSpec *sp,
+                      unsigned *axes);
+/* The stage the lowering runs a parameter of a group at stage zero_stage at: 0 where the
+ * data-parallel lowering (S splits no parameter) slices none of it (zero_axes 0:
+ * compiler/lower/zero.c keeps it whole), else the group's. */
+int ilp_param_stage(const IlpStrat *S, int zero_stage, unsigned zero_axes);
 
 /* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters
  * block the compute stream (all of them); the buckets of ZeRO 0 and 1 run on
@@ -268,6 +276,12 @@ typedef struct IlpEdge {
  * reader's, that part's move (its edge's gradient term) less. Tied instances
  * share one entry (weight: the instances). */
 typedef struct IlpGradShare {
+    bool fwd;                   /* the forward's resharded copy shared instead: readers that
+                                 * read the activation in one spec read one copy (the
+                                 * completion and the lowering reuse a forward copy for the
+                                 * forward's later readers, solver/placement.c held), made
+                                 * once where each edge prices its own; spec: the readers'
+                                 * operand specs, t: the forward resharding into each */
     int src;                    /* the producer's group */
     int src_member, src_out;    /* the producer: its member, its result */
     int n_readers;
@@ -286,11 +300,14 @@ typedef struct IlpGradShare {
  * of every part held as an earlier reader's part (ilp.c prices the same with a
  * column per reader, eval.c and pipeprice.c subtract it). touching >= 0: only
  * the sums group `touching` produces or reads. per_group (NULL: not wanted):
- * each refund added to its reader's group (sized n_groups). */
-double ilp_grad_share_refund(const struct IlpProblem *p, const int *strat, int touching, double *per_group);
+ * each refund added to its reader's group (sized n_groups); a shared forward
+ * copy's to per_group_fwd instead where that is not NULL. */
+double ilp_grad_share_refund(const struct IlpProblem *p, const int *strat, int touching, double *per_group,
+                             double *per_group_fwd);
 /* Is node n's operand i a reader of a shared sum whose gradient part is held as an
- * earlier reader's under strat (its move not made: analysis.c)? */
-bool ilp_grad_share_dup(const struct IlpProblem *p, const int *strat, NodeId n, int i);
+ * earlier reader's under strat (its move not made: analysis.c)? fwd: of a shared forward
+ * copy, read in an earlier reader's spec (its resharding not made). */
+bool ilp_grad_share_dup(const struct IlpProblem *p, const int *strat, NodeId n, int i, bool fwd);
 
 typedef struct IlpBlock {
     const char *name;
@@ -328,6 +345,7 @@ typedef struct IlpProblem {
     int n_shares;
     IlpGradShare *shares;       /* the activations' gradient sums shared by their readers */
     int *share_at;              /* [node * IR_MAX_IN + operand]: share * 65536 + reader, or -1 */
+    int *fwd_share_at;          /* the same for the shared forward copies (IlpGradShare.fwd) */
     int n_blocks;
     IlpBlock *blocks;
     int *group_of_node;         /* node -> group */
