@@ -144,7 +144,9 @@ bool ilp_group_last_block(const IlpGroup *g) { return g->block >= 0 && g->early 
 int ilp_bucket_set(const IlpProblem *p, const IlpGroup *g) {
     if (ilp_buckets_after_backward(p)) return p->n_blocks + 1; /* launched at the update */
     if (g->block >= 0) return g->block;
-    return ilp_group_at_head(g) || !p->n_blocks ? p->n_blocks : p->n_blocks + 1;
+    /* the head's groups at the head's backward; a group before the blocks (a tied embedding
+     * too: its sum is whole after the embedding's backward, the last) after the backward */
+    return g->after_blocks || !p->n_blocks ? p->n_blocks : p->n_blocks + 1;
 }
 
 double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z) {
