@@ -798,7 +798,7 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
     const cJSON *ops = cJSON_GetObjectItemCaseSensitive(prog, "ops");
     if (!cJSON_IsArray(ops)) {
         sb_printf(err, "%s: program: missing array 'ops'", where);
-        return false;
+        goto bad; /* the pipeline's action tables are read by now */
     }
     int i = 0;
     const cJSON *j;
