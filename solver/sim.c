@@ -563,7 +563,10 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
         sb_free(&why);
         if (!ok) return false;
     }
-    if (!replay(p, cm, r, false, err)) return false;
+    if (!replay(p, cm, r, false, err)) { /* a refused replay (a pipeline that cannot proceed) frees what it ran */
+        sim_result_free(r);
+        return false;
+    }
     double base = r->step_s; /* what host offload's work adds: the step less the replay without it */
     if (host) {
         SimResult *q = ir_alloc(sizeof *q);
