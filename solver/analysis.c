@@ -170,7 +170,7 @@ static void defer_comm(const PlanResult *r, const Graph *g, NodeId pos, unsigned
     double bytes = shard_spec_bytes(&gs, &r->mesh, tv->shape, d);
     ShardStep ss[SHARD_MAX_STEPS];
     int ns = cost_sync_steps(&r->mesh, tv->shape, d, &gs, fmin(1, fmax(bytes / COST_BUCKET_BYTES, p->run_frac[t])),
-                             ilp_grad_queued(p, t, 0, &gs, held), ss);
+                             ilp_grad_queued(p, 0, &gs, held), ss);
     for (int k = 0; k < ns; k++) comm_add(c, PUR_SYNC, &ss[k], ss[k].time);
 }
 
@@ -263,7 +263,7 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
         if (z < 2 && !scatters) { /* as cost_grad_sync: in a bucket or on the caller's thread, its share */
             ShardStep ss[SHARD_MAX_STEPS];
             int ns = cost_sync_steps(m, vv->shape, ilp_sync_dtype(p, z, d), &gspec, share,
-                                     ilp_grad_queued(p, v, z, &gspec, &st->in[i]), ss);
+                                     ilp_grad_queued(p, z, &gspec, &st->in[i]), ss);
             for (int k = 0; k < ns; k++) comm_add(c, PUR_SYNC, &ss[k], ss[k].time);
         } else {
             bool done[SHARD_MAX_AXES] = {0};

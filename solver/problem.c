@@ -125,12 +125,11 @@ DType ilp_sync_dtype(const IlpProblem *p, int zero_stage, DType dt) {
     return zero_stage < 2 && p->opt.micro_batches > 1 && p->grad32_bytes > p->grad_bytes ? DT_F32 : dt;
 }
 
-bool ilp_grad_bucketed(const IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
-                       const ShardSpec *held) {
+bool ilp_grad_bucketed(const IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
     const ShardMesh *m = p->cm->mesh;
     for (int a = 0; zero_stage == 1 && a < m->n_axes; a++)
         if (shard_spec_axis_dim(held, a, NULL) >= 0 && m->size[a] > 1) return false;
-    (void)v; /* a tied parameter's too: its sum rides a bucket (compiler/lower/schedule.c tied_sum) */
+    /* a tied parameter's too: its sum rides a bucket (compiler/lower/schedule.c tied_sum) */
     return zero_stage < 2 && grad->partial;
 }
 
@@ -138,8 +137,8 @@ bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad
     return zero_stage == 1 && S->splits_param && grad->partial;
 }
 
-bool ilp_grad_queued(const IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
-    return !p->opt.sync_on_caller && ilp_grad_bucketed(p, v, zero_stage, grad, held);
+bool ilp_grad_queued(const IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
+    return !p->opt.sync_on_caller && ilp_grad_bucketed(p, zero_stage, grad, held);
 }
 
 bool ilp_sync_blocks(const IlpProblem *p, int zero_stage) { return zero_stage >= 2 || p->opt.sync_on_caller; }
@@ -692,7 +691,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 /* in a bucket, all-reduced on the communication stream; every other sum on
                  * the caller's thread */
                 bool scatters = ilp_zero1_scatters(S, ze, &sspec);
-                bool in_bucket = !scatters && ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
+                bool in_bucket = !scatters && ilp_grad_bucketed(p, z, &sspec, &st->in[i]);
                 bool queued = in_bucket && !p->opt.sync_on_caller;
                 double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, ze >= 2 || scatters ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += ze >= 2 ? M * sync : sync;
@@ -1038,7 +1037,7 @@ static void defer_sum(Builder *b, IlpEdge *E, NodeId pos, const ShardStrategy *s
         E->defer_s = ir_alloc(sizeof(double) * (size_t)n);
         memset(E->defer_s, 0, sizeof(double) * (size_t)n);
     }
-    E->defer_s[k] += cost_grad_sync(b->cm, tv->shape, sdt, &gs, 0, p->run_frac[t], ilp_grad_queued(p, t, 0, &gs, held));
+    E->defer_s[k] += cost_grad_sync(b->cm, tv->shape, sdt, &gs, 0, p->run_frac[t], ilp_grad_queued(p, 0, &gs, held));
 }
 
 /* Edges: every activation (or parameter reused by a later group) crossing

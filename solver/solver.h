@@ -182,7 +182,7 @@ double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z);
  * the f32 accumulator (compiler/lower/split.c); else the gradient itself. */
 DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
 
-/* Is parameter v's gradient (grad: its spec as the backward makes it; held:
+/* Is a parameter's gradient (grad: its spec as the backward makes it; held:
  * the parameter's) summed in a gradient bucket at ZeRO stage z, all-reduced on
  * the communication stream (compiler/lower/schedule.c make_buckets)? ZeRO 0
  * and 1 (eval.c's buckets) when it is pending (a tied parameter's too: the
@@ -192,12 +192,10 @@ DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
  * a split one too: every reader before the update (the clipping norm, the f32
  * cast) reads it in the update's spec (solver/placement.c read_cost). Else the
  * sum runs on the caller's thread (cost_grad_sync). */
-bool ilp_grad_bucketed(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
-                       const ShardSpec *held);
+bool ilp_grad_bucketed(const struct IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held);
 /* ilp_grad_bucketed, and its bucket queued on the communication stream (not
  * IlpOptions.sync_on_caller) */
-bool ilp_grad_queued(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
-                     const ShardSpec *held);
+bool ilp_grad_queued(const struct IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held);
 /* A gradient sync at this ZeRO stage blocks the compute stream (exposed whole): ZeRO-2/3's
  * reduce-scatters, and every sum under IlpOptions.sync_on_caller (eval.c, ilp.c) */
 bool ilp_sync_blocks(const struct IlpProblem *p, int zero_stage);
