@@ -366,6 +366,13 @@ static int run_codegen(const CliOptions *o, const Graph *g, int *rebuild_micro, 
     co.shard_mesh = &r->mesh;
     co.dtype = r->cm.dtype;
     co.simulated_s = &simulated;
+    ShardCluster whole; /* a pipelined plan's: the planner prices the stages' link on it (plan.c) */
+    if (r->pipe) {
+        StrBuf we, wh;
+        sb_init(&we), sb_init(&wh);
+        if (shard_cluster_load(o->cluster ? o->cluster : "h100", &whole, &we, &wh)) co.pipe_cl = &whole;
+        sb_free(&we), sb_free(&wh);
+    }
     for (int a = 0; a < r->mesh.n_axes && a < 3; a++) co.mesh[a] = r->mesh.size[a];
     bool ok = cg_emit(g, lp, &co, pj2 ? pj2 : pj, dir);
     if (ok && o->emit == EMIT_ALL) ok = write_report(dir, g->name);

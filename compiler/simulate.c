@@ -156,6 +156,14 @@ int run_simulate(int argc, char **argv) {
                r.recompute_s, r.part_s[SIM_FORWARD], r.part_s[SIM_BACKWARD], r.part_s[SIM_UPDATE], r.n_kernels,
                r.n_colls, r.n_copies, r.peak_live_bytes, p.micro_batches, r.host_s, r.hcopy_s, r.n_hcopies,
                r.offload_exposed_s, r.contention_s);
+        /* a pipelined program: each stage's replay (stages 1: none) */
+        printf("\"stages\": %d, \"bubble_fraction\": %.9g, \"per_stage\": [", r.stages, r.bubble_fraction);
+        for (int s = 0; r.stages > 1 && s < r.stages; s++)
+            printf("%s{\"end_s\": %.9g, \"busy_s\": %.9g, \"again_s\": %.9g, \"p2p_s\": %.9g, \"p2p_wait_s\": %.9g, "
+                   "\"update_s\": %.9g, \"p2p\": %d}",
+                   s ? ", " : "", r.st[s].end_s, r.st[s].busy_s, r.st[s].again_s, r.st[s].p2p_s, r.st[s].p2p_wait_s,
+                   r.st[s].update_s, r.st[s].n_p2p);
+        printf("], ");
         /* forward and backward kernels by op class (not recomputed), to set beside the planner's ops */
         double by[OPC_OPTIMIZER + 1] = {0};
         for (int i = 0; i < r.n_spans; i++) {
@@ -180,10 +188,25 @@ int run_simulate(int argc, char **argv) {
         printf("]}\n");
         all_points = false;
     } else {
-        printf("simulated step: %.6g s on %s (%d devices; one rank replayed: every rank runs the same program)",
-               r.step_s, cl.device, shard_cluster_devices(&cl));
+        if (r.stages > 1)
+            printf("simulated step: %.6g s on %s (%d stages of %d devices; one rank of each stage replayed: a stage's "
+                   "ranks run the same program)",
+                   r.step_s, cl.device, r.stages, shard_cluster_devices(&cl));
+        else
+            printf("simulated step: %.6g s on %s (%d devices; one rank replayed: every rank runs the same program)",
+                   r.step_s, cl.device, shard_cluster_devices(&cl));
         if (planned > 0 && !cluster) printf("; the planner predicted %.6g s (%+.1f%%)", planned, 100 * (r.step_s / planned - 1));
         printf("\n  micro-batches: %d\n", p.micro_batches);
+        if (r.stages > 1) { /* per stage: its compute, its transfers, its update, when it ends */
+            printf("  pipeline (1F1B): bubble %.1f%% (1 - the stages' forward and backward busy time / (stages x step))\n",
+                   100 * r.bubble_fraction);
+            for (int s = 0; s < r.stages; s++)
+                printf("    stage %d: busy %.6g s (of which the forward again %.6g s), transfers %.6g s (%d calls; waiting "
+                       "for the neighbour %.6g s), update %.6g s, ends at %.6g s\n",
+                       s, r.st[s].busy_s, r.st[s].again_s, r.st[s].p2p_s, r.st[s].n_p2p, r.st[s].p2p_wait_s,
+                       r.st[s].update_s, r.st[s].end_s);
+            printf("  (below: every stage's ops summed)\n");
+        }
         printf("  compute stream:        %.6g s busy: kernels %.6g s (%d nodes), copies %.6g s (%d), "
                "collectives %.6g s\n", r.busy_s[SIM_COMPUTE], r.kernel_s, r.n_kernels, r.copy_s, r.n_copies,
                r.coll_compute_s);

@@ -249,9 +249,12 @@ bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero
 
 bool placement_partial_result(const Graph *g, NodeId id, const ShardSpec *held0, ShardSpec *out) {
     const Node *n = ir_node(g, id);
-    if (!held0->partial || held0->pmax || ir_val(g, n->out[0])->updates != IR_NONE) return false;
+    if (!held0->partial || held0->pmax || (ir_val(g, n->out[0])->updates != IR_NONE && n->op != OP_GRAD_ACCUM))
+        return false;
     Shape in = ir_val(g, n->in[0])->shape, o = ir_val(g, n->out[0])->shape;
     switch (n->op) {
+    case OP_GRAD_ACCUM: /* an accumulator holding this rank's partial sum over the
+                         * micro-batches, written over itself: pending as it is held */
     case OP_ADD:
     case OP_SUB:
     case OP_SCALE:

@@ -346,6 +346,13 @@ int shard_spec_refines(const ShardSpec *t, const ShardSpec *s, const ShardMesh *
 /* s split further over each of its replica axes where a dim divides (the
  * first such dim, innermost in it): a ZeRO slice of each shard. */
 ShardSpec shard_spec_refine(const ShardSpec *s, const ShardMesh *m, Shape sh);
+/* The mesh axes ZeRO slices a parameter of shape sh held in spec s over, as
+ * the lowering slices it: the tensor-parallel lowering (compiler/lower/spec.c,
+ * the Placement's update spec) the replica axes shard_spec_refine appends;
+ * the data-parallel one (flat: compiler/lower/zero.c, a flat slice of the
+ * whole parameter per rank) every replica axis when their product divides
+ * the elements, else none (the parameter stays whole, its update at stage 0). */
+unsigned shard_zero_axes(const ShardSpec *s, const ShardMesh *m, Shape sh, bool flat);
 
 /* ---- strategy.c: strategies from iteration spaces ------------------------- */
 

@@ -212,6 +212,18 @@ unsigned shard_spec_replica_axes(const ShardSpec *s, const ShardMesh *m) {
     return r;
 }
 
+unsigned shard_zero_axes(const ShardSpec *s, const ShardMesh *m, Shape sh, bool flat) {
+    unsigned rep = shard_spec_replica_axes(s, m);
+    if (flat) {
+        int64_t z = 1;
+        for (int a = 0; a < m->n_axes; a++)
+            if (rep >> a & 1u) z *= m->size[a];
+        return ir_shape_numel(sh) % z == 0 ? rep : 0;
+    }
+    ShardSpec t = shard_spec_refine(s, m, sh);
+    return rep & ~shard_spec_replica_axes(&t, m);
+}
+
 int shard_spec_refines(const ShardSpec *t, const ShardSpec *s, const ShardMesh *m) {
     if (t->partial || t->pmax || s->partial || s->pmax || t->rank != s->rank) return -1;
     int extra = 0;

@@ -154,6 +154,26 @@ static double reshard_into(Comm *c, const ShardMesh *m, Shape sh, DType dt, cons
     return rs.time;
 }
 
+/* The position table's sum an edge out of node pos defers (problem.c defer_sum,
+ * IlpEdge.defer_s) over `axes`, at the table's ZeRO 0-1: its bucket's share. */
+static void defer_comm(const PlanResult *r, const Graph *g, NodeId pos, unsigned axes, Comm *c) {
+    const IlpProblem *p = r->prob;
+    if (p->group_of_node[pos] < 0 || r->choice.zero[p->group_of_node[pos]] >= 2) return;
+    const IlpMember *pm;
+    const ShardStrategy *sa = chosen_strategy(r, pos, &pm);
+    ShardSpec gs;
+    const ShardSpec *held;
+    ValueId t = ilp_defer_table(g, pos, &pm->is, sa, axes, &gs, &held);
+    if (t == IR_NONE) return;
+    const Value *tv = ir_val(g, t);
+    DType d = ilp_sync_dtype(p, 0, cost_dtype(&r->cm, tv->dtype));
+    double bytes = shard_spec_bytes(&gs, &r->mesh, tv->shape, d);
+    ShardStep ss[SHARD_MAX_STEPS];
+    int ns = cost_sync_steps(&r->mesh, tv->shape, d, &gs, fmin(1, fmax(bytes / COST_BUCKET_BYTES, p->run_frac[t])),
+                             ilp_grad_queued(p, 0, &gs, held), ss);
+    for (int k = 0; k < ns; k++) comm_add(c, PUR_SYNC, &ss[k], ss[k].time);
+}
+
 /* Resharding of node n's operands (forward and backward), as cost_edge prices
  * it; collectives added to c when not NULL. */
 static double node_resharding(const PlanResult *r, const Graph *g, const int *owner, NodeId n,
@@ -177,17 +197,22 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
             from = &os->in[k];
         } else continue;
         DType d = cost_dtype(&r->cm, v->dtype);
-        t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
+        /* not where an earlier reader's forward copy in this spec is read (IlpGradShare.fwd) */
+        if (!ilp_grad_share_dup(p, r->choice.strat, n, i, true)) t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
         if (p->bwd_reread[n] >> i & 1) /* again in the backward (plan_bwd_rereads) */
             t += reshard_into(c, &r->mesh, v->shape, d, from, &st->in[i]);
         if (ir_dtype_is_float(v->dtype)) {
             ShardSpec gs = shard_grad_spec(&mem->is, st, i), want = shard_spec_unpartial(from);
-            if (v->role == ROLE_PARAM || ir_node(g, v->def)->op == OP_POS_EMBEDDING) /* as problem.c */
-                gs = cost_deferred_grad(&gs, from);
+            if (v->role == ROLE_PARAM || ir_node(g, v->def)->op == OP_POS_EMBEDDING) { /* as problem.c */
+                ShardSpec kept = cost_deferred_grad(&gs, from);
+                if (v->role == ROLE_ACT && kept.partial != gs.partial && c) /* the table's sum (IlpEdge.defer_s) */
+                    defer_comm(r, g, v->def, (unsigned)(gs.partial & ~kept.partial), c);
+                gs = kept;
+            }
             if (v->role == ROLE_ACT && p->grad_at[v->def] != v->def) /* as problem.c grad_chain */
                 want = shard_spec_unpartial(&chosen_strategy(r, p->grad_at[v->def], &pm)->out[0]);
             /* not where it is added to an earlier reader's part held alike (IlpGradShare) */
-            if (!(p->grad_pass[n] >> i & 1) && !ilp_grad_share_dup(p, r->choice.strat, n, i))
+            if (!(p->grad_pass[n] >> i & 1) && !ilp_grad_share_dup(p, r->choice.strat, n, i, false))
                 t += reshard_into(c, &r->mesh, v->shape, d, &gs, &want);
         }
     }
@@ -220,23 +245,25 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
         const IlpMember *mem;
         int i;
         const ShardStrategy *st = owner_strategy(r, g, n, v, &mem, &i);
-        int z = r->choice.zero[p->group_of_node[n]];
+        int gi = p->group_of_node[n];
+        const IlpStrat *S = &p->groups[gi].strats[r->choice.strat[gi]];
+        unsigned axes; /* as problem.c price_params: the axes ZeRO slices it over, its stage */
+        ilp_zero_ranks(S, m, g, v, &st->in[i], &axes);
+        int z = ilp_param_stage(S, r->choice.zero[gi], axes);
         const Value *vv = ir_val(g, v);
         DType d = cost_dtype(&r->cm, vv->dtype);
         ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
         /* as problem.c prices it: under ZeRO-2/3 the position embedding's gradient, whose
          * batch sum its edge defers, is reduce-scattered over the axes it is replicated on */
         if (z >= 2 && ir_node(g, n)->op == OP_POS_EMBEDDING)
-            for (int a = 0; a < m->n_axes; a++)
-                if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && m->size[a] > 1) gspec.partial |= (uint8_t)(1u << a);
+            gspec.partial |= (uint8_t)axes;
         double bytes = shard_spec_bytes(&gspec, m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d);
         double share = fmin(1, fmax(bytes / COST_BUCKET_BYTES, p->run_frac[v]));
-        int gi = p->group_of_node[n];
-        bool scatters = ilp_zero1_scatters(&p->groups[gi].strats[r->choice.strat[gi]], z, &gspec);
+        bool scatters = ilp_zero1_scatters(S, z, &gspec);
         if (z < 2 && !scatters) { /* as cost_grad_sync: in a bucket or on the caller's thread, its share */
             ShardStep ss[SHARD_MAX_STEPS];
             int ns = cost_sync_steps(m, vv->shape, ilp_sync_dtype(p, z, d), &gspec, share,
-                                     ilp_grad_queued(p, v, z, &gspec, &st->in[i]), ss);
+                                     ilp_grad_queued(p, z, &gspec, &st->in[i]), ss);
             for (int k = 0; k < ns; k++) comm_add(c, PUR_SYNC, &ss[k], ss[k].time);
         } else {
             bool done[SHARD_MAX_AXES] = {0};
@@ -261,9 +288,8 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
          * slowest first (stage 3: twice, forward and backward) */
         double local = (double)ir_shape_numel(shard_spec_local(&st->in[i], m, vv->shape)) * p->param_bytes;
         double piece = local;
-        unsigned axes = 0;
         for (int a = 0; a < m->n_axes; a++)
-            if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && m->size[a] > 1) axes |= 1u << a, piece /= m->size[a];
+            if (axes >> a & 1u) piece /= m->size[a];
         /* ZeRO-3: each read, a micro-batch; and once more where its instance is recomputed and
          * the re-run reads it (IlpProblem.rc_reads, priced as IlpStrat.rc_gather_s: the
          * choice's first count[RC_FULL] instances re-run fully, the next count[RC_SELECTIVE]
@@ -356,11 +382,12 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
         const IlpMember *mem;
         int i;
         const ShardStrategy *st = owner_strategy(r, g, n, v, &mem, &i);
-        int z = r->choice.zero[p->group_of_node[n]];
+        int gi = p->group_of_node[n];
+        const IlpStrat *S = &p->groups[gi].strats[r->choice.strat[gi]];
+        unsigned axes; /* as problem.c price_params: the axes ZeRO slices it over, its stage */
+        double Z = ilp_zero_ranks(S, m, g, v, &st->in[i], &axes);
+        int z = ilp_param_stage(S, r->choice.zero[gi], axes);
         double local = (double)ir_shape_numel(shard_spec_local(&st->in[i], m, ir_val(g, v)->shape));
-        double Z = 1;
-        for (int a = 0; a < m->n_axes; a++)
-            if (shard_spec_axis_dim(&st->in[i], a, NULL) < 0 && m->size[a] > 1) Z *= m->size[a];
         /* host offload: the group's moments (and from optim+master its master, at params its
          * parameter's slice) live on the host */
         int lv = ilp_group_offload(p, &r->choice, p->group_of_node[n]);
@@ -527,7 +554,7 @@ static GroupTerms group_terms(const PlanResult *r, int gi, int s, int z) {
     int *st = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1));
     memcpy(st, r->choice.strat, sizeof(int) * (size_t)p->n_groups);
     st[gi] = s;
-    t.resharding_s -= ilp_grad_share_refund(p, st, gi, NULL);
+    t.resharding_s -= ilp_grad_share_refund(p, st, gi, NULL, NULL);
     ir_free(st);
     return t;
 }

@@ -142,8 +142,11 @@ bool ilp_group_at_head(const IlpGroup *g) { return g->after_blocks || (g->block 
 bool ilp_group_last_block(const IlpGroup *g) { return g->block >= 0 && g->early > 0; }
 
 int ilp_bucket_set(const IlpProblem *p, const IlpGroup *g) {
+    if (ilp_buckets_after_backward(p)) return p->n_blocks + 1; /* launched at the update */
     if (g->block >= 0) return g->block;
-    return ilp_group_at_head(g) || !p->n_blocks ? p->n_blocks : p->n_blocks + 1;
+    /* the head's groups at the head's backward; a group before the blocks (a tied embedding
+     * too: its sum is whole after the embedding's backward, the last) after the backward */
+    return g->after_blocks || !p->n_blocks ? p->n_blocks : p->n_blocks + 1;
 }
 
 double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z) {
@@ -296,6 +299,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
             for (int pol = 0; pol < RC__COUNT; pol++) r.mem_acts += n[pol] * S->act[pol];
             r.recompute_s += n[RC_SELECTIVE] * (S->rec_sel_s + S->rc_comm_s[RC_SELECTIVE]) +
                              n[RC_FULL] * (S->fwd_s + S->rc_comm_s[RC_FULL]);
+            /* a recomputed instance's re-run forward runs in the backward: the buckets beside it */
+            hide += n[RC_SELECTIVE] * S->rec_sel_s + n[RC_FULL] * S->fwd_s;
             if (z == 3) r.gather_s += n[RC_SELECTIVE] * S->rc_gather_s[RC_SELECTIVE] + n[RC_FULL] * S->rc_gather_s[RC_FULL];
             /* the re-run instance: a full one where some instance is (the larger) */
             block_none[g->block] += ilp_rerun_bytes(S, z, n[RC_FULL] > 0 ? RC_FULL : RC_SELECTIVE);
@@ -329,6 +334,13 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         const IlpEdge *E = &p->edges[e];
         int k = c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst];
         r.comm_s += E->cost[k];
+        if (E->defer_s && c->zero[E->src] < 2) { /* a position table's sum, in its group's bucket */
+            const IlpGroup *G = &p->groups[E->src];
+            double t = E->defer_s[k];
+            r.sync_s += t;
+            if (ilp_sync_blocks(p, c->zero[E->src])) sync_block += t;
+            else sync_over += t, sync_last += G->sync_last * t, sync_tail += G->sync_tail * t;
+        }
         /* a recomputed instance of the consumer's block reshards again (IlpEdge.rerun_s) */
         for (int pol = RC_SELECTIVE; pol < RC__COUNT && p->groups[E->dst].block >= 0; pol++)
             if (E->rerun_s[pol]) r.recompute_s += c->count[p->groups[E->dst].block][pol] * E->rerun_s[pol][k];
@@ -340,10 +352,10 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
             other_blocks = maxd(other_blocks, E->mem[k]);
         }
     }
-    /* an activation's gradient parts held alike are added and moved once (IlpGradShare) */
-    r.comm_s -= ilp_grad_share_refund(p, c->strat, -1, NULL);
-    hide /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1; /* the buckets wait for the last micro-batch */
-    hide_tail /= p->opt.micro_batches > 1 ? p->opt.micro_batches : 1;
+    /* an activation's gradient parts held alike are added and moved once, and its readers in
+     * one spec read one forward copy (IlpGradShare) */
+    r.comm_s -= ilp_grad_share_refund(p, c->strat, -1, NULL, NULL);
+    if (ilp_buckets_after_backward(p)) hide = hide_tail = 0; /* made after the backward: nothing hides them */
     /* contention (shard_overlap_paid f): the buckets beside the backward slow it, f of
      * their time, where the backward is the longer: comm-bound (sync_over - hide), the
      * compute slowed beside it still ends first and pays nothing; the last buckets

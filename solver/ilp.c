@@ -610,6 +610,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
      * the cost folds into one end) */
     int **ey = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1)), **erc = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1));
     int **ecc = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1)), *enc = ir_alloc(sizeof(int) * (size_t)(p->n_edges + 1));
+    int *edefer = ir_alloc(sizeof(int) * (size_t)(p->n_edges + 1)); /* IlpEdge.defer_s's column, or 0 */
+    memset(edefer, 0, sizeof(int) * (size_t)(p->n_edges + 1));
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
         const IlpGroup *A = &p->groups[E->src], *B = &p->groups[E->dst];
@@ -630,7 +632,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             for (int r = 0; r < nr && rc[a] < 0; r++)
                 if (!memcmp(&ec[a * nb], &ec[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
                     !memcmp(&E->mem[a * nb], &E->mem[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
-                    !memcmp(&E->mem_end[a * nb], &E->mem_end[rrep[r] * nb], sizeof(double) * (size_t)nb))
+                    !memcmp(&E->mem_end[a * nb], &E->mem_end[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
+                    (!E->defer_s || !memcmp(&E->defer_s[a * nb], &E->defer_s[rrep[r] * nb], sizeof(double) * (size_t)nb)))
                     rc[a] = r;
             if (rc[a] < 0) rrep[nr] = a, rc[a] = nr++;
         }
@@ -642,7 +645,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 for (int a = 0; a < na && same; a++)
                     if (rc[a] >= 0 && (ec[a * nb + b] != ec[a * nb + crep[c]] ||
                                        E->mem[a * nb + b] != E->mem[a * nb + crep[c]] ||
-                                       E->mem_end[a * nb + b] != E->mem_end[a * nb + crep[c]]))
+                                       E->mem_end[a * nb + b] != E->mem_end[a * nb + crep[c]] ||
+                                       (E->defer_s && E->defer_s[a * nb + b] != E->defer_s[a * nb + crep[c]])))
                         same = false;
                 if (same) cc[b] = c;
             }
@@ -723,15 +727,43 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             ir_free(rows_c);
         }
         ir_free(ec);
+        if (E->defer_s && tscale > 0) { /* a position table's deferred sum (IlpEdge.defer_s), at the
+                                         * source's ZeRO 0-1: d >= defer(pair) - its row's most x
+                                         * (source at ZeRO 2-3); exact for one-hot x */
+            snprintf(nm, sizeof nm, "defer_%d", e);
+            edefer[e] = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+            int row = add_row(lp, GLP_LO, 0, 0, nm);
+            put(lp, row, edefer[e], 1);
+            for (int a = 0; a < na; a++) {
+                double most = 0;
+                for (int b = 0; b < nb; b++) most = fmax(most, E->defer_s[a * nb + b]);
+                for (int z = 2; rc[a] >= 0 && z < ZERO_STAGES; z++)
+                    if (m->x[E->src][a * ZERO_STAGES + z]) put(lp, row, m->x[E->src][a * ZERO_STAGES + z], ts * most);
+            }
+            if (ey[e]) {
+                for (int r = 0; r < nr; r++)
+                    for (int c = 0; c < nc; c++) put(lp, row, ey[e][r * nc + c], -ts * E->defer_s[rrep[r] * nb + crep[c]]);
+            } else { /* folded into one end (above): the defer depends on that end only */
+                bool on_dst = nr <= 1;
+                for (int k = 0; k < (on_dst ? nb : na); k++) {
+                    if (on_dst ? cc[k] < 0 || nr < 1 : rc[k] < 0 || nc < 1) continue;
+                    double t = on_dst ? E->defer_s[rrep[0] * nb + k] : E->defer_s[k * nb + crep[0]];
+                    int g = on_dst ? E->dst : E->src;
+                    for (int z = 0; z < ZERO_STAGES; z++)
+                        if (m->x[g][k * ZERO_STAGES + z]) put(lp, row, m->x[g][k * ZERO_STAGES + z], -ts * t);
+                }
+            }
+        }
         erc[e] = rc, ecc[e] = cc, enc[e] = nc;
         ir_free(rrep);
         ir_free(crep);
     }
 
-    /* the activations' shared gradient sums (IlpGradShare): per producer strategy a,
-     * spec k and reader r after the first, a refund column R in [0, 1] of the part's
-     * move, R <= x[src, a], R <= reader r holds its part in k, R <= an earlier reader
-     * does (exact for one-hot x: the objective takes R to the least of the three) */
+    /* the activations' shared gradient sums and forward copies (IlpGradShare, .fwd): per
+     * producer strategy a, spec k and reader r after the first, a refund column R in [0, 1]
+     * of the part's move (the copy's resharding), R <= x[src, a], R <= reader r holds its
+     * part in k, R <= an earlier reader does (exact for one-hot x: the objective takes R to
+     * the least of the three) */
     for (int k = 0; k < p->n_shares; k++) {
         const IlpGradShare *H = &p->shares[k];
         const IlpGroup *S = &p->groups[H->src];
@@ -1009,7 +1041,9 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 /* the exposed sync (solver.h): ZeRO-2/3's whole, the buckets' past the
                  * backward they hide behind, at least the last buckets', and the last two
                  * runs' past the backward of the groups before the blocks (eval.c) */
-                double hide = G->after_blocks ? 0 : G->mult * S->bwd_s / (p->opt.micro_batches > 1 ? p->opt.micro_batches : 1);
+                double hide = G->after_blocks || ilp_buckets_after_backward(p) ? 0 : G->mult * S->bwd_s;
+                if (G->block >= 0 && fixed_rc > RC_NONE && !ilp_buckets_after_backward(p)) /* and the re-runs (eval.c) */
+                    hide += p->blocks[G->block].instances * (fixed_rc == RC_SELECTIVE ? S->rec_sel_s : S->fwd_s);
                 double blk = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
                 double last = G->sync_last + paid * (1 - G->sync_last), tail = G->sync_tail + paid * (1 - G->sync_tail);
                 put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
@@ -1017,6 +1051,16 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 put(lp, erow3, c, (-G->mult * (blk + q * tail) + (G->block < 0 ? hide : 0)) * ts);
             }
     }
+    for (int e = 0; e < p->n_edges; e++) { /* a position table's deferred sum: its group's sync
+                                            * (ZeRO 0-1: a bucket's, unless every sum blocks) */
+        if (!edefer[e]) continue;
+        const IlpGroup *G = &p->groups[p->edges[e].src];
+        bool blocks = ilp_sync_blocks(p, 0);
+        put(lp, erow1, edefer[e], -1);
+        put(lp, erow2, edefer[e], blocks ? -1 : -(G->sync_last + paid * (1 - G->sync_last)));
+        put(lp, erow3, edefer[e], blocks ? -1 : -(G->sync_tail + paid * (1 - G->sync_tail)));
+    }
+    ir_free(edefer);
 
     /* the gradient buckets (eval.c): each set's bytes a transient of the update (T), of the
      * head's backward (TH, the head's set) and of the first block instance's (W, a block's
@@ -1150,6 +1194,9 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     uc[g][s * RC__COUNT + pol] = u;
                     put(lp, xrow, u, 1);
                     put(lp, prow[pol], u, 1);
+                    /* a re-run forward runs in the backward: the buckets hide behind it (eval.c) */
+                    if (pol != RC_NONE && !ilp_buckets_after_backward(p))
+                        put(lp, erow1, u, (pol == RC_SELECTIVE ? S->rec_sel_s : S->fwd_s) * ts);
                     put(lp, m->mem_row, u, S->act[pol] * ms);
                     put(lp, m->rc_row, u, S->act[pol] * ms);
                     /* under ZeRO-3 the re-run's gathers: w >= u - N (x[g,s] - x[g,s,3]), w >= 0

@@ -240,6 +240,19 @@ double pipeline_replay_actions(int stages, int micro_batches, const double *fwd,
 double pipeline_replay_v(int devices, int chunks, int micro_batches, const double *fwd, const double *bwd,
                          const double *xfer, double *end, double *const *t0, double *const *t1);
 
+/* The pipeline axis's link, one fact for the planner (pipeline_price) and the simulator
+ * (sim.c): the stages are outermost in the rank order, each a contiguous block of the whole
+ * cluster's devices (cg_emit.c's runtime mesh), so the link is that of the mesh [devices,
+ * stage_devices] over the whole cluster, its axis 0. false with a message when that mesh
+ * cannot be made. */
+bool pipeline_link_mesh(const ShardCluster *whole, int devices, int stage_devices, ShardMesh *pm, StrBuf *err);
+/* One message of `bytes` between neighbouring stages on that link (alpha + bytes x beta of
+ * axis 0; both halves of a colrt_sendrecv run at once, each priced so); 0 for no bytes. */
+double pipeline_p2p_time(const ShardMesh *pm, double bytes);
+/* A collective over the pipeline axis among `ranks` of its stages (the tied parameters' pair
+ * all-reduce: 2; the gradient norm's sum: all of them), priced on that link. */
+double pipeline_coll_time(const ShardMesh *pm, ShardColl k, int ranks, double bytes);
+
 /* Prices r's pipelined Placement (r->pl->pipe) on the whole cluster (the
  * stages' link is the runtime mesh's outermost axis: inter-node when the
  * cluster has several nodes), replaying with rp's scratch (NULL: its own).

@@ -270,6 +270,19 @@ double pipeline_replay_v(int devices, int chunks, int micro_batches, const doubl
     return t;
 }
 
+bool pipeline_link_mesh(const ShardCluster *whole, int devices, int stage_devices, ShardMesh *pm, StrBuf *err) {
+    int sizes[2] = {devices, stage_devices};
+    return shard_mesh_make(whole, 2, sizes, pm, err);
+}
+
+double pipeline_p2p_time(const ShardMesh *pm, double bytes) { return bytes > 0 ? pm->alpha[0] + bytes * pm->beta[0] : 0; }
+
+double pipeline_coll_time(const ShardMesh *pm, ShardColl k, int ranks, double bytes) {
+    ShardMesh sub = *pm;
+    if (ranks >= 2 && ranks < sub.size[0]) sub.size[0] = ranks;
+    return shard_coll_time(&sub, k, 0, bytes);
+}
+
 /* Per value: its local bytes as the plan holds it, in the compute dtype for
  * floating values. */
 static double value_bytes(const PlanResult *r, const Graph *g, ValueId v) {
@@ -324,8 +337,10 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
 #define KEPT(q) (P > 1 && (q) + 1 < P && pl->pipe.keep[q])
 #define RERUNS(q) (((q) + 1 < P || last_rerun) && !KEPT(q))
 #define MASK(id) (P > 1 ? mask[id] : (PlaceMask)1)
-    /* the problem's times are for its graph's rows; one micro-batch is global / m rows */
-    double k = p->batch > 0 ? (double)p->global_batch / m / (double)p->batch : 1;
+    /* the problem's times are a step's: m micro-batches' calls, each on one micro-batch's rows,
+     * whether its graph is of the whole batch or of one micro-batch (problem.c build_strats,
+     * micro_edge); one micro-batch's are 1 / m of them */
+    double k = 1.0 / m;
     /* per value: the stages whose forward reads it */
     PlaceMask *readers = ir_alloc(sizeof(PlaceMask) * (size_t)(g->n_values ? g->n_values : 1));
     memset(readers, 0, sizeof(PlaceMask) * (size_t)g->n_values);
@@ -435,19 +450,19 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             vs[s].mem_transient = maxd(vs[s].mem_transient, E->mem[kk]);
         }
     }
-    /* the shared gradient sums' refunds (IlpGradShare): the backward of the reader's stages,
-     * as its edge's cost was spread */
-    double *refund = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
-    memset(refund, 0, sizeof(double) * (size_t)(p->n_groups + 1));
-    ilp_grad_share_refund(p, r->choice.strat, -1, refund);
+    /* the shared gradient sums' refunds (IlpGradShare): the backward of the reader's stages;
+     * the shared forward copies', their forward */
+    double *refund = ir_alloc(sizeof(double) * (size_t)(2 * p->n_groups + 1)), *refund_f = refund + p->n_groups;
+    memset(refund, 0, sizeof(double) * (size_t)(2 * p->n_groups + 1));
+    ilp_grad_share_refund(p, r->choice.strat, -1, refund, refund_f);
     for (int gi = 0; gi < p->n_groups; gi++) {
         const IlpGroup *D = &p->groups[gi];
         const double *sh = &share[(size_t)gi * PLACE_MAX_STAGES];
-        if (!(refund[gi] > 0)) continue;
+        if (!(refund[gi] + refund_f[gi] > 0)) continue;
         if (n_cut && D->mult > 1 && ir_node(g, D->members[0].node)->block == blk)
-            for (int i = 0; i < n_cut && i < D->mult; i++) iw[i] -= refund[gi] * k / D->mult;
+            for (int i = 0; i < n_cut && i < D->mult; i++) iw[i] -= (refund[gi] + refund_f[gi]) * k / D->mult;
         for (int s = 0; s < P; s++)
-            if (sh[s] > 0) bwd[s] -= refund[gi] * k * sh[s] / D->mult;
+            if (sh[s] > 0) bwd[s] -= refund[gi] * k * sh[s] / D->mult, fwd[s] -= refund_f[gi] * k * sh[s] / D->mult;
     }
     ir_free(refund);
     ir_free(share);
@@ -511,20 +526,14 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     ShardMesh pm = r->mesh;
     double xfer[PLACE_MAX_STAGES] = {0};
     if (P > 1) {
-        int sizes[2] = {devs, r->mesh.n_devices};
-        if (!shard_mesh_make(whole, 2, sizes, &pm, err)) {
+        if (!pipeline_link_mesh(whole, devs, r->mesh.n_devices, &pm, err)) {
             ir_free(readers);
             return false;
         }
         int ax = 0;
         out->link_alpha_s = pm.alpha[ax], out->link_beta_s = pm.beta[ax], out->link_inter = pm.inter[ax];
-        for (int b = 0; b + 1 < P; b++) {
-            double bytes = maxd(fbytes[b], gbytes[b]);
-            xfer[b] = bytes > 0 ? pm.alpha[ax] + bytes * pm.beta[ax] : 0;
-        }
+        for (int b = 0; b + 1 < P; b++) xfer[b] = pipeline_p2p_time(&pm, maxd(fbytes[b], gbytes[b]));
         /* the tied parameters' gradient parts: a pair all-reduce between the stages holding them */
-        ShardMesh pair = pm;
-        pair.size[ax] = 2;
         double tied = 0;
         PlaceMask tied_on = 0;
         for (ValueId v = 0; v < g->n_values; v++) {
@@ -532,17 +541,16 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             DType dt = r->cm.dtype;
             double b = pl->has_spec[v] ? shard_spec_bytes(&pl->spec[v], &r->mesh, ir_val(g, v)->shape, dt)
                                        : (double)ir_shape_numel(ir_val(g, v)->shape) * ir_dtype_size(dt);
-            tied += shard_coll_time(devs == 2 ? &pm : &pair, COLL_ALL_REDUCE, ax, b);
+            tied += pipeline_coll_time(&pm, COLL_ALL_REDUCE, 2, b);
             tied_on |= placement_pipe_device_mask(&pl->pipe, readers[v]);
         }
         out->tied_s = tied;
-        double norm = shard_coll_time(&pm, COLL_ALL_REDUCE, ax, 4); /* the gradient norm's parts */
+        double norm = pipeline_coll_time(&pm, COLL_ALL_REDUCE, devs, 4); /* the gradient norm's parts */
         for (int d = 0; d < devs; d++) out->st[d].update_s = (tied_on >> d & 1u ? tied : 0) + norm;
     }
     ir_free(readers);
     double T = 0, busy = 0;
     double end[PLACE_MAX_STAGES];
-    int layers = p->n_layers > 0 ? p->n_layers : 1;
     for (int q = 0; q < P; q++) out->vfwd_s[q] = fwd[q], out->vbwd_s[q] = bwd[q], out->vsend_s[q] = q + 1 < P ? xfer[q] : 0;
     for (int q = 0; q < P; q++) out->work_s += fwd[q] + bwd[q] - again[q];
     if (n_cut >= P) { /* 1F1B: the floor of the stages' largest such work over every contiguous cut */
@@ -579,12 +587,11 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     }
     for (int d = 0; d < devs; d++) {
         PipeStagePrice *st = &out->st[d];
-        /* the gradient sync overlaps the last backward but its last bucket (eval.c's rule) */
-        /* with contention (eval.c): the last bucket after f of the rest, where the backward
-         * is the longer */
-        double last = st->grad_sync_s * devs / layers;
-        st->grad_sync_exposed_s = maxd(0, maxd(st->grad_sync_s - st->bwd_s,
-                                               last + shard_overlap_paid(r->cm.cl) * maxd(0, st->grad_sync_s - last)));
+        /* the gradient sync runs after the stage's last backward, in its update, each gradient's
+         * collective blocking the compute stream: a pipelined program has no gradient buckets
+         * (compiler/lower/lower.c bucket_bytes -1), so nothing of it overlaps the backward
+         * (eval.c's rule, the last bucket exposed, is a bucketed program's: bench/simulate/README.md) */
+        st->grad_sync_exposed_s = st->grad_sync_s;
         st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
         st->busy_s = m * (st->fwd_s + st->bwd_s);
         st->mem_io = io;

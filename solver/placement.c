@@ -313,6 +313,23 @@ static void first_held(Walk *w, ValueId v, const ShardSpec *s) {
     w->pl->has_spec[v] = true;
 }
 
+/* An accumulator over micro-batches of a gradient pending a sum holds this
+ * rank's partial sum: summed over the ranks once a step, where its update
+ * reads it (as the data-parallel lowering accumulates, compiler/lower/split.c,
+ * and as the ILP prices a gradient without ZeRO-2/3 slices, problem.c
+ * price_params), not once a micro-batch into an accumulator held summed.
+ * Holds the accumulator leaf in the gradient's spec (keep_partial). */
+static bool accumulates_pending(Walk *w, NodeId id, ShardSpec *out) {
+    const Node *n = ir_node(w->g, id);
+    if (n->op != OP_GRAD_ACCUM) return false;
+    ValueId acc = n->in[0], gin = n->in[1], p = w->gparam[n->out[0]];
+    if (w->known[acc] || !is_leaf(w->g, acc) || !w->known[gin] || !w->spec[gin].partial || w->spec[gin].pmax ||
+        (p != IR_NONE && zero_of(w, p) >= 2))
+        return false;
+    first_held(w, acc, &w->spec[gin]);
+    return passes_partial(w, id, out);
+}
+
 /* Completes pl: strategies of the nodes without one, the specs every value is
  * first held in. */
 static bool complete(Walk *w) {
@@ -340,7 +357,7 @@ static bool complete(Walk *w) {
                               ir_op(n->op)->name, ir_val(g, n->out[0])->name, is.iters[st.iter_of_axis[a]].name, a);
                     return false;
                 }
-        } else if (passes_partial(w, id, &pass_spec)) {
+        } else if (accumulates_pending(w, id, &pass_spec) || passes_partial(w, id, &pass_spec)) {
             pl->keep_partial[id] = pl->has_st[id] = pl->by_rule[id] = true;
         } else if (w->has_rule[id]) {
             st = pl->st[id] = w->rule_st[id];

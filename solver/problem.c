@@ -105,10 +105,11 @@ static bool grad_shares_dy(const Builder *b, NodeId f, int i) {
 /* The run of gradient buckets a group's gradients ride (cost.h
  * COST_BUCKET_BYTES): its block instance's (a tied group stands for each of
  * its instances), or outside the blocks the head's (after them, whose
- * gradients the backward makes first) or the others' (made last). An index
- * into Builder.run_elems. */
+ * gradients the backward makes first) or the others' (made last); under
+ * micro-batches one run, the accumulators' after the backward
+ * (ilp_buckets_after_backward). An index into Builder.run_elems. */
 static int run_of(const Builder *b, const IlpGroup *gr) {
-    (void)b;
+    if (ilp_buckets_after_backward(b->p)) return 0;
     return gr->block >= 0 ? gr->block + 2 : gr->after_blocks ? 1 : 0;
 }
 
@@ -124,23 +125,25 @@ DType ilp_sync_dtype(const IlpProblem *p, int zero_stage, DType dt) {
     return zero_stage < 2 && p->opt.micro_batches > 1 && p->grad32_bytes > p->grad_bytes ? DT_F32 : dt;
 }
 
-bool ilp_grad_bucketed(const IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
-                       const ShardSpec *held) {
+bool ilp_grad_bucketed(const IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
     const ShardMesh *m = p->cm->mesh;
     for (int a = 0; zero_stage == 1 && a < m->n_axes; a++)
         if (shard_spec_axis_dim(held, a, NULL) >= 0 && m->size[a] > 1) return false;
-    return zero_stage < 2 && grad->partial && p->fwd_reads[v] <= 1;
+    /* a tied parameter's too: its sum rides a bucket (compiler/lower/schedule.c tied_sum) */
+    return zero_stage < 2 && grad->partial;
 }
 
 bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad) {
     return zero_stage == 1 && S->splits_param && grad->partial;
 }
 
-bool ilp_grad_queued(const IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
-    return !p->opt.sync_on_caller && ilp_grad_bucketed(p, v, zero_stage, grad, held);
+bool ilp_grad_queued(const IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
+    return !p->opt.sync_on_caller && ilp_grad_bucketed(p, zero_stage, grad, held);
 }
 
 bool ilp_sync_blocks(const IlpProblem *p, int zero_stage) { return zero_stage >= 2 || p->opt.sync_on_caller; }
+
+bool ilp_buckets_after_backward(const IlpProblem *p) { return p->opt.micro_batches > 1; }
 
 /* The planner chooses the forward ops' strategies; a training graph's
  * backward nodes are priced with their forward op (member_bwd), its
@@ -598,20 +601,27 @@ static double update_bytes(const Graph *g, const ShardMesh *m, ValueId pv, DType
            reshard_bytes(m, v->shape, dt, &T, &P) - (later ? 0 : buf(es * (double)ir_shape_numel(shard_spec_local(&P, m, v->shape))));
 }
 
-/* m_pl[m], m_late[m * ZERO_STAGES + z], m_fused[m]: member m's share of S->param_local,
- * S->mem_grad_late[z] and S->fused_local (the parameters it owns) */
-/* The ranks ZeRO slices a parameter held in spec sp over: the product of the busy mesh
- * axes that do not split it (their mask into axes, when asked). */
-static double zero_ranks(const ShardMesh *mesh, const ShardSpec *sp, unsigned *axes) {
+/* The ranks ZeRO slices parameter v held in spec sp over, as the lowering
+ * slices it (shard_zero_axes: the tensor-parallel lowering's rule where
+ * strategy S splits a parameter, else the data-parallel one's); their mask
+ * into *axes. 1 where it slices none: the parameter stays whole (under the
+ * data-parallel lowering its update at stage 0, ilp_param_stage). */
+double ilp_zero_ranks(const IlpStrat *S, const ShardMesh *mesh, const Graph *g, ValueId v, const ShardSpec *sp,
+                      unsigned *axes) {
+    unsigned ax = shard_zero_axes(sp, mesh, ir_val(g, v)->shape, !S->splits_param);
     double Z = 1;
     for (int a = 0; a < mesh->n_axes; a++)
-        if (shard_spec_axis_dim(sp, a, NULL) < 0 && mesh->size[a] > 1) {
-            if (axes) *axes |= 1u << a;
-            Z *= mesh->size[a];
-        }
+        if (ax >> a & 1u) Z *= mesh->size[a];
+    if (axes) *axes = ax;
     return Z;
 }
 
+int ilp_param_stage(const IlpStrat *S, int zero_stage, unsigned zero_axes) {
+    return zero_axes || S->splits_param ? zero_stage : 0;
+}
+
+/* m_pl[m], m_late[m * ZERO_STAGES + z], m_fused[m]: member m's share of S->param_local,
+ * S->mem_grad_late[z] and S->fused_local (the parameters it owns) */
 static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_pl, double *m_late, double *m_fused) {
     const Graph *g = b->g;
     const CostModel *cm = b->cm;
@@ -630,8 +640,9 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
             const Value *vv = ir_val(g, v);
             if (vv->role != ROLE_PARAM || b->param_owner[v] != mem->node) continue;
             double local = (double)ir_shape_numel(shard_spec_local(&st->in[i], mesh, vv->shape));
-            unsigned rep_axes = 0;
-            double Z = zero_ranks(mesh, &st->in[i], &rep_axes);
+            /* the mesh axes it is replicated on; of them, those ZeRO slices it over */
+            unsigned repl = shard_spec_replica_axes(&st->in[i], mesh), rep_axes = 0;
+            double Z = ilp_zero_ranks(S, mesh, g, v, &st->in[i], &rep_axes);
             ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
             DType dt = cost_dtype(cm, vv->dtype);
             const AdOptimizerInfo *oi = ad_optimizer_info(b->train->optimizer);
@@ -649,12 +660,13 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
              * at the update when it is narrower */
             double acc = M > 1 && p->grad32_bytes > gs ? p->grad32_bytes : gs;
             for (int z = 0; z < ZERO_STAGES; z++) {
-                if (Z > 1) S->zero_ok[z] = true;
+                if (repl) S->zero_ok[z] = true;
+                int ze = ilp_param_stage(S, z, rep_axes); /* the stage the lowering runs it at */
                 double shard = Z > 1 ? Z : 1;
                 /* each its own buffer: the parameter, its gradient (or accumulator), and
                  * per 4 bytes of optimizer state an f32 tensor (AdamW's m and v, the master) */
-                double pe = z >= 3 ? local / shard : local, ge = z >= 2 ? local / shard : local,
-                       oe = z >= 1 ? local / shard : local;
+                double pe = ze >= 3 ? local / shard : local, ge = ze >= 2 ? local / shard : local,
+                       oe = ze >= 1 ? local / shard : local;
                 S->mem_static[z] += buf(ps * pe) + buf(acc * ge) + os / 4 * buf(4 * oe);
                 if (p->grads_late) S->mem_grad_late[z] += buf(gs * ge), m_late[m * ZERO_STAGES + z] += buf(gs * ge);
                 if (p->grad32_bytes > acc) S->mem_update[z] += buf(p->grad32_bytes * ge) - buf(acc * ge);
@@ -664,62 +676,65 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * and backward; a gradient without ZeRO slices is accumulated as
                  * this rank's partial sum and all-reduced once, and ZeRO-1/2
                  * gather the updated parameters once */
-                DType sdt = ilp_sync_dtype(p, z, dt);
+                DType sdt = ilp_sync_dtype(p, ze, dt);
                 /* the position embedding's table: its output's gradient comes summed over the
                  * batch its reader splits, and the edge defers that sum to here (build_edges,
                  * cost_deferred_grad); under ZeRO-2/3, where the lowering reduce-scatters it
                  * over the ZeRO axes, the table replicated there (over another axis it would
-                 * not be partial). Under ZeRO 0-1 not priced yet: the axes it is summed over
-                 * are the reader's batch axes, known at the edge only (the table's replicated
-                 * axes include a tensor-parallel one, where nothing is summed: priced so,
-                 * bench/simulate's gpt2_megatron_1x2 went 0.998 -> 0.818) */
+                 * not be partial). Under ZeRO 0-1 the edge prices it (IlpEdge.defer_s): the
+                 * axes it is summed over are the reader's batch axes, known at the edge only
+                 * (the table's replicated axes include a tensor-parallel one, where nothing
+                 * is summed: priced here so, bench/simulate's gpt2_megatron_1x2 went 0.998 ->
+                 * 0.818) */
                 ShardSpec sspec = gspec;
-                if (z >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
+                if (ze >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
                 /* in a bucket, all-reduced on the communication stream; every other sum on
                  * the caller's thread */
-                bool scatters = ilp_zero1_scatters(S, z, &sspec);
-                bool in_bucket = !scatters && ilp_grad_bucketed(p, v, z, &sspec, &st->in[i]);
+                bool scatters = ilp_zero1_scatters(S, ze, &sspec);
+                bool in_bucket = !scatters && ilp_grad_bucketed(p, z, &sspec, &st->in[i]);
                 bool queued = in_bucket && !p->opt.sync_on_caller;
-                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, z >= 2 || scatters ? 2 : 0, run_frac, queued);
-                S->sync_s[z] += z >= 2 ? M * sync : sync;
+                double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, ze >= 2 || scatters ? 2 : 0, run_frac, queued);
+                S->sync_s[z] += ze >= 2 ? M * sync : sync;
                 if (scatters) S->sync_blocking_s[z] += sync; /* once a step, at the update */
-                if (z >= 2) S->zero_handoff_s[z] += M * cost_zero_handoff(cm, COLL_REDUCE_SCATTER, sspec.partial);
+                if (ze >= 2) S->zero_handoff_s[z] += M * cost_zero_handoff(cm, COLL_REDUCE_SCATTER, sspec.partial);
                 /* queued in a bucket; so is the position table's sum at ZeRO 0-1, deferred to
                  * the table's sync (build_edges, cost_deferred_grad), which the data-parallel
                  * lowering buckets */
-                else if (!p->opt.sync_on_caller && ((queued && sspec.partial) || (nd->op == OP_POS_EMBEDDING && rep_axes)))
+                else if (!p->opt.sync_on_caller && ((queued && sspec.partial) || (nd->op == OP_POS_EMBEDDING && repl)))
                     S->queues[z] = true;
                 /* a bucketed gradient is first copied into its bucket (schedule.c) */
-                if (z < 2 && sspec.partial) {
+                if (ze < 2 && sspec.partial) {
                     double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
                     S->opt_s[z] += cost_bucket_copy(cm, gb);
                     /* in a bucket (ilp_grad_bucketed): its bytes. Not counted: ZeRO-1's (the
                      * data-parallel lowering buckets them, the sharded one reduce-scatters
                      * them at the update) */
-                    if (z == 0 && in_bucket) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
+                    if (ze == 0 && in_bucket) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
                 }
-                bool bucketed = z == 0 && in_bucket;
+                bool bucketed = ze == 0 && in_bucket;
                 S->update_transient[z] =
-                    fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, z, bucketed));
-                double ag = z == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
-                S->gather_s[z] += z == 3 ? p->param_reads[v] * M * ag : ag;
-                double agh = z == 0 ? 0 : cost_zero_handoff(cm, COLL_ALL_GATHER, rep_axes);
-                S->zero_handoff_s[z] += z == 3 ? p->param_reads[v] * M * agh : agh;
-                for (int pol = RC_SELECTIVE; z == 3 && pol <= RC_FULL; pol++) /* a recomputed instance's */
+                    fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, ze, bucketed));
+                double ag = ze == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
+                S->gather_s[z] += ze == 3 ? p->param_reads[v] * M * ag : ag;
+                double agh = ze == 0 ? 0 : cost_zero_handoff(cm, COLL_ALL_GATHER, rep_axes);
+                S->zero_handoff_s[z] += ze == 3 ? p->param_reads[v] * M * agh : agh;
+                for (int pol = RC_SELECTIVE; ze == 3 && pol <= RC_FULL; pol++) /* a recomputed instance's */
                     if (p->rc_reads[v] >> pol & 1) S->rc_gather_s[pol] += M * ag;
                 /* gradient accumulation: each micro-batch's gradient (a ZeRO-2/3
                  * slice) added to its accumulator, which is read and written: the
                  * accumulator's bytes (f32 under mixed precision, as the gradient
                  * it adds, cast to f32 first: below) three times an element */
-                double ae = z >= 2 ? local / shard : local; /* the elements accumulated */
+                double ae = ze >= 2 ? local / shard : local; /* the elements accumulated */
                 /* ... unless the weight gradient's GEMM adds onto the accumulator itself
                  * (lower.fuse: not under ZeRO-2/3, whose reduce-scatter comes between;
-                 * not in f16; not a 16-bit gradient pending a sum over the ranks, which
-                 * the lowering sums before its cast, compiler/lower/split.c): then
+                 * not in f16; not a 16-bit gradient pending a sum over the ranks under the
+                 * tensor-parallel lowering, which sums it before its cast (the data-parallel
+                 * lowering passes the sum through the cast, compiler/lower/split.c)): then
                  * neither the add nor the cast before it runs, and its GEMM reads and
                  * writes the f32 accumulator (member_bwd's price) */
                 double fused_s = nd->op == OP_DENSE && i == 1 ? mem->acc_fused_s[S->member_st[m]] : NAN;
-                bool fused = M > 1 && z < 2 && !isnan(fused_s) && ir_fuse_grad_dtype(dt) && !(gspec.partial && gs < 4);
+                bool fused = M > 1 && ze < 2 && !isnan(fused_s) && ir_fuse_grad_dtype(dt) &&
+                             !(gspec.partial && gs < 4 && S->splits_param);
                 if (fused) S->opt_s[z] += M * fused_s;
                 if (fused && z == 0) S->fused_local += buf(local * ps), m_fused[m] += buf(local * ps); /* no temporary (ilp_transient) */
                 if (M > 1 && !fused) { /* one add a micro-batch, at the element-wise rate of its size */
@@ -729,7 +744,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 /* AdamW: read and write master weights, m and v, read the
                  * gradient, write the parameter: 28 bytes per element (the
                  * optimizer's row in autodiff.c) */
-                double el = z == 0 ? local : local / shard; /* the elements this rank updates */
+                double el = ze == 0 ? local : local / shard; /* the elements this rank updates */
                 double ob = oi->step_bytes * el; /* one call per tensor */
                 S->opt_s[z] += ob / cost_mem_rate(cm->cl, OPC_OPTIMIZER, -1, ob);
                 /* the passes autodiff puts before every update (ir/autodiff.c): a
@@ -750,12 +765,12 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * axes (compiler/lower/split.c, spec.c): once for all such parameters
                  * (ilp_norm_sum_s), not a share each (a share per parameter of the model's
                  * priced 8 of gpt2-tiny's 26 where its tensor-parallel MLP alone split) */
-                S->norm_axes[z] |= split_axes | (z >= 2 || scatters ? rep_axes : 0); /* (the squares of
+                S->norm_axes[z] |= split_axes | (ze >= 2 || scatters ? rep_axes : 0); /* (the squares of
                                                       * ZeRO-1's slice where it is reduce-scattered) */
                 if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
                     S->off_elems[z] += oe;
                     S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);
-                    if (z == 3) { /* level params: the slice, and the stagings its gathers copy it up into */
+                    if (ze == 3) { /* level params: the slice, and the stagings its gathers copy it up into */
                         double sb = buf(p->off_param * oe);
                         S->off_param_bytes[z] += sb;
                         S->off_bwd_bytes[z] += b->bwd_reads[v] * sb;
@@ -768,7 +783,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * all-reduce of every parameter's pair, once a step per axis
                  * (ilp_norm_sum_s; a share of its latency each priced 6 of
                  * llama-tiny's 15 where its MLP alone split) */
-                if (trust) S->norm_axes[z] |= (split_axes | (z >= 1 ? rep_axes : 0)) << ILP_TRUST_SHIFT;
+                if (trust) S->norm_axes[z] |= (split_axes | (ze >= 1 ? rep_axes : 0)) << ILP_TRUST_SHIFT;
             }
         }
     }
@@ -989,6 +1004,42 @@ static double grad_sum_bytes(const Builder *b, const Value *v, const IlpMember *
     return sum;
 }
 
+ValueId ilp_defer_table(const Graph *g, NodeId pos, const IterSpace *is, const ShardStrategy *sa, unsigned axes,
+                        ShardSpec *gs, const ShardSpec **held) {
+    const Node *nd = ir_node(g, pos);
+    for (int i = 0; i < nd->n_in; i++) {
+        const Value *tv = ir_val(g, nd->in[i]);
+        if (tv->role != ROLE_PARAM || !ir_dtype_is_float(tv->dtype)) continue;
+        *gs = shard_grad_spec(is, sa, i);
+        gs->partial |= (uint8_t)axes;
+        *held = &sa->in[i];
+        return nd->in[i];
+    }
+    return IR_NONE;
+}
+
+/* The position table's gradient sum an edge out of its node defers (cost_deferred_grad:
+ * summed over `axes`, the consumer's batch axes the table's output is not split on) at
+ * the table's ZeRO 0-1, as the lowering runs it: the table's share of its run's bucket
+ * (cost_grad_sync, queued unless sums run on the caller's thread), once a step; added
+ * to the edge's defer_s at pair k (its source strategy sa). */
+static void defer_sum(Builder *b, IlpEdge *E, NodeId pos, const ShardStrategy *sa, int k, uint8_t axes) {
+    IlpProblem *p = b->p;
+    const IlpGroup *S = &p->groups[E->src];
+    ShardSpec gs;
+    const ShardSpec *held;
+    ValueId t = ilp_defer_table(b->g, pos, &S->members[p->member_of_node[pos]].is, sa, axes, &gs, &held);
+    if (t == IR_NONE) return;
+    const Value *tv = ir_val(b->g, t);
+    DType sdt = ilp_sync_dtype(p, 0, cost_dtype(b->cm, tv->dtype));
+    if (!E->defer_s) {
+        int n = S->n_strats * (p->groups[E->dst].n_strats ? p->groups[E->dst].n_strats : 1);
+        E->defer_s = ir_alloc(sizeof(double) * (size_t)n);
+        memset(E->defer_s, 0, sizeof(double) * (size_t)n);
+    }
+    E->defer_s[k] += cost_grad_sync(b->cm, tv->shape, sdt, &gs, 0, p->run_frac[t], ilp_grad_queued(p, 0, &gs, held));
+}
+
 /* Edges: every activation (or parameter reused by a later group) crossing
  * groups, priced for every pair of strategies, merged per group pair. */
 static void build_edges(Builder *b) {
@@ -1021,6 +1072,7 @@ static void build_edges(Builder *b) {
             /* self edge across instances of a tied block: both ends share variables */
             bool diag = gs == gd;
             double *cost = NULL, *mem = NULL, *mem_end = NULL, *rr[RC__COUNT] = {NULL};
+            IlpEdge *edge = NULL;
             if (!diag) {
                 int e = 0;
                 while (e < p->n_edges && !(p->edges[e].src == gs && p->edges[e].dst == gd)) e++;
@@ -1035,6 +1087,7 @@ static void build_edges(Builder *b) {
                     p->edges[e].mem_end = ir_alloc(sizeof(double) * (size_t)S->n_strats *
                                                    (size_t)(D->n_strats ? D->n_strats : 1));
                     p->edges[e].rerun_s[RC_NONE] = NULL;
+                    p->edges[e].defer_s = NULL;
                     for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++)
                         p->edges[e].rerun_s[pol] = ir_alloc(sizeof(double) * (size_t)S->n_strats *
                                                             (size_t)(D->n_strats ? D->n_strats : 1));
@@ -1044,6 +1097,7 @@ static void build_edges(Builder *b) {
                 mem = p->edges[e].mem;
                 mem_end = p->edges[e].mem_end;
                 for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++) rr[pol] = p->edges[e].rerun_s[pol];
+                edge = &p->edges[e];
             }
             /* a recomputed instance re-runs n's forward and with it the resharding of its
              * operand (lower/recompute.c; under selective unless n's product is kept) */
@@ -1068,6 +1122,8 @@ static void build_edges(Builder *b) {
                         int mt = p->member_of_node[p->grad_at[src_node]];
                         want = &S->members[mt].st[S->strats[a].member_st[mt]].out[0];
                     }
+                    if (edge && gpr.partial != gsp.partial && out_idx >= 0) /* the table's sum (IlpEdge.defer_s) */
+                        defer_sum(b, edge, src_node, sa, a * D->n_strats + c, (uint8_t)(gsp.partial & ~gpr.partial));
                     /* once per micro-batch */
                     double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gpr, want);
                     if (p->bwd_reread[n] >> i & 1) /* the backward reshards it again */
@@ -1126,16 +1182,98 @@ static bool share_reader(const Builder *b, NodeId n, int i) {
     return p->group_of_node[v->def] != p->group_of_node[n];
 }
 
-/* The activations' gradient sums shared by their readers (IlpGradShare): every
- * activation with two or more readers by share_reader, one entry per pattern
- * (producer and readers' groups, members and operands), tied instances adding
- * to its weight. */
+/* One entry of IlpGradShare for activation x read by nr readers rn (node *
+ * IR_MAX_IN + operand, in node order): the gradient parts' sum (fwd false) or
+ * the forward's resharded copy (fwd true); a pattern an earlier entry has
+ * (another instance of a tied block) adds to that one's weight. at: the
+ * readers' map (IlpProblem.share_at or fwd_share_at). */
+static void add_share(Builder *b, ValueId x, const int *rn, int nr, bool fwd, int *at, int *cap) {
+    const Graph *g = b->g;
+    IlpProblem *p = b->p;
+    const Value *v = ir_val(g, x);
+    int gs = p->group_of_node[v->def], ms = p->member_of_node[v->def];
+    const IlpGroup *S = &p->groups[gs];
+    /* the same pattern as an earlier entry (another instance of a tied block)? */
+    int e = -1;
+    for (int k = 0; k < p->n_shares && e < 0; k++) {
+        const IlpGradShare *H = &p->shares[k];
+        bool same = H->fwd == fwd && H->src == gs && H->src_member == ms && H->src_out == v->def_out &&
+                    H->n_readers == nr;
+        for (int r = 0; same && r < nr; r++)
+            same = H->dst[r] == p->group_of_node[rn[r] / IR_MAX_IN] &&
+                   H->member[r] == p->member_of_node[rn[r] / IR_MAX_IN] && H->operand[r] == rn[r] % IR_MAX_IN;
+        if (same) e = k;
+    }
+    if (e >= 0) { /* tied: the same variables, the same tables */
+        p->shares[e].weight += 1;
+        for (int r = 0; r < nr; r++) at[rn[r]] = e * 65536 + r;
+        return;
+    }
+    if (nr >= 65536) return;
+    IR_GROW(p->shares, p->n_shares, *cap);
+    IlpGradShare *H = &p->shares[p->n_shares];
+    memset(H, 0, sizeof *H);
+    H->fwd = fwd;
+    H->src = gs;
+    H->src_member = ms;
+    H->src_out = v->def_out;
+    H->n_readers = nr;
+    H->weight = 1;
+    H->dst = ir_alloc(sizeof(int) * (size_t)nr);
+    H->member = ir_alloc(sizeof(int) * (size_t)nr);
+    H->operand = ir_alloc(sizeof(int) * (size_t)nr);
+    H->spec = ir_alloc(sizeof(int *) * (size_t)nr);
+    ShardSpec *specs = NULL;
+    int scap = 0;
+    for (int r = 0; r < nr; r++) {
+        NodeId n = rn[r] / IR_MAX_IN;
+        int i = H->operand[r] = rn[r] % IR_MAX_IN, gd = H->dst[r] = p->group_of_node[n];
+        int md = H->member[r] = p->member_of_node[n];
+        const IlpGroup *D = &p->groups[gd];
+        H->spec[r] = ir_alloc(sizeof(int) * (size_t)(D->n_strats + 1));
+        for (int c = 0; c < D->n_strats; c++) {
+            const ShardStrategy *sc = &D->members[md].st[D->strats[c].member_st[md]];
+            ShardSpec gsp = fwd ? sc->in[i] : shard_grad_spec(&D->members[md].is, sc, i);
+            int k = 0;
+            while (k < H->n_specs && !shard_spec_eq(&specs[k], &gsp)) k++;
+            if (k == H->n_specs) {
+                IR_GROW(specs, H->n_specs, scap);
+                specs[H->n_specs++] = gsp;
+            }
+            H->spec[r][c] = k;
+        }
+    }
+    /* each part's move, as build_edges prices an edge's gradient term: from the
+     * spec it is held in to where the producer's backward wants the sum; a copy's,
+     * as it prices the forward's resharding */
+    H->t = ir_alloc(sizeof(double) * (size_t)(S->n_strats * H->n_specs + 1));
+    for (int a = 0; a < S->n_strats; a++) {
+        const ShardSpec *from = &S->members[ms].st[S->strats[a].member_st[ms]].out[v->def_out];
+        const ShardSpec *want = from;
+        if (p->grad_at[v->def] != v->def) {
+            int mt = p->member_of_node[p->grad_at[v->def]];
+            want = &S->members[mt].st[S->strats[a].member_st[mt]].out[0];
+        }
+        for (int k = 0; k < H->n_specs; k++)
+            H->t[a * H->n_specs + k] = p->opt.micro_batches * (fwd ? micro_edge(b, v, from, &specs[k], NULL, NULL)
+                                                                   : micro_edge(b, v, from, from, &specs[k], want));
+    }
+    ir_free(specs);
+    for (int r = 0; r < nr; r++) at[rn[r]] = p->n_shares * 65536 + r;
+    p->n_shares++;
+}
+
+/* The activations' gradient sums and forward copies shared by their readers
+ * (IlpGradShare): every activation with two or more readers by share_reader,
+ * one entry of each kind per pattern (producer and readers' groups, members
+ * and operands), tied instances adding to its weight. */
 static void grad_shares(Builder *b) {
     const Graph *g = b->g;
     IlpProblem *p = b->p;
     size_t slots = (size_t)g->n_nodes * IR_MAX_IN;
     p->share_at = ir_alloc(sizeof(int) * (slots + 1));
-    for (size_t k = 0; k < slots; k++) p->share_at[k] = -1;
+    p->fwd_share_at = ir_alloc(sizeof(int) * (slots + 1));
+    for (size_t k = 0; k < slots; k++) p->share_at[k] = p->fwd_share_at[k] = -1;
     /* per value its readers (node * IR_MAX_IN + operand, in node order): first[x]..first[x+1] */
     int *first = ir_alloc(sizeof(int) * (size_t)(g->n_values + 2)), *rd = ir_alloc(sizeof(int) * (slots + 1));
     memset(first, 0, sizeof(int) * (size_t)(g->n_values + 2));
@@ -1150,81 +1288,17 @@ static void grad_shares(Builder *b) {
             if (share_reader(b, n, i)) rd[fill[ir_node(g, n)->in[i]]++] = n * IR_MAX_IN + i;
     ir_free(fill);
     for (ValueId x = 0; x < g->n_values; x++) {
-        const Value *v = ir_val(g, x);
-        const int *rn = &rd[first[x]];
         int nr = first[x + 1] - first[x];
         if (nr < 2) continue;
-        int gs = p->group_of_node[v->def], ms = p->member_of_node[v->def];
-        const IlpGroup *S = &p->groups[gs];
-        /* the same pattern as an earlier entry (another instance of a tied block)? */
-        int e = -1;
-        for (int k = 0; k < p->n_shares && e < 0; k++) {
-            const IlpGradShare *H = &p->shares[k];
-            bool same = H->src == gs && H->src_member == ms && H->src_out == v->def_out && H->n_readers == nr;
-            for (int r = 0; same && r < nr; r++)
-                same = H->dst[r] == p->group_of_node[rn[r] / IR_MAX_IN] &&
-                       H->member[r] == p->member_of_node[rn[r] / IR_MAX_IN] && H->operand[r] == rn[r] % IR_MAX_IN;
-            if (same) e = k;
-        }
-        if (e >= 0) { /* tied: the same variables, the same tables */
-            p->shares[e].weight += 1;
-            for (int r = 0; r < nr; r++) p->share_at[rn[r]] = e * 65536 + r;
-            continue;
-        }
-        if (nr >= 65536) continue;
-        IR_GROW(p->shares, p->n_shares, cap);
-        IlpGradShare *H = &p->shares[p->n_shares];
-        memset(H, 0, sizeof *H);
-        H->src = gs;
-        H->src_member = ms;
-        H->src_out = v->def_out;
-        H->n_readers = nr;
-        H->weight = 1;
-        H->dst = ir_alloc(sizeof(int) * (size_t)nr);
-        H->member = ir_alloc(sizeof(int) * (size_t)nr);
-        H->operand = ir_alloc(sizeof(int) * (size_t)nr);
-        H->spec = ir_alloc(sizeof(int *) * (size_t)nr);
-        ShardSpec *specs = NULL;
-        int scap = 0;
-        for (int r = 0; r < nr; r++) {
-            NodeId n = rn[r] / IR_MAX_IN;
-            int i = H->operand[r] = rn[r] % IR_MAX_IN, gd = H->dst[r] = p->group_of_node[n];
-            int md = H->member[r] = p->member_of_node[n];
-            const IlpGroup *D = &p->groups[gd];
-            H->spec[r] = ir_alloc(sizeof(int) * (size_t)(D->n_strats + 1));
-            for (int c = 0; c < D->n_strats; c++) {
-                ShardSpec gsp = shard_grad_spec(&D->members[md].is, &D->members[md].st[D->strats[c].member_st[md]], i);
-                int k = 0;
-                while (k < H->n_specs && !shard_spec_eq(&specs[k], &gsp)) k++;
-                if (k == H->n_specs) {
-                    IR_GROW(specs, H->n_specs, scap);
-                    specs[H->n_specs++] = gsp;
-                }
-                H->spec[r][c] = k;
-            }
-        }
-        /* each part's move, as build_edges prices an edge's gradient term: from the
-         * spec it is held in to where the producer's backward wants the sum */
-        H->t = ir_alloc(sizeof(double) * (size_t)(S->n_strats * H->n_specs + 1));
-        for (int a = 0; a < S->n_strats; a++) {
-            const ShardSpec *from = &S->members[ms].st[S->strats[a].member_st[ms]].out[v->def_out];
-            const ShardSpec *want = from;
-            if (p->grad_at[v->def] != v->def) {
-                int mt = p->member_of_node[p->grad_at[v->def]];
-                want = &S->members[mt].st[S->strats[a].member_st[mt]].out[0];
-            }
-            for (int k = 0; k < H->n_specs; k++)
-                H->t[a * H->n_specs + k] = p->opt.micro_batches * micro_edge(b, v, from, from, &specs[k], want);
-        }
-        ir_free(specs);
-        for (int r = 0; r < nr; r++) p->share_at[rn[r]] = p->n_shares * 65536 + r;
-        p->n_shares++;
+        add_share(b, x, &rd[first[x]], nr, false, p->share_at, &cap);
+        add_share(b, x, &rd[first[x]], nr, true, p->fwd_share_at, &cap);
     }
     ir_free(first);
     ir_free(rd);
 }
 
-double ilp_grad_share_refund(const IlpProblem *p, const int *strat, int touching, double *per_group) {
+double ilp_grad_share_refund(const IlpProblem *p, const int *strat, int touching, double *per_group,
+                             double *per_group_fwd) {
     double sum = 0;
     for (int k = 0; k < p->n_shares; k++) {
         const IlpGradShare *H = &p->shares[k];
@@ -1237,14 +1311,16 @@ double ilp_grad_share_refund(const IlpProblem *p, const int *strat, int touching
             while (j < r && H->spec[j][strat[H->dst[j]]] != sr) j++;
             if (j == r || !(t[sr] > 0)) continue;
             sum += H->weight * t[sr];
-            if (per_group) per_group[H->dst[r]] += H->weight * t[sr];
+            double *pg = H->fwd && per_group_fwd ? per_group_fwd : per_group;
+            if (pg) pg[H->dst[r]] += H->weight * t[sr];
         }
     }
     return sum;
 }
 
-bool ilp_grad_share_dup(const IlpProblem *p, const int *strat, NodeId n, int i) {
-    int at = p->share_at ? p->share_at[(size_t)n * IR_MAX_IN + (size_t)i] : -1;
+bool ilp_grad_share_dup(const IlpProblem *p, const int *strat, NodeId n, int i, bool fwd) {
+    const int *map = fwd ? p->fwd_share_at : p->share_at;
+    int at = map ? map[(size_t)n * IR_MAX_IN + (size_t)i] : -1;
     if (at < 0) return false;
     const IlpGradShare *H = &p->shares[at / 65536];
     int r = at % 65536, sr = H->spec[r][strat[H->dst[r]]], j = 0;
@@ -1406,8 +1482,10 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
             const Node *nd = ir_node(g, gr->members[m].node);
             for (int i = 0; i < nd->n_in; i++)
                 if (b.param_owner[nd->in[i]] == gr->members[m].node) {
-                    b.run_elems[run_of(&b, gr)] += (double)ir_shape_numel(ir_val(g, nd->in[i])->shape);
-                    run_params[run_of(&b, gr)]++;
+                    /* a block's run is one instance's; the one run after the backward every one's */
+                    int inst = ilp_buckets_after_backward(p) ? gr->mult : 1;
+                    b.run_elems[run_of(&b, gr)] += inst * (double)ir_shape_numel(ir_val(g, nd->in[i])->shape);
+                    run_params[run_of(&b, gr)] += inst;
                 }
         }
     }
@@ -1488,7 +1566,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
         else gr->sync_last = first_inst ? 1.0 / gr->mult : 0;
         /* the last two runs the backward launches: one instance of the first block and the
          * parameters before the blocks */
-        gr->sync_tail = first_inst ? 1.0 / gr->mult : run_of(&b, gr) == 0;
+        gr->sync_tail = first_inst && !ilp_buckets_after_backward(p) ? 1.0 / gr->mult : run_of(&b, gr) == 0;
         /* of that run, the last bucket: 25 MiB, or a tensor larger than that alone */
         int k = run_of(&b, gr);
         double last = run_params[k] > 0
@@ -1536,7 +1614,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
             for (int s = 0; s < G->n_strats; s++) {
                 const ShardStrategy *st = &G->members[mo].st[G->strats[s].member_st[mo]];
                 double local = (double)ir_shape_numel(shard_spec_local(&st->in[oi], cm->mesh, ir_val(g, v)->shape));
-                double Z = zero_ranks(cm->mesh, &st->in[oi], NULL);
+                double Z = ilp_zero_ranks(&G->strats[s], cm->mesh, g, v, &st->in[oi], NULL);
                 for (int z = 2; z < ZERO_STAGES && Z > 1; z++)
                     G->strats[s].head_grad[z] += buf(p->grad_bytes * local) - buf(p->grad_bytes * local / Z);
             }
@@ -1605,6 +1683,7 @@ void ilp_problem_free(IlpProblem *p) {
     for (int e = 0; e < p->n_edges; e++) {
         ir_free(p->edges[e].cost), ir_free(p->edges[e].mem), ir_free(p->edges[e].mem_end);
         for (int pol = 0; pol < RC__COUNT; pol++) ir_free(p->edges[e].rerun_s[pol]);
+        ir_free(p->edges[e].defer_s);
     }
     ir_free(p->edges);
     for (int k = 0; k < p->n_shares; k++) {
@@ -1614,6 +1693,7 @@ void ilp_problem_free(IlpProblem *p) {
     }
     ir_free(p->shares);
     ir_free(p->share_at);
+    ir_free(p->fwd_share_at);
     ir_free(p->bwd_reread);
     ir_free(p->grad_at);
     ir_free(p->grad_pass);

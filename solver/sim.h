@@ -12,8 +12,10 @@
  * simulation and the ILP differ only in what they price, never in how.
  *
  * The program is SPMD: every rank runs the same ops on its own shard, so one
- * rank per distinct role is replayed (today there is one role; pipeline
- * stages will add one per stage).
+ * rank per distinct role is replayed: one rank, or in a pipelined program one
+ * rank of each stage (a stage is a role), each on its own clock, running the
+ * stage's 1F1B action table (solver/pipeline.c) as the generated train_step
+ * does; a transfer waits for its partner on the neighbour stage.
  */
 #ifndef COLOSSAL_SIM_H
 #define COLOSSAL_SIM_H
@@ -21,9 +23,10 @@
 #include <stdbool.h>
 
 #include "cost.h"
+#include "pipeline.h"
 #include "shard.h"
 
-#define SIM_VERSION 1
+#define SIM_VERSION 2       /* 2: pipelined programs (stages, their schedules, p2p); 1 still read */
 #define SIM_MAX_OPS (1 << 22)   /* a program with more ops is refused */
 #define SIM_MAX_EVENTS 65536
 
@@ -38,6 +41,9 @@ typedef enum {
     SIM_HOST,       /* host offload: the host's AdamW over elems elements (the cluster's host
                      * AdamW rate); the host runs it, so every op issued after it starts after */
     SIM_HSYNC,      /* the host waits for an event (colrt_event_sync) */
+    SIM_P2P,        /* a pipelined program: one colrt_sendrecv with the neighbour stage
+                     * (SimOp.seg SIM_SEG_NEXT or SIM_SEG_PREV): bytes sent, rbytes received
+                     * (0: that half is absent), pipeline_p2p_time on the pipeline's link */
     SIM__KINDS
 } SimKind;
 
@@ -47,6 +53,18 @@ enum { SIM_COMPUTE = 0, SIM_COMM = 1, SIM_D2H = 2, SIM_H2D = 3, SIM_STREAMS = 4 
 /* Parts of the step: forward and backward run once per micro-batch, the
  * update once per step. */
 enum { SIM_FORWARD = 0, SIM_BACKWARD = 1, SIM_UPDATE = 2, SIM_PARTS = 3 };
+/* A pipelined program's ops besides a part's nodes (SIM_SEG_BODY), each written by
+ * compiler/codegen/cg_pipeline.c into a function of its own that the stage's actions call:
+ * the received forward values copied from the micro-batch's slot (before a forward, and
+ * before a backward that is not the last stage's), the received gradients copied in
+ * (before a backward), a kept stage's saved activations copied into the slot (after a
+ * forward) and back (before a backward, instead of the forward again), and the transfers
+ * with the next and the previous stage (a PA_NEXT, a PA_PREV action). */
+enum {
+    SIM_SEG_BODY = 0, SIM_SEG_RESTORE, SIM_SEG_GRADS_IN, SIM_SEG_STASH_OUT, SIM_SEG_STASH_IN, SIM_SEG_NEXT,
+    SIM_SEG_PREV, SIM_SEGS
+};
+#define SIM_MAX_SCHED_ACTIONS (1 << 22) /* a pipelined program's actions, all stages */
 
 typedef struct SimOp {
     SimKind kind;
@@ -67,6 +85,11 @@ typedef struct SimOp {
                          * (as shard_coll_time takes it); copy: bytes copied */
     double live;        /* SIM_KERNEL: arena bytes live while it runs (-1: not known) */
     char *name;         /* the node's first result, or what the op is (owned) */
+    int stage;          /* a pipelined program: the stage whose program it is in (0 otherwise) */
+    int seg;            /* a pipelined program: SIM_SEG_* (SIM_SEG_BODY otherwise) */
+    double rbytes;      /* SIM_P2P: bytes received (bytes: sent) */
+    int peer;           /* SIM_COLL over the pipeline axis (axis = the mesh's axes): -1 every
+                         * stage, else the one other stage (a tied parameter's pair) */
 } SimOp;
 
 typedef struct SimProgram {
@@ -74,23 +97,47 @@ typedef struct SimProgram {
     SimOp *op;
     int n_events;       /* event ids are 0..n_events-1 */
     int micro_batches;  /* >= 1 */
+    /* a pipelined program (stages >= 2): each stage's 1F1B action table as the generated
+     * train_step runs it (pipeline_1f1b's, PA_FWD .. PA_PREV; owned), and the whole cluster
+     * the pipeline's link is priced on (pipeline_link_mesh); stages 1: not pipelined */
+    int stages;
+    PipeAction *acts[PLACE_MAX_STAGES];
+    int n_acts[PLACE_MAX_STAGES];
+    bool kept[PLACE_MAX_STAGES]; /* the stage keeps its activations (PlacePipeline.keep): its
+                                  * backward copies them back instead of the forward again */
+    ShardCluster pipe_cl;
 } SimProgram;
 
 void sim_program_init(SimProgram *p);
 void sim_program_free(SimProgram *p);
-/* Appends an op (name copied; NULL allowed) and returns it. */
+/* Appends an op (name copied; NULL allowed) and returns it (stage 0, SIM_SEG_BODY). */
 SimOp *sim_add(SimProgram *p, SimKind k, int stream, int part, const char *name);
 
 /* One op as replayed: its stream, its times, its part and micro-batch. */
 typedef struct SimSpan {
-    int op;             /* index into the program */
+    int op;             /* index into the program (its stage: the op's) */
     int micro;          /* micro-batch (the update: micro_batches - 1) */
     double start, end;
     double contention;  /* of end - start: the slowdown beside a collective (SimResult.contention_s) */
 } SimSpan;
 
+/* A pipelined program: one stage's replay. */
+typedef struct SimStage {
+    double end_s;                   /* its update's end */
+    double busy_s;                  /* its compute stream's kernels, copies and collectives in
+                                     * forward and backward actions (no transfers, no update) */
+    double again_s;                 /* of busy_s: the forward run again before a backward */
+    double p2p_s;                   /* its transfers, waiting for the partner included */
+    double p2p_wait_s;              /* of p2p_s: waiting for the partner to post */
+    double update_s;                /* its update (the pipeline axis's collectives' waits included) */
+    int n_p2p;                      /* colrt_sendrecv calls run */
+} SimStage;
+
 typedef struct SimResult {
-    double step_s;                  /* the last stream's end */
+    double step_s;                  /* the last stream's end (pipelined: the last stage's update's) */
+    int stages;                     /* 1, or a pipelined program's stages (st[]) */
+    SimStage st[PLACE_MAX_STAGES];
+    double bubble_fraction;         /* pipelined: 1 - the stages' busy time / (stages x step) */
     double busy_s[SIM_STREAMS];     /* time each stream runs ops */
     double kernel_s, copy_s;        /* compute stream: kernels, copies */
     double coll_compute_s;          /* collectives run on the compute stream (blocking it) */
@@ -120,12 +167,21 @@ typedef struct SimResult {
     SimSpan *spans;                 /* every timed op in replay order (owned) */
 } SimResult;
 
-/* Replays the program: ops of a stream run in order; a wait holds its stream
+/* Replays the program (a pipelined one: each stage's actions on the stage's clock, below):
+ * ops of a stream run in order; a wait holds its stream
  * until the event's record; a record marks its stream's current time. The host
  * has a time of its own, which host work (SIM_HOST) and waits (SIM_HSYNC)
  * advance: no op issued after starts before it (without host offload it stays
  * 0). false with a message when an op names an axis the mesh lacks or an event
- * out of range. */
+ * out of range.
+ * A pipelined program: stage s runs its action table: a forward (the copies from the
+ * slot, the forward's nodes, a kept stage's copies into its slot), a backward (the
+ * copies from the slot, the kept copies back or the forward again, the received
+ * gradients copied in, the backward's nodes; the last stage its backward's alone), a
+ * transfer (its colrt_sendrecv calls, each ending pipeline_p2p_time after both it and
+ * its partner on the neighbour stage have posted it; its halves at once), then the
+ * update once; a collective over the pipeline axis starts when every stage in it has
+ * reached it. The step is the last stage's end. */
 bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err);
 void sim_result_free(SimResult *r);
 /* The op class's name as the program JSON writes it ("matmul", "elementwise", ...). */

@@ -182,25 +182,35 @@ double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z);
  * the f32 accumulator (compiler/lower/split.c); else the gradient itself. */
 DType ilp_sync_dtype(const struct IlpProblem *p, int zero_stage, DType dt);
 
-/* Is parameter v's gradient (grad: its spec as the backward makes it; held:
+/* Is a parameter's gradient (grad: its spec as the backward makes it; held:
  * the parameter's) summed in a gradient bucket at ZeRO stage z, all-reduced on
  * the communication stream (compiler/lower/schedule.c make_buckets)? ZeRO 0
- * and 1 (eval.c's buckets) when it is pending and the parameter is read by one
- * forward node (a tied one's sum is made in place, in no bucket); at ZeRO 1
+ * and 1 (eval.c's buckets) when it is pending (a tied parameter's too: the
+ * lowering sums its two parts in place, then buckets the sum); at ZeRO 1
  * only where no mesh axis splits it (the sharded lowering reduce-scatters a
  * split one into its update's slice). At ZeRO 0 the sharded lowering buckets
  * a split one too: every reader before the update (the clipping norm, the f32
  * cast) reads it in the update's spec (solver/placement.c read_cost). Else the
  * sum runs on the caller's thread (cost_grad_sync). */
-bool ilp_grad_bucketed(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
-                       const ShardSpec *held);
+bool ilp_grad_bucketed(const struct IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held);
 /* ilp_grad_bucketed, and its bucket queued on the communication stream (not
  * IlpOptions.sync_on_caller) */
-bool ilp_grad_queued(const struct IlpProblem *p, ValueId v, int zero_stage, const ShardSpec *grad,
-                     const ShardSpec *held);
+bool ilp_grad_queued(const struct IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held);
 /* A gradient sync at this ZeRO stage blocks the compute stream (exposed whole): ZeRO-2/3's
  * reduce-scatters, and every sum under IlpOptions.sync_on_caller (eval.c, ilp.c) */
 bool ilp_sync_blocks(const struct IlpProblem *p, int zero_stage);
+/* Are the gradient buckets made after the backward, all in one run with nothing
+ * left to hide behind? Under micro-batches (a step of more than one): autodiff
+ * accumulates every gradient after the backward, outside the blocks, and the
+ * lowering buckets the accumulators there (compiler/lower/schedule.c
+ * make_buckets), launched after the last micro-batch's accumulation. */
+bool ilp_buckets_after_backward(const struct IlpProblem *p);
+/* The position table an edge out of position-embedding node `pos` defers a
+ * sum to (IlpEdge.defer_s): its parameter, its gradient spec under the node's
+ * strategy sa (iteration space is) pending over `axes` too (*gs), and its
+ * held spec (*held); IR_NONE if the node has no float parameter. */
+ValueId ilp_defer_table(const Graph *g, NodeId pos, const IterSpace *is, const ShardStrategy *sa, unsigned axes,
+                        ShardSpec *gs, const ShardSpec **held);
 
 /* Does the sharded lowering (a strategy S splitting a parameter: the plan
  * lowers tensor parallel) reduce-scatter parameter gradient `grad` into its
@@ -210,6 +220,14 @@ bool ilp_sync_blocks(const struct IlpProblem *p, int zero_stage);
  * it is read whole. (A group not splitting a parameter in a plan whose other
  * groups do runs the same; priced as bucketed: bench/simulate/README.md.) */
 bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad);
+/* The ranks ZeRO slices parameter v held in spec sp over under strategy S, as the
+ * lowering slices it (shard_zero_axes; the axes into *axes): 1 where it slices none. */
+double ilp_zero_ranks(const IlpStrat *S, const ShardMesh *mesh, const Graph *g, ValueId v, const ShardSpec *sp,
+                      unsigned *axes);
+/* The stage the lowering runs a parameter of a group at stage zero_stage at: 0 where the
+ * data-parallel lowering (S splits no parameter) slices none of it (zero_axes 0:
+ * compiler/lower/zero.c keeps it whole), else the group's. */
+int ilp_param_stage(const IlpStrat *S, int zero_stage, unsigned zero_axes);
 
 /* The exposed gradient sync of a choice (eval.c): ZeRO-2/3's reduce-scatters
  * block the compute stream (all of them); the buckets of ZeRO 0 and 1 run on
@@ -235,6 +253,13 @@ typedef struct IlpEdge {
                                  * resharding a recomputed instance of the consumer's block
                                  * runs again (lower/recompute.c), per instance recomputed
                                  * under that policy (problem.c build_edges) */
+    double *defer_s;            /* same layout, or NULL: the sum over the ranks the edge defers
+                                 * to a position table's gradient (cost_deferred_grad: the axes
+                                 * the consumer splits the batch over and the table's output is
+                                 * not split on), where the table's group is at ZeRO 0-1: the
+                                 * table's share of its bucket run's all-reduce (cost_grad_sync),
+                                 * a gradient sync of the source group's (eval.c, ilp.c); at
+                                 * ZeRO 2-3 the group prices the table's reduce-scatter itself */
 } IlpEdge;
 
 /* One activation's gradient sum shared by its readers (problem.c grad_shares):
@@ -249,6 +274,12 @@ typedef struct IlpEdge {
  * reader's, that part's move (its edge's gradient term) less. Tied instances
  * share one entry (weight: the instances). */
 typedef struct IlpGradShare {
+    bool fwd;                   /* the forward's resharded copy shared instead: readers that
+                                 * read the activation in one spec read one copy (the
+                                 * completion and the lowering reuse a forward copy for the
+                                 * forward's later readers, solver/placement.c held), made
+                                 * once where each edge prices its own; spec: the readers'
+                                 * operand specs, t: the forward resharding into each */
     int src;                    /* the producer's group */
     int src_member, src_out;    /* the producer: its member, its result */
     int n_readers;
@@ -267,11 +298,14 @@ typedef struct IlpGradShare {
  * of every part held as an earlier reader's part (ilp.c prices the same with a
  * column per reader, eval.c and pipeprice.c subtract it). touching >= 0: only
  * the sums group `touching` produces or reads. per_group (NULL: not wanted):
- * each refund added to its reader's group (sized n_groups). */
-double ilp_grad_share_refund(const struct IlpProblem *p, const int *strat, int touching, double *per_group);
+ * each refund added to its reader's group (sized n_groups); a shared forward
+ * copy's to per_group_fwd instead where that is not NULL. */
+double ilp_grad_share_refund(const struct IlpProblem *p, const int *strat, int touching, double *per_group,
+                             double *per_group_fwd);
 /* Is node n's operand i a reader of a shared sum whose gradient part is held as an
- * earlier reader's under strat (its move not made: analysis.c)? */
-bool ilp_grad_share_dup(const struct IlpProblem *p, const int *strat, NodeId n, int i);
+ * earlier reader's under strat (its move not made: analysis.c)? fwd: of a shared forward
+ * copy, read in an earlier reader's spec (its resharding not made). */
+bool ilp_grad_share_dup(const struct IlpProblem *p, const int *strat, NodeId n, int i, bool fwd);
 
 typedef struct IlpBlock {
     const char *name;
@@ -309,6 +343,7 @@ typedef struct IlpProblem {
     int n_shares;
     IlpGradShare *shares;       /* the activations' gradient sums shared by their readers */
     int *share_at;              /* [node * IR_MAX_IN + operand]: share * 65536 + reader, or -1 */
+    int *fwd_share_at;          /* the same for the shared forward copies (IlpGradShare.fwd) */
     int n_blocks;
     IlpBlock *blocks;
     int *group_of_node;         /* node -> group */

@@ -20,6 +20,9 @@ their ratio, and the difference split by cause (simulated less predicted):
              both without host offload's work
   offload    host offload: what the host AdamW and the host copies add to the simulated step
              (offload_exposed_s) vs offload_exposed_s + param_fetch_exposed_s
+A pipelined (1F1B) plan's row has the step only (the step_breakdown's terms are the whole
+model's, not the pipeline's: compare pipeline.stages[] with simulate's per-stage lines) and
+the share of it the links' latency makes; the causes' means leave those rows out.
   of which latency   the simulation's exposed communication less the same replay with
              every link's latency ~0 (--cluster with latency_us 1e-6): the share of
              the comm column the collectives' per-call latency makes
@@ -71,11 +74,12 @@ def row(cc, name, args, out):
     plan = [f for f in os.listdir(out) if f.endswith(".plan.json")][0]
     path = os.path.join(out, plan)
     d = json.load(open(path))
-    if "program" not in d:  # pipelined programs are not recorded yet (docs/simulate.md)
+    if "program" not in d:  # interleaved pipelines are not recorded (docs/simulate.md)
         return f"| {name} | | | | no program recorded |||||| "
     s = json.loads(subprocess.run([cc, "simulate", path, "--json"], capture_output=True, text=True, check=True).stdout)
     # the same replay with every link's latency ~0: how much of the exposed communication is latency
-    cl = d["program"]["cluster"]
+    pipe = "pipeline" in d["program"]  # a pipelined program: --cluster is the whole cluster
+    cl = d["program"]["pipeline"]["cluster"] if pipe else d["program"]["cluster"]
     for link in ("intra", "inter"):
         cl[link]["latency_us"] = 1e-6
     nolat = os.path.join(out, "no-latency.cluster.json")
@@ -99,6 +103,12 @@ def row(cc, name, args, out):
     }
     pred, sim = d["step_time_s"], s["step_s"]
     mesh = "x".join(str(x) for x in d["mesh"])
+    if pipe:  # the step_breakdown's terms are not the pipeline's (pipeline.stages[] are): the step only,
+        # and the share of it the links' latency makes (the causes' means leave these rows out)
+        mesh = f"pp{s['stages']} " + mesh
+        lat = 100 * (s["step_s"] - s0["step_s"]) / pred
+        return (f"| {name} | {mesh} {d['chosen_by']} | {pred:.4g} | {sim:.4g} | {sim / pred:.3f} | | | | | | {lat:+.1f}% |",
+                sim / pred, None, pred)
     cells = " | ".join(f"{100 * v / pred:+.1f}%" for v in cause.values())
     return (f"| {name} | {mesh} {d['chosen_by']} | {pred:.4g} | {sim:.4g} | {sim / pred:.3f} | {cells} |",
             sim / pred, cause, pred)
@@ -133,7 +143,7 @@ def main():
             continue
         print(r[0], flush=True)
         ratios.append(r[1])
-        for c, v in r[2].items():
+        for c, v in (r[2] or {}).items():
             causes.setdefault(c, []).append(abs(v) / r[3])
     shutil.rmtree(run)
     if ratios:

@@ -38,6 +38,9 @@ typedef struct CgOptions {
     const ShardMesh *shard_mesh;
     DType dtype;               /* the compute dtype */
     double *simulated_s;
+    /* a pipelined plan: the whole cluster (cl is a stage's), its link prices the transfers
+     * (pipeline_link_mesh); NULL: a pipelined program is not recorded */
+    const ShardCluster *pipe_cl;
 } CgOptions;
 
 /* Writes the files; false after reporting the error (unsupported op or

@@ -1191,23 +1191,25 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     SimProgram trace;
     sim_program_init(&trace);
     trace.micro_batches = micro_batches(g);
-    /* the simulator replays one rank's program: not yet a pipelined one (each
-     * stage runs its own nodes) */
-    if (o->cl && o->shard_mesh && lp->pipe.stages <= 1) c.trace = &trace;
+    /* the simulator replays one rank's program, a pipelined one's of each stage (1F1B; an
+     * interleaved program is not recorded: docs/simulate.md) */
+    bool pipe = lp->pipe.stages > 1;
+    if (o->cl && o->shard_mesh && (!pipe || (lp->pipe.chunks <= 1 && o->pipe_cl))) c.trace = &trace;
+    if (c.trace && pipe) trace.stages = lp->pipe.stages, trace.pipe_cl = *o->pipe_cl;
     bool ok = true;
-    for (int s = 0; ok && s < (lp->pipe.stages > 1 ? lp->pipe.stages : 1); s++) { /* pipelined: each stage's */
-        c.stage = lp->pipe.stages > 1 ? s : -1;
+    for (int s = 0; ok && s < (pipe ? lp->pipe.stages : 1); s++) { /* pipelined: each stage's */
+        c.stage = pipe ? s : -1;
+        c.trace_stage = pipe ? s : 0;
         cg_pipe_stage_begin(&c);
         ok = emit_schedule(&c, &sched, o, &fwd_end, &step_begin);
     }
     c.stage = -1;
+    c.trace_stage = 0;
     cg_pipe_stage_begin(&c); /* frees */
+    c.pipe_trace = c.trace; /* cg_pipeline.c records the stages' transfers, copies and schedules */
     c.trace = NULL; /* the schedule is recorded; the rest writes no step op */
     double sim_s = 0;
-    char *pj_sim = ok && plan_json && trace.n ? cg_trace_plan_json(&(CgCtx){.trace = &trace}, o, plan_json, &sim_s) : NULL;
-    if (pj_sim) plan_json = pj_sim;
-    if (o->simulated_s) *o->simulated_s = pj_sim ? sim_s : 0;
-    sim_program_free(&trace);
+    char *pj_sim = NULL;
     if (ok) cg_init_kernels(&c); /* parameter initialization, in both kernel files */
     c.predicted_step_s = cg_plan_step_s(plan_json);
     if (!ok) {
@@ -1219,6 +1221,13 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
         ok = emit_main(&c, &m, o, sb_cstr(&sched), lp->arena_bytes + 256 + c.work_bytes); /* + the kernels' workspace */
         if (!ok) diag_plain("docs/pipeline.md says what pipelines support", "cannot generate code: %s", sb_cstr(&err));
     }
+    c.pipe_trace = NULL;
+    /* the recorded program replayed into the plan (a pipelined one is complete once
+     * emit_main has written the stages' schedules) */
+    pj_sim = ok && plan_json && trace.n ? cg_trace_plan_json(&(CgCtx){.trace = &trace}, o, plan_json, &sim_s) : NULL;
+    if (pj_sim) plan_json = pj_sim;
+    if (o->simulated_s) *o->simulated_s = pj_sim ? sim_s : 0;
+    sim_program_free(&trace);
     if (ok) {
         const char *px = c.prefix;
         cg_emit_readout(&c, &h, &m, o, micro_batches(g));

@@ -48,6 +48,10 @@ typedef struct CgCtx {
     SimProgram *trace;
     int trace_part;            /* SIM_FORWARD, SIM_BACKWARD, SIM_UPDATE */
     bool trace_last_micro;     /* inside `if (M->last_micro)` */
+    int trace_stage;           /* a pipelined program: the stage being recorded (SimOp.stage) */
+    int trace_seg;             /* SIM_SEG_*: the pipeline function being written (SimOp.seg) */
+    SimProgram *pipe_trace;    /* the recorded program while cg_pipeline.c writes the stages'
+                                * transfers, copies and schedules (NULL: not recorded) */
 } CgCtx;
 
 /* A kernel operand: value v; out: written. A kernel has at most CG_MAX_KARGS. */
@@ -302,6 +306,10 @@ void cg_trace_copy(CgCtx *c, double bytes, const char *what);
 void cg_trace_hcopy(CgCtx *c, int stream, double bytes, const char *what);
 void cg_trace_host(CgCtx *c, double elems, const char *what);
 void cg_trace_event(CgCtx *c, SimKind k, int stream, int event);
+/* a pipelined program: one colrt_sendrecv (bytes sent, received; 0: no such half); a
+ * collective over the pipeline axis (peer: the one other stage, -1: every stage) */
+void cg_trace_p2p(CgCtx *c, double send_bytes, double recv_bytes, const char *what);
+void cg_trace_pipe_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int peer, const char *what);
 /* The plan JSON with "program" (the recorded ops) and "simulated_step_time_s"
  * (their replay) added; malloc'd, NULL when plan_json does not parse or the
  * replay fails (said on stderr). *step_s gets the replay's step. */

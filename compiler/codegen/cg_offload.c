@@ -17,6 +17,10 @@
  * up into a device staging on the copy-up stream, queued a transfer or more
  * ahead (lower.h LowerNode.fetch_at: while the block before computes), and the
  * compute stream waits for the transfer's event before its first gather.
+ * A run of a chunk's updates (lower.h LowerOffload.run) is written at its
+ * leader: the run's gradients down (one copy where its part holds them in f32),
+ * the scalars once, one colrt_host_adamw and one rounding over the span, each
+ * member's parameter up; its other members write only the copy-up event.
  * Also the program's parts that hold it: the struct's fields, creation (the
  * host copies of the parameters), the copy after a checkpoint load, and
  * destruction.
@@ -54,24 +58,43 @@ static bool copies_early(const CgCtx *c) {
     return true;
 }
 
-/* Entry k's copies down: its gradient (as its update reads it) and scalars. */
+/* Run k's copies down (k leads it, offload.c): its gradients as its updates
+ * read them, in one copy of the span where its chunk's part holds them in f32
+ * (run_grad), else each into its slot; and the run's scalars, once. */
 static void copy_down(CgCtx *c, int k) {
     const LowerProgram *lp = c->lp;
-    const LowerOffload *e = &lp->offload[k];
-    const Node *n = ir_node(c->g, e->node);
+    const LowerOffload *l = &lp->offload[k];
     NodeId at = c->cur_node;
-    c->cur_node = e->node; /* the gradient as the update reads it (a bucket's view) */
-    sb_puts(c->sched, "    colrt_memcpy_async(");
-    cg_ptr(c, c->sched, e->host_grad);
-    sb_puts(c->sched, ", ");
-    cg_ptr(c, c->sched, n->in[1]);
-    const LowerNode *ln = &lp->n[e->node]; /* ZeRO: this rank's slice of a whole gradient */
-    if (ln->zero && !lp->v[cg_read(c, n->in[1])].zchunk) sb_printf(c->sched, " + M->zrank * %lld", (long long)ln->zchunk);
-    sb_printf(c->sched, ", %lld, COLRT_D2H, M->d2h); /* %%%s */\n", (long long)(4 * e->elems),
-              ir_val(c->g, n->in[1])->name);
-    cg_trace_hcopy(c, SIM_D2H, 4.0 * (double)e->elems, ir_val(c->g, n->in[1])->name);
+    if (l->run_grad != IR_NONE) {
+        const LowerOffload *lo = &lp->offload[l->run_lo];
+        c->cur_node = lo->node;
+        sb_puts(c->sched, "    colrt_memcpy_async(");
+        cg_ptr(c, c->sched, lo->host_grad);
+        sb_puts(c->sched, ", ");
+        cg_ptr(c, c->sched, l->run_grad);
+        sb_printf(c->sched, ", %lld, COLRT_D2H, M->d2h); /* the gradients of %d updates, %%%s's on, in their chunk */\n",
+                  (long long)(4 * l->run_elems), l->run_n, ir_val(c->g, ir_node(c->g, lo->node)->in[1])->name);
+        cg_trace_hcopy(c, SIM_D2H, 4.0 * (double)l->run_elems, ir_val(c->g, ir_node(c->g, lo->node)->in[1])->name);
+    }
+    for (int j = k; l->run_grad == IR_NONE && j < lp->n_offload; j++) {
+        const LowerOffload *e = &lp->offload[j];
+        if (e->run != k) continue;
+        const Node *n = ir_node(c->g, e->node);
+        c->cur_node = e->node; /* the gradient as the update reads it (a bucket's view) */
+        sb_puts(c->sched, "    colrt_memcpy_async(");
+        cg_ptr(c, c->sched, e->host_grad);
+        sb_puts(c->sched, ", ");
+        cg_ptr(c, c->sched, n->in[1]);
+        const LowerNode *ln = &lp->n[e->node]; /* ZeRO: this rank's slice of a whole gradient */
+        if (ln->zero && !lp->v[cg_read(c, n->in[1])].zchunk) sb_printf(c->sched, " + M->zrank * %lld", (long long)ln->zchunk);
+        sb_printf(c->sched, ", %lld, COLRT_D2H, M->d2h); /* %%%s */\n", (long long)(4 * e->elems),
+                  ir_val(c->g, n->in[1])->name);
+        cg_trace_hcopy(c, SIM_D2H, 4.0 * (double)e->elems, ir_val(c->g, n->in[1])->name);
+    }
+    const Node *n = ir_node(c->g, l->node);
+    c->cur_node = l->node;
     for (int s = 0; s < 3; s++) { /* lr, step, coefficient */
-        sb_printf(c->sched, "    colrt_memcpy_async(CG_HF(%lld), ", (long long)(lp->v[e->host_scalars].offset + 4 * s));
+        sb_printf(c->sched, "    colrt_memcpy_async(CG_HF(%lld), ", (long long)(lp->v[l->host_scalars].offset + 4 * s));
         cg_ptr(c, c->sched, n->in[4 + s]);
         sb_printf(c->sched, ", 4, COLRT_D2H, M->d2h); /* %%%s */\n", ir_val(c->g, n->in[4 + s])->name);
         cg_trace_hcopy(c, SIM_D2H, 4, ir_val(c->g, n->in[4 + s])->name);
@@ -114,11 +137,16 @@ void cg_offload_fetch(CgCtx *c, NodeId id) {
             for (int m = 0; cg->node == b && m < ch->n; m++) {
                 ValueId x = ch->member[m];
                 if (!lower_on_host(lp, x)) continue;
+                int64_t bytes; /* with the members after it whose host slices lie as their slots (a run's) */
+                int n = lower_fetch_span(lp, ch, m, &bytes);
                 sb_printf(c->sched, "    colrt_memcpy_async(M->arena.base + %lld, M->host.base + %lld, %lld, COLRT_H2D, M->h2d); "
-                                    "/* %%%s's slice up into chunk %d, for node %d */\n",
+                                    "/* %%%s's slice up into chunk %d",
                           (long long)(lp->v[cg->send].offset + ch->off[m] * ir_dtype_size(ch->dt)), (long long)lp->v[x].offset,
-                          (long long)lp->v[x].bytes, ir_val(c->g, x)->name, cg->chunk, b);
-                cg_trace_hcopy(c, SIM_H2D, (double)lp->v[x].bytes, ir_val(c->g, x)->name);
+                          (long long)bytes, ir_val(c->g, x)->name, cg->chunk);
+                if (n > 1) sb_printf(c->sched, ", and the %d after it", n - 1);
+                sb_printf(c->sched, ", for node %d */\n", b);
+                cg_trace_hcopy(c, SIM_H2D, (double)bytes, ir_val(c->g, x)->name);
+                m += n - 1;
             }
         }
         NodeId q = b + 1; /* the next node with copies: a new transfer's, or none, ends this one */
@@ -141,61 +169,88 @@ bool cg_offload_cast(const CgCtx *c, NodeId id) {
     return false;
 }
 
+/* The copy-up event after the copies so far: at the last entry (the next
+ * forward waits for it) and before a ZeRO-1/2 slice's all-gather, which
+ * waits for it on the compute stream. */
+static void up_event(CgCtx *c, bool record, bool wait) {
+    if (record) {
+        sb_puts(c->sched, "    colrt_event_record(M->off_up, M->h2d);\n");
+        cg_trace_event(c, SIM_RECORD, SIM_H2D, ev_id(c, EV_UP, 0));
+    }
+    if (wait) { /* ZeRO-1/2: the slice is all-gathered next, on the compute stream */
+        sb_puts(c->sched, "    colrt_stream_wait(NULL, M->off_up);\n");
+        cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, ev_id(c, EV_UP, 0));
+    }
+}
+
 bool cg_offload_node(CgCtx *c, NodeId id) {
     const LowerProgram *lp = c->lp;
     const LowerOffload *e = lower_offload_of(lp, id);
     const Node *n = ir_node(c->g, id);
     int k = (int)(e - lp->offload);
+    if (e->run != k) { /* its run's leader did its work */
+        sb_printf(c->sched, "    /* on the host (--offload): %%%s updated in the run of %%%s's update */\n",
+                  ir_val(c->g, e->param)->name, ir_val(c->g, lp->offload[e->run].param)->name);
+        up_event(c, k == lp->n_offload - 1, e->gathered);
+        return true;
+    }
     bool early = copies_early(c);
-    sb_printf(c->sched, "    /* on the host (--offload): %%%s's gradient down, AdamW over its host copy and moments, "
-                        "the parameter up */\n", ir_val(c->g, e->param)->name);
+    if (e->run_n > 1)
+        sb_printf(c->sched, "    /* on the host (--offload): the %d updates of %%%s's run (one span of their chunk): "
+                            "gradients down, one AdamW over the span, the parameters up */\n", e->run_n,
+                  ir_val(c->g, e->param)->name);
+    else
+        sb_printf(c->sched, "    /* on the host (--offload): %%%s's gradient down, AdamW over its host copy and moments, "
+                            "the parameter up */\n", ir_val(c->g, e->param)->name);
     if (!early || k == 0) { /* the copy-down stream starts once the compute stream has the gradients */
         sb_puts(c->sched, "    colrt_event_record(M->off_ready, NULL);\n    colrt_stream_wait(M->d2h, M->off_ready);\n");
         cg_trace_event(c, SIM_RECORD, SIM_COMPUTE, ev_id(c, EV_READY, 0));
         cg_trace_event(c, SIM_WAIT, SIM_D2H, ev_id(c, EV_READY, 0));
-        for (int j = early ? 0 : k; j < (early ? lp->n_offload : k + 1); j++) copy_down(c, j);
+        for (int j = early ? 0 : k; j < (early ? lp->n_offload : k + 1); j++)
+            if (lp->offload[j].run == j) copy_down(c, j);
     }
     const Attr *at = n->attr;
+    const LowerOffload *lo = &lp->offload[e->run_lo]; /* the span's start: its buffers are the spans */
+    const Node *lon = ir_node(c->g, lo->node);
     sb_printf(c->sched, "    colrt_event_sync(M->off_down[%d]); /* the host reads what came down */\n", k);
     cg_trace_event(c, SIM_HSYNC, SIM_COMPUTE, ev_id(c, EV_DOWN, k));
-    cg_trace_host(c, (double)e->elems, ir_val(c->g, e->param)->name);
+    cg_trace_host(c, (double)e->run_elems, ir_val(c->g, e->param)->name);
     sb_printf(c->sched, "    {\n        const float *s = CG_HF(%lld); /* lr, step, coefficient */\n",
               (long long)lp->v[e->host_scalars].offset);
     sb_puts(c->sched, "        if (isfinite(s[2])) /* else skipped, as on the device (an overflowed f16 step) */\n"
                       "            colrt_host_adamw(");
-    ValueId ops[4] = {e->cast != IR_NONE ? e->master : e->host_param, e->host_grad, n->in[2], n->in[3]};
+    ValueId ops[4] = {lo->cast != IR_NONE ? lo->master : lo->host_param, lo->host_grad, lon->in[2], lon->in[3]};
     for (int i = 0; i < 4; i++) {
         cg_ptr(c, c->sched, ops[i]);
         sb_puts(c->sched, ", ");
     }
     sb_printf(c->sched, "%lld, s[0], %.9gf, %.9gf, %.9gf, %.9gf, (int64_t)s[1], s[2]);\n",
-              (long long)e->elems, at[0].f, at[1].f, at[2].f, at[3].f);
+              (long long)e->run_elems, at[0].f, at[1].f, at[2].f, at[3].f);
     DType pt = ir_val(c->g, e->param)->dtype;
-    int64_t up = ir_dtype_size(pt) * e->elems;
     if (e->cast != IR_NONE) { /* the master rounded to the parameter's dtype, as the device's cast does */
         sb_printf(c->sched, "        const float *w = CG_HF(%lld);\n        uint16_t *h = CG_HH(%lld);\n"
                             "        for (int64_t i = 0; i < %lld; i++) h[i] = %s(w[i]); /* %%%s */\n",
-                  (long long)lp->v[e->master].offset, (long long)lp->v[e->host_param].offset, (long long)e->elems,
-                  pt == DT_BF16 ? "cg_f32_bf16" : "cg_f32_f16", ir_val(c->g, ir_node(c->g, e->cast)->out[0])->name);
+                  (long long)lp->v[lo->master].offset, (long long)lp->v[lo->host_param].offset, (long long)e->run_elems,
+                  pt == DT_BF16 ? "cg_f32_bf16" : "cg_f32_f16", ir_val(c->g, ir_node(c->g, lo->cast)->out[0])->name);
     }
     sb_puts(c->sched, "    }\n");
-    if (e->params) /* the slice lives on the host: the next gathers copy it up */
-        sb_puts(c->sched, "    /* the parameter's slice stays on the host (--offload params) */\n");
-    else {
+    bool gathered = false;
+    for (int j = k; j < lp->n_offload; j++) {
+        const LowerOffload *m = &lp->offload[j];
+        if (m->run != k) continue;
+        gathered |= m->gathered;
+        if (m->params) { /* the slice lives on the host: the next gathers copy it up */
+            sb_printf(c->sched, "    /* %%%s's slice stays on the host (--offload params) */\n", ir_val(c->g, m->param)->name);
+            continue;
+        }
+        int64_t up = ir_dtype_size(pt) * m->elems;
         sb_puts(c->sched, "    colrt_memcpy_async(");
-        cg_ptr(c, c->sched, e->up_to);
-        sb_printf(c->sched, ", M->host.base + %lld, %lld, COLRT_H2D, M->h2d);\n", (long long)lp->v[e->host_param].offset,
+        cg_ptr(c, c->sched, m->up_to);
+        sb_printf(c->sched, ", M->host.base + %lld, %lld, COLRT_H2D, M->h2d);\n", (long long)lp->v[m->host_param].offset,
                   (long long)up);
-        cg_trace_hcopy(c, SIM_H2D, (double)up, ir_val(c->g, e->param)->name);
+        cg_trace_hcopy(c, SIM_H2D, (double)up, ir_val(c->g, m->param)->name);
     }
-    if (k == lp->n_offload - 1 || e->gathered) {
-        sb_puts(c->sched, "    colrt_event_record(M->off_up, M->h2d);\n");
-        cg_trace_event(c, SIM_RECORD, SIM_H2D, ev_id(c, EV_UP, 0));
-    }
-    if (e->gathered) { /* ZeRO-1/2: the slice is all-gathered next, on the compute stream */
-        sb_puts(c->sched, "    colrt_stream_wait(NULL, M->off_up);\n");
-        cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, ev_id(c, EV_UP, 0));
-    }
+    up_event(c, k == lp->n_offload - 1 || gathered, e->gathered);
     return true;
 }
 

@@ -18,6 +18,9 @@
  *     its forward into the micro-batch's slot of as many, and back before
  *     the backward (no forward again);
  *   - the loss summed over the stages (only the last computes it).
+ * 1F1B: each of these calls is recorded for the simulator beside it (cg_trace.c;
+ * the stage's functions and its action table into c->pipe_trace: docs/simulate.md);
+ * an interleaved program is not recorded.
  * Takes the CgCtx of cg_emit; writes into the schedule file being built.
  */
 #include <string.h>
@@ -92,7 +95,9 @@ void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {
         if (u->before != id || !(on >> s & 1u)) continue;
         ValueId v = cg_read(c, u->v);
         PlaceMask all = place_mask_all(width);
+        double bytes = (double)ir_shape_numel(lp->v[v].local) * ir_dtype_size(ir_val(g, u->v)->dtype);
         if (on == all) {
+            cg_trace_pipe_coll(c, COLL_ALL_REDUCE, pp_axis(o), bytes, -1, ir_val(g, u->v)->name);
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", pp_axis(o));
             cg_ptr(c, c->sched, u->v);
             sb_puts(c->sched, ", ");
@@ -102,6 +107,8 @@ void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {
         } else {
             int peer = 0;
             while (peer == s || !(on >> peer & 1u)) peer++;
+            /* interleaved: peer is a device; such programs are not recorded (cg_emit.c) */
+            cg_trace_pipe_coll(c, COLL_ALL_REDUCE, pp_axis(o), bytes, peer, ir_val(g, u->v)->name);
             sb_printf(c->sched, "    colrt_pair_all_reduce(M->mesh, %d, %d, ", pp_axis(o), peer);
             cg_ptr(c, c->sched, u->v);
             sb_printf(c->sched, ", %lld, %s, NULL); /* %%%s: this stage's part and stage %d's (a tied parameter) */\n",
@@ -271,6 +278,9 @@ static void xfer_fn(CgCtx *c, const CgOptions *o, StrBuf *m, int s, bool next, i
             roff += align256(lp->v[rcv[k]].bytes);
         } else sb_puts(m, "-1, NULL, 0, ");
         sb_puts(m, "COLRT_F16, NULL); /*");
+        /* the words as sent: 16-bit, the value's bytes rounded down to them */
+        cg_trace_p2p(c, hs ? 2.0 * (double)(lp->v[snd[k]].bytes / 2) : 0, hr ? 2.0 * (double)(lp->v[rcv[k]].bytes / 2) : 0,
+                     ir_val(c->g, hs ? snd[k] : rcv[k])->name);
         if (hs) sb_printf(m, " out %%%s", ir_val(c->g, snd[k])->name);
         if (hr) sb_printf(m, " in %%%s", ir_val(c->g, rcv[k])->name);
         sb_puts(m, " */\n");
@@ -302,6 +312,7 @@ static void copy_in_fn(CgCtx *c, StrBuf *m, int s, bool grads, int64_t slot_byte
         cg_ptr(c, m, v[k]);
         sb_printf(m, ", from + %lld, %lld, COLRT_D2D, NULL); /* %%%s */\n", (long long)off, (long long)c->lp->v[v[k]].bytes,
                   ir_val(c->g, v[k])->name);
+        cg_trace_copy(c, (double)c->lp->v[v[k]].bytes, ir_val(c->g, v[k])->name);
         off += align256(c->lp->v[v[k]].bytes);
     }
     sb_puts(m, "    (void)from;\n}\n\n");
@@ -346,6 +357,7 @@ static void stash_fn(CgCtx *c, StrBuf *m, int s, bool out) {
         cg_ptr(c, m, v);
         if (!out) sb_printf(m, ", slot + %lld", (long long)off);
         sb_printf(m, ", %lld, COLRT_D2D, NULL); /* %%%s */\n", (long long)c->lp->v[v].bytes, name ? name : "?");
+        cg_trace_copy(c, (double)c->lp->v[v].bytes, name ? name : "?");
         off += align256(c->lp->v[v].bytes);
     }
     sb_puts(m, "    (void)slot;\n}\n\n");
@@ -375,6 +387,7 @@ void cg_pipe_after_node(CgCtx *c, NodeId id) {
                     c->cur_node = -1;
                     cg_ptr(c, c->sched, v[k]);
                     c->cur_node = save;
+                    cg_trace_copy(c, (double)lp->v[v[k]].bytes, ir_val(c->g, v[k])->name);
                     sb_printf(c->sched, ", %lld, COLRT_D2D, NULL); /* %%%s, to send to %sstage %d */\n",
                               (long long)lp->v[v[k]].bytes, ir_val(c->g, v[k])->name, pp->chunks > 1 ? "virtual " : "",
                               dir ? s - 1 : s + 1);
@@ -600,11 +613,29 @@ bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o) {
         int64_t fin = first ? 0 : list_bytes(lp, pp->fwd[s - 1], pp->n_fwd[s - 1]);
         int64_t gstash = (P - s) * fin;
         sb_printf(m, "/* ---- stage %d of %d ---- */\n\n", s, P);
-        if (!last) xfer_fn(c, o, m, s, true, fin, gstash);
-        if (!first) xfer_fn(c, o, m, s, false, fin, gstash);
-        if (!first) copy_in_fn(c, m, s, false, fin, gstash);
-        if (!last) copy_in_fn(c, m, s, true, fin, gstash);
-        if (pp->keep[s]) stash_fn(c, m, s, true), stash_fn(c, m, s, false);
+        /* recorded for the simulator (cg_emit.c): each function's colrt calls, the part and
+         * pipeline function of the action that runs it, and the table below */
+        c->trace = c->pipe_trace;
+        c->trace_stage = s;
+        c->trace_last_micro = false;
+#define SEG(seg, part) (c->trace_seg = (seg), c->trace_part = (part))
+        if (!last) SEG(SIM_SEG_NEXT, SIM_FORWARD), xfer_fn(c, o, m, s, true, fin, gstash);
+        if (!first) SEG(SIM_SEG_PREV, SIM_FORWARD), xfer_fn(c, o, m, s, false, fin, gstash);
+        if (!first) SEG(SIM_SEG_RESTORE, SIM_FORWARD), copy_in_fn(c, m, s, false, fin, gstash);
+        if (!last) SEG(SIM_SEG_GRADS_IN, SIM_BACKWARD), copy_in_fn(c, m, s, true, fin, gstash);
+        if (pp->keep[s])
+            SEG(SIM_SEG_STASH_OUT, SIM_FORWARD), stash_fn(c, m, s, true), SEG(SIM_SEG_STASH_IN, SIM_BACKWARD),
+                stash_fn(c, m, s, false);
+#undef SEG
+        if (c->trace) {
+            c->trace->acts[s] = ir_alloc(sizeof(PipeAction) * (size_t)(na[s] ? na[s] : 1));
+            memcpy(c->trace->acts[s], acts[s], sizeof(PipeAction) * (size_t)na[s]);
+            c->trace->n_acts[s] = na[s];
+            c->trace->kept[s] = pp->keep[s];
+        }
+        c->trace = NULL;
+        c->trace_seg = SIM_SEG_BODY;
+        c->trace_stage = 0;
         sb_printf(m, "/* Stage %d's 1F1B schedule (solver/pipeline.c): {action, micro-batch, send, receive};\n"
                      " * actions: 0 forward, 1 backward, 2 transfer with the next stage, 3 with the previous. */\n"
                      "static const int %s_sched_s%d[%d][4] = {\n",

@@ -223,16 +223,15 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
     /* queued on the communication stream; 0 where the plan sums them on the caller's thread
      * (Placement.sync_on_caller) */
     cJSON_AddNumberToObject(low, "gradient_buckets_queued", lp->opt.sync_on_caller ? 0 : lp->n_buckets);
-    if (lp->n_offload) { /* host offload: per step, gradients (and three scalars) down, parameters up */
-        double down = 0, up = 0;
-        for (int k = 0; k < lp->n_offload; k++) {
-            down += 4.0 * (double)lp->offload[k].elems + 12;
-            if (!lp->offload[k].params) /* params: the slice stays on the host */
-                up += (double)ir_dtype_size(g->values[lp->offload[k].param].dtype) * (double)lp->offload[k].elems;
-        }
+    if (lp->n_offload) { /* host offload: per step, gradients (and the scalars) down, parameters up */
+        LowerOffloadTraffic t = lower_offload_traffic(lp);
         cJSON_AddNumberToObject(low, "host_updates", lp->n_offload);
-        cJSON_AddNumberToObject(low, "d2h_bytes", down);
-        cJSON_AddNumberToObject(low, "h2d_bytes", up);
+        /* runs of a chunk's updates (offload.c): one host call and one copy of the gradients a run */
+        cJSON_AddNumberToObject(low, "host_adamw_calls", t.host_calls);
+        cJSON_AddNumberToObject(low, "d2h_copies", t.d2h_copies);
+        cJSON_AddNumberToObject(low, "h2d_copies", t.h2d_copies);
+        cJSON_AddNumberToObject(low, "d2h_bytes", t.d2h_bytes);
+        cJSON_AddNumberToObject(low, "h2d_bytes", t.h2d_bytes);
     }
     if (lp->n_fetch_ev) { /* parameters on the host: the gathers' slices copied up */
         cJSON_AddNumberToObject(low, "param_fetch_bytes_per_micro_batch", (double)lp->fetch_bytes);

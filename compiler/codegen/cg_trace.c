@@ -3,8 +3,11 @@
  * (solver/sim.h). The schedule writers call these beside each colrt call
  * they write: a node's kernels (with its local FLOPs and bytes and its live
  * arena bytes), each collective (kind, axis, each rank's bytes going in),
- * each copy, each event recorded or waited for. So the replay's ops are the
- * emitted ones by construction. Then writes the recorded program and its
+ * each copy, each event recorded or waited for; a pipelined program's
+ * transfers (colrt_sendrecv) and collectives over the pipeline axis, each op
+ * tagged with its stage and the pipeline function it is in (CgCtx.trace_stage,
+ * trace_seg; cg_pipeline.c adds the stages' action tables). So the replay's ops
+ * are the emitted ones by construction. Then writes the recorded program and its
  * replay into the plan JSON ("program", "simulated_step_time_s").
  */
 #include <cjson/cJSON.h>
@@ -45,6 +48,14 @@ static double read_bytes(const CgCtx *c, NodeId id, ValueId v) {
     for (int k = 0; k < ln->n_xin; k++)
         if (ln->xin_from[k] == v) return (double)c->lp->v[ln->xin_to[k]].bytes;
     return (double)c->lp->v[v].bytes;
+}
+
+/* An op of the stage and pipeline function being written. */
+static SimOp *add(CgCtx *c, SimKind k, int stream, const char *name) {
+    SimOp *o = sim_add(c->trace, k, stream, c->trace_part, name);
+    o->stage = c->trace_stage;
+    o->seg = c->trace_seg;
+    return o;
 }
 
 void cg_trace_node(CgCtx *c, NodeId id) {
@@ -109,7 +120,7 @@ void cg_trace_node(CgCtx *c, NodeId id) {
             fill += cost_fused_bytes(&f, &co, 0);
             onto = a->out[0];
         }
-        SimOp *fo = sim_add(c->trace, SIM_KERNEL, SIM_COMPUTE, c->trace_part, ir_val(g, onto)->name);
+        SimOp *fo = add(c, SIM_KERNEL, SIM_COMPUTE, ir_val(g, onto)->name);
         fo->cls = OPC_ELEMWISE;
         fo->op = OP_ADD;
         fo->bytes = fill;
@@ -117,7 +128,7 @@ void cg_trace_node(CgCtx *c, NodeId id) {
         fo->last_micro = c->trace_last_micro;
         if (lp->live_bytes && c->cur_node >= 0) fo->live = (double)lp->live_bytes[c->cur_node];
     }
-    SimOp *o = sim_add(c->trace, SIM_KERNEL, SIM_COMPUTE, c->trace_part, ir_val(g, n->out[0])->name);
+    SimOp *o = add(c, SIM_KERNEL, SIM_COMPUTE, ir_val(g, n->out[0])->name);
     o->cls = ir_op(op)->cls;
     o->op = op;
     o->flops = flops;
@@ -129,7 +140,7 @@ void cg_trace_node(CgCtx *c, NodeId id) {
 
 void cg_trace_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int stream, const char *what) {
     if (!c->trace) return;
-    SimOp *o = sim_add(c->trace, k == COLL_SLICE || k == COLL_ZERO ? SIM_COPY : SIM_COLL, stream, c->trace_part, what);
+    SimOp *o = add(c, k == COLL_SLICE || k == COLL_ZERO ? SIM_COPY : SIM_COLL, stream, what);
     o->coll = k;
     o->axis = axis;
     o->bytes = bytes_in;
@@ -144,28 +155,44 @@ void cg_trace_zero_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, const 
 
 void cg_trace_copy(CgCtx *c, double bytes, const char *what) {
     if (!c->trace) return;
-    SimOp *o = sim_add(c->trace, SIM_COPY, SIM_COMPUTE, c->trace_part, what);
+    SimOp *o = add(c, SIM_COPY, SIM_COMPUTE, what);
     o->bytes = bytes;
     o->last_micro = c->trace_last_micro;
 }
 
 void cg_trace_hcopy(CgCtx *c, int stream, double bytes, const char *what) {
     if (!c->trace) return;
-    SimOp *o = sim_add(c->trace, SIM_HCOPY, stream, c->trace_part, what);
+    SimOp *o = add(c, SIM_HCOPY, stream, what);
     o->bytes = bytes;
     o->last_micro = c->trace_last_micro;
 }
 
 void cg_trace_host(CgCtx *c, double elems, const char *what) {
     if (!c->trace) return;
-    SimOp *o = sim_add(c->trace, SIM_HOST, SIM_COMPUTE, c->trace_part, what);
+    SimOp *o = add(c, SIM_HOST, SIM_COMPUTE, what);
     o->flops = elems;
     o->last_micro = c->trace_last_micro;
 }
 
+void cg_trace_p2p(CgCtx *c, double send_bytes, double recv_bytes, const char *what) {
+    if (!c->trace) return;
+    SimOp *o = add(c, SIM_P2P, SIM_COMPUTE, what);
+    o->bytes = send_bytes;
+    o->rbytes = recv_bytes;
+}
+
+void cg_trace_pipe_coll(CgCtx *c, ShardColl k, int axis, double bytes_in, int peer, const char *what) {
+    if (!c->trace) return;
+    SimOp *o = add(c, SIM_COLL, SIM_COMPUTE, what);
+    o->coll = k;
+    o->axis = axis;
+    o->bytes = bytes_in;
+    o->peer = peer;
+}
+
 void cg_trace_event(CgCtx *c, SimKind k, int stream, int event) {
     if (!c->trace) return;
-    SimOp *o = sim_add(c->trace, k, stream, c->trace_part, NULL);
+    SimOp *o = add(c, k, stream, NULL);
     o->event = event;
     o->last_micro = c->trace_last_micro;
     if (event + 1 > c->trace->n_events) c->trace->n_events = event + 1;

@@ -363,6 +363,11 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
                       vname(p, of->host_grad), (long long)p->v[of->host_grad].offset,
                       of->params ? "slice stays in" : "up from", vname(p, of->host_param),
                       (long long)p->v[of->host_param].offset, of->cast != IR_NONE ? ", its master rounded there" : "");
+        if (of && of->run_n > 1)
+            sb_printf(b, "  (leads a run of %d updates over %lld elements of their chunk%s)", of->run_n,
+                      (long long)of->run_elems, of->run_grad != IR_NONE ? ", their gradients down in one copy" : "");
+        else if (of && of->run != (int)(of - p->offload))
+            sb_printf(b, "  (in the run of %%%s)", vname(p, ir_node(g, p->offload[of->run].node)->out[0]));
         sb_puts(b, "\n");
         for (int k = 0; k < ln->n_post; k++) print_reshard(p, &ln->post[k], "then ", b);
         for (int k = 0; k < p->n_buckets; k++) {

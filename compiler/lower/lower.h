@@ -168,7 +168,29 @@ typedef struct LowerOffload {
                                 * host (host_param is it): the update writes it there, nothing
                                 * goes up after it; each gather copies it up first (LowerNode
                                 * gather_from) */
+    /* Runs (offload.c, docs/sharding.md "Host offload", "In chunks"): updates whose gradients
+     * a ZeRO chunk's reduce-scatter left side by side (LowerChunkScatter.part) run as one: their
+     * host state (m, v, the fp32 copy or master, the staging, the gradient's) laid out in the
+     * part's slot order, one copy of the gradients down (the part's f32 slices or their casts'), one
+     * colrt_host_adamw over the span (the padding between slots updated and never read), one
+     * rounding, the scalars down once. The leader (the run's first entry) does the run's work. */
+    int run;                   /* the entry leading this one's run (itself: it leads, or runs alone) */
+    int run_n;                 /* on a leader: its run's entries (1: alone) */
+    int run_lo;                /* on a leader: the entry at the span's start (its buffers are the spans') */
+    int64_t run_elems;         /* on a leader: the span, in elements (members at their slots) */
+    ValueId run_grad;          /* on a leader: the device gradients end to end in f32 from run_lo's
+                                * on (its slice, a view into the chunk's part; mixed precision: its
+                                * f32 cast, a view into the casts' span): one copy down; IR_NONE:
+                                * each member's gradient copied down into its place on its own */
 } LowerOffload;
+
+/* The host offload's traffic per step as the program runs it (offload.c, cg_offload.c):
+ * colrt_host_adamw calls, copies down (gradients and scalars) and up (parameters), and
+ * their bytes. */
+typedef struct LowerOffloadTraffic {
+    int host_calls, d2h_copies, h2d_copies;
+    double d2h_bytes, h2d_bytes;
+} LowerOffloadTraffic;
 
 /* A gradient bucket (data-parallel all-reduces of parameter gradients read
  * only by the update): right after node `launch` defines the last of them,
@@ -451,6 +473,11 @@ PlaceMask lower_pipe_devmask(const LowerProgram *p, PlaceMask stages);
  * whether value v's buffer is in the host arena. */
 const LowerOffload *lower_offload_of(const LowerProgram *p, NodeId id);
 bool lower_on_host(const LowerProgram *p, ValueId v);
+LowerOffloadTraffic lower_offload_traffic(const LowerProgram *p);
+/* Parameters on the host under chunks: how many of chunk ch's members from m on (m's slice on
+ * the host) one copy moves into the round's send buffer: while each next member's host slice
+ * lies as far after m's as its slot in the chunk (a run's span, offload.c); *bytes, the copy's. */
+int lower_fetch_span(const LowerProgram *p, const LowerChunk *ch, int m, int64_t *bytes);
 bool lower_pipe_zeroed(const LowerProgram *p, NodeId id, int s, ValueId v);
 
 /* Whether NAME is one of the lowering's passes (--dump-after=lower.NAME). */

@@ -15,6 +15,15 @@
  * host's copy is the parameter: the update writes it, nothing comes back),
  * and each gather of it reads a device staging the slice is copied up into
  * first, a transfer at most K = offload_inflight ahead (plan_fetches).
+ * Where a ZeRO chunk's reduce-scatter leaves offloaded gradients side by
+ * side (chunk.c's parts), their updates form runs (form_runs): the members'
+ * host buffers are laid out as spans in the part's slot order, so one copy
+ * moves the run's gradients down (from the part in f32; under mixed precision
+ * from a span their f32 casts write into, cast_span), one host AdamW updates
+ * the span, and
+ * under --offload params one copy moves a run's slices up into a round's send
+ * buffer (lower_fetch_span). A device member or a change of hyperparameters
+ * cuts a run (a mixed chunk splits).
  * The schedule pass then plans the device arena without the host buffers.
  */
 #include "lower_internal.h"
@@ -32,25 +41,32 @@ const LowerOffload *lower_offload_of(const LowerProgram *p, NodeId id) {
 
 bool lower_on_host(const LowerProgram *p, ValueId v) { return p->v[lower_root_of(p, v)].host; }
 
-/* A host buffer of the lowering: elems of dt, at the host arena's end. */
-static ValueId host_value(LowerCtx *c, NodeId id, int64_t elems, DType dt, ValueId of, const char *what) {
+/* The host arena's next aligned bytes, for a buffer (or a run's span) of `bytes`. */
+static int64_t host_alloc(LowerProgram *p, int64_t bytes) {
+    int64_t at = p->host_arena_bytes;
+    p->host_arena_bytes += (bytes + p->opt.alignment - 1) / p->opt.alignment * p->opt.alignment;
+    return at;
+}
+
+/* A host buffer of the lowering: elems of dt, at host offset `at` (a slot of a
+ * run's span), or at the host arena's end (at < 0). */
+static ValueId host_value(LowerCtx *c, NodeId id, int64_t elems, DType dt, ValueId of, const char *what, int64_t at) {
     LowerProgram *p = c->p;
     ValueId e = lower_add_temp(c->g, p, id, elems, dt, what, of);
     p->v[e].host = true;
-    p->v[e].offset = p->host_arena_bytes;
-    p->host_arena_bytes += (p->v[e].bytes + p->opt.alignment - 1) / p->opt.alignment * p->opt.alignment;
+    p->v[e].offset = at >= 0 ? at : host_alloc(p, p->v[e].bytes);
     return e;
 }
 
-/* A leaf (a moment, a master) moved to the host arena: its device bytes are freed. */
-static void to_host(LowerCtx *c, ValueId v) {
+/* A leaf (a moment, a master) moved to the host arena, at `at` or its end
+ * (at < 0): its device bytes are freed. */
+static void to_host(LowerCtx *c, ValueId v, int64_t at) {
     LowerProgram *p = c->p;
     if (ir_val(c->g, v)->def != IR_NONE || lower_root_of(p, v) != v) /* read and written by the update only */
         ir_panic(__FILE__, __LINE__, "host offload: %%%s is not a leaf stored alone", ir_val(c->g, v)->name);
     int64_t sz = (p->v[v].bytes + p->opt.alignment - 1) / p->opt.alignment * p->opt.alignment;
     p->v[v].host = true;
-    p->v[v].offset = p->host_arena_bytes;
-    p->host_arena_bytes += sz;
+    p->v[v].offset = at >= 0 ? at : host_alloc(p, p->v[v].bytes);
     p->offloaded_bytes += sz;
 }
 
@@ -67,6 +83,15 @@ static NodeId master_cast(const Graph *g, NodeId id) {
     return IR_NONE;
 }
 
+int lower_fetch_span(const LowerProgram *p, const LowerChunk *ch, int m, int64_t *bytes) {
+    int64_t es = ir_dtype_size(ch->dt), o = p->v[ch->member[m]].offset;
+    int k = m + 1;
+    while (k < ch->n && lower_on_host(p, ch->member[k]) && p->v[ch->member[k]].offset - o == (ch->off[k] - ch->off[m]) * es)
+        k++;
+    *bytes = p->v[ch->member[k - 1]].offset + p->v[ch->member[k - 1]].bytes - o;
+    return k - m;
+}
+
 /* Parameters on the host (PO_PARAMS): each gather of a slice in the host arena
  * reads a device staging (gather_from) the slice is copied up into first. A
  * transfer is the copies for a run of gathering nodes of one block instance
@@ -77,7 +102,9 @@ static NodeId master_cast(const Graph *g, NodeId id) {
  * the next block's slices coming up while this one computes (K = 2), and its
  * staging lives from there to its gather. A chunk's round (chunk.c) is a
  * gathering node too: its members' slices on the host are copied up into its
- * send buffer, the staging, which then lives from the transfer's queueing. */
+ * send buffer, the staging, which then lives from the transfer's queueing;
+ * the members of a run (below) in one copy, their host slices laid out as
+ * their slots (lower_fetch_span). */
 static void plan_fetches(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
@@ -119,8 +146,12 @@ static void plan_fetches(LowerCtx *c) {
             const LowerChunkGather *cg = &p->chunk_gathers[r];
             const LowerChunk *ch = &p->chunks[cg->chunk];
             bool up = false;
-            for (int m = 0; cg->node == id && m < ch->n; m++)
-                if (p->v[ch->member[m]].host) up = true, p->fetch_bytes += p->v[ch->member[m]].bytes;
+            for (int m = 0; cg->node == id && m < ch->n; m++) {
+                if (!p->v[ch->member[m]].host) continue;
+                int64_t b; /* a run of them in one copy (lower_fetch_span) */
+                m += lower_fetch_span(p, ch, m, &b) - 1;
+                up = true, p->fetch_bytes += b;
+            }
             if (!up) continue;
             p->v[cg->send].added_first = ln->fetch_at; /* the staging: live from the transfer's queueing */
             int64_t b = (p->v[cg->send].bytes + p->opt.alignment - 1) / p->opt.alignment * p->opt.alignment;
@@ -140,10 +171,137 @@ static void plan_fetches(LowerCtx *c) {
     ir_free(first);
 }
 
+/* An offloaded update before its host buffers are placed: where its gradient
+ * lies on the device (src, a view at byte off into root: a ZeRO chunk's part)
+ * and what its run must share with it. */
+typedef struct Cand {
+    NodeId node, cast;
+    ValueId w, param;
+    int64_t elems;
+    bool params;
+    ValueId src, root;         /* root: a LowerChunkScatter's part, or IR_NONE: runs alone */
+    int64_t off, bytes;        /* src's place in root and its bytes */
+    bool whole;                /* the update reads src itself, in f32 (else a cast of it) */
+} Cand;
+
+/* The value x reads as at node id: a ZeRO gradient's slice from its reduce-scatter on. */
+static ValueId read_at(const LowerProgram *p, ValueId x, NodeId id) {
+    return p->v[x].redirect != IR_NONE && id >= p->v[x].redirect_from ? p->v[x].redirect : x;
+}
+
+/* Where candidate e's gradient is: a slice in a chunk's part (root, off), read
+ * by the update itself or through its cast to f32 (mixed precision). */
+static void grad_home(const LowerCtx *c, Cand *e) {
+    const Graph *g = c->g;
+    const LowerProgram *p = c->p;
+    ValueId x = ir_node(g, e->node)->in[1];
+    NodeId at = e->node;
+    e->root = IR_NONE;
+    e->whole = true;
+    if (ir_val(g, x)->def != IR_NONE && ir_node(g, ir_val(g, x)->def)->op == OP_CAST) { /* the f32 cast of a gradient */
+        at = ir_val(g, x)->def;
+        x = ir_node(g, at)->in[0];
+        e->whole = false;
+    }
+    x = read_at(p, x, at);
+    e->src = x;
+    int64_t off = 0;
+    ValueId r = x;
+    for (; p->v[r].storage != r; r = p->v[r].storage) off += p->v[r].view_off;
+    for (int k = 0; k < p->n_chunk_scatters; k++)
+        if (p->chunk_scatters[k].part == r && r != x) {
+            DType dt = p->chunk_scatters[k].dt;
+            if (p->v[x].bytes != e->elems * ir_dtype_size(dt)) return; /* not the slice the update runs on */
+            e->whole &= dt == DT_F32;
+            e->root = r, e->off = off, e->bytes = p->v[x].bytes;
+        }
+}
+
+/* Whether b's update can run in a's run: the same hyperparameters and step
+ * operands (one call), the same level and unit (a cast to the same dtype), its
+ * gradient in the same part right after a's (at most a slot's padding between),
+ * and both read alike (one copy down of the span, or each its own). */
+static bool run_joins(const LowerCtx *c, const Cand *a, const Cand *b) {
+    const Graph *g = c->g;
+    const Node *x = ir_node(g, a->node), *y = ir_node(g, b->node);
+    if (a->root == IR_NONE || a->root != b->root || b->off < a->off + a->bytes || b->off - (a->off + a->bytes) >= 64)
+        return false;
+    for (int k = 0; k < 4; k++)
+        if (x->attr[k].f != y->attr[k].f) return false;
+    for (int k = 4; k < 7; k++)
+        if (x->in[k] != y->in[k]) return false;
+    return (a->cast == IR_NONE) == (b->cast == IR_NONE) && a->params == b->params && a->whole == b->whole &&
+           ir_val(g, a->param)->dtype == ir_val(g, b->param)->dtype && c->p->n[a->node].zero == c->p->n[b->node].zero;
+}
+
+/* Cuts the candidates into runs: run[i], the first (in schedule order) of
+ * candidate i's run; each run one stretch of a chunk's part in slot order
+ * whose every update reads only what is final at the run's first update. */
+static void form_runs(const LowerCtx *c, const Cand *e, int n, int *run) {
+    const Graph *g = c->g;
+    int *ord = ir_alloc(sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) ord[i] = i, run[i] = i;
+    for (int a = 1; a < n; a++) /* by (root, off): insertion sort, a few hundred at most */
+        for (int b = a; b > 0 && (e[ord[b - 1]].root > e[ord[b]].root ||
+                                  (e[ord[b - 1]].root == e[ord[b]].root && e[ord[b - 1]].off > e[ord[b]].off)); b--) {
+            int t = ord[b];
+            ord[b] = ord[b - 1], ord[b - 1] = t;
+        }
+    for (int a = 0; a < n;) {
+        int b = a + 1;
+        while (b < n && run_joins(c, &e[ord[b - 1]], &e[ord[b]])) b++;
+        int lead = ord[a];
+        for (int k = a; k < b; k++)
+            if (ord[k] < lead) lead = ord[k];
+        bool ok = true; /* every member's gradient and scalars defined before the leader runs */
+        for (int k = a; k < b && ok; k++) {
+            const Node *x = ir_node(g, e[ord[k]].node);
+            for (int i = 1; i < x->n_in; i++)
+                if (i != 2 && i != 3 && ir_val(g, x->in[i])->def != IR_NONE && ir_val(g, x->in[i])->def >= e[lead].node)
+                    ok = false;
+        }
+        for (int k = a; ok && k < b; k++) run[ord[k]] = lead;
+        a = b;
+    }
+    ir_free(ord);
+}
+
+/* Candidate e's slot in its run's span (from byte lo of the part), in elements. */
+static int64_t slot_of(const Cand *e, int64_t lo) { return (e->off - lo) / (e->bytes / e->elems); }
+
+/* Mixed precision: the run led by r reads each gradient's f32 cast, a buffer of
+ * its own. The casts write into one device span instead (a buffer the
+ * schedule places from the first cast to the last reader, each cast's result a
+ * view at its slot), so the run's gradients go down in one copy too. Not
+ * where a cast's result already shares a buffer or is not the slice. */
+static void cast_span(LowerCtx *c, Cand *cand, int ne, const int *run, int r, int64_t lo, int64_t span) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    NodeId at = c->nn;
+    for (int j = 0; j < ne; j++) {
+        if (run[j] != r) continue;
+        ValueId x = ir_node(g, cand[j].node)->in[1];
+        if (ir_val(g, x)->dtype != DT_F32 || lower_root_of(p, x) != x || p->v[x].host || p->v[x].bytes != 4 * cand[j].elems ||
+            p->v[x].redirect != IR_NONE)
+            return;
+        if (ir_val(g, x)->def < at) at = ir_val(g, x)->def;
+    }
+    ValueId sp = lower_add_temp(g, p, at, span, DT_F32, "grad32.run", ir_node(g, cand[r].node)->in[1]);
+    for (int j = 0; j < ne; j++) {
+        if (run[j] != r) continue;
+        ValueId x = ir_node(g, cand[j].node)->in[1];
+        p->v[x].storage = sp;
+        p->v[x].view_off = 4 * slot_of(&cand[j], lo);
+        cand[j].whole = true, cand[j].src = x;
+    }
+}
+
 bool lower_pass_offload(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     if (!p->opt.offload) return true;
+    int ne = 0;
+    Cand *cand = ir_alloc(sizeof(Cand) * (size_t)(c->nn + 1));
     for (NodeId id = 0; id < c->nn; id++) {
         const Node *n = ir_node(g, id);
         if (n->op != OP_ADAMW) continue;
@@ -160,41 +318,112 @@ bool lower_pass_offload(LowerCtx *c) {
             p->sharded)
             ir_panic(__FILE__, __LINE__, "host offload of %%%s: a plan the offload pass does not lower",
                      ir_val(g, param)->name);
-        p->offload = ir_realloc(p->offload, sizeof *p->offload * (size_t)(p->n_offload + 1));
-        LowerOffload *e = &p->offload[p->n_offload++];
         const LowerNode *ln = &p->n[id];
+        NodeId last = cast != IR_NONE ? cast : id; /* the node writing the new parameter */
+        Cand *e = &cand[ne++];
         /* ZeRO: the rank's slice (stages 1-2: of the whole parameter; 3: the parameter is the slice) */
-        int64_t elems = ln->zero ? ln->zchunk : ir_shape_numel(p->v[w].local);
-        to_host(c, n->in[2]);
-        to_host(c, n->in[3]);
+        *e = (Cand){.node = id, .cast = cast, .w = w, .param = param,
+                    .elems = ln->zero ? ln->zchunk : ir_shape_numel(p->v[w].local)};
+        /* params: the parameter is a ZeRO-3 slice (a parameter a view reads stays whole on the
+         * device, zero.c: it is offloaded as optim+master) */
+        e->params = p->opt.offload[param] == PO_PARAMS && p->v[param].zchunk && lower_zero_gather_target(p, last) == IR_NONE;
+        grad_home(c, e);
+    }
+    int *run = ir_alloc(sizeof(int) * (size_t)(ne + 1));
+    form_runs(c, cand, ne, run);
+    /* per run (by its leader): the span's elements, its start, and each kind's base in the host arena */
+    enum { S_M, S_V, S_W, S_P, S_G, S__N }; /* moments, the f32 copy or master, the staging, the gradient */
+    int64_t *span = ir_alloc(sizeof(int64_t) * (size_t)(ne + 1)), *lo = ir_alloc(sizeof(int64_t) * (size_t)(ne + 1));
+    int64_t(*base)[S__N] = ir_alloc(sizeof *base * (size_t)(ne + 1));
+    int *n_run = ir_alloc(sizeof(int) * (size_t)(ne + 1));
+    for (int i = 0; i < ne; i++) span[i] = 0, lo[i] = INT64_MAX, n_run[i] = 0;
+    for (int i = 0; i < ne; i++) {
+        n_run[run[i]]++;
+        if (cand[i].root != IR_NONE && cand[i].off < lo[run[i]]) lo[run[i]] = cand[i].off;
+    }
+    for (int j = 0; j < ne; j++) /* each run's span: its members at their slots */
+        if (n_run[run[j]] > 1 && slot_of(&cand[j], lo[run[j]]) + cand[j].elems > span[run[j]])
+            span[run[j]] = slot_of(&cand[j], lo[run[j]]) + cand[j].elems;
+    for (int r = 0; r < ne; r++)
+        if (run[r] == r && n_run[r] > 1 && !cand[r].whole) cast_span(c, cand, ne, run, r, lo[r], span[r]);
+    p->offload = ir_realloc(p->offload, sizeof *p->offload * (size_t)(p->n_offload + ne + 1));
+    int first = p->n_offload;
+    for (int i = 0; i < ne; i++) {
+        const Cand *ca = &cand[i];
+        NodeId id = ca->node, cast = ca->cast;
+        const Node *n = ir_node(g, id);
+        ValueId w = ca->w, param = ca->param;
+        int64_t elems = ca->elems;
+        const LowerNode *ln = &p->n[id];
+        int r = run[i];
+        bool in_run = n_run[r] > 1;
+        int64_t at = in_run ? slot_of(ca, lo[r]) : 0; /* its slot in the span, in elements */
+        if (in_run && r == i) { /* the leader: the run's spans */
+            for (int k = 0; k < S__N; k++)
+                base[r][k] = k == S_P && cast == IR_NONE ? -1
+                                                         : host_alloc(p, span[r] * (k == S_P ? ir_dtype_size(ir_val(g, param)->dtype) : 4));
+        }
+#define SLOT(k) (in_run ? base[r][k] + at * ((k) == S_P ? ir_dtype_size(ir_val(g, param)->dtype) : 4) : -1)
+        LowerOffload *e = &p->offload[p->n_offload++];
+        to_host(c, n->in[2], SLOT(S_M));
+        to_host(c, n->in[3], SLOT(S_V));
         NodeId last = cast != IR_NONE ? cast : id; /* the node writing the new parameter */
         *e = (LowerOffload){.node = id, .param = param, .elems = elems, .master = IR_NONE, .cast = cast,
                             .up_to = ir_node(g, last)->out[0],
                             .gathered = lower_zero_gather_target(p, last) != IR_NONE,
-                            .param_shift = ln->zero && !p->v[w].zchunk ? ln->zchunk : 0};
-        /* params: the parameter is a ZeRO-3 slice (a parameter a view reads stays whole on the
-         * device, zero.c: it is offloaded as optim+master) */
-        e->params = p->opt.offload[param] == PO_PARAMS && p->v[param].zchunk && !e->gathered;
+                            .param_shift = ln->zero && !p->v[w].zchunk ? ln->zchunk : 0, .params = ca->params,
+                            .run = first + r, .run_n = r == i ? n_run[r] : 0, .run_grad = IR_NONE};
         if (cast != IR_NONE) { /* the master lives on the host; its rounding goes up */
             e->master = w;
-            to_host(c, w);
+            to_host(c, w, SLOT(S_W));
             /* the cast's result is the parameter itself (unless it is a slice to gather): the rounding
              * comes up into it, and no device buffer holds it */
             ValueId nx = ir_node(g, cast)->out[0];
             if (!e->gathered && lower_root_of(p, nx) == nx) p->v[nx].storage = param;
             if (e->params) { /* the rounding is written into the parameter's slice, on the host */
-                to_host(c, param);
+                to_host(c, param, SLOT(S_P));
                 e->host_param = param;
             } else
-                e->host_param = host_value(c, id, elems, ir_val(g, param)->dtype, param, "host");
+                e->host_param = host_value(c, id, elems, ir_val(g, param)->dtype, param, "host", SLOT(S_P));
         } else if (e->params) { /* the host's fp32 copy is the parameter's slice itself */
-            to_host(c, w);
+            to_host(c, w, SLOT(S_W));
             e->host_param = w;
         } else
-            e->host_param = host_value(c, id, elems, DT_F32, w, "host");
-        e->host_grad = host_value(c, id, elems, DT_F32, w, "grad.host");
-        e->host_scalars = host_value(c, id, 4, DT_F32, w, "scalars.host");
+            e->host_param = host_value(c, id, elems, DT_F32, w, "host", SLOT(S_W));
+        e->host_grad = host_value(c, id, elems, DT_F32, w, "grad.host", SLOT(S_G));
+#undef SLOT
+        /* the update's scalars: one copy a run (its members read the same) */
+        e->host_scalars = r == i ? host_value(c, id, 4, DT_F32, w, "scalars.host", -1) : p->offload[first + r].host_scalars;
+        if (in_run && ca->off == lo[r]) p->offload[first + r].run_lo = first + i;
+        if (r == i) {
+            e->run_elems = in_run ? span[r] : elems;
+            if (!in_run) e->run_lo = first + i;
+        }
     }
+    for (int i = 0; i < ne; i++) /* the leaders: one copy down where the part holds the run's gradients in f32 */
+        if (run[i] == i && n_run[i] > 1 && cand[i].whole) p->offload[first + i].run_grad = cand[p->offload[first + i].run_lo - first].src;
+    ir_free(n_run);
+    ir_free(base);
+    ir_free(lo);
+    ir_free(span);
+    ir_free(run);
+    ir_free(cand);
     plan_fetches(c);
     return true;
+}
+
+LowerOffloadTraffic lower_offload_traffic(const LowerProgram *p) {
+    LowerOffloadTraffic t = {0};
+    for (int k = 0; k < p->n_offload; k++) {
+        const LowerOffload *e = &p->offload[k], *l = &p->offload[e->run];
+        if (e->run == k) { /* a leader: the host call, the scalars, a run's one gradient copy */
+            t.host_calls++;
+            t.d2h_copies += 3, t.d2h_bytes += 12;
+            if (e->run_grad != IR_NONE) t.d2h_copies++, t.d2h_bytes += 4.0 * (double)e->run_elems;
+        }
+        if (l->run_grad == IR_NONE) t.d2h_copies++, t.d2h_bytes += 4.0 * (double)e->elems;
+        if (!e->params) /* params: the slice stays on the host */
+            t.h2d_copies++, t.h2d_bytes += (double)ir_dtype_size(p->g->values[e->param].dtype) * (double)e->elems;
+    }
+    return t;
 }

@@ -15,17 +15,34 @@
 /* a buffer names the devices holding it, any of the planner's stages */
 _Static_assert(MEMPLAN_MAX_STAGES >= PLACE_MAX_STAGES, "MemStages narrower than PlaceMask");
 
+/* Whether x is a tied embedding's gradient summed in the buffer of its
+ * first part, the embedding's scatter adding the second into it (alias.c):
+ * both parts are read by x's add only, so after it the buffer is x's. */
+static bool tied_sum(const Graph *g, const LowerProgram *p, ValueId x) {
+    NodeId d = ir_val(g, x)->def;
+    ValueId st = p->v[x].storage;
+    if (d == IR_NONE || ir_node(g, d)->op != OP_ADD || st == x) return false;
+    for (int k = 0; k < 2; k++) {
+        NodeId ed = ir_val(g, ir_node(g, d)->in[k])->def;
+        if (ed != IR_NONE && ir_node(g, d)->in[1 - k] == st && p->n[ed].acc_into == st) return true;
+    }
+    return false;
+}
+
 /* Whether x, defined in the backward, may move into a bucket: stored alone
- * (or in place over the accumulator it updates), not an output, no views of
- * it, read by the update only, or before it by node `cast` (IR_NONE: none),
- * its cast to f32, which then waits for the bucket. */
+ * (or in place over the accumulator it updates, or a tied embedding's sum
+ * over its first part), not an output, no views of it, read by the update
+ * only, or before it by node `cast` (IR_NONE: none), its cast to f32, which
+ * then waits for the bucket. */
 static bool bucketable(const Graph *g, const LowerProgram *p, ValueId x, int sb, NodeId cast) {
     const Value *xv = ir_val(g, x);
     ValueId st = p->v[x].storage;
-    bool ok = xv->def != IR_NONE && xv->def < sb && (st == x || st == xv->updates) && !p->v[x].zchunk &&
+    bool tied = xv->def != IR_NONE && tied_sum(g, p, x);
+    bool ok = xv->def != IR_NONE && xv->def < sb && (st == x || st == xv->updates || tied) && !p->v[x].zchunk &&
               p->v[x].redirect == IR_NONE && !(xv->flags & VF_OUTPUT);
-    for (ValueId w = 0; ok && w < g->n_values; w++) /* no views of it */
-        ok = w == x || w == st || (p->v[w].storage != x && p->v[w].storage != st);
+    for (ValueId w = 0; ok && w < g->n_values; w++) /* no views of it (a tied sum's parts: dead after it) */
+        ok = w == x || w == st || (p->v[w].storage != x && p->v[w].storage != st) ||
+             (tied && ir_val(g, w)->def != IR_NONE && ir_val(g, w)->def < xv->def);
     for (NodeId r = 0; ok && r < sb; r++) /* read by the update only (or the cast) */
         for (int i = 0; r != cast && i < ir_node(g, r)->n_in; i++) ok &= ir_node(g, r)->in[i] != x;
     return ok;

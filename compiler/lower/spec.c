@@ -254,17 +254,18 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
         const ShardStrategy *st = &pl->st[id];
         bool pass = pl->keep_partial[id];
         for (int a = 0; a < SHARD_MAX_AXES; a++) ln->iter_of_axis[a] = pass ? -1 : a < m->n_axes ? st->iter_of_axis[a] : -1;
-        for (int i = 0; !pass && ok && i < n->n_in; i++) {
+        for (int i = 0; ok && i < n->n_in; i++) {
             ValueId x = n->in[i];
             if (!c.known[x]) {
                 if (ir_val(g, x)->role == ROLE_INPUT) {
                     place_input(&c, x);
-                } else {
-                    p->v[x].spec = pl->spec[x]; /* a leaf as its first reader reads it (ZeRO-3: a slice) */
+                } else { /* a leaf as its first reader reads it (ZeRO-3: a slice; an
+                          * accumulator kept partial: pending like its gradient) */
+                    p->v[x].spec = pl->spec[x];
                     c.known[x] = true;
                 }
             }
-            ok = read_as(&c, id, x, &st->in[i]);
+            if (!pass) ok = read_as(&c, id, x, &st->in[i]);
         }
         if (!ok) break;
         for (int o = 0; o < n->n_out; o++) {

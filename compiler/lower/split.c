@@ -22,6 +22,19 @@ static bool op_linear(int op) {
     }
 }
 
+/* Whether y, a cast's result, is read by nothing but the accumulation of a
+ * gradient over micro-batches (grad_accum's increment). */
+static bool casts_into_accum(const Graph *g, ValueId y) {
+    int readers = 0;
+    for (NodeId r = ir_val(g, y)->def + 1; r < g->n_nodes; r++)
+        for (int i = 0; i < ir_node(g, r)->n_in; i++)
+            if (ir_node(g, r)->in[i] == y) {
+                if (ir_node(g, r)->op != OP_GRAD_ACCUM || i != 1) return false;
+                readers++;
+            }
+    return readers == 1;
+}
+
 /* ZeRO-2: the gradient x is reduce-scattered into a new slice value read by
  * x's consumers from node id on. */
 static void reduce_scatter(const Graph *g, LowerProgram *p, NodeId id, ValueId x, int64_t chunk) {
@@ -148,6 +161,15 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
     if (any_partial && op_linear(n->op) && all_partial && !partial) {
         for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = true;
         scatter_final(g, p, id, pending, zgrad);
+        return true;
+    }
+    /* a 16-bit gradient's cast to f32 for its accumulator (micro-batches, autodiff):
+     * the cast of this rank's partial sum is that partial sum in f32, so the
+     * accumulator holds it (above) and the gradient is summed once a step, in f32, as
+     * the planner prices it (ilp_sync_dtype), not in 16 bits each micro-batch */
+    if (n->op == OP_CAST && any_partial && !partial && !zgrad[n->in[0]] && !zgrad[n->out[0]] &&
+        ir_dtype_is_float(ir_val(g, n->out[0])->dtype) && casts_into_accum(g, n->out[0])) {
+        p->v[n->out[0]].partial = pending[n->out[0]] = true;
         return true;
     }
     bool scattered = false;

@@ -191,7 +191,7 @@ static void report(void) {
         }
         if (rank_at_register == 0) {
             fprintf(stderr, "\ncolrt profile of %s (rank 0): %.4f s in %d schedule entries, %.2f GFLOP/s overall\n"
-                            "kernels: %s; runtime kernels: %s\n",
+                            "kernels: %s\nruntime kernels: %s\n",
                     tables[t].program, all, n, all > 0 ? 1e-9 * flops / all : 0.0, tables[t].kernels,
                     colrt_runtime_kernels());
             print_groups("op class", cls, ncls, all, MAX_GROUPS);

@@ -511,8 +511,10 @@ static void shared_sum(void) {
     Graph *g = training(two_readers_cir, &ao);
     IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
-    CHECK_INT(p->n_shares, 1);
-    const IlpGradShare *H = &p->shares[0];
+    /* the gradient parts' sum and the forward copy (IlpGradShare.fwd), one entry each */
+    CHECK_INT(p->n_shares, 2);
+    const IlpGradShare *H = &p->shares[p->shares[0].fwd ? 1 : 0], *F = &p->shares[p->shares[0].fwd ? 0 : 1];
+    CHECK(!H->fwd && F->fwd && F->n_readers == 2 && F->src == H->src);
     CHECK_INT(H->n_readers, 2);
     /* both readers split their output features (their gradient of %n partial), the rest
      * as the first strategy: one move given back, the second reader's edge's gradient term */
@@ -527,7 +529,12 @@ static void shared_sum(void) {
                 t = H->t[a * H->n_specs + k];
             }
     CHECK(t > 0);
-    CHECK_NEAR(ilp_grad_share_refund(p, c.strat, -1, NULL), t, RTOL);
+    /* and where both read %n in one spec, the second's forward resharding */
+#define FWD_PART(c)                                                                                                    \
+    (F->spec[0][(c).strat[F->dst[0]]] == F->spec[1][(c).strat[F->dst[1]]]                                            \
+         ? F->t[(c).strat[F->src] * F->n_specs + F->spec[1][(c).strat[F->dst[1]]]]                                   \
+         : 0)
+    CHECK_NEAR(ilp_grad_share_refund(p, c.strat, -1, NULL, NULL), t + FWD_PART(c), RTOL);
     IlpPrice with = ilp_evaluate(p, &c);
     /* the second reader holding its part otherwise: nothing given back */
     int alone = -1;
@@ -536,7 +543,20 @@ static void shared_sum(void) {
     CHECK(alone >= 0);
     int keep = c.strat[H->dst[1]];
     c.strat[H->dst[1]] = alone;
-    CHECK_NEAR(ilp_grad_share_refund(p, c.strat, -1, NULL), 0, RTOL);
+    CHECK_NEAR(ilp_grad_share_refund(p, c.strat, -1, NULL, NULL), FWD_PART(c), RTOL);
+    /* some choice has both read %n resharded into one spec: one resharding given back */
+    IlpChoice f = ilp_choice_new(p);
+    double tf = 0;
+    for (int a = 0; a < p->groups[F->src].n_strats && !(tf > 0); a++)
+        for (int c0 = 0; c0 < p->groups[F->dst[0]].n_strats && !(tf > 0); c0++)
+            for (int c1 = 0; c1 < p->groups[F->dst[1]].n_strats && !(tf > 0); c1++) {
+                f.strat[F->src] = a, f.strat[F->dst[0]] = c0, f.strat[F->dst[1]] = c1;
+                tf = FWD_PART(f);
+            }
+    CHECK(tf > 0);
+    CHECK(ilp_grad_share_refund(p, f.strat, -1, NULL, NULL) >= tf * (1 - RTOL));
+    ilp_choice_free(&f);
+#undef FWD_PART
     c.strat[H->dst[1]] = keep;
     /* held to that choice (stages free), the ILP's price is eval.c's: its refund column */
     int off = 0;

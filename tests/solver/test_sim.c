@@ -15,7 +15,14 @@
  *     next kernel issued by the host after its AdamW: the step is the chain,
  *     offload_exposed_s what it adds over the replay without host work;
  *   - the plan's "program" object round-trips, and bad ones are refused
- *     naming the field.
+ *     naming the field;
+ *   - a pipelined program of 2 stages and 2 micro-batches (1F1B, its action
+ *     tables from pipeline_1f1b): each stage on its own clock, a transfer
+ *     ending pipeline_p2p_time after both ends have posted it, stage 0's
+ *     backward running its forward again (or, kept, its copies back), the
+ *     update's collective over the pipeline axis waiting for both stages;
+ *     the step against one computed by hand; its JSON round-trips, and bad
+ *     schedules and transfers are refused.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -43,6 +50,52 @@ static SimOp *coll(SimProgram *p, int stream, int part, double bytes) {
 static void event(SimProgram *p, SimKind k, int stream, int part, int e) {
     sim_add(p, k, stream, part, NULL)->event = e;
     if (e + 1 > p->n_events) p->n_events = e + 1;
+}
+
+/* A 2-stage program: per stage a forward and a backward kernel, its transfers (one
+ * colrt_sendrecv with the neighbour of x bytes each way), an update kernel and the update's
+ * all-reduce over the pipeline axis (mesh axis 1); stage 0 keeping its activations when
+ * kept (its copies into the slot after the forward and back before the backward). */
+static void pipe_program(SimProgram *p, const ShardCluster *whole, bool kept, double x) {
+    sim_program_init(p);
+    p->micro_batches = 2;
+    p->stages = 2;
+    p->pipe_cl = *whole;
+    p->kept[0] = kept;
+    for (int s = 0; s < 2; s++) {
+        p->acts[s] = ir_alloc(sizeof(PipeAction) * (6 * 2 + 6));
+        p->n_acts[s] = pipeline_1f1b(2, 2, s, p->acts[s]);
+        SimOp *o = kernel(p, SIM_FORWARD, OPC_MATMUL, s ? 2e12 : 1e12, 1e8);
+        o->stage = s;
+        o = kernel(p, SIM_BACKWARD, OPC_MATMUL, s ? 4e12 : 2e12, 1e8);
+        o->stage = s;
+        o = sim_add(p, SIM_P2P, SIM_COMPUTE, SIM_FORWARD, "h");
+        o->stage = s, o->seg = s ? SIM_SEG_PREV : SIM_SEG_NEXT, o->bytes = o->rbytes = x;
+        o = kernel(p, SIM_UPDATE, OPC_ELEMWISE, 0, 4e8);
+        o->stage = s;
+        o = coll(p, SIM_COMPUTE, SIM_UPDATE, 4);
+        o->stage = s, o->axis = 1, o->peer = -1;
+    }
+    if (kept) {
+        SimOp *o = sim_add(p, SIM_COPY, SIM_COMPUTE, SIM_FORWARD, "stash out");
+        o->seg = SIM_SEG_STASH_OUT, o->bytes = 1e8;
+        o = sim_add(p, SIM_COPY, SIM_COMPUTE, SIM_BACKWARD, "stash in");
+        o->seg = SIM_SEG_STASH_IN, o->bytes = 1e8;
+    }
+}
+
+/* The 2-stage, 2-micro-batch 1F1B step by hand: stage 0's forward and backward actions
+ * take f0, b0, stage 1's f1, b1, a transfer x after both ends post it, the update u and
+ * the pipeline axis's all-reduce c after both stages reach it. */
+static double pipe_step(double f0, double b0, double f1, double b1, double x, double u, double c) {
+    double t0 = f0 + x;                  /* stage 0: F0, sends mb 0; stage 1 receives it then */
+    double s0 = t0 + f0;                 /* stage 0: F1, posts (send mb 1, receive grad 0) */
+    double s1 = t0 + f1 + b1;            /* stage 1: F0, B0, posts (send grad 0, receive mb 1) */
+    double t2 = fmax(s0, s1) + x;        /* both halves at once */
+    double s3 = t2 + b0;                 /* stage 0: B0, posts (receive grad 1) */
+    double s4 = t2 + f1 + b1;            /* stage 1: F1, B1, posts (send grad 1) */
+    double t5 = fmax(s3, s4) + x;
+    return fmax(t5 + b0 + u, t5 + u) + c; /* stage 0: B1; both: update, the all-reduce together */
 }
 
 static bool from_text(const char *json, SimProgram *p, ShardCluster *cl, StrBuf *err) {
@@ -201,7 +254,7 @@ int main(void) {
     /* bad programs: each refused naming the field */
     struct { const char *from, *to, *msg; } bad[] = {
         {"\"k\":\"coll\"", "\"k\":\"teleport\"", "field 'k' must be one of"},
-        {"\"version\":1", "\"version\":7", "program version 7"},
+        {"\"version\":2", "\"version\":7", "program version 7"},
         {"\"b\":200000000", "\"b\":-1", "program.ops[3]: field 'b'"},
         {"\"e\":1", "\"e\":9", "field 'e' must be a number in [0, 1]"},
         {"\"micro_batches\":3", "\"micro_batches\":0", "field 'micro_batches'"},
@@ -297,6 +350,87 @@ int main(void) {
     cJSON_free(ptxt);
     cJSON_Delete(pj);
     sim_program_free(&p);
+
+    /* a pipelined program: 2 stages of 4 devices of h100:1x8 (a stage's mesh [4]) */
+    {
+        ShardCluster whole = cl, sc = cl;
+        CHECK(pipeline_submesh_cluster(&sc, 2, &err, &err));
+        ShardMesh sm, pm;
+        int four[1] = {4};
+        CHECK(shard_mesh_make(&sc, 1, four, &sm, &err));
+        CHECK(pipeline_link_mesh(&whole, 2, 4, &pm, &err));
+        CostModel cp = {.cl = &sc, .mesh = &sm, .dtype = DT_BF16};
+        double x = pipeline_p2p_time(&pm, 1e6), c = pipeline_coll_time(&pm, COLL_ALL_REDUCE, 2, 4);
+        double f0 = cost_roofline(&cp, OPC_MATMUL, 1e12, 1e8), b0 = cost_roofline(&cp, OPC_MATMUL, 2e12, 1e8);
+        double f1 = cost_roofline(&cp, OPC_MATMUL, 2e12, 1e8), b1 = cost_roofline(&cp, OPC_MATMUL, 4e12, 1e8);
+        double u = cost_roofline(&cp, OPC_ELEMWISE, 0, 4e8), cpy = cost_copy(&cp, 1e8);
+        CHECK(x > 0 && c > 0 && cpy > 0);
+        SimProgram pp;
+        SimResult rp;
+        pipe_program(&pp, &whole, false, 1e6);
+        CHECK(sim_run(&pp, &cp, &rp, &err));
+        /* stage 0's backward runs its forward again (not kept, not the last stage) */
+        double want = pipe_step(f0, f0 + b0, f1, b1, x, u, c);
+        CHECK_NEAR(rp.step_s, want, 1e-12);
+        CHECK_INT(rp.stages, 2);
+        CHECK_INT(rp.st[0].n_p2p, 3);
+        CHECK_INT(rp.st[1].n_p2p, 3);
+        CHECK_NEAR(rp.st[0].busy_s, 2 * (f0 + f0 + b0), 1e-12);
+        CHECK_NEAR(rp.st[0].again_s, 2 * f0, 1e-12);
+        CHECK_NEAR(rp.st[1].busy_s, 2 * (f1 + b1), 1e-12);
+        CHECK_NEAR(rp.st[0].end_s, want, 1e-12);
+        CHECK_NEAR(rp.st[1].end_s, want, 1e-12); /* the all-reduce ends both */
+        CHECK(rp.st[1].update_s > u + c);           /* stage 1 waited for stage 0 there */
+        CHECK_NEAR(rp.bubble_fraction, 1 - (rp.st[0].busy_s + rp.st[1].busy_s) / (2 * want), 1e-12);
+        sim_result_free(&rp);
+        /* its JSON round-trips (version 2, the pipeline object) and replays the same */
+        cJSON *pj2 = sim_program_to_json(&pp, &sc);
+        char *ptx = cJSON_PrintUnformatted(pj2);
+        CHECK_CONTAINS(ptx, "\"version\":2");
+        CHECK_CONTAINS(ptx, "\"k\":\"p2p\"");
+        SimProgram pb;
+        ShardCluster pbc;
+        CHECK(from_text(ptx, &pb, &pbc, &err));
+        CHECK_INT(pb.stages, 2);
+        CHECK(sim_run(&pb, &cp, &rp, &err));
+        CHECK_NEAR(rp.step_s, want, 1e-12);
+        sim_result_free(&rp);
+        sim_program_free(&pb);
+        /* pbad: a transfer outside the schedule's stages, a schedule kind, kept on the last stage */
+        static const char *const pbad[][2] = {
+            {"\"pa\":5", "\"pa\":2"}, {"[[0,0,0,0]", "[[7,0,0,0]"}, {"\"kept\":[0,0]", "\"kept\":[0,1]"},
+            {"\"version\":2", "\"version\":3"}, {"\"k\":\"p2p\"", "\"k\":\"copy\""}};
+        for (size_t bq = 0; bq < sizeof pbad / sizeof pbad[0]; bq++) {
+            const char *at = strstr(ptx, pbad[bq][0]);
+            CHECK(at != NULL);
+            if (!at) continue;
+            StrBuf t;
+            sb_init(&t);
+            sb_printf(&t, "%.*s%s%s", (int)(at - ptx), ptx, pbad[bq][1], at + strlen(pbad[bq][0]));
+            StrBuf pe;
+            sb_init(&pe);
+            bool ok = from_text(sb_cstr(&t), &pb, &pbc, &pe);
+            if (ok) { /* read: the replay refuses it */
+                ok = sim_run(&pb, &cp, &rp, &pe);
+                if (ok) sim_result_free(&rp);
+                sim_program_free(&pb);
+            }
+            CHECK(!ok && pe.len > 0);
+            sb_free(&pe);
+            sb_free(&t);
+        }
+        cJSON_free(ptx);
+        cJSON_Delete(pj2);
+        sim_program_free(&pp);
+        /* kept: stage 0 copies its activations out after the forward and back before the
+         * backward, no forward again */
+        pipe_program(&pp, &whole, true, 1e6);
+        CHECK(sim_run(&pp, &cp, &rp, &err));
+        CHECK_NEAR(rp.step_s, pipe_step(f0 + cpy, cpy + b0, f1, b1, x, u, c), 1e-12);
+        CHECK_NEAR(rp.st[0].again_s, 0, 1e-15);
+        sim_result_free(&rp);
+        sim_program_free(&pp);
+    }
     sb_free(&err);
     return check_done("test_sim");
 }
