@@ -130,9 +130,10 @@ static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, const int
 }
 
 /* Tensor-parallel plans (the sharded lowering, spec.c; docs/sharding.md
- * "Chunks"): the members are the gradients' reshardings (spec.c
- * scatter_grad) placement_chunk_sharded_member takes, keyed by the mesh axis of their reduce-scatter (a chunk is one
- * collective over one axis: PlaceChunkMember.stage is the axis here), laid
+ * "Chunks"): the members are the ZeRO-2/3 gradients' reshardings (spec.c
+ * scatter_grad) placement_chunk_sharded_member takes, keyed by the mesh axis
+ * of their reduce-scatter (a chunk is one collective over one axis:
+ * PlaceChunkMember.stage is the axis here), laid
  * out in the backward's order by the one layout (placement_chunk_layout, the
  * planner's: solver/chunks.c). A member's last step copies its input's blocks
  * of the scattered dim (rank j's block to rank j's part of the chunk, strided
