@@ -162,18 +162,28 @@ static int key_of(const Node *n) { return n->block < 0 ? -1 : n->block * 65536 +
  * activation's rows per call, priced on that shape where it splits evenly
  * over the devices, else as 1/M of the whole; a graph of one micro-batch is
  * its own shape. */
-static double micro_edge(const Builder *b, const Value *v, const ShardSpec *from, const ShardSpec *to,
-                         const ShardSpec *grad, const ShardSpec *want) {
+static double micro_edge_parts(const Builder *b, const Value *v, const ShardSpec *from, const ShardSpec *to,
+                               const ShardSpec *grad, const ShardSpec *want, double *fwd) {
     Shape s = v->shape;
     double frac = b->cm->batch_frac;
     bool rows = v->role == ROLE_INPUT || v->role == ROLE_ACT || v->role == ROLE_GRAD;
     if (!rows || frac <= 0 || frac >= 1 || s.rank == 0 || s.d[0] != b->p->batch)
-        return cost_edge(b->cm, s, v->dtype, from, to, grad, want);
+        return cost_edge_parts(b->cm, s, v->dtype, from, to, grad, want, fwd);
     int64_t M = b->p->opt.micro_batches, devices = 1;
     for (int a = 0; a < b->cm->mesh->n_axes; a++) devices *= b->cm->mesh->size[a];
-    if (s.d[0] % (M * devices)) return frac * cost_edge(b->cm, s, v->dtype, from, to, grad, want);
+    if (s.d[0] % (M * devices)) {
+        double t = frac * cost_edge_parts(b->cm, s, v->dtype, from, to, grad, want, fwd);
+        *fwd *= frac;
+        return t;
+    }
     s.d[0] /= M;
-    return cost_edge(b->cm, s, v->dtype, from, to, grad, want);
+    return cost_edge_parts(b->cm, s, v->dtype, from, to, grad, want, fwd);
+}
+
+static double micro_edge(const Builder *b, const Value *v, const ShardSpec *from, const ShardSpec *to,
+                         const ShardSpec *grad, const ShardSpec *want) {
+    double fwd;
+    return micro_edge_parts(b, v, from, to, grad, want, &fwd);
 }
 
 /* Where the backward wants each node's result gradient (IlpProblem.grad_at,
@@ -501,14 +511,15 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
             const ShardSpec *want = &gr->members[b->p->member_of_node[b->p->grad_at[v->def]]]
                                          .st[ms[b->p->member_of_node[b->p->grad_at[v->def]]]]
                                          .out[b->p->grad_at[v->def] == v->def ? v->def_out : 0];
-            c += micro_edge(b, v, from, &st->in[i], pass ? NULL : &gs, want);
-            fc += micro_edge(b, v, from, &st->in[i], NULL, NULL);
+            double f1, both = micro_edge_parts(b, v, from, &st->in[i], &gs, want, &f1); /* f1: the forward's move */
+            c += pass ? f1 : both;
+            fc += f1;
             /* chosen as if the readers of this node's result held its gradient as it holds
              * the result (the edges out of it price the move): a member chosen on what it
              * moves itself alone would split what the next group then gathers */
-            if (pass) ahead += micro_edge(b, v, from, &st->in[i], &gs, want) - micro_edge(b, v, from, &st->in[i], NULL, want);
+            if (pass) ahead += both - f1;
             if (b->p->bwd_reread[mem->node] >> i & 1) /* and again in the backward */
-                c += micro_edge(b, v, from, &st->in[i], NULL, NULL);
+                c += f1;
         }
         CostOp co;
         cost_op(b->cm, g, mem->node, &mem->is, st, &co);
@@ -1131,17 +1142,15 @@ static void build_edges(Builder *b) {
                     if (edge && gpr.partial != gsp.partial && out_idx >= 0) /* the table's sum (IlpEdge.defer_s) */
                         defer_sum(b, edge, src_node, sa, a * D->n_strats + c, (uint8_t)(gsp.partial & ~gpr.partial));
                     /* once per micro-batch */
-                    double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gpr, want);
+                    double f1, t = p->opt.micro_batches * micro_edge_parts(b, v, from, &sc->in[i], &gpr, want, &f1);
+                    f1 *= p->opt.micro_batches; /* the forward's move */
                     if (p->bwd_reread[n] >> i & 1) /* the backward reshards it again */
-                        t += p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL, NULL);
-                    /* of it the backward's: all but the forward's move */
-                    double tb = t - p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL, NULL);
+                        t += f1;
+                    double tb = t - f1; /* of it the backward's: all but the forward's move */
                     if (diag) D->strats[c].comm_s += t / D->mult, D->strats[c].bwd_comm_s += tb / D->mult;
                     else cost[a * D->n_strats + c] += t, bwd[a * D->n_strats + c] += tb;
                     /* per recomputed instance: its forward resharding once more, each micro-batch */
-                    double fw = rerun[RC_FULL] ? p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL, NULL) /
-                                                     g->blocks[nd->block].n_instances
-                                               : 0;
+                    double fw = rerun[RC_FULL] ? f1 / g->blocks[nd->block].n_instances : 0;
                     for (int pol = RC_SELECTIVE; pol < RC__COUNT && fw > 0; pol++) {
                         if (!rerun[pol]) continue;
                         if (diag) D->strats[c].rc_comm_s[pol] += fw;
