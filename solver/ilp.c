@@ -726,6 +726,18 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 snprintf(nm, sizeof nm, "ec_%d_%d", e, c);
                 rows_c[c] = add_row(lp, GLP_FX, 0, 0, nm);
             }
+            /* the pair's backward move in the hide rows through one column per edge (hb = the
+             * pairs' sum), the rows kept sparse: a column per pair there slowed the solves */
+            int hb_row = 0;
+            for (int k = 0; (hrows[0] || hrows[1]) && !hb_row && k < na * nb; k++)
+                if (E->bwd[k] > 0) {
+                    snprintf(nm, sizeof nm, "hb_%d", e);
+                    int hb = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+                    hb_row = add_row(lp, GLP_FX, 0, 0, nm);
+                    put(lp, hb_row, hb, 1);
+                    for (int h = 0; h < 2; h++)
+                        if (hrows[h]) put(lp, hrows[h], hb, 1);
+                }
             for (int r = 0; r < nr; r++)
                 for (int c = 0; c < nc; c++) {
                     snprintf(nm, sizeof nm, "y_%d_%d_%d", e, r, c);
@@ -738,9 +750,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         put(lp, mrows[k], col, -E->mem[rrep[r] * nb + crep[c]] * ms);
                     if (erow && E->mem_end[rrep[r] * nb + crep[c]] > 0)
                         put(lp, erow, col, -E->mem_end[rrep[r] * nb + crep[c]] * ms);
-                    for (int h = 0; h < 2; h++)
-                        if (hrows[h] && E->bwd[rrep[r] * nb + crep[c]] > 0)
-                            put(lp, hrows[h], col, E->bwd[rrep[r] * nb + crep[c]] * ts);
+                    if (hb_row && E->bwd[rrep[r] * nb + crep[c]] > 0)
+                        put(lp, hb_row, col, -E->bwd[rrep[r] * nb + crep[c]] * ts);
                 }
             for (int a = 0; a < na; a++)
                 for (int z = 0; a < na && rc[a] >= 0 && z < ZERO_STAGES; z++)
