@@ -18,6 +18,8 @@
  *             time and saved bytes are linear in u.
  *   v[e,p,r,c] >= 0: an edge's re-run resharding (n[k,p] x[src] x[dst]), a
  *             transportation between both ends' u (rerun_edges).
+ *   hb[e]     >= 0: an edge's backward move (IlpEdge.bwd), the sum over its y, in
+ *             the exposed sync's rows (the buckets hide behind it: eval.c hide).
  *   d[k]      binary: block k recomputes somewhere (its activations become
  *             a transient).
  *   T, TH, TB >= 0: the largest transient of every group and edge, of the
