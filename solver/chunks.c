@@ -367,7 +367,7 @@ static int offload_runs(const Ctx *c, const PlaceChunks *pc, double *flow, int *
                 }
         }
     /* the items in update order: each update its own, or added to its run's (at its first) */
-    double *st = ir_alloc(sizeof(double) * 3 * (size_t)(g->n_nodes + 1));
+    double *st = ir_alloc(sizeof(double) * OFF_STAGES * (size_t)(g->n_nodes + 1));
     int *item_of = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), n = 0;
     for (int i = 0; i < c->n; i++) item_of[i] = -1;
     for (NodeId id = 0; id < g->n_nodes; id++) {
@@ -382,16 +382,16 @@ static int offload_runs(const Ctx *c, const PlaceChunks *pc, double *flow, int *
         if (i >= 0 && item_of[run_root(up, i)] >= 0) k = item_of[run_root(up, i)];
         else {
             k = n++;
-            st[3 * k] = p->off_stage_lat[0], st[3 * k + 1] = p->off_stage_lat[1], st[3 * k + 2] = 0;
+            st[OFF_STAGES * k] = p->off_stage_lat[0], st[OFF_STAGES * k + 1] = p->off_stage_lat[1];
+            st[OFF_STAGES * k + 2] = st[OFF_STAGES * k + 3] = 0;
             if (i >= 0) item_of[run_root(up, i)] = k;
         }
-        st[3 * k] += e * p->off_stage_s[0];
-        st[3 * k + 1] += e * p->off_stage_s[1];
-        double u = pl->offload[v] == PO_PARAMS && pl->zero[v] >= 3 ? 0 /* params: its slice stays on the host */
-                                                                   : p->off_stage_lat[2] + e * p->off_stage_s[2],
-               ga = plan_offload_gather(g, c->r, v);
-        if (ga > 0) st[3 * k + 1] += u + ga; /* ZeRO-1/2: the host waits for it, then all-gathers */
-        else st[3 * k + 2] += u;
+        double *it = st + OFF_STAGES * k;
+        it[0] += e * p->off_stage_s[0];
+        it[1] += e * p->off_stage_s[1];
+        if (!(pl->offload[v] == PO_PARAMS && pl->zero[v] >= 3)) /* params: its slice stays on the host */
+            it[2] += p->off_stage_lat[2] + e * p->off_stage_s[2];
+        it[3] += plan_offload_gather(g, c->r, v); /* ZeRO-1/2: all-gathered after the run's copies up */
     }
     *flow = ilp_offload_flow(st, n), *items = n;
     ir_free(item_of);

@@ -207,16 +207,11 @@ double ilp_fetch_exposed(const IlpProblem *p, const IlpPrice *r) {
 }
 
 double ilp_offload_flow(const double *stage, int n) {
-    double up = 0, down = 0, host = 0, lead = -INFINITY, best = 0;
-    for (int i = 0; i < n; i++) up += stage[3 * i + 2];
-    for (int b = 0; b < n; b++) { /* lead: max over a <= b of down[0..a] - host[0..a-1] */
-        down += stage[3 * b];
-        lead = maxd(lead, down - host);
-        host += stage[3 * b + 1];
-        best = maxd(best, lead + host + up);
-        up -= stage[3 * b + 2];
-    }
-    return best;
+    double c[OFF_STAGES] = {0}; /* each stage's end after the items so far */
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < OFF_STAGES; k++) /* item i at stage k: after item i-1 there and itself at k-1 */
+            c[k] = maxd(c[k], k ? c[k - 1] : 0) + stage[OFF_STAGES * i + k];
+    return c[OFF_STAGES - 1];
 }
 
 void ilp_price_offload_runs(const IlpProblem *p, IlpPrice *r, double joined, double flow_s, double fetch_copies,

@@ -1458,26 +1458,37 @@ static void offload_flow(const Graph *g, PlanResult *r) {
             if (ir_val(g, v)->role == ROLE_PARAM && owner[v] < 0) owner[v] = gi;
         }
     }
-    double *st = ir_alloc(sizeof(double) * 3 * (size_t)(g->n_nodes + 1));
-    int n = 0;
+    /* the updates' parameters in update order; a forward graph (--emit plan) has no updates:
+     * its parameters in their order then */
+    ValueId *ord = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + g->n_nodes + 1));
+    bool *seen = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
+    memset(seen, 0, sizeof(bool) * (size_t)(g->n_values + 1));
+    int no = 0;
     for (NodeId id = 0; id < g->n_nodes; id++) {
-        if (!ir_op_is_update(ir_node(g, id)->op)) continue;
-        ValueId v = plan_updated_param(g, id);
-        if (v == IR_NONE || pl->offload[v] <= PO_DEVICE || owner[v] < 0) continue;
+        ValueId v = ir_op_is_update(ir_node(g, id)->op) ? plan_updated_param(g, id) : IR_NONE;
+        if (v != IR_NONE && !seen[v]) ord[no++] = v, seen[v] = true;
+    }
+    for (ValueId v = 0; v < g->n_values; v++)
+        if (ir_val(g, v)->role == ROLE_PARAM && !seen[v]) ord[no++] = v;
+    ir_free(seen);
+    double *st = ir_alloc(sizeof(double) * OFF_STAGES * (size_t)(no + 1));
+    int n = 0;
+    for (int k = 0; k < no; k++) {
+        ValueId v = ord[k];
+        if (pl->offload[v] <= PO_DEVICE || owner[v] < 0) continue;
         const IlpGroup *G = &p->groups[owner[v]];
         int z = r->choice.zero[owner[v]];
         double e = G->strats[r->choice.strat[owner[v]]].off_elems[z] * (double)ir_shape_numel(ir_val(g, v)->shape) /
                    G->param_elems;
-        st[3 * n] = p->off_stage_lat[0] + e * p->off_stage_s[0];
-        st[3 * n + 1] = p->off_stage_lat[1] + e * p->off_stage_s[1];
-        st[3 * n + 2] = pl->offload[v] == PO_PARAMS && z == 3 ? 0 : p->off_stage_lat[2] + e * p->off_stage_s[2];
-        double ga = plan_offload_gather(g, r, v);
-        if (ga > 0) /* ZeRO-1/2: the host waits for the copy up, then all-gathers the slice */
-            st[3 * n + 1] += st[3 * n + 2] + ga, st[3 * n + 2] = 0;
-        n++;
+        double *x = st + OFF_STAGES * n++;
+        x[0] = p->off_stage_lat[0] + e * p->off_stage_s[0];
+        x[1] = p->off_stage_lat[1] + e * p->off_stage_s[1];
+        x[2] = pl->offload[v] == PO_PARAMS && z == 3 ? 0 : p->off_stage_lat[2] + e * p->off_stage_s[2];
+        x[3] = plan_offload_gather(g, r, v); /* ZeRO-1/2: its slice all-gathered after its copy up */
     }
     ilp_price_offload_runs(p, &r->price, 0, ilp_offload_flow(st, n), -1, plan_offload_hidden(r));
     ir_free(st);
+    ir_free(ord);
     ir_free(owner);
 }
 

@@ -603,11 +603,13 @@ void ilp_price_offload_runs(const IlpProblem *p, IlpPrice *r, double joined, dou
 /* The offloaded updates' pipeline as the program runs it, item by item in its order (an
  * update, or a run): every copy down queued at once on one stream, the host's calls one
  * after another each once its copies are down, each item's copies up queued after its call
- * on another stream. A three-stage flow shop: its makespan is the longest of the paths
- * max over a <= b of sum(down[0..a]) + sum(host[a..b]) + sum(up[b..n-1]), which the sum of
- * the slowest stage alone (IlpPrice.offload_s) misses by the first items' earlier stages
+ * on another stream, and under ZeRO-1/2 each item's all-gathers on the compute stream after
+ * its copies up. A flow shop of OFF_STAGES stages (down, host, up, gathers): item i ends
+ * stage k at max(item i-1's end there, its own end of stage k-1) + its time, which the sum
+ * of the slowest stage alone (IlpPrice.offload_s) misses by the first items' earlier stages
  * and the last items' later ones (a run of 15 copies up behind the first run's copies down
- * and call). Seconds; stage[3 * i + k] item i's stage k (down, host, up). */
+ * and call). Seconds; stage[OFF_STAGES * i + k] item i's stage k. */
+#define OFF_STAGES 4
 double ilp_offload_flow(const double *stage, int n);
 /* Parameters on the host: what of the gathers' copies up (IlpPrice.fetch_s) the compute
  * stream's kernels and ZeRO gathers do not hide, at least fetch_s / n_layers (the ILP's
