@@ -1486,7 +1486,16 @@ static void offload_flow(const Graph *g, PlanResult *r) {
         x[2] = pl->offload[v] == PO_PARAMS && z == 3 ? 0 : p->off_stage_lat[2] + e * p->off_stage_s[2];
         x[3] = plan_offload_gather(g, r, v); /* ZeRO-1/2: its slice all-gathered after its copy up */
     }
-    ilp_price_offload_runs(p, &r->price, 0, ilp_offload_flow(st, n), -1, plan_offload_hidden(r));
+    /* parameters on the host: a recomputed instance's re-run gathers (and copies up) its
+     * slices once more, which the ILP's per-read count leaves out */
+    double rc = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        if (G->block < 0 || ilp_group_offload(p, &r->choice, gi) != PO_PARAMS) continue;
+        for (int pol = 0; pol < RC__COUNT; pol++) rc += r->choice.count[G->block][pol] * G->rc_param_reads[pol];
+    }
+    double fetch = rc > 0 ? r->price.fetch_copies + rc * p->opt.micro_batches : -1;
+    ilp_price_offload_runs(p, &r->price, 0, ilp_offload_flow(st, n), fetch, plan_offload_hidden(r));
     ir_free(st);
     ir_free(ord);
     ir_free(owner);

@@ -1596,6 +1596,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
                 if (b.param_owner[nd->in[i]] == gr->members[m].node) {
                     gr->n_params++;
                     gr->param_reads += p->param_reads[nd->in[i]];
+                    for (int pol = 0; pol < RC__COUNT; pol++) gr->rc_param_reads[pol] += p->rc_reads[nd->in[i]] >> pol & 1;
                     gr->param_elems += (double)ir_shape_numel(ir_val(g, nd->in[i])->shape);
                 }
         }

@@ -152,6 +152,8 @@ typedef struct IlpGroup {
     int param_reads;            /* and the nodes reading them in a micro-batch, summed
                                  * (IlpProblem.param_reads: ZeRO-3's gathers, a copy up each
                                  * with parameters on the host) */
+    int rc_param_reads[RC__COUNT]; /* of them, those a recomputed instance's re-run gathers
+                                    * once more, per policy (IlpProblem.rc_reads) */
     double param_elems;         /* their elements (global) */
     bool after_blocks;          /* outside every block, after the last (the head): its saved
                                  * activations are freed before any block's backward */
