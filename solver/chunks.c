@@ -105,7 +105,6 @@ typedef struct Run {
     double fetch_copies; /* parameters on the host: the copies up into the rounds' send buffers
                           * and of the slices alone (a step) */
     double offload_flow_s; /* and the pipeline of its updates and runs (ilp_offload_flow) */
-    int offload_items;     /* its items: the updates alone and the runs */
 } Run;
 
 /* A buffer of `bytes` (as the memory plan places it: ilp_buffer_bytes) live
@@ -347,11 +346,11 @@ static int run_root(int *up, int i) {
  * alone and the runs, in the order of their first update: ilp_offload_flow). Not seen here:
  * a change of AdamW hyperparameters, which cuts a run too (one optimizer setting in every
  * plan the planner makes), and a run's padding between slots. */
-static int offload_runs(const Ctx *c, const PlaceChunks *pc, double *flow, int *items) {
+static int offload_runs(const Ctx *c, const PlaceChunks *pc, double *flow) {
     const Graph *g = c->g;
     const Placement *pl = c->r->pl;
     const IlpProblem *p = c->r->prob;
-    *flow = 0, *items = 0;
+    *flow = 0;
     if (!pl->offload) return 0;
     int joined = 0, *up = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
     for (int i = 0; i < c->n; i++) up[i] = i;
@@ -393,7 +392,7 @@ static int offload_runs(const Ctx *c, const PlaceChunks *pc, double *flow, int *
             it[2] += p->off_stage_lat[2] + e * p->off_stage_s[2];
         it[3] += plan_offload_gather(g, c->r, v); /* ZeRO-1/2: all-gathered after the run's copies up */
     }
-    *flow = ilp_offload_flow(st, n), *items = n;
+    *flow = ilp_offload_flow(st, n);
     ir_free(item_of);
     ir_free(st);
     ir_free(up);
@@ -424,7 +423,7 @@ static Run run(const Ctx *c, int64_t cap) {
     placement_chunk_layout(pm, c->n, bwd, nb, cap, &pc);
     run_gathers(c, &pc, &o);
     run_scatters(c, &pc, &o);
-    o.runs_joined = offload_runs(c, &pc, &o.offload_flow_s, &o.offload_items);
+    o.runs_joined = offload_runs(c, &pc, &o.offload_flow_s);
     placement_chunks_free(&pc);
     ir_free(bwd);
     ir_free(s);
