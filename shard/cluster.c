@@ -55,9 +55,16 @@
  *   host:     6 GB (the 23 GB less two 8 GB ranks and 1 GB for the system; the file's 25.3 GB
  *             is the whole host's)
  *   inter:    no second node here (the file's `inter` repeats `intra`): 10 Gb/s Ethernet and
- *             50 us, an assumption */
+ *             50 us, an assumption
+ *   host per-call costs: the file predates them (it would get the GPU defaults);
+ *             colossal-calibrate --quick on this machine, 2026-12-06 04:43 UTC, load 3.9-4.8,
+ *             the same command as the file's (OMP_NUM_THREADS=1 and unset, 2 ranks, four
+ *             runs): a copy 0.28-0.43 us in three runs (13.9 us in a fifth, loaded, and 3.3
+ *             in one), a host AdamW call 0.73-0.80 us in all: 0.4 and 0.75 */
 #define CPU_MEMORY_GB 8
 #define CPU_HOST_GB 6
+#define CPU_HOST_COPY_US 0.4
+#define CPU_HOST_CALL_US 0.75
 #define CPU_INTER_GBITS 10
 #define CPU_INTER_LAT_US 50
 static const char cpu_preset_json[] = {
@@ -71,6 +78,8 @@ static bool cpu_preset(ShardCluster *c, StrBuf *err) {
     c->per_node = 1;
     c->mem_bytes = CPU_MEMORY_GB * GIGA;
     c->host_mem_bytes = CPU_HOST_GB * GIGA;
+    c->host_copy_lat = CPU_HOST_COPY_US * 1e-6;
+    c->host_call_lat = CPU_HOST_CALL_US * 1e-6;
     c->inter_lat = CPU_INTER_LAT_US * 1e-6;
     c->inter_bw = CPU_INTER_GBITS * GIGA / 8;
     return true;
@@ -143,6 +152,8 @@ static void preset_extras(const char *name, ShardCluster *c) {
         c->pcie_bw = (pcie) * GIGA;                                 \
         c->host_adamw_rate = (rate) * 1e9;                          \
         c->host_inflight = SHARD_INFLIGHT_DEFAULT;                  \
+        c->host_copy_lat = SHARD_HOST_COPY_US_DEFAULT * 1e-6;       \
+        c->host_call_lat = SHARD_HOST_CALL_US_DEFAULT * 1e-6;       \
         host = true;                                                \
     }
     HOSTS(X)
@@ -336,10 +347,29 @@ static bool reserve_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     return true;
 }
 
+/* An optional per-call cost of the host object, in microseconds: finite, >= 0, at
+ * most SHARD_HOST_LAT_US_MAX; absent: def. */
+static bool lat_field(const cJSON *o, const char *key, double def, double *out, StrBuf *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = def * 1e-6;
+    if (!v) return true;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 || v->valuedouble > SHARD_HOST_LAT_US_MAX) {
+        if (cJSON_IsNumber(v))
+            sb_printf(err, "field 'host.%s' must be a finite number of microseconds from 0 to %g, got %g", key,
+                      SHARD_HOST_LAT_US_MAX, v->valuedouble);
+        else
+            sb_printf(err, "field 'host.%s' must be a number of microseconds", key);
+        return false;
+    }
+    *out = v->valuedouble * 1e-6;
+    return true;
+}
+
 /* The optional host: {"memory_gb", "pcie_gbs", "adamw_gelems"}, all three
  * positive, and optionally "transfers_in_flight", a whole number from 1 to
- * SHARD_INFLIGHT_MAX (SHARD_INFLIGHT_DEFAULT when absent); absent: no host
- * offload on this cluster. */
+ * SHARD_INFLIGHT_MAX (SHARD_INFLIGHT_DEFAULT when absent), "copy_latency_us" and
+ * "call_latency_us" (SHARD_HOST_COPY_US_DEFAULT, SHARD_HOST_CALL_US_DEFAULT when
+ * absent); absent: no host offload on this cluster. */
 static bool host_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "host");
     if (!o) return true;
@@ -349,7 +379,9 @@ static bool host_obj(const cJSON *root, ShardCluster *c, StrBuf *err) {
     }
     if (!num_field(o, "host.", "memory_gb", GIGA, &c->host_mem_bytes, err) ||
         !num_field(o, "host.", "pcie_gbs", GIGA, &c->pcie_bw, err) ||
-        !num_field(o, "host.", "adamw_gelems", 1e9, &c->host_adamw_rate, err))
+        !num_field(o, "host.", "adamw_gelems", 1e9, &c->host_adamw_rate, err) ||
+        !lat_field(o, "copy_latency_us", SHARD_HOST_COPY_US_DEFAULT, &c->host_copy_lat, err) ||
+        !lat_field(o, "call_latency_us", SHARD_HOST_CALL_US_DEFAULT, &c->host_call_lat, err))
         return false;
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "transfers_in_flight");
     c->host_inflight = SHARD_INFLIGHT_DEFAULT;
@@ -719,6 +751,8 @@ cJSON *shard_cluster_to_json(const ShardCluster *c) {
         cJSON_AddNumberToObject(h, "pcie_gbs", c->pcie_bw / GIGA);
         cJSON_AddNumberToObject(h, "adamw_gelems", c->host_adamw_rate / 1e9);
         if (c->host_inflight > 0) cJSON_AddNumberToObject(h, "transfers_in_flight", c->host_inflight);
+        cJSON_AddNumberToObject(h, "copy_latency_us", c->host_copy_lat * 1e6);
+        cJSON_AddNumberToObject(h, "call_latency_us", c->host_call_lat * 1e6);
     }
     if (c->kernel[0].n > 0) {
         cJSON *k = cJSON_AddObjectToObject(o, "kernel_gbs");

@@ -130,6 +130,17 @@ const char *shard_attention_name(ShardAttention k);
  * --offload-inflight may ask (a staging each, in device memory). */
 #define SHARD_INFLIGHT_DEFAULT 2
 #define SHARD_INFLIGHT_MAX 64
+/* Host offload's per-call costs when a cluster's host object does not give them
+ * (docs/cluster.md, docs/sharding.md "Host offload"), microseconds:
+ *   a copy between host and device: a cudaMemcpyAsync call's submission and DMA
+ *     setup, 5-7 us per call for small copies (Wu et al., "DualPath", arXiv
+ *     2602.21548, 2026, section 5.2: measured on H-series GPUs); 6, the middle;
+ *   a host update call: colrt_host_adamw's OpenMP parallel region, fork and join;
+ *     an assumption for a two-socket GPU host's threads (no public figure found for
+ *     a DGX host; this machine's two threads measure ~1-3 us, colossal-calibrate). */
+#define SHARD_HOST_COPY_US_DEFAULT 6.0
+#define SHARD_HOST_CALL_US_DEFAULT 10.0
+#define SHARD_HOST_LAT_US_MAX 1e6 /* a per-call cost above a second is a measurement gone wrong */
 #define SHARD_MAX_DEVICES (1 << 20) /* a cluster larger than this is refused (sizes stay in int) */
 typedef struct ShardCluster {
     char device[32];            /* "H100-SXM" */
@@ -153,6 +164,8 @@ typedef struct ShardCluster {
                                  * transfers up in flight (host.transfers_in_flight: 1 to
                                  * SHARD_INFLIGHT_MAX, SHARD_INFLIGHT_DEFAULT when a host is
                                  * given without it; 0: no host); --offload-inflight overrides */
+    double host_copy_lat;       /* s per host<->device copy call (host.copy_latency_us) */
+    double host_call_lat;       /* s per host update call (host.call_latency_us) */
     /* bytes/s each memory-bound kernel class reaches by call size
      * (colossal-calibrate, by running colrt's kernels); no points: not
      * measured, and each class is priced at mem_bw times its factor (cost.c) */

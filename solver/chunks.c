@@ -105,6 +105,10 @@ typedef struct Run {
      * its chunks' buffers hold at once */
     double ag_fwd[PLACE_MAX_STAGES], ag_bwd[PLACE_MAX_STAGES], copy_fwd[PLACE_MAX_STAGES], copy_bwd[PLACE_MAX_STAGES];
     double rs[PLACE_MAX_STAGES], held[PLACE_MAX_STAGES];
+    int runs_joined; /* host offload: updates that run in another's run (offload_runs) */
+    double fetch_copies; /* parameters on the host: the copies up into the rounds' send buffers
+                          * and of the slices alone (a step) */
+    double offload_flow_s; /* and the pipeline of its updates and runs (ilp_offload_flow) */
 } Run;
 
 /* A buffer of `bytes` (as the memory plan places it: ilp_buffer_bytes) live
@@ -186,9 +190,16 @@ static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
         if (!c->m[i].on_host) copy_in[q] += cost_copy(cm, (double)c->m[i].slice);
     }
     bool *up = ir_alloc(sizeof(bool) * (size_t)(nc + 1)); /* a member on the host */
-    for (int q = 0; q < nc; q++) up[q] = false;
-    for (int i = 0; i < c->n; i++)
-        if (chunk_of[i] >= 0 && c->m[i].on_host) up[chunk_of[i]] = true;
+    int *spans = ir_alloc(sizeof(int) * (size_t)(nc + 1)); /* its runs of members on the host: a copy up each */
+    for (int q = 0; q < nc; q++) up[q] = false, spans[q] = 0;
+    for (int i = 0; i < c->n; i++) {
+        if (chunk_of[i] < 0 || !c->m[i].on_host) continue;
+        up[chunk_of[i]] = true;
+        bool joins = false; /* the slot before its own is a member on the host (lower_fetch_span) */
+        for (int j = 0; j < c->n; j++)
+            joins |= chunk_of[j] == chunk_of[i] && c->m[j].on_host && pc->off[j] + placement_chunk_slot(c->m[j].slice) == pc->off[i];
+        spans[chunk_of[i]] += !joins;
+    }
     o->chunks = nc;
     int rounds = 0, nt = 0, part_t = -1, blk = IR_NONE, inst = 0;
     NodeId *first = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1)), *end = ir_alloc(sizeof(NodeId) * (size_t)(nc + 1));
@@ -220,7 +231,7 @@ static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
                 o->ag_s += t;
                 spend(c, o, id, SP_GATHER, t);
                 hold(o, id, id, step_tmp(c, (double)c->m[mi].slice)); /* its own temporary (lower/zero.c) */
-                if (c->m[mi].on_host) staged += ilp_buffer_bytes((double)c->m[mi].slice);
+                if (c->m[mi].on_host) staged += ilp_buffer_bytes((double)c->m[mi].slice), o->fetch_copies++;
                 continue;
             }
             if (open[q] < 0 || open_part[q] != pt || last[mi] == open[q]) { /* a new round */
@@ -232,7 +243,7 @@ static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
                 o->copy_s += copy_in[q];
                 spend(c, o, id, SP_GATHER, t);
                 spend(c, o, id, SP_COPY, copy_in[q]);
-                if (up[q]) staged += ilp_buffer_bytes((double)part[q]);
+                if (up[q]) staged += ilp_buffer_bytes((double)part[q]), o->fetch_copies += spans[q];
                 else hold(o, id, id, ilp_buffer_bytes((double)part[q]));
                 hold(o, id, id, step_tmp(c, (double)part[q]));
             }
@@ -250,6 +261,7 @@ static void run_gathers(const Ctx *c, const PlaceChunks *pc, Run *o) {
         }
     }
     ir_free(xfer);
+    ir_free(spans);
     ir_free(up);
     for (int q = 0; q < nc; q++)
         if (open[q] >= 0) round_held(o, first[q], end[q], c->ranks, part[q]);
@@ -314,6 +326,83 @@ static void run_scatters(const Ctx *c, const PlaceChunks *pc, Run *o) {
     }
 }
 
+ValueId plan_updated_param(const Graph *g, NodeId id) {
+    const Node *n = ir_node(g, id);
+    if (ir_val(g, n->in[0])->role == ROLE_PARAM) return n->in[0];
+    for (NodeId k = id + 1; k < g->n_nodes; k++) {
+        const Node *x = ir_node(g, k);
+        if (x->op == OP_CAST && x->in[0] == n->out[0] && ir_val(g, x->out[0])->updates != IR_NONE &&
+            ir_val(g, ir_val(g, x->out[0])->updates)->role == ROLE_PARAM)
+            return ir_val(g, x->out[0])->updates;
+    }
+    return IR_NONE;
+}
+
+static int run_root(int *up, int i) {
+    while (up[i] != i) i = up[i] = up[up[i]];
+    return i;
+}
+
+/* Host offload's runs (compiler/lower/offload.c form_runs): in a gradient chunk's part, a
+ * member whose slot follows an offloaded member's at the same level, offloaded itself, runs
+ * in that member's run. Gives how many join a run (each a host call and four copies down
+ * fewer: ilp_price_offload_runs) and, in *flow, the pipeline the program runs (the updates
+ * alone and the runs, in the order of their first update: ilp_offload_flow). Not seen here:
+ * a change of AdamW hyperparameters, which cuts a run too (one optimizer setting in every
+ * plan the planner makes), and a run's padding between slots. */
+static int offload_runs(const Ctx *c, const PlaceChunks *pc, double *flow) {
+    const Graph *g = c->g;
+    const Placement *pl = c->r->pl;
+    const IlpProblem *p = c->r->prob;
+    *flow = 0;
+    if (!pl->offload) return 0;
+    int joined = 0, *up = ir_alloc(sizeof(int) * (size_t)(c->n + 1));
+    for (int i = 0; i < c->n; i++) up[i] = i;
+    for (int q = 0; q < pc->n_grad; q++)
+        for (int i = 0; i < c->n; i++) {
+            int lv = pl->offload[c->m[i].v];
+            if (pc->grad[i] != q || lv <= PO_DEVICE) continue;
+            int64_t end = pc->grad_off[i] + placement_chunk_slot(c->m[i].slice);
+            for (int j = 0; j < c->n; j++) /* the member in the next slot: joins i's run */
+                if (pc->grad[j] == q && pc->grad_off[j] == end && pl->offload[c->m[j].v] == lv) {
+                    up[run_root(up, j)] = run_root(up, i);
+                    joined++;
+                }
+        }
+    /* the items in update order: each update its own, or added to its run's (at its first) */
+    double *st = ir_alloc(sizeof(double) * OFF_STAGES * (size_t)(g->n_nodes + 1));
+    int *item_of = ir_alloc(sizeof(int) * (size_t)(c->n + 1)), n = 0;
+    for (int i = 0; i < c->n; i++) item_of[i] = -1;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        if (!ir_op_is_update(ir_node(g, id)->op)) continue;
+        ValueId v = plan_updated_param(g, id);
+        if (v == IR_NONE || pl->offload[v] <= PO_DEVICE) continue;
+        const Value *x = ir_val(g, v);
+        int i = c->of[v], k;
+        int64_t numel = ir_shape_numel(x->shape);
+        double e = i >= 0 ? (double)(c->m[i].slice / ir_dtype_size(x->dtype))
+                          : (double)numel / (pl->zero[v] >= 1 && numel % c->ranks == 0 ? c->ranks : 1);
+        if (i >= 0 && item_of[run_root(up, i)] >= 0) k = item_of[run_root(up, i)];
+        else {
+            k = n++;
+            st[OFF_STAGES * k] = p->off_stage_lat[0], st[OFF_STAGES * k + 1] = p->off_stage_lat[1];
+            st[OFF_STAGES * k + 2] = st[OFF_STAGES * k + 3] = 0;
+            if (i >= 0) item_of[run_root(up, i)] = k;
+        }
+        double *it = st + OFF_STAGES * k;
+        it[0] += e * p->off_stage_s[0];
+        it[1] += e * p->off_stage_s[1];
+        if (!(pl->offload[v] == PO_PARAMS && pl->zero[v] >= 3)) /* params: its slice stays on the host */
+            it[2] += p->off_stage_lat[2] + e * p->off_stage_s[2];
+        it[3] += plan_offload_gather(g, c->r, v); /* ZeRO-1/2: all-gathered after the run's copies up */
+    }
+    *flow = ilp_offload_flow(st, n);
+    ir_free(item_of);
+    ir_free(st);
+    ir_free(up);
+    return joined;
+}
+
 static Run run(const Ctx *c, int64_t cap) {
     Run o = {.stage_of = c->stage_of, .stride = c->g->n_nodes + 2};
     size_t nl = (size_t)c->P * (size_t)o.stride;
@@ -338,6 +427,7 @@ static Run run(const Ctx *c, int64_t cap) {
     placement_chunk_layout(pm, c->n, bwd, nb, cap, &pc);
     run_gathers(c, &pc, &o);
     run_scatters(c, &pc, &o);
+    o.runs_joined = offload_runs(c, &pc, &o.offload_flow_s);
     placement_chunks_free(&pc);
     ir_free(bwd);
     ir_free(s);
@@ -362,7 +452,7 @@ static Run run(const Ctx *c, int64_t cap) {
     ir_free(o.live);
     o.live = NULL;
     o.collectives *= c->mb;
-    o.ag_s *= c->mb, o.rs_s *= c->mb, o.copy_s *= c->mb;
+    o.ag_s *= c->mb, o.rs_s *= c->mb, o.copy_s *= c->mb, o.fetch_copies *= c->mb;
     return o;
 }
 
@@ -817,12 +907,15 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipeli
     if (ch->bytes > 0) {
         IlpPrice *pr = &r->price;
         pr->gather_s += ch->gather_delta_s;
+        pr->fetch_hide_s += ch->gather_delta_s; /* the rounds' gathers in place of each tensor's */
         pr->sync_s += ch->scatter_delta_s;
         pr->sync_exposed_s += ch->scatter_delta_s; /* ZeRO-2/3's reduce-scatters: all exposed (eval.c) */
         pr->chunk_copy_s = ch->copy_s;
         pr->step_s += ch->gather_delta_s + ch->scatter_delta_s + ch->copy_s;
         Run k = run(&c, ch->bytes);
         ilp_price_peak(pr, k.at);
+        /* host offload: a run's one call and copies, the rounds' copies up */
+        ilp_price_offload_runs(r->prob, pr, k.runs_joined, k.offload_flow_s, k.fetch_copies, plan_offload_hidden(r));
     }
     ctx_free(&c);
 }

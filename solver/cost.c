@@ -179,6 +179,14 @@ double cost_copy(const CostModel *cm, double bytes) { return cost_roofline(cm, O
 
 double cost_bucket_copy(const CostModel *cm, double bytes) { return cost_copy(cm, bytes); }
 
+double cost_host_copies(const ShardCluster *cl, double n, double bytes) {
+    return cl->pcie_bw > 0 ? n * cl->host_copy_lat + bytes / cl->pcie_bw : 0;
+}
+
+double cost_host_updates(const ShardCluster *cl, double n, double elems) {
+    return cl->host_adamw_rate > 0 ? n * cl->host_call_lat + elems / cl->host_adamw_rate : 0;
+}
+
 _Static_assert(SHARD_MAX_STEPS >= SHARD_MAX_AXES, "a bucket's all-reduces fit a step list");
 
 int cost_sync_steps(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *grad_spec, double share, bool queued,

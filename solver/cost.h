@@ -170,6 +170,15 @@ int cost_sync_steps(const ShardMesh *m, Shape sh, DType dt, const ShardSpec *gra
  * of the generated program at (sim.c), a gradient bucket's packing, a ZeRO
  * chunk's copies in and out (chunks.c). */
 double cost_copy(const CostModel *cm, double bytes);
+/* Host offload (docs/sharding.md "Host offload"): n copies between the host and the
+ * device moving `bytes` in all, each call its latency (ShardCluster.host_copy_lat)
+ * and the bytes at the PCIe rate; n host update calls (colrt_host_adamw) over
+ * `elems` elements in all, each call its fork and join (host_call_lat) and the
+ * elements at the host AdamW's rate. 0 on a cluster without a host. The planner
+ * (problem.c offload_prices, eval.c) and the simulator's replay (sim.c) price
+ * with these two. */
+double cost_host_copies(const ShardCluster *cl, double n, double bytes);
+double cost_host_updates(const ShardCluster *cl, double n, double elems);
 /* A gradient bucket's packing copy (schedule.c): the gradient read and
  * written into the bucket on the compute stream, once a step. */
 double cost_bucket_copy(const CostModel *cm, double bytes);

@@ -199,6 +199,42 @@ static double largest_sum(const double *v, const int *n, int nv, const double *b
     return sum;
 }
 
+/* Parameters on the host: the gathers' copies up, on their copy stream, hide behind what the
+ * compute stream runs meanwhile: the forward's and backward's kernels and ZeRO's all-gathers
+ * (on the caller's thread); at least one layer's share is exposed (the first transfer). */
+double ilp_fetch_exposed(const IlpProblem *p, const IlpPrice *r) {
+    return maxd(0, maxd(r->fetch_s - r->fetch_hide_s, p->n_layers ? r->fetch_s / p->n_layers : 0));
+}
+
+double ilp_offload_flow(const double *stage, int n) {
+    double c[OFF_STAGES] = {0}; /* each stage's end after the items so far */
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < OFF_STAGES; k++) /* item i at stage k: after item i-1 there and itself at k-1 */
+            c[k] = maxd(c[k], k ? c[k - 1] : 0) + stage[OFF_STAGES * i + k];
+    return c[OFF_STAGES - 1];
+}
+
+void ilp_price_offload_runs(const IlpProblem *p, IlpPrice *r, double joined, double flow_s, double fetch_copies,
+                            double hidden_s) {
+    if (!(r->host_calls > 0)) return;
+    if (fetch_copies >= 0 && r->fetch_s > 0) { /* the gathers' copies up as the chunks make them */
+        double was_f = r->fetch_exposed_s;
+        r->fetch_s += (fetch_copies - r->fetch_copies) * p->cm->cl->host_copy_lat;
+        r->fetch_copies = fetch_copies;
+        r->fetch_exposed_s = ilp_fetch_exposed(p, r);
+        r->step_s += r->fetch_exposed_s - was_f;
+    }
+    r->host_calls -= joined;
+    r->d2h_copies -= 4 * joined;
+    r->offload_stage_s[0] -= joined * p->off_stage_lat[0];
+    r->offload_stage_s[1] -= joined * p->off_stage_lat[1];
+    double was = r->offload_exposed_s;
+    r->offload_s = maxd(r->offload_stage_s[0], maxd(r->offload_stage_s[1], r->offload_stage_s[2]));
+    r->offload_s = maxd(r->offload_s, flow_s);
+    r->offload_exposed_s = maxd(0, r->offload_s - hidden_s);
+    r->step_s += r->offload_exposed_s - was;
+}
+
 void ilp_price_peak(IlpPrice *r, const double *extra) {
     double at[ILP_MOMENTS];
     for (int k = 0; k < ILP_MOMENTS; k++) at[k] = r->mem_at[k] + (extra ? extra[k] : 0);
@@ -255,6 +291,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.optimizer_s += g->mult * S->opt_s[z];
         norm_axes |= S->norm_axes[z];
         r.gather_s += g->mult * S->gather_s[z];
+        r.fetch_hide_s += g->mult * (S->fwd_s + S->bwd_s + S->gather_s[z]); /* as the ILP's row fetch_vs_compute */
         r.mem_params += g->mult * S->mem_static[z];
         r.mem_io += S->step_io;
         r.mem_grads_late += (g->mult - g->early) * S->mem_grad_late[z];
@@ -273,13 +310,18 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
             r.host_bytes += e * p->off_host;
             r.d2h_bytes += e * p->off_d2h;
             r.h2d_bytes += e * p->off_h2d;
-            r.offload_s += e * p->off_s;
+            double n = (double)g->mult * g->n_params; /* its updates */
+            for (int k = 0; k < 3; k++) r.offload_stage_s[k] += e * p->off_stage_s[k] + n * p->off_stage_lat[k];
+            r.host_calls += n, r.d2h_copies += 4 * n, r.h2d_copies += n;
             r.optimizer_s -= e * p->off_opt_s;
             if (c->offload[gi] == 2 && z == 3 && p->off_param > 0) { /* and the parameter's slice */
                 r.h2d_bytes -= e * p->off_h2d; /* nothing goes up after the update */
-                r.offload_s -= e * (p->off_s - p->off_s3);
+                r.offload_stage_s[2] -= e * p->off_stage_s[2] + n * p->off_stage_lat[2];
+                r.h2d_copies -= n;
                 r.fetch_bytes += e * p->off_fetch;
-                r.fetch_s += e * p->off_fetch_s;
+                double reads = (double)g->mult * g->param_reads; /* each gather a copy up */
+                r.fetch_s += e * p->off_fetch_s + reads * p->off_fetch_lat;
+                r.fetch_copies += reads * p->opt.micro_batches;
                 /* the backward's transfer: the stagings of its gathers (and of a recomputed
                  * instance's re-run: every instance counted so where one recomputes) */
                 bool rc = g->block >= 0 && c->count[g->block][RC_SELECTIVE] + c->count[g->block][RC_FULL] > 0;
@@ -395,8 +437,10 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     r.sync_exposed_s += r.handoff_s;
     /* the offloaded updates run after the backward (each reads the gradient norm's clipping
      * coefficient; compiler/codegen/cg_offload.c): nothing hides their pipeline */
+    /* the pipeline: its slowest stage (each stage's copies or calls back to back) */
+    r.offload_s = maxd(r.offload_stage_s[0], maxd(r.offload_stage_s[1], r.offload_stage_s[2]));
     r.offload_exposed_s = r.offload_s;
-    r.fetch_exposed_s = maxd(0, maxd(r.fetch_s - r.compute_s, p->n_layers ? r.fetch_s / p->n_layers : 0));
+    r.fetch_exposed_s = ilp_fetch_exposed(p, &r);
     r.mem_params -= r.mem_offloaded;
     r.mem_io += p->step_io_fixed; /* held at every moment, each once */
     const double held = r.mem_params + r.mem_io;

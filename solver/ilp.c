@@ -218,7 +218,7 @@ static const double *off_late_bytes(const IlpStrat *S) { return S->off_late_byte
 /* Level params, group g (offload column h): the header's hp and o3, and the
  * gathers' copies up, exposed past the compute (qf, made at the first group). */
 static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g, int h, const int qf_rows[2],
-                           int qrow1, int urow) {
+                           int qrow_up, int urow) {
     Lp *lp = &m->lp;
     const IlpGroup *G = &p->groups[g];
     double emax = 0;
@@ -245,9 +245,17 @@ static void params_columns(const IlpProblem *p, const IlpFix *f, Model *m, int g
     put(lp, m->rc_row, od, -D * ms);
     put(lp, m->first_row, od, -D * ms);
     put(lp, urow, od, -D * ms);
-    put(lp, qrow1, o, E * (p->off_s - p->off_s3) * m->ts); /* no copy up after the update */
+    /* no copy up after the update; the gathers' copies up, each its call */
+    double nu = (double)G->mult * G->n_params; /* its updates */
+    put(lp, qrow_up, o, E * p->off_stage_s[2] * m->ts);
+    put(lp, qrow_up, hp, nu * p->off_stage_lat[2] * m->ts);
     put(lp, qf_rows[0], o, -E * p->off_fetch_s * m->ts);
-    if (p->n_layers) put(lp, qf_rows[1], o, -E * p->off_fetch_s / p->n_layers * m->ts);
+    double reads = (double)G->mult * G->param_reads; /* each gather a copy up, its call */
+    put(lp, qf_rows[0], hp, -reads * p->off_fetch_lat * m->ts);
+    if (p->n_layers) {
+        put(lp, qf_rows[1], o, -E * p->off_fetch_s / p->n_layers * m->ts);
+        put(lp, qf_rows[1], hp, -reads * p->off_fetch_lat / p->n_layers * m->ts);
+    }
     /* the transfer it belongs to in the backward: its block instance's (one of the block's
      * instances transfers, its rows and u shared by the block's groups), or its own: u >= the
      * transfer - t, the transfer being the stagings of the backward's gathers (o3b), and where
@@ -316,11 +324,16 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
      * that solve says how much host memory its plan would need */
     int hrow = add_row(lp, on ? GLP_UP : GLP_FR, 0, 1, "host_memory");
     /* q >= the offloaded updates' pipeline: the program runs them after the backward (each
-     * reads the gradient norm's clipping coefficient), so nothing hides it */
+     * reads the gradient norm's clipping coefficient), so nothing hides it; the pipeline
+     * takes its slowest stage (copies down, host AdamW calls, copies up), a row each */
     int qcol = add_col(lp, GLP_CV, 0, INFINITY, on, "offload_exposed");
-    int qrow1 = add_row(lp, GLP_LO, 0, 0, "offload_pipeline");
-    put(lp, qrow1, qcol, 1);
-    int qf_rows[2] = {0, 0}; /* level params: qf >= the gathers' copies up - the compute, and >= their first */
+    int qrows[3];
+    static const char *const qname[3] = {"offload_down", "offload_host", "offload_up"};
+    for (int k = 0; k < 3; k++) {
+        qrows[k] = add_row(lp, GLP_LO, 0, 0, qname[k]);
+        put(lp, qrows[k], qcol, 1);
+    }
+    int qf_rows[2] = {0, 0}; /* level params: qf >= the gathers' copies up - the compute (kernels, ZeRO gathers), and >= their first */
     if (p->off_param > 0) {
         int qf = add_col(lp, GLP_CV, 0, INFINITY, on, "fetch_exposed");
         qf_rows[0] = add_row(lp, GLP_LO, 0, 0, "fetch_vs_compute");
@@ -354,7 +367,9 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
                 for (int z = 0; z < ZERO_STAGES; z++)
                     if (m->x[k][s * ZERO_STAGES + z])
                         put(lp, qf_rows[0], m->x[k][s * ZERO_STAGES + z],
-                            p->groups[k].mult * (p->groups[k].strats[s].fwd_s + p->groups[k].strats[s].bwd_s) * m->ts);
+                            p->groups[k].mult *
+                                (p->groups[k].strats[s].fwd_s + p->groups[k].strats[s].bwd_s + p->groups[k].strats[s].gather_s[z]) *
+                                m->ts);
     }
     for (int g = 0; g < p->n_groups; g++) {
         const IlpGroup *G = &p->groups[g];
@@ -377,8 +392,12 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
         put(lp, m->first_row, od, -D * ms);
         put(lp, urow, od, -D * ms);
         put(lp, hrow, o, E * p->off_host / p->host_limit);
-        put(lp, qrow1, o, -E * p->off_s * m->ts);
-        if (p->off_param > 0) params_columns(p, f, m, g, h, qf_rows, qrow1, urow);
+        double n = (double)G->mult * G->n_params; /* its updates, each its calls */
+        for (int k = 0; k < 3; k++) {
+            put(lp, qrows[k], o, -E * p->off_stage_s[k] * m->ts);
+            put(lp, qrows[k], h, -n * p->off_stage_lat[k] * m->ts);
+        }
+        if (p->off_param > 0) params_columns(p, f, m, g, h, qf_rows, qrows[2], urow);
     }
 }
 

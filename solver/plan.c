@@ -18,6 +18,8 @@
 #include "pipeline.h"
 #include "plan.h"
 
+static void offload_flow(const Graph *g, PlanResult *r);
+
 void plan_options_default(PlanOptions *o) {
     memset(o, 0, sizeof *o);
     ad_options_default(&o->train);
@@ -1239,6 +1241,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
     }
     best->mem_limit = full;
     plan_price_chunks(g, best, o->chunk_bytes, o->pp > 1);
+    if (!best->chunk_bytes && o->pp <= 1) offload_flow(g, best); /* chunks: their runs' (chunks.c) */
     if (best->chunk_bytes > 0 && best->n_chunk_prices && !best->chunk_price[best->chunk_chosen].fits) { /* a forced size (auto takes one that fits) */
         /* planned again with the chunks' bytes held back from the ILP's limit (the plan
          * then leaves room for them: more offloaded, recomputed or sharded), twice at most */
@@ -1407,6 +1410,97 @@ static void chunks_json(cJSON *root, const PlanResult *r) {
     }
 }
 
+/* The group owning parameter v (as from_choice: the first group with parameters reading
+ * it), or -1. */
+static int param_group(const Graph *g, const IlpProblem *p, ValueId v) {
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        int gi = p->group_of_node[id];
+        for (int i = 0; gi >= 0 && p->groups[gi].n_params && i < ir_node(g, id)->n_in; i++)
+            if (ir_node(g, id)->in[i] == v) return gi;
+    }
+    return -1;
+}
+
+double plan_offload_gather(const Graph *g, const PlanResult *r, ValueId v) {
+    const IlpProblem *p = r->prob;
+    int gi = param_group(g, p, v), z = gi >= 0 ? r->choice.zero[gi] : 0;
+    if (gi < 0 || (z != 1 && z != 2) || !ilp_group_offload(p, &r->choice, gi)) return 0;
+    const IlpGroup *G = &p->groups[gi];
+    return G->strats[r->choice.strat[gi]].gather_s[z] * (double)ir_shape_numel(ir_val(g, v)->shape) / G->param_elems;
+}
+
+double plan_offload_hidden(const PlanResult *r) {
+    const IlpProblem *p = r->prob;
+    double s = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        int z = r->choice.zero[gi];
+        if (G->n_params && ilp_group_offload(p, &r->choice, gi) && (z == 1 || z == 2))
+            s += G->mult * G->strats[r->choice.strat[gi]].gather_s[z];
+    }
+    return s;
+}
+
+/* Host offload without chunks: each offloaded update its own item of the pipeline, in update
+ * order (ilp_offload_flow: the first update's copies down and call before the copies up,
+ * the last one's call and copy up after the copies down), its elements its group's moved
+ * elements in proportion to its parameter's (its ZeRO slice). */
+static void offload_flow(const Graph *g, PlanResult *r) {
+    const IlpProblem *p = r->prob;
+    const Placement *pl = r->pl;
+    if (p->opt.offload == PO_DEVICE || !pl || !pl->offload || !(r->price.host_calls > 0)) return;
+    int *owner = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
+    for (ValueId v = 0; v < g->n_values; v++) owner[v] = -1;
+    for (NodeId id = 0; id < g->n_nodes; id++) { /* as from_choice: the first group reading it */
+        int gi = p->group_of_node[id];
+        for (int i = 0; gi >= 0 && p->groups[gi].n_params && i < ir_node(g, id)->n_in; i++) {
+            ValueId v = ir_node(g, id)->in[i];
+            if (ir_val(g, v)->role == ROLE_PARAM && owner[v] < 0) owner[v] = gi;
+        }
+    }
+    /* the updates' parameters in update order; a forward graph (--emit plan) has no updates:
+     * its parameters in their order then */
+    ValueId *ord = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + g->n_nodes + 1));
+    bool *seen = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
+    memset(seen, 0, sizeof(bool) * (size_t)(g->n_values + 1));
+    int no = 0;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        ValueId v = ir_op_is_update(ir_node(g, id)->op) ? plan_updated_param(g, id) : IR_NONE;
+        if (v != IR_NONE && !seen[v]) ord[no++] = v, seen[v] = true;
+    }
+    for (ValueId v = 0; v < g->n_values; v++)
+        if (ir_val(g, v)->role == ROLE_PARAM && !seen[v]) ord[no++] = v;
+    ir_free(seen);
+    double *st = ir_alloc(sizeof(double) * OFF_STAGES * (size_t)(no + 1));
+    int n = 0;
+    for (int k = 0; k < no; k++) {
+        ValueId v = ord[k];
+        if (pl->offload[v] <= PO_DEVICE || owner[v] < 0) continue;
+        const IlpGroup *G = &p->groups[owner[v]];
+        int z = r->choice.zero[owner[v]];
+        double e = G->strats[r->choice.strat[owner[v]]].off_elems[z] * (double)ir_shape_numel(ir_val(g, v)->shape) /
+                   G->param_elems;
+        double *x = st + OFF_STAGES * n++;
+        x[0] = p->off_stage_lat[0] + e * p->off_stage_s[0];
+        x[1] = p->off_stage_lat[1] + e * p->off_stage_s[1];
+        x[2] = pl->offload[v] == PO_PARAMS && z == 3 ? 0 : p->off_stage_lat[2] + e * p->off_stage_s[2];
+        x[3] = plan_offload_gather(g, r, v); /* ZeRO-1/2: its slice all-gathered after its copy up */
+    }
+    /* parameters on the host: a recomputed instance's re-run gathers (and copies up) its
+     * slices once more, which the ILP's per-read count leaves out */
+    double rc = 0;
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *G = &p->groups[gi];
+        if (G->block < 0 || ilp_group_offload(p, &r->choice, gi) != PO_PARAMS) continue;
+        for (int pol = 0; pol < RC__COUNT; pol++) rc += r->choice.count[G->block][pol] * G->rc_param_reads[pol];
+    }
+    double fetch = rc > 0 ? r->price.fetch_copies + rc * p->opt.micro_batches : -1;
+    ilp_price_offload_runs(p, &r->price, 0, ilp_offload_flow(st, n), fetch, plan_offload_hidden(r));
+    ir_free(st);
+    ir_free(ord);
+    ir_free(owner);
+}
+
 static void offload_json(cJSON *root, const Graph *g, const PlanResult *r) {
     const IlpProblem *p = r->prob;
     const IlpPrice *pr = &r->price;
@@ -1420,6 +1514,14 @@ static void offload_json(cJSON *root, const Graph *g, const PlanResult *r) {
     cJSON_AddNumberToObject(o, "h2d_bytes_per_step", pr->h2d_bytes);
     cJSON_AddNumberToObject(o, "pipeline_s", pr->offload_s);
     cJSON_AddNumberToObject(o, "exposed_s", pr->offload_exposed_s);
+    /* the pipeline's stages and calls as priced (per update; the program's runs make fewer:
+     * lowering.host_adamw_calls, d2h_copies, h2d_copies) */
+    cJSON_AddNumberToObject(o, "d2h_stage_s", pr->offload_stage_s[0]);
+    cJSON_AddNumberToObject(o, "host_stage_s", pr->offload_stage_s[1]);
+    cJSON_AddNumberToObject(o, "h2d_stage_s", pr->offload_stage_s[2]);
+    cJSON_AddNumberToObject(o, "host_adamw_calls", pr->host_calls);
+    cJSON_AddNumberToObject(o, "d2h_copies", pr->d2h_copies);
+    cJSON_AddNumberToObject(o, "h2d_copies", pr->h2d_copies);
     if (p->opt.offload == PO_PARAMS) { /* parameters on the host: the gathers' copies up */
         cJSON_AddNumberToObject(o, "param_fetch_bytes_per_step", pr->fetch_bytes);
         cJSON_AddNumberToObject(o, "param_fetch_s", pr->fetch_s);

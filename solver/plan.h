@@ -189,6 +189,17 @@ void plan_free(PlanResult *r);
  * own members, compiler/lower/chunk.c); plan_solve refuses PLAN_CHUNK_AUTO
  * there. */
 void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipelined);
+/* The parameter whose update node id is: its operand 0, or under mixed precision the
+ * parameter the f32 master's cast writes (lower/offload.c master_cast); IR_NONE. */
+ValueId plan_updated_param(const Graph *g, NodeId id);
+/* Host offload under ZeRO-1/2: each offloaded update's slice is all-gathered right after its
+ * copy up, on the compute stream, which the host waits for (compiler/codegen/cg_offload.c):
+ * the seconds of v's all-gather (its share of its group's, by elements; 0 when v is not such
+ * a parameter), part of its item's host stage in the pipeline (ilp_offload_flow), and the
+ * sum of them (plan_offload_hidden), which the step's ZeRO gathers no longer count
+ * (ilp_price_offload_runs' hidden_s). */
+double plan_offload_gather(const Graph *g, const PlanResult *r, ValueId v);
+double plan_offload_hidden(const PlanResult *r);
 
 /* ZeRO chunks of a pipelined plan (chunks.c; pipeprice.c prices each stage
  * with them): each (virtual) stage packs its own members (lower/chunk.c),

@@ -1383,7 +1383,16 @@ static void offload_prices(IlpProblem *p, const AdOptions *train, bool half) {
     p->off_host = 8 + 4 + gs + (half ? ps : 0);
     p->off_d2h = gs + (master_crosses ? 4 : 0);
     p->off_h2d = master_crosses ? 4 : ps;
-    p->off_s = fmax(fmax(p->off_d2h, p->off_h2d) / cl->pcie_bw, 1 / cl->host_adamw_rate);
+    /* each stage per element and per update (cost.c: the simulator's prices of the
+     * program's copies and host calls); an update copies its gradient and its three
+     * scalars down (lower_offload_traffic) */
+    p->off_stage_s[0] = cost_host_copies(cl, 0, p->off_d2h);
+    p->off_stage_s[1] = cost_host_updates(cl, 0, 1);
+    p->off_stage_s[2] = cost_host_copies(cl, 0, p->off_h2d);
+    p->off_stage_lat[0] = cost_host_copies(cl, 4, 0);
+    p->off_stage_lat[1] = cost_host_updates(cl, 1, 0);
+    p->off_stage_lat[2] = cost_host_copies(cl, 1, 0);
+    p->off_s = fmax(fmax(p->off_stage_s[0], p->off_stage_s[2]), p->off_stage_s[1]);
     /* the device update an element no longer runs, at the optimizer's fastest rate: no
      * element saves more than the device's update of any size was priced (cpupre15: the
      * cpu preset's measured table falls to 30.8 GB/s at 470 MB from 49.5 at 115 KB, and at
@@ -1402,9 +1411,10 @@ static void offload_prices(IlpProblem *p, const AdOptions *train, bool half) {
     if (level == PO_PARAMS) {
         p->off_param = ps;
         p->off_inflight = shard_cluster_inflight(cl, p->opt.offload_inflight);
-        p->off_s3 = fmax(p->off_d2h / cl->pcie_bw, 1 / cl->host_adamw_rate);
+        p->off_s3 = fmax(p->off_stage_s[0], p->off_stage_s[1]);
         p->off_fetch = 2.0 * p->opt.micro_batches * ps;
-        p->off_fetch_s = p->off_fetch / cl->pcie_bw;
+        p->off_fetch_s = cost_host_copies(cl, 0, p->off_fetch);
+        p->off_fetch_lat = cost_host_copies(cl, p->opt.micro_batches, 0);
     }
 }
 
@@ -1614,6 +1624,8 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
             for (int i = 0; i < nd->n_in; i++)
                 if (b.param_owner[nd->in[i]] == gr->members[m].node) {
                     gr->n_params++;
+                    gr->param_reads += p->param_reads[nd->in[i]];
+                    for (int pol = 0; pol < RC__COUNT; pol++) gr->rc_param_reads[pol] += p->rc_reads[nd->in[i]] >> pol & 1;
                     gr->param_elems += (double)ir_shape_numel(ir_val(g, nd->in[i])->shape);
                 }
         }

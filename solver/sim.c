@@ -73,8 +73,8 @@ static double op_time(const SimOp *o, const CostModel *cm, bool no_host, bool qu
      * time too (the hand-off conflict: shard_mesh_queueing, the planner's mesh
      * of such a program) */
     case SIM_COLL: return shard_coll_time_on(cm->mesh, o->coll, o->axis, o->bytes, o->stream == SIM_COMM || queues);
-    case SIM_HCOPY: return no_host || !(cl->pcie_bw > 0) ? 0 : o->bytes / cl->pcie_bw;
-    case SIM_HOST: return no_host || !(cl->host_adamw_rate > 0) ? 0 : o->flops / cl->host_adamw_rate;
+    case SIM_HCOPY: return no_host ? 0 : cost_host_copies(cl, 1, o->bytes);
+    case SIM_HOST: return no_host ? 0 : cost_host_updates(cl, 1, o->flops);
     default: return 0;
     }
 }

@@ -37,7 +37,8 @@ typedef enum {
     SIM_RECORD,     /* an event recorded on the stream */
     SIM_WAIT,       /* the stream waits for an event */
     SIM_HCOPY,      /* host offload: a copy between the host arena and the device, on a copy
-                     * stream (SIM_D2H, SIM_H2D): bytes at the cluster's PCIe rate */
+                     * stream (SIM_D2H, SIM_H2D): its latency and bytes at the cluster's PCIe
+                     * rate (cost_host_copies) */
     SIM_HOST,       /* host offload: the host's AdamW over elems elements (the cluster's host
                      * AdamW rate); the host runs it, so every op issued after it starts after */
     SIM_HSYNC,      /* the host waits for an event (colrt_event_sync) */

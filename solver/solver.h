@@ -152,6 +152,11 @@ typedef struct IlpGroup {
     int n_strats;
     IlpStrat *strats;
     int n_params;               /* parameters this group owns */
+    int param_reads;            /* and the nodes reading them in a micro-batch, summed
+                                 * (IlpProblem.param_reads: ZeRO-3's gathers, a copy up each
+                                 * with parameters on the host) */
+    int rc_param_reads[RC__COUNT]; /* of them, those a recomputed instance's re-run gathers
+                                    * once more, per policy (IlpProblem.rc_reads) */
     double param_elems;         /* their elements (global) */
     bool after_blocks;          /* outside every block, after the last (the head): its saved
                                  * activations are freed before any block's backward */
@@ -389,7 +394,13 @@ typedef struct IlpProblem {
     double off_dev;             /* device bytes freed */
     double off_host;            /* host bytes held (state, master, staging) */
     double off_d2h, off_h2d;    /* bytes copied each step, each way */
-    double off_s;               /* seconds of the offloaded update's pipeline (copies, host AdamW) */
+    double off_s;               /* seconds of the offloaded update's pipeline (copies, host AdamW):
+                                 * the slowest of its three stages per element, their calls aside */
+    /* the pipeline's three stages (copies down, host AdamW, copies up): seconds per element
+     * (off_stage_s) and per offloaded update, each update its calls (off_stage_lat: the
+     * gradient's and three scalars' copies down, one host call, one copy up; cost_host_copies,
+     * cost_host_updates); the pipeline takes its slowest stage's sum (IlpPrice.offload_s) */
+    double off_stage_s[3], off_stage_lat[3];
     double off_opt_s;           /* seconds of the device update it replaces */
     double host_limit;          /* host bytes per device (the node's host memory / its devices) */
     /* level PO_PARAMS, a group at ZeRO-3 whose parameter slice lives on the host too;
@@ -398,6 +409,7 @@ typedef struct IlpProblem {
     double off_s3;              /* off_s without the parameter's copy up after the update */
     double off_fetch;           /* bytes the step's gathers copy up first (2 per micro-batch) */
     double off_fetch_s;         /* seconds of those copies (overlapped with the compute) */
+    double off_fetch_lat;       /* seconds of their calls per read of a parameter (M copies a step) */
     int off_inflight;           /* transfers up in flight, K (the option's, else the cluster's,
                                  * else SHARD_INFLIGHT_DEFAULT): the program holds the stagings
                                  * of at most K transfers at once, a transfer being a block
@@ -555,9 +567,15 @@ typedef struct IlpPrice {
      * step each way, the offloaded updates' pipeline and what of it the backward
      * does not hide (in step_s; optimizer_s no longer counts their device update) */
     double mem_offloaded, host_bytes, d2h_bytes, h2d_bytes, offload_s, offload_exposed_s;
+    /* its stages' sums (down, host, up: offload_s is the largest) and the calls a step as
+     * priced: one host AdamW call, four copies down and one up per offloaded update (the
+     * program's per update; runs make fewer, compiler/lower/offload.c) */
+    double offload_stage_s[3], host_calls, d2h_copies, h2d_copies;
+    double fetch_copies;        /* parameters on the host: the gathers' copies up a step (2M each) */
     /* parameters on the host: bytes the gathers copy up per step, their time, and what of
      * it the forward and backward compute does not hide (in step_s) */
     double fetch_bytes, fetch_s, fetch_exposed_s;
+    double fetch_hide_s;        /* what they hide behind: the kernels and ZeRO's gathers (not the re-runs') */
     /* and the device stagings those copies land in, live at the forward's and backward's
      * moments (not the update's): the K largest transfers (IlpProblem.off_inflight); in
      * mem_transient where the peak is such a moment */
@@ -580,6 +598,34 @@ typedef struct IlpPrice {
  * mem_acts_freed, mem_chunks) as the largest over the moments of mem_at plus extra's
  * bytes live then (NULL: none; ZeRO chunks' buffers, chunks.c), the first of equal ones. */
 void ilp_price_peak(IlpPrice *r, const double *extra);
+/* Host offload in runs (compiler/lower/offload.c: a ZeRO chunk's offloaded updates side by
+ * side in its part run as one: one host AdamW call and one copy of the gradients and the
+ * scalars down): `joined` updates that run in another's run save their host call and
+ * their four copies down; the pipeline's stages, its exposed time (the slowest stage's sum,
+ * or flow_s, the runs' pipeline, ilp_offload_flow, where longer) and the step with them
+ * (chunks.c, on the chosen chunk size's runs); with parameters on the host, the gathers'
+ * copies up a step are fetch_copies (a round's run of slices on the host in one copy,
+ * lower_fetch_span; < 0: as priced) and their time and exposed part with them. hidden_s:
+ * of the step's other terms, what runs beside the pipeline (ZeRO-1/2's all-gathers of the
+ * updated slices, each after its copy up on the compute stream, but the last): the
+ * pipeline's exposed part is that much shorter. */
+void ilp_price_offload_runs(const IlpProblem *p, IlpPrice *r, double joined, double flow_s, double fetch_copies,
+                            double hidden_s);
+/* The offloaded updates' pipeline as the program runs it, item by item in its order (an
+ * update, or a run): every copy down queued at once on one stream, the host's calls one
+ * after another each once its copies are down, each item's copies up queued after its call
+ * on another stream, and under ZeRO-1/2 each item's all-gathers on the compute stream after
+ * its copies up. A flow shop of OFF_STAGES stages (down, host, up, gathers): item i ends
+ * stage k at max(item i-1's end there, its own end of stage k-1) + its time, which the sum
+ * of the slowest stage alone (IlpPrice.offload_s) misses by the first items' earlier stages
+ * and the last items' later ones (a run of 15 copies up behind the first run's copies down
+ * and call). Seconds; stage[OFF_STAGES * i + k] item i's stage k. */
+#define OFF_STAGES 4
+double ilp_offload_flow(const double *stage, int n);
+/* Parameters on the host: what of the gathers' copies up (IlpPrice.fetch_s) the compute
+ * stream's kernels and ZeRO gathers do not hide, at least fetch_s / n_layers (the ILP's
+ * rows fetch_vs_compute and fetch_first say the same). */
+double ilp_fetch_exposed(const IlpProblem *p, const IlpPrice *r);
 
 /* Whether group g's transients are live at the head's backward: the head's
  * groups, and those whose gradient the head writes (a tied embedding). */

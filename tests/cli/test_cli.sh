@@ -415,6 +415,15 @@ sed 's/"adamw_gelems": 2.7}/"adamw_gelems": 2.7, "transfers_in_flight": "two"}/'
   "$src/tests/fuzz/seeds/cluster/h100_2x8_host.json" > "$tmp/ks.json"
 expect 1 "field 'host.transfers_in_flight' must be a whole number from 1 to 64" -- \
   --cluster "$tmp/ks.json" "$src/examples/ir/mlp.cir"
+# and its per-call costs (host.copy_latency_us, host.call_latency_us): negative or not a number, by name
+sed 's/"copy_latency_us": 6/"copy_latency_us": -1/' \
+  "$src/tests/fuzz/seeds/cluster/h100_2x8_host_latency.json" > "$tmp/lat.json"
+expect 1 "field 'host.copy_latency_us' must be a finite number of microseconds from 0 to 1e+06, got -1" -- \
+  --cluster "$tmp/lat.json" "$src/examples/ir/mlp.cir"
+sed 's/"call_latency_us": 0/"call_latency_us": "fast"/' \
+  "$src/tests/fuzz/seeds/cluster/h100_2x8_host_latency.json" > "$tmp/lat2.json"
+expect 1 "field 'host.call_latency_us' must be a number of microseconds" -- \
+  --cluster "$tmp/lat2.json" "$src/examples/ir/mlp.cir"
 mkfifo "$tmp/fifo.cir"
 expect 1 "not a regular file" -- "$tmp/fifo.cir" # would block forever if it were opened for reading
 printf 'graph t\ninput %%x : f32[4,8]\n%%y : f32[4,8] = scale(%%x) {s=1e999}\n' > "$tmp/inf.cir"

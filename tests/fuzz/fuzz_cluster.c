@@ -74,6 +74,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                      !isfinite(c.pcie_bw) || !(c.host_adamw_rate > 0) || !isfinite(c.host_adamw_rate)))
             abort();
         if (host ? c.host_inflight < 1 || c.host_inflight > SHARD_INFLIGHT_MAX : c.host_inflight != 0) abort();
+        /* its per-call costs: finite, >= 0, at most SHARD_HOST_LAT_US_MAX */
+        if (!(c.host_copy_lat >= 0) || !(c.host_call_lat >= 0) || c.host_copy_lat > SHARD_HOST_LAT_US_MAX * 1e-6 ||
+            c.host_call_lat > SHARD_HOST_LAT_US_MAX * 1e-6)
+            abort();
         for (int k = 0; k < SHARD_K__COUNT; k++) check_rates(&c.kernel[k]);
         for (int k = 0; k < SHARD_ATT__COUNT; k++) check_rates(&c.attention[k]);
         for (int l = 0; l < 2; l++) check_colls(&c.coll[l]);

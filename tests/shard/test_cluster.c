@@ -505,6 +505,9 @@ static void test_cpu_preset(void) {
         CHECK(shard_cluster_from_json(text, COLOSSAL_CPU_PRESET_FILE, &f, &e));
         f.nodes = c.nodes, f.per_node = c.per_node, f.mem_bytes = c.mem_bytes, f.host_mem_bytes = c.host_mem_bytes;
         f.inter_lat = c.inter_lat, f.inter_bw = c.inter_bw;
+        /* and the host's per-call costs, which the file predates (the preset's own) */
+        CHECK(f.host_copy_lat == SHARD_HOST_COPY_US_DEFAULT * 1e-6 && c.host_copy_lat < f.host_copy_lat);
+        f.host_copy_lat = c.host_copy_lat, f.host_call_lat = c.host_call_lat;
         cJSON *a = shard_cluster_to_json(&c), *b = shard_cluster_to_json(&f);
         char *ta = cJSON_PrintUnformatted(a), *tb = cJSON_PrintUnformatted(b);
         CHECK_STR(ta, tb);

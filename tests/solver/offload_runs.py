@@ -10,7 +10,9 @@ shared: the runs cross the block instances), 3 x (one gradient copy + 3 scalars)
 down; the parameters still come up each into its own slice (28). The recorder's trace (plan
 JSON program.ops, what `simulate` replays) holds exactly those host calls and copies, and
 the same bytes as the lowering's count; the planner's per-element price of the copies down
-differs from them only by the slots' padding and the scalars. With --offload params a round's
+differs from them only by the slots' padding and the scalars, and the planner prices the same
+number of host calls and copies (plan JSON offload.host_adamw_calls, d2h_copies, h2d_copies: each
+has a per-call cost, so runs are a priced saving). With --offload params a round's
 transfer copies each run's slices up in one copy; in bf16 under ZeRO-2 a run's f32 gradient casts
 are one span, copied down at once.
 """
@@ -50,6 +52,12 @@ for name, extra, want in (("per_update", [], (28, 112, 28)), ("chunks", ["--chun
     traced = sum(o["b"] for o in hcopy)
     check(len(host) == got[0] and len(hcopy) == got[1] + got[2] and traced == low["d2h_bytes"] + low["h2d_bytes"],
           f"{name}: the recorder's trace: {len(host)} host calls, {len(hcopy)} host copies of {traced} bytes")
+    # the planner prices the same calls and copies (each its per-call cost: chunks.c forms the runs)
+    of = plan["offload"]
+    priced_n = (of["host_adamw_calls"], of["d2h_copies"], of["h2d_copies"])
+    check(priced_n == got, f"{name}: the plan prices {priced_n} calls and copies, the program makes {got}")
+    check(of["pipeline_s"] >= max(of["d2h_stage_s"], of["host_stage_s"], of["h2d_stage_s"]) > 0,
+          f"{name}: the pipeline {of['pipeline_s']:.3g} s, at least its slowest stage")
     if name == "chunks":
         calls = len(re.findall(r"colrt_host_adamw\(", src))
         check(calls == 3, f"chunks: {calls} colrt_host_adamw calls in the generated C")
@@ -64,6 +72,8 @@ plan, src = gen("bf16_zero2", "--chunk-bytes", "8KB", "--strategy", "zero2", "--
 low = plan["lowering"]
 got = (low["host_adamw_calls"], low["d2h_copies"], low["h2d_copies"])
 check(got == (2, 8, 28), f"bf16_zero2: {got[0]} host calls, {got[1]} copies down, {got[2]} up (want (2, 8, 28))")
+of = plan["offload"]
+check((of["host_adamw_calls"], of["d2h_copies"], of["h2d_copies"]) == got, "bf16_zero2: the plan prices the same counts")
 check(len(re.findall(r"the gradients of 27 updates", src)) == 1, "bf16_zero2: the run's f32 gradients one copy down")
 # --offload params: the slices live on the host in their runs' spans, laid out as their chunk's
 # slots, so each round's transfer copies a run up into the chunk's send buffer in one copy: 2 chunks x

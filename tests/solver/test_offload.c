@@ -28,6 +28,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -79,6 +80,9 @@ static void clusters(void) {
      * (bench/validate/testdata/cpu-idle-1x2-2030.json: h2d 9.49 GB/s, 1.60e9 elements/s) */
     CHECK(c.host_mem_bytes == 6e9 && fabs(c.pcie_bw - 9.49e9) < 0.01e9 && fabs(c.host_adamw_rate - 1.60e9) < 0.01e9);
     CHECK(c.host_inflight == SHARD_INFLIGHT_DEFAULT && SHARD_INFLIGHT_DEFAULT == 2);
+    /* its per-call costs the preset's own (measured after its file: shard/cluster.c) */
+    CHECK_NEAR(c.host_copy_lat, 0.4e-6, 1e-15);
+    CHECK_NEAR(c.host_call_lat, 0.75e-6, 1e-15);
     /* written and read back, the transfers in flight too */
     c.host_inflight = 5;
     cJSON *j = shard_cluster_to_json(&c);
@@ -103,6 +107,48 @@ static void clusters(void) {
         CHECK(!shard_cluster_from_json(text, "badk.json", &back, &e));
         CHECK_CONTAINS(sb_cstr(&e), "field 'host.transfers_in_flight' must be a whole number from 1 to 64");
         cJSON_DeleteItemFromObject(hk, "transfers_in_flight");
+    }
+    /* the per-call costs: the presets' (the GPU defaults, cited in shard.h), written and
+     * read back; absent, the defaults; negative, non-finite, too large or not a number,
+     * refused by name */
+    CHECK(shard_cluster_preset("h100", &back, &e));
+    CHECK(back.host_copy_lat == SHARD_HOST_COPY_US_DEFAULT * 1e-6 && back.host_call_lat == SHARD_HOST_CALL_US_DEFAULT * 1e-6);
+    CHECK(c.host_copy_lat > 0 && c.host_call_lat > 0);
+    cJSON_ReplaceItemInObject(hk, "copy_latency_us", cJSON_CreateNumber(7.5));
+    cJSON_ReplaceItemInObject(hk, "call_latency_us", cJSON_CreateNumber(0));
+    free(text);
+    text = cJSON_PrintUnformatted(j);
+    CHECK(shard_cluster_from_json(text, "lat.json", &back, &e));
+    CHECK_NEAR(back.host_copy_lat, 7.5e-6, 1e-15);
+    CHECK(back.host_call_lat == 0);
+    static const char *const lat_keys[2] = {"copy_latency_us", "call_latency_us"};
+    for (int k = 0; k < 2; k++) {
+        cJSON *keep = cJSON_DetachItemFromObject(hk, lat_keys[k]);
+        free(text);
+        text = cJSON_PrintUnformatted(j);
+        CHECK(shard_cluster_from_json(text, "nolat.json", &back, &e));
+        CHECK(k ? back.host_call_lat == SHARD_HOST_CALL_US_DEFAULT * 1e-6 : back.host_copy_lat == SHARD_HOST_COPY_US_DEFAULT * 1e-6);
+        static const char *const bad_lat[] = {"-1", "1e400", "2e6", "\"5\"", "null"};
+        for (int i = 0; i < 5; i++) {
+            cJSON_AddItemToObject(hk, lat_keys[k], cJSON_Parse(bad_lat[i]));
+            char *bad = cJSON_PrintUnformatted(j);
+            StrBuf t; /* cJSON prints 1e400 (infinite) as null: written by hand */
+            sb_init(&t);
+            const char *q = strstr(bad, lat_keys[k]);
+            IR_ASSERT(q);
+            q = strchr(q, ':') + 1;
+            sb_printf(&t, "%.*s%s%s", (int)(q - bad), bad, bad_lat[i], strpbrk(q, ",}"));
+            sb_free(&e);
+            sb_init(&e);
+            CHECK(!shard_cluster_from_json(sb_cstr(&t), "badlat.json", &back, &e));
+            char want[64];
+            snprintf(want, sizeof want, "field 'host.%s' must be a", lat_keys[k]);
+            CHECK_CONTAINS(sb_cstr(&e), want);
+            sb_free(&t);
+            free(bad);
+            cJSON_DeleteItemFromObject(hk, lat_keys[k]);
+        }
+        cJSON_AddItemToObject(hk, lat_keys[k], keep);
     }
     sb_free(&e);
     sb_init(&e);
@@ -201,7 +247,14 @@ static void pricing(void) {
      * single rate gives; the update left would be three quarters) */
     CHECK_NEAR(ro.price.optimizer_s, rd.price.optimizer_s - elems * po->off_opt_s, 1e-9);
     CHECK(ro.price.optimizer_s > 0 && ro.price.optimizer_s < 0.25 * rd.price.optimizer_s);
-    CHECK_NEAR(ro.price.offload_s, elems * po->off_s, 1e-12);
+    /* the pipeline: its slowest stage, each of the 4 updates (fc1's and fc2's weight and
+     * bias) its calls: 4 copies down (the gradient, 3 scalars), 1 host AdamW, 1 copy up */
+    CHECK(cl.host_copy_lat > 0 && cl.host_call_lat > 0);
+    CHECK(ro.price.host_calls == 4 && ro.price.d2h_copies == 16 && ro.price.h2d_copies == 4);
+    double st[3] = {cost_host_copies(&cl, 16, 4 * elems), cost_host_updates(&cl, 4, elems), cost_host_copies(&cl, 4, 4 * elems)};
+    for (int k = 0; k < 3; k++) CHECK_NEAR(ro.price.offload_stage_s[k], st[k], 1e-12);
+    CHECK_NEAR(ro.price.offload_s, fmax(st[0], fmax(st[1], st[2])), 1e-12);
+    CHECK(ro.price.offload_s > elems * po->off_s); /* per element alone it missed the calls */
     CHECK(ro.price.offload_exposed_s > 0 && ro.price.offload_exposed_s <= ro.price.offload_s);
     CHECK_NEAR(ro.objective, ro.price.step_s, RTOL);
     /* the Placement carries it, per parameter */
@@ -352,9 +405,13 @@ static void params(void) {
     CHECK_NEAR(r.h2d_bytes, 0, 1e-9);
     CHECK_NEAR(rm.h2d_bytes, 4 * elems, 1e-9);
     CHECK_NEAR(r.fetch_bytes, 8 * elems, 1e-9);
-    CHECK_NEAR(r.fetch_s, 8 * elems / cl.pcie_bw, 1e-15);
+    /* 2 copies up a step per parameter (the forward's and the backward's gather), each its
+     * call; the pipeline without copies up */
+    CHECK_NEAR(r.fetch_s, cost_host_copies(&cl, 2 * 4, 8 * elems), 1e-15);
+    CHECK(r.fetch_s > 8 * elems / cl.pcie_bw);
     CHECK(r.fetch_exposed_s > 0 && r.fetch_exposed_s <= r.fetch_s);
-    CHECK_NEAR(r.offload_s, elems * p->off_s3, 1e-15);
+    CHECK_NEAR(r.offload_s, fmax(cost_host_copies(&cl, 16, 4 * elems), cost_host_updates(&cl, 4, elems)), 1e-15);
+    CHECK(r.h2d_copies == 0 && rm.h2d_copies == 4);
     /* the program runs the offloaded updates after the backward: nothing hides their pipeline */
     CHECK(r.offload_s > 0 && rm.offload_s >= r.offload_s);
     CHECK_NEAR(r.offload_exposed_s, r.offload_s, 1e-18);

@@ -196,7 +196,10 @@ int main(void) {
         sim_add(&h, SIM_HOST, SIM_COMPUTE, SIM_UPDATE, "w")->flops = 1e8;
         kernel(&h, SIM_UPDATE, OPC_ELEMWISE, 0, 4e8);
         sim_add(&h, SIM_HCOPY, SIM_H2D, SIM_UPDATE, "w")->bytes = 2e8;
-        double down = 4e8 / cl.pcie_bw, host = 1e8 / cl.host_adamw_rate, up = 2e8 / cl.pcie_bw;
+        /* each copy and host call its latency too (cost_host_copies, cost_host_updates) */
+        CHECK(cl.host_copy_lat > 0 && cl.host_call_lat > 0);
+        double down = cl.host_copy_lat + 4e8 / cl.pcie_bw, host = cl.host_call_lat + 1e8 / cl.host_adamw_rate,
+               up = cl.host_copy_lat + 2e8 / cl.pcie_bw;
         CHECK(down > 0 && host > 0 && up > 0);
         CHECK(sim_run(&h, &cm, &r, &err));
         CHECK_NEAR(r.step_s, tk + down + host + fmax(te, up), 1e-12);
@@ -217,6 +220,8 @@ int main(void) {
         ShardCluster hc;
         CHECK(from_text(ht, &hq, &hc, &err));
         CHECK(hc.pcie_bw == cl.pcie_bw && hc.host_adamw_rate == cl.host_adamw_rate);
+        CHECK_NEAR(hc.host_copy_lat, cl.host_copy_lat, 1e-18);
+        CHECK_NEAR(hc.host_call_lat, cl.host_call_lat, 1e-18);
         CostModel hcm = {.cl = &hc, .mesh = &m, .dtype = DT_BF16};
         CHECK(sim_run(&hq, &hcm, &r, &err));
         CHECK_NEAR(r.step_s, tk + down + host + fmax(te, up), 1e-12);

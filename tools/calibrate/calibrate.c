@@ -21,7 +21,9 @@
  *   - the host (host offload): its physical memory, copies between a host
  *     arena and the device arena in each direction on a stream (the smaller
  *     rate is the cluster's PCIe figure), and the host AdamW's elements/s
- *     (colrt_host_adamw, every rank at once: a device's share of the node);
+ *     (colrt_host_adamw, every rank at once: a device's share of the node),
+ *     and the per-call costs: a small copy queued on a stream, a small host
+ *     AdamW call (its OpenMP region's fork and join);
  *   - all-reduce, all-gather, reduce-scatter and all-to-all per mesh axis
  *     (inside a node; across nodes when there are several), 64 bytes up to a
  *     cap, each call as the generated program makes it (on a communication
@@ -622,22 +624,34 @@ static void bench_attention(const Opts *o, ShardCluster *cl, cJSON *cal) {
 /* ---- the host (offload) ---------------------------------------------------- */
 
 typedef struct HostCtx {
-    int kind; /* 0 device-to-host, 1 host-to-device, 2 host AdamW */
+    int kind; /* 0 device-to-host, 1 host-to-device, 2 host AdamW, 3 small copies down, 4 small AdamW calls */
     char *dev, *host;
     size_t bytes;
     colrt_stream *s;
     int64_t step;
 } HostCtx;
 
+/* The per-call figures: HOST_CALLS calls of HOST_SMALL bytes (copies down, queued back to
+ * back on the stream as the program queues an update's gradient and scalars, then one
+ * wait) or of HOST_SMALL / 16 elements (host AdamW, one after another as the program's
+ * updates run); a call's time is their time over HOST_CALLS, its bytes or elements at
+ * the measured rates taken off. */
+#define HOST_CALLS 64
+#define HOST_SMALL 64
+
 static void host_work(void *p) {
     HostCtx *h = p;
-    if (h->kind == 2) {
-        int64_t n = (int64_t)(h->bytes / 16); /* p, g, m, v in the host buffer */
+    if (h->kind == 2 || h->kind == 4) {
+        int64_t n = (int64_t)((h->kind == 2 ? h->bytes : HOST_SMALL) / 16); /* p, g, m, v in the host buffer */
         float *f = (float *)h->host;
-        colrt_host_adamw(f, f + n, f + 2 * n, f + 3 * n, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++h->step, 1.f);
+        for (int k = 0; k < (h->kind == 2 ? 1 : HOST_CALLS); k++)
+            colrt_host_adamw(f, f + n, f + 2 * n, f + 3 * n, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++h->step, 1.f);
         return;
     }
-    if (h->kind == 0) colrt_memcpy_async(h->host, h->dev, h->bytes, COLRT_D2H, h->s);
+    if (h->kind == 3)
+        for (int k = 0; k < HOST_CALLS; k++)
+            colrt_memcpy_async(h->host + (size_t)k * HOST_SMALL, h->dev + (size_t)k * HOST_SMALL, HOST_SMALL, COLRT_D2H, h->s);
+    else if (h->kind == 0) colrt_memcpy_async(h->host, h->dev, h->bytes, COLRT_D2H, h->s);
     else colrt_memcpy_async(h->dev, h->host, h->bytes, COLRT_H2D, h->s);
     colrt_stream_sync(h->s);
 }
@@ -649,7 +663,7 @@ static void bench_host(const Opts *o, ShardCluster *cl, cJSON *cal) {
     colrt_arena d = colrt_arena_create(bytes), h = colrt_host_arena_create(bytes);
     HostCtx c = {0, d.base, h.base, bytes, colrt_stream_create(), 0};
     cJSON *hj = cJSON_AddObjectToObject(cal, "host_offload");
-    double rate[3];
+    double rate[3], lat[2];
     static const char *names[3] = {"d2h_gbs", "h2d_gbs", "adamw_gelems"};
     for (int k = 0; k < 3; k++) {
         c.kind = k;
@@ -657,12 +671,25 @@ static void bench_host(const Opts *o, ShardCluster *cl, cJSON *cal) {
         rate[k] = k < 2 ? (double)bytes / t : (double)(bytes / 16) / t;
         cJSON_AddNumberToObject(hj, names[k], rate[k] / 1e9);
     }
+    static const char *lnames[2] = {"copy_latency_us", "call_latency_us"};
+    for (int k = 0; k < 2; k++) { /* the per-call figures (HOST_CALLS above) */
+        c.kind = 3 + k;
+        double t = time_op(host_work, &c, o->min_time) / HOST_CALLS;
+        lat[k] = fmax(0, t - (k == 0 ? HOST_SMALL / rate[0] : HOST_SMALL / 16 / rate[2]));
+        cJSON_AddNumberToObject(hj, lnames[k], lat[k] * 1e6);
+    }
+    cJSON_AddStringToObject(hj, "latency_how", "copy: 64 copies of 64 B down queued on a stream, then one wait; "
+                                               "call: 64 colrt_host_adamw calls of 4 elements; per call, less its "
+                                               "bytes or elements at the rates above");
     cl->pcie_bw = fmin(rate[0], rate[1]);
     cl->host_adamw_rate = rate[2];
+    cl->host_copy_lat = lat[0];
+    cl->host_call_lat = lat[1];
     cl->host_mem_bytes = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (R == 0)
-        printf("host: %.1f GB, copies %.2f GB/s down, %.2f GB/s up (%zu MiB), AdamW %.3g elements/s per rank\n",
-               cl->host_mem_bytes / 1e9, rate[0] / 1e9, rate[1] / 1e9, bytes >> 20, rate[2]);
+        printf("host: %.1f GB, copies %.2f GB/s down, %.2f GB/s up (%zu MiB), AdamW %.3g elements/s per rank; "
+               "per call: a copy %.2f us, a host AdamW %.2f us\n",
+               cl->host_mem_bytes / 1e9, rate[0] / 1e9, rate[1] / 1e9, bytes >> 20, rate[2], lat[0] * 1e6, lat[1] * 1e6);
     colrt_stream_destroy(c.s);
     colrt_host_arena_destroy(&h);
     colrt_arena_destroy(&d);
