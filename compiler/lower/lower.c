@@ -444,7 +444,7 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     if (world > 1 && pl->layout == PL_SHARDED) { /* tensor parallel */
         LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .pl = pl,
                            .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
-                           .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .sync_on_caller = pl->sync_on_caller};
+                           .sync_on_caller = pl->sync_on_caller};
         StrBuf e;
         sb_init(&e);
         lp = lower_build(g, &lo, &e);
@@ -486,7 +486,7 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
                        .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
                        .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0,
                        .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
-                       .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .offload = offload,
+                       .offload = offload,
                        .offload_inflight = pl->offload_inflight, .chunk_bytes = pl->chunk_bytes, .sync_on_caller = pl->sync_on_caller};
     StrBuf e;
     sb_init(&e);
