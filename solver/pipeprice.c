@@ -420,6 +420,8 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
                 if (z >= 2) { /* S->sync_s is a step's, m micro-batches' */
                     zsync[s] += own * S->sync_s[z] * k;
                     bwd[s] += own * S->sync_s[z] * k;
+                } else if (V > 1) { /* interleaved: no buckets (lower.c), each gradient summed in the update */
+                    sync[s] += own * S->sync_s[z];
                 } else {
                     double blocks = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z];
                     int set = (hold & (hold - 1)) != 0;
@@ -479,7 +481,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         for (int s = 0; E->defer_s && r->choice.zero[E->src] < 2 && s < P; s++)
             if (ssh[s] > 0) {
                 double t = E->defer_s[kk] * ssh[s] / p->groups[E->src].mult;
-                if (ilp_sync_blocks(p, r->choice.zero[E->src])) sync[s] += t;
+                if (V > 1 || ilp_sync_blocks(p, r->choice.zero[E->src])) sync[s] += t;
                 else bsync[s] += t;
             }
     }

@@ -567,8 +567,6 @@ static bool emit_interleaved(CgCtx *c, StrBuf *m, const CgOptions *o) {
                              "                M->pipe_rerun = 0;\n", px, q);
             }
             if (q + 1 < V) sb_printf(m, "                %s_grads_in_s%d(M);\n", px, q);
-            if (lp->n_buckets) /* the gradient buckets launch in the last micro-batch's backward */
-                sb_printf(m, "                M->last_micro = a[2] == %d;\n", micro - 1);
             sb_printf(m, "                %s_backward_nodes_s%d(M);\n                break;\n", px, q);
         }
         sb_printf(m, "            }\n            break;\n        case 4: %s_xfer(M, a + 4, a[3]); break;\n"
