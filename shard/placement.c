@@ -183,6 +183,16 @@ void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, in
     ir_free(bytes);
 }
 
+bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *from, int *axis) {
+    int n = plan->n;
+    if (n < 1 || plan->step[n - 1].kind != COLL_REDUCE_SCATTER) return false;
+    for (int k = 0; k < n - 1; k++)
+        if (plan->step[k].kind != COLL_SLICE) return false;
+    const ShardSpec *before = n > 1 ? &plan->step[n - 2].after : from;
+    *axis = plan->step[n - 1].axis;
+    return !((before->pmax >> *axis) & 1u);
+}
+
 void placement_chunks_free(PlaceChunks *c) {
     ir_free(c->chunk);
     ir_free(c->grad);

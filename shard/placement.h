@@ -225,7 +225,8 @@ static inline int64_t placement_chunk_slot(int64_t bytes) { return (bytes + 63) 
  * (0 when not pipelined): members of different stages share no chunk, each
  * stage's packed apart in their order; -1: on several stages (a tied
  * parameter, summed between the stages), gathered and reduce-scattered
- * alone. */
+ * alone. Under tensor parallelism (placement_chunk_sharded_member) stage is
+ * the mesh axis its reduce-scatter runs over: the group it packs in. */
 typedef struct PlaceChunkMember {
     int64_t slice;
     DType dt;
@@ -261,6 +262,13 @@ typedef struct PlaceChunks {
  * (placement_chunks_free frees it). */
 void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, int n_bwd, int64_t cap, PlaceChunks *out);
 void placement_chunks_free(PlaceChunks *c);
+/* Under tensor parallelism (the sharded lowering), whether a ZeRO-2 gradient's
+ * resharding `plan` from `from` into its update's slice packs into a chunk:
+ * its one collective is its last step, a sum's reduce-scatter over one mesh
+ * axis (*axis; the steps before it slices). Members pack by the axis
+ * (PlaceChunkMember.stage); the lowering (compiler/lower/chunk.c) and the
+ * planner's replay (solver/chunks.c) ask this one rule. */
+bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *from, int *axis);
 
 Placement *placement_new(const Graph *g, const ShardMesh *m);
 void placement_free(Placement *pl);

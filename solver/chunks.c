@@ -24,6 +24,10 @@
  * ZeRO over two mesh axes: each collective in the code generator's two steps
  * (zero_time), its temporaries held at its node.
  *
+ * Tensor-parallel plans (one micro-batch, no pipeline, ZeRO-2): the
+ * gradients' reduce-scatters over one mesh axis the lowering packs
+ * (price_sharded), replayed and added to the step and peak the same way.
+ *
  * Pipelined plans are priced per stage instead (their stages are placed
  * after plan_price_chunks runs): each stage packs its own members
  * (PlaceChunkMember.stage, compiler/lower/chunk.c), plan_chunk_stages
@@ -620,6 +624,138 @@ bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const 
     return pipeline_price(r, whole, INFINITY, NULL, r->pipe, err); /* the plan's: the chosen size's */
 }
 
+/* Tensor-parallel plans (the sharded lowering, compiler/lower/chunk.c
+ * chunk_sharded): the members are the ZeRO-2 gradients whose resharding into
+ * their update's slice (placement_grad_scatter, at placement_scatter_node)
+ * placement_chunk_sharded_member takes, in the backward's order, packed by
+ * their reduce-scatter's axis by the one layout. Replayed as the code
+ * generator runs them (cg_reshard.c): alone, a member's reduce-scatter of its
+ * input (its blocks packed first by a copy where the dim is not the local
+ * tensor's outermost); in a chunk, each member's input copied in and one
+ * reduce-scatter of the chunk over the axis. The chunk buffers' bytes: the
+ * largest one's, on each of the backward's moments (an upper bound: it lives
+ * from its first member to its reduce-scatter, and the members' results are
+ * views into its part). One micro-batch (the lowering refuses more). */
+typedef struct TpMember {
+    int64_t in, slice;  /* a rank's bytes going in and its result's */
+    DType dt;
+    int axis;
+    bool strided;       /* the scattered dim is not the local tensor's outermost */
+} TpMember;
+
+static void tp_run(const PlanResult *r, const TpMember *tm, const PlaceChunkMember *pm, int n, int64_t cap,
+                   PlanChunkPrice *out) {
+    const ShardMesh *m = &r->mesh;
+    const CostModel *cm = &r->cm;
+    int *bwd = ir_alloc(sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) bwd[i] = i;
+    PlaceChunks pc;
+    placement_chunk_layout(pm, n, bwd, n, cap > 0 ? cap : 0, &pc);
+    *out = (PlanChunkPrice){.bytes = cap, .grad_chunks = cap > 0 ? pc.n_grad : 0, .fits = true};
+    for (int i = 0; i < n; i++)
+        if (cap <= 0 || pc.grad[i] < 0) { /* alone */
+            out->collectives++;
+            out->coll_s += shard_coll_time(m, COLL_REDUCE_SCATTER, tm[i].axis, (double)tm[i].in);
+            if (tm[i].strided) out->copy_s += cost_copy(cm, (double)tm[i].in);
+        }
+    for (int q = 0; cap > 0 && q < pc.n_grad; q++) {
+        int64_t part = 0;
+        int axis = 0;
+        for (int i = 0; i < n; i++)
+            if (pc.grad[i] == q) {
+                part += placement_chunk_slot(tm[i].slice), axis = tm[i].axis;
+                out->copy_s += cost_copy(cm, (double)tm[i].in);
+            }
+        double all = (double)part * m->size[axis];
+        out->collectives++;
+        out->coll_s += shard_coll_time(m, COLL_REDUCE_SCATTER, axis, all);
+        if (ilp_buffer_bytes(all) > out->held_bytes) out->held_bytes = ilp_buffer_bytes(all);
+    }
+    placement_chunks_free(&pc);
+    ir_free(bwd);
+}
+
+static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
+    const Placement *pl = r->pl;
+    const ShardMesh *m = &r->mesh;
+    int nn = g->n_nodes, n = 0;
+    ValueId *gparam = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + 1));
+    for (ValueId v = 0; v < g->n_values; v++) gparam[v] = IR_NONE;
+    for (NodeId id = 0; id < nn; id++)
+        if (ir_op_is_update(ir_node(g, id)->op)) gparam[ir_node(g, id)->in[1]] = ir_node(g, id)->in[0];
+    TpMember *tm = ir_alloc(sizeof(TpMember) * (size_t)(g->n_values + 1));
+    PlaceChunkMember *pm = ir_alloc(sizeof(PlaceChunkMember) * (size_t)(g->n_values + 1));
+    for (NodeId id = 0; id < nn; id++) { /* as spec.c scatter_grad makes them, node by node */
+        const Node *nd = ir_node(g, id);
+        for (int o = 0; o < nd->n_out; o++) {
+            ValueId y = nd->out[o], w = gparam[y];
+            NodeId at = placement_scatter_node(g, &pl->pipe, id);
+            ShardSpec t;
+            ShardReshard plan;
+            int axis;
+            if (w == IR_NONE || pl->zero[w] < 2 || at >= nn || nd->op == OP_GRAD_ACCUM ||
+                !placement_grad_scatter(m, &pl->spec[w], pl->zero[w], &pl->spec[y], ir_val(g, w)->shape, &t))
+                continue;
+            const Value *yv = ir_val(g, y);
+            StrBuf why;
+            sb_init(&why);
+            bool ok = shard_reshard(m, yv->shape, yv->dtype, &pl->spec[y], &t, &plan, &why);
+            sb_free(&why);
+            if (!ok || !placement_chunk_sharded_member(&plan, &pl->spec[y], &axis)) continue;
+            const ShardStep *st = &plan.step[plan.n - 1];
+            Shape lb = shard_spec_local(plan.n > 1 ? &plan.step[plan.n - 2].after : &pl->spec[y], m, yv->shape);
+            int64_t es = ir_dtype_size(yv->dtype), outer = 1;
+            for (int d = 0; d < st->dim; d++) outer *= lb.d[d];
+            NodeId rd = nn; /* its first reader in the update's slice */
+            for (NodeId q = at; q < nn && rd == nn; q++)
+                for (int i = 0; i < ir_node(g, q)->n_in; i++)
+                    if (ir_node(g, q)->in[i] == y && pl->has_st[q] && shard_spec_eq(&pl->st[q].in[i], &t)) rd = q;
+            tm[n] = (TpMember){.in = ir_shape_numel(lb) * es,
+                               .slice = ir_shape_numel(shard_spec_local(&t, m, yv->shape)) * es,
+                               .dt = yv->dtype, .axis = axis, .strided = outer > 1};
+            pm[n] = (PlaceChunkMember){.slice = tm[n].slice, .dt = yv->dtype, .at = at, .reader = rd, .stage = axis};
+            n++;
+        }
+    }
+    PlanChunkPrice none;
+    tp_run(r, tm, pm, n, 0, &none);
+    int64_t cand[PLAN_MAX_CHUNK_SIZES];
+    int nc = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) cand[nc++] = sizes[k];
+    bool listed = asked == PLAN_CHUNK_AUTO;
+    for (int k = 0; k < nc; k++) listed |= cand[k] == asked;
+    if (!listed) cand[nc++] = asked;
+    int best = 0;
+    for (int k = 0; k < nc; k++) {
+        PlanChunkPrice *c = &r->chunk_price[r->n_chunk_prices++];
+        tp_run(r, tm, pm, n, cand[k], c);
+        c->scatter_delta_s = c->coll_s - none.coll_s;
+        c->copy_s -= none.copy_s; /* the stagings' copies of members alone are the ILP's already */
+        c->extra_bytes = c->held_bytes;
+        c->fits = r->price.peak_bytes + c->extra_bytes <= r->mem_limit;
+        const PlanChunkPrice *b = &r->chunk_price[best];
+        if (asked != PLAN_CHUNK_AUTO) {
+            if (c->bytes == asked) best = k;
+        } else if (c->fits && c->scatter_delta_s + c->copy_s < b->scatter_delta_s + b->copy_s)
+            best = k;
+    }
+    r->chunk_chosen = best;
+    r->chunk_bytes = r->pl->chunk_bytes = r->chunk_price[best].bytes;
+    const PlanChunkPrice *ch = &r->chunk_price[best];
+    if (ch->bytes > 0) { /* the chunked program's step and peak (see above) */
+        IlpPrice *pr = &r->price;
+        pr->comm_s += ch->scatter_delta_s;
+        pr->chunk_copy_s = ch->copy_s;
+        pr->step_s += ch->scatter_delta_s + ch->copy_s;
+        double extra[ILP_MOMENTS];
+        for (int k = 0; k < ILP_MOMENTS; k++) extra[k] = k == 2 ? 0 : ch->extra_bytes; /* 2: the update's */
+        ilp_price_peak(pr, extra);
+    }
+    ir_free(pm);
+    ir_free(tm);
+    ir_free(gparam);
+}
+
 void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipelined) {
     r->n_chunk_prices = 0;
     r->chunk_chosen = 0;
@@ -627,6 +763,11 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipeli
     int axis, outer, ranks;
     bool axes = zero_axes(&r->mesh, &axis, &outer, &ranks);
     const Placement *pl = r->pl;
+    if (asked && pl && pl->layout == PL_SHARDED && r->mesh.n_devices > 1 && !pipelined && pl->pipe.stages <= 1 &&
+        pl->micro_batches <= 1 && pl->zero_max == 2) {
+        price_sharded(g, r, asked);
+        return;
+    }
     if (!asked || !axes || !pl || pl->layout == PL_SHARDED || pipelined || pl->pipe.stages > 1) {
         r->chunk_bytes = asked > 0 ? asked : 0; /* the lowering refuses what it does not build */
         if (pl) r->pl->chunk_bytes = r->chunk_bytes;

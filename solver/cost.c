@@ -145,8 +145,15 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is
 
 double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,
                  const ShardSpec *cons_in, const ShardSpec *cons_grad, const ShardSpec *grad_want) {
+    double fwd;
+    return cost_edge_parts(cm, sh, dt, prod_out, cons_in, cons_grad, grad_want, &fwd);
+}
+
+double cost_edge_parts(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out, const ShardSpec *cons_in,
+                       const ShardSpec *cons_grad, const ShardSpec *grad_want, double *fwd) {
     DType d = cost_dtype(cm, dt);
     double t = shard_reshard_time(cm->mesh, sh, d, prod_out, cons_in);
+    *fwd = t;
     if (cons_grad && ir_dtype_is_float(dt)) {
         ShardSpec want = shard_spec_unpartial(grad_want ? grad_want : prod_out);
         t += shard_reshard_time(cm->mesh, sh, d, cons_grad, &want);

@@ -109,6 +109,9 @@ double cost_fused_bytes(const CostFuse *f, const CostOp *c, double bytes);
  * pending axes; IlpProblem.grad_at says where else). */
 double cost_edge(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out,
                  const ShardSpec *cons_in, const ShardSpec *cons_grad, const ShardSpec *grad_want);
+/* The same, and of it the forward's (the first move) into *fwd */
+double cost_edge_parts(const CostModel *cm, Shape sh, DType dt, const ShardSpec *prod_out, const ShardSpec *cons_in,
+                       const ShardSpec *cons_grad, const ShardSpec *grad_want, double *fwd);
 
 /* A gradient flowing back into a parameter (a parameter read by a second
  * consumer, GPT-2's tied embedding; the position embedding's table): its

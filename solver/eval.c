@@ -248,8 +248,10 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
             sync_last += g->sync_last * g->mult * q;
             sync_tail += g->sync_tail * g->mult * q;
         }
-        if (!g->after_blocks) hide += g->mult * S->bwd_s;
-        if (!g->after_blocks && g->block < 0) hide_tail += g->mult * S->bwd_s;
+        /* what the backward after the head's keeps the compute stream busy with: its
+         * kernels and its collectives there (the reshardings of its gradients) */
+        if (!g->after_blocks) hide += g->mult * (S->bwd_s + S->bwd_comm_s);
+        if (!g->after_blocks && g->block < 0) hide_tail += g->mult * (S->bwd_s + S->bwd_comm_s);
         r.optimizer_s += g->mult * S->opt_s[z];
         norm_axes |= S->norm_axes[z];
         r.gather_s += g->mult * S->gather_s[z];
@@ -334,6 +336,12 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         const IlpEdge *E = &p->edges[e];
         int k = c->strat[E->src] * p->groups[E->dst].n_strats + c->strat[E->dst];
         r.comm_s += E->cost[k];
+        { /* its backward's move (the gradient into its producer's spec) runs before its
+           * producer's backward: beside the buckets where that follows the head's */
+            const IlpGroup *A = &p->groups[E->src];
+            if (!A->after_blocks) hide += E->bwd[k];
+            if (!A->after_blocks && A->block < 0) hide_tail += E->bwd[k];
+        }
         if (E->defer_s && c->zero[E->src] < 2) { /* a position table's sum, in its group's bucket */
             const IlpGroup *G = &p->groups[E->src];
             double t = E->defer_s[k];
@@ -355,6 +363,16 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     /* an activation's gradient parts held alike are added and moved once, and its readers in
      * one spec read one forward copy (IlpGradShare) */
     r.comm_s -= ilp_grad_share_refund(p, c->strat, -1, NULL, NULL);
+    { /* the moves a shared sum does not make are not beside the buckets either */
+        double *bwd_refund = ir_alloc(sizeof(double) * (size_t)(p->n_groups + 1));
+        ilp_grad_share_refund_bwd(p, c->strat, bwd_refund);
+        for (int gi = 0; gi < p->n_groups; gi++) {
+            const IlpGroup *g = &p->groups[gi];
+            if (!g->after_blocks) hide -= bwd_refund[gi];
+            if (!g->after_blocks && g->block < 0) hide_tail -= bwd_refund[gi];
+        }
+        ir_free(bwd_refund);
+    }
     if (ilp_buckets_after_backward(p)) hide = hide_tail = 0; /* made after the backward: nothing hides them */
     /* contention (shard_overlap_paid f): the buckets beside the backward slow it, f of
      * their time, where the backward is the longer: comm-bound (sync_over - hide), the

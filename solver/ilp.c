@@ -18,6 +18,8 @@
  *             time and saved bytes are linear in u.
  *   v[e,p,r,c] >= 0: an edge's re-run resharding (n[k,p] x[src] x[dst]), a
  *             transportation between both ends' u (rerun_edges).
+ *   hb[e]     >= 0: an edge's backward move (IlpEdge.bwd), the sum over its y, in
+ *             the exposed sync's rows (the buckets hide behind it: eval.c hide).
  *   d[k]      binary: block k recomputes somewhere (its activations become
  *             a transient).
  *   T, TH, TB >= 0: the largest transient of every group and edge, of the
@@ -606,11 +608,25 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     put(lp, row, m->x[g][s * ZERO_STAGES + z], -p->groups[g].strats[s].update_transient[z] * ms);
     }
 
+    /* the exposed sync's rows (filled below, the edges' and the shared sums' backward here)
+     * and contention (eval.c, f): the last buckets' and the last two runs' rows pay f of the
+     * other buckets' sync, each group's share (1 - sync_last) and (1 - sync_tail) */
+    double paid = shard_overlap_paid(p->cm->cl);
+    int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
+    int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
+    int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
+    int erow3 = add_row(lp, GLP_LO, 0, 0, "sync_tail_buckets");
+    put(lp, erow1, ecol, 1);
+    put(lp, erow2, ecol, 1);
+    put(lp, erow3, ecol, 1);
+
     /* edges; each edge's pair columns kept for the shared sums' rows below (ey: NULL where
      * the cost folds into one end) */
     int **ey = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1)), **erc = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1));
     int **ecc = ir_alloc(sizeof(int *) * (size_t)(p->n_edges + 1)), *enc = ir_alloc(sizeof(int) * (size_t)(p->n_edges + 1));
     int *edefer = ir_alloc(sizeof(int) * (size_t)(p->n_edges + 1)); /* IlpEdge.defer_s's column, or 0 */
+    /* per x column, the folded edges' backward moves in the hide rows (erow1, erow3) */
+    double *xhide = ir_alloc(sizeof(double) * 2 * (size_t)(glp_get_num_cols(lp->P) + 1));
     memset(edefer, 0, sizeof(int) * (size_t)(p->n_edges + 1));
     for (int e = 0; e < p->n_edges; e++) {
         const IlpEdge *E = &p->edges[e];
@@ -633,6 +649,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 if (!memcmp(&ec[a * nb], &ec[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
                     !memcmp(&E->mem[a * nb], &E->mem[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
                     !memcmp(&E->mem_end[a * nb], &E->mem_end[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
+                    !memcmp(&E->bwd[a * nb], &E->bwd[rrep[r] * nb], sizeof(double) * (size_t)nb) &&
                     (!E->defer_s || !memcmp(&E->defer_s[a * nb], &E->defer_s[rrep[r] * nb], sizeof(double) * (size_t)nb)))
                     rc[a] = r;
             if (rc[a] < 0) rrep[nr] = a, rc[a] = nr++;
@@ -646,6 +663,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     if (rc[a] >= 0 && (ec[a * nb + b] != ec[a * nb + crep[c]] ||
                                        E->mem[a * nb + b] != E->mem[a * nb + crep[c]] ||
                                        E->mem_end[a * nb + b] != E->mem_end[a * nb + crep[c]] ||
+                                       E->bwd[a * nb + b] != E->bwd[a * nb + crep[c]] ||
                                        (E->defer_s && E->defer_s[a * nb + b] != E->defer_s[a * nb + crep[c]])))
                         same = false;
                 if (same) cc[b] = c;
@@ -676,6 +694,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             put(lp, erow, m->T_col, 1);
             put(lp, erow, SH, -big * ms);
         }
+        /* its backward's move beside the buckets (eval.c hide): where its producer's
+         * backward follows the head's; and the last two runs' where it is before the blocks */
+        bool beside = !A->after_blocks && !ilp_buckets_after_backward(p);
+        int hrows[2] = {beside ? erow1 : 0, beside && A->block < 0 ? erow3 : 0};
         if (nr <= 1 || nc <= 1) {
             /* the cost depends on one end only: fold it into that end's x */
             for (int a = 0; a < na; a++)
@@ -692,6 +714,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         for (int k = 0; col && k < nmrows && E->mem[a * nb + b] > 0; k++)
                             put(lp, mrows[k], col, -E->mem[a * nb + b] * ms);
                         if (col && erow && E->mem_end[a * nb + b] > 0) put(lp, erow, col, -E->mem_end[a * nb + b] * ms);
+                        for (int h = 0; h < 2; h++) /* on the x column's own coefficient (below) */
+                            if (col && hrows[h]) xhide[2 * col + h] += E->bwd[a * nb + b] * ts;
                     }
                 }
         } else {
@@ -704,6 +728,18 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 snprintf(nm, sizeof nm, "ec_%d_%d", e, c);
                 rows_c[c] = add_row(lp, GLP_FX, 0, 0, nm);
             }
+            /* the pair's backward move in the hide rows through one column per edge (hb = the
+             * pairs' sum), the rows kept sparse: a column per pair there slowed the solves */
+            int hb_row = 0;
+            for (int k = 0; (hrows[0] || hrows[1]) && !hb_row && k < na * nb; k++)
+                if (E->bwd[k] > 0) {
+                    snprintf(nm, sizeof nm, "hb_%d", e);
+                    int hb = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+                    hb_row = add_row(lp, GLP_FX, 0, 0, nm);
+                    put(lp, hb_row, hb, 1);
+                    for (int h = 0; h < 2; h++)
+                        if (hrows[h]) put(lp, hrows[h], hb, 1);
+                }
             for (int r = 0; r < nr; r++)
                 for (int c = 0; c < nc; c++) {
                     snprintf(nm, sizeof nm, "y_%d_%d_%d", e, r, c);
@@ -716,6 +752,8 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         put(lp, mrows[k], col, -E->mem[rrep[r] * nb + crep[c]] * ms);
                     if (erow && E->mem_end[rrep[r] * nb + crep[c]] > 0)
                         put(lp, erow, col, -E->mem_end[rrep[r] * nb + crep[c]] * ms);
+                    if (hb_row && E->bwd[rrep[r] * nb + crep[c]] > 0)
+                        put(lp, hb_row, col, -E->bwd[rrep[r] * nb + crep[c]] * ts);
                 }
             for (int a = 0; a < na; a++)
                 for (int z = 0; a < na && rc[a] >= 0 && z < ZERO_STAGES; z++)
@@ -781,6 +819,11 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                     if (!here || !before) continue;
                     snprintf(nm, sizeof nm, "share_%d_%d_%d_%d", k, a, sp, r);
                     int R = add_col(lp, GLP_CV, 0, 1, -tscale * t, nm);
+                    /* a sum's move not made is not beside the buckets (eval.c hide) */
+                    if (!H->fwd && !S->after_blocks && !ilp_buckets_after_backward(p)) {
+                        put(lp, erow1, R, -t * ts);
+                        if (S->block < 0) put(lp, erow3, R, -t * ts);
+                    }
                     int rows[4];
                     for (int q = 0; q < 3; q++) {
                         snprintf(nm, sizeof nm, "share_%d_%d_%d_%d_%d", k, a, sp, r, q);
@@ -989,16 +1032,6 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 }
         }
     }
-    /* contention (eval.c, f): the last buckets' and the last two runs' rows pay f of the
-     * other buckets' sync, each group's share (1 - sync_last) and (1 - sync_tail) */
-    double paid = shard_overlap_paid(p->cm->cl);
-    int ecol = add_col(lp, GLP_CV, 0, INFINITY, on, "sync_exposed");
-    int erow1 = add_row(lp, GLP_LO, 0, 0, "sync_vs_bwd");
-    int erow2 = add_row(lp, GLP_LO, 0, 0, "sync_last_bucket");
-    int erow3 = add_row(lp, GLP_LO, 0, 0, "sync_tail_buckets");
-    put(lp, erow1, ecol, 1);
-    put(lp, erow2, ecol, 1);
-    put(lp, erow3, ecol, 1);
     for (int g = 0; g < p->n_groups; g++) {
         const IlpGroup *G = &p->groups[g];
         snprintf(nm, sizeof nm, "transient_%d", g);
@@ -1041,14 +1074,14 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 /* the exposed sync (solver.h): ZeRO-2/3's whole, the buckets' past the
                  * backward they hide behind, at least the last buckets', and the last two
                  * runs' past the backward of the groups before the blocks (eval.c) */
-                double hide = G->after_blocks || ilp_buckets_after_backward(p) ? 0 : G->mult * S->bwd_s;
+                double hide = G->after_blocks || ilp_buckets_after_backward(p) ? 0 : G->mult * (S->bwd_s + S->bwd_comm_s);
                 if (G->block >= 0 && fixed_rc > RC_NONE && !ilp_buckets_after_backward(p)) /* and the re-runs (eval.c) */
                     hide += p->blocks[G->block].instances * (fixed_rc == RC_SELECTIVE ? S->rec_sel_s : S->fwd_s);
                 double blk = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
                 double last = G->sync_last + paid * (1 - G->sync_last), tail = G->sync_tail + paid * (1 - G->sync_tail);
-                put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts);
+                put(lp, erow1, c, (-G->mult * S->sync_s[z] + hide) * ts + xhide[2 * c]);
                 put(lp, erow2, c, -G->mult * (blk + q * last) * ts);
-                put(lp, erow3, c, (-G->mult * (blk + q * tail) + (G->block < 0 ? hide : 0)) * ts);
+                put(lp, erow3, c, (-G->mult * (blk + q * tail) + (G->block < 0 ? hide : 0)) * ts + xhide[2 * c + 1]);
             }
     }
     for (int e = 0; e < p->n_edges; e++) { /* a position table's deferred sum: its group's sync
@@ -1061,6 +1094,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         put(lp, erow3, edefer[e], blocks ? -1 : -(G->sync_tail + paid * (1 - G->sync_tail)));
     }
     ir_free(edefer);
+    ir_free(xhide);
 
     /* the gradient buckets (eval.c): each set's bytes a transient of the update (T), of the
      * head's backward (TH, the head's set) and of the first block instance's (W, a block's

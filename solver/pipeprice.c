@@ -776,7 +776,7 @@ static void rescale(IlpProblem *p, int blk, int from, int to) {
         IlpEdge *E = &p->edges[e];
         if (p->groups[E->src].block != bi || p->groups[E->dst].block != bi) continue;
         size_t n = (size_t)p->groups[E->src].n_strats * (size_t)p->groups[E->dst].n_strats;
-        for (size_t j = 0; j < n; j++) E->cost[j] = E->cost[j] / from * to;
+        for (size_t j = 0; j < n; j++) E->cost[j] = E->cost[j] / from * to, E->bwd[j] = E->bwd[j] / from * to;
     }
     for (int k = 0; k < p->n_shares; k++) { /* the shared gradient sums inside it, per instance */
         IlpGradShare *H = &p->shares[k];

@@ -162,18 +162,28 @@ static int key_of(const Node *n) { return n->block < 0 ? -1 : n->block * 65536 +
  * activation's rows per call, priced on that shape where it splits evenly
  * over the devices, else as 1/M of the whole; a graph of one micro-batch is
  * its own shape. */
-static double micro_edge(const Builder *b, const Value *v, const ShardSpec *from, const ShardSpec *to,
-                         const ShardSpec *grad, const ShardSpec *want) {
+static double micro_edge_parts(const Builder *b, const Value *v, const ShardSpec *from, const ShardSpec *to,
+                               const ShardSpec *grad, const ShardSpec *want, double *fwd) {
     Shape s = v->shape;
     double frac = b->cm->batch_frac;
     bool rows = v->role == ROLE_INPUT || v->role == ROLE_ACT || v->role == ROLE_GRAD;
     if (!rows || frac <= 0 || frac >= 1 || s.rank == 0 || s.d[0] != b->p->batch)
-        return cost_edge(b->cm, s, v->dtype, from, to, grad, want);
+        return cost_edge_parts(b->cm, s, v->dtype, from, to, grad, want, fwd);
     int64_t M = b->p->opt.micro_batches, devices = 1;
     for (int a = 0; a < b->cm->mesh->n_axes; a++) devices *= b->cm->mesh->size[a];
-    if (s.d[0] % (M * devices)) return frac * cost_edge(b->cm, s, v->dtype, from, to, grad, want);
+    if (s.d[0] % (M * devices)) {
+        double t = frac * cost_edge_parts(b->cm, s, v->dtype, from, to, grad, want, fwd);
+        *fwd *= frac;
+        return t;
+    }
     s.d[0] /= M;
-    return cost_edge(b->cm, s, v->dtype, from, to, grad, want);
+    return cost_edge_parts(b->cm, s, v->dtype, from, to, grad, want, fwd);
+}
+
+static double micro_edge(const Builder *b, const Value *v, const ShardSpec *from, const ShardSpec *to,
+                         const ShardSpec *grad, const ShardSpec *want) {
+    double fwd;
+    return micro_edge_parts(b, v, from, to, grad, want, &fwd);
 }
 
 /* Where the backward wants each node's result gradient (IlpProblem.grad_at,
@@ -479,16 +489,16 @@ static bool in_group_operand(const Builder *b, NodeId n, const Value *v) {
 
 /* Index into member m's strategies that the member takes, given the
  * strategies already chosen for earlier members (ms[]). Adds its in-group
- * resharding to *comm. */
-static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *comm) {
+ * resharding to *comm, and of it the backward's to *bwd_comm. */
+static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *comm, double *bwd_comm) {
     const Graph *g = b->g;
     const IlpMember *mem = &gr->members[m];
     const Node *nd = ir_node(g, mem->node);
     int best = -1;
-    double best_t = INFINITY, best_c = 0;
+    double best_t = INFINITY, best_c = 0, best_bc = 0;
     for (int s = 0; s < mem->n_st; s++) {
         const ShardStrategy *st = &mem->st[s];
-        double c = 0, ahead = 0;
+        double c = 0, ahead = 0, fc = 0; /* fc: of c, the forward's */
         for (int i = 0; i < nd->n_in; i++) {
             const Value *v = ir_val(g, nd->in[i]);
             if (!in_group_operand(b, mem->node, v)) continue;
@@ -501,13 +511,15 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
             const ShardSpec *want = &gr->members[b->p->member_of_node[b->p->grad_at[v->def]]]
                                          .st[ms[b->p->member_of_node[b->p->grad_at[v->def]]]]
                                          .out[b->p->grad_at[v->def] == v->def ? v->def_out : 0];
-            c += micro_edge(b, v, from, &st->in[i], pass ? NULL : &gs, want);
+            double f1, both = micro_edge_parts(b, v, from, &st->in[i], &gs, want, &f1); /* f1: the forward's move */
+            c += pass ? f1 : both;
+            fc += f1;
             /* chosen as if the readers of this node's result held its gradient as it holds
              * the result (the edges out of it price the move): a member chosen on what it
              * moves itself alone would split what the next group then gathers */
-            if (pass) ahead += micro_edge(b, v, from, &st->in[i], &gs, want) - micro_edge(b, v, from, &st->in[i], NULL, want);
+            if (pass) ahead += both - f1;
             if (b->p->bwd_reread[mem->node] >> i & 1) /* and again in the backward */
-                c += micro_edge(b, v, from, &st->in[i], NULL, NULL);
+                c += f1;
         }
         CostOp co;
         cost_op(b->cm, g, mem->node, &mem->is, st, &co);
@@ -518,9 +530,11 @@ static int follow(Builder *b, const IlpGroup *gr, int m, const int *ms, double *
             best = s;
             best_t = t;
             best_c = c;
+            best_bc = c - fc;
         }
     }
     *comm += best_c;
+    *bwd_comm += best_bc;
     return best;
 }
 
@@ -859,7 +873,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
         S->leader_st = s;
         S->member_st = ir_alloc(sizeof(int) * (size_t)gr->n_members);
         S->member_st[0] = s;
-        for (int m = 1; m < gr->n_members; m++) S->member_st[m] = follow(b, gr, m, S->member_st, &S->comm_s);
+        for (int m = 1; m < gr->n_members; m++) S->member_st[m] = follow(b, gr, m, S->member_st, &S->comm_s, &S->bwd_comm_s);
         for (int m = 0; m < gr->n_members; m++) S->rc_comm_s[RC_SELECTIVE] += rerun_reshard(b, gr, m, S->member_st, RC_SELECTIVE),
                                                  S->rc_comm_s[RC_FULL] += rerun_reshard(b, gr, m, S->member_st, RC_FULL);
         for (int m = 0; m < gr->n_members; m++) {
@@ -874,7 +888,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             S->fwd_s += co.fwd_s;
             double mv;
             S->bwd_s += member_bwd(b, mem, S->member_st[m], &co, &mv);
-            if (m == 0) S->comm_s += mv; /* a follower's is in follow()'s */
+            if (m == 0) S->comm_s += mv, S->bwd_comm_s += mv; /* a follower's is in follow()'s */
             if (b->sel[mem->node] == PLACE_SEL_RERUN) S->rec_sel_s += co.fwd_s; /* re-run under selective */
             double work = 0;
             /* the backward's gradient buffers: dX per activation operand, dY per
@@ -916,7 +930,7 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             if (work > S->transient) S->transient = work;
             m_work[m] = work;
         }
-        S->fwd_s *= M, S->bwd_s *= M, S->rec_sel_s *= M, S->comm_s *= M;
+        S->fwd_s *= M, S->bwd_s *= M, S->rec_sel_s *= M, S->comm_s *= M, S->bwd_comm_s *= M;
         for (int pol = 0; pol < RC__COUNT; pol++) S->rc_comm_s[pol] *= M;
         /* the step's inputs a member reads first (its instance 0's node) and the outputs it
          * writes, each the whole step in its own buffer of the spec the strategy holds it in
@@ -1076,7 +1090,7 @@ static void build_edges(Builder *b) {
             IlpGroup *S = &p->groups[gs];
             /* self edge across instances of a tied block: both ends share variables */
             bool diag = gs == gd;
-            double *cost = NULL, *mem = NULL, *mem_end = NULL, *rr[RC__COUNT] = {NULL};
+            double *cost = NULL, *bwd = NULL, *mem = NULL, *mem_end = NULL, *rr[RC__COUNT] = {NULL};
             IlpEdge *edge = NULL;
             if (!diag) {
                 int e = 0;
@@ -1091,6 +1105,8 @@ static void build_edges(Builder *b) {
                                                (size_t)(D->n_strats ? D->n_strats : 1));
                     p->edges[e].mem_end = ir_alloc(sizeof(double) * (size_t)S->n_strats *
                                                    (size_t)(D->n_strats ? D->n_strats : 1));
+                    p->edges[e].bwd = ir_alloc(sizeof(double) * (size_t)S->n_strats *
+                                               (size_t)(D->n_strats ? D->n_strats : 1));
                     p->edges[e].rerun_s[RC_NONE] = NULL;
                     p->edges[e].defer_s = NULL;
                     for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++)
@@ -1099,6 +1115,7 @@ static void build_edges(Builder *b) {
                     p->n_edges++;
                 }
                 cost = p->edges[e].cost;
+                bwd = p->edges[e].bwd;
                 mem = p->edges[e].mem;
                 mem_end = p->edges[e].mem_end;
                 for (int pol = RC_SELECTIVE; pol < RC__COUNT; pol++) rr[pol] = p->edges[e].rerun_s[pol];
@@ -1130,15 +1147,15 @@ static void build_edges(Builder *b) {
                     if (edge && gpr.partial != gsp.partial && out_idx >= 0) /* the table's sum (IlpEdge.defer_s) */
                         defer_sum(b, edge, src_node, sa, a * D->n_strats + c, (uint8_t)(gsp.partial & ~gpr.partial));
                     /* once per micro-batch */
-                    double t = p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], &gpr, want);
+                    double f1, t = p->opt.micro_batches * micro_edge_parts(b, v, from, &sc->in[i], &gpr, want, &f1);
+                    f1 *= p->opt.micro_batches; /* the forward's move */
                     if (p->bwd_reread[n] >> i & 1) /* the backward reshards it again */
-                        t += p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL, NULL);
-                    if (diag) D->strats[c].comm_s += t / D->mult;
-                    else cost[a * D->n_strats + c] += t;
+                        t += f1;
+                    double tb = t - f1; /* of it the backward's: all but the forward's move */
+                    if (diag) D->strats[c].comm_s += t / D->mult, D->strats[c].bwd_comm_s += tb / D->mult;
+                    else cost[a * D->n_strats + c] += t, bwd[a * D->n_strats + c] += tb;
                     /* per recomputed instance: its forward resharding once more, each micro-batch */
-                    double fw = rerun[RC_FULL] ? p->opt.micro_batches * micro_edge(b, v, from, &sc->in[i], NULL, NULL) /
-                                                     g->blocks[nd->block].n_instances
-                                               : 0;
+                    double fw = rerun[RC_FULL] ? f1 / g->blocks[nd->block].n_instances : 0;
                     for (int pol = RC_SELECTIVE; pol < RC__COUNT && fw > 0; pol++) {
                         if (!rerun[pol]) continue;
                         if (diag) D->strats[c].rc_comm_s[pol] += fw;
@@ -1302,8 +1319,10 @@ static void grad_shares(Builder *b) {
     ir_free(rd);
 }
 
-double ilp_grad_share_refund(const IlpProblem *p, const int *strat, int touching, double *per_group,
-                             double *per_group_fwd) {
+/* ilp_grad_share_refund's loop; per_src (NULL: not wanted): each gradient sum's refund
+ * (not a forward copy's) added to its producer's group */
+static double share_refund(const IlpProblem *p, const int *strat, int touching, double *per_group,
+                           double *per_group_fwd, double *per_src) {
     double sum = 0;
     for (int k = 0; k < p->n_shares; k++) {
         const IlpGradShare *H = &p->shares[k];
@@ -1318,9 +1337,19 @@ double ilp_grad_share_refund(const IlpProblem *p, const int *strat, int touching
             sum += H->weight * t[sr];
             double *pg = H->fwd && per_group_fwd ? per_group_fwd : per_group;
             if (pg) pg[H->dst[r]] += H->weight * t[sr];
+            if (per_src && !H->fwd) per_src[H->src] += H->weight * t[sr];
         }
     }
     return sum;
+}
+
+double ilp_grad_share_refund(const IlpProblem *p, const int *strat, int touching, double *per_group,
+                             double *per_group_fwd) {
+    return share_refund(p, strat, touching, per_group, per_group_fwd, NULL);
+}
+
+void ilp_grad_share_refund_bwd(const IlpProblem *p, const int *strat, double *per_src) {
+    share_refund(p, strat, -1, NULL, NULL, per_src);
 }
 
 bool ilp_grad_share_dup(const IlpProblem *p, const int *strat, NodeId n, int i, bool fwd) {
@@ -1686,7 +1715,7 @@ void ilp_problem_free(IlpProblem *p) {
         ir_free(gr->members);
     }
     for (int e = 0; e < p->n_edges; e++) {
-        ir_free(p->edges[e].cost), ir_free(p->edges[e].mem), ir_free(p->edges[e].mem_end);
+        ir_free(p->edges[e].cost), ir_free(p->edges[e].bwd), ir_free(p->edges[e].mem), ir_free(p->edges[e].mem_end);
         for (int pol = 0; pol < RC__COUNT; pol++) ir_free(p->edges[e].rerun_s[pol]);
         ir_free(p->edges[e].defer_s);
     }

@@ -34,6 +34,9 @@ typedef struct IlpStrat {
     int *member_st;             /* per member: index into its strategy list */
     double fwd_s, bwd_s;        /* compute */
     double comm_s;              /* resharding inside the group, forward and backward */
+    double bwd_comm_s;          /* of comm_s, the backward's (the gradients' moves, the operands
+                                 * the backward reshards again): collectives on the compute
+                                 * stream that the gradient buckets run beside (eval.c hide) */
     double rec_sel_s;           /* forward time recomputed under selective recompute */
     double rc_comm_s[RC__COUNT]; /* the forward resharding inside the group a recomputed
                                  * instance runs again, per instance, under each policy */
@@ -257,6 +260,9 @@ typedef struct IlpEdge {
                                  * resharding a recomputed instance of the consumer's block
                                  * runs again (lower/recompute.c), per instance recomputed
                                  * under that policy (problem.c build_edges) */
+    double *bwd;                /* same layout: of cost, the backward's (the gradient's move, the
+                                 * operand resharded again for the backward), on the compute
+                                 * stream beside the gradient buckets (eval.c hide) */
     double *defer_s;            /* same layout, or NULL: the sum over the ranks the edge defers
                                  * to a position table's gradient (cost_deferred_grad: the axes
                                  * the consumer splits the batch over and the table's output is
@@ -306,6 +312,9 @@ typedef struct IlpGradShare {
  * copy's to per_group_fwd instead where that is not NULL. */
 double ilp_grad_share_refund(const struct IlpProblem *p, const int *strat, int touching, double *per_group,
                              double *per_group_fwd);
+/* Of that refund, the gradient sums' (not the forward copies'), each added to its
+ * producer's group in per_src (sized n_groups): the backward's moves not made (eval.c hide) */
+void ilp_grad_share_refund_bwd(const struct IlpProblem *p, const int *strat, double *per_src);
 /* Is node n's operand i a reader of a shared sum whose gradient part is held as an
  * earlier reader's under strat (its move not made: analysis.c)? fwd: of a shared forward
  * copy, read in an earlier reader's spec (its resharding not made). */

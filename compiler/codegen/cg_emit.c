@@ -559,7 +559,7 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
                 emit_zero_coll(c, o, false, ln->rs[k], IR_NONE, ln->rs_to[k], ln->rs_tmp[k], lp->v[ln->rs_to[k]].zchunk, what);
             }
             for (int r = 0; r < lp->n_chunk_scatters; r++) /* chunks of gradients, all copied in */
-                if (lp->chunk_scatters[r].node == id) {
+                if (lp->chunk_scatters[r].node == id && lp->chunk_scatters[r].axis < 0) { /* tensor parallel's: cg_reshard.c */
                     const LowerChunkScatter *cs = &lp->chunk_scatters[r];
                     char what[300];
                     snprintf(what, sizeof what, "chunk of %d gradients -> %s", cs->n, lp->v[cs->part].name);

@@ -195,7 +195,7 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
     for (NodeId id = 0; id < g->n_nodes; id++) /* tensor parallel: the reshardings' collectives */
         for (int k = 0; k < lp->n[id].n_rsh; k++, nrsh++) {
             const LowerReshard *r = &lp->n[id].rsh[k];
-            for (int q = 0; q < r->plan.n; q++) {
+            for (int q = 0; q < r->plan.n - (r->scatter >= 0); q++) { /* a chunk's member: its chunk's, above */
                 double b = (double)lp->v[q ? r->buf[q - 1] : r->from].bytes;
                 switch (r->plan.step[q].kind) {
                 case COLL_ALL_REDUCE: nar++, ar += b; break;

@@ -55,6 +55,59 @@ static void coll(StrBuf *s, const CgCtx *c, const char *fn, int axis, ValueId sr
     sb_printf(s, ", %lld, %s%s%s, NULL);\n", (long long)count, dt, op ? ", " : "", op ? op : "");
 }
 
+/* A chunk member's last step (a reduce-scatter over one axis, chunk.c
+ * chunk_sharded): its input's blocks of the scattered dim copied into chunk
+ * scatter r->scatter's buffer, rank j's block at rank j's part plus the
+ * member's place, rows packed (one copy where the dim is the local tensor's
+ * outermost); the chunk's reduce-scatter is emit_chunk_scatter's. */
+static void emit_copy_in(CgCtx *c, const LowerReshard *r, int k) {
+    const LowerProgram *lp = c->lp;
+    const LowerChunkScatter *cs = &lp->chunk_scatters[r->scatter];
+    StrBuf *s = c->sched;
+    const Value *x = ir_val(c->g, r->from);
+    const ShardMesh *m = lp->opt.mesh;
+    const ShardStep *st = &r->plan.step[k];
+    const ShardSpec *before = k ? &r->plan.step[k - 1].after : &r->spec_from;
+    ValueId src = k ? r->buf[k - 1] : r->from;
+    Shape lb = shard_spec_local(before, m, x->shape), la = shard_spec_local(&st->after, m, x->shape);
+    int n = m->size[st->axis], d = st->dim;
+    int64_t es = ir_dtype_size(x->dtype), outer = outer_of(lb, d), row = la.d[d] * inner_of(la, d) * es;
+    int64_t off = -1;
+    for (int q = 0; q < cs->n; q++)
+        if (cs->shard[q] == r->buf[k]) off = cs->off[q] * es;
+    if (off < 0) ir_panic(__FILE__, __LINE__, "chunk scatter %d has no member %%%s", r->scatter, x->name);
+    cg_trace_copy(c, (double)(ir_shape_numel(lb) * es), x->name);
+    sb_printf(s, "    /* %%%s into its chunk (reduce-scattered over axis %d with the chunk's last member) */\n", x->name,
+              st->axis);
+    if (outer == 1) { /* the blocks are contiguous: one strided copy */
+        sb_puts(s, "    colrt_memcpy_2d(");
+        addr(s, c, cs->buf, off);
+        sb_printf(s, ", %lld, ", (long long)(cs->elems * es));
+        addr(s, c, src, 0);
+        sb_printf(s, ", %lld, %lld, %d, NULL);\n", (long long)row, (long long)row, n);
+        return;
+    }
+    sb_printf(s, "    for (int j = 0; j < %d; j++)\n        colrt_memcpy_2d(", n);
+    addr(s, c, cs->buf, off);
+    sb_printf(s, " + (size_t)j * %lld, %lld, ", (long long)(cs->elems * es), (long long)row);
+    addr(s, c, src, 0);
+    sb_printf(s, " + (size_t)j * %lld, %lld, %lld, %lld, NULL);\n", (long long)row, (long long)(n * row), (long long)row,
+              (long long)outer);
+}
+
+/* Chunk scatter q of a tensor-parallel plan (axis >= 0), its members all
+ * copied in: one reduce-scatter of the buffer over the axis into the part. */
+static void emit_chunk_scatter(CgCtx *c, int q) {
+    const LowerProgram *lp = c->lp;
+    const LowerChunkScatter *cs = &lp->chunk_scatters[q];
+    int n = lp->opt.mesh->size[cs->axis];
+    char what[200];
+    snprintf(what, sizeof what, "chunk of %d gradients -> %s", cs->n, lp->v[cs->part].name);
+    cg_trace_coll(c, COLL_REDUCE_SCATTER, cs->axis, (double)(cs->elems * n * ir_dtype_size(cs->dt)), SIM_COMPUTE, what);
+    sb_printf(c->sched, "    /* %s: one reduce-scatter over axis %d */\n", what, cs->axis);
+    coll(c->sched, c, "reduce_scatter", cs->axis, cs->buf, cs->part, cs->elems, cg_colrt_dtype(cs->dt), "COLRT_SUM");
+}
+
 static void emit_step(CgCtx *c, const CgOptions *o, const LowerReshard *r, int k) {
     const LowerProgram *lp = c->lp;
     StrBuf *s = c->sched;
@@ -169,6 +222,11 @@ void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id, bool post) {
         }
         sb_printf(c->sched, "    /* reshard %%%s: %s */\n", ir_val(c->g, r->from)->name, sb_cstr(&sp));
         sb_free(&sp);
-        for (int q = 0; q < r->plan.n; q++) emit_step(c, o, r, q);
+        for (int q = 0; q < r->plan.n; q++) {
+            if (r->scatter >= 0 && q == r->plan.n - 1) emit_copy_in(c, r, q);
+            else emit_step(c, o, r, q);
+        }
     }
+    for (int q = 0; !post && q < c->lp->n_chunk_scatters; q++) /* a tensor-parallel plan's gradient chunks */
+        if (c->lp->chunk_scatters[q].axis >= 0 && c->lp->chunk_scatters[q].node == id) emit_chunk_scatter(c, q);
 }

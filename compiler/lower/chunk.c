@@ -41,6 +41,11 @@
  * into the chunk's buffer where its reduce-scatter was, one reduce-scatter at
  * the latest member, the slices views into the rank's part. The planner
  * prices the sizes with the same layout (solver/chunks.c).
+ *
+ * Tensor-parallel plans (the sharded lowering, spec.c): the ZeRO-2
+ * gradients' reshardings whose one collective is a reduce-scatter over one
+ * mesh axis, packed by that axis (chunk_sharded, below); ZeRO-3, micro-batches
+ * and pipelines there are refused before lowering (lower.c).
  */
 #include "lower_internal.h"
 
@@ -103,7 +108,7 @@ static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, const int
     }
     ValueId g0 = p->n[at[0]].rs[kk[0]];
     *cs = (LowerChunkScatter){.n = n, .elems = elems, .dt = ir_val(g, g0)->dtype, .first = first, .node = last,
-                              .chunk = chunk};
+                              .chunk = chunk, .axis = -1};
     cs->grad = ir_alloc(sizeof(ValueId) * (size_t)n);
     cs->shard = ir_alloc(sizeof(ValueId) * (size_t)n);
     cs->off = ir_alloc(sizeof(int64_t) * (size_t)n);
@@ -124,15 +129,94 @@ static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, const int
     }
 }
 
+/* Tensor-parallel plans (the sharded lowering, spec.c; docs/sharding.md
+ * "Chunks"): the members are the ZeRO-2/3 gradients' reshardings (spec.c
+ * scatter_grad) placement_chunk_sharded_member takes, keyed by the mesh axis
+ * of their reduce-scatter (a chunk is one collective over one axis:
+ * PlaceChunkMember.stage is the axis here), laid
+ * out in the backward's order by the one layout (placement_chunk_layout, the
+ * planner's: solver/chunks.c). A member's last step copies its input's blocks
+ * of the scattered dim (rank j's block to rank j's part of the chunk, strided
+ * where the dim is not the local tensor's outermost) into the chunk's buffer;
+ * one reduce-scatter over the axis at the latest member's node; each result
+ * a view into the rank's part. The others keep their own collectives. */
+static void chunk_sharded(LowerCtx *c, int64_t cap) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    int cap_m = 1;
+    for (NodeId id = 0; id < c->nn; id++) cap_m += p->n[id].n_rsh;
+    PlaceChunkMember *m = ir_alloc(sizeof(PlaceChunkMember) * (size_t)cap_m);
+    NodeId *at = ir_alloc(sizeof(NodeId) * (size_t)cap_m);
+    int *kk = ir_alloc(sizeof(int) * (size_t)cap_m), *bwd = ir_alloc(sizeof(int) * (size_t)cap_m), n = 0;
+    for (NodeId id = 0; id < c->nn; id++)
+        for (int k = 0; k < p->n[id].n_rsh; k++) {
+            const LowerReshard *r = &p->n[id].rsh[k];
+            int axis; /* a ZeRO-2 gradient's, its one collective a reduce-scatter over one axis */
+            if (!r->grad || !placement_chunk_sharded_member(&r->plan, &r->spec_from, &axis)) continue;
+            NodeId rd = c->nn; /* the first node reading its result */
+            for (NodeId q = id; q < c->nn && rd == c->nn; q++)
+                for (int j = 0; j < p->n[q].n_xin; j++)
+                    if (p->n[q].xin_to[j] == r->to) rd = q;
+            DType dt = ir_val(g, r->from)->dtype;
+            m[n] = (PlaceChunkMember){.slice = p->v[r->to].bytes, .dt = dt, .at = id, .reader = rd, .stage = axis};
+            at[n] = id, kk[n] = k, bwd[n] = n, n++;
+        }
+    PlaceChunks pc;
+    placement_chunk_layout(m, n, bwd, n, cap, &pc);
+    for (int q = 0; q < pc.n_grad; q++) {
+        int cnt = 0, first = -1, last = -1;
+        int64_t bytes = 0;
+        for (int i = 0; i < n; i++) {
+            if (pc.grad[i] != q) continue;
+            if (!cnt) first = i;
+            last = i, cnt++;
+            int64_t end = pc.grad_off[i] + placement_chunk_slot(m[i].slice);
+            if (end > bytes) bytes = end;
+        }
+        const LowerReshard *r0 = &p->n[at[first]].rsh[kk[first]];
+        DType dt = m[first].dt;
+        int64_t es = ir_dtype_size(dt), elems = bytes / es;
+        int axis = m[first].stage, ranks = p->opt.mesh->size[axis];
+        p->chunk_scatters = ir_realloc(p->chunk_scatters, sizeof *p->chunk_scatters * (size_t)(p->n_chunk_scatters + 1));
+        int rr = p->n_chunk_scatters++;
+        ValueId buf = lower_add_temp(g, p, at[first], elems * ranks, dt, "rs_chunk", r0->from);
+        ValueId part = lower_add_temp(g, p, at[last], elems, dt, "rs_chunk.part", r0->from);
+        LowerChunkScatter *cs = &p->chunk_scatters[rr];
+        *cs = (LowerChunkScatter){.n = cnt, .elems = elems, .dt = dt, .first = at[first], .node = at[last],
+                                  .buf = buf, .part = part, .tmp = IR_NONE, .chunk = -1, .axis = axis};
+        cs->grad = ir_alloc(sizeof(ValueId) * (size_t)cnt);
+        cs->shard = ir_alloc(sizeof(ValueId) * (size_t)cnt);
+        cs->off = ir_alloc(sizeof(int64_t) * (size_t)cnt);
+        int j = 0;
+        for (int i = 0; i < n; i++) { /* in the backward's order: their offsets rise */
+            if (pc.grad[i] != q) continue;
+            LowerReshard *r = &p->n[at[i]].rsh[kk[i]];
+            int s = r->plan.n - 1;
+            cs->grad[j] = s ? r->buf[s - 1] : r->from;
+            cs->shard[j] = r->buf[s];
+            cs->off[j] = pc.grad_off[i] / es;
+            p->v[r->buf[s]].storage = part; /* the result is a view into the part */
+            p->v[r->buf[s]].view_off = pc.grad_off[i];
+            drop_tmp(p, &r->tmp[s], buf); /* its own staging, unused */
+            r->scatter = rr;
+            j++;
+        }
+    }
+    placement_chunks_free(&pc);
+    ir_free(bwd);
+    ir_free(kk);
+    ir_free(at);
+    ir_free(m);
+}
+
 bool lower_pass_chunk(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     int64_t cap = p->opt.chunk_bytes;
     if (cap <= 0) return true;
     if (p->sharded) {
-        sb_printf(c->err, "chunks (%lld bytes) are built for the data-parallel lowering's ZeRO (over one or two mesh "
-                          "axes, of each pipeline stage); this plan is tensor parallel", (long long)cap);
-        return false;
+        chunk_sharded(c, cap);
+        return true;
     }
     int fwd_end, step_begin;
     lower_parts(g, c->nn, &fwd_end, &step_begin);

@@ -420,12 +420,25 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     const ShardMesh *m = &pl->mesh;
     int world = m->n_devices, busy_axes = 0;
     for (int a = 0; a < m->n_axes; a++) busy_axes += m->size[a] > 1;
-    if (pl->chunk_bytes > 0 && world > 1 && pl->layout == PL_SHARDED) {
-        sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel; this build packs ZeRO chunks for data-parallel "
-                       "and ZeRO plans (over one or two mesh axes, of each pipeline stage's submesh) only (chunk.c)",
-                  (long long)pl->chunk_bytes);
-        *hint = "generate without --chunk-bytes, or with --strategy dp or zero1-3 (the batch split only)";
-        return NULL;
+    if (pl->chunk_bytes > 0 && world > 1 && pl->layout == PL_SHARDED) { /* chunk.c chunk_sharded: ZeRO-2's only */
+        ValueId z3 = IR_NONE;
+        for (ValueId v = 0; v < g->n_values && z3 == IR_NONE; v++)
+            if (ir_val(g, v)->role == ROLE_PARAM && pl->zero[v] >= 3) z3 = v;
+        if (z3 != IR_NONE || pl->pipe.stages > 1 || pl->micro_batches > 1) {
+            if (z3 != IR_NONE)
+                sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel with ZeRO-3 (%%%s): this build packs a "
+                               "tensor-parallel plan's ZeRO-2 gradient reduce-scatters only, not its parameters' "
+                               "gathers (resharded per reader, chunk.c)",
+                          (long long)pl->chunk_bytes, ir_val(g, z3)->name);
+            else
+                sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel with %s; this build packs a "
+                               "tensor-parallel plan's chunks for one micro-batch without pipeline stages only "
+                               "(chunk.c, solver/chunks.c)",
+                          (long long)pl->chunk_bytes, pl->pipe.stages > 1 ? "pipeline stages" : "micro-batches");
+            *hint = "generate without --chunk-bytes, or with --zero 2 --micro-batches 1 (tensor parallel), or "
+                    "--strategy zero3 (the batch split only)";
+            return NULL;
+        }
     }
     const int8_t *offload = NULL; /* host offload (offload.c): what this build lowers */
     for (ValueId v = 0; v < g->n_values; v++)
@@ -452,7 +465,8 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     if (world > 1 && pl->layout == PL_SHARDED) { /* tensor parallel */
         LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .pl = pl,
                            .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
-                           .bucket_bytes = pipe_buckets(pl), .sync_on_caller = pl->sync_on_caller};
+                           .bucket_bytes = pipe_buckets(pl), .sync_on_caller = pl->sync_on_caller,
+                           .chunk_bytes = pl->chunk_bytes};
         StrBuf e;
         sb_init(&e);
         lp = lower_build(g, &lo, &e);

@@ -120,6 +120,9 @@ typedef struct LowerChunkScatter {
                                 * into it (elems x zinner), then the inner's; else IR_NONE */
     int chunk;                 /* the LowerChunk whose members these are, at the same offsets
                                 * (its parameters' layout); -1: none */
+    int axis;                  /* -1: over ZeRO's axes (the data-parallel lowering); a tensor-parallel
+                                * plan's: the one mesh axis its members' reduce-scatters run over
+                                * (grad: each member's input to it, shard: its result; chunk.c) */
 } LowerChunkScatter;
 
 typedef struct LowerChunkGather {
@@ -240,6 +243,10 @@ typedef struct LowerReshard {
     ShardSpec spec_from;
     ShardReshard plan;
     ValueId buf[SHARD_MAX_STEPS], tmp[SHARD_MAX_STEPS], tmp2[SHARD_MAX_STEPS];
+    bool grad;                 /* a ZeRO-2/3 gradient's resharding into the slice its update
+                                * reads (spec.c scatter_grad) */
+    int scatter;               /* chunk.c: the LowerChunkScatter its last step (a reduce-scatter)
+                                * copies its input into, the chunk's reduce-scatter its own; -1: none */
 } LowerReshard;
 
 /* The pipeline (pipeline.c, docs/pipeline.md): the program runs on every

@@ -110,7 +110,7 @@ static void step_buffers(SpecCtx *c, NodeId at, LowerReshard *r, const Value *v,
 static ValueId make_copy(SpecCtx *c, NodeId at, ValueId x, const ShardSpec *s, int ph, NodeId reader) {
     LowerProgram *p = c->p;
     const Value *v = ir_val(c->g, x);
-    LowerReshard r = {.from = x, .spec_from = p->v[x].spec};
+    LowerReshard r = {.from = x, .spec_from = p->v[x].spec, .scatter = -1};
     StrBuf why;
     sb_init(&why);
     if (!shard_reshard(c->m, v->shape, v->dtype, &p->v[x].spec, s, &r.plan, &why)) {
@@ -167,7 +167,9 @@ static bool scatter_grad(SpecCtx *c, NodeId id, ValueId y) {
     if (w == IR_NONE || !c->known[w] || at >= c->g->n_nodes || ir_node(c->g, id)->op == OP_GRAD_ACCUM ||
         !placement_grad_scatter(c->m, &c->p->v[w].spec, zero_of(c, w), &c->p->v[y].spec, ir_val(c->g, w)->shape, &t))
         return true;
-    return make_copy(c, at, y, &t, 1, id) != IR_NONE;
+    if (make_copy(c, at, y, &t, 1, id) == IR_NONE) return false;
+    c->p->n[at].rsh[c->p->n[at].n_rsh - 1].grad = zero_of(c, w) >= 2; /* ZeRO-2/3's: chunk.c may pack it */
+    return true;
 }
 
 /* ZeRO: the update node id wrote y (a slice of each rank's shard of leaf);
@@ -176,7 +178,7 @@ static bool scatter_grad(SpecCtx *c, NodeId id, ValueId y) {
 static bool gather_back(SpecCtx *c, NodeId id, ValueId y, ValueId leaf) {
     LowerProgram *p = c->p;
     const Value *v = ir_val(c->g, y);
-    LowerReshard r = {.from = y, .spec_from = p->v[y].spec};
+    LowerReshard r = {.from = y, .spec_from = p->v[y].spec, .scatter = -1};
     StrBuf why;
     sb_init(&why);
     bool ok = shard_reshard(c->m, v->shape, v->dtype, &p->v[y].spec, &p->v[leaf].spec, &r.plan, &why);

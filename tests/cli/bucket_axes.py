@@ -36,7 +36,7 @@ def check(ok, what):
 
 out = os.path.join(work, "vocab")
 r = subprocess.run([cc, os.path.join(src, "examples/ir/gpt2-tiny.cir"), "--target", "cpu", "--cluster", "h100:1x4",
-                    "--mesh", "2x2", "--strategy", "megatron", "--mem", "90KB", "-q", "--emit", "code", "-o", out,
+                    "--mesh", "2x2", "--strategy", "megatron", "--mem", "90KB", "-q", "--no-share", "--emit", "code", "-o", out,
                     "--dump-after", "lower.buckets"], capture_output=True, text=True, check=True)
 buckets = []  # (members, {axis: (lo, hi)})
 for line in r.stderr.splitlines():

@@ -93,10 +93,22 @@ grep -q "#define gpt2_idx_ROWS 2" "$tmp/mb/gpt2.h" \
   && python3 -c "import json,sys; sys.exit(json.load(open('$tmp/mb/gpt2.plan.json'))['batch'] != 8)" \
   && pass=$((pass + 1)) || { echo "FAIL: --batch 8 --micro-batches 2 on 2 ranks: 2 rows a rank a micro-batch"; fail=$((fail + 1)); }
 expect 0 "each step runs N micro-batches of batch/N" -- --help
-# ZeRO chunks under a tensor-parallel plan: refused with the plan's shape (chunk.c packs the
-# data-parallel lowering's ZeRO); over two mesh axes they are built (e2e_gpt2_zero3_chunk_2x2)
-expect 1 "--chunk-bytes 4000: the plan is tensor parallel" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 \
-  --zero 2 --mem 200KB --chunk-bytes 4KB --emit code --target cpu -o "$tmp/chunktp"
+# ZeRO chunks under a tensor-parallel plan: its ZeRO-2 gradients' reduce-scatters over one axis are
+# packed (chunk.c chunk_sharded; e2e_gpt2_tp_zero2_chunk_2x2); ZeRO-3 there (its gathers are
+# reshardings per reader) and micro-batches are refused, naming the parameter or what; over two mesh
+# axes of the data-parallel lowering they are built (e2e_gpt2_zero3_chunk_2x2)
+expect 0 "" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 \
+  --zero 2 --mem 200KB --chunk-bytes 4KB --emit code --target cpu -o "$tmp/chunktp" -q
+expect 1 "the plan is tensor parallel with ZeRO-3 (%fc2.weight)" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 \
+  --mesh 2x2 --zero 3 --mem 200KB --chunk-bytes 4KB --emit code --target cpu -o "$tmp/chunktp3"
+expect 1 "the plan is tensor parallel with micro-batches" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 \
+  --mesh 2x2 --zero 2 --mem 200KB --micro-batches 2 --chunk-bytes 4KB --emit code --target cpu -o "$tmp/chunktpmb"
+# auto on a tensor-parallel plan: the planner prices the sizes by the lowering's members (chunks.c
+# price_sharded) and packs the two mlp.c_proj.bias gradients (4 -> 3 reduce-scatters)
+expect 0 "" -- "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --zero 2 --mem 100KB \
+  --chunk-bytes auto --emit code --target cpu -o "$tmp/chunktpauto" -q
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); c=j['lowering']['chunks']; sys.exit(0 if j['chunks']['chunk_bytes'] > 0 and c['gradient_chunks'] == 1 and j['lowering']['reduce_scatter_count'] == 3 else str(c))" \
+  "$tmp/chunktpauto/gpt2_tiny.plan.json" && pass=$((pass + 1)) || { echo "FAIL: --chunk-bytes auto on a tensor-parallel plan"; fail=$((fail + 1)); }
 expect 0 "" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero3 --chunk-bytes 4KB --emit code \
   --target cpu -o "$tmp/chunk2x2" -q
 # on one axis: the lowering's chunks in the plan JSON, and fewer all-gathers than without

@@ -312,6 +312,41 @@ static void test_scatter_node(void) {
     ir_graph_free(g);
 }
 
+/* Under tensor parallelism a ZeRO-2 gradient's resharding packs into a chunk
+ * when its one collective is its last step, a sum's reduce-scatter over one
+ * axis (placement_chunk_sharded_member: the lowering's and the planner's
+ * rule); two collectives, or none, keep their own. */
+static void test_chunk_sharded_member(void) {
+    ShardCluster cl;
+    ShardMesh m;
+    StrBuf e;
+    sb_init(&e);
+    CHECK(shard_cluster_load("h100:1x4", &cl, &e, NULL));
+    CHECK(shard_mesh_parse(&cl, "2x2", &m, &e));
+    static const struct {
+        const char *from, *to;
+        int axis; /* -1: not a member */
+        int shape0;
+    } cases[] = {
+        {"[R]P1", "[S01]", 1, 16},     /* slice over axis 0, reduce-scatter over axis 1 */
+        {"[S1]P0", "[S10]", 0, 16},    /* one reduce-scatter over axis 0 */
+        {"[R]P01", "[S01]", -1, 16},   /* two reduce-scatters */
+        {"[R]", "[S01]", -1, 16},      /* slices only */
+        {"[R]P1", "[R]", -1, 16},      /* an all-reduce */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        ShardSpec a, b;
+        CHECK(shard_spec_parse(cases[k].from, &a, &e) && shard_spec_parse(cases[k].to, &b, &e));
+        int64_t d = cases[k].shape0;
+        ShardReshard r;
+        CHECK(shard_reshard(&m, ir_shape(1, &d), DT_F32, &a, &b, &r, &e));
+        int axis = -1;
+        bool member = placement_chunk_sharded_member(&r, &a, &axis);
+        CHECK_INT(member ? axis : -1, cases[k].axis);
+    }
+    sb_free(&e);
+}
+
 static void test_chunk_layout(DType dt, int64_t cap) {
     Graph *g;
     LowerProgram *p = lowered_tiny(dt, &(LowerOptions){.dp = 2, .zero = 3, .alignment = 256, .chunk_bytes = cap}, &g);
@@ -558,6 +593,7 @@ int main(void) {
     test_chunk_layout(DT_F32, 8000);
     test_chunk_two_axes();
     test_scatter_node();
+    test_chunk_sharded_member();
     test_chunk_layout(DT_BF16, 3000);
     return check_done("lower");
 }
