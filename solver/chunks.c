@@ -122,7 +122,7 @@ typedef enum { SP_GATHER, SP_COPY, SP_SCATTER } Spent;
 static void spend(const Ctx *c, Run *o, NodeId id, Spent k, double s) {
     const PlaceMask *mask = c->P > 1 && k == SP_SCATTER && id < c->g->n_nodes ? c->r->pl->pipe.stage_mask : NULL;
     bool fwd = id < c->fwd_end;
-    for (int q = 0; q < c->P; q++) {
+    for (int q = 0; q < (c->P > 1 ? c->P : 1); q++) { /* unpipelined: P 0 or 1, stage 0 */
         if (mask && mask[id] ? !(mask[id] >> q & 1u) : q != c->stage_of[id]) continue;
         if (k == SP_SCATTER) o->rs[q] += s;
         else if (k == SP_GATHER) *(fwd ? &o->ag_fwd[q] : &o->ag_bwd[q]) += s;
