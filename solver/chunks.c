@@ -120,14 +120,18 @@ static void hold(Run *o, NodeId a, NodeId b, double bytes) {
 }
 
 /* An all-gather, a copy or a reduce-scatter of `s` seconds at node id: its stage's,
- * the forward's or the backward's. */
+ * the forward's or the backward's; a reduce-scatter each of its stages' (a tied
+ * parameter's gradient, accumulated on two stages, is reduce-scattered on both). */
 typedef enum { SP_GATHER, SP_COPY, SP_SCATTER } Spent;
 static void spend(const Ctx *c, Run *o, NodeId id, Spent k, double s) {
-    int q = c->stage_of[id];
+    const PlaceMask *mask = c->P > 1 && k == SP_SCATTER && id < c->g->n_nodes ? c->r->pl->pipe.stage_mask : NULL;
     bool fwd = id < c->fwd_end;
-    if (k == SP_SCATTER) o->rs[q] += s;
-    else if (k == SP_GATHER) *(fwd ? &o->ag_fwd[q] : &o->ag_bwd[q]) += s;
-    else *(fwd ? &o->copy_fwd[q] : &o->copy_bwd[q]) += s;
+    for (int q = 0; q < (c->P > 1 ? c->P : 1); q++) { /* unpipelined: P 0 or 1, stage 0 */
+        if (mask && mask[id] ? !(mask[id] >> q & 1u) : q != c->stage_of[id]) continue;
+        if (k == SP_SCATTER) o->rs[q] += s;
+        else if (k == SP_GATHER) *(fwd ? &o->ag_fwd[q] : &o->ag_bwd[q]) += s;
+        else *(fwd ? &o->copy_fwd[q] : &o->copy_bwd[q]) += s;
+    }
 }
 
 /* The time of one ZeRO collective of a rank's `slice` bytes (an all-gather

@@ -260,6 +260,22 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
     return t;
 }
 
+double cost_grad_sync_latency(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, double run_frac,
+                              bool queued, double *bucket) {
+    const ShardMesh *m = cm->mesh;
+    double bytes = shard_spec_bytes(grad_spec, m, sh, dt);
+    double share = fmin(1, fmax(1e-12, fmax(bytes / COST_BUCKET_BYTES, run_frac))), lat = 0, whole = 0;
+    /* a bucket's all-reduce over each pending axis (cost_sync_steps' queued steps; on the caller's
+     * thread its in-place sum, taken as the same all-reduces), each of bytes / share */
+    for (int a = 0; a < m->n_axes; a++)
+        if ((grad_spec->partial >> a & 1u) && m->size[a] > 1) {
+            double f = shard_coll_fixed_on(m, COLL_ALL_REDUCE, a, bytes / share, queued);
+            lat += share * f, whole += f;
+        }
+    if (bucket) *bucket = whole;
+    return lat;
+}
+
 double cost_zero_handoff(const CostModel *cm, ShardColl k, unsigned axes) {
     double h = 0;
     for (int a = 0; a < cm->mesh->n_axes; a++)

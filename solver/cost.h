@@ -144,6 +144,12 @@ ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held);
  * tensor where the backward makes it, on the compute stream (the caller's). */
 double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, int zero_stage,
                       double run_frac, bool queued);
+/* ZeRO 0 and 1, a bucketed gradient (cost_grad_sync's arguments): of its sync, the
+ * share of its bucket's fixed time (the latency: shard_coll_fixed_on per step) it is
+ * charged; *bucket (when not NULL): the whole bucket's, what a bucket pays once however
+ * few bytes it holds (a pipeline stage's buckets, solver/pipeprice.c). */
+double cost_grad_sync_latency(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, double run_frac,
+                              bool queued, double *bucket);
 /* The hand-off conflict of one of ZeRO's collectives of kind k (a gradient's
  * reduce-scatter, a parameter's all-gather) over the mesh axes in `axes`: the
  * stream hand-off (shard_coll_handoff) of each of its steps, one per axis. A

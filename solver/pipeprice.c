@@ -76,6 +76,8 @@ struct PipeReplay {
     int fp, fv, fm; /* in_flight's schedule */
     int *in_flight; /* per virtual stage: pipeline_in_flight of (fp, fv, fm), each a schedule's
                      * table to build, asked once per virtual stage per price */
+    double last_compute[PLACE_MAX_STAGES]; /* the last replay's: per device, when its last forward
+                     * or backward ended (its gradient buckets launch there: pipeline_price) */
 };
 
 PipeReplay *pipeline_replay_new(void) {
@@ -140,6 +142,7 @@ static double replay(PipeReplay *rp, int p, int v, int m, const double *fwd, con
                     int q = a->chunk * p + d;
                     if (t0) t0[d][pc[d]] = t[d];
                     t[d] += a->kind == PA_FWD ? fwd[q] : bwd[q];
+                    rp->last_compute[d] = t[d];
                     if (t1) t1[d][pc[d]] = t[d];
                     pc[d]++;
                     continue;
@@ -244,6 +247,7 @@ static double replay_v(PipeReplay *rp, int devices, int chunks, int micro_batche
         double t = 0; /* one device running every chunk */
         for (int c = 0; c < (chunks > 1 ? chunks : 1); c++) t += m * (fwd[c] + bwd[c]);
         if (end) end[0] = t;
+        rp->last_compute[0] = t;
         return t;
     }
     int v = chunks > 1 ? chunks : 1;
@@ -347,9 +351,20 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     for (NodeId id = 0; id < g->n_nodes; id++)
         if (placement_phase(g, id) == PH_FORWARD)
             for (int i = 0; i < ir_node(g, id)->n_in; i++) readers[ir_node(g, id)->in[i]] |= MASK(id);
+    /* the gradient sync at ZeRO 0-1: sync, what blocks the update (ilp_sync_blocks, the sharded
+     * lowering's ZeRO-1 reduce-scatters); bsync, the gradient buckets (compiler/lower/schedule.c:
+     * a stage's own, launched in its last micro-batch's backward, on the communication stream) */
     double fwd[PLACE_MAX_STAGES] = {0}, bwd[PLACE_MAX_STAGES] = {0}, sync[PLACE_MAX_STAGES] = {0};
+    double bsync[PLACE_MAX_STAGES] = {0};
+    /* per stage, its two sets of buckets (the lowering's, one per set of stages: [0] the gradients
+     * of its own parameters, [1] those of tied parameters, held on several stages): the buckets'
+     * latency the groups' syncs are charged (their shares of the whole model's, problem.c) and the
+     * largest whole bucket's, which a set of buckets pays at least */
+    double blat[PLACE_MAX_STAGES][2] = {{0}}, bwhole[PLACE_MAX_STAGES][2] = {{0}};
     double agp[PLACE_MAX_STAGES] = {0}; /* ZeRO-3: a micro-batch's gathers in one pass (forward or backward) */
-    double zsync[PLACE_MAX_STAGES] = {0}; /* of sync: ZeRO-2/3's reduce-scatters */
+    /* ZeRO-2/3's reduce-scatters of one micro-batch's gradients: in its backward (of bwd), each
+     * before the stage's next node (placement_scatter_node), blocking, every micro-batch */
+    double zsync[PLACE_MAX_STAGES] = {0};
     unsigned nax[PLACE_MAX_STAGES] = {0}; /* the axes of the stage's gradient norm sums (ilp_norm_sum_s) */
     double again[PLACE_MAX_STAGES] = {0}; /* of fwd + bwd: the forward run again, the kept copies */
     int blk = P > 1 ? pl->pipe.block : IR_NONE;
@@ -382,7 +397,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             if (n_cut && G->mult > 1 && ld->block == blk && i < n_cut)
                 iw[i] += (S->fwd_s + S->bwd_s + S->comm_s + (pol == RC_SELECTIVE ? S->rec_sel_s : pol == RC_FULL ? S->fwd_s : 0) +
                        S->rc_comm_s[pol]) * k +
-                         (z == 3 && G->n_params ? S->gather_s[z] / m : 0);
+                         (z >= 2 && G->n_params ? (z == 3 ? S->gather_s[z] / m : 0) + S->sync_s[z] * k : 0);
         }
         /* the stages holding its parameters: its own and those whose forward reads them */
         PlaceMask hold = 0;
@@ -402,8 +417,19 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
                 st->mem_update += own * S->mem_update[z];
                 st->optimizer_s += own * S->opt_s[z];
                 nax[s] |= S->norm_axes[z];
-                sync[s] += own * S->sync_s[z];
-                if (z >= 2) zsync[s] += own * S->sync_s[z];
+                if (z >= 2) { /* S->sync_s is a step's, m micro-batches' */
+                    zsync[s] += own * S->sync_s[z] * k;
+                    bwd[s] += own * S->sync_s[z] * k;
+                } else if (V > 1) { /* interleaved: no buckets (lower.c), each gradient summed in the update */
+                    sync[s] += own * S->sync_s[z];
+                } else {
+                    double blocks = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z];
+                    int set = (hold & (hold - 1)) != 0;
+                    sync[s] += own * blocks;
+                    bsync[s] += own * (S->sync_s[z] - blocks);
+                    blat[s][set] += own * S->sync_lat_s[z];
+                    bwhole[s][set] = maxd(bwhole[s][set], S->bucket_lat_s[z]);
+                }
                 st->param_bytes += own * S->param_local;
                 /* ZeRO over the stage's submesh: stages 1 and 2 all-gather the updated slices once
                  * per step; stage 3 gathers the parameters before every use (problem.c prices 2 per
@@ -449,7 +475,25 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             fwd[s] += c * fshare, bwd[s] += c * (1 - fshare);
             vs[s].mem_transient = maxd(vs[s].mem_transient, E->mem[kk]);
         }
+        /* a position table's sum deferred to its group's sync (IlpEdge.defer_s, as eval.c): in
+         * its bucket on the table's stages */
+        const double *ssh = &share[(size_t)E->src * PLACE_MAX_STAGES];
+        for (int s = 0; E->defer_s && r->choice.zero[E->src] < 2 && s < P; s++)
+            if (ssh[s] > 0) {
+                double t = E->defer_s[kk] * ssh[s] / p->groups[E->src].mult;
+                if (V > 1 || ilp_sync_blocks(p, r->choice.zero[E->src])) sync[s] += t;
+                else bsync[s] += t;
+            }
     }
+    /* a set of buckets pays at least one whole bucket's latency: the groups' shares of it are of
+     * the whole model's buckets, where a stage's program makes its own (tiny models: one bucket a
+     * set, each its whole latency; bench/simulate/README.md, gpt2_pp_2_dp_2) */
+    for (int s = 0; s < P; s++)
+        for (int set = 0; set < 2; set++) {
+            double more = bwhole[s][set] > 0 ? maxd(0, bwhole[s][set] - blat[s][set]) : 0;
+            if (p->opt.sync_on_caller) sync[s] += more;
+            else bsync[s] += more;
+        }
     /* the shared gradient sums' refunds (IlpGradShare): the backward of the reader's stages;
      * the shared forward copies', their forward */
     double *refund = ir_alloc(sizeof(double) * (size_t)(2 * p->n_groups + 1)), *refund_f = refund + p->n_groups;
@@ -467,25 +511,29 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     ir_free(refund);
     ir_free(share);
     for (int q = 0; q < P; q++) vs[q].optimizer_s += ilp_norm_sum_s(p, nax[q]);
-    /* ZeRO chunks (--chunk-bytes; chunks.c plan_chunk_stages): each stage's own. The replay of
-     * the stage's collectives with and without chunks scales its priced ZeRO terms: each pass's
-     * all-gathers (the forward's again in a backward that re-runs it) and its reduce-scatters by
-     * the replay's ratio (the replay gathers before each node reading a parameter, the price
-     * one per group and pass: the ratio, not the difference, keeps them apart), plus the
-     * chunks' copies in and out; their buffers on its peak */
-    if (P > 1 && r->chunk_bytes > 0) {
+    /* ZeRO-2/3's collectives as each stage runs them (chunks.c plan_chunk_stages: a replay of a
+     * micro-batch's forward and backward node by node on each stage's nodes, the lowering's): an
+     * all-gather before each node reading a parameter (ZeRO-3), a reduce-scatter of each gradient
+     * where the stage that computed it scatters it (a tied parameter's on both of its stages), with
+     * chunks (--chunk-bytes) one per chunk and the chunks' copies in and out, their buffers on the
+     * stage's peak. They replace the groups' terms above (one gather per group and pass, the
+     * forward's and the backward's alike; a tied parameter's every read on each of its stages:
+     * gpt2_pp_2_zero3_2 0.972 of its replay, gpt2_pp_2_zero3_chunk_2 0.948 by the chunks' ratio),
+     * on a stage whose parameters the replay holds (ZeRO over one or two axes of the submesh, not
+     * tensor parallel; else the groups' terms stay) */
+    bool zero23 = false;
+    for (int q = 0; q < P; q++) zero23 |= agp[q] > 0 || zsync[q] > 0;
+    if (P > 1 && zero23) {
         PlanChunkStages cs;
-        plan_chunk_stages(g, r, r->chunk_bytes, &cs);
+        plan_chunk_stages(g, r, r->chunk_bytes > 0 ? r->chunk_bytes : 0, &cs);
         for (int q = 0; q < P; q++) {
-            double rf = cs.base_gather_fwd_s[q] > 0 ? cs.gather_fwd_s[q] / cs.base_gather_fwd_s[q] : 1;
-            double rb = cs.base_gather_bwd_s[q] > 0 ? cs.gather_bwd_s[q] / cs.base_gather_bwd_s[q] : 1;
-            double rs = cs.base_scatter_s[q] > 0 ? cs.scatter_s[q] / cs.base_scatter_s[q] : 1;
-            double f = agp[q] * (rf - 1) + cs.copy_fwd_s[q];
+            if (!(cs.base_gather_fwd_s[q] + cs.base_gather_bwd_s[q] + cs.base_scatter_s[q] > 0)) continue;
+            double f = cs.gather_fwd_s[q] - agp[q] + cs.copy_fwd_s[q];
             fwd[q] += f;
-            bwd[q] += agp[q] * (rb - 1) + cs.copy_bwd_s[q] + (RERUNS(q) ? f : 0);
+            bwd[q] += cs.gather_bwd_s[q] - agp[q] + cs.copy_bwd_s[q] + (RERUNS(q) ? f : 0);
             again[q] += RERUNS(q) ? f : 0;
-            sync[q] += zsync[q] * (rs - 1);
-            vs[q].mem_chunks = cs.held_bytes[q];
+            bwd[q] += cs.scatter_s[q] - zsync[q];
+            if (r->chunk_bytes > 0) vs[q].mem_chunks = cs.held_bytes[q];
         }
     }
     /* a kept stage copies one micro-batch's saved activations into its slot after the forward
@@ -525,6 +573,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
      * [stages, devices per stage]'s first axis */
     ShardMesh pm = r->mesh;
     double xfer[PLACE_MAX_STAGES] = {0};
+    double norm = 0; /* the gradient norm's all-reduce over the stages */
     if (P > 1) {
         if (!pipeline_link_mesh(whole, devs, r->mesh.n_devices, &pm, err)) {
             ir_free(readers);
@@ -545,12 +594,12 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             tied_on |= placement_pipe_device_mask(&pl->pipe, readers[v]);
         }
         out->tied_s = tied;
-        double norm = pipeline_coll_time(&pm, COLL_ALL_REDUCE, devs, 4); /* the gradient norm's parts */
+        norm = pipeline_coll_time(&pm, COLL_ALL_REDUCE, devs, 4); /* the gradient norm's parts */
         for (int d = 0; d < devs; d++) out->st[d].update_s = (tied_on >> d & 1u ? tied : 0) + norm;
     }
     ir_free(readers);
     double T = 0, busy = 0;
-    double end[PLACE_MAX_STAGES];
+    double end[PLACE_MAX_STAGES], dbsync[PLACE_MAX_STAGES] = {0}; /* per device: its buckets */
     for (int q = 0; q < P; q++) out->vfwd_s[q] = fwd[q], out->vbwd_s[q] = bwd[q], out->vsend_s[q] = q + 1 < P ? xfer[q] : 0;
     for (int q = 0; q < P; q++) out->work_s += fwd[q] + bwd[q] - again[q];
     if (n_cut >= P) { /* 1F1B: the floor of the stages' largest such work over every contiguous cut */
@@ -568,7 +617,8 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         st->fwd_s += fwd[q], st->bwd_s += bwd[q];
         st->send_s += q + 1 < P ? xfer[q] : 0;
         st->send_bytes += q + 1 < P ? fbytes[q] : 0;
-        st->grad_sync_s += sync[q];
+        st->grad_sync_s += sync[q] + bsync[q];
+        dbsync[q % devs] += bsync[q];
         st->optimizer_s += x->optimizer_s, st->gather_s += x->gather_s, st->param_bytes += x->param_bytes;
         st->mem_static += x->mem_static, st->mem_grads_late += x->mem_grads_late, st->mem_update += x->mem_update;
         st->mem_acts += x->mem_acts;
@@ -587,11 +637,9 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     }
     for (int d = 0; d < devs; d++) {
         PipeStagePrice *st = &out->st[d];
-        /* the gradient sync runs after the stage's last backward, in its update, each gradient's
-         * collective blocking the compute stream: a pipelined program has no gradient buckets
-         * (compiler/lower/lower.c bucket_bytes -1), so nothing of it overlaps the backward
-         * (eval.c's rule, the last bucket exposed, is a bucketed program's: bench/simulate/README.md) */
-        st->grad_sync_exposed_s = st->grad_sync_s;
+        /* the update: what of the gradient sync blocks it (the buckets' exposed part follows the
+         * replay), the optimizer, ZeRO's gathers */
+        st->grad_sync_exposed_s = st->grad_sync_s - dbsync[d];
         st->update_s += st->grad_sync_exposed_s + st->optimizer_s + st->gather_s;
         st->busy_s = m * (st->fwd_s + st->bwd_s);
         st->mem_io = io;
@@ -629,14 +677,29 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         out->pipe_s = out->step_s = INFINITY;
         return true;
     }
-    PipeReplay *own = rp ? NULL : pipeline_replay_new();
-    double pipe_s = replay_v(rp ? rp : own, devs, V, m, fwd, bwd, xfer, end, NULL, NULL);
-    pipeline_replay_free(own);
+    PipeReplay *own = rp ? NULL : pipeline_replay_new(), *use = rp ? rp : own;
+    double pipe_s = replay_v(use, devs, V, m, fwd, bwd, xfer, end, NULL, NULL);
+    /* each stage's update: its gradient buckets run on the communication stream from its last
+     * backward's end, beside its last transfer (the gradients to the previous stage), and the
+     * update waits for them (cg_emit.c): the part of them past the transfer is exposed; then what
+     * blocks (the sync on the caller's thread, the tied parameters' pair all-reduce) up to the
+     * gradient norm's all-reduce, which every stage reaches before any goes on (the simulator's
+     * meet, sim.c); after it the optimizer and ZeRO's gathers */
+    double meet = 0, after[PLACE_MAX_STAGES];
     for (int d = 0; d < devs; d++) {
         PipeStagePrice *st = &out->st[d];
-        st->end_s = end[d] + st->update_s;
+        double exposed = maxd(0, use->last_compute[d] + dbsync[d] - end[d]);
+        st->grad_sync_exposed_s += exposed;
+        after[d] = st->optimizer_s + st->gather_s;
+        meet = maxd(meet, end[d] + exposed + st->update_s - norm - after[d]);
+    }
+    for (int d = 0; d < devs; d++) {
+        PipeStagePrice *st = &out->st[d];
+        st->end_s = meet + norm + after[d];
+        st->update_s = st->end_s - end[d];
         T = maxd(T, st->end_s);
     }
+    pipeline_replay_free(own);
     out->pipe_s = pipe_s;
     out->step_s = T;
     out->idle_fraction = T > 0 && devs > 1 ? 1 - busy / (devs * T) : 0;

@@ -710,6 +710,11 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, ze >= 2 || scatters ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += ze >= 2 ? M * sync : sync;
                 if (scatters) S->sync_blocking_s[z] += sync; /* once a step, at the update */
+                if (in_bucket && ze < 2) {
+                    double whole;
+                    S->sync_lat_s[z] += cost_grad_sync_latency(cm, vv->shape, sdt, &sspec, run_frac, queued, &whole);
+                    S->bucket_lat_s[z] = fmax(S->bucket_lat_s[z], whole);
+                }
                 if (ze >= 2) S->zero_handoff_s[z] += M * cost_zero_handoff(cm, COLL_REDUCE_SCATTER, sspec.partial);
                 /* queued in a bucket; so is the position table's sum at ZeRO 0-1, deferred to
                  * the table's sync (build_edges, cost_deferred_grad), which the data-parallel

@@ -79,6 +79,10 @@ typedef struct IlpStrat {
                                      * thread that block the compute stream (ilp_zero1_scatters:
                                      * ZeRO-1's reduce-scatters under the sharded lowering);
                                      * exposed whole, as ZeRO-2/3's (eval.c) */
+    double sync_lat_s[ZERO_STAGES]; /* ZeRO 0-1: of sync_s, its bucketed gradients' shares of
+                                     * their buckets' latency (cost_grad_sync_latency) */
+    double bucket_lat_s[ZERO_STAGES]; /* and the largest whole bucket's latency of them: what
+                                     * a pipeline stage's buckets pay at least (pipeprice.c) */
     double zero_handoff_s[ZERO_STAGES]; /* ZeRO 1-3: the hand-off its ZeRO collectives on the
                                      * caller's thread (ZeRO-2/3's reduce-scatters, the all-gathers
                                      * of sync_s and gather_s; not rc_gather_s's) pay in a plan

@@ -520,14 +520,15 @@ static bool emit_schedule(CgCtx *c, StrBuf *m, const CgOptions *o, int *fwd_end,
         c->trace_part = p; /* SIM_FORWARD, SIM_BACKWARD, SIM_UPDATE */
         int first = p == 0 ? 0 : p == 1 ? *fwd_end : *step_begin;
         int last = p == 0 ? *fwd_end : p == 1 ? *step_begin : nn;
-        if (p == 2) cg_pipe_before_node(c, o, -1); /* a pipeline's tied gradients summed */
-        if (p == 2 && lp->n_buckets) { /* the update reads the buckets */
+        if (p == 2 && lp->n_buckets) { /* the update reads the buckets (a pipeline stage: its own) */
             sb_puts(c->sched, "    /* the gradient buckets' all-reduces */\n");
             for (int k = 0; k < lp->n_buckets; k++) {
+                if (!cg_pipe_on(c, lp->buckets[k].launch)) continue;
                 sb_printf(c->sched, "    colrt_stream_wait(NULL, M->bucket_done[%d]);\n", k);
                 cg_trace_event(c, SIM_WAIT, SIM_COMPUTE, 2 * k + 1);
             }
         }
+        if (p == 2) cg_pipe_before_node(c, o, -1); /* a pipeline's tied gradients summed (after their bucket) */
         for (NodeId id = first; id < last; id++) {
             cg_segs_mark(&segs[p], c->sched->len, id);
             if (!cg_pipe_on(c, id)) { /* another pipeline stage's: its sums of this stage's gradients stay */

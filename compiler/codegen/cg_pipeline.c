@@ -86,13 +86,18 @@ void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {
     const Node *n = id >= 0 ? ir_node(g, id) : NULL;
     int s = c->stage;
     NodeId save = c->cur_node;
-    c->cur_node = id >= 0 ? id : -1;
     for (int k = 0; k < pp->n_sums; k++) {
         const LowerPipeSum *u = &pp->sums[k];
         /* interleaved: the update runs per device (c->pipe_device), the sums between devices */
         PlaceMask on = c->pipe_device ? (PlaceMask)lower_pipe_devmask(lp, u->stages) : u->stages;
         int width = c->pipe_device ? cg_pipe_devices(c) : pp->stages;
         if (u->before != id || !(on >> s & 1u)) continue;
+        /* as the update starts: a gradient summed in a bucket (the tied parameter's, on its stages) is
+         * read in the bucket, where its data-parallel sum is (the update waited for it) */
+        c->cur_node = id;
+        for (int b = 0; id < 0 && b < lp->n_buckets; b++)
+            for (int q = 0; q < lp->buckets[b].n; q++)
+                if (lp->buckets[b].grad[q] == u->v) c->cur_node = lp->buckets[b].launch + 1;
         ValueId v = cg_read(c, u->v);
         PlaceMask all = place_mask_all(width);
         double bytes = (double)ir_shape_numel(lp->v[v].local) * ir_dtype_size(ir_val(g, u->v)->dtype);
@@ -659,6 +664,8 @@ bool cg_pipe_emit(CgCtx *c, StrBuf *m, const CgOptions *o) {
             else sb_printf(m, "            %s_forward_nodes_s%d(M);\n", px, s);
             sb_printf(m, "            %s_grads_in_s%d(M);\n", px, s);
         }
+        if (lp->n_buckets) /* the gradient buckets launch in the last micro-batch's backward (cg_emit.c) */
+            sb_printf(m, "            M->last_micro = a[1] == %d;\n", micro - 1);
         sb_printf(m, "            %s_backward_nodes_s%d(M);\n            break;\n", px, s);
         if (!last) sb_printf(m, "        case 2: %s_next_s%d(M, a[2], a[3]); break;\n", px, s);
         if (!first) sb_printf(m, "        case 3: %s_prev_s%d(M, a[2], a[3], a[1]); break;\n", px, s);

@@ -407,6 +407,14 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
     lower_pipe_print(p, b);
 }
 
+/* The gradient buckets' cap (LowerOptions.bucket_bytes): the default, but none under an
+ * interleaved pipeline, whose device runs a model chunk's backward after another chunk's
+ * last micro-batch launched its buckets, where the memory plan (in node order, every
+ * chunk's backward before the accumulations) may share a bucket's buffer with that
+ * backward's (docs/pipeline.md "What a pipeline costs"): each gradient summed on its own
+ * in the update there. */
+static int64_t pipe_buckets(const Placement *pl) { return pl->pipe.stages > 1 && pl->pipe.chunks > 1 ? -1 : 0; }
+
 LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *dump_after, StrBuf *err,
                               const char **hint) {
     const ShardMesh *m = &pl->mesh;
@@ -457,7 +465,7 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     if (world > 1 && pl->layout == PL_SHARDED) { /* tensor parallel */
         LowerOptions lo = {.dp = 1, .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .pl = pl,
                            .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
-                           .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .sync_on_caller = pl->sync_on_caller,
+                           .bucket_bytes = pipe_buckets(pl), .sync_on_caller = pl->sync_on_caller,
                            .chunk_bytes = pl->chunk_bytes};
         StrBuf e;
         sb_init(&e);
@@ -500,7 +508,7 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
                        .alignment = 256, .recompute = rc, .recompute_sel = rc_sel, .zinner = zinner,
                        .dp_axes = pl->layout == PL_BATCH_SOME ? pl->batch_axes : 0,
                        .dump_after = dump_after, .dump = stderr, .pipe = &pl->pipe,
-                       .bucket_bytes = pl->pipe.stages > 1 ? -1 : 0, .offload = offload,
+                       .bucket_bytes = pipe_buckets(pl), .offload = offload,
                        .offload_inflight = pl->offload_inflight, .chunk_bytes = pl->chunk_bytes, .sync_on_caller = pl->sync_on_caller};
     StrBuf e;
     sb_init(&e);

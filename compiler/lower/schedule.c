@@ -135,12 +135,21 @@ static unsigned axes_rank(unsigned axes) {
     return r;
 }
 
+/* The pipeline stages a bucket candidate's definition runs on (0: not pipelined): a
+ * bucket holds one set's gradients, launched where that set's ranks run the backward
+ * (a tied parameter's accumulator, on its two stages, in a bucket of its own). */
+static PlaceMask stages_of(const Graph *g, const LowerProgram *p, ValueId x) {
+    const PlacePipeline *pp = p->opt.pipe;
+    return pp && pp->stages > 1 && pp->stage_mask ? pp->stage_mask[ir_val(g, x)->def] : 0;
+}
+
 /* Gradient buckets (lower.h): the all-reduces the data-parallel split puts
  * at update nodes (the sharded lowering: sharded_candidates), of gradients
  * defined in the backward, stored alone and read by the update only,
  * grouped in definition order per block instance and dtype, up to the byte
  * cap; the sharded lowering's with different pending axes in one bucket, each
- * axis all-reducing the range of its members (axes_rank). */
+ * axis all-reducing the range of its members (axes_rank). Pipelined: per set
+ * of stages (stages_of), each set's in definition order. */
 static void make_buckets(const Graph *g, LowerProgram *p) {
     int nn = g->n_nodes, sb = ad_step_begin(g);
     int64_t cap = p->opt.bucket_bytes ? p->opt.bucket_bytes : SHARD_BUCKET_BYTES; /* the planner prices it */
@@ -170,7 +179,8 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
             ln->reduce[k--] = ln->reduce[--ln->n_reduce];
         }
     }
-    /* definition order; within a run of one block instance's (or outside the blocks
+    /* (pipelined: per set of stages, stages_of, each set's as follows) definition order;
+     * within a run of one block instance's (or outside the blocks
      * one span's) the sharded lowering's by set of axes (axes_rank), definition order
      * inside a set: the sets' members side by side, so that one bucket holds the run
      * and each axis's all-reduce one range of it (the planner prices a run of buckets
@@ -179,7 +189,8 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
         for (int j = i; j > 0; j--) {
             const Node *a = ir_node(g, ir_val(g, cand[j - 1])->def), *b = ir_node(g, ir_val(g, cand[j])->def);
             bool run = a->block == b->block && a->instance == b->instance;
-            if (run ? axes_rank(cax[j]) > axes_rank(cax[j - 1]) ||
+            PlaceMask sa = stages_of(g, p, cand[j - 1]), sj = stages_of(g, p, cand[j]);
+            if (sa != sj ? sj > sa : run ? axes_rank(cax[j]) > axes_rank(cax[j - 1]) ||
                           (cax[j] == cax[j - 1] && ir_val(g, cand[j])->def >= ir_val(g, cand[j - 1])->def)
                     : ir_val(g, cand[j])->def >= ir_val(g, cand[j - 1])->def)
                 break;
@@ -199,6 +210,7 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
             const Node *dj = ir_node(g, ir_val(g, cand[j])->def);
             int64_t b = shard_bucket_member_bytes(p->v[cand[j]].bytes);
             if (j > i && (dj->block != d0->block || dj->instance != d0->instance || ir_val(g, cand[j])->dtype != dt ||
+                          stages_of(g, p, cand[j]) != stages_of(g, p, cand[i]) ||
                           (cax[j] & seen & ~cax[j - 1]) || !cax[j] != !cax[i] || bytes + b > cap))
                 break;
             seen |= cax[j];

@@ -344,6 +344,17 @@ s0 = pp["stages"][0]
 assert [(c["virtual_stage"], c["first_instance"], c["instances"]) for c in s0["model_chunks"]] == [(0, 0, 1), (2, 2, 1)], s0
 assert any(a["do"] == "transfer" and len(a["sends"]) == 2 for a in s0["actions"])
 PY
+# a pipeline's stages sum their gradients in buckets under 1F1B, not under interleaving, whose
+# memory plan would share a bucket with a later chunk's backward (compiler/lower/lower.c pipe_buckets)
+for sch in 1f1b interleaved:2; do
+  expect 0 "" -- "$src/tests/e2e/gpt2_tiny_4.cir" --emit code --target cpu --cluster h100:1x4 --pp 2 --mesh 2 --strategy dp \
+    --micro-batches 4 --schedule $sch -q -o "$tmp/ppb-$sch"
+done
+python3 - "$tmp/ppb-1f1b/gpt2_tiny.plan.json" "$tmp/ppb-interleaved:2/gpt2_tiny.plan.json" <<'PY' && pass=$((pass + 1)) || { echo "FAIL: pipeline buckets: 1F1B's, not interleaved"; fail=$((fail + 1)); }
+import json, sys
+one, il = (json.load(open(f))["lowering"]["gradient_buckets"] for f in sys.argv[1:])
+assert one >= 2 and il == 0, (one, il)   # each stage's own and the tied wte's
+PY
 # --pp auto: every stage count the cluster can run is priced; the fastest is kept, the others say why
 expect 2 "invalid value 'two' for --pp" -- --pp two x.cir
 expect 0 "" -- "$src/examples/ir/gpt2-tiny.cir" --emit plan --cluster h100:1x4 --pp auto --micro-batches 2 -q -o "$tmp/ppa"

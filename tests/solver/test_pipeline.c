@@ -29,6 +29,9 @@
  *     the cut of 4 blocks into 2 x 2 virtual stages, the errors naming the
  *     numbers; the price per device sums its chunks, its in-flight buffer the
  *     schedule's slots; --schedule auto keeps the faster;
+ *   - the gradient sync as the program runs it: a stage's buckets at least one whole
+ *     bucket's latency per set (its own, the tied wte's), the last stage's beside its final
+ *     transfer; ZeRO-2's reduce-scatters in each micro-batch's backward;
  *   - the intra-stage problem: the 4-block GPT-2 cut into 2 stages plans
  *     2 instances of the block (its memory and time terms are those of 2),
  *     and scaled back it prices exactly as the problem built whole; a
@@ -548,6 +551,57 @@ static void test_price_zero(void) {
     ir_graph_free(g);
 }
 
+/* The gradient sync as a pipelined program runs it (pipeprice.c; docs/pipeline.md "What a
+ * pipeline costs"): the 4-block GPT-2 in 2 stages of 2 ranks, 4 micro-batches. Data parallel:
+ * each stage sums its own gradients in buckets (compiler/lower/schedule.c, one set of buckets per
+ * set of stages: its own parameters', and the tied wte's on both stages), each set paying one
+ * whole bucket's latency at least (the groups' shares of the whole model's buckets were under
+ * one: gpt2_pp_2_dp_2 replayed at 2.4x its price with a collective per tensor, and at 1.14x
+ * with buckets priced so); the buckets run beside the last stage's final transfer, so less of
+ * them is exposed there than on the first stage. ZeRO-2: each micro-batch's reduce-scatters run
+ * in its backward (each stage's bwd_s), not in the update. */
+static void test_price_sync(void) {
+    Graph *g = training("tests/e2e/gpt2_tiny_4.cir", 4);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x4";
+    o.pp = 2;
+    o.mesh = "2";
+    o.micro_batches = 4;
+    o.lowerable = true;
+    o.progress = false;
+    static const int halves[2] = {2, 2};
+    o.pp_blocks = halves, o.n_pp_blocks = 2;
+    const char *strat[3] = {"dp", "zero1", "zero2"};
+    PlanResult *r[3];
+    for (int z = 0; z < 3; z++) {
+        o.strategy = strat[z];
+        r[z] = plan_solve(g, &o);
+        CHECK(r[z] && r[z]->pipe);
+    }
+    if (r[0] && r[0]->pipe && r[1] && r[1]->pipe && r[2] && r[2]->pipe) {
+        const PipePrice *q = r[0]->pipe;
+        /* a bucket of any size over the stage's 2 ranks, queued: its fixed part (α-β: 2 α) */
+        double one = shard_coll_fixed_on(&r[0]->mesh, COLL_ALL_REDUCE, 0, 4096, true);
+        CHECK(one > 0);
+        for (int s = 0; s < 2; s++) /* its own set and the tied wte's */
+            CHECK(q->st[s].grad_sync_s >= 2 * one * (1 - 1e-9));
+        CHECK_NEAR(q->st[0].grad_sync_exposed_s, q->st[0].grad_sync_s, 1e-15); /* nothing after its last backward */
+        CHECK(q->st[1].grad_sync_exposed_s < q->st[1].grad_sync_s * (1 - 1e-6)); /* beside its final transfer */
+        for (int s = 0; s < 2; s++) {
+            const PipeStagePrice *a = &r[1]->pipe->st[s], *b = &r[2]->pipe->st[s];
+            /* ZeRO-2's reduce-scatters (one a gradient, over 2 ranks) in each backward: at least
+             * the stage's 8 GEMM weights and biases' worth more than ZeRO-1's backward, none of
+             * them in the update's sync */
+            double rs = shard_coll_fixed_on(&r[2]->mesh, COLL_REDUCE_SCATTER, 0, 4096, false);
+            CHECK(b->bwd_s - a->bwd_s >= 8 * rs);
+            CHECK(b->grad_sync_s < a->grad_sync_s);
+        }
+    }
+    for (int z = 0; z < 3; z++) plan_free(r[z]);
+    ir_graph_free(g);
+}
+
 /* A GPT-2-shaped forward graph (bench/solver/gen_models.py's gpt2, fused attention): L blocks
  * `h` of width D, H heads, MLP width F, vocabulary V, context T, batch B. */
 static Graph *gpt(int L, int D, int H, int F, int V, int T, int B) {
@@ -975,6 +1029,7 @@ int main(void) {
     test_micro_choice();
     test_replay();
     test_price_zero();
+    test_price_sync();
     test_stage_problem();
     test_price();
     test_keep();

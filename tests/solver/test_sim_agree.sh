@@ -94,13 +94,26 @@ check gpt2_offload_bf16_zero2_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --m
 # for the neighbour (docs/simulate.md); the planner's stage times are one micro-batch's (1/m of the
 # problem's, which prices m calls a step: the one-micro-batch graph of --emit code was priced m
 # times over: gpt2_pp_2 predicted 2.04x its replay); stages of one device, tensor parallel in a stage, kept
-# activations over 8 micro-batches, 4 stages (the pipelined plans with data parallel in a stage
-# are bench/simulate's known misses: their gradient sums, bench/simulate/README.md)
+# activations over 8 micro-batches, 4 stages
 check gpt2_pp_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --pp 2 --micro-batches 4
 check gpt2_pp_2_tp_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 1x2 --strategy megatron --mem 130KB --micro-batches 4
 check gpt2_pp_2_keep_m8 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --pp 2 --micro-batches 8 --pp-activations keep
 check gpt2_pp_4 "$src/tests/e2e/gpt2_tiny_4.cir" --cluster h100:1x4 --pp 4 --micro-batches 4
 check llama_pp_4_rerun "$src/tests/e2e/llama_tiny_4.cir" --cluster h100:1x4 --pp 4 --micro-batches 4 --pp-activations rerun
+# data parallel and ZeRO inside the stages (the e2e tests' plans; main c73403f in brackets): each
+# stage sums its gradients in buckets of its own (compiler/lower/schedule.c, one set per set of
+# stages), launched in its last micro-batch's backward on the communication stream, each set
+# priced at least one whole bucket's latency (a collective per gradient in the update: 2.404,
+# 1.729, 1.826); ZeRO-2/3's reduce-scatters in each micro-batch's backward, priced there and as
+# the stage's nodes run them (chunks.c's replay: 1.148, 1.069, 1.061)
+check gpt2_pp_2_dp_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy dp --micro-batches 4
+check llama_pp_2_zero1_2 "$ir/llama-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero1 --micro-batches 4
+check gpt2_pp_2_bf16_zero1_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero1 --micro-batches 4 \
+  --dtype bf16
+check gpt2_pp_2_zero2_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero2 --micro-batches 4
+check gpt2_pp_2_zero2_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero2 --micro-batches 4 \
+  --chunk-bytes 8KB
+check gpt2_pp_2_zero3_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero3 --micro-batches 4
 
 # measured collective tables (collective_us): the h100 preset on 1x2 with a table for 2 ranks
 # inside the node (h100_1x2_collectives.json; the all-reduce's last segment flat, so a
