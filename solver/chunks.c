@@ -54,6 +54,31 @@
 /* Decimal sizes, as --chunk-bytes reads "4MB" */
 static const int64_t sizes[] = {0, 1000000, 4000000, 16000000, 64000000};
 
+/* The sizes a plan prices for --chunk-bytes ASKED (into cand, PLAN_MAX_CHUNK_SIZES): none and
+ * the listed ones, and a forced size not among them last. */
+static int chunk_sizes(int64_t asked, int64_t *cand) {
+    int n = 0;
+    bool listed = asked == PLAN_CHUNK_AUTO;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) cand[n++] = sizes[k], listed |= sizes[k] == asked;
+    if (!listed) cand[n++] = asked;
+    return n;
+}
+
+/* The priced size a plan takes: the one asked for, or under auto the fastest that fits (none
+ * always does), the first on a tie; fastest by the whole step where each size was priced as
+ * a step (pipelines), else by the chunks' collectives and copies. */
+static int chunk_best(const PlanResult *r, int64_t asked, bool by_step) {
+    int best = 0;
+    for (int k = 0; k < r->n_chunk_prices; k++) {
+        const PlanChunkPrice *p = &r->chunk_price[k], *b = &r->chunk_price[best];
+        if (asked != PLAN_CHUNK_AUTO) {
+            if (p->bytes == asked) best = k;
+        } else if (p->fits && (by_step ? p->step_s < b->step_s : p->coll_s + p->copy_s < b->coll_s + b->copy_s))
+            best = k;
+    }
+    return best;
+}
+
 typedef struct Member {
     ValueId v;
     int64_t slice;  /* a rank's bytes */
@@ -682,14 +707,9 @@ bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const 
         return true;
     }
     int64_t cand[PLAN_MAX_CHUNK_SIZES];
-    int n = 0;
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) cand[n++] = sizes[k];
-    bool listed = asked == PLAN_CHUNK_AUTO;
-    for (int k = 0; k < n; k++) listed |= cand[k] == asked;
-    if (!listed) cand[n++] = asked;
+    int n = chunk_sizes(asked, cand);
     PipePrice trial;
     double none_peak = 0;
-    int best = 0;
     for (int k = 0; k < n; k++) { /* each size on the stages chosen (pipeline_price adds its chunks) */
         r->chunk_bytes = r->pl->chunk_bytes = cand[k];
         if (!pipeline_price(r, whole, INFINITY, NULL, &trial, err)) return false;
@@ -704,12 +724,8 @@ bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const 
                               .coll_s = cs.coll_s, .copy_s = cs.copy_s, .held_bytes = held,
                               .extra_bytes = trial.peak_bytes - none_peak, .fits = trial.peak_bytes <= limit,
                               .step_s = trial.step_s};
-        if (asked != PLAN_CHUNK_AUTO) {
-            if (cand[k] == asked) best = k;
-        } else if (c->fits && c->step_s < r->chunk_price[best].step_s)
-            best = k;
     }
-    r->chunk_chosen = best;
+    int best = r->chunk_chosen = chunk_best(r, asked, true);
     r->chunk_bytes = r->pl->chunk_bytes = r->chunk_price[best].bytes;
     return pipeline_price(r, whole, INFINITY, NULL, r->pipe, err); /* the plan's: the chosen size's */
 }
@@ -810,12 +826,7 @@ static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
     PlanChunkPrice none;
     tp_run(r, tm, pm, n, 0, &none);
     int64_t cand[PLAN_MAX_CHUNK_SIZES];
-    int nc = 0;
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) cand[nc++] = sizes[k];
-    bool listed = asked == PLAN_CHUNK_AUTO;
-    for (int k = 0; k < nc; k++) listed |= cand[k] == asked;
-    if (!listed) cand[nc++] = asked;
-    int best = 0;
+    int nc = chunk_sizes(asked, cand);
     for (int k = 0; k < nc; k++) {
         PlanChunkPrice *c = &r->chunk_price[r->n_chunk_prices++];
         tp_run(r, tm, pm, n, cand[k], c);
@@ -823,13 +834,8 @@ static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
         c->copy_s -= none.copy_s; /* the stagings' copies of members alone are the ILP's already */
         c->extra_bytes = c->held_bytes;
         c->fits = r->price.peak_bytes + c->extra_bytes <= r->mem_limit;
-        const PlanChunkPrice *b = &r->chunk_price[best];
-        if (asked != PLAN_CHUNK_AUTO) {
-            if (c->bytes == asked) best = k;
-        } else if (c->fits && c->scatter_delta_s + c->copy_s < b->scatter_delta_s + b->copy_s)
-            best = k;
     }
-    r->chunk_chosen = best;
+    int best = r->chunk_chosen = chunk_best(r, asked, false);
     r->chunk_bytes = r->pl->chunk_bytes = r->chunk_price[best].bytes;
     const PlanChunkPrice *ch = &r->chunk_price[best];
     if (ch->bytes > 0) { /* the chunked program's step and peak (see above) */
@@ -889,20 +895,10 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipeli
      * count what the replay does not, a tensor that does not divide, and price the
      * recompute's gathers as problem.c does) */
     Run none = run(&c, 0);
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-        price(&c, sizes[k], &none, &r->chunk_price[r->n_chunk_prices++]);
-    bool listed = asked == PLAN_CHUNK_AUTO;
-    for (int k = 0; k < r->n_chunk_prices; k++) listed |= r->chunk_price[k].bytes == asked;
-    if (!listed) price(&c, asked, &none, &r->chunk_price[r->n_chunk_prices++]);
-    int best = 0; /* auto: the fastest that fits (none always does: it adds nothing) */
-    for (int k = 0; k < r->n_chunk_prices; k++) {
-        const PlanChunkPrice *p = &r->chunk_price[k], *b = &r->chunk_price[best];
-        if (asked != PLAN_CHUNK_AUTO) {
-            if (p->bytes == asked) best = k;
-        } else if (p->fits && p->coll_s + p->copy_s < b->coll_s + b->copy_s)
-            best = k;
-    }
-    r->chunk_chosen = best;
+    int64_t cand[PLAN_MAX_CHUNK_SIZES];
+    int nc = chunk_sizes(asked, cand);
+    for (int k = 0; k < nc; k++) price(&c, cand[k], &none, &r->chunk_price[r->n_chunk_prices++]);
+    int best = r->chunk_chosen = chunk_best(r, asked, false);
     r->chunk_bytes = r->chunk_price[best].bytes;
     r->pl->chunk_bytes = r->chunk_bytes;
     /* the plan's step and peak: the chosen size's collectives and copies in place of
