@@ -404,6 +404,55 @@ bool placement_pending_sum(const Graph *g, NodeId id, unsigned axes, ShardStrate
     return true;
 }
 
+bool placement_op_linear(int op) {
+    switch (op) {
+    case OP_ADD: case OP_SUB: case OP_SCALE: case OP_RESHAPE: case OP_SUM_TO:
+    case OP_POS_EMBEDDING_DW: case OP_PERMUTE: case OP_CONCAT: case OP_SLICE: case OP_SPLIT:
+    case OP_EXPAND:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool placement_defer_sum(const Graph *g, NodeId id, unsigned axes, ShardStrategy *st) {
+    const Node *n = ir_node(g, id);
+    if (!axes || axes >= 1u << SHARD_MAX_AXES || !placement_op_linear(n->op) || st->n_in != n->n_in ||
+        st->n_out != n->n_out)
+        return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (!ir_dtype_is_float(ir_val(g, n->in[i])->dtype)) return false;
+    for (int o = 0; o < n->n_out; o++) /* an update is written over its leaf, whole */
+        if (ir_val(g, n->out[o])->updates != IR_NONE) return false;
+    for (int a = 0; a < SHARD_MAX_AXES; a++) /* the axes free: no iterator, no split, nothing pending */
+        if ((axes >> a & 1u) && st->iter_of_axis[a] >= 0) return false;
+    for (int k = 0; k < st->n_in + st->n_out; k++) {
+        const ShardSpec *s = k < st->n_in ? &st->in[k] : &st->out[k - st->n_in];
+        if (s->pmax || (s->partial & axes)) return false;
+        for (int a = 0; a < SHARD_MAX_AXES; a++)
+            if ((axes >> a & 1u) && shard_spec_axis_dim(s, a, NULL) >= 0) return false;
+    }
+    for (int i = 0; i < st->n_in; i++) st->in[i].partial |= (uint8_t)axes;
+    for (int o = 0; o < st->n_out; o++) st->out[o].partial |= (uint8_t)axes;
+    return true;
+}
+
+unsigned placement_deferred_axes(const Graph *g, NodeId id, const ShardStrategy *st, ShardStrategy *base) {
+    if (st->n_in < 1) return 0;
+    unsigned axes = st->in[0].partial;
+    for (int i = 1; i < st->n_in; i++)
+        if (st->in[i].partial != axes) return 0;
+    for (int o = 0; o < st->n_out; o++)
+        if ((st->out[o].partial & axes) != axes) return 0;
+    ShardStrategy b = *st, again;
+    for (int i = 0; i < b.n_in; i++) b.in[i].partial = 0;
+    for (int o = 0; o < b.n_out; o++) b.out[o].partial &= (uint8_t)~axes;
+    again = b;
+    if (!axes || !placement_defer_sum(g, id, axes, &again)) return 0;
+    *base = b;
+    return axes;
+}
+
 bool placement_is_pending_sum(const Graph *g, NodeId id, const ShardStrategy *st) {
     ShardStrategy want;
     if (!placement_pending_sum(g, id, st->out[0].partial, &want)) return false;
@@ -425,22 +474,23 @@ bool placement_verify(const Placement *pl, StrBuf *why) {
         if (pl->keep_partial[id] || placement_is_pending_sum(g, id, &pl->st[id])) continue;
         IterSpace is;
         ir_itspace(g, id, &is);
-        ShardStrategy again;
+        ShardStrategy again, base; /* a deferred sum: the iteration space's strategy without its axes */
+        const ShardStrategy *st = placement_deferred_axes(g, id, &pl->st[id], &base) ? &base : &pl->st[id];
         StrBuf w;
         sb_init(&w);
         bool ok = true;
         for (int a = 0; a < SHARD_MAX_AXES && ok; a++) {
-            int it = pl->st[id].iter_of_axis[a];
+            int it = st->iter_of_axis[a];
             if (it >= is.n_iters || (a >= m->n_axes && it >= 0)) {
                 sb_printf(&w, "mesh axis %d goes to iterator %d, which does not exist", a, it);
                 ok = false;
             }
         }
-        ok = ok && shard_strategy_from(&is, m, pl->st[id].iter_of_axis, &again, &w);
+        ok = ok && shard_strategy_from(&is, m, st->iter_of_axis, &again, &w);
         for (int i = 0; ok && i < again.n_in; i++) /* (or with an iterator's axes in another order: a ZeRO slice's) */
-            if (!shard_spec_eq(&again.in[i], &pl->st[id].in[i])) shard_strategy_order_as(&is, &again, i, &pl->st[id].in[i]);
-        for (int i = 0; ok && i < again.n_in; i++) ok = shard_spec_eq(&again.in[i], &pl->st[id].in[i]);
-        for (int o = 0; ok && o < again.n_out; o++) ok = shard_spec_eq(&again.out[o], &pl->st[id].out[o]);
+            if (!shard_spec_eq(&again.in[i], &st->in[i])) shard_strategy_order_as(&is, &again, i, &st->in[i]);
+        for (int i = 0; ok && i < again.n_in; i++) ok = shard_spec_eq(&again.in[i], &st->in[i]);
+        for (int o = 0; ok && o < again.n_out; o++) ok = shard_spec_eq(&again.out[o], &st->out[o]);
         if (!ok) {
             sb_printf(why, "node %%%s (%s): its strategy does not exist on mesh ", name, ir_op(ir_node(g, id)->op)->name);
             shard_mesh_print(why, m);

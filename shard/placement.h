@@ -51,6 +51,25 @@ bool placement_partial_result(const Graph *g, NodeId id, const ShardSpec *held0,
 bool placement_pending_sum(const Graph *g, NodeId id, unsigned axes, ShardStrategy *st);
 bool placement_is_pending_sum(const Graph *g, NodeId id, const ShardStrategy *st);
 
+/* Ops linear in every operand: a sum of pending operands gives a pending
+ * result, so the sum can wait for a later reader (the data-parallel
+ * lowering's batch split, compiler/lower/split.c, and placement_defer_sum). */
+bool placement_op_linear(int op);
+
+/* A deferred sum: node id (an op linear in every operand, all of them float)
+ * runs its strategy *st on operands pending over the mesh axes `axes`, which
+ * st leaves free (no iterator on them, no dim split over them), and leaves
+ * its result pending over them too, so that its reader sums it once (the
+ * completion's use, solver/placement.c defers_sum: a tied embedding's two
+ * gradient parts added before their one sync, a bucket or ZeRO's
+ * reduce-scatter, as the ILP prices them: solver/problem.c build_edges,
+ * cost_deferred_grad). Adds the axes to st's specs; false (st untouched)
+ * where the op or st does not allow it. placement_deferred_axes gives them
+ * back (0: st defers no sum), with in *base the strategy without them, the
+ * iteration space's (placement_verify checks that one). */
+bool placement_defer_sum(const Graph *g, NodeId id, unsigned axes, ShardStrategy *st);
+unsigned placement_deferred_axes(const Graph *g, NodeId id, const ShardStrategy *st, ShardStrategy *base);
+
 /* A parameter's gradient resharded right after the node that computes it,
  * into *t, so that only that layout lives until the update: under ZeRO-2/3
  * the update's slice (a reduce-scatter); otherwise, when the gradient is a

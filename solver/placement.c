@@ -283,6 +283,46 @@ static bool passes_partial(const Walk *w, NodeId id, ShardSpec *out) {
     return placement_partial_result(w->g, id, &w->spec[n->in[0]], out);
 }
 
+/* A parameter's gradient that a linear op sums of parts, each pending a sum
+ * over the same mesh axes (a tied embedding's two parts, the head's and the
+ * lookup's, each pending over the batch axes): the op runs on the parts as
+ * they are pending, read in st's specs by slices and gathers only (each part
+ * read by it alone: a part another reader needs summed is summed there
+ * anyway), and leaves the gradient pending (placement_defer_sum) for the
+ * parameter's one sync (a bucket on the communication stream, ZeRO's
+ * reduce-scatter), as the ILP prices it (problem.c: build_edges moves the
+ * head's part without its sum, cost_deferred_grad; price_params syncs the
+ * owner's pending gradient). Each part was summed on the caller's thread
+ * (bench/simulate: gpt2_f16_tp_2x2). One pending operand (the position
+ * table's scatter, also deferred to the table's sync in the ILP) keeps its
+ * sum where the strategy reads it: deferred, it rides a bucket of its own at
+ * the backward's end, queued behind the blocks' buckets, which the ILP
+ * prices as the table's share of its run's (bench/simulate/README.md). */
+static bool defers_sum(const Walk *w, NodeId id, ShardStrategy *st) {
+    const Node *n = ir_node(w->g, id);
+    if (n->n_out != 1 || n->n_in < 2 || w->gparam[n->out[0]] == IR_NONE) return false;
+    unsigned axes = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        const ShardSpec *h = &w->spec[n->in[i]];
+        if (!w->known[n->in[i]] || h->pmax || !h->partial || (i && h->partial != axes)) return false;
+        axes = h->partial;
+        for (NodeId r = 0; r < w->g->n_nodes; r++) /* read here only: no other reader sums it anyway */
+            for (int k = 0; r != id && k < ir_node(w->g, r)->n_in; k++)
+                if (ir_node(w->g, r)->in[k] == n->in[i]) return false;
+    }
+    ShardStrategy t = *st;
+    if (!placement_defer_sum(w->g, id, axes, &t)) return false;
+    for (int i = 0; i < n->n_in; i++) {
+        const Value *v = ir_val(w->g, n->in[i]);
+        ShardReshard r;
+        if (!shard_reshard(w->m, v->shape, v->dtype, &w->spec[n->in[i]], &t.in[i], &r, NULL)) return false;
+        for (int k = 0; k < r.n; k++)
+            if (r.step[k].kind != COLL_ALL_GATHER && r.step[k].kind != COLL_SLICE) return false;
+    }
+    *st = t;
+    return true;
+}
+
 /* An input: whole rows, split as its first reader splits its leading dim
  * (the first input fixes the split for all). */
 static bool place_input(Walk *w, ValueId x, const ShardSpec *want) {
@@ -366,6 +406,7 @@ static bool complete(Walk *w) {
             pl->st[id] = st;
             pl->has_st[id] = pl->by_rule[id] = true;
         } else return false;
+        if (!pl->keep_partial[id] && defers_sum(w, id, &st)) pl->st[id] = st;
         bool pass = pl->keep_partial[id];
         for (int i = 0; !pass && i < n->n_in; i++) {
             ValueId x = n->in[i];

@@ -9,19 +9,6 @@
 
 #include "ops.h"
 
-/* Ops that are linear in every operand: a sum of partial operands gives a
- * partial result, so the reduction can wait for a later consumer. */
-static bool op_linear(int op) {
-    switch (op) {
-    case OP_ADD: case OP_SUB: case OP_SCALE: case OP_RESHAPE: case OP_SUM_TO:
-    case OP_POS_EMBEDDING_DW: case OP_PERMUTE: case OP_CONCAT: case OP_SLICE: case OP_SPLIT:
-    case OP_EXPAND:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* Whether y, a cast's result, is read by nothing but the accumulation of a
  * gradient over micro-batches (grad_accum's increment). */
 static bool casts_into_accum(const Graph *g, ValueId y) {
@@ -158,7 +145,7 @@ static bool split_node(const Graph *g, LowerProgram *p, NodeId id, bool *pending
         p->v[n->out[0]].partial = pending[n->out[0]] = true;
         return true;
     }
-    if (any_partial && op_linear(n->op) && all_partial && !partial) {
+    if (any_partial && placement_op_linear(n->op) && all_partial && !partial) {
         for (int o = 0; o < n->n_out; o++) p->v[n->out[o]].partial = pending[n->out[o]] = true;
         scatter_final(g, p, id, pending, zgrad);
         return true;

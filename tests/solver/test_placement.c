@@ -12,6 +12,7 @@
  *     block's instances, zero micro-batches.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "autodiff.h"
 #include "check.h"
@@ -541,10 +542,71 @@ static void test_grad_scatter(void) {
     CHECK(!placement_grad_scatter(&m, &w, 0, &g, sh, &t));
 }
 
+/* placement_defer_sum: a tied embedding's gradient, the add of its two parts
+ * (the head's and the lookup's, each pending over the batch axis 0), runs
+ * its strategy (the feature dim over axis 1) on the parts pending and leaves
+ * the sum pending for the parameter's one sync; placement_deferred_axes gives
+ * the axes and the iteration space's strategy back (placement_verify checks
+ * that one). Refused: an axis the strategy uses, a non-linear op, an update. */
+static void test_deferred_sum(void) {
+    Graph *g = training("gpt2-tiny.cir");
+    ShardCluster c;
+    ShardMesh m;
+    StrBuf e;
+    sb_init(&e);
+    IR_ASSERT(shard_cluster_load("h100:1x4", &c, &e, NULL) && shard_mesh_parse(&c, "2x2", &m, &e));
+    sb_free(&e);
+    NodeId add = IR_NONE, gelu = IR_NONE, upd = IR_NONE;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *n = ir_node(g, id);
+        if (n->op == OP_ADD && !strcmp(ir_val(g, n->out[0])->name, "wte.weight.grad")) add = id;
+        if (n->op == OP_GELU && gelu == IR_NONE) gelu = id;
+        if (ir_op_is_update(n->op) && upd == IR_NONE) upd = id;
+    }
+    IR_ASSERT(add != IR_NONE && gelu != IR_NONE && upd != IR_NONE);
+    IterSpace is;
+    ir_itspace(g, add, &is);
+    int8_t axes[SHARD_MAX_AXES];
+    memset(axes, -1, sizeof axes);
+    for (int k = 0; k < is.n_iters; k++)
+        if (is.iters[k].size == 16) axes[1] = (int8_t)k; /* the features over axis 1 */
+    IR_ASSERT(axes[1] >= 0);
+    ShardStrategy st, d, base;
+    StrBuf why;
+    sb_init(&why);
+    IR_ASSERT(shard_strategy_from(&is, &m, axes, &st, &why));
+    sb_free(&why);
+    CHECK_INT(placement_deferred_axes(g, add, &st, &base), 0); /* nothing deferred */
+    d = st;
+    CHECK(placement_defer_sum(g, add, 1u, &d));
+    ShardSpec want = spec("[R,S1]P0");
+    CHECK(shard_spec_eq(&d.in[0], &want) && shard_spec_eq(&d.in[1], &want) && shard_spec_eq(&d.out[0], &want));
+    CHECK_INT(placement_deferred_axes(g, add, &d, &base), 1);
+    CHECK(shard_spec_eq(&base.in[0], &st.in[0]) && shard_spec_eq(&base.out[0], &st.out[0]));
+    d.in[1].partial = 0; /* one part summed, the other not: no deferred sum */
+    CHECK_INT(placement_deferred_axes(g, add, &d, &base), 0);
+    d = st;
+    CHECK(!placement_defer_sum(g, add, 2u, &d)); /* axis 1 splits the features */
+    CHECK(!placement_defer_sum(g, add, 0u, &d));
+    ShardStrategy o;
+    ir_itspace(g, gelu, &is);
+    int8_t none[SHARD_MAX_AXES];
+    memset(none, -1, sizeof none);
+    sb_init(&why);
+    IR_ASSERT(shard_strategy_from(&is, &m, none, &o, &why));
+    CHECK(!placement_defer_sum(g, gelu, 1u, &o)); /* not linear */
+    ir_itspace(g, upd, &is);
+    IR_ASSERT(shard_strategy_from(&is, &m, none, &o, &why));
+    sb_free(&why);
+    CHECK(!placement_defer_sum(g, upd, 1u, &o)); /* written over its leaf, whole */
+    ir_graph_free(g);
+}
+
 int main(void) {
     test_grad_scatter();
     test_layouts();
     test_partial_sum_to();
+    test_deferred_sum();
     test_memory_moments();
     test_member_by_member();
     test_zero_limit();
