@@ -1502,7 +1502,7 @@ static void bucket_runs(const Graph *g, const PlanResult *r, ValueId *run, bool 
  * call before the copies up, the last one's call and copy up after the copies down), its
  * elements its group's moved elements in proportion to its parameter's (its ZeRO slice). A
  * run's item: one host call, the scalars down once, the gradients in one copy down (ZeRO-1's
- * slices: one each), the parameters up each. */
+ * slices: one each), the parameters up each (ZeRO-1's slices: in one copy). */
 static void offload_flow(const Graph *g, PlanResult *r) {
     const IlpProblem *p = r->prob;
     const Placement *pl = r->pl;
@@ -1537,7 +1537,7 @@ static void offload_flow(const Graph *g, PlanResult *r) {
     int *item = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1)); /* per run's leader: its item */
     for (ValueId v = 0; v < g->n_values; v++) item[v] = -1;
     int n = 0;
-    double joined = 0, d2h_saved = 0;
+    double joined = 0, d2h_saved = 0, h2d_saved = 0;
     for (int k = 0; k < no; k++) {
         ValueId v = ord[k], l = run[v];
         if (pl->offload[v] <= PO_DEVICE || owner[v] < 0) continue;
@@ -1546,11 +1546,14 @@ static void offload_flow(const Graph *g, PlanResult *r) {
         double e = G->strats[r->choice.strat[owner[v]]].off_elems[z] * (double)ir_shape_numel(ir_val(g, v)->shape) /
                    G->param_elems;
         double *x;
+        bool one_up = false; /* ZeRO-1: its slice comes up in its run's one copy (offload.c up_span) */
         if (item[l] >= 0) { /* joins its run's item: its gradient's copy (apart) and its elements */
             x = st + OFF_STAGES * item[l];
             joined++, d2h_saved += apart[v] ? 3 : 4;
             x[0] += (apart[v] ? cost_host_copies(cl, 1, 0) : 0) + e * p->off_stage_s[0];
             x[1] += e * p->off_stage_s[1];
+            one_up = apart[v] && pl->offload[v] != PO_PARAMS;
+            h2d_saved += one_up;
         } else {
             item[l] = n;
             x = st + OFF_STAGES * n++;
@@ -1559,7 +1562,7 @@ static void offload_flow(const Graph *g, PlanResult *r) {
             x[1] = p->off_stage_lat[1] + e * p->off_stage_s[1];
             x[2] = x[3] = 0;
         }
-        x[2] += pl->offload[v] == PO_PARAMS && z == 3 ? 0 : p->off_stage_lat[2] + e * p->off_stage_s[2];
+        x[2] += pl->offload[v] == PO_PARAMS && z == 3 ? 0 : (one_up ? 0 : p->off_stage_lat[2]) + e * p->off_stage_s[2];
         x[3] += plan_offload_gather(g, r, v); /* ZeRO-1/2: its slice all-gathered after its copy up */
     }
     /* parameters on the host: a recomputed instance's re-run gathers (and copies up) its
@@ -1571,7 +1574,8 @@ static void offload_flow(const Graph *g, PlanResult *r) {
         for (int pol = 0; pol < RC__COUNT; pol++) rc += r->choice.count[G->block][pol] * G->rc_param_reads[pol];
     }
     double fetch = rc > 0 ? r->price.fetch_copies + rc * p->opt.micro_batches : -1;
-    ilp_price_offload_runs(p, &r->price, joined, d2h_saved, ilp_offload_flow(st, n), fetch, plan_offload_hidden(r));
+    ilp_price_offload_runs(p, &r->price, joined, d2h_saved, h2d_saved, ilp_offload_flow(st, n), fetch,
+                           plan_offload_hidden(r));
     ir_free(item);
     ir_free(st);
     ir_free(ord);

@@ -19,7 +19,8 @@
  * compute stream waits for the transfer's event before its first gather.
  * A run of updates (lower.h LowerOffload.run: neighbours in a chunk's part or a
  * gradient bucket) is written at its leader: the run's gradients down (one copy
- * where its part or bucket holds them side by side in f32),
+ * where its part or bucket holds them side by side in f32; ZeRO-1's slices up in
+ * one copy, run_up),
  * the scalars once, one colrt_host_adamw and one rounding over the span, each
  * member's parameter up; its other members write only the copy-up event.
  * Also the program's parts that hold it: the struct's fields, creation (the
@@ -237,6 +238,14 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
     }
     sb_puts(c->sched, "    }\n");
     bool gathered = false;
+    if (e->run_up != IR_NONE) { /* ZeRO-1: the run's slices up in one copy, laid out as on the host */
+        int64_t up = ir_dtype_size(pt) * e->run_elems;
+        sb_puts(c->sched, "    colrt_memcpy_async(");
+        cg_ptr(c, c->sched, e->run_up);
+        sb_printf(c->sched, ", M->host.base + %lld, %lld, COLRT_H2D, M->h2d); /* the slices of %d updates, %%%s's on */\n",
+                  (long long)lp->v[lo->host_param].offset, (long long)up, e->run_n, ir_val(c->g, lo->param)->name);
+        cg_trace_hcopy(c, SIM_H2D, (double)up, ir_val(c->g, lo->param)->name);
+    }
     for (int j = k; j < lp->n_offload; j++) {
         const LowerOffload *m = &lp->offload[j];
         if (m->run != k) continue;
@@ -245,6 +254,7 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
             sb_printf(c->sched, "    /* %%%s's slice stays on the host (--offload params) */\n", ir_val(c->g, m->param)->name);
             continue;
         }
+        if (e->run_up != IR_NONE) continue;
         int64_t up = ir_dtype_size(pt) * m->elems;
         sb_puts(c->sched, "    colrt_memcpy_async(");
         cg_ptr(c, c->sched, m->up_to);

@@ -185,6 +185,10 @@ typedef struct LowerOffload {
                                 * the bucket; mixed precision: its
                                 * f32 cast, a view into the casts' span): one copy down; IR_NONE:
                                 * each member's gradient copied down into its place on its own */
+    ValueId run_up;            /* on a leader of ZeRO-1's slices (a bucket's run): the device span
+                                * its members' updated slices lie in at their slots, as on the
+                                * host (run_lo's up_to, a view at its start): one copy up of
+                                * run_elems; IR_NONE: each member's own copy up */
 } LowerOffload;
 
 /* The host offload's traffic per step as the program runs it (offload.c, cg_offload.c):

@@ -25,7 +25,9 @@
  * span, and under --offload params one copy moves a run's slices up into a
  * round's send buffer (lower_fetch_span). ZeRO-1 updates each rank's slice of
  * a bucket's gradients, which do not lie side by side: each is copied down on
- * its own into its slot (packed), the call and the scalars still the run's.
+ * its own into its slot (packed), the call and the scalars still the run's, and
+ * the updated slices come up in one copy into a device span laid out as the
+ * host's (up_span), each all-gathered from its view there.
  * A device member or a change of hyperparameters cuts a run (a mixed chunk or
  * bucket splits); the planner counts the same runs (solver/chunks.c
  * offload_runs, solver/plan.c bucket_runs).
@@ -327,6 +329,36 @@ static void cast_span(LowerCtx *c, Cand *cand, int ne, const int *run, int r, in
     }
 }
 
+/* ZeRO-1: the run led by entry first + r (its slices apart, form_runs) copies each member's
+ * updated slice up into a buffer of its own, all-gathered into its parameter next. The slices
+ * are laid out as the host's spans instead (the packed slots), views of one device buffer the
+ * schedule places from the run's first update to its last all-gather, so the run's parameters
+ * come up in one copy (run_up). Not where a slice shares a buffer already. */
+static void up_span(LowerCtx *c, const Cand *cand, int ne, const int *run, int r, int64_t span, int first) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    DType dt = DT_F32;
+    for (int j = 0; j < ne; j++) {
+        const LowerOffload *e = &p->offload[first + j];
+        ValueId u = e->up_to;
+        if (run[j] != r) continue;
+        /* (its redirect, alias.c: the readers after its all-gather read the gathered parameter) */
+        if (e->params || !e->gathered || lower_root_of(p, u) != u || p->v[u].host ||
+            p->v[u].bytes != ir_dtype_size(ir_val(g, u)->dtype) * e->elems)
+            return;
+        dt = ir_val(g, u)->dtype;
+    }
+    LowerOffload *l = &p->offload[first + r];
+    ValueId sp = lower_add_temp(g, p, cand[r].node, span, dt, "next.run", l->up_to);
+    for (int j = 0; j < ne; j++) {
+        if (run[j] != r) continue;
+        ValueId u = p->offload[first + j].up_to;
+        p->v[u].storage = sp;
+        p->v[u].view_off = ir_dtype_size(dt) * cand[j].slot;
+    }
+    l->run_up = p->offload[l->run_lo].up_to;
+}
+
 bool lower_pass_offload(LowerCtx *c) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
@@ -399,7 +431,8 @@ bool lower_pass_offload(LowerCtx *c) {
                             .up_to = ir_node(g, last)->out[0],
                             .gathered = lower_zero_gather_target(p, last) != IR_NONE,
                             .param_shift = ln->zero && !p->v[w].zchunk ? ln->zchunk : 0, .params = ca->params,
-                            .run = first + r, .run_n = r == i ? n_run[r] : 0, .run_grad = IR_NONE};
+                            .run = first + r, .run_n = r == i ? n_run[r] : 0, .run_grad = IR_NONE,
+                            .run_up = IR_NONE};
         if (cast != IR_NONE) { /* the master lives on the host; its rounding goes up */
             e->master = w;
             to_host(c, w, SLOT(S_W));
@@ -429,6 +462,8 @@ bool lower_pass_offload(LowerCtx *c) {
     }
     for (int i = 0; i < ne; i++) /* the leaders: one copy down where the part holds the run's gradients in f32 */
         if (run[i] == i && n_run[i] > 1 && cand[i].whole) p->offload[first + i].run_grad = cand[p->offload[first + i].run_lo - first].src;
+    for (int i = 0; i < ne; i++) /* and ZeRO-1's: one copy up of the slices */
+        if (run[i] == i && n_run[i] > 1 && cand[i].apart) up_span(c, cand, ne, run, i, span[i], first);
     ir_free(n_run);
     ir_free(base);
     ir_free(span);
@@ -448,8 +483,10 @@ LowerOffloadTraffic lower_offload_traffic(const LowerProgram *p) {
             if (e->run_grad != IR_NONE) t.d2h_copies++, t.d2h_bytes += 4.0 * (double)e->run_elems;
         }
         if (l->run_grad == IR_NONE) t.d2h_copies++, t.d2h_bytes += 4.0 * (double)e->elems;
-        if (!e->params) /* params: the slice stays on the host */
-            t.h2d_copies++, t.h2d_bytes += (double)ir_dtype_size(p->g->values[e->param].dtype) * (double)e->elems;
+        double es = (double)ir_dtype_size(p->g->values[e->param].dtype);
+        if (e->run == k && e->run_up != IR_NONE) t.h2d_copies++, t.h2d_bytes += es * (double)e->run_elems;
+        if (!e->params && l->run_up == IR_NONE) /* params: the slice stays on the host */
+            t.h2d_copies++, t.h2d_bytes += es * (double)e->elems;
     }
     return t;
 }
