@@ -127,6 +127,11 @@ check llama_pp_2_ileave_2_m8 "$src/tests/e2e/llama_tiny_4.cir" "${il[@]}" --micr
 check llama_pp_2_ileave_2_bf16 "$src/tests/e2e/llama_tiny_4.cir" "${il[@]}" --micro-batches 4 --dtype bf16
 check gpt2_pp_4_ileave_2_dp_2 "$src/examples/gpt2/gpt2.c" -DN_LAYER=8 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 \
   --cluster h100:1x8 --pp 4 --mesh 2 --schedule interleaved:2 --micro-batches 4
+# data parallel in the stages: an interleaved program has no gradient buckets (lower.c pipe_buckets),
+# each gradient all-reduced alone in the update, priced so (IlpStrat.sync_alone_s; at its share of a
+# bucket's latency it was 2.877)
+check gpt2_pp_2_ileave_2_dp_2 "$src/tests/e2e/gpt2_tiny_4.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy dp \
+  --schedule interleaved:2 --micro-batches 4
 
 # measured collective tables (collective_us): the h100 preset on 1x2 with a table for 2 ranks
 # inside the node (h100_1x2_collectives.json; the all-reduce's last segment flat, so a
