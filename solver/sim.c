@@ -335,6 +335,7 @@ static double *mpost(PipeRun *R, const PipeMsg *x, int side) {
  * partner has not posted. */
 static bool run_xfer(PipeRun *R, int s, const PipeAction *a, SimResult *r) {
     Lane *L = &R->lane[s];
+    if (a->n_send + a->n_recv == 0) return true; /* nothing posted (pipeline_interleaved writes none such) */
     double now = fmax(L->t[SIM_COMPUTE], L->h);
     if (!R->posted[s]) {
         for (int h = 0; h < a->n_send + a->n_recv; h++) {
