@@ -285,12 +285,13 @@ static void post(Posts *q, int seq, double t) {
 
 static double posted_at(const Posts *q, int seq) { return seq < q->n ? q->t[seq] : -1; }
 
-/* Virtual stage q's ops of one segment and part (1F1B: stage q's), on stage s's lane. */
-static void run_list(PipeRun *R, int q, int s, int seg, int part, int m, SimResult *r) {
+/* Virtual stage q's ops of one segment and part (1F1B: stage q's), on stage s's lane; again:
+ * the forward run again before a backward (its not_again ops skipped). */
+static void run_list(PipeRun *R, int q, int s, int seg, int part, int m, bool again, SimResult *r) {
     const OpList *l = &R->lists[q][seg][part];
     for (int j = 0; j < l->n; j++) {
         const SimOp *o = &R->p->op[l->i[j]];
-        if (o->last_micro && m != R->micro - 1) continue;
+        if ((o->last_micro && m != R->micro - 1) || (again && o->not_again)) continue;
         run_op(R->p, l->i[j], m, R->cm, R->no_host, R->queues, &R->lane[s], r, &R->cap);
     }
 }
@@ -303,7 +304,7 @@ static void run_compute(PipeRun *R, int s, const PipeAction *a, SimResult *r) {
     Lane *L = &R->lane[s];
     double t0 = lane_end(L), k0 = r->kernel_s + r->copy_s + r->coll_compute_s;
     /* a list of virtual stage q run on stage s's lane */
-#define RUN(seg, part) run_list(R, q, s, seg, part, a->mb, r)
+#define RUN(seg, part) run_list(R, q, s, seg, part, a->mb, false, r)
     if (a->kind == PA_FWD) {
         RUN(SIM_SEG_RESTORE, SIM_FORWARD);
         RUN(SIM_SEG_BODY, SIM_FORWARD);
@@ -313,7 +314,7 @@ static void run_compute(PipeRun *R, int s, const PipeAction *a, SimResult *r) {
             RUN(SIM_SEG_RESTORE, SIM_FORWARD);
             double a0 = r->kernel_s + r->copy_s + r->coll_compute_s;
             if (kept) RUN(SIM_SEG_STASH_IN, SIM_BACKWARD);
-            else RUN(SIM_SEG_BODY, SIM_FORWARD);
+            else run_list(R, q, s, SIM_SEG_BODY, SIM_FORWARD, a->mb, true, r);
             if (!kept) r->st[s].again_s += r->kernel_s + r->copy_s + r->coll_compute_s - a0;
         }
         if (!last) RUN(SIM_SEG_GRADS_IN, SIM_BACKWARD);
@@ -747,6 +748,7 @@ cJSON *sim_program_to_json(const SimProgram *p, const ShardCluster *cl) {
         if (s->last_micro) cJSON_AddNumberToObject(j, "lm", 1);
         if (s->recompute) cJSON_AddNumberToObject(j, "rc", 1);
         if (s->zero) cJSON_AddNumberToObject(j, "z", 1);
+        if (s->not_again) cJSON_AddNumberToObject(j, "na", 1);
         if (s->stage) cJSON_AddNumberToObject(j, "g", s->stage);
         if (s->seg) cJSON_AddNumberToObject(j, "pa", s->seg);
         switch (s->kind) {
@@ -1004,11 +1006,12 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
             sb_printf(err, "%s: %s: field 'n' is longer than 1024 characters", where, ctx);
             goto bad;
         }
-        double s, part, lm, rc, zr, stg, seg;
+        double s, part, lm, rc, zr, stg, seg, na;
         if (!num(j, "s", 0, SIM_STREAMS - 1, 0, &s, where, ctx, err) || !num(j, "p", 0, 2, -1, &part, where, ctx, err) ||
             !num(j, "lm", 0, 1, 0, &lm, where, ctx, err) || !num(j, "rc", 0, 1, 0, &rc, where, ctx, err) ||
             !num(j, "z", 0, 1, 0, &zr, where, ctx, err) || !num(j, "g", 0, sim_vstages(p) - 1, 0, &stg, where, ctx, err) ||
-            !num(j, "pa", 0, p->stages > 1 ? SIM_SEGS - 1 : 0, 0, &seg, where, ctx, err))
+            !num(j, "pa", 0, p->stages > 1 ? SIM_SEGS - 1 : 0, 0, &seg, where, ctx, err) ||
+            !num(j, "na", 0, 1, 0, &na, where, ctx, err))
             goto bad;
         if ((kind == SIM_P2P) != (seg == SIM_SEG_NEXT || seg == SIM_SEG_PREV)) {
             sb_printf(err, "%s: %s: a 'p2p' op is in segment 'pa' %d or %d (a transfer), and only it", where, ctx,
@@ -1019,6 +1022,7 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
         o->last_micro = lm != 0;
         o->recompute = rc != 0;
         o->zero = zr != 0;
+        o->not_again = na != 0;
         o->stage = (int)stg;
         o->seg = (int)seg;
         double a, e;

@@ -79,6 +79,9 @@ typedef struct SimOp {
     int part;           /* SIM_FORWARD, SIM_BACKWARD, SIM_UPDATE */
     bool last_micro;    /* runs after the last micro-batch only (a gradient bucket under accumulation) */
     bool recompute;     /* a recomputed forward node */
+    bool not_again;     /* a pipelined program's forward op that a forward run again before its
+                         * backward skips (interleaved: the forward values' copy into the outbox,
+                         * `if (!M->pipe_rerun)`; "na" in the plan JSON) */
     bool zero;          /* SIM_COLL: a ZeRO collective of a parameter or its gradient
                          * (compiler/codegen emit_zero_coll; "z" in the plan JSON) */
     OpClass cls;        /* SIM_KERNEL */

@@ -394,6 +394,7 @@ void cg_pipe_after_node(CgCtx *c, NodeId id) {
                     cg_ptr(c, c->sched, v[k]);
                     c->cur_node = save;
                     cg_trace_copy(c, (double)lp->v[v[k]].bytes, ir_val(c->g, v[k])->name);
+                    if (c->trace && pp->chunks > 1 && !dir) c->trace->op[c->trace->n - 1].not_again = true;
                     sb_printf(c->sched, ", %lld, COLRT_D2D, NULL); /* %%%s, to send to %sstage %d */\n",
                               (long long)lp->v[v[k]].bytes, ir_val(c->g, v[k])->name, pp->chunks > 1 ? "virtual " : "",
                               dir ? s - 1 : s + 1);

@@ -155,6 +155,10 @@ if C != plan["pipeline"]["chunks"] or sim["chunks"] != C or len(plan["program"][
         (name.startswith("ileave") and C < 2):
     print("FAIL: %s: %d model chunks recorded, %d planned, %d replayed" % (name, C, plan["pipeline"]["chunks"], sim["chunks"]))
     ok = False
+# interleaved: the outbox copies a forward run again skips, as many marked as the C guards
+na, guarded = sum(1 for o in ops if o.get("na")), len(re.findall(r"if \(!M->pipe_rerun\) colrt_memcpy\(", src))
+if na != guarded or (C > 1) != (guarded > 0):
+    print("FAIL: %s: %d ops marked not run again, %d copies guarded" % (name, na, guarded)); ok = False
 def body(fn):  # a generated function's text
     m = re.search(r"\nstatic \w+ %s\(.*?\n}\n" % fn, src, re.S)
     return m.group(0) if m else ""
