@@ -661,6 +661,12 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
                 return false;
             }
         }
+    for (int st = 0; pipe && st < p->stages; st++) /* before the check, whose tables grow with the micro-batches */
+        if (p->n_acts[st] < 2 * p->micro_batches * p->chunks) {
+            sb_printf(err, "stage %d runs %d actions; %d micro-batches of %d model chunks need at least %d", st,
+                      p->n_acts[st], p->micro_batches, p->chunks, 2 * p->micro_batches * p->chunks);
+            return false;
+        }
     if (pipe) {
         StrBuf why;
         sb_init(&why);
