@@ -461,8 +461,9 @@ static void ileave_msg_case(CgCtx *c, StrBuf *m, int q, bool send, bool grad) {
     if (send) { /* recorded once per message (its sender's case): virtual stage q's, to its neighbour */
         c->trace_stage = q;
         c->trace_seg = grad ? SIM_SEG_PREV : SIM_SEG_NEXT, c->trace_part = SIM_FORWARD;
-        cg_trace_p2p(c, 2.0 * (double)words, 2.0 * (double)words,
-                     ir_val(c->g, grad ? pp->bwd[q - 1][0] : pp->fwd[q][0])->name);
+        const ValueId *mv = grad ? pp->bwd[q - 1] : pp->fwd[q];
+        int nv = grad ? pp->n_bwd[q - 1] : pp->n_fwd[q];
+        cg_trace_p2p(c, 2.0 * (double)words, 2.0 * (double)words, nv ? ir_val(c->g, mv[0])->name : "message");
         c->trace_seg = SIM_SEG_BODY;
     }
     sb_printf(m, "        case %d: /* %s %s of virtual stage %d for virtual stage %d */\n", (q * 2 + grad) * 2 + send,
