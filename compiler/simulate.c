@@ -157,7 +157,8 @@ int run_simulate(int argc, char **argv) {
                r.n_colls, r.n_copies, r.peak_live_bytes, p.micro_batches, r.host_s, r.hcopy_s, r.n_hcopies,
                r.offload_exposed_s, r.contention_s);
         /* a pipelined program: each stage's replay (stages 1: none) */
-        printf("\"stages\": %d, \"bubble_fraction\": %.9g, \"per_stage\": [", r.stages, r.bubble_fraction);
+        printf("\"stages\": %d, \"chunks\": %d, \"bubble_fraction\": %.9g, \"per_stage\": [", r.stages,
+               r.chunks > 1 ? r.chunks : 1, r.bubble_fraction);
         for (int s = 0; r.stages > 1 && s < r.stages; s++)
             printf("%s{\"end_s\": %.9g, \"busy_s\": %.9g, \"again_s\": %.9g, \"p2p_s\": %.9g, \"p2p_wait_s\": %.9g, "
                    "\"update_s\": %.9g, \"p2p\": %d}",
@@ -198,8 +199,12 @@ int run_simulate(int argc, char **argv) {
         if (planned > 0 && !cluster) printf("; the planner predicted %.6g s (%+.1f%%)", planned, 100 * (r.step_s / planned - 1));
         printf("\n  micro-batches: %d\n", p.micro_batches);
         if (r.stages > 1) { /* per stage: its compute, its transfers, its update, when it ends */
-            printf("  pipeline (1F1B): bubble %.1f%% (1 - the stages' forward and backward busy time / (stages x step))\n",
-                   100 * r.bubble_fraction);
+            if (r.chunks > 1)
+                printf("  pipeline (interleaved 1F1B, %d model chunks a stage): bubble %.1f%% (1 - the stages' forward and "
+                       "backward busy time / (stages x step))\n", r.chunks, 100 * r.bubble_fraction);
+            else
+                printf("  pipeline (1F1B): bubble %.1f%% (1 - the stages' forward and backward busy time / (stages x step))\n",
+                       100 * r.bubble_fraction);
             for (int s = 0; s < r.stages; s++)
                 printf("    stage %d: busy %.6g s (of which the forward again %.6g s), transfers %.6g s (%d calls; waiting "
                        "for the neighbour %.6g s), update %.6g s, ends at %.6g s\n",

@@ -420,8 +420,10 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
                 if (z >= 2) { /* S->sync_s is a step's, m micro-batches' */
                     zsync[s] += own * S->sync_s[z] * k;
                     bwd[s] += own * S->sync_s[z] * k;
-                } else if (V > 1) { /* interleaved: no buckets (lower.c), each gradient summed in the update */
-                    sync[s] += own * S->sync_s[z];
+                } else if (V > 1) { /* interleaved: no buckets (lower.c), each gradient summed alone in the
+                                     * update, paying its whole latency (2.88 x on gpt2_tiny_4 pp2 dp2 when
+                                     * priced at its share of a bucket's: docs/pipeline.md) */
+                    sync[s] += own * S->sync_alone_s[z];
                 } else {
                     double blocks = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z];
                     int set = (hold & (hold - 1)) != 0;

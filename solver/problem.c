@@ -710,6 +710,8 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, ze >= 2 || scatters ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += ze >= 2 ? M * sync : sync;
                 if (scatters) S->sync_blocking_s[z] += sync; /* once a step, at the update */
+                if (ze < 2) /* without buckets (an interleaved pipeline): each gradient alone, blocking */
+                    S->sync_alone_s[z] += in_bucket ? cost_grad_sync(cm, vv->shape, sdt, &sspec, 0, 1, false) : sync;
                 if (in_bucket && ze < 2) {
                     double whole;
                     S->sync_lat_s[z] += cost_grad_sync_latency(cm, vv->shape, sdt, &sspec, run_frac, queued, &whole);

@@ -1,7 +1,8 @@
 /*
  * sim.c — the simulator (sim.h): replays one rank's generated program op by
  * op on its streams (a pipelined program: one rank of each stage, each on its
- * own clock running its 1F1B action table, a transfer waiting for its partner),
+ * own clock running its action table, 1F1B or interleaved, a transfer waiting
+ * for its partner),
  * prices each op with the planner's own functions (cost_roofline_op for kernels
  * and copies, shard_coll_time_on for collectives, pipeline_p2p_time and
  * pipeline_coll_time on the pipeline's link), and writes the program to and
@@ -27,7 +28,10 @@ void sim_program_init(SimProgram *p) {
     memset(p, 0, sizeof *p);
     p->micro_batches = 1;
     p->stages = 1;
+    p->chunks = 1;
 }
+
+int sim_vstages(const SimProgram *p) { return p->stages * (p->chunks > 1 ? p->chunks : 1); }
 
 void sim_program_free(SimProgram *p) {
     for (int i = 0; i < p->n; i++) ir_free(p->op[i].name);
@@ -35,6 +39,7 @@ void sim_program_free(SimProgram *p) {
     for (int s = 0; s < PLACE_MAX_STAGES; s++) ir_free(p->acts[s]);
     memset(p, 0, sizeof *p);
     p->stages = 1;
+    p->chunks = 1;
 }
 
 SimOp *sim_add(SimProgram *p, SimKind k, int stream, int part, const char *name) {
@@ -248,7 +253,9 @@ typedef struct PipeRun {
     const SimProgram *p;
     const CostModel *cm;
     ShardMesh pm;           /* the pipeline's link (pipeline_link_mesh) */
-    int P, micro;
+    int P, micro;           /* P: the stages (devices) */
+    int V;                  /* the virtual stages (P x chunks; 1F1B: P) */
+    bool rerun_last;        /* interleaved: the last virtual stage runs its forward again (pipeline_last_reruns) */
     bool no_host, queues;
     Lane lane[PLACE_MAX_STAGES];
     OpList lists[PLACE_MAX_STAGES][SIM_SEGS][SIM_PARTS];
@@ -257,6 +264,8 @@ typedef struct PipeRun {
     bool posted[PLACE_MAX_STAGES]; /* its current p2p or pipeline collective is posted */
     int seq[PLACE_MAX_STAGES][2][2]; /* per stage: the messages it posted per direction, as sender / receiver */
     Posts *posts;           /* [boundary][dir][side] */
+    double *mpost;          /* interleaved: each message's halves' post times, [grad][q][mb][side] (-1: not yet) */
+    int msg_op[PLACE_MAX_STAGES][2]; /* interleaved: the p2p op of virtual stage q's message [0 forward values, 1 gradients] */
     Meet *meets;
     int n_meets, meet_cap;
     int *gseq;              /* [stage][group]: the collectives of a group it reached */
@@ -276,37 +285,90 @@ static void post(Posts *q, int seq, double t) {
 
 static double posted_at(const Posts *q, int seq) { return seq < q->n ? q->t[seq] : -1; }
 
-static void run_list(PipeRun *R, int s, int seg, int part, int m, SimResult *r) {
-    const OpList *l = &R->lists[s][seg][part];
+/* Virtual stage q's ops of one segment and part (1F1B: stage q's), on stage s's lane; again:
+ * the forward run again before a backward (its not_again ops skipped). */
+static void run_list(PipeRun *R, int q, int s, int seg, int part, int m, bool again, SimResult *r) {
+    const OpList *l = &R->lists[q][seg][part];
     for (int j = 0; j < l->n; j++) {
         const SimOp *o = &R->p->op[l->i[j]];
-        if (o->last_micro && m != R->micro - 1) continue;
+        if ((o->last_micro && m != R->micro - 1) || (again && o->not_again)) continue;
         run_op(R->p, l->i[j], m, R->cm, R->no_host, R->queues, &R->lane[s], r, &R->cap);
     }
 }
 
-/* A compute action of stage s (PA_FWD, PA_BWD) as the generated train_step runs it. */
-static void run_compute(PipeRun *R, int s, const PipeAction *a, bool kept, SimResult *r) {
-    bool last = s == R->P - 1;
+/* A compute action of stage s (PA_FWD, PA_BWD; interleaved: of its chunk's virtual stage) as
+ * the generated train_step runs it, on stage s's lane. */
+static void run_compute(PipeRun *R, int s, const PipeAction *a, SimResult *r) {
+    int q = a->chunk * R->P + s; /* the virtual stage (1F1B: chunk 0, the stage) */
+    bool last = q == R->V - 1, kept = R->p->kept[q];
     Lane *L = &R->lane[s];
     double t0 = lane_end(L), k0 = r->kernel_s + r->copy_s + r->coll_compute_s;
+    /* a list of virtual stage q run on stage s's lane */
+#define RUN(seg, part) run_list(R, q, s, seg, part, a->mb, false, r)
     if (a->kind == PA_FWD) {
-        run_list(R, s, SIM_SEG_RESTORE, SIM_FORWARD, a->mb, r);
-        run_list(R, s, SIM_SEG_BODY, SIM_FORWARD, a->mb, r);
-        run_list(R, s, SIM_SEG_STASH_OUT, SIM_FORWARD, a->mb, r);
+        RUN(SIM_SEG_RESTORE, SIM_FORWARD);
+        RUN(SIM_SEG_BODY, SIM_FORWARD);
+        RUN(SIM_SEG_STASH_OUT, SIM_FORWARD);
     } else {
-        if (!last) {
-            run_list(R, s, SIM_SEG_RESTORE, SIM_FORWARD, a->mb, r);
+        if (!last || R->rerun_last) { /* the received values back, then the kept activations or the forward again */
+            RUN(SIM_SEG_RESTORE, SIM_FORWARD);
             double a0 = r->kernel_s + r->copy_s + r->coll_compute_s;
-            if (kept) run_list(R, s, SIM_SEG_STASH_IN, SIM_BACKWARD, a->mb, r);
-            else run_list(R, s, SIM_SEG_BODY, SIM_FORWARD, a->mb, r);
+            if (kept) RUN(SIM_SEG_STASH_IN, SIM_BACKWARD);
+            else run_list(R, q, s, SIM_SEG_BODY, SIM_FORWARD, a->mb, true, r);
             if (!kept) r->st[s].again_s += r->kernel_s + r->copy_s + r->coll_compute_s - a0;
-            run_list(R, s, SIM_SEG_GRADS_IN, SIM_BACKWARD, a->mb, r);
         }
-        run_list(R, s, SIM_SEG_BODY, SIM_BACKWARD, a->mb, r);
+        if (!last) RUN(SIM_SEG_GRADS_IN, SIM_BACKWARD);
+        RUN(SIM_SEG_BODY, SIM_BACKWARD);
     }
+#undef RUN
     (void)t0;
     r->st[s].busy_s += r->kernel_s + r->copy_s + r->coll_compute_s - k0;
+}
+
+/* Interleaved: a message's half (side 0 the sender's, 1 the receiver's) post time. */
+static double *mpost(PipeRun *R, const PipeMsg *x, int side) {
+    return &R->mpost[(((size_t)x->grad * (size_t)R->V + (size_t)x->q) * (size_t)R->micro + (size_t)x->mb) * 2 + (size_t)side];
+}
+
+/* Interleaved: stage s's transfer action a (a colrt_sendrecv_batch): every message posted at
+ * once when the stage reaches it, each delivered pipeline_p2p_time(its bytes) after both its
+ * halves are posted, the action done when all are (pipeline_replay_v's rule). false while a
+ * partner has not posted. */
+static bool run_xfer(PipeRun *R, int s, const PipeAction *a, SimResult *r) {
+    Lane *L = &R->lane[s];
+    if (a->n_send + a->n_recv == 0) return true; /* nothing posted (pipeline_interleaved writes none such) */
+    double now = fmax(L->t[SIM_COMPUTE], L->h);
+    if (!R->posted[s]) {
+        for (int h = 0; h < a->n_send + a->n_recv; h++) {
+            bool snd = h < a->n_send;
+            *mpost(R, snd ? &a->sends[h] : &a->recvs[h - a->n_send], !snd) = now;
+        }
+        R->posted[s] = true;
+    }
+    double mine = -1, done = 0, wait = 0;
+    for (int h = 0; h < a->n_send + a->n_recv; h++) {
+        bool snd = h < a->n_send;
+        const PipeMsg *x = snd ? &a->sends[h] : &a->recvs[h - a->n_send];
+        if (*mpost(R, x, snd) < 0) return false;
+        mine = *mpost(R, x, !snd);
+    }
+    done = mine;
+    for (int h = 0; h < a->n_send + a->n_recv; h++) {
+        bool snd = h < a->n_send;
+        const PipeMsg *x = snd ? &a->sends[h] : &a->recvs[h - a->n_send];
+        int i = R->msg_op[x->q][x->grad];
+        double other = *mpost(R, x, snd), end = fmax(other, mine) + pipeline_p2p_time(&R->pm, R->p->op[i].bytes);
+        IR_GROW(r->spans, r->n_spans, R->cap);
+        r->spans[r->n_spans++] = (SimSpan){i, x->mb, mine, end, 0};
+        done = fmax(done, end);
+        wait = fmax(wait, other - mine);
+    }
+    r->st[s].p2p_s += done - mine;
+    r->st[s].p2p_wait_s += wait;
+    r->st[s].n_p2p++;
+    L->t[SIM_COMPUTE] = done;
+    R->posted[s] = false;
+    return true;
 }
 
 /* Advances stage s as far as it goes: false when it waits for a partner. Transfers: the
@@ -363,7 +425,12 @@ static bool advance(PipeRun *R, int s, SimResult *r) {
         }
         const PipeAction *a = &p->acts[s][R->pc[s]];
         if (a->kind == PA_FWD || a->kind == PA_BWD) {
-            run_compute(R, s, a, p->kept[s], r);
+            run_compute(R, s, a, r);
+            R->pc[s]++;
+            continue;
+        }
+        if (a->kind == PA_XFER) { /* interleaved: its messages at once */
+            if (!run_xfer(R, s, a, r)) return false;
             R->pc[s]++;
             continue;
         }
@@ -424,14 +491,37 @@ static bool replay_pipe(const SimProgram *p, const CostModel *cm, SimResult *r, 
     PipeRun *R = ir_alloc(sizeof *R);
     memset(R, 0, sizeof *R);
     R->p = p, R->cm = cm, R->no_host = no_host, R->queues = program_queues(p);
-    R->P = p->stages, R->micro = p->micro_batches > 0 ? p->micro_batches : 1;
-    int P = R->P;
+    R->P = p->stages, R->micro = p->micro_batches > 0 ? p->micro_batches : 1, R->V = sim_vstages(p);
+    int P = R->P, V = R->V;
+    R->rerun_last = pipeline_last_reruns(P, p->chunks, R->micro);
     bool ok = pipeline_link_mesh(&p->pipe_cl, P, cm->mesh->n_devices, &R->pm, err);
+    for (int q = 0; q < V; q++) R->msg_op[q][0] = R->msg_op[q][1] = -1;
     for (int i = 0; ok && i < p->n; i++) {
         const SimOp *o = &p->op[i];
         OpList *l = &R->lists[o->stage][o->seg][o->part];
         IR_GROW(l->i, l->n, l->cap);
         l->i[l->n++] = i;
+        if (o->kind == SIM_P2P && p->chunks > 1) { /* interleaved: one op per message kind of a virtual stage */
+            int *m = &R->msg_op[o->stage][o->seg == SIM_SEG_PREV];
+            if (*m >= 0) {
+                sb_printf(err, "op %d (%s): virtual stage %d has its %s message twice", i, o->name, o->stage,
+                          o->seg == SIM_SEG_PREV ? "gradients" : "forward values");
+                ok = false;
+            }
+            *m = i;
+        }
+    }
+    for (int q = 0; ok && p->chunks > 1 && q < V; q++)
+        for (int g = 0; ok && g < 2; g++)
+            if (R->msg_op[q][g] < 0 && (g ? q > 0 : q + 1 < V)) {
+                sb_printf(err, "virtual stage %d's %s message is not in the program (a p2p op, pa %d)", q,
+                          g ? "gradients" : "forward values", g ? SIM_SEG_PREV : SIM_SEG_NEXT);
+                ok = false;
+            }
+    if (p->chunks > 1) {
+        size_t nm = (size_t)V * (size_t)R->micro * 4;
+        R->mpost = ir_alloc(sizeof(double) * nm);
+        for (size_t k = 0; k < nm; k++) R->mpost[k] = -1;
     }
     R->posts = ir_alloc(sizeof(Posts) * (size_t)(4 * P));
     memset(R->posts, 0, sizeof(Posts) * (size_t)(4 * P));
@@ -467,13 +557,14 @@ static bool replay_pipe(const SimProgram *p, const CostModel *cm, SimResult *r, 
     }
     if (ok) {
         r->stages = P;
+        r->chunks = p->chunks > 1 ? p->chunks : 1;
         r->bubble_fraction = r->step_s > 0 ? 1 - busy / (P * r->step_s) : 0;
     }
-    for (int s = 0; s < P; s++) {
-        ir_free(R->lane[s].ev), ir_free(R->lane[s].iv);
+    for (int s = 0; s < P; s++) ir_free(R->lane[s].ev), ir_free(R->lane[s].iv);
+    for (int s = 0; s < V; s++)
         for (int g = 0; g < SIM_SEGS; g++)
             for (int q = 0; q < SIM_PARTS; q++) ir_free(R->lists[s][g][q].i);
-    }
+    ir_free(R->mpost);
     for (int q = 0; q < 4 * P; q++) ir_free(R->posts[q].t);
     ir_free(R->posts);
     ir_free(R->meets);
@@ -493,9 +584,11 @@ static bool replay(const SimProgram *p, const CostModel *cm, SimResult *r, bool 
 bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err) {
     memset(r, 0, sizeof *r);
     r->peak_live_bytes = -1;
-    bool host = false, pipe = p->stages > 1;
-    if (p->stages < 1 || p->stages > PLACE_MAX_STAGES) {
-        sb_printf(err, "the program has %d stages; 1 to %d are replayed", p->stages, PLACE_MAX_STAGES);
+    bool host = false, pipe = p->stages > 1, ileave = pipe && p->chunks > 1;
+    int V = sim_vstages(p); /* the virtual stages */
+    if (p->stages < 1 || p->chunks < 1 || V > PLACE_MAX_STAGES || (p->chunks > 1 && !pipe)) {
+        sb_printf(err, "the program has %d stages of %d model chunks; 1 to %d (virtual) stages are replayed", p->stages,
+                  p->chunks, PLACE_MAX_STAGES);
         return false;
     }
     for (int i = 0; i < p->n; i++) { /* checked before anything runs */
@@ -522,10 +615,10 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
             sb_printf(err, "op %d (%s) runs on stream %d; there are %d", i, o->name, o->stream, SIM_STREAMS);
             return false;
         }
-        if (o->stage < 0 || o->stage >= p->stages || o->seg < 0 || o->seg >= SIM_SEGS || o->part < 0 ||
-            o->part >= SIM_PARTS || (!pipe && o->seg != SIM_SEG_BODY)) {
-            sb_printf(err, "op %d (%s) is in stage %d, segment %d, part %d; the program has %d stage%s", i, o->name,
-                      o->stage, o->seg, o->part, p->stages, p->stages == 1 ? "" : "s");
+        if (o->stage < 0 || o->stage >= V || o->seg < 0 || o->seg >= SIM_SEGS || o->part < 0 ||
+            o->part >= SIM_PARTS || (!pipe && o->seg != SIM_SEG_BODY) || (o->part == SIM_UPDATE && o->stage >= p->stages)) {
+            sb_printf(err, "op %d (%s) is in stage %d, segment %d, part %d; the program has %d stage%s (%d virtual; an "
+                           "update is a stage's)", i, o->name, o->stage, o->seg, o->part, p->stages, p->stages == 1 ? "" : "s", V);
             return false;
         }
         /* the part of the action that runs each pipeline function (run_compute) */
@@ -537,7 +630,7 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
         }
         bool xfer = o->seg == SIM_SEG_NEXT || o->seg == SIM_SEG_PREV;
         if ((o->kind == SIM_P2P) != xfer || (xfer && (o->part != SIM_FORWARD || o->stream != SIM_COMPUTE)) ||
-            (o->seg == SIM_SEG_NEXT && o->stage + 1 >= p->stages) || (o->seg == SIM_SEG_PREV && o->stage == 0)) {
+            (o->seg == SIM_SEG_NEXT && o->stage + 1 >= V) || (o->seg == SIM_SEG_PREV && o->stage == 0)) {
             sb_printf(err, "op %d (%s): a transfer is a p2p op with the next or the previous stage, and only that", i,
                       o->name);
             return false;
@@ -549,16 +642,36 @@ bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err
         host |= o->kind == SIM_HCOPY || o->kind == SIM_HOST;
     }
     for (int st = 0; pipe && st < p->stages; st++)
-        for (int k = 0; k < p->n_acts[st]; k++)
-            if ((p->acts[st][k].kind == PA_PREV && st == 0) || (p->acts[st][k].kind == PA_NEXT && st + 1 == p->stages) ||
-                (int)p->acts[st][k].kind < PA_FWD || p->acts[st][k].kind > PA_PREV) {
-                sb_printf(err, "stage %d's action %d is a transfer with a stage the pipeline lacks", st, k);
+        for (int k = 0; k < p->n_acts[st]; k++) {
+            const PipeAction *a = &p->acts[st][k];
+            bool bad = ileave ? (a->kind != PA_FWD && a->kind != PA_BWD && a->kind != PA_XFER)
+                              : ((a->kind == PA_PREV && st == 0) || (a->kind == PA_NEXT && st + 1 == p->stages) ||
+                                 (int)a->kind < PA_FWD || a->kind > PA_PREV);
+            /* interleaved: the chunk and each message in range (pipeline_check_schedule checks the rest) */
+            bad |= (a->kind == PA_FWD || a->kind == PA_BWD) &&
+                   (a->chunk < 0 || a->chunk >= p->chunks || a->mb < 0 || a->mb >= p->micro_batches);
+            bad |= a->kind == PA_XFER && (a->n_send < 0 || a->n_send > 2 || a->n_recv < 0 || a->n_recv > 2);
+            for (int h = 0; !bad && a->kind == PA_XFER && h < a->n_send + a->n_recv; h++) {
+                const PipeMsg *x = h < a->n_send ? &a->sends[h] : &a->recvs[h - a->n_send];
+                bad = x->q < 0 || x->q >= V || x->mb < 0 || x->mb >= p->micro_batches || (x->grad ? x->q == 0 : x->q + 1 == V);
+            }
+            if (bad) {
+                sb_printf(err, "stage %d's action %d is a transfer with a stage the pipeline lacks, or names a chunk, "
+                               "a stage or a micro-batch out of range", st, k);
                 return false;
             }
+        }
+    for (int st = 0; pipe && st < p->stages; st++) /* before the check, whose tables grow with the micro-batches */
+        if (p->n_acts[st] < 2 * p->micro_batches * p->chunks) {
+            sb_printf(err, "stage %d runs %d actions; %d micro-batches of %d model chunks need at least %d", st,
+                      p->n_acts[st], p->micro_batches, p->chunks, 2 * p->micro_batches * p->chunks);
+            return false;
+        }
     if (pipe) {
         StrBuf why;
         sb_init(&why);
-        bool ok = pipeline_check(p->stages, p->micro_batches, (PipeAction *const *)p->acts, p->n_acts, &why);
+        bool ok = pipeline_check_schedule(p->stages, p->chunks, p->micro_batches, (PipeAction *const *)p->acts,
+                                          p->n_acts, &why);
         if (!ok) sb_printf(err, "the program's pipeline schedule fails its check: %s", sb_cstr(&why));
         sb_free(&why);
         if (!ok) return false;
@@ -605,15 +718,28 @@ cJSON *sim_program_to_json(const SimProgram *p, const ShardCluster *cl) {
     if (p->stages > 1) { /* the stages' action tables and the whole cluster their link is priced on */
         cJSON *pj = cJSON_AddObjectToObject(o, "pipeline");
         cJSON_AddItemToObject(pj, "cluster", shard_cluster_to_json(&p->pipe_cl));
+        if (p->chunks > 1) cJSON_AddNumberToObject(pj, "chunks", p->chunks);
         cJSON *kept = cJSON_AddArrayToObject(pj, "kept");
-        for (int st = 0; st < p->stages; st++) cJSON_AddItemToArray(kept, cJSON_CreateNumber(p->kept[st]));
+        for (int q = 0; q < sim_vstages(p); q++) cJSON_AddItemToArray(kept, cJSON_CreateNumber(p->kept[q]));
         cJSON *sch = cJSON_AddArrayToObject(pj, "schedule");
         for (int st = 0; st < p->stages; st++) {
             cJSON *acts = cJSON_CreateArray();
             for (int k = 0; k < p->n_acts[st]; k++) {
                 const PipeAction *a = &p->acts[st][k];
-                int v[4] = {(int)a->kind, a->mb, a->send, a->recv};
-                cJSON_AddItemToArray(acts, cJSON_CreateIntArray(v, 4));
+                /* 1F1B: [kind, micro-batch, send, receive]; interleaved as the program's C table: a
+                 * forward or backward [kind, chunk, micro-batch], a transfer [4, 0, 0, messages, then
+                 * each message's send, gradients, virtual stage, micro-batch] */
+                int v[20] = {(int)a->kind, a->mb, a->send, a->recv}, n = 4;
+                if (p->chunks > 1 && a->kind != PA_XFER) v[1] = a->chunk, v[2] = a->mb, n = 3;
+                if (p->chunks > 1 && a->kind == PA_XFER) {
+                    v[1] = v[2] = 0, v[3] = a->n_send + a->n_recv;
+                    for (int h = 0; h < a->n_send + a->n_recv; h++) {
+                        bool snd = h < a->n_send;
+                        const PipeMsg *x = snd ? &a->sends[h] : &a->recvs[h - a->n_send];
+                        v[n++] = snd, v[n++] = x->grad, v[n++] = x->q, v[n++] = x->mb;
+                    }
+                }
+                cJSON_AddItemToArray(acts, cJSON_CreateIntArray(v, n));
             }
             cJSON_AddItemToArray(sch, acts);
         }
@@ -628,6 +754,7 @@ cJSON *sim_program_to_json(const SimProgram *p, const ShardCluster *cl) {
         if (s->last_micro) cJSON_AddNumberToObject(j, "lm", 1);
         if (s->recompute) cJSON_AddNumberToObject(j, "rc", 1);
         if (s->zero) cJSON_AddNumberToObject(j, "z", 1);
+        if (s->not_again) cJSON_AddNumberToObject(j, "na", 1);
         if (s->stage) cJSON_AddNumberToObject(j, "g", s->stage);
         if (s->seg) cJSON_AddNumberToObject(j, "pa", s->seg);
         switch (s->kind) {
@@ -690,10 +817,43 @@ static const char *str(const cJSON *o, const char *key) {
     return cJSON_IsString(v) && v->valuestring ? v->valuestring : NULL;
 }
 
-/* A program's "pipeline": the whole cluster and each stage's action table, every action
- * [kind (0 forward, 1 backward, 2 transfer with the next stage, 3 with the previous),
- * micro-batch, send, receive]. */
-static bool read_pipeline(const cJSON *pj, const char *where, SimProgram *p, StrBuf *err) {
+/* One action of an interleaved schedule, as sim_program_to_json writes it: [0 forward or 1
+ * backward, chunk, micro-batch] or [4 transfer, 0, 0, n, then n times send, gradients, virtual
+ * stage, micro-batch] (at most 2 sends and 2 receives). false: malformed. */
+static bool read_ileave_action(const cJSON *a, const SimProgram *p, PipeAction *out) {
+    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0, v[20];
+    if (n != 3 && (n < 4 || n > 20 || n % 4)) return false;
+    for (int q = 0; q < n; q++) {
+        const cJSON *x = cJSON_GetArrayItem(a, q);
+        if (!cJSON_IsNumber(x) || !(x->valuedouble >= 0 && x->valuedouble <= 1 << 20) || x->valuedouble != (int)x->valuedouble)
+            return false;
+        v[q] = (int)x->valuedouble;
+    }
+    *out = (PipeAction){0};
+    if (n == 3) {
+        if ((v[0] != PA_FWD && v[0] != PA_BWD) || v[1] >= p->chunks || v[2] >= p->micro_batches) return false;
+        *out = (PipeAction){.kind = (PipeActionKind)v[0], .chunk = v[1], .mb = v[2]};
+        return true;
+    }
+    int V = sim_vstages(p);
+    if (v[0] != PA_XFER || v[1] || v[2] || v[3] != n / 4 - 1 || v[3] < 1) return false;
+    out->kind = PA_XFER;
+    for (int h = 0; h < v[3]; h++) {
+        const int *m = &v[4 + 4 * h];
+        if (m[0] > 1 || m[1] > 1 || m[2] >= V || m[3] >= p->micro_batches || (m[1] ? m[2] == 0 : m[2] + 1 == V)) return false;
+        int *cnt = m[0] ? &out->n_send : &out->n_recv;
+        if (*cnt == 2) return false;
+        (m[0] ? out->sends : out->recvs)[(*cnt)++] = (PipeMsg){.q = m[2], .mb = m[3], .grad = m[1] == 1};
+    }
+    out->send = out->n_send > 0, out->recv = out->n_recv > 0;
+    return true;
+}
+
+/* A program's "pipeline": the whole cluster, the model chunks per stage (interleaved; absent
+ * 1) and each stage's action table, every 1F1B action [kind (0 forward, 1 backward, 2
+ * transfer with the next stage, 3 with the previous), micro-batch, send, receive]
+ * (interleaved: read_ileave_action). */
+static bool read_pipeline(const cJSON *pj, const char *where, double ver, SimProgram *p, StrBuf *err) {
     if (!cJSON_IsObject(pj)) {
         sb_printf(err, "%s: program: 'pipeline' must be an object", where);
         return false;
@@ -714,7 +874,21 @@ static bool read_pipeline(const cJSON *pj, const char *where, SimProgram *p, Str
                   PLACE_MAX_STAGES);
         return false;
     }
+    double chunks = 1;
+    if (cJSON_GetObjectItemCaseSensitive(pj, "chunks") && ver < 3) {
+        sb_printf(err, "%s: program.pipeline: a version %g program has no 'chunks' (interleaved programs are version 3)",
+                  where, ver);
+        return false;
+    }
+    if (!num(pj, "chunks", 1, PLACE_MAX_STAGES, 1, &chunks, where, "program.pipeline", err)) return false;
+    if (chunks != (int)chunks || P * (int)chunks > PLACE_MAX_STAGES) {
+        sb_printf(err, "%s: program.pipeline: 'chunks' must be an integer, %d stages x chunks at most %d", where, P,
+                  PLACE_MAX_STAGES);
+        return false;
+    }
     p->stages = P;
+    p->chunks = (int)chunks;
+    int V = sim_vstages(p);
     long total = 0;
     for (int st = 0; st < P; st++) {
         const cJSON *acts = cJSON_GetArrayItem(sch, st), *a;
@@ -728,6 +902,17 @@ static bool read_pipeline(const cJSON *pj, const char *where, SimProgram *p, Str
         p->acts[st] = ir_alloc(sizeof(PipeAction) * (size_t)(n ? n : 1));
         int k = 0;
         cJSON_ArrayForEach(a, acts) {
+            if (p->chunks > 1) {
+                if (!read_ileave_action(a, p, &p->acts[st][k])) {
+                    sb_printf(err, "%s: program.pipeline.schedule[%d][%d] must be [kind 0-1, chunk 0-%d, micro-batch "
+                                   "0-%d] or [4, 0, 0, n, then n messages' send 0-1, gradients 0-1, virtual stage 0-%d, "
+                                   "micro-batch] (at most 2 sends and 2 receives)",
+                              where, st, k, p->chunks - 1, p->micro_batches - 1, V - 1);
+                    return false;
+                }
+                k++;
+                continue;
+            }
             int v[4];
             bool good = cJSON_IsArray(a) && cJSON_GetArraySize(a) == 4;
             for (int q = 0; good && q < 4; q++) {
@@ -747,13 +932,13 @@ static bool read_pipeline(const cJSON *pj, const char *where, SimProgram *p, Str
         p->n_acts[st] = k;
     }
     const cJSON *kept = cJSON_GetObjectItemCaseSensitive(pj, "kept"), *x;
-    if (!cJSON_IsArray(kept) || cJSON_GetArraySize(kept) != P) {
-        sb_printf(err, "%s: program.pipeline: 'kept' must be an array of %d flags, one a stage", where, P);
+    if (!cJSON_IsArray(kept) || cJSON_GetArraySize(kept) != V) {
+        sb_printf(err, "%s: program.pipeline: 'kept' must be an array of %d flags, one a (virtual) stage", where, V);
         return false;
     }
     int st = 0;
     cJSON_ArrayForEach(x, kept) {
-        if (!cJSON_IsNumber(x) || (x->valuedouble != 0 && x->valuedouble != 1) || (x->valuedouble == 1 && st == P - 1)) {
+        if (!cJSON_IsNumber(x) || (x->valuedouble != 0 && x->valuedouble != 1) || (x->valuedouble == 1 && st == V - 1)) {
             sb_printf(err, "%s: program.pipeline.kept[%d] must be 0 or 1 (the last stage keeps none)", where, st);
             return false;
         }
@@ -770,8 +955,8 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
         return false;
     }
     if (!num(prog, "version", 0, 1e9, -1, &ver, where, "program", err)) return false;
-    if (ver != SIM_VERSION && ver != 1) { /* 1: before pipelined programs, the same fields */
-        sb_printf(err, "%s: program version %g; this build reads versions 1 and %d", where, ver, SIM_VERSION);
+    if (ver != SIM_VERSION && ver != 1 && ver != 2) { /* 1: before pipelined programs, 2: before interleaved ones */
+        sb_printf(err, "%s: program version %g; this build reads versions 1 to %d", where, ver, SIM_VERSION);
         return false;
     }
     if (!num(prog, "micro_batches", 1, 1 << 20, -1, &micro, where, "program", err) ||
@@ -797,7 +982,7 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
         sb_printf(err, "%s: program: a version 1 program has no 'pipeline'", where);
         goto bad;
     }
-    if (pj && !read_pipeline(pj, where, p, err)) goto bad;
+    if (pj && !read_pipeline(pj, where, ver, p, err)) goto bad;
     const cJSON *ops = cJSON_GetObjectItemCaseSensitive(prog, "ops");
     if (!cJSON_IsArray(ops)) {
         sb_printf(err, "%s: program: missing array 'ops'", where);
@@ -827,11 +1012,12 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
             sb_printf(err, "%s: %s: field 'n' is longer than 1024 characters", where, ctx);
             goto bad;
         }
-        double s, part, lm, rc, zr, stg, seg;
+        double s, part, lm, rc, zr, stg, seg, na;
         if (!num(j, "s", 0, SIM_STREAMS - 1, 0, &s, where, ctx, err) || !num(j, "p", 0, 2, -1, &part, where, ctx, err) ||
             !num(j, "lm", 0, 1, 0, &lm, where, ctx, err) || !num(j, "rc", 0, 1, 0, &rc, where, ctx, err) ||
-            !num(j, "z", 0, 1, 0, &zr, where, ctx, err) || !num(j, "g", 0, p->stages - 1, 0, &stg, where, ctx, err) ||
-            !num(j, "pa", 0, p->stages > 1 ? SIM_SEGS - 1 : 0, 0, &seg, where, ctx, err))
+            !num(j, "z", 0, 1, 0, &zr, where, ctx, err) || !num(j, "g", 0, sim_vstages(p) - 1, 0, &stg, where, ctx, err) ||
+            !num(j, "pa", 0, p->stages > 1 ? SIM_SEGS - 1 : 0, 0, &seg, where, ctx, err) ||
+            !num(j, "na", 0, 1, 0, &na, where, ctx, err))
             goto bad;
         if ((kind == SIM_P2P) != (seg == SIM_SEG_NEXT || seg == SIM_SEG_PREV)) {
             sb_printf(err, "%s: %s: a 'p2p' op is in segment 'pa' %d or %d (a transfer), and only it", where, ctx,
@@ -842,6 +1028,7 @@ bool sim_program_from_json(const cJSON *prog, const char *where, SimProgram *p, 
         o->last_micro = lm != 0;
         o->recompute = rc != 0;
         o->zero = zr != 0;
+        o->not_again = na != 0;
         o->stage = (int)stg;
         o->seg = (int)seg;
         double a, e;
@@ -915,14 +1102,6 @@ bool sim_plan(const cJSON *root, const char *where, const char *cluster_arg, Sim
     *hint = "check the file: it is read as colossal-compile writes it (docs/simulate.md)";
     const cJSON *prog = cJSON_GetObjectItemCaseSensitive(root, "program");
     if (!prog) {
-        const cJSON *pl = cJSON_GetObjectItemCaseSensitive(root, "pipeline");
-        const cJSON *sc = pl ? cJSON_GetObjectItemCaseSensitive(pl, "schedule") : NULL;
-        if (cJSON_IsString(sc) && sc->valuestring && !strcmp(sc->valuestring, "interleaved")) {
-            sb_printf(err, "%s: the plan's program is an interleaved pipeline, which the code generator does not "
-                           "record (only 1F1B programs are simulated)", where);
-            *hint = "simulate the 1F1B schedule of the same stages (--schedule 1f1b; docs/simulate.md)";
-            return false;
-        }
         sb_printf(err, "%s: the plan has no lowered program (a plan written by --emit plan is the planner's, "
                        "before lowering)", where);
         *hint = "generate code (--emit code or all): the plan written beside the code carries the program";
@@ -1027,7 +1206,7 @@ void sim_svg(const SimProgram *p, const SimResult *r, const char *title, StrBuf 
                         : o->kind == SIM_COPY || o->kind == SIM_HCOPY ? "#9c755f"
                         : o->recompute                                ? "#b07aa1"
                                                                       : fill[o->part];
-        int lane = pipe ? o->stage * per + (o->stream == SIM_COMM ? 1 : 0) : o->kind == SIM_HOST ? SIM_STREAMS : o->stream;
+        int lane = pipe ? o->stage % p->stages * per + (o->stream == SIM_COMM ? 1 : 0) : o->kind == SIM_HOST ? SIM_STREAMS : o->stream;
         double x = X0 + W * sp->start / step, w = W * (sp->end - sp->start) / step;
         sb_printf(b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>", x,
                   Y0 + lane * LH + 3, w < 0.3 ? 0.3 : w, LH - 8, f);

@@ -14,8 +14,9 @@
  * The program is SPMD: every rank runs the same ops on its own shard, so one
  * rank per distinct role is replayed: one rank, or in a pipelined program one
  * rank of each stage (a stage is a role), each on its own clock, running the
- * stage's 1F1B action table (solver/pipeline.c) as the generated train_step
- * does; a transfer waits for its partner on the neighbour stage.
+ * stage's action table (solver/pipeline.c: 1F1B, or interleaved 1F1B, where a
+ * stage is a device running several virtual stages' functions) as the generated
+ * train_step does; a transfer waits for its partner on the neighbour stage.
  */
 #ifndef COLOSSAL_SIM_H
 #define COLOSSAL_SIM_H
@@ -26,7 +27,8 @@
 #include "pipeline.h"
 #include "shard.h"
 
-#define SIM_VERSION 2       /* 2: pipelined programs (stages, their schedules, p2p); 1 still read */
+#define SIM_VERSION 3       /* 2: pipelined programs (stages, their schedules, p2p); 3: interleaved ones
+                             * (pipeline.chunks, their transfers as messages); 1 and 2 still read */
 #define SIM_MAX_OPS (1 << 22)   /* a program with more ops is refused */
 #define SIM_MAX_EVENTS 65536
 
@@ -44,7 +46,11 @@ typedef enum {
     SIM_HSYNC,      /* the host waits for an event (colrt_event_sync) */
     SIM_P2P,        /* a pipelined program: one colrt_sendrecv with the neighbour stage
                      * (SimOp.seg SIM_SEG_NEXT or SIM_SEG_PREV): bytes sent, rbytes received
-                     * (0: that half is absent), pipeline_p2p_time on the pipeline's link */
+                     * (0: that half is absent), pipeline_p2p_time on the pipeline's link.
+                     * Interleaved: one message of virtual stage `stage` as its transfer
+                     * function writes it (a colrt_sendrecv_batch posts several): SIM_SEG_NEXT
+                     * its forward values to stage + 1, SIM_SEG_PREV its gradients to stage - 1;
+                     * bytes and rbytes both the message's */
     SIM__KINDS
 } SimKind;
 
@@ -73,6 +79,9 @@ typedef struct SimOp {
     int part;           /* SIM_FORWARD, SIM_BACKWARD, SIM_UPDATE */
     bool last_micro;    /* runs after the last micro-batch only (a gradient bucket under accumulation) */
     bool recompute;     /* a recomputed forward node */
+    bool not_again;     /* a pipelined program's forward op that a forward run again before its
+                         * backward skips (interleaved: the forward values' copy into the outbox,
+                         * `if (!M->pipe_rerun)`; "na" in the plan JSON) */
     bool zero;          /* SIM_COLL: a ZeRO collective of a parameter or its gradient
                          * (compiler/codegen emit_zero_coll; "z" in the plan JSON) */
     OpClass cls;        /* SIM_KERNEL */
@@ -86,7 +95,9 @@ typedef struct SimOp {
                          * (as shard_coll_time takes it); copy: bytes copied */
     double live;        /* SIM_KERNEL: arena bytes live while it runs (-1: not known) */
     char *name;         /* the node's first result, or what the op is (owned) */
-    int stage;          /* a pipelined program: the stage whose program it is in (0 otherwise) */
+    int stage;          /* a pipelined program: the stage whose program it is in (0 otherwise);
+                         * interleaved: the virtual stage (chunk x stages + device) of a forward's,
+                         * a backward's or a transfer's op, the device of an update's */
     int seg;            /* a pipelined program: SIM_SEG_* (SIM_SEG_BODY otherwise) */
     double rbytes;      /* SIM_P2P: bytes received (bytes: sent) */
     int peer;           /* SIM_COLL over the pipeline axis (axis = the mesh's axes): -1 every
@@ -98,19 +109,25 @@ typedef struct SimProgram {
     SimOp *op;
     int n_events;       /* event ids are 0..n_events-1 */
     int micro_batches;  /* >= 1 */
-    /* a pipelined program (stages >= 2): each stage's 1F1B action table as the generated
-     * train_step runs it (pipeline_1f1b's, PA_FWD .. PA_PREV; owned), and the whole cluster
-     * the pipeline's link is priced on (pipeline_link_mesh); stages 1: not pipelined */
+    /* a pipelined program (stages >= 2): each stage's action table as the generated
+     * train_step runs it (pipeline_schedule's: 1F1B's PA_FWD .. PA_PREV, interleaved PA_FWD,
+     * PA_BWD with their chunk and PA_XFER with their messages; owned), and the whole cluster
+     * the pipeline's link is priced on (pipeline_link_mesh); stages 1: not pipelined.
+     * stages are the devices along the pipeline (the roles replayed), each running `chunks`
+     * model chunks (interleaved 1F1B; 1: 1F1B): stages x chunks virtual stages */
     int stages;
+    int chunks;
     PipeAction *acts[PLACE_MAX_STAGES];
     int n_acts[PLACE_MAX_STAGES];
-    bool kept[PLACE_MAX_STAGES]; /* the stage keeps its activations (PlacePipeline.keep): its
-                                  * backward copies them back instead of the forward again */
+    bool kept[PLACE_MAX_STAGES]; /* per virtual stage: it keeps its activations (PlacePipeline.keep):
+                                  * its backward copies them back instead of the forward again */
     ShardCluster pipe_cl;
 } SimProgram;
 
 void sim_program_init(SimProgram *p);
 void sim_program_free(SimProgram *p);
+/* The virtual stages of a program: stages x chunks (1 when not pipelined). */
+int sim_vstages(const SimProgram *p);
 /* Appends an op (name copied; NULL allowed) and returns it (stage 0, SIM_SEG_BODY). */
 SimOp *sim_add(SimProgram *p, SimKind k, int stream, int part, const char *name);
 
@@ -131,12 +148,13 @@ typedef struct SimStage {
     double p2p_s;                   /* its transfers, waiting for the partner included */
     double p2p_wait_s;              /* of p2p_s: waiting for the partner to post */
     double update_s;                /* its update (the pipeline axis's collectives' waits included) */
-    int n_p2p;                      /* colrt_sendrecv calls run */
+    int n_p2p;                      /* colrt_sendrecv calls run (interleaved: messages) */
 } SimStage;
 
 typedef struct SimResult {
     double step_s;                  /* the last stream's end (pipelined: the last stage's update's) */
-    int stages;                     /* 1, or a pipelined program's stages (st[]) */
+    int stages;                     /* 1, or a pipelined program's stages (st[]: per device) */
+    int chunks;                     /* a pipelined program's model chunks per stage (1: 1F1B) */
     SimStage st[PLACE_MAX_STAGES];
     double bubble_fraction;         /* pipelined: 1 - the stages' busy time / (stages x step) */
     double busy_s[SIM_STREAMS];     /* time each stream runs ops */
@@ -182,7 +200,11 @@ typedef struct SimResult {
  * transfer (its colrt_sendrecv calls, each ending pipeline_p2p_time after both it and
  * its partner on the neighbour stage have posted it; its halves at once), then the
  * update once; a collective over the pipeline axis starts when every stage in it has
- * reached it. The step is the last stage's end. */
+ * reached it. Interleaved (chunks > 1): a compute action runs its chunk's virtual stage's
+ * functions on the device's clock (the last virtual stage's backward after its forward again
+ * where pipeline_last_reruns), a transfer (PA_XFER, a colrt_sendrecv_batch) posts all its
+ * messages at once, each delivered pipeline_p2p_time(its bytes) after both its halves are
+ * posted, and ends when all are (pipeline_replay_v's rule). The step is the last stage's end. */
 bool sim_run(const SimProgram *p, const CostModel *cm, SimResult *r, StrBuf *err);
 void sim_result_free(SimResult *r);
 /* The op class's name as the program JSON writes it ("matmul", "elementwise", ...). */

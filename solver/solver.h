@@ -83,6 +83,10 @@ typedef struct IlpStrat {
                                      * their buckets' latency (cost_grad_sync_latency) */
     double bucket_lat_s[ZERO_STAGES]; /* and the largest whole bucket's latency of them: what
                                      * a pipeline stage's buckets pay at least (pipeprice.c) */
+    double sync_alone_s[ZERO_STAGES]; /* ZeRO 0-1: sync_s with each bucketed gradient all-reduced
+                                     * on its own on the caller's thread (its whole latency): an
+                                     * interleaved pipeline's update, which has no buckets
+                                     * (compiler/lower/lower.c pipe_buckets; pipeprice.c) */
     double zero_handoff_s[ZERO_STAGES]; /* ZeRO 1-3: the hand-off its ZeRO collectives on the
                                      * caller's thread (ZeRO-2/3's reduce-scatters, the all-gathers
                                      * of sync_s and gather_s; not rc_gather_s's) pay in a plan

@@ -1192,11 +1192,15 @@ bool cg_emit(const Graph *g, const LowerProgram *lp, const CgOptions *o, const c
     SimProgram trace;
     sim_program_init(&trace);
     trace.micro_batches = micro_batches(g);
-    /* the simulator replays one rank's program, a pipelined one's of each stage (1F1B; an
-     * interleaved program is not recorded: docs/simulate.md) */
+    /* the simulator replays one rank's program, a pipelined one's of each stage (interleaved:
+     * of each device, its virtual stages' functions: docs/simulate.md) */
     bool pipe = lp->pipe.stages > 1;
-    if (o->cl && o->shard_mesh && (!pipe || (lp->pipe.chunks <= 1 && o->pipe_cl))) c.trace = &trace;
-    if (c.trace && pipe) trace.stages = lp->pipe.stages, trace.pipe_cl = *o->pipe_cl;
+    if (o->cl && o->shard_mesh && (!pipe || o->pipe_cl)) c.trace = &trace;
+    if (c.trace && pipe) {
+        trace.stages = cg_pipe_devices(&c);
+        trace.chunks = lp->pipe.chunks > 1 ? lp->pipe.chunks : 1;
+        trace.pipe_cl = *o->pipe_cl;
+    }
     bool ok = true;
     for (int s = 0; ok && s < (pipe ? lp->pipe.stages : 1); s++) { /* pipelined: each stage's */
         c.stage = pipe ? s : -1;

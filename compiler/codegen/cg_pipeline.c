@@ -18,9 +18,10 @@
  *     its forward into the micro-batch's slot of as many, and back before
  *     the backward (no forward again);
  *   - the loss summed over the stages (only the last computes it).
- * 1F1B: each of these calls is recorded for the simulator beside it (cg_trace.c;
- * the stage's functions and its action table into c->pipe_trace: docs/simulate.md);
- * an interleaved program is not recorded.
+ * Each of these calls is recorded for the simulator beside it (cg_trace.c; the
+ * stage's functions and its action table into c->pipe_trace: docs/simulate.md);
+ * interleaved, each virtual stage's functions, one transfer op per message it
+ * sends (the transfer function's case), and each device's table.
  * Takes the CgCtx of cg_emit; writes into the schedule file being built.
  */
 #include <string.h>
@@ -112,7 +113,7 @@ void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {
         } else {
             int peer = 0;
             while (peer == s || !(on >> peer & 1u)) peer++;
-            /* interleaved: peer is a device; such programs are not recorded (cg_emit.c) */
+            /* interleaved: peer is a device (the update's functions are the device's) */
             cg_trace_pipe_coll(c, COLL_ALL_REDUCE, pp_axis(o), bytes, peer, ir_val(g, u->v)->name);
             sb_printf(c->sched, "    colrt_pair_all_reduce(M->mesh, %d, %d, ", pp_axis(o), peer);
             cg_ptr(c, c->sched, u->v);
@@ -393,6 +394,7 @@ void cg_pipe_after_node(CgCtx *c, NodeId id) {
                     cg_ptr(c, c->sched, v[k]);
                     c->cur_node = save;
                     cg_trace_copy(c, (double)lp->v[v[k]].bytes, ir_val(c->g, v[k])->name);
+                    if (c->trace && pp->chunks > 1 && !dir) c->trace->op[c->trace->n - 1].not_again = true;
                     sb_printf(c->sched, ", %lld, COLRT_D2D, NULL); /* %%%s, to send to %sstage %d */\n",
                               (long long)lp->v[v[k]].bytes, ir_val(c->g, v[k])->name, pp->chunks > 1 ? "virtual " : "",
                               dir ? s - 1 : s + 1);
@@ -456,6 +458,14 @@ static void ileave_msg_case(CgCtx *c, StrBuf *m, int q, bool send, bool grad) {
     int64_t words = grad ? list_bytes(lp, pp->bwd[q - 1], pp->n_bwd[q - 1]) / 2 : list_bytes(lp, pp->fwd[q], pp->n_fwd[q]) / 2;
     int at = send ? q : grad ? q - 1 : q + 1, peer = send ? (grad ? q - 1 : q + 1) % D : q % D;
     PipeLayout L = layout(c, at);
+    if (send) { /* recorded once per message (its sender's case): virtual stage q's, to its neighbour */
+        c->trace_stage = q;
+        c->trace_seg = grad ? SIM_SEG_PREV : SIM_SEG_NEXT, c->trace_part = SIM_FORWARD;
+        const ValueId *mv = grad ? pp->bwd[q - 1] : pp->fwd[q];
+        int nv = grad ? pp->n_bwd[q - 1] : pp->n_fwd[q];
+        cg_trace_p2p(c, 2.0 * (double)words, 2.0 * (double)words, nv ? ir_val(c->g, mv[0])->name : "message");
+        c->trace_seg = SIM_SEG_BODY;
+    }
     sb_printf(m, "        case %d: /* %s %s of virtual stage %d for virtual stage %d */\n", (q * 2 + grad) * 2 + send,
               send ? "send the" : "receive the", grad ? "gradients" : "forward values", q, grad ? q - 1 : q + 1);
     if (send)
@@ -492,13 +502,24 @@ static bool emit_interleaved(CgCtx *c, StrBuf *m, const CgOptions *o) {
                   D, v, micro, sb_cstr(&why));
     sb_free(&why);
     bool rerun_last = pipeline_last_reruns(D, v, micro);
+    /* recorded for the simulator (cg_emit.c): each virtual stage's copies and messages, each
+     * device's table below */
+    c->trace = c->pipe_trace;
+    c->trace_last_micro = false;
+#define SEG(seg, part) (c->trace_seg = (seg), c->trace_part = (part))
     for (int q = 0; ok && q < V; q++) { /* the copies from the pipeline buffer */
         PipeLayout L = layout(c, q);
+        c->trace_stage = q;
         sb_printf(m, "/* ---- virtual stage %d of %d (model chunk %d on stage %d) ---- */\n\n", q, V, q / D, q % D);
-        if (q) copy_in_fn(c, m, q, false, L.slot, L.gin);
-        if (q + 1 < V) copy_in_fn(c, m, q, true, L.slot, L.gin);
-        if (pp->keep[q]) stash_fn(c, m, q, true), stash_fn(c, m, q, false);
+        if (q) SEG(SIM_SEG_RESTORE, SIM_FORWARD), copy_in_fn(c, m, q, false, L.slot, L.gin);
+        if (q + 1 < V) SEG(SIM_SEG_GRADS_IN, SIM_BACKWARD), copy_in_fn(c, m, q, true, L.slot, L.gin);
+        if (pp->keep[q])
+            SEG(SIM_SEG_STASH_OUT, SIM_FORWARD), stash_fn(c, m, q, true), SEG(SIM_SEG_STASH_IN, SIM_BACKWARD),
+                stash_fn(c, m, q, false);
+        if (c->trace) c->trace->kept[q] = pp->keep[q];
     }
+#undef SEG
+    c->trace_seg = SIM_SEG_BODY;
     if (ok) { /* the transfers */
         sb_printf(m, "/* A transfer action's messages, each {send, gradients, virtual stage sending it, micro-batch},\n"
                      " * posted together (colrt_sendrecv_batch: receives, then sends, each in order). */\n"
@@ -514,11 +535,19 @@ static bool emit_interleaved(CgCtx *c, StrBuf *m, const CgOptions *o) {
                     if (grad ? q == 0 : q + 1 == V) continue;
                     ileave_msg_case(c, m, q, send, grad);
                 }
+        c->trace_stage = 0;
         sb_printf(m, "        default: colrt_die(\"%s: no such pipeline message\");\n"
                      "        }\n    }\n"
                      "    colrt_sendrecv_batch(M->mesh, %d, x, n, COLRT_F16, NULL);\n}\n\n",
                   px, ax);
     }
+    for (int d = 0; ok && c->trace && d < D; d++) { /* the tables, as the devices' run functions below */
+        c->trace->acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)(na[d] ? na[d] : 1));
+        memcpy(c->trace->acts[d], acts[d], sizeof(PipeAction) * (size_t)na[d]);
+        c->trace->n_acts[d] = na[d];
+    }
+    c->trace = NULL;
+    c->trace_stage = 0;
     for (int d = 0; ok && d < D; d++) {
         sb_printf(m, "/* Stage %d's interleaved 1F1B schedule (solver/pipeline.c): {action, model chunk, micro-batch,\n"
                      " * messages, then each message's {send, gradients, virtual stage, micro-batch}}; actions: 0 forward,\n"

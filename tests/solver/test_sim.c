@@ -22,7 +22,12 @@
  *     backward running its forward again (or, kept, its copies back), the
  *     update's collective over the pipeline axis waiting for both stages;
  *     the step against one computed by hand; its JSON round-trips, and bad
- *     schedules and transfers are refused.
+ *     schedules and transfers are refused;
+ *   - an interleaved program of 2 devices x 2 model chunks (pipeline_interleaved's
+ *     tables; 2 micro-batches, where the last virtual stage runs its forward again,
+ *     and 4): the step is the planner's replay of the same tables with the same
+ *     durations (pipeline_replay_v) plus the update; its JSON (version 3, chunks)
+ *     round-trips and replays the same, a bad message is refused.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -96,6 +101,31 @@ static double pipe_step(double f0, double b0, double f1, double b1, double x, do
     double s4 = t2 + f1 + b1;            /* stage 1: F1, B1, posts (send grad 1) */
     double t5 = fmax(s3, s4) + x;
     return fmax(t5 + b0 + u, t5 + u) + c; /* stage 0: B1; both: update, the all-reduce together */
+}
+
+/* An interleaved program: 2 devices x 2 chunks (virtual stage q = chunk x 2 + device), m
+ * micro-batches; per virtual stage a forward kernel of (q + 1) TFLOP and a backward of twice
+ * that, a message of x bytes to each neighbour; per device an update kernel. */
+static void ileave_program(SimProgram *p, const ShardCluster *whole, int m, double x) {
+    sim_program_init(p);
+    p->micro_batches = m;
+    p->stages = 2;
+    p->chunks = 2;
+    p->pipe_cl = *whole;
+    for (int d = 0; d < 2; d++) {
+        p->acts[d] = ir_alloc(sizeof(PipeAction) * (size_t)pipeline_room(2, m));
+        p->n_acts[d] = pipeline_interleaved(2, 2, m, d, p->acts[d]);
+        kernel(p, SIM_UPDATE, OPC_ELEMWISE, 0, 4e8)->stage = d;
+    }
+    for (int q = 0; q < 4; q++) {
+        kernel(p, SIM_FORWARD, OPC_MATMUL, (q + 1) * 1e12, 1e8)->stage = q;
+        kernel(p, SIM_BACKWARD, OPC_MATMUL, (q + 1) * 2e12, 1e8)->stage = q;
+        for (int g = 0; g < 2; g++) {
+            if (g ? q == 0 : q == 3) continue;
+            SimOp *o = sim_add(p, SIM_P2P, SIM_COMPUTE, SIM_FORWARD, "h");
+            o->stage = q, o->seg = g ? SIM_SEG_PREV : SIM_SEG_NEXT, o->bytes = o->rbytes = x;
+        }
+    }
 }
 
 static bool from_text(const char *json, SimProgram *p, ShardCluster *cl, StrBuf *err) {
@@ -259,7 +289,7 @@ int main(void) {
     /* bad programs: each refused naming the field */
     struct { const char *from, *to, *msg; } bad[] = {
         {"\"k\":\"coll\"", "\"k\":\"teleport\"", "field 'k' must be one of"},
-        {"\"version\":2", "\"version\":7", "program version 7"},
+        {"\"version\":3", "\"version\":7", "program version 7"},
         {"\"b\":200000000", "\"b\":-1", "program.ops[3]: field 'b'"},
         {"\"e\":1", "\"e\":9", "field 'e' must be a number in [0, 1]"},
         {"\"micro_batches\":3", "\"micro_batches\":0", "field 'micro_batches'"},
@@ -388,10 +418,10 @@ int main(void) {
         CHECK(rp.st[1].update_s > u + c);           /* stage 1 waited for stage 0 there */
         CHECK_NEAR(rp.bubble_fraction, 1 - (rp.st[0].busy_s + rp.st[1].busy_s) / (2 * want), 1e-12);
         sim_result_free(&rp);
-        /* its JSON round-trips (version 2, the pipeline object) and replays the same */
+        /* its JSON round-trips (version 3, the pipeline object) and replays the same */
         cJSON *pj2 = sim_program_to_json(&pp, &sc);
         char *ptx = cJSON_PrintUnformatted(pj2);
-        CHECK_CONTAINS(ptx, "\"version\":2");
+        CHECK_CONTAINS(ptx, "\"version\":3");
         CHECK_CONTAINS(ptx, "\"k\":\"p2p\"");
         SimProgram pb;
         ShardCluster pbc;
@@ -404,7 +434,7 @@ int main(void) {
         /* pbad: a transfer outside the schedule's stages, a schedule kind, kept on the last stage */
         static const char *const pbad[][2] = {
             {"\"pa\":5", "\"pa\":2"}, {"[[0,0,0,0]", "[[7,0,0,0]"}, {"\"kept\":[0,0]", "\"kept\":[0,1]"},
-            {"\"version\":2", "\"version\":3"}, {"\"k\":\"p2p\"", "\"k\":\"copy\""}};
+            {"\"version\":3", "\"version\":4"}, {"\"k\":\"p2p\"", "\"k\":\"copy\""}};
         for (size_t bq = 0; bq < sizeof pbad / sizeof pbad[0]; bq++) {
             const char *at = strstr(ptx, pbad[bq][0]);
             CHECK(at != NULL);
@@ -435,6 +465,55 @@ int main(void) {
         CHECK_NEAR(rp.st[0].again_s, 0, 1e-15);
         sim_result_free(&rp);
         sim_program_free(&pp);
+
+        /* interleaved: 2 devices x 2 chunks, as the planner replays the same tables */
+        for (int mb = 2; mb <= 4; mb += 2) {
+            ileave_program(&pp, &whole, mb, 1e6);
+            CHECK(sim_run(&pp, &cp, &rp, &err));
+            double fv[4], bv[4], xv[4] = {x, x, x, x}, end[2];
+            bool rerun = pipeline_last_reruns(2, 2, mb);
+            CHECK(rerun == (mb == 2));
+            for (int v = 0; v < 4; v++) {
+                fv[v] = cost_roofline(&cp, OPC_MATMUL, (v + 1) * 1e12, 1e8);
+                /* the backward after the forward again (the last virtual stage only where it reruns) */
+                bv[v] = cost_roofline(&cp, OPC_MATMUL, (v + 1) * 2e12, 1e8) + (v < 3 || rerun ? fv[v] : 0);
+            }
+            double t = pipeline_replay_v(2, 2, mb, fv, bv, xv, end, NULL, NULL);
+            CHECK_NEAR(rp.step_s, t + u, 1e-12);
+            CHECK_INT(rp.stages, 2);
+            CHECK_INT(rp.chunks, 2);
+            CHECK_NEAR(rp.st[0].end_s, end[0] + u, 1e-12);
+            CHECK_NEAR(rp.st[1].end_s, end[1] + u, 1e-12);
+            CHECK(rp.st[0].n_p2p > 0 && rp.st[1].n_p2p > 0);
+            sim_result_free(&rp);
+            cJSON *ij = sim_program_to_json(&pp, &sc);
+            char *itx = cJSON_PrintUnformatted(ij);
+            CHECK_CONTAINS(itx, "\"version\":3");
+            CHECK_CONTAINS(itx, "\"chunks\":2");
+            SimProgram ib;
+            ShardCluster ibc;
+            CHECK(from_text(itx, &ib, &ibc, &err));
+            CHECK(sim_run(&ib, &cp, &rp, &err));
+            CHECK_NEAR(rp.step_s, t + u, 1e-12);
+            sim_result_free(&rp);
+            sim_program_free(&ib);
+            /* a message of a virtual stage the pipeline lacks, and a forward of a chunk it lacks */
+            static const char *const ibad[][2] = {{"[4,0,0,1,0,0,0,0]", "[4,0,0,1,0,0,7,0]"}, {"[[0,0,0]", "[[0,5,0]"}};
+            for (size_t bq = 0; bq < sizeof ibad / sizeof ibad[0]; bq++) {
+                const char *at = strstr(itx, ibad[bq][0]);
+                CHECK(at != NULL);
+                if (!at) continue;
+                StrBuf t2, pe;
+                sb_init(&t2), sb_init(&pe);
+                sb_printf(&t2, "%.*s%s%s", (int)(at - itx), itx, ibad[bq][1], at + strlen(ibad[bq][0]));
+                CHECK(!from_text(sb_cstr(&t2), &ib, &ibc, &pe));
+                CHECK_CONTAINS(sb_cstr(&pe), "program.pipeline.schedule[");
+                sb_free(&t2), sb_free(&pe);
+            }
+            cJSON_free(itx);
+            cJSON_Delete(ij);
+            sim_program_free(&pp);
+        }
     }
     sb_free(&err);
     return check_done("test_sim");

@@ -114,6 +114,24 @@ check gpt2_pp_2_zero2_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 -
 check gpt2_pp_2_zero2_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero2 --micro-batches 4 \
   --chunk-bytes 8KB
 check gpt2_pp_2_zero3_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero3 --micro-batches 4
+# interleaved 1F1B (--schedule interleaved:2): each device's virtual stages' functions on its clock, a
+# transfer's messages posted at once (colrt_sendrecv_batch), the sums between devices in the
+# update; the e2e tests' five interleaved plans, and 4 devices of 2 chunks with data parallel 2
+# (the tied parameter's pair all-reduce between devices 0 and 3, the last virtual stage's forward
+# run again: as many micro-batches as devices)
+il=(--cluster h100:1x2 --pp 2 --schedule interleaved:2)
+check gpt2_pp_2_ileave_2 "$src/tests/e2e/gpt2_tiny_4.cir" "${il[@]}" --micro-batches 4
+check gpt2_pp_2_ileave_2_m8 "$src/tests/e2e/gpt2_tiny_4.cir" "${il[@]}" --micro-batches 8
+check gpt2_pp_2_ileave_2_bf16 "$src/tests/e2e/gpt2_tiny_4.cir" "${il[@]}" --micro-batches 4 --dtype bf16
+check llama_pp_2_ileave_2_m8 "$src/tests/e2e/llama_tiny_4.cir" "${il[@]}" --micro-batches 8
+check llama_pp_2_ileave_2_bf16 "$src/tests/e2e/llama_tiny_4.cir" "${il[@]}" --micro-batches 4 --dtype bf16
+check gpt2_pp_4_ileave_2_dp_2 "$src/examples/gpt2/gpt2.c" -DN_LAYER=8 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 \
+  --cluster h100:1x8 --pp 4 --mesh 2 --schedule interleaved:2 --micro-batches 4
+# data parallel in the stages: an interleaved program has no gradient buckets (lower.c pipe_buckets),
+# each gradient all-reduced alone in the update, priced so (IlpStrat.sync_alone_s; at its share of a
+# bucket's latency it was 2.877)
+check gpt2_pp_2_ileave_2_dp_2 "$src/tests/e2e/gpt2_tiny_4.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy dp \
+  --schedule interleaved:2 --micro-batches 4
 
 # measured collective tables (collective_us): the h100 preset on 1x2 with a table for 2 ranks
 # inside the node (h100_1x2_collectives.json; the all-reduce's last segment flat, so a

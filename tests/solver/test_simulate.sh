@@ -10,7 +10,11 @@
 #   - a pipelined program (1F1B, 2 stages of data parallel 2; and one of 4 stages): one
 #     rank of each stage replayed, per stage as many transfers recorded as its colrt_sendrecv
 #     calls and as many collectives of each kind as its functions call, the per-stage lines
-#     and --json's per_stage; an interleaved plan is refused saying it is not recorded;
+#     and --json's per_stage; interleaved 1F1B (2 stages of 2 model chunks; and with data
+#     parallel 2, the tied parameter's pair all-reduce between devices): per virtual stage as
+#     many messages recorded as the transfer function sends for it, per device one table; and
+#     4 stages of 2 chunks, data parallel 2: the tied parameter's pair all-reduce between
+#     devices 0 and 3, the last virtual stage's forward run again (4 micro-batches);
 #   - bad input exits 1 saying why: a plan without a program (--emit plan),
 #     a plan of another schema version, a program op with a bad field.
 # usage: test_simulate.sh PATH/TO/colossal-compile SOURCE_DIR
@@ -116,11 +120,19 @@ if down != len(re.findall(r"COLRT_D2H, M->d2h", step)) or up != len(re.findall(r
     print("FAIL: offload: %d copies down, %d up recorded" % (down, up)); sys.exit(1)
 print("offload: simulated", plan["simulated_step_time_s"], "planned", plan["step_time_s"], "ok")
 PY
-# pipelined (1F1B): each stage's transfers and collectives as its functions call them
-for s in pp2dp2 pp4; do
-  if [ $s = pp2dp2 ]; then a=(--cluster h100:1x4 --pp 2 --mesh 2 --strategy dp); else a=(--cluster h100:1x4 --pp 4); fi
-  "$cc" "$src/tests/e2e/gpt2_tiny_4.cir" --target cpu -q --no-share --micro-batches 4 "${a[@]}" --emit code -o "$tmp/$s" ||
+# pipelined (1F1B, interleaved): each stage's transfers and collectives as its functions call them
+for s in pp2dp2 pp4 ileave ileave_pp4dp2; do
+  m=("$src/tests/e2e/gpt2_tiny_4.cir")
+  case $s in
+    pp2dp2) a=(--cluster h100:1x4 --pp 2 --mesh 2 --strategy dp) ;;
+    pp4) a=(--cluster h100:1x4 --pp 4) ;;
+    ileave) a=(--cluster h100:1x2 --pp 2 --schedule interleaved:2) ;;
+    ileave_pp4dp2) m=("$src/examples/gpt2/gpt2.c" "${tiny[@]:1:4}" -DN_LAYER=8)
+      a=(--batch 8 --cluster h100:1x8 --pp 4 --mesh 2 --schedule interleaved:2) ;;
+  esac
+  "$cc" "${m[@]}" --target cpu -q --no-share --micro-batches 4 "${a[@]}" --emit code -o "$tmp/$s" ||
     { echo "FAIL: generate $s"; fail=1; continue; }
+  for f in "$tmp/$s"/gpt2.*; do [ -e "$f" ] && mv "$f" "${f/gpt2./gpt2_tiny.}"; done
   out=$("$cc" simulate "$tmp/$s/gpt2_tiny.plan.json") || { echo "FAIL: simulate $s"; fail=1; continue; }
   grep -q "one rank of each stage replayed" <<<"$out" && grep -q "stage 1: busy" <<<"$out" ||
     { echo "FAIL: $s: no per-stage lines in: $out"; fail=1; }
@@ -133,17 +145,30 @@ sim = json.load(open(sys.argv[3]))
 name = sys.argv[4]
 ok = plan.get("simulated_step_time_s", 0) > 0 and "pipeline" in plan["program"]
 ops = plan["program"]["ops"]
-P = len(plan["program"]["pipeline"]["schedule"])
+P = len(plan["program"]["pipeline"]["schedule"])  # the stages (devices)
+C = plan["program"]["pipeline"].get("chunks", 1)  # interleaved: model chunks per stage
+V = P * C  # virtual stages, each with its functions (_s<q>); a device's update is its first's
 if P != len(plan["pipeline"]["stages"]) or sim["stages"] != P or len(sim["per_stage"]) != P:
     print("FAIL: %s: %d stages recorded, %d planned, %d replayed" % (name, P, len(plan["pipeline"]["stages"]), sim["stages"]))
     ok = False
+if C != plan["pipeline"]["chunks"] or sim["chunks"] != C or len(plan["program"]["pipeline"]["kept"]) != V or \
+        (name.startswith("ileave") and C < 2):
+    print("FAIL: %s: %d model chunks recorded, %d planned, %d replayed" % (name, C, plan["pipeline"]["chunks"], sim["chunks"]))
+    ok = False
+# interleaved: the outbox copies a forward run again skips, as many marked as the C guards
+na, guarded = sum(1 for o in ops if o.get("na")), len(re.findall(r"if \(!M->pipe_rerun\) colrt_memcpy\(", src))
+if na != guarded or (C > 1) != (guarded > 0):
+    print("FAIL: %s: %d ops marked not run again, %d copies guarded" % (name, na, guarded)); ok = False
 def body(fn):  # a generated function's text
     m = re.search(r"\nstatic \w+ %s\(.*?\n}\n" % fn, src, re.S)
     return m.group(0) if m else ""
 names = {"all-reduce": r"colrt_all_reduce\(", "all-gather": r"colrt_all_gather\(", "reduce-scatter": r"colrt_reduce_scatter\("}
-for st in range(P):
-    xfer = "".join(body(r"\w+_%s_s%d" % (d, st)) for d in ("next", "prev"))
-    emitted = len(re.findall(r"colrt_sendrecv\(", xfer))
+for st in range(V):
+    if C > 1:  # interleaved: one case of the transfer function per message a virtual stage sends
+        emitted = len(re.findall(r"case \d+: /\* send the [a-z ]+ of virtual stage %d for" % st, body(r"\w+_xfer")))
+    else:
+        xfer = "".join(body(r"\w+_%s_s%d" % (d, st)) for d in ("next", "prev"))
+        emitted = len(re.findall(r"colrt_sendrecv\(", xfer))
     rec = sum(1 for o in ops if o["k"] == "p2p" and o.get("g", 0) == st)
     if rec != emitted or not rec:
         print("FAIL: %s: stage %d: %d transfers recorded, %d colrt_sendrecv emitted" % (name, st, rec, emitted)); ok = False
@@ -153,16 +178,15 @@ for st in range(P):
         rec = sum(1 for o in ops if o["k"] == "coll" and o["x"] == kind and o.get("g", 0) == st)
         if rec != emitted:
             print("FAIL: %s: stage %d: %d %s recorded, %d emitted" % (name, st, rec, kind, emitted)); ok = False
-    if sim["per_stage"][st]["p2p"] <= 0 or sim["per_stage"][st]["busy_s"] <= 0:
+    if st < P and (sim["per_stage"][st]["p2p"] <= 0 or sim["per_stage"][st]["busy_s"] <= 0):
         print("FAIL: %s: stage %d replayed no transfer or no work: %s" % (name, st, sim["per_stage"][st])); ok = False
 print(name, "simulated", plan["simulated_step_time_s"], "planned", plan["step_time_s"], "ok" if ok else "FAIL")
 sys.exit(0 if ok else 1)
 PY
 done
-"$cc" "$src/tests/e2e/gpt2_tiny_4.cir" --target cpu -q --cluster h100:1x2 --pp 2 --schedule interleaved:2 --micro-batches 4 \
-  --emit code -o "$tmp/ileave" || { echo "FAIL: generate interleaved"; fail=1; }
-"$cc" simulate "$tmp/ileave/gpt2_tiny.plan.json" 2>"$tmp/err"; rc=$?
-{ [ $rc -eq 1 ] && grep -q "interleaved pipeline, which the code generator does not record" "$tmp/err"; } ||
-  { echo "FAIL: interleaved: rc $rc"; cat "$tmp/err"; fail=1; }
+grep -q "pipeline (interleaved 1F1B, 2 model chunks a stage)" <("$cc" simulate "$tmp/ileave/gpt2_tiny.plan.json") ||
+  { echo "FAIL: interleaved: no interleaved pipeline line"; fail=1; }
+grep -q "colrt_pair_all_reduce(" "$tmp/ileave_pp4dp2/gpt2_tiny.c" && grep -q "M->pipe_rerun = 1" "$tmp/ileave_pp4dp2/gpt2_tiny.c" ||
+  { echo "FAIL: ileave_pp4dp2 has no pair all-reduce between devices or no forward run again (not covered)"; fail=1; }
 [ $fail -eq 0 ] && echo "test_simulate: ok"
 exit $fail
