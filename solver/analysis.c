@@ -319,6 +319,21 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
     }
 }
 
+/* What a run of gradient buckets pays beyond its riders' shares of one bucket's latency
+ * (IlpBucketRun, as eval.c adds it to the sync): its all-reduces' fixed time, split over the
+ * axes as one bucket pays it there (no collective more: the buckets are the riders'). */
+static void bucket_floor_comm(const PlanResult *r, Comm *c) {
+    const IlpProblem *p = r->prob;
+    IlpBucketRun *runs = ilp_bucket_runs(p, r->choice.strat, r->choice.zero);
+    for (int k = 0; k < p->n_blocks + 2; k++) {
+        double more = p->bucket_runs[k] * ilp_bucket_run_more(&runs[k]), whole = 0;
+        for (int a = 0; a < SHARD_MAX_AXES; a++) whole += runs[k].fix[a];
+        for (int a = 0; more > 0 && a < r->mesh.n_axes; a++)
+            c->time[PUR_SYNC][a][COLL_ALL_REDUCE] += more * runs[k].fix[a] / whole;
+    }
+    ir_free(runs);
+}
+
 static cJSON *comm_json(const PlanResult *r, const Comm *c) {
     cJSON *o = cJSON_CreateObject();
     double hidden_frac = r->price.sync_s > 0 ? 1 - r->price.sync_exposed_s / r->price.sync_s : 0;
@@ -884,6 +899,7 @@ void plan_json_report(cJSON *root, const Graph *g, const PlanResult *r) {
     for (int n = 0; n < g->n_nodes; n++)
         if (p->group_of_node[n] >= 0) node_resharding(r, g, owner, n, c);
     param_comm(r, g, owner, c);
+    bucket_floor_comm(r, c);
     cJSON_AddItemToObject(root, "communication", comm_json(r, c));
     ir_free(c);
 

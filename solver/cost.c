@@ -261,18 +261,19 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
 }
 
 double cost_grad_sync_latency(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, double run_frac,
-                              bool queued, double *bucket) {
+                              bool queued, double *fixed) {
     const ShardMesh *m = cm->mesh;
     double bytes = shard_spec_bytes(grad_spec, m, sh, dt);
-    double share = fmin(1, fmax(1e-12, fmax(bytes / COST_BUCKET_BYTES, run_frac))), lat = 0, whole = 0;
+    double share = fmin(1, fmax(1e-12, fmax(bytes / COST_BUCKET_BYTES, run_frac))), lat = 0;
     /* a bucket's all-reduce over each pending axis (cost_sync_steps' queued steps; on the caller's
      * thread its in-place sum, taken as the same all-reduces), each of bytes / share */
-    for (int a = 0; a < m->n_axes; a++)
-        if ((grad_spec->partial >> a & 1u) && m->size[a] > 1) {
-            double f = shard_coll_fixed_on(m, COLL_ALL_REDUCE, a, bytes / share, queued);
-            lat += share * f, whole += f;
-        }
-    if (bucket) *bucket = whole;
+    for (int a = 0; a < SHARD_MAX_AXES; a++) {
+        double f = a < m->n_axes && (grad_spec->partial >> a & 1u) && m->size[a] > 1
+                       ? shard_coll_fixed_on(m, COLL_ALL_REDUCE, a, bytes / share, queued)
+                       : 0;
+        lat += share * f;
+        if (fixed) fixed[a] = f;
+    }
     return lat;
 }
 

@@ -146,10 +146,11 @@ double cost_grad_sync(const CostModel *cm, Shape sh, DType dt, const ShardSpec *
                       double run_frac, bool queued);
 /* ZeRO 0 and 1, a bucketed gradient (cost_grad_sync's arguments): of its sync, the
  * share of its bucket's fixed time (the latency: shard_coll_fixed_on per step) it is
- * charged; *bucket (when not NULL): the whole bucket's, what a bucket pays once however
- * few bytes it holds (a pipeline stage's buckets, solver/pipeprice.c). */
+ * charged; fixed[a] (when not NULL, SHARD_MAX_AXES of them): the whole bucket's over
+ * mesh axis a (0 where it is not pending there), what a bucket pays once however few
+ * bytes it holds (IlpBucketRun, solver.h). */
 double cost_grad_sync_latency(const CostModel *cm, Shape sh, DType dt, const ShardSpec *grad_spec, double run_frac,
-                              bool queued, double *bucket);
+                              bool queued, double *fixed);
 /* The hand-off conflict of one of ZeRO's collectives of kind k (a gradient's
  * reduce-scatter, a parameter's all-gather) over the mesh axes in `axes`: the
  * stream hand-off (shard_coll_handoff) of each of its steps, one per axis. A

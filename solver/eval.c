@@ -10,7 +10,10 @@
  *          and the reshardings it runs again (IlpStrat.rc_comm_s inside a
  *          group, IlpEdge.rerun_s on the edges into the block)
  *   exposed sync = ZeRO-2/3's reduce-scatters (on the compute stream)
- *          + max(the buckets' sync - the backward they run behind,
+ *          + max(the buckets' sync - the backward they run behind (its kernels,
+ *                  reshardings and ZeRO-2/3 reduce-scatters: ilp_bwd_busy_s),
+ *                  each run of buckets at least one whole bucket's latency
+ *                  (IlpBucketRun: where its riders' shares fall short),
  *                the last buckets' sync,    (solver.h, IlpGroup.sync_last)
  *                the last two runs' sync - the backward of the groups before
  *                  the blocks (IlpGroup.sync_tail: the first block instance's
@@ -153,6 +156,35 @@ double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z) {
     return S->bucket[z] * (g->block >= 0 ? 1 : g->mult);
 }
 
+void ilp_bucket_run_add(IlpBucketRun *r, const IlpStrat *S, int z, double weight) {
+    r->lat += weight * (S->sync_lat_s[z] + S->defer_lat_s[z]);
+    for (int a = 0; a < SHARD_MAX_AXES; a++) r->fix[a] = maxd(r->fix[a], S->bucket_fix_s[z][a]);
+}
+
+double ilp_bucket_run_more(const IlpBucketRun *r) {
+    double whole = 0; /* one bucket: an all-reduce over each axis any rider is pending on */
+    for (int a = 0; a < SHARD_MAX_AXES; a++) whole += r->fix[a];
+    return maxd(0, whole - r->lat);
+}
+
+double ilp_bucket_run_weight(const IlpProblem *p, const IlpGroup *g) {
+    return g->block >= 0 && !ilp_buckets_after_backward(p) ? 1 : g->mult;
+}
+
+IlpBucketRun *ilp_bucket_runs(const IlpProblem *p, const int *strat, const int *zero) {
+    IlpBucketRun *runs = ir_alloc(sizeof *runs * (size_t)(p->n_blocks + 2));
+    memset(runs, 0, sizeof *runs * (size_t)(p->n_blocks + 2));
+    for (int gi = 0; gi < p->n_groups; gi++) {
+        const IlpGroup *g = &p->groups[gi];
+        ilp_bucket_run_add(&runs[ilp_bucket_set(p, g)], &g->strats[strat[gi]], zero[gi], ilp_bucket_run_weight(p, g));
+    }
+    return runs;
+}
+
+double ilp_bwd_busy_s(const IlpStrat *S, int z) {
+    return S->bwd_s + S->bwd_comm_s + (z >= 2 ? S->sync_s[z] : 0);
+}
+
 double ilp_transient(const IlpStrat *S, int z) { return S->held[z]; }
 
 double ilp_rerun_bytes(const IlpStrat *S, int z, int pol) {
@@ -288,8 +320,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         }
         /* what the backward after the head's keeps the compute stream busy with: its
          * kernels and its collectives there (the reshardings of its gradients) */
-        if (!g->after_blocks) hide += g->mult * (S->bwd_s + S->bwd_comm_s);
-        if (!g->after_blocks && g->block < 0) hide_tail += g->mult * (S->bwd_s + S->bwd_comm_s);
+        if (!g->after_blocks) hide += g->mult * ilp_bwd_busy_s(S, z);
+        if (!g->after_blocks && g->block < 0) hide_tail += g->mult * ilp_bwd_busy_s(S, z);
         r.optimizer_s += g->mult * S->opt_s[z];
         norm_axes |= S->norm_axes[z];
         r.gather_s += g->mult * S->gather_s[z];
@@ -417,6 +449,21 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         }
         ir_free(bwd_refund);
     }
+    /* a run of buckets pays at least one whole bucket's latency (IlpBucketRun): beside the
+     * backward, not among the last buckets (a run's few riders are launched with the last of
+     * them, not at the run's end: mlp_zero2_2x2's fc2.bias after fc2's backward, beside fc1's),
+     * and without contention (floor_s: the term's f x the buckets' time takes kernels beside all
+     * of it; beside these runs the backward's collectives ran, and the replay slows kernels
+     * only: charged, gpt2_tp_1x2 went 1.005 -> 0.952, its replay's contention 0.13 us) */
+    IlpBucketRun *runs = ilp_bucket_runs(p, c->strat, c->zero);
+    double floor_s = 0;
+    for (int k = 0; k < p->n_blocks + 2; k++) {
+        double more = p->bucket_runs[k] * ilp_bucket_run_more(&runs[k]);
+        r.sync_s += more;
+        if (p->opt.sync_on_caller) sync_block += more;
+        else sync_over += more, floor_s += more;
+    }
+    ir_free(runs);
     if (ilp_buckets_after_backward(p)) hide = hide_tail = 0; /* made after the backward: nothing hides them */
     /* contention (shard_overlap_paid f): the buckets beside the backward slow it, f of
      * their time, where the backward is the longer: comm-bound (sync_over - hide), the
@@ -425,8 +472,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
      * other blocks' buckets' f (sync_last, sync_tail <= 1 of each group's) */
     double f = shard_overlap_paid(p->cm->cl);
     double bare = maxd(0, maxd(maxd(sync_over - hide, sync_last), sync_tail - hide_tail));
-    double over_exposed = maxd(0, maxd(maxd(sync_over - hide, sync_last + f * (sync_over - sync_last)),
-                                       sync_tail - hide_tail + f * (sync_over - sync_tail)));
+    double over_exposed = maxd(0, maxd(maxd(sync_over - hide, sync_last + f * (sync_over - floor_s - sync_last)),
+                                       sync_tail - hide_tail + f * (sync_over - floor_s - sync_tail)));
     r.contention_s = over_exposed - bare;
     r.sync_exposed_s = sync_block + over_exposed;
     /* the hand-off conflict (cost_zero_handoff): where a bucket is queued, each of ZeRO's

@@ -401,6 +401,64 @@ static void offload_columns(const IlpProblem *p, const IlpSettings *set, Model *
     }
 }
 
+/* A run of gradient buckets pays at least one whole bucket's latency (IlpBucketRun, eval.c):
+ * per bucket set k, columns w[a] >= each of its groups' IlpStrat.bucket_fix_s over axis a (the
+ * largest: one row a group) and more >= sum_a w[a] less the riders' shares of the latency,
+ * more >= 0; more sits in the exposed sync's rows as eval.c adds it: each of the set's runs
+ * beside the backward (sync_vs_bwd), without contention, or in every row where every sum
+ * blocks. Minimizing makes more the max, so the rows are exact: a set's columns 1 + its axes,
+ * its rows 1 + its groups times its axes. */
+static void bucket_floor(const IlpProblem *p, Model *m, Lp *lp, double ts, int erow1, int erow2, int erow3) {
+    char nm[64];
+    for (int k = 0; k < p->n_blocks + 2; k++) {
+        unsigned axes = 0; /* the axes some choice of the set's groups buckets over */
+        for (int g = 0; g < p->n_groups; g++)
+            for (int s = 0; ilp_bucket_set(p, &p->groups[g]) == k && s < p->groups[g].n_strats; s++)
+                for (int z = 0; z < ZERO_STAGES; z++)
+                    for (int a = 0; m->x[g][s * ZERO_STAGES + z] && a < SHARD_MAX_AXES; a++)
+                        if (p->groups[g].strats[s].bucket_fix_s[z][a] > 0) axes |= 1u << a;
+        if (!axes) continue;
+        snprintf(nm, sizeof nm, "bucket_more_%d", k);
+        int more = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+        int mrow = add_row(lp, GLP_LO, 0, 0, nm);
+        put(lp, mrow, more, 1);
+        for (int a = 0; a < SHARD_MAX_AXES; a++) {
+            if (!(axes >> a & 1u)) continue;
+            snprintf(nm, sizeof nm, "bucket_fix_%d_%d", k, a);
+            int w = add_col(lp, GLP_CV, 0, INFINITY, 0, nm);
+            put(lp, mrow, w, -1);
+            for (int g = 0; g < p->n_groups; g++) {
+                const IlpGroup *G = &p->groups[g];
+                if (ilp_bucket_set(p, G) != k) continue;
+                int row = 0;
+                for (int s = 0; s < G->n_strats; s++)
+                    for (int z = 0; z < ZERO_STAGES; z++) {
+                        int c = m->x[g][s * ZERO_STAGES + z];
+                        double f = G->strats[s].bucket_fix_s[z][a];
+                        if (!c || !(f > 0)) continue;
+                        if (!row) {
+                            snprintf(nm, sizeof nm, "bucket_fix_%d_%d_%d", k, a, g);
+                            row = add_row(lp, GLP_LO, 0, 0, nm);
+                            put(lp, row, w, 1);
+                        }
+                        put(lp, row, c, -f * ts);
+                    }
+            }
+        }
+        for (int g = 0; g < p->n_groups; g++) { /* the riders' shares */
+            const IlpGroup *G = &p->groups[g];
+            if (ilp_bucket_set(p, G) != k) continue;
+            for (int s = 0; s < G->n_strats; s++)
+                for (int z = 0; z < ZERO_STAGES; z++)
+                    if (m->x[g][s * ZERO_STAGES + z])
+                        put(lp, mrow, m->x[g][s * ZERO_STAGES + z],
+                            ilp_bucket_run_weight(p, G) * (G->strats[s].sync_lat_s[z] + G->strats[s].defer_lat_s[z]) * ts);
+        }
+        put(lp, erow1, more, -p->bucket_runs[k]);
+        if (p->opt.sync_on_caller) put(lp, erow2, more, -p->bucket_runs[k]), put(lp, erow3, more, -p->bucket_runs[k]);
+    }
+}
+
 /* The reshardings a recomputed instance of block k runs again on the edges into
  * its groups (IlpEdge.rerun_s), free policies: n[pol] rerun(a, b) where the
  * source takes a and the consumer b. u[g,s,pol] is n[pol] x[g,s], so the
@@ -1093,7 +1151,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 /* the exposed sync (solver.h): ZeRO-2/3's whole, the buckets' past the
                  * backward they hide behind, at least the last buckets', and the last two
                  * runs' past the backward of the groups before the blocks (eval.c) */
-                double hide = G->after_blocks || ilp_buckets_after_backward(p) ? 0 : G->mult * (S->bwd_s + S->bwd_comm_s);
+                double hide = G->after_blocks || ilp_buckets_after_backward(p) ? 0 : G->mult * ilp_bwd_busy_s(S, z);
                 if (G->block >= 0 && fixed_rc > RC_NONE && !ilp_buckets_after_backward(p)) /* and the re-runs (eval.c) */
                     hide += p->blocks[G->block].instances * (fixed_rc == RC_SELECTIVE ? S->rec_sel_s : S->fwd_s);
                 double blk = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
@@ -1114,6 +1172,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     }
     ir_free(edefer);
     ir_free(xhide);
+    bucket_floor(p, m, lp, ts, erow1, erow2, erow3);
 
     /* the gradient buckets (eval.c): each set's bytes a transient of the update (T), of the
      * head's backward (TH, the head's set) and of the first block instance's (W, a block's

@@ -359,8 +359,9 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     /* per stage, its two sets of buckets (the lowering's, one per set of stages: [0] the gradients
      * of its own parameters, [1] those of tied parameters, held on several stages): the buckets'
      * latency the groups' syncs are charged (their shares of the whole model's, problem.c) and the
-     * largest whole bucket's, which a set of buckets pays at least */
-    double blat[PLACE_MAX_STAGES][2] = {{0}}, bwhole[PLACE_MAX_STAGES][2] = {{0}};
+     * largest whole bucket's per axis, which a set of buckets pays at least (IlpBucketRun) */
+    IlpBucketRun brun[PLACE_MAX_STAGES][2];
+    memset(brun, 0, sizeof brun);
     double agp[PLACE_MAX_STAGES] = {0}; /* ZeRO-3: a micro-batch's gathers in one pass (forward or backward) */
     /* ZeRO-2/3's reduce-scatters of one micro-batch's gradients: in its backward (of bwd), each
      * before the stage's next node (placement_scatter_node), blocking, every micro-batch */
@@ -429,8 +430,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
                     int set = (hold & (hold - 1)) != 0;
                     sync[s] += own * blocks;
                     bsync[s] += own * (S->sync_s[z] - blocks);
-                    blat[s][set] += own * S->sync_lat_s[z];
-                    bwhole[s][set] = maxd(bwhole[s][set], S->bucket_lat_s[z]);
+                    ilp_bucket_run_add(&brun[s][set], S, z, own);
                 }
                 st->param_bytes += own * S->param_local;
                 /* ZeRO over the stage's submesh: stages 1 and 2 all-gather the updated slices once
@@ -492,7 +492,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
      * set, each its whole latency; bench/simulate/README.md, gpt2_pp_2_dp_2) */
     for (int s = 0; s < P; s++)
         for (int set = 0; set < 2; set++) {
-            double more = bwhole[s][set] > 0 ? maxd(0, bwhole[s][set] - blat[s][set]) : 0;
+            double more = ilp_bucket_run_more(&brun[s][set]);
             if (p->opt.sync_on_caller) sync[s] += more;
             else bsync[s] += more;
         }

@@ -703,9 +703,12 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 ShardSpec sspec = gspec;
                 if (ze >= 2 && nd->op == OP_POS_EMBEDDING) sspec.partial |= (uint8_t)rep_axes;
                 /* in a bucket, all-reduced on the communication stream; every other sum on
-                 * the caller's thread */
+                 * the caller's thread. At the stage the lowering runs it at: a parameter ZeRO
+                 * cannot slice rides the bucket at any stage (mlp_micro2_zero2_chunk_2x2's
+                 * fc2.bias: 10 elements over 4 ranks, all-reduced on the communication stream
+                 * beside fc2.weight's reduce-scatters) */
                 bool scatters = ilp_zero1_scatters(S, ze, &sspec);
-                bool in_bucket = !scatters && ilp_grad_bucketed(p, z, &sspec, &st->in[i]);
+                bool in_bucket = !scatters && ilp_grad_bucketed(p, ze, &sspec, &st->in[i]);
                 bool queued = in_bucket && !p->opt.sync_on_caller;
                 double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, ze >= 2 || scatters ? 2 : 0, run_frac, queued);
                 S->sync_s[z] += ze >= 2 ? M * sync : sync;
@@ -713,9 +716,14 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 if (ze < 2) /* without buckets (an interleaved pipeline): each gradient alone, blocking */
                     S->sync_alone_s[z] += in_bucket ? cost_grad_sync(cm, vv->shape, sdt, &sspec, 0, 1, false) : sync;
                 if (in_bucket && ze < 2) {
-                    double whole;
-                    S->sync_lat_s[z] += cost_grad_sync_latency(cm, vv->shape, sdt, &sspec, run_frac, queued, &whole);
-                    S->bucket_lat_s[z] = fmax(S->bucket_lat_s[z], whole);
+                    double fx[SHARD_MAX_AXES];
+                    S->sync_lat_s[z] += cost_grad_sync_latency(cm, vv->shape, sdt, &sspec, run_frac, queued, fx);
+                    for (int a = 0; a < SHARD_MAX_AXES; a++) S->bucket_fix_s[z][a] = fmax(S->bucket_fix_s[z][a], fx[a]);
+                }
+                if (ze < 2 && nd->op == OP_POS_EMBEDDING && repl) {
+                    ShardSpec ds = gspec;
+                    ds.partial |= (uint8_t)repl;
+                    S->defer_lat_s[z] += cost_grad_sync_latency(cm, vv->shape, sdt, &ds, run_frac, !p->opt.sync_on_caller, NULL);
                 }
                 if (ze >= 2) S->zero_handoff_s[z] += M * cost_zero_handoff(cm, COLL_REDUCE_SCATTER, sspec.partial);
                 /* queued in a bucket; so is the position table's sum at ZeRO 0-1, deferred to
@@ -1602,6 +1610,9 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
         if (gi >= 0 && b.run_elems[run_of(&b, &p->groups[gi])] > 0)
             p->run_frac[v] = (double)ir_shape_numel(ir_val(g, v)->shape) / b.run_elems[run_of(&b, &p->groups[gi])];
     }
+    p->bucket_runs = ir_alloc(sizeof(int) * (size_t)(p->n_blocks + 2));
+    for (int k = 0; k < p->n_blocks + 2; k++)
+        p->bucket_runs[k] = k < p->n_blocks && !ilp_buckets_after_backward(p) ? p->blocks[k].instances : 1;
     int first_blk = -1;
     for (NodeId n = 0; n < g->n_nodes && first_blk < 0; n++)
         if (p->group_of_node[n] >= 0 && ir_node(g, n)->block >= 0) first_blk = p->groups[p->group_of_node[n]].block;
@@ -1752,6 +1763,7 @@ void ilp_problem_free(IlpProblem *p) {
     ir_free(p->fuse);
     ir_free(p->grad_inc);
     ir_free(p->run_frac);
+    ir_free(p->bucket_runs);
     ir_free(p->fwd_reads);
     ir_free(p->param_reads);
     ir_free(p->rc_reads);

@@ -81,8 +81,16 @@ typedef struct IlpStrat {
                                      * exposed whole, as ZeRO-2/3's (eval.c) */
     double sync_lat_s[ZERO_STAGES]; /* ZeRO 0-1: of sync_s, its bucketed gradients' shares of
                                      * their buckets' latency (cost_grad_sync_latency) */
-    double bucket_lat_s[ZERO_STAGES]; /* and the largest whole bucket's latency of them: what
-                                     * a pipeline stage's buckets pay at least (pipeprice.c) */
+    double bucket_fix_s[ZERO_STAGES][SHARD_MAX_AXES]; /* and per mesh axis the most one whole
+                                     * bucket of them pays there (its all-reduce's fixed time over
+                                     * the axis, 0 where none is pending): what a run of buckets
+                                     * pays at least, however few of its gradients ride it
+                                     * (IlpBucketRun) */
+    double defer_lat_s[ZERO_STAGES]; /* ZeRO 0-1, the position table: its sum's share of its
+                                     * bucket's latency as sync_lat_s's, the sum priced on the
+                                     * edges (IlpEdge.defer_s) over the reader's batch axes, here
+                                     * over the axes the table is replicated on: a rider of its
+                                     * run all the same (IlpBucketRun) */
     double sync_alone_s[ZERO_STAGES]; /* ZeRO 0-1: sync_s with each bucketed gradient all-reduced
                                      * on its own on the caller's thread (its whole latency): an
                                      * interleaved pipeline's update, which has no buckets
@@ -192,6 +200,27 @@ typedef struct IlpGroup {
 struct IlpProblem;
 int ilp_bucket_set(const struct IlpProblem *p, const IlpGroup *g);
 double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z);
+
+/* One run of gradient buckets as a choice fills it: the shares of the buckets' latency its
+ * riders are charged (IlpStrat.sync_lat_s: each gradient its share of its run's elements,
+ * as if every parameter of the run rode it) and per mesh axis the most one bucket pays
+ * there (IlpStrat.bucket_fix_s). Where a choice keeps parameters out (split by tensor
+ * parallelism, reduce-scattered under ZeRO-2/3 or the sharded ZeRO-1), the riders' shares
+ * fall short of the one bucket the run still makes (mlp_micro2_zero2_chunk_2x2: fc2.bias's
+ * 10 elements alone in the bucket, 2 ns of its 8 us); ilp_bucket_run_more is what the run
+ * pays beyond them. eval.c and pipeprice.c sum the runs so; the ILP's rows (ilp.c,
+ * bucket_floor) are the same max. */
+typedef struct IlpBucketRun {
+    double lat;                  /* the riders' shares of the latency */
+    double fix[SHARD_MAX_AXES];  /* per axis, the largest whole bucket's fixed time */
+} IlpBucketRun;
+void ilp_bucket_run_add(IlpBucketRun *r, const IlpStrat *S, int z, double weight);
+double ilp_bucket_run_more(const IlpBucketRun *r);
+/* A group's weight in one run of its set: 1 in a block's (one instance's), else its instances. */
+double ilp_bucket_run_weight(const struct IlpProblem *p, const IlpGroup *g);
+/* One run of each bucket set (n_blocks + 2) under a choice's strategies and ZeRO stages; the
+ * caller frees it (ir_free). */
+IlpBucketRun *ilp_bucket_runs(const struct IlpProblem *p, const int *strat, const int *zero);
 
 /* The dtype a parameter's gradient is summed in at ZeRO stage z, dt its
  * compute dtype: under mixed precision and micro-batches ZeRO 0 and 1 sum
@@ -429,6 +458,9 @@ typedef struct IlpProblem {
                                  * micro-batches the lowering fuses into it (ir_fuse_grad_table) */
     CostModel call_cm;          /* the model one kernel call is priced on: cm, on 1/M of the
                                  * rows when a graph of the whole batch runs as M micro-batches */
+    int *bucket_runs;           /* per bucket set (ilp_bucket_set, n_blocks + 2): the runs of it a
+                                 * step makes (a block's: its instances; made after the backward:
+                                 * one) */
     double *run_frac;           /* per value: a parameter's share of the elements of its run of
                                  * gradient buckets (cost_grad_sync's run_frac; problem.c run_of) */
     int *fwd_reads;             /* per value: the forward nodes reading a parameter (a tied one:
@@ -663,6 +695,12 @@ bool ilp_group_last_block(const IlpGroup *g);
  * gradient's), less the gradients of the members before it, not written yet.
  * The ILP's memory rows, the evaluator and the report's timeline all read
  * this. */
+/* What keeps the compute stream busy in a group's backward at ZeRO stage z, beside which the
+ * gradient buckets run on the communication stream (eval.c hide): its kernels, its
+ * reshardings there (IlpStrat.bwd_comm_s) and at ZeRO 2-3 its reduce-scatters (sync_s:
+ * each where the backward makes its gradient, blocking; mlp_zero2_2x2's fc2.bias bucket
+ * ran beside fc2.weight's and fc1's). */
+double ilp_bwd_busy_s(const IlpStrat *S, int z);
 double ilp_transient(const IlpStrat *S, int z);
 
 /* What one re-run instance of a recomputed block holds for group g's part

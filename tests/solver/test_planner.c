@@ -651,6 +651,77 @@ static void backward_collectives_hide(void) {
     ir_graph_free(g);
 }
 
+/* A run of gradient buckets pays one whole bucket's latency however few of its parameters ride
+ * it (IlpBucketRun, solver.h): on the MLP's training graph on 2x2 (one run: no blocks), for
+ * every choice its riders' shares of the latency (IlpStrat.sync_lat_s) and what eval.c adds
+ * beyond them (the price less the same choice's with no whole bucket known: bucket_fix_s
+ * zeroed) make at least the latency of an all-reduce over each axis a rider is pending on
+ * (the riders' shares alone are of the whole run's elements: fc2.bias alone in the bucket
+ * beside ZeRO-2's fc2.weight paid 10 / 18,698 of it); some choice's shares fall short; and the
+ * ILP's optimum is eval.c's brute-force optimum. */
+static void bucket_floor(void) {
+    AdOptions ao;
+    Graph *g = training(mlp_cir, &ao);
+    IlpOptions io = {true, 1, false, &ao, PO_DEVICE, 0, false};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    double (*fix)[ZERO_STAGES][SHARD_MAX_AXES] = ir_alloc(sizeof *fix * (size_t)p->n_groups);
+    IlpChoice c = ilp_choice_new(p);
+    long choices = 0, riding = 0, short_of = 0, below = 0;
+    for (;;) {
+        bool ok = true;
+        double lat = 0, whole = 0;
+        unsigned axes = 0;
+        for (int gi = 0; gi < p->n_groups; gi++) {
+            const IlpGroup *G = &p->groups[gi];
+            const IlpStrat *S = &G->strats[c.strat[gi]];
+            ok &= G->n_params ? S->zero_ok[c.zero[gi]] : c.zero[gi] == 0;
+            lat += G->mult * S->sync_lat_s[c.zero[gi]];
+            for (int a = 0; a < mesh.n_axes; a++)
+                if (S->bucket_fix_s[c.zero[gi]][a] > 0) axes |= 1u << a;
+        }
+        for (int a = 0; a < mesh.n_axes; a++)
+            if (axes >> a & 1u) whole += shard_coll_fixed_on(&mesh, COLL_ALL_REDUCE, a, 4, true);
+        if (ok) {
+            IlpPrice with = ilp_evaluate(p, &c);
+            for (int gi = 0; gi < p->n_groups; gi++) { /* no whole bucket known */
+                IlpStrat *S = &p->groups[gi].strats[c.strat[gi]];
+                memcpy(fix[gi], S->bucket_fix_s, sizeof S->bucket_fix_s);
+                memset(S->bucket_fix_s, 0, sizeof S->bucket_fix_s);
+            }
+            IlpPrice without = ilp_evaluate(p, &c);
+            for (int gi = 0; gi < p->n_groups; gi++)
+                memcpy(p->groups[gi].strats[c.strat[gi]].bucket_fix_s, fix[gi], sizeof fix[gi]);
+            choices++;
+            if (axes) {
+                riding++;
+                if (lat < whole * (1 - 1e-6)) short_of++;
+                if (lat + with.sync_s - without.sync_s < whole * (1 - 1e-9)) below++;
+            }
+        }
+        int gi = 0;
+        while (gi < p->n_groups && ++c.zero[gi] == ZERO_STAGES) {
+            c.zero[gi] = 0;
+            if (++c.strat[gi] < p->groups[gi].n_strats) break;
+            c.strat[gi++] = 0;
+        }
+        if (gi == p->n_groups) break;
+    }
+    CHECK(short_of > 0); /* the riders' shares alone fall short somewhere */
+    CHECK_INT(below, 0);
+    IlpResult r = solve(p, INFINITY);
+    double best = brute(p, INFINITY, NULL, NULL);
+    CHECK_INT(r.status, ILP_OPTIMAL);
+    CHECK_NEAR(r.objective, best, RTOL);
+    CHECK_NEAR(r.price.step_s, best, RTOL);
+    printf("bucket floor: %ld of %ld choices ride a bucket, %ld with the riders' shares short of a whole bucket, "
+           "%ld priced below one; ILP %.9g s, brute force %.9g s\n", riding, choices, short_of, below, r.objective, best);
+    ilp_result_free(&r);
+    ilp_choice_free(&c);
+    ir_free(fix);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
 /* The two ways of running the gradient sums (solver/plan.c plan_sync_way; docs/sharding.md
  * "The hand-off conflict"), on a table with a hand-off: on the caller's thread
  * (IlpOptions.sync_on_caller) nothing queues, every sum is exposed whole, and the ILP's
@@ -1010,6 +1081,7 @@ int main(void) {
     least_memory_start();
     setup("h100:1x4", "2x2", DT_F32);
     backward_collectives_hide();
+    bucket_floor();
     optimizers();
     tying();
     dump_lp();
