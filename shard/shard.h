@@ -344,6 +344,15 @@ double shard_spec_bytes(const ShardSpec *s, const ShardMesh *m, Shape global, DT
  * IlpStrat.bucket) from the same two facts. */
 #define SHARD_BUCKET_BYTES ((int64_t)25 << 20)
 static inline int64_t shard_bucket_member_bytes(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+/* Whether a gradient of `bytes` (unpadded) defined in block instance (blk, inst) in dtype
+ * dt joins a bucket that holds `held` bytes (padded) and whose first member is of (blk0,
+ * inst0, dt0): make_buckets' cut (the sharded lowering's summed axes and the pipeline's
+ * stages apart), which the planner's host offload runs read too (solver/plan.c
+ * offload_flow: a run is a stretch of one bucket). */
+static inline bool shard_bucket_joins(int64_t held, int64_t bytes, int64_t cap, int blk0, int inst0, int dt0, int blk,
+                                      int inst, int dt) {
+    return blk == blk0 && inst == inst0 && dt == dt0 && held + shard_bucket_member_bytes(bytes) <= cap;
+}
 /* Product of the sizes of the axes that split no dim and are not partial:
  * the tensor is replicated over them. */
 int shard_spec_replicas(const ShardSpec *s, const ShardMesh *m);

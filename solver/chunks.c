@@ -915,7 +915,8 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipeli
         Run k = run(&c, ch->bytes);
         ilp_price_peak(pr, k.at);
         /* host offload: a run's one call and copies, the rounds' copies up */
-        ilp_price_offload_runs(r->prob, pr, k.runs_joined, k.offload_flow_s, k.fetch_copies, plan_offload_hidden(r));
+        ilp_price_offload_runs(r->prob, pr, k.runs_joined, 4.0 * k.runs_joined, 0, k.offload_flow_s, k.fetch_copies,
+                               plan_offload_hidden(r));
     }
     ctx_free(&c);
 }

@@ -214,8 +214,8 @@ double ilp_offload_flow(const double *stage, int n) {
     return c[OFF_STAGES - 1];
 }
 
-void ilp_price_offload_runs(const IlpProblem *p, IlpPrice *r, double joined, double flow_s, double fetch_copies,
-                            double hidden_s) {
+void ilp_price_offload_runs(const IlpProblem *p, IlpPrice *r, double joined, double d2h_saved, double h2d_saved,
+                            double flow_s, double fetch_copies, double hidden_s) {
     if (!(r->host_calls > 0)) return;
     if (fetch_copies >= 0 && r->fetch_s > 0) { /* the gathers' copies up as the chunks make them */
         double was_f = r->fetch_exposed_s;
@@ -225,8 +225,10 @@ void ilp_price_offload_runs(const IlpProblem *p, IlpPrice *r, double joined, dou
         r->step_s += r->fetch_exposed_s - was_f;
     }
     r->host_calls -= joined;
-    r->d2h_copies -= 4 * joined;
-    r->offload_stage_s[0] -= joined * p->off_stage_lat[0];
+    r->d2h_copies -= d2h_saved;
+    r->offload_stage_s[0] -= cost_host_copies(p->cm->cl, d2h_saved, 0);
+    r->h2d_copies -= h2d_saved;
+    r->offload_stage_s[2] -= cost_host_copies(p->cm->cl, h2d_saved, 0);
     r->offload_stage_s[1] -= joined * p->off_stage_lat[1];
     double was = r->offload_exposed_s;
     r->offload_s = maxd(r->offload_stage_s[0], maxd(r->offload_stage_s[1], r->offload_stage_s[2]));

@@ -1441,14 +1441,73 @@ double plan_offload_hidden(const PlanResult *r) {
     return s;
 }
 
-/* Host offload without chunks: each offloaded update its own item of the pipeline, in update
- * order (ilp_offload_flow: the first update's copies down and call before the copies up,
- * the last one's call and copy up after the copies down), its elements its group's moved
- * elements in proportion to its parameter's (its ZeRO slice). */
+/* Host offload's runs over the gradient buckets (compiler/lower/offload.c form_runs): the
+ * data-parallel lowering sums the gradients of the ZeRO-0/1 parameters in buckets
+ * (make_buckets: in definition order, cut where shard_bucket_joins says), and updates whose
+ * gradients are neighbours in a bucket, both offloaded at the same level and ZeRO stage, run
+ * as one. Gives run[v] for each updated parameter v: the parameter whose update leads v's run
+ * in bucket order (v itself: alone or first), and apart[v]: v's slice is ZeRO-1's (its
+ * gradient copied down on its own, the run's call and scalars shared). Not seen here: a
+ * gradient the lowering does not bucket (a view of it, a reader besides the update) and a
+ * change of AdamW hyperparameters (one setting in every plan the planner makes). */
+/* The ZeRO stage parameter v's update runs at: the Placement's, or 0 where the ranks do not
+ * divide it (compiler/lower/zero.c: it stays whole). */
+static int zero_of(const Graph *g, const Placement *pl, ValueId v, int ranks) {
+    return ir_shape_numel(ir_val(g, v)->shape) % ranks ? 0 : pl->zero[v];
+}
+
+static void bucket_runs(const Graph *g, const PlanResult *r, ValueId *run, bool *apart) {
+    const IlpProblem *p = r->prob;
+    const Placement *pl = r->pl;
+    int ranks = 1;
+    for (int a = 0; a < p->cm->mesh->n_axes; a++) ranks *= p->cm->mesh->size[a];
+    for (ValueId v = 0; v < g->n_values; v++) run[v] = v, apart[v] = false;
+    if (ranks < 2) return; /* nothing summed: no buckets */
+    NodeId *def = ir_alloc(sizeof(NodeId) * (size_t)(g->n_nodes + 1));
+    ValueId *par = ir_alloc(sizeof(ValueId) * (size_t)(g->n_nodes + 1)), *grad = ir_alloc(sizeof(ValueId) * (size_t)(g->n_nodes + 1));
+    int n = 0;
+    for (NodeId id = 0; id < g->n_nodes; id++) {
+        const Node *nd = ir_node(g, id);
+        ValueId v = ir_op_is_update(nd->op) ? plan_updated_param(g, id) : IR_NONE, x = v != IR_NONE ? nd->in[1] : IR_NONE;
+        if (v == IR_NONE || zero_of(g, pl, v, ranks) > 1 || ir_val(g, x)->def == IR_NONE) continue;
+        const Node *xd = ir_node(g, ir_val(g, x)->def);
+        if (xd->op == OP_CAST) x = xd->in[0]; /* mixed precision: the 16-bit gradient is summed */
+        if (ir_val(g, x)->def == IR_NONE) continue;
+        int k = n++; /* in definition order */
+        for (; k > 0 && def[k - 1] > ir_val(g, x)->def; k--) def[k] = def[k - 1], par[k] = par[k - 1], grad[k] = grad[k - 1];
+        def[k] = ir_val(g, x)->def, par[k] = v, grad[k] = x;
+    }
+    int64_t held = 0;
+    for (int k = 0, b0 = 0; k < n; k++) {
+        const Node *d0 = ir_node(g, def[b0]), *dk = ir_node(g, def[k]);
+        const Value *x0 = ir_val(g, grad[b0]), *xk = ir_val(g, grad[k]);
+        int64_t bytes = ir_shape_numel(xk->shape) * ir_dtype_size(xk->dtype);
+        if (k > b0 && !shard_bucket_joins(held, bytes, SHARD_BUCKET_BYTES, d0->block, d0->instance, (int)x0->dtype,
+                                          dk->block, dk->instance, (int)xk->dtype))
+            b0 = k, held = 0;
+        held += shard_bucket_member_bytes(bytes);
+        ValueId v = par[k], u = k > b0 ? par[k - 1] : IR_NONE;
+        apart[v] = zero_of(g, pl, v, ranks) == 1;
+        if (u != IR_NONE && pl->offload[v] > PO_DEVICE && pl->offload[u] == pl->offload[v] &&
+            zero_of(g, pl, u, ranks) == zero_of(g, pl, v, ranks))
+            run[v] = run[u];
+    }
+    ir_free(grad);
+    ir_free(par);
+    ir_free(def);
+}
+
+/* Host offload without chunks: each offloaded update its own item of the pipeline, or its
+ * run's (bucket_runs), in update order (ilp_offload_flow: the first item's copies down and
+ * call before the copies up, the last one's call and copy up after the copies down), its
+ * elements its group's moved elements in proportion to its parameter's (its ZeRO slice). A
+ * run's item: one host call, the scalars down once, the gradients in one copy down (ZeRO-1's
+ * slices: one each), the parameters up each (ZeRO-1's slices: in one copy). */
 static void offload_flow(const Graph *g, PlanResult *r) {
     const IlpProblem *p = r->prob;
     const Placement *pl = r->pl;
     if (p->opt.offload == PO_DEVICE || !pl || !pl->offload || !(r->price.host_calls > 0)) return;
+    const ShardCluster *cl = p->cm->cl;
     int *owner = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1));
     for (ValueId v = 0; v < g->n_values; v++) owner[v] = -1;
     for (NodeId id = 0; id < g->n_nodes; id++) { /* as from_choice: the first group reading it */
@@ -1458,6 +1517,9 @@ static void offload_flow(const Graph *g, PlanResult *r) {
             if (ir_val(g, v)->role == ROLE_PARAM && owner[v] < 0) owner[v] = gi;
         }
     }
+    ValueId *run = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + 1));
+    bool *apart = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
+    bucket_runs(g, r, run, apart);
     /* the updates' parameters in update order; a forward graph (--emit plan) has no updates:
      * its parameters in their order then */
     ValueId *ord = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + g->n_nodes + 1));
@@ -1472,19 +1534,36 @@ static void offload_flow(const Graph *g, PlanResult *r) {
         if (ir_val(g, v)->role == ROLE_PARAM && !seen[v]) ord[no++] = v;
     ir_free(seen);
     double *st = ir_alloc(sizeof(double) * OFF_STAGES * (size_t)(no + 1));
+    int *item = ir_alloc(sizeof(int) * (size_t)(g->n_values + 1)); /* per run's leader: its item */
+    for (ValueId v = 0; v < g->n_values; v++) item[v] = -1;
     int n = 0;
+    double joined = 0, d2h_saved = 0, h2d_saved = 0;
     for (int k = 0; k < no; k++) {
-        ValueId v = ord[k];
+        ValueId v = ord[k], l = run[v];
         if (pl->offload[v] <= PO_DEVICE || owner[v] < 0) continue;
         const IlpGroup *G = &p->groups[owner[v]];
         int z = r->choice.zero[owner[v]];
         double e = G->strats[r->choice.strat[owner[v]]].off_elems[z] * (double)ir_shape_numel(ir_val(g, v)->shape) /
                    G->param_elems;
-        double *x = st + OFF_STAGES * n++;
-        x[0] = p->off_stage_lat[0] + e * p->off_stage_s[0];
-        x[1] = p->off_stage_lat[1] + e * p->off_stage_s[1];
-        x[2] = pl->offload[v] == PO_PARAMS && z == 3 ? 0 : p->off_stage_lat[2] + e * p->off_stage_s[2];
-        x[3] = plan_offload_gather(g, r, v); /* ZeRO-1/2: its slice all-gathered after its copy up */
+        double *x;
+        bool one_up = false; /* ZeRO-1: its slice comes up in its run's one copy (offload.c up_span) */
+        if (item[l] >= 0) { /* joins its run's item: its gradient's copy (apart) and its elements */
+            x = st + OFF_STAGES * item[l];
+            joined++, d2h_saved += apart[v] ? 3 : 4;
+            x[0] += (apart[v] ? cost_host_copies(cl, 1, 0) : 0) + e * p->off_stage_s[0];
+            x[1] += e * p->off_stage_s[1];
+            one_up = apart[v] && pl->offload[v] != PO_PARAMS;
+            h2d_saved += one_up;
+        } else {
+            item[l] = n;
+            x = st + OFF_STAGES * n++;
+            /* a run's first in update order: the scalars and the run's gradient copy (or its own) */
+            x[0] = p->off_stage_lat[0] + e * p->off_stage_s[0];
+            x[1] = p->off_stage_lat[1] + e * p->off_stage_s[1];
+            x[2] = x[3] = 0;
+        }
+        x[2] += pl->offload[v] == PO_PARAMS && z == 3 ? 0 : (one_up ? 0 : p->off_stage_lat[2]) + e * p->off_stage_s[2];
+        x[3] += plan_offload_gather(g, r, v); /* ZeRO-1/2: its slice all-gathered after its copy up */
     }
     /* parameters on the host: a recomputed instance's re-run gathers (and copies up) its
      * slices once more, which the ILP's per-read count leaves out */
@@ -1495,9 +1574,13 @@ static void offload_flow(const Graph *g, PlanResult *r) {
         for (int pol = 0; pol < RC__COUNT; pol++) rc += r->choice.count[G->block][pol] * G->rc_param_reads[pol];
     }
     double fetch = rc > 0 ? r->price.fetch_copies + rc * p->opt.micro_batches : -1;
-    ilp_price_offload_runs(p, &r->price, 0, ilp_offload_flow(st, n), fetch, plan_offload_hidden(r));
+    ilp_price_offload_runs(p, &r->price, joined, d2h_saved, h2d_saved, ilp_offload_flow(st, n), fetch,
+                           plan_offload_hidden(r));
+    ir_free(item);
     ir_free(st);
     ir_free(ord);
+    ir_free(apart);
+    ir_free(run);
     ir_free(owner);
 }
 

@@ -609,19 +609,22 @@ typedef struct IlpPrice {
  * mem_acts_freed, mem_chunks) as the largest over the moments of mem_at plus extra's
  * bytes live then (NULL: none; ZeRO chunks' buffers, chunks.c), the first of equal ones. */
 void ilp_price_peak(IlpPrice *r, const double *extra);
-/* Host offload in runs (compiler/lower/offload.c: a ZeRO chunk's offloaded updates side by
- * side in its part run as one: one host AdamW call and one copy of the gradients and the
- * scalars down): `joined` updates that run in another's run save their host call and
- * their four copies down; the pipeline's stages, its exposed time (the slowest stage's sum,
- * or flow_s, the runs' pipeline, ilp_offload_flow, where longer) and the step with them
- * (chunks.c, on the chosen chunk size's runs); with parameters on the host, the gathers'
+/* Host offload in runs (compiler/lower/offload.c: offloaded updates side by side in a ZeRO
+ * chunk's part or a gradient bucket run as one: one host AdamW call and one copy of the
+ * gradients and the scalars down): `joined` updates that run in another's run save their
+ * host call, and d2h_saved copies down are saved with them (four each; a ZeRO-1 slice of a
+ * bucket's gradient three, its gradient still copied on its own), and h2d_saved copies up
+ * (ZeRO-1's slices of a run come up in one copy); the pipeline's stages, its
+ * exposed time (the slowest stage's sum, or flow_s, the runs' pipeline, ilp_offload_flow,
+ * where longer) and the step with them (chunks.c, on the chosen chunk size's runs; plan.c
+ * offload_flow, on the buckets'); with parameters on the host, the gathers'
  * copies up a step are fetch_copies (a round's run of slices on the host in one copy,
  * lower_fetch_span; < 0: as priced) and their time and exposed part with them. hidden_s:
  * of the step's other terms, what runs beside the pipeline (ZeRO-1/2's all-gathers of the
  * updated slices, each after its copy up on the compute stream, but the last): the
  * pipeline's exposed part is that much shorter. */
-void ilp_price_offload_runs(const IlpProblem *p, IlpPrice *r, double joined, double flow_s, double fetch_copies,
-                            double hidden_s);
+void ilp_price_offload_runs(const IlpProblem *p, IlpPrice *r, double joined, double d2h_saved, double h2d_saved,
+                            double flow_s, double fetch_copies, double hidden_s);
 /* The offloaded updates' pipeline as the program runs it, item by item in its order (an
  * update, or a run): every copy down queued at once on one stream, the host's calls one
  * after another each once its copies are down, each item's copies up queued after its call

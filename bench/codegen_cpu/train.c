@@ -32,6 +32,11 @@ static double cpu_now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static const char TEXT[] =
     "First Citizen: Before we proceed any further, hear me speak. All: Speak, speak. "
     "First Citizen: You are all resolved rather to die than to famish? All: Resolved. resolved. "
@@ -56,6 +61,8 @@ int main(int argc, char **argv) {
     int32_t *tgt = malloc(sizeof(int32_t) * (size_t)(rows * seq));
     const int64_t n_text = (int64_t)sizeof TEXT - 1;
     double timed = 0, update = 0, cpu = 0, update_cpu = 0;
+    double *each = malloc(sizeof(double) * (size_t)(steps > 0 ? steps : 1)); /* the timed steps, for their median */
+    if (!idx || !tgt || !each) colrt_die("out of memory");
     const int bench = &CG_FN(bench_update_s) && &CG_FN(bench_update_cpu_s);
     for (int s = 0; s < steps + warmup; s++) {
         double u0 = bench ? CG_FN(bench_update_s) : 0, uc0 = bench ? CG_FN(bench_update_cpu_s) : 0, c0 = cpu_now();
@@ -71,7 +78,7 @@ int main(int argc, char **argv) {
         double cs = cpu_now() - c0;
         CG_FN(statistics) st = CG_FN(stats)(m);
         double us = bench ? CG_FN(bench_update_s) - u0 : 0, ucs = bench ? CG_FN(bench_update_cpu_s) - uc0 : 0;
-        if (s >= warmup) timed += st.last_step_s, update += us, cpu += cs, update_cpu += ucs;
+        if (s >= warmup) timed += st.last_step_s, update += us, cpu += cs, update_cpu += ucs, each[s - warmup] = st.last_step_s;
         if (colrt_rank() == 0 && bench)
             printf("step %3d: loss %.4f  (%.3f s, update %.4f s; CPU %.3f s, update %.4f s%s)\n", s + 1, loss,
                    st.last_step_s, us, cs, ucs, s < warmup ? ", warm-up" : "");
@@ -83,12 +90,20 @@ int main(int argc, char **argv) {
         printf("%d rank%s, arena %.1f MB per rank (lower bound %.1f MB), %.6f s per step (mean of %d)\n",
                colrt_world(), colrt_world() == 1 ? "" : "s", st.arena_bytes / 1e6, st.lower_bound_bytes / 1e6, steps ? timed / steps : 0.0,
                steps);
+    /* the median step stands above a few steps a busy scheduler stretched
+     * (bench/validate/run.sh measures with it; the mean above counts them) */
+    if (colrt_rank() == 0 && steps > 0) {
+        qsort(each, (size_t)steps, sizeof(double), cmp_double);
+        double med = steps % 2 ? each[steps / 2] : 0.5 * (each[steps / 2 - 1] + each[steps / 2]);
+        printf("%.6f s per step (median of %d)\n", med, steps);
+    }
     if (colrt_rank() == 0 && bench && steps)
         printf("update (optimizer) %.4f s per step, %.2f%% of the step; CPU time %.4f of %.3f s per step, %.2f%%\n",
                update / steps, 100 * update / timed, update_cpu / steps, cpu / steps, 100 * update_cpu / cpu);
     CG_FN(destroy)(m);
     free(idx);
     free(tgt);
+    free(each);
     colrt_finalize();
     return 0;
 }

@@ -3,10 +3,11 @@
 
     table.py RESULTS.tsv [--cluster C] [--date D] [--command CMD]
 
-RESULTS.tsv: case, ranks, round, measured_s (a mean over timed steps), plan
-(the plan.json written beside the program: step_time_s, the planner's
-prediction, and simulated_step_time_s, the program replayed). Per case the
-median over rounds is measured. Prints a Markdown table (predicted/measured,
+RESULTS.tsv: case, ranks, round, measured_s (the run's median timed step),
+plan (the plan.json written beside the program: step_time_s, the planner's
+prediction, and simulated_step_time_s, the program replayed), and optionally
+mean_s (the run's mean step). Per case the median over rounds is measured; the
+mean steps' median over rounds is shown beside it. Prints a Markdown table (predicted/measured,
 simulated/measured, within +-15 %), then the measured order and whether the
 predicted and simulated orders match it (Kendall's tau over the pairs)."""
 import argparse
@@ -41,7 +42,7 @@ def main():
         for r in csv.DictReader(f, delimiter="\t"):
             name = r["case"]
             if name not in rows:
-                rows[name] = {"ranks": int(r["ranks"]), "runs": [], "plan": r["plan"]}
+                rows[name] = {"ranks": int(r["ranks"]), "runs": [], "means": [], "plan": r["plan"]}
                 order.append(name)
             try:
                 v = float(r["measured_s"])
@@ -49,6 +50,12 @@ def main():
                 v = math.nan
             if math.isfinite(v) and v > 0:
                 rows[name]["runs"].append(v)
+            try:
+                m = float(r.get("mean_s") or "nan")
+            except ValueError:
+                m = math.nan
+            if math.isfinite(m) and m > 0:
+                rows[name]["means"].append(m)
     table = []
     for name in order:
         row = rows[name]
@@ -61,18 +68,19 @@ def main():
         meas = statistics.median(row["runs"]) if row["runs"] else math.nan
         spread = (max(row["runs"]) - min(row["runs"])) / meas if len(row["runs"]) > 1 else 0
         mesh = "x".join(str(x) for x in p.get("mesh", []))
-        table.append((name, row["ranks"], f"{mesh} {p.get('chosen_by', '?')}", pred, sim, meas, spread, len(row["runs"])))
+        mean = statistics.median(row["means"]) if row["means"] else math.nan
+        table.append((name, row["ranks"], f"{mesh} {p.get('chosen_by', '?')}", pred, sim, meas, spread, len(row["runs"]), mean))
     print(f"Measured {a.date} on this machine, cluster `{a.cluster}`: `{a.command}`\n")
-    print("| program | ranks | plan | predicted s | simulated s | measured s (median) | spread | "
-          "predicted / measured | simulated / measured |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| program | ranks | plan | predicted s | simulated s | measured s (median step) | spread | "
+          "mean step s | predicted / measured | simulated / measured |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     ok_p = ok_s = n = 0
-    for name, ranks, plan, pred, sim, meas, spread, k in table:
+    for name, ranks, plan, pred, sim, meas, spread, k, mean in table:
         rp, rs = pred / meas, sim / meas
         n += math.isfinite(meas)
         ok_p += abs(rp - 1) <= 0.15
         ok_s += abs(rs - 1) <= 0.15
-        print(f"| {name} | {ranks} | {plan} | {pred:.4g} | {sim:.4g} | {meas:.4g} | {100 * spread:.0f}% ({k} runs) | "
+        print(f"| {name} | {ranks} | {plan} | {pred:.4g} | {sim:.4g} | {meas:.4g} | {100 * spread:.0f}% ({k} runs) | {mean:.4g} | "
               f"{rp:.2f} | {rs:.2f} |")
     good = [t for t in table if math.isfinite(t[5])]
     meas_order = sorted(good, key=lambda t: t[5])

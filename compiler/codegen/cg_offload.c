@@ -17,8 +17,10 @@
  * up into a device staging on the copy-up stream, queued a transfer or more
  * ahead (lower.h LowerNode.fetch_at: while the block before computes), and the
  * compute stream waits for the transfer's event before its first gather.
- * A run of a chunk's updates (lower.h LowerOffload.run) is written at its
- * leader: the run's gradients down (one copy where its part holds them in f32),
+ * A run of updates (lower.h LowerOffload.run: neighbours in a chunk's part or a
+ * gradient bucket) is written at its leader: the run's gradients down (one copy
+ * where its part or bucket holds them side by side in f32; ZeRO-1's slices up in
+ * one copy, run_up),
  * the scalars once, one colrt_host_adamw and one rounding over the span, each
  * member's parameter up; its other members write only the copy-up event.
  * Also the program's parts that hold it: the struct's fields, creation (the
@@ -59,8 +61,9 @@ static bool copies_early(const CgCtx *c) {
 }
 
 /* Run k's copies down (k leads it, offload.c): its gradients as its updates
- * read them, in one copy of the span where its chunk's part holds them in f32
- * (run_grad), else each into its slot; and the run's scalars, once. */
+ * read them, in one copy of the span where its chunk's part or bucket holds
+ * them in f32 (run_grad), else each into its slot (ZeRO-1's slices of a
+ * bucket's gradients); and the run's scalars, once. */
 static void copy_down(CgCtx *c, int k) {
     const LowerProgram *lp = c->lp;
     const LowerOffload *l = &lp->offload[k];
@@ -72,7 +75,7 @@ static void copy_down(CgCtx *c, int k) {
         cg_ptr(c, c->sched, lo->host_grad);
         sb_puts(c->sched, ", ");
         cg_ptr(c, c->sched, l->run_grad);
-        sb_printf(c->sched, ", %lld, COLRT_D2H, M->d2h); /* the gradients of %d updates, %%%s's on, in their chunk */\n",
+        sb_printf(c->sched, ", %lld, COLRT_D2H, M->d2h); /* the gradients of %d updates, %%%s's on, side by side */\n",
                   (long long)(4 * l->run_elems), l->run_n, ir_val(c->g, ir_node(c->g, lo->node)->in[1])->name);
         cg_trace_hcopy(c, SIM_D2H, 4.0 * (double)l->run_elems, ir_val(c->g, ir_node(c->g, lo->node)->in[1])->name);
     }
@@ -196,7 +199,7 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
     }
     bool early = copies_early(c);
     if (e->run_n > 1)
-        sb_printf(c->sched, "    /* on the host (--offload): the %d updates of %%%s's run (one span of their chunk): "
+        sb_printf(c->sched, "    /* on the host (--offload): the %d updates of %%%s's run (one span on the host): "
                             "gradients down, one AdamW over the span, the parameters up */\n", e->run_n,
                   ir_val(c->g, e->param)->name);
     else
@@ -235,6 +238,14 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
     }
     sb_puts(c->sched, "    }\n");
     bool gathered = false;
+    if (e->run_up != IR_NONE) { /* ZeRO-1: the run's slices up in one copy, laid out as on the host */
+        int64_t up = ir_dtype_size(pt) * e->run_elems;
+        sb_puts(c->sched, "    colrt_memcpy_async(");
+        cg_ptr(c, c->sched, e->run_up);
+        sb_printf(c->sched, ", M->host.base + %lld, %lld, COLRT_H2D, M->h2d); /* the slices of %d updates, %%%s's on */\n",
+                  (long long)lp->v[lo->host_param].offset, (long long)up, e->run_n, ir_val(c->g, lo->param)->name);
+        cg_trace_hcopy(c, SIM_H2D, (double)up, ir_val(c->g, lo->param)->name);
+    }
     for (int j = k; j < lp->n_offload; j++) {
         const LowerOffload *m = &lp->offload[j];
         if (m->run != k) continue;
@@ -243,6 +254,7 @@ bool cg_offload_node(CgCtx *c, NodeId id) {
             sb_printf(c->sched, "    /* %%%s's slice stays on the host (--offload params) */\n", ir_val(c->g, m->param)->name);
             continue;
         }
+        if (e->run_up != IR_NONE) continue;
         int64_t up = ir_dtype_size(pt) * m->elems;
         sb_puts(c->sched, "    colrt_memcpy_async(");
         cg_ptr(c, c->sched, m->up_to);

@@ -364,8 +364,9 @@ void lower_print(const LowerProgram *p, StrBuf *b) {
                       of->params ? "slice stays in" : "up from", vname(p, of->host_param),
                       (long long)p->v[of->host_param].offset, of->cast != IR_NONE ? ", its master rounded there" : "");
         if (of && of->run_n > 1)
-            sb_printf(b, "  (leads a run of %d updates over %lld elements of their chunk%s)", of->run_n,
-                      (long long)of->run_elems, of->run_grad != IR_NONE ? ", their gradients down in one copy" : "");
+            sb_printf(b, "  (leads a run of %d updates over %lld elements of their chunk or bucket%s%s)", of->run_n,
+                      (long long)of->run_elems, of->run_grad != IR_NONE ? ", their gradients down in one copy" : "",
+                      of->run_up != IR_NONE ? ", their slices up in one copy" : "");
         else if (of && of->run != (int)(of - p->offload))
             sb_printf(b, "  (in the run of %%%s)", vname(p, ir_node(g, p->offload[of->run].node)->out[0]));
         sb_puts(b, "\n");

@@ -168,20 +168,27 @@ typedef struct LowerOffload {
                                 * host (host_param is it): the update writes it there, nothing
                                 * goes up after it; each gather copies it up first (LowerNode
                                 * gather_from) */
-    /* Runs (offload.c, docs/sharding.md "Host offload", "In chunks"): updates whose gradients
-     * a ZeRO chunk's reduce-scatter left side by side (LowerChunkScatter.part) run as one: their
-     * host state (m, v, the fp32 copy or master, the staging, the gradient's) laid out in the
-     * part's slot order, one copy of the gradients down (the part's f32 slices or their casts'), one
-     * colrt_host_adamw over the span (the padding between slots updated and never read), one
-     * rounding, the scalars down once. The leader (the run's first entry) does the run's work. */
+    /* Runs (offload.c, docs/sharding.md "Host offload", "Runs"): updates whose gradients a ZeRO
+     * chunk's reduce-scatter (LowerChunkScatter.part) or a gradient bucket's all-reduce
+     * (LowerBucket.buf) left side by side run as one: their host state (m, v, the fp32 copy or
+     * master, the staging, the gradient's) laid out in the part's or bucket's slot order, one copy
+     * of the gradients down (the f32 slices or their casts'; ZeRO-1's slices of a bucket's
+     * gradients, not side by side, one copy each into packed slots), one colrt_host_adamw over the
+     * span (the padding between slots updated and never read), one rounding, the scalars down
+     * once. The leader (the run's first entry) does the run's work. */
     int run;                   /* the entry leading this one's run (itself: it leads, or runs alone) */
     int run_n;                 /* on a leader: its run's entries (1: alone) */
     int run_lo;                /* on a leader: the entry at the span's start (its buffers are the spans') */
     int64_t run_elems;         /* on a leader: the span, in elements (members at their slots) */
     ValueId run_grad;          /* on a leader: the device gradients end to end in f32 from run_lo's
-                                * on (its slice, a view into the chunk's part; mixed precision: its
+                                * on (its slice, a view into the chunk's part or its gradient's in
+                                * the bucket; mixed precision: its
                                 * f32 cast, a view into the casts' span): one copy down; IR_NONE:
                                 * each member's gradient copied down into its place on its own */
+    ValueId run_up;            /* on a leader of ZeRO-1's slices (a bucket's run): the device span
+                                * its members' updated slices lie in at their slots, as on the
+                                * host (run_lo's up_to, a view at its start): one copy up of
+                                * run_elems; IR_NONE: each member's own copy up */
 } LowerOffload;
 
 /* The host offload's traffic per step as the program runs it (offload.c, cg_offload.c):

@@ -15,15 +15,22 @@
  * host's copy is the parameter: the update writes it, nothing comes back),
  * and each gather of it reads a device staging the slice is copied up into
  * first, a transfer at most K = offload_inflight ahead (plan_fetches).
- * Where a ZeRO chunk's reduce-scatter leaves offloaded gradients side by
- * side (chunk.c's parts), their updates form runs (form_runs): the members'
- * host buffers are laid out as spans in the part's slot order, so one copy
- * moves the run's gradients down (from the part in f32; under mixed precision
- * from a span their f32 casts write into, cast_span), one host AdamW updates
- * the span, and
- * under --offload params one copy moves a run's slices up into a round's send
- * buffer (lower_fetch_span). A device member or a change of hyperparameters
- * cuts a run (a mixed chunk splits).
+ * Where a ZeRO chunk's reduce-scatter (chunk.c's parts) or a gradient
+ * bucket's all-reduce (schedule.c make_buckets: data parallel, ZeRO-1, the
+ * accumulators of micro-batches) leaves offloaded gradients side by side,
+ * their updates form runs (form_runs): the members' host buffers are laid out
+ * as spans in the part's or bucket's slot order, so one copy moves the run's
+ * gradients down (from the part or bucket in f32; under mixed precision from
+ * a span their f32 casts write into, cast_span), one host AdamW updates the
+ * span, and under --offload params one copy moves a run's slices up into a
+ * round's send buffer (lower_fetch_span). ZeRO-1 updates each rank's slice of
+ * a bucket's gradients, which do not lie side by side: each is copied down on
+ * its own into its slot (packed), the call and the scalars still the run's, and
+ * the updated slices come up in one copy into a device span laid out as the
+ * host's (up_span), each all-gathered from its view there.
+ * A device member or a change of hyperparameters cuts a run (a mixed chunk or
+ * bucket splits); the planner counts the same runs (solver/chunks.c
+ * offload_runs, solver/plan.c bucket_runs).
  * The schedule pass then plans the device arena without the host buffers.
  */
 #include "lower_internal.h"
@@ -179,9 +186,14 @@ typedef struct Cand {
     ValueId w, param;
     int64_t elems;
     bool params;
-    ValueId src, root;         /* root: a LowerChunkScatter's part, or IR_NONE: runs alone */
+    ValueId src, root;         /* root: a LowerChunkScatter's part or a LowerBucket's buffer, or
+                                * IR_NONE: runs alone */
     int64_t off, bytes;        /* src's place in root and its bytes */
     bool whole;                /* the update reads src itself, in f32 (else a cast of it) */
+    bool apart;                /* ZeRO-1: the update reads this rank's slice of src, a whole gradient
+                                * in a bucket: a run's slices are not side by side on the device (each
+                                * copied down on its own), their host slots packed */
+    int64_t slot;              /* in a run: its place in the run's host spans, in elements */
 } Cand;
 
 /* The value x reads as at node id: a ZeRO gradient's slice from its reduce-scatter on. */
@@ -208,19 +220,33 @@ static void grad_home(const LowerCtx *c, Cand *e) {
     int64_t off = 0;
     ValueId r = x;
     for (; p->v[r].storage != r; r = p->v[r].storage) off += p->v[r].view_off;
+    if (r == x) return;
     for (int k = 0; k < p->n_chunk_scatters; k++)
-        if (p->chunk_scatters[k].part == r && r != x) {
+        if (p->chunk_scatters[k].part == r) {
             DType dt = p->chunk_scatters[k].dt;
             if (p->v[x].bytes != e->elems * ir_dtype_size(dt)) return; /* not the slice the update runs on */
             e->whole &= dt == DT_F32;
+            e->root = r, e->off = off, e->bytes = p->v[x].bytes;
+        }
+    /* a gradient bucket's view, after its all-reduce (make_buckets): the whole gradient, or under
+     * ZeRO-1 the whole gradient this rank updates a slice of (apart) */
+    for (int k = 0; k < p->n_buckets; k++)
+        for (int m = 0; p->buckets[k].buf == r && m < p->buckets[k].n; m++) {
+            if (p->buckets[k].view[m] != x || p->v[x].zchunk) continue;
+            DType dt = ir_val(g, p->buckets[k].grad[m])->dtype;
+            const LowerNode *ln = &p->n[e->node];
+            e->apart = ln->zero && e->elems == ln->zchunk && p->v[x].bytes > e->elems * ir_dtype_size(dt);
+            if (p->v[x].bytes != e->elems * ir_dtype_size(dt) && !e->apart) return;
+            e->whole &= !e->apart && dt == DT_F32;
             e->root = r, e->off = off, e->bytes = p->v[x].bytes;
         }
 }
 
 /* Whether b's update can run in a's run: the same hyperparameters and step
  * operands (one call), the same level and unit (a cast to the same dtype), its
- * gradient in the same part right after a's (at most a slot's padding between),
- * and both read alike (one copy down of the span, or each its own). */
+ * gradient in the same part or bucket right after a's (at most a slot's
+ * padding between), and both read alike (one copy down of the span, or each
+ * its own). */
 static bool run_joins(const LowerCtx *c, const Cand *a, const Cand *b) {
     const Graph *g = c->g;
     const Node *x = ir_node(g, a->node), *y = ir_node(g, b->node);
@@ -231,13 +257,15 @@ static bool run_joins(const LowerCtx *c, const Cand *a, const Cand *b) {
     for (int k = 4; k < 7; k++)
         if (x->in[k] != y->in[k]) return false;
     return (a->cast == IR_NONE) == (b->cast == IR_NONE) && a->params == b->params && a->whole == b->whole &&
+           a->apart == b->apart &&
            ir_val(g, a->param)->dtype == ir_val(g, b->param)->dtype && c->p->n[a->node].zero == c->p->n[b->node].zero;
 }
 
 /* Cuts the candidates into runs: run[i], the first (in schedule order) of
- * candidate i's run; each run one stretch of a chunk's part in slot order
- * whose every update reads only what is final at the run's first update. */
-static void form_runs(const LowerCtx *c, const Cand *e, int n, int *run) {
+ * candidate i's run; each run one stretch of a chunk's part or a bucket in
+ * slot order whose every update reads only what is final at the run's first
+ * update; and each member's slot in the run's host spans (Cand.slot). */
+static void form_runs(const LowerCtx *c, Cand *e, int n, int *run) {
     const Graph *g = c->g;
     int *ord = ir_alloc(sizeof(int) * (size_t)(n + 1));
     for (int i = 0; i < n; i++) ord[i] = i, run[i] = i;
@@ -260,21 +288,26 @@ static void form_runs(const LowerCtx *c, const Cand *e, int n, int *run) {
                 if (i != 2 && i != 3 && ir_val(g, x->in[i])->def != IR_NONE && ir_val(g, x->in[i])->def >= e[lead].node)
                     ok = false;
         }
-        for (int k = a; ok && k < b; k++) run[ord[k]] = lead;
+        /* the slots: each member's place in the part (side by side), or packed one after another
+         * at 64 bytes (16 elements) apart (apart: ZeRO-1's slices of a bucket's gradients) */
+        int64_t acc = 0;
+        for (int k = a; ok && k < b; k++) {
+            Cand *m = &e[ord[k]];
+            run[ord[k]] = lead;
+            m->slot = b - a == 1 ? 0 : m->apart ? acc : (m->off - e[ord[a]].off) / (m->bytes / m->elems);
+            acc += (m->elems + 15) / 16 * 16;
+        }
         a = b;
     }
     ir_free(ord);
 }
-
-/* Candidate e's slot in its run's span (from byte lo of the part), in elements. */
-static int64_t slot_of(const Cand *e, int64_t lo) { return (e->off - lo) / (e->bytes / e->elems); }
 
 /* Mixed precision: the run led by r reads each gradient's f32 cast, a buffer of
  * its own. The casts write into one device span instead (a buffer the
  * schedule places from the first cast to the last reader, each cast's result a
  * view at its slot), so the run's gradients go down in one copy too. Not
  * where a cast's result already shares a buffer or is not the slice. */
-static void cast_span(LowerCtx *c, Cand *cand, int ne, const int *run, int r, int64_t lo, int64_t span) {
+static void cast_span(LowerCtx *c, Cand *cand, int ne, const int *run, int r, int64_t span) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
     NodeId at = c->nn;
@@ -291,9 +324,39 @@ static void cast_span(LowerCtx *c, Cand *cand, int ne, const int *run, int r, in
         if (run[j] != r) continue;
         ValueId x = ir_node(g, cand[j].node)->in[1];
         p->v[x].storage = sp;
-        p->v[x].view_off = 4 * slot_of(&cand[j], lo);
+        p->v[x].view_off = 4 * cand[j].slot;
         cand[j].whole = true, cand[j].src = x;
     }
+}
+
+/* ZeRO-1: the run led by entry first + r (its slices apart, form_runs) copies each member's
+ * updated slice up into a buffer of its own, all-gathered into its parameter next. The slices
+ * are laid out as the host's spans instead (the packed slots), views of one device buffer the
+ * schedule places from the run's first update to its last all-gather, so the run's parameters
+ * come up in one copy (run_up). Not where a slice shares a buffer already. */
+static void up_span(LowerCtx *c, const Cand *cand, int ne, const int *run, int r, int64_t span, int first) {
+    const Graph *g = c->g;
+    LowerProgram *p = c->p;
+    DType dt = DT_F32;
+    for (int j = 0; j < ne; j++) {
+        const LowerOffload *e = &p->offload[first + j];
+        ValueId u = e->up_to;
+        if (run[j] != r) continue;
+        /* (its redirect, alias.c: the readers after its all-gather read the gathered parameter) */
+        if (e->params || !e->gathered || lower_root_of(p, u) != u || p->v[u].host ||
+            p->v[u].bytes != ir_dtype_size(ir_val(g, u)->dtype) * e->elems)
+            return;
+        dt = ir_val(g, u)->dtype;
+    }
+    LowerOffload *l = &p->offload[first + r];
+    ValueId sp = lower_add_temp(g, p, cand[r].node, span, dt, "next.run", l->up_to);
+    for (int j = 0; j < ne; j++) {
+        if (run[j] != r) continue;
+        ValueId u = p->offload[first + j].up_to;
+        p->v[u].storage = sp;
+        p->v[u].view_off = ir_dtype_size(dt) * cand[j].slot;
+    }
+    l->run_up = p->offload[l->run_lo].up_to;
 }
 
 bool lower_pass_offload(LowerCtx *c) {
@@ -333,19 +396,15 @@ bool lower_pass_offload(LowerCtx *c) {
     form_runs(c, cand, ne, run);
     /* per run (by its leader): the span's elements, its start, and each kind's base in the host arena */
     enum { S_M, S_V, S_W, S_P, S_G, S__N }; /* moments, the f32 copy or master, the staging, the gradient */
-    int64_t *span = ir_alloc(sizeof(int64_t) * (size_t)(ne + 1)), *lo = ir_alloc(sizeof(int64_t) * (size_t)(ne + 1));
+    int64_t *span = ir_alloc(sizeof(int64_t) * (size_t)(ne + 1));
     int64_t(*base)[S__N] = ir_alloc(sizeof *base * (size_t)(ne + 1));
     int *n_run = ir_alloc(sizeof(int) * (size_t)(ne + 1));
-    for (int i = 0; i < ne; i++) span[i] = 0, lo[i] = INT64_MAX, n_run[i] = 0;
-    for (int i = 0; i < ne; i++) {
-        n_run[run[i]]++;
-        if (cand[i].root != IR_NONE && cand[i].off < lo[run[i]]) lo[run[i]] = cand[i].off;
-    }
+    for (int i = 0; i < ne; i++) span[i] = 0, n_run[i] = 0;
+    for (int i = 0; i < ne; i++) n_run[run[i]]++;
     for (int j = 0; j < ne; j++) /* each run's span: its members at their slots */
-        if (n_run[run[j]] > 1 && slot_of(&cand[j], lo[run[j]]) + cand[j].elems > span[run[j]])
-            span[run[j]] = slot_of(&cand[j], lo[run[j]]) + cand[j].elems;
+        if (n_run[run[j]] > 1 && cand[j].slot + cand[j].elems > span[run[j]]) span[run[j]] = cand[j].slot + cand[j].elems;
     for (int r = 0; r < ne; r++)
-        if (run[r] == r && n_run[r] > 1 && !cand[r].whole) cast_span(c, cand, ne, run, r, lo[r], span[r]);
+        if (run[r] == r && n_run[r] > 1 && !cand[r].whole && !cand[r].apart) cast_span(c, cand, ne, run, r, span[r]);
     p->offload = ir_realloc(p->offload, sizeof *p->offload * (size_t)(p->n_offload + ne + 1));
     int first = p->n_offload;
     for (int i = 0; i < ne; i++) {
@@ -357,7 +416,7 @@ bool lower_pass_offload(LowerCtx *c) {
         const LowerNode *ln = &p->n[id];
         int r = run[i];
         bool in_run = n_run[r] > 1;
-        int64_t at = in_run ? slot_of(ca, lo[r]) : 0; /* its slot in the span, in elements */
+        int64_t at = in_run ? ca->slot : 0; /* its slot in the span, in elements */
         if (in_run && r == i) { /* the leader: the run's spans */
             for (int k = 0; k < S__N; k++)
                 base[r][k] = k == S_P && cast == IR_NONE ? -1
@@ -372,7 +431,8 @@ bool lower_pass_offload(LowerCtx *c) {
                             .up_to = ir_node(g, last)->out[0],
                             .gathered = lower_zero_gather_target(p, last) != IR_NONE,
                             .param_shift = ln->zero && !p->v[w].zchunk ? ln->zchunk : 0, .params = ca->params,
-                            .run = first + r, .run_n = r == i ? n_run[r] : 0, .run_grad = IR_NONE};
+                            .run = first + r, .run_n = r == i ? n_run[r] : 0, .run_grad = IR_NONE,
+                            .run_up = IR_NONE};
         if (cast != IR_NONE) { /* the master lives on the host; its rounding goes up */
             e->master = w;
             to_host(c, w, SLOT(S_W));
@@ -394,7 +454,7 @@ bool lower_pass_offload(LowerCtx *c) {
 #undef SLOT
         /* the update's scalars: one copy a run (its members read the same) */
         e->host_scalars = r == i ? host_value(c, id, 4, DT_F32, w, "scalars.host", -1) : p->offload[first + r].host_scalars;
-        if (in_run && ca->off == lo[r]) p->offload[first + r].run_lo = first + i;
+        if (in_run && ca->slot == 0) p->offload[first + r].run_lo = first + i;
         if (r == i) {
             e->run_elems = in_run ? span[r] : elems;
             if (!in_run) e->run_lo = first + i;
@@ -402,9 +462,10 @@ bool lower_pass_offload(LowerCtx *c) {
     }
     for (int i = 0; i < ne; i++) /* the leaders: one copy down where the part holds the run's gradients in f32 */
         if (run[i] == i && n_run[i] > 1 && cand[i].whole) p->offload[first + i].run_grad = cand[p->offload[first + i].run_lo - first].src;
+    for (int i = 0; i < ne; i++) /* and ZeRO-1's: one copy up of the slices */
+        if (run[i] == i && n_run[i] > 1 && cand[i].apart) up_span(c, cand, ne, run, i, span[i], first);
     ir_free(n_run);
     ir_free(base);
-    ir_free(lo);
     ir_free(span);
     ir_free(run);
     ir_free(cand);
@@ -422,8 +483,10 @@ LowerOffloadTraffic lower_offload_traffic(const LowerProgram *p) {
             if (e->run_grad != IR_NONE) t.d2h_copies++, t.d2h_bytes += 4.0 * (double)e->run_elems;
         }
         if (l->run_grad == IR_NONE) t.d2h_copies++, t.d2h_bytes += 4.0 * (double)e->elems;
-        if (!e->params) /* params: the slice stays on the host */
-            t.h2d_copies++, t.h2d_bytes += (double)ir_dtype_size(p->g->values[e->param].dtype) * (double)e->elems;
+        double es = (double)ir_dtype_size(p->g->values[e->param].dtype);
+        if (e->run == k && e->run_up != IR_NONE) t.h2d_copies++, t.h2d_bytes += es * (double)e->run_elems;
+        if (!e->params && l->run_up == IR_NONE) /* params: the slice stays on the host */
+            t.h2d_copies++, t.h2d_bytes += es * (double)e->elems;
     }
     return t;
 }

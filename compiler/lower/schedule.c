@@ -209,9 +209,10 @@ static void make_buckets(const Graph *g, LowerProgram *p) {
         while (j < nc) {
             const Node *dj = ir_node(g, ir_val(g, cand[j])->def);
             int64_t b = shard_bucket_member_bytes(p->v[cand[j]].bytes);
-            if (j > i && (dj->block != d0->block || dj->instance != d0->instance || ir_val(g, cand[j])->dtype != dt ||
+            if (j > i && (!shard_bucket_joins(bytes, p->v[cand[j]].bytes, cap, d0->block, d0->instance, (int)dt, dj->block,
+                                              dj->instance, (int)ir_val(g, cand[j])->dtype) ||
                           stages_of(g, p, cand[j]) != stages_of(g, p, cand[i]) ||
-                          (cax[j] & seen & ~cax[j - 1]) || !cax[j] != !cax[i] || bytes + b > cap))
+                          (cax[j] & seen & ~cax[j - 1]) || !cax[j] != !cax[i]))
                 break;
             seen |= cax[j];
             bytes += b;

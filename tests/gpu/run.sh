@@ -88,7 +88,7 @@ profile() {
 
 g124m() {
   "$BIN/train_g124m" 4 1e-4 1 | tee "$OUT/g124m.txt"
-  local s=$(awk '/s per step/ { for (i = 1; i <= NF; i++) if ($i == "s" && $(i+1) == "per") print $(i-1) }' "$OUT/g124m.txt")
+  local s=$(awk '/s per step \(mean of/ { for (i = 1; i <= NF; i++) if ($i == "s" && $(i+1) == "per") print $(i-1) }' "$OUT/g124m.txt")
   local flops=$(awk '/total FLOPs/ { print $3 }' "$B/gen/g124m/summary.txt")
   local plan=$(awk '/^plan / { print $3 }' "$B/gen/g124m/summary.txt")
   python3 - "$s" "$flops" "$plan" <<'PY'

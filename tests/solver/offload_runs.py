@@ -14,7 +14,8 @@ differs from them only by the slots' padding and the scalars, and the planner pr
 number of host calls and copies (plan JSON offload.host_adamw_calls, d2h_copies, h2d_copies: each
 has a per-call cost, so runs are a priced saving). With --offload params a round's
 transfer copies each run's slices up in one copy; in bf16 under ZeRO-2 a run's f32 gradient casts
-are one span, copied down at once.
+are one span, copied down at once. Without chunks, on 2 data-parallel ranks (and ZeRO-1, and with
+micro-batches), the runs form over the gradient buckets instead; the planner counts the same.
 """
 import json
 import os
@@ -82,4 +83,43 @@ plan, src = gen("params", "--chunk-bytes", "8KB", "--offload", "params")
 ups = re.findall(r"slice up into chunk \d+(?:, and the (\d+) after it)?", src)
 check(len(ups) == 4 and sum(1 + int(n or 0) for n in ups) == 2 * 27,
       f"params: {len(ups)} copies up into the chunks' send buffers for {sum(1 + int(n or 0) for n in ups)} slices")
+# gradient buckets (docs/sharding.md "Host offload", "Runs"): the data-parallel lowering sums the
+# gradients in buckets (here 4: one per block instance and two outside the blocks), and the offloaded
+# updates of a bucket's neighbours run as one; per update it was 28 calls and 112 copies down. In f32
+# the run's gradients lie side by side in the bucket: one copy down (4 runs: 4 x 4 copies). ZeRO-1
+# updates each rank's slice of a bucket's gradients, not side by side: one copy each, the call and
+# the scalars a run's (28 + 4 x 3), and the updated slices up in one copy a run (laid out as on the
+# host, offload.c up_span: 4, where dp copies each parameter up, 28). With 2 micro-batches the
+# accumulators are one bucket after the backward: one run (28 + 3 down and 1 up in bf16 under
+# ZeRO-1, whose f32 accumulators are the bucket's members).
+for name, extra, want, spans in (("dp", ["--strategy", "dp"], (4, 16, 28), True),
+                                 ("zero1", ["--strategy", "zero1"], (4, 40, 4), False),
+                                 ("dp_bf16", ["--strategy", "dp", "--dtype", "bf16"], (4, 16, 28), True),
+                                 ("zero1_micro2_bf16", ["--strategy", "zero1", "--micro-batches", "2", "--dtype", "bf16"],
+                                  (1, 31, 1), False)):
+    plan, src = gen(name, *extra)
+    low, ops, of = plan["lowering"], plan["program"]["ops"], plan["offload"]
+    got = (low["host_adamw_calls"], low["d2h_copies"], low["h2d_copies"])
+    check(low["host_updates"] == 28 and got == want,
+          f"{name}: 28 updates on the host as {got[0]} host calls, {got[1]} copies down, {got[2]} up (want {want})")
+    # (the source's block instances share a loop: its text holds fewer calls than the trace)
+    n_spans = len(re.findall(r"the gradients of \d+ updates", src))
+    check((n_spans > 0) == spans, f"{name}: {n_spans} copies of a run's gradients in the source (want some: {spans})")
+    host = [o for o in ops if o["k"] == "host"]
+    hcopy = [o for o in ops if o["k"] == "hcopy"]
+    check(len(host) == got[0] and len(hcopy) == got[1] + got[2],
+          f"{name}: the recorder's trace: {len(host)} host calls, {len(hcopy)} host copies")
+    priced_n = (of["host_adamw_calls"], of["d2h_copies"], of["h2d_copies"])
+    check(priced_n == got, f"{name}: the plan prices {priced_n} calls and copies (plan.c bucket_runs), the program makes {got}")
+# a parameter the ranks do not divide stays whole (stage 0, compiler/lower/zero.c) and cuts the run:
+# the MLP on 4 ZeRO-1 ranks, fc2.bias (10 elements) alone -> 2 calls, 3 + 1 gradient copies + 2 x 3
+# scalars, 2 copies up (the run's 3 slices in one); the planner's runs (plan.c zero_of) the same
+d = os.path.join(out, "mlp_zero1_4")
+subprocess.run([cc, os.path.join(os.path.dirname(model), "mlp.cir"), "--emit", "code", "--target", "cpu", "-q", "-o", d,
+                "--cluster", "h100:1x4", "--mesh", "4", "--strategy", "zero1", "--offload", "optim"], check=True)
+plan = json.load(open(os.path.join(d, "mlp.plan.json")))
+low, of = plan["lowering"], plan["offload"]
+got = (low["host_adamw_calls"], low["d2h_copies"], low["h2d_copies"])
+check(got == (2, 10, 2), f"mlp_zero1_4: {got[0]} host calls, {got[1]} copies down, {got[2]} up (want (2, 10, 2))")
+check((of["host_adamw_calls"], of["d2h_copies"], of["h2d_copies"]) == got, "mlp_zero1_4: the plan prices the same counts")
 sys.exit(1 if fails else 0)
