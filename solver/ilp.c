@@ -1307,7 +1307,9 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
      * n[full] instances fully, the next n[selective] selectively): none where it keeps its
      * activations (k = 1); selective where some instance is, else full. TL >= its bytes
      * summed over the last block's groups, each row held off where it does not hold:
-     * TL >= B_sel(x) - Bmax k, TL >= B_full(x) - Bmax (n[none] + n[selective]) (integers);
+     * TL >= B_sel(x) - Bmax k, TL >= B_full(x) - Bmax (1 - f), f binary, 1 where every
+     * instance re-runs fully (with Bmax (n[none] + n[selective]) in its place the llama-tiny
+     * --sweep-mem=3 --emit all of report_plan_roundtrip took 56 s of CPU, so 30 s; TL = TR 12 s);
      * under fixed_rc the policy's, none under none; without a last block the largest
      * block's re-run, TL >= TR */
     if (last_k < 0 || p->stage_problem) { /* IlpProblem.stage_problem: TL = TR */
@@ -1335,8 +1337,18 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
             bmax += qmax;
         }
         if (fixed_rc >= 0 || !kcol) continue;
-        if (pol == RC_SELECTIVE) put(lp, row, kcol, bmax);
-        else put(lp, row, m->bits[last_k][RC_NONE], bmax), put(lp, row, m->bits[last_k][RC_SELECTIVE], bmax);
+        if (pol == RC_SELECTIVE) {
+            put(lp, row, kcol, bmax);
+            continue;
+        }
+        /* f = 1 where every instance re-runs fully (binary: N f <= n[full], f >= n[full] - N + 1):
+         * TL >= B_full(x) - Bmax (1 - f) */
+        int N = p->blocks[last_k].instances, fcol = add_col(lp, GLP_BV, 0, 1, 0, "last_full");
+        int r1 = add_row(lp, GLP_UP, -INFINITY, 0, "last_full_le"), r2 = add_row(lp, GLP_LO, 1 - N, INFINITY, "last_full_ge");
+        put(lp, r1, fcol, N), put(lp, r1, m->bits[last_k][RC_FULL], -1);
+        put(lp, r2, fcol, 1), put(lp, r2, m->bits[last_k][RC_FULL], -1);
+        glp_set_row_bnds(lp->P, row, GLP_LO, -bmax, 0);
+        put(lp, row, fcol, -bmax);
     }
     /* a recomputed last instance at its re-run's end, its backward not begun (eval.c):
      * RB + TL less every gradient of the instance, no transient, nothing freed; held off
