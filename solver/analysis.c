@@ -431,7 +431,9 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
                                 r->price.mem_unwritten);
     cJSON_AddNumberToObject(o, "activations_freed_bytes", r->price.mem_acts_freed);
     cJSON_AddNumberToObject(o, "head_activations_bytes", r->price.mem_acts_head);
-    cJSON_AddNumberToObject(o, "recompute_bytes", r->price.mem_recompute);
+    /* the re-run live at the peak's moment: the last block instance's at its backward, else the first's */
+    cJSON_AddNumberToObject(o, "recompute_bytes",
+                            r->price.peak_moment == 1 ? r->price.mem_recompute_last : r->price.mem_recompute);
     cJSON_AddNumberToObject(o, "gradient_f32_extra_bytes", r->price.mem_update);
     cJSON_AddNumberToObject(o, "before_blocks_activations_bytes", r->price.mem_acts_pre);
     cJSON_AddNumberToObject(o, "gradients_not_yet_written_at_first_block_bytes", r->price.mem_grads_late_pre);

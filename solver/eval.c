@@ -380,14 +380,21 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
             /* a recomputed instance's re-run forward runs in the backward: the buckets beside it */
             hide += n[RC_SELECTIVE] * S->rec_sel_s + n[RC_FULL] * S->fwd_s;
             if (z == 3) r.gather_s += n[RC_SELECTIVE] * S->rc_gather_s[RC_SELECTIVE] + n[RC_FULL] * S->rc_gather_s[RC_FULL];
-            /* the re-run instance: a full one where some instance is (the larger) */
-            block_none[g->block] += ilp_rerun_bytes(S, z, n[RC_FULL] > 0 ? RC_FULL : RC_SELECTIVE);
+            /* the first instance's re-run (the first block instance's backward): what it
+             * re-makes and, selective, the products it kept, all of them live from its
+             * re-run on: a full re-run's bytes under either policy */
+            block_none[g->block] += ilp_rerun_bytes(S, z, RC_FULL);
+            /* the last instance's re-run (placement: the first count[full] instances re-run
+             * fully, the next count[selective] selectively, the rest keep theirs) */
+            if (ilp_group_last_block(g) && n[RC_NONE] == 0)
+                r.mem_recompute_last += ilp_rerun_bytes(S, z, n[RC_SELECTIVE] > 0 ? RC_SELECTIVE : RC_FULL);
         }
     }
     for (int b = 0; b < p->n_blocks; b++) {
         if (c->count[b][RC_SELECTIVE] + c->count[b][RC_FULL] > 0)
             r.mem_recompute = maxd(r.mem_recompute, block_none[b]);
     }
+    if (p->stage_problem) r.mem_recompute_last = r.mem_recompute; /* IlpProblem.stage_problem */
     /* a bucket is a second copy of its gradients at its launch, as its set's backward ends
      * (compiler/lower/schedule.c: they are freed after the packing): a transient of that
      * moment, the head's (its set), the update's (every set), and a block instance's: the
@@ -516,7 +523,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         const IlpGroup *g = &p->groups[gi];
         if (!ilp_group_last_block(g)) continue;
         const int *n = c->count[g->block];
-        if (rr_pol < 0) rr_pol = n[RC_FULL] > 0 ? RC_FULL : n[RC_SELECTIVE] > 0 ? RC_SELECTIVE : RC_NONE;
+        if (rr_pol < 0) rr_pol = n[RC_FULL] + n[RC_SELECTIVE] > 0 ? RC_FULL : RC_NONE; /* as block_none */
         const IlpStrat *S = &g->strats[c->strat[gi]];
         if (rr_pol != RC_NONE) rr_left += ilp_rerun_bytes(S, 0, rr_pol), rr_params += ilp_rerun_params(S, c->zero[gi]);
         late_all += S->mem_grad_late[c->zero[gi]];
@@ -540,7 +547,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     double stg_done = two ? stg1 : stg;
     last_at -= done + stg - stg_done, g_freed = done;
     double stg_m1 = stg_done; /* the stagings at moment 1's point */
-    double base1 = start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute + stg; /* the moment's bytes less at_g */
+    double base1 = start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute_last + stg; /* the moment's bytes less at_g */
     /* the first instance's moment less its transient (one block, recomputed: per group) */
     double base3 = held - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + stg1;
     bool per3 = group_at && p->n_blocks == 1 && rr_pol > RC_NONE;
@@ -557,7 +564,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         freed -= ilp_freed_bytes(S, z, c->count[g->block][RC_NONE] > 0, false); /* those of the groups after g */
         /* the first group's backward ends the instance's: its bucket launches (every
          * gradient written, those after it freed) */
-        double tg = maxd(ilp_transient(S, z), g_first++ == 0 ? bk[g->block] - r.mem_recompute : 0);
+        double tg = maxd(ilp_transient(S, z), g_first++ == 0 ? bk[g->block] - r.mem_recompute_last : 0);
         /* and g's own activations read last by its members after the one where it holds
          * the most (IlpStrat.held_freed; where recomputed, of the re-made ones, and the
          * re-run's gathered parameters, freed once the instance's backward begins) */
@@ -595,7 +602,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     if (bk_blocks > r.mem_recompute + tr3 - unw3 - freed3) tr3 = bk_blocks, unw3 = 0, freed3 = r.mem_recompute;
     double at[ILP_MOMENTS] = {
         start - unwritten + r.mem_transient_head + stg,
-        start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute + last_at + stg,
+        start - r.mem_acts_head + r.mem_head_grad + r.mem_recompute_last + last_at + stg,
         held + r.mem_update + r.mem_transient_max,
         held - r.mem_grads_late_pre + r.mem_head_grad + r.mem_acts_pre + r.mem_recompute + tr3 - unw3 - freed3 +
             stg1};

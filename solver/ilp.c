@@ -24,8 +24,10 @@
  *             a transient).
  *   T, TH, TB >= 0: the largest transient of every group and edge, of the
  *             head's (groups after the blocks, edges into them), of the
- *             blocks'; TR >= 0: a re-run block's activations; e >= 0:
- *             exposed gradient sync.
+ *             blocks'; TR >= 0: a re-run block's activations (the first
+ *             instance's); TL >= 0: the last instance's re-run's (its policy's,
+ *             none where it keeps its activations); e >= 0: exposed gradient
+ *             sync.
  *   h[g]      binary: group g's optimizer state lives on the host (host
  *             offload; only where IlpOptions.offload allows it).
  *   o[g]      in [0, 1]: the elements it moves, as a fraction of the most
@@ -49,7 +51,7 @@
  *             K t + sum of n u, u >= transfer - t, u >= 0 (n: its count).
  * Objective: ilp_evaluate()'s step time. Memory rows: its peak bytes <= limit
  * at the four moments it prices (the head's backward + TH, the last block
- * instance's backward + TB + TR, the update + T, the first block instance's
+ * instance's backward + TB + TL, the update + T, the first block instance's
  * backward + TB + TR).
  * On infeasibility a second solve minimizes the peak instead.
  */
@@ -127,6 +129,8 @@ typedef struct Model {
     int TH_col, TB_col;         /* the head's and the blocks' largest transients */
     int TO_col;                 /* ... of the blocks' groups outside the last block, and edges into blocks */
     int rc_row, TR_col;         /* a block's backward's row; a re-run block's activations */
+    int TL_col;                 /* the last block instance's re-run's (its policy's; eval.c
+                                 * mem_recompute_last): the rows of the block backward's moment */
     int first_row;              /* the first block instance's backward's row */
     int *h;         /* per group: the offload column, or 0 */
     int *hp;        /* per group: level params, the parameter-on-host column, or 0 */
@@ -629,6 +633,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     m->TB_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient_blocks");
     m->TO_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "transient_other_blocks");
     m->TR_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "recompute_transient");
+    m->TL_col = add_col(lp, GLP_CV, 0, INFINITY, 0, "recompute_transient_last");
     /* SH = 1 where a chosen strategy splits a parameter (the tensor-parallel
      * lowering, which holds the edges' mem_end): SH >= each group's such x */
     int SH = add_col(lp, GLP_CV, 0, 1, 0, "sharded");
@@ -961,7 +966,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     m->mem_row = mrow[0];
     int urow = mrow[2], frow = m->first_row = mrow[3];
     m->m1_row = mrow[1];
-    int T = m->T_col, TR = m->TR_col;
+    int T = m->T_col, TR = m->TR_col, TL = m->TL_col;
     /* the last block instance's backward (eval.c): rc_row defines its base
      * (every term but the transient) as the free column RB; the moment is
      * the row of RB plus the other blocks' transient (mrow[1]) and one row
@@ -972,7 +977,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     put(lp, m->rc_row, RB, -1);
     put(lp, mrow[1], RB, 1);
     put(lp, mrow[1], m->TO_col, 1);
-    put(lp, mrow[1], TR, 1);
+    put(lp, mrow[1], TL, 1);
     put(lp, m->mem_row, m->TH_col, 1);
     put(lp, urow, T, 1);
     int *brow = ir_alloc(sizeof(int) * (size_t)(p->n_groups + 1)); /* per last-block group: its row */
@@ -992,7 +997,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 yrow[q] = add_row(lp, GLP_LO, 0, 0, rn);
                 put(lp, yrow[q], Y, 1);
             }
-            put(lp, yrow[0], TR, -1);
+            put(lp, yrow[0], TL, -1);
             for (int k = 0; k < p->n_groups; k++) {
                 const IlpGroup *K = &p->groups[k];
                 if (ilp_bucket_set(p, K) != p->groups[g].block) continue;
@@ -1009,7 +1014,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         if (min_mem) put(lp, row, m->M_col, -1);
         brow[g] = row;
         put(lp, row, RB, 1);
-        put(lp, row, Y ? Y : TR, 1);
+        put(lp, row, Y ? Y : TL, 1);
         for (int k = 0; k <= g; k++) {
             const IlpGroup *K = &p->groups[k];
             if (!ilp_group_last_block(K)) continue;
@@ -1025,9 +1030,10 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
     }
     /* the first block instance's (eval.c): W >= TB; W >= TR + TB (several blocks), or (one
      * block) per group g of the instance W >= TR + g's transient - the gradients of the
-     * groups before g - the re-made activations of those after g (freed; the policy's, full
-     * where the ILP chooses it, as TR counts); W >= each block's bucket */
-    int rpol = fixed_rc >= 0 ? fixed_rc : RC_FULL;
+     * groups before g - the re-made activations of those after g (freed; a full re-run's
+     * bytes under either policy, as TR counts: a selective instance's kept products are
+     * live beside its re-made ones); W >= each block's bucket */
+    int rpol = fixed_rc == RC_NONE ? RC_NONE : RC_FULL; /* a selective instance's kept products too */
     int W = add_col(lp, GLP_CV, 0, INFINITY, 0, "first_block_transient");
     int wrow = add_row(lp, GLP_LO, 0, 0, "first_block_transient");
     put(lp, frow, W, 1);
@@ -1239,7 +1245,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                         for (int z = 0; z < ZERO_STAGES; z++)
                             if (m->x[g][s * ZERO_STAGES + z])
                                 put(lp, row, m->x[g][s * ZERO_STAGES + z],
-                                    -ilp_rerun_bytes(&p->groups[g].strats[s], z, fixed_rc) * ms);
+                                    -ilp_rerun_bytes(&p->groups[g].strats[s], z, RC_FULL) * ms);
             }
             continue;
         }
@@ -1356,8 +1362,55 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
         put(lp, r2, kcol, N);
         put(lp, r2, m->bits[last_k][RC_NONE], -1);
     }
+    /* the last instance's re-run (eval.c mem_recompute_last; the lowering re-runs the first
+     * n[full] instances fully, the next n[selective] selectively): none where it keeps its
+     * activations (k = 1); selective where some instance is, else full. TL >= its bytes
+     * summed over the last block's groups, each row held off where it does not hold:
+     * TL >= B_sel(x) - Bmax k, TL >= B_full(x) - Bmax (1 - f), f binary, 1 where every
+     * instance re-runs fully (with Bmax (n[none] + n[selective]) in its place the llama-tiny
+     * --sweep-mem=3 --emit all of report_plan_roundtrip took 56 s of CPU, so 30 s; TL = TR 12 s);
+     * under fixed_rc the policy's, none under none; without a last block the largest
+     * block's re-run, TL >= TR */
+    if (last_k < 0 || p->stage_problem) { /* IlpProblem.stage_problem: TL = TR */
+        int row = add_row(lp, GLP_LO, 0, 0, "recompute_last");
+        put(lp, row, TL, 1);
+        put(lp, row, TR, -1);
+    }
+    for (int pol = RC_SELECTIVE; last_k >= 0 && !p->stage_problem && pol <= RC_FULL; pol++) {
+        if (fixed_rc >= 0 && fixed_rc != pol) continue;
+        snprintf(nm, sizeof nm, "recompute_last_%s", pol == RC_FULL ? "full" : "selective");
+        int row = add_row(lp, GLP_LO, 0, 0, nm);
+        put(lp, row, TL, 1);
+        double bmax = 0;
+        for (int q = 0; q < p->n_groups; q++) {
+            const IlpGroup *Q = &p->groups[q];
+            if (!ilp_group_last_block(Q) || Q->block != last_k) continue;
+            double qmax = 0;
+            for (int s2 = 0; s2 < Q->n_strats; s2++)
+                for (int z = 0; z < ZERO_STAGES; z++) {
+                    int c = m->x[q][s2 * ZERO_STAGES + z];
+                    double b = c ? ilp_rerun_bytes(&Q->strats[s2], z, pol) * ms : 0;
+                    if (b > 0) put(lp, row, c, -b);
+                    qmax = maxd(qmax, b);
+                }
+            bmax += qmax;
+        }
+        if (fixed_rc >= 0 || !kcol) continue;
+        if (pol == RC_SELECTIVE) {
+            put(lp, row, kcol, bmax);
+            continue;
+        }
+        /* f = 1 where every instance re-runs fully (binary: N f <= n[full], f >= n[full] - N + 1):
+         * TL >= B_full(x) - Bmax (1 - f) */
+        int N = p->blocks[last_k].instances, fcol = add_col(lp, GLP_BV, 0, 1, 0, "last_full");
+        int r1 = add_row(lp, GLP_UP, -INFINITY, 0, "last_full_le"), r2 = add_row(lp, GLP_LO, 1 - N, INFINITY, "last_full_ge");
+        put(lp, r1, fcol, N), put(lp, r1, m->bits[last_k][RC_FULL], -1);
+        put(lp, r2, fcol, 1), put(lp, r2, m->bits[last_k][RC_FULL], -1);
+        glp_set_row_bnds(lp->P, row, GLP_LO, -bmax, 0);
+        put(lp, row, fcol, -bmax);
+    }
     /* a recomputed last instance at its re-run's end, its backward not begun (eval.c):
-     * RB + TR less every gradient of the instance, no transient, nothing freed; held off
+     * RB + TL less every gradient of the instance, no transient, nothing freed; held off
      * by Amax k where the instance keeps its activations (k = 1), or left out under
      * fixed_rc none */
     if (last_k >= 0 && (kcol || fixed_rc != RC_NONE)) {
@@ -1366,7 +1419,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                                                       : add_row(lp, GLP_FR, 0, 0, "memory_block_rerun");
         if (min_mem) put(lp, row, m->M_col, -1);
         put(lp, row, RB, 1);
-        put(lp, row, TR, 1);
+        put(lp, row, TL, 1);
         double kmax = 0;
         for (int q = 0; q < p->n_groups; q++) {
             const IlpGroup *Q = &p->groups[q];

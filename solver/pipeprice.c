@@ -812,6 +812,7 @@ void pipeline_stage_problem(IlpProblem *p, int stages, double copies) {
     if (stages <= 1 || blk == IR_NONE) return;
     rescale(p, blk, p->g->blocks[blk].n_instances, pipeline_stage_instances(p->g, stages));
     pipeline_stage_acts(p, copies);
+    p->stage_problem = true;
 }
 
 void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices, int n_choices) {
@@ -821,6 +822,7 @@ void pipeline_whole_problem(IlpProblem *p, int stages, IlpChoice *const *choices
     for (int gi = 0; gi < p->n_groups; gi++)
         if (in_cut(p, gi, blk)) bi = p->groups[gi].block;
     pipeline_stage_acts(p, 1);
+    p->stage_problem = false;
     rescale(p, blk, k, n);
     if (bi < 0) return;
     for (int i = 0; i < n_choices; i++) {

@@ -1312,7 +1312,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                 best->price.mem_acts = top->mem_acts + top->mem_inflight;
                 best->price.mem_transient = top->mem_transient;
                 best->price.mem_update = top->mem_update;
-                best->price.mem_recompute = 0;
+                best->price.mem_recompute = best->price.mem_recompute_last = 0;
                 /* the stage's peak is at its backward's start or at its update (pipeprice.c) */
                 best->price.peak_moment = top->mem_static > top->mem_static - top->mem_grads_late + top->mem_acts ? 2 : 0;
                 if (top->peak_bytes > limit) { /* the stage plan fits; the pipeline buffer or the recompute spread does not */

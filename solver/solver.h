@@ -415,6 +415,11 @@ typedef struct IlpProblem {
     double act_copies;          /* a pipeline's stage problem: the copies of each group's saved
                                  * activations its memory rows count (IlpStrat.act scaled by it,
                                  * pipeline_stage_problem); 0: not scaled */
+    bool stage_problem;         /* a pipeline's stage problem (pipeline_stage_problem): its
+                                 * peak is pipeprice.c's, which counts each instance's kept
+                                 * activations and no re-run, so the block backward's moment
+                                 * keeps the first instance's re-run (TR) beside the last's
+                                 * (IlpPrice.mem_recompute_last = mem_recompute) */
     double param_bytes, grad_bytes, opt_bytes; /* per parameter element */
     double grad32_bytes;        /* the f32 gradient copy the update reads (mixed precision; 0 in f32) */
     double step_io_fixed;       /* the step's hyper-parameters (replicated), and its inputs and
@@ -588,6 +593,8 @@ typedef struct IlpPrice {
     double mem_acts_head;       /* of mem_acts: the head's (IlpGroup.after_blocks) */
     double mem_recompute;       /* a recomputed block instance's activations, re-made in the
                                  * backward (the largest; 0 when nothing recomputes) */
+    double mem_recompute_last;  /* the last block instance's, re-made before its backward (0
+                                 * where it keeps its activations): the block backward's moment */
     double mem_grads_late_pre;  /* of mem_grads_late: those still not written when the backward
                                  * reaches the first block instance (groups before the blocks) */
     double mem_acts_pre;        /* of mem_acts: the groups' before the blocks (the embedding's) */

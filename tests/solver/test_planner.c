@@ -382,7 +382,11 @@ static void rerun_reshardings(void) {
                 IlpPrice pr = ilp_evaluate(p, &r.choice);
                 CHECK_NEAR(r.objective, pr.step_s, RTOL);
                 tot++;
-                held += r.choice.count[p->groups[E->dst].block][RC_FULL] > 0;
+                /* re-run under either policy: at the leanest peak a selective instance ties a
+                 * full one (its kept products and re-made activations are a full re-run's
+                 * bytes, eval.c), and is faster */
+                const int *cnt = r.choice.count[p->groups[E->dst].block];
+                held += cnt[RC_FULL] + cnt[RC_SELECTIVE] > 0;
                 paid += rerun_paid(p, &r.choice) > 0;
                 ilp_result_free(&r);
             }
