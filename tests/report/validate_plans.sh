@@ -40,6 +40,12 @@ if ! "$cc" "$src/examples/mlp/mlp.c" --batch 8 --cluster h100:1x2 --strategy dp 
   echo "FAIL: --emit all (code, plan and report)"
   fail=$((fail + 1))
 fi
+# an interleaved pipeline's program (version 3: chunks, its devices' tables, `na`)
+if ! "$cc" "$src/examples/gpt2/gpt2.c" -DN_LAYER=4 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 \
+     --cluster h100:1x2 --pp 2 --schedule interleaved:2 --micro-batches 4 --emit all --target cpu -o "$tmp/ileave-code" -q; then
+  echo "FAIL: --emit all of an interleaved pipeline"
+  fail=$((fail + 1))
+fi
 # beside generated code, memory over the step is the static memory plan's: its
 # peak is the plan's lower bound, and the report says it is planned
 "$py" - "$tmp/mlp-code/mlp.plan.json" <<'PY' || fail=$((fail + 1))
