@@ -135,6 +135,16 @@ static bool from_text(const char *json, SimProgram *p, ShardCluster *cl, StrBuf 
     return ok;
 }
 
+/* text with its first `from` replaced by `to`, into *out (initialized here); false
+ * (nothing written) where text lacks `from` */
+static bool replaced(const char *text, const char *from, const char *to, StrBuf *out) {
+    const char *at = strstr(text, from);
+    if (!at) return false;
+    sb_init(out);
+    sb_printf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return true;
+}
+
 int main(void) {
     ShardCluster cl;
     ShardMesh m;
@@ -298,12 +308,10 @@ int main(void) {
         {"\"a\":0", "\"a\":5", "field 'a' must be a number in [0, 2]"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        const char *at = strstr(txt, bad[k].from);
-        CHECK(at != NULL);
-        if (!at) continue;
         StrBuf t;
-        sb_init(&t);
-        sb_printf(&t, "%.*s%s%s", (int)(at - txt), txt, bad[k].to, at + strlen(bad[k].from));
+        bool found = replaced(txt, bad[k].from, bad[k].to, &t);
+        CHECK(found);
+        if (!found) continue;
         StrBuf e;
         sb_init(&e);
         CHECK(!from_text(sb_cstr(&t), &q, &cl2, &e));
@@ -436,12 +444,10 @@ int main(void) {
             {"\"pa\":5", "\"pa\":2"}, {"[[0,0,0,0]", "[[7,0,0,0]"}, {"\"kept\":[0,0]", "\"kept\":[0,1]"},
             {"\"version\":3", "\"version\":4"}, {"\"k\":\"p2p\"", "\"k\":\"copy\""}};
         for (size_t bq = 0; bq < sizeof pbad / sizeof pbad[0]; bq++) {
-            const char *at = strstr(ptx, pbad[bq][0]);
-            CHECK(at != NULL);
-            if (!at) continue;
             StrBuf t;
-            sb_init(&t);
-            sb_printf(&t, "%.*s%s%s", (int)(at - ptx), ptx, pbad[bq][1], at + strlen(pbad[bq][0]));
+            bool found = replaced(ptx, pbad[bq][0], pbad[bq][1], &t);
+            CHECK(found);
+            if (!found) continue;
             StrBuf pe;
             sb_init(&pe);
             bool ok = from_text(sb_cstr(&t), &pb, &pbc, &pe);
@@ -500,12 +506,11 @@ int main(void) {
             /* a message of a virtual stage the pipeline lacks, and a forward of a chunk it lacks */
             static const char *const ibad[][2] = {{"[4,0,0,1,0,0,0,0]", "[4,0,0,1,0,0,7,0]"}, {"[[0,0,0]", "[[0,5,0]"}};
             for (size_t bq = 0; bq < sizeof ibad / sizeof ibad[0]; bq++) {
-                const char *at = strstr(itx, ibad[bq][0]);
-                CHECK(at != NULL);
-                if (!at) continue;
                 StrBuf t2, pe;
-                sb_init(&t2), sb_init(&pe);
-                sb_printf(&t2, "%.*s%s%s", (int)(at - itx), itx, ibad[bq][1], at + strlen(ibad[bq][0]));
+                bool found = replaced(itx, ibad[bq][0], ibad[bq][1], &t2);
+                CHECK(found);
+                if (!found) continue;
+                sb_init(&pe);
                 CHECK(!from_text(sb_cstr(&t2), &ib, &ibc, &pe));
                 CHECK_CONTAINS(sb_cstr(&pe), "program.pipeline.schedule[");
                 sb_free(&t2), sb_free(&pe);
