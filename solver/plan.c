@@ -1441,6 +1441,12 @@ double plan_offload_hidden(const PlanResult *r) {
     return s;
 }
 
+/* The ZeRO stage parameter v's update runs at: the Placement's, or 0 where the ranks do not
+ * divide it (compiler/lower/zero.c: it stays whole). */
+static int zero_of(const Graph *g, const Placement *pl, ValueId v, int ranks) {
+    return ir_shape_numel(ir_val(g, v)->shape) % ranks ? 0 : pl->zero[v];
+}
+
 /* Host offload's runs over the gradient buckets (compiler/lower/offload.c form_runs): the
  * data-parallel lowering sums the gradients of the ZeRO-0/1 parameters in buckets
  * (make_buckets: in definition order, cut where shard_bucket_joins says), and updates whose
@@ -1450,12 +1456,6 @@ double plan_offload_hidden(const PlanResult *r) {
  * gradient copied down on its own, the run's call and scalars shared). Not seen here: a
  * gradient the lowering does not bucket (a view of it, a reader besides the update) and a
  * change of AdamW hyperparameters (one setting in every plan the planner makes). */
-/* The ZeRO stage parameter v's update runs at: the Placement's, or 0 where the ranks do not
- * divide it (compiler/lower/zero.c: it stays whole). */
-static int zero_of(const Graph *g, const Placement *pl, ValueId v, int ranks) {
-    return ir_shape_numel(ir_val(g, v)->shape) % ranks ? 0 : pl->zero[v];
-}
-
 static void bucket_runs(const Graph *g, const PlanResult *r, ValueId *run, bool *apart) {
     const IlpProblem *p = r->prob;
     const Placement *pl = r->pl;
