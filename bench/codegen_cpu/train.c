@@ -66,11 +66,13 @@ int main(int argc, char **argv) {
     const int bench = &CG_FN(bench_update_s) && &CG_FN(bench_update_cpu_s);
     for (int s = 0; s < steps + warmup; s++) {
         double u0 = bench ? CG_FN(bench_update_s) : 0, uc0 = bench ? CG_FN(bench_update_cpu_s) : 0, c0 = cpu_now();
+        /* a sequence longer than the text (GPT-2 124M's 1024) wraps around it */
+        const int64_t span = n_text - seq - 1 > 0 ? n_text - seq - 1 : n_text;
         for (int64_t r = 0; r < rows; r++) { /* global row first + r of step s */
-            int64_t start = ((s * 7919 + (first + r) * 104729) % (n_text - seq - 1));
+            int64_t start = ((s * 7919 + (first + r) * 104729) % span);
             for (int64_t t = 0; t < seq; t++) {
-                idx[r * seq + t] = (unsigned char)TEXT[start + t];
-                tgt[r * seq + t] = (unsigned char)TEXT[start + t + 1];
+                idx[r * seq + t] = (unsigned char)TEXT[(start + t) % n_text];
+                tgt[r * seq + t] = (unsigned char)TEXT[(start + t + 1) % n_text];
             }
         }
         CG_FN(inputs) in = {.idx = idx, .targets = tgt};

@@ -4,9 +4,12 @@
 # tests/gpu/run.sh to use there (docs/gpu.md says how to launch it):
 #   gen/     generated programs: tiny GPT-2 (2 layers, D=64, T=32, batch 8)
 #            in f32 and bf16 for 1 GPU, GPT-2 124M at B=8, T=1024 for 1 GPU
+#            in f32 and bf16
 #   src/     what is compiled there with its nvcc: the runtime (common/,
 #            cuda/), colrt.h, the drivers (train.c, kernel_dump.c,
-#            compare_dumps.c) and a one-rank MPI (mpi1/: the machine has no MPI)
+#            compare_dumps.c), colossal-calibrate-cuda (calibrate/, with the
+#            ir/ and shard/ code it checks its file with) and a one-rank MPI
+#            (mpi1/: the machine has no MPI)
 #   ref/     the CPU backend's results made here: every runtime kernel's
 #            dump and the tiny models' losses over 5 steps
 #   lib/     cJSON and zlib (their libraries and headers: the machine has no
@@ -21,8 +24,8 @@ BUILD=${BUILD:-$ROOT/build}
 DIR=${1:-$ROOT/build-gpu-bundle}
 cc=$BUILD/compiler/colossal-compile
 [ -x "$cc" ] || { echo "bundle.sh: $cc not found: build the project first (make build)"; exit 1; }
-[ -f "$BUILD/runtime/libcolrt_cpu.a" ] && [ -x "$BUILD/tests/gpu/kernel_dump_cpu" ] ||
-  { echo "bundle.sh: libcolrt_cpu.a or kernel_dump_cpu missing in $BUILD"; exit 1; }
+[ -f "$BUILD/runtime/libcolrt_cpu.a" ] && [ -x "$BUILD/tests/gpu/kernel_dump_cpu" ] && [ -f "$BUILD/shard/cpu_preset.inc" ] ||
+  { echo "bundle.sh: libcolrt_cpu.a, kernel_dump_cpu or shard/cpu_preset.inc missing in $BUILD"; exit 1; }
 rm -rf "$DIR"
 mkdir -p "$DIR"/{gen,src,ref,lib/cjson}
 D=$(cd "$DIR" && pwd)
@@ -35,6 +38,13 @@ mkdir -p "$D/src/tests/gpu"
 cp "$ROOT/tests/gpu/kernel_dump.c" "$ROOT/tests/gpu/compare_dumps.c" "$D/src/tests/gpu/"
 cp "$ROOT/bench/codegen_cpu/train.c" "$D/src/"
 cp -r "$ROOT/tests/gpu/mpi1" "$D/src/mpi1"
+# colossal-calibrate-cuda: its source, and the IR and cluster code it writes
+# and checks the file with (shard/, ir/; the cpu preset's bytes as configured)
+cp -r "$ROOT/ir" "$ROOT/shard" "$D/src/"
+rm -f "$D/src/ir/CMakeLists.txt" "$D/src/shard/CMakeLists.txt"
+cp "$BUILD/shard/cpu_preset.inc" "$D/src/shard/"
+mkdir -p "$D/src/calibrate"
+cp "$ROOT/tools/calibrate/calibrate.c" "$ROOT/tools/calibrate/calibrate_kernels.h" "$D/src/calibrate/"
 cp "$ROOT/tests/gpu/build_there.sh" "$ROOT/tests/gpu/run.sh" "$D/"
 cp /usr/include/cjson/cJSON.h "$D/lib/cjson/"
 cp -L /usr/lib/x86_64-linux-gnu/libcjson.so.1 "$D/lib/"
@@ -47,7 +57,7 @@ tiny=(-DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 --cluste
 "$cc" "$ROOT/examples/gpt2/gpt2.c" "${tiny[@]}" --emit code --target both -q -o "$D/gen/tiny_f32"
 "$cc" "$ROOT/examples/gpt2/gpt2.c" "${tiny[@]}" --dtype bf16 --emit code --target both -q -o "$D/gen/tiny_bf16"
 "$cc" "$ROOT/examples/gpt2/gpt2.c" --batch 8 --cluster h100:1x1 --emit all --target cuda -q -o "$D/gen/g124m"
-"$cc" "$ROOT/examples/gpt2/gpt2.c" --batch 8 --cluster h100:1x1 2>/dev/null | grep -E "^plan |total FLOPs" > "$D/gen/g124m/summary.txt" || true
+"$cc" "$ROOT/examples/gpt2/gpt2.c" --batch 8 --cluster h100:1x1 --dtype bf16 --emit all --target cuda -q -o "$D/gen/g124m_bf16"
 
 echo "== CPU references"
 "$BUILD/tests/gpu/kernel_dump_cpu" "$D/ref/cpu.dump" >/dev/null
@@ -66,7 +76,7 @@ if command -v nvcc >/dev/null; then
   trial=$(mktemp -d)
   trap 'rm -rf "$trial"' EXIT
   cp -r "$D" "$trial/b"
-  (cd "$trial/b" && ./build_there.sh "$trial/out" >/dev/null)
+  (cd "$trial/b" && ./build_there.sh "$trial/out" > "$trial/build.log" 2>&1) || { cat "$trial/build.log"; exit 1; }
   ls "$trial/out"
 fi
 size=$(du -sb "$D" | cut -f1)

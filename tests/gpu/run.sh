@@ -9,11 +9,20 @@
 #   ldd        every binary's libraries resolve
 #   kernels    every runtime kernel on the GPU vs the CPU backend's dump
 #   tiny       tiny GPT-2 f32 and bf16, 5 steps, losses vs the CPU backend's
+#   g124m      GPT-2 124M, B=8, T=1024, f32: seconds per step and MFU
+#   calibrate  colossal-calibrate-cuda on the one GPU: OUT/calibrated.json
+#              (GEMM, memory-bound kernels, attention, host links, reserve;
+#              the GPU-to-GPU links from the preset of the same GPU)
+#   g124m_bf16 the same in bf16
 #   sanitizer  tiny GPT-2 f32, 2 steps, under compute-sanitizer (memcheck)
-#   profile    per-kernel times of GPT-2 124M (events; nsys too when installed)
-#   g124m      GPT-2 124M, B=8, T=1024: seconds per step and MFU
-# Exits non-zero if a check fails; later stages still run.
+#   profile    per-kernel times of GPT-2 124M, f32 and bf16 (events; nsys too
+#              when installed)
+# Exits non-zero if a check fails; later stages still run. RUN_BUDGET=S
+# (seconds) caps the whole run: each stage's timeout is cut to what is left,
+# and a stage with under 15 s left is skipped (a lent machine's call has a
+# limit; the most telling stages come first).
 set -uo pipefail
+export PATH=$PATH:/usr/local/cuda/bin # nvcc, compute-sanitizer where the toolkit is not on PATH
 B=$(cd "${1:-$(dirname "$0")}" && pwd)
 OUT=${2:-${OUT:-$PWD/gpu-run}}
 mkdir -p "$OUT"
@@ -21,11 +30,19 @@ BIN=$OUT/bin
 SUM=$OUT/summary.txt
 : > "$SUM"
 fail=0
+start=$(date +%s)
 stage() { # stage NAME TIMEOUT command...
   local name=$1 t=$2
   shift 2
   local t0=$(date +%s)
-  timeout --kill-after=10 "$t" "$@" > "$OUT/$name.log" 2>&1
+  if [ "${RUN_BUDGET:-0}" -gt 0 ]; then
+    local left=$((start + RUN_BUDGET - t0))
+    [ $left -ge 15 ] || { printf '%-10s %-40s\n' "$name" "SKIPPED (RUN_BUDGET spent)" | tee -a "$SUM"; fail=1; return; }
+    [ $left -ge "$t" ] || t=$left
+  fi
+  # timeout runs programs, not this script's functions: each stage runs in a
+  # bash that has them (exported below)
+  timeout --kill-after=10 "$t" bash -c 'set -o pipefail; "$@"' "$name" "$@" > "$OUT/$name.log" 2>&1
   local rc=$?
   local verdict=ok
   [ $rc -eq 0 ] || { verdict="FAILED (exit $rc$([ $rc -eq 124 ] && echo ', timed out'))"; fail=1; }
@@ -43,7 +60,7 @@ probe() {
 
 lddcheck() {
   local bad=0
-  for f in "$BIN"/kernel_dump_cuda "$BIN"/train_*; do
+  for f in "$BIN"/kernel_dump_cuda "$BIN"/colossal-calibrate-cuda "$BIN"/train_*; do
     echo "== $f"
     ldd "$f" | tee /dev/stderr | grep -q 'not found' && bad=1
   done
@@ -71,7 +88,10 @@ tiny() {
 
 sanitizer() {
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not installed"; return 1; }
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/train_tiny_f32" 2 3e-3 1
+  # API errors are not reported: NCCL's set-up asks for kernel images of other
+  # architectures and handles the refusals (16 such on the first H100 run);
+  # the runtime checks every CUDA call of its own and dies on a failure
+  compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$BIN/train_tiny_f32" 2 3e-3 1
 }
 
 # per-kernel GPU times of GPT-2 124M (2 steps, 1 warm-up): the generated
@@ -80,32 +100,50 @@ sanitizer() {
 profile() {
   "$BIN/train_g124m_timed" 2 1e-4 1 2> "$OUT/kernel_times.txt" || return 1
   head -40 "$OUT/kernel_times.txt"
+  "$BIN/train_g124m_bf16_timed" 2 1e-4 1 2> "$OUT/kernel_times_bf16.txt" || return 1
+  head -20 "$OUT/kernel_times_bf16.txt"
   command -v nsys >/dev/null || { echo "nsys not installed: runtime kernels not in the table"; return 0; }
   nsys profile -o "$OUT/g124m" --force-overwrite true "$BIN/train_g124m" 2 1e-4 1 &&
     nsys stats --report cuda_gpu_kern_sum --format table "$OUT/g124m.nsys-rep" > "$OUT/nsys_kernels.txt"
   rm -f "$OUT/g124m.nsys-rep" "$OUT/g124m.sqlite"
 }
 
-g124m() {
-  "$BIN/train_g124m" 4 1e-4 1 | tee "$OUT/g124m.txt"
-  local s=$(awk '/s per step \(mean of/ { for (i = 1; i <= NF; i++) if ($i == "s" && $(i+1) == "per") print $(i-1) }' "$OUT/g124m.txt")
-  local flops=$(awk '/total FLOPs/ { print $3 }' "$B/gen/g124m/summary.txt")
-  local plan=$(awk '/^plan / { print $3 }' "$B/gen/g124m/summary.txt")
-  python3 - "$s" "$flops" "$plan" <<'PY'
-import sys
-s, tf, plan = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
-print(f"GPT-2 124M B=8 T=1024 f32: {s:.4f} s/step (plan {plan:.4f} s, ratio {s / plan:.2f}); "
-      f"{tf / s:.1f} TFLOP/s; MFU {tf / s / 67:.3f} of f32 non-tensor peak (67 TFLOP/s), {tf / s / 989:.3f} of bf16 dense (989)")
+g124m() { # g124m [MODEL]: g124m (f32) or g124m_bf16
+  local m=${1:-g124m}
+  "$BIN/train_$m" 4 1e-4 1 | tee "$OUT/$m.txt"
+  local s=$(awk '/s per step \(mean of/ { for (i = 1; i <= NF; i++) if ($i == "s" && $(i+1) == "per") print $(i-1) }' "$OUT/$m.txt")
+  python3 - "$s" "$B/gen/$m/gpt2.plan.json" "$m" <<'PY'
+import json, sys
+s, plan, m = float(sys.argv[1]), json.load(open(sys.argv[2])), sys.argv[3]
+tf, pred, sim = plan["throughput"]["model_flops_per_step"], plan["step_time_s"], plan.get("simulated_step_time_s")
+dt = "bf16" if m.endswith("bf16") else "f32"
+print(f"GPT-2 124M B=8 T=1024 {dt}: {s:.4f} s/step (plan {pred:.4f} s, simulated {sim or 0:.4f} s, "
+      f"measured/plan {s / pred:.2f}); {tf / s / 1e12:.1f} TFLOP/s; MFU {tf / s / 67e12:.3f} of f32 non-tensor "
+      f"peak (67 TFLOP/s), {tf / s / 989e12:.3f} of bf16 dense (989)")
 PY
 }
 
-stage probe 60 probe
-stage build 300 bash "$B/build_there.sh" "$BIN"
-stage ldd 30 lddcheck
-stage kernels 120 kernels
-stage tiny 120 tiny
-stage sanitizer 180 sanitizer
-stage profile 180 profile
-stage g124m 240 g124m
+# One node with one GPU: no collective can be timed (NCCL refuses two ranks
+# on one GPU), so both links come from the preset of the same GPU.
+calibrate() {
+  local name preset=h100
+  name=$( (nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true) | head -1)
+  case "$name" in *H200*) preset=h200 ;; *A100*80GB*) preset=a100-80gb ;; *A100*) preset=a100-40gb ;; esac
+  # shellcheck disable=SC2086
+  "$BIN/colossal-calibrate-cuda" -o "$OUT/calibrated.json" --links-from $preset ${CALIBRATE_ARGS:---min-time 0.1}
+}
+
+export B OUT BIN SUM
+export -f probe lddcheck kernels tiny sanitizer profile g124m calibrate
+stage probe 30 probe
+stage build 240 bash "$B/build_there.sh" "$BIN"
+stage ldd 20 lddcheck
+stage kernels 60 kernels
+stage tiny 60 tiny
+stage g124m 90 g124m
+stage calibrate 200 calibrate
+stage g124m_bf16 60 g124m g124m_bf16
+stage sanitizer 120 sanitizer
+stage profile 90 profile
 echo "run.sh: results in $OUT" | tee -a "$SUM"
 exit $fail

@@ -16,6 +16,7 @@ typedef int MPI_Datatype;
 typedef int MPI_Op;
 typedef int MPI_Info;
 typedef int MPI_Errhandler;
+typedef int MPI_Group;
 typedef struct { int MPI_SOURCE, MPI_TAG, MPI_ERROR; } MPI_Status;
 
 #define MPI_SUCCESS 0
@@ -35,8 +36,10 @@ typedef struct { int MPI_SOURCE, MPI_TAG, MPI_ERROR; } MPI_Status;
 #define MPI_CHAR 1
 #define MPI_INT 4
 #define MPI_LONG 8
+#define MPI_DOUBLE 8
 #define MPI_MAX 1
 #define MPI_SUM 2
+#define MPI_MIN 3
 
 int MPI_Init(int *argc, char ***argv);
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
@@ -51,10 +54,19 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler h);
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *out);
 int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *out);
 int MPI_Comm_free(MPI_Comm *comm);
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *g);
+int MPI_Group_incl(MPI_Group g, int n, const int *ranks, MPI_Group *out);
+int MPI_Group_free(MPI_Group *g);
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group g, int tag, MPI_Comm *out);
 int MPI_Error_string(int code, char *s, int *len);
 double MPI_Wtime(void);
 int MPI_Wait(MPI_Request *r, MPI_Status *st);
 int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st);
+int MPI_Barrier(MPI_Comm comm);
+int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm);
+int MPI_Allreduce(const void *send, void *recv, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm);
+int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request *r);
+int MPI_Irecv(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm, MPI_Request *r);
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *r);
 int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm, MPI_Request *r);
 int MPI_Iallreduce(const void *send, void *recv, int count, MPI_Datatype t, MPI_Op op, MPI_Comm comm, MPI_Request *r);
