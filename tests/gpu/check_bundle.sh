@@ -18,7 +18,7 @@ bad=0
 for s in probe build ldd; do
   grep -Eq "^$s +ok" "$RUN/summary.txt" || { echo "check_bundle.sh: stage $s did not pass:"; cat "$RUN/$s.log"; bad=1; }
 done
-for s in kernels tiny g124m calibrate g124m_bf16 sanitizer profile; do
+for s in kernels tiny steps calibrate sanitizer profile; do
   grep -Eq "^$s " "$RUN/summary.txt" || { echo "check_bundle.sh: stage $s did not run"; bad=1; }
 done
 # (nvidia-smi is the machine's, not the kit's: the probe prints its absence)
