@@ -80,6 +80,7 @@ gen g124m_bf16_mb2 gpt2 examples/gpt2/gpt2.c --batch 16 --dtype bf16 --micro-bat
 gen g124m_bf16_full gpt2 examples/gpt2/gpt2.c --batch 8 --dtype bf16 --recompute full
 gen g350m_bf16 gpt2 examples/gpt2/gpt2.c -DN_LAYER=24 -DN_EMBD=1024 -DN_HEAD=16 --batch 8 --dtype bf16
 gen tinyllama_bf16 llama examples/llama/llama.c --batch 2 --dtype bf16
+python3 "$ROOT/bench/validate/gpu.py" record "$D/gen" > "$D/gen/programs.tsv" # the programs as measured
 
 echo "== CPU references"
 "$BUILD/tests/gpu/kernel_dump_cpu" "$D/ref/cpu.dump" >/dev/null

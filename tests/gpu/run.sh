@@ -110,10 +110,12 @@ profile() {
 
 # every step program in gen/ (those with an args file): 4 steps after a
 # warm-up; the median step against its plan (OUT/steps.tsv: name, measured
-# median s, planned s, simulated s, model FLOPs a step)
+# median s, planned s, simulated s, model FLOPs a step; with programs.tsv,
+# bench/validate/gpu.py's input)
 steps() {
   local rc=0 g m s
   printf 'program\tmeasured_s\tplanned_s\tsimulated_s\tmodel_flops\n' > "$OUT/steps.tsv"
+  cp "$B/gen/programs.tsv" "$OUT/" # bench/validate/gpu.py table reads both
   for g in "$B"/gen/*/; do
     [ -f "$g/args" ] || continue
     m=$(basename "$g")
