@@ -247,6 +247,26 @@ bool placement_grad_scatter(const ShardMesh *m, const ShardSpec *param, int zero
     return !shard_spec_eq(t, grad);
 }
 
+NodeId placement_accum_scatter(const Graph *g, const Placement *pl, ValueId y, const ShardSpec *held, ShardSpec *t) {
+    const Value *yv = ir_val(g, y);
+    if (pl->micro_batches <= 1 || yv->role != ROLE_GRAD || yv->def == IR_NONE) return IR_NONE;
+    for (NodeId a = yv->def + 1; a < g->n_nodes; a++) {
+        const Node *n = ir_node(g, a);
+        if (n->op != OP_GRAD_ACCUM || n->in[1] != y) continue;
+        if (!pl->has_st[a] || pl->keep_partial[a]) return IR_NONE;
+        ValueId sum = n->out[0];
+        for (NodeId u = a + 1; u < g->n_nodes; u++) { /* the update reading the accumulator's sum */
+            const Node *un = ir_node(g, u);
+            if (!ir_op_is_update(un->op) || un->in[1] != sum) continue;
+            if (pl->zero[un->in[0]] < 2) return IR_NONE;
+            *t = pl->st[a].in[1];
+            return shard_spec_eq(t, held) ? IR_NONE : a;
+        }
+        return IR_NONE;
+    }
+    return IR_NONE;
+}
+
 bool placement_partial_result(const Graph *g, NodeId id, const ShardSpec *held0, ShardSpec *out) {
     const Node *n = ir_node(g, id);
     if (!held0->partial || held0->pmax || (ir_val(g, n->out[0])->updates != IR_NONE && n->op != OP_GRAD_ACCUM))

@@ -288,6 +288,17 @@ void placement_chunks_free(PlaceChunks *c);
  * (PlaceChunkMember.stage); the lowering (compiler/lower/chunk.c) and the
  * planner's replay (solver/chunks.c) ask this one rule. */
 bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *from, int *axis);
+/* Under micro-batches (ir/autodiff.c: each micro-batch's gradient summed into
+ * an accumulator, whose sum the update reads), the accumulation of gradient y
+ * (held in `held`) of a parameter at ZeRO-2/3: *t the layout its strategy
+ * reads y in (the accumulator's slice) where that is not `held`, so that y is
+ * resharded right after it is computed (placement_scatter_node) as a gradient
+ * the update reads directly is, and only the slice lives until the
+ * accumulation (a tensor-parallel plan's chunks pack these reduce-scatters as
+ * they do one micro-batch's). The node of the accumulation, or IR_NONE. The
+ * lowering (compiler/lower/spec.c) and the planner's chunk replay
+ * (solver/chunks.c) ask this one function. */
+NodeId placement_accum_scatter(const Graph *g, const Placement *pl, ValueId y, const ShardSpec *held, ShardSpec *t);
 
 Placement *placement_new(const Graph *g, const ShardMesh *m);
 void placement_free(Placement *pl);

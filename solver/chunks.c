@@ -24,9 +24,10 @@
  * ZeRO over two mesh axes: each collective in the code generator's two steps
  * (zero_time), its temporaries held at its node.
  *
- * Tensor-parallel plans (one micro-batch, no pipeline, ZeRO-2): the
- * gradients' reduce-scatters over one mesh axis the lowering packs
- * (price_sharded), replayed and added to the step and peak the same way.
+ * Tensor-parallel plans (no pipeline, ZeRO-2): the gradients'
+ * reduce-scatters over one mesh axis the lowering packs (price_sharded),
+ * replayed and added to the step and peak the same way, times the
+ * micro-batches.
  *
  * Pipelined plans are priced per stage instead (their stages are placed
  * after plan_price_chunks runs): each stage packs its own members
@@ -741,7 +742,10 @@ bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const 
  * reduce-scatter of the chunk over the axis. The chunk buffers' bytes: the
  * largest one's, on each of the backward's moments (an upper bound: it lives
  * from its first member to its reduce-scatter, and the members' results are
- * views into its part). One micro-batch (the lowering refuses more). */
+ * views into its part). Under micro-batches each micro-batch's gradient is
+ * resharded into its accumulation's slice where it is computed
+ * (placement_accum_scatter), so the same members pack, and each micro-batch
+ * runs the chunks' copies and reduce-scatters: times the micro-batches. */
 typedef struct TpMember {
     int64_t in, slice;  /* a rank's bytes going in and its result's */
     DType dt;
@@ -749,7 +753,7 @@ typedef struct TpMember {
     bool strided;       /* the scattered dim is not the local tensor's outermost */
 } TpMember;
 
-static void tp_run(const PlanResult *r, const TpMember *tm, const PlaceChunkMember *pm, int n, int64_t cap,
+static void tp_run(const PlanResult *r, const TpMember *tm, const PlaceChunkMember *pm, int n, int64_t cap, int mb,
                    PlanChunkPrice *out) {
     const ShardMesh *m = &r->mesh;
     const CostModel *cm = &r->cm;
@@ -777,6 +781,7 @@ static void tp_run(const PlanResult *r, const TpMember *tm, const PlaceChunkMemb
         out->coll_s += shard_coll_time(m, COLL_REDUCE_SCATTER, axis, all);
         if (ilp_buffer_bytes(all) > out->held_bytes) out->held_bytes = ilp_buffer_bytes(all);
     }
+    out->collectives *= mb, out->coll_s *= mb, out->copy_s *= mb; /* each micro-batch's: a step */
     placement_chunks_free(&pc);
     ir_free(bwd);
 }
@@ -799,8 +804,10 @@ static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
             ShardSpec t;
             ShardReshard plan;
             int axis;
-            if (w == IR_NONE || pl->zero[w] < 2 || at >= nn || nd->op == OP_GRAD_ACCUM ||
-                !placement_grad_scatter(m, &pl->spec[w], pl->zero[w], &pl->spec[y], ir_val(g, w)->shape, &t))
+            if (at >= nn || nd->op == OP_GRAD_ACCUM) continue;
+            if (w == IR_NONE ? placement_accum_scatter(g, pl, y, &pl->spec[y], &t) == IR_NONE /* micro-batches */
+                             : pl->zero[w] < 2 || !placement_grad_scatter(m, &pl->spec[w], pl->zero[w], &pl->spec[y],
+                                                                          ir_val(g, w)->shape, &t))
                 continue;
             const Value *yv = ir_val(g, y);
             StrBuf why;
@@ -824,12 +831,13 @@ static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
         }
     }
     PlanChunkPrice none;
-    tp_run(r, tm, pm, n, 0, &none);
+    int mb = pl->micro_batches > 0 ? pl->micro_batches : 1;
+    tp_run(r, tm, pm, n, 0, mb, &none);
     int64_t cand[PLAN_MAX_CHUNK_SIZES];
     int nc = chunk_sizes(asked, cand);
     for (int k = 0; k < nc; k++) {
         PlanChunkPrice *c = &r->chunk_price[r->n_chunk_prices++];
-        tp_run(r, tm, pm, n, cand[k], c);
+        tp_run(r, tm, pm, n, cand[k], mb, c);
         c->scatter_delta_s = c->coll_s - none.coll_s;
         c->copy_s -= none.copy_s; /* the stagings' copies of members alone are the ILP's already */
         c->extra_bytes = c->held_bytes;
@@ -860,7 +868,7 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipeli
     bool axes = zero_axes(&r->mesh, &axis, &outer, &ranks);
     const Placement *pl = r->pl;
     if (asked && pl && pl->layout == PL_SHARDED && r->mesh.n_devices > 1 && !pipelined && pl->pipe.stages <= 1 &&
-        pl->micro_batches <= 1 && pl->zero_max == 2) {
+        pl->zero_max == 2) {
         price_sharded(g, r, asked);
         return;
     }

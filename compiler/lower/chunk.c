@@ -44,8 +44,10 @@
  *
  * Tensor-parallel plans (the sharded lowering, spec.c): the ZeRO-2
  * gradients' reshardings whose one collective is a reduce-scatter over one
- * mesh axis, packed by that axis (chunk_sharded, below); ZeRO-3, micro-batches
- * and pipelines there are refused before lowering (lower.c).
+ * mesh axis, packed by that axis (chunk_sharded, below); under micro-batches
+ * the same, each micro-batch's (spec.c reshards a micro-batch's gradient where
+ * it is computed into the slice its accumulation reads); ZeRO-3 and pipelines
+ * there are refused before lowering (lower.c).
  */
 #include "lower_internal.h"
 

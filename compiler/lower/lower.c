@@ -425,18 +425,17 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
         ValueId z3 = IR_NONE;
         for (ValueId v = 0; v < g->n_values && z3 == IR_NONE; v++)
             if (ir_val(g, v)->role == ROLE_PARAM && pl->zero[v] >= 3) z3 = v;
-        if (z3 != IR_NONE || pl->pipe.stages > 1 || pl->micro_batches > 1) {
+        if (z3 != IR_NONE || pl->pipe.stages > 1) {
             if (z3 != IR_NONE)
                 sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel with ZeRO-3 (%%%s): this build packs a "
                                "tensor-parallel plan's ZeRO-2 gradient reduce-scatters only, not its parameters' "
                                "gathers (resharded per reader, chunk.c)",
                           (long long)pl->chunk_bytes, ir_val(g, z3)->name);
             else
-                sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel with %s; this build packs a "
-                               "tensor-parallel plan's chunks for one micro-batch without pipeline stages only "
-                               "(chunk.c, solver/chunks.c)",
-                          (long long)pl->chunk_bytes, pl->pipe.stages > 1 ? "pipeline stages" : "micro-batches");
-            *hint = "generate without --chunk-bytes, or with --zero 2 --micro-batches 1 (tensor parallel), or "
+                sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel with pipeline stages; this build packs "
+                               "a tensor-parallel plan's chunks without pipeline stages only (chunk.c, solver/chunks.c)",
+                          (long long)pl->chunk_bytes);
+            *hint = "generate without --chunk-bytes, or with --zero 2 --pp 1 (tensor parallel), or "
                     "--strategy zero3 (the batch split only)";
             return NULL;
         }

@@ -159,16 +159,25 @@ static bool read_as(SpecCtx *c, NodeId id, ValueId x, const ShardSpec *s) {
  * slice; a pending sum over the shard's axes: the shard), so the whole
  * gradient lives one node only and the norm sums what the update reads
  * (placement_grad_scatter, which the planner's rule asks too): before the
- * next node of its own pipeline stage (placement_scatter_node). */
+ * next node of its own pipeline stage (placement_scatter_node). Under
+ * micro-batches a ZeRO-2/3 gradient is resharded there too, into the slice
+ * its accumulation reads (placement_accum_scatter), which finds the copy. */
 static bool scatter_grad(SpecCtx *c, NodeId id, ValueId y) {
     ValueId w = c->gparam[y];
     ShardSpec t;
     NodeId at = placement_scatter_node(c->g, c->p->opt.pipe, id);
-    if (w == IR_NONE || !c->known[w] || at >= c->g->n_nodes || ir_node(c->g, id)->op == OP_GRAD_ACCUM ||
-        !placement_grad_scatter(c->m, &c->p->v[w].spec, zero_of(c, w), &c->p->v[y].spec, ir_val(c->g, w)->shape, &t))
-        return true;
+    if (at >= c->g->n_nodes || ir_node(c->g, id)->op == OP_GRAD_ACCUM) return true;
+    bool zero2 = true;
+    if (w == IR_NONE) {
+        if (placement_accum_scatter(c->g, c->p->opt.pl, y, &c->p->v[y].spec, &t) == IR_NONE) return true;
+    } else {
+        if (!c->known[w] ||
+            !placement_grad_scatter(c->m, &c->p->v[w].spec, zero_of(c, w), &c->p->v[y].spec, ir_val(c->g, w)->shape, &t))
+            return true;
+        zero2 = zero_of(c, w) >= 2;
+    }
     if (make_copy(c, at, y, &t, 1, id) == IR_NONE) return false;
-    c->p->n[at].rsh[c->p->n[at].n_rsh - 1].grad = zero_of(c, w) >= 2; /* ZeRO-2/3's: chunk.c may pack it */
+    c->p->n[at].rsh[c->p->n[at].n_rsh - 1].grad = zero2; /* ZeRO-2/3's: chunk.c may pack it */
     return true;
 }
 

@@ -74,6 +74,11 @@ check gpt2_micro2_bf16_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --me
 # (solver/chunks.c price_sharded, compiler/lower/chunk.c chunk_sharded)
 check gpt2_tp_zero2_chunk_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --zero 2 --mem 108KB \
   --chunk-bytes 1KB
+# ... under 2 micro-batches (1x2: each micro-batch's gradients resharded where they are computed,
+# placement_accum_scatter, and its chunk reduce-scattered: price_sharded times the micro-batches;
+# one micro-batch's priced alone it is 0.981)
+check gpt2_tp_micro2_zero2_chunk_1x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x2 --mesh 1x2 --zero 2 \
+  --mem 150KB --micro-batches 2 --chunk-bytes 4KB
 # chunks over two mesh axes: each chunk's collectives in two steps (inner then outer axis for an
 # all-gather, outer then inner for a reduce-scatter), priced as cg_emit.c runs them
 check gpt2_zero3_chunk_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero3 \
