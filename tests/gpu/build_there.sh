@@ -76,6 +76,7 @@ for g in "$B"/gen/*/; do
   bg "${m}_sched" gcc -std=c17 -O2 "${common[@]}" -I"$g" -c "$g/$model.c" -o "$OUT/${m}_sched.o"
 done
 for m in g124m g124m_bf16; do
+  [ -d "$B/gen/$m" ] || continue
   bg ${m}_timed_kernels "$NVCC" -O3 -arch=sm_$arch "${common[@]}" -DCG_TIME_KERNELS -c "$B/gen/$m/gpt2_kernels.cu" -o "$OUT/${m}_timed_kernels.o"
 done
 join
@@ -89,6 +90,7 @@ for g in "$B"/gen/*/; do
   bg "train_$m" g++ "$OUT/${m}_train.o" "$OUT/${m}_sched.o" "$OUT/${m}_kernels.o" "${link[@]}" -o "$OUT/train_$m"
 done
 for m in g124m g124m_bf16; do
+  [ -d "$B/gen/$m" ] || continue
   bg train_${m}_timed g++ "$OUT/${m}_train.o" "$OUT/${m}_sched.o" "$OUT/${m}_timed_kernels.o" "${link[@]}" -o "$OUT/train_${m}_timed"
 done
 join

@@ -69,6 +69,8 @@ echo gpt2 > "$D/gen/tiny_bf16/model"
 gen() { # gen NAME MODEL SOURCE ARGS...: a step program (CUDA, plan) in gen/NAME
   local name=$1 model=$2 src=$3
   shift 3
+  # KIT_STEPS="NAME ...": only those (check_bundle.sh: a smaller kit, both models)
+  [ -z "${KIT_STEPS:-}" ] || [[ " $KIT_STEPS " == *" $name "* ]] || return 0
   "$cc" "$ROOT/$src" "$@" --cluster "$CLUSTER" --emit all --target cuda -q -o "$D/gen/$name"
   echo "$model" > "$D/gen/$name/model"
   echo "$src $*" > "$D/gen/$name/args"
@@ -94,7 +96,8 @@ for m in tiny_f32 tiny_bf16; do
   rm -f "$D/ref/train_$m"
 done
 
-if command -v nvcc >/dev/null; then
+# BUNDLE_TRIAL=0 skips it (check_bundle.sh runs run.sh, whose build is the same)
+if command -v nvcc >/dev/null && [ "${BUNDLE_TRIAL:-1}" != 0 ]; then
   echo "== the build run.sh does there, tried here (compile and link only)"
   trial=$(mktemp -d)
   trap 'rm -rf "$trial"' EXIT

@@ -16,7 +16,8 @@
 #              the GPU-to-GPU links from the preset of the same GPU)
 #   sanitizer  tiny GPT-2 f32, 2 steps, under compute-sanitizer (memcheck)
 #   profile    per-kernel times of GPT-2 124M, f32 and bf16 (events; nsys too
-#              when installed)
+#              when installed), and its COLRT_PROFILE tables (every node,
+#              GEMMs included: profile_*.json)
 # Exits non-zero if a check fails; later stages still run. RUN_BUDGET=S
 # (seconds) caps the whole run: each stage's timeout is cut to what is left,
 # and a stage with under 15 s left is skipped (a lent machine's call has a
@@ -102,6 +103,15 @@ profile() {
   head -40 "$OUT/kernel_times.txt"
   "$BIN/train_g124m_bf16_timed" 2 1e-4 1 2> "$OUT/kernel_times_bf16.txt" || return 1
   head -20 "$OUT/kernel_times_bf16.txt"
+  # per op class as the schedule runs it, GEMMs and runtime calls included
+  # (COLRT_PROFILE: the stream synchronized at each node), for
+  # bench/validate/compare_profile.py against the plan and the simulation
+  local m
+  for m in g124m g124m_bf16; do
+    COLRT_PROFILE=1 COLRT_PROFILE_OUT="$OUT/profile_$m.json" "$BIN/train_$m" 2 1e-4 1 > "$OUT/profile_$m.txt" 2>&1 ||
+      return 1
+  done
+  head -30 "$OUT/profile_g124m_bf16.txt"
   command -v nsys >/dev/null || { echo "nsys not installed: runtime kernels not in the table"; return 0; }
   nsys profile -o "$OUT/g124m" --force-overwrite true "$BIN/train_g124m" 2 1e-4 1 &&
     nsys stats --report cuda_gpu_kern_sum --format table "$OUT/g124m.nsys-rep" > "$OUT/nsys_kernels.txt"
