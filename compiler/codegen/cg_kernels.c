@@ -1198,8 +1198,12 @@ static bool emit_attention(CgCtx *c, NodeId id) {
     return true;
 }
 
-int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t B, int64_t T, int64_t H, int64_t G,
-                                int64_t Dh) {
+/* colossal-calibrate's attention kernels: a causal node's kernel (S = T,
+ * f32) as a C function or as CUDA passes and their launcher, with the
+ * operands emit_attention passes: q, k, v, then out (forward) or dy and the
+ * gradients. Returns the workspace's bytes. */
+static int64_t attention_function(StrBuf *out, const char *name, bool cuda, int kind, int64_t B, int64_t T, int64_t H,
+                                  int64_t G, int64_t Dh) {
     IR_ASSERT(kind >= 0 && kind <= 2 && B > 0 && T > 0 && H > 0 && G > 0 && H % G == 0 && Dh > 0);
     AttDims d = {B, T, H, Dh, T, G, 1, 1 / sqrt((double)Dh), T, ""};
     StrBuf body, cu[2];
@@ -1208,15 +1212,26 @@ int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t
     sb_init(&cu[1]);
     CgKernel k;
     attention_kernel(kind, &d, "0", &body, cu, &k); /* causal, S = T: the shift is 0 */
-    /* operands as emit_attention passes them: q, k, v, then out (forward) or
-     * dy and the gradients */
     DType dts[6] = {DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32};
     bool outs[6] = {false, false, false, kind == 0, true, true};
-    cg_c_function(out, name, kind == 0 ? 4 : kind == 1 ? 5 : 6, dts, outs, &k);
+    int nargs = kind == 0 ? 4 : kind == 1 ? 5 : 6;
+    int op = kind == 0 ? OP_ATTENTION : kind == 1 ? OP_ATTENTION_DQ : OP_ATTENTION_DKV;
+    if (cuda) cg_cuda_function(out, name, nargs, dts, outs, &k, ir_op(op)->name);
+    else cg_c_function(out, name, nargs, dts, outs, &k);
     sb_free(&cu[0]);
     sb_free(&cu[1]);
     sb_free(&body);
     return k.work_bytes;
+}
+
+int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t B, int64_t T, int64_t H, int64_t G,
+                                int64_t Dh) {
+    return attention_function(out, name, false, kind, B, T, H, G, Dh);
+}
+
+int64_t cg_attention_cuda_function(StrBuf *out, const char *name, int kind, int64_t B, int64_t T, int64_t H, int64_t G,
+                                   int64_t Dh) {
+    return attention_function(out, name, true, kind, B, T, H, G, Dh);
 }
 
 /* RoPE (or its backward) over x [B,T,H,Dh] -> a1, a point per pair (j, j +

@@ -13,9 +13,9 @@
  *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate table
  *     by call size per memory-bound kernel class (element-wise,
  *     transcendental, norm, softmax, loss, reduce, optimizer, rope, silu, rmsnorm), in bytes/s
- *     as the cost model counts them (the file's kernel_gbs), and on the CPU
- *     the generated program's own attention kernels (forward, dq, dk/dv:
- *     FLOP/s by call FLOPs, attention_tflops); on the CPU each class is timed
+ *     as the cost model counts them (the file's kernel_gbs), and the
+ *     generated program's own attention kernels, CPU or CUDA (forward, dq,
+ *     dk/dv: FLOP/s by call FLOPs, attention_tflops); on the CPU each class is timed
  *     on the program's own kernel where it runs one (calibrate_kernels.h),
  *     else on colrt's;
  *   - the host (host offload): its physical memory, copies between a host
@@ -57,7 +57,7 @@
 
 #include "colossal/colrt.h"
 #include "shard.h"
-#include "calibrate_kernels.h" /* the generated kernels (CPU), RoPE's shape (both) */
+#include "calibrate_kernels.h" /* the generated kernels (attention: both; the others: CPU), RoPE's shape */
 
 #ifdef COLOSSAL_CALIBRATE_CUDA
 #include <cuda_runtime.h>
@@ -540,10 +540,10 @@ static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
  * validation's tiny programs, T = 32 Dh = 16, to GPT-2 124M's T = 64 Dh = 64
  * and longer sequences), FLOPs as the IR counts each node (rule_attention: 4 B
  * H Dh x the pairs the mask keeps; dq 1.5x that, dk/dv 2x): one FLOP/s table
- * by call FLOPs per kernel. The CUDA program runs other kernels (the CUDA
- * passes of cg_attention.c), which this tool does not build: on CUDA attention
- * is not measured (priced at peak x the class factor). */
-#ifndef COLOSSAL_CALIBRATE_CUDA
+ * by call FLOPs per kernel. On CUDA likewise the CUDA program's own kernels
+ * (the passes of cg_attention.c and the launcher the program calls, written by
+ * gen_kernels --cuda into calibrate_kernels_cuda.cu) at a GPU ladder, GPT-2
+ * 124M's T = 1024 and T = 2048, 4096 at Dh = 128 among its shapes. */
 typedef struct AttnCtx {
     const CalAttention *at;
     int kind;
@@ -564,14 +564,9 @@ static double attn_flops(const CalAttention *at, int kind) {
     double f = 4.0 * (double)(at->B * at->H * at->Dh) * pairs;
     return kind == SHARD_ATT_DQ ? 1.5 * f : kind == SHARD_ATT_DKV ? 2.0 * f : f;
 }
-#endif
 
 static void bench_attention(const Opts *o, ShardCluster *cl, cJSON *cal) {
     cJSON *aj = cJSON_AddObjectToObject(cal, "attention");
-#ifdef COLOSSAL_CALIBRATE_CUDA
-    (void)o, (void)cl;
-    cJSON_AddStringToObject(aj, "kernel", "not measured: the CUDA program's attention passes are not built here");
-#else
     int npts = o->quick ? cal_attention_quick : cal_attention_n;
     if (npts > SHARD_RATE_POINTS) fail("internal: %d attention shapes, more than a table holds", npts);
     size_t big = 0, work = 0; /* the largest operand and workspace */
@@ -591,8 +586,15 @@ static void bench_attention(const Opts *o, ShardCluster *cl, cJSON *cal) {
     for (int t = 0; t < 4; t++) colrt_memcpy(*bufs[t], h, big, COLRT_H2D, NULL);
     free(h);
     colrt_device_sync();
-    cJSON_AddStringToObject(aj, "kernel", "the generated CPU program's attention, attention_dq and attention_dkv "
-                                          "(cg_attention_c.c), f32, causal, S = T, G = H");
+    cJSON_AddStringToObject(aj, "kernel",
+#ifdef COLOSSAL_CALIBRATE_CUDA
+                            "the generated CUDA program's attention, attention_dq and attention_dkv "
+                            "(cg_attention.c: its passes and launchers), f32, causal, S = T, G = H"
+#else
+                            "the generated CPU program's attention, attention_dq and attention_dkv "
+                            "(cg_attention_c.c), f32, causal, S = T, G = H"
+#endif
+    );
     cJSON *pts = cJSON_AddArrayToObject(aj, "points");
     for (int k = 0; k < SHARD_ATT__COUNT; k++) cl->attention[k].n = npts;
     for (int i = 0; i < npts; i++) {
@@ -618,7 +620,6 @@ static void bench_attention(const Opts *o, ShardCluster *cl, cJSON *cal) {
         cJSON_AddItemToArray(pts, p);
     }
     colrt_arena_destroy(&a);
-#endif
 }
 
 /* ---- the host (offload) ---------------------------------------------------- */
