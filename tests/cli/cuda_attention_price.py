@@ -6,7 +6,8 @@ which colossal-calibrate-cuda wrote before it timed attention: no attention_tflo
 and for the same file with an `attention_tflops` table added by hand, as
 colossal-calibrate-cuda now writes one. Without the table each attention node is
 priced at peak x 0.50 (solver/cost.c); with it, at the table's rate at the call's
-FLOPs, whatever the device. The table's rates, 11 TFLOP/s at 1e10 FLOPs and 22 at
+FLOPs, whatever the device, and its backward at the dq and dkv tables' rates at
+their calls' FLOPs (1.5x and 2x the forward's). The table's rates, 11 TFLOP/s at 1e10 FLOPs and 22 at
 1e11, put GPT-2's 12.9 GFLOP forward call between its points (log-linear, as
 shard_rate_at interpolates), so the check fails if the planner read the class
 factor, the wrong point, or the wrong kernel's table; and the step must grow by
@@ -65,6 +66,12 @@ for b, m in zip([o for o in base["ops"] if o["op"] == "attention"], [o for o in 
     want = f / (rate_at(PTS, [11e12, 22e12], f))
     if abs(m["forward_s"] - want) > 1e-6 * want:
         print("cuda_attention_price: %s forward %.6g s, the table says %.6g" % (m["name"], m["forward_s"], want))
+        bad = 1
+    # the backward: dq (1.5x the FLOPs) and dk/dv (2x) each at its own table's rate at its FLOPs
+    # (solver/cost.c; compute-bound here), not the class's 2.5x the forward
+    want = 1.5 * f / rate_at(PTS, [7e12, 14e12], 1.5 * f) + 2 * f / rate_at(PTS, [5.8e12, 11.6e12], 2 * f)
+    if abs(m["backward_s"] - want) > 1e-6 * want:
+        print("cuda_attention_price: %s backward %.6g s, the dq and dkv tables say %.6g" % (m["name"], m["backward_s"], want))
         bad = 1
     was = f / (0.5 * peak)
     if abs(b["forward_s"] - was) > 1e-6 * was:
