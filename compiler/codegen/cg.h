@@ -124,5 +124,12 @@ void cg_sumsq_c_function(StrBuf *out, const char *name, int64_t n);
 /* The C function of RoPE (theta 10000), or its backward, over x [B,T,H,Dh]
  * f32: x -> y. */
 void cg_rope_c_function(StrBuf *out, const char *name, bool backward, int64_t B, int64_t T, int64_t H, int64_t Dh);
+/* The CUDA program's forms of the same kernels (colossal-calibrate-cuda): the
+ * passes and the launcher `extern "C" void name(colrt_stream *, operands as
+ * above)`: an element-wise node (false for another op), a layer norm (rms:
+ * an RMS norm), RoPE's forward. */
+bool cg_elementwise_cuda_function(StrBuf *out, const char *name, int op, int64_t n);
+void cg_norm_cuda_function(StrBuf *out, const char *name, bool rms, int64_t rows, int64_t D);
+void cg_rope_cuda_function(StrBuf *out, const char *name, int64_t B, int64_t T, int64_t H, int64_t Dh);
 
 #endif

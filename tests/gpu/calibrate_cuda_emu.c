@@ -1,25 +1,23 @@
 /*
- * calibrate_attention_emu.c — colossal-calibrate-cuda's attention kernels
+ * calibrate_cuda_emu.c — colossal-calibrate-cuda's kernels
  * (calibrate_kernels_cuda.cu, colossal-gen-kernels --cuda) run in the CPU
  * emulation of CUDA (tests/gpu/emu) against colossal-calibrate's C kernels
- * (calibrate_kernels.c) at the shape both ladders hold: each launcher, as
- * colossal-calibrate-cuda calls it, must compute the program's attention
- * (forward, dq, dk/dv).
+ * (calibrate_kernels.c): each launcher, as colossal-calibrate-cuda calls it,
+ * must compute what the C one does: attention (forward, dq, dk/dv) at the
+ * shape both ladders hold, and the add, GELU, SiLU, layer norm, RMS norm and
+ * RoPE over 2^12 elements.
  *
- * The emulated file's tables are renamed at compile time (emu_cal_attention,
- * tests/gpu/CMakeLists.txt); its kernels are named cal_attention_cuda_*.
+ * The emulated file's tables are renamed at compile time (emu_cal_*,
+ * tests/gpu/CMakeLists.txt); its kernels are named cal_*cuda_*.
  * Tolerance: 1e-4 of the largest magnitude of the result (f32; the two forms
- * tile and sum in different orders: GPT-2 124M's shape, T = 64, Dh = 64,
- * differs by under 5e-7). Exit 0, or 1 naming the kernel that differs.
+ * tile and sum in different orders: GPT-2 124M's attention shape, T = 64,
+ * Dh = 64, differs by under 5e-7). Exit 0, or 1 naming the kernel that differs.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "calibrate_kernels.h"
-
-extern const CalAttention emu_cal_attention[];
-extern const int emu_cal_attention_n;
 
 /* The largest |a - b| over the largest |b|. */
 static double rel_err(const float *a, const float *b, size_t n) {
@@ -31,6 +29,48 @@ static double rel_err(const float *a, const float *b, size_t n) {
     return m > 0 ? d / m : d;
 }
 
+extern const CalAttention emu_cal_attention[];
+extern const int emu_cal_attention_n;
+extern const CalElementwise emu_cal_elementwise[];
+extern const int emu_cal_elementwise_n;
+
+enum { ELEM_N = 4096 };
+
+/* The element-wise kernels over ELEM_N elements, CUDA (emulated) against C;
+ * bad set where one differs. */
+static int check_elementwise(const float *x, const float *y, float *g, float *c, float *w) {
+    const CalElementwise *ge = NULL, *ce = NULL;
+    for (int i = 0; i < emu_cal_elementwise_n; i++)
+        if (emu_cal_elementwise[i].n == ELEM_N) ge = &emu_cal_elementwise[i];
+    for (int i = 0; i < cal_elementwise_n; i++)
+        if (cal_elementwise[i].n == ELEM_N) ce = &cal_elementwise[i];
+    if (!ge || !ce) {
+        fprintf(stderr, "calibrate_cuda_emu: no element-wise kernels of %d elements\n", ELEM_N);
+        return 1;
+    }
+    int bad = 0;
+    static const char *name[6] = {"add", "gelu", "silu", "layer norm", "rms norm", "rope"};
+    for (int t = 0; t < 6; t++) {
+        for (int pass = 0; pass < 2; pass++) {
+            const CalElementwise *e = pass ? ce : ge;
+            float *o = pass ? c : g;
+            if (t == 0) e->add(NULL, x, y, o);
+            if (t == 1) e->gelu(NULL, x, o);
+            if (t == 2) e->silu(NULL, x, o);
+            if (t == 3) e->norm(NULL, x, w, y, o); /* y as the bias */
+            if (t == 4) e->rmsnorm(NULL, x, w, o);
+            if (t == 5) e->rope(NULL, x, o);
+        }
+        double d = rel_err(g, c, ELEM_N);
+        printf("%s over %d: CUDA (emulated) vs C, largest difference %.3g of the largest value\n", name[t], ELEM_N, d);
+        if (!(d <= 1e-4)) {
+            fprintf(stderr, "calibrate_cuda_emu: %s differs (%.3g > 1e-4)\n", name[t], d);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
 int main(void) {
     const CalAttention *g = NULL, *c = NULL;
     for (int i = 0; i < emu_cal_attention_n && !c; i++)
@@ -39,7 +79,7 @@ int main(void) {
             if (x->B == y->B && x->T == y->T && x->H == y->H && x->Dh == y->Dh) g = x, c = y;
         }
     if (!c) {
-        fputs("calibrate_attention_emu: the CUDA and CPU ladders share no shape (tools/calibrate/gen_kernels.c)\n",
+        fputs("calibrate_cuda_emu: the CUDA and CPU ladders share no shape (tools/calibrate/gen_kernels.c)\n",
               stderr);
         return 1;
     }
@@ -65,10 +105,13 @@ int main(void) {
         printf("%s B=%lld T=%lld H=%lld Dh=%lld: CUDA (emulated) vs C, largest difference %.3g of the largest value\n",
                name[kind], (long long)c->B, (long long)c->T, (long long)c->H, (long long)c->Dh, e);
         if (!(e <= 1e-4)) {
-            fprintf(stderr, "calibrate_attention_emu: %s differs (%.3g > 1e-4)\n", name[kind], e);
+            fprintf(stderr, "calibrate_cuda_emu: %s differs (%.3g > 1e-4)\n", name[kind], e);
             bad = 1;
         }
     }
+    if (4 * n >= ELEM_N * 2) /* the inputs in [-1, 1); the norms' weight: dy */
+        bad |= check_elementwise(in, in + ELEM_N, out, out + ELEM_N, in + 2 * ELEM_N);
+    else bad = 1;
     free(in);
     free(out);
     free(w);

@@ -7,7 +7,8 @@
  * update by size. colossal-calibrate-cuda links calibrate_kernels_cuda.cu
  * instead (gen_kernels --cuda): the CUDA program's attention kernels
  * (cg_attention_cuda_function: its passes and their launcher, on the stream
- * given) at a GPU ladder; cal_elementwise is not defined there.
+ * given) at a GPU ladder, and its element-wise kernels but the sum of
+ * squares and the AdamW update (NULL there).
  */
 #ifndef COLOSSAL_CALIBRATE_KERNELS_H
 #define COLOSSAL_CALIBRATE_KERNELS_H
@@ -67,7 +68,8 @@ typedef struct CalElementwise {
     void (*norm)(colrt_stream *, const float *, const float *, const float *, float *);
     /* x, weight -> y: the RMS norm (`rmsnorm`), rows as the layer norm's */
     void (*rmsnorm)(colrt_stream *, const float *, const float *, float *);
-    /* x -> the sum of its squares (one element), workspace (unused in C) */
+    /* x -> the sum of its squares (one element), workspace (unused in C);
+     * NULL in the CUDA table, as the AdamW update (colrt's are timed) */
     void (*sumsq)(colrt_stream *, const float *, float *, float *);
     /* x -> y: RoPE over [B, T, H, CAL_ROPE_DH] (cal_rope_shape) */
     void (*rope)(colrt_stream *, const float *, float *);

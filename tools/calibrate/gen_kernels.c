@@ -21,8 +21,9 @@
  * a GPU ladder, 1.3e7 to 1.4e11 FLOPs forward: GPT-2 124M's heads (Dh = 64)
  * at T = 64 (as on the CPU ladder), 256 and 1024, B x H up to 96 (batch 8:
  * the first GPU run's), and T = 2048 and 4096 at Dh = 128 (LLaMA-style
- * heads), B x H = 32 and 64; named cal_attention_cuda_*. The element-wise
- * kernels stay colrt's on CUDA (calibrate.c's bench_kernels).
+ * heads), B x H = 32 and 64; named cal_attention_cuda_*. And the CUDA
+ * program's add, GELU, SiLU, layer norm, RMS norm and RoPE at the sizes
+ * below (cal_cuda_*; its sum of squares and AdamW stay colrt's there).
  *
  * And the kernels the program runs for an add (the kernel class
  * `elementwise`), a GELU (`transcendental`), a SiLU (`silu`), a layer norm (`norm`, rows of
@@ -92,6 +93,46 @@ static bool write_out(const char *path, const char *text) {
     return true;
 }
 
+/* The CUDA program's element-wise kernels over 2^6, 2^9, ..., 2^24 elements,
+ * as for the CPU below: an add, a GELU, a SiLU, a layer norm and an RMS norm
+ * (rows of CAL_NORM_COLS), RoPE; its sum of squares and AdamW update are
+ * other code paths (the emitter's two-pass reduction, the grouped update):
+ * NULL, colossal-calibrate-cuda times colrt's there. */
+static bool elementwise_cuda(StrBuf *b) {
+    int n_elem = 0;
+    for (int l = ELEM_MIN_LOG2; l <= ELEM_MAX_LOG2; l += ELEM_STEP, n_elem++) {
+        char name[64];
+        int64_t n = (int64_t)1 << l, cols = n < CAL_NORM_COLS ? n : CAL_NORM_COLS;
+        static const struct {
+            int op;
+            const char *name;
+        } ELEM[] = {{OP_ADD, "add"}, {OP_GELU, "gelu"}, {OP_SILU, "silu"}};
+        for (int e = 0; e < 3; e++) {
+            snprintf(name, sizeof name, "cal_cuda_%s_%d", ELEM[e].name, l);
+            if (!cg_elementwise_cuda_function(b, name, ELEM[e].op, n)) {
+                fprintf(stderr, "colossal-gen-kernels: error: no CUDA kernel for %s\n", ELEM[e].name);
+                return false;
+            }
+        }
+        snprintf(name, sizeof name, "cal_cuda_norm_%d", l);
+        cg_norm_cuda_function(b, name, false, n / cols, cols);
+        snprintf(name, sizeof name, "cal_cuda_rmsnorm_%d", l);
+        cg_norm_cuda_function(b, name, true, n / cols, cols);
+        int64_t rB, rT, rH;
+        cal_rope_shape(n, &rB, &rT, &rH);
+        snprintf(name, sizeof name, "cal_cuda_rope_%d", l);
+        cg_rope_cuda_function(b, name, rB, rT, rH, CAL_ROPE_DH);
+    }
+    sb_printf(b, "const int cal_elementwise_n = %d;\nconst CalElementwise cal_elementwise[] = {\n", n_elem);
+    for (int l = ELEM_MIN_LOG2; l <= ELEM_MAX_LOG2; l += ELEM_STEP)
+        sb_printf(b,
+                  "    {%lld, cal_cuda_add_%d, cal_cuda_gelu_%d, cal_cuda_silu_%d, cal_cuda_norm_%d, cal_cuda_rmsnorm_%d, "
+                  "NULL, cal_cuda_rope_%d, NULL},\n",
+                  1LL << l, l, l, l, l, l, l);
+    sb_puts(b, "};\n\n");
+    return true;
+}
+
 /* The attention kernels of a ladder (the C or the CUDA program's), then its
  * table; false with a message where a kernel's workspace does not follow
  * CalAttention's signatures. */
@@ -142,7 +183,8 @@ int main(int argc, char **argv) {
                     "#include <math.h>\n#include <stdint.h>\n#include <cuda_runtime.h>\n\n"
                     "#include \"colossal/colrt.h\"\n#include \"calibrate_kernels.h\"\n\n");
         cg_cuda_prelude(&b);
-        bool ok = attention_ladder(&b, true, N_LADDER_CUDA, LADDER_CUDA, N_QUICK_CUDA) && write_out(out, sb_cstr(&b));
+        bool ok = attention_ladder(&b, true, N_LADDER_CUDA, LADDER_CUDA, N_QUICK_CUDA) && elementwise_cuda(&b) &&
+                  write_out(out, sb_cstr(&b));
         sb_free(&b);
         return ok ? 0 : 1;
     }
