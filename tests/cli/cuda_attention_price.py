@@ -2,9 +2,9 @@
 """cuda_attention_price.py — a CUDA cluster's measured attention rates price its
 attention: GPT-2 124M (examples/gpt2/gpt2.c, batch 8, T = 1024) planned for the
 H100 calibrated on the first lent GPU (tests/gpu/calibrated/nvidia-h100-80gb-hbm3.json,
-which colossal-calibrate-cuda wrote before it timed attention: no attention_tflops)
-and for the same file with an `attention_tflops` table added by hand, as
-colossal-calibrate-cuda now writes one. Without the table each attention node is
+which colossal-calibrate-cuda wrote before it timed attention) without its
+`attention_tflops` (one-point tables read off a profile since) and with a table of
+two points a kernel put there instead, as colossal-calibrate-cuda now writes them. Without the table each attention node is
 priced at peak x 0.50 (solver/cost.c); with it, at the table's rate at the call's
 FLOPs, whatever the device, and its backward at the dq and dkv tables' rates at
 their calls' FLOPs (1.5x and 2x the forward's). The table's rates, 11 TFLOP/s at 1e10 FLOPs and 22 at
@@ -26,8 +26,10 @@ os.makedirs(work, exist_ok=True)
 src = os.path.join(root, "tests/gpu/calibrated/nvidia-h100-80gb-hbm3.json")
 with open(src) as f:
     cl = json.load(f)
-if "attention_tflops" in cl:
-    sys.exit("cuda_attention_price: %s already has attention_tflops: the row tests a hand-added table" % src)
+cl.pop("attention_tflops", None)
+without = os.path.join(work, "h100-no-attention.json")
+with open(without, "w") as f:
+    json.dump(cl, f)
 PTS = [1e10, 1e11]
 cl["attention_tflops"] = {
     "forward": {"flops": PTS, "tflops": [11, 22]},
@@ -56,7 +58,7 @@ def plan(cluster, out):
         return json.load(f)
 
 
-base = plan(src, os.path.join(work, "base"))
+base = plan(without, os.path.join(work, "base"))
 meas = plan(with_table, os.path.join(work, "measured"))
 bad = 0
 peak = cl["peak_tflops"]["f32"] * 1e12

@@ -70,14 +70,16 @@ bg cal_kernels "$NVCC" -O3 -arch=sm_$arch "${common[@]}" -I"$B/src/calibrate" \
   -c "$B/src/calibrate/calibrate_kernels_cuda.cu" -o "$OUT/cal_kernels.o"
 bg kernel_dump gcc -std=c17 -O2 "${common[@]}" -c "$B/src/tests/gpu/kernel_dump.c" -o "$OUT/kernel_dump.o"
 bg compare_dumps gcc -O2 "$B/src/tests/gpu/compare_dumps.c" -lm -o "$OUT/compare_dumps"
-for m in tiny_f32 tiny_bf16 g124m g124m_bf16; do
-  g=$B/gen/$m
-  bg "${m}_kernels" "$NVCC" -O3 -arch=sm_$arch "${common[@]}" -DCG_CHECK_LAUNCHES -c "$g/gpt2_kernels.cu" -o "$OUT/${m}_kernels.o"
-  bg "${m}_train" gcc -std=c17 -O2 -D_GNU_SOURCE "${common[@]}" -I"$g" -DCG_MODEL=gpt2 -DCG_HEADER=gpt2.h -c "$B/src/train.c" -o "$OUT/${m}_train.o"
-  bg "${m}_sched" gcc -std=c17 -O2 "${common[@]}" -I"$g" -c "$g/gpt2.c" -o "$OUT/${m}_sched.o"
+# every program in gen/ (gen/NAME/model names its files), and GPT-2 124M
+# (f32, bf16) again with every generated launch timed (-DCG_TIME_KERNELS)
+for g in "$B"/gen/*/; do
+  m=$(basename "$g") model=$(cat "$g/model")
+  bg "${m}_kernels" "$NVCC" -O3 -arch=sm_$arch "${common[@]}" -DCG_CHECK_LAUNCHES -c "$g/${model}_kernels.cu" -o "$OUT/${m}_kernels.o"
+  bg "${m}_train" gcc -std=c17 -O2 -D_GNU_SOURCE "${common[@]}" -I"$g" -DCG_MODEL=$model -DCG_HEADER=$model.h -c "$B/src/train.c" -o "$OUT/${m}_train.o"
+  bg "${m}_sched" gcc -std=c17 -O2 "${common[@]}" -I"$g" -c "$g/$model.c" -o "$OUT/${m}_sched.o"
 done
-# GPT-2 124M (f32, bf16) again with every generated launch timed (-DCG_TIME_KERNELS)
 for m in g124m g124m_bf16; do
+  [ -d "$B/gen/$m" ] || continue
   bg ${m}_timed_kernels "$NVCC" -O3 -arch=sm_$arch "${common[@]}" -DCG_TIME_KERNELS -c "$B/gen/$m/gpt2_kernels.cu" -o "$OUT/${m}_timed_kernels.o"
 done
 join
@@ -86,10 +88,12 @@ ar rcs "$OUT/libcolrt_cuda1.a" "${objs[@]}"
 link=("$OUT/libcolrt_cuda1.a" -L"$OUT" -Wl,-rpath,"$B/lib" -L"$B/lib" "${libs[@]}" -lcublasLt -lnccl -lcjson -l:libz.so.1 -lcudart -lm -lpthread -ldl -lstdc++)
 bg kernel_dump_cuda g++ "$OUT/kernel_dump.o" "${link[@]}" -o "$OUT/kernel_dump_cuda"
 bg colossal-calibrate-cuda g++ "$OUT/cal_main.o" "$OUT/cal_kernels.o" "${calobjs[@]}" "${link[@]}" -o "$OUT/colossal-calibrate-cuda"
-for m in tiny_f32 tiny_bf16 g124m g124m_bf16; do
+for g in "$B"/gen/*/; do
+  m=$(basename "$g")
   bg "train_$m" g++ "$OUT/${m}_train.o" "$OUT/${m}_sched.o" "$OUT/${m}_kernels.o" "${link[@]}" -o "$OUT/train_$m"
 done
 for m in g124m g124m_bf16; do
+  [ -d "$B/gen/$m" ] || continue
   bg train_${m}_timed g++ "$OUT/${m}_train.o" "$OUT/${m}_sched.o" "$OUT/${m}_timed_kernels.o" "${link[@]}" -o "$OUT/train_${m}_timed"
 done
 join

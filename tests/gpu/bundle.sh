@@ -2,9 +2,11 @@
 # tests/gpu/bundle.sh [DIR] — builds here, into DIR (default build-gpu-bundle/,
 # ignored by git), everything a first run on a lent GPU machine needs, for
 # tests/gpu/run.sh to use there (docs/gpu.md says how to launch it):
-#   gen/     generated programs: tiny GPT-2 (2 layers, D=64, T=32, batch 8)
-#            in f32 and bf16 for 1 GPU, GPT-2 124M at B=8, T=1024 for 1 GPU
-#            in f32 and bf16
+#   gen/     generated programs for 1 GPU: tiny GPT-2 (2 layers, D=64, T=32,
+#            batch 8) in f32 and bf16; the step programs (GPT-2 124M at
+#            B=8, T=1024 in f32 and bf16, bf16 with 2 micro-batches and with
+#            full recompute, GPT-2 350M and TinyLlama 1.1B in bf16), planned
+#            on the GPU's calibration
 #   src/     what is compiled there with its nvcc: the runtime (common/,
 #            cuda/), colrt.h, the drivers (train.c, kernel_dump.c,
 #            compare_dumps.c), colossal-calibrate-cuda (calibrate/, with the
@@ -58,11 +60,34 @@ cp /usr/include/zlib.h /usr/include/zconf.h "$D/lib/" # checkpoints' CRC-32
 cp -L /usr/lib/x86_64-linux-gnu/libz.so.1 "$D/lib/"
 
 echo "== generated programs"
+# Each gen/NAME holds a program, its model's name (gen/NAME/model: the files'
+# prefix, train.c's CG_MODEL) and, for the step programs, its plan and the
+# arguments it was planned with (gen/NAME/args). The step programs are planned
+# on the GPU's calibration (GPU_CLUSTER, default the committed H100 one), so
+# the steps run.sh measures are compared with the model that chose them.
+CLUSTER=${GPU_CLUSTER:-$ROOT/tests/gpu/calibrated/nvidia-h100-80gb-hbm3.json}
 tiny=(-DN_LAYER=2 -DN_EMBD=64 -DN_HEAD=4 -DVOCAB=256 -DCTX=32 --batch 8 --cluster h100:1x1)
 "$cc" "$ROOT/examples/gpt2/gpt2.c" "${tiny[@]}" --emit code --target both -q -o "$D/gen/tiny_f32"
 "$cc" "$ROOT/examples/gpt2/gpt2.c" "${tiny[@]}" --dtype bf16 --emit code --target both -q -o "$D/gen/tiny_bf16"
-"$cc" "$ROOT/examples/gpt2/gpt2.c" --batch 8 --cluster h100:1x1 --emit all --target cuda -q -o "$D/gen/g124m"
-"$cc" "$ROOT/examples/gpt2/gpt2.c" --batch 8 --cluster h100:1x1 --dtype bf16 --emit all --target cuda -q -o "$D/gen/g124m_bf16"
+echo gpt2 > "$D/gen/tiny_f32/model"
+echo gpt2 > "$D/gen/tiny_bf16/model"
+gen() { # gen NAME MODEL SOURCE ARGS...: a step program (CUDA, plan) in gen/NAME
+  local name=$1 model=$2 src=$3
+  shift 3
+  # KIT_STEPS="NAME ...": only those (check_bundle.sh: a smaller kit, both models)
+  [ -z "${KIT_STEPS:-}" ] || [[ " $KIT_STEPS " == *" $name "* ]] || return 0
+  "$cc" "$ROOT/$src" "$@" --cluster "$CLUSTER" --emit all --target cuda -q -o "$D/gen/$name"
+  echo "$model" > "$D/gen/$name/model"
+  echo "$src $*" > "$D/gen/$name/args"
+  rm -f "$D/gen/$name/$model.report.html" # the bundle's size; the plan JSON has it all
+}
+gen g124m gpt2 examples/gpt2/gpt2.c --batch 8
+gen g124m_bf16 gpt2 examples/gpt2/gpt2.c --batch 8 --dtype bf16
+gen g124m_bf16_mb2 gpt2 examples/gpt2/gpt2.c --batch 16 --dtype bf16 --micro-batches 2
+gen g124m_bf16_full gpt2 examples/gpt2/gpt2.c --batch 8 --dtype bf16 --recompute full
+gen g350m_bf16 gpt2 examples/gpt2/gpt2.c -DN_LAYER=24 -DN_EMBD=1024 -DN_HEAD=16 --batch 8 --dtype bf16
+gen tinyllama_bf16 llama examples/llama/llama.c --batch 2 --dtype bf16
+python3 "$ROOT/bench/validate/gpu.py" record "$D/gen" > "$D/gen/programs.tsv" # the programs as measured
 
 echo "== CPU references"
 "$BUILD/tests/gpu/kernel_dump_cpu" "$D/ref/cpu.dump" >/dev/null
@@ -76,7 +101,8 @@ for m in tiny_f32 tiny_bf16; do
   rm -f "$D/ref/train_$m"
 done
 
-if command -v nvcc >/dev/null; then
+# BUNDLE_TRIAL=0 skips it (check_bundle.sh runs run.sh, whose build is the same)
+if command -v nvcc >/dev/null && [ "${BUNDLE_TRIAL:-1}" != 0 ]; then
   echo "== the build run.sh does there, tried here (compile and link only)"
   trial=$(mktemp -d)
   trap 'rm -rf "$trial"' EXIT

@@ -11,6 +11,10 @@
 # Standalone: it does not need tests/gpu/bundle.sh. On a machine without a
 # build tree, run it from a checkout with the Debian packages of
 # scripts/install-deps.sh, nvcc, cuBLASLt and NCCL under /usr/local/cuda.
+# The machines lent to this project have none of those packages nor MPI:
+# there the kit's calibrate stage (tests/gpu/run.sh, colossal-calibrate-cuda
+# built on the one-rank MPI) calibrates one GPU; this script is for a
+# machine of several GPUs with MPI.
 # Takes a few minutes (GEMMs up to 16384, collectives up to 256 MiB);
 # CALIBRATE_ARGS adds options (e.g. "--quick" for a smoke run).
 set -euo pipefail

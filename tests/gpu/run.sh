@@ -9,14 +9,15 @@
 #   ldd        every binary's libraries resolve
 #   kernels    every runtime kernel on the GPU vs the CPU backend's dump
 #   tiny       tiny GPT-2 f32 and bf16, 5 steps, losses vs the CPU backend's
-#   g124m      GPT-2 124M, B=8, T=1024, f32: seconds per step and MFU
+#   steps      every step program of gen/ (GPT-2 124M f32 and bf16, ...):
+#              its median step against its plan (steps.tsv)
 #   calibrate  colossal-calibrate-cuda on the one GPU: OUT/calibrated.json
 #              (GEMM, memory-bound kernels, attention, host links, reserve;
 #              the GPU-to-GPU links from the preset of the same GPU)
-#   g124m_bf16 the same in bf16
 #   sanitizer  tiny GPT-2 f32, 2 steps, under compute-sanitizer (memcheck)
 #   profile    per-kernel times of GPT-2 124M, f32 and bf16 (events; nsys too
-#              when installed)
+#              when installed), and its COLRT_PROFILE tables (every node,
+#              GEMMs included: profile_*.json)
 # Exits non-zero if a check fails; later stages still run. RUN_BUDGET=S
 # (seconds) caps the whole run: each stage's timeout is cut to what is left,
 # and a stage with under 15 s left is skipped (a lent machine's call has a
@@ -102,25 +103,47 @@ profile() {
   head -40 "$OUT/kernel_times.txt"
   "$BIN/train_g124m_bf16_timed" 2 1e-4 1 2> "$OUT/kernel_times_bf16.txt" || return 1
   head -20 "$OUT/kernel_times_bf16.txt"
+  # per op class as the schedule runs it, GEMMs and runtime calls included
+  # (COLRT_PROFILE: the stream synchronized at each node), for
+  # bench/validate/compare_profile.py against the plan and the simulation
+  local m
+  for m in g124m g124m_bf16; do
+    COLRT_PROFILE=1 COLRT_PROFILE_OUT="$OUT/profile_$m.json" "$BIN/train_$m" 2 1e-4 1 > "$OUT/profile_$m.txt" 2>&1 ||
+      return 1
+  done
+  head -30 "$OUT/profile_g124m_bf16.txt"
   command -v nsys >/dev/null || { echo "nsys not installed: runtime kernels not in the table"; return 0; }
   nsys profile -o "$OUT/g124m" --force-overwrite true "$BIN/train_g124m" 2 1e-4 1 &&
     nsys stats --report cuda_gpu_kern_sum --format table "$OUT/g124m.nsys-rep" > "$OUT/nsys_kernels.txt"
   rm -f "$OUT/g124m.nsys-rep" "$OUT/g124m.sqlite"
 }
 
-g124m() { # g124m [MODEL]: g124m (f32) or g124m_bf16
-  local m=${1:-g124m}
-  "$BIN/train_$m" 4 1e-4 1 | tee "$OUT/$m.txt"
-  local s=$(awk '/s per step \(mean of/ { for (i = 1; i <= NF; i++) if ($i == "s" && $(i+1) == "per") print $(i-1) }' "$OUT/$m.txt")
-  python3 - "$s" "$B/gen/$m/gpt2.plan.json" "$m" <<'PY'
+# every step program in gen/ (those with an args file): 4 steps after a
+# warm-up; the median step against its plan (OUT/steps.tsv: name, measured
+# median s, planned s, simulated s, model FLOPs a step; with programs.tsv,
+# bench/validate/gpu.py's input)
+steps() {
+  local rc=0 g m s
+  printf 'program\tmeasured_s\tplanned_s\tsimulated_s\tmodel_flops\n' > "$OUT/steps.tsv"
+  cp "$B/gen/programs.tsv" "$OUT/" # bench/validate/gpu.py table reads both
+  for g in "$B"/gen/*/; do
+    [ -f "$g/args" ] || continue
+    m=$(basename "$g")
+    echo "== $m: $(cat "$g/args")"
+    "$BIN/train_$m" 4 1e-4 1 | tee "$OUT/$m.txt" || { rc=1; continue; }
+    s=$(awk '/s per step \(median of/ { for (i = 1; i <= NF; i++) if ($i == "s" && $(i+1) == "per") print $(i-1) }' "$OUT/$m.txt")
+    python3 - "$s" "$g/$(cat "$g/model").plan.json" "$m" "$OUT/steps.tsv" <<'PY' || rc=1
 import json, sys
 s, plan, m = float(sys.argv[1]), json.load(open(sys.argv[2])), sys.argv[3]
-tf, pred, sim = plan["throughput"]["model_flops_per_step"], plan["step_time_s"], plan.get("simulated_step_time_s")
-dt = "bf16" if m.endswith("bf16") else "f32"
-print(f"GPT-2 124M B=8 T=1024 {dt}: {s:.4f} s/step (plan {pred:.4f} s, simulated {sim or 0:.4f} s, "
-      f"measured/plan {s / pred:.2f}); {tf / s / 1e12:.1f} TFLOP/s; MFU {tf / s / 67e12:.3f} of f32 non-tensor "
-      f"peak (67 TFLOP/s), {tf / s / 989e12:.3f} of bf16 dense (989)")
+tf, pred, sim = plan["throughput"]["model_flops_per_step"], plan["step_time_s"], plan.get("simulated_step_time_s") or 0
+print(f"{m}: {s:.4f} s/step (median), plan {pred:.4f} s, simulated {sim:.4f} s, measured/plan {s / pred:.2f}; "
+      f"{tf / s / 1e12:.1f} TFLOP/s")
+with open(sys.argv[4], "a") as f:
+    f.write(f"{m}\t{s:.6g}\t{pred:.6g}\t{sim:.6g}\t{tf:.6g}\n")
 PY
+  done
+  cat "$OUT/steps.tsv"
+  return $rc
 }
 
 # One node with one GPU: no collective can be timed (NCCL refuses two ranks
@@ -134,15 +157,14 @@ calibrate() {
 }
 
 export B OUT BIN SUM
-export -f probe lddcheck kernels tiny sanitizer profile g124m calibrate
+export -f probe lddcheck kernels tiny sanitizer profile steps calibrate
 stage probe 30 probe
 stage build 240 bash "$B/build_there.sh" "$BIN"
 stage ldd 20 lddcheck
 stage kernels 60 kernels
 stage tiny 60 tiny
-stage g124m 90 g124m
+stage steps 150 steps
 stage calibrate 200 calibrate
-stage g124m_bf16 60 g124m g124m_bf16
 stage sanitizer 120 sanitizer
 stage profile 90 profile
 echo "run.sh: results in $OUT" | tee -a "$SUM"
