@@ -20,6 +20,12 @@
 
 #define IR_MAX_ITERS 12
 #define IR_MAX_DIM_ITERS 4
+/* attention's backward nodes' FLOPs over the forward's (ops_train.c): dq
+ * recomputes the scores, then dP and dS·K; dk/dv recomputes scores and P,
+ * then dV, dP, dS and dK. The planner prices a forward node's backward by
+ * them (solver/cost.c), calibrate counts its kernels' calls by them. */
+#define IR_ATTENTION_DQ_FLOPS 1.5
+#define IR_ATTENTION_DKV_FLOPS 2.0
 
 typedef enum {
     IT_PARALLEL, /* indexes a result: splitting it splits the result */

@@ -359,7 +359,7 @@ bool rule_attention_dq(const OpArgs *a, IterSpace *is, StrBuf *err) {
     if (!same_shape(a, 0, 3, err) || !rule_attention(a, is, err)) return false;
     is->in_rank[3] = 4;
     for (int d = 0; d < 4; d++) is->in[3][d] = is->in[0][d];
-    is->flops *= 1.5; /* recomputes the scores, then dP and dS·K */
+    is->flops *= IR_ATTENTION_DQ_FLOPS; /* recomputes the scores, then dP and dS·K */
     return true;
 }
 
@@ -380,7 +380,7 @@ bool rule_attention_dkv(const OpArgs *a, IterSpace *is, StrBuf *err) {
         is->out_shape[k] = a->sh[1];
         is->out_dtype[k] = a->dt[1];
     }
-    is->flops *= 2.0; /* recomputes scores and P, then dV, dP, dS and dK */
+    is->flops *= IR_ATTENTION_DKV_FLOPS; /* recomputes scores and P, then dV, dP, dS and dK */
     return true;
 }
 

@@ -362,6 +362,9 @@ int64_t shard_spec_offset(const ShardSpec *s, const ShardMesh *m, Shape global, 
 /* ZeRO slices of a shard. The mesh axes (size > 1) holding copies of a tensor
  * in spec s: neither splitting it nor pending. */
 unsigned shard_spec_replica_axes(const ShardSpec *s, const ShardMesh *m);
+/* The mesh axes (size > 1) splitting some dim of a tensor in spec s (tensor
+ * parallel: a parameter held so is split, not whole on each rank). */
+unsigned shard_spec_split_axes(const ShardSpec *s, const ShardMesh *m);
 /* t holds s's shards further split over some of s's replica axes (a slice of
  * each shard): the count of those axes, or -1 if t is not such a spec. */
 int shard_spec_refines(const ShardSpec *t, const ShardSpec *s, const ShardMesh *m);

@@ -212,6 +212,13 @@ unsigned shard_spec_replica_axes(const ShardSpec *s, const ShardMesh *m) {
     return r;
 }
 
+unsigned shard_spec_split_axes(const ShardSpec *s, const ShardMesh *m) {
+    unsigned r = 0;
+    for (int a = 0; a < m->n_axes; a++)
+        if (m->size[a] > 1 && shard_spec_axis_dim(s, a, NULL) >= 0) r |= 1u << a;
+    return r;
+}
+
 unsigned shard_zero_axes(const ShardSpec *s, const ShardMesh *m, Shape sh, bool flat) {
     unsigned rep = shard_spec_replica_axes(s, m);
     if (flat) {

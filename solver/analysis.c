@@ -259,7 +259,7 @@ static void param_comm(const PlanResult *r, const Graph *g, const int *owner, Co
             gspec.partial |= (uint8_t)axes;
         double bytes = shard_spec_bytes(&gspec, m, vv->shape, z < 2 ? ilp_sync_dtype(p, z, d) : d);
         double share = fmin(1, fmax(bytes / COST_BUCKET_BYTES, p->run_frac[v]));
-        bool scatters = ilp_zero1_scatters(S, z, &gspec);
+        bool scatters = ilp_zero1_scatters(p, z, &gspec, &st->in[i]);
         if (z < 2 && !scatters) { /* as cost_grad_sync: in a bucket or on the caller's thread, its share */
             ShardStep ss[SHARD_MAX_STEPS];
             int ns = cost_sync_steps(m, vv->shape, ilp_sync_dtype(p, z, d), &gspec, share,

@@ -114,6 +114,19 @@ void cost_op(const CostModel *cm, const Graph *g, NodeId id, const IterSpace *is
     if (n->op == OP_RESHAPE) bytes = 0; /* a view: no data moves */
     out->fwd_s = cost_roofline_op(cm, oi->cls, n->op, out->flops, bytes);
     out->bwd_s = classes[oi->cls].bwd * out->fwd_s;
+    /* attention's backward is two kernels, dq and dk/dv, each of its own FLOPs
+     * (IR_ATTENTION_DQ_FLOPS, _DKV_) and bytes (q, k, v, dy read; dq, or dk and
+     * dv, written): at their own measured rates where the cluster has them, as
+     * the simulator prices the training graph's nodes (the first H100 timed
+     * GPT-2 124M's dq and dk/dv at 2.4x and 2.9x its forward's time, 5.3x
+     * together against the class's 2.5x: tests/gpu/results/2026-12-06-h100) */
+    if (n->op == OP_ATTENTION && cm->cl->attention[SHARD_ATT_DQ].n > 0 && cm->cl->attention[SHARD_ATT_DKV].n > 0) {
+        double qkv = out->in_bytes[0] + out->in_bytes[1] + out->in_bytes[2], dy = out->out_bytes[0];
+        out->bwd_s = cost_roofline_op(cm, OPC_ATTENTION, OP_ATTENTION_DQ, IR_ATTENTION_DQ_FLOPS * out->flops,
+                                      qkv + dy + out->in_bytes[0]) +
+                     cost_roofline_op(cm, OPC_ATTENTION, OP_ATTENTION_DKV, IR_ATTENTION_DKV_FLOPS * out->flops,
+                                      qkv + dy + out->in_bytes[1] + out->in_bytes[2]);
+    }
     /* a fused add: its forward is the fused kernel's bytes (its backward is not fused) */
     if (cm->fuse && cm->fuse[id].kind != IR_FUSE_NONE)
         out->fwd_s = cost_roofline_op(cm, oi->cls, n->op, out->flops, cost_fused_bytes(&cm->fuse[id], out, bytes));

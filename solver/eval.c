@@ -311,7 +311,7 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
         r.comm_s += g->mult * S->comm_s;
         r.sync_s += g->mult * S->sync_s[z];
         { /* the buckets; what blocks the compute stream exposed whole (ilp_sync_blocks: ZeRO-2/3,
-           * every sum on the caller's thread; ilp_zero1_scatters: ZeRO-1's under the sharded lowering) */
+           * every sum on the caller's thread; ilp_zero1_scatters: ZeRO-1's of split parameters) */
             double blk = ilp_sync_blocks(p, z) ? S->sync_s[z] : S->sync_blocking_s[z], q = S->sync_s[z] - blk;
             sync_block += g->mult * blk;
             sync_over += g->mult * q;

@@ -126,15 +126,13 @@ DType ilp_sync_dtype(const IlpProblem *p, int zero_stage, DType dt) {
 }
 
 bool ilp_grad_bucketed(const IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
-    const ShardMesh *m = p->cm->mesh;
-    for (int a = 0; zero_stage == 1 && a < m->n_axes; a++)
-        if (shard_spec_axis_dim(held, a, NULL) >= 0 && m->size[a] > 1) return false;
+    if (zero_stage == 1 && shard_spec_split_axes(held, p->cm->mesh)) return false;
     /* a tied parameter's too: its sum rides a bucket (compiler/lower/schedule.c tied_sum) */
     return zero_stage < 2 && grad->partial;
 }
 
-bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad) {
-    return zero_stage == 1 && S->splits_param && grad->partial;
+bool ilp_zero1_scatters(const IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
+    return zero_stage == 1 && grad->partial && !ilp_grad_bucketed(p, zero_stage, grad, held);
 }
 
 bool ilp_grad_queued(const IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held) {
@@ -593,7 +591,8 @@ static double reshard_bytes(const ShardMesh *m, Shape sh, DType dt, const ShardS
  * its gradient computed in gspec) at ZeRO stage z (compiler/lower/spec.c): the
  * update reads its gradient resharded into the update's spec (as
  * placement_grad_scatter left it; a pending sum the buckets did not sum:
- * all-reduced into a copy), and under ZeRO the parameter resharded into the
+ * reduced into a copy; one they summed (bucketed): whole, under ZeRO-1 sliced
+ * locally into a copy, schedule.c), and under ZeRO the parameter resharded into the
  * slice (shard_spec_refine, the planner's rule for update nodes) too; it
  * writes the updated slice and gathers it back into the parameter's spec, the
  * last step writing the parameter itself unless a later node reads it. What
@@ -603,7 +602,8 @@ static double update_bytes(const Graph *g, const ShardMesh *m, ValueId pv, DType
     const Value *v = ir_val(g, pv);
     ShardSpec P = shard_spec_unpartial(held), T = z >= 1 ? shard_spec_refine(&P, m, v->shape) : P, G = *gspec, t;
     if (placement_grad_scatter(m, &P, z, gspec, v->shape, &t)) G = t;
-    double bytes = bucketed ? 0 : reshard_bytes(m, v->shape, dt, &G, &T);
+    if (bucketed) G = shard_spec_unpartial(&G); /* summed whole in a bucket, then (ZeRO-1) sliced locally */
+    double bytes = reshard_bytes(m, v->shape, dt, &G, &T);
     if (shard_spec_eq(&P, &T)) return bytes; /* nothing sliced */
     bool later = false;
     NodeId u = 0;
@@ -660,9 +660,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
             ShardSpec gspec = shard_grad_spec(&mem->is, st, i);
             DType dt = cost_dtype(cm, vv->dtype);
             const AdOptimizerInfo *oi = ad_optimizer_info(b->train->optimizer);
-            unsigned split_axes = 0; /* the mesh axes splitting the parameter (tensor parallel) */
-            for (int a = 0; a < mesh->n_axes; a++)
-                if (shard_spec_axis_dim(&st->in[i], a, NULL) >= 0 && mesh->size[a] > 1) split_axes |= 1u << a;
+            unsigned split_axes = shard_spec_split_axes(&st->in[i], mesh); /* tensor parallel */
             bool trust = oi->trust && !ad_name_matches(b->train->no_trust, vv->name);
             S->param_local += buf(local * ps);
             m_pl[m] += buf(local * ps);
@@ -707,7 +705,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * cannot slice rides the bucket at any stage (mlp_micro2_zero2_chunk_2x2's
                  * fc2.bias: 10 elements over 4 ranks, all-reduced on the communication stream
                  * beside fc2.weight's reduce-scatters) */
-                bool scatters = ilp_zero1_scatters(S, ze, &sspec);
+                bool scatters = ilp_zero1_scatters(p, ze, &sspec, &st->in[i]);
                 bool in_bucket = !scatters && ilp_grad_bucketed(p, ze, &sspec, &st->in[i]);
                 bool queued = in_bucket && !p->opt.sync_on_caller;
                 double sync = cost_grad_sync(cm, vv->shape, sdt, &sspec, ze >= 2 || scatters ? 2 : 0, run_frac, queued);
@@ -735,14 +733,12 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 if (ze < 2 && sspec.partial) {
                     double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
                     S->opt_s[z] += cost_bucket_copy(cm, gb);
-                    /* in a bucket (ilp_grad_bucketed): its bytes. Not counted: ZeRO-1's (the
-                     * data-parallel lowering buckets them, the sharded one reduce-scatters
-                     * them at the update) */
+                    /* in a bucket (ilp_grad_bucketed): its bytes. Not counted: ZeRO-1's (both
+                     * lowerings bucket those of unsplit parameters; a known gap, docs/sharding.md) */
                     if (ze == 0 && in_bucket) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
                 }
-                bool bucketed = ze == 0 && in_bucket;
                 S->update_transient[z] =
-                    fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, ze, bucketed));
+                    fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, ze, in_bucket));
                 double ag = ze == 0 ? 0 : gather_time(mesh, local * ps, rep_axes);
                 S->gather_s[z] += ze == 3 ? p->param_reads[v] * M * ag : ag;
                 double agh = ze == 0 ? 0 : cost_zero_handoff(cm, COLL_ALL_GATHER, rep_axes);
@@ -794,8 +790,9 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * axes (compiler/lower/split.c, spec.c): once for all such parameters
                  * (ilp_norm_sum_s), not a share each (a share per parameter of the model's
                  * priced 8 of gpt2-tiny's 26 where its tensor-parallel MLP alone split) */
-                S->norm_axes[z] |= split_axes | (ze >= 2 || scatters ? rep_axes : 0); /* (the squares of
-                                                      * ZeRO-1's slice where it is reduce-scattered) */
+                S->norm_axes[z] |= split_axes | (ze >= 2 || (ze == 1 && S->splits_param && sspec.partial) ? rep_axes : 0);
+                /* (the squares of ZeRO-1's slice under the sharded lowering, summed into it
+                 * or sliced from its bucket: the norm reads the update's slice) */
                 if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */
                     S->off_elems[z] += oe;
                     S->off_dev_bytes[z] += p->off_dev / 4 * buf(4 * oe);
@@ -893,8 +890,8 @@ static void build_strats(Builder *b, IlpGroup *gr) {
             CostOp co;
             cost_op(cm, g, mem->node, &mem->is, st, &co);
             for (int i = 0; i < nd->n_in && i < st->n_in; i++)
-                for (int a = 0; ir_val(g, nd->in[i])->role == ROLE_PARAM && a < cm->mesh->n_axes; a++)
-                    if (cm->mesh->size[a] > 1 && shard_spec_axis_dim(&st->in[i], a, NULL) >= 0) S->splits_param = true;
+                if (ir_val(g, nd->in[i])->role == ROLE_PARAM && shard_spec_split_axes(&st->in[i], cm->mesh))
+                    S->splits_param = true;
             S->fwd_s += co.fwd_s;
             double mv;
             S->bwd_s += member_bwd(b, mem, S->member_st[m], &co, &mv);

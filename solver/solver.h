@@ -77,7 +77,7 @@ typedef struct IlpStrat {
     double sync_s[ZERO_STAGES];     /* gradient synchronization */
     double sync_blocking_s[ZERO_STAGES]; /* ZeRO 0-1: of sync_s, the collectives on the caller's
                                      * thread that block the compute stream (ilp_zero1_scatters:
-                                     * ZeRO-1's reduce-scatters under the sharded lowering);
+                                     * ZeRO-1's reduce-scatters of split parameters' gradients);
                                      * exposed whole, as ZeRO-2/3's (eval.c) */
     double sync_lat_s[ZERO_STAGES]; /* ZeRO 0-1: of sync_s, its bucketed gradients' shares of
                                      * their buckets' latency (cost_grad_sync_latency) */
@@ -257,14 +257,15 @@ bool ilp_buckets_after_backward(const struct IlpProblem *p);
 ValueId ilp_defer_table(const Graph *g, NodeId pos, const IterSpace *is, const ShardStrategy *sa, unsigned axes,
                         ShardSpec *gs, const ShardSpec **held);
 
-/* Does the sharded lowering (a strategy S splitting a parameter: the plan
- * lowers tensor parallel) reduce-scatter parameter gradient `grad` into its
- * ZeRO-1 update's slice, on the caller's thread, once a step? At ZeRO 1
- * wherever the gradient is pending: the update reads it in the slice, through
- * one resharding (compiler/lower/spec.c), which schedule.c buckets only where
- * it is read whole. (A group not splitting a parameter in a plan whose other
- * groups do runs the same; priced as bucketed: bench/simulate/README.md.) */
-bool ilp_zero1_scatters(const IlpStrat *S, int zero_stage, const ShardSpec *grad);
+/* Is parameter gradient `grad` (held: the parameter's spec as read) reduce-scattered
+ * into its ZeRO-1 update's slice, on the caller's thread, once a step? Per
+ * parameter, one rule for both lowerings: at ZeRO 1 a pending gradient of a
+ * parameter split over a mesh axis (the sharded lowering's update reads it in
+ * the slice through one resharding, compiler/lower/spec.c); one held unsplit
+ * rides a bucket instead (ilp_grad_bucketed: the data-parallel lowering's, and
+ * the sharded lowering's, compiler/lower/schedule.c sharded_candidates, which
+ * sums it whole and slices the update's part locally). */
+bool ilp_zero1_scatters(const struct IlpProblem *p, int zero_stage, const ShardSpec *grad, const ShardSpec *held);
 /* The ranks ZeRO slices parameter v held in spec sp over under strategy S, as the
  * lowering slices it (shard_zero_axes; the axes into *axes): 1 where it slices none. */
 double ilp_zero_ranks(const IlpStrat *S, const ShardMesh *mesh, const Graph *g, ValueId v, const ShardSpec *sp,

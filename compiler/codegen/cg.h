@@ -93,6 +93,14 @@ int64_t cg_pipe_kept_bytes(const LowerProgram *lp, int d);
 void cg_c_prelude(StrBuf *b);
 int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t B, int64_t T, int64_t H, int64_t G,
                                 int64_t Dh);
+/* The same kernel as the CUDA program runs it (colossal-calibrate-cuda): the
+ * CUDA kernels file's prelude (cg_cuda_prelude: cg_stream, the launch checks,
+ * the row kernels' reductions), and the node's passes (cg_attention.c) as
+ * __global__ kernels with their launcher, `extern "C" void name(colrt_stream
+ * *, operands as above)`, launching on that stream as the program does. */
+void cg_cuda_prelude(StrBuf *b);
+int64_t cg_attention_cuda_function(StrBuf *out, const char *name, int kind, int64_t B, int64_t T, int64_t H, int64_t G,
+                                   int64_t Dh);
 /* The C function the CPU program runs for an element-wise node of op over n
  * f32 elements, operands of one shape: a binary op (add, sub, mul, div: a0,
  * a1 -> a2), a unary one (gelu, scale, relu, silu, tanh, exp, cast: a0 -> a1)
@@ -116,5 +124,12 @@ void cg_sumsq_c_function(StrBuf *out, const char *name, int64_t n);
 /* The C function of RoPE (theta 10000), or its backward, over x [B,T,H,Dh]
  * f32: x -> y. */
 void cg_rope_c_function(StrBuf *out, const char *name, bool backward, int64_t B, int64_t T, int64_t H, int64_t Dh);
+/* The CUDA program's forms of the same kernels (colossal-calibrate-cuda): the
+ * passes and the launcher `extern "C" void name(colrt_stream *, operands as
+ * above)`: an element-wise node (false for another op), a layer norm (rms:
+ * an RMS norm), RoPE's forward. */
+bool cg_elementwise_cuda_function(StrBuf *out, const char *name, int op, int64_t n);
+void cg_norm_cuda_function(StrBuf *out, const char *name, bool rms, int64_t rows, int64_t D);
+void cg_rope_cuda_function(StrBuf *out, const char *name, int64_t B, int64_t T, int64_t H, int64_t Dh);
 
 #endif

@@ -104,19 +104,24 @@ void cg_kernel_group(CgCtx *c, const NodeId *ids, int nseg, int nt, const bool *
 /* The C form of kernel k as cg_kernel_ex writes it, a function named `name`
  * whose operand i has dtype dts[i] and is written when outs[i]. */
 void cg_c_function(StrBuf *out, const char *name, int nargs, const DType *dts, const bool *outs, const CgKernel *k);
+/* Its CUDA form, as cg_kernel_ex writes it: the passes (__global__, static)
+ * and the launcher `extern "C" void name(colrt_stream *, operands...)` that
+ * launches them on that stream; what: the op named in launch checks. */
+void cg_cuda_function(StrBuf *out, const char *name, int nargs, const DType *dts, const bool *outs, const CgKernel *k,
+                      const char *what);
 /* A row kernel: body per row i, its loops CG_FOR(j, n), CG_SUM/CG_MAX(v). */
 void cg_kernel_rows(CgCtx *c, NodeId id, int nargs, const KArg *args, int64_t rows, int64_t width,
                     const char *body, const char *off);
 /* Threads of a row kernel's block for rows of width elements. */
 int cg_rows_threads(int64_t width);
 /* The arena offset of the kernels' workspace (past the scratch block). */
-/* The kernel files' preludes: the row kernels' macros, launch checks, streams. */
+/* The kernel files' preludes (cg_c_prelude, cg_cuda_prelude: cg.h): the row
+ * kernels' macros, launch checks, streams. */
 /* Generated C: CG_UNUSED marks the static helpers a file may not call
  * (gcc and clang: __attribute__((unused))); the text defines it once. */
 #define CG_UNUSED_DEF                                                                            \
     "#ifndef CG_UNUSED\n#if defined(__GNUC__) || defined(__clang__)\n"                           \
     "#define CG_UNUSED __attribute__((unused))\n#else\n#define CG_UNUSED\n#endif\n#endif\n"
-void cg_cuda_prelude(StrBuf *b);
 void cg_launch_free(CgCtx *c);
 /* The launch audit's `cg-audit` lines (tests/gpu/launch_audit.sh), identical
  * node emissions once with count=N, into the CUDA kernels file. */

@@ -524,7 +524,16 @@ static bool emit_elem_bwd(CgCtx *c, NodeId id) {
     return true;
 }
 
-bool cg_elementwise_c_function(StrBuf *out, const char *name, int op, int64_t n) {
+/* colossal-calibrate's kernel k, named `name`, in the CPU program's form (a C
+ * function) or the CUDA program's (its passes and launcher); op names it in
+ * the CUDA launch checks. */
+static void calibrate_function(StrBuf *out, const char *name, bool cuda, int op, int nargs, const DType *dts,
+                               const bool *outs, const CgKernel *k) {
+    if (cuda) cg_cuda_function(out, name, nargs, dts, outs, k, ir_op(op)->name);
+    else cg_c_function(out, name, nargs, dts, outs, k);
+}
+
+static bool elementwise_function(StrBuf *out, const char *name, bool cuda, int op, int64_t n) {
     if (n < 1) return false;
     StrBuf b;
     sb_init(&b);
@@ -542,9 +551,17 @@ bool cg_elementwise_c_function(StrBuf *out, const char *name, int op, int64_t n)
     DType dts[3] = {DT_F32, DT_F32, DT_F32};
     bool outs[3] = {false, nargs == 2, true};
     CgKernel k = {.n = n, .prologue = "", .body = sb_cstr(&b)};
-    cg_c_function(out, name, nargs, dts, outs, &k);
+    calibrate_function(out, name, cuda, op, nargs, dts, outs, &k);
     sb_free(&b);
     return true;
+}
+
+bool cg_elementwise_c_function(StrBuf *out, const char *name, int op, int64_t n) {
+    return elementwise_function(out, name, false, op, n);
+}
+
+bool cg_elementwise_cuda_function(StrBuf *out, const char *name, int op, int64_t n) {
+    return elementwise_function(out, name, true, op, n);
 }
 
 static bool emit_expand(CgCtx *c, NodeId id) {
@@ -811,28 +828,30 @@ static void norm_dw_c_body(StrBuf *b, bool ln, int64_t rows, int64_t D, double e
               (long long)D, CG_SUM_COLS, (long long)rows, (long long)D, (long long)D);
 }
 
-void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D) {
+/* A layer norm's (ln: x, weight, bias -> y) or an RMS norm's (x, weight -> y)
+ * forward over rows x D f32 elements, eps 1e-5, in either form. */
+static void norm_function(StrBuf *out, const char *name, bool cuda, bool ln, int64_t rows, int64_t D) {
     IR_ASSERT(rows > 0 && D > 0);
     StrBuf b;
     sb_init(&b);
-    norm_fwd_body(&b, true, D, 1e-5);
+    norm_fwd_body(&b, ln, D, 1e-5);
     DType dts[4] = {DT_F32, DT_F32, DT_F32, DT_F32};
-    bool outs[4] = {false, false, false, true};
+    bool outs[4] = {false, false, !ln, ln};
     CgKernel k = {.n = rows, .prologue = "", .body = sb_cstr(&b), .rows = true, .rows_width = D};
-    cg_c_function(out, name, 4, dts, outs, &k);
+    calibrate_function(out, name, cuda, ln ? OP_LAYER_NORM : OP_RMS_NORM, ln ? 4 : 3, dts, outs, &k);
     sb_free(&b);
 }
 
+void cg_layer_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D) {
+    norm_function(out, name, false, true, rows, D);
+}
+
 void cg_rms_norm_c_function(StrBuf *out, const char *name, int64_t rows, int64_t D) {
-    IR_ASSERT(rows > 0 && D > 0);
-    StrBuf b;
-    sb_init(&b);
-    norm_fwd_body(&b, false, D, 1e-5);
-    DType dts[3] = {DT_F32, DT_F32, DT_F32};
-    bool outs[3] = {false, false, true};
-    CgKernel k = {.n = rows, .prologue = "", .body = sb_cstr(&b), .rows = true, .rows_width = D};
-    cg_c_function(out, name, 3, dts, outs, &k);
-    sb_free(&b);
+    norm_function(out, name, false, false, rows, D);
+}
+
+void cg_norm_cuda_function(StrBuf *out, const char *name, bool rms, int64_t rows, int64_t D) {
+    norm_function(out, name, true, !rms, rows, D);
 }
 
 void cg_layer_norm_bwd_c_functions(StrBuf *out, const char *dx, const char *dw, int64_t rows, int64_t D) {
@@ -1198,8 +1217,12 @@ static bool emit_attention(CgCtx *c, NodeId id) {
     return true;
 }
 
-int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t B, int64_t T, int64_t H, int64_t G,
-                                int64_t Dh) {
+/* colossal-calibrate's attention kernels: a causal node's kernel (S = T,
+ * f32) as a C function or as CUDA passes and their launcher, with the
+ * operands emit_attention passes: q, k, v, then out (forward) or dy and the
+ * gradients. Returns the workspace's bytes. */
+static int64_t attention_function(StrBuf *out, const char *name, bool cuda, int kind, int64_t B, int64_t T, int64_t H,
+                                  int64_t G, int64_t Dh) {
     IR_ASSERT(kind >= 0 && kind <= 2 && B > 0 && T > 0 && H > 0 && G > 0 && H % G == 0 && Dh > 0);
     AttDims d = {B, T, H, Dh, T, G, 1, 1 / sqrt((double)Dh), T, ""};
     StrBuf body, cu[2];
@@ -1208,15 +1231,26 @@ int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t
     sb_init(&cu[1]);
     CgKernel k;
     attention_kernel(kind, &d, "0", &body, cu, &k); /* causal, S = T: the shift is 0 */
-    /* operands as emit_attention passes them: q, k, v, then out (forward) or
-     * dy and the gradients */
     DType dts[6] = {DT_F32, DT_F32, DT_F32, DT_F32, DT_F32, DT_F32};
     bool outs[6] = {false, false, false, kind == 0, true, true};
-    cg_c_function(out, name, kind == 0 ? 4 : kind == 1 ? 5 : 6, dts, outs, &k);
+    int nargs = kind == 0 ? 4 : kind == 1 ? 5 : 6;
+    int op = kind == 0 ? OP_ATTENTION : kind == 1 ? OP_ATTENTION_DQ : OP_ATTENTION_DKV;
+    if (cuda) cg_cuda_function(out, name, nargs, dts, outs, &k, ir_op(op)->name);
+    else cg_c_function(out, name, nargs, dts, outs, &k);
     sb_free(&cu[0]);
     sb_free(&cu[1]);
     sb_free(&body);
     return k.work_bytes;
+}
+
+int64_t cg_attention_c_function(StrBuf *out, const char *name, int kind, int64_t B, int64_t T, int64_t H, int64_t G,
+                                int64_t Dh) {
+    return attention_function(out, name, false, kind, B, T, H, G, Dh);
+}
+
+int64_t cg_attention_cuda_function(StrBuf *out, const char *name, int kind, int64_t B, int64_t T, int64_t H, int64_t G,
+                                   int64_t Dh) {
+    return attention_function(out, name, true, kind, B, T, H, G, Dh);
 }
 
 /* RoPE (or its backward) over x [B,T,H,Dh] -> a1, a point per pair (j, j +
@@ -1284,7 +1318,8 @@ static void rope_kernel(CgKernel *k, StrBuf *cbody, StrBuf *pass, int op, int64_
     k->pass[0] = (CgPass){(pairs + 255) / 256, 256, 0, sb_cstr(pass)};
 }
 
-void cg_rope_c_function(StrBuf *out, const char *name, bool backward, int64_t B, int64_t T, int64_t H, int64_t Dh) {
+static void rope_function(StrBuf *out, const char *name, bool cuda, bool backward, int64_t B, int64_t T, int64_t H,
+                          int64_t Dh) {
     IR_ASSERT(B > 0 && T > 0 && H > 0 && Dh > 1 && Dh % 2 == 0);
     StrBuf b, pass;
     sb_init(&b);
@@ -1293,9 +1328,17 @@ void cg_rope_c_function(StrBuf *out, const char *name, bool backward, int64_t B,
     rope_kernel(&k, &b, &pass, backward ? OP_ROPE_BWD : OP_ROPE, B, T, H, Dh, 10000, false);
     DType dts[2] = {DT_F32, DT_F32};
     bool outs[2] = {false, true};
-    cg_c_function(out, name, 2, dts, outs, &k);
+    calibrate_function(out, name, cuda, backward ? OP_ROPE_BWD : OP_ROPE, 2, dts, outs, &k);
     sb_free(&b);
     sb_free(&pass);
+}
+
+void cg_rope_c_function(StrBuf *out, const char *name, bool backward, int64_t B, int64_t T, int64_t H, int64_t Dh) {
+    rope_function(out, name, false, backward, B, T, H, Dh);
+}
+
+void cg_rope_cuda_function(StrBuf *out, const char *name, int64_t B, int64_t T, int64_t H, int64_t Dh) {
+    rope_function(out, name, true, false, B, T, H, Dh);
 }
 
 static bool emit_rope(CgCtx *c, NodeId id) {

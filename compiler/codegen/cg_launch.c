@@ -367,12 +367,83 @@ static void put_named(StrBuf *out, const char *text, const char *name) {
     }
 }
 
+/* The CUDA form of kernel k, named @K@: its passes as __global__ kernels
+ * (a thread per point, a block per row, or the emitter's passes) and the
+ * host launcher `extern "C" void @K@(colrt_stream *cg_s, operands...)` that
+ * launches them in order on the stream cg_s gives (cg_stream), for operands
+ * of dtypes dts; what names the op in the launch checks and timings. Returns
+ * the most threads a pass launches (the audit's). */
+static int64_t cuda_form(StrBuf *kcu, int nargs, const DType *dts, const bool *outs, const CgKernel *k,
+                         const char *what) {
+    bool off = k->off != NULL, work = k->work_bytes > 0;
+    StrBuf sig, dsig;
+    sb_init(&sig);
+    sb_init(&dsig);
+    params(&sig, nargs, dts, outs, true, off, work);
+    params(&dsig, nargs, dts, outs, false, off, work);
+    CgPass one[1];
+    const CgPass *ps = k->pass;
+    int np = k->npass;
+    StrBuf rowbody;
+    sb_init(&rowbody);
+    if (np == 0 && k->rows) {
+        sb_printf(&rowbody, "const int64_t i = blockIdx.x;\n    %s{\n        %s\n    }", k->prologue, k->body);
+        one[0] = (CgPass){k->n, cg_rows_threads(k->rows_width), 0, sb_cstr(&rowbody)};
+        ps = one, np = 1;
+    } else if (np == 0) {
+        sb_printf(&rowbody, "const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= %lld) return;\n    %s{\n        %s\n    }",
+                  (long long)k->n, k->prologue, k->body);
+        one[0] = (CgPass){(k->n + 255) / 256, 256, 0, sb_cstr(&rowbody)};
+        ps = one, np = 1;
+    }
+    int64_t threads = 0;
+    for (int p = 0; p < np; p++) {
+        StrBuf pb;
+        sb_init(&pb);
+        cg_body_dt(&pb, nargs, dts, ps[p].body);
+        sb_printf(kcu, "__global__ static void __launch_bounds__(%d) @K@_p%d(%s) {\n", ps[p].threads, p, sb_cstr(&dsig));
+        for (int i = 0; i < nargs; i++) sb_printf(kcu, "    (void)a%d;\n", i);
+        if (off) sb_puts(kcu, "    (void)o0;\n");
+        if (work) sb_puts(kcu, "    (void)cg_w;\n");
+        sb_printf(kcu, "    %s\n}\n", sb_cstr(&pb));
+        sb_free(&pb);
+        if (ps[p].blocks * ps[p].threads > threads) threads = ps[p].blocks * ps[p].threads;
+    }
+    sb_printf(kcu, "extern \"C\" void @K@(%s) {\n", sb_cstr(&sig));
+    for (int p = 0; p < np; p++) {
+        if (ps[p].shm > 48 * 1024) /* dynamic shared memory past the default 48 KB: opt in once */
+            sb_printf(kcu, "    static int attr%d;\n    if (!attr%d) {\n"
+                            "        cudaFuncSetAttribute(@K@_p%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %lld);\n"
+                            "        attr%d = 1;\n    }\n",
+                      p, p, p, (long long)ps[p].shm, p);
+        if (ps[p].blocks <= 0) continue;
+        sb_printf(kcu, "    {\n    CG_T0();\n    @K@_p%d<<<%lld, %d, %lld, cg_stream(cg_s)>>>(", p, (long long)ps[p].blocks,
+                  ps[p].threads, (long long)ps[p].shm);
+        arg_names(kcu, nargs, off, work);
+        sb_printf(kcu, ");\n    CG_CHECK(\"@K@_p%d (%s)\");\n    CG_T1(\"@K@_p%d (%s)\");\n    }\n", p, what, p, what);
+    }
+    sb_puts(kcu, "}\n\n");
+    sb_free(&rowbody);
+    sb_free(&sig);
+    sb_free(&dsig);
+    return threads;
+}
+
 void cg_c_function(StrBuf *out, const char *name, int nargs, const DType *dts, const bool *outs, const CgKernel *k) {
     StrBuf kc;
     sb_init(&kc);
     c_form(&kc, nargs, dts, outs, k);
     put_named(out, sb_cstr(&kc), name);
     sb_free(&kc);
+}
+
+void cg_cuda_function(StrBuf *out, const char *name, int nargs, const DType *dts, const bool *outs, const CgKernel *k,
+                      const char *what) {
+    StrBuf kcu;
+    sb_init(&kcu);
+    cuda_form(&kcu, nargs, dts, outs, k, what);
+    put_named(out, sb_cstr(&kcu), name);
+    sb_free(&kcu);
 }
 
 int cg_rows_threads(int64_t width) {
@@ -461,9 +532,8 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
     const char *what = ir_op(ir_node(c->g, id)->op)->name;
     const char *res = ir_val(c->g, ir_node(c->g, id)->out[0])->name;
     bool off = k->off != NULL, work = k->work_bytes > 0;
-    StrBuf sig, dsig, kc, kcu;
+    StrBuf sig, kc, kcu;
     sb_init(&sig);
-    sb_init(&dsig);
     sb_init(&kc);
     sb_init(&kcu);
     DType dts[CG_MAX_KARGS];
@@ -471,55 +541,12 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
     IR_ASSERT(nargs <= CG_MAX_KARGS);
     for (int i = 0; i < nargs; i++) dts[i] = ir_val(c->g, args[i].v)->dtype, outs[i] = args[i].out;
     params(&sig, nargs, dts, outs, true, off, work);
-    params(&dsig, nargs, dts, outs, false, off, work);
 
     /* C: the points in a loop, OpenMP over them when there are many */
     c_form(&kc, nargs, dts, outs, k);
 
     /* CUDA: the passes (a thread per point, a block per row, or the emitter's) */
-    CgPass one[1];
-    const CgPass *ps = k->pass;
-    int np = k->npass;
-    StrBuf rowbody;
-    sb_init(&rowbody);
-    if (np == 0 && k->rows) {
-        sb_printf(&rowbody, "const int64_t i = blockIdx.x;\n    %s{\n        %s\n    }", k->prologue, k->body);
-        one[0] = (CgPass){k->n, cg_rows_threads(k->rows_width), 0, sb_cstr(&rowbody)};
-        ps = one, np = 1;
-    } else if (np == 0) {
-        sb_printf(&rowbody, "const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= %lld) return;\n    %s{\n        %s\n    }",
-                  (long long)k->n, k->prologue, k->body);
-        one[0] = (CgPass){(k->n + 255) / 256, 256, 0, sb_cstr(&rowbody)};
-        ps = one, np = 1;
-    }
-    int64_t threads = 0;
-    for (int p = 0; p < np; p++) {
-        StrBuf pb;
-        sb_init(&pb);
-        cg_body(c, &pb, nargs, args, ps[p].body);
-        sb_printf(&kcu, "__global__ static void __launch_bounds__(%d) @K@_p%d(%s) {\n", ps[p].threads, p, sb_cstr(&dsig));
-        for (int i = 0; i < nargs; i++) sb_printf(&kcu, "    (void)a%d;\n", i);
-        if (off) sb_puts(&kcu, "    (void)o0;\n");
-        if (work) sb_puts(&kcu, "    (void)cg_w;\n");
-        sb_printf(&kcu, "    %s\n}\n", sb_cstr(&pb));
-        sb_free(&pb);
-        if (ps[p].blocks * ps[p].threads > threads) threads = ps[p].blocks * ps[p].threads;
-    }
-    sb_printf(&kcu, "extern \"C\" void @K@(%s) {\n", sb_cstr(&sig));
-    for (int p = 0; p < np; p++) {
-        if (ps[p].shm > 48 * 1024) /* dynamic shared memory past the default 48 KB: opt in once */
-            sb_printf(&kcu, "    static int attr%d;\n    if (!attr%d) {\n"
-                            "        cudaFuncSetAttribute(@K@_p%d, cudaFuncAttributeMaxDynamicSharedMemorySize, %lld);\n"
-                            "        attr%d = 1;\n    }\n",
-                      p, p, p, (long long)ps[p].shm, p);
-        if (ps[p].blocks <= 0) continue;
-        sb_printf(&kcu, "    {\n    CG_T0();\n    @K@_p%d<<<%lld, %d, %lld, cg_stream(cg_s)>>>(", p, (long long)ps[p].blocks,
-                  ps[p].threads, (long long)ps[p].shm);
-        arg_names(&kcu, nargs, off, work);
-        sb_printf(&kcu, ");\n    CG_CHECK(\"@K@_p%d (%s)\");\n    CG_T1(\"@K@_p%d (%s)\");\n    }\n", p, what, p, what);
-    }
-    sb_puts(&kcu, "}\n\n");
-    sb_free(&rowbody);
+    int64_t threads = cuda_form(&kcu, nargs, dts, outs, k, what);
 
     char name[256];
     kernel_register(c, sb_cstr(&kc), sb_cstr(&kcu), sb_cstr(&sig), what, res, name);
@@ -528,7 +555,6 @@ void cg_kernel_ex(CgCtx *c, NodeId id, int nargs, const KArg *args, const CgKern
     audit_line(c, name, &id, 1, what, res, threads);
     kernel_launch(c, name, nargs, args, k->off, work);
     sb_free(&sig);
-    sb_free(&dsig);
     sb_free(&kc);
     sb_free(&kcu);
 }

@@ -58,6 +58,11 @@ ValueId lower_new_value(LowerProgram *p);
 /* The sharded lowering (spec.c): specs, strategies, reshardings, local
  * shapes. false with the reason in err. */
 bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err);
+/* The buffers of r's steps (r->plan from r->spec_from), written at node `at`:
+ * each step's result (named PREFIX<k>; the last one `last` where not IR_NONE)
+ * and, where a step moves a dim that is not the outermost, its staging
+ * buffers (cg_reshard.c says how each is used). spec.c. */
+void lower_step_buffers(LowerProgram *p, NodeId at, LowerReshard *r, const Value *v, const char *prefix, ValueId last);
 /* The value node id reads for operand value x (x, or its resharded copy). */
 ValueId lower_node_input(const LowerProgram *p, NodeId id, ValueId x);
 /* norms.c: whether the sharded lowering reads x, a trust ratio's partial

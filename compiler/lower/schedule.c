@@ -69,12 +69,18 @@ static bool sharded_summable(const Graph *g, const LowerProgram *p, ValueId x, i
  * its first reader, on the compute stream, per tensor) is summed in a bucket
  * instead, in place, by an all-reduce over each of those axes as the
  * data-parallel lowering's are (cost_grad_sync prices both so): the
- * resharding and its copy go, its readers read x, now whole. A 16-bit
+ * resharding and its copy go, its readers read x, now whole. So is one the
+ * update reads in its ZeRO-1 slice where the parameter is held unsplit (no
+ * mesh axis splits it: ilp_grad_bucketed, the planner's rule): its resharding
+ * stays, re-planned from x summed whole into local slicing steps (its last
+ * step's buffer the copy its readers read); a split parameter's stays the
+ * reduce-scatter into the slice (ilp_zero1_scatters). A 16-bit
  * gradient read whole by its cast to f32 (autodiff puts the casts after the
  * backward) likewise, where every such cast comes after every candidate's
  * definition: the cast waits for the bucket (cast[]). Gives the candidates
  * with the axes each is summed over. */
 static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *cand, unsigned *cax, NodeId *cast) {
+    const ShardMesh *m = p->opt.mesh;
     int nc = 0, nn = g->n_nodes;
     NodeId last_def = -1, first_cast = nn; /* the casts wait only where the backward is done */
     for (ValueId x = 0; x < g->n_values; x++) {
@@ -89,9 +95,16 @@ static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *
         NodeId at;
         int k_at;
         if (!sharded_summable(g, p, x, sb, &at, &k_at) || (at < sb && first_cast <= last_def)) continue;
-        const LowerReshard *r = &p->n[at].rsh[k_at];
+        LowerReshard *r = &p->n[at].rsh[k_at];
         ShardSpec whole = shard_spec_unpartial(xs);
-        bool ok = r->plan.n > 0 && shard_spec_eq(&p->v[r->to].spec, &whole);
+        const ShardSpec *ts = &p->v[r->to].spec;
+        /* or into a ZeRO-1 update's slice of a parameter held unsplit (ilp_grad_bucketed):
+         * summed whole, then this rank's slice copied out locally */
+        ShardReshard slice;
+        bool sliced = !shard_spec_split_axes(&whole, m) && shard_spec_refines(ts, &whole, m) > 0 &&
+                      shard_reshard(m, ir_val(g, x)->shape, ir_val(g, x)->dtype, &whole, ts, &slice, NULL);
+        for (int s = 0; sliced && s < slice.n; s++) sliced = slice.step[s].kind == COLL_SLICE;
+        bool ok = r->plan.n > 0 && (shard_spec_eq(ts, &whole) || sliced);
         NodeId from = at < sb ? at : sb;
         for (NodeId id = from; ok && id < nn; id++) { /* every read of x is of the copy */
             const Node *n = ir_node(g, id);
@@ -103,7 +116,17 @@ static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *
         for (int s = 0; s < r->plan.n; s++) { /* the copy's buffers: nothing writes them now, */
             ValueId b3[3] = {r->buf[s], r->tmp[s], r->tmp2[s]};     /* no memory of their own */
             for (int q = 0; q < 3; q++)
-                if (b3[q] != IR_NONE) p->v[b3[q]].storage = x, p->v[b3[q]].view_off = 0;
+                if (b3[q] != IR_NONE && b3[q] != (sliced ? to : IR_NONE)) p->v[b3[q]].storage = x, p->v[b3[q]].view_off = 0;
+        }
+        cax[nc] = xs->partial;
+        cast[nc] = at < sb ? at : IR_NONE;
+        p->v[x].spec = whole;
+        cand[nc++] = x;
+        if (sliced) { /* the resharding re-planned from the sum: its readers read its copy as before */
+            r->spec_from = whole;
+            r->plan = slice;
+            lower_step_buffers(p, at, r, ir_val(g, x), "slice", to);
+            continue;
         }
         LowerNode *la = &p->n[at];
         memmove(&la->rsh[k_at], &la->rsh[k_at + 1], sizeof *la->rsh * (size_t)(la->n_rsh - k_at - 1));
@@ -117,10 +140,6 @@ static int sharded_candidates(const Graph *g, LowerProgram *p, int sb, ValueId *
                     k--;
                 }
         }
-        cax[nc] = xs->partial;
-        cast[nc] = at < sb ? at : IR_NONE;
-        p->v[x].spec = whole;
-        cand[nc++] = x;
     }
     return nc;
 }

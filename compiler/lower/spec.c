@@ -67,9 +67,9 @@ static ValueId zero_update(const SpecCtx *c, NodeId id) {
     return n->in[0];
 }
 
-static ValueId add_value(SpecCtx *c, NodeId at, Shape local, DType dt, const char *name, const char *what) {
-    ValueId e = lower_new_value(c->p);
-    LowerValue *lv = &c->p->v[e];
+static ValueId add_value(LowerProgram *p, NodeId at, Shape local, DType dt, const char *name, const char *what) {
+    ValueId e = lower_new_value(p);
+    LowerValue *lv = &p->v[e];
     *lv = (LowerValue){.local = local, .storage = e, .offset = -1, .redirect = IR_NONE,
                        .bytes = ir_shape_numel(local) * ir_dtype_size(dt), .added_first = at};
     StrBuf nm;
@@ -80,27 +80,25 @@ static ValueId add_value(SpecCtx *c, NodeId at, Shape local, DType dt, const cha
     return e;
 }
 
-/* The buffers of r's steps, written at node `at`: each step's result
- * (named PREFIX<k>) and, where a step moves a dim that is not the outermost,
- * its staging buffers (cg_reshard.c says how each is used). */
-static void step_buffers(SpecCtx *c, NodeId at, LowerReshard *r, const Value *v, const char *prefix) {
-    LowerProgram *p = c->p;
+void lower_step_buffers(LowerProgram *p, NodeId at, LowerReshard *r, const Value *v, const char *prefix, ValueId last) {
+    const ShardMesh *m = p->opt.mesh;
     for (int k = 0; k < r->plan.n; k++) {
         const ShardStep *st = &r->plan.step[k];
         const ShardSpec *before = k ? &r->plan.step[k - 1].after : &r->spec_from;
-        Shape la = shard_spec_local(&st->after, c->m, v->shape);
+        Shape la = shard_spec_local(&st->after, m, v->shape);
         char what[32];
         snprintf(what, sizeof what, "%s%d", prefix, k);
-        r->buf[k] = add_value(c, at, la, v->dtype, v->name, what);
+        if (k == r->plan.n - 1 && last != IR_NONE) r->buf[k] = last;
+        else r->buf[k] = add_value(p, at, la, v->dtype, v->name, what);
         p->v[r->buf[k]].spec = st->after;
         r->tmp[k] = r->tmp2[k] = IR_NONE;
         int64_t tmp[2]; /* the staging, as the planner counts it (shard_reshard_bytes) */
-        shard_step_staging(c->m, v->shape, before, st, tmp);
+        shard_step_staging(m, v->shape, before, st, tmp);
         bool a2a = st->kind == COLL_ALL_TO_ALL;
         if (tmp[0])
-            r->tmp[k] = add_value(c, at, ir_shape(1, &tmp[0]), v->dtype, v->name,
+            r->tmp[k] = add_value(p, at, ir_shape(1, &tmp[0]), v->dtype, v->name,
                                   a2a ? "a2a_send" : st->kind == COLL_ALL_GATHER ? "gather_tmp" : "scatter_tmp");
-        if (tmp[1]) r->tmp2[k] = add_value(c, at, ir_shape(1, &tmp[1]), v->dtype, v->name, "a2a_recv");
+        if (tmp[1]) r->tmp2[k] = add_value(p, at, ir_shape(1, &tmp[1]), v->dtype, v->name, "a2a_recv");
     }
 }
 
@@ -120,7 +118,7 @@ static ValueId make_copy(SpecCtx *c, NodeId at, ValueId x, const ShardSpec *s, i
         return IR_NONE;
     }
     sb_free(&why);
-    step_buffers(c, at, &r, v, "rs");
+    lower_step_buffers(p, at, &r, v, "rs", IR_NONE);
     r.to = r.buf[r.plan.n - 1];
     LowerNode *la = &p->n[at];
     la->rsh = ir_realloc(la->rsh, sizeof *la->rsh * (size_t)(la->n_rsh + 1));
@@ -200,7 +198,7 @@ static bool gather_back(SpecCtx *c, NodeId id, ValueId y, ValueId leaf) {
                       shard_coll_name(r.plan.step[k].kind));
             return false;
         }
-    step_buffers(c, id, &r, v, "gather");
+    lower_step_buffers(p, id, &r, v, "gather", IR_NONE);
     /* the last step writes the parameter itself when nothing reads it later */
     bool later = false;
     for (NodeId k = id + 1; k < c->g->n_nodes && !later; k++)

@@ -5,8 +5,9 @@ prices (solver/problem.c ilp_grad_bucketed, cost_grad_sync): the clipping
 norm's squares and the f32 cast read the gradient in the spec its update
 reads it in (solver/placement.c read_cost), so the update reuses that sum
 (in a bucket on the communication stream, or its resharded copy; without
-ZeRO in a bucket, a 16-bit one's cast waiting for it: compiler/lower/
-schedule.c sharded_candidates), and a
+ZeRO in a bucket, a 16-bit one's cast waiting for it, and under ZeRO-1 one
+of a parameter held unsplit, the update's slice then copied out locally:
+compiler/lower/schedule.c sharded_candidates), and a
 mixed-precision master is held as its parameter's ZeRO stage says
 (placement.c Walk.owner), not sliced by the update's cheapest read.
 
@@ -73,7 +74,7 @@ for name, model, flags, zero, unbucketed in ROWS:
                 pending.add(g.group(1))
             if not zero and re.search(r"\.next$", m.group(1)) and "all-gather" in m.group(3):
                 gathered.append(m.group(1))
-        m = re.match(r"^\s*bucket \d+: .*stream: (.*)$", line)
+        m = re.match(r"^\s*bucket \d+: .*stream: ([^;]*)", line)  # the members, before "; over" its axes' ranges
         if m:
             for v in m.group(1).split():
                 g = GRAD.match(v.lstrip("%"))

@@ -13,8 +13,9 @@ as the IR counts the node (ir/ops.c rule_attention: 4 B H DH x the T (T+1)/2
 pairs the mask keeps; attention_dq 1.5x that, attention_dkv 2x). The three
 rates go into OUT.json's attention_tflops as one-point tables (every call
 size at that rate: docs/sharding.md), with a calibration note naming the
-profile. colossal-calibrate-cuda does not time the CUDA attention passes yet
-(issue 15); this is the stand-in, fitted on that one program's profile.
+profile. colossal-calibrate-cuda timed no CUDA attention when the H100 file
+was made (it does since, at a ladder of shapes): this reads the rates off the
+only GPU run there was, fitted on that one program's profile.
 OUT is written atomically.
 """
 import json, os, re, sys, tempfile
@@ -45,7 +46,7 @@ def main(argv):
     notes = c.setdefault("calibration", {}).setdefault("notes", [])
     notes.append(f"attention_tflops: the CUDA program's attention passes as {os.path.basename(prof)} timed them "
                  f"(B={B} T={T} H={H} Dh={DH}, causal; tests/gpu/attention_from_profile.py), one point a kernel: "
-                 f"colossal-calibrate-cuda does not time them")
+                 f"colossal-calibrate-cuda did not time them then")
     d = os.path.dirname(os.path.abspath(out))
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".attn.", suffix=".tmp")
     try:

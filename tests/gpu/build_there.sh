@@ -65,6 +65,9 @@ for f in "$B"/src/ir/*.c "$B"/src/shard/*.c; do
 done
 bg cal_main gcc -std=c17 -O2 -DCOLOSSAL_CALIBRATE_CUDA -I"$B/src/calibrate" -I"$B/src/ir" -I"$B/src/shard" \
   "${common[@]}" -c "$B/src/calibrate/calibrate.c" -o "$OUT/cal_main.o"
+# the CUDA program's attention kernels it times (bundle.sh: colossal-gen-kernels --cuda)
+bg cal_kernels "$NVCC" -O3 -arch=sm_$arch "${common[@]}" -I"$B/src/calibrate" \
+  -c "$B/src/calibrate/calibrate_kernels_cuda.cu" -o "$OUT/cal_kernels.o"
 bg kernel_dump gcc -std=c17 -O2 "${common[@]}" -c "$B/src/tests/gpu/kernel_dump.c" -o "$OUT/kernel_dump.o"
 bg compare_dumps gcc -O2 "$B/src/tests/gpu/compare_dumps.c" -lm -o "$OUT/compare_dumps"
 # every program in gen/ (gen/NAME/model names its files), and GPT-2 124M
@@ -84,7 +87,7 @@ rm -f "$OUT/libcolrt_cuda1.a"
 ar rcs "$OUT/libcolrt_cuda1.a" "${objs[@]}"
 link=("$OUT/libcolrt_cuda1.a" -L"$OUT" -Wl,-rpath,"$B/lib" -L"$B/lib" "${libs[@]}" -lcublasLt -lnccl -lcjson -l:libz.so.1 -lcudart -lm -lpthread -ldl -lstdc++)
 bg kernel_dump_cuda g++ "$OUT/kernel_dump.o" "${link[@]}" -o "$OUT/kernel_dump_cuda"
-bg colossal-calibrate-cuda g++ "$OUT/cal_main.o" "${calobjs[@]}" "${link[@]}" -o "$OUT/colossal-calibrate-cuda"
+bg colossal-calibrate-cuda g++ "$OUT/cal_main.o" "$OUT/cal_kernels.o" "${calobjs[@]}" "${link[@]}" -o "$OUT/colossal-calibrate-cuda"
 for g in "$B"/gen/*/; do
   m=$(basename "$g")
   bg "train_$m" g++ "$OUT/${m}_train.o" "$OUT/${m}_sched.o" "$OUT/${m}_kernels.o" "${link[@]}" -o "$OUT/train_$m"

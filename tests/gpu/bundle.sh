@@ -10,7 +10,9 @@
 #   src/     what is compiled there with its nvcc: the runtime (common/,
 #            cuda/), colrt.h, the drivers (train.c, kernel_dump.c,
 #            compare_dumps.c), colossal-calibrate-cuda (calibrate/, with the
-#            ir/ and shard/ code it checks its file with) and a one-rank MPI
+#            ir/ and shard/ code it checks its file with, and the CUDA
+#            program's attention kernels it times, calibrate_kernels_cuda.cu,
+#            written by colossal-gen-kernels --cuda) and a one-rank MPI
 #            (mpi1/: the machine has no MPI)
 #   ref/     the CPU backend's results made here: every runtime kernel's
 #            dump and the tiny models' losses over 5 steps
@@ -26,8 +28,10 @@ BUILD=${BUILD:-$ROOT/build}
 DIR=${1:-$ROOT/build-gpu-bundle}
 cc=$BUILD/compiler/colossal-compile
 [ -x "$cc" ] || { echo "bundle.sh: $cc not found: build the project first (make build)"; exit 1; }
-[ -f "$BUILD/runtime/libcolrt_cpu.a" ] && [ -x "$BUILD/tests/gpu/kernel_dump_cpu" ] && [ -f "$BUILD/shard/cpu_preset.inc" ] ||
-  { echo "bundle.sh: libcolrt_cpu.a, kernel_dump_cpu or shard/cpu_preset.inc missing in $BUILD"; exit 1; }
+genk=$BUILD/tools/calibrate/colossal-gen-kernels
+[ -f "$BUILD/runtime/libcolrt_cpu.a" ] && [ -x "$BUILD/tests/gpu/kernel_dump_cpu" ] && [ -f "$BUILD/shard/cpu_preset.inc" ] &&
+  [ -x "$genk" ] ||
+  { echo "bundle.sh: libcolrt_cpu.a, kernel_dump_cpu, shard/cpu_preset.inc or colossal-gen-kernels missing in $BUILD"; exit 1; }
 rm -rf "$DIR"
 mkdir -p "$DIR"/{gen,src,ref,lib/cjson}
 D=$(cd "$DIR" && pwd)
@@ -47,6 +51,7 @@ rm -f "$D/src/ir/CMakeLists.txt" "$D/src/shard/CMakeLists.txt"
 cp "$BUILD/shard/cpu_preset.inc" "$D/src/shard/"
 mkdir -p "$D/src/calibrate"
 cp "$ROOT/tools/calibrate/calibrate.c" "$ROOT/tools/calibrate/calibrate_kernels.h" "$D/src/calibrate/"
+"$genk" --cuda "$D/src/calibrate/calibrate_kernels_cuda.cu"
 cp "$ROOT/tests/gpu/build_there.sh" "$ROOT/tests/gpu/run.sh" "$D/"
 cp /usr/include/cjson/cJSON.h "$D/lib/cjson/"
 cp -L /usr/lib/x86_64-linux-gnu/libcjson.so.1 "$D/lib/"

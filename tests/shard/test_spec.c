@@ -1,7 +1,7 @@
 /*
  * test_spec.c — the sharding-spec notation: print/parse round trips, bad
  * specs with their reasons, validity against a mesh and shape, local shapes,
- * bytes and shard offsets.
+ * bytes, shard offsets and the axes splitting a spec.
  */
 #include "check.h"
 #include "shard.h"
@@ -57,6 +57,19 @@ int main(void) {
     CHECK_INT(shard_spec_replicas(&s, &m), 1);
     shard_spec_parse("[R,S0,R]", &s, &e);
     CHECK_INT(shard_spec_replicas(&s, &m), 4);
+    /* the axes splitting a tensor (a parameter held so is not whole: ZeRO-1 reduce-scatters its
+     * gradient, ilp_zero1_scatters), not those it is pending over; an axis of size 1 splits nothing */
+    CHECK_INT(shard_spec_split_axes(&s, &m), 1);
+    shard_spec_parse("[R,S0,R]P1", &s, &e);
+    CHECK_INT(shard_spec_split_axes(&s, &m), 1);
+    shard_spec_parse("[S10,R,R]", &s, &e);
+    CHECK_INT(shard_spec_split_axes(&s, &m), 3);
+    shard_spec_parse("[R,R,R]P01", &s, &e);
+    CHECK_INT(shard_spec_split_axes(&s, &m), 0);
+    ShardMesh m1;
+    shard_mesh_parse(&c, "1x8", &m1, &e);
+    shard_spec_parse("[S0,S1,R]", &s, &e);
+    CHECK_INT(shard_spec_split_axes(&s, &m1), 2);
     shard_spec_parse("[R,R,S1]", &s, &e);
     CHECK(!shard_spec_valid(&s, &m, sh, &e));
     CHECK_CONTAINS(sb_cstr(&e), "dim 2 of size 5 does not split into 4 equal parts");

@@ -243,6 +243,28 @@ check gpt2_lamb_tp_zero1_2x2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --mesh 2x2 -
 # seconds (coefficients of 1e-10 to 1e-6) its search stopped above the megatron baseline and that
 # plan ran 1.223 x its price; in the objective's units it finds the 22 % faster plan it prices right
 check gpt2_tp_zero1_2x2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --mesh 2x2 --zero 1 --mem 72KB
+# ZeRO-1 per parameter (ilp_zero1_scatters from the held spec; schedule.c sharded_candidates): a plan
+# mixing groups that split a parameter with groups that split none. A pending gradient of a parameter
+# held unsplit rides a bucket on the communication stream and the update slices its part locally; a
+# split one's is reduce-scattered into the slice. Main ecc8703 priced 18 bucketed all-reduces where the
+# program reduce-scattered 28 gradients on the compute stream (1.260); the counts are checked too
+check gpt2_b4_tp_zero1_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --zero 1 --mem 90KB
+python3 - "$tmp/gpt2_b4_tp_zero1_2x2" <<'PY' || fail=1
+import collections, json, os, sys
+d = sys.argv[1]
+plan = json.load(open(os.path.join(d, next(f for f in os.listdir(d) if f.endswith(".plan.json")))))
+colls = plan["communication"]["collectives"]
+ops = [o for o in plan["program"]["ops"] if o["k"] == "coll"]
+rs_priced = collections.Counter({c["axis"]: c["count"] for c in colls if c["kind"] == "reduce-scatter"})
+rs_run = collections.Counter(o["a"] for o in ops if o["x"] == "reduce-scatter")
+ar_priced = collections.Counter({c["axis"]: c["count"] for c in colls
+                                 if c["kind"] == "all-reduce" and c["purpose"] == "gradient sync"})
+ar_run = collections.Counter(o["a"] for o in ops if o["x"] == "all-reduce" and o.get("s", 0) == 1)
+ok = rs_priced == rs_run and ar_priced == ar_run and sum(ar_run.values()) > 0
+print("gpt2_b4_tp_zero1_2x2: reduce-scatters priced %s, run %s; bucket all-reduces priced %s, run %s %s" %
+      (dict(rs_priced), dict(rs_run), dict(ar_priced), dict(ar_run), "ok" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
+PY
 # the gradient buckets hide behind the backward's collectives on the compute stream (its
 # gradients' reshardings) as well as its kernels (eval.c hide: IlpStrat.bwd_comm_s, IlpEdge.bwd;
 # priced behind the kernels alone: gpt2_vocab_2x2 0.883, gpt2_seq_1x4 0.957)

@@ -13,11 +13,11 @@
  *   - memory bandwidth (device copy, GELU) in bytes/s, and one rate table
  *     by call size per memory-bound kernel class (element-wise,
  *     transcendental, norm, softmax, loss, reduce, optimizer, rope, silu, rmsnorm), in bytes/s
- *     as the cost model counts them (the file's kernel_gbs), and on the CPU
- *     the generated program's own attention kernels (forward, dq, dk/dv:
- *     FLOP/s by call FLOPs, attention_tflops); on the CPU each class is timed
- *     on the program's own kernel where it runs one (calibrate_kernels.h),
- *     else on colrt's;
+ *     as the cost model counts them (the file's kernel_gbs), and the
+ *     generated program's own attention kernels, CPU or CUDA (forward, dq,
+ *     dk/dv: FLOP/s by call FLOPs, attention_tflops); each class is timed
+ *     on the program's own kernel where this tool builds it
+ *     (calibrate_kernels.h), else on colrt's;
  *   - the host (host offload): its physical memory, copies between a host
  *     arena and the device arena in each direction on a stream (the smaller
  *     rate is the cluster's PCIe figure), and the host AdamW's elements/s
@@ -57,7 +57,7 @@
 
 #include "colossal/colrt.h"
 #include "shard.h"
-#include "calibrate_kernels.h" /* the generated kernels (CPU), RoPE's shape (both) */
+#include "calibrate_kernels.h" /* the generated kernels (attention: both; the others: CPU), RoPE's shape */
 
 #ifdef COLOSSAL_CALIBRATE_CUDA
 #include <cuda_runtime.h>
@@ -337,8 +337,11 @@ static void bench_memory(const Opts *o, ShardCluster *cl, cJSON *cal) {
  * layer norm, RMS norm, sum of squares, RoPE (a position's angles, pow, cos and sin a
  * pair, shared by CAL_ROPE_ROWS rows: calibrate_kernels.h), SiLU and AdamW
  * update; the softmax is
- * colrt's, the loss colrt's as the program calls it. On CUDA a device copy and
- * colrt's kernels. Rows of the norm and softmax are 256 wide (one row of
+ * colrt's, the loss colrt's as the program calls it. On CUDA likewise the
+ * CUDA program's own add, GELU, SiLU, layer and RMS norm and RoPE
+ * (calibrate_kernels_cuda.cu: a thread per element or pair, a block per row);
+ * its sum of squares and AdamW take other paths (a two-pass reduction, a
+ * grouped update), timed on colrt's. Rows of the norm and softmax are 256 wide (one row of
  * all the elements below 256), the loss's vocabulary 4096 (at least one row). */
 enum { K_COLS = 256, K_VOCAB = 4096, K_MIN_LOG2 = 6, K_COLRT_MIN_LOG2 = 12, K_MAX_LOG2 = 24 };
 
@@ -350,16 +353,12 @@ enum { K_COLS = 256, K_VOCAB = 4096, K_MIN_LOG2 = 6, K_COLRT_MIN_LOG2 = 12, K_MA
  * measured time (COLRT_PROFILE=1, 2026-12-04, before the program's own sum
  * of squares was timed here); the table is clamped below its first point. */
 static int kern_min_log2(int kind) {
-#ifdef COLOSSAL_CALIBRATE_CUDA
-    (void)kind;
-    return K_COLRT_MIN_LOG2;
-#else
+#ifdef COLOSSAL_CALIBRATE_CUDA /* the sum of squares and AdamW are colrt's there */
+    if (kind == SHARD_K_REDUCE || kind == SHARD_K_OPTIMIZER) return K_COLRT_MIN_LOG2;
+#endif
     return kind == SHARD_K_SOFTMAX || kind == SHARD_K_LOSS ? K_COLRT_MIN_LOG2 : K_MIN_LOG2;
-#endif
 }
-#ifndef COLOSSAL_CALIBRATE_CUDA
 _Static_assert((int)K_COLS == (int)CAL_NORM_COLS, "the generated norm's rows are calibrate's");
-#endif
 
 static int64_t kern_cols(int64_t n) { return n < K_COLS ? n : K_COLS; }
 
@@ -369,9 +368,7 @@ typedef struct KernCtx {
     float *a, *b, *c, *d, *w, *bias, *mean, *rstd, *acc;
     int32_t *tgt;
     int64_t step;
-#ifndef COLOSSAL_CALIBRATE_CUDA
     const CalElementwise *elem; /* the program's kernels over n elements */
-#endif
 } KernCtx;
 
 static int64_t loss_rows(int64_t n) { return n / K_VOCAB > 0 ? n / K_VOCAB : 1; }
@@ -380,33 +377,11 @@ static void kern_work(void *p) {
     KernCtx *k = p;
     const int64_t n = k->n;
     switch (k->kind) {
-#ifdef COLOSSAL_CALIBRATE_CUDA
-    case SHARD_K_ELEMWISE: colrt_memcpy(k->b, k->a, (size_t)n * sizeof(float), COLRT_D2D, NULL); break;
-    case SHARD_K_TRANSCENDENTAL: colrt_gelu_fwd(NULL, COLRT_F32, k->a, k->b, n); break;
-#else
     case SHARD_K_ELEMWISE: k->elem->add(NULL, k->a, k->c, k->b); break;
     case SHARD_K_TRANSCENDENTAL: k->elem->gelu(NULL, k->a, k->b); break;
-#endif
-#ifdef COLOSSAL_CALIBRATE_CUDA
-    case SHARD_K_SILU: colrt_silu_fwd(NULL, COLRT_F32, k->a, k->b, n); break;
-#else
     case SHARD_K_SILU: k->elem->silu(NULL, k->a, k->b); break;
-#endif
-    case SHARD_K_NORM:
-#ifdef COLOSSAL_CALIBRATE_CUDA
-        colrt_layer_norm_fwd(NULL, COLRT_F32, k->a, k->w, k->bias, k->b, k->mean, k->rstd, n / kern_cols(n), kern_cols(n),
-                             1e-5f);
-#else
-        k->elem->norm(NULL, k->a, k->w, k->bias, k->b);
-#endif
-        break;
-    case SHARD_K_RMSNORM:
-#ifdef COLOSSAL_CALIBRATE_CUDA
-        colrt_rms_norm_fwd(NULL, COLRT_F32, k->a, k->w, k->b, k->rstd, n / kern_cols(n), kern_cols(n), 1e-5f);
-#else
-        k->elem->rmsnorm(NULL, k->a, k->w, k->b);
-#endif
-        break;
+    case SHARD_K_NORM: k->elem->norm(NULL, k->a, k->w, k->bias, k->b); break;
+    case SHARD_K_RMSNORM: k->elem->rmsnorm(NULL, k->a, k->w, k->b); break;
     case SHARD_K_SOFTMAX: colrt_softmax_fwd(NULL, COLRT_F32, k->a, k->b, n / kern_cols(n), kern_cols(n), 0, 1.0f, 0); break;
     case SHARD_K_LOSS:
         colrt_memset0(k->acc, sizeof(float), NULL);
@@ -418,17 +393,7 @@ static void kern_work(void *p) {
 #else
     case SHARD_K_REDUCE: k->elem->sumsq(NULL, k->a, k->acc, k->d); break;
 #endif
-    case SHARD_K_ROPE:
-#ifdef COLOSSAL_CALIBRATE_CUDA
-    {
-        int64_t rB, rT, rH;
-        cal_rope_shape(n, &rB, &rT, &rH);
-        colrt_rope_fwd(NULL, COLRT_F32, k->a, k->b, rB, rT, rH, CAL_ROPE_DH, 0, 10000.0f);
-    }
-#else
-        k->elem->rope(NULL, k->a, k->b);
-#endif
-        break;
+    case SHARD_K_ROPE: k->elem->rope(NULL, k->a, k->b); break;
     default:
 #ifdef COLOSSAL_CALIBRATE_CUDA
         colrt_adamw(NULL, COLRT_F32, k->a, k->b, k->c, k->d, NULL, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.01f, ++k->step, 1.0f);
@@ -443,11 +408,7 @@ static void kern_work(void *p) {
 static double kern_bytes(int kind, int64_t n64) {
     const double n = (double)n64, f = 4;
     switch (kind) {
-#ifdef COLOSSAL_CALIBRATE_CUDA
-    case SHARD_K_ELEMWISE: return 2 * n * f;                              /* a copy: read and write */
-#else
     case SHARD_K_ELEMWISE: return 3 * n * f;                              /* an add: a, b, the sum */
-#endif
     case SHARD_K_TRANSCENDENTAL: return 2 * n * f;                        /* x, y */
     case SHARD_K_NORM: return 2 * n * f + 2.0 * (double)kern_cols(n64) * f; /* x, y, weight, bias */
     case SHARD_K_RMSNORM: return 2 * n * f + (double)kern_cols(n64) * f;  /* x, y, weight */
@@ -493,30 +454,26 @@ static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
     colrt_device_sync();
     cJSON *kj = cJSON_AddObjectToObject(cal, "kernels");
     cJSON_AddStringToObject(kj, "kernels",
-#ifdef COLOSSAL_CALIBRATE_CUDA
-                            "elementwise: colrt_memcpy device to device; transcendental: colrt_gelu_fwd; "
-#else
                             "elementwise: the generated program's add; transcendental: its GELU; norm: its layer "
-                            "norm, rows of 256; reduce: its sum of squares; rope: its RoPE, 16 rows a position, heads of 16; silu: its SiLU; rmsnorm: its RMS norm, rows of 256; optimizer: "
-                            "its AdamW (generated, f32); "
+                            "norm, rows of 256; rope: its RoPE, 16 rows a position, heads of 16; silu: its SiLU; "
+                            "rmsnorm: its RMS norm, rows of 256; "
+#ifdef COLOSSAL_CALIBRATE_CUDA
+                            "(those: the CUDA program's kernels); reduce: colrt_sum_squares; optimizer: colrt_adamw; "
+#else
+                            "reduce: its sum of squares; optimizer: its AdamW (generated); "
 #endif
-                                           "norm (CUDA): colrt_layer_norm_fwd, rows of 256; softmax: "
-                                           "colrt_softmax_fwd, rows of 256; loss: colrt_cross_entropy, vocabulary "
-                                           "4096, writing its gradient; reduce (CUDA): colrt_sum_squares; rope (CUDA): "
-                                           "colrt_rope_fwd; silu (CUDA): colrt_silu_fwd; rmsnorm (CUDA): colrt_rms_norm_fwd, rows of 256; "
-                                           "optimizer (CUDA): colrt_adamw (all f32)");
+                            "softmax: colrt_softmax_fwd, rows of 256; loss: colrt_cross_entropy, vocabulary "
+                            "4096, writing its gradient (all f32)");
     for (int c = 0; c < SHARD_K__COUNT; c++) {
         k.kind = c;
         ShardRateTable *rt = &cl->kernel[c];
         rt->n = 0;
         for (int l = kern_min_log2(c); l <= top; l += 3) {
             k.n = (int64_t)1 << l;
-#ifndef COLOSSAL_CALIBRATE_CUDA
             k.elem = NULL;
             for (int e = 0; e < cal_elementwise_n; e++)
                 if (cal_elementwise[e].n == k.n) k.elem = &cal_elementwise[e];
             if (!k.elem) fail("internal: no generated element-wise kernel of %lld elements", (long long)k.n);
-#endif
             double s = time_op(kern_work, &k, o->min_time);
             double by = kern_bytes(c, k.n);
             if (rt->n > 0 && !(by > rt->size[rt->n - 1])) continue; /* the loss's smallest sizes are one row */
@@ -540,10 +497,10 @@ static void bench_kernels(const Opts *o, ShardCluster *cl, cJSON *cal) {
  * validation's tiny programs, T = 32 Dh = 16, to GPT-2 124M's T = 64 Dh = 64
  * and longer sequences), FLOPs as the IR counts each node (rule_attention: 4 B
  * H Dh x the pairs the mask keeps; dq 1.5x that, dk/dv 2x): one FLOP/s table
- * by call FLOPs per kernel. The CUDA program runs other kernels (the CUDA
- * passes of cg_attention.c), which this tool does not build: on CUDA attention
- * is not measured (priced at peak x the class factor). */
-#ifndef COLOSSAL_CALIBRATE_CUDA
+ * by call FLOPs per kernel. On CUDA likewise the CUDA program's own kernels
+ * (the passes of cg_attention.c and the launcher the program calls, written by
+ * gen_kernels --cuda into calibrate_kernels_cuda.cu) at a GPU ladder, GPT-2
+ * 124M's T = 1024 and T = 2048, 4096 at Dh = 128 among its shapes. */
 typedef struct AttnCtx {
     const CalAttention *at;
     int kind;
@@ -562,16 +519,11 @@ static void attn_work(void *p) {
 static double attn_flops(const CalAttention *at, int kind) {
     double pairs = (double)at->T * (double)(at->T + 1) / 2; /* causal, S = T */
     double f = 4.0 * (double)(at->B * at->H * at->Dh) * pairs;
-    return kind == SHARD_ATT_DQ ? 1.5 * f : kind == SHARD_ATT_DKV ? 2.0 * f : f;
+    return kind == SHARD_ATT_DQ ? IR_ATTENTION_DQ_FLOPS * f : kind == SHARD_ATT_DKV ? IR_ATTENTION_DKV_FLOPS * f : f;
 }
-#endif
 
 static void bench_attention(const Opts *o, ShardCluster *cl, cJSON *cal) {
     cJSON *aj = cJSON_AddObjectToObject(cal, "attention");
-#ifdef COLOSSAL_CALIBRATE_CUDA
-    (void)o, (void)cl;
-    cJSON_AddStringToObject(aj, "kernel", "not measured: the CUDA program's attention passes are not built here");
-#else
     int npts = o->quick ? cal_attention_quick : cal_attention_n;
     if (npts > SHARD_RATE_POINTS) fail("internal: %d attention shapes, more than a table holds", npts);
     size_t big = 0, work = 0; /* the largest operand and workspace */
@@ -591,8 +543,15 @@ static void bench_attention(const Opts *o, ShardCluster *cl, cJSON *cal) {
     for (int t = 0; t < 4; t++) colrt_memcpy(*bufs[t], h, big, COLRT_H2D, NULL);
     free(h);
     colrt_device_sync();
-    cJSON_AddStringToObject(aj, "kernel", "the generated CPU program's attention, attention_dq and attention_dkv "
-                                          "(cg_attention_c.c), f32, causal, S = T, G = H");
+    cJSON_AddStringToObject(aj, "kernel",
+#ifdef COLOSSAL_CALIBRATE_CUDA
+                            "the generated CUDA program's attention, attention_dq and attention_dkv "
+                            "(cg_attention.c: its passes and launchers), f32, causal, S = T, G = H"
+#else
+                            "the generated CPU program's attention, attention_dq and attention_dkv "
+                            "(cg_attention_c.c), f32, causal, S = T, G = H"
+#endif
+    );
     cJSON *pts = cJSON_AddArrayToObject(aj, "points");
     for (int k = 0; k < SHARD_ATT__COUNT; k++) cl->attention[k].n = npts;
     for (int i = 0; i < npts; i++) {
@@ -618,7 +577,6 @@ static void bench_attention(const Opts *o, ShardCluster *cl, cJSON *cal) {
         cJSON_AddItemToArray(pts, p);
     }
     colrt_arena_destroy(&a);
-#endif
 }
 
 /* ---- the host (offload) ---------------------------------------------------- */

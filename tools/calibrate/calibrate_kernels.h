@@ -4,7 +4,11 @@
  * program's attention kernels, forward, dq and dk/dv, at a ladder of shapes
  * (causal, S = T, G = H, f32), as cg_attention_c_function writes them, and
  * its element-wise add, GELU, layer norm, sum of squares, RoPE and AdamW
- * update by size.
+ * update by size. colossal-calibrate-cuda links calibrate_kernels_cuda.cu
+ * instead (gen_kernels --cuda): the CUDA program's attention kernels
+ * (cg_attention_cuda_function: its passes and their launcher, on the stream
+ * given) at a GPU ladder, and its element-wise kernels but the sum of
+ * squares and the AdamW update (NULL there).
  */
 #ifndef COLOSSAL_CALIBRATE_KERNELS_H
 #define COLOSSAL_CALIBRATE_KERNELS_H
@@ -12,6 +16,10 @@
 #include <stdint.h>
 
 #include "colossal/colrt.h"
+
+#ifdef __cplusplus
+extern "C" { /* the CUDA tables are defined in a .cu file */
+#endif
 
 typedef struct CalAttention {
     int64_t B, T, H, Dh;
@@ -44,9 +52,9 @@ enum { CAL_NORM_COLS = 256 };
  * kernels"). The CUDA form (a thread per pair) does not depend on it. */
 enum { CAL_ROPE_ROWS = 16, CAL_ROPE_H = 4, CAL_ROPE_DH = 16 };
 static inline void cal_rope_shape(int64_t n, int64_t *B, int64_t *T, int64_t *H) {
-    int64_t rows = n / CAL_ROPE_DH < CAL_ROPE_ROWS ? n / CAL_ROPE_DH : CAL_ROPE_ROWS;
+    int64_t rows = n / CAL_ROPE_DH < CAL_ROPE_ROWS ? n / CAL_ROPE_DH : (int64_t)CAL_ROPE_ROWS;
     if (rows < 1) rows = 1;
-    *H = rows < CAL_ROPE_H ? rows : CAL_ROPE_H;
+    *H = rows < CAL_ROPE_H ? rows : (int64_t)CAL_ROPE_H;
     *B = rows / *H;
     *T = n / (*B * *H * CAL_ROPE_DH);
     if (*T < 1) *T = 1;
@@ -60,7 +68,8 @@ typedef struct CalElementwise {
     void (*norm)(colrt_stream *, const float *, const float *, const float *, float *);
     /* x, weight -> y: the RMS norm (`rmsnorm`), rows as the layer norm's */
     void (*rmsnorm)(colrt_stream *, const float *, const float *, float *);
-    /* x -> the sum of its squares (one element), workspace (unused in C) */
+    /* x -> the sum of its squares (one element), workspace (unused in C);
+     * NULL in the CUDA table, as the AdamW update (colrt's are timed) */
     void (*sumsq)(colrt_stream *, const float *, float *, float *);
     /* x -> y: RoPE over [B, T, H, CAL_ROPE_DH] (cal_rope_shape) */
     void (*rope)(colrt_stream *, const float *, float *);
@@ -75,4 +84,7 @@ extern const int cal_attention_n, cal_attention_quick;
 extern const CalElementwise cal_elementwise[];
 extern const int cal_elementwise_n; /* sizes 2^6, 2^9, ..., 2^24 */
 
+#ifdef __cplusplus
+}
+#endif
 #endif
