@@ -38,9 +38,10 @@ void cg_stage_check(const CgCtx *c, ValueId v) {
                  (unsigned long long)(held >> 64), (unsigned long long)held);
 }
 
-void cg_ptr(CgCtx *c, StrBuf *b, ValueId v) {
-    DType t = v < c->g->n_values ? ir_val(c->g, v)->dtype : DT_F32;
-    v = cg_read(c, v);
+void cg_ptr(CgCtx *c, StrBuf *b, ValueId v) { cg_ptr_as(c, b, v, cg_read(c, v)); }
+
+void cg_ptr_as(CgCtx *c, StrBuf *b, ValueId x, ValueId v) {
+    DType t = x < c->g->n_values ? ir_val(c->g, x)->dtype : DT_F32;
     cg_stage_check(c, v);
     if (lower_on_host(c->lp, v)) { /* host offload: f32 in the host arena */
         sb_printf(b, "CG_HF(%lld)", (long long)c->lp->v[v].offset);

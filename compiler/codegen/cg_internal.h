@@ -169,6 +169,8 @@ bool cg_shard_start(CgCtx *c, ValueId v, int d, StrBuf *out);
 /* The schedule's expression for value v's local buffer, typed (a ZeRO-2
  * gradient read after its reduce-scatter is its slice). */
 void cg_ptr(CgCtx *c, StrBuf *b, ValueId v);
+/* cg_ptr of v, the storage the code reads for x (x's dtype names the pointer) */
+void cg_ptr_as(CgCtx *c, StrBuf *b, ValueId x, ValueId v);
 /* The value a read of v at the current node reads (v, or its slice). */
 ValueId cg_read(CgCtx *c, ValueId v);
 

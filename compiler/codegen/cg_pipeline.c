@@ -100,14 +100,24 @@ void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {
             for (int q = 0; q < lp->buckets[b].n; q++)
                 if (lp->buckets[b].grad[q] == u->v) c->cur_node = lp->buckets[b].launch + 1;
         ValueId v = cg_read(c, u->v);
+        /* node id reshards the value for itself after this (cg_emit_reshards): the stages' parts
+         * are summed as held, before it, not in the copy the resharding has yet to write (a
+         * sharded pipeline's grad_norm_sq, []P1 -all-reduce-> [], summed the stages in that
+         * copy, which the all-reduce then overwrote: the norm was one stage's) */
+        if (id >= 0 && c->cur_node == id)
+            for (int j = 0; j < lp->n[id].n_xin; j++)
+                if (lp->n[id].xin_from[j] == u->v) {
+                    const LowerValue *lv = &lp->v[u->v];
+                    v = lv->redirect != IR_NONE && id >= lv->redirect_from ? lv->redirect : u->v;
+                }
         PlaceMask all = place_mask_all(width);
         double bytes = (double)ir_shape_numel(lp->v[v].local) * ir_dtype_size(ir_val(g, u->v)->dtype);
         if (on == all) {
             cg_trace_pipe_coll(c, COLL_ALL_REDUCE, pp_axis(o), bytes, -1, ir_val(g, u->v)->name);
             sb_printf(c->sched, "    colrt_all_reduce(M->mesh, %d, ", pp_axis(o));
-            cg_ptr(c, c->sched, u->v);
+            cg_ptr_as(c, c->sched, u->v, v);
             sb_puts(c->sched, ", ");
-            cg_ptr(c, c->sched, u->v);
+            cg_ptr_as(c, c->sched, u->v, v);
             sb_printf(c->sched, ", %lld, %s, COLRT_SUM, NULL); /* %%%s: every stage's part */\n",
                       (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(g, u->v)->dtype), ir_val(g, u->v)->name);
         } else {
@@ -116,7 +126,7 @@ void cg_pipe_before_node(CgCtx *c, const CgOptions *o, NodeId id) {
             /* interleaved: peer is a device (the update's functions are the device's) */
             cg_trace_pipe_coll(c, COLL_ALL_REDUCE, pp_axis(o), bytes, peer, ir_val(g, u->v)->name);
             sb_printf(c->sched, "    colrt_pair_all_reduce(M->mesh, %d, %d, ", pp_axis(o), peer);
-            cg_ptr(c, c->sched, u->v);
+            cg_ptr_as(c, c->sched, u->v, v);
             sb_printf(c->sched, ", %lld, %s, NULL); /* %%%s: this stage's part and stage %d's (a tied parameter) */\n",
                       (long long)ir_shape_numel(lp->v[v].local), cg_colrt_dtype(ir_val(g, u->v)->dtype), ir_val(g, u->v)->name,
                       peer);
