@@ -18,6 +18,9 @@
 """
 import argparse, hashlib, json, os, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from table import kendall  # the CPU table's Kendall tau (ties count neither way)
+
 def code_hash(d):
     model = open(os.path.join(d, "model")).read().strip()
     h = hashlib.sha256()
@@ -38,13 +41,6 @@ def record(gen):
 def tsv(path):
     rows = [l.rstrip("\n").split("\t") for l in open(path) if l.strip()]
     return [dict(zip(rows[0], r)) for r in rows[1:]]
-
-def tau(a, b):
-    n, s = len(a), 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            s += 1 if (a[i] - a[j]) * (b[i] - b[j]) > 0 else -1
-    return s / (n * (n - 1) / 2) if n > 1 else 1.0
 
 def table(a):
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -77,7 +73,7 @@ def table(a):
     inp = sum(1 for r in v if abs(r[1] / r[2] - 1) <= 0.15)
     ins = sum(1 for r in v if r[3] and abs(r[1] / r[3] - 1) <= 0.15)
     print(f"\n{len(v)} programs outside the fit set: predicted {inp} within +-15 %, simulated {ins}; "
-          f"Kendall tau (measured vs predicted order) {tau([r[1] for r in v], [r[2] for r in v]):.2f}")
+          f"Kendall tau (measured vs predicted order) {kendall([r[1] for r in v], [r[2] for r in v]):.2f}")
     if bad:
         sys.exit(f"gpu.py: {bad} program(s) planned on {a.cluster} differ from the ones measured: "
                  "their rows compare another program")

@@ -1235,8 +1235,7 @@ static int64_t attention_function(StrBuf *out, const char *name, bool cuda, int 
     bool outs[6] = {false, false, false, kind == 0, true, true};
     int nargs = kind == 0 ? 4 : kind == 1 ? 5 : 6;
     int op = kind == 0 ? OP_ATTENTION : kind == 1 ? OP_ATTENTION_DQ : OP_ATTENTION_DKV;
-    if (cuda) cg_cuda_function(out, name, nargs, dts, outs, &k, ir_op(op)->name);
-    else cg_c_function(out, name, nargs, dts, outs, &k);
+    calibrate_function(out, name, cuda, op, nargs, dts, outs, &k);
     sb_free(&cu[0]);
     sb_free(&cu[1]);
     sb_free(&body);
