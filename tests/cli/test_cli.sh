@@ -99,7 +99,7 @@ expect 0 "each step runs N micro-batches of batch/N" -- --help
 # lowering they are built (e2e_gpt2_zero3_chunk_2x2)
 expect 0 "" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 \
   --zero 2 --mem 200KB --chunk-bytes 4KB --emit code --target cpu -o "$tmp/chunktp" -q
-expect 1 "the plan is tensor parallel with ZeRO-3 (%fc2.weight)" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 \
+expect 1 "the plan is tensor parallel with ZeRO-3 (%fc1.weight)" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 \
   --mesh 2x2 --zero 3 --mem 200KB --chunk-bytes 4KB --emit code --target cpu -o "$tmp/chunktp3"
 # (under micro-batches they are built too: cli_chunk_tp_micro)
 # auto on a tensor-parallel plan: the planner prices the sizes by the lowering's members (chunks.c
