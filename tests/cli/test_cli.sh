@@ -96,8 +96,9 @@ expect 0 "each step runs N micro-batches of batch/N" -- --help
 # ZeRO chunks under a tensor-parallel plan: its ZeRO-2 gradients' reduce-scatters over one axis are
 # packed (chunk.c chunk_sharded; e2e_gpt2_tp_zero2_chunk_4); ZeRO-3 there, the parameters whose
 # gathers (reshardings per reader) are each one all-gather over one axis (e2e_gpt2_tp_zero3_chunk_2,
-# cli_chunk_tp_zero3): this plan gathers one parameter (fc2.bias), alone; over two mesh axes of the
-# data-parallel lowering they are built (e2e_gpt2_zero3_chunk_2x2)
+# cli_chunk_tp_zero3): here none pairs (fc1.weight's 4,096-byte slice is over 4KB, fc1.bias alone on
+# axis 1, fc2.bias on axis 0, fc2.weight gathered over both), each its own collective; over two mesh
+# axes of the data-parallel lowering they are built (e2e_gpt2_zero3_chunk_2x2)
 expect 0 "" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 \
   --zero 2 --mem 200KB --chunk-bytes 4KB --emit code --target cpu -o "$tmp/chunktp" -q
 expect 0 "" -- "$src/examples/ir/mlp.cir" --cluster h100:1x4 \
