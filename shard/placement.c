@@ -142,7 +142,9 @@ void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, in
     for (int i = 0; i < n; i++) {
         if (!m[i].gathered) continue;
         idx[k] = i, bytes[k] = placement_chunk_slot(m[i].slice), dt[k] = m[i].dt;
-        at[k] = m[i].at >= 0 ? m[i].at : INT_MAX, rd[k] = m[i].at >= 0 ? m[i].reader : INT_MAX, st[k++] = m[i].stage;
+        at[k] = m[i].grad_local ? INT_MIN : m[i].at >= 0 ? m[i].at : INT_MAX;
+        rd[k] = m[i].grad_local ? INT_MAX : m[i].at >= 0 ? m[i].reader : INT_MAX;
+        st[k++] = m[i].stage < 0 ? -1 : 2 * m[i].stage + m[i].grad_local; /* a local gradient's apart */
     }
     out->n_chunks = out->n_grad = pack_by_stage(bytes, dt, at, rd, st, k, cap, ck);
     int64_t *part = ir_alloc(sizeof(int64_t) * (size_t)(out->n_chunks + 1));
@@ -150,8 +152,10 @@ void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, in
     for (int j = 0; j < k; j++) {
         int i = idx[j], q = ck[j];
         if (q < 0) continue;
-        out->chunk[i] = out->grad[i] = q;
-        out->off[i] = out->grad_off[i] = part[q];
+        out->chunk[i] = q;
+        out->grad[i] = m[i].grad_local ? -1 : q;
+        out->off[i] = part[q];
+        out->grad_off[i] = m[i].grad_local ? 0 : part[q];
         part[q] += bytes[j];
     }
     /* the other gradients (ZeRO-2, a gathered member alone) in the backward's order */
@@ -191,6 +195,18 @@ bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *f
     const ShardSpec *before = n > 1 ? &plan->step[n - 2].after : from;
     *axis = plan->step[n - 1].axis;
     return !((before->pmax >> *axis) & 1u);
+}
+
+bool placement_chunk_sharded_gather(const ShardReshard *plan, int *axis) {
+    if (plan->n != 1 || plan->step[0].kind != COLL_ALL_GATHER) return false;
+    *axis = plan->step[0].axis;
+    return true;
+}
+
+bool placement_chunk_sharded_local(const ShardReshard *plan) {
+    for (int k = 0; k < plan->n; k++)
+        if (plan->step[k].kind != COLL_SLICE) return false;
+    return plan->n > 0;
 }
 
 void placement_chunks_free(PlaceChunks *c) {

@@ -245,21 +245,27 @@ static inline int64_t placement_chunk_slot(int64_t bytes) { return (bytes + 63) 
  * stage's packed apart in their order; -1: on several stages (a tied
  * parameter, summed between the stages), gathered and reduce-scattered
  * alone. Under tensor parallelism (placement_chunk_sharded_member) stage is
- * the mesh axis its reduce-scatter runs over: the group it packs in. */
+ * the mesh axis its reduce-scatter runs over: the group it packs in.
+ * grad_local (tensor parallelism only): a gathered member whose gradient
+ * needs no collective (its resharding into the update's slice only slices:
+ * the parameter's readers ran replicated over the axis); it packs with such
+ * members only, and their chunk's gradients are no chunk (grad[i] -1; the
+ * chunk's gradient chunk index left empty). */
 typedef struct PlaceChunkMember {
     int64_t slice;
     DType dt;
     bool gathered;
     int at, reader;
     int stage;
+    bool grad_local;
 } PlaceChunkMember;
 
 /* Where each member went: chunk[i] its parameter chunk (-1: gathered alone,
  * or not gathered), off[i] its slot's byte offset in that chunk's part;
  * grad[i] and grad_off[i] the same for its gradient's reduce-scatter chunk
  * (-1: its own reduce-scatter). Gradient chunks 0 .. n_chunks-1 are the
- * parameter chunks' gradients, each member at its parameter's offset; the
- * others follow. */
+ * parameter chunks' gradients, each member at its parameter's offset (empty
+ * for a chunk of grad_local members); the others follow. */
 typedef struct PlaceChunks {
     int n_chunks, n_grad;
     int *chunk, *grad;
@@ -288,6 +294,16 @@ void placement_chunks_free(PlaceChunks *c);
  * (PlaceChunkMember.stage); the lowering (compiler/lower/chunk.c) and the
  * planner's replay (solver/chunks.c) ask this one rule. */
 bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *from, int *axis);
+/* Under tensor parallelism, whether a ZeRO-3 parameter's resharding `plan` from its slice
+ * for a reader may take its whole from a chunk's all-gather: its one step an all-gather over
+ * one mesh axis (*axis). A parameter packs only where every such resharding of it does, over
+ * one axis, at nodes no recompute re-runs, and its gradient's resharding is a member over
+ * the same axis (compiler/lower/chunk.c chunk_sharded, solver/chunks.c price_sharded). */
+bool placement_chunk_sharded_gather(const ShardReshard *plan, int *axis);
+/* Under tensor parallelism, whether a ZeRO-3 gradient's resharding into its update's slice
+ * only slices (no collective: the parameter's readers ran replicated over the slice's axes),
+ * so its gathered member packs as PlaceChunkMember.grad_local (one rule: chunk.c, chunks.c). */
+bool placement_chunk_sharded_local(const ShardReshard *plan);
 /* Under micro-batches (ir/autodiff.c: each micro-batch's gradient summed into
  * an accumulator, whose sum the update reads), the accumulation of gradient y
  * (held in `held`) of a parameter at ZeRO-2/3: *t the layout its strategy

@@ -24,10 +24,12 @@
  * ZeRO over two mesh axes: each collective in the code generator's two steps
  * (zero_time), its temporaries held at its node.
  *
- * Tensor-parallel plans (no pipeline, ZeRO-2): the gradients'
- * reduce-scatters over one mesh axis the lowering packs (price_sharded),
- * replayed and added to the step and peak the same way, times the
- * micro-batches.
+ * Tensor-parallel plans (no pipeline, ZeRO-2/3): the ZeRO-3 parameters'
+ * gathers (reshardings per reader, one all-gather over one mesh axis) and the
+ * gradients' reduce-scatters over one mesh axis the lowering packs
+ * (price_sharded), replayed and added to the step and peak, times the
+ * micro-batches (the chunks' buffers as an upper bound on the backward's
+ * moments).
  *
  * Pipelined plans are priced per stage instead (their stages are placed
  * after plan_price_chunks runs): each stage packs its own members
@@ -732,71 +734,224 @@ bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const 
 }
 
 /* Tensor-parallel plans (the sharded lowering, compiler/lower/chunk.c
- * chunk_sharded): the members are the ZeRO-2 gradients whose resharding into
+ * chunk_sharded). The gathers: the ZeRO-3 parameters' reshardings from their
+ * slice, one per reader in a layout not yet held in its phase (as
+ * compiler/lower/spec.c makes them: a copy is reused by later readers of the
+ * same phase), replayed here node by node; a parameter whose every one is an
+ * all-gather over one axis (placement_chunk_sharded_gather) at a node no
+ * recompute re-runs is a gathered member of that axis, in the order of its
+ * first. The reduce-scatters: the ZeRO-2/3 gradients whose resharding into
  * their update's slice (placement_grad_scatter, at placement_scatter_node)
- * placement_chunk_sharded_member takes, in the backward's order, packed by
- * their reduce-scatter's axis by the one layout. Replayed as the code
- * generator runs them (cg_reshard.c): alone, a member's reduce-scatter of its
- * input (its blocks packed first by a copy where the dim is not the local
- * tensor's outermost); in a chunk, each member's input copied in and one
- * reduce-scatter of the chunk over the axis. The chunk buffers' bytes: the
- * largest one's, on each of the backward's moments (an upper bound: it lives
- * from its first member to its reduce-scatter, and the members' results are
- * views into its part). Under micro-batches each micro-batch's gradient is
- * resharded into its accumulation's slice where it is computed
- * (placement_accum_scatter), so the same members pack, and each micro-batch
- * runs the chunks' copies and reduce-scatters: times the micro-batches. */
+ * placement_chunk_sharded_member takes, in the backward's order; a gathered
+ * member's own gradient ("X.grad", over the same axis, a slice of the same
+ * bytes) is its member's. Packed by the axis by the one layout. Replayed as
+ * the code generator runs them (cg_emit.c, cg_reshard.c): alone, a
+ * parameter's all-gather of its slice (then its blocks moved by a copy where
+ * the dim is not the local tensor's outermost) and a gradient's
+ * reduce-scatter of its input (its blocks packed first by such a copy); a
+ * parameter chunk's round (a part's reshardings of its members up to a
+ * member's second) copies each member's slice in, all-gathers the chunk
+ * over the axis and copies each resharding's whole out; a gradient chunk
+ * copies each member's input in and reduce-scatters the chunk. The chunk
+ * buffers' bytes: the largest round's (its gathered chunk and send buffer)
+ * and the largest gradient chunk's together, on each of the backward's
+ * moments (an upper bound: a round lives from its first resharding to its
+ * last, a gradient chunk from its first member to its reduce-scatter, the
+ * members' results views into its part). Under micro-batches each
+ * micro-batch's gradient is resharded into its accumulation's slice where it
+ * is computed (placement_accum_scatter), so the same members pack, and each
+ * micro-batch runs the chunks' copies and collectives: times the
+ * micro-batches. */
 typedef struct TpMember {
-    int64_t in, slice;  /* a rank's bytes going in and its result's */
+    int64_t in, slice;  /* a rank's bytes going in and its result's (a gathered member: its slice) */
     DType dt;
     int axis;
     bool strided;       /* the scattered dim is not the local tensor's outermost */
 } TpMember;
 
-static void tp_run(const PlanResult *r, const TpMember *tm, const PlaceChunkMember *pm, int n, int64_t cap, int mb,
-                   PlanChunkPrice *out) {
+/* A ZeRO-3 parameter's resharding from its slice for a reader at node `at` (tp_gathers). */
+typedef struct TpGather {
+    NodeId at;
+    int member;         /* its gathered member, or -1 (alone in every run) */
+    int64_t whole;      /* a rank's bytes of its result */
+    bool strided;       /* the gathered dim is not the slice's outermost */
+} TpGather;
+
+static void tp_run(const PlanResult *r, const TpMember *tm, const PlaceChunkMember *pm, int n, const int *bwd, int nb,
+                   const TpGather *ga, int ng, int64_t cap, int mb, int fwd_end, int step_begin, PlanChunkPrice *out) {
     const ShardMesh *m = &r->mesh;
     const CostModel *cm = &r->cm;
-    int *bwd = ir_alloc(sizeof(int) * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) bwd[i] = i;
     PlaceChunks pc;
-    placement_chunk_layout(pm, n, bwd, n, cap > 0 ? cap : 0, &pc);
-    *out = (PlanChunkPrice){.bytes = cap, .grad_chunks = cap > 0 ? pc.n_grad : 0, .fits = true};
+    placement_chunk_layout(pm, n, bwd, nb, cap > 0 ? cap : 0, &pc);
+    *out = (PlanChunkPrice){.bytes = cap, .chunks = cap > 0 ? pc.n_chunks : 0, .fits = true};
     for (int i = 0; i < n; i++)
-        if (cap <= 0 || pc.grad[i] < 0) { /* alone */
+        if (pm[i].at >= 0 && (cap <= 0 || pc.grad[i] < 0)) { /* a gradient alone */
             out->collectives++;
             out->coll_s += shard_coll_time(m, COLL_REDUCE_SCATTER, tm[i].axis, (double)tm[i].in);
             if (tm[i].strided) out->copy_s += cost_copy(cm, (double)tm[i].in);
         }
+    double held_grad = 0, held_round = 0, gather_s = 0;
     for (int q = 0; cap > 0 && q < pc.n_grad; q++) {
         int64_t part = 0;
-        int axis = 0;
+        int axis = -1;
         for (int i = 0; i < n; i++)
             if (pc.grad[i] == q) {
-                part += placement_chunk_slot(tm[i].slice), axis = tm[i].axis;
+                int64_t end = pc.grad_off[i] + placement_chunk_slot(tm[i].slice);
+                part = end > part ? end : part, axis = tm[i].axis;
                 out->copy_s += cost_copy(cm, (double)tm[i].in);
             }
+        if (axis < 0) continue; /* a chunk of parameters whose gradients are only sliced: none */
+        out->grad_chunks++;
         double all = (double)part * m->size[axis];
         out->collectives++;
         out->coll_s += shard_coll_time(m, COLL_REDUCE_SCATTER, axis, all);
-        if (ilp_buffer_bytes(all) > out->held_bytes) out->held_bytes = ilp_buffer_bytes(all);
+        if (ilp_buffer_bytes(all) > held_grad) held_grad = ilp_buffer_bytes(all);
     }
+    /* the gathers: alone, or the rounds of their chunk (a part's, up to a member's second) */
+    int nc = cap > 0 ? pc.n_chunks : 0;
+    int64_t *part = ir_alloc(sizeof(int64_t) * (size_t)(nc + 1));
+    double *copy_in = ir_alloc(sizeof(double) * (size_t)(nc + 1));
+    int *open = ir_alloc(sizeof(int) * (size_t)(nc + 1)), *open_part = ir_alloc(sizeof(int) * (size_t)(nc + 1));
+    int *last = ir_alloc(sizeof(int) * (size_t)(n + 1)), *axis_of = ir_alloc(sizeof(int) * (size_t)(nc + 1)), rounds = 0;
+    for (int q = 0; q < nc; q++) part[q] = 0, copy_in[q] = 0, open[q] = -1, open_part[q] = -1, axis_of[q] = 0;
+    for (int i = 0; i < n; i++) {
+        last[i] = -1;
+        if (nc && pc.chunk[i] >= 0) {
+            part[pc.chunk[i]] += placement_chunk_slot(tm[i].slice), axis_of[pc.chunk[i]] = tm[i].axis;
+            copy_in[pc.chunk[i]] += cost_copy(cm, (double)tm[i].slice);
+        }
+    }
+    for (int e = 0; e < ng; e++) {
+        const TpGather *x = &ga[e];
+        int i = x->member, q = i >= 0 && nc ? pc.chunk[i] : -1, pt = x->at < fwd_end ? 0 : x->at < step_begin ? 1 : 2;
+        if (i < 0) continue; /* not a member: the same with chunks and without */
+        if (q < 0) { /* alone: its own all-gather (then its blocks moved where strided) */
+            out->collectives++;
+            gather_s += shard_coll_time(m, COLL_ALL_GATHER, tm[i].axis, (double)tm[i].slice);
+            if (x->strided) out->copy_s += cost_copy(cm, (double)x->whole);
+            continue;
+        }
+        if (open[q] < 0 || open_part[q] != pt || last[i] == open[q]) { /* a new round */
+            open[q] = rounds++, open_part[q] = pt;
+            out->collectives++;
+            gather_s += shard_coll_time(m, COLL_ALL_GATHER, axis_of[q], (double)part[q]);
+            out->copy_s += copy_in[q];
+            double b = ilp_buffer_bytes((double)part[q] * m->size[axis_of[q]]) + ilp_buffer_bytes((double)part[q]);
+            if (b > held_round) held_round = b;
+        }
+        last[i] = open[q];
+        out->copy_s += cost_copy(cm, (double)x->whole); /* its whole out of the chunk */
+    }
+    out->held_bytes = held_grad + held_round;
+    out->gather_delta_s = gather_s; /* the all-gathers' time (plan_price_sharded subtracts none's) */
+    out->coll_s += gather_s;
     out->collectives *= mb, out->coll_s *= mb, out->copy_s *= mb; /* each micro-batch's: a step */
+    out->gather_delta_s *= mb;
+    ir_free(axis_of);
+    ir_free(last);
+    ir_free(open_part);
+    ir_free(open);
+    ir_free(copy_in);
+    ir_free(part);
     placement_chunks_free(&pc);
-    ir_free(bwd);
+}
+
+/* The ZeRO-3 parameters' reshardings from their slice (compiler/lower/spec.c read_as: a
+ * reader's layout not held yet in its phase, forward or the rest, makes a copy later
+ * readers of the phase reuse), in node order, into ga (TpGather.member: the parameter's
+ * value until tp_members numbers them); *gaxis per value: the one axis all of a
+ * parameter's are all-gathers over, at nodes no recompute re-runs, else -2 (-1: none).
+ * Returns their count. */
+#define TP_COPIES 6 /* compiler/lower/spec.c MAX_COPIES: the slots a value's copies reuse */
+static int tp_gathers(const Graph *g, const Placement *pl, const ShardMesh *m, TpGather *ga, int *gaxis) {
+    int nn = g->n_nodes, nv = g->n_values, ng = 0;
+    bool *rerun = ir_alloc(sizeof(bool) * (size_t)(nn + 1));
+    NodeId *tmp = ir_alloc(sizeof(NodeId) * (size_t)(nn + 1));
+    for (NodeId id = 0; id < nn; id++) rerun[id] = false;
+    for (int b = 0; b < g->n_blocks; b++) { /* recompute (lower/recompute.c): its re-runs' reshardings are their own */
+        int full = pl->rc_full ? pl->rc_full[b] : 0, sel = pl->rc_selective ? pl->rc_selective[b] : 0;
+        for (int inst = 0; inst < full + sel && inst < g->blocks[b].n_instances; inst++) {
+            NodeId b0;
+            int nf = placement_recompute_nodes(g, b, inst, inst >= full, &b0, tmp);
+            for (int k = 0; k < nf; k++) rerun[tmp[k]] = true;
+        }
+    }
+    ir_free(tmp);
+    int *n_copy = ir_alloc(sizeof(int) * (size_t)(nv + 1));
+    ShardSpec(*copy)[TP_COPIES] = ir_alloc(sizeof *copy * (size_t)(nv + 1));
+    int8_t(*copy_ph)[TP_COPIES] = ir_alloc(sizeof *copy_ph * (size_t)(nv + 1));
+    for (ValueId v = 0; v < nv; v++) n_copy[v] = 0, gaxis[v] = -1;
+    for (NodeId id = 0; id < nn; id++) {
+        const Node *nd = ir_node(g, id);
+        if (!pl->has_st[id] || pl->keep_partial[id]) continue;
+        int ph = placement_phase(g, id) == PH_FORWARD ? 0 : 1;
+        for (int i = 0; i < nd->n_in; i++) {
+            ValueId x = nd->in[i];
+            const Value *xv = ir_val(g, x);
+            const ShardSpec *s = &pl->st[id].in[i];
+            bool again = false; /* read twice by the node: one copy */
+            for (int j = 0; j < i; j++) again |= nd->in[j] == x;
+            if (again || xv->role != ROLE_PARAM || pl->zero[x] < 3 || shard_spec_eq(&pl->spec[x], s)) continue;
+            bool held = false;
+            for (int k = 0; k < n_copy[x] && k < TP_COPIES; k++) held |= shard_spec_eq(&copy[x][k], s) && copy_ph[x][k] == ph;
+            if (held) continue;
+            int slot = n_copy[x] < TP_COPIES ? n_copy[x]++ : (id + 1) % TP_COPIES;
+            copy[x][slot] = *s, copy_ph[x][slot] = (int8_t)ph;
+            ShardReshard plan;
+            int axis = -1;
+            bool ok = shard_reshard(m, xv->shape, xv->dtype, &pl->spec[x], s, &plan, NULL);
+            if (!ok || rerun[id] || !placement_chunk_sharded_gather(&plan, &axis) || (gaxis[x] >= 0 && gaxis[x] != axis))
+                gaxis[x] = -2;
+            else if (gaxis[x] == -1) gaxis[x] = axis;
+            Shape lb = shard_spec_local(&pl->spec[x], m, xv->shape);
+            int64_t outer = 1;
+            for (int d = 0; ok && d < plan.step[0].dim; d++) outer *= lb.d[d];
+            ga[ng++] = (TpGather){.at = id, .member = x, .strided = outer > 1,
+                                  .whole = ok ? ir_shape_numel(shard_spec_local(s, m, xv->shape)) * ir_dtype_size(xv->dtype) : 0};
+        }
+    }
+    ir_free(copy_ph);
+    ir_free(copy);
+    ir_free(n_copy);
+    ir_free(rerun);
+    return ng;
 }
 
 static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
     const Placement *pl = r->pl;
     const ShardMesh *m = &r->mesh;
-    int nn = g->n_nodes, n = 0;
-    ValueId *gparam = ir_alloc(sizeof(ValueId) * (size_t)(g->n_values + 1));
-    for (ValueId v = 0; v < g->n_values; v++) gparam[v] = IR_NONE;
+    int nn = g->n_nodes, nv = g->n_values, n = 0, nb = 0;
+    ValueId *gparam = ir_alloc(sizeof(ValueId) * (size_t)(nv + 1));
+    for (ValueId v = 0; v < nv; v++) gparam[v] = IR_NONE;
     for (NodeId id = 0; id < nn; id++)
         if (ir_op_is_update(ir_node(g, id)->op)) gparam[ir_node(g, id)->in[1]] = ir_node(g, id)->in[0];
-    TpMember *tm = ir_alloc(sizeof(TpMember) * (size_t)(g->n_values + 1));
-    PlaceChunkMember *pm = ir_alloc(sizeof(PlaceChunkMember) * (size_t)(g->n_values + 1));
-    for (NodeId id = 0; id < nn; id++) { /* as spec.c scatter_grad makes them, node by node */
+    TpMember *tm = ir_alloc(sizeof(TpMember) * (size_t)(nv + 1));
+    PlaceChunkMember *pm = ir_alloc(sizeof(PlaceChunkMember) * (size_t)(nv + 1));
+    int *bwd = ir_alloc(sizeof(int) * (size_t)(nv + 1)), *gaxis = ir_alloc(sizeof(int) * (size_t)(nv + 1));
+    int *mem_of = ir_alloc(sizeof(int) * (size_t)(nv + 1));
+    int cap_g = 1;
+    for (NodeId id = 0; id < nn; id++) cap_g += ir_node(g, id)->n_in;
+    TpGather *ga = ir_alloc(sizeof(TpGather) * (size_t)cap_g);
+    int ng = tp_gathers(g, pl, m, ga, gaxis);
+    for (ValueId v = 0; v < nv; v++) mem_of[v] = -1;
+    for (int e = 0; e < ng; e++) { /* the gathered members, in the order of their first */
+        ValueId x = ga[e].member;
+        if (gaxis[x] < 0) {
+            ga[e].member = -1;
+            continue;
+        }
+        if (mem_of[x] < 0) {
+            const Value *xv = ir_val(g, x);
+            int64_t slice = ir_shape_numel(shard_spec_local(&pl->spec[x], m, xv->shape)) * ir_dtype_size(xv->dtype);
+            tm[n] = (TpMember){.slice = slice, .dt = xv->dtype, .axis = gaxis[x]};
+            pm[n] = (PlaceChunkMember){.slice = slice, .dt = xv->dtype, .gathered = true, .at = -1, .stage = gaxis[x]};
+            ValueId gv = ad_grad_of(g, xv->name);
+            if (gv != IR_NONE) mem_of[gv] = n; /* its gradient: the same member */
+            mem_of[x] = n++;
+        }
+        ga[e].member = mem_of[x];
+    }
+    for (NodeId id = 0; id < nn; id++) { /* the gradients, as spec.c scatter_grad makes them, node by node */
         const Node *nd = ir_node(g, id);
         for (int o = 0; o < nd->n_out; o++) {
             ValueId y = nd->out[o], w = gparam[y];
@@ -814,7 +969,12 @@ static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
             sb_init(&why);
             bool ok = shard_reshard(m, yv->shape, yv->dtype, &pl->spec[y], &t, &plan, &why);
             sb_free(&why);
-            if (!ok || !placement_chunk_sharded_member(&plan, &pl->spec[y], &axis)) continue;
+            if (!ok) continue;
+            if (!placement_chunk_sharded_member(&plan, &pl->spec[y], &axis)) {
+                int i = mem_of[y]; /* a gathered member's gradient only sliced */
+                if (i >= 0 && pm[i].gathered && pm[i].at < 0 && placement_chunk_sharded_local(&plan)) pm[i].grad_local = true;
+                continue;
+            }
             const ShardStep *st = &plan.step[plan.n - 1];
             Shape lb = shard_spec_local(plan.n > 1 ? &plan.step[plan.n - 2].after : &pl->spec[y], m, yv->shape);
             int64_t es = ir_dtype_size(yv->dtype), outer = 1;
@@ -823,22 +983,28 @@ static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
             for (NodeId q = at; q < nn && rd == nn; q++)
                 for (int i = 0; i < ir_node(g, q)->n_in; i++)
                     if (ir_node(g, q)->in[i] == y && pl->has_st[q] && shard_spec_eq(&pl->st[q].in[i], &t)) rd = q;
-            tm[n] = (TpMember){.in = ir_shape_numel(lb) * es,
-                               .slice = ir_shape_numel(shard_spec_local(&t, m, yv->shape)) * es,
-                               .dt = yv->dtype, .axis = axis, .strided = outer > 1};
-            pm[n] = (PlaceChunkMember){.slice = tm[n].slice, .dt = yv->dtype, .at = at, .reader = rd, .stage = axis};
-            n++;
+            int64_t slice = ir_shape_numel(shard_spec_local(&t, m, yv->shape)) * es;
+            int i = mem_of[y];
+            if (i < 0 || pm[i].at >= 0 || pm[i].grad_local || tm[i].axis != axis || tm[i].slice != slice) { /* alone */
+                tm[n] = (TpMember){.slice = slice, .dt = yv->dtype, .axis = axis};
+                pm[n] = (PlaceChunkMember){.slice = slice, .dt = yv->dtype, .stage = axis};
+                i = n++;
+            }
+            tm[i].in = ir_shape_numel(lb) * es, tm[i].strided = outer > 1;
+            pm[i].at = at, pm[i].reader = rd;
+            bwd[nb++] = i;
         }
     }
     PlanChunkPrice none;
-    int mb = pl->micro_batches > 0 ? pl->micro_batches : 1;
-    tp_run(r, tm, pm, n, 0, mb, &none);
+    int mb = pl->micro_batches > 0 ? pl->micro_batches : 1, fwd_end = ad_forward_end(g), step_begin = ad_step_begin(g);
+    tp_run(r, tm, pm, n, bwd, nb, ga, ng, 0, mb, fwd_end, step_begin, &none);
     int64_t cand[PLAN_MAX_CHUNK_SIZES];
     int nc = chunk_sizes(asked, cand);
     for (int k = 0; k < nc; k++) {
         PlanChunkPrice *c = &r->chunk_price[r->n_chunk_prices++];
-        tp_run(r, tm, pm, n, cand[k], mb, c);
-        c->scatter_delta_s = c->coll_s - none.coll_s;
+        tp_run(r, tm, pm, n, bwd, nb, ga, ng, cand[k], mb, fwd_end, step_begin, c);
+        c->gather_delta_s -= none.gather_delta_s;
+        c->scatter_delta_s = c->coll_s - none.coll_s - c->gather_delta_s;
         c->copy_s -= none.copy_s; /* the stagings' copies of members alone are the ILP's already */
         c->extra_bytes = c->held_bytes;
         c->fits = r->price.peak_bytes + c->extra_bytes <= r->mem_limit;
@@ -849,12 +1015,17 @@ static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
     if (ch->bytes > 0) { /* the chunked program's step and peak (see above) */
         IlpPrice *pr = &r->price;
         pr->comm_s += ch->scatter_delta_s;
+        pr->gather_s += ch->gather_delta_s; /* the rounds' all-gathers in place of each resharding's */
         pr->chunk_copy_s = ch->copy_s;
-        pr->step_s += ch->scatter_delta_s + ch->copy_s;
+        pr->step_s += ch->scatter_delta_s + ch->gather_delta_s + ch->copy_s;
         double extra[ILP_MOMENTS];
         for (int k = 0; k < ILP_MOMENTS; k++) extra[k] = k == 2 ? 0 : ch->extra_bytes; /* 2: the update's */
         ilp_price_peak(pr, extra);
     }
+    ir_free(ga);
+    ir_free(mem_of);
+    ir_free(gaxis);
+    ir_free(bwd);
     ir_free(pm);
     ir_free(tm);
     ir_free(gparam);
@@ -868,7 +1039,7 @@ void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipeli
     bool axes = zero_axes(&r->mesh, &axis, &outer, &ranks);
     const Placement *pl = r->pl;
     if (asked && pl && pl->layout == PL_SHARDED && r->mesh.n_devices > 1 && !pipelined && pl->pipe.stages <= 1 &&
-        pl->zero_max == 2) {
+        pl->zero_max >= 2) {
         price_sharded(g, r, asked);
         return;
     }

@@ -266,6 +266,14 @@ static void emit_chunk_gather(CgCtx *c, const CgOptions *o, int r) {
     }
     char what[300];
     snprintf(what, sizeof what, "chunk %d (%d parameters) -> %s", cg->chunk, ch->n, lp->v[cg->buf].name);
+    if (ch->axis >= 0) { /* a tensor-parallel plan's: over its one axis (each member's resharding copies out: cg_reshard.c) */
+        cg_stage_check(c, cg->buf);
+        cg_trace_coll(c, COLL_ALL_GATHER, ch->axis, (double)(ch->elems * es), SIM_COMPUTE, what);
+        sb_printf(c->sched, "    colrt_all_gather(M->mesh, %d, CG_F(%lld), CG_F(%lld), %lld, %s, NULL); /* %s */\n", ch->axis,
+                  (long long)lp->v[cg->send].offset, (long long)lp->v[cg->buf].offset, (long long)ch->elems,
+                  cg_colrt_dtype(ch->dt), what);
+        return;
+    }
     emit_zero_coll(c, o, true, ch->member[0], cg->send, cg->buf, cg->tmp, ch->elems, what);
 }
 

@@ -195,7 +195,7 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
     for (NodeId id = 0; id < g->n_nodes; id++) /* tensor parallel: the reshardings' collectives */
         for (int k = 0; k < lp->n[id].n_rsh; k++, nrsh++) {
             const LowerReshard *r = &lp->n[id].rsh[k];
-            for (int q = 0; q < r->plan.n - (r->scatter >= 0); q++) { /* a chunk's member: its chunk's, above */
+            for (int q = r->round >= 0; q < r->plan.n - (r->scatter >= 0); q++) { /* a chunk's member: its chunk's, above */
                 double b = (double)lp->v[q ? r->buf[q - 1] : r->from].bytes;
                 switch (r->plan.step[q].kind) {
                 case COLL_ALL_REDUCE: nar++, ar += b; break;
@@ -269,6 +269,15 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
             for (int m = 0; m < cs->n; m++) pad -= lp->v[cs->shard[m]].bytes;
         }
         cJSON_AddNumberToObject(ck, "padding_bytes", (double)pad);
+        int mg = 0, ms = 0; /* the gathers and reduce-scatters the chunks' collectives stand in for */
+        for (NodeId id = 0; id < g->n_nodes; id++) {
+            const LowerNode *ln = &lp->n[id];
+            for (int k = 0; k < ln->n_gather; k++) mg += ln->gather_round[k] >= 0;
+            for (int k = 0; k < ln->n_rs; k++) ms += ln->rs_round[k] >= 0;
+            for (int k = 0; k < ln->n_rsh; k++) mg += ln->rsh[k].round >= 0, ms += ln->rsh[k].scatter >= 0;
+        }
+        cJSON_AddNumberToObject(ck, "member_gathers", mg);
+        cJSON_AddNumberToObject(ck, "member_scatters", ms);
         int aligned = 0; /* parameter chunks whose gradients are one chunk in their layout */
         for (int r = 0; r < lp->n_chunk_scatters; r++) aligned += lp->chunk_scatters[r].chunk >= 0;
         cJSON_AddNumberToObject(ck, "aligned", aligned);

@@ -95,6 +95,46 @@ static void emit_copy_in(CgCtx *c, const LowerReshard *r, int k) {
               (long long)outer);
 }
 
+/* A ZeRO-3 parameter's resharding whose all-gather is its chunk's (chunk.c
+ * chunk_sharded: round r->round, gathered over the same axis before the
+ * round's first reader): its whole copied out of the gathered chunk, rank j's
+ * slice at rank j's part plus the member's place landing as dim d's block j
+ * (one strided copy where the dim is the local tensor's outermost). */
+static void emit_copy_out(CgCtx *c, const LowerReshard *r) {
+    const LowerProgram *lp = c->lp;
+    const LowerChunkGather *cg = &lp->chunk_gathers[r->round];
+    const LowerChunk *ch = &lp->chunks[cg->chunk];
+    StrBuf *s = c->sched;
+    const Value *x = ir_val(c->g, r->from);
+    const ShardMesh *m = lp->opt.mesh;
+    const ShardStep *st = &r->plan.step[0];
+    Shape lb = shard_spec_local(&r->spec_from, m, x->shape);
+    int n = m->size[st->axis], d = st->dim;
+    int64_t es = ir_dtype_size(x->dtype), outer = outer_of(lb, d), row = lb.d[d] * inner_of(lb, d) * es, off = -1;
+    for (int q = 0; q < ch->n; q++)
+        if (ch->member[q] == r->from) off = ch->off[q] * es;
+    if (off < 0 || c->rc_node >= 0) /* chunk.c takes no resharding a recompute re-runs */
+        ir_panic(__FILE__, __LINE__, "chunk %d cannot give %%%s here", cg->chunk, x->name);
+    cg_trace_copy(c, (double)(ir_shape_numel(lb) * n * es), x->name);
+    sb_printf(s, "    /* %%%s out of chunk %d (round %d, all-gathered over axis %d) */\n", x->name, cg->chunk, r->round,
+              st->axis);
+    int64_t part = ch->elems * es;
+    if (outer == 1) { /* the blocks land end to end: one strided copy */
+        sb_puts(s, "    colrt_memcpy_2d(");
+        addr(s, c, r->buf[0], 0);
+        sb_printf(s, ", %lld, ", (long long)row);
+        addr(s, c, cg->buf, off);
+        sb_printf(s, ", %lld, %lld, %d, NULL);\n", (long long)part, (long long)row, n);
+        return;
+    }
+    sb_printf(s, "    for (int j = 0; j < %d; j++)\n        colrt_memcpy_2d(", n);
+    addr(s, c, r->buf[0], 0);
+    sb_printf(s, " + (size_t)j * %lld, %lld, ", (long long)row, (long long)(n * row));
+    addr(s, c, cg->buf, off);
+    sb_printf(s, " + (size_t)j * %lld, %lld, %lld, %lld, NULL);\n", (long long)part, (long long)row, (long long)row,
+              (long long)outer);
+}
+
 /* Chunk scatter q of a tensor-parallel plan (axis >= 0), its members all
  * copied in: one reduce-scatter of the buffer over the axis into the part. */
 static void emit_chunk_scatter(CgCtx *c, int q) {
@@ -224,6 +264,7 @@ void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id, bool post) {
         sb_free(&sp);
         for (int q = 0; q < r->plan.n; q++) {
             if (r->scatter >= 0 && q == r->plan.n - 1) emit_copy_in(c, r, q);
+            else if (r->round >= 0 && q == 0) emit_copy_out(c, r);
             else emit_step(c, o, r, q);
         }
     }

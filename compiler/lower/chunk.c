@@ -42,12 +42,19 @@
  * the latest member, the slices views into the rank's part. The planner
  * prices the sizes with the same layout (solver/chunks.c).
  *
- * Tensor-parallel plans (the sharded lowering, spec.c): the ZeRO-2
- * gradients' reshardings whose one collective is a reduce-scatter over one
- * mesh axis, packed by that axis (chunk_sharded, below); under micro-batches
- * the same, each micro-batch's (spec.c reshards a micro-batch's gradient where
- * it is computed into the slice its accumulation reads); ZeRO-3 and pipelines
- * there are refused before lowering (lower.c).
+ * Tensor-parallel plans (the sharded lowering, spec.c; chunk_sharded,
+ * below): the ZeRO-3 parameters whose reshardings from their slice (one per
+ * reader and phase) are each one all-gather over one mesh axis, at nodes no
+ * recompute re-runs, packed by that axis into chunks run in rounds (each
+ * resharding copying its whole out of the round's gathered chunk), their
+ * gradients reduce-scattered in the chunk's layout, or, where the readers
+ * ran replicated and the gradients are only sliced, no gradient chunk; the
+ * ZeRO-2/3 gradients' reshardings whose one collective is a reduce-scatter
+ * over one mesh axis, packed by that axis; under micro-batches the same,
+ * each micro-batch's (spec.c reshards a micro-batch's gradient where it is
+ * computed into the slice its accumulation reads). A gather over two axes,
+ * or one the recompute re-runs, keeps its own collectives; pipelines there
+ * are refused before lowering (lower.c).
  */
 #include "lower_internal.h"
 
@@ -132,65 +139,176 @@ static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, const int
 }
 
 /* Tensor-parallel plans (the sharded lowering, spec.c; docs/sharding.md
- * "Chunks"): the members are the ZeRO-2/3 gradients' reshardings (spec.c
- * scatter_grad) placement_chunk_sharded_member takes, keyed by the mesh axis
- * of their reduce-scatter (a chunk is one collective over one axis:
- * PlaceChunkMember.stage is the axis here), laid
- * out in the backward's order by the one layout (placement_chunk_layout, the
- * planner's: solver/chunks.c). A member's last step copies its input's blocks
- * of the scattered dim (rank j's block to rank j's part of the chunk, strided
- * where the dim is not the local tensor's outermost) into the chunk's buffer;
- * one reduce-scatter over the axis at the latest member's node; each result
- * a view into the rank's part. The others keep their own collectives. */
+ * "Chunks"). The gathers: a ZeRO-3 parameter whose every resharding from its
+ * slice (spec.c, per reader and phase) is one all-gather over one mesh axis
+ * (placement_chunk_sharded_gather), at nodes no recompute re-runs (cg_emit.c
+ * re-emits a re-run node's reshardings, each its own collective), is a
+ * gathered member of that axis (PlaceChunkMember.stage is the axis here), in
+ * the order of its first gather. The reduce-scatters: the ZeRO-2/3
+ * gradients' reshardings (spec.c scatter_grad) that
+ * placement_chunk_sharded_member takes, keyed by their reduce-scatter's axis;
+ * a gathered member's own gradient (its "X.grad", over the same axis into a
+ * slice of the same bytes) is that member's, so its chunk's gradients are
+ * one chunk in its layout. Laid out by the one layout
+ * (placement_chunk_layout, the planner's: solver/chunks.c price_sharded).
+ *
+ * A parameter chunk runs in rounds as the data-parallel one does (a round
+ * of a part up to a member's second gather): before the round's first
+ * resharding, the members' slices copied into the send buffer and one
+ * all-gather over the axis (LowerChunk.axis); each member's resharding then
+ * copies its whole out of the gathered chunk (rank j's block of the gathered
+ * dim at rank j's part plus the member's place: cg_reshard.c), its staging
+ * unused. A gradient chunk: each member's last step copies its input's
+ * blocks of the scattered dim (rank j's block to rank j's part of the chunk,
+ * strided where the dim is not the local tensor's outermost) into the
+ * chunk's buffer; one reduce-scatter over the axis at the latest member's
+ * node; each result a view into the rank's part. The others keep their own
+ * collectives. */
 static void chunk_sharded(LowerCtx *c, int64_t cap) {
     const Graph *g = c->g;
     LowerProgram *p = c->p;
-    int cap_m = 1;
+    const Placement *pl = p->opt.pl;
+    int nv = c->nv, cap_m = 1;
     for (NodeId id = 0; id < c->nn; id++) cap_m += p->n[id].n_rsh;
-    PlaceChunkMember *m = ir_alloc(sizeof(PlaceChunkMember) * (size_t)cap_m);
-    NodeId *at = ir_alloc(sizeof(NodeId) * (size_t)cap_m);
-    int *kk = ir_alloc(sizeof(int) * (size_t)cap_m), *bwd = ir_alloc(sizeof(int) * (size_t)cap_m), n = 0;
+    bool *rerun = ir_alloc(sizeof(bool) * (size_t)(c->nn + 1)); /* re-run by a recompute */
+    for (NodeId id = 0; id < c->nn; id++) rerun[id] = false;
+    for (NodeId id = 0; id < c->nn; id++)
+        for (int k = 0; k < p->n[id].n_recompute; k++) rerun[p->n[id].recompute[k]] = true;
+    /* per value: a ZeRO-3 parameter's gathers' axis (-1: none seen, -2: not all chunkable over one) */
+    int *gaxis = ir_alloc(sizeof(int) * (size_t)(nv + 1)), *mem_of = ir_alloc(sizeof(int) * (size_t)(nv + 1));
+    for (ValueId v = 0; v < nv; v++) gaxis[v] = -1, mem_of[v] = -1;
     for (NodeId id = 0; id < c->nn; id++)
         for (int k = 0; k < p->n[id].n_rsh; k++) {
             const LowerReshard *r = &p->n[id].rsh[k];
-            int axis; /* a ZeRO-2 gradient's, its one collective a reduce-scatter over one axis */
-            if (!r->grad || !placement_chunk_sharded_member(&r->plan, &r->spec_from, &axis)) continue;
+            ValueId x = r->from;
+            int axis;
+            if (x >= nv || ir_val(g, x)->role != ROLE_PARAM || pl->zero[x] < 3 || gaxis[x] == -2) continue;
+            if (rerun[id] || !placement_chunk_sharded_gather(&r->plan, &axis) || (gaxis[x] >= 0 && gaxis[x] != axis))
+                gaxis[x] = -2;
+            else gaxis[x] = axis;
+        }
+    PlaceChunkMember *m = ir_alloc(sizeof(PlaceChunkMember) * (size_t)cap_m);
+    ValueId *order = ir_alloc(sizeof(ValueId) * (size_t)cap_m);
+    NodeId *at = ir_alloc(sizeof(NodeId) * (size_t)cap_m); /* per member: its gradient's resharding, or -1 */
+    int *kk = ir_alloc(sizeof(int) * (size_t)cap_m), *bwd = ir_alloc(sizeof(int) * (size_t)cap_m), n = 0, nb = 0;
+    for (NodeId id = 0; id < c->nn; id++) /* the gathered members, in the order of their first gather */
+        for (int k = 0; k < p->n[id].n_rsh; k++) {
+            ValueId x = p->n[id].rsh[k].from;
+            if (x >= nv || gaxis[x] < 0 || mem_of[x] >= 0) continue;
+            DType dt = ir_val(g, x)->dtype;
+            m[n] = (PlaceChunkMember){.slice = p->v[x].bytes, .dt = dt, .gathered = true, .at = -1, .stage = gaxis[x]};
+            ValueId gv = ad_grad_of(g, ir_val(g, x)->name);
+            if (gv != IR_NONE) mem_of[gv] = n; /* its gradient: the same member */
+            order[n] = x, at[n] = -1, kk[n] = -1, mem_of[x] = n++;
+        }
+    for (NodeId id = 0; id < c->nn; id++)
+        for (int k = 0; k < p->n[id].n_rsh; k++) {
+            const LowerReshard *r = &p->n[id].rsh[k];
+            int axis; /* a ZeRO-2/3 gradient's, its one collective a reduce-scatter over one axis */
+            if (!r->grad) continue;
+            if (!placement_chunk_sharded_member(&r->plan, &r->spec_from, &axis)) {
+                int i = r->from < nv ? mem_of[r->from] : -1; /* a gathered member's gradient only sliced */
+                if (i >= 0 && m[i].gathered && m[i].at < 0 && placement_chunk_sharded_local(&r->plan)) m[i].grad_local = true;
+                continue;
+            }
             NodeId rd = c->nn; /* the first node reading its result */
             for (NodeId q = id; q < c->nn && rd == c->nn; q++)
                 for (int j = 0; j < p->n[q].n_xin; j++)
                     if (p->n[q].xin_to[j] == r->to) rd = q;
-            DType dt = ir_val(g, r->from)->dtype;
-            m[n] = (PlaceChunkMember){.slice = p->v[r->to].bytes, .dt = dt, .at = id, .reader = rd, .stage = axis};
-            at[n] = id, kk[n] = k, bwd[n] = n, n++;
+            int i = r->from < nv ? mem_of[r->from] : -1;
+            if (i < 0 || m[i].at >= 0 || m[i].grad_local || m[i].stage != axis || m[i].slice != p->v[r->to].bytes) {
+                /* a gradient alone */
+                m[n] = (PlaceChunkMember){.slice = p->v[r->to].bytes, .dt = ir_val(g, r->from)->dtype, .stage = axis};
+                order[n] = IR_NONE, i = n++;
+            }
+            m[i].at = id, m[i].reader = rd;
+            at[i] = id, kk[i] = k, bwd[nb++] = i;
         }
     PlaceChunks pc;
-    placement_chunk_layout(m, n, bwd, n, cap, &pc);
+    placement_chunk_layout(m, n, bwd, nb, cap, &pc);
+    /* the parameter chunks, their members in member order (their offsets rise) */
+    int chunk0 = p->n_chunks;
+    p->chunks = ir_realloc(p->chunks, sizeof *p->chunks * (size_t)(p->n_chunks + pc.n_chunks + 1));
+    int *chunk_of = ir_alloc(sizeof(int) * (size_t)(nv + 1)), *last_round = ir_alloc(sizeof(int) * (size_t)(nv + 1));
+    for (ValueId v = 0; v < nv; v++) chunk_of[v] = -1, last_round[v] = -1;
+    for (int q = 0; q < pc.n_chunks; q++) {
+        LowerChunk *ch = &p->chunks[chunk0 + q];
+        int cnt = 0;
+        for (int i = 0; i < n; i++) cnt += pc.chunk[i] == q;
+        *ch = (LowerChunk){.n = 0};
+        ch->member = ir_alloc(sizeof(ValueId) * (size_t)cnt);
+        ch->off = ir_alloc(sizeof(int64_t) * (size_t)cnt);
+        for (int i = 0; i < n; i++) {
+            if (pc.chunk[i] != q) continue;
+            int64_t es = ir_dtype_size(m[i].dt);
+            ch->dt = m[i].dt, ch->axis = m[i].stage;
+            ch->member[ch->n] = order[i];
+            ch->off[ch->n++] = pc.off[i] / es;
+            ch->elems = (pc.off[i] + placement_chunk_slot(m[i].slice)) / es;
+            chunk_of[order[i]] = chunk0 + q;
+        }
+    }
+    p->n_chunks += pc.n_chunks;
+    /* the rounds: a member's resharding joins its chunk's open round in the same part
+     * unless the round has gathered it already */
+    int fwd_end, step_begin;
+    lower_parts(g, c->nn, &fwd_end, &step_begin);
+    int *open = ir_alloc(sizeof(int) * (size_t)(p->n_chunks + 1));
+    for (int q = 0; q < p->n_chunks; q++) open[q] = -1;
+    for (NodeId id = 0; id < c->nn; id++)
+        for (int k = 0; k < p->n[id].n_rsh; k++) {
+            LowerReshard *r = &p->n[id].rsh[k];
+            ValueId x = r->from;
+            int ck = x < nv && gaxis[x] >= 0 ? chunk_of[x] : -1;
+            if (ck < 0) continue;
+            int rr = open[ck], part = lower_part_of(id, fwd_end, step_begin);
+            if (rr < 0 || lower_part_of(p->chunk_gathers[rr].node, fwd_end, step_begin) != part || last_round[x] == rr) {
+                const LowerChunk *ch = &p->chunks[ck];
+                int ranks = p->opt.mesh->size[ch->axis];
+                p->chunk_gathers = ir_realloc(p->chunk_gathers, sizeof *p->chunk_gathers * (size_t)(p->n_chunk_gathers + 1));
+                rr = open[ck] = p->n_chunk_gathers++;
+                LowerChunkGather *cg = &p->chunk_gathers[rr];
+                *cg = (LowerChunkGather){.chunk = ck, .node = id, .last = id, .tmp = IR_NONE};
+                cg->send = lower_add_temp(g, p, id, ch->elems, ch->dt, "chunk.send", ch->member[0]);
+                cg->buf = lower_add_temp(g, p, id, ch->elems * ranks, ch->dt, "chunk", ch->member[0]);
+            }
+            drop_tmp(p, &r->tmp[0], p->chunk_gathers[rr].buf); /* its staging, unused */
+            r->round = rr;
+            last_round[x] = rr;
+            p->chunk_gathers[rr].last = id;
+        }
+    ir_free(open);
+    /* the gradient chunks: a parameter chunk's (q < n_chunks) in its layout, then the others */
     for (int q = 0; q < pc.n_grad; q++) {
-        int cnt = 0, first = -1, last = -1;
+        int cnt = 0, first = -1;
+        NodeId lo = c->nn, hi = -1;
         int64_t bytes = 0;
         for (int i = 0; i < n; i++) {
             if (pc.grad[i] != q) continue;
             if (!cnt) first = i;
-            last = i, cnt++;
+            cnt++;
+            if (at[i] < lo) lo = at[i];
+            if (at[i] > hi) hi = at[i];
             int64_t end = pc.grad_off[i] + placement_chunk_slot(m[i].slice);
             if (end > bytes) bytes = end;
         }
+        if (!cnt) continue; /* a chunk of parameters whose gradients are only sliced */
         const LowerReshard *r0 = &p->n[at[first]].rsh[kk[first]];
         DType dt = m[first].dt;
         int64_t es = ir_dtype_size(dt), elems = bytes / es;
         int axis = m[first].stage, ranks = p->opt.mesh->size[axis];
         p->chunk_scatters = ir_realloc(p->chunk_scatters, sizeof *p->chunk_scatters * (size_t)(p->n_chunk_scatters + 1));
         int rr = p->n_chunk_scatters++;
-        ValueId buf = lower_add_temp(g, p, at[first], elems * ranks, dt, "rs_chunk", r0->from);
-        ValueId part = lower_add_temp(g, p, at[last], elems, dt, "rs_chunk.part", r0->from);
+        ValueId buf = lower_add_temp(g, p, lo, elems * ranks, dt, "rs_chunk", r0->from);
+        ValueId part = lower_add_temp(g, p, hi, elems, dt, "rs_chunk.part", r0->from);
         LowerChunkScatter *cs = &p->chunk_scatters[rr];
-        *cs = (LowerChunkScatter){.n = cnt, .elems = elems, .dt = dt, .first = at[first], .node = at[last],
-                                  .buf = buf, .part = part, .tmp = IR_NONE, .chunk = -1, .axis = axis};
+        *cs = (LowerChunkScatter){.n = cnt, .elems = elems, .dt = dt, .first = lo, .node = hi, .buf = buf, .part = part,
+                                  .tmp = IR_NONE, .chunk = q < pc.n_chunks ? chunk0 + q : -1, .axis = axis};
         cs->grad = ir_alloc(sizeof(ValueId) * (size_t)cnt);
         cs->shard = ir_alloc(sizeof(ValueId) * (size_t)cnt);
         cs->off = ir_alloc(sizeof(int64_t) * (size_t)cnt);
         int j = 0;
-        for (int i = 0; i < n; i++) { /* in the backward's order: their offsets rise */
+        for (int i = 0; i < n; i++) { /* in member order: their offsets rise */
             if (pc.grad[i] != q) continue;
             LowerReshard *r = &p->n[at[i]].rsh[kk[i]];
             int s = r->plan.n - 1;
@@ -205,10 +323,16 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
         }
     }
     placement_chunks_free(&pc);
+    ir_free(last_round);
+    ir_free(chunk_of);
     ir_free(bwd);
     ir_free(kk);
     ir_free(at);
+    ir_free(order);
     ir_free(m);
+    ir_free(mem_of);
+    ir_free(gaxis);
+    ir_free(rerun);
 }
 
 bool lower_pass_chunk(LowerCtx *c) {
@@ -278,7 +402,7 @@ bool lower_pass_chunk(LowerCtx *c) {
         LowerChunk *ch = &p->chunks[p->n_chunks + q];
         int n = 0;
         for (int i = 0; i < no; i++) n += pc.chunk[i] == q;
-        *ch = (LowerChunk){.n = 0};
+        *ch = (LowerChunk){.n = 0, .axis = -1};
         ch->member = ir_alloc(sizeof(ValueId) * (size_t)n);
         ch->off = ir_alloc(sizeof(int64_t) * (size_t)n);
         for (int i = 0; i < no; i++) { /* in member order: their offsets rise */

@@ -245,7 +245,10 @@ static void print_reshard(const LowerProgram *p, const LowerReshard *r, const ch
         sb_puts(b, ") ");
         shard_spec_print(b, &st->after);
     }
-    sb_printf(b, " = %s\n", vname(p, r->to));
+    sb_printf(b, " = %s", vname(p, r->to));
+    if (r->round >= 0) sb_printf(b, " (its all-gather round %d's, copied out)", r->round); /* chunk.c chunk_sharded */
+    if (r->scatter >= 0) sb_printf(b, " (its reduce-scatter chunk %d's, copied in)", r->scatter);
+    sb_puts(b, "\n");
 }
 
 void lower_print(const LowerProgram *p, StrBuf *b) {
@@ -421,24 +424,13 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     const ShardMesh *m = &pl->mesh;
     int world = m->n_devices, busy_axes = 0;
     for (int a = 0; a < m->n_axes; a++) busy_axes += m->size[a] > 1;
-    if (pl->chunk_bytes > 0 && world > 1 && pl->layout == PL_SHARDED) { /* chunk.c chunk_sharded: ZeRO-2's only */
-        ValueId z3 = IR_NONE;
-        for (ValueId v = 0; v < g->n_values && z3 == IR_NONE; v++)
-            if (ir_val(g, v)->role == ROLE_PARAM && pl->zero[v] >= 3) z3 = v;
-        if (z3 != IR_NONE || pl->pipe.stages > 1) {
-            if (z3 != IR_NONE)
-                sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel with ZeRO-3 (%%%s): this build packs a "
-                               "tensor-parallel plan's ZeRO-2 gradient reduce-scatters only, not its parameters' "
-                               "gathers (resharded per reader, chunk.c)",
-                          (long long)pl->chunk_bytes, ir_val(g, z3)->name);
-            else
-                sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel with pipeline stages; this build packs "
-                               "a tensor-parallel plan's chunks without pipeline stages only (chunk.c, solver/chunks.c)",
-                          (long long)pl->chunk_bytes);
-            *hint = "generate without --chunk-bytes, or with --zero 2 --pp 1 (tensor parallel), or "
-                    "--strategy zero3 (the batch split only)";
-            return NULL;
-        }
+    if (pl->chunk_bytes > 0 && world > 1 && pl->layout == PL_SHARDED && pl->pipe.stages > 1) { /* chunk.c chunk_sharded */
+        sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel with pipeline stages; this build packs "
+                       "a tensor-parallel plan's chunks without pipeline stages only (chunk.c, solver/chunks.c)",
+                  (long long)pl->chunk_bytes);
+        *hint = "generate without --chunk-bytes, or with --pp 1 (tensor parallel), or --strategy zero2|zero3 (the "
+                "batch split only)";
+        return NULL;
     }
     const int8_t *offload = NULL; /* host offload (offload.c): what this build lowers */
     for (ValueId v = 0; v < g->n_values; v++)

@@ -98,6 +98,10 @@ typedef struct LowerChunk {
     int64_t *off;              /* each member's slot's place in a rank's part, in elements */
     int64_t elems;             /* a rank's part: the members' slots end to end */
     DType dt;
+    int axis;                  /* -1: gathered over ZeRO's axes (the data-parallel lowering); a
+                                * tensor-parallel plan's: the one mesh axis its rounds' all-gathers
+                                * run over, each member's resharding copying its whole out (chunk.c
+                                * chunk_sharded, LowerReshard.round) */
 } LowerChunk;
 
 /* Chunks of reduce-scatters (chunk.c; ZeRO-2 and 3): a ZeRO-3 chunk's
@@ -254,6 +258,9 @@ typedef struct LowerReshard {
                                 * reads (spec.c scatter_grad) */
     int scatter;               /* chunk.c: the LowerChunkScatter its last step (a reduce-scatter)
                                 * copies its input into, the chunk's reduce-scatter its own; -1: none */
+    int round;                 /* chunk.c: the LowerChunkGather (a tensor-parallel plan's round of a
+                                * ZeRO-3 chunk) its one step (an all-gather over the chunk's axis)
+                                * copies its whole out of; -1: none */
 } LowerReshard;
 
 /* The pipeline (pipeline.c, docs/pipeline.md): the program runs on every

@@ -348,6 +348,14 @@ static void note_reads(const Graph *g, LowerProgram *p, const int *tn, const int
             }
         if (ln->ag_tmp != IR_NONE) last_use[ln->ag_tmp] = tn[id];
     }
+    for (int r = 0; p->sharded && r < p->n_chunk_gathers; r++) { /* a tensor-parallel plan's round (chunk.c
+                                                                   * chunk_sharded): each member's resharding
+                                                                   * copies out of its chunk, to its last */
+        const LowerChunkGather *cg = &p->chunk_gathers[r];
+        if (!ON(cg->node)) continue;
+        if (tn[cg->node] > last_use[cg->send]) last_use[cg->send] = tn[cg->node];
+        if (tn[cg->last] > last_use[cg->buf]) last_use[cg->buf] = tn[cg->last];
+    }
     for (int b = 0; b < p->n_buckets; b++) /* the packing reads each gradient */
         for (int k = 0; ON(p->buckets[b].launch) && k < p->buckets[b].n; k++) {
             ValueId r = lower_root_of(p, p->buckets[b].grad[k]);

@@ -108,7 +108,7 @@ void lower_step_buffers(LowerProgram *p, NodeId at, LowerReshard *r, const Value
 static ValueId make_copy(SpecCtx *c, NodeId at, ValueId x, const ShardSpec *s, int ph, NodeId reader) {
     LowerProgram *p = c->p;
     const Value *v = ir_val(c->g, x);
-    LowerReshard r = {.from = x, .spec_from = p->v[x].spec, .scatter = -1};
+    LowerReshard r = {.from = x, .spec_from = p->v[x].spec, .scatter = -1, .round = -1};
     StrBuf why;
     sb_init(&why);
     if (!shard_reshard(c->m, v->shape, v->dtype, &p->v[x].spec, s, &r.plan, &why)) {
@@ -185,7 +185,7 @@ static bool scatter_grad(SpecCtx *c, NodeId id, ValueId y) {
 static bool gather_back(SpecCtx *c, NodeId id, ValueId y, ValueId leaf) {
     LowerProgram *p = c->p;
     const Value *v = ir_val(c->g, y);
-    LowerReshard r = {.from = y, .spec_from = p->v[y].spec, .scatter = -1};
+    LowerReshard r = {.from = y, .spec_from = p->v[y].spec, .scatter = -1, .round = -1};
     StrBuf why;
     sb_init(&why);
     bool ok = shard_reshard(c->m, v->shape, v->dtype, &p->v[y].spec, &p->v[leaf].spec, &r.plan, &why);

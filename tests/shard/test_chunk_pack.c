@@ -44,13 +44,13 @@ int main(void) {
      * whose J's slice is read at K's reduce-scatter, and gathered L whose reduce-scatter
      * is its own (the embedding's, at the step's first node) between M and N */
     PlaceChunkMember m[] = {
-        {100, DT_F32, true, 13, 60, 0}, {100, DT_F32, true, 12, 60, 0},  /* A B */
-        {100, DT_F32, true, 11, 60, 0}, {100, DT_F32, true, 10, 60, 0},  /* C D */
-        {100, DT_F32, false, 14, 60, 0}, {100, DT_F32, false, 15, 60, 0}, /* E F */
-        {60, DT_BF16, true, 9, 60, 0}, {60, DT_BF16, true, 8, 8, 0},      /* G H */
-        {60, DT_BF16, true, 7, 60, 0},                                 /* I */
-        {40, DT_F16, true, 5, 6, 0}, {40, DT_F16, true, 6, 60, 0},        /* J K */
-        {40, DT_F16, true, 4, 60, 0}, {40, DT_F16, true, -1, 0, 0}, {40, DT_F16, true, 3, 60, 0}, /* M L N */
+        {100, DT_F32, true, 13, 60, 0, false}, {100, DT_F32, true, 12, 60, 0, false},  /* A B */
+        {100, DT_F32, true, 11, 60, 0, false}, {100, DT_F32, true, 10, 60, 0, false},  /* C D */
+        {100, DT_F32, false, 14, 60, 0, false}, {100, DT_F32, false, 15, 60, 0, false}, /* E F */
+        {60, DT_BF16, true, 9, 60, 0, false}, {60, DT_BF16, true, 8, 8, 0, false},      /* G H */
+        {60, DT_BF16, true, 7, 60, 0, false},                                 /* I */
+        {40, DT_F16, true, 5, 6, 0, false}, {40, DT_F16, true, 6, 60, 0, false},        /* J K */
+        {40, DT_F16, true, 4, 60, 0, false}, {40, DT_F16, true, -1, 0, 0, false}, {40, DT_F16, true, 3, 60, 0, false}, /* M L N */
     };
     int bwd[] = {13, 11, 9, 10, 8, 7, 6, 3, 2, 1, 0, 4, 5};
     PlaceChunks pc;
@@ -78,12 +78,12 @@ int main(void) {
      * on stage 0, U on stage 1); W on several stages (a tied parameter) alone, its gradient
      * too; the ZeRO-2 gradients X Y Z of stages 0, 1, 0: X and Z one chunk, Y alone */
     PlaceChunkMember ms[] = {
-        {100, DT_F32, true, 30, 90, 1}, {100, DT_F32, true, 29, 90, 1},  /* P Q */
-        {100, DT_F32, true, 40, 90, 0}, {100, DT_F32, true, 39, 90, 0},  /* R S */
-        {100, DT_F32, true, 38, 90, 0}, {100, DT_F32, true, 28, 90, 1},  /* T U */
-        {100, DT_F32, true, 50, 90, -1},                                 /* W */
-        {100, DT_F32, false, 41, 90, 0}, {100, DT_F32, false, 31, 90, 1}, /* X Y */
-        {100, DT_F32, false, 42, 90, 0},                                 /* Z */
+        {100, DT_F32, true, 30, 90, 1, false}, {100, DT_F32, true, 29, 90, 1, false},  /* P Q */
+        {100, DT_F32, true, 40, 90, 0, false}, {100, DT_F32, true, 39, 90, 0, false},  /* R S */
+        {100, DT_F32, true, 38, 90, 0, false}, {100, DT_F32, true, 28, 90, 1, false},  /* T U */
+        {100, DT_F32, true, 50, 90, -1, false},                                 /* W */
+        {100, DT_F32, false, 41, 90, 0, false}, {100, DT_F32, false, 31, 90, 1, false}, /* X Y */
+        {100, DT_F32, false, 42, 90, 0, false},                                 /* Z */
     };
     int bwds[] = {5, 1, 0, 8, 4, 3, 2, 7, 9, 6};
     placement_chunk_layout(ms, 10, bwds, 10, 1000, &pc);
@@ -100,6 +100,27 @@ int main(void) {
     for (int i = 0; i < 10; i++) {
         CHECK_INT(pc.grad[i], wsg[i]);
         CHECK_INT(pc.grad_off[i], wsgo[i]);
+    }
+    placement_chunks_free(&pc);
+
+    /* tensor parallelism: gathered members whose gradients are only sliced (grad_local: V W)
+     * pack with such members only, their chunk's gradient chunk left empty; X Y, gathered
+     * with their gradients reduce-scattered, pack apart, their gradients in their layout */
+    PlaceChunkMember ml[] = {
+        {100, DT_F32, true, -1, 0, 0, true}, {100, DT_F32, true, 20, 90, 0, false}, /* V X */
+        {100, DT_F32, true, -1, 0, 0, true}, {100, DT_F32, true, 19, 90, 0, false}, /* W Y */
+    };
+    int bwdl[] = {3, 1};
+    placement_chunk_layout(ml, 4, bwdl, 2, 1000, &pc);
+    CHECK_INT(pc.n_chunks, 2); /* {V W} (the first member's group first) {X Y} */
+    CHECK_INT(pc.n_grad, 2);   /* gradient chunk 0 empty */
+    int wlc[] = {0, 1, 0, 1}, wlg[] = {-1, 1, -1, 1};
+    int64_t wlo[] = {0, 0, 128, 128}, wlgo[] = {0, 0, 0, 128};
+    for (int i = 0; i < 4; i++) {
+        CHECK_INT(pc.chunk[i], wlc[i]);
+        CHECK_INT(pc.off[i], wlo[i]);
+        CHECK_INT(pc.grad[i], wlg[i]);
+        CHECK_INT(pc.grad_off[i], wlgo[i]);
     }
     placement_chunks_free(&pc);
     return check_done("test_chunk_pack");

@@ -82,6 +82,10 @@ check gpt2_tp_zero2_chunk_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1
 # one micro-batch's priced alone it is 0.981)
 check gpt2_tp_micro2_zero2_chunk_1x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x2 --mesh 1x2 --zero 2 \
   --mem 150KB --micro-batches 2 --chunk-bytes 4KB
+# ... with ZeRO-3 (e2e_gpt2_tp_zero3_chunk_2's plan): the parameters' gathers (reshardings per reader,
+# one all-gather over the axis) in chunk rounds, each resharding copying its whole out (price_sharded
+# replays spec.c's copies per phase; the recompute's re-runs gather alone)
+check gpt2_tp_zero3_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x2 --mesh 2 --zero 3 --mem 100KB --chunk-bytes 4KB
 # chunks over two mesh axes: each chunk's collectives in two steps (inner then outer axis for an
 # all-gather, outer then inner for a reduce-scatter), priced as cg_emit.c runs them
 check gpt2_zero3_chunk_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero3 \
