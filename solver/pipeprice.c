@@ -370,6 +370,9 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
     double again[PLACE_MAX_STAGES] = {0}; /* of fwd + bwd: the forward run again, the kept copies */
     int blk = P > 1 ? pl->pipe.block : IR_NONE;
     double *share = ir_alloc(sizeof(double) * (size_t)p->n_groups * PLACE_MAX_STAGES); /* [group][stage] */
+    /* [group][stage][policy]: its instances on the stage under each recompute policy (the edges into
+     * a recomputed instance reshard again: IlpEdge.rerun_s) */
+    int (*pcnt)[PLACE_MAX_STAGES][RC__COUNT] = ir_alloc(sizeof *pcnt * (size_t)(p->n_groups ? p->n_groups : 1));
     /* 1F1B: each instance's own part of one micro-batch's forward and backward (without the forward
      * again and the copies), for the floor below */
     int n_cut = P > 1 && pl->pipe.chunks <= 1 && blk != IR_NONE ? g->blocks[blk].n_instances : 0;
@@ -385,8 +388,8 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         double *sh = &share[(size_t)gi * PLACE_MAX_STAGES];
         for (int s = 0; s < PLACE_MAX_STAGES; s++) sh[s] = 0;
         /* its instances per stage, and per stage how many of them are under each recompute policy */
-        int cnt[PLACE_MAX_STAGES][RC__COUNT];
-        memset(cnt, 0, sizeof cnt);
+        int (*cnt)[RC__COUNT] = pcnt[gi];
+        memset(cnt, 0, sizeof pcnt[gi]);
         const int *c = G->block >= 0 ? r->choice.count[G->block] : NULL;
         for (int i = 0; i < G->mult; i++) {
             int s = lowest(MASK(G->members[0].node));
@@ -451,13 +454,13 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
              * moment counts the tied group's transient (eval.c, ilp_group_at_head) */
             if (!inst && own > 0 && G->n_params) st->mem_transient = maxd(st->mem_transient, ilp_transient(S, z));
             if (!inst) continue;
-            double f = inst * S->fwd_s * k, cm = inst * S->comm_s * k, tot = S->fwd_s + S->bwd_s;
-            double fshare = tot > 0 ? S->fwd_s / tot : 0.5;
-            fwd[s] += f + cm * fshare;
-            bwd[s] += inst * S->bwd_s * k + cm * (1 - fshare);
+            /* its reshardings where the program runs them: the forward's moves in the forward, the
+             * gradients' (IlpStrat.bwd_comm_s) in the backward */
+            double f = inst * S->fwd_s * k, cmb = inst * S->bwd_comm_s * k, cmf = inst * S->comm_s * k - cmb;
+            fwd[s] += f + cmf;
+            bwd[s] += inst * S->bwd_s * k + cmb;
             bwd[s] += (cnt[s][RC_SELECTIVE] * (S->rec_sel_s + S->rc_comm_s[RC_SELECTIVE]) +
                        cnt[s][RC_FULL] * (S->fwd_s + S->rc_comm_s[RC_FULL])) * k;
-            if (RERUNS(s)) bwd[s] += f, again[s] += f; /* the forward again before the backward (docs/pipeline.md) */
             for (int pol = 0; pol < RC__COUNT; pol++) st->mem_acts += cnt[s][pol] * S->act[pol];
             st->mem_transient = maxd(st->mem_transient, ilp_transient(S, z));
         }
@@ -467,14 +470,20 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         const IlpGroup *D = &p->groups[E->dst];
         int kk = r->choice.strat[E->src] * D->n_strats + r->choice.strat[E->dst];
         const double *sh = &share[(size_t)E->dst * PLACE_MAX_STAGES];
+        /* a recomputed instance of the consumer's block runs the edge's forward resharding again in
+         * its backward (IlpEdge.rerun_s, per instance and policy; eval.c's recompute_s) */
+        const int *rc = D->block >= 0 ? r->choice.count[D->block] : NULL;
         if (n_cut && D->mult > 1 && ir_node(g, D->members[0].node)->block == blk) /* its part per instance */
-            for (int i = 0; i < n_cut && i < D->mult; i++) iw[i] += E->cost[kk] * k / D->mult;
+            for (int i = 0; i < n_cut && i < D->mult; i++) {
+                int pol = !rc ? RC_NONE : i < rc[RC_FULL] ? RC_FULL : i < rc[RC_FULL] + rc[RC_SELECTIVE] ? RC_SELECTIVE : RC_NONE;
+                iw[i] += E->cost[kk] * k / D->mult + (pol != RC_NONE && E->rerun_s[pol] ? E->rerun_s[pol][kk] * k : 0);
+            }
         for (int s = 0; s < P; s++) {
             if (sh[s] <= 0) continue;
-            double c = E->cost[kk] * k * sh[s] / D->mult;
-            const IlpStrat *S = &D->strats[r->choice.strat[E->dst]];
-            double tot = S->fwd_s + S->bwd_s, fshare = tot > 0 ? S->fwd_s / tot : 0.5;
-            fwd[s] += c * fshare, bwd[s] += c * (1 - fshare);
+            double c = E->cost[kk] * k * sh[s] / D->mult, cb = E->bwd[kk] * k * sh[s] / D->mult;
+            fwd[s] += c - cb, bwd[s] += cb; /* the forward's move, the gradient's (IlpEdge.bwd) */
+            for (int pol = RC_SELECTIVE; rc && pol < RC__COUNT; pol++)
+                if (E->rerun_s[pol]) bwd[s] += pcnt[E->dst][s][pol] * E->rerun_s[pol][kk] * k;
             vs[s].mem_transient = maxd(vs[s].mem_transient, E->mem[kk]);
         }
         /* a position table's sum deferred to its group's sync (IlpEdge.defer_s, as eval.c): in
@@ -510,8 +519,13 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         for (int s = 0; s < P; s++)
             if (sh[s] > 0) bwd[s] -= refund[gi] * k * sh[s] / D->mult, fwd[s] -= refund_f[gi] * k * sh[s] / D->mult;
     }
+    /* the forward again before the backward (docs/pipeline.md): the forward's nodes as the forward
+     * runs them, their reshardings too (ZeRO-3's gathers above; the chunks' below) */
+    for (int s = 0; s < P; s++)
+        if (RERUNS(s)) bwd[s] += fwd[s] - agp[s], again[s] += fwd[s] - agp[s];
     ir_free(refund);
     ir_free(share);
+    ir_free(pcnt);
     for (int q = 0; q < P; q++) vs[q].optimizer_s += ilp_norm_sum_s(p, nax[q]);
     /* ZeRO-2/3's collectives as each stage runs them (chunks.c plan_chunk_stages: a replay of a
      * micro-batch's forward and backward node by node on each stage's nodes, the lowering's): an

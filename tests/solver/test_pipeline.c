@@ -29,6 +29,10 @@
  *     the cut of 4 blocks into 2 x 2 virtual stages, the errors naming the
  *     numbers; the price per device sums its chunks, its in-flight buffer the
  *     schedule's slots; --schedule auto keeps the faster;
+ *   - every resharding where the program runs it: tensor parallel with ZeRO-2 in 2 stages
+ *     under full recompute, the stages' forwards and backwards sum to the whole plan's
+ *     work (the edges' re-runs included), and a stage running its forward again runs its
+ *     reshardings again too;
  *   - the gradient sync as the program runs it: a stage's buckets at least one whole
  *     bucket's latency per set (its own, the tied wte's), the last stage's beside its final
  *     transfer; ZeRO-2's reduce-scatters in each micro-batch's backward;
@@ -602,6 +606,60 @@ static void test_price_sync(void) {
     ir_graph_free(g);
 }
 
+/* Tensor parallel and ZeRO-2 in 2 stages of 1x2 under full recompute (the e2e plan
+ * gpt2_pp_2_tp_zero2_2: 80 KB, 4 micro-batches): the stages' work is the whole model's. Every
+ * resharding a stage's program runs is in its forward or its backward: the group's and the
+ * edges' forward moves in the forward, their gradients' moves in the backward, and a recomputed
+ * instance's re-runs of both (IlpStrat.rc_comm_s, IlpEdge.rerun_s) in the backward, so that one
+ * micro-batch's forwards and backwards over the stages (without the forward again) sum to the
+ * whole problem's compute, resharding, recompute and ZeRO-2 reduce-scatters a micro-batch
+ * (eval.c); the edges' re-runs left out, the stages' sum fell 2 us a stage short
+ * (gpt2_pp_2_tp_zero2_2 replayed at 1.083 of its price). A stage running its forward again runs
+ * all of it, reshardings too: its backward is the kept stage's and one more forward (1.149 where
+ * the forward again was the kernels and the reshardings were shared out by compute time). */
+static void test_price_rerun_comm(void) {
+    Graph *g = tiny_gpt2(4);
+    PlanOptions o;
+    plan_options_default(&o);
+    o.cluster = "h100:1x4";
+    o.pp = 2;
+    o.mesh = "1x2";
+    o.zero = "2";
+    o.mem_bytes = 72368; /* the limit --emit code plans under for --mem 80KB (the arena re-solve) */
+    o.micro_batches = 4;
+    o.lowerable = true;
+    o.progress = false;
+    PlanResult *r[2] = {NULL, NULL};
+    const int keep[2] = {PK_AUTO, PK_RERUN}; /* auto: stage 0 keeps (the e2e plan) */
+    for (int i = 0; i < 2; i++) {
+        o.pp_keep = keep[i];
+        r[i] = plan_solve(g, &o);
+        CHECK(r[i] && r[i]->pipe);
+    }
+    if (r[0] && r[0]->pipe && r[1] && r[1]->pipe) {
+        for (int i = 0; i < 2; i++) {
+            const PlanResult *x = r[i];
+            CHECK(x->choice.count[0][RC_FULL] == 2); /* both instances recomputed (memory) */
+            double whole = x->price.compute_s + x->price.comm_s + x->price.recompute_s + x->price.sync_s;
+            CHECK(whole > 0 && fabs(4 * x->pipe->work_s - whole) <= 1e-9 * whole);
+        }
+        const PipeStagePrice *kept = &r[0]->pipe->st[0], *rerun = &r[1]->pipe->st[0];
+        CHECK(r[0]->pl->pipe.keep[0] && !r[1]->pl->pipe.keep[0]);
+        /* stage 0's forward runs 3 collectives over the stage's axis 1 (the position table's
+         * all-gather, the MLP output's reduce-scatter and all-gather) */
+        double one = fmin(shard_coll_fixed_on(&r[1]->mesh, COLL_ALL_GATHER, 1, 256, false),
+                          shard_coll_fixed_on(&r[1]->mesh, COLL_REDUCE_SCATTER, 1, 256, false));
+        CHECK(one > 0 && rerun->fwd_s >= 3 * one);
+        /* the kept stage's backward less its copy back (the forward's other copy: its forward's
+         * difference), and the whole forward again */
+        double cp = kept->fwd_s - rerun->fwd_s;
+        CHECK(cp > 0 && cp < 0.01 * rerun->fwd_s);
+        CHECK_NEAR(rerun->bwd_s, kept->bwd_s - cp + rerun->fwd_s, 1e-12);
+    }
+    for (int i = 0; i < 2; i++) plan_free(r[i]);
+    ir_graph_free(g);
+}
+
 /* A GPT-2-shaped forward graph (bench/solver/gen_models.py's gpt2, fused attention): L blocks
  * `h` of width D, H heads, MLP width F, vocabulary V, context T, batch B. */
 static Graph *gpt(int L, int D, int H, int F, int V, int T, int B) {
@@ -1021,6 +1079,7 @@ static void test_interleaved_price(void) {
 }
 
 int main(void) {
+    test_price_rerun_comm();
     test_floor();
     test_many_stages();
     test_interleaved_schedules();

@@ -126,6 +126,14 @@ check gpt2_pp_2_zero2_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 -
 check gpt2_pp_2_zero2_chunk_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero2 --micro-batches 4 \
   --chunk-bytes 8KB
 check gpt2_pp_2_zero3_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 2 --strategy zero3 --micro-batches 4
+# tensor parallel and ZeRO-2 in the stages under full recompute (the e2e plan; main d7c895b in
+# brackets): a recomputed instance re-runs the reshardings on the edges into it (IlpEdge.rerun_s) in
+# its stage's backward (1.083); a stage running its forward again re-runs the forward's reshardings,
+# and a stage's forward and backward each take their own reshardings (IlpStrat.bwd_comm_s,
+# IlpEdge.bwd), not a share by compute time (1.149)
+check gpt2_pp_2_tp_zero2_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 1x2 --zero 2 --mem 80KB --micro-batches 4
+check gpt2_pp_2_tp_zero2_rerun_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 1x2 --zero 2 --mem 80KB \
+  --micro-batches 4 --pp-activations rerun
 # interleaved 1F1B (--schedule interleaved:2): each device's virtual stages' functions on its clock, a
 # transfer's messages posted at once (colrt_sendrecv_batch), the sums between devices in the
 # update; the e2e tests' five interleaved plans, and 4 devices of 2 chunks with data parallel 2
