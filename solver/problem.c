@@ -734,7 +734,9 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                     double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
                     S->opt_s[z] += cost_bucket_copy(cm, gb);
                     /* in a bucket (ilp_grad_bucketed): its bytes. Not counted: ZeRO-1's (both
-                     * lowerings bucket those of unsplit parameters; a known gap, docs/sharding.md) */
+                     * lowerings bucket those of unsplit parameters; a known gap, docs/sharding.md:
+                     * counted, mlp_zero1_4 1.317 -> 0.999, but GLPK aborts on llama_tp_zero1_2x2's
+                     * problem then, spxprim.c "teta_lim >= 0.0", in glp_intopt's search) */
                     if (ze == 0 && in_bucket) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
                 }
                 S->update_transient[z] =
@@ -1650,11 +1652,15 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
      * the head's backward writes its part of the gradient whole, held until the owner's
      * backward adds the other part (then, under ZeRO-2/3, reduce-scattered into the slice):
      * through the blocks' backward the program holds that whole part where the model
-     * counts the gradient written, its slice (IlpStrat.head_grad). A step of one
-     * micro-batch: under micro-batches the parts add onto the accumulator. */
+     * counts the gradient written, its slice (IlpStrat.head_grad). Under micro-batches the
+     * same part is held the same way, each micro-batch (the parts are summed, then the sum
+     * added onto the accumulator, ir/autodiff.c): whole beside the accumulator mem_static
+     * counts, at any ZeRO stage (gpt2_tp_micro2_zero2_chunk_2x2: t82, 4,096 B through
+     * the blocks' backward, not counted). */
+    bool micro = !p->grads_late && p->opt.micro_batches > 1;
     bool *head_read = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
     memset(head_read, 0, sizeof(bool) * (size_t)(g->n_values + 1));
-    for (NodeId n = last_node + 1; !p->timed_out && p->grads_late && last_node >= 0 && n < g->n_nodes; n++) {
+    for (NodeId n = last_node + 1; !p->timed_out && (p->grads_late || micro) && last_node >= 0 && n < g->n_nodes; n++) {
         const Node *nd = ir_node(g, n);
         if (p->group_of_node[n] < 0 || ir_op_is_update(nd->op)) continue;
         for (int i = 0; i < nd->n_in; i++) {
@@ -1671,8 +1677,8 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
                 const ShardStrategy *st = &G->members[mo].st[G->strats[s].member_st[mo]];
                 double local = (double)ir_shape_numel(shard_spec_local(&st->in[oi], cm->mesh, ir_val(g, v)->shape));
                 double Z = ilp_zero_ranks(&G->strats[s], cm->mesh, g, v, &st->in[oi], NULL);
-                for (int z = 2; z < ZERO_STAGES && Z > 1; z++)
-                    G->strats[s].head_grad[z] += buf(p->grad_bytes * local) - buf(p->grad_bytes * local / Z);
+                for (int z = micro ? 0 : 2; z < ZERO_STAGES && (micro || Z > 1); z++)
+                    G->strats[s].head_grad[z] += buf(p->grad_bytes * local) - (micro ? 0 : buf(p->grad_bytes * local / Z));
             }
         }
     }
