@@ -1655,7 +1655,7 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
      * counts the gradient written, its slice (IlpStrat.head_grad). Under micro-batches the
      * same part is held the same way, each micro-batch (the parts are summed, then the sum
      * added onto the accumulator, ir/autodiff.c): whole beside the accumulator mem_static
-     * counts, at any ZeRO stage (gpt2_tp_micro2_zero2_chunk_2x2: t82, 4,096 B through
+     * counts, at any ZeRO stage (gpt2_tiny_b4.cir 2x2 ZeRO-2 2 micro-batches: t82, 4,096 B through
      * the blocks' backward, not counted). */
     bool micro = !p->grads_late && p->opt.micro_batches > 1;
     bool *head_read = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
