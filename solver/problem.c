@@ -784,7 +784,12 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                     double cb = (gs + 4) * (M > 1 ? ae : el);
                     S->opt_s[z] += (M > 1 ? M : 1) * cb / cost_mem_rate(cm->cl, OPC_ELEMWISE, OP_CAST, cb);
                 }
-                double nb = 4 * el + 4;
+                /* the norm's squares: under ZeRO-2/3 over the slice a pending gradient is
+                 * reduce-scattered into; a gradient held whole (no batch split: nothing
+                 * pending) over the whole, as held (solver/placement.c read_cost: its slice
+                 * is a local view only the update reads) */
+                bool norm_slice = ze >= 2 ? sspec.partial != 0 : ze == 1 && S->splits_param && sspec.partial;
+                double nb = 4 * (ze >= 2 && !norm_slice ? local : el) + 4;
                 S->opt_s[z] += nb / cost_mem_rate(cm->cl, OPC_REDUCE, OP_SUMSQ, nb);
                 /* over ZeRO-2/3's slices and a tensor-parallel shard the norm is a partial
                  * sum over the ranks: the partial sums are summed pending (the completion's
@@ -792,7 +797,7 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * axes (compiler/lower/split.c, spec.c): once for all such parameters
                  * (ilp_norm_sum_s), not a share each (a share per parameter of the model's
                  * priced 8 of gpt2-tiny's 26 where its tensor-parallel MLP alone split) */
-                S->norm_axes[z] |= split_axes | (ze >= 2 || (ze == 1 && S->splits_param && sspec.partial) ? rep_axes : 0);
+                S->norm_axes[z] |= split_axes | (norm_slice ? rep_axes : 0);
                 /* (the squares of ZeRO-1's slice under the sharded lowering, summed into it
                  * or sliced from its bucket: the norm reads the update's slice) */
                 if (p->opt.offload != PO_DEVICE) { /* host offload moves this rank's slice's buffers */

@@ -79,12 +79,52 @@ static void setup(const char *cluster, const char *m, DType dt) {
 
 /* ---- brute force ---------------------------------------------------------------- */
 
+/* One enumeration of every choice keeps the Pareto front of (peak, step), so each memory
+ * limit a test asks about is a look-up, not another enumeration (three of this test's
+ * problems are asked at 3-6 limits; CI runs it under the sanitizers). */
+typedef struct Front {
+    double *peak, *step; /* by peak ascending, step descending */
+    int n, cap;
+} Front;
+
+static void front_add(Front *f, double peak, double step) {
+    int i = 0;
+    while (i < f->n && f->peak[i] <= peak) i++;
+    if (i > 0 && f->step[i - 1] <= step) return; /* dominated */
+    int j = i;
+    while (j < f->n && f->step[j] >= step) j++; /* those it dominates: [i, j) */
+    if (j == i) {
+        if (f->n == f->cap) {
+            f->cap = f->cap ? 2 * f->cap : 64;
+            f->peak = realloc(f->peak, sizeof(double) * (size_t)f->cap);
+            f->step = realloc(f->step, sizeof(double) * (size_t)f->cap);
+            CHECK(f->peak && f->step);
+        }
+        memmove(f->peak + i + 1, f->peak + i, sizeof(double) * (size_t)(f->n - i));
+        memmove(f->step + i + 1, f->step + i, sizeof(double) * (size_t)(f->n - i));
+        f->n++;
+    } else if (j > i + 1) {
+        memmove(f->peak + i + 1, f->peak + j, sizeof(double) * (size_t)(f->n - j));
+        memmove(f->step + i + 1, f->step + j, sizeof(double) * (size_t)(f->n - j));
+        f->n -= j - i - 1;
+    }
+    f->peak[i] = peak;
+    f->step[i] = step;
+}
+
+/* the fastest step of a peak within limit; INFINITY where none is */
+static double front_best(const Front *f, double limit) {
+    double t = INFINITY;
+    for (int i = 0; i < f->n && f->peak[i] <= limit; i++) t = f->step[i];
+    return t;
+}
+
 typedef struct Brute {
     const IlpProblem *p;
-    IlpChoice c, best;
-    double limit, best_t, min_peak, free_t, free_peak;
+    IlpChoice c;
+    Front all, policy[RC__COUNT]; /* every choice; those with every block instance at one policy */
+    double min_peak, free_t, free_peak; /* free_peak: the first fastest choice's, in enumeration order */
     long visited;
-    int fixed_rc1;              /* 0: the policies free; else every block's policy + 1 */
 } Brute;
 
 static void brute_blocks(Brute *b, int k) {
@@ -94,17 +134,17 @@ static void brute_blocks(Brute *b, int k) {
         b->visited++;
         if (pr.peak_bytes < b->min_peak) b->min_peak = pr.peak_bytes;
         if (pr.step_s < b->free_t) b->free_t = pr.step_s, b->free_peak = pr.peak_bytes;
-        if (pr.peak_bytes <= b->limit && pr.step_s < b->best_t) {
-            b->best_t = pr.step_s;
-            ilp_choice_copy(p, &b->best, &b->c);
+        front_add(&b->all, pr.peak_bytes, pr.step_s);
+        for (int pol = 0; pol < RC__COUNT; pol++) {
+            bool every = true;
+            for (int j = 0; j < p->n_blocks && every; j++) every = b->c.count[j][pol] == p->blocks[j].instances;
+            if (every) front_add(&b->policy[pol], pr.peak_bytes, pr.step_s);
         }
         return;
     }
     int N = p->blocks[k].instances;
     for (int s = 0; s <= N; s++)
         for (int f = 0; s + f <= N; f++) {
-            if (b->fixed_rc1 && (b->fixed_rc1 - 1 == RC_SELECTIVE ? s != N : b->fixed_rc1 - 1 == RC_FULL ? f != N : s + f))
-                continue;
             b->c.count[k][RC_NONE] = N - s - f;
             b->c.count[k][RC_SELECTIVE] = s;
             b->c.count[k][RC_FULL] = f;
@@ -128,14 +168,35 @@ static void brute_groups(Brute *b, int g) {
         }
 }
 
+static Brute *brute_all(const IlpProblem *p) {
+    Brute *b = calloc(1, sizeof *b);
+    CHECK(b != NULL);
+    b->p = p;
+    b->c = ilp_choice_new(p);
+    b->min_peak = b->free_t = b->free_peak = INFINITY;
+    brute_groups(b, 0);
+    ilp_choice_free(&b->c);
+    return b;
+}
+
+static void brute_free(Brute *b) {
+    free(b->all.peak);
+    free(b->all.step);
+    for (int pol = 0; pol < RC__COUNT; pol++) {
+        free(b->policy[pol].peak);
+        free(b->policy[pol].step);
+    }
+    free(b);
+}
+
+/* the brute force's optimum of p under limit (one enumeration; brute_all for several limits) */
 static double brute(const IlpProblem *p, double limit, double *min_peak, double *free_peak) {
-    Brute b = {p, ilp_choice_new(p), ilp_choice_new(p), limit, INFINITY, INFINITY, INFINITY, 0, 0, 0};
-    brute_groups(&b, 0);
-    if (min_peak) *min_peak = b.min_peak;
-    if (free_peak) *free_peak = b.free_peak;
-    ilp_choice_free(&b.c);
-    ilp_choice_free(&b.best);
-    return b.best_t;
+    Brute *b = brute_all(p);
+    double t = front_best(&b->all, limit);
+    if (min_peak) *min_peak = b->min_peak;
+    if (free_peak) *free_peak = b->free_peak;
+    brute_free(b);
+    return t;
 }
 
 static IlpResult solve(const IlpProblem *p, double limit) {
@@ -146,11 +207,12 @@ static IlpResult solve(const IlpProblem *p, double limit) {
 static void exactness_of(const char *name, Graph *g, const AdOptions *train) {
     IlpOptions io = {true, 1, false, train, PO_DEVICE, 0, false};
     IlpProblem *p = ilp_problem_build(g, &cm, &io);
-    double min_peak, free_peak;
-    double free_t = brute(p, INFINITY, &min_peak, &free_peak);
+    Brute *bf = brute_all(p);
+    double min_peak = bf->min_peak, free_peak = bf->free_peak, free_t = bf->free_t;
     CHECK(free_peak > min_peak); /* so a limit in between binds */
     double limit = 0.5 * (min_peak + free_peak);
-    double want = brute(p, limit, NULL, NULL);
+    double want = front_best(&bf->all, limit);
+    brute_free(bf);
     CHECK(want > free_t);
     IlpResult r = solve(p, limit);
     CHECK_INT(r.status, ILP_OPTIMAL);
@@ -326,8 +388,8 @@ static void rerun_reshardings(void) {
             for (int k = 0; k < p->groups[p->edges[e].src].n_strats * p->groups[p->edges[e].dst].n_strats; k++)
                 tables[pol] = fmax(tables[pol], p->edges[e].rerun_s[pol][k]);
     CHECK(tables[RC_SELECTIVE] > 0 && tables[RC_FULL] >= tables[RC_SELECTIVE]);
-    double min_peak, free_peak;
-    brute(p, INFINITY, &min_peak, &free_peak);
+    Brute *bf = brute_all(p);
+    double min_peak = bf->min_peak, free_peak = bf->free_peak;
     int paid = 0;
     /* not at 1/4 of the way: there the brute force's optimum (selective in both instances,
      * ZeRO 0 in one and 1 in the other, peaking in a block's backward) is held out by the
@@ -335,7 +397,7 @@ static void rerun_reshardings(void) {
     for (int i = 0; i <= 4; i++) {
         if (i == 1) continue;
         double limit = min_peak * (1 + 1e-5) + (free_peak - min_peak) * i / 4;
-        double want = brute(p, limit, NULL, NULL);
+        double want = front_best(&bf->all, limit);
         IlpResult r = solve(p, limit);
         CHECK_INT(r.status, ILP_OPTIMAL);
         CHECK_NEAR(r.objective, want, RTOL);
@@ -409,20 +471,18 @@ static void rerun_reshardings(void) {
         ilp_result_free(&r);
         r = ilp_solve(p, &st);
         CHECK_INT(r.status, ILP_OPTIMAL);
-        Brute bf = {p, ilp_choice_new(p), ilp_choice_new(p), st.mem_limit, INFINITY, INFINITY, INFINITY, 0, 0, pol + 1};
-        brute_groups(&bf, 0);
+        double want = front_best(&bf->policy[pol], st.mem_limit);
         IlpPrice pr = ilp_evaluate(p, &r.choice);
-        CHECK_NEAR(r.objective, bf.best_t, RTOL);
+        CHECK_NEAR(r.objective, want, RTOL);
         CHECK_NEAR(r.objective, pr.step_s, RTOL);
         double t = rerun_paid(p, &r.choice);
         (void)t; /* since mem19h the leanest plan is data parallel under either policy: nothing re-run */
         printf("re-run reshardings: every block %s, limit %.0f B: brute force %.9g s, ILP %.9g s, eval %.9g s, "
                "re-run reshardings %.3g s\n",
-               pol == RC_FULL ? "full" : "selective", st.mem_limit, bf.best_t, r.objective, pr.step_s, t);
-        ilp_choice_free(&bf.c);
-        ilp_choice_free(&bf.best);
+               pol == RC_FULL ? "full" : "selective", st.mem_limit, want, r.objective, pr.step_s, t);
         ilp_result_free(&r);
     }
+    brute_free(bf);
     ilp_problem_free(p);
     ir_graph_free(g);
 }
@@ -837,8 +897,8 @@ static void tying(void) {
     CHECK_INT(pt->blocks[0].instances, 2);
     CHECK_INT(pu->n_blocks, 2);
     CHECK(pt->n_groups < pu->n_groups);
-    double min_peak, free_peak;
-    brute(pt, INFINITY, &min_peak, &free_peak);
+    Brute *bt = brute_all(pt), *bu = brute_all(pu);
+    double min_peak = bt->min_peak, free_peak = bt->free_peak;
     /* no limit: tying loses nothing */
     IlpResult a = solve(pt, INFINITY), b = solve(pu, INFINITY);
     CHECK_INT(a.status, ILP_OPTIMAL);
@@ -856,13 +916,15 @@ static void tying(void) {
     double limits[2] = {0.5 * (min_peak + free_peak), 0.25 * (3 * min_peak + free_peak)};
     for (int i = 0; i < 2; i++) {
         a = solve(pt, limits[i]), b = solve(pu, limits[i]);
-        CHECK_NEAR(a.objective, brute(pt, limits[i], NULL, NULL), RTOL);
-        CHECK_NEAR(b.objective, brute(pu, limits[i], NULL, NULL), RTOL);
+        CHECK_NEAR(a.objective, front_best(&bt->all, limits[i]), RTOL);
+        CHECK_NEAR(b.objective, front_best(&bu->all, limits[i]), RTOL);
         CHECK(a.objective >= b.objective * (1 - RTOL));
         printf("tying: limit %.4g B: tied %.9g s, untied %.9g s\n", limits[i], a.objective, b.objective);
         ilp_result_free(&a);
         ilp_result_free(&b);
     }
+    brute_free(bt);
+    brute_free(bu);
     ilp_problem_free(pt);
     ilp_problem_free(pu);
     ir_graph_free(g);
