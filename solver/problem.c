@@ -787,8 +787,9 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 /* the norm's squares: under ZeRO-2/3 over the slice a pending gradient is
                  * reduce-scattered into; a gradient held whole (no batch split: nothing
                  * pending) over the whole, as held (solver/placement.c read_cost: its slice
-                 * is a local view only the update reads) */
-                bool norm_slice = ze >= 2 ? sspec.partial != 0 : ze == 1 && S->splits_param && sspec.partial;
+                 * is a local view only the update reads), but under micro-batches over its
+                 * accumulator, the slice (solver/placement.c accum_slice) */
+                bool norm_slice = ze >= 2 ? sspec.partial != 0 || M > 1 : ze == 1 && S->splits_param && sspec.partial;
                 double nb = 4 * (ze >= 2 && !norm_slice ? local : el) + 4;
                 S->opt_s[z] += nb / cost_mem_rate(cm->cl, OPC_REDUCE, OP_SUMSQ, nb);
                 /* over ZeRO-2/3's slices and a tensor-parallel shard the norm is a partial
