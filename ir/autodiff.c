@@ -388,17 +388,18 @@ Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err) {
         }
     ir_free(ad.gr);
 
-    /* f32 gradients: the optimizer and the norm work on them. */
+    /* f32 gradients: the optimizer and the norm work on them. Micro-batches:
+     * accumulate the mean over micro-batches in a state, each gradient right
+     * after its cast, so one f32 copy lives at a time (not every one at once
+     * from the first cast to the first accumulation). */
     for (int i = 0; i < np; i++) {
-        if (ir_val(g, grads[i])->dtype == DT_F32) continue;
-        Attr at[IR_MAX_ATTRS];
-        ir_attrs_default(OP_CAST, at);
-        at[0].i = DT_F32;
-        grads[i] = build1(g, OP_CAST, &grads[i], 1, at, nm(g, ir_val(g, params[i])->name, ".grad32"));
-    }
-    /* Micro-batches: accumulate the mean over micro-batches in a state. */
-    if (o->micro_batches > 1)
-        for (int i = 0; i < np; i++) {
+        if (ir_val(g, grads[i])->dtype != DT_F32) {
+            Attr at[IR_MAX_ATTRS];
+            ir_attrs_default(OP_CAST, at);
+            at[0].i = DT_F32;
+            grads[i] = build1(g, OP_CAST, &grads[i], 1, at, nm(g, ir_val(g, params[i])->name, ".grad32"));
+        }
+        if (o->micro_batches > 1) {
             ValueId acc = state_like(g, params[i], ".grad_acc", (Init){INIT_ZEROS, 0, 0});
             Attr at[IR_MAX_ATTRS];
             ir_attrs_default(OP_GRAD_ACCUM, at);
@@ -407,6 +408,7 @@ Graph *ad_build(const Graph *fwd, const AdOptions *o, StrBuf *err) {
                               nm(g, ir_val(g, params[i])->name, ".grad_acc.next"));
             g->values[grads[i]].updates = acc;
         }
+    }
 
     if (o->optimizer != AD_OPT_NONE && np > 0) {
         /* Global norm: overflow check, clipping and loss-scale division in one coefficient. */

@@ -188,6 +188,22 @@ static ValueId zero_update(const Walk *w, NodeId id) {
     return n->in[0];
 }
 
+/* Under micro-batches, the accumulation of a ZeRO-2/3 parameter's gradient
+ * (its sum the update reads): into *t the slice that update reads
+ * (update_spec), in which the accumulator is held, as the memory model holds
+ * it (solver/problem.c price_params: a ZeRO-2/3 accumulator is the slice) and
+ * as a gradient pending a sum over the ZeRO axes is reduce-scattered into
+ * anyway. A gradient every rank computes whole (no axis splits the batch: a
+ * tensor-parallel plan's) was accumulated whole, the cheapest strategy, and
+ * sliced at the update only: ZeRO-1's memory under ZeRO-2's price. */
+static bool accum_slice(const Walk *w, NodeId id, ShardSpec *t) {
+    const Node *n = ir_node(w->g, id);
+    ValueId p = n->op == OP_GRAD_ACCUM ? w->gparam[n->out[0]] : IR_NONE;
+    if (p == IR_NONE || !w->known[p] || zero_of(w, p) < 2) return false;
+    *t = update_spec(w, p);
+    return true;
+}
+
 static bool strategy_ok(const Walk *w, NodeId id, const IterSpace *is, const ShardStrategy *st) {
     const Node *n = ir_node(w->g, id);
     for (int a = 0; w->lowerable && a < w->m->n_axes; a++)
@@ -239,8 +255,11 @@ static bool choose(Walk *w, NodeId id, const IterSpace *is, ShardStrategy *out) 
     double flops = ir_node_flops(w->g, id), best = INFINITY;
     int bi = -1, best_cover = 0;
     ValueId zp = zero_update(w, id);
-    if (zp != IR_NONE && ns > 0) { /* and each in the axis order of the slice (a master is held in it) */
-        ShardSpec t = shard_spec_refine(&w->spec[zp], w->m, ir_val(w->g, zp)->shape);
+    ShardSpec slice; /* the ZeRO slice an update, or an accumulation (accum_slice), runs on */
+    bool sliced = zp != IR_NONE ? (slice = shard_spec_refine(&w->spec[zp], w->m, ir_val(w->g, zp)->shape), true)
+                                : accum_slice(w, id, &slice);
+    if (sliced && ns > 0) { /* and each in the axis order of the slice (a master is held in it) */
+        ShardSpec t = slice;
         all = ir_realloc(all, sizeof *all * (size_t)(2 * ns));
         for (int s = 0, n0 = ns; s < n0; s++) {
             all[ns] = all[s];
@@ -252,10 +271,8 @@ static bool choose(Walk *w, NodeId id, const IterSpace *is, ShardStrategy *out) 
         /* ZeRO: as many of the parameter's replica axes sliced as the dims allow
          * (the parameter as read: an update writes it in the same spec) */
         int cover = zp != IR_NONE ? shard_spec_refines(&all[s].in[0], &w->spec[zp], w->m) : 0;
-        if (zp != IR_NONE) { /* the slice the gradient was reduce-scattered into beats any other */
-            ShardSpec t = shard_spec_refine(&w->spec[zp], w->m, ir_val(w->g, zp)->shape);
-            if (cover >= 0 && shard_spec_eq(&all[s].in[0], &t)) cover += SHARD_MAX_AXES + 1;
-        }
+        /* the slice the gradient was reduce-scattered into beats any other */
+        if (sliced && cover >= 0 && shard_spec_eq(&all[s].in[0], &slice)) cover += SHARD_MAX_AXES + 1;
         if (cover < best_cover) continue;
         if (cover > best_cover) best = INFINITY, best_cover = cover;
         double t = flops / (all[s].split > 0 ? all[s].split : 1) / w->flops_per_s;

@@ -734,7 +734,9 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                     double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
                     S->opt_s[z] += cost_bucket_copy(cm, gb);
                     /* in a bucket (ilp_grad_bucketed): its bytes. Not counted: ZeRO-1's (both
-                     * lowerings bucket those of unsplit parameters; a known gap, docs/sharding.md) */
+                     * lowerings bucket those of unsplit parameters; a known gap, docs/sharding.md:
+                     * counted, mlp_zero1_4 1.317 -> 0.999, but GLPK aborts on llama_tp_zero1_2x2's
+                     * problem then, spxprim.c "teta_lim >= 0.0", in glp_intopt's search) */
                     if (ze == 0 && in_bucket) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
                 }
                 S->update_transient[z] =
@@ -785,8 +787,9 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 /* the norm's squares: under ZeRO-2/3 over the slice a pending gradient is
                  * reduce-scattered into; a gradient held whole (no batch split: nothing
                  * pending) over the whole, as held (solver/placement.c read_cost: its slice
-                 * is a local view only the update reads) */
-                bool norm_slice = ze >= 2 ? sspec.partial != 0 : ze == 1 && S->splits_param && sspec.partial;
+                 * is a local view only the update reads), but under micro-batches over its
+                 * accumulator, the slice (solver/placement.c accum_slice) */
+                bool norm_slice = ze >= 2 ? sspec.partial != 0 || M > 1 : ze == 1 && S->splits_param && sspec.partial;
                 double nb = 4 * (ze >= 2 && !norm_slice ? local : el) + 4;
                 S->opt_s[z] += nb / cost_mem_rate(cm->cl, OPC_REDUCE, OP_SUMSQ, nb);
                 /* over ZeRO-2/3's slices and a tensor-parallel shard the norm is a partial
@@ -1655,11 +1658,15 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
      * the head's backward writes its part of the gradient whole, held until the owner's
      * backward adds the other part (then, under ZeRO-2/3, reduce-scattered into the slice):
      * through the blocks' backward the program holds that whole part where the model
-     * counts the gradient written, its slice (IlpStrat.head_grad). A step of one
-     * micro-batch: under micro-batches the parts add onto the accumulator. */
+     * counts the gradient written, its slice (IlpStrat.head_grad). Under micro-batches the
+     * same part is held the same way, each micro-batch (the parts are summed, then the sum
+     * added onto the accumulator, ir/autodiff.c): whole beside the accumulator mem_static
+     * counts, at any ZeRO stage (gpt2_tiny_b4.cir 2x2 ZeRO-2 2 micro-batches: t82, 4,096 B through
+     * the blocks' backward, not counted). */
+    bool micro = !p->grads_late && p->opt.micro_batches > 1;
     bool *head_read = ir_alloc(sizeof(bool) * (size_t)(g->n_values + 1));
     memset(head_read, 0, sizeof(bool) * (size_t)(g->n_values + 1));
-    for (NodeId n = last_node + 1; !p->timed_out && p->grads_late && last_node >= 0 && n < g->n_nodes; n++) {
+    for (NodeId n = last_node + 1; !p->timed_out && (p->grads_late || micro) && last_node >= 0 && n < g->n_nodes; n++) {
         const Node *nd = ir_node(g, n);
         if (p->group_of_node[n] < 0 || ir_op_is_update(nd->op)) continue;
         for (int i = 0; i < nd->n_in; i++) {
@@ -1676,8 +1683,8 @@ IlpProblem *ilp_problem_build(const Graph *g, const CostModel *cm, const IlpOpti
                 const ShardStrategy *st = &G->members[mo].st[G->strats[s].member_st[mo]];
                 double local = (double)ir_shape_numel(shard_spec_local(&st->in[oi], cm->mesh, ir_val(g, v)->shape));
                 double Z = ilp_zero_ranks(&G->strats[s], cm->mesh, g, v, &st->in[oi], NULL);
-                for (int z = 2; z < ZERO_STAGES && Z > 1; z++)
-                    G->strats[s].head_grad[z] += buf(p->grad_bytes * local) - buf(p->grad_bytes * local / Z);
+                for (int z = micro ? 0 : 2; z < ZERO_STAGES && (micro || Z > 1); z++)
+                    G->strats[s].head_grad[z] += buf(p->grad_bytes * local) - (micro ? 0 : buf(p->grad_bytes * local / Z));
             }
         }
     }

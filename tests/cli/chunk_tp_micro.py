@@ -10,7 +10,7 @@ must pack the same members into the same chunks and count each micro-batch's
 collectives: the plan JSON's chosen candidate has the lowering's gradient
 chunks, and its collectives a step are the chunks times the micro-batches
 (none's: the members times the micro-batches). The numbers are the e2e test's
-(e2e_gpt2_tp_micro2_zero2_chunk_2x2: it trains as the interpreter does) and
+(e2e_gpt2_tp_micro2_zero2_chunk_4: it trains as the interpreter does) and
 test_sim_agree's (the step the planner predicts is the replay's).
 usage: chunk_tp_micro.py COLOSSAL_COMPILE SOURCE_DIR WORK_DIR
 """
@@ -28,7 +28,7 @@ cases = [
     # the two mlp.c_proj.bias gradients, [R]P1: one reduce-scatter over axis 1 a micro-batch
     ("gpt2_1x2_mb2", [b4, "--cluster", "h100:1x2", "--mesh", "1x2", "--zero", "2", "--mem", "150KB",
                       "--micro-batches", "2", "--chunk-bytes", "4KB"], (1, 2, 2, 3)),
-    # (2x2, the e2e test's plan, takes seconds to solve: its chunks_priced test checks the count)
+    # (the e2e test's plan on one axis of 4: its chunks_priced test checks the count)
 ]
 bad = 0
 for name, args, (chunks, members, mb, rs) in cases:
