@@ -58,6 +58,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <glpk.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -1642,9 +1643,42 @@ static IlpChoice extract(const IlpProblem *p, const Model *m, const IlpFix *f) {
     return c;
 }
 
+/* GLPK's internal errors. GLPK stops at an internal error (an assertion in its simplex:
+ * spxprim.c "teta_lim >= 0.0", met inside glp_intopt on a memory row's problem that glpsol
+ * solved from the dumped LP, stop 41) by calling the error hook and then abort() if the hook
+ * returns: the compiler died with no word of what it was doing. The hook leaves by longjmp to
+ * the guarded solve, which frees GLPK's whole environment (glp_free_env: every problem object
+ * goes with it, GLPK's documented recovery) and answers ILP_ERROR with
+ * IlpResult.solver_failed; the planner says so (solver/plan.c). GLPK's words come through its
+ * terminal hook, kept while a guarded solve runs and printed nowhere. One solve at a time:
+ * the planner is single-threaded. */
+static struct {
+    jmp_buf at;
+    bool armed, fail_next;
+    int failures;
+    char text[512], last[512]; /* GLPK's output in this solve; the last failure's */
+} glpk;
+
+static int glpk_term(void *info, const char *s) {
+    (void)info;
+    size_t n = strlen(glpk.text);
+    if (n + strlen(s) >= sizeof glpk.text) n = 0, glpk.text[0] = 0; /* keep the latest lines */
+    snprintf(glpk.text + n, sizeof glpk.text - n, "%s", s);
+    return 1; /* printed nowhere */
+}
+
+static void glpk_error(void *info) {
+    (void)info;
+    if (glpk.armed) longjmp(glpk.at, 1);
+}
+
+int ilp_solver_failures(void) { return glpk.failures; }
+const char *ilp_solver_failure(void) { return glpk.last; }
+void ilp_fail_next_solve(void) { glpk.fail_next = true; }
+
 static void model_free(const IlpProblem *p, Model *m) {
-    for (int g = 0; g < p->n_groups; g++) ir_free(m->x[g]);
-    for (int k = 0; k < p->n_blocks; k++) ir_free(m->bits[k]);
+    for (int g = 0; m->x && g < p->n_groups; g++) ir_free(m->x[g]); /* (GLPK may fail while building) */
+    for (int k = 0; m->bits && k < p->n_blocks; k++) ir_free(m->bits[k]);
     ir_free(m->x);
     ir_free(m->h);
     ir_free(m->hp);
@@ -1656,7 +1690,7 @@ static void model_free(const IlpProblem *p, Model *m) {
     ir_free(m->lp.ia);
     ir_free(m->lp.ja);
     ir_free(m->lp.ar);
-    glp_delete_prob(m->lp.P);
+    if (m->lp.P) glp_delete_prob(m->lp.P); /* none after a failure: glp_free_env took it */
 }
 
 /* Seconds a solve may still take (IlpSettings.time_limit_s, --time-limit's deadline), 0.1 at least. */
@@ -1674,6 +1708,8 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     m->lp.names = s->dump_lp && !min_mem;
     if (m->lp.names) glp_create_index(m->lp.P);
     build(p, s, m, min_mem);
+    if (glpk.fail_next) /* tests: a call GLPK stops at (a column out of range), as at an internal error */
+        glpk.fail_next = false, glp_set_col_bnds(m->lp.P, glp_get_num_cols(m->lp.P) + 1, GLP_FX, 0, 0);
     if (!min_mem) {
         r->variables = glp_get_num_cols(m->lp.P);
         r->constraints = glp_get_num_rows(m->lp.P);
@@ -1733,6 +1769,41 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     return st;
 }
 
+/* run() under the guard (glpk, above): GLP_UNDEF and r->solver_failed where GLPK failed
+ * inside, the model's own arrays freed and its problem gone with GLPK's environment */
+static int guarded_run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem, Progress *pr,
+                       IlpResult *r) {
+    Model *volatile mv = m; /* read after the longjmp: not changed since the setjmp */
+    glpk.text[0] = 0;
+    if (setjmp(glpk.at)) {
+        glpk.armed = false;
+        glp_free_env(); /* every GLPK object, m's problem with them; the hooks too */
+        glp_term_out(GLP_OFF);
+        mv->lp.P = NULL;
+        ir_free((void *)pr->start), pr->start = NULL; /* run() owns it: handed to the search */
+        glpk.failures++;
+        /* GLPK's words, one line: its last non-empty lines joined */
+        size_t k = 0;
+        for (const char *c = glpk.text; *c && k + 1 < sizeof glpk.last; c++)
+            if (*c != '\n' || (k && glpk.last[k - 1] != ' ')) glpk.last[k++] = *c == '\n' ? ' ' : *c;
+        while (k && glpk.last[k - 1] == ' ') k--;
+        glpk.last[k] = 0;
+        if (!k) snprintf(glpk.last, sizeof glpk.last, "an internal error (GLPK said nothing)");
+        r->solver_failed = true;
+        return GLP_UNDEF;
+    }
+    glp_error_hook(glpk_error, NULL);
+    glp_term_hook(glpk_term, NULL);
+    glp_term_out(GLP_ON); /* its messages reach glpk_term only: the solves print nothing (msg_lev off) */
+    glpk.armed = true;
+    int st = run(p, s, m, min_mem, pr, r);
+    glpk.armed = false;
+    glp_term_out(GLP_OFF);
+    glp_term_hook(NULL, NULL);
+    glp_error_hook(NULL, NULL);
+    return st;
+}
+
 IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
     IlpResult r;
     memset(&r, 0, sizeof r);
@@ -1744,7 +1815,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
         return r;
     }
     Model m;
-    int st = run(p, s, &m, false, &pr, &r);
+    int st = guarded_run(p, s, &m, false, &pr, &r);
     r.beaten = pr.beaten;
     if (st == GLP_OPT || st == GLP_FEAS) {
         r.status = st == GLP_OPT ? ILP_OPTIMAL : r.gap_stop ? ILP_GAP : pr.stalled ? ILP_STALLED : ILP_FEASIBLE;
@@ -1761,7 +1832,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
         Model m2;
         IlpResult tmp;
         memset(&tmp, 0, sizeof tmp);
-        int st2 = run(p, &s2, &m2, true, &pr, &tmp);
+        int st2 = guarded_run(p, &s2, &m2, true, &pr, &tmp);
         if (st2 == GLP_OPT || st2 == GLP_FEAS) {
             IlpChoice c = extract(p, &m2, s->fix);
             r.min_mem_price = ilp_evaluate(p, &c);

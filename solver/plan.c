@@ -776,7 +776,10 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
 
 /* --time-limit bounds the whole planning: building each mesh's problem and
  * every solve (deadline.c); a --sweep-mem gets a limit of its own. */
-PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
+PlanResult *plan_solve(const Graph *g, const PlanOptions *o_in) {
+    PlanOptions oo = *o_in; /* GLPK's failures counted from here (ilp.c's guard) */
+    oo.solver_failures = ilp_solver_failures();
+    const PlanOptions *o = &oo;
     ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
     if (o->n_pp_blocks && o->pp != o->n_pp_blocks) {
         char pp[16];
@@ -829,6 +832,12 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o) {
         }
     }
     if (r) r->micro_chosen = o->micro_auto;
+    if (r && ilp_solver_failures() > o->solver_failures) {
+        int n = ilp_solver_failures() - o->solver_failures;
+        fprintf(stderr, "colossal-compile: note: the ILP solver (GLPK) failed inside on %d of the planner's problems "
+                        "(the last: %s); the plan is the best of the others\n",
+                n, ilp_solver_failure());
+    }
     ilp_set_deadline(0);
     return r;
 }
@@ -1158,6 +1167,14 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         if (o->strategy && strcmp(o->strategy, "auto")) {
             diag_plain("try --strategy auto", "strategy '%s' does not apply to this model and mesh",
                        o->strategy);
+            return NULL;
+        }
+        if (!isfinite(min_mem) && ilp_solver_failures() > o->solver_failures) {
+            int n = ilp_solver_failures() - o->solver_failures;
+            diag_plain("another --mem or --time-limit changes the problems the planner solves; please report the "
+                       "model and the command",
+                       "the ILP solver (GLPK) failed inside on %d of the planner's problems and solved none: %s", n,
+                       ilp_solver_failure());
             return NULL;
         }
         if (!isfinite(min_mem)) {

@@ -69,6 +69,7 @@ typedef struct PlanOptions {
                                  * ranges (pipe_schedules; 0: none) */
     bool pp_keep_later;         /* internal: the walks over stage counts and micro-batches leave
                                  * that second plan to plan_solve, once, for the plan they keep */
+    int solver_failures;        /* internal: GLPK's failures before plan_solve (ilp_solver_failures) */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);

@@ -834,9 +834,16 @@ typedef struct IlpResult {
     IlpPrice min_mem_price;     /* and the breakdown at that point */
     bool beaten;                /* stopped by IlpSettings.beat: every plan of this problem steps
                                  * at least that long (its plan, if any, is not the best) */
+    bool solver_failed;         /* GLPK failed inside (an internal error): status ILP_ERROR */
 } IlpResult;
 
 IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s);
+/* GLPK's internal errors since the process started (ilp_solve returned ILP_ERROR for each, with
+ * IlpResult.solver_failed), and the last one's message (GLPK's own words, one line) */
+int ilp_solver_failures(void);
+const char *ilp_solver_failure(void);
+/* tests: the next ilp_solve makes GLPK fail inside (a call it stops at), as at an internal error */
+void ilp_fail_next_solve(void);
 void ilp_result_free(IlpResult *r);
 
 /* ---- baselines.c ---------------------------------------------------------- */

@@ -246,7 +246,40 @@ static void deadline(void) {
     ir_graph_free(g);
 }
 
+/* GLPK stops at an internal error by calling its error hook, then abort(): the solve is
+ * guarded (ilp.c), answers ILP_ERROR with GLPK's words, and the next solve runs (GLPK's
+ * environment freed and made again); ASan sees no leak of the failed model */
+static void glpk_failure(void) {
+    ShardCluster cl;
+    ShardMesh mesh = mesh_of("h100:1x2", "2", &cl);
+    Graph *g = fixture_graph_file("examples/ir/mlp.cir");
+    CostModel cm = {&cl, &mesh, DT_F32, 1, NULL};
+    IlpOptions io = {true, 1, false, NULL, PO_DEVICE, 0, false};
+    IlpProblem *p = ilp_problem_build(g, &cm, &io);
+    IlpSettings s = {cl.mem_bytes, 60, 1e-4, NULL, false, NULL, 0, NULL, 0};
+    IlpResult ok = ilp_solve(p, &s);
+    CHECK_INT(ok.status, ILP_OPTIMAL);
+    int before = ilp_solver_failures();
+    ilp_fail_next_solve();
+    IlpResult r = ilp_solve(p, &s);
+    CHECK_INT(r.status, ILP_ERROR);
+    CHECK(r.solver_failed);
+    CHECK(!ok.solver_failed);
+    CHECK_INT(ilp_solver_failures(), before + 1);
+    CHECK(strstr(ilp_solver_failure(), "glp_set_col_bnds") != NULL); /* GLPK's own words */
+    printf("GLPK failure caught: %s\n", ilp_solver_failure());
+    ilp_result_free(&r);
+    IlpResult again = ilp_solve(p, &s); /* GLPK usable again, the same optimum */
+    CHECK_INT(again.status, ILP_OPTIMAL);
+    CHECK_NEAR(again.objective, ok.objective, 1e-9);
+    ilp_result_free(&again);
+    ilp_result_free(&ok);
+    ilp_problem_free(p);
+    ir_graph_free(g);
+}
+
 int main(void) {
+    glpk_failure();
     deadline();
     /* small budgets, under what the searches grow to: dropped midway */
     exactness("h100:1x8", "2x2x2", (Shape){3, {2, 8, 4}}, 64 << 10);
