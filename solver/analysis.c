@@ -448,16 +448,6 @@ static cJSON *memory_breakdown_json(const PlanResult *r, const Graph *g, const i
     return o;
 }
 
-/* The policy of instance `inst` of block k: the first count[full] instances
- * recompute fully, the next count[selective] selectively (any assignment
- * prices the same). */
-static int policy_of(const PlanResult *r, int k, int inst) {
-    const int *c = r->choice.count[k];
-    if (inst < c[RC_FULL]) return RC_FULL;
-    if (inst < c[RC_FULL] + c[RC_SELECTIVE]) return RC_SELECTIVE;
-    return RC_NONE;
-}
-
 typedef struct GInst {
     int group, key, pol, block, inst;
     NodeId first;
@@ -486,7 +476,7 @@ static cJSON *timeline_json(const PlanResult *r, const Graph *g) {
         GInst e = {grp, key, RC_NONE, G->block, 0, v};
         if (G->block >= 0) {
             e.inst = p->blocks[G->block].instances > 1 ? nd->instance : 0;
-            e.pol = policy_of(r, G->block, e.inst);
+            e.pol = ilp_instance_policy(r->choice.count[G->block], e.inst);
         }
         gi[n++] = e;
     }

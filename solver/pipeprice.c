@@ -395,7 +395,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
             int s = lowest(MASK(G->members[0].node));
             if (P > 1 && G->mult > 1 && ld->block == blk)
                 while (s + 1 < P && i >= pl->pipe.first[s + 1]) s++;
-            int pol = !c ? RC_NONE : i < c[RC_FULL] ? RC_FULL : i < c[RC_FULL] + c[RC_SELECTIVE] ? RC_SELECTIVE : RC_NONE;
+            int pol = ilp_instance_policy(c, i);
             cnt[s][pol]++;
             sh[s] += 1;
             if (n_cut && G->mult > 1 && ld->block == blk && i < n_cut)
@@ -475,7 +475,7 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
         const int *rc = D->block >= 0 ? r->choice.count[D->block] : NULL;
         if (n_cut && D->mult > 1 && ir_node(g, D->members[0].node)->block == blk) /* its part per instance */
             for (int i = 0; i < n_cut && i < D->mult; i++) {
-                int pol = !rc ? RC_NONE : i < rc[RC_FULL] ? RC_FULL : i < rc[RC_FULL] + rc[RC_SELECTIVE] ? RC_SELECTIVE : RC_NONE;
+                int pol = ilp_instance_policy(rc, i);
                 iw[i] += E->cost[kk] * k / D->mult + (pol != RC_NONE && E->rerun_s[pol] ? E->rerun_s[pol][kk] * k : 0);
             }
         for (int s = 0; s < P; s++) {

@@ -259,11 +259,10 @@ static bool choose(Walk *w, NodeId id, const IterSpace *is, ShardStrategy *out) 
     bool sliced = zp != IR_NONE ? (slice = shard_spec_refine(&w->spec[zp], w->m, ir_val(w->g, zp)->shape), true)
                                 : accum_slice(w, id, &slice);
     if (sliced && ns > 0) { /* and each in the axis order of the slice (a master is held in it) */
-        ShardSpec t = slice;
         all = ir_realloc(all, sizeof *all * (size_t)(2 * ns));
         for (int s = 0, n0 = ns; s < n0; s++) {
             all[ns] = all[s];
-            if (shard_strategy_order_as(is, &all[ns], 0, &t)) ns++;
+            if (shard_strategy_order_as(is, &all[ns], 0, &slice)) ns++;
         }
     }
     for (int s = 0; s < ns; s++) {

@@ -20,6 +20,16 @@
 
 typedef enum { RC_NONE, RC_SELECTIVE, RC_FULL, RC__COUNT } RecomputePolicy;
 const char *ilp_recompute_name(RecomputePolicy p);
+/* The policy of instance `inst` of a block whose choice counts its instances per policy
+ * (IlpChoice.count[k]; NULL: a group outside the blocks): the first count[full] instances
+ * recompute fully, the next count[selective] selectively, as the lowering runs them (any
+ * assignment prices the same in the ILP; pipeline stages and the analysis need the order). */
+static inline RecomputePolicy ilp_instance_policy(const int *count, int inst) {
+    return !count                                          ? RC_NONE
+           : inst < count[RC_FULL]                         ? RC_FULL
+           : inst < count[RC_FULL] + count[RC_SELECTIVE] ? RC_SELECTIVE
+                                                           : RC_NONE;
+}
 
 #define ZERO_STAGES 4
 /* the moments the memory model prices (eval.c): the head's backward, the last
