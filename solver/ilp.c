@@ -1744,6 +1744,7 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     pr->start_after = 0;
     if (pr->no_plan_yet) { /* again, from the start; where it has no columns here, as before */
         double *start = start_point(p, m, s->start, time_left(s, pr));
+        pr->start = start; /* held there from now: a GLPK failure frees it (guarded_run) */
         if (start) {
             glp_smcp sp;
             glp_init_smcp(&sp);
@@ -1751,11 +1752,10 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
             glp_scale_prob(m->lp.P, GLP_SF_GM | GLP_SF_EQ | GLP_SF_2N | GLP_SF_SKIP);
             glp_adv_basis(m->lp.P, 0);
             if (glp_simplex(m->lp.P, &sp) == 0 && glp_get_status(m->lp.P) == GLP_OPT) parm.presolve = GLP_OFF;
-            else ir_free(start), start = NULL;
+            else ir_free(start), start = NULL, pr->start = NULL;
         }
         parm.tm_lim = (int)(1000 * time_left(s, pr));
         r->from_start = start != NULL;
-        pr->start = start;
         pr->found_at = 0;
         pr->best = INFINITY;
         rc = glp_intopt(m->lp.P, &parm);
