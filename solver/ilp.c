@@ -1568,7 +1568,7 @@ static void progress_cb(glp_tree *T, void *info) {
  * its strategies, ZeRO stages, offloads and recompute counts fixed, every other column
  * at its best for them (a small MIP: d and the last instance's k are its integers); NULL
  * where c has no column here (a strategy the fix rules out) or does not fit. */
-static double *start_point(const IlpProblem *p, Model *m, const IlpChoice *c, double tm_lim_s) {
+static double *start_point(const IlpProblem *p, Model *m, const IlpChoice *c, double tm_lim_s, bool no_flip) {
     glp_prob *P = m->lp.P;
     int n = glp_get_num_cols(P), nf = 0;
     int *col = ir_alloc(sizeof(int) * (size_t)(n + 1)), *type = ir_alloc(sizeof(int) * (size_t)(n + 1));
@@ -1599,6 +1599,7 @@ static double *start_point(const IlpProblem *p, Model *m, const IlpChoice *c, do
         glp_init_iocp(&parm);
         parm.msg_lev = GLP_MSG_OFF;
         parm.presolve = GLP_ON;
+        if (no_flip) parm.flip = GLP_OFF;
         parm.tm_lim = (int)(1000 * (tm_lim_s > 0.1 ? tm_lim_s : 0.1));
         glp_intopt(P, &parm);
         int st = glp_mip_status(P);
@@ -1648,15 +1649,18 @@ static IlpChoice extract(const IlpProblem *p, const Model *m, const IlpFix *f) {
  * solved from the dumped LP, stop 41) by calling the error hook and then abort() if the hook
  * returns: the compiler died with no word of what it was doing. The hook leaves by longjmp to
  * the guarded solve, which frees GLPK's whole environment (glp_free_env: every problem object
- * goes with it, GLPK's documented recovery) and answers ILP_ERROR with
- * IlpResult.solver_failed; the planner says so (solver/plan.c). GLPK's words come through its
- * terminal hook, kept while a guarded solve runs and printed nowhere. One solve at a time:
- * the planner is single-threaded. */
+ * goes with it, GLPK's documented recovery); the solve then runs once more with other
+ * numerics (solve(), below) and, where that fails too, answers ILP_ERROR with
+ * IlpResult.solver_failed; the planner says either (solver/plan.c). GLPK's words come
+ * through its terminal hook, kept while a guarded solve runs and printed nowhere. One solve
+ * at a time: the planner is single-threaded. */
 static struct {
     jmp_buf at;
-    bool armed, fail_next;
-    int failures;
-    char text[512], last[512]; /* GLPK's output in this solve; the last failure's */
+    bool armed;
+    int fail_tries;     /* tests: the next tries GLPK is made to fail in (ilp_fail_next_solve) */
+    int failures;       /* solves failed, the retry too */
+    int retried;        /* solves the retry saved */
+    char text[512], last[512]; /* GLPK's output in this try; the last failed try's */
 } glpk;
 
 static int glpk_term(void *info, const char *s) {
@@ -1673,8 +1677,10 @@ static void glpk_error(void *info) {
 }
 
 int ilp_solver_failures(void) { return glpk.failures; }
+int ilp_solver_retried(void) { return glpk.retried; }
 const char *ilp_solver_failure(void) { return glpk.last; }
-void ilp_fail_next_solve(void) { glpk.fail_next = true; }
+void ilp_fail_next_solve(void) { glpk.fail_tries = 2; }
+void ilp_fail_next_try(void) { glpk.fail_tries = 1; }
 
 static void model_free(const IlpProblem *p, Model *m) {
     for (int g = 0; m->x && g < p->n_groups; g++) ir_free(m->x[g]); /* (GLPK may fail while building) */
@@ -1700,16 +1706,17 @@ static double time_left(const IlpSettings *s, const Progress *pr) {
     return left > 0.1 ? left : 0.1;
 }
 
-/* One GLPK solve; returns the GLPK MIP status (GLP_OPT, GLP_FEAS, GLP_NOFEAS, GLP_UNDEF). */
-static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem, Progress *pr,
+/* One GLPK solve; returns the GLPK MIP status (GLP_OPT, GLP_FEAS, GLP_NOFEAS, GLP_UNDEF).
+ * no_flip: the retry's numerics (solve(), below) */
+static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem, bool no_flip, Progress *pr,
                IlpResult *r) {
     memset(m, 0, sizeof *m);
     m->lp.P = glp_create_prob();
     m->lp.names = s->dump_lp && !min_mem;
     if (m->lp.names) glp_create_index(m->lp.P);
     build(p, s, m, min_mem);
-    if (glpk.fail_next) /* tests: a call GLPK stops at (a column out of range), as at an internal error */
-        glpk.fail_next = false, glp_set_col_bnds(m->lp.P, glp_get_num_cols(m->lp.P) + 1, GLP_FX, 0, 0);
+    if (glpk.fail_tries > 0) /* tests: a call GLPK stops at (a column out of range), as at an internal error */
+        glpk.fail_tries--, glp_set_col_bnds(m->lp.P, glp_get_num_cols(m->lp.P) + 1, GLP_FX, 0, 0);
     if (!min_mem) {
         r->variables = glp_get_num_cols(m->lp.P);
         r->constraints = glp_get_num_rows(m->lp.P);
@@ -1721,6 +1728,7 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     glp_init_iocp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
     parm.presolve = GLP_ON;
+    if (no_flip) parm.flip = GLP_OFF;
     parm.mip_gap = s->mip_gap;
     parm.tm_lim = (int)(1000 * time_left(s, pr));
     parm.cb_func = progress_cb;
@@ -1743,7 +1751,7 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
     int rc = s->start && !min_mem && s->start_nodes < 0 ? (pr->no_plan_yet = true, GLP_ESTOP) : glp_intopt(m->lp.P, &parm);
     pr->start_after = 0;
     if (pr->no_plan_yet) { /* again, from the start; where it has no columns here, as before */
-        double *start = start_point(p, m, s->start, time_left(s, pr));
+        double *start = start_point(p, m, s->start, time_left(s, pr), no_flip);
         pr->start = start; /* held there from now: a GLPK failure frees it (guarded_run) */
         if (start) {
             glp_smcp sp;
@@ -1771,8 +1779,8 @@ static int run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem
 
 /* run() under the guard (glpk, above): GLP_UNDEF and r->solver_failed where GLPK failed
  * inside, the model's own arrays freed and its problem gone with GLPK's environment */
-static int guarded_run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem, Progress *pr,
-                       IlpResult *r) {
+static int guarded_run(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem, bool no_flip,
+                       Progress *pr, IlpResult *r) {
     Model *volatile mv = m; /* read after the longjmp: not changed since the setjmp */
     glpk.text[0] = 0;
     if (setjmp(glpk.at)) {
@@ -1781,7 +1789,6 @@ static int guarded_run(const IlpProblem *p, const IlpSettings *s, Model *m, bool
         glp_term_out(GLP_OFF);
         mv->lp.P = NULL;
         ir_free((void *)pr->start), pr->start = NULL; /* run() owns it: handed to the search */
-        glpk.failures++;
         /* GLPK's words, one line: its last non-empty lines joined */
         size_t k = 0;
         for (const char *c = glpk.text; *c && k + 1 < sizeof glpk.last; c++)
@@ -1796,11 +1803,34 @@ static int guarded_run(const IlpProblem *p, const IlpSettings *s, Model *m, bool
     glp_term_hook(glpk_term, NULL);
     glp_term_out(GLP_ON); /* its messages reach glpk_term only: the solves print nothing (msg_lev off) */
     glpk.armed = true;
-    int st = run(p, s, m, min_mem, pr, r);
+    int st = run(p, s, m, min_mem, no_flip, pr, r);
     glpk.armed = false;
     glp_term_out(GLP_OFF);
     glp_term_hook(NULL, NULL);
     glp_error_hook(NULL, NULL);
+    return st;
+}
+
+/* guarded_run(), and where GLPK failed inside, once more with other numerics: the long-step
+ * ratio test off (glp_iocp.flip, on by default in GLPK 5.0 and undocumented). The failure met
+ * (spxprim.c "teta_lim >= 0.0", llama-tiny.cir --mesh 2x2 --zero 1 --mem 54KB --optimizer sgd
+ * with ZeRO-1's buckets counted) is an assertion of that ratio test, in the primal simplex's
+ * first phase, which glp_intopt's node solves (ios_solve_node: GLP_DUALP, the ratio test
+ * passed on) fall back to from the dual simplex: a break point behind the current point, numerical
+ * drift on one of the search's node LPs, not a property of the problem: the LP written out
+ * (15 digits) and read back solves with the ratio test on and off, and its rows are already in
+ * units of the limit and of a reference step (build(): coefficients 1.3e-4 to 45 there). Off,
+ * that code never runs. Not off at once: off is no faster on the problems that do not fail
+ * (docs/plan-format.md). r->solver_retried: the first try failed; r->solver_failed: the
+ * retry too. */
+static int solve(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem, Progress *pr, IlpResult *r) {
+    int st = guarded_run(p, s, m, min_mem, false, pr, r);
+    if (!r->solver_failed) return st;
+    r->solver_failed = false;
+    r->solver_retried = true;
+    st = guarded_run(p, s, m, min_mem, true, pr, r);
+    if (r->solver_failed) glpk.failures++;
+    else glpk.retried++;
     return st;
 }
 
@@ -1815,7 +1845,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
         return r;
     }
     Model m;
-    int st = guarded_run(p, s, &m, false, &pr, &r);
+    int st = solve(p, s, &m, false, &pr, &r);
     r.beaten = pr.beaten;
     if (st == GLP_OPT || st == GLP_FEAS) {
         r.status = st == GLP_OPT ? ILP_OPTIMAL : r.gap_stop ? ILP_GAP : pr.stalled ? ILP_STALLED : ILP_FEASIBLE;
@@ -1832,7 +1862,7 @@ IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s) {
         Model m2;
         IlpResult tmp;
         memset(&tmp, 0, sizeof tmp);
-        int st2 = guarded_run(p, &s2, &m2, true, &pr, &tmp);
+        int st2 = solve(p, &s2, &m2, true, &pr, &tmp);
         if (st2 == GLP_OPT || st2 == GLP_FEAS) {
             IlpChoice c = extract(p, &m2, s->fix);
             r.min_mem_price = ilp_evaluate(p, &c);

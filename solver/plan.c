@@ -779,6 +779,7 @@ static PlanResult *plan_stage_counts(const Graph *g, const PlanOptions *o) {
 PlanResult *plan_solve(const Graph *g, const PlanOptions *o_in) {
     PlanOptions oo = *o_in; /* GLPK's failures counted from here (ilp.c's guard) */
     oo.solver_failures = ilp_solver_failures();
+    oo.solver_retried = ilp_solver_retried();
     const PlanOptions *o = &oo;
     ilp_set_deadline(ilp_clock_s() + o->time_limit_s);
     if (o->n_pp_blocks && o->pp != o->n_pp_blocks) {
@@ -832,10 +833,16 @@ PlanResult *plan_solve(const Graph *g, const PlanOptions *o_in) {
         }
     }
     if (r) r->micro_chosen = o->micro_auto;
+    if (r && ilp_solver_retried() > o->solver_retried) {
+        int n = ilp_solver_retried() - o->solver_retried;
+        fprintf(stderr, "colossal-compile: note: the ILP solver (GLPK) failed inside on %d of the planner's problems "
+                        "and solved %s again with its long-step ratio test off (the last failure: %s)\n",
+                n, n == 1 ? "it" : "them", ilp_solver_failure());
+    }
     if (r && ilp_solver_failures() > o->solver_failures) {
         int n = ilp_solver_failures() - o->solver_failures;
-        fprintf(stderr, "colossal-compile: note: the ILP solver (GLPK) failed inside on %d of the planner's problems "
-                        "(the last: %s); the plan is the best of the others\n",
+        fprintf(stderr, "colossal-compile: note: the ILP solver (GLPK) failed inside on %d of the planner's problems, "
+                        "its retry too (the last: %s); the plan is the best of the others\n",
                 n, ilp_solver_failure());
     }
     ilp_set_deadline(0);
@@ -1173,7 +1180,8 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
             int n = ilp_solver_failures() - o->solver_failures;
             diag_plain("another --mem or --time-limit changes the problems the planner solves; please report the "
                        "model and the command",
-                       "the ILP solver (GLPK) failed inside on %d of the planner's problems and solved none: %s", n,
+                       "the ILP solver (GLPK) failed inside on %d of the planner's problems, its retry too, and "
+                       "solved none: %s", n,
                        ilp_solver_failure());
             return NULL;
         }

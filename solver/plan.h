@@ -70,6 +70,7 @@ typedef struct PlanOptions {
     bool pp_keep_later;         /* internal: the walks over stage counts and micro-batches leave
                                  * that second plan to plan_solve, once, for the plan they keep */
     int solver_failures;        /* internal: GLPK's failures before plan_solve (ilp_solver_failures) */
+    int solver_retried;         /* internal: and the solves its retry saved (ilp_solver_retried) */
 } PlanOptions;
 
 void plan_options_default(PlanOptions *o);

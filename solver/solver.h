@@ -844,16 +844,23 @@ typedef struct IlpResult {
     IlpPrice min_mem_price;     /* and the breakdown at that point */
     bool beaten;                /* stopped by IlpSettings.beat: every plan of this problem steps
                                  * at least that long (its plan, if any, is not the best) */
-    bool solver_failed;         /* GLPK failed inside (an internal error): status ILP_ERROR */
+    bool solver_retried;        /* GLPK failed inside (an internal error) and the solve ran again
+                                 * with other numerics (ilp.c solve) */
+    bool solver_failed;         /* and failed again: status ILP_ERROR */
 } IlpResult;
 
 IlpResult ilp_solve(const IlpProblem *p, const IlpSettings *s);
-/* GLPK's internal errors since the process started (ilp_solve returned ILP_ERROR for each, with
- * IlpResult.solver_failed), and the last one's message (GLPK's own words, one line) */
+/* GLPK's internal errors since the process started: the solves that failed on their retry too
+ * (ilp_solve returned ILP_ERROR for each, with IlpResult.solver_failed), those the retry saved
+ * (IlpResult.solver_retried alone), and the last failed try's message (GLPK's own words, one
+ * line) */
 int ilp_solver_failures(void);
+int ilp_solver_retried(void);
 const char *ilp_solver_failure(void);
-/* tests: the next ilp_solve makes GLPK fail inside (a call it stops at), as at an internal error */
+/* tests: the next ilp_solve makes GLPK fail inside (a call it stops at), as at an internal
+ * error: in both its tries (ilp_fail_next_solve), in its first only (ilp_fail_next_try) */
 void ilp_fail_next_solve(void);
+void ilp_fail_next_try(void);
 void ilp_result_free(IlpResult *r);
 
 /* ---- baselines.c ---------------------------------------------------------- */

@@ -247,8 +247,9 @@ static void deadline(void) {
 }
 
 /* GLPK stops at an internal error by calling its error hook, then abort(): the solve is
- * guarded (ilp.c), answers ILP_ERROR with GLPK's words, and the next solve runs (GLPK's
- * environment freed and made again); ASan sees no leak of the failed model */
+ * guarded (ilp.c), runs once more with other numerics, and where that fails too answers
+ * ILP_ERROR with GLPK's words; the next solve runs (GLPK's environment freed and made again);
+ * ASan sees no leak of the failed models */
 static void glpk_failure(void) {
     ShardCluster cl;
     ShardMesh mesh = mesh_of("h100:1x2", "2", &cl);
@@ -259,13 +260,15 @@ static void glpk_failure(void) {
     IlpSettings s = {cl.mem_bytes, 60, 1e-4, NULL, false, NULL, 0, NULL, 0};
     IlpResult ok = ilp_solve(p, &s);
     CHECK_INT(ok.status, ILP_OPTIMAL);
-    int before = ilp_solver_failures();
-    ilp_fail_next_solve();
+    int before = ilp_solver_failures(), saved = ilp_solver_retried();
+    ilp_fail_next_solve(); /* both tries */
     IlpResult r = ilp_solve(p, &s);
     CHECK_INT(r.status, ILP_ERROR);
     CHECK(r.solver_failed);
-    CHECK(!ok.solver_failed);
+    CHECK(r.solver_retried);
+    CHECK(!ok.solver_failed && !ok.solver_retried);
     CHECK_INT(ilp_solver_failures(), before + 1);
+    CHECK_INT(ilp_solver_retried(), saved);
     CHECK(strstr(ilp_solver_failure(), "glp_set_col_bnds") != NULL); /* GLPK's own words */
     printf("GLPK failure caught: %s\n", ilp_solver_failure());
     ilp_result_free(&r);
@@ -273,6 +276,17 @@ static void glpk_failure(void) {
     CHECK_INT(again.status, ILP_OPTIMAL);
     CHECK_NEAR(again.objective, ok.objective, 1e-9);
     ilp_result_free(&again);
+    /* the first try failing alone: the retry (the long-step ratio test off) finds the same
+     * optimum, and the solve counts as saved, not failed */
+    ilp_fail_next_try();
+    IlpResult retry = ilp_solve(p, &s);
+    CHECK_INT(retry.status, ILP_OPTIMAL);
+    CHECK(retry.solver_retried && !retry.solver_failed);
+    CHECK_NEAR(retry.objective, ok.objective, 1e-9);
+    CHECK_INT(retry.variables, ok.variables);
+    CHECK_INT(ilp_solver_failures(), before + 1);
+    CHECK_INT(ilp_solver_retried(), saved + 1);
+    ilp_result_free(&retry);
     ilp_result_free(&ok);
     ilp_problem_free(p);
     ir_graph_free(g);

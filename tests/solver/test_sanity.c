@@ -99,6 +99,7 @@ static void data_parallel_when_it_fits(void) {
     const char *nodes[] = {"h.0.a", "h.0.d", "h.3.a", "h.3.d"};
     for (int i = 0; i < 4; i++) CHECK_STR(name_of(r, g, nodes[i]), "i0:0");
     CHECK_INT(recomputed(r), 0);
+    double step = r->price.step_s;
     plan_free(r);
     /* GLPK failing inside the planner's first solve (ilp.c's guard): no abort; the planner goes
      * on with its other problems (here a baseline's plan) and says so in a note */
@@ -107,6 +108,18 @@ static void data_parallel_when_it_fits(void) {
     r = plan_solve(g, &o);
     CHECK_INT(ilp_solver_failures(), before + 1);
     CHECK(r != NULL);
+    plan_free(r);
+    /* its first try alone failing: the retry solves it, the same plan as without a failure */
+    int saved = ilp_solver_retried();
+    ilp_fail_next_try();
+    r = plan_solve(g, &o);
+    CHECK_INT(ilp_solver_failures(), before + 1);
+    CHECK_INT(ilp_solver_retried(), saved + 1);
+    CHECK(r != NULL);
+    if (r) {
+        for (int i = 0; i < 4; i++) CHECK_STR(name_of(r, g, nodes[i]), "i0:0");
+        CHECK_NEAR(r->price.step_s, step, 1e-12);
+    }
     plan_free(r);
     ir_graph_free(g);
 }
