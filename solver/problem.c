@@ -733,11 +733,10 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                 if (ze < 2 && sspec.partial) {
                     double gb = shard_spec_bytes(&sspec, mesh, vv->shape, sdt);
                     S->opt_s[z] += cost_bucket_copy(cm, gb);
-                    /* in a bucket (ilp_grad_bucketed): its bytes. Not counted: ZeRO-1's (both
-                     * lowerings bucket those of unsplit parameters; a known gap, docs/sharding.md:
-                     * counted, mlp_zero1_4 1.317 -> 0.999, but GLPK aborts on llama_tp_zero1_2x2's
-                     * problem then, spxprim.c "teta_lim >= 0.0", in glp_intopt's search) */
-                    if (ze == 0 && in_bucket) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
+                    /* in a bucket (ilp_grad_bucketed): its bytes, at ZeRO 0 and 1 (both lowerings
+                     * bucket a ZeRO-1 gradient of an unsplit parameter, the update reading its
+                     * slice of the sum: mlp_zero1_4 was 1.317 of its prediction without it) */
+                    if (in_bucket) S->bucket[z] += (double)shard_bucket_member_bytes((int64_t)gb);
                 }
                 S->update_transient[z] =
                     fmax(S->update_transient[z], update_bytes(g, mesh, v, dt, &st->in[i], &gspec, ze, in_bucket));
