@@ -1826,6 +1826,7 @@ static int guarded_run(const IlpProblem *p, const IlpSettings *s, Model *m, bool
 static int solve(const IlpProblem *p, const IlpSettings *s, Model *m, bool min_mem, Progress *pr, IlpResult *r) {
     int st = guarded_run(p, s, m, min_mem, false, pr, r);
     if (!r->solver_failed) return st;
+    model_free(p, m); /* the failed try's arrays (its problem went with GLPK's environment) */
     r->solver_failed = false;
     r->solver_retried = true;
     st = guarded_run(p, s, m, min_mem, true, pr, r);
