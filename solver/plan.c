@@ -372,12 +372,15 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
     for (int k = 0; k < n; k++) {
         PlanSweepPoint *pt = &best->sweep[k];
         pt->limit_bytes = n == 1 ? limit : lo * pow(limit / lo, (double)k / (n - 1));
+        bool proven = true; /* every mesh's search proved it has no plan here (where none has) */
         for (int j = 0; j < np; j++) { /* ties: the earlier mesh; in a mesh the caller's thread */
             int i = j / 2;
+            if (probs[j] && probs[j]->timed_out) proven = false;
             if (!probs[j] || probs[j]->timed_out) continue;
             IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, &fz[i], 0,
                              k == 0 && least[j].strat && least_peak[j] <= pt->limit_bytes ? &least[j] : NULL, 0};
             IlpResult r = ilp_solve(probs[j], &s);
+            proven &= ilp_has_plan(r.status) || r.status == ILP_INFEASIBLE;
             if (ilp_has_plan(r.status) && (!pt->fits || r.price.step_s < pt->step_s)) {
                 pt->fits = true;
                 pt->step_s = r.price.step_s;
@@ -392,6 +395,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
             }
             ilp_result_free(&r);
         }
+        pt->unsolved = !pt->fits && !proven;
     }
     for (int j = 0; j < np; j++) {
         if (least[j].strat) ilp_choice_free(&least[j]);
@@ -1789,6 +1793,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "limit_bytes", pt->limit_bytes);
             cJSON_AddBoolToObject(o, "fits", pt->fits);
+            if (pt->unsolved) cJSON_AddBoolToObject(o, "unsolved", true);
             if (pt->fits) {
                 cJSON_AddNumberToObject(o, "step_time_s", pt->step_s);
                 cJSON_AddNumberToObject(o, "peak_bytes", pt->peak_bytes);
