@@ -166,7 +166,8 @@ typedef struct PipeStagePrice {
     double param_bytes;         /* its parameters as used */
     double mem_static, mem_grads_late, mem_acts, mem_inflight, mem_transient, peak_bytes;
     double mem_update;          /* held at the update beyond mem_static (mixed precision's f32
-                                 * gradient copies, IlpStrat.mem_update) */
+                                 * gradient copies, IlpStrat.mem_update; the gradient buckets,
+                                 * IlpStrat.bucket) */
     double mem_kept;            /* kept activations: its slots of saved activations (in mem_inflight) */
     double mem_io;              /* the step's inputs, hyper-parameters and outputs: every stage's
                                  * ranks hold all of them (compiler/lower/schedule.c; eval.c mem_io) */

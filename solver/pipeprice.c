@@ -434,6 +434,11 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
                     sync[s] += own * blocks;
                     bsync[s] += own * (S->sync_s[z] - blocks);
                     ilp_bucket_run_add(&brun[s][set], S, z, own);
+                    /* its buckets, a second copy of its gradients: under micro-batches (a 1F1B
+                     * pipeline's) launched after the last backward, every instance's at the update
+                     * (IlpStrat.bucket; uncounted, gpt2_pp_2_dp_2 was 1.076 of its prediction,
+                     * llama_pp_2_zero1_2 1.097, gpt2_pp_2_bf16_zero1_2 1.170) */
+                    st->mem_update += own * S->bucket[z];
                 }
                 st->param_bytes += own * S->param_local;
                 /* ZeRO over the stage's submesh: stages 1 and 2 all-gather the updated slices once

@@ -135,6 +135,13 @@ ROWS = [
     ("mlp_f16_zero1_4", [mlp], "--cluster h100:1x4 --mesh 4 --strategy zero1 --dtype f16", "zero1"),
     ("mlp_lamb_zero1_2x2", [mlp], "--cluster h100:1x4 --mesh 2x2 --strategy zero1 --optimizer lamb", "zero1"),
     ("llama_zero1_2", [llama], "--cluster h100:1x2 --mesh 2 --strategy zero1", "zero1"),
+    # and a 1F1B pipeline's stage holds every instance's buckets at its update (solver/pipeprice.c;
+    # uncounted: 1.076, 1.097, 1.170)
+    ("gpt2_pp_2_dp_2", [tiny], "--cluster h100:1x4 --pp 2 --mesh 2 --strategy dp --micro-batches 4", "dp micro"),
+    ("llama_pp_2_zero1_2", [llama], "--cluster h100:1x4 --pp 2 --mesh 2 --strategy zero1 --micro-batches 4",
+     "zero1 micro"),
+    ("gpt2_pp_2_bf16_zero1_2", [tiny], "--cluster h100:1x4 --pp 2 --mesh 2 --strategy zero1 --micro-batches 4 "
+     "--dtype bf16", "zero1 micro"),
     # tensor parallel, ZeRO-2, micro-batches, no axis splitting the batch: each accumulation on the
     # update's slice (solver/placement.c accum_slice: it accumulated whole, 1.182 on the plan made
     # then) and the head's part of the tied embedding's gradient held whole beside the accumulator
