@@ -1004,7 +1004,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 if (ilp_bucket_set(p, K) != p->groups[g].block) continue;
                 for (int s = 0; s < K->n_strats; s++)
                     for (int z = 0; z < ZERO_STAGES; z++) {
-                        double v = ilp_bucket_bytes(K, &K->strats[s], z);
+                        double v = ilp_bucket_bytes(p, K, &K->strats[s], z);
                         if (m->x[k][s * ZERO_STAGES + z] && v > 0) put(lp, yrow[1], m->x[k][s * ZERO_STAGES + z], -v * ms);
                     }
             }
@@ -1195,7 +1195,7 @@ static void build(const IlpProblem *p, const IlpSettings *set, Model *m, bool mi
                 for (int s = 0; s < G->n_strats; s++)
                     for (int z = 0; z < ZERO_STAGES; z++) {
                         int c = m->x[g][s * ZERO_STAGES + z];
-                        double v = ilp_bucket_bytes(G, &G->strats[s], z);
+                        double v = ilp_bucket_bytes(p, G, &G->strats[s], z);
                         if (!c || !(v > 0)) continue;
                         if (!row) {
                             snprintf(nm, sizeof nm, "bucket_%d_%d", k, q);

@@ -206,10 +206,11 @@ typedef struct IlpGroup {
  * set, 0..n_blocks-1 its block's (an instance's), n_blocks the head's,
  * n_blocks + 1 the groups' before the blocks (without blocks: the head's, all
  * one run); and the bytes a group's gradients add to its set's buckets per
- * instance (IlpStrat.bucket; a group outside the blocks: all its instances'). */
+ * instance (IlpStrat.bucket; a group outside the blocks, or any under micro-batches,
+ * whose one run after the backward holds every instance's buckets: all its instances'). */
 struct IlpProblem;
 int ilp_bucket_set(const struct IlpProblem *p, const IlpGroup *g);
-double ilp_bucket_bytes(const IlpGroup *g, const IlpStrat *S, int z);
+double ilp_bucket_bytes(const struct IlpProblem *p, const IlpGroup *g, const IlpStrat *S, int z);
 
 /* One run of gradient buckets as a choice fills it: the shares of the buckets' latency its
  * riders are charged (IlpStrat.sync_lat_s: each gradient its share of its run's elements,

@@ -135,8 +135,10 @@ ROWS = [
     ("mlp_f16_zero1_4", [mlp], "--cluster h100:1x4 --mesh 4 --strategy zero1 --dtype f16", "zero1"),
     ("mlp_lamb_zero1_2x2", [mlp], "--cluster h100:1x4 --mesh 2x2 --strategy zero1 --optimizer lamb", "zero1"),
     ("llama_zero1_2", [llama], "--cluster h100:1x2 --mesh 2 --strategy zero1", "zero1"),
-    # and a 1F1B pipeline's stage holds every instance's buckets at its update (solver/pipeprice.c;
+    # under micro-batches the one run of buckets after the backward holds every instance's (ilp_bucket_bytes:
+    # 1.049 with one instance's), and a 1F1B pipeline's stage holds them at its update (solver/pipeprice.c;
     # uncounted: 1.076, 1.097, 1.170)
+    ("gpt2_micro4_dp_2", [tiny], "--cluster h100:1x2 --mesh 2 --strategy dp --micro-batches 4", "dp micro"),
     ("gpt2_pp_2_dp_2", [tiny], "--cluster h100:1x4 --pp 2 --mesh 2 --strategy dp --micro-batches 4", "dp micro"),
     ("llama_pp_2_zero1_2", [llama], "--cluster h100:1x4 --pp 2 --mesh 2 --strategy zero1 --micro-batches 4",
      "zero1 micro"),
