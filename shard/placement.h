@@ -245,7 +245,8 @@ static inline int64_t placement_chunk_slot(int64_t bytes) { return (bytes + 63) 
  * stage's packed apart in their order; -1: on several stages (a tied
  * parameter, summed between the stages), gathered and reduce-scattered
  * alone. Under tensor parallelism (placement_chunk_sharded_member) stage is
- * the mesh axis its reduce-scatter runs over: the group it packs in.
+ * the group it packs in: the mesh axis its collectives run over on its one
+ * pipeline stage (placement_chunk_key), -1 on several (alone).
  * grad_local (tensor parallelism only): a gathered member whose gradient
  * needs no collective (its resharding into the update's slice only slices:
  * the parameter's readers ran replicated over the axis); it packs with such
@@ -304,6 +305,16 @@ bool placement_chunk_sharded_gather(const ShardReshard *plan, int *axis);
  * only slices (no collective: the parameter's readers ran replicated over the slice's axes),
  * so its gathered member packs as PlaceChunkMember.grad_local (one rule: chunk.c, chunks.c). */
 bool placement_chunk_sharded_local(const ShardReshard *plan);
+/* Under tensor parallelism, the group a member packs in (PlaceChunkMember.stage): its mesh axis
+ * on the one (virtual) pipeline stage of `on` (the stages running its collectives; 0 or 1 when
+ * not pipelined: stage 0), or -1 on several (a tied parameter, its gradient summed between the
+ * stages: alone). One rule for compiler/lower/chunk.c and solver/chunks.c. */
+static inline int placement_chunk_key(PlaceMask on, int axis) {
+    if (on & (on - 1)) return -1;
+    int s = 0;
+    while (on && !(on >> s & 1u)) s++;
+    return s * SHARD_MAX_AXES + axis;
+}
 /* Under micro-batches (ir/autodiff.c: each micro-batch's gradient summed into
  * an accumulator, whose sum the update reads), the accumulation of gradient y
  * (held in `held`) of a parameter at ZeRO-2/3: *t the layout its strategy

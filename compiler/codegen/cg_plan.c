@@ -29,8 +29,9 @@ void cg_mem_check_print(FILE *f, const CgMemCheck *chk, const char *pb, const ch
 
 /* Pipelines: the ZeRO chunks of each (virtual) stage, which packs its own
  * (compiler/lower/chunk.c), and the stage's all-gathers and reduce-scatters
- * as lowering.all_gather_count counts them (each node's once), beside the
- * same without chunks (one per parameter and reader, one per gradient). */
+ * as lowering.all_gather_count counts them (each node's once; a
+ * tensor-parallel plan's reshardings' too), beside the same without chunks
+ * (one per parameter and reader, one per gradient). */
 static void chunk_stages_json(cJSON *ck, const LowerProgram *lp) {
     const Graph *g = lp->g;
     cJSON *arr = cJSON_AddArrayToObject(ck, "stages");
@@ -51,6 +52,15 @@ static void chunk_stages_json(cJSON *ck, const LowerProgram *lp) {
             ag0 += ln->n_gather + upd, ag += upd, rs0 += ln->n_rs;
             for (int k = 0; k < ln->n_gather; k++) ag += ln->gather_round[k] < 0;
             for (int k = 0; k < ln->n_rs; k++) rs += ln->rs_round[k] < 0;
+            for (int k = 0; k < ln->n_rsh; k++) { /* tensor parallel: the reshardings' (a member's: its chunk's) */
+                const LowerReshard *r = &ln->rsh[k];
+                for (int q = 0; q < r->plan.n; q++) {
+                    bool member = (q == 0 && r->round >= 0) || (q == r->plan.n - 1 && r->scatter >= 0);
+                    ShardColl kd = r->plan.step[q].kind;
+                    ag0 += kd == COLL_ALL_GATHER, rs0 += kd == COLL_REDUCE_SCATTER;
+                    ag += kd == COLL_ALL_GATHER && !member, rs += kd == COLL_REDUCE_SCATTER && !member;
+                }
+            }
         }
         cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "stage", s);

@@ -137,6 +137,11 @@ check gpt2_pp_2_tp_zero2_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 
   --recompute full
 check gpt2_pp_2_tp_zero2_rerun_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 1x2 --zero 2 --mem 80KB \
   --micro-batches 4 --pp-activations rerun --recompute full
+# ... in chunks (cli_chunk_tp_pp's plan: the 4-block model, each stage's two mlp.c_proj.bias gradients
+# one reduce-scatter a micro-batch): the chunks priced per stage (chunks.c stages_sharded, the same
+# replay with them less without added to each stage's backward; 1.000, 1.000 without chunks)
+check gpt2_pp_2_tp_zero2_chunk_2 "$src/tests/e2e/gpt2_tiny_4.cir" --cluster h100:1x4 --pp 2 --mesh 1x2 --zero 2 \
+  --mem 120KB --micro-batches 4 --chunk-bytes 2KB
 # interleaved 1F1B (--schedule interleaved:2): each device's virtual stages' functions on its clock, a
 # transfer's messages posted at once (colrt_sendrecv_batch), the sums between devices in the
 # update; the e2e tests' five interleaved plans, and 4 devices of 2 chunks with data parallel 2
