@@ -290,11 +290,15 @@ void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, in
 void placement_chunks_free(PlaceChunks *c);
 /* Under tensor parallelism (the sharded lowering), whether a ZeRO-2 gradient's
  * resharding `plan` from `from` into its update's slice packs into a chunk:
- * its one collective is its last step, a sum's reduce-scatter over one mesh
- * axis (*axis; the steps before it slices). Members pack by the axis
- * (PlaceChunkMember.stage); the lowering (compiler/lower/chunk.c) and the
- * planner's replay (solver/chunks.c) ask this one rule. */
-bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *from, int *axis);
+ * its one collective is a sum's reduce-scatter over one mesh axis (*axis),
+ * step *step (NULL: not asked), the steps before it slices and after it none
+ * or one slice of the same dim, which the member's copy into the chunk folds
+ * in (the 2x2 micro-batched plan's `[R]P0 -> reduce-scatter(axis 0) [S0],
+ * slice(axis 1) [S01]`: block j x 2 + its axis-1 coordinate to rank j's part).
+ * Members pack by the axis (PlaceChunkMember.stage); the lowering
+ * (compiler/lower/chunk.c) and the planner's replay (solver/chunks.c) ask
+ * this one rule. */
+bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *from, int *axis, int *step);
 /* Under tensor parallelism, whether a ZeRO-3 parameter's resharding `plan` from its slice
  * for a reader may take its whole from a chunk's all-gather: its one step an all-gather over
  * one mesh axis (*axis). A parameter packs only where every such resharding of it does, over

@@ -782,6 +782,9 @@ bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const 
  * micro-batches. */
 typedef struct TpMember {
     int64_t in, slice;  /* a rank's bytes going in and its result's (a gathered member: its slice) */
+    int64_t cin, post;  /* a gradient's bytes copied into its chunk (in, or with a slice after its
+                         * reduce-scatter folded in, the blocks that slice keeps), and alone that
+                         * slice's copy (0: none) */
     DType dt;
     int axis;
     bool strided;       /* the scattered dim is not the local tensor's outermost */
@@ -858,6 +861,10 @@ static void tp_run(const PlanResult *r, const TpSet *t, int64_t cap, int mb, int
                 out->copy_s += cost_copy(cm, (double)tm[i].in);
                 tp_spend(t, st, pm[i].at, fwd_end, TP_COPY, cost_copy(cm, (double)tm[i].in));
             }
+            if (tm[i].post) { /* the slice after its reduce-scatter */
+                out->copy_s += cost_copy(cm, (double)tm[i].post);
+                tp_spend(t, st, pm[i].at, fwd_end, TP_COPY, cost_copy(cm, (double)tm[i].post));
+            }
         }
     double gather_s = 0;
     for (int q = 0; cap > 0 && q < pc.n_grad; q++) {
@@ -869,8 +876,8 @@ static void tp_run(const PlanResult *r, const TpSet *t, int64_t cap, int mb, int
                 int64_t end = pc.grad_off[i] + placement_chunk_slot(tm[i].slice);
                 part = end > part ? end : part, axis = tm[i].axis;
                 last = pm[i].at > last ? pm[i].at : last;
-                out->copy_s += cost_copy(cm, (double)tm[i].in);
-                tp_spend(t, st, pm[i].at, fwd_end, TP_COPY, cost_copy(cm, (double)tm[i].in));
+                out->copy_s += cost_copy(cm, (double)tm[i].cin);
+                tp_spend(t, st, pm[i].at, fwd_end, TP_COPY, cost_copy(cm, (double)tm[i].cin));
             }
         if (axis < 0) continue; /* a chunk of parameters whose gradients are only sliced: none */
         out->grad_chunks++;
@@ -1067,14 +1074,15 @@ static void tp_members(const Graph *g, const PlanResult *r, TpSet *t) {
             bool ok = shard_reshard(m, yv->shape, yv->dtype, &pl->spec[y], &ts, &plan, &why);
             sb_free(&why);
             if (!ok) continue;
-            if (!placement_chunk_sharded_member(&plan, &pl->spec[y], &axis)) {
+            int k;
+            if (!placement_chunk_sharded_member(&plan, &pl->spec[y], &axis, &k)) {
                 int i = mem_of[y]; /* a gathered member's gradient only sliced */
                 if (i >= 0 && pm[i].gathered && pm[i].at < 0 && placement_chunk_sharded_local(&plan)) pm[i].grad_local = true;
                 continue;
             }
-            const ShardStep *st = &plan.step[plan.n - 1];
-            Shape lb = shard_spec_local(plan.n > 1 ? &plan.step[plan.n - 2].after : &pl->spec[y], m, yv->shape);
-            int64_t es = ir_dtype_size(yv->dtype), outer = 1;
+            const ShardStep *st = &plan.step[k];
+            Shape lb = shard_spec_local(k ? &plan.step[k - 1].after : &pl->spec[y], m, yv->shape);
+            int64_t es = ir_dtype_size(yv->dtype), outer = 1, c_in = m->size[st->axis]; /* the copy in: a block a rank */
             for (int d = 0; d < st->dim; d++) outer *= lb.d[d];
             NodeId rd = nn; /* its first reader in the update's slice */
             for (NodeId q = at; q < nn && rd == nn; q++)
@@ -1089,6 +1097,8 @@ static void tp_members(const Graph *g, const PlanResult *r, TpSet *t) {
                 i = n++;
             }
             tm[i].in = ir_shape_numel(lb) * es, tm[i].strided = outer > 1;
+            tm[i].cin = k + 1 < plan.n ? slice * c_in : tm[i].in;
+            tm[i].post = k + 1 < plan.n ? slice : 0;
             pm[i].at = at, pm[i].reader = rd;
             on[i] |= t->mask ? t->mask[at] : 1;
             bwd[nb++] = i;

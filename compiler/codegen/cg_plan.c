@@ -55,7 +55,7 @@ static void chunk_stages_json(cJSON *ck, const LowerProgram *lp) {
             for (int k = 0; k < ln->n_rsh; k++) { /* tensor parallel: the reshardings' (a member's: its chunk's) */
                 const LowerReshard *r = &ln->rsh[k];
                 for (int q = 0; q < r->plan.n; q++) {
-                    bool member = (q == 0 && r->round >= 0) || (q == r->plan.n - 1 && r->scatter >= 0);
+                    bool member = (q == 0 && r->round >= 0) || (r->scatter >= 0 && q >= r->scatter_step);
                     ShardColl kd = r->plan.step[q].kind;
                     ag0 += kd == COLL_ALL_GATHER, rs0 += kd == COLL_REDUCE_SCATTER;
                     ag += kd == COLL_ALL_GATHER && !member, rs += kd == COLL_REDUCE_SCATTER && !member;
@@ -205,7 +205,7 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
     for (NodeId id = 0; id < g->n_nodes; id++) /* tensor parallel: the reshardings' collectives */
         for (int k = 0; k < lp->n[id].n_rsh; k++, nrsh++) {
             const LowerReshard *r = &lp->n[id].rsh[k];
-            for (int q = r->round >= 0; q < r->plan.n - (r->scatter >= 0); q++) { /* a chunk's member: its chunk's, above */
+            for (int q = r->round >= 0; q < (r->scatter >= 0 ? r->scatter_step : r->plan.n); q++) { /* a chunk's member: its chunk's, above */
                 double b = (double)lp->v[q ? r->buf[q - 1] : r->from].bytes;
                 switch (r->plan.step[q].kind) {
                 case COLL_ALL_REDUCE: nar++, ar += b; break;

@@ -50,7 +50,8 @@
  * gradients reduce-scattered in the chunk's layout, or, where the readers
  * ran replicated and the gradients are only sliced, no gradient chunk; the
  * ZeRO-2/3 gradients' reshardings whose one collective is a reduce-scatter
- * over one mesh axis, packed by that axis; under micro-batches the same,
+ * over one mesh axis (a slice of the same dim after it folded into the
+ * member's copy in), packed by that axis; under micro-batches the same,
  * each micro-batch's (spec.c reshards a micro-batch's gradient where it is
  * computed into the slice its accumulation reads). A gather over two axes,
  * or one the recompute re-runs, keeps its own collectives. With pipeline
@@ -219,7 +220,7 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
             const LowerReshard *r = &p->n[id].rsh[k];
             int axis; /* a ZeRO-2/3 gradient's, its one collective a reduce-scatter over one axis */
             if (!r->grad) continue;
-            if (!placement_chunk_sharded_member(&r->plan, &r->spec_from, &axis)) {
+            if (!placement_chunk_sharded_member(&r->plan, &r->spec_from, &axis, NULL)) {
                 int i = r->from < nv ? mem_of[r->from] : -1; /* a gathered member's gradient only sliced */
                 if (i >= 0 && m[i].gathered && m[i].at < 0 && placement_chunk_sharded_local(&r->plan)) m[i].grad_local = true;
                 continue;
@@ -330,14 +331,18 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
         for (int i = 0; i < n; i++) { /* in member order: their offsets rise */
             if (pc.grad[i] != q) continue;
             LowerReshard *r = &p->n[at[i]].rsh[kk[i]];
-            int s = r->plan.n - 1;
-            cs->grad[j] = s ? r->buf[s - 1] : r->from;
+            int s = r->plan.n - 1, k = s, ax;
+            placement_chunk_sharded_member(&r->plan, &r->spec_from, &ax, &k); /* its reduce-scatter's step */
+            cs->grad[j] = k ? r->buf[k - 1] : r->from;
             cs->shard[j] = r->buf[s];
             cs->off[j] = pc.grad_off[i] / es;
-            p->v[r->buf[s]].storage = part; /* the result is a view into the part */
-            p->v[r->buf[s]].view_off = pc.grad_off[i];
-            drop_tmp(p, &r->tmp[s], buf); /* its own staging, unused */
-            r->scatter = rr;
+            for (int u = k; u <= s; u++) { /* the result is a view into the part (a slice after the
+                                            * reduce-scatter folded into the copy in: its input too) */
+                p->v[r->buf[u]].storage = part;
+                p->v[r->buf[u]].view_off = pc.grad_off[i];
+                drop_tmp(p, &r->tmp[u], buf); /* its own staging, unused */
+            }
+            r->scatter = rr, r->scatter_step = k;
             j++;
         }
     }

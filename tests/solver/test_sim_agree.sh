@@ -82,6 +82,10 @@ check gpt2_tp_zero2_chunk_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1
 # one micro-batch's priced alone it is 0.981)
 check gpt2_tp_micro2_zero2_chunk_1x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x2 --mesh 1x2 --zero 2 \
   --mem 150KB --micro-batches 2 --chunk-bytes 4KB
+# ... on 2x2 (e2e_gpt2_tp_micro2_zero2_chunk_2x2): the members reduce-scattered over axis 0 then sliced
+# over axis 1, the slice folded into the copy in (1.000)
+check gpt2_tp_micro2_zero2_chunk_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --zero 2 \
+  --mem 108KB --micro-batches 2 --chunk-bytes 1KB
 # ... with ZeRO-3 (e2e_gpt2_tp_zero3_chunk_2's plan): the parameters' gathers (reshardings per reader,
 # one all-gather over the axis) in chunk rounds, each resharding copying its whole out (price_sharded
 # replays spec.c's copies per phase; the recompute's re-runs gather alone)
