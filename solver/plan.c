@@ -372,12 +372,15 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
     for (int k = 0; k < n; k++) {
         PlanSweepPoint *pt = &best->sweep[k];
         pt->limit_bytes = n == 1 ? limit : lo * pow(limit / lo, (double)k / (n - 1));
+        bool proven = true; /* every mesh's search proved it has no plan here (where none has) */
         for (int j = 0; j < np; j++) { /* ties: the earlier mesh; in a mesh the caller's thread */
             int i = j / 2;
+            if (probs[j] && probs[j]->timed_out) proven = false;
             if (!probs[j] || probs[j]->timed_out) continue;
             IlpSettings s = {pt->limit_bytes, o->time_limit_s, o->mip_gap, NULL, false, &fz[i], 0,
                              k == 0 && least[j].strat && least_peak[j] <= pt->limit_bytes ? &least[j] : NULL, 0};
             IlpResult r = ilp_solve(probs[j], &s);
+            proven &= ilp_has_plan(r.status) || r.status == ILP_INFEASIBLE;
             if (ilp_has_plan(r.status) && (!pt->fits || r.price.step_s < pt->step_s)) {
                 pt->fits = true;
                 pt->step_s = r.price.step_s;
@@ -392,6 +395,7 @@ static void plan_sweep(const Graph *g, const PlanOptions *o, const ShardCluster 
             }
             ilp_result_free(&r);
         }
+        pt->unsolved = !pt->fits && !proven;
     }
     for (int j = 0; j < np; j++) {
         if (least[j].strat) ilp_choice_free(&least[j]);
@@ -435,6 +439,8 @@ typedef struct MeshSearch {
     int beaten;                 /* the ILPs stopped by their bound (plan_mesh_solve) */
     double min_mem;             /* no plan fits: the smallest limit that would, */
     IlpPrice min_price;         /* and its breakdown */
+    double min_bound;           /* and none fits below this (min_mem where every search proved
+                                 * its least peak; IlpResult.min_mem_bound) */
     int timed_out;              /* the mesh whose problem the deadline cut short, or -1 */
 } MeshSearch;
 
@@ -524,6 +530,8 @@ static PlanResult *plan_meshes(const Graph *g, const PlanOptions *o, const Shard
         }
         ms->solve_s += r->solve_s;
         ms->beaten += r->res.beaten;
+        if (r->res.status == ILP_INFEASIBLE)
+            ms->min_bound = fmin(ms->min_bound, r->res.min_mem > 0 ? r->res.min_mem_bound : 0);
         if (r->res.status == ILP_INFEASIBLE && r->res.min_mem > 0 && r->res.min_mem < ms->min_mem) {
             ms->min_mem = r->res.min_mem;
             ms->min_price = r->res.min_mem_price;
@@ -1104,7 +1112,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
      * not given) more while memory shapes the plan (next_micro) */
     PlanOptions om = *o;
     if (om.micro_batches < 1) om.micro_batches = 1;
-    MeshSearch ms = {.min_mem = INFINITY, .timed_out = -1};
+    MeshSearch ms = {.min_mem = INFINITY, .min_bound = INFINITY, .timed_out = -1};
     /* generated code: ZeRO left out only on the meshes whose plan the lowering could
      * not run with it, where --zero and --strategy leave it to the planner (else the
      * lowering refuses the plan, naming the rule) */
@@ -1112,7 +1120,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
     ZeroLeftOut *zlp = o->lowerable && fix.zero < 0 && !(o->strategy && strcmp(o->strategy, "auto")) ? &zl : NULL;
     PlanResult *best = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, 0, &ms, zlp);
     int timed_out = ms.timed_out;
-    double min_mem = ms.min_mem, solve_s = ms.solve_s;
+    double min_mem = ms.min_mem, min_bound = ms.min_bound, solve_s = ms.solve_s;
     int beaten = ms.beaten;
     IlpPrice min_price = ms.min_price;
     int tried = om.micro_batches;
@@ -1120,7 +1128,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
         int next = next_micro(g, &om, best, &ms, limit, meshes, nm);
         if (!next) break;
         om.micro_batches = tried = next;
-        MeshSearch mk = {.min_mem = INFINITY, .timed_out = -1};
+        MeshSearch mk = {.min_mem = INFINITY, .min_bound = INFINITY, .timed_out = -1};
         PlanResult *r = plan_meshes(g, &om, &cl, meshes, nm, dt, limit, &fix, best ? best->price.step_s : 0, &mk, zlp);
         solve_s += mk.solve_s;
         beaten += mk.beaten;
@@ -1137,7 +1145,7 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
             if (best) break; /* fewer micro-batches were faster: more will not be */
         }
     }
-    if (!best) min_mem = ms.min_mem, min_price = ms.min_price; /* at the most micro-batches tried */
+    if (!best) min_mem = ms.min_mem, min_bound = ms.min_bound, min_price = ms.min_price; /* at the most micro-batches tried */
     if (timed_out >= 0) {
         StrBuf m;
         sb_init(&m);
@@ -1228,10 +1236,19 @@ static PlanResult *plan_within(const Graph *g, const PlanOptions *o) {
                      mb, mb, fixhint);
             fixhint = mbhint;
         }
+        /* the least peak, proven or with what the search proved (it stops where it no
+         * longer finds smaller plans: IlpResult.min_mem_bound) */
+        char least[128];
+        if (min_bound >= min_mem * (1 - 1e-6)) snprintf(least, sizeof least, "the smallest that fits is %s", mn);
+        else if (min_bound > 0) {
+            char lb[32];
+            fmt_bytes(lb, sizeof lb, min_bound);
+            snprintf(least, sizeof least, "the smallest plan found needs %s (none needs less than %s)", mn, lb);
+        } else snprintf(least, sizeof least, "the smallest plan found needs %s", mn);
         diag_plain(fixhint,
-                   "no plan fits in %s per device: the smallest that fits is %s, dominated by %s "
+                   "no plan fits in %s per device: %s, dominated by %s "
                    "(parameters/gradients/optimizer %s, activations %s, transient %s)%s",
-                   lim, mn, dom, pa, ac, tr, zlo);
+                   lim, least, dom, pa, ac, tr, zlo);
         return NULL;
     }
     if (o->batch && o->batch != best->prob->global_batch)
@@ -1776,6 +1793,7 @@ char *plan_json(const Graph *g, const PlanResult *r, double compile_s) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "limit_bytes", pt->limit_bytes);
             cJSON_AddBoolToObject(o, "fits", pt->fits);
+            if (pt->unsolved) cJSON_AddBoolToObject(o, "unsolved", true);
             if (pt->fits) {
                 cJSON_AddNumberToObject(o, "step_time_s", pt->step_s);
                 cJSON_AddNumberToObject(o, "peak_bytes", pt->peak_bytes);

@@ -78,6 +78,8 @@ void plan_options_default(PlanOptions *o);
 typedef struct PlanSweepPoint {
     double limit_bytes;
     bool fits;                  /* some mesh has a plan under this limit */
+    bool unsolved;              /* none has, and not every mesh's search proved it has none: the
+                                 * sweep's time limit (or a GLPK failure) ended one first */
     double step_s, peak_bytes;
     char mesh[32];
     /* what the plan at this limit does, for saying what changes between limits */

@@ -297,7 +297,8 @@ static void sweep_table(StrBuf *o, const cJSON *sw) {
         sb_puts(o, "<tr>");
         td(o, B(a, rep_num(e, "limit_bytes")), true);
         if (!cJSON_IsTrue(rep_get(e, "fits"))) {
-            sb_puts(o, "<td colspan=4>no plan fits</td></tr>");
+            sb_puts(o, cJSON_IsTrue(rep_get(e, "unsolved")) ? "<td colspan=4>no plan found within the time limit</td></tr>"
+                                                            : "<td colspan=4>no plan fits</td></tr>");
             continue;
         }
         td(o, T(a, rep_num(e, "step_time_s")), true);

@@ -540,7 +540,8 @@ static void sweep(const cJSON *r, StrBuf *o) {
     sb_init(&ch);
     cJSON_ArrayForEach(e, sw) {
         if (!cJSON_IsTrue(rep_get(e, "fits"))) {
-            sb_printf(o, "| %s | no plan | - | - | | |\n", B(a, rep_num(e, "limit_bytes")));
+            sb_printf(o, "| %s | %s | - | - | | |\n", B(a, rep_num(e, "limit_bytes")),
+                      cJSON_IsTrue(rep_get(e, "unsolved")) ? "none found in the time limit" : "no plan");
             continue;
         }
         double s = rep_num(e, "step_time_s");

@@ -95,6 +95,14 @@ ok grep -q "<svg" "$tmp/out/mlp.report.html"
 expect 0 "" -- "$src/examples/ir/mlp.cir" --emit report --cluster h100:1x2 --sweep-mem=3 -o "$tmp/out2" -q
 ok grep -q "| memory limit | step time |" "$tmp/out2/mlp.report.md"
 ok grep -q '"memory_sweep"' "$tmp/out2/mlp.plan.json"
+# a sweep point no search answered (the sweep's time limit ended it): said so, not "no plan"
+python3 -c 'import json, sys
+p = json.load(open(sys.argv[1])); p["memory_sweep"][0] = {"limit_bytes": p["memory_sweep"][0]["limit_bytes"], "fits": False, "unsolved": True}
+json.dump(p, open(sys.argv[2], "w"), indent=2)' "$tmp/out2/mlp.plan.json" "$tmp/unsolved.plan.json"
+expect 0 "" -- report "$tmp/unsolved.plan.json" --format md -o "$tmp/unsolved.md"
+ok grep -q "| none found in the time limit |" "$tmp/unsolved.md"
+expect 0 "" -- report "$tmp/unsolved.plan.json" --format html -o "$tmp/unsolved.html"
+ok grep -q "no plan found within the time limit" "$tmp/unsolved.html"
 expect 2 "invalid value '0' for --sweep-mem" -- "$src/examples/ir/mlp.cir" --sweep-mem=0
 
 echo "report cli: $pass passed, $fail failed"

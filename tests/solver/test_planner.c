@@ -230,6 +230,7 @@ static void exactness_of(const char *name, Graph *g, const AdOptions *train) {
     r = solve(p, 0.9 * min_peak);
     CHECK_INT(r.status, ILP_INFEASIBLE);
     CHECK_NEAR(r.min_mem, min_peak, RTOL);
+    CHECK(r.min_mem_bound > 0 && r.min_mem_bound <= min_peak * (1 + RTOL)); /* proven, or a true bound */
     ilp_result_free(&r);
     ilp_problem_free(p);
     ir_graph_free(g);
@@ -1007,12 +1008,14 @@ static void least_memory_start(void) {
 /* The stall rule (solver.h): at most 2 % from the bound, and quiet for as many nodes
  * as it took to find the plan, at least 1000. */
 static void stall_rule(void) {
-    CHECK(!ilp_stalled(0.019, 0, 999));
-    CHECK(ilp_stalled(0.019, 0, 1000));
-    CHECK(!ilp_stalled(0.021, 0, 100000));
-    CHECK(!ilp_stalled(0.01, 3000, 5999));
-    CHECK(ilp_stalled(0.01, 3000, 6000));
-    CHECK(ilp_stalled(0.0, 10, 1010));
+    CHECK(!ilp_stalled(0.019, ILP_STALL_GAP, 0, 999));
+    CHECK(ilp_stalled(0.019, ILP_STALL_GAP, 0, 1000));
+    CHECK(!ilp_stalled(0.021, ILP_STALL_GAP, 0, 100000));
+    CHECK(!ilp_stalled(0.01, ILP_STALL_GAP, 3000, 5999));
+    CHECK(ilp_stalled(0.01, ILP_STALL_GAP, 3000, 6000));
+    CHECK(ilp_stalled(0.0, ILP_STALL_GAP, 10, 1010));
+    CHECK(ilp_stalled(0.049, ILP_STALL_MEM_GAP, 0, 1000));
+    CHECK(!ilp_stalled(0.051, ILP_STALL_MEM_GAP, 0, 100000));
 }
 
 static void dump_lp(void) {
