@@ -187,6 +187,7 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
         const Value *v = ir_val(g, nd->in[i]);
         const ShardSpec *from;
         const IlpMember *pm;
+        ShardSpec gown = shard_spec_replicated(0); /* a parameter's: its owner's part of the gradient */
         if (v->role == ROLE_ACT && v->def >= 0 && p->group_of_node[v->def] >= 0) {
             from = &chosen_strategy(r, v->def, &pm)->out[v->def_out];
         } else if (v->role == ROLE_PARAM && owner[nd->in[i]] >= 0 && owner[nd->in[i]] != n) {
@@ -195,6 +196,7 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
             int k = 0;
             while (on->in[k] != nd->in[i]) k++;
             from = &os->in[k];
+            gown = shard_grad_spec(&pm->is, os, k);
         } else continue;
         DType d = cost_dtype(&r->cm, v->dtype);
         /* not where an earlier reader's forward copy in this spec is read (IlpGradShare.fwd) */
@@ -204,7 +206,7 @@ static double node_resharding(const PlanResult *r, const Graph *g, const int *ow
         if (ir_dtype_is_float(v->dtype)) {
             ShardSpec gs = shard_grad_spec(&mem->is, st, i), want = shard_spec_unpartial(from);
             if (v->role == ROLE_PARAM || ir_node(g, v->def)->op == OP_POS_EMBEDDING) { /* as problem.c */
-                ShardSpec kept = cost_deferred_grad(&gs, from);
+                ShardSpec kept = v->role == ROLE_PARAM ? cost_param_part_grad(&gs, &gown, from) : cost_deferred_grad(&gs, from);
                 if (v->role == ROLE_ACT && kept.partial != gs.partial && c) /* the table's sum (IlpEdge.defer_s) */
                     defer_comm(r, g, v->def, (unsigned)(gs.partial & ~kept.partial), c);
                 gs = kept;

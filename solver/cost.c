@@ -181,6 +181,10 @@ ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held) {
     return s;
 }
 
+ShardSpec cost_param_part_grad(const ShardSpec *grad, const ShardSpec *owner_grad, const ShardSpec *held) {
+    return grad->partial == owner_grad->partial ? cost_deferred_grad(grad, held) : *grad;
+}
+
 double cost_allreduce_axes(const CostModel *cm, unsigned axes, double bytes) {
     double t = 0;
     for (int a = 0; a < cm->mesh->n_axes; a++)

@@ -120,6 +120,16 @@ double cost_edge_parts(const CostModel *cm, Shape sh, DType dt, const ShardSpec 
  * its gradient sync (compiler/lower/split.c). Gives grad less the pending
  * axes that do not split `held` (the spec the parameter's owner holds). */
 ShardSpec cost_deferred_grad(const ShardSpec *grad, const ShardSpec *held);
+/* A reader's part of a parameter's gradient (grad, the reader's; owner_grad,
+ * the owner's part): the completion defers the sum of parts pending alike only
+ * (solver/placement.c defers_sum, both pending over the same axes: GPT-2's
+ * tied embedding under data parallel), so a part pending otherwise is summed
+ * where the parts are added, made whole as the backward's add reads it
+ * (gpt2_pp_2_tp_zero2_2 at 74 KB: the head's part pending over the stage's
+ * tensor-parallel axis beside a lookup's part held whole, an all-reduce each
+ * micro-batch that nothing priced). Gives the part as the edge moves it:
+ * cost_deferred_grad's where deferred, else grad. */
+ShardSpec cost_param_part_grad(const ShardSpec *grad, const ShardSpec *owner_grad, const ShardSpec *held);
 
 /* The lowering packs the gradients it sums into buckets of at most this many
  * bytes (compiler/lower/schedule.c make_buckets, PyTorch DDP's default

@@ -503,7 +503,8 @@ IlpPrice ilp_evaluate_at(const IlpProblem *p, const IlpChoice *c, double *group_
     if (r.optimizer_s < 0) r.optimizer_s = 0; /* every update offloaded: rounding */
     /* with the update's passes (optimizer_s), as the share per parameter was: resharding_s
      * is the ops' and the communication table's reshardings (test_report) */
-    r.optimizer_s += ilp_norm_sum_s(p, norm_axes);
+    r.norm_s = ilp_norm_sum_s(p, norm_axes);
+    r.optimizer_s += r.norm_s;
     r.step_s = r.compute_s + r.comm_s + r.recompute_s + r.sync_exposed_s + r.optimizer_s +
                r.gather_s + r.offload_exposed_s + r.fetch_exposed_s;
     /* four moments (above), each with its transients; the backward's with the stagings of the

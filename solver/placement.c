@@ -144,6 +144,27 @@ static bool priced_grad(const Walk *w, NodeId id, int i, ValueId x) {
     return false;
 }
 
+/* Backward node id adds parameter P's gradient parts and reads x, a reader's
+ * part (made by the backward of a forward node reading P other than its first,
+ * the owner the ILP gives P to), made whole where the parts are not pending
+ * alike (defers_sum did not defer them): the ILP priced that sum on the edge
+ * from P's owner to the reader (cost_param_part_grad). */
+static bool priced_part(const Walk *w, NodeId id, ValueId x, const ShardSpec *to) {
+    const Graph *g = w->g;
+    ValueId p = w->grad_of[ir_node(g, id)->out[0]];
+    NodeId d = ir_val(g, x)->def;
+    if (p == IR_NONE || ir_val(g, p)->role != ROLE_PARAM || !w->spec[x].partial || d == IR_NONE) return false;
+    ShardSpec whole = shard_spec_unpartial(&w->spec[x]);
+    NodeId f = ir_node(g, d)->origin, owner = IR_NONE;
+    if (f == IR_NONE || !shard_spec_eq(to, &whole)) return false;
+    for (NodeId r = 0; r < g->n_nodes && owner == IR_NONE; r++)
+        for (int k = 0; k < ir_node(g, r)->n_in && placement_phase(g, r) == PH_FORWARD; k++)
+            if (ir_node(g, r)->in[k] == p) owner = r;
+    for (int k = 0; k < ir_node(g, f)->n_in; k++)
+        if (ir_node(g, f)->in[k] == p) return f != owner;
+    return false;
+}
+
 /* The spec the update of parameter p runs in (reads its gradient, its
  * master and moments in): p's own, under ZeRO >= 1 the slice of it the
  * gradient is reduce-scattered into (choose's cover rule). */
@@ -444,7 +465,7 @@ static bool complete(Walk *w) {
                  * rule's move_s) only where the rule assumed x held as it is */
                 if (w->has_rule[id] && !pl->keep_partial[id] && !(is_leaf(g, x) && zero_of(w, x) >= 3) &&
                     !(w->rule_as[id].has[i] && shard_spec_eq(&w->rule_as[id].in[i], &w->spec[x])) &&
-                    !priced_again(w, id, x) && !priced_grad(w, id, i, x)) {
+                    !priced_again(w, id, x) && !priced_grad(w, id, i, x) && !priced_part(w, id, x, &st.in[i])) {
                     const Value *xv = ir_val(g, x); /* (a ZeRO-3 parameter's gather is priced as such) */
                     pl->n_unpriced_rsh++;
                     pl->unpriced_rsh_s += pl->micro_batches * /* once per micro-batch */

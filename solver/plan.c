@@ -1399,6 +1399,7 @@ static cJSON *price_json(const IlpPrice *p) {
     cJSON_AddNumberToObject(o, "grad_sync_s", p->sync_s);
     cJSON_AddNumberToObject(o, "grad_sync_exposed_s", p->sync_exposed_s);
     cJSON_AddNumberToObject(o, "optimizer_s", p->optimizer_s);
+    if (p->norm_s > 0) cJSON_AddNumberToObject(o, "grad_norm_sum_s", p->norm_s); /* of optimizer_s */
     cJSON_AddNumberToObject(o, "zero_gather_s", p->gather_s);
     if (p->offload_s > 0) cJSON_AddNumberToObject(o, "offload_exposed_s", p->offload_exposed_s);
     if (p->fetch_s > 0) cJSON_AddNumberToObject(o, "param_fetch_exposed_s", p->fetch_exposed_s);

@@ -788,8 +788,13 @@ static void price_params(Builder *b, const IlpGroup *gr, IlpStrat *S, double *m_
                  * reduce-scattered into; a gradient held whole (no batch split: nothing
                  * pending) over the whole, as held (solver/placement.c read_cost: its slice
                  * is a local view only the update reads), but under micro-batches over its
-                 * accumulator, the slice (solver/placement.c accum_slice) */
-                bool norm_slice = ze >= 2 ? sspec.partial != 0 || M > 1 : ze == 1 && S->splits_param && sspec.partial;
+                 * accumulator, the slice (solver/placement.c accum_slice), and under the
+                 * tensor-parallel lowering over the slice the completion cuts it into
+                 * right after it is made (placement_grad_scatter: mlp_tp_zero2_2x2's plan
+                 * at 158.6 KB squares fc1.weight's slice, pending over the ZeRO axis too:
+                 * two all-reduces of the norm where one was priced, 1.151) */
+                bool norm_slice = ze >= 2 ? sspec.partial != 0 || M > 1 || S->splits_param
+                                          : ze == 1 && S->splits_param && sspec.partial;
                 double nb = 4 * (ze >= 2 && !norm_slice ? local : el) + 4;
                 S->opt_s[z] += nb / cost_mem_rate(cm->cl, OPC_REDUCE, OP_SUMSQ, nb);
                 /* over ZeRO-2/3's slices and a tensor-parallel shard the norm is a partial
@@ -1150,9 +1155,14 @@ static void build_edges(Builder *b) {
                     const ShardStrategy *sc = &D->members[md].st[D->strats[c].member_st[md]];
                     const ShardSpec *from = out_idx >= 0 ? &sa->out[out_idx] : &sa->in[in_idx];
                     ShardSpec gsp = shard_grad_spec(&D->members[md].is, sc, i);
-                    /* into a parameter (or the position embedding's table): summed with its sync */
-                    ShardSpec gpr = in_idx >= 0 || ir_node(g, src_node)->op == OP_POS_EMBEDDING
-                                        ? cost_deferred_grad(&gsp, from) : gsp;
+                    /* into a parameter (or the position embedding's table): summed with its sync;
+                     * a parameter's, where its owner's part is pending alike (else summed where the
+                     * parts are added) */
+                    ShardSpec gpr = gsp;
+                    if (in_idx >= 0) {
+                        ShardSpec gown = shard_grad_spec(&S->members[ms].is, sa, in_idx);
+                        gpr = cost_param_part_grad(&gsp, &gown, from);
+                    } else if (ir_node(g, src_node)->op == OP_POS_EMBEDDING) gpr = cost_deferred_grad(&gsp, from);
                     /* made whole where the backward wants it (grad_chain) */
                     const ShardSpec *want = from;
                     if (out_idx >= 0 && p->grad_at[src_node] != src_node) {

@@ -584,6 +584,8 @@ void ilp_node_costs(const IlpProblem *p, const IlpChoice *c, CostOp *out);
 typedef struct IlpPrice {
     double step_s;
     double compute_s, comm_s, recompute_s, sync_exposed_s, sync_s, optimizer_s, gather_s;
+    double norm_s;              /* of optimizer_s: the gradient norm's all-reduces (ilp_norm_sum_s), a
+                                 * collective the replay counts as communication (simulate --breakdown) */
     double handoff_s;           /* of sync_exposed_s and sync_s: the hand-off conflict, the hand-off
                                  * of ZeRO's collectives where the plan also queues buckets */
     double contention_s;        /* of sync_exposed_s: what the buckets' sync hidden behind the

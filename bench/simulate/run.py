@@ -14,9 +14,11 @@ their ratio, and the difference split by cause (simulated less predicted):
   update     the update part's kernels (norms, optimizer) and every device copy (the
              gradient buckets' packing, the strided staging of reshardings, the
              commits into the leaves) vs optimizer_s (which prices the packing; the
-             staging is priced with the resharding, in comm) + chunk_copy_s (ZeRO chunks' copies)
+             staging is priced with the resharding, in comm) less grad_norm_sum_s
+             + chunk_copy_s (ZeRO chunks' copies)
   comm       the step less kernels and copies (collectives on the critical path)
-             vs resharding_s + grad_sync_exposed_s + zero_gather_s (less local copies),
+             vs resharding_s + grad_sync_exposed_s + zero_gather_s + grad_norm_sum_s
+             (the gradient norm's all-reduces, of optimizer_s) (less local copies),
              both without host offload's work
   offload    host offload: what the host AdamW and the host copies add to the simulated step
              (offload_exposed_s) vs offload_exposed_s + param_fetch_exposed_s
@@ -95,7 +97,9 @@ def row(cc, name, args, out):
     s0 = json.loads(subprocess.run([cc, "simulate", path, "--json", "--cluster", nolat], capture_output=True,
                                    text=True, check=True).stdout)
     b = d["step_breakdown"]
-    comm_ilp = b["resharding_s"] + b["grad_sync_exposed_s"] + b["zero_gather_s"]
+    # the gradient norm's all-reduces (of optimizer_s): communication, as the replay counts them
+    norm = b.get("grad_norm_sum_s", 0)
+    comm_ilp = b["resharding_s"] + b["grad_sync_exposed_s"] + b["zero_gather_s"] + norm
     # the parts' kernels without their copies (an older compiler does not split them: its
     # copies stay in their parts, and the update column leaves them out)
     cp = s.get("copy_by_part", [0, 0, 0])
@@ -104,7 +108,7 @@ def row(cc, name, args, out):
     cause = {
         "compute": kern[0] + kern[1] - s["recompute_s"] - b["compute_s"],
         "recompute": s["recompute_s"] - b["recompute_s"],
-        "update": kern[2] + copies - b["optimizer_s"] - b.get("chunk_copy_s", 0),
+        "update": kern[2] + copies - (b["optimizer_s"] - norm) - b.get("chunk_copy_s", 0),
         "comm": s["exposed_comm_s"] - comm_ilp,
         "offload": s["offload_exposed_s"] - b.get("offload_exposed_s", 0) - b.get("param_fetch_exposed_s", 0),
         "of which latency": s["exposed_comm_s"] - s0["exposed_comm_s"],

@@ -141,6 +141,13 @@ check gpt2_pp_2_tp_zero2_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 
   --recompute full
 check gpt2_pp_2_tp_zero2_rerun_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 1x2 --zero 2 --mem 80KB \
   --micro-batches 4 --pp-activations rerun --recompute full
+# ... and the planner's own plan there, the e2e rule's (branch pptie15; main 5cf1d18 1.145): its first
+# plan's arena (85.8 KB) missed 80 KB, and the re-plan under the scaled limit (73.9 KB) took a plan of
+# 0.1388 ms whose tied embedding's head part, pending over the stage's axis beside a lookup held
+# whole, was all-reduced each micro-batch unpriced; now the re-plans go back up from a limit that fit
+# (compiler/main.c) and keep the fastest whose arena fits (78 KB's, 0.1288 ms), and the ILP prices
+# that sum on the lookup -> head edge (cost_param_part_grad), so the 73.9 KB plan prices as it runs
+check gpt2_pp_2_tp_zero2_auto_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 1x2 --zero 2 --mem 80KB --micro-batches 4
 # ... in chunks (cli_chunk_tp_pp's plan: the 4-block model, each stage's two mlp.c_proj.bias gradients
 # one reduce-scatter a micro-batch): the chunks priced per stage (chunks.c stages_sharded, the same
 # replay with them less without added to each stage's backward; 1.000, 1.000 without chunks)
@@ -371,6 +378,11 @@ check mlp_zero1_4 "$ir/mlp.cir" --cluster h100:1x4 --mesh 4 --strategy zero1
 check mlp_zero2_2x2 "$ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero2
 check mlp_lamb_zero1_2x2 "$ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 --strategy zero1 --optimizer lamb
 check mlp_tp_zero2_2x2 "$ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 --zero 2 --mem 200KB
+# ... at 160 KB (branch pptie15; main 5cf1d18 1.151): under the tensor-parallel lowering a ZeRO-2
+# gradient held whole over the ZeRO axis is cut into the update's slice as it is made and squared
+# there, so the norm is a partial sum over that axis too: two all-reduces of it where one was priced
+# (problem.c norm_slice); 200 KB's re-plans reach this plan too, now that they go back up
+check mlp_tp_zero2_2x2_160 "$ir/mlp.cir" --cluster h100:1x4 --mesh 2x2 --zero 2 --mem 160KB
 # micro-batches under tensor parallel: a gradient pending a sum (the MLP's output bias under the
 # sequence split) is accumulated as this rank's partial sum and summed once a step, as priced
 # (solver/placement.c accumulates_pending); the accumulator was held reduce-scattered, each
