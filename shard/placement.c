@@ -187,13 +187,16 @@ void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, in
     ir_free(bytes);
 }
 
-bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *from, int *axis) {
-    int n = plan->n;
-    if (n < 1 || plan->step[n - 1].kind != COLL_REDUCE_SCATTER) return false;
-    for (int k = 0; k < n - 1; k++)
-        if (plan->step[k].kind != COLL_SLICE) return false;
-    const ShardSpec *before = n > 1 ? &plan->step[n - 2].after : from;
-    *axis = plan->step[n - 1].axis;
+bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *from, int *axis, int *step) {
+    int n = plan->n, k = 0;
+    while (k < n && plan->step[k].kind == COLL_SLICE) k++;
+    if (k >= n || plan->step[k].kind != COLL_REDUCE_SCATTER) return false;
+    /* after it nothing, or one slice of the scattered dim (folded into the copy in) */
+    if (k + 1 < n && (k + 2 < n || plan->step[k + 1].kind != COLL_SLICE || plan->step[k + 1].dim != plan->step[k].dim))
+        return false;
+    const ShardSpec *before = k ? &plan->step[k - 1].after : from;
+    *axis = plan->step[k].axis;
+    if (step) *step = k;
     return !((before->pmax >> *axis) & 1u);
 }
 

@@ -245,7 +245,8 @@ static inline int64_t placement_chunk_slot(int64_t bytes) { return (bytes + 63) 
  * stage's packed apart in their order; -1: on several stages (a tied
  * parameter, summed between the stages), gathered and reduce-scattered
  * alone. Under tensor parallelism (placement_chunk_sharded_member) stage is
- * the mesh axis its reduce-scatter runs over: the group it packs in.
+ * the group it packs in: the mesh axis its collectives run over on its one
+ * pipeline stage (placement_chunk_key), -1 on several (alone).
  * grad_local (tensor parallelism only): a gathered member whose gradient
  * needs no collective (its resharding into the update's slice only slices:
  * the parameter's readers ran replicated over the axis); it packs with such
@@ -289,11 +290,15 @@ void placement_chunk_layout(const PlaceChunkMember *m, int n, const int *bwd, in
 void placement_chunks_free(PlaceChunks *c);
 /* Under tensor parallelism (the sharded lowering), whether a ZeRO-2 gradient's
  * resharding `plan` from `from` into its update's slice packs into a chunk:
- * its one collective is its last step, a sum's reduce-scatter over one mesh
- * axis (*axis; the steps before it slices). Members pack by the axis
- * (PlaceChunkMember.stage); the lowering (compiler/lower/chunk.c) and the
- * planner's replay (solver/chunks.c) ask this one rule. */
-bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *from, int *axis);
+ * its one collective is a sum's reduce-scatter over one mesh axis (*axis),
+ * step *step (NULL: not asked), the steps before it slices and after it none
+ * or one slice of the same dim, which the member's copy into the chunk folds
+ * in (the 2x2 micro-batched plan's `[R]P0 -> reduce-scatter(axis 0) [S0],
+ * slice(axis 1) [S01]`: block j x 2 + its axis-1 coordinate to rank j's part).
+ * Members pack by the axis (PlaceChunkMember.stage); the lowering
+ * (compiler/lower/chunk.c) and the planner's replay (solver/chunks.c) ask
+ * this one rule. */
+bool placement_chunk_sharded_member(const ShardReshard *plan, const ShardSpec *from, int *axis, int *step);
 /* Under tensor parallelism, whether a ZeRO-3 parameter's resharding `plan` from its slice
  * for a reader may take its whole from a chunk's all-gather: its one step an all-gather over
  * one mesh axis (*axis). A parameter packs only where every such resharding of it does, over
@@ -304,6 +309,16 @@ bool placement_chunk_sharded_gather(const ShardReshard *plan, int *axis);
  * only slices (no collective: the parameter's readers ran replicated over the slice's axes),
  * so its gathered member packs as PlaceChunkMember.grad_local (one rule: chunk.c, chunks.c). */
 bool placement_chunk_sharded_local(const ShardReshard *plan);
+/* Under tensor parallelism, the group a member packs in (PlaceChunkMember.stage): its mesh axis
+ * on the one (virtual) pipeline stage of `on` (the stages running its collectives; 0 or 1 when
+ * not pipelined: stage 0), or -1 on several (a tied parameter, its gradient summed between the
+ * stages: alone). One rule for compiler/lower/chunk.c and solver/chunks.c. */
+static inline int placement_chunk_key(PlaceMask on, int axis) {
+    if (on & (on - 1)) return -1;
+    int s = 0;
+    while (on && !(on >> s & 1u)) s++;
+    return s * SHARD_MAX_AXES + axis;
+}
 /* Under micro-batches (ir/autodiff.c: each micro-batch's gradient summed into
  * an accumulator, whose sum the update reads), the accumulation of gradient y
  * (held in `held`) of a parameter at ZeRO-2/3: *t the layout its strategy

@@ -24,12 +24,15 @@
  * ZeRO over two mesh axes: each collective in the code generator's two steps
  * (zero_time), its temporaries held at its node.
  *
- * Tensor-parallel plans (no pipeline, ZeRO-2/3): the ZeRO-3 parameters'
- * gathers (reshardings per reader, one all-gather over one mesh axis) and the
+ * Tensor-parallel plans (ZeRO-2/3): the ZeRO-3 parameters' gathers
+ * (reshardings per reader, one all-gather over one mesh axis) and the
  * gradients' reduce-scatters over one mesh axis the lowering packs
- * (price_sharded), replayed and added to the step and peak, times the
+ * (tp_members, tp_run), replayed and added to the step and peak, times the
  * micro-batches (the chunks' buffers as an upper bound on the backward's
- * moments).
+ * moments: price_sharded); pipelined, each stage's own members, the same
+ * replay charged to each node's stages (stages_sharded: what the chunks
+ * change is added to each stage's forward and backward, its chunk buffers to
+ * its peak, pipeprice.c).
  *
  * Pipelined plans are priced per stage instead (their stages are placed
  * after plan_price_chunks runs): each stage packs its own members
@@ -672,10 +675,23 @@ static void ctx_free(Ctx *c) {
     ir_free(c->stage_of);
 }
 
+static void stages_sharded(const Graph *g, const PlanResult *r, int64_t cap, PlanChunkStages *out);
+
+/* Whether a pipelined tensor-parallel plan has chunks to price (ZeRO-2/3 over a submesh of
+ * several devices): the sharded lowering's (compiler/lower/chunk.c chunk_sharded). */
+static bool sharded_zero(const PlanResult *r) {
+    const Placement *pl = r->pl;
+    return pl && pl->layout == PL_SHARDED && r->mesh.n_devices > 1 && pl->zero_max >= 2;
+}
+
 void plan_chunk_stages(const Graph *g, const PlanResult *r, int64_t cap, PlanChunkStages *out) {
     memset(out, 0, sizeof *out);
     const Placement *pl = r->pl;
     int axis, outer, ranks;
+    if (cap >= 0 && pl && pl->pipe.stages > 1 && sharded_zero(r)) {
+        stages_sharded(g, r, cap, out);
+        return;
+    }
     if (cap < 0 || !zero_axes(&r->mesh, &axis, &outer, &ranks) || !pl || pl->layout == PL_SHARDED || pl->pipe.stages <= 1)
         return;
     Ctx c = {.g = g, .r = r, .axis = axis, .outer = outer, .ranks = ranks, .mb = pl->micro_batches > 0 ? pl->micro_batches : 1,
@@ -704,7 +720,9 @@ bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const 
     r->chunk_auto = asked == PLAN_CHUNK_AUTO;
     const Placement *pl = r->pl;
     int axis, outer, ranks;
-    if (!asked || !zero_axes(&r->mesh, &axis, &outer, &ranks) || !pl || pl->layout == PL_SHARDED || pl->pipe.stages <= 1) {
+    bool priced = pl && pl->pipe.stages > 1 &&
+                  (sharded_zero(r) || (zero_axes(&r->mesh, &axis, &outer, &ranks) && pl->layout != PL_SHARDED));
+    if (!asked || !priced) {
         r->chunk_bytes = asked > 0 ? asked : 0; /* the lowering refuses what it does not build */
         if (r->pl) r->pl->chunk_bytes = r->chunk_bytes;
         return true;
@@ -764,6 +782,9 @@ bool plan_price_pipe_chunks(const Graph *g, PlanResult *r, int64_t asked, const 
  * micro-batches. */
 typedef struct TpMember {
     int64_t in, slice;  /* a rank's bytes going in and its result's (a gathered member: its slice) */
+    int64_t cin, post;  /* a gradient's bytes copied into its chunk (in, or with a slice after its
+                         * reduce-scatter folded in, the blocks that slice keeps), and alone that
+                         * slice's copy (0: none) */
     DType dt;
     int axis;
     bool strided;       /* the scattered dim is not the local tensor's outermost */
@@ -777,35 +798,94 @@ typedef struct TpGather {
     bool strided;       /* the gathered dim is not the slice's outermost */
 } TpGather;
 
-static void tp_run(const PlanResult *r, const TpMember *tm, const PlaceChunkMember *pm, int n, const int *bwd, int nb,
-                   const TpGather *ga, int ng, int64_t cap, int mb, int fwd_end, int step_begin, PlanChunkPrice *out) {
+/* The members of a tensor-parallel plan's chunks (tp_members): tm and pm per member, bwd the
+ * gradient members in the backward's order, ga the ZeRO-3 parameters' reshardings in node
+ * order; mask per node the (virtual) stages it runs on (NULL: not pipelined, stage 0). */
+typedef struct TpSet {
+    TpMember *tm;
+    PlaceChunkMember *pm;
+    int *bwd;
+    TpGather *ga;
+    int n, nb, ng;
+    const PlaceMask *mask;
+    int P;              /* the (virtual) stages; 1 when not pipelined */
+} TpSet;
+
+/* One replay (tp_run): the PlanChunkPrice's totals (a step), and per (virtual) stage one
+ * micro-batch's all-gathers and copies in its forward and its backward, its reduce-scatters,
+ * and the most its largest round and largest gradient chunk hold together. */
+typedef struct TpStages {
+    double ag_fwd[PLACE_MAX_STAGES], ag_bwd[PLACE_MAX_STAGES], copy_fwd[PLACE_MAX_STAGES], copy_bwd[PLACE_MAX_STAGES];
+    double rs[PLACE_MAX_STAGES], held_grad[PLACE_MAX_STAGES], held_round[PLACE_MAX_STAGES];
+} TpStages;
+
+typedef enum { TP_GATHER, TP_COPY, TP_SCATTER } TpSpent;
+/* s seconds at node id, each of its stages' (a tied parameter's resharding at a node of
+ * two stages: both run it), in its part (the forward's or the rest's) */
+static void tp_spend(const TpSet *t, TpStages *st, NodeId id, int fwd_end, TpSpent k, double s) {
+    PlaceMask on = t->mask && id >= 0 ? t->mask[id] : 1;
+    bool fwd = id < fwd_end;
+    for (int q = 0; q < t->P; q++) {
+        if (!(on >> q & 1u)) continue;
+        if (k == TP_SCATTER) st->rs[q] += s;
+        else if (k == TP_GATHER) *(fwd ? &st->ag_fwd[q] : &st->ag_bwd[q]) += s;
+        else *(fwd ? &st->copy_fwd[q] : &st->copy_bwd[q]) += s;
+    }
+}
+
+/* The most `b` bytes at node id's stages (a chunk's buffers: one stage's). */
+static void tp_hold(const TpSet *t, double *held, NodeId id, double b) {
+    PlaceMask on = t->mask && id >= 0 ? t->mask[id] : 1;
+    for (int q = 0; q < t->P; q++)
+        if (on >> q & 1u && b > held[q]) held[q] = b;
+}
+
+static void tp_run(const PlanResult *r, const TpSet *t, int64_t cap, int mb, int fwd_end, int step_begin,
+                   PlanChunkPrice *out, TpStages *st) {
     const ShardMesh *m = &r->mesh;
     const CostModel *cm = &r->cm;
+    const TpMember *tm = t->tm;
+    const PlaceChunkMember *pm = t->pm;
+    int n = t->n;
     PlaceChunks pc;
-    placement_chunk_layout(pm, n, bwd, nb, cap > 0 ? cap : 0, &pc);
+    placement_chunk_layout(pm, n, t->bwd, t->nb, cap > 0 ? cap : 0, &pc);
     *out = (PlanChunkPrice){.bytes = cap, .chunks = cap > 0 ? pc.n_chunks : 0, .fits = true};
+    memset(st, 0, sizeof *st);
     for (int i = 0; i < n; i++)
         if (pm[i].at >= 0 && (cap <= 0 || pc.grad[i] < 0)) { /* a gradient alone */
             out->collectives++;
-            out->coll_s += shard_coll_time(m, COLL_REDUCE_SCATTER, tm[i].axis, (double)tm[i].in);
-            if (tm[i].strided) out->copy_s += cost_copy(cm, (double)tm[i].in);
+            double s = shard_coll_time(m, COLL_REDUCE_SCATTER, tm[i].axis, (double)tm[i].in);
+            out->coll_s += s;
+            tp_spend(t, st, pm[i].at, fwd_end, TP_SCATTER, s);
+            if (tm[i].strided) {
+                out->copy_s += cost_copy(cm, (double)tm[i].in);
+                tp_spend(t, st, pm[i].at, fwd_end, TP_COPY, cost_copy(cm, (double)tm[i].in));
+            }
+            if (tm[i].post) { /* the slice after its reduce-scatter */
+                out->copy_s += cost_copy(cm, (double)tm[i].post);
+                tp_spend(t, st, pm[i].at, fwd_end, TP_COPY, cost_copy(cm, (double)tm[i].post));
+            }
         }
-    double held_grad = 0, held_round = 0, gather_s = 0;
+    double gather_s = 0;
     for (int q = 0; cap > 0 && q < pc.n_grad; q++) {
         int64_t part = 0;
         int axis = -1;
+        NodeId last = -1;
         for (int i = 0; i < n; i++)
             if (pc.grad[i] == q) {
                 int64_t end = pc.grad_off[i] + placement_chunk_slot(tm[i].slice);
                 part = end > part ? end : part, axis = tm[i].axis;
-                out->copy_s += cost_copy(cm, (double)tm[i].in);
+                last = pm[i].at > last ? pm[i].at : last;
+                out->copy_s += cost_copy(cm, (double)tm[i].cin);
+                tp_spend(t, st, pm[i].at, fwd_end, TP_COPY, cost_copy(cm, (double)tm[i].cin));
             }
         if (axis < 0) continue; /* a chunk of parameters whose gradients are only sliced: none */
         out->grad_chunks++;
-        double all = (double)part * m->size[axis];
+        double all = (double)part * m->size[axis], s = shard_coll_time(m, COLL_REDUCE_SCATTER, axis, all);
         out->collectives++;
-        out->coll_s += shard_coll_time(m, COLL_REDUCE_SCATTER, axis, all);
-        if (ilp_buffer_bytes(all) > held_grad) held_grad = ilp_buffer_bytes(all);
+        out->coll_s += s;
+        tp_spend(t, st, last, fwd_end, TP_SCATTER, s);
+        tp_hold(t, st->held_grad, last, ilp_buffer_bytes(all));
     }
     /* the gathers: alone, or the rounds of their chunk (a part's, up to a member's second) */
     int nc = cap > 0 ? pc.n_chunks : 0;
@@ -821,28 +901,38 @@ static void tp_run(const PlanResult *r, const TpMember *tm, const PlaceChunkMemb
             copy_in[pc.chunk[i]] += cost_copy(cm, (double)tm[i].slice);
         }
     }
-    for (int e = 0; e < ng; e++) {
-        const TpGather *x = &ga[e];
+    for (int e = 0; e < t->ng; e++) {
+        const TpGather *x = &t->ga[e];
         int i = x->member, q = i >= 0 && nc ? pc.chunk[i] : -1, pt = x->at < fwd_end ? 0 : x->at < step_begin ? 1 : 2;
         if (i < 0) continue; /* not a member: the same with chunks and without */
         if (q < 0) { /* alone: its own all-gather (then its blocks moved where strided) */
+            double s = shard_coll_time(m, COLL_ALL_GATHER, tm[i].axis, (double)tm[i].slice);
             out->collectives++;
-            gather_s += shard_coll_time(m, COLL_ALL_GATHER, tm[i].axis, (double)tm[i].slice);
-            if (x->strided) out->copy_s += cost_copy(cm, (double)x->whole);
+            gather_s += s;
+            tp_spend(t, st, x->at, fwd_end, TP_GATHER, s);
+            if (x->strided) {
+                out->copy_s += cost_copy(cm, (double)x->whole);
+                tp_spend(t, st, x->at, fwd_end, TP_COPY, cost_copy(cm, (double)x->whole));
+            }
             continue;
         }
         if (open[q] < 0 || open_part[q] != pt || last[i] == open[q]) { /* a new round */
             open[q] = rounds++, open_part[q] = pt;
+            double s = shard_coll_time(m, COLL_ALL_GATHER, axis_of[q], (double)part[q]);
             out->collectives++;
-            gather_s += shard_coll_time(m, COLL_ALL_GATHER, axis_of[q], (double)part[q]);
+            gather_s += s;
+            tp_spend(t, st, x->at, fwd_end, TP_GATHER, s);
             out->copy_s += copy_in[q];
-            double b = ilp_buffer_bytes((double)part[q] * m->size[axis_of[q]]) + ilp_buffer_bytes((double)part[q]);
-            if (b > held_round) held_round = b;
+            tp_spend(t, st, x->at, fwd_end, TP_COPY, copy_in[q]);
+            tp_hold(t, st->held_round, x->at,
+                    ilp_buffer_bytes((double)part[q] * m->size[axis_of[q]]) + ilp_buffer_bytes((double)part[q]));
         }
         last[i] = open[q];
         out->copy_s += cost_copy(cm, (double)x->whole); /* its whole out of the chunk */
+        tp_spend(t, st, x->at, fwd_end, TP_COPY, cost_copy(cm, (double)x->whole));
     }
-    out->held_bytes = held_grad + held_round;
+    for (int q = 0; q < t->P; q++)
+        if (st->held_grad[q] + st->held_round[q] > out->held_bytes) out->held_bytes = st->held_grad[q] + st->held_round[q];
     out->gather_delta_s = gather_s; /* the all-gathers' time (plan_price_sharded subtracts none's) */
     out->coll_s += gather_s;
     out->collectives *= mb, out->coll_s *= mb, out->copy_s *= mb; /* each micro-batch's: a step */
@@ -858,12 +948,13 @@ static void tp_run(const PlanResult *r, const TpMember *tm, const PlaceChunkMemb
 
 /* The ZeRO-3 parameters' reshardings from their slice (compiler/lower/spec.c read_as: a
  * reader's layout not held yet in its phase, forward or the rest, makes a copy later
- * readers of the phase reuse), in node order, into ga (TpGather.member: the parameter's
- * value until tp_members numbers them); *gaxis per value: the one axis all of a
- * parameter's are all-gathers over, at nodes no recompute re-runs, else -2 (-1: none).
- * Returns their count. */
+ * readers of the phase reuse; pipelined, only readers on the stages of the copy's node,
+ * spec.c held_as), in node order, into ga (TpGather.member: the parameter's value until
+ * tp_members numbers them); *gaxis per value: the one axis all of a parameter's are
+ * all-gathers over, at nodes no recompute re-runs, else -2 (-1: none). Returns their count. */
 #define TP_COPIES 6 /* compiler/lower/spec.c MAX_COPIES: the slots a value's copies reuse */
-static int tp_gathers(const Graph *g, const Placement *pl, const ShardMesh *m, TpGather *ga, int *gaxis) {
+static int tp_gathers(const Graph *g, const Placement *pl, const ShardMesh *m, const PlaceMask *mask, TpGather *ga,
+                      int *gaxis) {
     int nn = g->n_nodes, nv = g->n_values, ng = 0;
     bool *rerun = ir_alloc(sizeof(bool) * (size_t)(nn + 1));
     NodeId *tmp = ir_alloc(sizeof(NodeId) * (size_t)(nn + 1));
@@ -880,6 +971,7 @@ static int tp_gathers(const Graph *g, const Placement *pl, const ShardMesh *m, T
     int *n_copy = ir_alloc(sizeof(int) * (size_t)(nv + 1));
     ShardSpec(*copy)[TP_COPIES] = ir_alloc(sizeof *copy * (size_t)(nv + 1));
     int8_t(*copy_ph)[TP_COPIES] = ir_alloc(sizeof *copy_ph * (size_t)(nv + 1));
+    NodeId(*copy_at)[TP_COPIES] = ir_alloc(sizeof *copy_at * (size_t)(nv + 1));
     for (ValueId v = 0; v < nv; v++) n_copy[v] = 0, gaxis[v] = -1;
     for (NodeId id = 0; id < nn; id++) {
         const Node *nd = ir_node(g, id);
@@ -893,10 +985,12 @@ static int tp_gathers(const Graph *g, const Placement *pl, const ShardMesh *m, T
             for (int j = 0; j < i; j++) again |= nd->in[j] == x;
             if (again || xv->role != ROLE_PARAM || pl->zero[x] < 3 || shard_spec_eq(&pl->spec[x], s)) continue;
             bool held = false;
-            for (int k = 0; k < n_copy[x] && k < TP_COPIES; k++) held |= shard_spec_eq(&copy[x][k], s) && copy_ph[x][k] == ph;
+            for (int k = 0; k < n_copy[x] && k < TP_COPIES; k++)
+                held |= shard_spec_eq(&copy[x][k], s) && copy_ph[x][k] == ph &&
+                        (!mask || (mask[copy_at[x][k]] & mask[id]) == mask[id]);
             if (held) continue;
             int slot = n_copy[x] < TP_COPIES ? n_copy[x]++ : (id + 1) % TP_COPIES;
-            copy[x][slot] = *s, copy_ph[x][slot] = (int8_t)ph;
+            copy[x][slot] = *s, copy_ph[x][slot] = (int8_t)ph, copy_at[x][slot] = id;
             ShardReshard plan;
             int axis = -1;
             bool ok = shard_reshard(m, xv->shape, xv->dtype, &pl->spec[x], s, &plan, NULL);
@@ -910,6 +1004,7 @@ static int tp_gathers(const Graph *g, const Placement *pl, const ShardMesh *m, T
                                   .whole = ok ? ir_shape_numel(shard_spec_local(s, m, xv->shape)) * ir_dtype_size(xv->dtype) : 0};
         }
     }
+    ir_free(copy_at);
     ir_free(copy_ph);
     ir_free(copy);
     ir_free(n_copy);
@@ -917,22 +1012,29 @@ static int tp_gathers(const Graph *g, const Placement *pl, const ShardMesh *m, T
     return ng;
 }
 
-static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
+/* A tensor-parallel plan's members, as chunk.c chunk_sharded takes them: the gathered ZeRO-3
+ * parameters in the order of their first resharding, the gradients' reshardings node by node
+ * (spec.c scatter_grad), each keyed by its axis on its one (virtual) stage
+ * (placement_chunk_key: one on several stages, a tied parameter, alone). */
+static void tp_members(const Graph *g, const PlanResult *r, TpSet *t) {
     const Placement *pl = r->pl;
     const ShardMesh *m = &r->mesh;
     int nn = g->n_nodes, nv = g->n_values, n = 0, nb = 0;
+    bool piped = pl->pipe.stages > 1 && pl->pipe.stage_mask;
+    *t = (TpSet){.mask = piped ? pl->pipe.stage_mask : NULL, .P = piped ? pl->pipe.stages : 1};
     ValueId *gparam = ir_alloc(sizeof(ValueId) * (size_t)(nv + 1));
     for (ValueId v = 0; v < nv; v++) gparam[v] = IR_NONE;
     for (NodeId id = 0; id < nn; id++)
         if (ir_op_is_update(ir_node(g, id)->op)) gparam[ir_node(g, id)->in[1]] = ir_node(g, id)->in[0];
-    TpMember *tm = ir_alloc(sizeof(TpMember) * (size_t)(nv + 1));
-    PlaceChunkMember *pm = ir_alloc(sizeof(PlaceChunkMember) * (size_t)(nv + 1));
-    int *bwd = ir_alloc(sizeof(int) * (size_t)(nv + 1)), *gaxis = ir_alloc(sizeof(int) * (size_t)(nv + 1));
+    TpMember *tm = t->tm = ir_alloc(sizeof(TpMember) * (size_t)(nv + 1));
+    PlaceChunkMember *pm = t->pm = ir_alloc(sizeof(PlaceChunkMember) * (size_t)(nv + 1));
+    int *bwd = t->bwd = ir_alloc(sizeof(int) * (size_t)(nv + 1)), *gaxis = ir_alloc(sizeof(int) * (size_t)(nv + 1));
     int *mem_of = ir_alloc(sizeof(int) * (size_t)(nv + 1));
+    PlaceMask *on = ir_alloc(sizeof(PlaceMask) * (size_t)(nv + 1)); /* per member: the stages running its collectives */
     int cap_g = 1;
     for (NodeId id = 0; id < nn; id++) cap_g += ir_node(g, id)->n_in;
-    TpGather *ga = ir_alloc(sizeof(TpGather) * (size_t)cap_g);
-    int ng = tp_gathers(g, pl, m, ga, gaxis);
+    TpGather *ga = t->ga = ir_alloc(sizeof(TpGather) * (size_t)cap_g);
+    int ng = t->ng = tp_gathers(g, pl, m, t->mask, ga, gaxis);
     for (ValueId v = 0; v < nv; v++) mem_of[v] = -1;
     for (int e = 0; e < ng; e++) { /* the gathered members, in the order of their first */
         ValueId x = ga[e].member;
@@ -944,65 +1046,93 @@ static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
             const Value *xv = ir_val(g, x);
             int64_t slice = ir_shape_numel(shard_spec_local(&pl->spec[x], m, xv->shape)) * ir_dtype_size(xv->dtype);
             tm[n] = (TpMember){.slice = slice, .dt = xv->dtype, .axis = gaxis[x]};
-            pm[n] = (PlaceChunkMember){.slice = slice, .dt = xv->dtype, .gathered = true, .at = -1, .stage = gaxis[x]};
+            pm[n] = (PlaceChunkMember){.slice = slice, .dt = xv->dtype, .gathered = true, .at = -1};
+            on[n] = 0;
             ValueId gv = ad_grad_of(g, xv->name);
             if (gv != IR_NONE) mem_of[gv] = n; /* its gradient: the same member */
             mem_of[x] = n++;
         }
         ga[e].member = mem_of[x];
+        on[mem_of[x]] |= t->mask ? t->mask[ga[e].at] : 1;
     }
     for (NodeId id = 0; id < nn; id++) { /* the gradients, as spec.c scatter_grad makes them, node by node */
         const Node *nd = ir_node(g, id);
         for (int o = 0; o < nd->n_out; o++) {
             ValueId y = nd->out[o], w = gparam[y];
             NodeId at = placement_scatter_node(g, &pl->pipe, id);
-            ShardSpec t;
+            ShardSpec ts;
             ShardReshard plan;
             int axis;
             if (at >= nn || nd->op == OP_GRAD_ACCUM) continue;
-            if (w == IR_NONE ? placement_accum_scatter(g, pl, y, &pl->spec[y], &t) == IR_NONE /* micro-batches */
+            if (w == IR_NONE ? placement_accum_scatter(g, pl, y, &pl->spec[y], &ts) == IR_NONE /* micro-batches */
                              : pl->zero[w] < 2 || !placement_grad_scatter(m, &pl->spec[w], pl->zero[w], &pl->spec[y],
-                                                                          ir_val(g, w)->shape, &t))
+                                                                          ir_val(g, w)->shape, &ts))
                 continue;
             const Value *yv = ir_val(g, y);
             StrBuf why;
             sb_init(&why);
-            bool ok = shard_reshard(m, yv->shape, yv->dtype, &pl->spec[y], &t, &plan, &why);
+            bool ok = shard_reshard(m, yv->shape, yv->dtype, &pl->spec[y], &ts, &plan, &why);
             sb_free(&why);
             if (!ok) continue;
-            if (!placement_chunk_sharded_member(&plan, &pl->spec[y], &axis)) {
+            int k;
+            if (!placement_chunk_sharded_member(&plan, &pl->spec[y], &axis, &k)) {
                 int i = mem_of[y]; /* a gathered member's gradient only sliced */
                 if (i >= 0 && pm[i].gathered && pm[i].at < 0 && placement_chunk_sharded_local(&plan)) pm[i].grad_local = true;
                 continue;
             }
-            const ShardStep *st = &plan.step[plan.n - 1];
-            Shape lb = shard_spec_local(plan.n > 1 ? &plan.step[plan.n - 2].after : &pl->spec[y], m, yv->shape);
-            int64_t es = ir_dtype_size(yv->dtype), outer = 1;
+            const ShardStep *st = &plan.step[k];
+            Shape lb = shard_spec_local(k ? &plan.step[k - 1].after : &pl->spec[y], m, yv->shape);
+            int64_t es = ir_dtype_size(yv->dtype), outer = 1, c_in = m->size[st->axis]; /* the copy in: a block a rank */
             for (int d = 0; d < st->dim; d++) outer *= lb.d[d];
             NodeId rd = nn; /* its first reader in the update's slice */
             for (NodeId q = at; q < nn && rd == nn; q++)
                 for (int i = 0; i < ir_node(g, q)->n_in; i++)
-                    if (ir_node(g, q)->in[i] == y && pl->has_st[q] && shard_spec_eq(&pl->st[q].in[i], &t)) rd = q;
-            int64_t slice = ir_shape_numel(shard_spec_local(&t, m, yv->shape)) * es;
+                    if (ir_node(g, q)->in[i] == y && pl->has_st[q] && shard_spec_eq(&pl->st[q].in[i], &ts)) rd = q;
+            int64_t slice = ir_shape_numel(shard_spec_local(&ts, m, yv->shape)) * es;
             int i = mem_of[y];
             if (i < 0 || pm[i].at >= 0 || pm[i].grad_local || tm[i].axis != axis || tm[i].slice != slice) { /* alone */
                 tm[n] = (TpMember){.slice = slice, .dt = yv->dtype, .axis = axis};
-                pm[n] = (PlaceChunkMember){.slice = slice, .dt = yv->dtype, .stage = axis};
+                pm[n] = (PlaceChunkMember){.slice = slice, .dt = yv->dtype};
+                on[n] = 0;
                 i = n++;
             }
             tm[i].in = ir_shape_numel(lb) * es, tm[i].strided = outer > 1;
+            tm[i].cin = k + 1 < plan.n ? slice * c_in : tm[i].in;
+            tm[i].post = k + 1 < plan.n ? slice : 0;
             pm[i].at = at, pm[i].reader = rd;
+            on[i] |= t->mask ? t->mask[at] : 1;
             bwd[nb++] = i;
         }
     }
+    for (int i = 0; i < n; i++) pm[i].stage = placement_chunk_key(on[i], tm[i].axis);
+    t->n = n, t->nb = nb;
+    ir_free(on);
+    ir_free(mem_of);
+    ir_free(gaxis);
+    ir_free(gparam);
+}
+
+static void tp_set_free(TpSet *t) {
+    ir_free(t->ga);
+    ir_free(t->bwd);
+    ir_free(t->pm);
+    ir_free(t->tm);
+    *t = (TpSet){0};
+}
+
+static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
+    const Placement *pl = r->pl;
+    TpSet t;
+    tp_members(g, r, &t);
+    TpStages *st = ir_alloc(sizeof(TpStages));
     PlanChunkPrice none;
     int mb = pl->micro_batches > 0 ? pl->micro_batches : 1, fwd_end = ad_forward_end(g), step_begin = ad_step_begin(g);
-    tp_run(r, tm, pm, n, bwd, nb, ga, ng, 0, mb, fwd_end, step_begin, &none);
+    tp_run(r, &t, 0, mb, fwd_end, step_begin, &none, st);
     int64_t cand[PLAN_MAX_CHUNK_SIZES];
     int nc = chunk_sizes(asked, cand);
     for (int k = 0; k < nc; k++) {
         PlanChunkPrice *c = &r->chunk_price[r->n_chunk_prices++];
-        tp_run(r, tm, pm, n, bwd, nb, ga, ng, cand[k], mb, fwd_end, step_begin, c);
+        tp_run(r, &t, cand[k], mb, fwd_end, step_begin, c, st);
         c->gather_delta_s -= none.gather_delta_s;
         c->scatter_delta_s = c->coll_s - none.coll_s - c->gather_delta_s;
         c->copy_s -= none.copy_s; /* the stagings' copies of members alone are the ILP's already */
@@ -1022,13 +1152,39 @@ static void price_sharded(const Graph *g, PlanResult *r, int64_t asked) {
         for (int k = 0; k < ILP_MOMENTS; k++) extra[k] = k == 2 ? 0 : ch->extra_bytes; /* 2: the update's */
         ilp_price_peak(pr, extra);
     }
-    ir_free(ga);
-    ir_free(mem_of);
-    ir_free(gaxis);
-    ir_free(bwd);
-    ir_free(pm);
-    ir_free(tm);
-    ir_free(gparam);
+    ir_free(st);
+    tp_set_free(&t);
+}
+
+/* plan_chunk_stages for a tensor-parallel plan: the same members and replay as
+ * price_sharded, charged to each node's (virtual) stages and part; the stages' ZeRO terms
+ * stay the groups' (the ILP's reshardings, pipeprice.c), so base_ is the replay without
+ * chunks and the copies are what the chunks add (none's, the stagings of strided members
+ * alone, are the ILP's). */
+static void stages_sharded(const Graph *g, const PlanResult *r, int64_t cap, PlanChunkStages *out) {
+    const Placement *pl = r->pl;
+    TpSet t;
+    tp_members(g, r, &t);
+    TpStages *st0 = ir_alloc(sizeof(TpStages)), *st = ir_alloc(sizeof(TpStages));
+    PlanChunkPrice none, k;
+    int mb = pl->micro_batches > 0 ? pl->micro_batches : 1, fwd_end = ad_forward_end(g), step_begin = ad_step_begin(g);
+    tp_run(r, &t, 0, mb, fwd_end, step_begin, &none, st0);
+    tp_run(r, &t, cap, mb, fwd_end, step_begin, &k, st);
+    out->sharded = true;
+    for (int q = 0; q < t.P && q < PLACE_MAX_STAGES; q++) {
+        out->gather_fwd_s[q] = st->ag_fwd[q], out->base_gather_fwd_s[q] = st0->ag_fwd[q];
+        out->gather_bwd_s[q] = st->ag_bwd[q], out->base_gather_bwd_s[q] = st0->ag_bwd[q];
+        out->scatter_s[q] = st->rs[q], out->base_scatter_s[q] = st0->rs[q];
+        out->copy_fwd_s[q] = st->copy_fwd[q] - st0->copy_fwd[q];
+        out->copy_bwd_s[q] = st->copy_bwd[q] - st0->copy_bwd[q];
+        out->held_bytes[q] = cap > 0 ? st->held_grad[q] + st->held_round[q] : 0;
+    }
+    out->chunks = k.chunks, out->grad_chunks = k.grad_chunks;
+    out->collectives = k.collectives, out->unchunked_collectives = none.collectives;
+    out->coll_s = k.coll_s, out->copy_s = k.copy_s - none.copy_s;
+    ir_free(st);
+    ir_free(st0);
+    tp_set_free(&t);
 }
 
 void plan_price_chunks(const Graph *g, PlanResult *r, int64_t asked, bool pipelined) {

@@ -540,20 +540,22 @@ bool pipeline_price(const PlanResult *r, const ShardCluster *whole, double cap, 
      * stage's peak. They replace the groups' terms above (one gather per group and pass, the
      * forward's and the backward's alike; a tied parameter's every read on each of its stages:
      * gpt2_pp_2_zero3_2 0.972 of its replay, gpt2_pp_2_zero3_chunk_2 0.948 by the chunks' ratio),
-     * on a stage whose parameters the replay holds (ZeRO over one or two axes of the submesh, not
-     * tensor parallel; else the groups' terms stay) */
+     * on a stage whose parameters the replay holds (ZeRO over one or two axes of the submesh; else
+     * the groups' terms stay). Tensor parallel (cs.sharded), the groups' terms stay and the chunks'
+     * change is added: the same replay with them less without (chunks.c stages_sharded) */
     bool zero23 = false;
     for (int q = 0; q < P; q++) zero23 |= agp[q] > 0 || zsync[q] > 0;
-    if (P > 1 && zero23) {
+    if (P > 1 && zero23 && (pl->layout != PL_SHARDED || r->chunk_bytes > 0)) {
         PlanChunkStages cs;
         plan_chunk_stages(g, r, r->chunk_bytes > 0 ? r->chunk_bytes : 0, &cs);
         for (int q = 0; q < P; q++) {
             if (!(cs.base_gather_fwd_s[q] + cs.base_gather_bwd_s[q] + cs.base_scatter_s[q] > 0)) continue;
-            double f = cs.gather_fwd_s[q] - agp[q] + cs.copy_fwd_s[q];
+            double gf = cs.sharded ? cs.base_gather_fwd_s[q] : agp[q], gb = cs.sharded ? cs.base_gather_bwd_s[q] : agp[q];
+            double f = cs.gather_fwd_s[q] - gf + cs.copy_fwd_s[q];
             fwd[q] += f;
-            bwd[q] += cs.gather_bwd_s[q] - agp[q] + cs.copy_bwd_s[q] + (RERUNS(q) ? f : 0);
+            bwd[q] += cs.gather_bwd_s[q] - gb + cs.copy_bwd_s[q] + (RERUNS(q) ? f : 0);
             again[q] += RERUNS(q) ? f : 0;
-            bwd[q] += cs.scatter_s[q] - zsync[q];
+            bwd[q] += cs.scatter_s[q] - (cs.sharded ? cs.base_scatter_s[q] : zsync[q]);
             if (r->chunk_bytes > 0) vs[q].mem_chunks = cs.held_bytes[q];
         }
     }

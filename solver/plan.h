@@ -212,8 +212,9 @@ double plan_offload_hidden(const PlanResult *r);
  * of its backward and its reduce-scatters with chunks of `cap` bytes and
  * (base_) one collective per tensor, the chunks' copies in and out, and the
  * most the stage's chunk buffers hold at once (cap 0: none, the two alike).
- * All zero when r is not pipelined or ZeRO is not over one mesh axis of the
- * submesh. */
+ * All zero when r is not pipelined or ZeRO is not over one or two mesh axes
+ * of the submesh; a tensor-parallel plan's (ZeRO-2/3) by its reshardings'
+ * members (chunks.c stages_sharded, .sharded). */
 typedef struct PlanChunkStages {
     double gather_fwd_s[PLACE_MAX_STAGES], gather_bwd_s[PLACE_MAX_STAGES], scatter_s[PLACE_MAX_STAGES];
     double base_gather_fwd_s[PLACE_MAX_STAGES], base_gather_bwd_s[PLACE_MAX_STAGES], base_scatter_s[PLACE_MAX_STAGES];
@@ -223,6 +224,9 @@ typedef struct PlanChunkStages {
     int collectives;               /* the ZeRO all-gathers and reduce-scatters a step, every stage's */
     int unchunked_collectives;     /* the same one per tensor */
     double coll_s, copy_s;         /* the collectives' time and the copies', a step, every stage's */
+    bool sharded;                  /* a tensor-parallel plan's (chunk.c chunk_sharded): the stages' ZeRO terms
+                                    * stay the groups', the chunks' change (less base_) added, the copies
+                                    * what the chunks add */
 } PlanChunkStages;
 void plan_chunk_stages(const Graph *g, const PlanResult *r, int64_t cap, PlanChunkStages *out);
 /* A pipelined plan's chunk size (after its stages are placed and priced,

@@ -29,8 +29,9 @@ void cg_mem_check_print(FILE *f, const CgMemCheck *chk, const char *pb, const ch
 
 /* Pipelines: the ZeRO chunks of each (virtual) stage, which packs its own
  * (compiler/lower/chunk.c), and the stage's all-gathers and reduce-scatters
- * as lowering.all_gather_count counts them (each node's once), beside the
- * same without chunks (one per parameter and reader, one per gradient). */
+ * as lowering.all_gather_count counts them (each node's once; a
+ * tensor-parallel plan's reshardings' too), beside the same without chunks
+ * (one per parameter and reader, one per gradient). */
 static void chunk_stages_json(cJSON *ck, const LowerProgram *lp) {
     const Graph *g = lp->g;
     cJSON *arr = cJSON_AddArrayToObject(ck, "stages");
@@ -51,6 +52,15 @@ static void chunk_stages_json(cJSON *ck, const LowerProgram *lp) {
             ag0 += ln->n_gather + upd, ag += upd, rs0 += ln->n_rs;
             for (int k = 0; k < ln->n_gather; k++) ag += ln->gather_round[k] < 0;
             for (int k = 0; k < ln->n_rs; k++) rs += ln->rs_round[k] < 0;
+            for (int k = 0; k < ln->n_rsh; k++) { /* tensor parallel: the reshardings' (a member's: its chunk's) */
+                const LowerReshard *r = &ln->rsh[k];
+                for (int q = 0; q < r->plan.n; q++) {
+                    bool member = (q == 0 && r->round >= 0) || (r->scatter >= 0 && q >= r->scatter_step);
+                    ShardColl kd = r->plan.step[q].kind;
+                    ag0 += kd == COLL_ALL_GATHER, rs0 += kd == COLL_REDUCE_SCATTER;
+                    ag += kd == COLL_ALL_GATHER && !member, rs += kd == COLL_REDUCE_SCATTER && !member;
+                }
+            }
         }
         cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "stage", s);
@@ -195,7 +205,7 @@ char *cg_plan_json(const char *plan_json, const LowerProgram *lp, CgMemCheck *ch
     for (NodeId id = 0; id < g->n_nodes; id++) /* tensor parallel: the reshardings' collectives */
         for (int k = 0; k < lp->n[id].n_rsh; k++, nrsh++) {
             const LowerReshard *r = &lp->n[id].rsh[k];
-            for (int q = r->round >= 0; q < r->plan.n - (r->scatter >= 0); q++) { /* a chunk's member: its chunk's, above */
+            for (int q = r->round >= 0; q < (r->scatter >= 0 ? r->scatter_step : r->plan.n); q++) { /* a chunk's member: its chunk's, above */
                 double b = (double)lp->v[q ? r->buf[q - 1] : r->from].bytes;
                 switch (r->plan.step[q].kind) {
                 case COLL_ALL_REDUCE: nar++, ar += b; break;

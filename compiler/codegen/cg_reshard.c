@@ -55,11 +55,15 @@ static void coll(StrBuf *s, const CgCtx *c, const char *fn, int axis, ValueId sr
     sb_printf(s, ", %lld, %s%s%s, NULL);\n", (long long)count, dt, op ? ", " : "", op ? op : "");
 }
 
-/* A chunk member's last step (a reduce-scatter over one axis, chunk.c
+/* A chunk member's reduce-scatter (step k, over one axis, chunk.c
  * chunk_sharded): its input's blocks of the scattered dim copied into chunk
  * scatter r->scatter's buffer, rank j's block at rank j's part plus the
  * member's place, rows packed (one copy where the dim is the local tensor's
- * outermost); the chunk's reduce-scatter is emit_chunk_scatter's. */
+ * outermost); the chunk's reduce-scatter is emit_chunk_scatter's. A slice of
+ * the same dim after it (over axis b, placement_chunk_sharded_member) is
+ * folded in: the dim is then in n x n_b blocks, and rank j's part gets block
+ * j x n_b + this rank's coordinate on b, what the slice would keep of the
+ * reduce-scattered block j. */
 static void emit_copy_in(CgCtx *c, const LowerReshard *r, int k) {
     const LowerProgram *lp = c->lp;
     const LowerChunkScatter *cs = &lp->chunk_scatters[r->scatter];
@@ -68,31 +72,35 @@ static void emit_copy_in(CgCtx *c, const LowerReshard *r, int k) {
     const ShardMesh *m = lp->opt.mesh;
     const ShardStep *st = &r->plan.step[k];
     const ShardSpec *before = k ? &r->plan.step[k - 1].after : &r->spec_from;
-    ValueId src = k ? r->buf[k - 1] : r->from;
-    Shape lb = shard_spec_local(before, m, x->shape), la = shard_spec_local(&st->after, m, x->shape);
-    int n = m->size[st->axis], d = st->dim;
+    ValueId src = k ? r->buf[k - 1] : r->from, res = r->buf[r->plan.n - 1];
+    int last = r->plan.n - 1, b = last > k ? r->plan.step[last].axis : -1;
+    Shape lb = shard_spec_local(before, m, x->shape), la = shard_spec_local(&r->plan.step[last].after, m, x->shape);
+    int n = m->size[st->axis], nb = b >= 0 ? m->size[b] : 1, d = st->dim;
     int64_t es = ir_dtype_size(x->dtype), outer = outer_of(lb, d), row = la.d[d] * inner_of(la, d) * es;
     int64_t off = -1;
     for (int q = 0; q < cs->n; q++)
-        if (cs->shard[q] == r->buf[k]) off = cs->off[q] * es;
+        if (cs->shard[q] == res) off = cs->off[q] * es;
     if (off < 0) ir_panic(__FILE__, __LINE__, "chunk scatter %d has no member %%%s", r->scatter, x->name);
-    cg_trace_copy(c, (double)(ir_shape_numel(lb) * es), x->name);
-    sb_printf(s, "    /* %%%s into its chunk (reduce-scattered over axis %d with the chunk's last member) */\n", x->name,
-              st->axis);
-    if (outer == 1) { /* the blocks are contiguous: one strided copy */
+    cg_trace_copy(c, (double)(n * row * outer), x->name);
+    sb_printf(s, "    /* %%%s into its chunk (reduce-scattered over axis %d with the chunk's last member", x->name, st->axis);
+    if (b >= 0) sb_printf(s, "; the slice over axis %d folded in", b);
+    sb_puts(s, ") */\n");
+    char at_b[64] = ""; /* the first block this rank copies: its coordinate on b */
+    if (b >= 0) snprintf(at_b, sizeof at_b, " + (size_t)colrt_mesh_coord(M->mesh, %d) * %lld", b, (long long)row);
+    if (outer == 1) { /* the blocks are evenly spaced: one strided copy */
         sb_puts(s, "    colrt_memcpy_2d(");
         addr(s, c, cs->buf, off);
         sb_printf(s, ", %lld, ", (long long)(cs->elems * es));
         addr(s, c, src, 0);
-        sb_printf(s, ", %lld, %lld, %d, NULL);\n", (long long)row, (long long)row, n);
+        sb_printf(s, "%s, %lld, %lld, %d, NULL);\n", at_b, (long long)(nb * row), (long long)row, n);
         return;
     }
     sb_printf(s, "    for (int j = 0; j < %d; j++)\n        colrt_memcpy_2d(", n);
     addr(s, c, cs->buf, off);
     sb_printf(s, " + (size_t)j * %lld, %lld, ", (long long)(cs->elems * es), (long long)row);
     addr(s, c, src, 0);
-    sb_printf(s, " + (size_t)j * %lld, %lld, %lld, %lld, NULL);\n", (long long)row, (long long)(n * row), (long long)row,
-              (long long)outer);
+    sb_printf(s, "%s + (size_t)j * %lld, %lld, %lld, %lld, NULL);\n", at_b, (long long)(nb * row),
+              (long long)(n * nb * row), (long long)row, (long long)outer);
 }
 
 /* A ZeRO-3 parameter's resharding whose all-gather is its chunk's (chunk.c
@@ -263,7 +271,8 @@ void cg_emit_reshards(CgCtx *c, const CgOptions *o, NodeId id, bool post) {
         sb_printf(c->sched, "    /* reshard %%%s: %s */\n", ir_val(c->g, r->from)->name, sb_cstr(&sp));
         sb_free(&sp);
         for (int q = 0; q < r->plan.n; q++) {
-            if (r->scatter >= 0 && q == r->plan.n - 1) emit_copy_in(c, r, q);
+            if (r->scatter >= 0 && q == r->scatter_step) emit_copy_in(c, r, q);
+            else if (r->scatter >= 0 && q > r->scatter_step) continue; /* folded into the copy in */
             else if (r->round >= 0 && q == 0) emit_copy_out(c, r);
             else emit_step(c, o, r, q);
         }

@@ -50,11 +50,18 @@
  * gradients reduce-scattered in the chunk's layout, or, where the readers
  * ran replicated and the gradients are only sliced, no gradient chunk; the
  * ZeRO-2/3 gradients' reshardings whose one collective is a reduce-scatter
- * over one mesh axis, packed by that axis; under micro-batches the same,
+ * over one mesh axis (a slice of the same dim after it folded into the
+ * member's copy in), packed by that axis; under micro-batches the same,
  * each micro-batch's (spec.c reshards a micro-batch's gradient where it is
  * computed into the slice its accumulation reads). A gather over two axes,
- * or one the recompute re-runs, keeps its own collectives; pipelines there
- * are refused before lowering (lower.c).
+ * or one the recompute re-runs, keeps its own collectives. With pipeline
+ * stages each (virtual) stage packs its own, as above: a member's key is
+ * its axis on its one stage (placement_chunk_key: the stages of the nodes
+ * running its reshardings), so a chunk's rounds and reduce-scatter run on
+ * one stage's nodes, in that stage's forward (and the forward it runs
+ * again) and backward of every micro-batch; a tied parameter on two stages
+ * (GPT-2's wte: each stage gathers it for its own readers, spec.c
+ * held_as) and its gradient keep their own collectives.
  */
 #include "lower_internal.h"
 
@@ -143,8 +150,9 @@ static void make_scatter(LowerCtx *c, const NodeId *at, const int *kk, const int
  * slice (spec.c, per reader and phase) is one all-gather over one mesh axis
  * (placement_chunk_sharded_gather), at nodes no recompute re-runs (cg_emit.c
  * re-emits a re-run node's reshardings, each its own collective), is a
- * gathered member of that axis (PlaceChunkMember.stage is the axis here), in
- * the order of its first gather. The reduce-scatters: the ZeRO-2/3
+ * gathered member of that axis (PlaceChunkMember.stage is the axis on the
+ * member's pipeline stage here, placement_chunk_key), in the order of its
+ * first gather. The reduce-scatters: the ZeRO-2/3
  * gradients' reshardings (spec.c scatter_grad) that
  * placement_chunk_sharded_member takes, keyed by their reduce-scatter's axis;
  * a gathered member's own gradient (its "X.grad", over the same axis into a
@@ -174,15 +182,18 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
     for (NodeId id = 0; id < c->nn; id++) rerun[id] = false;
     for (NodeId id = 0; id < c->nn; id++)
         for (int k = 0; k < p->n[id].n_recompute; k++) rerun[p->n[id].recompute[k]] = true;
-    /* per value: a ZeRO-3 parameter's gathers' axis (-1: none seen, -2: not all chunkable over one) */
+    /* per value: a ZeRO-3 parameter's gathers' axis (-1: none seen, -2: not all chunkable over one),
+     * and the (virtual) pipeline stages gathering it */
     int *gaxis = ir_alloc(sizeof(int) * (size_t)(nv + 1)), *mem_of = ir_alloc(sizeof(int) * (size_t)(nv + 1));
-    for (ValueId v = 0; v < nv; v++) gaxis[v] = -1, mem_of[v] = -1;
+    PlaceMask *gon = ir_alloc(sizeof(PlaceMask) * (size_t)(nv + 1));
+    for (ValueId v = 0; v < nv; v++) gaxis[v] = -1, mem_of[v] = -1, gon[v] = 0;
     for (NodeId id = 0; id < c->nn; id++)
         for (int k = 0; k < p->n[id].n_rsh; k++) {
             const LowerReshard *r = &p->n[id].rsh[k];
             ValueId x = r->from;
             int axis;
             if (x >= nv || ir_val(g, x)->role != ROLE_PARAM || pl->zero[x] < 3 || gaxis[x] == -2) continue;
+            gon[x] |= stages_at(p, id);
             if (rerun[id] || !placement_chunk_sharded_gather(&r->plan, &axis) || (gaxis[x] >= 0 && gaxis[x] != axis))
                 gaxis[x] = -2;
             else gaxis[x] = axis;
@@ -191,12 +202,15 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
     ValueId *order = ir_alloc(sizeof(ValueId) * (size_t)cap_m);
     NodeId *at = ir_alloc(sizeof(NodeId) * (size_t)cap_m); /* per member: its gradient's resharding, or -1 */
     int *kk = ir_alloc(sizeof(int) * (size_t)cap_m), *bwd = ir_alloc(sizeof(int) * (size_t)cap_m), n = 0, nb = 0;
+    int *axis_of = ir_alloc(sizeof(int) * (size_t)cap_m); /* per member: its collectives' mesh axis */
+    PlaceMask *on = ir_alloc(sizeof(PlaceMask) * (size_t)cap_m); /* and the stages running them */
     for (NodeId id = 0; id < c->nn; id++) /* the gathered members, in the order of their first gather */
         for (int k = 0; k < p->n[id].n_rsh; k++) {
             ValueId x = p->n[id].rsh[k].from;
             if (x >= nv || gaxis[x] < 0 || mem_of[x] >= 0) continue;
             DType dt = ir_val(g, x)->dtype;
-            m[n] = (PlaceChunkMember){.slice = p->v[x].bytes, .dt = dt, .gathered = true, .at = -1, .stage = gaxis[x]};
+            m[n] = (PlaceChunkMember){.slice = p->v[x].bytes, .dt = dt, .gathered = true, .at = -1};
+            axis_of[n] = gaxis[x], on[n] = gon[x];
             ValueId gv = ad_grad_of(g, ir_val(g, x)->name);
             if (gv != IR_NONE) mem_of[gv] = n; /* its gradient: the same member */
             order[n] = x, at[n] = -1, kk[n] = -1, mem_of[x] = n++;
@@ -206,7 +220,7 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
             const LowerReshard *r = &p->n[id].rsh[k];
             int axis; /* a ZeRO-2/3 gradient's, its one collective a reduce-scatter over one axis */
             if (!r->grad) continue;
-            if (!placement_chunk_sharded_member(&r->plan, &r->spec_from, &axis)) {
+            if (!placement_chunk_sharded_member(&r->plan, &r->spec_from, &axis, NULL)) {
                 int i = r->from < nv ? mem_of[r->from] : -1; /* a gathered member's gradient only sliced */
                 if (i >= 0 && m[i].gathered && m[i].at < 0 && placement_chunk_sharded_local(&r->plan)) m[i].grad_local = true;
                 continue;
@@ -216,14 +230,20 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
                 for (int j = 0; j < p->n[q].n_xin; j++)
                     if (p->n[q].xin_to[j] == r->to) rd = q;
             int i = r->from < nv ? mem_of[r->from] : -1;
-            if (i < 0 || m[i].at >= 0 || m[i].grad_local || m[i].stage != axis || m[i].slice != p->v[r->to].bytes) {
+            if (i < 0 || m[i].at >= 0 || m[i].grad_local || axis_of[i] != axis || m[i].slice != p->v[r->to].bytes) {
                 /* a gradient alone */
-                m[n] = (PlaceChunkMember){.slice = p->v[r->to].bytes, .dt = ir_val(g, r->from)->dtype, .stage = axis};
+                m[n] = (PlaceChunkMember){.slice = p->v[r->to].bytes, .dt = ir_val(g, r->from)->dtype};
+                axis_of[n] = axis, on[n] = 0;
                 order[n] = IR_NONE, i = n++;
             }
             m[i].at = id, m[i].reader = rd;
+            on[i] |= stages_at(p, id);
             at[i] = id, kk[i] = k, bwd[nb++] = i;
         }
+    /* each member packs with those of its axis on its (virtual) stage; one on several (a tied
+     * parameter, its gradient summed between the stages) alone */
+    for (int i = 0; i < n; i++) m[i].stage = placement_chunk_key(on[i], axis_of[i]);
+    ir_free(on);
     PlaceChunks pc;
     placement_chunk_layout(m, n, bwd, nb, cap, &pc);
     /* the parameter chunks, their members in member order (their offsets rise) */
@@ -241,7 +261,7 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
         for (int i = 0; i < n; i++) {
             if (pc.chunk[i] != q) continue;
             int64_t es = ir_dtype_size(m[i].dt);
-            ch->dt = m[i].dt, ch->axis = m[i].stage;
+            ch->dt = m[i].dt, ch->axis = axis_of[i];
             ch->member[ch->n] = order[i];
             ch->off[ch->n++] = pc.off[i] / es;
             ch->elems = (pc.off[i] + placement_chunk_slot(m[i].slice)) / es;
@@ -296,7 +316,7 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
         const LowerReshard *r0 = &p->n[at[first]].rsh[kk[first]];
         DType dt = m[first].dt;
         int64_t es = ir_dtype_size(dt), elems = bytes / es;
-        int axis = m[first].stage, ranks = p->opt.mesh->size[axis];
+        int axis = axis_of[first], ranks = p->opt.mesh->size[axis];
         p->chunk_scatters = ir_realloc(p->chunk_scatters, sizeof *p->chunk_scatters * (size_t)(p->n_chunk_scatters + 1));
         int rr = p->n_chunk_scatters++;
         ValueId buf = lower_add_temp(g, p, lo, elems * ranks, dt, "rs_chunk", r0->from);
@@ -311,26 +331,32 @@ static void chunk_sharded(LowerCtx *c, int64_t cap) {
         for (int i = 0; i < n; i++) { /* in member order: their offsets rise */
             if (pc.grad[i] != q) continue;
             LowerReshard *r = &p->n[at[i]].rsh[kk[i]];
-            int s = r->plan.n - 1;
-            cs->grad[j] = s ? r->buf[s - 1] : r->from;
+            int s = r->plan.n - 1, k = s, ax;
+            placement_chunk_sharded_member(&r->plan, &r->spec_from, &ax, &k); /* its reduce-scatter's step */
+            cs->grad[j] = k ? r->buf[k - 1] : r->from;
             cs->shard[j] = r->buf[s];
             cs->off[j] = pc.grad_off[i] / es;
-            p->v[r->buf[s]].storage = part; /* the result is a view into the part */
-            p->v[r->buf[s]].view_off = pc.grad_off[i];
-            drop_tmp(p, &r->tmp[s], buf); /* its own staging, unused */
-            r->scatter = rr;
+            for (int u = k; u <= s; u++) { /* the result is a view into the part (a slice after the
+                                            * reduce-scatter folded into the copy in: its input too) */
+                p->v[r->buf[u]].storage = part;
+                p->v[r->buf[u]].view_off = pc.grad_off[i];
+                drop_tmp(p, &r->tmp[u], buf); /* its own staging, unused */
+            }
+            r->scatter = rr, r->scatter_step = k;
             j++;
         }
     }
     placement_chunks_free(&pc);
     ir_free(last_round);
     ir_free(chunk_of);
+    ir_free(axis_of);
     ir_free(bwd);
     ir_free(kk);
     ir_free(at);
     ir_free(order);
     ir_free(m);
     ir_free(mem_of);
+    ir_free(gon);
     ir_free(gaxis);
     ir_free(rerun);
 }

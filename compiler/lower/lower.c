@@ -424,14 +424,6 @@ LowerProgram *lower_placement(const Graph *g, const Placement *pl, const char *d
     const ShardMesh *m = &pl->mesh;
     int world = m->n_devices, busy_axes = 0;
     for (int a = 0; a < m->n_axes; a++) busy_axes += m->size[a] > 1;
-    if (pl->chunk_bytes > 0 && world > 1 && pl->layout == PL_SHARDED && pl->pipe.stages > 1) { /* chunk.c chunk_sharded */
-        sb_printf(err, "--chunk-bytes %lld: the plan is tensor parallel with pipeline stages; this build packs "
-                       "a tensor-parallel plan's chunks without pipeline stages only (chunk.c, solver/chunks.c)",
-                  (long long)pl->chunk_bytes);
-        *hint = "generate without --chunk-bytes, or with --pp 1 (tensor parallel), or --strategy zero2|zero3 (the "
-                "batch split only)";
-        return NULL;
-    }
     const int8_t *offload = NULL; /* host offload (offload.c): what this build lowers */
     for (ValueId v = 0; v < g->n_values; v++)
         if (pl->offload[v] > PO_DEVICE) {

@@ -256,8 +256,10 @@ typedef struct LowerReshard {
     ValueId buf[SHARD_MAX_STEPS], tmp[SHARD_MAX_STEPS], tmp2[SHARD_MAX_STEPS];
     bool grad;                 /* a ZeRO-2/3 gradient's resharding into the slice its update
                                 * reads (spec.c scatter_grad) */
-    int scatter;               /* chunk.c: the LowerChunkScatter its last step (a reduce-scatter)
-                                * copies its input into, the chunk's reduce-scatter its own; -1: none */
+    int scatter;               /* chunk.c: the LowerChunkScatter its reduce-scatter (step scatter_step,
+                                * placement_chunk_sharded_member) copies its input into, the chunk's
+                                * reduce-scatter its own (a slice after it folded into the copy); -1: none */
+    int scatter_step;
     int round;                 /* chunk.c: the LowerChunkGather (a tensor-parallel plan's round of a
                                 * ZeRO-3 chunk) its one step (an all-gather over the chunk's axis)
                                 * copies its whole out of; -1: none */

@@ -33,6 +33,7 @@ typedef struct SpecCtx {
     int *n_copy;                     /* per graph value: resharded copies made so far */
     ValueId (*copy)[MAX_COPIES];
     int8_t (*copy_phase)[MAX_COPIES]; /* the phase of the reader each was made for */
+    NodeId (*copy_at)[MAX_COPIES];   /* the node each was made at */
     ValueId *gparam;                 /* per value: the parameter an update reads it as the
                                       * gradient of, or IR_NONE */
     StrBuf *err;
@@ -50,11 +51,18 @@ static int zero_of(const SpecCtx *c, ValueId param) {
 static int phase(const Graph *g, NodeId id) { return placement_phase(g, id) == PH_FORWARD ? 0 : 1; }
 
 /* The value a read of x at node `at` finds in spec s (x or a copy made for
- * a reader in the same phase), or IR_NONE. */
+ * a reader in the same phase), or IR_NONE. Pipelined, a copy of a leaf (a
+ * parameter, an input: each stage holds its own, nothing sends them) only
+ * on the stages that made it: GPT-2's tied wte, gathered (ZeRO-3) for the
+ * embedding on the first stage, is gathered again for the head on the last
+ * (its forward read the first stage's copy, which its ranks never made). */
 static ValueId held_as(const SpecCtx *c, ValueId x, const ShardSpec *s, NodeId at) {
     if (shard_spec_eq(&c->p->v[x].spec, s)) return x;
+    const PlacePipeline *pp = c->p->opt.pipe;
+    const PlaceMask *mask = pp && pp->stages > 1 && ir_val(c->g, x)->def == IR_NONE ? pp->stage_mask : NULL;
     for (int k = 0; k < c->n_copy[x]; k++) {
         ValueId y = c->copy[x][k];
+        if (mask && (mask[c->copy_at[x][k]] & mask[at]) != mask[at]) continue;
         if (shard_spec_eq(&c->p->v[y].spec, s) && c->copy_phase[x][k] == phase(c->g, at)) return y;
     }
     return IR_NONE;
@@ -126,6 +134,7 @@ static ValueId make_copy(SpecCtx *c, NodeId at, ValueId x, const ShardSpec *s, i
     int slot = c->n_copy[x] < MAX_COPIES ? c->n_copy[x]++ : (at + 1) % MAX_COPIES;
     c->copy[x][slot] = r.to;
     c->copy_phase[x][slot] = (int8_t)ph;
+    c->copy_at[x][slot] = at;
     return r.to;
 }
 
@@ -237,6 +246,7 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
     c.n_copy = ir_alloc(sizeof(int) * (size_t)(nv + 1));
     c.copy = ir_alloc(sizeof *c.copy * (size_t)(nv + 1));
     c.copy_phase = ir_alloc(sizeof *c.copy_phase * (size_t)(nv + 1));
+    c.copy_at = ir_alloc(sizeof *c.copy_at * (size_t)(nv + 1));
     c.gparam = ir_alloc(sizeof(ValueId) * (size_t)(nv + 1));
     for (ValueId v = 0; v < nv; v++) c.gparam[v] = IR_NONE;
     for (NodeId id = 0; id < g->n_nodes; id++) {
@@ -324,6 +334,7 @@ bool lower_specs(const Graph *g, LowerProgram *p, StrBuf *err) {
     ir_free(c.n_copy);
     ir_free(c.copy);
     ir_free(c.copy_phase);
+    ir_free(c.copy_at);
     ir_free(c.gparam);
     return ok;
 }

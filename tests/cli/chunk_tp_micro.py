@@ -10,7 +10,7 @@ must pack the same members into the same chunks and count each micro-batch's
 collectives: the plan JSON's chosen candidate has the lowering's gradient
 chunks, and its collectives a step are the chunks times the micro-batches
 (none's: the members times the micro-batches). The numbers are the e2e test's
-(e2e_gpt2_tp_micro2_zero2_chunk_4: it trains as the interpreter does) and
+(e2e_gpt2_tp_micro2_zero2_chunk_2x2: it trains as the interpreter does) and
 test_sim_agree's (the step the planner predicts is the replay's).
 usage: chunk_tp_micro.py COLOSSAL_COMPILE SOURCE_DIR WORK_DIR
 """
@@ -28,7 +28,10 @@ cases = [
     # the two mlp.c_proj.bias gradients, [R]P1: one reduce-scatter over axis 1 a micro-batch
     ("gpt2_1x2_mb2", [b4, "--cluster", "h100:1x2", "--mesh", "1x2", "--zero", "2", "--mem", "150KB",
                       "--micro-batches", "2", "--chunk-bytes", "4KB"], (1, 2, 2, 3)),
-    # (the e2e test's plan on one axis of 4: its chunks_priced test checks the count)
+    # the e2e test's plan on 2x2: the two mlp.c_proj.bias gradients [R]P0 reduce-scattered over axis 0
+    # and sliced over axis 1, the slice folded into the copy in (before tppp19 no chunk)
+    ("gpt2_2x2_mb2", [b4, "--cluster", "h100:1x4", "--mesh", "2x2", "--zero", "2", "--mem", "108KB",
+                      "--micro-batches", "2", "--chunk-bytes", "1KB"], (1, 2, 2, 3)),
 ]
 bad = 0
 for name, args, (chunks, members, mb, rs) in cases:

@@ -313,9 +313,10 @@ static void test_scatter_node(void) {
 }
 
 /* Under tensor parallelism a ZeRO-2 gradient's resharding packs into a chunk
- * when its one collective is its last step, a sum's reduce-scatter over one
- * axis (placement_chunk_sharded_member: the lowering's and the planner's
- * rule); two collectives, or none, keep their own. */
+ * when its one collective is a sum's reduce-scatter over one axis, after
+ * slices, before nothing or one slice of the same dim
+ * (placement_chunk_sharded_member: the lowering's and the planner's rule);
+ * two collectives, or none, keep their own. */
 static void test_chunk_sharded_member(void) {
     ShardCluster cl;
     ShardMesh m;
@@ -333,6 +334,8 @@ static void test_chunk_sharded_member(void) {
         {"[R]P01", "[S01]", -1, 16},   /* two reduce-scatters */
         {"[R]", "[S01]", -1, 16},      /* slices only */
         {"[R]P1", "[R]", -1, 16},      /* an all-reduce */
+        {"[R]P0", "[S01]", 0, 16},     /* reduce-scatter over axis 0, then a slice of the dim over axis 1
+                                        * (folded into the member's copy in) */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         ShardSpec a, b;
@@ -341,7 +344,7 @@ static void test_chunk_sharded_member(void) {
         ShardReshard r;
         CHECK(shard_reshard(&m, ir_shape(1, &d), DT_F32, &a, &b, &r, &e));
         int axis = -1;
-        bool member = placement_chunk_sharded_member(&r, &a, &axis);
+        bool member = placement_chunk_sharded_member(&r, &a, &axis, NULL);
         CHECK_INT(member ? axis : -1, cases[k].axis);
     }
     sb_free(&e);

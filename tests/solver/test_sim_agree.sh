@@ -82,6 +82,10 @@ check gpt2_tp_zero2_chunk_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1
 # one micro-batch's priced alone it is 0.981)
 check gpt2_tp_micro2_zero2_chunk_1x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x2 --mesh 1x2 --zero 2 \
   --mem 150KB --micro-batches 2 --chunk-bytes 4KB
+# ... on 2x2 (e2e_gpt2_tp_micro2_zero2_chunk_2x2): the members reduce-scattered over axis 0 then sliced
+# over axis 1, the slice folded into the copy in (1.000)
+check gpt2_tp_micro2_zero2_chunk_2x2 "$src/tests/e2e/gpt2_tiny_b4.cir" --cluster h100:1x4 --mesh 2x2 --zero 2 \
+  --mem 108KB --micro-batches 2 --chunk-bytes 1KB
 # ... with ZeRO-3 (e2e_gpt2_tp_zero3_chunk_2's plan): the parameters' gathers (reshardings per reader,
 # one all-gather over the axis) in chunk rounds, each resharding copying its whole out (price_sharded
 # replays spec.c's copies per phase; the recompute's re-runs gather alone)
@@ -144,6 +148,11 @@ check gpt2_pp_2_tp_zero2_rerun_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 -
 # (compiler/main.c) and keep the fastest whose arena fits (78 KB's, 0.1288 ms), and the ILP prices
 # that sum on the lookup -> head edge (cost_param_part_grad), so the 73.9 KB plan prices as it runs
 check gpt2_pp_2_tp_zero2_auto_2 "$ir/gpt2-tiny.cir" --cluster h100:1x4 --pp 2 --mesh 1x2 --zero 2 --mem 80KB --micro-batches 4
+# ... in chunks (cli_chunk_tp_pp's plan: the 4-block model, each stage's two mlp.c_proj.bias gradients
+# one reduce-scatter a micro-batch): the chunks priced per stage (chunks.c stages_sharded, the same
+# replay with them less without added to each stage's backward; 1.000, 1.000 without chunks)
+check gpt2_pp_2_tp_zero2_chunk_2 "$src/tests/e2e/gpt2_tiny_4.cir" --cluster h100:1x4 --pp 2 --mesh 1x2 --zero 2 \
+  --mem 120KB --micro-batches 4 --chunk-bytes 2KB
 # interleaved 1F1B (--schedule interleaved:2): each device's virtual stages' functions on its clock, a
 # transfer's messages posted at once (colrt_sendrecv_batch), the sums between devices in the
 # update; the e2e tests' five interleaved plans, and 4 devices of 2 chunks with data parallel 2
