@@ -11,7 +11,12 @@ checks, over the generated programs in the build tree:
   program by design (a CUDA program's C twin: NAME_cuda; the PyTorch comparisons: *torch*,
   the interpreter's same program under its own name; and the pairs listed in SAME, each
   with its reason);
-- a program named ..._zeroN_... plans some group at ZeRO stage N.
+- a program named ..._zeroN_... plans some group at ZeRO stage N, and, outside the
+  tensor-parallel lowering (whose `lowering.zero_stage` is 0: it runs each group's stage from
+  the Placement), is lowered at stage N or above: a plan with every op replicated (one
+  data-parallel rank) is lowered at ZeRO-1 at most whatever it plans (compiler/lower/lower.c
+  lower_build), and llama_selective_zero2_2, forced to --zero 2, had become such a plan: planned
+  at ZeRO-2, lowered at ZeRO-1 (2026-12-06).
 
 usage: distinct.py E2E_BUILD_DIR
 """
@@ -80,6 +85,11 @@ for name, (_, plan_path) in progs.items():
     checked += 1
     if int(m.group(1)) not in stages:
         errs.append("%s: no group at ZeRO-%s (stages %s)" % (name, m.group(1), stages))
+    low = plan.get("lowering", {})
+    if not low.get("tensor_parallel") and low.get("zero_stage", 0) < int(m.group(1)):
+        errs.append("%s: planned at ZeRO-%s, lowered at ZeRO-%s (data-parallel ranks %s: every op replicated "
+                    "runs ZeRO-1 at most; force a batch split, e.g. --strategy zero%s)"
+                    % (name, m.group(1), low.get("zero_stage"), low.get("data_parallel_ranks"), m.group(1)))
 
 for e in errs:
     print("FAIL:", e)
