@@ -43,6 +43,13 @@ static PlanResult *plan(const Graph *g, const char *cluster, const char *mesh, c
     return r;
 }
 
+/* The problem's edge from group src to group dst, or NULL. */
+static const IlpEdge *edge_between(const IlpProblem *p, int src, int dst) {
+    for (int k = 0; k < p->n_edges; k++)
+        if (p->edges[k].src == src && p->edges[k].dst == dst) return &p->edges[k];
+    return NULL;
+}
+
 static NodeId producer(const Graph *g, const char *value) {
     ValueId v = ir_find(g, value);
     IR_ASSERT(v != IR_NONE && ir_val(g, v)->def != IR_NONE);
@@ -227,9 +234,7 @@ static void test_second_use(void) {
     plan_bwd_free(bw);
     int gs = p->group_of_node[ln], gd = p->group_of_node[d2];
     CHECK(gs >= 0 && gd >= 0 && gs != gd);
-    const IlpEdge *e = NULL;
-    for (int k = 0; k < p->n_edges; k++)
-        if (p->edges[k].src == gs && p->edges[k].dst == gd) e = &p->edges[k];
+    const IlpEdge *e = edge_between(p, gs, gd);
     CHECK(e != NULL);
     if (!e) goto out;
     const IlpGroup *S = &p->groups[gs], *D = &p->groups[gd];
@@ -283,9 +288,7 @@ static void test_tied_part_sum(void) {
     ValueId w = ir_find(g, "wte.weight");
     int gs = p->group_of_node[own], gd = p->group_of_node[head];
     CHECK(gs >= 0 && gd >= 0 && gs != gd && w != IR_NONE);
-    const IlpEdge *e = NULL;
-    for (int k = 0; k < p->n_edges; k++)
-        if (p->edges[k].src == gs && p->edges[k].dst == gd) e = &p->edges[k];
+    const IlpEdge *e = edge_between(p, gs, gd);
     CHECK(e != NULL);
     if (!e) goto out;
     const IlpGroup *S = &p->groups[gs], *D = &p->groups[gd];
